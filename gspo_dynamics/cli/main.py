@@ -1,0 +1,139 @@
+"""The `gspo-dynamics` command. Thin: parse, build the config, call one library function, print.
+
+Bad input (an impossible hyperparameter, an unknown name) prints one line
+`gspo-dynamics: error: ...` and exits with status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gspo_dynamics import __version__
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.theory.bandit import TwoArmBandit
+from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, KL_ESTIMATORS, STD_ESTIMATORS, SGD, Adam, Hyperparams
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (argparse prints the usage block and the error)."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise ConfigError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    return value
+
+
+def _add_hyperparams(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("training hyperparameters")
+    g.add_argument("--lr", type=float, default=2.0, help="learning rate eta (default: 2.0)")
+    g.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="sgd (heavy-ball) or adam (default: sgd)")
+    g.add_argument("--momentum", type=float, default=0.0, help="heavy-ball momentum mu for sgd (default: 0)")
+    g.add_argument("--beta1", type=float, default=0.9, help="Adam beta1 (default: 0.9)")
+    g.add_argument("--beta2", type=float, default=0.999, help="Adam beta2 (default: 0.999)")
+    g.add_argument("--adam-eps", type=float, default=1e-8, help="Adam epsilon (default: 1e-8)")
+    g.add_argument("--refresh-interval", "-T", type=_positive_int, default=1,
+                   help="optimizer steps between refreshes of the sampling policy (TRL: steps_per_generation x num_iterations; default: 1)")
+    g.add_argument("--group-size", "-G", type=_positive_int, default=None,
+                   help="responses per prompt G (default: G -> infinity, the expected dynamics)")
+    g.add_argument("--num-groups", type=_positive_int, default=1, help="groups per optimizer step (default: 1)")
+    g.add_argument("--advantage", choices=ADVANTAGES, default="mean", help="mean: r - mean; std: also divided by the group std")
+    g.add_argument("--std-estimator", choices=STD_ESTIMATORS, default="unbiased", help="group std with or without Bessel's correction")
+    g.add_argument("--correction", choices=CORRECTIONS, default="none", help="off-policy correction (default: none)")
+    g.add_argument("--clip-low", type=float, default=0.2, help="eps_low of the ratio clip (default: 0.2)")
+    g.add_argument("--clip-high", type=float, default=0.2, help="eps_high of the ratio clip (default: 0.2)")
+    g.add_argument("--kl", type=float, default=0.5, help="KL weight beta (default: 0.5)")
+    g.add_argument("--kl-estimator", choices=KL_ESTIMATORS, default="exact", help="exact KL or the k3 estimator")
+    b = p.add_argument_group("testbed")
+    b.add_argument("--testbed", choices=("bandit",), default="bandit", help="two-armed softmax bandit (exact reduction)")
+    b.add_argument("--ref-logit", type=float, default=-1.0, help="reference logit: pi_ref(1) = sigmoid(ref_logit) (default: -1)")
+    b.add_argument("--init-logit", type=float, default=None, help="initial logit (default: the reference)")
+
+
+def hyperparams_from_args(args: argparse.Namespace) -> Hyperparams:
+    optimizer = SGD(momentum=args.momentum) if args.optimizer == "sgd" else Adam(beta1=args.beta1, beta2=args.beta2, eps=args.adam_eps)
+    return Hyperparams(
+        lr=args.lr, optimizer=optimizer, refresh_interval=args.refresh_interval, group_size=args.group_size,
+        num_groups=args.num_groups, advantage=args.advantage, std_estimator=args.std_estimator,
+        correction=args.correction, clip_low=args.clip_low, clip_high=args.clip_high,
+        kl_coef=args.kl, kl_estimator=args.kl_estimator,
+    )
+
+
+def bandit_from_args(args: argparse.Namespace) -> TwoArmBandit:
+    return TwoArmBandit(ref_logit=args.ref_logit, init_logit=args.init_logit)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gspo-dynamics", description="Predict and check the training dynamics of GRPO/GSPO.")
+    parser.add_argument("--version", action="version", version=f"gspo-dynamics {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("predict", help="stability, regime and thresholds from the theory alone")
+    _add_hyperparams(p)
+    p.add_argument("--t-max", type=_positive_int, default=10_000, help="largest refresh interval searched (default: 10000)")
+    p.add_argument("--no-from-start", action="store_true", help="skip the nonlinear from-start check")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=_cmd_predict)
+
+    s = sub.add_parser("simulate", help="simulate the bandit in torch and compare with the prediction")
+    _add_hyperparams(s)
+    s.add_argument("--steps", type=_positive_int, default=400, help="optimizer steps (default: 400)")
+    s.add_argument("--seeds", type=_positive_int, default=64, help="independent runs for finite G (default: 64)")
+    s.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    s.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: cpu)")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(run=_cmd_simulate)
+    return parser
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from gspo_dynamics.predict import as_json_ready, predict_bandit, summary_lines
+
+    report = predict_bandit(bandit_from_args(args), hyperparams_from_args(args), t_max=args.t_max, from_start=not args.no_from_start)
+    if args.json:
+        print(json.dumps(as_json_ready(report), allow_nan=False))
+    else:
+        print("\n".join(summary_lines(report)))
+    return 0
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from gspo_dynamics.predict import as_json_ready
+    from gspo_dynamics.simulate import compare_bandit, comparison_lines
+
+    report = compare_bandit(
+        bandit_from_args(args), hyperparams_from_args(args), steps=args.steps, seeds=args.seeds,
+        seed=args.seed, device=args.device, progress=not args.no_progress,
+    )
+    if args.json:
+        print(json.dumps(as_json_ready(report), allow_nan=False))
+    else:
+        print("\n".join(comparison_lines(report)))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+    except ConfigError as exc:
+        print(f"gspo-dynamics: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("gspo-dynamics: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""The batched softmax-bandit update: state over (configs C, seeds S, prompts P, arms K), one step.
+
+One optimizer step of every run at once. Per step t, for config c:
+
+1. refresh: if t % T_c == 0 the sampling logits become the current logits;
+2. samples: stochastic mode draws num_groups groups of G actions per prompt from the sampling
+   policy pi_s; expected mode takes all K actions as weighted samples with weights pi_s(a);
+3. loss (through `gspo_dynamics.objectives`): the group-advantage policy loss, mean over a
+   prompt's samples, summed over prompts, seeds and configs (they are independent parameters),
+   plus beta_c times the KL penalty at the current policy; autograd w.r.t. the (C, S, P, K)
+   logits gives the ascent direction g = -grad loss (zero on frozen logits);
+4. optimizer: heavy-ball SGD  v <- mu v + g,  l <- l + lr v;  or Adam with bias correction
+   m <- b1 m + (1 - b1) g,  s <- b2 s + (1 - b2) g^2,  l <- l + lr m_hat / (sqrt(s_hat) + eps).
+
+Random numbers are common across configs (one uniform per (seed, prompt, sample), shared by all
+configs), so a config's trajectory does not depend on which other configs share the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from scipy.special import gammaln
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.objectives import get_loss, group_advantages, kl_exact_categorical, kl_k3
+from gspo_dynamics.sim._task import BanditTask
+from gspo_dynamics.theory import finite_group
+from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
+
+# Fields that shape the computation graph (sample counts, which loss, which estimator) must be
+# equal across the configs of one batch; everything else is a per-config tensor.
+SHARED_FIELDS: tuple[str, ...] = (
+    "group_size",
+    "num_groups",
+    "advantage",
+    "std_estimator",
+    "std_eps",
+    "correction",
+    "kl_estimator",
+)
+LOSS_FOR_CORRECTION = {"none": "pg", "token": "grpo", "sequence": "gspo"}
+SCALE_FOR_ADVANTAGE = {"mean": "none", "std": "group"}
+
+
+@dataclass(frozen=True)
+class ConfigTensors:
+    """Per-config hyperparameters as (C, 1, 1, 1) tensors, broadcastable over (C, S, P, K)."""
+
+    lr: torch.Tensor  # eta
+    momentum: torch.Tensor  # SGD mu, or Adam b1
+    gain: torch.Tensor  # weight of g in the first moment: 1 (SGD) or 1 - b1 (Adam)
+    beta2: torch.Tensor  # Adam b2 (0 for SGD, unused)
+    adam_eps: torch.Tensor  # Adam eps (1 for SGD, unused)
+    is_adam: torch.Tensor  # bool
+    refresh: torch.Tensor  # T, int64
+    clip_low: torch.Tensor
+    clip_high: torch.Tensor
+    kl_coef: torch.Tensor  # beta
+    any_adam: bool
+    any_kl: bool
+
+
+def check_configs(configs: Sequence[Hyperparams]) -> tuple[Hyperparams, ...]:
+    configs = tuple(configs)
+    if not configs:
+        raise ConfigError("configs must hold at least one Hyperparams, got none")
+    for i, hp in enumerate(configs):
+        if not isinstance(hp, Hyperparams):
+            raise ConfigError(f"configs[{i}] must be a Hyperparams, got {type(hp).__name__}")
+    for name in SHARED_FIELDS:
+        values = [getattr(hp, name) for hp in configs]
+        if any(v != values[0] for v in values):
+            raise ConfigError(
+                f"{name} must be equal across the configs of one simulation, got {sorted(set(map(repr, values)))}; "
+                "run one simulation per value"
+            )
+    return configs
+
+
+def pack_configs(configs: Sequence[Hyperparams], device, dtype) -> ConfigTensors:
+    def column(values, kind=dtype):
+        return torch.tensor(values, dtype=kind, device=device).reshape(-1, 1, 1, 1)
+
+    adam = [isinstance(hp.optimizer, Adam) for hp in configs]
+    return ConfigTensors(
+        lr=column([hp.lr for hp in configs]),
+        momentum=column([hp.momentum for hp in configs]),
+        gain=column([1.0 - hp.optimizer.beta1 if a else 1.0 for hp, a in zip(configs, adam)]),
+        beta2=column([hp.optimizer.beta2 if a else 0.0 for hp, a in zip(configs, adam)]),
+        adam_eps=column([hp.optimizer.eps if a else 1.0 for hp, a in zip(configs, adam)]),
+        is_adam=column(adam, torch.bool),
+        refresh=column([hp.refresh_interval for hp in configs], torch.int64),
+        clip_low=column([hp.clip_low for hp in configs]),
+        clip_high=column([hp.clip_high for hp in configs]),
+        kl_coef=column([hp.kl_coef for hp in configs]),
+        any_adam=any(adam),
+        any_kl=any(hp.kl_coef > 0.0 for hp in configs),
+    )
+
+
+def resolve_device(device) -> torch.device:
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device {str(device)!r} was requested but CUDA is not available")
+    return device
+
+
+class BanditEngine:
+    """State (logits, sampling logits, optimizer moments) of C x S runs on P prompts, and its step."""
+
+    def __init__(
+        self,
+        task: BanditTask,
+        configs: Sequence[Hyperparams],
+        *,
+        seeds: int = 1,
+        expected: bool = False,
+        device="cpu",
+        dtype: torch.dtype = torch.float64,
+        seed: int = 0,
+        start_logits=None,
+    ) -> None:
+        self.configs = check_configs(configs)
+        hp = self.configs[0]
+        if not isinstance(task, BanditTask):
+            raise ConfigError(f"task must be a BanditTask, got {type(task).__name__}")
+        if not (isinstance(seeds, int) and seeds >= 1):
+            raise ConfigError(f"seeds must be an integer >= 1, got {seeds!r}")
+        if dtype not in (torch.float32, torch.float64):
+            raise ConfigError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+        if not expected and hp.group_size is None:
+            raise ConfigError("stochastic simulation needs a finite group_size, got None (G -> infinity); use expected=True")
+        if expected and hp.group_size is not None and not task.is_binary:
+            raise ConfigError(
+                f"expected dynamics at finite group size (G = {hp.group_size}) are exact only for rewards in {{0, 1}}; "
+                "use group_size=None or the stochastic mode"
+            )
+        self.task, self.expected, self.hp = task, expected, hp
+        self.device, self.dtype = resolve_device(device), dtype
+        self.cfg = pack_configs(self.configs, self.device, dtype)
+        self.loss_fn = get_loss(LOSS_FOR_CORRECTION[hp.correction])
+        C, S, (P, K) = len(self.configs), seeds, task.rewards.shape
+        self.shape = (C, S, P, K)
+
+        def tensor(x):
+            return torch.as_tensor(np.array(x), dtype=dtype, device=self.device)
+
+        self.rewards = tensor(task.rewards)  # (P, K)
+        self.ref_logits = tensor(task.ref_logits).expand(self.shape)  # (C, S, P, K)
+        self.trainable = tensor(task.trainable)  # (P, K), 1 = trained
+        # a prompt whose arms all pay the same carries no signal: its advantages are exactly 0
+        self.informative = tensor(task.rewards.max(axis=1, keepdims=True) > task.rewards.min(axis=1, keepdims=True)).bool()
+        start = task.start_logits if start_logits is None else start_logits
+        try:
+            logits = tensor(start).expand(self.shape).clone()
+        except RuntimeError:
+            raise ConfigError(f"start logits of shape {np.shape(start)} do not broadcast to {self.shape}") from None
+        if not torch.isfinite(logits).all():
+            raise ConfigError("start logits must be finite")
+        self.logits = logits  # (C, S, P, K)
+        self.sampling_logits = logits.clone()  # (C, S, P, K), refreshed every T_c steps
+        self.moment1 = torch.zeros_like(logits)  # SGD velocity v, or Adam m
+        self.moment2 = torch.zeros_like(logits)  # Adam s
+        self.t = 0
+        if hp.group_size is not None:
+            G = hp.group_size
+            k = np.arange(G + 1, dtype=float)
+            coef = finite_group.group_gradient_coefficients(G, hp.advantage, hp.std_estimator, hp.std_eps)
+            self._k, self._coef = tensor(k), tensor(coef)  # (G + 1,)
+            self._log_binom = tensor(gammaln(G + 1) - gammaln(k + 1) - gammaln(G - k + 1))
+        self.generator = None if expected else torch.Generator(device=self.device).manual_seed(int(seed))
+
+    # ---- observables -----------------------------------------------------------------------------
+
+    def reward(self, logits: torch.Tensor | None = None) -> torch.Tensor:
+        """(C, S, P) expected reward sum_a pi(a) r_a of the policy with these logits."""
+        logits = self.logits if logits is None else logits
+        return (torch.softmax(logits, dim=-1) * self.rewards).sum(-1)
+
+    # ---- samples and their advantages -------------------------------------------------------------
+
+    def _expected_samples(self, pi_s: torch.Tensor):
+        """All K actions with weights pi_s(a) and advantages whose pi_s-weighted sum is E[group gradient].
+
+        G -> infinity: A_a = (r_a - R_s) / sigma_s (sigma_s = 1 for "mean", the population std
+        + eps for "std"), the limit of the group statistics.
+        Finite G, binary rewards: A~_a = m(p_s) / p_s for r_a = 1 and -m(p_s) / (1 - p_s) for r_a = 0,
+        m = finite_group.drive_factor and p_s = R_s. Proof: a group with k ~ Bin(G, p_s) successes has
+        advantages A+(k) = (1 - k/G)/s_k on successes and A-(k) = -(k/G)/s_k on failures, and each
+        sample contributes A_i h(a_i), where h(a) (the per-unit-advantage gradient of the loss at a)
+        depends on the action only: the clip test depends on the sign of A, fixed by the action
+        (A = 0 contributes nothing). Given k, the successes are iid from pi_s restricted to
+        {r = 1}, so E[(1/G) sum_i A_i h(a_i) | k] = g_k (H+ - H-) with g_k = (k/G)(1 - k/G)/s_k,
+        H+ = sum_{r_a=1} pi_s(a) h(a) / p_s, H- = sum_{r_a=0} pi_s(a) h(a) / (1 - p_s). Averaging
+        over k gives E[g] = m(p_s) (H+ - H-) = sum_a pi_s(a) A~_a h(a).
+        """
+        C, S, P, K = self.shape
+        r = self.rewards  # (P, K)
+        mean = (pi_s * r).sum(-1, keepdim=True)  # (C, S, P, 1) R_s
+        G = self.hp.group_size
+        if G is None:
+            adv = r - mean
+            if self.hp.advantage == "std":
+                sigma = (pi_s * adv**2).sum(-1, keepdim=True).sqrt()
+                adv = adv / (sigma + self.hp.std_eps)
+            adv = torch.where(self.informative, adv, torch.zeros_like(adv))
+        else:
+            p = mean
+            log_pmf = self._log_binom + torch.xlogy(self._k, p) + torch.xlogy(G - self._k, 1.0 - p)  # (C, S, P, G + 1)
+            m = (log_pmf.exp() * self._coef).sum(-1, keepdim=True)  # (C, S, P, 1) drive factor m(p_s)
+            inside = (p > 0.0) & (p < 1.0)  # at p_s in {0, 1} every group is flat: m = 0
+            safe = torch.where(inside, p, torch.full_like(p, 0.5))
+            adv = torch.where(r == 1.0, m / safe, -m / (1.0 - safe))
+            adv = torch.where(inside, adv, torch.zeros_like(adv))
+        actions = torch.arange(K, device=self.device).expand(self.shape)
+        return actions, pi_s, adv  # (C, S, P, K) each
+
+    def _sampled(self, pi_s: torch.Tensor):
+        """num_groups groups of G actions per (config, seed, prompt) from pi_s, weights 1/N."""
+        C, S, P, K = self.shape
+        G, N = self.hp.group_size, self.hp.group_size * self.hp.num_groups
+        u = torch.rand((S, P, N), generator=self.generator, device=self.device, dtype=self.dtype)
+        cdf = pi_s.cumsum(-1)  # (C, S, P, K)
+        actions = torch.searchsorted(cdf, u.expand(C, S, P, N).contiguous()).clamp_max(K - 1)  # (C, S, P, N)
+        rewards = self.rewards.expand(self.shape).gather(-1, actions)  # (C, S, P, N)
+        scale = SCALE_FOR_ADVANTAGE[self.hp.advantage]
+        adv = group_advantages(rewards.reshape(-1, G), scale, self.hp.std_estimator, self.hp.std_eps)
+        weights = torch.full_like(rewards, 1.0 / N)
+        return actions, weights, adv.reshape(C, S, P, N)
+
+    # ---- the step ---------------------------------------------------------------------------------
+
+    def ascent(self, logits: torch.Tensor, sampling_logits: torch.Tensor) -> torch.Tensor:
+        """(C, S, P, K) ascent direction g = -d loss / d logits (stochastic mode draws samples)."""
+        leaf = logits.detach().requires_grad_(True)
+        sampling_logits = sampling_logits.detach()
+        logp_all = torch.log_softmax(leaf, dim=-1)  # (C, S, P, K) current policy
+        logp_s_all = torch.log_softmax(sampling_logits, dim=-1)  # (C, S, P, K) sampling policy
+        pi_s = logp_s_all.exp()
+        actions, weights, adv = self._expected_samples(pi_s) if self.expected else self._sampled(pi_s)
+        logp_old = logp_s_all.gather(-1, actions)  # (C, S, P, N)
+        if self.hp.correction == "none":
+            # the stale gradient as is: the value (so the gradient) is taken at the sampling logits,
+            # and the identity map leaf - leaf.detach() (= 0) routes it to the current logits
+            logp = torch.log_softmax(sampling_logits + (leaf - leaf.detach()), dim=-1).gather(-1, actions)
+        else:
+            logp = logp_all.gather(-1, actions)
+        B = logp.numel()
+        clip_low = self.cfg.clip_low.expand(logp.shape).reshape(B)
+        clip_high = self.cfg.clip_high.expand(logp.shape).reshape(B)
+        mask = torch.ones((B, 1), dtype=torch.bool, device=self.device)
+        loss, _ = self.loss_fn(
+            logp.reshape(B, 1), logp_old.reshape(B, 1), adv.reshape(B), mask,
+            clip_low=clip_low, clip_high=clip_high, weights=weights.reshape(B),
+        )
+        total = loss * B  # (1/B) sum_i w_i l_i -> sum over (c, s, p) of each prompt's weighted mean
+        if self.cfg.any_kl:
+            beta = self.cfg.kl_coef
+            if self.hp.kl_estimator == "exact":
+                total = total + (beta[..., 0] * kl_exact_categorical(leaf, self.ref_logits)).sum()
+            else:
+                # k3 at the samples, reweighted by the detached ratio pi/pi_s: its gradient is the
+                # current-policy E_pi[(1 - pi_ref/pi) grad log pi], whichever policy sampled
+                logp_now = logp_all.gather(-1, actions)
+                ratio = torch.exp(logp_now - logp_old).detach()
+                k3 = kl_k3(logp_now, torch.log_softmax(self.ref_logits, dim=-1).gather(-1, actions))
+                total = total + (beta * weights * ratio * k3).sum()
+        (grad,) = torch.autograd.grad(total, leaf)
+        return -grad * self.trainable
+
+    @torch.no_grad()
+    def step(self) -> None:
+        cfg = self.cfg
+        refresh = (self.t % cfg.refresh) == 0  # (C, 1, 1, 1)
+        self.sampling_logits = torch.where(refresh, self.logits, self.sampling_logits)
+        with torch.enable_grad():
+            g = self.ascent(self.logits, self.sampling_logits)
+        self.moment1 = cfg.momentum * self.moment1 + cfg.gain * g
+        update = self.moment1  # SGD: v
+        if cfg.any_adam:
+            n = self.t + 1  # Adam's step count for the bias corrections
+            self.moment2 = cfg.beta2 * self.moment2 + (1.0 - cfg.beta2) * g * g
+            m_hat = self.moment1 / (1.0 - cfg.momentum**n)
+            s_hat = self.moment2 / (1.0 - cfg.beta2**n)
+            update = torch.where(cfg.is_adam, m_hat / (s_hat.sqrt() + cfg.adam_eps), update)
+        self.logits = self.logits + cfg.lr * update
+        self.t += 1

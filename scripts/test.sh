@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Set up (with the test tools) and run the test suite.
+#   bash scripts/test.sh           default suite (< 10 min on 2 cores; slow validations excluded)
+#   bash scripts/test.sh --full    everything, including tests marked slow
+# Further arguments go to pytest.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+py=$(bash "$root/scripts/setup.sh" dev)
+marker=(-m "not slow")
+if [ "${1:-}" = "--full" ]; then
+    marker=()
+    shift
+fi
+cd "$root"
+exec "$py" -m pytest "${marker[@]}" "$@"

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.theory import continuous, finite_group, linear
+from gspo_dynamics.theory import continuous, finite_group, fluctuations, linear
 from gspo_dynamics.theory.bandit import TwoArmBandit, fixed_point, stiffness_partials
 from gspo_dynamics.theory.hyperparams import Adam, Hyperparams, effective_sgd
 from gspo_dynamics.theory.nonlinear import critical_refresh_interval_from_start
@@ -122,6 +122,9 @@ def predict_bandit(
         report["from_start_outcome"] = "not computed"
     if hp.group_size is not None:
         report["zero_variance_group_fraction"] = float(finite_group.zero_variance_probability(fp.reward, hp.group_size))
+        report["stationary_reward_std"] = (
+            math.sqrt(fluctuations.stationary_reward_variance(bandit, hp)) if rho < 1.0 - linear.RHO_TOL else None
+        )
     report["notes"].extend(_notes(report, hp))
     return report
 
@@ -175,6 +178,8 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         ]
     if "zero_variance_group_fraction" in report:
         lines.append(f"zero-variance groups     {fmt(report['zero_variance_group_fraction'])} at R*")
+        if report["stationary_reward_std"] is not None:
+            lines.append(f"stationary reward std    {fmt(report['stationary_reward_std'])} (linearised, discrete Lyapunov)")
     lines += [f"note: {n}" for n in report["notes"]]
     return lines
 

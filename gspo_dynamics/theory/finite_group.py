@@ -39,6 +39,8 @@ def group_std(k, group_size: int, std_estimator: str = "unbiased"):
 
 def group_gradient_coefficients(group_size: int, advantage: str, std_estimator: str = "unbiased", std_eps: float = 1e-4):
     """g_k for k = 0..G, shape (G + 1,): the group's gradient as a function of its successes."""
+    if advantage not in ("mean", "std") or std_estimator not in ("unbiased", "biased"):
+        raise ValueError(f"unknown advantage {advantage!r} or std estimator {std_estimator!r}")
     G = group_size
     k = np.arange(G + 1, dtype=float)
     spread = (k / G) * (1.0 - k / G)
@@ -68,7 +70,9 @@ def drive_factor(p, group_size: int | None, advantage: str, std_estimator: str =
 def drive_factor_derivative(p, group_size: int | None, advantage: str, std_estimator: str = "unbiased", std_eps: float = 1e-4):
     """dm/dp, analytically.
 
-    Finite G:  d/dp pmf(k) = pmf(k) (k - G p) / (p (1 - p)), so dm/dp = E_k[g_k (k - G p)] / (p (1 - p)).
+    Finite G: the Bernstein-derivative identity d/dp pmf_G(k) = G [pmf_{G-1}(k-1) - pmf_{G-1}(k)]
+    gives dm/dp = G sum_k g_k [pmf_{G-1}(k-1) - pmf_{G-1}(k)] (no division by p (1-p), so it
+    stays finite at saturated p).
     G -> infinity:  mean: 1 - 2p;  std: (1 - 2p) (sqrt(u)/2 + eps) / (sqrt(u) + eps)^2 with u = p (1 - p).
     """
     p = np.asarray(p, dtype=float)
@@ -78,10 +82,8 @@ def drive_factor_derivative(p, group_size: int | None, advantage: str, std_estim
             return 1.0 - 2.0 * p
         return (1.0 - 2.0 * p) * (np.sqrt(u) / 2.0 + std_eps) / (np.sqrt(u) + std_eps) ** 2
     coef = group_gradient_coefficients(group_size, advantage, std_estimator, std_eps)
-    k = np.arange(group_size + 1)
-    pmf = _binomial_pmf(p, group_size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (pmf * coef * (k - group_size * p[..., None])).sum(-1) / (p * (1.0 - p))
+    lower = _binomial_pmf(p, group_size - 1)  # (..., G): pmf_{G-1}(j), j = 0..G-1
+    return group_size * (lower @ (coef[1:] - coef[:-1]))
 
 
 def group_gradient_variance(p, group_size: int | None, advantage: str, std_estimator: str = "unbiased", std_eps: float = 1e-4):
@@ -96,7 +98,7 @@ def group_gradient_variance(p, group_size: int | None, advantage: str, std_estim
     coef = group_gradient_coefficients(group_size, advantage, std_estimator, std_eps)
     pmf = _binomial_pmf(p, group_size)
     mean = pmf @ coef
-    return np.maximum(pmf @ coef**2 - mean**2, 0.0)
+    return (pmf * (coef - mean[..., None]) ** 2).sum(-1)  # centred sum: no E[g^2] - m^2 cancellation
 
 
 def expected_group_std(p, group_size: int, std_estimator: str = "unbiased"):

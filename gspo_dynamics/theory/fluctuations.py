@@ -41,30 +41,36 @@ from gspo_dynamics.theory.bandit import TwoArmBandit, fixed_point, stiffness_par
 from gspo_dynamics.theory.hyperparams import Hyperparams, effective_sgd
 from gspo_dynamics.theory.linear import RHO_TOL, monodromy, spectral_radius, step_matrix
 
+_NEEDS_FINITE_GROUP = "stationary fluctuations need a finite group size, got group_size=None (G -> infinity has no noise)"
 # The refresh x_s <- x on (x, v, x_s).
 _REFRESH = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
 
 
-def _check_config(stale, fresh, lr, momentum, refresh_interval, noise_variance) -> tuple[float, ...]:
-    """Convert, then check: finite scalars, T an integer >= 1, sigma^2 >= 0, a contracting period."""
+def _check_config(stale, fresh, lr, momentum, refresh_interval, noise_variance) -> tuple:
+    """Convert, then check: finite scalars, eta > 0, 0 <= mu < 1, T >= 1, sigma^2 >= 0, a contracting period."""
     values = {"stale stiffness": stale, "fresh stiffness": fresh, "lr": lr, "momentum": momentum,
               "noise variance": noise_variance}
     for name, value in values.items():
         if not (np.ndim(value) == 0 and math.isfinite(float(value))):
             raise ConfigError(f"{name} must be one finite number, got {value!r}")
-    if isinstance(refresh_interval, bool) or not isinstance(refresh_interval, (int, np.integer)) or refresh_interval < 1:
-        raise ConfigError(f"refresh interval must be an integer >= 1, got {refresh_interval!r}")
-    if noise_variance < 0.0:
-        raise ConfigError(f"noise variance must be >= 0, got {noise_variance}")
-    a, b, eta, mu, sigma2 = (float(v) for v in (stale, fresh, lr, momentum, noise_variance))
-    rho = float(spectral_radius(monodromy(a, b, eta, mu, int(refresh_interval))))
+    a, b, eta, mu, sigma2 = (float(v) for v in values.values())
+    T = refresh_interval
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+        raise ConfigError(f"refresh interval must be an integer >= 1, got {T!r}")
+    if eta <= 0.0:
+        raise ConfigError(f"learning rate must be positive, got {eta}")
+    if not 0.0 <= mu < 1.0:
+        raise ConfigError(f"momentum must be in [0, 1), got {mu}")
+    if sigma2 < 0.0:
+        raise ConfigError(f"noise variance must be >= 0, got {sigma2}")
+    rho = float(spectral_radius(monodromy(a, b, eta, mu, int(T))))
     # rho within RHO_TOL of 1 is neutral: the variance grows without bound, there is no stationary state.
     if not rho < 1.0 - RHO_TOL:
         raise ConfigError(
             f"no stationary fluctuations: the one-period map has spectral radius {rho:.6g} (expected < 1) "
-            f"at lr={eta:g}, momentum={mu:g}, refresh interval={refresh_interval}, stiffness a={a:g}, b={b:g}"
+            f"at lr={eta:g}, momentum={mu:g}, refresh interval={T}, stiffness a={a:g}, b={b:g}"
         )
-    return a, b, eta, mu, int(refresh_interval), sigma2
+    return a, b, eta, mu, int(T), sigma2
 
 
 def phase_covariances(stale, fresh, lr, momentum, refresh_interval: int, noise_variance) -> np.ndarray:
@@ -108,9 +114,10 @@ def gradient_noise_variance(p, hp: Hyperparams) -> float:
 
     Var_k[g_k] is `finite_group.group_gradient_variance` (k ~ Binomial(G, p)); a step averages
     num_groups independent groups. The KL force is exact (no sampling noise), as in `bandit`.
+    A ratio correction multiplies g_k by w = 1 + O(x): the same noise at leading order.
     """
     if hp.group_size is None:
-        raise ConfigError("stationary fluctuations need a finite group size, got group_size=None (G -> infinity has no noise)")
+        raise ConfigError(_NEEDS_FINITE_GROUP)
     var = finite_group.group_gradient_variance(p, hp.group_size, hp.advantage, hp.std_estimator, hp.std_eps)
     return float(var) / hp.num_groups
 
@@ -131,7 +138,7 @@ def stationary_reward_variance(bandit: TwoArmBandit, hp: Hyperparams) -> float:
     Raises ConfigError for G = infinity, for no interior fixed point (p -> 1), or when unstable.
     """
     if hp.group_size is None:
-        raise ConfigError("stationary fluctuations need a finite group size, got group_size=None (G -> infinity has no noise)")
+        raise ConfigError(_NEEDS_FINITE_GROUP)
     fp = fixed_point(bandit, hp)
     if not fp.interior or not 0.0 < fp.reward < 1.0:
         raise ConfigError(
@@ -159,8 +166,9 @@ def group_size_slope(bandit: TwoArmBandit, hp: Hyperparams, group_sizes) -> floa
     remainder dominates (slope -> -2). Adam: -> -1/2 in its small-step linear regime (see
     `stationary_reward_variance`).
     """
-    G = np.asarray(list(group_sizes), dtype=float)
+    sizes = list(group_sizes)
+    G = np.asarray(sizes, dtype=float)
     if G.size < 2:
-        raise ConfigError(f"a slope needs at least two group sizes, got {list(group_sizes)!r}")
+        raise ConfigError(f"a slope needs at least two group sizes, got {sizes!r}")
     var = reward_variance_by_group_size(bandit, hp, G.astype(int))
     return float(np.polyfit(np.log(G), np.log(var), 1)[0])

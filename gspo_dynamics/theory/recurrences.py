@@ -82,7 +82,9 @@ class GibbsRecurrence:
         if self.kl_ref < 0.0 or self.kl_prev < 0.0:
             raise ConfigError(f"KL weights must be >= 0, got kl_ref={self.kl_ref}, kl_prev={self.kl_prev}")
         if self.kl_ref + self.kl_prev <= 0.0:
-            raise ConfigError("kl_ref + kl_prev must be positive: without a KL term the optimum is the greedy policy p = 1")
+            raise ConfigError(
+                "kl_ref + kl_prev must be positive: without a KL term the optimum is the greedy policy p = 1"
+            )
         if self.advantage not in ADVANTAGES:
             raise ConfigError(f"advantage must be one of {', '.join(ADVANTAGES)}; got {self.advantage!r}")
         if self.std_eps < 0.0:
@@ -219,12 +221,11 @@ def fixed_points(rec: GibbsRecurrence) -> tuple[RecurrenceFixedPoint, ...]:
     z = rec.ref_logit + t
     r = _root_residual(z, rec)
     nonzero = np.flatnonzero(np.sign(r) != 0)  # exact zeros sit inside a bracket of nonzero ends
-    roots = []
-    for i, j in zip(nonzero[:-1], nonzero[1:]):
-        if np.sign(r[i]) != np.sign(r[j]):
-            roots.append(brentq(lambda x: float(_root_residual(x, rec)), z[i], z[j], xtol=1e-14, rtol=4 * np.finfo(float).eps))
     out = []
-    for z_star in roots:
+    for i, j in zip(nonzero[:-1], nonzero[1:]):
+        if np.sign(r[i]) == np.sign(r[j]):
+            continue
+        z_star = brentq(lambda x: float(_root_residual(x, rec)), z[i], z[j], xtol=1e-14, rtol=4 * np.finfo(float).eps)
         slope = float((rec.kl_prev + _advantage_gap_slope(z_star, rec)) / rec.beta)
         out.append(RecurrenceFixedPoint(logit=z_star, success=float(expit(z_star)), slope=slope, stable=abs(slope) < 1.0))
     return tuple(out)

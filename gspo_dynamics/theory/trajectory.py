@@ -35,6 +35,7 @@ from typing import Literal
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.theory import continuous
 
 Regime = Literal["overdamped", "critical", "underdamped", "unstable"]
 REGIMES: tuple[str, ...] = ("overdamped", "critical", "underdamped", "unstable")
@@ -314,14 +315,16 @@ def _check_hyperparams(lr, momentum, refresh_interval) -> tuple[float, float, in
 
 
 def oscillator_from_hyperparams(curvature_stale, curvature_fresh, lr, momentum, refresh_interval) -> Oscillator:
-    """The continuous oscillator of heavy-ball SGD with stale curvature a and fresh curvature b:
+    """The continuous oscillator of heavy-ball SGD with stale curvature a and fresh curvature b
+    (`continuous.oscillator_coefficients`):
 
         m = (1 + mu) / 2,   c = (1 - mu) - eta a (T - 1) / 2,   k = eta (a + b).
     """
     a, b = _real("stale curvature", curvature_stale), _real("fresh curvature", curvature_fresh)
     eta, mu, T = _check_hyperparams(lr, momentum, refresh_interval)
     _require(a + b > 0.0, f"total curvature a + b must be positive, got {a} + {b}")
-    return Oscillator(mass=(1.0 + mu) / 2.0, damping=(1.0 - mu) - eta * a * (T - 1) / 2.0, stiffness=eta * (a + b))
+    m, c, k = (float(x) for x in continuous.oscillator_coefficients(a, b, eta, mu, T))
+    return Oscillator(mass=m, damping=c, stiffness=k)
 
 
 def curvature_from_timescale(

@@ -68,7 +68,9 @@ def test_drive_factor_and_variance_match_enumeration(G, p, advantage, std_estima
     mean = prob @ grad
     var = prob @ (grad - mean) ** 2
     assert fg.drive_factor(p, G, advantage, std_estimator, std_eps) == pytest.approx(mean, rel=ENUM_TOL, abs=1e-15)
-    assert fg.group_gradient_variance(p, G, advantage, std_estimator, std_eps) == pytest.approx(var, rel=1e-10, abs=1e-15)
+    # the variance is E[g^2] - m^2 in the module: cancellation costs digits when Var << m^2
+    got_var = fg.group_gradient_variance(p, G, advantage, std_estimator, std_eps)
+    assert got_var == pytest.approx(var, rel=1e-10, abs=1e-15)
 
 
 @pytest.mark.parametrize("G", [2, 3, 5, 8, 10])

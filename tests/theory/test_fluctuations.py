@@ -140,7 +140,11 @@ def test_unstable_configurations_raise(a, b, eta, mu, T):
         stationary_covariance(a, b, eta, mu, T, 1.0)
 
 
-@pytest.mark.parametrize("bad", [dict(noise_variance=-1.0), dict(refresh_interval=0), dict(lr=math.nan)])
+@pytest.mark.parametrize(
+    "bad",
+    [dict(noise_variance=-1.0), dict(refresh_interval=0), dict(refresh_interval=2.0), dict(lr=math.nan),
+     dict(lr=-0.5), dict(momentum=1.0), dict(stale=np.array([0.1, 0.2]))],
+)
 def test_bad_input_raises(bad):
     args = dict(stale=0.1, fresh=0.2, lr=0.5, momentum=0.3, refresh_interval=2, noise_variance=1.0) | bad
     with pytest.raises(ConfigError):

@@ -126,7 +126,13 @@ def _fixed_points_in_p(rec: GibbsRecurrence, grid: int = 200_001):
 
 @pytest.mark.parametrize(
     "kl_ref,ref_logit,advantage,std_eps",
-    [(0.5, 0.0, "mean", 0.0), (2.0, 0.0, "std", 0.0), (3.0, -1.0, "std", 0.0), (1.5, 0.5, "std", 0.05), (8.0, -3.0, "std", 0.0)],
+    [
+        (0.5, 0.0, "mean", 0.0),
+        (2.0, 0.0, "std", 0.0),
+        (3.0, -1.0, "std", 0.0),
+        (1.5, 0.5, "std", 0.05),  # one root, at p* = 1 - 1.3e-6
+        (8.0, -3.0, "std", 0.0),
+    ],
 )
 @pytest.mark.parametrize("kl_prev", [0.0, 0.7, 5.0])
 def test_fixed_points_do_not_depend_on_kl_prev(kl_ref, ref_logit, advantage, std_eps, kl_prev):
@@ -222,8 +228,13 @@ def test_fixed_point_properties(kl_ref, kl_prev, ref_logit, advantage, std_eps):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(kl_ref=-1.0), dict(kl_ref=0.0, kl_prev=0.0), dict(kl_ref=1.0, advantage="median"), dict(kl_ref=1.0, std_eps=-0.1),
-     dict(kl_ref=float("nan"))],
+    [
+        dict(kl_ref=-1.0),
+        dict(kl_ref=0.0, kl_prev=0.0),
+        dict(kl_ref=1.0, advantage="median"),
+        dict(kl_ref=1.0, std_eps=-0.1),
+        dict(kl_ref=float("nan")),
+    ],
 )
 def test_invalid_parameters_raise(kwargs):
     with pytest.raises(ConfigError):

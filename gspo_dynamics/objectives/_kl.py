@@ -6,7 +6,7 @@ import torch
 
 
 def kl_k3(logp: torch.Tensor, logp_ref: torch.Tensor) -> torch.Tensor:
-    """Schulman's k3 estimator of KL(pi || pi_ref), per token (as in GRPO, arXiv 2402.03300, Eq. 4).
+    """Schulman's k3 estimator of KL(pi || pi_ref), per token (as in GRPO, Shao et al. 2024, arXiv 2402.03300).
 
         k3 = pi_ref / pi - 1 - log(pi_ref / pi) = e^d - 1 - d,   d = logp_ref - logp
 

@@ -11,9 +11,9 @@ Every entry has the same signature
     mask        (B, L)  1 for real tokens, 0 for padding (bool or float)
     clip_low    eps_low, float or (B,) tensor: ratios below 1 - eps_low stop pushing down
     clip_high   eps_high, float or (B,) tensor: ratios above 1 + eps_high stop pushing up
-    weights     (B,) optional per-sequence weights w_i >= 0 (default 1)
+    weights     (B,) optional per-sequence weights omega_i >= 0 (default 1)
 
-and reduces per-sequence losses l_i with the weighted batch mean  loss = (1/B) sum_i w_i l_i.
+and reduces per-sequence losses l_i with the weighted batch mean  loss = (1/B) sum_i omega_i l_i.
 The weights multiply, they do not renormalise: with w = 1 this is the plain mean, and importance
 weights stay unbiased (the bandit simulator evaluates expectations as weighted action sets).
 
@@ -77,20 +77,28 @@ def _check_shapes(logp, logp_old, advantages, mask, weights) -> None:
             raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(value.shape)}")
 
 
-def _sequence_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """(B, L) -> (B,): mean over each sequence's real tokens (an empty sequence gives 0)."""
-    return (x * mask).sum(-1) / mask.sum(-1).clamp_min(1.0)
+class _Reduction:
+    """Masked token means per sequence and weighted means over the batch, with the token counts
+    and total weight computed once per call."""
 
+    def __init__(self, mask: torch.Tensor, weights: torch.Tensor | None) -> None:
+        self.mask = mask  # (B, L) float, 1 = real token
+        self.counts = mask.sum(-1).clamp_min(1.0)  # (B,) an empty sequence averages to 0
+        self.weights = weights  # (B,) or None
+        if weights is not None:
+            self.total = weights.sum().clamp_min(torch.finfo(weights.dtype).tiny)
 
-def _batch_mean(per_sequence: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
-    """(1/B) sum_i w_i l_i."""
-    return per_sequence.mean() if weights is None else (weights * per_sequence).mean()
+    def sequence_mean(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, L) -> (B,): mean over each sequence's real tokens."""
+        return (x * self.mask).sum(-1) / self.counts
 
+    def batch_mean(self, per_sequence: torch.Tensor) -> torch.Tensor:
+        """(1/B) sum_i omega_i l_i: the loss reduction."""
+        return per_sequence.mean() if self.weights is None else (self.weights * per_sequence).mean()
 
-def _weighted_average(per_sequence: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
-    if weights is None:
-        return per_sequence.mean()
-    return (weights * per_sequence).sum() / weights.sum().clamp_min(torch.finfo(weights.dtype).tiny)
+    def average(self, per_sequence: torch.Tensor) -> torch.Tensor:
+        """sum_i omega_i x_i / sum_i omega_i: the metrics reduction."""
+        return per_sequence.mean() if self.weights is None else (self.weights * per_sequence).sum() / self.total
 
 
 def _bounds(clip_low: ClipBound, clip_high: ClipBound, like: torch.Tensor):
@@ -109,23 +117,24 @@ def _clipped_surrogate(ratio, adv, lo, hi) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _metrics(ratio, adv, lo, hi, seq_mask, log_ratio_tokens, mask, weights) -> Metrics:
-    """Diagnostics (module docstring). `ratio`, `adv`, `seq_mask`: the clipped level, (B, L') with
-    L' = L (token ratios) or 1 (sequence ratio); `log_ratio_tokens`, `mask`: (B, L) for approx_kl."""
+def _metrics(reduce: _Reduction, ratio, adv, lo, hi, log_ratio, *, sequence_level: bool = False) -> Metrics:
+    """Diagnostics (module docstring). `ratio`: the clipped ratio, (B, L) per token or (B, 1) per
+    sequence (sequence_level); `lo`, `hi`: its clip bounds; `log_ratio`: (B, L) for approx_kl."""
+    per_sequence = (lambda x: x[:, 0]) if sequence_level else reduce.sequence_mean
     low = ((ratio < lo) & (adv < 0)).to(ratio.dtype)
     high = ((ratio > hi) & (adv > 0)).to(ratio.dtype)
-    frac_low = _weighted_average(_sequence_mean(low, seq_mask), weights)
-    frac_high = _weighted_average(_sequence_mean(high, seq_mask), weights)
-    mean = _weighted_average(_sequence_mean(ratio, seq_mask), weights)
-    var = _weighted_average(_sequence_mean((ratio - mean) ** 2, seq_mask), weights)
-    k3 = torch.expm1(log_ratio_tokens) - log_ratio_tokens
+    frac_low = reduce.average(per_sequence(low))
+    frac_high = reduce.average(per_sequence(high))
+    mean = reduce.average(per_sequence(ratio))
+    var = reduce.average(per_sequence((ratio - mean) ** 2))
+    k3 = torch.expm1(log_ratio) - log_ratio
     return {
         "losses/clip_frac_low": frac_low,
         "losses/clip_frac_high": frac_high,
         "losses/clip_frac": frac_low + frac_high,
         "losses/ratio_mean": mean,
         "losses/ratio_std": var.sqrt(),
-        "losses/approx_kl": _weighted_average(_sequence_mean(k3, mask), weights),
+        "losses/approx_kl": reduce.average(reduce.sequence_mean(k3)),
     }
 
 
@@ -133,9 +142,11 @@ def _prepare(logp, logp_old, advantages, mask, weights):
     """Checked inputs with padding replaced by exact zeros (select, not multiply: 0 * inf is nan)."""
     _check_shapes(logp, logp_old, advantages, mask, weights)
     real = mask.bool()
-    logp = torch.where(real, logp, torch.zeros_like(logp))
-    log_ratio = torch.where(real, logp - logp_old.detach(), torch.zeros_like(logp))  # (B, L)
-    return real.to(logp.dtype), logp, log_ratio, advantages.detach()[:, None]  # adv (B, 1)
+    zeros = torch.zeros_like(logp)
+    logp = torch.where(real, logp, zeros)
+    log_ratio = torch.where(real, logp - logp_old.detach(), zeros)  # (B, L)
+    reduce = _Reduction(real.to(logp.dtype), weights)
+    return reduce, logp, log_ratio, advantages.detach()[:, None]  # adv (B, 1)
 
 
 # ---- the registry entries ----------------------------------------------------------------------
@@ -145,57 +156,56 @@ def _prepare(logp, logp_old, advantages, mask, weights):
 def pg_loss(logp, logp_old, advantages, mask, *, clip_low: ClipBound, clip_high: ClipBound, weights=None):
     """Plain policy gradient at the sampling policy, no importance ratio (REINFORCE, group baseline).
 
-        l_i = -(1/|y_i|) sum_t A_i log pi(y_it),        loss = (1/B) sum_i w_i l_i
+        l_i = -(1/|y_i|) sum_t A_i log pi(y_it),        loss = (1/B) sum_i omega_i l_i
 
-    Symbols: pi(y_it) = exp(logp[i, t]), A_i = advantages[i], |y_i| = mask[i].sum(), w_i = weights[i].
-    Its gradient is the on-policy GRPO gradient (Shao et al. 2024, arXiv 2402.03300, Eq. 3 with
+    Symbols: pi(y_it) = exp(logp[i, t]), A_i = advantages[i], |y_i| = mask[i].sum(), omega_i = weights[i].
+    Its gradient is the on-policy GRPO gradient (Shao et al. 2024, arXiv 2402.03300, with
     pi_old = pi), which is what a stale rollout delivers when no off-policy correction is made
     ("none"): evaluate `logp` at the sampling policy and the stale gradient is applied as is.
     There is no ratio to clip, so clip_low/clip_high do not enter and the clip fractions are 0;
     logp_old enters only the ratio diagnostics.
     """
-    mask, logp, log_ratio, adv = _prepare(logp, logp_old, advantages, mask, weights)
-    per_sequence = _sequence_mean(-adv * logp, mask)  # (B,)
-    ratio = torch.exp(log_ratio.detach())
-    never = torch.full_like(ratio, -torch.inf), torch.full_like(ratio, torch.inf)  # no clip region
-    return _batch_mean(per_sequence, weights), _metrics(ratio, adv, *never, mask, log_ratio.detach(), mask, weights)
+    reduce, logp, log_ratio, adv = _prepare(logp, logp_old, advantages, mask, weights)
+    per_sequence = reduce.sequence_mean(-adv * logp)  # (B,)
+    log_ratio = log_ratio.detach()
+    never = (-torch.inf, torch.inf)  # no clip region
+    return reduce.batch_mean(per_sequence), _metrics(reduce, log_ratio.exp(), adv, *never, log_ratio)
 
 
 @_register("grpo")
 def grpo_loss(logp, logp_old, advantages, mask, *, clip_low: ClipBound, clip_high: ClipBound, weights=None):
-    """GRPO: token-level importance ratios with the PPO clip (Shao et al. 2024, arXiv 2402.03300, Eq. 3).
+    """GRPO: token-level importance ratios with the PPO clip (Shao et al. 2024, arXiv 2402.03300).
 
         w_it = pi(y_it) / pi_old(y_it) = exp(logp[i, t] - logp_old[i, t])
         l_i  = -(1/|y_i|) sum_t min(w_it A_i, clip(w_it, 1 - eps_low, 1 + eps_high) A_i)
-        loss = (1/B) sum_i w_i l_i
+        loss = (1/B) sum_i omega_i l_i
 
     Symbols: A_i = advantages[i], eps_low = clip_low, eps_high = clip_high (DAPO's decoupled
-    clip), |y_i| = mask[i].sum(), w_i = weights[i]. The KL penalty is a separate term (`kl_k3`).
+    clip), |y_i| = mask[i].sum(), omega_i = weights[i]. The KL penalty is a separate term (`kl_k3`).
     """
-    mask, _, log_ratio, adv = _prepare(logp, logp_old, advantages, mask, weights)
+    reduce, _, log_ratio, adv = _prepare(logp, logp_old, advantages, mask, weights)
     lo, hi = _bounds(clip_low, clip_high, logp)
     ratio = torch.exp(log_ratio)  # (B, L)
-    per_sequence = _sequence_mean(_clipped_surrogate(ratio, adv, lo, hi), mask)  # (B,)
-    metrics = _metrics(ratio.detach(), adv, lo, hi, mask, log_ratio.detach(), mask, weights)
-    return _batch_mean(per_sequence, weights), metrics
+    per_sequence = reduce.sequence_mean(_clipped_surrogate(ratio, adv, lo, hi))  # (B,)
+    metrics = _metrics(reduce, ratio.detach(), adv, lo, hi, log_ratio.detach())
+    return reduce.batch_mean(per_sequence), metrics
 
 
 @_register("gspo")
 def gspo_loss(logp, logp_old, advantages, mask, *, clip_low: ClipBound, clip_high: ClipBound, weights=None):
     """GSPO: one length-normalised importance ratio per sequence, clipped per sequence
-    (Zheng et al. 2025, arXiv 2507.18071, Eqs. 5-7).
+    (Zheng et al. 2025, arXiv 2507.18071).
 
         s_i  = (pi(y_i) / pi_old(y_i))^(1/|y_i|) = exp((1/|y_i|) sum_t (logp[i, t] - logp_old[i, t]))
         l_i  = -min(s_i A_i, clip(s_i, 1 - eps_low, 1 + eps_high) A_i)
-        loss = (1/B) sum_i w_i l_i
+        loss = (1/B) sum_i omega_i l_i
 
-    Symbols as in `grpo_loss`. For |y_i| = 1, s_i = w_i1 and GSPO equals GRPO; on-policy
+    Symbols as in `grpo_loss`. For |y_i| = 1, s_i = w_i1 (GRPO's token ratio) and GSPO equals GRPO; on-policy
     (s_i = 1) the two gradients coincide for every length.
     """
-    mask, _, log_ratio, adv = _prepare(logp, logp_old, advantages, mask, weights)
+    reduce, _, log_ratio, adv = _prepare(logp, logp_old, advantages, mask, weights)
     lo, hi = _bounds(clip_low, clip_high, logp)
-    ratio = torch.exp(_sequence_mean(log_ratio, mask))[:, None]  # (B, 1) sequence ratio s_i
+    ratio = torch.exp(reduce.sequence_mean(log_ratio))[:, None]  # (B, 1) sequence ratio s_i
     per_sequence = _clipped_surrogate(ratio, adv, lo, hi)[:, 0]  # (B,)
-    ones = torch.ones_like(ratio)
-    metrics = _metrics(ratio.detach(), adv, lo, hi, ones, log_ratio.detach(), mask, weights)
-    return _batch_mean(per_sequence, weights), metrics
+    metrics = _metrics(reduce, ratio.detach(), adv, lo, hi, log_ratio.detach(), sequence_level=True)
+    return reduce.batch_mean(per_sequence), metrics

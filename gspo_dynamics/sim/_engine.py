@@ -173,6 +173,15 @@ class BanditEngine:
             self._k, self._coef = tensor(k), tensor(coef)  # (G + 1,)
             self._log_binom = tensor(gammaln(G + 1) - gammaln(k + 1) - gammaln(G - k + 1))
         self.generator = None if expected else torch.Generator(device=self.device).manual_seed(int(seed))
+        # per-sample constants of the flattened loss batch, B = C S P N samples
+        N = K if expected else hp.group_size * hp.num_groups
+        B = C * S * P * N
+        self._samples_shape = (C, S, P, N)
+        self._mask = torch.ones((B, 1), dtype=torch.bool, device=self.device)
+        self._clip_low = self.cfg.clip_low.expand(self._samples_shape).reshape(B)
+        self._clip_high = self.cfg.clip_high.expand(self._samples_shape).reshape(B)
+        self._uniform_weights = torch.full(self._samples_shape, 1.0 / N, dtype=dtype, device=self.device)
+        self._all_actions = torch.arange(K, device=self.device).expand(self.shape)
 
     # ---- observables -----------------------------------------------------------------------------
 
@@ -198,7 +207,6 @@ class BanditEngine:
         H+ = sum_{r_a=1} pi_s(a) h(a) / p_s, H- = sum_{r_a=0} pi_s(a) h(a) / (1 - p_s). Averaging
         over k gives E[g] = m(p_s) (H+ - H-) = sum_a pi_s(a) A~_a h(a).
         """
-        C, S, P, K = self.shape
         r = self.rewards  # (P, K)
         mean = (pi_s * r).sum(-1, keepdim=True)  # (C, S, P, 1) R_s
         G = self.hp.group_size
@@ -216,8 +224,7 @@ class BanditEngine:
             safe = torch.where(inside, p, torch.full_like(p, 0.5))
             adv = torch.where(r == 1.0, m / safe, -m / (1.0 - safe))
             adv = torch.where(inside, adv, torch.zeros_like(adv))
-        actions = torch.arange(K, device=self.device).expand(self.shape)
-        return actions, pi_s, adv  # (C, S, P, K) each
+        return self._all_actions, pi_s, adv  # (C, S, P, K) each
 
     def _sampled(self, pi_s: torch.Tensor):
         """num_groups groups of G actions per (config, seed, prompt) from pi_s, weights 1/N."""
@@ -229,13 +236,15 @@ class BanditEngine:
         rewards = self.rewards.expand(self.shape).gather(-1, actions)  # (C, S, P, N)
         scale = SCALE_FOR_ADVANTAGE[self.hp.advantage]
         adv = group_advantages(rewards.reshape(-1, G), scale, self.hp.std_estimator, self.hp.std_eps)
-        weights = torch.full_like(rewards, 1.0 / N)
-        return actions, weights, adv.reshape(C, S, P, N)
+        return actions, self._uniform_weights, adv.reshape(C, S, P, N)
 
     # ---- the step ---------------------------------------------------------------------------------
 
     def ascent(self, logits: torch.Tensor, sampling_logits: torch.Tensor) -> torch.Tensor:
-        """(C, S, P, K) ascent direction g = -d loss / d logits (stochastic mode draws samples)."""
+        """Ascent direction g = -d loss / d logits, zero on frozen logits; stochastic mode draws samples.
+
+        logits, sampling_logits: (C, S, P, K), the engine's shape. Returns (C, S, P, K).
+        """
         leaf = logits.detach().requires_grad_(True)
         sampling_logits = sampling_logits.detach()
         logp_all = torch.log_softmax(leaf, dim=-1)  # (C, S, P, K) current policy
@@ -250,12 +259,9 @@ class BanditEngine:
         else:
             logp = logp_all.gather(-1, actions)
         B = logp.numel()
-        clip_low = self.cfg.clip_low.expand(logp.shape).reshape(B)
-        clip_high = self.cfg.clip_high.expand(logp.shape).reshape(B)
-        mask = torch.ones((B, 1), dtype=torch.bool, device=self.device)
         loss, _ = self.loss_fn(
-            logp.reshape(B, 1), logp_old.reshape(B, 1), adv.reshape(B), mask,
-            clip_low=clip_low, clip_high=clip_high, weights=weights.reshape(B),
+            logp.reshape(B, 1), logp_old.reshape(B, 1), adv.reshape(B), self._mask,
+            clip_low=self._clip_low, clip_high=self._clip_high, weights=weights.reshape(B),
         )
         total = loss * B  # (1/B) sum_i w_i l_i -> sum over (c, s, p) of each prompt's weighted mean
         if self.cfg.any_kl:

@@ -148,7 +148,10 @@ def fixed_point(bandit: TwoArmBandit, hp: Hyperparams) -> FixedPoint:
     if crossing.size == 0:
         return FixedPoint(logit=math.inf, reward=1.0, interior=False)
     i = crossing[0]
-    z_star = brentq(on_policy, grid[i], grid[i + 1], xtol=1e-14, rtol=4 * np.finfo(float).eps)
+    lo_z, hi_z = grid[i], grid[i + 1]
+    if on_policy(hi_z) >= 0.0:  # the vectorised and scalar evaluations differ by rounding at a grid root
+        return FixedPoint(logit=float(hi_z), reward=float(sigmoid(hi_z)), interior=True)
+    z_star = brentq(on_policy, lo_z, hi_z, xtol=1e-14, rtol=4 * np.finfo(float).eps)
     return FixedPoint(logit=z_star, reward=float(sigmoid(z_star)), interior=True)
 
 

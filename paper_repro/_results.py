@@ -25,7 +25,7 @@ the full runs. A claim that fails is reported as failing.
 | id | claim | source | predicted | measured | verdict | mode | device | wall time | command |
 |---|---|---|---|---|---|---|---|---|---|
 """
-ROW = re.compile(r"^\| (?P<id>[a-z0-9_.-]+) \|")
+ROW = re.compile(r"^\| (?P<id>[A-Za-z0-9_.-]+) \|")
 
 
 @dataclass(frozen=True)

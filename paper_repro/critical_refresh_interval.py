@@ -1,12 +1,13 @@
 """Claim: the exact discrete theory locates the refresh-interval stability threshold.
 
-Grid: momentum mu in {0, 0.5, 0.9} x learning rate across a decade, two-armed bandit
-(pi_ref(1) = sigmoid(-1), beta = 0.5, mean advantage, no correction), T up to 64.
+Grid (sims/critical_refresh_interval.json): momentum mu in {0, 0.5, 0.9} x learning rate across
+a decade, two-armed bandit (pi_ref(1) = sigmoid(-1), beta = 0.5, mean advantage, no correction),
+T up to 64.
   * exact linear threshold (monodromy) vs the simulated local boundary (offset 1e-6 from z*);
   * from-start threshold (nonlinear expected map) vs the simulated boundary from pi_ref;
   * how far the continuous oscillator rule is from the simulated local boundary.
-Agreement means |predicted - simulated| <= 1 for every grid point. "No threshold up to 64" is
-counted as 65 when differences are taken.
+Agreement means |predicted - simulated| <= 1 for every grid point. "No threshold up to t_max" is
+counted as t_max + 1 when differences are taken.
 
     python paper_repro/critical_refresh_interval.py [--quick]
 """
@@ -14,47 +15,43 @@ counted as 65 when differences are taken.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 from _results import Claim, parse_mode, record
 
 from gspo_dynamics.sim import simulated_critical_refresh_interval
 from gspo_dynamics.theory import continuous, linear
-from gspo_dynamics.theory.bandit import TwoArmBandit, fixed_point, stiffness_partials
-from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
+from gspo_dynamics.sweeps import load_sweep
+from gspo_dynamics.theory.bandit import fixed_point, stiffness_partials
 from gspo_dynamics.theory.nonlinear import critical_refresh_interval_from_start
 
-T_MAX = 64
+SWEEP = Path(__file__).parents[1] / "sims" / "critical_refresh_interval.json"
 TOLERANCE = 1  # refresh intervals are integers; the simulated boundary is resolved to +-1 near neutral
 
 
-def grid(quick: bool) -> list[Hyperparams]:
-    lrs = np.geomspace(0.5, 5.0, 3 if quick else 7)
-    return [Hyperparams(lr=float(lr), optimizer=SGD(momentum=mu), kl_coef=0.5) for mu in (0.0, 0.5, 0.9) for lr in lrs]
-
-
-def as_number(t) -> int:
-    return T_MAX + 1 if int(t) == linear.STABLE else int(t)
+def as_number(t, t_max: int) -> int:
+    return t_max + 1 if int(t) == linear.STABLE else int(t)
 
 
 def main() -> None:
     args = parse_mode(__doc__.splitlines()[0])
     started = time.perf_counter()
-    bandit = TwoArmBandit(ref_logit=-1.0)
-    configs = grid(args.quick)
+    sweep = load_sweep(SWEEP, quick=args.quick)
+    bandit, configs, T_MAX = sweep.bandit, list(sweep.configs), int(sweep.settings["t_max"])
     rows = []
     for hp in configs:
         fp = fixed_point(bandit, hp)
         a, b = stiffness_partials(fp.logit, bandit, hp)
         mu = hp.optimizer.momentum
         rows.append((
-            as_number(linear.critical_refresh_interval(a, b, hp.lr, mu, T_MAX)),
-            as_number(critical_refresh_interval_from_start(bandit, hp, hp.lr, mu, T_MAX).critical_refresh_interval),
-            as_number(continuous.critical_refresh_interval(a, b, hp.lr, mu, T_MAX)),
+            as_number(linear.critical_refresh_interval(a, b, hp.lr, mu, T_MAX), T_MAX),
+            as_number(critical_refresh_interval_from_start(bandit, hp, hp.lr, mu, T_MAX).critical_refresh_interval, T_MAX),
+            as_number(continuous.critical_refresh_interval(a, b, hp.lr, mu, T_MAX), T_MAX),
         ))
     exact, from_start, cont = (np.array(col) for col in zip(*rows))
-    sim_local = np.array([as_number(t) for t in simulated_critical_refresh_interval(bandit, configs, T_MAX, start="local")])
-    sim_ref = np.array([as_number(t) for t in simulated_critical_refresh_interval(bandit, configs, T_MAX, start="reference")])
+    sim_local = np.array([as_number(t, T_MAX) for t in simulated_critical_refresh_interval(bandit, configs, T_MAX, start="local")])
+    sim_ref = np.array([as_number(t, T_MAX) for t in simulated_critical_refresh_interval(bandit, configs, T_MAX, start="reference")])
 
     print(f"{'mu':>4} {'lr':>6} | {'exact':>5} {'sim':>5} | {'start':>5} {'sim':>5} | {'cont':>5}")
     for hp, e, sl, f, sr, c in zip(configs, exact, sim_local, from_start, sim_ref, cont):

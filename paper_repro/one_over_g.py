@@ -1,7 +1,7 @@
 """Claims: the stationary reward fluctuation follows 1/G at the Lyapunov level, and the mean
 trajectory's residual G-dependence is the predicted finite-G correction.
 
-Two-armed bandit (pi_ref(1) = sigmoid(-1), beta = 0.5, mean advantage, SGD lr 0.5, T = 2, no
+Sweep sims/one_over_g.json: two-armed bandit (pi_ref(1) = sigmoid(-1), beta = 0.5, mean advantage, SGD lr 0.5, T = 2, no
 correction) at R* ~ 0.7, away from 1/2 where the leading 1/G term of the gradient noise
 vanishes. For G in {2, 4, 8, 16, 32, 64}, finite-G stochastic runs over many seeds:
   * Var(R) over seeds and the stationary second half of each run vs the discrete-Lyapunov
@@ -15,20 +15,19 @@ vanishes. For G in {2, 4, 8, 16, 32, 64}, finite-G stochastic runs over many see
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 from _results import Claim, parse_mode, record
 
 from gspo_dynamics.sim import BanditTask, simulate
-from gspo_dynamics.theory.bandit import TwoArmBandit
+from gspo_dynamics.sweeps import load_sweep
 from gspo_dynamics.theory.fluctuations import stationary_reward_variance
-from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 from gspo_dynamics.theory.nonlinear import expected_trajectory
 
-GROUP_SIZES = (2, 4, 8, 16, 32, 64)
+SWEEP = Path(__file__).parents[1] / "sims" / "one_over_g.json"
 LEVEL_TOL = 0.15  # issue's tolerance on the variance level
 SLOPE_TOL = 0.1  # issue's tolerance on the log-log slope
 Z_SE = 4.0  # standard errors allowed between mean curves and the expected dynamics
@@ -40,13 +39,14 @@ BIAS_ALLOWANCE = 2e-3
 def main() -> None:
     args = parse_mode(__doc__.splitlines()[0])
     started = time.perf_counter()
-    bandit = TwoArmBandit(ref_logit=-1.0)
-    base = Hyperparams(lr=0.5, optimizer=SGD(momentum=0.0), refresh_interval=2, kl_coef=0.5)
-    seeds, steps = (256, 1200) if args.quick else (1024, 3000)
+    sweep = load_sweep(SWEEP, quick=args.quick)
+    bandit, configs = sweep.bandit, {hp.group_size: hp for hp in sweep.configs}
+    group_sizes = tuple(configs)
+    mode = sweep.settings["quick" if args.quick else "full"]
+    seeds, steps = int(mode["seeds"]), int(mode["steps"])
     task = BanditTask.from_theory(bandit)
     predicted, measured, curves = [], [], {}
-    for G in GROUP_SIZES:
-        hp = dataclasses.replace(base, group_size=G)
+    for G, hp in configs.items():
         run = simulate(task, [hp], steps=steps, seeds=seeds, seed=G).mean_reward[:, 0, :]  # (steps + 1, S)
         tail = run[steps // 2:]
         predicted.append(stationary_reward_variance(bandit, hp))
@@ -54,14 +54,15 @@ def main() -> None:
         curves[G] = run
         print(f"G={G:3d}: Var(R) predicted {predicted[-1]:.4e}  measured {measured[-1]:.4e}  ratio {measured[-1] / predicted[-1]:.3f}")
     pred, meas = np.array(predicted), np.array(measured)
-    logG = np.log(GROUP_SIZES)
+    logG = np.log(group_sizes)
     slope = float(np.polyfit(logG, np.log(meas), 1)[0])
     slope_pred = float(np.polyfit(logG, np.log(pred), 1)[0])
     worst = float(np.max(np.abs(meas / pred - 1)))
 
     gaps = {}
     for G in (4, 16):
-        theory = expected_trajectory(bandit, dataclasses.replace(base, group_size=G), base.lr, 0.0, steps)
+        hp = configs[G]
+        theory = expected_trajectory(bandit, hp, hp.lr, hp.optimizer.momentum, steps)
         mean, se = curves[G].mean(axis=1), curves[G].std(axis=1, ddof=1) / math.sqrt(seeds)
         gaps[G] = (theory, float(np.max(np.abs(mean - theory) - Z_SE * se)))
     predicted_shift = float(np.max(np.abs(gaps[4][0] - gaps[16][0])))

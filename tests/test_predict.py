@@ -49,5 +49,6 @@ def test_no_kl_saturates_without_thresholds():
 def test_adam_needs_a_group_size():
     with pytest.raises(ConfigError, match="group size"):
         predict_bandit(TwoArmBandit(ref_logit=0.0), Hyperparams(lr=1e-2, optimizer=Adam(), kl_coef=0.5))
-    r = predict_bandit(TwoArmBandit(ref_logit=-1.0), Hyperparams(lr=1e-2, optimizer=Adam(), kl_coef=0.5, group_size=8))
+    r = predict_bandit(TwoArmBandit(ref_logit=-1.0), Hyperparams(lr=1e-2, optimizer=Adam(), kl_coef=0.5, group_size=8),
+                       from_start=False)
     assert r["effective_momentum"] == 0.9 and r["adam_second_moment"] > 0

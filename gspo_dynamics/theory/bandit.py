@@ -144,7 +144,10 @@ def fixed_point(bandit: TwoArmBandit, hp: Hyperparams) -> FixedPoint:
         return FixedPoint(logit=lo, reward=float(sigmoid(lo)), interior=True)
     grid = np.linspace(lo, lo + SATURATION_LOGIT, 4001)
     values = force(grid, grid, bandit, hp)
-    crossing = np.flatnonzero((values[:-1] > 0.0) & (values[1:] <= 0.0))
+    p_grid = sigmoid(grid)
+    # A zero where p rounds to 1 is saturation (every force underflows), not a root.
+    ends = (values[1:] < 0.0) | ((values[1:] == 0.0) & (p_grid[1:] * (1.0 - p_grid[1:]) > 0.0))
+    crossing = np.flatnonzero((values[:-1] > 0.0) & ends)
     if crossing.size == 0:
         return FixedPoint(logit=math.inf, reward=1.0, interior=False)
     i = crossing[0]

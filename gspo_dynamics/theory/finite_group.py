@@ -62,7 +62,10 @@ def drive_factor(p, group_size: int | None, advantage: str, std_estimator: str =
     p = np.asarray(p, dtype=float)
     if group_size is None:
         u = p * (1.0 - p)
-        return u if advantage == "mean" else u / (np.sqrt(u) + std_eps)
+        if advantage == "mean":
+            return u
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(u > 0.0, u / (np.sqrt(u) + std_eps), 0.0)  # -> 0 at p in {0, 1} even with eps = 0
     coef = group_gradient_coefficients(group_size, advantage, std_estimator, std_eps)
     return _binomial_pmf(p, group_size) @ coef
 

@@ -226,10 +226,12 @@ def measure(name, configs, *, seeds, steps, expected, loop_runs, repeats):
     runs = len(configs) * seeds
     task = BanditTask.two_arm(ref_logit=REF_LOGIT)
 
-    def run_sim(n_steps: int) -> None:
-        simulate(task, configs, steps=n_steps, seeds=seeds, expected=expected, record_every=n_steps)
+    def run_sim(n_steps: int, engine: str = "auto") -> None:  # "auto" takes the fused two-arm engine here
+        simulate(task, configs, steps=n_steps, seeds=seeds, expected=expected, record_every=n_steps, engine=engine)
 
     sim_s = best_time(lambda: run_sim(steps), repeats, warm_up=lambda: run_sim(WARM_UP_STEPS))
+    general_s = best_time(lambda: run_sim(steps, "general"), max(1, repeats // 2),
+                          warm_up=lambda: run_sim(WARM_UP_STEPS, "general"))
     subset = [configs[i % len(configs)] for i in range(loop_runs)]  # loop_runs runs, cycling through the configs
 
     def loop_all() -> None:
@@ -238,12 +240,13 @@ def measure(name, configs, *, seeds, steps, expected, loop_runs, repeats):
             loop_run(hp, steps, None if expected else rng.random)
 
     loop_s = best_time(loop_all, repeats)
-    sim_rate, loop_rate = runs * steps / sim_s, loop_runs * steps / loop_s
-    print(f"{name}: simulator {runs} runs x {steps} steps best {sim_s:.3f}s = {sim_rate:,.0f} run-steps/s; "
+    sim_rate, loop_rate, general_rate = runs * steps / sim_s, loop_runs * steps / loop_s, runs * steps / general_s
+    print(f"{name}: simulator {runs} runs x {steps} steps best {sim_s:.3f}s = {sim_rate:,.0f} run-steps/s "
+          f"(general engine {general_rate:,.0f}); "
           f"python loop {loop_runs} runs x {steps} steps best {loop_s:.3f}s = {loop_rate:,.0f} run-steps/s; "
           f"ratio {sim_rate / loop_rate:,.1f}x")
     return dict(name=name, batch=f"{len(configs)} configs x {seeds} seeds x {steps} steps", sim=sim_rate,
-                loop=loop_rate, ratio=sim_rate / loop_rate)
+                loop=loop_rate, ratio=sim_rate / loop_rate, general=general_rate)
 
 
 # ---- report ----------------------------------------------------------------------------------------
@@ -263,8 +266,10 @@ def machine() -> str:
 
 
 def table(rows) -> list[str]:
-    lines = ["| mode | batch | simulator (run-steps/s) | python loop (run-steps/s) | ratio |", "|---|---|---|---|---|"]
-    lines += [f"| {r['name']} | {r['batch']} | {r['sim']:,.0f} | {r['loop']:,.0f} | {r['ratio']:,.1f}x |" for r in rows]
+    lines = ["| mode | batch | simulator (run-steps/s) | python loop (run-steps/s) | ratio | general engine (run-steps/s) | its ratio |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['name']} | {r['batch']} | {r['sim']:,.0f} | {r['loop']:,.0f} | {r['ratio']:,.1f}x | "
+              f"{r['general']:,.0f} | {r['general'] / r['loop']:,.1f}x |" for r in rows]
     return lines
 
 
@@ -276,7 +281,9 @@ def write_results(rows, checks: list[str], host: str, args) -> None:
         "against a plain per-run Python loop of the same update (scalar floats, `math`/`random` only),",
         "in runs x steps per second (run = one config x seed); best of "
         f"{args.repeats} after a warm-up, simulator timed end to end",
-        "(engine construction included, recording only the last step). Target ratio >= 100x: "
+        "(engine construction included, recording only the last step). `simulate` dispatches this task to the fused",
+        "two-arm engine (`sim/_fast.py`); the general autograd engine (`engine=\"general\"`, best of "
+        f"{max(1, args.repeats // 2)}) is shown for comparison. Target ratio >= 100x: "
         + ("met." if all(r["ratio"] >= TARGET_RATIO for r in rows) else "**not met** on this machine."),
         "",
         *table(rows),
@@ -342,6 +349,8 @@ def main() -> None:
         f"{len(checked)} of the configs x {args.expected_steps} steps; free-running, {free_note}",
         f"with its own `random` stream the loop's mean z over 2000 seeds is within {sigmas:.1f} standard errors "
         f"of the simulator's at every 10th of 100 steps (2 configs; tol {MEAN_SIGMAS:g})",
+        "the one-step checks step the general engine; tests/sim/test_fast.py checks the fused engine against it "
+        "(same uniforms, same paths to rounding; expected mode to 1e-12)",
     ]
 
     rows = [

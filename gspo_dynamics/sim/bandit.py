@@ -26,6 +26,7 @@ import torch
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim._engine import BanditEngine
+from gspo_dynamics.sim._fast import TwoArmEngine, fast_path_applies
 from gspo_dynamics.sim._task import BanditTask
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -61,6 +62,18 @@ def record_steps(steps: int, record_every: int) -> list[int]:
     return recorded if recorded[-1] == steps else recorded + [steps]
 
 
+ENGINES = ("auto", "general", "fast")
+
+
+def engine_class(task: BanditTask, engine: str = "auto"):
+    """The engine `simulate` runs for `task`: TwoArmEngine where it applies ("auto"), else BanditEngine."""
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "general" or (engine == "auto" and not fast_path_applies(task)):
+        return BanditEngine
+    return TwoArmEngine
+
+
 def simulate(
     task: BanditTask,
     configs: Sequence[Hyperparams],
@@ -75,6 +88,7 @@ def simulate(
     record_logits: bool = False,
     start_logits=None,
     progress: Callable[[int, int], None] | None = None,
+    engine: str = "auto",
 ) -> SimulationResult:
     """Run every config x seed on every prompt of `task` for `steps` optimizer steps, batched.
 
@@ -95,12 +109,15 @@ def simulate(
         record_logits: also keep the logits at every record.
         start_logits: override the task's starting logits; broadcastable to (C, S, P, K).
         progress: called as progress(step, steps) at every record.
+        engine: "general" (`_engine.BanditEngine`, any task), "fast" (`_fast.TwoArmEngine`: two-arm
+            prompts with rewards (0, 1) and only the arm-1 logit trained, same runs up to float64
+            rounding) or "auto" (fast where it applies).
     """
     if not (isinstance(steps, int) and steps >= 0):
         raise ConfigError(f"steps must be an integer >= 0, got {steps!r}")
     if not (isinstance(record_every, int) and record_every >= 1):
         raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
-    engine = BanditEngine(
+    engine = engine_class(task, engine)(
         task, configs, seeds=seeds, expected=expected, device=device, dtype=dtype, seed=seed, start_logits=start_logits
     )
     wanted = record_steps(steps, record_every)

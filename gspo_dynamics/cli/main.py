@@ -100,7 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_predict(args: argparse.Namespace) -> int:
     from gspo_dynamics.predict import as_json_ready, predict_bandit, summary_lines
 
-    report = predict_bandit(bandit_from_args(args), hyperparams_from_args(args), t_max=args.t_max, from_start=not args.no_from_start)
+    def note(message: str) -> None:  # long from-start scans say what they are doing, on a terminal only
+        if sys.stderr.isatty():
+            print(f"gspo-dynamics: {message} ...", file=sys.stderr)
+
+    report = predict_bandit(bandit_from_args(args), hyperparams_from_args(args), t_max=args.t_max,
+                            from_start=not args.no_from_start, progress=note)
     if args.json:
         print(json.dumps(as_json_ready(report), allow_nan=False))
     else:

@@ -1,4 +1,5 @@
-"""Group advantages: the defining equation, exact zeros for flat groups, affine invariance."""
+"""Group advantages: the defining equation, exact zeros for flat groups, affine invariance; the
+dynamic-sampling filter."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gspo_dynamics import ConfigError
-from gspo_dynamics.objectives import ADVANTAGE_SCALES, group_advantages
+from gspo_dynamics.objectives import ADVANTAGE_SCALES, filter_informative_groups, group_advantages
 
 # Affine maps of rewards on a grid of quarters keep distinct rewards >= a/4 apart, so the only
 # error is rounding of O(1) quantities.
@@ -86,3 +87,32 @@ def test_bad_input_raises():
         group_advantages(_t([[0.0, 1.0]]), "group", "sample")
     with pytest.raises(ValueError, match=r"\(B, G\)"):
         group_advantages(_t([0.0, 1.0]))
+
+
+# ---- dynamic sampling (DAPO) -------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(r=reward_grids, a=st.floats(0.1, 10.0), b=st.floats(-10.0, 10.0))
+def test_filter_keeps_exactly_the_groups_with_a_signal(r, a, b):
+    """Kept <=> rewards not all equal <=> some nonzero advantage; unchanged by r -> a r + b."""
+    r = _t(r)
+    keep = filter_informative_groups(r)
+    assert keep.dtype == torch.bool and keep.shape == (len(r),)
+    assert torch.equal(keep, torch.tensor([len(set(row.tolist())) > 1 for row in r]))
+    for scale in ADVANTAGE_SCALES:
+        assert torch.equal(keep, (group_advantages(r, scale, eps=1e-4) != 0.0).any(dim=1))
+    assert torch.equal(filter_informative_groups(a * r + b), keep)
+
+
+def test_filter_on_binary_rewards_keeps_accuracy_strictly_between_0_and_1():
+    rng = np.random.default_rng(3)
+    r = rng.integers(0, 2, size=(200, 4)).astype(float)
+    accuracy = r.mean(axis=1)
+    np.testing.assert_array_equal(filter_informative_groups(_t(r)).numpy(), (accuracy > 0) & (accuracy < 1))
+
+
+def test_filter_drops_groups_of_one_and_checks_the_shape():
+    assert not filter_informative_groups(_t([[1.0], [0.0]])).any()
+    with pytest.raises(ValueError, match=r"\(B, G\)"):
+        filter_informative_groups(_t([0.0, 1.0]))

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = sorted(p for p in (Path(__file__).parents[1] / "paper_repro").glob("*.py") if not p.name.startswith("_"))
+# Claims known to fail, with the reason recorded in paper_repro/RESULTS.md; they still must run.
+KNOWN_FAILING = {
+    "ratio_statistics": "the lognormal ratio theory ignores that the clip caps the drift beyond j ~ 2 (RESULTS.md rows ratio-var, ratio-clip)",
+}
+SCRIPTS = [
+    pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN_FAILING[p.stem], strict=True)) if p.stem in KNOWN_FAILING else p
+    for p in sorted((Path(__file__).parents[1] / "paper_repro").glob("*.py")) if not p.name.startswith("_")
+]
 
 
 @pytest.mark.slow

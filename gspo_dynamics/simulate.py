@@ -1,23 +1,47 @@
-"""Prediction vs simulation for one bandit configuration (the `simulate` command).
+"""Prediction vs simulation (the `simulate` command), for the two testbeds.
 
-Runs the torch bandit (expected dynamics, and finite-G stochastic runs over seeds when a group
-size is given) and sets the theory next to it: the expected nonlinear trajectory, the plateau
-(fixed point), the stationary reward fluctuation (discrete Lyapunov) and the regime.
+Bandit (`compare_bandit`): runs the torch bandit (expected dynamics, and finite-G stochastic runs
+over seeds when a group size is given) and sets the theory next to it: the expected nonlinear
+trajectory, the plateau (fixed point), the stationary reward fluctuation (discrete Lyapunov) and
+the regime.
+
+Sequence (`compare_sequence`): trains a small policy on a synthetic sequence task with any loss of
+the registry (`run_sequence_rl`) and sets the token- vs sequence-ratio theory (`theory.ratios`)
+next to the measured ratio spread, clip fractions and ratio std, per refresh-window position.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
+import torch
 
+from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._progress import Progress
 from gspo_dynamics.predict import heavy_ball, predict_bandit
 from gspo_dynamics.sim import BanditTask, simulate
+from gspo_dynamics.sim.sequence import (
+    Addition,
+    CountParity,
+    MoETransformerConfig,
+    PatternMatch,
+    SequenceRLConfig,
+    SequenceTask,
+    TabularPolicy,
+    TinyMoETransformer,
+    TinyTransformer,
+    TransformerConfig,
+    run_sequence_rl,
+)
 from gspo_dynamics.theory.bandit import TwoArmBandit
 from gspo_dynamics.theory.hyperparams import Hyperparams
 from gspo_dynamics.theory.nonlinear import expected_trajectory
+from gspo_dynamics.theory.ratios import ratio_statistics
 
 STATIONARY_FRACTION = 0.5  # the last half of the run is treated as stationary when it is stable
 
@@ -96,3 +120,214 @@ def comparison_lines(report: dict[str, Any]) -> list[str]:
     ]
     return lines
 
+
+
+# ---- the sequence testbed ------------------------------------------------------------------------
+
+SEQUENCE_TASKS: tuple[str, ...] = ("pattern", "count", "addition")
+SEQUENCE_POLICIES: tuple[str, ...] = ("tabular", "transformer", "moe")
+DEFAULT_LENGTH = 4  # L of the counting tasks: a few seconds on a CPU, and a uniform policy finds rewards
+DEFAULT_DIGITS = 1  # D of addition: a + b with one-digit operands
+DEFAULT_SEQUENCE_STEPS = 100
+FINAL_FRACTION = 0.1  # "final" and "peak" rewards average this share of the steps (at least one window):
+                      # one minibatch's reward is a noisy estimate
+SEQUENCE_RATIO = ("gspo", "gspo_token")  # objectives whose clip acts on GSPO's sequence ratio
+SIGN_BLIND_CLIP = ("cispo",)  # caps the weight whatever the advantage's sign (its metrics say so)
+NO_CLIP = ("pg",)  # no ratio is clipped: predicted clip fraction 0
+# the lower clip bound 1 - eps_low <= 0 of eps_low >= 1 is never crossed; the theory takes eps_low
+# in (0, 1), and this one puts the bound at a log-ratio of -28, unreachable at any measured spread
+UNREACHABLE_CLIP_LOW = 1.0 - 1e-12
+# the sequence policies' tensors are tiny: one intra-op thread is the fastest, and several are
+# many times slower on a busy machine (measured: 4 s vs 19 s for the default MoE run)
+CPU_THREADS = 1
+
+
+def sequence_task(name: str, *, length: int | None = None, digits: int | None = None,
+                  min_matches: int | None = None, min_count: int | None = None,
+                  parity: str | None = None) -> SequenceTask:
+    """A sequence task by name; a knob that the task does not have raises ConfigError.
+
+    pattern: PatternMatch(length, min_matches), min_matches default ceil(length / 2)
+    count:   CountParity(length, min_count, parity), defaults 0 and "even"
+    addition: Addition(n_digits=digits)
+    length defaults to DEFAULT_LENGTH, digits to DEFAULT_DIGITS.
+    """
+    knobs = {"length": length, "digits": digits, "min_matches": min_matches, "min_count": min_count, "parity": parity}
+    allowed = {"pattern": ("length", "min_matches"), "count": ("length", "min_count", "parity"),
+               "addition": ("digits",)}
+    if name not in allowed:
+        raise ConfigError(f"sequence task must be one of {', '.join(SEQUENCE_TASKS)}; got {name!r}")
+    extra = [k for k, v in knobs.items() if v is not None and k not in allowed[name]]
+    if extra:
+        raise ConfigError(f"the {name} task has no {extra[0]} (its knobs: {', '.join(allowed[name])})")
+    if name == "addition":
+        return Addition(n_digits=DEFAULT_DIGITS if digits is None else digits)
+    length = DEFAULT_LENGTH if length is None else length
+    if name == "pattern":
+        half = (length + 1) // 2 if isinstance(length, int) and not isinstance(length, bool) else None
+        return PatternMatch(length=length, min_matches=half if min_matches is None else min_matches)
+    return CountParity(length=length, min_count=0 if min_count is None else min_count,
+                       parity="even" if parity is None else parity)
+
+
+def sequence_policy(name: str, task: SequenceTask, *, seed: int = 0):
+    """A freshly initialised policy by name, sized for `task` (weights seeded by `seed`)."""
+    if name not in SEQUENCE_POLICIES:
+        raise ConfigError(f"sequence policy must be one of {', '.join(SEQUENCE_POLICIES)}; got {name!r}")
+    if name == "tabular":
+        return TabularPolicy(task.response_len, task.vocab_size)
+    generator = torch.Generator().manual_seed(seed)
+    sizes = {"vocab_size": task.vocab_size, "max_len": task.prompt_len + task.response_len}
+    if name == "transformer":
+        return TinyTransformer(TransformerConfig(**sizes), generator=generator)
+    return TinyMoETransformer(MoETransformerConfig(**sizes), generator=generator)
+
+
+@contextlib.contextmanager
+def _cpu_threads(n: int | None):
+    """torch's intra-op threads set to n for the block (None: unchanged), then restored."""
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _mean(x) -> float | None:
+    """nan-aware mean as a float, None when nothing is finite (JSON has no NaN)."""
+    x = np.asarray(x, dtype=float)
+    return float(np.nanmean(x)) if np.isfinite(x).any() else None
+
+
+def _predicted_ratios(m: dict[str, np.ndarray], objective: str, clip_low: float, clip_high: float) -> dict[str, Any]:
+    """Per step, the theory's ratio statistics at the measured token log-ratio spread sigma^2 and
+    length L: log rho ~ N(-sigma^2 / 2, sigma^2) (token) or N(-sigma^2 / 2, sigma^2 / L) (sequence),
+    each (steps,), NaN at a step without an update. pg clips nothing: its clip fraction is 0."""
+    sigma2 = m["ratios/token_log_var"]  # (steps,)
+    updated = np.isfinite(sigma2)
+    sigma2 = np.where(updated, sigma2, 0.0)
+    length = np.maximum(np.rint(np.nan_to_num(m["completions/mean_length"], nan=1.0)), 1).astype(int)
+    level = "sequence" if objective in SEQUENCE_RATIO else "token"
+    # sigma^2(j = 1) = drift^2: the theory's moments at the measured spread
+    stats = ratio_statistics(level, np.sqrt(sigma2), 1, length, clip_low=min(clip_low, UNREACHABLE_CLIP_LOW),
+                             clip_high=clip_high)
+    if objective in NO_CLIP:
+        clip = np.zeros_like(sigma2)
+    elif objective in SIGN_BLIND_CLIP:
+        clip = stats.clip.region
+    else:  # a side is clipped only for the advantage sign the PPO min acts on; A = 0 is never clipped
+        clip = m["advantages/frac_negative"] * stats.clip.below + m["advantages/frac_positive"] * stats.clip.above
+    predicted = {"clip_frac": clip, "ratio_std": np.sqrt(stats.variance), "token_log_mean": -0.5 * sigma2,
+                 "seq_log_var": sigma2 / length}
+    return {"level": level, **{k: np.where(updated, v, np.nan) for k, v in predicted.items()}}
+
+
+def compare_sequence(task: SequenceTask, policy, config: SequenceRLConfig, *, steps: int = DEFAULT_SEQUENCE_STEPS,
+                     seed: int = 0, device: str = "cpu", progress: bool = True) -> dict[str, Any]:
+    """Train `policy` on `task` with `run_sequence_rl` and set the measured ratio statistics and
+    clip fractions next to the theory's (`theory.ratios`) at the measured log-ratio spread.
+
+    Args:
+        task, policy: a sequence task and policy (`sequence_task`, `sequence_policy`).
+        config: a `SequenceRLConfig`.
+        steps, seed, device: as in `run_sequence_rl`; progress: draw a bar on a terminal.
+
+    Returns a JSON-ready dict (floats, None where a value is undefined).
+    """
+    bar = Progress(steps, "simulate", enabled=None if progress else False)
+    with _cpu_threads(CPU_THREADS if torch.device(device).type == "cpu" else None):
+        run = run_sequence_rl(task, policy, config, steps=steps, seed=seed, device=device,
+                              progress=lambda t, total: bar.update(t))
+    bar.close()
+    cfg, j = run.config, run.window_position
+    # a metric of the update is NaN at a step without one, and absent if no step updated
+    m = collections.defaultdict(lambda: np.full(steps, np.nan), run.metrics)
+    T = cfg.refresh_interval
+    w = max(T, int(np.ceil(FINAL_FRACTION * steps)))  # steps averaged for "final" and "peak"
+
+    def rewards(curve):
+        smooth = np.convolve(curve, np.ones(w) / w, mode="valid")  # moving average over w steps
+        return {"initial": float(curve[:w].mean()), "final": float(smooth[-1]), "peak": float(smooth.max())}
+
+    predicted = _predicted_ratios(m, cfg.objective, cfg.eps_low, cfg.eps_high)
+    optimizer = {"name": cfg.optimizer.name, **dataclasses.asdict(cfg.optimizer)}
+    report: dict[str, Any] = {
+        "testbed": "sequence",
+        "task": {"name": type(task).__name__, **dataclasses.asdict(task)},
+        "policy": type(policy).__name__,
+        "config": {**dataclasses.asdict(cfg), "optimizer": optimizer,  # with the objective's defaults resolved
+                   "clip_low": cfg.eps_low, "clip_high": cfg.eps_high, "advantage_scale": cfg.scale},
+        "steps": steps,
+        "seed": seed,
+        "response_length": run.response_len,
+        "reward": rewards(m["reward"]),
+        "expected_reward": None if run.expected_reward is None else {
+            "initial": float(run.expected_reward[0]), "final": float(run.expected_reward[-1]),
+            "peak": float(run.expected_reward.max())},
+        "ratio_level": predicted["level"],
+        "clip_fraction": {"measured": _mean(m["losses/clip_frac"]), "measured_low": _mean(m["losses/clip_frac_low"]),
+                          "measured_high": _mean(m["losses/clip_frac_high"]),
+                          "predicted": _mean(predicted["clip_frac"])},
+        "ratio_std": {"measured": _mean(m["losses/ratio_std"]),
+                      "predicted": _mean(predicted["ratio_std"])},
+        "token_log_ratio": {"variance": _mean(m["ratios/token_log_var"]), "mean": _mean(m["ratios/token_log_mean"]),
+                            "predicted_mean": _mean(predicted["token_log_mean"])},
+        "sequence_log_ratio": {"variance": _mean(m["ratios/seq_log_var"]),
+                               "predicted_variance": _mean(predicted["seq_log_var"])},
+        "grad_norm": _mean(m["grad_norm"]),
+        "routing_churn": _mean(m["routing/churn"]) if "routing/churn" in m else None,
+        "by_window_position": [],
+    }
+    for position in range(T):
+        at = j == position
+        row = {"window_position": position,
+               "token_log_ratio_variance": _mean(m["ratios/token_log_var"][at]),
+               "sequence_log_ratio_variance": _mean(m["ratios/seq_log_var"][at]),
+               "clip_fraction": _mean(m["losses/clip_frac"][at]),
+               "clip_fraction_predicted": _mean(predicted["clip_frac"][at])}
+        if "routing/churn" in m:
+            row["routing_churn"] = _mean(m["routing/churn"][at])
+        report["by_window_position"].append(row)
+    return report
+
+
+def sequence_lines(report: dict[str, Any]) -> list[str]:
+    """Readable measured-vs-predicted table of a `compare_sequence` report."""
+
+    def f(x):
+        return "-" if x is None else (f"{x:.4g}" if isinstance(x, float) else str(x))
+
+    c, task = report["config"], report["task"]
+    knobs = ", ".join(f"{k}={v}" for k, v in task.items() if k not in ("name", "target"))
+    r, clip = report["reward"], report["clip_fraction"]
+    lines = [
+        f"{task['name']}({knobs}), {report['policy']}, objective {c['objective']} ({report['ratio_level']} ratio, "
+        + ("not clipped" if c["objective"] in NO_CLIP else f"clip {c['clip_low']:g}/{c['clip_high']:g}")
+        + f"), T={c['refresh_interval']}, G={c['group_size']}, "
+        f"N={c['prompts_per_step']}, {c['optimizer']['name']} lr={c['lr']:g}, {report['steps']} steps",
+        f"reward (minibatch mean): initial {f(r['initial'])}, final {f(r['final'])}, peak {f(r['peak'])}",
+    ]
+    e = report["expected_reward"]
+    if e:
+        lines.append(f"exact expected reward:  initial {f(e['initial'])}, final {f(e['final'])}, peak {f(e['peak'])}")
+    lines += [
+        f"{'quantity (mean over steps)':34s} {'predicted':>12s} {'measured':>12s}",
+        f"{'clip fraction':34s} {f(clip['predicted']):>12s} {f(clip['measured']):>12s}",
+        f"{'ratio std':34s} {f(report['ratio_std']['predicted']):>12s} {f(report['ratio_std']['measured']):>12s}",
+        f"{'token log-ratio mean (-sigma^2/2)':34s} {f(report['token_log_ratio']['predicted_mean']):>12s} "
+        f"{f(report['token_log_ratio']['mean']):>12s}",
+        f"{'sequence log-ratio var (sigma^2/L)':34s} {f(report['sequence_log_ratio']['predicted_variance']):>12s} "
+        f"{f(report['sequence_log_ratio']['variance']):>12s}",
+        f"token log-ratio variance sigma^2 (measured): {f(report['token_log_ratio']['variance'])}",
+    ]
+    if report["routing_churn"] is not None:
+        lines.append(f"routing churn (share of decisions changed since sampling): {f(report['routing_churn'])}")
+    lines.append(f"{'window position j':18s} {'sigma^2':>10s} {'clip pred':>10s} {'clip meas':>10s}"
+                 + (f" {'churn':>8s}" if report["routing_churn"] is not None else ""))
+    for row in report["by_window_position"]:
+        lines.append(f"{row['window_position']:<18d} {f(row['token_log_ratio_variance']):>10s} "
+                     f"{f(row['clip_fraction_predicted']):>10s} {f(row['clip_fraction']):>10s}"
+                     + (f" {f(row['routing_churn']):>8s}" if "routing_churn" in row else ""))
+    return lines

@@ -1,7 +1,7 @@
 """The `gspo-dynamics` command. Thin: parse, build the config, call one library function, print.
 
-Bad input (an impossible hyperparameter, an unknown name) prints one line
-`gspo-dynamics: error: ...` and exits with status 2; never a traceback.
+Bad input (an impossible hyperparameter, an unknown name, a `simulate` flag of the other testbed)
+prints one line `gspo-dynamics: error: ...` and exits with status 2; never a traceback.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_hyperparams(p: argparse.ArgumentParser) -> None:
+def _add_hyperparams(p: argparse.ArgumentParser, testbeds: tuple[str, ...] = ("bandit",)) -> None:
     g = p.add_argument_group("training hyperparameters")
     g.add_argument("--lr", type=float, default=2.0, help="learning rate eta (default: 2.0)")
     g.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="sgd (heavy-ball) or adam (default: sgd)")
@@ -54,7 +54,9 @@ def _add_hyperparams(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kl", type=float, default=0.5, help="KL weight beta (default: 0.5)")
     g.add_argument("--kl-estimator", choices=KL_ESTIMATORS, default="exact", help="exact KL or the k3 estimator")
     b = p.add_argument_group("testbed")
-    b.add_argument("--testbed", choices=("bandit",), default="bandit", help="two-armed softmax bandit (exact reduction)")
+    b.add_argument("--testbed", choices=testbeds, default="bandit",
+                   help="bandit: two-armed softmax bandit (exact reduction)"
+                   + ("; sequence: synthetic sequence tasks with small torch policies" if "sequence" in testbeds else ""))
     b.add_argument("--ref-logit", type=float, default=-1.0, help="reference logit: pi_ref(1) = sigmoid(ref_logit) (default: -1)")
     b.add_argument("--init-logit", type=float, default=None, help="initial logit (default: the reference)")
 
@@ -73,6 +75,48 @@ def bandit_from_args(args: argparse.Namespace) -> TwoArmBandit:
     return TwoArmBandit(ref_logit=args.ref_logit, init_logit=args.init_logit)
 
 
+SEQUENCE_EPILOG = (
+    "With --testbed sequence the hyperparameter defaults are those of "
+    "gspo_dynamics.sim.sequence.SequenceRLConfig (adam, lr 0.05, G 8, N 4, T 1, the objective's clip range, "
+    "no KL); --advantage mean/std selects the scale none/group (default: the objective's). "
+    "A flag of the other testbed is an error."
+)
+BANDIT_ONLY = ("num_groups", "std_estimator", "correction", "kl_estimator", "ref_logit", "init_logit", "seeds")
+SEQUENCE_ONLY = ("task", "length", "digits", "min_matches", "min_count", "parity", "policy", "objective",
+                 "prompts_per_step", "routing_replay", "dynamic_sampling")
+_SIMULATE_DEFAULTS = "simulate_defaults"  # namespace attribute: dest -> (flag, bandit default)
+
+
+def _defer_defaults(parser: argparse.ArgumentParser) -> None:
+    """Set every option's default to None, so a flag given explicitly can be told from one left
+    out, and keep the (bandit) defaults for `_fill_defaults`."""
+    defaults = {}
+    for action in parser._actions:
+        if action.option_strings and action.dest not in ("help", argparse.SUPPRESS):
+            flag = next(o for o in action.option_strings if o.startswith("--"))
+            defaults[action.dest] = (flag, action.default)
+            action.default = None
+    parser.set_defaults(**{_SIMULATE_DEFAULTS: defaults})
+
+
+def _given(args: argparse.Namespace, dests) -> list[str]:
+    """The flags among `dests` given on the command line."""
+    defaults = getattr(args, _SIMULATE_DEFAULTS)
+    return [defaults[d][0] for d in dests if getattr(args, d) is not None]
+
+
+def _reject(args: argparse.Namespace, dests, why: str) -> None:
+    given = _given(args, dests)
+    if given:
+        raise ConfigError(f"{given[0]} {why}")
+
+
+def _fill_defaults(args: argparse.Namespace) -> None:
+    for dest, (_, default) in getattr(args, _SIMULATE_DEFAULTS).items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gspo-dynamics", description="Predict and check the training dynamics of GRPO/GSPO.")
     parser.add_argument("--version", action="version", version=f"gspo-dynamics {__version__}")
@@ -85,15 +129,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=_cmd_predict)
 
-    s = sub.add_parser("simulate", help="simulate the bandit in torch and compare with the prediction")
-    _add_hyperparams(s)
-    s.add_argument("--steps", type=_positive_int, default=400, help="optimizer steps (default: 400)")
-    s.add_argument("--seeds", type=_positive_int, default=64, help="independent runs for finite G (default: 64)")
+    s = sub.add_parser("simulate", help="simulate in torch (bandit or sequence testbed) and compare with the prediction",
+                       epilog=SEQUENCE_EPILOG)
+    _add_hyperparams(s, testbeds=("bandit", "sequence"))
+    s.add_argument("--steps", type=_positive_int, default=400, help="optimizer steps (default: 400; sequence: 100)")
+    s.add_argument("--seeds", type=_positive_int, default=64, help="independent runs for finite G (bandit; default: 64)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     s.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: cpu)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    q = s.add_argument_group("sequence testbed (--testbed sequence)")
+    q.add_argument("--task", help="pattern | count | addition (default: pattern)")
+    q.add_argument("--length", type=_positive_int, help="response length L of pattern and count (default: 4)")
+    q.add_argument("--digits", type=_positive_int, help="digits per operand of addition (default: 1)")
+    q.add_argument("--min-matches", type=_positive_int, help="pattern: matches needed for reward 1 (default: ceil(L/2))")
+    q.add_argument("--min-count", type=int, help="count: occurrences of the token needed (default: 0)")
+    q.add_argument("--parity", help="count: even | odd | any, the count's parity (default: even)")
+    q.add_argument("--policy", help="tabular | transformer | moe (default: tabular)")
+    q.add_argument("--objective", help="a loss of the registry: pg, grpo, dr_grpo, dapo, cispo, gspo, gspo_token (required)")
+    q.add_argument("--prompts-per-step", type=_positive_int, help="prompts N per optimizer step, G responses each (default: 4)")
+    q.add_argument("--routing-replay", help="moe: none | full | experts (default: none)")
+    q.add_argument("--dynamic-sampling", action="store_true", help="drop groups with equal rewards (DAPO)")
     s.set_defaults(run=_cmd_simulate)
+    _defer_defaults(s)
     return parser
 
 
@@ -114,6 +172,14 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
+    if args.testbed == "sequence":
+        return _simulate_sequence(args)
+    _reject(args, SEQUENCE_ONLY, "applies to --testbed sequence only")
+    _fill_defaults(args)
+    return _simulate_bandit(args)
+
+
+def _simulate_bandit(args: argparse.Namespace) -> int:
     from gspo_dynamics.predict import as_json_ready
     from gspo_dynamics.simulate import compare_bandit, comparison_lines
 
@@ -125,6 +191,50 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(json.dumps(as_json_ready(report), allow_nan=False))
     else:
         print("\n".join(comparison_lines(report)))
+    return 0
+
+
+def _sequence_config(args: argparse.Namespace):
+    """SequenceRLConfig from the flags given; the ones left out take its defaults."""
+    from gspo_dynamics.sim.sequence import SequenceRLConfig
+    from gspo_dynamics.theory.hyperparams import SGD, Adam
+
+    if args.objective is None:
+        raise ConfigError("--testbed sequence needs --objective (pg, grpo, dr_grpo, dapo, cispo, gspo or gspo_token)")
+    if args.optimizer == "sgd":
+        _reject(args, ("beta1", "beta2", "adam_eps"), "applies to --optimizer adam only")
+        optimizer = SGD(**({} if args.momentum is None else {"momentum": args.momentum}))
+    else:
+        _reject(args, ("momentum",), "applies to --optimizer sgd only (the sequence testbed's default is adam)")
+        adam = {"beta1": args.beta1, "beta2": args.beta2, "eps": args.adam_eps}
+        optimizer = Adam(**{k: v for k, v in adam.items() if v is not None})
+    fields = {
+        "lr": args.lr, "refresh_interval": args.refresh_interval, "group_size": args.group_size,
+        "prompts_per_step": args.prompts_per_step, "clip_low": args.clip_low, "clip_high": args.clip_high,
+        "advantage_scale": {None: None, "mean": "none", "std": "group"}[args.advantage], "kl_coef": args.kl,
+        "routing_replay": args.routing_replay, "dynamic_sampling": args.dynamic_sampling,
+    }
+    given = {k: v for k, v in fields.items() if v is not None}
+    return SequenceRLConfig(objective=args.objective, optimizer=optimizer, **given)
+
+
+def _simulate_sequence(args: argparse.Namespace) -> int:
+    from gspo_dynamics.simulate import (
+        DEFAULT_SEQUENCE_STEPS, compare_sequence, sequence_lines, sequence_policy, sequence_task,
+    )
+
+    _reject(args, BANDIT_ONLY, "applies to --testbed bandit only")
+    config = _sequence_config(args)
+    task = sequence_task(args.task or "pattern", length=args.length, digits=args.digits, min_matches=args.min_matches,
+                         min_count=args.min_count, parity=args.parity)
+    seed = 0 if args.seed is None else args.seed
+    policy = sequence_policy(args.policy or "tabular", task, seed=seed)
+    report = compare_sequence(task, policy, config, steps=args.steps or DEFAULT_SEQUENCE_STEPS, seed=seed,
+                              device=args.device or "cpu", progress=not args.no_progress)
+    if args.json:
+        print(json.dumps(report, allow_nan=False))
+    else:
+        print("\n".join(sequence_lines(report)))
     return 0
 
 

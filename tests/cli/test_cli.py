@@ -56,3 +56,52 @@ def test_simulate_text_and_json(capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["expected"]["max_abs_gap_to_theory_trajectory"] < 1e-10  # same map, float64
     assert report["stochastic"]["seeds"] == 8
+
+
+SEQUENCE_COMMAND = "simulate --testbed sequence --task pattern --length 4 --policy tabular --objective gspo --steps 20 --json".split()
+
+
+def test_sequence_command_prints_one_json_object(capsys):
+    assert main(SEQUENCE_COMMAND) == 0
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 1
+    report = json.loads(out)
+    assert report["testbed"] == "sequence" and report["steps"] == 20 and report["ratio_level"] == "sequence"
+    assert report["task"] == {"name": "PatternMatch", "length": 4, "min_matches": 2, "target": [0, 1, 2, 3],
+                              "partial_credit": False}
+    assert report["config"]["clip_low"] == 3e-4 and report["config"]["refresh_interval"] == 1
+    assert report["clip_fraction"]["measured"] == 0.0  # T = 1: on-policy, every ratio is 1
+    assert 0.0 <= report["expected_reward"]["initial"] <= report["expected_reward"]["peak"] <= 1.0
+
+
+def test_sequence_text_report_compares_with_the_theory(capsys):
+    args = "simulate --testbed sequence --policy moe --objective grpo -T 2 --steps 8 --no-progress".split()
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "predicted" in text and "measured" in text and "routing churn" in text
+
+
+@pytest.mark.parametrize("args, needle", [
+    ("--testbed sequence", "needs --objective"),
+    ("--testbed sequence --objective ppo", "unknown loss"),
+    ("--objective gspo", "--objective applies to --testbed sequence only"),
+    ("--testbed sequence --objective gspo --seeds 4", "--seeds applies to --testbed bandit only"),
+    ("--testbed sequence --objective gspo --correction token", "--correction applies to --testbed bandit only"),
+    ("--testbed sequence --objective gspo --task pattern --digits 2", "no digits"),
+    ("--testbed sequence --objective gspo --task nonsense", "sequence task"),
+    ("--testbed sequence --objective gspo --policy rnn", "sequence policy"),
+    ("--testbed sequence --objective gspo --momentum 0.9", "--momentum applies to --optimizer sgd only"),
+    ("--testbed sequence --objective gspo --routing-replay full", "MoE"),
+    ("--testbed sequence --objective gspo --length 0", "length"),
+    ("--testbed sequence --objective gspo --group-size 1", "group size"),
+    ("--testbed nonsense", "invalid choice"),
+])
+def test_bad_sequence_flags_are_one_line_and_exit_2(args, needle, capsys):
+    assert main(["simulate", *args.split()]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("gspo-dynamics: error:") and needle in err
+
+
+def test_predict_still_has_only_the_bandit_testbed(capsys):
+    assert main(["predict", "--testbed", "sequence"]) == 2
+    assert "invalid choice" in capsys.readouterr().err

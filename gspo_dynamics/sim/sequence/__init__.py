@@ -12,12 +12,22 @@ Policies (`policy(prompts, tokens, routing=None) -> (logits (B, L, V), routing o
 
     tokens, logp, mask, routing = sample(policy, prompts, max_len, generator, temperature, eos)
     logp_new = log_probs(policy, prompts, tokens, mask, routing)
+
+RL on them (`run_sequence_rl(task, policy, objective="gspo", steps=100) -> SequenceRun`): one
+rollout every T optimizer steps, split into T minibatches, any loss of the objectives registry.
 """
 
 from gspo_dynamics.sim.sequence._addition import Addition
 from gspo_dynamics.sim.sequence._counting import PARITIES, CountParity, PatternMatch
 from gspo_dynamics.sim.sequence._moe import MoETransformerConfig, TinyMoETransformer, routing_changes
 from gspo_dynamics.sim.sequence._policy import Routing, SequencePolicy
+from gspo_dynamics.sim.sequence._rl import (
+    OBJECTIVE_CLIPS,
+    ROUTING_REPLAYS,
+    SequenceRLConfig,
+    SequenceRun,
+    run_sequence_rl,
+)
 from gspo_dynamics.sim.sequence._sampling import gather_log_probs, log_probs, sample
 from gspo_dynamics.sim.sequence._tabular import TabularPolicy
 from gspo_dynamics.sim.sequence._task import SequenceTask, count_distribution
@@ -30,9 +40,13 @@ __all__ = [
     "Addition",
     "CountParity",
     "MoETransformerConfig",
+    "OBJECTIVE_CLIPS",
     "PatternMatch",
+    "ROUTING_REPLAYS",
     "Routing",
     "SequencePolicy",
+    "SequenceRLConfig",
+    "SequenceRun",
     "SequenceTask",
     "TabularPolicy",
     "TinyMoETransformer",
@@ -43,5 +57,6 @@ __all__ = [
     "gather_log_probs",
     "log_probs",
     "routing_changes",
+    "run_sequence_rl",
     "sample",
 ]

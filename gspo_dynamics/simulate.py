@@ -201,7 +201,7 @@ def _mean(x) -> float | None:
     return float(np.nanmean(x)) if np.isfinite(x).any() else None
 
 
-def _predicted_ratios(m: dict[str, np.ndarray], objective: str, clip_low: float, clip_high: float) -> dict[str, Any]:
+def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: float, clip_high: float) -> dict[str, Any]:
     """Per step, the theory's ratio statistics at the measured token log-ratio spread sigma^2 and
     length L: log rho ~ N(-sigma^2 / 2, sigma^2) (token) or N(-sigma^2 / 2, sigma^2 / L) (sequence),
     each (steps,), NaN at a step without an update. pg clips nothing: its clip fraction is 0."""
@@ -251,7 +251,7 @@ def compare_sequence(task: SequenceTask, policy, config: SequenceRLConfig, *, st
         smooth = np.convolve(curve, np.ones(w) / w, mode="valid")  # moving average over w steps
         return {"initial": float(curve[:w].mean()), "final": float(smooth[-1]), "peak": float(smooth.max())}
 
-    predicted = _predicted_ratios(m, cfg.objective, cfg.eps_low, cfg.eps_high)
+    predicted = predicted_ratio_metrics(m, cfg.objective, cfg.eps_low, cfg.eps_high)
     optimizer = {"name": cfg.optimizer.name, **dataclasses.asdict(cfg.optimizer)}
     report: dict[str, Any] = {
         "testbed": "sequence",

@@ -1,0 +1,25 @@
+"""Training-log readers: every supported format -> one canonical `RunLog`.
+
+    log = read_log("outputs/checkpoint-500/trainer_state.json")
+    log.steps, log["reward"], log["frac_zero_std"], log.warnings
+
+Formats (auto-detected from the content; see `detect_format`): TRL/transformers
+`trainer_state.json`, transformers console output, TensorBoard event files, CSV (W&B exports),
+JSONL (generic, W&B, verl file logger), verl console lines. Names from TRL, verl and OpenRLHF
+are mapped to `STANDARD_NAMES`; unknown keys are kept. numpy only (no torch).
+"""
+
+from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name
+from gspo_dynamics.logs._read import FORMATS, detect_format, read_log
+from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, is_too_short
+
+__all__ = [
+    "FORMATS",
+    "MIN_ANALYSIS_POINTS",
+    "STANDARD_NAMES",
+    "RunLog",
+    "canonical_name",
+    "detect_format",
+    "is_too_short",
+    "read_log",
+]

@@ -1,0 +1,217 @@
+"""Metric names: trainer-specific keys -> the canonical names of a `RunLog`.
+
+Every supported trainer spells the same quantity differently (TRL `kl`, verl `actor/kl_loss`,
+OpenRLHF `train/kl`; TRL `completion_length` before v0.17, `completions/mean_length` after).
+`canonical_name` maps one raw key to one canonical name; keys it does not know are returned
+unchanged, so nothing a trainer logs is lost. The tables below are the single place where
+trainer vocabularies live.
+
+Also here: recognising the trainer, guessing the TRL version from its key set (the key sets
+changed between releases; the file itself records no version), the meaning of `reward_std`
+in that version, and recognising logs of algorithms `diagnose` does not model (DPO, SFT).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Canonical names, in the order a report shows them. Besides these a RunLog may hold
+# `eval/<name>` (evaluation metrics), `reward/<fn>` (one reward function's mean) and any
+# unrecognised raw key under its original name.
+STANDARD_NAMES: tuple[str, ...] = (
+    "reward",  # mean reward of the sampled completions
+    "reward_std",  # reward spread; its meaning is `RunLog.reward_std_kind`
+    "frac_zero_std",  # fraction of groups whose rewards are all equal (no learning signal)
+    "entropy",  # mean token entropy of the policy
+    "kl_ref",  # KL(pi || pi_ref) to the reference policy
+    "kl_old_new",  # KL between the sampling (old) and the updated policy
+    "clip_frac",  # fraction of importance ratios clipped
+    "mean_length",  # mean completion length in tokens
+    "truncation_rate",  # fraction of completions cut at the maximum length
+    "grad_norm",
+    "learning_rate",
+    "loss",
+)
+
+# TRL (GRPOTrainer, all versions) and transformers' Trainer.
+_TRL = {
+    "reward": "reward",
+    "reward_std": "reward_std",
+    "frac_reward_zero_std": "frac_zero_std",
+    "entropy": "entropy",
+    "kl": "kl_ref",
+    "clip_ratio": "clip_frac",  # TRL 0.16-0.18: one clip-ratio key
+    "clip_ratio/region_mean": "clip_frac",  # TRL >= 0.19: low + high clipping
+    "completion_length": "mean_length",  # TRL < 0.17
+    "completions/mean_length": "mean_length",
+    "completions/clipped_ratio": "truncation_rate",
+    "grad_norm": "grad_norm",
+    "learning_rate": "learning_rate",
+    "loss": "loss",
+}
+
+# verl (trainer/ppo metric_utils); `critic/rewards/mean` (score after in-reward KL) is kept
+# under its own name on purpose: it is not the task reward.
+_VERL = {
+    "critic/score/mean": "reward",
+    "actor/pg_clipfrac": "clip_frac",
+    "actor/ppo_kl": "kl_old_new",  # old vs new policy, not vs reference
+    "actor/entropy": "entropy",
+    "actor/kl_loss": "kl_ref",
+    "response_length/mean": "mean_length",
+    "response_length/clip_ratio": "truncation_rate",
+    "actor/grad_norm": "grad_norm",
+    "actor/lr": "learning_rate",
+    "actor/pg_loss": "loss",
+}
+
+# OpenRLHF (W&B / TensorBoard, after the `train/` prefix is removed).
+_OPENRLHF = {
+    "response_length": "mean_length",
+    "policy_loss": "loss",
+    "ppo_clip_ratio": "clip_frac",
+    "group_reward_std": "reward_std",
+    "entropy_loss": "entropy",  # OpenRLHF logs the entropy value under this name
+}
+
+_TABLE = {**_TRL, **_VERL, **_OPENRLHF}
+
+# Prefixes that loggers put in front of training metrics (W&B/TensorBoard copies of TRL and
+# OpenRLHF metrics use `train/`).
+_TRAIN_PREFIXES = ("train/",)
+# Prefixes of evaluation metrics: TRL `eval_`, W&B/TensorBoard `eval/`, verl `val-core/`, `val/`.
+_EVAL_PREFIXES = ("eval_", "eval/", "val-core/", "val-aux/", "val/")
+# TRL per-reward-function keys: `rewards/<fn>` (< 0.17) and `rewards/<fn>/mean` (>= 0.17).
+_REWARD_FN = re.compile(r"^rewards/(?P<fn>[^/]+?)(?P<mean>/mean)?$")
+
+
+def canonical_name(key: str) -> str:
+    """The canonical name of one raw metric key (unchanged when unknown).
+
+    `eval_kl` -> `eval/kl_ref`; `train/reward` -> `reward`; `rewards/fmt/mean` -> `reward/fmt`;
+    `critic/score/mean` -> `reward`; an unknown key -> itself.
+    """
+    for prefix in _EVAL_PREFIXES:
+        if key.startswith(prefix) and len(key) > len(prefix):
+            return "eval/" + canonical_name(key[len(prefix) :])
+    for prefix in _TRAIN_PREFIXES:
+        if key.startswith(prefix) and len(key) > len(prefix):
+            key = key[len(prefix) :]
+            break
+    if key in _TABLE:
+        return _TABLE[key]
+    match = _REWARD_FN.match(key)
+    if match and not key.endswith("/std"):
+        return "reward/" + match["fn"]
+    return key
+
+
+# ---- trainer, version, reward_std meaning ---------------------------------------------------
+
+
+def _strip(keys: Iterable[str]) -> set[str]:
+    out = set()
+    for key in keys:
+        for prefix in _TRAIN_PREFIXES:
+            if key.startswith(prefix):
+                key = key[len(prefix) :]
+        out.add(key)
+    return out
+
+
+def guess_trainer(raw_keys: Iterable[str]) -> str:
+    """"trl", "verl", "openrlhf" or "unknown", from the raw key set."""
+    keys = _strip(raw_keys)
+    if any(k.startswith(("actor/", "critic/", "response_length/")) for k in keys):
+        return "verl"
+    if keys & {"policy_loss", "ppo_clip_ratio", "group_reward_std", "response_length"}:
+        return "openrlhf"
+    trl_marks = {"reward_std", "frac_reward_zero_std", "completion_length", "clip_ratio"}
+    if keys & trl_marks or any(k.startswith(("rewards/", "completions/")) for k in keys):
+        return "trl"
+    return "unknown"
+
+
+# Release in which a TRL GRPOTrainer key first appeared (checked against TRL's changelog);
+# the newest key present bounds the version from below.
+_TRL_KEY_SINCE = (
+    ("entropy", "0.20"),
+    ("frac_reward_zero_std", "0.18"),
+    ("completions/mean_length", "0.17"),
+    ("clip_ratio", "0.16"),
+)
+# `reward_std` is the mean of per-group stds up to TRL 0.26 and the std over the whole batch
+# from 0.27: only a log that is provably older than 0.27 can be labelled.
+_BATCH_STD_SINCE = (0, 27)
+
+
+def guess_trl_version(raw_keys: Iterable[str]) -> str | None:
+    """A version range such as ">=0.20" or "<0.17" for a TRL GRPO log, None when unknown."""
+    keys = _strip(raw_keys)
+    for key, since in _TRL_KEY_SINCE:
+        if key in keys or any(k.startswith(key + "/") for k in keys):
+            return ">=" + since
+    if "completion_length" in keys:
+        # < 0.16 when no clip ratio was logged (checked above), so also < 0.17.
+        return "<0.16"
+    return None
+
+
+def reward_std_kind(trainer: str, version: str | None) -> str:
+    """"group_mean_std", "batch_std" or "unknown": what the log's `reward_std` measures."""
+    if trainer == "trl" and version is not None and version.startswith("<"):
+        upper = tuple(int(part) for part in version[1:].split("."))
+        if upper <= _BATCH_STD_SINCE:
+            return "group_mean_std"
+    return "unknown"
+
+
+# ---- algorithms that are not group policy-gradient RL ---------------------------------------
+
+_PREFERENCE_KEYS = {"rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies"}
+_SFT_KEYS = {
+    "loss",
+    "learning_rate",
+    "grad_norm",
+    "epoch",
+    "num_tokens",
+    "mean_token_accuracy",
+    "entropy",
+    "step",
+    "total_flos",
+}
+_SUMMARY_KEYS = {
+    "train_runtime",
+    "train_samples_per_second",
+    "train_steps_per_second",
+    "train_loss",
+    "total_flos",
+    "runtime",
+    "samples_per_second",
+    "steps_per_second",
+}
+
+
+def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
+    """The name of a non-RL algorithm whose log this is ("DPO", "KTO", "ORPO", "SFT"), else None.
+
+    Preference methods log `rewards/chosen`, `rewards/margins`, ...; SFT logs only loss-like
+    keys and no reward of any kind.
+    """
+    keys = _strip(raw_keys)
+    if keys & _PREFERENCE_KEYS or any(k.startswith(("logps/", "logits/")) for k in keys):
+        if "odds_ratio_loss" in keys or "log_odds_ratio" in keys:
+            return "ORPO (a DPO-family preference method)"
+        if "kl" in keys and not keys & {"rewards/margins", "rewards/accuracies"}:
+            return "KTO (a DPO-family preference method)"
+        return "DPO"
+    train_keys = {k for k in keys if not k.startswith(_EVAL_PREFIXES)}
+    if train_keys and train_keys <= _SFT_KEYS | _SUMMARY_KEYS and "loss" in train_keys:
+        return "SFT"
+    return None
+
+
+def is_summary_row(keys: Iterable[str]) -> bool:
+    """True for the end-of-training summary row of a transformers log (`train_runtime`, ...)."""
+    return bool(set(keys) & {"train_runtime", "train_loss"})

@@ -1,0 +1,262 @@
+"""`read_log`: load a file or text, detect its format, read it, and build the canonical RunLog.
+
+Detection rules, first match wins (the content decides, never the file name):
+
+  tensorboard    bytes start with a valid TFRecord header (length + its masked CRC-32C)
+  trl_state      a JSON object (possibly truncated) with a "log_history" key
+  jsonl          a JSON array of objects, or lines that are JSON objects
+                 (verl's file logger {"step": N, "data": {...}} included)
+  verl_console   a line containing `step:N - key:value`
+  hf_console     a line containing a printed Python dict `{'key': value, ...}`
+  csv            a header line with `,`, tab or `;` separated names
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs import _names
+from gspo_dynamics.logs._readers import (
+    RawLog,
+    read_csv,
+    read_hf_console,
+    read_jsonl,
+    read_trl_state,
+    read_tensorboard,
+    read_verl_console,
+)
+from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, build_series, freeze
+from gspo_dynamics.logs._tfevents import looks_like_tfrecord
+
+READERS = {
+    "trl_state": read_trl_state,
+    "hf_console": read_hf_console,
+    "tensorboard": read_tensorboard,
+    "csv": read_csv,
+    "jsonl": read_jsonl,
+    "verl_console": read_verl_console,
+}
+FORMATS: tuple[str, ...] = tuple(READERS)
+_MAX_BYTES = 2**31  # a metrics log this large is not a metrics log
+_DIR_CANDIDATES = ("trainer_state.json", "metrics.jsonl", "metrics.csv")
+
+
+def _load(path_or_text) -> tuple[bytes | str, str]:
+    """(content, source label); a directory resolves to the log inside it."""
+    if isinstance(path_or_text, (bytes, bytearray)):
+        return bytes(path_or_text), "<bytes>"
+    if isinstance(path_or_text, str) and (
+        "\n" in path_or_text or path_or_text.lstrip()[:1] in "{[" or len(path_or_text) > 4096
+    ):
+        return path_or_text, "<text>"
+    if not isinstance(path_or_text, (str, os.PathLike)):
+        raise ConfigError(
+            f"expected a file path, text or bytes, got {type(path_or_text).__name__}"
+        )
+    path = Path(path_or_text)
+    try:
+        if path.is_dir():
+            found = [path / name for name in _DIR_CANDIDATES if (path / name).is_file()]
+            found += sorted(path.glob("events.out.tfevents.*"))
+            if not found:
+                raise ConfigError(
+                    f"directory {str(path)!r} holds no trainer_state.json, metrics file "
+                    "or TensorBoard event file"
+                )
+            path = found[0]
+        if not path.is_file():
+            raise ConfigError(f"log file {str(path)!r} does not exist")
+        if path.stat().st_size > _MAX_BYTES:
+            raise ConfigError(f"log file {str(path)!r} is larger than 2 GiB")
+        return path.read_bytes(), str(path)
+    except OSError as error:
+        raise ConfigError(f"log file {str(path)!r} cannot be read ({error.strerror})") from None
+
+
+def _as_text(content: bytes | str) -> tuple[str, list[str]]:
+    if isinstance(content, str):
+        return content.lstrip("\ufeff"), []
+    if b"\x00" in content[:4096]:
+        raise ConfigError(
+            "the input is binary but not a TensorBoard event file; expected a text log "
+            "(JSON, JSONL, CSV, console output) or an events.out.tfevents file"
+        )
+    text = content.decode("utf-8", errors="replace")
+    warnings = []
+    n_bad = text.count("\ufffd")
+    if n_bad:
+        if n_bad > max(16, len(text) // 100):
+            raise ConfigError(
+                "the input is neither UTF-8 text nor a TensorBoard event file "
+                f"({n_bad} undecodable bytes)"
+            )
+        warnings.append(f"{n_bad} byte(s) that are not UTF-8 were replaced")
+    return text.lstrip("\ufeff"), warnings
+
+
+_VERL_HINT = re.compile(r"step:\d+ - \S+:")
+_DICT_HINT = re.compile(r"\{\s*'[^']*'\s*:")
+
+
+def detect_format(content: bytes | str) -> str:
+    """The format name of a log's content (see the module docstring for the rules)."""
+    if isinstance(content, bytes) and looks_like_tfrecord(content[:12]):
+        return "tensorboard"
+    text, _ = _as_text(content)
+    stripped = text.lstrip()
+    if not stripped:
+        raise ConfigError("the log is empty")
+    head = stripped[:200_000]
+    if stripped.startswith("{") and '"log_history"' in head:
+        return "trl_state"
+    first_line = stripped.split("\n", 1)[0].strip()
+    one_json_object = first_line.startswith("{") and first_line.endswith("}") and '"' in first_line
+    if stripped.startswith("[") or one_json_object:
+        return "jsonl"
+    if _VERL_HINT.search(head):
+        return "verl_console"
+    if _DICT_HINT.search(head):
+        return "hf_console"
+    if any(sep in first_line for sep in (",", "\t", ";")):
+        return "csv"
+    raise ConfigError(
+        "could not recognise the log format; expected one of "
+        f"{', '.join(FORMATS)} (pass format=... to choose one)"
+    )
+
+
+def _check_column_map(column_map) -> tuple[str | None, dict[str, str]]:
+    """(the step column or None, the other renames) of a validated column_map."""
+    if column_map is None:
+        return None, {}
+    if not isinstance(column_map, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in column_map.items()
+    ):
+        raise ConfigError(
+            "column_map must be a dict from column names (str) to canonical names (str)"
+        )
+    steps = [k for k, v in column_map.items() if v == "step"]
+    if len(steps) > 1:
+        raise ConfigError(f"column_map maps several columns to 'step' ({steps}); map exactly one")
+    return (steps[0] if steps else None), {k: v for k, v in column_map.items() if v != "step"}
+
+
+def _apply_column_map(raw: RawLog, renames: dict[str, str]) -> RawLog:
+    if not renames:
+        return raw
+    present = {key for _, record in raw.rows for key in record}
+    missing = sorted(set(renames) - present)
+    if missing:
+        raise ConfigError(
+            f"column_map names column(s) {missing} that are not in the log; "
+            f"its columns are {sorted(present)[:20]}"
+        )
+    rows = [(step, {renames.get(k, k): v for k, v in record.items()}) for step, record in raw.rows]
+    return RawLog(rows, raw.warnings, raw.logging_steps)
+
+
+def _logging_interval(steps, reward, recorded: int | None, warnings: list[str]) -> int | None:
+    """The recorded logging interval, else the median spacing of the reward steps."""
+    at = steps[np.isfinite(reward)] if reward is not None else steps
+    spacing = int(np.median(np.diff(at))) if at.size >= 2 else None
+    if recorded is not None:
+        if spacing is not None and spacing != recorded:
+            warnings.append(
+                f"logging_steps is {recorded} but the rows are {spacing} steps apart"
+            )
+        return recorded
+    return spacing if spacing and spacing > 0 else None
+
+
+def _algorithm(trainer: str, names) -> str:
+    if trainer == "verl" and any(n.startswith(("critic/vf_loss", "critic/values")) for n in names):
+        return "ppo"
+    return "rl" if trainer == "openrlhf" else "grpo"
+
+
+def read_log(
+    path_or_text, format: str = "auto", column_map: dict[str, str] | None = None
+) -> RunLog:
+    """Read a training log of any supported format into a `RunLog`.
+
+    path_or_text: a path (file, or a run directory holding trainer_state.json / an event file),
+        the log's text (anything with a newline or starting with '{' or '['), or its bytes.
+    format: "auto" or one of `FORMATS`.
+    column_map: raw column -> canonical name ("step" for the step column), applied before the
+        built-in name tables, e.g. {"my_reward": "reward", "iter": "step"}.
+
+    Raises ConfigError for unreadable input and for logs of other algorithms (DPO, SFT).
+    A run too short to analyse is returned (see `RunLog.is_too_short`) with a warning.
+    """
+    if format != "auto" and format not in READERS:
+        raise ConfigError(
+            f"unknown log format {format!r}; expected 'auto' or one of {', '.join(FORMATS)}"
+        )
+    step_key, renames = _check_column_map(column_map)
+    content, source = _load(path_or_text)
+    if format == "auto":
+        format = detect_format(content)
+    if format == "tensorboard":
+        if not isinstance(content, bytes):
+            raise ConfigError("a TensorBoard event file must be given as a path or bytes, not text")
+        raw = read_tensorboard(content, step_key)
+    else:
+        text, decode_warnings = _as_text(content)
+        if not text.strip():
+            raise ConfigError("the log is empty")
+        raw = READERS[format](text, step_key)
+        raw.warnings[:0] = decode_warnings
+    raw = _apply_column_map(raw, renames)
+    return build_log(raw, format, source)
+
+
+def build_log(raw: RawLog, format: str, source: str) -> RunLog:
+    """The canonical RunLog of a reader's raw rows (refusing non-RL algorithms)."""
+    if not raw.rows:
+        raise ConfigError(f"no metric rows with a valid step were found in the {format} log")
+    raw_keys = {key for _, record in raw.rows for key in record}
+    foreign = _names.foreign_algorithm(raw_keys)
+    if foreign is not None:
+        raise ConfigError(
+            f"this log is from a run of {foreign}, not of GRPO/GSPO-style RL, "
+            "and only group policy-gradient RL can be analysed"
+        )
+    warnings = list(raw.warnings)
+    steps, series, build_warnings = build_series(raw.rows, _names.canonical_name)
+    warnings += build_warnings
+    if "reward" not in series:
+        shown = ", ".join(repr(key[:40]) for key in sorted(raw_keys)[:12])
+        more = ", ..." if len(raw_keys) > 12 else ""
+        raise ConfigError(
+            f"no reward series was found (columns: {shown}{more}); "
+            "map one with column_map={'<column>': 'reward'}"
+        )
+    trainer = _names.guess_trainer(raw_keys)
+    version = _names.guess_trl_version(raw_keys) if trainer == "trl" else None
+    interval = _logging_interval(steps, series["reward"], raw.logging_steps, warnings)
+    log = RunLog(
+        steps=steps,
+        series=freeze(series),
+        format=format,
+        source=source,
+        trainer=trainer,
+        version=version,
+        algorithm=_algorithm(trainer, raw_keys),
+        reward_std_kind=_names.reward_std_kind(trainer, version),
+        logging_interval=interval,
+        warnings=tuple(warnings),
+    )
+    if log.is_too_short():
+        n = log.n_points("reward")
+        warnings.append(
+            f"only {n} reward point(s): too short to analyse "
+            f"(at least {MIN_ANALYSIS_POINTS} needed)"
+        )
+        log = dataclasses.replace(log, warnings=tuple(warnings))
+    return log

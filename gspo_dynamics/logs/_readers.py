@@ -1,0 +1,315 @@
+"""One reader per log format: text or bytes in, raw rows `(step, {raw_key: value})` out.
+
+Readers only parse; naming, alignment and validation happen once, in `_read.build_log`. A reader
+raises `ConfigError` when the input is not its format at all, and otherwise reads what it can,
+reporting what it skipped in `RawLog.warnings` (a best-effort read).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import re
+import warnings as python_warnings
+from dataclasses import dataclass, field
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs._names import is_summary_row
+from gspo_dynamics.logs._runlog import Row, to_step
+from gspo_dynamics.logs._tfevents import read_events
+
+# Column names that carry the optimizer step, by priority (W&B's own `_step` counts log calls,
+# so a trainer's step wins over it).
+STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "_step", "Step")
+_MAX_LINE = 1_000_000  # longer "lines" are binary junk, not log rows
+
+
+@dataclass
+class RawLog:
+    rows: list[Row]
+    warnings: list[str] = field(default_factory=list)
+    logging_steps: int | None = None  # as recorded by the trainer, when it records it
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _flatten(record: dict, prefix: str = "") -> dict[str, object]:
+    """Nested dicts (W&B JSON exports) -> "a/b" keys."""
+    if not any(isinstance(value, dict) for value in record.values()):
+        return record
+    flat: dict[str, object] = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and len(prefix) < 200:
+            flat.update(_flatten(value, name + "/"))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _split_step(record: dict[str, object], step_key: str | None) -> tuple[int | None, dict]:
+    step = None
+    for key in (step_key,) if step_key else STEP_KEYS:
+        if key in record:
+            step = to_step(record[key])
+            break
+    rest = dict(record)
+    for key in (step_key, *STEP_KEYS):
+        rest.pop(key, None)
+    return step, rest
+
+
+def _finish(records: list[tuple[int | None, dict]], what: str, warnings: list[str]) -> list[Row]:
+    """Drop rows without a usable step; number rows by position when no row has a step."""
+    if records and all(step is None for step, _ in records):
+        warnings.append(f"the {what} has no step numbers; rows were numbered 1, 2, ...")
+        return [(i + 1, rec) for i, (_, rec) in enumerate(records)]
+    bad = sum(step is None for step, _ in records)
+    if bad:
+        warnings.append(f"{bad} row(s) without a valid non-negative integer step were skipped")
+    return [(step, rec) for step, rec in records if step is not None]
+
+
+# ---- TRL trainer_state.json -----------------------------------------------------------------
+
+
+def _salvage_log_history(text: str) -> list:
+    """The complete rows of a truncated or damaged trainer_state.json's log_history."""
+    start = text.find('"log_history"')
+    bracket = text.find("[", start)
+    if start < 0 or bracket < 0:
+        return []
+    decoder, rows, pos = json.JSONDecoder(), [], bracket + 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return rows
+        try:
+            row, pos = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return rows
+        rows.append(row)
+
+
+def read_trl_state(text: str, step_key: str | None = None) -> RawLog:
+    """TRL/transformers `trainer_state.json`: rows of `log_history`, summary row skipped."""
+    warnings: list[str] = []
+    state = _loads(text)
+    if isinstance(state, dict):
+        history = state.get("log_history")
+        if not isinstance(history, list):
+            raise ConfigError("the trainer_state.json has no 'log_history' list of rows")
+    else:
+        history = _salvage_log_history(text)
+        state = {}
+        if not history:
+            raise ConfigError(
+                "the file is not valid JSON and no trainer_state rows could be salvaged"
+            )
+        warnings.append(
+            f"the file is not valid JSON (truncated or damaged); read the {len(history)} "
+            "complete log_history rows before the damage"
+        )
+    records = []
+    n_bad = 0
+    for row in history:
+        if not isinstance(row, dict):
+            n_bad += 1
+            continue
+        if is_summary_row(row.keys()):
+            continue
+        records.append(_split_step(_flatten(row), step_key))
+    if n_bad:
+        warnings.append(f"{n_bad} log_history entries were not JSON objects and were skipped")
+    interval = state.get("logging_steps")
+    interval = interval if isinstance(interval, int) and not isinstance(interval, bool) else None
+    recorded = interval if interval and interval > 0 else None
+    return RawLog(_finish(records, "log_history", warnings), warnings, recorded)
+
+
+# ---- transformers / TRL console output ------------------------------------------------------
+
+_DICT_IN_LINE = re.compile(r"\{\s*'[^{}]*\}")
+_TOTAL_STEPS = re.compile(r"Total optimization steps\s*=\s*([\d,]+)")
+_LOG_KEYS = ("epoch", "loss", "learning_rate", "reward", "grad_norm", "step")
+
+
+def read_hf_console(text: str, step_key: str | None = None) -> RawLog:
+    """Console output of transformers' Trainer: one printed Python dict per logging step.
+
+    The dicts carry no step: rows are numbered in order and scaled by the logging interval
+    found from "Total optimization steps = N" (N // rows). Eval dicts (`eval_*` keys) take the
+    step of the train row before them; the final summary dict is skipped.
+    """
+    warnings: list[str] = []
+    train: list[tuple[int | None, dict]] = []
+    evals: list[tuple[int, dict]] = []  # (index of the preceding train row, record)
+    n_bad = 0
+    for line in re.split(r"[\r\n]", text):
+        if "{" not in line or len(line) > _MAX_LINE:
+            continue
+        for match in _DICT_IN_LINE.finditer(line):
+            try:
+                # Invalid escapes in junk lines raise Deprecation/SyntaxWarning: not ours to show.
+                with python_warnings.catch_warnings():
+                    python_warnings.simplefilter("ignore")
+                    record = ast.literal_eval(match.group(0))
+            except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+                n_bad += 1
+                continue
+            if not isinstance(record, dict) or not all(isinstance(k, str) for k in record):
+                continue
+            keys = record.keys()
+            if not any(k in _LOG_KEYS or k.startswith(("eval_", "rewards/")) for k in keys):
+                continue  # a dict printed by something else
+            if is_summary_row(keys):
+                continue
+            if all(k.startswith("eval_") or k in ("epoch", "step") for k in keys):
+                evals.append((len(train), record))
+            else:
+                train.append(_split_step(record, step_key))
+    if n_bad:
+        warnings.append(f"{n_bad} dict-like line(s) could not be parsed and were skipped")
+    if not train:
+        raise ConfigError("no training-metric dict lines were found in the console output")
+    interval = None
+    if all(step is None for step, _ in train):
+        total = _TOTAL_STEPS.search(text)
+        n_steps = int(total.group(1).replace(",", "")) if total else 0
+        candidate = n_steps // len(train) if n_steps else 0
+        if candidate >= 1 and n_steps // candidate == len(train):
+            interval = candidate
+            train = [((i + 1) * interval, rec) for i, (_, rec) in enumerate(train)]
+    rows = _finish(train, "console output", warnings)
+    n_train = len(rows)
+    for index, record in evals:
+        if 0 < index <= n_train:
+            step = to_step(record.get("step")) if "step" in record else rows[index - 1][0]
+            if step is not None:
+                rows.append((step, {k: v for k, v in record.items() if k != "step"}))
+    rows.sort(key=lambda row: row[0])  # eval rows after their train row; stable for ties
+    return RawLog(rows, warnings, interval)
+
+
+# ---- verl console lines ---------------------------------------------------------------------
+
+_VERL_LINE = re.compile(r"step:(\d+) - (.*)$")
+
+
+def read_verl_console(text: str, step_key: str | None = None) -> RawLog:
+    """verl console lines `step:N - key:value - key:value - ...` (other output ignored)."""
+    warnings: list[str] = []
+    rows: list[Row] = []
+    for line in re.split(r"[\r\n]", text):
+        match = _VERL_LINE.search(line[:_MAX_LINE])
+        if not match:
+            continue
+        step = to_step(match.group(1))
+        record = {}
+        for part in match.group(2).split(" - "):
+            key, sep, value = part.rpartition(":")
+            if sep and key:
+                record[key.strip()] = value.strip()
+        if step is not None and record:
+            rows.append((step, record))
+    if not rows:
+        raise ConfigError("no verl 'step:N - key:value' lines were found")
+    return RawLog(rows, warnings)
+
+
+# ---- JSON Lines (generic, W&B, verl file logger) and JSON arrays -----------------------------
+
+
+def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
+    """One JSON object per line (or one JSON array of objects); nested dicts are flattened.
+
+    verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names.
+    """
+    warnings: list[str] = []
+    whole = _loads(text) if text.lstrip().startswith("[") else None
+    if isinstance(whole, list):
+        objects, n_bad = whole, 0
+    else:
+        objects, n_bad = [], 0
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            obj = _loads(line) if len(line) <= _MAX_LINE else None
+            if obj is None:
+                n_bad += 1
+            else:
+                objects.append(obj)
+    records = []
+    for obj in objects:
+        if not isinstance(obj, dict):
+            n_bad += 1
+            continue
+        if isinstance(obj.get("data"), dict):  # verl file logger
+            obj = {**{k: v for k, v in obj.items() if k != "data"}, **obj["data"]}
+        records.append(_split_step(_flatten(obj), step_key))
+    if n_bad:
+        warnings.append(f"{n_bad} line(s) were not JSON objects and were skipped")
+    if not records:
+        raise ConfigError("no JSON objects were found in the file")
+    return RawLog(_finish(records, "JSON log", warnings), warnings)
+
+
+# ---- CSV (W&B / generic exports) ------------------------------------------------------------
+
+
+def read_csv(text: str, step_key: str | None = None) -> RawLog:
+    """A table with a header row; the delimiter is the first of `,` tab `;` in the header."""
+    warnings: list[str] = []
+    lines = text.lstrip("\ufeff").splitlines()
+    header = next((line for line in lines if line.strip()), "")
+    delimiter = next((d for d in (",", "\t", ";") if d in header), None)
+    if delimiter is None:
+        raise ConfigError("the CSV has no header row with ',', tab or ';' separated column names")
+    try:
+        body = "\n".join(line for line in lines if line.strip())
+        table = list(csv.reader(io.StringIO(body), delimiter=delimiter))
+    except csv.Error as error:
+        reason = " ".join(str(error).split())
+        raise ConfigError(f"the CSV could not be parsed ({reason})") from None
+    names = [name.strip() for name in table[0]]
+    if len(set(names)) != len(names):
+        warnings.append("the CSV header repeats column names; the last of each was kept")
+    records, n_ragged = [], 0
+    for cells in table[1:]:
+        if len(cells) != len(names):
+            n_ragged += 1
+        record = {name: cell for name, cell in zip(names, cells) if cell.strip() != ""}
+        records.append(_split_step(record, step_key))
+    if n_ragged:
+        warnings.append(f"{n_ragged} CSV row(s) had a different number of cells than the header")
+    if not records:
+        raise ConfigError("the CSV has a header but no data rows")
+    return RawLog(_finish(records, "CSV", warnings), warnings)
+
+
+# ---- TensorBoard ----------------------------------------------------------------------------
+
+
+def read_tensorboard(data: bytes, step_key: str | None = None) -> RawLog:
+    """Scalars of a TensorBoard event file, one row per (step, tag)."""
+    scalars, warnings = read_events(data)
+    rows: list[Row] = []
+    n_bad = 0
+    for step, tag, value in scalars:
+        if step < 0:
+            n_bad += 1
+            continue
+        rows.append((step, {tag: value}))
+    if n_bad:
+        warnings.append(f"{n_bad} scalar(s) with a negative step were skipped")
+    if not rows:
+        raise ConfigError("the TensorBoard event file holds no scalar summaries")
+    return RawLog(rows, warnings)

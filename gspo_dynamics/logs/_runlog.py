@@ -1,0 +1,208 @@
+"""The canonical run log, and its construction from raw (step, {key: value}) rows.
+
+Every reader produces a list of rows `(step, {raw_key: raw_value})`; `build_series` turns them
+into step-aligned float arrays:
+
+  steps          sorted unique optimizer steps                              (N,)
+  series[name]   float64, NaN where the log has no value at that step        (N,)
+
+Merging is per (step, key): a train row and an eval row logged at the same step both land on
+that step; the same key logged twice at one step is a duplicate, resolved "last wins" with a
+warning (a resumed run re-logs the steps after its checkpoint).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+
+# The closed-form fit has up to 5 parameters (R_inf, R_0, c, k, v_0): fewer reward points than
+# this cannot separate them from noise, so such a run is reported as too short, not fitted.
+MIN_ANALYSIS_POINTS = 8
+# Steps beyond this do not fit an int64 array safely (and no run is that long).
+_MAX_STEP = 2**53
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunLog:
+    """One training run, whatever it was read from.
+
+    steps: int64 (N,), strictly increasing optimizer steps.
+    series: name -> float64 (N,), NaN where missing; names are `STANDARD_NAMES`,
+        `eval/<name>`, `reward/<fn>` or a raw key the readers did not recognise. Read-only.
+    """
+
+    steps: np.ndarray
+    series: Mapping[str, np.ndarray]
+    format: str  # the reader used, one of `FORMATS`
+    source: str  # file path, or "<text>"
+    trainer: str = "unknown"  # "trl" | "verl" | "openrlhf" | "unknown"
+    version: str | None = None  # a version range guessed from the key set, e.g. ">=0.20"
+    algorithm: str = "grpo"  # "grpo" (group policy gradient, GSPO included) | "ppo" | "rl"
+    reward_std_kind: str = "unknown"  # "group_mean_std" | "batch_std" | "unknown"
+    logging_interval: int | None = None  # optimizer steps averaged into one row
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        n = self.steps.shape[0]
+        for name, values in self.series.items():
+            if values.shape != (n,):
+                raise ValueError(f"series {name!r} has shape {values.shape}, expected ({n},)")
+        if self.reward_std_kind not in ("group_mean_std", "batch_std", "unknown"):
+            raise ValueError(f"unknown reward_std_kind {self.reward_std_kind!r}")
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        try:
+            return self.series[name]
+        except KeyError:
+            raise KeyError(f"{name!r} is not in this log; it has {sorted(self.series)}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.series
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.series)
+
+    def n_points(self, name: str = "reward") -> int:
+        """Number of finite values of one series (0 when absent)."""
+        values = self.series.get(name)
+        return 0 if values is None else int(np.isfinite(values).sum())
+
+    def valid(self, name: str = "reward") -> tuple[np.ndarray, np.ndarray]:
+        """(steps, values) of one series with the missing points dropped."""
+        values = self[name]
+        keep = np.isfinite(values)
+        return self.steps[keep], values[keep]
+
+    def is_too_short(self, min_points: int = MIN_ANALYSIS_POINTS) -> bool:
+        """True when the reward series has fewer than `min_points` finite values."""
+        return self.n_points("reward") < min_points
+
+    @property
+    def too_short(self) -> bool:
+        return self.is_too_short()
+
+
+def is_too_short(log: RunLog, min_points: int = MIN_ANALYSIS_POINTS) -> bool:
+    """True when `log` has fewer than `min_points` finite reward values to analyse."""
+    return log.is_too_short(min_points)
+
+
+def to_float(value: object) -> float | None:
+    """A metric value as a float, or None when it is not a number.
+
+    Accepts numbers, bools, numeric strings ("9.825e-06", "nan", "inf") and verl's
+    "np.float64(0.5)" reprs; integers too large for a float become +-inf.
+    """
+    if type(value) is float:  # the common case first: this runs once per logged value
+        return value
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.copysign(math.inf, value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith(("np.float", "np.int", "tensor(")) and text.endswith(")"):
+            text = text[text.index("(") + 1 : -1].split(",")[0]
+        if len(text) > 64:  # no number is written with more characters
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def to_step(value: object) -> int | None:
+    """An optimizer step as an int, or None when it is not a non-negative integer."""
+    number = to_float(value)
+    if number is None or not math.isfinite(number) or number < 0 or number > _MAX_STEP:
+        return None
+    if number != int(number):
+        return None
+    return int(number)
+
+
+Row = tuple[int, dict[str, object]]
+
+
+def build_series(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndarray], list[str]]:
+    """Steps, aligned float series and warnings from raw rows; `rename` maps raw -> final keys.
+
+    Non-numeric values are dropped (a warning names the keys); for a key logged twice at one
+    step the last value wins (one warning with the count); unsorted steps are sorted.
+    """
+    warnings: list[str] = []
+    columns: dict[str, dict[int, float]] = {}
+    bad_keys: dict[str, int] = {}
+    duplicates = 0
+    unsorted = False
+    previous = -1
+    names: dict[str, str] = {}  # raw key -> final name, memoised: rows repeat their keys
+    for step, record in rows:
+        if step < previous:
+            unsorted = True
+        previous = max(previous, step)
+        seen: set[str] = set()
+        for raw_key, raw_value in record.items():
+            name = names.get(raw_key)
+            if name is None:
+                name = names[raw_key] = rename(raw_key)
+            if name in seen:
+                # Two spellings of one metric in one row (`reward` and `train/reward`): the
+                # first takes the canonical name, the other keeps its raw name.
+                name = raw_key
+            seen.add(name)
+            value = to_float(raw_value)
+            if value is None:
+                if raw_value is not None:
+                    bad_keys[name] = bad_keys.get(name, 0) + 1
+                continue
+            column = columns.setdefault(name, {})
+            previous_value = column.get(step)
+            if previous_value is not None and not (
+                previous_value == value or (math.isnan(previous_value) and math.isnan(value))
+            ):
+                duplicates += 1
+            column[step] = value
+    if unsorted:
+        warnings.append("the steps were not in increasing order; they were sorted")
+    if duplicates:
+        warnings.append(
+            f"{duplicates} value(s) were logged twice at the same step with different values; "
+            "the last one was kept"
+        )
+    if bad_keys:
+        listed = ", ".join(f"{k!r} ({n})" for k, n in sorted(bad_keys.items())[:8])
+        more = "" if len(bad_keys) <= 8 else f" and {len(bad_keys) - 8} more"
+        warnings.append(f"non-numeric values were ignored in {listed}{more}")
+    all_steps = sorted({step for column in columns.values() for step in column})
+    steps = np.asarray(all_steps, dtype=np.int64)
+    series: dict[str, np.ndarray] = {}
+    n_inf = 0
+    for name, column in columns.items():
+        values = np.full(steps.shape, np.nan)
+        index = np.searchsorted(steps, np.fromiter(column.keys(), np.int64, len(column)))
+        values[index] = np.fromiter(column.values(), np.float64, len(column))
+        n_inf += int(np.isinf(values).sum())
+        values.flags.writeable = False
+        series[name] = values
+    if n_inf:
+        warnings.append(f"{n_inf} infinite value(s) are in the log (kept as +-inf)")
+    steps.flags.writeable = False
+    return steps, series, warnings
+
+
+def freeze(series: dict[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    return MappingProxyType(dict(series))
+

@@ -1,0 +1,244 @@
+"""Each reader on small synthetic logs with known answers; names, steps, metadata, refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from _log_fixtures import event_file, grpo_row, trainer_state
+
+from gspo_dynamics import ConfigError
+from gspo_dynamics.logs import FORMATS, STANDARD_NAMES, canonical_name, detect_format, read_log
+from gspo_dynamics.logs._tfevents import crc32c
+
+REWARDS = [0.1, 0.2, 0.4, 0.5, 0.6, 0.65, 0.7, 0.72, 0.73, 0.74]
+
+
+def test_crc32c_matches_the_standard_check_value():
+    assert crc32c(b"123456789") == 0xE3069283  # RFC 3720 / iSCSI check value
+
+
+@pytest.mark.parametrize(
+    ("raw", "name"),
+    [
+        ("reward", "reward"), ("train/reward", "reward"), ("kl", "kl_ref"),
+        ("frac_reward_zero_std", "frac_zero_std"), ("completion_length", "mean_length"),
+        ("completions/mean_length", "mean_length"),
+        ("completions/clipped_ratio", "truncation_rate"),
+        ("clip_ratio/region_mean", "clip_frac"), ("rewards/fmt", "reward/fmt"),
+        ("rewards/fmt/mean", "reward/fmt"), ("rewards/fmt/std", "rewards/fmt/std"),
+        ("eval_kl", "eval/kl_ref"), ("eval/reward", "eval/reward"),
+        ("critic/score/mean", "reward"), ("critic/rewards/mean", "critic/rewards/mean"),
+        ("actor/pg_clipfrac", "clip_frac"), ("actor/ppo_kl", "kl_old_new"),
+        ("actor/entropy", "entropy"), ("actor/kl_loss", "kl_ref"),
+        ("response_length/mean", "mean_length"), ("response_length/clip_ratio", "truncation_rate"),
+        ("train/policy_loss", "loss"), ("train/ppo_clip_ratio", "clip_frac"),
+        ("train/group_reward_std", "reward_std"), ("train/entropy_loss", "entropy"),
+        ("train/response_length", "mean_length"), ("something/else", "something/else"),
+    ],
+)
+def test_canonical_names(raw, name):
+    assert canonical_name(raw) == name
+
+
+@pytest.mark.parametrize("modern", [True, False])
+def test_trl_state_across_versions(modern):
+    rows = [grpo_row(10 * (i + 1), r, modern) for i, r in enumerate(REWARDS)]
+    rows.insert(3, {"step": 30, "eval_reward": 0.9, "eval_loss": 0.2, "epoch": 0.3})
+    log = read_log(trainer_state(rows, logging_steps=10))
+    assert log.format == "trl_state" and log.trainer == "trl" and log.logging_interval == 10
+    np.testing.assert_array_equal(log.steps, np.arange(10, 101, 10))
+    np.testing.assert_array_equal(log["reward"], REWARDS)
+    np.testing.assert_array_equal(log["reward/accuracy"], REWARDS)
+    assert log["eval/reward"][2] == 0.9 and np.isnan(log["eval/reward"][0])
+    assert "train_runtime" not in log.names and not log.warnings
+    assert log.reward_std_kind == ("unknown" if modern else "group_mean_std")
+    expected = {"reward", "reward_std", "kl_ref", "mean_length", "grad_norm", "learning_rate"}
+    if modern:
+        expected |= {"frac_zero_std", "entropy", "clip_frac", "truncation_rate"}
+    assert expected <= set(log.names) and expected <= set(STANDARD_NAMES)
+
+
+def test_logging_interval_from_step_spacing_when_not_recorded():
+    text = "\n".join(json.dumps({"step": 5 * (i + 1), "reward": r}) for i, r in enumerate(REWARDS))
+    log = read_log(text)
+    assert log.format == "jsonl" and log.logging_interval == 5
+
+
+def test_unsorted_and_duplicate_steps_are_resolved_with_warnings():
+    rows = [{"step": 3, "reward": 0.3}, {"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.2},
+            {"step": 2, "reward": 0.25}]
+    log = read_log(trainer_state(rows))
+    np.testing.assert_array_equal(log.steps, [1, 2, 3])
+    np.testing.assert_array_equal(log["reward"], [0.1, 0.25, 0.3])  # last wins
+    assert any("sorted" in w for w in log.warnings)
+    assert any("logged twice" in w for w in log.warnings)
+
+
+def test_truncated_trainer_state_is_salvaged_with_a_warning():
+    text = trainer_state([grpo_row(i + 1, r) for i, r in enumerate(REWARDS)])
+    log = read_log(text[: len(text) * 2 // 3])
+    assert log.format == "trl_state" and 0 < log.n_points() < len(REWARDS)
+    assert any("truncated" in w for w in log.warnings)
+
+
+def test_hf_console_mixed_with_other_output():
+    lines = ["***** Running training *****", "  Total optimization steps = 40",
+             "Map: 100%|####| 10/10 [00:00<00:00]", "{'eos_token_id': 2}"]
+    for r in REWARDS[:4]:
+        progress = "  5%|#   | 1/40 [00:01<00:40]\r"
+        record = f"{{'loss': '0.01', 'reward': '{r}', 'kl': '1e-3', 'epoch': '0.1'}}"
+        lines.append(progress + record)
+    lines.append("{'eval_loss': 0.5, 'eval_reward': 0.9, 'epoch': 0.4}")
+    lines.append("{'train_runtime': '10', 'train_loss': '0.01', 'epoch': '0.4'}")
+    log = read_log("\n".join(lines))
+    assert log.format == "hf_console" and log.logging_interval == 10
+    np.testing.assert_array_equal(log.steps, [10, 20, 30, 40])
+    np.testing.assert_array_equal(log["reward"], REWARDS[:4])
+    assert log["eval/reward"][-1] == 0.9 and log["kl_ref"][0] == 1e-3
+
+
+def test_verl_console_lines():
+    text = "\n".join(
+        f"(main_task pid=1) step:{i} - critic/score/mean:{r} - actor/ppo_kl:np.float64(0.001) - "
+        f"actor/pg_clipfrac:0.02 - response_length/mean:300.5 - val-core/gsm8k/reward/mean@1:0.5"
+        for i, r in enumerate(REWARDS)
+    )
+    log = read_log("INFO starting\n" + text)
+    assert log.format == "verl_console" and log.trainer == "verl"
+    np.testing.assert_array_equal(log["reward"], REWARDS)
+    assert log["kl_old_new"][0] == 0.001 and log["clip_frac"][0] == 0.02
+    assert "eval/gsm8k/reward/mean@1" in log.names
+
+
+def test_verl_file_logger_jsonl():
+    text = "\n".join(
+        json.dumps({"step": i + 1, "data": {
+            "critic/score/mean": r, "critic/rewards/mean": r - 0.1,
+            "actor/kl_loss": 0.01, "response_length/clip_ratio": 0.2,
+        }})
+        for i, r in enumerate(REWARDS)
+    )
+    log = read_log(text)
+    assert log.format == "jsonl" and log.trainer == "verl" and not log.too_short
+    np.testing.assert_allclose(log["critic/rewards/mean"], np.array(REWARDS) - 0.1)
+    assert log["kl_ref"][0] == 0.01 and log["truncation_rate"][0] == 0.2
+
+
+def test_wandb_csv_export_with_train_prefix_and_internal_step():
+    header = "_step,train/global_step,train/reward,train/frac_reward_zero_std,eval/reward,_runtime"
+    body = [
+        f"{i},{2 * (i + 1)},{r},0.5,{'' if i % 2 else 0.8},{i * 3.0}" for i, r in enumerate(REWARDS)
+    ]
+    log = read_log("\n".join([header, *body]))
+    assert log.format == "csv" and log.logging_interval == 2
+    np.testing.assert_array_equal(log.steps, 2 * np.arange(1, 11))  # the trainer's step, not _step
+    np.testing.assert_array_equal(log["reward"], REWARDS)
+    assert np.isnan(log["eval/reward"][1]) and log["eval/reward"][0] == 0.8
+
+
+def test_generic_csv_with_column_map():
+    body = [f"{i}\t{r}\t{1 - r}" for i, r in enumerate(REWARDS)]
+    log = read_log("iter\tscore\tmy_kl\n" + "\n".join(body),
+                   column_map={"iter": "step", "score": "reward", "my_kl": "kl_ref"})
+    np.testing.assert_array_equal(log.steps, np.arange(10))
+    np.testing.assert_array_equal(log["reward"], REWARDS)
+    assert "kl_ref" in log.names
+    with pytest.raises(ConfigError, match="not in the log"):
+        read_log("iter,score\n1,2\n", column_map={"nope": "reward"})
+
+
+def test_openrlhf_tensorboard_names():
+    scalars = [(i, tag, r) for i, r in enumerate(REWARDS)
+               for tag in ("train/reward", "train/kl", "train/response_length", "train/policy_loss",
+                           "train/ppo_clip_ratio", "train/group_reward_std", "train/entropy_loss")]
+    log = read_log(event_file(scalars))
+    assert log.format == "tensorboard" and log.trainer == "openrlhf"
+    mapped = {"reward", "kl_ref", "mean_length", "loss", "clip_frac", "reward_std", "entropy"}
+    assert mapped <= set(log.names)
+    np.testing.assert_allclose(log["reward"], REWARDS, rtol=1e-7)  # float32 storage
+
+
+def test_tensorboard_tensor_scalars_and_truncation():
+    data = event_file([(i, "train/reward", r) for i, r in enumerate(REWARDS)], as_tensor=True)
+    np.testing.assert_array_equal(read_log(data)["reward"], REWARDS)  # doubles are exact
+    cut = read_log(data[:-7])
+    assert cut.n_points() == len(REWARDS) - 1 and any("truncated" in w for w in cut.warnings)
+
+
+@pytest.mark.parametrize(
+    ("rows", "algorithm"),
+    [
+        ([{"step": i, "loss": 1.0, "rewards/chosen": 0.1, "rewards/rejected": -0.1,
+           "rewards/margins": 0.2} for i in range(3)], "DPO"),
+        ([{"step": i, "loss": 1.0, "learning_rate": 1e-5, "grad_norm": 1.0,
+           "mean_token_accuracy": 0.5} for i in range(3)], "SFT"),
+    ],
+)
+def test_other_algorithms_are_refused(rows, algorithm):
+    with pytest.raises(ConfigError, match=algorithm):
+        read_log(trainer_state(rows))
+
+
+def test_short_run_is_kept_and_flagged():
+    log = read_log(trainer_state([grpo_row(i + 1, r) for i, r in enumerate(REWARDS[:3])]))
+    assert log.is_too_short() and not log.is_too_short(min_points=3)
+    assert any("too short" in w for w in log.warnings)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty"), ("   \n  ", "empty"), ("hello world\n", "recognise"),
+        ('{"log_history": 5}', "log_history"), ("step,loss\n1,0.5\n", "DPO|SFT"),
+        ("a,b\n1,2\n", "no reward"),
+    ],
+)
+def test_bad_text_gives_one_sentence_config_error(text, message):
+    with pytest.raises(ConfigError, match=message) as error:
+        read_log(text)
+    assert "\n" not in str(error.value)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ConfigError, match="unknown log format"):
+        read_log("x\n", format="wandb")
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_log(tmp_path / "missing.json")
+    with pytest.raises(ConfigError, match="column_map"):
+        read_log("a\n", column_map={"a": 1})
+    with pytest.raises(ConfigError, match="expected a file path"):
+        read_log(3.5)
+    with pytest.raises(ConfigError, match="binary"):
+        read_log(b"\x00\x01garbage" * 10)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_explicit_format_on_the_wrong_content_is_a_config_error(fmt):
+    with pytest.raises(ConfigError):
+        content = b"just some words without structure\n" if fmt == "tensorboard" else "just words\n"
+        read_log(content, format=fmt)
+
+
+def test_detect_format_rules():
+    assert detect_format(event_file([(1, "train/reward", 0.5)])) == "tensorboard"
+    assert detect_format('{"log_history": []}') == "trl_state"
+    assert detect_format('[{"step": 1}]') == "jsonl"
+    assert detect_format("x step:1 - a:1\n") == "verl_console"
+    assert detect_format("{'loss': 1}\n") == "hf_console"
+    assert detect_format("step,reward\n") == "csv"
+
+
+def test_runlog_is_immutable_and_nan_infinities_are_kept():
+    text = '{"step": 1, "reward": NaN}\n{"step": 2, "reward": Infinity}\n{"step": 3, "reward": 1}'
+    log = read_log(text)
+    assert math.isnan(log["reward"][0]) and math.isinf(log["reward"][1])
+    assert log.n_points() == 1 and any("infinite" in w for w in log.warnings)
+    with pytest.raises(ValueError):
+        log["reward"][0] = 1.0
+    with pytest.raises(TypeError):
+        log.series["reward"] = np.zeros(3)
+    with pytest.raises(KeyError, match="not in this log"):
+        log["entropy"]

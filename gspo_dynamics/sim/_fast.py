@@ -140,13 +140,8 @@ class TwoArmEngine:
         G, groups = self.hp.group_size, self.hp.num_groups
         u = torch.rand((S, P, G * groups), generator=self.generator, device=self.device, dtype=self.dtype)
         q0 = torch.sigmoid(-z_s)  # (C, S, P) pi_s(0): action 1 iff u > pi_s(0), the engine's inverse-CDF rule
-        # successes = #{u > q0}. The uniforms are shared by all configs, so sort each group's G once
-        # and count by binary search: cheaper than comparing a (C, S, P, groups, G) block.
-        ordered = u.view(S, P, groups, G).sort(-1).values  # (S, P, groups, G)
-        thresholds = q0.permute(1, 2, 0).unsqueeze(2).expand(S, P, groups, C).contiguous()  # (S, P, groups, C)
-        at_most = torch.searchsorted(ordered, thresholds, right=True)  # #{u <= q0}
-        k = (G - at_most).permute(3, 0, 1, 2)  # (C, S, P, groups) successes per group
-        drive = self._coef.index_select(0, k.reshape(-1)).view(k.shape).mean(-1)  # (C, S, P) g_k, group mean
+        k = (u.view(S, P, groups, G) > q0[..., None, None]).sum(-1)  # (C, S, P, groups) successes per group
+        drive = self._coef.index_select(0, k.view(-1)).view(k.shape).mean(-1)  # (C, S, P) g_k, group mean
         if self.hp.kl_estimator != "k3":
             return drive, None
         return drive, k.sum(-1).to(self.dtype) / (G * groups)

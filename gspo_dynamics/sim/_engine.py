@@ -81,6 +81,28 @@ def check_configs(configs: Sequence[Hyperparams]) -> tuple[Hyperparams, ...]:
     return configs
 
 
+
+def check_run(hp: Hyperparams, seeds, expected: bool, dtype) -> None:
+    """Checks shared by both engines (ConfigError naming the bad value)."""
+    if not (isinstance(seeds, int) and seeds >= 1):
+        raise ConfigError(f"seeds must be an integer >= 1, got {seeds!r}")
+    if dtype not in (torch.float32, torch.float64):
+        raise ConfigError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    if not expected and hp.group_size is None:
+        raise ConfigError("stochastic simulation needs a finite group_size, got None (G -> infinity); use expected=True")
+
+
+def initial_logits(task: BanditTask, start_logits, shape: tuple[int, ...], tensor) -> torch.Tensor:
+    """The task's start logits (or the override) broadcast to `shape` (C, S, P, K), checked finite."""
+    start = task.start_logits if start_logits is None else start_logits
+    try:
+        logits = tensor(start).expand(shape).clone()
+    except RuntimeError:
+        raise ConfigError(f"start logits of shape {np.shape(start)} do not broadcast to {shape}") from None
+    if not torch.isfinite(logits).all():
+        raise ConfigError("start logits must be finite")
+    return logits
+
 def pack_configs(configs: Sequence[Hyperparams], device, dtype) -> ConfigTensors:
     def column(values, kind=dtype):
         return torch.tensor(values, dtype=kind, device=device).reshape(-1, 1, 1, 1)
@@ -128,12 +150,7 @@ class BanditEngine:
         hp = self.configs[0]
         if not isinstance(task, BanditTask):
             raise ConfigError(f"task must be a BanditTask, got {type(task).__name__}")
-        if not (isinstance(seeds, int) and seeds >= 1):
-            raise ConfigError(f"seeds must be an integer >= 1, got {seeds!r}")
-        if dtype not in (torch.float32, torch.float64):
-            raise ConfigError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
-        if not expected and hp.group_size is None:
-            raise ConfigError("stochastic simulation needs a finite group_size, got None (G -> infinity); use expected=True")
+        check_run(hp, seeds, expected, dtype)
         if expected and hp.group_size is not None and not task.is_binary:
             raise ConfigError(
                 f"expected dynamics at finite group size (G = {hp.group_size}) are exact only for rewards in {{0, 1}}; "
@@ -154,13 +171,7 @@ class BanditEngine:
         self.trainable = tensor(task.trainable)  # (P, K), 1 = trained
         # a prompt whose arms all pay the same carries no signal: its advantages are exactly 0
         self.informative = tensor(task.rewards.max(axis=1, keepdims=True) > task.rewards.min(axis=1, keepdims=True)).bool()
-        start = task.start_logits if start_logits is None else start_logits
-        try:
-            logits = tensor(start).expand(self.shape).clone()
-        except RuntimeError:
-            raise ConfigError(f"start logits of shape {np.shape(start)} do not broadcast to {self.shape}") from None
-        if not torch.isfinite(logits).all():
-            raise ConfigError("start logits must be finite")
+        logits = initial_logits(task, start_logits, self.shape, tensor)
         self.logits = logits  # (C, S, P, K)
         self.sampling_logits = logits.clone()  # (C, S, P, K), refreshed every T_c steps
         self.moment1 = torch.zeros_like(logits)  # SGD velocity v, or Adam m

@@ -34,7 +34,7 @@ import torch
 from scipy.special import gammaln
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.sim._engine import check_configs, pack_configs, resolve_device
+from gspo_dynamics.sim._engine import check_configs, check_run, initial_logits, pack_configs, resolve_device
 from gspo_dynamics.sim._task import BanditTask
 from gspo_dynamics.theory import finite_group
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -72,12 +72,7 @@ class TwoArmEngine:
         hp = self.configs[0]
         if not fast_path_applies(task):
             raise ConfigError("the fast engine needs two-arm prompts with rewards (0, 1) and only the arm-1 logit trained")
-        if not (isinstance(seeds, int) and seeds >= 1):
-            raise ConfigError(f"seeds must be an integer >= 1, got {seeds!r}")
-        if dtype not in (torch.float32, torch.float64):
-            raise ConfigError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
-        if not expected and hp.group_size is None:
-            raise ConfigError("stochastic simulation needs a finite group_size, got None (G -> infinity); use expected=True")
+        check_run(hp, seeds, expected, dtype)
         self.task, self.expected, self.hp = task, expected, hp
         self.device, self.dtype = resolve_device(device), dtype
         cfg = pack_configs(self.configs, self.device, dtype)
@@ -98,13 +93,7 @@ class TwoArmEngine:
         ref = tensor(task.ref_logits)  # (P, 2)
         self.ref_logit = ref[:, 1] - ref[:, 0]  # (P,) z_ref
         self.ref_prob = torch.sigmoid(self.ref_logit)  # (P,) q
-        start = task.start_logits if start_logits is None else start_logits
-        try:
-            logits = tensor(start).expand(self.shape).clone()
-        except RuntimeError:
-            raise ConfigError(f"start logits of shape {np.shape(start)} do not broadcast to {self.shape}") from None
-        if not torch.isfinite(logits).all():
-            raise ConfigError("start logits must be finite")
+        logits = initial_logits(task, start_logits, self.shape, tensor)
         self.l0 = logits[..., 0].contiguous()  # (C, S, P), never trained
         self.l1 = logits[..., 1].contiguous()  # (C, S, P), the trained logit
         self.l0_is_zero = bool((self.l0 == 0.0).all())  # then z = l1 (the common case; skips two ops a step)

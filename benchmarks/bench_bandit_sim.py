@@ -38,13 +38,13 @@ import datetime
 import math
 import os
 import random
-import re
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
+from _results import RESULTS, replace_section
 
 from gspo_dynamics.sim import BanditTask, simulate
 from gspo_dynamics.sim._engine import BanditEngine
@@ -55,7 +55,6 @@ PATH_TOL = 1e-10  # loop vs simulator on the same uniforms, and in expected mode
 TARGET_RATIO = 100.0  # simulator / loop throughput the simulator is meant to reach
 MEAN_SIGMAS = 5.0  # loop vs simulator means, in standard errors of their difference
 SECTION = "## Bandit simulator throughput"
-RESULTS = Path(__file__).with_name("RESULTS.md")
 WARM_UP_STEPS = 5  # the simulator's warm-up call: a short run of the same batch
 # torch intra-op threads. The Python loop uses one core, so one thread compares like with like;
 # and on this shared 2-core machine, with other processes on the cores, torch's 2-thread pool
@@ -309,11 +308,7 @@ def write_results(rows, checks: list[str], host: str, args) -> None:
         f"    {COMMAND}",
         "",
     ])
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(lambda _: body + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
-    RESULTS.write_text(text.rstrip("\n") + "\n")
-    print(f"wrote section {SECTION!r} of {RESULTS}")
+    replace_section(SECTION, body)
 
 
 def main() -> None:

@@ -40,19 +40,18 @@ import dataclasses
 import datetime
 import math
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
+from _results import RESULTS, replace_section
 
 from gspo_dynamics.objectives import get_loss, group_advantages
 from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, log_probs, sample
 
 SECTION = "## Sequence rollout + update throughput"
-RESULTS = Path(__file__).with_name("RESULTS.md")
 COMMAND = "cd /work/main && .venv/bin/python benchmarks/bench_sequence.py"
 
 D_MODEL, N_LAYERS, N_HEADS = 64, 2, 4  # the tiny transformer
@@ -339,11 +338,7 @@ def write_results(rows, checks: str, host: str, end_load: str, args) -> None:
         f"    {COMMAND}",
         "",
     ])
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(lambda _: body + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
-    RESULTS.write_text(text.rstrip("\n") + "\n")
-    print(f"wrote section {SECTION!r} of {RESULTS}")
+    replace_section(SECTION, body)
 
 
 def main() -> None:

@@ -1,0 +1,17 @@
+"""Shared by the benchmark scripts: each owns one `## ...` section of benchmarks/RESULTS.md."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def replace_section(section: str, body: str) -> None:
+    """Replace the section headed `section` (up to the next `## `) with `body`, or append it."""
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
+    pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.S | re.M)
+    text = pattern.sub(lambda _: body + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
+    RESULTS.write_text(text.rstrip("\n") + "\n")
+    print(f"wrote section {section!r} of {RESULTS}")

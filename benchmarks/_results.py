@@ -8,6 +8,17 @@ from pathlib import Path
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo ("unknown CPU" where there is none)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
 def replace_section(section: str, body: str) -> None:
     """Replace the section headed `section` (up to the next `## `) with `body`, or append it."""
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"

@@ -39,12 +39,11 @@ import math
 import os
 import random
 import time
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
-from _results import RESULTS, replace_section
+from _results import RESULTS, cpu_model, replace_section
 
 from gspo_dynamics.sim import BanditTask, simulate
 from gspo_dynamics.sim._engine import BanditEngine
@@ -258,14 +257,7 @@ def measure(name, configs, *, seeds, steps, expected, loop_runs, repeats, thread
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     return (f"{model}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads), "
             f"float64, {datetime.date.today().isoformat()}, 1-min load average {os.getloadavg()[0]:.1f} at the start")
 

@@ -42,11 +42,10 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import torch
-from _results import RESULTS, replace_section
+from _results import RESULTS, cpu_model, replace_section
 
 from gspo_dynamics.objectives import get_loss, group_advantages
 from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, log_probs, sample
@@ -274,14 +273,7 @@ def measure(
 
 
 def machine(default_threads: int) -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return (f"{model}, {os.cpu_count()} cores, torch {torch.__version__} (default {default_threads} threads), "
             f"float32, {datetime.date.today().isoformat()}, load average (1, 5, 15 min) {load} at the start")

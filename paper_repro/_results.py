@@ -8,12 +8,15 @@ recorded as failing, never dropped.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = """# Claims: predicted vs measured
@@ -33,6 +36,12 @@ class Claim:
     id: str
     text: str
     source: str = "ours"
+
+
+def mean_se(x) -> tuple[float, float]:
+    """(mean, standard error of the mean) of a sample; the error is NaN for a single value."""
+    x = np.asarray(x, dtype=float)
+    return float(x.mean()), (float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan)
 
 
 def parse_mode(description: str) -> argparse.Namespace:

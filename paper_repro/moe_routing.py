@@ -37,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import torch
-from _results import Claim, parse_mode, record
+from _results import Claim, mean_se, parse_mode, record
 
 from gspo_dynamics.sim.sequence import MoETransformerConfig, PatternMatch, TinyMoETransformer, run_sequence_rl
 
@@ -69,11 +69,6 @@ def one_run(args) -> dict[str, np.ndarray]:
     m = run.metrics
     return {"j": run.window_position, "reward": m["reward"], "churn": m["routing/churn"],
             "clip": m["losses/clip_frac"], "sigma2": m["ratios/token_log_var"]}
-
-
-def mean_se(x) -> tuple[float, float]:
-    x = np.asarray(x, float)
-    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
 
 
 def main() -> None:

@@ -57,7 +57,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import torch
-from _results import Claim, parse_mode, record
+from _results import Claim, mean_se, parse_mode, record
 
 from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, run_sequence_rl
 from gspo_dynamics.simulate import SEQUENCE_RATIO, predicted_ratio_metrics  # the prediction compare_sequence prints
@@ -105,11 +105,6 @@ def one_run(args: tuple[str, int, int, int]) -> dict[str, np.ndarray]:
         "rho2": m["losses/ratio_mean"] ** 2 + m["losses/ratio_std"] ** 2, "rho2_pred": stats.second_moment,
         "kept2_pred": stats.noise_multiplier, "grad2": m["grad_norm"] ** 2,
     }
-
-
-def mean_se(x) -> tuple[float, float]:
-    x = np.asarray(x, float)
-    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
 
 
 def main() -> None:

@@ -20,7 +20,8 @@ the window (token tails ~0 at j = 1, ~15% predicted at j = 8), and sigma^2 is th
 at j = 8, so the 1/L law of the sequence variance is seen at fixed sigma. It is set from the
 prediction, never from a measurement.
 
-Prediction from the hyperparameters (no measured ratio enters). Per position t,
+Prediction from the hyperparameters (no measured ratio enters). Two theories share these inputs.
+Memoryless lognormal (`theory.ratios`, printed as "lognormal"): per position t,
   * noise drift n_t = `tabular_noise_drift(lr, pi_t, N = 64, L, E[A^2])`, E[A^2] of the group-std
     advantage from the exact reward law (Monte Carlo of `group_advantages` over groups drawn from
     the Poisson-binomial match count);
@@ -29,6 +30,14 @@ Prediction from the hyperparameters (no measured ratio enters). Per position t,
     conditional gap by Monte Carlo with common random numbers);
   * sigma^2(j) = j^2 mean_t d_t^2 + j mean_t n_t^2 (`log_ratio_variance` with the rms drifts), and
     `ratio_statistics("token" | "sequence", ...)` with GRPO_CLIP / GSPO_CLIP.
+It has no clip feedback, so it overshoots once the ratios reach the clip range (its spread at
+j = 8 is twice the measured one). Clip-aware walk (`theory.ratio_drift`, the claims' prediction):
+every (position, token) log-ratio is a random walk whose step mean and variance follow from the
+softmax Jacobian, lr, N, L, pi_s and the advantage given the token split by sign (E[A 1{A >< 0} |
+match or not], E[A^2 1{A >< 0} | .], Monte Carlo of the group-std advantages from the exact reward
+law); a sample outside the clip range on its advantage's side drops out of the step, so a token
+past 1 + eps_high is only pulled back by its negative-advantage samples (soft walls). The same walk
+without the clip is the unclipped control's prediction.
 Diagnostics (printed, not claimed): (i) d and n measured from 256 first-step minibatch gradients
 at pi_s (mean = coherent, scatter = noise), and the prediction built on them ("1step"): checks
 the drift inputs separately from the multi-step law; (ii) the same runs with the loss unclipped
@@ -37,13 +46,14 @@ isolates what the clip does; (iii) the sign-aware fractions the losses log
 (losses/clip_frac_low, _high of `grpo` and `gspo` on the evaluation sample) vs (share of A < 0)
 P(below), (share of A > 0) P(above), the theory's sign-independence.
 
-Claims (means over seeds; their standard errors are printed and stay below ~4%):
+Claims (means over seeds; their standard errors are printed and stay below ~4%), against the
+clip-aware walk:
   * ratio-var: Var[log w] and Var[log s] within VAR_TOL = 15% of the prediction at every (L, j);
   * ratio-var-1-over-L: L Var[log s] / Var[log w] within SCALING_TOL = 5% of 1 at every (L, j)
     (near an identity for independent positions; the log-log slope of Var[log s] vs L is
     reported against the prediction's);
-  * ratio-clip: the four tail fractions within CLIP_TOL = 0.05 (absolute) of the lognormal
-    prediction at every (L, j).
+  * ratio-clip: the four tail fractions within CLIP_TOL = 0.05 (absolute) of the prediction at
+    every (L, j).
 
     python paper_repro/ratio_statistics.py [--quick]
 """
@@ -59,7 +69,9 @@ from _results import Claim, parse_mode, record
 
 from gspo_dynamics.objectives import get_loss, group_advantages
 from gspo_dynamics.sim.sequence import PatternMatch, TabularPolicy, count_distribution, log_probs, sample
-from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP, log_ratio_variance, ratio_statistics, tabular_noise_drift
+from gspo_dynamics.theory.ratio_drift import SignedAdvantage, clipped_log_ratio_law
+from gspo_dynamics.theory.ratios import (GRPO_CLIP, GSPO_CLIP, clip_fractions, log_ratio_variance, ratio_statistics,
+                                         tabular_noise_drift)
 
 LENGTHS = {"full": (1, 4, 16, 64, 256), "quick": (1, 16, 256)}  # L
 WINDOW = {"full": (1, 2, 4, 8), "quick": (1, 4)}  # j, SGD steps since the refresh
@@ -85,9 +97,11 @@ LOG_SEQUENCE_BOUNDS = (math.log(1 - GSPO_CLIP[0]), math.log(1 + GSPO_CLIP[1]))
 # Update rules: GRPO as used (the claims), and the same importance-weighted loss unclipped, a
 # control that isolates the clip's feedback on the drift (the theory's drift has none).
 UPDATES = {"grpo": GRPO_CLIP, "unclipped": (math.inf, math.inf)}
+PREDICTION = {"grpo": "pred", "unclipped": "pred_unclipped"}  # the walk with each update's clip
 POLICY_SEED = 20250717
 MC_GROUPS = 20_000  # Monte Carlo groups for E[A^2] in the prediction
 MC_GAP = 4_000  # Monte Carlo groups per position for E[A | match] - E[A | no match]
+MC_SIGNED = 4_000  # Monte Carlo groups per position for the signed moments of A given match / no match
 # Tolerances: model error allowed, each >= 3x the statistical error of the measurement.
 VAR_TOL = 0.15  # relative: leading order in sigma (<= 0.2 here); seed s.e. of the variances <= ~4%
 SCALING_TOL = 0.05  # relative: an identity up to sampling error (~1-3% per point)
@@ -128,6 +142,33 @@ def predicted_drifts(probs: np.ndarray, target: np.ndarray, lr: float, rng: np.r
     step = p[:, None] * (np.eye(V)[target] - probs)  # (L, V) p_t (e_target - pi_t)
     coherent = lr / L * np.abs(gap) * np.sqrt(centred_var(step, probs))  # (L,)
     return coherent, noise, a2
+
+
+def _member_advantages(p: np.ndarray, rng: np.random.Generator, draws: int) -> tuple[np.ndarray, np.ndarray]:
+    """Group-std advantage of member 0 given that position t matches / does not match: (L, draws)
+    each, the same groups with and without the match (common random numbers). p: (L,) match probs."""
+    L = p.size
+    law = count_distribution(torch.from_numpy(p)).numpy()  # (L + 1,)
+    mates = rng.choice(L + 1, size=(draws, GROUP_SIZE - 1), p=law / law.sum())  # (M, G - 1) other members' counts
+    others = np.stack([np.delete(p, t) for t in range(L)]) if L > 1 else np.zeros((1, 0))
+    law_rest = count_distribution(torch.from_numpy(others)).numpy()  # (L, L): member 0's count without t
+    u = rng.random(draws)
+    rest = np.stack([np.searchsorted(np.cumsum(law_rest[t]), u * law_rest[t].sum()) for t in range(L)])  # (L, M)
+    mates = np.broadcast_to(mates, (L, draws, GROUP_SIZE - 1))
+    hit = np.concatenate([(rest + 1)[..., None], mates], -1).reshape(-1, GROUP_SIZE) / L  # (L M, G)
+    miss = np.concatenate([rest[..., None], mates], -1).reshape(-1, GROUP_SIZE) / L
+    return advantages_np(hit)[:, 0].reshape(L, draws), advantages_np(miss)[:, 0].reshape(L, draws)
+
+
+def signed_advantage(probs: np.ndarray, target: np.ndarray, rng: np.random.Generator):
+    """Signed moments of the advantage given each (position, token): the target token's from
+    'position t matches', every other token's from 'does not match' (the reward sees only matches);
+    and P(A > 0 | y), P(A < 0 | y), each (L, V)."""
+    L, V = probs.shape
+    a_hit, a_miss = _member_advantages(probs[np.arange(L), target], rng, MC_SIGNED)  # (L, M) each
+    is_target = (np.arange(V)[None, :] == target[:, None])[..., None]  # (L, V, 1)
+    samples = np.where(is_target, a_hit[:, None, :], a_miss[:, None, :])  # (L, V, M)
+    return SignedAdvantage.from_samples(samples), (samples > 0).mean(-1), (samples < 0).mean(-1)
 
 
 def grpo_step(policy: TabularPolicy, policy_s: TabularPolicy, task: PatternMatch, clip: tuple[float, float],
@@ -203,13 +244,34 @@ def one_run(policy_s: TabularPolicy, task: PatternMatch, lr: float, clip: tuple[
 
 
 def predict(d_rms: float, n_rms: float, window, L: int) -> dict[str, np.ndarray]:
-    """The theory's statistics at window positions j (J,) for rms per-step drifts d, n: token
-    (GRPO's eps) and sequence (GSPO's eps) log-ratio variances and tail fractions."""
+    """The memoryless lognormal statistics at window positions j (J,) for rms per-step drifts d, n:
+    token (GRPO's eps) and sequence (GSPO's eps) log-ratio variances and tail fractions."""
     J = np.asarray(window)
     tok = ratio_statistics("token", d_rms, J, L, clip_low=GRPO_CLIP[0], clip_high=GRPO_CLIP[1], noise_drift=n_rms)
     seq = ratio_statistics("sequence", d_rms, J, L, clip_low=GSPO_CLIP[0], clip_high=GSPO_CLIP[1], noise_drift=n_rms)
     return dict(tok_var=tok.log_var, seq_var=seq.log_var, tok_below=tok.clip.below, tok_above=tok.clip.above,
                 seq_below=seq.clip.below, seq_above=seq.clip.above)
+
+
+def predict_walk(probs: np.ndarray, signed, lr: float, clip, window) -> tuple[dict, float]:
+    """The clip-aware walk's statistics (same keys as `predict`) for an update with clip range
+    `clip` ((inf, inf): unclipped), and the largest mass its grid left in an edge cell. Also GSPO's
+    sign-aware clip fractions (seq_low_mix, seq_high_mix) from the sign-conditional mixture: log s
+    given the sign of A is normal with the walk's conditional mean and the within-sign variance
+    (the walk's Var[log s] less the spread of the three conditional means)."""
+    advantage, pos, neg = signed
+    eps = (None, None) if math.isinf(clip[0]) else clip
+    law = clipped_log_ratio_law(probs, advantage, lr=lr, batch_size=GROUPS * GROUP_SIZE, window=window,
+                                clip_low=eps[0], clip_high=eps[1])
+    tok, seq = law.token(*GRPO_CLIP), law.sequence(*GSPO_CLIP)
+    shares = [float((probs * w).sum(-1).mean()) for w in (pos, neg, 1.0 - pos - neg)]  # P(A > 0), P(A < 0), P(A = 0)
+    means = [law.conditional_sequence_mean(probs, w) for w in (pos, neg, 1.0 - pos - neg)]  # each (J,)
+    between = sum(q * m**2 for q, m in zip(shares, means)) - sum(q * m for q, m in zip(shares, means)) ** 2
+    within = np.maximum(seq["var"] - between, 0.0)
+    high = shares[0] * clip_fractions(means[0], within, *GSPO_CLIP).above
+    low = shares[1] * clip_fractions(means[1], within, *GSPO_CLIP).below
+    return dict(tok_var=tok["var"], seq_var=seq["var"], tok_below=tok["below"], tok_above=tok["above"],
+                seq_below=seq["below"], seq_above=seq["above"], seq_low_mix=low, seq_high_mix=high), float(law.edge_mass.max())
 
 
 def experiment(L: int, mode: str, window, all_logits: torch.Tensor, rng: np.random.Generator) -> dict:
@@ -221,6 +283,8 @@ def experiment(L: int, mode: str, window, all_logits: torch.Tensor, rng: np.rand
     d, n, a2 = predicted_drifts(probs, target, 1.0, rng)  # per unit lr: both drifts scale with lr
     d_unit, n_unit = math.sqrt(np.mean(d**2)), math.sqrt(np.mean(n**2))
     lr = SIGMA_REF / math.sqrt(float(log_ratio_variance(d_unit, J_REF, n_unit)))
+    advantage = signed_advantage(probs, target, rng)
+    walks = {update: predict_walk(probs, advantage, lr, clip, window) for update, clip in UPDATES.items()}
     seeds = max(MIN_SEEDS[mode], SEED_BUDGET[mode] // L)
     eval_sequences = max(MIN_EVAL_SEQUENCES, EVAL_TOKENS[mode] // L)
     meas = {}
@@ -230,7 +294,8 @@ def experiment(L: int, mode: str, window, all_logits: torch.Tensor, rng: np.rand
         meas[update] = {k: np.array([[r[j][k] for j in window] for r in runs]) for k in runs[0][window[0]]}  # (S, J)
     one_step = first_step_drift(policy_s, task, lr, FIRST_STEP_BATCHES[mode], torch.Generator().manual_seed(L))
     return dict(lr=lr, a2=a2, drift=(lr * d_unit, lr * n_unit), one_step=one_step, seeds=seeds,
-                eval_sequences=eval_sequences, pred=predict(lr * d_unit, lr * n_unit, window, L),
+                eval_sequences=eval_sequences, pred=walks["grpo"][0], pred_unclipped=walks["unclipped"][0],
+                edge_mass=max(w[1] for w in walks.values()), lognormal=predict(lr * d_unit, lr * n_unit, window, L),
                 pred_one_step=predict(*one_step, window, L), meas=meas)
 
 
@@ -242,11 +307,13 @@ def summary(meas: dict[str, np.ndarray]) -> tuple[dict, dict]:
 
 
 def logged_prediction(pred: dict, mean: dict) -> dict:
-    """losses/clip_frac_low, _high under the theory's sign-independence: the measured shares of
-    negative / positive advantages times P(below) / P(above)."""
+    """losses/clip_frac_low, _high. Token (grpo): sign-independent, the measured shares of negative /
+    positive advantages times P(below) / P(above). Sequence (gspo): the walk's sign-conditional
+    mixture where the prediction has it (`predict_walk`), else sign-independent like the token's."""
     neg, pos = mean["neg_share"], mean["pos_share"]
     return dict(tok_low=neg * pred["tok_below"], tok_high=pos * pred["tok_above"],
-                seq_low=neg * pred["seq_below"], seq_high=pos * pred["seq_above"])
+                seq_low=pred.get("seq_low_mix", neg * pred["seq_below"]),
+                seq_high=pred.get("seq_high_mix", pos * pred["seq_above"]))
 
 
 def compare(results: dict, window, update: str, source: str = "pred") -> dict[str, list]:
@@ -277,23 +344,25 @@ def worst_by(errs: list, axis: int, fmt: str) -> str:
 
 
 def print_table(results: dict, window, update: str) -> None:
-    print(f"\nupdate: {update} (clip {UPDATES[update]}). pred: from the hyperparameters; 1step: from the measured "
-          "first-step drift; meas and its relative s.e. over seeds. Tails pred/meas.")
-    print(f"{'L':>4} {'j':>2} | {'Var log w: pred':>15} {'1step':>7} {'meas':>7} {'se':>5} | "
+    print(f"\nupdate: {update} (clip {UPDATES[update]}). pred: the clip-aware walk from the hyperparameters; lognorm: "
+          "the memoryless lognormal (same inputs); 1step: lognormal at the measured first-step drift; meas and its "
+          "relative s.e. over seeds. Tails pred/meas.")
+    print(f"{'L':>4} {'j':>2} | {'Var log w: pred':>15} {'lognorm':>7} {'1step':>7} {'meas':>7} {'se':>5} | "
           f"{'L Var log s: pred':>17} {'meas':>7} {'se':>5} | {'tok <0.8':>11} {'tok >1.28':>11} | "
           f"{'seq <1-3e-4':>11} {'seq >1+4e-4':>11}")
     for L, res in results.items():
-        p, q, (m, se) = res["pred"], res["pred_one_step"], summary(res["meas"][update])
+        p, q, (m, se) = res[PREDICTION[update]], res["pred_one_step"], summary(res["meas"][update])
         for i, j in enumerate(window):
             tails = " | ".join(" ".join(f"{p[k][i]:.3f}/{m[k][i]:.3f}" for k in pair) for pair in (TAILS[:2], TAILS[2:]))
-            print(f"{L:4d} {j:2d} | {p['tok_var'][i]:15.4f} {q['tok_var'][i]:7.4f} {m['tok_var'][i]:7.4f} "
+            print(f"{L:4d} {j:2d} | {p['tok_var'][i]:15.4f} {res['lognormal']['tok_var'][i]:7.4f} "
+                  f"{q['tok_var'][i]:7.4f} {m['tok_var'][i]:7.4f} "
                   f"{se['tok_var'][i] / m['tok_var'][i]:5.1%} | {L * p['seq_var'][i]:17.4f} {L * m['seq_var'][i]:7.4f} "
                   f"{se['seq_var'][i] / m['seq_var'][i]:5.1%} | {tails}")
 
 
 def print_logged(results: dict, window, update: str) -> None:
-    print(f"\nupdate: {update}. Clip fractions as the losses log them (sign-aware), pred/meas: "
-          "pred = measured share of A < 0 (A > 0) x predicted P(below) (P(above))")
+    print(f"\nupdate: {update}. Clip fractions as the losses log them (sign-aware), pred/meas: grpo: measured "
+          "share of A < 0 (A > 0) x predicted P(below) (P(above)); gspo: the walk's sign-conditional mixture")
     print(f"{'L':>4} {'j':>2} | {'grpo low':>11} {'grpo high':>11} | {'gspo low':>11} {'gspo high':>11}")
     for L, res in results.items():
         m, _ = summary(res["meas"][update])
@@ -329,13 +398,15 @@ def main() -> None:
         res = results[L] = experiment(L, mode, window, all_logits, rng)
         print(f"L={L:3d}: lr {res['lr']:.3g}, {res['seeds']} seeds x {res['eval_sequences']} eval sequences, "
               f"E[A^2] {res['a2']:.3f}; per-step drift predicted d {res['drift'][0]:.4f} n {res['drift'][1]:.4f}, "
-              f"measured first step d {res['one_step'][0]:.4f} n {res['one_step'][1]:.4f} [{time.perf_counter() - started:.0f} s]")
+              f"measured first step d {res['one_step'][0]:.4f} n {res['one_step'][1]:.4f}; walk edge mass "
+              f"{res['edge_mass']:.1e} [{time.perf_counter() - started:.0f} s]")
     for update in UPDATES:
         print_table(results, window, update)
     print_logged(results, window, "grpo")
 
     errs = compare(results, window, "grpo")
-    control = compare(results, window, "unclipped")
+    control = compare(results, window, "unclipped", source="pred_unclipped")
+    lognormal = compare(results, window, "grpo", source="lognormal")
     one_step = compare(results, window, "grpo", source="pred_one_step")
     slope_pred, slope_meas = slopes(results, window, "grpo")
     if slope_pred:
@@ -346,6 +417,7 @@ def main() -> None:
             ("variance", errs, "var", VAR_TOL, pct), ("1/L law", errs, "scaling", SCALING_TOL, pct),
             ("tails", errs, "tails", CLIP_TOL, abs3), ("logged clip fracs", errs, "logged", CLIP_TOL, abs3),
             ("control variance", control, "var", VAR_TOL, pct), ("control tails", control, "tails", CLIP_TOL, abs3),
+            ("lognormal var", lognormal, "var", VAR_TOL, pct), ("lognormal tails", lognormal, "tails", CLIP_TOL, abs3),
             ("1step variance", one_step, "var", VAR_TOL, pct), ("1step tails", one_step, "tails", CLIP_TOL, abs3)):
         lst = e[key]
         print(f"{name:>17}: {sum(x[0] > tol for x in lst)}/{len(lst)} outside {fmt.format(tol)}; worst by j: "
@@ -355,15 +427,16 @@ def main() -> None:
     last = window[-1]
     var, scaling, tails = errs["var"], errs["scaling"], errs["tails"]
     cmd = "python paper_repro/ratio_statistics.py" + (" --quick" if args.quick else "")
-    record(Claim("ratio-var", f"tabular policy, GRPO update: Var[log w] and Var[log s] within {VAR_TOL:.0%} of the prediction "
-                              f"from the hyperparameters ({grid})"),
+    record(Claim("ratio-var", f"tabular policy, GRPO update: Var[log w] and Var[log s] within {VAR_TOL:.0%} of the clip-aware "
+                              f"walk predicted from the hyperparameters ({grid})"),
            predicted=f"Var[log w] at j={last} by L: " + ", ".join(f"{r['pred']['tok_var'][-1]:.4f}" for r in results.values())
                      + f"; at j={window[0]}: " + ", ".join(f"{r['pred']['tok_var'][0]:.4f}" for r in results.values()),
            measured=f"Var[log w] at j={last} by L: "
                     + ", ".join(f"{r['meas']['grpo']['tok_var'][:, -1].mean():.4f}" for r in results.values())
                     + f"; at j={window[0]}: " + ", ".join(f"{r['meas']['grpo']['tok_var'][:, 0].mean():.4f}" for r in results.values())
                     + f"; {sum(x[0] > VAR_TOL for x in var)}/{len(var)} outside; worst |rel. error| by j: {worst_by(var, 2, pct)} "
-                    + f"(worst {var[0][3]}). Unclipped-update control: by j {worst_by(control['var'], 2, pct)}; "
+                    + f"(worst {var[0][3]}). Memoryless lognormal (no clip feedback): by j {worst_by(lognormal['var'], 2, pct)}. "
+                    + f"Unclipped-update control vs the walk without clip: by j {worst_by(control['var'], 2, pct)}; "
                     + f"by L {worst_by(control['var'], 1, pct)}",
            passed=var[0][0] <= VAR_TOL, quick=args.quick, started=started, command=cmd, write=not args.no_record)
     record(Claim("ratio-var-1-over-L", f"tabular policy, GRPO update: L Var[log s] / Var[log w] within {SCALING_TOL:.0%} of 1, "
@@ -372,12 +445,14 @@ def main() -> None:
            measured=f"worst {scaling[0][3]}; slope by j: " + ", ".join(f"{s:.2f}" for s in slope_meas),
            passed=scaling[0][0] <= SCALING_TOL, quick=args.quick, started=started, command=cmd, write=not args.no_record)
     record(Claim("ratio-clip", f"tabular policy, GRPO update: P(rho < 1 - eps_low), P(rho > 1 + eps_high) of the token ratio (eps "
-                               f"{GRPO_CLIP}) and the sequence ratio (eps {GSPO_CLIP}) within {CLIP_TOL} of the lognormal "
-                               f"prediction ({grid})"),
-           predicted="log rho ~ N(-sigma^2/2, sigma^2) (token), N(-sigma^2/2, sigma^2/L) (sequence); sigma^2(j) = j^2 d^2 + j n^2 "
-                     "from the hyperparameters",
+                               f"{GRPO_CLIP}) and the sequence ratio (eps {GSPO_CLIP}) within {CLIP_TOL} of the clip-aware walk "
+                               f"({grid})"),
+           predicted="per-token walk of log w with soft walls at the clip bounds (a clipped sample drops out of the step; "
+                     "theory.ratio_drift), log s = mean over independent positions; step law from lr, N, L, pi_s and the "
+                     "signed advantage moments given the token",
            measured=f"{sum(x[0] > CLIP_TOL for x in tails)}/{len(tails)} outside; worst |gap| by L: {worst_by(tails, 1, abs3)} "
-                    f"(worst {tails[0][3]}). Unclipped-update control worst by L: {worst_by(control['tails'], 1, abs3)}; "
+                    f"(worst {tails[0][3]}). Memoryless lognormal worst by L: {worst_by(lognormal['tails'], 1, abs3)}. "
+                    f"Unclipped-update control worst by L: {worst_by(control['tails'], 1, abs3)}; "
                     f"logged sign-aware fractions worst by L: {worst_by(errs['logged'], 1, abs3)}",
            passed=tails[0][0] <= CLIP_TOL, quick=args.quick, started=started, command=cmd, write=not args.no_record)
 

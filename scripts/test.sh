@@ -5,7 +5,7 @@
 # Further arguments go to pytest.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-py=$(bash "$root/scripts/setup.sh" dev)
+py=$(bash "$root/scripts/setup.sh" dev,fast)  # fast: numba, so the compiled bandit engine is tested too
 marker=(-m "not slow")
 if [ "${1:-}" = "--full" ]; then
     marker=()

@@ -12,6 +12,7 @@ import sys
 
 from gspo_dynamics import __version__
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.cli import _diagnose, _figures, _repro, _train
 from gspo_dynamics.theory.bandit import TwoArmBandit
 from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, KL_ESTIMATORS, STD_ESTIMATORS, SGD, Adam, Hyperparams
 
@@ -152,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--dynamic-sampling", action="store_true", help="drop groups with equal rewards (DAPO)")
     s.set_defaults(run=_cmd_simulate)
     _defer_defaults(s)
+    _repro.register(sub)
+    _figures.register(sub)
+    _train.register(sub)
+    _diagnose.register(sub)
     return parser
 
 

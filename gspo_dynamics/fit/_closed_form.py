@@ -23,6 +23,11 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
 
 MIN_POINTS = 8  # fewer points than this cannot separate 5 parameters from noise
+PEAK_GUESSES = 2  # underdamped starts at the strongest periodogram peaks of the exponential's residual
+SCOUT_NFEV = 60  # scouting budget per start: enough to see which basin a start falls into
+POLISH = 2  # at most this many unconverged scouted starts run on to convergence
+POLISH_GAIN = 1e-3  # ... and only those already 0.1% below the best converged RSS (less moves the BIC by < n/1000)
+MAX_NFEV = 2000  # polishing budget; converged fits of these 4-5 parameter models take ~20-600 evaluations
 
 
 @dataclass(frozen=True)
@@ -32,11 +37,17 @@ class FitResult:
     r_squared: float
     rss: float  # residual sum of squares
     n: int  # points used
+    fixed: tuple[str, ...] = ()  # parameters held fixed (reported in `params`, not fitted)
+
+    @property
+    def n_params(self) -> int:
+        """Number of fitted parameters p."""
+        return len(self.params) - len(self.fixed)
 
     @property
     def bic(self) -> float:
         """Bayesian information criterion n ln(RSS / n) + p ln n (Gaussian residuals)."""
-        p = len(self.params)
+        p = self.n_params
         return self.n * math.log(max(self.rss, 1e-300) / self.n) + p * math.log(self.n)
 
     def predict(self, t) -> np.ndarray:
@@ -73,53 +84,88 @@ def fit_exponential(t, r) -> FitResult:
     span = max(t[-1], 1.0)
 
     def residual(x):
-        return single_exponential(t, x[0], x[1], math.exp(x[2])) - r
+        return single_exponential(t, x[0], x[1], _exp(x[2])) - r
 
     starts = [math.log(span * f) for f in (0.05, 0.2, 0.6)]
     best = min((least_squares(residual, [r[-1], r[0], s], method="lm") for s in starts), key=lambda s: s.cost)
     r_inf, r0, log_tau = best.x
     r2, rss = _r_squared(r, residual(best.x) + r)
-    return FitResult("exponential", {"r_inf": r_inf, "r0": r0, "tau": math.exp(log_tau)}, r2, rss, t.size)
+    return FitResult("exponential", {"r_inf": r_inf, "r0": r0, "tau": _exp(log_tau)}, r2, rss, t.size)
 
 
-def fit_oscillator(t, r) -> FitResult:
+def _exp(x: float) -> float:
+    """exp of a log-space parameter, clipped to [e^-700, e^700]: a wandering trial step neither
+    overflows nor reaches tau = 0 (float64 ends near e^+-709)."""
+    return math.exp(min(max(x, -700.0), 700.0))
+
+
+def _peak_periods(t: np.ndarray, residual: np.ndarray, count: int) -> list[float]:
+    """The `count` strongest periods (in units of t) of a residual, from its periodogram on a uniform grid."""
+    grid = np.linspace(t[0], t[-1], t.size)
+    x = np.interp(grid, t, residual)
+    power = np.abs(np.fft.rfft(x - x.mean()))[1:] ** 2  # frequencies k / span, k = 1 .. n/2
+    order = np.argsort(power)[::-1][:count]
+    span = max(t[-1] - t[0], 1.0)
+    return [span / (k + 1) for k in order]
+
+
+def fit_oscillator(t, r, v0: float | None = None, starts=()) -> FitResult:
     """Fit the general damped-oscillator solution (mass fixed to 1: only c/m and k/m are identifiable).
 
     Started from the exponential fit (c = 1/tau_fast + 1/tau, k = 1/(tau tau_fast) with a short
-    tau_fast) and from an underdamped guess, keeping the better; k is fitted in log space.
+    tau_fast), from underdamped guesses at the strongest periods left around the exponential
+    (periodogram) and at a few fixed periods per span, and from `starts` (parameter vectors
+    r_inf, r0, c, ln k[, v0]); the best least-squares optimum is kept; k is fitted in log space.
+    `v0`: None fits the initial velocity (5 parameters); a number fixes it (4 parameters; v0 = 0 is
+    the start from rest, the "slow start" of inertia). A fixed v0 is reported but not counted in the BIC.
     """
     t, r = _clean(t, r)
     expo = fit_exponential(t, r)
-    tau = expo.params["tau"]
+    span = max(t[-1], 1.0)
+    tau = min(max(expo.params["tau"], 1e-3), 1e3 * span)  # for the guesses: a degenerate exponential fit
+    fixed = v0 is not None                                  # (tau -> 0 or inf) must still give finite starts
 
     def residual(x):
-        osc = Oscillator(mass=1.0, damping=x[2], stiffness=math.exp(min(x[3], 50.0)))
-        out = trajectory(osc, t, x[0], x[1], x[4]) - r
+        osc = Oscillator(mass=1.0, damping=x[2], stiffness=_exp(min(x[3], 50.0)))
+        out = trajectory(osc, t, x[0], x[1], v0 if fixed else x[4]) - r
         return np.where(np.isfinite(out), out, 1e6)  # growing trial solutions overflow: a large residual
 
-    guesses = []
+    guesses = [list(x) + [0.0] * (5 - len(x)) for x in starts]
     for fast in (0.05, 0.3):  # overdamped: a slow mode at the exponential's tau and a fast one
         tf = max(fast * tau, 1e-3)
         guesses.append([expo.params["r_inf"], expo.params["r0"], 1 / tf + 1 / tau, math.log(1 / (tau * tf)), 0.0])
-    span = max(t[-1], 1.0)
-    for periods in (2.0, 5.0, 12.0, 30.0):  # underdamped: periods per span x damping ratios
-        omega = 2 * math.pi * periods / span
-        if omega > math.pi:  # beyond the sampling (Nyquist) limit of unit steps
+    spacing = float(np.median(np.diff(t))) if t.size > 1 else 1.0
+    periods = _peak_periods(t, r - expo.predict(t), PEAK_GUESSES) + [span / 3.0]
+    for period in periods:  # underdamped: data-driven periods x damping ratios
+        omega = 2 * math.pi / period
+        if omega * spacing > math.pi:  # beyond the sampling (Nyquist) limit of the rows
             continue
-        for zeta in (0.05, 0.2, 0.5):
+        for zeta in (0.05, 0.3):
             guesses.append([expo.params["r_inf"], r[0], 2 * zeta * omega, math.log(omega**2), 0.0])
-    fits = []
-    for g in guesses:
+    if fixed:
+        guesses = [g[:4] for g in guesses]
+    # Multi-start in two phases: a short scouting run from every guess, then the best POLISH
+    # candidates run to convergence (most guesses reach the same optimum, slowly).
+    def run(x0, budget):
         try:
             with np.errstate(over="ignore", invalid="ignore"):
-                fit = least_squares(residual, g, method="trf", x_scale="jac", max_nfev=2000)
-            if np.isfinite(fit.cost):
-                fits.append(fit)
+                fit = least_squares(residual, x0, method="trf", x_scale="jac", max_nfev=budget)
+            return fit if np.isfinite(fit.cost) else None
         except (ConfigError, FloatingPointError, ValueError):
-            continue
+            return None
+
+    scouts = [f for f in (run(g, SCOUT_NFEV) for g in guesses) if f is not None]
+    scouts.sort(key=lambda f: f.cost)
+    converged = [f for f in scouts if f.status > 0]
+    floor = converged[0].cost * (1.0 - POLISH_GAIN) if converged else math.inf
+    # Unconverged starts are polished only when they already beat the best converged optimum (a
+    # slow crawl along the flat massless-limit valley, k -> inf with c/k fixed, gains nothing).
+    promising = [f for f in scouts if f.status <= 0 and f.cost < floor][:POLISH]
+    fits = converged[:1] + [run(f.x, MAX_NFEV) or f for f in promising]
     if not fits:
         raise ConfigError("the oscillator fit did not converge from any starting point")
     best = min(fits, key=lambda s: s.cost)
-    r_inf, r0, c, log_k, v0 = best.x
+    r_inf, r0, c, log_k = best.x[:4]
     r2, rss = _r_squared(r, residual(best.x) + r)
-    return FitResult("oscillator", {"r_inf": r_inf, "r0": r0, "damping": c, "stiffness": math.exp(log_k), "v0": v0}, r2, rss, t.size)
+    params = {"r_inf": r_inf, "r0": r0, "damping": c, "stiffness": _exp(min(log_k, 50.0)), "v0": v0 if fixed else best.x[4]}
+    return FitResult("oscillator", params, r2, rss, t.size, fixed=("v0",) if fixed else ())

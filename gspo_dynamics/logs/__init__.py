@@ -10,7 +10,7 @@ are mapped to `STANDARD_NAMES`; unknown keys are kept. numpy only (no torch).
 """
 
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name
-from gspo_dynamics.logs._read import FORMATS, detect_format, read_log
+from gspo_dynamics.logs._read import FORMATS, detect_format, read_log, read_log_history
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, is_too_short
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "detect_format",
     "is_too_short",
     "read_log",
+    "read_log_history",
 ]

@@ -214,4 +214,6 @@ def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
 
 def is_summary_row(keys: Iterable[str]) -> bool:
     """True for the end-of-training summary row of a transformers log (`train_runtime`, ...)."""
-    return bool(set(keys) & {"train_runtime", "train_loss"})
+    if not isinstance(keys, (set, frozenset, type({}.keys()))):
+        keys = set(keys)  # membership tests below: a dict's keys view needs no copy (runs per row)
+    return "train_runtime" in keys or "train_loss" in keys

@@ -14,6 +14,7 @@ Detection rules, first match wins (the content decides, never the file name):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import re
 from pathlib import Path
@@ -27,6 +28,7 @@ from gspo_dynamics.logs._readers import (
     read_csv,
     read_hf_console,
     read_jsonl,
+    read_trl_history,
     read_trl_state,
     read_tensorboard,
     read_verl_console,
@@ -115,7 +117,8 @@ def detect_format(content: bytes | str) -> str:
     head = stripped[:200_000]
     if stripped.startswith("{") and '"log_history"' in head:
         return "trl_state"
-    first_line = stripped.split("\n", 1)[0].strip()
+    newline = stripped.find("\n")  # not split(): that would copy the whole rest of a large log
+    first_line = (stripped if newline < 0 else stripped[:newline]).strip()
     one_json_object = first_line.startswith("{") and first_line.endswith("}") and '"' in first_line
     if stripped.startswith("[") or one_json_object:
         return "jsonl"
@@ -200,15 +203,20 @@ def read_log(
         )
     step_key, renames = _check_column_map(column_map)
     content, source = _load(path_or_text)
+    decoded = None  # (text, warnings), decoded once for detection and reading
     if format == "auto":
-        format = detect_format(content)
+        if isinstance(content, bytes) and looks_like_tfrecord(content[:12]):
+            format = "tensorboard"
+        else:
+            decoded = _as_text(content)
+            format = detect_format(decoded[0])
     if format == "tensorboard":
         if not isinstance(content, bytes):
             raise ConfigError("a TensorBoard event file must be given as a path or bytes, not text")
         raw = read_tensorboard(content, step_key)
     else:
-        text, decode_warnings = _as_text(content)
-        if not text.strip():
+        text, decode_warnings = decoded if decoded is not None else _as_text(content)
+        if not text or text.isspace():
             raise ConfigError("the log is empty")
         raw = READERS[format](text, step_key)
         raw.warnings[:0] = decode_warnings
@@ -216,11 +224,27 @@ def read_log(
     return build_log(raw, format, source)
 
 
+def read_log_history(
+    log_history, logging_steps: int | None = None, source: str = "<log_history>"
+) -> RunLog:
+    """A `RunLog` from TRL `log_history` rows held in memory (e.g. `TrainerState.log_history`).
+
+    The same path as a trainer_state.json file (format "trl_state"): summary rows skipped, eval
+    rows merged, names mapped, DPO/SFT refused. `logging_steps` is the trainer's interval if known.
+    """
+    if not isinstance(log_history, (list, tuple)):
+        raise ConfigError(
+            f"log_history must be a list of dicts, got {type(log_history).__name__}"
+        )
+    raw = read_trl_history(list(log_history), None, logging_steps)
+    return build_log(raw, "trl_state", source)
+
+
 def build_log(raw: RawLog, format: str, source: str) -> RunLog:
     """The canonical RunLog of a reader's raw rows (refusing non-RL algorithms)."""
     if not raw.rows:
         raise ConfigError(f"no metric rows with a valid step were found in the {format} log")
-    raw_keys = {key for _, record in raw.rows for key in record}
+    raw_keys = set(itertools.chain.from_iterable(record for _, record in raw.rows))
     foreign = _names.foreign_algorithm(raw_keys)
     if foreign is not None:
         raise ConfigError(

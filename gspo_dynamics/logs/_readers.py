@@ -42,7 +42,7 @@ def _loads(text: str):
 
 def _flatten(record: dict, prefix: str = "") -> dict[str, object]:
     """Nested dicts (W&B JSON exports) -> "a/b" keys."""
-    if not any(isinstance(value, dict) for value in record.values()):
+    if dict not in map(type, record.values()):  # readers build plain dicts; C-speed check per row
         return record
     flat: dict[str, object] = {}
     for key, value in record.items():
@@ -63,6 +63,21 @@ def _split_step(record: dict[str, object], step_key: str | None) -> tuple[int | 
     rest = dict(record)
     for key in (step_key, *STEP_KEYS):
         rest.pop(key, None)
+    return step, rest
+
+
+def _split_flat(row: dict, step_key: str | None) -> tuple[int | None, dict]:
+    """`_split_step(_flatten(row), step_key)` with one copy of the row (this runs once per row)."""
+    if step_key is not None:
+        return _split_step(_flatten(row), step_key)
+    # a copy either way: never modify the caller's rows
+    rest = _flatten(row) if dict in map(type, row.values()) else dict(row)
+    step, found = None, False
+    for key in STEP_KEYS:  # by priority: the first present key gives the step (as `_split_step`)
+        if key in rest:
+            if not found:
+                step, found = to_step(rest[key]), True
+            del rest[key]
     return step, rest
 
 
@@ -118,18 +133,25 @@ def read_trl_state(text: str, step_key: str | None = None) -> RawLog:
             f"the file is not valid JSON (truncated or damaged); read the {len(history)} "
             "complete log_history rows before the damage"
         )
+    return read_trl_history(history, step_key, state.get("logging_steps"), warnings)
+
+
+def read_trl_history(history: list, step_key: str | None = None, logging_steps: object = None,
+                     warnings: list[str] | None = None) -> RawLog:
+    """Rows of a TRL `log_history` list (in memory, e.g. `TrainerState.log_history`)."""
+    warnings = [] if warnings is None else warnings
     records = []
     n_bad = 0
-    for row in history:
+    for row in history:  # runs once per logged row: `_split_step` and `is_summary_row` inlined
         if not isinstance(row, dict):
             n_bad += 1
             continue
-        if is_summary_row(row.keys()):
+        if "train_runtime" in row or "train_loss" in row:  # the summary row (`is_summary_row`)
             continue
-        records.append(_split_step(_flatten(row), step_key))
+        records.append(_split_flat(row, step_key))
     if n_bad:
         warnings.append(f"{n_bad} log_history entries were not JSON objects and were skipped")
-    interval = state.get("logging_steps")
+    interval = logging_steps
     interval = interval if isinstance(interval, int) and not isinstance(interval, bool) else None
     recorded = interval if interval and interval > 0 else None
     return RawLog(_finish(records, "log_history", warnings), warnings, recorded)
@@ -228,6 +250,21 @@ def read_verl_console(text: str, step_key: str | None = None) -> RawLog:
 # ---- JSON Lines (generic, W&B, verl file logger) and JSON arrays -----------------------------
 
 
+def _one_object_per_line(text: str) -> list | None:
+    """The objects of a clean JSONL text in one parse (fast), or None to go line by line.
+
+    Clean: the non-blank lines joined as a JSON array parse to exactly one object per line; anything
+    else (a bad line, a line with two objects) returns None.
+    """
+    lines = [line for line in text.splitlines() if line and not line.isspace()]  # no copies
+    if not lines or max(map(len, lines)) > _MAX_LINE:
+        return None
+    objects = _loads("[" + ",".join(lines) + "]")
+    if not isinstance(objects, list) or len(objects) != len(lines):
+        return None
+    return objects if all(isinstance(obj, dict) for obj in objects) else None
+
+
 def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
     """One JSON object per line (or one JSON array of objects); nested dicts are flattened.
 
@@ -238,8 +275,8 @@ def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
     if isinstance(whole, list):
         objects, n_bad = whole, 0
     else:
-        objects, n_bad = [], 0
-        for line in text.splitlines():
+        fast, objects, n_bad = _one_object_per_line(text), [], 0
+        for line in text.splitlines() if fast is None else ():
             if not line.strip():
                 continue
             obj = _loads(line) if len(line) <= _MAX_LINE else None
@@ -247,6 +284,7 @@ def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
                 n_bad += 1
             else:
                 objects.append(obj)
+        objects = objects if fast is None else fast
     records = []
     for obj in objects:
         if not isinstance(obj, dict):
@@ -254,7 +292,7 @@ def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
             continue
         if isinstance(obj.get("data"), dict):  # verl file logger
             obj = {**{k: v for k, v in obj.items() if k != "data"}, **obj["data"]}
-        records.append(_split_step(_flatten(obj), step_key))
+        records.append(_split_flat(obj, step_key))
     if n_bad:
         warnings.append(f"{n_bad} line(s) were not JSON objects and were skipped")
     if not records:

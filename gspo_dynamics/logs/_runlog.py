@@ -13,6 +13,7 @@ warning (a resumed run re-logs the steps after its checkpoint).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -125,6 +126,8 @@ def to_float(value: object) -> float | None:
 
 def to_step(value: object) -> int | None:
     """An optimizer step as an int, or None when it is not a non-negative integer."""
+    if type(value) is int and 0 <= value <= _MAX_STEP:  # the common case, once per row
+        return value
     number = to_float(value)
     if number is None or not math.isfinite(number) or number < 0 or number > _MAX_STEP:
         return None
@@ -141,7 +144,132 @@ def build_series(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndar
 
     Non-numeric values are dropped (a warning names the keys); for a key logged twice at one
     step the last value wins (one warning with the count); unsorted steps are sorted.
+
+    Vectorised: rows are grouped by their key tuple (a trainer logs the same keys every row), a
+    group whose values are all plain numbers becomes one float matrix, other groups go value by
+    value through `to_float`; "last wins" is a stable sort by (step, row). Same result and
+    warnings as the row-by-row `build_series_reference` (tested on fuzzed rows).
     """
+    warnings: list[str] = []
+    n = len(rows)
+    row_steps = np.fromiter((step for step, _ in rows), np.int64, n)  # (n,)
+    if n > 1 and bool(np.any(row_steps[1:] < np.maximum.accumulate(row_steps)[:-1])):
+        warnings.append("the steps were not in increasing order; they were sorted")
+    groups: dict[tuple, list[int]] = {}
+    for i, (_, record) in enumerate(rows):
+        groups.setdefault(tuple(record), []).append(i)
+    memo: dict[str, str] = {}
+    chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # name -> [(row indices, values)]
+    bad_keys: dict[str, int] = {}
+    for keys, members in groups.items():
+        names = _row_names(keys, rename, memo)
+        index = np.asarray(members, dtype=np.int64)
+        matrix = _numeric_matrix([rows[i][1] for i in members], len(keys))  # (rows, keys) or None
+        if matrix is not None:
+            for j, name in enumerate(names):
+                chunks.setdefault(name, []).append((index, matrix[:, j]))
+            continue
+        for j, (key, name) in enumerate(zip(keys, names)):
+            at, values = [], []
+            for i in members:
+                raw_value = rows[i][1][key]
+                value = to_float(raw_value)
+                if value is None:
+                    if raw_value is not None:
+                        bad_keys[name] = bad_keys.get(name, 0) + 1
+                    continue
+                at.append(i)
+                values.append(value)
+            if at:
+                chunks.setdefault(name, []).append((np.asarray(at, np.int64), np.asarray(values, np.float64)))
+    duplicates = 0
+    columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, parts in chunks.items():
+        if len(parts) == 1:  # one key set logs this name: its rows are already in row order
+            at, values = parts[0]
+        else:
+            at = np.concatenate([p[0] for p in parts])
+            order = np.argsort(at, kind="stable")  # row order; a name twice in one row keeps key order
+            at, values = at[order], np.concatenate([p[1] for p in parts])[order]
+        steps_of = row_steps[at]
+        if steps_of.size > 1 and bool(np.any(steps_of[1:] < steps_of[:-1])):
+            order = np.argsort(steps_of, kind="stable")  # by step, rows of one step in row order
+            steps_of, values = steps_of[order], values[order]
+        repeat = steps_of[1:] == steps_of[:-1]  # each repeat overwrites the value before it
+        a, b = values[:-1][repeat], values[1:][repeat]
+        duplicates += int(np.sum(~((a == b) | (np.isnan(a) & np.isnan(b)))))
+        last = np.append(~repeat, True)
+        columns[name] = (steps_of[last], values[last])
+    if duplicates:
+        warnings.append(
+            f"{duplicates} value(s) were logged twice at the same step with different values; "
+            "the last one was kept"
+        )
+    if bad_keys:
+        listed = ", ".join(f"{k!r} ({n})" for k, n in sorted(bad_keys.items())[:8])
+        more = "" if len(bad_keys) <= 8 else f" and {len(bad_keys) - 8} more"
+        warnings.append(f"non-numeric values were ignored in {listed}{more}")
+    used = np.zeros(n, dtype=bool)  # rows that gave a value: their steps are the log's steps
+    for parts in chunks.values():
+        for at, _ in parts:
+            used[at] = True
+    steps = row_steps[used]
+    if steps.size > 1 and not bool(np.all(steps[1:] > steps[:-1])):
+        steps = np.unique(steps)  # (N,) sorted unique; rows in step order need no sort
+    series: dict[str, np.ndarray] = {}
+    n_inf = 0
+    for name, (at_steps, values) in columns.items():
+        if at_steps.size == steps.size:  # a sorted unique subset of `steps` as long as it: all of it
+            column = values.copy()
+        else:
+            column = np.full(steps.shape, np.nan)
+            column[np.searchsorted(steps, at_steps)] = values
+        n_inf += int(np.isinf(column).sum())
+        column.flags.writeable = False
+        series[name] = column
+    if n_inf:
+        warnings.append(f"{n_inf} infinite value(s) are in the log (kept as +-inf)")
+    steps.flags.writeable = False
+    return steps, series, warnings
+
+
+def _row_names(keys: tuple, rename, memo: dict[str, str]) -> list[str]:
+    """Final names of one row's keys: a second spelling of a name in one row keeps its raw key."""
+    seen: set[str] = set()
+    names = []
+    for key in keys:
+        name = memo.get(key)
+        if name is None:
+            name = memo[key] = rename(key)
+        if name in seen:
+            name = key
+        seen.add(name)
+        names.append(name)
+    return names
+
+
+_PLAIN_NUMBERS = frozenset({float, int, bool})
+
+
+def _numeric_matrix(records: list[dict], width: int) -> np.ndarray | None:
+    """float64 (rows, width) of the records' values if every value is a float, int or bool, else None.
+
+    Python ints beyond float range go the `to_float` way (it maps them to +-inf); the others
+    convert exactly as float() does.
+    """
+    values = itertools.chain.from_iterable(map(dict.values, records))
+    if not set(map(type, values)) <= _PLAIN_NUMBERS:
+        return None
+    try:
+        flat = np.fromiter(itertools.chain.from_iterable(map(dict.values, records)), np.float64,
+                           len(records) * width)
+    except (OverflowError, ValueError):
+        return None
+    return flat.reshape(len(records), width)  # (rows, width)
+
+
+def build_series_reference(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndarray], list[str]]:
+    """The row-by-row version of `build_series` (the test oracle): same inputs, same outputs."""
     warnings: list[str] = []
     columns: dict[str, dict[int, float]] = {}
     bad_keys: dict[str, int] = {}

@@ -27,6 +27,7 @@ import torch
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim._engine import BanditEngine
 from gspo_dynamics.sim._fast import TwoArmEngine, fast_path_applies
+from gspo_dynamics.sim import _numba
 from gspo_dynamics.sim._task import BanditTask
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -62,13 +63,21 @@ def record_steps(steps: int, record_every: int) -> list[int]:
     return recorded if recorded[-1] == steps else recorded + [steps]
 
 
-ENGINES = ("auto", "general", "fast")
+ENGINES = ("auto", "general", "fast", "numba")
 
 
 def engine_class(task: BanditTask, engine: str = "auto"):
-    """The engine `simulate` runs for `task`: TwoArmEngine where it applies ("auto"), else BanditEngine."""
+    """The engine `simulate` runs for `task`.
+
+    "auto": TwoArmEngine where the fast path applies, else BanditEngine. The compiled
+    NumbaEngine ("numba", the "fast" extra) is opt-in: it is ~1.3x the fused torch path on large
+    batches (benchmarks/RESULTS.md) but compiles for seconds on first use, which short runs never
+    win back.
+    """
     if engine not in ENGINES:
         raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "numba":
+        return _numba.NumbaEngine
     if engine == "general" or (engine == "auto" and not fast_path_applies(task)):
         return BanditEngine
     return TwoArmEngine
@@ -111,7 +120,8 @@ def simulate(
         progress: called as progress(step, steps) at every record.
         engine: "general" (`_engine.BanditEngine`, any task), "fast" (`_fast.TwoArmEngine`: two-arm
             prompts with rewards (0, 1) and only the arm-1 logit trained, same runs up to float64
-            rounding) or "auto" (fast where it applies).
+            rounding), "numba" (`_numba.NumbaEngine`: the same tasks compiled, CPU float64, needs the
+            "fast" extra; same runs up to rounding) or "auto" (fast where it applies, else general).
     """
     if not (isinstance(steps, int) and steps >= 0):
         raise ConfigError(f"steps must be an integer >= 0, got {steps!r}")
@@ -131,11 +141,13 @@ def simulate(
             progress(engine.t, steps)
 
     record()
-    wanted_set = set(wanted)
-    for t in range(1, steps + 1):
-        engine.step()
-        if t in wanted_set:
-            record()
+    for t in wanted[1:]:
+        if isinstance(engine, _numba.NumbaEngine):
+            engine.advance(t - engine.t)  # one kernel call between records
+        else:
+            for _ in range(t - engine.t):
+                engine.step()
+        record()
 
     def host(tensors):
         return torch.stack(tensors).to("cpu", torch.float64).numpy()

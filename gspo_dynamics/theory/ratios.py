@@ -19,7 +19,12 @@ of centred std `noise_drift` (n, fresh minibatch noise every step), both measure
 
 A batch reused for several steps (TRL's num_iterations > 1) repeats its noise: count it in d.
 Both scale linearly with the learning rate; `tabular_noise_drift` derives n from lr and the
-advantage model for the tabular policy. The log-ratio is modelled as normal, log w ~ N(-sigma^2/2,
+advantage model for the tabular policy. The drift has no memory of the clip: valid while the
+ratios stay inside the clip range (sigma << eps). Under a PPO-clipped update a token past a bound
+stops being pushed outward and the spread saturates (measured: half of sigma^2(8) when sigma(8) =
+eps_low); `ratio_drift` follows that walk. The advantage's sign is not independent of the ratio
+either (the update raises positive-advantage samples): `sign_shift`, `signed_clip_fractions`.
+The log-ratio is modelled as normal, log w ~ N(-sigma^2/2,
 sigma^2) (w lognormal with E[w] = 1): exact when delta(y), y ~ pi_s, is Gaussian, leading order
 (second cumulant) otherwise.
 
@@ -197,6 +202,53 @@ def clip_fractions(log_mean, log_var, clip_low, clip_high, positive_share=0.5) -
     below = np.exp(_log_tail(log_mean, log_var, 0.0, 1.0 - lo, below=True))
     above = np.exp(_log_tail(log_mean, log_var, 0.0, 1.0 + hi, below=False))
     return ClipFractions(below=below, above=above, low=(1.0 - q) * below, high=q * above)
+
+
+def sign_shift(total_var, within_var, positive_share, negative_share) -> np.ndarray:
+    """m >= 0 of the sign-conditional mixture from its total and within-sign variances.
+
+    The update pushes positive-advantage responses up and negative ones down, so the ratio is not
+    independent of the advantage's sign: model log rho | A > 0 ~ N(mu + m, v), log rho | A < 0 ~
+    N(mu - m, v), log rho | A = 0 ~ N(mu, v), with shares q+, q-, q0 = 1 - q+ - q-. The law of total
+    variance, Var = v + Var(E[log rho | sign]), gives
+
+        m^2 = (Var - v) / ((q+ + q-) - (q+ - q-)^2),
+
+    0 where Var <= v (no excess) or no sample has a nonzero advantage.
+    """
+    tot, v = _real("total variance", total_var, 0.0), _real("within-sign variance", within_var, 0.0)
+    qp, qn = _real("positive_share", positive_share, 0.0, 1.0), _real("negative_share", negative_share, 0.0, 1.0)
+    if (qp + qn > 1.0 + 1e-12).any():
+        raise ConfigError("positive_share + negative_share must be <= 1")
+    spread = (qp + qn) - (qp - qn) ** 2  # Var of the sign's mean offset per unit m^2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m2 = np.where(spread > 0.0, np.maximum(tot - v, 0.0) / np.where(spread > 0.0, spread, 1.0), 0.0)
+    return np.sqrt(m2)
+
+
+def signed_clip_fractions(log_mean, within_var, shift, clip_low, clip_high, positive_share,
+                          negative_share) -> ClipFractions:
+    """PPO clip fractions of the sign-conditional mixture (`sign_shift`): a sample is clipped when
+    A > 0 and rho > 1 + eps_high or A < 0 and rho < 1 - eps_low (A = 0 never), so
+
+        high = q+ Phi((mu + m - ln(1 + eps_high)) / sqrt v),   low = q- Phi((ln(1 - eps_low) - mu + m) / sqrt v);
+
+    below, above: P(rho < 1 - eps_low), P(rho > 1 + eps_high) over the whole mixture. m = 0 and
+    q+ + q- = 1 is `clip_fractions` at (mu, v).
+    """
+    lo, hi = _clip_range(clip_low, clip_high)
+    qp, qn = _real("positive_share", positive_share, 0.0, 1.0), _real("negative_share", negative_share, 0.0, 1.0)
+    m = _real("sign shift", shift, 0.0)
+    mu, v = np.asarray(log_mean, float), _real("within-sign variance", within_var, 0.0)
+    q0 = np.clip(1.0 - qp - qn, 0.0, 1.0)
+
+    def tail(offset, below):
+        bound = 1.0 - lo if below else 1.0 + hi
+        return np.exp(_log_tail(mu + offset, v, 0.0, bound, below))
+
+    below = qp * tail(m, True) + qn * tail(-m, True) + q0 * tail(0.0, True)
+    above = qp * tail(m, False) + qn * tail(-m, False) + q0 * tail(0.0, False)
+    return ClipFractions(below=below, above=above, low=qn * tail(-m, True), high=qp * tail(m, False))
 
 
 def clipped_gradient_fraction(log_mean, log_var, clip_low, clip_high, positive_share=0.5) -> np.ndarray:

@@ -1,0 +1,346 @@
+"""Benchmark: tokens/s of our trainer's rollout and update against TRL's GRPOTrainer, same model.
+
+CPU (default): one tiny Hugging Face Llama config built in code (never downloaded), the same
+initial weights on both sides, the `count` task (binary reward, completions of up to L + 1
+tokens), N prompts x G completions per optimizer step, on-policy (T = 1), GRPO loss, AdamW,
+temperature 1, no KL, fp32, torch threads as given. One optimizer step is:
+
+    ours    rollout = gspo_dynamics.train.rollout.generate (KV cache) + decode + task reward +
+                      group advantages;
+            score   = the teacher-forced log pi_old forward our trainer always does (TRL skips it
+                      on-policy: it is counted in our step, not in our rollout);
+            update  = gspo_dynamics.train._step.update: forward, loss (objectives registry),
+                      backward, grad clip, AdamW step (the trainer's own function)
+    TRL     rollout = GRPOTrainer._generate_and_score_completions (transformers generate, decode,
+                      reward, advantages), timed by wrapping the bound method;
+            update  = the rest of the optimizer step between the Trainer callbacks on_step_begin
+                      and on_step_end (compute_loss, backward, grad clip, AdamW, logging)
+
+Rates: rollout tokens/s = generated completion tokens / rollout time; update tokens/s = real
+(prompt + completion) tokens of the batch / update time; step tokens/s = completion tokens /
+whole step. Best over --rounds rounds of --repeats steps each after --warmup steps; a round is one
+`train()` call of a fresh GRPOTrainer, and after each of its steps (outside its clock) one step of
+ours on each model, so that the three alternate step by step and see the same machine load; the
+load average is recorded. Ours is also run on our
+built-in model of the same width/depth ("ours-builtin").
+
+GPU (`--device cuda`): the built-in "100m" preset, bf16 autocast; update tokens/s and MFU =
+flops_per_token(seq) x tokens/s / PEAK_FLOPS, and the rollout's decode rate against the memory
+bandwidth bound (every decode step reads all weights once: tokens/s <= B x BW / weight bytes).
+
+    cd /work/main && .venv/bin/python benchmarks/bench_trainer.py            # CPU, ~2-4 min
+    .venv/bin/python benchmarks/bench_trainer.py --device cuda               # on a GPU
+    .venv/bin/python benchmarks/bench_trainer.py --gpu-pending               # write the GPU section as pending
+
+Needs the benchmark extra: pip install 'gspo-dynamics[bench]' (trl, transformers, datasets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import os
+import tempfile
+import time
+
+import torch
+from _results import cpu_model, replace_section
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.objectives import get_loss, group_advantages
+from gspo_dynamics.train import Tokenizer, build_model, generate, make_task, preset_config
+from gspo_dynamics.train._distributed import World
+from gspo_dynamics.train._step import Buffer, score, update
+from gspo_dynamics.train.hf import HFCausalLM
+from gspo_dynamics.train.model import ModelConfig
+
+SECTION_CPU = "## Trainer throughput vs TRL GRPOTrainer (CPU)"
+SECTION_GPU = "## Trainer throughput and MFU (GPU)"
+COMMAND = "cd /work/main && .venv/bin/python benchmarks/bench_trainer.py"
+HIDDEN, LAYERS, HEADS, FF = 64, 2, 4, 256  # the tiny model (both sides)
+# Tiny on purpose: the weights barely move over the timed steps, so the completion lengths (the work per
+# step) stay those of the shared initial weights on both sides; the cost of a step does not depend on it.
+LR = 1e-6
+CLIP = 0.2  # GRPO's eps on both sides (on-policy it never bites)
+# Peak dense bf16 tensor-core FLOP/s and HBM bandwidth (bytes/s) by device name (vendor datasheets).
+GPU_SPECS = {"H100": (989e12, 3.35e12), "H200": (989e12, 4.8e12), "A100": (312e12, 2.0e12)}
+
+
+def hf_tokenizer(tok: Tokenizer):
+    """Our character vocabulary as a transformers fast tokenizer (BOS prepended, left padding)."""
+    from tokenizers import Regex, models, pre_tokenizers, processors
+    from tokenizers import Tokenizer as RawTokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    raw = RawTokenizer(models.WordLevel({s: i for i, s in enumerate(tok.symbols)}, unk_token=tok.symbols[tok.pad_id]))
+    raw.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    bos = tok.symbols[tok.bos_id]
+    raw.post_processor = processors.TemplateProcessing(single=f"{bos} $A", special_tokens=[(bos, tok.bos_id)])
+    return PreTrainedTokenizerFast(tokenizer_object=raw, bos_token=bos, eos_token=tok.symbols[tok.eos_id],
+                                   pad_token=tok.symbols[tok.pad_id], padding_side="left")
+
+
+def hf_model(tok: Tokenizer, max_len: int):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=tok.vocab_size, hidden_size=HIDDEN, intermediate_size=FF, num_hidden_layers=LAYERS,
+                         num_attention_heads=HEADS, num_key_value_heads=HEADS, max_position_embeddings=max_len,
+                         bos_token_id=tok.bos_id, eos_token_id=tok.eos_id, pad_token_id=tok.pad_id, tie_word_embeddings=True)
+    return LlamaForCausalLM(config)
+
+
+class Ours:
+    """Our trainer's step (module docstring) on any model with the CausalLM call."""
+
+    def __init__(self, model, task, tok, N: int, G: int, device: str = "cpu", autocast=None):
+        self.model, self.task, self.tok, self.N, self.G = model.to(device), task, tok, N, G
+        self.device = torch.device(device)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+        self.loss_fn = get_loss("grpo")
+        self.autocast = autocast or (lambda: torch.autocast("cpu", enabled=False))
+        self.generator = torch.Generator(self.device).manual_seed(0)
+
+    def step(self) -> dict[str, float]:
+        sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
+        prompts = [p for p in self.task.sample_prompts(self.N) for _ in range(self.G)]  # (N G,)
+        t0 = time.perf_counter()
+        ids, mask = self.tok.batch_encode(prompts, device=self.device)
+        self.model.eval()
+        with torch.no_grad(), self.autocast():
+            ro = generate(self.model, ids, mask, self.task.max_new_tokens, eos_id=self.tok.eos_id, pad_id=self.tok.pad_id,
+                          generator=self.generator)
+        rewards = self.task.reward(prompts, self.tok.decode(ro.completion_ids, ro.completion_mask)).to(self.device)
+        buf = Buffer(ro.sequences, ro.attention_mask, ro.completion_mask, ro.sampler_logprobs, ro.routing, ro.truncated, rewards)
+        buf.advantages = group_advantages(rewards.view(-1, self.G), scale="group").view(-1)
+        sync()
+        t1 = time.perf_counter()
+        buf = score(buf, self.model, None, group_size=self.G, scale="group", temperature=1.0, replay=False, autocast=self.autocast)
+        self.model.train()
+        sync()
+        t2 = time.perf_counter()
+        update(self.model, buf, loss_fn=self.loss_fn, loss_kwargs={"clip_low": CLIP, "clip_high": CLIP}, objective="grpo",
+               kl_coef=0.0, temperature=1.0, replay=False, sampler_params=None, optimizer=self.optimizer, max_grad_norm=1.0,
+               world=World(), autocast=self.autocast)
+        sync()
+        t3 = time.perf_counter()
+        return {"rollout": t1 - t0, "score": t2 - t1, "update": t3 - t2, "step": t3 - t0,
+                "completion_tokens": float(ro.completion_mask.sum()), "tokens": float(ro.attention_mask.sum())}
+
+
+class TRLSide:
+    """TRL's GRPOTrainer run for `max_steps` steps (timing split in the module docstring); `between()`
+    is called after each of its steps, outside its timing."""
+
+    def __init__(self, model, task, tok, N: int, G: int, max_steps: int, out_dir: str, between=None):
+        from datasets import Dataset
+        from transformers import TrainerCallback
+        from trl import GRPOConfig, GRPOTrainer
+
+        self.times: list[dict[str, float]] = []
+        current: dict[str, float] = {}
+        side = self
+
+        def reward_fn(prompts, completions, completion_ids, **_):  # our task's reward on our decoding
+            texts = [tok.decode(torch.tensor(ids)) for ids in completion_ids]
+            return task.reward([""] * len(texts), texts).tolist()
+
+        class Clock(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kw):
+                current.clear()
+                current["begin"] = time.perf_counter()
+
+            def on_step_end(self, args, state, control, **kw):
+                step = time.perf_counter() - current["begin"]
+                side.times.append({"rollout": current["rollout"], "update": step - current["rollout"], "step": step,
+                                   "completion_tokens": current["completion_tokens"], "tokens": current["tokens"]})
+                if between is not None:  # the other side's step, outside TRL's clock: both see the same load
+                    between()
+
+        args = GRPOConfig(output_dir=out_dir, per_device_train_batch_size=N * G, num_generations=G,
+                          max_completion_length=task.max_new_tokens, temperature=1.0, learning_rate=LR, beta=0.0,
+                          loss_type="grpo", epsilon=CLIP, max_steps=max_steps, logging_steps=10**6, save_strategy="no",
+                          report_to="none", use_cpu=True, bf16=False, gradient_accumulation_steps=1, max_grad_norm=1.0,
+                          lr_scheduler_type="constant", warmup_steps=0, seed=0, dataloader_num_workers=0)
+        data = Dataset.from_dict({"prompt": [""] * (N * max_steps * 2)})
+        self.trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=data,
+                                   processing_class=hf_tokenizer(tok), callbacks=[Clock()])
+        inner = self.trainer._generate_and_score_completions
+
+        def timed(inputs):
+            t0 = time.perf_counter()
+            out = inner(inputs)
+            current["rollout"] = time.perf_counter() - t0
+            current["completion_tokens"] = float(out["completion_mask"].sum())
+            current["tokens"] = float(out["completion_mask"].sum() + out["prompt_mask"].sum())
+            return out
+
+        self.trainer._generate_and_score_completions = timed
+
+    def run(self) -> list[dict[str, float]]:
+        self.trainer.train()
+        return self.times
+
+
+def rates(times: list[dict[str, float]], skip: int) -> dict[str, float]:
+    """Best tokens/s of each phase over the timed steps (module docstring for the token counts)."""
+    t = times[skip:]
+    if not t:
+        raise ConfigError("no timed steps: --repeats must be >= 1")
+    out = {"rollout": max(x["completion_tokens"] / x["rollout"] for x in t),
+           "update": max(x["tokens"] / x["update"] for x in t),
+           "step": max(x["completion_tokens"] / x["step"] for x in t),
+           "completion_tokens": sum(x["completion_tokens"] for x in t) / len(t)}
+    if "score" in t[0]:
+        out["score"] = max(x["tokens"] / x["score"] for x in t)
+    return out
+
+
+def paired_ratios(ours: list[dict[str, float]], trl: list[dict[str, float]]) -> dict[str, float]:
+    """Median over adjacent step pairs (same load) of ours' tokens/s over TRL's, per phase."""
+    def rate(x, phase):
+        return (x["completion_tokens"] if phase != "update" else x["tokens"]) / x[phase]
+
+    return {ph: float(torch.tensor([rate(a, ph) / rate(b, ph) for a, b in zip(ours, trl)]).median())
+            for ph in ("rollout", "update", "step")}
+
+
+def bench_cpu(args) -> None:
+    torch.set_num_threads(args.threads)
+    tok = Tokenizer()
+    task = make_task("count", tok, length=args.length)
+    max_len = task.max_new_tokens + 2
+    base = hf_model(tok, max_len)
+    steps = args.warmup + args.repeats
+    ours_hf = Ours(HFCausalLM(copy.deepcopy(base)), task, tok, args.prompts, args.group_size)
+    builtin = build_model(ModelConfig(vocab_size=tok.vocab_size, d_model=HIDDEN, n_layers=LAYERS, n_heads=HEADS, d_ff=FF,
+                                      max_seq_len=max_len), torch.Generator().manual_seed(0))
+    ours_builtin = Ours(builtin, task, tok, args.prompts, args.group_size)
+    load_before = os.getloadavg()
+    ours_times, builtin_times, trl_times = [], [], []
+    for _ in range(args.rounds):
+        ours_round, builtin_round = [], []
+
+        def between():
+            ours_round.append(ours_hf.step())
+            builtin_round.append(ours_builtin.step())
+
+        with tempfile.TemporaryDirectory() as d:
+            trl_times += TRLSide(copy.deepcopy(base), task, tok, args.prompts, args.group_size, steps, d, between).run()[args.warmup:]
+        ours_times += ours_round[args.warmup:]
+        builtin_times += builtin_round[args.warmup:]
+    load_after = os.getloadavg()
+    r = {"ours (HF Llama)": rates(ours_times, 0), "TRL GRPOTrainer (HF Llama)": rates(trl_times, 0),
+         "ours (built-in model)": rates(builtin_times, 0)}
+    paired = {"ours (HF Llama)": paired_ratios(ours_times, trl_times), "TRL GRPOTrainer (HF Llama)": None,
+              "ours (built-in model)": paired_ratios(builtin_times, trl_times)}
+    params = {"hf": sum(p.numel() for p in base.parameters()), "builtin": builtin.num_parameters()}
+    trl = r["TRL GRPOTrainer (HF Llama)"]
+    lines = [SECTION_CPU, "",
+             f"`{COMMAND}` ({datetime.date.today()}, {cpu_model()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+             f"{args.threads} thread(s), trl {_version('trl')}, transformers {_version('transformers')}; load average "
+             f"{load_before[0]:.1f} before, {load_after[0]:.1f} after: other sessions share the machine).",
+             "",
+             f"Tiny Llama (hidden {HIDDEN}, {LAYERS} layers, {HEADS} heads, SwiGLU {FF}, {params['hf']:,} parameters; built in "
+             f"code, same initial weights on both sides); `count` task, N = {args.prompts} prompts x G = {args.group_size}, "
+             f"up to {task.max_new_tokens} completion tokens, GRPO, AdamW (lr {LR:g}: lengths stay those of the initial weights), fp32, on-policy. Best of {args.rounds} rounds x "
+             f"{args.repeats} steps, each round after {args.warmup} warm-up steps. What is timed: see the module docstring (TRL's rollout = "
+             "`_generate_and_score_completions`; its update = the rest of the step between the step callbacks; our step "
+             "also includes the teacher-forced log pi_old forward TRL skips on-policy). Built-in model: same width/depth, "
+             f"GELU MLP, {params['builtin']:,} parameters.",
+             "",
+             "| trainer | rollout tokens/s | update tokens/s | whole step (completion tokens/s) | best vs TRL's best (rollout / update / step) | median of paired step ratios vs TRL | completion tokens per step |",
+             "|---|---|---|---|---|---|---|"]
+    for name, x in r.items():
+        ratio = f"{x['rollout'] / trl['rollout']:.2f}x / {x['update'] / trl['update']:.2f}x / {x['step'] / trl['step']:.2f}x"
+        pr = "-" if paired[name] is None else " / ".join(f"{paired[name][ph]:.2f}x" for ph in ("rollout", "update", "step"))
+        lines.append(f"| {name} | {x['rollout']:,.0f} | {x['update']:,.0f} | {x['step']:,.0f} | {ratio} | {pr} | {x['completion_tokens']:,.0f} |")
+        print(f"{name:28s} rollout {x['rollout']:9,.0f}  update {x['update']:9,.0f}  step {x['step']:8,.0f} tok/s  ({ratio}; paired {pr})")
+    ours = r["ours (HF Llama)"]
+    met = ours["rollout"] >= 2 * trl["rollout"] and ours["update"] >= 2 * trl["update"]
+    po = paired["ours (HF Llama)"]
+    lines += ["", f"Target >= 2x TRL on the same HF model in rollout and in update: {'met' if met else 'NOT met'} "
+                  f"(best-of: rollout {ours['rollout'] / trl['rollout']:.2f}x, update {ours['update'] / trl['update']:.2f}x; "
+                  f"paired medians: rollout {po['rollout']:.2f}x, update {po['update']:.2f}x). The machine's load swings "
+                  "these by up to ~2x between runs; the paired medians are the steadier figure.", ""]
+    if args.write:
+        replace_section(SECTION_CPU, "\n".join(lines))
+    else:
+        print("\n".join(lines))
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+def bench_gpu(args) -> None:
+    """Built-in "100m" preset on CUDA, bf16 autocast: update MFU and rollout vs the bandwidth bound."""
+    if not torch.cuda.is_available():
+        raise ConfigError("--device cuda needs a CUDA GPU; none is available (use --gpu-pending to record the section as pending)")
+    name = torch.cuda.get_device_name(0)
+    spec = next((v for k, v in GPU_SPECS.items() if k in name), None)
+    if spec is None:
+        raise ConfigError(f"no peak FLOP/s and bandwidth known for {name!r}; add it to GPU_SPECS")
+    peak, bandwidth = spec
+    tok = Tokenizer()
+    task = make_task("count", tok, length=args.gpu_length)
+    config = preset_config("100m", tok.vocab_size)
+    model = build_model(config, torch.Generator().manual_seed(0))
+    autocast = lambda: torch.autocast("cuda", dtype=torch.bfloat16)  # noqa: E731
+    ours = Ours(model, task, tok, args.gpu_prompts, args.group_size, device="cuda", autocast=autocast)
+    times = [ours.step() for _ in range(args.warmup + args.repeats)]
+    r = rates(times, args.warmup)
+    seq = task.max_new_tokens + 1  # BOS + completion
+    mfu = config.flops_per_token(seq) * r["update"] / peak
+    B = args.gpu_prompts * args.group_size
+    weight_bytes = 2 * config.parameter_count()  # bf16 weights, read once per decode step
+    bound = B * bandwidth / weight_bytes  # tokens/s if decoding were purely weight-bandwidth bound
+    lines = [SECTION_GPU, "",
+             f"`{COMMAND} --device cuda` ({datetime.date.today()}, {name}, torch {torch.__version__}); built-in 100m preset "
+             f"({config.parameter_count():,} parameters), bf16 autocast, B = {B} sequences of {seq} tokens, best of {args.repeats}.",
+             "",
+             "| phase | tokens/s | measure | target |", "|---|---|---|---|",
+             f"| update | {r['update']:,.0f} | MFU {mfu:.1%} (6N + 12 L d T FLOPs/token, peak {peak / 1e12:.0f} TFLOP/s) | >= 40% MFU |",
+             f"| rollout | {r['rollout']:,.0f} | {r['rollout'] / bound:.1%} of the weight-bandwidth bound {bound:,.0f} tokens/s "
+             f"({bandwidth / 1e12:.2f} TB/s) | bounded by memory bandwidth |"]
+    print("\n".join(lines))
+    if args.write:
+        replace_section(SECTION_GPU, "\n".join(lines))
+
+
+def gpu_pending() -> None:
+    replace_section(SECTION_GPU, "\n".join([
+        SECTION_GPU, "",
+        f"Pending (needs a GPU): `{COMMAND} --device cuda` measures the built-in 100m preset (bf16 autocast) - update "
+        "tokens/s and MFU (target >= 40%), rollout tokens/s against the weight-bandwidth bound. No GPU was available "
+        "to the session that wrote the CPU section."]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--prompts", type=int, default=8, help="N prompts per step (CPU)")
+    parser.add_argument("--group-size", type=int, default=8, help="G completions per prompt")
+    parser.add_argument("--length", type=int, default=32, help="count task length L (CPU): up to L + 1 completion tokens")
+    parser.add_argument("--gpu-prompts", type=int, default=32, help="N prompts per step (GPU)")
+    parser.add_argument("--gpu-length", type=int, default=256, help="count task length L (GPU)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    parser.add_argument("--repeats", type=int, default=8, help="timed steps per round (best of)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of TRL then ours (CPU)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (CPU; 1: a tiny model gains nothing from more on a shared machine)")
+    parser.add_argument("--no-write", dest="write", action="store_false", help="print only")
+    parser.add_argument("--gpu-pending", action="store_true", help="write the GPU section as pending and exit")
+    args = parser.parse_args()
+    for name in ("prompts", "group_size", "length", "gpu_prompts", "gpu_length", "repeats", "rounds", "threads"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"bench_trainer: --{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.gpu_pending:
+        return gpu_pending()
+    (bench_gpu if args.device == "cuda" else bench_cpu)(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""`gspo-dynamics diagnose LOG`: read a training log, fit it, print the failure-mode verdicts.
+
+Exit status: 0 when the log was read and analysed, including a run too short to fit (the report and
+the JSON say "too_short": that is an answer about the run, not bad input); 2 when the log cannot be
+read, is of another algorithm (DPO, SFT, ...), or a flag/config value is impossible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS
+
+EPILOG = (
+    "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
+    "flags, from --config FILE (a JSON TRL GRPOConfig dict: learning_rate, num_generations, steps_per_generation "
+    "x num_iterations, beta, epsilon/epsilon_high, importance_sampling_level; or our own field names), or both "
+    "(flags win). --lr is needed with any other hyperparameter flag. Exit status 0 when the log was analysed "
+    "(a run too short to fit is reported as such), 2 when it cannot be read or is not a GRPO-style run."
+)
+# dest -> Hyperparams field for the flags that map one to one
+_FIELDS = {"lr": "lr", "refresh_interval": "refresh_interval", "group_size": "group_size", "num_groups": "num_groups",
+           "advantage": "advantage", "correction": "correction", "clip_low": "clip_low", "clip_high": "clip_high",
+           "kl": "kl_coef"}
+_OPTIMIZER = ("optimizer", "momentum", "beta1", "beta2", "adam_eps")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("diagnose", help="diagnose a training log: fit, failure-mode verdicts, advice",
+                       description="Read a GRPO/GSPO training log (TRL trainer_state.json, console output, TensorBoard, "
+                                   "CSV/JSONL, verl, OpenRLHF), fit the closed-form trajectory and report the failure "
+                                   "modes with evidence and advice.", epilog=EPILOG)
+    p.add_argument("log", help="the log file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", metavar="OUT.png", help="write a multi-panel figure (reward + fit, zero-std, entropy, KL, length)")
+    p.add_argument("--config", metavar="FILE", help="hyperparameters from a JSON file (TRL GRPOConfig keys or ours)")
+    g = p.add_argument_group("training hyperparameters (as in predict; all optional)")
+    g.add_argument("--lr", type=float, help="learning rate eta")
+    g.add_argument("--optimizer", choices=("sgd", "adam"), help="sgd (heavy-ball) or adam (default with --lr: adam)")
+    g.add_argument("--momentum", type=float, help="heavy-ball momentum mu for sgd")
+    g.add_argument("--beta1", type=float, help="Adam beta1 (default 0.9)")
+    g.add_argument("--beta2", type=float, help="Adam beta2 (default 0.999)")
+    g.add_argument("--adam-eps", type=float, help="Adam epsilon (default 1e-8)")
+    g.add_argument("--refresh-interval", "-T", type=int,
+                   help="optimizer steps between refreshes of the sampling policy (TRL: steps_per_generation x num_iterations)")
+    g.add_argument("--group-size", "-G", type=int, help="responses per prompt G (TRL: num_generations)")
+    g.add_argument("--num-groups", type=int, help="groups (prompts) per optimizer step")
+    g.add_argument("--advantage", choices=ADVANTAGES, help="mean: r - mean; std: also divided by the group std")
+    g.add_argument("--correction", choices=CORRECTIONS, help="off-policy correction (TRL: importance_sampling_level)")
+    g.add_argument("--clip-low", type=float, help="eps_low of the ratio clip")
+    g.add_argument("--clip-high", type=float, help="eps_high of the ratio clip")
+    g.add_argument("--kl", type=float, help="KL weight beta")
+    p.set_defaults(run=_cmd_diagnose)
+
+
+def hyperparams_from_flags(args: argparse.Namespace):
+    """(Hyperparams or None, notes) from --config and the hyperparameter flags (flags override the file)."""
+    from gspo_dynamics.diagnose._config import hyperparams_from_config
+    from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
+
+    notes: list[str] = []
+    base = None
+    if args.config is not None:
+        base, notes = hyperparams_from_config(args.config)
+    given = {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
+    opt_given = [d for d in _OPTIMIZER if getattr(args, d) is not None]
+    if not given and not opt_given:
+        return base, notes
+    if base is None and "lr" not in given:
+        raise ConfigError("--lr is needed with the other hyperparameter flags (or give --config)")
+    name = args.optimizer or ("sgd" if args.momentum is not None else None)
+    if name is None and base is not None:
+        name = base.optimizer.name
+    if args.momentum is not None and name == "adam":
+        raise ConfigError("--momentum applies to --optimizer sgd only (Adam's momentum is --beta1)")
+    if name == "sgd" and any(getattr(args, d) is not None for d in ("beta1", "beta2", "adam_eps")):
+        raise ConfigError("--beta1/--beta2/--adam-eps apply to --optimizer adam only")
+    if name == "sgd":
+        optimizer = SGD(momentum=args.momentum if args.momentum is not None else 0.0)
+    else:
+        old = base.optimizer if base is not None and isinstance(base.optimizer, Adam) else Adam()
+        optimizer = Adam(beta1=old.beta1 if args.beta1 is None else args.beta1,
+                         beta2=old.beta2 if args.beta2 is None else args.beta2,
+                         eps=old.eps if args.adam_eps is None else args.adam_eps)
+        if name is None:
+            notes.append("optimizer not given: Adam assumed (what TRL uses)")
+    if base is None:
+        return Hyperparams(optimizer=optimizer, **given), notes
+    return dataclasses.replace(base, optimizer=optimizer, **given), notes
+
+
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    from gspo_dynamics.diagnose import diagnose
+    from gspo_dynamics.logs import read_log
+
+    hparams, notes = hyperparams_from_flags(args)
+    log = read_log(args.log)
+    diagnosis = diagnose(log, hparams)
+    diagnosis.notes.extend(notes)
+    if args.plot:
+        _save_plot(diagnosis, args.plot)
+    if args.json:
+        print(json.dumps(diagnosis.to_json(), allow_nan=False))
+    else:
+        print("\n".join(diagnosis.report_lines()))
+    if args.plot:
+        print(f"gspo-dynamics: wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _save_plot(diagnosis, path: str) -> None:
+    from gspo_dynamics.plots.diagnose import diagnosis_figure
+
+    fig = diagnosis_figure(diagnosis)
+    try:
+        fig.savefig(path)
+    except (OSError, ValueError) as exc:  # a missing folder, an unknown extension
+        raise ConfigError(f"cannot write the plot to {path!r}: {exc}") from None

@@ -1,0 +1,104 @@
+"""`gspo-dynamics train`: GRPO/GSPO on a causal language model (`gspo_dynamics.train.trainer.train`).
+
+    gspo-dynamics train --task pattern --model 100k --objective gspo --out runs/a --steps 200
+    gspo-dynamics train --config run.toml --out runs/a            # settings from a file,
+    gspo-dynamics train --config run.toml --out runs/a --lr 3e-4  # flags override the file
+    gspo-dynamics train --out runs/a --resume                     # continue from runs/a/checkpoint.pt
+
+Multi-process: `torchrun --nproc-per-node 2 -m gspo_dynamics.cli.main train ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+# flag -> (TrainConfig field, type, help); every flag defaults to None ("not given": the config
+# file's value, else the TrainConfig default)
+_FLAGS: tuple[tuple[str, str, type, str], ...] = (
+    ("--task", "task", str, "a task of gspo_dynamics.train.tasks.TASKS"),
+    ("--model", "model", str, "a model preset (100k, 1m, 10m, 100m, 1b), a JSON file of ModelConfig fields, or hf:DIR (local HF model)"),
+    ("--objective", "objective", str, "a loss of the registry: pg, grpo, dr_grpo, dapo, cispo, gspo, gspo_token"),
+    ("--steps", "steps", int, "optimizer steps (default: 100)"),
+    ("--seed", "seed", int, "random seed (default: 0)"),
+    ("--group-size", "group_size", int, "G, responses per prompt (default: 8)"),
+    ("--prompts-per-step", "prompts_per_step", int, "N, prompts per optimizer step over all processes (default: 4)"),
+    ("--steps-per-generation", "steps_per_generation", int, "minibatches per rollout (TRL; default: 1)"),
+    ("--num-iterations", "num_iterations", int, "passes over each rollout (TRL; default: 1)"),
+    ("--rollout-chunks", "rollout_chunks", int, "generation RNG streams per rollout (default: the number of processes)"),
+    ("--clip-low", "clip_low", float, "eps_low (default: the objective's)"),
+    ("--clip-high", "clip_high", float, "eps_high (default: the objective's)"),
+    ("--advantage-scale", "advantage_scale", str, "group | none | batch (default: the objective's)"),
+    ("--kl", "kl_coef", float, "beta, weight of the k3 KL to the reference model (default: 0)"),
+    ("--optimizer", "optimizer", str, "adamw | sgd (default: adamw)"),
+    ("--lr", "lr", float, "learning rate (default: 1e-3)"),
+    ("--lr-schedule", "lr_schedule", str, "constant | linear (default: constant)"),
+    ("--momentum", "momentum", float, "sgd momentum (default: 0)"),
+    ("--beta1", "beta1", float, "AdamW beta1 (default: 0.9)"),
+    ("--beta2", "beta2", float, "AdamW beta2 (default: 0.999)"),
+    ("--weight-decay", "weight_decay", float, "weight decay (default: 0)"),
+    ("--max-grad-norm", "max_grad_norm", float, "gradient clipping norm (default: 1.0)"),
+    ("--temperature", "temperature", float, "sampling temperature (default: 1)"),
+    ("--top-p", "top_p", float, "nucleus sampling mass (default: 1)"),
+    ("--max-new-tokens", "max_new_tokens", int, "completion budget (default: the task's)"),
+    ("--routing-replay", "routing_replay", str, "MoE: none | experts (default: none)"),
+    ("--warmup-steps", "warmup_steps", int, "supervised cold-start steps (default: 50)"),
+    ("--warmup-lr", "warmup_lr", float, "cold-start learning rate (default: 3e-3)"),
+    ("--device", "device", str, "auto | cpu | cuda | cuda:N (default: auto)"),
+    ("--precision", "precision", str, "auto (bf16 autocast on CUDA) | fp32 | bf16 (default: auto)"),
+    ("--checkpoint-every", "checkpoint_every", int,
+     "optimizer steps between checkpoints, a multiple of the refresh interval (default: 0, at the end only)"),
+)
+
+
+def _json_table(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def register(sub) -> None:
+    p = sub.add_parser("train", help="train a causal LM with GRPO/GSPO and write TRL-style logs")
+    p.add_argument("--out", required=True, help="run directory: metrics.jsonl, trainer_state.json, checkpoint.pt")
+    p.add_argument("--config", help="a JSON or TOML file of TrainConfig settings (flags override it)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument("--compile", action="store_true", default=None, help="torch.compile the training forward")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the final metrics as one JSON object")
+    p.add_argument("--task-options", type=_json_table, default=None,
+                   help='the task\'s difficulty knobs as a JSON object, e.g. \'{"n_digits": 2}\'')
+    g = p.add_argument_group("settings (TrainConfig fields)")
+    for flag, dest, kind, text in _FLAGS:
+        g.add_argument(flag, dest=dest, type=kind, default=None, help=text)
+    p.set_defaults(run=_cmd_train)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from gspo_dynamics._progress import Progress
+    from gspo_dynamics.train.config import load_config, saved_config
+    from gspo_dynamics.train.trainer import train
+
+    overrides = {dest: getattr(args, dest) for _, dest, _, _ in _FLAGS}
+    overrides["compile"] = args.compile
+    overrides["task_options"] = args.task_options
+    config = load_config(args.config, overrides, base=saved_config(args.out) if args.resume else None)
+    bar = Progress(config.steps, "train", enabled=False if args.no_progress else None)
+    try:
+        result = train(config, args.out, resume=args.resume, progress=lambda done, total: bar.update(done))
+    finally:
+        bar.close()
+    if result.is_main:
+        last = result.rows[-1] if result.rows else {}
+        if args.json:
+            print(json.dumps(last, allow_nan=False))
+        else:
+            shown = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "clip_ratio/region_mean", "grad_norm")
+            print(f"trained {config.steps} steps into {args.out}; last step: "
+                  + ", ".join(f"{k} {last[k]:.4g}" for k in shown if isinstance(last.get(k), (int, float))),
+                  file=sys.stdout)
+    return 0

@@ -1,0 +1,207 @@
+"""Checks on the other logged series: advantage degeneracy, policy concentration, reward hacking.
+
+Each check returns (verdict or None, reason it could not run or None).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gspo_dynamics.diagnose._trend import Z_TREND, change
+from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics.theory.finite_group import zero_variance_probability
+
+DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning signal late in the run
+ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this
+HETEROGENEITY_GAP = 0.15  # measured zero-std fraction this far above p^G + (1-p)^G: mixed prompt difficulty
+G_SEARCH = range(2, 257)  # group sizes considered when estimating or advising G
+G_ESTIMATE_ROWS = 2000  # rows used to estimate G (evenly spaced); more add nothing to a one-integer fit
+STD_COLLAPSE_RATIO = 0.2  # late within-group reward std below 20% of its early value: collapsed
+ENTROPY_COLLAPSE_RATIO = 0.5  # late entropy below half its early value: the policy is concentrating
+LENGTH_BLOWUP_RATIO = 2.0  # mean completion length doubled from early to late
+TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
+TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length
+DOMINANT_SHARE = 0.9  # one reward component carries 90% of the total gain ...
+COMPONENT_DROP_Z = 2.0  # ... while another falls by at least 2 standard errors
+SUCCESS_RATE_TOL = 1e-6  # a reward series within [0, 1] up to this is read as a success rate
+
+
+def success_rate(log) -> np.ndarray | None:
+    """The reward series when it can be a success rate (all values in [0, 1]), else None."""
+    r = log["reward"]
+    v = r[np.isfinite(r)]
+    if v.size and v.min() >= -SUCCESS_RATE_TOL and v.max() <= 1.0 + SUCCESS_RATE_TOL:
+        return np.clip(r, 0.0, 1.0)
+    return None
+
+
+def estimate_group_size(p: np.ndarray, frac: np.ndarray) -> int | None:
+    """G minimising sum_t (f_t - p_t^G - (1 - p_t)^G)^2 over rows with both values; None if none."""
+    keep = np.flatnonzero(np.isfinite(p) & np.isfinite(frac))
+    if keep.size < 3:
+        return None
+    keep = keep[:: max(1, keep.size // G_ESTIMATE_ROWS)]  # evenly spaced rows bound the cost on long logs
+    Gs = np.asarray(G_SEARCH, dtype=float)[:, None]
+    pg = p[keep] ** Gs + (1.0 - p[keep]) ** Gs  # (nG, n): zero_variance_probability for every G at once
+    return int(G_SEARCH[int(np.argmin(((pg - frac[keep]) ** 2).sum(axis=1)))])
+
+
+def group_size_for(p: float, target: float = ZERO_STD_TARGET) -> int | None:
+    """Smallest G with p^G + (1-p)^G <= target (None if beyond G_SEARCH)."""
+    for G in G_SEARCH:
+        if zero_variance_probability(p, G) <= target:
+            return G
+    return None
+
+
+def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
+    steps = log.steps
+    p_series = success_rate(log)
+    if "frac_zero_std" in log and log.n_points("frac_zero_std") >= 6:
+        frac = log["frac_zero_std"]
+        ch = change(steps, frac)
+        late = ch["late"]
+        ev = [evidence("fraction of zero-std groups (late mean)", late, ch["late_steps"], threshold=DEGENERATE_FRACTION,
+                       early=ch["early"])]
+        advice = []
+        G, source = (hparams.group_size, "hparams") if hparams is not None and hparams.group_size else (None, None)
+        if p_series is not None:
+            if G is None:
+                G, source = estimate_group_size(p_series, frac), "estimated from the zero-std fraction"
+            pc = change(steps, p_series)
+            p_late = pc["late"]
+            if G is not None:
+                expected = float(zero_variance_probability(p_late, G))
+                theory.update(group_size=G, group_size_source=source)
+                ev.append(evidence("theory p^G + (1-p)^G at the late success rate", expected, pc["late_steps"],
+                                   success_rate=p_late, G=G, G_source=source, measured=late))
+                if late - expected > HETEROGENEITY_GAP:
+                    advice.append(f"the measured zero-std fraction {late:.2f} is above the {expected:.2f} that G = {G} "
+                                  f"gives at success rate {p_late:.2f}: prompt difficulties are mixed (many all-solved "
+                                  "or all-failed prompts); filter such prompts (DAPO dynamic sampling) or rebalance the data")
+                need = group_size_for(p_late)
+                if need is not None and need > G:
+                    advice.append(f"raise the group size: at success rate {p_late:.2f}, G = {G} leaves {expected:.0%} of "
+                                  f"groups without signal; G >= {need} brings it under {ZERO_STD_TARGET:.0%}")
+            side = "easy (all responses correct)" if p_late > 0.5 else "hard (all responses wrong)"
+            advice.append(f"the prompts have become too {side} for the policy: use {'harder' if p_late > 0.5 else 'easier'} "
+                          "prompts or a curriculum")
+        else:
+            advice.append("the reward is not a success rate in [0, 1], so p^G + (1-p)^G could not be compared; "
+                          "filter prompts whose groups all score the same (DAPO dynamic sampling) or raise G")
+        if late < DEGENERATE_FRACTION and not (ch["z"] > Z_TREND and late > DEGENERATE_FRACTION / 2):
+            return None, None
+        conf = confidence(late - DEGENERATE_FRACTION, 0.1)
+        if ch["z"] > Z_TREND:  # still climbing: the degeneracy is getting worse
+            conf = max(conf, confidence(late + 0.5 * ch["diff"] - DEGENERATE_FRACTION, 0.1))
+        return Verdict("advantage_degeneracy", conf, ev, advice), None
+    if "reward_std" in log and log.n_points("reward_std") >= 6 and log.reward_std_kind == "group_mean_std":
+        ch = change(steps, log["reward_std"])
+        if ch["early"] <= 0:
+            return None, None
+        ratio = ch["late"] / ch["early"]
+        if ratio >= STD_COLLAPSE_RATIO:
+            return None, None
+        ev = [evidence("within-group reward std late / early", ratio, ch["late_steps"], threshold=STD_COLLAPSE_RATIO,
+                       early=ch["early"], late=ch["late"])]
+        return Verdict("advantage_degeneracy", confidence(STD_COLLAPSE_RATIO - ratio, 0.05), ev,
+                       ["groups have stopped differing: raise G or filter prompts whose groups all score the same"]), None
+    return None, "advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18) and no per-group reward std"
+
+
+def concentration(log, hparams) -> tuple[Verdict | None, str | None]:
+    steps = log.steps
+    if "entropy" not in log or log.n_points("entropy") < 6:
+        return None, "policy concentration: the log has no entropy series (TRL logs it from v0.20)"
+    ch = change(steps, log["entropy"])
+    if not ch["early"] > 0:
+        return None, None
+    ratio = ch["late"] / ch["early"]
+    span = ch["steps"][1] - ch["steps"][0]
+    rate = -math.log(max(ratio, 1e-12)) / max(span, 1) * 100.0
+    ev = [evidence("entropy late / early", ratio, ch["steps"], threshold=ENTROPY_COLLAPSE_RATIO, early=ch["early"],
+                   late=ch["late"], decay_per_100_steps=rate)]
+    conf = confidence(ENTROPY_COLLAPSE_RATIO - ratio, 0.1)
+    if "reward_std" in log and log.n_points("reward_std") >= 6 and log.reward_std_kind != "batch_std":
+        sc = change(steps, log["reward_std"])
+        if sc and sc["early"] > 0:
+            sratio = sc["late"] / sc["early"]
+            ev.append(evidence("within-group reward std late / early", sratio, sc["steps"], threshold=STD_COLLAPSE_RATIO))
+            if ratio < ENTROPY_COLLAPSE_RATIO and sratio < STD_COLLAPSE_RATIO:
+                conf = max(conf, confidence(STD_COLLAPSE_RATIO - sratio, 0.05))
+    if ratio >= ENTROPY_COLLAPSE_RATIO:
+        return None, None
+    advice = []
+    if hparams is not None:
+        beta = hparams.kl_coef
+        advice.append(f"raise the KL weight beta (now {beta:g}; {'e.g. 0.01-0.04' if beta == 0 else f'e.g. to {2 * beta:g}'}) "
+                      "to hold the policy near the reference")
+        advice.append(f"raise the upper clip eps_high (now {hparams.clip_high:g}; DAPO's clip-higher uses 0.28) so "
+                      "unlikely tokens can still gain probability")
+    else:
+        advice.append("raise the KL weight beta, or the upper clip eps_high (DAPO's clip-higher: 0.28)")
+    advice.append("or lower the learning rate, or add an entropy bonus")
+    return Verdict("policy_concentration", conf, ev, advice), None
+
+
+def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | None]:
+    steps = log.steps
+    ev, confs, advice, missing = [], [], [], []
+    if "eval/reward" in log and log.n_points("eval/reward") >= 4:
+        es, evals = log.valid("eval/reward")
+        half = evals.size // 2
+        eval_diff = float(evals[-half:].mean() - evals[:half].mean())
+        spread = float(np.std(evals, ddof=1)) or 1e-12
+        if trend and trend["z"] > Z_TREND and eval_diff < 0:
+            ev.append(evidence("eval reward change while train reward rises", eval_diff, (es[0], es[-1]), threshold=0.0,
+                               train_change=trend["diff"], eval_points=int(evals.size)))
+            confs.append(confidence(-eval_diff / spread, 0.5))
+            advice.append("train reward rises while the eval reward falls: the policy exploits the training reward; "
+                          "check samples, tighten the reward, raise the KL weight beta or stop at the eval peak")
+    else:
+        missing.append("no eval reward")
+    if "mean_length" in log and log.n_points("mean_length") >= 6:
+        lc = change(steps, log["mean_length"])
+        ratio = lc["late"] / lc["early"] if lc["early"] > 0 else math.nan
+        if ratio > LENGTH_BLOWUP_RATIO:
+            ev.append(evidence("mean completion length late / early", ratio, lc["steps"], threshold=LENGTH_BLOWUP_RATIO))
+            confs.append(confidence(ratio - LENGTH_BLOWUP_RATIO, 0.5))
+            advice.append("completions are growing: add a length penalty or an overlong penalty (DAPO), "
+                          "or use a token-level normalisation that does not favour long answers (Dr. GRPO)")
+    else:
+        missing.append("no completion length")
+    if "truncation_rate" in log and log.n_points("truncation_rate") >= 6:
+        tc = change(steps, log["truncation_rate"])
+        if tc["late"] - tc["early"] > TRUNCATION_RISE:
+            ev.append(evidence("truncation rate rise", tc["late"] - tc["early"], tc["steps"], threshold=TRUNCATION_RISE,
+                               late=tc["late"]))
+            confs.append(confidence(tc["late"] - tc["early"] - TRUNCATION_RISE, 0.1))
+        if min(tc["early"], tc["late"]) > TRUNCATION_HIGH:
+            notes.append(f"{tc['late']:.0%} of the completions are cut at the maximum length (early {tc['early']:.0%}): "
+                         "raise max_completion_length, or the reward sees truncated answers")
+    components = [n for n in log.names if n.startswith("reward/") and log.n_points(n) >= 6]
+    if len(components) >= 2:
+        gains = {n: change(steps, log[n]) for n in components}
+        gains = {n: g for n, g in gains.items() if g}
+        pos = sum(max(g["diff"], 0.0) for g in gains.values())
+        if pos > 0:
+            top = max(gains, key=lambda n: gains[n]["diff"])
+            share = gains[top]["diff"] / pos
+            fallers = [n for n, g in gains.items() if n != top and g["z"] < -COMPONENT_DROP_Z]
+            if share > DOMINANT_SHARE and fallers:
+                ev.append(evidence("share of the reward gain from one component", share, gains[top]["steps"],
+                                   threshold=DOMINANT_SHARE, component=top, falling=fallers))
+                confs.append(min(confidence(share - DOMINANT_SHARE, 0.05),
+                                 confidence(-min(gains[n]["z"] for n in fallers) - COMPONENT_DROP_Z, 1.0)))
+                advice.append(f"{top.split('/', 1)[1]} carries the gain while {', '.join(f.split('/', 1)[1] for f in fallers)} "
+                              "falls: re-weight the reward components or cap the dominating one")
+    else:
+        missing.append("fewer than two reward components")
+    reason = None
+    if len(missing) == 3:
+        reason = "reward hacking: " + ", ".join(missing) + " in the log"
+    if not confs:
+        return None, reason
+    return Verdict("reward_hacking", max(confs), ev, advice), None

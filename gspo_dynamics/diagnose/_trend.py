@@ -1,0 +1,220 @@
+"""Checks on the reward curve itself: the trend modes and dynamical instability.
+
+Windows: "early" and "late" are the first and last WINDOW_FRACTION of a series' finite points
+(at least MIN_WINDOW each). The trend test is Welch's z = (mean_late - mean_early) / sqrt(se_e^2 + se_l^2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+
+
+WINDOW_FRACTION = 0.25  # early/late windows: a quarter of the run each, long enough to average noise
+MIN_WINDOW = 3  # fewer points cannot give a standard error
+Z_TREND = 3.0  # |z| above this is a real change of the reward (a 3-sigma rise: p ~ 0.001 by chance)
+R2_NOISE = 0.5  # R^2 below this: the fluctuation variance exceeds the variance the trend explains
+R2_TARGET = 0.8  # advice: the G that would bring R^2 up to this (trend variance 4x the noise variance)
+STILL_RISING_FRACTION = 0.10  # a remaining rise above 10% of the total rise is "still rising"
+Z_STILL_RISING = 2.0  # ... and at least 2 standard errors above zero
+RESOLVABLE_CHANGE = 0.1  # "stalled" needs the data to rule out a change of 1/10 of the per-sample reward spread
+ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
+MARGIN_LOW = 0.25  # damping margin c/(1-mu) below this: a quarter of the momentum damping left
+PERIODIC_P = 1e-3  # Fisher g test level for a periodic component: 1 false alarm in 1000 white-noise logs
+MIN_CYCLES = 3  # a periodic residual must repeat 3 times: 1-2 cycles over the run are a trend misfit
+COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
+
+
+def window(values: np.ndarray, late: bool) -> slice:
+    n = values.size
+    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * n)))
+    return slice(n - w, n) if late else slice(0, w)
+
+
+def mean_se(x: np.ndarray) -> tuple[float, float]:
+    """Mean and its standard error, computed on x / max|x| so that huge values do not overflow."""
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return math.nan, math.nan
+    a = float(np.max(np.abs(x))) or 1.0
+    y = x / a
+    if x.size < 2:
+        return a * float(y[0]), math.nan
+    return a * float(y.mean()), a * float(y.std(ddof=1) / math.sqrt(x.size))
+
+
+def change(steps: np.ndarray, values: np.ndarray) -> dict:
+    """Early/late means, their difference, Welch z, and the step ranges used (finite points only)."""
+    keep = np.isfinite(values)
+    s, v = steps[keep], values[keep]
+    if v.size < 2 * MIN_WINDOW:
+        return {}
+    e, l = window(v, False), window(v, True)
+    (me, se_e), (ml, se_l) = mean_se(v[e]), mean_se(v[l])
+    se = math.hypot(se_e, se_l)
+    diff = ml - me
+    z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    return {"early": me, "late": ml, "diff": diff, "z": z, "early_steps": (s[e][0], s[e][-1]),
+            "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
+
+
+def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str] | None,
+                  group_size: int | None = None) -> Verdict:
+    """Exactly one of healthy_saturation, still_rising, stalled, noise_dominated.
+
+    No significant change (|z| < Z_TREND) is "stalled" only when the data could have seen one: the
+    smallest detectable change 2 se(late - early) must be below RESOLVABLE_CHANGE x the per-sample
+    reward spread `scale` (within-group reward std, or sqrt(p(1-p)) for a success rate). Otherwise
+    the run is too noisy to tell: "noise_dominated". Without a scale, no change means "stalled".
+    """
+    z = trend["z"]
+    span = (trend["steps"][0], trend["steps"][1])
+    ev_trend = evidence("reward change late - early (Welch z)", z, span, threshold=Z_TREND,
+                        early=trend["early"], late=trend["late"])
+    if not abs(z) >= Z_TREND:
+        se = abs(trend["diff"] / z) if z else math.inf
+        if scale is not None and scale[0] > 0:
+            resolution = 2.0 * se / scale[0]
+            ev_res = evidence("detectable change / per-sample reward spread", resolution, span,
+                              threshold=RESOLVABLE_CHANGE, spread=scale[0], spread_from=scale[1])
+            if resolution > RESOLVABLE_CHANGE:
+                return Verdict("noise_dominated", confidence(math.log(resolution / RESOLVABLE_CHANGE), 0.5),
+                               [ev_trend, ev_res], noise_advice(None, group_size, resolution / RESOLVABLE_CHANGE))
+            return Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0),
+                                          confidence(math.log(RESOLVABLE_CHANGE / resolution), 0.5)), [ev_trend, ev_res],
+                           STALLED_ADVICE)
+        return Verdict("stalled", confidence(Z_TREND - abs(z), 1.0), [ev_trend], STALLED_ADVICE)
+    if fit is None:
+        return Verdict("still_rising" if z > 0 else "stalled", 0.5, [ev_trend], [])
+    ev_r2 = evidence("R^2 of the closed-form fit", fit.r_squared, span, threshold=R2_NOISE)
+    if fit.r_squared < R2_NOISE:
+        return Verdict("noise_dominated", confidence(R2_NOISE - fit.r_squared, 0.1), [ev_trend, ev_r2],
+                       noise_advice(fit, group_size))
+    rem = imp.remaining_rise
+    rise = fit.params["r_inf"] - fit.params["r0"]
+    rem_dir = rem.value * math.copysign(1.0, rise) if rise != 0 else 0.0
+    rem_z = rem_dir / rem.stderr if rem.stderr else math.inf
+    frac = rem_dir / abs(rise) if rise != 0 else 0.0
+    ev_rem = evidence("remaining rise / total rise", frac, (fit.t_start, fit.t_end), threshold=STILL_RISING_FRACTION,
+                      remaining=rem.value, z=rem_z, plateau=fit.params["r_inf"])
+    # Still rising: the fitted plateau is well above the last value (> 10% of the rise, > 2 s.e.), or
+    # the fit has not reached it (its 5% band) and the remaining rise is positive.
+    big = frac > STILL_RISING_FRACTION and rem_z > Z_STILL_RISING
+    if big or (not imp.plateau_reached and rem_dir > 0):
+        t_p = imp.time_to_plateau.value
+        more = "" if not math.isfinite(t_p) else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})"
+        conf = max(confidence(frac - STILL_RISING_FRACTION, 0.05), confidence(rem_z, 1.0)) if big else confidence(rem_z, 1.0)
+        return Verdict("still_rising", conf, [ev_trend, ev_r2, ev_rem],
+                       [f"the fitted plateau {fit.params['r_inf']:.4g} is above the last value{more}; train longer"])
+    conf = min(confidence(fit.r_squared - R2_NOISE, 0.1), confidence(STILL_RISING_FRACTION - frac, 0.05))
+    ev = [ev_trend, ev_r2, ev_rem]
+    if imp.damping_margin is not None:
+        ev.append(evidence("damping margin c/(1-mu)", imp.damping_margin.value, None, threshold=0.0))
+        if imp.damping_margin.value <= 0:
+            conf = min(conf, 0.3)
+    return Verdict("healthy_saturation", conf, ev, [])
+
+
+STALLED_ADVICE = ["no significant change of the reward although the data could see one: raise the learning "
+                  "rate (2-10x), check that the KL weight does not pin the policy to the reference, and that "
+                  "the groups carry signal (rewards differ within a group)"]
+
+
+def noise_advice(fit, group_size: int | None, std_factor: float | None = None) -> list[str]:
+    """Raise G: the sampling and stationary fluctuation variances scale as 1/G (reduced-order model).
+
+    With a fit: the noise variance must fall by (1 - R^2)/R^2 x R2_TARGET/(1 - R2_TARGET) for R^2 to
+    reach R2_TARGET. Without (no trend): by std_factor^2, the factor the detectable change is too large.
+    """
+    if fit is not None:
+        r2 = max(fit.r_squared, 1e-3)
+        factor = (1.0 - r2) / r2 * R2_TARGET / (1.0 - R2_TARGET)  # noise variance must fall by this
+    else:
+        factor = std_factor**2
+        if group_size:
+            return [f"too noisy to tell whether the run learns: the noise variance scales as 1/G; G = {group_size} "
+                    f"-> G >= {math.ceil(group_size * factor)}, or {factor:.0f}x more prompts per step, would resolve a "
+                    f"change of {RESOLVABLE_CHANGE:.0%} of the reward spread"]
+        return [f"too noisy to tell whether the run learns: the noise variance scales as 1/G; a {factor:.1f}x larger "
+                "group size or batch of prompts per step (or longer runs) would resolve it"]
+    if group_size:
+        target = math.ceil(group_size * factor)
+        return [f"the fluctuation variance scales as 1/G: G = {group_size} -> G >= {target}, or {factor:.1f}x more "
+                f"prompts per step, would bring R^2 to ~{R2_TARGET}"]
+    return [f"the fluctuation variance scales as 1/G: a {factor:.1f}x larger group size (or batch of prompts) "
+            f"would bring R^2 to ~{R2_TARGET}"]
+
+
+def instability_verdict(steps, reward, fit, imp, hparams, trend) -> Verdict | None:
+    """Oscillation or divergence of the reward, a damping margin near zero, T past the threshold."""
+    ev, confs, advice = [], [], []
+    span = (fit.t_start, fit.t_end)
+    zeta, se = fit.damping_ratio, fit.damping_ratio_stderr
+    if fit.oscillation and zeta < ZETA_LOW:  # low damping seen ringing in the data (growing if zeta < 0)
+        ev.append(evidence("damping ratio of the fit (complex roots)", zeta, span, threshold=ZETA_LOW, stderr=se,
+                           periods_seen=fit.selection.get("periods_seen")))
+        confs.append(confidence((ZETA_LOW - zeta) / max(se, 1e-12) - 2.0, 1.0))
+    keep = np.isfinite(reward)
+    s, r = steps[keep].astype(float), reward[keep]
+    pg = fit.selection["periodogram"]  # Fisher g test around the trend-only (exponential) fit
+    p, period, share = pg["p_value"], pg["period"], pg["share"]
+    if (s[-1] - s[0]) / period >= MIN_CYCLES and p < PERIODIC_P:
+        ev.append(evidence("periodic component around the trend (Fisher g test p-value)", p, span, threshold=PERIODIC_P,
+                           period_steps=period, share_of_residual_power=share))
+        confs.append(confidence(math.log10(PERIODIC_P / max(p, 1e-300)), 1.0))
+    peak, collapse = _collapse(s, r, trend)
+    if collapse is not None and collapse > COLLAPSE_FRACTION:
+        ev.append(evidence("late drop below the peak / rise to the peak", collapse, (s[0], s[-1]),
+                           threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"]))
+        confs.append(confidence(collapse - COLLAPSE_FRACTION, 0.1))
+    if imp is not None and imp.damping_margin is not None:
+        T, t_c = imp.refresh_interval, imp.max_safe_refresh_interval
+        margin = imp.damping_margin.value
+        if t_c is not None and T > t_c:
+            ev.append(evidence("refresh interval T vs the largest stable T", T, None, threshold=t_c,
+                               critical_exact=imp.critical_refresh_interval,
+                               critical_continuous=imp.critical_refresh_interval_continuous))
+            confs.append(confidence(T - t_c, 1.0))
+            advice.append(f"refresh interval {T} is past the critical {t_c + 1}: use T <= {t_c} "
+                          "(TRL: steps_per_generation x num_iterations)")
+        elif margin < MARGIN_LOW:
+            ev.append(evidence("damping margin c/(1-mu)", margin, None, threshold=MARGIN_LOW,
+                               source=imp.damping_margin_source))
+            confs.append(confidence(MARGIN_LOW - margin, 0.1))
+            if t_c is not None:
+                advice.append(f"damping margin {margin:.2f}: refresh interval {T} is close to the critical {t_c + 1}; "
+                              f"use T <= {max(t_c // 2, 1)} for a margin")
+    if not confs:
+        return None
+    if hparams is not None:
+        mu = hparams.momentum
+        advice.append(f"lower the learning rate (now {hparams.lr:g}; halving it halves the stiffness and the lag "
+                      f"erosion of the damping) or the momentum (now {mu:g})")
+    else:
+        advice.append("lower the learning rate or the momentum (Adam beta1), or refresh the sampling policy more "
+                      "often; give the hyperparameters (--lr, -T, ...) for the critical refresh interval")
+    return Verdict("dynamical_instability", max(confs), ev, advice)
+
+
+def _collapse(s: np.ndarray, r: np.ndarray, trend: dict) -> tuple[float, float | None]:
+    """Peak of the running mean (window = the late window's length) and the late drop relative to the rise."""
+    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
+    if r.size < 2 * w:
+        return math.nan, None
+    a = float(np.max(np.abs(r))) or 1.0  # scaled: a cumulative sum of huge rewards would overflow
+    c = np.concatenate(([0.0], np.cumsum(r / a)))
+    run = a * (c[w:] - c[:-w]) / w  # running mean over w rows, O(n)
+    peak = float(run.max())
+    rise = peak - trend["early"]
+    if rise <= 0:
+        return peak, None
+    # only a peak that is significant against the late window's noise counts
+    _, se_l = mean_se(r[-w:])
+    drop = peak - trend["late"]
+    if not drop > Z_TREND * max(se_l, 1e-12):
+        return peak, 0.0
+    return peak, drop / rise
+

@@ -1,0 +1,158 @@
+"""The result types of `diagnose`: one `Verdict` per failure mode found, gathered in a `Diagnosis`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gspo_dynamics.fit._trajectory import _plain
+
+# Symptom modes: what the reward curve does. Exactly one of them describes every analysed run.
+TREND_MODES: tuple[str, ...] = ("healthy_saturation", "still_rising", "stalled", "noise_dominated")
+# Cause modes: mechanisms behind a bad curve. Any number may co-occur.
+CAUSE_MODES: tuple[str, ...] = ("dynamical_instability", "advantage_degeneracy", "policy_concentration", "reward_hacking")
+MODES: tuple[str, ...] = (
+    "healthy_saturation", "still_rising", "stalled", "dynamical_instability", "advantage_degeneracy",
+    "policy_concentration", "reward_hacking", "noise_dominated",
+)
+TOO_SHORT = "too_short"
+# A cause is reported, and can be primary, from this confidence on (its signal at its threshold).
+REPORT_CONFIDENCE = 0.5
+
+
+def confidence(excess: float, scale: float) -> float:
+    """Logistic confidence 1 / (1 + exp(-excess / scale)): 0.5 at the threshold (excess = 0),
+    0.73 one `scale` past it, 0.95 three `scale`s past it. excess > 0 is the failing direction."""
+    if not math.isfinite(excess):
+        return 1.0 if excess > 0 else 0.0
+    return 1.0 / (1.0 + math.exp(-max(min(excess / scale, 50.0), -50.0)))
+
+
+def evidence(signal: str, value, steps, threshold=None, **extra) -> dict:
+    """One piece of evidence: the signal's name, its value, the [first, last] steps it used, the threshold."""
+    item = {"signal": signal, "value": value, "steps": [int(steps[0]), int(steps[1])] if steps is not None else None}
+    if threshold is not None:
+        item["threshold"] = threshold
+    item.update(extra)
+    return item
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One failure mode found in a run."""
+
+    mode: str  # one of MODES
+    confidence: float  # in [0, 1]
+    evidence: list[dict]  # {"signal", "value", "steps": [first, last], "threshold", ...}
+    advice: list[str]  # concrete: which hyperparameter, which direction, how much where the theory says
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; expected one of {', '.join(MODES)}")
+        if not 0.0 <= self.confidence <= 1.0:
+            raise ValueError(f"confidence must be in [0, 1], got {self.confidence}")
+
+    def to_json(self) -> dict:
+        return _plain({"mode": self.mode, "confidence": self.confidence, "evidence": self.evidence, "advice": self.advice})
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdicts on one run log, with the fit and what it implies."""
+
+    primary: str  # one of MODES, or "too_short"
+    verdicts: list[Verdict]  # sorted by confidence, highest first
+    fit: object | None  # TrajectoryFit, or None (too short, or the fit failed)
+    implications: object | None  # Implications, or None
+    log_summary: dict  # source, format, trainer, version, rows, logging interval, reward_std kind
+    not_checked: list[str] = field(default_factory=list)  # "mode: why it could not be checked"
+    notes: list[str] = field(default_factory=list)  # other observations and assumptions
+    hparams: object | None = None  # the Hyperparams used, or None
+    theory: dict = field(default_factory=dict)  # inputs of theory overlays (e.g. G used for p^G + (1-p)^G)
+    log: object | None = field(default=None, repr=False, compare=False)  # the RunLog (for plots; not in JSON)
+
+    def verdict(self, mode: str) -> Verdict | None:
+        return next((v for v in self.verdicts if v.mode == mode), None)
+
+    def to_json(self) -> dict:
+        """A plain JSON-serialisable dict (inf/NaN become None)."""
+        hp = None
+        if self.hparams is not None:
+            from dataclasses import asdict
+
+            hp = asdict(self.hparams)
+            hp["optimizer"] = {"name": self.hparams.optimizer.name, **asdict(self.hparams.optimizer)}
+        return _plain({
+            "primary": self.primary,
+            "verdicts": [v.to_json() for v in self.verdicts],
+            "fit": None if self.fit is None else self.fit.to_json(),
+            "implications": None if self.implications is None else self.implications.to_json(),
+            "log": self.log_summary,
+            "not_checked": self.not_checked,
+            "notes": self.notes,
+            "hparams": hp,
+            "theory": self.theory,
+        })
+
+    def report_lines(self) -> list[str]:
+        """A readable report: the verdict first, then the evidence, advice, fit and what was not checked."""
+        s = self.log_summary
+        lines = [f"log        {s.get('source')}  ({s.get('format')}, trainer {s.get('trainer')}"
+                 f"{', version ' + str(s['version']) if s.get('version') else ''}, {s.get('rows')} rows"
+                 f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''})"]
+        if self.primary == TOO_SHORT:
+            lines.append(f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
+                         f"(at least {s.get('min_points')} are needed to fit a trajectory)")
+            lines += [f"note       {n}" for n in self.notes]
+            return lines
+        lines.append(f"verdict    {self.primary.replace('_', ' ')}")
+        for v in self.verdicts:
+            lines.append("")
+            lines.append(f"[{v.mode.replace('_', ' ')}]  confidence {v.confidence:.2f}")
+            for e in v.evidence:
+                lines.append("  - " + _evidence_text(e))
+            for a in v.advice:
+                lines.append("  > " + a)
+        if self.fit is not None:
+            f, imp = self.fit, self.implications
+            lines.append("")
+            lines.append(f"fit        {f.variant} ({f.regime}), R^2 = {f.r_squared:.3f}, "
+                         f"BIC exponential - oscillator = {f.selection['delta_bic']:.1f}; "
+                         f"inertia {'supported' if f.inertia else 'not supported'}, "
+                         f"oscillation {'supported' if f.oscillation else 'not supported'}")
+            lines.append("           " + ", ".join(f"{k} = {v:.4g} +- {f.stderr[k]:.2g}" if k in f.fitted else f"{k} = {v:.4g} (fixed)"
+                                                   for k, v in f.params.items()))
+            if imp is not None:
+                lines.append(f"plateau    {imp.plateau}, reached within 5% at step {imp.time_to_plateau}"
+                             f" ({'reached' if imp.plateau_reached else 'not yet reached'})")
+                if imp.damping_margin is not None:
+                    lines.append(f"theory     stiffness/step {imp.stiffness_per_step}, damping margin {imp.damping_margin} "
+                                 f"({imp.damping_margin_source}), refresh interval {imp.refresh_interval}, "
+                                 f"max safe {imp.max_safe_refresh_interval}")
+        if self.not_checked:
+            lines.append("")
+            lines += [f"not checked  {n}" for n in self.not_checked]
+        if self.notes:
+            lines.append("")
+            lines += [f"note       {n}" for n in self.notes]
+        return lines
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def _evidence_text(e: dict) -> str:
+    text = f"{e['signal']} = {_fmt(e['value'])}"
+    if "threshold" in e:
+        text += f" (threshold {_fmt(e['threshold'])})"
+    extra = {k: v for k, v in e.items() if k not in ("signal", "value", "threshold", "steps")}
+    if extra:
+        text += "; " + ", ".join(f"{k} {_fmt(v)}" for k, v in extra.items())
+    if e.get("steps"):
+        text += f"  [steps {e['steps'][0]}-{e['steps'][1]}]"
+    return text

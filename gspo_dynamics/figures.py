@@ -1,0 +1,359 @@
+"""The figure registry behind `gspo-dynamics figures`: name -> how to build it, quick or full.
+
+    fig = FIGURES["stability"].make(quick=True)      # a matplotlib Figure, not saved
+    build(["stability"], out="figures", quick=True)  # figures/stability.png (150 dpi) + .pdf
+
+Each entry lays out the panels of one figure family (`gspo_dynamics.plots.figures`: data
+computation and drawing into an axis kept apart). Quick mode runs CI-sized simulations (the whole
+set in well under two minutes on two CPU cores); full mode the sizes the published figures use.
+`build` also records what it made in `<out>/manifest.json` and rewrites `<out>/README.md` from
+this registry and that manifest, so the captions and commands there never drift from the code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.plots.style import figure_style
+
+REPO = Path(__file__).resolve().parents[1]
+SWEEP = REPO / "sims" / "critical_refresh_interval.json"
+DPI = 150  # README-sized PNGs
+# The figure simulations are small tensor programs (hundreds of configs x a few numbers): torch's
+# intra-op threads only add synchronisation, which on a busy 2-core machine cost 15x (128 s vs
+# 8 s for the quick stability figure). Figures are built on one thread.
+TORCH_THREADS = 1
+LEGEND_GAP = 0.02  # figure fraction between the panels and the legend row below them
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    title: str
+    caption: str
+    make: Callable[..., Figure]  # make(quick: bool) -> Figure
+
+
+FIGURES: dict[str, FigureSpec] = {}
+
+
+def _register(name: str, title: str, caption: str):
+    def wrap(make):
+        FIGURES[name] = FigureSpec(name, title, caption, make)
+        return make
+    return wrap
+
+
+def _legend_below(fig: Figure, axes, ncol: int, handles=None) -> None:
+    """One legend for the whole figure, below the panels, so it never covers data."""
+    if handles is None:
+        handles, seen = [], set()
+        for ax in np.ravel(axes):
+            for h, label in zip(*ax.get_legend_handles_labels()):
+                if label not in seen:
+                    seen.add(label)
+                    handles.append(h)
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -LEGEND_GAP), ncol=ncol, frameon=False)
+
+
+def _sweep():
+    from gspo_dynamics.sweeps import load_sweep
+
+    if not SWEEP.is_file():
+        raise ConfigError(f"the stability figure needs the sweep {SWEEP} (a source checkout)")
+    return load_sweep(SWEEP, quick=True), load_sweep(SWEEP, quick=False)
+
+
+@_register("stability", "Stability phase diagram",
+           "Two-armed bandit (pi_ref(1) = sigmoid(-1), beta = 0.5, mean advantage, no correction, G -> infinity), "
+           "heavy-ball SGD. Background: the exact discrete regime of each (learning rate, refresh interval) cell "
+           "(monodromy eigenvalues). Lines: the first unstable refresh interval T_c from the exact monodromy matrix "
+           "(solid) and from the continuous oscillator rule c(T) <= 0 (dashed). Points: T_c measured by simulating "
+           "the expected dynamics from 1e-6 off the fixed point (learning rates of sims/critical_refresh_interval.json). "
+           "At high momentum the continuous rule misses the exact boundary; the simulation follows the exact one.")
+def _stability(quick: bool) -> Figure:
+    from gspo_dynamics.plots.figures._stability import draw_phase_diagram, phase_diagram_data, regime_handles
+
+    quick_sweep, full_sweep = _sweep()
+    sweep = quick_sweep if quick else full_sweep
+    momenta = sorted({p["momentum"] for p in sweep.points})
+    sim_lr = np.array(sorted({p["lr"] for p in sweep.points}))
+    t_max = int(sweep.settings["t_max"])
+    lr = np.geomspace(0.1, 10.0, 80 if quick else 240)
+    base = dataclasses.replace(sweep.configs[0], refresh_interval=1)
+    panels = phase_diagram_data(sweep.bandit, base, momenta, lr, sim_lr, t_max, sim_horizon=2000 if quick else None)
+    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), sharey=True)
+    for i, (ax, panel) in enumerate(zip(axes, panels)):
+        draw_phase_diagram(ax, panel, ylabel=i == 0)
+    handles = axes[0].get_legend_handles_labels()[0] + regime_handles()
+    _legend_below(fig, axes, ncol=6, handles=handles)
+    return fig
+
+
+@_register("trajectories", "Reward trajectories in the three regimes",
+           "Two-armed bandit, G = 16, 4 groups per step, T = 1, learning rate 0.2: overdamped (mu = 0), critically "
+           "damped (mu solved for damping ratio 1 of the continuous rule) and underdamped (mu = 0.9). Grey: mean "
+           "reward over seeds of the stochastic simulation with a 2-standard-error band; dashed: the exact finite-G "
+           "expected map from pi_ref (theory, no fit); dotted: the closed-form oscillator fitted to the simulated mean.")
+def _trajectories(quick: bool) -> Figure:
+    from gspo_dynamics.plots.figures._trajectories import draw_regime, regime_configs, regime_data
+    from gspo_dynamics.theory.bandit import TwoArmBandit
+    from gspo_dynamics.theory.hyperparams import Hyperparams
+
+    bandit = TwoArmBandit(ref_logit=-1.0)
+    base = Hyperparams(lr=0.2, kl_coef=0.5, group_size=16, num_groups=4)
+    configs = regime_configs(bandit, base, lr=0.2, underdamped_momentum=0.9)
+    curves = regime_data(bandit, configs, steps=300, seeds=32 if quick else 256)
+    fig = Figure(figsize=(10, 3.4), layout="constrained")
+    axes = fig.subplots(1, 3, sharey=True)
+    for i, (ax, c) in enumerate(zip(axes, curves)):
+        draw_regime(ax, c, ylabel=i == 0)
+    _legend_below(fig, axes, ncol=3)
+    return fig
+
+
+@_register("slow_start", "Slow start vs the single exponential",
+           "Expected dynamics of the two-armed bandit (G -> infinity) with heavy momentum (mu = 0.9, learning rate "
+           "0.02, overdamped). Left: the whole run with the fitted oscillator and the fitted single exponential; right: "
+           "the first steps, where inertia makes the reward start quadratically (dotted: R_0 + k (R_inf - R_0) t^2 / 2m "
+           "of the fitted oscillator) and the single exponential, linear at t = 0, cannot follow.")
+def _slow_start(quick: bool) -> Figure:
+    from gspo_dynamics.plots.figures._trajectories import draw_slow_start, slow_start_data
+    from gspo_dynamics.theory.bandit import TwoArmBandit
+    from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
+
+    hp = Hyperparams(lr=0.02, optimizer=SGD(momentum=0.9), kl_coef=0.5)
+    d = slow_start_data(TwoArmBandit(ref_logit=-1.0), hp, steps=400)
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    axes = fig.subplots(1, 2)
+    draw_slow_start(axes[0], d)
+    draw_slow_start(axes[1], d, zoom=40)
+    _legend_below(fig, axes, ncol=2)
+    return fig
+
+
+@_register("group_size", "Group-size invariance and the 1/G fluctuation",
+           "Two-armed bandit of sims/one_over_g.json (learning rate 0.5, T = 2, beta = 0.5, SGD), stochastic runs. "
+           "Left: mean reward over seeds at G = 4 and G = 16 with the exact finite-G expected maps: the curves nearly "
+           "coincide, the residual gap is the (1 - 1/G) drive factor. Right: stationary Var(R) (second half of each "
+           "run, error bars 2 s.e.) against G, with the discrete-Lyapunov prediction and a 1/G reference line.")
+def _group_size(quick: bool) -> Figure:
+    from gspo_dynamics.plots.figures._group_size import draw_fluctuation, draw_mean_curves, group_size_data
+    from gspo_dynamics.sweeps import load_sweep
+
+    sweep = load_sweep(REPO / "sims" / "one_over_g.json", quick=quick)
+    groups = [hp.group_size for hp in sweep.configs]
+    base = dataclasses.replace(sweep.configs[0], group_size=None)
+    d = group_size_data(sweep.bandit, base, groups, (4, 16), steps=600 if quick else 3000, seeds=128 if quick else 1024)
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    axes = fig.subplots(1, 2)
+    draw_mean_curves(axes[0], d)
+    draw_fluctuation(axes[1], d)
+    _legend_below(fig, axes, ncol=3)
+    return fig
+
+
+@_register("zero_variance", "Zero-variance groups vs group size and success rate",
+           "Share of groups whose G rewards are all equal, so that every advantage is zero: p^G + (1 - p)^G for "
+           "Bernoulli(p) rewards (lines); points: groups drawn at random and passed through "
+           "objectives.group_advantages, counting the all-zero ones.")
+def _zero_variance(quick: bool) -> Figure:
+    from gspo_dynamics.plots.figures._group_size import draw_zero_variance, draw_zero_variance_vs_group, zero_variance_data
+
+    p_points = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95]
+    d = zero_variance_data((2, 4, 8, 16, 32), p_points, samples=20_000 if quick else 400_000)
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    axes = fig.subplots(1, 2)
+    draw_zero_variance(axes[0], d)
+    draw_zero_variance_vs_group(axes[1], d, (0.05, 0.2, 0.5))
+    _legend_below(fig, axes[:1], ncol=7)
+    return fig
+
+
+@_register("ratios", "GRPO vs GSPO: ratio variance and clip fraction vs length",
+           "Tabular per-position policy on the pattern task (partial credit), Adam, refresh interval T = 4, trained with "
+           "GRPO and with GSPO at each response length L; statistics of the stale steps (window position j >= 1). "
+           "Left: token log-ratio variance (flat in L) and GSPO's sequence log-ratio variance against sigma^2 / L. "
+           "Right: clip fractions (GRPO clips the token ratio at 0.2/0.28, GSPO the sequence ratio at 3e-4/4e-4) "
+           "against the lognormal theory at the measured sigma^2. The 1/L law holds; GSPO's measured clip fraction "
+           "lies above the lognormal prediction (the coherent drift pushes the ratios of positive-advantage samples "
+           "up, which the sign-independent model leaves out; cf. the failing rows ratio-clip and "
+           "transformer-clip-sequence in paper_repro/RESULTS.md).")
+def _ratios(quick: bool) -> Figure:
+    from gspo_dynamics.plots.figures._sequence import draw_clip_fraction, draw_ratio_variance, ratio_data
+
+    lengths = (1, 4, 16, 64) if quick else (1, 2, 4, 8, 16, 32, 64, 128)
+    d = ratio_data(lengths, steps=48 if quick else 400, refresh_interval=4, lr=0.2)
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    axes = fig.subplots(1, 2)
+    draw_ratio_variance(axes[0], d)
+    draw_clip_fraction(axes[1], d)
+    _legend_below(fig, axes, ncol=3)
+    return fig
+
+
+@_register("moe_churn", "MoE routing churn per refresh interval",
+           "Tiny mixture-of-experts transformer (4 experts, top-2) trained with GRPO without routing replay on the "
+           "pattern task (Adam 3e-3, setup of paper_repro/moe_routing.py). Routing churn: share of routing decisions "
+           "whose expert set differs between the sampling policy and the current router. Left: by window position j "
+           "(zero right after a refresh, growing with staleness); right: its window mean against T. Error bars 2 s.e. "
+           "over seeds.")
+def _moe_churn(quick: bool) -> Figure:
+    from gspo_dynamics.plots.figures._sequence import churn_data, draw_churn_by_interval, draw_churn_by_position
+
+    d = churn_data((1, 2, 4, 8), steps=48 if quick else 200, seeds=2 if quick else 4)
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    axes = fig.subplots(1, 2)
+    draw_churn_by_position(axes[0], d)
+    axes[0].legend(loc="upper left")
+    draw_churn_by_interval(axes[1], d)
+    return fig
+
+
+# Diagnose panels on real logs (tests/data/real_logs: other people's runs, see its INDEX.md), drawn by
+# `gspo_dynamics.plots.diagnose`; registered last. name -> (log file, what the run is).
+REAL_LOGS = REPO / "tests" / "data" / "real_logs"
+DIAGNOSE_LOGS = {
+    "diagnose_unsloth": ("IMJONEZZ__UnslothGRPO__outputs__checkpoint-250__trainer_state.json",
+                         "Llama-3.1-8B-Instruct, G = 6, TRL trainer_state.json (IMJONEZZ/UnslothGRPO): rises and saturates"),
+    "diagnose_gpt_oss": ("srinath-manda__IITD_Feb26_AAIPL__outputs__checkpoint-500__trainer_state.json",
+                         "gpt-oss-20b LoRA, G = 4, TRL trainer_state.json (srinath-manda/IITD_Feb26_AAIPL): zero-std "
+                         "groups climb, entropy falls"),
+    "diagnose_wordle": ("alexchilton__CAS_NLP_MODULE4_GRPO__expert_guy__post_training_project__threestage__stage2_output__"
+                        "checkpoint-160__trainer_state.json",
+                        "Qwen2.5 after SFT, G = 2, Wordle, TRL trainer_state.json (alexchilton/CAS_NLP_MODULE4_GRPO): "
+                        "reward oscillates, most groups without signal"),
+    "diagnose_qwen9b": ("Sunshine535__nips-grpo-dynamics__results__gates_1_2__logs__gate2_rho1.00_seed42.log",
+                        "Qwen3.5-9B LoRA, G = 4, console log (Sunshine535/nips-grpo-dynamics)"),
+}
+
+
+def _diagnose_figure(log_name: str):
+    def make(quick: bool) -> Figure:  # a real log: nothing to simulate, quick and full are the same
+        from gspo_dynamics.diagnose import diagnose
+        from gspo_dynamics.logs import read_log
+        from gspo_dynamics.plots.diagnose import diagnosis_figure
+
+        path = REAL_LOGS / log_name
+        if not path.is_file():
+            raise ConfigError(f"real log {path} not found (a source checkout has it)")
+        return diagnosis_figure(diagnose(read_log(path)))
+    return make
+
+
+def _register_diagnose() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("gspo_dynamics.plots.diagnose") is None:  # not built yet: no entries
+        return
+    for name, (log_name, run) in DIAGNOSE_LOGS.items():
+        _register(name, f"Diagnosis of a real run: {run.split(',')[0]}",
+                  f"`gspo-dynamics diagnose` panels on a real training log from a public repository ({run}; "
+                  f"tests/data/real_logs/{log_name}): reward with the closed-form fit and its regime, the zero-std "
+                  "group fraction against p^G + (1 - p)^G, entropy, KL to the reference, completion length, and the "
+                  "verdicts. No hyperparameters are given, so the checks that need them say so.")(_diagnose_figure(log_name))
+
+
+_register_diagnose()
+
+
+def _check_names(names: Sequence[str] | None) -> list[str]:
+    if not names:
+        return list(FIGURES)
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        raise ConfigError(f"unknown figure {unknown[0]!r}; expected one of {', '.join(FIGURES)}")
+    return list(dict.fromkeys(names))
+
+
+def command(name: str, quick: bool) -> str:
+    return f"gspo-dynamics figures --only {name}" + (" --quick" if quick else "")
+
+
+def build(names: Sequence[str] | None = None, *, out: str | Path = "figures", quick: bool = False,
+          progress: Callable[[str], None] | None = None) -> dict[str, dict]:
+    """Build and save (PNG + PDF) each named figure (default: all); update the manifest and README.
+
+    Returns name -> {"files": [...], "seconds": float, "mode": "quick" | "full"}.
+    """
+    names = _check_names(names)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    made = {}
+    with _torch_threads(TORCH_THREADS):
+        for name in names:
+            made[name] = _build_one(name, out, quick, progress)
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    manifest.update(made)
+    manifest_path.write_text(json.dumps({k: manifest[k] for k in FIGURES if k in manifest}, indent=1) + "\n")
+    (out / "README.md").write_text(readme(manifest))
+    return made
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _build_one(name: str, out: Path, quick: bool, progress) -> dict:
+    started = time.perf_counter()
+    if progress:
+        progress(f"{name} ...")
+    with figure_style():
+        fig = FIGURES[name].make(quick=quick)
+        files = []
+        for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None})):
+            path = out / f"{name}.{ext}"
+            fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata=meta)
+            files.append(path.name)
+    made = {"files": files, "seconds": round(time.perf_counter() - started, 1), "mode": "quick" if quick else "full",
+            "machine": f"{platform.machine()} CPU, {os.cpu_count()} cores"}
+    if progress:
+        progress(f"{name}: {', '.join(files)} in {made['seconds']:.1f} s")
+    return made
+
+
+def readme(manifest: dict[str, dict]) -> str:
+    """figures/README.md: every registered figure with its caption, the exact command and the mode it was made in."""
+    lines = ["# Figures", "",
+             "Generated by `gspo-dynamics figures` (all of them; add `--quick` for the CI-sized runs, "
+             "`--only NAME ...` for some). This file is written by the same command from the figure registry "
+             "(`gspo_dynamics/figures.py`); edit the captions there, not here.", ""]
+    if manifest:
+        modes = sorted({m["mode"] for m in manifest.values()})
+        total = sum(m["seconds"] for m in manifest.values())
+        lines += [f"Files here: {' and '.join(modes)} mode, {total:.0f} s of building in all (wall clock, per "
+                  "figure below). Quick mode builds the whole set in under two minutes on two CPU cores.", ""]
+    for name, spec in FIGURES.items():
+        made = manifest.get(name)
+        lines += [f"## {spec.title}", "", f"![{spec.title}]({name}.png)", "", spec.caption, ""]
+        lines.append(f"`{command(name, quick=False)}` (full) or `{command(name, quick=True)}` (quick). Files: "
+                     f"`{name}.png`, `{name}.pdf`.")
+        if made:
+            lines.append(f"The files here were made in **{made['mode']}** mode ({made['seconds']:.0f} s, "
+                         f"{made.get('machine', 'unrecorded machine')}).")
+        else:
+            lines.append("Not generated yet.")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,209 @@
+"""What a fitted reward curve implies for the run's hyperparameters (continuous rule + exact discrete map).
+
+The continuous rule (`theory.continuous`) for heavy-ball momentum mu, refresh interval T and per-step
+stiffness kappa = eta lambda (learning rate times the total curvature lambda = a + b), a fraction f of
+it acting through stale forces (a = f lambda):
+
+    m = (1 + mu) / 2,    c = (1 - mu) - kappa f (T - 1) / 2,    k = kappa.
+
+Only the product kappa = eta lambda shapes the trajectory (the update sees eta a and eta b), so a fit
+measures kappa; the curvature scale is lambda = kappa / eta. From a fit:
+
+  exponential   tau -> kappa by `theory.trajectory.curvature_from_timescale` (overdamped branch, eta = 1);
+  oscillator    the fit has m = 1, so kappa = m k_fit and the measured damping is c = m c_fit.
+
+  damping margin        c / (1 - mu) = 1 - kappa f (T - 1) / (2 (1 - mu))   (1 on-policy, 0 at the edge);
+                        measured from c when the oscillator is selected, from kappa otherwise;
+  critical T            continuous: smallest integer T >= 1 + 2 (1 - mu) / (kappa f);
+                        exact: the monodromy scan `theory.linear.critical_refresh_interval`;
+  max safe T            critical T - 1 (exact when both are available), with the range from kappa +- se;
+  plateau, time to it   R_inf and the step after which R stays within 5% of the total rise.
+
+Adam is analysed in its linear regime as heavy-ball with mu = b1 and eta_hb = lr (1 - b1)/sqrt(s_bar);
+s_bar is not in a log, so lambda is reported per unit of lr (1 - b1) (it absorbs 1/sqrt(s_bar)); kappa,
+the margin and the thresholds do not need it. Uncertainties: delta method from the fit covariance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit._trajectory import TrajectoryFit, _plain
+from gspo_dynamics.theory import continuous, linear
+from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
+from gspo_dynamics.theory.trajectory import curvature_from_timescale
+
+# Fraction of the curvature acting through stale forces. 1 is the no-correction case with no KL
+# (every force computed at the sampling policy): the most lag, so the smallest (safest) critical T.
+STALE_FRACTION = 1.0
+# The measured-damping threshold is used at margin + Z_MEASURED standard errors: noise alone
+# (a margin estimate one s.e. low) must not move the advised refresh interval.
+Z_MEASURED = 2.0
+# Largest refresh interval scanned for the exact threshold; beyond it the run is called safe.
+T_SCAN_MAX = 1000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A number and its standard error (None where it has none)."""
+
+    value: float
+    stderr: float | None = None
+
+    def __str__(self) -> str:
+        if self.stderr is None or not math.isfinite(self.stderr):
+            return f"{self.value:.4g}"
+        return f"{self.value:.4g} +- {self.stderr:.2g}"
+
+
+@dataclass(frozen=True)
+class Implications:
+    """Quantities implied by a fit; those needing hyperparameters are None without them."""
+
+    plateau: Estimate  # R_inf
+    time_to_plateau: Estimate  # step at which R is within 5% of the rise for good (inf: never)
+    plateau_reached: bool  # time_to_plateau <= last step of the log
+    remaining_rise: Estimate  # R_inf - fitted R at the last step (> 0: still rising)
+    damping_ratio: Estimate | None  # zeta of the oscillator fit (None for the exponential: zeta -> inf)
+    stiffness_per_step: Estimate | None = None  # kappa = eta lambda
+    curvature_scale: Estimate | None = None  # lambda = kappa / eta (Adam: per unit lr (1 - b1))
+    damping_margin: Estimate | None = None  # c / (1 - mu)
+    damping_margin_source: str | None = None  # "measured" (oscillator c) | "predicted" (from kappa)
+    refresh_interval: int | None = None  # the run's T
+    critical_refresh_interval: int | None = None  # exact discrete (None: stable up to T_SCAN_MAX)
+    critical_refresh_interval_continuous: int | None = None
+    critical_refresh_interval_measured: int | None = None  # from the oscillator's measured damping (T > 1)
+    max_safe_refresh_interval: int | None = None  # one below the earliest threshold above
+    max_safe_refresh_interval_range: tuple[int, int] | None = None  # from kappa +- stderr
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        out = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, Estimate):
+                value = {"value": value.value, "stderr": value.stderr}
+            out[name] = value
+        return _plain(out)
+
+
+def _critical_t(kappa: float, mu: float) -> tuple[int | None, int | None]:
+    """(exact, continuous) critical refresh intervals for per-step stiffness kappa; None = stable to T_SCAN_MAX."""
+    a, b = kappa * STALE_FRACTION, kappa * (1.0 - STALE_FRACTION)
+    exact = int(linear.critical_refresh_interval(a, b, 1.0, mu, t_max=T_SCAN_MAX))
+    cont = int(continuous.critical_refresh_interval(a, b, 1.0, mu, t_max=T_SCAN_MAX))
+    return (exact or None), (cont or None)
+
+
+def _kappa_from_tau(tau: float, mu: float, T: int) -> float:
+    return curvature_from_timescale(tau, 1.0, momentum=mu, refresh_interval=T, stale_fraction=STALE_FRACTION)
+
+
+def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Implications:
+    """Curvature, damping margin, safe refresh interval and plateau implied by `fit` (module docstring)."""
+    if not isinstance(fit, TrajectoryFit):
+        raise TypeError(f"expected a TrajectoryFit, got {type(fit).__name__}")
+    if hparams is not None and not isinstance(hparams, Hyperparams):
+        raise ConfigError(f"hparams must be a Hyperparams or None, got {type(hparams).__name__}")
+    q, se = fit.params, fit.stderr
+    t_p, t_p_se = fit.time_to_plateau()
+    last = float(fit.predict(fit.t_end))
+    remaining = q["r_inf"] - last
+    # se of R_inf - R(t_end) by the delta method
+    names = fit.fitted
+
+    def _rem(p):
+        return p["r_inf"] - float(TrajectoryFit.predict(_with(fit, p), fit.t_end))
+
+    grad = np.array([_num_partial(_rem, q, n) for n in names])
+    ok = np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov))  # inf cov: a parameter not identified
+    var = float(grad @ fit.cov @ grad) if ok else math.nan
+    notes: list[str] = []
+    out = dict(
+        plateau=Estimate(q["r_inf"], se["r_inf"]),
+        time_to_plateau=Estimate(t_p, t_p_se),
+        plateau_reached=bool(t_p <= fit.t_end),
+        remaining_rise=Estimate(remaining, math.sqrt(var) if var >= 0 else None),
+        damping_ratio=Estimate(fit.damping_ratio, fit.damping_ratio_stderr) if fit.model == "oscillator" else None,
+    )
+    if hparams is None:
+        notes.append("no hyperparameters given: curvature, damping margin and the safe refresh interval need them")
+        return Implications(**out, notes=notes)
+
+    mu, T = hparams.momentum, hparams.refresh_interval
+    m = (1.0 + mu) / 2.0
+    kappa = kappa_se = None
+    if fit.model == "exponential":
+        try:
+            kappa = _kappa_from_tau(q["tau"], mu, T)
+            d = _num_partial(lambda p: _kappa_from_tau(p["tau"], mu, T), q, "tau")
+            kappa_se = abs(d) * se["tau"] if math.isfinite(d) else None
+        except ConfigError as exc:
+            notes.append(f"the fitted time scale does not match these hyperparameters: {exc}")
+    else:
+        kappa, kappa_se = m * q["stiffness"], m * se["stiffness"]
+    out["refresh_interval"] = T
+    if kappa is None or not kappa > 0:
+        return Implications(**out, notes=notes)
+    lr_nominal = hparams.lr if isinstance(hparams.optimizer, SGD) else hparams.lr * (1.0 - mu)
+    if not isinstance(hparams.optimizer, SGD):
+        notes.append("Adam: the curvature scale is per unit of lr (1 - beta1) and absorbs 1/sqrt(second moment)")
+    out["stiffness_per_step"] = Estimate(kappa, kappa_se)
+    out["curvature_scale"] = Estimate(kappa / lr_nominal, None if kappa_se is None else kappa_se / lr_nominal)
+    if fit.model == "oscillator":
+        margin = m * q["damping"] / (1.0 - mu)
+        margin_se = m * se["damping"] / (1.0 - mu)
+        out["damping_margin_source"] = "measured"
+    else:
+        slope = STALE_FRACTION * (T - 1) / (2.0 * (1.0 - mu))
+        margin = 1.0 - kappa * slope
+        margin_se = None if kappa_se is None else kappa_se * slope
+        out["damping_margin_source"] = "predicted"
+    out["damping_margin"] = Estimate(margin, margin_se)
+    exact, cont = _critical_t(kappa, mu)
+    out["critical_refresh_interval"] = exact
+    out["critical_refresh_interval_continuous"] = cont
+    t_c = exact if exact is not None else cont
+    from_measured = False
+    optimistic = margin + Z_MEASURED * (margin_se if margin_se is not None and math.isfinite(margin_se) else math.inf)
+    if fit.model == "oscillator" and T > 1 and optimistic < 1.0:
+        # The measured damping extrapolated along the rule's line c(T') = c0 (1 - (1 - margin)(T'-1)/(T-1)):
+        # zero at T' = 1 + (T - 1) / (1 - margin). Taken at margin + Z_MEASURED se (the latest threshold
+        # the data allow), and kept when even that is earlier than the stiffness-based threshold.
+        measured = math.ceil(1.0 + (T - 1) / (1.0 - optimistic)) if optimistic > 0 else T
+        out["critical_refresh_interval_measured"] = measured
+        if t_c is None or measured < t_c:
+            t_c, from_measured = measured, True
+            notes.append(f"the measured damping puts the threshold at T = {measured}, before the stiffness-based one")
+    out["max_safe_refresh_interval"] = None if t_c is None else max(t_c - 1, 0)
+    if kappa_se is not None and math.isfinite(kappa_se) and not from_measured:
+        lo_k, hi_k = max(kappa - kappa_se, kappa * 1e-6), kappa + kappa_se
+        hi_t = _critical_t(lo_k, mu)[0]  # less stiffness: a later threshold
+        lo_t = _critical_t(hi_k, mu)[0]
+        if lo_t is not None:
+            out["max_safe_refresh_interval_range"] = (max(lo_t - 1, 0), T_SCAN_MAX if hi_t is None else max(hi_t - 1, 0))
+    if t_c is None:
+        notes.append(f"no refresh interval up to {T_SCAN_MAX} is unstable at this stiffness")
+    notes.append(f"stale fraction of the curvature assumed {STALE_FRACTION:g} (all forces stale: the safe side)")
+    return Implications(**out, notes=notes)
+
+
+def _with(fit: TrajectoryFit, params: dict[str, float]) -> TrajectoryFit:
+    from dataclasses import replace
+
+    return replace(fit, params=params)
+
+
+def _num_partial(f, q: dict[str, float], name: str) -> float:
+    h = 1e-6 * max(abs(q[name]), 1e-9)
+    up, down = dict(q), dict(q)
+    up[name] += h
+    down[name] -= h
+    try:
+        return (f(up) - f(down)) / (2.0 * h)
+    except (ConfigError, ValueError, ZeroDivisionError, OverflowError):
+        return math.nan

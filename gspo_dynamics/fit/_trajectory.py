@@ -1,0 +1,338 @@
+"""Fit a measured reward curve with the closed forms, with uncertainties and model selection.
+
+Three nested models of R(t) (t in optimizer steps since the first point; `_closed_form` fits them):
+
+  exponential   R_inf - (R_inf - R_0) exp(-t/tau)                       3 parameters (massless limit)
+  slow start    m R'' + c R' + k (R - R_inf) = 0,  R'(0) = 0            4 parameters (inertia from rest)
+  oscillator    the same with a free initial velocity v_0               5 parameters
+
+Selection (Schwarz 1978): BIC = n ln(RSS/n) + p ln n; 2 ln(Bayes factor) ~ BIC_simple - BIC_complex.
+The exponential is kept unless an oscillator model beats it by `EVIDENCE_BIC` (Kass & Raftery 1995:
+> 6 is "strong" evidence), so a curve is only called inertial or oscillatory when the data say so:
+
+  inertia      the slow-start model beats the exponential by EVIDENCE_BIC;
+  oscillation  the selected oscillator has complex roots with zeta + Z_SIGNIFICANT se(zeta) < 1, a
+               periodic component around the exponential passes Fisher's g test at OSCILLATION_P, and it
+               shows at least one full damped period over the data (w span >= 2 pi).
+An oscillator whose period is shorter than MIN_PERIOD_ROWS logged rows is aliased noise and is
+not selected.
+
+Uncertainties: cov = s^2 (J^T J)^{-1}, s^2 = RSS / (n - p), J the Jacobian of the model with respect
+to its natural parameters at the optimum (central differences); stderr = sqrt(diag cov). Derived
+quantities (zeta, time to plateau) get theirs by the delta method, var f = g^T cov g.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import brentq
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit._closed_form import MIN_POINTS, FitResult, fit_exponential, fit_oscillator
+from gspo_dynamics.fit._periodogram import periodic_component
+from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
+
+EVIDENCE_BIC = 6.0  # BIC gain an extra mechanism needs: "strong" evidence on the Kass-Raftery scale
+Z_SIGNIFICANT = 2.0  # standard errors by which zeta must sit below 1 to call the roots complex (~95%)
+CRITICAL_BAND = 0.05  # |zeta - 1| below this is reported as "critical": finer than noisy logs resolve
+MAX_FIT_POINTS = 1000  # longer logs are fitted on equal-count bin means (R^2, residuals on all points)
+FD_REL_STEP = 1e-5  # central-difference step relative to each parameter's scale (error ~ step^2)
+OSCILLATION_P = 0.01  # Fisher g test level: oscillation also needs a periodic component at 1% significance
+PERIODS_SEEN = 1.0  # oscillation needs at least one full damped period inside the data (w span >= 2 pi)
+MIN_PERIOD_ROWS = 4.0  # a fitted period shorter than 4 logged rows is aliasing of noise, not a mode: rejected
+PLATEAU_TOLERANCE = 0.05  # "reached the plateau": within 5% of the total rise R_inf - R_0, for good
+
+
+@dataclass(frozen=True)
+class TrajectoryFit:
+    """The selected closed-form fit of one reward curve, with evidence and uncertainties.
+
+    Times in `predict` are the log's own steps (the fit works on t - t_start internally).
+    """
+
+    model: str  # "exponential" | "oscillator"
+    variant: str  # "exponential" | "slow_start" (v0 = 0) | "oscillator" (free v0)
+    regime: str  # "overdamped" | "critical" | "underdamped" | "unstable" (fitted damping c <= 0)
+    params: dict[str, float]  # exponential: r_inf, r0, tau; oscillator: r_inf, r0, damping, stiffness, v0 (m = 1)
+    stderr: dict[str, float]  # same keys; 0 for a fixed parameter, inf where the data do not identify it
+    cov: np.ndarray = field(repr=False)  # (p, p) covariance of the fitted parameters, order `fitted`
+    fitted: tuple[str, ...] = ()  # names of the fitted parameters, the order of `cov`
+    r_squared: float = math.nan  # 1 - SS_res/SS_tot over all finite points
+    residual_std: float = math.nan  # sqrt(RSS / (n - p)) over all finite points
+    n: int = 0  # finite points used
+    t_start: float = 0.0  # step of the first finite point (t = 0 of the closed form)
+    t_end: float = 0.0  # step of the last finite point
+    inertia: bool = False  # data support a slow start (oscillator from rest beats the exponential)
+    oscillation: bool = False  # data support oscillation (significantly complex roots, seen in the data)
+    selection: dict = field(default_factory=dict)  # {"bic": {...}, "delta_bic": ..., "rule": ...}
+    damping_ratio: float = math.nan  # zeta = c / (2 sqrt(k)) of the oscillator fit (inf for the exponential)
+    damping_ratio_stderr: float = math.nan
+
+    def predict(self, t) -> np.ndarray:
+        """The fitted R at steps t >= t_start."""
+        return _model_curve(self.model, self.params, np.asarray(t, dtype=float) - self.t_start)
+
+    def time_to_plateau(self) -> tuple[float, float]:
+        """(t_p, stderr): first step after which |R - R_inf| <= PLATEAU_TOLERANCE |R_inf - R_0| for good.
+
+        Exponential: t_p = t_start + tau ln(1 / PLATEAU_TOLERANCE) exactly. Oscillator: found on a
+        grid by the last crossing of the band (inf if c <= 0). Stderr by the delta method.
+        """
+        value = _plateau_time(self.model, self.params)
+        if not math.isfinite(value):
+            return math.inf, math.nan
+        grad = np.array([_partial(lambda q: _plateau_time(self.model, q), self.params, name) for name in self.fitted])
+        ok = np.all(np.isfinite(grad)) and np.all(np.isfinite(self.cov))  # inf cov: a parameter not identified
+        var = float(grad @ self.cov @ grad) if ok else math.nan
+        return self.t_start + value, math.sqrt(var) if var >= 0 else math.nan
+
+    def to_json(self) -> dict:
+        """Plain JSON-ready dict (no numpy types, inf/NaN as None)."""
+        return _plain({
+            "model": self.model, "variant": self.variant, "regime": self.regime, "params": self.params,
+            "stderr": self.stderr, "r_squared": self.r_squared, "residual_std": self.residual_std, "n": self.n,
+            "t_start": self.t_start, "t_end": self.t_end, "inertia": self.inertia, "oscillation": self.oscillation,
+            "damping_ratio": self.damping_ratio, "damping_ratio_stderr": self.damping_ratio_stderr,
+            "selection": self.selection,
+        })
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def _model_curve(model: str, params: dict[str, float], t: np.ndarray) -> np.ndarray:
+    return FitResult(model, params, math.nan, math.nan, 0).predict(t)
+
+
+def _plateau_time(model: str, q: dict[str, float]) -> float:
+    """Time since the start after which R stays within PLATEAU_TOLERANCE of R_inf (see `time_to_plateau`)."""
+    if model == "exponential":
+        return q["tau"] * math.log(1.0 / PLATEAU_TOLERANCE) if q["tau"] > 0 else math.inf
+    c, k = q["damping"], q["stiffness"]
+    if c <= 0 or k <= 0:
+        return math.inf
+    band = PLATEAU_TOLERANCE * abs(q["r_inf"] - q["r0"])
+    if band == 0:
+        return 0.0
+    osc = Oscillator(mass=1.0, damping=c, stiffness=k)
+    r_slow = osc.decay_rates[0]
+    # |x(t)| <= (|x0| + |v0 + alpha x0| t) e^{-r_slow t}: searching out to where that bound is far
+    # below the band (plus 10 slow times for the polynomial factor) cannot miss a later crossing.
+    amp = abs(q["r_inf"] - q["r0"]) + abs(q["v0"]) / r_slow
+    horizon = (math.log(max(amp, band) / band) + 10.0) / r_slow
+
+    def excess(x):
+        return np.abs(trajectory(osc, x, q["r_inf"], q["r0"], q["v0"]) - q["r_inf"]) - band
+
+    grid = np.linspace(0.0, horizon, 4001)
+    outside = excess(grid) > 0
+    if not outside.any():
+        return 0.0
+    last = int(np.flatnonzero(outside)[-1])
+    if last + 1 >= grid.size:
+        return math.inf
+    # refine the last crossing (a smooth function of the parameters, so it can be differentiated)
+    return float(brentq(lambda x: float(excess(x)), grid[last], grid[last + 1], xtol=1e-12 * horizon))
+
+
+def _scale(name: str, q: dict[str, float], r_range: float, span: float) -> float:
+    """A typical size of parameter `name`, for finite-difference steps."""
+    if name in ("r_inf", "r0"):
+        return max(abs(q[name]), r_range, 1e-12)
+    if name == "v0":
+        return max(abs(q["v0"]), r_range / span, 1e-12)
+    if name == "damping":
+        return max(abs(q["damping"]), math.sqrt(q["stiffness"]), 1e-12)
+    return max(abs(q[name]), 1e-12)  # tau, stiffness: positive, relative steps
+
+
+def _partial(f, q: dict[str, float], name: str, scale: float | None = None) -> float:
+    h = FD_REL_STEP * (scale if scale is not None else max(abs(q[name]), 1e-12))
+    up, down = dict(q), dict(q)
+    up[name] += h
+    down[name] -= h
+    try:
+        return (f(up) - f(down)) / (2.0 * h)
+    except (ConfigError, ValueError, ZeroDivisionError, OverflowError):
+        return math.nan
+
+
+def _covariance(fit: FitResult, t: np.ndarray, r: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
+    """cov = s^2 (J^T J)^{-1} over the fitted parameters; inf on the diagonal where J^T J is singular."""
+    names = tuple(n for n in fit.params if n not in fit.fixed)
+    r_range = float(np.ptp(r)) or 1.0
+    span = float(max(t[-1] - t[0], 1.0))
+    cols = []
+    for name in names:
+        h = FD_REL_STEP * _scale(name, fit.params, r_range, span)
+        up, down = dict(fit.params), dict(fit.params)
+        up[name] += h
+        down[name] -= h
+        with np.errstate(over="ignore", invalid="ignore"):
+            cols.append((_model_curve(fit.model, up, t) - _model_curve(fit.model, down, t)) / (2.0 * h))
+    J = np.stack(cols, axis=1)  # (n, p)
+    dof = max(t.size - len(names), 1)
+    s2 = fit.rss / dof
+    p = len(names)
+    if not np.all(np.isfinite(J)):
+        return names, np.full((p, p), math.inf)
+    # Scale columns to unit norm before inverting (the parameters differ by orders of magnitude).
+    norms = np.linalg.norm(J, axis=0)
+    if np.any(norms == 0):
+        cov = np.full((p, p), math.inf)
+        return names, cov
+    Js = J / norms
+    u, sv, vt = np.linalg.svd(Js, full_matrices=False)
+    if sv[-1] <= sv[0] * 1e-10:  # not identifiable: some combination leaves the curve unchanged
+        return names, np.full((p, p), math.inf)
+    inv = (vt.T / sv**2) @ vt
+    return names, s2 * inv / np.outer(norms, norms)
+
+
+def _bin(t: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-count bin means, so at most MAX_FIT_POINTS points go into the least-squares fits."""
+    if t.size <= MAX_FIT_POINTS:
+        return t, r
+    size = math.ceil(t.size / MAX_FIT_POINTS)
+    n = t.size // size * size  # the ragged tail joins no bin; it still counts in R^2
+    return t[:n].reshape(-1, size).mean(axis=1), r[:n].reshape(-1, size).mean(axis=1)
+
+
+def _standardise(r: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """(center, scale, (r - center)/scale) with mean 0 and std 1, computed without overflow (r is first
+    divided by max|r|, so rewards of 1e300 or 1e-300 fit as well as rewards of 1); scale 1 if constant."""
+    a = float(np.max(np.abs(r)))
+    if a == 0.0:
+        return 0.0, 1.0, r.copy()
+    x = r / a
+    c, sd = float(x.mean()), float(x.std())
+    if sd == 0.0:
+        return a * c, a, x - c
+    return a * c, a * sd, (x - c) / sd
+
+
+def _omega(q: dict[str, float]) -> float:
+    """Damped angular frequency sqrt(k - c^2/4) of the m = 1 oscillator (0 when overdamped)."""
+    return math.sqrt(max(q["stiffness"] - q["damping"] ** 2 / 4.0, 0.0))
+
+
+def _zeta(q: dict[str, float]) -> float:
+    return q["damping"] / (2.0 * math.sqrt(q["stiffness"]))
+
+
+def _regime(model: str, zeta: float, damping: float) -> str:
+    if model == "exponential":
+        return "overdamped"
+    if damping <= 0:
+        return "unstable"
+    if abs(zeta - 1.0) <= CRITICAL_BAND:
+        return "critical"
+    return "overdamped" if zeta > 1.0 else "underdamped"
+
+
+def fit_trajectory(steps, reward) -> TrajectoryFit:
+    """Fit the closed forms to (steps, reward) and select a model (see the module docstring).
+
+    steps, reward: 1-d, equal length; NaN/inf points are dropped, steps may be irregular and unsorted.
+    Raises ConfigError with fewer than `MIN_POINTS` finite points.
+    """
+    t = np.asarray(steps, dtype=float)
+    r = np.asarray(reward, dtype=float)
+    if t.shape != r.shape or t.ndim != 1:
+        raise ConfigError(f"steps and rewards must be 1-d arrays of equal length, got shapes {t.shape} and {r.shape}")
+    keep = np.isfinite(t) & np.isfinite(r)
+    t, r = t[keep], r[keep]
+    if t.size < MIN_POINTS:
+        raise ConfigError(f"need at least {MIN_POINTS} finite reward points to fit a trajectory, got {t.size}")
+    order = np.argsort(t, kind="stable")
+    t, r = t[order], r[order]
+    t_start = float(t[0])
+    tt = t - t_start
+    center, scale, r = _standardise(r)  # fit in standardised units; mapped back at the end
+    tb, rb = _bin(tt, r)
+    slow = fit_oscillator(tb, rb, v0=0.0)
+    q = slow.params  # the free-v0 fit also starts from the slow-start optimum (it nests it)
+    free = fit_oscillator(tb, rb, starts=[[q["r_inf"], q["r0"], q["damping"], math.log(q["stiffness"]), 0.0]])
+    fits = {"exponential": fit_exponential(tb, rb), "slow_start": slow, "oscillator": free}
+    bic = {name: f.bic for name, f in fits.items()}
+    # An oscillator whose period spans fewer than MIN_PERIOD_ROWS rows cannot be told from noise
+    # sampled at the log's spacing (it aliases): it does not take part in the selection.
+    spacing = float(np.median(np.diff(tb))) if tb.size > 1 else 1.0
+    aliased = [name for name in ("slow_start", "oscillator") if _omega(fits[name].params) * MIN_PERIOD_ROWS * spacing > 2 * math.pi]
+    for name in aliased:
+        bic[name] = math.inf
+    best_osc = min(("slow_start", "oscillator"), key=lambda n: bic[n])
+    delta = bic["exponential"] - bic[best_osc]  # -inf when both oscillators aliased
+    variant = best_osc if delta > EVIDENCE_BIC else "exponential"
+    chosen = fits[variant]
+    names, cov = _covariance(chosen, tb, rb)
+    stderr = {n: 0.0 for n in chosen.params}
+    for i, name in enumerate(names):
+        stderr[name] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 else math.nan
+    # goodness of fit on every point (the binned fit's R^2 would flatter a long noisy log)
+    fitted_all = chosen.predict(tt)
+    rss = float(np.sum((r - fitted_all) ** 2))
+    tss = float(np.sum((r - r.mean()) ** 2))
+    r2 = 1.0 - rss / tss if tss > 0 else (1.0 if rss == 0 else 0.0)
+    residual_std = math.sqrt(rss / max(t.size - len(names), 1))
+
+    zeta, zeta_se = math.inf, math.nan
+    if chosen.model == "oscillator":
+        zeta = _zeta(chosen.params)
+        grad = np.array([_partial(_zeta, chosen.params, n) for n in names])
+        var = float(grad @ cov @ grad) if np.all(np.isfinite(cov)) else math.nan
+        zeta_se = math.sqrt(var) if var >= 0 else math.nan
+    span = float(tt[-1])
+    omega = _omega(chosen.params) if chosen.model == "oscillator" else 0.0
+    # Model-free check of a periodic component around the trend-only (exponential) fit; it pays for
+    # the search over frequencies that the oscillator's BIC does not.
+    q = fits["exponential"].params
+    periodic_p, period, share = periodic_component(tt, r - single_exponential(tt, q["r_inf"], q["r0"], q["tau"]))
+    oscillation = bool(
+        chosen.model == "oscillator" and zeta < 1.0 and math.isfinite(zeta_se)
+        and zeta + Z_SIGNIFICANT * zeta_se < 1.0 and omega * span >= 2 * math.pi * PERIODS_SEEN
+        and periodic_p < OSCILLATION_P
+    )
+    inertia = bool(bic["exponential"] - bic["slow_start"] > EVIDENCE_BIC)
+    selection = {
+        "bic": bic,
+        "delta_bic": delta,  # BIC(exponential) - BIC(best oscillator variant); > EVIDENCE_BIC selects the oscillator
+        "best_oscillator": best_osc,
+        "evidence_threshold": EVIDENCE_BIC,
+        "rule": f"exponential unless an oscillator model lowers the BIC by more than {EVIDENCE_BIC:g}",
+        "bic_units": "BIC of the standardised curve (R - mean)/std; differences do not depend on units",
+        "binned_points": int(tb.size) if tb.size != tt.size else None,
+        "exponential_params": {k: float(v) for k, v in fits["exponential"].params.items()},  # the trend-only model
+        "periodogram": {"p_value": periodic_p, "period": period, "share": share},  # Fisher g test around the exponential
+        "aliased": aliased,  # oscillator variants rejected: period < MIN_PERIOD_ROWS rows
+        "periods_seen": omega * span / (2 * math.pi),
+    }
+    # back to the reward's units: R = center + scale R_std, so r_inf, r0, v0 (and their s.e.) scale
+    units = {"r_inf": scale, "r0": scale, "v0": scale}
+    params = {k: center * (k in ("r_inf", "r0")) + units.get(k, 1.0) * float(v) for k, v in chosen.params.items()}
+    stderr = {k: units.get(k, 1.0) * v for k, v in stderr.items()}
+    d = np.array([units.get(n, 1.0) for n in names])
+    with np.errstate(over="ignore"):  # rewards ~1e300: the covariance of r_inf, r0 is inf, their s.e. stay finite
+        cov = cov * np.outer(d, d)
+    selection["exponential_params"] = {k: center * (k in ("r_inf", "r0")) + units.get(k, 1.0) * v
+                                       for k, v in selection["exponential_params"].items()}
+    return TrajectoryFit(
+        model=chosen.model, variant=variant, regime=_regime(chosen.model, zeta, chosen.params.get("damping", 1.0)),
+        params=params, stderr=stderr, cov=cov, fitted=names, r_squared=r2, residual_std=scale * residual_std,
+        n=int(t.size), t_start=t_start, t_end=float(t[-1]), inertia=inertia, oscillation=oscillation,
+        selection=selection, damping_ratio=zeta, damping_ratio_stderr=zeta_se,
+    )

@@ -1,0 +1,119 @@
+"""Causal self-attention with rotary positions and a preallocated key/value cache.
+
+    q, k, v = x W_qkv;   q, k <- RoPE(q, k, positions);   y = softmax(q k^T / sqrt(d_h) + M) v W_o
+
+M is 0 where a query may attend a key and -inf elsewhere: key slot j is visible to query slot i
+when j <= i (causal) and j holds a real token (attention mask), and a query always sees its own
+slot so that a padding query's row is never all -inf (its output is garbage but finite; nothing
+reads it). RoPE (Su et al. 2021, arXiv 2104.09864) rotates each pair of query/key coordinates
+(x_i, x_{i + d_h/2}) (the half-split pairing of GPT-NeoX/Llama) by the angle p * theta^(-2i/d_h)
+at position p, so q.k depends on positions only through their difference.
+
+Decoding writes each new key and value into cache buffers allocated once per rollout,
+(n_layers, B, H, S, d_h), and attends over the filled prefix, so one cached step computes the
+same numbers as the full teacher-forced pass up to summation order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+@dataclass
+class KVCache:
+    """Keys and values of every layer for the slots decoded so far, in buffers sized once.
+
+    Slots are filled left to right in calls of the model; `length` counts the filled ones.
+    `key_mask` marks the slots that hold real tokens (left padding and tokens fed after EOS are
+    not), and `n_real` counts each row's real tokens, so the next real token's position is
+    `n_real` (positions start at 0 at the first real token, whatever the left padding).
+    """
+
+    keys: torch.Tensor  # (n_layers, B, H, S, d_h)
+    values: torch.Tensor  # (n_layers, B, H, S, d_h)
+    key_mask: torch.Tensor  # (B, S) bool, real tokens among the filled slots
+    n_real: torch.Tensor  # (B,) int64, real tokens so far
+    length: int = 0  # slots filled
+
+    @classmethod
+    def allocate(cls, n_layers, batch, n_heads, slots, head_dim, *, dtype, device) -> KVCache:
+        shape = (n_layers, batch, n_heads, slots, head_dim)
+        return cls(  # empty: a slot is always written before any query can read it
+            keys=torch.empty(shape, dtype=dtype, device=device),
+            values=torch.empty(shape, dtype=dtype, device=device),
+            key_mask=torch.zeros(batch, slots, dtype=torch.bool, device=device),
+            n_real=torch.zeros(batch, dtype=torch.long, device=device),
+        )
+
+    @property
+    def capacity(self) -> int:
+        return self.keys.shape[3]
+
+
+def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of p * theta^(-2i/d_h), each (B, 1, T, d_h / 2), in float32, for positions (B, T)."""
+    angles = positions[:, None, :, None].float() * inv_freq.float()  # (B, 1, T, d_h/2)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate the pairs (x_i, x_{i+d_h/2}) of x (..., B, H, T, d_h) by the angles; computed in
+    float32, returned in x's dtype (so bf16 autocast keeps its dtype)."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half].float(), x[..., half:].float()
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).to(x.dtype)
+
+
+def attention_mask_4d(key_valid: torch.Tensor, start: int, n_queries: int) -> torch.Tensor:
+    """(B, 1, T, S') bool: query slot start+t sees key slot j iff j <= start+t and (key j is real
+    or j is the query's own slot).
+
+    Args:
+        key_valid: (B, S') bool, which key slots hold real tokens (S' = start + T).
+    """
+    S = key_valid.shape[1]
+    query_slot = start + torch.arange(n_queries, device=key_valid.device)[:, None]  # (T, 1)
+    key_slot = torch.arange(S, device=key_valid.device)[None, :]  # (1, S')
+    causal = key_slot <= query_slot  # (T, S')
+    own = key_slot == query_slot
+    return (causal & (key_valid[:, None, :] | own))[:, None]  # (B, 1, T, S')
+
+
+class Attention(nn.Module):
+    """Multi-head causal self-attention (no biases)."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float) -> None:
+        super().__init__()
+        self.n_heads, self.head_dim = n_heads, d_model // n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.proj = nn.Linear(d_model, d_model, bias=False)
+        self.dropout = dropout
+
+    def forward(self, x, rope, mask, cache_kv, start: int) -> torch.Tensor:
+        """x (B, T, d) -> (B, T, d).
+
+        rope: (cos, sin) or None (learned positions); mask: (B, 1, T, S') bool, or None for plain
+        causal attention without padding or cache; cache_kv: (keys, values) (B, H, S, d_h) of this
+        layer, written at slots start..start+T-1, or None.
+        """
+        B, T, d = x.shape
+        qkv = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, d_h)
+        q, k, v = qkv
+        if rope is not None:
+            q, k = apply_rope(qkv[:2], *rope)  # queries and keys in one rotation: (2, B, H, T, d_h)
+        if cache_kv is not None:
+            cache_kv[0][:, :, start : start + T] = k
+            cache_kv[1][:, :, start : start + T] = v
+            # (B, H, S', d_h) the filled prefix, in the queries' dtype (the cache may be wider)
+            k = cache_kv[0][:, :, : start + T].to(q.dtype)
+            v = cache_kv[1][:, :, : start + T].to(q.dtype)
+        p = self.dropout if self.training else 0.0
+        if mask is None:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        return self.proj(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)

@@ -1,0 +1,290 @@
+"""The built-in causal language model: a pre-norm transformer, dense or mixture-of-experts.
+
+    h_0 = E[x] (+ P[positions] with learned positions);
+    h_l = h_{l-1} + Attn(LN(h_{l-1}))  (RoPE inside with rotary positions);
+    h_l = h_l + MLP(LN(h_l))           (GELU MLP, or the top-k MoE of `_moe`);
+    logits = LN(h_n) W_out^T           (W_out = E when the embeddings are tied)
+
+    model = build_model(ModelConfig(vocab_size=16, **MODEL_PRESETS["1m"]))
+    logits, aux = model(input_ids, attention_mask=None, kv_cache=None, positions=None, routing=None)
+
+`logits` (B, T, V) are float32 whatever the compute dtype (autocast); `aux["routing"]` is a
+tuple with one (B, T, k) int64 expert-set tensor per layer (None for a dense model), and passing
+it back as `routing=` replays those choices; `aux["load_balance_loss"]` is the mean over layers
+of the Switch load-balance loss (None for a dense model).
+
+Positions start at 0 at each row's first real token: from `positions` when given, else from the
+attention mask (cumulative count of real tokens), else from the cache's count of real tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.train._attention import Attention, KVCache, attention_mask_4d, rope_angles
+from gspo_dynamics.train._moe import MoEMLP
+
+INIT_STD = 0.02  # GPT-2's weight scale: logits start near uniform
+POSITIONALS: tuple[str, ...] = ("rope", "learned")
+
+MODEL_PRESETS: dict[str, dict] = {
+    # name -> ModelConfig keyword arguments without vocab_size (the tokenizer's); the name is the
+    # approximate parameter count, checked within 30% by the tests (at vocab_size 16)
+    "100k": dict(d_model=64, n_layers=2, n_heads=4, d_ff=256, max_seq_len=128),
+    "1m": dict(d_model=128, n_layers=5, n_heads=4, d_ff=512, max_seq_len=256),
+    "10m": dict(d_model=384, n_layers=6, n_heads=6, d_ff=1536, max_seq_len=512),
+    "100m": dict(d_model=768, n_layers=14, n_heads=12, d_ff=3072, max_seq_len=1024),
+    "1b": dict(d_model=2048, n_layers=20, n_heads=16, d_ff=8192, max_seq_len=2048),
+}
+PRESET_SIZES: dict[str, float] = {"100k": 1e5, "1m": 1e6, "10m": 1e7, "100m": 1e8, "1b": 1e9}
+
+
+def _int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """Sizes of a `CausalLM`; validated at construction (ConfigError)."""
+
+    vocab_size: int  # V, token ids
+    d_model: int  # residual width d
+    n_layers: int  # transformer blocks
+    n_heads: int  # attention heads H; d_model must be a multiple, d_h = d / H even (RoPE pairs)
+    d_ff: int  # MLP hidden width f (of each expert for MoE)
+    max_seq_len: int  # prompt plus completion tokens must fit
+    n_experts: int = 0  # E experts per MoE block; 0 = dense MLPs
+    top_k: int = 2  # k experts per token (MoE only; must be <= n_experts)
+    dropout: float = 0.0  # on attention probabilities and residual branches, in training mode
+    positional: str = "rope"  # "rope" (rotary) or "learned" (absolute embeddings)
+    tie_embeddings: bool = True  # output projection = token embedding
+    rope_theta: float = 10000.0  # RoPE base theta
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_seq_len"):
+            _int(name, getattr(self, name), 1)
+        _int("n_experts", self.n_experts, 0)
+        if self.n_experts:
+            if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or not 1 <= self.top_k <= self.n_experts:
+                raise ConfigError(f"top_k must be an integer in [1, {self.n_experts}] (n_experts), got {self.top_k!r}")
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"d_model {self.d_model} must be a multiple of n_heads {self.n_heads}")
+        if self.positional not in POSITIONALS:
+            raise ConfigError(f"positional must be one of {', '.join(POSITIONALS)}; got {self.positional!r}")
+        if self.positional == "rope" and self.head_dim % 2:
+            raise ConfigError(f"rotary positions need an even head dimension, got d_model/n_heads = {self.head_dim}")
+        if not (isinstance(self.dropout, (int, float)) and 0.0 <= self.dropout < 1.0):
+            raise ConfigError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        if not (isinstance(self.rope_theta, (int, float)) and self.rope_theta > 1.0):
+            raise ConfigError(f"rope_theta must be a number > 1, got {self.rope_theta!r}")
+        if not isinstance(self.tie_embeddings, bool):
+            raise ConfigError(f"tie_embeddings must be true or false, got {self.tie_embeddings!r}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    def parameter_count(self) -> int:
+        """Parameters of the model, counted analytically (no allocation):
+
+            V d  [+ S_max d learned positions]  [+ V d untied head]  + 2 d (final LN)
+            + n_layers [ 4 d  (two LNs)  + 4 d^2  (W_qkv, W_o)  + MLP ],
+            MLP = 2 d f  (dense)   or   d E + 2 E d f  (router and E experts)
+        """
+        d, f, V = self.d_model, self.d_ff, self.vocab_size
+        mlp = 2 * d * f if not self.is_moe else d * self.n_experts + 2 * self.n_experts * d * f
+        per_layer = 4 * d + 4 * d * d + mlp
+        total = V * d + 2 * d + self.n_layers * per_layer
+        if self.positional == "learned":
+            total += self.max_seq_len * d
+        if not self.tie_embeddings:
+            total += V * d
+        return total
+
+    def active_parameter_count(self) -> int:
+        """Parameters one token uses (MoE: k of the E experts), the N of the 6 N FLOPs/token rule."""
+        if not self.is_moe:
+            return self.parameter_count()
+        idle = self.n_layers * 2 * (self.n_experts - self.top_k) * self.d_model * self.d_ff
+        return self.parameter_count() - idle
+
+    def flops_per_token(self, seq_len: int, training: bool = True) -> int:
+        """Model FLOPs per token for sequences of `seq_len` tokens (the numerator of MFU):
+
+            forward = 2 N_mm + 4 n_layers d T,    training = 3 x forward = 6 N_mm + 12 n_layers d T
+
+        (PaLM, Chowdhery et al. 2022, appendix B), N_mm the matmul weights one token uses (attention
+        4 d^2, MLP 2 d f or router d E + 2 k d f per layer, and the V d output head; no embedding
+        lookup, norms or elementwise work), and attention scores and values counted over the full
+        T x T square. Useful work only: MoE dispatch padding is not counted.
+        """
+        _int("seq_len", seq_len, 1)
+        d, f = self.d_model, self.d_ff
+        mlp = 2 * d * f if not self.is_moe else d * self.n_experts + 2 * self.top_k * d * f
+        matmul_weights = self.n_layers * (4 * d * d + mlp) + self.vocab_size * d
+        forward = 2 * matmul_weights + 4 * self.n_layers * d * seq_len
+        return 3 * forward if training else forward
+
+
+def preset_config(name: str, vocab_size: int, **overrides) -> ModelConfig:
+    """`ModelConfig` of preset `name` (MODEL_PRESETS) for a vocabulary, with fields overridden."""
+    if name not in MODEL_PRESETS:
+        raise ConfigError(f"unknown model preset {name!r}; valid names are {', '.join(MODEL_PRESETS)}")
+    return ModelConfig(**{**MODEL_PRESETS[name], "vocab_size": vocab_size, **overrides})
+
+
+class DenseMLP(nn.Module):
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(nn.functional.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        d = config.d_model
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = Attention(d, config.n_heads, config.dropout)
+        self.mlp = MoEMLP(d, config.d_ff, config.n_experts, config.top_k) if config.is_moe else DenseMLP(d, config.d_ff)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, x, rope, mask, cache_kv, start, experts, token_mask):
+        """-> (x, experts (B, T, k) or None, load-balance loss or None)."""
+        x = x + self.drop(self.attn(self.ln1(x), rope, mask, cache_kv, start))
+        if isinstance(self.mlp, MoEMLP):
+            out, experts, balance = self.mlp(self.ln2(x), experts, token_mask)
+        else:
+            out, experts, balance = self.mlp(self.ln2(x)), None, None
+        return x + self.drop(out), experts, balance
+
+
+class CausalLM(nn.Module):
+    """The built-in causal transformer; see the module docstring for the call."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.embed = nn.Embedding(config.vocab_size, d)
+        self.pos_embed = nn.Embedding(config.max_seq_len, d) if config.positional == "learned" else None
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = None if config.tie_embeddings else nn.Linear(d, config.vocab_size, bias=False)
+
+    def num_parameters(self) -> int:
+        """Parameters allocated (a tied weight once); equals `config.parameter_count()`."""
+        return sum(p.numel() for p in self.parameters())
+
+    @torch.no_grad()
+    def init_weights(self, generator: torch.Generator | None = None) -> None:
+        """N(0, 0.02) matrices, residual outputs scaled by 1/sqrt(2 n_layers) (GPT-2), unit LN gains."""
+        residual_std = INIT_STD / math.sqrt(2 * self.config.n_layers)
+        for name, p in self.named_parameters():
+            if p.ndim < 2:  # LayerNorm: weight 1, bias 0
+                p.fill_(1.0 if name.endswith("weight") else 0.0)
+            elif name.endswith(("proj.weight", "down.weight", "w_down")):
+                nn.init.normal_(p, 0.0, residual_std, generator=generator)
+            else:
+                nn.init.normal_(p, 0.0, INIT_STD, generator=generator)
+
+    def new_kv_cache(self, batch: int, slots: int, dtype: torch.dtype | None = None) -> KVCache:
+        """A cache for `batch` rows of up to `slots` tokens, allocated once. The dtype is the
+        autocast dtype when autocast is on for the model's device, else the parameters'."""
+        c = self.config
+        device = self.embed.weight.device
+        if dtype is None:
+            autocast = torch.is_autocast_enabled(device.type)
+            dtype = torch.get_autocast_dtype(device.type) if autocast else self.embed.weight.dtype
+        return KVCache.allocate(c.n_layers, batch, c.n_heads, slots, c.head_dim, dtype=dtype, device=device)
+
+    def forward(self, input_ids, attention_mask=None, kv_cache: KVCache | None = None, positions=None, routing=None):
+        """Logits (B, T, V) float32 of `input_ids` (B, T) and aux (module docstring).
+
+        attention_mask: (B, T) 1 for real tokens (bool or int), None = all real. With `kv_cache`
+        the inputs fill the next T slots and attend to everything cached before them.
+        routing: a sequence of one (B, T, k) expert tensor per layer (or a (n_layers, B, T, k)
+        tensor) to replay; MoE models only.
+        """
+        if input_ids.ndim != 2 or input_ids.dtype != torch.long:
+            raise ValueError(f"input_ids must be an int64 tensor (B, T), got {input_ids.dtype} {tuple(input_ids.shape)}")
+        B, T = input_ids.shape
+        c = self.config
+        real = torch.ones(B, T, dtype=torch.bool, device=input_ids.device) if attention_mask is None else attention_mask.bool()
+        if real.shape != (B, T):
+            raise ValueError(f"attention_mask must have shape {(B, T)}, got {tuple(real.shape)}")
+        start = 0 if kv_cache is None else kv_cache.length
+        if start + T > (c.max_seq_len if kv_cache is None else kv_cache.capacity):
+            limit = c.max_seq_len if kv_cache is None else kv_cache.capacity
+            raise ValueError(f"{start + T} tokens exceed the {'cache capacity' if kv_cache else 'max_seq_len'} {limit}")
+        if positions is None:
+            offset = 0 if kv_cache is None else kv_cache.n_real[:, None]
+            positions = (offset + real.long().cumsum(-1) - 1).clamp(min=0)  # (B, T) 0 at the first real token
+        if kv_cache is not None:
+            kv_cache.key_mask[:, start : start + T] = real
+            mask = attention_mask_4d(kv_cache.key_mask[:, : start + T], start, T)
+        else:
+            mask = None if attention_mask is None else attention_mask_4d(real, 0, T)
+        routing = self._check_routing(routing, B, T)
+
+        x = self.embed(input_ids)  # (B, T, d)
+        rope = None
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(positions)
+        else:
+            # theta^(-2i/d_h), (d_h / 2,), made here in float32 (a buffer would follow model.to(bf16))
+            exponents = torch.arange(0, c.head_dim, 2, dtype=torch.float32, device=input_ids.device) / c.head_dim
+            rope = rope_angles(positions, c.rope_theta**-exponents)
+        decisions, balances = [], []
+        for i, block in enumerate(self.blocks):
+            kv = None if kv_cache is None else (kv_cache.keys[i], kv_cache.values[i])
+            x, experts, balance = block(x, rope, mask, kv, start, None if routing is None else routing[i], real)
+            decisions.append(experts)
+            balances.append(balance)
+        h = self.ln_f(x)
+        weight = self.embed.weight if self.head is None else self.head.weight
+        logits = nn.functional.linear(h, weight).float()  # (B, T, V)
+        if kv_cache is not None:
+            kv_cache.length = start + T
+            kv_cache.n_real += real.long().sum(-1)
+        if not c.is_moe:
+            return logits, {"routing": None, "load_balance_loss": None}
+        return logits, {"routing": tuple(decisions), "load_balance_loss": torch.stack(balances).mean()}
+
+    def _check_routing(self, routing, B: int, T: int):
+        if routing is None:
+            return None
+        c = self.config
+        if not c.is_moe:
+            raise ValueError("a dense model has no router; routing must be None")
+        if len(routing) != c.n_layers:
+            raise ValueError(f"routing must hold one expert tensor per layer ({c.n_layers}), got {len(routing)}")
+        for layer in routing:
+            if tuple(layer.shape) != (B, T, c.top_k):
+                raise ValueError(f"each layer's routing must have shape {(B, T, c.top_k)}, got {tuple(layer.shape)}")
+        return routing
+
+
+def build_model(config: ModelConfig, generator: torch.Generator | None = None) -> CausalLM:
+    """A `CausalLM` of `config` with initialised weights (`generator` seeds them; None: torch's
+    global generator). Built under `torch.device("meta")` it allocates nothing."""
+    if not isinstance(config, ModelConfig):
+        raise ConfigError(f"build_model needs a ModelConfig, got {type(config).__name__}")
+    model = CausalLM(config)
+    if model.embed.weight.device.type != "meta":
+        model.init_weights(generator)
+    return model

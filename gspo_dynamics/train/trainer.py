@@ -1,0 +1,345 @@
+"""The GRPO/GSPO trainer for causal language models: rollouts, updates, logs, checkpoints, DDP.
+
+    result = train(TrainConfig(task="pattern", model="100k", objective="gspo", steps=100), "runs/a")
+    result = train(config, "runs/a", resume=True)          # continue from runs/a/checkpoint.pt
+
+Schedule (TRL's GRPOTrainer; T = steps_per_generation x num_iterations):
+
+    every T optimizer steps (a refresh), rollout k:
+        N x steps_per_generation prompts, G completions each, from the current policy (`_step`)
+    optimizer step t, window position j = t mod T, uses minibatch j mod steps_per_generation
+        (N prompts, N G completions, split over the processes), see `_step.update`
+
+Determinism: the weights' init, the warm-up, the prompts and the sampler of rollout k (chunk c)
+draw from generators seeded from (seed, purpose, k, c), so a CPU run is a function of its config
+and a run resumed at a rollout boundary draws exactly what the uninterrupted run drew.
+Chunks: rollout k is sampled as `rollout_chunks` independent streams, chunk c holding the prompts
+c N/C .. (c+1) N/C - 1 of every minibatch; process r of W samples chunks r C/W .. (r+1) C/W - 1.
+With C fixed, 1 process and W processes see the same completions (up to float rounding).
+
+Models: `model` is a preset of `MODEL_PRESETS`, a JSON file of ModelConfig fields (optionally
+{"preset": name, ...overrides}), or hf:DIR, a local Hugging Face causal LM (config.json alone: a
+fresh model of it) whose vocabulary is the tasks' tokenizer's (never a download).
+Several processes: `torchrun --nproc-per-node W -m gspo_dynamics.cli.main train ...` (see
+`_distributed`). A resume may use another number of processes; it reproduces the run up to float
+rounding only when `rollout_chunks` was set (otherwise the chunks follow the process count).
+
+Files in the run directory: config.json, metrics.jsonl (one row per optimizer step, TRL's names,
+see `_metrics`), trainer_state.json (TRL-style, read by `gspo_dynamics.logs.read_log`), and
+checkpoint.pt (`_checkpoint`), written every `checkpoint_every` steps and at the last rollout
+boundary of the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.objectives import get_loss
+from gspo_dynamics.train import _checkpoint as C
+from gspo_dynamics.train import _distributed as D
+from gspo_dynamics.train import _metrics as M
+from gspo_dynamics.train._step import Buffer, merge, score, update
+from gspo_dynamics.train.config import CONFIG_NAME, FIELDS, RESUMABLE_CHANGES, STALE_GRADIENT, TrainConfig
+from gspo_dynamics.train.model import MODEL_PRESETS, ModelConfig, build_model, preset_config
+from gspo_dynamics.train.rollout import generate
+from gspo_dynamics.train.tasks import make_task
+from gspo_dynamics.train.tokenizer import Tokenizer
+from gspo_dynamics.train.warmup import supervised_warmup
+
+
+@dataclass(frozen=True, eq=False)
+class TrainResult:
+    """What `train` returns: the config, the metric rows of the whole run, the trained model."""
+
+    config: TrainConfig
+    model_config: Any  # ModelConfig, or the HFConfigView of a Hugging Face model
+    out_dir: Path
+    rows: list[dict[str, Any]]
+    model: torch.nn.Module
+    warmup_success: float | None  # success rate after the cold start (None on resume)
+    is_main: bool  # rank 0 (the process that writes the files)
+
+
+def stream_seed(*keys) -> int:
+    """A 63-bit seed determined by `keys` (the run seed, a purpose, indices): independent streams."""
+    digest = hashlib.sha256(repr(keys).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def resolve_model_config(spec: str, vocab_size: int) -> ModelConfig:
+    """A preset name (`MODEL_PRESETS`), or a JSON file of ModelConfig fields, optionally with
+    "preset": name to start from that preset (e.g. {"preset": "100k", "n_experts": 4})."""
+    if spec in MODEL_PRESETS:
+        return preset_config(spec, vocab_size)
+    path = Path(spec)
+    if not path.is_file():
+        raise ConfigError(f"model {spec!r} is neither a preset ({', '.join(MODEL_PRESETS)}) nor a JSON file of ModelConfig fields")
+    try:
+        fields = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the model config {spec!r}: {exc}") from None
+    if not isinstance(fields, dict):
+        raise ConfigError(f"the model config {spec!r} must be one JSON object of ModelConfig fields")
+    if fields.pop("vocab_size", vocab_size) != vocab_size:
+        raise ConfigError(f"the model config {spec!r} has a vocab_size other than the tokenizer's {vocab_size}")
+    preset = fields.pop("preset", None)
+    known = {f.name for f in dataclasses.fields(ModelConfig)} - {"vocab_size"}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ConfigError(f"unknown model setting {unknown[0]!r} in {spec!r}; valid settings are preset, {', '.join(sorted(known))}")
+    if preset is not None:
+        return preset_config(preset, vocab_size, **fields)
+    return ModelConfig(vocab_size=vocab_size, **fields)
+
+
+HF_PREFIX = "hf:"  # --model hf:DIR, a local Hugging Face model directory (optional extra)
+
+
+def _build_policy(spec: str, vocab_size: int, seed: int):
+    """(model on the CPU, its config, a plain dict of that config for checkpoint checks). The
+    weights' init draws from a stream of (seed, "init"); torch's global RNG is left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(stream_seed(seed, "init"))
+        if spec.startswith(HF_PREFIX):
+            from gspo_dynamics.train.hf import load_hf_model
+
+            model = load_hf_model(spec[len(HF_PREFIX):])
+            if model.config.vocab_size != vocab_size:
+                raise ConfigError(f"the Hugging Face model has vocab_size {model.config.vocab_size}; the tasks' "
+                                  f"tokenizer needs {vocab_size}")
+            return model, model.config, {"hf_config": json.loads(model.config.hf.to_json_string(use_diff=False))}
+        config = resolve_model_config(spec, vocab_size)
+        return build_model(config, torch.Generator().manual_seed(stream_seed(seed, "init"))), config, dataclasses.asdict(config)
+
+
+def _make_optimizer(config: TrainConfig, params) -> torch.optim.Optimizer:
+    if config.optimizer == "sgd":  # heavy ball: v <- mu v + g, theta <- theta - lr v
+        return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
+    return torch.optim.AdamW(params, lr=config.lr, betas=(config.beta1, config.beta2), eps=config.adam_eps,
+                             weight_decay=config.weight_decay)
+
+
+def _learning_rate(config: TrainConfig, step: int) -> float:
+    """eta_t of optimizer step t (0-based): constant, or linear from eta to eta / steps."""
+    return config.lr if config.lr_schedule == "constant" else config.lr * (1.0 - step / config.steps)
+
+
+def _check_setup(config: TrainConfig, world: D.World, device: torch.device) -> int:
+    """ConfigError for settings this launch cannot run; the number of rollout chunks."""
+    chunks = config.rollout_chunks or world.size
+    if chunks % world.size:
+        raise ConfigError(f"rollout_chunks ({chunks}) must be a multiple of the number of processes ({world.size})")
+    if config.prompts_per_step % chunks:
+        raise ConfigError(f"prompts_per_step ({config.prompts_per_step}) must be a multiple of the rollout chunks ({chunks})")
+    T = config.refresh_interval
+    if config.checkpoint_every % T:
+        raise ConfigError(f"checkpoint_every ({config.checkpoint_every}) must be a multiple of the refresh interval "
+                          f"T = steps_per_generation x num_iterations = {T}: checkpoints fall on rollout boundaries")
+    if config.precision == "bf16" and device.type != "cuda":
+        raise ConfigError(f"precision bf16 needs a CUDA device; this run is on {device}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device cuda was asked for but CUDA is not available")
+    return chunks
+
+
+def _check_out_dir(out: Path, config: TrainConfig, model_description: dict, resume: bool) -> dict | None:
+    """The checkpoint to resume from (checked against this run), or None for a fresh run."""
+    if not resume:
+        taken = [name for name in (C.CHECKPOINT_NAME, M.METRICS_NAME) if (out / name).exists()]
+        if taken:
+            raise ConfigError(f"{str(out)!r} already holds a run ({taken[0]}); pass --resume to continue it or choose another --out")
+        return None
+    state = C.load_checkpoint(out)
+    allowed = RESUMABLE_CHANGES if config.lr_schedule == "constant" else tuple(f for f in RESUMABLE_CHANGES if f != "steps")
+    saved = {k: v for k, v in state["config"].items() if k in FIELDS}
+    C.check_compatible(saved, config.to_dict(), "config", allowed)
+    C.check_compatible(state["model_config"], model_description, "model config")
+    if state["step"] >= config.steps:
+        raise ConfigError(f"the checkpoint is already at step {state['step']} of {config.steps}; pass a larger --steps to continue")
+    return state
+
+
+class _Run:
+    """The state of one training run between steps (model, optimizer, rollout buffer, logs)."""
+
+    def __init__(self, config: TrainConfig, out: Path, world: D.World, device: torch.device, chunks: int, resume: bool):
+        self.config, self.out, self.world, self.device, self.chunks = config, out, world, device, chunks
+        self.tokenizer = Tokenizer()
+        self.task = make_task(config.task, self.tokenizer, **(config.task_options or {}))
+        self.max_new_tokens = config.max_new_tokens or self.task.max_new_tokens
+        model, self.model_config, self.model_description = _build_policy(config.model, self.tokenizer.vocab_size, config.seed)
+        if config.routing_replay != "none" and not getattr(self.model_config, "is_moe", False):
+            raise ConfigError(f"routing_replay {config.routing_replay!r} needs a built-in mixture-of-experts model (n_experts > 0)")
+        state = _check_out_dir(out, config, self.model_description, resume)
+        D.barrier(world)  # every process has checked the directory before rank 0 writes to it
+        bf16 = device.type == "cuda" and config.precision in ("auto", "bf16")
+        self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
+        seed = config.seed
+        self.model = model.to(device)
+        self.warmup_success = None
+        if state is None:  # cold start, identical on every process (and rank 0's weights broadcast)
+            self.warmup_success = supervised_warmup(
+                self.model, self.task, self.tokenizer, steps=config.warmup_steps, lr=config.warmup_lr,
+                batch_size=config.prompts_per_step * config.group_size,
+                generator=torch.Generator().manual_seed(stream_seed(seed, "warmup")), temperature=config.temperature)
+            D.broadcast_parameters(self.model, world)
+        else:
+            self.model.load_state_dict(state["model"])
+        self.reference = None
+        if config.kl_coef > 0:
+            self.reference = copy.deepcopy(self.model).requires_grad_(False).eval()
+            if state is not None:
+                if state.get("reference") is None:
+                    raise ConfigError("the checkpoint has no reference model, but kl_coef > 0")
+                self.reference.load_state_dict(state["reference"])
+        self.optimizer = _make_optimizer(config, self.model.parameters())
+        self.train_model = torch.compile(self.model) if config.compile else self.model
+        self.loss_fn = get_loss(config.objective)
+        self.loss_kwargs = {"clip_low": config.eps_low, "clip_high": config.eps_high}
+        if config.objective == "dr_grpo":
+            self.loss_kwargs["max_tokens"] = self.max_new_tokens  # its constant normaliser L_max
+        self.step, self.num_tokens, keep_rows = 0, 0, 0
+        if state is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+            C.set_rng_state(state["rng"])
+            self.step, self.num_tokens, keep_rows = state["step"], state["num_tokens"], state["metrics_rows"]
+        kept = M.read_rows(out / M.METRICS_NAME, keep_rows) if keep_rows else []  # checked before any write
+        if world.is_main:
+            out.mkdir(parents=True, exist_ok=True)  # config.json: this run's settings (a resume may extend steps)
+            C.atomic_write_text(out / CONFIG_NAME, json.dumps(config.to_dict(), indent=1))
+        self.log = M.MetricsLog(out, rows=kept, write=world.is_main)
+        self.buffer: Buffer | None = None
+        self.sampler_params: dict | None = None
+
+    # ---- rollouts ----------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def rollout(self, k: int) -> Buffer:
+        """This process's share of rollout k (module docstring), scored."""
+        cfg, G, N, spg = self.config, self.config.group_size, self.config.prompts_per_step, self.config.steps_per_generation
+        prompts = self.task.sample_prompts(N * spg, torch.Generator().manual_seed(stream_seed(cfg.seed, "prompts", k)))
+        width = N // self.chunks  # prompts of one chunk in each minibatch
+        per_rank = self.chunks // self.world.size
+        mine = range(self.world.rank * per_rank, (self.world.rank + 1) * per_rank)
+        self.model.eval()
+        buffers = []
+        for c in mine:
+            chunk = [prompts[m * N + c * width + i] for m in range(spg) for i in range(width)]
+            chunk = [p for p in chunk for _ in range(G)]  # (spg width G,) rows, G consecutive per prompt
+            ids, mask = self.tokenizer.batch_encode(chunk, device=self.device)
+            generator = torch.Generator(self.device).manual_seed(stream_seed(cfg.seed, "sample", k, c))
+            with self.autocast():
+                ro = generate(self.model, ids, mask, self.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                              eos_id=self.tokenizer.eos_id, pad_id=self.tokenizer.pad_id, generator=generator)
+            completions = self.tokenizer.decode(ro.completion_ids, ro.completion_mask)
+            rewards = self.task.reward(chunk, completions).to(self.device, torch.float32)
+            buffers.append(Buffer(ro.sequences, ro.attention_mask, ro.completion_mask, ro.sampler_logprobs,
+                                  ro.routing, ro.truncated, rewards))
+        block = width * G  # rows of one chunk in one minibatch
+        order = torch.tensor([ci * spg * block + m * block + r for m in range(spg) for ci in range(per_rank)
+                              for r in range(block)], device=self.device)  # chunk-major -> minibatch-major
+        buf = merge(buffers, order, self.tokenizer.pad_id)
+        self.num_tokens += int(D.sum_scalar(buf.attention_mask.sum(), self.world).item())
+        buf = score(buf, self.train_model, self.reference, group_size=G, scale=cfg.scale, temperature=cfg.temperature,
+                    replay=cfg.routing_replay != "none", autocast=self.autocast)  # pi_old in eval mode (no dropout)
+        self.model.train()
+        return buf
+
+    # ---- one optimizer step --------------------------------------------------------------------------
+
+    def train_step(self) -> dict[str, Any]:
+        cfg, t = self.config, self.step
+        T, G = cfg.refresh_interval, cfg.group_size
+        k, j = divmod(t, T)
+        if j == 0 or self.buffer is None:
+            self.buffer = self.rollout(k)
+            stale = cfg.objective in STALE_GRADIENT and T > 1
+            self.sampler_params = ({n: p.detach().clone().requires_grad_(True) for n, p in self.model.named_parameters()}
+                                   if stale else None)
+        rows = (cfg.prompts_per_step // self.world.size) * G  # this process's rows of one minibatch
+        m = j % cfg.steps_per_generation
+        batch = self.buffer.rows(slice(m * rows, (m + 1) * rows))
+        for group in self.optimizer.param_groups:
+            group["lr"] = _learning_rate(cfg, t)
+        metrics = M.reward_metrics(batch.rewards.view(-1, G), self.task.name)
+        metrics.update(update(
+            self.model, batch, loss_fn=self.loss_fn, loss_kwargs=self.loss_kwargs, objective=cfg.objective,
+            kl_coef=cfg.kl_coef, temperature=cfg.temperature, replay=cfg.routing_replay != "none",
+            sampler_params=self.sampler_params, optimizer=self.optimizer, max_grad_norm=cfg.max_grad_norm,
+            world=self.world, autocast=self.autocast, train_model=self.train_model))
+        metrics = D.mean_metrics(metrics, self.world)
+        self.step = t + 1
+        row = M.to_row(metrics)
+        row.update({"learning_rate": self.optimizer.param_groups[0]["lr"], "window/position": j,
+                    "num_tokens": self.num_tokens, "epoch": self.step / cfg.steps, "step": self.step})
+        self.log.append(row)
+        return row
+
+    # ---- checkpoints -------------------------------------------------------------------------------
+
+    def save(self) -> None:
+        if not self.world.is_main:
+            return
+        C.save_checkpoint(self.out, {
+            "config": self.config.to_dict(), "model_config": self.model_description,
+            "step": self.step, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "reference": None if self.reference is None else self.reference.state_dict(),
+            "rng": C.rng_state(), "metrics_rows": len(self.log.rows), "num_tokens": self.num_tokens,
+            "world_size": self.world.size,
+        })
+        self.write_state()
+
+    def write_state(self) -> None:
+        self.log.write_state(global_step=self.step, max_steps=self.config.steps,
+                             extra={"trainer": "gspo-dynamics", "num_generations": self.config.group_size})
+
+    def due(self) -> bool:
+        """A checkpoint after this step: every checkpoint_every steps, and at the run's last rollout boundary."""
+        cfg, s = self.config, self.step
+        last_boundary = (cfg.steps // cfg.refresh_interval) * cfg.refresh_interval
+        return (cfg.checkpoint_every > 0 and s % cfg.checkpoint_every == 0) or s == last_boundary
+
+
+def train(config: TrainConfig, out_dir, *, resume: bool = False,
+          progress: Callable[[int, int], None] | None = None) -> TrainResult:
+    """Run (or, with `resume`, continue) the training of `config` in `out_dir` (module docstring).
+
+    Under torchrun (WORLD_SIZE > 1) every process calls this; rank 0 writes the files.
+    progress: called as progress(steps_done, steps) after every optimizer step.
+    """
+    if not isinstance(config, TrainConfig):
+        raise ConfigError(f"train needs a TrainConfig, got {type(config).__name__}")
+    out = Path(out_dir)
+    device = D.local_device(config.device)
+    started = not torch.distributed.is_initialized()
+    world = D.init_world(device)
+    try:
+        chunks = _check_setup(config, world, device)
+        torch.manual_seed(stream_seed(config.seed, "global"))  # dropout and anything else on torch's global RNG
+        run = _Run(config, out, world, device, chunks, resume)
+        try:
+            while run.step < config.steps:
+                run.train_step()
+                if run.due():
+                    run.save()
+                if progress is not None:
+                    progress(run.step, config.steps)
+            if world.is_main:
+                run.write_state()
+        finally:
+            run.log.close()
+        return TrainResult(config=config, model_config=run.model_config, out_dir=out, rows=run.log.rows,
+                           model=run.model, warmup_success=run.warmup_success, is_main=world.is_main)
+    finally:
+        if started:
+            D.shutdown(world)

@@ -1,0 +1,56 @@
+"""`gspo-dynamics diagnose`: report, JSON, plot, hyperparameters, and one-line errors with exit 2."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gspo_dynamics.cli.main import main
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real_logs"
+SRINATH = str(REAL / "srinath-manda__IITD_Feb26_AAIPL__outputs__checkpoint-500__trainer_state.json")
+SMOKE = str(REAL / "terrense__qwen3-8b-grpo-dapo-lab__analysis__gspo_smoke_metrics.jsonl")
+DPO = str(REAL / "chandlerzuo__rlhf_recsys__outputs__trainer_state.json")
+
+
+def test_report_json_and_plot(capsys, tmp_path):
+    assert main(["diagnose", SRINATH]) == 0
+    out = capsys.readouterr().out
+    assert "verdict    advantage degeneracy" in out and "not checked" in out
+    png = tmp_path / "d.png"
+    assert main(["diagnose", SRINATH, "--json", "--plot", str(png)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["primary"] == "advantage_degeneracy"
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_hyperparameters_from_flags_and_config(capsys, tmp_path):
+    cfg = tmp_path / "grpo.json"
+    cfg.write_text(json.dumps({"learning_rate": 5e-5, "num_generations": 4, "steps_per_generation": 2, "beta": 0.0}))
+    assert main(["diagnose", SRINATH, "--json", "--config", str(cfg), "-T", "3"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["hparams"]["group_size"] == 4 and report["hparams"]["refresh_interval"] == 3  # the flag wins
+    assert report["implications"]["refresh_interval"] == 3
+    assert any("TRL GRPOConfig" in n for n in report["notes"])
+
+
+def test_too_short_is_a_report_with_exit_0(capsys):
+    assert main(["diagnose", SMOKE]) == 0
+    assert "too short" in capsys.readouterr().out
+    assert main(["diagnose", SMOKE, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["primary"] == "too_short"
+
+
+@pytest.mark.parametrize("args, needle", [
+    ([DPO], "DPO"),
+    (["/nonexistent/log.json"], "/nonexistent/log.json"),
+    ([SRINATH, "-G", "8"], "--lr"),
+    ([SRINATH, "--lr", "1e-5", "--optimizer", "adam", "--momentum", "0.9"], "--momentum"),
+    ([SRINATH, "--lr", "-1"], "learning rate"),
+    ([SRINATH, "--config", "/nonexistent.json"], "cannot read"),
+    ([SRINATH, "--plot", "/nonexistent/dir/out.png"], "cannot write the plot"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
+    assert main(["diagnose", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gspo-dynamics: error:") and err.count("\n") == 1 and needle in err

@@ -1,0 +1,33 @@
+"""diagnose never raises on odd but readable logs (hypothesis): NaN, inf, huge and tiny values,
+constant series, missing series. Its JSON stays strict (no NaN/inf)."""
+
+import json
+import warnings
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gspo_dynamics.diagnose import MODES, diagnose
+from gspo_dynamics.logs import RunLog
+
+values = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.floats(min_value=-1e6, max_value=1e6),
+    st.sampled_from([0.0, 1.0, 0.5]),
+)
+NAMES = ("frac_zero_std", "reward_std", "entropy", "mean_length", "truncation_rate", "kl_ref", "eval/reward",
+         "reward/a", "reward/b")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(8, 40), data=st.data(), extra=st.lists(st.sampled_from(NAMES), unique=True, max_size=4))
+def test_diagnose_survives_odd_values(n, data, extra):
+    series = {name: np.array(data.draw(st.lists(values, min_size=n, max_size=n))) for name in ("reward", *extra)}
+    log = RunLog(steps=np.arange(1, n + 1, dtype=np.int64), series=series, format="jsonl", source="<hypothesis>")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy may warn on inf arithmetic; no exception allowed
+        d = diagnose(log)
+    assert d.primary in MODES + ("too_short",)
+    json.dumps(d.to_json(), allow_nan=False)
+    assert d.report_lines()

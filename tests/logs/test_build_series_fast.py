@@ -1,0 +1,58 @@
+"""The vectorised `build_series` against its row-by-row reference, on fuzzed rows (loop vs vectorised).
+
+Exact equality: both store the same float64 numbers (numpy's int/bool/str -> float64 conversion of a
+plain-number matrix rounds like Python's float()); warnings must match word for word.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gspo_dynamics.logs._names import canonical_name
+from gspo_dynamics.logs._runlog import build_series, build_series_reference
+
+KEYS = ["reward", "train/reward", "kl", "eval_reward", "rewards/fmt/mean", "entropy", "odd key"]
+VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["0.5", "nan", "np.float64(2.5)", "abc", ""]),
+    st.lists(st.integers(), max_size=2),
+)
+ROW = st.tuples(st.integers(min_value=0, max_value=30), st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=5))
+# rows that repeat one key set with plain numbers: the matrix path, with duplicates and unsorted steps
+PLAIN_ROW = st.tuples(st.integers(min_value=0, max_value=30),
+                      st.fixed_dictionaries({"reward": st.floats(allow_nan=True), "kl": st.integers(-5, 5)}))
+
+
+def _same(rows):
+    fast = build_series(rows, canonical_name)
+    slow = build_series_reference(rows, canonical_name)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    assert fast[0].dtype == slow[0].dtype == np.int64
+    assert set(fast[1]) == set(slow[1])
+    for name in slow[1]:
+        np.testing.assert_array_equal(fast[1][name], slow[1][name], err_msg=name)
+        assert not fast[1][name].flags.writeable
+    assert fast[2] == slow[2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(ROW, max_size=25))
+def test_matches_the_reference_on_arbitrary_rows(rows):
+    _same(rows)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(PLAIN_ROW, max_size=40), st.lists(ROW, max_size=5))
+def test_matches_the_reference_on_repeated_key_sets(plain, mixed):
+    _same(plain + mixed + plain[:3])
+
+
+def test_a_name_twice_in_one_row_and_empty_input():
+    _same([(1, {"train/reward": 1.0, "reward": 2.0}), (1, {"reward": 3.0})])
+    _same([])
+    _same([(1, {}), (2, {})])

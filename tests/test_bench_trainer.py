@@ -1,0 +1,68 @@
+"""benchmarks/bench_trainer.py: the pieces the comparison with TRL rests on (no timing asserted)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    # benchmarks/ and paper_repro/ each have a `_results` module: import the script with its own
+    saved = sys.modules.pop("_results", None)
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("bench_trainer")
+    finally:
+        sys.path.remove(str(BENCH))
+        sys.modules.pop("_results", None)
+        if saved is not None:
+            sys.modules["_results"] = saved
+
+
+def test_hf_tokenizer_speaks_our_ids(bench):
+    """TRL tokenizes prompts with the HF tokenizer and we score with ours: the ids must agree."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("tokenizers")
+    from gspo_dynamics.train import Tokenizer
+
+    tok = Tokenizer()
+    hf = bench.hf_tokenizer(tok)
+    for text in ("", "12+34=", "0101$"):
+        assert hf(text)["input_ids"] == tok.encode(text, add_bos=True)
+    assert (hf.bos_token_id, hf.eos_token_id, hf.pad_token_id) == (tok.bos_id, tok.eos_id, tok.pad_id)
+
+
+def test_our_step_counts_its_tokens(bench):
+    """One step of ours on a tiny built-in model: token counts equal the rollout's masks, phases add up."""
+    from gspo_dynamics.train import Tokenizer, build_model, make_task
+    from gspo_dynamics.train.model import ModelConfig
+
+    tok = Tokenizer()
+    task = make_task("count", tok, length=4)
+    model = build_model(ModelConfig(vocab_size=tok.vocab_size, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_seq_len=8),
+                        torch.Generator().manual_seed(0))
+    ours = bench.Ours(model, task, tok, N=2, G=3)
+    before = [p.detach().clone() for p in model.parameters()]
+    t = ours.step()
+    assert 2 * 3 <= t["completion_tokens"] <= 2 * 3 * task.max_new_tokens
+    assert t["tokens"] == t["completion_tokens"] + 2 * 3  # + one BOS per row
+    assert t["step"] == pytest.approx(t["rollout"] + t["score"] + t["update"], rel=1e-6)
+    assert bench.rates([t], 0)["rollout"] == pytest.approx(t["completion_tokens"] / t["rollout"])
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))  # the update stepped
+
+
+def test_paired_ratios_is_the_median_of_per_step_ratios(bench):
+    def row(r, u, s):
+        return {"rollout": r, "update": u, "step": s, "completion_tokens": 10.0, "tokens": 20.0}
+
+    ours = [row(1, 1, 2), row(2, 1, 2), row(4, 1, 2)]
+    trl = [row(2, 2, 2), row(2, 2, 2), row(2, 2, 2)]
+    r = bench.paired_ratios(ours, trl)
+    assert r == pytest.approx({"rollout": 1.0, "update": 2.0, "step": 1.0})  # rates are tokens / time

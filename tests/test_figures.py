@@ -1,0 +1,49 @@
+"""The figure registry and `gspo-dynamics figures`, end to end on the cheapest figure."""
+
+import json
+
+import pytest
+
+from gspo_dynamics import figures
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.cli.main import main
+
+EXPECTED = ("stability", "trajectories", "slow_start", "group_size", "zero_variance", "ratios", "moe_churn")
+
+
+def test_registry_holds_the_issue_figures_in_order():
+    assert tuple(figures.FIGURES)[: len(EXPECTED)] == EXPECTED
+    diagnose = [n for n in figures.FIGURES if n.startswith("diagnose_")]
+    assert list(figures.FIGURES)[len(EXPECTED):] == diagnose  # diagnose panels come last
+    for spec in figures.FIGURES.values():
+        assert spec.title and len(spec.caption) > 80
+
+
+def test_readme_lists_every_figure_with_its_commands():
+    text = figures.readme({"stability": {"mode": "quick", "seconds": 3.0, "files": []}})
+    for name, spec in figures.FIGURES.items():
+        assert f"## {spec.title}" in text and f"({name}.png)" in text
+        assert f"`gspo-dynamics figures --only {name}`" in text and f"`gspo-dynamics figures --only {name} --quick`" in text
+    assert "made in **quick** mode" in text and "Not generated yet." in text
+
+
+def test_unknown_figure_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="unknown figure 'nope'; expected one of stability"):
+        figures.build(["nope"], out=tmp_path)
+
+
+def test_cli_builds_one_figure_png_pdf_manifest_readme(tmp_path, capsys):
+    assert main(["figures", "--quick", "--only", "zero_variance", "--out", str(tmp_path)]) == 0
+    assert "wrote 1 figure(s)" in capsys.readouterr().out
+    png, pdf = tmp_path / "zero_variance.png", tmp_path / "zero_variance.pdf"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["zero_variance"]["mode"] == "quick"
+    assert "made in **quick** mode" in (tmp_path / "README.md").read_text()
+
+
+def test_cli_list_and_bad_name(capsys):
+    assert main(["figures", "--list"]) == 0
+    assert "stability" in capsys.readouterr().out
+    assert main(["figures", "--only", "nope"]) == 2
+    assert capsys.readouterr().err.startswith("gspo-dynamics: error: unknown figure 'nope'")

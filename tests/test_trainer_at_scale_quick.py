@@ -1,0 +1,104 @@
+"""paper_repro/trainer_at_scale.py: its estimators against independent routes, and its PENDING rows.
+
+The end-to-end quick run is covered by tests/test_paper_repro.py (slow); here only the pieces.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPRO = Path(__file__).parents[1] / "paper_repro"
+
+
+@pytest.fixture(scope="module")
+def script():
+    # benchmarks/ and paper_repro/ each have a `_results` module: import the script with its own
+    saved = sys.modules.pop("_results", None)
+    sys.path.insert(0, str(REPRO))
+    try:
+        yield importlib.import_module("trainer_at_scale")
+    finally:
+        sys.path.remove(str(REPRO))
+        sys.modules.pop("_results", None)
+        if saved is not None:
+            sys.modules["_results"] = saved
+
+
+@pytest.mark.parametrize("N,G,k", [(4, 4, 5), (2, 8, 9), (3, 4, 12), (4, 4, 0), (2, 16, 32)])
+def test_zero_std_exact_matches_shuffled_groups(script, N, G, k):
+    """[C(k,G) + C(n-k,G)] / C(n,G) is the expected zero-std share when k successes among n = N G
+    exchangeable draws are dealt into N groups: checked by 20 000 random deals. Tolerance 4 s.e. of
+    the Monte Carlo mean (a share in [0, 1]: s.e. <= 0.5 / sqrt(20 000 N))."""
+    n, trials = N * G, 20_000
+    rng = np.random.default_rng(0)
+    draws = np.zeros((trials, n))
+    draws[:, :k] = 1
+    draws = rng.permuted(draws, axis=1).reshape(trials, N, G)
+    share = (draws.min(-1) == draws.max(-1)).mean(-1)  # (trials,)
+    predicted = script.zero_std_exact(np.array([k / n]), n, G)[0]
+    assert abs(share.mean() - predicted) <= 4 * share.std() / math.sqrt(trials) + 1e-12
+
+
+def test_zero_std_exact_tends_to_the_plug_in_form(script):
+    """n -> inf: the hypergeometric form -> p^G + (1-p)^G (difference O(G^2 / n): < 1e-3 at n = 1e6)."""
+    p, G, n = 0.3, 8, 10**6
+    assert script.zero_std_exact(np.array([p]), n, G)[0] == pytest.approx(p**G + (1 - p) ** G, abs=1e-3)
+
+
+def test_drawdown_matches_a_loop(script):
+    rng = np.random.default_rng(1)
+    for T in (1, 3, 16):
+        r = rng.random(50)
+        per = [r[i : i + T].mean() for i in range(0, len(r) // T * T, T)]
+        worst, peak = 0.0, -math.inf
+        for x in per:
+            peak = max(peak, x)
+            worst = max(worst, peak - x)
+        assert script.drawdown(r, T) == pytest.approx(worst, abs=1e-12)
+    assert script.drawdown(np.linspace(0, 1, 32), 4) == 0.0  # monotone saturation: no drawdown
+
+
+def test_entropy_fit_recovers_the_relation(script):
+    """Exact data R = -a exp(H) + b give a back and R^2 = 1 (float64 least squares: 1e-9)."""
+    H = np.linspace(0.2, 2.0, 40)
+    a, r2 = script.entropy_fit(H, -0.05 * np.exp(H) + 1.1)
+    assert a == pytest.approx(0.05, rel=1e-9) and r2 == pytest.approx(1.0, abs=1e-9)
+    a, r2 = script.entropy_fit(H, 0.05 * np.exp(H))  # reward rising with entropy: a < 0
+    assert a < 0
+
+
+def test_pending_rows_keep_real_full_rows(script, tmp_path):
+    results = tmp_path / "RESULTS.md"
+    env = {"GSPO_DYNAMICS_RESULTS": str(results), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, str(REPRO / "trainer_at_scale.py"), "--pending"], cwd=REPRO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line for line in results.read_text().splitlines() if line.startswith("| trainer-")]
+    assert len(rows) == len(script.CLAIMS) and all("| PENDING |" in r and "-gpu |" in r.split("|")[1] + "|" for r in rows)
+    # a measured full-mode row is never replaced by a pending one
+    text = results.read_text().replace("pending (needs a GPU): full mode, model 10m", "measured 0.97", 1)
+    results.write_text(text)
+    subprocess.run([sys.executable, str(REPRO / "trainer_at_scale.py"), "--pending"], cwd=REPRO, env=env, check=True,
+                   capture_output=True, timeout=120)
+    assert results.read_text().count("measured 0.97") == 1
+
+
+def test_curve_gap_matches_a_loop_and_detects_a_shift(script):
+    """Loop over bins and seeds vs the vectorised z; same law gives |z| small, a shift of 10 s.e. is seen."""
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(0.5, 0.1, (4, 40)), rng.normal(0.5, 0.1, (6, 40))
+    z = script.curve_gap(a, b, 8)
+    for i in range(5):
+        ma = [a[s, 8 * i : 8 * i + 8].mean() for s in range(4)]
+        mb = [b[s, 8 * i : 8 * i + 8].mean() for s in range(6)]
+        se = math.sqrt(np.var(ma, ddof=1) / 4 + np.var(mb, ddof=1) / 6)
+        assert z[i] == pytest.approx((np.mean(ma) - np.mean(mb)) / se, rel=1e-10)
+    shifted = script.curve_gap(a + 10 * 0.1 / math.sqrt(8), a, 8)  # 10 s.e. of one seed's bin mean
+    assert np.all(shifted > 5)

@@ -11,7 +11,7 @@ rows into a private temporary file (the `GSPO_DYNAMICS_RESULTS` environment vari
       a failure is reported, never hidden;
     * without `only`, the table is regenerated from this run alone (rows of scripts that no
       longer exist disappear); with `only`, the other scripts' rows are kept as they were;
-    * the `source` column says whose claim a row checks: ours, or the literature's (`SOURCES`).
+    * the `source` column says whose claim a row checks: ours, or the literature's (`paper_repro/_results.py` `SOURCES`, applied by `record`).
 
 Exit policy (the CLI): status 0 with a summary line "N pass, M fail" whatever the verdicts, so
 that the table is always regenerated and read; `--strict` makes any FAIL exit 1. Verdicts other
@@ -43,30 +43,6 @@ TIMEOUT_QUICK = 600.0
 TIMEOUT_FULL = 1800.0
 COLUMNS = ("id", "claim", "source", "predicted", "measured", "verdict", "mode", "device", "wall time", "command")
 
-PREDICTABLE_GRPO = "arXiv 2606.30789"  # Ghosh et al. 2026, the reduced-order (oscillator) model
-GSPO = "arXiv 2507.18071"  # Zheng et al. 2025, Group Sequence Policy Optimization
-# Whose claim each row checks. The oscillator model's predictions (closed-form fit, refresh-
-# interval threshold, overdamped-to-oscillatory transition, 1/G fluctuation, group-size
-# invariance) are arXiv 2606.30789's; the exact discrete (monodromy) and from-start theory, the
-# finite-G corrections and the ratio statistics are ours; the MoE routing claims (expert churn
-# between sampling and update, routing replay, GRPO unstable without it) are GSPO's; the failure
-# modes `diagnose` separates are arXiv 2606.30789's, the classifier ours. Ids not
-# listed keep the source the script wrote (default "ours"). arXiv 2503.06639 (Mroueh, success
-# amplification) backs `theory/recurrences.py`, which no claim script checks yet.
-SOURCES = {
-    "closed-form-fit": PREDICTABLE_GRPO,
-    "crit-T-exact": f"{PREDICTABLE_GRPO} (threshold); exact monodromy: ours",
-    "crit-T-continuous": f"{PREDICTABLE_GRPO} (continuous rule)",
-    "crit-T-from-start": "ours",
-    "osc-transition": f"{PREDICTABLE_GRPO} (transition); exact monodromy: ours",
-    "one-over-g-level": PREDICTABLE_GRPO,
-    "one-over-g-slope": PREDICTABLE_GRPO,
-    "finite-g-mean": f"{PREDICTABLE_GRPO} (group-size invariance); finite-G drive: ours",
-    "moe-churn-vs-T": GSPO,
-    "moe-replay-ratio-var": GSPO,
-    "moe-grpo-no-replay-unstable": GSPO,
-    "diagnose-corpus": f"{PREDICTABLE_GRPO} (failure modes); diagnose: ours",
-}
 
 
 @dataclass(frozen=True)
@@ -199,9 +175,6 @@ def run_script(path: Path, *, quick: bool, timeout: float, results_module, pytho
         rows = read_rows(private, results_module.ROW)
     if status == "ok" and not rows:
         status, reason = "no rows", "the script exited 0 without recording a claim"
-    for row in rows:
-        if row["id"] in SOURCES:
-            row["source"] = _cell(SOURCES[row["id"]])
     if status != "ok":
         rows.append(failure_row(path.stem, status, reason, quick=quick, wall=wall,
                                 device=results_module.device_name(), command=command))

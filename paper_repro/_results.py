@@ -32,11 +32,39 @@ the full runs. A claim that fails is reported as failing.
 ROW = re.compile(r"^\| (?P<id>[A-Za-z0-9_.-]+) \|")
 
 
+PREDICTABLE_GRPO = "arXiv 2606.30789"  # the reduced-order (damped-oscillator) model of GRPO training dynamics
+GSPO = "arXiv 2507.18071"  # Zheng et al., Group Sequence Policy Optimization
+# Whose claim each row checks, by claim id (a claim not listed is ours unless its Claim names a
+# source). The oscillator model's predictions (closed-form fit, refresh-interval threshold and
+# continuous rule, overdamped-to-oscillatory transition, 1/G fluctuation, group-size invariance,
+# the failure modes `diagnose` separates) are arXiv 2606.30789's; the exact discrete (monodromy)
+# and from-start theory, the finite-G corrections, the ratio statistics and the classifier are
+# ours; the MoE routing claims are GSPO's. arXiv 2503.06639 (Mroueh) backs
+# `theory/recurrences.py`, which the tests check; no claim script checks it.
+SOURCES = {
+    "closed-form-fit": PREDICTABLE_GRPO,
+    "crit-T-exact": f"{PREDICTABLE_GRPO} (threshold); exact monodromy: ours",
+    "crit-T-continuous": f"{PREDICTABLE_GRPO} (continuous rule)",
+    "osc-transition": f"{PREDICTABLE_GRPO} (transition); exact monodromy: ours",
+    "one-over-g-level": PREDICTABLE_GRPO,
+    "one-over-g-slope": PREDICTABLE_GRPO,
+    "finite-g-mean": f"{PREDICTABLE_GRPO} (group-size invariance); finite-G drive: ours",
+    "moe-churn-vs-T": GSPO,
+    "moe-replay-ratio-var": GSPO,
+    "moe-grpo-no-replay-unstable": GSPO,
+    "diagnose-corpus": f"{PREDICTABLE_GRPO} (failure modes); diagnose: ours",
+}
+
+
 @dataclass(frozen=True)
 class Claim:
     id: str
     text: str
-    source: str = "ours"
+    source: str | None = None  # None: SOURCES[id], else "ours"
+
+    @property
+    def whose(self) -> str:
+        return self.source or SOURCES.get(self.id, "ours")
 
 
 def mean_se(x) -> tuple[float, float]:
@@ -70,7 +98,7 @@ def record(claim: Claim, *, predicted: str, measured: str, passed: bool, quick: 
     if not write:
         return
     row = "| " + " | ".join(_cell(x) for x in (
-        claim.id, claim.text, claim.source, predicted, measured, verdict, "quick" if quick else "full",
+        claim.id, claim.text, claim.whose, predicted, measured, verdict, "quick" if quick else "full",
         device or device_name(), f"{wall:.1f} s", f"`{command}`")) + " |"
     rows = {}
     table, sections = _split_sections(RESULTS.read_text() if RESULTS.exists() else "")

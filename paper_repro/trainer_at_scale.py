@@ -39,7 +39,7 @@ from dataclasses import replace
 
 import numpy as np
 import torch
-from _results import RESULTS, ROW, Claim, device_name, mean_se, record
+from _results import PREDICTABLE_GRPO, RESULTS, ROW, Claim, device_name, mean_se, record
 
 from gspo_dynamics.fit import fit_exponential, fit_trajectory, implications
 from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
@@ -70,7 +70,11 @@ CLAIMS = {
     "trainer-zero-std": "transformer: frac_reward_zero_std = p^G + (1 - p)^G at the measured success rate",
     "trainer-entropy": f"transformer: R = -a exp(H) + b, a > 0, R^2 >= {ENTROPY_R2_MIN}",
 }
-SOURCES = {"trainer-entropy": "Cui et al. 2025"}
+SOURCES = {  # the rest are ours (the zero-std law) or found by id in _results.SOURCES
+    "trainer-fit-r2": PREDICTABLE_GRPO, "trainer-g-invariance": PREDICTABLE_GRPO, "trainer-one-over-g": PREDICTABLE_GRPO,
+    "trainer-refresh": PREDICTABLE_GRPO, "trainer-refresh-threshold": PREDICTABLE_GRPO,
+    "trainer-entropy": "Cui et al. 2025 (arXiv 2505.22617)",
+}
 
 
 def run_curves(base: TrainConfig, seeds: int) -> dict[str, np.ndarray]:
@@ -138,7 +142,7 @@ def main() -> None:
                        lr=mode["lr"], device=device)
 
     def emit(cid, *, predicted, measured, passed):
-        record(Claim(cid + suffix, CLAIMS[cid], SOURCES.get(cid, "ours")), predicted=predicted, measured=measured,
+        record(Claim(cid + suffix, CLAIMS[cid], SOURCES.get(cid)), predicted=predicted, measured=measured,
                passed=passed, quick=args.quick, started=started, command=cmd, device=where, write=not args.no_record)
 
     # ---- G = 4 vs 16: fit quality, invariance, 1/G, zero-std, entropy -----------------------------
@@ -223,7 +227,7 @@ def record_pending(started: float) -> None:
     for cid, text in CLAIMS.items():
         if cid + "-gpu" in present:
             continue
-        record(Claim(cid + "-gpu", text, SOURCES.get(cid, "ours")), predicted="see the quick row",
+        record(Claim(cid + "-gpu", text, SOURCES.get(cid)), predicted="see the quick row",
                measured="pending (needs a GPU): full mode, model 10m", passed=False, quick=False, started=started,
                command="python paper_repro/trainer_at_scale.py --device cuda", device="none yet (needs a GPU)",
                verdict="PENDING")

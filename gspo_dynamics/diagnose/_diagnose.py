@@ -78,9 +78,13 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None) -> Diagnosis:
     if fit is not None and verdicts[0].mode in ("noise_dominated", "stalled"):
         _sampling_noise_evidence(verdicts[0], fit, runlog, hparams)
     if fit is not None:
-        v = instability_verdict(steps, reward, fit, imp, hparams, trend)
+        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes)
         if v is not None:
             verdicts.append(v)
+            if v.confidence < REPORT_CONFIDENCE:
+                notes.append(f"weak signs of dynamical instability (confidence {v.confidence:.2f}, below the "
+                             f"{REPORT_CONFIDENCE} reporting level): " + "; ".join(
+                                 f"{e['signal']} = {e['value']:.3g}" for e in v.evidence if isinstance(e["value"], float)))
     else:
         not_checked.append("dynamical instability: the closed-form fit failed")
     theory: dict = {}

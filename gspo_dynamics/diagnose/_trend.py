@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT
 
 
 WINDOW_FRACTION = 0.25  # early/late windows: a quarter of the run each, long enough to average noise
@@ -22,10 +23,13 @@ STILL_RISING_FRACTION = 0.10  # a remaining rise above 10% of the total rise is 
 Z_STILL_RISING = 2.0  # ... and at least 2 standard errors above zero
 RESOLVABLE_CHANGE = 0.1  # "stalled" needs the data to rule out a change of 1/10 of the per-sample reward spread
 ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
-MARGIN_LOW = 0.25  # damping margin c/(1-mu) below this: a quarter of the momentum damping left
+MARGIN_LOW = 0.25  # T within 25% of the exact critical T: stable, but noted as close
 PERIODIC_P = 1e-3  # Fisher g test level for a periodic component: 1 false alarm in 1000 white-noise logs
 MIN_CYCLES = 3  # a periodic residual must repeat 3 times: 1-2 cycles over the run are a trend misfit
 COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
+VARIANCE_SHARE_LOW = 0.1  # an oscillation carrying < 10% of the reward's variance is a detail, not the dynamics
+VARIANCE_SHARE_SCALE = 0.05  # confidence 0.73 at 15%, 0.95 at 25% of the variance
+THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evidence stays below REPORT_CONFIDENCE
 
 
 def window(values: np.ndarray, late: bool) -> slice:
@@ -69,6 +73,8 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     smallest detectable change 2 se(late - early) must be below RESOLVABLE_CHANGE x the per-sample
     reward spread `scale` (within-group reward std, or sqrt(p(1-p)) for a success rate). Otherwise
     the run is too noisy to tell: "noise_dominated". Without a scale, no change means "stalled".
+    A significant change (|z| >= Z_TREND) is never noise-dominated, however low the fit's R^2: the run
+    demonstrably learns; the noise only makes the shape uncertain (`_shape_confidence`).
     """
     z = trend["z"]
     span = (trend["steps"][0], trend["steps"][1])
@@ -90,9 +96,10 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     if fit is None:
         return Verdict("still_rising" if z > 0 else "stalled", 0.5, [ev_trend], [])
     ev_r2 = evidence("R^2 of the closed-form fit", fit.r_squared, span, threshold=R2_NOISE)
-    if fit.r_squared < R2_NOISE:
-        return Verdict("noise_dominated", confidence(R2_NOISE - fit.r_squared, 0.1), [ev_trend, ev_r2],
-                       noise_advice(fit, group_size))
+    # |z| >= Z_TREND: the run demonstrably changed, so the noise does not hide whether it learns. A low
+    # R^2 then only says the per-step reward is noisy around the trend: the shape (plateau, time to it) is
+    # uncertain, which caps the confidence at the trend's own significance and adds the noise advice.
+    noisy = fit.r_squared < R2_NOISE
     rem = imp.remaining_rise
     rise = fit.params["r_inf"] - fit.params["r0"]
     rem_dir = rem.value * math.copysign(1.0, rise) if rise != 0 else 0.0
@@ -107,15 +114,41 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
         t_p = imp.time_to_plateau.value
         more = "" if not math.isfinite(t_p) else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})"
         conf = max(confidence(frac - STILL_RISING_FRACTION, 0.05), confidence(rem_z, 1.0)) if big else confidence(rem_z, 1.0)
-        return Verdict("still_rising", conf, [ev_trend, ev_r2, ev_rem],
-                       [f"the fitted plateau {fit.params['r_inf']:.4g} is above the last value{more}; train longer"])
-    conf = min(confidence(fit.r_squared - R2_NOISE, 0.1), confidence(STILL_RISING_FRACTION - frac, 0.05))
-    ev = [ev_trend, ev_r2, ev_rem]
+        ev, advice = [ev_trend, ev_r2, ev_rem], [f"the fitted plateau {fit.params['r_inf']:.4g} is above the last value{more}; train longer"]
+        return Verdict("still_rising", _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size), ev, advice)
+    conf = confidence(STILL_RISING_FRACTION - frac, 0.05)
+    if not noisy:
+        conf = min(conf, confidence(fit.r_squared - R2_NOISE, 0.1))
+    ev, advice = [ev_trend, ev_r2, ev_rem], []
     if imp.damping_margin is not None:
-        ev.append(evidence("damping margin c/(1-mu)", imp.damping_margin.value, None, threshold=0.0))
-        if imp.damping_margin.value <= 0:
+        ev.append(evidence("damping margin c/(1-mu) (continuous rule of thumb)", imp.damping_margin.value, None,
+                           threshold=0.0, exact_regime=imp.exact_regime))
+        if imp.exact_regime == "unstable":  # the exact discrete theory, not the rule of thumb, decides
             conf = min(conf, 0.3)
-    return Verdict("healthy_saturation", conf, ev, [])
+    return Verdict("healthy_saturation", _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size), ev, advice)
+
+
+def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, advice: list, group_size) -> float:
+    """Lower a healthy/still-rising confidence for what makes the fitted shape uncertain:
+
+      noisy (R^2 < R2_NOISE, significant change):  min(conf, L((|z| - Z_TREND) / 1))
+      plateau extrapolated (x > EXTRAPOLATION_LIMIT):  min(conf, L((1 - x) / 0.25))
+                                                        (0.5 when the plateau lies one observed range outside)
+    and say why in the evidence and advice.
+    """
+    if noisy:
+        conf = min(conf, confidence(abs(z) - Z_TREND, 1.0))
+        advice.append(f"the per-step reward is noisy (R^2 {fit.r_squared:.2f}): the rise is significant (z {z:.1f}) "
+                      "but the plateau and the time to it are uncertain")
+        advice += noise_advice(fit, group_size)
+    if imp is not None and imp.plateau_extrapolated:
+        x = fit.plateau_extrapolation
+        ev.append(evidence("plateau outside the observed rewards / their range", x, (fit.t_start, fit.t_end),
+                           threshold=EXTRAPOLATION_LIMIT, plateau=fit.params["r_inf"], observed=list(fit.r_range)))
+        conf = min(conf, confidence(1.0 - x, 0.25))
+        advice.append(f"the fitted plateau {fit.params['r_inf']:.4g} is an extrapolation beyond the observed rewards "
+                      f"[{fit.r_range[0]:.4g}, {fit.r_range[1]:.4g}]: do not read it as the expected final reward")
+    return conf
 
 
 STALLED_ADVICE = ["no significant change of the reward although the data could see one: raise the learning "
@@ -148,47 +181,90 @@ def noise_advice(fit, group_size: int | None, std_factor: float | None = None) -
             f"would bring R^2 to ~{R2_TARGET}"]
 
 
-def instability_verdict(steps, reward, fit, imp, hparams, trend) -> Verdict | None:
-    """Oscillation or divergence of the reward, a damping margin near zero, T past the threshold."""
+def oscillation_confidence(p_value: float, variance_share: float, cycles: float) -> float:
+    """Confidence that the reward oscillates, from the strength of the data's evidence:
+
+        conf = min( L(log10(PERIODIC_P / p) / 1),                  significance (Fisher's g p-value)
+                    L((share - VARIANCE_SHARE_LOW) / VARIANCE_SHARE_SCALE),   variance the oscillation carries
+                    L((cycles - MIN_CYCLES) / 1) )                  cycles seen over the run
+
+    with L the logistic `confidence` mapping (0.5 at each threshold). The weakest piece limits the
+    verdict: a very significant but small periodic component in noisy data (p ~ 1e-5, 13% of the
+    variance: ~0.65) is not a confident instability. Non-decreasing in -p, share and cycles.
+    """
+    return min(confidence(math.log10(PERIODIC_P / max(p_value, 1e-300)), 1.0),
+               confidence(variance_share - VARIANCE_SHARE_LOW, VARIANCE_SHARE_SCALE),
+               confidence(cycles - MIN_CYCLES, 1.0))
+
+
+def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str] | None = None) -> Verdict | None:
+    """Oscillation or divergence of the reward, or the refresh interval past its exact critical value.
+
+    Without hyperparameters the verdict rests on the data: ringing of the fit, a periodic component
+    (`oscillation_confidence`), a collapse after a peak. With them it must agree with the exact
+    discrete theory (`theory.linear`): T >= critical T is instability (combined with the data's evidence
+    by noisy-OR); below it, where the exact regime is overdamped (no ringing possible), the data's
+    evidence is capped at THEORY_STABLE_CAP (not reported) and a note says theory and data disagree;
+    where it is oscillatory the data's ringing is consistent with it and kept, with a note. The continuous
+    damping margin is a rule of thumb and is only reported, never a reason on its own.
+    """
+    notes = notes if notes is not None else []
     ev, confs, advice = [], [], []
     span = (fit.t_start, fit.t_end)
+    pg = fit.selection["periodogram"]  # Fisher g test around the trend-only (exponential) fit
+    p, period, share = pg["p_value"], pg["period"], pg["share"]
+    var_share, cycles = pg.get("variance_share", share), pg.get("cycles", 0.0)
+    strength = oscillation_confidence(p, var_share, cycles)
     zeta, se = fit.damping_ratio, fit.damping_ratio_stderr
     if fit.oscillation and zeta < ZETA_LOW:  # low damping seen ringing in the data (growing if zeta < 0)
         ev.append(evidence("damping ratio of the fit (complex roots)", zeta, span, threshold=ZETA_LOW, stderr=se,
                            periods_seen=fit.selection.get("periods_seen")))
-        confs.append(confidence((ZETA_LOW - zeta) / max(se, 1e-12) - 2.0, 1.0))
+        confs.append(min(confidence((ZETA_LOW - zeta) / max(se, 1e-12) - 2.0, 1.0), strength))
+    if cycles >= MIN_CYCLES and p < PERIODIC_P:
+        ev.append(evidence("periodic component around the trend (Fisher g test p-value)", p, span, threshold=PERIODIC_P,
+                           period_steps=period, share_of_residual_power=share, share_of_variance=var_share,
+                           cycles=cycles))
+        confs.append(strength)
     keep = np.isfinite(reward)
     s, r = steps[keep].astype(float), reward[keep]
-    pg = fit.selection["periodogram"]  # Fisher g test around the trend-only (exponential) fit
-    p, period, share = pg["p_value"], pg["period"], pg["share"]
-    if (s[-1] - s[0]) / period >= MIN_CYCLES and p < PERIODIC_P:
-        ev.append(evidence("periodic component around the trend (Fisher g test p-value)", p, span, threshold=PERIODIC_P,
-                           period_steps=period, share_of_residual_power=share))
-        confs.append(confidence(math.log10(PERIODIC_P / max(p, 1e-300)), 1.0))
     peak, collapse = _collapse(s, r, trend)
     if collapse is not None and collapse > COLLAPSE_FRACTION:
         ev.append(evidence("late drop below the peak / rise to the peak", collapse, (s[0], s[-1]),
                            threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"]))
         confs.append(confidence(collapse - COLLAPSE_FRACTION, 0.1))
+    theory_conf = None
     if imp is not None and imp.damping_margin is not None:
-        T, t_c = imp.refresh_interval, imp.max_safe_refresh_interval
+        T, safe = imp.refresh_interval, imp.max_safe_refresh_interval
         margin = imp.damping_margin.value
-        if t_c is not None and T > t_c:
-            ev.append(evidence("refresh interval T vs the largest stable T", T, None, threshold=t_c,
-                               critical_exact=imp.critical_refresh_interval,
-                               critical_continuous=imp.critical_refresh_interval_continuous))
-            confs.append(confidence(T - t_c, 1.0))
-            advice.append(f"refresh interval {T} is past the critical {t_c + 1}: use T <= {t_c} "
+        if safe is not None and T > safe:
+            ev.append(evidence("refresh interval T vs the largest stable T (exact discrete theory)", T, None,
+                               threshold=safe, critical_exact=imp.critical_refresh_interval,
+                               critical_continuous=imp.critical_refresh_interval_continuous,
+                               damping_margin_rule_of_thumb=margin))
+            theory_conf = confidence(T - safe, 1.0)
+            advice.append(f"refresh interval {T} is past the critical {safe + 1}: use T <= {safe} "
                           "(TRL: steps_per_generation x num_iterations)")
-        elif margin < MARGIN_LOW:
-            ev.append(evidence("damping margin c/(1-mu)", margin, None, threshold=MARGIN_LOW,
-                               source=imp.damping_margin_source))
-            confs.append(confidence(MARGIN_LOW - margin, 0.1))
-            if t_c is not None:
-                advice.append(f"damping margin {margin:.2f}: refresh interval {T} is close to the critical {t_c + 1}; "
-                              f"use T <= {max(t_c // 2, 1)} for a margin")
-    if not confs:
+        elif confs and imp.exact_regime == "oscillatory":
+            notes.append(f"the exact discrete theory calls T = {T} stable but oscillatory at the fitted stiffness "
+                         f"(critical T {imp.critical_refresh_interval or '> scan'}): the ringing in the data is that "
+                         "regime's; the threshold estimate rests on the fitted stiffness and the assumed stale fraction")
+        else:
+            if confs:
+                confs = [min(c, THEORY_STABLE_CAP) for c in confs]
+                notes.append(f"the reward shows oscillation-like evidence, but the exact discrete theory calls T = {T} "
+                             f"{imp.exact_regime or 'stable'} (critical T {imp.critical_refresh_interval or '> scan'}) at "
+                             "the fitted stiffness: check the hyperparameters given, or look for a cause outside the "
+                             "optimizer (data order, reward schedule)")
+            if safe is not None and T > (1.0 - MARGIN_LOW) * safe:
+                notes.append(f"refresh interval {T} is within {MARGIN_LOW:.0%} of the exact critical {safe + 1}: "
+                             f"stable, but a larger T, lr or momentum would cross it")
+    if not confs and theory_conf is None:
         return None
+    # The data's items (ringing, periodic residual, collapse) see one oscillation: their max counts. The
+    # theory (T vs critical T) is an independent line: combined by noisy-OR, 1 - (1 - c_data)(1 - c_theory).
+    conf = max(confs, default=0.0)
+    if theory_conf is not None:
+        conf = 1.0 - (1.0 - conf) * (1.0 - theory_conf)
     if hparams is not None:
         mu = hparams.momentum
         advice.append(f"lower the learning rate (now {hparams.lr:g}; halving it halves the stiffness and the lag "
@@ -196,7 +272,7 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend) -> Verdict | No
     else:
         advice.append("lower the learning rate or the momentum (Adam beta1), or refresh the sampling policy more "
                       "often; give the hyperparameters (--lr, -T, ...) for the critical refresh interval")
-    return Verdict("dynamical_instability", max(confs), ev, advice)
+    return Verdict("dynamical_instability", conf, ev, advice)
 
 
 def _collapse(s: np.ndarray, r: np.ndarray, trend: dict) -> tuple[float, float | None]:

@@ -10,10 +10,16 @@ Only the product kappa = eta lambda shapes the trajectory (the update sees eta a
 measures kappa; the curvature scale is lambda = kappa / eta. From a fit:
 
   exponential   tau -> kappa by `theory.trajectory.curvature_from_timescale` (overdamped branch, eta = 1);
-  oscillator    the fit has m = 1, so kappa = m k_fit and the measured damping is c = m c_fit.
+  oscillator    the fit has m = 1, so kappa = m k_fit and the measured damping is c = m c_fit, but only
+                when the data show ringing (`fit.oscillation`): the envelope decay then identifies c.
+                A non-ringing (overdamped) oscillator fit only identifies its slow time scale (its fast
+                mode decays within a few rows), so tau = 1 / r_slow goes through the exponential route.
 
   damping margin        c / (1 - mu) = 1 - kappa f (T - 1) / (2 (1 - mu))   (1 on-policy, 0 at the edge);
-                        measured from c when the oscillator is selected, from kappa otherwise;
+                        measured from c when the fit rings, predicted from kappa otherwise. A rule of
+                        thumb: stability is decided by the exact discrete threshold below;
+  exact regime          `theory.linear.discrete_regime` of the monodromy M(T) at kappa: overdamped,
+                        oscillatory (stable, rings) or unstable (T >= critical T);
   critical T            continuous: smallest integer T >= 1 + 2 (1 - mu) / (kappa f);
                         exact: the monodromy scan `theory.linear.critical_refresh_interval`;
   max safe T            critical T - 1 (exact when both are available), with the range from kappa +- se;
@@ -32,10 +38,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._trajectory import TrajectoryFit, _plain
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, _plain
 from gspo_dynamics.theory import continuous, linear
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
-from gspo_dynamics.theory.trajectory import curvature_from_timescale
+from gspo_dynamics.theory.trajectory import Oscillator, curvature_from_timescale
 
 # Fraction of the curvature acting through stale forces. 1 is the no-correction case with no KL
 # (every force computed at the sampling policy): the most lag, so the smallest (safest) critical T.
@@ -77,6 +83,8 @@ class Implications:
     critical_refresh_interval: int | None = None  # exact discrete (None: stable up to T_SCAN_MAX)
     critical_refresh_interval_continuous: int | None = None
     critical_refresh_interval_measured: int | None = None  # from the oscillator's measured damping (T > 1)
+    exact_regime: str | None = None  # discrete_regime(M(T)) at kappa: overdamped | oscillatory | unstable
+    plateau_extrapolated: bool = False  # R_inf lies > EXTRAPOLATION_LIMIT x the observed range outside it
     max_safe_refresh_interval: int | None = None  # one below the earliest threshold above
     max_safe_refresh_interval_range: tuple[int, int] | None = None  # from kappa +- stderr
     notes: list[str] = field(default_factory=list)
@@ -130,6 +138,11 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
         remaining_rise=Estimate(remaining, math.sqrt(var) if var >= 0 else None),
         damping_ratio=Estimate(fit.damping_ratio, fit.damping_ratio_stderr) if fit.model == "oscillator" else None,
     )
+    if fit.plateau_extrapolation > EXTRAPOLATION_LIMIT:
+        out["plateau_extrapolated"] = True
+        lo, hi = fit.r_range
+        notes.append(f"the fitted plateau {q['r_inf']:.4g} lies outside the observed rewards [{lo:.4g}, {hi:.4g}] "
+                     f"by {fit.plateau_extrapolation:.2g} x their range: an extrapolation, not a measurement")
     if hparams is None:
         notes.append("no hyperparameters given: curvature, damping margin and the safe refresh interval need them")
         return Implications(**out, notes=notes)
@@ -137,15 +150,20 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
     mu, T = hparams.momentum, hparams.refresh_interval
     m = (1.0 + mu) / 2.0
     kappa = kappa_se = None
-    if fit.model == "exponential":
+    measured = fit.model == "oscillator" and fit.oscillation  # ringing seen: c and k identified
+    if measured:
+        kappa, kappa_se = m * q["stiffness"], m * se["stiffness"]
+    else:
+        tau_of = _slow_time if fit.model == "oscillator" else (lambda p: p["tau"])
         try:
-            kappa = _kappa_from_tau(q["tau"], mu, T)
-            d = _num_partial(lambda p: _kappa_from_tau(p["tau"], mu, T), q, "tau")
-            kappa_se = abs(d) * se["tau"] if math.isfinite(d) else None
+            tau = tau_of(q)
+            kappa = _kappa_from_tau(tau, mu, T)
+            grad = np.array([_num_partial(lambda p: _kappa_from_tau(tau_of(p), mu, T), q, n) for n in names])
+            ok_k = np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov))
+            kappa_var = float(grad @ fit.cov @ grad) if ok_k else math.nan
+            kappa_se = math.sqrt(kappa_var) if kappa_var >= 0 else None
         except ConfigError as exc:
             notes.append(f"the fitted time scale does not match these hyperparameters: {exc}")
-    else:
-        kappa, kappa_se = m * q["stiffness"], m * se["stiffness"]
     out["refresh_interval"] = T
     if kappa is None or not kappa > 0:
         return Implications(**out, notes=notes)
@@ -154,7 +172,7 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
         notes.append("Adam: the curvature scale is per unit of lr (1 - beta1) and absorbs 1/sqrt(second moment)")
     out["stiffness_per_step"] = Estimate(kappa, kappa_se)
     out["curvature_scale"] = Estimate(kappa / lr_nominal, None if kappa_se is None else kappa_se / lr_nominal)
-    if fit.model == "oscillator":
+    if measured:
         margin = m * q["damping"] / (1.0 - mu)
         margin_se = m * se["damping"] / (1.0 - mu)
         out["damping_margin_source"] = "measured"
@@ -170,7 +188,9 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
     t_c = exact if exact is not None else cont
     from_measured = False
     optimistic = margin + Z_MEASURED * (margin_se if margin_se is not None and math.isfinite(margin_se) else math.inf)
-    if fit.model == "oscillator" and T > 1 and optimistic < 1.0:
+    out["exact_regime"] = str(linear.discrete_regime(
+        linear.monodromy(kappa * STALE_FRACTION, kappa * (1.0 - STALE_FRACTION), 1.0, mu, T)))
+    if measured and T > 1 and optimistic < 1.0:
         # The measured damping extrapolated along the rule's line c(T') = c0 (1 - (1 - margin)(T'-1)/(T-1)):
         # zero at T' = 1 + (T - 1) / (1 - margin). Taken at margin + Z_MEASURED se (the latest threshold
         # the data allow), and kept when even that is earlier than the stiffness-based threshold.
@@ -190,6 +210,14 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
         notes.append(f"no refresh interval up to {T_SCAN_MAX} is unstable at this stiffness")
     notes.append(f"stale fraction of the curvature assumed {STALE_FRACTION:g} (all forces stale: the safe side)")
     return Implications(**out, notes=notes)
+
+
+def _slow_time(q: dict[str, float]) -> float:
+    """1 / r_slow of the fitted m = 1 oscillator: the time scale a non-ringing fit identifies."""
+    r_slow = Oscillator(mass=1.0, damping=q["damping"], stiffness=q["stiffness"]).decay_rates[0]
+    if not r_slow > 0:
+        raise ConfigError(f"the fitted oscillator does not decay (slow rate {r_slow:.3g})")
+    return 1.0 / r_slow
 
 
 def _with(fit: TrajectoryFit, params: dict[str, float]) -> TrajectoryFit:

@@ -16,6 +16,8 @@ The exponential is kept unless an oscillator model beats it by `EVIDENCE_BIC` (K
                shows at least one full damped period over the data (w span >= 2 pi).
 An oscillator whose period is shorter than MIN_PERIOD_ROWS logged rows is aliased noise and is
 not selected.
+An oscillator whose plateau lies more than EXTRAPOLATION_LIMIT x the observed range outside the
+observed rewards, where the exponential's does not, wins only by extrapolating: the exponential is kept.
 
 Uncertainties: cov = s^2 (J^T J)^{-1}, s^2 = RSS / (n - p), J the Jacobian of the model with respect
 to its natural parameters at the optimum (central differences); stderr = sqrt(diag cov). Derived
@@ -44,6 +46,7 @@ OSCILLATION_P = 0.01  # Fisher g test level: oscillation also needs a periodic c
 PERIODS_SEEN = 1.0  # oscillation needs at least one full damped period inside the data (w span >= 2 pi)
 MIN_PERIOD_ROWS = 4.0  # a fitted period shorter than 4 logged rows is aliasing of noise, not a mode: rejected
 PLATEAU_TOLERANCE = 0.05  # "reached the plateau": within 5% of the total rise R_inf - R_0, for good
+EXTRAPOLATION_LIMIT = 0.25  # a plateau more than 1/4 of the observed range outside it is an extrapolation
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class TrajectoryFit:
     selection: dict = field(default_factory=dict)  # {"bic": {...}, "delta_bic": ..., "rule": ...}
     damping_ratio: float = math.nan  # zeta = c / (2 sqrt(k)) of the oscillator fit (inf for the exponential)
     damping_ratio_stderr: float = math.nan
+    r_range: tuple[float, float] = (math.nan, math.nan)  # observed (min, max) of the finite rewards
+    plateau_extrapolation: float = 0.0  # `plateau_extrapolation` of R_inf: > EXTRAPOLATION_LIMIT is mostly unseen
 
     def predict(self, t) -> np.ndarray:
         """The fitted R at steps t >= t_start."""
@@ -96,7 +101,8 @@ class TrajectoryFit:
             "stderr": self.stderr, "r_squared": self.r_squared, "residual_std": self.residual_std, "n": self.n,
             "t_start": self.t_start, "t_end": self.t_end, "inertia": self.inertia, "oscillation": self.oscillation,
             "damping_ratio": self.damping_ratio, "damping_ratio_stderr": self.damping_ratio_stderr,
-            "selection": self.selection,
+            "selection": self.selection, "r_range": list(self.r_range),
+            "plateau_extrapolation": self.plateau_extrapolation,
         })
 
 
@@ -278,6 +284,14 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     best_osc = min(("slow_start", "oscillator"), key=lambda n: bic[n])
     delta = bic["exponential"] - bic[best_osc]  # -inf when both oscillators aliased
     variant = best_osc if delta > EVIDENCE_BIC else "exponential"
+    lo, hi = float(r.min()), float(r.max())
+    extrapolation = {name: plateau_extrapolation(f.params["r_inf"], lo, hi) for name, f in fits.items()}
+    # An oscillator that beats the exponential only with a plateau far outside the data, where the
+    # exponential's stays inside, wins by extrapolating: the nested model is kept.
+    overruled = bool(variant != "exponential" and extrapolation[variant] > EXTRAPOLATION_LIMIT
+                     and extrapolation["exponential"] <= EXTRAPOLATION_LIMIT)
+    if overruled:
+        variant = "exponential"
     chosen = fits[variant]
     names, cov = _covariance(chosen, tb, rb)
     stderr = {n: 0.0 for n in chosen.params}
@@ -301,7 +315,10 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     # Model-free check of a periodic component around the trend-only (exponential) fit; it pays for
     # the search over frequencies that the oscillator's BIC does not.
     q = fits["exponential"].params
-    periodic_p, period, share = periodic_component(tt, r - single_exponential(tt, q["r_inf"], q["r0"], q["tau"]))
+    trend_residual = r - single_exponential(tt, q["r_inf"], q["r0"], q["tau"])
+    periodic_p, period, share = periodic_component(tt, trend_residual)
+    # share of the reward's whole variance carried by that component: g x (residual / total variance)
+    residual_fraction = float(np.sum(trend_residual**2) / tss) if tss > 0 else 0.0
     oscillation = bool(
         chosen.model == "oscillator" and zeta < 1.0 and math.isfinite(zeta_se)
         and zeta + Z_SIGNIFICANT * zeta_se < 1.0 and omega * span >= 2 * math.pi * PERIODS_SEEN
@@ -317,7 +334,10 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
         "bic_units": "BIC of the standardised curve (R - mean)/std; differences do not depend on units",
         "binned_points": int(tb.size) if tb.size != tt.size else None,
         "exponential_params": {k: float(v) for k, v in fits["exponential"].params.items()},  # the trend-only model
-        "periodogram": {"p_value": periodic_p, "period": period, "share": share},  # Fisher g test around the exponential
+        "periodogram": {"p_value": periodic_p, "period": period, "share": share,  # Fisher g test around the exponential
+                        "variance_share": share * min(residual_fraction, 1.0), "cycles": span / period if period > 0 else 0.0},
+        "extrapolation": extrapolation,  # plateau distance outside the observed range / the range, per model
+        "extrapolation_overruled": overruled,  # an oscillator won the BIC only by extrapolating its plateau
         "aliased": aliased,  # oscillator variants rejected: period < MIN_PERIOD_ROWS rows
         "periods_seen": omega * span / (2 * math.pi),
     }
@@ -335,4 +355,18 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
         params=params, stderr=stderr, cov=cov, fitted=names, r_squared=r2, residual_std=scale * residual_std,
         n=int(t.size), t_start=t_start, t_end=float(t[-1]), inertia=inertia, oscillation=oscillation,
         selection=selection, damping_ratio=zeta, damping_ratio_stderr=zeta_se,
+        r_range=(center + scale * lo, center + scale * hi), plateau_extrapolation=extrapolation[variant],
     )
+
+
+def plateau_extrapolation(r_inf: float, lo: float, hi: float) -> float:
+    """How far a plateau lies outside the observed reward range [lo, hi], in units of that range:
+
+        x = max(r_inf - hi, lo - r_inf, 0) / (hi - lo)      (0 inside the range; inf for a constant curve
+                                                              with a plateau off it)
+    """
+    width = hi - lo
+    out = max(r_inf - hi, lo - r_inf, 0.0)
+    if out == 0.0:
+        return 0.0
+    return out / width if width > 0 else math.inf

@@ -12,6 +12,10 @@ at position p, so q.k depends on positions only through their difference.
 Decoding writes each new key and value into cache buffers allocated once per rollout,
 (n_layers, B, H, S, d_h), and attends over the filled prefix, so one cached step computes the
 same numbers as the full teacher-forced pass up to summation order.
+
+Grouped-query attention (Ainslie et al. 2023, arXiv 2305.13245): with H_kv < H key/value heads,
+query head h reads key/value head floor(h H_kv / H) (each K/V head serves H / H_kv consecutive
+query heads, as in Llama), and the cache holds only the H_kv heads.
 """
 
 from __future__ import annotations
@@ -84,12 +88,15 @@ def attention_mask_4d(key_valid: torch.Tensor, start: int, n_queries: int) -> to
 
 
 class Attention(nn.Module):
-    """Multi-head causal self-attention (no biases)."""
+    """Multi-head (or grouped-query, `n_kv_heads` < `n_heads`) causal self-attention (no biases).
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float) -> None:
+    W_qkv stacks the H query heads, then the H_kv key heads, then the H_kv value heads."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float, n_kv_heads: int | None = None) -> None:
         super().__init__()
         self.n_heads, self.head_dim = n_heads, d_model // n_heads
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        self.qkv = nn.Linear(d_model, (n_heads + 2 * self.n_kv_heads) * self.head_dim, bias=False)
         self.proj = nn.Linear(d_model, d_model, bias=False)
         self.dropout = dropout
 
@@ -101,10 +108,17 @@ class Attention(nn.Module):
         layer, written at slots start..start+T-1, or None.
         """
         B, T, d = x.shape
-        qkv = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, d_h)
-        q, k, v = qkv
-        if rope is not None:
-            q, k = apply_rope(qkv[:2], *rope)  # queries and keys in one rotation: (2, B, H, T, d_h)
+        H, H_kv = self.n_heads, self.n_kv_heads
+        if H_kv == H:
+            qkv = self.qkv(x).view(B, T, 3, H, self.head_dim).permute(2, 0, 3, 1, 4)  # (3, B, H, T, d_h)
+            q, k, v = qkv
+            if rope is not None:
+                q, k = apply_rope(qkv[:2], *rope)  # queries and keys in one rotation: (2, B, H, T, d_h)
+        else:
+            heads = self.qkv(x).view(B, T, H + 2 * H_kv, self.head_dim).transpose(1, 2)  # (B, H + 2 H_kv, T, d_h)
+            qk = heads[:, : H + H_kv] if rope is None else apply_rope(heads[:, : H + H_kv], *rope)  # one rotation
+            q, k = qk.split([H, H_kv], dim=1)  # (B, H, T, d_h), (B, H_kv, T, d_h)
+            v = heads[:, H + H_kv :]
         if cache_kv is not None:
             cache_kv[0][:, :, start : start + T] = k
             cache_kv[1][:, :, start : start + T] = v
@@ -112,8 +126,9 @@ class Attention(nn.Module):
             k = cache_kv[0][:, :, : start + T].to(q.dtype)
             v = cache_kv[1][:, :, : start + T].to(q.dtype)
         p = self.dropout if self.training else 0.0
+        gqa = {} if H_kv == H else {"enable_gqa": True}  # query head h reads K/V head h // (H / H_kv)
         if mask is None:
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True, **gqa)
         else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, **gqa)
         return self.proj(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)

@@ -14,6 +14,17 @@ The wrapper speaks the `CausalLM` protocol (`generate` and `completion_log_probs
 from each row's first real token. Its cache wraps transformers' own (`DynamicCache`, which grows
 by concatenation rather than being preallocated). Routing replay is not supported: `aux` is
 {"routing": None, "load_balance_loss": None}.
+
+Native path: `load_hf_model(..., native=True)` builds the built-in `CausalLM` of the same
+architecture and copies the weights into it, so rollouts use the preallocated KV cache and the
+fused projections (W_q, W_k, W_v stacked into W_qkv; W_gate, W_up into one matmul) instead of
+transformers' code. Supported: Llama-family configs (`model_type` "llama", "mistral" without a
+sliding window shorter than the context) with SiLU, no biases, default RoPE, head_dim = hidden /
+heads; `native_config` names the reason for anything else. `native="auto"` takes that path when
+supported and the wrapper otherwise; `native=False` (the default) always wraps. The native model
+computes the same logits as transformers' forward up to float32 summation order (tests).
+`hf_state_dict(model, hf_config)` maps the native weights back to transformers' names (to save a
+trained policy with `save_pretrained`).
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import torch
 from torch import nn
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.train.model import CausalLM, ModelConfig, build_model
 
 INSTALL_HINT = "install the optional extra: pip install 'gspo-dynamics[hf]'"
 
@@ -99,12 +111,122 @@ class HFCausalLM(nn.Module):
         return out.logits.float(), {"routing": None, "load_balance_loss": None}
 
 
-def load_hf_model(path_or_config, dtype: torch.dtype | None = None) -> HFCausalLM:
+NATIVE_TYPES: tuple[str, ...] = ("llama", "mistral")  # Llama-architecture model_types the native path builds
+NATIVE_MODES = (False, True, "auto")
+
+
+def load_hf_model(path_or_config, dtype: torch.dtype | None = None, native=False) -> HFCausalLM | CausalLM:
     """A transformers causal LM from a local directory, a transformers config, or a config dict
-    (with "model_type"), wrapped as `HFCausalLM`, its parameters cast to `dtype` when given;
-    never downloads (module docstring)."""
+    (with "model_type"), its parameters cast to `dtype` when given; never downloads.
+
+    native: False wraps it as `HFCausalLM`; True returns the built-in `CausalLM` holding its
+    weights (ConfigError naming the reason when the architecture is not supported); "auto" the
+    built-in model when supported, else the wrapper (module docstring).
+    """
+    if not any(native is mode for mode in NATIVE_MODES):
+        raise ConfigError(f"native must be False, True or 'auto', got {native!r}")
     model = _load(path_or_config)
+    if native is not False:
+        config, reason = _native_config(model.hf_model.config)
+        if config is not None:
+            model = native_from_hf(model.hf_model)
+        elif native is True:
+            raise ConfigError(f"no native built-in model for this Hugging Face config: {reason}")
     return model if dtype is None else model.to(dtype)
+
+
+def native_config(hf_config) -> ModelConfig:
+    """The `ModelConfig` of the built-in model with the architecture of a transformers config;
+    ConfigError naming the unsupported feature otherwise."""
+    config, reason = _native_config(hf_config)
+    if config is None:
+        raise ConfigError(f"no native built-in model for this Hugging Face config: {reason}")
+    return config
+
+
+def _native_config(c) -> tuple[ModelConfig | None, str]:
+    """(config, "") when supported, else (None, the reason)."""
+    model_type = getattr(c, "model_type", None)
+    if model_type not in NATIVE_TYPES:
+        return None, f"model_type {model_type!r} (supported: {', '.join(NATIVE_TYPES)})"
+    rope = getattr(c, "rope_parameters", None) or getattr(c, "rope_scaling", None) or {}
+    theta = rope.get("rope_theta", getattr(c, "rope_theta", None))
+    heads = c.num_attention_heads
+    checks = [
+        (getattr(c, "hidden_act", None) == "silu", f"hidden_act {getattr(c, 'hidden_act', None)!r} (needs 'silu')"),
+        (not getattr(c, "attention_bias", False) and not getattr(c, "mlp_bias", False), "biases in attention or MLP"),
+        (rope.get("rope_type", "default") == "default", f"rope_type {rope.get('rope_type')!r} (needs 'default')"),
+        (isinstance(theta, (int, float)), "no rope_theta"),
+        (getattr(c, "pretraining_tp", 1) == 1, "pretraining_tp != 1"),
+        (not getattr(c, "attention_dropout", 0.0), "attention_dropout != 0"),
+        (c.hidden_size % heads == 0 and (getattr(c, "head_dim", None) or c.hidden_size // heads) == c.hidden_size // heads,
+         "head_dim != hidden_size / num_attention_heads"),
+        ((getattr(c, "sliding_window", None) or 2**62) >= c.max_position_embeddings, "a sliding window shorter than the context"),
+    ]
+    for ok, reason in checks:
+        if not ok:
+            return None, reason
+    kv = getattr(c, "num_key_value_heads", None) or heads
+    try:
+        return ModelConfig(
+            vocab_size=c.vocab_size, d_model=c.hidden_size, n_layers=c.num_hidden_layers, n_heads=heads,
+            d_ff=c.intermediate_size, max_seq_len=c.max_position_embeddings, positional="rope",
+            tie_embeddings=bool(c.tie_word_embeddings), rope_theta=float(theta), norm="rmsnorm",
+            norm_eps=float(c.rms_norm_eps), mlp="swiglu", n_kv_heads=None if kv == heads else kv,
+        ), ""
+    except ConfigError as err:
+        return None, str(err)
+
+
+def _weight_map(config: ModelConfig) -> list[tuple[str, tuple[str, ...]]]:
+    """(built-in parameter name, the transformers names it stacks along dim 0), Llama family."""
+    pairs = [("embed.weight", ("model.embed_tokens.weight",)), ("ln_f.weight", ("model.norm.weight",))]
+    for i in range(config.n_layers):
+        hf, ours = f"model.layers.{i}.", f"blocks.{i}."
+        pairs += [
+            (ours + "ln1.weight", (hf + "input_layernorm.weight",)),
+            (ours + "attn.qkv.weight", tuple(hf + f"self_attn.{x}_proj.weight" for x in "qkv")),
+            (ours + "attn.proj.weight", (hf + "self_attn.o_proj.weight",)),
+            (ours + "ln2.weight", (hf + "post_attention_layernorm.weight",)),
+            (ours + "mlp.gate_up.weight", (hf + "mlp.gate_proj.weight", hf + "mlp.up_proj.weight")),
+            (ours + "mlp.down.weight", (hf + "mlp.down_proj.weight",)),
+        ]
+    if not config.tie_embeddings:
+        pairs.append(("head.weight", ("lm_head.weight",)))
+    return pairs
+
+
+@torch.no_grad()
+def native_from_hf(hf_model: nn.Module) -> CausalLM:
+    """The built-in `CausalLM` of `hf_model`'s architecture (`native_config`) holding copies of its
+    weights, in their dtype and on their device, in eval mode if `hf_model` is."""
+    config = native_config(hf_model.config)
+    state = hf_model.state_dict()
+    weight = state["model.embed_tokens.weight"]
+    with torch.device("meta"):
+        model = build_model(config)
+    model = model.to_empty(device=weight.device).to(weight.dtype)
+    for name, sources in _weight_map(config):
+        model.get_parameter(name).copy_(torch.cat([state[s] for s in sources], dim=0))
+    return model.train(hf_model.training)
+
+
+def hf_state_dict(model: CausalLM, hf_config) -> dict[str, torch.Tensor]:
+    """The weights of a native model under transformers' names (the inverse of `native_from_hf`),
+    for `transformers.AutoModelForCausalLM.from_config(hf_config).load_state_dict(...)`."""
+    config = native_config(hf_config)
+    if config != model.config:
+        raise ConfigError("the model's config is not the native config of hf_config")
+    head_dim, heads = config.head_dim, config.n_heads
+    splits = {"attn.qkv.weight": [heads * head_dim] + 2 * [config.kv_heads * head_dim], "mlp.gate_up.weight": 2 * [config.d_ff]}
+    out = {}
+    for name, sources in _weight_map(config):
+        tensor = model.get_parameter(name).detach()
+        parts = tensor.split(next(v for k, v in splits.items() if name.endswith(k)), dim=0) if len(sources) > 1 else (tensor,)
+        out.update(zip(sources, parts))
+    if config.tie_embeddings:
+        out["lm_head.weight"] = out["model.embed_tokens.weight"]
+    return out
 
 
 def _load(path_or_config) -> HFCausalLM:

@@ -5,6 +5,11 @@
     h_l = h_l + MLP(LN(h_l))           (GELU MLP, or the top-k MoE of `_moe`);
     logits = LN(h_n) W_out^T           (W_out = E when the embeddings are tied)
 
+Options that make it the Llama architecture (so a Hugging Face Llama's weights load into it,
+`hf.load_hf_model(..., native=True)`): `norm="rmsnorm"` (LN(h) = g * h / sqrt(mean(h^2) + eps),
+Zhang & Sennrich 2019), `mlp="swiglu"` (MLP(h) = W_down (silu(W_gate h) * W_up h), Shazeer 2020),
+`n_kv_heads` < `n_heads` (grouped-query attention, `_attention`), `rope_theta`, `tie_embeddings`.
+
     model = build_model(ModelConfig(vocab_size=16, **MODEL_PRESETS["1m"]))
     logits, aux = model(input_ids, attention_mask=None, kv_cache=None, positions=None, routing=None)
 
@@ -31,6 +36,8 @@ from gspo_dynamics.train._moe import MoEMLP
 
 INIT_STD = 0.02  # GPT-2's weight scale: logits start near uniform
 POSITIONALS: tuple[str, ...] = ("rope", "learned")
+NORMS: tuple[str, ...] = ("layernorm", "rmsnorm")
+MLPS: tuple[str, ...] = ("gelu", "swiglu")
 
 MODEL_PRESETS: dict[str, dict] = {
     # name -> ModelConfig keyword arguments without vocab_size (the tokenizer's); the name is the
@@ -66,6 +73,10 @@ class ModelConfig:
     positional: str = "rope"  # "rope" (rotary) or "learned" (absolute embeddings)
     tie_embeddings: bool = True  # output projection = token embedding
     rope_theta: float = 10000.0  # RoPE base theta
+    norm: str = "layernorm"  # "layernorm" (gain and bias) or "rmsnorm" (gain only, Llama)
+    norm_eps: float = 1e-5  # eps inside the norms' square root
+    mlp: str = "gelu"  # dense MLP: "gelu" (d -> f -> d) or "swiglu" (gate and up d -> f, down f -> d; Llama)
+    n_kv_heads: int | None = None  # H_kv key/value heads (grouped-query attention); None = n_heads
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_seq_len"):
@@ -86,10 +97,27 @@ class ModelConfig:
             raise ConfigError(f"rope_theta must be a number > 1, got {self.rope_theta!r}")
         if not isinstance(self.tie_embeddings, bool):
             raise ConfigError(f"tie_embeddings must be true or false, got {self.tie_embeddings!r}")
+        if self.norm not in NORMS:
+            raise ConfigError(f"norm must be one of {', '.join(NORMS)}; got {self.norm!r}")
+        if not (isinstance(self.norm_eps, (int, float)) and not isinstance(self.norm_eps, bool) and 0.0 < self.norm_eps < 1.0):
+            raise ConfigError(f"norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
+        if self.mlp not in MLPS:
+            raise ConfigError(f"mlp must be one of {', '.join(MLPS)}; got {self.mlp!r}")
+        if self.mlp != "gelu" and self.n_experts:
+            raise ConfigError(f"MoE experts are GELU MLPs; mlp={self.mlp!r} needs n_experts = 0")
+        if self.n_kv_heads is not None:
+            _int("n_kv_heads", self.n_kv_heads, 1)
+            if self.n_heads % self.n_kv_heads:
+                raise ConfigError(f"n_heads {self.n_heads} must be a multiple of n_kv_heads {self.n_kv_heads}")
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """H_kv, the key/value heads (n_heads unless grouped-query)."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     @property
     def is_moe(self) -> bool:
@@ -98,19 +126,29 @@ class ModelConfig:
     def parameter_count(self) -> int:
         """Parameters of the model, counted analytically (no allocation):
 
-            V d  [+ S_max d learned positions]  [+ V d untied head]  + 2 d (final LN)
-            + n_layers [ 4 d  (two LNs)  + 4 d^2  (W_qkv, W_o)  + MLP ],
-            MLP = 2 d f  (dense)   or   d E + 2 E d f  (router and E experts)
+            V d  [+ S_max d learned positions]  [+ V d untied head]  + n_g d (final norm)
+            + n_layers [ 2 n_g d  (two norms)  + ATT  + MLP ],
+            ATT = 2 d^2 + 2 d H_kv d_h  (W_qkv, W_o; 4 d^2 without grouped-query attention)
+            MLP = 2 d f  (GELU)   or   3 d f  (SwiGLU)   or   d E + 2 E d f  (router and E experts)
+
+        with n_g = 2 gain-and-bias vectors per LayerNorm, 1 gain per RMSNorm.
         """
         d, f, V = self.d_model, self.d_ff, self.vocab_size
-        mlp = 2 * d * f if not self.is_moe else d * self.n_experts + 2 * self.n_experts * d * f
-        per_layer = 4 * d + 4 * d * d + mlp
-        total = V * d + 2 * d + self.n_layers * per_layer
+        mlp = self._dense_mlp_weights() if not self.is_moe else d * self.n_experts + 2 * self.n_experts * d * f
+        n_g = 2 if self.norm == "layernorm" else 1
+        per_layer = 2 * n_g * d + self._attention_weights() + mlp
+        total = V * d + n_g * d + self.n_layers * per_layer
         if self.positional == "learned":
             total += self.max_seq_len * d
         if not self.tie_embeddings:
             total += V * d
         return total
+
+    def _attention_weights(self) -> int:
+        return 2 * self.d_model**2 + 2 * self.d_model * self.kv_heads * self.head_dim
+
+    def _dense_mlp_weights(self) -> int:
+        return (2 if self.mlp == "gelu" else 3) * self.d_model * self.d_ff
 
     def active_parameter_count(self) -> int:
         """Parameters one token uses (MoE: k of the E experts), the N of the 6 N FLOPs/token rule."""
@@ -125,14 +163,15 @@ class ModelConfig:
             forward = 2 N_mm + 4 n_layers d T,    training = 3 x forward = 6 N_mm + 12 n_layers d T
 
         (PaLM, Chowdhery et al. 2022, appendix B), N_mm the matmul weights one token uses (attention
-        4 d^2, MLP 2 d f or router d E + 2 k d f per layer, and the V d output head; no embedding
+        4 d^2 (2 d^2 + 2 d H_kv d_h grouped-query), MLP 2 d f (SwiGLU 3 d f) or router d E + 2 k d f
+        per layer, and the V d output head; no embedding
         lookup, norms or elementwise work), and attention scores and values counted over the full
         T x T square. Useful work only: MoE dispatch padding is not counted.
         """
         _int("seq_len", seq_len, 1)
         d, f = self.d_model, self.d_ff
-        mlp = 2 * d * f if not self.is_moe else d * self.n_experts + 2 * self.top_k * d * f
-        matmul_weights = self.n_layers * (4 * d * d + mlp) + self.vocab_size * d
+        mlp = self._dense_mlp_weights() if not self.is_moe else d * self.n_experts + 2 * self.top_k * d * f
+        matmul_weights = self.n_layers * (self._attention_weights() + mlp) + self.vocab_size * d
         forward = 2 * matmul_weights + 4 * self.n_layers * d * seq_len
         return 3 * forward if training else forward
 
@@ -154,13 +193,36 @@ class DenseMLP(nn.Module):
         return self.down(nn.functional.gelu(self.up(x)))
 
 
+class SwiGLUMLP(nn.Module):
+    """W_down (silu(W_gate h) * W_up h), with W_gate and W_up stacked in one matmul (d -> 2 f)."""
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.gate_up = nn.Linear(d_model, 2 * d_ff, bias=False)  # rows: [W_gate; W_up]
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up(x).chunk(2, dim=-1)  # (B, T, f) each
+        return self.down(nn.functional.silu(gate) * up)
+
+
+def _norm(config: ModelConfig) -> nn.Module:
+    if config.norm == "rmsnorm":
+        return nn.RMSNorm(config.d_model, eps=config.norm_eps)
+    return nn.LayerNorm(config.d_model, eps=config.norm_eps)
+
+
+def _dense_mlp(config: ModelConfig) -> nn.Module:
+    return SwiGLUMLP(config.d_model, config.d_ff) if config.mlp == "swiglu" else DenseMLP(config.d_model, config.d_ff)
+
+
 class Block(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         d = config.d_model
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = Attention(d, config.n_heads, config.dropout)
-        self.mlp = MoEMLP(d, config.d_ff, config.n_experts, config.top_k) if config.is_moe else DenseMLP(d, config.d_ff)
+        self.ln1, self.ln2 = _norm(config), _norm(config)
+        self.attn = Attention(d, config.n_heads, config.dropout, config.kv_heads)
+        self.mlp = MoEMLP(d, config.d_ff, config.n_experts, config.top_k) if config.is_moe else _dense_mlp(config)
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x, rope, mask, cache_kv, start, experts, token_mask):
@@ -183,7 +245,7 @@ class CausalLM(nn.Module):
         self.embed = nn.Embedding(config.vocab_size, d)
         self.pos_embed = nn.Embedding(config.max_seq_len, d) if config.positional == "learned" else None
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
-        self.ln_f = nn.LayerNorm(d)
+        self.ln_f = _norm(config)
         self.head = None if config.tie_embeddings else nn.Linear(d, config.vocab_size, bias=False)
 
     def num_parameters(self) -> int:
@@ -210,7 +272,7 @@ class CausalLM(nn.Module):
         if dtype is None:
             autocast = torch.is_autocast_enabled(device.type)
             dtype = torch.get_autocast_dtype(device.type) if autocast else self.embed.weight.dtype
-        return KVCache.allocate(c.n_layers, batch, c.n_heads, slots, c.head_dim, dtype=dtype, device=device)
+        return KVCache.allocate(c.n_layers, batch, c.kv_heads, slots, c.head_dim, dtype=dtype, device=device)
 
     def forward(self, input_ids, attention_mask=None, kv_cache: KVCache | None = None, positions=None, routing=None):
         """Logits (B, T, V) float32 of `input_ids` (B, T) and aux (module docstring).

@@ -183,20 +183,31 @@ def _zero_variance(quick: bool) -> Figure:
     return fig
 
 
-@_register("ratios", "GRPO vs GSPO: ratio variance and clip fraction vs length",
-           "Tabular per-position policy on the pattern task (partial credit), Adam, refresh interval T = 4, trained with "
-           "GRPO and with GSPO at each response length L; statistics of the stale steps (window position j >= 1). "
-           "Left: token log-ratio variance (flat in L) and GSPO's sequence log-ratio variance against sigma^2 / L. "
-           "Right: clip fractions (GRPO clips the token ratio at 0.2/0.28, GSPO the sequence ratio at 3e-4/4e-4) "
-           "against the lognormal theory at the measured sigma^2. The 1/L law holds; GSPO's measured clip fraction "
-           "lies above the lognormal prediction (the coherent drift pushes the ratios of positive-advantage samples "
-           "up, which the sign-independent model leaves out; cf. the failing rows ratio-clip and "
-           "transformer-clip-sequence in paper_repro/RESULTS.md).")
+@_register("ratios", "GRPO vs GSPO: ratio variance and clip fraction vs length, clip-aware theory",
+           "Tabular per-position policy on the pattern task (partial credit), from the uniform policy, one refresh "
+           "window of T = 8 plain-SGD steps (lr = 3 L: each position gets lr / L of the token-mean step; N = 64 "
+           "responses per step), trained with GRPO and with GSPO at each response length L; means over seeds of the "
+           "stale steps (window position j >= 1). Thick light line: the clip-aware walk (theory.ratio_drift, the "
+           "prediction the ratio-var / ratio-clip claims check), predicted from the hyperparameters alone, for the "
+           "GRPO update: each token's log-ratio is a random walk and a sample past the clip bound on its advantage's "
+           "side drops out of the step. Thin dotted lines: the memoryless lognormal at the measured sigma^2 "
+           "(reference). Left: token log-ratio variance and the sequence log-ratio variance; both theories give "
+           "Var[log s] = sigma^2 / L, which the runs follow; the walk also predicts GRPO's token variance from the "
+           "hyperparameters at every L. Right: clip fractions (GRPO clips the token ratio at 0.2/0.28, GSPO the "
+           "sequence ratio at 3e-4/4e-4; error bars 2 s.e. over seeds). The walk is within ~0.01 of GRPO's clip "
+           "fraction for L >= 16 (~0.03 at L = 8) but misses at short responses (L = 1: about 0.005 predicted vs 0.06 measured; L = 2, 4 under by "
+           "~0.05-0.07): there most groups are flat and a few large advantages make each step, far from the Gaussian "
+           "step the walk assumes (the claims start from random logits, where L = 1 passes). The walk covers GRPO only: "
+           "GSPO's sequence clip stops a whole response's gradient, which neither theory models, and its clip "
+           "fraction lies above the sign-independent lognormal (the update raises the ratios of positive-advantage "
+           "responses; the sign-conditional mixture of theory.ratios fixes this on the tabular policy only with the "
+           "walk's conditional means, and still under-predicts on the transformer: row transformer-clip-sequence, "
+           "FAIL, in paper_repro/RESULTS.md).")
 def _ratios(quick: bool) -> Figure:
     from gspo_dynamics.plots.figures._sequence import draw_clip_fraction, draw_ratio_variance, ratio_data
 
     lengths = (1, 4, 16, 64) if quick else (1, 2, 4, 8, 16, 32, 64, 128)
-    d = ratio_data(lengths, steps=48 if quick else 400, refresh_interval=4, lr=0.2)
+    d = ratio_data(lengths, seeds=4 if quick else 16, refresh_interval=8, lr_per_token=3.0)
     fig = Figure(figsize=(9, 3.6), layout="constrained")
     axes = fig.subplots(1, 2)
     draw_ratio_variance(axes[0], d)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 import warnings
 
-import numpy as np
 from _results import Claim, parse_mode, record
 
 from gspo_dynamics.fit import fit_exponential, fit_oscillator

@@ -65,13 +65,11 @@ import time
 
 import numpy as np
 import torch
+from _ratio_tabular import first_step_drift, one_run, predict, predict_walk, predicted_drifts, signed_advantage
 from _results import Claim, parse_mode, record
 
-from gspo_dynamics.objectives import get_loss, group_advantages
-from gspo_dynamics.sim.sequence import PatternMatch, TabularPolicy, count_distribution, log_probs, sample
-from gspo_dynamics.theory.ratio_drift import SignedAdvantage, clipped_log_ratio_law
-from gspo_dynamics.theory.ratios import (GRPO_CLIP, GSPO_CLIP, clip_fractions, log_ratio_variance, ratio_statistics,
-                                         tabular_noise_drift)
+from gspo_dynamics.sim.sequence import PatternMatch, TabularPolicy
+from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP, log_ratio_variance
 
 LENGTHS = {"full": (1, 4, 16, 64, 256), "quick": (1, 16, 256)}  # L
 WINDOW = {"full": (1, 2, 4, 8), "quick": (1, 4)}  # j, SGD steps since the refresh
@@ -82,8 +80,6 @@ MIN_SEEDS = {"full": 16, "quick": 6}
 EVAL_TOKENS = {"full": 2**16, "quick": 2**15}  # fresh evaluation tokens per seed (>= 4096 sequences)
 MIN_EVAL_SEQUENCES = 4096  # a multiple of G
 FIRST_STEP_BATCHES = {"full": 256, "quick": 64}  # minibatch gradients at pi_s for the measured first-step drift
-GROUP_SIZE = 8  # G, responses per prompt
-GROUPS = 8  # prompts per minibatch: N = 64 sequences per SGD step
 # lr per L such that the predicted token log-ratio std at J_REF is SIGMA_REF = eps_low: the
 # ratios reach GRPO's clip range at the end of the window, so its tails go from ~0 (j = 1) to ~15%.
 SIGMA_REF = GRPO_CLIP[0]
@@ -92,186 +88,15 @@ LOGIT_SCALE = 1.0  # std of the random starting logits
 MAX_LENGTH = 256
 TAILS = ("tok_below", "tok_above", "seq_below", "seq_above")  # P(rho < 1 - eps_low), P(rho > 1 + eps_high)
 LOGGED = ("tok_low", "tok_high", "seq_low", "seq_high")  # losses/clip_frac_low, _high of grpo and gspo
-LOG_TOKEN_BOUNDS = (math.log(1 - GRPO_CLIP[0]), math.log(1 + GRPO_CLIP[1]))
-LOG_SEQUENCE_BOUNDS = (math.log(1 - GSPO_CLIP[0]), math.log(1 + GSPO_CLIP[1]))
 # Update rules: GRPO as used (the claims), and the same importance-weighted loss unclipped, a
 # control that isolates the clip's feedback on the drift (the theory's drift has none).
 UPDATES = {"grpo": GRPO_CLIP, "unclipped": (math.inf, math.inf)}
 PREDICTION = {"grpo": "pred", "unclipped": "pred_unclipped"}  # the walk with each update's clip
 POLICY_SEED = 20250717
-MC_GROUPS = 20_000  # Monte Carlo groups for E[A^2] in the prediction
-MC_GAP = 4_000  # Monte Carlo groups per position for E[A | match] - E[A | no match]
-MC_SIGNED = 4_000  # Monte Carlo groups per position for the signed moments of A given match / no match
 # Tolerances: model error allowed, each >= 3x the statistical error of the measurement.
 VAR_TOL = 0.15  # relative: leading order in sigma (<= 0.2 here); seed s.e. of the variances <= ~4%
 SCALING_TOL = 0.05  # relative: an identity up to sampling error (~1-3% per point)
 CLIP_TOL = 0.05  # absolute: lognormal tails vs a 15-atom, partly coherent log-ratio law; s.e. < 0.01
-
-
-def centred_var(x: np.ndarray, probs: np.ndarray) -> np.ndarray:
-    """Var_{y ~ pi}[x(y)] along the vocabulary axis: sum pi x^2 - (sum pi x)^2."""
-    mean = (probs * x).sum(-1)
-    return (probs * x**2).sum(-1) - mean**2
-
-
-def advantages_np(rewards: np.ndarray) -> np.ndarray:
-    """The package's group-std advantages of (M, G) numpy rewards."""
-    return group_advantages(torch.from_numpy(rewards), scale="group").numpy()
-
-
-def predicted_drifts(probs: np.ndarray, target: np.ndarray, lr: float, rng: np.random.Generator):
-    """(d_t, n_t, E[A^2]) per position from the hyperparameters (module docstring). probs: (L, V)."""
-    L, V = probs.shape
-    p = probs[np.arange(L), target]  # (L,) match probability per position
-    law = count_distribution(torch.from_numpy(p)).numpy()  # (L + 1,) law of the match count
-    counts = rng.choice(L + 1, size=(MC_GROUPS, GROUP_SIZE), p=law / law.sum())  # (M, G)
-    a2 = float((advantages_np(counts / L) ** 2).mean())
-    noise = tabular_noise_drift(lr, probs, GROUPS * GROUP_SIZE, L, a2)  # (L,)
-
-    # E[A | match_t] - E[A | no match_t] for member 0: the others are drawn from the full law,
-    # member 0's count without position t from the law of the other L - 1 positions; the same
-    # draws with and without the match (common random numbers) cancel most Monte Carlo noise.
-    others = np.stack([np.delete(p, t) for t in range(L)]) if L > 1 else np.zeros((1, 0))
-    law_rest = count_distribution(torch.from_numpy(others)).numpy()  # (L, L)
-    u = rng.random(MC_GAP)
-    rest = np.stack([np.searchsorted(np.cumsum(law_rest[t]), u * law_rest[t].sum()) for t in range(L)])  # (L, M')
-    mates = np.broadcast_to(counts[:MC_GAP, 1:], (L, MC_GAP, GROUP_SIZE - 1))  # (L, M', G - 1)
-    hit = np.concatenate([(rest + 1)[..., None], mates], -1).reshape(-1, GROUP_SIZE) / L  # (L M', G)
-    miss = np.concatenate([rest[..., None], mates], -1).reshape(-1, GROUP_SIZE) / L
-    gap = (advantages_np(hit)[:, 0] - advantages_np(miss)[:, 0]).reshape(L, MC_GAP).mean(1)  # (L,)
-    step = p[:, None] * (np.eye(V)[target] - probs)  # (L, V) p_t (e_target - pi_t)
-    coherent = lr / L * np.abs(gap) * np.sqrt(centred_var(step, probs))  # (L,)
-    return coherent, noise, a2
-
-
-def _member_advantages(p: np.ndarray, rng: np.random.Generator, draws: int) -> tuple[np.ndarray, np.ndarray]:
-    """Group-std advantage of member 0 given that position t matches / does not match: (L, draws)
-    each, the same groups with and without the match (common random numbers). p: (L,) match probs."""
-    L = p.size
-    law = count_distribution(torch.from_numpy(p)).numpy()  # (L + 1,)
-    mates = rng.choice(L + 1, size=(draws, GROUP_SIZE - 1), p=law / law.sum())  # (M, G - 1) other members' counts
-    others = np.stack([np.delete(p, t) for t in range(L)]) if L > 1 else np.zeros((1, 0))
-    law_rest = count_distribution(torch.from_numpy(others)).numpy()  # (L, L): member 0's count without t
-    u = rng.random(draws)
-    rest = np.stack([np.searchsorted(np.cumsum(law_rest[t]), u * law_rest[t].sum()) for t in range(L)])  # (L, M)
-    mates = np.broadcast_to(mates, (L, draws, GROUP_SIZE - 1))
-    hit = np.concatenate([(rest + 1)[..., None], mates], -1).reshape(-1, GROUP_SIZE) / L  # (L M, G)
-    miss = np.concatenate([rest[..., None], mates], -1).reshape(-1, GROUP_SIZE) / L
-    return advantages_np(hit)[:, 0].reshape(L, draws), advantages_np(miss)[:, 0].reshape(L, draws)
-
-
-def signed_advantage(probs: np.ndarray, target: np.ndarray, rng: np.random.Generator):
-    """Signed moments of the advantage given each (position, token): the target token's from
-    'position t matches', every other token's from 'does not match' (the reward sees only matches);
-    and P(A > 0 | y), P(A < 0 | y), each (L, V)."""
-    L, V = probs.shape
-    a_hit, a_miss = _member_advantages(probs[np.arange(L), target], rng, MC_SIGNED)  # (L, M) each
-    is_target = (np.arange(V)[None, :] == target[:, None])[..., None]  # (L, V, 1)
-    samples = np.where(is_target, a_hit[:, None, :], a_miss[:, None, :])  # (L, V, M)
-    return SignedAdvantage.from_samples(samples), (samples > 0).mean(-1), (samples < 0).mean(-1)
-
-
-def grpo_step(policy: TabularPolicy, policy_s: TabularPolicy, task: PatternMatch, clip: tuple[float, float],
-              gen: torch.Generator) -> torch.Tensor:
-    """The `grpo` loss of one fresh pi_s minibatch (B = GROUPS prompts x G responses), for backward."""
-    prompts = task.prompts(GROUPS * GROUP_SIZE)
-    tokens, logp_s, mask, _ = sample(policy_s, prompts, task.length, gen)  # (N, L) from the sampling policy
-    adv = group_advantages(task.reward(prompts, tokens, mask).view(GROUPS, GROUP_SIZE)).flatten()  # (N,)
-    loss, _ = get_loss("grpo")(log_probs(policy, prompts, tokens, mask), logp_s, adv, mask,
-                               clip_low=clip[0], clip_high=clip[1])
-    return loss
-
-
-def first_step_drift(policy_s: TabularPolicy, task: PatternMatch, lr: float, batches: int,
-                     gen: torch.Generator) -> tuple[float, float]:
-    """(d, n) measured: rms over positions of the centred std under pi_s of the mean first-step
-    logit change -lr grad (coherent) and of its scatter between minibatches (noise)."""
-    policy = TabularPolicy(task.length, policy_s.vocab_size, policy_s.logits.detach())
-    steps = []
-    for _ in range(batches):
-        policy.zero_grad()
-        grpo_step(policy, policy_s, task, GRPO_CLIP, gen).backward()
-        steps.append(-lr * policy.logits.grad.numpy().copy())
-    steps = np.stack(steps)  # (K, L, V)
-    probs = policy_s.probs().numpy()
-    noise2 = centred_var(steps - steps.mean(0), probs).mean(0) * batches / (batches - 1)  # (L,)
-    coherent2 = np.maximum(centred_var(steps.mean(0), probs) - noise2 / batches, 0.0)  # d^2, less the noise of the mean
-    return math.sqrt(coherent2.mean()), math.sqrt(noise2.mean())
-
-
-def one_run(policy_s: TabularPolicy, task: PatternMatch, lr: float, clip: tuple[float, float], window,
-            eval_sequences: int, gen: torch.Generator) -> dict[int, dict[str, float]]:
-    """Train a copy of pi_s for max(window) SGD steps of the `grpo` loss with clip range `clip` on
-    fresh pi_s minibatches; at every j in window, the ratio statistics on one fresh pi_s sample."""
-    L = task.length
-    policy = TabularPolicy(L, policy_s.vocab_size, policy_s.logits.detach())
-    opt = torch.optim.SGD(policy.parameters(), lr=lr)
-    # Evaluation sample from pi_s, drawn straight from the table (the law `sample` draws from):
-    # positions are independent, so log w of every (sequence, position) is a table lookup.
-    probs_s = policy_s.probs().detach()  # (L, V)
-    tokens_e = torch.multinomial(probs_s, eval_sequences, replacement=True, generator=gen)  # (L, M)
-    rows = torch.arange(L)[:, None]  # (L, 1)
-    # Its rewards and advantages, for the clip fractions as the losses log them (sign-aware).
-    mask_e = torch.ones(eval_sequences, L, dtype=torch.bool)
-    prompts_e = task.prompts(eval_sequences)
-    rewards_e = task.reward(prompts_e, tokens_e.T, mask_e).view(-1, GROUP_SIZE)  # (M / G, G)
-    adv_e = group_advantages(rewards_e).flatten()  # (M,)
-    logp_s_e = torch.log_softmax(policy_s.logits, -1)[rows, tokens_e].T  # (M, L)
-    out = {}
-    for k in range(1, max(window) + 1):
-        opt.zero_grad()
-        grpo_step(policy, policy_s, task, clip, gen).backward()
-        opt.step()
-        if k not in window:
-            continue
-        with torch.no_grad():
-            logp_e = torch.log_softmax(policy.logits, -1)[rows, tokens_e].T  # (M, L)
-            log_w = logp_e - logp_s_e  # (M, L) token log-ratios
-            log_s = log_w.mean(1)  # (M,) GSPO's sequence log-ratio
-            out[k] = dict(
-                tok_var=float(log_w.var()), seq_var=float(log_s.var()),
-                tok_below=float((log_w < LOG_TOKEN_BOUNDS[0]).double().mean()),
-                tok_above=float((log_w > LOG_TOKEN_BOUNDS[1]).double().mean()),
-                seq_below=float((log_s < LOG_SEQUENCE_BOUNDS[0]).double().mean()),
-                seq_above=float((log_s > LOG_SEQUENCE_BOUNDS[1]).double().mean()),
-                pos_share=float((adv_e > 0).double().mean()), neg_share=float((adv_e < 0).double().mean()))
-            for level, clip_range in (("grpo", GRPO_CLIP), ("gspo", GSPO_CLIP)):
-                _, logged = get_loss(level)(logp_e, logp_s_e, adv_e, mask_e, clip_low=clip_range[0], clip_high=clip_range[1])
-                prefix = "tok" if level == "grpo" else "seq"
-                out[k][f"{prefix}_low"] = float(logged["losses/clip_frac_low"])
-                out[k][f"{prefix}_high"] = float(logged["losses/clip_frac_high"])
-    return out
-
-
-def predict(d_rms: float, n_rms: float, window, L: int) -> dict[str, np.ndarray]:
-    """The memoryless lognormal statistics at window positions j (J,) for rms per-step drifts d, n:
-    token (GRPO's eps) and sequence (GSPO's eps) log-ratio variances and tail fractions."""
-    J = np.asarray(window)
-    tok = ratio_statistics("token", d_rms, J, L, clip_low=GRPO_CLIP[0], clip_high=GRPO_CLIP[1], noise_drift=n_rms)
-    seq = ratio_statistics("sequence", d_rms, J, L, clip_low=GSPO_CLIP[0], clip_high=GSPO_CLIP[1], noise_drift=n_rms)
-    return dict(tok_var=tok.log_var, seq_var=seq.log_var, tok_below=tok.clip.below, tok_above=tok.clip.above,
-                seq_below=seq.clip.below, seq_above=seq.clip.above)
-
-
-def predict_walk(probs: np.ndarray, signed, lr: float, clip, window) -> tuple[dict, float]:
-    """The clip-aware walk's statistics (same keys as `predict`) for an update with clip range
-    `clip` ((inf, inf): unclipped), and the largest mass its grid left in an edge cell. Also GSPO's
-    sign-aware clip fractions (seq_low_mix, seq_high_mix) from the sign-conditional mixture: log s
-    given the sign of A is normal with the walk's conditional mean and the within-sign variance
-    (the walk's Var[log s] less the spread of the three conditional means)."""
-    advantage, pos, neg = signed
-    eps = (None, None) if math.isinf(clip[0]) else clip
-    law = clipped_log_ratio_law(probs, advantage, lr=lr, batch_size=GROUPS * GROUP_SIZE, window=window,
-                                clip_low=eps[0], clip_high=eps[1])
-    tok, seq = law.token(*GRPO_CLIP), law.sequence(*GSPO_CLIP)
-    shares = [float((probs * w).sum(-1).mean()) for w in (pos, neg, 1.0 - pos - neg)]  # P(A > 0), P(A < 0), P(A = 0)
-    means = [law.conditional_sequence_mean(probs, w) for w in (pos, neg, 1.0 - pos - neg)]  # each (J,)
-    between = sum(q * m**2 for q, m in zip(shares, means)) - sum(q * m for q, m in zip(shares, means)) ** 2
-    within = np.maximum(seq["var"] - between, 0.0)
-    high = shares[0] * clip_fractions(means[0], within, *GSPO_CLIP).above
-    low = shares[1] * clip_fractions(means[1], within, *GSPO_CLIP).below
-    return dict(tok_var=tok["var"], seq_var=seq["var"], tok_below=tok["below"], tok_above=tok["above"],
-                seq_below=seq["below"], seq_above=seq["above"], seq_low_mix=low, seq_high_mix=high), float(law.edge_mass.max())
 
 
 def experiment(L: int, mode: str, window, all_logits: torch.Tensor, rng: np.random.Generator) -> dict:

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-BENCH = Path(__file__).parents[1] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def bench():
-    # benchmarks/ and paper_repro/ each have a `_results` module: import the script with its own
-    saved = sys.modules.pop("_results", None)
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("bench_trainer")
-    finally:
-        sys.path.remove(str(BENCH))
-        sys.modules.pop("_results", None)
-        if saved is not None:
-            sys.modules["_results"] = saved
+def bench(load_script):
+    return load_script("benchmarks", "bench_trainer")
 
 
 def test_hf_tokenizer_speaks_our_ids(bench):

@@ -5,7 +5,6 @@ The end-to-end quick run is covered by tests/test_paper_repro.py (slow); here on
 
 from __future__ import annotations
 
-import importlib
 import math
 import subprocess
 import sys
@@ -18,17 +17,8 @@ REPRO = Path(__file__).parents[1] / "paper_repro"
 
 
 @pytest.fixture(scope="module")
-def script():
-    # benchmarks/ and paper_repro/ each have a `_results` module: import the script with its own
-    saved = sys.modules.pop("_results", None)
-    sys.path.insert(0, str(REPRO))
-    try:
-        yield importlib.import_module("trainer_at_scale")
-    finally:
-        sys.path.remove(str(REPRO))
-        sys.modules.pop("_results", None)
-        if saved is not None:
-            sys.modules["_results"] = saved
+def script(load_script):
+    return load_script("paper_repro", "trainer_at_scale")
 
 
 @pytest.mark.parametrize("N,G,k", [(4, 4, 5), (2, 8, 9), (3, 4, 12), (4, 4, 0), (2, 16, 32)])

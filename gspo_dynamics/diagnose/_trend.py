@@ -285,7 +285,10 @@ def _collapse(s: np.ndarray, r: np.ndarray, trend: dict) -> tuple[float, float |
     run = a * (c[w:] - c[:-w]) / w  # running mean over w rows, O(n)
     peak = float(run.max())
     rise = peak - trend["early"]
-    if rise <= 0:
+    # a collapse needs a real rise first: a peak within Z_TREND standard errors of the early mean is
+    # noise, and dividing the drop by such a rise would make any small drop look like a collapse
+    _, se_e = mean_se(r[:w])
+    if not rise > Z_TREND * max(se_e, 1e-12):
         return peak, None
     # only a peak that is significant against the late window's noise counts
     _, se_l = mean_se(r[-w:])

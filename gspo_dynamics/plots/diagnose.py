@@ -16,6 +16,9 @@ from gspo_dynamics.plots.style import DATA, FIT, THEORY, WARN, figure_style, not
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 
 PANEL_SIZE = (3.6, 2.5)  # inches per panel
+VERDICT_FONT = 7.0  # points, monospace: a character is ~0.6 of this wide
+# characters per line of the verdict panel: 80% of the panel width (the rest is padding), less the indent
+WRAP = int(0.8 * PANEL_SIZE[0] * 72 / (0.6 * VERDICT_FONT)) - 4
 
 
 def _points(ax, steps, values, label: str, color=DATA) -> None:
@@ -48,7 +51,8 @@ def plot_reward_fit(ax, diagnosis) -> None:
     ax.set_xlabel("optimizer step")
     ax.set_ylabel("reward")
     ax.set_title("reward and closed-form fit")
-    ax.legend(loc="best")
+    # below the axes, never over the data (the curve fills the panel); constrained layout makes room
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, fontsize=6.5, frameon=False)
 
 
 def plot_zero_std(ax, diagnosis) -> None:
@@ -95,16 +99,16 @@ def plot_series(ax, diagnosis, name: str, title: str, missing: str) -> None:
 def plot_verdicts(ax, diagnosis) -> None:
     """The primary verdict, every verdict with its confidence, and the first piece of advice."""
     ax.axis("off")
-    lines = [f"verdict: {diagnosis.primary.replace('_', ' ')}", ""]
+    lines = [_wrap(f"verdict: {diagnosis.primary.replace('_', ' ')}", WRAP), ""]
     for v in diagnosis.verdicts[:4]:
         lines.append(f"{v.mode.replace('_', ' ')}  ({v.confidence:.2f})")
         if v.advice:
-            lines.append("  " + _wrap(v.advice[0], 52))
+            lines.append("  " + _wrap(v.advice[0], WRAP))
     observations = [n for n in diagnosis.notes if not n.startswith(("reader:", "config:", "no hyperparameters",
                                                                     "stale fraction", "each row", "Adam:"))]
     for n in observations[:2]:  # e.g. truncation, a reference that is not the starting policy
-        lines.append("note: " + _wrap(n, 52))
-    ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", transform=ax.transAxes, fontsize=7.5, family="monospace")
+        lines.append("  " + _wrap("note: " + n, WRAP))
+    ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", transform=ax.transAxes, fontsize=VERDICT_FONT, family="monospace")
 
 
 def _wrap(text: str, width: int) -> str:

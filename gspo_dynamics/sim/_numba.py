@@ -53,7 +53,7 @@ LANES = 4  # runs a thread steps in lockstep (1.3x faster than 1 lane at G = 8; 
 def available() -> bool:
     """True when numba imports (the "fast" extra installed and working); imported on first call."""
     try:
-        import numba  # noqa: F401
+        import numba  # noqa: F401 - only whether it imports
     except ImportError:
         return False
     return True

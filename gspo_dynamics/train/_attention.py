@@ -59,17 +59,22 @@ class KVCache:
 
 
 def rope_angles(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of p * theta^(-2i/d_h), each (B, 1, T, d_h / 2), in float32, for positions (B, T)."""
+    """The rotation tables of positions (B, T), each (B, 1, T, d_h), in float32:
+    [cos a, cos a] and [-sin a, sin a], a = p * theta^(-2i/d_h) (d_h / 2 angles), made once per
+    forward and shared by every layer's `apply_rope`."""
     angles = positions[:, None, :, None].float() * inv_freq.float()  # (B, 1, T, d_h/2)
-    return angles.cos(), angles.sin()
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate the pairs (x_i, x_{i+d_h/2}) of x (..., B, H, T, d_h) by the angles; computed in
+    """Rotate the pairs (x_i, x_{i+d_h/2}) of x (..., B, H, T, d_h) by the angles of the tables
+    (`rope_angles`): [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], written as
+    x * [cos, cos] + roll(x, d_h/2) * [-sin, sin] (roll(x) = [x2, x1]): four kernels instead of
+    eight, and the same float32 numbers bit for bit (a - b = a + (-b) exactly). Computed in
     float32, returned in x's dtype (so bf16 autocast keeps its dtype)."""
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half].float(), x[..., half:].float()
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).to(x.dtype)
+    xf = x.float()
+    return (xf * cos + xf.roll(x.shape[-1] // 2, dims=-1) * sin).to(x.dtype)
 
 
 def attention_mask_4d(key_valid: torch.Tensor, start: int, n_queries: int) -> torch.Tensor:
@@ -80,6 +85,10 @@ def attention_mask_4d(key_valid: torch.Tensor, start: int, n_queries: int) -> to
         key_valid: (B, S') bool, which key slots hold real tokens (S' = start + T).
     """
     S = key_valid.shape[1]
+    if n_queries == 1:  # one decode step: every filled slot is causal; the own slot is the last
+        visible = key_valid.clone()
+        visible[:, -1] = True
+        return visible[:, None, None, :]  # (B, 1, 1, S')
     query_slot = start + torch.arange(n_queries, device=key_valid.device)[:, None]  # (T, 1)
     key_slot = torch.arange(S, device=key_valid.device)[None, :]  # (1, S')
     causal = key_slot <= query_slot  # (T, S')

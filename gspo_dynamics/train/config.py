@@ -20,8 +20,7 @@ from typing import Any, Mapping
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.objectives import ADVANTAGE_SCALES, get_loss
-from gspo_dynamics.sim.sequence import OBJECTIVE_CLIPS
-from gspo_dynamics.theory.ratios import GRPO_CLIP
+from gspo_dynamics.sim.sequence._rl import ObjectiveDefaults
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, fp32 on CPU
@@ -49,7 +48,7 @@ def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainConfig:
+class TrainConfig(ObjectiveDefaults):
     """Hyperparameters of `gspo_dynamics.train.trainer.train` (module docstring for the schedule)."""
 
     task: str  # a name of `gspo_dynamics.train.tasks.TASKS`
@@ -152,21 +151,6 @@ class TrainConfig:
     def prompts_per_generation(self) -> int:
         """Prompts of one rollout: N x steps_per_generation."""
         return self.prompts_per_step * self.steps_per_generation
-
-    @property
-    def eps_low(self) -> float:
-        return float(OBJECTIVE_CLIPS.get(self.objective, GRPO_CLIP)[0] if self.clip_low is None else self.clip_low)
-
-    @property
-    def eps_high(self) -> float:
-        return float(OBJECTIVE_CLIPS.get(self.objective, GRPO_CLIP)[1] if self.clip_high is None else self.clip_high)
-
-    @property
-    def scale(self) -> str:
-        """advantage_scale, or the objective's default."""
-        if self.advantage_scale is not None:
-            return self.advantage_scale
-        return "none" if self.objective == "dr_grpo" else "group"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -227,12 +227,13 @@ class Block(nn.Module):
 
     def forward(self, x, rope, mask, cache_kv, start, experts, token_mask):
         """-> (x, experts (B, T, k) or None, load-balance loss or None)."""
-        x = x + self.drop(self.attn(self.ln1(x), rope, mask, cache_kv, start))
+        drop = self.drop if self.training and self.drop.p > 0 else (lambda y: y)  # skip a no-op module call per branch
+        x = x + drop(self.attn(self.ln1(x), rope, mask, cache_kv, start))
         if isinstance(self.mlp, MoEMLP):
             out, experts, balance = self.mlp(self.ln2(x), experts, token_mask)
         else:
             out, experts, balance = self.mlp(self.ln2(x)), None, None
-        return x + self.drop(out), experts, balance
+        return x + drop(out), experts, balance
 
 
 class CausalLM(nn.Module):

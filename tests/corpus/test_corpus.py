@@ -12,7 +12,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.logs import read_log
@@ -24,13 +23,6 @@ from gspo_dynamics.theory.bandit import TwoArmBandit
 EXPECTED_SERIES = {"reward", "reward_std", "frac_zero_std", "entropy", "clip_frac", "mean_length",
                    "truncation_rate", "grad_norm", "learning_rate", "loss", "eval/reward"}
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

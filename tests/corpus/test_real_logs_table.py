@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,12 +13,8 @@ REAL_LOGS = ROOT / "tests" / "data" / "real_logs"
 
 
 @pytest.fixture(scope="module")
-def script():
-    sys.path.insert(0, str(ROOT / "paper_repro"))
-    try:
-        yield importlib.import_module("diagnose_real_logs")
-    finally:
-        sys.path.remove(str(ROOT / "paper_repro"))
+def script(load_script):
+    return load_script("paper_repro", "diagnose_real_logs")
 
 
 def _file(prefix: str) -> Path:

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from gspo_dynamics.plots.figures import _group_size, _sequence, _stability, _trajectories
 from gspo_dynamics.theory import linear
@@ -13,14 +12,6 @@ from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 
 BANDIT = TwoArmBandit(ref_logit=-1.0)
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    """Small tensors: one intra-op thread is fastest and immune to an oversubscribed CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 BASE = Hyperparams(lr=1.0, kl_coef=0.5)
 
 
@@ -109,16 +100,6 @@ def test_group_size_fluctuation_is_near_the_lyapunov_level():
     assert d.mean.shape == d.theory.shape == (2, len(d.steps))
 
 
-def test_ratio_data_sequence_of_one_token_is_the_token_ratio():
-    d = _sequence.ratio_data((1, 8), steps=8, refresh_interval=4, lr=0.05)
-    for o in _sequence.OBJECTIVES:
-        # L = 1: log s = log w_1, so the two measured variances coincide exactly
-        assert d.seq_var[o][0] == pytest.approx(d.token_var[o][0], rel=1e-9)
-        # the theory line is sigma^2 / L at the measured sigma^2 (steps of equal length L)
-        np.testing.assert_allclose(d.seq_var_theory[o], d.token_var[o] / d.lengths, rtol=1e-9)
-        assert np.all((d.clip[o] >= 0) & (d.clip[o] <= 1) & (d.clip_theory[o] >= 0) & (d.clip_theory[o] <= 1))
-
-
 def test_churn_is_zero_right_after_a_refresh():
     d = _sequence.churn_data((1, 2), steps=4, seeds=1)
     assert d.window_mean[0] == 0.0  # T = 1: always on-policy
@@ -140,3 +121,41 @@ def test_panels_label_their_axes(panels):
     assert axes[0].get_ylabel() == "refresh interval T (steps)"
     labels = axes[0].get_legend_handles_labels()[1]
     assert labels == ["exact discrete $T_c$", "continuous rule $T_c$", "simulated $T_c$"]
+
+
+def test_ratio_walk_advantage_moments_match_sampled_groups():
+    # Independent route: draw whole groups of the uniform policy (every member's L tokens) and read
+    # the member advantages at a target / non-target token; Monte Carlo on both sides (20k groups x
+    # 8 members vs 20k draws): s.e. ~1-2% of each moment, tolerance 0.03 absolute (moments ~0.3-1).
+    import torch
+
+    from gspo_dynamics.objectives import group_advantages
+
+    L, V, G = 3, 15, 8
+    adv, pos, neg = _sequence.signed_advantage(L, V, G, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    matches = rng.random((20_000, G, L)) < 1.0 / V  # (M, G, L) position t matches its target
+    a = group_advantages(torch.from_numpy(matches.mean(-1)), scale="group").numpy()  # (M, G)
+    hit, miss = a[matches[..., 0]], a[~matches[..., 0]]  # member advantages given position 0 (mis)matches
+    for sample, row in ((hit, (0, _sequence.PatternMatch(length=L).target[0])), (miss, None)):
+        y = row if row is not None else (0, (_sequence.PatternMatch(length=L).target[0] + 1) % V)
+        assert adv.pos_mean[y] == pytest.approx(np.maximum(sample, 0).mean(), abs=0.03)
+        assert adv.neg_mean[y] == pytest.approx(np.minimum(sample, 0).mean(), abs=0.03)
+        assert adv.pos_sq[y] == pytest.approx((np.maximum(sample, 0) ** 2).mean(), abs=0.03)
+    assert pos == pytest.approx((a > 0).mean(), abs=0.01) and neg == pytest.approx((a < 0).mean(), abs=0.01)
+
+
+def test_ratio_data_walk_tracks_grpo_token_variance_and_lognormal_identities():
+    d = _sequence.ratio_data((1, 16), seeds=2, refresh_interval=4, lr_per_token=3.0)
+    for o in _sequence.OBJECTIVES:
+        # L = 1: log s = log w_1, so the two measured variances coincide exactly
+        assert d.seq_var[o][0] == pytest.approx(d.token_var[o][0], rel=1e-9)
+        # the lognormal line is sigma^2 / L at the measured sigma^2 (steps of equal length L; means are linear)
+        np.testing.assert_allclose(d.seq_var_theory[o], d.token_var[o] / d.lengths, rtol=1e-9)
+        assert np.all((d.clip[o] >= 0) & (d.clip[o] <= 1) & (d.clip_theory[o] >= 0) & (d.clip_theory[o] <= 1))
+    # the walk's sequence law is the L-fold convolution of its token law: Var[log s] = Var[log w] / L
+    # (positions alike and independent); the FFT on the grid keeps this to rounding (1e-6 relative)
+    np.testing.assert_allclose(d.walk_seq_var, d.walk_token_var / d.lengths, rtol=1e-6)
+    # the walk predicts GRPO's measured token variance (2 seeds x 3 stale steps: ~20% noise; allow 40%)
+    np.testing.assert_allclose(d.token_var["grpo"], d.walk_token_var, rtol=0.4)
+    assert np.all((d.walk_clip >= 0) & (d.walk_clip <= 1))

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
 
 from gspo_dynamics.train.config import TrainConfig
@@ -55,12 +54,3 @@ def read_rows(out: Path) -> list[dict]:
 
 def final_parameters(out: Path) -> dict[str, torch.Tensor]:
     return torch.load(Path(out) / "checkpoint.pt", map_location="cpu", weights_only=True)["model"]
-
-
-@pytest.fixture
-def one_thread():
-    """torch on one thread: on a shared 2-core machine this is several times faster for tiny models."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)

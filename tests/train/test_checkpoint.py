@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from _train_helpers import TINY_MODEL, final_parameters, one_thread, read_rows, tiny_config  # noqa: F401
+from _train_helpers import TINY_MODEL, final_parameters, read_rows, tiny_config
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.train import _checkpoint as C
@@ -52,7 +52,7 @@ def _snapshot(out):
     return {name: (out / name).read_bytes() for name in sorted(os.listdir(out))}
 
 
-def test_resume_in_process_equals_the_uninterrupted_run(tmp_path, finished_run, one_thread):
+def test_resume_in_process_equals_the_uninterrupted_run(tmp_path, finished_run):
     """2 steps, then resume to 4: the same parameters and metric rows (up to `epoch`, which is
     step / steps and so differs while steps differs) as the 4-step run, bit for bit."""
     config, out, result = finished_run
@@ -153,7 +153,7 @@ def test_checkpoint_holds_the_complete_state(finished_run):
         assert torch.equal(final_parameters(out)[name], value)
 
 
-def test_resume_restores_the_global_rng_that_dropout_draws_from(tmp_path, one_thread):
+def test_resume_restores_the_global_rng_that_dropout_draws_from(tmp_path):
     """With dropout the update draws from torch's global RNG: only its saved state makes the resumed
     run equal the uninterrupted one (and the runs differ from a dropout-free run, so it is used)."""
     model = tmp_path / "dropout.json"

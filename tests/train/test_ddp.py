@@ -17,8 +17,7 @@ import subprocess
 import sys
 
 import pytest
-import torch
-from _train_helpers import cli_env, config_file, final_parameters, one_thread, read_rows, tiny_config  # noqa: F401
+from _train_helpers import cli_env, config_file, final_parameters, read_rows, tiny_config
 
 from gspo_dynamics.train.trainer import train
 
@@ -49,7 +48,7 @@ def _compare(tmp_path, **fields):
     return one, rows1
 
 
-def test_two_processes_equal_one_process_with_the_same_global_batch(tmp_path, one_thread):
+def test_two_processes_equal_one_process_with_the_same_global_batch(tmp_path):
     """dapo (a loss over the batch's tokens: the per-process rescaling is exercised), two minibatches
     per rollout (stale updates), and a KL reference."""
     params, rows = _compare(tmp_path, objective="dapo", steps_per_generation=2, kl_coef=0.05)
@@ -62,11 +61,11 @@ def test_two_processes_equal_one_process_with_the_same_global_batch(tmp_path, on
     {"objective": "gspo", "moe": True, "routing_replay": "experts", "num_iterations": 2},
     {"objective": "grpo", "max_grad_norm": 0.05},  # clipping active
 ])
-def test_two_processes_equal_one_process_for_other_objectives(tmp_path, one_thread, fields):
+def test_two_processes_equal_one_process_for_other_objectives(tmp_path, fields):
     _compare(tmp_path, **fields)
 
 
-def test_chunked_rollouts_are_independent_of_the_chunk_layout_only_through_their_seeds(tmp_path, one_thread):
+def test_chunked_rollouts_are_independent_of_the_chunk_layout_only_through_their_seeds(tmp_path):
     """One process with rollout_chunks = 2 samples other completions than with 1 chunk (other
     streams): the DDP test above is not trivially satisfied by a single stream."""
     a = train(tiny_config(tmp_path, steps=1, warmup_steps=0), tmp_path / "a")

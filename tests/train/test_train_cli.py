@@ -4,7 +4,7 @@ bad options as one line on stderr with exit status 2."""
 import json
 
 import pytest
-from _train_helpers import one_thread, run_cli, tiny_config, tiny_model_file  # noqa: F401
+from _train_helpers import run_cli, tiny_config, tiny_model_file
 
 from gspo_dynamics.cli.main import main
 from gspo_dynamics.logs import read_log
@@ -24,7 +24,7 @@ def test_issue_invocation_in_a_real_process(tmp_path):
     assert json.loads((out / "config.json").read_text())["task_options"] == {"length": 3}
 
 
-def test_config_file_flags_override_and_resume(tmp_path, capsys, one_thread):
+def test_config_file_flags_override_and_resume(tmp_path, capsys):
     config = tiny_config(tmp_path, steps=2)
     path = tmp_path / "run.toml"
     options = "\n".join(f"{k} = {json.dumps(v)}" for k, v in config.to_dict().items()
@@ -65,7 +65,7 @@ def test_missing_out_is_a_usage_error(capsys):
     assert "--out" in capsys.readouterr().err
 
 
-def test_corrupt_checkpoint_at_the_cli(tmp_path, capsys, one_thread):
+def test_corrupt_checkpoint_at_the_cli(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["train", "--config", _json_config(tmp_path), "--out", str(out), "--no-progress"]) == 0
     (out / "checkpoint.pt").write_bytes(b"junk")

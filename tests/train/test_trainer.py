@@ -8,16 +8,15 @@ import math
 
 import pytest
 import torch
-from _train_helpers import one_thread, tiny_config  # noqa: F401
+from _train_helpers import tiny_config
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.objectives import get_loss
 from gspo_dynamics.train import _metrics as M
 from gspo_dynamics.train._distributed import World
-from gspo_dynamics.train._step import Buffer, forward_logprobs, merge, score, update
-from gspo_dynamics.train.rollout import completion_log_probs, generate
-from gspo_dynamics.train.tasks import make_task
+from gspo_dynamics.train._step import forward_logprobs, merge, update
+from gspo_dynamics.train.rollout import completion_log_probs
 from gspo_dynamics.train.tokenizer import Tokenizer
 from gspo_dynamics.train.trainer import _Run, resolve_model_config, train
 
@@ -198,7 +197,7 @@ def test_pg_takes_its_gradient_at_the_sampler(rollout):
         assert torch.allclose(before[name] - p.detach(), q.grad, atol=UPDATE_TOL), name
 
 
-def test_routing_churn_is_zero_on_policy_and_replay_runs(tmp_path, one_thread):
+def test_routing_churn_is_zero_on_policy_and_replay_runs(tmp_path):
     config = tiny_config(tmp_path, moe=True, steps=4, steps_per_generation=2, routing_replay="experts",
                          objective="gspo_token")
     rows = train(config, tmp_path / "out").rows
@@ -262,7 +261,7 @@ def test_cuda_bf16_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_compiled_training_matches_eager(tmp_path, one_thread):
+def test_compiled_training_matches_eager(tmp_path):
     """torch.compile (inductor; ~1 min to compile on a loaded CPU) fuses kernels, so sums are ordered
     differently: SGD (linear in the gradient, see test_ddp) keeps that at float32 rounding, 1e-5."""
     fields = dict(steps=2, optimizer="sgd", momentum=0.9, lr=0.1)
@@ -273,7 +272,7 @@ def test_compiled_training_matches_eager(tmp_path, one_thread):
         assert torch.allclose(compiled.model.state_dict()[name], value, atol=1e-5), name
 
 
-def test_hugging_face_model_from_a_local_config(tmp_path, one_thread):
+def test_hugging_face_model_from_a_local_config(tmp_path):
     """--model hf:DIR: a transformers model of a local config.json trains like the built-in one, and
     resuming it checks its config."""
     transformers = pytest.importorskip("transformers")

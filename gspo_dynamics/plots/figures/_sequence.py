@@ -1,13 +1,25 @@
 """Sequence testbed figures: GRPO vs GSPO importance ratios against length, and MoE routing churn.
 
-Ratios. A `TabularPolicy` is trained on `PatternMatch(length=L, partial_credit=True)` with GRPO
-(token ratio w_t, clip 0.2/0.28) and GSPO (sequence ratio s = exp(mean_t log w_t), clip 3e-4/4e-4)
-by `run_sequence_rl`; at the stale steps (window position j >= 1) the loop records the token
-log-ratio variance sigma^2 = Var[log w_t], the sequence log-ratio variance Var[log s] and the clip
-fraction. Theory (`theory.ratios`, via `simulate.predicted_ratio_metrics`) at the measured sigma^2:
-Var[log s] = sigma^2 / L (independent positions), and the lognormal clip fractions of
-log w ~ N(-sigma^2/2, sigma^2) and log s ~ N(-sigma^2/2, sigma^2/L) on the advantage sign the
-PPO min acts on.
+Ratios. A `TabularPolicy` starting uniform (pi_s = 1/V at every position) is trained on
+`PatternMatch(length=L, partial_credit=True)` by `run_sequence_rl` with plain SGD for one refresh
+window (steps = T, one rollout from pi_s, a fresh minibatch of N = 64 responses per step), once with
+GRPO (token ratio w_t, clip 0.2/0.28) and once with GSPO (sequence ratio s = exp(mean_t log w_t),
+clip 3e-4/4e-4), over seeds. The token-mean loss gives each position lr / L of the step, so the lr
+is lr_per_token * L: the token spread reaches GRPO's clip range within the window at every L. At the
+stale steps (window position j >= 1) the loop records sigma^2 = Var[log w_t], Var[log s] and the
+clip fraction (losses/clip_frac, sign-aware as the loss counts it).
+Theory, two routes.
+  * Clip-aware walk (`theory.ratio_drift`, the prediction the claims check; GRPO update only): each
+    token's log-ratio is a random walk whose step law follows from lr, N, L, pi_s and the advantage's
+    signed moments given the token (Monte Carlo of the group-std advantages, `signed_advantage`);
+    a sample past the clip bound on its advantage's side drops out of the step (soft walls). Token
+    and sequence variances and the tails P(w < 1 - eps_low), P(w > 1 + eps_high) of its law at
+    j = 1..T-1, predicted from the hyperparameters alone; the GRPO clip fraction is
+    q- P(below) + q+ P(above) with the advantage-sign shares q+-. It does not model GSPO's update
+    (the clip on the sequence ratio stops the whole response's gradient).
+  * Memoryless lognormal (`theory.ratios` via `simulate.predicted_ratio_metrics`) at the measured
+    sigma^2, a reference: Var[log s] = sigma^2 / L, clip fractions of log w ~ N(-sigma^2/2, sigma^2)
+    and log s ~ N(-sigma^2/2, sigma^2/L), signs independent of the ratio.
 
 Routing churn. A `TinyMoETransformer` (E = 4, top-2) trained with GRPO without routing replay;
 `routing/churn` is the share of routing decisions whose expert set differs between the sampler
@@ -28,41 +40,110 @@ from gspo_dynamics.simulate import predicted_ratio_metrics
 
 OBJECTIVES = ("grpo", "gspo")  # token ratio, sequence ratio
 LABELS = {"grpo": "GRPO (token ratio)", "gspo": "GSPO (sequence ratio)"}
+PROMPTS_PER_STEP = 8  # groups per minibatch: N = 64 responses per SGD step (paper_repro/ratio_statistics.py's)
+MC_DRAWS = 20_000  # Monte Carlo groups for the advantage's signed moments given a match / no match
 
 
 @dataclass(frozen=True)
 class RatioData:
     lengths: np.ndarray  # (n,) response lengths L
-    token_var: dict  # objective -> (n,) measured Var[log w_t], stale steps
-    seq_var: dict  # objective -> (n,) measured Var[log s], stale steps
-    seq_var_theory: dict  # objective -> (n,) sigma^2 / L at the measured sigma^2
-    clip: dict  # objective -> (n,) measured clip fraction, stale steps
-    clip_se: dict  # objective -> (n,) its standard error over stale steps
+    token_var: dict  # objective -> (n,) measured Var[log w_t], stale steps and seeds
+    seq_var: dict  # objective -> (n,) measured Var[log s], stale steps and seeds
+    seq_var_theory: dict  # objective -> (n,) lognormal: sigma^2 / L at the measured sigma^2
+    clip: dict  # objective -> (n,) measured clip fraction, stale steps and seeds
+    clip_se: dict  # objective -> (n,) its standard error over seeds
     clip_theory: dict  # objective -> (n,) lognormal prediction at the measured sigma^2
+    walk_token_var: np.ndarray  # (n,) clip-aware walk (GRPO update), from the hyperparameters
+    walk_seq_var: np.ndarray  # (n,) the walk's Var[log s] of the GRPO-trained policy
+    walk_clip: np.ndarray  # (n,) the walk's GRPO clip fraction q- P(below) + q+ P(above)
     refresh_interval: int
-    lr: float
+    lr_per_token: float
+    seeds: int
 
 
-def ratio_data(lengths: Sequence[int], *, steps: int, refresh_interval: int, lr: float, seed: int = 0) -> RatioData:
-    """Train each objective at each length from the uniform tabular policy; average the stale steps."""
-    out = {k: {o: [] for o in OBJECTIVES} for k in ("token_var", "seq_var", "seq_var_theory", "clip", "clip_se", "clip_theory")}
+def signed_advantage(length: int, vocab_size: int, group_size: int, rng: np.random.Generator):
+    """Advantage moments given the token for the uniform policy on `PatternMatch(partial_credit)`:
+    (`SignedAdvantage` (L, V), q+ = P(A > 0), q- = P(A < 0)). Reward = matches / L, each position
+    matching with p = 1/V; member 0's count is 1{match at t} + Binomial(L - 1, p), the other G - 1
+    members' Binomial(L, p); the same draws with and without the match (common random numbers).
+    Every position is alike, so one Monte Carlo serves all; the target token takes the match moments."""
+    from gspo_dynamics.objectives import group_advantages
+    from gspo_dynamics.theory.ratio_drift import SignedAdvantage
+
+    p = 1.0 / vocab_size
+    rest = rng.binomial(length - 1, p, MC_DRAWS)  # (M,) member 0 without position t
+    mates = rng.binomial(length, p, (MC_DRAWS, group_size - 1))  # (M, G - 1)
+
+    def member0(count):  # group-std advantage of member 0, (M,)
+        rewards = np.concatenate([count[:, None], mates], 1) / length  # (M, G)
+        return group_advantages(torch.from_numpy(rewards), scale="group").numpy()[:, 0]
+
+    hit, miss = member0(rest + 1), member0(rest)
+    moments = [(np.maximum(a, 0).mean(), np.minimum(a, 0).mean(), (np.maximum(a, 0) ** 2).mean(),
+                (np.minimum(a, 0) ** 2).mean()) for a in (hit, miss)]
+    target = np.zeros((length, vocab_size), dtype=bool)
+    target[np.arange(length), PatternMatch(length=length).target] = True  # (L, V)
+    arrays = [np.where(target, h, m) for h, m in zip(*moments)]
+    pos = p * (hit > 0).mean() + (1 - p) * (miss > 0).mean()
+    neg = p * (hit < 0).mean() + (1 - p) * (miss < 0).mean()
+    return SignedAdvantage(*arrays), float(pos), float(neg)
+
+
+def walk_prediction(length: int, vocab_size: int, *, lr: float, refresh_interval: int, group_size: int,
+                    rng: np.random.Generator) -> tuple[float, float, float]:
+    """The clip-aware walk for GRPO's update from the uniform policy: (token Var[log w], Var[log s],
+    clip fraction q- P(w < 1 - eps_low) + q+ P(w > 1 + eps_high)), each the mean over j = 1..T-1."""
+    from gspo_dynamics.theory.ratio_drift import clipped_log_ratio_law
+    from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
+
+    advantage, pos, neg = signed_advantage(length, vocab_size, group_size, rng)
+    probs = np.full((length, vocab_size), 1.0 / vocab_size)
+    law = clipped_log_ratio_law(probs, advantage, lr=lr, batch_size=PROMPTS_PER_STEP * group_size,
+                                window=tuple(range(1, refresh_interval)), clip_low=GRPO_CLIP[0], clip_high=GRPO_CLIP[1])
+    tok = law.token(*GRPO_CLIP)
+    seq = law.sequence(*GSPO_CLIP)  # the variance does not depend on the clip range passed here
+    clip = neg * tok["below"] + pos * tok["above"]
+    return float(tok["var"].mean()), float(seq["var"].mean()), float(clip.mean())
+
+
+def ratio_data(lengths: Sequence[int], *, seeds: int, refresh_interval: int, lr_per_token: float,
+               seed: int = 0) -> RatioData:
+    """One refresh window of SGD from the uniform tabular policy, each objective, length and seed;
+    the stale steps averaged, and the clip-aware walk's prediction for GRPO (module docstring)."""
+    keys = ("token_var", "seq_var", "seq_var_theory", "clip", "clip_se", "clip_theory")
+    out = {k: {o: [] for o in OBJECTIVES} for k in keys}
+    walk = []
+    rng = np.random.default_rng(seed)
     for L in lengths:
         task = PatternMatch(length=int(L), partial_credit=True)
+        lr = lr_per_token * int(L)
         for objective in OBJECTIVES:
-            policy = TabularPolicy(int(L), task.vocab_size)  # uniform start, the same for both objectives
-            run = run_sequence_rl(task, policy, objective=objective, refresh_interval=refresh_interval, lr=lr,
-                                  steps=steps, seed=seed)
-            stale = run.window_position >= 1
-            m = run.metrics
-            pred = predicted_ratio_metrics(m, objective, run.config.eps_low, run.config.eps_high)
-            clip = m["losses/clip_frac"][stale]
-            for key, value in (("token_var", m["ratios/token_log_var"][stale]), ("seq_var", m["ratios/seq_log_var"][stale]),
-                               ("seq_var_theory", pred["seq_log_var"][stale]), ("clip", clip),
-                               ("clip_theory", pred["clip_frac"][stale])):
-                out[key][objective].append(float(np.nanmean(value)))
-            out["clip_se"][objective].append(float(np.nanstd(clip, ddof=1) / np.sqrt(np.isfinite(clip).sum())))
+            per_seed = {k: [] for k in keys if k != "clip_se"}
+            for s in range(seeds):
+                policy = TabularPolicy(int(L), task.vocab_size)  # uniform start: pi_s known in closed form
+                run = run_sequence_rl(task, policy, objective=objective, optimizer="sgd", lr=lr,
+                                      refresh_interval=refresh_interval, steps=refresh_interval,
+                                      prompts_per_step=PROMPTS_PER_STEP, seed=seed + 1000 * s)
+                stale, m = run.window_position >= 1, run.metrics
+                pred = predicted_ratio_metrics(m, objective, run.config.eps_low, run.config.eps_high)
+                for key, value in (("token_var", m["ratios/token_log_var"]), ("seq_var", m["ratios/seq_log_var"]),
+                                   ("seq_var_theory", pred["seq_log_var"]), ("clip", m["losses/clip_frac"]),
+                                   ("clip_theory", pred["clip_frac"])):
+                    per_seed[key].append(float(np.nanmean(value[stale])))
+            for key, values in per_seed.items():
+                out[key][objective].append(float(np.mean(values)))
+            clip = np.array(per_seed["clip"])
+            out["clip_se"][objective].append(float(clip.std(ddof=1) / np.sqrt(seeds)) if seeds > 1 else 0.0)
+        walk.append(walk_prediction(int(L), task.vocab_size, lr=lr, refresh_interval=refresh_interval,
+                                    group_size=run.config.group_size, rng=rng))
     arrays = {k: {o: np.array(v) for o, v in d.items()} for k, d in out.items()}
-    return RatioData(lengths=np.asarray(lengths), refresh_interval=refresh_interval, lr=lr, **arrays)
+    w = np.array(walk)  # (n, 3)
+    return RatioData(lengths=np.asarray(lengths), walk_token_var=w[:, 0], walk_seq_var=w[:, 1], walk_clip=w[:, 2],
+                     refresh_interval=refresh_interval, lr_per_token=lr_per_token, seeds=seeds, **arrays)
+
+
+WALK_STYLE = dict(color=style.FIT, lw=1.8, alpha=0.55)  # thick, light: the clip-aware walk (GRPO)
+LOGNORMAL_STYLE = dict(ls=":", lw=0.9)  # thin: the memoryless lognormal reference
 
 
 def draw_ratio_variance(ax, d: RatioData) -> None:
@@ -71,8 +152,10 @@ def draw_ratio_variance(ax, d: RatioData) -> None:
         ax.plot(L, d.token_var[objective], "s", color=color, ms=5, mfc="white", mew=1.3,
                 label=f"{objective.upper()} run: token Var[log $w_t$]")
         ax.plot(L, d.seq_var[objective], "o", color=color, ms=5, label=f"{objective.upper()} run: sequence Var[log s]")
-        ax.plot(L, d.seq_var_theory[objective], color=color, ls="--", lw=1.0)
-    ax.plot([], [], color=style.DATA, ls="--", lw=1.0, label="theory: $\\sigma^2 / L$ at the measured $\\sigma^2$")
+        ax.plot(L, d.seq_var_theory[objective], color=color, **LOGNORMAL_STYLE)
+    ax.plot(L, d.walk_token_var, **WALK_STYLE, label="clip-aware walk (GRPO update): token, sequence")
+    ax.plot(L, d.walk_seq_var, **WALK_STYLE)
+    ax.plot([], [], color=style.DATA, **LOGNORMAL_STYLE, label="lognormal: $\\sigma^2 / L$ at the measured $\\sigma^2$")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("response length L (tokens)")
@@ -85,12 +168,14 @@ def draw_clip_fraction(ax, d: RatioData) -> None:
     for objective, color in zip(OBJECTIVES, (style.FIT, style.ALT)):
         ax.errorbar(L, d.clip[objective], yerr=2 * d.clip_se[objective], fmt="o", color=color, ms=5, capsize=2,
                     label=f"{LABELS[objective]}: measured")
-        ax.plot(L, d.clip_theory[objective], color=color, ls="--", label=f"{LABELS[objective]}: lognormal theory")
+        ax.plot(L, d.clip_theory[objective], color=color, **LOGNORMAL_STYLE,
+                label=f"{LABELS[objective]}: lognormal at measured $\\sigma^2$")
+    ax.plot(L, d.walk_clip, **WALK_STYLE, label="GRPO: clip-aware walk (from the hyperparameters)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("response length L (tokens)")
     ax.set_ylabel("clip fraction (stale steps)")
     ax.set_ylim(bottom=-0.02)
-    ax.set_title(f"clip fraction, T = {d.refresh_interval} (Adam lr {d.lr:g})")
+    ax.set_title(f"clip fraction, T = {d.refresh_interval} (SGD lr {d.lr_per_token:g} L, {d.seeds} seeds)")
 
 
 @dataclass(frozen=True)

@@ -80,8 +80,30 @@ def _check_number(name: str, value, *, positive: bool) -> None:
         raise ConfigError(f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}")
 
 
+class ObjectiveDefaults:
+    """The objective's defaults for a config with fields objective, clip_low, clip_high and
+    advantage_scale (None: the default); shared by `SequenceRLConfig` and the trainer's config."""
+
+    @property
+    def eps_low(self) -> float:
+        """clip_low, or the objective's default."""
+        return float(OBJECTIVE_CLIPS.get(self.objective, GRPO_CLIP)[0] if self.clip_low is None else self.clip_low)
+
+    @property
+    def eps_high(self) -> float:
+        """clip_high, or the objective's default."""
+        return float(OBJECTIVE_CLIPS.get(self.objective, GRPO_CLIP)[1] if self.clip_high is None else self.clip_high)
+
+    @property
+    def scale(self) -> str:
+        """advantage_scale, or the objective's default: "none" for dr_grpo (no std), else "group"."""
+        if self.advantage_scale is not None:
+            return self.advantage_scale
+        return "none" if self.objective == "dr_grpo" else "group"
+
+
 @dataclass(frozen=True, kw_only=True)
-class SequenceRLConfig:
+class SequenceRLConfig(ObjectiveDefaults):
     """Hyperparameters of `run_sequence_rl` (module docstring for the schedule)."""
 
     objective: str  # registry name (`objectives.LOSSES`): pg, grpo, dr_grpo, dapo, cispo, gspo, gspo_token
@@ -118,23 +140,6 @@ class SequenceRLConfig:
         _check_number("KL coefficient", self.kl_coef, positive=False)
         if self.routing_replay not in ROUTING_REPLAYS:
             raise ConfigError(f"routing replay must be one of {', '.join(ROUTING_REPLAYS)}; got {self.routing_replay!r}")
-
-    @property
-    def eps_low(self) -> float:
-        """clip_low, or the objective's default."""
-        return float(OBJECTIVE_CLIPS.get(self.objective, GRPO_CLIP)[0] if self.clip_low is None else self.clip_low)
-
-    @property
-    def eps_high(self) -> float:
-        """clip_high, or the objective's default."""
-        return float(OBJECTIVE_CLIPS.get(self.objective, GRPO_CLIP)[1] if self.clip_high is None else self.clip_high)
-
-    @property
-    def scale(self) -> str:
-        """advantage_scale, or the objective's default: "none" for dr_grpo (no std), else "group"."""
-        if self.advantage_scale is not None:
-            return self.advantage_scale
-        return "none" if self.objective == "dr_grpo" else "group"
 
     @property
     def minibatch_size(self) -> int:

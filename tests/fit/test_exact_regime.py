@@ -1,0 +1,70 @@
+"""implications(): the exact discrete regime and the plateau-extrapolation flag.
+
+The exact regime is checked by an independent route: the monodromy built by multiplying T step
+matrices in a Python loop (instead of `linear.monodromy`'s repeated squaring), classified by its
+eigenvalues with numpy.linalg.eigvals.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from gspo_dynamics.fit import fit_trajectory, implications
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, plateau_extrapolation
+from gspo_dynamics.theory import linear
+from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
+from gspo_dynamics.theory.trajectory import oscillator_from_hyperparams, single_exponential, trajectory
+
+RHO_TOL = 1e-9  # the tolerance `linear` uses for a neutral spectral radius
+
+
+def _loop_regime(kappa: float, mu: float, T: int) -> str:
+    S = linear.step_matrix(kappa, 0.0, 1.0, mu)  # all stale, eta = 1: the module's STALE_FRACTION = 1
+    P = np.eye(3)
+    for _ in range(T):
+        P = S @ P
+    M = P[:2, :2].copy()
+    M[:, 0] += P[:2, 2]  # refresh: x_s <- x at the period start
+    lam = np.linalg.eigvals(M)
+    if np.max(np.abs(lam)) > 1.0 + RHO_TOL:
+        return "unstable"
+    rotating = np.any(np.abs(lam.imag) > 1e-14 * np.abs(lam)) or np.any(lam.real < 0)
+    return "oscillatory" if rotating else "overdamped"
+
+
+@pytest.mark.parametrize("mu,T", [(0.0, 1), (0.5, 1), (0.5, 4), (0.9, 1), (0.9, 3)])
+def test_exact_regime_matches_a_loop_built_monodromy(mu, T):
+    t = np.arange(300.0)
+    r = single_exponential(t, 0.8, 0.2, 40.0) + np.random.default_rng(0).normal(0.0, 0.005, t.size)
+    fit = fit_trajectory(t, r)
+    hp = Hyperparams(lr=0.1, optimizer=SGD(momentum=mu), refresh_interval=T)
+    imp = implications(fit, hp)
+    assert imp.stiffness_per_step is not None
+    assert imp.exact_regime == _loop_regime(imp.stiffness_per_step.value, mu, T)
+
+
+def test_slow_start_at_t1_is_never_unstable_and_an_inconsistent_margin_is_noted():
+    # a slow start (inertia, overdamped): the oscillator may be selected, but its damping is not identified
+    lam, lr, mu = 0.004, 1.0, 0.5
+    osc = oscillator_from_hyperparams(lam, 0.0, lr, mu, 1)
+    t = np.arange(0.0, 600.0, 5.0)
+    r = trajectory(osc, t, 0.85, 0.48, 0.0) + np.random.default_rng(1).normal(0.0, 0.01, t.size)
+    fit = fit_trajectory(t, r)
+    imp = implications(fit, Hyperparams(lr=lr, optimizer=SGD(momentum=mu), refresh_interval=1))
+    assert not fit.oscillation
+    assert imp.exact_regime != "unstable"
+    assert imp.critical_refresh_interval is None or imp.critical_refresh_interval > 1
+    if imp.damping_margin_source == "predicted":
+        assert imp.damping_margin.value == pytest.approx(1.0)  # T = 1: no lag erosion, exactly
+    else:  # measured: the rule says exactly 1 at T = 1, so a margin many s.e. away must be flagged
+        off = abs(imp.damping_margin.value - 1.0) > 2.0 * imp.damping_margin.stderr
+        assert off == any("disagrees with the rule" in n for n in imp.notes)
+
+
+def test_plateau_extrapolation_definition():
+    assert plateau_extrapolation(0.5, 0.0, 1.0) == 0.0
+    assert plateau_extrapolation(1.5, 0.0, 1.0) == pytest.approx(0.5)
+    assert plateau_extrapolation(-2.0, 0.0, 1.0) == pytest.approx(2.0)
+    assert plateau_extrapolation(1.0, 0.5, 0.5) == math.inf
+    assert EXTRAPOLATION_LIMIT < 1.0

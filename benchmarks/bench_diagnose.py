@@ -37,7 +37,9 @@ import numpy as np
 from _results import cpu_model, replace_section
 
 from gspo_dynamics.diagnose import TOO_SHORT, diagnose
-from gspo_dynamics.logs import read_log
+from gspo_dynamics.logs import _readers, read_log
+
+JSON_PARSER = "orjson" if _readers._orjson is not None else "json (orjson not installed)"
 
 SECTION = "## Reading and diagnosing a 100k-row log"
 TARGET_S = 2.0  # the target for read + diagnose
@@ -166,7 +168,7 @@ def main() -> None:
         f"Target < {TARGET_S:g} s for read + diagnose: {met} (worst CPU total {worst:.2f} s).", "",
         *table, "",
         f"Machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
-        f"torch {torch.__version__} (not used here), {datetime.date.today()}, 1-min load average {load:.1f} at the start "
+        f"JSON parse: {JSON_PARSER}, torch {torch.__version__} (not used here), {datetime.date.today()}, 1-min load average {load:.1f} at the start "
         "(other sessions share the machine).",
         *(["", "Where the time goes (cProfile of one read + diagnose of the trainer_state.json, cumulative):", "",
            "```", *[line for line in prof.strip().splitlines()[:30]], "```"] if prof else []),

@@ -23,7 +23,8 @@ whole step. Best over --rounds rounds of --repeats steps each after --warmup ste
 ours on each model, so that the sides alternate step by step and see the same machine load; the
 load average is recorded. Ours runs the HF model two ways: "native" (`hf.native_from_hf`: the
 built-in model rebuilt with the Llama options and the HF weights copied in, so rollouts use our
-preallocated KV cache; same logits as transformers to 1e-5, tests/train/test_hf_native.py) and
+preallocated KV cache, decode steps that skip finished rows and length-bucketed full passes that
+skip right padding; same logits as transformers to 1e-5, tests/train/test_hf_native.py) and
 "wrapper" (`HFCausalLM`: transformers' own forward and DynamicCache). Ours is also run on our
 built-in default model of the same width/depth (GELU, LayerNorm; its own random weights, so its
 completion lengths differ).
@@ -257,7 +258,10 @@ def bench_cpu(args) -> None:
              "`_generate_and_score_completions`; its update = the rest of the step between the step callbacks; our step "
              "also includes the teacher-forced log pi_old forward TRL skips on-policy). Native: the same HF weights in our "
              "built-in model (RMSNorm, SwiGLU, fused W_qkv; preallocated KV cache); wrapper: transformers' forward and "
-             "DynamicCache. Built-in model: same width/depth, "
+             "DynamicCache. Part of the native and built-in gains is work skipped, not faster kernels: their decode "
+             "steps compute only unfinished rows, and their update/score forwards run the rows in 4 length buckets, each "
+             "only up to its longest row (gspo_dynamics/train/model.py docstring); TRL and the wrapper compute every "
+             "padded position. Built-in model: same width/depth, "
              f"GELU MLP, LayerNorm, its own weights, {params['builtin']:,} parameters.",
              "",
              "| trainer | rollout tokens/s | update tokens/s | whole step (completion tokens/s) | best vs TRL's best (rollout / update / step) | median of paired step ratios vs TRL | completion tokens per step |",

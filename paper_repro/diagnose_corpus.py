@@ -35,9 +35,9 @@ from gspo_dynamics.sim.corpus import generate_corpus  # noqa: E402
 
 TARGET = 0.90  # the acceptance level for the primary verdict
 TUNING_SEED = 0  # base simulator seed of the corpus the thresholds were tuned on
-HELDOUT_SEED = 200_000  # base seed of the held-out corpus: runs seed + 1009 v never overlap the tuning ones
-# (100_000 was the first held-out set; a collapse-ratio bug it exposed was fixed after looking at it, so it is
-#  no longer unseen and a fresh base seed is the recorded one)
+HELDOUT_SEED = 300_000  # base seed of the held-out corpus: runs seed + 1009 v never overlap the tuning ones
+# (100_000 and 200_000 were earlier held-out sets; rules were fixed after looking at them (collapse ratio,
+#  noise-dominated reading), so they are no longer unseen and a fresh base seed is the recorded one)
 SECTION = "## Diagnose: labelled simulator corpus"
 SHORT = {"healthy_saturation": "healthy", "still_rising": "rising", "stalled": "stalled",
          "dynamical_instability": "instab", "advantage_degeneracy": "degen", "policy_concentration": "conc",

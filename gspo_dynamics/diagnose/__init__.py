@@ -6,14 +6,19 @@
 
 Modes and the signals behind them (thresholds are named constants in `_trend` and `_signals`):
 
-  healthy_saturation     significant rise, R^2 >= 0.5, the fitted plateau reached, damping margin > 0
+  healthy_saturation     significant rise, the fitted plateau reached (a low R^2 is a caveat, not a verdict);
+                         with hyperparameters, T below the exact critical T
   still_rising           fitted plateau above the last value by > 10% of the rise (and > 2 s.e.)
-  stalled                no significant change late vs early (Welch |z| < 3)
-  noise_dominated        a change, but the fluctuation around the fit exceeds the trend (R^2 < 0.5);
+  stalled                no significant change late vs early (Welch |z| < 3) that the data could have seen
+  noise_dominated        the noise hides whether (or how) the run learns: no significant change and a
+                         detectable change > 0.1 of the reward spread, or a noisy fit (R^2 < 0.5) whose
+                         healthy/rising reading is below confidence 0.5 (e.g. an extrapolated plateau);
                          advice from the 1/G scaling of the fluctuation variance
-  dynamical_instability  significantly complex roots of the fit, a growing fit, a periodic residual
-                         (Fisher's g test), a collapse after a peak, damping margin < 0.25, or the
-                         refresh interval past its critical value (needs hyperparameters)
+  dynamical_instability  without hyperparameters, the data: significantly complex roots or a periodic
+                         residual (confidence = the weakest of Fisher-g significance, share of the
+                         variance, cycles seen), a collapse after a real peak; with them, the refresh
+                         interval past the exact discrete critical T (the continuous damping margin is
+                         only reported), data ringing kept only where the exact regime can ring
   advantage_degeneracy   zero-std group fraction > 0.5, compared with p^G + (1-p)^G at the measured
                          success rate (G from hparams, or estimated from the log)
   policy_concentration   entropy late/early < 0.5 (with the within-group reward std collapsing)

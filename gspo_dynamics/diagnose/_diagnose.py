@@ -21,6 +21,7 @@ from gspo_dynamics.theory.hyperparams import Hyperparams
 
 KL_START_HIGH = 0.1  # nats; the policy starts as the reference, so its KL is ~0 at the first steps
 DERIVED_DISCOUNT = 0.9  # a verdict explained by another is ranked this fraction of the other's confidence
+DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
 
 
 def _spread(log: RunLog) -> tuple[float, str] | None:
@@ -108,24 +109,29 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None) -> Diagnosis:
 
 
 def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
-    """Zero-std groups that appeared with an entropy collapse are its consequence, not the data's.
+    """Zero-std groups that appeared during the run with a collapse are its consequence, not the data's.
 
-    A concentrated policy answers every prompt the same way, so its groups have zero reward variance;
-    when the zero-std fraction started below DEGENERATE_FRACTION and the entropy collapsed, the
-    degeneracy verdict is kept as evidence but ranked below the concentration (DERIVED_DISCOUNT).
+    A concentrated policy answers every prompt the same way, and a diverged one (dynamical
+    instability: a stale update driving the reward to the floor) fails every sample, so either
+    leaves groups with zero reward variance. When the zero-std fraction started below
+    DEGENERATE_FRACTION and one of those causes is reported, the degeneracy verdict is kept as
+    evidence but ranked below that cause (DERIVED_DISCOUNT x its confidence). A task too hard from
+    the start (zero-std groups from the first steps) stays advantage degeneracy.
     """
-    conc = next((v for v in verdicts if v.mode == "policy_concentration"), None)
+    causes = [v for v in verdicts if v.mode in DEGENERACY_CAUSES and v.confidence >= REPORT_CONFIDENCE]
     i = next((i for i, v in enumerate(verdicts) if v.mode == "advantage_degeneracy"), None)
-    if conc is None or i is None or "frac_zero_std" not in log:
+    if not causes or i is None or "frac_zero_std" not in log:
         return
     early = change(log.steps, log["frac_zero_std"]).get("early", math.nan)
     if not early < DEGENERATE_FRACTION:
         return
+    cause = max(causes, key=lambda v: v.confidence)
+    name = cause.mode.replace("_", " ")
     deg = verdicts[i]
-    note = {"signal": "zero-std groups appeared with the entropy collapse (early fraction)", "value": early,
+    note = {"signal": f"zero-std groups appeared with the {name} (early fraction)", "value": early,
             "steps": None, "threshold": DEGENERATE_FRACTION}
-    verdicts[i] = Verdict(deg.mode, min(deg.confidence, DERIVED_DISCOUNT * conc.confidence), deg.evidence + [note],
-                          deg.advice + ["this follows from the policy concentration: treat that first"])
+    verdicts[i] = Verdict(deg.mode, min(deg.confidence, DERIVED_DISCOUNT * cause.confidence), deg.evidence + [note],
+                          deg.advice + [f"this follows from the {name}: treat that first"])
 
 
 def _reference_note(log: RunLog, notes: list[str]) -> None:

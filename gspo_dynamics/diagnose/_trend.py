@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT
 
 
@@ -65,6 +65,32 @@ def change(steps: np.ndarray, values: np.ndarray) -> dict:
             "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
 
 
+def late_slope_z(steps: np.ndarray, values: np.ndarray) -> tuple[float, tuple]:
+    """z of the least-squares slope over the last half of the finite points, slope / se(slope), with
+
+        slope = sum (t - t_bar)(r - r_bar) / sum (t - t_bar)^2,
+        se^2  = [sum (r - r_bar - slope (t - t_bar))^2 / (n - 2)] / sum (t - t_bar)^2,
+
+    and the steps it used: a reward still climbing at the end of the log has z >> 0 whatever the
+    fitted plateau (which a near-linear rise leaves unresolved)."""
+    keep = np.isfinite(values)
+    t, r = steps[keep].astype(float), values[keep]
+    t, r = t[t.size // 2:], r[r.size // 2:]
+    if t.size < 2 * MIN_WINDOW:
+        return math.nan, ()
+    dt = t - t.mean()
+    sxx = float(dt @ dt)
+    if sxx == 0:
+        return math.nan, ()
+    a = float(np.max(np.abs(r))) or 1.0  # scaled, as mean_se, against overflow
+    y = r / a
+    slope = float(dt @ (y - y.mean())) / sxx
+    resid = y - y.mean() - slope * dt
+    se = math.sqrt(float(resid @ resid) / (t.size - 2) / sxx)
+    z = slope / se if se > 0 else (0.0 if slope == 0 else math.copysign(math.inf, slope))
+    return z, (t[0], t[-1])
+
+
 def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str] | None,
                   group_size: int | None = None) -> Verdict:
     """Exactly one of healthy_saturation, still_rising, stalled, noise_dominated.
@@ -73,8 +99,10 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     smallest detectable change 2 se(late - early) must be below RESOLVABLE_CHANGE x the per-sample
     reward spread `scale` (within-group reward std, or sqrt(p(1-p)) for a success rate). Otherwise
     the run is too noisy to tell: "noise_dominated". Without a scale, no change means "stalled".
-    A significant change (|z| >= Z_TREND) is never noise-dominated, however low the fit's R^2: the run
-    demonstrably learns; the noise only makes the shape uncertain (`_shape_confidence`).
+    A significant change (|z| >= Z_TREND) with a low R^2 (< R2_NOISE) is read as healthy or still rising
+    with the noise as a caveat (`_shape_confidence`): the run demonstrably learns. Only when that reading
+    itself falls below REPORT_CONFIDENCE (the plateau an extrapolation, the remaining rise unresolved) is
+    it noise-dominated: the noise then hides what the run is doing.
     """
     z = trend["z"]
     span = (trend["steps"][0], trend["steps"][1])
@@ -112,10 +140,17 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     big = frac > STILL_RISING_FRACTION and rem_z > Z_STILL_RISING
     if big or (not imp.plateau_reached and rem_dir > 0):
         t_p = imp.time_to_plateau.value
-        more = "" if not math.isfinite(t_p) else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})"
+        # a plateau more than one observed range beyond the data gives no usable time to reach it
+        more = "" if not math.isfinite(t_p) or fit.plateau_extrapolation > 1.0 else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})"
         conf = max(confidence(frac - STILL_RISING_FRACTION, 0.05), confidence(rem_z, 1.0)) if big else confidence(rem_z, 1.0)
         ev, advice = [ev_trend, ev_r2, ev_rem], [f"the fitted plateau {fit.params['r_inf']:.4g} is above the last value{more}; train longer"]
-        return Verdict("still_rising", _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size), ev, advice)
+        slope_z, slope_steps = late_slope_z(steps, reward)
+        if math.isfinite(slope_z):
+            ev.append(evidence("late-half slope of the reward (z)", slope_z, slope_steps, threshold=Z_STILL_RISING))
+            conf = max(conf, confidence(slope_z - Z_STILL_RISING, 1.0))
+        return _unless_unreadable(Verdict("still_rising", _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size,
+                                                                              saturating=False),
+                                          ev, advice), fit, noisy, group_size)
     conf = confidence(STILL_RISING_FRACTION - frac, 0.05)
     if not noisy:
         conf = min(conf, confidence(fit.r_squared - R2_NOISE, 0.1))
@@ -125,16 +160,32 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                            threshold=0.0, exact_regime=imp.exact_regime))
         if imp.exact_regime == "unstable":  # the exact discrete theory, not the rule of thumb, decides
             conf = min(conf, 0.3)
-    return Verdict("healthy_saturation", _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size), ev, advice)
+    return _unless_unreadable(Verdict("healthy_saturation", _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size,
+                                                                        saturating=True),
+                                      ev, advice), fit, noisy, group_size)
 
 
-def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, advice: list, group_size) -> float:
+def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdict:
+    """A noisy run (R^2 < R2_NOISE) whose trend reading falls below REPORT_CONFIDENCE (e.g. its plateau is
+    an extrapolation) is noise-dominated after all: it changed, but the noise hides what it is doing."""
+    if not noisy or verdict.confidence >= REPORT_CONFIDENCE:
+        return verdict
+    ev = verdict.evidence + [evidence(f"confidence of the {verdict.mode.replace('_', ' ')} reading", verdict.confidence,
+                                      None, threshold=REPORT_CONFIDENCE)]
+    return Verdict("noise_dominated", confidence(R2_NOISE - fit.r_squared, 0.1), ev,
+                   ["the reward changed, but the noise hides whether it saturates or keeps rising"] + noise_advice(fit, group_size))
+
+
+def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, advice: list, group_size,
+                      saturating: bool) -> float:
     """Lower a healthy/still-rising confidence for what makes the fitted shape uncertain:
 
       noisy (R^2 < R2_NOISE, significant change):  min(conf, L((|z| - Z_TREND) / 1))
       plateau extrapolated (x > EXTRAPOLATION_LIMIT):  min(conf, L((1 - x) / 0.25))
                                                         (0.5 when the plateau lies one observed range outside)
-    and say why in the evidence and advice.
+    and say why in the evidence and advice. The extrapolation caps a saturation reading (a plateau
+    outside the data contradicts "saturated") and any noisy reading, but not a well-fitted rise
+    (R^2 >= R2_NOISE): its plateau far ahead is what "still rising" means (an early, near-linear rise).
     """
     if noisy:
         conf = min(conf, confidence(abs(z) - Z_TREND, 1.0))
@@ -145,7 +196,8 @@ def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, ad
         x = fit.plateau_extrapolation
         ev.append(evidence("plateau outside the observed rewards / their range", x, (fit.t_start, fit.t_end),
                            threshold=EXTRAPOLATION_LIMIT, plateau=fit.params["r_inf"], observed=list(fit.r_range)))
-        conf = min(conf, confidence(1.0 - x, 0.25))
+        if saturating or noisy:  # a well-fitted significant rise whose plateau lies far ahead is still rising
+            conf = min(conf, confidence(1.0 - x, 0.25))
         advice.append(f"the fitted plateau {fit.params['r_inf']:.4g} is an extrapolation beyond the observed rewards "
                       f"[{fit.r_range[0]:.4g}, {fit.r_range[1]:.4g}]: do not read it as the expected final reward")
     return conf
@@ -166,7 +218,10 @@ def noise_advice(fit, group_size: int | None, std_factor: float | None = None) -
         r2 = max(fit.r_squared, 1e-3)
         factor = (1.0 - r2) / r2 * R2_TARGET / (1.0 - R2_TARGET)  # noise variance must fall by this
     else:
-        factor = std_factor**2
+        factor = std_factor * std_factor if std_factor < 1e150 else math.inf  # (huge rewards: no overflow)
+        if not math.isfinite(factor):
+            return ["too noisy to tell whether the run learns: the change is below the noise by many orders of "
+                    "magnitude; check the reward scale"]
         if group_size:
             return [f"too noisy to tell whether the run learns: the noise variance scales as 1/G; G = {group_size} "
                     f"-> G >= {math.ceil(group_size * factor)}, or {factor:.0f}x more prompts per step, would resolve a "

@@ -20,6 +20,11 @@ from gspo_dynamics.logs._names import is_summary_row
 from gspo_dynamics.logs._runlog import Row, to_step
 from gspo_dynamics.logs._tfevents import read_events
 
+try:  # a dependency, but optional at run time (see `_loads`)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised by the tests with the module hidden
+    _orjson = None
+
 # Column names that carry the optimizer step, by priority (W&B's own `_step` counts log calls,
 # so a trainer's step wins over it).
 STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "_step", "Step")
@@ -34,6 +39,17 @@ class RawLog:
 
 
 def _loads(text: str):
+    """json.loads, or None for text that is not JSON. Through orjson first when it is installed (a
+    dependency; the readers work without it): the same values for standard JSON, about 2x faster on large logs; whatever
+    orjson refuses (Python's NaN/Infinity literals, integers beyond 64 bits, deep nesting) is
+    parsed by json. One difference is left: orjson returns an integer beyond 64 bits as the
+    nearest float, which is what `build_series` makes of every value anyway (float64 series;
+    steps beyond 2^53 are refused either way), so the `RunLog` never depends on the extra."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(text)
+        except _orjson.JSONDecodeError:
+            pass
     try:
         return json.loads(text)
     except (ValueError, RecursionError):

@@ -46,9 +46,9 @@ class KVCache:
     @classmethod
     def allocate(cls, n_layers, batch, n_heads, slots, head_dim, *, dtype, device) -> KVCache:
         shape = (n_layers, batch, n_heads, slots, head_dim)
-        return cls(  # empty: a slot is always written before any query can read it
-            keys=torch.empty(shape, dtype=dtype, device=device),
-            values=torch.empty(shape, dtype=dtype, device=device),
+        return cls(  # zeros: a padding slot a decode step skips (model docstring) stays masked and finite
+            keys=torch.zeros(shape, dtype=dtype, device=device),
+            values=torch.zeros(shape, dtype=dtype, device=device),
             key_mask=torch.zeros(batch, slots, dtype=torch.bool, device=device),
             n_real=torch.zeros(batch, dtype=torch.long, device=device),
         )
@@ -113,8 +113,9 @@ class Attention(nn.Module):
         """x (B, T, d) -> (B, T, d).
 
         rope: (cos, sin) or None (learned positions); mask: (B, 1, T, S') bool, or None for plain
-        causal attention without padding or cache; cache_kv: (keys, values) (B, H, S, d_h) of this
-        layer, written at slots start..start+T-1, or None.
+        causal attention without padding or cache; cache_kv: (keys, values, rows) or None, keys and
+        values (B_cache, H_kv, S, d_h) of this layer, written at slots start..start+T-1 of the cache
+        rows `rows` (n,) = x's rows (None: x's rows are the cache's, in order).
         """
         B, T, d = x.shape
         H, H_kv = self.n_heads, self.n_kv_heads
@@ -128,12 +129,19 @@ class Attention(nn.Module):
             qk = heads[:, : H + H_kv] if rope is None else apply_rope(heads[:, : H + H_kv], *rope)  # one rotation
             q, k = qk.split([H, H_kv], dim=1)  # (B, H, T, d_h), (B, H_kv, T, d_h)
             v = heads[:, H + H_kv :]
-        if cache_kv is not None:
+        if cache_kv is not None and (len(cache_kv) < 3 or cache_kv[2] is None):
             cache_kv[0][:, :, start : start + T] = k
             cache_kv[1][:, :, start : start + T] = v
             # (B, H, S', d_h) the filled prefix, in the queries' dtype (the cache may be wider)
             k = cache_kv[0][:, :, : start + T].to(q.dtype)
             v = cache_kv[1][:, :, : start + T].to(q.dtype)
+        elif cache_kv is not None:  # a subset of the cache's rows (a decode step skipping padding rows)
+            keys, values, rows = cache_kv
+            # index_copy_/index_select: ~3x faster than advanced indexing on these small CPU tensors
+            keys[:, :, start : start + T].index_copy_(0, rows, k.to(keys.dtype))
+            values[:, :, start : start + T].index_copy_(0, rows, v.to(values.dtype))
+            k = keys[:, :, : start + T].index_select(0, rows).to(q.dtype)  # (n, H_kv, S', d_h), gathered copies
+            v = values[:, :, : start + T].index_select(0, rows).to(q.dtype)
         p = self.dropout if self.training else 0.0
         gqa = {} if H_kv == H else {"enable_gqa": True}  # query head h reads K/V head h // (H / H_kv)
         if mask is None:

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from gspo_dynamics.diagnose import CAUSE_MODES, MODES, TREND_MODES, diagnose
-from gspo_dynamics.fit import fisher_g
 from gspo_dynamics.diagnose._verdict import confidence
+from gspo_dynamics.fit import fisher_g
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
-from gspo_dynamics.theory.trajectory import Oscillator, oscillator_from_hyperparams, single_exponential, trajectory
+from gspo_dynamics.theory.trajectory import oscillator_from_hyperparams, single_exponential, trajectory
 
 G = 8
 GROUPS = 16  # groups per row: B = 128 binary samples

@@ -28,7 +28,6 @@ def test_reward_only_log_draws_the_fit_and_says_what_is_missing():
 
 
 def test_zero_std_panel_overlays_the_theory_when_g_is_known():
-    t = np.arange(200.0)
     p = np.full(200, 0.1)
     rng = np.random.default_rng(1)
     k = rng.binomial(8, p[:, None], size=(200, 16))

@@ -68,3 +68,27 @@ def test_plateau_extrapolation_definition():
     assert plateau_extrapolation(-2.0, 0.0, 1.0) == pytest.approx(2.0)
     assert plateau_extrapolation(1.0, 0.5, 0.5) == math.inf
     assert EXTRAPOLATION_LIMIT < 1.0
+
+
+@pytest.mark.parametrize("case", ["slow_start_early", "underdamped", "exponential", "overshoot_early"])
+def test_selected_oscillator_never_wins_only_by_extrapolating(case):
+    t = np.arange(0.0, 150.0)
+    rng = np.random.default_rng(7)
+    if case == "slow_start_early":  # observed well before the plateau: every plateau is an extrapolation
+        osc = oscillator_from_hyperparams(0.0005, 0.0, 1.0, 0.9, 1)
+        r = trajectory(osc, t, 1.0, 0.0, 0.0)
+    elif case == "underdamped":
+        osc = oscillator_from_hyperparams(0.02, 0.0, 1.0, 0.9, 1)
+        r = trajectory(osc, t, 0.7, 0.2, 0.0)
+    elif case == "exponential":
+        r = single_exponential(t, 0.8, 0.2, 30.0)
+    else:
+        osc = oscillator_from_hyperparams(0.002, 0.0, 1.0, 0.9, 1)
+        r = trajectory(osc, t, 0.9, 0.1, 0.0)
+    fit = fit_trajectory(t, r + rng.normal(0.0, 0.01, t.size))
+    ext = fit.selection["extrapolation"]
+    if fit.model == "oscillator":
+        assert ext[fit.variant] <= EXTRAPOLATION_LIMIT or ext["exponential"] > EXTRAPOLATION_LIMIT
+    if fit.selection["extrapolation_overruled"]:
+        assert fit.variant == "exponential"
+    assert fit.plateau_extrapolation == ext[fit.variant]

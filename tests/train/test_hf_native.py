@@ -186,3 +186,66 @@ def test_options_parameter_count_flops_and_cache(options, monkeypatch):
 def test_bad_options_are_config_errors(bad, match):
     with pytest.raises(ConfigError, match=match):
         ModelConfig(**{**LLAMA_LIKE, **bad})
+
+
+@pytest.mark.parametrize("options", [dict(), dict(n_kv_heads=2, mlp="swiglu", norm="rmsnorm")])
+def test_decode_steps_skip_padding_rows_and_match_the_full_pass(options):
+    """A one-token cached step with padding rows computes only the real rows: their logits equal the
+    teacher-forced pass (LOGIT_TOL: same math on fewer rows), the padding rows' logits are exactly 0,
+    and a row that is padding at one step and real later still matches (its skipped slot is masked)."""
+    config = ModelConfig(**LLAMA_LIKE, **options)
+    model = build_model(config, torch.Generator().manual_seed(1)).eval()
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(0, config.vocab_size, (4, 10), generator=g)
+    mask = torch.ones_like(ids)
+    mask[0, 6:] = 0  # finished (padding from step 6 on)
+    mask[1, 7] = 0  # padding at one step, then real again
+    mask[2, :2] = 0  # left padding
+    mask[3, 5:] = 0
+    mask[:, 8] = 0  # a step where every row is padding
+    with torch.no_grad():
+        full, _ = model(ids, mask)
+        cache = model.new_kv_cache(4, 10)
+        steps = [model(ids[:, :5], mask[:, :5], kv_cache=cache)[0]]
+        steps += [model(ids[:, t : t + 1], mask[:, t : t + 1], kv_cache=cache)[0] for t in range(5, 10)]
+    cached = torch.cat(steps, dim=1)
+    real = mask.bool()
+    assert torch.allclose(cached[real], full[real], atol=LOGIT_TOL, rtol=0)
+    assert torch.equal(cached[:, 5:][~real[:, 5:]], torch.zeros_like(cached[:, 5:][~real[:, 5:]]))
+    assert cache.length == 10 and torch.equal(cache.n_real, mask.sum(1))
+
+
+@pytest.mark.parametrize("options", [dict(), dict(n_kv_heads=2, mlp="swiglu", norm="rmsnorm", tie_embeddings=False)])
+def test_length_buckets_equal_the_untrimmed_pass(options, monkeypatch):
+    """A full pass over right-padded rows of very different lengths runs in length buckets: the real
+    positions' logits and the gradients of a masked loss equal the single untrimmed pass (LOGIT_TOL,
+    GRAD_TOL: the same sums over other row counts); positions after the longest row of a row's bucket
+    get 0 (not computed), and only padding positions do."""
+    from gspo_dynamics.train import model as model_module
+
+    config = ModelConfig(**LLAMA_LIKE, **options)
+    g = torch.Generator().manual_seed(4)
+    B, T = 16, 20
+    ids = torch.randint(0, config.vocab_size, (B, T), generator=g)
+    ends = torch.randint(3, 8, (B,), generator=g)
+    ends[:2] = T  # two long rows: most of the batch is padding
+    mask = (torch.arange(T) < ends[:, None]).long()
+    mask[:, :2] = torch.tensor([0, 1])  # left padding too
+    assert model_module.CausalLM._length_buckets(mask.bool()) is not None  # the bucketed path runs
+
+    def run(buckets):
+        monkeypatch.setattr(model_module, "PAD_BUCKETS", buckets)
+        model = build_model(config, torch.Generator().manual_seed(2))
+        logits, _ = model(ids, mask)
+        ((torch.log_softmax(logits, -1)[..., 0] * mask).sum() / mask.sum()).backward()  # a mean: entries <= ~1
+        return logits.detach(), {n: p.grad for n, p in model.named_parameters()}
+
+    trimmed, grads = run(4)
+    full, full_grads = run(10**6)  # fewer than 2 x PAD_BUCKETS rows: one untrimmed pass
+    real = mask.bool()
+    assert torch.allclose(trimmed[real], full[real], atol=LOGIT_TOL, rtol=0)
+    after = torch.arange(T) >= ends[:, None]
+    skipped = (trimmed == 0).all(-1)  # (B, T)
+    assert not (skipped & ~after).any() and skipped.sum() > B * T / 2 and trimmed.isfinite().all()
+    for name, grad in grads.items():
+        assert torch.allclose(grad, full_grads[name], atol=GRAD_TOL, rtol=0), name

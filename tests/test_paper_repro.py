@@ -11,8 +11,6 @@ KNOWN_FAILING = {
     "objectives_transformer": "GSPO's sequence clip fraction is under-predicted even by the sign-conditional mixture "
                               "(log s is not normal within a sign; row transformer-clip-sequence)",
     "moe_routing": "routing replay does not lower the stale token log-ratio variance at T >= 4 (row moe-replay-ratio-var)",
-    "diagnose_trainer_corpus": "the trainer's instability runs crash within their first rollout and read as advantage "
-                               "degeneracy (row diagnose-trainer-corpus)",
     "trainer_at_scale": "pg at T = 16 keeps monotone saturation although the on-policy fit predicts T_c = 3 at lr 3e-3 "
                         "(row trainer-refresh-threshold)",
 }

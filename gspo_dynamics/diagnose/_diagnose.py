@@ -122,7 +122,10 @@ def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
     i = next((i for i, v in enumerate(verdicts) if v.mode == "advantage_degeneracy"), None)
     if not causes or i is None or "frac_zero_std" not in log:
         return
-    early = change(log.steps, log["frac_zero_std"]).get("early", math.nan)
+    # "started below": over the early window, or over the first MIN_WINDOW rows (a divergence within
+    # the first refresh fills most of the early window with the zero-std groups it causes)
+    _, frac = log.valid("frac_zero_std")
+    early = min(change(log.steps, log["frac_zero_std"]).get("early", math.nan), float(np.mean(frac[:MIN_WINDOW])))
     if not early < DEGENERATE_FRACTION:
         return
     cause = max(causes, key=lambda v: v.confidence)

@@ -256,7 +256,9 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     """Oscillation or divergence of the reward, or the refresh interval past its exact critical value.
 
     Without hyperparameters the verdict rests on the data: ringing of the fit, a periodic component
-    (`oscillation_confidence`), a collapse after a peak. With them it must agree with the exact
+    (`oscillation_confidence`), a collapse after a peak, a significant fall from the start
+    (divergence: late mean below the early one by Z_TREND standard errors and by COLLAPSE_FRACTION of
+    the early level). With them it must agree with the exact
     discrete theory (`theory.linear`): T >= critical T is instability (combined with the data's evidence
     by noisy-OR); below it, where the exact regime is overdamped (no ringing possible), the data's
     evidence is capped at THEORY_STABLE_CAP (not reported) and a note says theory and data disagree;
@@ -287,6 +289,12 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
         ev.append(evidence("late drop below the peak / rise to the peak", collapse, (s[0], s[-1]),
                            threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"]))
         confs.append(confidence(collapse - COLLAPSE_FRACTION, 0.1))
+    # divergence: the reward ends significantly (Z_TREND) and substantially (COLLAPSE_FRACTION of its
+    # starting level) below where it started
+    if trend and trend["z"] <= -Z_TREND and -trend["diff"] > COLLAPSE_FRACTION * abs(trend["early"]):
+        ev.append(evidence("reward fell from the start (Welch z, late - early)", trend["z"], trend["steps"],
+                           threshold=-Z_TREND, early=trend["early"], late=trend["late"]))
+        confs.append(confidence(-trend["z"] - Z_TREND, 1.0))
     theory_conf = None
     if imp is not None and imp.damping_margin is not None:
         T, safe = imp.refresh_interval, imp.max_safe_refresh_interval

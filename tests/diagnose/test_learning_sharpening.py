@@ -51,3 +51,17 @@ def test_climbing_run_is_still_rising_and_its_entropy_collapse_is_reported_with_
     assert rising is not None and rising.confidence > 0.9  # late-half slope z ~ 5: clearly still climbing
     assert any(e["signal"].startswith("late-half slope") for e in rising.evidence)
     assert d.primary == "policy_concentration"  # entropy at 35% of its start: a cause mode ranks first
+
+
+def test_reward_diverging_to_the_floor_is_instability_and_the_zero_std_groups_follow_from_it():
+    # one refresh window at 0.28, then the policy diverges: reward 0 and every group all-zero from
+    # then on (the trainer's uncorrected pg at T = 8); the degeneracy is the divergence's consequence
+    steps = np.arange(1, 97)
+    reward = np.where(steps <= 8, 0.28, 0.0)
+    frac_zero = np.where(steps <= 8, 0.05, 1.0)
+    d = diagnose(RunLog(steps=steps.astype(np.int64), series={"reward": reward, "frac_zero_std": frac_zero},
+                        format="jsonl", source="<synthetic>"))
+    assert d.primary == "dynamical_instability"
+    assert any(e["signal"].startswith("reward fell from the start") for e in d.verdict("dynamical_instability").evidence)
+    deg = d.verdict("advantage_degeneracy")
+    assert deg is None or deg.confidence < d.verdict("dynamical_instability").confidence

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, _plain
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, _partial, _plain
 from gspo_dynamics.theory import continuous, linear
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 from gspo_dynamics.theory.trajectory import curvature_from_timescale
@@ -126,7 +126,7 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
     def _rem(p):
         return p["r_inf"] - float(TrajectoryFit.predict(_with(fit, p), fit.t_end))
 
-    grad = np.array([_num_partial(_rem, q, n) for n in names])
+    grad = np.array([_partial(_rem, q, n) for n in names])
     ok = np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov))  # inf cov: a parameter not identified
     var = float(grad @ fit.cov @ grad) if ok else math.nan
     notes: list[str] = []
@@ -157,7 +157,7 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
         try:
             tau = tau_of(q)
             kappa = _kappa_from_tau(tau, mu, T)
-            grad = np.array([_num_partial(lambda p: _kappa_from_tau(tau_of(p), mu, T), q, n) for n in names])
+            grad = np.array([_partial(lambda p: _kappa_from_tau(tau_of(p), mu, T), q, n) for n in names])
             ok_k = np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov))
             kappa_var = float(grad @ fit.cov @ grad) if ok_k else math.nan
             kappa_se = math.sqrt(kappa_var) if kappa_var >= 0 else None
@@ -220,14 +220,3 @@ def _with(fit: TrajectoryFit, params: dict[str, float]) -> TrajectoryFit:
     from dataclasses import replace
 
     return replace(fit, params=params)
-
-
-def _num_partial(f, q: dict[str, float], name: str) -> float:
-    h = 1e-6 * max(abs(q[name]), 1e-9)
-    up, down = dict(q), dict(q)
-    up[name] += h
-    down[name] -= h
-    try:
-        return (f(up) - f(down)) / (2.0 * h)
-    except (ConfigError, ValueError, ZeroDivisionError, OverflowError):
-        return math.nan

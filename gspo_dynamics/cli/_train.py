@@ -31,6 +31,7 @@ _FLAGS: tuple[tuple[str, str, type, str], ...] = (
     ("--clip-high", "clip_high", float, "eps_high (default: the objective's)"),
     ("--advantage-scale", "advantage_scale", str, "group | none | batch (default: the objective's)"),
     ("--kl", "kl_coef", float, "beta, weight of the k3 KL to the reference model (default: 0)"),
+    ("--load-balance", "load_balance_coef", float, "MoE: weight of the router load-balance loss (default: 0)"),
     ("--optimizer", "optimizer", str, "adamw | sgd (default: adamw)"),
     ("--lr", "lr", float, "learning rate (default: 1e-3)"),
     ("--lr-schedule", "lr_schedule", str, "constant | linear (default: constant)"),

@@ -11,6 +11,7 @@ Update on minibatch rows (`update`):
 
     logp = log pi_theta(y_t | x, y_<t)                  teacher-forced, temperature-scaled as sampled
     loss = objective(logp, logp_old, A, mask) + beta mean_i mean_t k3(pi_theta, pi_ref)(y_it)
+           [+ load_balance_coef x the MoE router's load-balance loss]
     g    = grad loss  (averaged over processes),  clipped to max_grad_norm,  optimizer step
 
 `pg` (no off-policy correction) takes its gradient at the sampling policy: its logp comes from a
@@ -150,7 +151,7 @@ def _churn(model, buf: Buffer, aux: dict, replayed: bool, autocast) -> torch.Ten
 
 
 def update(model, batch: Buffer, *, loss_fn, loss_kwargs: dict[str, Any], objective: str, kl_coef: float,
-           temperature: float, replay: bool, sampler_params: dict | None, optimizer, max_grad_norm: float | None,
+           load_balance_coef: float = 0.0, temperature: float, replay: bool, sampler_params: dict | None, optimizer, max_grad_norm: float | None,
            world: World, autocast, train_model=None) -> dict[str, torch.Tensor]:
     """One optimizer step on the process's minibatch rows (module docstring); detached metrics."""
     train_model = model if train_model is None else train_model
@@ -175,6 +176,10 @@ def update(model, batch: Buffer, *, loss_fn, loss_kwargs: dict[str, Any], object
         kl = (k3.sum(-1) / mask.sum(-1).clamp_min(1)).mean()  # token mean per sequence, batch mean
         loss = loss + kl_coef * kl
         m["kl"] = kl.detach()
+    balance = aux.get("load_balance_loss") if aux else None
+    if load_balance_coef > 0 and balance is not None:  # MoE: Switch load balance, mean over layers (model.py)
+        loss = loss + load_balance_coef * balance
+        m["losses/load_balance"] = balance.detach()
     m.update(M.ratio_metrics(logp.detach(), batch.logp_old, mask))
     m.update(M.mismatch_metrics(batch.logp_sampler, batch.logp_old, mask))
     m.update(M.length_metrics(mask, batch.truncated))

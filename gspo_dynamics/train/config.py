@@ -70,6 +70,7 @@ class TrainConfig(ObjectiveDefaults):
     clip_high: float | None = None  # eps_high; None: the objective's default
     advantage_scale: str | None = None  # "group" | "none" | "batch"; None: "none" for dr_grpo, else "group"
     kl_coef: float = 0.0  # beta, weight of the k3 KL to the frozen initial (post warm-up) model
+    load_balance_coef: float = 0.0  # MoE: weight of the router's load-balance loss in the update (e.g. 0.01)
     # ---- optimizer ----
     optimizer: str = "adamw"  # adamw | sgd (heavy-ball momentum)
     lr: float = 1e-3  # eta
@@ -117,6 +118,7 @@ class TrainConfig(ObjectiveDefaults):
         if self.advantage_scale is not None:
             _choice("advantage_scale", self.advantage_scale, ADVANTAGE_SCALES)
         _number("kl_coef", self.kl_coef)
+        _number("load_balance_coef", self.load_balance_coef)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _number("lr", self.lr, strict=True)
         _choice("lr_schedule", self.lr_schedule, LR_SCHEDULES)

@@ -274,7 +274,7 @@ class _Run:
         metrics = M.reward_metrics(batch.rewards.view(-1, G), self.task.name)
         metrics.update(update(
             self.model, batch, loss_fn=self.loss_fn, loss_kwargs=self.loss_kwargs, objective=cfg.objective,
-            kl_coef=cfg.kl_coef, temperature=cfg.temperature, replay=cfg.routing_replay != "none",
+            kl_coef=cfg.kl_coef, load_balance_coef=cfg.load_balance_coef, temperature=cfg.temperature, replay=cfg.routing_replay != "none",
             sampler_params=self.sampler_params, optimizer=self.optimizer, max_grad_norm=cfg.max_grad_norm,
             world=self.world, autocast=self.autocast, train_model=self.train_model))
         metrics = D.mean_metrics(metrics, self.world)

@@ -290,3 +290,32 @@ def test_hugging_face_model_from_a_local_config(tmp_path):
         transformers.LlamaConfig(vocab_size=99, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                  num_attention_heads=2, max_position_embeddings=64).save_pretrained(tmp_path / "big")
         train(dataclasses.replace(run, model=f"hf:{tmp_path / 'big'}"), tmp_path / "other")
+
+
+def test_moe_load_balance_term_adds_its_own_gradient(tmp_path):
+    """theta(coef 0) - theta(coef c) = lr c grad(load_balance_loss) for one plain SGD step (the rest of
+    the loss is the same), with the load-balance gradient taken straight from the model's forward."""
+    torch.set_num_threads(1)
+    config = tiny_config(tmp_path, moe=True, steps=1, objective="grpo")
+    r = _Run(config, tmp_path / "out", World(), torch.device("cpu"), 1, resume=False)
+    r.log.close()
+    buf = r.rollout(0)
+    lr, coef = 0.1, 0.5
+    after = []
+    for c in (0.0, coef):
+        model = copy.deepcopy(r.model)
+        m = update(model, buf, loss_fn=get_loss("grpo"), loss_kwargs={"clip_low": 0.2, "clip_high": 0.28},
+                   objective="grpo", kl_coef=0.0, load_balance_coef=c, temperature=1.0, replay=False,
+                   sampler_params=None, optimizer=torch.optim.SGD(model.parameters(), lr=lr), max_grad_norm=None,
+                   world=World(), autocast=r.autocast)
+        after.append(dict(model.named_parameters()))
+    assert "losses/load_balance" in m and float(m["losses/load_balance"]) > 0
+    oracle = copy.deepcopy(r.model)
+    _, aux = oracle(buf.sequences, attention_mask=buf.attention_mask)
+    aux["load_balance_loss"].backward()
+    router_moved = False
+    for name, q in oracle.named_parameters():
+        g = torch.zeros_like(q) if q.grad is None else q.grad
+        assert torch.allclose(after[0][name] - after[1][name], lr * coef * g, atol=UPDATE_TOL), name
+        router_moved |= bool(g.abs().max() > 0)
+    assert router_moved

@@ -110,15 +110,16 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                         early=trend["early"], late=trend["late"])
     if not abs(z) >= Z_TREND:
         se = abs(trend["diff"] / z) if z else math.inf
-        if scale is not None and scale[0] > 0:
-            resolution = 2.0 * se / scale[0]
+        resolution = 2.0 * se / scale[0] if scale is not None and scale[0] > 0 else math.nan
+        if resolution >= 0:  # NaN (no spread, or inf / inf on absurd values): judged by z alone below
             ev_res = evidence("detectable change / per-sample reward spread", resolution, span,
                               threshold=RESOLVABLE_CHANGE, spread=scale[0], spread_from=scale[1])
             if resolution > RESOLVABLE_CHANGE:
                 return Verdict("noise_dominated", confidence(math.log(resolution / RESOLVABLE_CHANGE), 0.5),
                                [ev_trend, ev_res], noise_advice(None, group_size, resolution / RESOLVABLE_CHANGE))
-            return Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0),
-                                          confidence(math.log(RESOLVABLE_CHANGE / resolution), 0.5)), [ev_trend, ev_res],
+            # resolution 0 (a zero standard error): any change would have shown
+            resolved = confidence(math.log(RESOLVABLE_CHANGE / resolution), 0.5) if resolution > 0 else 1.0
+            return Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0), resolved), [ev_trend, ev_res],
                            STALLED_ADVICE)
         return Verdict("stalled", confidence(Z_TREND - abs(z), 1.0), [ev_trend], STALLED_ADVICE)
     if fit is None:

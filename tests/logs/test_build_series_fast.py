@@ -6,12 +6,14 @@ plain-number matrix rounds like Python's float()); warnings must match word for 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gspo_dynamics.logs._names import canonical_name
-from gspo_dynamics.logs._runlog import build_series, build_series_reference
+from gspo_dynamics.logs._runlog import build_series, to_float
 
 KEYS = ["reward", "train/reward", "kl", "eval_reward", "rewards/fmt/mean", "entropy", "odd key"]
 VALUES = st.one_of(
@@ -26,6 +28,69 @@ ROW = st.tuples(st.integers(min_value=0, max_value=30), st.dictionaries(st.sampl
 # rows that repeat one key set with plain numbers: the matrix path, with duplicates and unsorted steps
 PLAIN_ROW = st.tuples(st.integers(min_value=0, max_value=30),
                       st.fixed_dictionaries({"reward": st.floats(allow_nan=True), "kl": st.integers(-5, 5)}))
+
+
+def build_series_reference(rows, rename):
+    """The row-by-row version of `build_series` (the oracle): same inputs, same outputs."""
+    warnings: list[str] = []
+    columns: dict[str, dict[int, float]] = {}
+    bad_keys: dict[str, int] = {}
+    duplicates = 0
+    unsorted = False
+    previous = -1
+    names: dict[str, str] = {}  # raw key -> final name, memoised: rows repeat their keys
+    for step, record in rows:
+        if step < previous:
+            unsorted = True
+        previous = max(previous, step)
+        seen: set[str] = set()
+        for raw_key, raw_value in record.items():
+            name = names.get(raw_key)
+            if name is None:
+                name = names[raw_key] = rename(raw_key)
+            if name in seen:
+                # Two spellings of one metric in one row (`reward` and `train/reward`): the
+                # first takes the canonical name, the other keeps its raw name.
+                name = raw_key
+            seen.add(name)
+            value = to_float(raw_value)
+            if value is None:
+                if raw_value is not None:
+                    bad_keys[name] = bad_keys.get(name, 0) + 1
+                continue
+            column = columns.setdefault(name, {})
+            previous_value = column.get(step)
+            if previous_value is not None and not (
+                previous_value == value or (math.isnan(previous_value) and math.isnan(value))
+            ):
+                duplicates += 1
+            column[step] = value
+    if unsorted:
+        warnings.append("the steps were not in increasing order; they were sorted")
+    if duplicates:
+        warnings.append(
+            f"{duplicates} value(s) were logged twice at the same step with different values; "
+            "the last one was kept"
+        )
+    if bad_keys:
+        listed = ", ".join(f"{k!r} ({n})" for k, n in sorted(bad_keys.items())[:8])
+        more = "" if len(bad_keys) <= 8 else f" and {len(bad_keys) - 8} more"
+        warnings.append(f"non-numeric values were ignored in {listed}{more}")
+    all_steps = sorted({step for column in columns.values() for step in column})
+    steps = np.asarray(all_steps, dtype=np.int64)
+    series: dict[str, np.ndarray] = {}
+    n_inf = 0
+    for name, column in columns.items():
+        values = np.full(steps.shape, np.nan)
+        index = np.searchsorted(steps, np.fromiter(column.keys(), np.int64, len(column)))
+        values[index] = np.fromiter(column.values(), np.float64, len(column))
+        n_inf += int(np.isinf(values).sum())
+        values.flags.writeable = False
+        series[name] = values
+    if n_inf:
+        warnings.append(f"{n_inf} infinite value(s) are in the log (kept as +-inf)")
+    steps.flags.writeable = False
+    return steps, series, warnings
 
 
 def _same(rows):

@@ -289,6 +289,11 @@ class BanditEngine:
         (grad,) = torch.autograd.grad(total, leaf)
         return -grad * self.trainable
 
+    def advance(self, n: int) -> None:
+        """n optimizer steps (the engines' shared interface; the numba engine runs them in one call)."""
+        for _ in range(n):
+            self.step()
+
     @torch.no_grad()
     def step(self) -> None:
         cfg = self.cfg

@@ -173,6 +173,11 @@ class TwoArmEngine:
                 kl = kl * (successes * (1.0 - p) / p_s + (1.0 - successes) * p / (1.0 - p_s))
         return drive - self.kl_coef * kl
 
+    def advance(self, n: int) -> None:
+        """n optimizer steps (the engines' shared interface; the numba engine runs them in one call)."""
+        for _ in range(n):
+            self.step()
+
     @torch.no_grad()
     def step(self) -> None:
         refresh = self.t % self._refresh_host == 0  # (C,) on the host: skips the tensor ops when all agree

@@ -142,11 +142,7 @@ def simulate(
 
     record()
     for t in wanted[1:]:
-        if isinstance(engine, _numba.NumbaEngine):
-            engine.advance(t - engine.t)  # one kernel call between records
-        else:
-            for _ in range(t - engine.t):
-                engine.step()
+        engine.advance(t - engine.t)  # numba: one kernel call between records
         record()
 
     def host(tensors):

@@ -8,6 +8,8 @@ recorded as failing, never dropped.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import math
 import os
 import platform
@@ -100,14 +102,34 @@ def record(claim: Claim, *, predicted: str, measured: str, passed: bool, quick: 
     row = "| " + " | ".join(_cell(x) for x in (
         claim.id, claim.text, claim.whose, predicted, measured, verdict, "quick" if quick else "full",
         device or device_name(), f"{wall:.1f} s", f"`{command}`")) + " |"
-    rows = {}
-    table, sections = _split_sections(RESULTS.read_text() if RESULTS.exists() else "")
-    for line in table.splitlines():
-        m = ROW.match(line)
-        if m and m.group("id") != "id":
-            rows[m.group("id")] = line
-    rows[claim.id] = row
-    RESULTS.write_text(HEADER + "\n".join(rows[k] for k in sorted(rows)) + "\n" + sections)
+    with _locked_results():
+        rows = {}
+        table, sections = _split_sections(RESULTS.read_text() if RESULTS.exists() else "")
+        for line in table.splitlines():
+            m = ROW.match(line)
+            if m and m.group("id") != "id":
+                rows[m.group("id")] = line
+        rows[claim.id] = row
+        _write(HEADER + "\n".join(rows[k] for k in sorted(rows)) + "\n" + sections)
+
+
+@contextlib.contextmanager
+def _locked_results():
+    """Hold an exclusive lock on RESULTS.md's lock file: scripts run side by side (as `repro` and
+    several sessions do) then read-modify-write their rows in turn instead of losing each other's."""
+    with open(RESULTS.with_name(RESULTS.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write(text: str) -> None:
+    """Atomic replace: a reader never sees half a file."""
+    tmp = RESULTS.with_name(RESULTS.name + f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, RESULTS)
 
 
 def _split_sections(text: str) -> tuple[str, str]:
@@ -118,9 +140,10 @@ def _split_sections(text: str) -> tuple[str, str]:
 
 def replace_section(section: str, body: str) -> None:
     """Replace the section headed `section` (a `## ` line, up to the next `## `) or append it."""
-    table, sections = _split_sections(RESULTS.read_text() if RESULTS.exists() else HEADER)
-    pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.S | re.M)
-    sections = pattern.sub(lambda _: body.rstrip("\n") + "\n\n", sections) if pattern.search(sections) \
-        else sections.rstrip("\n") + "\n\n" + body.rstrip("\n") + "\n"
-    RESULTS.write_text(table.rstrip("\n") + "\n\n" + sections.strip("\n") + "\n")
+    with _locked_results():
+        table, sections = _split_sections(RESULTS.read_text() if RESULTS.exists() else HEADER)
+        pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.S | re.M)
+        sections = pattern.sub(lambda _: body.rstrip("\n") + "\n\n", sections) if pattern.search(sections) \
+            else sections.rstrip("\n") + "\n\n" + body.rstrip("\n") + "\n"
+        _write(table.rstrip("\n") + "\n\n" + sections.strip("\n") + "\n")
     print(f"wrote section {section!r} of {RESULTS}")

@@ -1,7 +1,9 @@
 """`gspo-dynamics repro` on a folder of fake claim scripts (fast; the real scripts run in test_paper_repro)."""
 
 import importlib.util
+import os
 import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -122,3 +124,23 @@ def test_cli_summary_and_strict_exit(scripts, tmp_path, monkeypatch, capsys):
     assert main(["repro", "--quick", "--only", "good", "--results", str(out), "--strict"]) == 1
     assert main(["repro", "--timeout", "-1"]) == 2
     assert "gspo-dynamics: error:" in capsys.readouterr().err
+
+
+def test_scripts_recording_side_by_side_lose_no_rows(tmp_path):
+    """`record` is a locked read-modify-write with an atomic replace: 8 processes x 5 rows, all kept."""
+    out = tmp_path / "RESULTS.md"
+    writer = textwrap.dedent('''
+        import sys, time
+        sys.path.insert(0, sys.argv[1])
+        from _results import Claim, record
+        for k in range(5):
+            record(Claim(f"p{sys.argv[2]}-{k}", "x"), predicted="1", measured="1", passed=True, quick=True,
+                   started=time.perf_counter(), command="c")
+    ''')
+    env = {**os.environ, "GSPO_DYNAMICS_RESULTS": str(out)}
+    procs = [subprocess.Popen([sys.executable, "-c", writer, str(REAL_RESULTS_MODULE.parent), str(p)], env=env,
+                              stdout=subprocess.DEVNULL) for p in range(8)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    ids = {row["id"] for row in repro.read_rows(out, repro._results_module(REAL_RESULTS_MODULE.parent).ROW)}
+    assert ids == {f"p{p}-{k}" for p in range(8) for k in range(5)}
+    assert not list(tmp_path.glob("RESULTS.md.tmp*"))

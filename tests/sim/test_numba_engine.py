@@ -39,7 +39,7 @@ ENGINE_TOL = 1e-12
 STEPS = 12
 # same uniforms: paths differ by rounding only, amplified by Adam's lr / eps where g is near 0 (as tests/sim/test_fast.py)
 PATH_TOL = 1e-10
-ADAM_EPS = 1e-3  # Adam's eps in the mixed batches (test_fast.py: the default 1e-8 amplifies rounding to ~1e-9)
+ADAM_EPS = 1e-3  # Adam eps of the sequence-correction batch below (conftest: the default 1e-8 amplifies rounding)
 Z_SE = 4.0  # statistical comparisons: |difference| <= Z_SE standard errors of the difference
 # 1/G spot check: Var(R) over seeds is a sum over ~seeds x (steps / 2) / tau correlated samples; with 512 seeds its
 # relative standard error is ~5%, and the Lyapunov prediction is leading order in the noise (paper_repro: 15%)
@@ -50,14 +50,6 @@ TASKS = {
     "prompts": BanditTask.prompts([0.2, 0.5, 0.9]),
 }
 
-
-def _configs(base: Hyperparams) -> list[Hyperparams]:
-    """SGD without and with momentum (PPO clip binding) and Adam in one batch, as test_fast.py."""
-    return [
-        dataclasses.replace(base, lr=0.5, optimizer=SGD(momentum=0.0), kl_coef=0.0),
-        dataclasses.replace(base, lr=1.5, optimizer=SGD(momentum=0.9), kl_coef=0.3, clip_low=0.1, clip_high=0.05),
-        dataclasses.replace(base, lr=0.3, optimizer=Adam(eps=ADAM_EPS), kl_coef=0.4),
-    ]
 
 
 def _both(task, configs, **kwargs):
@@ -71,13 +63,13 @@ def _both(task, configs, **kwargs):
     "correction, advantage, kl_estimator, group_size, refresh",
     list(itertools.product(["none", "token", "sequence"], ["mean", "std"], ["exact", "k3"], [None, 4], [1, 3])),
 )
-def test_expected_mode_equals_torch_engine(correction, advantage, kl_estimator, group_size, refresh):
+def test_expected_mode_equals_torch_engine(correction, advantage, kl_estimator, group_size, refresh, mixed_configs):
     base = Hyperparams(
         lr=1.0, refresh_interval=refresh, group_size=group_size, advantage=advantage,
         correction=correction, kl_estimator=kl_estimator,
     )
     for task in TASKS.values():
-        reference, run = _both(task, _configs(base), steps=STEPS, expected=True)
+        reference, run = _both(task, mixed_configs(base), steps=STEPS, expected=True)
         np.testing.assert_allclose(run.logits, reference.logits, rtol=0, atol=ENGINE_TOL)
         np.testing.assert_allclose(run.reward, reference.reward, rtol=0, atol=ENGINE_TOL)
 
@@ -87,12 +79,12 @@ def test_expected_mode_equals_torch_engine(correction, advantage, kl_estimator, 
     "correction, advantage, kl_estimator",
     list(itertools.product(["none", "token", "sequence"], ["mean", "std"], ["exact", "k3"])),
 )
-def test_stochastic_mode_same_uniforms_same_paths(correction, advantage, kl_estimator):
+def test_stochastic_mode_same_uniforms_same_paths(correction, advantage, kl_estimator, mixed_configs):
     base = Hyperparams(
         lr=1.0, refresh_interval=3, group_size=4, num_groups=2, advantage=advantage,
         correction=correction, kl_estimator=kl_estimator,
     )
-    reference, run = _both(TASKS["prompts"], _configs(base), steps=STEPS, seeds=16, seed=7, record_every=5)
+    reference, run = _both(TASKS["prompts"], mixed_configs(base), steps=STEPS, seeds=16, seed=7, record_every=5)
     np.testing.assert_allclose(run.logits, reference.logits, rtol=0, atol=PATH_TOL)
     assert np.ptp(run.logits[-1, ..., 1], axis=1).min() > 0.0  # the seeds really differ
 

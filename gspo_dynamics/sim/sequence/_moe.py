@@ -128,3 +128,39 @@ def routing_changes(old: Routing, new: Routing, mask: torch.Tensor | None = None
         real = torch.cat([mask.new_ones(B, T - L + 1).bool(), mask[:, :-1].bool()], dim=1)  # (B, T)
         changed = changed & real
     return changed.sum(dim=(0, 2))
+
+
+def affected_tokens(old: Routing, new: Routing, prompt_len: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Which response tokens' log-probs depend on a routing decision that differs between two routings.
+
+    Response token t is predicted at input position s_t = P - 1 + t. A layer's MoE output at
+    position s feeds the residual stream at s and, through the attention of every later layer, all
+    positions >= s; so token t is affected iff
+
+        changed[n_layers - 1, s_t]  or  changed[l, s] for some l < n_layers - 1 and s <= s_t
+
+    (the last layer's output reaches the head only at its own position). An unaffected token has
+    the same log-prob under either routing at the same parameters, exactly: routing replay of the
+    experts only (`Routing.experts_only`) changes nothing else.
+
+    Args:
+        old, new: routings of the same inputs, experts (n_layers, B, T, k), T = P + L - 1.
+        prompt_len: P.
+        mask: (B, L) real response tokens; None: all real.
+
+    Returns:
+        (B, L) bool, False at padding.
+    """
+    if old.experts.shape != new.experts.shape:
+        raise ValueError(f"routings differ in shape: {tuple(old.experts.shape)} vs {tuple(new.experts.shape)}")
+    changed = (old.experts != new.experts).any(dim=-1)  # (n_layers, B, T)
+    T = changed.shape[2]
+    if not 1 <= prompt_len <= T:
+        raise ValueError(f"prompt_len must be in [1, {T}] (input positions), got {prompt_len!r}")
+    upstream = changed[:-1].any(dim=0).cumsum(dim=-1) > 0  # (B, T): an earlier layer changed at some s' <= s
+    affected = (changed[-1] | upstream)[:, prompt_len - 1 :]  # (B, L)
+    if mask is not None:
+        if tuple(mask.shape) != tuple(affected.shape):
+            raise ValueError(f"mask must have shape {tuple(affected.shape)}, got {tuple(mask.shape)}")
+        affected = affected & mask.bool()
+    return affected

@@ -4,6 +4,7 @@
     gspo-dynamics train --config run.toml --out runs/a            # settings from a file,
     gspo-dynamics train --config run.toml --out runs/a --lr 3e-4  # flags override the file
     gspo-dynamics train --out runs/a --resume                     # continue from runs/a/checkpoint.pt
+    gspo-dynamics train --model hf:llama --save-hf runs/a/hf ...  # also write the policy in transformers' format
 
 Multi-process: `torchrun --nproc-per-node 2 -m gspo_dynamics.cli.main train ...`.
 """
@@ -19,6 +20,8 @@ import sys
 _FLAGS: tuple[tuple[str, str, type, str], ...] = (
     ("--task", "task", str, "a task of gspo_dynamics.train.tasks.TASKS"),
     ("--model", "model", str, "a model preset (100k, 1m, 10m, 100m, 1b), a JSON file of ModelConfig fields, or hf:DIR (local HF model)"),
+    ("--hf-backend", "hf_backend", str,
+     "hf:DIR only: auto (built-in model when the architecture is supported, else transformers') | native | wrapper"),
     ("--objective", "objective", str, "a loss of the registry: pg, grpo, dr_grpo, dapo, cispo, gspo, gspo_token"),
     ("--steps", "steps", int, "optimizer steps (default: 100)"),
     ("--seed", "seed", int, "random seed (default: 0)"),
@@ -71,6 +74,8 @@ def register(sub) -> None:
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the training forward")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the final metrics as one JSON object")
+    p.add_argument("--save-hf", metavar="DIR", default=None,
+                   help="hf:DIR models: write the final policy to this new directory in transformers' format")
     p.add_argument("--task-options", type=_json_table, default=None,
                    help='the task\'s difficulty knobs as a JSON object, e.g. \'{"n_digits": 2}\'')
     g = p.add_argument_group("settings (TrainConfig fields)")
@@ -90,7 +95,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides, base=saved_config(args.out) if args.resume else None)
     bar = Progress(config.steps, "train", enabled=False if args.no_progress else None)
     try:
-        result = train(config, args.out, resume=args.resume, progress=lambda done, total: bar.update(done))
+        result = train(config, args.out, resume=args.resume, progress=lambda done, total: bar.update(done),
+                       save_hf=args.save_hf)
     finally:
         bar.close()
     if result.is_main:
@@ -99,7 +105,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             print(json.dumps(last, allow_nan=False))
         else:
             shown = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "clip_ratio/region_mean", "grad_norm")
-            print(f"trained {config.steps} steps into {args.out}; last step: "
+            model = "" if result.backend == "builtin" else f" ({config.model} on the {result.backend} path)"
+            print(f"trained {config.steps} steps into {args.out}{model}; last step: "
                   + ", ".join(f"{k} {last[k]:.4g}" for k in shown if isinstance(last.get(k), (int, float))),
                   file=sys.stdout)
     return 0

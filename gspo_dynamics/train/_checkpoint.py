@@ -5,7 +5,9 @@ temporary file in the same directory, fsync'ed, then `os.replace`d, so a process
 moment leaves either the old or the new checkpoint, never a torn one). It holds
 
     format, version          identify the file
-    config, model_config     the run's TrainConfig and model config (as plain dicts): a resume checks them
+    config, model_config     the run's TrainConfig and model description (plain dicts): a resume checks them;
+                             for hf:DIR the backend, the transformers config (`hf.<key>`) and, on the
+                             native path, the built-in config (`native.<key>`), see `_policy`
     step                     optimizer steps done (checkpoints fall on rollout boundaries)
     model, reference         state dicts of the policy and the frozen KL reference (or None)
     optimizer                the optimizer's state dict (moments, step counts)

@@ -27,6 +27,8 @@ PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")  # auto: bf16 autocast on
 LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
 STALE_GRADIENT: tuple[str, ...] = ("pg",)  # objectives whose gradient is taken at the sampling policy
 ROUTING_REPLAYS: tuple[str, ...] = ("none", "experts")  # the built-in MoE replays expert sets; gates stay live
+HF_PREFIX = "hf:"  # model hf:DIR, a local Hugging Face model directory (optional extra)
+HF_BACKENDS: tuple[str, ...] = ("auto", "native", "wrapper")  # how the trainer runs hf:DIR (`hf.load_hf_policy`)
 
 
 def _number(name: str, value: Any, *, low: float = 0.0, strict: bool = False, high: float | None = None) -> None:
@@ -54,6 +56,9 @@ class TrainConfig(ObjectiveDefaults):
     task: str  # a name of `gspo_dynamics.train.tasks.TASKS`
     task_options: dict[str, Any] | None = None  # the task's difficulty knobs (`make_task`), e.g. {"n_digits": 2}
     model: str  # a preset of `MODEL_PRESETS`, a JSON file of `ModelConfig` fields, or hf:DIR (a local HF model)
+    # hf:DIR only: auto (the built-in model holding its weights when the architecture is supported,
+    # else transformers' forward), native (that or an error) | wrapper (always transformers' forward)
+    hf_backend: str = "auto"
     objective: str  # a loss of the registry (`objectives.LOSSES`)
     steps: int = 100  # optimizer steps of the whole run
     seed: int = 0  # seeds the model init, the prompts and the sampler; a CPU run is a function of it
@@ -100,6 +105,9 @@ class TrainConfig(ObjectiveDefaults):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ConfigError(f"{name} must be a non-empty string, got {getattr(self, name)!r}")
         get_loss(self.objective)  # ConfigError listing the valid names
+        _choice("hf_backend", self.hf_backend, HF_BACKENDS)
+        if self.hf_backend != "auto" and not self.model.startswith(HF_PREFIX):
+            raise ConfigError(f"hf_backend {self.hf_backend!r} applies to hf:DIR models only; model is {self.model!r}")
         if self.task_options is not None and not isinstance(self.task_options, dict):
             raise ConfigError(f"task_options must be a table of the task's knobs, got {self.task_options!r}")
         _integer("steps", self.steps, 1)

@@ -23,8 +23,12 @@ sliding window shorter than the context) with SiLU, no biases, default RoPE, hea
 heads; `native_config` names the reason for anything else. `native="auto"` takes that path when
 supported and the wrapper otherwise; `native=False` (the default) always wraps. The native model
 computes the same logits as transformers' forward up to float32 summation order (tests).
-`hf_state_dict(model, hf_config)` maps the native weights back to transformers' names (to save a
-trained policy with `save_pretrained`).
+`hf_state_dict(model, hf_config)` maps the native weights back to transformers' names, and
+`save_hf(model, hf_config, directory)` writes either kind of model as a directory that
+`transformers.AutoModelForCausalLM.from_pretrained` loads.
+
+The trainer (`--model hf:DIR`) calls `load_hf_policy(DIR, backend)`: backend "auto" (native when
+supported, else the wrapper), "native" (an error naming the reason when unsupported) or "wrapper".
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import torch
 from torch import nn
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.train.config import HF_BACKENDS
 from gspo_dynamics.train.model import CausalLM, ModelConfig, build_model
 
 INSTALL_HINT = "install the optional extra: pip install 'gspo-dynamics[hf]'"
@@ -133,6 +138,41 @@ def load_hf_model(path_or_config, dtype: torch.dtype | None = None, native=False
         elif native is True:
             raise ConfigError(f"no native built-in model for this Hugging Face config: {reason}")
     return model if dtype is None else model.to(dtype)
+
+
+def load_hf_policy(path_or_config, backend: str = "auto") -> tuple[HFCausalLM | CausalLM, object, str]:
+    """(model, its transformers config, why it is not native: "" when it is) for the trainer.
+
+    backend: "auto" the built-in model when `native_config` supports the config, else the wrapper;
+    "native" the built-in model or a ConfigError naming the reason; "wrapper" always `HFCausalLM`.
+    The built-in model holds copies of the transformers weights (`native_from_hf`).
+    """
+    if backend not in HF_BACKENDS:
+        raise ConfigError(f"hf_backend must be one of {', '.join(HF_BACKENDS)}; got {backend!r}")
+    wrapped = _load(path_or_config)
+    hf_config = wrapped.hf_model.config
+    if backend == "wrapper":
+        return wrapped, hf_config, "hf_backend 'wrapper' was asked for"
+    config, reason = _native_config(hf_config)
+    if config is None:
+        if backend == "native":
+            raise ConfigError(f"no native built-in model for this Hugging Face config: {reason}")
+        return wrapped, hf_config, reason
+    return native_from_hf(wrapped.hf_model), hf_config, ""
+
+
+def save_hf(model: HFCausalLM | CausalLM, hf_config, directory) -> Path:
+    """Write `model` (the wrapper, or a native model of `hf_config`) as a transformers model
+    directory (config.json and weights) for `AutoModelForCausalLM.from_pretrained`; the native
+    weights go through `hf_state_dict` (a strict load: every transformers name, right shapes)."""
+    transformers = _transformers()
+    if isinstance(model, HFCausalLM):
+        hf_model = model.hf_model
+    else:
+        hf_model = transformers.AutoModelForCausalLM.from_config(hf_config)
+        hf_model.load_state_dict({k: v.detach().cpu() for k, v in hf_state_dict(model, hf_config).items()})
+    hf_model.save_pretrained(directory)
+    return Path(directory)
 
 
 def native_config(hf_config) -> ModelConfig:

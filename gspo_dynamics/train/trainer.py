@@ -17,9 +17,15 @@ Chunks: rollout k is sampled as `rollout_chunks` independent streams, chunk c ho
 c N/C .. (c+1) N/C - 1 of every minibatch; process r of W samples chunks r C/W .. (r+1) C/W - 1.
 With C fixed, 1 process and W processes see the same completions (up to float rounding).
 
-Models: `model` is a preset of `MODEL_PRESETS`, a JSON file of ModelConfig fields (optionally
-{"preset": name, ...overrides}), or hf:DIR, a local Hugging Face causal LM (config.json alone: a
-fresh model of it) whose vocabulary is the tasks' tokenizer's (never a download).
+Models (`_policy`): `model` is a preset of `MODEL_PRESETS`, a JSON file of ModelConfig fields
+(optionally {"preset": name, ...overrides}), or hf:DIR, a local Hugging Face causal LM (config.json
+alone: a fresh model of it) whose vocabulary is the tasks' tokenizer's (never a download). An
+hf:DIR of a supported Llama-family config runs natively (`hf_backend` "auto": the built-in
+`CausalLM` holding its weights, same logits up to float32 summation order, faster rollouts and
+updates; benchmarks/RESULTS.md), anything else through transformers' forward (`hf.HFCausalLM`);
+trainer_state.json says which ("model": {"backend": ..., "why_not_native": ...}), and the
+checkpoint records the transformers config so a resume rebuilds the same model. `save_hf=DIR`
+writes the final policy as a transformers model directory (`hf.save_hf`).
 Several processes: `torchrun --nproc-per-node W -m gspo_dynamics.cli.main train ...` (see
 `_distributed`). A resume may use another number of processes; it reproduces the run up to float
 rounding only when `rollout_chunks` was set (otherwise the chunks follow the process count).
@@ -49,8 +55,8 @@ from gspo_dynamics.train import _checkpoint as C
 from gspo_dynamics.train import _distributed as D
 from gspo_dynamics.train import _metrics as M
 from gspo_dynamics.train._step import Buffer, merge, score, update
+from gspo_dynamics.train._policy import build_policy, check_save_hf, resolve_model_config  # noqa: F401 (re-exported)
 from gspo_dynamics.train.config import CONFIG_NAME, FIELDS, RESUMABLE_CHANGES, STALE_GRADIENT, TrainConfig
-from gspo_dynamics.train.model import MODEL_PRESETS, ModelConfig, build_model, preset_config
 from gspo_dynamics.train.rollout import generate
 from gspo_dynamics.train.tasks import make_task
 from gspo_dynamics.train.tokenizer import Tokenizer
@@ -62,64 +68,19 @@ class TrainResult:
     """What `train` returns: the config, the metric rows of the whole run, the trained model."""
 
     config: TrainConfig
-    model_config: Any  # ModelConfig, or the HFConfigView of a Hugging Face model
+    model_config: Any  # ModelConfig, or the HFConfigView of a Hugging Face model run by the wrapper
     out_dir: Path
     rows: list[dict[str, Any]]
     model: torch.nn.Module
     warmup_success: float | None  # success rate after the cold start (None on resume)
     is_main: bool  # rank 0 (the process that writes the files)
+    backend: str  # builtin | native | wrapper (`_policy`): how the model runs
 
 
 def stream_seed(*keys) -> int:
     """A 63-bit seed determined by `keys` (the run seed, a purpose, indices): independent streams."""
     digest = hashlib.sha256(repr(keys).encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1
-
-
-def resolve_model_config(spec: str, vocab_size: int) -> ModelConfig:
-    """A preset name (`MODEL_PRESETS`), or a JSON file of ModelConfig fields, optionally with
-    "preset": name to start from that preset (e.g. {"preset": "100k", "n_experts": 4})."""
-    if spec in MODEL_PRESETS:
-        return preset_config(spec, vocab_size)
-    path = Path(spec)
-    if not path.is_file():
-        raise ConfigError(f"model {spec!r} is neither a preset ({', '.join(MODEL_PRESETS)}) nor a JSON file of ModelConfig fields")
-    try:
-        fields = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read the model config {spec!r}: {exc}") from None
-    if not isinstance(fields, dict):
-        raise ConfigError(f"the model config {spec!r} must be one JSON object of ModelConfig fields")
-    if fields.pop("vocab_size", vocab_size) != vocab_size:
-        raise ConfigError(f"the model config {spec!r} has a vocab_size other than the tokenizer's {vocab_size}")
-    preset = fields.pop("preset", None)
-    known = {f.name for f in dataclasses.fields(ModelConfig)} - {"vocab_size"}
-    unknown = sorted(set(fields) - known)
-    if unknown:
-        raise ConfigError(f"unknown model setting {unknown[0]!r} in {spec!r}; valid settings are preset, {', '.join(sorted(known))}")
-    if preset is not None:
-        return preset_config(preset, vocab_size, **fields)
-    return ModelConfig(vocab_size=vocab_size, **fields)
-
-
-HF_PREFIX = "hf:"  # --model hf:DIR, a local Hugging Face model directory (optional extra)
-
-
-def _build_policy(spec: str, vocab_size: int, seed: int):
-    """(model on the CPU, its config, a plain dict of that config for checkpoint checks). The
-    weights' init draws from a stream of (seed, "init"); torch's global RNG is left as it was."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(stream_seed(seed, "init"))
-        if spec.startswith(HF_PREFIX):
-            from gspo_dynamics.train.hf import load_hf_model
-
-            model = load_hf_model(spec[len(HF_PREFIX):])
-            if model.config.vocab_size != vocab_size:
-                raise ConfigError(f"the Hugging Face model has vocab_size {model.config.vocab_size}; the tasks' "
-                                  f"tokenizer needs {vocab_size}")
-            return model, model.config, {"hf_config": json.loads(model.config.hf.to_json_string(use_diff=False))}
-        config = resolve_model_config(spec, vocab_size)
-        return build_model(config, torch.Generator().manual_seed(stream_seed(seed, "init"))), config, dataclasses.asdict(config)
 
 
 def _make_optimizer(config: TrainConfig, params) -> torch.optim.Optimizer:
@@ -152,6 +113,9 @@ def _check_setup(config: TrainConfig, world: D.World, device: torch.device) -> i
     return chunks
 
 
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(TrainConfig) if f.default is not dataclasses.MISSING}
+
+
 def _check_out_dir(out: Path, config: TrainConfig, model_description: dict, resume: bool) -> dict | None:
     """The checkpoint to resume from (checked against this run), or None for a fresh run."""
     if not resume:
@@ -161,7 +125,8 @@ def _check_out_dir(out: Path, config: TrainConfig, model_description: dict, resu
         return None
     state = C.load_checkpoint(out)
     allowed = RESUMABLE_CHANGES if config.lr_schedule == "constant" else tuple(f for f in RESUMABLE_CHANGES if f != "steps")
-    saved = {k: v for k, v in state["config"].items() if k in FIELDS}
+    # a setting added after the checkpoint was written ran at its default (defaults keep old behaviour)
+    saved = {**_DEFAULTS, **{k: v for k, v in state["config"].items() if k in FIELDS}}
     C.check_compatible(saved, config.to_dict(), "config", allowed)
     C.check_compatible(state["model_config"], model_description, "model config")
     if state["step"] >= config.steps:
@@ -177,7 +142,8 @@ class _Run:
         self.tokenizer = Tokenizer()
         self.task = make_task(config.task, self.tokenizer, **(config.task_options or {}))
         self.max_new_tokens = config.max_new_tokens or self.task.max_new_tokens
-        model, self.model_config, self.model_description = _build_policy(config.model, self.tokenizer.vocab_size, config.seed)
+        self.policy = build_policy(config.model, self.tokenizer.vocab_size, stream_seed(config.seed, "init"), config.hf_backend)
+        model, self.model_config, self.model_description = self.policy.model, self.policy.config, self.policy.description
         if config.routing_replay != "none" and not getattr(self.model_config, "is_moe", False):
             raise ConfigError(f"routing_replay {config.routing_replay!r} needs a built-in mixture-of-experts model (n_experts > 0)")
         state = _check_out_dir(out, config, self.model_description, resume)
@@ -300,8 +266,11 @@ class _Run:
         self.write_state()
 
     def write_state(self) -> None:
+        model = {"backend": self.policy.backend, "parameters": sum(p.numel() for p in self.model.parameters())}
+        if self.policy.why_not_native:
+            model["why_not_native"] = self.policy.why_not_native
         self.log.write_state(global_step=self.step, max_steps=self.config.steps,
-                             extra={"trainer": "gspo-dynamics", "num_generations": self.config.group_size})
+                             extra={"trainer": "gspo-dynamics", "num_generations": self.config.group_size, "model": model})
 
     def due(self) -> bool:
         """A checkpoint after this step: every checkpoint_every steps, and at the run's last rollout boundary."""
@@ -311,15 +280,18 @@ class _Run:
 
 
 def train(config: TrainConfig, out_dir, *, resume: bool = False,
-          progress: Callable[[int, int], None] | None = None) -> TrainResult:
+          progress: Callable[[int, int], None] | None = None, save_hf=None) -> TrainResult:
     """Run (or, with `resume`, continue) the training of `config` in `out_dir` (module docstring).
 
     Under torchrun (WORLD_SIZE > 1) every process calls this; rank 0 writes the files.
     progress: called as progress(steps_done, steps) after every optimizer step.
+    save_hf: a new directory to write the final hf:DIR policy into, in transformers' format
+    (`hf.save_hf`; checked before any training).
     """
     if not isinstance(config, TrainConfig):
         raise ConfigError(f"train needs a TrainConfig, got {type(config).__name__}")
     out = Path(out_dir)
+    save_hf = None if save_hf is None else check_save_hf(config.model, save_hf)
     device = D.local_device(config.device)
     started = not torch.distributed.is_initialized()
     world = D.init_world(device)
@@ -336,10 +308,15 @@ def train(config: TrainConfig, out_dir, *, resume: bool = False,
                     progress(run.step, config.steps)
             if world.is_main:
                 run.write_state()
+                if save_hf is not None:
+                    from gspo_dynamics.train.hf import save_hf as write_hf
+
+                    write_hf(run.model, run.policy.hf_config, save_hf)
         finally:
             run.log.close()
         return TrainResult(config=config, model_config=run.model_config, out_dir=out, rows=run.log.rows,
-                           model=run.model, warmup_success=run.warmup_success, is_main=world.is_main)
+                           model=run.model, warmup_success=run.warmup_success, is_main=world.is_main,
+                           backend=run.policy.backend)
     finally:
         if started:
             D.shutdown(world)

@@ -1,5 +1,6 @@
 """A real `gspo-dynamics train` process killed with SIGKILL after a checkpoint, then resumed,
-reproduces the uninterrupted run exactly on the CPU: final parameters and every metric row, bit for bit."""
+reproduces the uninterrupted run exactly on the CPU: final parameters and every metric row, bit for bit.
+For the built-in model and for an hf:DIR Llama config on the native path (needs transformers)."""
 
 import json
 import signal
@@ -7,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
 from _train_helpers import cli_env, config_file, final_parameters, read_rows, run_cli, tiny_config
 
@@ -22,9 +24,22 @@ def _rows_written(out) -> int:
         return 0
 
 
-def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
+def _model(kind, directory) -> dict:
+    if kind == "builtin":
+        return {}
+    transformers = pytest.importorskip("transformers")
+    from gspo_dynamics.train.tokenizer import Tokenizer
+
+    transformers.LlamaConfig(vocab_size=Tokenizer().vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                             num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64
+                             ).save_pretrained(directory / "llama")
+    return {"model": f"hf:{directory / 'llama'}"}
+
+
+@pytest.mark.parametrize("kind", ["builtin", "hf-native"])
+def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path, kind):
     # T = 2 (two minibatches per rollout), checkpoints every 2 steps, KL reference, SGD momentum
-    config = tiny_config(tmp_path, steps=STEPS, steps_per_generation=2, checkpoint_every=2, kl_coef=0.05,
+    config = tiny_config(tmp_path, **_model(kind, tmp_path), steps=STEPS, steps_per_generation=2, checkpoint_every=2, kl_coef=0.05,
                          optimizer="sgd", momentum=0.9, lr=0.05, warmup_steps=10, warmup_lr=5e-2)
     path = config_file(tmp_path, config)
     whole, broken = tmp_path / "whole", tmp_path / "broken"
@@ -57,5 +72,6 @@ def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
     assert sum(r["grad_norm"] > 0 for r in read_rows(whole)) >= STEPS // 2  # the run did learn something
     state = json.loads((broken / "trainer_state.json").read_text())
     assert state["global_step"] == STEPS and state["log_history"] == read_rows(whole)
+    assert state["model"]["backend"] == ("builtin" if kind == "builtin" else "native")
     log = read_log(broken / "trainer_state.json")
     assert list(log.steps) == list(range(1, STEPS + 1)) and not any("duplicate" in w for w in log.warnings)

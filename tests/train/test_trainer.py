@@ -273,8 +273,8 @@ def test_compiled_training_matches_eager(tmp_path):
 
 
 def test_hugging_face_model_from_a_local_config(tmp_path):
-    """--model hf:DIR: a transformers model of a local config.json trains like the built-in one, and
-    resuming it checks its config."""
+    """--model hf:DIR: a transformers model of a local config.json trains like the built-in one (a
+    Llama config: on the native path, tests/train/test_trainer_hf.py), and resuming it checks its config."""
     transformers = pytest.importorskip("transformers")
     config = transformers.LlamaConfig(vocab_size=Tokenizer().vocab_size, hidden_size=32, intermediate_size=64,
                                       num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
@@ -283,6 +283,7 @@ def test_hugging_face_model_from_a_local_config(tmp_path):
     run = tiny_config(tmp_path, model=f"hf:{tmp_path / 'llama'}", steps=2, warmup_steps=5)
     result = train(run, tmp_path / "out")
     assert len(result.rows) == 2 and all(math.isfinite(r["grad_norm"]) for r in result.rows)
+    assert result.backend == "native"
     assert result.rows[0]["ratios/token_log_mean"] == pytest.approx(0.0, abs=1e-6)
     resumed = train(dataclasses.replace(run, steps=3), tmp_path / "out", resume=True)
     assert [r["step"] for r in resumed.rows] == [1, 2, 3]

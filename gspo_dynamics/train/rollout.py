@@ -10,9 +10,16 @@ top-p nucleus (the smallest set of most likely tokens whose mass reaches p) and 
 is measurable; with tau = 1 and p = 1 it is 0 up to float32 rounding (the tests check this).
 tau = 0 is greedy decoding (argmax; the sampler's distribution is a point mass, log q = 0).
 
+Draws invert the CDF of q_t with uniforms U (N, B) made once per call from `generator` (`draw`),
+row r of step t using U[t, r]; tau = 0 draws none.
+
 A row stops at its first EOS (kept, completion mask 1); later positions hold `pad_id` with mask 0
 and log-prob 0. The cache holds P + N slots, allocated once per call; the prompt runs in one
-forward, then every step feeds one token per row.
+forward, then every step feeds one token per row. A dense built-in model in float32 (no autocast)
+decodes with `_decode.Decoder` steps - the same function with fewer kernels, and rows that
+finished are dropped from the batch (`_fast_loop`); other models (MoE, Hugging Face wrappers,
+bf16) step through their own cached forward, the reference path (`fast=False` forces it). Both
+paths draw the same tokens from the same uniforms (tests/train/test_decode.py).
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ from dataclasses import dataclass
 import torch
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.train import _decode
+
+# The fast loop drops finished rows from its batch once at most this fraction of the batch is alive
+# (each drop copies the live rows' cache; between drops, finished rows ride along).
+COMPACT = 0.75
 
 
 @dataclass
@@ -67,7 +79,8 @@ def sampler_distribution(logits: torch.Tensor, temperature: float, top_p: float)
     """log q (..., V) float32: log softmax(logits / tau) on the top-p nucleus, renormalised,
     -inf outside it. The nucleus keeps a token when the mass of the strictly more likely tokens
     is < p, so it always holds the most likely token (ties are broken by sort order)."""
-    log_q = torch.log_softmax(logits.float() / temperature, dim=-1)
+    logits = logits.float()
+    log_q = torch.log_softmax(logits if temperature == 1.0 else logits / temperature, dim=-1)  # x / 1 = x exactly
     if top_p >= 1.0:
         return log_q
     sorted_lq, order = log_q.sort(dim=-1, descending=True)
@@ -88,6 +101,7 @@ def generate(
     eos_id: int | None = None,
     pad_id: int = 0,
     generator: torch.Generator | None = None,
+    fast: bool = True,
 ) -> Rollout:
     """Sample up to `max_new_tokens` tokens after each left-padded prompt (module docstring).
 
@@ -98,6 +112,10 @@ def generate(
         eos_id: the token that ends a completion (None: every row runs N tokens).
         pad_id: fills the positions after EOS.
         generator: the random stream of the draws, on the model's device (None: torch's global).
+        fast: decode with `_decode.Decoder` steps when the model supports them (a dense built-in
+            model in float32 without autocast; module docstring); False: the model's own cached
+            forward every step (the reference path; same draws, same numbers up to float32
+            summation order).
     """
     if prompt_ids.ndim != 2 or prompt_ids.dtype != torch.long or prompt_ids.shape[1] < 1:
         raise ValueError(f"prompt_ids must be int64 (B, P >= 1), got {prompt_ids.dtype} {tuple(prompt_ids.shape)}")
@@ -119,26 +137,26 @@ def generate(
         raise ValueError(f"prompt_mask must have shape {tuple(prompt_ids.shape)}, got {tuple(prompt_mask.shape)}")
 
     cache = model.new_kv_cache(B, P + N)  # allocated once: every key and value of this call
+    logits, aux = model(prompt_ids, attention_mask=prompt_mask, kv_cache=cache)
+    # the uniforms of every draw, row r of step t using U[t, r] on either path (greedy draws none)
+    U = None if tau == 0.0 else torch.rand(N, B, generator=generator, device=device)
+    if fast and _decode.supports(model, device):
+        with torch.inference_mode():
+            tokens, logprobs = _fast_loop(model, cache, logits[:, -1], prompt_mask, N, tau, p, eos_id, U)
+        tokens, logprobs = tokens.clone(), logprobs.clone()
+        return _finish(prompt_ids, prompt_mask, tokens, logprobs, eos_id, pad_id, None)
     sequences = torch.full((B, P + N), pad_id, dtype=torch.long, device=device)
     sequences[:, :P] = prompt_ids
     completion_mask = torch.zeros(B, N, dtype=torch.long, device=device)
     logprobs = torch.zeros(B, N, dtype=torch.float32, device=device)
     alive = torch.ones(B, dtype=torch.bool, device=device)  # no EOS drawn yet
-    logits, aux = model(prompt_ids, attention_mask=prompt_mask, kv_cache=cache)
     routing = None
     if aux["routing"] is not None:  # (B, P + N, k) per layer, filled as the tokens are fed
         routing = tuple(torch.zeros(B, P + N, r.shape[-1], dtype=torch.long, device=device) for r in aux["routing"])
         for buffer, made in zip(routing, aux["routing"]):
             buffer[:, :P] = made
     for t in range(N):
-        last = logits[:, -1]  # (B, V) the distribution of completion token t
-        if tau == 0.0:
-            token = last.argmax(-1)
-            token_logp = torch.zeros(B, device=device)
-        else:
-            log_q = sampler_distribution(last, tau, p)
-            token = torch.multinomial(log_q.exp(), 1, generator=generator)[:, 0]  # (B,)
-            token_logp = log_q.gather(1, token[:, None])[:, 0]
+        token, token_logp = draw(logits[:, -1], tau, p, None if U is None else U[t])
         token = torch.where(alive, token, torch.full_like(token, pad_id))
         completion_mask[:, t] = alive.long()
         logprobs[:, t] = torch.where(alive, token_logp, torch.zeros_like(token_logp))
@@ -155,8 +173,99 @@ def generate(
                 buffer[:, P + t] = made[:, 0]
         if eos_id is not None and not last_step and not bool(alive.any()):
             break  # every row finished: the rest is padding already
+    return _finish(prompt_ids, prompt_mask, sequences[:, P:], logprobs, eos_id, pad_id, routing)
+
+
+def draw(logits: torch.Tensor, tau: float, top_p: float, u: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y (B,) int64, log q(y) (B,) float32): one token per row from the sampler's q
+    (`sampler_distribution`), by inversion of its CDF with the uniforms u (B,) in [0, 1):
+
+        y = #{j : c_j <= u c_V},   c_j = sum_{i <= j} q_i,   so P(y = j) = (c_j - c_{j-1}) / c_V = q_j
+
+    (up to float32 rounding of the cumulative sum). A token outside the nucleus has q_j = 0, so
+    c_j = c_{j-1} and it is never drawn; u <= 1 - 2^-24 makes fl(u c_V) < c_V, so y <= V - 1.
+    tau = 0: y = argmax, log q = 0 (a point mass), and u is not used.
+    """
+    if tau == 0.0:
+        return logits.argmax(-1), torch.zeros(logits.shape[0], device=logits.device)
+    log_q = sampler_distribution(logits, tau, top_p)
+    cdf = log_q.exp().cumsum(-1)  # (B, V)
+    token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)  # (B, 1)
+    return token[:, 0], log_q.gather(1, token)[:, 0]
+
+
+def _fast_loop(model, cache, last, prompt_mask, N, tau, p, eos_id, U):
+    """The decode loop on `_decode.Decoder` steps: raw tokens and log q (B, N), meaningful up to
+    each row's first EOS (`_finish` masks the rest).
+
+    Rows that drew EOS are dropped from the batch once at most COMPACT of its rows are alive: the
+    live rows' cache entries, tables and state move to the front of the same buffers (in place), so
+    later steps compute n_alive rows. Until then, finished rows ride along computing garbage that
+    nothing reads. Row r of step t draws with U[t, r] whatever its place in the batch."""
+    B, P = prompt_mask.shape
+    decoder = _decode.Decoder(model)
+    tokens = torch.full((N, B), 0, dtype=torch.long, device=last.device)
+    logprobs = torch.zeros(N, B, device=last.device)
+    first = prompt_mask.sum(-1)  # (B,) position of completion token 0: the prompt's real tokens
+    table = decoder.position_table(int(first.max()) + N, last.device)  # (positions, D) each
+    shared = int(first[0]) if bool((first == first[0]).all()) else None  # all rows' first position, if one
+    bias = _decode.padding_bias(prompt_mask, cache.capacity)  # (B, 1, 1, S) or None
+    rows = None  # the original row of each batch row (None: all B, in order)
+    alive = torch.ones(B, dtype=torch.bool, device=last.device)
+    n = B
+    keys, values = cache.keys, cache.values  # (n_layers, B, H_kv, S, d_h); rows [:n] in use
+    layer_kv = list(keys), list(values)  # per layer (n, H_kv, S, d_h) views
+    fed = 0
+    for t in range(N):
+        u = None if U is None else (U[t] if rows is None else U[t].index_select(0, rows))
+        token, token_logp = draw(last, tau, p, u)
+        if rows is None:
+            tokens[t], logprobs[t] = token, token_logp
+        else:
+            tokens[t].index_copy_(0, rows, token)
+            logprobs[t].index_copy_(0, rows, token_logp)
+        if t + 1 == N:
+            break
+        if eos_id is not None:
+            alive &= token != eos_id
+            n_alive = int(alive.sum())
+            if n_alive == 0:
+                break  # every row finished
+            if n_alive <= COMPACT * n:
+                keep = alive.nonzero()[:, 0]  # (n_alive,) ascending
+                rows = keep if rows is None else rows.index_select(0, keep)
+                for buffer in (keys, values):
+                    buffer[:, :n_alive] = buffer[:, :n].index_select(1, keep)  # gathered copy, then in place
+                token, alive = token.index_select(0, keep), alive.index_select(0, keep)
+                first = first.index_select(0, keep)
+                bias = None if bias is None else bias.index_select(0, keep)
+                n = n_alive
+                layer_kv = list(keys[:, :n]), list(values[:, :n])
+        if shared is not None:  # one position for every row: a (1, D) row of the table
+            step_tables = tuple(x[shared + t : shared + t + 1] for x in table)
+        else:
+            position = first + t  # (n,) completion token t sits at position first + t
+            step_tables = tuple(x.index_select(0, position) for x in table)  # (n, D)
+        last = decoder.step(token, step_tables, *layer_kv, P + t, bias)
+        fed = t + 1
+    cache.length = P + fed  # slots filled; after compaction the cache rows are this loop's scratch
+    return tokens.t(), logprobs.t()
+
+
+def _finish(prompt_ids, prompt_mask, tokens, logprobs, eos_id, pad_id, routing) -> Rollout:
+    """The `Rollout` of raw completion tokens and log q (B, N): a row's completion mask is 1 up to
+    and including its first EOS; tokens after it become `pad_id`, log-probs 0."""
+    if eos_id is None:
+        completion_mask = torch.ones_like(tokens)
+        truncated = torch.ones(tokens.shape[0], dtype=torch.bool, device=tokens.device)
+    else:
+        eos = (tokens == eos_id).long()
+        completion_mask = (eos.cumsum(1) - eos == 0).long()  # no EOS strictly before t
+        truncated = eos.sum(1) == 0
+    real = completion_mask.bool()
+    sequences = torch.cat([prompt_ids, torch.where(real, tokens, pad_id)], dim=1)
+    logprobs = torch.where(real, logprobs, torch.zeros_like(logprobs))
     attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
-    truncated = alive if eos_id is not None else torch.ones(B, dtype=torch.bool, device=device)
     return Rollout(sequences, attention_mask, completion_mask, logprobs, routing, truncated)
 
 

@@ -163,6 +163,26 @@ class LogRatioLaw:
         return {"mean": mean, "var": var, "below": self._cdf(density, grid, lo), "above": 1.0 - self._cdf(density, grid, hi)}
 
 
+def deposit(mass: np.ndarray, target: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Point masses mass (..., G, K) at positions target (..., G, K) on the uniform grid (G,), each
+    split between its two neighbouring atoms by linear interpolation: returns (..., G).
+
+    The mean of every histogram is kept exactly and each mass's variance grows by at most h^2/4
+    (h the cell width); mass beyond the grid is put in the edge cells.
+    """
+    G, h = grid.size, grid[1] - grid[0]
+    lead = mass.shape[:-2]
+    R = int(np.prod(lead, dtype=np.int64))
+    pos = np.clip((target - grid[0]) / h, 0.0, G - 1.0)
+    left = np.minimum(pos.astype(np.int64), G - 2)
+    frac = (pos - left).ravel()
+    idx = ((np.arange(R) * G)[:, None, None] + left.reshape(R, G, -1)).ravel()  # (R G K,) flat cell index
+    m = mass.ravel()
+    new = np.bincount(idx, m * (1.0 - frac), minlength=R * G)
+    new += np.bincount(idx + 1, m * frac, minlength=R * G)
+    return new.reshape(lead + (G,))
+
+
 def _coefficients(p: np.ndarray) -> np.ndarray:
     """c_{y y'} = 1{y = y'} - p_y - p_y' + S2 per position: (L, V, V)."""
     s2 = (p**2).sum(-1)[:, None, None]
@@ -217,7 +237,7 @@ def _propagate(p, moments, lr_l, N, J, grid, kept_pos, kept_neg, z, omega):
     the window positions J, the largest pi_s-weighted mass in an edge cell (J,) and the class
     means (J, P, V)."""
     P, V = p.shape
-    G, h = grid.size, grid[1] - grid[0]
+    G = grid.size
     pos_mean, neg_mean, pos_sq, neg_sq = moments
     c = _coefficients(p)  # (P, V, V)
     own_c = np.diagonal(c, axis1=1, axis2=2)  # (P, V) c_yy
@@ -225,7 +245,6 @@ def _propagate(p, moments, lr_l, N, J, grid, kept_pos, kept_neg, z, omega):
     ex = np.exp(grid)  # w at each atom
     g = ex * (pos_mean[..., None] * kept_pos + neg_mean[..., None] * kept_neg)  # (P, V, G) E[a | y, x]
     g2 = ex**2 * (pos_sq[..., None] * kept_pos + neg_sq[..., None] * kept_neg)  # (P, V, G) E[a^2 | y, x]
-    offsets = (np.arange(P * V) * G)[:, None, None]  # (PV, 1, 1): start of each class's histogram
     dens = np.zeros((P, V, G))
     dens[..., G // 2] = 1.0  # X = 0 at the refresh
     out, edge, means = {}, {}, {}
@@ -241,15 +260,7 @@ def _propagate(p, moments, lr_l, N, J, grid, kept_pos, kept_neg, z, omega):
         shift = -np.log(ew)[:, None, None]  # (P, 1, 1)
         # Gauss-Hermite nodes of each atom, deposited by linear interpolation on the grid
         target = (grid + mu + shift)[..., None] + sd[..., None] * z  # (P, V, G, K)
-        pos = np.clip((target - grid[0]) / h, 0.0, G - 1.0)
-        left = np.minimum(pos.astype(np.int64), G - 2)
-        frac = pos - left
-        idx = (offsets + left.reshape(P * V, G, -1)).ravel()
-        mass = (dens[..., None] * omega).ravel()
-        frac = frac.ravel()
-        new = np.bincount(idx, mass * (1.0 - frac), minlength=P * V * G)
-        new += np.bincount(idx + 1, mass * frac, minlength=P * V * G)
-        dens = new.reshape(P, V, G)
+        dens = deposit(dens[..., None] * omega, target, grid)
         if step in J:
             out[step] = np.einsum("pv,pvg->pg", p, dens)
             edge[step] = float(np.max(out[step][:, [0, -1]]))

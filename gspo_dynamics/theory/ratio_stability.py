@@ -42,6 +42,21 @@ to (a, b), to first order in the staleness x - x_s:
 The threshold (`critical_refresh_interval_ratio`) is then the exact monodromy of the periodic
 system with phase-dependent stiffness (a_j, b_j), j = 0..T-1; the gradient-noise temperature fed
 to `fluctuations` is multiplied by the window-averaged E[rho^2 1{kept}] (`noise_temperature_factor`).
+
+4. The law of the ratio that gives c_j and E[rho_j^2 1{kept}] (LAWS):
+   "lognormal": the memoryless drift of `ratios`, log rho ~ N(-sigma_j^2/2, sigma_j^2) with
+       sigma_j^2 = (j d)^2 + j n^2 from the inputs (drift d, noise_drift n): no restoring force, no
+       clip feedback, advantage sign independent of the ratio (positive share q).
+   "walk": the clip-aware walk. On the two-armed bandit (L = 1) it is `bandit_ratio_walk`: the law
+       of D_j = z_j - z_s stepped with the exact clipped force and the exact lattice of the group
+       gradient from hp (lr, G, num_groups, advantage, KL), at z_s = z* (the local model; an optional
+       sampling_spread mixes over z_s around z*). It is the default of the `bandit_*` functions.
+       For sequences the tabular walk of `ratio_drift` gives the laws from a tabular policy; its
+       c_j enter `critical_refresh_interval_ratio` as clipped_fractions.
+   Clip modes map onto the walk's dynamics: "drop" (PPO min: GRPO, GSPO, DAPO) is the walk with
+   soft walls (a sample past its bound stops pushing); "stale" (CISPO's capped, detached weight)
+   has no wall: the capped weight keeps pushing, so the ratio drifts as unclipped with the push
+   capped at 1 + eps_high, and c_j counts the weights the cap changes.
 """
 
 from __future__ import annotations
@@ -52,11 +67,13 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory import ratios
-from gspo_dynamics.theory.bandit import TwoArmBandit, stiffness_partials
+from gspo_dynamics.theory.bandit import TwoArmBandit, sigmoid, stiffness_partials
+from gspo_dynamics.theory.bandit_ratio_walk import bandit_noise_drift, bandit_ratio_walk
 from gspo_dynamics.theory.hyperparams import CORRECTIONS, Hyperparams
 from gspo_dynamics.theory.linear import RHO_TOL, STABLE, spectral_radius, step_matrix
 
 CLIP_MODES: tuple[str, ...] = ("stale", "drop")
+LAWS: tuple[str, ...] = ("walk", "lognormal")  # module docstring, item 4
 _E1 = np.array([1.0, 0.0])  # the refresh x_s <- x adds the x_s column to the x column
 
 
@@ -136,29 +153,49 @@ def noise_temperature_factor(correction: str, drift, refresh_interval: int, leng
 
 
 def critical_refresh_interval_ratio(stale_none, fresh_none, stale_full, fresh_full, lr, momentum, *,
-                                    correction: str, drift, length=1, clip_low, clip_high, noise_drift=0.0,
-                                    positive_share=0.5, clip_mode: str = "stale", t_max: int = 10_000) -> np.ndarray:
+                                    correction: str, drift=None, length=1, clip_low=None, clip_high=None,
+                                    noise_drift=0.0, positive_share=0.5, clip_mode: str = "stale",
+                                    clipped_fractions=None, t_max: int = 10_000) -> np.ndarray:
     """Smallest T in [1, t_max] whose one-period map is unstable (rho > 1 + RHO_TOL); STABLE (0) if none.
 
     Step j of a period uses (a_j, b_j) = `effective_stiffness(..., correction_share(correction, L),
-    c_j)` with c_j = `window_clipped_fraction(j)`: the step matrices differ by phase, but c_j does
-    not depend on T, so the product P_T = S_{T-1} ... S_0 is accumulated once while T is scanned,
-    and M(T) = P_T[:2, :2] + P_T[:2, 2] e1^T (the refresh x_s <- x, as in `linear.monodromy`).
+    c_j)`: the step matrices differ by phase, but c_j does not depend on T, so the product
+    P_T = S_{T-1} ... S_0 is accumulated once while T is scanned, and M(T) = P_T[:2, :2] +
+    P_T[:2, 2] e1^T (the refresh x_s <- x, as in `linear.monodromy`). c_j comes from one of
+    (exactly one given):
+      drift (with clip_low, clip_high, noise_drift, positive_share): the lognormal law,
+          c_j = `window_clipped_fraction(j)`;
+      clipped_fractions: c_j given, an array (J, ...) over j = 0..J-1 (e.g. a walk's
+          `clipped_fraction()`), its last row held for j >= J (a stationary law).
     With drift = 0 (no clipping) or correction "none" this is `linear.critical_refresh_interval`
     at the constant (a_kappa, b_kappa). Broadcasts over all array arguments.
     """
     t_max = int(ratios._integer("t_max", t_max, 1))
     share = correction_share(correction, length)
+    if (drift is None) == (clipped_fractions is None):
+        raise ConfigError("give exactly one of drift (the lognormal law) and clipped_fractions (c_j given)")
+    if clipped_fractions is not None:
+        given = ratios._real("clipped fraction", clipped_fractions, 0.0, 1.0)
+        if given.ndim == 0 or given.shape[0] < 1:
+            raise ConfigError(f"clipped_fractions must be an array (J, ...) with J >= 1, got shape {given.shape}")
+        if _correction(correction) == "none":
+            given = np.zeros_like(given)
+
+        def clipped(j):
+            return given[min(j, given.shape[0] - 1)]
+        law_shapes = [given.shape[1:]]
+    else:
+        def clipped(j):
+            return window_clipped_fraction(correction, drift, j, length, clip_low=clip_low, clip_high=clip_high,
+                                           noise_drift=noise_drift, positive_share=positive_share)
+        law_shapes = [np.shape(x) for x in (drift, clip_low, clip_high, noise_drift, positive_share)]
     shape = np.broadcast_shapes(*(np.shape(x) for x in (stale_none, fresh_none, stale_full, fresh_full, lr,
-                                                        momentum, drift, length, clip_low, clip_high,
-                                                        noise_drift, positive_share)))
+                                                        momentum, length)), *law_shapes)
     P = np.broadcast_to(np.eye(3), shape + (3, 3)).copy()
     result = np.full(shape, STABLE, dtype=np.int64)
     pending = np.ones(shape, dtype=bool)
     for j in range(t_max):
-        c_j = window_clipped_fraction(correction, drift, j, length, clip_low=clip_low, clip_high=clip_high,
-                                      noise_drift=noise_drift, positive_share=positive_share)
-        a_j, b_j = effective_stiffness(stale_none, fresh_none, stale_full, fresh_full, share, c_j, clip_mode)
+        a_j, b_j = effective_stiffness(stale_none, fresh_none, stale_full, fresh_full, share, clipped(j), clip_mode)
         P = step_matrix(a_j, b_j, lr, momentum) @ P  # (..., 3, 3)
         monodromy = P[..., :2, :2] + P[..., :2, 2:3] * _E1  # (..., 2, 2)
         unstable = spectral_radius(monodromy) > 1.0 + RHO_TOL
@@ -170,15 +207,95 @@ def critical_refresh_interval_ratio(stale_none, fresh_none, stale_full, fresh_fu
     return result
 
 
-def bandit_critical_refresh_interval(z_star, bandit: TwoArmBandit, hp: Hyperparams, *, drift, length=1,
-                                     noise_drift=0.0, positive_share=0.5, clip_mode: str = "stale",
-                                     t_max: int = 10_000) -> np.ndarray:
+def _law(law, drift) -> str:
+    """law None: "lognormal" when a drift is given (its only input), else "walk" (the default)."""
+    law = ("lognormal" if drift is not None else "walk") if law is None else law
+    if law not in LAWS:
+        raise ConfigError(f"law must be one of {', '.join(LAWS)}; got {law!r}")
+    if law == "walk" and drift is not None:
+        raise ConfigError("drift is the lognormal law's input; the walk derives its steps from hp (give law='lognormal')")
+    return law
+
+
+def _bandit_lognormal_inputs(z_star, bandit: TwoArmBandit, hp: Hyperparams, drift, noise_drift, positive_share):
+    """(d, n, q) for the lognormal law on the bandit: as given, or from hp where drift is None:
+    d = 0 (the expected step vanishes at z*), n = `bandit_ratio_walk.bandit_noise_drift`,
+    q = 1 - p* (the share of the ratio-weighted gradient that A > 0 samples carry: (1 - p) m vs p m)."""
+    if drift is not None:
+        return drift, noise_drift, 0.5 if positive_share is None else positive_share
+    q = 1.0 - float(sigmoid(z_star)) if positive_share is None else positive_share
+    return 0.0, bandit_noise_drift(z_star, bandit, hp), q
+
+
+def bandit_clipped_fractions(z_star, bandit: TwoArmBandit, hp: Hyperparams, window: int, *, law=None, drift=None,
+                             noise_drift=0.0, positive_share=None, clip_mode: str = "drop",
+                             sampling_spread: float = 0.0) -> np.ndarray:
+    """c_j for j = 0..window-1 on the bandit at z_star, (window,); zeros for correction "none".
+
+    law "walk" (the default): `BanditRatioWalk.clipped_fraction` of `bandit_ratio_walk(z_star, bandit,
+    hp, window, clip_mode, sampling_spread)`. law "lognormal": `window_clipped_fraction` with the
+    inputs of `_bandit_lognormal_inputs` (drift given: as given, positive share 1/2 unless given).
+    """
+    law = _law(law, drift)
+    J = int(ratios._integer("window", window, 1))
+    if _correction(hp.correction) == "none":
+        return np.zeros(J)
+    if law == "walk":
+        return bandit_ratio_walk(z_star, bandit, hp, J, clip_mode=clip_mode,
+                                 sampling_spread=sampling_spread).clipped_fraction()
+    d, n, q = _bandit_lognormal_inputs(z_star, bandit, hp, drift, noise_drift, positive_share)
+    return window_clipped_fraction(hp.correction, d, np.arange(J), clip_low=hp.clip_low, clip_high=hp.clip_high,
+                                   noise_drift=n, positive_share=q)
+
+
+def bandit_noise_temperature_factor(z_star, bandit: TwoArmBandit, hp: Hyperparams, *, law=None, drift=None,
+                                    noise_drift=0.0, positive_share=None, clip_mode: str = "drop",
+                                    sampling_spread: float = 0.0) -> float:
+    """(1/T) sum_{j<T} E[rho_j^2 1{kept}] on the bandit, T = hp.refresh_interval; 1 for "none".
+
+    law "walk": E[h(D_j)^2] of `bandit_ratio_walk` (the step noise is sigma^2 h^2, exactly);
+    law "lognormal": `noise_temperature_factor` with `_bandit_lognormal_inputs`.
+    """
+    law = _law(law, drift)
+    T = hp.refresh_interval
+    if _correction(hp.correction) == "none":
+        return 1.0
+    if law == "walk":
+        walk = bandit_ratio_walk(z_star, bandit, hp, T, clip_mode=clip_mode, sampling_spread=sampling_spread)
+        return float(walk.noise_factor().mean())
+    d, n, q = _bandit_lognormal_inputs(z_star, bandit, hp, drift, noise_drift, positive_share)
+    return float(noise_temperature_factor(hp.correction, d, T, clip_low=hp.clip_low, clip_high=hp.clip_high,
+                                          noise_drift=n, positive_share=q))
+
+
+def bandit_critical_refresh_interval(z_star, bandit: TwoArmBandit, hp: Hyperparams, *, drift=None, length=1,
+                                     noise_drift=0.0, positive_share=None, clip_mode: str | None = None,
+                                     law=None, sampling_spread: float = 0.0, t_max: int = 10_000) -> np.ndarray:
     """`critical_refresh_interval_ratio` with the bandit's partials at z_star and hp's correction,
-    clip range, lr and momentum (heavy-ball SGD; use `hyperparams.effective_sgd` for Adam first)."""
+    clip range, lr and momentum (heavy-ball SGD; use `hyperparams.effective_sgd` for Adam first).
+
+    law (module docstring, item 4): None picks "lognormal" when drift is given (as before: c_j from
+    `window_clipped_fraction` with drift, length, noise_drift, positive_share (default 1/2)), else
+    "walk": c_j = `bandit_clipped_fractions` for j < t_max from hp alone (L = 1; a stationary law
+    is held). "lognormal" without drift takes its inputs from hp (`_bandit_lognormal_inputs`).
+    clip_mode None: "drop" for the walk (the PPO min of the bandit simulator's GRPO loss), "stale"
+    for the lognormal law (its former default).
+    """
     if not isinstance(hp, Hyperparams):
         raise ConfigError(f"hp must be a Hyperparams, got {hp!r}")
+    law = _law(law, drift)
+    mode = ("drop" if law == "walk" else "stale") if clip_mode is None else clip_mode
+    t_max = int(ratios._integer("t_max", t_max, 1))
     a_n, b_n, a_f, b_f = bandit_partials(z_star, bandit, hp)
+    common = dict(correction=hp.correction, clip_mode=mode, t_max=t_max)
+    if law == "walk" or drift is None:
+        if law == "walk" and np.any(np.asarray(length) != 1):
+            raise ConfigError(f"the bandit walk has one position (L = 1), got length={length!r}")
+        c = bandit_clipped_fractions(z_star, bandit, hp, t_max, law=law, positive_share=positive_share,
+                                     clip_mode=mode, sampling_spread=sampling_spread)
+        return critical_refresh_interval_ratio(a_n, b_n, a_f, b_f, hp.lr, hp.momentum, clipped_fractions=c,
+                                               length=length, **common)
     return critical_refresh_interval_ratio(
-        a_n, b_n, a_f, b_f, hp.lr, hp.momentum, correction=hp.correction, drift=drift, length=length,
-        clip_low=hp.clip_low, clip_high=hp.clip_high, noise_drift=noise_drift, positive_share=positive_share,
-        clip_mode=clip_mode, t_max=t_max)
+        a_n, b_n, a_f, b_f, hp.lr, hp.momentum, drift=drift, length=length, clip_low=hp.clip_low,
+        clip_high=hp.clip_high, noise_drift=noise_drift, positive_share=0.5 if positive_share is None else positive_share,
+        **common)

@@ -27,6 +27,26 @@ measures kappa; the curvature scale is lambda = kappa / eta. From a fit:
 Adam is analysed in its linear regime as heavy-ball with mu = b1 and eta_hb = lr (1 - b1)/sqrt(s_bar);
 s_bar is not in a log, so lambda is reported per unit of lr (1 - b1) (it absorbs 1/sqrt(s_bar)); kappa,
 the margin and the thresholds do not need it. Uncertainties: delta method from the fit covariance.
+
+Two premises of the thresholds are checked against the fit (both were violated by the trainer's
+binary `count` runs, where the thresholds above predicted T_c = 3 and pg stayed monotone to T = 32):
+
+  interior plateau   the thresholds linearise around a fixed point z* with a restoring force. Given the
+                     reward's range [lo, hi] (`reward_range`), a plateau at an end of it,
+                     |R_inf - end| <= Z_MEASURED max(se(R_inf), residual scatter), is saturation,
+                     not a fixed point: the policy runs to the bound (z* = +-inf;
+                     `theory.bandit.fixed_point` reports interior=False without a KL restoring force),
+                     every stale drive still points toward the bound, and no refresh interval is
+                     unstable (`theory.nonlinear.critical_refresh_interval_from_start` is STABLE).
+                     The thresholds are then withheld (None) and `interior_plateau` is False.
+  linear regime      on-policy (T = 1) one step is M(1) = [[1 - eta l, eta mu], [-l, mu]] (l = a + b,
+                     `theory.linear`), det M(1) = mu for every stiffness, so rho(M(1)) >= sqrt(mu): a linear
+                     heavy-ball run relaxes at most at the rate r_max = -ln(mu) / 2 per step (tau >= 19
+                     steps at mu = 0.9). A fit whose slowest decay rate r_fit (exponential 1/tau;
+                     oscillator (c - sqrt(c^2 - 4k)) / 2, or c / 2 when it rings) exceeds r_max by more
+                     than Z_MEASURED se is outside the optimizer's linear regime (Adam's normalised
+                     steps, its bias-corrected start): `linear_regime` is False and a note says that the
+                     thresholds extrapolate a model the curve does not follow.
 """
 
 from __future__ import annotations
@@ -86,6 +106,9 @@ class Implications:
     plateau_extrapolated: bool = False  # R_inf lies > EXTRAPOLATION_LIMIT x the observed range outside it
     max_safe_refresh_interval: int | None = None  # one below the earliest threshold above
     max_safe_refresh_interval_range: tuple[int, int] | None = None  # from kappa +- stderr
+    interior_plateau: bool | None = None  # False: R_inf at an end of reward_range (no threshold); None: not checked
+    decay_rate: Estimate | None = None  # r_fit, the fit's slowest decay rate per step (module docstring)
+    linear_regime: bool | None = None  # on-policy fits: r_fit <= -ln(mu)/2 within Z_MEASURED se; None: not checked
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -110,12 +133,46 @@ def _kappa_from_tau(tau: float, mu: float, T: int) -> float:
     return curvature_from_timescale(tau, 1.0, momentum=mu, refresh_interval=T, stale_fraction=STALE_FRACTION)
 
 
-def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Implications:
-    """Curvature, damping margin, safe refresh interval and plateau implied by `fit` (module docstring)."""
+def _decay_rate(model: str, p: dict[str, float]) -> float:
+    """r_fit, the slowest decay rate per step: 1/tau, or for m R'' + c R' + k R = 0 with m = 1 the
+    slowest root rate (c - sqrt(c^2 - 4k)) / 2 (overdamped) or the envelope rate c / 2 (ringing)."""
+    if model == "exponential":
+        return 1.0 / p["tau"]
+    c, k = p["damping"], p["stiffness"]
+    disc = c * c - 4.0 * k
+    return (c - math.sqrt(disc)) / 2.0 if disc >= 0.0 else c / 2.0
+
+
+def _interior_plateau(fit: TrajectoryFit, reward_range) -> bool | None:
+    """False when R_inf is within Z_MEASURED max(se(R_inf), s) of an end of reward_range (or beyond it),
+    s the residual scatter of one logged point: a plateau that the curve's own noise cannot tell from
+    the bound shows no interior equilibrium (and a saturating approach, algebraic in t, is fitted by a
+    plateau a little short of the bound with a small se)."""
+    lo, hi = reward_range
+    se = fit.stderr["r_inf"]
+    tol = Z_MEASURED * max(se if math.isfinite(se) else 0.0, fit.residual_std)
+    if not math.isfinite(tol):
+        return None
+    r_inf = fit.params["r_inf"]
+    return not (r_inf >= hi - tol or r_inf <= lo + tol)
+
+
+def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
+                 reward_range: tuple[float, float] | None = None) -> Implications:
+    """Curvature, damping margin, safe refresh interval and plateau implied by `fit` (module docstring).
+
+    reward_range: (lo, hi), the least and greatest reward the task can give ((0, 1) for a binary
+    reward), or None (not known: the interior-plateau premise is not checked).
+    """
     if not isinstance(fit, TrajectoryFit):
         raise TypeError(f"expected a TrajectoryFit, got {type(fit).__name__}")
     if hparams is not None and not isinstance(hparams, Hyperparams):
         raise ConfigError(f"hparams must be a Hyperparams or None, got {type(hparams).__name__}")
+    if reward_range is not None:
+        ok = isinstance(reward_range, (tuple, list)) and len(reward_range) == 2 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in reward_range)
+        if not ok or not reward_range[0] < reward_range[1]:
+            raise ConfigError(f"reward_range must be two finite numbers lo < hi, got {reward_range!r}")
     q, se = fit.params, fit.stderr
     t_p, t_p_se = fit.time_to_plateau()
     last = float(fit.predict(fit.t_end))
@@ -137,6 +194,14 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
         remaining_rise=Estimate(remaining, math.sqrt(var) if var >= 0 else None),
         damping_ratio=Estimate(fit.damping_ratio, fit.damping_ratio_stderr) if fit.model == "oscillator" else None,
     )
+    rate = _decay_rate(fit.model, q)
+    grad = np.array([_partial(lambda p: _decay_rate(fit.model, p), q, n) for n in names])
+    rate_var = float(grad @ fit.cov @ grad) if np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov)) else math.nan
+    out["decay_rate"] = Estimate(rate, math.sqrt(rate_var) if rate_var >= 0 else None)
+    if reward_range is not None:
+        out["interior_plateau"] = _interior_plateau(fit, reward_range)
+        if out["interior_plateau"] is None:
+            notes.append("the fit does not identify the plateau: whether it is the reward's bound is not known")
     if fit.plateau_extrapolation > EXTRAPOLATION_LIMIT:
         out["plateau_extrapolated"] = True
         lo, hi = fit.r_range
@@ -148,6 +213,15 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
 
     mu, T = hparams.momentum, hparams.refresh_interval
     m = (1.0 + mu) / 2.0
+    if T == 1:
+        r_max = -math.log(mu) / 2.0 if mu > 0.0 else math.inf
+        r_se = out["decay_rate"].stderr
+        out["linear_regime"] = not rate - Z_MEASURED * (r_se if r_se is not None and math.isfinite(r_se) else 0.0) > r_max
+        if not out["linear_regime"]:
+            notes.append(f"the curve relaxes at {out['decay_rate']} per step, faster than a linear heavy-ball run with "
+                         f"mu = {mu:g} can (rho(M(1)) >= sqrt(mu): at most {r_max:.3g} per step, tau >= {1 / r_max:.3g}): "
+                         "it is outside the optimizer's linear regime (for Adam: normalised steps, the bias-corrected "
+                         "start), and the thresholds below extrapolate a model the curve does not follow")
     kappa = kappa_se = None
     measured = fit.model == "oscillator"  # the fit's m = 1 oscillator carries c and k
     if measured:
@@ -186,6 +260,12 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None) -> Impl
         notes.append(f"the measured damping margin {margin:.3g} +- {margin_se:.2g} disagrees with the rule's {rule:.3g} "
                      f"for these hyperparameters (T = {T}, mu = {mu:g}): the fitted inertia is not only the optimizer's "
                      "(e.g. averaged rows, a curvature that changes along the run); stability follows the exact theory")
+    if out.get("interior_plateau") is False:
+        lo, hi = reward_range
+        notes.append(f"the plateau {q['r_inf']:.4g} is the reward's bound ({lo:g} or {hi:g}): saturation, not a fixed "
+                     "point with a restoring force; every stale drive points toward the bound, so no refresh interval "
+                     "is unstable in the reduced model (no threshold given)")
+        return Implications(**out, notes=notes)
     exact, cont = _critical_t(kappa, mu)
     out["critical_refresh_interval"] = exact
     out["critical_refresh_interval_continuous"] = cont

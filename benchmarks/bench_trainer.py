@@ -5,7 +5,8 @@ initial weights on both sides, the `count` task (binary reward, completions of u
 tokens), N prompts x G completions per optimizer step, on-policy (T = 1), GRPO loss, AdamW,
 temperature 1, no KL, fp32, torch threads as given. One optimizer step is:
 
-    ours    rollout = gspo_dynamics.train.rollout.generate (KV cache) + decode + task reward +
+    ours    rollout = gspo_dynamics.train.rollout.generate (KV cache; the `_decode` fast path for the
+                      native and built-in models) + decode + task reward +
                       group advantages;
             score   = the teacher-forced log pi_old forward our trainer always does (TRL skips it
                       on-policy: it is counted in our step, not in our rollout);
@@ -18,7 +19,8 @@ temperature 1, no KL, fp32, torch threads as given. One optimizer step is:
 
 Rates: rollout tokens/s = generated completion tokens / rollout time; update tokens/s = real
 (prompt + completion) tokens of the batch / update time; step tokens/s = completion tokens /
-whole step. Best over --rounds rounds of --repeats steps each after --warmup steps; a round is one
+whole step. Best over --rounds rounds of --repeats steps each after --warmup steps, and the median
+(with quartiles) of ours/TRL over the steps paired in time; a round is one
 `train()` call of a fresh GRPOTrainer, and after each of its steps (outside its clock) one step of
 ours on each model, so that the sides alternate step by step and see the same machine load; the
 load average is recorded. Ours runs the HF model two ways: "native" (`hf.native_from_hf`: the
@@ -202,13 +204,17 @@ def rates(times: list[dict[str, float]], skip: int) -> dict[str, float]:
     return out
 
 
-def paired_ratios(ours: list[dict[str, float]], trl: list[dict[str, float]]) -> dict[str, float]:
-    """Median over adjacent step pairs (same load) of ours' tokens/s over TRL's, per phase."""
+def paired_ratios(ours: list[dict[str, float]], trl: list[dict[str, float]]) -> dict[str, tuple[float, float, float]]:
+    """Per phase, (median, first quartile, third quartile) over adjacent step pairs (same load) of
+    ours' tokens/s over TRL's."""
     def rate(x, phase):
         return (x["completion_tokens"] if phase != "update" else x["tokens"]) / x[phase]
 
-    return {ph: float(torch.tensor([rate(a, ph) / rate(b, ph) for a, b in zip(ours, trl)]).median())
-            for ph in ("rollout", "update", "step")}
+    out = {}
+    for ph in ("rollout", "update", "step"):
+        r = torch.tensor([rate(a, ph) / rate(b, ph) for a, b in zip(ours, trl)], dtype=torch.float64)
+        out[ph] = (float(r.median()), float(r.quantile(0.25)), float(r.quantile(0.75)))
+    return out
 
 
 def bench_cpu(args) -> None:
@@ -258,25 +264,31 @@ def bench_cpu(args) -> None:
              "`_generate_and_score_completions`; its update = the rest of the step between the step callbacks; our step "
              "also includes the teacher-forced log pi_old forward TRL skips on-policy). Native: the same HF weights in our "
              "built-in model (RMSNorm, SwiGLU, fused W_qkv; preallocated KV cache); wrapper: transformers' forward and "
-             "DynamicCache. Part of the native and built-in gains is work skipped, not faster kernels: their decode "
-             "steps compute only unfinished rows, and their update/score forwards run the rows in 4 length buckets, each "
-             "only up to its longest row (gspo_dynamics/train/model.py docstring); TRL and the wrapper compute every "
-             "padded position. Built-in model: same width/depth, "
+             "DynamicCache. Native and built-in rollouts decode with `_decode.Decoder` steps (the same function as the "
+             "model's cached forward with fewer kernels: queries, keys, values and their RoPE partners in one matmul, "
+             "cache written in place, residuals in `addmm`; inverse-CDF draws, the same tokens as the reference path). "
+             "Part of their gains is work skipped, not faster kernels: finished rows are dropped from the decode batch "
+             "(once at most 3/4 of it is alive; until then they ride along), and their update/score forwards run the "
+             "rows in 4 length buckets, each only up to its longest row (gspo_dynamics/train/model.py docstring); TRL "
+             "and the wrapper compute every padded position. Built-in model: same width/depth, "
              f"GELU MLP, LayerNorm, its own weights, {params['builtin']:,} parameters.",
              "",
-             "| trainer | rollout tokens/s | update tokens/s | whole step (completion tokens/s) | best vs TRL's best (rollout / update / step) | median of paired step ratios vs TRL | completion tokens per step |",
+             "| trainer | rollout tokens/s | update tokens/s | whole step (completion tokens/s) | best vs TRL's best (rollout / update / step) | median (interquartile range) of paired step ratios vs TRL | completion tokens per step |",
              "|---|---|---|---|---|---|---|"]
     for name, x in r.items():
         ratio = f"{x['rollout'] / trl['rollout']:.2f}x / {x['update'] / trl['update']:.2f}x / {x['step'] / trl['step']:.2f}x"
-        pr = "-" if paired[name] is None else " / ".join(f"{paired[name][ph]:.2f}x" for ph in ("rollout", "update", "step"))
+        pr = "-" if paired[name] is None else " / ".join(f"{paired[name][ph][0]:.2f}x ({paired[name][ph][1]:.2f}-{paired[name][ph][2]:.2f})"
+                                                          for ph in ("rollout", "update", "step"))
         lines.append(f"| {name} | {x['rollout']:,.0f} | {x['update']:,.0f} | {x['step']:,.0f} | {ratio} | {pr} | {x['completion_tokens']:,.0f} |")
         print(f"{name:28s} rollout {x['rollout']:9,.0f}  update {x['update']:9,.0f}  step {x['step']:8,.0f} tok/s  ({ratio}; paired {pr})")
     ours = r["ours (HF Llama, native)"]
     po = paired["ours (HF Llama, native)"]
-    met = po["rollout"] >= 2 and po["update"] >= 2
+    met = po["rollout"][0] >= 2 and po["update"][0] >= 2
     lines += ["", f"Target >= 2x TRL on the same HF model in rollout and in update (native path, paired medians): "
-                  f"{'met' if met else 'NOT met'} (paired medians: rollout {po['rollout']:.2f}x, update {po['update']:.2f}x, "
-                  f"step {po['step']:.2f}x; best-of: rollout {ours['rollout'] / trl['rollout']:.2f}x, "
+                  f"{'met' if met else 'NOT met'} (paired medians, interquartile range of the {len(native_times)} pairs in brackets: "
+                  f"rollout {po['rollout'][0]:.2f}x ({po['rollout'][1]:.2f}-{po['rollout'][2]:.2f}), "
+                  f"update {po['update'][0]:.2f}x ({po['update'][1]:.2f}-{po['update'][2]:.2f}), "
+                  f"step {po['step'][0]:.2f}x ({po['step'][1]:.2f}-{po['step'][2]:.2f}); best-of: rollout {ours['rollout'] / trl['rollout']:.2f}x, "
                   f"update {ours['update'] / trl['update']:.2f}x). The machine's load swings best-of figures by up to ~2x "
                   "between runs; the paired medians are the steadier figure.", ""]
     if args.write:

@@ -137,14 +137,14 @@ def generate(
         raise ValueError(f"prompt_mask must have shape {tuple(prompt_ids.shape)}, got {tuple(prompt_mask.shape)}")
 
     cache = model.new_kv_cache(B, P + N)  # allocated once: every key and value of this call
-    logits, aux = model(prompt_ids, attention_mask=prompt_mask, kv_cache=cache)
     # the uniforms of every draw, row r of step t using U[t, r] on either path (greedy draws none)
     U = None if tau == 0.0 else torch.rand(N, B, generator=generator, device=device)
     if fast and _decode.supports(model, device):
-        with torch.inference_mode():
-            tokens, logprobs = _fast_loop(model, cache, logits[:, -1], prompt_mask, N, tau, p, eos_id, U)
-        tokens, logprobs = tokens.clone(), logprobs.clone()
+        with torch.inference_mode():  # no autograd bookkeeping per kernel (~10% of a step at this size)
+            tokens, logprobs = _fast_loop(model, cache, prompt_ids, prompt_mask, N, tau, p, eos_id, U)
+        tokens, logprobs = tokens.clone(), logprobs.clone()  # normal tensors again: training may read them
         return _finish(prompt_ids, prompt_mask, tokens, logprobs, eos_id, pad_id, None)
+    logits, aux = model(prompt_ids, attention_mask=prompt_mask, kv_cache=cache)
     sequences = torch.full((B, P + N), pad_id, dtype=torch.long, device=device)
     sequences[:, :P] = prompt_ids
     completion_mask = torch.zeros(B, N, dtype=torch.long, device=device)
@@ -194,24 +194,33 @@ def draw(logits: torch.Tensor, tau: float, top_p: float, u: torch.Tensor | None)
     return token[:, 0], log_q.gather(1, token)[:, 0]
 
 
-def _fast_loop(model, cache, last, prompt_mask, N, tau, p, eos_id, U):
+def _fast_loop(model, cache, prompt_ids, prompt_mask, N, tau, p, eos_id, U):
     """The decode loop on `_decode.Decoder` steps: raw tokens and log q (B, N), meaningful up to
     each row's first EOS (`_finish` masks the rest).
 
     Rows that drew EOS are dropped from the batch once at most COMPACT of its rows are alive: the
     live rows' cache entries, tables and state move to the front of the same buffers (in place), so
     later steps compute n_alive rows. Until then, finished rows ride along computing garbage that
-    nothing reads. Row r of step t draws with U[t, r] whatever its place in the batch."""
+    nothing reads. Row r of step t draws with U[t, r] whatever its place in the batch.
+
+    A one-token prompt (P = 1) is itself a decode step at slot 0 and position 0 (a padding prompt
+    token attends only its own slot, as in the model's forward); a longer one runs the model's
+    forward once, filling the cache."""
     B, P = prompt_mask.shape
+    device = prompt_ids.device
     decoder = _decode.Decoder(model)
-    tokens = torch.full((N, B), 0, dtype=torch.long, device=last.device)
-    logprobs = torch.zeros(N, B, device=last.device)
+    tokens = torch.full((N, B), 0, dtype=torch.long, device=device)
+    logprobs = torch.zeros(N, B, device=device)
     first = prompt_mask.sum(-1)  # (B,) position of completion token 0: the prompt's real tokens
-    table = decoder.position_table(int(first.max()) + N, last.device)  # (positions, D) each
+    table = decoder.position_table(int(first.max()) + N, device)  # (positions, D) each
+    if P == 1:
+        last = decoder.step(prompt_ids[:, 0], tuple(x[:1] for x in table), list(cache.keys), list(cache.values), 0, None)
+    else:
+        last = model(prompt_ids, attention_mask=prompt_mask, kv_cache=cache)[0][:, -1]  # (B, V)
     shared = int(first[0]) if bool((first == first[0]).all()) else None  # all rows' first position, if one
     bias = _decode.padding_bias(prompt_mask, cache.capacity)  # (B, 1, 1, S) or None
     rows = None  # the original row of each batch row (None: all B, in order)
-    alive = torch.ones(B, dtype=torch.bool, device=last.device)
+    alive = torch.ones(B, dtype=torch.bool, device=device)
     n = B
     keys, values = cache.keys, cache.values  # (n_layers, B, H_kv, S, d_h); rows [:n] in use
     layer_kv = list(keys), list(values)  # per layer (n, H_kv, S, d_h) views

@@ -33,19 +33,26 @@ def model_of(seed=0, scale=10.0, **overrides):
     return model.eval()
 
 
-def prompts(padded=True):
-    texts = ["12+34=", "5+6=", "", "7", "99+99=", "3", "41+2="] if padded else ["12+3", "45+6", "78+9", "1+11", "2+22", "5+55", "8+80", "3+33"]
+def prompts(kind="padded"):
+    """Left-padded prompts of different lengths, equal lengths, or one token (BOS; the last row's
+    marked padding, a prompt with no real token)."""
+    if kind == "one_token":
+        ids, mask = TOK.batch_encode([""] * 8)
+        mask[-1] = 0
+        return ids, mask
+    texts = ["12+34=", "5+6=", "", "7", "99+99=", "3", "41+2="] if kind == "padded" else ["12+3", "45+6", "78+9", "1+11", "2+22", "5+55", "8+80", "3+33"]
     return TOK.batch_encode(texts)
 
 
 @pytest.mark.parametrize("overrides", DENSE)
-@pytest.mark.parametrize("padded", [True, False])
-def test_fast_rollout_equals_reference_rollout(overrides, padded):
+@pytest.mark.parametrize("kind", ["padded", "equal", "one_token"])
+def test_fast_rollout_equals_reference_rollout(overrides, kind):
     """Greedy and sampled (tau = 1 and tau = 0.8 with top-p 0.9): the same tokens exactly (both paths
     draw row r of step t with the same uniform; no draw lands within ~1e-6 of a CDF boundary at
-    these seeds), the same sampler log-probs to float32 tolerance."""
+    these seeds), the same sampler log-probs to float32 tolerance. One-token prompts take the
+    fast path's own prefill (a decode step at slot 0)."""
     model = model_of(seed=len(overrides), **overrides)
-    ids, mask = prompts(padded)
+    ids, mask = prompts(kind)
     finished = []
     for options in (dict(temperature=0.0), dict(), dict(temperature=0.8, top_p=0.9)):
         fast, ref = (generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=f,
@@ -137,7 +144,7 @@ def test_fast_path_applies_only_where_it_computes_the_same_function():
 def test_fast_rollout_leaves_the_model_unchanged_and_fills_the_cache_slots():
     model = model_of(norm="rmsnorm", mlp="swiglu")
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    ids, mask = prompts(padded=False)
+    ids, mask = prompts("equal")
     caches = []
     original = model.new_kv_cache
     model.new_kv_cache = lambda *a, **k: caches.append(original(*a, **k)) or caches[-1]

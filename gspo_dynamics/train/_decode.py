@@ -60,17 +60,23 @@ def padding_bias(prompt_mask: torch.Tensor, slots: int) -> torch.Tensor | None:
 class _Norm:
     """x -> LN(x) without its gain g when the module is an RMSNorm (`fold` then holds g (d,), to be
     multiplied into the rows of the matrix x meets next: (x / rms(x)) diag(g) W = (x / rms(x)) (g W)),
-    in five kernels instead of torch.rms_norm's ten on CPU; a LayerNorm stays one fused call."""
+    as x rsqrt(x^2 [1/d] + eps) with the mean and the eps in one `addmm`: four kernels instead of
+    torch.rms_norm's ten on CPU. A LayerNorm stays one fused call."""
 
     def __init__(self, module: nn.Module) -> None:
-        self.eps = module.eps
         self.rms = isinstance(module, nn.RMSNorm)
-        self.fold = module.weight.detach() if self.rms else None  # (d,)
-        self.args = None if self.rms else (tuple(module.normalized_shape), module.weight, module.bias, module.eps)
+        w = module.weight.detach()
+        if self.rms:
+            self.fold = w  # (d,)
+            self.eps = torch.full((1, 1), module.eps, dtype=w.dtype, device=w.device)
+            self.mean = torch.full((w.shape[0], 1), 1.0 / w.shape[0], dtype=w.dtype, device=w.device)  # (d, 1)
+        else:
+            self.fold = None
+            self.args = (tuple(module.normalized_shape), module.weight, module.bias, module.eps)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.rms:  # x / sqrt(mean(x^2) + eps)
-            return x * (x * x).mean(-1, keepdim=True).add_(self.eps).rsqrt_()
+            return x * torch.addmm(self.eps, x * x, self.mean).rsqrt_()
         return torch.layer_norm(x, *self.args)  # the torch.* binding skips F.layer_norm's Python checks
 
     def into(self, w_t: torch.Tensor) -> torch.Tensor:

@@ -151,3 +151,14 @@ def test_fast_rollout_leaves_the_model_unchanged_and_fills_the_cache_slots():
     generate(model, ids, mask, 9, eos_id=None, generator=torch.Generator().manual_seed(7))
     assert len(caches) == 1 and caches[0].length == ids.shape[1] + 8  # the last drawn token is never fed
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize("norm", [torch.nn.RMSNorm(24, eps=1e-6), torch.nn.LayerNorm(24)])
+def test_norm_with_its_gain_folded_into_the_next_matrix_is_the_modules(norm):
+    """(x / rms(x)) (g W) = RMSNorm(x) W (the gain moved into W's rows); a LayerNorm is not folded."""
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 2.0, generator=torch.Generator().manual_seed(0))
+        x = torch.randn(5, 24, generator=torch.Generator().manual_seed(1)) * 0.01
+        w_t = torch.randn(24, 7, generator=torch.Generator().manual_seed(2))
+        fast = _decode._Norm(norm)
+        assert torch.allclose(fast(x) @ fast.into(w_t), norm(x) @ w_t, atol=1e-5, rtol=1e-5)

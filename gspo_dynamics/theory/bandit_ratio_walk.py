@@ -34,7 +34,11 @@ Gaussian of the same variance, on Gauss-Hermite nodes, beyond MAX_ATOMS atoms).
 Memoryless counterpart (`ratios`): without the drift and the walls, D_j has variance j eta'^2 sigma^2,
 and the centred log-ratio X_y = D (1{y = 1} - p_s) + O(D^2) has Var_{y ~ pi_s} = p_s (1 - p_s) D^2:
 
-    per-step log-ratio drift  n = eta' sigma sqrt(p_s (1 - p_s)),   coherent drift d = 0 at z*.
+    per-step log-ratio drift  n = eta' sigma sqrt(p_s (1 - p_s)),   coherent drift d = 0 at z*;
+
+a sampling policy off the fixed point, z_s = z* + x, adds the coherent drift d = eta' |F(z_s, z_s)|
+sqrt(p_s (1 - p_s)) ~ eta' (a + b) |x| sqrt(p_s (1 - p_s)) (the window drifts back towards z*):
+the walk with sampling_spread > 0 has it, the local walk (z_s = z*) has not.
 
 Read-outs of the law of D_j (`BanditRatioWalk`):
 

@@ -11,18 +11,21 @@ forward (`model`, `_attention`), written with as few kernels as it takes:
     K[:, :, s] = k,  V[:, :, s] = v                                (in place, at the step's slot s)
     x <- x + softmax(q K^T + M) V W_o^T;   x <- x + MLP(LN2(x));   logits = LN_f(x) E^T
 
-R swaps the halves (x_1, x_2) -> (x_2, x_1) of each head's rows (a permutation, so R W h is
-exactly `roll(W h)`), and the signed table sin = [-sin a, sin a] makes q cos + q~ sin the
+R swaps the halves (x_1, x_2) -> (x_2, x_1) of each head's rows (a permutation, so R W h =
+`roll(W h)` up to the matmul's summation order), and the signed table sin = [-sin a, sin a] makes q cos + q~ sin the
 reference rotation x [cos, cos] + roll(x) [-sin, sin] (`_attention.apply_rope`) with one matmul
 and two elementwise ops instead of a roll, a cast and three ops per layer. The 1/sqrt(d_h) score
 scale rides on the queries' tables (or weights), residual adds ride on `addmm`, and the attention
-of one query is two small batched products over the filled prefix of the cache (views, no copy).
+of one query reads the filled prefix of the cache in place (views): scores by a batched matmul,
+the weighted sum of values as a product and a sum over slots (~3x faster than a batched matmul
+of n H one-row products on CPU).
 M is -inf on the prompts' left padding (absent when there is none); completion slots of live
 rows are always real. Results equal the model's cached step up to float32 summation order
 (tests/train/test_decode.py).
 
-Cost per step: ~14 kernels per layer + 2, against ~60 (plus Python dispatch) in the reference
-forward at this size (bench_trainer's tiny Llama: 64 rows x 2 layers x width 64).
+Cost (bench_trainer's tiny Llama, 64 rows, up to 33 tokens; torch.profiler): 69 top-level non-view
+aten calls per decoded token against 107 on the reference path (whose rms_norm, SDPA and module
+calls each hide several more), and about half its CPU time per rollout.
 """
 
 from __future__ import annotations

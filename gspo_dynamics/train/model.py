@@ -25,7 +25,9 @@ A padding query's logits are garbage but finite. In a one-token decode step with
 dense model), padding queries (rows that finished) are not computed at all: only the rows with a
 real token run, their keys and values are written to their cache rows, and the other rows'
 logits are 0 (when at most SKIP_PADDING_ROWS of them are real), so a rollout's late steps cost
-what its live rows cost. Likewise a full pass (no cache) of a dense model over rows of very
+what its live rows cost. (`rollout.generate` decodes a dense float32 model through
+`_decode.Decoder` instead - the same function in fewer kernels; this forward is its reference.)
+Likewise a full pass (no cache) of a dense model over rows of very
 different lengths (completions right-padded to the longest) sorts the rows by their last real
 token into PAD_BUCKETS groups and runs each group only up to its longest row's last real token;
 positions after that get logits 0. Causal attention makes the real positions' logits those of

@@ -42,7 +42,7 @@ from gspo_dynamics.sim.sequence import (
 from gspo_dynamics.theory.bandit import TwoArmBandit
 from gspo_dynamics.theory.hyperparams import Hyperparams
 from gspo_dynamics.theory.nonlinear import expected_trajectory
-from gspo_dynamics.theory.ratio_alignment import aligned_window_clip
+from gspo_dynamics.theory.ratio_alignment import aligned_clip_fractions, aligned_window_clip
 from gspo_dynamics.theory.ratios import ratio_statistics
 
 STATIONARY_FRACTION = 0.5  # the last half of the run is treated as stationary when it is stable
@@ -236,12 +236,22 @@ def _window_gain(reward: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 def _aligned_sequence_clip(m: dict[str, np.ndarray], j: np.ndarray, length: np.ndarray, group_size: int,
-                           clip_low: float, clip_high: float, updated: np.ndarray) -> np.ndarray:
-    """Per step, GSPO's clip fraction from the reward gain (`theory.ratio_alignment.aligned_window_clip`),
-    at the measured E[log s], Var[log s], advantage-sign shares and within-group reward std."""
+                           clip_low: float, clip_high: float, updated: np.ndarray, expected_reward) -> np.ndarray:
+    """Per step, GSPO's clip fraction from the reward gain at the measured E[log s], Var[log s],
+    advantage-sign shares and within-group reward std: the exact gain E[r](t) - E[r](t - j) where
+    the expected reward is known (`theory.ratio_alignment.aligned_clip_fractions`), else the reward
+    curve's, spread over each window (`aligned_window_clip`)."""
     steps, T = len(j), int(j.max()) + 1
     if not np.array_equal(j, np.arange(steps) % T):
         raise ConfigError("window positions must run 0..T-1 from the first step (j = t mod T)")
+    if expected_reward is not None:
+        expected = np.asarray(expected_reward, dtype=float)  # (steps + 1,) E[r] after t steps
+        gain = expected[np.arange(steps)] - expected[np.arange(steps) - j]  # (steps,) current vs sampler
+        return aligned_clip_fractions(
+            np.where(updated, m["ratios/seq_log_mean"], 0.0), np.where(updated, m["ratios/seq_log_var"], 0.0), gain,
+            np.nan_to_num(m["reward_std"]), length, group_size, min(clip_low, UNREACHABLE_CLIP_LOW), clip_high,
+            np.where(updated, m["advantages/frac_positive"], 0.0),
+            np.where(updated, m["advantages/frac_negative"], 0.0)).total
     per_step = {"log_mean": np.where(updated, m["ratios/seq_log_mean"], 0.0),
                 "log_var": np.where(updated, m["ratios/seq_log_var"], 0.0),
                 "reward_std": np.where(updated, np.nan_to_num(m["reward_std"]), 0.0),
@@ -259,7 +269,8 @@ def _aligned_sequence_clip(m: dict[str, np.ndarray], j: np.ndarray, length: np.n
 
 
 def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: float, clip_high: float, *,
-                            window_position=None, group_size: int | None = None) -> dict[str, Any]:
+                            window_position=None, group_size: int | None = None,
+                            expected_reward=None) -> dict[str, Any]:
     """Per step, the theory's ratio statistics at the measured token log-ratio spread sigma^2 and
     length L: log rho ~ N(-sigma^2 / 2, sigma^2) (token) or N(-sigma^2 / 2, sigma^2 / L) (sequence),
     each (steps,), NaN at a step without an update. pg clips nothing: its clip fraction is 0.
@@ -273,7 +284,8 @@ def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: 
     slope (smoothed, `_window_gain`), the measured E[log s] and Var[log s], the advantage-sign
     shares and reward_std (the mean within-group std).
     window_position: j per step (None: inferred from the refresh steps' rounding-level ratios);
-    group_size: G (None: SequenceRLConfig's default)."""
+    group_size: G (None: SequenceRLConfig's default); expected_reward: (steps + 1,) exact E[r] after
+    t steps (`SequenceRun.expected_reward`, tabular policies), which gives Delta R_j exactly instead."""
     sigma2 = m["ratios/token_log_var"]  # (steps,)
     updated = np.isfinite(sigma2)
     sigma2 = np.where(updated, sigma2, 0.0)
@@ -289,7 +301,7 @@ def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: 
     elif level == "sequence":
         j = _window_positions(m, window_position)
         G = SequenceRLConfig.__dataclass_fields__["group_size"].default if group_size is None else group_size
-        clip = _aligned_sequence_clip(m, j, length, G, clip_low, clip_high, updated)
+        clip = _aligned_sequence_clip(m, j, length, G, clip_low, clip_high, updated, expected_reward)
     else:  # a side is clipped only for the advantage sign the PPO min acts on; A = 0 is never clipped
         clip = m["advantages/frac_negative"] * stats.clip.below + m["advantages/frac_positive"] * stats.clip.above
     predicted = {"clip_frac": clip, "ratio_std": np.sqrt(stats.variance), "token_log_mean": -0.5 * sigma2,

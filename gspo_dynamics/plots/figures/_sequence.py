@@ -17,9 +17,12 @@ Theory, two routes.
     j = 1..T-1, predicted from the hyperparameters alone; the GRPO clip fraction is
     q- P(below) + q+ P(above) with the advantage-sign shares q+-. It does not model GSPO's update
     (the clip on the sequence ratio stops the whole response's gradient).
-  * Memoryless lognormal (`theory.ratios` via `simulate.predicted_ratio_metrics`) at the measured
-    sigma^2, a reference: Var[log s] = sigma^2 / L, clip fractions of log w ~ N(-sigma^2/2, sigma^2)
-    and log s ~ N(-sigma^2/2, sigma^2/L), signs independent of the ratio.
+  * At the measured spreads (`simulate.predicted_ratio_metrics`), a reference: Var[log s] =
+    sigma^2 / L; GRPO's clip fraction from log w ~ N(-sigma^2/2, sigma^2), signs independent of the
+    ratio (memoryless lognormal); GSPO's from the reward-aligned law of `theory.ratio_alignment`:
+    log s leans towards the sign of A by the importance-sampling identity L Cov(log s, r) = Delta R_j,
+    with the exact gain Delta R_j = E[r](j) - E[r](0) of the tabular policy and the measured
+    E[log s], Var[log s], reward std and advantage-sign shares.
 
 Routing churn. A `TinyMoETransformer` (E = 4, top-2) trained with GRPO without routing replay;
 `routing/churn` is the share of routing decisions whose expert set differs between the sampler
@@ -52,7 +55,7 @@ class RatioData:
     seq_var_theory: dict  # objective -> (n,) lognormal: sigma^2 / L at the measured sigma^2
     clip: dict  # objective -> (n,) measured clip fraction, stale steps and seeds
     clip_se: dict  # objective -> (n,) its standard error over seeds
-    clip_theory: dict  # objective -> (n,) lognormal prediction at the measured sigma^2
+    clip_theory: dict  # objective -> (n,) at the measured spreads: lognormal (GRPO), reward-aligned (GSPO)
     walk_token_var: np.ndarray  # (n,) clip-aware walk (GRPO update), from the hyperparameters
     walk_seq_var: np.ndarray  # (n,) the walk's Var[log s] of the GRPO-trained policy
     walk_clip: np.ndarray  # (n,) the walk's GRPO clip fraction q- P(below) + q+ P(above)
@@ -125,7 +128,9 @@ def ratio_data(lengths: Sequence[int], *, seeds: int, refresh_interval: int, lr_
                                       refresh_interval=refresh_interval, steps=refresh_interval,
                                       prompts_per_step=PROMPTS_PER_STEP, seed=seed + 1000 * s)
                 stale, m = run.window_position >= 1, run.metrics
-                pred = predicted_ratio_metrics(m, objective, run.config.eps_low, run.config.eps_high)
+                pred = predicted_ratio_metrics(m, objective, run.config.eps_low, run.config.eps_high,
+                                               window_position=run.window_position, group_size=run.config.group_size,
+                                               expected_reward=run.expected_reward)
                 for key, value in (("token_var", m["ratios/token_log_var"]), ("seq_var", m["ratios/seq_log_var"]),
                                    ("seq_var_theory", pred["seq_log_var"]), ("clip", m["losses/clip_frac"]),
                                    ("clip_theory", pred["clip_frac"])):
@@ -168,8 +173,9 @@ def draw_clip_fraction(ax, d: RatioData) -> None:
     for objective, color in zip(OBJECTIVES, (style.FIT, style.ALT)):
         ax.errorbar(L, d.clip[objective], yerr=2 * d.clip_se[objective], fmt="o", color=color, ms=5, capsize=2,
                     label=f"{LABELS[objective]}: measured")
+        law = "lognormal" if objective == "grpo" else "reward-aligned law"
         ax.plot(L, d.clip_theory[objective], color=color, **LOGNORMAL_STYLE,
-                label=f"{LABELS[objective]}: lognormal at measured $\\sigma^2$")
+                label=f"{LABELS[objective]}: {law} at measured spreads")
     ax.plot(L, d.walk_clip, **WALK_STYLE, label="GRPO: clip-aware walk (from the hyperparameters)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("response length L (tokens)")

@@ -30,7 +30,12 @@ Cold start (`warmup`):
     supervised_warmup(model, task, tok, steps, lr, batch_size, generator, target_success=(0.2, 0.8))
 
 Hugging Face causal LMs (`hf`, optional extra `pip install gspo-dynamics[hf]`):
-    load_hf_model(path_or_config) -> a model with the same call, local files only (never a download)
+    load_hf_model(path_or_config, native=False|True|"auto") -> a model with the same call, local files
+        only (never a download): transformers' forward wrapped, or (Llama/Mistral) the built-in
+        CausalLM holding its weights
+    model, hf_config, why_not_native = load_hf_policy(path, backend="auto"|"native"|"wrapper")
+    save_hf(model, hf_config, directory)   # a folder AutoModelForCausalLM.from_pretrained loads
+    The trainer takes hf:DIR as its model (`TrainConfig.hf_backend`, `--save-hf DIR`).
 
 The training loop, metrics, checkpoints and DDP build on these (`trainer`, `config`).
 """

@@ -106,7 +106,7 @@ class LogRatioLaw:
 
     grid: (G,) atoms of log w; density: (J, L, G) per-position mixture over y ~ pi_s (rows sum to
     1); class_mean: (J, L, V) E[log w_t | y_t = y]; window: (J,) the j's; edge_mass: (J,) largest
-    mass in an edge cell (should be ~0).
+    mass in an edge cell (should be ~0); class_density: the per-class laws, when kept.
     """
 
     grid: np.ndarray
@@ -114,6 +114,7 @@ class LogRatioLaw:
     class_mean: np.ndarray
     window: tuple[int, ...]
     edge_mass: np.ndarray
+    class_density: np.ndarray | None = None  # (J, L, V, G) law of log w_t given y_t = y (keep_classes=True)
 
     def conditional_sequence_mean(self, probs, weight) -> np.ndarray:
         """E[log s | event] for an event of the response whose probability given y_t = y is
@@ -130,6 +131,46 @@ class LogRatioLaw:
         norm = joint.sum(-1, keepdims=True)
         tilted = np.where(norm > 0, joint / np.where(norm > 0, norm, 1.0), p)  # (L, V) law of y_t given the event
         return np.einsum("lv,jlv->j", tilted, self.class_mean) / p.shape[0]
+
+    def token_clip_readouts(self, probs, advantage: "SignedAdvantage", clip_low: float, clip_high: float,
+                            clip_mode: str = "drop") -> dict[str, np.ndarray]:
+        """The stability model's read-outs of the token ratio w = e^X, from the per-class laws; each (J,).
+
+        With a = log(1 - eps_low), b = log(1 + eps_high), m+- and s+- the signed advantage moments given
+        the class (t, y) (`SignedAdvantage`), and sums over positions t and tokens y ~ p_t:
+
+            clipped_fraction = sum p [m+ E[w 1{X > b} | ty] + |m-| E[w 1{X < a} | ty]]
+                               / sum p (m+ + |m-|) E[w | ty]
+            noise_factor     = sum p [s+ E[w^2 1{X <= b} | ty] + s- E[w^2 1{X >= a} | ty]] / sum p (s+ + s-)
+
+        (the share of the |A|-weighted expected gradient the PPO min switches off, and E[rho^2 1{kept}]
+        weighted by A^2: the sign of A is the class's, not independent of the ratio). clip_mode "stale"
+        (CISPO: the capped weight keeps pushing, so use the unclipped law) counts every weight outside
+        [1 - eps_low, 1 + eps_high] in clipped_fraction and keeps every sample in noise_factor with
+        weight clip(w)^2. An atom at a bound counts as kept (error <= the mass of one cell).
+        """
+        if self.class_density is None:
+            raise ConfigError("token read-outs need the per-class laws: compute the law with keep_classes=True")
+        if clip_mode not in ("drop", "stale"):
+            raise ConfigError(f"clip mode must be one of drop, stale; got {clip_mode!r}")
+        p = np.asarray(probs, float)
+        lo, hi = np.log1p(-clip_low), np.log1p(clip_high)
+        x, w = self.grid, np.exp(self.grid)  # (G,)
+        pm, nm, ps, ns = (p * getattr(advantage, k) for k in ("pos_mean", "neg_mean", "pos_sq", "neg_sq"))  # (L, V)
+
+        def expect(f):  # E[f(X) | ty] weighted: (J, L, V)
+            return self.class_density @ f
+
+        if clip_mode == "drop":
+            cut = np.einsum("lv,jlv->j", pm, expect(w * (x > hi))) - np.einsum("lv,jlv->j", nm, expect(w * (x < lo)))
+            kept = np.einsum("lv,jlv->j", ps, expect(w**2 * (x <= hi))) + np.einsum("lv,jlv->j", ns, expect(w**2 * (x >= lo)))
+        else:
+            outside = w * ((x > hi) | (x < lo))
+            cut = np.einsum("lv,jlv->j", pm - nm, expect(outside))
+            capped = np.clip(w, 1.0 - clip_low, 1.0 + clip_high) ** 2
+            kept = np.einsum("lv,jlv->j", ps + ns, expect(capped))
+        total = np.einsum("lv,jlv->j", pm - nm, expect(w))
+        return {"clipped_fraction": cut / total, "noise_factor": kept / (ps + ns).sum()}
 
     def _cdf(self, density: np.ndarray, grid: np.ndarray, bound) -> np.ndarray:
         """P(X < bound) with each atom's mass spread evenly over its cell (piecewise-linear CDF)."""
@@ -190,12 +231,14 @@ def _coefficients(p: np.ndarray) -> np.ndarray:
 
 
 def clipped_log_ratio_law(probs, advantage: SignedAdvantage, *, lr, batch_size, window, clip_low=None,
-                          clip_high=None, grid_step=GRID_STEP, grid_max=GRID_MAX, nodes=GH_NODES) -> LogRatioLaw:
+                          clip_high=None, grid_step=GRID_STEP, grid_max=GRID_MAX, nodes=GH_NODES,
+                          keep_classes: bool = False) -> LogRatioLaw:
     """Law of log w_t after j = 1..max(window) steps of the clipped (or, clip None, unclipped) update.
 
     probs: (L, V) sampling policy pi_s per position; advantage: `SignedAdvantage` (L, V); lr: SGD
     learning rate; batch_size: N sequences per step; clip_low, clip_high: eps_low, eps_high (both or
-    neither). The equations are in the module docstring. Cost O(J_max L V G nodes).
+    neither). The equations are in the module docstring. Cost O(J_max L V G nodes). keep_classes:
+    also return the per-class laws (J, L, V, G) (`LogRatioLaw.token_clip_readouts`).
     """
     p = np.asarray(probs, dtype=float)
     if p.ndim != 2 or p.shape[1] < 2 or not np.isfinite(p).all() or (p < 0).any() or (np.abs(p.sum(-1) - 1) > 1e-9).any():
@@ -224,18 +267,22 @@ def clipped_log_ratio_law(probs, advantage: SignedAdvantage, *, lr, batch_size, 
     chunks = [slice(t, min(t + POSITION_CHUNK, L)) for t in range(0, L, POSITION_CHUNK)]
     density, edge = np.zeros((len(J), L, G)), np.zeros(len(J))
     class_mean = np.zeros((len(J), L, p.shape[1]))
+    classes = np.zeros((len(J), L, p.shape[1], G)) if keep_classes else None
     for rows in chunks:  # positions are independent: propagate a few at a time (memory)
         moments = tuple(getattr(advantage, k)[rows] for k in ("pos_mean", "neg_mean", "pos_sq", "neg_sq"))
-        d, e, cm = _propagate(p[rows], moments, lr_l, N, J, grid, kept_pos, kept_neg, z, omega)
+        d, e, cm, cd = _propagate(p[rows], moments, lr_l, N, J, grid, kept_pos, kept_neg, z, omega)
         density[:, rows], class_mean[:, rows] = d, cm
+        if keep_classes:
+            classes[:, rows] = cd
         edge = np.maximum(edge, e)
-    return LogRatioLaw(grid=grid, density=density, class_mean=class_mean, window=J, edge_mass=edge)
+    return LogRatioLaw(grid=grid, density=density, class_mean=class_mean, window=J, edge_mass=edge,
+                       class_density=classes)
 
 
 def _propagate(p, moments, lr_l, N, J, grid, kept_pos, kept_neg, z, omega):
     """The walk of the module docstring for positions p (P, V): per-position mixtures (J, P, G) at
-    the window positions J, the largest pi_s-weighted mass in an edge cell (J,) and the class
-    means (J, P, V)."""
+    the window positions J, the largest pi_s-weighted mass in an edge cell (J,), the class
+    means (J, P, V) and the class laws (J, P, V, G)."""
     P, V = p.shape
     G = grid.size
     pos_mean, neg_mean, pos_sq, neg_sq = moments
@@ -247,7 +294,7 @@ def _propagate(p, moments, lr_l, N, J, grid, kept_pos, kept_neg, z, omega):
     g2 = ex**2 * (pos_sq[..., None] * kept_pos + neg_sq[..., None] * kept_neg)  # (P, V, G) E[a^2 | y, x]
     dens = np.zeros((P, V, G))
     dens[..., G // 2] = 1.0  # X = 0 at the refresh
-    out, edge, means = {}, {}, {}
+    out, edge, means, laws = {}, {}, {}, {}
     for step in range(1, max(J) + 1):
         g_bar, g2_bar = (dens * g).sum(-1), (dens * g2).sum(-1)  # (P, V) mean-field E[a | y'], E[a^2 | y']
         mean_u = np.einsum("pyz,pz,pz->py", other_c, p, g_bar)[..., None] + (p * own_c)[..., None] * g  # (P, V, G)
@@ -265,4 +312,6 @@ def _propagate(p, moments, lr_l, N, J, grid, kept_pos, kept_neg, z, omega):
             out[step] = np.einsum("pv,pvg->pg", p, dens)
             edge[step] = float(np.max(out[step][:, [0, -1]]))
             means[step] = dens @ grid
-    return np.stack([out[j] for j in J]), np.array([edge[j] for j in J]), np.stack([means[j] for j in J])
+            laws[step] = dens
+    return (np.stack([out[j] for j in J]), np.array([edge[j] for j in J]), np.stack([means[j] for j in J]),
+            np.stack([laws[j] for j in J]))

@@ -51,8 +51,13 @@ to `fluctuations` is multiplied by the window-averaged E[rho^2 1{kept}] (`noise_
        of D_j = z_j - z_s stepped with the exact clipped force and the exact lattice of the group
        gradient from hp (lr, G, num_groups, advantage, KL), at z_s = z* (the local model; an optional
        sampling_spread mixes over z_s around z*). It is the default of the `bandit_*` functions.
-       For sequences the tabular walk of `ratio_drift` gives the laws from a tabular policy; its
-       c_j enter `critical_refresh_interval_ratio` as clipped_fractions.
+       On a tabular policy the walk of `ratio_drift` (token clipping, the GRPO update) gives the
+       per-class laws of log w_t; `tabular_clipped_fractions` and `tabular_noise_temperature_factor`
+       read the token ratio's c_j and E[rho^2 1{kept}] from them, with the advantage's sign that of
+       the class (not independent of the ratio); c_j enters `critical_refresh_interval_ratio` as
+       clipped_fractions. GSPO's sequence clip acts on log s, whose walls the token walk does not
+       have: for the sequence ratio the lognormal law (or the walk's log s law without its own
+       feedback) is what there is.
    Clip modes map onto the walk's dynamics: "drop" (PPO min: GRPO, GSPO, DAPO) is the walk with
    soft walls (a sample past its bound stops pushing); "stale" (CISPO's capped, detached weight)
    has no wall: the capped weight keeps pushing, so the ratio drifts as unclipped with the push
@@ -69,6 +74,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory import ratios
 from gspo_dynamics.theory.bandit import TwoArmBandit, sigmoid, stiffness_partials
 from gspo_dynamics.theory.bandit_ratio_walk import bandit_noise_drift, bandit_ratio_walk
+from gspo_dynamics.theory.ratio_drift import LogRatioLaw, SignedAdvantage
 from gspo_dynamics.theory.hyperparams import CORRECTIONS, Hyperparams
 from gspo_dynamics.theory.linear import RHO_TOL, STABLE, spectral_radius, step_matrix
 
@@ -205,6 +211,33 @@ def critical_refresh_interval_ratio(stale_none, fresh_none, stale_full, fresh_fu
         if not pending.any():
             break
     return result
+
+
+def _window_law(law: LogRatioLaw) -> int:
+    if not isinstance(law, LogRatioLaw) or law.window != tuple(range(1, len(law.window) + 1)):
+        raise ConfigError("need a LogRatioLaw over the window positions 1..J (clipped_log_ratio_law(window=range(1, J + 1)))")
+    return len(law.window)
+
+
+def tabular_clipped_fractions(law: LogRatioLaw, probs, advantage: SignedAdvantage, *, clip_low: float, clip_high: float,
+                              clip_mode: str = "drop") -> np.ndarray:
+    """c_j for j = 0..J of the token ratio from the tabular walk, (J + 1,): c_0 = 0 (w = 1 at the
+    refresh), then `LogRatioLaw.token_clip_readouts` (law computed with keep_classes=True over the
+    window 1..J; "drop" with the clipped law, "stale" with the unclipped one: CISPO has no wall)."""
+    _window_law(law)
+    c = law.token_clip_readouts(probs, advantage, clip_low, clip_high, clip_mode)["clipped_fraction"]
+    return np.concatenate([[0.0], c])
+
+
+def tabular_noise_temperature_factor(law: LogRatioLaw, probs, advantage: SignedAdvantage, refresh_interval: int, *,
+                                     clip_low: float, clip_high: float, clip_mode: str = "drop") -> float:
+    """(1/T) sum_{j<T} E[rho_j^2 1{kept}] of the token ratio from the tabular walk (j = 0 contributes 1)."""
+    T = int(ratios._integer("refresh interval", refresh_interval, 1))
+    J = _window_law(law)
+    if T - 1 > J:
+        raise ConfigError(f"the walk covers j <= {J}; refresh interval {T} needs j <= {T - 1}")
+    noise = law.token_clip_readouts(probs, advantage, clip_low, clip_high, clip_mode)["noise_factor"]
+    return float(np.concatenate([[1.0], noise[: T - 1]]).mean())
 
 
 def _law(law, drift) -> str:

@@ -40,9 +40,9 @@ from gspo_dynamics.sim.sequence import (
     run_sequence_rl,
 )
 from gspo_dynamics.theory.bandit import TwoArmBandit
-from gspo_dynamics.theory.hyperparams import Hyperparams
+from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
 from gspo_dynamics.theory.nonlinear import expected_trajectory
-from gspo_dynamics.theory.ratio_alignment import aligned_clip_fractions, aligned_window_clip
+from gspo_dynamics.theory.ratio_alignment import aligned_clip_fractions, momentum_window_gains
 from gspo_dynamics.theory.ratios import ratio_statistics
 
 STATIONARY_FRACTION = 0.5  # the last half of the run is treated as stationary when it is stable
@@ -206,20 +206,17 @@ def _mean(x) -> float | None:
     return float(np.nanmean(x)) if np.isfinite(x).any() else None
 
 
-def _window_positions(m: dict[str, np.ndarray], window_position) -> np.ndarray:
-    """j per step: the given array, or inferred from the metrics when None. A refresh makes the
-    current policy the sampler, so its step's token log-ratio variance is float32 rounding of the
-    cached vs the teacher-forced log-probs (measured <~ 1e-13 on the tiny transformer, while one
-    stale step at any learning rate that learns gives >~ 1e-9): REFRESH_LOG_VAR splits the two."""
-    if window_position is not None:
-        return np.asarray(window_position, dtype=int)
+def _refresh_interval(m: dict[str, np.ndarray]) -> int:
+    """T inferred from the metrics. A refresh makes the current policy the sampler, so its step's
+    token log-ratio variance is float32 rounding of the cached vs the teacher-forced log-probs
+    (measured <~ 1e-13 on the tiny transformer, while one stale step at a learning rate that learns
+    gives >~ 1e-9): REFRESH_LOG_VAR splits the two; T is the spacing of the refresh steps."""
     fresh = np.nan_to_num(m["ratios/token_log_var"], nan=np.inf) <= REFRESH_LOG_VAR  # (steps,)
     starts = np.flatnonzero(fresh)
-    T = int(np.min(np.diff(starts))) if len(starts) > 1 else len(fresh)
-    return np.arange(len(fresh)) % max(T, 1)
+    return int(np.min(np.diff(starts))) if len(starts) > 1 else len(fresh)
 
 
-def _window_gain(reward: np.ndarray, j: np.ndarray) -> np.ndarray:
+def _window_gain(reward: np.ndarray, T: int) -> np.ndarray:
     """Gamma per step: T x the reward curve's slope averaged over the step's refresh window.
 
     The slope is the least-squares line through a centred window of the logged minibatch rewards
@@ -227,50 +224,30 @@ def _window_gain(reward: np.ndarray, j: np.ndarray) -> np.ndarray:
     end segments), so it is unbiased for a linear trend and averages the minibatch noise of ~16
     minibatches. The logged reward at step t is the sampler's (t - j steps old); the lag does not
     change the slope."""
-    steps, T = len(reward), int(j.max()) + 1
+    steps = len(reward)
     width = min(max(SLOPE_STEPS, 2 * T + 1), steps - (steps + 1) % 2)  # odd, at most the run
     slope = np.zeros(steps) if width < 3 else savgol_filter(reward, width, 1, deriv=1, mode="interp")
     window = np.arange(steps) // T  # (steps,) which window each step belongs to
-    per_window = np.bincount(window, slope) / np.bincount(window)
-    return T * per_window[window]
+    return T * (np.bincount(window, slope) / np.bincount(window))[window]
 
 
-def _aligned_sequence_clip(m: dict[str, np.ndarray], j: np.ndarray, length: np.ndarray, group_size: int,
-                           clip_low: float, clip_high: float, updated: np.ndarray, expected_reward) -> np.ndarray:
-    """Per step, GSPO's clip fraction from the reward gain at the measured E[log s], Var[log s],
-    advantage-sign shares and within-group reward std: the exact gain E[r](t) - E[r](t - j) where
-    the expected reward is known (`theory.ratio_alignment.aligned_clip_fractions`), else the reward
-    curve's, spread over each window (`aligned_window_clip`)."""
-    steps, T = len(j), int(j.max()) + 1
-    if not np.array_equal(j, np.arange(steps) % T):
-        raise ConfigError("window positions must run 0..T-1 from the first step (j = t mod T)")
+def _sequence_reward_gain(m: dict[str, np.ndarray], config: SequenceRLConfig | None, expected_reward) -> np.ndarray:
+    """Delta R_j per step (`theory.ratio_alignment`, eq. 5): E[r](t) - E[r](t - j) where the exact
+    expected reward is known, else the smoothed reward curve's window gain spread by the momentum."""
+    steps = len(m["reward"])
+    T = _refresh_interval(m) if config is None else config.refresh_interval
+    j = np.arange(steps) % T  # (steps,) window position: run_sequence_rl refreshes at t = 0, T, 2T, ...
     if expected_reward is not None:
         expected = np.asarray(expected_reward, dtype=float)  # (steps + 1,) E[r] after t steps
-        gain = expected[np.arange(steps)] - expected[np.arange(steps) - j]  # (steps,) current vs sampler
-        return aligned_clip_fractions(
-            np.where(updated, m["ratios/seq_log_mean"], 0.0), np.where(updated, m["ratios/seq_log_var"], 0.0), gain,
-            np.nan_to_num(m["reward_std"]), length, group_size, min(clip_low, UNREACHABLE_CLIP_LOW), clip_high,
-            np.where(updated, m["advantages/frac_positive"], 0.0),
-            np.where(updated, m["advantages/frac_negative"], 0.0)).total
-    per_step = {"log_mean": np.where(updated, m["ratios/seq_log_mean"], 0.0),
-                "log_var": np.where(updated, m["ratios/seq_log_var"], 0.0),
-                "reward_std": np.where(updated, np.nan_to_num(m["reward_std"]), 0.0),
-                "positive_share": np.where(updated, m["advantages/frac_positive"], 0.0),
-                "negative_share": np.where(updated, m["advantages/frac_negative"], 0.0),
-                "length": length, "gain": _window_gain(m["reward"], j)}
-    windows = -(-steps // T)
-    pad = windows * T - steps  # a last, partial window is completed with its last step's inputs
-    grid = {k: np.pad(np.asarray(v, dtype=float), (0, pad), mode="edge").reshape(windows, T)
-            for k, v in per_step.items()}  # each (windows, T)
-    fr, _ = aligned_window_clip(grid["gain"][:, 0], grid["log_mean"], grid["log_var"], grid["reward_std"],
-                                np.rint(grid["length"]).astype(int), group_size, min(clip_low, UNREACHABLE_CLIP_LOW),
-                                clip_high, grid["positive_share"], grid["negative_share"])
-    return fr.total.reshape(-1)[:steps]
+        return expected[:steps] - expected[np.arange(steps) - j]
+    optimizer = (config or SequenceRLConfig(objective="gspo")).optimizer
+    mu = optimizer.beta1 if isinstance(optimizer, Adam) else optimizer.momentum
+    share = momentum_window_gains(1.0, mu, T)  # (T,) Delta R_j / Gamma
+    return _window_gain(m["reward"], T) * share[j]
 
 
 def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: float, clip_high: float, *,
-                            window_position=None, group_size: int | None = None,
-                            expected_reward=None) -> dict[str, Any]:
+                            config: SequenceRLConfig | None = None, expected_reward=None) -> dict[str, Any]:
     """Per step, the theory's ratio statistics at the measured token log-ratio spread sigma^2 and
     length L: log rho ~ N(-sigma^2 / 2, sigma^2) (token) or N(-sigma^2 / 2, sigma^2 / L) (sequence),
     each (steps,), NaN at a step without an update. pg clips nothing: its clip fraction is 0.
@@ -279,13 +256,13 @@ def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: 
     measured advantage-sign shares (CISPO: both sides, sign-blind). Sequence ratio (GSPO): the
     reward-aligned law of `theory.ratio_alignment` - log s leans towards the sign of A by
     m+- = M sqrt(q-+ / q+-), M = Delta R_j sqrt((G - 1) / G) / (L sigma_r), Delta R_j the reward
-    gained since the refresh, spread over the window by the steps' kept gradient shares - with
-    inputs: the reward curve's
-    slope (smoothed, `_window_gain`), the measured E[log s] and Var[log s], the advantage-sign
-    shares and reward_std (the mean within-group std).
-    window_position: j per step (None: inferred from the refresh steps' rounding-level ratios);
-    group_size: G (None: SequenceRLConfig's default); expected_reward: (steps + 1,) exact E[r] after
-    t steps (`SequenceRun.expected_reward`, tabular policies), which gives Delta R_j exactly instead."""
+    gained since the refresh - with inputs: the reward curve's slope (smoothed, `_window_gain`)
+    spread over the window by the optimizer's momentum, the measured E[log s] and Var[log s], the
+    advantage-sign shares and reward_std (the mean within-group std).
+    config: the run's SequenceRLConfig, for T, G and the momentum (None: T inferred from the
+    refresh steps' rounding-level ratios, G and the optimizer SequenceRLConfig's defaults);
+    expected_reward: (steps + 1,) exact E[r] after t steps (`SequenceRun.expected_reward`, tabular
+    policies), which gives Delta R_j exactly instead."""
     sigma2 = m["ratios/token_log_var"]  # (steps,)
     updated = np.isfinite(sigma2)
     sigma2 = np.where(updated, sigma2, 0.0)
@@ -299,9 +276,14 @@ def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: 
     elif objective in SIGN_BLIND_CLIP:
         clip = stats.clip.region
     elif level == "sequence":
-        j = _window_positions(m, window_position)
-        G = SequenceRLConfig.__dataclass_fields__["group_size"].default if group_size is None else group_size
-        clip = _aligned_sequence_clip(m, j, length, G, clip_low, clip_high, updated, expected_reward)
+        G = SequenceRLConfig.__dataclass_fields__["group_size"].default if config is None else config.group_size
+        on = {k: np.where(updated, np.nan_to_num(m[k]), 0.0) for k in (
+            "ratios/seq_log_mean", "ratios/seq_log_var", "reward_std", "advantages/frac_positive",
+            "advantages/frac_negative")}
+        clip = aligned_clip_fractions(
+            on["ratios/seq_log_mean"], on["ratios/seq_log_var"], _sequence_reward_gain(m, config, expected_reward),
+            on["reward_std"], length, G, min(clip_low, UNREACHABLE_CLIP_LOW), clip_high,
+            on["advantages/frac_positive"], on["advantages/frac_negative"]).total
     else:  # a side is clipped only for the advantage sign the PPO min acts on; A = 0 is never clipped
         clip = m["advantages/frac_negative"] * stats.clip.below + m["advantages/frac_positive"] * stats.clip.above
     predicted = {"clip_frac": clip, "ratio_std": np.sqrt(stats.variance), "token_log_mean": -0.5 * sigma2,

@@ -18,19 +18,31 @@ nats made the mean over steps of E[rho^2] meaningless (measured 314 vs predicted
 the token clip fraction was over-predicted by up to 0.06, and seed scatter (s.e. ~0.11 in mean
 reward) hid any T effect; lr 3e-3 is the regime the small-drift theory is about.
 
-Theory (`theory.ratios`, `theory.ratio_stability`), evaluated at the measured token log-ratio
+Theory (`theory.ratios`, `theory.ratio_alignment`, `theory.ratio_stability`), at the measured token log-ratio
 variance sigma^2 of each step (as `simulate.compare_sequence` does):
-  * clip fraction: log w ~ N(-sigma^2/2, sigma^2) (token), clipped on the side the PPO min acts on
-    for the measured advantage-sign shares (CISPO: both sides, sign-blind). Sequence (GSPO): the
-    update pushes positive-advantage responses up and negative ones down, so log s is not
-    independent of the sign; a centred N(-sigma^2/2, sigma^2/L) can never clip more than the
-    share of nonzero advantages / 2 at eps ~ 0, while GSPO clips ~0.7 of its stale samples. The
-    sign-conditional mixture log s | A >< 0 ~ N(mu +- m, sigma^2/L) (`ratios.signed_clip_fractions`)
-    takes m from the law of total variance: the excess of the measured Var[log s] over sigma^2/L
-    (`ratios.sign_shift`). On the tabular policy the same mixture with m from the clip-aware walk
-    predicts GSPO's logged sign-aware clip fractions (paper_repro/ratio_statistics.py);
+  * clip fraction, token ratios: log w ~ N(-sigma^2/2, sigma^2), clipped on the side the PPO min acts
+    on for the measured advantage-sign shares (CISPO: both sides, sign-blind);
+  * clip fraction, sequence ratio (GSPO, eps 3e-4/4e-4, far inside the spread of log s): set by how far
+    log s leans towards the sign of A (`theory.ratio_alignment`, via `simulate.predicted_ratio_metrics`).
+    The importance-sampling identity E_s[(pi_j/pi_s - 1)(r - R_s)] = R_j - R_s with pi_j/pi_s = s^L gives,
+    to first order, L Cov(log s, r) = Delta R_j, the reward gained since the refresh; a two-point law of
+    r - r_bar at the measured sign shares turns it into shifts m+- = M sqrt(q-+/q+-), M = Delta R_j
+    sqrt((G-1)/G) / (L sigma_r), and log s | sign ~ N(E[log s] +- m+-, Var[log s] - (q+ + q-) M^2).
+    Inputs: Delta R_j from the reward curve - a least-squares slope over 17 steps (Savitzky-Golay,
+    order 1), times T, averaged over each window - spread over the window as Adam's first moment
+    carries the unclipped j = 0 step (Delta R_j = Gamma (1 - beta1^j)/(1 - beta1^T): at eps ~ 0 the
+    kept stale samples are those whose log s moved against A, with no push along the update); and
+    the logged E[log s], Var[log s], reward_std and advantage-sign shares. Not modelled: the A < 0
+    responses' log s spreads ~2x wider than the A > 0 ones' (less likely tokens; a per-sample capture
+    at T = 8 measured within-sign s.d. 1.15 vs 0.61 of the total), and L Cov(log s, r) exceeds the
+    exact IS gain by ~10% at the window's end (second order). The sign-blind lognormal (log s ~
+    N(-sigma^2/2, sigma^2/L), signs independent) is printed as the reference it replaces;
   * gradient noise: the ratio's second moment E[rho^2] = e^{sigma^2} (token) or
-    exp(sigma^2 (2 - L)/L) (sequence), and E[rho^2 1{kept}] with the clip (`noise_multiplier`);
+    exp(sigma^2 (2 - L)/L) (sequence), and E[rho^2 1{kept}] with the clip (`noise_multiplier`). The
+    measured per-step excess of a token ratio is mean (w - 1)^2 (= ratio_std^2 + (ratio_mean - 1)^2),
+    which E_s[w] = 1 makes an estimate of E[w^2] - 1 without the plug-in mean w^2 - 1's zero-mean term
+    2 (mean w - 1), whose s.d. over 256 tokens (~2 sigma / 16) is as large as the excess itself (the
+    plug-in median is printed too);
   * refresh-interval stability: an unclipped token ratio removes the staleness of the gradient in
     expectation (correction share kappa = 1); GSPO's geometric mean corrects only kappa = 1/L of
     it. A PPO-clipped sample carries no gradient ("drop"), so a share c_j of the gradient at window
@@ -70,7 +82,7 @@ from _results import Claim, mean_se, parse_mode, record
 from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, run_sequence_rl
 from gspo_dynamics.simulate import SEQUENCE_RATIO, predicted_ratio_metrics  # the prediction compare_sequence prints
 from gspo_dynamics.theory.ratio_stability import correction_share
-from gspo_dynamics.theory.ratios import ratio_statistics, sign_shift, signed_clip_fractions
+from gspo_dynamics.theory.ratios import ratio_statistics
 
 OBJECTIVES = ("grpo", "dr_grpo", "dapo", "cispo", "gspo")
 TOKEN_OBJECTIVES = tuple(o for o in OBJECTIVES if o not in SEQUENCE_RATIO)
@@ -101,30 +113,25 @@ def one_run(args: tuple[str, int, int, int]) -> dict[str, np.ndarray]:
     policy = TinyTransformer(config, generator=torch.Generator().manual_seed(seed))
     run = run_sequence_rl(t, policy, objective=objective, refresh_interval=T, lr=LR, steps=steps, seed=1000 + seed)
     m, cfg = run.metrics, run.config
-    pred = predicted_ratio_metrics(m, objective, cfg.eps_low, cfg.eps_high)
+    pred = predicted_ratio_metrics(m, objective, cfg.eps_low, cfg.eps_high, config=cfg)
     level = pred["level"]
     sigma2 = m["ratios/token_log_var"]
     stats = ratio_statistics(level, np.sqrt(sigma2), 1, LENGTH, clip_low=min(cfg.eps_low, 1 - 1e-12),
                              clip_high=cfg.eps_high)
-    # sign-conditional mixture of log s: within-sign variance sigma^2 / L (independent positions), the
-    # excess of the measured Var[log s] over it is the split of the two signs' means (+-m)
-    stale = np.isfinite(sigma2) & np.isfinite(m["ratios/seq_log_var"])
-    qp, qn = np.nan_to_num(m["advantages/frac_positive"]), np.nan_to_num(m["advantages/frac_negative"])
-    within = np.where(stale, sigma2, 0.0) / LENGTH
-    shift = sign_shift(np.where(stale, m["ratios/seq_log_var"], 0.0), within, qp, qn)
-    mix = signed_clip_fractions(np.nan_to_num(m["ratios/seq_log_mean"]), within, shift,
-                                min(cfg.eps_low, 1 - 1e-12), cfg.eps_high, qp, qn)
-    # E[w^2] to third order in the cumulants of log w, kappa_3 eliminated by the exact E_s[w] = 1
-    # (token ratios only; E[s] < 1 is not pinned): log E[w^2] = -6 mu - 2 sigma^2 (= sigma^2 if lognormal)
-    third = np.exp(-6.0 * m["ratios/token_log_mean"] - 2.0 * sigma2) if level == "token" else np.full_like(sigma2, np.nan)
+    qp, qn = m["advantages/frac_positive"], m["advantages/frac_negative"]
+    rho2 = m["losses/ratio_mean"] ** 2 + m["losses/ratio_std"] ** 2  # plug-in mean of rho^2 over the minibatch
+    # excess E[rho^2] - 1 per step. Token ratios: E_s[w] = 1 exactly, so E[w^2] - 1 = E[(w - 1)^2], estimated
+    # by mean (w - 1)^2 = ratio_std^2 + (ratio_mean - 1)^2; the plug-in mean w^2 - 1 carries 2 (mean w - 1), a
+    # zero-mean term whose per-step s.d. (~2 sigma / sqrt(256)) is as large as the excess. Sequence ratio: E[s]
+    # is not pinned (< 1), the plug-in it is.
+    excess = (m["losses/ratio_std"] ** 2 + (m["losses/ratio_mean"] - 1) ** 2) if level == "token" else rho2 - 1
     return {
         "reward": m["reward"], "j": run.window_position,
         "clip": m["losses/clip_frac"], "clip_pred": pred["clip_frac"],
+        "clip_centred": qn * stats.clip.below + qp * stats.clip.above,  # signs independent of the ratio
         "sigma2": sigma2, "seq_var": m["ratios/seq_log_var"],
-        "rho2": m["losses/ratio_mean"] ** 2 + m["losses/ratio_std"] ** 2, "rho2_pred": stats.second_moment,
+        "rho2": rho2, "rho2_pred": stats.second_moment, "excess": excess, "plugin_excess": rho2 - 1,
         "kept2_pred": stats.noise_multiplier, "grad2": m["grad_norm"] ** 2,
-        "clip_mix": np.where(stale, mix.total, np.nan), "shift": np.where(stale, shift, np.nan),
-        "rho2_pred3": third,
     }
 
 
@@ -140,8 +147,8 @@ def main() -> None:
     summary = {}  # (objective, T) -> statistics over seeds
     print(f"PatternMatch(L={LENGTH}, partial credit), TinyTransformer, Adam lr {LR}, {steps} steps, {seeds} seeds")
     print(f"{'objective':9s} {'T':>2s} {'final R':>14s} {'mean R':>14s} {'clip meas':>9s} {'clip pred':>9s} "
-          f"{'sigma^2':>8s} {'E[r^2] m/p':>13s} {'g2 ratio':>8s} {'kept2 p':>7s} {'exc m/p':>7s} {'exc m/p3':>8s} "
-          f"{'clip mix':>8s} {'m_sign':>7s}")
+          f"{'sigma^2':>8s} {'E[r^2] m/p':>13s} {'g2 ratio':>8s} {'kept2 p':>7s} {'exc m/p':>7s} {'plug-in':>7s} "
+          f"{'centred':>7s} {'j=1 m/p':>11s} {'j=T-1 m/p':>11s}")
     for o in OBJECTIVES:
         for T in intervals:
             rs = [runs[o, T, s] for s in range(seeds)]
@@ -153,24 +160,26 @@ def main() -> None:
             if T > 1:
                 st["clip"] = float(np.mean([np.nanmean(r["clip"]) for r in rs]))
                 st["clip_pred"] = float(np.mean([np.nanmean(r["clip_pred"]) for r in rs]))
-                st["clip_mix"] = float(np.mean([np.nanmean(r["clip_mix"]) for r in rs]))
-                st["shift"] = float(np.mean([np.nanmean(r["shift"][k]) for r, k in zip(rs, stale)]))
+                st["clip_centred"] = float(np.mean([np.nanmean(r["clip_centred"]) for r in rs]))
+                for j in (1, T - 1):  # the window's profile: first and last stale position
+                    st[f"clip_j{j}"] = float(np.mean([np.nanmean(r["clip"][r["j"] == j]) for r in rs]))
+                    st[f"pred_j{j}"] = float(np.mean([np.nanmean(r["clip_pred"][r["j"] == j]) for r in rs]))
                 st["clip_stale"] = float(np.mean([np.nanmean(r["clip"][k]) for r, k in zip(rs, stale)]))
                 st["sigma2"] = float(np.mean([np.nanmean(r["sigma2"][k]) for r, k in zip(rs, stale)]))
                 st["rho2"] = float(np.mean([np.nanmean(r["rho2"][k]) for r, k in zip(rs, stale)]))
                 st["rho2_pred"] = float(np.mean([np.nanmean(r["rho2_pred"][k]) for r, k in zip(rs, stale)]))
                 st["kept2_pred"] = float(np.mean([np.nanmean(r["kept2_pred"][k]) for r, k in zip(rs, stale)]))
-                excess = [((r["rho2"] - 1) / (r["rho2_pred"] - 1))[k] for r, k in zip(rs, stale)]
-                st["rho2_med"] = float(np.median(np.concatenate(excess)))
-                excess3 = [((r["rho2"] - 1) / (r["rho2_pred3"] - 1))[k] for r, k in zip(rs, stale)]
-                st["rho2_med3"] = float(np.median(np.concatenate(excess3)))
+                for key, name in (("excess", "rho2_med"), ("plugin_excess", "rho2_med_plugin")):
+                    ratio = [r[key][k] / (r["rho2_pred"][k] - 1) for r, k in zip(rs, stale)]
+                    st[name] = float(np.median(np.concatenate(ratio)))
                 st["grad2_ratio"] = float(np.mean([np.nanmean(r["grad2"][k]) / np.nanmean(r["grad2"][~k])
                                                    for r, k in zip(rs, stale)]))
             summary[o, T] = st
             f = lambda k: f"{st[k]:.3g}" if k in st else "-"  # noqa: E731
             print(f"{o:9s} {T:2d} {final[0]:.3f}+-{final[1]:.3f}  {mean[0]:.3f}+-{mean[1]:.3f} {f('clip'):>9s} "
                   f"{f('clip_pred'):>9s} {f('sigma2'):>8s} {f('rho2'):>6s}/{f('rho2_pred'):<6s} {f('grad2_ratio'):>8s} "
-                  f"{f('kept2_pred'):>7s} {f('rho2_med'):>7s} {f('rho2_med3'):>8s} {f('clip_mix'):>8s} {f('shift'):>7s}")
+                  f"{f('kept2_pred'):>7s} {f('rho2_med'):>7s} {f('rho2_med_plugin'):>7s} {f('clip_centred'):>7s} "
+                  f"{f('clip_j1'):>5s}/{f('pred_j1'):<5s} {f(f'clip_j{T - 1}'):>5s}/{f(f'pred_j{T - 1}'):<5s}")
 
     cmd = "python paper_repro/objectives_transformer.py" + (" --quick" if args.quick else "")
     stale_T = [T for T in intervals if T > 1]
@@ -178,28 +187,29 @@ def main() -> None:
     common = dict(quick=args.quick, started=started, command=cmd, write=not args.no_record)
 
     # (a) clip fractions per family
-    # token: centred lognormal at the measured sigma^2; sequence: the sign-conditional mixture (log s |
-    # A >< 0 ~ N(mu +- m, sigma^2 / L), m from the measured excess of Var[log s] over sigma^2 / L)
-    for family, objs, key, law in (("token", TOKEN_OBJECTIVES, "clip_pred", "token-ratio lognormal prediction"),
-                                   ("sequence", SEQUENCE_RATIO[:1], "clip_mix",
-                                    "sign-conditional mixture log s | A >< 0 ~ N(mu +- m, sigma^2/L) (m from the excess of "
-                                    "Var[log s] over sigma^2/L)")):
-        gaps = {(o, T): summary[o, T]["clip"] - summary[o, T][key] for o in objs for T in stale_T}
+    # token: the lognormal at the measured sigma^2; sequence: the reward-aligned law (theory.ratio_alignment)
+    laws = {"token": "token-ratio lognormal prediction at the measured log-ratio variances",
+            "sequence": "reward-aligned law (log s leans towards the sign of A: L Cov(log s, r) = Delta R_j, Delta R_j "
+                        "from the reward curve's smoothed slope, spread over the window as Adam's first moment carries the "
+                        "unclipped j = 0 step) at the measured E[log s], Var[log s], reward_std and advantage-sign shares"}
+    for family, objs in (("token", TOKEN_OBJECTIVES), ("sequence", SEQUENCE_RATIO[:1])):
+        gaps = {(o, T): summary[o, T]["clip"] - summary[o, T]["clip_pred"] for o in objs for T in stale_T}
         worst = max(gaps, key=lambda k: abs(gaps[k]))
-        centred = "" if family == "token" else "; centred lognormal: " + "; ".join(
-            f"{o} T={T}: {summary[o, T]['clip_pred']:.3f}" for o in objs for T in stale_T)
-        reason = ""
-        if family == "sequence" and abs(gaps[worst]) > CLIP_TOL:
-            reason = (". Under-predicted: the excess variance gives m = " + ", ".join(
-                f"{summary[o, T]['shift']:.4f}" for o in objs for T in stale_T) + " by T, too small for the measured "
-                "sign split; log s is not normal within a sign (a few sequences carry Var[log s], the core is narrower "
-                "than sigma/sqrt(L)) and its core width is not logged")
+        profile = ""
+        if family == "sequence":
+            profile = ("; by window position at T={} (j=1, j={}) pred: ".format(Tmax, Tmax - 1) + "; ".join(
+                f"{o} {summary[o, Tmax]['pred_j1']:.3f}, {summary[o, Tmax][f'pred_j{Tmax - 1}']:.3f}" for o in objs)
+                + "; sign-blind centred lognormal: " + "; ".join(
+                f"{o} T={T}: {summary[o, T]['clip_centred']:.3f}" for o in objs for T in stale_T))
+        measured_profile = "" if family == "token" else "; by window position at T={} (j=1, j={}): ".format(
+            Tmax, Tmax - 1) + "; ".join(f"{o} {summary[o, Tmax]['clip_j1']:.3f}, {summary[o, Tmax][f'clip_j{Tmax - 1}']:.3f}"
+                                        for o in objs)
         record(Claim(f"transformer-clip-{family}",
                      f"tiny transformer ({', '.join(objs)}; T in {stale_T}): window-mean clip fraction within {CLIP_TOL} "
-                     f"of the {law} at the measured log-ratio variances"),
-               predicted="; ".join(f"{o} T={T}: {summary[o, T][key]:.3f}" for o in objs for T in stale_T) + centred,
+                     f"of the {laws[family]}"),
+               predicted="; ".join(f"{o} T={T}: {summary[o, T]['clip_pred']:.3f}" for o in objs for T in stale_T) + profile,
                measured="; ".join(f"{o} T={T}: {summary[o, T]['clip']:.3f}" for o in objs for T in stale_T)
-               + f" (worst {worst[0]} T={worst[1]}: {gaps[worst]:+.3f})" + reason,
+               + f" (worst {worst[0]} T={worst[1]}: {gaps[worst]:+.3f})" + measured_profile,
                passed=abs(gaps[worst]) <= CLIP_TOL, **common)
 
     # (b) refresh-interval robustness: token objectives keep their reward, GSPO's falls the most
@@ -236,21 +246,24 @@ def main() -> None:
     # gradient noise: the ratio's second moment at stale positions, per step (median over steps:
     # a mean of exponentials of a fluctuating sigma^2 is ruled by its rare large steps)
     rel = {o: summary[o, Tmax]["rho2_med"] - 1 for o in OBJECTIVES}
+    ok = all(abs(r) <= NOISE_TOL for r in rel.values())
     record(Claim("transformer-grad-noise",
                  f"tiny transformer, T={Tmax}, j >= 1: excess ratio second moment E[rho^2] - 1 (the noise multiplier's "
-                 f"excess), measured / lognormal prediction at the measured sigma^2 (e^sigma^2 token, exp(sigma^2 (2-L)/L) "
-                 f"sequence), median over steps, within {NOISE_TOL:.0%} of 1; grad_norm^2 stale/fresh vs E[rho^2 1kept] reported"),
+                 f"excess; token ratios estimated as mean (w - 1)^2, which E_s[w] = 1 makes equal to it, sequence ratio "
+                 f"as mean s^2 - 1), measured / lognormal prediction at the measured sigma^2 (e^sigma^2 token, "
+                 f"exp(sigma^2 (2-L)/L) sequence), median over steps, within {NOISE_TOL:.0%} of 1; grad_norm^2 stale/fresh "
+                 f"vs E[rho^2 1kept] reported"),
            predicted="; ".join(f"{o} E[rho^2] {summary[o, Tmax]['rho2_pred']:.4f}, E[rho^2 1kept] "
                                f"{summary[o, Tmax]['kept2_pred']:.3f}" for o in OBJECTIVES),
            measured="; ".join(f"{o} E[rho^2] {summary[o, Tmax]['rho2']:.4f} (median excess meas/pred "
-                              f"{summary[o, Tmax]['rho2_med']:.4f}), |g|^2 stale/fresh "
+                              f"{summary[o, Tmax]['rho2_med']:.3f}), |g|^2 stale/fresh "
                               f"{summary[o, Tmax]['grad2_ratio']:.3f}" for o in OBJECTIVES)
-           + ("" if all(abs(r) <= NOISE_TOL for r in rel.values()) else
-              ". Over-predicted: E[w^2] depends on all cumulants of log w (log E[w^2] = kappa2 + kappa3 + 7 kappa4/12 + ... "
-              "given E[w] = 1), not on sigma^2 alone, and the higher ones are not logged; the third-order estimate "
-              "exp(-6 mu - 2 sigma^2) from the logged mean is swamped by minibatch noise (median ratio "
-              + ", ".join(f"{o} {summary[o, Tmax]['rho2_med3']:.2f}" for o in TOKEN_OBJECTIVES) + ")"),
-           passed=all(abs(r) <= NOISE_TOL for r in rel.values()), **common)
+           + "; token ratios with the plug-in mean w^2 - 1 instead (its 2 (mean w - 1) term is zero-mean noise as large "
+           "as the excess): " + ", ".join(f"{o} {summary[o, Tmax]['rho2_med_plugin']:.3f}" for o in TOKEN_OBJECTIVES)
+           + ("" if ok else ". Over-predicted: log w has a heavy negative tail (a token whose probability collapses adds "
+              "(log w)^2 to sigma^2 but at most 1 to (w - 1)^2), so E[w^2] - 1 < e^sigma^2 - 1 depends on the higher "
+              "cumulants of log w (log E[w^2] = kappa2 + kappa3 + 7 kappa4/12 + ... given E[w] = 1), which are not logged"),
+           passed=ok, **common)
 
 
 if __name__ == "__main__":

@@ -44,15 +44,21 @@ PPO clip fractions as the losses log them (losses/clip_frac_low, _high):
 
 Which Delta R_j (the refresh window). The reward curve gives the gain over a window of T steps,
 Gamma = T x (slope of the smoothed curve); how it is spread over the window's steps is a model.
-A PPO-clipped sample carries no gradient (`ratio_stability`'s "drop"), so step k moves the policy
-in proportion to its kept share g_k = 1 - c_k (c_0 = 0: at j = 0 the ratio is 1):
+At j = 0 the ratio is 1 and nothing is clipped, so that step pushes along the reward gradient.
+At j >= 1 GSPO's clip (eps -> 0) drops every sample whose log s moved with its advantage; for a
+linear response log s_i = phi_i . dtheta / L the kept ones have A_i phi_i . dtheta < 0, so the
+kept gradient has no positive projection on the update so far (taken as zero: measured on the
+tiny transformer, the exact IS estimate of Delta R_j follows the profile below within ~10%). The
+optimizer's first moment (heavy-ball mu, or Adam's beta1; the second moment is steady over a
+window) carries the j = 0 push: along the reward gradient its projection a_k obeys
+a_0 = mu a_{T-1} + (1 - mu) push, a_k = mu a_{k-1}, whose periodic solution is a_k ~ mu^k, so
 
-    Delta R_j = Gamma sum_{k<j} g_k / sum_{k<T} g_k,                                        (5)
+    Delta R_j = Gamma sum_{k<j} mu^k / sum_{k<T} mu^k = Gamma (1 - mu^j) / (1 - mu^T)       (5)
 
-and c_k is (4) at Delta R_k: a fixed point in (c_1 .. c_{T-1}), solved by iteration. It ignores
-the optimizer's momentum (which carries the unclipped j = 0 step into the next ones and flattens
-the spread) and the second-order terms of (1) (measured L Cov exceeds the exact IS estimate of
-Delta R by ~10% at the window's end); both are stated where the prediction is compared.
+(mu = 0: the whole gain at the first step). It ignores the second-order terms of (1) (measured
+L Cov exceeds the exact IS estimate of Delta R by ~10% at the window's end) and that the two signs'
+within-sign spreads differ (the A < 0 responses, of less likely tokens, spread ~2x wider on the
+tiny transformer); both are stated where the prediction is compared.
 
 All functions broadcast their array arguments (numpy float64). No torch.
 """
@@ -63,15 +69,6 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.ratios import ClipFractions, _clip_range, _integer, _log_tail, _real
-
-# Fixed point of (5): stop when no clip fraction moves by more than this between iterations.
-FIXED_POINT_TOL = 1e-10
-# Damped iteration c <- c + a_k (F(c) - c): a_k = 1/2 for the first DAMPED_ITERATIONS (a contraction
-# settles in tens), then a_k = 1/(k - DAMPED_ITERATIONS + 2) (a running average: where F jumps - v = 0,
-# the alignment explains all of the measured Var[log s] and the clip is a step - it settles at the
-# jump instead of cycling across it), MAX_ITERATIONS in all; the error left there is ~1/MAX_ITERATIONS.
-DAMPED_ITERATIONS = 100
-MAX_ITERATIONS = 2000
 
 
 def reward_aligned_shift(reward_gain, reward_std, length, group_size) -> np.ndarray:
@@ -128,47 +125,15 @@ def aligned_clip_fractions(log_mean, log_var, reward_gain, reward_std, length, g
     return ClipFractions(below=below, above=above, low=qn * tail(-down, True), high=qp * tail(up, False))
 
 
-def window_reward_gains(window_gain, kept_share) -> np.ndarray:
-    """Delta R_j = Gamma sum_{k<j} g_k / sum_{k<T} g_k (eq. 5), (..., T) over window positions j.
+def momentum_window_gains(window_gain, momentum, refresh_interval) -> np.ndarray:
+    """Delta R_j = Gamma (1 - mu^j) / (1 - mu^T), j = 0..T-1 (eq. 5), shape (..., T).
 
-    window_gain = Gamma (...,), the reward gained over the whole window; kept_share = g (..., T),
-    the share of step k's gradient that the clip keeps (1 - c_k). All g = 0 spreads Gamma evenly.
+    window_gain = Gamma (...,), the reward gained over a whole window; momentum = mu in [0, 1), the
+    optimizer's first-moment decay (SGD's heavy ball, Adam's beta1); refresh_interval = T.
     """
     gain = _real("window gain", window_gain)
-    g = _real("kept share", kept_share, 0.0, 1.0)
-    if g.ndim < 1:
-        raise ConfigError(f"kept_share needs a window axis last, got shape {g.shape}")
-    g = np.where(g.sum(-1, keepdims=True) > 0.0, g, 1.0)
-    before = np.cumsum(g, axis=-1) - g  # (..., T) sum_{k<j} g_k
-    return gain[..., None] * before / g.sum(-1, keepdims=True)
-
-
-def aligned_window_clip(window_gain, log_mean, log_var, reward_std, length, group_size, clip_low, clip_high,
-                        positive_share, negative_share) -> tuple[ClipFractions, np.ndarray]:
-    """The self-consistent clip fractions of a refresh window (eqs. 4 and 5): c_j = (4) at Delta R_j,
-    Delta R_j = (5) with g = 1 - c.
-
-    window_gain = Gamma, (...,); every other array argument is per step, (..., T) with window
-    position j last (E[log s], Var[log s], sigma_r, q+, q- of the update at position j). Returns the
-    ClipFractions and Delta R, each (..., T). The map is iterated (damped, then averaged: see
-    DAMPED_ITERATIONS) until no c_j moves by more than FIXED_POINT_TOL, MAX_ITERATIONS at most.
-    """
-    gain = _real("window gain", window_gain)
-    shape = np.broadcast_shapes(np.shape(log_mean), np.shape(log_var), np.shape(reward_std),
-                                np.shape(positive_share), np.shape(negative_share), gain.shape + (1,))
-
-    def fractions(clip_share):
-        delta = np.broadcast_to(window_reward_gains(gain, 1.0 - clip_share), shape)
-        return aligned_clip_fractions(log_mean, log_var, delta, reward_std, length, group_size, clip_low,
-                                      clip_high, positive_share, negative_share), delta
-
-    c = np.zeros(shape)
-    for k in range(MAX_ITERATIONS):
-        fr, _ = fractions(c)
-        step = 0.5 if k < DAMPED_ITERATIONS else 1.0 / (k - DAMPED_ITERATIONS + 2)
-        new = c + step * (np.clip(fr.total, 0.0, 1.0) - c)
-        settled = np.max(np.abs(new - c), initial=0.0) <= FIXED_POINT_TOL
-        c = new
-        if settled:
-            break
-    return fractions(c)
+    mu = _real("momentum", momentum, 0.0, 1.0, hi_open=True)
+    T = int(_integer("refresh interval", refresh_interval, 1))
+    j = np.arange(T, dtype=float)
+    share = (1.0 - mu**j) / (1.0 - mu**T)  # (T,) sum_{k<j} mu^k / sum_{k<T} mu^k
+    return gain[..., None] * share

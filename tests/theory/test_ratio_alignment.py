@@ -6,7 +6,7 @@
 * the sign-conditional law (3)-(4) against sampling from it;
 * the whole chain (2)-(4) against simulated groups of partial-credit rewards and their group-mean
   advantage signs, within the two-point approximation's stated error;
-* the window allocation (5) against a loop, and the fixed point against its own equations.
+* the window allocation (5) against the first-moment recursion it solves.
 """
 
 import itertools
@@ -120,35 +120,19 @@ def test_no_gain_is_the_plain_lognormal():
     assert float(ra.reward_aligned_shift(0.3, 0.0, 8, 8)) == 0.0  # every group flat: no alignment
 
 
-def test_window_gains_loop_reference():
-    rng = np.random.default_rng(2)
-    gain, kept = rng.normal(size=3), rng.uniform(0.0, 1.0, (3, 6))
-    got = ra.window_reward_gains(gain, kept)
-    for i in range(3):
-        for j in range(6):
-            assert got[i, j] == pytest.approx(gain[i] * sum(kept[i, :j]) / sum(kept[i]), rel=1e-12)
-    assert np.allclose(ra.window_reward_gains(0.4, np.ones(4)), 0.4 * np.arange(4) / 4)  # even spread
-    assert np.allclose(ra.window_reward_gains(0.4, np.zeros(4)), 0.4 * np.arange(4) / 4)  # nothing kept: even
-
-
-def test_window_fixed_point_satisfies_its_equations():
-    rng = np.random.default_rng(4)
-    T = 8
-    j = np.arange(T)
-    var = 4e-4 * j / 7 + 1e-14  # Var[log s] grows through the window, rounding-level at j = 0
-    args = dict(log_mean=-0.5 * 8 * var, log_var=var, reward_std=0.1 + 0.01 * rng.random(T), length=8,
-                group_size=8, clip_low=EPS[0], clip_high=EPS[1], positive_share=np.full(T, 0.46),
-                negative_share=np.full(T, 0.47))
-    fr, delta = ra.aligned_window_clip(0.04, **args)
-    assert np.allclose(delta, ra.window_reward_gains(0.04, 1.0 - fr.total), atol=1e-9)
-    again = ra.aligned_clip_fractions(args["log_mean"], var, delta, args["reward_std"], 8, 8, *EPS,
-                                      args["positive_share"], args["negative_share"])
-    assert np.allclose(again.total, fr.total, atol=1e-8)
-    assert fr.total[0] < 1e-6  # a ratio at rounding level is never outside eps = 3e-4
-    assert delta[0] == 0.0 and delta[1] > 0.04 / T  # the unclipped first step gains more than its 1/T
-    # broadcast over windows: each row is its own fixed point
-    fr2, _ = ra.aligned_window_clip(np.array([0.04, 0.0]), **{k: v for k, v in args.items()})
-    assert np.allclose(fr2.total[0], fr.total, atol=1e-8)
+def test_momentum_gains_are_the_periodic_first_moment():
+    """Eq. (5) against the recursion it solves: the first moment's projection a on the reward gradient,
+    a <- mu a + (1 - mu) push, with a unit push at every j = 0 and none after, run for many windows;
+    the gain of step k is a_k, Delta R_j their sum over k < j, scaled to Gamma over the window."""
+    for mu, T in ((0.9, 8), (0.5, 4), (0.0, 3), (0.99, 2)):
+        a, gains = 0.0, []
+        for step in range(200 * T):
+            a = mu * a + (1.0 - mu) * (step % T == 0)
+            gains.append(a)
+        last = np.array(gains[-T:])  # (T,) the periodic steady state
+        expected = 0.3 * np.concatenate([[0.0], np.cumsum(last)[:-1]]) / last.sum()
+        assert np.allclose(ra.momentum_window_gains(0.3, mu, T), expected, atol=1e-12)
+    assert np.allclose(ra.momentum_window_gains(np.array([0.2, -0.1]), 0.0, 3), [[0, 0.2, 0.2], [0, -0.1, -0.1]])
 
 
 @settings(max_examples=60, deadline=None)
@@ -167,7 +151,7 @@ def test_bad_inputs_raise():
         ra.aligned_clip_fractions(0.0, 1e-4, 0.01, 0.1, 8, 8, *EPS, 0.7, 0.5)
     with pytest.raises(ConfigError, match="group size"):
         ra.reward_aligned_shift(0.01, 0.1, 8, 1)
-    with pytest.raises(ConfigError, match="window axis"):
-        ra.window_reward_gains(0.1, 0.5)
-    with pytest.raises(ConfigError, match="kept share"):
-        ra.window_reward_gains(0.1, [0.5, 1.5])
+    with pytest.raises(ConfigError, match="momentum"):
+        ra.momentum_window_gains(0.1, 1.0, 4)
+    with pytest.raises(ConfigError, match="refresh interval"):
+        ra.momentum_window_gains(0.1, 0.9, 0)

@@ -128,8 +128,7 @@ def ratio_data(lengths: Sequence[int], *, seeds: int, refresh_interval: int, lr_
                                       refresh_interval=refresh_interval, steps=refresh_interval,
                                       prompts_per_step=PROMPTS_PER_STEP, seed=seed + 1000 * s)
                 stale, m = run.window_position >= 1, run.metrics
-                pred = predicted_ratio_metrics(m, objective, run.config.eps_low, run.config.eps_high,
-                                               window_position=run.window_position, group_size=run.config.group_size,
+                pred = predicted_ratio_metrics(m, objective, run.config.eps_low, run.config.eps_high, config=run.config,
                                                expected_reward=run.expected_reward)
                 for key, value in (("token_var", m["ratios/token_log_var"]), ("seq_var", m["ratios/seq_log_var"]),
                                    ("seq_var_theory", pred["seq_log_var"]), ("clip", m["losses/clip_frac"]),

@@ -1,6 +1,6 @@
 """`simulate.predicted_ratio_metrics` at the sequence level: the reward-aligned GSPO clip prediction
-against a per-window loop over `theory.ratio_alignment`, and its window-position inference against
-the run's own positions."""
+against a per-step loop over `theory.ratio_alignment`, and its refresh-interval inference against
+the run's own config."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scipy.signal import savgol_filter
 
 from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, run_sequence_rl
 from gspo_dynamics.simulate import SLOPE_STEPS, predicted_ratio_metrics
-from gspo_dynamics.theory.ratio_alignment import aligned_window_clip
+from gspo_dynamics.theory.ratio_alignment import aligned_clip_fractions
 from gspo_dynamics.theory.ratios import GSPO_CLIP
 
 T, STEPS, G = 4, 30, 8
@@ -27,29 +27,31 @@ def run():
                            group_size=G)
 
 
-def test_sequence_clip_is_the_window_fixed_point_step_by_step(run):
-    m, j = run.metrics, run.window_position
-    got = predicted_ratio_metrics(m, "gspo", *GSPO_CLIP, window_position=j, group_size=G)["clip_frac"]
+def test_sequence_clip_step_by_step(run):
+    """The vectorised prediction against a loop: per step, the window gain from the smoothed reward
+    slope, spread by Adam's beta1 (eq. 5), into the reward-aligned law at that step's measurements."""
+    m, cfg = run.metrics, run.config
+    got = predicted_ratio_metrics(m, "gspo", *GSPO_CLIP, config=cfg)["clip_frac"]
     slope = savgol_filter(m["reward"], SLOPE_STEPS, 1, deriv=1, mode="interp")
-    for start in range(0, STEPS, T):  # loop reference: one window at a time, its last one partial
-        k = np.minimum(np.arange(start, start + T), STEPS - 1)  # (T,) a partial window repeats its last step
-        gain = T * slope[start:start + T].mean()
-        fr, _ = aligned_window_clip(gain, m["ratios/seq_log_mean"][k], m["ratios/seq_log_var"][k], m["reward_std"][k],
-                                    4, G, *GSPO_CLIP, m["advantages/frac_positive"][k], m["advantages/frac_negative"][k])
-        n = min(T, STEPS - start)
-        assert np.allclose(got[start:start + n], fr.total[:n], atol=1e-8)
-    assert np.all(got[j == 0] < 1e-6)  # a refresh step's ratio is 1 up to rounding: nothing clipped
+    beta1 = cfg.optimizer.beta1
+    for t in range(STEPS):
+        start, j = t - t % T, t % T
+        gain = T * slope[start:start + T].mean() * sum(beta1**k for k in range(j)) / sum(beta1**k for k in range(T))
+        fr = aligned_clip_fractions(m["ratios/seq_log_mean"][t], m["ratios/seq_log_var"][t], gain, m["reward_std"][t],
+                                    4, G, *GSPO_CLIP, m["advantages/frac_positive"][t], m["advantages/frac_negative"][t])
+        assert got[t] == pytest.approx(float(fr.total), abs=1e-10)
+    assert np.all(got[run.window_position == 0] < 1e-6)  # a refresh step's ratio is 1 up to rounding
 
 
-def test_window_positions_are_inferred_from_the_refresh_steps(run):
+def test_refresh_interval_is_inferred_from_the_refresh_steps(run):
     m = run.metrics
-    given = predicted_ratio_metrics(m, "gspo", *GSPO_CLIP, window_position=run.window_position, group_size=G)
-    inferred = predicted_ratio_metrics(m, "gspo", *GSPO_CLIP, group_size=G)
+    given = predicted_ratio_metrics(m, "gspo", *GSPO_CLIP, config=run.config)
+    inferred = predicted_ratio_metrics(m, "gspo", *GSPO_CLIP)  # the config's G and optimizer are the defaults
     assert np.array_equal(given["clip_frac"], inferred["clip_frac"])
 
 
-def test_token_objectives_are_unchanged_by_the_window_arguments(run):
+def test_token_objectives_are_unchanged_by_the_config(run):
     m = run.metrics
     a = predicted_ratio_metrics(m, "grpo", 0.2, 0.28)
-    b = predicted_ratio_metrics(m, "grpo", 0.2, 0.28, window_position=run.window_position, group_size=G)
+    b = predicted_ratio_metrics(m, "grpo", 0.2, 0.28, config=run.config)
     assert np.array_equal(a["clip_frac"], b["clip_frac"], equal_nan=True)

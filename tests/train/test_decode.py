@@ -162,3 +162,20 @@ def test_norm_with_its_gain_folded_into_the_next_matrix_is_the_modules(norm):
         w_t = torch.randn(24, 7, generator=torch.Generator().manual_seed(2))
         fast = _decode._Norm(norm)
         assert torch.allclose(fast(x) @ fast.into(w_t), norm(x) @ w_t, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("compact", [0.0, 0.5, 1.0])
+def test_dropping_finished_rows_changes_no_token(compact, monkeypatch):
+    """Finished rows dropped never (0), once half the batch is done, or at every EOS (1): the same
+    rollout as the reference path, which computes every row every step."""
+    from gspo_dynamics.train import rollout
+
+    monkeypatch.setattr(rollout, "COMPACT", compact)
+    model = model_of(seed=1, norm="rmsnorm", mlp="swiglu")
+    ids, mask = prompts()
+    fast, ref = (generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=f,
+                          generator=torch.Generator().manual_seed(8)) for f in (True, False))
+    assert torch.equal(fast.sequences, ref.sequences)
+    assert torch.allclose(fast.sampler_logprobs, ref.sampler_logprobs, atol=LOGP_TOL, rtol=0)
+    lengths = fast.completion_mask.sum(-1)
+    assert len(lengths.unique()) >= 3  # rows finished at several different steps

@@ -72,8 +72,8 @@ from gspo_dynamics.theory.ratios import ClipFractions, _clip_range, _integer, _l
 
 
 def reward_aligned_shift(reward_gain, reward_std, length, group_size) -> np.ndarray:
-    """M = Delta R sqrt((G - 1) / G) / (L sigma_r): the std of E[log s | r] (eq. 2), the scale of
-    the shifts of log s towards the sign of A.
+    """M = Delta R sqrt((G - 1) / G) / (L sigma_r) = b rms(D) (eq. 2): the scale of the shifts of
+    log s towards the sign of A.
 
     reward_gain = Delta R (any sign: a falling reward aligns log s against A); reward_std = sigma_r,
     the within-group reward std; length = L; group_size = G. sigma_r = 0 (every group flat) gives 0.

@@ -23,7 +23,9 @@ advantage model for the tabular policy. The drift has no memory of the clip: val
 ratios stay inside the clip range (sigma << eps). Under a PPO-clipped update a token past a bound
 stops being pushed outward and the spread saturates (measured: half of sigma^2(8) when sigma(8) =
 eps_low); `ratio_drift` follows that walk. The advantage's sign is not independent of the ratio
-either (the update raises positive-advantage samples): `sign_shift`, `signed_clip_fractions`.
+either (the update raises positive-advantage samples): `sign_shift`, `signed_clip_fractions`; for
+GSPO's eps ~ 0, where that alignment sets the whole clip fraction, `ratio_alignment` predicts it
+from the reward gained since the refresh.
 The log-ratio is modelled as normal, log w ~ N(-sigma^2/2,
 sigma^2) (w lognormal with E[w] = 1): exact when delta(y), y ~ pi_s, is Gaussian, leading order
 (second cumulant) otherwise.

@@ -22,12 +22,20 @@ fluctuation theory's domain, a predicted sd(z_s - z*) <= SPREAD_MAX (a small-noi
 it the noise also shifts the mean of z_s, which the linear theory has as 0). Configs outside it,
 and momentum (mu = 0.5, the walk's approximate eta / (1 - mu) reading), are reported, not claimed.
 
+Threshold (reported, not required to agree): for a few configs, the refresh interval T at which the
+simulated spread sd(z - z*) late in the run first exceeds GROWTH times its value at the smallest T
+(runs from z*, T in THRESHOLD_TS), with the token correction and without; next to the predicted T_c
+of `ratio_stability.bandit_critical_refresh_interval` by law (walk, lognormal from hp) and clip mode
+(drop: the PPO min the simulator runs; stale: CISPO's reading). The uncorrected runs calibrate the
+onset criterion against the linear T_c (`linear.critical_refresh_interval`).
+
     python paper_repro/bandit_ratio_walk.py [--quick]
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 from _results import Claim, parse_mode, record
@@ -36,7 +44,7 @@ from gspo_dynamics.sim import BanditTask, simulate
 from gspo_dynamics.theory.bandit import TwoArmBandit, fixed_point, sigmoid
 from gspo_dynamics.theory.bandit_ratio_walk import bandit_noise_drift, bandit_ratio_walk, stationary_sampling_spread
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
-from gspo_dynamics.theory.ratio_stability import bandit_clipped_fractions
+from gspo_dynamics.theory.ratio_stability import bandit_clipped_fractions, bandit_critical_refresh_interval
 
 REF_LOGIT = -1.0
 T = 16  # refresh interval: window positions j = 0..15
@@ -50,6 +58,10 @@ SPREAD_MAX = 0.5  # logits: the linear theory's predicted sd(z_s - z*) up to whi
 GRID = [("mean", 1.0, 4, 1, 0.0), ("mean", 1.0, 8, 1, 0.0), ("mean", 2.0, 4, 1, 0.0), ("mean", 2.0, 8, 1, 0.0),
         ("std", 0.5, 8, 2, 0.0), ("std", 1.0, 8, 1, 0.0)]
 MOMENTUM = ("mean", 1.0, 4, 1, 0.5)
+THRESHOLD_GRID = [("mean", 2.0, 8), ("std", 1.0, 4), ("std", 2.0, 8)]  # (advantage, lr, G), one group per step
+THRESHOLD_TS = [8, 16, 24, 32, 48, 64, 96, 128]
+GROWTH = 2.0  # onset: late sd(z - z*) above GROWTH x its value at THRESHOLD_TS[0]
+PREDICTION_T_MAX = 2000
 
 
 def measure(bandit: TwoArmBandit, hp: Hyperparams, seeds: int, windows: int):
@@ -96,6 +108,34 @@ def compare(bandit, config, seeds, windows) -> dict:
             "clip": {"walk": gap(walk.clipped_fraction()), "local": gap(local.clipped_fraction()),
                      "given": gap(given.clipped_fraction()), "lognormal": gap(lognormal_clip)},
             "clip_end": (float(walk.clipped_fraction()[-1]), float(clip[-1]), float(lognormal_clip[-1]))}
+
+
+def simulated_onset(bandit, base: Hyperparams, seeds: int, steps: int) -> tuple[int | None, list[float]]:
+    """First T of THRESHOLD_TS whose late sd(z - z*) exceeds GROWTH x the first T's (None: none), and the sds."""
+    z = fixed_point(bandit, base).logit
+    configs = [replace(base, refresh_interval=T) for T in THRESHOLD_TS]
+    res = simulate(BanditTask.two_arm(ref_logit=REF_LOGIT), configs, steps=steps, seeds=seeds, record_logits=True,
+                   record_every=steps // 40, start_logits=np.array([0.0, z]), seed=2)
+    late = res.logit_gap[-10:, :, :, 0] - z  # (10 records, C, S): the last quarter of the run
+    sd = [float(late[:, i].std()) for i in range(len(THRESHOLD_TS))]
+    onset = next((T for T, v in zip(THRESHOLD_TS, sd) if v > GROWTH * sd[0]), None)
+    return onset, sd
+
+
+def thresholds(bandit, seeds: int, steps: int) -> list[dict]:
+    out = []
+    for adv, lr, G in THRESHOLD_GRID:
+        hp = Hyperparams(lr=lr, kl_coef=0.5, group_size=G, correction="token", clip_low=0.2, clip_high=0.2, advantage=adv)
+        z = fixed_point(bandit, hp).logit
+        none = replace(hp, correction="none")
+        pred = {"none": int(bandit_critical_refresh_interval(z, bandit, none, drift=0.0, t_max=PREDICTION_T_MAX))}
+        for law in ("walk", "lognormal"):
+            for mode in ("drop", "stale"):
+                pred[f"{law}/{mode}"] = int(bandit_critical_refresh_interval(z, bandit, hp, law=law, clip_mode=mode,
+                                                                             t_max=PREDICTION_T_MAX))
+        out.append({"label": f"{adv} lr={lr:g} G={G}", "predicted": pred,
+                    "sim_none": simulated_onset(bandit, none, seeds, steps), "sim_token": simulated_onset(bandit, hp, seeds, steps)})
+    return out
 
 
 def main() -> None:
@@ -145,6 +185,24 @@ def main() -> None:
                     + "; outside the domain (not claimed): " + outside_text("clip", ".4f")
                     + f"; momentum (not claimed) walk {extra['clip']['walk']:.4f}, lognormal {extra['clip']['lognormal']:.4f}",
            passed=all(clip_ok), quick=args.quick, started=started, command=cmd, write=not args.no_record)
+
+    found = thresholds(bandit, *((100, 3000) if args.quick else (200, 6000)))
+
+    def t(x):
+        return "stable" if x in (0, None) else str(x)
+
+    for r in found:
+        print(f"{r['label']:>16}: predicted " + ", ".join(f"{k} {t(v)}" for k, v in r["predicted"].items())
+              + f" | simulated onset none {t(r['sim_none'][0])}, token {t(r['sim_token'][0])} (> {THRESHOLD_TS[-1]}: stable)"
+              + f" | sd by T none {np.round(r['sim_none'][1], 2).tolist()}, token {np.round(r['sim_token'][1], 2).tolist()}")
+    record(Claim("bandit-walk-threshold", f"bandit, token ratio with the PPO clip 0.2, SGD, G finite: simulated onset of growth "
+                                          f"of sd(z - z*) over T in {THRESHOLD_TS} vs the predicted T_c per ratio law and clip "
+                                          "mode (reported, not required to agree)"),
+           predicted=by(f"{r['label']}: " + ", ".join(f"{k} {t(v)}" for k, v in r["predicted"].items()) for r in found),
+           measured=by(f"{r['label']}: onset none {t(r['sim_none'][0])}, token {t(r['sim_token'][0])}" for r in found)
+                    + f" (onset: sd > {GROWTH:g} x its T={THRESHOLD_TS[0]} value; 'stable': none up to T={THRESHOLD_TS[-1]}; "
+                    "the uncorrected runs calibrate the criterion against the linear T_c)",
+           passed=True, quick=args.quick, started=started, command=cmd, write=not args.no_record)
 
 
 if __name__ == "__main__":

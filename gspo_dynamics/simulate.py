@@ -210,10 +210,11 @@ def _refresh_interval(m: dict[str, np.ndarray]) -> int:
     """T inferred from the metrics. A refresh makes the current policy the sampler, so its step's
     token log-ratio variance is float32 rounding of the cached vs the teacher-forced log-probs
     (measured <~ 1e-13 on the tiny transformer, while one stale step at a learning rate that learns
-    gives >~ 1e-9): REFRESH_LOG_VAR splits the two; T is the spacing of the refresh steps."""
+    gives >~ 1e-9): REFRESH_LOG_VAR splits the two; T is the most common spacing of the refresh
+    steps (a saturated policy's stale step can look fresh too)."""
     fresh = np.nan_to_num(m["ratios/token_log_var"], nan=np.inf) <= REFRESH_LOG_VAR  # (steps,)
     starts = np.flatnonzero(fresh)
-    return int(np.min(np.diff(starts))) if len(starts) > 1 else len(fresh)
+    return int(np.bincount(np.diff(starts)).argmax()) if len(starts) > 1 else len(fresh)
 
 
 def _window_gain(reward: np.ndarray, T: int) -> np.ndarray:

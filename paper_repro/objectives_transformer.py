@@ -240,7 +240,7 @@ def main() -> None:
            + "; less the lag: " + "; ".join(f"{o} {d:+.3f}+-{se:.3f}" for o, (d, se) in excess.items())
            + "; final R at T={}: ".format(Tmax)
            + ", ".join(f"{o} {summary[o, Tmax]['final'][0]:.3f}" for o in OBJECTIVES)
-           + f" (T=1: " + ", ".join(f"{o} {summary[o, 1]['final'][0]:.3f}" for o in OBJECTIVES) + ")",
+           + " (T=1: " + ", ".join(f"{o} {summary[o, 1]['final'][0]:.3f}" for o in OBJECTIVES) + ")",
            passed=token_ok and gspo_worst, **common)
 
     # gradient noise: the ratio's second moment at stale positions, per step (median over steps:

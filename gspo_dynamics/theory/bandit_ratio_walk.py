@@ -71,8 +71,8 @@ ClipMode = Literal["drop", "stale", "none"]
 CLIP_MODES: tuple[str, ...] = ("drop", "stale", "none")  # PPO min, CISPO's capped weight, no clip
 GRID_SDS = 8.0  # grid half-width in stationary sds of the unclipped walk (a tail mass ~1e-15 beyond)
 CELLS_PER_STEP_SD = 128  # cell width <= step sd / 128: a lattice atom is split across a clip bound only within 1/128 sd of it
-MAX_CELLS = 20001  # cap on the grid (cost per step ~ cells x the step law's atoms)
-SATURATION_TOL = 1e-12  # L1 change of the law in one step below which it is taken as stationary
+MAX_CELLS = 8001  # cap on the grid (cost per step ~ cells x the step law's atoms)
+SATURATION_TOL = 1e-9  # L1 change of the law in one step below which it is stationary (c_j then moves < 1e-9 a step)
 MAX_ATOMS = 256  # exact law of the step's group mean up to this many atoms, else Gaussian (GH_NODES)
 SPREAD_NODES = 25  # equal-probability nodes over the sampling logit's spread (error O(1/K) on discontinuous read-outs)
 

@@ -1,4 +1,4 @@
-"""`simulate.predicted_ratio_metrics` at the sequence level: the reward-aligned GSPO clip prediction
+"""`ratio_prediction.predicted_ratio_metrics` at the sequence level: the reward-aligned GSPO clip prediction
 against a per-step loop over `theory.ratio_alignment`, and its refresh-interval inference against
 the run's own config; the law itself against a stale tabular policy's logged GSPO clip fractions at
 the exact reward gain."""
@@ -11,7 +11,7 @@ import torch
 from scipy.signal import savgol_filter
 
 from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, run_sequence_rl
-from gspo_dynamics.simulate import SLOPE_STEPS, predicted_ratio_metrics
+from gspo_dynamics.ratio_prediction import SLOPE_STEPS, predicted_ratio_metrics
 from gspo_dynamics.theory.ratio_alignment import aligned_clip_fractions
 from gspo_dynamics.theory.ratios import GSPO_CLIP
 

@@ -251,8 +251,8 @@ def main() -> None:
     t_crit = float(student_t.ppf(0.5 + CONFIDENCE / 2, seeds - 1))
     agree = {k: abs(e[0]) <= t_crit * e[1] for k, e in P["error"].items()}
     by_j, alpha, beta = P["by_j"], P["alpha"], P["beta"]
-    print(f"early stale steps, replay/none - 1 of sigma^2: measured (paired runs), predicted (flip mixture, Cov = 0), "
-          f"counterfactual at the same parameters (no-replay run; replay run)")
+    print("early stale steps, replay/none - 1 of sigma^2: measured (paired runs), predicted (flip mixture, Cov = 0), "
+          "counterfactual at the same parameters (no-replay run; replay run)")
     for (r, T), m in P["measured"].items():
         print(f"  {r:7s} T={T}: measured {m[0]:+.1%}+-{m[1]:.1%}  predicted {P['predicted'][r, T][0]:+.1%}"
               f"+-{P['predicted'][r, T][1]:.1%}  counterfactual {P['cf'][r, T][0]:+.1%}; {P['reverse'][r, T][0]:+.1%}  "
@@ -286,7 +286,7 @@ def main() -> None:
            + f". Old directional claim (replay lower at every T): {'yes' if lower else 'no'}; sigma^2 at j >= 1, first {early} "
            f"steps, by T " + "; ".join(f"{name(v)}: " + ", ".join(f"{S[v, T]['sigma2_early']:.4g}" for T in stale_T)
                                        for v in VARIANTS)
-           + f". Whole run (confounded by the reward reached), by T: " + "; ".join(
+           + ". Whole run (confounded by the reward reached), by T: " + "; ".join(
                f"{name(v)}: " + ", ".join(f"{S[v, T]['sigma2']:.4g}" for T in stale_T) for v in VARIANTS),
            passed=all(agree.values()), **common)
 
@@ -305,8 +305,8 @@ def main() -> None:
            measured=f"mean reward at T={Tmax}: " + ", ".join(f"{name(v)} {S[v, Tmax]['mean'][0]:.3f}+-{S[v, Tmax]['mean'][1]:.3f}"
                                                            for v in VARIANTS)
            + "; paired minus grpo/none: " + ", ".join(f"{name(v)} {d:+.3f}+-{se:.3f}" for v, (d, se) in diffs.items())
-           + f"; final R: " + ", ".join(f"{name(v)} {S[v, Tmax]['final'][0]:.3f}" for v in VARIANTS)
-           + f"; clip frac: " + ", ".join(f"{name(v)} {S[v, Tmax]['clip']:.3f}" for v in VARIANTS)
+           + "; final R: " + ", ".join(f"{name(v)} {S[v, Tmax]['final'][0]:.3f}" for v in VARIANTS)
+           + "; clip frac: " + ", ".join(f"{name(v)} {S[v, Tmax]['clip']:.3f}" for v in VARIANTS)
            + f"; grpo/none collapse: {'yes' if collapsed else 'no'}"
            + f"; answer: {'yes, less stable' if worse or collapsed else 'no (null result)'}",
            passed=not (worse or collapsed), **common)

@@ -14,15 +14,37 @@ CPU; full mode: the "10m" model with more seeds and steps, meant for a GPU (`--d
                         applied as is) loses monotone saturation while GRPO (token clip) and GSPO
                         (sequence clip) keep it: reward drawdown of pg at T = T_BIG exceeds those
                         of GRPO and GSPO by DRAWDOWN_MARGIN, and the on-policy run has none;
-                        the predicted threshold T_c (`fit.implications` of the on-policy curve,
-                        exact discrete, all forces stale) is reported alongside (information)
-  trainer-refresh-threshold  the same at a smaller lr (threshold_lr) where the theory's T_c is
-                        resolved (1 < T_c < T_BIG): the prediction is that pg at T_BIG > T_c loses
-                        monotone saturation
+                        the theory's reading of the on-policy curve is reported alongside (information)
+  trainer-refresh-threshold  predicted vs measured T_c of pg at each of the threshold_lrs.
+                        Predicted: `fit.implications` of the seed-mean on-policy curve with the reward
+                        range REWARD_RANGE (exact discrete, all forces stale; None when the plateau is
+                        the reward's bound: saturation has no restoring force, no threshold).
+                        Measured: the smallest T of T_SWEEP at which pg loses monotone saturation
+                        (`lost_saturation`: seed-mean rollout drawdown above the on-policy run's by
+                        DRAWDOWN_MARGIN); None if none. The sweep runs the theory's schedule: every
+                        step draws fresh groups from the sampling policy (steps_per_generation = T),
+                        not num_iterations = T passes over one minibatch (the same draws reused T
+                        times hold the sampling noise for a period, which the theory does not model).
+                        PASS iff they agree within TC_FACTOR at every lr (`tc_agree`).
   trainer-zero-std      frac_reward_zero_std = E[p^G + (1 - p)^G]: measured vs the exact finite-
                         sample form [C(k, G) + C(n - k, G)] / C(n, G) at the step's k successes of n
   trainer-entropy       entropy-reward relation R = -a exp(H) + b with a > 0 (Cui et al. 2025,
                         arXiv:2505.22617), R^2 >= ENTROPY_R2_MIN on the seed-mean curves
+
+Why the threshold row is stated this way: its earlier form ("T_c from the fit; pg at T = 16 > T_c
+loses monotone saturation", lr 3e-3) predicted T_c = 3 and failed: pg stayed monotone at every T
+in 2..32 at lrs 1e-3 and 3e-3 (128 steps, 4 seeds), where the linear map at the fitted stiffness
+grows 14x per period at T = 16. That T_c read a threshold into a fit whose premises fail here: the
+binary count task's plateau is its bound R = 1 (no fixed point with a restoring force: the stale
+drive still points toward the bound), and the rise (tau ~ 2.6 steps) is faster than Adam's
+linear heavy-ball regime allows at mu = b1 = 0.9 (tau >= 19). `implications` now checks both and
+gives no threshold at a bound plateau; the unchecked reading is printed in the row for comparison.
+What pg does show is a collapse within one refresh period once lr x T ~ 0.1-0.2: the entropy falls
+(2.65 -> 1-2), completions lose EOS or get an odd count, the reward falls from ~0.36 to ~0 and stays
+(all-zero groups give no gradient). 12 seeds, fresh groups each step: lr 1e-2: 0, 4, 9 of 12 seeds
+at T = 8, 16, 32; lr 3e-3: 0 of 8 at T = 32, 5 of 8 at T = 64; lr 1e-3: 0 of 12 up to T = 32. The
+one-logit reduced model cannot represent a large move that concentrates the policy on the wrong
+answers, so the row fails where the collapse falls inside the sweep (lr 1e-2).
 
     python paper_repro/trainer_at_scale.py --quick          # CPU, about 2-4 min on 2 busy cores
     python paper_repro/trainer_at_scale.py --device cuda    # full mode, on a GPU (without one, full mode
@@ -55,19 +77,24 @@ DRAWDOWN_MARGIN = 0.1  # reward drop (of per-rollout means) that counts as losin
 ZERO_STD_Z = 3.0  # standard errors allowed between measured and predicted zero-std fractions
 ENTROPY_R2_MIN = 0.7  # the entropy-reward relation is empirical (Cui et al. report R^2 ~ 0.9+ on LLMs)
 T_BIG = 16  # refresh interval past the threshold (num_iterations passes over one rollout)
+T_SWEEP = (4, 8, 16, 32)  # refresh intervals of the threshold sweep (a factor-2 grid)
+TC_FACTOR = 2.0  # the sweep resolves T_c to its grid ratio: a threshold between grid points shows at the next one
+REWARD_RANGE = (0.0, 1.0)  # the count task's binary reward
+PENDING_MEASURED = "pending (needs a GPU): full mode, model 10m"  # a placeholder row, refreshed by --pending
 
 MODES = {
     "quick": dict(model="100k", seeds=4, steps=40, refresh_seeds=4, refresh_steps=64, prompts=4, lr=3e-4, refresh_lr=1e-2,
-                  threshold_lr=3e-3),
+                  threshold_lrs=(1e-3, 3e-3, 1e-2), sweep_steps=96),
     "full": dict(model="10m", seeds=8, steps=200, refresh_seeds=4, refresh_steps=256, prompts=8, lr=1e-4, refresh_lr=3e-3,
-                 threshold_lr=1e-3),
+                 threshold_lrs=(3e-4, 1e-3, 3e-3), sweep_steps=256),
 }
 CLAIMS = {
     "trainer-fit-r2": f"transformer reward curves (seed mean) fitted by the closed form with R^2 >= {R2_MIN}, G = 4 and 16",
     "trainer-g-invariance": f"transformer: seed-mean reward curves at G = 4 and 16 agree within {Z_SE:g} s.e. ({BIN}-step bins)",
     "trainer-one-over-g": f"transformer: seed variance of the reward Var_4 / Var_16 = 4 within a factor {VAR_RATIO_TOL}",
     "trainer-refresh": f"transformer, T = {T_BIG}, large lr: no correction (pg) loses monotone saturation, GRPO and GSPO keep it",
-    "trainer-refresh-threshold": f"transformer: T_c predicted from the on-policy fit; at T = {T_BIG} > T_c pg loses monotone saturation",
+    "trainer-refresh-threshold": f"transformer, pg: T_c predicted from the on-policy fit (premises checked) = T_c measured by a "
+                                 f"T sweep {T_SWEEP[0]}..{T_SWEEP[-1]}, within a factor {TC_FACTOR:g}, at each of 3 lrs",
     "trainer-zero-std": "transformer: frac_reward_zero_std = p^G + (1 - p)^G at the measured success rate",
     "trainer-entropy": f"transformer: R = -a exp(H) + b, a > 0, R^2 >= {ENTROPY_R2_MIN}",
 }
@@ -195,48 +222,111 @@ def main() -> None:
          passed=all(a > 0 and r2 >= ENTROPY_R2_MIN for a, r2 in ent))
 
     # ---- refresh interval: no correction vs GRPO vs GSPO -----------------------------------------
-    for cid, lr in (("trainer-refresh", mode["refresh_lr"]), ("trainer-refresh-threshold", mode["threshold_lr"])):
-        ref = replace(base, group_size=8, steps=mode["refresh_steps"], lr=lr)
-        dd, drift, fit_on, t_c = refresh_sweep(ref, mode["refresh_seeds"])
-        lost = dd["pg"] > max(dd["grpo"], dd["gspo"]) + DRAWDOWN_MARGIN and dd["on-policy"] < DRAWDOWN_MARGIN
-        measured = ("drawdown " + ", ".join(f"{k} {v:.3f}" for k, v in dd.items())
-                    + f" (mean of {mode['refresh_seeds']} seeds, lr {lr:g}, T = {T_BIG}); window-end Var log(pi/pi_old) "
-                    + ", ".join(f"{k} {v:.3g}" for k, v in drift.items()))
-        if cid == "trainer-refresh":
-            emit(cid, predicted=f"drawdown pg > GRPO, GSPO + {DRAWDOWN_MARGIN}; on-policy < {DRAWDOWN_MARGIN} (T_c from the "
-                                f"on-policy fit: {t_c}{'; 1 = beyond the linear model' if t_c == 1 else ''})",
-                 measured=measured, passed=lost)
-        else:
-            emit(cid, predicted=f"T_c = {t_c} (exact discrete, from the on-policy fit, R^2 {fit_on.r_squared:.3f}) < T = {T_BIG}: "
-                                f"pg loses monotone saturation (drawdown > GRPO, GSPO + {DRAWDOWN_MARGIN})",
-                 measured=measured, passed=t_c is not None and 1 < t_c < T_BIG and lost)
+    ref = replace(base, group_size=8, steps=mode["refresh_steps"], lr=mode["refresh_lr"])
+    dd, drift, reading = refresh_sweep(ref, mode["refresh_seeds"])
+    lost = dd["pg"] > max(dd["grpo"], dd["gspo"]) + DRAWDOWN_MARGIN and dd["on-policy"] < DRAWDOWN_MARGIN
+    emit("trainer-refresh", predicted=f"drawdown pg > GRPO, GSPO + {DRAWDOWN_MARGIN}; on-policy < {DRAWDOWN_MARGIN} "
+                                      f"(theory's reading of the on-policy fit: {reading})",
+         measured="drawdown " + ", ".join(f"{k} {v:.3f}" for k, v in dd.items())
+                  + f" (mean of {mode['refresh_seeds']} seeds, lr {ref.lr:g}, T = {T_BIG}); window-end Var log(pi/pi_old) "
+                  + ", ".join(f"{k} {v:.3g}" for k, v in drift.items()),
+         passed=lost)
+
+    # ---- refresh threshold of pg: predicted vs measured T_c at several lrs ------------------------
+    preds, meas, agree = [], [], []
+    for lr in mode["threshold_lrs"]:
+        sweep = replace(base, group_size=8, steps=mode["sweep_steps"], lr=lr)
+        p, m = threshold_sweep(sweep, mode["refresh_seeds"])
+        preds.append(f"lr {lr:g}: {p['text']}")
+        meas.append(f"lr {lr:g}: T_c {m['t_c'] or f'> {T_SWEEP[-1]}'} ({m['text']})")
+        agree.append(tc_agree(p["t_c"], m["t_c"]))
+    emit("trainer-refresh-threshold", predicted="; ".join(preds),
+         measured="; ".join(meas) + f" (pg, fresh groups every step, vs on-policy; {mode['refresh_seeds']} seeds x {mode['sweep_steps']} steps; "
+                  f"agree: {', '.join('yes' if a else 'no' for a in agree)})",
+         passed=all(agree))
+
+
+def theory_reading(on_policy: np.ndarray, cfg: TrainConfig):
+    """Fit the seed-mean on-policy curve and read the refresh threshold from it (`fit.implications`, exact
+    discrete, all forces stale, premises checked with REWARD_RANGE): (T_c or None, the unchecked T_c,
+    a one-line summary)."""
+    fit = fit_trajectory(np.arange(1, on_policy.shape[1] + 1), on_policy.mean(0))
+    hp = Hyperparams(lr=cfg.lr, optimizer=Adam(beta1=cfg.beta1, beta2=cfg.beta2), refresh_interval=1)
+    imp, unchecked = implications(fit, hp, reward_range=REWARD_RANGE), implications(fit, hp).critical_refresh_interval
+    why = []
+    if imp.interior_plateau is False:
+        why.append(f"plateau {imp.plateau} at the reward's bound: no restoring force")
+    if imp.linear_regime is False:
+        why.append(f"decay {imp.decay_rate}/step > Adam's linear reach {-math.log(cfg.beta1) / 2:.3g}")
+    text = (f"T_c {imp.critical_refresh_interval or 'none'} ({fit.model} R^2 {fit.r_squared:.3f}; "
+            + "; ".join(why + [f"unchecked reading T_c = {unchecked}"]) + ")")
+    return imp.critical_refresh_interval, unchecked, text
+
+
+def lost_saturation(pg: np.ndarray, T: int, on_policy: np.ndarray) -> tuple[bool, float, float]:
+    """pg (seeds, steps) at refresh interval T against the on-policy runs (seeds, steps): (lost, excess
+    drawdown, final-reward deficit), both seed means; lost when the excess drawdown exceeds DRAWDOWN_MARGIN.
+    The deficit (information) compares pg's last rollout, drawn at step k = S - T, with the on-policy
+    reward at that step (steps k - 1 .. k + 1): a positive one with no drawdown is a slower rise, not a loss."""
+    excess = np.mean([drawdown(r, T) for r in pg]) - np.mean([drawdown(r, 1) for r in on_policy])
+    k = pg.shape[1] // T * T - T
+    deficit = on_policy[:, max(k - 1, 0) : k + 2].mean() - pg[:, k].mean()
+    return bool(excess > DRAWDOWN_MARGIN), float(excess), float(deficit)
+
+
+def tc_agree(predicted: int | None, measured: int | None) -> bool:
+    """Predicted T_c (None: no threshold) vs the measured grid point (None: none up to T_SWEEP[-1]) within
+    TC_FACTOR: the true threshold lies in (previous grid point, measured], so the prediction must lie in
+    (previous / TC_FACTOR, measured x TC_FACTOR]; a measured None needs a prediction above T_SWEEP[-1] / TC_FACTOR."""
+    if measured is None:
+        return predicted is None or predicted > T_SWEEP[-1] / TC_FACTOR
+    if predicted is None:
+        return False
+    i = T_SWEEP.index(measured)
+    previous = T_SWEEP[i - 1] if i else 1
+    return previous / TC_FACTOR < predicted <= measured * TC_FACTOR
+
+
+def threshold_sweep(cfg: TrainConfig, seeds: int):
+    """On-policy runs of `cfg` (the theory's reading) and pg at every T of T_SWEEP (fresh groups every
+    step, steps_per_generation = T): (predicted, measured) dicts with the T_c (None: none) and a summary."""
+    on_policy = run_curves(cfg, seeds)["reward"]
+    t_c, unchecked, text = theory_reading(on_policy, cfg)
+    t_meas, cells = None, []
+    for T in T_SWEEP:
+        pg = run_curves(replace(cfg, objective="pg", steps_per_generation=T), seeds)["reward"]
+        lost, excess, deficit = lost_saturation(pg, T, on_policy)
+        cells.append(f"T={T}: {excess:+.2f}/{deficit:+.2f}")
+        if lost and t_meas is None:
+            t_meas = T
+    print(f"lr {cfg.lr:g}: predicted {text}; measured {t_meas} (excess drawdown / final deficit: {', '.join(cells)})")
+    return dict(t_c=t_c, unchecked=unchecked, text=text), dict(t_c=t_meas, text="excess drawdown/deficit " + ", ".join(cells))
 
 
 def refresh_sweep(ref: TrainConfig, seeds: int):
     """On-policy runs of `ref` and pg / GRPO / GSPO at T = T_BIG (num_iterations): (mean drawdowns,
-    window-end token log-ratio variances, the on-policy fit, the exact discrete T_c it implies)."""
+    window-end token log-ratio variances, the theory's reading of the on-policy curve)."""
     on_policy = run_curves(ref, seeds)["reward"]
     dd = {"on-policy": [drawdown(r, 1) for r in on_policy]}
-    # the theory's threshold from the on-policy curve: fit -> curvature -> exact discrete T_c (all forces stale)
-    fit_on = fit_trajectory(np.arange(1, on_policy.shape[1] + 1), on_policy.mean(0))
-    imp = implications(fit_on, Hyperparams(lr=ref.lr, optimizer=Adam(beta1=ref.beta1, beta2=ref.beta2), refresh_interval=1))
+    reading = theory_reading(on_policy, ref)[2]
     drift = {}  # Var of the token log-ratio log pi_theta / pi_old at the window's last step (j = T - 1)
     for obj in ("pg", "grpo", "gspo"):  # at T = 1 all three are the same update (ratio = 1)
         c = run_curves(replace(ref, objective=obj, num_iterations=T_BIG), seeds)
         dd[obj] = [drawdown(r, T_BIG) for r in c["reward"]]
         drift[obj] = float(c["ratios/token_log_var"][:, T_BIG - 1 :: T_BIG].mean())
     print(f"lr {ref.lr:g}: drawdowns", {k: [round(x, 3) for x in v] for k, v in dd.items()}, "window-end log-ratio var", drift)
-    return {k: float(np.mean(v)) for k, v in dd.items()}, drift, fit_on, imp.critical_refresh_interval
+    return {k: float(np.mean(v)) for k, v in dd.items()}, drift, reading
 
 
 def record_pending(started: float) -> None:
-    """Full-mode rows PENDING, unless a full-mode row is already there."""
-    present = {m.group("id") for line in (RESULTS.read_text().splitlines() if RESULTS.exists() else []) if (m := ROW.match(line))}
+    """Full-mode rows PENDING (their claim text refreshed), unless a full-mode result is already there."""
+    lines = RESULTS.read_text().splitlines() if RESULTS.exists() else []
+    present = {m.group("id") for line in lines if (m := ROW.match(line)) and f"| {PENDING_MEASURED} |" not in line}
     for cid, text in CLAIMS.items():
         if cid + "-gpu" in present:
             continue
         record(Claim(cid + "-gpu", text, SOURCES.get(cid)), predicted="see the quick row",
-               measured="pending (needs a GPU): full mode, model 10m", passed=False, quick=False, started=started,
+               measured=PENDING_MEASURED, passed=False, quick=False, started=started,
                command="python paper_repro/trainer_at_scale.py --device cuda", device="none yet (needs a GPU)",
                verdict="PENDING")
 

@@ -153,9 +153,10 @@ def replay_prediction(runs, stale_T, seeds: int, early: int) -> dict:
     sigma^2 measured across the paired runs, predicted by the flip mixture from the no-replay run
     (theory/routing.py (1)-(2), Cov = 0), its exact same-parameter counterfactual in the no-replay
     and in the replay run, the replay run's extra drift (its no-replay counterfactual variance over
-    the no-replay run's variance, - 1) and the paired error predicted - measured; the no-replay run's per-j
+    the no-replay run's variance, - 1) split into its fixed-routing and flip parts, and the paired
+    error predicted - measured; the no-replay run's per-j
     means at the largest T and the power-law exponents of its drift and flip parts."""
-    out = {k: {} for k in ("measured", "predicted", "cf", "reverse", "drift", "error")}
+    out = {k: {} for k in ("measured", "predicted", "cf", "reverse", "drift", "error", "fixed", "flips")}
     for r in REPLAYS:
         for T in stale_T:
             rows = {k: [] for k in out}
@@ -171,6 +172,10 @@ def replay_prediction(runs, stale_T, seeds: int, early: int) -> dict:
                 # the replay run's own no-replay variance against the no-replay run's: how much more it
                 # drifts; 1 + measured = (1 + reverse)(1 + drift) up to the probe's rounding
                 rows["drift"].append(back.mean() / var.mean() - 1)
+                # where the extra drift sits: the fixed-routing part Var(X_r) (replay run's own over the
+                # no-replay run's counterfactual, - 1) and the flip part dV (ratio, replay run / no-replay run)
+                rows["fixed"].append(rep[f"probe/var_{r}"][st].mean() / none[f"probe/var_{r}"][st].mean() - 1)
+                rows["flips"].append(rep[f"probe/dv_model_{r}"][st].mean() / none[f"probe/dv_model_{r}"][st].mean())
                 rows["error"].append(rows["predicted"][-1] - rows["measured"][-1])
             for k in out:
                 out[k][r, T] = mean_se(rows[k])
@@ -256,7 +261,8 @@ def main() -> None:
     for (r, T), m in P["measured"].items():
         print(f"  {r:7s} T={T}: measured {m[0]:+.1%}+-{m[1]:.1%}  predicted {P['predicted'][r, T][0]:+.1%}"
               f"+-{P['predicted'][r, T][1]:.1%}  counterfactual {P['cf'][r, T][0]:+.1%}; {P['reverse'][r, T][0]:+.1%}  "
-              f"extra drift {P['drift'][r, T][0]:+.1%}+-{P['drift'][r, T][1]:.1%}  "
+              f"extra drift {P['drift'][r, T][0]:+.1%}+-{P['drift'][r, T][1]:.1%} (fixed {P['fixed'][r, T][0]:+.1%}, "
+              f"dV x{P['flips'][r, T][0]:.2f})  "
               f"error {P['error'][r, T][0]:+.1%}+-{P['error'][r, T][1]:.1%} ({'ok' if agree[r, T] else 'OFF'})")
     print(f"  by j at T={Tmax} (grpo/none): " + "; ".join(f"j={j} Var {b['var_none']:.3g} drift {b['var_experts']:.3g} "
                                                          f"dV {b['dv_model_experts']:.3g} q {b['q']:.2f} E[J^2] {b['jump2_experts']:.3g}"
@@ -282,7 +288,9 @@ def main() -> None:
                f"{r} T={T} {P['cf'][r, T][0]:+.1%}; {P['reverse'][r, T][0]:+.1%}" for (r, T) in P["measured"])
            + ". Extra drift of the replay run (its no-replay counterfactual sigma^2 / the no-replay run's - 1; "
            "1 + measured = (1 + replay-run counterfactual)(1 + extra drift), outside the model): " + "; ".join(
-               f"{r} T={T} {P['drift'][r, T][0]:+.1%}+-{P['drift'][r, T][1]:.1%}" for (r, T) in P["measured"])
+               f"{r} T={T} {P['drift'][r, T][0]:+.1%}+-{P['drift'][r, T][1]:.1%} (fixed-routing Var(X_r) "
+               f"{P['fixed'][r, T][0]:+.1%}+-{P['fixed'][r, T][1]:.1%}, flip part dV x{P['flips'][r, T][0]:.2f}+-"
+               f"{P['flips'][r, T][1]:.2f})" for (r, T) in P["measured"])
            + f". Old directional claim (replay lower at every T): {'yes' if lower else 'no'}; sigma^2 at j >= 1, first {early} "
            f"steps, by T " + "; ".join(f"{name(v)}: " + ", ".join(f"{S[v, T]['sigma2_early']:.4g}" for T in stale_T)
                                        for v in VARIANTS)

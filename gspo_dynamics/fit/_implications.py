@@ -137,7 +137,7 @@ def _decay_rate(model: str, p: dict[str, float]) -> float:
     """r_fit, the slowest decay rate per step: 1/tau, or for m R'' + c R' + k R = 0 with m = 1 the
     slowest root rate (c - sqrt(c^2 - 4k)) / 2 (overdamped) or the envelope rate c / 2 (ringing)."""
     if model == "exponential":
-        return 1.0 / p["tau"]
+        return 1.0 / p["tau"] if p["tau"] > 0.0 else math.inf
     c, k = p["damping"], p["stiffness"]
     disc = c * c - 4.0 * k
     return (c - math.sqrt(disc)) / 2.0 if disc >= 0.0 else c / 2.0

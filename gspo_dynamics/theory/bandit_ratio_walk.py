@@ -24,10 +24,17 @@ latter below 1 - eps_low). h factors out of the sum over the group, so the step 
 with m the drive factor (`finite_group.drive_factor`), K the KL force (`bandit.kl_force`, fresh),
 sigma^2 = Var_k[g_k] / num_groups (`fluctuations.gradient_noise_variance`). The walk is evaluated
 at the fixed point, z_s = z*, where the mean step vanishes at D = 0 (m(p*) + K(z*) = 0): it is
-the noise that spreads D, the fresh stiffness and the clip walls that hold it. Heavy-ball momentum
-mu correlates successive steps; the walk is Markov in D and takes eta' = eta / (1 - mu), the
-velocity's response to a persistent force (exact for mu = 0; for mu > 0 it overstates the spread
-of the first ~1/(1 - mu) steps). The step's noise has its exact law: the mean of num_groups
+the noise that spreads D, the fresh stiffness and the clip walls that hold it. With heavy-ball
+momentum mu > 0 the walk is on (D, u), u the velocity, as the optimizer steps:
+
+    u_{j+1} = mu u_j + m(p_s) h(D_j) + K(z_s + D_j) + h(D_j) xi_j,     D_{j+1} = D_j + eta u_{j+1},
+
+started at D_0 = 0 with the velocity the refresh finds, u_0 ~ N(0, sigma^2 / (1 - mu^2)) (the
+noise-driven stationary velocity; the forces' share of it is neglected), or, over a sampling
+spread, u_0 | x ~ N(c x, P_vv - c^2 P_xx) with c = P_vx / P_xx from the stationary phase
+covariance P_0 of `fluctuations` at hp's refresh interval. (eta' = eta / (1 - mu) below is the
+velocity's response to a persistent force, used for the grid and the memoryless drift.) The
+step's noise has its exact law: the mean of num_groups
 i.i.d. g_k, k ~ Binomial(G, p_s), a lattice of at most C(G + num_groups, num_groups) atoms (a
 Gaussian of the same variance, on Gauss-Hermite nodes, beyond MAX_ATOMS atoms).
 
@@ -74,6 +81,7 @@ CELLS_PER_STEP_SD = 128  # cell width <= step sd / 128: a lattice atom is split 
 MAX_CELLS = 8001  # cap on the grid (cost per step ~ cells x the step law's atoms)
 SATURATION_TOL = 1e-9  # L1 change of the law in one step below which it is stationary (c_j then moves < 1e-9 a step)
 MAX_ATOMS = 256  # exact law of the step's group mean up to this many atoms, else Gaussian (GH_NODES)
+MOMENTUM_CELLS = (401, 121)  # (D, u) grid of the momentum walk: bilinear deposits, cost ~ cells x atoms
 SPREAD_NODES = 25  # equal-probability nodes over the sampling logit's spread (error O(1/K) on discontinuous read-outs)
 
 
@@ -272,6 +280,12 @@ def bandit_ratio_walk(z_star: float, bandit: TwoArmBandit, hp: Hyperparams, wind
         x, wx = np.zeros(1), np.ones(1)
     steps = [walk_step(z_star + xk, bandit, hp, clip_mode) for xk in x]
     grid = _grid(steps[len(steps) // 2], bandit, hp, J, float(np.max(np.abs(x))))
+    if hp.momentum > 0.0:
+        grid = np.linspace(grid[0], grid[-1], MOMENTUM_CELLS[0])
+        dens, stationary = _momentum_laws(steps, x, z_star, bandit, hp, grid, J)
+        return BanditRatioWalk(grid=grid, density=dens, sampling_prob=sigmoid(z_star + x), weight=wx,
+                               clip_low=steps[0].clip_low, clip_high=steps[0].clip_high, clip_mode=clip_mode,
+                               stationary_from=stationary)
     target = np.stack([step.targets(grid) for step in steps])  # (S, C, A): every atom's successors
     prob = np.stack([step.gradient_prob for step in steps])[:, None, :]  # (S, 1, A)
     dens = np.zeros((len(steps), J, grid.size))
@@ -287,6 +301,58 @@ def bandit_ratio_walk(z_star: float, bandit: TwoArmBandit, hp: Hyperparams, wind
     return BanditRatioWalk(grid=grid, density=dens, sampling_prob=sigmoid(z_star + x), weight=wx,
                            clip_low=steps[0].clip_low, clip_high=steps[0].clip_high, clip_mode=clip_mode,
                            stationary_from=stationary)
+
+
+def _velocity_law(x: np.ndarray, z_star: float, bandit: TwoArmBandit, hp: Hyperparams, sigma2: float):
+    """(mean (S,), sd) of u_0 at the refresh given z_s = z* + x (module docstring)."""
+    if np.all(x == 0.0):
+        return np.zeros_like(x), float(np.sqrt(sigma2 / (1.0 - hp.momentum**2)))
+    a, b = stiffness_partials(z_star, bandit, hp)
+    P = fluctuations.phase_covariances(a, b, hp.lr, hp.momentum, hp.refresh_interval, sigma2)[0]  # (x, v, x_s)
+    c = P[1, 0] / P[0, 0]
+    return c * x, float(np.sqrt(max(P[1, 1] - c * c * P[0, 0], 0.0)))
+
+
+def _momentum_laws(steps, x, z_star, bandit, hp, grid, J):
+    """Marginal laws of D_j (S, J, C) of the (D, u) walk, bilinear deposits on grid x u-grid."""
+    mu, eta = hp.momentum, hp.lr
+    sigma2 = float(fluctuations.gradient_noise_variance(float(sigmoid(z_star)), hp))
+    u_mean, u_sd = _velocity_law(x, z_star, bandit, hp, sigma2)
+    half_u = GRID_SDS * np.sqrt(sigma2 / (1.0 - mu**2)) * 1.5 + np.max(np.abs(u_mean))  # h(D) <~ 1.5 at the walls
+    ugrid = np.linspace(-half_u, half_u, MOMENTUM_CELLS[1])
+    C, U = grid.size, ugrid.size
+    hD, hU = grid[1] - grid[0], ugrid[1] - ugrid[0]
+    out = np.zeros((len(steps), J, C))
+    stationary = [None] * len(steps)
+    for s_i, step in enumerate(steps):
+        h = step_factor(grid, sigmoid(step.sampling_logit), step.clip_low, step.clip_high, step.clip_mode)  # (C,)
+        kl = kl_force(step.sampling_logit + grid, bandit, hp)  # (C,)
+        u_new = mu * ugrid[None, :, None] + kl[:, None, None] + h[:, None, None] * step.gradient  # (C, U, A)
+        d_new = grid[:, None, None] + eta * u_new
+        pd = np.clip((d_new - grid[0]) / hD, 0.0, C - 1.0)
+        pu = np.clip((u_new - ugrid[0]) / hU, 0.0, U - 1.0)
+        i0, k0 = np.minimum(pd.astype(np.int64), C - 2), np.minimum(pu.astype(np.int64), U - 2)
+        fd, fu = (pd - i0).ravel(), (pu - k0).ravel()
+        base = (i0 * U + k0).ravel()  # flat (D, u) cell of the lower corner
+        prob = np.broadcast_to(step.gradient_prob, u_new.shape).ravel()
+        weights = [(base, (1 - fd) * (1 - fu)), (base + U, fd * (1 - fu)), (base + 1, (1 - fd) * fu), (base + U + 1, fd * fu)]
+        dens = np.zeros((C, U))
+        dens[C // 2] = np.exp(-0.5 * ((ugrid - u_mean[s_i]) / max(u_sd, hU)) ** 2)  # D_0 = 0, u_0 Gaussian
+        dens /= dens.sum()
+        out[s_i, 0] = dens.sum(1)
+        for j in range(1, J):
+            if stationary[s_i] is not None:
+                out[s_i, j] = out[s_i, j - 1]
+                continue
+            mass = np.repeat(dens.ravel(), step.gradient.size) * prob  # (C U A,) in u_new's order
+            new = sum(np.bincount(idx, mass * w, minlength=C * U) for idx, w in weights).reshape(C, U)
+            change = np.abs(new - dens).sum()
+            dens = new
+            out[s_i, j] = dens.sum(1)
+            if change < SATURATION_TOL:
+                stationary[s_i] = j
+    done = [t for t in stationary if t is not None]
+    return out, (max(done) if len(done) == len(steps) else None)
 
 
 def stationary_sampling_spread(z_star: float, bandit: TwoArmBandit, hp: Hyperparams) -> float:

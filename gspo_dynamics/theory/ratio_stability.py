@@ -53,7 +53,8 @@ to `fluctuations` is multiplied by the window-averaged E[rho^2 1{kept}] (`noise_
        (the local model; an optional sampling_spread mixes over z_s around z*). It is the default of
        the `bandit_*` functions. Checked against the bandit simulator (paper_repro/bandit_ratio_walk.py):
        with the linear theory's sampling spread, Var[log w_j] within 15% and c_j within 0.015 where
-       the memoryless lognormal misses the variance by up to 17x and c_j by up to 0.2.
+       the memoryless lognormal misses the variance by up to a factor 18 (it has no restoring force)
+       and c_j by up to 0.22.
        On a tabular policy the walk of `ratio_drift` (token clipping, the GRPO update) gives the
        per-class laws of log w_t; `tabular_clipped_fractions` and `tabular_noise_temperature_factor`
        read the token ratio's c_j and E[rho^2 1{kept}] from them, with the advantage's sign that of

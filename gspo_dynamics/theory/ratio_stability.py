@@ -184,6 +184,8 @@ def critical_refresh_interval_ratio(stale_none, fresh_none, stale_full, fresh_fu
     share = correction_share(correction, length)
     if (drift is None) == (clipped_fractions is None):
         raise ConfigError("give exactly one of drift (the lognormal law) and clipped_fractions (c_j given)")
+    if drift is not None and (clip_low is None or clip_high is None):
+        raise ConfigError(f"the lognormal law needs clip_low and clip_high, got {clip_low!r}, {clip_high!r}")
     if clipped_fractions is not None:
         given = ratios._real("clipped fraction", clipped_fractions, 0.0, 1.0)
         if given.ndim == 0 or given.shape[0] < 1:

@@ -252,6 +252,8 @@ def test_threshold_scan_with_given_clipped_fractions_equals_the_lognormal_route(
     const = critical_refresh_interval_ratio(a_n, b_n, a_f, b_f, lr, mu, correction="sequence", length=4,
                                             clipped_fractions=np.full(400, c[-1]), t_max=400)
     assert int(held) == int(const)
+    with pytest.raises(ConfigError, match="clip_low and clip_high"):
+        critical_refresh_interval_ratio(a_n, b_n, a_f, b_f, lr, mu, correction="sequence", drift=0.1, t_max=10)
     with pytest.raises(ConfigError, match="exactly one"):
         critical_refresh_interval_ratio(a_n, b_n, a_f, b_f, lr, mu, correction="sequence", drift=0.1,
                                         clipped_fractions=c, t_max=10, **kw)

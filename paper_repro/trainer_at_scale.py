@@ -10,11 +10,19 @@ CPU; full mode: the "10m" model with more seeds and steps, meant for a GPU (`--d
                         at G = 4 and 16, in BIN-step bins, differ by at most Z_SE standard errors
   trainer-one-over-g    the fluctuation scales as 1/G: Var over seeds of the logged reward, pooled
                         over steps, Var_4 / Var_16 = 16 / 4 within a factor VAR_RATIO_TOL
-  trainer-refresh       past the refresh-interval threshold, no correction (`pg`, stale gradient
-                        applied as is) loses monotone saturation while GRPO (token clip) and GSPO
-                        (sequence clip) keep it: reward drawdown of pg at T = T_BIG exceeds those
-                        of GRPO and GSPO by DRAWDOWN_MARGIN, and the on-policy run has none;
-                        the theory's reading of the on-policy curve is reported alongside (information)
+  trainer-refresh       at a large lr and T = T_BIG, no correction (`pg`, stale gradient applied as
+                        is) loses monotone saturation while GRPO (token clip) and GSPO (sequence
+                        clip) keep it. Per seed, a run loses it when its rollout drawdown exceeds
+                        DRAWDOWN_MARGIN; pg's count of such seeds must exceed GRPO's and GSPO's
+                        pooled count by a one-sided Fisher exact test at COLLAPSE_P (with
+                        collapse_seeds seeds each), and the on-policy mean drawdown stay below the
+                        margin. A seed either collapses within the first periods (reward to ~0,
+                        entropy down, EOS lost) or saturates, so the mean drawdown over 4 seeds
+                        (the first form of this claim) was a coin flip: it passed before the
+                        sampler's random stream changed and failed after, with pg collapsing in
+                        5 of 12 seeds vs 0 of 24 for GRPO and GSPO at the same settings. The
+                        theory's reading of the on-policy curve is reported alongside (information;
+                        the plateau is the reward's bound, where it gives no threshold)
   trainer-refresh-threshold  predicted vs measured T_c of pg at each of the threshold_lrs.
                         Predicted: `fit.implications` of the seed-mean on-policy curve with the reward
                         range REWARD_RANGE (exact discrete, all forces stale; None when the plateau is
@@ -62,6 +70,7 @@ from dataclasses import replace
 
 import numpy as np
 import torch
+from scipy.stats import fisher_exact
 from _results import PREDICTABLE_GRPO, RESULTS, ROW, Claim, device_name, mean_se, record
 
 from gspo_dynamics.fit import fit_exponential, fit_trajectory, implications
@@ -74,6 +83,7 @@ Z_SE = 3.0  # standard errors allowed between the two groups' binned mean curves
 BIN = 8  # steps per bin of the curve comparison: per-seed bin means are close to normal
 VAR_RATIO_TOL = 1.5  # Var_4 / Var_16 within [4 / 1.5, 4 x 1.5]: ~2.5 s.e. of a variance ratio with ~150 dof each
 DRAWDOWN_MARGIN = 0.1  # reward drop (of per-rollout means) that counts as losing monotone saturation
+COLLAPSE_P = 0.05  # one-sided Fisher exact test: pg's collapsed seeds vs GRPO's and GSPO's pooled
 ZERO_STD_Z = 3.0  # standard errors allowed between measured and predicted zero-std fractions
 ENTROPY_R2_MIN = 0.7  # the entropy-reward relation is empirical (Cui et al. report R^2 ~ 0.9+ on LLMs)
 T_BIG = 16  # refresh interval past the threshold (num_iterations passes over one rollout)
@@ -83,9 +93,9 @@ REWARD_RANGE = (0.0, 1.0)  # the count task's binary reward
 PENDING_MEASURED = "pending (needs a GPU): full mode, model 10m"  # a placeholder row, refreshed by --pending
 
 MODES = {
-    "quick": dict(model="100k", seeds=4, steps=40, refresh_seeds=4, refresh_steps=64, prompts=4, lr=3e-4, refresh_lr=1e-2,
+    "quick": dict(model="100k", seeds=4, steps=40, refresh_seeds=4, collapse_seeds=12, refresh_steps=64, prompts=4, lr=3e-4, refresh_lr=1e-2,
                   threshold_lrs=(1e-3, 3e-3, 1e-2), sweep_steps=96),
-    "full": dict(model="10m", seeds=8, steps=200, refresh_seeds=4, refresh_steps=256, prompts=8, lr=1e-4, refresh_lr=3e-3,
+    "full": dict(model="10m", seeds=8, steps=200, refresh_seeds=4, collapse_seeds=12, refresh_steps=256, prompts=8, lr=1e-4, refresh_lr=3e-3,
                  threshold_lrs=(3e-4, 1e-3, 3e-3), sweep_steps=256),
 }
 CLAIMS = {
@@ -223,14 +233,19 @@ def main() -> None:
 
     # ---- refresh interval: no correction vs GRPO vs GSPO -----------------------------------------
     ref = replace(base, group_size=8, steps=mode["refresh_steps"], lr=mode["refresh_lr"])
-    dd, drift, reading = refresh_sweep(ref, mode["refresh_seeds"])
-    lost = dd["pg"] > max(dd["grpo"], dd["gspo"]) + DRAWDOWN_MARGIN and dd["on-policy"] < DRAWDOWN_MARGIN
-    emit("trainer-refresh", predicted=f"drawdown pg > GRPO, GSPO + {DRAWDOWN_MARGIN}; on-policy < {DRAWDOWN_MARGIN} "
-                                      f"(theory's reading of the on-policy fit: {reading})",
-         measured="drawdown " + ", ".join(f"{k} {v:.3f}" for k, v in dd.items())
-                  + f" (mean of {mode['refresh_seeds']} seeds, lr {ref.lr:g}, T = {T_BIG}); window-end Var log(pi/pi_old) "
-                  + ", ".join(f"{k} {v:.3g}" for k, v in drift.items()),
-         passed=lost)
+    dd, drift, reading = refresh_sweep(ref, mode["collapse_seeds"])
+    lost = {k: int(np.sum(np.asarray(v) > DRAWDOWN_MARGIN)) for k, v in dd.items()}  # seeds that lost saturation
+    n = mode["collapse_seeds"]
+    clipped = lost["grpo"] + lost["gspo"]
+    p_value = fisher_exact([[lost["pg"], n - lost["pg"]], [clipped, 2 * n - clipped]], alternative="greater").pvalue
+    on_policy_ok = float(np.mean(dd["on-policy"])) < DRAWDOWN_MARGIN
+    emit("trainer-refresh", predicted=f"seeds losing monotone saturation (drawdown > {DRAWDOWN_MARGIN}): pg more than GRPO and "
+                                      f"GSPO pooled (one-sided Fisher exact p < {COLLAPSE_P}); on-policy mean drawdown < "
+                                      f"{DRAWDOWN_MARGIN} (theory's reading of the on-policy fit: {reading})",
+         measured="seeds lost " + ", ".join(f"{k} {c}/{n}" for k, c in lost.items()) + f" (Fisher p = {p_value:.2g}); mean drawdown "
+                  + ", ".join(f"{k} {np.mean(v):.3f}" for k, v in dd.items())
+                  + f" (lr {ref.lr:g}, T = {T_BIG}); window-end Var log(pi/pi_old) " + ", ".join(f"{k} {v:.3g}" for k, v in drift.items()),
+         passed=p_value < COLLAPSE_P and on_policy_ok)
 
     # ---- refresh threshold of pg: predicted vs measured T_c at several lrs ------------------------
     preds, meas, agree = [], [], []
@@ -304,7 +319,7 @@ def threshold_sweep(cfg: TrainConfig, seeds: int):
 
 
 def refresh_sweep(ref: TrainConfig, seeds: int):
-    """On-policy runs of `ref` and pg / GRPO / GSPO at T = T_BIG (num_iterations): (mean drawdowns,
+    """On-policy runs of `ref` and pg / GRPO / GSPO at T = T_BIG (num_iterations): (per-seed drawdowns,
     window-end token log-ratio variances, the theory's reading of the on-policy curve)."""
     on_policy = run_curves(ref, seeds)["reward"]
     dd = {"on-policy": [drawdown(r, 1) for r in on_policy]}
@@ -315,7 +330,7 @@ def refresh_sweep(ref: TrainConfig, seeds: int):
         dd[obj] = [drawdown(r, T_BIG) for r in c["reward"]]
         drift[obj] = float(c["ratios/token_log_var"][:, T_BIG - 1 :: T_BIG].mean())
     print(f"lr {ref.lr:g}: drawdowns", {k: [round(x, 3) for x in v] for k, v in dd.items()}, "window-end log-ratio var", drift)
-    return {k: float(np.mean(v)) for k, v in dd.items()}, drift, reading
+    return dd, drift, reading
 
 
 def record_pending(started: float) -> None:

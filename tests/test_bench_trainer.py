@@ -45,11 +45,13 @@ def test_our_step_counts_its_tokens(bench):
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))  # the update stepped
 
 
-def test_paired_ratios_is_the_median_of_per_step_ratios(bench):
+def test_paired_ratios_are_the_median_and_quartiles_of_per_step_ratios(bench):
     def row(r, u, s):
         return {"rollout": r, "update": u, "step": s, "completion_tokens": 10.0, "tokens": 20.0}
 
     ours = [row(1, 1, 2), row(2, 1, 2), row(4, 1, 2)]
     trl = [row(2, 2, 2), row(2, 2, 2), row(2, 2, 2)]
     r = bench.paired_ratios(ours, trl)
-    assert r == pytest.approx({"rollout": 1.0, "update": 2.0, "step": 1.0})  # rates are tokens / time
+    # rates are tokens / time: rollout ratios 2, 1, 0.5 -> median 1, quartiles 0.75 and 1.5 (linear interpolation)
+    assert r == {"rollout": pytest.approx((1.0, 0.75, 1.5)), "update": pytest.approx((2.0, 2.0, 2.0)),
+                 "step": pytest.approx((1.0, 1.0, 1.0))}

@@ -23,7 +23,9 @@ Modes and the signals behind them (thresholds are named constants in `_trend` an
                          success rate (G from hparams, or estimated from the log)
   policy_concentration   entropy late/early < 0.5 (with the within-group reward std collapsing)
   reward_hacking         eval reward falling while train reward rises, length doubling, truncation
-                         rising, one reward component carrying the gain while another falls
+                         rising (these two only while the reward is not falling significantly: with a
+                         falling reward they are a collapse's symptom and go into the notes), one reward
+                         component carrying the gain while another falls
 """
 
 from gspo_dynamics.diagnose._diagnose import diagnose

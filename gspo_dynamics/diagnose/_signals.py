@@ -162,10 +162,16 @@ def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | N
                           "check samples, tighten the reward, raise the KL weight beta or stop at the eval peak")
     else:
         missing.append("no eval reward")
+    # Hacking raises (or holds) the training reward; completions growing or running into the length
+    # cap while the reward falls significantly are a symptom of the collapse (instability), not hacking
+    falling = bool(trend) and trend["z"] < -Z_TREND
+    collapse_symptoms = []
     if "mean_length" in log and log.n_points("mean_length") >= 6:
         lc = change(steps, log["mean_length"])
         ratio = lc["late"] / lc["early"] if lc["early"] > 0 else math.nan
-        if ratio > LENGTH_BLOWUP_RATIO:
+        if ratio > LENGTH_BLOWUP_RATIO and falling:
+            collapse_symptoms.append(f"the mean completion length grew {ratio:.1f}x")
+        elif ratio > LENGTH_BLOWUP_RATIO:
             ev.append(evidence("mean completion length late / early", ratio, lc["steps"], threshold=LENGTH_BLOWUP_RATIO))
             confs.append(confidence(ratio - LENGTH_BLOWUP_RATIO, 0.5))
             advice.append("completions are growing: add a length penalty or an overlong penalty (DAPO), "
@@ -174,7 +180,9 @@ def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | N
         missing.append("no completion length")
     if "truncation_rate" in log and log.n_points("truncation_rate") >= 6:
         tc = change(steps, log["truncation_rate"])
-        if tc["late"] - tc["early"] > TRUNCATION_RISE:
+        if tc["late"] - tc["early"] > TRUNCATION_RISE and falling:
+            collapse_symptoms.append(f"the truncation rate rose {tc['early']:.0%} -> {tc['late']:.0%}")
+        elif tc["late"] - tc["early"] > TRUNCATION_RISE:
             ev.append(evidence("truncation rate rise", tc["late"] - tc["early"], tc["steps"], threshold=TRUNCATION_RISE,
                                late=tc["late"]))
             confs.append(confidence(tc["late"] - tc["early"] - TRUNCATION_RISE, 0.1))
@@ -199,6 +207,9 @@ def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | N
                               "falls: re-weight the reward components or cap the dominating one")
     else:
         missing.append("fewer than two reward components")
+    if collapse_symptoms:
+        notes.append(" and ".join(collapse_symptoms) + " while the reward fell: a symptom of the collapse, "
+                     "not reward hacking (hacking raises the training reward)")
     reason = None
     if len(missing) == 3:
         reason = "reward hacking: " + ", ".join(missing) + " in the log"

@@ -188,3 +188,20 @@ def test_reward_hacking_from_one_component_carrying_the_gain():
     v = d.verdict("reward_hacking")
     assert v is not None and any(e.get("component") == "reward/format" for e in v.evidence)
     assert "accuracy" in " ".join(v.advice)
+
+
+def test_truncation_and_length_growth_under_a_collapsing_reward_are_not_hacking():
+    """A run that collapses (reward to 0) while its completions lose EOS and hit the length cap: the
+    growth is the collapse's symptom (noted), not reward hacking; the same growth under a rising
+    reward is still hacking evidence."""
+    t = np.arange(120.0)
+    truncation = np.clip((t - 20) / 40, 0, 1) * 0.6  # 0 -> 60% of completions cut at the cap
+    length = 10 + 20 * np.clip((t - 20) / 40, 0, 1)  # 10 -> 30 tokens (3x)
+    falling = 0.4 * np.exp(-t / 15.0)
+    d = diagnose(binary_log(falling, extra={"truncation_rate": truncation, "mean_length": length}))
+    assert "reward_hacking" not in {v.mode for v in d.verdicts}
+    assert any("symptom of the collapse" in n for n in d.notes)
+    rising = single_exponential(t, 0.9, 0.3, 30.0)
+    d = diagnose(binary_log(rising, extra={"truncation_rate": truncation, "mean_length": length}))
+    signals = {e["signal"] for e in d.verdict("reward_hacking").evidence}
+    assert {"truncation rate rise", "mean completion length late / early"} <= signals

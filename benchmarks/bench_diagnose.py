@@ -169,7 +169,7 @@ def main() -> None:
         *table, "",
         f"Machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
         f"JSON parse: {JSON_PARSER}, torch {torch.__version__} (not used here), {datetime.date.today()}, 1-min load average {load:.1f} at the start "
-        "(other sessions share the machine).",
+        f"on {os.cpu_count()} cores.",
         *(["", "Where the time goes (cProfile of one read + diagnose of the trainer_state.json, cumulative):", "",
            "```", *[line for line in prof.strip().splitlines()[:30]], "```"] if prof else []),
         "", "Command:", "", "    cd /work/main && .venv/bin/python benchmarks/bench_diagnose.py", "",

@@ -255,7 +255,7 @@ def bench_cpu(args) -> None:
     lines = [SECTION_CPU, "",
              f"`{COMMAND}` ({datetime.date.today()}, {cpu_model()}, {os.cpu_count()} cores, torch {torch.__version__}, "
              f"{args.threads} thread(s), trl {_version('trl')}, transformers {_version('transformers')}; load average "
-             f"{load_before[0]:.1f} before, {load_after[0]:.1f} after: other sessions share the machine).",
+             f"{load_before[0]:.1f} before, {load_after[0]:.1f} after on {os.cpu_count()} cores).",
              "",
              f"Tiny Llama (hidden {HIDDEN}, {LAYERS} layers, {HEADS} heads, SwiGLU {FF}, {params['hf']:,} parameters; built in "
              f"code, same initial weights on both sides); `count` task, N = {args.prompts} prompts x G = {args.group_size}, "

@@ -8,8 +8,6 @@ import pytest
 
 # Claims known to fail, with the reason recorded in paper_repro/RESULTS.md; they still must run.
 KNOWN_FAILING = {
-    "objectives_transformer": "GSPO's sequence clip fraction is under-predicted even by the sign-conditional mixture "
-                              "(log s is not normal within a sign; row transformer-clip-sequence)",
     "moe_routing": "the flip-mixture prediction of replay's variance reduction misses experts replay at T = 8: "
                    "the replay run itself drifts ~15% more (row moe-replay-ratio-var)",
     "trainer_at_scale": "pg collapses within one refresh period at lr 1e-2, T >= 8, where the one-logit model "

@@ -54,3 +54,17 @@ def read_rows(out: Path) -> list[dict]:
 
 def final_parameters(out: Path) -> dict[str, torch.Tensor]:
     return torch.load(Path(out) / "checkpoint.pt", map_location="cpu", weights_only=True)["model"]
+
+
+def sharp_model(vocab_size: int, seed=0, scale=10.0, **overrides):
+    """A tiny built-in model with sharpened weights (x scale), so that samples vary and EOS comes at
+    varied steps: the rollout tests' model."""
+    from gspo_dynamics.train.model import ModelConfig, build_model
+
+    base = dict(vocab_size=vocab_size, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=40)
+    model = build_model(ModelConfig(**{**base, **overrides}), torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim >= 2:
+                p.mul_(scale)
+    return model.eval()

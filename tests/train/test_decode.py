@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from gspo_dynamics.train import _decode
-from gspo_dynamics.train.model import ModelConfig, build_model
 from gspo_dynamics.train.rollout import completion_log_probs, draw, generate, sampler_distribution
 from gspo_dynamics.train.tokenizer import Tokenizer
+from _train_helpers import sharp_model
 
 TOK = Tokenizer()
 LOGIT_TOL = 1e-5  # float32 logits of O(10): the two paths differ only in summation order (~1e-6 seen)
@@ -23,14 +23,7 @@ DENSE = [
 
 
 def model_of(seed=0, scale=10.0, **overrides):
-    """A tiny model with sharpened weights, so that samples vary and EOS comes at varied steps."""
-    base = dict(vocab_size=TOK.vocab_size, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=40)
-    model = build_model(ModelConfig(**{**base, **overrides}), torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.ndim >= 2:
-                p.mul_(scale)
-    return model.eval()
+    return sharp_model(TOK.vocab_size, seed, scale, **overrides)
 
 
 def prompts(kind="padded"):

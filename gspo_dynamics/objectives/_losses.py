@@ -184,8 +184,10 @@ def metrics(reduce: Reduction, ratio, adv, lo, hi, log_ratio, *, count: Count, s
     below, above = ratio < lo, ratio > hi
     if sign_aware:
         below, above = below & (adv < 0), above & (adv > 0)
-    frac_low = reduce.average(below.to(ratio.dtype), count)
-    frac_high = reduce.average(above.to(ratio.dtype), count)
+    # shares of disjoint sets: each and their sum lie in [0, 1] exactly; the two weighted sums and the
+    # total are rounded separately (a sum over all entries can come out 1 + 2e-16), so clamp to the range
+    frac_low = reduce.average(below.to(ratio.dtype), count).clamp(0.0, 1.0)
+    frac_high = reduce.average(above.to(ratio.dtype), count).clamp(0.0, 1.0 - frac_low)
     mean = reduce.average(ratio, count)
     var = reduce.average((ratio - mean) ** 2, count)
     k3 = torch.expm1(log_ratio) - log_ratio  # (B, L), 0 under padding

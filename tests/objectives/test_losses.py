@@ -202,3 +202,13 @@ def test_shape_mismatch_is_rejected(name):
         get_loss(name)(logp, logp_old, adv[:2], mask, clip_low=0.2, clip_high=0.2)
     with pytest.raises(ValueError, match="mask"):
         get_loss(name)(logp, logp_old, adv, mask[:, :1], clip_low=0.2, clip_high=0.2)
+
+
+def test_clip_fractions_stay_in_the_unit_interval_when_every_token_is_clipped():
+    """Regression (hypothesis, CISPO with weights): every token outside the clip range made
+    low + high = 1 + 2e-16 from separately rounded weighted sums."""
+    logp, logp_old, adv, mask = make_inputs(12856, 5, 5, 3.0)
+    w = torch.rand(5, generator=torch.Generator().manual_seed(12856), dtype=torch.float64)
+    for name in NAMES:
+        _, m = get_loss(name)(logp, logp_old, adv, mask, clip_low=0.25, clip_high=0.25, weights=w)
+        assert 0.0 <= float(m["losses/clip_frac_low"]) and float(m["losses/clip_frac"]) <= 1.0

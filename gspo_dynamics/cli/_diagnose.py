@@ -38,6 +38,9 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="OUT.png", help="write a multi-panel figure (reward + fit, zero-std, entropy, KL, length)")
     p.add_argument("--config", metavar="FILE", help="hyperparameters from a JSON file (TRL GRPOConfig keys or ours)")
+    p.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="the least and greatest reward the task can give (e.g. 0 1 for a success rate): a plateau "
+                        "at a bound is saturation, with no refresh-interval threshold (default: unknown)")
     g = p.add_argument_group("training hyperparameters (as in predict; all optional)")
     g.add_argument("--lr", type=float, help="learning rate eta")
     g.add_argument("--optimizer", choices=("sgd", "adam"), help="sgd (heavy-ball) or adam (default with --lr: adam)")
@@ -99,7 +102,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
     hparams, notes = hyperparams_from_flags(args)
     log = read_log(args.log)
-    diagnosis = diagnose(log, hparams)
+    diagnosis = diagnose(log, hparams, reward_range=None if args.reward_range is None else tuple(args.reward_range))
     diagnosis.notes.extend(notes)
     if args.plot:
         _save_plot(diagnosis, args.plot)

@@ -15,7 +15,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, concentration, degeneracy, hacking, success_rate
 from gspo_dynamics.diagnose._trend import MIN_WINDOW, change, instability_verdict, trend_verdict
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict
-from gspo_dynamics.fit import fit_trajectory, implications
+from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -45,17 +45,25 @@ def _summary(log: RunLog) -> dict:
     }
 
 
-def diagnose(runlog: RunLog, hparams: Hyperparams | None = None) -> Diagnosis:
+def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
+             reward_range: tuple[float, float] | None = None) -> Diagnosis:
     """Failure-mode verdicts for one run (see the package docstring for the modes and their signals).
 
     runlog: a `RunLog` (from `gspo_dynamics.logs.read_log`); only `reward` is required.
     hparams: the run's `Hyperparams`, or None (then the checks that need them say so).
+    reward_range: (lo, hi), the least and greatest reward the task can give ((0, 1) for a success
+    rate), or None (unknown). A plateau at a bound is saturation, and the refresh-interval thresholds
+    are then withheld (`fit.implications`): the reduced model has no restoring force there to
+    overshoot, so the theory line of the instability check is skipped (the data's evidence stands).
+    Not inferred from the log: an unstable run that swings to a bound fits a plateau there too, and
+    reading that as saturation would hide the instability the hyperparameters predict.
     A run with fewer than MIN_ANALYSIS_POINTS reward values gets primary "too_short" and no verdicts.
     """
     if not isinstance(runlog, RunLog):
         raise ConfigError(f"diagnose needs a RunLog (from gspo_dynamics.logs.read_log), got {type(runlog).__name__}")
     if hparams is not None and not isinstance(hparams, Hyperparams):
         raise ConfigError(f"hparams must be a Hyperparams or None, got {type(hparams).__name__}")
+    check_reward_range(reward_range)
     summary = _summary(runlog)
     notes = [f"reader: {w}" for w in runlog.warnings]
     if "reward" not in runlog or runlog.is_too_short():
@@ -67,7 +75,7 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None) -> Diagnosis:
     not_checked: list[str] = []
     try:
         fit = fit_trajectory(steps, reward)
-        imp = implications(fit, hparams)
+        imp = implications(fit, hparams, reward_range=reward_range)
     except ConfigError as exc:
         fit = imp = None
         notes.append(f"the closed-form fit failed: {exc}")

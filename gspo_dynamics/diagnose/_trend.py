@@ -297,7 +297,11 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
                            threshold=-Z_TREND, early=trend["early"], late=trend["late"]))
         confs.append(confidence(-trend["z"] - Z_TREND, 1.0))
     theory_conf = None
-    if imp is not None and imp.damping_margin is not None:
+    if imp is not None and imp.interior_plateau is False:
+        if confs:
+            notes.append("the refresh-interval theory is not applied: the plateau is the reward's bound (saturation, "
+                         "no threshold); the instability evidence here is the data's alone")
+    elif imp is not None and imp.damping_margin is not None:
         T, safe = imp.refresh_interval, imp.max_safe_refresh_interval
         margin = imp.damping_margin.value
         if safe is not None and T > safe:

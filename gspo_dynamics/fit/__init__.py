@@ -1,11 +1,12 @@
 """Fitting the closed-form trajectories of the reduced-order model to reward curves.
 
     fit = fit_trajectory(steps, reward)      # model selection, regime, stderr, inertia, oscillation
-    imp = implications(fit, hparams)         # curvature, damping margin, safe refresh interval, plateau
+    imp = implications(fit, hparams, reward_range=(0, 1))   # curvature, damping margin, safe refresh
+                                             # interval, plateau (no threshold at a bound plateau)
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
-from gspo_dynamics.fit._implications import Estimate, Implications, implications
+from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 
@@ -14,6 +15,7 @@ __all__ = [
     "FitResult",
     "Implications",
     "TrajectoryFit",
+    "check_reward_range",
     "fit_exponential",
     "fisher_g",
     "fit_oscillator",

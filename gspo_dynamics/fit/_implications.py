@@ -157,6 +157,16 @@ def _interior_plateau(fit: TrajectoryFit, reward_range) -> bool | None:
     return not (r_inf >= hi - tol or r_inf <= lo + tol)
 
 
+def check_reward_range(reward_range) -> None:
+    """ConfigError unless reward_range is None or two finite numbers lo < hi."""
+    if reward_range is None:
+        return
+    ok = isinstance(reward_range, (tuple, list)) and len(reward_range) == 2 and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in reward_range)
+    if not ok or not reward_range[0] < reward_range[1]:
+        raise ConfigError(f"reward_range must be two finite numbers lo < hi, got {reward_range!r}")
+
+
 def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
                  reward_range: tuple[float, float] | None = None) -> Implications:
     """Curvature, damping margin, safe refresh interval and plateau implied by `fit` (module docstring).
@@ -168,11 +178,7 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
         raise TypeError(f"expected a TrajectoryFit, got {type(fit).__name__}")
     if hparams is not None and not isinstance(hparams, Hyperparams):
         raise ConfigError(f"hparams must be a Hyperparams or None, got {type(hparams).__name__}")
-    if reward_range is not None:
-        ok = isinstance(reward_range, (tuple, list)) and len(reward_range) == 2 and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in reward_range)
-        if not ok or not reward_range[0] < reward_range[1]:
-            raise ConfigError(f"reward_range must be two finite numbers lo < hi, got {reward_range!r}")
+    check_reward_range(reward_range)
     q, se = fit.params, fit.stderr
     t_p, t_p_se = fit.time_to_plateau()
     last = float(fit.predict(fit.t_end))

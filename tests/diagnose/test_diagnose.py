@@ -11,12 +11,13 @@ import math
 import numpy as np
 import pytest
 
+from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose import CAUSE_MODES, MODES, TREND_MODES, diagnose
 from gspo_dynamics.diagnose._verdict import confidence
 from gspo_dynamics.fit import fisher_g
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.finite_group import zero_variance_probability
-from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
+from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
 from gspo_dynamics.theory.trajectory import oscillator_from_hyperparams, single_exponential, trajectory
 
 G = 8
@@ -205,3 +206,21 @@ def test_truncation_and_length_growth_under_a_collapsing_reward_are_not_hacking(
     d = diagnose(binary_log(rising, extra={"truncation_rate": truncation, "mean_length": length}))
     signals = {e["signal"] for e in d.verdict("reward_hacking").evidence}
     assert {"truncation rate rise", "mean completion length late / early"} <= signals
+
+
+def test_a_given_reward_range_stops_thresholds_at_a_saturated_plateau():
+    """A binary-reward run saturating at 1 with T = 16: the fitted stiffness puts the exact critical T
+    near 9, so without the reward's range the theory calls it unstable; with range (0, 1) the plateau
+    is the bound (no restoring force, `fit.implications`), no threshold is given and nothing is
+    unstable. A bad range is one ConfigError."""
+    t = np.arange(200.0)
+    log = binary_log(1 - 0.7 * np.exp(-t / 10))
+    hp = Hyperparams(lr=3e-3, optimizer=Adam(), refresh_interval=16, group_size=8)
+    unknown = diagnose(log, hp)
+    assert unknown.implications.critical_refresh_interval is not None and unknown.primary == "dynamical_instability"
+    known = diagnose(log, hp, reward_range=(0, 1))
+    assert known.implications.interior_plateau is False and known.implications.critical_refresh_interval is None
+    assert "dynamical_instability" not in {v.mode for v in known.verdicts}
+    assert any("reward's bound" in n for n in known.notes)
+    with pytest.raises(ConfigError, match="reward_range"):
+        diagnose(log, hp, reward_range=(1, 0))

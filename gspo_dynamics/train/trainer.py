@@ -312,6 +312,10 @@ def train(config: TrainConfig, out_dir, *, resume: bool = False,
                     from gspo_dynamics.train.hf import save_hf as write_hf
 
                     write_hf(run.model, run.policy.hf_config, save_hf)
+            # every rank reaches the teardown together: a rank that destroyed its process group while
+            # rank 0 still wrote files made gloo abort the other at exit ("terminate called without
+            # an active exception"); on an error path this is skipped (a peer may never arrive)
+            D.barrier(world)
         finally:
             run.log.close()
         return TrainResult(config=config, model_config=run.model_config, out_dir=out, rows=run.log.rows,

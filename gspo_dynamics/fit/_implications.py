@@ -147,14 +147,18 @@ def _interior_plateau(fit: TrajectoryFit, reward_range) -> bool | None:
     """False when R_inf is within Z_MEASURED max(se(R_inf), s) of an end of reward_range (or beyond it),
     s the residual scatter of one logged point: a plateau that the curve's own noise cannot tell from
     the bound shows no interior equilibrium (and a saturating approach, algebraic in t, is fitted by a
-    plateau a little short of the bound with a small se)."""
+    plateau a little short of the bound with a small se). None when that band reaches both ends (the
+    fit does not locate the plateau) or is not finite."""
     lo, hi = reward_range
     se = fit.stderr["r_inf"]
     tol = Z_MEASURED * max(se if math.isfinite(se) else 0.0, fit.residual_std)
     if not math.isfinite(tol):
         return None
     r_inf = fit.params["r_inf"]
-    return not (r_inf >= hi - tol or r_inf <= lo + tol)
+    at_hi, at_lo = r_inf >= hi - tol, r_inf <= lo + tol
+    if at_hi and at_lo:  # the band reaches both ends: the fit cannot tell where the plateau is
+        return None
+    return not (at_hi or at_lo)
 
 
 def check_reward_range(reward_range) -> None:

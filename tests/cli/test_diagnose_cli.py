@@ -49,8 +49,21 @@ def test_too_short_is_a_report_with_exit_0(capsys):
     ([SRINATH, "--lr", "-1"], "learning rate"),
     ([SRINATH, "--config", "/nonexistent.json"], "cannot read"),
     ([SRINATH, "--plot", "/nonexistent/dir/out.png"], "cannot write the plot"),
+    ([SRINATH, "--reward-range", "1", "0"], "reward_range"),
+    ([SRINATH, "--reward-range", "0", "nan"], "reward_range"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
     assert main(["diagnose", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("gspo-dynamics: error:") and err.count("\n") == 1 and needle in err
+
+
+def test_reward_range_reaches_the_implications(capsys):
+    """This log's plateau (0.96 +- 0.86, rows scattered by 4.9) lies inside [-100, 100] by far more than
+    its band (2 x the scatter); in [-5, 5] that band reaches both ends: not identified."""
+    assert main(["diagnose", SRINATH, "--json", "--lr", "1e-5", "--reward-range", "-100", "100"]) == 0
+    assert json.loads(capsys.readouterr().out)["implications"]["interior_plateau"] is True
+    assert main(["diagnose", SRINATH, "--json", "--lr", "1e-5", "--reward-range", "-5", "5"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["implications"]["interior_plateau"] is None
+    assert any("does not identify the plateau" in n for n in report["notes"])

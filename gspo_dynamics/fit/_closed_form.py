@@ -59,16 +59,23 @@ class FitResult:
         return trajectory(osc, t, q["r_inf"], q["r0"], q["v0"])
 
 
-def _clean(t, r) -> tuple[np.ndarray, np.ndarray]:
+def finite_sorted(t, r) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, rewards) as float arrays with non-finite points dropped, sorted by step; ConfigError
+    for mismatched shapes or fewer than MIN_POINTS points."""
     t, r = np.asarray(t, dtype=float), np.asarray(r, dtype=float)
     if t.shape != r.shape or t.ndim != 1:
         raise ConfigError(f"steps and rewards must be 1-d arrays of equal length, got shapes {t.shape} and {r.shape}")
     keep = np.isfinite(t) & np.isfinite(r)
     t, r = t[keep], r[keep]
     if t.size < MIN_POINTS:
-        raise ConfigError(f"need at least {MIN_POINTS} finite points to fit a trajectory, got {t.size}")
+        raise ConfigError(f"need at least {MIN_POINTS} finite reward points to fit a trajectory, got {t.size}")
     order = np.argsort(t, kind="stable")
-    t, r = t[order], r[order]
+    return t[order], r[order]
+
+
+def _clean(t, r) -> tuple[np.ndarray, np.ndarray]:
+    """`finite_sorted`, times measured from the first point."""
+    t, r = finite_sorted(t, r)
     return t - t[0], r
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._closed_form import MIN_POINTS, FitResult, fit_exponential, fit_oscillator
+from gspo_dynamics.fit._closed_form import FitResult, finite_sorted, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._periodogram import periodic_component
 from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
 
@@ -254,18 +254,9 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     """Fit the closed forms to (steps, reward) and select a model (see the module docstring).
 
     steps, reward: 1-d, equal length; NaN/inf points are dropped, steps may be irregular and unsorted.
-    Raises ConfigError with fewer than `MIN_POINTS` finite points.
+    Raises ConfigError with fewer than `_closed_form.MIN_POINTS` finite points.
     """
-    t = np.asarray(steps, dtype=float)
-    r = np.asarray(reward, dtype=float)
-    if t.shape != r.shape or t.ndim != 1:
-        raise ConfigError(f"steps and rewards must be 1-d arrays of equal length, got shapes {t.shape} and {r.shape}")
-    keep = np.isfinite(t) & np.isfinite(r)
-    t, r = t[keep], r[keep]
-    if t.size < MIN_POINTS:
-        raise ConfigError(f"need at least {MIN_POINTS} finite reward points to fit a trajectory, got {t.size}")
-    order = np.argsort(t, kind="stable")
-    t, r = t[order], r[order]
+    t, r = finite_sorted(steps, reward)
     t_start = float(t[0])
     tt = t - t_start
     center, scale, r = _standardise(r)  # fit in standardised units; mapped back at the end

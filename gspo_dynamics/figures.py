@@ -38,6 +38,11 @@ TORCH_THREADS = 1
 LEGEND_GAP = 0.02  # figure fraction between the panels and the legend row below them
 
 
+class FigureSkipped(Exception):
+    """Raised by a figure's `make` when its input is not on this machine (e.g. the real logs): `build`
+    reports the reason and goes on, keeping any earlier files of that figure."""
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     name: str
@@ -236,9 +241,9 @@ def _moe_churn(quick: bool) -> Figure:
     return fig
 
 
-# Diagnose panels on real logs (tests/data/real_logs: other people's runs, see its INDEX.md), drawn by
-# `gspo_dynamics.plots.diagnose`; registered last. name -> (log file, what the run is).
-REAL_LOGS = REPO / "tests" / "data" / "real_logs"
+# Diagnose panels on real logs (other people's runs in ../shared/data/real_logs, never shipped here; see
+# `gspo_dynamics.real_logs`), drawn by `gspo_dynamics.plots.diagnose`; registered last; skipped with a
+# note where the folder is absent. name -> (log file, what the run is).
 DIAGNOSE_LOGS = {
     "diagnose_unsloth": ("IMJONEZZ__UnslothGRPO__outputs__checkpoint-250__trainer_state.json",
                          "Llama-3.1-8B-Instruct, G = 6, TRL trainer_state.json (IMJONEZZ/UnslothGRPO): rises and saturates"),
@@ -259,11 +264,14 @@ def _diagnose_figure(log_name: str):
         from gspo_dynamics.diagnose import diagnose
         from gspo_dynamics.logs import read_log
         from gspo_dynamics.plots.diagnose import diagnosis_figure
+        from gspo_dynamics.real_logs import real_logs_dir, real_logs_missing_reason
 
-        path = REAL_LOGS / log_name
-        if not path.is_file():
-            raise ConfigError(f"real log {path} not found (a source checkout has it)")
-        return diagnosis_figure(diagnose(read_log(path)))
+        folder = real_logs_dir()
+        if folder is None:
+            raise FigureSkipped(real_logs_missing_reason())
+        if not (folder / log_name).is_file():
+            raise FigureSkipped(f"{log_name} is not in {folder}")
+        return diagnosis_figure(diagnose(read_log(folder / log_name)))
     return make
 
 
@@ -275,7 +283,7 @@ def _register_diagnose() -> None:
     for name, (log_name, run) in DIAGNOSE_LOGS.items():
         _register(name, f"Diagnosis of a real run: {run.split(',')[0]}",
                   f"`gspo-dynamics diagnose` panels on a real training log from a public repository ({run}; "
-                  f"tests/data/real_logs/{log_name}): reward with the closed-form fit and its regime, the zero-std "
+                  f"../shared/data/real_logs/{log_name}, not shipped with this repository): reward with the closed-form fit and its regime, the zero-std "
                   "group fraction against p^G + (1 - p)^G, entropy, KL to the reference, completion length, and the "
                   "verdicts. No hyperparameters are given, so the checks that need them say so.")(_diagnose_figure(log_name))
 
@@ -300,7 +308,8 @@ def build(names: Sequence[str] | None = None, *, out: str | Path = "figures", qu
           progress: Callable[[str], None] | None = None) -> dict[str, dict]:
     """Build and save (PNG + PDF) each named figure (default: all); update the manifest and README.
 
-    Returns name -> {"files": [...], "seconds": float, "mode": "quick" | "full"}.
+    Returns name -> {"files": [...], "seconds": float, "mode": "quick" | "full"}, or {"skipped": reason}
+    for a figure whose input is absent here (the manifest then keeps what it had for it).
     """
     names = _check_names(names)
     out = Path(out)
@@ -311,7 +320,7 @@ def build(names: Sequence[str] | None = None, *, out: str | Path = "figures", qu
             made[name] = _build_one(name, out, quick, progress)
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    manifest.update(made)
+    manifest.update({name: m for name, m in made.items() if "skipped" not in m})
     manifest_path.write_text(json.dumps({k: manifest[k] for k in FIGURES if k in manifest}, indent=1) + "\n")
     (out / "README.md").write_text(readme(manifest))
     return made
@@ -334,7 +343,12 @@ def _build_one(name: str, out: Path, quick: bool, progress) -> dict:
     if progress:
         progress(f"{name} ...")
     with figure_style():
-        fig = FIGURES[name].make(quick=quick)
+        try:
+            fig = FIGURES[name].make(quick=quick)
+        except FigureSkipped as why:
+            if progress:
+                progress(f"{name}: skipped ({why})")
+            return {"skipped": str(why)}
         files = []
         for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None})):
             path = out / f"{name}.{ext}"

@@ -1,7 +1,7 @@
 """Claim: every real training log is read, refused or reported as too short, as it should be.
 
-Reads every file of ../shared/data/real_logs (falling back to tests/data/real_logs; INDEX.md
-there describes them): the detected format, trainer and version guess, rows, and the primary
+Reads every file of ../shared/data/real_logs (or $GSPO_DYNAMICS_REAL_LOGS; INDEX.md there
+describes them; other people's runs, never shipped with this repository): the detected format, trainer and version guess, rows, and the primary
 verdict of `diagnose` with its evidence. The DPO log must be refused with a clear message, the
 3-row smoke run reported as too short, and the JSON and TensorBoard copies of one run
 (same run directory in the file name) must give identical series (at float32 precision: the
@@ -24,9 +24,8 @@ from _results import Claim, record, replace_section
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose import TOO_SHORT, diagnose
 from gspo_dynamics.logs import read_log
+from gspo_dynamics.real_logs import real_log_files, real_logs_dir, real_logs_missing_reason
 
-ROOT = Path(__file__).resolve().parents[1]
-CANDIDATES = (ROOT.parent / "shared" / "data" / "real_logs", ROOT / "tests" / "data" / "real_logs")
 SECTION = "## Diagnose: real training logs"
 # the run directory of a copied file: everything before its checkpoint/log sub-folder
 _RUN_DIR = re.compile(r"^(?P<run>.+?)__(?:checkpoint-\d+|logs|runs)__")
@@ -34,11 +33,13 @@ _RUN_DIR = re.compile(r"^(?P<run>.+?)__(?:checkpoint-\d+|logs|runs)__")
 
 def logs_dir(explicit: str | None = None) -> Path:
     if explicit:
+        if not Path(explicit).is_dir():
+            raise SystemExit(f"--logs {explicit}: not a folder")
         return Path(explicit)
-    for path in CANDIDATES:
-        if path.is_dir():
-            return path
-    raise SystemExit(f"no real_logs folder found at {', '.join(map(str, CANDIDATES))}")
+    folder = real_logs_dir()
+    if folder is None:
+        raise SystemExit(real_logs_missing_reason())
+    return folder
 
 
 def _evidence(verdict) -> str:
@@ -104,11 +105,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the same run (it is already small)")
     parser.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
-    parser.add_argument("--logs", help="folder of logs (default: ../shared/data/real_logs, else tests/data/real_logs)")
+    parser.add_argument("--logs", help="folder of logs (default: ../shared/data/real_logs or $GSPO_DYNAMICS_REAL_LOGS)")
     args = parser.parse_args()
     started = time.perf_counter()
     folder = logs_dir(args.logs)
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.name != "INDEX.md")
+    files = real_log_files(folder)
     rows = [summarise(p) for p in files]
     for r in rows:
         print(f"{r['file'][:70]:70s} {r['format']:12s} {r['rows']:5d} rows  {r['primary']:22s} {r['evidence'][:100]}")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Quick start: set everything up, then run the toolkit's main jobs on bundled defaults and data:
-# a prediction for a bandit configuration, a short simulation that checks a prediction, and a
-# diagnosis of a real GRPO training log shipped in tests/data (its figure goes to out/).
+# a prediction for a bandit configuration, a short simulation that checks a prediction, a short
+# GRPO/GSPO run of the built-in trainer and the diagnosis of its log (figure in out/), and, only
+# where the real logs of other people's runs sit beside the checkout (../shared/data/real_logs or
+# $GSPO_DYNAMICS_REAL_LOGS; never shipped here), the diagnosis of one of them too.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=$(bash "$root/scripts/setup.sh")
@@ -16,7 +18,22 @@ echo "== gspo-dynamics simulate: momentum 0.5, lr 1, refresh interval 2, G = 16 
     --momentum 0.5 --lr 1.0 --refresh-interval 2 --correction none --group-size 16 --num-groups 4 \
     --steps 600 --seeds 64
 echo
-log="$root/tests/data/real_logs/srinath-manda__IITD_Feb26_AAIPL__outputs__checkpoint-500__trainer_state.json"
-echo "== gspo-dynamics diagnose: a real TRL GRPO run (500 steps), figure in out/diagnose.png =="
+echo
+echo "== gspo-dynamics train: GSPO on the pattern task, 100k-parameter transformer, 150 steps (CPU) =="
 mkdir -p "$root/out"
-"$bin/gspo-dynamics" diagnose "$log" --plot "$root/out/diagnose.png"
+rm -rf "$root/out/quickstart_run"
+"$bin/gspo-dynamics" train --task pattern --model 100k --objective gspo --steps 150 --no-progress \
+    --out "$root/out/quickstart_run"
+echo
+echo "== gspo-dynamics diagnose: that run's TRL-style log, figure in out/diagnose.png =="
+"$bin/gspo-dynamics" diagnose "$root/out/quickstart_run/trainer_state.json" --plot "$root/out/diagnose.png"
+
+real_logs=${GSPO_DYNAMICS_REAL_LOGS:-$root/../shared/data/real_logs}
+real="$real_logs/srinath-manda__IITD_Feb26_AAIPL__outputs__checkpoint-500__trainer_state.json"
+echo
+if [ -f "$real" ]; then
+    echo "== gspo-dynamics diagnose: a real TRL GRPO run (srinath-manda/IITD_Feb26_AAIPL, 500 steps), figure in out/diagnose_real.png =="
+    "$bin/gspo-dynamics" diagnose "$real" --plot "$root/out/diagnose_real.png"
+else
+    echo "(no real logs beside the checkout at $real_logs: the diagnosis of a real run is skipped)"
+fi

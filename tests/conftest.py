@@ -1,18 +1,29 @@
-"""Suite-wide: one torch intra-op thread.
+"""Suite-wide: one torch intra-op thread, and the real logs written by others.
 
 The tests use small tensors, for which one thread is fastest, and it keeps them immune to an
 oversubscribed CPU (with several threads on a loaded 2-core machine, OpenMP spin-waits made tiny
 ops up to 100x slower). Module scope, restored after each module, so a test that sets its own
 thread count (tests/sim/test_numba_engine.py) sees the same starting point everywhere.
+
+Real logs (other people's runs) are never in the repository: tests marked `real_logs` read them
+from ../shared/data/real_logs (or $GSPO_DYNAMICS_REAL_LOGS, `gspo_dynamics.real_logs`) and skip
+with the reason when that folder is absent. With $GSPO_DYNAMICS_REQUIRE_REAL_LOGS set (`.ci/run`
+sets it when it finds the folder itself), a skipped or missing real-log test fails the run instead.
 """
 
 import contextlib
 import importlib
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from gspo_dynamics.real_logs import real_logs_dir, real_logs_missing_reason
+
+REQUIRE_ENV = "GSPO_DYNAMICS_REQUIRE_REAL_LOGS"
+_real_log_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -48,3 +59,44 @@ def load_script():
     this test module (its folder on sys.path until the module's tests are done)."""
     with contextlib.ExitStack() as stack:
         yield lambda folder, name: stack.enter_context(_script_module(ROOT / folder, name))
+
+
+@pytest.fixture(scope="session")
+def real_logs() -> Path:
+    """The folder of real logs (tests using it are marked `real_logs` and skipped when it is absent)."""
+    folder = real_logs_dir()
+    if folder is None:
+        pytest.skip(real_logs_missing_reason())
+    return folder
+
+
+def pytest_collection_modifyitems(config, items):
+    needs = [item for item in items if "real_logs" in item.fixturenames or item.get_closest_marker("real_logs")]
+    for item in needs:
+        if item.get_closest_marker("real_logs") is None:
+            item.add_marker(pytest.mark.real_logs)
+    if real_logs_dir() is None:
+        skip = pytest.mark.skip(reason=real_logs_missing_reason())
+        for item in needs:
+            item.add_marker(skip)
+
+
+def pytest_runtest_logreport(report):
+    if "real_logs" not in report.keywords:
+        return
+    if report.when == "call" or report.outcome != "passed":
+        _real_log_outcomes[report.outcome] = _real_log_outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Under $GSPO_DYNAMICS_REQUIRE_REAL_LOGS, fail the run when a real-log test was skipped or none ran."""
+    required = os.environ.get(REQUIRE_ENV)
+    if not required or session.config.option.collectonly:
+        return
+    ran, skipped = _real_log_outcomes["passed"] + _real_log_outcomes["failed"], _real_log_outcomes["skipped"]
+    if skipped or not ran:
+        reason = real_logs_missing_reason() if real_logs_dir() is None else "see the skip reasons above"
+        session.config.get_terminal_writer().line(
+            f"\n{REQUIRE_ENV}={required}: the real logs are beside the checkout, but {skipped} real-log test(s) "
+            f"were skipped and {ran} ran ({reason})", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

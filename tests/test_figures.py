@@ -47,3 +47,19 @@ def test_cli_list_and_bad_name(capsys):
     assert "stability" in capsys.readouterr().out
     assert main(["figures", "--only", "nope"]) == 2
     assert capsys.readouterr().err.startswith("gspo-dynamics: error: unknown figure 'nope'")
+
+
+def test_a_real_log_figure_is_skipped_with_a_note_when_the_real_logs_are_absent(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GSPO_DYNAMICS_REAL_LOGS", str(tmp_path / "absent"))
+    assert main(["figures", "--only", "diagnose_unsloth", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "wrote 0 figure(s)" in out and "skipped diagnose_unsloth: GSPO_DYNAMICS_REAL_LOGS=" in out
+    assert not (tmp_path / "diagnose_unsloth.png").exists()
+    assert "diagnose_unsloth" not in json.loads((tmp_path / "manifest.json").read_text())
+
+
+@pytest.mark.real_logs
+def test_a_real_log_figure_is_drawn_from_the_shared_folder(tmp_path, capsys):
+    assert main(["figures", "--only", "diagnose_unsloth", "--out", str(tmp_path)]) == 0
+    assert "wrote 1 figure(s)" in capsys.readouterr().out
+    assert (tmp_path / "diagnose_unsloth.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -26,6 +26,10 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         return 0
     made = build(args.only, out=args.out, quick=args.quick,
                  progress=lambda line: print(f"figures: {line}", file=sys.stderr, flush=True))
-    total = sum(m["seconds"] for m in made.values())
-    print(f"wrote {len(made)} figure(s) to {args.out}/ ({'quick' if args.quick else 'full'} mode, {total:.0f} s)")
+    built = {name: m for name, m in made.items() if "skipped" not in m}
+    total = sum(m["seconds"] for m in built.values())
+    print(f"wrote {len(built)} figure(s) to {args.out}/ ({'quick' if args.quick else 'full'} mode, {total:.0f} s)")
+    for name, m in made.items():
+        if "skipped" in m:
+            print(f"skipped {name}: {m['skipped']}")
     return 0

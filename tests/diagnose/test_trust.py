@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _real_logs import IMJONEZZ, SUNSHINE
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from gspo_dynamics.diagnose import diagnose
@@ -23,10 +23,6 @@ from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.plots.diagnose import diagnosis_figure
 from gspo_dynamics.sim.corpus import generate_corpus
 from gspo_dynamics.theory.trajectory import single_exponential
-
-REAL_LOGS = Path(__file__).resolve().parents[1] / "data" / "real_logs"
-SUNSHINE = REAL_LOGS / "Sunshine535__nips-grpo-dynamics__results__gates_1_2__logs__gate2_rho1.00_seed42.log"
-IMJONEZZ = REAL_LOGS / "IMJONEZZ__UnslothGRPO__outputs__checkpoint-250__trainer_state.json"
 
 
 def _log(steps, reward) -> RunLog:
@@ -72,8 +68,8 @@ def test_oscillation_confidence_is_half_at_the_thresholds_and_monotone():
             assert stronger >= c - 1e-15
 
 
-def test_weak_periodic_component_in_noisy_real_log_is_not_certain():
-    d = diagnose(read_log(SUNSHINE))
+def test_weak_periodic_component_in_noisy_real_log_is_not_certain(real_logs):
+    d = diagnose(read_log(real_logs / SUNSHINE))
     assert d.fit.r_squared < 0.3
     v = d.verdict("dynamical_instability")
     pg = d.fit.selection["periodogram"]
@@ -93,8 +89,8 @@ def test_significant_noisy_rise_is_not_noise_dominated():
     assert any("noisy" in a for a in trend.advice)
 
 
-def test_imjonezz_real_log_rises_and_the_noise_is_a_note():
-    d = diagnose(read_log(IMJONEZZ))
+def test_imjonezz_real_log_rises_and_the_noise_is_a_note(real_logs):
+    d = diagnose(read_log(real_logs / IMJONEZZ))
     assert d.primary in ("healthy_saturation", "still_rising")
     v = d.verdict(d.primary)
     assert any("noisy" in a for a in v.advice)
@@ -130,8 +126,8 @@ def test_plateau_inside_the_data_is_not_flagged():
 
 
 # 5 -------------------------------------------------------------------------------------------------
-def test_figure_legend_is_off_the_data_and_verdict_text_inside_the_figure():
-    d = diagnose(read_log(IMJONEZZ))
+def test_figure_legend_is_off_the_data_and_verdict_text_inside_the_figure(real_logs):
+    d = diagnose(read_log(real_logs / IMJONEZZ))
     fig = diagnosis_figure(d)
     canvas = FigureCanvasAgg(fig)
     canvas.draw()

@@ -7,16 +7,14 @@ import json
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _real_logs import DPO
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.integrations.trl import ALERT_KEY, WARNING_KEY, DiagnosticsCallback, GSPODynamicsWarning
 
-REAL_LOGS = Path(__file__).resolve().parents[1] / "data" / "real_logs"
-DPO = REAL_LOGS / "chandlerzuo__rlhf_recsys__outputs__trainer_state.json"
 
 
 def _row(step: int, reward: float) -> dict:
@@ -91,8 +89,8 @@ def test_a_failing_diagnosis_never_stops_training():
     assert callback.alerts == []
 
 
-def test_a_dpo_run_disables_the_guard_with_one_message():
-    history = json.loads(DPO.read_text())["log_history"]
+def test_a_dpo_run_disables_the_guard_with_one_message(real_logs):
+    history = json.loads((real_logs / DPO).read_text())["log_history"]
     callback = DiagnosticsCallback(every=2, diagnose_fn=lambda run, hp: pytest.fail("diagnosed a DPO run"))
     trainer = _Trainer(callback)
     with pytest.warns(GSPODynamicsWarning, match="not of GRPO/GSPO"):

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
 
 from gspo_dynamics.logs._tfevents import masked_crc
-
-REAL_LOGS = Path(__file__).resolve().parents[1] / "data" / "real_logs"
 
 
 def _varint(value: int) -> bytes:

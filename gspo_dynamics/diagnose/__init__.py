@@ -10,8 +10,10 @@ Modes and the signals behind them (thresholds are named constants in `_trend` an
                          with hyperparameters, T below the exact critical T
   still_rising           fitted plateau above the last value by > 10% of the rise (and > 2 s.e.)
   stalled                no significant change late vs early (Welch |z| < 3) that the data could have seen
+                         (power calculation: the change detectable with 80% power <= 0.3 per-sample reward
+                         stds); with KL or entropy moving meanwhile, drift without progress (a note)
   noise_dominated        the noise hides whether (or how) the run learns: no significant change and a
-                         detectable change > 0.1 of the reward spread, or a noisy fit (R^2 < 0.5) whose
+                         change detectable with 80% power > 0.3 reward stds, or a noisy fit (R^2 < 0.5) whose
                          healthy/rising reading is below confidence 0.5 (e.g. an extrapolated plateau);
                          advice from the 1/G scaling of the fluctuation variance
   dynamical_instability  without hyperparameters, the data: significantly complex roots or a periodic
@@ -19,10 +21,12 @@ Modes and the signals behind them (thresholds are named constants in `_trend` an
                          variance, cycles seen), a collapse after a real peak; with them, the refresh
                          interval past the exact discrete critical T (the continuous damping margin is
                          only reported), data ringing kept only where the exact regime can ring
-  advantage_degeneracy   zero-std group fraction > 0.5, compared with p^G + (1-p)^G at the measured
+  advantage_degeneracy   no group with any signal (reward_std 0 / every group zero-std on >= 90% of rows);
+                         zero-std group fraction > 0.5, compared with p^G + (1-p)^G at the measured
                          success rate (G from hparams, or estimated from the log)
-  policy_concentration   entropy late/early < 0.5 (with the within-group reward std collapsing)
-  reward_hacking         eval reward falling while train reward rises, length doubling, truncation
+  policy_concentration   entropy late/early < 0.5 (with the within-group reward std collapsing) below the
+                         reward's ceiling; at the ceiling of a [0, 1] score it is a solved task (a note)
+  reward_hacking         eval reward falling from its peak while train reward rises (first), length doubling, truncation
                          rising (these two only while the reward is not falling significantly: with a
                          falling reward they are a collapse's symptom and go into the notes), one reward
                          component carrying the gain while another falls

@@ -1,8 +1,10 @@
 """`diagnose(runlog, hparams)`: fit the reward curve, run every check, rank the verdicts.
 
-Primary verdict: the most confident cause (instability, degeneracy, concentration, hacking) at or
-above REPORT_CONFIDENCE, since it explains the curve; otherwise the trend mode (healthy, still rising,
-stalled, noise-dominated), which every analysed run gets exactly one of.
+Every mode is scored from its own evidence on one scale (a confidence in [0, 1]); a mode that follows
+from another (zero-std groups left by a collapse, entropy collapsed by an exploit) is ranked below
+its cause. The primary verdict is the best-supported mode: the highest confidence (a cause wins a
+tie with the trend mode, since it explains the curve). Causes below REPORT_CONFIDENCE are not
+reported; every analysed run gets exactly one trend mode (healthy, still rising, stalled, noise).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import math
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, concentration, degeneracy, hacking, success_rate
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, change, instability_verdict, trend_verdict
+from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, instability_verdict, trend_verdict
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
@@ -21,6 +24,7 @@ from gspo_dynamics.theory.hyperparams import Hyperparams
 
 KL_START_HIGH = 0.1  # nats; the policy starts as the reference, so its KL is ~0 at the first steps
 DERIVED_DISCOUNT = 0.9  # a verdict explained by another is ranked this fraction of the other's confidence
+FALLING_CAP = 0.3  # a falling reward read as saturating: below REPORT_CONFIDENCE, so a cause outranks it
 DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
 
 
@@ -83,7 +87,8 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
         notes += [n for n in imp.notes]
     trend = change(steps, reward)
     group_size = hparams.group_size if hparams is not None else None
-    verdicts: list[Verdict] = [trend_verdict(steps, reward, fit, imp, trend, _spread(runlog), group_size)]
+    verdicts: list[Verdict] = [_not_healthy_if_falling(trend_verdict(steps, reward, fit, imp, trend, _spread(runlog),
+                                                                      group_size), trend)]
     if fit is not None and verdicts[0].mode in ("noise_dominated", "stalled"):
         _sampling_noise_evidence(verdicts[0], fit, runlog, hparams)
     if fit is not None:
@@ -96,24 +101,101 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
                                  f"{e['signal']} = {e['value']:.3g}" for e in v.evidence if isinstance(e["value"], float)))
     else:
         not_checked.append("dynamical instability: the closed-form fit failed")
+    drift = drift_without_progress(runlog, trend)
+    if drift and verdicts[0].mode in ("stalled", "noise_dominated"):
+        verdicts[0].evidence.extend(drift)
+        notes.append(drift_note(drift))
+    scale = reward_scale(runlog, trend, group_size)
     theory: dict = {}
-    for check in (lambda: degeneracy(runlog, hparams, theory), lambda: concentration(runlog, hparams),
-                  lambda: hacking(runlog, trend, notes)):
+    silent = no_signal(runlog)
+    checks = [lambda: concentration(runlog, hparams), lambda: hacking(runlog, trend, notes)]
+    if silent is not None:
+        verdicts.append(silent)
+    else:
+        checks.insert(0, lambda: degeneracy(runlog, hparams, theory))
+    for check in checks:
         v, why = check()
         if v is not None:
             verdicts.append(v)
         if why:
             not_checked.append(why)
+    _solved_task(verdicts, scale, runlog, notes)
     _attribute_degeneracy(verdicts, runlog)
+    _attribute_concentration(verdicts)
     _reference_note(runlog, notes)
     if hparams is None:
         not_checked.append("refresh interval vs its critical value: no hyperparameters given (--lr, -T, ... or --config)")
     verdicts = [v for v in verdicts if v.mode not in CAUSE_MODES or v.confidence >= REPORT_CONFIDENCE]
-    verdicts.sort(key=lambda v: -v.confidence)
-    causes = [v for v in verdicts if v.mode in CAUSE_MODES]
-    primary = causes[0].mode if causes else next(v.mode for v in verdicts if v.mode not in CAUSE_MODES)
+    # best supported first; at equal confidence a cause before the trend mode (it explains the curve)
+    verdicts.sort(key=lambda v: (-v.confidence, v.mode not in CAUSE_MODES))
+    primary = verdicts[0].mode
     return Diagnosis(primary, verdicts, fit, imp, summary, not_checked=not_checked, notes=notes, hparams=hparams,
                      theory=theory, log=runlog)
+
+
+def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:
+    """A reward that fell significantly (Welch z <= -Z_TREND) and settled is not healthy saturation (nor
+    still rising): the trend reading is kept, capped at FALLING_CAP, so that the cause of the fall (a
+    collapse, an exploit) ranks first; the fall is named in the evidence."""
+    if verdict.mode not in ("healthy_saturation", "still_rising") or not trend or not trend["z"] <= -Z_TREND:
+        return verdict
+    fell = {"signal": "the reward fell (Welch z, late - early)", "value": trend["z"], "threshold": -Z_TREND,
+            "steps": [int(trend["steps"][0]), int(trend["steps"][1])], "early": trend["early"], "late": trend["late"]}
+    return Verdict(verdict.mode, min(verdict.confidence, FALLING_CAP), verdict.evidence + [fell], verdict.advice)
+
+
+def _solved_task(verdicts: list[Verdict], scale, log: RunLog, notes: list[str]) -> None:
+    """At the reward's ceiling, entropy collapse and zero-std groups are what a solved task looks like.
+
+    With the reward a [0, 1] score (`_context.reward_scale`) whose late mean is within CEILING_GAP of
+    1, a policy that answers every prompt the same way answers it right: the concentration verdict is
+    dropped and its evidence goes to the trend verdict. Zero-std groups that appeared as the reward
+    rose (early fraction below DEGENERATE_FRACTION) are all-correct groups: the degeneracy verdict
+    is ranked below the trend verdict (DERIVED_DISCOUNT x its confidence). Zero-std groups from the
+    first steps (a task too easy from the start) stay advantage degeneracy.
+    """
+    if not scale.at_ceiling:
+        return
+    trend = next(v for v in verdicts if v.mode not in CAUSE_MODES)
+    i = next((i for i, v in enumerate(verdicts) if v.mode == "policy_concentration"), None)
+    if i is not None:
+        conc = verdicts.pop(i)
+        entropy = next(e for e in conc.evidence if e["signal"] == "entropy late / early")
+        trend.evidence.append(dict(entropy, signal="entropy late / early, at the reward's ceiling (a solved task)",
+                                   late_reward=scale.late, ceiling=scale.ceiling))
+        notes.append(f"the entropy fell to {entropy['value']:.2g} of its start while the reward reached "
+                     f"{scale.late:.3g}, at its ceiling {scale.ceiling:g}: a solved task concentrates on the right "
+                     "answers; not policy concentration")
+    j = next((j for j, v in enumerate(verdicts) if v.mode == "advantage_degeneracy"), None)
+    if j is None or trend.mode not in ("healthy_saturation", "still_rising") or _early_zero_std(log) >= DEGENERATE_FRACTION:
+        return
+    deg = verdicts[j]
+    verdicts[j] = Verdict(deg.mode, min(deg.confidence, DERIVED_DISCOUNT * trend.confidence), deg.evidence,
+                          deg.advice + ["the groups are all correct at the reward's ceiling: the task is solved; "
+                                        "harder prompts (or a curriculum) will give the run signal again"])
+
+
+def _early_zero_std(log: RunLog) -> float:
+    """The zero-std fraction at the start: the lower of the early window's mean and the first MIN_WINDOW
+    rows' (a collapse within the first refresh fills the early window with the zero-std groups it makes).
+    NaN without a zero-std series."""
+    if "frac_zero_std" not in log or log.n_points("frac_zero_std") < MIN_WINDOW:
+        return math.nan
+    _, frac = log.valid("frac_zero_std")
+    return min(change(log.steps, log["frac_zero_std"]).get("early", math.nan), float(np.mean(frac[:MIN_WINDOW])))
+
+
+def _attribute_concentration(verdicts: list[Verdict]) -> None:
+    """An entropy collapse while the eval reward leaves the train reward is the exploit's symptom: ranked
+    below the reward hacking (DERIVED_DISCOUNT x its confidence), as `_attribute_degeneracy` does."""
+    hack = next((v for v in verdicts if v.mode == "reward_hacking" and v.confidence >= REPORT_CONFIDENCE
+                 and any(e["signal"].startswith("eval reward drop") for e in v.evidence)), None)
+    i = next((i for i, v in enumerate(verdicts) if v.mode == "policy_concentration"), None)
+    if hack is None or i is None:
+        return
+    conc = verdicts[i]
+    verdicts[i] = Verdict(conc.mode, min(conc.confidence, DERIVED_DISCOUNT * hack.confidence), conc.evidence,
+                          conc.advice + ["this follows from the reward hacking: the policy concentrates on the exploit"])
 
 
 def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
@@ -130,10 +212,7 @@ def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
     i = next((i for i, v in enumerate(verdicts) if v.mode == "advantage_degeneracy"), None)
     if not causes or i is None or "frac_zero_std" not in log:
         return
-    # "started below": over the early window, or over the first MIN_WINDOW rows (a divergence within
-    # the first refresh fills most of the early window with the zero-std groups it causes)
-    _, frac = log.valid("frac_zero_std")
-    early = min(change(log.steps, log["frac_zero_std"]).get("early", math.nan), float(np.mean(frac[:MIN_WINDOW])))
+    early = _early_zero_std(log)
     if not early < DEGENERATE_FRACTION:
         return
     cause = max(causes, key=lambda v: v.confidence)

@@ -25,6 +25,7 @@ TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
 TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length
 DOMINANT_SHARE = 0.9  # one reward component carries 90% of the total gain ...
 COMPONENT_DROP_Z = 2.0  # ... while another falls by at least 2 standard errors
+EVAL_DROP_FRACTION = 0.3  # eval reward below its peak by 30% of its rise to the peak (train rising): divergence
 SUCCESS_RATE_TOL = 1e-6  # a reward series within [0, 1] up to this is read as a success rate
 
 
@@ -146,20 +147,45 @@ def concentration(log, hparams) -> tuple[Verdict | None, str | None]:
     return Verdict("policy_concentration", conf, ev, advice), None
 
 
+def eval_divergence(log, trend: dict) -> dict | None:
+    """Evidence that the eval reward left the train reward: while the train reward rises (Welch z >
+    Z_TREND), the eval reward's late mean (last quarter, w points) fell below its peak, the largest
+    running mean of w points before the late window, by a significant amount:
+
+        drop = peak - late > Z_TREND sigma sqrt(2 / w),   sigma^2 = Var(e_{i+1} - e_i) / 2,
+
+    reported as drop / (peak - first eval). A rise then fall counts as much as a steady fall. None when
+    there is no such divergence."""
+    if not trend or not trend["z"] > Z_TREND:
+        return None
+    es, evals = log.valid("eval/reward")
+    w = max(2, int(round(0.25 * evals.size)))
+    if evals.size < 2 * w + 1:
+        return None
+    running = np.convolve(evals[:-w], np.ones(w) / w, mode="valid")  # (n - 2w + 1,) means of w points
+    k = int(np.argmax(running))
+    peak, late = float(running[k]), float(evals[-w:].mean())
+    sigma = float(np.std(np.diff(evals), ddof=1)) / math.sqrt(2.0)  # step-to-step scatter of one eval
+    drop = peak - late
+    if not drop > Z_TREND * sigma * math.sqrt(2.0 / w):
+        return None
+    rise = max(peak - float(evals[0]), 1e-12)  # a fall from the first eval on: the ratio is huge, as it should be
+    return evidence("eval reward drop from its peak / its rise to the peak, while the train reward rises",
+                    min(drop / rise, 1e6), (es[0], es[-1]), threshold=EVAL_DROP_FRACTION, peak=peak,
+                    peak_step=int(es[k + w - 1]), late=late, train_z=trend["z"], eval_points=int(evals.size))
+
+
 def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | None]:
     steps = log.steps
     ev, confs, advice, missing = [], [], [], []
     if "eval/reward" in log and log.n_points("eval/reward") >= 4:
-        es, evals = log.valid("eval/reward")
-        half = evals.size // 2
-        eval_diff = float(evals[-half:].mean() - evals[:half].mean())
-        spread = float(np.std(evals, ddof=1)) or 1e-12
-        if trend and trend["z"] > Z_TREND and eval_diff < 0:
-            ev.append(evidence("eval reward change while train reward rises", eval_diff, (es[0], es[-1]), threshold=0.0,
-                               train_change=trend["diff"], eval_points=int(evals.size)))
-            confs.append(confidence(-eval_diff / spread, 0.5))
-            advice.append("train reward rises while the eval reward falls: the policy exploits the training reward; "
-                          "check samples, tighten the reward, raise the KL weight beta or stop at the eval peak")
+        item = eval_divergence(log, trend)
+        if item is not None:
+            ev.append(item)
+            confs.append(confidence(item["value"] - EVAL_DROP_FRACTION, 0.1))
+            advice.append("train reward rises while the eval reward falls from its peak: the policy exploits the "
+                          "training reward; check samples, tighten the reward, raise the KL weight beta or stop at "
+                          f"the eval peak (step {item['peak_step']})")
     else:
         missing.append("no eval reward")
     # Hacking raises (or holds) the training reward; completions growing or running into the length

@@ -21,7 +21,8 @@ R2_NOISE = 0.5  # R^2 below this: the fluctuation variance exceeds the variance 
 R2_TARGET = 0.8  # advice: the G that would bring R^2 up to this (trend variance 4x the noise variance)
 STILL_RISING_FRACTION = 0.10  # a remaining rise above 10% of the total rise is "still rising"
 Z_STILL_RISING = 2.0  # ... and at least 2 standard errors above zero
-RESOLVABLE_CHANGE = 0.1  # "stalled" needs the data to rule out a change of 1/10 of the per-sample reward spread
+MEANINGFUL_CHANGE = 0.3  # the smallest change of a run that learns: 0.3 per-sample reward stds (0.15 of a 50% success rate)
+Z_POWER = 0.8416  # z_{0.8}: "could have seen" = detected with 80% power (one-sided normal quantile)
 ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
 MARGIN_LOW = 0.25  # T within 25% of the exact critical T: stable, but noted as close
 PERIODIC_P = 1e-3  # Fisher g test level for a periodic component: 1 false alarm in 1000 white-noise logs
@@ -95,10 +96,15 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                   group_size: int | None = None) -> Verdict:
     """Exactly one of healthy_saturation, still_rising, stalled, noise_dominated.
 
-    No significant change (|z| < Z_TREND) is "stalled" only when the data could have seen one: the
-    smallest detectable change 2 se(late - early) must be below RESOLVABLE_CHANGE x the per-sample
-    reward spread `scale` (within-group reward std, or sqrt(p(1-p)) for a success rate). Otherwise
-    the run is too noisy to tell: "noise_dominated". Without a scale, no change means "stalled".
+    No significant change (|z| < Z_TREND) is "stalled" only when the data could have seen one, by a
+    power calculation: the Welch test detects a change D with power 80% at its level Z_TREND when
+
+        D >= (Z_TREND + Z_POWER) se(late - early)        (the minimum detectable change, MDC),
+
+    and a run that learns changes its reward by at least MEANINGFUL_CHANGE x the per-sample reward
+    spread `scale` (within-group reward std, or sqrt(p(1-p)) for a success rate). MDC <= that: the
+    flat reward is a stall; MDC above it: the run is too noisy to tell ("noise_dominated"). Without a
+    scale, no change means "stalled".
     A significant change (|z| >= Z_TREND) with a low R^2 (< R2_NOISE) is read as healthy or still rising
     with the noise as a caveat (`_shape_confidence`): the run demonstrably learns. Only when that reading
     itself falls below REPORT_CONFIDENCE (the plateau an extrapolation, the remaining rise unresolved) is
@@ -110,15 +116,15 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                         early=trend["early"], late=trend["late"])
     if not abs(z) >= Z_TREND:
         se = abs(trend["diff"] / z) if z else math.inf
-        resolution = 2.0 * se / scale[0] if scale is not None and scale[0] > 0 else math.nan
+        resolution = (Z_TREND + Z_POWER) * se / scale[0] if scale is not None and scale[0] > 0 else math.nan
         if resolution >= 0:  # NaN (no spread, or inf / inf on absurd values): judged by z alone below
-            ev_res = evidence("detectable change / per-sample reward spread", resolution, span,
-                              threshold=RESOLVABLE_CHANGE, spread=scale[0], spread_from=scale[1])
-            if resolution > RESOLVABLE_CHANGE:
-                return Verdict("noise_dominated", confidence(math.log(resolution / RESOLVABLE_CHANGE), 0.5),
-                               [ev_trend, ev_res], noise_advice(None, group_size, resolution / RESOLVABLE_CHANGE))
+            ev_res = evidence("change detectable with 80% power / per-sample reward spread", resolution, span,
+                              threshold=MEANINGFUL_CHANGE, spread=scale[0], spread_from=scale[1])
+            if resolution > MEANINGFUL_CHANGE:
+                return Verdict("noise_dominated", confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5),
+                               [ev_trend, ev_res], noise_advice(None, group_size, resolution / MEANINGFUL_CHANGE))
             # resolution 0 (a zero standard error): any change would have shown
-            resolved = confidence(math.log(RESOLVABLE_CHANGE / resolution), 0.5) if resolution > 0 else 1.0
+            resolved = confidence(math.log(MEANINGFUL_CHANGE / resolution), 0.5) if resolution > 0 else 1.0
             return Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0), resolved), [ev_trend, ev_res],
                            STALLED_ADVICE)
         return Verdict("stalled", confidence(Z_TREND - abs(z), 1.0), [ev_trend], STALLED_ADVICE)
@@ -226,7 +232,7 @@ def noise_advice(fit, group_size: int | None, std_factor: float | None = None) -
         if group_size:
             return [f"too noisy to tell whether the run learns: the noise variance scales as 1/G; G = {group_size} "
                     f"-> G >= {math.ceil(group_size * factor)}, or {factor:.0f}x more prompts per step, would resolve a "
-                    f"change of {RESOLVABLE_CHANGE:.0%} of the reward spread"]
+                    f"change of {MEANINGFUL_CHANGE:g} per-sample reward stds with 80% power"]
         return [f"too noisy to tell whether the run learns: the noise variance scales as 1/G; a {factor:.1f}x larger "
                 "group size or batch of prompts per step (or longer runs) would resolve it"]
     if group_size:

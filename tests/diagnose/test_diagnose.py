@@ -104,11 +104,27 @@ def test_advantage_degeneracy_compares_with_p_to_the_g():
 
 
 def test_policy_concentration_outranks_the_degeneracy_it_causes():
-    p = single_exponential(T300, 0.97, 0.6, 40.0)
+    # below the ceiling: the policy settles on one answer per prompt, right on 75% of them, so the
+    # groups empty of signal (zero-std fraction 0.1 -> 0.95) while the entropy collapses
+    p = single_exponential(T300, 0.75, 0.6, 40.0)
     entropy = 2.0 * np.exp(-T300 / 60.0) + 0.02
-    d = diagnose(binary_log(p, extra={"entropy": entropy}))
+    zero_std = 0.95 - 0.85 * np.exp(-T300 / 60.0)
+    d = diagnose(binary_log(p, extra={"entropy": entropy, "frac_zero_std": zero_std}))
     assert d.primary == "policy_concentration"
     assert any("KL" in a for a in d.verdict("policy_concentration").advice)
+    assert d.verdict("advantage_degeneracy").confidence < d.verdict("policy_concentration").confidence
+
+
+def test_entropy_collapse_at_the_ceiling_is_a_solved_task():
+    p = single_exponential(T300, 0.99, 0.6, 40.0)
+    entropy = 2.0 * np.exp(-T300 / 60.0) + 0.02
+    d = diagnose(binary_log(p, extra={"entropy": entropy}))
+    assert d.primary == "healthy_saturation"
+    assert d.verdict("policy_concentration") is None
+    assert any("solved task" in e["signal"] for e in d.verdict("healthy_saturation").evidence)
+    assert any("a solved task concentrates" in n for n in d.notes)
+    deg = d.verdict("advantage_degeneracy")  # all-correct groups: reported, ranked below the solved task
+    assert deg is None or deg.confidence < d.verdict("healthy_saturation").confidence
 
 
 def test_reward_hacking_from_eval_decoupling_and_length():

@@ -35,7 +35,7 @@ def test_diagnose_survives_odd_values(n, data, extra):
 
 def test_a_spread_of_absurd_size_does_not_divide_by_zero():
     # found by hypothesis: a reward_std mean of ~1e143 made the detectable change / spread 0.0, and
-    # log(RESOLVABLE_CHANGE / 0) raised; with resolution 0 any change would have shown
+    # log(MEANINGFUL_CHANGE / 0) raised; with resolution 0 any change would have shown
     reward = [-1 / 3, 2.00001, -1.4e-253, 0.0, 0.0, -227601.06, 0.0, 2.369e16, 480060.68, 2.6657e11, -1.5e-150,
               -6.0e-68, 2.2e-313, 1e-08, 0.0, 3.4e-106, 0.5]
     spread = [-1.1e-269, -5e-324, 1.0, 0.5, 8.68e79, 1e-09, 5.56e16, np.inf, -5e-324, -105789.7, -1.65e16, 0.0,

@@ -11,8 +11,10 @@ Every recipe is a physical cause, run through the simulator; nothing is drawn by
                          critical T_c of `predict_bandit` (theory): a sustained oscillation
   advantage_degeneracy   prompts the reference policy solves 0.5-3% of the time with G = 8:
                          most groups are all-zero, p^G + (1-p)^G ~ 0.8-0.96
-  policy_concentration   32 arms with graded rewards, Adam at a high learning rate, no KL: the
-                         policy collapses onto one arm (entropy log 32 -> ~0)
+  policy_concentration   32 arms with graded rewards, Adam at a high learning rate, no KL, a reference
+                         that favours a 0.65 arm and almost never samples the 1.0 one: the policy
+                         collapses onto the attractor (entropy -> ~0) below the reward's ceiling (a
+                         collapse onto a near-best arm at the ceiling would be a solved task)
   reward_hacking         a length bonus (proxy) outweighs correctness on a long wrong answer the
                          reference rarely gives: train reward rises, eval accuracy falls,
                          length grows to the budget
@@ -116,14 +118,19 @@ def advantage_degeneracy() -> tuple[Variant, ...]:
 def policy_concentration() -> tuple[Variant, ...]:
     K, P = 32, 4
     grid = np.random.default_rng(12345).random((P, K))
-    rewards = np.round(0.5 + 0.5 * grid, 3)  # graded rewards in [0.5, 1]: many near-best arms
-    task = BanditTask.k_arm(rewards)
+    rewards = np.round(0.5 * grid, 3)  # graded rewards in [0, 0.5) ...
+    rewards[:, 0] = 0.65  # ... an attractor the reference favours ...
+    rewards[:, 1] = 1.0  # ... and the best answer, which it almost never gives
+    ref = np.zeros((P, K))
+    ref[:, 0], ref[:, 1] = 2.5, -4.0
+    task = BanditTask.k_arm(rewards, ref_logits=ref)
     lengths = np.round(150.0 + 300.0 * np.random.default_rng(54321).random((P, K)))
     arms = ArmTables(rewards[..., None].copy(), ("quality_reward",), rewards.copy(), lengths, MAX_LENGTH)
     hp = Hyperparams(lr=0.05, optimizer=Adam(beta1=0.9, beta2=0.999), group_size=8, num_groups=2,
                      advantage="std", kl_coef=0.0)
     return (Variant(task, hp, arms, steps=300, logging_steps=5, eval_every=60,
-                    note="32 graded arms, Adam lr 0.05, no KL: collapse onto one arm"),)
+                    note="32 graded arms, the reference favouring a 0.65 arm over the 1.0 one it almost never "
+                         "samples (p ~ 4e-4), Adam lr 0.05, no KL: collapse onto the attractor below the ceiling"),)
 
 
 def reward_hacking() -> tuple[Variant, ...]:

@@ -1,0 +1,124 @@
+"""What a log says beyond its reward trend: the reward's scale and ceiling, no learning signal, drift.
+
+- `reward_scale`: whether the reward is a bounded score (a success rate, or partial credit in
+  [0, 1]) and so where its ceiling is. A score X in [0, 1] with mean p has, by the Bhatia-Davis
+  inequality, Var X <= p (1 - p), with equality for 0/1 (Bernoulli) rewards; a within-group std with
+  Bessel's correction over G samples is then at most sqrt(G / (G - 1)) sqrt(p (1 - p)), and the mean
+  of per-group stds at most that (Jensen). A logged reward_std above the bound on most rows says the
+  reward is not such a score, whatever its range.
+- `no_signal`: a run in which no group carries any learning signal (every group's rewards equal:
+  reward_std = 0 or frac_zero_std = 1 on almost every row, gradient norm 0) is advantage degeneracy,
+  not a stall: GRPO's advantages A = (r - mean) / std are all zero, so nothing can change.
+- `drift_without_progress`: the KL to the reference or the entropy moving significantly while the
+  reward does not: the policy moves, but not towards reward.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gspo_dynamics.diagnose._trend import Z_TREND, change
+from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+
+SCORE_TOL = 1e-6  # rewards within [0, 1] up to this are a bounded score
+BOUND_SLACK = 1.05  # reward_std may exceed the Bhatia-Davis bound by 5% (rounding, averaging over logged rows)
+BOUND_ROWS = 0.9  # ... on at most 10% of the rows for the reward to count as a [0, 1] score
+CEILING_GAP = 0.05  # late mean reward within 0.05 of the ceiling: the task is solved (at its ceiling)
+NO_SIGNAL_SHARE = 0.9  # share of rows whose groups all carry no signal, from which the run has none
+NO_SIGNAL_TOL = 1e-9  # a reward_std (or grad norm) this small is zero
+DRIFT_KL_RATIO = 2.0  # KL to the reference at least doubled while the reward stayed flat
+DRIFT_ENTROPY_CHANGE = 0.25  # entropy moved by 25% of its early value while the reward stayed flat
+
+
+@dataclass(frozen=True)
+class RewardScale:
+    """What the reward's values say about its scale."""
+
+    bounded: bool  # every reward in [0, 1] and reward_std (if logged) within the Bhatia-Davis bound
+    ceiling: float | None  # 1.0 for a bounded score, None when unknown
+    late: float  # late-window mean reward
+    std_within_bound: float | None  # share of rows with reward_std <= the bound (None: no reward_std)
+
+    @property
+    def at_ceiling(self) -> bool:
+        return self.ceiling is not None and self.late >= self.ceiling - CEILING_GAP
+
+
+def reward_scale(log, trend: dict, group_size: int | None = None) -> RewardScale:
+    """Infer whether the reward is a [0, 1] score (see the module docstring for the bound used)."""
+    r = log["reward"]
+    v = r[np.isfinite(r)]
+    in_range = bool(v.size) and v.min() >= -SCORE_TOL and v.max() <= 1.0 + SCORE_TOL
+    share = None
+    if in_range and "reward_std" in log and log.n_points("reward_std") >= 3:
+        std = log["reward_std"]
+        keep = np.isfinite(std) & np.isfinite(r)
+        p = np.clip(r[keep], 0.0, 1.0)
+        bessel = math.sqrt(group_size / (group_size - 1)) if group_size and group_size > 1 else math.sqrt(2.0)
+        bound = bessel * np.sqrt(p * (1.0 - p))
+        share = float(np.mean(std[keep] <= BOUND_SLACK * bound + NO_SIGNAL_TOL)) if keep.any() else None
+    bounded = in_range and (share is None or share >= BOUND_ROWS)
+    late = trend.get("late", math.nan) if trend else math.nan
+    return RewardScale(bounded, 1.0 if bounded else None, late, share)
+
+
+def no_signal(log) -> Verdict | None:
+    """Advantage degeneracy when (almost) no row has a group with reward variance (module docstring)."""
+    shares, ev = [], []
+    if "reward_std" in log and log.n_points("reward_std") >= 3:
+        s, std = log.valid("reward_std")
+        share = float(np.mean(np.abs(std) <= NO_SIGNAL_TOL))
+        shares.append(share)
+        ev.append(evidence("share of rows with reward_std = 0 (no group has reward variance)", share, (s[0], s[-1]),
+                           threshold=NO_SIGNAL_SHARE))
+    if "frac_zero_std" in log and log.n_points("frac_zero_std") >= 3:
+        s, frac = log.valid("frac_zero_std")
+        share = float(np.mean(frac >= 1.0 - NO_SIGNAL_TOL))
+        shares.append(share)
+        ev.append(evidence("share of rows with every group zero-std", share, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
+    if not shares or max(shares) < NO_SIGNAL_SHARE:
+        return None
+    conf = confidence(max(shares) - NO_SIGNAL_SHARE, 0.02)
+    if "grad_norm" in log and log.n_points("grad_norm") >= 3:
+        s, g = log.valid("grad_norm")
+        zero = float(np.mean(np.abs(g) <= NO_SIGNAL_TOL))
+        ev.append(evidence("share of rows with gradient norm 0", zero, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
+        if zero < NO_SIGNAL_SHARE:  # a gradient flows (a KL or auxiliary loss): the groups still carry none
+            conf = min(conf, 0.9)
+    advice = ["no group carries a learning signal: every response of a group gets the same reward, so every "
+              "advantage is 0; check the reward function (does it ever pay?), make the prompts solvable "
+              "(easier prompts, a curriculum, a supervised warm-start) or raise G"]
+    return Verdict("advantage_degeneracy", conf, ev, advice)
+
+
+def drift_without_progress(log, trend: dict) -> list[dict]:
+    """Evidence of the policy moving (KL to the reference, entropy) while the reward shows no significant change."""
+    if not trend or abs(trend["z"]) >= Z_TREND:
+        return []
+    steps, items = log.steps, []
+    if "kl_ref" in log and log.n_points("kl_ref") >= 6:
+        ch = change(steps, log["kl_ref"])
+        ratio = ch["late"] / ch["early"] if ch["early"] > 0 else math.inf
+        if ch["z"] > Z_TREND and ratio >= DRIFT_KL_RATIO:
+            items.append(evidence("KL to the reference late / early while the reward is flat", ratio, ch["steps"],
+                                  threshold=DRIFT_KL_RATIO, early=ch["early"], late=ch["late"], z=ch["z"]))
+    if "entropy" in log and log.n_points("entropy") >= 6:
+        ch = change(steps, log["entropy"])
+        rel = ch["diff"] / ch["early"] if ch["early"] > 0 else math.nan
+        if abs(ch["z"]) > Z_TREND and abs(rel) >= DRIFT_ENTROPY_CHANGE:
+            items.append(evidence("entropy change / early entropy while the reward is flat", rel, ch["steps"],
+                                  threshold=DRIFT_ENTROPY_CHANGE, early=ch["early"], late=ch["late"], z=ch["z"]))
+    return items
+
+
+def drift_note(items: list[dict]) -> str:
+    what = []
+    for e in items:
+        kind = "the KL to the reference" if e["signal"].startswith("KL") else "the entropy"
+        what.append(f"{kind} went {e['early']:.3g} -> {e['late']:.3g}")
+    return (" and ".join(what) + " while the reward did not change significantly: the policy drifts without "
+            "progress (updates move it, the reward does not follow); check the reward signal and the learning "
+            "rate, and the KL weight if the drift is away from the reference")

@@ -1,0 +1,133 @@
+"""The symptoms diagnose got wrong on logs from other generators and real runs (issue 12), each on a
+log made here from the mechanism: no learning signal at all, a long flat run, drift without
+progress, train/eval divergence, a limit cycle without drift, a solved task, and one primary rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gspo_dynamics.diagnose import diagnose
+from gspo_dynamics.diagnose._context import reward_scale
+from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, Z_POWER, Z_TREND, change
+from gspo_dynamics.logs import RunLog
+from gspo_dynamics.theory.trajectory import single_exponential
+
+G, GROUPS = 8, 16
+
+
+def make_log(series: dict, steps=None) -> RunLog:
+    n = len(next(iter(series.values())))
+    steps = np.arange(1, n + 1) if steps is None else np.asarray(steps)
+    return RunLog(steps=steps.astype(np.int64), series={k: np.asarray(v, float) for k, v in series.items()},
+                  format="jsonl", source="<synthetic>", trainer="trl", reward_std_kind="group_mean_std")
+
+
+def groups(p: np.ndarray, seed: int = 0, group_size: int = G, n_groups: int = GROUPS):
+    """Binary rewards in `n_groups` groups of G per row: (mean reward, mean within-group std, zero-std fraction)."""
+    k = np.random.default_rng(seed).binomial(group_size, np.clip(p, 0, 1)[:, None], size=(p.size, n_groups))
+    std = np.sqrt(k * (group_size - k) / (group_size * (group_size - 1)))
+    return k.mean(1) / group_size, std.mean(1), ((k == 0) | (k == group_size)).mean(1)
+
+
+def test_a_run_without_any_learning_signal_is_advantage_degeneracy():
+    n = 200  # reward, reward_std and grad_norm exactly 0 at every step: no group ever pays
+    d = diagnose(make_log({"reward": np.zeros(n), "reward_std": np.zeros(n), "grad_norm": np.zeros(n),
+                           "frac_zero_std": np.ones(n)}))
+    assert d.primary == "advantage_degeneracy"
+    v = d.verdict("advantage_degeneracy")
+    assert v.confidence > 0.95
+    signals = {e["signal"]: e["value"] for e in v.evidence}
+    assert signals["share of rows with reward_std = 0 (no group has reward variance)"] == 1.0
+    assert signals["share of rows with gradient norm 0"] == 1.0
+    assert d.verdict("stalled") is None or d.verdict("stalled").confidence < v.confidence
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_long_flat_run_is_stalled_by_the_power_calculation(seed):
+    reward, std, zero = groups(np.full(500, 0.3), seed)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
+    assert d.primary == "stalled"
+    res = next(e for e in d.verdict("stalled").evidence if e["signal"].startswith("change detectable"))
+    tr = change(np.arange(1, 501), reward)
+    se = abs(tr["diff"] / tr["z"])
+    assert res["value"] == pytest.approx((Z_TREND + Z_POWER) * se / res["spread"], rel=1e-12)
+    assert res["value"] < MEANINGFUL_CHANGE
+
+
+def test_a_short_noisy_flat_run_is_noise_dominated():
+    reward, std, zero = groups(np.full(40, 0.3), 1, n_groups=1)  # one group per row, 40 rows
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
+    assert d.primary == "noise_dominated"
+    res = next(e for e in d.verdict("noise_dominated").evidence if e["signal"].startswith("change detectable"))
+    assert res["value"] > MEANINGFUL_CHANGE
+
+
+def test_kl_and_entropy_moving_while_the_reward_is_flat_is_reported_as_drift():
+    n = 400
+    reward, std, zero = groups(np.full(n, 0.4), 2)
+    t = np.arange(n)
+    kl = 0.02 + 0.05 * t / n + np.random.default_rng(3).normal(0, 0.002, n)  # 0.02 -> 0.07: more than doubles
+    entropy = 0.6 + 0.3 * t / n + np.random.default_rng(4).normal(0, 0.01, n)  # rises by half
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "kl_ref": kl,
+                           "entropy": entropy}))
+    assert d.primary == "stalled"
+    drift = [e for e in d.verdict("stalled").evidence if "while the reward is flat" in e["signal"]]
+    assert {e["signal"].split(" ")[0] for e in drift} == {"KL", "entropy"}
+    assert any("drifts without progress" in n for n in d.notes)
+    # the same run without the drift gets no such note
+    d0 = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
+    assert not any("drifts without progress" in n for n in d0.notes)
+
+
+def test_eval_reward_rising_then_falling_to_zero_is_reward_hacking_first():
+    n = 400
+    t = np.arange(n, dtype=float)
+    reward, std, zero = groups(single_exponential(t, 0.9, 0.2, 60.0), 5)
+    entropy = 1.5 * np.exp(-t / 80.0) + 0.05  # the exploit concentrates the policy too
+    eval_reward = np.full(n, np.nan)
+    at = np.arange(19, n, 20)
+    eval_reward[at] = np.clip(np.interp(at, [0, 150, 399], [0.2, 0.6, 0.0]), 0, 1)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "entropy": entropy,
+                           "eval/reward": eval_reward}))
+    assert d.primary == "reward_hacking"
+    first = d.verdict("reward_hacking").evidence[0]
+    assert first["signal"].startswith("eval reward drop from its peak") and first["value"] > 1.0
+    conc = d.verdict("policy_concentration")
+    assert conc is None or conc.confidence < d.verdict("reward_hacking").confidence
+
+
+def test_a_flat_noisy_eval_series_is_not_a_divergence():
+    n = 400
+    t = np.arange(n, dtype=float)
+    reward, std, zero = groups(single_exponential(t, 0.9, 0.2, 60.0), 6)
+    eval_reward = np.full(n, np.nan)
+    at = np.arange(19, n, 20)
+    eval_reward[at] = 0.5 + np.random.default_rng(7).normal(0, 0.05, at.size)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "eval/reward": eval_reward}))
+    assert d.verdict("reward_hacking") is None and d.primary == "healthy_saturation"
+
+
+def test_reward_scale_reads_a_score_and_rejects_a_spread_beyond_the_bhatia_davis_bound():
+    reward, std, _ = groups(np.full(100, 0.5), 8)
+    tr = change(np.arange(1, 101), reward)
+    assert reward_scale(make_log({"reward": reward, "reward_std": std}), tr, G).ceiling == 1.0
+    # a [0, 1]-ranged mean with a within-group std of 0.9 (> sqrt(G/(G-1)) sqrt(p(1-p)) ~ 0.53): not a score
+    wide = reward_scale(make_log({"reward": reward, "reward_std": np.full(100, 0.9)}), tr, G)
+    assert not wide.bounded and wide.ceiling is None and wide.std_within_bound == 0.0
+    assert reward_scale(make_log({"reward": reward * 5}), change(np.arange(1, 101), reward * 5)).ceiling is None
+
+
+def test_the_primary_is_the_best_supported_verdict():
+    n = 300
+    t = np.arange(n, dtype=float)
+    cases = [single_exponential(t, 0.8, 0.3, 30.0), np.full(n, 0.3), single_exponential(t, 0.75, 0.6, 40.0)]
+    for i, p in enumerate(cases):
+        reward, std, zero = groups(p, 10 + i)
+        d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero,
+                               "entropy": 2.0 * np.exp(-t / 60.0) + 0.02}))
+        assert d.primary == d.verdicts[0].mode
+        assert d.verdicts[0].confidence == max(v.confidence for v in d.verdicts)
+        assert all(math.isfinite(v.confidence) and 0 <= v.confidence <= 1 for v in d.verdicts)

@@ -251,8 +251,9 @@ def build_log(raw: RawLog, format: str, source: str) -> RunLog:
             f"this log is from a run of {foreign}, not of GRPO/GSPO-style RL, "
             "and only group policy-gradient RL can be analysed"
         )
-    warnings = list(raw.warnings)
-    steps, series, build_warnings = build_series(raw.rows, _names.canonical_name)
+    names, name_warnings = _names.resolve_names(raw_keys)
+    warnings = list(raw.warnings) + name_warnings
+    steps, series, build_warnings = build_series(raw.rows, names.__getitem__)
     warnings += build_warnings
     if "reward" not in series:
         shown = ", ".join(repr(key[:40]) for key in sorted(raw_keys)[:12])

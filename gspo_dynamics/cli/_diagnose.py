@@ -3,6 +3,9 @@
 Exit status: 0 when the log was read and analysed, including a run too short to fit (the report and
 the JSON say "too_short": that is an answer about the run, not bad input); 2 when the log cannot be
 read, is of another algorithm (DPO, SFT, ...), or a flag/config value is impossible.
+
+`--map NAME=COLUMN` is `read_log`'s column_map: parsed by `logs.parse_map_option`, checked by
+`read_log`; an error that advises a map is re-spelled for the command line (`--map reward=COLUMN`).
 """
 
 from __future__ import annotations
@@ -13,13 +16,16 @@ import json
 import sys
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs import STANDARD_NAMES
 from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS
 
 EPILOG = (
     "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
     "flags, from --config FILE (a JSON TRL GRPOConfig dict: learning_rate, num_generations, steps_per_generation "
     "x num_iterations, beta, epsilon/epsilon_high, importance_sampling_level; or our own field names), or both "
-    "(flags win). --lr is needed with any other hyperparameter flag. Exit status 0 when the log was analysed "
+    "(flags win). --lr is needed with any other hyperparameter flag. A log with its own column names: "
+    f"--map reward=my_reward,kl_ref=my_kl (NAME is step or one of {', '.join(STANDARD_NAMES)}; "
+    "common names such as reward_mean need no map). Exit status 0 when the log was analysed "
     "(a run too short to fit is reported as such), 2 when it cannot be read or is not a GRPO-style run."
 )
 # dest -> Hyperparams field for the flags that map one to one
@@ -35,6 +41,8 @@ def register(sub) -> None:
                                    "CSV/JSONL, verl, OpenRLHF), fit the closed-form trajectory and report the failure "
                                    "modes with evidence and advice.", epilog=EPILOG)
     p.add_argument("log", help="the log file")
+    p.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
+                   help="read series NAME from the log's COLUMN, e.g. --map reward=score,step=iter (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="OUT.png", help="write a multi-panel figure (reward + fit, zero-std, entropy, KL, length)")
     p.add_argument("--config", metavar="FILE", help="hyperparameters from a JSON file (TRL GRPOConfig keys or ours)")
@@ -98,10 +106,13 @@ def hyperparams_from_flags(args: argparse.Namespace):
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from gspo_dynamics.diagnose import diagnose
-    from gspo_dynamics.logs import read_log
+    from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
     hparams, notes = hyperparams_from_flags(args)
-    log = read_log(args.log)
+    try:
+        log = read_log(args.log, column_map=parse_map_option(args.map))
+    except ColumnMapError as error:
+        raise ConfigError(error.render(cli=True)) from None
     diagnosis = diagnose(log, hparams, reward_range=None if args.reward_range is None else tuple(args.reward_range))
     diagnosis.notes.extend(notes)
     if args.plot:

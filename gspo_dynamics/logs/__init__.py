@@ -5,15 +5,22 @@
 
 Formats (auto-detected from the content; see `detect_format`): TRL/transformers
 `trainer_state.json`, transformers console output, TensorBoard event files, CSV (W&B exports),
-JSONL (generic, W&B, verl file logger), verl console lines. Names from TRL, verl and OpenRLHF
-are mapped to `STANDARD_NAMES`; unknown keys are kept. numpy only (no torch).
+JSONL (generic, W&B, verl file logger), verl console lines. Names from TRL, verl and OpenRLHF,
+and common custom names (`reward_mean`, `avg_reward`, ...), are mapped to `STANDARD_NAMES`;
+unknown keys are kept. A column map names the others:
+
+    log = read_log("metrics.csv", column_map={"reward": "score", "step": "iter"})
+
+numpy only (no torch).
 """
 
+from gspo_dynamics.logs._columns import ColumnMapError, parse_map_option
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name
 from gspo_dynamics.logs._read import FORMATS, detect_format, read_log, read_log_history
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, is_too_short
 
 __all__ = [
+    "ColumnMapError",
     "FORMATS",
     "MIN_ANALYSIS_POINTS",
     "STANDARD_NAMES",
@@ -21,6 +28,7 @@ __all__ = [
     "canonical_name",
     "detect_format",
     "is_too_short",
+    "parse_map_option",
     "read_log",
     "read_log_history",
 ]

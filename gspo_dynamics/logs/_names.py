@@ -4,7 +4,14 @@ Every supported trainer spells the same quantity differently (TRL `kl`, verl `ac
 OpenRLHF `train/kl`; TRL `completion_length` before v0.17, `completions/mean_length` after).
 `canonical_name` maps one raw key to one canonical name; keys it does not know are returned
 unchanged, so nothing a trainer logs is lost. The tables below are the single place where
-trainer vocabularies live.
+trainer vocabularies live, and `_CUSTOM_NAMES` the place for the names people give their own
+series in hand-written training loops (`reward_mean`, `avg_reward`, ...).
+
+When several keys of one log have the same canonical name (`reward` and `reward_mean`, TRL `kl`
+and verl `actor/kl_loss`), `resolve_names` gives the name to one of them by `name_rank`: a key
+that already is the canonical name, then a trainer's own key, then a custom name (earlier in its
+`_CUSTOM_NAMES` row first); an unprefixed key before a `train/` one; then the key that sorts
+first. The others keep their raw names, with a warning. A column map (`_columns`) overrides this.
 
 Also here: recognising the trainer, guessing the TRL version from its key set (the key sets
 changed between releases; the file itself records no version), the meaning of `reward_std`
@@ -77,6 +84,30 @@ _OPENRLHF = {
 
 _TABLE = {**_TRL, **_VERL, **_OPENRLHF}
 
+# Hand-written training loops (also after the `train/` prefix is removed), per canonical name in
+# order of preference. Only names with one reading: not `return` or `episode_reward` (a return
+# may include a per-token KL penalty, as verl's `critic/rewards/mean` does), not `score` (an eval
+# or reward-model score?), not `kl_loss` (KL or beta x KL?), not `length` (prompt or response?).
+# `rewards/<fn>/mean` is one reward function of TRL and `rewards/chosen` a DPO metric: neither
+# is here (`rewards/mean` and `rewards/std` are, as no TRL reward function is called mean/std).
+_CUSTOM_NAMES = {
+    "reward": ("reward_mean", "mean_reward", "avg_reward", "reward_avg", "average_reward",
+               "reward/mean", "rewards/mean"),
+    "reward_std": ("std_reward", "reward/std", "rewards/std"),
+    "entropy": ("policy_entropy", "mean_entropy", "entropy_mean", "entropy/mean"),
+    "kl_ref": ("ref_kl", "kl_ref_mean", "kl_mean", "mean_kl", "kl/mean", "kl_div", "kl_divergence"),
+    "kl_old_new": ("approx_kl", "losses/approx_kl"),  # cleanrl / SB3: old vs new policy
+    "clip_frac": ("clipfrac", "clip_fraction", "losses/clipfrac"),
+    "mean_length": ("response_length_mean", "mean_response_length", "avg_response_length",
+                    "mean_completion_length", "completion_length_mean", "avg_length",
+                    "length_mean"),
+    "truncation_rate": ("truncated_frac", "frac_truncated", "truncation_frac"),
+    "grad_norm": ("gradient_norm",),
+    "learning_rate": ("lr",),
+}
+_CUSTOM = {alias: name for name, aliases in _CUSTOM_NAMES.items() for alias in aliases}
+_CUSTOM_ORDER = {alias: i for aliases in _CUSTOM_NAMES.values() for i, alias in enumerate(aliases)}
+
 # Prefixes that loggers put in front of training metrics (W&B/TensorBoard copies of TRL and
 # OpenRLHF metrics use `train/`).
 _TRAIN_PREFIXES = ("train/",)
@@ -90,21 +121,87 @@ def canonical_name(key: str) -> str:
     """The canonical name of one raw metric key (unchanged when unknown).
 
     `eval_kl` -> `eval/kl_ref`; `train/reward` -> `reward`; `rewards/fmt/mean` -> `reward/fmt`;
-    `critic/score/mean` -> `reward`; an unknown key -> itself.
+    `critic/score/mean` -> `reward`; `reward_mean` -> `reward`; an unknown key -> itself.
     """
+    return _lookup(key)[0]
+
+
+# Tiers of `name_rank`, best first.
+_EXACT, _TRAINER, _CUSTOM_TIER = 0, 1, 2
+
+
+def name_rank(key: str) -> tuple:
+    """Sort key of a raw key among the keys of one log with the same canonical name (lowest wins).
+
+    (tier, place in its `_CUSTOM_NAMES` row, prefixed, key): the canonical name itself, then a
+    trainer's key, then a custom name; without a `train/` prefix first; then by the key.
+    """
+    name, tier, order, prefixed = _lookup(key)
+    return (_EXACT if name == key else tier, order, prefixed, key)
+
+
+def _lookup(key: str) -> tuple[str, int, int, bool]:
+    """(canonical name, tier, place in the custom row, whether a train/ prefix was removed)."""
     for prefix in _EVAL_PREFIXES:
         if key.startswith(prefix) and len(key) > len(prefix):
-            return "eval/" + canonical_name(key[len(prefix) :])
+            name, tier, order, prefixed = _lookup(key[len(prefix) :])
+            return "eval/" + name, tier, order, prefixed
+    prefixed = False
     for prefix in _TRAIN_PREFIXES:
         if key.startswith(prefix) and len(key) > len(prefix):
-            key = key[len(prefix) :]
+            key, prefixed = key[len(prefix) :], True
             break
     if key in _TABLE:
-        return _TABLE[key]
+        return _TABLE[key], _TRAINER, 0, prefixed
+    if key in _CUSTOM:
+        return _CUSTOM[key], _CUSTOM_TIER, _CUSTOM_ORDER[key], prefixed
     match = _REWARD_FN.match(key)
     if match and not key.endswith("/std"):
-        return "reward/" + match["fn"]
-    return key
+        return "reward/" + match["fn"], _TRAINER, 0, prefixed
+    return key, _TRAINER, 0, prefixed
+
+
+# Where a key that lost its canonical name cannot keep its raw name either (the name is taken).
+DISPLACED_PREFIX = "unmapped/"
+
+
+def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
+                  ) -> tuple[dict[str, str], list[str]]:
+    """({raw key: final name} for every key of one log, warnings): one key per canonical name.
+
+    chosen: {raw key: name} picked by the user (a column map); each wins its name outright.
+    Otherwise the key of lowest `name_rank` gets the canonical name and the other candidates keep
+    their raw keys (with a warning); a raw key that is itself taken as a name (a column `reward`
+    when the map takes `reward` from another column) is kept as `unmapped/<key>`.
+    """
+    chosen = chosen or {}
+    candidates: dict[str, list[str]] = {}
+    for key in raw_keys:
+        name = chosen.get(key) or canonical_name(key)
+        candidates.setdefault(name, []).append(key)
+    final: dict[str, str] = {}
+    losers: list[tuple[str, str, str]] = []  # (key, the name it lost, the key that won it)
+    for name, keys in candidates.items():
+        picked = [key for key in keys if chosen.get(key) == name]
+        winner = picked[0] if picked else min(keys, key=name_rank)
+        final[winner] = name
+        losers += [(key, name, winner) for key in sorted(keys) if key != winner]
+    warnings: list[str] = []
+    taken = set(final.values())
+    for key, name, winner in losers:
+        kept = key
+        while kept in taken:
+            kept = DISPLACED_PREFIX + kept
+        final[key] = kept
+        taken.add(kept)
+        if winner in chosen:
+            if kept != key:
+                warnings.append(f"the column map takes {name!r} from column {winner!r}; the log's "
+                                f"own {key!r} column is kept as {kept!r}")
+        else:
+            warnings.append(f"columns {winner!r} and {key!r} could both be {name!r}: {winner!r} "
+                            f"was used and {key!r} kept under its own name")
+    return final, warnings
 
 
 # ---- trainer, version, reward_std meaning ---------------------------------------------------

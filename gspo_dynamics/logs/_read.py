@@ -17,12 +17,14 @@ import dataclasses
 import itertools
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
+from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns
 from gspo_dynamics.logs._readers import (
     RawLog,
     read_csv,
@@ -45,6 +47,7 @@ READERS = {
     "verl_console": read_verl_console,
 }
 FORMATS: tuple[str, ...] = tuple(READERS)
+_STEPS_BUILT_IN = ("tensorboard", "verl_console")  # formats whose steps are not a column
 _MAX_BYTES = 2**31  # a metrics log this large is not a metrics log
 _DIR_CANDIDATES = ("trainer_state.json", "metrics.jsonl", "metrics.csv")
 
@@ -134,36 +137,6 @@ def detect_format(content: bytes | str) -> str:
     )
 
 
-def _check_column_map(column_map) -> tuple[str | None, dict[str, str]]:
-    """(the step column or None, the other renames) of a validated column_map."""
-    if column_map is None:
-        return None, {}
-    if not isinstance(column_map, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in column_map.items()
-    ):
-        raise ConfigError(
-            "column_map must be a dict from column names (str) to canonical names (str)"
-        )
-    steps = [k for k, v in column_map.items() if v == "step"]
-    if len(steps) > 1:
-        raise ConfigError(f"column_map maps several columns to 'step' ({steps}); map exactly one")
-    return (steps[0] if steps else None), {k: v for k, v in column_map.items() if v != "step"}
-
-
-def _apply_column_map(raw: RawLog, renames: dict[str, str]) -> RawLog:
-    if not renames:
-        return raw
-    present = {key for _, record in raw.rows for key in record}
-    missing = sorted(set(renames) - present)
-    if missing:
-        raise ConfigError(
-            f"column_map names column(s) {missing} that are not in the log; "
-            f"its columns are {sorted(present)[:20]}"
-        )
-    rows = [(step, {renames.get(k, k): v for k, v in record.items()}) for step, record in raw.rows]
-    return RawLog(rows, raw.warnings, raw.logging_steps)
-
-
 def _logging_interval(steps, reward, recorded: int | None, warnings: list[str]) -> int | None:
     """The recorded logging interval, else the median spacing of the reward steps."""
     at = steps[np.isfinite(reward)] if reward is not None else steps
@@ -184,24 +157,29 @@ def _algorithm(trainer: str, names) -> str:
 
 
 def read_log(
-    path_or_text, format: str = "auto", column_map: dict[str, str] | None = None
+    path_or_text, format: str = "auto", column_map: Mapping[str, str] | None = None
 ) -> RunLog:
     """Read a training log of any supported format into a `RunLog`.
 
     path_or_text: a path (file, or a run directory holding trainer_state.json / an event file),
         the log's text (anything with a newline or starting with '{' or '['), or its bytes.
     format: "auto" or one of `FORMATS`.
-    column_map: raw column -> canonical name ("step" for the step column), applied before the
-        built-in name tables, e.g. {"my_reward": "reward", "iter": "step"}.
+    column_map: name -> the log's column holding it, for columns the name tables do not know,
+        e.g. {"reward": "score", "kl_ref": "my_kl", "step": "iter"}; a name is "step" or one of
+        `STANDARD_NAMES`, and a mapped column wins that name over any other (the CLI's
+        `--map reward=score,kl_ref=my_kl`). Without a map, common custom names such as
+        `reward_mean` or `avg_reward` are recognised (see `logs._names`).
 
-    Raises ConfigError for unreadable input and for logs of other algorithms (DPO, SFT).
+    Raises ConfigError for unreadable input, for a bad or missing mapped column, and for logs of
+    other algorithms (DPO, SFT); the errors that advise a map are `ColumnMapError`s.
     A run too short to analyse is returned (see `RunLog.is_too_short`) with a warning.
     """
     if format != "auto" and format not in READERS:
         raise ConfigError(
             f"unknown log format {format!r}; expected 'auto' or one of {', '.join(FORMATS)}"
         )
-    step_key, renames = _check_column_map(column_map)
+    column_map = check_column_map(column_map)
+    step_key = column_map.get("step")
     content, source = _load(path_or_text)
     decoded = None  # (text, warnings), decoded once for detection and reading
     if format == "auto":
@@ -210,6 +188,10 @@ def read_log(
         else:
             decoded = _as_text(content)
             format = detect_format(decoded[0])
+    if step_key is not None and format in _STEPS_BUILT_IN:
+        raise ColumnMapError(
+            ("step", step_key), f": the steps of a {format} log are part of its format, not a column"
+        )
     if format == "tensorboard":
         if not isinstance(content, bytes):
             raise ConfigError("a TensorBoard event file must be given as a path or bytes, not text")
@@ -220,28 +202,34 @@ def read_log(
             raise ConfigError("the log is empty")
         raw = READERS[format](text, step_key)
         raw.warnings[:0] = decode_warnings
-    raw = _apply_column_map(raw, renames)
-    return build_log(raw, format, source)
+    return build_log(raw, format, source, column_map)
 
 
 def read_log_history(
-    log_history, logging_steps: int | None = None, source: str = "<log_history>"
+    log_history, logging_steps: int | None = None, source: str = "<log_history>",
+    column_map: Mapping[str, str] | None = None,
 ) -> RunLog:
     """A `RunLog` from TRL `log_history` rows held in memory (e.g. `TrainerState.log_history`).
 
     The same path as a trainer_state.json file (format "trl_state"): summary rows skipped, eval
-    rows merged, names mapped, DPO/SFT refused. `logging_steps` is the trainer's interval if known.
+    rows merged, names mapped, DPO/SFT refused. `logging_steps` is the trainer's interval if known;
+    `column_map` as in `read_log`.
     """
+    column_map = check_column_map(column_map)
     if not isinstance(log_history, (list, tuple)):
         raise ConfigError(
             f"log_history must be a list of dicts, got {type(log_history).__name__}"
         )
-    raw = read_trl_history(list(log_history), None, logging_steps)
-    return build_log(raw, "trl_state", source)
+    raw = read_trl_history(list(log_history), column_map.get("step"), logging_steps)
+    return build_log(raw, "trl_state", source, column_map)
 
 
-def build_log(raw: RawLog, format: str, source: str) -> RunLog:
-    """The canonical RunLog of a reader's raw rows (refusing non-RL algorithms)."""
+def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] | None = None
+              ) -> RunLog:
+    """The canonical RunLog of a reader's raw rows (refusing non-RL algorithms).
+
+    column_map: a checked map (`check_column_map`); its step column was used by the reader.
+    """
     if not raw.rows:
         raise ConfigError(f"no metric rows with a valid step were found in the {format} log")
     raw_keys = set(itertools.chain.from_iterable(record for _, record in raw.rows))
@@ -251,15 +239,19 @@ def build_log(raw: RawLog, format: str, source: str) -> RunLog:
             f"this log is from a run of {foreign}, not of GRPO/GSPO-style RL, "
             "and only group policy-gradient RL can be analysed"
         )
-    warnings = list(raw.warnings)
-    steps, series, build_warnings = build_series(raw.rows, _names.canonical_name)
+    chosen = chosen_columns(column_map or {}, raw_keys)
+    names, name_warnings = _names.resolve_names(raw_keys, chosen)
+    warnings = list(raw.warnings) + name_warnings
+    steps, series, build_warnings = build_series(raw.rows, names.__getitem__)
     warnings += build_warnings
     if "reward" not in series:
+        if "reward" in (column_map or {}):
+            raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
         shown = ", ".join(repr(key[:40]) for key in sorted(raw_keys)[:12])
         more = ", ..." if len(raw_keys) > 12 else ""
-        raise ConfigError(
-            f"no reward series was found (columns: {shown}{more}); "
-            "map one with column_map={'<column>': 'reward'}"
+        raise ColumnMapError(
+            f"no reward series was found (columns: {shown}{more}); map one with ",
+            ("reward", "COLUMN"),
         )
     trainer = _names.guess_trainer(raw_keys)
     version = _names.guess_trl_version(raw_keys) if trainer == "trl" else None

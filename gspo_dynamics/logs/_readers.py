@@ -16,6 +16,7 @@ import warnings as python_warnings
 from dataclasses import dataclass, field
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs._columns import missing_column
 from gspo_dynamics.logs._names import is_summary_row
 from gspo_dynamics.logs._runlog import Row, to_step
 from gspo_dynamics.logs._tfevents import read_events
@@ -28,6 +29,8 @@ except ImportError:  # pragma: no cover - exercised by the tests with the module
 # Column names that carry the optimizer step, by priority (W&B's own `_step` counts log calls,
 # so a trainer's step wins over it).
 STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "_step", "Step")
+# The step of a row that lacks the step column a column map names (told apart from a bad value).
+_NO_STEP_COLUMN = -1
 _MAX_LINE = 1_000_000  # longer "lines" are binary junk, not log rows
 
 
@@ -71,11 +74,15 @@ def _flatten(record: dict, prefix: str = "") -> dict[str, object]:
 
 
 def _split_step(record: dict[str, object], step_key: str | None) -> tuple[int | None, dict]:
+    """(step, the other keys); the step from `step_key` when given, else the first of STEP_KEYS."""
     step = None
     for key in (step_key,) if step_key else STEP_KEYS:
         if key in record:
             step = to_step(record[key])
             break
+    else:
+        if step_key:
+            step = _NO_STEP_COLUMN
     rest = dict(record)
     for key in (step_key, *STEP_KEYS):
         rest.pop(key, None)
@@ -97,8 +104,17 @@ def _split_flat(row: dict, step_key: str | None) -> tuple[int | None, dict]:
     return step, rest
 
 
-def _finish(records: list[tuple[int | None, dict]], what: str, warnings: list[str]) -> list[Row]:
-    """Drop rows without a usable step; number rows by position when no row has a step."""
+def _finish(records: list[tuple[int | None, dict]], what: str, warnings: list[str],
+            step_key: str | None = None) -> list[Row]:
+    """Drop rows without a usable step; number rows by position when no row has a step.
+
+    step_key: the step column of a column map; an error when no row has it.
+    """
+    if step_key is not None:
+        if records and all(step == _NO_STEP_COLUMN for step, _ in records):
+            columns = set().union(*(record for _, record in records))
+            raise missing_column("step", step_key, columns, what)
+        records = [(None if step == _NO_STEP_COLUMN else step, rec) for step, rec in records]
     if records and all(step is None for step, _ in records):
         warnings.append(f"the {what} has no step numbers; rows were numbered 1, 2, ...")
         return [(i + 1, rec) for i, (_, rec) in enumerate(records)]
@@ -170,7 +186,7 @@ def read_trl_history(history: list, step_key: str | None = None, logging_steps: 
     interval = logging_steps
     interval = interval if isinstance(interval, int) and not isinstance(interval, bool) else None
     recorded = interval if interval and interval > 0 else None
-    return RawLog(_finish(records, "log_history", warnings), warnings, recorded)
+    return RawLog(_finish(records, "log_history", warnings, step_key), warnings, recorded)
 
 
 # ---- transformers / TRL console output ------------------------------------------------------
@@ -226,7 +242,7 @@ def read_hf_console(text: str, step_key: str | None = None) -> RawLog:
         if candidate >= 1 and n_steps // candidate == len(train):
             interval = candidate
             train = [((i + 1) * interval, rec) for i, (_, rec) in enumerate(train)]
-    rows = _finish(train, "console output", warnings)
+    rows = _finish(train, "console output", warnings, step_key)
     n_train = len(rows)
     for index, record in evals:
         if 0 < index <= n_train:
@@ -313,7 +329,7 @@ def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
         warnings.append(f"{n_bad} line(s) were not JSON objects and were skipped")
     if not records:
         raise ConfigError("no JSON objects were found in the file")
-    return RawLog(_finish(records, "JSON log", warnings), warnings)
+    return RawLog(_finish(records, "JSON log", warnings, step_key), warnings)
 
 
 # ---- CSV (W&B / generic exports) ------------------------------------------------------------
@@ -334,6 +350,8 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
         reason = " ".join(str(error).split())
         raise ConfigError(f"the CSV could not be parsed ({reason})") from None
     names = [name.strip() for name in table[0]]
+    if step_key is not None and step_key not in names:
+        raise missing_column("step", step_key, names, "CSV")
     if len(set(names)) != len(names):
         warnings.append("the CSV header repeats column names; the last of each was kept")
     records, n_ragged = [], 0
@@ -346,7 +364,7 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
         warnings.append(f"{n_ragged} CSV row(s) had a different number of cells than the header")
     if not records:
         raise ConfigError("the CSV has a header but no data rows")
-    return RawLog(_finish(records, "CSV", warnings), warnings)
+    return RawLog(_finish(records, "CSV", warnings, step_key), warnings)
 
 
 # ---- TensorBoard ----------------------------------------------------------------------------

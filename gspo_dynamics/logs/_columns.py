@@ -1,0 +1,122 @@
+"""Column maps: which column of a log holds a series, for names the name tables do not know.
+
+    read_log("metrics.csv", column_map={"reward": "score", "step": "iter"})
+    gspo-dynamics diagnose metrics.csv --map reward=score,step=iter
+
+A column map goes from a name (`"step"` or one of `STANDARD_NAMES`) to a column of the log; the
+mapped column wins that name over every column the name tables would have given it. Both
+spellings are checked here, once: `parse_map_option` turns the CLI's `--map` text into the
+dict of the Python API, and `check_column_map` validates that dict, whichever wrote it.
+
+An error that advises a map is a `ColumnMapError`: one sentence whose map entries are spelled
+the way the caller writes them, `column_map={"reward": "score"}` in Python (its `str`) and
+`--map reward=score` at the CLI (`render(cli=True)`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shlex
+from collections.abc import Iterable, Mapping
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs._names import STANDARD_NAMES
+
+MAPPABLE: tuple[str, ...] = ("step", *STANDARD_NAMES)
+_SHOWN_COLUMNS = 12  # columns listed in an error message
+
+
+class ColumnMapError(ConfigError):
+    """A ConfigError whose sentence names column-map entries: text parts and (name, column) pairs."""
+
+    def __init__(self, *parts: str | tuple[str, str]):
+        self.parts = parts
+        super().__init__(self.render(cli=False))
+
+    def render(self, cli: bool) -> str:
+        """The sentence with each entry as `--map NAME=COLUMN` (cli) or `column_map={...}`."""
+        return "".join(part if isinstance(part, str) else spell(*part, cli=cli) for part in self.parts)
+
+
+def spell(name: str, column: str, cli: bool = False) -> str:
+    """One map entry as the caller writes it: `--map reward=score` or `column_map={"reward": "score"}`."""
+    if cli:
+        return "--map " + shlex.quote(f"{name}={column}")
+    return f"column_map={{{json.dumps(name)}: {json.dumps(column)}}}"
+
+
+def parse_map_option(items: Iterable[str] | None) -> dict[str, str]:
+    """The column map of the CLI's `--map NAME=COLUMN[,NAME=COLUMN...]` options (repeatable).
+
+    Only the syntax is checked here; the names and columns are checked by `check_column_map`.
+    """
+    column_map: dict[str, str] = {}
+    for item in items or ():
+        for entry in item.split(","):
+            name, equals, column = (part.strip() for part in entry.partition("="))
+            if not (equals and name and column):
+                raise ConfigError(
+                    f"--map {item!r} is not NAME=COLUMN[,NAME=COLUMN...]; "
+                    "e.g. --map reward=reward_mean"
+                )
+            if column_map.get(name, column) != column:
+                raise ConfigError(
+                    f"--map gives {name!r} twice ({column_map[name]!r} and {column!r}); "
+                    "map each name to one column"
+                )
+            column_map[name] = column
+    return column_map
+
+
+def check_column_map(column_map: Mapping[str, str] | None) -> dict[str, str]:
+    """A validated copy of a column map {name: column}: known names, one name per column."""
+    if column_map is None:
+        return {}
+    if not isinstance(column_map, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in column_map.items()
+    ):
+        raise ConfigError(
+            "column_map must be a dict from names (str) to columns of the log (str), "
+            'e.g. column_map={"reward": "reward_mean"}'
+        )
+    by_column: dict[str, str] = {}
+    for name, column in column_map.items():
+        if name not in MAPPABLE:
+            swapped = column in MAPPABLE and name not in MAPPABLE
+            hint = ("; did you mean ", (column, name), "?") if swapped else ()
+            raise ColumnMapError(
+                (name, column), f": {name!r} is not a name that can be mapped; expected one of "
+                f"{', '.join(MAPPABLE)}", *hint,
+            )
+        if not column:
+            raise ColumnMapError((name, column), ": the column name is empty")
+        if column in by_column:
+            raise ConfigError(
+                f"column {column!r} is mapped to both {by_column[column]!r} and {name!r}; "
+                "a column holds one series"
+            )
+        by_column[column] = name
+    return dict(column_map)
+
+
+def missing_column(name: str, column: str, columns: Iterable[str], where: str = "log"
+                   ) -> ColumnMapError:
+    """The error for a mapped column that is not in the log: it names a few that are."""
+    columns = sorted(set(columns))
+    close = difflib.get_close_matches(column, columns, n=3)
+    shown = close + [c for c in columns if c not in close][: _SHOWN_COLUMNS - len(close)]
+    listing = ", ".join(repr(c[:40]) for c in shown)
+    more = f", ... ({len(columns)} in all)" if len(columns) > len(shown) else ""
+    return ColumnMapError(
+        (name, column), f": the {where} has no column {column!r}; its columns are {listing}{more}"
+    )
+
+
+def chosen_columns(column_map: dict[str, str], raw_keys: set[str]) -> dict[str, str]:
+    """{column: name} of a checked map's series (not the step), each column present in the log."""
+    chosen = {column: name for name, column in column_map.items() if name != "step"}
+    for column, name in chosen.items():
+        if column not in raw_keys:
+            raise missing_column(name, column, raw_keys)
+    return chosen

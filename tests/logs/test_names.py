@@ -1,0 +1,107 @@
+"""Custom metric names and the precedence rule when several columns could be one series."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gspo_dynamics import ConfigError
+from gspo_dynamics.logs import STANDARD_NAMES, canonical_name, read_log
+from gspo_dynamics.logs._names import _CUSTOM_NAMES, _TABLE, name_rank, resolve_names
+
+REWARDS = [0.1, 0.2, 0.4, 0.5, 0.6, 0.65, 0.7, 0.72, 0.73, 0.74]
+OTHER = [0.9 - r for r in REWARDS]  # a second, different series
+CUSTOM = [(alias, name) for name, aliases in _CUSTOM_NAMES.items() for alias in aliases]
+
+
+@pytest.mark.parametrize(("alias", "name"), CUSTOM)
+def test_every_custom_name_is_recognised_with_and_without_prefixes(alias, name):
+    assert canonical_name(alias) == name
+    assert canonical_name("train/" + alias) == name
+    assert canonical_name("eval/" + alias) == "eval/" + name
+
+
+def test_custom_names_are_not_trainer_keys_nor_other_canonical_names():
+    aliases = [alias for alias, _ in CUSTOM]
+    assert len(aliases) == len(set(aliases))
+    assert not set(aliases) & set(_TABLE)
+    assert not set(aliases) & set(STANDARD_NAMES)
+    assert set(_CUSTOM_NAMES) <= set(STANDARD_NAMES)
+
+
+@pytest.mark.parametrize(
+    ("raw", "name"),
+    [
+        ("rewards/fmt/mean", "reward/fmt"),  # one TRL reward function, not the total
+        ("rewards/fmt", "reward/fmt"),
+        ("rewards/fmt/std", "rewards/fmt/std"),
+        ("rewards/mean", "reward"),
+        ("rewards/std", "reward_std"),
+        ("critic/rewards/mean", "critic/rewards/mean"),  # verl: after the in-reward KL
+        ("return", "return"),  # may include a KL penalty: needs a map
+        ("episode_reward", "episode_reward"),
+        ("score", "score"),
+        ("kl_loss", "kl_loss"),
+    ],
+)
+def test_ambiguous_and_per_function_names_are_not_the_reward(raw, name):
+    assert canonical_name(raw) == name
+
+
+def test_preference_logs_with_custom_names_are_still_refused():
+    rows = [{"step": i, "reward_mean": 0.1, "rewards/chosen": 0.1, "rewards/rejected": -0.1,
+             "rewards/margins": 0.2} for i in range(3)]
+    with pytest.raises(ConfigError, match="DPO"):
+        read_log("\n".join(json.dumps(row) for row in rows))
+
+
+def test_name_rank_orders_exact_then_trainer_then_custom_then_prefixed():
+    ranked = sorted(["avg_reward", "train/reward", "reward_mean", "reward", "train/reward_mean"],
+                    key=name_rank)
+    assert ranked == ["reward", "train/reward", "reward_mean", "train/reward_mean", "avg_reward"]
+    assert name_rank("kl") < name_rank("kl_div")  # TRL's key before a custom one
+
+
+def _csv(columns: dict[str, list[float]]) -> str:
+    names = list(columns)
+    lines = [",".join(["step", *names])]
+    lines += [",".join([str(i + 1)] + [str(columns[n][i]) for n in names]) for i in range(len(REWARDS))]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("order", [("reward", "reward_mean"), ("reward_mean", "reward")])
+def test_the_canonical_column_wins_whatever_the_column_order(order):
+    values = {"reward": REWARDS, "reward_mean": OTHER}
+    log = read_log(_csv({name: values[name] for name in order}))
+    np.testing.assert_array_equal(log["reward"], REWARDS)
+    np.testing.assert_array_equal(log["reward_mean"], OTHER)  # the loser keeps its raw name
+    assert any("'reward' and 'reward_mean' could both be 'reward'" in w for w in log.warnings)
+    assert not any("twice" in w for w in log.warnings)
+
+
+def test_among_custom_names_the_earlier_in_the_table_wins():
+    log = read_log(_csv({"avg_reward": OTHER, "reward_mean": REWARDS}))
+    np.testing.assert_array_equal(log["reward"], REWARDS)
+    np.testing.assert_array_equal(log["avg_reward"], OTHER)
+
+
+def test_precedence_holds_across_rows_with_different_keys():
+    # one key per row (as TensorBoard scalars): the rule is per log, not per row
+    rows = [{"step": i + 1, key: value} for i, (r, o) in enumerate(zip(REWARDS, OTHER))
+            for key, value in (("mean_reward", o), ("reward", r))]
+    log = read_log("\n".join(json.dumps(row) for row in rows))
+    np.testing.assert_array_equal(log["reward"], REWARDS)
+    np.testing.assert_array_equal(log["mean_reward"], OTHER)
+    assert not any("logged twice" in w for w in log.warnings)
+
+
+def test_resolve_names_is_one_to_one_and_a_choice_displaces_the_canonical_column():
+    keys = ["reward", "score", "kl_div", "kl", "reward_mean"]
+    names, warnings = resolve_names(keys, {"score": "reward"})
+    assert names["score"] == "reward" and names["reward"] == "unmapped/reward"
+    assert names["kl"] == "kl_ref" and names["kl_div"] == "kl_div"
+    assert names["reward_mean"] == "reward_mean"  # lost to the choice, keeps its raw name
+    assert len(set(names.values())) == len(keys)
+    assert any("kept as 'unmapped/reward'" in w for w in warnings)

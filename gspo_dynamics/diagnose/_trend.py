@@ -7,6 +7,7 @@ Windows: "early" and "late" are the first and last WINDOW_FRACTION of a series' 
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -259,6 +260,31 @@ def oscillation_confidence(p_value: float, variance_share: float, cycles: float)
                confidence(cycles - MIN_CYCLES, 1.0))
 
 
+def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
+    """A limit cycle whose period is two logged rows (a square wave of period 2T logged every T steps):
+    the frequency Fisher's g leaves out (the Nyquist ordinate). With x the residual around the fit,
+
+        rho_1 = sum_t x_t x_{t+1} / sum_t x_t^2,   z = rho_1 sqrt(n)   (rho_1 ~ N(0, 1/n) for white noise),
+
+    an alternation gives rho_1 -> -1; -rho_1 is about the share of the residual variance it carries.
+    Returns {"rho1", "z", "p_value" (one-sided normal), "share_of_variance", "cycles"} or None."""
+    keep = np.isfinite(reward)
+    t, r = steps[keep].astype(float), reward[keep]
+    if r.size < 4 * MIN_WINDOW:
+        return None
+    x = r - fit.predict(t)
+    x = x - x.mean()
+    denom = float(x @ x)
+    if denom <= 0:
+        return None
+    rho = float(x[1:] @ x[:-1]) / denom
+    z = rho * math.sqrt(x.size)
+    total = float(np.sum((r - r.mean()) ** 2))
+    share = -rho * min(denom / total, 1.0) if total > 0 else 0.0  # of the reward's whole variance
+    return {"rho1": rho, "z": z, "p_value": 0.5 * math.erfc(-z / math.sqrt(2.0)), "share_of_variance": share,
+            "cycles": x.size / 2.0}
+
+
 def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str] | None = None) -> Verdict | None:
     """Oscillation or divergence of the reward, or the refresh interval past its exact critical value.
 
@@ -289,6 +315,16 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
                            period_steps=period, share_of_residual_power=share, share_of_variance=var_share,
                            cycles=cycles))
         confs.append(strength)
+    alt = alternation(steps, reward, fit)
+    if alt is not None and alt["rho1"] < 0 and alt["p_value"] < PERIODIC_P:
+        row = float(np.median(np.diff(steps))) if steps.size > 1 else 1.0
+        extra = {"period_steps": 2.0 * row, "share_of_variance": alt["share_of_variance"], "rho1": alt["rho1"],
+                 "p_value": alt["p_value"]}
+        if hparams is not None:  # the theory's limit cycle: the policy flips every refresh, period 2T
+            extra["twice_refresh_interval"] = 2 * hparams.refresh_interval
+        ev.append(evidence("alternation of consecutive rows (lag-1 autocorrelation z; a cycle of period 2 rows)",
+                           alt["z"], span, threshold=NormalDist().inv_cdf(PERIODIC_P), **extra))
+        confs.append(oscillation_confidence(alt["p_value"], alt["share_of_variance"], alt["cycles"]))
     keep = np.isfinite(reward)
     s, r = steps[keep].astype(float), reward[keep]
     peak, collapse = _collapse(s, r, trend)

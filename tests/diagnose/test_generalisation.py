@@ -131,3 +131,31 @@ def test_the_primary_is_the_best_supported_verdict():
         assert d.primary == d.verdicts[0].mode
         assert d.verdicts[0].confidence == max(v.confidence for v in d.verdicts)
         assert all(math.isfinite(v.confidence) and 0 <= v.confidence <= 1 for v in d.verdicts)
+
+
+@pytest.mark.parametrize("period, interval, lo, hi", [(8, 4, 0.3, 0.8), (8, 4, 0.02, 0.98), (16, 8, 0.2, 0.9),
+                                                       (8, 1, 0.3, 0.8), (10, 5, 0.3, 0.8)])
+def test_a_square_wave_limit_cycle_without_drift_is_instability(period, interval, lo, hi):
+    # the policy flips every refresh (period 2T), with no drift of the mean; logged every `interval`
+    # steps, so a cycle logged every T steps alternates row to row (the Nyquist frequency)
+    n = 400 if period < 16 else 800
+    t = np.arange(n)
+    reward, std, zero = groups(np.where((t // (period // 2)) % 2 == 0, lo, hi), 3)
+    rows = lambda x: x.reshape(-1, interval).mean(1)  # noqa: E731  (rows, interval) -> row means
+    d = diagnose(make_log({"reward": rows(reward), "reward_std": rows(std), "frac_zero_std": rows(zero)},
+                          steps=np.arange(interval, n + 1, interval)))
+    assert d.primary == "dynamical_instability" and d.verdict("dynamical_instability").confidence > 0.95
+    assert abs(change(np.arange(n), reward)["z"]) < Z_TREND  # the mean does not drift
+
+
+def test_the_alternation_test_has_its_stated_false_alarm_rate_on_white_noise():
+    """Under white noise z = rho_1 sqrt(n) is ~N(0, 1): the one-sided p-value is about uniform
+    (simulation, 2000 series of 200 rows: P(p < 0.05) within 3 binomial s.e. of 0.05)."""
+    from gspo_dynamics.diagnose._trend import alternation
+    from gspo_dynamics.fit import fit_trajectory
+
+    rng = np.random.default_rng(11)
+    steps = np.arange(1, 201)
+    fit = fit_trajectory(steps, 0.5 + rng.normal(0, 0.05, 200))  # a flat fit: predict() ~ the mean
+    hits = np.mean([alternation(steps, 0.5 + rng.normal(0, 0.05, 200), fit)["p_value"] < 0.05 for _ in range(2000)])
+    assert abs(hits - 0.05) < 3 * math.sqrt(0.05 * 0.95 / 2000)

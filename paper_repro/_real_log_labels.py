@@ -6,7 +6,7 @@ reason, diagnose_primary_at_labelling, where ("shared" | "external"). The labels
 eye from the curves before diagnose was run; its verdict at that time is kept beside them.
 
 The logs themselves are not in this repository. "shared" logs live in ../shared/data/real_logs
-(or their copies in tests/data/real_logs); "external" logs in $GSPO_DYNAMICS_EXTERNAL_LOGS, else
+(or $GSPO_DYNAMICS_REAL_LOGS: `gspo_dynamics.real_logs`); "external" logs in $GSPO_DYNAMICS_EXTERNAL_LOGS, else
 in ../external_logs next to the repository root. `locate` returns (path, "") for a present file
 whose sha256 matches the label, else (None, why) so that callers can skip with that reason.
 
@@ -22,11 +22,12 @@ import json
 import os
 from pathlib import Path
 
+from gspo_dynamics.real_logs import real_logs_dir
+
 ROOT = Path(__file__).resolve().parents[1]
 LABELS_PATH = Path(__file__).with_name("real_log_labels.json")
 ENV_VAR = "GSPO_DYNAMICS_EXTERNAL_LOGS"
 NON_MODE_LABELS = ("refused", "too_short")
-SHARED_DIRS = (ROOT.parent / "shared" / "data" / "real_logs", ROOT / "tests" / "data" / "real_logs")
 
 
 def load_labels(path: Path = LABELS_PATH) -> list[dict]:
@@ -49,13 +50,14 @@ def sha256(path: Path) -> str:
 
 def locate(entry: dict) -> tuple[Path | None, str]:
     """(path, "") when the labelled log is present with the labelled sha256, else (None, why)."""
-    folders = (external_dir(),) if entry["where"] == "external" else SHARED_DIRS
+    shared = real_logs_dir()
+    folders = (external_dir(),) if entry["where"] == "external" else ((shared,) if shared else ())
     for folder in folders:
         path = folder / entry["file"]
         if path.is_file():
             if sha256(path) != entry["sha256"]:
                 return None, f"{path} differs from the labelled file (sha256 mismatch)"
             return path, ""
-    where = " or ".join(str(f) for f in folders)
+    where = " or ".join(str(f) for f in folders) or "the shared real logs (absent)"
     hint = f" (set {ENV_VAR} to the folder holding them)" if entry["where"] == "external" else ""
     return None, f"{entry['file']} is not in {where}{hint}"

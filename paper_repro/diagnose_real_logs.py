@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _real_log_labels import load_labels, locate
 from _results import Claim, record, replace_section
 
 from gspo_dynamics._errors import ConfigError
@@ -27,6 +28,7 @@ from gspo_dynamics.logs import read_log
 from gspo_dynamics.real_logs import real_log_files, real_logs_dir, real_logs_missing_reason
 
 SECTION = "## Diagnose: real training logs"
+LABELS_SECTION = "## Diagnose: real logs labelled by eye"
 # the run directory of a copied file: everything before its checkpoint/log sub-folder
 _RUN_DIR = re.compile(r"^(?P<run>.+?)__(?:checkpoint-\d+|logs|runs)__")
 
@@ -101,6 +103,41 @@ def compare_copies(a: Path, b: Path) -> tuple[bool, int, str]:
     return True, len(common), ""
 
 
+def labelled_rows() -> list[dict]:
+    """Every hand-labelled log (real_log_labels.json) present here, with diagnose's primary verdict now
+    beside the label given by eye (and the verdict when it was labelled); absent ones say why."""
+    rows = []
+    for entry in load_labels():
+        path, why = locate(entry)
+        now = summarise(path)["primary"] if path is not None else f"absent ({why})"
+        agree = None if path is None else (now == entry["label"] or now == entry.get("secondary"))
+        rows.append({**entry, "primary_now": now, "agree": agree})
+    return rows
+
+
+def labels_section(rows: list[dict]) -> str:
+    present = [r for r in rows if r["agree"] is not None]
+    primary = sum(r["primary_now"] == r["label"] for r in present)
+    either = sum(bool(r["agree"]) for r in present)
+    lines = [LABELS_SECTION, "",
+             "Each log was labelled by eye from its curves, with the reason, before diagnose was run on it "
+             "(`paper_repro/real_log_labels.json`; the logs are other people's and are not in this repository: "
+             "shared ones in ../shared/data/real_logs, external ones where `$GSPO_DYNAMICS_EXTERNAL_LOGS` points, "
+             "each with its repository, commit and path). Disagreements stay in the table.", "",
+             f"Present here: {len(present)} of {len(rows)}. diagnose's primary = the label on {primary}/{len(present)}; "
+             f"= the label or its stated secondary on {either}/{len(present)}.", "",
+             "| file | where | rows | label (secondary) | diagnose now | at labelling | agree | why (by eye) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        label = r["label"] + (f" ({r['secondary']})" if r.get("secondary") else "")
+        agree = "-" if r["agree"] is None else ("yes" if r["primary_now"] == r["label"] else
+                                                 "secondary" if r["agree"] else "**no**")
+        lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in (
+            r["file"][:60], r["where"], r["rows"], label, r["primary_now"], r["diagnose_primary_at_labelling"], agree,
+            r["reason"])) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the same run (it is already small)")
@@ -134,7 +171,11 @@ def main() -> None:
                  "its JSON and TensorBoard copies give identical series"),
            predicted="all read; 1 DPO refused; 1 too short; copies identical", measured=measured, passed=passed,
            quick=args.quick, started=started, command=cmd, write=not args.no_record)
+    labelled = labelled_rows()
+    for r in labelled:
+        print(f"labelled {r['file'][:60]:60s} {r['label']:22s} now {str(r['primary_now'])[:40]:40s} agree {r['agree']}")
     if not args.no_record:
+        replace_section(LABELS_SECTION, labels_section(labelled))
         table = ["| file | format | trainer (version) | rows | primary verdict | evidence | other verdicts |",
                  "|---|---|---|---|---|---|---|"]
         for r in rows:

@@ -85,9 +85,8 @@ def no_signal(log) -> Verdict | None:
     if "grad_norm" in log and log.n_points("grad_norm") >= 3:
         s, g = log.valid("grad_norm")
         zero = float(np.mean(np.abs(g) <= NO_SIGNAL_TOL))
+        # a gradient may still flow (a KL or auxiliary loss): the groups carry no reward signal either way
         ev.append(evidence("share of rows with gradient norm 0", zero, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
-        if zero < NO_SIGNAL_SHARE:  # a gradient flows (a KL or auxiliary loss): the groups still carry none
-            conf = min(conf, 0.9)
     advice = ["no group carries a learning signal: every response of a group gets the same reward, so every "
               "advantage is 0; check the reward function (does it ever pay?), make the prompts solvable "
               "(easier prompts, a curriculum, a supervised warm-start) or raise G"]

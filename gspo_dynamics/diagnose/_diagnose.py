@@ -121,7 +121,7 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
             not_checked.append(why)
     _solved_task(verdicts, scale, runlog, notes)
     _attribute_degeneracy(verdicts, runlog)
-    _attribute_concentration(verdicts)
+    _attribute_concentration(verdicts, silent)
     _reference_note(runlog, notes)
     if hparams is None:
         not_checked.append("refresh interval vs its critical value: no hyperparameters given (--lr, -T, ... or --config)")
@@ -185,17 +185,21 @@ def _early_zero_std(log: RunLog) -> float:
     return min(change(log.steps, log["frac_zero_std"]).get("early", math.nan), float(np.mean(frac[:MIN_WINDOW])))
 
 
-def _attribute_concentration(verdicts: list[Verdict]) -> None:
-    """An entropy collapse while the eval reward leaves the train reward is the exploit's symptom: ranked
-    below the reward hacking (DERIVED_DISCOUNT x its confidence), as `_attribute_degeneracy` does."""
+def _attribute_concentration(verdicts: list[Verdict], silent: Verdict | None) -> None:
+    """An entropy collapse is ranked below its cause (DERIVED_DISCOUNT x the cause's confidence, as
+    `_attribute_degeneracy` does) when the eval reward leaves the train reward (the policy concentrates
+    on the exploit), or when no group carries any reward signal (the entropy moves for another reason:
+    a KL or auxiliary term, not the reward)."""
     hack = next((v for v in verdicts if v.mode == "reward_hacking" and v.confidence >= REPORT_CONFIDENCE
                  and any(e["signal"].startswith("eval reward drop") for e in v.evidence)), None)
+    cause, why = (hack, "the reward hacking: the policy concentrates on the exploit") if hack is not None else \
+        (silent, "no group carrying any reward signal: the reward does not drive this collapse")
     i = next((i for i, v in enumerate(verdicts) if v.mode == "policy_concentration"), None)
-    if hack is None or i is None:
+    if cause is None or i is None:
         return
     conc = verdicts[i]
-    verdicts[i] = Verdict(conc.mode, min(conc.confidence, DERIVED_DISCOUNT * hack.confidence), conc.evidence,
-                          conc.advice + ["this follows from the reward hacking: the policy concentrates on the exploit"])
+    verdicts[i] = Verdict(conc.mode, min(conc.confidence, DERIVED_DISCOUNT * cause.confidence), conc.evidence,
+                          conc.advice + [f"this follows from {why}"])
 
 
 def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:

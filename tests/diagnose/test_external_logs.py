@@ -45,8 +45,8 @@ def test_the_labels_file_is_well_formed():
         assert e["diagnose_primary_at_labelling"] in MODES + labels.NON_MODE_LABELS, name
 
 
-def test_the_labelled_shared_logs_are_the_ones_in_the_repository():
-    # the shared logs are copied into tests/data/real_logs, so they are always present
+def test_the_labelled_shared_logs_are_the_ones_beside_the_checkout(real_logs):
+    # ../shared/data/real_logs holds them (the fixture skips where it is absent): same files, same bytes
     for e in ENTRIES:
         if e["where"] == "shared":
             path, why = labels.locate(e)

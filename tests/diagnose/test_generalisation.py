@@ -159,3 +159,13 @@ def test_the_alternation_test_has_its_stated_false_alarm_rate_on_white_noise():
     fit = fit_trajectory(steps, 0.5 + rng.normal(0, 0.05, 200))  # a flat fit: predict() ~ the mean
     hits = np.mean([alternation(steps, 0.5 + rng.normal(0, 0.05, 200), fit)["p_value"] < 0.05 for _ in range(2000)])
     assert abs(hits - 0.05) < 3 * math.sqrt(0.05 * 0.95 / 2000)
+
+
+def test_no_signal_with_a_kl_gradient_is_still_degeneracy_and_outranks_the_entropy_fall():
+    n = 60  # reward and reward_std 0 at every step; a KL term keeps a gradient and moves the entropy
+    t = np.arange(n, dtype=float)
+    d = diagnose(make_log({"reward": np.zeros(n), "reward_std": np.zeros(n), "frac_zero_std": np.ones(n),
+                           "grad_norm": 0.5 + 0.01 * t, "entropy": 2.0 * np.exp(-t / 10.0)}))
+    assert d.primary == "advantage_degeneracy"
+    conc = d.verdict("policy_concentration")
+    assert conc is None or conc.confidence < d.verdict("advantage_degeneracy").confidence

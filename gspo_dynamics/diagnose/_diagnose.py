@@ -24,6 +24,7 @@ from gspo_dynamics.theory.hyperparams import Hyperparams
 
 KL_START_HIGH = 0.1  # nats; the policy starts as the reference, so its KL is ~0 at the first steps
 DERIVED_DISCOUNT = 0.9  # a verdict explained by another is ranked this fraction of the other's confidence
+TIE = 1e-3  # confidences closer than this are equal when ranking (both 1.00 as reported)
 FALLING_CAP = 0.3  # a falling reward read as saturating: below REPORT_CONFIDENCE, so a cause outranks it
 DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
 
@@ -126,8 +127,8 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     if hparams is None:
         not_checked.append("refresh interval vs its critical value: no hyperparameters given (--lr, -T, ... or --config)")
     verdicts = [v for v in verdicts if v.mode not in CAUSE_MODES or v.confidence >= REPORT_CONFIDENCE]
-    # best supported first; at equal confidence a cause before the trend mode (it explains the curve)
-    verdicts.sort(key=lambda v: (-v.confidence, v.mode not in CAUSE_MODES))
+    # best supported first; at equal confidence (to TIE) a cause before the trend mode (it explains the curve)
+    verdicts.sort(key=lambda v: (-round(v.confidence / TIE), v.mode not in CAUSE_MODES))
     primary = verdicts[0].mode
     return Diagnosis(primary, verdicts, fit, imp, summary, not_checked=not_checked, notes=notes, hparams=hparams,
                      theory=theory, log=runlog)
@@ -186,12 +187,20 @@ def _early_zero_std(log: RunLog) -> float:
 
 
 def _attribute_concentration(verdicts: list[Verdict], silent: Verdict | None) -> None:
-    """An entropy collapse is ranked below its cause (DERIVED_DISCOUNT x the cause's confidence, as
+    """A rising train reward while the eval reward falls from its peak is the exploit's rise: the trend
+    verdict is ranked below the hacking. An entropy collapse is ranked below its cause (DERIVED_DISCOUNT x the cause's confidence, as
     `_attribute_degeneracy` does) when the eval reward leaves the train reward (the policy concentrates
     on the exploit), or when no group carries any reward signal (the entropy moves for another reason:
     a KL or auxiliary term, not the reward)."""
     hack = next((v for v in verdicts if v.mode == "reward_hacking" and v.confidence >= REPORT_CONFIDENCE
                  and any(e["signal"].startswith("eval reward drop") for e in v.evidence)), None)
+    if hack is not None:  # the train reward's rise is the exploit's, not progress
+        t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
+        trend = verdicts[t]
+        if trend.mode in ("healthy_saturation", "still_rising"):
+            verdicts[t] = Verdict(trend.mode, min(trend.confidence, DERIVED_DISCOUNT * hack.confidence), trend.evidence,
+                                  trend.advice + ["the train reward's rise is the reward hacking's: the eval reward "
+                                                  "fell meanwhile"])
     cause, why = (hack, "the reward hacking: the policy concentrates on the exploit") if hack is not None else \
         (silent, "no group carrying any reward signal: the reward does not drive this collapse")
     i = next((i for i, v in enumerate(verdicts) if v.mode == "policy_concentration"), None)

@@ -67,8 +67,9 @@ def change(steps: np.ndarray, values: np.ndarray) -> dict:
             "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
 
 
-def late_slope_z(steps: np.ndarray, values: np.ndarray) -> tuple[float, tuple]:
-    """z of the least-squares slope over the last half of the finite points, slope / se(slope), with
+def late_slope_z(steps: np.ndarray, values: np.ndarray, first: float = 0.5) -> tuple[float, tuple]:
+    """z of the least-squares slope over the finite points from fraction `first` on (default: the last
+    half; 0: the whole run), slope / se(slope), with
 
         slope = sum (t - t_bar)(r - r_bar) / sum (t - t_bar)^2,
         se^2  = [sum (r - r_bar - slope (t - t_bar))^2 / (n - 2)] / sum (t - t_bar)^2,
@@ -77,7 +78,8 @@ def late_slope_z(steps: np.ndarray, values: np.ndarray) -> tuple[float, tuple]:
     fitted plateau (which a near-linear rise leaves unresolved)."""
     keep = np.isfinite(values)
     t, r = steps[keep].astype(float), values[keep]
-    t, r = t[t.size // 2:], r[r.size // 2:]
+    start = int(t.size * first)
+    t, r = t[start:], r[start:]
     if t.size < 2 * MIN_WINDOW:
         return math.nan, ()
     dt = t - t.mean()
@@ -115,6 +117,10 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     span = (trend["steps"][0], trend["steps"][1])
     ev_trend = evidence("reward change late - early (Welch z)", z, span, threshold=Z_TREND,
                         early=trend["early"], late=trend["late"])
+    other = _other_change_tests(steps, reward, fit) if abs(z) < Z_TREND else None
+    if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
+        z, ev_trend = other[0], evidence(other[1], other[0], span, threshold=Z_TREND, welch_z=trend["z"],
+                                         early=trend["early"], late=trend["late"])
     if not abs(z) >= Z_TREND:
         se = abs(trend["diff"] / z) if z else math.inf
         resolution = (Z_TREND + Z_POWER) * se / scale[0] if scale is not None and scale[0] > 0 else math.nan
@@ -156,8 +162,10 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
         if math.isfinite(slope_z):
             ev.append(evidence("late-half slope of the reward (z)", slope_z, slope_steps, threshold=Z_STILL_RISING))
             conf = max(conf, confidence(slope_z - Z_STILL_RISING, 1.0))
+        # a late half climbing at Z_TREND is still rising however far ahead (or unresolved) the plateau is
+        climbing = math.isfinite(slope_z) and slope_z >= Z_TREND
         return _unless_unreadable(Verdict("still_rising", _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size,
-                                                                              saturating=False),
+                                                                              saturating=False, climbing=climbing),
                                           ev, advice), fit, noisy, group_size)
     conf = confidence(STILL_RISING_FRACTION - frac, 0.05)
     if not noisy:
@@ -173,6 +181,30 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                                       ev, advice), fit, noisy, group_size)
 
 
+def _other_change_tests(steps, reward, fit) -> tuple[float, str] | None:
+    """The early-vs-late Welch test misses a rise completed within the early window (a fast relaxation
+    to a plateau) and dilutes a slow ramp. Two more tests of "the reward changed", each at Z_TREND:
+
+        whole-run slope:  z = slope / se(slope)                                  (`late_slope_z`, first = 0)
+        fitted rise:      z = (r_inf - r0) / sqrt(se(r_inf)^2 + se(r0)^2)        (closed-form fit without
+                          oscillation, with R^2 >= R2_NOISE or its time constant resolved: se(tau) < tau)
+
+    Returns (z, which test) of the first that is significant, else None."""
+    slope, _ = late_slope_z(steps, reward, first=0.0)
+    if math.isfinite(slope) and abs(slope) >= Z_TREND:
+        return slope, "slope of the reward over the whole run (z)"
+    if fit is None or fit.oscillation:  # a ringing fit's r0 is not a start level
+        return None
+    # the relaxation must be resolved (tau at least one standard error from 0), or r0 is one noisy point
+    if not (fit.r_squared >= R2_NOISE or fit.stderr.get("tau", math.inf) < fit.params.get("tau", 0.0)):
+        return None
+    se = math.hypot(fit.stderr.get("r_inf", math.inf), fit.stderr.get("r0", math.inf))
+    rise = fit.params["r_inf"] - fit.params["r0"]
+    if se > 0 and math.isfinite(se) and abs(rise) / se >= Z_TREND:
+        return rise / se, "fitted rise r_inf - r0 / its standard error (z)"
+    return None
+
+
 def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdict:
     """A noisy run (R^2 < R2_NOISE) whose trend reading falls below REPORT_CONFIDENCE (e.g. its plateau is
     an extrapolation) is noise-dominated after all: it changed, but the noise hides what it is doing."""
@@ -185,7 +217,7 @@ def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdic
 
 
 def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, advice: list, group_size,
-                      saturating: bool) -> float:
+                      saturating: bool, climbing: bool = False) -> float:
     """Lower a healthy/still-rising confidence for what makes the fitted shape uncertain:
 
       noisy (R^2 < R2_NOISE, significant change):  min(conf, L((|z| - Z_TREND) / 1))
@@ -204,7 +236,7 @@ def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, ad
         x = fit.plateau_extrapolation
         ev.append(evidence("plateau outside the observed rewards / their range", x, (fit.t_start, fit.t_end),
                            threshold=EXTRAPOLATION_LIMIT, plateau=fit.params["r_inf"], observed=list(fit.r_range)))
-        if saturating or noisy:  # a well-fitted significant rise whose plateau lies far ahead is still rising
+        if (saturating or noisy) and not climbing:  # a rise whose plateau lies far ahead is still rising
             conf = min(conf, confidence(1.0 - x, 0.25))
         advice.append(f"the fitted plateau {fit.params['r_inf']:.4g} is an extrapolation beyond the observed rewards "
                       f"[{fit.r_range[0]:.4g}, {fit.r_range[1]:.4g}]: do not read it as the expected final reward")

@@ -24,6 +24,7 @@ from gspo_dynamics.theory.hyperparams import Hyperparams
 
 KL_START_HIGH = 0.1  # nats; the policy starts as the reference, so its KL is ~0 at the first steps
 DERIVED_DISCOUNT = 0.9  # a verdict explained by another is ranked this fraction of the other's confidence
+EXPLAINS = 0.7  # a cause this confident explains a stalled or noisy reward (`_explained_symptom`)
 TIE = 1e-3  # confidences closer than this are equal when ranking (both 1.00 as reported)
 FALLING_CAP = 0.3  # a falling reward read as saturating: below REPORT_CONFIDENCE, so a cause outranks it
 DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
@@ -88,12 +89,13 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
         notes += [n for n in imp.notes]
     trend = change(steps, reward)
     group_size = hparams.group_size if hparams is not None else None
-    verdicts: list[Verdict] = [_not_healthy_if_falling(trend_verdict(steps, reward, fit, imp, trend, _spread(runlog),
+    spread = _spread(runlog)
+    verdicts: list[Verdict] = [_not_healthy_if_falling(trend_verdict(steps, reward, fit, imp, trend, spread,
                                                                       group_size), trend)]
     if fit is not None and verdicts[0].mode in ("noise_dominated", "stalled"):
         _sampling_noise_evidence(verdicts[0], fit, runlog, hparams)
     if fit is not None:
-        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes)
+        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes, spread[0] if spread else None)
         if v is not None:
             verdicts.append(v)
             if v.confidence < REPORT_CONFIDENCE:
@@ -123,6 +125,7 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     _solved_task(verdicts, scale, runlog, notes)
     _attribute_degeneracy(verdicts, runlog)
     _attribute_concentration(verdicts, silent)
+    _explained_symptom(verdicts)
     _reference_note(runlog, notes)
     if hparams is None:
         not_checked.append("refresh interval vs its critical value: no hyperparameters given (--lr, -T, ... or --config)")
@@ -132,6 +135,21 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     primary = verdicts[0].mode
     return Diagnosis(primary, verdicts, fit, imp, summary, not_checked=not_checked, notes=notes, hparams=hparams,
                      theory=theory, log=runlog)
+
+
+def _explained_symptom(verdicts: list[Verdict]) -> None:
+    """A stalled or noise-dominated reward with a cause at EXPLAINS or above is that cause's symptom: no
+    signal in the groups, a limit cycle around a flat mean, a collapsed policy, an exploit all leave the
+    mean reward flat or noisy. The trend verdict is then ranked below the cause (DERIVED_DISCOUNT x its
+    confidence). A healthy or rising reward is not a symptom and keeps its rank."""
+    t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
+    trend = verdicts[t]
+    causes = [v for v in verdicts if v.mode in CAUSE_MODES and v.confidence >= EXPLAINS]
+    if trend.mode not in ("stalled", "noise_dominated") or not causes:
+        return
+    cause = max(causes, key=lambda v: v.confidence)
+    verdicts[t] = Verdict(trend.mode, min(trend.confidence, DERIVED_DISCOUNT * cause.confidence), trend.evidence,
+                          trend.advice + [f"this follows from the {cause.mode.replace('_', ' ')}: treat that first"])
 
 
 def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:

@@ -117,7 +117,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     span = (trend["steps"][0], trend["steps"][1])
     ev_trend = evidence("reward change late - early (Welch z)", z, span, threshold=Z_TREND,
                         early=trend["early"], late=trend["late"])
-    other = _other_change_tests(steps, reward, fit) if abs(z) < Z_TREND else None
+    other = _other_change_tests(steps, reward, fit, scale[0] if scale else None) if abs(z) < Z_TREND else None
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
         z, ev_trend = other[0], evidence(other[1], other[0], span, threshold=Z_TREND, welch_z=trend["z"],
                                          early=trend["early"], late=trend["late"])
@@ -181,7 +181,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                                       ev, advice), fit, noisy, group_size)
 
 
-def _other_change_tests(steps, reward, fit) -> tuple[float, str] | None:
+def _other_change_tests(steps, reward, fit, spread: float | None = None) -> tuple[float, str] | None:
     """The early-vs-late Welch test misses a rise completed within the early window (a fast relaxation
     to a plateau) and dilutes a slow ramp. Two more tests of "the reward changed", each at Z_TREND:
 
@@ -189,10 +189,19 @@ def _other_change_tests(steps, reward, fit) -> tuple[float, str] | None:
         fitted rise:      z = (r_inf - r0) / sqrt(se(r_inf)^2 + se(r0)^2)        (closed-form fit without
                           oscillation, with R^2 >= R2_NOISE or its time constant resolved: se(tau) < tau)
 
-    Returns (z, which test) of the first that is significant, else None."""
+    The change each implies (the fitted line's change over the run, r_inf - r0) must also be meaningful,
+    MEANINGFUL_CHANGE x the per-sample spread where it is known: a precisely logged flat run has
+    significant but negligible wiggles. Returns (z, which test) of the first that passes, else None."""
+    def meaningful(change: float) -> bool:
+        return spread is None or not spread > 0 or abs(change) >= MEANINGFUL_CHANGE * spread
+
+    keep = np.isfinite(reward)
+    t, r = steps[keep].astype(float), reward[keep]
     slope, _ = late_slope_z(steps, reward, first=0.0)
-    if math.isfinite(slope) and abs(slope) >= Z_TREND:
-        return slope, "slope of the reward over the whole run (z)"
+    if math.isfinite(slope) and abs(slope) >= Z_TREND and t.size > 1:
+        line = np.polyfit(t - t.mean(), r, 1)[0] * (t[-1] - t[0])  # the fitted line's change over the run
+        if meaningful(line):
+            return slope, "slope of the reward over the whole run (z)"
     if fit is None or fit.oscillation:  # a ringing fit's r0 is not a start level
         return None
     # the relaxation must be resolved (tau at least one standard error from 0), or r0 is one noisy point
@@ -200,7 +209,7 @@ def _other_change_tests(steps, reward, fit) -> tuple[float, str] | None:
         return None
     se = math.hypot(fit.stderr.get("r_inf", math.inf), fit.stderr.get("r0", math.inf))
     rise = fit.params["r_inf"] - fit.params["r0"]
-    if se > 0 and math.isfinite(se) and abs(rise) / se >= Z_TREND:
+    if se > 0 and math.isfinite(se) and abs(rise) / se >= Z_TREND and meaningful(rise):
         return rise / se, "fitted rise r_inf - r0 / its standard error (z)"
     return None
 
@@ -317,7 +326,8 @@ def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
             "cycles": x.size / 2.0}
 
 
-def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str] | None = None) -> Verdict | None:
+def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str] | None = None,
+                        spread: float | None = None) -> Verdict | None:
     """Oscillation or divergence of the reward, or the refresh interval past its exact critical value.
 
     Without hyperparameters the verdict rests on the data: ringing of the fit, a periodic component
@@ -359,7 +369,7 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
         confs.append(oscillation_confidence(alt["p_value"], alt["share_of_variance"], alt["cycles"]))
     keep = np.isfinite(reward)
     s, r = steps[keep].astype(float), reward[keep]
-    peak, collapse = _collapse(s, r, trend)
+    peak, collapse = _collapse(s, r, trend, spread)
     if collapse is not None and collapse > COLLAPSE_FRACTION:
         ev.append(evidence("late drop below the peak / rise to the peak", collapse, (s[0], s[-1]),
                            threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"]))
@@ -417,8 +427,12 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     return Verdict("dynamical_instability", conf, ev, advice)
 
 
-def _collapse(s: np.ndarray, r: np.ndarray, trend: dict) -> tuple[float, float | None]:
-    """Peak of the running mean (window = the late window's length) and the late drop relative to the rise."""
+def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = None) -> tuple[float, float | None]:
+    """Peak of the running mean (window = the late window's length) and the late drop relative to the rise.
+
+    The rise to the peak must be significant (Z_TREND standard errors of the early mean) and, with the
+    per-sample reward spread known, meaningful (MEANINGFUL_CHANGE x spread, as for a stall): a flat run
+    logged with tiny noise has significant but negligible wiggles, which are not a rise and a collapse."""
     w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
     if r.size < 2 * w:
         return math.nan, None
@@ -430,7 +444,7 @@ def _collapse(s: np.ndarray, r: np.ndarray, trend: dict) -> tuple[float, float |
     # a collapse needs a real rise first: a peak within Z_TREND standard errors of the early mean is
     # noise, and dividing the drop by such a rise would make any small drop look like a collapse
     _, se_e = mean_se(r[:w])
-    if not rise > Z_TREND * max(se_e, 1e-12):
+    if not rise > Z_TREND * max(se_e, 1e-12) or (spread is not None and not rise > MEANINGFUL_CHANGE * spread):
         return peak, None
     # only a peak that is significant against the late window's noise counts
     _, se_l = mean_se(r[-w:])

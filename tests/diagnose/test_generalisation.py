@@ -185,3 +185,26 @@ def test_a_flat_run_does_not_pass_the_other_change_tests():
     for seed in range(5):
         reward, std, zero = groups(np.full(500, 0.48), 20 + seed)
         assert diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero})).primary == "stalled"
+
+
+def test_negligible_wiggles_of_a_precisely_logged_flat_run_are_not_a_collapse():
+    # rows averaging thousands of samples: a 0.004 bump is significant against the row noise, but not
+    # a rise (0.3 reward stds would be ~0.15), so neither is its return a collapse
+    n = 130
+    t = np.arange(n, dtype=float)
+    reward = 0.428 + 0.004 * np.exp(-((t - 40) / 10) ** 2) + np.random.default_rng(13).normal(0, 0.0005, n)
+    d = diagnose(make_log({"reward": reward, "reward_std": np.full(n, 0.45)}))
+    assert d.verdict("dynamical_instability") is None and d.primary == "stalled"
+
+
+def test_a_stall_explained_by_a_limit_cycle_ranks_below_it():
+    # a small square wave (period 40 steps, logged every 5) around a flat mean, under row noise
+    n, interval = 1400, 5
+    t = np.arange(n)
+    reward, std, zero = groups(np.where((t // 20) % 2 == 0, 0.36, 0.46), 14)
+    rows = lambda x: x.reshape(-1, interval).mean(1)  # noqa: E731
+    d = diagnose(make_log({"reward": rows(reward), "reward_std": rows(std), "frac_zero_std": rows(zero)},
+                          steps=np.arange(interval, n + 1, interval)))
+    assert d.primary == "dynamical_instability"
+    trend = d.verdicts[-1] if d.verdicts[-1].mode in ("stalled", "noise_dominated") else None
+    assert trend is None or trend.confidence < d.verdict("dynamical_instability").confidence

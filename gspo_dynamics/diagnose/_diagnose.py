@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, concentration, degeneracy, hacking, success_rate
 from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, instability_verdict, trend_verdict
@@ -133,6 +134,8 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     # best supported first; at equal confidence (to TIE) a cause before the trend mode (it explains the curve)
     verdicts.sort(key=lambda v: (-round(v.confidence / TIE), v.mode not in CAUSE_MODES))
     primary = verdicts[0].mode
+    # reported confidences are calibrated (monotone: the ranking above is the raw one, and stays)
+    verdicts = [Verdict(v.mode, calibrate(v.confidence), v.evidence, v.advice) for v in verdicts]
     return Diagnosis(primary, verdicts, fit, imp, summary, not_checked=not_checked, notes=notes, hparams=hparams,
                      theory=theory, log=runlog)
 

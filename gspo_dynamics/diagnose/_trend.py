@@ -369,11 +369,12 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
         confs.append(oscillation_confidence(alt["p_value"], alt["share_of_variance"], alt["cycles"]))
     keep = np.isfinite(reward)
     s, r = steps[keep].astype(float), reward[keep]
-    peak, collapse = _collapse(s, r, trend, spread)
+    peak, collapse, z_weakest = _collapse(s, r, trend, spread)
     if collapse is not None and collapse > COLLAPSE_FRACTION:
         ev.append(evidence("late drop below the peak / rise to the peak", collapse, (s[0], s[-1]),
-                           threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"]))
-        confs.append(confidence(collapse - COLLAPSE_FRACTION, 0.1))
+                           threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"], weakest_z=z_weakest))
+        # the size of the drop, and how far the rise and the drop stand out of the noise: the weaker limits
+        confs.append(min(confidence(collapse - COLLAPSE_FRACTION, 0.1), confidence(z_weakest - Z_TREND, 1.0)))
     # divergence: the reward ends significantly (Z_TREND) and substantially (COLLAPSE_FRACTION of its
     # starting level) below where it started
     if trend and trend["z"] <= -Z_TREND and -trend["diff"] > COLLAPSE_FRACTION * abs(trend["early"]):
@@ -427,15 +428,16 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     return Verdict("dynamical_instability", conf, ev, advice)
 
 
-def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = None) -> tuple[float, float | None]:
-    """Peak of the running mean (window = the late window's length) and the late drop relative to the rise.
+def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = None) -> tuple[float, float | None, float]:
+    """Peak of the running mean (window = the late window's length), the late drop relative to the rise,
+    and the smaller of rise / se(early) and drop / se(late) (how far both stand out of the noise).
 
     The rise to the peak must be significant (Z_TREND standard errors of the early mean) and, with the
     per-sample reward spread known, meaningful (MEANINGFUL_CHANGE x spread, as for a stall): a flat run
     logged with tiny noise has significant but negligible wiggles, which are not a rise and a collapse."""
     w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
     if r.size < 2 * w:
-        return math.nan, None
+        return math.nan, None, math.nan
     a = float(np.max(np.abs(r))) or 1.0  # scaled: a cumulative sum of huge rewards would overflow
     c = np.concatenate(([0.0], np.cumsum(r / a)))
     run = a * (c[w:] - c[:-w]) / w  # running mean over w rows, O(n)
@@ -445,11 +447,11 @@ def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = 
     # noise, and dividing the drop by such a rise would make any small drop look like a collapse
     _, se_e = mean_se(r[:w])
     if not rise > Z_TREND * max(se_e, 1e-12) or (spread is not None and not rise > MEANINGFUL_CHANGE * spread):
-        return peak, None
+        return peak, None, math.nan
     # only a peak that is significant against the late window's noise counts
     _, se_l = mean_se(r[-w:])
     drop = peak - trend["late"]
     if not drop > Z_TREND * max(se_l, 1e-12):
-        return peak, 0.0
-    return peak, drop / rise
+        return peak, 0.0, math.nan
+    return peak, drop / rise, min(rise / max(se_e, 1e-12), drop / max(se_l, 1e-12))
 

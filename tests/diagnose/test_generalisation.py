@@ -208,3 +208,14 @@ def test_a_stall_explained_by_a_limit_cycle_ranks_below_it():
     assert d.primary == "dynamical_instability"
     trend = d.verdicts[-1] if d.verdicts[-1].mode in ("stalled", "noise_dominated") else None
     assert trend is None or trend.confidence < d.verdict("dynamical_instability").confidence
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_noisy_non_monotone_run_is_not_a_certain_instability(seed):
+    # 40 rows of 2 groups of 4: a hump of 0.15 that comes back, under row noise of ~0.17 (about 2 s.e.
+    # of a window mean): neither a collapse nor an oscillation can be certain on this
+    t = np.arange(40, dtype=float)
+    reward, std, zero = groups(0.45 + 0.15 * np.exp(-((t - 15) / 6) ** 2), 30 + seed, group_size=4, n_groups=2)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
+    v = d.verdict("dynamical_instability")
+    assert v is None or v.confidence < 0.9

@@ -7,7 +7,7 @@ reported confidence is Platt's (1999) recalibration of it,
     q = sigma(a logit(c) + b),       sigma(x) = 1 / (1 + e^-x),   logit(c) = log(c / (1 - c)),
 
 with (a, b) fitted by maximum likelihood to whether the primary verdict was right on labelled logs
-(`fit_platt`). It is monotone for a > 0, so the ranking of the verdicts, and with it the primary,
+(`fit_platt`), constrained to 0 < a <= 1, b <= 0 so that it can only lower a confidence. It is monotone for a > 0, so the ranking of the verdicts, and with it the primary,
 is unchanged; only what the numbers claim changes. CALIBRATION holds the fit on all three generator
 families (`python paper_repro/diagnose_generalisation.py` prints it); the leave-one-family-out
 claim refits it without the left-out family each time.
@@ -21,6 +21,8 @@ import numpy as np
 
 CALIBRATION = (1.0, 0.0)  # (a, b): identity until fitted; see the module docstring
 CLIP = 1e-6  # raw confidences are clipped to [CLIP, 1 - CLIP] before the logit (1.0 is common)
+A_GRID = np.linspace(0.02, 1.0, 50)  # slope of the map: steps of 0.02
+B_GRID = np.linspace(-5.0, 0.0, 101)  # offset: steps of 0.05
 
 
 def _logit(c) -> np.ndarray:
@@ -35,20 +37,20 @@ def calibrate(c: float, ab: tuple[float, float] | None = None) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
 
 
-def fit_platt(raw, right, *, iterations: int = 100) -> tuple[float, float]:
-    """Maximum-likelihood (a, b) of P(right) = sigma(a logit(c) + b), by Newton's method on the
-    log-likelihood sum_i y_i log q_i + (1 - y_i) log(1 - q_i), with a tiny ridge (1e-6) so that
-    separable data (every verdict right) gives a finite answer."""
-    x = _logit(raw)
-    y = np.asarray(right, dtype=float)
-    X = np.column_stack([x, np.ones_like(x)])  # (n, 2)
-    w = np.array([1.0, 0.0])
-    for _ in range(iterations):
-        q = 1.0 / (1.0 + np.exp(-np.clip(X @ w, -700, 700)))
-        grad = X.T @ (y - q) - 1e-6 * w
-        hess = -(X.T * (q * (1 - q))) @ X - 1e-6 * np.eye(2)
-        step = np.linalg.solve(hess, grad)
-        w = w - step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    return float(w[0]), float(w[1])
+def fit_platt(raw, right) -> tuple[float, float]:
+    """Maximum-likelihood (a, b) of P(right) = sigma(a logit(c) + b), over A_GRID x B_GRID:
+
+        max  sum_i y_i log q_i + (1 - y_i) log(1 - q_i),   0 < a <= 1,  b <= 0.
+
+    The constraint lets the map only lower confidences (shrink towards the base rate, or shift down):
+    labelled families on which every verdict happened to be right are no reason to claim more than the
+    evidence's own scale (an unconstrained fit then runs to a -> infinity, every confidence to 1)."""
+    x = _logit(raw)[:, None]  # (n, 1)
+    y = np.asarray(right, dtype=float)[:, None]
+    loglik = np.empty((A_GRID.size, B_GRID.size))
+    for i, a in enumerate(A_GRID):  # one (n, B) slab at a time: memory O(n B)
+        z = a * x + B_GRID[None, :]
+        # log sigma(z) = -log(1 + e^-z), log(1 - sigma(z)) = -log(1 + e^z), computed stably
+        loglik[i] = -(y * np.logaddexp(0.0, -z) + (1.0 - y) * np.logaddexp(0.0, z)).sum(axis=0)
+    i, j = np.unravel_index(int(np.argmax(loglik)), loglik.shape)
+    return float(A_GRID[i]), float(B_GRID[j])

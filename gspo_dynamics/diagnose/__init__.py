@@ -4,7 +4,7 @@
     d = diagnose(read_log("trainer_state.json"), hparams=None)
     d.primary, d.verdicts, d.fit, d.implications, d.to_json(), d.report_lines()
 
-Modes and the signals behind them (thresholds are named constants in `_trend` and `_signals`):
+Modes and the signals behind them (thresholds are named constants in `_trend`, `_instability`, `_context` and `_signals`):
 
   healthy_saturation     significant rise, the fitted plateau reached (a low R^2 is a caveat, not a verdict);
                          with hyperparameters, T below the exact critical T

@@ -17,7 +17,8 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, concentration, degeneracy, hacking, success_rate
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, instability_verdict, trend_verdict
+from gspo_dynamics.diagnose._instability import instability_verdict
+from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, trend_verdict
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
@@ -75,58 +76,16 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     notes = [f"reader: {w}" for w in runlog.warnings]
     if "reward" not in runlog or runlog.is_too_short():
         return Diagnosis(TOO_SHORT, [], None, None, summary, notes=notes, hparams=hparams, log=runlog)
-    steps = runlog.steps
-    reward = runlog["reward"]
     if runlog.logging_interval and runlog.logging_interval > 1:
         notes.append(f"each row averages {runlog.logging_interval} optimizer steps; times are in optimizer steps")
     not_checked: list[str] = []
-    try:
-        fit = fit_trajectory(steps, reward)
-        imp = implications(fit, hparams, reward_range=reward_range)
-    except ConfigError as exc:
-        fit = imp = None
-        notes.append(f"the closed-form fit failed: {exc}")
-    if imp is not None:
-        notes += [n for n in imp.notes]
-    trend = change(steps, reward)
-    group_size = hparams.group_size if hparams is not None else None
-    spread = _spread(runlog)
-    verdicts: list[Verdict] = [_not_healthy_if_falling(trend_verdict(steps, reward, fit, imp, trend, spread,
-                                                                      group_size), trend)]
-    if fit is not None and verdicts[0].mode in ("noise_dominated", "stalled"):
-        _sampling_noise_evidence(verdicts[0], fit, runlog, hparams)
-    if fit is not None:
-        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes, spread[0] if spread else None)
-        if v is not None:
-            verdicts.append(v)
-            if v.confidence < REPORT_CONFIDENCE:
-                notes.append(f"weak signs of dynamical instability (confidence {v.confidence:.2f}, below the "
-                             f"{REPORT_CONFIDENCE} reporting level): " + "; ".join(
-                                 f"{e['signal']} = {e['value']:.3g}" for e in v.evidence if isinstance(e["value"], float)))
-    else:
-        not_checked.append("dynamical instability: the closed-form fit failed")
-    drift = drift_without_progress(runlog, trend)
-    if drift and verdicts[0].mode in ("stalled", "noise_dominated"):
-        verdicts[0].evidence.extend(drift)
-        notes.append(drift_note(drift))
-    scale = reward_scale(runlog, trend, group_size)
+    fit, imp = _fit(runlog, hparams, reward_range, notes)
+    trend = change(runlog.steps, runlog["reward"])
+    verdicts = _curve_verdicts(runlog, hparams, fit, imp, trend, notes, not_checked)
     theory: dict = {}
-    silent = no_signal(runlog)
-    checks = [lambda: concentration(runlog, hparams), lambda: hacking(runlog, trend, notes)]
-    if silent is not None:
-        verdicts.append(silent)
-    else:
-        checks.insert(0, lambda: degeneracy(runlog, hparams, theory))
-    for check in checks:
-        v, why = check()
-        if v is not None:
-            verdicts.append(v)
-        if why:
-            not_checked.append(why)
-    _solved_task(verdicts, scale, runlog, notes)
-    _attribute_degeneracy(verdicts, runlog)
-    _attribute_concentration(verdicts, silent)
-    _explained_symptom(verdicts)
+    silent = _cause_verdicts(runlog, hparams, trend, verdicts, theory, notes, not_checked)
+    _rank_consequences(verdicts, reward_scale(runlog, trend, hparams.group_size if hparams else None), runlog,
+                       silent, notes)
     _reference_note(runlog, notes)
     if hparams is None:
         not_checked.append("refresh interval vs its critical value: no hyperparameters given (--lr, -T, ... or --config)")
@@ -138,6 +97,71 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     verdicts = [Verdict(v.mode, calibrate(v.confidence), v.evidence, v.advice) for v in verdicts]
     return Diagnosis(primary, verdicts, fit, imp, summary, not_checked=not_checked, notes=notes, hparams=hparams,
                      theory=theory, log=runlog)
+
+
+def _fit(log: RunLog, hparams, reward_range, notes: list[str]):
+    """The closed-form fit of the reward and its implications (None, None with a note if it fails)."""
+    try:
+        fit = fit_trajectory(log.steps, log["reward"])
+        imp = implications(fit, hparams, reward_range=reward_range)
+    except ConfigError as exc:
+        notes.append(f"the closed-form fit failed: {exc}")
+        return None, None
+    notes += list(imp.notes)
+    return fit, imp
+
+
+def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str], not_checked: list[str]) -> list[Verdict]:
+    """From the reward curve: the trend verdict (always first), its sampling-noise and drift evidence,
+    and the instability verdict if any."""
+    steps, reward = log.steps, log["reward"]
+    spread = _spread(log)
+    group_size = hparams.group_size if hparams is not None else None
+    verdicts = [_not_healthy_if_falling(trend_verdict(steps, reward, fit, imp, trend, spread, group_size), trend)]
+    if fit is not None and verdicts[0].mode in ("noise_dominated", "stalled"):
+        _sampling_noise_evidence(verdicts[0], fit, log, hparams)
+    if fit is not None:
+        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes, spread[0] if spread else None)
+        if v is not None:
+            verdicts.append(v)
+            if v.confidence < REPORT_CONFIDENCE:
+                notes.append(f"weak signs of dynamical instability (confidence {v.confidence:.2f}, below the "
+                             f"{REPORT_CONFIDENCE} reporting level): " + "; ".join(
+                                 f"{e['signal']} = {e['value']:.3g}" for e in v.evidence if isinstance(e["value"], float)))
+    else:
+        not_checked.append("dynamical instability: the closed-form fit failed")
+    drift = drift_without_progress(log, trend)
+    if drift and verdicts[0].mode in ("stalled", "noise_dominated"):
+        verdicts[0].evidence.extend(drift)
+        notes.append(drift_note(drift))
+    return verdicts
+
+
+def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], theory: dict, notes: list[str],
+                    not_checked: list[str]) -> Verdict | None:
+    """From the other series: no signal at all (or else the zero-std check), concentration, hacking.
+    Appends to `verdicts`; returns the no-signal verdict (None if the groups carry signal)."""
+    silent = no_signal(log)
+    checks = [lambda: concentration(log, hparams), lambda: hacking(log, trend, notes)]
+    if silent is not None:
+        verdicts.append(silent)
+    else:
+        checks.insert(0, lambda: degeneracy(log, hparams, theory))
+    for check in checks:
+        v, why = check()
+        if v is not None:
+            verdicts.append(v)
+        if why:
+            not_checked.append(why)
+    return silent
+
+
+def _rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdict | None, notes: list[str]) -> None:
+    """Rank what follows from another mode below it (each rule in its own function)."""
+    _solved_task(verdicts, scale, log, notes)
+    _attribute_degeneracy(verdicts, log)
+    _attribute_concentration(verdicts, silent)
+    _explained_symptom(verdicts)
 
 
 def _explained_symptom(verdicts: list[Verdict]) -> None:

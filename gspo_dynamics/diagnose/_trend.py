@@ -1,4 +1,4 @@
-"""Checks on the reward curve itself: the trend modes and dynamical instability.
+"""Checks on the reward curve itself: the trend modes (instability: `_instability`).
 
 Windows: "early" and "late" are the first and last WINDOW_FRACTION of a series' finite points
 (at least MIN_WINDOW each). The trend test is Welch's z = (mean_late - mean_early) / sqrt(se_e^2 + se_l^2).
@@ -7,7 +7,6 @@ Windows: "early" and "late" are the first and last WINDOW_FRACTION of a series' 
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 import numpy as np
 
@@ -24,14 +23,6 @@ STILL_RISING_FRACTION = 0.10  # a remaining rise above 10% of the total rise is 
 Z_STILL_RISING = 2.0  # ... and at least 2 standard errors above zero
 MEANINGFUL_CHANGE = 0.3  # the smallest change of a run that learns: 0.3 per-sample reward stds (0.15 of a 50% success rate)
 Z_POWER = 0.8416  # z_{0.8}: "could have seen" = detected with 80% power (one-sided normal quantile)
-ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
-MARGIN_LOW = 0.25  # T within 25% of the exact critical T: stable, but noted as close
-PERIODIC_P = 1e-3  # Fisher g test level for a periodic component: 1 false alarm in 1000 white-noise logs
-MIN_CYCLES = 3  # a periodic residual must repeat 3 times: 1-2 cycles over the run are a trend misfit
-COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
-VARIANCE_SHARE_LOW = 0.1  # an oscillation carrying < 10% of the reward's variance is a detail, not the dynamics
-VARIANCE_SHARE_SCALE = 0.05  # confidence 0.73 at 15%, 0.95 at 25% of the variance
-THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evidence stays below REPORT_CONFIDENCE
 
 
 def window(values: np.ndarray, late: bool) -> slice:
@@ -283,175 +274,3 @@ def noise_advice(fit, group_size: int | None, std_factor: float | None = None) -
                 f"prompts per step, would bring R^2 to ~{R2_TARGET}"]
     return [f"the fluctuation variance scales as 1/G: a {factor:.1f}x larger group size (or batch of prompts) "
             f"would bring R^2 to ~{R2_TARGET}"]
-
-
-def oscillation_confidence(p_value: float, variance_share: float, cycles: float) -> float:
-    """Confidence that the reward oscillates, from the strength of the data's evidence:
-
-        conf = min( L(log10(PERIODIC_P / p) / 1),                  significance (Fisher's g p-value)
-                    L((share - VARIANCE_SHARE_LOW) / VARIANCE_SHARE_SCALE),   variance the oscillation carries
-                    L((cycles - MIN_CYCLES) / 1) )                  cycles seen over the run
-
-    with L the logistic `confidence` mapping (0.5 at each threshold). The weakest piece limits the
-    verdict: a very significant but small periodic component in noisy data (p ~ 1e-5, 13% of the
-    variance: ~0.65) is not a confident instability. Non-decreasing in -p, share and cycles.
-    """
-    return min(confidence(math.log10(PERIODIC_P / max(p_value, 1e-300)), 1.0),
-               confidence(variance_share - VARIANCE_SHARE_LOW, VARIANCE_SHARE_SCALE),
-               confidence(cycles - MIN_CYCLES, 1.0))
-
-
-def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
-    """A limit cycle whose period is two logged rows (a square wave of period 2T logged every T steps):
-    the frequency Fisher's g leaves out (the Nyquist ordinate). With x the residual around the fit,
-
-        rho_1 = sum_t x_t x_{t+1} / sum_t x_t^2,   z = rho_1 sqrt(n)   (rho_1 ~ N(0, 1/n) for white noise),
-
-    an alternation gives rho_1 -> -1; -rho_1 is about the share of the residual variance it carries.
-    Returns {"rho1", "z", "p_value" (one-sided normal), "share_of_variance", "cycles"} or None."""
-    keep = np.isfinite(reward)
-    t, r = steps[keep].astype(float), reward[keep]
-    if r.size < 4 * MIN_WINDOW:
-        return None
-    x = r - fit.predict(t)
-    x = x - x.mean()
-    denom = float(x @ x)
-    if denom <= 0:
-        return None
-    rho = float(x[1:] @ x[:-1]) / denom
-    z = rho * math.sqrt(x.size)
-    total = float(np.sum((r - r.mean()) ** 2))
-    share = -rho * min(denom / total, 1.0) if total > 0 else 0.0  # of the reward's whole variance
-    return {"rho1": rho, "z": z, "p_value": 0.5 * math.erfc(-z / math.sqrt(2.0)), "share_of_variance": share,
-            "cycles": x.size / 2.0}
-
-
-def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str] | None = None,
-                        spread: float | None = None) -> Verdict | None:
-    """Oscillation or divergence of the reward, or the refresh interval past its exact critical value.
-
-    Without hyperparameters the verdict rests on the data: ringing of the fit, a periodic component
-    (`oscillation_confidence`), a collapse after a peak, a significant fall from the start
-    (divergence: late mean below the early one by Z_TREND standard errors and by COLLAPSE_FRACTION of
-    the early level). With them it must agree with the exact
-    discrete theory (`theory.linear`): T >= critical T is instability (combined with the data's evidence
-    by noisy-OR); below it, where the exact regime is overdamped (no ringing possible), the data's
-    evidence is capped at THEORY_STABLE_CAP (not reported) and a note says theory and data disagree;
-    where it is oscillatory the data's ringing is consistent with it and kept, with a note. The continuous
-    damping margin is a rule of thumb and is only reported, never a reason on its own.
-    """
-    notes = notes if notes is not None else []
-    ev, confs, advice = [], [], []
-    span = (fit.t_start, fit.t_end)
-    pg = fit.selection["periodogram"]  # Fisher g test around the trend-only (exponential) fit
-    p, period, share = pg["p_value"], pg["period"], pg["share"]
-    var_share, cycles = pg.get("variance_share", share), pg.get("cycles", 0.0)
-    strength = oscillation_confidence(p, var_share, cycles)
-    zeta, se = fit.damping_ratio, fit.damping_ratio_stderr
-    if fit.oscillation and zeta < ZETA_LOW:  # low damping seen ringing in the data (growing if zeta < 0)
-        ev.append(evidence("damping ratio of the fit (complex roots)", zeta, span, threshold=ZETA_LOW, stderr=se,
-                           periods_seen=fit.selection.get("periods_seen")))
-        confs.append(min(confidence((ZETA_LOW - zeta) / max(se, 1e-12) - 2.0, 1.0), strength))
-    if cycles >= MIN_CYCLES and p < PERIODIC_P:
-        ev.append(evidence("periodic component around the trend (Fisher g test p-value)", p, span, threshold=PERIODIC_P,
-                           period_steps=period, share_of_residual_power=share, share_of_variance=var_share,
-                           cycles=cycles))
-        confs.append(strength)
-    alt = alternation(steps, reward, fit)
-    if alt is not None and alt["rho1"] < 0 and alt["p_value"] < PERIODIC_P:
-        row = float(np.median(np.diff(steps))) if steps.size > 1 else 1.0
-        extra = {"period_steps": 2.0 * row, "share_of_variance": alt["share_of_variance"], "rho1": alt["rho1"],
-                 "p_value": alt["p_value"]}
-        if hparams is not None:  # the theory's limit cycle: the policy flips every refresh, period 2T
-            extra["twice_refresh_interval"] = 2 * hparams.refresh_interval
-        ev.append(evidence("alternation of consecutive rows (lag-1 autocorrelation z; a cycle of period 2 rows)",
-                           alt["z"], span, threshold=NormalDist().inv_cdf(PERIODIC_P), **extra))
-        confs.append(oscillation_confidence(alt["p_value"], alt["share_of_variance"], alt["cycles"]))
-    keep = np.isfinite(reward)
-    s, r = steps[keep].astype(float), reward[keep]
-    peak, collapse, z_weakest = _collapse(s, r, trend, spread)
-    if collapse is not None and collapse > COLLAPSE_FRACTION:
-        ev.append(evidence("late drop below the peak / rise to the peak", collapse, (s[0], s[-1]),
-                           threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"], weakest_z=z_weakest))
-        # the size of the drop, and how far the rise and the drop stand out of the noise: the weaker limits
-        confs.append(min(confidence(collapse - COLLAPSE_FRACTION, 0.1), confidence(z_weakest - Z_TREND, 1.0)))
-    # divergence: the reward ends significantly (Z_TREND) and substantially (COLLAPSE_FRACTION of its
-    # starting level) below where it started
-    if trend and trend["z"] <= -Z_TREND and -trend["diff"] > COLLAPSE_FRACTION * abs(trend["early"]):
-        ev.append(evidence("reward fell from the start (Welch z, late - early)", trend["z"], trend["steps"],
-                           threshold=-Z_TREND, early=trend["early"], late=trend["late"]))
-        confs.append(confidence(-trend["z"] - Z_TREND, 1.0))
-    theory_conf = None
-    if imp is not None and imp.interior_plateau is False:
-        if confs:
-            notes.append("the refresh-interval theory is not applied: the plateau is the reward's bound (saturation, "
-                         "no threshold); the instability evidence here is the data's alone")
-    elif imp is not None and imp.damping_margin is not None:
-        T, safe = imp.refresh_interval, imp.max_safe_refresh_interval
-        margin = imp.damping_margin.value
-        if safe is not None and T > safe:
-            ev.append(evidence("refresh interval T vs the largest stable T (exact discrete theory)", T, None,
-                               threshold=safe, critical_exact=imp.critical_refresh_interval,
-                               critical_continuous=imp.critical_refresh_interval_continuous,
-                               damping_margin_rule_of_thumb=margin))
-            theory_conf = confidence(T - safe, 1.0)
-            advice.append(f"refresh interval {T} is past the critical {safe + 1}: use T <= {safe} "
-                          "(TRL: steps_per_generation x num_iterations)")
-        elif confs and imp.exact_regime == "oscillatory":
-            notes.append(f"the exact discrete theory calls T = {T} stable but oscillatory at the fitted stiffness "
-                         f"(critical T {imp.critical_refresh_interval or '> scan'}): the ringing in the data is that "
-                         "regime's; the threshold estimate rests on the fitted stiffness and the assumed stale fraction")
-        else:
-            if confs:
-                confs = [min(c, THEORY_STABLE_CAP) for c in confs]
-                notes.append(f"the reward shows oscillation-like evidence, but the exact discrete theory calls T = {T} "
-                             f"{imp.exact_regime or 'stable'} (critical T {imp.critical_refresh_interval or '> scan'}) at "
-                             "the fitted stiffness: check the hyperparameters given, or look for a cause outside the "
-                             "optimizer (data order, reward schedule)")
-            if safe is not None and T > (1.0 - MARGIN_LOW) * safe:
-                notes.append(f"refresh interval {T} is within {MARGIN_LOW:.0%} of the exact critical {safe + 1}: "
-                             f"stable, but a larger T, lr or momentum would cross it")
-    if not confs and theory_conf is None:
-        return None
-    # The data's items (ringing, periodic residual, collapse) see one oscillation: their max counts. The
-    # theory (T vs critical T) is an independent line: combined by noisy-OR, 1 - (1 - c_data)(1 - c_theory).
-    conf = max(confs, default=0.0)
-    if theory_conf is not None:
-        conf = 1.0 - (1.0 - conf) * (1.0 - theory_conf)
-    if hparams is not None:
-        mu = hparams.momentum
-        advice.append(f"lower the learning rate (now {hparams.lr:g}; halving it halves the stiffness and the lag "
-                      f"erosion of the damping) or the momentum (now {mu:g})")
-    else:
-        advice.append("lower the learning rate or the momentum (Adam beta1), or refresh the sampling policy more "
-                      "often; give the hyperparameters (--lr, -T, ...) for the critical refresh interval")
-    return Verdict("dynamical_instability", conf, ev, advice)
-
-
-def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = None) -> tuple[float, float | None, float]:
-    """Peak of the running mean (window = the late window's length), the late drop relative to the rise,
-    and the smaller of rise / se(early) and drop / se(late) (how far both stand out of the noise).
-
-    The rise to the peak must be significant (Z_TREND standard errors of the early mean) and, with the
-    per-sample reward spread known, meaningful (MEANINGFUL_CHANGE x spread, as for a stall): a flat run
-    logged with tiny noise has significant but negligible wiggles, which are not a rise and a collapse."""
-    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
-    if r.size < 2 * w:
-        return math.nan, None, math.nan
-    a = float(np.max(np.abs(r))) or 1.0  # scaled: a cumulative sum of huge rewards would overflow
-    c = np.concatenate(([0.0], np.cumsum(r / a)))
-    run = a * (c[w:] - c[:-w]) / w  # running mean over w rows, O(n)
-    peak = float(run.max())
-    rise = peak - trend["early"]
-    # a collapse needs a real rise first: a peak within Z_TREND standard errors of the early mean is
-    # noise, and dividing the drop by such a rise would make any small drop look like a collapse
-    _, se_e = mean_se(r[:w])
-    if not rise > Z_TREND * max(se_e, 1e-12) or (spread is not None and not rise > MEANINGFUL_CHANGE * spread):
-        return peak, None, math.nan
-    # only a peak that is significant against the late window's noise counts
-    _, se_l = mean_se(r[-w:])
-    drop = peak - trend["late"]
-    if not drop > Z_TREND * max(se_l, 1e-12):
-        return peak, 0.0, math.nan
-    return peak, drop / rise, min(rise / max(se_e, 1e-12), drop / max(se_l, 1e-12))
-

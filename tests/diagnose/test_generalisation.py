@@ -151,7 +151,7 @@ def test_a_square_wave_limit_cycle_without_drift_is_instability(period, interval
 def test_the_alternation_test_has_its_stated_false_alarm_rate_on_white_noise():
     """Under white noise z = rho_1 sqrt(n) is ~N(0, 1): the one-sided p-value is about uniform
     (simulation, 2000 series of 200 rows: P(p < 0.05) within 3 binomial s.e. of 0.05)."""
-    from gspo_dynamics.diagnose._trend import alternation
+    from gspo_dynamics.diagnose._instability import alternation
     from gspo_dynamics.fit import fit_trajectory
 
     rng = np.random.default_rng(11)

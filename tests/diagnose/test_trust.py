@@ -17,8 +17,8 @@ from _real_logs import IMJONEZZ, SUNSHINE
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from gspo_dynamics.diagnose import diagnose
-from gspo_dynamics.diagnose._trend import MIN_CYCLES, PERIODIC_P
-from gspo_dynamics.diagnose._trend import VARIANCE_SHARE_LOW, oscillation_confidence
+from gspo_dynamics.diagnose._instability import MIN_CYCLES, PERIODIC_P
+from gspo_dynamics.diagnose._instability import VARIANCE_SHARE_LOW, oscillation_confidence
 from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.plots.diagnose import diagnosis_figure
 from gspo_dynamics.sim.corpus import generate_corpus

@@ -30,6 +30,12 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          rising (these two only while the reward is not falling significantly: with a
                          falling reward they are a collapse's symptom and go into the notes), one reward
                          component carrying the gain while another falls
+
+The primary verdict is the best-supported mode (highest confidence), after ranking what follows
+from another mode below it: zero-std groups left by a collapse or a solved task, an entropy
+collapse caused by an exploit, a stalled or noisy mean explained by a cause at 0.7 or above, a
+train reward rising while the eval reward falls. Reported confidences are Platt-recalibrated on
+labelled logs of three generator families (`_calibration`; `paper_repro/diagnose_generalisation.py`).
 """
 
 from gspo_dynamics.diagnose._diagnose import diagnose

@@ -21,6 +21,7 @@ MIN_CYCLES = 3  # a periodic residual must repeat 3 times: 1-2 cycles over the r
 COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
 VARIANCE_SHARE_LOW = 0.1  # an oscillation carrying < 10% of the reward's variance is a detail, not the dynamics
 VARIANCE_SHARE_SCALE = 0.05  # confidence 0.73 at 15%, 0.95 at 25% of the variance
+MIN_FLIPS = 2.0 / 3.0  # an alternation flips the residual's sign on 2 of 3 consecutive rows (white noise: 1 of 2)
 THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evidence stays below REPORT_CONFIDENCE
 
 
@@ -47,6 +48,7 @@ def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
         rho_1 = sum_t x_t x_{t+1} / sum_t x_t^2,   z = rho_1 sqrt(n)   (rho_1 ~ N(0, 1/n) for white noise),
 
     an alternation gives rho_1 -> -1; -rho_1 is about the share of the residual variance it carries.
+    It must also flip the residual's sign on at least MIN_FLIPS of consecutive rows (white noise: 1/2).
     Returns {"rho1", "z", "p_value" (one-sided normal), "share_of_variance", "cycles"} or None."""
     keep = np.isfinite(reward)
     t, r = steps[keep].astype(float), reward[keep]
@@ -58,6 +60,11 @@ def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
     if denom <= 0:
         return None
     rho = float(x[1:] @ x[:-1]) / denom
+    # an alternation flips sign at (almost) every row; a few isolated spikes on a constant also give
+    # rho_1 < 0 (the normal approximation fails for such sparse residuals) but rarely flip
+    flips = float(np.mean(np.sign(x[1:]) * np.sign(x[:-1]) < 0))
+    if flips < MIN_FLIPS:
+        return None
     z = rho * math.sqrt(x.size)
     total = float(np.sum((r - r.mean()) ** 2))
     share = -rho * min(denom / total, 1.0) if total > 0 else 0.0  # of the reward's whole variance

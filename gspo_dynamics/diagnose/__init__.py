@@ -10,10 +10,10 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          with hyperparameters, T below the exact critical T
   still_rising           fitted plateau above the last value by > 10% of the rise (and > 2 s.e.)
   stalled                no significant change late vs early (Welch |z| < 3) that the data could have seen
-                         (power calculation: the change detectable with 80% power <= 0.3 per-sample reward
+                         (power calculation: the change detectable with 80% power <= 0.2 per-sample reward
                          stds); with KL or entropy moving meanwhile, drift without progress (a note)
   noise_dominated        the noise hides whether (or how) the run learns: no significant change and a
-                         change detectable with 80% power > 0.3 reward stds, or a noisy fit (R^2 < 0.5) whose
+                         change detectable with 80% power > 0.2 reward stds, or a noisy fit (R^2 < 0.5) whose
                          healthy/rising reading is below confidence 0.5 (e.g. an extrapolated plateau);
                          advice from the 1/G scaling of the fluctuation variance
   dynamical_instability  without hyperparameters, the data: significantly complex roots or a periodic

@@ -195,7 +195,7 @@ def test_a_flat_run_does_not_pass_the_other_change_tests():
 
 def test_negligible_wiggles_of_a_precisely_logged_flat_run_are_not_a_collapse():
     # rows averaging thousands of samples: a 0.004 bump is significant against the row noise, but not
-    # a rise (0.3 reward stds would be ~0.15), so neither is its return a collapse
+    # a rise (0.2 reward stds would be ~0.09), so neither is its return a collapse
     n = 130
     t = np.arange(n, dtype=float)
     reward = 0.428 + 0.004 * np.exp(-((t - 40) / 10) ** 2) + np.random.default_rng(13).normal(0, 0.0005, n)

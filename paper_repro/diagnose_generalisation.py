@@ -53,9 +53,10 @@ BINS = ((0.5, 0.7), (0.7, 0.9), (0.9, 1.0001))  # reliability table of the prima
 #       trainer 17/21; calibration (uncalibrated) 46/60 at >= 0.9
 #   510_000 / 60 / 710_000: simulator 38/40, contextual 37/40, trainer 11/21; calibration 17/20
 #   520_000 / 70 / 720_000: simulator 36/40, contextual 36/40, trainer 15/21; calibration 51/56
-SIM_SEED = 530_000
-TRAINER_SEED = 90
-CONTEXTUAL_SEED = 730_000
+#   530_000 / 90 / 730_000: simulator 37/40, contextual 30/40, trainer 12/21; calibration 26/34
+SIM_SEED = 540_000
+TRAINER_SEED = 110
+CONTEXTUAL_SEED = 740_000
 HISTORY = ["500000 / 50 / 700000, before the diagnose changes it prompted: simulator 36/40, contextual 28/40, "
            "trainer 17/21; 46/60 right at confidence >= 0.9 (uncalibrated)",
            "510000 / 60 / 710000: simulator 38/40, contextual 37/40, trainer 11/21 (stalled read as noise 3/3 and "
@@ -63,7 +64,11 @@ HISTORY = ["500000 / 50 / 700000, before the diagnose changes it prompted: simul
            "17/20 right at confidence >= 0.9",
            "520000 / 70 / 720000: simulator 36/40, contextual 36/40, trainer 15/21 (stalled read as noise 3/3 with "
            "the meaningful change 0.1 the other two families chose; noise read as rising 3/3, and in the simulator "
-           "2 healthy + 1 rising, by a whole-run slope test since dropped); 51/56 right at confidence >= 0.9"]
+           "2 healthy + 1 rising, by a whole-run slope test since dropped); 51/56 right at confidence >= 0.9",
+           "530000 / 90 / 730000 (slope test dropped): simulator 37/40, contextual 30/40, trainer 12/21 (stalled as "
+           "noise 3/3, concentration at reward 0.93 as solved 3/3 with the other families' thresholds, degeneracy "
+           "without any reward signal as hacking by completion length 2/3, since ranked below it); 26/34 right at "
+           "confidence >= 0.9"]
 SHORT = {"healthy_saturation": "healthy", "still_rising": "rising", "stalled": "stalled",
          "dynamical_instability": "instab", "advantage_degeneracy": "degen", "policy_concentration": "conc",
          "reward_hacking": "hack", "noise_dominated": "noise", TOO_SHORT: "short"}

@@ -236,7 +236,8 @@ def _attribute_concentration(verdicts: list[Verdict], silent: Verdict | None) ->
     verdict is ranked below the hacking. An entropy collapse is ranked below its cause (DERIVED_DISCOUNT x the cause's confidence, as
     `_attribute_degeneracy` does) when the eval reward leaves the train reward (the policy concentrates
     on the exploit), or when no group carries any reward signal (the entropy moves for another reason:
-    a KL or auxiliary term, not the reward)."""
+    a KL or auxiliary term, not the reward); so is length or truncation growth without reward signal
+    (it exploits nothing)."""
     hack = next((v for v in verdicts if v.mode == "reward_hacking" and v.confidence >= REPORT_CONFIDENCE
                  and any(e["signal"].startswith("eval reward drop") for e in v.evidence)), None)
     if hack is not None:  # the train reward's rise is the exploit's, not progress
@@ -249,11 +250,16 @@ def _attribute_concentration(verdicts: list[Verdict], silent: Verdict | None) ->
     cause, why = (hack, "the reward hacking: the policy concentrates on the exploit") if hack is not None else \
         (silent, "no group carrying any reward signal: the reward does not drive this collapse")
     i = next((i for i, v in enumerate(verdicts) if v.mode == "policy_concentration"), None)
-    if cause is None or i is None:
-        return
-    conc = verdicts[i]
-    verdicts[i] = Verdict(conc.mode, min(conc.confidence, DERIVED_DISCOUNT * cause.confidence), conc.evidence,
-                          conc.advice + [f"this follows from {why}"])
+    if cause is not None and i is not None:
+        conc = verdicts[i]
+        verdicts[i] = Verdict(conc.mode, min(conc.confidence, DERIVED_DISCOUNT * cause.confidence), conc.evidence,
+                              conc.advice + [f"this follows from {why}"])
+    # with no reward signal at all, growing or truncated completions exploit nothing: not hacking's evidence
+    j = next((j for j, v in enumerate(verdicts) if v.mode == "reward_hacking"), None)
+    if silent is not None and j is not None and hack is None:
+        h = verdicts[j]
+        verdicts[j] = Verdict(h.mode, min(h.confidence, DERIVED_DISCOUNT * silent.confidence), h.evidence,
+                              h.advice + ["no group carries any reward signal: the length change is not reward-driven"])
 
 
 def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:

@@ -225,3 +225,12 @@ def test_a_noisy_non_monotone_run_is_not_a_certain_instability(seed):
     d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
     v = d.verdict("dynamical_instability")
     assert v is None or v.confidence < 0.9
+
+
+def test_length_growth_without_any_reward_signal_is_not_hacking_first():
+    n = 120  # reward 0 in every group (too hard), completions growing 3x: nothing is being exploited
+    d = diagnose(make_log({"reward": np.zeros(n), "reward_std": np.zeros(n), "frac_zero_std": np.ones(n),
+                           "mean_length": np.linspace(100, 300, n)}))
+    assert d.primary == "advantage_degeneracy"
+    hack = d.verdict("reward_hacking")
+    assert hack is None or hack.confidence < d.verdict("advantage_degeneracy").confidence

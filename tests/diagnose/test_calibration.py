@@ -18,7 +18,7 @@ def test_fit_recovers_the_map_the_data_were_drawn_from():
     assert fa == pytest.approx(a, abs=0.1) and fb == pytest.approx(b, abs=0.1)
 
 
-def test_the_map_never_raises_a_confidence():
+def test_the_map_never_claims_more_certainty_than_the_raw_confidence():
     # every verdict right: an unconstrained fit would send every confidence to 1
     a, b = fit_platt(np.linspace(0.55, 0.99, 40), [True] * 40)
     assert a == 1.0 and b == 0.0

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gspo_dynamics.diagnose import diagnose
+from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
 from gspo_dynamics.diagnose._context import reward_scale
 from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, Z_POWER, Z_TREND, change
 from gspo_dynamics.logs import RunLog
@@ -38,7 +39,7 @@ def test_a_run_without_any_learning_signal_is_advantage_degeneracy():
                            "frac_zero_std": np.ones(n)}))
     assert d.primary == "advantage_degeneracy"
     v = d.verdict("advantage_degeneracy")
-    assert v.confidence > 0.95
+    assert v.confidence > calibrate(0.95)
     signals = {e["signal"]: e["value"] for e in v.evidence}
     assert signals["share of rows with reward_std = 0 (no group has reward variance)"] == 1.0
     assert signals["share of rows with gradient norm 0"] == 1.0
@@ -144,7 +145,7 @@ def test_a_square_wave_limit_cycle_without_drift_is_instability(period, interval
     rows = lambda x: x.reshape(-1, interval).mean(1)  # noqa: E731  (rows, interval) -> row means
     d = diagnose(make_log({"reward": rows(reward), "reward_std": rows(std), "frac_zero_std": rows(zero)},
                           steps=np.arange(interval, n + 1, interval)))
-    assert d.primary == "dynamical_instability" and d.verdict("dynamical_instability").confidence > 0.95
+    assert d.primary == "dynamical_instability" and d.verdict("dynamical_instability").confidence > calibrate(0.95)
     assert abs(change(np.arange(n), reward)["z"]) < Z_TREND  # the mean does not drift
 
 
@@ -224,7 +225,7 @@ def test_a_noisy_non_monotone_run_is_not_a_certain_instability(seed):
     reward, std, zero = groups(0.45 + 0.15 * np.exp(-((t - 15) / 6) ** 2), 30 + seed, group_size=4, n_groups=2)
     d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
     v = d.verdict("dynamical_instability")
-    assert v is None or v.confidence < 0.9
+    assert v is None or v.confidence < calibrate(0.9)
 
 
 def test_length_growth_without_any_reward_signal_is_not_hacking_first():

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gspo_dynamics.diagnose._signals import success_rate
 from gspo_dynamics.diagnose._trend import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 
-SCORE_TOL = 1e-6  # rewards within [0, 1] up to this are a bounded score
 BOUND_SLACK = 1.05  # reward_std may exceed the Bhatia-Davis bound by 5% (rounding, averaging over logged rows)
 BOUND_ROWS = 0.9  # ... on at most 10% of the rows for the reward to count as a [0, 1] score
 CEILING_GAP = 0.05  # late mean within 0.05 of the ceiling: solved (chosen from {0.02, 0.05, 0.1} as MEANINGFUL_CHANGE)
@@ -50,8 +50,7 @@ class RewardScale:
 def reward_scale(log, trend: dict, group_size: int | None = None) -> RewardScale:
     """Infer whether the reward is a [0, 1] score (see the module docstring for the bound used)."""
     r = log["reward"]
-    v = r[np.isfinite(r)]
-    in_range = bool(v.size) and v.min() >= -SCORE_TOL and v.max() <= 1.0 + SCORE_TOL
+    in_range = success_rate(log) is not None  # every reward in [0, 1]
     share = None
     if in_range and "reward_std" in log and log.n_points("reward_std") >= 3:
         std = log["reward_std"]

@@ -160,7 +160,8 @@ def _rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verd
     """Rank what follows from another mode below it (each rule in its own function)."""
     _solved_task(verdicts, scale, log, notes)
     _attribute_degeneracy(verdicts, log)
-    _attribute_concentration(verdicts, silent)
+    _attribute_to_hacking(verdicts)
+    _attribute_to_silence(verdicts, silent)
     _explained_symptom(verdicts)
 
 
@@ -175,8 +176,7 @@ def _explained_symptom(verdicts: list[Verdict]) -> None:
     if trend.mode not in ("stalled", "noise_dominated") or not causes:
         return
     cause = max(causes, key=lambda v: v.confidence)
-    verdicts[t] = Verdict(trend.mode, min(trend.confidence, DERIVED_DISCOUNT * cause.confidence), trend.evidence,
-                          trend.advice + [f"this follows from the {cause.mode.replace('_', ' ')}: treat that first"])
+    _rank_below(verdicts, t, cause.confidence, f"this follows from the {cause.mode.replace('_', ' ')}: treat that first")
 
 
 def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:
@@ -215,10 +215,8 @@ def _solved_task(verdicts: list[Verdict], scale, log: RunLog, notes: list[str]) 
     j = next((j for j, v in enumerate(verdicts) if v.mode == "advantage_degeneracy"), None)
     if j is None or trend.mode not in ("healthy_saturation", "still_rising") or _early_zero_std(log) >= DEGENERATE_FRACTION:
         return
-    deg = verdicts[j]
-    verdicts[j] = Verdict(deg.mode, min(deg.confidence, DERIVED_DISCOUNT * trend.confidence), deg.evidence,
-                          deg.advice + ["the groups are all correct at the reward's ceiling: the task is solved; "
-                                        "harder prompts (or a curriculum) will give the run signal again"])
+    _rank_below(verdicts, j, trend.confidence, "the groups are all correct at the reward's ceiling: the task is "
+                                               "solved; harder prompts (or a curriculum) will give the run signal again")
 
 
 def _early_zero_std(log: RunLog) -> float:
@@ -231,35 +229,52 @@ def _early_zero_std(log: RunLog) -> float:
     return min(change(log.steps, log["frac_zero_std"]).get("early", math.nan), float(np.mean(frac[:MIN_WINDOW])))
 
 
-def _attribute_concentration(verdicts: list[Verdict], silent: Verdict | None) -> None:
-    """A rising train reward while the eval reward falls from its peak is the exploit's rise: the trend
-    verdict is ranked below the hacking. An entropy collapse is ranked below its cause (DERIVED_DISCOUNT x the cause's confidence, as
-    `_attribute_degeneracy` does) when the eval reward leaves the train reward (the policy concentrates
-    on the exploit), or when no group carries any reward signal (the entropy moves for another reason:
-    a KL or auxiliary term, not the reward); so is length or truncation growth without reward signal
-    (it exploits nothing)."""
-    hack = next((v for v in verdicts if v.mode == "reward_hacking" and v.confidence >= REPORT_CONFIDENCE
+def _rank_below(verdicts: list[Verdict], i: int, cause_confidence: float, advice: str) -> None:
+    """Rank verdicts[i] below a cause it follows from: DERIVED_DISCOUNT x the cause's confidence at most."""
+    v = verdicts[i]
+    verdicts[i] = Verdict(v.mode, min(v.confidence, DERIVED_DISCOUNT * cause_confidence), v.evidence, v.advice + [advice])
+
+
+def _index(verdicts: list[Verdict], mode: str) -> int | None:
+    return next((i for i, v in enumerate(verdicts) if v.mode == mode), None)
+
+
+def _eval_hack(verdicts: list[Verdict]) -> Verdict | None:
+    """The reward hacking verdict when it rests on the eval reward leaving the train reward."""
+    return next((v for v in verdicts if v.mode == "reward_hacking" and v.confidence >= REPORT_CONFIDENCE
                  and any(e["signal"].startswith("eval reward drop") for e in v.evidence)), None)
-    if hack is not None:  # the train reward's rise is the exploit's, not progress
-        t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
-        trend = verdicts[t]
-        if trend.mode in ("healthy_saturation", "still_rising"):
-            verdicts[t] = Verdict(trend.mode, min(trend.confidence, DERIVED_DISCOUNT * hack.confidence), trend.evidence,
-                                  trend.advice + ["the train reward's rise is the reward hacking's: the eval reward "
-                                                  "fell meanwhile"])
-    cause, why = (hack, "the reward hacking: the policy concentrates on the exploit") if hack is not None else \
-        (silent, "no group carrying any reward signal: the reward does not drive this collapse")
-    i = next((i for i, v in enumerate(verdicts) if v.mode == "policy_concentration"), None)
-    if cause is not None and i is not None:
-        conc = verdicts[i]
-        verdicts[i] = Verdict(conc.mode, min(conc.confidence, DERIVED_DISCOUNT * cause.confidence), conc.evidence,
-                              conc.advice + [f"this follows from {why}"])
-    # with no reward signal at all, growing or truncated completions exploit nothing: not hacking's evidence
-    j = next((j for j, v in enumerate(verdicts) if v.mode == "reward_hacking"), None)
-    if silent is not None and j is not None and hack is None:
-        h = verdicts[j]
-        verdicts[j] = Verdict(h.mode, min(h.confidence, DERIVED_DISCOUNT * silent.confidence), h.evidence,
-                              h.advice + ["no group carries any reward signal: the length change is not reward-driven"])
+
+
+def _attribute_to_hacking(verdicts: list[Verdict]) -> None:
+    """While the eval reward falls from its peak, the train reward's rise is the exploit's, not progress,
+    and an entropy collapse is the policy concentrating on the exploit: both rank below the hacking."""
+    hack = _eval_hack(verdicts)
+    if hack is None:
+        return
+    t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
+    if verdicts[t].mode in ("healthy_saturation", "still_rising"):
+        _rank_below(verdicts, t, hack.confidence, "the train reward's rise is the reward hacking's: the eval reward "
+                                                  "fell meanwhile")
+    i = _index(verdicts, "policy_concentration")
+    if i is not None:
+        _rank_below(verdicts, i, hack.confidence, "this follows from the reward hacking: the policy concentrates on "
+                                                  "the exploit")
+
+
+def _attribute_to_silence(verdicts: list[Verdict], silent: Verdict | None) -> None:
+    """With no reward signal in any group (and no eval divergence), an entropy collapse moves for another
+    reason (a KL or auxiliary term) and length or truncation growth exploits nothing: both rank below
+    the degeneracy."""
+    if silent is None or _eval_hack(verdicts) is not None:
+        return
+    i = _index(verdicts, "policy_concentration")
+    if i is not None:
+        _rank_below(verdicts, i, silent.confidence, "this follows from no group carrying any reward signal: the "
+                                                    "reward does not drive this collapse")
+    j = _index(verdicts, "reward_hacking")
+    if j is not None:
+        _rank_below(verdicts, j, silent.confidence, "no group carries any reward signal: the length change is not "
+                                                    "reward-driven")
 
 
 def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:

@@ -101,13 +101,19 @@ def hf_model(tok: Tokenizer, max_len: int):
 class Ours:
     """Our trainer's step (module docstring) on any model with the CausalLM call."""
 
-    def __init__(self, model, task, tok, N: int, G: int, device: str = "cpu", autocast=None):
+    def __init__(self, model, task, tok, N: int, G: int, device: str = "cpu", autocast=None, stop_at_eos: bool = True,
+                 train_model=None):
+        """`stop_at_eos` False: every completion runs to the task's max_new_tokens (a fixed amount of
+        work per step, as a GPU throughput measurement wants); `train_model`: what the update calls
+        (e.g. torch.compile(model)), default the model itself."""
         self.model, self.task, self.tok, self.N, self.G = model.to(device), task, tok, N, G
+        self.train_model = train_model or self.model
         self.device = torch.device(device)
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
         self.loss_fn = get_loss("grpo")
         self.autocast = autocast or (lambda: torch.autocast("cpu", enabled=False))
         self.generator = torch.Generator(self.device).manual_seed(0)
+        self.eos_id = tok.eos_id if stop_at_eos else None
 
     def step(self) -> dict[str, float]:
         sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
@@ -116,7 +122,7 @@ class Ours:
         ids, mask = self.tok.batch_encode(prompts, device=self.device)
         self.model.eval()
         with torch.no_grad(), self.autocast():
-            ro = generate(self.model, ids, mask, self.task.max_new_tokens, eos_id=self.tok.eos_id, pad_id=self.tok.pad_id,
+            ro = generate(self.model, ids, mask, self.task.max_new_tokens, eos_id=self.eos_id, pad_id=self.tok.pad_id,
                           generator=self.generator)
         rewards = self.task.reward(prompts, self.tok.decode(ro.completion_ids, ro.completion_mask)).to(self.device)
         buf = Buffer(ro.sequences, ro.attention_mask, ro.completion_mask, ro.sampler_logprobs, ro.routing, ro.truncated, rewards)
@@ -127,7 +133,7 @@ class Ours:
         self.model.train()
         sync()
         t2 = time.perf_counter()
-        update(self.model, buf, loss_fn=self.loss_fn, loss_kwargs={"clip_low": CLIP, "clip_high": CLIP}, objective="grpo",
+        update(self.train_model, buf, loss_fn=self.loss_fn, loss_kwargs={"clip_low": CLIP, "clip_high": CLIP}, objective="grpo",
                kl_coef=0.0, temperature=1.0, replay=False, sampler_params=None, optimizer=self.optimizer, max_grad_norm=1.0,
                world=World(), autocast=self.autocast)
         sync()
@@ -303,8 +309,49 @@ def _version(name: str) -> str:
     return version(name)
 
 
+def decode_bound(config: ModelConfig, batch: int, prompt_len: int, new_tokens: int, bandwidth: float,
+                 weight_bytes_per_param: int = 2, cache_bytes: int = 2) -> float:
+    """Tokens/s of a rollout if every decode step were limited by memory bandwidth alone: step t
+    (t = 1 .. n new tokens) reads every weight once and the cached keys and values of all earlier
+    positions of every row,
+
+        bytes_t = w P + 2 n_layers H_kv d_h c B (P_0 + t - 1),     tokens/s <= B n BW / sum_t bytes_t
+
+    (P parameters of w bytes, c bytes per cached number, B rows, P_0 prompt tokens; the prefill is one
+    more pass over the weights, counted as t = 0 with no cache read). FLOPs and launches ignored."""
+    per_position = 2 * config.n_layers * config.kv_heads * config.head_dim * cache_bytes * batch
+    weights = weight_bytes_per_param * config.parameter_count()
+    steps = torch.arange(new_tokens, dtype=torch.float64)  # t - 1 = 0 .. n - 1
+    total = weights * (new_tokens + 1) + per_position * float((prompt_len + steps).sum())
+    return batch * new_tokens * bandwidth / total
+
+
+def bf16_copy_rollout(ours: Ours, repeats: int = 3) -> float | None:
+    """Rollout tokens/s with the sampler's weights cast to bf16 once (a copy, autocast off: each decode
+    step reads 2 bytes per weight instead of autocast's float32 read and bf16 cast), best of `repeats`;
+    None (with the error printed) if the model does not run in pure bf16."""
+    sampler = copy.deepcopy(ours.model).to(torch.bfloat16).eval()
+    prompts = [p for p in ours.task.sample_prompts(ours.N) for _ in range(ours.G)]
+    ids, mask = ours.tok.batch_encode(prompts, device=ours.device)
+    best = 0.0
+    try:
+        for _ in range(repeats):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                ro = generate(sampler, ids, mask, ours.task.max_new_tokens, eos_id=ours.eos_id, pad_id=ours.tok.pad_id,
+                              generator=ours.generator)
+            torch.cuda.synchronize()
+            best = max(best, float(ro.completion_mask.sum()) / (time.perf_counter() - t0))
+    except Exception as e:  # a measurement of an option, not a path the trainer takes: report, go on
+        print(f"bf16 weight copy rollout failed: {type(e).__name__}: {e}")
+        return None
+    return best
+
+
 def bench_gpu(args) -> None:
-    """Built-in "100m" preset on CUDA, bf16 autocast: update MFU and rollout vs the bandwidth bound."""
+    """Built-in presets on CUDA, bf16 autocast, fixed-length completions (no EOS stop): update MFU
+    (eager and, with --gpu-compile, torch.compile) and rollout vs the bandwidth bound, one row each."""
     if not torch.cuda.is_available():
         raise ConfigError("--device cuda needs a CUDA GPU; none is available (use --gpu-pending to record the section as pending)")
     name = torch.cuda.get_device_name(0)
@@ -314,25 +361,55 @@ def bench_gpu(args) -> None:
     peak, bandwidth = spec
     tok = Tokenizer()
     task = make_task("count", tok, length=args.gpu_length)
-    config = preset_config("100m", tok.vocab_size)
-    model = build_model(config, torch.Generator().manual_seed(0))
+    seq = task.max_new_tokens + 1  # BOS + completion: every row runs to the end
     autocast = lambda: torch.autocast("cuda", dtype=torch.bfloat16)  # noqa: E731
-    ours = Ours(model, task, tok, args.gpu_prompts, args.group_size, device="cuda", autocast=autocast)
-    times = [ours.step() for _ in range(args.warmup + args.repeats)]
-    r = rates(times, args.warmup)
-    seq = task.max_new_tokens + 1  # BOS + completion
-    mfu = config.flops_per_token(seq) * r["update"] / peak
-    B = args.gpu_prompts * args.group_size
-    weight_bytes = 2 * config.parameter_count()  # bf16 weights, read once per decode step
-    bound = B * bandwidth / weight_bytes  # tokens/s if decoding were purely weight-bandwidth bound
+    rows = []
+    presets = args.gpu_model.split(",")
+    try:
+        prompts = [int(n) for n in args.gpu_prompts.split(",")]
+    except ValueError:
+        prompts = []
+    if len(prompts) == 1:
+        prompts *= len(presets)
+    if len(prompts) != len(presets) or min(prompts) < 1:
+        raise ConfigError(f"--gpu-prompts needs one positive count, or one per preset of --gpu-model; got {args.gpu_prompts!r}")
+    for preset, N in zip(presets, prompts):
+        config = preset_config(preset, tok.vocab_size)
+        variants = [("eager", False)] + ([("compiled", True)] if args.gpu_compile else [])
+        for label, compiled in variants:
+            model = build_model(config, torch.Generator().manual_seed(0))
+            ours = Ours(model, task, tok, N, args.group_size, device="cuda", autocast=autocast,
+                        stop_at_eos=False, train_model=torch.compile(model) if compiled else None)
+            torch.cuda.reset_peak_memory_stats()
+            times = [ours.step() for _ in range(args.warmup + args.repeats)]
+            r = rates(times, args.warmup)
+            B = N * args.group_size
+            bound = decode_bound(config, B, 1, task.max_new_tokens, bandwidth)
+            rows.append(dict(preset=preset, label=label, params=config.parameter_count(), B=B, rates=r,
+                             mfu=config.flops_per_token(seq) * r["update"] / peak, bound=bound,
+                             memory=torch.cuda.max_memory_allocated() / 2**30, bf16_rollout=bf16_copy_rollout(ours)))
+            print(f"{preset} {label}: update {r['update']:,.0f} tok/s MFU {rows[-1]['mfu']:.1%}; rollout {r['rollout']:,.0f} tok/s "
+                  f"= {r['rollout'] / bound:.1%} of {bound:,.0f} (bf16 copy: {rows[-1]['bf16_rollout']}); peak memory "
+                  f"{rows[-1]['memory']:.1f} GiB", flush=True)
+            del ours, model
+            torch.cuda.empty_cache()
     lines = [SECTION_GPU, "",
-             f"`{COMMAND} --device cuda` ({datetime.date.today()}, {name}, torch {torch.__version__}); built-in 100m preset "
-             f"({config.parameter_count():,} parameters), bf16 autocast, B = {B} sequences of {seq} tokens, best of {args.repeats}.",
+             f"`{COMMAND} --device cuda --gpu-model {args.gpu_model} --gpu-prompts {args.gpu_prompts}{' --gpu-compile' if args.gpu_compile else ''}` "
+             f"({datetime.date.today()}, {name}, torch {torch.__version__}); built-in presets, bf16 autocast (float32 master "
+             f"weights, AdamW), `count` task, B = N prompts x G = {args.group_size} sequences of {seq} tokens "
+             f"(BOS + {task.max_new_tokens} completion tokens, no stop at EOS: a fixed amount of work per step), best of "
+             f"{args.repeats} steps after {args.warmup} warm-up steps. MFU = flops_per_token(seq) x update tokens/s / peak "
+             f"({peak / 1e12:.0f} TFLOP/s dense bf16); flops_per_token = 6 N_mm + 12 n_layers d T (PaLM appendix B: matmul "
+             "weights and attention, no elementwise work). The rollout bound: every decode step reads all weights (bf16) "
+             f"and the bf16 KV cache of the earlier positions at {bandwidth / 1e12:.2f} TB/s (`decode_bound`).",
              "",
-             "| phase | tokens/s | measure | target |", "|---|---|---|---|",
-             f"| update | {r['update']:,.0f} | MFU {mfu:.1%} (6N + 12 L d T FLOPs/token, peak {peak / 1e12:.0f} TFLOP/s) | >= 40% MFU |",
-             f"| rollout | {r['rollout']:,.0f} | {r['rollout'] / bound:.1%} of the weight-bandwidth bound {bound:,.0f} tokens/s "
-             f"({bandwidth / 1e12:.2f} TB/s) | bounded by memory bandwidth |"]
+             "| preset | parameters | B | update | update tokens/s | MFU (target >= 40%) | rollout tokens/s | bandwidth bound tokens/s | rollout / bound (target >= 50%) | rollout, bf16 weight copy / bound | peak memory |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for x in rows:
+        r = x["rates"]
+        lines.append(f"| {x['preset']} | {x['params']:,} | {x['B']} | {x['label']} | {r['update']:,.0f} | {x['mfu']:.1%} | {r['rollout']:,.0f} | "
+                     f"{x['bound']:,.0f} | {r['rollout'] / x['bound']:.1%} | "
+                     f"{'-' if x['bf16_rollout'] is None else format(x['bf16_rollout'] / x['bound'], '.1%')} | {x['memory']:.1f} GiB |")
     print("\n".join(lines))
     if args.write:
         replace_section(SECTION_GPU, "\n".join(lines))
@@ -352,8 +429,10 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=8, help="N prompts per step (CPU)")
     parser.add_argument("--group-size", type=int, default=8, help="G completions per prompt")
     parser.add_argument("--length", type=int, default=32, help="count task length L (CPU): up to L + 1 completion tokens")
-    parser.add_argument("--gpu-prompts", type=int, default=32, help="N prompts per step (GPU)")
+    parser.add_argument("--gpu-prompts", default="32", help="N prompts per step (GPU): one count, or one per --gpu-model preset")
     parser.add_argument("--gpu-length", type=int, default=256, help="count task length L (GPU)")
+    parser.add_argument("--gpu-model", default="100m", help="comma-separated built-in presets to measure (GPU), e.g. 100m,1b")
+    parser.add_argument("--gpu-compile", action="store_true", help="also measure the update through torch.compile (GPU)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--repeats", type=int, default=8, help="timed steps per round (best of)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of TRL then ours (CPU)")
@@ -361,7 +440,7 @@ def main() -> None:
     parser.add_argument("--no-write", dest="write", action="store_false", help="print only")
     parser.add_argument("--gpu-pending", action="store_true", help="write the GPU section as pending and exit")
     args = parser.parse_args()
-    for name in ("prompts", "group_size", "length", "gpu_prompts", "gpu_length", "repeats", "rounds", "threads"):
+    for name in ("prompts", "group_size", "length", "gpu_length", "repeats", "rounds", "threads"):
         if getattr(args, name) < 1:
             raise SystemExit(f"bench_trainer: --{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.gpu_pending:

@@ -58,14 +58,21 @@ answers, so the row fails where the collapse falls inside the sweep (lr 1e-2).
     python paper_repro/trainer_at_scale.py --device cuda    # full mode, on a GPU (without one, full mode
                                                             # records PENDING rows and runs the quick mode)
     python paper_repro/trainer_at_scale.py --pending        # full-mode rows marked PENDING (no GPU here)
+    python paper_repro/trainer_at_scale.py --device cuda --workers 16 --only groups,refresh
+                            # runs at a time in their own processes (a GPU holds many tiny runs at once),
+                            # and the phases (groups, refresh, threshold) one command each if time is short
+
+A run is a function of its config and seed on a given device, whatever the worker count.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import replace
 
 import numpy as np
@@ -115,16 +122,43 @@ SOURCES = {  # the rest are ours (the zero-std law) or found by id in _results.S
 }
 
 
-def run_curves(base: TrainConfig, seeds: int) -> dict[str, np.ndarray]:
-    """Metric arrays (seeds, steps) of `seeds` runs of `base` (seed s = 0 .. seeds - 1)."""
-    keys = ("reward", "frac_reward_zero_std", "entropy", "ratios/token_log_var")
-    out = {k: [] for k in keys}
-    for s in range(seeds):
-        with tempfile.TemporaryDirectory() as d:
-            rows = train(replace(base, seed=s), d).rows
-        for k in keys:
-            out[k].append([row[k] for row in rows])
-    return {k: np.asarray(v, dtype=float) for k, v in out.items()}
+CURVE_KEYS = ("reward", "frac_reward_zero_std", "entropy", "ratios/token_log_var")
+
+
+def one_run(cfg: TrainConfig) -> dict[str, list[float]]:
+    """The CURVE_KEYS series of one run of `cfg` (top level: a worker process can call it)."""
+    torch.set_num_threads(1)  # tiny models: more threads only spin, and workers share the cores
+    with tempfile.TemporaryDirectory() as d:
+        rows = train(cfg, d).rows
+    return {k: [row[k] for row in rows] for k in CURVE_KEYS}
+
+
+class Runs:
+    """Runs batches of trainer configs, in `workers` processes when more than one (spawned, so each
+    holds its own CUDA context; tiny models leave a GPU mostly idle, and several processes fill it)."""
+
+    def __init__(self, workers: int):
+        self.pool = None
+        if workers > 1:
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def curves(self, configs: dict, seeds: int) -> dict:
+        """{key: {metric: array (seeds, steps)}} for each key's config run at seeds 0 .. seeds - 1."""
+        jobs = [(key, replace(cfg, seed=s)) for key, cfg in configs.items() for s in range(seeds)]
+        started = time.perf_counter()
+        if self.pool:
+            futures = [self.pool.submit(one_run, cfg) for _, cfg in jobs]
+            for done, _ in enumerate(as_completed(futures), 1):
+                if done % max(1, len(jobs) // 8) == 0:
+                    print(f"  {done}/{len(jobs)} runs done ({time.perf_counter() - started:.0f} s)", flush=True)
+            results = [f.result() for f in futures]
+        else:
+            results = [one_run(cfg) for _, cfg in jobs]
+        out = {key: {k: [] for k in CURVE_KEYS} for key in configs}
+        for (key, _), series in zip(jobs, results):
+            for k, v in series.items():
+                out[key][k].append(v)
+        return {key: {k: np.asarray(v, dtype=float) for k, v in m.items()} for key, m in out.items()}
 
 
 def zero_std_exact(reward: np.ndarray, n: int, G: int) -> np.ndarray:
@@ -159,13 +193,21 @@ def entropy_fit(H: np.ndarray, R: np.ndarray) -> tuple[float, float]:
     return float(coef[0]), float(1 - resid.var() / R.var())
 
 
+PHASES = ("groups", "refresh", "threshold")  # each records its own rows: a GPU session can run them one by one
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the reduced CI-sized run (CPU)")
     parser.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--device", default="auto", help="cpu | cuda | auto (default)")
     parser.add_argument("--pending", action="store_true", help="record the full-mode rows as PENDING (needs a GPU) and exit")
+    parser.add_argument("--workers", type=int, default=1, help="runs at a time, each in its own process (default 1)")
+    parser.add_argument("--only", default=",".join(PHASES), help=f"comma-separated phases to run (default all: {','.join(PHASES)})")
     args = parser.parse_args()
+    phases = [p for p in args.only.split(",") if p]
+    if args.workers < 1 or not phases or set(phases) - set(PHASES):
+        parser.error(f"--workers must be >= 1 and --only a comma-separated subset of {','.join(PHASES)}")
     started = time.perf_counter()
     if args.pending:
         return record_pending(started)
@@ -182,18 +224,24 @@ def main() -> None:
     where = device_name() if device == "cpu" else f"{device} ({torch.cuda.get_device_name(0)})"
     torch.set_num_threads(1)  # tiny models: more threads only spin on a shared 2-core machine
     cmd = "python paper_repro/trainer_at_scale.py" + (" --quick" if args.quick else f" --device {device}")
-    N = mode["prompts"]
-    base = TrainConfig(task="count", model=mode["model"], objective="grpo", steps=mode["steps"], prompts_per_step=N,
+    base = TrainConfig(task="count", model=mode["model"], objective="grpo", steps=mode["steps"], prompts_per_step=mode["prompts"],
                        lr=mode["lr"], device=device)
 
     def emit(cid, *, predicted, measured, passed):
         record(Claim(cid + suffix, CLAIMS[cid], SOURCES.get(cid)), predicted=predicted, measured=measured,
                passed=passed, quick=args.quick, started=started, command=cmd, device=where, write=not args.no_record)
 
-    # ---- G = 4 vs 16: fit quality, invariance, 1/G, zero-std, entropy -----------------------------
-    runs = {G: run_curves(replace(base, group_size=G), mode["seeds"]) for G in (4, 16)}
+    runs = Runs(args.workers)
+    for phase in phases:
+        {"groups": group_claims, "refresh": refresh_claim, "threshold": threshold_claim}[phase](base, mode, runs, emit)
+
+
+def group_claims(base: TrainConfig, mode: dict, runs: Runs, emit) -> None:
+    """G = 4 vs 16: fit quality, G-invariance of the mean curve, 1/G of the variance, zero-std, entropy."""
+    N = mode["prompts"]
+    curves = runs.curves({G: replace(base, group_size=G) for G in (4, 16)}, mode["seeds"])
     fits, var, zs_meas, zs_pred, ent = {}, {}, [], [], []
-    for G, c in runs.items():
+    for G, c in curves.items():
         steps = np.arange(1, c["reward"].shape[1] + 1)
         fits[G] = fit_trajectory(steps, c["reward"].mean(axis=0))
         var[G] = float(c["reward"].var(axis=0, ddof=1).mean())
@@ -206,9 +254,9 @@ def main() -> None:
          passed=all(f.r_squared >= R2_MIN for f in fits.values()))
 
     # exponential time constants of both mean curves (the massless closed form, fitted alike for comparison)
-    taus = {G: fit_exponential(np.arange(1, c["reward"].shape[1] + 1), c["reward"].mean(0)).params["tau"] for G, c in runs.items()}
-    z = curve_gap(runs[4]["reward"], runs[16]["reward"], BIN)
-    gap_curve = float(np.max(np.abs(runs[4]["reward"].mean(0) - runs[16]["reward"].mean(0))))
+    taus = {G: fit_exponential(np.arange(1, c["reward"].shape[1] + 1), c["reward"].mean(0)).params["tau"] for G, c in curves.items()}
+    z = curve_gap(curves[4]["reward"], curves[16]["reward"], BIN)
+    gap_curve = float(np.max(np.abs(curves[4]["reward"].mean(0) - curves[16]["reward"].mean(0))))
     emit("trainer-g-invariance", predicted=f"mean_4(t) = mean_16(t): max |z| <= {Z_SE:g} over {BIN}-step bins",
          measured=f"max |z| = {np.max(np.abs(z)):.2f} (bins: {', '.join(f'{x:+.1f}' for x in z)}); max |mean_4 - mean_16| = "
                   f"{gap_curve:.3f}; exponential fits tau_4 = {taus[4]:.3g}, tau_16 = {taus[16]:.3g}",
@@ -221,8 +269,8 @@ def main() -> None:
 
     diff = np.concatenate(zs_meas) - np.concatenate(zs_pred)
     d_mean, d_se = mean_se(diff)
-    p_all = np.concatenate([runs[G]["reward"].ravel() for G in (4, 16)])
-    plug = np.concatenate([(runs[G]["reward"] ** G + (1 - runs[G]["reward"]) ** G).ravel() for G in (4, 16)])
+    p_all = np.concatenate([curves[G]["reward"].ravel() for G in (4, 16)])
+    plug = np.concatenate([(curves[G]["reward"] ** G + (1 - curves[G]["reward"]) ** G).ravel() for G in (4, 16)])
     emit("trainer-zero-std", predicted=f"{np.concatenate(zs_pred).mean():.4f} (plug-in p^G + (1-p)^G: {plug.mean():.4f})",
          measured=f"{np.concatenate(zs_meas).mean():.4f} (difference {d_mean:+.4f} +- {d_se:.4f}, p in [{p_all.min():.2f}, {p_all.max():.2f}])",
          passed=abs(d_mean) <= ZERO_STD_Z * d_se if d_se > 0 else d_mean == 0)
@@ -231,9 +279,11 @@ def main() -> None:
          measured=", ".join(f"G={G}: a = {a:.3g}, R^2 = {r2:.3f}" for G, (a, r2) in zip((4, 16), ent)),
          passed=all(a > 0 and r2 >= ENTROPY_R2_MIN for a, r2 in ent))
 
-    # ---- refresh interval: no correction vs GRPO vs GSPO -----------------------------------------
+
+def refresh_claim(base: TrainConfig, mode: dict, runs: Runs, emit) -> None:
+    """Refresh interval T_BIG at a large lr: no correction (pg) against GRPO and GSPO."""
     ref = replace(base, group_size=8, steps=mode["refresh_steps"], lr=mode["refresh_lr"])
-    dd, drift, reading = refresh_sweep(ref, mode["collapse_seeds"])
+    dd, drift, reading = refresh_sweep(ref, mode["collapse_seeds"], runs)
     lost = {k: int(np.sum(np.asarray(v) > DRAWDOWN_MARGIN)) for k, v in dd.items()}  # seeds that lost saturation
     n = mode["collapse_seeds"]
     clipped = lost["grpo"] + lost["gspo"]
@@ -247,14 +297,14 @@ def main() -> None:
                   + f" (lr {ref.lr:g}, T = {T_BIG}); window-end Var log(pi/pi_old) " + ", ".join(f"{k} {v:.3g}" for k, v in drift.items()),
          passed=p_value < COLLAPSE_P and on_policy_ok)
 
-    # ---- refresh threshold of pg: predicted vs measured T_c at several lrs ------------------------
-    preds, meas, agree = [], [], []
-    for lr in mode["threshold_lrs"]:
-        sweep = replace(base, group_size=8, steps=mode["sweep_steps"], lr=lr)
-        p, m = threshold_sweep(sweep, mode["refresh_seeds"])
-        preds.append(f"lr {lr:g}: {p['text']}")
-        meas.append(f"lr {lr:g}: T_c {m['t_c'] or f'> {T_SWEEP[-1]}'} ({m['text']})")
-        agree.append(tc_agree(p["t_c"], m["t_c"]))
+
+def threshold_claim(base: TrainConfig, mode: dict, runs: Runs, emit) -> None:
+    """The refresh threshold of pg, predicted vs measured, at each of the threshold_lrs."""
+    sweeps = [replace(base, group_size=8, steps=mode["sweep_steps"], lr=lr) for lr in mode["threshold_lrs"]]
+    results = threshold_sweep(sweeps, mode["refresh_seeds"], runs)
+    preds = [f"lr {cfg.lr:g}: {p['text']}" for cfg, (p, _) in zip(sweeps, results)]
+    meas = [f"lr {cfg.lr:g}: T_c {m['t_c'] or f'> {T_SWEEP[-1]}'} ({m['text']})" for cfg, (_, m) in zip(sweeps, results)]
+    agree = [tc_agree(p["t_c"], m["t_c"]) for p, m in results]
     emit("trainer-refresh-threshold", predicted="; ".join(preds),
          measured="; ".join(meas) + f" (pg, fresh groups every step, vs on-policy; {mode['refresh_seeds']} seeds x {mode['sweep_steps']} steps; "
                   f"agree: {', '.join('yes' if a else 'no' for a in agree)})",
@@ -302,33 +352,41 @@ def tc_agree(predicted: int | None, measured: int | None) -> bool:
     return previous / TC_FACTOR < predicted <= measured * TC_FACTOR
 
 
-def threshold_sweep(cfg: TrainConfig, seeds: int):
-    """On-policy runs of `cfg` (the theory's reading) and pg at every T of T_SWEEP (fresh groups every
-    step, steps_per_generation = T): (predicted, measured) dicts with the T_c (None: none) and a summary."""
-    on_policy = run_curves(cfg, seeds)["reward"]
-    t_c, unchecked, text = theory_reading(on_policy, cfg)
-    t_meas, cells = None, []
-    for T in T_SWEEP:
-        pg = run_curves(replace(cfg, objective="pg", steps_per_generation=T), seeds)["reward"]
-        lost, excess, deficit = lost_saturation(pg, T, on_policy)
-        cells.append(f"T={T}: {excess:+.2f}/{deficit:+.2f}")
-        if lost and t_meas is None:
-            t_meas = T
-    print(f"lr {cfg.lr:g}: predicted {text}; measured {t_meas} (excess drawdown / final deficit: {', '.join(cells)})")
-    return dict(t_c=t_c, unchecked=unchecked, text=text), dict(t_c=t_meas, text="excess drawdown/deficit " + ", ".join(cells))
+def threshold_sweep(sweeps: list[TrainConfig], seeds: int, runs: Runs) -> list[tuple[dict, dict]]:
+    """On-policy runs of each config (the theory's reading) and pg at every T of T_SWEEP (fresh groups
+    every step, steps_per_generation = T), all in one batch: per config, (predicted, measured) dicts
+    with the T_c (None: none) and a summary."""
+    configs = {(i, 0): cfg for i, cfg in enumerate(sweeps)}
+    configs |= {(i, T): replace(cfg, objective="pg", steps_per_generation=T) for i, cfg in enumerate(sweeps) for T in T_SWEEP}
+    curves = runs.curves(configs, seeds)
+    results = []
+    for i, cfg in enumerate(sweeps):
+        on_policy = curves[(i, 0)]["reward"]
+        t_c, unchecked, text = theory_reading(on_policy, cfg)
+        t_meas, cells = None, []
+        for T in T_SWEEP:
+            lost, excess, deficit = lost_saturation(curves[(i, T)]["reward"], T, on_policy)
+            cells.append(f"T={T}: {excess:+.2f}/{deficit:+.2f}")
+            if lost and t_meas is None:
+                t_meas = T
+        print(f"lr {cfg.lr:g}: predicted {text}; measured {t_meas} (excess drawdown / final deficit: {', '.join(cells)})")
+        results.append((dict(t_c=t_c, unchecked=unchecked, text=text),
+                        dict(t_c=t_meas, text="excess drawdown/deficit " + ", ".join(cells))))
+    return results
 
 
-def refresh_sweep(ref: TrainConfig, seeds: int):
-    """On-policy runs of `ref` and pg / GRPO / GSPO at T = T_BIG (num_iterations): (per-seed drawdowns,
-    window-end token log-ratio variances, the theory's reading of the on-policy curve)."""
-    on_policy = run_curves(ref, seeds)["reward"]
+def refresh_sweep(ref: TrainConfig, seeds: int, runs: Runs):
+    """On-policy runs of `ref` and pg / GRPO / GSPO at T = T_BIG (num_iterations), in one batch:
+    (per-seed drawdowns, window-end token log-ratio variances, the theory's reading of the on-policy curve)."""
+    objectives = ("pg", "grpo", "gspo")  # at T = 1 all three are the same update (ratio = 1)
+    curves = runs.curves({"on-policy": ref} | {obj: replace(ref, objective=obj, num_iterations=T_BIG) for obj in objectives}, seeds)
+    on_policy = curves["on-policy"]["reward"]
     dd = {"on-policy": [drawdown(r, 1) for r in on_policy]}
     reading = theory_reading(on_policy, ref)[2]
     drift = {}  # Var of the token log-ratio log pi_theta / pi_old at the window's last step (j = T - 1)
-    for obj in ("pg", "grpo", "gspo"):  # at T = 1 all three are the same update (ratio = 1)
-        c = run_curves(replace(ref, objective=obj, num_iterations=T_BIG), seeds)
-        dd[obj] = [drawdown(r, T_BIG) for r in c["reward"]]
-        drift[obj] = float(c["ratios/token_log_var"][:, T_BIG - 1 :: T_BIG].mean())
+    for obj in objectives:
+        dd[obj] = [drawdown(r, T_BIG) for r in curves[obj]["reward"]]
+        drift[obj] = float(curves[obj]["ratios/token_log_var"][:, T_BIG - 1 :: T_BIG].mean())
     print(f"lr {ref.lr:g}: drawdowns", {k: [round(x, 3) for x in v] for k, v in dd.items()}, "window-end log-ratio var", drift)
     return dd, drift, reading
 

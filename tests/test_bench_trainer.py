@@ -55,3 +55,21 @@ def test_paired_ratios_are_the_median_and_quartiles_of_per_step_ratios(bench):
     # rates are tokens / time: rollout ratios 2, 1, 0.5 -> median 1, quartiles 0.75 and 1.5 (linear interpolation)
     assert r == {"rollout": pytest.approx((1.0, 0.75, 1.5)), "update": pytest.approx((2.0, 2.0, 2.0)),
                  "step": pytest.approx((1.0, 1.0, 1.0))}
+
+
+def test_decode_bound_sums_weights_and_cache_reads_step_by_step(bench):
+    """The closed sum of `decode_bound` against a loop over decode steps that adds the bytes read at
+    each one (float64 sums of integers: 1e-12 relative), and the two limits: no cache (bound = B BW /
+    weight bytes) and a cache that dwarfs the weights (bound falls as 1/length)."""
+    from gspo_dynamics.train.model import ModelConfig
+
+    config = ModelConfig(vocab_size=20, d_model=64, n_layers=3, n_heads=4, d_ff=128, max_seq_len=512, n_kv_heads=2)
+    B, P0, n, bw = 16, 5, 40, 1e12
+    weights = 2 * config.parameter_count()
+    total = weights  # the prefill's pass over the weights
+    for t in range(1, n + 1):
+        total += weights + 2 * config.n_layers * config.kv_heads * config.head_dim * 2 * B * (P0 + t - 1)
+    assert bench.decode_bound(config, B, P0, n, bw) == pytest.approx(B * n * bw / total, rel=1e-12)
+    assert bench.decode_bound(config, B, P0, n, bw, cache_bytes=0) == pytest.approx(B * n * bw / ((n + 1) * weights), rel=1e-12)
+    long, longer = (bench.decode_bound(config, 10**4, P0, m, bw) for m in (400, 800))
+    assert 1.8 < long / longer < 2.0  # cache-bound: twice the length, about half the rate

@@ -9,9 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from gspo_dynamics.train.config import TrainConfig
+
+# Where a device-independent guarantee is checked: CPU always, CUDA when present (the `gpu` marker;
+# `pytest -m gpu` on a GPU machine runs exactly the CUDA cases).
+CUDA = pytest.param("cuda", marks=(pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")))
+DEVICES = ("cpu", CUDA)
 
 # A one-layer model (~10k parameters): every step of the tests takes milliseconds.
 TINY_MODEL = {"preset": "100k", "d_model": 32, "n_layers": 1, "n_heads": 2, "d_ff": 64, "max_seq_len": 32}
@@ -56,9 +62,9 @@ def final_parameters(out: Path) -> dict[str, torch.Tensor]:
     return torch.load(Path(out) / "checkpoint.pt", map_location="cpu", weights_only=True)["model"]
 
 
-def sharp_model(vocab_size: int, seed=0, scale=10.0, **overrides):
+def sharp_model(vocab_size: int, seed=0, scale=10.0, device="cpu", **overrides):
     """A tiny built-in model with sharpened weights (x scale), so that samples vary and EOS comes at
-    varied steps: the rollout tests' model."""
+    varied steps: the rollout tests' model (built on the CPU, the same weights on every device)."""
     from gspo_dynamics.train.model import ModelConfig, build_model
 
     base = dict(vocab_size=vocab_size, d_model=32, n_layers=2, n_heads=4, d_ff=48, max_seq_len=40)
@@ -67,4 +73,4 @@ def sharp_model(vocab_size: int, seed=0, scale=10.0, **overrides):
         for p in model.parameters():
             if p.ndim >= 2:
                 p.mul_(scale)
-    return model.eval()
+    return model.eval().to(device)

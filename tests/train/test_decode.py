@@ -7,7 +7,7 @@ import torch
 from gspo_dynamics.train import _decode
 from gspo_dynamics.train.rollout import completion_log_probs, draw, generate, sampler_distribution
 from gspo_dynamics.train.tokenizer import Tokenizer
-from _train_helpers import sharp_model
+from _train_helpers import DEVICES, sharp_model
 
 TOK = Tokenizer()
 LOGIT_TOL = 1e-5  # float32 logits of O(10): the two paths differ only in summation order (~1e-6 seen)
@@ -26,30 +26,31 @@ def model_of(seed=0, scale=10.0, **overrides):
     return sharp_model(TOK.vocab_size, seed, scale, **overrides)
 
 
-def prompts(kind="padded"):
+def prompts(kind="padded", device="cpu"):
     """Left-padded prompts of different lengths, equal lengths, or one token (BOS; the last row's
     marked padding, a prompt with no real token)."""
     if kind == "one_token":
-        ids, mask = TOK.batch_encode([""] * 8)
+        ids, mask = TOK.batch_encode([""] * 8, device=device)
         mask[-1] = 0
         return ids, mask
     texts = ["12+34=", "5+6=", "", "7", "99+99=", "3", "41+2="] if kind == "padded" else ["12+3", "45+6", "78+9", "1+11", "2+22", "5+55", "8+80", "3+33"]
-    return TOK.batch_encode(texts)
+    return TOK.batch_encode(texts, device=device)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("overrides", DENSE)
 @pytest.mark.parametrize("kind", ["padded", "equal", "one_token"])
-def test_fast_rollout_equals_reference_rollout(overrides, kind):
+def test_fast_rollout_equals_reference_rollout(overrides, kind, device):
     """Greedy and sampled (tau = 1 and tau = 0.8 with top-p 0.9): the same tokens exactly (both paths
     draw row r of step t with the same uniform; no draw lands within ~1e-6 of a CDF boundary at
     these seeds), the same sampler log-probs to float32 tolerance. One-token prompts take the
     fast path's own prefill (a decode step at slot 0)."""
-    model = model_of(seed=len(overrides), **overrides)
-    ids, mask = prompts(kind)
+    model = model_of(seed=len(overrides), device=device, **overrides)
+    ids, mask = prompts(kind, device)
     finished = []
     for options in (dict(temperature=0.0), dict(), dict(temperature=0.8, top_p=0.9)):
         fast, ref = (generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=f,
-                              generator=torch.Generator().manual_seed(3), **options) for f in (True, False))
+                              generator=torch.Generator(device).manual_seed(3), **options) for f in (True, False))
         assert torch.equal(fast.sequences, ref.sequences)
         assert torch.equal(fast.attention_mask, ref.attention_mask)
         assert torch.equal(fast.truncated, ref.truncated)
@@ -157,17 +158,18 @@ def test_norm_with_its_gain_folded_into_the_next_matrix_is_the_modules(norm):
         assert torch.allclose(fast(x) @ fast.into(w_t), norm(x) @ w_t, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("compact", [0.0, 0.5, 1.0])
-def test_dropping_finished_rows_changes_no_token(compact, monkeypatch):
+def test_dropping_finished_rows_changes_no_token(compact, device, monkeypatch):
     """Finished rows dropped never (0), once half the batch is done, or at every EOS (1): the same
     rollout as the reference path, which computes every row every step."""
     from gspo_dynamics.train import rollout
 
     monkeypatch.setattr(rollout, "COMPACT", compact)
-    model = model_of(seed=1, norm="rmsnorm", mlp="swiglu")
-    ids, mask = prompts()
+    model = model_of(seed=1, norm="rmsnorm", mlp="swiglu", device=device)
+    ids, mask = prompts(device=device)
     fast, ref = (generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=f,
-                          generator=torch.Generator().manual_seed(8)) for f in (True, False))
+                          generator=torch.Generator(device).manual_seed(8)) for f in (True, False))
     assert torch.equal(fast.sequences, ref.sequences)
     assert torch.allclose(fast.sampler_logprobs, ref.sampler_logprobs, atol=LOGP_TOL, rtol=0)
     lengths = fast.completion_mask.sum(-1)

@@ -14,6 +14,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.train.model import ModelConfig, build_model
 from gspo_dynamics.train.rollout import completion_log_probs, generate
 from gspo_dynamics.train.tokenizer import Tokenizer
+from _train_helpers import DEVICES
 
 TOK = Tokenizer()
 # float32, same math in a different order (fused W_qkv / gate-up matmuls, SDPA vs HF's eager or SDPA
@@ -188,13 +189,14 @@ def test_bad_options_are_config_errors(bad, match):
         ModelConfig(**{**LLAMA_LIKE, **bad})
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("options", [dict(), dict(n_kv_heads=2, mlp="swiglu", norm="rmsnorm")])
-def test_decode_steps_skip_padding_rows_and_match_the_full_pass(options):
+def test_decode_steps_skip_padding_rows_and_match_the_full_pass(options, device):
     """A one-token cached step with padding rows computes only the real rows: their logits equal the
     teacher-forced pass (LOGIT_TOL: same math on fewer rows), the padding rows' logits are exactly 0,
     and a row that is padding at one step and real later still matches (its skipped slot is masked)."""
     config = ModelConfig(**LLAMA_LIKE, **options)
-    model = build_model(config, torch.Generator().manual_seed(1)).eval()
+    model = build_model(config, torch.Generator().manual_seed(1)).eval().to(device)
     g = torch.Generator().manual_seed(3)
     ids = torch.randint(0, config.vocab_size, (4, 10), generator=g)
     mask = torch.ones_like(ids)
@@ -203,6 +205,7 @@ def test_decode_steps_skip_padding_rows_and_match_the_full_pass(options):
     mask[2, :2] = 0  # left padding
     mask[3, 5:] = 0
     mask[:, 8] = 0  # a step where every row is padding
+    ids, mask = ids.to(device), mask.to(device)
     with torch.no_grad():
         full, _ = model(ids, mask)
         cache = model.new_kv_cache(4, 10)
@@ -215,8 +218,9 @@ def test_decode_steps_skip_padding_rows_and_match_the_full_pass(options):
     assert cache.length == 10 and torch.equal(cache.n_real, mask.sum(1))
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("options", [dict(), dict(n_kv_heads=2, mlp="swiglu", norm="rmsnorm", tie_embeddings=False)])
-def test_length_buckets_equal_the_untrimmed_pass(options, monkeypatch):
+def test_length_buckets_equal_the_untrimmed_pass(options, device, monkeypatch):
     """A full pass over right-padded rows of very different lengths runs in length buckets: the real
     positions' logits and the gradients of a masked loss equal the single untrimmed pass (LOGIT_TOL,
     GRAD_TOL: the same sums over other row counts); positions after the longest row of a row's bucket
@@ -231,11 +235,12 @@ def test_length_buckets_equal_the_untrimmed_pass(options, monkeypatch):
     ends[:2] = T  # two long rows: most of the batch is padding
     mask = (torch.arange(T) < ends[:, None]).long()
     mask[:, :2] = torch.tensor([0, 1])  # left padding too
+    ids, mask, ends = ids.to(device), mask.to(device), ends.to(device)
     assert model_module.CausalLM._length_buckets(mask.bool()) is not None  # the bucketed path runs
 
     def run(buckets):
         monkeypatch.setattr(model_module, "PAD_BUCKETS", buckets)
-        model = build_model(config, torch.Generator().manual_seed(2))
+        model = build_model(config, torch.Generator().manual_seed(2)).to(device)
         logits, _ = model(ids, mask)
         ((torch.log_softmax(logits, -1)[..., 0] * mask).sum() / mask.sum()).backward()  # a mean: entries <= ~1
         return logits.detach(), {n: p.grad for n, p in model.named_parameters()}
@@ -244,7 +249,7 @@ def test_length_buckets_equal_the_untrimmed_pass(options, monkeypatch):
     full, full_grads = run(10**6)  # fewer than 2 x PAD_BUCKETS rows: one untrimmed pass
     real = mask.bool()
     assert torch.allclose(trimmed[real], full[real], atol=LOGIT_TOL, rtol=0)
-    after = torch.arange(T) >= ends[:, None]
+    after = torch.arange(T, device=device) >= ends[:, None]
     skipped = (trimmed == 0).all(-1)  # (B, T)
     assert not (skipped & ~after).any() and skipped.sum() > B * T / 2 and trimmed.isfinite().all()
     for name, grad in grads.items():

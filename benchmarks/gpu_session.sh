@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU checks (issue 15) as one command on a lent GPU machine, where `python3` holds a CUDA torch
+# and nothing can be installed: the environment, the gpu-marked tests, the trainer benchmark and the
+# at-scale claims of paper_repro/trainer_at_scale.py. Each stage logs to $OUT (default out/gpu) and
+# the RESULTS.md files it rewrote are copied there, to be merged by hand into the checkout.
+#
+#   bash benchmarks/gpu_session.sh env tests bench              # ~5 min on an H100
+#   SCALE_WORKERS=16 bash benchmarks/gpu_session.sh groups refresh threshold
+#
+# Stages: env | tests | bench | groups | refresh | threshold (the last three: trainer_at_scale phases).
+set -u
+OUT=${OUT:-out/gpu}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+PY=${PY:-python3}
+save() { cp paper_repro/RESULTS.md "$OUT/paper_RESULTS.md"; cp benchmarks/RESULTS.md "$OUT/bench_RESULTS.md"; }
+for stage in "$@"; do
+  echo "=== $stage $(date -u +%H:%M:%S)"
+  case $stage in
+    env) nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+         $PY -c "import torch, sys; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available(), torch.cuda.get_device_name(0))" ;;
+    tests) $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;
+    bench) $PY benchmarks/bench_trainer.py --device cuda --gpu-model ${BENCH_MODELS:-100m,1b} --gpu-prompts ${BENCH_PROMPTS:-32,8} \
+             ${BENCH_COMPILE:---gpu-compile} 2>&1 | tee "$OUT/bench.log"; save ;;
+    groups|refresh|threshold)
+         $PY paper_repro/trainer_at_scale.py --device cuda --workers ${SCALE_WORKERS:-16} --only $stage 2>&1 | tee "$OUT/scale_$stage.log"; save ;;
+    *) echo "unknown stage $stage"; exit 2 ;;
+  esac
+done
+echo "=== done $(date -u +%H:%M:%S)"

@@ -107,7 +107,7 @@ class Ours:
         work per step, as a GPU throughput measurement wants); `train_model`: what the update calls
         (e.g. torch.compile(model)), default the model itself."""
         self.model, self.task, self.tok, self.N, self.G = model.to(device), task, tok, N, G
-        self.train_model = train_model or self.model
+        self.train_model = self.model if train_model is None else train_model
         self.device = torch.device(device)
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
         self.loss_fn = get_loss("grpo")
@@ -326,6 +326,24 @@ def decode_bound(config: ModelConfig, batch: int, prompt_len: int, new_tokens: i
     return batch * new_tokens * bandwidth / total
 
 
+def profile_step(ours: Ours, path: str, path_label: str) -> None:
+    """One step under torch.profiler: the kernels' summed GPU time against the wall time of the step
+    (how busy the GPU was: near 1 when compute- or bandwidth-bound, far below when the host's launches
+    are the limit) and the top operators by GPU and by host time, appended to `path` under `path_label`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t = ours.step()
+    events = prof.key_averages()
+    gpu = sum(e.self_device_time_total for e in events) / 1e6  # microseconds -> s
+    head = (f"step {t['step']:.3f} s (rollout {t['rollout']:.3f}, score {t['score']:.3f}, update {t['update']:.3f}); "
+            f"kernels {gpu:.3f} s: GPU busy {gpu / t['step']:.0%} of the step (profiler overhead included)")
+    print(head, flush=True)
+    with open(path, "a") as f:
+        f.write(f"==== {path_label} ====\n" + head + "\n\n" + events.table(sort_by="self_device_time_total", row_limit=25)
+                + "\n\n" + events.table(sort_by="cpu_time_total", row_limit=25))
+
+
 def bf16_copy_rollout(ours: Ours, repeats: int = 3) -> float | None:
     """Rollout tokens/s with the sampler's weights cast to bf16 once (a copy, autocast off: each decode
     step reads 2 bytes per weight instead of autocast's float32 read and bf16 cast), best of `repeats`;
@@ -382,6 +400,8 @@ def bench_gpu(args) -> None:
                         stop_at_eos=False, train_model=torch.compile(model) if compiled else None)
             torch.cuda.reset_peak_memory_stats()
             times = [ours.step() for _ in range(args.warmup + args.repeats)]
+            if args.gpu_profile:
+                profile_step(ours, args.gpu_profile, f"{preset} {label}, B = {N * args.group_size}")
             r = rates(times, args.warmup)
             B = N * args.group_size
             bound = decode_bound(config, B, 1, task.max_new_tokens, bandwidth)
@@ -403,16 +423,29 @@ def bench_gpu(args) -> None:
              "weights and attention, no elementwise work). The rollout bound: every decode step reads all weights (bf16) "
              f"and the bf16 KV cache of the earlier positions at {bandwidth / 1e12:.2f} TB/s (`decode_bound`).",
              "",
-             "| preset | parameters | B | update | update tokens/s | MFU (target >= 40%) | rollout tokens/s | bandwidth bound tokens/s | rollout / bound (target >= 50%) | rollout, bf16 weight copy / bound | peak memory |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| preset | parameters | B | update | update tokens/s | MFU (target >= 40%) | rollout tokens/s | bandwidth bound tokens/s | rollout / bound (target >= 50%) | rollout, bf16 weight copy / bound | peak memory | command |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += kept_rows(SECTION_GPU, presets)
     for x in rows:
         r = x["rates"]
         lines.append(f"| {x['preset']} | {x['params']:,} | {x['B']} | {x['label']} | {r['update']:,.0f} | {x['mfu']:.1%} | {r['rollout']:,.0f} | "
                      f"{x['bound']:,.0f} | {r['rollout'] / x['bound']:.1%} | "
-                     f"{'-' if x['bf16_rollout'] is None else format(x['bf16_rollout'] / x['bound'], '.1%')} | {x['memory']:.1f} GiB |")
+                     f"{'-' if x['bf16_rollout'] is None else format(x['bf16_rollout'] / x['bound'], '.1%')} | {x['memory']:.1f} GiB | "
+                     f"`--gpu-model {x['preset']} --gpu-prompts {x['B'] // args.group_size}` ({datetime.date.today()}) |")
     print("\n".join(lines))
     if args.write:
         replace_section(SECTION_GPU, "\n".join(lines))
+
+
+def kept_rows(section: str, presets: list[str]) -> list[str]:
+    """The GPU table's rows of presets this run does not measure, as RESULTS.md has them (measured by
+    an earlier command, named in their last cell), so that presets can be measured one command each."""
+    from _results import RESULTS
+
+    text = RESULTS.read_text() if RESULTS.exists() else ""
+    body = text.split(section, 1)[1].split("\n## ", 1)[0] if section in text else ""
+    rows = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith("| preset")]
+    return [line for line in rows if line.split("|")[1].strip() not in presets]
 
 
 def gpu_pending() -> None:
@@ -433,6 +466,7 @@ def main() -> None:
     parser.add_argument("--gpu-length", type=int, default=256, help="count task length L (GPU)")
     parser.add_argument("--gpu-model", default="100m", help="comma-separated built-in presets to measure (GPU), e.g. 100m,1b")
     parser.add_argument("--gpu-compile", action="store_true", help="also measure the update through torch.compile (GPU)")
+    parser.add_argument("--gpu-profile", default="", help="profile one step of each GPU variant, appended to this file")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--repeats", type=int, default=8, help="timed steps per round (best of)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of TRL then ours (CPU)")

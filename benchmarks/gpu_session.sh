@@ -19,8 +19,8 @@ for stage in "$@"; do
   case $stage in
     env) nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
          $PY -c "import torch, sys; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available(), torch.cuda.get_device_name(0))" ;;
-    tests) $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;
-    bench) $PY benchmarks/bench_trainer.py --device cuda --gpu-model ${BENCH_MODELS:-100m,1b} --gpu-prompts ${BENCH_PROMPTS:-32,8} \
+    tests) $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;
+    bench) $PY benchmarks/bench_trainer.py --device cuda --gpu-model ${BENCH_MODELS:-100m,1b} --gpu-prompts ${BENCH_PROMPTS:-32,8} --gpu-profile "$OUT/profile.txt" --repeats ${BENCH_REPEATS:-4} \
              ${BENCH_COMPILE:---gpu-compile} 2>&1 | tee "$OUT/bench.log"; save ;;
     groups|refresh|threshold)
          $PY paper_repro/trainer_at_scale.py --device cuda --workers ${SCALE_WORKERS:-16} --only $stage 2>&1 | tee "$OUT/scale_$stage.log"; save ;;

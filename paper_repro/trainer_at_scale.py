@@ -166,8 +166,8 @@ def zero_std_exact(reward: np.ndarray, n: int, G: int) -> np.ndarray:
 
         [C(k, G) + C(n - k, G)] / C(n, G)   (exchangeable draws: -> p^G + (1 - p)^G as n -> inf)."""
     k = np.rint(reward * n).astype(int)
-    comb = np.vectorize(math.comb)
-    return (comb(k, G) + comb(n - k, G)) / math.comb(n, G)
+    share = np.vectorize(lambda k: (math.comb(k, G) + math.comb(n - k, G)) / math.comb(n, G), otypes=[float])
+    return share(k)  # exact integers divided once: C(128, 16) ~ 1e19 overflows int64, not a float64 quotient
 
 
 def curve_gap(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:

@@ -92,3 +92,14 @@ def test_curve_gap_matches_a_loop_and_detects_a_shift(script):
         assert z[i] == pytest.approx((np.mean(ma) - np.mean(mb)) / se, rel=1e-10)
     shifted = script.curve_gap(a + 10 * 0.1 / math.sqrt(8), a, 8)  # 10 s.e. of one seed's bin mean
     assert np.all(shifted > 5)
+
+
+def test_zero_std_exact_holds_where_the_binomials_overflow_int64(script):
+    """N G = 128, G = 16 (the full mode's batch): C(128, 16) ~ 1.1e19 exceeds int64; the share is
+    still the exact quotient (checked with Fractions, to float64 rounding)."""
+    from fractions import Fraction
+
+    n, G = 128, 16
+    for k in (0, 20, 64, 100, 128):
+        exact = Fraction(math.comb(k, G) + math.comb(n - k, G), math.comb(n, G))
+        assert script.zero_std_exact(np.array([k / n]), n, G)[0] == pytest.approx(float(exact), rel=1e-15, abs=0)

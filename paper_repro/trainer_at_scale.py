@@ -54,6 +54,13 @@ at T = 8, 16, 32; lr 3e-3: 0 of 8 at T = 32, 5 of 8 at T = 64; lr 1e-3: 0 of 12 
 one-logit reduced model cannot represent a large move that concentrates the policy on the wrong
 answers, so the row fails where the collapse falls inside the sweep (lr 1e-2).
 
+Full mode, first run (H100, 10m model, 2026-11-24): the five group-size rows pass with R^2 = 1.000
+fits (the 10m model rises in a few steps to the bound). trainer-refresh fails in a way the quick
+mode never showed: at lr 3e-3, T = 16 passes over one rollout, GSPO loses monotone saturation in
+7 of 12 seeds (pg 4, GRPO 1; the cause is not established: the window-end log-ratio variance
+of GSPO, 0.67, is GRPO's, 0.62); and pg's measured threshold (T = 16 at lr 1e-3, T = 4 at lr 3e-3) again meets a
+prediction of "none" at a bound plateau. Both rows stay FAIL with their numbers.
+
     python paper_repro/trainer_at_scale.py --quick          # CPU, about 2-4 min on 2 busy cores
     python paper_repro/trainer_at_scale.py --device cuda    # full mode, on a GPU (without one, full mode
                                                             # records PENDING rows and runs the quick mode)

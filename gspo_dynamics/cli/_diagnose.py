@@ -70,13 +70,14 @@ def register(sub) -> None:
 
 def hyperparams_from_flags(args: argparse.Namespace):
     """(Hyperparams or None, notes) from --config and the hyperparameter flags (flags override the file)."""
-    from gspo_dynamics.diagnose._config import hyperparams_from_config
+    from gspo_dynamics.integrations.configs import read_run_config
     from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
 
     notes: list[str] = []
     base = None
     if args.config is not None:
-        base, notes = hyperparams_from_config(args.config)
+        setup = read_run_config(args.config)
+        base, notes = setup.hparams, [f"config: read as a {setup.framework}"] + [f"config: {n}" for n in setup.notes]
     given = {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
     opt_given = [d for d in _OPTIMIZER if getattr(args, d) is not None]
     if not given and not opt_given:

@@ -1,12 +1,18 @@
-"""Hyperparameters from a config file: TRL GRPOConfig keys, our own names, and clear errors."""
+"""The cases `diagnose --config` was first checked with (TRL GRPOConfig keys, our own names, clear
+errors), now read through the one mapping, `integrations.configs.read_run_config`."""
 
 import json
 
 import pytest
 
 from gspo_dynamics import ConfigError
-from gspo_dynamics.diagnose._config import hyperparams_from_config
+from gspo_dynamics.integrations.configs import read_run_config
 from gspo_dynamics.theory.hyperparams import SGD, Adam
+
+
+def hyperparams_from_config(config):
+    setup = read_run_config(config)
+    return setup.hparams, list(setup.notes)
 
 
 def test_trl_config_maps_every_key():
@@ -18,7 +24,9 @@ def test_trl_config_maps_every_key():
     assert hp.lr == 5e-6 and hp.group_size == 6 and hp.refresh_interval == 8 and hp.kl_coef == 0.04
     assert (hp.clip_low, hp.clip_high) == (0.2, 0.28) and hp.correction == "sequence" and hp.advantage == "mean"
     assert isinstance(hp.optimizer, Adam) and hp.optimizer.beta2 == 0.99
-    assert any("output_dir" in n and "per_device_train_batch_size" in n for n in notes)  # ignored, with a note
+    ignored = [n for n in notes if n.startswith("keys not used")]
+    assert "output_dir" in ignored[0] and "per_device_train_batch_size" not in ignored[0]  # the batch is read now
+    assert hp.num_groups == 1  # 8 completions per optimizer step (one device assumed) = 1.33 groups of 6, rounded
 
 
 def test_trl_defaults_are_said():
@@ -44,10 +52,10 @@ def test_label_json_with_an_hparams_block():
 
 @pytest.mark.parametrize("content, match", [
     ("{not json", "not valid JSON"),
-    ("[1, 2]", "JSON object"),
+    ("[1, 2]", "one mapping"),
     (json.dumps({"learning_rate": 1e-6, "lr": 1.0}), "mixes"),
     (json.dumps({"foo": 1}), "no hyperparameter"),
-    (json.dumps({"learning_rate": -1}), "learning rate"),
+    (json.dumps({"learning_rate": -1}), "learning_rate"),
     (json.dumps({"learning_rate": 1e-6, "num_generations": 2.5}), "num_generations"),
     (json.dumps({"learning_rate": 1e-6, "importance_sampling_level": "tok"}), "importance_sampling_level"),
     (json.dumps({"group_size": 8}), "lr"),

@@ -1,0 +1,176 @@
+"""gspo_dynamics.integrations.configs: TRL, verl and our trainer's configs in the theory's terms.
+
+The refresh interval and the groups per step are checked against an independent route: loops that
+replay each framework's schedule (TRL's micro-batch counter in `GRPOTrainer._prepare_inputs`, verl's
+epochs over minibatches) and count optimizer steps between rollouts and completions per step."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.integrations.configs import read_run_config
+from gspo_dynamics.theory.hyperparams import SGD, Adam
+
+
+def trl_schedule(spg: int, mu: int, ga: int, batch: int, devices: int):
+    """Replay TRL's counter: a rollout every spg x mu micro-batches (each per_device_train_batch_size
+    completions per process), an optimizer step every ga micro-batches. Returns (optimizer steps per
+    rollout, completions per optimizer step) averaged over ten whole cycles of both counters."""
+    micro_steps = 10 * math.lcm(spg * mu, ga)
+    rollouts = optimizer_steps = 0
+    for step in range(micro_steps):
+        if step % (spg * mu) == 0:
+            rollouts += 1
+        if (step + 1) % ga == 0:
+            optimizer_steps += 1
+    return optimizer_steps / rollouts, micro_steps * batch * devices / optimizer_steps
+
+
+@pytest.mark.parametrize("spg, mu, ga, batch, devices", [(None, 1, 1, 8, 1), (None, 1, 8, 4, 1), (16, 2, 4, 8, 1),
+                                                          (8, 1, 2, 16, 4), (4, 3, 6, 8, 2)])
+def test_trl_refresh_interval_and_groups_replay_trls_counter(spg, mu, ga, batch, devices):
+    """T = spg mu / GA and N = batch D GA / G equal the replayed schedule's averages (exact over whole
+    cycles: 1e-12); steps_per_generation defaults to GA (on-policy)."""
+    cfg = {"learning_rate": 1e-6, "num_generations": 8, "num_iterations": mu, "gradient_accumulation_steps": ga,
+           "per_device_train_batch_size": batch}
+    if spg is not None:
+        cfg["steps_per_generation"] = spg
+    setup = read_run_config(cfg, devices=devices)
+    per_rollout, completions = trl_schedule(spg or ga, mu, ga, batch, devices)
+    assert setup.refresh_exact == pytest.approx(per_rollout, rel=1e-12)
+    assert setup.hparams.refresh_interval == max(1, round(per_rollout))
+    assert setup.hparams.num_groups == round(completions / 8)
+    assert setup.hparams.group_size == 8 and setup.framework == "TRL GRPOConfig"
+
+
+def test_trl_defaults_and_assumptions_are_said():
+    setup = read_run_config({"learning_rate": 5e-7, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8})
+    hp = setup.hparams
+    assert (hp.refresh_interval, hp.group_size, hp.num_groups) == (1, 8, 4)  # 4 x 8 / 8 prompts per step
+    assert isinstance(hp.optimizer, Adam) and hp.optimizer.beta1 == 0.9 and hp.lr == 5e-7
+    assert (hp.clip_low, hp.clip_high, hp.correction, hp.advantage) == (0.2, 0.2, "token", "std")
+    text = " ".join(setup.notes)
+    assert "devices not given" in text and "1 assumed" in text
+    assert "num_generations not given: TRL's default 8" in text
+    assert "steps_per_generation not given" in text
+
+
+def test_trl_fractional_and_sub_step_refreshes_are_rounded_with_a_note():
+    half = read_run_config({"learning_rate": 1e-6, "steps_per_generation": 2, "gradient_accumulation_steps": 4})
+    assert half.refresh_exact == 0.5 and half.hparams.refresh_interval == 1
+    assert any("more than one rollout per optimizer step" in n for n in half.notes)
+    odd = read_run_config({"learning_rate": 1e-6, "steps_per_generation": 6, "gradient_accumulation_steps": 4})
+    assert odd.refresh_exact == 1.5 and odd.hparams.refresh_interval == 2
+    assert any("falls inside an optimizer step" in n for n in odd.notes)
+
+
+def test_trl_gspo_options_and_unmodelled_keys():
+    setup = read_run_config({"learning_rate": 1e-6, "num_generations": 16, "importance_sampling_level": "sequence",
+                             "epsilon": 3e-4, "epsilon_high": 4e-4, "beta": 0.04, "loss_type": "dr_grpo",
+                             "scale_rewards": "none", "output_dir": "x", "bf16": True}, devices=8)
+    hp = setup.hparams
+    assert (hp.correction, hp.clip_low, hp.clip_high, hp.kl_coef, hp.advantage) == ("sequence", 3e-4, 4e-4, 0.04, "mean")
+    assert hp.num_groups == 8 * 8 // 16  # TRL's default per-device batch 8, 8 devices, no accumulation
+    assert setup.ignored == ("bf16", "output_dir")
+    assert any(n.startswith("loss_type:") for n in setup.notes)
+
+
+def test_trl_yaml_reads_exponent_floats(tmp_path):
+    """YAML 1.1 reads `1e-6` (no dot) as a string; TRL's parser and ours read a number."""
+    path = tmp_path / "grpo.yaml"
+    path.write_text("learning_rate: 1e-6\nnum_generations: 4\nper_device_train_batch_size: 8\n"
+                    "gradient_accumulation_steps: 2\nsteps_per_generation: 8\nnum_iterations: 1\n")
+    setup = read_run_config(path)
+    assert setup.hparams.lr == 1e-6 and setup.hparams.refresh_interval == 4 and setup.hparams.num_groups == 4
+
+
+def verl_tree(**actor) -> dict:
+    return {"data": {"train_batch_size": 1024},
+            "algorithm": {"adv_estimator": "grpo"},
+            "actor_rollout_ref": {
+                "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 256, "ppo_epochs": 1,
+                          "ppo_micro_batch_size_per_gpu": "${actor_rollout_ref.actor.ppo_mini_batch_size}", **actor},
+                "rollout": {"n": 8, "name": "vllm"}}}
+
+
+def verl_schedule(rollout_prompts: int, mini: int, epochs: int) -> float:
+    """verl's update loop: for each epoch, for each minibatch of the rollout, one optimizer step."""
+    steps = 0
+    for _ in range(epochs):
+        for _ in range(0, rollout_prompts, mini):
+            steps += 1
+    return steps
+
+
+@pytest.mark.parametrize("mini, epochs", [(256, 1), (128, 2), (1024, 1), (64, 4)])
+def test_verl_refresh_interval_replays_the_update_loop(mini, epochs):
+    setup = read_run_config(verl_tree(ppo_mini_batch_size=mini, ppo_epochs=epochs))
+    assert setup.hparams.refresh_interval == verl_schedule(1024, mini, epochs)
+    assert setup.hparams.num_groups == mini and setup.hparams.group_size == 8 and setup.framework == "verl"
+
+
+def test_verl_gspo_yaml(tmp_path):
+    tree = verl_tree(clip_ratio_low=3e-4, clip_ratio_high=4e-4, use_kl_loss=True, kl_loss_coef=0.001,
+                     policy_loss={"loss_mode": "gspo"})
+    path = tmp_path / "ppo_trainer.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(tree))
+    hp = read_run_config(path).hparams
+    assert (hp.correction, hp.clip_low, hp.clip_high, hp.kl_coef, hp.refresh_interval) == ("sequence", 3e-4, 4e-4, 0.001, 4)
+    plain = read_run_config(verl_tree()).hparams
+    assert (plain.correction, plain.clip_low, plain.clip_high, plain.kl_coef) == ("token", 0.2, 0.2, 0.0)
+
+
+def test_our_trainer_config_maps_its_schedule():
+    setup = read_run_config({"task": "count", "model": "100k", "objective": "gspo", "steps_per_generation": 4,
+                             "num_iterations": 2, "prompts_per_step": 8, "group_size": 4, "lr": 1e-3})
+    hp = setup.hparams
+    assert (hp.refresh_interval, hp.num_groups, hp.group_size, hp.correction) == (8, 8, 4, "sequence")
+    assert (hp.clip_low, hp.clip_high) == (3e-4, 4e-4)  # GSPO's defaults
+    sgd = read_run_config({"task": "count", "model": "100k", "objective": "pg", "optimizer": "sgd", "momentum": 0.9,
+                           "lr": 0.1}).hparams
+    assert isinstance(sgd.optimizer, SGD) and sgd.momentum == 0.9 and sgd.correction == "none"
+
+
+def test_theory_field_names_read_as_they_are():
+    hp = read_run_config({"lr": 0.5, "refresh_interval": 4, "group_size": 8, "optimizer": "sgd", "momentum": 0.5}).hparams
+    assert (hp.lr, hp.refresh_interval, hp.group_size, hp.momentum) == (0.5, 4, 8, 0.5)
+
+
+@pytest.mark.parametrize("cfg, needle", [
+    ({"learning_rate": 1e-6, "steps_per_generation": 0}, "steps_per_generation"),
+    ({"learning_rate": -1e-6}, "learning_rate"),
+    ({"learning_rate": "fast"}, "learning_rate"),
+    ({"learning_rate": 1e-6, "num_generations": 1}, "num_generations must be >= 2"),
+    ({"learning_rate": 1e-6, "importance_sampling_level": "word"}, "importance_sampling_level"),
+    ({"beta": 0.1, "loss_type": "sigmoid", "max_length": 512}, "preference-optimisation"),
+    ({"learning_rate": 1e-6, "rpo_alpha": 1.0}, "preference-optimisation"),
+    ({"learning_rate": 1e-6, "group_size": 8}, "mixes TRL keys"),
+    ({"output_dir": "x"}, "no hyperparameter"),
+    (verl_tree() | {"algorithm": {"adv_estimator": "gae"}}, "critic-based"),
+    (verl_tree(ppo_mini_batch_size=2048), "exceeds data.train_batch_size"),
+    ({"actor_rollout_ref": {"rollout": {"n": 8}}, "algorithm": {"adv_estimator": "grpo"}}, "needs data.train_batch_size"),
+])
+def test_impossible_or_foreign_configs_are_one_config_error(cfg, needle):
+    with pytest.raises(ConfigError, match=needle):
+        read_run_config(cfg)
+
+
+def test_unreadable_files_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_run_config(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        read_run_config(bad)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="one mapping"):
+        read_run_config(listed)
+    (tmp_path / "c.json").write_text(json.dumps({"hparams": {"lr": 0.1}}))  # a diagnose --json output
+    assert read_run_config(tmp_path / "c.json").hparams.lr == 0.1

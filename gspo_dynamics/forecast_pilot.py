@@ -1,0 +1,210 @@
+"""A forecast from a config and a short pilot log of the same setup: what the pilot measures and what
+it implies at the config's point and around it.
+
+Measured from the pilot (its first `pilot_steps` steps, or all of it):
+
+  reward curve      the closed-form fit (`fit.fit_trajectory`) and its implications at the config's
+                    hyperparameters (`fit.implications`: regime, damping margin, plateau, time to it,
+                    critical and max safe T, with the premises checked: interior plateau, linear regime);
+  stiffness         kappa = eta lambda per step, from the fit. It scales with the learning rate at a fixed
+                    curvature lambda (SGD exactly; Adam in its linear regime, eta_hb = lr (1 - b1) / sqrt(s)
+                    at a fixed second moment s), so at the config's T the largest stable learning rate is
+
+                        lr_max = lr_pilot x_max(T, mu) / kappa,   x_max = `theory.linear.critical_learning_rate`
+                                                                 (all forces stale, as `implications`);
+
+  success rate      p_t = the step's mean reward when every reward lies in [0, 1]; the zero-std share at a
+                    group size G' is E_t[p_t^G' + (1 - p_t)^G'] (a lower bound when prompts differ in p: the
+                    share is convex in p), set beside the logged frac_reward_zero_std;
+  noise             the fit's residual std s at the pilot's N G responses per step; the reward's noise
+                    scales as 1 / sqrt(N G) (the 1/G law of the fluctuation theory), s(G') = s sqrt(G / G');
+  policy drift      where the log has the window position and the token log-ratio variance (our trainer's
+                    window/position, ratios/token_log_var), delta^2 = mean_j Var_j / j^2 (a stale window
+                    drifts coherently: Var_j = (j delta)^2), and the token clip fraction at refresh interval
+                    T' is the window mean of P(|log r_j| > log(1 + eps)), log r_j ~ N(0, (j delta)^2).
+
+Everything else is assumed, and said so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit import Implications, fit_trajectory, implications
+from gspo_dynamics.forecast_config import ConfigForecast, config_forecast
+from gspo_dynamics.integrations.configs import RunSetup
+from gspo_dynamics.logs import RunLog, read_log
+from gspo_dynamics.theory.linear import critical_learning_rate
+
+GROUP_SIZES = (2, 4, 8, 16, 32, 64)
+REFRESH_INTERVALS = (1, 2, 4, 8, 16, 32)
+MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
+
+
+@dataclass(frozen=True)
+class PilotForecast:
+    """The pilot-calibrated answer (module docstring)."""
+
+    config: ConfigForecast
+    pilot_steps: int  # reward points used
+    implications: Implications  # of the pilot's reward fit at the config's hyperparameters
+    max_safe_lr: float | None  # at the config's T (None: withheld, `lr_note` says why)
+    lr_note: str
+    success_rate: float | None  # mean p over the pilot (None: the reward is not a success rate)
+    zero_std_by_group: dict[int, float]  # predicted share per G'
+    zero_std_logged: float | None  # mean frac_reward_zero_std of the pilot, where logged
+    noise_by_group: dict[int, float]  # the reward's step-to-step noise per G'
+    drift_per_step: float | None  # delta, the token log-ratio spread added per stale step
+    clip_by_refresh: dict[int, float]  # predicted token clip fraction per T'
+    measured: list[str] = field(default_factory=list)
+    assumed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": self.config.to_json(), "pilot_steps": self.pilot_steps,
+                "implications": self.implications.to_json(), "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
+                "success_rate": self.success_rate, "zero_std_by_group": _keys(self.zero_std_by_group),
+                "zero_std_logged": self.zero_std_logged, "noise_by_group": _keys(self.noise_by_group),
+                "drift_per_step": self.drift_per_step, "clip_by_refresh_interval": _keys(self.clip_by_refresh),
+                "measured": self.measured, "assumed": self.assumed}
+
+    def summary_lines(self) -> list[str]:
+        imp, hp = self.implications, self.config.setup.hparams
+        lines = self.config.summary_lines()[:2]
+        lines.append(f"from the pilot ({self.pilot_steps} steps):")
+        plateau = imp.plateau
+        lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
+                     + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")
+        if imp.exact_regime is not None:
+            lines.append(f"  regime at T = {hp.refresh_interval}: {imp.exact_regime}; max safe T "
+                         f"{imp.max_safe_refresh_interval or 'not bounded by the linear model'}")
+        else:
+            lines.append(f"  regime at T = {hp.refresh_interval}: withheld (premises below)")
+        lines.append(f"  max safe lr at T = {hp.refresh_interval}: "
+                     + (f"{self.max_safe_lr:.3g}" if self.max_safe_lr is not None else "withheld") + f" ({self.lr_note})")
+        if self.success_rate is not None:
+            logged = "" if self.zero_std_logged is None else f" (logged at G = {hp.group_size}: {self.zero_std_logged:.3g})"
+            lines.append(f"  zero-std share by G at the pilot's success rate {self.success_rate:.3g}{logged}: "
+                         + ", ".join(f"{g}: {v:.3g}" for g, v in self.zero_std_by_group.items()))
+        lines.append("  reward noise by G: " + ", ".join(f"{g}: {v:.3g}" for g, v in self.noise_by_group.items()))
+        if self.drift_per_step is not None:
+            lines.append(f"  token log-ratio drift {self.drift_per_step:.3g} per stale step; token clip fraction by T: "
+                         + ", ".join(f"{t}: {v:.3g}" for t, v in self.clip_by_refresh.items()))
+        lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
+        return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
+
+
+def _keys(d: dict) -> dict[str, float]:
+    return {str(k): v for k, v in d.items()}
+
+
+def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> RunLog:
+    """The pilot's log, read (any format `read_log` takes); ConfigError when too short."""
+    log = source if isinstance(source, RunLog) else read_log(source)
+    steps, _ = log.valid("reward")
+    if pilot_steps is not None:
+        if not isinstance(pilot_steps, int) or pilot_steps < MIN_PILOT_POINTS:
+            raise ConfigError(f"pilot_steps must be an integer >= {MIN_PILOT_POINTS}, got {pilot_steps!r}")
+        steps = steps[:pilot_steps]
+    if len(steps) < MIN_PILOT_POINTS:
+        raise ConfigError(f"the pilot has {len(steps)} reward points; a forecast needs at least {MIN_PILOT_POINTS}")
+    return log
+
+
+def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | None = None,
+                   reward_range: tuple[float, float] | None = None) -> PilotForecast:
+    """The forecast for `setup` calibrated on `pilot` (module docstring). `reward_range`: the task's
+    reward bounds; None infers [0, 1] when every pilot reward lies in it (said), else leaves it open.
+    A given range that the pilot's rewards leave is a ConfigError."""
+    log = load_pilot(pilot, pilot_steps)
+    steps, reward = log.valid("reward")
+    n = len(steps) if pilot_steps is None else min(pilot_steps, len(steps))
+    steps, reward = steps[:n], reward[:n]
+    measured, assumed = [f"the reward curve over {n} steps (closed-form fit)"], []
+    reward_range = _reward_range(reward, reward_range, assumed)
+    hp = setup.hparams
+    fit = fit_trajectory(steps, reward)
+    imp = implications(fit, hp, reward_range=reward_range)
+    max_lr, lr_note = _max_safe_lr(imp, hp, measured)
+    p, shares, logged = _zero_std(log, reward, n, reward_range, measured)
+    noise = {g: fit.residual_std * math.sqrt(hp.group_size / g) for g in GROUP_SIZES}
+    measured.append(f"the reward's noise around the fit, {fit.residual_std:.3g} at N G = {hp.num_groups * hp.group_size}")
+    assumed.append("the noise scales as 1 / sqrt(N G) (the fluctuation theory's 1/G law) and the pilot ran at the "
+                   "config's N, G, T and lr")
+    delta, clips = _drift(log, n, hp.clip_high, measured, assumed)
+    return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
+                         lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
+                         noise_by_group=noise, drift_per_step=delta, clip_by_refresh=clips, measured=measured,
+                         assumed=assumed)
+
+
+def _reward_range(reward: np.ndarray, given, assumed: list[str]):
+    if given is not None:
+        lo, hi = given
+        if reward.min() < lo or reward.max() > hi:
+            raise ConfigError(f"reward range [{lo:g}, {hi:g}] does not hold the pilot's rewards, which run from "
+                              f"{reward.min():.4g} to {reward.max():.4g}")
+        return (float(lo), float(hi))
+    if reward.min() >= 0.0 and reward.max() <= 1.0:
+        assumed.append("the reward is a success rate in [0, 1] (every pilot reward lies there); give the range if not")
+        return (0.0, 1.0)
+    assumed.append("the reward's bounds are unknown: the interior-plateau premise is not checked")
+    return None
+
+
+def _max_safe_lr(imp: Implications, hp, measured: list[str]) -> tuple[float | None, str]:
+    """lr_pilot x_max(T, mu) / kappa (module docstring), withheld where the premises fail."""
+    if imp.interior_plateau is False:
+        return None, "the plateau is the reward's bound: no restoring force, the linear threshold does not apply"
+    if imp.linear_regime is False:
+        return None, "the pilot rises faster than the optimizer's linear regime allows: the linear threshold extrapolates"
+    if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:
+        return None, "the fit gives no stiffness"
+    kappa = imp.stiffness_per_step.value
+    measured.append(f"the stiffness per step eta K = {kappa:.3g}")
+    x_max = float(critical_learning_rate(1.0, 0.0, hp.momentum, hp.refresh_interval))
+    return hp.lr * x_max / kappa, (f"linear model: eta K = {kappa:.3g} at lr {hp.lr:g} against the bound {x_max:.3g} at "
+                                   f"T = {hp.refresh_interval}; a collapse by one large move within a refresh period "
+                                   "is not in this model")
+
+
+def _zero_std(log: RunLog, reward: np.ndarray, n: int, reward_range, measured: list[str]):
+    if reward_range != (0.0, 1.0):
+        return None, {}, None
+    shares = {g: float(np.mean(reward**g + (1.0 - reward) ** g)) for g in GROUP_SIZES}
+    logged = None
+    if "frac_zero_std" in log:
+        _, z = log.valid("frac_zero_std")
+        if len(z):
+            logged = float(np.mean(z[:n]))
+            measured.append("the logged zero-std share")
+    measured.append(f"the success rate, mean {reward.mean():.3g}")
+    return float(reward.mean()), shares, logged
+
+
+def _drift(log: RunLog, n: int, eps: float, measured: list[str], assumed: list[str]):
+    """delta^2 = mean over stale steps of Var_j / j^2, and the predicted token clip fraction per T'."""
+    names = ("window/position", "ratios/token_log_var")
+    if not all(name in log for name in names):
+        assumed.append("the per-step policy drift is not in this log (it needs the window position and the token "
+                       "log-ratio variance): no clip-fraction forecast")
+        return None, {}
+    j, var = (np.asarray(log[name][:n], dtype=float) for name in names)
+    stale = np.isfinite(j) & np.isfinite(var) & (j > 0)
+    if not stale.any():
+        assumed.append("the pilot is on-policy (no stale step): the per-step drift is not measured")
+        return None, {}
+    delta = float(math.sqrt(np.mean(var[stale] / j[stale] ** 2)))
+    measured.append(f"the token log-ratio drift per stale step, {delta:.3g}, from {int(stale.sum())} stale steps")
+    bound = math.log1p(eps)
+    clips = {}
+    for T in REFRESH_INTERVALS:
+        positions = np.arange(1, T)
+        share = 2.0 * norm.sf(bound / (positions * delta)) if T > 1 else np.zeros(0)
+        clips[T] = float(share.sum() / T)  # position 0 of each window is on-policy: no clipping
+    return delta, clips

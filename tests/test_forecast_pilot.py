@@ -1,0 +1,100 @@
+"""gspo_dynamics.forecast_pilot on pilot logs made here: each measured quantity against an
+independent route (the linear recurrence that made the curve, Monte Carlo groups, normal draws)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.forecast_pilot import pilot_forecast
+from gspo_dynamics.integrations.configs import read_run_config
+
+
+def write_log(path, columns: dict[str, np.ndarray]) -> str:
+    n = len(next(iter(columns.values())))
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"step": i + 1, **{k: float(v[i]) for k, v in columns.items()}}) + "\n")
+    return str(path)
+
+
+def heavy_ball_curve(kappa: float, mu: float, steps: int, r_inf=0.8, r0=0.2) -> np.ndarray:
+    """R_t = r_inf - x_t with x from the on-policy heavy-ball recurrence v <- mu v - kappa x, x <- x + v."""
+    x, v, out = r0 - r_inf, 0.0, []
+    for _ in range(steps):
+        out.append(r_inf + x)
+        v = mu * v - kappa * x
+        x = x + v
+    return np.asarray(out)
+
+
+def stable(x: float, mu: float, T: int, periods: int = 3000) -> bool:
+    pos, vel = 1.0, 0.0
+    for _ in range(periods):
+        sampled = pos
+        for _ in range(T):
+            vel = mu * vel - x * sampled
+            pos += vel
+    return math.hypot(pos, vel) < 10
+
+
+def test_max_safe_lr_recovers_the_stiffness_that_made_the_curve(tmp_path):
+    """A noise-free heavy-ball curve (SGD, mu = 0.5, eta K = 0.05 at lr 0.1): the fitted stiffness is the
+    true one within 5% (the fit's closed form is the continuous limit of the recurrence), and the lr bound
+    at T = 8 sits where the recurrence, scaled in lr, turns unstable (within the same 5%)."""
+    mu, kappa, lr, T = 0.5, 0.05, 0.1, 8
+    reward = heavy_ball_curve(kappa, mu, 60)
+    log = write_log(tmp_path / "pilot.jsonl", {"reward": reward})
+    setup = read_run_config({"lr": lr, "refresh_interval": T, "group_size": 8, "optimizer": "sgd", "momentum": mu})
+    f = pilot_forecast(setup, log, reward_range=(0.0, 1.0))
+    assert f.implications.stiffness_per_step.value == pytest.approx(kappa, rel=0.05)
+    bound = f.max_safe_lr * kappa / lr  # the true stiffness at the forecast lr bound
+    assert stable(0.93 * bound, mu, T) and not stable(1.07 * bound, mu, T)
+
+
+def test_zero_std_shares_match_monte_carlo_groups(tmp_path):
+    """E_t[p_t^G + (1 - p_t)^G] against 40 000 simulated Bernoulli groups per G (4 s.e.)."""
+    rng = np.random.default_rng(0)
+    p = np.clip(np.linspace(0.2, 0.9, 30) + rng.normal(0, 0.02, 30), 0, 1)
+    log = write_log(tmp_path / "p.jsonl", {"reward": p})
+    f = pilot_forecast(read_run_config({"lr": 0.1, "group_size": 8}), log)
+    assert f.success_rate == pytest.approx(p.mean())
+    for G in (2, 8, 32):
+        draws = rng.random((40_000, G)) < rng.choice(p, 40_000)[:, None]
+        zero = (draws.all(1) | ~draws.any(1)).astype(float)
+        assert abs(zero.mean() - f.zero_std_by_group[G]) <= 4 * zero.std() / math.sqrt(len(zero)) + 1e-12
+
+
+def test_drift_and_clip_fractions_from_window_positions(tmp_path):
+    """Var_j = (j delta)^2 gives delta back exactly; the clip fraction per T is the window mean of
+    P(|N(0, (j delta)^2)| > log(1 + eps)), checked with 200 000 normal draws per position (4 s.e.)."""
+    delta, T_log = 0.05, 4
+    j = np.tile(np.arange(T_log), 10)
+    reward = heavy_ball_curve(0.05, 0.5, len(j))
+    log = write_log(tmp_path / "d.jsonl", {"reward": reward, "window/position": j, "ratios/token_log_var": (j * delta) ** 2})
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": T_log, "clip_high": 0.2, "clip_low": 0.2})
+    f = pilot_forecast(setup, log)
+    assert f.drift_per_step == pytest.approx(delta, rel=1e-12)
+    rng = np.random.default_rng(1)
+    for T in (1, 4, 16):
+        shares = [(np.abs(rng.normal(0, k * delta, 200_000)) > math.log1p(0.2)).mean() for k in range(1, T)]
+        mc = sum(shares) / T
+        assert abs(f.clip_by_refresh[T] - mc) <= 4 * math.sqrt(0.25 / 200_000) + 1e-12
+
+
+def test_a_reward_range_the_pilot_leaves_and_a_short_pilot_are_errors(tmp_path):
+    log = write_log(tmp_path / "r.jsonl", {"reward": np.linspace(-9.7, 10.9, 20)})
+    setup = read_run_config({"lr": 0.1, "group_size": 8})
+    with pytest.raises(ConfigError, match="does not hold the pilot's rewards"):
+        pilot_forecast(setup, log, reward_range=(0.0, 1.0))
+    f = pilot_forecast(setup, log)
+    assert f.success_rate is None and any("bounds are unknown" in a for a in f.assumed)
+    with pytest.raises(ConfigError, match="pilot_steps must be an integer >= 8"):
+        pilot_forecast(setup, log, pilot_steps=5)
+    short = write_log(tmp_path / "s.jsonl", {"reward": np.linspace(0.1, 0.5, 6)})
+    with pytest.raises(ConfigError, match="at least 8"):
+        pilot_forecast(setup, short)

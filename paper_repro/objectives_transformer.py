@@ -23,7 +23,7 @@ variance sigma^2 of each step (as `simulate.compare_sequence` does):
   * clip fraction, token ratios: log w ~ N(-sigma^2/2, sigma^2), clipped on the side the PPO min acts
     on for the measured advantage-sign shares (CISPO: both sides, sign-blind);
   * clip fraction, sequence ratio (GSPO, eps 3e-4/4e-4, far inside the spread of log s): set by how far
-    log s leans towards the sign of A (`theory.ratio_alignment`, via `ratio_prediction.predicted_ratio_metrics`).
+    log s leans towards the sign of A (`theory.ratio_alignment`, via `predict.predicted_ratio_metrics`).
     The importance-sampling identity E_s[(pi_j/pi_s - 1)(r - R_s)] = R_j - R_s with pi_j/pi_s = s^L gives,
     to first order, L Cov(log s, r) = Delta R_j, the reward gained since the refresh; a two-point law of
     r - r_bar at the measured sign shares turns it into shifts m+- = M sqrt(q-+/q+-), M = Delta R_j
@@ -80,7 +80,7 @@ import torch
 from _results import Claim, mean_se, parse_mode, record
 
 from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, run_sequence_rl
-from gspo_dynamics.ratio_prediction import SEQUENCE_RATIO, predicted_ratio_metrics  # what compare_sequence prints
+from gspo_dynamics.predict import SEQUENCE_RATIO, predicted_ratio_metrics  # what compare_sequence prints
 from gspo_dynamics.theory.ratio_stability import correction_share
 from gspo_dynamics.theory.ratios import ratio_statistics
 

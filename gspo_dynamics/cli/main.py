@@ -186,7 +186,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _simulate_bandit(args: argparse.Namespace) -> int:
     from gspo_dynamics.predict import as_json_ready
-    from gspo_dynamics.simulate import compare_bandit, comparison_lines
+    from gspo_dynamics.sim.compare import compare_bandit, comparison_lines
 
     report = compare_bandit(
         bandit_from_args(args), hyperparams_from_args(args), steps=args.steps, seeds=args.seeds,
@@ -224,7 +224,7 @@ def _sequence_config(args: argparse.Namespace):
 
 
 def _simulate_sequence(args: argparse.Namespace) -> int:
-    from gspo_dynamics.simulate import (
+    from gspo_dynamics.sim.compare import (
         DEFAULT_SEQUENCE_STEPS, compare_sequence, sequence_lines, sequence_policy, sequence_task,
     )
 

@@ -17,7 +17,7 @@ Theory, two routes.
     j = 1..T-1, predicted from the hyperparameters alone; the GRPO clip fraction is
     q- P(below) + q+ P(above) with the advantage-sign shares q+-. It does not model GSPO's update
     (the clip on the sequence ratio stops the whole response's gradient).
-  * At the measured spreads (`ratio_prediction.predicted_ratio_metrics`), a reference: Var[log s] =
+  * At the measured spreads (`predict.predicted_ratio_metrics`), a reference: Var[log s] =
     sigma^2 / L; GRPO's clip fraction from log w ~ N(-sigma^2/2, sigma^2), signs independent of the
     ratio (memoryless lognormal); GSPO's from the reward-aligned law of `theory.ratio_alignment`:
     log s leans towards the sign of A by the importance-sampling identity L Cov(log s, r) = Delta R_j,
@@ -39,7 +39,7 @@ import torch
 
 from gspo_dynamics.plots import style
 from gspo_dynamics.sim.sequence import MoETransformerConfig, PatternMatch, TabularPolicy, TinyMoETransformer, run_sequence_rl
-from gspo_dynamics.ratio_prediction import predicted_ratio_metrics
+from gspo_dynamics.predict import predicted_ratio_metrics
 
 OBJECTIVES = ("grpo", "gspo")  # token ratio, sequence ratio
 LABELS = {"grpo": "GRPO (token ratio)", "gspo": "GSPO (sequence ratio)"}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from gspo_dynamics import figures
+from gspo_dynamics.plots import registry as figures
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli.main import main
 

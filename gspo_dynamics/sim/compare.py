@@ -7,7 +7,7 @@ the regime.
 
 Sequence (`compare_sequence`): trains a small policy on a synthetic sequence task with any loss of
 the registry (`run_sequence_rl`) and sets the token- vs sequence-ratio theory next to the measured
-ratio spread, clip fractions and ratio std, per refresh-window position (`ratio_prediction`: the
+ratio spread, clip fractions and ratio std, per refresh-window position (`predict.predicted_ratio_metrics`: the
 token lognormal, GSPO's reward-aligned sequence law).
 """
 
@@ -25,7 +25,7 @@ import torch
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._progress import Progress
 from gspo_dynamics.predict import heavy_ball, predict_bandit
-from gspo_dynamics.ratio_prediction import NO_CLIP, predicted_ratio_metrics
+from gspo_dynamics.predict import NO_CLIP, predicted_ratio_metrics
 from gspo_dynamics.sim import BanditTask, simulate
 from gspo_dynamics.sim.sequence import (
     Addition,

@@ -8,9 +8,10 @@
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
-from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
+    "EXTRAPOLATION_LIMIT",
     "Estimate",
     "FitResult",
     "Implications",

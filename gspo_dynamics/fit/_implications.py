@@ -57,7 +57,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, _partial, _plain
+from gspo_dynamics._plain import plain
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, _partial
 from gspo_dynamics.theory import continuous, linear
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 from gspo_dynamics.theory.trajectory import curvature_from_timescale
@@ -118,7 +119,7 @@ class Implications:
             if isinstance(value, Estimate):
                 value = {"value": value.value, "stderr": value.stderr}
             out[name] = value
-        return _plain(out)
+        return plain(out)
 
 
 def _critical_t(kappa: float, mu: float) -> tuple[int | None, int | None]:

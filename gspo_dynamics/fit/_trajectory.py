@@ -33,6 +33,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._closed_form import FitResult, finite_sorted, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._periodogram import periodic_component
 from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
@@ -96,7 +97,7 @@ class TrajectoryFit:
 
     def to_json(self) -> dict:
         """Plain JSON-ready dict (no numpy types, inf/NaN as None)."""
-        return _plain({
+        return plain({
             "model": self.model, "variant": self.variant, "regime": self.regime, "params": self.params,
             "stderr": self.stderr, "r_squared": self.r_squared, "residual_std": self.residual_std, "n": self.n,
             "t_start": self.t_start, "t_end": self.t_end, "inertia": self.inertia, "oscillation": self.oscillation,
@@ -104,20 +105,6 @@ class TrajectoryFit:
             "selection": self.selection, "r_range": list(self.r_range),
             "plateau_extrapolation": self.plateau_extrapolation,
         })
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    return value
 
 
 def _model_curve(model: str, params: dict[str, float], t: np.ndarray) -> np.ndarray:

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.objectives import ADVANTAGE_SCALES, get_loss
-from gspo_dynamics.sim.sequence._rl import ObjectiveDefaults
+from gspo_dynamics.objectives import STALE_GRADIENT  # noqa: F401 - re-exported for the trainer
+from gspo_dynamics.objectives import ADVANTAGE_SCALES, ObjectiveDefaults, get_loss
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, fp32 on CPU
 LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
-STALE_GRADIENT: tuple[str, ...] = ("pg",)  # objectives whose gradient is taken at the sampling policy
 ROUTING_REPLAYS: tuple[str, ...] = ("none", "experts")  # the built-in MoE replays expert sets; gates stay live
 HF_PREFIX = "hf:"  # model hf:DIR, a local Hugging Face model directory (optional extra)
 HF_BACKENDS: tuple[str, ...] = ("auto", "native", "wrapper")  # how the trainer runs hf:DIR (`hf.load_hf_policy`)

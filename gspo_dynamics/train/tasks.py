@@ -26,8 +26,7 @@ from __future__ import annotations
 import torch
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.sim.sequence import Addition, CountParity, PatternMatch
-from gspo_dynamics.sim.sequence._vocab import TOKENIZER as SIM_TOKENIZER
+from gspo_dynamics.sim.sequence import TOKENIZER as SIM_TOKENIZER, Addition, CountParity, PatternMatch
 from gspo_dynamics.train.tokenizer import Tokenizer
 
 TASKS: tuple[str, ...] = ("pattern", "count", "addition")

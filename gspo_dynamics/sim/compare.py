@@ -130,6 +130,7 @@ SEQUENCE_POLICIES: tuple[str, ...] = ("tabular", "transformer", "moe")
 DEFAULT_LENGTH = 4  # L of the counting tasks: a few seconds on a CPU, and a uniform policy finds rewards
 DEFAULT_DIGITS = 1  # D of addition: a + b with one-digit operands
 DEFAULT_SEQUENCE_STEPS = 100
+DEFAULT_TASK, DEFAULT_POLICY = SEQUENCE_TASKS[0], SEQUENCE_POLICIES[0]  # pattern, tabular
 FINAL_FRACTION = 0.1  # "final" and "peak" rewards average this share of the steps (at least one window):
                       # one minibatch's reward is a noisy estimate
 # the sequence policies' tensors are tiny: one intra-op thread is the fastest, and several are
@@ -163,6 +164,16 @@ def sequence_task(name: str, *, length: int | None = None, digits: int | None = 
         return PatternMatch(length=length, min_matches=half if min_matches is None else min_matches)
     return CountParity(length=length, min_count=0 if min_count is None else min_count,
                        parity="even" if parity is None else parity)
+
+
+def sequence_defaults() -> dict[str, Any]:
+    """What `simulate --testbed sequence` takes for a flag left out: the task, its knobs, the policy
+    and the steps, then `SequenceRLConfig`'s fields (None: the objective's own, `ObjectiveDefaults`)."""
+    config = {f.name: (f.default_factory() if f.default is dataclasses.MISSING else f.default)
+              for f in dataclasses.fields(SequenceRLConfig) if f.name != "objective"}
+    config["optimizer"] = config["optimizer"].name
+    return {"task": DEFAULT_TASK, "length": DEFAULT_LENGTH, "digits": DEFAULT_DIGITS, "policy": DEFAULT_POLICY,
+            "steps": DEFAULT_SEQUENCE_STEPS, **config}
 
 
 def sequence_policy(name: str, task: SequenceTask, *, seed: int = 0):

@@ -51,6 +51,7 @@ from typing import Callable, Mapping, NamedTuple
 import numpy as np
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.objectives import (
     ADVANTAGE_SCALES, STALE_GRADIENT, ObjectiveDefaults, filter_informative_groups, get_loss, group_advantages, kl_k3,
@@ -60,7 +61,7 @@ from gspo_dynamics.sim.sequence._moe import TinyMoETransformer, routing_changes
 from gspo_dynamics.sim.sequence._policy import Routing, SequencePolicy
 from gspo_dynamics.sim.sequence._sampling import gather_log_probs, log_probs, sample
 from gspo_dynamics.sim.sequence._tabular import TabularPolicy
-from gspo_dynamics.sim.sequence._task import SequenceTask, positive_int
+from gspo_dynamics.sim.sequence._task import SequenceTask
 from gspo_dynamics.theory.hyperparams import SGD, Adam
 
 ROUTING_REPLAYS: tuple[str, ...] = ("none", "full", "experts")

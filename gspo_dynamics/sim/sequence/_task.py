@@ -40,13 +40,6 @@ class SequenceTask(Protocol):
     def reward(self, prompts: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...
 
 
-def positive_int(name: str, value, minimum: int = 1) -> int:
-    """`value` as an int >= minimum, else ConfigError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def check_response(task: SequenceTask, prompts: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Shape checks for `reward`; returns the mask as bool."""
     B, L, P = tokens.shape[0], task.response_len, task.prompt_len

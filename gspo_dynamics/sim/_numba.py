@@ -28,17 +28,14 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Sequence
 
 import numpy as np
 import torch
-from scipy.special import gammaln
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.sim._engine import check_configs, check_run, initial_logits, pack_configs, resolve_device
+from gspo_dynamics.sim._base import BanditEngineBase, group_tables, initial_logits, pack_configs, resolve_device
 from gspo_dynamics.sim._fast import fast_path_applies
 from gspo_dynamics.sim._task import BanditTask
-from gspo_dynamics.theory import finite_group
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
 CHUNK_UNIFORMS = 1 << 20  # uniforms drawn per torch.rand call (8 MiB of float64): bounds memory on long runs
@@ -201,34 +198,24 @@ def _kernel(parallel: bool):
     return numba.njit(parallel=parallel, **options)(source)
 
 
-class NumbaEngine:
+class NumbaEngine(BanditEngineBase):
     """`_fast.TwoArmEngine` as a numba kernel: same constructor, `logits`, `reward()`, `step()`, `t`, `configs`.
 
     `advance(n)` runs n steps in one kernel call (`simulate` uses it between records).
     """
 
-    def __init__(
-        self,
-        task: BanditTask,
-        configs: Sequence[Hyperparams],
-        *,
-        seeds: int = 1,
-        expected: bool = False,
-        device="cpu",
-        dtype: torch.dtype = torch.float64,
-        seed: int = 0,
-        start_logits=None,
-    ) -> None:
+    def _check_task(self, task: BanditTask) -> None:
         if not available():
             raise ConfigError("the numba engine needs numba: pip install 'gspo-dynamics[fast]' (or use engine='fast')")
-        self.configs = check_configs(configs)
-        hp = self.configs[0]
         if not fast_path_applies(task):
             raise ConfigError("the numba engine needs two-arm prompts with rewards (0, 1) and only the arm-1 logit trained")
-        check_run(hp, seeds, expected, dtype)
+
+    def _check_run(self, hp: Hyperparams, task: BanditTask, expected: bool, device, dtype) -> None:
         if resolve_device(device).type != "cpu" or dtype != torch.float64:
             raise ConfigError(f"the numba engine runs on the CPU in float64, got device {device!r} and {dtype}")
-        self.task, self.expected, self.hp = task, expected, hp
+
+    def _build(self, task: BanditTask, *, seeds: int, device, dtype, seed: int, start_logits) -> None:
+        hp, expected = self.hp, self.expected
         cfg = pack_configs(self.configs, "cpu", torch.float64)
         C, S, P = len(self.configs), seeds, task.num_prompts
         self.shape = (C, S, P, 2)
@@ -256,13 +243,9 @@ class NumbaEngine:
         self.l1_s = self.l1.copy()  # (C, S, P) sampling logit
         self.moment1 = np.zeros_like(self.l1)  # SGD velocity v, or Adam m
         self.moment2 = np.zeros_like(self.l1)  # Adam s
-        self.t = 0
-        G = hp.group_size
-        k = np.arange((G or 0) + 1, dtype=float)
-        self._coef = (finite_group.group_gradient_coefficients(G, hp.advantage, hp.std_estimator, hp.std_eps)
-                      if G is not None else np.zeros(1))
-        self._log_binom = gammaln(G + 1) - gammaln(k + 1) - gammaln(G - k + 1) if G is not None else np.zeros(1)
-        self._samples = 0 if expected else G * hp.num_groups  # uniforms per (seed, prompt) per step
+        tables = group_tables(hp)  # (G + 1,) each; unused placeholders for G -> infinity
+        _, self._coef, self._log_binom = (None, np.zeros(1), np.zeros(1)) if tables is None else tables
+        self._samples = 0 if expected else hp.group_size * hp.num_groups  # uniforms per (seed, prompt) per step
         self.generator = None if expected else torch.Generator().manual_seed(int(seed))
 
     @property

@@ -32,6 +32,7 @@ import math
 import numpy as np
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim._base import BanditEngineBase, group_tables, initial_logits, pack_configs, resolve_device
 from gspo_dynamics.sim._fast import fast_path_applies
@@ -265,8 +266,7 @@ class NumbaEngine(BanditEngineBase):
         """Run n optimizer steps (chunks of at most CHUNK_UNIFORMS uniforms per kernel call)."""
         import numba
 
-        if not (isinstance(n, int) and n >= 0):
-            raise ConfigError(f"steps to advance must be an integer >= 0, got {n!r}")
+        positive_int("steps to advance", n, minimum=0)
 
         C, S, P, _ = self.shape
         hp = self.hp

@@ -41,7 +41,7 @@ class ConfigTensors:
     beta2: torch.Tensor  # Adam b2 (0 for SGD, unused)
     adam_eps: torch.Tensor  # Adam eps (1 for SGD, unused)
     is_adam: torch.Tensor  # bool
-    refresh: torch.Tensor  # T, int64
+    refresh_interval: torch.Tensor  # T, int64
     clip_low: torch.Tensor
     clip_high: torch.Tensor
     kl_coef: torch.Tensor  # beta
@@ -99,7 +99,7 @@ def pack_configs(configs: Sequence[Hyperparams], device, dtype) -> ConfigTensors
         beta2=column([hp.optimizer.beta2 if a else 0.0 for hp, a in zip(configs, adam)]),
         adam_eps=column([hp.optimizer.eps if a else 1.0 for hp, a in zip(configs, adam)]),
         is_adam=column(adam, torch.bool),
-        refresh=column([hp.refresh_interval for hp in configs], torch.int64),
+        refresh_interval=column([hp.refresh_interval for hp in configs], torch.int64),
         clip_low=column([hp.clip_low for hp in configs]),
         clip_high=column([hp.clip_high for hp in configs]),
         kl_coef=column([hp.kl_coef for hp in configs]),

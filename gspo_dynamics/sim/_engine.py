@@ -174,7 +174,7 @@ class BanditEngine(BanditEngineBase):
     @torch.no_grad()
     def step(self) -> None:
         cfg = self.cfg
-        refresh = (self.t % cfg.refresh) == 0  # (C, 1, 1, 1)
+        refresh = (self.t % cfg.refresh_interval) == 0  # (C, 1, 1, 1)
         self.sampling_logits = torch.where(refresh, self.logits, self.sampling_logits)
         with torch.enable_grad():
             g = self.ascent(self.logits, self.sampling_logits)

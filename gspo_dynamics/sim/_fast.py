@@ -81,7 +81,7 @@ class TwoArmEngine(BanditEngineBase):
         self.l1 = logits[..., 1].contiguous()  # (C, S, P), the trained logit
         self.l0_is_zero = bool((self.l0 == 0.0).all())  # then z = l1 (the common case; skips two ops a step)
         self.l1_s = self.l1.clone()  # (C, S, P) sampling logit, refreshed every T_c steps
-        self._refresh_host = np.array([hp.refresh_interval for hp in self.configs])  # (C,) T_c
+        self._refresh_interval_host = np.array([hp.refresh_interval for hp in self.configs])  # (C,) T_c
         self.moment1 = torch.zeros_like(self.l1)  # SGD velocity v, or Adam m
         self.moment2 = torch.zeros_like(self.l1)  # Adam s
         tables = group_tables(hp)
@@ -154,7 +154,7 @@ class TwoArmEngine(BanditEngineBase):
 
     @torch.no_grad()
     def step(self) -> None:
-        refresh = self.t % self._refresh_host == 0  # (C,) on the host: skips the tensor ops when all agree
+        refresh = self.t % self._refresh_interval_host == 0  # (C,) on the host: skips the tensor ops when all agree
         if refresh.all():
             self.l1_s = self.l1
         elif refresh.any():

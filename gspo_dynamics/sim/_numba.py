@@ -77,7 +77,7 @@ def _expected_drive(p_s, G, coef, log_binom, std_adv, std_eps):
     return total
 
 
-def _run_steps(l1, l1_s, m1, m2, l0, z_ref, q_ref, lr, mom, gain, beta2, adam_eps, is_adam, refresh,
+def _run_steps(l1, l1_s, m1, m2, l0, z_ref, q_ref, lr, mom, gain, beta2, adam_eps, is_adam, refresh_interval,
                lower, upper, kl_coef, coef, log_binom, u, t0, n, expected, G, groups, std_adv, std_eps,
                corrected, kl, any_adam):
     """Advance every run (c, s, p) from step t0 by n steps, in place. A compiled kernel (numba, `_kernel`):
@@ -109,7 +109,7 @@ def _run_steps(l1, l1_s, m1, m2, l0, z_ref, q_ref, lr, mom, gain, beta2, adam_ep
             c[j], s[j], p[j] = r % C, r // C // P, r // C % P
             x[j], x_s[j], zero[j] = l1[c[j], s[j], p[j]], l1_s[c[j], s[j], p[j]], l0[c[j], s[j], p[j]]
             v[j], w[j] = m1[c[j], s[j], p[j]], m2[c[j], s[j], p[j]]
-            phase[j] = t0 % refresh[c[j]]
+            phase[j] = t0 % refresh_interval[c[j]]
             if phase[j] != 0:  # mid-period: the cached functions of z_s, as at its refresh
                 z_s = x_s[j] - zero[j]
                 p_s[j], q0[j] = 1.0 / (1.0 + math.exp(-z_s)), 1.0 / (1.0 + math.exp(z_s))
@@ -130,7 +130,7 @@ def _run_steps(l1, l1_s, m1, m2, l0, z_ref, q_ref, lr, mom, gain, beta2, adam_ep
                     if corrected:
                         ls1_s[j], ls0_s[j] = _log_sigmoids(z_s)
                 phase[j] += 1
-                if phase[j] == refresh[c[j]]:
+                if phase[j] == refresh_interval[c[j]]:
                     phase[j] = 0
                 if expected:
                     drive[j] = fixed[j]
@@ -227,7 +227,7 @@ class NumbaEngine(BanditEngineBase):
 
         self._config_args = (
             per_config(cfg.lr), per_config(cfg.momentum), per_config(cfg.gain), per_config(cfg.beta2),
-            per_config(cfg.adam_eps), per_config(cfg.is_adam), per_config(cfg.refresh),
+            per_config(cfg.adam_eps), per_config(cfg.is_adam), per_config(cfg.refresh_interval),
             1.0 - per_config(cfg.clip_low), 1.0 + per_config(cfg.clip_high), per_config(cfg.kl_coef),
         )
         self._any_adam = cfg.any_adam

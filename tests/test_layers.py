@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     "theory": 1,  # the reduced-order model: numpy/scipy/sympy
     "predict": 2, "objectives": 2, "logs": 2,  # predictions from theory; losses; log readers
     "sim": 3, "fit": 3,  # testbeds; closed-form fits
-    "train": 4, "diagnose": 4,  # the LLM trainer; verdicts on a log
+    "train": 4, "diagnose": 4, "experiments": 4,  # the LLM trainer; verdicts on a log; figure data
     "plots": 5, "integrations": 5, "repro": 5,  # figures; the TRL callback; the claims runner
     "cli": 6,  # the command: parses, calls one library function, prints
 }

@@ -117,3 +117,14 @@ def test_simulate_help_lists_the_sequence_defaults_from_its_config(capsys):
     text = " ".join(capsys.readouterr().out.split())
     defaults = sequence_defaults()
     assert f"lr {defaults['lr']}" in text and f"group_size {defaults['group_size']}" in text
+
+
+def test_the_cli_reads_no_private_argparse_attribute():
+    import re
+    from pathlib import Path
+
+    import gspo_dynamics.cli
+
+    private = re.compile(r"\._(actions|option_string_actions|optionals|positionals|subparsers|defaults|registries)\b")
+    for path in Path(gspo_dynamics.cli.__file__).parent.glob("*.py"):
+        assert not private.search(path.read_text()), f"{path.name} reads a private argparse attribute"

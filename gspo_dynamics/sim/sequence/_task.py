@@ -17,8 +17,6 @@ from typing import Protocol
 
 import torch
 
-from gspo_dynamics._errors import ConfigError
-
 
 class SequenceTask(Protocol):
     """The protocol `PatternMatch`, `CountParity` and `Addition` follow."""

@@ -93,3 +93,12 @@ def test_theory_and_predict_never_import_torch(layer):
 def test_the_known_exceptions_are_still_needed():
     found = {(str(p.relative_to(PACKAGE)), m) for p in SOURCES for m, _ in _imports(p)}
     assert KNOWN_PRIVATE_IMPORTS <= found, "an exception is no longer needed: remove it"
+
+
+def test_the_architecture_note_names_every_layer():
+    note = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    rows = [line for line in note.splitlines() if line.startswith("| ")]
+    for name, rank in LAYERS.items():
+        if name != "__init__":
+            row = next((r for r in rows if f"`{name}" in r.split("|")[2]), "")
+            assert row.startswith(f"| {rank} |"), f"docs/ARCHITECTURE.md does not place {name} in layer {rank}"

@@ -144,7 +144,7 @@ def sequence_task(name: str, *, length: int | None = None, digits: int | None = 
     """A sequence task by name; a knob that the task does not have raises ConfigError.
 
     pattern: PatternMatch(length, min_matches), min_matches default ceil(length / 2)
-    count:   CountParity(length, min_count, parity), defaults 0 and "even"
+    count:   CountParity(length, min_count, parity), min_count and parity default to CountParity's
     addition: Addition(n_digits=digits)
     length defaults to DEFAULT_LENGTH, digits to DEFAULT_DIGITS.
     """
@@ -162,8 +162,8 @@ def sequence_task(name: str, *, length: int | None = None, digits: int | None = 
     if name == "pattern":
         half = (length + 1) // 2 if isinstance(length, int) and not isinstance(length, bool) else None
         return PatternMatch(length=length, min_matches=half if min_matches is None else min_matches)
-    return CountParity(length=length, min_count=0 if min_count is None else min_count,
-                       parity="even" if parity is None else parity)
+    given = {"min_count": min_count, "parity": parity}  # None: CountParity's defaults
+    return CountParity(length=length, **{k: v for k, v in given.items() if v is not None})
 
 
 def sequence_defaults() -> dict[str, Any]:
@@ -172,7 +172,8 @@ def sequence_defaults() -> dict[str, Any]:
     config = {f.name: (f.default_factory() if f.default is dataclasses.MISSING else f.default)
               for f in dataclasses.fields(SequenceRLConfig) if f.name != "objective"}
     config["optimizer"] = config["optimizer"].name
-    return {"task": DEFAULT_TASK, "length": DEFAULT_LENGTH, "digits": DEFAULT_DIGITS, "policy": DEFAULT_POLICY,
+    count = {f.name: f.default for f in dataclasses.fields(CountParity) if f.name in ("min_count", "parity")}
+    return {"task": DEFAULT_TASK, "length": DEFAULT_LENGTH, "digits": DEFAULT_DIGITS, **count, "policy": DEFAULT_POLICY,
             "steps": DEFAULT_SEQUENCE_STEPS, **config}
 
 

@@ -22,7 +22,7 @@ from _results import Claim, parse_mode, record
 
 from gspo_dynamics.sim import simulated_critical_refresh_interval
 from gspo_dynamics.theory import continuous, linear
-from gspo_dynamics.sweeps import load_sweep
+from gspo_dynamics.predict import load_sweep
 from gspo_dynamics.theory.bandit import fixed_point, stiffness_partials
 from gspo_dynamics.theory.nonlinear import critical_refresh_interval_from_start
 

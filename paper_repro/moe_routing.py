@@ -197,6 +197,7 @@ def replay_prediction(runs, stale_T, seeds: int, early: int) -> dict:
 
 
 def main() -> None:
+    """Run the grid, print the table, record the three claims (churn, replay's variance, stability)."""
     args = parse_mode(__doc__.splitlines()[0])
     started = time.perf_counter()
     mode = MODES["quick" if args.quick else "full"]
@@ -205,7 +206,16 @@ def main() -> None:
     grid = [(v, T, s, steps, early) for v in VARIANTS for T in intervals for s in range(seeds)]
     with ProcessPoolExecutor(WORKERS) as pool:
         runs = dict(zip([g[:3] for g in grid], pool.map(one_run, grid)))
+    S = summarise(runs, intervals, seeds, steps, early)
+    cmd = "python paper_repro/moe_routing.py" + (" --quick" if args.quick else "")
+    common = dict(quick=args.quick, started=started, command=cmd, write=not args.no_record)
+    claim_churn(S, intervals, common)
+    claim_replay_variance(runs, S, intervals, seeds, early, common)
+    claim_stability(runs, S, intervals, seeds, common)
 
+
+def summarise(runs: dict, intervals, seeds: int, steps: int, early: int) -> dict:
+    """Per (variant, T): churn (window mean and by j), rewards, clip fraction, stale sigma^2; printed as a table."""
     S = {}
     print(f"PatternMatch(L={LENGTH}, partial credit), TinyMoETransformer (E=4, top-2), Adam lr {LR}, {steps} steps, "
           f"{seeds} seeds")
@@ -233,12 +243,12 @@ def main() -> None:
             print(f"{name(v):13s} {T:2d} {st['churn']:9.4f} {by_j:28s} {st['initial']:9.3f} "
                   f"{st['final'][0]:.3f}+-{st['final'][1]:.3f} {st['mean'][0]:.3f}+-{st['mean'][1]:.3f} "
                   f"{st['clip']:6.3f} {st['sigma2']:13.4g}")
+    return S
 
-    cmd = "python paper_repro/moe_routing.py" + (" --quick" if args.quick else "")
-    common = dict(quick=args.quick, started=started, command=cmd, write=not args.no_record)
-    Tmax, stale_T = intervals[-1], [T for T in intervals if T > 1]
 
-    # churn vs T
+def claim_churn(S: dict, intervals, common: dict) -> None:
+    """Routing churn ~0 at j = 0 and growing with T."""
+    Tmax = intervals[-1]
     j0 = max(S[v, T]["churn_j"][0] for v in VARIANTS for T in intervals)
     grows = all(S[v, a]["churn"] < S[v, b]["churn"] for v in VARIANTS for a, b in zip(intervals, intervals[1:]))
     record(Claim("moe-churn-vs-T",
@@ -250,7 +260,10 @@ def main() -> None:
            + f"; by j at T={Tmax} (grpo/none): " + ", ".join(f"{c:.3f}" for c in S[VARIANTS[0], Tmax]["churn_j"]),
            passed=grows and j0 < CHURN_J0_TOL, **common)
 
-    # how much replay lowers the stale log-ratio variance: measured vs the flip-mixture prediction
+
+def claim_replay_variance(runs: dict, S: dict, intervals, seeds: int, early: int, common: dict) -> None:
+    """How much replay lowers the stale log-ratio variance: measured vs the flip-mixture prediction."""
+    Tmax, stale_T = intervals[-1], [T for T in intervals if T > 1]
     lower = all(S[("grpo", r), T]["sigma2_early"] < S[("grpo", "none"), T]["sigma2_early"] for r in REPLAYS for T in stale_T)
     P = replay_prediction(runs, stale_T, seeds, early)
     t_crit = float(student_t.ppf(0.5 + CONFIDENCE / 2, seeds - 1))
@@ -298,7 +311,10 @@ def main() -> None:
                f"{name(v)}: " + ", ".join(f"{S[v, T]['sigma2']:.4g}" for T in stale_T) for v in VARIANTS),
            passed=all(agree.values()), **common)
 
-    # stability of GRPO without replay at the largest T
+
+def claim_stability(runs: dict, S: dict, intervals, seeds: int, common: dict) -> None:
+    """Is GRPO without replay less stable at the largest T (a null result at this scale)?"""
+    Tmax = intervals[-1]
     base = ("grpo", "none")
     diffs = {v: mean_se([runs[v, Tmax, s]["reward"].mean() - runs[base, Tmax, s]["reward"].mean()
                          for s in range(seeds)]) for v in VARIANTS[1:]}

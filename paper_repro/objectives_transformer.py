@@ -23,7 +23,7 @@ variance sigma^2 of each step (as `simulate.compare_sequence` does):
   * clip fraction, token ratios: log w ~ N(-sigma^2/2, sigma^2), clipped on the side the PPO min acts
     on for the measured advantage-sign shares (CISPO: both sides, sign-blind);
   * clip fraction, sequence ratio (GSPO, eps 3e-4/4e-4, far inside the spread of log s): set by how far
-    log s leans towards the sign of A (`theory.ratio_alignment`, via `ratio_prediction.predicted_ratio_metrics`).
+    log s leans towards the sign of A (`theory.ratio_alignment`, via `predict.predicted_ratio_metrics`).
     The importance-sampling identity E_s[(pi_j/pi_s - 1)(r - R_s)] = R_j - R_s with pi_j/pi_s = s^L gives,
     to first order, L Cov(log s, r) = Delta R_j, the reward gained since the refresh; a two-point law of
     r - r_bar at the measured sign shares turns it into shifts m+- = M sqrt(q-+/q+-), M = Delta R_j
@@ -80,7 +80,7 @@ import torch
 from _results import Claim, mean_se, parse_mode, record
 
 from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, run_sequence_rl
-from gspo_dynamics.ratio_prediction import SEQUENCE_RATIO, predicted_ratio_metrics  # what compare_sequence prints
+from gspo_dynamics.predict import SEQUENCE_RATIO, predicted_ratio_metrics  # what compare_sequence prints
 from gspo_dynamics.theory.ratio_stability import correction_share
 from gspo_dynamics.theory.ratios import ratio_statistics
 
@@ -136,6 +136,7 @@ def one_run(args: tuple[str, int, int, int]) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
+    """Run the grid, print the table, record the claims (clip fractions, T-robustness, gradient noise)."""
     args = parse_mode(__doc__.splitlines()[0])
     started = time.perf_counter()
     mode = MODES["quick" if args.quick else "full"]
@@ -143,51 +144,65 @@ def main() -> None:
     grid = [(o, T, s, steps) for o in OBJECTIVES for T in intervals for s in range(seeds)]
     with ProcessPoolExecutor(WORKERS) as pool:
         runs = dict(zip([g[:3] for g in grid], pool.map(one_run, grid)))
+    summary = summarise(runs, intervals, seeds, steps)
+    cmd = "python paper_repro/objectives_transformer.py" + (" --quick" if args.quick else "")
+    common = dict(quick=args.quick, started=started, command=cmd, write=not args.no_record)
+    claim_clip_fractions(summary, intervals, common)
+    claim_robustness(runs, summary, intervals, seeds, steps, common)
+    claim_gradient_noise(summary, intervals, common)
 
-    summary = {}  # (objective, T) -> statistics over seeds
+
+def summarise(runs: dict, intervals, seeds: int, steps: int) -> dict:
+    """(objective, T) -> statistics over seeds (`seed_statistics`), printed as a table."""
+    summary = {}
     print(f"PatternMatch(L={LENGTH}, partial credit), TinyTransformer, Adam lr {LR}, {steps} steps, {seeds} seeds")
     print(f"{'objective':9s} {'T':>2s} {'final R':>14s} {'mean R':>14s} {'clip meas':>9s} {'clip pred':>9s} "
           f"{'sigma^2':>8s} {'E[r^2] m/p':>13s} {'g2 ratio':>8s} {'kept2 p':>7s} {'exc m/p':>7s} {'plug-in':>7s} "
           f"{'centred':>7s} {'j=1 m/p':>11s} {'j=T-1 m/p':>11s}")
     for o in OBJECTIVES:
         for T in intervals:
-            rs = [runs[o, T, s] for s in range(seeds)]
-            w = max(T, int(math.ceil(FINAL_FRACTION * steps)))
-            final = mean_se([r["reward"][-w:].mean() for r in rs])
-            mean = mean_se([r["reward"].mean() for r in rs])
-            stale = [r["j"] > 0 for r in rs]
-            st = {"final": final, "mean": mean}
-            if T > 1:
-                st["clip"] = float(np.mean([np.nanmean(r["clip"]) for r in rs]))
-                st["clip_pred"] = float(np.mean([np.nanmean(r["clip_pred"]) for r in rs]))
-                st["clip_centred"] = float(np.mean([np.nanmean(r["clip_centred"]) for r in rs]))
-                for j in (1, T - 1):  # the window's profile: first and last stale position
-                    st[f"clip_j{j}"] = float(np.mean([np.nanmean(r["clip"][r["j"] == j]) for r in rs]))
-                    st[f"pred_j{j}"] = float(np.mean([np.nanmean(r["clip_pred"][r["j"] == j]) for r in rs]))
-                st["clip_stale"] = float(np.mean([np.nanmean(r["clip"][k]) for r, k in zip(rs, stale)]))
-                st["sigma2"] = float(np.mean([np.nanmean(r["sigma2"][k]) for r, k in zip(rs, stale)]))
-                st["rho2"] = float(np.mean([np.nanmean(r["rho2"][k]) for r, k in zip(rs, stale)]))
-                st["rho2_pred"] = float(np.mean([np.nanmean(r["rho2_pred"][k]) for r, k in zip(rs, stale)]))
-                st["kept2_pred"] = float(np.mean([np.nanmean(r["kept2_pred"][k]) for r, k in zip(rs, stale)]))
-                for key, name in (("excess", "rho2_med"), ("plugin_excess", "rho2_med_plugin")):
-                    ratio = [r[key][k] / (r["rho2_pred"][k] - 1) for r, k in zip(rs, stale)]
-                    st[name] = float(np.median(np.concatenate(ratio)))
-                st["grad2_ratio"] = float(np.mean([np.nanmean(r["grad2"][k]) / np.nanmean(r["grad2"][~k])
-                                                   for r, k in zip(rs, stale)]))
-            summary[o, T] = st
+            st = summary[o, T] = seed_statistics([runs[o, T, s] for s in range(seeds)], T, steps)
+            final, mean = st["final"], st["mean"]
             f = lambda k: f"{st[k]:.3g}" if k in st else "-"  # noqa: E731
             print(f"{o:9s} {T:2d} {final[0]:.3f}+-{final[1]:.3f}  {mean[0]:.3f}+-{mean[1]:.3f} {f('clip'):>9s} "
                   f"{f('clip_pred'):>9s} {f('sigma2'):>8s} {f('rho2'):>6s}/{f('rho2_pred'):<6s} {f('grad2_ratio'):>8s} "
                   f"{f('kept2_pred'):>7s} {f('rho2_med'):>7s} {f('rho2_med_plugin'):>7s} {f('clip_centred'):>7s} "
                   f"{f('clip_j1'):>5s}/{f('pred_j1'):<5s} {f(f'clip_j{T - 1}'):>5s}/{f(f'pred_j{T - 1}'):<5s}")
+    return summary
 
-    cmd = "python paper_repro/objectives_transformer.py" + (" --quick" if args.quick else "")
-    stale_T = [T for T in intervals if T > 1]
-    Tmax = intervals[-1]
-    common = dict(quick=args.quick, started=started, command=cmd, write=not args.no_record)
 
-    # (a) clip fractions per family
-    # token: the lognormal at the measured sigma^2; sequence: the reward-aligned law (theory.ratio_alignment)
+def seed_statistics(rs: list, T: int, steps: int) -> dict:
+    """Rewards (final window, whole run); at T > 1 clip fractions measured and predicted (window
+    mean, by position j, at stale steps), sigma^2, the ratio's second moment and the gradient's."""
+    w = max(T, int(math.ceil(FINAL_FRACTION * steps)))
+    final = mean_se([r["reward"][-w:].mean() for r in rs])
+    mean = mean_se([r["reward"].mean() for r in rs])
+    stale = [r["j"] > 0 for r in rs]
+    st = {"final": final, "mean": mean}
+    if T > 1:
+        st["clip"] = float(np.mean([np.nanmean(r["clip"]) for r in rs]))
+        st["clip_pred"] = float(np.mean([np.nanmean(r["clip_pred"]) for r in rs]))
+        st["clip_centred"] = float(np.mean([np.nanmean(r["clip_centred"]) for r in rs]))
+        for j in (1, T - 1):  # the window's profile: first and last stale position
+            st[f"clip_j{j}"] = float(np.mean([np.nanmean(r["clip"][r["j"] == j]) for r in rs]))
+            st[f"pred_j{j}"] = float(np.mean([np.nanmean(r["clip_pred"][r["j"] == j]) for r in rs]))
+        st["clip_stale"] = float(np.mean([np.nanmean(r["clip"][k]) for r, k in zip(rs, stale)]))
+        st["sigma2"] = float(np.mean([np.nanmean(r["sigma2"][k]) for r, k in zip(rs, stale)]))
+        st["rho2"] = float(np.mean([np.nanmean(r["rho2"][k]) for r, k in zip(rs, stale)]))
+        st["rho2_pred"] = float(np.mean([np.nanmean(r["rho2_pred"][k]) for r, k in zip(rs, stale)]))
+        st["kept2_pred"] = float(np.mean([np.nanmean(r["kept2_pred"][k]) for r, k in zip(rs, stale)]))
+        for key, name in (("excess", "rho2_med"), ("plugin_excess", "rho2_med_plugin")):
+            ratio = [r[key][k] / (r["rho2_pred"][k] - 1) for r, k in zip(rs, stale)]
+            st[name] = float(np.median(np.concatenate(ratio)))
+        st["grad2_ratio"] = float(np.mean([np.nanmean(r["grad2"][k]) / np.nanmean(r["grad2"][~k])
+                                           for r, k in zip(rs, stale)]))
+    return st
+
+
+def claim_clip_fractions(summary: dict, intervals, common: dict) -> None:
+    """(a) Clip fractions per family. Token: the lognormal at the measured sigma^2; sequence: the
+    reward-aligned law (theory.ratio_alignment)."""
+    stale_T, Tmax = [T for T in intervals if T > 1], intervals[-1]
     laws = {"token": "token-ratio lognormal prediction at the measured log-ratio variances",
             "sequence": "reward-aligned law (log s leans towards the sign of A: L Cov(log s, r) = Delta R_j, Delta R_j "
                         "from the reward curve's smoothed slope, spread over the window as Adam's first moment carries the "
@@ -212,8 +227,11 @@ def main() -> None:
                + f" (worst {worst[0]} T={worst[1]}: {gaps[worst]:+.3f})" + measured_profile,
                passed=abs(gaps[worst]) <= CLIP_TOL, **common)
 
-    # (b) refresh-interval robustness: token objectives keep their reward, GSPO's falls the most
-    # paired by seed: at a seed every (objective, T) starts from the same network
+
+def claim_robustness(runs: dict, summary: dict, intervals, seeds: int, steps: int, common: dict) -> None:
+    """(b) Refresh-interval robustness: token objectives keep their reward, GSPO's falls the most;
+    paired by seed: at a seed every (objective, T) starts from the same network."""
+    Tmax = intervals[-1]
     drops = {o: mean_se([runs[o, 1, s]["reward"].mean() - runs[o, Tmax, s]["reward"].mean() for s in range(seeds)])
              for o in OBJECTIVES}
     # The reward logged at step t is that of the rollout drawn j(t) steps earlier: even with the
@@ -243,8 +261,11 @@ def main() -> None:
            + " (T=1: " + ", ".join(f"{o} {summary[o, 1]['final'][0]:.3f}" for o in OBJECTIVES) + ")",
            passed=token_ok and gspo_worst, **common)
 
-    # gradient noise: the ratio's second moment at stale positions, per step (median over steps:
-    # a mean of exponentials of a fluctuating sigma^2 is ruled by its rare large steps)
+
+def claim_gradient_noise(summary: dict, intervals, common: dict) -> None:
+    """Gradient noise: the ratio's second moment at stale positions, per step (median over steps: a
+    mean of exponentials of a fluctuating sigma^2 is ruled by its rare large steps)."""
+    Tmax = intervals[-1]
     rel = {o: summary[o, Tmax]["rho2_med"] - 1 for o in OBJECTIVES}
     ok = all(abs(r) <= NOISE_TOL for r in rel.values())
     record(Claim("transformer-grad-noise",

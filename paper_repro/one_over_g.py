@@ -23,7 +23,7 @@ import numpy as np
 from _results import Claim, parse_mode, record
 
 from gspo_dynamics.sim import BanditTask, simulate
-from gspo_dynamics.sweeps import load_sweep
+from gspo_dynamics.predict import load_sweep
 from gspo_dynamics.theory.fluctuations import stationary_reward_variance
 from gspo_dynamics.theory.nonlinear import expected_trajectory
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start: set everything up, then run the toolkit's main jobs on bundled defaults and data:
-# a prediction for a bandit configuration, a short simulation that checks a prediction, a short
-# GRPO/GSPO run of the built-in trainer and the diagnosis of its log (figure in out/), and, only
+# a prediction for a TRL config (examples/) and for a bandit configuration, a short simulation that
+# checks a prediction, a short GRPO/GSPO run of the built-in trainer, the forecast from its config
+# and its first 60 steps (a pilot), and the diagnosis of its log (figures in out/), and, only
 # where the real logs of other people's runs sit beside the checkout (../shared/data/real_logs or
 # $GSPO_DYNAMICS_REAL_LOGS; never shipped here), the diagnosis of one of them too.
 set -euo pipefail
@@ -9,7 +10,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=$(bash "$root/scripts/setup.sh")
 bin=$(dirname "$py")
 
-echo "== gspo-dynamics predict: SGD momentum 0.9, lr 2, beta 0.5, refresh interval 4 =="
+echo "== gspo-dynamics predict: what a TRL GRPOConfig alone says (examples/trl_grpo_config.yaml) =="
+"$bin/gspo-dynamics" predict --config "$root/examples/trl_grpo_config.yaml"
+echo
+echo "== gspo-dynamics predict --testbed bandit: SGD momentum 0.9, lr 2, beta 0.5, refresh interval 4 =="
 "$bin/gspo-dynamics" predict --testbed bandit --kl 0.5 --ref-logit -1.0 --advantage mean --optimizer sgd \
     --momentum 0.9 --lr 2.0 --refresh-interval 4 --correction none
 echo
@@ -24,6 +28,10 @@ mkdir -p "$root/out"
 rm -rf "$root/out/quickstart_run"
 "$bin/gspo-dynamics" train --task pattern --model 100k --objective gspo --steps 150 --no-progress \
     --out "$root/out/quickstart_run"
+echo
+echo "== gspo-dynamics predict: that run's config and its first 60 steps as a pilot, map in out/predict_map.png =="
+"$bin/gspo-dynamics" predict --config "$root/out/quickstart_run/config.json" \
+    --pilot "$root/out/quickstart_run/trainer_state.json" --pilot-steps 60 --plot "$root/out/predict_map.png"
 echo
 echo "== gspo-dynamics diagnose: that run's TRL-style log, figure in out/diagnose.png =="
 "$bin/gspo-dynamics" diagnose "$root/out/quickstart_run/trainer_state.json" --plot "$root/out/diagnose.png"

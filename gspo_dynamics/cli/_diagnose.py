@@ -17,7 +17,7 @@ import sys
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import STANDARD_NAMES
-from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS
+from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, Adam
 
 EPILOG = (
     "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
@@ -53,9 +53,9 @@ def register(sub) -> None:
     g.add_argument("--lr", type=float, help="learning rate eta")
     g.add_argument("--optimizer", choices=("sgd", "adam"), help="sgd (heavy-ball) or adam (default with --lr: adam)")
     g.add_argument("--momentum", type=float, help="heavy-ball momentum mu for sgd")
-    g.add_argument("--beta1", type=float, help="Adam beta1 (default 0.9)")
-    g.add_argument("--beta2", type=float, help="Adam beta2 (default 0.999)")
-    g.add_argument("--adam-eps", type=float, help="Adam epsilon (default 1e-8)")
+    g.add_argument("--beta1", type=float, help=f"Adam beta1 (default {Adam().beta1:g})")
+    g.add_argument("--beta2", type=float, help=f"Adam beta2 (default {Adam().beta2:g})")
+    g.add_argument("--adam-eps", type=float, help=f"Adam epsilon (default {Adam().eps:g})")
     g.add_argument("--refresh-interval", "-T", type=int,
                    help="optimizer steps between refreshes of the sampling policy (TRL: steps_per_generation x num_iterations)")
     g.add_argument("--group-size", "-G", type=int, help="responses per prompt G (TRL: num_generations)")
@@ -70,8 +70,8 @@ def register(sub) -> None:
 
 def hyperparams_from_flags(args: argparse.Namespace):
     """(Hyperparams or None, notes) from --config and the hyperparameter flags (flags override the file)."""
-    from gspo_dynamics.integrations.configs import read_run_config
-    from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
+    from gspo_dynamics.predict import read_run_config
+    from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 
     notes: list[str] = []
     base = None

@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
-    from gspo_dynamics.figures import FIGURES, build
+    from gspo_dynamics.plots.registry import FIGURES, build
 
     if args.list:
         width = max(map(len, FIGURES))

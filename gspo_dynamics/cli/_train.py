@@ -16,43 +16,43 @@ import json
 import sys
 
 # flag -> (TrainConfig field, type, help); every flag defaults to None ("not given": the config
-# file's value, else the TrainConfig default)
+# file's value, else the TrainConfig default, which `--help` lists from the dataclass)
 _FLAGS: tuple[tuple[str, str, type, str], ...] = (
     ("--task", "task", str, "a task of gspo_dynamics.train.tasks.TASKS"),
     ("--model", "model", str, "a model preset (100k, 1m, 10m, 100m, 1b), a JSON file of ModelConfig fields, or hf:DIR (local HF model)"),
     ("--hf-backend", "hf_backend", str,
      "hf:DIR only: auto (built-in model when the architecture is supported, else transformers') | native | wrapper"),
     ("--objective", "objective", str, "a loss of the registry: pg, grpo, dr_grpo, dapo, cispo, gspo, gspo_token"),
-    ("--steps", "steps", int, "optimizer steps (default: 100)"),
-    ("--seed", "seed", int, "random seed (default: 0)"),
-    ("--group-size", "group_size", int, "G, responses per prompt (default: 8)"),
-    ("--prompts-per-step", "prompts_per_step", int, "N, prompts per optimizer step over all processes (default: 4)"),
-    ("--steps-per-generation", "steps_per_generation", int, "minibatches per rollout (TRL; default: 1)"),
-    ("--num-iterations", "num_iterations", int, "passes over each rollout (TRL; default: 1)"),
+    ("--steps", "steps", int, "optimizer steps"),
+    ("--seed", "seed", int, "random seed"),
+    ("--group-size", "group_size", int, "G, responses per prompt"),
+    ("--prompts-per-step", "prompts_per_step", int, "N, prompts per optimizer step over all processes"),
+    ("--steps-per-generation", "steps_per_generation", int, "minibatches per rollout (TRL)"),
+    ("--num-iterations", "num_iterations", int, "passes over each rollout (TRL)"),
     ("--rollout-chunks", "rollout_chunks", int, "generation RNG streams per rollout (default: the number of processes)"),
     ("--clip-low", "clip_low", float, "eps_low (default: the objective's)"),
     ("--clip-high", "clip_high", float, "eps_high (default: the objective's)"),
     ("--advantage-scale", "advantage_scale", str, "group | none | batch (default: the objective's)"),
-    ("--kl", "kl_coef", float, "beta, weight of the k3 KL to the reference model (default: 0)"),
-    ("--load-balance", "load_balance_coef", float, "MoE: weight of the router load-balance loss (default: 0)"),
-    ("--optimizer", "optimizer", str, "adamw | sgd (default: adamw)"),
-    ("--lr", "lr", float, "learning rate (default: 1e-3)"),
-    ("--lr-schedule", "lr_schedule", str, "constant | linear (default: constant)"),
-    ("--momentum", "momentum", float, "sgd momentum (default: 0)"),
-    ("--beta1", "beta1", float, "AdamW beta1 (default: 0.9)"),
-    ("--beta2", "beta2", float, "AdamW beta2 (default: 0.999)"),
-    ("--weight-decay", "weight_decay", float, "weight decay (default: 0)"),
-    ("--max-grad-norm", "max_grad_norm", float, "gradient clipping norm (default: 1.0)"),
-    ("--temperature", "temperature", float, "sampling temperature (default: 1)"),
-    ("--top-p", "top_p", float, "nucleus sampling mass (default: 1)"),
+    ("--kl", "kl_coef", float, "beta, weight of the k3 KL to the reference model"),
+    ("--load-balance", "load_balance_coef", float, "MoE: weight of the router load-balance loss"),
+    ("--optimizer", "optimizer", str, "adamw | sgd"),
+    ("--lr", "lr", float, "learning rate"),
+    ("--lr-schedule", "lr_schedule", str, "constant | linear"),
+    ("--momentum", "momentum", float, "sgd momentum"),
+    ("--beta1", "beta1", float, "AdamW beta1"),
+    ("--beta2", "beta2", float, "AdamW beta2"),
+    ("--weight-decay", "weight_decay", float, "weight decay"),
+    ("--max-grad-norm", "max_grad_norm", float, "gradient clipping norm"),
+    ("--temperature", "temperature", float, "sampling temperature"),
+    ("--top-p", "top_p", float, "nucleus sampling mass"),
     ("--max-new-tokens", "max_new_tokens", int, "completion budget (default: the task's)"),
-    ("--routing-replay", "routing_replay", str, "MoE: none | experts (default: none)"),
-    ("--warmup-steps", "warmup_steps", int, "supervised cold-start steps (default: 50)"),
-    ("--warmup-lr", "warmup_lr", float, "cold-start learning rate (default: 3e-3)"),
-    ("--device", "device", str, "auto | cpu | cuda | cuda:N (default: auto)"),
-    ("--precision", "precision", str, "auto (bf16 autocast on CUDA) | fp32 | bf16 (default: auto)"),
+    ("--routing-replay", "routing_replay", str, "MoE: none | experts"),
+    ("--warmup-steps", "warmup_steps", int, "supervised cold-start steps"),
+    ("--warmup-lr", "warmup_lr", float, "cold-start learning rate"),
+    ("--device", "device", str, "auto | cpu | cuda | cuda:N"),
+    ("--precision", "precision", str, "auto (bf16 autocast on CUDA) | fp32 | bf16"),
     ("--checkpoint-every", "checkpoint_every", int,
-     "optimizer steps between checkpoints, a multiple of the refresh interval (default: 0, at the end only)"),
+     "optimizer steps between checkpoints, a multiple of the refresh interval (0: at the end only)"),
 )
 
 
@@ -67,7 +67,7 @@ def _json_table(text: str) -> dict:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("train", help="train a causal LM with GRPO/GSPO and write TRL-style logs")
+    p = sub.add_parser("train", help="train a causal LM with GRPO/GSPO and write TRL-style logs", epilog_from=_epilog)
     p.add_argument("--out", required=True, help="run directory: metrics.jsonl, trainer_state.json, checkpoint.pt")
     p.add_argument("--config", help="a JSON or TOML file of TrainConfig settings (flags override it)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
@@ -82,6 +82,17 @@ def register(sub) -> None:
     for flag, dest, kind, text in _FLAGS:
         g.add_argument(flag, dest=dest, type=kind, default=None, help=text)
     p.set_defaults(run=_cmd_train)
+
+
+def _epilog() -> str:
+    """The TrainConfig defaults of the flags (imported when help is shown: it imports torch)."""
+    import dataclasses
+
+    from gspo_dynamics.train.config import TrainConfig
+
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig) if f.default is not dataclasses.MISSING}
+    shown = ", ".join(f"{flag} {fields[dest]}" for flag, dest, _, _ in _FLAGS if fields.get(dest) is not None)
+    return f"Defaults of the flags left out (gspo_dynamics.train.config.TrainConfig): {shown}."
 
 
 def _cmd_train(args: argparse.Namespace) -> int:

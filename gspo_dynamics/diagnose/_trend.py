@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence
-from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT
+from gspo_dynamics.fit import EXTRAPOLATION_LIMIT
 
 
 WINDOW_FRACTION = 0.25  # early/late windows: a quarter of the run each, long enough to average noise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from gspo_dynamics.fit._trajectory import _plain
+from gspo_dynamics._plain import plain as _plain
 
 # Symptom modes: what the reward curve does. Exactly one of them describes every analysed run.
 TREND_MODES: tuple[str, ...] = ("healthy_saturation", "still_rising", "stalled", "noise_dominated")

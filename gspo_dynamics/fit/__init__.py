@@ -3,17 +3,21 @@
     fit = fit_trajectory(steps, reward)      # model selection, regime, stderr, inertia, oscillation
     imp = implications(fit, hparams, reward_range=(0, 1))   # curvature, damping margin, safe refresh
                                              # interval, plateau (no threshold at a bound plateau)
+    forecast = pilot_forecast(read_run_config("grpo.yaml"), "pilot/trainer_state.json")   # a config + a pilot
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
-from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
+from gspo_dynamics.fit._pilot import PilotForecast, load_pilot, pilot_forecast
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
+    "EXTRAPOLATION_LIMIT",
     "Estimate",
     "FitResult",
     "Implications",
+    "PilotForecast",
     "TrajectoryFit",
     "check_reward_range",
     "fit_exponential",
@@ -21,5 +25,7 @@ __all__ = [
     "fit_oscillator",
     "fit_trajectory",
     "implications",
+    "load_pilot",
     "periodic_component",
+    "pilot_forecast",
 ]

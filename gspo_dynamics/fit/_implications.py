@@ -57,7 +57,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, _partial, _plain
+from gspo_dynamics._plain import plain
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, _partial
 from gspo_dynamics.theory import continuous, linear
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 from gspo_dynamics.theory.trajectory import curvature_from_timescale
@@ -118,7 +119,7 @@ class Implications:
             if isinstance(value, Estimate):
                 value = {"value": value.value, "stderr": value.stderr}
             out[name] = value
-        return _plain(out)
+        return plain(out)
 
 
 def _critical_t(kappa: float, mu: float) -> tuple[int | None, int | None]:
@@ -177,37 +178,73 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
 
     reward_range: (lo, hi), the least and greatest reward the task can give ((0, 1) for a binary
     reward), or None (not known: the interior-plateau premise is not checked).
+
+    Steps: what the curve alone gives (`_curve_facts`); with hyperparameters, the linear-regime check
+    at T = 1 (`_check_linear_regime`), the stiffness (`_stiffness`), the damping margin
+    (`_damping_margin`) and the refresh-interval thresholds (`_thresholds`).
     """
     if not isinstance(fit, TrajectoryFit):
         raise TypeError(f"expected a TrajectoryFit, got {type(fit).__name__}")
     if hparams is not None and not isinstance(hparams, Hyperparams):
         raise ConfigError(f"hparams must be a Hyperparams or None, got {type(hparams).__name__}")
     check_reward_range(reward_range)
+    notes: list[str] = []
+    out = _curve_facts(fit, reward_range, notes)
+    if hparams is None:
+        notes.append("no hyperparameters given: curvature, damping margin and the safe refresh interval need them")
+        return Implications(**out, notes=notes)
+    mu, T = hparams.momentum, hparams.refresh_interval
+    if T == 1:
+        out["linear_regime"] = _check_linear_regime(out["decay_rate"], mu, notes)
+    kappa, kappa_se, measured = _stiffness(fit, mu, T, notes)
+    out["refresh_interval"] = T
+    if kappa is None or not kappa > 0:
+        return Implications(**out, notes=notes)
+    lr_nominal = hparams.lr if isinstance(hparams.optimizer, SGD) else hparams.lr * (1.0 - mu)
+    if not isinstance(hparams.optimizer, SGD):
+        notes.append("Adam: the curvature scale is per unit of lr (1 - beta1) and absorbs 1/sqrt(second moment)")
+    out["stiffness_per_step"] = Estimate(kappa, kappa_se)
+    out["curvature_scale"] = Estimate(kappa / lr_nominal, None if kappa_se is None else kappa_se / lr_nominal)
+    out["damping_margin_source"] = "measured" if measured else "predicted"
+    out["damping_margin"] = _damping_margin(fit, kappa, kappa_se, mu, T, measured, notes)
+    if out.get("interior_plateau") is False:
+        lo, hi = reward_range
+        notes.append(f"the plateau {fit.params['r_inf']:.4g} is the reward's bound ({lo:g} or {hi:g}): saturation, "
+                     "not a fixed point with a restoring force; every stale drive points toward the bound, so no "
+                     "refresh interval is unstable in the reduced model (no threshold given)")
+        return Implications(**out, notes=notes)
+    out.update(_thresholds(kappa, kappa_se, out["damping_margin"], mu, T, measured, notes))
+    notes.append(f"stale fraction of the curvature assumed {STALE_FRACTION:g} (all forces stale: the safe side)")
+    return Implications(**out, notes=notes)
+
+
+def _delta_stderr(fit: TrajectoryFit, f) -> float | None:
+    """se of f(params) by the delta method, None where a gradient or the covariance is not finite
+    (an inf covariance: a parameter not identified)."""
+    grad = np.array([_partial(f, fit.params, n) for n in fit.fitted])
+    ok = np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov))
+    var = float(grad @ fit.cov @ grad) if ok else math.nan
+    return math.sqrt(var) if var >= 0 else None
+
+
+def _curve_facts(fit: TrajectoryFit, reward_range, notes: list[str]) -> dict:
+    """What the curve alone gives: plateau, time to it, the rise left, damping ratio, decay rate;
+    with a reward range, whether the plateau is interior; a note on an extrapolated plateau."""
     q, se = fit.params, fit.stderr
     t_p, t_p_se = fit.time_to_plateau()
-    last = float(fit.predict(fit.t_end))
-    remaining = q["r_inf"] - last
-    # se of R_inf - R(t_end) by the delta method
-    names = fit.fitted
+    remaining = q["r_inf"] - float(fit.predict(fit.t_end))
 
-    def _rem(p):
+    def rise_left(p):
         return p["r_inf"] - float(TrajectoryFit.predict(_with(fit, p), fit.t_end))
 
-    grad = np.array([_partial(_rem, q, n) for n in names])
-    ok = np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov))  # inf cov: a parameter not identified
-    var = float(grad @ fit.cov @ grad) if ok else math.nan
-    notes: list[str] = []
     out = dict(
         plateau=Estimate(q["r_inf"], se["r_inf"]),
         time_to_plateau=Estimate(t_p, t_p_se),
         plateau_reached=bool(t_p <= fit.t_end),
-        remaining_rise=Estimate(remaining, math.sqrt(var) if var >= 0 else None),
+        remaining_rise=Estimate(remaining, _delta_stderr(fit, rise_left)),
         damping_ratio=Estimate(fit.damping_ratio, fit.damping_ratio_stderr) if fit.model == "oscillator" else None,
     )
-    rate = _decay_rate(fit.model, q)
-    grad = np.array([_partial(lambda p: _decay_rate(fit.model, p), q, n) for n in names])
-    rate_var = float(grad @ fit.cov @ grad) if np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov)) else math.nan
-    out["decay_rate"] = Estimate(rate, math.sqrt(rate_var) if rate_var >= 0 else None)
+    out["decay_rate"] = Estimate(_decay_rate(fit.model, q), _delta_stderr(fit, lambda p: _decay_rate(fit.model, p)))
     if reward_range is not None:
         out["interior_plateau"] = _interior_plateau(fit, reward_range)
         if out["interior_plateau"] is None:
@@ -217,68 +254,62 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
         lo, hi = fit.r_range
         notes.append(f"the fitted plateau {q['r_inf']:.4g} lies outside the observed rewards [{lo:.4g}, {hi:.4g}] "
                      f"by {fit.plateau_extrapolation:.2g} x their range: an extrapolation, not a measurement")
-    if hparams is None:
-        notes.append("no hyperparameters given: curvature, damping margin and the safe refresh interval need them")
-        return Implications(**out, notes=notes)
+    return out
 
-    mu, T = hparams.momentum, hparams.refresh_interval
+
+def _check_linear_regime(decay: Estimate, mu: float, notes: list[str]) -> bool:
+    """On-policy (T = 1): False when the curve relaxes faster than linear heavy-ball can."""
+    r_max = -math.log(mu) / 2.0 if mu > 0.0 else math.inf
+    r_se = decay.stderr
+    linear_regime = not decay.value - Z_MEASURED * (r_se if r_se is not None and math.isfinite(r_se) else 0.0) > r_max
+    if not linear_regime:
+        notes.append(f"the curve relaxes at {decay} per step, faster than a linear heavy-ball run with "
+                     f"mu = {mu:g} can (rho(M(1)) >= sqrt(mu): at most {r_max:.3g} per step, tau >= {1 / r_max:.3g}): "
+                     "it is outside the optimizer's linear regime (for Adam: normalised steps, the bias-corrected "
+                     "start), and the thresholds below extrapolate a model the curve does not follow")
+    return linear_regime
+
+
+def _stiffness(fit: TrajectoryFit, mu: float, T: int, notes: list[str]) -> tuple[float | None, float | None, bool]:
+    """(kappa, se, measured): the per-step stiffness, measured by the oscillator fit (m = 1, so
+    kappa = m k with m = (1 + mu) / 2) or inferred from the exponential's time scale."""
+    q, se = fit.params, fit.stderr
+    if fit.model == "oscillator":  # the fit's m = 1 oscillator carries c and k
+        m = (1.0 + mu) / 2.0
+        return m * q["stiffness"], m * se["stiffness"], True
+    try:
+        kappa = _kappa_from_tau(q["tau"], mu, T)
+        return kappa, _delta_stderr(fit, lambda p: _kappa_from_tau(p["tau"], mu, T)), False
+    except ConfigError as exc:
+        notes.append(f"the fitted time scale does not match these hyperparameters: {exc}")
+        return None, None, False
+
+
+def _damping_margin(fit: TrajectoryFit, kappa: float, kappa_se: float | None, mu: float, T: int, measured: bool,
+                    notes: list[str]) -> Estimate:
+    """The damping margin: measured (c of the oscillator fit) or predicted by the rule at kappa; a
+    note when the measured one disagrees with the rule."""
     m = (1.0 + mu) / 2.0
-    if T == 1:
-        r_max = -math.log(mu) / 2.0 if mu > 0.0 else math.inf
-        r_se = out["decay_rate"].stderr
-        out["linear_regime"] = not rate - Z_MEASURED * (r_se if r_se is not None and math.isfinite(r_se) else 0.0) > r_max
-        if not out["linear_regime"]:
-            notes.append(f"the curve relaxes at {out['decay_rate']} per step, faster than a linear heavy-ball run with "
-                         f"mu = {mu:g} can (rho(M(1)) >= sqrt(mu): at most {r_max:.3g} per step, tau >= {1 / r_max:.3g}): "
-                         "it is outside the optimizer's linear regime (for Adam: normalised steps, the bias-corrected "
-                         "start), and the thresholds below extrapolate a model the curve does not follow")
-    kappa = kappa_se = None
-    measured = fit.model == "oscillator"  # the fit's m = 1 oscillator carries c and k
-    if measured:
-        kappa, kappa_se = m * q["stiffness"], m * se["stiffness"]
-    else:
-        tau_of = lambda p: p["tau"]  # noqa: E731
-        try:
-            tau = tau_of(q)
-            kappa = _kappa_from_tau(tau, mu, T)
-            grad = np.array([_partial(lambda p: _kappa_from_tau(tau_of(p), mu, T), q, n) for n in names])
-            ok_k = np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov))
-            kappa_var = float(grad @ fit.cov @ grad) if ok_k else math.nan
-            kappa_se = math.sqrt(kappa_var) if kappa_var >= 0 else None
-        except ConfigError as exc:
-            notes.append(f"the fitted time scale does not match these hyperparameters: {exc}")
-    out["refresh_interval"] = T
-    if kappa is None or not kappa > 0:
-        return Implications(**out, notes=notes)
-    lr_nominal = hparams.lr if isinstance(hparams.optimizer, SGD) else hparams.lr * (1.0 - mu)
-    if not isinstance(hparams.optimizer, SGD):
-        notes.append("Adam: the curvature scale is per unit of lr (1 - beta1) and absorbs 1/sqrt(second moment)")
-    out["stiffness_per_step"] = Estimate(kappa, kappa_se)
-    out["curvature_scale"] = Estimate(kappa / lr_nominal, None if kappa_se is None else kappa_se / lr_nominal)
-    if measured:
-        margin = m * q["damping"] / (1.0 - mu)
-        margin_se = m * se["damping"] / (1.0 - mu)
-        out["damping_margin_source"] = "measured"
-    else:
-        slope = STALE_FRACTION * (T - 1) / (2.0 * (1.0 - mu))
-        margin = 1.0 - kappa * slope
-        margin_se = None if kappa_se is None else kappa_se * slope
-        out["damping_margin_source"] = "predicted"
-    out["damping_margin"] = Estimate(margin, margin_se)
+    slope = STALE_FRACTION * (T - 1) / (2.0 * (1.0 - mu))
+    if not measured:
+        return Estimate(1.0 - kappa * slope, None if kappa_se is None else kappa_se * slope)
+    margin = m * fit.params["damping"] / (1.0 - mu)
+    margin_se = m * fit.stderr["damping"] / (1.0 - mu)
     rule = 1.0 - kappa * STALE_FRACTION * (T - 1) / (2.0 * (1.0 - mu))  # what the rule gives at this kappa
-    if measured and margin_se is not None and abs(margin - rule) > Z_MEASURED * margin_se:
+    if margin_se is not None and abs(margin - rule) > Z_MEASURED * margin_se:
         notes.append(f"the measured damping margin {margin:.3g} +- {margin_se:.2g} disagrees with the rule's {rule:.3g} "
                      f"for these hyperparameters (T = {T}, mu = {mu:g}): the fitted inertia is not only the optimizer's "
                      "(e.g. averaged rows, a curvature that changes along the run); stability follows the exact theory")
-    if out.get("interior_plateau") is False:
-        lo, hi = reward_range
-        notes.append(f"the plateau {q['r_inf']:.4g} is the reward's bound ({lo:g} or {hi:g}): saturation, not a fixed "
-                     "point with a restoring force; every stale drive points toward the bound, so no refresh interval "
-                     "is unstable in the reduced model (no threshold given)")
-        return Implications(**out, notes=notes)
+    return Estimate(margin, margin_se)
+
+
+def _thresholds(kappa: float, kappa_se: float | None, damping_margin: Estimate, mu: float, T: int, measured: bool,
+                notes: list[str]) -> dict:
+    """Critical refresh intervals (exact, continuous, from the measured damping), the exact regime at
+    T, the largest safe T and its range over the stiffness's se."""
+    margin, margin_se = damping_margin.value, damping_margin.stderr
     exact, cont = _critical_t(kappa, mu)
-    out["critical_refresh_interval"] = exact
-    out["critical_refresh_interval_continuous"] = cont
+    out = {"critical_refresh_interval": exact, "critical_refresh_interval_continuous": cont}
     t_c = exact if exact is not None else cont
     from_measured = False
     optimistic = margin + Z_MEASURED * (margin_se if margin_se is not None and math.isfinite(margin_se) else math.inf)
@@ -288,11 +319,11 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
         # The measured damping extrapolated along the rule's line c(T') = c0 (1 - (1 - margin)(T'-1)/(T-1)):
         # zero at T' = 1 + (T - 1) / (1 - margin). Taken at margin + Z_MEASURED se (the latest threshold
         # the data allow), and kept when even that is earlier than the stiffness-based threshold.
-        measured = math.ceil(1.0 + (T - 1) / (1.0 - optimistic)) if optimistic > 0 else T
-        out["critical_refresh_interval_measured"] = measured
-        if t_c is None or measured < t_c:
-            t_c, from_measured = measured, True
-            notes.append(f"the measured damping puts the threshold at T = {measured}, before the stiffness-based one")
+        t_measured = math.ceil(1.0 + (T - 1) / (1.0 - optimistic)) if optimistic > 0 else T
+        out["critical_refresh_interval_measured"] = t_measured
+        if t_c is None or t_measured < t_c:
+            t_c, from_measured = t_measured, True
+            notes.append(f"the measured damping puts the threshold at T = {t_measured}, before the stiffness-based one")
     out["max_safe_refresh_interval"] = None if t_c is None else max(t_c - 1, 0)
     if kappa_se is not None and math.isfinite(kappa_se) and not from_measured:
         lo_k, hi_k = max(kappa - kappa_se, kappa * 1e-6), kappa + kappa_se
@@ -302,8 +333,7 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
             out["max_safe_refresh_interval_range"] = (max(lo_t - 1, 0), T_SCAN_MAX if hi_t is None else max(hi_t - 1, 0))
     if t_c is None:
         notes.append(f"no refresh interval up to {T_SCAN_MAX} is unstable at this stiffness")
-    notes.append(f"stale fraction of the curvature assumed {STALE_FRACTION:g} (all forces stale: the safe side)")
-    return Implications(**out, notes=notes)
+    return out
 
 
 def _with(fit: TrajectoryFit, params: dict[str, float]) -> TrajectoryFit:

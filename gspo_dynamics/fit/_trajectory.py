@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import brentq
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._closed_form import FitResult, finite_sorted, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._periodogram import periodic_component
 from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
@@ -96,7 +98,7 @@ class TrajectoryFit:
 
     def to_json(self) -> dict:
         """Plain JSON-ready dict (no numpy types, inf/NaN as None)."""
-        return _plain({
+        return plain({
             "model": self.model, "variant": self.variant, "regime": self.regime, "params": self.params,
             "stderr": self.stderr, "r_squared": self.r_squared, "residual_std": self.residual_std, "n": self.n,
             "t_start": self.t_start, "t_end": self.t_end, "inertia": self.inertia, "oscillation": self.oscillation,
@@ -104,20 +106,6 @@ class TrajectoryFit:
             "selection": self.selection, "r_range": list(self.r_range),
             "plateau_extrapolation": self.plateau_extrapolation,
         })
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    return value
 
 
 def _model_curve(model: str, params: dict[str, float], t: np.ndarray) -> np.ndarray:
@@ -250,21 +238,29 @@ def _regime(model: str, zeta: float, damping: float) -> str:
     return "overdamped" if zeta > 1.0 else "underdamped"
 
 
-def fit_trajectory(steps, reward) -> TrajectoryFit:
-    """Fit the closed forms to (steps, reward) and select a model (see the module docstring).
+class _Selection(NamedTuple):
+    """The model selection of `fit_trajectory` (its `selection` dict reports these)."""
 
-    steps, reward: 1-d, equal length; NaN/inf points are dropped, steps may be irregular and unsorted.
-    Raises ConfigError with fewer than `_closed_form.MIN_POINTS` finite points.
-    """
-    t, r = finite_sorted(steps, reward)
-    t_start = float(t[0])
-    tt = t - t_start
-    center, scale, r = _standardise(r)  # fit in standardised units; mapped back at the end
-    tb, rb = _bin(tt, r)
+    variant: str  # exponential | slow_start | oscillator
+    bic: dict[str, float]  # per model; inf for an aliased oscillator
+    best_osc: str  # the oscillator variant with the lower BIC
+    delta: float  # BIC(exponential) - BIC(best_osc)
+    extrapolation: dict[str, float]  # per model, `plateau_extrapolation`
+    overruled: bool  # an oscillator won only by extrapolating its plateau
+    aliased: list[str]  # oscillator variants whose period spans < MIN_PERIOD_ROWS rows
+
+
+def _fit_models(tb: np.ndarray, rb: np.ndarray) -> dict[str, FitResult]:
+    """The exponential, the slow start (v0 = 0) and the free oscillator, fitted to the binned curve."""
     slow = fit_oscillator(tb, rb, v0=0.0)
     q = slow.params  # the free-v0 fit also starts from the slow-start optimum (it nests it)
     free = fit_oscillator(tb, rb, starts=[[q["r_inf"], q["r0"], q["damping"], math.log(q["stiffness"]), 0.0]])
-    fits = {"exponential": fit_exponential(tb, rb), "slow_start": slow, "oscillator": free}
+    return {"exponential": fit_exponential(tb, rb), "slow_start": slow, "oscillator": free}
+
+
+def _select(fits: dict[str, FitResult], tb: np.ndarray, lo: float, hi: float) -> _Selection:
+    """Exponential unless an oscillator lowers the BIC by more than EVIDENCE_BIC without aliasing or
+    extrapolating its plateau (module docstring); lo, hi: the observed (standardised) rewards."""
     bic = {name: f.bic for name, f in fits.items()}
     # An oscillator whose period spans fewer than MIN_PERIOD_ROWS rows cannot be told from noise
     # sampled at the log's spacing (it aliases): it does not take part in the selection.
@@ -275,7 +271,6 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     best_osc = min(("slow_start", "oscillator"), key=lambda n: bic[n])
     delta = bic["exponential"] - bic[best_osc]  # -inf when both oscillators aliased
     variant = best_osc if delta > EVIDENCE_BIC else "exponential"
-    lo, hi = float(r.min()), float(r.max())
     extrapolation = {name: plateau_extrapolation(f.params["r_inf"], lo, hi) for name, f in fits.items()}
     # An oscillator that beats the exponential only with a plateau far outside the data, where the
     # exponential's stays inside, wins by extrapolating: the nested model is kept.
@@ -283,18 +278,31 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
                      and extrapolation["exponential"] <= EXTRAPOLATION_LIMIT)
     if overruled:
         variant = "exponential"
-    chosen = fits[variant]
-    names, cov = _covariance(chosen, tb, rb)
+    return _Selection(variant, bic, best_osc, delta, extrapolation, overruled, aliased)
+
+
+def _stderr(chosen: FitResult, names: tuple[str, ...], cov: np.ndarray) -> dict[str, float]:
+    """Standard errors from the covariance's diagonal (0 for a parameter held fixed, NaN below 0)."""
     stderr = {n: 0.0 for n in chosen.params}
     for i, name in enumerate(names):
         stderr[name] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 else math.nan
-    # goodness of fit on every point (the binned fit's R^2 would flatter a long noisy log)
+    return stderr
+
+
+def _goodness(chosen: FitResult, tt: np.ndarray, r: np.ndarray, n_fitted: int) -> tuple[float, float, float]:
+    """(R^2, residual std, total sum of squares) on every point (the binned fit's R^2 would flatter a
+    long noisy log)."""
     fitted_all = chosen.predict(tt)
     rss = float(np.sum((r - fitted_all) ** 2))
     tss = float(np.sum((r - r.mean()) ** 2))
     r2 = 1.0 - rss / tss if tss > 0 else (1.0 if rss == 0 else 0.0)
-    residual_std = math.sqrt(rss / max(t.size - len(names), 1))
+    return r2, math.sqrt(rss / max(tt.size - n_fitted, 1)), tss
 
+
+def _oscillation(chosen: FitResult, exponential: FitResult, names: tuple[str, ...], cov: np.ndarray, tt: np.ndarray,
+                 r: np.ndarray, tss: float) -> tuple[float, float, bool, dict, float]:
+    """(zeta, its se, oscillation, periodogram, periods seen): the damping ratio of an oscillator fit,
+    the model-free periodogram around the exponential, and whether both show a sustained oscillation."""
     zeta, zeta_se = math.inf, math.nan
     if chosen.model == "oscillator":
         zeta = _zeta(chosen.params)
@@ -305,7 +313,7 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     omega = _omega(chosen.params) if chosen.model == "oscillator" else 0.0
     # Model-free check of a periodic component around the trend-only (exponential) fit; it pays for
     # the search over frequencies that the oscillator's BIC does not.
-    q = fits["exponential"].params
+    q = exponential.params
     trend_residual = r - single_exponential(tt, q["r_inf"], q["r0"], q["tau"])
     periodic_p, period, share = periodic_component(tt, trend_residual)
     # share of the reward's whole variance carried by that component: g x (residual / total variance)
@@ -315,38 +323,78 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
         and zeta + Z_SIGNIFICANT * zeta_se < 1.0 and omega * span >= 2 * math.pi * PERIODS_SEEN
         and periodic_p < OSCILLATION_P
     )
-    inertia = bool(bic["exponential"] - bic["slow_start"] > EVIDENCE_BIC)
+    periodogram = {"p_value": periodic_p, "period": period, "share": share,
+                   "variance_share": share * min(residual_fraction, 1.0), "cycles": span / period if period > 0 else 0.0}
+    return zeta, zeta_se, oscillation, periodogram, omega * span / (2 * math.pi)
+
+
+_SCALED = ("r_inf", "r0", "v0")  # parameters in reward units (times the scale); r_inf, r0 also shifted
+
+
+def _params_in_reward_units(params: dict[str, float], center: float, scale: float) -> dict[str, float]:
+    """Standardised fit parameters in the reward's units: R = center + scale R_std."""
+    return {k: center * (k in ("r_inf", "r0")) + (scale if k in _SCALED else 1.0) * float(v) for k, v in params.items()}
+
+
+def _errors_in_reward_units(stderr: dict[str, float], cov: np.ndarray, names: tuple[str, ...],
+                            scale: float) -> tuple[dict[str, float], np.ndarray]:
+    """Standard errors and covariance (of `names`) in the reward's units."""
+    stderr = {k: (scale if k in _SCALED else 1.0) * v for k, v in stderr.items()}
+    d = np.array([scale if n in _SCALED else 1.0 for n in names])
+    with np.errstate(over="ignore"):  # rewards ~1e300: the covariance of r_inf, r0 is inf, their s.e. stay finite
+        cov = cov * np.outer(d, d)
+    return stderr, cov
+
+
+def fit_trajectory(steps, reward) -> TrajectoryFit:
+    """Fit the closed forms to (steps, reward) and select a model (see the module docstring).
+
+    steps, reward: 1-d, equal length; NaN/inf points are dropped, steps may be irregular and unsorted.
+    Raises ConfigError with fewer than `_closed_form.MIN_POINTS` finite points.
+
+    Steps: fit the three closed forms to the binned, standardised curve (`_fit_models`), select one
+    (`_select`), its errors and goodness of fit on every point (`_stderr`, `_goodness`), the damping
+    ratio and the periodogram check (`_oscillation`), then map back to the reward's units.
+    """
+    t, r = finite_sorted(steps, reward)
+    t_start = float(t[0])
+    tt = t - t_start
+    center, scale, r = _standardise(r)  # fit in standardised units; mapped back at the end
+    tb, rb = _bin(tt, r)
+    fits = _fit_models(tb, rb)
+    lo, hi = float(r.min()), float(r.max())
+    sel = _select(fits, tb, lo, hi)
+    chosen = fits[sel.variant]
+    names, cov = _covariance(chosen, tb, rb)
+    stderr = _stderr(chosen, names, cov)
+    r2, residual_std, tss = _goodness(chosen, tt, r, len(names))
+    zeta, zeta_se, oscillation, periodogram, periods_seen = _oscillation(chosen, fits["exponential"], names, cov, tt, r, tss)
     selection = {
-        "bic": bic,
-        "delta_bic": delta,  # BIC(exponential) - BIC(best oscillator variant); > EVIDENCE_BIC selects the oscillator
-        "best_oscillator": best_osc,
+        "bic": sel.bic,
+        "delta_bic": sel.delta,  # BIC(exponential) - BIC(best oscillator variant); > EVIDENCE_BIC selects the oscillator
+        "best_oscillator": sel.best_osc,
         "evidence_threshold": EVIDENCE_BIC,
         "rule": f"exponential unless an oscillator model lowers the BIC by more than {EVIDENCE_BIC:g}",
         "bic_units": "BIC of the standardised curve (R - mean)/std; differences do not depend on units",
         "binned_points": int(tb.size) if tb.size != tt.size else None,
         "exponential_params": {k: float(v) for k, v in fits["exponential"].params.items()},  # the trend-only model
-        "periodogram": {"p_value": periodic_p, "period": period, "share": share,  # Fisher g test around the exponential
-                        "variance_share": share * min(residual_fraction, 1.0), "cycles": span / period if period > 0 else 0.0},
-        "extrapolation": extrapolation,  # plateau distance outside the observed range / the range, per model
-        "extrapolation_overruled": overruled,  # an oscillator won the BIC only by extrapolating its plateau
-        "aliased": aliased,  # oscillator variants rejected: period < MIN_PERIOD_ROWS rows
-        "periods_seen": omega * span / (2 * math.pi),
+        "periodogram": periodogram,  # Fisher g test around the exponential
+        "extrapolation": sel.extrapolation,  # plateau distance outside the observed range / the range, per model
+        "extrapolation_overruled": sel.overruled,  # an oscillator won the BIC only by extrapolating its plateau
+        "aliased": sel.aliased,  # oscillator variants rejected: period < MIN_PERIOD_ROWS rows
+        "periods_seen": periods_seen,
     }
-    # back to the reward's units: R = center + scale R_std, so r_inf, r0, v0 (and their s.e.) scale
-    units = {"r_inf": scale, "r0": scale, "v0": scale}
-    params = {k: center * (k in ("r_inf", "r0")) + units.get(k, 1.0) * float(v) for k, v in chosen.params.items()}
-    stderr = {k: units.get(k, 1.0) * v for k, v in stderr.items()}
-    d = np.array([units.get(n, 1.0) for n in names])
-    with np.errstate(over="ignore"):  # rewards ~1e300: the covariance of r_inf, r0 is inf, their s.e. stay finite
-        cov = cov * np.outer(d, d)
-    selection["exponential_params"] = {k: center * (k in ("r_inf", "r0")) + units.get(k, 1.0) * v
-                                       for k, v in selection["exponential_params"].items()}
+    inertia = bool(sel.bic["exponential"] - sel.bic["slow_start"] > EVIDENCE_BIC)
+    # back to the reward's units: R = center + scale R_std
+    params = _params_in_reward_units(chosen.params, center, scale)
+    stderr, cov = _errors_in_reward_units(stderr, cov, names, scale)
+    selection["exponential_params"] = _params_in_reward_units(selection["exponential_params"], center, scale)
     return TrajectoryFit(
-        model=chosen.model, variant=variant, regime=_regime(chosen.model, zeta, chosen.params.get("damping", 1.0)),
+        model=chosen.model, variant=sel.variant, regime=_regime(chosen.model, zeta, chosen.params.get("damping", 1.0)),
         params=params, stderr=stderr, cov=cov, fitted=names, r_squared=r2, residual_std=scale * residual_std,
         n=int(t.size), t_start=t_start, t_end=float(t[-1]), inertia=inertia, oscillation=oscillation,
         selection=selection, damping_ratio=zeta, damping_ratio_stderr=zeta_se,
-        r_range=(center + scale * lo, center + scale * hi), plateau_extrapolation=extrapolation[variant],
+        r_range=(center + scale * lo, center + scale * hi), plateau_extrapolation=sel.extrapolation[sel.variant],
     )
 
 

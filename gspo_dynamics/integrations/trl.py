@@ -25,6 +25,7 @@ import logging
 import warnings
 from typing import Any, Callable
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 
 LOGGER = logging.getLogger("gspo_dynamics")
@@ -42,8 +43,7 @@ class _DiagnosticsLogic:
 
     def __init__(self, every: int = 10, *, hparams: Any = None, min_confidence: float = 0.5,
                  diagnose_fn: Callable | None = None, emit_warnings: bool = True) -> None:
-        if not (isinstance(every, int) and not isinstance(every, bool) and every >= 1):
-            raise ConfigError(f"every must be an integer >= 1 (logs between diagnoses), got {every!r}")
+        positive_int("every", every, hint=" (logs between diagnoses)")
         if not (isinstance(min_confidence, (int, float)) and 0.0 <= min_confidence <= 1.0):
             raise ConfigError(f"min_confidence must be a number in [0, 1], got {min_confidence!r}")
         self.every = every

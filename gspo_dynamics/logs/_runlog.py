@@ -149,17 +149,42 @@ def build_series(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndar
     group whose values are all plain numbers becomes one float matrix, other groups go value by
     value through `to_float`; "last wins" is a stable sort by (step, row). Same result and
     warnings as a row-by-row loop (tests/logs/test_build_series_fast.py, on fuzzed rows).
+    Steps: read the values per name (`_read_values`), keep the last one per step (`_last_per_step`),
+    align every name on the log's steps (`_align`).
     """
     warnings: list[str] = []
     n = len(rows)
     row_steps = np.fromiter((step for step, _ in rows), np.int64, n)  # (n,)
     if n > 1 and bool(np.any(row_steps[1:] < np.maximum.accumulate(row_steps)[:-1])):
         warnings.append("the steps were not in increasing order; they were sorted")
+    chunks, bad_keys = _read_values(rows, rename)
+    columns, duplicates = _last_per_step(chunks, row_steps)
+    if duplicates:
+        warnings.append(
+            f"{duplicates} value(s) were logged twice at the same step with different values; "
+            "the last one was kept"
+        )
+    if bad_keys:
+        listed = ", ".join(f"{k!r} ({n})" for k, n in sorted(bad_keys.items())[:8])
+        more = "" if len(bad_keys) <= 8 else f" and {len(bad_keys) - 8} more"
+        warnings.append(f"non-numeric values were ignored in {listed}{more}")
+    steps, series, n_inf = _align(chunks, columns, row_steps)
+    if n_inf:
+        warnings.append(f"{n_inf} infinite value(s) are in the log (kept as +-inf)")
+    return steps, series, warnings
+
+
+_Chunks = dict[str, list[tuple[np.ndarray, np.ndarray]]]  # name -> [(row indices, float values)]
+
+
+def _read_values(rows: list[Row], rename) -> tuple[_Chunks, dict[str, int]]:
+    """(chunks, bad keys): each final name's (row indices, values), and per name the count of
+    non-numeric values dropped. Rows are grouped by their key tuple; an all-numeric group is one matrix."""
     groups: dict[tuple, list[int]] = {}
     for i, (_, record) in enumerate(rows):
         groups.setdefault(tuple(record), []).append(i)
     memo: dict[str, str] = {}
-    chunks: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # name -> [(row indices, values)]
+    chunks: _Chunks = {}
     bad_keys: dict[str, int] = {}
     for keys, members in groups.items():
         names = _row_names(keys, rename, memo)
@@ -169,19 +194,31 @@ def build_series(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndar
             for j, name in enumerate(names):
                 chunks.setdefault(name, []).append((index, matrix[:, j]))
             continue
-        for j, (key, name) in enumerate(zip(keys, names)):
-            at, values = [], []
-            for i in members:
-                raw_value = rows[i][1][key]
-                value = to_float(raw_value)
-                if value is None:
-                    if raw_value is not None:
-                        bad_keys[name] = bad_keys.get(name, 0) + 1
-                    continue
-                at.append(i)
-                values.append(value)
+        for key, name in zip(keys, names):
+            at, values = _one_by_one(rows, members, key, name, bad_keys)
             if at:
                 chunks.setdefault(name, []).append((np.asarray(at, np.int64), np.asarray(values, np.float64)))
+    return chunks, bad_keys
+
+
+def _one_by_one(rows: list[Row], members: list[int], key, name: str, bad_keys: dict[str, int]):
+    """(row indices, floats) of `key` in the rows `members` through `to_float`; counts the bad ones."""
+    at, values = [], []
+    for i in members:
+        raw_value = rows[i][1][key]
+        value = to_float(raw_value)
+        if value is None:
+            if raw_value is not None:
+                bad_keys[name] = bad_keys.get(name, 0) + 1
+            continue
+        at.append(i)
+        values.append(value)
+    return at, values
+
+
+def _last_per_step(chunks: _Chunks, row_steps: np.ndarray) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], int]:
+    """(name -> (steps, values) sorted by step with the last value of each step, the number of
+    values overwritten by a different one)."""
     duplicates = 0
     columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, parts in chunks.items():
@@ -200,16 +237,14 @@ def build_series(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndar
         duplicates += int(np.sum(~((a == b) | (np.isnan(a) & np.isnan(b)))))
         last = np.append(~repeat, True)
         columns[name] = (steps_of[last], values[last])
-    if duplicates:
-        warnings.append(
-            f"{duplicates} value(s) were logged twice at the same step with different values; "
-            "the last one was kept"
-        )
-    if bad_keys:
-        listed = ", ".join(f"{k!r} ({n})" for k, n in sorted(bad_keys.items())[:8])
-        more = "" if len(bad_keys) <= 8 else f" and {len(bad_keys) - 8} more"
-        warnings.append(f"non-numeric values were ignored in {listed}{more}")
-    used = np.zeros(n, dtype=bool)  # rows that gave a value: their steps are the log's steps
+    return columns, duplicates
+
+
+def _align(chunks: _Chunks, columns: dict[str, tuple[np.ndarray, np.ndarray]],
+           row_steps: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
+    """(steps, series, infinite values): every name on the log's steps (those of the rows that gave a
+    value), NaN where it has none; read-only arrays."""
+    used = np.zeros(row_steps.size, dtype=bool)  # rows that gave a value: their steps are the log's steps
     for parts in chunks.values():
         for at, _ in parts:
             used[at] = True
@@ -227,10 +262,8 @@ def build_series(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndar
         n_inf += int(np.isinf(column).sum())
         column.flags.writeable = False
         series[name] = column
-    if n_inf:
-        warnings.append(f"{n_inf} infinite value(s) are in the log (kept as +-inf)")
     steps.flags.writeable = False
-    return steps, series, warnings
+    return steps, series, n_inf
 
 
 def _row_names(keys: tuple, rename, memo: dict[str, str]) -> list[str]:

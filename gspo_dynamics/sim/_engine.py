@@ -18,145 +18,31 @@ configs), so a config's trajectory does not depend on which other configs share 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
-
 import numpy as np
 import torch
-from scipy.special import gammaln
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.objectives import get_loss, group_advantages, kl_exact_categorical, kl_k3
+from gspo_dynamics.sim._base import BanditEngineBase, group_tables, initial_logits, pack_configs, resolve_device
 from gspo_dynamics.sim._task import BanditTask
-from gspo_dynamics.theory import finite_group
-from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
+from gspo_dynamics.theory.hyperparams import Hyperparams
 
-# Fields that shape the computation graph (sample counts, which loss, which estimator) must be
-# equal across the configs of one batch; everything else is a per-config tensor.
-SHARED_FIELDS: tuple[str, ...] = (
-    "group_size",
-    "num_groups",
-    "advantage",
-    "std_estimator",
-    "std_eps",
-    "correction",
-    "kl_estimator",
-)
 LOSS_FOR_CORRECTION = {"none": "pg", "token": "grpo", "sequence": "gspo"}
 SCALE_FOR_ADVANTAGE = {"mean": "none", "std": "group"}
 
 
-@dataclass(frozen=True)
-class ConfigTensors:
-    """Per-config hyperparameters as (C, 1, 1, 1) tensors, broadcastable over (C, S, P, K)."""
-
-    lr: torch.Tensor  # eta
-    momentum: torch.Tensor  # SGD mu, or Adam b1
-    gain: torch.Tensor  # weight of g in the first moment: 1 (SGD) or 1 - b1 (Adam)
-    beta2: torch.Tensor  # Adam b2 (0 for SGD, unused)
-    adam_eps: torch.Tensor  # Adam eps (1 for SGD, unused)
-    is_adam: torch.Tensor  # bool
-    refresh: torch.Tensor  # T, int64
-    clip_low: torch.Tensor
-    clip_high: torch.Tensor
-    kl_coef: torch.Tensor  # beta
-    any_adam: bool
-    any_kl: bool
-
-
-def check_configs(configs: Sequence[Hyperparams]) -> tuple[Hyperparams, ...]:
-    configs = tuple(configs)
-    if not configs:
-        raise ConfigError("configs must hold at least one Hyperparams, got none")
-    for i, hp in enumerate(configs):
-        if not isinstance(hp, Hyperparams):
-            raise ConfigError(f"configs[{i}] must be a Hyperparams, got {type(hp).__name__}")
-    for name in SHARED_FIELDS:
-        values = [getattr(hp, name) for hp in configs]
-        if any(v != values[0] for v in values):
-            raise ConfigError(
-                f"{name} must be equal across the configs of one simulation, got {sorted(set(map(repr, values)))}; "
-                "run one simulation per value"
-            )
-    return configs
-
-
-
-def check_run(hp: Hyperparams, seeds, expected: bool, dtype) -> None:
-    """Checks shared by both engines (ConfigError naming the bad value)."""
-    if not (isinstance(seeds, int) and seeds >= 1):
-        raise ConfigError(f"seeds must be an integer >= 1, got {seeds!r}")
-    if dtype not in (torch.float32, torch.float64):
-        raise ConfigError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
-    if not expected and hp.group_size is None:
-        raise ConfigError("stochastic simulation needs a finite group_size, got None (G -> infinity); use expected=True")
-
-
-def initial_logits(task: BanditTask, start_logits, shape: tuple[int, ...], tensor) -> torch.Tensor:
-    """The task's start logits (or the override) broadcast to `shape` (C, S, P, K), checked finite."""
-    start = task.start_logits if start_logits is None else start_logits
-    try:
-        logits = tensor(start).expand(shape).clone()
-    except RuntimeError:
-        raise ConfigError(f"start logits of shape {np.shape(start)} do not broadcast to {shape}") from None
-    if not torch.isfinite(logits).all():
-        raise ConfigError("start logits must be finite")
-    return logits
-
-def pack_configs(configs: Sequence[Hyperparams], device, dtype) -> ConfigTensors:
-    def column(values, kind=dtype):
-        return torch.tensor(values, dtype=kind, device=device).reshape(-1, 1, 1, 1)
-
-    adam = [isinstance(hp.optimizer, Adam) for hp in configs]
-    return ConfigTensors(
-        lr=column([hp.lr for hp in configs]),
-        momentum=column([hp.momentum for hp in configs]),
-        gain=column([1.0 - hp.optimizer.beta1 if a else 1.0 for hp, a in zip(configs, adam)]),
-        beta2=column([hp.optimizer.beta2 if a else 0.0 for hp, a in zip(configs, adam)]),
-        adam_eps=column([hp.optimizer.eps if a else 1.0 for hp, a in zip(configs, adam)]),
-        is_adam=column(adam, torch.bool),
-        refresh=column([hp.refresh_interval for hp in configs], torch.int64),
-        clip_low=column([hp.clip_low for hp in configs]),
-        clip_high=column([hp.clip_high for hp in configs]),
-        kl_coef=column([hp.kl_coef for hp in configs]),
-        any_adam=any(adam),
-        any_kl=any(hp.kl_coef > 0.0 for hp in configs),
-    )
-
-
-def resolve_device(device) -> torch.device:
-    device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"device {str(device)!r} was requested but CUDA is not available")
-    return device
-
-
-class BanditEngine:
+class BanditEngine(BanditEngineBase):
     """State (logits, sampling logits, optimizer moments) of C x S runs on P prompts, and its step."""
 
-    def __init__(
-        self,
-        task: BanditTask,
-        configs: Sequence[Hyperparams],
-        *,
-        seeds: int = 1,
-        expected: bool = False,
-        device="cpu",
-        dtype: torch.dtype = torch.float64,
-        seed: int = 0,
-        start_logits=None,
-    ) -> None:
-        self.configs = check_configs(configs)
-        hp = self.configs[0]
-        if not isinstance(task, BanditTask):
-            raise ConfigError(f"task must be a BanditTask, got {type(task).__name__}")
-        check_run(hp, seeds, expected, dtype)
+    def _check_run(self, hp: Hyperparams, task: BanditTask, expected: bool, device, dtype) -> None:
         if expected and hp.group_size is not None and not task.is_binary:
             raise ConfigError(
                 f"expected dynamics at finite group size (G = {hp.group_size}) are exact only for rewards in {{0, 1}}; "
                 "use group_size=None or the stochastic mode"
             )
-        self.task, self.expected, self.hp = task, expected, hp
+
+    def _build(self, task: BanditTask, *, seeds: int, device, dtype, seed: int, start_logits) -> None:
+        hp, expected = self.hp, self.expected
         self.device, self.dtype = resolve_device(device), dtype
         self.cfg = pack_configs(self.configs, self.device, dtype)
         self.loss_fn = get_loss(LOSS_FOR_CORRECTION[hp.correction])
@@ -176,13 +62,9 @@ class BanditEngine:
         self.sampling_logits = logits.clone()  # (C, S, P, K), refreshed every T_c steps
         self.moment1 = torch.zeros_like(logits)  # SGD velocity v, or Adam m
         self.moment2 = torch.zeros_like(logits)  # Adam s
-        self.t = 0
-        if hp.group_size is not None:
-            G = hp.group_size
-            k = np.arange(G + 1, dtype=float)
-            coef = finite_group.group_gradient_coefficients(G, hp.advantage, hp.std_estimator, hp.std_eps)
-            self._k, self._coef = tensor(k), tensor(coef)  # (G + 1,)
-            self._log_binom = tensor(gammaln(G + 1) - gammaln(k + 1) - gammaln(G - k + 1))
+        tables = group_tables(hp)
+        if tables is not None:
+            self._k, self._coef, self._log_binom = map(tensor, tables)  # (G + 1,)
         self.generator = None if expected else torch.Generator(device=self.device).manual_seed(int(seed))
         # per-sample constants of the flattened loss batch, B = C S P N samples
         N = K if expected else hp.group_size * hp.num_groups
@@ -289,15 +171,10 @@ class BanditEngine:
         (grad,) = torch.autograd.grad(total, leaf)
         return -grad * self.trainable
 
-    def advance(self, n: int) -> None:
-        """n optimizer steps (the engines' shared interface; the numba engine runs them in one call)."""
-        for _ in range(n):
-            self.step()
-
     @torch.no_grad()
     def step(self) -> None:
         cfg = self.cfg
-        refresh = (self.t % cfg.refresh) == 0  # (C, 1, 1, 1)
+        refresh = (self.t % cfg.refresh_interval) == 0  # (C, 1, 1, 1)
         self.sampling_logits = torch.where(refresh, self.logits, self.sampling_logits)
         with torch.enable_grad():
             g = self.ascent(self.logits, self.sampling_logits)

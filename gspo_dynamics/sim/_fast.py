@@ -27,17 +27,12 @@ rounding. The optimizer and refresh rules are the engine's, on the one trained l
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import torch
-from scipy.special import gammaln
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.sim._engine import check_configs, check_run, initial_logits, pack_configs, resolve_device
+from gspo_dynamics.sim._base import BanditEngineBase, group_tables, initial_logits, pack_configs, resolve_device
 from gspo_dynamics.sim._task import BanditTask
-from gspo_dynamics.theory import finite_group
-from gspo_dynamics.theory.hyperparams import Hyperparams
 
 
 def fast_path_applies(task: BanditTask) -> bool:
@@ -50,30 +45,18 @@ def fast_path_applies(task: BanditTask) -> bool:
     )
 
 
-class TwoArmEngine:
+class TwoArmEngine(BanditEngineBase):
     """`_engine.BanditEngine`'s state and step for two-arm tasks, on the trained logit l1 only.
 
     Same constructor, `logits` (C, S, P, 2), `reward()`, `step()`, `t` and `configs` as the engine.
     """
 
-    def __init__(
-        self,
-        task: BanditTask,
-        configs: Sequence[Hyperparams],
-        *,
-        seeds: int = 1,
-        expected: bool = False,
-        device="cpu",
-        dtype: torch.dtype = torch.float64,
-        seed: int = 0,
-        start_logits=None,
-    ) -> None:
-        self.configs = check_configs(configs)
-        hp = self.configs[0]
+    def _check_task(self, task: BanditTask) -> None:
         if not fast_path_applies(task):
             raise ConfigError("the fast engine needs two-arm prompts with rewards (0, 1) and only the arm-1 logit trained")
-        check_run(hp, seeds, expected, dtype)
-        self.task, self.expected, self.hp = task, expected, hp
+
+    def _build(self, task: BanditTask, *, seeds: int, device, dtype, seed: int, start_logits) -> None:
+        hp, expected = self.hp, self.expected
         self.device, self.dtype = resolve_device(device), dtype
         cfg = pack_configs(self.configs, self.device, dtype)
         C, S, P = len(self.configs), seeds, task.num_prompts
@@ -98,16 +81,12 @@ class TwoArmEngine:
         self.l1 = logits[..., 1].contiguous()  # (C, S, P), the trained logit
         self.l0_is_zero = bool((self.l0 == 0.0).all())  # then z = l1 (the common case; skips two ops a step)
         self.l1_s = self.l1.clone()  # (C, S, P) sampling logit, refreshed every T_c steps
-        self._refresh_host = np.array([hp.refresh_interval for hp in self.configs])  # (C,) T_c
+        self._refresh_interval_host = np.array([hp.refresh_interval for hp in self.configs])  # (C,) T_c
         self.moment1 = torch.zeros_like(self.l1)  # SGD velocity v, or Adam m
         self.moment2 = torch.zeros_like(self.l1)  # Adam s
-        self.t = 0
-        if hp.group_size is not None:
-            G = hp.group_size
-            k = np.arange(G + 1, dtype=float)
-            coef = finite_group.group_gradient_coefficients(G, hp.advantage, hp.std_estimator, hp.std_eps)
-            self._k, self._coef = tensor(k), tensor(coef)  # (G + 1,)
-            self._log_binom = tensor(gammaln(G + 1) - gammaln(k + 1) - gammaln(G - k + 1))
+        tables = group_tables(hp)
+        if tables is not None:
+            self._k, self._coef, self._log_binom = map(tensor, tables)  # (G + 1,)
         self.generator = None if expected else torch.Generator(device=self.device).manual_seed(int(seed))
 
     # ---- observables -----------------------------------------------------------------------------
@@ -173,14 +152,9 @@ class TwoArmEngine:
                 kl = kl * (successes * (1.0 - p) / p_s + (1.0 - successes) * p / (1.0 - p_s))
         return drive - self.kl_coef * kl
 
-    def advance(self, n: int) -> None:
-        """n optimizer steps (the engines' shared interface; the numba engine runs them in one call)."""
-        for _ in range(n):
-            self.step()
-
     @torch.no_grad()
     def step(self) -> None:
-        refresh = self.t % self._refresh_host == 0  # (C,) on the host: skips the tensor ops when all agree
+        refresh = self.t % self._refresh_interval_host == 0  # (C,) on the host: skips the tensor ops when all agree
         if refresh.all():
             self.l1_s = self.l1
         elif refresh.any():

@@ -28,17 +28,15 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Sequence
 
 import numpy as np
 import torch
-from scipy.special import gammaln
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.sim._engine import check_configs, check_run, initial_logits, pack_configs, resolve_device
+from gspo_dynamics.sim._base import BanditEngineBase, group_tables, initial_logits, pack_configs, resolve_device
 from gspo_dynamics.sim._fast import fast_path_applies
 from gspo_dynamics.sim._task import BanditTask
-from gspo_dynamics.theory import finite_group
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
 CHUNK_UNIFORMS = 1 << 20  # uniforms drawn per torch.rand call (8 MiB of float64): bounds memory on long runs
@@ -79,10 +77,11 @@ def _expected_drive(p_s, G, coef, log_binom, std_adv, std_eps):
     return total
 
 
-def _run_steps(l1, l1_s, m1, m2, l0, z_ref, q_ref, lr, mom, gain, beta2, adam_eps, is_adam, refresh,
+def _run_steps(l1, l1_s, m1, m2, l0, z_ref, q_ref, lr, mom, gain, beta2, adam_eps, is_adam, refresh_interval,
                lower, upper, kl_coef, coef, log_binom, u, t0, n, expected, G, groups, std_adv, std_eps,
                corrected, kl, any_adam):
-    """Advance every run (c, s, p) from step t0 by n steps, in place.
+    """Advance every run (c, s, p) from step t0 by n steps, in place. A compiled kernel (numba, `_kernel`):
+    one loop nest kept whole, so it compiles to one function (over 80 lines by design).
 
     State (C, S, P): l1, l1_s (sampling logit), m1, m2 (optimizer moments), l0 (fixed logit).
     Per prompt (P,): z_ref, q_ref = sigmoid(z_ref). Per config (C,): the optimizer and KL
@@ -110,7 +109,7 @@ def _run_steps(l1, l1_s, m1, m2, l0, z_ref, q_ref, lr, mom, gain, beta2, adam_ep
             c[j], s[j], p[j] = r % C, r // C // P, r // C % P
             x[j], x_s[j], zero[j] = l1[c[j], s[j], p[j]], l1_s[c[j], s[j], p[j]], l0[c[j], s[j], p[j]]
             v[j], w[j] = m1[c[j], s[j], p[j]], m2[c[j], s[j], p[j]]
-            phase[j] = t0 % refresh[c[j]]
+            phase[j] = t0 % refresh_interval[c[j]]
             if phase[j] != 0:  # mid-period: the cached functions of z_s, as at its refresh
                 z_s = x_s[j] - zero[j]
                 p_s[j], q0[j] = 1.0 / (1.0 + math.exp(-z_s)), 1.0 / (1.0 + math.exp(z_s))
@@ -131,7 +130,7 @@ def _run_steps(l1, l1_s, m1, m2, l0, z_ref, q_ref, lr, mom, gain, beta2, adam_ep
                     if corrected:
                         ls1_s[j], ls0_s[j] = _log_sigmoids(z_s)
                 phase[j] += 1
-                if phase[j] == refresh[c[j]]:
+                if phase[j] == refresh_interval[c[j]]:
                     phase[j] = 0
                 if expected:
                     drive[j] = fixed[j]
@@ -201,34 +200,24 @@ def _kernel(parallel: bool):
     return numba.njit(parallel=parallel, **options)(source)
 
 
-class NumbaEngine:
+class NumbaEngine(BanditEngineBase):
     """`_fast.TwoArmEngine` as a numba kernel: same constructor, `logits`, `reward()`, `step()`, `t`, `configs`.
 
     `advance(n)` runs n steps in one kernel call (`simulate` uses it between records).
     """
 
-    def __init__(
-        self,
-        task: BanditTask,
-        configs: Sequence[Hyperparams],
-        *,
-        seeds: int = 1,
-        expected: bool = False,
-        device="cpu",
-        dtype: torch.dtype = torch.float64,
-        seed: int = 0,
-        start_logits=None,
-    ) -> None:
+    def _check_task(self, task: BanditTask) -> None:
         if not available():
             raise ConfigError("the numba engine needs numba: pip install 'gspo-dynamics[fast]' (or use engine='fast')")
-        self.configs = check_configs(configs)
-        hp = self.configs[0]
         if not fast_path_applies(task):
             raise ConfigError("the numba engine needs two-arm prompts with rewards (0, 1) and only the arm-1 logit trained")
-        check_run(hp, seeds, expected, dtype)
+
+    def _check_run(self, hp: Hyperparams, task: BanditTask, expected: bool, device, dtype) -> None:
         if resolve_device(device).type != "cpu" or dtype != torch.float64:
             raise ConfigError(f"the numba engine runs on the CPU in float64, got device {device!r} and {dtype}")
-        self.task, self.expected, self.hp = task, expected, hp
+
+    def _build(self, task: BanditTask, *, seeds: int, device, dtype, seed: int, start_logits) -> None:
+        hp, expected = self.hp, self.expected
         cfg = pack_configs(self.configs, "cpu", torch.float64)
         C, S, P = len(self.configs), seeds, task.num_prompts
         self.shape = (C, S, P, 2)
@@ -238,7 +227,7 @@ class NumbaEngine:
 
         self._config_args = (
             per_config(cfg.lr), per_config(cfg.momentum), per_config(cfg.gain), per_config(cfg.beta2),
-            per_config(cfg.adam_eps), per_config(cfg.is_adam), per_config(cfg.refresh),
+            per_config(cfg.adam_eps), per_config(cfg.is_adam), per_config(cfg.refresh_interval),
             1.0 - per_config(cfg.clip_low), 1.0 + per_config(cfg.clip_high), per_config(cfg.kl_coef),
         )
         self._any_adam = cfg.any_adam
@@ -256,13 +245,9 @@ class NumbaEngine:
         self.l1_s = self.l1.copy()  # (C, S, P) sampling logit
         self.moment1 = np.zeros_like(self.l1)  # SGD velocity v, or Adam m
         self.moment2 = np.zeros_like(self.l1)  # Adam s
-        self.t = 0
-        G = hp.group_size
-        k = np.arange((G or 0) + 1, dtype=float)
-        self._coef = (finite_group.group_gradient_coefficients(G, hp.advantage, hp.std_estimator, hp.std_eps)
-                      if G is not None else np.zeros(1))
-        self._log_binom = gammaln(G + 1) - gammaln(k + 1) - gammaln(G - k + 1) if G is not None else np.zeros(1)
-        self._samples = 0 if expected else G * hp.num_groups  # uniforms per (seed, prompt) per step
+        tables = group_tables(hp)  # (G + 1,) each; unused placeholders for G -> infinity
+        _, self._coef, self._log_binom = (None, np.zeros(1), np.zeros(1)) if tables is None else tables
+        self._samples = 0 if expected else hp.group_size * hp.num_groups  # uniforms per (seed, prompt) per step
         self.generator = None if expected else torch.Generator().manual_seed(int(seed))
 
     @property
@@ -281,8 +266,7 @@ class NumbaEngine:
         """Run n optimizer steps (chunks of at most CHUNK_UNIFORMS uniforms per kernel call)."""
         import numba
 
-        if not (isinstance(n, int) and n >= 0):
-            raise ConfigError(f"steps to advance must be an integer >= 0, got {n!r}")
+        positive_int("steps to advance", n, minimum=0)
 
         C, S, P, _ = self.shape
         hp = self.hp

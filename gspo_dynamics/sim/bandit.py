@@ -24,7 +24,9 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.sim._base import BanditEngineBase
 from gspo_dynamics.sim._engine import BanditEngine
 from gspo_dynamics.sim._fast import TwoArmEngine, fast_path_applies
 from gspo_dynamics.sim import _numba
@@ -66,8 +68,8 @@ def record_steps(steps: int, record_every: int) -> list[int]:
 ENGINES = ("auto", "general", "fast", "numba")
 
 
-def engine_class(task: BanditTask, engine: str = "auto"):
-    """The engine `simulate` runs for `task`.
+def engine_class(task: BanditTask, engine: str = "auto") -> type[BanditEngineBase]:
+    """The engine `simulate` runs for `task` (the one factory of the `_base.BanditEngineBase` engines).
 
     "auto": TwoArmEngine where the fast path applies, else BanditEngine. The compiled
     NumbaEngine ("numba", the "fast" extra) is opt-in: it is ~1.3x the fused torch path on large
@@ -123,10 +125,8 @@ def simulate(
             rounding), "numba" (`_numba.NumbaEngine`: the same tasks compiled, CPU float64, needs the
             "fast" extra; same runs up to rounding) or "auto" (fast where it applies, else general).
     """
-    if not (isinstance(steps, int) and steps >= 0):
-        raise ConfigError(f"steps must be an integer >= 0, got {steps!r}")
-    if not (isinstance(record_every, int) and record_every >= 1):
-        raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
+    positive_int("steps", steps, minimum=0)
+    positive_int("record_every", record_every)
     engine = engine_class(task, engine)(
         task, configs, seeds=seeds, expected=expected, device=device, dtype=dtype, seed=seed, start_logits=start_logits
     )

@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim._engine import BanditEngine
 from gspo_dynamics.sim._task import BanditTask
@@ -146,8 +147,7 @@ def simulated_critical_refresh_interval(
     bases = [hps] if single else list(hps)
     if start not in STARTS:
         raise ConfigError(f"start must be one of {', '.join(STARTS)}; got {start!r}")
-    if not (isinstance(t_max, int) and t_max >= 1):
-        raise ConfigError(f"t_max must be an integer >= 1, got {t_max!r}")
+    positive_int("t_max", t_max)
     horizon = max(MIN_HORIZON, PERIODS * t_max) if horizon is None else horizon
     if not (isinstance(horizon, int) and horizon > t_max):
         raise ConfigError(f"horizon must be an integer > t_max = {t_max}, got {horizon!r}")

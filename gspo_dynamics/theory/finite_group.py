@@ -20,7 +20,6 @@ With the mean baseline the sum is exact:  m(p) = (1 - 1/G) p (1 - p).
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
 
 
 def zero_variance_probability(p, group_size: int):
@@ -52,6 +51,8 @@ def group_gradient_coefficients(group_size: int, advantage: str, std_estimator: 
 
 
 def _binomial_pmf(p, group_size: int):
+    from scipy.stats import binom  # imported here: scipy.stats costs ~0.3 s, and most callers never get here
+
     p = np.asarray(p, dtype=float)
     k = np.arange(group_size + 1)
     return binom.pmf(k, group_size, p[..., None])  # (..., G + 1)

@@ -35,6 +35,7 @@ from dataclasses import replace
 import numpy as np
 from scipy.linalg import solve_discrete_lyapunov
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory import finite_group
 from gspo_dynamics.theory.bandit import TwoArmBandit, fixed_point, stiffness_partials
@@ -54,9 +55,7 @@ def _check_config(stale, fresh, lr, momentum, refresh_interval, noise_variance) 
         if not (np.ndim(value) == 0 and math.isfinite(float(value))):
             raise ConfigError(f"{name} must be one finite number, got {value!r}")
     a, b, eta, mu, sigma2 = (float(v) for v in values.values())
-    T = refresh_interval
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-        raise ConfigError(f"refresh interval must be an integer >= 1, got {T!r}")
+    T = positive_int("refresh interval", refresh_interval)
     if eta <= 0.0:
         raise ConfigError(f"learning rate must be positive, got {eta}")
     if not 0.0 <= mu < 1.0:

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 
 Advantage = Literal["mean", "std"]
@@ -111,18 +112,10 @@ class Hyperparams:
             isinstance(self.optimizer, (SGD, Adam)),
             f"optimizer must be SGD(...) or Adam(...), got {self.optimizer!r}",
         )
-        _require(
-            isinstance(self.refresh_interval, int) and self.refresh_interval >= 1,
-            f"refresh interval must be an integer >= 1, got {self.refresh_interval!r}",
-        )
-        _require(
-            self.group_size is None or (isinstance(self.group_size, int) and self.group_size >= 2),
-            f"group size must be an integer >= 2 (or None for G -> infinity), got {self.group_size!r}",
-        )
-        _require(
-            isinstance(self.num_groups, int) and self.num_groups >= 1,
-            f"number of groups per step must be an integer >= 1, got {self.num_groups!r}",
-        )
+        positive_int("refresh interval", self.refresh_interval)
+        if self.group_size is not None:
+            positive_int("group size", self.group_size, minimum=2, hint=" (or None for G -> infinity)")
+        positive_int("number of groups per step", self.num_groups)
         _choice("advantage", self.advantage, ADVANTAGES)
         _choice("std estimator", self.std_estimator, STD_ESTIMATORS)
         _choice("correction", self.correction, CORRECTIONS)

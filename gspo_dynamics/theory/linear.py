@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gspo_dynamics._checks import positive_int
+
 # A product of up to 10^4 step matrices in float64 carries relative rounding of ~1e-12; a
 # spectral radius within this of 1 is treated as stable (neutral), not as a threshold crossing.
 RHO_TOL = 1e-9
@@ -85,9 +87,7 @@ def monodromy(stale, fresh, lr, momentum, refresh_interval: int) -> np.ndarray:
     Computed by repeated squaring of S (O(log T) matrix products), an independent route from
     the running recurrence used by the threshold scans; the two are tested against each other.
     """
-    T = int(refresh_interval)
-    if T < 1:
-        raise ValueError(f"refresh interval must be >= 1, got {T}")
+    T = positive_int("refresh interval", refresh_interval)
     S = step_matrix(stale, fresh, lr, momentum)
     P = np.broadcast_to(np.eye(3), S.shape).copy()
     base = S

@@ -51,6 +51,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, logit
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 
 Advantage = Literal["mean", "std"]
@@ -163,8 +164,7 @@ def iterate(p0, rec: GibbsRecurrence, steps: int) -> np.ndarray:
     Iterated on the logit (exact in both tails); with beta_ref = 0 the logit grows without bound
     and p_n -> 1 (float64 rounds it to 1 once z > ~37).
     """
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ConfigError(f"steps must be an integer >= 0, got {steps!r}")
+    positive_int("steps", steps, minimum=0)
     z = logit(_check_success(p0))
     out = [expit(z)]
     for _ in range(steps):

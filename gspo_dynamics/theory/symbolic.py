@@ -46,6 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from gspo_dynamics._errors import ConfigError
+
 # In phi[z1, z2] = (z1^T - z2^T)/(z1 - z2) the direct quotient loses ~eps |z| / |z1 - z2| to
 # cancellation; for |z1 - z2| <= 2 NEAR |z1 + z2| / 2 a cancellation-free form is used instead.
 NEAR = 0.5
@@ -249,9 +251,9 @@ def _oscillator_function():
 def _check_interval(T) -> np.ndarray:
     T = np.asarray(T)
     if not np.issubdtype(T.dtype, np.integer) and not np.all(np.mod(T, 1) == 0):
-        raise ValueError(f"refresh interval must be an integer, got {T}")
+        raise ConfigError(f"refresh interval must be an integer, got {T}")
     if np.any(T < 1):
-        raise ValueError(f"refresh interval must be >= 1, got {T}")
+        raise ConfigError(f"refresh interval must be an integer >= 1, got {T}")
     return T.astype(np.int64)
 
 

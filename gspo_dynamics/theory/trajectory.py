@@ -34,6 +34,7 @@ from typing import Literal
 
 import numpy as np
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory import continuous
 
@@ -307,11 +308,7 @@ def _check_hyperparams(lr, momentum, refresh_interval) -> tuple[float, float, in
     eta, mu = _real("learning rate", lr), _real("momentum", momentum)
     _require(eta > 0.0, f"learning rate must be positive, got {eta}")
     _require(0.0 <= mu < 1.0, f"momentum must be in [0, 1), got {mu}")
-    _require(
-        isinstance(refresh_interval, numbers.Integral) and not isinstance(refresh_interval, bool) and refresh_interval >= 1,
-        f"refresh interval must be an integer >= 1, got {refresh_interval!r}",
-    )
-    return eta, mu, int(refresh_interval)
+    return eta, mu, positive_int("refresh interval", refresh_interval)
 
 
 def oscillator_from_hyperparams(curvature_stale, curvature_fresh, lr, momentum, refresh_interval) -> Oscillator:

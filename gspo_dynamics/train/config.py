@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.objectives import ADVANTAGE_SCALES, get_loss
-from gspo_dynamics.sim.sequence._rl import ObjectiveDefaults
+from gspo_dynamics.objectives import STALE_GRADIENT  # noqa: F401 - re-exported for the trainer
+from gspo_dynamics.objectives import ADVANTAGE_SCALES, ObjectiveDefaults, get_loss
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, fp32 on CPU
 LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
-STALE_GRADIENT: tuple[str, ...] = ("pg",)  # objectives whose gradient is taken at the sampling policy
 ROUTING_REPLAYS: tuple[str, ...] = ("none", "experts")  # the built-in MoE replays expert sets; gates stay live
 HF_PREFIX = "hf:"  # model hf:DIR, a local Hugging Face model directory (optional extra)
 HF_BACKENDS: tuple[str, ...] = ("auto", "native", "wrapper")  # how the trainer runs hf:DIR (`hf.load_hf_policy`)
@@ -37,11 +37,6 @@ def _number(name: str, value: Any, *, low: float = 0.0, strict: bool = False, hi
     if not ok:
         bound = f"{'>' if strict else '>='} {low}" + ("" if high is None else f" and <= {high}")
         raise ConfigError(f"{name} must be a finite number {bound}, got {value!r}")
-
-
-def _integer(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
@@ -110,14 +105,14 @@ class TrainConfig(ObjectiveDefaults):
             raise ConfigError(f"hf_backend {self.hf_backend!r} applies to hf:DIR models only; model is {self.model!r}")
         if self.task_options is not None and not isinstance(self.task_options, dict):
             raise ConfigError(f"task_options must be a table of the task's knobs, got {self.task_options!r}")
-        _integer("steps", self.steps, 1)
-        _integer("seed", self.seed, 0)
-        _integer("group_size", self.group_size, 2)
-        _integer("prompts_per_step", self.prompts_per_step, 1)
-        _integer("steps_per_generation", self.steps_per_generation, 1)
-        _integer("num_iterations", self.num_iterations, 1)
+        positive_int("steps", self.steps, 1)
+        positive_int("seed", self.seed, 0)
+        positive_int("group_size", self.group_size, 2)
+        positive_int("prompts_per_step", self.prompts_per_step, 1)
+        positive_int("steps_per_generation", self.steps_per_generation, 1)
+        positive_int("num_iterations", self.num_iterations, 1)
         if self.rollout_chunks is not None:
-            _integer("rollout_chunks", self.rollout_chunks, 1)
+            positive_int("rollout_chunks", self.rollout_chunks, 1)
             if self.prompts_per_step % self.rollout_chunks:
                 raise ConfigError(f"rollout_chunks ({self.rollout_chunks}) must divide prompts_per_step ({self.prompts_per_step})")
         for name in ("clip_low", "clip_high"):
@@ -140,16 +135,16 @@ class TrainConfig(ObjectiveDefaults):
         _number("temperature", self.temperature, strict=True)
         _number("top_p", self.top_p, strict=True, high=1.0)
         if self.max_new_tokens is not None:
-            _integer("max_new_tokens", self.max_new_tokens, 1)
+            positive_int("max_new_tokens", self.max_new_tokens, 1)
         _choice("routing_replay", self.routing_replay, ROUTING_REPLAYS)
-        _integer("warmup_steps", self.warmup_steps, 0)
+        positive_int("warmup_steps", self.warmup_steps, 0)
         _number("warmup_lr", self.warmup_lr, strict=True)
         if not isinstance(self.device, str) or not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ConfigError(f"device must be auto, cpu, cuda or cuda:N; got {self.device!r}")
         _choice("precision", self.precision, PRECISIONS)
         if not isinstance(self.compile, bool):
             raise ConfigError(f"compile must be true or false, got {self.compile!r}")
-        _integer("checkpoint_every", self.checkpoint_every, 0)
+        positive_int("checkpoint_every", self.checkpoint_every, 0)
 
     # ---- derived values ----
     @property

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.train.config import TrainConfig
 
@@ -104,8 +105,7 @@ def generate_trainer_corpus(out_dir, *, modes: Iterable[str] = tuple(RECIPES), s
     """
     from gspo_dynamics.train.trainer import train  # torch-heavy; the recipes above need only the config
 
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ConfigError(f"seeds must be an integer >= 1, got {seeds!r}")
+    positive_int("seeds", seeds)
     modes = list(modes)
     for mode in modes:
         recipe_config(mode)  # ConfigError for an unknown mode before any run

@@ -117,9 +117,25 @@ def generate(
             forward every step (the reference path; same draws, same numbers up to float32
             summation order).
     """
+    prompt_mask, tau, p = _checked_options(model, prompt_ids, prompt_mask, max_new_tokens, temperature, top_p, eos_id, pad_id)
+    B, P = prompt_ids.shape
+    N = max_new_tokens
+    cache = model.new_kv_cache(B, P + N)  # allocated once: every key and value of this call
+    # the uniforms of every draw, row r of step t using U[t, r] on either path (greedy draws none)
+    U = None if tau == 0.0 else torch.rand(N, B, generator=generator, device=prompt_ids.device)
+    if fast and _decode.supports(model, prompt_ids.device):
+        with torch.inference_mode():  # no autograd bookkeeping per kernel (~10% of a step at this size)
+            tokens, logprobs = _fast_loop(model, cache, prompt_ids, prompt_mask, N, tau, p, eos_id, U)
+        tokens, logprobs = tokens.clone(), logprobs.clone()  # normal tensors again: training may read them
+        return _finish(prompt_ids, prompt_mask, tokens, logprobs, eos_id, pad_id, None)
+    return _reference_loop(model, cache, prompt_ids, prompt_mask, N, tau, p, eos_id, pad_id, U)
+
+
+def _checked_options(model, prompt_ids, prompt_mask, max_new_tokens, temperature, top_p, eos_id, pad_id):
+    """(prompt_mask as int64 on the prompts' device, tau, top_p) after checking every option of `generate`."""
     if prompt_ids.ndim != 2 or prompt_ids.dtype != torch.long or prompt_ids.shape[1] < 1:
         raise ValueError(f"prompt_ids must be int64 (B, P >= 1), got {prompt_ids.dtype} {tuple(prompt_ids.shape)}")
-    B, P = prompt_ids.shape
+    P = prompt_ids.shape[1]
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
     tau = _check_number("temperature", temperature, 0.0, math.inf, low_open=False)
@@ -128,22 +144,20 @@ def generate(
     for name, token in (("eos_id", eos_id), ("pad_id", pad_id)):
         if token is not None and (isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < V):
             raise ConfigError(f"{name} must be a token id in [0, {V}), got {token!r}")
-    N = max_new_tokens
-    if P + N > model.config.max_seq_len:
-        raise ConfigError(f"prompt ({P}) plus max_new_tokens ({N}) exceed the model's max_seq_len {model.config.max_seq_len}")
+    if P + max_new_tokens > model.config.max_seq_len:
+        raise ConfigError(f"prompt ({P}) plus max_new_tokens ({max_new_tokens}) exceed the model's max_seq_len "
+                          f"{model.config.max_seq_len}")
     device = prompt_ids.device
     prompt_mask = torch.ones_like(prompt_ids) if prompt_mask is None else prompt_mask.to(device=device, dtype=torch.long)
     if prompt_mask.shape != prompt_ids.shape:
         raise ValueError(f"prompt_mask must have shape {tuple(prompt_ids.shape)}, got {tuple(prompt_mask.shape)}")
+    return prompt_mask, tau, p
 
-    cache = model.new_kv_cache(B, P + N)  # allocated once: every key and value of this call
-    # the uniforms of every draw, row r of step t using U[t, r] on either path (greedy draws none)
-    U = None if tau == 0.0 else torch.rand(N, B, generator=generator, device=device)
-    if fast and _decode.supports(model, device):
-        with torch.inference_mode():  # no autograd bookkeeping per kernel (~10% of a step at this size)
-            tokens, logprobs = _fast_loop(model, cache, prompt_ids, prompt_mask, N, tau, p, eos_id, U)
-        tokens, logprobs = tokens.clone(), logprobs.clone()  # normal tensors again: training may read them
-        return _finish(prompt_ids, prompt_mask, tokens, logprobs, eos_id, pad_id, None)
+
+def _reference_loop(model, cache, prompt_ids, prompt_mask, N, tau, p, eos_id, pad_id, U) -> Rollout:
+    """The reference path of `generate`: the model's own cached forward every step."""
+    B, P = prompt_ids.shape
+    device = prompt_ids.device
     logits, aux = model(prompt_ids, attention_mask=prompt_mask, kv_cache=cache)
     sequences = torch.full((B, P + N), pad_id, dtype=torch.long, device=device)
     sequences[:, :P] = prompt_ids

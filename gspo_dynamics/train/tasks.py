@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.sim.sequence import Addition, CountParity, PatternMatch
-from gspo_dynamics.sim.sequence._vocab import TOKENIZER as SIM_TOKENIZER
+from gspo_dynamics.sim.sequence import TOKENIZER as SIM_TOKENIZER, Addition, CountParity, PatternMatch
 from gspo_dynamics.train.tokenizer import Tokenizer
 
 TASKS: tuple[str, ...] = ("pattern", "count", "addition")
@@ -54,8 +54,7 @@ class TextTask:
 
     def sample_prompts(self, n: int, generator: torch.Generator | None = None) -> list[str]:
         """n prompt strings (without BOS; `Tokenizer.batch_encode` adds it)."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"the number of prompts must be an integer >= 1, got {n!r}")
+        positive_int("the number of prompts", n)
         ids = self.sim.prompts(n, generator=generator, device=torch.device("cpu") if generator is None else None)
         return [text[1:] for text in SIM_TOKENIZER.decode(ids)]  # drop the testbed's BOS
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.sim.sequence._vocab import Tokenizer as _SequenceTokenizer
+from gspo_dynamics.sim.sequence import Tokenizer as _SequenceTokenizer
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,6 +17,7 @@ import math
 
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.train.rollout import completion_log_probs, generate
 
@@ -78,8 +79,7 @@ def supervised_warmup(
         model already succeeded more often than the band's top).
     """
     for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_size", eval_size), ("eval_every", eval_every)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "steps" else 1):
-            raise ConfigError(f"{name} must be an integer >= {0 if name == 'steps' else 1}, got {value!r}")
+        positive_int(name, value, minimum=0 if name == "steps" else 1)
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (math.isfinite(lr) and lr > 0):
         raise ConfigError(f"lr must be a finite number > 0, got {lr!r}")
     low, high = target_success

@@ -32,11 +32,13 @@ def test_issue_command_prints_one_json_object():
 
 @pytest.mark.parametrize("args, needle", [
     (["predict", "--lr", "-1"], "learning rate"),
+    (["predict", "--lr", "-1e-6"], "learning rate must be positive"),  # argparse alone: "expected one argument"
+    (["simulate", "--testbed", "sequence", "--objective", "gspo", "--lr", "-1e-6"], "learning rate"),
     (["predict", "--lr", "abc"], "--lr"),
     (["predict", "--momentum", "1.5"], "momentum"),
     (["predict", "--refresh-interval", "0"], "refresh interval"),
     (["predict", "--correction", "tokenwise"], "correction"),
-    (["predict", "--optimizer", "adam"], "group size"),
+    (["predict", "--testbed", "bandit", "--optimizer", "adam"], "group size"),
     (["simulate", "--group-size", "1"], "group size"),
     (["nonsense"], "invalid choice"),
     ([], "required"),
@@ -105,3 +107,24 @@ def test_bad_sequence_flags_are_one_line_and_exit_2(args, needle, capsys):
 def test_predict_still_has_only_the_bandit_testbed(capsys):
     assert main(["predict", "--testbed", "sequence"]) == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_simulate_help_lists_the_sequence_defaults_from_its_config(capsys):
+    from gspo_dynamics.sim.compare import sequence_defaults
+
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    defaults = sequence_defaults()
+    assert f"lr {defaults['lr']}" in text and f"group_size {defaults['group_size']}" in text
+
+
+def test_the_cli_reads_no_private_argparse_attribute():
+    import re
+    from pathlib import Path
+
+    import gspo_dynamics.cli
+
+    private = re.compile(r"\._(actions|option_string_actions|optionals|positionals|subparsers|defaults|registries)\b")
+    for path in Path(gspo_dynamics.cli.__file__).parent.glob("*.py"):
+        assert not private.search(path.read_text()), f"{path.name} reads a private argparse attribute"

@@ -1,3 +1,3 @@
-"""The figure families of `gspo-dynamics figures`: each module computes its data (a frozen
-dataclass, no drawing) and draws it into given matplotlib axes (no saving). The registry that
-lays them out, names them and saves them is `gspo_dynamics.figures`."""
+"""The figure families of `gspo-dynamics figures`: each module draws one family's data (a frozen
+dataclass computed by `gspo_dynamics.experiments`) into given matplotlib axes, and never saves. The
+registry that computes, lays out, names and saves them is `gspo_dynamics.plots.registry`."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim.corpus._logged_bandit import run_logged
 from gspo_dynamics.sim.corpus._modes import MODES, RECIPES, Variant
@@ -62,8 +63,7 @@ def generate_corpus(out_dir, *, seeds: int = 5, modes=MODES, seed: int = 0) -> l
     (file -> label). Seed k of a mode with several variants (e.g. stalled: tiny lr, KL pinning)
     uses variant k mod (number of variants). Runs of one variant are batched over seeds.
     """
-    if not (isinstance(seeds, int) and seeds >= 1):
-        raise ConfigError(f"seeds must be an integer >= 1, got {seeds!r}")
+    positive_int("seeds", seeds)
     unknown = [m for m in modes if m not in RECIPES]
     if unknown:
         raise ConfigError(f"unknown mode(s) {unknown}; expected some of {', '.join(MODES)}")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim.corpus import CorpusEntry
 from gspo_dynamics.sim.corpus._trl_format import TRL_VERSION_WRITTEN, write_json
@@ -36,8 +37,7 @@ def generate_contextual_corpus(out_dir, *, seeds: int = 5, seed: int = 0, modes=
     logging interval, format and optional series from a generator seeded by (seed, mode, k), so the
     same arguments write the same files.
     """
-    if not (isinstance(seeds, int) and not isinstance(seeds, bool) and seeds >= 1):
-        raise ConfigError(f"seeds must be an integer >= 1, got {seeds!r}")
+    positive_int("seeds", seeds)
     unknown = [m for m in modes if m not in RECIPES]
     if unknown:
         raise ConfigError(f"unknown mode(s) {unknown}; expected some of {', '.join(MODES)}")

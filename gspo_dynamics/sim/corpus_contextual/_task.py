@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -103,9 +104,7 @@ class RunConfig:
         if self.hp.correction == "sequence":
             raise ConfigError("one response is one decision here: use correction 'token' (equal to 'sequence') or 'none'")
         for name in ("steps", "eval_prompts", "eval_samples"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+            positive_int(name, getattr(self, name))
         if not (isinstance(self.warmup_steps, int) and 0 <= self.warmup_steps < self.steps):
             raise ConfigError(f"warmup_steps must be an integer in [0, steps), got {self.warmup_steps!r}")
         if self.eval_every is not None and not (isinstance(self.eval_every, int) and self.eval_every >= 1):

@@ -21,8 +21,8 @@ from gspo_dynamics.sim.sequence._addition import Addition
 from gspo_dynamics.sim.sequence._counting import PARITIES, CountParity, PatternMatch
 from gspo_dynamics.sim.sequence._moe import MoETransformerConfig, TinyMoETransformer, routing_changes
 from gspo_dynamics.sim.sequence._policy import Routing, SequencePolicy
+from gspo_dynamics.objectives import OBJECTIVE_CLIPS  # re-exported: each objective's clip range
 from gspo_dynamics.sim.sequence._rl import (
-    OBJECTIVE_CLIPS,
     ROUTING_REPLAYS,
     SequenceRLConfig,
     SequenceRun,

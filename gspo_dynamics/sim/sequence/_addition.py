@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gspo_dynamics.sim.sequence._task import check_position_probs, check_response, positive_int
+from gspo_dynamics._checks import positive_int
+from gspo_dynamics.sim.sequence._task import check_position_probs, check_response
 from gspo_dynamics.sim.sequence._vocab import TOKENIZER
 
 PLUS = TOKENIZER.symbols.index("+")

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.sim.sequence._task import check_position_probs, check_response, count_distribution, positive_int
+from gspo_dynamics.sim.sequence._task import check_position_probs, check_response, count_distribution
 from gspo_dynamics.sim.sequence._vocab import TOKENIZER
 
 PARITIES: tuple[str, ...] = ("even", "odd", "any")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim.sequence._policy import Routing
 from gspo_dynamics.sim.sequence._transformer import CausalTransformer, KVCache, TransformerConfig
@@ -30,8 +31,7 @@ class MoETransformerConfig(TransformerConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if isinstance(self.n_experts, bool) or not isinstance(self.n_experts, int) or self.n_experts < 1:
-            raise ConfigError(f"n_experts must be an integer >= 1, got {self.n_experts!r}")
+        positive_int("n_experts", self.n_experts)
         if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or not 1 <= self.top_k <= self.n_experts:
             raise ConfigError(f"top_k must be an integer in [1, {self.n_experts}] (n_experts), got {self.top_k!r}")
 

@@ -20,7 +20,7 @@ from typing import NamedTuple, Protocol
 
 import torch
 
-from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._checks import positive_int
 
 
 class Routing(NamedTuple):
@@ -77,8 +77,7 @@ def check_tokens(prompts: torch.Tensor, tokens: torch.Tensor) -> None:
 
 
 def check_max_len(max_len) -> int:
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
-        raise ConfigError(f"the response length max_len must be an integer >= 1, got {max_len!r}")
+    positive_int("the response length max_len", max_len)
     return max_len
 
 

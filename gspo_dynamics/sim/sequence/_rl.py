@@ -51,26 +51,21 @@ from typing import Callable, Mapping, NamedTuple
 import numpy as np
 import torch
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.objectives import ADVANTAGE_SCALES, filter_informative_groups, get_loss, group_advantages, kl_k3
+from gspo_dynamics.objectives import (
+    ADVANTAGE_SCALES, STALE_GRADIENT, ObjectiveDefaults, filter_informative_groups, get_loss, group_advantages, kl_k3,
+)
 from gspo_dynamics.sim.sequence._counting import CountParity, PatternMatch
 from gspo_dynamics.sim.sequence._moe import TinyMoETransformer, routing_changes
 from gspo_dynamics.sim.sequence._policy import Routing, SequencePolicy
 from gspo_dynamics.sim.sequence._sampling import gather_log_probs, log_probs, sample
 from gspo_dynamics.sim.sequence._tabular import TabularPolicy
-from gspo_dynamics.sim.sequence._task import SequenceTask, positive_int
+from gspo_dynamics.sim.sequence._task import SequenceTask
 from gspo_dynamics.theory.hyperparams import SGD, Adam
-from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
 ROUTING_REPLAYS: tuple[str, ...] = ("none", "full", "experts")
 OPTIMIZERS: Mapping[str, type] = {"sgd": SGD, "adam": Adam}
-# (eps_low, eps_high) when none is given: each paper's range. CISPO (MiniMax 2025) sets no lower
-# bound (eps_low = 1: the bound 1 - eps_low = 0 is never crossed) and tunes eps_high; DAPO's 0.28
-# stands in for it. Objectives not listed use GRPO_CLIP.
-OBJECTIVE_CLIPS: Mapping[str, tuple[float, float]] = {
-    "gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1]),
-}
-STALE_GRADIENT = ("pg",)  # objectives whose gradient is taken at the sampling policy (no correction)
 
 
 def _check_number(name: str, value, *, positive: bool) -> None:
@@ -78,28 +73,6 @@ def _check_number(name: str, value, *, positive: bool) -> None:
     ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
     if not (ok and (value > 0 if positive else value >= 0)):
         raise ConfigError(f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}")
-
-
-class ObjectiveDefaults:
-    """The objective's defaults for a config with fields objective, clip_low, clip_high and
-    advantage_scale (None: the default); shared by `SequenceRLConfig` and the trainer's config."""
-
-    @property
-    def eps_low(self) -> float:
-        """clip_low, or the objective's default."""
-        return float(OBJECTIVE_CLIPS.get(self.objective, GRPO_CLIP)[0] if self.clip_low is None else self.clip_low)
-
-    @property
-    def eps_high(self) -> float:
-        """clip_high, or the objective's default."""
-        return float(OBJECTIVE_CLIPS.get(self.objective, GRPO_CLIP)[1] if self.clip_high is None else self.clip_high)
-
-    @property
-    def scale(self) -> str:
-        """advantage_scale, or the objective's default: "none" for dr_grpo (no std), else "group"."""
-        if self.advantage_scale is not None:
-            return self.advantage_scale
-        return "none" if self.objective == "dr_grpo" else "group"
 
 
 @dataclass(frozen=True, kw_only=True)

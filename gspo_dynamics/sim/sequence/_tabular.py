@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim.sequence._policy import Routing, check_max_len, check_prompts, check_tokens, no_routing
 
@@ -38,8 +39,7 @@ class TabularPolicy(nn.Module):
         """
         super().__init__()
         for name, value in (("length", length), ("vocab_size", vocab_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+            positive_int(name, value)
         if logits is None:
             logits = torch.zeros(length, vocab_size)
         elif not torch.is_tensor(logits):

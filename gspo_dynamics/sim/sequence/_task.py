@@ -17,8 +17,6 @@ from typing import Protocol
 
 import torch
 
-from gspo_dynamics._errors import ConfigError
-
 
 class SequenceTask(Protocol):
     """The protocol `PatternMatch`, `CountParity` and `Addition` follow."""
@@ -38,13 +36,6 @@ class SequenceTask(Protocol):
     def prompts(self, batch: int, *, generator: torch.Generator | None = None, device=None) -> torch.Tensor: ...
 
     def reward(self, prompts: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...
-
-
-def positive_int(name: str, value, minimum: int = 1) -> int:
-    """`value` as an int >= minimum, else ConfigError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
 
 
 def check_response(task: SequenceTask, prompts: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.sim.sequence._policy import Routing, check_max_len, check_prompts, check_tokens, no_routing
 
@@ -37,9 +38,7 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+            positive_int(name, getattr(self, name))
         if self.d_ff is not None and (isinstance(self.d_ff, bool) or not isinstance(self.d_ff, int) or self.d_ff < 1):
             raise ConfigError(f"d_ff must be an integer >= 1 or None, got {self.d_ff!r}")
         if self.d_model % self.n_heads:

@@ -1,4 +1,4 @@
-"""`ratio_prediction.predicted_ratio_metrics` at the sequence level: the reward-aligned GSPO clip prediction
+"""`predict.predicted_ratio_metrics` at the sequence level: the reward-aligned GSPO clip prediction
 against a per-step loop over `theory.ratio_alignment`, and its refresh-interval inference against
 the run's own config; the law itself against a stale tabular policy's logged GSPO clip fractions at
 the exact reward gain."""
@@ -10,8 +10,11 @@ import pytest
 import torch
 from scipy.signal import savgol_filter
 
-from gspo_dynamics.sim.sequence import PatternMatch, TinyTransformer, TransformerConfig, run_sequence_rl
-from gspo_dynamics.ratio_prediction import SLOPE_STEPS, predicted_ratio_metrics
+from gspo_dynamics.predict import SLOPE_STEPS, predicted_ratio_metrics
+from gspo_dynamics.predict._ratios import DEFAULT_GROUP_SIZE, DEFAULT_OPTIMIZER
+from gspo_dynamics.sim.sequence import (
+    PatternMatch, SequenceRLConfig, TinyTransformer, TransformerConfig, run_sequence_rl,
+)
 from gspo_dynamics.theory.ratio_alignment import aligned_clip_fractions
 from gspo_dynamics.theory.ratios import GSPO_CLIP
 
@@ -108,3 +111,10 @@ def test_exact_gain_predicts_a_tabular_policys_gspo_clip_fractions():
         assert gain > 0.0
         assert float(fr.low) == pytest.approx(float(logged["losses/clip_frac_low"]), abs=TABULAR_CLIP_ATOL)
         assert float(fr.high) == pytest.approx(float(logged["losses/clip_frac_high"]), abs=TABULAR_CLIP_ATOL)
+
+
+def test_the_configless_defaults_are_the_sequence_configs():
+    """Without a config the prediction takes SequenceRLConfig's G and optimizer; it sits below the
+    testbeds, so it states them itself and this test keeps the two the same."""
+    default = SequenceRLConfig(objective="gspo")
+    assert (DEFAULT_GROUP_SIZE, DEFAULT_OPTIMIZER) == (default.group_size, default.optimizer)

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from gspo_dynamics.plots.figures import _group_size, _sequence, _stability, _trajectories
+from gspo_dynamics.experiments import _group_size, _sequence, _stability, _trajectories
+from gspo_dynamics.plots.figures import _group_size as group_size_plots, _stability as stability_plots
 from gspo_dynamics.theory import linear
 from gspo_dynamics.theory.bandit import TwoArmBandit, sigmoid
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
@@ -112,10 +113,10 @@ def test_panels_label_their_axes(panels):
 
     fig = Figure()
     axes = fig.subplots(1, 3)
-    _stability.draw_phase_diagram(axes[0], panels[0])
+    stability_plots.draw_phase_diagram(axes[0], panels[0])
     d = _group_size.zero_variance_data((2, 4), [0.5], samples=100)
-    _group_size.draw_zero_variance(axes[1], d)
-    _group_size.draw_zero_variance_vs_group(axes[2], d, (0.5,))
+    group_size_plots.draw_zero_variance(axes[1], d)
+    group_size_plots.draw_zero_variance_vs_group(axes[2], d, (0.5,))
     for ax in axes:
         assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
     assert axes[0].get_ylabel() == "refresh interval T (steps)"

@@ -9,13 +9,11 @@ reward gained since the refresh (the importance-sampling identity L Cov(log s, r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
-from scipy.signal import savgol_filter
 
-from gspo_dynamics.sim.sequence import SequenceRLConfig
-from gspo_dynamics.theory.hyperparams import Adam
+from gspo_dynamics.theory.hyperparams import SGD, Adam
 from gspo_dynamics.theory.ratio_alignment import aligned_clip_fractions, momentum_window_gains
 from gspo_dynamics.theory.ratios import ratio_statistics
 
@@ -28,6 +26,18 @@ UNREACHABLE_CLIP_LOW = 1.0 - 1e-12
 # a refresh step's token log-ratio variance is rounding (<~ 1e-13), a stale step's >~ 1e-9
 REFRESH_LOG_VAR = 1e-11
 SLOPE_STEPS = 17  # the reward slope's least-squares window (steps, odd): ~16 minibatch means
+# without a config, the group size and optimizer of `sim.sequence.SequenceRLConfig`'s defaults
+# (a test pins them to it: this layer sits below the testbeds and cannot import them)
+DEFAULT_GROUP_SIZE = 8
+DEFAULT_OPTIMIZER = Adam()
+
+
+class RatioRunConfig(Protocol):
+    """What the prediction reads of a run's config (`SequenceRLConfig`, the trainer's config)."""
+
+    refresh_interval: int  # T, optimizer steps per rollout
+    group_size: int  # G, responses per prompt
+    optimizer: SGD | Adam  # its momentum (SGD mu, Adam beta1) spreads the window's gain
 
 
 def _refresh_interval(m: dict[str, np.ndarray]) -> int:
@@ -49,6 +59,8 @@ def _window_gain(reward: np.ndarray, T: int) -> np.ndarray:
     end segments), so it is unbiased for a linear trend and averages the minibatch noise of ~16
     minibatches. The logged reward at step t is the sampler's (t - j steps old); the lag does not
     change the slope."""
+    from scipy.signal import savgol_filter  # here, not at the top: scipy.signal costs ~0.5 s to import
+
     steps = len(reward)
     width = min(max(SLOPE_STEPS, 2 * T + 1), steps - (steps + 1) % 2)  # odd, at most the run
     slope = np.zeros(steps) if width < 3 else savgol_filter(reward, width, 1, deriv=1, mode="interp")
@@ -56,7 +68,7 @@ def _window_gain(reward: np.ndarray, T: int) -> np.ndarray:
     return T * (np.bincount(window, slope) / np.bincount(window))[window]
 
 
-def _sequence_reward_gain(m: dict[str, np.ndarray], config: SequenceRLConfig | None, expected_reward) -> np.ndarray:
+def _sequence_reward_gain(m: dict[str, np.ndarray], config: RatioRunConfig | None, expected_reward) -> np.ndarray:
     """Delta R_j per step (`theory.ratio_alignment`, eq. 5): E[r](t) - E[r](t - j) where the exact
     expected reward is known, else the smoothed reward curve's window gain spread by the momentum."""
     steps = len(m["reward"])
@@ -65,14 +77,14 @@ def _sequence_reward_gain(m: dict[str, np.ndarray], config: SequenceRLConfig | N
     if expected_reward is not None:
         expected = np.asarray(expected_reward, dtype=float)  # (steps + 1,) E[r] after t steps
         return expected[:steps] - expected[np.arange(steps) - j]
-    optimizer = (config or SequenceRLConfig(objective="gspo")).optimizer
+    optimizer = DEFAULT_OPTIMIZER if config is None else config.optimizer
     mu = optimizer.beta1 if isinstance(optimizer, Adam) else optimizer.momentum
     share = momentum_window_gains(1.0, mu, T)  # (T,) Delta R_j / Gamma
     return _window_gain(m["reward"], T) * share[j]
 
 
 def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: float, clip_high: float, *,
-                            config: SequenceRLConfig | None = None, expected_reward=None) -> dict[str, Any]:
+                            config: RatioRunConfig | None = None, expected_reward=None) -> dict[str, Any]:
     """Per step, the theory's ratio statistics at the measured token log-ratio spread sigma^2 and
     length L: log rho ~ N(-sigma^2 / 2, sigma^2) (token) or N(-sigma^2 / 2, sigma^2 / L) (sequence),
     each (steps,), NaN at a step without an update. pg clips nothing: its clip fraction is 0.
@@ -101,7 +113,7 @@ def predicted_ratio_metrics(m: dict[str, np.ndarray], objective: str, clip_low: 
     elif objective in SIGN_BLIND_CLIP:
         clip = stats.clip.region
     elif level == "sequence":
-        G = SequenceRLConfig.__dataclass_fields__["group_size"].default if config is None else config.group_size
+        G = DEFAULT_GROUP_SIZE if config is None else config.group_size
         on = {k: np.where(updated, np.nan_to_num(m[k]), 0.0) for k in (
             "ratios/seq_log_mean", "ratios/seq_log_var", "reward_std", "advantages/frac_positive",
             "advantages/frac_negative")}

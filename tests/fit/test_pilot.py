@@ -1,4 +1,4 @@
-"""gspo_dynamics.forecast_pilot on pilot logs made here: each measured quantity against an
+"""gspo_dynamics.fit on pilot logs made here: each measured quantity against an
 independent route (the linear recurrence that made the curve, Monte Carlo groups, normal draws)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.forecast_pilot import pilot_forecast
-from gspo_dynamics.integrations.configs import read_run_config
+from gspo_dynamics.fit import pilot_forecast
+from gspo_dynamics.predict import read_run_config
 
 
 def write_log(path, columns: dict[str, np.ndarray]) -> str:

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from gspo_dynamics import ConfigError
-from gspo_dynamics.integrations.configs import read_run_config
+from gspo_dynamics.predict import read_run_config
 from gspo_dynamics.theory.hyperparams import SGD, Adam
 
 

@@ -30,7 +30,7 @@ prompts, each an optimizer step, and passed over ppo_epochs times:
 
 Our trainer's config (`gspo_dynamics.train.config.TrainConfig` fields: task, model, objective, ...):
 T = steps_per_generation x num_iterations, N = prompts_per_step, G = group_size, the objective's clip
-defaults. The theory's own field names (`Hyperparams`: lr, refresh_interval, group_size, ...) read
+defaults (the trainer's defaults restated, no torch). The theory's own field names (`Hyperparams`: lr, refresh_interval, group_size, ...) read
 as they are.
 """
 
@@ -45,6 +45,7 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
+from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
 # ---- TRL -------------------------------------------------------------------------------------
 # GRPOConfig defaults (TRL >= 0.20) of the keys the mapping reads.
@@ -73,6 +74,14 @@ OWN_KEYS = {
     "clip_low", "clip_high", "kl_coef", "kl_estimator", "optimizer", "momentum", "beta1", "beta2", "eps",
 }
 TRAINER_MARKERS = {"task", "model", "objective"}  # every TrainConfig has all three
+# `train.config.TrainConfig`'s defaults of the fields the theory reads (a layer above: restated here,
+# checked equal by tests/predict/test_configs.py), and each objective's clip range and correction
+TRAINER_DEFAULTS: dict[str, Any] = {
+    "steps_per_generation": 1, "num_iterations": 1, "prompts_per_step": 4, "group_size": 8, "optimizer": "adamw",
+    "lr": 1e-3, "momentum": 0.0, "beta1": 0.9, "beta2": 0.999, "adam_eps": 1e-8, "kl_coef": 0.0,
+    "clip_low": None, "clip_high": None, "advantage_scale": None,
+}
+OBJECTIVE_CLIPS = {"gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1])}  # the rest: GRPO_CLIP
 OBJECTIVE_CORRECTIONS = {"pg": "none", "gspo": "sequence"}  # the rest correct per token
 
 
@@ -275,18 +284,34 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
 
 # ---- ours ------------------------------------------------------------------------------------
 def _trainer(cfg: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float]:
-    from gspo_dynamics.train.config import config_from_dict  # imports torch: only for our trainer's configs
+    """Our trainer's schedule: T = steps_per_generation x num_iterations, N = prompts_per_step."""
+    def get(key):
+        return TRAINER_DEFAULTS[key] if cfg.get(key) is None else cfg[key]
 
-    tc = config_from_dict({k: v for k, v in cfg.items() if k != "device"} | {"device": "cpu"})
-    optimizer = (Adam(beta1=tc.beta1, beta2=tc.beta2, eps=tc.adam_eps) if tc.optimizer == "adamw"
-                 else SGD(momentum=tc.momentum))
-    hp = Hyperparams(lr=tc.lr, optimizer=optimizer, refresh_interval=tc.refresh_interval, group_size=tc.group_size,
-                     num_groups=tc.prompts_per_step, advantage="mean" if tc.scale == "none" else "std",
-                     correction=OBJECTIVE_CORRECTIONS.get(tc.objective, "token"), clip_low=min(tc.eps_low, 0.999999),
-                     clip_high=tc.eps_high, kl_coef=tc.kl_coef)
-    if tc.eps_low >= 1.0:
-        notes.append(f"objective {tc.objective}: no lower clip bound (eps_low = {tc.eps_low:g}); the theory's is just below 1")
-    return hp, float(tc.refresh_interval)
+    objective = cfg["objective"]
+    if not isinstance(objective, str):
+        raise ConfigError(f"objective must be a name, got {objective!r}")
+    T = (_number("steps_per_generation", get("steps_per_generation"), integer=True, positive=True)
+         * _number("num_iterations", get("num_iterations"), integer=True, positive=True))
+    name = get("optimizer")
+    if name not in ("adamw", "sgd"):
+        raise ConfigError(f"optimizer must be adamw or sgd, got {name!r}")
+    optimizer = (Adam(beta1=_number("beta1", get("beta1")), beta2=_number("beta2", get("beta2")),
+                      eps=_number("adam_eps", get("adam_eps"), positive=True))
+                 if name == "adamw" else SGD(momentum=_number("momentum", get("momentum"))))
+    low, high = OBJECTIVE_CLIPS.get(objective, GRPO_CLIP)
+    low = low if get("clip_low") is None else _number("clip_low", get("clip_low"), positive=True)
+    high = high if get("clip_high") is None else _number("clip_high", get("clip_high"), positive=True)
+    if low >= 1.0:
+        notes.append(f"objective {objective}: no lower clip bound (eps_low = {low:g}); the theory's is just below 1")
+        low = 1.0 - 1e-6
+    scale = get("advantage_scale") or ("none" if objective == "dr_grpo" else "group")
+    hp = Hyperparams(lr=_number("lr", get("lr"), positive=True), optimizer=optimizer, refresh_interval=T,
+                     group_size=_number("group_size", get("group_size"), integer=True, positive=True),
+                     num_groups=_number("prompts_per_step", get("prompts_per_step"), integer=True, positive=True),
+                     advantage="mean" if scale == "none" else "std", correction=OBJECTIVE_CORRECTIONS.get(objective, "token"),
+                     clip_low=low, clip_high=high, kl_coef=_number("kl_coef", get("kl_coef")))
+    return hp, float(T)
 
 
 def _own(cfg: dict[str, Any]) -> Hyperparams:
@@ -364,11 +389,8 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
-        from gspo_dynamics.train.config import TrainConfig
-
-        known = set(TrainConfig.__dataclass_fields__)
-        hp, exact = _trainer({k: v for k, v in cfg.items() if k in known}, notes)
-        return _setup(hp, "gspo-dynamics trainer", exact, notes, sorted(set(cfg) - known))
+        hp, exact = _trainer(cfg, notes)
+        return _setup(hp, "gspo-dynamics trainer", exact, notes, sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective"}))
     if trl and own - {"optimizer"}:
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with our own "
                           f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")

@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 
 from gspo_dynamics import ConfigError
-from gspo_dynamics.sweeps import load_sweep
+from gspo_dynamics.predict import load_sweep
 
-SIMS = sorted((Path(__file__).parents[1] / "sims").glob("*.json"))
+SIMS = sorted((Path(__file__).parents[2] / "sims").glob("*.json"))
 
 
 @pytest.mark.parametrize("path", SIMS, ids=lambda p: p.stem)

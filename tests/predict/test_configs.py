@@ -1,4 +1,4 @@
-"""gspo_dynamics.integrations.configs: TRL, verl and our trainer's configs in the theory's terms.
+"""gspo_dynamics.predict: TRL, verl and our trainer's configs in the theory's terms.
 
 The refresh interval and the groups per step are checked against an independent route: loops that
 replay each framework's schedule (TRL's micro-batch counter in `GRPOTrainer._prepare_inputs`, verl's
@@ -12,7 +12,7 @@ import math
 import pytest
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.integrations.configs import read_run_config
+from gspo_dynamics.predict import read_run_config
 from gspo_dynamics.theory.hyperparams import SGD, Adam
 
 
@@ -174,3 +174,17 @@ def test_unreadable_files_are_config_errors(tmp_path):
         read_run_config(listed)
     (tmp_path / "c.json").write_text(json.dumps({"hparams": {"lr": 0.1}}))  # a diagnose --json output
     assert read_run_config(tmp_path / "c.json").hparams.lr == 0.1
+
+
+def test_the_restated_trainer_defaults_are_the_trainers():
+    """The prediction layer restates `TrainConfig`'s defaults and the objectives' clips (it sits below
+    `train/` and beside `objectives/`): they must stay equal."""
+    import dataclasses
+
+    from gspo_dynamics.objectives import OBJECTIVE_CLIPS
+    from gspo_dynamics.predict import _configs
+    from gspo_dynamics.train.config import TrainConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    assert {k: defaults[k] for k in _configs.TRAINER_DEFAULTS} == _configs.TRAINER_DEFAULTS
+    assert dict(OBJECTIVE_CLIPS) == _configs.OBJECTIVE_CLIPS

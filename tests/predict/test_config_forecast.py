@@ -1,4 +1,4 @@
-"""gspo_dynamics.forecast_config: the config-only stability bounds against a direct iteration of
+"""gspo_dynamics.predict: the config-only stability bounds against a direct iteration of
 the linearised update (a scalar loop, independent of `theory.linear`'s matrices)."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-from gspo_dynamics.forecast_config import config_forecast
-from gspo_dynamics.integrations.configs import read_run_config
+from gspo_dynamics.predict import config_forecast, read_run_config
 
 
 def grows(x: float, mu: float, T: int, periods: int = 3000) -> bool:

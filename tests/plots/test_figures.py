@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from gspo_dynamics import figures
+from gspo_dynamics.plots import registry as figures
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli.main import main
 
@@ -39,7 +39,10 @@ def test_cli_builds_one_figure_png_pdf_manifest_readme(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and pdf.read_bytes()[:5] == b"%PDF-"
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["zero_variance"]["mode"] == "quick"
-    assert "made in **quick** mode" in (tmp_path / "README.md").read_text()
+    readme = (tmp_path / "README.md").read_text()
+    assert "made in **quick** mode" in readme
+    # only what the folder holds: no entry, and no link, for a figure not built here
+    assert "Not generated yet." not in readme and "stability.png" not in readme
 
 
 def test_cli_list_and_bad_name(capsys):

@@ -7,7 +7,7 @@ the regime.
 
 Sequence (`compare_sequence`): trains a small policy on a synthetic sequence task with any loss of
 the registry (`run_sequence_rl`) and sets the token- vs sequence-ratio theory next to the measured
-ratio spread, clip fractions and ratio std, per refresh-window position (`ratio_prediction`: the
+ratio spread, clip fractions and ratio std, per refresh-window position (`predict.predicted_ratio_metrics`: the
 token lognormal, GSPO's reward-aligned sequence law).
 """
 
@@ -25,7 +25,7 @@ import torch
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._progress import Progress
 from gspo_dynamics.predict import heavy_ball, predict_bandit
-from gspo_dynamics.ratio_prediction import NO_CLIP, predicted_ratio_metrics
+from gspo_dynamics.predict import NO_CLIP, predicted_ratio_metrics
 from gspo_dynamics.sim import BanditTask, simulate
 from gspo_dynamics.sim.sequence import (
     Addition,
@@ -130,6 +130,7 @@ SEQUENCE_POLICIES: tuple[str, ...] = ("tabular", "transformer", "moe")
 DEFAULT_LENGTH = 4  # L of the counting tasks: a few seconds on a CPU, and a uniform policy finds rewards
 DEFAULT_DIGITS = 1  # D of addition: a + b with one-digit operands
 DEFAULT_SEQUENCE_STEPS = 100
+DEFAULT_TASK, DEFAULT_POLICY = SEQUENCE_TASKS[0], SEQUENCE_POLICIES[0]  # pattern, tabular
 FINAL_FRACTION = 0.1  # "final" and "peak" rewards average this share of the steps (at least one window):
                       # one minibatch's reward is a noisy estimate
 # the sequence policies' tensors are tiny: one intra-op thread is the fastest, and several are
@@ -143,7 +144,7 @@ def sequence_task(name: str, *, length: int | None = None, digits: int | None = 
     """A sequence task by name; a knob that the task does not have raises ConfigError.
 
     pattern: PatternMatch(length, min_matches), min_matches default ceil(length / 2)
-    count:   CountParity(length, min_count, parity), defaults 0 and "even"
+    count:   CountParity(length, min_count, parity), min_count and parity default to CountParity's
     addition: Addition(n_digits=digits)
     length defaults to DEFAULT_LENGTH, digits to DEFAULT_DIGITS.
     """
@@ -161,8 +162,19 @@ def sequence_task(name: str, *, length: int | None = None, digits: int | None = 
     if name == "pattern":
         half = (length + 1) // 2 if isinstance(length, int) and not isinstance(length, bool) else None
         return PatternMatch(length=length, min_matches=half if min_matches is None else min_matches)
-    return CountParity(length=length, min_count=0 if min_count is None else min_count,
-                       parity="even" if parity is None else parity)
+    given = {"min_count": min_count, "parity": parity}  # None: CountParity's defaults
+    return CountParity(length=length, **{k: v for k, v in given.items() if v is not None})
+
+
+def sequence_defaults() -> dict[str, Any]:
+    """What `simulate --testbed sequence` takes for a flag left out: the task, its knobs, the policy
+    and the steps, then `SequenceRLConfig`'s fields (None: the objective's own, `ObjectiveDefaults`)."""
+    config = {f.name: (f.default_factory() if f.default is dataclasses.MISSING else f.default)
+              for f in dataclasses.fields(SequenceRLConfig) if f.name != "objective"}
+    config["optimizer"] = config["optimizer"].name
+    count = {f.name: f.default for f in dataclasses.fields(CountParity) if f.name in ("min_count", "parity")}
+    return {"task": DEFAULT_TASK, "length": DEFAULT_LENGTH, "digits": DEFAULT_DIGITS, **count, "policy": DEFAULT_POLICY,
+            "steps": DEFAULT_SEQUENCE_STEPS, **config}
 
 
 def sequence_policy(name: str, task: SequenceTask, *, seed: int = 0):

@@ -3,9 +3,10 @@
     fig = FIGURES["stability"].make(quick=True)      # a matplotlib Figure, not saved
     build(["stability"], out="figures", quick=True)  # figures/stability.png (150 dpi) + .pdf
 
-Each entry lays out the panels of one figure family (`gspo_dynamics.plots.figures`: data
-computation and drawing into an axis kept apart). Quick mode runs CI-sized simulations (the whole
-set in well under two minutes on two CPU cores); full mode the sizes the published figures use.
+Each entry computes one figure family's data (`gspo_dynamics.experiments`) and lays out its
+panels, drawn by `gspo_dynamics.plots.figures` into given axes. Quick mode runs CI-sized
+simulations (the whole set in well under two minutes on two CPU cores); full mode the sizes the
+published figures use.
 `build` also records what it made in `<out>/manifest.json` and rewrites `<out>/README.md` from
 this registry and that manifest, so the captions and commands there never drift from the code.
 """
@@ -28,7 +29,7 @@ from matplotlib.figure import Figure
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.plots.style import figure_style
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SWEEP = REPO / "sims" / "critical_refresh_interval.json"
 DPI = 150  # README-sized PNGs
 # The figure simulations are small tensor programs (hundreds of configs x a few numbers): torch's
@@ -74,7 +75,7 @@ def _legend_below(fig: Figure, axes, ncol: int, handles=None) -> None:
 
 
 def _sweep():
-    from gspo_dynamics.sweeps import load_sweep
+    from gspo_dynamics.predict import load_sweep
 
     if not SWEEP.is_file():
         raise ConfigError(f"the stability figure needs the sweep {SWEEP} (a source checkout)")
@@ -89,7 +90,8 @@ def _sweep():
            "the expected dynamics from 1e-6 off the fixed point (learning rates of sims/critical_refresh_interval.json). "
            "At high momentum the continuous rule misses the exact boundary; the simulation follows the exact one.")
 def _stability(quick: bool) -> Figure:
-    from gspo_dynamics.plots.figures._stability import draw_phase_diagram, phase_diagram_data, regime_handles
+    from gspo_dynamics.experiments import phase_diagram_data
+    from gspo_dynamics.plots.figures._stability import draw_phase_diagram, regime_handles
 
     quick_sweep, full_sweep = _sweep()
     sweep = quick_sweep if quick else full_sweep
@@ -114,7 +116,8 @@ def _stability(quick: bool) -> Figure:
            "reward over seeds of the stochastic simulation with a 2-standard-error band; dashed: the exact finite-G "
            "expected map from pi_ref (theory, no fit); dotted: the closed-form oscillator fitted to the simulated mean.")
 def _trajectories(quick: bool) -> Figure:
-    from gspo_dynamics.plots.figures._trajectories import draw_regime, regime_configs, regime_data
+    from gspo_dynamics.experiments import regime_configs, regime_data
+    from gspo_dynamics.plots.figures._trajectories import draw_regime
     from gspo_dynamics.theory.bandit import TwoArmBandit
     from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -136,7 +139,8 @@ def _trajectories(quick: bool) -> Figure:
            "the first steps, where inertia makes the reward start quadratically (dotted: R_0 + k (R_inf - R_0) t^2 / 2m "
            "of the fitted oscillator) and the single exponential, linear at t = 0, cannot follow.")
 def _slow_start(quick: bool) -> Figure:
-    from gspo_dynamics.plots.figures._trajectories import draw_slow_start, slow_start_data
+    from gspo_dynamics.experiments import slow_start_data
+    from gspo_dynamics.plots.figures._trajectories import draw_slow_start
     from gspo_dynamics.theory.bandit import TwoArmBandit
     from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 
@@ -156,8 +160,9 @@ def _slow_start(quick: bool) -> Figure:
            "coincide, the residual gap is the (1 - 1/G) drive factor. Right: stationary Var(R) (second half of each "
            "run, error bars 2 s.e.) against G, with the discrete-Lyapunov prediction and a 1/G reference line.")
 def _group_size(quick: bool) -> Figure:
-    from gspo_dynamics.plots.figures._group_size import draw_fluctuation, draw_mean_curves, group_size_data
-    from gspo_dynamics.sweeps import load_sweep
+    from gspo_dynamics.experiments import group_size_data
+    from gspo_dynamics.plots.figures._group_size import draw_fluctuation, draw_mean_curves
+    from gspo_dynamics.predict import load_sweep
 
     sweep = load_sweep(REPO / "sims" / "one_over_g.json", quick=quick)
     groups = [hp.group_size for hp in sweep.configs]
@@ -176,7 +181,8 @@ def _group_size(quick: bool) -> Figure:
            "Bernoulli(p) rewards (lines); points: groups drawn at random and passed through "
            "objectives.group_advantages, counting the all-zero ones.")
 def _zero_variance(quick: bool) -> Figure:
-    from gspo_dynamics.plots.figures._group_size import draw_zero_variance, draw_zero_variance_vs_group, zero_variance_data
+    from gspo_dynamics.experiments import zero_variance_data
+    from gspo_dynamics.plots.figures._group_size import draw_zero_variance, draw_zero_variance_vs_group
 
     p_points = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95]
     d = zero_variance_data((2, 4, 8, 16, 32), p_points, samples=20_000 if quick else 400_000)
@@ -211,7 +217,8 @@ def _zero_variance(quick: bool) -> Figure:
            "differ (the law gives both the same); on the tiny transformer it is within 0.035 (row "
            "transformer-clip-sequence in paper_repro/RESULTS.md).")
 def _ratios(quick: bool) -> Figure:
-    from gspo_dynamics.plots.figures._sequence import draw_clip_fraction, draw_ratio_variance, ratio_data
+    from gspo_dynamics.experiments import ratio_data
+    from gspo_dynamics.plots.figures._sequence import draw_clip_fraction, draw_ratio_variance
 
     lengths = (1, 4, 16, 64) if quick else (1, 2, 4, 8, 16, 32, 64, 128)
     d = ratio_data(lengths, seeds=4 if quick else 16, refresh_interval=8, lr_per_token=3.0)
@@ -230,7 +237,8 @@ def _ratios(quick: bool) -> Figure:
            "(zero right after a refresh, growing with staleness); right: its window mean against T. Error bars 2 s.e. "
            "over seeds.")
 def _moe_churn(quick: bool) -> Figure:
-    from gspo_dynamics.plots.figures._sequence import churn_data, draw_churn_by_interval, draw_churn_by_position
+    from gspo_dynamics.experiments import churn_data
+    from gspo_dynamics.plots.figures._sequence import draw_churn_by_interval, draw_churn_by_position
 
     d = churn_data((1, 2, 4, 8), steps=48 if quick else 200, seeds=2 if quick else 4)
     fig = Figure(figsize=(9, 3.4), layout="constrained")
@@ -322,7 +330,7 @@ def build(names: Sequence[str] | None = None, *, out: str | Path = "figures", qu
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     manifest.update({name: m for name, m in made.items() if "skipped" not in m})
     manifest_path.write_text(json.dumps({k: manifest[k] for k in FIGURES if k in manifest}, indent=1) + "\n")
-    (out / "README.md").write_text(readme(manifest))
+    (out / "README.md").write_text(readme(manifest, names=[k for k in FIGURES if k in manifest]))  # what is there
     return made
 
 
@@ -361,19 +369,20 @@ def _build_one(name: str, out: Path, quick: bool, progress) -> dict:
     return made
 
 
-def readme(manifest: dict[str, dict]) -> str:
-    """figures/README.md: every registered figure with its caption, the exact command and the mode it was made in."""
+def readme(manifest: dict[str, dict], names: Sequence[str] | None = None) -> str:
+    """figures/README.md: each of `names` (default: every registered figure) with its caption, the
+    exact command and the mode it was made in (`build` lists the figures its folder holds)."""
     lines = ["# Figures", "",
              "Generated by `gspo-dynamics figures` (all of them; add `--quick` for the CI-sized runs, "
              "`--only NAME ...` for some). This file is written by the same command from the figure registry "
-             "(`gspo_dynamics/figures.py`); edit the captions there, not here.", ""]
+             "(`gspo_dynamics/plots/registry.py`); edit the captions there, not here.", ""]
     if manifest:
         modes = sorted({m["mode"] for m in manifest.values()})
         total = sum(m["seconds"] for m in manifest.values())
         lines += [f"Files here: {' and '.join(modes)} mode, {total:.0f} s of building in all (wall clock, per "
                   "figure below). Quick mode builds the whole set in under two minutes on two CPU cores.", ""]
-    for name, spec in FIGURES.items():
-        made = manifest.get(name)
+    for name in FIGURES if names is None else names:
+        spec, made = FIGURES[name], manifest.get(name)
         lines += [f"## {spec.title}", "", f"![{spec.title}]({name}.png)", "", spec.caption, ""]
         lines.append(f"`{command(name, quick=False)}` (full) or `{command(name, quick=True)}` (quick). Files: "
                      f"`{name}.png`, `{name}.pdf`.")

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from gspo_dynamics.integrations.configs import RunSetup
+from gspo_dynamics._plain import plain
+from gspo_dynamics.predict._configs import RunSetup
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.linear import STABLE, critical_learning_rate, critical_refresh_interval
 
@@ -53,12 +54,12 @@ class ConfigForecast:
     zero_std_share: dict[float, float]  # per success rate p: p^G + (1 - p)^G at the config's G
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": self.setup.to_json(), "momentum": self.momentum,
+        return plain({"config": self.setup.to_json(), "momentum": self.momentum,
                 "stiffness_bound": self.stiffness_bound, "stiffness_bound_continuous": self.stiffness_bound_continuous,
                 "stiffness_bound_on_policy": self.stiffness_bound_on_policy,
                 "max_safe_refresh_interval_by_stiffness": {str(x): t for x, t in self.max_safe_refresh.items()},
                 "zero_std_share_by_success_rate": {str(p): s for p, s in self.zero_std_share.items()},
-                "needs_a_pilot": list(NEEDS_PILOT)}
+                "needs_a_pilot": list(NEEDS_PILOT)})
 
     def summary_lines(self) -> list[str]:
         hp, s = self.setup.hparams, self.setup
@@ -99,3 +100,16 @@ def config_forecast(setup: RunSetup) -> ConfigForecast:
     return ConfigForecast(setup=setup, momentum=mu, stiffness_bound=bound,
                           stiffness_bound_continuous=None if T == 1 else 2.0 * (1.0 - mu) / (T - 1),
                           stiffness_bound_on_policy=on_policy, max_safe_refresh=safe, zero_std_share=shares)
+
+
+def stiffness_bounds(momentum: float, refresh_intervals) -> np.ndarray:
+    """x_max(T, mu) for each T (exact discrete, all forces stale): the stable region of the (eta K, T) plane."""
+    return np.array([float(critical_learning_rate(1.0, 0.0, momentum, int(T))) for T in refresh_intervals])
+
+
+def stability_grid(stiffness_per_lr: float, momentum: float, lrs, refresh_intervals) -> np.ndarray:
+    """rho(M(T)) > 1 at eta K = stiffness_per_lr x lr, on the grid (len(refresh_intervals), len(lrs)):
+    the (lr, T) stability map when the stiffness scales with the learning rate (SGD; Adam in its
+    linear regime at a fixed second moment)."""
+    x = stiffness_per_lr * np.asarray(lrs, dtype=float)
+    return stiffness_bounds(momentum, refresh_intervals)[:, None] <= x[None, :]

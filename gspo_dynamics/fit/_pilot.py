@@ -33,13 +33,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import erfc
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import Implications, fit_trajectory, implications
-from gspo_dynamics.forecast_config import ConfigForecast, config_forecast
-from gspo_dynamics.integrations.configs import RunSetup
+from gspo_dynamics._plain import plain
+from gspo_dynamics.fit._implications import Implications, implications
+from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog, read_log
+from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
 from gspo_dynamics.theory.linear import critical_learning_rate
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
@@ -62,27 +63,35 @@ class PilotForecast:
     noise_by_group: dict[int, float]  # the reward's step-to-step noise per G'
     drift_per_step: float | None  # delta, the token log-ratio spread added per stale step
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T'
+    fit: TrajectoryFit | None = None  # the pilot's reward fit
+    pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
+    reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": self.config.to_json(), "pilot_steps": self.pilot_steps,
+        return plain({"config": self.config.to_json(), "pilot_steps": self.pilot_steps,
                 "implications": self.implications.to_json(), "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
                 "success_rate": self.success_rate, "zero_std_by_group": _keys(self.zero_std_by_group),
                 "zero_std_logged": self.zero_std_logged, "noise_by_group": _keys(self.noise_by_group),
                 "drift_per_step": self.drift_per_step, "clip_by_refresh_interval": _keys(self.clip_by_refresh),
-                "measured": self.measured, "assumed": self.assumed}
+                "measured": self.measured, "assumed": self.assumed})
 
     def summary_lines(self) -> list[str]:
         imp, hp = self.implications, self.config.setup.hparams
         lines = self.config.summary_lines()[:2]
         lines.append(f"from the pilot ({self.pilot_steps} steps):")
         plateau = imp.plateau
-        lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
-                     + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")
+        if imp.plateau_extrapolated or not (plateau.stderr is None or plateau.stderr < abs(plateau.value)):
+            lines.append(f"  reward curve: the plateau is not identified by {self.pilot_steps} steps (the fit extrapolates; "
+                         "a longer pilot, or one past the start of the rise, is needed)")
+        else:
+            lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
+                         + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")
         if imp.exact_regime is not None:
+            weak = " (from a stiffness the pilot does not identify)" if "does not identify" in self.lr_note else ""
             lines.append(f"  regime at T = {hp.refresh_interval}: {imp.exact_regime}; max safe T "
-                         f"{imp.max_safe_refresh_interval or 'not bounded by the linear model'}")
+                         f"{imp.max_safe_refresh_interval or 'not bounded by the linear model'}{weak}")
         else:
             lines.append(f"  regime at T = {hp.refresh_interval}: withheld (premises below)")
         lines.append(f"  max safe lr at T = {hp.refresh_interval}: "
@@ -139,8 +148,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     delta, clips = _drift(log, n, hp.clip_high, measured, assumed)
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
-                         noise_by_group=noise, drift_per_step=delta, clip_by_refresh=clips, measured=measured,
-                         assumed=assumed)
+                         noise_by_group=noise, drift_per_step=delta, clip_by_refresh=clips, fit=fit,
+                         pilot=(steps, reward), reward_range=reward_range, measured=measured, assumed=assumed)
 
 
 def _reward_range(reward: np.ndarray, given, assumed: list[str]):
@@ -165,7 +174,10 @@ def _max_safe_lr(imp: Implications, hp, measured: list[str]) -> tuple[float | No
         return None, "the pilot rises faster than the optimizer's linear regime allows: the linear threshold extrapolates"
     if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:
         return None, "the fit gives no stiffness"
-    kappa = imp.stiffness_per_step.value
+    kappa, se = imp.stiffness_per_step.value, imp.stiffness_per_step.stderr
+    if imp.plateau_extrapolated or se is None or not se < kappa:
+        return None, "the pilot does not identify the stiffness (its plateau is an extrapolation, or the stiffness's " \
+                     "standard error exceeds it)"
     measured.append(f"the stiffness per step eta K = {kappa:.3g}")
     x_max = float(critical_learning_rate(1.0, 0.0, hp.momentum, hp.refresh_interval))
     return hp.lr * x_max / kappa, (f"linear model: eta K = {kappa:.3g} at lr {hp.lr:g} against the bound {x_max:.3g} at "
@@ -205,6 +217,6 @@ def _drift(log: RunLog, n: int, eps: float, measured: list[str], assumed: list[s
     clips = {}
     for T in REFRESH_INTERVALS:
         positions = np.arange(1, T)
-        share = 2.0 * norm.sf(bound / (positions * delta)) if T > 1 else np.zeros(0)
+        share = erfc(bound / (positions * delta) / math.sqrt(2.0))  # P(|N(0, (j delta)^2)| > bound), j = 1 .. T-1
         clips[T] = float(share.sum() / T)  # position 0 of each window is on-policy: no clipping
     return delta, clips

@@ -1,0 +1,89 @@
+"""Options shared by the commands: the training hyperparameters of `predict` and `simulate` (and
+their defaults, read from the config dataclasses), integer parsing, and dataclass defaults."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from gspo_dynamics.theory.bandit import TwoArmBandit
+from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, KL_ESTIMATORS, STD_ESTIMATORS, SGD, Adam, Hyperparams
+
+# The command's own example where the dataclasses have none (Hyperparams.lr) or another one: the
+# canonical bandit of the README (pi_ref(1) = sigmoid(-1), KL weight 0.5, a stable on-policy lr).
+BANDIT_LR = 2.0
+BANDIT_KL_COEF = 0.5
+BANDIT_REF_LOGIT = -1.0
+
+
+def field_default(cls, name: str):
+    """The default of dataclass field `name` of `cls` (its default_factory called)."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+
+def integer(text: str) -> int:
+    """argparse type: an integer (its range is checked by the config it goes into)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def add_hyperparams(p: argparse.ArgumentParser, testbeds: tuple[str, ...] = ("bandit",)) -> list[argparse.Action]:
+    """The training hyperparameter and testbed flags; returns the actions added."""
+    hp = lambda name: field_default(Hyperparams, name)  # noqa: E731 - a short local alias
+    sgd, adam = SGD(), Adam()
+    g = p.add_argument_group("training hyperparameters")
+    b = p.add_argument_group("testbed")
+    sequence = "; sequence: synthetic sequence tasks with small torch policies" if "sequence" in testbeds else ""
+    return [
+        g.add_argument("--lr", type=float, default=BANDIT_LR, help=f"learning rate eta (default: {BANDIT_LR:g})"),
+        g.add_argument("--optimizer", choices=("sgd", "adam"), default=sgd.name,
+                       help=f"sgd (heavy-ball) or adam (default: {sgd.name})"),
+        g.add_argument("--momentum", type=float, default=sgd.momentum,
+                       help=f"heavy-ball momentum mu for sgd (default: {sgd.momentum:g})"),
+        g.add_argument("--beta1", type=float, default=adam.beta1, help=f"Adam beta1 (default: {adam.beta1:g})"),
+        g.add_argument("--beta2", type=float, default=adam.beta2, help=f"Adam beta2 (default: {adam.beta2:g})"),
+        g.add_argument("--adam-eps", type=float, default=adam.eps, help=f"Adam epsilon (default: {adam.eps:g})"),
+        g.add_argument("--refresh-interval", "-T", type=integer, default=hp("refresh_interval"),
+                       help="optimizer steps between refreshes of the sampling policy "
+                            f"(TRL: steps_per_generation x num_iterations; default: {hp('refresh_interval')})"),
+        g.add_argument("--group-size", "-G", type=integer, default=hp("group_size"),
+                       help="responses per prompt G (default: G -> infinity, the expected dynamics)"),
+        g.add_argument("--num-groups", type=integer, default=hp("num_groups"),
+                       help=f"groups per optimizer step (default: {hp('num_groups')})"),
+        g.add_argument("--advantage", choices=ADVANTAGES, default=hp("advantage"),
+                       help=f"mean: r - mean; std: also divided by the group std (default: {hp('advantage')})"),
+        g.add_argument("--std-estimator", choices=STD_ESTIMATORS, default=hp("std_estimator"),
+                       help=f"group std with or without Bessel's correction (default: {hp('std_estimator')})"),
+        g.add_argument("--correction", choices=CORRECTIONS, default=hp("correction"),
+                       help=f"off-policy correction (default: {hp('correction')})"),
+        g.add_argument("--clip-low", type=float, default=hp("clip_low"),
+                       help=f"eps_low of the ratio clip (default: {hp('clip_low'):g})"),
+        g.add_argument("--clip-high", type=float, default=hp("clip_high"),
+                       help=f"eps_high of the ratio clip (default: {hp('clip_high'):g})"),
+        g.add_argument("--kl", type=float, default=BANDIT_KL_COEF, help=f"KL weight beta (default: {BANDIT_KL_COEF:g})"),
+        g.add_argument("--kl-estimator", choices=KL_ESTIMATORS, default=hp("kl_estimator"),
+                       help=f"exact KL or the k3 estimator (default: {hp('kl_estimator')})"),
+        b.add_argument("--testbed", choices=testbeds, default="bandit",
+                       help=f"bandit: two-armed softmax bandit (exact reduction){sequence}"),
+        b.add_argument("--ref-logit", type=float, default=BANDIT_REF_LOGIT,
+                       help=f"reference logit: pi_ref(1) = sigmoid(ref_logit) (default: {BANDIT_REF_LOGIT:g})"),
+        b.add_argument("--init-logit", type=float, default=field_default(TwoArmBandit, "init_logit"),
+                       help="initial logit (default: the reference)"),
+    ]
+
+
+def hyperparams_from_args(args: argparse.Namespace) -> Hyperparams:
+    optimizer = SGD(momentum=args.momentum) if args.optimizer == "sgd" else Adam(beta1=args.beta1, beta2=args.beta2, eps=args.adam_eps)
+    return Hyperparams(
+        lr=args.lr, optimizer=optimizer, refresh_interval=args.refresh_interval, group_size=args.group_size,
+        num_groups=args.num_groups, advantage=args.advantage, std_estimator=args.std_estimator,
+        correction=args.correction, clip_low=args.clip_low, clip_high=args.clip_high,
+        kl_coef=args.kl, kl_estimator=args.kl_estimator,
+    )
+
+
+def bandit_from_args(args: argparse.Namespace) -> TwoArmBandit:
+    return TwoArmBandit(ref_logit=args.ref_logit, init_logit=args.init_logit)

@@ -1,0 +1,101 @@
+"""`gspo-dynamics predict`: before a run, what a config (and a short pilot of it) says about stability.
+
+    predict --config grpo.yaml [--pilot first_50_steps.jsonl] [--json] [--plot map.png]
+    predict --lr 1e-6 --optimizer adam -T 8 -G 8          (flags: the same config-only answer)
+    predict --testbed bandit --kl 0.5 --ref-logit -1 ...  (the two-armed bandit, the theory's exact toy)
+
+Hyperparameters without a testbed or a pilot get the config-only answer (`predict.config_forecast`):
+an LLM learning rate means nothing on the toy, so the bandit runs only when asked for by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.cli._options import add_hyperparams, bandit_from_args, hyperparams_from_args, integer
+from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_lines
+
+
+def register(sub) -> None:
+    p = sub.add_parser("predict", help="stability of a config (with a pilot log: calibrated), or of the bandit")
+    add_hyperparams(p)
+    p.set_defaults(testbed=None)  # the bandit only by name: `--testbed bandit`
+    r = p.add_argument_group("a real run")
+    r.add_argument("--config", help="a TRL GRPOConfig, a verl config or our trainer's config (JSON or YAML)")
+    r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
+    r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
+    r.add_argument("--devices", type=integer, help="data-parallel processes of a TRL run (default: the config's, else 1)")
+    r.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
+                   help="the task's reward bounds (default: [0, 1] when every pilot reward lies there)")
+    r.add_argument("--plot", help="draw the stability map over (lr, T) with the config's point (PNG, PDF, ...)")
+    p.add_argument("--t-max", type=integer, default=T_MAX, help=f"largest refresh interval searched (default: {T_MAX})")
+    p.add_argument("--no-from-start", action="store_true", help="skip the bandit's nonlinear from-start check")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=_cmd_predict)
+
+
+def _note(message: str) -> None:
+    """Long from-start scans say what they are doing, on a terminal only."""
+    if sys.stderr.isatty():
+        print(f"gspo-dynamics: {message} ...", file=sys.stderr)
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    if args.testbed == "bandit":
+        if args.config or args.pilot:
+            raise ConfigError("--testbed bandit predicts the two-armed bandit from flags; drop --config/--pilot, or the testbed")
+        return _bandit(args)
+    forecast = _forecast(args)
+    if args.plot:
+        _save_map(forecast, args.plot)
+    print(json.dumps(as_json_ready(forecast.to_json()), allow_nan=False) if args.json else "\n".join(forecast.summary_lines()))
+    if args.plot:
+        print(f"gspo-dynamics: wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _forecast(args: argparse.Namespace):
+    """The config-only or pilot-calibrated forecast of --config (or of the flags when there is none)."""
+    from gspo_dynamics.predict import RunSetup, config_forecast, read_run_config
+
+    if args.pilot_steps is not None and not args.pilot:
+        raise ConfigError("--pilot-steps needs --pilot")
+    if args.config:
+        setup = read_run_config(args.config, devices=args.devices)
+    else:
+        hp = hyperparams_from_args(args)
+        setup = RunSetup(hparams=hp, framework="command-line hyperparameters", refresh_exact=float(hp.refresh_interval),
+                         notes=("no config, testbed or pilot: what these hyperparameters alone determine "
+                                "(`--testbed bandit` for the two-armed bandit)",), ignored=())
+    if not args.pilot:
+        if args.reward_range is not None:
+            raise ConfigError("--reward-range needs --pilot (it is checked against the pilot's rewards)")
+        return config_forecast(setup)
+    from gspo_dynamics.fit import pilot_forecast
+    from gspo_dynamics.logs import ColumnMapError
+
+    try:
+        return pilot_forecast(setup, args.pilot, pilot_steps=args.pilot_steps,
+                              reward_range=None if args.reward_range is None else tuple(args.reward_range))
+    except ColumnMapError as error:
+        raise ConfigError(error.render(cli=True)) from None
+
+
+def _save_map(forecast, path: str) -> None:
+    from gspo_dynamics.plots.stability_map import stability_map_figure
+
+    fig = stability_map_figure(forecast)
+    try:
+        fig.savefig(path)
+    except (OSError, ValueError) as exc:  # a missing folder, an unknown extension
+        raise ConfigError(f"cannot write the plot to {path!r}: {exc}") from None
+
+
+def _bandit(args: argparse.Namespace) -> int:
+    report = predict_bandit(bandit_from_args(args), hyperparams_from_args(args), t_max=args.t_max,
+                            from_start=not args.no_from_start, progress=_note)
+    print(json.dumps(as_json_ready(report), allow_nan=False) if args.json else "\n".join(summary_lines(report)))
+    return 0

@@ -1,0 +1,100 @@
+"""`gspo-dynamics predict --config [--pilot]`: TRL, YAML and verl configs, a pilot log, the plot, and
+one-line errors with exit 2 for impossible, contradictory or foreign configs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from gspo_dynamics.cli.main import main
+
+TRL = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
+       "steps_per_generation": 32, "beta": 0.04, "importance_sampling_level": "sequence", "epsilon": 3e-4,
+       "epsilon_high": 4e-4, "output_dir": "out"}
+VERL = {"data": {"train_batch_size": 512}, "algorithm": {"adv_estimator": "grpo"},
+        "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 128, "ppo_epochs": 1},
+                              "rollout": {"n": 8}}}
+
+
+def write(tmp_path, name, data) -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data) if name.endswith((".yaml", ".yml")) else json.dumps(data))
+    return str(path)
+
+
+def pilot_log(tmp_path, n=40) -> str:
+    t = np.arange(1, n + 1)
+    reward = 0.8 - 0.6 * np.exp(-t / 12) + 0.02 * np.random.default_rng(0).standard_normal(n)
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
+    return str(path)
+
+
+def test_trl_json_config_alone(tmp_path, capsys):
+    assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL)]) == 0
+    out = capsys.readouterr().out
+    assert "TRL GRPOConfig" in out and "T = 4 optimizer steps per rollout" in out and "N = 4 groups" in out
+    assert "needs a pilot" in out and "devices not given" in out
+
+
+def test_yaml_and_verl_configs_as_json(tmp_path, capsys):
+    assert main(["predict", "--config", write(tmp_path, "grpo.yaml", TRL), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["refresh_interval"] == 4
+    assert main(["predict", "--config", write(tmp_path, "ppo_trainer.yaml", VERL), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["config"]["framework"] == "verl" and report["config"]["refresh_interval"] == 4
+    assert report["stiffness_bound"] > 0 and report["needs_a_pilot"]
+
+
+def test_with_a_pilot_and_a_plot(tmp_path, capsys):
+    config, log, png = write(tmp_path, "grpo.json", TRL), pilot_log(tmp_path), tmp_path / "map.png"
+    assert main(["predict", "--config", config, "--pilot", log, "--json", "--plot", str(png)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["pilot_steps"] == 40 and report["implications"]["plateau"]["value"] == pytest.approx(0.8, abs=0.05)
+    assert report["measured"] and report["assumed"] and png.stat().st_size > 10_000
+    assert main(["predict", "--config", config, "--pilot", log, "--pilot-steps", "20"]) == 0
+    assert "from the pilot (20 steps)" in capsys.readouterr().out
+
+
+def test_flags_without_a_testbed_get_the_config_only_answer(capsys):
+    """The issue's defect: LLM hyperparameters used to run the toy bandit silently."""
+    args = ["predict", "--optimizer", "adam", "--lr", "1e-6", "-T", "8", "-G", "8", "--kl", "0.04", "--correction", "token"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "command-line hyperparameters" in out and "needs a pilot" in out and "R* =" not in out
+    assert "--testbed bandit" in out
+
+
+@pytest.mark.parametrize("content, needle", [
+    ({**TRL, "steps_per_generation": 0}, "steps_per_generation"),
+    ({**TRL, "learning_rate": -1e-6}, "learning_rate"),
+    ({**TRL, "learning_rate": "fast"}, "learning_rate"),
+    ({"beta": 0.1, "loss_type": "sigmoid", "max_length": 512}, "preference-optimisation"),
+    ({**TRL, "lr": 0.1}, "mixes TRL keys"),
+])
+def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
+    assert main(["predict", "--config", write(tmp_path, "c.json", content)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("gspo-dynamics: error:") and needle in err
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--config", "/nonexistent/grpo.json"], "cannot read"),
+    (["--pilot-steps", "20"], "--pilot-steps needs --pilot"),
+    (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
+    (["--reward-range", "0", "1"], "--reward-range needs --pilot"),
+])
+def test_contradictory_options_are_one_line_and_exit_2(capsys, extra, needle):
+    assert main(["predict", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err
+
+
+def test_a_reward_range_the_pilot_leaves_is_refused(tmp_path, capsys):
+    log = tmp_path / "wide.jsonl"
+    log.write_text("".join(json.dumps({"step": i, "reward": float(v)}) + "\n" for i, v in enumerate(np.linspace(-9.7, 10.9, 30), 1)))
+    assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL), "--pilot", str(log), "--reward-range", "0", "1"]) == 2
+    assert "does not hold the pilot's rewards" in capsys.readouterr().err

@@ -31,6 +31,7 @@ from gspo_dynamics.plots.style import figure_style
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = REPO / "sims" / "critical_refresh_interval.json"
+TRL_EXAMPLE = REPO / "examples" / "trl_grpo_config.yaml"
 DPI = 150  # README-sized PNGs
 # The figure simulations are small tensor programs (hundreds of configs x a few numbers): torch's
 # intra-op threads only add synchronisation, which on a busy 2-core machine cost 15x (128 s vs
@@ -281,6 +282,21 @@ def _diagnose_figure(log_name: str):
             raise FigureSkipped(f"{log_name} is not in {folder}")
         return diagnosis_figure(diagnose(read_log(folder / log_name)))
     return make
+
+
+@_register("predict_map", "Before a run: what a TRL config alone says about stability",
+           "`gspo-dynamics predict --config examples/trl_grpo_config.yaml --plot`: the TRL GRPOConfig read into the "
+           "theory's terms (T = steps_per_generation x num_iterations / gradient_accumulation_steps = 4, Adam's b1 = 0.9 "
+           "as the momentum). Line: the largest stiffness per step eta K at which each refresh interval T is stable "
+           "(exact discrete monodromy, all forces stale); shaded: unstable; dashed: the config's T. The stiffness is "
+           "the model's and the task's, not the config's: a pilot log measures it (`--pilot`).")
+def _predict_map(quick: bool) -> Figure:
+    from gspo_dynamics.plots.stability_map import stability_map_figure
+    from gspo_dynamics.predict import config_forecast, read_run_config
+
+    if not TRL_EXAMPLE.is_file():
+        raise ConfigError(f"the predict_map figure needs the example config {TRL_EXAMPLE} (a source checkout)")
+    return stability_map_figure(config_forecast(read_run_config(TRL_EXAMPLE)))
 
 
 def _register_diagnose() -> None:

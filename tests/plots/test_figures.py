@@ -8,7 +8,7 @@ from gspo_dynamics.plots import registry as figures
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli.main import main
 
-EXPECTED = ("stability", "trajectories", "slow_start", "group_size", "zero_variance", "ratios", "moe_churn")
+EXPECTED = ("stability", "trajectories", "slow_start", "group_size", "zero_variance", "ratios", "moe_churn", "predict_map")
 
 
 def test_registry_holds_the_issue_figures_in_order():

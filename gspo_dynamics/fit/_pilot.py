@@ -41,11 +41,16 @@ from gspo_dynamics.fit._implications import Implications, implications
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
+from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import critical_learning_rate
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 REFRESH_INTERVALS = (1, 2, 4, 8, 16, 32)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
+# S of `theory.collapse`: the token log-ratio spread at a window's last stale position past which a
+# window is at risk of collapse. Set from the development combinations of paper_repro/pilot_forecast.py
+# (count/pg, pattern/grpo, count/gspo, pattern/pg with SGD; `--fit-limit`), never from the confirmation one.
+COLLAPSE_SPREAD = 1.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class PilotForecast:
     zero_std_logged: float | None  # mean frac_reward_zero_std of the pilot, where logged
     noise_by_group: dict[int, float]  # the reward's step-to-step noise per G'
     drift_per_step: float | None  # delta, the token log-ratio spread added per stale step
+    collapse_max_refresh: int | None  # the largest T whose window stays under COLLAPSE_SPREAD at the config's lr
+    collapse_max_lr: float | None  # the largest lr whose window stays under COLLAPSE_SPREAD at the config's T
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T'
     fit: TrajectoryFit | None = None  # the pilot's reward fit
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
@@ -75,6 +82,8 @@ class PilotForecast:
                 "success_rate": self.success_rate, "zero_std_by_group": _keys(self.zero_std_by_group),
                 "zero_std_logged": self.zero_std_logged, "noise_by_group": _keys(self.noise_by_group),
                 "drift_per_step": self.drift_per_step, "clip_by_refresh_interval": _keys(self.clip_by_refresh),
+                "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
+                "collapse_max_lr": self.collapse_max_lr,
                 "measured": self.measured, "assumed": self.assumed})
 
     def summary_lines(self) -> list[str]:
@@ -104,6 +113,8 @@ class PilotForecast:
         if self.drift_per_step is not None:
             lines.append(f"  token log-ratio drift {self.drift_per_step:.3g} per stale step; token clip fraction by T: "
                          + ", ".join(f"{t}: {v:.3g}" for t, v in self.clip_by_refresh.items()))
+            lines.append(f"  collapse risk (a window's spread (T - 1) lr s past {COLLAPSE_SPREAD:g}): safe up to T = "
+                         f"{self.collapse_max_refresh} at this lr, up to lr {self.collapse_max_lr:.3g} at this T")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
 
@@ -146,9 +157,16 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     assumed.append("the noise scales as 1 / sqrt(N G) (the fluctuation theory's 1/G law) and the pilot ran at the "
                    "config's N, G, T and lr")
     delta, clips = _drift(log, n, hp.clip_high, measured, assumed)
+    collapse_T = collapse_lr = None
+    if delta is not None and delta > 0:
+        collapse_T = collapse.max_safe_refresh_interval(delta / hp.lr, hp.lr, COLLAPSE_SPREAD)
+        collapse_lr = collapse.max_safe_learning_rate(delta / hp.lr, hp.refresh_interval, COLLAPSE_SPREAD)
+        assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
+                       f"the collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
-                         noise_by_group=noise, drift_per_step=delta, clip_by_refresh=clips, fit=fit,
+                         noise_by_group=noise, drift_per_step=delta, collapse_max_refresh=collapse_T, collapse_max_lr=collapse_lr,
+                         clip_by_refresh=clips, fit=fit,
                          pilot=(steps, reward), reward_range=reward_range, measured=measured, assumed=assumed)
 
 
@@ -175,14 +193,13 @@ def _max_safe_lr(imp: Implications, hp, measured: list[str]) -> tuple[float | No
     if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:
         return None, "the fit gives no stiffness"
     kappa, se = imp.stiffness_per_step.value, imp.stiffness_per_step.stderr
-    if imp.plateau_extrapolated or se is None or not se < kappa:
+    if imp.plateau_extrapolated or (se is not None and math.isfinite(se) and se >= kappa) or se == math.inf:
         return None, "the pilot does not identify the stiffness (its plateau is an extrapolation, or the stiffness's " \
                      "standard error exceeds it)"
     measured.append(f"the stiffness per step eta K = {kappa:.3g}")
     x_max = float(critical_learning_rate(1.0, 0.0, hp.momentum, hp.refresh_interval))
     return hp.lr * x_max / kappa, (f"linear model: eta K = {kappa:.3g} at lr {hp.lr:g} against the bound {x_max:.3g} at "
-                                   f"T = {hp.refresh_interval}; a collapse by one large move within a refresh period "
-                                   "is not in this model")
+                                   f"T = {hp.refresh_interval}")
 
 
 def _zero_std(log: RunLog, reward: np.ndarray, n: int, reward_range, measured: list[str]):

@@ -1,0 +1,243 @@
+"""Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
+
+Protocol (fixed before any result was looked at; the grid, the seeds and the roles below do not
+change with the results):
+
+  combinations  (task, objective, optimizer) of our trainer, 100k model, G = 8, N = 4 prompts per step.
+                Development: count/pg, pattern/grpo, count/gspo (AdamW) and pattern/pg with SGD momentum
+                0.9. Confirmation, never used while developing: addition/grpo (AdamW).
+  pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
+                measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
+  grid          16 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
+                REFRESH_INTERVALS (fresh groups every step from the sampling policy: the theory's schedule),
+                STEPS steps, seeds 0 .. SEEDS - 1 each.
+  measured      a cell is unstable when its seed-mean excess drawdown (per-rollout mean reward below its
+                running maximum, minus the same cell's lr at T = 1) exceeds DRAWDOWN_MARGIN: the run lost
+                monotone saturation (collapsed or oscillated), else stable. Its plateau: the mean reward
+                of the last PLATEAU_STEPS steps, seed mean.
+  forecasts     ours: `fit.pilot_forecast` at each cell's (lr, T): unstable when T exceeds the max safe T
+                of the pilot's stiffness scaled to the cell's lr (the linear model; none where its premises
+                fail), or when the window's drift passes the collapse limit, (T - 1) lr s > S
+                (`theory.collapse`; s from the pilot's stale steps, S = fit.COLLAPSE_SPREAD set on the
+                development combinations by --fit-limit); baseline "continuous": eta K T < 1 - mu with the
+                pilot's eta K scaled to the lr; baseline "always stable".
+  scores        per combination and forecaster: accuracy, cells predicted stable but measured unstable,
+                the largest stable T per lr (predicted vs measured, agreement within one grid step), and the
+                plateau error of the pilot's fit on the stable cells.
+  targets       accuracy >= 85% on every combination, at most 1 "safe but unstable" cell, max safe T within
+                one grid step, plateau within 0.05 on stable cells, and better than both baselines.
+
+    python paper_repro/pilot_forecast.py --quick      # CI: 2 combinations x 4 cells x 2 seeds (~2 min on 2 cores)
+    python paper_repro/pilot_forecast.py --workers 2  # full: 5 combinations x 16 cells x 4 seeds (~40 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from _results import PREDICTABLE_GRPO, Claim, device_name, record
+from trainer_at_scale import Runs, drawdown
+
+from gspo_dynamics.fit import COLLAPSE_SPREAD, pilot_forecast
+from gspo_dynamics.logs import read_log
+from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.theory.linear import critical_refresh_interval
+from gspo_dynamics.train.config import TrainConfig
+from gspo_dynamics.train.trainer import train
+
+COMBINATIONS = {  # name -> (task, objective, optimizer fields, base lr, role)
+    "count-pg": ("count", "pg", {}, 3e-3, "develop"),
+    "pattern-grpo": ("pattern", "grpo", {}, 3e-3, "develop"),
+    "count-gspo": ("count", "gspo", {}, 3e-3, "develop"),
+    "pattern-pg-sgd": ("pattern", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "develop"),
+    "addition-grpo": ("addition", "grpo", {}, 3e-3, "confirm"),
+}
+LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0)
+REFRESH_INTERVALS = (1, 4, 16, 32)
+STEPS = 96
+SEEDS = 4
+PILOT_STEPS = 24
+PILOT_T = 2
+PILOT_SEED = 1000
+DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop of per-rollout means that counts as losing saturation
+PLATEAU_STEPS = 16
+ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05
+QUICK = dict(combinations=("count-pg", "pattern-grpo"), lr_factors=(1.0, 10.0), refresh_intervals=(1, 16), seeds=2)
+
+
+def base_config(name: str) -> TrainConfig:
+    task, objective, optimizer, lr, _ = COMBINATIONS[name]
+    return TrainConfig(task=task, model="100k", objective=objective, steps=STEPS, group_size=8, prompts_per_step=4,
+                       lr=lr, device="cpu", **optimizer)
+
+
+def pilot(cfg: TrainConfig):
+    """The pilot run (base lr, T = PILOT_T, PILOT_STEPS steps) and its forecast object for `cfg`."""
+    pilot_cfg = replace(cfg, steps=PILOT_STEPS, steps_per_generation=PILOT_T, seed=PILOT_SEED)
+    with tempfile.TemporaryDirectory() as d:
+        train(pilot_cfg, d)
+        log = read_log(f"{d}/trainer_state.json")
+    setup = read_run_config(pilot_cfg.to_dict())
+    return setup, pilot_forecast(setup, log, reward_range=(0.0, 1.0))
+
+
+def measured_cells(curves: dict, lrs, Ts) -> dict:
+    """(lr, T) -> (unstable, excess drawdown, plateau) from the seed curves; T = 1 is each lr's reference."""
+    out = {}
+    for lr in lrs:
+        ref = np.mean([drawdown(r, 1) for r in curves[(lr, 1)]["reward"]])
+        for T in Ts:
+            reward = curves[(lr, T)]["reward"]
+            excess = float(np.mean([drawdown(r, T) for r in reward]) - ref)
+            out[(lr, T)] = (excess > DRAWDOWN_MARGIN, excess, float(reward[:, -PLATEAU_STEPS:].mean()))
+    return out
+
+
+def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts, limit: float = COLLAPSE_SPREAD) -> dict:
+    """(lr, T) -> {forecaster: unstable?} from the pilot's forecast `fc` (module docstring): ours is
+    unstable past the linear threshold or past the collapse limit (T - 1) lr s > S (`theory.collapse`)."""
+    imp = fc.implications
+    kappa = imp.stiffness_per_step.value if imp.stiffness_per_step is not None else math.nan
+    usable = fc.max_safe_lr is not None and math.isfinite(kappa) and kappa > 0
+    drift_per_lr = (fc.drift_per_step or 0.0) / lr_pilot
+    out = {}
+    for lr in lrs:
+        k = kappa * lr / lr_pilot
+        t_c = int(critical_refresh_interval(k, 0.0, 1.0, mu, t_max=max(Ts))) or None if usable else None
+        for T in Ts:
+            collapses = drift_per_lr > 0 and (T - 1) * lr * drift_per_lr > limit
+            out[(lr, T)] = {"ours": (t_c is not None and T >= t_c) or collapses,
+                            "continuous": math.isfinite(k) and k * T >= 1 - mu,
+                            "always stable": False}
+    return out
+
+
+def fit_limit(dump: dict) -> tuple[float, float]:
+    """The collapse limit S that classifies the dumped cells best, (S, accuracy): (T - 1) lr s > S is
+    unstable; the middle of the best interval of S between the cells' spreads."""
+    cells = [((T - 1) * lr * (d["drift_per_step"] or 0.0) / d["lr_pilot"], bool(unstable))
+             for d in dump.values() for lr, T, unstable, *_ in d["cells"]]
+    spreads = sorted({x for x, _ in cells} | {0.0})
+    candidates = [(a + b) / 2 for a, b in zip(spreads, spreads[1:])] + [spreads[-1] * 2 + 1e-9]
+    scored = [(sum((x > S) == u for x, u in cells) / len(cells), S) for S in candidates]
+    best = max(acc for acc, _ in scored)
+    ties = [S for acc, S in scored if acc == best]
+    return ties[len(ties) // 2], best
+
+
+def max_stable_T(unstable: dict, lr, Ts) -> int:
+    """The largest T of the grid below the first unstable one at this lr (Ts[-1] when none is)."""
+    previous = Ts[0]
+    for T in Ts:
+        if unstable[(lr, T)]:
+            return previous if T != Ts[0] else 0
+        previous = T
+    return Ts[-1]
+
+
+def score(name: str, fc, measured: dict, forecasts: dict, lrs, Ts) -> dict:
+    """Per forecaster: accuracy, safe-but-unstable cells, max stable T per lr, plateau error (stable cells)."""
+    truth = {c: m[0] for c, m in measured.items()}
+    rows = {}
+    for who in ("ours", "continuous", "always stable"):
+        pred = {c: f[who] for c, f in forecasts.items()}
+        hits = sum(pred[c] == truth[c] for c in truth)
+        grid_step = [abs(Ts.index(max(max_stable_T(pred, lr, Ts), Ts[0])) - Ts.index(max(max_stable_T(truth, lr, Ts), Ts[0])))
+                     for lr in lrs]
+        rows[who] = dict(accuracy=hits / len(truth), safe_but_unstable=sum(truth[c] and not pred[c] for c in truth),
+                         max_t=[(max_stable_T(pred, lr, Ts), max_stable_T(truth, lr, Ts)) for lr in lrs],
+                         max_t_ok=all(g <= 1 for g in grid_step))
+    plateau = fc.implications.plateau.value
+    stable = [m[2] for m in measured.values() if not m[0]]
+    rows["plateau_error"] = float(np.max(np.abs(np.asarray(stable) - min(plateau, 1.0)))) if stable else math.nan
+    return rows
+
+
+def run_combination(name: str, runs: Runs, lr_factors, Ts, seeds: int) -> dict:
+    cfg = base_config(name)
+    setup, fc = pilot(cfg)
+    lrs = [cfg.lr * f for f in lr_factors]
+    curves = runs.curves({(lr, T): replace(cfg, lr=lr, steps_per_generation=T) for lr in lrs for T in Ts}, seeds)
+    measured = measured_cells(curves, lrs, Ts)
+    forecasts = forecast_cells(fc, setup.hparams.momentum, cfg.lr, lrs, Ts)
+    result = score(name, fc, measured, forecasts, lrs, Ts)
+    result.update(lrs=lrs, measured=measured, forecast=fc)
+    return result
+
+
+def passed(result: dict) -> bool:
+    ours = result["ours"]
+    beats = all(ours["accuracy"] > result[b]["accuracy"] for b in ("continuous", "always stable"))
+    plateau_ok = not (result["plateau_error"] > PLATEAU_TOL)
+    return (ours["accuracy"] >= ACCURACY_MIN and ours["safe_but_unstable"] <= SAFE_BUT_UNSTABLE_MAX and ours["max_t_ok"]
+            and plateau_ok and beats)
+
+
+def describe(result: dict) -> str:
+    parts = []
+    for who in ("ours", "continuous", "always stable"):
+        r = result[who]
+        parts.append(f"{who}: accuracy {r['accuracy']:.0%}, safe-but-unstable {r['safe_but_unstable']}, "
+                     f"max stable T (pred/meas) " + " ".join(f"{p}/{m}" for p, m in r["max_t"]))
+    unstable = sum(m[0] for m in result["measured"].values())
+    return (f"{'; '.join(parts)}; measured unstable cells {unstable}/{len(result['measured'])}; plateau error "
+            f"{result['plateau_error']:.3f}; pilot: drift {result['forecast'].drift_per_step} per stale step; "
+            f"{result['forecast'].lr_note}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the CI-sized run")
+    parser.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--workers", type=int, default=1, help="runs at a time, each in its own process")
+    parser.add_argument("--only", help="comma-separated combinations (default: the mode's)")
+    parser.add_argument("--dump", help="write every cell's measured and forecast values to this JSON file")
+    parser.add_argument("--fit-limit", metavar="DUMP", help="print the collapse limit S that fits a --dump of the "
+                                                             "development combinations, and exit")
+    args = parser.parse_args()
+    if args.fit_limit:
+        dump = json.loads(Path(args.fit_limit).read_text())
+        if any(COMBINATIONS[name][4] != "develop" for name in dump):
+            parser.error("--fit-limit takes development combinations only")
+        S, accuracy = fit_limit(dump)
+        print(f"collapse limit S = {S:.4g} (accuracy {accuracy:.0%} on {', '.join(dump)})")
+        return
+    started = time.perf_counter()
+    mode = QUICK if args.quick else dict(combinations=tuple(COMBINATIONS), lr_factors=LR_FACTORS,
+                                         refresh_intervals=REFRESH_INTERVALS, seeds=SEEDS)
+    if args.only:
+        unknown = set(args.only.split(",")) - set(COMBINATIONS)
+        if unknown:
+            parser.error(f"unknown combinations {sorted(unknown)}; valid: {', '.join(COMBINATIONS)}")
+        mode["combinations"] = tuple(args.only.split(","))
+    runs = Runs(args.workers)
+    cmd = "python paper_repro/pilot_forecast.py" + (" --quick" if args.quick else "")
+    dump = {}
+    for name in mode["combinations"]:
+        result = run_combination(name, runs, mode["lr_factors"], mode["refresh_intervals"], mode["seeds"])
+        fc = result["forecast"]
+        dump[name] = {"lr_pilot": COMBINATIONS[name][3], "drift_per_step": fc.drift_per_step,
+                      "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value,
+                      "cells": [[lr, T, *m] for (lr, T), m in result["measured"].items()]}
+        if args.dump:
+            Path(args.dump).write_text(json.dumps(dump, indent=1))
+        role = COMBINATIONS[name][4]
+        record(Claim(f"pilot-forecast-{name}", f"forecast from a {PILOT_STEPS}-step pilot of {name} ({role}): regime "
+                     f"of {len(result['measured'])} (lr, T) cells, accuracy >= {ACCURACY_MIN:.0%}, <= "
+                     f"{SAFE_BUT_UNSTABLE_MAX} safe-but-unstable, max safe T within one grid step, plateau within "
+                     f"{PLATEAU_TOL}, better than the continuous rule and 'always stable'", PREDICTABLE_GRPO),
+               predicted=f"unstable past the linear threshold of the pilot's stiffness scaled to each lr, or past the "
+                         f"collapse limit (T - 1) lr s > S = {COLLAPSE_SPREAD:g} of the pilot's drift per unit lr s",
+               measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
+               device=device_name(), write=not args.no_record)
+
+
+if __name__ == "__main__":
+    main()

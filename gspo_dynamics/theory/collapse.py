@@ -23,6 +23,12 @@ A window is at risk when the spread at its last stale position, j = T - 1, passe
 
     (T - 1) lr s > S    <=>    T > T_max = 1 + S / (lr s),    lr > lr_max = S / ((T - 1) s).   (2)
 
+A ratio clip stops the push on a token (GRPO) or a sequence (GSPO) once its ratio leaves the band in
+the direction of its advantage, so with a clip the coherent drift of the sampled tokens ends at the
+band's edge, log(1 + eps_high); the window's spread is then min((T - 1) lr s, log(1 + eps_high)) and
+a clipped objective is at risk only where that bound exceeds S (`clipped_spread`). What the clip does
+not bound (the drift of tokens the update moves through shared parameters) is outside this model.
+
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
 (j delta)^2; `fit.pilot_forecast`); S is one number for all models and tasks, set from data
 (`fit._pilot.COLLAPSE_SPREAD` says where). Checked in tests/theory/test_collapse.py against Adam on a
@@ -58,3 +64,8 @@ def max_safe_learning_rate(drift_per_lr: float, refresh_interval: int, limit: fl
     """lr_max = S / ((T - 1) s), equation (2); inf on-policy (T = 1: no stale step, no window drift)."""
     T = positive_int("refresh_interval", refresh_interval)
     return math.inf if T == 1 else _positive("limit", limit) / ((T - 1) * _positive("drift_per_lr", drift_per_lr))
+
+
+def clipped_spread(spread: float, clip_high: float | None) -> float:
+    """The window's spread under a ratio clip: min(spread, log(1 + eps_high)); unchanged without one (None)."""
+    return spread if clip_high is None else min(spread, math.log1p(_positive("clip_high", clip_high)))

@@ -80,3 +80,9 @@ def test_thresholds_invert_the_spread():
 def test_bad_values_are_config_errors(call):
     with pytest.raises(ConfigError):
         call()
+
+
+def test_a_clip_bounds_the_window_spread_at_the_band_edge():
+    assert collapse.clipped_spread(5.0, None) == 5.0
+    assert collapse.clipped_spread(5.0, 0.28) == pytest.approx(math.log(1.28))
+    assert collapse.clipped_spread(0.01, 0.28) == 0.01

@@ -23,8 +23,8 @@ change with the results):
                 pilot's eta K scaled to the lr; baseline "always stable".
   scores        per combination and forecaster: accuracy, cells predicted stable but measured unstable,
                 the largest stable T per lr (predicted vs measured, agreement within one grid step), and the
-                final-reward error on the stable cells (the pilot's fitted curve, its time scaled by the
-                cell's lr over the pilot's, averaged over the last PLATEAU_STEPS steps of a full run).
+                final-reward ("plateau") error on the stable cells (the pilot's fitted curve, its time scaled
+                by the cell's lr over the pilot's, averaged over the last PLATEAU_STEPS steps of a full run).
   targets       accuracy >= 85% on every combination, at most 1 "safe but unstable" cell, max safe T within
                 one grid step, final reward within 0.05 on stable cells, and better than both baselines.
 

@@ -114,7 +114,9 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         log = read_log(args.log, column_map=parse_map_option(args.map))
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
-    diagnosis = diagnose(log, hparams, reward_range=None if args.reward_range is None else tuple(args.reward_range))
+    reward_range = None if args.reward_range is None else tuple(args.reward_range)
+    _check_reward_range(log, reward_range)
+    diagnosis = diagnose(log, hparams, reward_range=reward_range)
     diagnosis.notes.extend(notes)
     if args.plot:
         _save_plot(diagnosis, args.plot)
@@ -125,6 +127,17 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     if args.plot:
         print(f"gspo-dynamics: wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+def _check_reward_range(log, reward_range) -> None:
+    """A --reward-range the logged rewards leave is a mistake about the task, not a finding: one line."""
+    if reward_range is None or "reward" not in log:
+        return
+    _, reward = log.valid("reward")
+    lo, hi = reward_range
+    if len(reward) and (reward.min() < lo or reward.max() > hi):
+        raise ConfigError(f"--reward-range {lo:g} {hi:g} does not hold the logged rewards, which run from "
+                          f"{reward.min():.4g} to {reward.max():.4g}")
 
 
 def _save_plot(diagnosis, path: str) -> None:

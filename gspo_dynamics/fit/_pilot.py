@@ -79,7 +79,7 @@ class PilotForecast:
     assumed: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return plain({"config": self.config.to_json(), "pilot_steps": self.pilot_steps,
+        return plain({**self.config.to_json(), "pilot_steps": self.pilot_steps,  # the config-only keys, then the pilot's
                 "implications": self.implications.to_json(), "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
                 "success_rate": self.success_rate, "zero_std_by_group": _keys(self.zero_std_by_group),
                 "zero_std_logged": self.zero_std_logged, "noise_by_group": _keys(self.noise_by_group),

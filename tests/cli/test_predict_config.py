@@ -98,3 +98,13 @@ def test_a_reward_range_the_pilot_leaves_is_refused(tmp_path, capsys):
     log.write_text("".join(json.dumps({"step": i, "reward": float(v)}) + "\n" for i, v in enumerate(np.linspace(-9.7, 10.9, 30), 1)))
     assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL), "--pilot", str(log), "--reward-range", "0", "1"]) == 2
     assert "does not hold the pilot's rewards" in capsys.readouterr().err
+
+
+def test_diagnose_refuses_a_reward_range_the_log_leaves(tmp_path, capsys):
+    """The issue's defect: --reward-range 0 1 was accepted for rewards from -9.7 to 10.9."""
+    log = tmp_path / "wide.jsonl"
+    log.write_text("".join(json.dumps({"step": i, "reward": float(v)}) + "\n" for i, v in enumerate(np.linspace(-9.7, 10.9, 30), 1)))
+    assert main(["diagnose", str(log), "--reward-range", "0", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not hold the logged rewards" in err and "-9.7" in err
+    assert main(["diagnose", str(log), "--reward-range", "-10", "11"]) == 0

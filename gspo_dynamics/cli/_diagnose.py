@@ -131,6 +131,9 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
 def _check_reward_range(log, reward_range) -> None:
     """A --reward-range the logged rewards leave is a mistake about the task, not a finding: one line."""
+    from gspo_dynamics.fit import check_reward_range
+
+    check_reward_range(reward_range)  # lo < hi, finite: the range's own message first
     if reward_range is None or "reward" not in log:
         return
     _, reward = log.valid("reward")
@@ -141,10 +144,7 @@ def _check_reward_range(log, reward_range) -> None:
 
 
 def _save_plot(diagnosis, path: str) -> None:
+    from gspo_dynamics.cli._options import save_figure
     from gspo_dynamics.plots.diagnose import diagnosis_figure
 
-    fig = diagnosis_figure(diagnosis)
-    try:
-        fig.savefig(path)
-    except (OSError, ValueError) as exc:  # a missing folder, an unknown extension
-        raise ConfigError(f"cannot write the plot to {path!r}: {exc}") from None
+    save_figure(diagnosis_figure(diagnosis), path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.bandit import TwoArmBandit
 from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, KL_ESTIMATORS, STD_ESTIMATORS, SGD, Adam, Hyperparams
 
@@ -87,3 +88,11 @@ def hyperparams_from_args(args: argparse.Namespace) -> Hyperparams:
 
 def bandit_from_args(args: argparse.Namespace) -> TwoArmBandit:
     return TwoArmBandit(ref_logit=args.ref_logit, init_logit=args.init_logit)
+
+
+def save_figure(fig, path: str) -> None:
+    """Write a matplotlib Figure to `path`; a missing folder or an unknown extension is one ConfigError."""
+    try:
+        fig.savefig(path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot write the plot to {path!r}: {exc}") from None

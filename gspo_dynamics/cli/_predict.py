@@ -15,7 +15,7 @@ import json
 import sys
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli._options import add_hyperparams, bandit_from_args, hyperparams_from_args, integer
+from gspo_dynamics.cli._options import add_hyperparams, bandit_from_args, hyperparams_from_args, integer, save_figure
 from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_lines
 
 
@@ -87,11 +87,7 @@ def _forecast(args: argparse.Namespace):
 def _save_map(forecast, path: str) -> None:
     from gspo_dynamics.plots.stability_map import stability_map_figure
 
-    fig = stability_map_figure(forecast)
-    try:
-        fig.savefig(path)
-    except (OSError, ValueError) as exc:  # a missing folder, an unknown extension
-        raise ConfigError(f"cannot write the plot to {path!r}: {exc}") from None
+    save_figure(stability_map_figure(forecast), path)
 
 
 def _bandit(args: argparse.Namespace) -> int:

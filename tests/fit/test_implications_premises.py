@@ -119,3 +119,18 @@ def test_bad_reward_range():
     for bad in ((1.0, 0.0), (0.0,), (0.0, float("inf")), "01"):
         with pytest.raises(ConfigError, match="reward_range"):
             implications(fit, reward_range=bad)
+
+
+def test_a_plateau_band_that_reaches_both_ends_is_not_identified():
+    """Rewards in [0, 1] scattered by 0.3 around a curve rising to 0.5: the band 2 x 0.3 around the
+    plateau reaches both 0 and 1, so whether the plateau is a bound is unknown (None, with the note);
+    the same curve with a scatter of 0.02 has an interior plateau."""
+    t = np.arange(1, 121)
+    curve = 0.5 - 0.3 * np.exp(-t / 15)
+    rng = np.random.default_rng(3)
+    noisy = np.clip(curve + rng.normal(0, 0.3, t.size), 0, 1)
+    imp = implications(fit_trajectory(t, noisy), reward_range=(0.0, 1.0))
+    assert imp.interior_plateau is None
+    assert any("does not identify the plateau" in n for n in imp.notes)
+    quiet = curve + rng.normal(0, 0.02, t.size)
+    assert implications(fit_trajectory(t, quiet), reward_range=(0.0, 1.0)).interior_plateau is True

@@ -50,15 +50,17 @@ TUNABLE = {"ceiling_gap": (_context, "CEILING_GAP", (0.02, 0.05, 0.1))}
 TIE_TOL = 1e-9  # accuracies closer than this are a tie (they are ratios of small integers)
 BINS = ((0.5, 0.7), (0.7, 0.9), (0.9, 1.0001))  # reliability table of the primary's confidence
 # base seeds of this claim's runs, fresh for each run after diagnose changed (changes were developed on
-# contextual seeds 900_000 / 910_000 and trainer seed 80 only). Earlier runs, kept as history:
+# contextual seeds 900_000 / 910_000 and trainer seed 80 only; those after the 540000 run on that run's
+# logs and on base seeds 0 / 0 / 0 and 900000 / 80 / 910000). Earlier runs, kept as history:
 #   500_000 / 50 / 700_000 (before the changes they prompted): simulator 36/40, contextual 28/40,
 #       trainer 17/21; calibration (uncalibrated) 46/60 at >= 0.9
 #   510_000 / 60 / 710_000: simulator 38/40, contextual 37/40, trainer 11/21; calibration 17/20
 #   520_000 / 70 / 720_000: simulator 36/40, contextual 36/40, trainer 15/21; calibration 51/56
 #   530_000 / 90 / 730_000: simulator 37/40, contextual 30/40, trainer 12/21; calibration 26/34
-SIM_SEED = 540_000
-TRAINER_SEED = 110
-CONTEXTUAL_SEED = 740_000
+#   540_000 / 110 / 740_000: simulator 38/40, contextual 36/40, trainer 15/21; calibration 33/38
+SIM_SEED = 550_000
+TRAINER_SEED = 120
+CONTEXTUAL_SEED = 750_000
 HISTORY = ["500000 / 50 / 700000, before the diagnose changes it prompted: simulator 36/40, contextual 28/40, "
            "trainer 17/21; 46/60 right at confidence >= 0.9 (uncalibrated)",
            "510000 / 60 / 710000: simulator 38/40, contextual 37/40, trainer 11/21 (stalled read as noise 3/3 and "
@@ -70,7 +72,12 @@ HISTORY = ["500000 / 50 / 700000, before the diagnose changes it prompted: simul
            "530000 / 90 / 730000 (slope test dropped): simulator 37/40, contextual 30/40, trainer 12/21 (stalled as "
            "noise 3/3, concentration at reward 0.93 as solved 3/3 with the other families' thresholds, degeneracy "
            "without any reward signal as hacking by completion length 2/3, since ranked below it); 26/34 right at "
-           "confidence >= 0.9"]
+           "confidence >= 0.9",
+           "540000 / 110 / 740000: simulator 38/40, contextual 36/40, trainer 15/21 (stalled as noise 3/3: the "
+           "sibling families scored meaningful change 0.1 to 0.3 alike and the grid's first value was taken, since "
+           "fixed at Cohen's d = 0.2 and ties taken at their middle; concentration at reward 0.92, still climbing, "
+           "as a solved task 3/3 with ceiling gap 0.1, since the ceiling needs the rise to have stopped); 33/38 "
+           "right at confidence >= 0.9"]
 SHORT = {"healthy_saturation": "healthy", "still_rising": "rising", "stalled": "stalled",
          "dynamical_instability": "instab", "advantage_degeneracy": "degen", "policy_concentration": "conc",
          "reward_hacking": "hack", "noise_dominated": "noise", TOO_SHORT: "short"}

@@ -18,7 +18,8 @@ from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, concentration, degeneracy, hacking, success_rate
 from gspo_dynamics.diagnose._instability import instability_verdict
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_STILL_RISING, Z_TREND, change, late_slope_z, trend_verdict
+from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, MIN_WINDOW, Z_STILL_RISING, Z_TREND, change, late_slope,
+                                           trend_verdict)
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
@@ -249,13 +250,22 @@ def _hard_task(verdicts: list[Verdict], scale, log: RunLog) -> None:
 
 def _at_ceiling(scale, trend: Verdict, log: RunLog) -> bool:
     """The reward has reached the ceiling of a [0, 1] score: its late mean is within CEILING_GAP of it and
-    it has stopped rising, i.e. the trend verdict is not still_rising and the late-half slope's z
-    (`_trend.late_slope_z`) is below Z_STILL_RISING. A reward still climbing has not reached its ceiling:
-    an entropy collapse ahead of it is the policy concentrating before the task is solved."""
+    it has stopped rising. Still rising means the trend verdict says so, or the late half climbs both
+    significantly and meaningfully (`_trend.late_slope`):
+
+        slope / se(slope) >= Z_STILL_RISING   and   slope (t_last - t_first) >= MEANINGFUL_CHANGE x spread
+
+    over the late half (spread: `_spread`, the per-sample reward std), the same effect size that makes a
+    change meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped at its
+    ceiling only in the statistical sense). A reward still climbing has not reached its ceiling: an
+    entropy collapse ahead of it is the policy concentrating before the task is solved."""
     if not scale.at_ceiling or trend.mode == "still_rising":
         return False
-    slope_z, _ = late_slope_z(log.steps, log["reward"])
-    return not slope_z >= Z_STILL_RISING
+    slope, slope_z, used = late_slope(log.steps, log["reward"])
+    spread = _spread(log)
+    climb = slope * (used[1] - used[0]) if used else math.nan
+    meaningful = spread is None or climb >= MEANINGFUL_CHANGE * spread[0]
+    return not (slope_z >= Z_STILL_RISING and meaningful)
 
 
 def _early_zero_std(log: RunLog) -> float:

@@ -71,22 +71,28 @@ def late_slope_z(steps: np.ndarray, values: np.ndarray) -> tuple[float, tuple]:
 
     and the steps it used: a reward still climbing at the end of the log has z >> 0 whatever the
     fitted plateau (which a near-linear rise leaves unresolved)."""
+    _, z, used = late_slope(steps, values)
+    return z, used
+
+
+def late_slope(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, tuple]:
+    """(slope, its z, the steps used) of `late_slope_z`'s fit over the last half; NaN, NaN, () if too short."""
     keep = np.isfinite(values)
     t, r = steps[keep].astype(float), values[keep]
     t, r = t[t.size // 2:], r[r.size // 2:]
     if t.size < 2 * MIN_WINDOW:
-        return math.nan, ()
+        return math.nan, math.nan, ()
     dt = t - t.mean()
     sxx = float(dt @ dt)
     if sxx == 0:
-        return math.nan, ()
+        return math.nan, math.nan, ()
     a = float(np.max(np.abs(r))) or 1.0  # scaled, as mean_se, against overflow
     y = r / a
     slope = float(dt @ (y - y.mean())) / sxx
     resid = y - y.mean() - slope * dt
     se = math.sqrt(float(resid @ resid) / (t.size - 2) / sxx)
     z = slope / se if se > 0 else (0.0 if slope == 0 else math.copysign(math.inf, slope))
-    return z, (t[0], t[-1])
+    return a * slope, z, (t[0], t[-1])
 
 
 def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str] | None,

@@ -13,7 +13,8 @@ from scipy.stats import linregress
 from gspo_dynamics.diagnose import TREND_MODES, diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
 from gspo_dynamics.diagnose._context import reward_scale
-from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope_z
+from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope,
+                                           late_slope_z)
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.trajectory import single_exponential
 
@@ -294,3 +295,18 @@ def test_an_entropy_collapse_while_the_reward_still_climbs_to_the_ceiling_is_con
     z, _ = late_slope_z(d.log.steps.astype(float), reward)
     assert z == pytest.approx(fit.slope / fit.stderr, rel=1e-9)
     assert z >= Z_STILL_RISING
+
+
+def test_a_significant_but_negligible_creep_at_the_ceiling_is_still_a_solved_task():
+    # 0.6 -> 0.99, then a creep of 0.009 over the run, logged precisely (256 groups of 8): the late half
+    # climbs significantly but by less than MEANINGFUL_CHANGE per-sample stds: the task is solved
+    t = np.arange(300.0)
+    p = single_exponential(t, 0.99, 0.6, 20.0) + 0.009 * t / t[-1]
+    reward, std, zero = groups(p, 8, n_groups=256)
+    entropy = 2.0 * np.exp(-t / 30.0) + 0.02
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "entropy": entropy}))
+    slope, z, used = late_slope(d.log.steps, reward)
+    assert z >= Z_STILL_RISING and slope * (used[1] - used[0]) < MEANINGFUL_CHANGE * float(np.mean(std))
+    assert d.primary == "healthy_saturation"
+    assert d.verdict("policy_concentration") is None
+    assert any("a solved task concentrates" in note for note in d.notes)

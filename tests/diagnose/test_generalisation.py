@@ -13,9 +13,12 @@ from scipy.stats import linregress
 from gspo_dynamics.diagnose import TREND_MODES, diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
 from gspo_dynamics.diagnose._context import reward_scale
+from gspo_dynamics.diagnose._signals import group_floor
 from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope,
                                            late_slope_z)
 from gspo_dynamics.logs import RunLog
+from gspo_dynamics.theory.finite_group import zero_variance_probability
+from gspo_dynamics.theory.hyperparams import Hyperparams
 from gspo_dynamics.theory.trajectory import single_exponential
 
 G, GROUPS = 8, 16
@@ -310,3 +313,22 @@ def test_a_significant_but_negligible_creep_at_the_ceiling_is_still_a_solved_tas
     assert d.primary == "healthy_saturation"
     assert d.verdict("policy_concentration") is None
     assert any("a solved task concentrates" in note for note in d.notes)
+
+
+@pytest.mark.parametrize("group_size", [2, 3, 4, 8, 16])
+def test_the_group_floor_is_the_least_zero_std_fraction_any_success_rate_gives(group_size):
+    # independent route: the minimum of p^G + (1-p)^G on a fine grid of p (step 1e-4: error O(G^2 1e-8))
+    p = np.linspace(0.0, 1.0, 10001)
+    assert group_floor(group_size) == pytest.approx(zero_variance_probability(p, group_size).min(), abs=1e-6)
+    assert group_floor(None) == 0.0
+
+
+def test_zero_std_groups_that_only_the_group_size_explains_are_not_degeneracy():
+    # G = 2, four groups per row, flat success 0.3: p^2 + (1-p)^2 = 0.58 of the groups are zero-std, above
+    # DEGENERATE_FRACTION but only (0.58 - 0.5) / 0.5 = 0.16 beyond the floor 2^(1-G) = 0.5: the group's
+    # noise, not a task too hard
+    reward, std, zero = groups(np.full(200, 0.3), 9, group_size=2, n_groups=4)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}), Hyperparams(lr=1.0, group_size=2))
+    assert change(d.log.steps, zero)["late"] > 0.5  # the raw fraction alone would call it degeneracy
+    assert d.verdict("advantage_degeneracy") is None
+    assert d.primary == "noise_dominated"

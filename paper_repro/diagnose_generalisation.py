@@ -8,9 +8,9 @@ its recipe sets up before diagnose sees it:
   contextual  the many-prompt contextual bandit (`gspo_dynamics.sim.corpus_contextual`: K arms, Adam,
               partial credit, proxy vs true reward, logging every N steps, other formats)
 
-Protocol (leave one family out): diagnose's tunable thresholds (TUNABLE: the meaningful change of
-the stalled-vs-noise power calculation, the ceiling gap of the solved-task rule) are chosen on a fixed
-grid by their mean accuracy on the two other families, and the confidence calibration (Platt's map,
+Protocol (leave one family out): diagnose's tunable threshold (TUNABLE: the ceiling gap of the
+solved-task rule) is chosen on a fixed grid by its mean accuracy on the two other families (among
+settings they score equally, the middle one: `choose`), and the confidence calibration (Platt's map,
 `diagnose._calibration`) is fitted on those two families' primary verdicts; the left-out family is
 then diagnosed with that choice, its confidences mapped by that fit, and its accuracy, confusion
 matrix and reliability table are recorded. Every family takes its turn. Logs are diagnosed without
@@ -37,26 +37,31 @@ import torch  # noqa: E402
 from _results import Claim, parse_mode, record, replace_section  # noqa: E402
 
 from gspo_dynamics.diagnose import MODES, TOO_SHORT, diagnose  # noqa: E402
-from gspo_dynamics.diagnose import _calibration, _context, _trend  # noqa: E402
+from gspo_dynamics.diagnose import _calibration, _context  # noqa: E402
 from gspo_dynamics.logs import read_log  # noqa: E402
 
 TARGET = 0.90  # primary-verdict accuracy on each left-out family
 CALIBRATION_LEVEL, CALIBRATION_TARGET = 0.9, 0.9  # among confidence >= 0.9, at least 90% right
 SECTION = "## Diagnose: leave one generator family out"
 # the thresholds tuned on the two other families, and the grid they are chosen from (fixed in advance)
-TUNABLE = {"meaningful_change": (_trend, "MEANINGFUL_CHANGE", (0.1, 0.2, 0.3, 0.5)),
-           "ceiling_gap": (_context, "CEILING_GAP", (0.02, 0.05, 0.1))}
+# (the meaningful change of the stalled-vs-noise power calculation was tuned here up to the 540000 run; it is
+# now Cohen's small effect d = 0.2, a convention fixed before any corpus: `_trend.MEANINGFUL_CHANGE`)
+TUNABLE = {"ceiling_gap": (_context, "CEILING_GAP", (0.02, 0.05, 0.1))}
+TIE_TOL = 1e-9  # accuracies closer than this are a tie (they are ratios of small integers)
 BINS = ((0.5, 0.7), (0.7, 0.9), (0.9, 1.0001))  # reliability table of the primary's confidence
 # base seeds of this claim's runs, fresh for each run after diagnose changed (changes were developed on
-# contextual seeds 900_000 / 910_000 and trainer seed 80 only). Earlier runs, kept as history:
+# contextual seeds 900_000 / 910_000 and trainer seed 80 only; those after the 540000 run on that run's
+# logs and on base seeds 0 / 0 / 0 and 900000 / 80 / 910000). Earlier runs, kept as history:
 #   500_000 / 50 / 700_000 (before the changes they prompted): simulator 36/40, contextual 28/40,
 #       trainer 17/21; calibration (uncalibrated) 46/60 at >= 0.9
 #   510_000 / 60 / 710_000: simulator 38/40, contextual 37/40, trainer 11/21; calibration 17/20
 #   520_000 / 70 / 720_000: simulator 36/40, contextual 36/40, trainer 15/21; calibration 51/56
 #   530_000 / 90 / 730_000: simulator 37/40, contextual 30/40, trainer 12/21; calibration 26/34
-SIM_SEED = 540_000
-TRAINER_SEED = 110
-CONTEXTUAL_SEED = 740_000
+#   540_000 / 110 / 740_000: simulator 38/40, contextual 36/40, trainer 15/21; calibration 33/38
+#   550_000 / 120 / 750_000: simulator 36/40, contextual 35/40, trainer 21/21; calibration 50/54
+SIM_SEED = 560_000
+TRAINER_SEED = 130
+CONTEXTUAL_SEED = 760_000
 HISTORY = ["500000 / 50 / 700000, before the diagnose changes it prompted: simulator 36/40, contextual 28/40, "
            "trainer 17/21; 46/60 right at confidence >= 0.9 (uncalibrated)",
            "510000 / 60 / 710000: simulator 38/40, contextual 37/40, trainer 11/21 (stalled read as noise 3/3 and "
@@ -68,7 +73,16 @@ HISTORY = ["500000 / 50 / 700000, before the diagnose changes it prompted: simul
            "530000 / 90 / 730000 (slope test dropped): simulator 37/40, contextual 30/40, trainer 12/21 (stalled as "
            "noise 3/3, concentration at reward 0.93 as solved 3/3 with the other families' thresholds, degeneracy "
            "without any reward signal as hacking by completion length 2/3, since ranked below it); 26/34 right at "
-           "confidence >= 0.9"]
+           "confidence >= 0.9",
+           "540000 / 110 / 740000: simulator 38/40, contextual 36/40, trainer 15/21 (stalled as noise 3/3: the "
+           "sibling families scored meaningful change 0.1 to 0.3 alike and the grid's first value was taken, since "
+           "fixed at Cohen's d = 0.2 and ties taken at their middle; concentration at reward 0.92, still climbing, "
+           "as a solved task 3/3 with ceiling gap 0.1, since the ceiling needs the rise to have stopped); 33/38 "
+           "right at confidence >= 0.9",
+           "550000 / 120 / 750000 (Cohen's d fixed, the ceiling needing a stopped rise, all-correct / all-wrong "
+           "zero-std groups, ties at their middle): simulator 36/40, contextual 35/40 (3 of 5 noise-dominated runs "
+           "with groups of G = 2 read as advantage degeneracy: at G = 2 at least half the groups are zero-std at any "
+           "success rate, since judged beyond that floor 2^(1-G)), trainer 21/21; 50/54 right at confidence >= 0.9"]
 SHORT = {"healthy_saturation": "healthy", "still_rising": "rising", "stalled": "stalled",
          "dynamical_instability": "instab", "advantage_degeneracy": "degen", "policy_concentration": "conc",
          "reward_hacking": "hack", "noise_dominated": "noise", TOO_SHORT: "short"}
@@ -117,6 +131,15 @@ def generate(tmp: str, quick: bool) -> dict[str, list[tuple[str, str]]]:
 def settings() -> list[dict]:
     names = list(TUNABLE)
     return [dict(zip(names, values)) for values in itertools.product(*(TUNABLE[n][2] for n in names))]
+
+
+def choose(score: list[float]) -> int:
+    """The grid index of the best score; among settings that tie (to TIE_TOL), the middle one (the lower
+    of two middles), not the grid's edge: families that cannot tell the tied values apart give no reason
+    for an extreme one, and the centre of the range they accept is the farthest from both its ends."""
+    best = max(score)
+    tied = [i for i, s in enumerate(score) if s >= best - TIE_TOL]
+    return tied[(len(tied) - 1) // 2]
 
 
 def diagnose_all(families, grid) -> dict:
@@ -178,7 +201,7 @@ def main() -> None:
     for left in names:
         others = [f for f in names if f != left]
         score = [sum(accuracy(table[i, f]) for f in others) / len(others) for i in range(len(grid))]
-        best = max(range(len(grid)), key=lambda i: (score[i], -i))
+        best = choose(score)
         ab = _platt([r for f in others for r in table[best, f]])
         results = [(label, primary, _calibration.calibrate(conf, ab)) for label, primary, conf in table[best, left]]
         held_out[left] = (results, grid[best], score[best], ab)
@@ -187,7 +210,7 @@ def main() -> None:
         for line in confusion_lines(results):
             print("  " + line)
     overall = [sum(accuracy(table[i, f]) for f in names) / len(names) for i in range(len(grid))]
-    best_all = max(range(len(grid)), key=lambda i: (overall[i], -i))
+    best_all = choose(overall)
     ab_all = _platt([r for f in names for r in table[best_all, f]])
     print(f"fit on all three families (what diagnose ships with): {grid[best_all]} ({overall[best_all]:.0%}), "
           f"CALIBRATION = ({ab_all[0]:.4f}, {ab_all[1]:.4f})")

@@ -11,7 +11,8 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
   still_rising           fitted plateau above the last value by > 10% of the rise (and > 2 s.e.)
   stalled                no significant change late vs early (Welch |z| < 3) that the data could have seen
                          (power calculation: the change detectable with 80% power <= 0.2 per-sample reward
-                         stds); with KL or entropy moving meanwhile, drift without progress (a note)
+                         stds, Cohen's small effect); with KL or entropy moving meanwhile, drift without
+                         progress (a note)
   noise_dominated        the noise hides whether (or how) the run learns: no significant change and a
                          change detectable with 80% power > 0.2 reward stds, or a noisy fit (R^2 < 0.5) whose
                          healthy/rising reading is below confidence 0.5 (e.g. an extrapolated plateau);
@@ -25,16 +26,19 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          zero-std group fraction > 0.5, compared with p^G + (1-p)^G at the measured
                          success rate (G from hparams, or estimated from the log)
   policy_concentration   entropy late/early < 0.5 (with the within-group reward std collapsing) below the
-                         reward's ceiling; at the ceiling of a [0, 1] score it is a solved task (a note)
+                         reward's ceiling; at the ceiling of a [0, 1] score, the reward no longer rising,
+                         it is a solved task (a note)
   reward_hacking         eval reward falling from its peak while train reward rises (first), length doubling, truncation
                          rising (these two only while the reward is not falling significantly: with a
                          falling reward they are a collapse's symptom and go into the notes), one reward
                          component carrying the gain while another falls
 
 The primary verdict is the best-supported mode (highest confidence), after ranking what follows
-from another mode below it: zero-std groups left by a collapse or a solved task, an entropy
-collapse caused by an exploit, a stalled or noisy mean explained by a cause at 0.7 or above, a
-train reward rising while the eval reward falls. Reported confidences are Platt-recalibrated on
+from another mode below it: zero-std groups left by a collapse, by an exploit or by a task being
+solved (all-correct groups at success > 1/2), a rise made by the few groups with signal while most
+are all-wrong from the start (below the degeneracy), an entropy collapse caused by an exploit, a
+stalled or noisy mean explained by a cause at 0.7 or above, a train reward rising while the eval
+reward falls. Reported confidences are Platt-recalibrated on
 labelled logs of three generator families (`_calibration`; `paper_repro/diagnose_generalisation.py`).
 """
 

@@ -18,7 +18,8 @@ from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, concentration, degeneracy, hacking, success_rate
 from gspo_dynamics.diagnose._instability import instability_verdict
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, trend_verdict
+from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, MIN_WINDOW, Z_STILL_RISING, Z_TREND, change, late_slope,
+                                           trend_verdict)
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
@@ -159,8 +160,9 @@ def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], 
 def _rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdict | None, notes: list[str]) -> None:
     """Rank what follows from another mode below it (each rule in its own function)."""
     _solved_task(verdicts, scale, log, notes)
+    _hard_task(verdicts, scale, log)
     _attribute_degeneracy(verdicts, log)
-    _attribute_to_hacking(verdicts)
+    _attribute_to_hacking(verdicts, log)
     _attribute_to_silence(verdicts, silent)
     _explained_symptom(verdicts)
 
@@ -191,32 +193,79 @@ def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:
 
 
 def _solved_task(verdicts: list[Verdict], scale, log: RunLog, notes: list[str]) -> None:
-    """At the reward's ceiling, entropy collapse and zero-std groups are what a solved task looks like.
+    """A solved task, or one being solved, concentrates the policy and empties the groups: not a failure.
 
-    With the reward a [0, 1] score (`_context.reward_scale`) whose late mean is within CEILING_GAP of
-    1, a policy that answers every prompt the same way answers it right: the concentration verdict is
-    dropped and its evidence goes to the trend verdict. Zero-std groups that appeared as the reward
-    rose (early fraction below DEGENERATE_FRACTION) are all-correct groups: the degeneracy verdict
-    is ranked below the trend verdict (DERIVED_DISCOUNT x its confidence). Zero-std groups from the
-    first steps (a task too easy from the start) stay advantage degeneracy.
+    Concentration at the ceiling: with the reward a [0, 1] score (`_context.reward_scale`) that has
+    reached its ceiling (`_at_ceiling`), a policy that answers every prompt the same way answers it right:
+    the concentration verdict is dropped and its evidence goes to the trend verdict.
+
+    All-correct groups: for binary rewards with success probability p per sample, a group of G is
+    all-correct with probability p^G and all-wrong with (1 - p)^G, so at a late success rate p > 1/2 the
+    zero-std groups are mostly all-correct, for every G (prompts of one difficulty). Zero-std groups that
+    appeared as the reward rose (early fraction below DEGENERATE_FRACTION) at such a p are prompts the
+    run has learned to solve: the degeneracy verdict is ranked below the healthy or rising trend verdict
+    (DERIVED_DISCOUNT x its confidence). Zero-std groups from the first steps (a task too easy from the
+    start), or at p <= 1/2 (all-wrong groups), stay advantage degeneracy; with a collapse reported
+    (concentration below the ceiling, instability) they are its consequence (`_attribute_degeneracy`).
     """
-    if not scale.at_ceiling:
-        return
     trend = next(v for v in verdicts if v.mode not in CAUSE_MODES)
-    i = next((i for i, v in enumerate(verdicts) if v.mode == "policy_concentration"), None)
-    if i is not None:
-        conc = verdicts.pop(i)
-        entropy = next(e for e in conc.evidence if e["signal"] == "entropy late / early")
-        trend.evidence.append(dict(entropy, signal="entropy late / early, at the reward's ceiling (a solved task)",
-                                   late_reward=scale.late, ceiling=scale.ceiling))
-        notes.append(f"the entropy fell to {entropy['value']:.2g} of its start while the reward reached "
-                     f"{scale.late:.3g}, at its ceiling {scale.ceiling:g}: a solved task concentrates on the right "
-                     "answers; not policy concentration")
-    j = next((j for j, v in enumerate(verdicts) if v.mode == "advantage_degeneracy"), None)
-    if j is None or trend.mode not in ("healthy_saturation", "still_rising") or _early_zero_std(log) >= DEGENERATE_FRACTION:
+    if _at_ceiling(scale, trend, log):
+        i = _index(verdicts, "policy_concentration")
+        if i is not None:
+            conc = verdicts.pop(i)
+            entropy = next(e for e in conc.evidence if e["signal"] == "entropy late / early")
+            trend.evidence.append(dict(entropy, signal="entropy late / early, at the reward's ceiling (a solved task)",
+                                       late_reward=scale.late, ceiling=scale.ceiling))
+            notes.append(f"the entropy fell to {entropy['value']:.2g} of its start while the reward reached "
+                         f"{scale.late:.3g}, at its ceiling {scale.ceiling:g}: a solved task concentrates on the right "
+                         "answers; not policy concentration")
+    j = _index(verdicts, "advantage_degeneracy")
+    collapse = any(v.mode in DEGENERACY_CAUSES and v.confidence >= REPORT_CONFIDENCE for v in verdicts)
+    if (j is None or collapse or not scale.bounded or not scale.late > 0.5
+            or trend.mode not in ("healthy_saturation", "still_rising") or not _early_zero_std(log) < DEGENERATE_FRACTION):
         return
-    _rank_below(verdicts, j, trend.confidence, "the groups are all correct at the reward's ceiling: the task is "
-                                               "solved; harder prompts (or a curriculum) will give the run signal again")
+    _rank_below(verdicts, j, trend.confidence, f"at success rate {scale.late:.2f} the zero-std groups are mostly "
+                                               "all-correct (p^G > (1-p)^G): the run is solving its prompts; harder "
+                                               "prompts (or a curriculum) will give it signal again")
+
+
+def _hard_task(verdicts: list[Verdict], scale, log: RunLog) -> None:
+    """A rise made while most groups carried no signal from the first steps on is the degeneracy's story.
+
+    At a late success rate p < 1/2 a zero-std group is all-wrong with probability (1 - p)^G > p^G (the
+    mirror of `_solved_task`'s all-correct groups); present from the start (early fraction at or above
+    DEGENERATE_FRACTION) they say the task is too hard for the policy, and only the few groups with
+    signal drive whatever rise the reward makes. The healthy or rising trend verdict is then ranked below
+    the degeneracy (DERIVED_DISCOUNT x its confidence): the degeneracy is what limits the run.
+    """
+    j = _index(verdicts, "advantage_degeneracy")
+    t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
+    if (j is None or verdicts[j].confidence < REPORT_CONFIDENCE or not scale.bounded or not scale.late < 0.5
+            or verdicts[t].mode not in ("healthy_saturation", "still_rising")
+            or not _early_zero_std(log) >= DEGENERATE_FRACTION):
+        return
+    _rank_below(verdicts, t, verdicts[j].confidence, "the rise is made by the few groups with signal: most groups "
+                                                     "are all-wrong from the start; treat the degeneracy first")
+
+
+def _at_ceiling(scale, trend: Verdict, log: RunLog) -> bool:
+    """The reward has reached the ceiling of a [0, 1] score: its late mean is within CEILING_GAP of it and
+    it has stopped rising. Still rising means the trend verdict says so, or the late half climbs both
+    significantly and meaningfully (`_trend.late_slope`):
+
+        slope / se(slope) >= Z_STILL_RISING   and   slope (t_last - t_first) >= MEANINGFUL_CHANGE x spread
+
+    over the late half (spread: `_spread`, the per-sample reward std), the same effect size that makes a
+    change meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped at its
+    ceiling only in the statistical sense). A reward still climbing has not reached its ceiling: an
+    entropy collapse ahead of it is the policy concentrating before the task is solved."""
+    if not scale.at_ceiling or trend.mode == "still_rising":
+        return False
+    slope, slope_z, used = late_slope(log.steps, log["reward"])
+    spread = _spread(log)
+    climb = slope * (used[1] - used[0]) if used else math.nan
+    meaningful = spread is None or climb >= MEANINGFUL_CHANGE * spread[0]
+    return not (slope_z >= Z_STILL_RISING and meaningful)
 
 
 def _early_zero_std(log: RunLog) -> float:
@@ -245,9 +294,11 @@ def _eval_hack(verdicts: list[Verdict]) -> Verdict | None:
                  and any(e["signal"].startswith("eval reward drop") for e in v.evidence)), None)
 
 
-def _attribute_to_hacking(verdicts: list[Verdict]) -> None:
+def _attribute_to_hacking(verdicts: list[Verdict], log: RunLog) -> None:
     """While the eval reward falls from its peak, the train reward's rise is the exploit's, not progress,
-    and an entropy collapse is the policy concentrating on the exploit: both rank below the hacking."""
+    an entropy collapse is the policy concentrating on the exploit, and zero-std groups that appeared
+    during the run (early fraction below DEGENERATE_FRACTION) are groups the exploit pays in full: all
+    three rank below the hacking."""
     hack = _eval_hack(verdicts)
     if hack is None:
         return
@@ -259,6 +310,10 @@ def _attribute_to_hacking(verdicts: list[Verdict]) -> None:
     if i is not None:
         _rank_below(verdicts, i, hack.confidence, "this follows from the reward hacking: the policy concentrates on "
                                                   "the exploit")
+    j = _index(verdicts, "advantage_degeneracy")
+    if j is not None and _early_zero_std(log) < DEGENERATE_FRACTION:
+        _rank_below(verdicts, j, hack.confidence, "this follows from the reward hacking: the exploit pays every "
+                                                  "response of these groups alike")
 
 
 def _attribute_to_silence(verdicts: list[Verdict], silent: Verdict | None) -> None:

@@ -10,8 +10,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from gspo_dynamics.diagnose import _trend  # _trend.MEANINGFUL_CHANGE read at call time (it is tuned)
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, WINDOW_FRACTION, Z_TREND, mean_se
+from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 
 ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
@@ -88,6 +87,30 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     """
     notes = notes if notes is not None else []
     ev, confs, advice = [], [], []
+    _oscillation_evidence(steps, reward, fit, hparams, ev, confs)
+    _divergence_evidence(steps, reward, trend, spread, ev, confs)
+    theory_conf = _theory_line(imp, ev, confs, advice, notes)
+    if not confs and theory_conf is None:
+        return None
+    # The data's items (ringing, periodic residual, collapse) see one oscillation: their max counts. The
+    # theory (T vs critical T) is an independent line: combined by noisy-OR, 1 - (1 - c_data)(1 - c_theory).
+    conf = max(confs, default=0.0)
+    if theory_conf is not None:
+        conf = 1.0 - (1.0 - conf) * (1.0 - theory_conf)
+    if hparams is not None:
+        mu = hparams.momentum
+        advice.append(f"lower the learning rate (now {hparams.lr:g}; halving it halves the stiffness and the lag "
+                      f"erosion of the damping) or the momentum (now {mu:g})")
+    else:
+        advice.append("lower the learning rate or the momentum (Adam beta1), or refresh the sampling policy more "
+                      "often; give the hyperparameters (--lr, -T, ...) for the critical refresh interval")
+    return Verdict("dynamical_instability", conf, ev, advice)
+
+
+def _oscillation_evidence(steps, reward, fit, hparams, ev: list, confs: list) -> None:
+    """The data's oscillation items, appended to `ev` with their confidences to `confs`: ringing of the fit
+    (damping ratio below ZETA_LOW by 2 standard errors), a periodic residual (Fisher's g, at least
+    MIN_CYCLES cycles), an alternation of consecutive rows (`alternation`)."""
     span = (fit.t_start, fit.t_end)
     pg = fit.selection["periodogram"]  # Fisher g test around the trend-only (exponential) fit
     p, period, share = pg["p_value"], pg["period"], pg["share"]
@@ -113,6 +136,11 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
         ev.append(evidence("alternation of consecutive rows (lag-1 autocorrelation z; a cycle of period 2 rows)",
                            alt["z"], span, threshold=NormalDist().inv_cdf(PERIODIC_P), **extra))
         confs.append(oscillation_confidence(alt["p_value"], alt["share_of_variance"], alt["cycles"]))
+
+
+def _divergence_evidence(steps, reward, trend: dict, spread: float | None, ev: list, confs: list) -> None:
+    """The data's divergence items: a collapse after a real peak (`_collapse`), and a fall from the start
+    (the late mean below the early one by Z_TREND standard errors and by COLLAPSE_FRACTION of |early|)."""
     keep = np.isfinite(reward)
     s, r = steps[keep].astype(float), reward[keep]
     peak, collapse, z_weakest = _collapse(s, r, trend, spread)
@@ -121,57 +149,49 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
                            threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"], weakest_z=z_weakest))
         # the size of the drop, and how far the rise and the drop stand out of the noise: the weaker limits
         confs.append(min(confidence(collapse - COLLAPSE_FRACTION, 0.1), confidence(z_weakest - Z_TREND, 1.0)))
-    # divergence: the reward ends significantly (Z_TREND) and substantially (COLLAPSE_FRACTION of its
-    # starting level) below where it started
     if trend and trend["z"] <= -Z_TREND and -trend["diff"] > COLLAPSE_FRACTION * abs(trend["early"]):
         ev.append(evidence("reward fell from the start (Welch z, late - early)", trend["z"], trend["steps"],
                            threshold=-Z_TREND, early=trend["early"], late=trend["late"]))
         confs.append(confidence(-trend["z"] - Z_TREND, 1.0))
-    theory_conf = None
+
+
+def _theory_line(imp, ev: list, confs: list, advice: list, notes: list[str]) -> float | None:
+    """The exact discrete theory's line (with hyperparameters): the confidence that T is past the largest
+    stable T, or None. Where the theory calls T stable it caps the data's confidences in place (overdamped
+    regime: THEORY_STABLE_CAP) or keeps them with a note (oscillatory regime); at a plateau on the
+    reward's bound it is not applied."""
     if imp is not None and imp.interior_plateau is False:
         if confs:
             notes.append("the refresh-interval theory is not applied: the plateau is the reward's bound (saturation, "
                          "no threshold); the instability evidence here is the data's alone")
-    elif imp is not None and imp.damping_margin is not None:
-        T, safe = imp.refresh_interval, imp.max_safe_refresh_interval
-        margin = imp.damping_margin.value
-        if safe is not None and T > safe:
-            ev.append(evidence("refresh interval T vs the largest stable T (exact discrete theory)", T, None,
-                               threshold=safe, critical_exact=imp.critical_refresh_interval,
-                               critical_continuous=imp.critical_refresh_interval_continuous,
-                               damping_margin_rule_of_thumb=margin))
-            theory_conf = confidence(T - safe, 1.0)
-            advice.append(f"refresh interval {T} is past the critical {safe + 1}: use T <= {safe} "
-                          "(TRL: steps_per_generation x num_iterations)")
-        elif confs and imp.exact_regime == "oscillatory":
-            notes.append(f"the exact discrete theory calls T = {T} stable but oscillatory at the fitted stiffness "
-                         f"(critical T {imp.critical_refresh_interval or '> scan'}): the ringing in the data is that "
-                         "regime's; the threshold estimate rests on the fitted stiffness and the assumed stale fraction")
-        else:
-            if confs:
-                confs = [min(c, THEORY_STABLE_CAP) for c in confs]
-                notes.append(f"the reward shows oscillation-like evidence, but the exact discrete theory calls T = {T} "
-                             f"{imp.exact_regime or 'stable'} (critical T {imp.critical_refresh_interval or '> scan'}) at "
-                             "the fitted stiffness: check the hyperparameters given, or look for a cause outside the "
-                             "optimizer (data order, reward schedule)")
-            if safe is not None and T > (1.0 - MARGIN_LOW) * safe:
-                notes.append(f"refresh interval {T} is within {MARGIN_LOW:.0%} of the exact critical {safe + 1}: "
-                             f"stable, but a larger T, lr or momentum would cross it")
-    if not confs and theory_conf is None:
         return None
-    # The data's items (ringing, periodic residual, collapse) see one oscillation: their max counts. The
-    # theory (T vs critical T) is an independent line: combined by noisy-OR, 1 - (1 - c_data)(1 - c_theory).
-    conf = max(confs, default=0.0)
-    if theory_conf is not None:
-        conf = 1.0 - (1.0 - conf) * (1.0 - theory_conf)
-    if hparams is not None:
-        mu = hparams.momentum
-        advice.append(f"lower the learning rate (now {hparams.lr:g}; halving it halves the stiffness and the lag "
-                      f"erosion of the damping) or the momentum (now {mu:g})")
-    else:
-        advice.append("lower the learning rate or the momentum (Adam beta1), or refresh the sampling policy more "
-                      "often; give the hyperparameters (--lr, -T, ...) for the critical refresh interval")
-    return Verdict("dynamical_instability", conf, ev, advice)
+    if imp is None or imp.damping_margin is None:
+        return None
+    T, safe = imp.refresh_interval, imp.max_safe_refresh_interval
+    margin = imp.damping_margin.value
+    if safe is not None and T > safe:
+        ev.append(evidence("refresh interval T vs the largest stable T (exact discrete theory)", T, None,
+                           threshold=safe, critical_exact=imp.critical_refresh_interval,
+                           critical_continuous=imp.critical_refresh_interval_continuous,
+                           damping_margin_rule_of_thumb=margin))
+        advice.append(f"refresh interval {T} is past the critical {safe + 1}: use T <= {safe} "
+                      "(TRL: steps_per_generation x num_iterations)")
+        return confidence(T - safe, 1.0)
+    if confs and imp.exact_regime == "oscillatory":
+        notes.append(f"the exact discrete theory calls T = {T} stable but oscillatory at the fitted stiffness "
+                     f"(critical T {imp.critical_refresh_interval or '> scan'}): the ringing in the data is that "
+                     "regime's; the threshold estimate rests on the fitted stiffness and the assumed stale fraction")
+        return None
+    if confs:
+        confs[:] = [min(c, THEORY_STABLE_CAP) for c in confs]
+        notes.append(f"the reward shows oscillation-like evidence, but the exact discrete theory calls T = {T} "
+                     f"{imp.exact_regime or 'stable'} (critical T {imp.critical_refresh_interval or '> scan'}) at "
+                     "the fitted stiffness: check the hyperparameters given, or look for a cause outside the "
+                     "optimizer (data order, reward schedule)")
+    if safe is not None and T > (1.0 - MARGIN_LOW) * safe:
+        notes.append(f"refresh interval {T} is within {MARGIN_LOW:.0%} of the exact critical {safe + 1}: "
+                     f"stable, but a larger T, lr or momentum would cross it")
+    return None
 
 
 def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = None) -> tuple[float, float | None, float]:
@@ -192,7 +212,7 @@ def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = 
     # a collapse needs a real rise first: a peak within Z_TREND standard errors of the early mean is
     # noise, and dividing the drop by such a rise would make any small drop look like a collapse
     _, se_e = mean_se(r[:w])
-    if not rise > Z_TREND * max(se_e, 1e-12) or (spread is not None and not rise > _trend.MEANINGFUL_CHANGE * spread):
+    if not rise > Z_TREND * max(se_e, 1e-12) or (spread is not None and not rise > MEANINGFUL_CHANGE * spread):
         return peak, None, math.nan
     # only a peak that is significant against the late window's noise counts
     _, se_l = mean_se(r[-w:])

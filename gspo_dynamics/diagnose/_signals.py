@@ -49,6 +49,17 @@ def estimate_group_size(p: np.ndarray, frac: np.ndarray) -> int | None:
     return int(G_SEARCH[int(np.argmin(((pg - frac[keep]) ** 2).sum(axis=1)))])
 
 
+def group_floor(G: int | None) -> float:
+    """The zero-std fraction no success rate can avoid with groups of G binary rewards,
+
+        min_p  p^G + (1 - p)^G = 2^(1 - G)      (at p = 1/2: the function is convex and symmetric about it),
+
+    0.5 at G = 2, 0.25 at G = 3, 0.008 at G = 8; 0 when G is unknown (or < 2). Advantage degeneracy is the
+    excess over it: a success rate too far from 1/2 for G, not the group size itself (at G = 2 half the
+    groups are zero-std at best, and that is the group's noise, not a task too hard or too easy)."""
+    return 2.0 ** (1 - G) if G is not None and G >= 2 else 0.0
+
+
 def group_size_for(p: float, target: float = ZERO_STD_TARGET) -> int | None:
     """Smallest G with p^G + (1-p)^G <= target (None if beyond G_SEARCH)."""
     for G in G_SEARCH:
@@ -92,11 +103,16 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
         else:
             advice.append("the reward is not a success rate in [0, 1], so p^G + (1-p)^G could not be compared; "
                           "filter prompts whose groups all score the same (DAPO dynamic sampling) or raise G")
-        if late < DEGENERATE_FRACTION and not (ch["z"] > Z_TREND and late > DEGENERATE_FRACTION / 2):
+        floor = group_floor(G)
+        excess = (late - floor) / (1.0 - floor)  # the share the success rate, not the group size, empties
+        if floor > 0:
+            ev.append(evidence("zero-std fraction beyond the group size's floor, (f - 2^(1-G)) / (1 - 2^(1-G))", excess,
+                               ch["late_steps"], threshold=DEGENERATE_FRACTION, floor=floor, G=G))
+        if excess < DEGENERATE_FRACTION and not (ch["z"] > Z_TREND and excess > DEGENERATE_FRACTION / 2):
             return None, None
-        conf = confidence(late - DEGENERATE_FRACTION, 0.1)
+        conf = confidence(excess - DEGENERATE_FRACTION, 0.1)
         if ch["z"] > Z_TREND:  # still climbing: the degeneracy is getting worse
-            conf = max(conf, confidence(late + 0.5 * ch["diff"] - DEGENERATE_FRACTION, 0.1))
+            conf = max(conf, confidence((late + 0.5 * ch["diff"] - floor) / (1.0 - floor) - DEGENERATE_FRACTION, 0.1))
         return Verdict("advantage_degeneracy", conf, ev, advice), None
     if "reward_std" in log and log.n_points("reward_std") >= 6 and log.reward_std_kind == "group_mean_std":
         ch = change(steps, log["reward_std"])

@@ -82,16 +82,18 @@ class Diagnosis:
 
             hp = asdict(self.hparams)
             hp["optimizer"] = {"name": self.hparams.optimizer.name, **asdict(self.hparams.optimizer)}
+        implications = None if self.implications is None else self.implications.to_json()
+        if self.theory:  # the theory's inputs (the G of the zero-std law) sit with its other numbers: one place
+            implications = {**(implications or {}), "theory_inputs": self.theory}
         return _plain({
             "primary": self.primary,
             "verdicts": [v.to_json() for v in self.verdicts],
             "fit": None if self.fit is None else self.fit.to_json(),
-            "implications": None if self.implications is None else self.implications.to_json(),
+            "implications": implications,
             "log": self.log_summary,
             "not_checked": self.not_checked,
             "notes": self.notes,
             "hparams": hp,
-            "theory": self.theory,
         })
 
     def report_lines(self) -> list[str]:

@@ -108,3 +108,14 @@ def test_diagnose_refuses_a_reward_range_the_log_leaves(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "does not hold the logged rewards" in err and "-9.7" in err
     assert main(["diagnose", str(log), "--reward-range", "-10", "11"]) == 0
+
+
+def test_diagnose_json_keeps_the_theory_numbers_in_one_place(tmp_path, capsys):
+    """The issue's defect: `diagnose --json` printed "theory": {} beside the numbers under implications."""
+    log = tmp_path / "run.jsonl"
+    t = np.arange(1, 61)
+    log.write_text("".join(json.dumps({"step": int(s), "reward": float(0.8 - 0.6 * np.exp(-s / 12)), "frac_reward_zero_std": 0.1})
+                           + "\n" for s in t))
+    assert main(["diagnose", str(log), "--json", "--lr", "1e-3", "-G", "8"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "theory" not in report and report["implications"]["theory_inputs"]["group_size"] == 8

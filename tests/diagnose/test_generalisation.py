@@ -8,12 +8,17 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import linregress
 
-from gspo_dynamics.diagnose import diagnose
+from gspo_dynamics.diagnose import TREND_MODES, diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
 from gspo_dynamics.diagnose._context import reward_scale
-from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, Z_POWER, Z_TREND, change
+from gspo_dynamics.diagnose._signals import group_floor
+from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope,
+                                           late_slope_z)
 from gspo_dynamics.logs import RunLog
+from gspo_dynamics.theory.finite_group import zero_variance_probability
+from gspo_dynamics.theory.hyperparams import Hyperparams
 from gspo_dynamics.theory.trajectory import single_exponential
 
 G, GROUPS = 8, 16
@@ -235,3 +240,95 @@ def test_length_growth_without_any_reward_signal_is_not_hacking_first():
     assert d.primary == "advantage_degeneracy"
     hack = d.verdict("reward_hacking")
     assert hack is None or hack.confidence < d.verdict("advantage_degeneracy").confidence
+
+
+def test_the_power_calculation_detects_its_minimum_detectable_change_with_80_percent_power():
+    """Independent route to MDC = (Z_TREND + Z_POWER) se(late - early): Monte Carlo of `change`'s Welch
+    test. Early and late windows of w = 50 rows of N(0, 1), the late one shifted by the MDC at se =
+    sqrt(2 / w): the share with z >= Z_TREND is 0.80 for a known se; with the se estimated (about 98
+    degrees of freedom) Phi(0.84 / sqrt(1 + 3^2 / 196)) = 0.795. 4000 runs: s.e. 0.0064; tolerance 0.03."""
+    rng = np.random.default_rng(0)
+    w, runs = 50, 4000
+    mdc = (Z_TREND + Z_POWER) * math.sqrt(2.0 / w)
+    steps = np.arange(4 * w)
+    x = rng.normal(0.0, 1.0, (runs, 4 * w))  # (runs, 4w): change() takes the first and last quarter
+    x[:, 3 * w:] += mdc
+    power = np.mean([change(steps, row)["z"] >= Z_TREND for row in x])
+    assert power == pytest.approx(0.795, abs=0.03)
+
+
+def test_a_rise_made_while_most_groups_are_all_wrong_from_the_start_ranks_below_the_degeneracy():
+    # success 0.01 -> 0.06 at G = 8: (1 - p)^G >= 0.61 of the groups are all-wrong from the first row to the last
+    p = np.linspace(0.01, 0.06, 400)
+    reward, std, zero = groups(p, 5)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
+    assert d.primary == "advantage_degeneracy"
+    trend = next(v for v in d.verdicts if v.mode in TREND_MODES)
+    assert trend.mode in ("still_rising", "healthy_saturation")
+    assert trend.confidence < d.verdict("advantage_degeneracy").confidence
+    assert any("all-wrong from the start" in a for a in trend.advice)
+    assert (1 - p[-1]) ** G > p[-1] ** G  # the premise: at the late success rate zero-std groups are all-wrong
+
+
+def test_zero_std_groups_a_rising_reward_fills_with_right_answers_rank_below_it():
+    # success 0.3 -> 0.9 at G = 4, below the ceiling's gap: the zero-std fraction 0.25 -> 0.66 is mostly
+    # all-correct groups (p^G / (p^G + (1-p)^G) = 0.9998 at p = 0.9): the run is solving its prompts
+    p = single_exponential(np.arange(300.0), 0.9, 0.3, 40.0)
+    reward, std, zero = groups(p, 6, group_size=4)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
+    assert d.primary == "healthy_saturation"
+    deg = d.verdict("advantage_degeneracy")
+    assert deg is not None and deg.confidence < d.verdict("healthy_saturation").confidence
+    assert any("mostly all-correct" in a for a in deg.advice)
+    assert reward_scale(d.log, change(d.log.steps, d.log["reward"])).at_ceiling is False
+    assert 0.9 ** 4 / (0.9 ** 4 + 0.1 ** 4) > 0.5
+
+
+def test_an_entropy_collapse_while_the_reward_still_climbs_to_the_ceiling_is_concentration():
+    n = 300
+    p = np.linspace(0.80, 0.995, n)  # late mean ~0.97, within the ceiling's gap, but still climbing
+    reward, std, _ = groups(p, 7)
+    entropy = 2.0 * np.exp(-np.arange(n) / 60.0) + 0.02
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "entropy": entropy}))
+    assert reward_scale(d.log, change(d.log.steps, d.log["reward"])).at_ceiling  # the gap alone would call it solved
+    assert d.verdict("policy_concentration") is not None
+    assert not any("a solved task concentrates" in note for note in d.notes)
+    # the late-half slope's z, by an independent route (scipy's least squares), is past Z_STILL_RISING
+    fit = linregress(np.arange(n // 2, n), reward[n // 2:])
+    z, _ = late_slope_z(d.log.steps.astype(float), reward)
+    assert z == pytest.approx(fit.slope / fit.stderr, rel=1e-9)
+    assert z >= Z_STILL_RISING
+
+
+def test_a_significant_but_negligible_creep_at_the_ceiling_is_still_a_solved_task():
+    # 0.6 -> 0.99, then a creep of 0.009 over the run, logged precisely (256 groups of 8): the late half
+    # climbs significantly but by less than MEANINGFUL_CHANGE per-sample stds: the task is solved
+    t = np.arange(300.0)
+    p = single_exponential(t, 0.99, 0.6, 20.0) + 0.009 * t / t[-1]
+    reward, std, zero = groups(p, 8, n_groups=256)
+    entropy = 2.0 * np.exp(-t / 30.0) + 0.02
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "entropy": entropy}))
+    slope, z, used = late_slope(d.log.steps, reward)
+    assert z >= Z_STILL_RISING and slope * (used[1] - used[0]) < MEANINGFUL_CHANGE * float(np.mean(std))
+    assert d.primary == "healthy_saturation"
+    assert d.verdict("policy_concentration") is None
+    assert any("a solved task concentrates" in note for note in d.notes)
+
+
+@pytest.mark.parametrize("group_size", [2, 3, 4, 8, 16])
+def test_the_group_floor_is_the_least_zero_std_fraction_any_success_rate_gives(group_size):
+    # independent route: the minimum of p^G + (1-p)^G on a fine grid of p (step 1e-4: error O(G^2 1e-8))
+    p = np.linspace(0.0, 1.0, 10001)
+    assert group_floor(group_size) == pytest.approx(zero_variance_probability(p, group_size).min(), abs=1e-6)
+    assert group_floor(None) == 0.0
+
+
+def test_zero_std_groups_that_only_the_group_size_explains_are_not_degeneracy():
+    # G = 2, four groups per row, flat success 0.3: p^2 + (1-p)^2 = 0.58 of the groups are zero-std, above
+    # DEGENERATE_FRACTION but only (0.58 - 0.5) / 0.5 = 0.16 beyond the floor 2^(1-G) = 0.5: the group's
+    # noise, not a task too hard
+    reward, std, zero = groups(np.full(200, 0.3), 9, group_size=2, n_groups=4)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}), Hyperparams(lr=1.0, group_size=2))
+    assert change(d.log.steps, zero)["late"] > 0.5  # the raw fraction alone would call it degeneracy
+    assert d.verdict("advantage_degeneracy") is None
+    assert d.primary == "noise_dominated"

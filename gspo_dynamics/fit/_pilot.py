@@ -144,6 +144,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     """The forecast for `setup` calibrated on `pilot` (module docstring). `reward_range`: the task's
     reward bounds; None infers [0, 1] when every pilot reward lies in it (said), else leaves it open.
     A given range that the pilot's rewards leave is a ConfigError."""
+    if setup.hparams.group_size is None:
+        raise ConfigError("a pilot forecast needs the run's group size G (num_generations, rollout.n or group_size)")
     log = load_pilot(pilot, pilot_steps)
     steps, reward = log.valid("reward")
     n = len(steps) if pilot_steps is None else min(pilot_steps, len(steps))

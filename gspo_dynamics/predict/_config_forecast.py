@@ -76,15 +76,21 @@ class ConfigForecast:
             f"continuous rule: {cont}; on-policy, T = 1: {self.stiffness_bound_on_policy:.4g})",
             "  largest stable T by stiffness per step: " + ", ".join(
                 f"eta K = {x:g}: {'> ' + str(T_SCAN) if t is None else t}" for x, t in self.max_safe_refresh.items()),
-            f"  zero-std share at G = {hp.group_size} by success rate: " + ", ".join(
-                f"p = {p:g}: {v:.3g}" for p, v in self.zero_std_share.items()),
-            f"  reward noise scales as 1 / (N G) = 1 / {hp.num_groups * hp.group_size}",
+            *self._group_lines(),
             "needs a pilot log (predict --pilot LOG): " + "; ".join(NEEDS_PILOT),
         ]
         if hp.optimizer.name == "adam":
             lines.insert(4, "  (Adam: eta K = lr (1 - b1) K / sqrt(s), s the gradient's second moment; an LLM learning "
                             "rate says nothing about eta K without a pilot)")
         return lines + [f"note: {n}" for n in s.notes]
+
+    def _group_lines(self) -> list[str]:
+        hp = self.setup.hparams
+        if hp.group_size is None:
+            return ["  G -> infinity (no group size given): the expected dynamics, no sampling noise, no zero-std groups"]
+        return [f"  zero-std share at G = {hp.group_size} by success rate: "
+                + ", ".join(f"p = {p:g}: {v:.3g}" for p, v in self.zero_std_share.items()),
+                f"  reward noise scales as 1 / (N G) = 1 / {hp.num_groups * hp.group_size}"]
 
 
 def config_forecast(setup: RunSetup) -> ConfigForecast:

@@ -119,3 +119,12 @@ def test_diagnose_json_keeps_the_theory_numbers_in_one_place(tmp_path, capsys):
     assert main(["diagnose", str(log), "--json", "--lr", "1e-3", "-G", "8"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert "theory" not in report and report["implications"]["theory_inputs"]["group_size"] == 8
+
+
+def test_no_flags_and_no_group_size(capsys, tmp_path):
+    """`predict` alone: the config-only answer of the default flags (G -> infinity: said, no noise line);
+    a pilot without a group size is one line and exit 2."""
+    assert main(["predict"]) == 0
+    assert "G -> infinity" in capsys.readouterr().out
+    assert main(["predict", "--pilot", pilot_log(tmp_path)]) == 2
+    assert "needs the run's group size" in capsys.readouterr().err

@@ -132,7 +132,7 @@ def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> RunLog:
     steps, _ = log.valid("reward")
     if pilot_steps is not None:
         if not isinstance(pilot_steps, int) or pilot_steps < MIN_PILOT_POINTS:
-            raise ConfigError(f"pilot_steps must be an integer >= {MIN_PILOT_POINTS}, got {pilot_steps!r}")
+            raise ConfigError(f"the pilot steps (--pilot-steps) must be an integer >= {MIN_PILOT_POINTS}, got {pilot_steps!r}")
         steps = steps[:pilot_steps]
     if len(steps) < MIN_PILOT_POINTS:
         raise ConfigError(f"the pilot has {len(steps)} reward points; a forecast needs at least {MIN_PILOT_POINTS}")

@@ -187,7 +187,9 @@ def _trl_advantage(scale: Any) -> str:
 def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> int:
     """Data-parallel processes: the caller's count, else the config's num_processes / world_size, else 1 (said)."""
     if devices is not None:
-        return _number("devices", devices, integer=True, positive=True)
+        if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+            raise ConfigError(f"the device count (--devices) must be an integer >= 1, got {devices!r}")
+        return devices
     for key in ("num_processes", "world_size"):
         if cfg.get(key) is not None:
             return _number(key, cfg[key], integer=True, positive=True)

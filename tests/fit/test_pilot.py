@@ -93,7 +93,7 @@ def test_a_reward_range_the_pilot_leaves_and_a_short_pilot_are_errors(tmp_path):
         pilot_forecast(setup, log, reward_range=(0.0, 1.0))
     f = pilot_forecast(setup, log)
     assert f.success_rate is None and any("bounds are unknown" in a for a in f.assumed)
-    with pytest.raises(ConfigError, match="pilot_steps must be an integer >= 8"):
+    with pytest.raises(ConfigError, match="--pilot-steps. must be an integer >= 8"):
         pilot_forecast(setup, log, pilot_steps=5)
     short = write_log(tmp_path / "s.jsonl", {"reward": np.linspace(0.1, 0.5, 6)})
     with pytest.raises(ConfigError, match="at least 8"):

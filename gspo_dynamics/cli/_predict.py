@@ -25,6 +25,9 @@ def register(sub) -> None:
     p.set_defaults(testbed=None)  # the bandit only by name: `--testbed bandit`
     r = p.add_argument_group("a real run")
     r.add_argument("--config", help="a TRL GRPOConfig, a verl config or our trainer's config (JSON or YAML)")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key (dotted for nested configs, as a verl run script passes them), e.g. "
+                        "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable")
     r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
     r.add_argument("--devices", type=integer, help="data-parallel processes of a TRL run (default: the config's, else 1)")
@@ -63,8 +66,10 @@ def _forecast(args: argparse.Namespace):
 
     if args.pilot_steps is not None and not args.pilot:
         raise ConfigError("--pilot-steps needs --pilot")
+    if args.set and not args.config:
+        raise ConfigError("--set overrides keys of --config; give the config file")
     if args.config:
-        setup = read_run_config(args.config, devices=args.devices)
+        setup = read_run_config(args.config, devices=args.devices, overrides=args.set)
     else:
         hp = hyperparams_from_args(args)
         setup = RunSetup(hparams=hp, framework="command-line hyperparameters", refresh_exact=float(hp.refresh_interval),

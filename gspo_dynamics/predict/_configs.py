@@ -376,11 +376,40 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None = None) -> RunSetup:
+def apply_overrides(cfg: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """`cfg` with Hydra-style `dotted.key=value` overrides applied (values read as YAML: 1e-6, true, [0.9,
+    0.99]), as a verl run script passes them on its command line; nested keys are created as needed."""
+    import yaml
+
+    out = json.loads(json.dumps(cfg))  # a deep copy of plain data
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        key = key.strip().lstrip("+")
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"an override must read key=value (dotted keys for nested configs), got {item!r}")
+        try:
+            value = yaml.load(text, Loader=_yaml_loader())
+        except yaml.YAMLError:
+            raise ConfigError(f"the value of override {item!r} is not valid YAML") from None
+        node = out
+        *path, last = key.split(".")
+        for part in path:
+            if not isinstance(node.get(part, {}), dict):
+                raise ConfigError(f"override {item!r}: {part!r} holds a value, not a table of keys")
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None = None,
+                    overrides: list[str] | None = None) -> RunSetup:
     """`RunSetup` of a TRL GRPOConfig, a verl config, our trainer's config or the theory's own field
-    names, from a dict or a JSON / YAML file (module docstring for each mapping). `devices`: the
-    data-parallel process count where the config does not hold it (TRL)."""
+    names, from a dict or a JSON / YAML file (module docstring for each mapping), with `overrides`
+    (`apply_overrides`) on top. `devices`: the data-parallel process count where the config does not
+    hold it (TRL)."""
     cfg = dict(source) if isinstance(source, dict) else load_config_file(source)
+    if overrides:
+        cfg = apply_overrides(cfg, overrides)
     if isinstance(cfg.get("hparams"), dict):  # a corpus label.json or a diagnose --json output
         cfg = dict(cfg["hparams"])
     notes: list[str] = []

@@ -40,6 +40,12 @@ def test_trl_json_config_alone(tmp_path, capsys):
     assert "needs a pilot" in out and "devices not given" in out
 
 
+def test_set_overrides_the_config(tmp_path, capsys):
+    assert main(["predict", "--config", write(tmp_path, "ppo.yaml", VERL), "--set", "actor_rollout_ref.actor.ppo_epochs=2",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["refresh_interval"] == 8
+
+
 def test_yaml_and_verl_configs_as_json(tmp_path, capsys):
     assert main(["predict", "--config", write(tmp_path, "grpo.yaml", TRL), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["config"]["refresh_interval"] == 4
@@ -86,6 +92,7 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
     (["--pilot-steps", "20"], "--pilot-steps needs --pilot"),
     (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
     (["--reward-range", "0", "1"], "--reward-range needs --pilot"),
+    (["--set", "beta=0.1"], "--set overrides keys of --config"),
 ])
 def test_contradictory_options_are_one_line_and_exit_2(capsys, extra, needle):
     assert main(["predict", *extra]) == 2

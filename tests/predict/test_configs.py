@@ -188,3 +188,27 @@ def test_the_restated_trainer_defaults_are_the_trainers():
     defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     assert {k: defaults[k] for k in _configs.TRAINER_DEFAULTS} == _configs.TRAINER_DEFAULTS
     assert dict(OBJECTIVE_CLIPS) == _configs.OBJECTIVE_CLIPS
+
+
+def test_hydra_style_overrides_on_a_verl_config(tmp_path):
+    """verl's defaults are a critic run (gae, n = 1); a GRPO run script overrides them on its command
+    line: the same overrides turn the file into the group run they describe."""
+    import yaml
+
+    tree = verl_tree()
+    tree["algorithm"]["adv_estimator"] = "gae"
+    tree["actor_rollout_ref"]["rollout"]["n"] = 1
+    path = tmp_path / "ppo_trainer.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    with pytest.raises(ConfigError, match="critic-based"):
+        read_run_config(path)
+    hp = read_run_config(path, overrides=["algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=8",
+                                          "actor_rollout_ref.actor.optim.lr=3e-6", "+actor_rollout_ref.actor.ppo_epochs=2"]).hparams
+    assert (hp.group_size, hp.lr, hp.refresh_interval) == (8, 3e-6, 8)
+
+
+@pytest.mark.parametrize("override, needle", [("lr", "key=value"), ("a..b=1", "key=value"), ("data.train_batch_size.x=1", "holds a value"),
+                                               ("data.train_batch_size=[1", "not valid YAML")])
+def test_bad_overrides_are_config_errors(override, needle):
+    with pytest.raises(ConfigError, match=needle):
+        read_run_config(verl_tree(), overrides=[override])

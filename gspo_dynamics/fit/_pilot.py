@@ -20,8 +20,12 @@ Measured from the pilot (its first `pilot_steps` steps, or all of it):
                     scales as 1 / sqrt(N G) (the 1/G law of the fluctuation theory), s(G') = s sqrt(G / G');
   policy drift      where the log has the window position and the token log-ratio variance (our trainer's
                     window/position, ratios/token_log_var), delta^2 = mean_j Var_j / j^2 (a stale window
-                    drifts coherently: Var_j = (j delta)^2), and the token clip fraction at refresh interval
-                    T' is the window mean of P(|log r_j| > log(1 + eps)), log r_j ~ N(0, (j delta)^2).
+                    drifts coherently: Var_j = (j delta)^2); else, for a pilot at T > 1 with a clip fraction
+                    (TRL's clip_ratio/region_mean, verl's pg_clipfrac), the delta whose `clip_region_share`
+                    equals it. The share of tokens outside the clip band at refresh interval T' is the window
+                    mean of P(|log r_j| > log(1 + eps)), log r_j ~ N(0, (j delta)^2). The two routes measure
+                    different things where log-ratios are heavy-tailed: on a trainer run the variance's delta
+                    is ~11x the clip fraction's (tests/fit/test_pilot.py).
 
 Everything else is assumed, and said so.
 """
@@ -161,7 +165,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     measured.append(f"the reward's noise around the fit, {fit.residual_std:.3g} at N G = {hp.num_groups * hp.group_size}")
     assumed.append("the noise scales as 1 / sqrt(N G) (the fluctuation theory's 1/G law) and the pilot ran at the "
                    "config's N, G, T and lr")
-    delta, clips = _drift(log, n, hp.clip_high, measured, assumed)
+    delta, clips = _drift(log, n, hp, measured, assumed)
     collapse_T = collapse_lr = None
     clip = None if hp.correction == "none" else hp.clip_high
     if delta is not None and delta > 0 and collapse.clipped_spread(math.inf, clip) > COLLAPSE_SPREAD:
@@ -225,24 +229,68 @@ def _zero_std(log: RunLog, reward: np.ndarray, n: int, reward_range, measured: l
     return float(reward.mean()), shares, logged
 
 
-def _drift(log: RunLog, n: int, eps: float, measured: list[str], assumed: list[str]):
-    """delta^2 = mean over stale steps of Var_j / j^2, and the predicted token clip fraction per T'."""
-    names = ("window/position", "ratios/token_log_var")
-    if not all(name in log for name in names):
-        assumed.append("the per-step policy drift is not in this log (it needs the window position and the token "
-                       "log-ratio variance): no clip-fraction forecast")
+def _drift(log: RunLog, n: int, hp, measured: list[str], assumed: list[str]):
+    """The per-step drift delta (from the window's log-ratio variance, else from the logged clip
+    fraction) and the predicted share of tokens outside the clip band per T' (module docstring)."""
+    delta = _drift_from_variance(log, n, measured)
+    if delta is None:
+        delta = _drift_from_clip_fraction(log, n, hp, measured)
+    if delta is None:
+        assumed.append("the per-step policy drift is not in this log (it needs stale steps: the window position and "
+                       "the token log-ratio variance, or a clip fraction at T > 1): no clip-fraction forecast")
         return None, {}
-    j, var = (np.asarray(log[name][:n], dtype=float) for name in names)
-    stale = np.isfinite(j) & np.isfinite(var) & (j > 0)
-    if not stale.any():
-        assumed.append("the pilot is on-policy (no stale step): the per-step drift is not measured")
-        return None, {}
-    delta = float(math.sqrt(np.mean(var[stale] / j[stale] ** 2)))
-    measured.append(f"the token log-ratio drift per stale step, {delta:.3g}, from {int(stale.sum())} stale steps")
-    bound = math.log1p(eps)
+    bound = math.log1p(hp.clip_high)
     clips = {}
     for T in REFRESH_INTERVALS:
         positions = np.arange(1, T)
         share = erfc(bound / (positions * delta) / math.sqrt(2.0))  # P(|N(0, (j delta)^2)| > bound), j = 1 .. T-1
         clips[T] = float(share.sum() / T)  # position 0 of each window is on-policy: no clipping
     return delta, clips
+
+
+def _drift_from_variance(log: RunLog, n: int, measured: list[str]) -> float | None:
+    """delta^2 = mean over stale steps of Var_j / j^2 (our trainer's window/position, ratios/token_log_var)."""
+    names = ("window/position", "ratios/token_log_var")
+    if not all(name in log for name in names):
+        return None
+    j, var = (np.asarray(log[name][:n], dtype=float) for name in names)
+    stale = np.isfinite(j) & np.isfinite(var) & (j > 0)
+    if not stale.any():
+        return None
+    delta = float(math.sqrt(np.mean(var[stale] / j[stale] ** 2)))
+    measured.append(f"the token log-ratio drift per stale step, {delta:.3g}, from {int(stale.sum())} stale steps")
+    return delta
+
+
+def clip_region_share(delta: float, refresh_interval: int, clip_low: float, clip_high: float) -> float:
+    """The window mean of the share of tokens clipped in their advantage's direction (TRL's
+    clip_ratio/region_mean, verl's pg_clipfrac) when log r_j ~ N(0, (j delta)^2) independently of the
+    advantage's sign (each sign half the tokens):
+
+        c = (1/T) sum_{j=1}^{T-1} [P(log r_j > log(1 + eps_high)) + P(log r_j < log(1 - eps_low))] / 2,
+
+    P(N(0, s^2) > b) = erfc(b / (s sqrt 2)) / 2. Increasing in delta from 0 to (T - 1) / (2 T)."""
+    j = np.arange(1, refresh_interval) * delta
+    high = erfc(math.log1p(clip_high) / (j * math.sqrt(2.0))) / 2
+    low = erfc(-math.log1p(-clip_low) / (j * math.sqrt(2.0))) / 2 if clip_low < 1 else np.zeros_like(j)
+    return float(((high + low) / 2).sum() / refresh_interval)
+
+
+def _drift_from_clip_fraction(log: RunLog, n: int, hp, measured: list[str]) -> float | None:
+    """delta solving clip_region_share(delta) = the pilot's mean clip fraction (bisection in log delta),
+    for a pilot at the config's T > 1; None where the fraction is not logged or cannot be inverted."""
+    T = hp.refresh_interval
+    if T < 2 or "clip_frac" not in log or hp.correction == "none":
+        return None
+    _, c = log.valid("clip_frac")
+    c = float(np.mean(c[:n])) if len(c) else math.nan
+    if not (0.0 < c < clip_region_share(1e3, T, hp.clip_low, hp.clip_high)):
+        return None
+    lo, hi = 1e-8, 1e3
+    for _ in range(80):  # 80 halvings of a 1e11 ratio: relative precision ~1e-12
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if clip_region_share(mid, T, hp.clip_low, hp.clip_high) < c else (lo, mid)
+    delta = math.sqrt(lo * hi)
+    measured.append(f"the token log-ratio drift per stale step, {delta:.3g}, inverted from the mean clip fraction "
+                    f"{c:.3g} at T = {T} (log-ratios normal, independent of the advantage's sign)")
+    return delta

@@ -98,3 +98,56 @@ def test_a_reward_range_the_pilot_leaves_and_a_short_pilot_are_errors(tmp_path):
     short = write_log(tmp_path / "s.jsonl", {"reward": np.linspace(0.1, 0.5, 6)})
     with pytest.raises(ConfigError, match="at least 8"):
         pilot_forecast(setup, short)
+
+
+def test_clip_region_share_matches_monte_carlo_tokens():
+    """c(delta) against 200 000 simulated tokens per window position: log r ~ N(0, (j delta)^2), an
+    advantage sign drawn independently, clipped when r > 1 + eps_high with A > 0 or r < 1 - eps_low with
+    A < 0 (TRL's region); 4 s.e. of the window mean."""
+    from gspo_dynamics.fit._pilot import clip_region_share
+
+    rng = np.random.default_rng(5)
+    delta, T, lo, hi = 0.08, 6, 0.2, 0.28
+    shares = []
+    for j in range(1, T):
+        log_r = rng.normal(0, j * delta, 200_000)
+        positive = rng.random(200_000) < 0.5
+        shares.append(np.mean((positive & (log_r > math.log1p(hi))) | (~positive & (log_r < math.log1p(-lo)))))
+    mc = sum(shares) / T
+    assert abs(clip_region_share(delta, T, lo, hi) - mc) <= 4 * math.sqrt(0.25 / 200_000)
+
+
+def test_drift_inverted_from_a_clip_fraction(tmp_path):
+    """A TRL-style log at T = 4 whose clip fraction is c(delta) gives delta back (bisection: 1e-9), and the
+    forecast says it was inverted from the clip fraction."""
+    from gspo_dynamics.fit._pilot import clip_region_share
+
+    delta = 0.05
+    c = clip_region_share(delta, 4, 0.2, 0.2)
+    reward = heavy_ball_curve(0.05, 0.5, 40)
+    log = write_log(tmp_path / "trl.jsonl", {"reward": reward, "clip_ratio/region_mean": np.full(40, c)})
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "token"})
+    f = pilot_forecast(setup, log)
+    assert f.drift_per_step == pytest.approx(delta, rel=1e-9)
+    assert any("inverted from the mean clip fraction" in m for m in f.measured)
+
+
+def test_the_two_drift_routes_on_a_trainer_run_measure_different_things(tmp_path):
+    """Our trainer at T = 4 (GRPO, seed 0: deterministic on CPU) logs both the window's token log-ratio
+    variance and the clip fraction. The two drifts differ ~11x (0.55 vs 0.049 per stale step): the
+    variance is carried by a few tokens that move far (heavy tails), while the clip fraction counts the
+    bulk under a normal model. Both routes are measured and finite; which one forecasts collapse is an
+    open question of the forecast model (the variance route is the one its limit S was set with)."""
+    from gspo_dynamics.fit._pilot import _drift_from_clip_fraction, _drift_from_variance
+    from gspo_dynamics.logs import read_log
+    from gspo_dynamics.train.config import TrainConfig
+    from gspo_dynamics.train.trainer import train
+
+    cfg = TrainConfig(task="pattern", model="100k", objective="grpo", steps=32, steps_per_generation=4, lr=1e-2,
+                      group_size=8, prompts_per_step=4, device="cpu", warmup_steps=20)
+    train(cfg, tmp_path / "run")
+    log = read_log(tmp_path / "run" / "trainer_state.json")
+    hp = read_run_config(cfg.to_dict()).hparams
+    by_variance = _drift_from_variance(log, 32, [])
+    by_clip = _drift_from_clip_fraction(log, 32, hp, [])
+    assert by_variance > 0 and by_clip > 0 and by_variance / by_clip > 5, (by_variance, by_clip)

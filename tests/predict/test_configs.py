@@ -182,7 +182,7 @@ def test_the_restated_trainer_defaults_are_the_trainers():
     import dataclasses
 
     from gspo_dynamics.objectives import OBJECTIVE_CLIPS
-    from gspo_dynamics.predict import _configs
+    from gspo_dynamics.predict import _frameworks as _configs
     from gspo_dynamics.train.config import TrainConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}

@@ -1,0 +1,316 @@
+"""Each framework's config keys mapped onto the theory's hyperparameters (behind `read_run_config`).
+
+`read_run_config(source)` takes a dict or a JSON / YAML file and returns a `RunSetup`: the theory's
+`Hyperparams` (lr, optimizer, refresh interval T, group size G, groups per optimizer step N, clip
+range, KL weight beta, off-policy correction), the exact (possibly fractional) T before rounding,
+and notes saying every default and assumption used and every key ignored. Impossible or
+contradictory values raise `ConfigError` with one sentence.
+
+TRL `GRPOConfig` (TRL >= 0.20; `GRPOTrainer._prepare_inputs` counts micro-batches: one rollout of
+generation_batch_size = per_device_train_batch_size x devices x steps_per_generation completions
+every steps_per_generation x num_iterations micro-batches, and an optimizer step every
+gradient_accumulation_steps of them):
+
+    T = steps_per_generation x num_iterations / gradient_accumulation_steps   optimizer steps per rollout
+    N = per_device_train_batch_size x devices x gradient_accumulation_steps / num_generations
+    G = num_generations, lr = learning_rate, beta = beta, (eps_low, eps_high) = (epsilon, epsilon_high)
+    correction = importance_sampling_level (token | sequence), Adam(adam_beta1, adam_beta2, adam_epsilon)
+    advantage = std when scale_rewards is group / batch / true, mean when none / false
+
+(steps_per_generation defaults to gradient_accumulation_steps, so a default config is on-policy:
+T = 1 whatever the accumulation; T < 1, several rollouts per optimizer step, is on-policy too.)
+
+verl PPO trainer YAML with a group estimator (algorithm.adv_estimator grpo, ...): a rollout of
+data.train_batch_size prompts x rollout.n responses is cut into minibatches of ppo_mini_batch_size
+prompts, each an optimizer step, and passed over ppo_epochs times:
+
+    T = ppo_epochs x train_batch_size / ppo_mini_batch_size,   N = ppo_mini_batch_size,   G = rollout.n
+    lr = actor.optim.lr, (eps_low, eps_high) = (clip_ratio_low, clip_ratio_high) else clip_ratio,
+    beta = kl_loss_coef when use_kl_loss, correction = sequence for policy_loss.loss_mode gspo, else token
+
+Our trainer's config (`gspo_dynamics.train.config.TrainConfig` fields: task, model, objective, ...):
+T = steps_per_generation x num_iterations, N = prompts_per_step, G = group_size, the objective's clip
+defaults (the trainer's defaults restated, no torch). The theory's own field names (`Hyperparams`: lr, refresh_interval, group_size, ...) read
+as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
+from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
+
+# ---- TRL -------------------------------------------------------------------------------------
+# GRPOConfig defaults (TRL >= 0.20) of the keys the mapping reads.
+TRL_DEFAULTS: dict[str, Any] = {
+    "learning_rate": 1e-6, "num_generations": 8, "num_iterations": 1, "beta": 0.0, "epsilon": 0.2,
+    "importance_sampling_level": "token", "scale_rewards": "group", "adam_beta1": 0.9, "adam_beta2": 0.999,
+    "adam_epsilon": 1e-8, "gradient_accumulation_steps": 1, "per_device_train_batch_size": 8,
+}
+TRL_KEYS = set(TRL_DEFAULTS) | {"steps_per_generation", "epsilon_high", "loss_type", "num_processes", "world_size"}
+# keys of GRPOConfig that change nothing the reduced model represents (said once, not listed as unknown)
+TRL_UNMODELLED = {
+    "loss_type": "token aggregation of the loss (grpo / bnpo / dr_grpo / dapo): scales the step, not T, G or the clip",
+    "max_completion_length": "completion length: enters only through the measured per-step drift (a pilot)",
+    "temperature": "sampling temperature: enters only through the measured rewards and drift (a pilot)",
+}
+# keys that only a preference-optimisation config has (DPO, ORPO, KTO, CPO, ...)
+PREFERENCE_KEYS = {"rpo_alpha", "reference_free", "label_smoothing", "precompute_ref_log_probs", "desirable_weight",
+                   "undesirable_weight", "orpo_alpha", "cpo_alpha", "simpo_gamma", "max_prompt_length_dpo"}
+PREFERENCE_LOSSES = {"sigmoid", "hinge", "ipo", "exo_pair", "nca_pair", "robust", "bco_pair", "sppo_hard", "aot",
+                     "aot_pair", "apo_zero", "apo_down", "discopop", "simpo", "kto"}
+# ---- verl ------------------------------------------------------------------------------------
+VERL_GROUP_ESTIMATORS = {"grpo", "grpo_passk", "rloo", "reinforce_plus_plus_baseline", "drgrpo", "opo", "gpg"}
+# ---- ours ------------------------------------------------------------------------------------
+OWN_KEYS = {
+    "lr", "refresh_interval", "group_size", "num_groups", "advantage", "std_estimator", "std_eps", "correction",
+    "clip_low", "clip_high", "kl_coef", "kl_estimator", "optimizer", "momentum", "beta1", "beta2", "eps",
+}
+TRAINER_MARKERS = {"task", "model", "objective"}  # every TrainConfig has all three
+# `train.config.TrainConfig`'s defaults of the fields the theory reads (a layer above: restated here,
+# checked equal by tests/predict/test_configs.py), and each objective's clip range and correction
+TRAINER_DEFAULTS: dict[str, Any] = {
+    "steps_per_generation": 1, "num_iterations": 1, "prompts_per_step": 4, "group_size": 8, "optimizer": "adamw",
+    "lr": 1e-3, "momentum": 0.0, "beta1": 0.9, "beta2": 0.999, "adam_eps": 1e-8, "kl_coef": 0.0,
+    "clip_low": None, "clip_high": None, "advantage_scale": None,
+}
+OBJECTIVE_CLIPS = {"gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1])}  # the rest: GRPO_CLIP
+OBJECTIVE_CORRECTIONS = {"pg": "none", "gspo": "sequence"}  # the rest correct per token
+
+
+def _number(key: str, value: Any, *, integer: bool = False, positive: bool = False) -> float | int:
+    """A finite number (an integer when `integer`; > 0 when `positive`) or one ConfigError sentence."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and integer:
+        ok = float(value) == int(value)
+    if ok and positive:
+        ok = value > 0
+    if not ok:
+        kind = ("a positive " if positive else "a finite ") + ("integer" if integer else "number")
+        raise ConfigError(f"config key {key!r} must be {kind}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _rounded_refresh(exact: float, notes: list[str], what: str) -> int:
+    """The theory's integer T from the exact optimizer steps per rollout (said in a note when it differs)."""
+    if exact <= 1.0:
+        if exact < 1.0:
+            notes.append(f"T = {what} = {exact:g}: more than one rollout per optimizer step, on-policy (T = 1)")
+        return 1
+    T = round(exact)
+    if abs(T - exact) > 1e-9:
+        notes.append(f"T = {what} = {exact:g} optimizer steps per rollout: a rollout boundary falls inside an "
+                     f"optimizer step; the theory's integer T = {T}")
+    return T
+
+
+def _groups_per_step(completions: float, G: int, notes: list[str], what: str) -> int:
+    """N = completions per optimizer step / G, rounded to at least 1 (said in a note when it is not whole)."""
+    exact = completions / G
+    N = max(1, round(exact))
+    if abs(N - exact) > 1e-9:
+        notes.append(f"{what} = {completions:g} completions per optimizer step are {exact:g} groups of G = {G}: "
+                     f"N = {N} groups assumed")
+    return N
+
+
+# ---- TRL -------------------------------------------------------------------------------------
+def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hyperparams, float]:
+    def get(key):
+        if cfg.get(key) is not None:
+            return cfg[key]
+        notes.append(f"{key} not given: TRL's default {TRL_DEFAULTS[key]!r}")
+        return TRL_DEFAULTS[key]
+
+    G = _number("num_generations", get("num_generations"), integer=True, positive=True)
+    if G < 2:
+        raise ConfigError(f"num_generations must be >= 2 for group-relative advantages, got {G}")
+    ga = _number("gradient_accumulation_steps", get("gradient_accumulation_steps"), integer=True, positive=True)
+    spg = cfg.get("steps_per_generation")
+    if spg is None:
+        spg = ga
+        notes.append(f"steps_per_generation not given: gradient_accumulation_steps ({ga}), TRL's default")
+    spg = _number("steps_per_generation", spg, integer=True, positive=True)
+    mu = _number("num_iterations", get("num_iterations"), integer=True, positive=True)
+    exact = spg * mu / ga
+    T = _rounded_refresh(exact, notes, f"steps_per_generation x num_iterations / gradient_accumulation_steps = {spg} x {mu} / {ga}")
+    devices = _devices(cfg, devices, notes)
+    batch = _number("per_device_train_batch_size", get("per_device_train_batch_size"), integer=True, positive=True)
+    N = _groups_per_step(batch * devices * ga, G, notes, f"per_device_train_batch_size x devices x accumulation = {batch} x {devices} x {ga}")
+    level = get("importance_sampling_level")
+    if level not in ("token", "sequence"):
+        raise ConfigError(f"importance_sampling_level must be 'token' or 'sequence', got {level!r}")
+    eps = _number("epsilon", get("epsilon"), positive=True)
+    eps_high = eps if cfg.get("epsilon_high") is None else _number("epsilon_high", cfg["epsilon_high"], positive=True)
+    optimizer = Adam(beta1=_number("adam_beta1", get("adam_beta1")), beta2=_number("adam_beta2", get("adam_beta2")),
+                     eps=_number("adam_epsilon", get("adam_epsilon"), positive=True))
+    hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True), optimizer=optimizer,
+                     refresh_interval=T, group_size=G, num_groups=N, advantage=_trl_advantage(get("scale_rewards")),
+                     correction=level, clip_low=eps, clip_high=eps_high, kl_coef=_number("beta", get("beta")))
+    return hp, exact
+
+
+def _trl_advantage(scale: Any) -> str:
+    if scale in (True, "group", "batch", "true"):
+        return "std"
+    if scale in (False, "none", "false"):
+        return "mean"
+    raise ConfigError(f"scale_rewards must be group, batch, none, true or false; got {scale!r}")
+
+
+def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> int:
+    """Data-parallel processes: the caller's count, else the config's num_processes / world_size, else 1 (said)."""
+    if devices is not None:
+        if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+            raise ConfigError(f"the device count (--devices) must be an integer >= 1, got {devices!r}")
+        return devices
+    for key in ("num_processes", "world_size"):
+        if cfg.get(key) is not None:
+            return _number(key, cfg[key], integer=True, positive=True)
+    notes.append("devices not given (a GRPOConfig does not hold the process count): 1 assumed; "
+                 "with D processes every optimizer step holds D times the groups")
+    return 1
+
+
+def _refuse_preference_config(cfg: dict[str, Any]) -> None:
+    markers = sorted(set(cfg) & PREFERENCE_KEYS)
+    if cfg.get("loss_type") in PREFERENCE_LOSSES:
+        markers.append(f"loss_type {cfg['loss_type']!r}")
+    if markers and "num_generations" not in cfg:
+        raise ConfigError(f"this is a preference-optimisation config (DPO / ORPO / KTO: {', '.join(markers)}), not a "
+                          "group-based RL one; predict and diagnose --config answer for GRPO / GSPO configs")
+
+
+# ---- verl ------------------------------------------------------------------------------------
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out |= _flatten(value, name + ".")
+        else:
+            out[name] = value
+    return out
+
+
+_INTERPOLATION = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
+
+
+def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, set[str]]:
+    flat = _flatten(tree)
+    used: set[str] = set()
+
+    def get(key: str, default: Any = None, *, required: bool = False):
+        value = flat.get(key)
+        for _ in range(8):  # ${a.b.c} references (Hydra / OmegaConf), followed a few levels
+            m = _INTERPOLATION.match(value) if isinstance(value, str) else None
+            if not m:
+                break
+            value = flat.get(m.group(1))
+        if isinstance(value, str) and value.startswith("${"):
+            notes.append(f"{key} = {flat[key]!r} is an interpolation this reader cannot resolve: "
+                         + ("its default used" if not required else "give the value"))
+            value = None
+        used.add(key)
+        if value is None:
+            if required:
+                raise ConfigError(f"the verl config needs {key}")
+            if default is not None:
+                notes.append(f"{key} not given: verl's default {default!r}")
+            return default
+        return value
+
+    estimator = get("algorithm.adv_estimator", "gae")
+    if estimator not in VERL_GROUP_ESTIMATORS:
+        raise ConfigError(f"algorithm.adv_estimator is {estimator!r}: a critic-based PPO run, not a group-based one; "
+                          f"the theory covers group estimators ({', '.join(sorted(VERL_GROUP_ESTIMATORS))})")
+    actor = "actor_rollout_ref.actor."
+    G = _number("actor_rollout_ref.rollout.n", get("actor_rollout_ref.rollout.n", required=True), integer=True, positive=True)
+    if G < 2:
+        raise ConfigError(f"actor_rollout_ref.rollout.n must be >= 2 for group-relative advantages, got {G}")
+    rollout = _number("data.train_batch_size", get("data.train_batch_size", required=True), integer=True, positive=True)
+    mini = _number(actor + "ppo_mini_batch_size", get(actor + "ppo_mini_batch_size", required=True), integer=True, positive=True)
+    if mini > rollout:
+        raise ConfigError(f"ppo_mini_batch_size ({mini}) exceeds data.train_batch_size ({rollout}): a minibatch "
+                          "cannot hold more prompts than the rollout")
+    epochs = _number(actor + "ppo_epochs", get(actor + "ppo_epochs", 1), integer=True, positive=True)
+    exact = epochs * rollout / mini
+    T = _rounded_refresh(exact, notes, f"ppo_epochs x train_batch_size / ppo_mini_batch_size = {epochs} x {rollout} / {mini}")
+    clip = _number(actor + "clip_ratio", get(actor + "clip_ratio", 0.2), positive=True)
+    low = flat.get(actor + "clip_ratio_low")
+    high = flat.get(actor + "clip_ratio_high")
+    used |= {actor + "clip_ratio_low", actor + "clip_ratio_high"}
+    low = clip if low is None else _number(actor + "clip_ratio_low", low, positive=True)
+    high = clip if high is None else _number(actor + "clip_ratio_high", high, positive=True)
+    use_kl = bool(get(actor + "use_kl_loss", False))
+    beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001)) if use_kl else 0.0
+    if get("algorithm.use_kl_in_reward", False):
+        notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
+    mode = get(actor + "policy_loss.loss_mode", "vanilla")
+    betas = get(actor + "optim.betas", [0.9, 0.999])
+    if not (isinstance(betas, (list, tuple)) and len(betas) == 2):
+        raise ConfigError(f"{actor}optim.betas must be a pair, got {betas!r}")
+    by_std = get("algorithm.norm_adv_by_std_in_grpo", True)
+    hp = Hyperparams(lr=_number(actor + "optim.lr", get(actor + "optim.lr", 1e-6), positive=True),
+                     optimizer=Adam(beta1=_number("optim.betas[0]", betas[0]), beta2=_number("optim.betas[1]", betas[1])),
+                     refresh_interval=T, group_size=G, num_groups=mini, advantage="std" if by_std else "mean",
+                     correction="sequence" if mode == "gspo" else "token", clip_low=low, clip_high=high, kl_coef=beta)
+    return hp, exact, used
+
+
+# ---- ours ------------------------------------------------------------------------------------
+def _trainer(cfg: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float]:
+    """Our trainer's schedule: T = steps_per_generation x num_iterations, N = prompts_per_step."""
+    def get(key):
+        return TRAINER_DEFAULTS[key] if cfg.get(key) is None else cfg[key]
+
+    objective = cfg["objective"]
+    if not isinstance(objective, str):
+        raise ConfigError(f"objective must be a name, got {objective!r}")
+    T = (_number("steps_per_generation", get("steps_per_generation"), integer=True, positive=True)
+         * _number("num_iterations", get("num_iterations"), integer=True, positive=True))
+    name = get("optimizer")
+    if name not in ("adamw", "sgd"):
+        raise ConfigError(f"optimizer must be adamw or sgd, got {name!r}")
+    optimizer = (Adam(beta1=_number("beta1", get("beta1")), beta2=_number("beta2", get("beta2")),
+                      eps=_number("adam_eps", get("adam_eps"), positive=True))
+                 if name == "adamw" else SGD(momentum=_number("momentum", get("momentum"))))
+    low, high = OBJECTIVE_CLIPS.get(objective, GRPO_CLIP)
+    low = low if get("clip_low") is None else _number("clip_low", get("clip_low"), positive=True)
+    high = high if get("clip_high") is None else _number("clip_high", get("clip_high"), positive=True)
+    if low >= 1.0:
+        notes.append(f"objective {objective}: no lower clip bound (eps_low = {low:g}); the theory's is just below 1")
+        low = 1.0 - 1e-6
+    scale = get("advantage_scale") or ("none" if objective == "dr_grpo" else "group")
+    hp = Hyperparams(lr=_number("lr", get("lr"), positive=True), optimizer=optimizer, refresh_interval=T,
+                     group_size=_number("group_size", get("group_size"), integer=True, positive=True),
+                     num_groups=_number("prompts_per_step", get("prompts_per_step"), integer=True, positive=True),
+                     advantage="mean" if scale == "none" else "std", correction=OBJECTIVE_CORRECTIONS.get(objective, "token"),
+                     clip_low=low, clip_high=high, kl_coef=_number("kl_coef", get("kl_coef")))
+    return hp, float(T)
+
+
+def _own(cfg: dict[str, Any]) -> Hyperparams:
+    fields = {k: cfg[k] for k in OWN_KEYS - {"optimizer", "momentum", "beta1", "beta2", "eps"} if k in cfg}
+    if "lr" not in fields:
+        raise ConfigError("the config needs lr (or TRL's learning_rate)")
+    name = cfg.get("optimizer", "sgd")
+    if isinstance(name, dict):  # {"name": "adam", "beta1": ...} as `Diagnosis.to_json` writes it
+        opt = dict(name)
+        name = opt.pop("name", "sgd")
+    else:
+        opt = {k: cfg[k] for k in ("momentum", "beta1", "beta2", "eps") if k in cfg}
+    try:
+        if name == "sgd":
+            optimizer = SGD(**{k: v for k, v in opt.items() if k == "momentum"})
+        elif name == "adam":
+            optimizer = Adam(**{k: v for k, v in opt.items() if k in ("beta1", "beta2", "eps")})
+        else:
+            raise ConfigError(f"optimizer must be sgd or adam, got {name!r}")
+        return Hyperparams(optimizer=optimizer, **fields)
+    except TypeError as exc:
+        raise ConfigError(f"bad config value: {exc}") from None

@@ -146,7 +146,7 @@ def max_stable_T(unstable: dict, lr, Ts) -> int:
     return Ts[-1]
 
 
-def score(name: str, fc, measured: dict, forecasts: dict, lrs, Ts) -> dict:
+def score(fc, measured: dict, forecasts: dict, lrs, Ts) -> dict:
     """Per forecaster: accuracy, safe-but-unstable cells, max stable T per lr, plateau error (stable cells)."""
     truth = {c: m[0] for c, m in measured.items()}
     rows = {}
@@ -158,13 +158,10 @@ def score(name: str, fc, measured: dict, forecasts: dict, lrs, Ts) -> dict:
         rows[who] = dict(accuracy=hits / len(truth), safe_but_unstable=sum(truth[c] and not pred[c] for c in truth),
                          max_t=[(max_stable_T(pred, lr, Ts), max_stable_T(truth, lr, Ts)) for lr in lrs],
                          max_t_ok=all(g <= 1 for g in grid_step))
-    errors = [abs(forecast_final_reward(fc, lr / lrs_pilot(fc)) - m[2]) for (lr, _), m in measured.items() if not m[0]]
+    lr_pilot = fc.config.setup.hparams.lr
+    errors = [abs(forecast_final_reward(fc, lr / lr_pilot) - m[2]) for (lr, _), m in measured.items() if not m[0]]
     rows["plateau_error"] = float(max(errors)) if errors else math.nan
     return rows
-
-
-def lrs_pilot(fc) -> float:
-    return fc.config.setup.hparams.lr
 
 
 def forecast_final_reward(fc, lr_ratio: float) -> float:
@@ -183,7 +180,7 @@ def run_combination(name: str, runs: Runs, lr_factors, Ts, seeds: int) -> dict:
     curves = runs.curves({(lr, T): replace(cfg, lr=lr, steps_per_generation=T) for lr in lrs for T in Ts}, seeds)
     measured = measured_cells(curves, lrs, Ts)
     forecasts = forecast_cells(fc, setup.hparams.momentum, cfg.lr, lrs, Ts)
-    result = score(name, fc, measured, forecasts, lrs, Ts)
+    result = score(fc, measured, forecasts, lrs, Ts)
     result.update(lrs=lrs, measured=measured, forecast=fc)
     return result
 

@@ -130,17 +130,18 @@ def _keys(d: dict) -> dict[str, float]:
     return {str(k): v for k, v in d.items()}
 
 
-def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> RunLog:
-    """The pilot's log, read (any format `read_log` takes); ConfigError when too short."""
+def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[RunLog, np.ndarray, np.ndarray]:
+    """(log, steps, reward): the pilot's log, read (any format `read_log` takes), and its first
+    `pilot_steps` reward points (all of them when None); ConfigError when too short."""
     log = source if isinstance(source, RunLog) else read_log(source)
-    steps, _ = log.valid("reward")
+    steps, reward = log.valid("reward")
     if pilot_steps is not None:
         if not isinstance(pilot_steps, int) or pilot_steps < MIN_PILOT_POINTS:
             raise ConfigError(f"the pilot steps (--pilot-steps) must be an integer >= {MIN_PILOT_POINTS}, got {pilot_steps!r}")
-        steps = steps[:pilot_steps]
+        steps, reward = steps[:pilot_steps], reward[:pilot_steps]
     if len(steps) < MIN_PILOT_POINTS:
         raise ConfigError(f"the pilot has {len(steps)} reward points; a forecast needs at least {MIN_PILOT_POINTS}")
-    return log
+    return log, steps, reward
 
 
 def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | None = None,
@@ -150,10 +151,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     A given range that the pilot's rewards leave is a ConfigError."""
     if setup.hparams.group_size is None:
         raise ConfigError("a pilot forecast needs the run's group size G (num_generations, rollout.n or group_size)")
-    log = load_pilot(pilot, pilot_steps)
-    steps, reward = log.valid("reward")
-    n = len(steps) if pilot_steps is None else min(pilot_steps, len(steps))
-    steps, reward = steps[:n], reward[:n]
+    log, steps, reward = load_pilot(pilot, pilot_steps)
+    n = len(steps)
     measured, assumed = [f"the reward curve over {n} steps (closed-form fit)"], []
     reward_range = _reward_range(reward, reward_range, assumed)
     hp = setup.hparams

@@ -1,26 +1,28 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
-Protocol (fixed before any result was looked at; the grid, the seeds and the roles below do not
-change with the results):
+Protocol, version 2 (fixed before any of its results was looked at; the grid, the seeds and the roles
+below do not change with the results; version 1 and why it was replaced: at the end of this docstring):
 
   combinations  (task, objective, optimizer) of our trainer, 100k model, G = 8, N = 4 prompts per step.
                 Development: count/pg, pattern/grpo, count/gspo (AdamW) and pattern/pg with SGD momentum
-                0.9. Confirmation, never used while developing: addition/grpo (AdamW).
+                0.9. Confirmation, never used while developing: pattern/gspo (AdamW).
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
-  grid          16 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
+  grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
                 REFRESH_INTERVALS (fresh groups every step from the sampling policy: the theory's schedule),
-                STEPS steps, seeds 0 .. SEEDS - 1 each.
-  measured      a cell is unstable when its seed-mean excess drawdown (per-rollout mean reward below its
-                running maximum, minus the same cell's lr at T = 1) exceeds DRAWDOWN_MARGIN: the run lost
-                monotone saturation (collapsed or oscillated), else stable. Its final reward: the mean
-                reward of the last PLATEAU_STEPS steps, seed mean.
+                STEPS steps, seeds FIRST_SEED .. FIRST_SEED + SEEDS - 1 each.
+  measured      a cell is unstable when the seed-mean reward curve, as its first step (the initial policy's
+                reward: no update yet) followed by means of BLOCK steps, falls more than DRAWDOWN_MARGIN below
+                its running maximum at some point: the run lost reward it had (collapsed, oscillated, or
+                jumped at once to a worse policy), else stable. Its final reward: the mean reward of the last
+                PLATEAU_STEPS steps, seed mean.
   forecasts     ours: `fit.pilot_forecast` at each cell's (lr, T): unstable when T exceeds the max safe T
                 of the pilot's stiffness scaled to the cell's lr (the linear model; none where its premises
-                fail), or when the window's drift passes the collapse limit, (T - 1) lr s > S
-                (`theory.collapse`; s from the pilot's stale steps, S = fit.COLLAPSE_SPREAD set on the
-                development combinations by --fit-limit); baseline "continuous": eta K T < 1 - mu with the
-                pilot's eta K scaled to the lr; baseline "always stable".
+                fail), or when the displacement between samplers passes the collapse limit, D(lr, T) > S
+                (`theory.collapse`, equations (2)-(4): T lr s, capped by the clip's band edge after the first
+                step; s from the pilot's stale steps, S = fit.COLLAPSE_SPREAD set on the development
+                combinations by --fit-limit on a --dump of their cells); baseline "continuous": eta K T < 1 - mu
+                with the pilot's eta K scaled to the lr; baseline "always stable".
   scores        per combination and forecaster: accuracy, cells predicted stable but measured unstable,
                 the largest stable T per lr (predicted vs measured, agreement within one grid step), and the
                 final-reward ("plateau") error on the stable cells (the pilot's fitted curve, its time scaled
@@ -29,7 +31,22 @@ change with the results):
                 one grid step, final reward within 0.05 on stable cells, and better than both baselines.
 
     python paper_repro/pilot_forecast.py --quick      # CI: 2 combinations x 4 cells x 2 seeds (~2 min on 2 cores)
-    python paper_repro/pilot_forecast.py --workers 2  # full: 5 combinations x 16 cells x 4 seeds (~40 min)
+    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 5 x 20 cells x 4 seeds (~30 min)
+    python paper_repro/pilot_forecast.py --fit-limit cells.json          # S from the development combinations
+    python paper_repro/pilot_forecast.py --from-dump cells.json          # score the dumped cells (pilots re-run)
+
+Version 1 (2026-11-24, all five rows FAIL, replaced because its grid could not tell the forecasters
+apart): lr factors (1/3, 1, 3, 10), T in (1, 4, 16, 32), seeds 0-3, pilot seed 1000, addition/grpo as the
+confirmation; a cell was unstable when its seed-mean drawdown of per-rollout means exceeded the same lr's
+at T = 1 by 0.1, the collapse limit on the window's last stale position, (T - 1) lr s > S = 20.8. Its
+flaws: a collapse at T = 1 (pattern/grpo at 3x and 10x the base lr, pattern/pg-SGD at 3x and 10x: final
+reward 0 at every T) counted as stable, since each T was compared with the same lr's T = 1; three of
+five combinations had no unstable cell, where no forecaster can beat "always stable"; the 100k model
+does not learn addition in 96 steps at any cell (reward 0), so the confirmation could confirm nothing.
+Version 2 measures instability absolutely (against the run's own best and its initial reward), counts
+the window's on-policy step (T lr s, so a single step too large is a risk at T = 1 too), adds 30x the
+base lr so that every combination's grid reaches a failure if one exists there, and confirms on
+pattern/gspo, on fresh seeds.
 """
 
 from __future__ import annotations
@@ -59,16 +76,18 @@ COMBINATIONS = {  # name -> (task, objective, optimizer fields, base lr, role)
     "pattern-grpo": ("pattern", "grpo", {}, 3e-3, "develop"),
     "count-gspo": ("count", "gspo", {}, 3e-3, "develop"),
     "pattern-pg-sgd": ("pattern", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "develop"),
-    "addition-grpo": ("addition", "grpo", {}, 3e-3, "confirm"),
+    "pattern-gspo": ("pattern", "gspo", {}, 3e-3, "confirm"),
 }
-LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0)
+LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
 REFRESH_INTERVALS = (1, 4, 16, 32)
 STEPS = 96
 SEEDS = 4
+FIRST_SEED = 100  # version 1 used seeds 0-3
 PILOT_STEPS = 24
 PILOT_T = 2
-PILOT_SEED = 1000
-DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop of per-rollout means that counts as losing saturation
+PILOT_SEED = 2000  # version 1: 1000
+BLOCK = 8  # steps per mean of the measured curve: 4 seeds x 8 steps x 32 responses, the mean's noise ~0.02
+DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losing what the run had
 PLATEAU_STEPS = 16
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05
 QUICK = dict(combinations=("count-pg", "pattern-grpo"), lr_factors=(1.0, 10.0), refresh_intervals=(1, 16), seeds=2)
@@ -91,20 +110,22 @@ def pilot(cfg: TrainConfig):
 
 
 def measured_cells(curves: dict, lrs, Ts) -> dict:
-    """(lr, T) -> (unstable, excess drawdown, plateau) from the seed curves; T = 1 is each lr's reference."""
+    """(lr, T) -> (unstable, drawdown, final reward) from the seed curves (module docstring: the seed-mean
+    curve as its first step, then means of BLOCK steps; drawdown below its running maximum)."""
     out = {}
     for lr in lrs:
-        ref = np.mean([drawdown(r, 1) for r in curves[(lr, 1)]["reward"]])
         for T in Ts:
-            reward = curves[(lr, T)]["reward"]
-            excess = float(np.mean([drawdown(r, T) for r in reward]) - ref)
-            out[(lr, T)] = (excess > DRAWDOWN_MARGIN, excess, float(reward[:, -PLATEAU_STEPS:].mean()))
+            mean = curves[(lr, T)]["reward"].mean(axis=0)
+            blocks = mean[1: 1 + (len(mean) - 1) // BLOCK * BLOCK].reshape(-1, BLOCK).mean(axis=1)
+            series = np.concatenate([mean[:1], blocks])
+            fall = float(np.max(np.maximum.accumulate(series) - series))
+            out[(lr, T)] = (fall > DRAWDOWN_MARGIN, fall, float(mean[-PLATEAU_STEPS:].mean()))
     return out
 
 
 def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts, limit: float = COLLAPSE_SPREAD) -> dict:
     """(lr, T) -> {forecaster: unstable?} from the pilot's forecast `fc` (module docstring): ours is
-    unstable past the linear threshold or past the collapse limit (T - 1) lr s > S (`theory.collapse`)."""
+    unstable past the linear threshold or past the collapse limit D(lr, T) > S (`theory.collapse`)."""
     imp = fc.implications
     kappa = imp.stiffness_per_step.value if imp.stiffness_per_step is not None else math.nan
     usable = fc.max_safe_lr is not None and math.isfinite(kappa) and kappa > 0
@@ -116,7 +137,7 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts, limit: float = COLLA
         k = kappa * lr / lr_pilot
         t_c = int(critical_refresh_interval(k, 0.0, 1.0, mu, t_max=max(Ts))) or None if usable else None
         for T in Ts:
-            collapses = drift_per_lr > 0 and collapse.clipped_spread((T - 1) * lr * drift_per_lr, clip) > limit
+            collapses = drift_per_lr > 0 and collapse.displacement(drift_per_lr, lr, T, clip) > limit
             out[(lr, T)] = {"ours": (t_c is not None and T >= t_c) or collapses,
                             "continuous": math.isfinite(k) and k * T >= 1 - mu,
                             "always stable": False}
@@ -124,10 +145,10 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts, limit: float = COLLA
 
 
 def fit_limit(dump: dict) -> tuple[float, float]:
-    """The collapse limit S that classifies the dumped cells best, (S, accuracy): (T - 1) lr s > S is
-    unstable; the middle of the best interval of S between the cells' spreads."""
-    cells = [(collapse.clipped_spread((T - 1) * lr * (d["drift_per_step"] or 0.0) / d["lr_pilot"], d.get("clip")), bool(unstable))
-             for d in dump.values() for lr, T, unstable, *_ in d["cells"]]
+    """The collapse limit S that classifies the dumped cells best, (S, accuracy): D(lr, T) > S is
+    unstable; the middle of the best interval of S between the cells' displacements."""
+    cells = [(collapse.displacement(d["drift_per_step"] / d["lr_pilot"], lr, T, d.get("clip")) if d["drift_per_step"] else 0.0,
+              bool(unstable)) for d in dump.values() for lr, T, unstable, *_ in d["cells"]]
     spreads = sorted({x for x, _ in cells} | {0.0})
     candidates = [(a + b) / 2 for a, b in zip(spreads, spreads[1:])] + [spreads[-1] * 2 + 1e-9]
     scored = [(sum((x > S) == u for x, u in cells) / len(cells), S) for S in candidates]
@@ -173,12 +194,17 @@ def forecast_final_reward(fc, lr_ratio: float) -> float:
     return float(np.clip(fit.predict(t), 0.0, 1.0).mean())
 
 
-def run_combination(name: str, runs: Runs, lr_factors, Ts, seeds: int) -> dict:
+def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, dumped: dict | None = None) -> dict:
+    """Pilot, grid (measured, or read from a --dump's `dumped` cells), forecasts and scores of one combination."""
     cfg = base_config(name)
     setup, fc = pilot(cfg)
-    lrs = [cfg.lr * f for f in lr_factors]
-    curves = runs.curves({(lr, T): replace(cfg, lr=lr, steps_per_generation=T) for lr in lrs for T in Ts}, seeds)
-    measured = measured_cells(curves, lrs, Ts)
+    if dumped is None:
+        lrs = [cfg.lr * f for f in lr_factors]
+        grid = {(lr, T): replace(cfg, lr=lr, steps_per_generation=T) for lr in lrs for T in Ts}
+        measured = measured_cells(runs.curves(grid, seeds, FIRST_SEED), lrs, Ts)
+    else:
+        measured = {(lr, T): tuple(m) for lr, T, *m in dumped["cells"]}
+        lrs, Ts = sorted({lr for lr, _ in measured}), sorted({T for _, T in measured})
     forecasts = forecast_cells(fc, setup.hparams.momentum, cfg.lr, lrs, Ts)
     result = score(fc, measured, forecasts, lrs, Ts)
     result.update(lrs=lrs, measured=measured, forecast=fc)
@@ -205,42 +231,58 @@ def describe(result: dict) -> str:
             f"{result['forecast'].lr_note}")
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the CI-sized run")
     parser.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--workers", type=int, default=1, help="runs at a time, each in its own process")
     parser.add_argument("--only", help="comma-separated combinations (default: the mode's)")
-    parser.add_argument("--dump", help="write every cell's measured and forecast values to this JSON file")
+    parser.add_argument("--dump", help="write every combination's pilot drift and measured cells to this JSON file")
     parser.add_argument("--fit-limit", metavar="DUMP", help="print the collapse limit S that fits a --dump of the "
                                                              "development combinations, and exit")
+    parser.add_argument("--from-dump", metavar="DUMP", help="score the cells of a --dump (the pilots are re-run, "
+                                                             "the grid is not)")
     args = parser.parse_args()
+    if args.only and set(args.only.split(",")) - set(COMBINATIONS):
+        parser.error(f"unknown combinations {sorted(set(args.only.split(',')) - set(COMBINATIONS))}; "
+                     f"valid: {', '.join(COMBINATIONS)}")
     if args.fit_limit:
         dump = json.loads(Path(args.fit_limit).read_text())
-        if any(COMBINATIONS[name][4] != "develop" for name in dump):
-            parser.error("--fit-limit takes development combinations only")
-        S, accuracy = fit_limit(dump)
-        print(f"collapse limit S = {S:.4g} (accuracy {accuracy:.0%} on {', '.join(dump)})")
-        return
-    started = time.perf_counter()
+        develop = {name: d for name, d in dump.items() if COMBINATIONS[name][4] == "develop"}
+        S, accuracy = fit_limit(develop)
+        parser.exit(0, f"collapse limit S = {S:.4g} (accuracy {accuracy:.0%} on {', '.join(develop)}; "
+                       f"left out: {', '.join(set(dump) - set(develop)) or 'none'})\n")
+    return args
+
+
+def dump_entry(name: str, result: dict, wall: float) -> dict:
+    fc = result["forecast"]
+    hp = fc.config.setup.hparams
+    return {"lr_pilot": COMBINATIONS[name][3], "drift_per_step": fc.drift_per_step,
+            "clip": None if hp.correction == "none" else hp.clip_high,
+            "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value,
+            "wall_s": wall, "cells": [[lr, T, *m] for (lr, T), m in result["measured"].items()]}
+
+
+def main() -> None:
+    args = arguments()
     mode = QUICK if args.quick else dict(combinations=tuple(COMBINATIONS), lr_factors=LR_FACTORS,
                                          refresh_intervals=REFRESH_INTERVALS, seeds=SEEDS)
+    dumped = json.loads(Path(args.from_dump).read_text()) if args.from_dump else None
     if args.only:
-        unknown = set(args.only.split(",")) - set(COMBINATIONS)
-        if unknown:
-            parser.error(f"unknown combinations {sorted(unknown)}; valid: {', '.join(COMBINATIONS)}")
         mode["combinations"] = tuple(args.only.split(","))
-    runs = Runs(args.workers)
-    cmd = "python paper_repro/pilot_forecast.py" + (" --quick" if args.quick else "")
+    elif dumped is not None:
+        mode["combinations"] = tuple(dumped)
+    runs = None if dumped is not None else Runs(args.workers)
+    cmd = "python paper_repro/pilot_forecast.py" + (" --quick" if args.quick else " --dump cells.json, then --from-dump cells.json")
     dump = {}
     for name in mode["combinations"]:
-        result = run_combination(name, runs, mode["lr_factors"], mode["refresh_intervals"], mode["seeds"])
-        fc = result["forecast"]
-        hp = fc.config.setup.hparams
-        dump[name] = {"lr_pilot": COMBINATIONS[name][3], "drift_per_step": fc.drift_per_step,
-                      "clip": None if hp.correction == "none" else hp.clip_high,
-                      "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value,
-                      "cells": [[lr, T, *m] for (lr, T), m in result["measured"].items()]}
+        started = time.perf_counter()
+        result = run_combination(name, runs, mode["lr_factors"], mode["refresh_intervals"], mode["seeds"],
+                                 None if dumped is None else dumped[name])
+        if dumped is not None:
+            started -= dumped[name]["wall_s"]  # the row's wall time: the grid's, measured when it was dumped
+        dump[name] = dump_entry(name, result, time.perf_counter() - started)
         if args.dump:
             Path(args.dump).write_text(json.dumps(dump, indent=1))
         role = COMBINATIONS[name][4]
@@ -249,7 +291,8 @@ def main() -> None:
                      f"{SAFE_BUT_UNSTABLE_MAX} safe-but-unstable, max safe T within one grid step, plateau within "
                      f"{PLATEAU_TOL}, better than the continuous rule and 'always stable'", PREDICTABLE_GRPO),
                predicted=f"unstable past the linear threshold of the pilot's stiffness scaled to each lr, or past the "
-                         f"collapse limit (T - 1) lr s > S = {COLLAPSE_SPREAD:g} of the pilot's drift per unit lr s",
+                         f"collapse limit D = T lr s > S = {COLLAPSE_SPREAD:g} (capped by the clip's band edge after the "
+                         f"first step) of the pilot's drift per unit lr s",
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
 

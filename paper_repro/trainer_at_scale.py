@@ -149,9 +149,9 @@ class Runs:
         if workers > 1:
             self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
 
-    def curves(self, configs: dict, seeds: int) -> dict:
-        """{key: {metric: array (seeds, steps)}} for each key's config run at seeds 0 .. seeds - 1."""
-        jobs = [(key, replace(cfg, seed=s)) for key, cfg in configs.items() for s in range(seeds)]
+    def curves(self, configs: dict, seeds: int, first_seed: int = 0) -> dict:
+        """{key: {metric: array (seeds, steps)}} for each key's config run at seeds first_seed, ... (`seeds` of them)."""
+        jobs = [(key, replace(cfg, seed=s)) for key, cfg in configs.items() for s in range(first_seed, first_seed + seeds)]
         started = time.perf_counter()
         if self.pool:
             futures = [self.pool.submit(one_run, cfg) for _, cfg in jobs]

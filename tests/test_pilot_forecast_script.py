@@ -19,25 +19,40 @@ def test_max_stable_T_is_the_grid_point_before_the_first_unstable_one(script):
     assert script.max_stable_T({(0.1, T): True for T in Ts}, 0.1, Ts) == 0
 
 
-def test_measured_cells_compare_each_T_with_the_same_lr_on_policy(script):
-    """A run that falls back by 0.5 half-way (a drawdown of ~0.3 in 16-step rollout means) is unstable against
-    a monotone on-policy run at the same lr; a monotone one is stable."""
-    steps = 64
+def test_measured_cells_judge_each_run_against_its_own_best_and_its_start(script):
+    """Unstable: a run that falls back by 0.5 half-way, and one that jumps from its initial reward 0.5 to 0
+    at its first update (no block of it ever held the reward: only its first step did); stable: a monotone
+    rise, and a flat run with per-step noise 0.05 (its block means vary by ~0.02, far below the margin)."""
+    steps = 97
     rising = np.linspace(0.2, 1.0, steps)
     falling = rising.copy()
-    falling[32:] -= 0.5
+    falling[48:] -= 0.5
+    jump = np.r_[0.5, np.zeros(steps - 1)]
+    noisy = 0.5 + 0.05 * np.random.default_rng(0).standard_normal((2, steps))
     curves = {(1e-3, 1): {"reward": np.stack([rising, rising])}, (1e-3, 16): {"reward": np.stack([falling, falling])},
-              (1e-3, 4): {"reward": np.stack([rising, rising])}}
-    cells = script.measured_cells(curves, [1e-3], (1, 4, 16))
-    assert cells[(1e-3, 16)][0] and not cells[(1e-3, 4)][0] and not cells[(1e-3, 1)][0]
-    assert cells[(1e-3, 4)][2] == pytest.approx(rising[-script.PLATEAU_STEPS:].mean())
+              (1e-3, 4): {"reward": np.stack([jump, jump])}, (1e-3, 32): {"reward": noisy}}
+    cells = script.measured_cells(curves, [1e-3], (1, 4, 16, 32))
+    assert [cells[(1e-3, T)][0] for T in (1, 4, 16, 32)] == [False, True, True, False]
+    assert cells[(1e-3, 4)][1] == pytest.approx(0.5)
+    assert cells[(1e-3, 1)][2] == pytest.approx(rising[-script.PLATEAU_STEPS:].mean())
 
 
-def test_fit_limit_finds_the_separating_spread(script):
-    """Cells whose spread (T - 1) lr s exceeds 1.0 are unstable: the fitted S separates them (accuracy 1)
-    and lies between the largest stable and the smallest unstable spread."""
+def test_fit_limit_finds_the_separating_displacement(script):
+    """Cells whose displacement T lr s exceeds 1.0 are unstable: the fitted S separates them (accuracy 1)
+    and lies between the largest stable and the smallest unstable displacement."""
+    lrs, Ts = (1e-3, 3e-3, 1e-2), (1, 4, 16, 32)
     dump = {"count-pg": {"lr_pilot": 1e-3, "drift_per_step": 0.05,
-                         "cells": [[lr, T, (T - 1) * lr * 50 > 1.0, 0.0, 0.0] for lr in (1e-3, 3e-3, 1e-2) for T in (1, 4, 16, 32)]}}
+                         "cells": [[lr, T, T * lr * 50 > 1.0, 0.0, 0.0] for lr in lrs for T in Ts]}}
     S, accuracy = script.fit_limit(dump)
-    spreads = sorted((T - 1) * lr * 50 for lr in (1e-3, 3e-3, 1e-2) for T in (1, 4, 16, 32))
+    spreads = sorted(T * lr * 50 for lr in lrs for T in Ts)
     assert accuracy == 1.0 and max(x for x in spreads if x <= 1.0) < S < min(x for x in spreads if x > 1.0)
+
+
+def test_fit_limit_caps_a_clipped_window_at_the_band_edge(script):
+    """With a clip at 0.2 (band edge 0.18) a long window's displacement is the edge or the first step: cells
+    unstable only where one step lr s passes 0.5 are separated, whatever T."""
+    lrs, Ts = (1e-3, 3e-3, 1e-2, 3e-2), (1, 4, 16, 32)
+    dump = {"count-gspo": {"lr_pilot": 1e-3, "drift_per_step": 0.05, "clip": 0.2,
+                           "cells": [[lr, T, lr * 50 > 0.5, 0.0, 0.0] for lr in lrs for T in Ts]}}
+    S, accuracy = script.fit_limit(dump)
+    assert accuracy == 1.0 and 0.15 < S < 1.5

@@ -51,12 +51,14 @@ from gspo_dynamics.theory.linear import critical_learning_rate
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 REFRESH_INTERVALS = (1, 2, 4, 8, 16, 32)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
-# S of `theory.collapse`: the token log-ratio spread at a window's last stale position past which a
-# window is at risk of collapse. Set from the development combinations of paper_repro/pilot_forecast.py
-# (count/pg, pattern/grpo, count/gspo, pattern/pg with SGD; `--fit-limit`, 2026-11-24: 86% of their 64
-# cells, against 83% for "always stable"), never from the confirmation one. That it is ~20 nats, not ~1,
-# says the coherent extrapolation (T - 1) lr s overstates a long window's drift: a first model, not a result.
-COLLAPSE_SPREAD = 20.8
+# S of `theory.collapse`: the displacement between consecutive samplers, D = T lr s (capped by a ratio
+# clip's band edge after a window's first step), past which a run is at risk of collapse. Set from the
+# development combinations of paper_repro/pilot_forecast.py, protocol version 2 (count/pg, pattern/grpo,
+# count/gspo, pattern/pg with SGD; `--fit-limit`, 2026-11-25: 78% of their 80 cells), never from the
+# confirmation one. One number does not hold across tasks: pattern/pg-SGD turns unstable between D = 0.4
+# and 0.9, pattern/grpo by 0.23, while count/gspo stays stable at 5.3 (the basin a move may cross is the
+# task's, and the pilot's drift does not measure it): a first model, not a result.
+COLLAPSE_SPREAD = 0.674
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,8 @@ class PilotForecast:
     zero_std_logged: float | None  # mean frac_reward_zero_std of the pilot, where logged
     noise_by_group: dict[int, float]  # the reward's step-to-step noise per G'
     drift_per_step: float | None  # delta, the token log-ratio spread added per stale step
-    collapse_max_refresh: int | None  # the largest T whose window stays under COLLAPSE_SPREAD at the config's lr
-    collapse_max_lr: float | None  # the largest lr whose window stays under COLLAPSE_SPREAD at the config's T
+    collapse_max_refresh: int | None  # the largest T whose displacement stays under COLLAPSE_SPREAD at the config's lr
+    collapse_max_lr: float | None  # the largest lr whose displacement stays under COLLAPSE_SPREAD at the config's T
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T'
     fit: TrajectoryFit | None = None  # the pilot's reward fit
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
@@ -119,9 +121,11 @@ class PilotForecast:
         if self.drift_per_step is not None:
             lines.append(f"  token log-ratio drift {self.drift_per_step:.3g} per stale step; token clip fraction by T: "
                          + ", ".join(f"{t}: {v:.3g}" for t, v in self.clip_by_refresh.items()))
-            if self.collapse_max_refresh is not None:
-                lines.append(f"  collapse risk (a window's spread (T - 1) lr s past {COLLAPSE_SPREAD:g}): safe up to T = "
-                             f"{self.collapse_max_refresh} at this lr, up to lr {self.collapse_max_lr:.3g} at this T")
+            T_max = self.collapse_max_refresh
+            safe_T = ("no T (the ratio clip's band edge is within it)" if T_max is None
+                      else "no T (one step passes it)" if T_max == 0 else f"T = {T_max}")
+            lines.append(f"  collapse risk (the displacement between samplers, T lr s, past {COLLAPSE_SPREAD:g}): at this lr "
+                         f"safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
 
@@ -167,12 +171,9 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     delta, clips = _drift(log, n, hp, measured, assumed)
     collapse_T = collapse_lr = None
     clip = None if hp.correction == "none" else hp.clip_high
-    if delta is not None and delta > 0 and collapse.clipped_spread(math.inf, clip) > COLLAPSE_SPREAD:
-        collapse_T = collapse.max_safe_refresh_interval(delta / hp.lr, hp.lr, COLLAPSE_SPREAD)
-        collapse_lr = collapse.max_safe_learning_rate(delta / hp.lr, hp.refresh_interval, COLLAPSE_SPREAD)
-    elif delta is not None:
-        assumed.append(f"the clip (eps_high = {hp.clip_high:g}) ends the window's coherent drift below the collapse "
-                       f"limit S = {COLLAPSE_SPREAD:g}: no collapse bound (theory.collapse.clipped_spread)")
+    if delta is not None and delta > 0:
+        collapse_T = collapse.max_safe_refresh_interval(delta / hp.lr, hp.lr, COLLAPSE_SPREAD, clip)
+        collapse_lr = collapse.max_safe_learning_rate(delta / hp.lr, hp.refresh_interval, COLLAPSE_SPREAD, clip)
         assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
                        f"the collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,

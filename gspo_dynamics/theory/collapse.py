@@ -19,21 +19,32 @@ s = std_y(sum_i d log pi(y) / d theta_i a_i): the model's, the task's and the po
 the learning rate's or the refresh interval's. (Plain SGD has u_i = lr g_i: delta = lr |g| s', also
 linear in lr at a fixed gradient, but it scales with the reward too; Adam's does not.)
 
-A window is at risk when the spread at its last stale position, j = T - 1, passes a limit S:
+The next rollout is drawn by the policy T steps after the one that drew the last: consecutive
+samplers differ by the displacement
 
-    (T - 1) lr s > S    <=>    T > T_max = 1 + S / (lr s),    lr > lr_max = S / ((T - 1) s).   (2)
+    D(lr, T) = sigma_T = T lr s,                                                     (2)
+
+the on-policy step of each window included, so D is lr s at T = 1 (a single step too large for the
+task's basin collapses an on-policy run too: a policy that lands where every group is zero-std gets no
+gradient back). The run is at risk when D passes a limit S:
+
+    T lr s > S    <=>    T > T_max = floor(S / (lr s)),    lr > lr_max = S / (T s).            (3)
 
 A ratio clip stops the push on a token (GRPO) or a sequence (GSPO) once its ratio leaves the band in
-the direction of its advantage, so with a clip the coherent drift of the sampled tokens ends at the
-band's edge, log(1 + eps_high); the window's spread is then min((T - 1) lr s, log(1 + eps_high)) and
-a clipped objective is at risk only where that bound exceeds S (`clipped_spread`). What the clip does
-not bound (the drift of tokens the update moves through shared parameters) is outside this model.
+the direction of its advantage. The first step of a window starts at ratio 1 and is never clipped; the
+later ones push only until the band's edge, log(1 + eps_high):
+
+    D_clip(lr, T) = min(T lr s, max(lr s, log(1 + eps_high))),                              (4)
+
+so a clipped objective is at risk at some T only where max(lr s, log(1 + eps_high)) > S, and at every T
+once lr s > S. What the clip does not bound (the drift of tokens the update moves through shared
+parameters) is outside this model.
 
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
 (j delta)^2; `fit.pilot_forecast`); S is one number for all models and tasks, set from data
-(`fit._pilot.COLLAPSE_SPREAD` says where). Checked in tests/theory/test_collapse.py against Adam on a
-softmax bandit with a frozen sampler: sigma_j / (j sigma_1) -> 1, sigma_1 proportional to lr and free of
-the reward's scale, unlike SGD's.
+(`fit._pilot.COLLAPSE_SPREAD` says where). Equation (1) is checked in tests/theory/test_collapse.py
+against Adam on a softmax bandit with a frozen sampler: sigma_j / (j sigma_1) -> 1, sigma_1 proportional
+to lr and free of the reward's scale, unlike SGD's; (3) and (4) against scans of D.
 """
 
 from __future__ import annotations
@@ -55,17 +66,31 @@ def window_spread(drift_per_lr: float, lr: float, position: int) -> float:
     return positive_int("position", position, minimum=0) * _positive("lr", lr) * _positive("drift_per_lr", drift_per_lr)
 
 
-def max_safe_refresh_interval(drift_per_lr: float, lr: float, limit: float) -> int:
-    """The largest T with (T - 1) lr s <= S, equation (2)."""
-    return 1 + math.floor(_positive("limit", limit) / (_positive("lr", lr) * _positive("drift_per_lr", drift_per_lr)))
+def displacement(drift_per_lr: float, lr: float, refresh_interval: int, clip_high: float | None = None) -> float:
+    """D = T lr s between consecutive samplers, equation (2); under a ratio clip (eps_high, None for
+    none) min(T lr s, max(lr s, log(1 + eps_high))), equation (4)."""
+    step = _positive("lr", lr) * _positive("drift_per_lr", drift_per_lr)
+    coherent = positive_int("refresh_interval", refresh_interval) * step
+    return coherent if clip_high is None else min(coherent, max(step, math.log1p(_positive("clip_high", clip_high))))
 
 
-def max_safe_learning_rate(drift_per_lr: float, refresh_interval: int, limit: float) -> float:
-    """lr_max = S / ((T - 1) s), equation (2); inf on-policy (T = 1: no stale step, no window drift)."""
-    T = positive_int("refresh_interval", refresh_interval)
-    return math.inf if T == 1 else _positive("limit", limit) / ((T - 1) * _positive("drift_per_lr", drift_per_lr))
+def max_safe_refresh_interval(drift_per_lr: float, lr: float, limit: float, clip_high: float | None = None) -> int | None:
+    """The largest T with D(lr, T) <= S, equations (3)-(4): 0 when even T = 1 passes S, None when no T
+    does (a clip whose band edge is within S)."""
+    step = _positive("lr", lr) * _positive("drift_per_lr", drift_per_lr)
+    limit = _positive("limit", limit)
+    if step > limit:
+        return 0
+    if clip_high is not None and math.log1p(_positive("clip_high", clip_high)) <= limit:
+        return None
+    T = math.floor(limit / step)
+    return T + 1 if (T + 1) * step <= limit else T - 1 if T * step > limit else T  # the quotient's rounding, undone
 
 
-def clipped_spread(spread: float, clip_high: float | None) -> float:
-    """The window's spread under a ratio clip: min(spread, log(1 + eps_high)); unchanged without one (None)."""
-    return spread if clip_high is None else min(spread, math.log1p(_positive("clip_high", clip_high)))
+def max_safe_learning_rate(drift_per_lr: float, refresh_interval: int, limit: float, clip_high: float | None = None) -> float:
+    """The largest lr with D(lr, T) <= S, equations (3)-(4): S / (T s); S / s under a clip whose band
+    edge is within S (past it only the window's first step moves)."""
+    T, s, limit = positive_int("refresh_interval", refresh_interval), _positive("drift_per_lr", drift_per_lr), _positive("limit", limit)
+    if clip_high is not None and math.log1p(_positive("clip_high", clip_high)) <= limit:
+        return limit / s
+    return limit / (T * s)

@@ -86,6 +86,33 @@ def test_drift_and_clip_fractions_from_window_positions(tmp_path):
         assert abs(f.clip_by_refresh[T] - mc) <= 4 * math.sqrt(0.25 / 200_000) + 1e-12
 
 
+@pytest.mark.parametrize("correction, clip", [("none", 0.2), ("token", 0.2), ("token", 50.0)])
+def test_collapse_bounds_invert_the_displacement_between_samplers(tmp_path, correction, clip):
+    """delta = 0.05 per step at lr 0.1 (s = 0.5 per unit lr) against S = COLLAPSE_SPREAD: without a clip the
+    displacement T lr s passes S past T = S / delta; a clip whose band edge log(1 + eps) lies within S leaves
+    no T bound; one beyond S (eps = 50: 3.9 nats, beyond S when S is below that) bounds T as without a clip.
+    Checked by stepping T and lr along D itself (theory.collapse.displacement)."""
+    from gspo_dynamics.fit import COLLAPSE_SPREAD
+    from gspo_dynamics.theory import collapse
+
+    delta, lr = 0.05, 0.1
+    j = np.tile(np.arange(4), 10)
+    log = write_log(tmp_path / "d.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, len(j)), "window/position": j,
+                                           "ratios/token_log_var": (j * delta) ** 2})
+    setup = read_run_config({"lr": lr, "group_size": 8, "refresh_interval": 4, "clip_high": clip, "clip_low": 0.2,
+                             "correction": correction})
+    f = pilot_forecast(setup, log)
+    eps = None if correction == "none" else clip
+    unbounded = eps is not None and math.log1p(eps) <= COLLAPSE_SPREAD
+    s_lr = f.drift_per_step / lr  # = delta / lr to rounding; the bounds are checked against the drift they used
+    assert s_lr == pytest.approx(delta / lr, rel=1e-12)
+    safe_T = [T for T in range(1, 2000) if collapse.displacement(s_lr, lr, T, eps) <= COLLAPSE_SPREAD]
+    assert f.collapse_max_refresh == (None if unbounded else max(safe_T))
+    lr_max = f.collapse_max_lr
+    assert collapse.displacement(s_lr, lr_max * 0.999, 4, eps) <= COLLAPSE_SPREAD < collapse.displacement(s_lr, lr_max * 1.001, 4, eps)
+    assert any("collapse risk" in line for line in f.summary_lines())
+
+
 def test_a_reward_range_the_pilot_leaves_and_a_short_pilot_are_errors(tmp_path):
     log = write_log(tmp_path / "r.jsonl", {"reward": np.linspace(-9.7, 10.9, 20)})
     setup = read_run_config({"lr": 0.1, "group_size": 8})

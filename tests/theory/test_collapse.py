@@ -65,24 +65,39 @@ def test_adam_drift_is_proportional_to_lr_and_free_of_the_reward_scale():
     np.testing.assert_allclose(sgd_scaled / sgd, 10.0, rtol=0.05)
 
 
-def test_thresholds_invert_the_spread():
-    """T_max and lr_max are the boundary of (T - 1) lr s <= S, equation (2)."""
-    s, lr, S = 30.0, 1e-3, 0.5
-    T = collapse.max_safe_refresh_interval(s, lr, S)
-    assert collapse.window_spread(s, lr, T - 1) <= S < collapse.window_spread(s, lr, T)
-    lr_max = collapse.max_safe_learning_rate(s, 8, S)
-    assert collapse.window_spread(s, lr_max, 7) == pytest.approx(S)
-    assert collapse.max_safe_learning_rate(s, 1, S) == math.inf
+@pytest.mark.parametrize("clip", [None, 0.2, 3.0])
+def test_thresholds_are_the_boundary_of_a_scan_of_the_displacement(clip):
+    """T_max and lr_max of equations (3)-(4) against a scan of D (eq. (2)/(4)) over T = 1 .. 400 and a fine
+    lr grid; the clip at 0.2 (band edge 0.18 < S) leaves only the first step, at 3.0 (1.39 > S) bounds T."""
+    s, S = 30.0, 0.5
+    for lr in (1e-4, 1e-3, 5e-3, 2e-2):
+        safe = [T for T in range(1, 401) if collapse.displacement(s, lr, T, clip) <= S]
+        expected = None if len(safe) == 400 else (max(safe) if safe else 0)
+        assert collapse.max_safe_refresh_interval(s, lr, S, clip) == expected
+    for T in (1, 2, 8, 32):
+        lrs = np.geomspace(1e-5, 1.0, 4001)
+        safe = [lr for lr in lrs if collapse.displacement(s, lr, T, clip) <= S]
+        lr_max = collapse.max_safe_learning_rate(s, T, S, clip)
+        assert max(safe) <= lr_max * (1 + 1e-12) and min(x for x in lrs if x not in safe) > lr_max
+
+
+def test_the_displacement_counts_the_on_policy_step():
+    """D = T lr s (eq. (2)): one step's move at T = 1, sigma_T of eq. (1) at any T."""
+    assert collapse.displacement(30.0, 1e-3, 1) == pytest.approx(0.03)
+    assert collapse.displacement(30.0, 1e-3, 8) == pytest.approx(collapse.window_spread(30.0, 1e-3, 8))
 
 
 @pytest.mark.parametrize("call", [lambda: collapse.window_spread(-1.0, 1e-3, 2), lambda: collapse.max_safe_refresh_interval(1.0, 0.0, 0.5),
-                                  lambda: collapse.max_safe_learning_rate(1.0, 0, 0.5), lambda: collapse.window_spread(1.0, 1e-3, -1)])
+                                  lambda: collapse.max_safe_learning_rate(1.0, 0, 0.5), lambda: collapse.window_spread(1.0, 1e-3, -1),
+                                  lambda: collapse.displacement(1.0, 1e-3, 2, -0.2)])
 def test_bad_values_are_config_errors(call):
     with pytest.raises(ConfigError):
         call()
 
 
-def test_a_clip_bounds_the_window_spread_at_the_band_edge():
-    assert collapse.clipped_spread(5.0, None) == 5.0
-    assert collapse.clipped_spread(5.0, 0.28) == pytest.approx(math.log(1.28))
-    assert collapse.clipped_spread(0.01, 0.28) == 0.01
+def test_a_clip_bounds_the_displacement_at_the_band_edge_but_not_the_first_step():
+    """Equation (4): the band edge log(1.28) caps a long window; a single step past it is not capped."""
+    assert collapse.displacement(50.0, 1e-3, 10) == pytest.approx(0.5)
+    assert collapse.displacement(50.0, 1e-3, 10, 0.28) == pytest.approx(math.log(1.28))
+    assert collapse.displacement(50.0, 1e-4, 2, 0.28) == pytest.approx(0.01)
+    assert collapse.displacement(50.0, 1e-1, 10, 0.28) == pytest.approx(5.0)

@@ -41,18 +41,29 @@ def test_fit_limit_finds_the_separating_displacement(script):
     """Cells whose displacement T lr s exceeds 1.0 are unstable: the fitted S separates them (accuracy 1)
     and lies between the largest stable and the smallest unstable displacement."""
     lrs, Ts = (1e-3, 3e-3, 1e-2), (1, 4, 16, 32)
-    dump = {"count-pg": {"lr_pilot": 1e-3, "drift_per_step": 0.05,
+    dump = {"count-pg": {"lr_pilot": 1e-3, "drift_per_step": 0.05, "entropy": 2.0,
                          "cells": [[lr, T, T * lr * 50 > 1.0, 0.0, 0.0] for lr in lrs for T in Ts]}}
     S, accuracy = script.fit_limit(dump)
-    spreads = sorted(T * lr * 50 for lr in lrs for T in Ts)
-    assert accuracy == 1.0 and max(x for x in spreads if x <= 1.0) < S < min(x for x in spreads if x > 1.0)
+    spreads = sorted(T * lr * 50 / 2.0 for lr in lrs for T in Ts)  # relative to the entropy, equation (5)
+    assert accuracy == 1.0 and max(x for x in spreads if x <= 0.5) < S < min(x for x in spreads if x > 0.5)
 
 
 def test_fit_limit_caps_a_clipped_window_at_the_band_edge(script):
     """With a clip at 0.2 (band edge 0.18) a long window's displacement is the edge or the first step: cells
     unstable only where one step lr s passes 0.5 are separated, whatever T."""
     lrs, Ts = (1e-3, 3e-3, 1e-2, 3e-2), (1, 4, 16, 32)
-    dump = {"count-gspo": {"lr_pilot": 1e-3, "drift_per_step": 0.05, "clip": 0.2,
+    dump = {"count-gspo": {"lr_pilot": 1e-3, "drift_per_step": 0.05, "clip": 0.2, "entropy": 1.0,
                            "cells": [[lr, T, lr * 50 > 0.5, 0.0, 0.0] for lr in lrs for T in Ts]}}
     S, accuracy = script.fit_limit(dump)
     assert accuracy == 1.0 and 0.15 < S < 1.5
+
+
+def test_an_entropy_overshoot_marks_every_lr_from_the_pilots_up(script):
+    """A pilot whose entropy rose on its first updates: cells at or above its lr collapse whatever D;
+    below it the relative limit decides (D / H = T lr s / H against S = 1)."""
+    d = {"lr_pilot": 1e-3, "drift_per_step": 0.01, "entropy": 0.5, "overshoot": True, "clip": None}
+    assert script.collapses(d, 1e-3, 1, 1.0) and script.collapses(d, 3e-3, 1, 1.0)
+    assert not script.collapses(d, 3e-4, 1, 1.0)  # D / H = 3e-4 x 10 / 0.5 = 0.006
+    assert script.collapses(d, 3e-4, 200, 1.0)  # 200 x 3e-3 / 0.5 = 1.2 > 1
+    assert not script.collapses({**d, "overshoot": False}, 3e-3, 1, 1.0)
+    assert not script.collapses({**d, "entropy": None}, 3e-3, 1000, 1.0)  # no entropy: no collapse forecast

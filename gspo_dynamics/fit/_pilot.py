@@ -51,14 +51,14 @@ from gspo_dynamics.theory.linear import critical_learning_rate
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 REFRESH_INTERVALS = (1, 2, 4, 8, 16, 32)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
-# S of `theory.collapse`: the displacement between consecutive samplers, D = T lr s (capped by a ratio
-# clip's band edge after a window's first step), past which a run is at risk of collapse. Set from the
-# development combinations of paper_repro/pilot_forecast.py, protocol version 2 (count/pg, pattern/grpo,
-# count/gspo, pattern/pg with SGD; `--fit-limit`, 2026-11-25: 78% of their 80 cells), never from the
-# confirmation one. One number does not hold across tasks: pattern/pg-SGD turns unstable between D = 0.4
-# and 0.9, pattern/grpo by 0.23, while count/gspo stays stable at 5.3 (the basin a move may cross is the
-# task's, and the pilot's drift does not measure it): a first model, not a result.
-COLLAPSE_SPREAD = 0.674
+# S of `theory.collapse`: the displacement between consecutive samplers relative to the policy's token
+# entropy, D / H (D = T lr s, capped by a ratio clip's band edge after a window's first step), past which
+# a run is at risk of collapse. Set from the development combinations of paper_repro/pilot_forecast.py,
+# protocol version 3 (count/pg, pattern/grpo, count/gspo, pattern/gspo, pattern/pg with SGD; `--fit-limit`,
+# 2026-11-25: 93% of their 100 cells, with the entropy-overshoot rule), never from the confirmation one.
+# (Version 2's absolute limit, S = 0.674 nats, held on 78% of its development cells: pattern turns
+# unstable from D ~ 0.2, count stays stable at 5; their entropies differ ~5x.)
+COLLAPSE_SPREAD = 5.064
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ class PilotForecast:
     drift_per_step: float | None  # delta, the token log-ratio spread added per stale step
     collapse_max_refresh: int | None  # the largest T whose displacement stays under COLLAPSE_SPREAD at the config's lr
     collapse_max_lr: float | None  # the largest lr whose displacement stays under COLLAPSE_SPREAD at the config's T
+    displacement: float | None  # D at the config's (lr, T), theory.collapse equations (2)-(4)
+    entropy: float | None  # the pilot's mean token entropy H: the limit is COLLAPSE_SPREAD x H (equation (5))
+    overshoot: bool | None  # the pilot's entropy rose on its first updates (theory.collapse.overshoots)
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T'
     fit: TrajectoryFit | None = None  # the pilot's reward fit
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
@@ -91,7 +94,8 @@ class PilotForecast:
                 "zero_std_logged": self.zero_std_logged, "noise_by_group": _keys(self.noise_by_group),
                 "drift_per_step": self.drift_per_step, "clip_by_refresh_interval": _keys(self.clip_by_refresh),
                 "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
-                "collapse_max_lr": self.collapse_max_lr,
+                "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
+                "entropy": self.entropy, "overshoot": self.overshoot,
                 "measured": self.measured, "assumed": self.assumed})
 
     def summary_lines(self) -> list[str]:
@@ -121,11 +125,16 @@ class PilotForecast:
         if self.drift_per_step is not None:
             lines.append(f"  token log-ratio drift {self.drift_per_step:.3g} per stale step; token clip fraction by T: "
                          + ", ".join(f"{t}: {v:.3g}" for t, v in self.clip_by_refresh.items()))
+        if self.displacement is not None:
             T_max = self.collapse_max_refresh
-            safe_T = ("no T (the ratio clip's band edge is within it)" if T_max is None
-                      else "no T (one step passes it)" if T_max == 0 else f"T = {T_max}")
-            lines.append(f"  collapse risk (the displacement between samplers, T lr s, past {COLLAPSE_SPREAD:g}): at this lr "
-                         f"safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
+            safe_T = ("any T (the ratio clip's band edge lies within the limit)" if T_max is None
+                      else "no T (one step passes the limit)" if T_max == 0 else f"T = {T_max}")
+            limit = COLLAPSE_SPREAD * self.entropy
+            risk = "collapse risk" if self.overshoot or self.displacement > limit else "within the limit"
+            why = "; the pilot's entropy rose on its first updates" if self.overshoot else ""
+            lines.append(f"  displacement between samplers D = {self.displacement:.3g} against the collapse limit "
+                         f"S H = {COLLAPSE_SPREAD:g} x {self.entropy:.3g}: {risk} (margin {1 - self.displacement / limit:+.0%}{why})")
+            lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
 
@@ -169,18 +178,39 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     assumed.append("the noise scales as 1 / sqrt(N G) (the fluctuation theory's 1/G law) and the pilot ran at the "
                    "config's N, G, T and lr")
     delta, clips = _drift(log, n, hp, measured, assumed)
-    collapse_T = collapse_lr = None
-    clip = None if hp.correction == "none" else hp.clip_high
-    if delta is not None and delta > 0:
-        collapse_T = collapse.max_safe_refresh_interval(delta / hp.lr, hp.lr, COLLAPSE_SPREAD, clip)
-        collapse_lr = collapse.max_safe_learning_rate(delta / hp.lr, hp.refresh_interval, COLLAPSE_SPREAD, clip)
-        assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
-                       f"the collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
+    risk = _collapse_risk(log, n, hp, delta, measured, assumed)
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
-                         noise_by_group=noise, drift_per_step=delta, collapse_max_refresh=collapse_T, collapse_max_lr=collapse_lr,
-                         clip_by_refresh=clips, fit=fit,
+                         noise_by_group=noise, drift_per_step=delta, clip_by_refresh=clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, measured=measured, assumed=assumed)
+
+
+def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, measured: list[str], assumed: list[str]) -> dict:
+    """The pilot's collapse fields (`theory.collapse`): D at the config's point, the bounds on T and lr for
+    the absolute limit S H (equation (5), H the pilot's mean token entropy), and the entropy overshoot,
+    which caps the safe lr below the pilot's."""
+    out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None)
+    entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
+    entropy = entropy[np.isfinite(entropy)]
+    if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
+        if delta is not None:
+            assumed.append("the log has no token entropy: the collapse limit, relative to it, is not applied")
+        return out
+    H, s = float(entropy.mean()), delta / hp.lr
+    clip = None if hp.correction == "none" else hp.clip_high
+    limit = collapse.relative_limit(COLLAPSE_SPREAD, H)
+    out.update(entropy=H, overshoot=collapse.overshoots(log["entropy"][:n]),
+               displacement=collapse.displacement(s, hp.lr, hp.refresh_interval, clip),
+               collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
+               collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
+    measured.append(f"the mean token entropy, {H:.3g} nats: the collapse limit is S H = {limit:.3g}")
+    if out["overshoot"]:
+        measured.append(f"the token entropy rose by more than {collapse.OVERSHOOT_RISE:.0%} in the first "
+                        f"{collapse.OVERSHOOT_STEPS} steps: the pilot's own step crosses the basin (theory.collapse)")
+        out.update(collapse_max_refresh=0, collapse_max_lr=min(out["collapse_max_lr"], hp.lr * (1 - 1e-9)))
+    assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
+                   f"the relative collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
+    return out
 
 
 def _reward_range(reward: np.ndarray, given, assumed: list[str]):

@@ -40,9 +40,23 @@ so a clipped objective is at risk at some T only where max(lr s, log(1 + eps_hig
 once lr s > S. What the clip does not bound (the drift of tokens the update moves through shared
 parameters) is outside this model.
 
+How far is too far depends on how peaked the policy is: a shift of the sampled tokens' log-probabilities
+by D reorders a policy whose log-probabilities differ by less than D, and barely moves one whose
+typical gaps are larger. The mean token entropy H is the scale of those gaps (the expected surprise
+-log pi of a sampled token), so the limit is one on the relative displacement,
+
+    D(lr, T) / H > S,        i.e. an absolute limit S H for the run's entropy H,                (5)
+
+with S dimensionless (`relative_limit`); the bounds of (3)-(4) hold with S H in place of S.
+
+A pilot can also see a move too large directly: a policy-gradient step sharpens the policy on its
+rewarded samples, so the token entropy falls; an entropy that rises by more than a quarter over its
+first value within the first steps (`overshoots`) says the pilot's single step lr s already crosses
+the basin, and every learning rate at or above the pilot's is at risk, whatever T.
+
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
 (j delta)^2; `fit.pilot_forecast`); S is one number for all models and tasks, set from data
-(`fit._pilot.COLLAPSE_SPREAD` says where). Equation (1) is checked in tests/theory/test_collapse.py
+(`fit._pilot.COLLAPSE_SPREAD` says where), H is the pilot's mean token entropy. Equation (1) is checked in tests/theory/test_collapse.py
 against Adam on a softmax bandit with a frozen sampler: sigma_j / (j sigma_1) -> 1, sigma_1 proportional
 to lr and free of the reward's scale, unlike SGD's; (3) and (4) against scans of D.
 """
@@ -94,3 +108,19 @@ def max_safe_learning_rate(drift_per_lr: float, refresh_interval: int, limit: fl
     if clip_high is not None and math.log1p(_positive("clip_high", clip_high)) <= limit:
         return limit / s
     return limit / (T * s)
+
+
+OVERSHOOT_RISE = 0.25  # the entropy rise over its first value that marks a move too large (`overshoots`)
+OVERSHOOT_STEPS = 4  # the first steps in which it is looked for: the first updates, before learning sharpens the policy
+
+
+def relative_limit(limit: float, entropy: float) -> float:
+    """The absolute displacement limit S H of equation (5) for a run of mean token entropy H (nats)."""
+    return _positive("limit", limit) * _positive("entropy", entropy)
+
+
+def overshoots(entropy) -> bool:
+    """Whether the token entropy rises by more than OVERSHOOT_RISE over its first value within the first
+    OVERSHOOT_STEPS steps (module docstring): the pilot's single step is already past the basin."""
+    first = [float(h) for h in list(entropy)[:OVERSHOOT_STEPS] if math.isfinite(float(h))]
+    return len(first) >= 2 and first[0] > 0 and max(first[1:]) > (1 + OVERSHOOT_RISE) * first[0]

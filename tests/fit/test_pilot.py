@@ -86,31 +86,56 @@ def test_drift_and_clip_fractions_from_window_positions(tmp_path):
         assert abs(f.clip_by_refresh[T] - mc) <= 4 * math.sqrt(0.25 / 200_000) + 1e-12
 
 
-@pytest.mark.parametrize("correction, clip", [("none", 0.2), ("token", 0.2), ("token", 50.0)])
+def drift_pilot(tmp_path, correction: str, clip: float, entropy: np.ndarray | None, delta=0.05, lr=0.1):
+    """A pilot forecast on a log whose stale window positions drift by delta per step (Var_j = (j delta)^2)."""
+    j = np.tile(np.arange(4), 10)
+    columns = {"reward": heavy_ball_curve(0.05, 0.5, len(j)), "window/position": j, "ratios/token_log_var": (j * delta) ** 2}
+    if entropy is not None:
+        columns["entropy"] = entropy
+    log = write_log(tmp_path / "d.jsonl", columns)
+    setup = read_run_config({"lr": lr, "group_size": 8, "refresh_interval": 4, "clip_high": clip, "clip_low": 0.2,
+                             "correction": correction})
+    return pilot_forecast(setup, log)
+
+
+@pytest.mark.parametrize("correction, clip", [("none", 0.2), ("token", 0.2), ("token", 1e6)])
 def test_collapse_bounds_invert_the_displacement_between_samplers(tmp_path, correction, clip):
-    """delta = 0.05 per step at lr 0.1 (s = 0.5 per unit lr) against S = COLLAPSE_SPREAD: without a clip the
-    displacement T lr s passes S past T = S / delta; a clip whose band edge log(1 + eps) lies within S leaves
-    no T bound; one beyond S (eps = 50: 3.9 nats, beyond S when S is below that) bounds T as without a clip.
-    Checked by stepping T and lr along D itself (theory.collapse.displacement)."""
+    """delta = 0.05 per step at lr 0.1 (s = 0.5 per unit lr), entropy H = 0.8 nats: the limit is S H
+    (equation (5)). Without a clip the displacement T lr s passes it past T = S H / delta; a clip whose band
+    edge log(1 + eps) lies within S H leaves no T bound; a wide one bounds T as without a clip. Checked by
+    stepping T and lr along D itself (theory.collapse.displacement)."""
     from gspo_dynamics.fit import COLLAPSE_SPREAD
     from gspo_dynamics.theory import collapse
 
-    delta, lr = 0.05, 0.1
-    j = np.tile(np.arange(4), 10)
-    log = write_log(tmp_path / "d.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, len(j)), "window/position": j,
-                                           "ratios/token_log_var": (j * delta) ** 2})
-    setup = read_run_config({"lr": lr, "group_size": 8, "refresh_interval": 4, "clip_high": clip, "clip_low": 0.2,
-                             "correction": correction})
-    f = pilot_forecast(setup, log)
+    lr, H = 0.1, 0.8
+    f = drift_pilot(tmp_path, correction, clip, np.full(40, H))
+    limit = COLLAPSE_SPREAD * H
     eps = None if correction == "none" else clip
-    unbounded = eps is not None and math.log1p(eps) <= COLLAPSE_SPREAD
+    unbounded = eps is not None and math.log1p(eps) <= limit
     s_lr = f.drift_per_step / lr  # = delta / lr to rounding; the bounds are checked against the drift they used
-    assert s_lr == pytest.approx(delta / lr, rel=1e-12)
-    safe_T = [T for T in range(1, 2000) if collapse.displacement(s_lr, lr, T, eps) <= COLLAPSE_SPREAD]
+    assert s_lr == pytest.approx(0.05 / lr, rel=1e-12) and f.entropy == pytest.approx(H) and f.overshoot is False
+    safe_T = [T for T in range(1, 2000) if collapse.displacement(s_lr, lr, T, eps) <= limit]
     assert f.collapse_max_refresh == (None if unbounded else max(safe_T))
     lr_max = f.collapse_max_lr
-    assert collapse.displacement(s_lr, lr_max * 0.999, 4, eps) <= COLLAPSE_SPREAD < collapse.displacement(s_lr, lr_max * 1.001, 4, eps)
-    assert any("collapse risk" in line for line in f.summary_lines())
+    assert collapse.displacement(s_lr, lr_max * 0.999, 4, eps) <= limit < collapse.displacement(s_lr, lr_max * 1.001, 4, eps)
+    assert f.displacement == pytest.approx(collapse.displacement(s_lr, lr, 4, eps))
+    verdict = "collapse risk" if f.displacement > limit else "within the limit"
+    assert any(verdict in line and "displacement" in line for line in f.summary_lines())
+
+
+def test_an_entropy_overshoot_caps_the_safe_lr_below_the_pilots(tmp_path):
+    """The pilot's entropy rises 0.5 -> 0.8 on its first updates: its own step is past the basin, so at its
+    lr no T is safe and the safe lr lies below its own, whatever D says; the summary says why."""
+    entropy = np.r_[0.5, 0.8, 0.85, np.full(37, 0.6)]
+    f = drift_pilot(tmp_path, "none", 0.2, entropy)
+    assert f.overshoot is True and f.collapse_max_refresh == 0 and f.collapse_max_lr < 0.1
+    assert any("collapse risk" in line and "entropy rose" in line for line in f.summary_lines())
+
+
+def test_no_entropy_in_the_pilot_withholds_the_collapse_forecast(tmp_path):
+    f = drift_pilot(tmp_path, "none", 0.2, None)
+    assert f.displacement is None and f.collapse_max_lr is None and f.drift_per_step == pytest.approx(0.05)
+    assert any("no token entropy" in a for a in f.assumed)
 
 
 def test_a_reward_range_the_pilot_leaves_and_a_short_pilot_are_errors(tmp_path):

@@ -101,3 +101,22 @@ def test_a_clip_bounds_the_displacement_at_the_band_edge_but_not_the_first_step(
     assert collapse.displacement(50.0, 1e-3, 10, 0.28) == pytest.approx(math.log(1.28))
     assert collapse.displacement(50.0, 1e-4, 2, 0.28) == pytest.approx(0.01)
     assert collapse.displacement(50.0, 1e-1, 10, 0.28) == pytest.approx(5.0)
+
+
+def test_the_relative_limit_scales_with_the_entropy():
+    """Equation (5): the absolute limit is S H; bad values are ConfigErrors."""
+    assert collapse.relative_limit(5.0, 0.4) == pytest.approx(2.0)
+    with pytest.raises(ConfigError):
+        collapse.relative_limit(5.0, 0.0)
+
+
+@pytest.mark.parametrize("entropy, expected", [
+    ([0.50, 0.80, 0.90, 0.88], True),  # pattern/grpo's pilot: +80% on the first updates
+    ([2.65, 2.63, 2.62, 2.54], False),  # count/pg's: falls as it sharpens
+    ([0.50, 0.60, 0.62, 0.55], False),  # +24%: under the quarter
+    ([0.50, 0.50, 0.50, 0.50, 0.90], False),  # a rise after the first OVERSHOOT_STEPS steps is not looked at
+    ([0.50, float("nan"), 0.70], True),  # a missing value is skipped
+    ([0.5], False), ([], False), ([0.0, 0.3], False),  # nothing to compare with
+])
+def test_overshoot_is_an_early_entropy_rise_over_a_quarter(entropy, expected):
+    assert collapse.overshoots(entropy) is expected

@@ -67,6 +67,7 @@ pattern/gspo, on fresh seeds.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import math
 import tempfile
@@ -75,7 +76,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from _results import PREDICTABLE_GRPO, Claim, device_name, record
+from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
 from trainer_at_scale import Runs, drawdown
 
 from gspo_dynamics.fit import COLLAPSE_SPREAD, pilot_forecast
@@ -108,6 +109,7 @@ BLOCK = 8  # steps per mean of the measured curve: 4 seeds x 8 steps x 32 respon
 DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losing what the run had
 PLATEAU_STEPS = 16
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05
+SECTION = "## Pilot forecasts: the (lr, T) cells per combination"
 QUICK = dict(combinations=("count-pg", "pattern-grpo"), lr_factors=(1.0, 10.0), refresh_intervals=(1, 16), seeds=2)
 
 
@@ -242,7 +244,7 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
         lrs, Ts = sorted({lr for lr, _ in measured}), sorted({T for _, T in measured})
     forecasts = forecast_cells(fc, setup.hparams.momentum, cfg.lr, lrs, Ts)
     result = score(fc, measured, forecasts, lrs, Ts)
-    result.update(lrs=lrs, measured=measured, forecast=fc)
+    result.update(lrs=lrs, measured=measured, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()})
     return result
 
 
@@ -264,6 +266,37 @@ def describe(result: dict) -> str:
     return (f"{'; '.join(parts)}; measured unstable cells {unstable}/{len(result['measured'])}; plateau error "
             f"{result['plateau_error']:.3f}; pilot: drift {result['forecast'].drift_per_step} per stale step; "
             f"{result['forecast'].lr_note}")
+
+
+def cell_map(name: str, result: dict) -> list[str]:
+    """One combination's part of SECTION: its confusion matrix (ours), then its grid, each cell the measured
+    regime (S stable, U unstable) and ours' forecast (s, u), its fall and its final reward."""
+    measured, predicted = result["measured"], result["predicted"]
+    lrs, Ts = result["lrs"], sorted({T for _, T in measured})
+    count = collections.Counter((measured[c][0], predicted[c]) for c in measured)
+    task, objective, fields, lr_pilot, role = COMBINATIONS[name]
+    fc = result["forecast"]
+    def number(x):
+        return "not measured" if x is None else f"{x:.3g}"
+    lines = [f"### {name} ({role}; pilot at lr {lr_pilot:g}, T = {PILOT_T}: drift {number(fc.drift_per_step)} per stale "
+             f"step, entropy {number(fc.entropy)}, overshoot {'yes' if fc.overshoot else 'no'})", "",
+             "| measured \\ ours | stable | unstable |", "|---|---|---|",
+             f"| stable | {count[(False, False)]} | {count[(False, True)]} |",
+             f"| unstable | {count[(True, False)]} | {count[(True, True)]} |", "",
+             "| lr \\ T | " + " | ".join(str(T) for T in Ts) + " |", "|---" * (len(Ts) + 1) + "|"]
+    for lr in lrs:
+        cells = [f"{'U' if measured[(lr, T)][0] else 'S'}{'u' if predicted[(lr, T)] else 's'} "
+                 f"({measured[(lr, T)][1]:.2f}, {measured[(lr, T)][2]:.2f})" for T in Ts]
+        lines.append(f"| {lr:.3g} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def write_section(parts: list[list[str]]) -> None:
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 3). Each cell: the "
+             "measured regime (S stable, U unstable) and ours' forecast (s, u), then the fall of the seed-mean curve "
+             f"below its running best and the final reward (mean of the last {PLATEAU_STEPS} steps, 4 seeds). The "
+             "time to plateau is not scored: the grid's dumps keep the final reward, not the curves.", ""]
+    replace_section(SECTION, "\n".join(intro + [line for part in parts for line in part]) + "\n")
 
 
 def arguments() -> argparse.Namespace:
@@ -306,7 +339,7 @@ def main() -> None:
         mode["combinations"] = tuple(dumped)
     runs = None if dumped is not None else Runs(args.workers)
     cmd = "python paper_repro/pilot_forecast.py" + (" --quick" if args.quick else " --dump cells.json, then --from-dump cells.json")
-    dump = {}
+    dump, parts = {}, []
     for name in mode["combinations"]:
         started = time.perf_counter()
         result = run_combination(name, runs, mode["lr_factors"], mode["refresh_intervals"], mode["seeds"],
@@ -317,6 +350,7 @@ def main() -> None:
         if args.dump:
             Path(args.dump).write_text(json.dumps(dump, indent=1))
         role = COMBINATIONS[name][4]
+        parts.append(cell_map(name, result))
         record(Claim(f"pilot-forecast-{name}", f"forecast from a {PILOT_STEPS}-step pilot of {name} ({role}): regime "
                      f"of {len(result['measured'])} (lr, T) cells, accuracy >= {ACCURACY_MIN:.0%}, <= "
                      f"{SAFE_BUT_UNSTABLE_MAX} safe-but-unstable, max safe T within one grid step, plateau within "
@@ -327,6 +361,8 @@ def main() -> None:
                          f"pilot's when the pilot's entropy rose on its first updates",
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
+    if not args.no_record and not args.quick:
+        write_section(parts)
 
 
 if __name__ == "__main__":

@@ -130,8 +130,8 @@ def pilot(cfg: TrainConfig):
 
 
 def measured_cells(curves: dict, lrs, Ts) -> dict:
-    """(lr, T) -> (unstable, drawdown, final reward) from the seed curves (module docstring: the seed-mean
-    curve as its first step, then means of BLOCK steps; drawdown below its running maximum)."""
+    """(lr, T) -> (unstable, drawdown, final reward, time to plateau) from the seed curves (module docstring:
+    the seed-mean curve as its first step, then means of BLOCK steps; drawdown below its running maximum)."""
     out = {}
     for lr in lrs:
         for T in Ts:
@@ -139,8 +139,21 @@ def measured_cells(curves: dict, lrs, Ts) -> dict:
             blocks = mean[1: 1 + (len(mean) - 1) // BLOCK * BLOCK].reshape(-1, BLOCK).mean(axis=1)
             series = np.concatenate([mean[:1], blocks])
             fall = float(np.max(np.maximum.accumulate(series) - series))
-            out[(lr, T)] = (fall > DRAWDOWN_MARGIN, fall, float(mean[-PLATEAU_STEPS:].mean()))
+            final = float(mean[-PLATEAU_STEPS:].mean())
+            out[(lr, T)] = (fall > DRAWDOWN_MARGIN, fall, final, time_to_plateau(series, final))
     return out
+
+
+def time_to_plateau(series: np.ndarray, final: float) -> float:
+    """The step from which the curve (its first step, then BLOCK-step means) stays within 5% of its rise
+    of the final reward (as `fit.implications`'s time to plateau): the first step of the first block that
+    does, so at most one block after the curve itself; nan when it rose by less than DRAWDOWN_MARGIN."""
+    rise = final - series[0]
+    if abs(rise) < DRAWDOWN_MARGIN:
+        return math.nan
+    outside = np.flatnonzero(np.abs(series - final) > 0.05 * abs(rise))
+    first = outside[-1] + 1 if len(outside) else 0  # series[k], k >= 1, is the block of steps (k - 1) BLOCK + 1 .. k BLOCK
+    return float(0 if first == 0 else (first - 1) * BLOCK + 1)
 
 
 def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
@@ -217,9 +230,19 @@ def score(fc, measured: dict, forecasts: dict, lrs, Ts) -> dict:
                          max_t=[(max_stable_T(pred, lr, Ts), max_stable_T(truth, lr, Ts)) for lr in lrs],
                          max_t_ok=all(g <= 1 for g in grid_step))
     lr_pilot = fc.config.setup.hparams.lr
-    errors = [abs(forecast_final_reward(fc, lr / lr_pilot) - m[2]) for (lr, _), m in measured.items() if not m[0]]
+    stable = [(lr, m) for (lr, _), m in measured.items() if not m[0]]
+    errors = [abs(forecast_final_reward(fc, lr / lr_pilot) - m[2]) for lr, m in stable]
     rows["plateau_error"] = float(max(errors)) if errors else math.nan
+    times = [abs(forecast_time_to_plateau(fc, lr / lr_pilot) - m[3]) for lr, m in stable if len(m) > 3]
+    times = [t for t in times if math.isfinite(t)]
+    rows["time_error"] = (float(np.median(times)), len(times)) if times else None
     return rows
+
+
+def forecast_time_to_plateau(fc, lr_ratio: float) -> float:
+    """The pilot fit's time to plateau (`fit.implications`) with its time scaled by the lr ratio."""
+    fit, t_p = fc.fit, fc.implications.time_to_plateau.value
+    return fit.t_start + (t_p - fit.t_start) / lr_ratio
 
 
 def forecast_final_reward(fc, lr_ratio: float) -> float:
@@ -263,9 +286,12 @@ def describe(result: dict) -> str:
         parts.append(f"{who}: accuracy {r['accuracy']:.0%}, safe-but-unstable {r['safe_but_unstable']}, "
                      f"max stable T (pred/meas) " + " ".join(f"{p}/{m}" for p, m in r["max_t"]))
     unstable = sum(m[0] for m in result["measured"].values())
+    timing = result["time_error"]
+    timing = (f"time-to-plateau error (median) {timing[0]:.3g} steps on {timing[1]} cells" if timing
+              else "time to plateau: no stable cell with a timed rise (or a dump without times)")
     return (f"{'; '.join(parts)}; measured unstable cells {unstable}/{len(result['measured'])}; plateau error "
-            f"{result['plateau_error']:.3f}; pilot: drift {result['forecast'].drift_per_step} per stale step; "
-            f"{result['forecast'].lr_note}")
+            f"{result['plateau_error']:.3f}; {timing}; pilot: drift {result['forecast'].drift_per_step} per stale "
+            f"step; {result['forecast'].lr_note}")
 
 
 def cell_map(name: str, result: dict) -> list[str]:
@@ -295,7 +321,8 @@ def write_section(parts: list[list[str]]) -> None:
     intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 3). Each cell: the "
              "measured regime (S stable, U unstable) and ours' forecast (s, u), then the fall of the seed-mean curve "
              f"below its running best and the final reward (mean of the last {PLATEAU_STEPS} steps, 4 seeds). The "
-             "time to plateau is not scored: the grid's dumps keep the final reward, not the curves.", ""]
+             "time to plateau (`time_to_plateau`) joined the measurement after the version-3 grids were dumped: their "
+             "rows do not score it; a new run does.", ""]
     replace_section(SECTION, "\n".join(intro + [line for part in parts for line in part]) + "\n")
 
 

@@ -67,3 +67,15 @@ def test_an_entropy_overshoot_marks_every_lr_from_the_pilots_up(script):
     assert script.collapses(d, 3e-4, 200, 1.0)  # 200 x 3e-3 / 0.5 = 1.2 > 1
     assert not script.collapses({**d, "overshoot": False}, 3e-3, 1, 1.0)
     assert not script.collapses({**d, "entropy": None}, 3e-3, 1000, 1.0)  # no entropy: no collapse forecast
+
+
+def test_time_to_plateau_of_an_exponential_rise(script):
+    """r = 1 - 0.8 exp(-t / 10) is within 5% of its rise for good from t = 10 ln 20 ~ 30: the measured time
+    (the first step of the first block whose mean is within) lands at most one BLOCK after it; a flat run has
+    no rise to time (nan)."""
+    t = np.arange(97.0)
+    rise = 1 - 0.8 * np.exp(-t / 10)
+    cells = script.measured_cells({(1e-3, 1): {"reward": np.stack([rise, rise])},
+                                   (1e-3, 4): {"reward": np.full((2, 97), 0.5)}}, [1e-3], (1, 4))
+    assert 0 <= cells[(1e-3, 1)][3] - 10 * np.log(20) <= script.BLOCK
+    assert np.isnan(cells[(1e-3, 4)][3])

@@ -55,10 +55,12 @@ first value within the first steps (`overshoots`) says the pilot's single step l
 the basin, and every learning rate at or above the pilot's is at risk, whatever T.
 
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
-(j delta)^2; `fit.pilot_forecast`); S is one number for all models and tasks, set from data
-(`fit._pilot.COLLAPSE_SPREAD` says where), H is the pilot's mean token entropy. Equation (1) is checked in tests/theory/test_collapse.py
-against Adam on a softmax bandit with a frozen sampler: sigma_j / (j sigma_1) -> 1, sigma_1 proportional
-to lr and free of the reward's scale, unlike SGD's; (3) and (4) against scans of D.
+(j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, and S is one dimensionless
+number for all models and tasks, set from data (`fit._pilot.COLLAPSE_SPREAD` says where; (5) and the
+overshoot are a model judged as a forecast in paper_repro/pilot_forecast.py, not derived). Equation (1)
+is checked in tests/theory/test_collapse.py against Adam on a softmax bandit with a frozen sampler:
+sigma_j / (j sigma_1) -> 1, sigma_1 proportional to lr and free of the reward's scale, unlike SGD's;
+(3) and (4) against scans of D.
 """
 
 from __future__ import annotations

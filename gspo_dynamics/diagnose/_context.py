@@ -65,6 +65,18 @@ def reward_scale(log, trend: dict, group_size: int | None = None) -> RewardScale
     return RewardScale(bounded, 1.0 if bounded else None, late, share)
 
 
+def reward_spread(log) -> tuple[float, str] | None:
+    """Per-sample reward spread: the mean logged reward std, or sqrt(p(1-p)) for a success rate."""
+    if "reward_std" in log and log.n_points("reward_std") >= 3:
+        values = log["reward_std"]
+        return float(np.nanmean(values)), f"mean logged reward_std ({log.reward_std_kind})"
+    p = success_rate(log)
+    if p is not None:
+        mean = float(np.nanmean(p))
+        return math.sqrt(mean * (1.0 - mean)), "sqrt(p(1-p)) at the mean success rate"
+    return None
+
+
 def no_signal(log) -> Verdict | None:
     """Advantage degeneracy when (almost) no row has a group with reward variance (module docstring)."""
     shares, ev = [], []

@@ -47,6 +47,14 @@ class RewardScale:
     def at_ceiling(self) -> bool:
         return self.ceiling is not None and self.late >= self.ceiling - CEILING_GAP
 
+    @property
+    def below_ceiling(self) -> float:
+        """Confidence that the late mean is below the ceiling by more than CEILING_GAP, on the gap's own
+        scale: L((ceiling - late - CEILING_GAP) / CEILING_GAP) (0.5 at the gap; 0 without a ceiling)."""
+        if self.ceiling is None:
+            return 0.0
+        return confidence(self.ceiling - self.late - CEILING_GAP, CEILING_GAP)
+
 
 def reward_scale(log, trend: dict, group_size: int | None = None) -> RewardScale:
     """Infer whether the reward is a [0, 1] score (see the module docstring for the bound used)."""

@@ -13,9 +13,11 @@ import math
 
 import numpy as np
 
+from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (the LOFO protocol sets it)
 from gspo_dynamics.diagnose._context import reward_spread
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION
-from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, Z_STILL_RISING, change, late_slope
+from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, MIN_WINDOW, STILL_RISING_FRACTION, Z_STILL_RISING, change,
+                                           late_slope)
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
 
@@ -51,9 +53,10 @@ def _explained_symptom(verdicts: list[Verdict]) -> None:
 def _solved_task(verdicts: list[Verdict], scale, log: RunLog, notes: list[str]) -> None:
     """A solved task, or one being solved, concentrates the policy and empties the groups: not a failure.
 
-    Concentration at the ceiling: with the reward a [0, 1] score (`_context.reward_scale`) that has
-    reached its ceiling (`_at_ceiling`), a policy that answers every prompt the same way answers it right:
-    the concentration verdict is dropped and its evidence goes to the trend verdict.
+    Concentration at the ceiling: with the reward a [0, 1] score (`_context.reward_scale`) that has stopped
+    rising (`_stopped_rising`) at its ceiling, a policy that answers every prompt the same way answers it
+    right: the concentration verdict is dropped and its evidence goes to the trend verdict; near the
+    ceiling it is only as confident as the reward is below it (`_concentration_below_ceiling`).
 
     All-correct groups: for binary rewards with success probability p per sample, a group of G is
     all-correct with probability p^G and all-wrong with (1 - p)^G, so at a late success rate p > 1/2 the
@@ -65,16 +68,9 @@ def _solved_task(verdicts: list[Verdict], scale, log: RunLog, notes: list[str]) 
     (concentration below the ceiling, instability) they are its consequence (`_attribute_degeneracy`).
     """
     trend = next(v for v in verdicts if v.mode not in CAUSE_MODES)
-    if _at_ceiling(scale, trend, log):
-        i = _index(verdicts, "policy_concentration")
-        if i is not None:
-            conc = verdicts.pop(i)
-            entropy = next(e for e in conc.evidence if e["signal"] == "entropy late / early")
-            trend.evidence.append(dict(entropy, signal="entropy late / early, at the reward's ceiling (a solved task)",
-                                       late_reward=scale.late, ceiling=scale.ceiling))
-            notes.append(f"the entropy fell to {entropy['value']:.2g} of its start while the reward reached "
-                         f"{scale.late:.3g}, at its ceiling {scale.ceiling:g}: a solved task concentrates on the right "
-                         "answers; not policy concentration")
+    i = _index(verdicts, "policy_concentration")
+    if i is not None and scale.ceiling is not None and _stopped_rising(trend, log):
+        _concentration_below_ceiling(verdicts, i, trend, scale, notes)
     j = _index(verdicts, "advantage_degeneracy")
     collapse = any(v.mode in DEGENERACY_CAUSES and v.confidence >= REPORT_CONFIDENCE for v in verdicts)
     if (j is None or collapse or not scale.bounded or not scale.late > 0.5
@@ -104,24 +100,57 @@ def _hard_task(verdicts: list[Verdict], scale, log: RunLog) -> None:
                                                      "are all-wrong from the start; treat the degeneracy first")
 
 
-def _at_ceiling(scale, trend: Verdict, log: RunLog) -> bool:
-    """The reward has reached the ceiling of a [0, 1] score: its late mean is within CEILING_GAP of it and
-    it has stopped rising. Still rising means the trend verdict says so, or the late half climbs both
-    significantly and meaningfully (`_trend.late_slope`):
+def _concentration_below_ceiling(verdicts: list[Verdict], i: int, trend: Verdict, scale, notes: list[str]) -> None:
+    """An entropy collapse on a [0, 1] score whose reward has stopped rising: concentration only as far as
+    the reward stopped below its ceiling. The ceiling of a score is 1 only where every prompt has a fully
+    right answer the policy can reach (partial credit can cap it lower), so the evidence that the
+    reward is stuck below it grows with the distance, on the scale of the gap the ceiling is known to:
 
-        slope / se(slope) >= Z_STILL_RISING   and   slope (t_last - t_first) >= MEANINGFUL_CHANGE x spread
+        conf <= L((ceiling - late - CEILING_GAP) / CEILING_GAP)     (`RewardScale.below_ceiling`)
 
-    over the late half (spread: `_spread`, the per-sample reward std), the same effect size that makes a
-    change meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped at its
-    ceiling only in the statistical sense). A reward still climbing has not reached its ceiling: an
-    entropy collapse ahead of it is the policy concentrating before the task is solved."""
-    if not scale.at_ceiling or trend.mode == "still_rising":
+    0.5 at the gap, 0.73 at twice it, 0.95 at four times. Within the gap (below 0.5) it is a solved task:
+    the verdict is dropped, its evidence goes to the trend verdict and a note says so."""
+    conc = verdicts[i]
+    below = scale.below_ceiling
+    gap = {"signal": "reward below its ceiling, the rise stopped (ceiling - late mean)", "value": scale.ceiling - scale.late,
+           "steps": None, "threshold": _context.CEILING_GAP, "ceiling": scale.ceiling, "late_reward": scale.late}
+    if below >= REPORT_CONFIDENCE:
+        verdicts[i] = Verdict(conc.mode, min(conc.confidence, below), conc.evidence + [gap], conc.advice)
+        return
+    verdicts.pop(i)
+    entropy = next(e for e in conc.evidence if e["signal"] == "entropy late / early")
+    trend.evidence.append(dict(entropy, signal="entropy late / early, at the reward's ceiling (a solved task)",
+                               late_reward=scale.late, ceiling=scale.ceiling))
+    notes.append(f"the entropy fell to {entropy['value']:.2g} of its start while the reward reached "
+                 f"{scale.late:.3g}, at its ceiling {scale.ceiling:g}: a solved task concentrates on the right "
+                 "answers; not policy concentration")
+
+
+def _stopped_rising(trend: Verdict, log: RunLog) -> bool:
+    """The reward has stopped rising: not still rising by the trend verdict, nor by the late half climbing
+    significantly, meaningfully and by a share of the run's rise (`_trend.late_slope`):
+
+        slope / se(slope) >= Z_STILL_RISING,   climb >= MEANINGFUL_CHANGE x spread,
+        climb >= STILL_RISING_FRACTION x (late - start)          (climb = slope (t_last - t_first))
+
+(start: the mean of the first MIN_WINDOW rows; late: the late window's mean)
+
+    over the late half (spread: `_context.reward_spread`, the per-sample reward std), the same effect size
+    that makes a change meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped
+    at its ceiling only in the statistical sense), and the share of the rise still ahead that makes a run
+    still rising (the within-group std of a converged run is small, so the spread alone would call a
+    creep of a few hundredths after a rise of 0.5 a climb). A reward still climbing has not reached its
+    ceiling: an entropy collapse ahead of it is the policy concentrating before the task is solved."""
+    if trend.mode == "still_rising":
         return False
     slope, slope_z, used = late_slope(log.steps, log["reward"])
     spread = reward_spread(log)
     climb = slope * (used[1] - used[0]) if used else math.nan
     meaningful = spread is None or climb >= MEANINGFUL_CHANGE * spread[0]
-    return not (slope_z >= Z_STILL_RISING and meaningful)
+    _, reward = log.valid("reward")
+    rise = change(log.steps, log["reward"]).get("late", math.nan) - float(np.mean(reward[:MIN_WINDOW]))
+    share = not climb < STILL_RISING_FRACTION * rise  # NaN (too short to compare): the climb counts
+    return not (slope_z >= Z_STILL_RISING and meaningful and share)
 
 
 def _early_zero_std(log: RunLog) -> float:

@@ -12,6 +12,7 @@ from scipy.stats import linregress
 
 from gspo_dynamics.diagnose import TREND_MODES, diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
+from gspo_dynamics.diagnose import _context
 from gspo_dynamics.diagnose._context import reward_scale
 from gspo_dynamics.diagnose._signals import group_floor
 from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope,
@@ -332,3 +333,38 @@ def test_zero_std_groups_that_only_the_group_size_explains_are_not_degeneracy():
     assert change(d.log.steps, zero)["late"] > 0.5  # the raw fraction alone would call it degeneracy
     assert d.verdict("advantage_degeneracy") is None
     assert d.primary == "noise_dominated"
+
+
+def test_a_solved_task_with_a_ceiling_below_one_is_not_concentration(monkeypatch):
+    # partial credit caps some prompts: the run rises 0.35 -> 0.925 and stops there (a late creep of 0.02, a
+    # few percent of the rise), its entropy collapsing as a solved task's does. 0.075 below 1 is 1.5 gaps of
+    # 0.05: concentration is no more confident than L((1 - 0.925 - 0.05) / 0.05) = L(0.5) ~ 0.62
+    monkeypatch.setattr(_context, "CEILING_GAP", 0.05)
+    t = np.arange(600.0)
+    p = single_exponential(t, 0.905, 0.35, 40.0) + 0.02 * t / t[-1]
+    reward, std, zero = groups(p, 10, n_groups=32)
+    entropy = 1.5 * np.exp(-t / 60.0) + 0.02
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "entropy": entropy}))
+    slope, z, used = late_slope(d.log.steps, reward)
+    assert z >= Z_STILL_RISING  # the creep is significant: only its share of the rise says the run stopped
+    assert d.primary == "healthy_saturation"
+    scale = reward_scale(d.log, change(d.log.steps, d.log["reward"]))
+    conc = d.verdict("policy_concentration")
+    assert conc is not None and conc.confidence <= calibrate(scale.below_ceiling) + 1e-12
+    assert scale.below_ceiling == pytest.approx(1.0 / (1.0 + math.exp(-(1.0 - scale.late - 0.05) / 0.05)), rel=1e-12)
+    gap = next(e for e in conc.evidence if e["signal"].startswith("reward below its ceiling"))
+    assert gap["value"] == pytest.approx(1.0 - scale.late) and gap["threshold"] == 0.05
+
+
+def test_an_entropy_collapse_far_below_the_ceiling_stays_concentration(monkeypatch):
+    # the same collapse locking the reward at 0.64 (a partial-credit answer for every prompt): 0.36 below the
+    # ceiling is 7 gaps of 0.05, and the cap leaves the verdict as confident as its entropy evidence
+    monkeypatch.setattr(_context, "CEILING_GAP", 0.05)
+    t = np.arange(400.0)
+    p = single_exponential(t, 0.64, 0.3, 15.0)
+    reward = p + np.random.default_rng(11).normal(0, 0.01, t.size)
+    std = 0.3 * np.exp(-t / 15.0)
+    entropy = 1.2 * np.exp(-t / 20.0) + 0.005
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "entropy": entropy}))
+    assert d.primary == "policy_concentration"
+    assert d.verdict("policy_concentration").confidence > calibrate(0.99)

@@ -24,12 +24,14 @@ from gspo_dynamics.logs import RunLog
 DERIVED_DISCOUNT = 0.9  # a verdict explained by another is ranked this fraction of the other's confidence
 EXPLAINS = 0.7  # a cause this confident explains a stalled or noisy reward (`_explained_symptom`)
 DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
+DIVERGENCE_SIGNALS = ("late drop below the peak", "reward fell from the start")  # the instability's falls (`_instability`)
 
 
 def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdict | None, notes: list[str]) -> None:
     """Rank what follows from another mode below it (each rule in its own function)."""
     _solved_task(verdicts, scale, log, notes)
     _hard_task(verdicts, scale, log)
+    _attribute_to_divergence(verdicts)
     _attribute_degeneracy(verdicts, log)
     _attribute_to_hacking(verdicts, log)
     _attribute_to_silence(verdicts, silent)
@@ -215,6 +217,22 @@ def _attribute_to_silence(verdicts: list[Verdict], silent: Verdict | None) -> No
     if j is not None:
         _rank_below(verdicts, j, silent.confidence, "no group carries any reward signal: the length change is not "
                                                     "reward-driven")
+
+
+def _attribute_to_divergence(verdicts: list[Verdict]) -> None:
+    """An entropy collapse while the training reward falls (a collapse after a real peak, or a fall from the
+    start: the instability's divergence evidence) follows from the divergence. A group-relative policy
+    gradient ascends the reward it is trained on, so concentrating by following it raises or holds that
+    reward; a policy thrown onto one answer while that reward falls is the update overshooting (stale or
+    too large steps), whose answer happens to be a single one. Concentration is then ranked below the
+    instability (DERIVED_DISCOUNT x its confidence)."""
+    inst = next((v for v in verdicts if v.mode == "dynamical_instability" and v.confidence >= REPORT_CONFIDENCE
+                 and any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in v.evidence)), None)
+    i = _index(verdicts, "policy_concentration")
+    if inst is None or i is None:
+        return
+    _rank_below(verdicts, i, inst.confidence, "the reward fell while the entropy collapsed: the policy was thrown "
+                                              "onto one answer by the divergence; treat the instability first")
 
 
 def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:

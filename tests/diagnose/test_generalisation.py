@@ -14,6 +14,7 @@ from gspo_dynamics.diagnose import TREND_MODES, diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
 from gspo_dynamics.diagnose import _context
 from gspo_dynamics.diagnose._context import reward_scale
+from gspo_dynamics.diagnose._ranking import DERIVED_DISCOUNT, DIVERGENCE_SIGNALS
 from gspo_dynamics.diagnose._signals import group_floor
 from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope,
                                            late_slope_z)
@@ -368,3 +369,19 @@ def test_an_entropy_collapse_far_below_the_ceiling_stays_concentration(monkeypat
     d = diagnose(make_log({"reward": reward, "reward_std": std, "entropy": entropy}))
     assert d.primary == "policy_concentration"
     assert d.verdict("policy_concentration").confidence > calibrate(0.99)
+
+
+def test_an_entropy_collapse_while_the_reward_crashes_ranks_below_the_instability():
+    # the reward rises 0.3 -> 0.85, then a diverging update throws every prompt onto one wrong answer: the
+    # reward falls to 0.1 and stays, the entropy collapses with it. A policy gradient ascends its reward, so
+    # the collapse is the divergence's, not concentration by following the reward
+    t = np.arange(600.0)
+    p = np.where(t < 150, single_exponential(t, 0.85, 0.3, 30.0), 0.1 + 0.75 * np.exp(-(t - 150) / 10.0))
+    reward, std, zero = groups(p, 12)
+    entropy = np.where(t < 150, 1.2 - 0.002 * t, 0.9 * np.exp(-(t - 150) / 20.0) + 1e-3)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "entropy": entropy}))
+    inst, conc = d.verdict("dynamical_instability"), d.verdict("policy_concentration")
+    assert d.primary == "dynamical_instability"
+    assert any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in inst.evidence)
+    assert conc is not None and conc.confidence <= DERIVED_DISCOUNT * inst.confidence + 1e-12
+    assert any("thrown onto one answer by the divergence" in a for a in conc.advice)

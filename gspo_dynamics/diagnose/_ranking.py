@@ -156,13 +156,16 @@ def _stopped_rising(trend: Verdict, log: RunLog) -> bool:
 
 
 def _early_zero_std(log: RunLog) -> float:
-    """The zero-std fraction at the start: the lower of the early window's mean and the first MIN_WINDOW
-    rows' (a collapse within the first refresh fills the early window with the zero-std groups it makes).
-    NaN without a zero-std series."""
+    """The zero-std fraction at the start: the least of the early window's mean, the first MIN_WINDOW rows'
+    and the first row's. A collapse within the first refresh fills the early window with the zero-std
+    groups it makes, and one within the first few logged rows (a row averaging 10 steps of a collapse
+    that takes 30) fills the first rows too; the first row is the starting policy's groups, before any
+    update has had its effect. NaN without a zero-std series."""
     if "frac_zero_std" not in log or log.n_points("frac_zero_std") < MIN_WINDOW:
         return math.nan
     _, frac = log.valid("frac_zero_std")
-    return min(change(log.steps, log["frac_zero_std"]).get("early", math.nan), float(np.mean(frac[:MIN_WINDOW])))
+    return min(change(log.steps, log["frac_zero_std"]).get("early", math.nan), float(np.mean(frac[:MIN_WINDOW])),
+               float(frac[0]))
 
 
 def _rank_below(verdicts: list[Verdict], i: int, cause_confidence: float, advice: str) -> None:

@@ -385,3 +385,21 @@ def test_an_entropy_collapse_while_the_reward_crashes_ranks_below_the_instabilit
     assert any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in inst.evidence)
     assert conc is not None and conc.confidence <= DERIVED_DISCOUNT * inst.confidence + 1e-12
     assert any("thrown onto one answer by the divergence" in a for a in conc.advice)
+
+
+def test_zero_std_groups_a_fast_collapse_makes_within_the_first_rows_follow_from_it():
+    # rows average 10 steps; the policy locks onto a partial-credit answer within ~30 steps: the first row
+    # (the starting policy's groups) has 30% zero-std groups, the next ones already 90-100%, so the first
+    # MIN_WINDOW rows' mean (0.73) is no longer the start. The zero-std groups are the concentration's
+    steps = np.arange(10, 510, 10)
+    tau = 12.0  # steps
+    frac = 1.0 - 0.7 * np.exp(-(steps - 10) / tau)
+    reward = 0.64 - 0.34 * np.exp(-(steps - 10) / tau) + np.random.default_rng(13).normal(0, 0.005, steps.size)
+    std = 0.3 * np.exp(-(steps - 10) / tau)
+    entropy = 1.2 * np.exp(-(steps - 10) / tau) + 0.003
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": frac, "entropy": entropy}, steps))
+    assert np.mean(frac[:3]) > 0.5 > frac[0]  # the premise: only the first row shows the start
+    assert d.primary == "policy_concentration"
+    deg = d.verdict("advantage_degeneracy")
+    assert deg is not None and deg.confidence < d.verdict("policy_concentration").confidence
+    assert any(e["signal"].startswith("zero-std groups appeared with the policy concentration") for e in deg.evidence)

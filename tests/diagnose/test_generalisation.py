@@ -403,3 +403,20 @@ def test_zero_std_groups_a_fast_collapse_makes_within_the_first_rows_follow_from
     deg = d.verdict("advantage_degeneracy")
     assert deg is not None and deg.confidence < d.verdict("policy_concentration").confidence
     assert any(e["signal"].startswith("zero-std groups appeared with the policy concentration") for e in deg.evidence)
+
+
+@pytest.mark.parametrize("seed", [17, 27, 29])
+def test_a_noisy_rise_whose_late_half_cannot_see_a_continued_climb_is_not_saturation(seed):
+    # a real drift 0.3 -> 0.5 under the noise of 2 groups of G = 2 per row: the reward changed significantly,
+    # but the late half could not have seen the climb go on (the climb it detects with 80% power exceeds
+    # the whole fitted rise), so the noise hides whether it saturated
+    t = np.arange(300.0)
+    reward, std, _ = groups(single_exponential(t, 0.5, 0.3, 40.0), seed, group_size=2, n_groups=2)
+    d = diagnose(make_log({"reward": reward, "reward_std": std}))
+    assert d.primary == "noise_dominated"
+    v = d.verdict("noise_dominated")
+    res = next(e for e in v.evidence if e["signal"].startswith("late-half climb detectable with 80% power"))
+    assert res["value"] > 1.0
+    slope, z, used = late_slope(d.log.steps, reward)
+    mdc = (Z_TREND + Z_POWER) * abs(slope / z) * (used[1] - used[0])
+    assert res["detectable_climb"] == pytest.approx(mdc, rel=1e-9)

@@ -251,12 +251,21 @@ def _plateau_resolution(steps, reward, fit, ev: list) -> float:
 
 def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdict:
     """A noisy run (R^2 < R2_NOISE) whose trend reading falls below REPORT_CONFIDENCE (e.g. its plateau is
-    an extrapolation) is noise-dominated after all: it changed, but the noise hides what it is doing."""
+    an extrapolation) is noise-dominated after all: it changed, but the noise hides what it is doing.
+
+    Its confidence, L((R2_NOISE - R^2) / 0.1), is capped by the evidence left for the reading it replaces:
+    a still-rising reading dropped for an unresolved plateau keeps the late half's slope, and the noise
+    hides the run only as far as that slope does not show the climb, 1 - L(slope_z - Z_STILL_RISING)
+    (0.5 at Z_STILL_RISING: two readings that close are a coin toss, not a confident noise verdict)."""
     if not noisy or verdict.confidence >= REPORT_CONFIDENCE:
         return verdict
     ev = verdict.evidence + [evidence(f"confidence of the {verdict.mode.replace('_', ' ')} reading", verdict.confidence,
                                       None, threshold=REPORT_CONFIDENCE)]
-    return Verdict("noise_dominated", confidence(R2_NOISE - fit.r_squared, 0.1), ev,
+    conf = confidence(R2_NOISE - fit.r_squared, 0.1)
+    slope_z = next((e["value"] for e in verdict.evidence if e["signal"] == "late-half slope of the reward (z)"), math.nan)
+    if math.isfinite(slope_z):
+        conf = min(conf, 1.0 - confidence(slope_z - Z_STILL_RISING, 1.0))
+    return Verdict("noise_dominated", conf, ev,
                    ["the reward changed, but the noise hides whether it saturates or keeps rising"] + noise_advice(fit, group_size))
 
 

@@ -51,7 +51,8 @@ TIE_TOL = 1e-9  # accuracies closer than this are a tie (they are ratios of smal
 BINS = ((0.5, 0.7), (0.7, 0.9), (0.9, 1.0001))  # reliability table of the primary's confidence
 # base seeds of this claim's runs, fresh for each run after diagnose changed (changes were developed on
 # contextual seeds 900_000 / 910_000 and trainer seed 80 only; those after the 540000 run on that run's
-# logs and on base seeds 0 / 0 / 0 and 900000 / 80 / 910000). Earlier runs, kept as history:
+# logs and on base seeds 0 / 0 / 0 and 900000 / 80 / 910000; those after the 560000 run on the logs of every
+# earlier run: contextual 700000-760000, simulator 540000-560000, trainer 120-130). Earlier runs, kept as history:
 #   500_000 / 50 / 700_000 (before the changes they prompted): simulator 36/40, contextual 28/40,
 #       trainer 17/21; calibration (uncalibrated) 46/60 at >= 0.9
 #   510_000 / 60 / 710_000: simulator 38/40, contextual 37/40, trainer 11/21; calibration 17/20
@@ -59,9 +60,10 @@ BINS = ((0.5, 0.7), (0.7, 0.9), (0.9, 1.0001))  # reliability table of the prima
 #   530_000 / 90 / 730_000: simulator 37/40, contextual 30/40, trainer 12/21; calibration 26/34
 #   540_000 / 110 / 740_000: simulator 38/40, contextual 36/40, trainer 15/21; calibration 33/38
 #   550_000 / 120 / 750_000: simulator 36/40, contextual 35/40, trainer 21/21; calibration 50/54
-SIM_SEED = 560_000
-TRAINER_SEED = 130
-CONTEXTUAL_SEED = 760_000
+#   560_000 / 130 / 760_000: simulator 38/40, contextual 33/40, trainer 20/21; calibration 40/45
+SIM_SEED = 570_000
+TRAINER_SEED = 140
+CONTEXTUAL_SEED = 770_000
 HISTORY = ["500000 / 50 / 700000, before the diagnose changes it prompted: simulator 36/40, contextual 28/40, "
            "trainer 17/21; 46/60 right at confidence >= 0.9 (uncalibrated)",
            "510000 / 60 / 710000: simulator 38/40, contextual 37/40, trainer 11/21 (stalled read as noise 3/3 and "
@@ -82,7 +84,14 @@ HISTORY = ["500000 / 50 / 700000, before the diagnose changes it prompted: simul
            "550000 / 120 / 750000 (Cohen's d fixed, the ceiling needing a stopped rise, all-correct / all-wrong "
            "zero-std groups, ties at their middle): simulator 36/40, contextual 35/40 (3 of 5 noise-dominated runs "
            "with groups of G = 2 read as advantage degeneracy: at G = 2 at least half the groups are zero-std at any "
-           "success rate, since judged beyond that floor 2^(1-G)), trainer 21/21; 50/54 right at confidence >= 0.9"]
+           "success rate, since judged beyond that floor 2^(1-G)), trainer 21/21; 50/54 right at confidence >= 0.9",
+           "560000 / 130 / 760000 (G = 2's floor): simulator 38/40, contextual 33/40 (solved runs at reward 0.92-0.93, "
+           "a ceiling partial credit caps below 1, read as concentration 2/5 with the ceiling gap 0.05 the sibling "
+           "families left undecided, since capped by the distance below the ceiling on the gap's scale and a late "
+           "creep under 10% of the rise not counting as a climb; a collapse with the reward falling read as "
+           "concentration, since ranked below the instability; noisy drifts read as healthy or degeneracy 2/5, since "
+           "saturation needs a late half that could have seen the climb go on), trainer 20/21 (concentration read "
+           "as still rising at a tie 0.97 / 0.97); 40/45 right at confidence >= 0.9 (contextual 26/30)"]
 SHORT = {"healthy_saturation": "healthy", "still_rising": "rising", "stalled": "stalled",
          "dynamical_instability": "instab", "advantage_degeneracy": "degen", "policy_concentration": "conc",
          "reward_hacking": "hack", "noise_dominated": "noise", TOO_SHORT: "short"}

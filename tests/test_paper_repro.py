@@ -10,12 +10,9 @@ import pytest
 KNOWN_FAILING = {
     "moe_routing": "the flip-mixture prediction of replay's variance reduction misses experts replay at T = 8: "
                    "the replay run itself drifts ~15% more (row moe-replay-ratio-var)",
-    "diagnose_generalisation": "left out, the contextual family reads 82% (solved runs whose partial-credit ceiling "
-                               "lies below 1 read as concentration, small-group noise runs as degeneracy or healthy), "
-                               "and confidence >= 0.9 is right on 89% (rows diagnose-lofo-contextual, "
-                               "diagnose-calibration)",
     "diagnose_trainer_corpus": "noise-dominated recipe runs whose rise is significant (Welch z ~5, the late half still "
-                               "climbing) read as still rising; quick mode 3/4, full 18/21 (row diagnose-trainer-corpus)",
+                               "climbing) read as still rising; quick mode 3/4 (full 19/21 since issue 12's contextual "
+                               "fixes: row diagnose-trainer-corpus)",
     "trainer_at_scale": "pg collapses within one refresh period at lr 1e-2, T >= 8, where the one-logit model "
                         "predicts no threshold (the plateau is the reward's bound; row trainer-refresh-threshold)",
     "pilot_forecast": "the collapse model (D / H past one limit S, or the pilot's entropy overshoot) ties the "

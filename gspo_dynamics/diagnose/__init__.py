@@ -6,8 +6,9 @@
 
 Modes and the signals behind them (thresholds are named constants in `_trend`, `_instability`, `_context` and `_signals`):
 
-  healthy_saturation     significant rise, the fitted plateau reached (a low R^2 is a caveat, not a verdict);
-                         with hyperparameters, T below the exact critical T
+  healthy_saturation     significant rise, the fitted plateau reached (a low R^2 is a caveat, not a verdict,
+                         as long as the late half could have seen the rise go on: the climb it detects with
+                         80% power below the fitted rise); with hyperparameters, T below the exact critical T
   still_rising           fitted plateau above the last value by > 10% of the rise (and > 2 s.e.)
   stalled                no significant change late vs early (Welch |z| < 3) that the data could have seen
                          (power calculation: the change detectable with 80% power <= 0.2 per-sample reward
@@ -26,8 +27,9 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          zero-std group fraction > 0.5, compared with p^G + (1-p)^G at the measured
                          success rate (G from hparams, or estimated from the log)
   policy_concentration   entropy late/early < 0.5 (with the within-group reward std collapsing) below the
-                         reward's ceiling; at the ceiling of a [0, 1] score, the reward no longer rising,
-                         it is a solved task (a note)
+                         reward's ceiling; on a [0, 1] score that stopped rising, only as confident as the
+                         reward is below its ceiling (partial credit can cap it below 1), and within the
+                         ceiling's gap a solved task (a note)
   reward_hacking         eval reward falling from its peak while train reward rises (first), length doubling, truncation
                          rising (these two only while the reward is not falling significantly: with a
                          falling reward they are a collapse's symptom and go into the notes), one reward
@@ -36,10 +38,10 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
 The primary verdict is the best-supported mode (highest confidence), after ranking what follows
 from another mode below it: zero-std groups left by a collapse, by an exploit or by a task being
 solved (all-correct groups at success > 1/2), a rise made by the few groups with signal while most
-are all-wrong from the start (below the degeneracy), an entropy collapse caused by an exploit, a
-stalled or noisy mean explained by a cause at 0.7 or above, a train reward rising while the eval
-reward falls. Reported confidences are Platt-recalibrated on
-labelled logs of three generator families (`_calibration`; `paper_repro/diagnose_generalisation.py`).
+are all-wrong from the start (below the degeneracy), an entropy collapse caused by an exploit or by a
+divergence (the reward falling meanwhile), a stalled or noisy mean explained by a cause at 0.7 or above,
+a train reward rising while the eval reward falls (`_ranking`). Reported confidences are
+Platt-recalibrated on labelled logs of three generator families (`_calibration`; `paper_repro/diagnose_generalisation.py`).
 """
 
 from gspo_dynamics.diagnose._diagnose import diagnose

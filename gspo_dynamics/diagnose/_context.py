@@ -26,8 +26,9 @@ from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 
 BOUND_SLACK = 1.05  # reward_std may exceed the Bhatia-Davis bound by 5% (rounding, averaging over logged rows)
 BOUND_ROWS = 0.9  # ... on at most 10% of the rows for the reward to count as a [0, 1] score
-CEILING_GAP = 0.1  # late mean within 0.1 of the ceiling (and no longer rising): solved; chosen from {0.02, 0.05, 0.1}
-# on three labelled generator families (paper_repro/diagnose_generalisation.py, the 560000 run; leave-one-family-out)
+CEILING_GAP = 0.02  # late mean within 0.02 of the ceiling (and no longer rising): solved; chosen from {0.02, 0.05, 0.1}
+# on three labelled generator families (paper_repro/diagnose_generalisation.py, the 570000 run; leave-one-family-out);
+# it is also the scale of the evidence that a collapse is below the ceiling (`RewardScale.below_ceiling`)
 NO_SIGNAL_SHARE = 0.9  # share of rows whose groups all carry no signal, from which the run has none
 NO_SIGNAL_TOL = 1e-9  # a reward_std (or grad norm) this small is zero
 DRIFT_KL_RATIO = 2.0  # KL to the reference at least doubled while the reward stayed flat
@@ -47,6 +48,14 @@ class RewardScale:
     def at_ceiling(self) -> bool:
         return self.ceiling is not None and self.late >= self.ceiling - CEILING_GAP
 
+    @property
+    def below_ceiling(self) -> float:
+        """Confidence that the late mean is below the ceiling by more than CEILING_GAP, on the gap's own
+        scale: L((ceiling - late - CEILING_GAP) / CEILING_GAP) (0.5 at the gap; 0 without a ceiling)."""
+        if self.ceiling is None:
+            return 0.0
+        return confidence(self.ceiling - self.late - CEILING_GAP, CEILING_GAP)
+
 
 def reward_scale(log, trend: dict, group_size: int | None = None) -> RewardScale:
     """Infer whether the reward is a [0, 1] score (see the module docstring for the bound used)."""
@@ -63,6 +72,18 @@ def reward_scale(log, trend: dict, group_size: int | None = None) -> RewardScale
     bounded = in_range and (share is None or share >= BOUND_ROWS)
     late = trend.get("late", math.nan) if trend else math.nan
     return RewardScale(bounded, 1.0 if bounded else None, late, share)
+
+
+def reward_spread(log) -> tuple[float, str] | None:
+    """Per-sample reward spread: the mean logged reward std, or sqrt(p(1-p)) for a success rate."""
+    if "reward_std" in log and log.n_points("reward_std") >= 3:
+        values = log["reward_std"]
+        return float(np.nanmean(values)), f"mean logged reward_std ({log.reward_std_kind})"
+    p = success_rate(log)
+    if p is not None:
+        mean = float(np.nanmean(p))
+        return math.sqrt(mean * (1.0 - mean)), "sqrt(p(1-p)) at the mean success rate"
+    return None
 
 
 def no_signal(log) -> Verdict | None:

@@ -143,7 +143,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     big = frac > STILL_RISING_FRACTION and rem_z > Z_STILL_RISING
     if big or (not imp.plateau_reached and rem_dir > 0):
         return _rising_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, big, group_size)
-    return _saturation_verdict(fit, imp, z, noisy, ev, frac, group_size)
+    return _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, group_size)
 
 
 def _flat_verdict(z: float, trend: dict, span: tuple, ev_trend: dict, scale: tuple[float, str] | None,
@@ -184,13 +184,16 @@ def _rising_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, fr
     return _unless_unreadable(Verdict("still_rising", conf, ev, advice), fit, noisy, group_size)
 
 
-def _saturation_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, group_size) -> Verdict:
+def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, group_size) -> Verdict:
     """healthy_saturation: confidence from how little of the rise remains (and R^2 when the fit is not
-    noisy), capped where the exact discrete theory calls the hyperparameters unstable, then lowered for
-    an uncertain shape (`_shape_confidence`)."""
+    noisy; when it is, from whether the late half resolves the stop: `_plateau_resolution`), capped where
+    the exact discrete theory calls the hyperparameters unstable, then lowered for an uncertain shape
+    (`_shape_confidence`)."""
     conf = confidence(STILL_RISING_FRACTION - frac, 0.05)
     if not noisy:
         conf = min(conf, confidence(fit.r_squared - R2_NOISE, 0.1))
+    else:
+        conf = min(conf, _plateau_resolution(steps, reward, fit, ev))
     advice = []
     if imp.damping_margin is not None:
         ev.append(evidence("damping margin c/(1-mu) (continuous rule of thumb)", imp.damping_margin.value, None,
@@ -225,14 +228,44 @@ def _other_change_tests(steps, reward, fit, spread: float | None = None) -> tupl
     return None
 
 
+def _plateau_resolution(steps, reward, fit, ev: list) -> float:
+    """Whether a noisy run's late half could have seen the rise go on: saturation claims the rise stopped,
+    which the data support only where a continued climb would have shown. By the power calculation of
+    `trend_verdict`, applied to the late half's least-squares climb (`late_slope`),
+
+        MDC_late = (Z_TREND + Z_POWER) se(slope) (t_last - t_first),     ratio = MDC_late / |r_inf - r0|,
+
+    the late half resolves the stop when it could see a climb as large as the whole fitted rise
+    (ratio < 1): the confidence is L(log(1 / ratio) / 0.5) (0.5 at ratio 1, 0.88 at 1/2.7). Beyond it the
+    noise hides whether the reward saturates or keeps rising. Appends the evidence; 1.0 if unmeasurable."""
+    slope, slope_z, used = late_slope(steps, reward)
+    rise = abs(fit.params["r_inf"] - fit.params["r0"])
+    if not used or not slope_z or not math.isfinite(slope_z) or not rise > 0:
+        return 1.0
+    mdc = (Z_TREND + Z_POWER) * abs(slope / slope_z) * (used[1] - used[0])
+    ratio = mdc / rise
+    ev.append(evidence("late-half climb detectable with 80% power / fitted rise", ratio, used, threshold=1.0,
+                       detectable_climb=mdc, rise=rise))
+    return confidence(-math.log(ratio), 0.5) if ratio > 0 else 1.0
+
+
 def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdict:
     """A noisy run (R^2 < R2_NOISE) whose trend reading falls below REPORT_CONFIDENCE (e.g. its plateau is
-    an extrapolation) is noise-dominated after all: it changed, but the noise hides what it is doing."""
+    an extrapolation) is noise-dominated after all: it changed, but the noise hides what it is doing.
+
+    Its confidence, L((R2_NOISE - R^2) / 0.1), is capped by the evidence left for the reading it replaces:
+    a still-rising reading dropped for an unresolved plateau keeps the late half's slope, and the noise
+    hides the run only as far as that slope does not show the climb, 1 - L(slope_z - Z_STILL_RISING)
+    (0.5 at Z_STILL_RISING: two readings that close are a coin toss, not a confident noise verdict)."""
     if not noisy or verdict.confidence >= REPORT_CONFIDENCE:
         return verdict
     ev = verdict.evidence + [evidence(f"confidence of the {verdict.mode.replace('_', ' ')} reading", verdict.confidence,
                                       None, threshold=REPORT_CONFIDENCE)]
-    return Verdict("noise_dominated", confidence(R2_NOISE - fit.r_squared, 0.1), ev,
+    conf = confidence(R2_NOISE - fit.r_squared, 0.1)
+    slope_z = next((e["value"] for e in verdict.evidence if e["signal"] == "late-half slope of the reward (z)"), math.nan)
+    if math.isfinite(slope_z):
+        conf = min(conf, 1.0 - confidence(slope_z - Z_STILL_RISING, 1.0))
+    return Verdict("noise_dominated", conf, ev,
                    ["the reward changed, but the noise hides whether it saturates or keeps rising"] + noise_advice(fit, group_size))
 
 

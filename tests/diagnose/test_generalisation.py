@@ -12,7 +12,9 @@ from scipy.stats import linregress
 
 from gspo_dynamics.diagnose import TREND_MODES, diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
+from gspo_dynamics.diagnose import _context
 from gspo_dynamics.diagnose._context import reward_scale
+from gspo_dynamics.diagnose._ranking import DERIVED_DISCOUNT, DIVERGENCE_SIGNALS
 from gspo_dynamics.diagnose._signals import group_floor
 from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope,
                                            late_slope_z)
@@ -284,7 +286,8 @@ def test_zero_std_groups_a_rising_reward_fills_with_right_answers_rank_below_it(
     assert 0.9 ** 4 / (0.9 ** 4 + 0.1 ** 4) > 0.5
 
 
-def test_an_entropy_collapse_while_the_reward_still_climbs_to_the_ceiling_is_concentration():
+def test_an_entropy_collapse_while_the_reward_still_climbs_to_the_ceiling_is_concentration(monkeypatch):
+    monkeypatch.setattr(_context, "CEILING_GAP", 0.1)  # a gap wide enough that the late mean 0.97 lies within it
     n = 300
     p = np.linspace(0.80, 0.995, n)  # late mean ~0.97, within the ceiling's gap, but still climbing
     reward, std, _ = groups(p, 7)
@@ -332,3 +335,106 @@ def test_zero_std_groups_that_only_the_group_size_explains_are_not_degeneracy():
     assert change(d.log.steps, zero)["late"] > 0.5  # the raw fraction alone would call it degeneracy
     assert d.verdict("advantage_degeneracy") is None
     assert d.primary == "noise_dominated"
+
+
+def test_a_solved_task_with_a_ceiling_below_one_is_not_concentration(monkeypatch):
+    # partial credit caps some prompts: the run rises 0.35 -> 0.925 and stops there (a late creep of 0.02, a
+    # few percent of the rise), its entropy collapsing as a solved task's does. 0.075 below 1 is 1.5 gaps of
+    # 0.05: concentration is no more confident than L((1 - 0.925 - 0.05) / 0.05) = L(0.5) ~ 0.62
+    monkeypatch.setattr(_context, "CEILING_GAP", 0.05)
+    t = np.arange(600.0)
+    p = single_exponential(t, 0.905, 0.35, 40.0) + 0.02 * t / t[-1]
+    reward, std, zero = groups(p, 10, n_groups=32)
+    entropy = 1.5 * np.exp(-t / 60.0) + 0.02
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "entropy": entropy}))
+    slope, z, used = late_slope(d.log.steps, reward)
+    assert z >= Z_STILL_RISING  # the creep is significant: only its share of the rise says the run stopped
+    assert d.primary == "healthy_saturation"
+    scale = reward_scale(d.log, change(d.log.steps, d.log["reward"]))
+    conc = d.verdict("policy_concentration")
+    assert conc is not None and conc.confidence <= calibrate(scale.below_ceiling) + 1e-12
+    assert scale.below_ceiling == pytest.approx(1.0 / (1.0 + math.exp(-(1.0 - scale.late - 0.05) / 0.05)), rel=1e-12)
+    gap = next(e for e in conc.evidence if e["signal"].startswith("reward below its ceiling"))
+    assert gap["value"] == pytest.approx(1.0 - scale.late) and gap["threshold"] == 0.05
+
+
+def test_an_entropy_collapse_far_below_the_ceiling_stays_concentration(monkeypatch):
+    # the same collapse locking the reward at 0.64 (a partial-credit answer for every prompt): 0.36 below the
+    # ceiling is 7 gaps of 0.05, and the cap leaves the verdict as confident as its entropy evidence
+    monkeypatch.setattr(_context, "CEILING_GAP", 0.05)
+    t = np.arange(400.0)
+    p = single_exponential(t, 0.64, 0.3, 15.0)
+    reward = p + np.random.default_rng(11).normal(0, 0.01, t.size)
+    std = 0.3 * np.exp(-t / 15.0)
+    entropy = 1.2 * np.exp(-t / 20.0) + 0.005
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "entropy": entropy}))
+    assert d.primary == "policy_concentration"
+    assert d.verdict("policy_concentration").confidence > calibrate(0.99)
+
+
+def test_an_entropy_collapse_while_the_reward_crashes_ranks_below_the_instability():
+    # the reward rises 0.3 -> 0.85, then a diverging update throws every prompt onto one wrong answer: the
+    # reward falls to 0.1 and stays, the entropy collapses with it. A policy gradient ascends its reward, so
+    # the collapse is the divergence's, not concentration by following the reward
+    t = np.arange(600.0)
+    p = np.where(t < 150, single_exponential(t, 0.85, 0.3, 30.0), 0.1 + 0.75 * np.exp(-(t - 150) / 10.0))
+    reward, std, zero = groups(p, 12)
+    entropy = np.where(t < 150, 1.2 - 0.002 * t, 0.9 * np.exp(-(t - 150) / 20.0) + 1e-3)
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero, "entropy": entropy}))
+    inst, conc = d.verdict("dynamical_instability"), d.verdict("policy_concentration")
+    assert d.primary == "dynamical_instability"
+    assert any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in inst.evidence)
+    assert conc is not None and conc.confidence <= DERIVED_DISCOUNT * inst.confidence + 1e-12
+    assert any("thrown onto one answer by the divergence" in a for a in conc.advice)
+
+
+def test_zero_std_groups_a_fast_collapse_makes_within_the_first_rows_follow_from_it():
+    # rows average 10 steps; the policy locks onto a partial-credit answer within ~30 steps: the first row
+    # (the starting policy's groups) has 30% zero-std groups, the next ones already 90-100%, so the first
+    # MIN_WINDOW rows' mean (0.73) is no longer the start. The zero-std groups are the concentration's
+    steps = np.arange(10, 510, 10)
+    tau = 12.0  # steps
+    frac = 1.0 - 0.7 * np.exp(-(steps - 10) / tau)
+    reward = 0.64 - 0.34 * np.exp(-(steps - 10) / tau) + np.random.default_rng(13).normal(0, 0.005, steps.size)
+    std = 0.3 * np.exp(-(steps - 10) / tau)
+    entropy = 1.2 * np.exp(-(steps - 10) / tau) + 0.003
+    d = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": frac, "entropy": entropy}, steps))
+    assert np.mean(frac[:3]) > 0.5 > frac[0]  # the premise: only the first row shows the start
+    assert d.primary == "policy_concentration"
+    deg = d.verdict("advantage_degeneracy")
+    assert deg is not None and deg.confidence < d.verdict("policy_concentration").confidence
+    assert any(e["signal"].startswith("zero-std groups appeared with the policy concentration") for e in deg.evidence)
+
+
+@pytest.mark.parametrize("seed", [17, 27, 29])
+def test_a_noisy_rise_whose_late_half_cannot_see_a_continued_climb_is_not_saturation(seed):
+    # a real drift 0.3 -> 0.5 under the noise of 2 groups of G = 2 per row: the reward changed significantly,
+    # but the late half could not have seen the climb go on (the climb it detects with 80% power exceeds
+    # the whole fitted rise), so the noise hides whether it saturated
+    t = np.arange(300.0)
+    reward, std, _ = groups(single_exponential(t, 0.5, 0.3, 40.0), seed, group_size=2, n_groups=2)
+    d = diagnose(make_log({"reward": reward, "reward_std": std}))
+    assert d.primary == "noise_dominated"
+    v = d.verdict("noise_dominated")
+    res = next(e for e in v.evidence if e["signal"].startswith("late-half climb detectable with 80% power"))
+    assert res["value"] > 1.0
+    slope, z, used = late_slope(d.log.steps, reward)
+    mdc = (Z_TREND + Z_POWER) * abs(slope / z) * (used[1] - used[0])
+    assert res["detectable_climb"] == pytest.approx(mdc, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [20, 35])
+def test_noise_read_over_a_late_half_that_still_climbs_is_not_a_confident_verdict(seed):
+    # a linear rise 0.3 -> 0.37 under noise (8 groups of 8 per row): the rise is significant, the fitted
+    # plateau an extrapolation, so the still-rising reading drops below 0.5 and the run is read as noise
+    # dominated; but the late half still climbs (slope z > Z_STILL_RISING): the noise verdict is capped at
+    # 1 - L(z - Z_STILL_RISING), below 0.5, not the ~0.9 that R^2 alone would give
+    t = np.arange(250.0)
+    reward, std, _ = groups(0.3 + 0.07 * t / t[-1], seed, n_groups=8)
+    d = diagnose(make_log({"reward": reward, "reward_std": std}))
+    v = d.verdict("noise_dominated")
+    assert v is not None and any(e["signal"] == "confidence of the still rising reading" for e in v.evidence)
+    z, _ = late_slope_z(d.log.steps, reward)
+    assert z > Z_STILL_RISING
+    assert v.confidence <= calibrate(1.0 - 1.0 / (1.0 + math.exp(-(z - Z_STILL_RISING)))) + 1e-12
+    assert v.confidence < calibrate(0.5)

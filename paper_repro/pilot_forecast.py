@@ -321,8 +321,8 @@ def write_section(parts: list[list[str]]) -> None:
     intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 3). Each cell: the "
              "measured regime (S stable, U unstable) and ours' forecast (s, u), then the fall of the seed-mean curve "
              f"below its running best and the final reward (mean of the last {PLATEAU_STEPS} steps, 4 seeds). The "
-             "time to plateau (`time_to_plateau`) joined the measurement after the version-3 grids were dumped: their "
-             "rows do not score it; a new run does.", ""]
+             "rows score the time to plateau (`time_to_plateau`: the first step of the first 8-step block within 5% of "
+             "the rise) as the median error of the pilot fit's time scaled by lr, on the stable cells.", ""]
     replace_section(SECTION, "\n".join(intro + [line for part in parts for line in part]) + "\n")
 
 

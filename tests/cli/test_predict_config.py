@@ -135,3 +135,27 @@ def test_no_flags_and_no_group_size(capsys, tmp_path):
     assert "G -> infinity" in capsys.readouterr().out
     assert main(["predict", "--pilot", pilot_log(tmp_path)]) == 2
     assert "needs the run's group size" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("entropy_start, overshoot", [(0.5, True), (1.5, False)])
+def test_a_trl_pilot_with_clip_fraction_and_entropy_gets_the_collapse_forecast(tmp_path, capsys, entropy_start, overshoot):
+    """A TRL pilot at the config's T = 4 that logs clip_ratio/region_mean and entropy: the drift comes from the
+    clip fraction, the limit from the entropy (theory.collapse (5)); an entropy rising from 0.5 to 0.9 on the
+    first updates is an overshoot (no T safe at this lr, the lr bound below the config's), one falling from
+    1.5 is not. JSON and text say the same."""
+    t = np.arange(1, 41)
+    entropy = np.r_[[entropy_start, 0.8 if overshoot else 1.45, 0.9 if overshoot else 1.4], np.linspace(0.8, 0.6, 37)]
+    rows = [{"step": int(s), "reward": float(0.8 - 0.6 * np.exp(-s / 12)), "clip_ratio/region_mean": 0.05,
+             "entropy": float(h)} for s, h in zip(t, entropy)]
+    log = tmp_path / "pilot.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = write(tmp_path, "grpo.json", TRL)
+    assert main(["predict", "--config", config, "--pilot", str(log), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["drift_per_step"] > 0 and report["entropy"] == pytest.approx(entropy.mean())
+    assert report["overshoot"] is overshoot and report["displacement"] > 0
+    if overshoot:
+        assert report["collapse_max_refresh_interval"] == 0 and report["collapse_max_lr"] < TRL["learning_rate"]
+    assert main(["predict", "--config", config, "--pilot", str(log)]) == 0
+    text = capsys.readouterr().out
+    assert "displacement between samplers" in text and ("entropy rose" in text) is overshoot

@@ -10,7 +10,8 @@ not change with the results; versions 1 and 2 and why they were replaced: at the
                 every cell). Its grid turned out to hold no unstable cell, where no forecaster can beat "always
                 stable", so two held-out settings of used pairs were added after it, the model unchanged:
                 pattern/pg with AdamW (an optimizer that pair was not developed with) and pattern/grpo on the
-                1m model (a model size none was developed on).
+                1m model (a model size none was developed on); after those, two more with the model still
+                unchanged: count/pg with SGD momentum and pattern/gspo on the 1m model.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -96,6 +97,8 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "count-grpo": ("count", "grpo", {}, 3e-3, "confirm"),
     "pattern-pg-adam": ("pattern", "pg", {}, 3e-3, "confirm"),
     "pattern-grpo-1m": ("pattern", "grpo", {"model": "1m"}, 3e-3, "confirm"),
+    "count-pg-sgd": ("count", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
+    "pattern-gspo-1m": ("pattern", "gspo", {"model": "1m"}, 3e-3, "confirm"),
 }
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
 REFRESH_INTERVALS = (1, 4, 16, 32)
@@ -341,13 +344,27 @@ def arguments() -> argparse.Namespace:
     if args.only and set(args.only.split(",")) - set(COMBINATIONS):
         parser.error(f"unknown combinations {sorted(set(args.only.split(',')) - set(COMBINATIONS))}; "
                      f"valid: {', '.join(COMBINATIONS)}")
+    if args.from_dump:
+        args.from_dump = read_dump(parser, args.from_dump)
     if args.fit_limit:
-        dump = json.loads(Path(args.fit_limit).read_text())
+        dump = read_dump(parser, args.fit_limit)
         develop = {name: d for name, d in dump.items() if COMBINATIONS[name][4] == "develop"}
         S, accuracy = fit_limit(develop)
         parser.exit(0, f"collapse limit S = {S:.4g} (accuracy {accuracy:.0%} on {', '.join(develop)}; "
                        f"left out: {', '.join(set(dump) - set(develop)) or 'none'})\n")
     return args
+
+
+def read_dump(parser: argparse.ArgumentParser, path: str) -> dict:
+    """A --dump file's combinations, or one line and exit 2 (missing, not JSON, unknown combination)."""
+    try:
+        dump = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        parser.error(f"cannot read the dump {path}: {err}")
+    unknown = set(dump) - set(COMBINATIONS) if isinstance(dump, dict) else {"(not an object)"}
+    if unknown:
+        parser.error(f"the dump {path} holds unknown combinations {sorted(unknown)}")
+    return dump
 
 
 def dump_entry(name: str, result: dict, wall: float) -> dict:
@@ -359,7 +376,7 @@ def main() -> None:
     args = arguments()
     mode = QUICK if args.quick else dict(combinations=tuple(COMBINATIONS), lr_factors=LR_FACTORS,
                                          refresh_intervals=REFRESH_INTERVALS, seeds=SEEDS)
-    dumped = json.loads(Path(args.from_dump).read_text()) if args.from_dump else None
+    dumped = args.from_dump  # None, or the dump read by `arguments`
     if args.only:
         mode["combinations"] = tuple(args.only.split(","))
     elif dumped is not None:

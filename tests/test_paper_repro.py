@@ -15,10 +15,9 @@ KNOWN_FAILING = {
                                "fixes: row diagnose-trainer-corpus)",
     "trainer_at_scale": "pg collapses within one refresh period at lr 1e-2, T >= 8, where the one-logit model "
                         "predicts no threshold (the plateau is the reward's bound; row trainer-refresh-threshold)",
-    "pilot_forecast": "the collapse model (D / H past one limit S, or the pilot's entropy overshoot) ties the "
-                      "continuous rule on the held-out pattern/pg-Adam and pattern/grpo-1m grids (90%), leaves 2 cells "
-                      "safe but unstable in each and misses the final-reward target; count/grpo has no unstable cell "
-                      "(rows pilot-forecast-*)",
+    "pilot_forecast": "the collapse model (D / H past one limit S, or the pilot's entropy overshoot) reads the "
+                      "held-out settings at 90% but leaves 1-2 cells safe but unstable at the lowest lr and misses the "
+                      "final-reward target; count/grpo has no unstable cell (rows pilot-forecast-*)",
 }
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
 MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label"}

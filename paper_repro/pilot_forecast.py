@@ -166,8 +166,12 @@ def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
         return False
     if d.get("overshoot") and lr >= d["lr_pilot"] * (1 - 1e-9):
         return True
-    D = collapse.displacement(d["drift_per_step"] / d["lr_pilot"], lr, T, d.get("clip"))
-    return D > collapse.relative_limit(limit, d["entropy"])
+    return relative_displacement(d, lr, T) > limit
+
+
+def relative_displacement(d: dict, lr: float, T: int) -> float:
+    """D(lr, T) / H from a combination's pilot quantities (`theory.collapse` (2)-(5))."""
+    return collapse.displacement(d["drift_per_step"] / d["lr_pilot"], lr, T, d.get("clip")) / d["entropy"]
 
 
 def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts, limit: float = COLLAPSE_SPREAD) -> dict:
@@ -199,10 +203,9 @@ def pilot_entry(fc, lr_pilot: float) -> dict:
 def fit_limit(dump: dict) -> tuple[float, float]:
     """The relative collapse limit S that classifies the dumped cells best, (S, accuracy) (`collapses`);
     the middle of the best interval of S between the cells' relative displacements D / H."""
-    def relative(d, lr, T):
-        return collapse.displacement(d["drift_per_step"] / d["lr_pilot"], lr, T, d.get("clip")) / d["entropy"]
     cells = [(d, lr, T, bool(unstable)) for d in dump.values() for lr, T, unstable, *_ in d["cells"]]
-    spreads = sorted({relative(d, lr, T) for d, lr, T, _ in cells if d["drift_per_step"] and d.get("entropy")} | {0.0})
+    spreads = sorted({relative_displacement(d, lr, T) for d, lr, T, _ in cells if d["drift_per_step"] and d.get("entropy")}
+                     | {0.0})
     candidates = [(a + b) / 2 for a, b in zip(spreads, spreads[1:])] + [spreads[-1] * 2 + 1e-9]
     scored = [(sum(collapses(d, lr, T, S) == u for d, lr, T, u in cells) / len(cells), S) for S in candidates]
     best = max(acc for acc, _ in scored)

@@ -178,6 +178,13 @@ def _index(verdicts: list[Verdict], mode: str) -> int | None:
     return next((i for i, v in enumerate(verdicts) if v.mode == mode), None)
 
 
+def _rank_mode_below(verdicts: list[Verdict], mode: str, cause_confidence: float, advice: str) -> None:
+    """`_rank_below` for the verdict of `mode`, where there is one."""
+    i = _index(verdicts, mode)
+    if i is not None:
+        _rank_below(verdicts, i, cause_confidence, advice)
+
+
 def _eval_hack(verdicts: list[Verdict]) -> Verdict | None:
     """The reward hacking verdict when it rests on the eval reward leaving the train reward."""
     return next((v for v in verdicts if v.mode == "reward_hacking" and v.confidence >= REPORT_CONFIDENCE
@@ -196,10 +203,8 @@ def _attribute_to_hacking(verdicts: list[Verdict], log: RunLog) -> None:
     if verdicts[t].mode in ("healthy_saturation", "still_rising"):
         _rank_below(verdicts, t, hack.confidence, "the train reward's rise is the reward hacking's: the eval reward "
                                                   "fell meanwhile")
-    i = _index(verdicts, "policy_concentration")
-    if i is not None:
-        _rank_below(verdicts, i, hack.confidence, "this follows from the reward hacking: the policy concentrates on "
-                                                  "the exploit")
+    _rank_mode_below(verdicts, "policy_concentration", hack.confidence,
+                     "this follows from the reward hacking: the policy concentrates on the exploit")
     j = _index(verdicts, "advantage_degeneracy")
     if j is not None and _early_zero_std(log) < DEGENERATE_FRACTION:
         _rank_below(verdicts, j, hack.confidence, "this follows from the reward hacking: the exploit pays every "
@@ -212,14 +217,10 @@ def _attribute_to_silence(verdicts: list[Verdict], silent: Verdict | None) -> No
     the degeneracy."""
     if silent is None or _eval_hack(verdicts) is not None:
         return
-    i = _index(verdicts, "policy_concentration")
-    if i is not None:
-        _rank_below(verdicts, i, silent.confidence, "this follows from no group carrying any reward signal: the "
-                                                    "reward does not drive this collapse")
-    j = _index(verdicts, "reward_hacking")
-    if j is not None:
-        _rank_below(verdicts, j, silent.confidence, "no group carries any reward signal: the length change is not "
-                                                    "reward-driven")
+    _rank_mode_below(verdicts, "policy_concentration", silent.confidence,
+                     "this follows from no group carrying any reward signal: the reward does not drive this collapse")
+    _rank_mode_below(verdicts, "reward_hacking", silent.confidence,
+                     "no group carries any reward signal: the length change is not reward-driven")
 
 
 def _attribute_to_divergence(verdicts: list[Verdict]) -> None:

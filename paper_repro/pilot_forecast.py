@@ -1,47 +1,62 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
-Protocol, version 3 (fixed before its confirmation was run; the grid, the seeds and the roles below do
-not change with the results; versions 1 and 2 and why they were replaced: at the end of this docstring):
+Protocol, version 4 (fixed, and the confirmation grids run, before the version-4 model was fitted; the
+grid, the seeds and the roles below do not change with the results; versions 1-3 and why each was
+replaced: at the end of this docstring):
 
-  combinations  (task, objective, optimizer) of our trainer, 100k model, G = 8, N = 4 prompts per step.
-                Development: count/pg, pattern/grpo, count/gspo, pattern/gspo (AdamW) and pattern/pg with SGD
-                momentum 0.9 (their version-2 cells). Confirmation, never used while developing: count/grpo (AdamW),
-                the one (task, objective) pair left that the 100k model learns in 96 steps (addition: reward 0 in
-                every cell). Its grid turned out to hold no unstable cell, where no forecaster can beat "always
-                stable", so two held-out settings of used pairs were added after it, the model unchanged:
-                pattern/pg with AdamW (an optimizer that pair was not developed with) and pattern/grpo on the
-                1m model (a model size none was developed on); after those, two more with the model still
-                unchanged: count/pg with SGD momentum and pattern/gspo on the 1m model.
+  combinations  (task, objective, optimizer, model) of our trainer, G = 8, N = 4 prompts per step, 100k model
+                unless named. Development: the ten combinations of versions 2-3 (count/pg, pattern/grpo,
+                count/gspo, pattern/gspo, count/grpo, pattern/pg with AdamW and with SGD momentum 0.9, count/pg
+                with SGD, pattern/grpo and pattern/gspo on the 1m model), their grids run again so that the
+                seed curves are kept. Confirmation, never used while developing, chosen and their grids run
+                before the model was fitted, their results not read until it was: addition/pg, addition/grpo
+                and addition/gspo, the (task, objective) pairs no earlier version could use (addition with one
+                digit and partial credit: checked on one run at the base cell, seed 7, outside the grid's seeds,
+                whose reward moved 0.24 -> 0.44; two digits or no partial credit stay near 0 in 96 steps), and
+                four held-out settings of used pairs: pattern/grpo and count/gspo with SGD momentum, count/pg
+                and count/grpo on the 1m model.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
                 REFRESH_INTERVALS (fresh groups every step from the sampling policy: the theory's schedule),
                 STEPS steps, seeds FIRST_SEED .. FIRST_SEED + SEEDS - 1 each.
-  measured      a cell is unstable when the seed-mean reward curve, as its first step (the initial policy's
-                reward: no update yet) followed by means of BLOCK steps, falls more than DRAWDOWN_MARGIN below
-                its running maximum at some point: the run lost reward it had (collapsed, oscillated, or
-                jumped at once to a worse policy), else stable. Its final reward: the mean reward of the last
-                PLATEAU_STEPS steps, seed mean.
+  measured      per seed: its curve is the initial policy's reward (`initial_rewards`: the first max(T) steps of
+                the grid's T = max(T) cells, all drawn by the initial policy, 1024 responses) followed by means
+                of SEED_BLOCK steps; the seed is unstable when the curve falls more than DRAWDOWN_MARGIN below its
+                running maximum (it lost reward it had: collapsed, oscillated, or jumped at once to a worse
+                policy), and a cell is unstable when any of its seeds is (a user runs one seed). Its final
+                reward: the seed-mean reward of the last PLATEAU_STEPS steps.
   forecasts     ours: `fit.pilot_forecast` at each cell's (lr, T): unstable when T exceeds the max safe T
                 of the pilot's stiffness scaled to the cell's lr (the linear model; none where its premises
                 fail), or when the displacement between samplers passes the collapse limit relative to the
                 pilot's token entropy, D(lr, T) > S H (`theory.collapse`, equations (2)-(5): T lr s, capped by
                 the clip's band edge after the first step; s from the pilot's stale steps, H its mean entropy,
                 S = fit.COLLAPSE_SPREAD set on the development combinations by --fit-limit on a --dump of their
-                cells), or when the pilot's entropy rose on its first updates (its own step crosses the basin)
-                and lr is at or above the pilot's; baseline "continuous": eta K T < 1 - mu with the pilot's eta K
-                scaled to the lr; baseline "always stable".
+                cells), or when the pilot's entropy rise on its first updates r, scaled to the cell's lr, passes
+                a quarter: r lr / lr_pilot > 1/4 (equation (6); version 3: r > 1/4 and lr >= lr_pilot); baseline "continuous": eta K T < 1 - mu with the pilot's eta K
+                scaled to the lr; baseline "always stable". Final reward and time to plateau: the pilot's fitted
+                curve with its time scaled by the cell's lr over the pilot's, each step read at its sampler
+                (`sampler_updates`: at T = 32 the last 16 steps log the policy after 64 updates).
   scores        per combination and forecaster: accuracy, cells predicted stable but measured unstable,
                 the largest stable T per lr (predicted vs measured, agreement within one grid step), and the
-                final-reward ("plateau") error on the stable cells (the pilot's fitted curve, its time scaled
-                by the cell's lr over the pilot's, averaged over the last PLATEAU_STEPS steps of a full run).
+                final-reward ("plateau") error on the stable cells.
   targets       accuracy >= 85% on every combination, at most 1 "safe but unstable" cell, max safe T within
                 one grid step, final reward within 0.05 on stable cells, and better than both baselines.
 
     python paper_repro/pilot_forecast.py --quick      # CI: 2 combinations x 4 cells x 2 seeds (~2 min on 2 cores)
-    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 6 x 20 cells x 4 seeds (~20 min)
+    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 17 x 20 cells x 4 seeds (~75 min)
     python paper_repro/pilot_forecast.py --fit-limit cells.json          # S from the development combinations
     python paper_repro/pilot_forecast.py --from-dump cells.json          # score the dumped cells (pilots re-run)
+
+Version 3 (2026-11-25; the seed-mean curve, its first point the first step; S = 5.064 on five development
+combinations): 10 rows, only pattern/pg-SGD PASS; the held-out settings 90% each, 1-2 cells safe but
+unstable at the lowest lr, final-reward errors to 0.85. Replaced because its measure was wrong in both
+directions, found by reading seed curves: a seed that collapsed before its mean rose hid in the mean
+(count/grpo at 30x the base lr, T = 4: 3 seeds at 1.0, one at 0, read as stable with final reward 0.75),
+and the first step, one step of 32 responses (noise up to 0.09 per seed, 0.045 in a 4-seed mean), set the
+running best, so a run whose sampler never changed reward could read as unstable (count/pg at the lowest lr,
+T = 32: first step 0.40, the first window's 1024 responses 0.35). Its forecasts also read the final reward
+at the last step's policy, where the logged reward is the sampler's (at T = 32 the policy after 64 updates).
 
 Version 1 (2026-11-24, all five rows FAIL, replaced because its grid could not tell the forecasters
 apart): lr factors (1/3, 1, 3, 10), T in (1, 4, 16, 32), seeds 0-3, pilot seed 1000, addition/grpo as the
@@ -78,7 +93,7 @@ from pathlib import Path
 
 import numpy as np
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
-from trainer_at_scale import Runs, drawdown
+from trainer_at_scale import Runs
 
 from gspo_dynamics.fit import COLLAPSE_SPREAD, pilot_forecast
 from gspo_dynamics.logs import read_log
@@ -88,17 +103,25 @@ from gspo_dynamics.theory.linear import critical_refresh_interval
 from gspo_dynamics.train.config import TrainConfig
 from gspo_dynamics.train.trainer import train
 
+ADDITION = {"n_digits": 1, "partial_credit": True}  # two digits, or no partial credit: reward ~0 after 96 steps
 COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimizer, model), base lr, role)
     "count-pg": ("count", "pg", {}, 3e-3, "develop"),
     "pattern-grpo": ("pattern", "grpo", {}, 3e-3, "develop"),
     "count-gspo": ("count", "gspo", {}, 3e-3, "develop"),
     "pattern-pg-sgd": ("pattern", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "develop"),
     "pattern-gspo": ("pattern", "gspo", {}, 3e-3, "develop"),
-    "count-grpo": ("count", "grpo", {}, 3e-3, "confirm"),
-    "pattern-pg-adam": ("pattern", "pg", {}, 3e-3, "confirm"),
-    "pattern-grpo-1m": ("pattern", "grpo", {"model": "1m"}, 3e-3, "confirm"),
-    "count-pg-sgd": ("count", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
-    "pattern-gspo-1m": ("pattern", "gspo", {"model": "1m"}, 3e-3, "confirm"),
+    "count-grpo": ("count", "grpo", {}, 3e-3, "develop"),
+    "pattern-pg-adam": ("pattern", "pg", {}, 3e-3, "develop"),
+    "pattern-grpo-1m": ("pattern", "grpo", {"model": "1m"}, 3e-3, "develop"),
+    "count-pg-sgd": ("count", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "develop"),
+    "pattern-gspo-1m": ("pattern", "gspo", {"model": "1m"}, 3e-3, "develop"),
+    "count-pg-1m": ("count", "pg", {"model": "1m"}, 3e-3, "confirm"),
+    "count-grpo-1m": ("count", "grpo", {"model": "1m"}, 3e-3, "confirm"),
+    "pattern-grpo-sgd": ("pattern", "grpo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
+    "count-gspo-sgd": ("count", "gspo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
+    "addition-pg": ("addition", "pg", {"task_options": ADDITION}, 3e-3, "confirm"),
+    "addition-grpo": ("addition", "grpo", {"task_options": ADDITION}, 3e-3, "confirm"),
+    "addition-gspo": ("addition", "gspo", {"task_options": ADDITION}, 3e-3, "confirm"),
 }
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
 REFRESH_INTERVALS = (1, 4, 16, 32)
@@ -108,7 +131,8 @@ FIRST_SEED = 100  # version 1 used seeds 0-3
 PILOT_STEPS = 24
 PILOT_T = 2
 PILOT_SEED = 2000  # version 1: 1000
-BLOCK = 8  # steps per mean of the measured curve: 4 seeds x 8 steps x 32 responses, the mean's noise ~0.02
+BLOCK = 8  # steps per mean of the seed-mean curve that times the plateau: 4 seeds x 8 steps x 32 responses
+SEED_BLOCK = 16  # steps per mean of one seed's curve: 16 x 32 responses, noise <= 0.022, a fall of DRAWDOWN_MARGIN > 4 sigma
 DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losing what the run had
 PLATEAU_STEPS = 16
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05
@@ -132,18 +156,34 @@ def pilot(cfg: TrainConfig):
     return setup, pilot_forecast(setup, log, reward_range=(0.0, 1.0))
 
 
+def initial_rewards(curves: dict, lrs, Ts) -> np.ndarray:
+    """Per seed, the initial policy's reward: the mean of the first max(Ts) steps of the grid's T = max(Ts)
+    cells, all drawn by the initial policy (the first rollout's sampler; the same samples at every lr),
+    max(Ts) x N G responses, where a single first step has N G (module docstring, version 4)."""
+    T = max(Ts)
+    return np.mean([curves[(lr, T)]["reward"][:, :T].mean(axis=1) for lr in lrs], axis=0)
+
+
 def measured_cells(curves: dict, lrs, Ts) -> dict:
-    """(lr, T) -> (unstable, drawdown, final reward, time to plateau) from the seed curves (module docstring:
-    the seed-mean curve as its first step, then means of BLOCK steps; drawdown below its running maximum)."""
+    """(lr, T) -> (unstable, fall, final reward, time to plateau, unstable seeds) from the seed curves (module
+    docstring, version 4): each seed's curve is its initial reward (`initial_rewards`) followed by means of
+    SEED_BLOCK steps; a seed is unstable when it falls more than DRAWDOWN_MARGIN below its running maximum,
+    and the cell when any seed is. The fall is the largest seed's; the final reward and the time to plateau
+    are the seed mean's."""
+    r0 = initial_rewards(curves, lrs, Ts)
     out = {}
     for lr in lrs:
         for T in Ts:
-            mean = curves[(lr, T)]["reward"].mean(axis=0)
-            blocks = mean[1: 1 + (len(mean) - 1) // BLOCK * BLOCK].reshape(-1, BLOCK).mean(axis=1)
-            series = np.concatenate([mean[:1], blocks])
-            fall = float(np.max(np.maximum.accumulate(series) - series))
+            reward = curves[(lr, T)]["reward"]
+            seeds, steps = reward.shape
+            blocks = reward[:, :steps // SEED_BLOCK * SEED_BLOCK].reshape(seeds, -1, SEED_BLOCK).mean(axis=2)
+            series = np.concatenate([r0[:, None], blocks], axis=1)
+            falls = np.max(np.maximum.accumulate(series, axis=1) - series, axis=1)
+            mean = reward.mean(axis=0)
             final = float(mean[-PLATEAU_STEPS:].mean())
-            out[(lr, T)] = (fall > DRAWDOWN_MARGIN, fall, final, time_to_plateau(series, final))
+            timing = np.concatenate([[r0.mean()], mean[1: 1 + (steps - 1) // BLOCK * BLOCK].reshape(-1, BLOCK).mean(axis=1)])
+            out[(lr, T)] = (bool(np.any(falls > DRAWDOWN_MARGIN)), float(falls.max()), final,
+                            time_to_plateau(timing, final), int(np.sum(falls > DRAWDOWN_MARGIN)))
     return out
 
 
@@ -161,10 +201,12 @@ def time_to_plateau(series: np.ndarray, final: float) -> float:
 
 def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
     """Ours, the collapse part (`theory.collapse`), from a combination's pilot quantities `d` (a dump entry):
-    the pilot's entropy overshot and lr is at or above the pilot's, or D(lr, T) > S H (equation (5))."""
+    the pilot's entropy rise r, scaled to the cell's lr, passes the overshoot limit, r lr / lr_pilot >
+    OVERSHOOT_RISE (equation (6)), or D(lr, T) > S H (equation (5))."""
     if not d["drift_per_step"] or not d.get("entropy"):
         return False
-    if d.get("overshoot") and lr >= d["lr_pilot"] * (1 - 1e-9):
+    rise = d.get("entropy_rise")
+    if rise is not None and rise * lr / d["lr_pilot"] > collapse.OVERSHOOT_RISE:
         return True
     return relative_displacement(d, lr, T) > limit
 
@@ -196,6 +238,7 @@ def pilot_entry(fc, lr_pilot: float) -> dict:
     """The pilot's quantities the collapse forecast uses (and a --dump keeps)."""
     hp = fc.config.setup.hparams
     return {"lr_pilot": lr_pilot, "drift_per_step": fc.drift_per_step, "entropy": fc.entropy, "overshoot": fc.overshoot,
+            "entropy_rise": fc.entropy_rise,
             "clip": None if hp.correction == "none" else hp.clip_high,
             "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value}
 
@@ -203,7 +246,7 @@ def pilot_entry(fc, lr_pilot: float) -> dict:
 def fit_limit(dump: dict) -> tuple[float, float]:
     """The relative collapse limit S that classifies the dumped cells best, (S, accuracy) (`collapses`);
     the middle of the best interval of S between the cells' relative displacements D / H."""
-    cells = [(d, lr, T, bool(unstable)) for d in dump.values() for lr, T, unstable, *_ in d["cells"]]
+    cells = [(d, lr, T, m[0]) for d in dump.values() for (lr, T), m in dumped_cells(d).items()]
     spreads = sorted({relative_displacement(d, lr, T) for d, lr, T, _ in cells if d["drift_per_step"] and d.get("entropy")}
                      | {0.0})
     candidates = [(a + b) / 2 for a, b in zip(spreads, spreads[1:])] + [spreads[-1] * 2 + 1e-9]
@@ -211,6 +254,12 @@ def fit_limit(dump: dict) -> tuple[float, float]:
     best = max(acc for acc, _ in scored)
     ties = [S for acc, S in scored if acc == best]
     return ties[len(ties) // 2], best
+
+
+def dumped_cells(entry: dict) -> dict:
+    """The measured cells (`measured_cells`) of a --dump entry's seed curves."""
+    curves = {(lr, T): {k: np.asarray(v) for k, v in c.items()} for lr, T, c in entry["curves"]}
+    return measured_cells(curves, sorted({lr for lr, _ in curves}), sorted({T for _, T in curves}))
 
 
 def max_stable_T(unstable: dict, lr, Ts) -> int:
@@ -236,28 +285,43 @@ def score(fc, measured: dict, forecasts: dict, lrs, Ts) -> dict:
                          max_t=[(max_stable_T(pred, lr, Ts), max_stable_T(truth, lr, Ts)) for lr in lrs],
                          max_t_ok=all(g <= 1 for g in grid_step))
     lr_pilot = fc.config.setup.hparams.lr
-    stable = [(lr, m) for (lr, _), m in measured.items() if not m[0]]
-    errors = [abs(forecast_final_reward(fc, lr / lr_pilot) - m[2]) for lr, m in stable]
+    stable = [(cell, m) for cell, m in measured.items() if not m[0]]
+    errors = [abs(forecast_final_reward(fc, lr / lr_pilot, T) - m[2]) for (lr, T), m in stable]
     rows["plateau_error"] = float(max(errors)) if errors else math.nan
-    times = [abs(forecast_time_to_plateau(fc, lr / lr_pilot) - m[3]) for lr, m in stable if len(m) > 3]
+    times = [abs(forecast_time_to_plateau(fc, lr / lr_pilot, T) - m[3]) for (lr, T), m in stable]
     times = [t for t in times if math.isfinite(t)]
     rows["time_error"] = (float(np.median(times)), len(times)) if times else None
     return rows
 
 
-def forecast_time_to_plateau(fc, lr_ratio: float) -> float:
-    """The pilot fit's time to plateau (`fit.implications`) with its time scaled by the lr ratio."""
-    fit, t_p = fc.fit, fc.implications.time_to_plateau.value
-    return fit.t_start + (t_p - fit.t_start) / lr_ratio
+def sampler_updates(step, T: int) -> np.ndarray:
+    """The updates behind the policy that drew the rollout of 0-based step `step` at refresh interval T:
+    the sampler is refreshed every T steps, so T floor(step / T); the logged reward is that policy's."""
+    return T * (np.asarray(step) // T)
 
 
-def forecast_final_reward(fc, lr_ratio: float) -> float:
-    """The pilot's fitted curve at the end of a full run at lr = lr_ratio x the pilot's, averaged over the
-    last PLATEAU_STEPS steps: time runs lr_ratio times faster (Adam's and SGD's steps scale with lr),
+def pilot_time(updates, lr_ratio: float) -> np.ndarray:
+    """The pilot log's step (1-based, the fit's time) whose reward is that of a policy `updates` updates at
+    lr = lr_ratio x the pilot's into a run: time runs lr_ratio times faster (Adam's and SGD's steps scale with
+    lr), and the pilot's own sampler lags its step by (PILOT_T - 1) / 2 updates on average. (Version 4 also
+    tried the clip's cap on a window's displacement, `theory.collapse` (4), as the window's progress: worse
+    on the development cells, final-reward error 0.52-0.60 against 0.14-0.28 on pattern/grpo and pattern/gspo.)"""
+    return 1 + (PILOT_T - 1) / 2 + lr_ratio * np.asarray(updates, dtype=float)
+
+
+def forecast_time_to_plateau(fc, lr_ratio: float, T: int) -> float:
+    """The pilot fit's time to plateau (`fit.implications`) as a cell's step (1-based): the updates it takes
+    at the cell's lr (`pilot_time` inverted), logged from the sampler refresh that follows them."""
+    updates = max(0.0, (fc.implications.time_to_plateau.value - pilot_time(0, lr_ratio)) / lr_ratio)
+    return float(T * math.ceil(updates / T) + 1)
+
+
+def forecast_final_reward(fc, lr_ratio: float, T: int) -> float:
+    """The pilot's fitted curve over the last PLATEAU_STEPS steps of a full run at lr = lr_ratio x the
+    pilot's and refresh interval T, each step's reward its sampler's (`sampler_updates`, `pilot_time`),
     clipped to the reward's range [0, 1]."""
-    fit = fc.fit
-    t = fit.t_start + lr_ratio * (np.arange(STEPS - PLATEAU_STEPS, STEPS) + 1 - fit.t_start)
-    return float(np.clip(fit.predict(t), 0.0, 1.0).mean())
+    updates = sampler_updates(np.arange(STEPS - PLATEAU_STEPS, STEPS), T)
+    return float(np.clip(fc.fit.predict(pilot_time(updates, lr_ratio)), 0.0, 1.0).mean())
 
 
 def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, dumped: dict | None = None) -> dict:
@@ -267,13 +331,15 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
     if dumped is None:
         lrs = [cfg.lr * f for f in lr_factors]
         grid = {(lr, T): replace(cfg, lr=lr, steps_per_generation=T) for lr in lrs for T in Ts}
-        measured = measured_cells(runs.curves(grid, seeds, FIRST_SEED), lrs, Ts)
+        curves = runs.curves(grid, seeds, FIRST_SEED)
+        measured = measured_cells(curves, lrs, Ts)
     else:
-        measured = {(lr, T): tuple(m) for lr, T, *m in dumped["cells"]}
+        curves = {(lr, T): {k: np.asarray(v) for k, v in c.items()} for lr, T, c in dumped["curves"]}
+        measured = dumped_cells(dumped)
         lrs, Ts = sorted({lr for lr, _ in measured}), sorted({T for _, T in measured})
     forecasts = forecast_cells(fc, setup.hparams.momentum, cfg.lr, lrs, Ts)
     result = score(fc, measured, forecasts, lrs, Ts)
-    result.update(lrs=lrs, measured=measured, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()})
+    result.update(lrs=lrs, measured=measured, curves=curves, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()})
     return result
 
 
@@ -318,17 +384,18 @@ def cell_map(name: str, result: dict) -> list[str]:
              "| lr \\ T | " + " | ".join(str(T) for T in Ts) + " |", "|---" * (len(Ts) + 1) + "|"]
     for lr in lrs:
         cells = [f"{'U' if measured[(lr, T)][0] else 'S'}{'u' if predicted[(lr, T)] else 's'} "
-                 f"({measured[(lr, T)][1]:.2f}, {measured[(lr, T)][2]:.2f})" for T in Ts]
+                 f"({measured[(lr, T)][4]}; {measured[(lr, T)][1]:.2f}, {measured[(lr, T)][2]:.2f})" for T in Ts]
         lines.append(f"| {lr:.3g} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
 def write_section(parts: list[list[str]]) -> None:
-    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 3). Each cell: the "
-             "measured regime (S stable, U unstable) and ours' forecast (s, u), then the fall of the seed-mean curve "
-             f"below its running best and the final reward (mean of the last {PLATEAU_STEPS} steps, 4 seeds). The "
-             "rows score the time to plateau (`time_to_plateau`: the first step of the first 8-step block within 5% of "
-             "the rise) as the median error of the pilot fit's time scaled by lr, on the stable cells.", ""]
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 4). Each cell: the "
+             "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
+             "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "
+             f"{PLATEAU_STEPS} steps). The rows score the time to plateau (`time_to_plateau`: the first step of the first "
+             "8-step block of the seed mean within 5% of the rise) as the median error of the pilot fit's time scaled by "
+             "lr and read at the sampler, on the stable cells.", ""]
     replace_section(SECTION, "\n".join(intro + [line for part in parts for line in part]) + "\n")
 
 
@@ -367,12 +434,16 @@ def read_dump(parser: argparse.ArgumentParser, path: str) -> dict:
     unknown = set(dump) - set(COMBINATIONS) if isinstance(dump, dict) else {"(not an object)"}
     if unknown:
         parser.error(f"the dump {path} holds unknown combinations {sorted(unknown)}")
+    if not all(isinstance(d, dict) and "curves" in d for d in dump.values()):
+        parser.error(f"the dump {path} has no seed curves (written before protocol version 4); run the grid again with --dump")
     return dump
 
 
 def dump_entry(name: str, result: dict, wall: float) -> dict:
     return {**pilot_entry(result["forecast"], COMBINATIONS[name][3]), "wall_s": wall,
-            "cells": [[lr, T, *m] for (lr, T), m in result["measured"].items()]}
+            "cells": [[lr, T, *m] for (lr, T), m in result["measured"].items()],
+            "curves": [[lr, T, {k: np.round(c[k], 4).tolist() for k in ("reward", "entropy") if k in c}]
+                       for (lr, T), c in result["curves"].items()]}  # (seeds, steps) each: any measure, recomputed
 
 
 def main() -> None:
@@ -404,8 +475,9 @@ def main() -> None:
                      f"{PLATEAU_TOL}, better than the continuous rule and 'always stable'", PREDICTABLE_GRPO),
                predicted=f"unstable past the linear threshold of the pilot's stiffness scaled to each lr, past the "
                          f"collapse limit D / H > S = {COLLAPSE_SPREAD:g} (D = T lr s capped by the clip's band edge "
-                         f"after the first step, s the pilot's drift per unit lr, H its token entropy), or at lr >= the "
-                         f"pilot's when the pilot's entropy rose on its first updates",
+                         f"after the first step, s the pilot's drift per unit lr, H its token entropy), or where the pilot's "
+                         f"entropy rise on its first updates r passes {collapse.OVERSHOOT_RISE:g} scaled to the lr, "
+                         f"r lr / lr_pilot",
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
     if not args.no_record and not args.quick:

@@ -19,30 +19,75 @@ def test_max_stable_T_is_the_grid_point_before_the_first_unstable_one(script):
     assert script.max_stable_T({(0.1, T): True for T in Ts}, 0.1, Ts) == 0
 
 
-def test_measured_cells_judge_each_run_against_its_own_best_and_its_start(script):
-    """Unstable: a run that falls back by 0.5 half-way, and one that jumps from its initial reward 0.5 to 0
-    at its first update (no block of it ever held the reward: only its first step did); stable: a monotone
-    rise, and a flat run with per-step noise 0.05 (its block means vary by ~0.02, far below the margin)."""
-    steps = 97
-    rising = np.linspace(0.2, 1.0, steps)
-    falling = rising.copy()
-    falling[48:] -= 0.5
-    jump = np.r_[0.5, np.zeros(steps - 1)]
-    noisy = 0.5 + 0.05 * np.random.default_rng(0).standard_normal((2, steps))
-    curves = {(1e-3, 1): {"reward": np.stack([rising, rising])}, (1e-3, 16): {"reward": np.stack([falling, falling])},
-              (1e-3, 4): {"reward": np.stack([jump, jump])}, (1e-3, 32): {"reward": noisy}}
+def grid_curves(cells: dict, steps: int = 96, seeds: int = 2, start: float = 0.3) -> dict:
+    """Seed curves of a grid: each (lr, T) -> an array (seeds, steps) or a function of (seed, steps)."""
+    out = {}
+    for cell, curve in cells.items():
+        reward = np.stack([curve(s, steps) for s in range(seeds)]) if callable(curve) else np.asarray(curve, float)
+        out[cell] = {"reward": reward}
+    return out
+
+
+def test_initial_rewards_are_the_first_window_of_the_largest_T(script):
+    """Per seed: the mean of the first max(T) steps of the T = max(T) cells (the initial policy's rollouts),
+    averaged over the learning rates; the other cells do not enter."""
+    rng = np.random.default_rng(1)
+    curves = {(lr, T): {"reward": rng.random((3, 96))} for lr in (1e-3, 3e-3) for T in (1, 32)}
+    expected = np.mean([curves[(lr, 32)]["reward"][:, :32].mean(axis=1) for lr in (1e-3, 3e-3)], axis=0)
+    assert np.allclose(script.initial_rewards(curves, (1e-3, 3e-3), (1, 32)), expected)
+
+
+def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward(script):
+    """Every seed starts at 0.3 (the T = 32 cell's first window). Unstable: a cell where one seed of two falls
+    back by 0.5 half-way (1 unstable seed), and one where a seed jumps to 0 at its first update (a fall of 0.3
+    from the initial reward, though no block of its own ever held it); stable: a rise to 1, and a flat run
+    with per-step noise 0.05 (16-step means vary by ~0.013, far below the margin)."""
+    rise = lambda s, n: np.linspace(0.3, 1.0, n)  # noqa: E731
+    noise = np.random.default_rng(0).standard_normal((2, 96))
+    def falls_back(seed, n):
+        return rise(seed, n) - 0.5 * ((seed == 1) & (np.arange(n) >= 48))
+    jump = lambda s, n: np.r_[0.3, np.zeros(n - 1)] if s == 0 else rise(s, n)  # noqa: E731
+    curves = grid_curves({(1e-3, 1): rise, (1e-3, 4): falls_back, (1e-3, 16): jump, (1e-3, 32): 0.3 + 0.05 * noise})
     cells = script.measured_cells(curves, [1e-3], (1, 4, 16, 32))
     assert [cells[(1e-3, T)][0] for T in (1, 4, 16, 32)] == [False, True, True, False]
-    assert cells[(1e-3, 4)][1] == pytest.approx(0.5)
-    assert cells[(1e-3, 1)][2] == pytest.approx(rising[-script.PLATEAU_STEPS:].mean())
+    assert [cells[(1e-3, T)][4] for T in (1, 4, 16, 32)] == [0, 1, 1, 0]
+    assert cells[(1e-3, 16)][1] == pytest.approx(0.3, abs=0.02)  # the initial reward, measured in the T = 32 cell
+    assert cells[(1e-3, 1)][2] == pytest.approx(rise(0, 96)[-script.PLATEAU_STEPS:].mean())
+
+
+def test_measured_falls_match_a_loop_over_seeds_and_blocks(script):
+    """The vectorised per-seed fall against a loop: the initial reward, then SEED_BLOCK-step means, the
+    largest drop below the running best, the cell's fall the largest seed's."""
+    rng = np.random.default_rng(3)
+    curves = {(lr, T): {"reward": rng.random((4, 96))} for lr in (1e-3, 1e-2) for T in (1, 4, 32)}
+    lrs, Ts = (1e-3, 1e-2), (1, 4, 32)
+    r0 = script.initial_rewards(curves, lrs, Ts)
+    cells = script.measured_cells(curves, lrs, Ts)
+    for cell, c in curves.items():
+        worst = 0.0
+        for seed, r in enumerate(c["reward"]):
+            best = r0[seed]
+            for k in range(0, 96 - script.SEED_BLOCK + 1, script.SEED_BLOCK):
+                block = r[k:k + script.SEED_BLOCK].mean()
+                worst = max(worst, best - block)
+                best = max(best, block)
+        assert cells[cell][1] == pytest.approx(worst)
+        assert cells[cell][0] == (worst > script.DRAWDOWN_MARGIN)
+
+
+def dump_of(name: str, unstable, lrs, Ts, **pilot) -> dict:
+    """A --dump entry whose cells are stable (flat 0.5) or unstable (one seed falls to 0 after step 48)."""
+    def curve(lr, T):
+        return lambda seed, n: np.where((seed == 0) & (np.arange(n) >= 48) & unstable(lr, T), 0.0, 0.5)
+    curves = grid_curves({(lr, T): curve(lr, T) for lr in lrs for T in Ts})
+    return {name: {**pilot, "curves": [[lr, T, {"reward": c["reward"].tolist()}] for (lr, T), c in curves.items()]}}
 
 
 def test_fit_limit_finds_the_separating_displacement(script):
     """Cells whose displacement T lr s exceeds 1.0 are unstable: the fitted S separates them (accuracy 1)
     and lies between the largest stable and the smallest unstable displacement."""
     lrs, Ts = (1e-3, 3e-3, 1e-2), (1, 4, 16, 32)
-    dump = {"count-pg": {"lr_pilot": 1e-3, "drift_per_step": 0.05, "entropy": 2.0,
-                         "cells": [[lr, T, T * lr * 50 > 1.0, 0.0, 0.0] for lr in lrs for T in Ts]}}
+    dump = dump_of("count-pg", lambda lr, T: T * lr * 50 > 1.0, lrs, Ts, lr_pilot=1e-3, drift_per_step=0.05, entropy=2.0)
     S, accuracy = script.fit_limit(dump)
     spreads = sorted(T * lr * 50 / 2.0 for lr in lrs for T in Ts)  # relative to the entropy, equation (5)
     assert accuracy == 1.0 and max(x for x in spreads if x <= 0.5) < S < min(x for x in spreads if x > 0.5)
@@ -52,30 +97,52 @@ def test_fit_limit_caps_a_clipped_window_at_the_band_edge(script):
     """With a clip at 0.2 (band edge 0.18) a long window's displacement is the edge or the first step: cells
     unstable only where one step lr s passes 0.5 are separated, whatever T."""
     lrs, Ts = (1e-3, 3e-3, 1e-2, 3e-2), (1, 4, 16, 32)
-    dump = {"count-gspo": {"lr_pilot": 1e-3, "drift_per_step": 0.05, "clip": 0.2, "entropy": 1.0,
-                           "cells": [[lr, T, lr * 50 > 0.5, 0.0, 0.0] for lr in lrs for T in Ts]}}
+    dump = dump_of("count-gspo", lambda lr, T: lr * 50 > 0.5, lrs, Ts, lr_pilot=1e-3, drift_per_step=0.05, clip=0.2,
+                   entropy=1.0)
     S, accuracy = script.fit_limit(dump)
     assert accuracy == 1.0 and 0.15 < S < 1.5
 
 
-def test_an_entropy_overshoot_marks_every_lr_from_the_pilots_up(script):
-    """A pilot whose entropy rose on its first updates: cells at or above its lr collapse whatever D;
-    below it the relative limit decides (D / H = T lr s / H against S = 1)."""
-    d = {"lr_pilot": 1e-3, "drift_per_step": 0.01, "entropy": 0.5, "overshoot": True, "clip": None}
-    assert script.collapses(d, 1e-3, 1, 1.0) and script.collapses(d, 3e-3, 1, 1.0)
-    assert not script.collapses(d, 3e-4, 1, 1.0)  # D / H = 3e-4 x 10 / 0.5 = 0.006
-    assert script.collapses(d, 3e-4, 200, 1.0)  # 200 x 3e-3 / 0.5 = 1.2 > 1
-    assert not script.collapses({**d, "overshoot": False}, 3e-3, 1, 1.0)
+def test_an_entropy_overshoot_marks_every_lr_where_the_scaled_rise_passes_a_quarter(script):
+    """A pilot whose entropy rose by r = 0.5 on its first updates: cells with r lr / lr_pilot > 1/4 collapse
+    whatever D (equation (6): from lr_pilot / 2 up); below it the relative limit decides (D / H = T lr s / H
+    against S = 1)."""
+    d = {"lr_pilot": 1e-3, "drift_per_step": 0.01, "entropy": 0.5, "overshoot": True, "entropy_rise": 0.5, "clip": None}
+    assert script.collapses(d, 1e-3, 1, 1.0) and script.collapses(d, 3e-3, 1, 1.0) and script.collapses(d, 6e-4, 1, 1.0)
+    assert not script.collapses(d, 4e-4, 1, 1.0)  # r lr / lr_pilot = 0.2; D / H = 4e-4 x 10 / 0.5 = 0.008
+    assert script.collapses(d, 4e-4, 200, 1.0)  # 200 x 4e-3 / 0.5 = 1.6 > 1
+    assert not script.collapses({**d, "overshoot": False, "entropy_rise": -0.1}, 3e-3, 1, 1.0)
     assert not script.collapses({**d, "entropy": None}, 3e-3, 1000, 1.0)  # no entropy: no collapse forecast
 
 
 def test_time_to_plateau_of_an_exponential_rise(script):
     """r = 1 - 0.8 exp(-t / 10) is within 5% of its rise for good from t = 10 ln 20 ~ 30: the measured time
     (the first step of the first block whose mean is within) lands at most one BLOCK after it; a flat run has
-    no rise to time (nan)."""
-    t = np.arange(97.0)
+    no rise to time (nan). The T = 32 cell holds the initial reward 0.2 for its first window."""
+    t = np.arange(96.0)
     rise = 1 - 0.8 * np.exp(-t / 10)
-    cells = script.measured_cells({(1e-3, 1): {"reward": np.stack([rise, rise])},
-                                   (1e-3, 4): {"reward": np.full((2, 97), 0.5)}}, [1e-3], (1, 4))
+    cells = script.measured_cells(grid_curves({(1e-3, 1): np.stack([rise, rise]), (1e-3, 32): np.full((2, 96), 0.5)}),
+                                  [1e-3], (1, 32))
     assert 0 <= cells[(1e-3, 1)][3] - 10 * np.log(20) <= script.BLOCK
-    assert np.isnan(cells[(1e-3, 4)][3])
+    assert np.isnan(cells[(1e-3, 32)][3])
+
+
+class LinearFit:
+    """A stand-in for the pilot's fitted curve: R(t) = t / 100 (so the forecast shows which times it read)."""
+    t_start = 1.0
+
+    def predict(self, t):
+        return np.asarray(t, dtype=float) / 100
+
+
+def test_final_reward_reads_each_steps_sampler(script):
+    """At T = 32 the last 16 steps (80-95) log the sampler after 64 updates; at T = 1 step k logs the policy
+    after k. At lr_ratio 0.5 the pilot's time for u updates is 1 + (PILOT_T - 1) / 2 + 0.5 u."""
+    assert np.all(script.sampler_updates(np.arange(80, 96), 32) == 64)
+    assert np.all(script.sampler_updates(np.arange(80, 96), 1) == np.arange(80, 96))
+    fc = type("Forecast", (), {"fit": LinearFit()})()
+    lag = 1 + (script.PILOT_T - 1) / 2
+    steps = np.arange(script.STEPS - script.PLATEAU_STEPS, script.STEPS)
+    expected = {T: np.mean([(lag + 0.5 * T * (k // T)) / 100 for k in steps]) for T in (1, 4, 32)}
+    for T, value in expected.items():
+        assert script.forecast_final_reward(fc, 0.5, T) == pytest.approx(value)

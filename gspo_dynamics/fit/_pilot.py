@@ -53,12 +53,12 @@ REFRESH_INTERVALS = (1, 2, 4, 8, 16, 32)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
 # S of `theory.collapse`: the displacement between consecutive samplers relative to the policy's token
 # entropy, D / H (D = T lr s, capped by a ratio clip's band edge after a window's first step), past which
-# a run is at risk of collapse. Set from the development combinations of paper_repro/pilot_forecast.py,
-# protocol version 3 (count/pg, pattern/grpo, count/gspo, pattern/gspo, pattern/pg with SGD; `--fit-limit`,
-# 2026-11-25: 93% of their 100 cells, with the entropy-overshoot rule), never from the confirmation one.
-# (Version 2's absolute limit, S = 0.674 nats, held on 78% of its development cells: pattern turns
-# unstable from D ~ 0.2, count stays stable at 5; their entropies differ ~5x.)
-COLLAPSE_SPREAD = 5.064
+# a run is at risk of collapse. Set from the ten development combinations of paper_repro/pilot_forecast.py,
+# protocol version 4 (`--fit-limit` on their re-measured cells, 2026-11-25: 92% of their 200 cells, with
+# the lr-scaled entropy overshoot, equation (6)), never from the confirmation ones. (Version 3's 5.064 was
+# fitted on five combinations with a seed-mean measure that hid single-seed collapses; version 2's absolute
+# limit, 0.674 nats, held on 78% of its cells: pattern turns unstable from D ~ 0.2, count stays stable at 5.)
+COLLAPSE_SPREAD = 2.099
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ class PilotForecast:
     displacement: float | None  # D at the config's (lr, T), theory.collapse equations (2)-(4)
     entropy: float | None  # the pilot's mean token entropy H: the limit is COLLAPSE_SPREAD x H (equation (5))
     overshoot: bool | None  # the pilot's entropy rose on its first updates (theory.collapse.overshoots)
+    entropy_rise: float | None  # that rise r over its first value; lr > lr_pilot OVERSHOOT_RISE / r is at risk (6)
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T'
     fit: TrajectoryFit | None = None  # the pilot's reward fit
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
@@ -95,7 +96,7 @@ class PilotForecast:
                 "drift_per_step": self.drift_per_step, "clip_by_refresh_interval": _keys(self.clip_by_refresh),
                 "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
-                "entropy": self.entropy, "overshoot": self.overshoot,
+                "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
                 "measured": self.measured, "assumed": self.assumed})
 
     def summary_lines(self) -> list[str]:
@@ -189,7 +190,8 @@ def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, measured: list[
     """The pilot's collapse fields (`theory.collapse`): D at the config's point, the bounds on T and lr for
     the absolute limit S H (equation (5), H the pilot's mean token entropy), and the entropy overshoot,
     which caps the safe lr below the pilot's."""
-    out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None)
+    out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
+               entropy_rise=None)
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
     entropy = entropy[np.isfinite(entropy)]
     if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
@@ -199,15 +201,19 @@ def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, measured: list[
     H, s = float(entropy.mean()), delta / hp.lr
     clip = None if hp.correction == "none" else hp.clip_high
     limit = collapse.relative_limit(COLLAPSE_SPREAD, H)
-    out.update(entropy=H, overshoot=collapse.overshoots(log["entropy"][:n]),
+    out.update(entropy=H, overshoot=collapse.overshoots(log["entropy"][:n]), entropy_rise=collapse.entropy_rise(log["entropy"][:n]),
                displacement=collapse.displacement(s, hp.lr, hp.refresh_interval, clip),
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
     measured.append(f"the mean token entropy, {H:.3g} nats: the collapse limit is S H = {limit:.3g}")
+    overshoot_lr = collapse.overshoot_max_learning_rate(out["entropy_rise"], hp.lr)
+    if overshoot_lr is not None:
+        out["collapse_max_lr"] = min(out["collapse_max_lr"], overshoot_lr)
     if out["overshoot"]:
-        measured.append(f"the token entropy rose by more than {collapse.OVERSHOOT_RISE:.0%} in the first "
-                        f"{collapse.OVERSHOOT_STEPS} steps: the pilot's own step crosses the basin (theory.collapse)")
-        out.update(collapse_max_refresh=0, collapse_max_lr=min(out["collapse_max_lr"], hp.lr * (1 - 1e-9)))
+        measured.append(f"the token entropy rose by {out['entropy_rise']:.0%} in the first {collapse.OVERSHOOT_STEPS} "
+                        f"steps, more than {collapse.OVERSHOOT_RISE:.0%}: the pilot's own step crosses the basin, and "
+                        f"so does every lr above {overshoot_lr:.3g} (theory.collapse (6))")
+        out.update(collapse_max_refresh=0)
     assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
                    f"the relative collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
     return out

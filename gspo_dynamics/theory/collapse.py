@@ -52,7 +52,13 @@ with S dimensionless (`relative_limit`); the bounds of (3)-(4) hold with S H in 
 A pilot can also see a move too large directly: a policy-gradient step sharpens the policy on its
 rewarded samples, so the token entropy falls; an entropy that rises by more than a quarter over its
 first value within the first steps (`overshoots`) says the pilot's single step lr s already crosses
-the basin, and every learning rate at or above the pilot's is at risk, whatever T.
+the basin. The rise r = max_{j <= OVERSHOOT_STEPS} H_j / H_0 - 1 (`entropy_rise`) is a response to the
+step, first order in it, so a run at lr sees r lr / lr_pilot, and every lr with
+
+    r lr / lr_pilot > OVERSHOOT_RISE    <=>    lr > lr_pilot OVERSHOOT_RISE / r   (r > 0)        (6)
+
+is at risk, whatever T (`overshoot_max_learning_rate`): at and above the pilot's lr when the pilot
+overshot, and below it too when it overshot by more than a quarter times the ratio.
 
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
 (j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, and S is one dimensionless
@@ -121,8 +127,24 @@ def relative_limit(limit: float, entropy: float) -> float:
     return _positive("limit", limit) * _positive("entropy", entropy)
 
 
+def entropy_rise(entropy) -> float | None:
+    """r = max_{1 <= j < OVERSHOOT_STEPS} H_j / H_0 - 1 over the first OVERSHOOT_STEPS finite entropies
+    (module docstring, (6)); None with fewer than two or a first value <= 0 (nothing to compare with)."""
+    first = [float(h) for h in list(entropy)[:OVERSHOOT_STEPS] if math.isfinite(float(h))]
+    if len(first) < 2 or not first[0] > 0:
+        return None
+    return max(first[1:]) / first[0] - 1
+
+
+def overshoot_max_learning_rate(rise: float | None, lr_pilot: float) -> float | None:
+    """The largest lr with r lr / lr_pilot <= OVERSHOOT_RISE, equation (6): lr_pilot OVERSHOOT_RISE / r;
+    None (no bound) when the entropy did not rise (r <= 0) or is unknown."""
+    lr_pilot = _positive("lr_pilot", lr_pilot)
+    return None if rise is None or not rise > 0 else lr_pilot * OVERSHOOT_RISE / rise
+
+
 def overshoots(entropy) -> bool:
     """Whether the token entropy rises by more than OVERSHOOT_RISE over its first value within the first
     OVERSHOOT_STEPS steps (module docstring): the pilot's single step is already past the basin."""
-    first = [float(h) for h in list(entropy)[:OVERSHOOT_STEPS] if math.isfinite(float(h))]
-    return len(first) >= 2 and first[0] > 0 and max(first[1:]) > (1 + OVERSHOOT_RISE) * first[0]
+    rise = entropy_rise(entropy)
+    return rise is not None and rise > OVERSHOOT_RISE

@@ -129,6 +129,7 @@ def test_an_entropy_overshoot_caps_the_safe_lr_below_the_pilots(tmp_path):
     entropy = np.r_[0.5, 0.8, 0.85, np.full(37, 0.6)]
     f = drift_pilot(tmp_path, "none", 0.2, entropy)
     assert f.overshoot is True and f.collapse_max_refresh == 0 and f.collapse_max_lr < 0.1
+    assert f.entropy_rise == pytest.approx(0.7) and f.collapse_max_lr <= 0.1 * 0.25 / 0.7  # equation (6)
     assert any("collapse risk" in line and "entropy rose" in line for line in f.summary_lines())
 
 

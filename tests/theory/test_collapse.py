@@ -120,3 +120,24 @@ def test_the_relative_limit_scales_with_the_entropy():
 ])
 def test_overshoot_is_an_early_entropy_rise_over_a_quarter(entropy, expected):
     assert collapse.overshoots(entropy) is expected
+
+
+@pytest.mark.parametrize("entropy, rise", [
+    ([0.50, 0.80, 0.90, 0.88], 0.8), ([2.65, 2.63, 2.62, 2.54], 2.63 / 2.65 - 1), ([0.50, float("nan"), 0.70], 0.4),
+    ([0.5], None), ([], None), ([0.0, 0.3], None),
+])
+def test_entropy_rise_is_the_largest_early_ratio_minus_one(entropy, rise):
+    got = collapse.entropy_rise(entropy)
+    assert got is None if rise is None else got == pytest.approx(rise)
+
+
+@pytest.mark.parametrize("rise", [0.05, 0.25, 0.8, 1.7])
+def test_the_overshoot_bound_is_where_the_scaled_rise_passes_a_quarter(rise):
+    """Equation (6) against a scan of lr: r lr / lr_pilot <= OVERSHOOT_RISE exactly up to the bound; no
+    bound when the entropy fell or is unknown."""
+    lr_pilot = 3e-3
+    bound = collapse.overshoot_max_learning_rate(rise, lr_pilot)
+    lrs = lr_pilot * np.geomspace(0.01, 100, 4001)
+    safe = lrs[rise * lrs / lr_pilot <= collapse.OVERSHOOT_RISE]
+    assert safe.max() <= bound < lrs[len(safe)]
+    assert collapse.overshoot_max_learning_rate(-0.01, lr_pilot) is None and collapse.overshoot_max_learning_rate(None, 1.0) is None

@@ -15,9 +15,9 @@ KNOWN_FAILING = {
                                "fixes: row diagnose-trainer-corpus)",
     "trainer_at_scale": "pg collapses within one refresh period at lr 1e-2, T >= 8, where the one-logit model "
                         "predicts no threshold (the plateau is the reward's bound; row trainer-refresh-threshold)",
-    "pilot_forecast": "the collapse model (D / H past one limit S, or the pilot's entropy overshoot) reads the "
-                      "held-out settings at 90% but leaves 1-2 cells safe but unstable at the lowest lr and misses the "
-                      "final-reward target; count/grpo has no unstable cell (rows pilot-forecast-*)",
+    "pilot_forecast": "protocol v4 (a cell unstable when any seed falls): the held-out settings are read ahead of both "
+                      "baselines, but only count/pg-1m meets every target; addition (GRPO, GSPO) erodes where D / H "
+                      "stays under S (rows pilot-forecast-*)",
 }
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
 MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label"}

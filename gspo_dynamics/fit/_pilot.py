@@ -129,6 +129,7 @@ class PilotForecast:
         if self.displacement is not None:
             T_max = self.collapse_max_refresh
             safe_T = ("any T (the ratio clip's band edge lies within the limit)" if T_max is None
+                      else "no T (the pilot's own step overshoots)" if T_max == 0 and self.overshoot
                       else "no T (one step passes the limit)" if T_max == 0 else f"T = {T_max}")
             limit = COLLAPSE_SPREAD * self.entropy
             risk = "collapse risk" if self.overshoot or self.displacement > limit else "within the limit"

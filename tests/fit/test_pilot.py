@@ -131,6 +131,7 @@ def test_an_entropy_overshoot_caps_the_safe_lr_below_the_pilots(tmp_path):
     assert f.overshoot is True and f.collapse_max_refresh == 0 and f.collapse_max_lr < 0.1
     assert f.entropy_rise == pytest.approx(0.7) and f.collapse_max_lr <= 0.1 * 0.25 / 0.7  # equation (6)
     assert any("collapse risk" in line and "entropy rose" in line for line in f.summary_lines())
+    assert any("no T (the pilot's own step overshoots)" in line for line in f.summary_lines())
 
 
 def test_no_entropy_in_the_pilot_withholds_the_collapse_forecast(tmp_path):

@@ -14,7 +14,9 @@ replaced: at the end of this docstring):
                 digit and partial credit: checked on one run at the base cell, seed 7, outside the grid's seeds,
                 whose reward moved 0.24 -> 0.44; two digits or no partial credit stay near 0 in 96 steps), and
                 four held-out settings of used pairs: pattern/grpo and count/gspo with SGD momentum, count/pg
-                and count/grpo on the 1m model.
+                and count/grpo on the 1m model. After those were scored, with the model still frozen, five more
+                (their grids run before any was read): pattern/gspo and addition/gspo with SGD momentum,
+                count/dr_grpo and pattern/dr_grpo (an objective no version used), count/gspo on the 1m model.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -44,23 +46,25 @@ replaced: at the end of this docstring):
                 one grid step, final reward within 0.05 on stable cells, and better than both baselines.
 
     python paper_repro/pilot_forecast.py --quick      # CI: 2 combinations x 4 cells x 2 seeds (~2 min on 2 cores)
-    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 17 x 20 cells x 4 seeds (~45 min)
+    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 22 x 20 cells x 4 seeds (~55 min)
     python paper_repro/pilot_forecast.py --fit-limit cells.json          # S from the development combinations
     python paper_repro/pilot_forecast.py --from-dump cells.json          # score the dumped cells (pilots re-run)
 
-Version 4 results (2026-11-25; the grids of all 17 combinations in 45 min of 2 workers on 2 cores; rows
+Version 4 results (2026-11-25; the grids of all 22 combinations in 54 min of 2 workers on 2 cores; rows
 pilot-forecast-* and the section of RESULTS.md): the model frozen at S = 2.099 (92% of the 200 development
-cells) before the confirmation was read. Held out: ours ahead of both baselines on all seven (55-85% against
-10-75% for "always stable" and 25-65% for the continuous rule); count/pg-1m PASS (85%, 1 cell safe but
-unstable, final reward within 0.001); FAIL: addition/pg 85% (3 safe but unstable), addition/grpo 55% (9),
-addition/gspo 65% (7), pattern/grpo-SGD 65% (7), count/gspo-SGD 80% (1; final-reward error 0.07),
-count/grpo-1m 85% (2; 0.20). Development: pattern/pg-SGD and count/pg-SGD PASS, eight FAIL (the 1m
-pattern grids are unstable in every cell, a tie with the continuous rule; pattern/grpo 75% where the
-lr-scaled overshoot flags its stable lowest lr). Tried on the development cells and not kept: the clip's
-cap on a window's displacement as its progress (`pilot_time`). What the misses say: under GRPO and GSPO,
-addition's reward erodes at 3-10x the base lr while D / H stays far under S (entropy 2.2), and under SGD the
-pilot's drift at the base lr (0.04 per stale step on pattern/grpo) does not foresee a collapse at 3x it;
-one limit relative to the entropy does not carry across tasks and optimizers.
+cells) before any confirmation was read. Held out, 12 settings: ours ahead of both baselines on 11 (55-100%
+against 10-80% for "always stable" and 25-80% for the continuous rule), tied with both on count/dr_grpo
+(80%); count/pg-1m PASS (85%, 1 cell safe but unstable, final reward within 0.001); FAIL: addition/pg 85%
+(3 safe but unstable), addition/grpo 55% (9), addition/gspo 65% (7), addition/gspo-SGD 70% (6),
+pattern/grpo-SGD 65% (7), pattern/gspo-SGD 60% (8), count/gspo-SGD 80% (1; final-reward error 0.07),
+count/grpo-1m 85% (2; 0.20), count/gspo-1m 95% (1; max safe T two grid steps off at the lowest lr, 0.08),
+count/dr_grpo 80% (4), pattern/dr_grpo 100% (0; final-reward error 0.13). Development: pattern/pg-SGD and
+count/pg-SGD PASS, eight FAIL (the 1m pattern grids are unstable in every cell, a tie with the continuous
+rule; pattern/grpo 75% where the lr-scaled overshoot flags its stable lowest lr). Tried on the development
+cells and not kept: the clip's cap on a window's displacement as its progress (`pilot_time`). What the
+misses say: under GRPO and GSPO, addition's reward erodes at 3-10x the base lr while D / H stays far under
+S (entropy 2.2); under SGD the pilot's drift at the base lr (0.03-0.04 per stale step on pattern) does not
+foresee the collapse at 3x it; one limit relative to the entropy does not carry across tasks and optimizers.
 
 Version 3 (2026-11-25; the seed-mean curve, its first point the first step; S = 5.064 on five development
 combinations): 10 rows, only pattern/pg-SGD PASS; the held-out settings 90% each, 1-2 cells safe but
@@ -136,6 +140,11 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "addition-pg": ("addition", "pg", {"task_options": ADDITION}, 3e-3, "confirm"),
     "addition-grpo": ("addition", "grpo", {"task_options": ADDITION}, 3e-3, "confirm"),
     "addition-gspo": ("addition", "gspo", {"task_options": ADDITION}, 3e-3, "confirm"),
+    "pattern-gspo-sgd": ("pattern", "gspo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
+    "addition-gspo-sgd": ("addition", "gspo", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
+    "count-dr_grpo": ("count", "dr_grpo", {}, 3e-3, "confirm"),
+    "pattern-dr_grpo": ("pattern", "dr_grpo", {}, 3e-3, "confirm"),
+    "count-gspo-1m": ("count", "gspo", {"model": "1m"}, 3e-3, "confirm"),
 }
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
 REFRESH_INTERVALS = (1, 4, 16, 32)

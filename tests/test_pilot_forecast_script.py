@@ -19,7 +19,7 @@ def test_max_stable_T_is_the_grid_point_before_the_first_unstable_one(script):
     assert script.max_stable_T({(0.1, T): True for T in Ts}, 0.1, Ts) == 0
 
 
-def grid_curves(cells: dict, steps: int = 96, seeds: int = 2, start: float = 0.3) -> dict:
+def grid_curves(cells: dict, steps: int = 96, seeds: int = 2) -> dict:
     """Seed curves of a grid: each (lr, T) -> an array (seeds, steps) or a function of (seed, steps)."""
     out = {}
     for cell, curve in cells.items():

@@ -189,8 +189,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
 
 def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, measured: list[str], assumed: list[str]) -> dict:
     """The pilot's collapse fields (`theory.collapse`): D at the config's point, the bounds on T and lr for
-    the absolute limit S H (equation (5), H the pilot's mean token entropy), and the entropy overshoot,
-    which caps the safe lr below the pilot's."""
+    the absolute limit S H (equation (5), H the pilot's mean token entropy), and the entropy rise r of its
+    first updates, which caps the safe lr at lr_pilot OVERSHOOT_RISE / r (equation (6))."""
     out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
                entropy_rise=None)
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
@@ -202,7 +202,8 @@ def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, measured: list[
     H, s = float(entropy.mean()), delta / hp.lr
     clip = None if hp.correction == "none" else hp.clip_high
     limit = collapse.relative_limit(COLLAPSE_SPREAD, H)
-    out.update(entropy=H, overshoot=collapse.overshoots(log["entropy"][:n]), entropy_rise=collapse.entropy_rise(log["entropy"][:n]),
+    first = log["entropy"][:n]
+    out.update(entropy=H, overshoot=collapse.overshoots(first), entropy_rise=collapse.entropy_rise(first),
                displacement=collapse.displacement(s, hp.lr, hp.refresh_interval, clip),
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))

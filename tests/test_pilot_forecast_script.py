@@ -146,3 +146,19 @@ def test_final_reward_reads_each_steps_sampler(script):
     expected = {T: np.mean([(lag + 0.5 * T * (k // T)) / 100 for k in steps]) for T in (1, 4, 32)}
     for T, value in expected.items():
         assert script.forecast_final_reward(fc, 0.5, T) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("content, says", [
+    ('{"count-pg": {"lr_pilot": 0.003, "cells": []}}', "no seed curves"),  # a version-3 dump: cells only
+    ("[1, 2]", "unknown combinations"),
+    ("{not json", "cannot read the dump"),
+    ('{"no-such-combination": {"curves": []}}', "unknown combinations"),
+])
+def test_a_bad_dump_is_one_line_and_exit_2(script, tmp_path, capsys, content, says):
+    import argparse
+
+    path = tmp_path / "cells.json"
+    path.write_text(content)
+    with pytest.raises(SystemExit) as stop:
+        script.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path))
+    assert stop.value.code == 2 and says in capsys.readouterr().err

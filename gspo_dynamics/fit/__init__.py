@@ -9,7 +9,7 @@
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
-from gspo_dynamics.fit._pilot import COLLAPSE_SPREAD, PilotForecast, load_pilot, pilot_forecast
+from gspo_dynamics.fit._pilot import COLLAPSE_SPREAD, PilotForecast, collapse_grid, load_pilot, pilot_forecast
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "PilotForecast",
     "TrajectoryFit",
     "check_reward_range",
+    "collapse_grid",
     "fit_exponential",
     "fisher_g",
     "fit_oscillator",

@@ -141,6 +141,21 @@ class PilotForecast:
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
 
 
+def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
+    """The collapse model's risk over (lr, T), (len(refresh_intervals), len(lrs)) booleans: D(lr, T) > S H
+    (`theory.collapse` (5)) or lr past the entropy overshoot's bound (6), from the pilot's drift, entropy
+    and rise; None where the pilot measured no drift or entropy (the forecast withholds it too)."""
+    if forecast.displacement is None:
+        return None
+    hp = forecast.config.setup.hparams
+    clip = None if hp.correction == "none" else hp.clip_high
+    lrs = np.asarray(lrs, dtype=float)
+    risk = collapse.displacement_grid(forecast.drift_per_step / hp.lr, lrs, refresh_intervals, clip) > \
+        collapse.relative_limit(COLLAPSE_SPREAD, forecast.entropy)
+    bound = collapse.overshoot_max_learning_rate(forecast.entropy_rise, hp.lr)
+    return risk if bound is None else risk | (lrs > bound)[None, :]
+
+
 def _keys(d: dict) -> dict[str, float]:
     return {str(k): v for k, v in d.items()}
 

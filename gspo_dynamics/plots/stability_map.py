@@ -2,8 +2,10 @@
 the pilot's reward and the fitted curve it implies.
 
 Without a pilot the map is over the stiffness per step eta K and the refresh interval T (a config
-fixes T and mu, not eta K); with a pilot it is over the learning rate and T, the pilot's measured
-stiffness scaled with the learning rate (`predict.stability_grid`). Drawing only: the numbers come
+fixes T and mu, not eta K); with a pilot it is over the learning rate and T: shaded, the linear model
+with the pilot's measured stiffness scaled with the learning rate (`predict.stability_grid`, where its
+premises hold); hatched, the collapse model's risk (`fit.collapse_grid`: the displacement between
+samplers past S H, or the pilot's entropy overshoot scaled to the lr). Drawing only: the numbers come
 from `predict` and `fit`.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from gspo_dynamics.fit import collapse_grid
 from gspo_dynamics.plots.style import DATA, FIT, THEORY, WARN, figure_style, note
 from gspo_dynamics.predict import stability_grid, stiffness_bounds
 
@@ -32,19 +35,28 @@ def _config_map(ax, forecast) -> None:
 
 
 def _lr_map(ax, forecast) -> None:
+    """Shaded: the linear model's unstable region (the pilot's stiffness scaled with lr), where its premises
+    hold; hatched, with its edge: the collapse model's risk (`fit.collapse_grid`)."""
     hp, imp = forecast.config.setup.hparams, forecast.implications
     kappa = None if imp.stiffness_per_step is None else imp.stiffness_per_step.value
-    if not kappa or kappa <= 0:
-        note(ax, "the pilot's fit gives no stiffness:\nno (lr, T) map")
-        return
     lrs = np.geomspace(hp.lr / LR_SPAN, hp.lr * LR_SPAN, 121)
-    unstable = stability_grid(kappa / hp.lr, forecast.config.momentum, lrs, REFRESH_INTERVALS)
-    ax.pcolormesh(lrs, REFRESH_INTERVALS, unstable, cmap="Oranges", vmin=0, vmax=2.5, shading="nearest")
+    collapse = collapse_grid(forecast, lrs, REFRESH_INTERVALS)
+    if (not kappa or kappa <= 0) and collapse is None:
+        note(ax, "the pilot gives no stiffness and no drift:\nno (lr, T) map")
+        return
+    if kappa and kappa > 0 and forecast.max_safe_lr is not None:
+        unstable = stability_grid(kappa / hp.lr, forecast.config.momentum, lrs, REFRESH_INTERVALS)
+        ax.pcolormesh(lrs, REFRESH_INTERVALS, unstable, cmap="Oranges", vmin=0, vmax=2.5, shading="nearest")
+    else:
+        ax.text(0.03, 0.97, "linear map withheld: " + forecast.lr_note.split(":")[0][:48], transform=ax.transAxes,
+                ha="left", va="top", fontsize=6, color=DATA, bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
+    if collapse is not None and collapse.any():
+        ax.contourf(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5, 1.5], colors="none", hatches=["///"])
+        ax.contour(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5], colors=[WARN], linewidths=1.0)
+        ax.plot([], [], color=WARN, lw=1.0, label="collapse risk (hatched): D > S H or the entropy overshoot")
     ax.plot(hp.lr, hp.refresh_interval, "o", color=THEORY, ms=6, label="this config")
     ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="refresh interval T",
-           title="stability map from the pilot (shaded: unstable)")
-    if forecast.max_safe_lr is None:
-        note(ax, "premises fail: the linear map\nis shown, not trusted:\n" + forecast.lr_note[:60])
+           title="stability map from the pilot (shaded: linear model)")
     ax.legend(fontsize=6, loc="lower left")
 
 

@@ -73,6 +73,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 
@@ -94,6 +96,16 @@ def displacement(drift_per_lr: float, lr: float, refresh_interval: int, clip_hig
     step = _positive("lr", lr) * _positive("drift_per_lr", drift_per_lr)
     coherent = positive_int("refresh_interval", refresh_interval) * step
     return coherent if clip_high is None else min(coherent, max(step, math.log1p(_positive("clip_high", clip_high))))
+
+
+def displacement_grid(drift_per_lr: float, lrs, refresh_intervals, clip_high: float | None = None) -> np.ndarray:
+    """`displacement` over a grid, vectorised: D[i, j] at (lrs[j], refresh_intervals[i]), equations (2)
+    and (4) (checked against the scalar route in tests/theory/test_collapse.py)."""
+    step = _positive("drift_per_lr", drift_per_lr) * np.asarray(lrs, dtype=float)[None, :]
+    coherent = np.asarray(refresh_intervals, dtype=float)[:, None] * step
+    if clip_high is None:
+        return coherent
+    return np.minimum(coherent, np.maximum(step, math.log1p(_positive("clip_high", clip_high))))
 
 
 def max_safe_refresh_interval(drift_per_lr: float, lr: float, limit: float, clip_high: float | None = None) -> int | None:

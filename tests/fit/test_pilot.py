@@ -205,3 +205,43 @@ def test_the_two_drift_routes_on_a_trainer_run_measure_different_things(tmp_path
     by_variance = _drift_from_variance(log, 32, [])
     by_clip = _drift_from_clip_fraction(log, 32, hp, [])
     assert by_variance > 0 and by_clip > 0 and by_variance / by_clip > 5, (by_variance, by_clip)
+
+
+@pytest.mark.parametrize("correction, entropy", [("none", np.full(40, 0.8)), ("token", np.r_[0.5, 0.8, 0.85, np.full(37, 0.6)])])
+def test_collapse_grid_agrees_with_the_forecasts_own_bounds(tmp_path, correction, entropy):
+    """The map's collapse region cell by cell against the scalar route: D(lr, T) > S H (`collapse.displacement`)
+    or lr past the overshoot's bound (equation (6)); at the config's lr its first safe-free T is the
+    forecast's collapse_max_refresh + 1, and at its T the region starts past collapse_max_lr."""
+    from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid
+    from gspo_dynamics.theory import collapse
+
+    f = drift_pilot(tmp_path, correction, 0.2, entropy)
+    lrs, Ts = np.geomspace(1e-3, 10, 41), np.arange(1, 65)
+    grid = collapse_grid(f, lrs, Ts)
+    s, clip = f.drift_per_step / 0.1, None if correction == "none" else 0.2
+    bound = collapse.overshoot_max_learning_rate(f.entropy_rise, 0.1)
+    loop = np.array([[collapse.displacement(s, lr, int(T), clip) > COLLAPSE_SPREAD * f.entropy
+                      or (bound is not None and lr > bound) for lr in lrs] for T in Ts])
+    assert np.array_equal(grid, loop)
+    at_lr = collapse_grid(f, [0.1], Ts)[:, 0]
+    assert (f.collapse_max_refresh is None and not at_lr.any()) or not at_lr[:f.collapse_max_refresh].any()
+    at_T = collapse_grid(f, lrs, [4])[0]
+    assert not at_T[lrs <= f.collapse_max_lr * (1 - 1e-9)].any() and at_T[lrs > f.collapse_max_lr * (1 + 1e-9)].all()
+
+
+def test_collapse_grid_is_withheld_without_drift_or_entropy(tmp_path):
+    from gspo_dynamics.fit import collapse_grid
+
+    assert collapse_grid(drift_pilot(tmp_path, "none", 0.2, None), [0.1], [1]) is None
+
+
+def test_the_map_hatches_the_collapse_region_and_withholds_a_failed_linear_map(tmp_path):
+    """`predict --plot` with a pilot that overshot: the (lr, T) panel carries the collapse region (its edge
+    and legend entry) and the config's point."""
+    from gspo_dynamics.plots.stability_map import stability_map_figure
+
+    f = drift_pilot(tmp_path, "token", 0.2, np.r_[0.5, 0.8, 0.85, np.full(37, 0.6)])
+    ax = stability_map_figure(f).axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("collapse risk" in label for label in labels) and "this config" in labels
+    assert ax.get_xlabel() == "learning rate"

@@ -141,3 +141,12 @@ def test_the_overshoot_bound_is_where_the_scaled_rise_passes_a_quarter(rise):
     safe = lrs[rise * lrs / lr_pilot <= collapse.OVERSHOOT_RISE]
     assert safe.max() <= bound < lrs[len(safe)]
     assert collapse.overshoot_max_learning_rate(-0.01, lr_pilot) is None and collapse.overshoot_max_learning_rate(None, 1.0) is None
+
+
+@pytest.mark.parametrize("clip", [None, 0.2, 1e6])
+def test_displacement_grid_is_the_scalar_displacement_at_every_cell(clip):
+    """Vectorised against the loop over the scalar `displacement` (equations (2), (4)): equal to rounding."""
+    lrs, Ts = np.geomspace(1e-4, 1e-1, 13), np.array([1, 2, 4, 16, 64])
+    grid = collapse.displacement_grid(7.0, lrs, Ts, clip)
+    loop = np.array([[collapse.displacement(7.0, lr, int(T), clip) for lr in lrs] for T in Ts])
+    assert grid.shape == (len(Ts), len(lrs)) and np.allclose(grid, loop, rtol=1e-12, atol=0)

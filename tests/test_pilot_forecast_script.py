@@ -42,11 +42,16 @@ def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward(
     back by 0.5 half-way (1 unstable seed), and one where a seed jumps to 0 at its first update (a fall of 0.3
     from the initial reward, though no block of its own ever held it); stable: a rise to 1, and a flat run
     with per-step noise 0.05 (16-step means vary by ~0.013, far below the margin)."""
-    rise = lambda s, n: np.linspace(0.3, 1.0, n)  # noqa: E731
-    noise = np.random.default_rng(0).standard_normal((2, 96))
+    def rise(seed, n):
+        return np.linspace(0.3, 1.0, n)
+
     def falls_back(seed, n):
         return rise(seed, n) - 0.5 * ((seed == 1) & (np.arange(n) >= 48))
-    jump = lambda s, n: np.r_[0.3, np.zeros(n - 1)] if s == 0 else rise(s, n)  # noqa: E731
+
+    def jump(seed, n):
+        return np.r_[0.3, np.zeros(n - 1)] if seed == 0 else rise(seed, n)
+
+    noise = np.random.default_rng(0).standard_normal((2, 96))
     curves = grid_curves({(1e-3, 1): rise, (1e-3, 4): falls_back, (1e-3, 16): jump, (1e-3, 32): 0.3 + 0.05 * noise})
     cells = script.measured_cells(curves, [1e-3], (1, 4, 16, 32))
     assert [cells[(1e-3, T)][0] for T in (1, 4, 16, 32)] == [False, True, True, False]

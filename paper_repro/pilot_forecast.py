@@ -113,7 +113,7 @@ import numpy as np
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
 from trainer_at_scale import Runs
 
-from gspo_dynamics.fit import COLLAPSE_SPREAD, pilot_forecast
+from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid, pilot_forecast
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.predict import read_run_config
 from gspo_dynamics.theory import collapse
@@ -223,15 +223,13 @@ def time_to_plateau(series: np.ndarray, final: float) -> float:
 
 
 def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
-    """Ours, the collapse part (`theory.collapse`), from a combination's pilot quantities `d` (a dump entry):
-    the pilot's entropy rise r, scaled to the cell's lr, passes the overshoot limit, r lr / lr_pilot >
-    OVERSHOOT_RISE (equation (6)), or D(lr, T) > S H (equation (5))."""
+    """Ours, the collapse part, from a combination's pilot quantities `d` (a dump entry) at the limit S
+    (`theory.collapse.at_risk`: r lr / lr_pilot > OVERSHOOT_RISE, equation (6), or D(lr, T) > S H, (5));
+    `fit_limit` scans S with it, the forecast itself reads the shipped S through `fit.collapse_grid`."""
     if not d["drift_per_step"] or not d.get("entropy"):
         return False
-    rise = d.get("entropy_rise")
-    if rise is not None and rise * lr / d["lr_pilot"] > collapse.OVERSHOOT_RISE:
-        return True
-    return relative_displacement(d, lr, T) > limit
+    return bool(collapse.at_risk(d["drift_per_step"] / d["lr_pilot"], d["entropy"], d.get("entropy_rise"), d["lr_pilot"],
+                                 [lr], [T], limit, d.get("clip"))[0, 0])
 
 
 def relative_displacement(d: dict, lr: float, T: int) -> float:
@@ -239,19 +237,19 @@ def relative_displacement(d: dict, lr: float, T: int) -> float:
     return collapse.displacement(d["drift_per_step"] / d["lr_pilot"], lr, T, d.get("clip")) / d["entropy"]
 
 
-def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts, limit: float = COLLAPSE_SPREAD) -> dict:
+def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
     """(lr, T) -> {forecaster: unstable?} from the pilot's forecast `fc` (module docstring): ours is
-    unstable past the linear threshold or when the pilot's quantities say collapse (`collapses`)."""
+    unstable past the linear threshold or where the pilot's quantities say collapse (`fit.collapse_grid`)."""
     imp = fc.implications
     kappa = imp.stiffness_per_step.value if imp.stiffness_per_step is not None else math.nan
     usable = fc.max_safe_lr is not None and math.isfinite(kappa) and kappa > 0
-    pilot_quantities = pilot_entry(fc, lr_pilot)
+    risk = collapse_grid(fc, lrs, Ts)
     out = {}
-    for lr in lrs:
+    for j, lr in enumerate(lrs):
         k = kappa * lr / lr_pilot
         t_c = int(critical_refresh_interval(k, 0.0, 1.0, mu, t_max=max(Ts))) or None if usable else None
-        for T in Ts:
-            out[(lr, T)] = {"ours": (t_c is not None and T >= t_c) or collapses(pilot_quantities, lr, T, limit),
+        for i, T in enumerate(Ts):
+            out[(lr, T)] = {"ours": (t_c is not None and T >= t_c) or (risk is not None and bool(risk[i, j])),
                             "continuous": math.isfinite(k) and k * T >= 1 - mu,
                             "always stable": False}
     return out
@@ -260,8 +258,7 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts, limit: float = COLLA
 def pilot_entry(fc, lr_pilot: float) -> dict:
     """The pilot's quantities the collapse forecast uses (and a --dump keeps)."""
     hp = fc.config.setup.hparams
-    return {"lr_pilot": lr_pilot, "drift_per_step": fc.drift_per_step, "entropy": fc.entropy, "overshoot": fc.overshoot,
-            "entropy_rise": fc.entropy_rise,
+    return {"lr_pilot": lr_pilot, "drift_per_step": fc.drift_per_step, "entropy": fc.entropy, "entropy_rise": fc.entropy_rise,
             "clip": None if hp.correction == "none" else hp.clip_high,
             "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value}
 
@@ -433,7 +430,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--workers", type=int, default=1, help="runs at a time, each in its own process")
     parser.add_argument("--only", help="comma-separated combinations (default: the mode's)")
-    parser.add_argument("--dump", help="write every combination's pilot drift and measured cells to this JSON file")
+    parser.add_argument("--dump", help="write every combination's pilot quantities and seed curves to this JSON file")
     parser.add_argument("--fit-limit", metavar="DUMP", help="print the collapse limit S that fits a --dump of the "
                                                              "development combinations, and exit")
     parser.add_argument("--from-dump", metavar="DUMP", help="score the cells of a --dump (the pilots are re-run, "
@@ -469,7 +466,6 @@ def read_dump(parser: argparse.ArgumentParser, path: str) -> dict:
 
 def dump_entry(name: str, result: dict, wall: float) -> dict:
     return {**pilot_entry(result["forecast"], COMBINATIONS[name][3]), "wall_s": wall,
-            "cells": [[lr, T, *m] for (lr, T), m in result["measured"].items()],
             "curves": [[lr, T, {k: np.round(c[k], 4).tolist() for k in ("reward", "entropy") if k in c}]
                        for (lr, T), c in result["curves"].items()]}  # (seeds, steps) each: any measure, recomputed
 

@@ -148,12 +148,8 @@ def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray
     if forecast.displacement is None:
         return None
     hp = forecast.config.setup.hparams
-    clip = None if hp.correction == "none" else hp.clip_high
-    lrs = np.asarray(lrs, dtype=float)
-    risk = collapse.displacement_grid(forecast.drift_per_step / hp.lr, lrs, refresh_intervals, clip) > \
-        collapse.relative_limit(COLLAPSE_SPREAD, forecast.entropy)
-    bound = collapse.overshoot_max_learning_rate(forecast.entropy_rise, hp.lr)
-    return risk if bound is None else risk | (lrs > bound)[None, :]
+    return collapse.at_risk(forecast.drift_per_step / hp.lr, forecast.entropy, forecast.entropy_rise, hp.lr, lrs,
+                            refresh_intervals, COLLAPSE_SPREAD, None if hp.correction == "none" else hp.clip_high)
 
 
 def _keys(d: dict) -> dict[str, float]:

@@ -155,6 +155,18 @@ def overshoot_max_learning_rate(rise: float | None, lr_pilot: float) -> float | 
     return None if rise is None or not rise > 0 else lr_pilot * OVERSHOOT_RISE / rise
 
 
+def at_risk(drift_per_lr: float, entropy: float, rise: float | None, lr_pilot: float, lrs, refresh_intervals,
+            limit: float, clip_high: float | None = None) -> np.ndarray:
+    """The collapse forecast over a grid, (len(refresh_intervals), len(lrs)) booleans: D(lr, T) > S H
+    (equation (5), D from `displacement_grid`) or r lr / lr_pilot > OVERSHOOT_RISE (equation (6); no
+    overshoot term when the rise r is unknown)."""
+    lrs = np.asarray(lrs, dtype=float)
+    risk = displacement_grid(drift_per_lr, lrs, refresh_intervals, clip_high) > relative_limit(limit, entropy)
+    if rise is None:
+        return risk
+    return risk | (rise * lrs / _positive("lr_pilot", lr_pilot) > OVERSHOOT_RISE)[None, :]
+
+
 def overshoots(entropy) -> bool:
     """Whether the token entropy rises by more than OVERSHOOT_RISE over its first value within the first
     OVERSHOOT_STEPS steps (module docstring): the pilot's single step is already past the basin."""

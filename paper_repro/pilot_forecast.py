@@ -1,22 +1,23 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
-Protocol, version 4 (fixed, and the confirmation grids run, before the version-4 model was fitted; the
-grid, the seeds and the roles below do not change with the results; versions 1-3 and why each was
-replaced: at the end of this docstring):
+Protocol, version 5 (fixed, and the confirmation grids run, before the version-5 model was fitted; the
+grid, the seeds, the measure and the pilot are version 4's; the roles below do not change with the
+results; versions 1-4 and why each was replaced: at the end of this docstring):
 
   combinations  (task, objective, optimizer, model) of our trainer, G = 8, N = 4 prompts per step, 100k model
-                unless named. Development: the ten combinations of versions 2-3 (count/pg, pattern/grpo,
-                count/gspo, pattern/gspo, count/grpo, pattern/pg with AdamW and with SGD momentum 0.9, count/pg
-                with SGD, pattern/grpo and pattern/gspo on the 1m model), their grids run again so that the
-                seed curves are kept. Confirmation, never used while developing, chosen and their grids run
-                before the model was fitted, their results not read until it was: addition/pg, addition/grpo
-                and addition/gspo, the (task, objective) pairs no earlier version could use (addition with one
-                digit and partial credit: checked on one run at the base cell, seed 7, outside the grid's seeds,
-                whose reward moved 0.24 -> 0.44; two digits or no partial credit stay near 0 in 96 steps), and
-                four held-out settings of used pairs: pattern/grpo and count/gspo with SGD momentum, count/pg
-                and count/grpo on the 1m model. After those were scored, with the model still frozen, five more
-                (their grids run before any was read): pattern/gspo and addition/gspo with SGD momentum,
-                count/dr_grpo and pattern/dr_grpo (an objective no version used), count/gspo on the 1m model.
+                unless named; the role (COMBINATIONS) is the version that held a combination out.
+                Development (DEVELOPMENT): the 22 combinations of version 4, all seen: its ten development
+                ones ("develop": count/pg, pattern/grpo, count/gspo, pattern/gspo, count/grpo, pattern/pg with
+                AdamW and with SGD momentum 0.9, count/pg with SGD, pattern/grpo and pattern/gspo on the 1m
+                model) and its twelve held-out ones ("confirm-4": addition with one digit and partial credit
+                under pg, grpo, gspo and gspo-SGD; pattern/grpo, pattern/gspo and count/gspo with SGD momentum;
+                count/pg, count/grpo and count/gspo on the 1m model; count/dr_grpo and pattern/dr_grpo).
+                Confirmation ("confirm-5"), chosen and their grids run before the version-5 model was fitted,
+                their results not read until it was frozen and committed: objectives no version used (dapo
+                on count and pattern, cispo on pattern and addition, gspo_token on addition), addition under
+                dr_grpo and under pg with SGD momentum, group sizes no version used at the same N G = 32
+                responses per step (count/grpo with G = 4, N = 8; pattern/grpo with G = 16, N = 2), and
+                addition/grpo on the 1m model.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -30,11 +31,12 @@ replaced: at the end of this docstring):
                 reward: the seed-mean reward of the last PLATEAU_STEPS steps.
   forecasts     ours: `fit.pilot_forecast` at each cell's (lr, T): unstable when T exceeds the max safe T
                 of the pilot's stiffness scaled to the cell's lr (the linear model; none where its premises
-                fail), or when the displacement between samplers passes the collapse limit relative to the
-                pilot's token entropy, D(lr, T) > S H (`theory.collapse`, equations (2)-(5): T lr s, capped by
-                the clip's band edge after the first step; s from the pilot's stale steps, H its mean entropy,
-                S = fit.COLLAPSE_SPREAD set on the development combinations by --fit-limit on a --dump of their
-                cells), or when the pilot's entropy rise on its first updates r, scaled to the cell's lr, passes
+                fail), or when the signal-weighted displacement between samplers passes the collapse limit
+                relative to the pilot's token entropy, (1 - z) D(lr, T) > S H (`theory.collapse`, equations
+                (2)-(5) and (7): D = T lr s, capped by the clip's band edge after the first step; s from the
+                pilot's stale steps, H its mean entropy, z its mean zero-std share, S = fit.COLLAPSE_SPREAD set
+                on the development combinations by --fit-limit on a --dump of their cells; version 4: D > S H),
+                or when the pilot's entropy rise on its first updates r, scaled to the cell's lr, passes
                 a quarter: r lr / lr_pilot > 1/4 (equation (6); version 3: r > 1/4 and lr >= lr_pilot); baseline "continuous": eta K T < 1 - mu with the pilot's eta K
                 scaled to the lr; baseline "always stable". Final reward and time to plateau: the pilot's fitted
                 curve with its time scaled by the cell's lr over the pilot's, each step read at its sampler
@@ -133,19 +135,30 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "pattern-grpo-1m": ("pattern", "grpo", {"model": "1m"}, 3e-3, "develop"),
     "count-pg-sgd": ("count", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "develop"),
     "pattern-gspo-1m": ("pattern", "gspo", {"model": "1m"}, 3e-3, "develop"),
-    "count-pg-1m": ("count", "pg", {"model": "1m"}, 3e-3, "confirm"),
-    "count-grpo-1m": ("count", "grpo", {"model": "1m"}, 3e-3, "confirm"),
-    "pattern-grpo-sgd": ("pattern", "grpo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
-    "count-gspo-sgd": ("count", "gspo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
-    "addition-pg": ("addition", "pg", {"task_options": ADDITION}, 3e-3, "confirm"),
-    "addition-grpo": ("addition", "grpo", {"task_options": ADDITION}, 3e-3, "confirm"),
-    "addition-gspo": ("addition", "gspo", {"task_options": ADDITION}, 3e-3, "confirm"),
-    "pattern-gspo-sgd": ("pattern", "gspo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
-    "addition-gspo-sgd": ("addition", "gspo", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm"),
-    "count-dr_grpo": ("count", "dr_grpo", {}, 3e-3, "confirm"),
-    "pattern-dr_grpo": ("pattern", "dr_grpo", {}, 3e-3, "confirm"),
-    "count-gspo-1m": ("count", "gspo", {"model": "1m"}, 3e-3, "confirm"),
+    "count-pg-1m": ("count", "pg", {"model": "1m"}, 3e-3, "confirm-4"),
+    "count-grpo-1m": ("count", "grpo", {"model": "1m"}, 3e-3, "confirm-4"),
+    "pattern-grpo-sgd": ("pattern", "grpo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-4"),
+    "count-gspo-sgd": ("count", "gspo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-4"),
+    "addition-pg": ("addition", "pg", {"task_options": ADDITION}, 3e-3, "confirm-4"),
+    "addition-grpo": ("addition", "grpo", {"task_options": ADDITION}, 3e-3, "confirm-4"),
+    "addition-gspo": ("addition", "gspo", {"task_options": ADDITION}, 3e-3, "confirm-4"),
+    "pattern-gspo-sgd": ("pattern", "gspo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-4"),
+    "addition-gspo-sgd": ("addition", "gspo", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-4"),
+    "count-dr_grpo": ("count", "dr_grpo", {}, 3e-3, "confirm-4"),
+    "pattern-dr_grpo": ("pattern", "dr_grpo", {}, 3e-3, "confirm-4"),
+    "count-gspo-1m": ("count", "gspo", {"model": "1m"}, 3e-3, "confirm-4"),
+    "count-dapo": ("count", "dapo", {}, 3e-3, "confirm-5"),
+    "pattern-dapo": ("pattern", "dapo", {}, 3e-3, "confirm-5"),
+    "pattern-cispo": ("pattern", "cispo", {}, 3e-3, "confirm-5"),
+    "addition-cispo": ("addition", "cispo", {"task_options": ADDITION}, 3e-3, "confirm-5"),
+    "addition-gspo_token": ("addition", "gspo_token", {"task_options": ADDITION}, 3e-3, "confirm-5"),
+    "addition-dr_grpo": ("addition", "dr_grpo", {"task_options": ADDITION}, 3e-3, "confirm-5"),
+    "addition-pg-sgd": ("addition", "pg", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-5"),
+    "count-grpo-g4": ("count", "grpo", {"group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-5"),
+    "pattern-grpo-g16": ("pattern", "grpo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-5"),
+    "addition-grpo-1m": ("addition", "grpo", {"task_options": ADDITION, "model": "1m"}, 3e-3, "confirm-5"),
 }
+DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
 REFRESH_INTERVALS = (1, 4, 16, 32)
 STEPS = 96
@@ -165,8 +178,8 @@ QUICK = dict(combinations=("count-pg", "pattern-grpo"), lr_factors=(1.0, 10.0), 
 
 def base_config(name: str) -> TrainConfig:
     task, objective, fields, lr, _ = COMBINATIONS[name]
-    return TrainConfig(task=task, objective=objective, steps=STEPS, group_size=8, prompts_per_step=4, lr=lr,
-                       device="cpu", **{"model": "100k", **fields})
+    return TrainConfig(task=task, objective=objective, steps=STEPS, lr=lr, device="cpu",
+                       **{"model": "100k", "group_size": 8, "prompts_per_step": 4, **fields})
 
 
 def pilot(cfg: TrainConfig):
@@ -229,12 +242,13 @@ def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
     if not d["drift_per_step"] or not d.get("entropy"):
         return False
     return bool(collapse.at_risk(d["drift_per_step"] / d["lr_pilot"], d["entropy"], d.get("entropy_rise"), d["lr_pilot"],
-                                 [lr], [T], limit, d.get("clip"))[0, 0])
+                                 [lr], [T], limit, d.get("clip"), d.get("signal_share", 1.0))[0, 0])
 
 
 def relative_displacement(d: dict, lr: float, T: int) -> float:
-    """D(lr, T) / H from a combination's pilot quantities (`theory.collapse` (2)-(5))."""
-    return collapse.displacement(d["drift_per_step"] / d["lr_pilot"], lr, T, d.get("clip")) / d["entropy"]
+    """(1 - z) D(lr, T) / H from a combination's pilot quantities (`theory.collapse` (2)-(5), (7))."""
+    D = collapse.displacement(d["drift_per_step"] / d["lr_pilot"], lr, T, d.get("clip"))
+    return d.get("signal_share", 1.0) * D / d["entropy"]
 
 
 def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
@@ -259,6 +273,7 @@ def pilot_entry(fc, lr_pilot: float) -> dict:
     """The pilot's quantities the collapse forecast uses (and a --dump keeps)."""
     hp = fc.config.setup.hparams
     return {"lr_pilot": lr_pilot, "drift_per_step": fc.drift_per_step, "entropy": fc.entropy, "entropy_rise": fc.entropy_rise,
+            "signal_share": fc.signal_share,
             "clip": None if hp.correction == "none" else hp.clip_high,
             "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value}
 
@@ -443,7 +458,7 @@ def arguments() -> argparse.Namespace:
         args.from_dump = read_dump(parser, args.from_dump)
     if args.fit_limit:
         dump = read_dump(parser, args.fit_limit)
-        develop = {name: d for name, d in dump.items() if COMBINATIONS[name][4] == "develop"}
+        develop = {name: d for name, d in dump.items() if COMBINATIONS[name][4] in DEVELOPMENT}
         S, accuracy = fit_limit(develop)
         parser.exit(0, f"collapse limit S = {S:.4g} (accuracy {accuracy:.0%} on {', '.join(develop)}; "
                        f"left out: {', '.join(set(dump) - set(develop)) or 'none'})\n")

@@ -51,14 +51,15 @@ from gspo_dynamics.theory.linear import critical_learning_rate
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 REFRESH_INTERVALS = (1, 2, 4, 8, 16, 32)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
-# S of `theory.collapse`: the displacement between consecutive samplers relative to the policy's token
-# entropy, D / H (D = T lr s, capped by a ratio clip's band edge after a window's first step), past which
-# a run is at risk of collapse. Set from the ten development combinations of paper_repro/pilot_forecast.py,
-# protocol version 4 (`--fit-limit` on their re-measured cells, 2026-11-25: 92% of their 200 cells, with
-# the lr-scaled entropy overshoot, equation (6)), never from the confirmation ones. (Version 3's 5.064 was
-# fitted on five combinations with a seed-mean measure that hid single-seed collapses; version 2's absolute
-# limit, 0.674 nats, held on 78% of its cells: pattern turns unstable from D ~ 0.2, count stays stable at 5.)
-COLLAPSE_SPREAD = 2.099
+# S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
+# policy's token entropy, (1 - z) D / H (D = T lr s, capped by a ratio clip's band edge after a window's first
+# step; 1 - z the share of groups with signal), past which a run is at risk of collapse (equation (7)). Set
+# from the 22 development combinations of paper_repro/pilot_forecast.py, protocol version 5 (`--fit-limit` on
+# their cells, 2026-11-25: 89% of their 440 cells, with the lr-scaled entropy overshoot, equation (6)), never
+# from its ten confirmation ones. (Version 4's 2.099, without the signal share, on ten of them: 92% of their
+# 200 cells, 84% of the 440; version 3's 5.064 was fitted on five with a seed-mean measure that hid single-seed
+# collapses; version 2's absolute limit, 0.674 nats, held on 78% of its cells.)
+COLLAPSE_SPREAD = 0.3055
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class PilotForecast:
     entropy: float | None  # the pilot's mean token entropy H: the limit is COLLAPSE_SPREAD x H (equation (5))
     overshoot: bool | None  # the pilot's entropy rose on its first updates (theory.collapse.overshoots)
     entropy_rise: float | None  # that rise r over its first value; lr > lr_pilot OVERSHOOT_RISE / r is at risk (6)
+    signal_share: float | None  # 1 - z, the pilot's share of groups with signal: the limit is S H / (1 - z) (7)
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T'
     fit: TrajectoryFit | None = None  # the pilot's reward fit
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
@@ -97,6 +99,7 @@ class PilotForecast:
                 "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
+                "signal_share": self.signal_share,
                 "measured": self.measured, "assumed": self.assumed})
 
     def summary_lines(self) -> list[str]:
@@ -131,25 +134,28 @@ class PilotForecast:
             safe_T = ("any T (the ratio clip's band edge lies within the limit)" if T_max is None
                       else "no T (the pilot's own step overshoots)" if T_max == 0 and self.overshoot
                       else "no T (one step passes the limit)" if T_max == 0 else f"T = {T_max}")
-            limit = COLLAPSE_SPREAD * self.entropy
+            limit = collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share)
             risk = "collapse risk" if self.overshoot or self.displacement > limit else "within the limit"
             why = "; the pilot's entropy rose on its first updates" if self.overshoot else ""
-            lines.append(f"  displacement between samplers D = {self.displacement:.3g} against the collapse limit "
-                         f"S H = {COLLAPSE_SPREAD:g} x {self.entropy:.3g}: {risk} (margin {1 - self.displacement / limit:+.0%}{why})")
+            lines.append(f"  displacement between samplers D = {self.displacement:.3g} against the collapse limit S H / (1 - z) "
+                         f"= {COLLAPSE_SPREAD:g} x {self.entropy:.3g} / {self.signal_share:.3g}: {risk} "
+                         f"(margin {1 - self.displacement / limit:+.0%}{why})")
             lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
 
 
 def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
-    """The collapse model's risk over (lr, T), (len(refresh_intervals), len(lrs)) booleans: D(lr, T) > S H
-    (`theory.collapse` (5)) or lr past the entropy overshoot's bound (6), from the pilot's drift, entropy
-    and rise; None where the pilot measured no drift or entropy (the forecast withholds it too)."""
+    """The collapse model's risk over (lr, T), (len(refresh_intervals), len(lrs)) booleans: (1 - z) D(lr, T)
+    > S H (`theory.collapse` (5), (7)) or lr past the entropy overshoot's bound (6), from the pilot's drift,
+    entropy, signal share and rise; None where the pilot measured no drift or entropy (the forecast
+    withholds it too)."""
     if forecast.displacement is None:
         return None
     hp = forecast.config.setup.hparams
     return collapse.at_risk(forecast.drift_per_step / hp.lr, forecast.entropy, forecast.entropy_rise, hp.lr, lrs,
-                            refresh_intervals, COLLAPSE_SPREAD, None if hp.correction == "none" else hp.clip_high)
+                            refresh_intervals, COLLAPSE_SPREAD, None if hp.correction == "none" else hp.clip_high,
+                            forecast.signal_share)
 
 
 def _keys(d: dict) -> dict[str, float]:
@@ -191,19 +197,37 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     assumed.append("the noise scales as 1 / sqrt(N G) (the fluctuation theory's 1/G law) and the pilot ran at the "
                    "config's N, G, T and lr")
     delta, clips = _drift(log, n, hp, measured, assumed)
-    risk = _collapse_risk(log, n, hp, delta, measured, assumed)
+    risk = _collapse_risk(log, n, hp, delta, _signal_share(logged, reward if shares else None, hp, n, assumed), measured, assumed)
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, drift_per_step=delta, clip_by_refresh=clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, measured=measured, assumed=assumed)
 
 
-def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, measured: list[str], assumed: list[str]) -> dict:
+def _signal_share(logged: float | None, success: np.ndarray | None, hp, n: int, assumed: list[str]) -> float:
+    """1 - z, the share of groups with signal in equation (7): z the logged zero-std share, else the one
+    the success rates p_t predict at the run's G, E_t[p_t^G + (1 - p_t)^G] (a lower bound: `_zero_std`),
+    else 0 (assumed, said); at least one group of the pilot's n N, the smallest share it can measure."""
+    if logged is not None:
+        z = logged
+    elif success is not None:
+        z = float(np.mean(success**hp.group_size + (1.0 - success) ** hp.group_size))
+        assumed.append(f"the zero-std share is not logged: the collapse limit uses the one the success rate predicts, {z:.3g}")
+    else:
+        z = 0.0
+        assumed.append("the zero-std share is neither logged nor predicted (the reward is not a success rate): the "
+                       "collapse limit counts every group as carrying signal")
+    return max(1.0 - z, 1.0 / (n * hp.num_groups))
+
+
+def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, signal_share: float, measured: list[str],
+                   assumed: list[str]) -> dict:
     """The pilot's collapse fields (`theory.collapse`): D at the config's point, the bounds on T and lr for
-    the absolute limit S H (equation (5), H the pilot's mean token entropy), and the entropy rise r of its
-    first updates, which caps the safe lr at lr_pilot OVERSHOOT_RISE / r (equation (6))."""
+    the absolute limit S H / (1 - z) (equations (5) and (7), H the pilot's mean token entropy, 1 - z its share
+    of groups with signal), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot
+    OVERSHOOT_RISE / r (equation (6))."""
     out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
-               entropy_rise=None)
+               entropy_rise=None, signal_share=None)
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
     entropy = entropy[np.isfinite(entropy)]
     if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
@@ -212,13 +236,14 @@ def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, measured: list[
         return out
     H, s = float(entropy.mean()), delta / hp.lr
     clip = None if hp.correction == "none" else hp.clip_high
-    limit = collapse.relative_limit(COLLAPSE_SPREAD, H)
+    limit = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
     first = log["entropy"][:n]
-    out.update(entropy=H, overshoot=collapse.overshoots(first), entropy_rise=collapse.entropy_rise(first),
+    out.update(entropy=H, signal_share=signal_share, overshoot=collapse.overshoots(first), entropy_rise=collapse.entropy_rise(first),
                displacement=collapse.displacement(s, hp.lr, hp.refresh_interval, clip),
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
-    measured.append(f"the mean token entropy, {H:.3g} nats: the collapse limit is S H = {limit:.3g}")
+    measured.append(f"the mean token entropy, {H:.3g} nats, and the share of groups with signal, {signal_share:.3g}: "
+                    f"the collapse limit is S H / (1 - z) = {limit:.3g}")
     overshoot_lr = collapse.overshoot_max_learning_rate(out["entropy_rise"], hp.lr)
     if overshoot_lr is not None:
         out["collapse_max_lr"] = min(out["collapse_max_lr"], overshoot_lr)

@@ -60,10 +60,24 @@ step, first order in it, so a run at lr sees r lr / lr_pilot, and every lr with
 is at risk, whatever T (`overshoot_max_learning_rate`): at and above the pilot's lr when the pilot
 overshot, and below it too when it overshot by more than a quarter times the ratio.
 
+Only groups whose rewards differ carry the displacement into the reward. A group-relative advantage is
+zero on a group of equal rewards (all correct, all wrong): its prompt is one the policy has absorbed or
+never reached, and a move that keeps it all correct loses nothing there. The reward a move can lose is
+carried by the share of groups with signal, 1 - z (z the zero-std share), so the displacement that counts
+is the signal-weighted one, and the limit (5) becomes
+
+    (1 - z) D(lr, T) / H > S,   i.e. an absolute limit S H / (1 - z) on D                          (7)
+
+(`relative_limit` with `signal_share` = 1 - z). A task whose success is absorbing (z -> 1 as p -> 1:
+the run stops moving once it solves its prompts) tolerates a larger step than one whose groups keep a
+signal (partial credit, a plateau inside (0, 1)), at the same entropy. Protocol version 5 of
+paper_repro/pilot_forecast.py found (7) with z the pilot's mean zero-std share, on 22 combinations of
+tasks, objectives, optimizers and models, and judges it on ten it never saw.
+
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
-(j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, and S is one dimensionless
-number for all models and tasks, set from data (`fit._pilot.COLLAPSE_SPREAD` says where; (5) and the
-overshoot are a model judged as a forecast in paper_repro/pilot_forecast.py, not derived). Equation (1)
+(j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, z its mean zero-std share, and
+S is one dimensionless number for all models and tasks, set from data (`fit._pilot.COLLAPSE_SPREAD` says
+where; (5), (6) and (7) are a model judged as a forecast in paper_repro/pilot_forecast.py, not derived). Equation (1)
 is checked in tests/theory/test_collapse.py against Adam on a softmax bandit with a frozen sampler:
 sigma_j / (j sigma_1) -> 1, sigma_1 proportional to lr and free of the reward's scale, unlike SGD's;
 (3) and (4) against scans of D.
@@ -134,9 +148,13 @@ OVERSHOOT_RISE = 0.25  # the entropy rise over its first value that marks a move
 OVERSHOOT_STEPS = 4  # the first steps in which it is looked for: the first updates, before learning sharpens the policy
 
 
-def relative_limit(limit: float, entropy: float) -> float:
-    """The absolute displacement limit S H of equation (5) for a run of mean token entropy H (nats)."""
-    return _positive("limit", limit) * _positive("entropy", entropy)
+def relative_limit(limit: float, entropy: float, signal_share: float = 1.0) -> float:
+    """The absolute displacement limit S H / (1 - z) of equations (5) and (7) for a run of mean token
+    entropy H (nats) whose groups carry a signal at the share 1 - z (`signal_share`, in (0, 1])."""
+    share = _positive("signal_share", signal_share)
+    if share > 1:
+        raise ConfigError(f"signal_share is a share of groups, in (0, 1], got {signal_share!r}")
+    return _positive("limit", limit) * _positive("entropy", entropy) / share
 
 
 def entropy_rise(entropy) -> float | None:
@@ -156,12 +174,13 @@ def overshoot_max_learning_rate(rise: float | None, lr_pilot: float) -> float | 
 
 
 def at_risk(drift_per_lr: float, entropy: float, rise: float | None, lr_pilot: float, lrs, refresh_intervals,
-            limit: float, clip_high: float | None = None) -> np.ndarray:
-    """The collapse forecast over a grid, (len(refresh_intervals), len(lrs)) booleans: D(lr, T) > S H
-    (equation (5), D from `displacement_grid`) or r lr / lr_pilot > OVERSHOOT_RISE (equation (6); no
-    overshoot term when the rise r is unknown)."""
+            limit: float, clip_high: float | None = None, signal_share: float = 1.0) -> np.ndarray:
+    """The collapse forecast over a grid, (len(refresh_intervals), len(lrs)) booleans: (1 - z) D(lr, T) > S H
+    (equations (5) and (7), D from `displacement_grid`, 1 - z the `signal_share`) or r lr / lr_pilot >
+    OVERSHOOT_RISE (equation (6); no overshoot term when the rise r is unknown)."""
     lrs = np.asarray(lrs, dtype=float)
-    risk = displacement_grid(drift_per_lr, lrs, refresh_intervals, clip_high) > relative_limit(limit, entropy)
+    bound = relative_limit(limit, entropy, signal_share)
+    risk = displacement_grid(drift_per_lr, lrs, refresh_intervals, clip_high) > bound
     if rise is None:
         return risk
     return risk | (rise * lrs / _positive("lr_pilot", lr_pilot) > OVERSHOOT_RISE)[None, :]

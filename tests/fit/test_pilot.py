@@ -86,10 +86,13 @@ def test_drift_and_clip_fractions_from_window_positions(tmp_path):
         assert abs(f.clip_by_refresh[T] - mc) <= 4 * math.sqrt(0.25 / 200_000) + 1e-12
 
 
-def drift_pilot(tmp_path, correction: str, clip: float, entropy: np.ndarray | None, delta=0.05, lr=0.1):
-    """A pilot forecast on a log whose stale window positions drift by delta per step (Var_j = (j delta)^2)."""
+def drift_pilot(tmp_path, correction: str, clip: float, entropy: np.ndarray | None, delta=0.05, lr=0.1, zero_std=0.6):
+    """A pilot forecast on a log whose stale window positions drift by delta per step (Var_j = (j delta)^2)
+    and whose zero-std share averages `zero_std` (None: not logged)."""
     j = np.tile(np.arange(4), 10)
     columns = {"reward": heavy_ball_curve(0.05, 0.5, len(j)), "window/position": j, "ratios/token_log_var": (j * delta) ** 2}
+    if zero_std is not None:
+        columns["frac_reward_zero_std"] = zero_std + 0.2 * np.cos(np.arange(len(j)) * math.pi)  # mean zero_std over 40 rows
     if entropy is not None:
         columns["entropy"] = entropy
     log = write_log(tmp_path / "d.jsonl", columns)
@@ -100,8 +103,8 @@ def drift_pilot(tmp_path, correction: str, clip: float, entropy: np.ndarray | No
 
 @pytest.mark.parametrize("correction, clip", [("none", 0.2), ("token", 0.2), ("token", 1e6)])
 def test_collapse_bounds_invert_the_displacement_between_samplers(tmp_path, correction, clip):
-    """delta = 0.05 per step at lr 0.1 (s = 0.5 per unit lr), entropy H = 0.8 nats: the limit is S H
-    (equation (5)). Without a clip the displacement T lr s passes it past T = S H / delta; a clip whose band
+    """delta = 0.05 per step at lr 0.1 (s = 0.5 per unit lr), entropy H = 0.8 nats, zero-std share 0.6: the
+    limit is S H / (1 - z) = S H / 0.4 (equations (5), (7)). Without a clip the displacement T lr s passes it past T = S H / delta; a clip whose band
     edge log(1 + eps) lies within S H leaves no T bound; a wide one bounds T as without a clip. Checked by
     stepping T and lr along D itself (theory.collapse.displacement)."""
     from gspo_dynamics.fit import COLLAPSE_SPREAD
@@ -109,7 +112,8 @@ def test_collapse_bounds_invert_the_displacement_between_samplers(tmp_path, corr
 
     lr, H = 0.1, 0.8
     f = drift_pilot(tmp_path, correction, clip, np.full(40, H))
-    limit = COLLAPSE_SPREAD * H
+    assert f.signal_share == pytest.approx(0.4, rel=1e-12)
+    limit = COLLAPSE_SPREAD * H / 0.4
     eps = None if correction == "none" else clip
     unbounded = eps is not None and math.log1p(eps) <= limit
     s_lr = f.drift_per_step / lr  # = delta / lr to rounding; the bounds are checked against the drift they used
@@ -220,7 +224,7 @@ def test_collapse_grid_agrees_with_the_forecasts_own_bounds(tmp_path, correction
     grid = collapse_grid(f, lrs, Ts)
     s, clip = f.drift_per_step / 0.1, None if correction == "none" else 0.2
     bound = collapse.overshoot_max_learning_rate(f.entropy_rise, 0.1)
-    loop = np.array([[collapse.displacement(s, lr, int(T), clip) > COLLAPSE_SPREAD * f.entropy
+    loop = np.array([[collapse.displacement(s, lr, int(T), clip) > COLLAPSE_SPREAD * f.entropy / f.signal_share
                       or (bound is not None and lr > bound) for lr in lrs] for T in Ts])
     assert np.array_equal(grid, loop)
     at_lr = collapse_grid(f, [0.1], Ts)[:, 0]
@@ -245,3 +249,30 @@ def test_the_map_hatches_the_collapse_region_and_withholds_a_failed_linear_map(t
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("collapse risk" in label for label in labels) and "this config" in labels
     assert ax.get_xlabel() == "learning rate"
+
+
+def test_the_signal_share_is_one_minus_the_logged_zero_std_share_and_at_least_one_group(tmp_path):
+    """Equation (7)'s 1 - z from the logged share; a pilot whose every group was flat keeps the smallest share
+    it can measure, one group of its n N (40 steps x N = 4 groups at 32 per-device responses, G = 8)."""
+    f = drift_pilot(tmp_path, "token", 0.2, np.full(40, 0.8), zero_std=0.25)
+    assert f.signal_share == pytest.approx(0.75, rel=1e-12)
+    flat = drift_pilot(tmp_path, "token", 0.2, np.full(40, 0.8), zero_std=1.0)
+    N = flat.config.setup.hparams.num_groups
+    assert flat.signal_share == pytest.approx(1 / (40 * N), rel=1e-12)
+
+
+def test_without_a_logged_share_the_signal_share_is_the_success_rates_prediction(tmp_path):
+    """No frac_zero_std: 1 - z with z = E_t[p_t^G + (1 - p_t)^G] at the run's G, against a Monte Carlo of
+    groups of G Bernoulli(p_t) rewards (200,000 groups per step: standard error <= 0.0011, 5 sigma allowed);
+    a reward outside [0, 1] predicts nothing, and every group counts (said)."""
+    f = drift_pilot(tmp_path, "token", 0.2, np.full(40, 0.8), zero_std=None)
+    p = f.pilot[1]
+    rng = np.random.default_rng(3)
+    flat = [np.mean(np.ptp((rng.random((200_000, 8)) < pt).astype(int), axis=1) == 0) for pt in p]
+    assert abs(f.signal_share - (1 - np.mean(flat))) < 5 * math.sqrt(0.25 / (200_000 * len(p)))
+    assert any("the zero-std share is not logged" in a for a in f.assumed)
+    columns = {"reward": 3 + heavy_ball_curve(0.05, 0.5, 40), "window/position": np.tile(np.arange(4), 10),
+               "ratios/token_log_var": (np.tile(np.arange(4), 10) * 0.05) ** 2, "entropy": np.full(40, 0.8)}
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "clip_high": 0.2, "clip_low": 0.2})
+    wide = pilot_forecast(setup, write_log(tmp_path / "w.jsonl", columns))
+    assert wide.signal_share == 1.0 and any("counts every group" in a for a in wide.assumed)

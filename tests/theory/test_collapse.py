@@ -150,3 +150,17 @@ def test_displacement_grid_is_the_scalar_displacement_at_every_cell(clip):
     grid = collapse.displacement_grid(7.0, lrs, Ts, clip)
     loop = np.array([[collapse.displacement(7.0, lr, int(T), clip) for lr in lrs] for T in Ts])
     assert grid.shape == (len(Ts), len(lrs)) and np.allclose(grid, loop, rtol=1e-12, atol=0)
+
+
+def test_the_signal_share_divides_the_limit():
+    """Equation (7): (1 - z) D > S H is D > S H / (1 - z); at_risk over a grid with a signal share g is
+    at_risk at the limit S / g (a scan of g), and a share outside (0, 1] is a ConfigError."""
+    assert collapse.relative_limit(0.3, 2.0, 0.25) == pytest.approx(2.4)
+    lrs, Ts = np.geomspace(1e-4, 1e-1, 17), [1, 4, 16, 32]
+    for g in (1.0, 0.5, 0.1, 0.01):
+        weighted = collapse.at_risk(7.0, 0.8, 0.3, 3e-3, lrs, Ts, 0.3, 0.2, signal_share=g)
+        D = collapse.displacement_grid(7.0, lrs, Ts, 0.2)
+        assert np.array_equal(weighted, (g * D / 0.8 > 0.3) | (0.3 * lrs / 3e-3 > collapse.OVERSHOOT_RISE)[None, :])
+    for bad in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ConfigError):
+            collapse.relative_limit(0.3, 2.0, bad)

@@ -351,9 +351,10 @@ def pilot_time(updates, lr_ratio: float) -> np.ndarray:
 
 def forecast_time_to_plateau(fc, lr_ratio: float, T: int) -> float:
     """The pilot fit's time to plateau (`fit.implications`) as a cell's step (1-based): the updates it takes
-    at the cell's lr (`pilot_time` inverted), logged from the sampler refresh that follows them."""
+    at the cell's lr (`pilot_time` inverted), logged from the sampler refresh that follows them; nan when the
+    fit gives none (a curve that never settles: time to plateau infinite)."""
     updates = max(0.0, (fc.implications.time_to_plateau.value - pilot_time(0, lr_ratio)) / lr_ratio)
-    return float(T * math.ceil(updates / T) + 1)
+    return float(T * math.ceil(updates / T) + 1) if math.isfinite(updates) else math.nan
 
 
 def forecast_final_reward(fc, lr_ratio: float, T: int) -> float:

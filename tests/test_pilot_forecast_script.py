@@ -132,6 +132,26 @@ def test_time_to_plateau_of_an_exponential_rise(script):
     assert np.isnan(cells[(1e-3, 32)][3])
 
 
+def test_the_forecast_time_to_plateau_is_the_fits_read_at_the_sampler_and_nan_without_one(script):
+    """A fit settled from pilot step 11 at half the pilot's lr: (11 - 1.5) / 0.5 = 19 updates, logged from the
+    next refresh (step 20 + 1 at T = 4; 32 + 1 at T = 32); a fit that never settles (infinite time) gives nan."""
+    def forecast(t):
+        return type("Forecast", (), {"implications": type("Imp", (), {"time_to_plateau": type("V", (), {"value": t})})})()
+    lag = 1 + (script.PILOT_T - 1) / 2
+    assert script.forecast_time_to_plateau(forecast(lag + 9.5), 0.5, 4) == 21
+    assert script.forecast_time_to_plateau(forecast(lag + 9.5), 0.5, 32) == 33
+    assert np.isnan(script.forecast_time_to_plateau(forecast(float("inf")), 0.5, 4))
+
+
+def test_the_signal_share_scales_the_relative_displacement(script):
+    """(1 - z) D / H, equation (7): a pilot with half its groups flat halves what `fit_limit` scans and moves
+    the limit that separates the same cells by the same factor."""
+    d = {"lr_pilot": 1e-3, "drift_per_step": 0.05, "entropy": 2.0, "clip": None}
+    assert script.relative_displacement({**d, "signal_share": 0.5}, 3e-3, 4) == pytest.approx(
+        0.5 * script.relative_displacement(d, 3e-3, 4))
+    assert script.collapses({**d, "signal_share": 0.5}, 3e-3, 4, 0.1) and not script.collapses({**d, "signal_share": 0.5}, 3e-3, 4, 0.2)
+
+
 class LinearFit:
     """A stand-in for the pilot's fitted curve: R(t) = t / 100 (so the forecast shows which times it read)."""
     t_start = 1.0

@@ -17,7 +17,12 @@ results; versions 1-4 and why each was replaced: at the end of this docstring):
                 on count and pattern, cispo on pattern and addition, gspo_token on addition), addition under
                 dr_grpo and under pg with SGD momentum, group sizes no version used at the same N G = 32
                 responses per step (count/grpo with G = 4, N = 8; pattern/grpo with G = 16, N = 2), and
-                addition/grpo on the 1m model.
+                addition/grpo on the 1m model. Ten more, added with the model unchanged (as committed at ebaf59b) by
+                a session stopped before it recorded any result (its dumps were lost with its machine), so all
+                twenty were run and scored afresh by the next one: gspo_token on count and pattern, cispo on count, dapo on addition
+                and with SGD momentum on pattern, addition/grpo with G = 16, pattern/pg with G = 4, count/gspo
+                with G = 16, pattern/grpo with partial credit (a reward no version used on pattern), and
+                count/dapo on the 1m model.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -157,6 +162,16 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "count-grpo-g4": ("count", "grpo", {"group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-5"),
     "pattern-grpo-g16": ("pattern", "grpo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-5"),
     "addition-grpo-1m": ("addition", "grpo", {"task_options": ADDITION, "model": "1m"}, 3e-3, "confirm-5"),
+    "count-gspo_token": ("count", "gspo_token", {}, 3e-3, "confirm-5"),
+    "pattern-gspo_token": ("pattern", "gspo_token", {}, 3e-3, "confirm-5"),
+    "count-cispo": ("count", "cispo", {}, 3e-3, "confirm-5"),
+    "addition-dapo": ("addition", "dapo", {"task_options": ADDITION}, 3e-3, "confirm-5"),
+    "pattern-dapo-sgd": ("pattern", "dapo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-5"),
+    "addition-grpo-g16": ("addition", "grpo", {"task_options": ADDITION, "group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-5"),
+    "pattern-pg-g4": ("pattern", "pg", {"group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-5"),
+    "count-gspo-g16": ("count", "gspo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-5"),
+    "pattern-grpo-partial": ("pattern", "grpo", {"task_options": {"partial_credit": True}}, 3e-3, "confirm-5"),
+    "count-dapo-1m": ("count", "dapo", {"model": "1m"}, 3e-3, "confirm-5"),
 }
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
@@ -418,7 +433,8 @@ def cell_map(name: str, result: dict) -> list[str]:
     def number(x):
         return "not measured" if x is None else f"{x:.3g}"
     lines = [f"### {name} ({role}; pilot at lr {lr_pilot:g}, T = {PILOT_T}: drift {number(fc.drift_per_step)} per stale "
-             f"step, entropy {number(fc.entropy)}, overshoot {'yes' if fc.overshoot else 'no'})", "",
+             f"step, entropy {number(fc.entropy)}, share of groups with signal {number(fc.signal_share)}, overshoot "
+             f"{'yes' if fc.overshoot else 'no'})", "",
              "| measured \\ ours | stable | unstable |", "|---|---|---|",
              f"| stable | {count[(False, False)]} | {count[(False, True)]} |",
              f"| unstable | {count[(True, False)]} | {count[(True, True)]} |", "",
@@ -431,7 +447,7 @@ def cell_map(name: str, result: dict) -> list[str]:
 
 
 def write_section(parts: list[list[str]]) -> None:
-    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 4). Each cell: the "
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 5; the role says which version held the combination out, confirm-5 the ones version 5 never saw). Each cell: the "
              "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
              "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "
              f"{PLATEAU_STEPS} steps). The rows score the time to plateau (`time_to_plateau`: the first step of the first "
@@ -514,8 +530,9 @@ def main() -> None:
                      f"{SAFE_BUT_UNSTABLE_MAX} safe-but-unstable, max safe T within one grid step, plateau within "
                      f"{PLATEAU_TOL}, better than the continuous rule and 'always stable'", PREDICTABLE_GRPO),
                predicted=f"unstable past the linear threshold of the pilot's stiffness scaled to each lr, past the "
-                         f"collapse limit D / H > S = {COLLAPSE_SPREAD:g} (D = T lr s capped by the clip's band edge "
-                         f"after the first step, s the pilot's drift per unit lr, H its token entropy), or where the pilot's "
+                         f"collapse limit (1 - z) D / H > S = {COLLAPSE_SPREAD:g} (D = T lr s capped by the clip's band edge "
+                         f"after the first step, s the pilot's drift per unit lr, H its token entropy, z its zero-std "
+                         f"share), or where the pilot's "
                          f"entropy rise on its first updates r passes {collapse.OVERSHOOT_RISE:g} scaled to the lr, "
                          f"r lr / lr_pilot",
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,

@@ -187,3 +187,27 @@ def test_a_bad_dump_is_one_line_and_exit_2(script, tmp_path, capsys, content, sa
     with pytest.raises(SystemExit) as stop:
         script.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path))
     assert stop.value.code == 2 and says in capsys.readouterr().err
+
+
+def scored(accuracy=0.9, safe_but_unstable=0, max_t_ok=True, plateau_error=0.01, baselines=(0.5, 0.5)) -> dict:
+    """A combination's scores as `score` returns them, ours and the baselines'."""
+    row = {"ours": dict(accuracy=accuracy, safe_but_unstable=safe_but_unstable, max_t_ok=max_t_ok, max_t=[(4, 4)])}
+    for who, acc in zip(("continuous", "always stable"), baselines):
+        row[who] = dict(accuracy=acc, safe_but_unstable=0, max_t_ok=True, max_t=[(4, 4)])
+    return row | {"plateau_error": plateau_error}
+
+
+@pytest.mark.parametrize("change, missed", [
+    ({}, []),
+    ({"accuracy": 0.8}, ["accuracy under 85%"]),
+    ({"safe_but_unstable": 2}, ["more than 1 safe-but-unstable"]),
+    ({"max_t_ok": False}, ["max safe T off by more than one grid step"]),
+    ({"plateau_error": 0.06}, ["plateau error over 0.05"]),
+    ({"plateau_error": float("nan")}, []),  # no stable cell: nothing to miss
+    ({"baselines": (0.9, 0.5)}, ["not ahead of continuous"]),  # a tie is not ahead
+    ({"accuracy": 0.8, "baselines": (0.95, 0.95)}, ["accuracy under 85%", "not ahead of continuous and always stable"]),
+])
+def test_misses_names_each_target_missed_and_passing_is_missing_none(script, change, missed):
+    result = scored(**change)
+    assert script.misses(result) == missed
+    assert script.passed(result) is (not missed)

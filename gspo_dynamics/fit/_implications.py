@@ -58,7 +58,8 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
-from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, _partial
+from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit
+from gspo_dynamics.fit._uncertainty import partial_derivative
 from gspo_dynamics.theory import continuous, linear
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 from gspo_dynamics.theory.trajectory import curvature_from_timescale
@@ -221,7 +222,7 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
 def _delta_stderr(fit: TrajectoryFit, f) -> float | None:
     """se of f(params) by the delta method, None where a gradient or the covariance is not finite
     (an inf covariance: a parameter not identified)."""
-    grad = np.array([_partial(f, fit.params, n) for n in fit.fitted])
+    grad = np.array([partial_derivative(f, fit.params, n) for n in fit.fitted])
     ok = np.all(np.isfinite(grad)) and np.all(np.isfinite(fit.cov))
     var = float(grad @ fit.cov @ grad) if ok else math.nan
     return math.sqrt(var) if var >= 0 else None

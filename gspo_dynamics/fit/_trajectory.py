@@ -21,7 +21,7 @@ observed rewards, where the exponential's does not, wins only by extrapolating: 
 
 Uncertainties: cov = s^2 (J^T J)^{-1}, s^2 = RSS / (n - p), J the Jacobian of the model with respect
 to its natural parameters at the optimum (central differences); stderr = sqrt(diag cov). Derived
-quantities (zeta, time to plateau) get theirs by the delta method, var f = g^T cov g.
+quantities (zeta, time to plateau) get theirs by the delta method, var f = g^T cov g (`fit._uncertainty`).
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._closed_form import FitResult, finite_sorted, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._periodogram import periodic_component
+from gspo_dynamics.fit._uncertainty import covariance, partial_derivative, standard_errors
 from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
 
 EVIDENCE_BIC = 6.0  # BIC gain an extra mechanism needs: "strong" evidence on the Kass-Raftery scale
 Z_SIGNIFICANT = 2.0  # standard errors by which zeta must sit below 1 to call the roots complex (~95%)
 CRITICAL_BAND = 0.05  # |zeta - 1| below this is reported as "critical": finer than noisy logs resolve
 MAX_FIT_POINTS = 1000  # longer logs are fitted on equal-count bin means (R^2, residuals on all points)
-FD_REL_STEP = 1e-5  # central-difference step relative to each parameter's scale (error ~ step^2)
 OSCILLATION_P = 0.01  # Fisher g test level: oscillation also needs a periodic component at 1% significance
 PERIODS_SEEN = 1.0  # oscillation needs at least one full damped period inside the data (w span >= 2 pi)
 MIN_PERIOD_ROWS = 4.0  # a fitted period shorter than 4 logged rows is aliasing of noise, not a mode: rejected
@@ -91,7 +91,7 @@ class TrajectoryFit:
         value = _plateau_time(self.model, self.params)
         if not math.isfinite(value):
             return math.inf, math.nan
-        grad = np.array([_partial(lambda q: _plateau_time(self.model, q), self.params, name) for name in self.fitted])
+        grad = np.array([partial_derivative(lambda q: _plateau_time(self.model, q), self.params, name) for name in self.fitted])
         ok = np.all(np.isfinite(grad)) and np.all(np.isfinite(self.cov))  # inf cov: a parameter not identified
         var = float(grad @ self.cov @ grad) if ok else math.nan
         return self.t_start + value, math.sqrt(var) if var >= 0 else math.nan
@@ -141,60 +141,6 @@ def _plateau_time(model: str, q: dict[str, float]) -> float:
         return math.inf
     # refine the last crossing (a smooth function of the parameters, so it can be differentiated)
     return float(brentq(lambda x: float(excess(x)), grid[last], grid[last + 1], xtol=1e-12 * horizon))
-
-
-def _scale(name: str, q: dict[str, float], r_range: float, span: float) -> float:
-    """A typical size of parameter `name`, for finite-difference steps."""
-    if name in ("r_inf", "r0"):
-        return max(abs(q[name]), r_range, 1e-12)
-    if name == "v0":
-        return max(abs(q["v0"]), r_range / span, 1e-12)
-    if name == "damping":
-        return max(abs(q["damping"]), math.sqrt(q["stiffness"]), 1e-12)
-    return max(abs(q[name]), 1e-12)  # tau, stiffness: positive, relative steps
-
-
-def _partial(f, q: dict[str, float], name: str, scale: float | None = None) -> float:
-    h = FD_REL_STEP * (scale if scale is not None else max(abs(q[name]), 1e-12))
-    up, down = dict(q), dict(q)
-    up[name] += h
-    down[name] -= h
-    try:
-        return (f(up) - f(down)) / (2.0 * h)
-    except (ConfigError, ValueError, ZeroDivisionError, OverflowError):
-        return math.nan
-
-
-def _covariance(fit: FitResult, t: np.ndarray, r: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
-    """cov = s^2 (J^T J)^{-1} over the fitted parameters; inf on the diagonal where J^T J is singular."""
-    names = tuple(n for n in fit.params if n not in fit.fixed)
-    r_range = float(np.ptp(r)) or 1.0
-    span = float(max(t[-1] - t[0], 1.0))
-    cols = []
-    for name in names:
-        h = FD_REL_STEP * _scale(name, fit.params, r_range, span)
-        up, down = dict(fit.params), dict(fit.params)
-        up[name] += h
-        down[name] -= h
-        with np.errstate(over="ignore", invalid="ignore"):
-            cols.append((_model_curve(fit.model, up, t) - _model_curve(fit.model, down, t)) / (2.0 * h))
-    J = np.stack(cols, axis=1)  # (n, p)
-    dof = max(t.size - len(names), 1)
-    s2 = fit.rss / dof
-    p = len(names)
-    if not np.all(np.isfinite(J)):
-        return names, np.full((p, p), math.inf)
-    # Scale columns to unit norm before inverting (the parameters differ by orders of magnitude).
-    norms = np.linalg.norm(J, axis=0)
-    if np.any(norms == 0):
-        cov = np.full((p, p), math.inf)
-        return names, cov
-    Js = J / norms
-    u, sv, vt = np.linalg.svd(Js, full_matrices=False)
-    if sv[-1] <= sv[0] * 1e-10:  # not identifiable: some combination leaves the curve unchanged
-        return names, np.full((p, p), math.inf)
-    inv = (vt.T / sv**2) @ vt
-    return names, s2 * inv / np.outer(norms, norms)
 
 
 def _bin(t: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -281,14 +227,6 @@ def _select(fits: dict[str, FitResult], tb: np.ndarray, lo: float, hi: float) ->
     return _Selection(variant, bic, best_osc, delta, extrapolation, overruled, aliased)
 
 
-def _stderr(chosen: FitResult, names: tuple[str, ...], cov: np.ndarray) -> dict[str, float]:
-    """Standard errors from the covariance's diagonal (0 for a parameter held fixed, NaN below 0)."""
-    stderr = {n: 0.0 for n in chosen.params}
-    for i, name in enumerate(names):
-        stderr[name] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 else math.nan
-    return stderr
-
-
 def _goodness(chosen: FitResult, tt: np.ndarray, r: np.ndarray, n_fitted: int) -> tuple[float, float, float]:
     """(R^2, residual std, total sum of squares) on every point (the binned fit's R^2 would flatter a
     long noisy log)."""
@@ -306,7 +244,7 @@ def _oscillation(chosen: FitResult, exponential: FitResult, names: tuple[str, ..
     zeta, zeta_se = math.inf, math.nan
     if chosen.model == "oscillator":
         zeta = _zeta(chosen.params)
-        grad = np.array([_partial(_zeta, chosen.params, n) for n in names])
+        grad = np.array([partial_derivative(_zeta, chosen.params, n) for n in names])
         var = float(grad @ cov @ grad) if np.all(np.isfinite(cov)) else math.nan
         zeta_se = math.sqrt(var) if var >= 0 else math.nan
     span = float(tt[-1])
@@ -353,7 +291,7 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     Raises ConfigError with fewer than `_closed_form.MIN_POINTS` finite points.
 
     Steps: fit the three closed forms to the binned, standardised curve (`_fit_models`), select one
-    (`_select`), its errors and goodness of fit on every point (`_stderr`, `_goodness`), the damping
+    (`_select`), its errors and goodness of fit on every point (`standard_errors`, `_goodness`), the damping
     ratio and the periodogram check (`_oscillation`), then map back to the reward's units.
     """
     t, r = finite_sorted(steps, reward)
@@ -365,8 +303,8 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     lo, hi = float(r.min()), float(r.max())
     sel = _select(fits, tb, lo, hi)
     chosen = fits[sel.variant]
-    names, cov = _covariance(chosen, tb, rb)
-    stderr = _stderr(chosen, names, cov)
+    names, cov = covariance(chosen, tb, rb)
+    stderr = standard_errors(chosen, names, cov)
     r2, residual_std, tss = _goodness(chosen, tt, r, len(names))
     zeta, zeta_se, oscillation, periodogram, periods_seen = _oscillation(chosen, fits["exponential"], names, cov, tt, r, tss)
     selection = {

@@ -7,7 +7,8 @@ import pytest
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.fit import fit_exponential, fit_trajectory
-from gspo_dynamics.fit._trajectory import PLATEAU_TOLERANCE, _covariance
+from gspo_dynamics.fit._trajectory import PLATEAU_TOLERANCE
+from gspo_dynamics.fit._uncertainty import covariance
 from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
 
 NOISE = 0.02  # reward noise std; rise 0.7, so a signal-to-noise ratio of 35 per point
@@ -71,7 +72,7 @@ def test_stderr_covers_the_truth_at_the_nominal_rate():
     """Jacobian stderr vs repeated experiments: |tau_hat - tau| < 1.96 se in ~95% of 200 noisy replicas.
 
     Binomial sd of the rate at n = 200 is 0.015; the band [0.90, 0.99] is 3 sd around 0.95.
-    (fit_exponential + the same `_covariance` that fit_trajectory uses, to keep the test fast.)
+    (fit_exponential + the same `covariance` that fit_trajectory uses, to keep the test fast.)
     """
     t = np.arange(0.0, 200.0, 2.0)
     truth = {"r_inf": 0.75, "r0": 0.15, "tau": 35.0}
@@ -81,7 +82,7 @@ def test_stderr_covers_the_truth_at_the_nominal_rate():
     for seed in range(n):
         r = _noisy(clean, seed=seed, sigma=0.03)
         fit = fit_exponential(t, r)
-        names, cov = _covariance(fit, t, r)
+        names, cov = covariance(fit, t, r)
         for i, name in enumerate(names):
             hits[name] += abs(fit.params[name] - truth[name]) < 1.96 * math.sqrt(cov[i, i])
     for name, count in hits.items():

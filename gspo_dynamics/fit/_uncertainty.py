@@ -1,0 +1,86 @@
+"""Parameter uncertainties of a least-squares fit of the closed forms (`fit._trajectory`).
+
+    cov = s^2 (J^T J)^{-1},   s^2 = RSS / (n - p),
+
+J the Jacobian of the model curve with respect to its fitted parameters at the optimum, by central
+differences of step FD_REL_STEP times each parameter's scale (error O(step^2)); stderr = sqrt(diag cov).
+A derived quantity f gets its error by the delta method, var f = g^T cov g, g from `partial_derivative`.
+Checked against the scatter of refits on simulated noise in tests/fit/test_fit_trajectory.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit._closed_form import FitResult
+
+FD_REL_STEP = 1e-5  # central-difference step relative to each parameter's scale (error ~ step^2)
+
+
+def _curve(model: str, params: dict[str, float], t: np.ndarray) -> np.ndarray:
+    return FitResult(model, params, math.nan, math.nan, 0).predict(t)
+
+
+def _scale(name: str, q: dict[str, float], r_range: float, span: float) -> float:
+    """A typical size of parameter `name`, for finite-difference steps."""
+    if name in ("r_inf", "r0"):
+        return max(abs(q[name]), r_range, 1e-12)
+    if name == "v0":
+        return max(abs(q["v0"]), r_range / span, 1e-12)
+    if name == "damping":
+        return max(abs(q["damping"]), math.sqrt(q["stiffness"]), 1e-12)
+    return max(abs(q[name]), 1e-12)  # tau, stiffness: positive, relative steps
+
+
+def partial_derivative(f, q: dict[str, float], name: str, scale: float | None = None) -> float:
+    h = FD_REL_STEP * (scale if scale is not None else max(abs(q[name]), 1e-12))
+    up, down = dict(q), dict(q)
+    up[name] += h
+    down[name] -= h
+    try:
+        return (f(up) - f(down)) / (2.0 * h)
+    except (ConfigError, ValueError, ZeroDivisionError, OverflowError):
+        return math.nan
+
+
+def covariance(fit: FitResult, t: np.ndarray, r: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
+    """cov = s^2 (J^T J)^{-1} over the fitted parameters; inf on the diagonal where J^T J is singular."""
+    names = tuple(n for n in fit.params if n not in fit.fixed)
+    r_range = float(np.ptp(r)) or 1.0
+    span = float(max(t[-1] - t[0], 1.0))
+    cols = []
+    for name in names:
+        h = FD_REL_STEP * _scale(name, fit.params, r_range, span)
+        up, down = dict(fit.params), dict(fit.params)
+        up[name] += h
+        down[name] -= h
+        with np.errstate(over="ignore", invalid="ignore"):
+            cols.append((_curve(fit.model, up, t) - _curve(fit.model, down, t)) / (2.0 * h))
+    J = np.stack(cols, axis=1)  # (n, p)
+    dof = max(t.size - len(names), 1)
+    s2 = fit.rss / dof
+    p = len(names)
+    if not np.all(np.isfinite(J)):
+        return names, np.full((p, p), math.inf)
+    # Scale columns to unit norm before inverting (the parameters differ by orders of magnitude).
+    norms = np.linalg.norm(J, axis=0)
+    if np.any(norms == 0):
+        cov = np.full((p, p), math.inf)
+        return names, cov
+    Js = J / norms
+    u, sv, vt = np.linalg.svd(Js, full_matrices=False)
+    if sv[-1] <= sv[0] * 1e-10:  # not identifiable: some combination leaves the curve unchanged
+        return names, np.full((p, p), math.inf)
+    inv = (vt.T / sv**2) @ vt
+    return names, s2 * inv / np.outer(norms, norms)
+
+
+def standard_errors(chosen: FitResult, names: tuple[str, ...], cov: np.ndarray) -> dict[str, float]:
+    """Standard errors from the covariance's diagonal (0 for a parameter held fixed, NaN below 0)."""
+    stderr = {n: 0.0 for n in chosen.params}
+    for i, name in enumerate(names):
+        stderr[name] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 else math.nan
+    return stderr

@@ -18,7 +18,8 @@ def register(sub) -> None:
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
-    from gspo_dynamics.plots.registry import FIGURES, build
+    from gspo_dynamics.plots.build import build
+    from gspo_dynamics.plots.registry import FIGURES
 
     if args.list:
         width = max(map(len, FIGURES))

@@ -1,42 +1,29 @@
 """The figure registry behind `gspo-dynamics figures`: name -> how to build it, quick or full.
 
     fig = FIGURES["stability"].make(quick=True)      # a matplotlib Figure, not saved
-    build(["stability"], out="figures", quick=True)  # figures/stability.png (150 dpi) + .pdf
 
 Each entry computes one figure family's data (`gspo_dynamics.experiments`) and lays out its
 panels, drawn by `gspo_dynamics.plots.figures` into given axes. Quick mode runs CI-sized
 simulations (the whole set in well under two minutes on two CPU cores); full mode the sizes the
 published figures use.
-`build` also records what it made in `<out>/manifest.json` and rewrites `<out>/README.md` from
-this registry and that manifest, so the captions and commands there never drift from the code.
+Saving them, the manifest and figures/README.md: `gspo_dynamics.plots.build`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
-import os
-import platform
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.plots.style import figure_style
 
 REPO = Path(__file__).resolve().parents[2]
 SWEEP = REPO / "sims" / "critical_refresh_interval.json"
 TRL_EXAMPLE = REPO / "examples" / "trl_grpo_config.yaml"
-DPI = 150  # README-sized PNGs
-# The figure simulations are small tensor programs (hundreds of configs x a few numbers): torch's
-# intra-op threads only add synchronisation, which on a busy 2-core machine cost 15x (128 s vs
-# 8 s for the quick stability figure). Figures are built on one thread.
-TORCH_THREADS = 1
 LEGEND_GAP = 0.02  # figure fraction between the panels and the legend row below them
 
 
@@ -313,99 +300,3 @@ def _register_diagnose() -> None:
 
 
 _register_diagnose()
-
-
-def _check_names(names: Sequence[str] | None) -> list[str]:
-    if not names:
-        return list(FIGURES)
-    unknown = [n for n in names if n not in FIGURES]
-    if unknown:
-        raise ConfigError(f"unknown figure {unknown[0]!r}; expected one of {', '.join(FIGURES)}")
-    return list(dict.fromkeys(names))
-
-
-def command(name: str, quick: bool) -> str:
-    return f"gspo-dynamics figures --only {name}" + (" --quick" if quick else "")
-
-
-def build(names: Sequence[str] | None = None, *, out: str | Path = "figures", quick: bool = False,
-          progress: Callable[[str], None] | None = None) -> dict[str, dict]:
-    """Build and save (PNG + PDF) each named figure (default: all); update the manifest and README.
-
-    Returns name -> {"files": [...], "seconds": float, "mode": "quick" | "full"}, or {"skipped": reason}
-    for a figure whose input is absent here (the manifest then keeps what it had for it).
-    """
-    names = _check_names(names)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    made = {}
-    with _torch_threads(TORCH_THREADS):
-        for name in names:
-            made[name] = _build_one(name, out, quick, progress)
-    manifest_path = out / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    manifest.update({name: m for name, m in made.items() if "skipped" not in m})
-    manifest_path.write_text(json.dumps({k: manifest[k] for k in FIGURES if k in manifest}, indent=1) + "\n")
-    (out / "README.md").write_text(readme(manifest, names=[k for k in FIGURES if k in manifest]))  # what is there
-    return made
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int):
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _build_one(name: str, out: Path, quick: bool, progress) -> dict:
-    started = time.perf_counter()
-    if progress:
-        progress(f"{name} ...")
-    with figure_style():
-        try:
-            fig = FIGURES[name].make(quick=quick)
-        except FigureSkipped as why:
-            if progress:
-                progress(f"{name}: skipped ({why})")
-            return {"skipped": str(why)}
-        files = []
-        for ext, meta in (("png", {"Software": None}), ("pdf", {"CreationDate": None, "Producer": None})):
-            path = out / f"{name}.{ext}"
-            fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata=meta)
-            files.append(path.name)
-    made = {"files": files, "seconds": round(time.perf_counter() - started, 1), "mode": "quick" if quick else "full",
-            "machine": f"{platform.machine()} CPU, {os.cpu_count()} cores"}
-    if progress:
-        progress(f"{name}: {', '.join(files)} in {made['seconds']:.1f} s")
-    return made
-
-
-def readme(manifest: dict[str, dict], names: Sequence[str] | None = None) -> str:
-    """figures/README.md: each of `names` (default: every registered figure) with its caption, the
-    exact command and the mode it was made in (`build` lists the figures its folder holds)."""
-    lines = ["# Figures", "",
-             "Generated by `gspo-dynamics figures` (all of them; add `--quick` for the CI-sized runs, "
-             "`--only NAME ...` for some). This file is written by the same command from the figure registry "
-             "(`gspo_dynamics/plots/registry.py`); edit the captions there, not here.", ""]
-    if manifest:
-        modes = sorted({m["mode"] for m in manifest.values()})
-        total = sum(m["seconds"] for m in manifest.values())
-        lines += [f"Files here: {' and '.join(modes)} mode, {total:.0f} s of building in all (wall clock, per "
-                  "figure below). Quick mode builds the whole set in under two minutes on two CPU cores.", ""]
-    for name in FIGURES if names is None else names:
-        spec, made = FIGURES[name], manifest.get(name)
-        lines += [f"## {spec.title}", "", f"![{spec.title}]({name}.png)", "", spec.caption, ""]
-        lines.append(f"`{command(name, quick=False)}` (full) or `{command(name, quick=True)}` (quick). Files: "
-                     f"`{name}.png`, `{name}.pdf`.")
-        if made:
-            lines.append(f"The files here were made in **{made['mode']}** mode ({made['seconds']:.0f} s, "
-                         f"{made.get('machine', 'unrecorded machine')}).")
-        else:
-            lines.append("Not generated yet.")
-        lines.append("")
-    return "\n".join(lines)

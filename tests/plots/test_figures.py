@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from gspo_dynamics.plots import build as building
 from gspo_dynamics.plots import registry as figures
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli.main import main
@@ -20,7 +21,7 @@ def test_registry_holds_the_issue_figures_in_order():
 
 
 def test_readme_lists_every_figure_with_its_commands():
-    text = figures.readme({"stability": {"mode": "quick", "seconds": 3.0, "files": []}})
+    text = building.readme({"stability": {"mode": "quick", "seconds": 3.0, "files": []}})
     for name, spec in figures.FIGURES.items():
         assert f"## {spec.title}" in text and f"({name}.png)" in text
         assert f"`gspo-dynamics figures --only {name}`" in text and f"`gspo-dynamics figures --only {name} --quick`" in text
@@ -29,7 +30,7 @@ def test_readme_lists_every_figure_with_its_commands():
 
 def test_unknown_figure_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="unknown figure 'nope'; expected one of stability"):
-        figures.build(["nope"], out=tmp_path)
+        building.build(["nope"], out=tmp_path)
 
 
 def test_cli_builds_one_figure_png_pdf_manifest_readme(tmp_path, capsys):

@@ -41,6 +41,7 @@ from scipy.special import erfc
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
+from gspo_dynamics.fit._fall import BLOCK, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog, read_log
@@ -87,6 +88,7 @@ class PilotForecast:
     fit: TrajectoryFit | None = None  # the pilot's reward fit
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
+    fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
 
@@ -99,7 +101,7 @@ class PilotForecast:
                 "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
-                "signal_share": self.signal_share,
+                "signal_share": self.signal_share, "pilot_fall": None if self.fall is None else self.fall.to_json(),
                 "measured": self.measured, "assumed": self.assumed})
 
     def summary_lines(self) -> list[str]:
@@ -113,6 +115,12 @@ class PilotForecast:
         else:
             lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
                          + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")
+        if self.fall is not None and self.fall.lost:
+            f = self.fall
+            lines.append(f"  the pilot lost reward it had: its mean fell from {f.best:.3g} (steps {f.best_steps[0]}-"
+                         f"{f.best_steps[1]}) to {f.after:.3g} (steps {f.after_steps[0]}-{f.after_steps[1]}), z = {f.z:.3g}: "
+                         f"at this lr and T = {hp.refresh_interval} the run already collapses or oscillates, and the "
+                         "curve above is that fall's, not a plateau to forecast from; lower the lr")
         if imp.exact_regime is not None:
             weak = " (from a stiffness the pilot does not identify)" if "does not identify" in self.lr_note else ""
             lines.append(f"  regime at T = {hp.refresh_interval}: {imp.exact_regime}; max safe T "
@@ -198,10 +206,14 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                    "config's N, G, T and lr")
     delta, clips = _drift(log, n, hp, measured, assumed)
     risk = _collapse_risk(log, n, hp, delta, _signal_share(logged, reward if shares else None, hp, n, assumed), measured, assumed)
+    fall = reward_fall(steps, reward, reward_range)
+    if fall is not None:
+        measured.append(f"the reward's largest fall below its running best over {BLOCK}-step means, {fall.fall:.3g} "
+                        f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'within the noise'})")
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, drift_per_step=delta, clip_by_refresh=clips, fit=fit, **risk,
-                         pilot=(steps, reward), reward_range=reward_range, measured=measured, assumed=assumed)
+                         pilot=(steps, reward), reward_range=reward_range, fall=fall, measured=measured, assumed=assumed)
 
 
 def _signal_share(logged: float | None, success: np.ndarray | None, hp, n: int, assumed: list[str]) -> float:

@@ -17,12 +17,12 @@ results; versions 1-4 and why each was replaced: at the end of this docstring):
                 on count and pattern, cispo on pattern and addition, gspo_token on addition), addition under
                 dr_grpo and under pg with SGD momentum, group sizes no version used at the same N G = 32
                 responses per step (count/grpo with G = 4, N = 8; pattern/grpo with G = 16, N = 2), and
-                addition/grpo on the 1m model. Ten more, added with the model unchanged (as committed at ebaf59b) by
-                a session stopped before it recorded any result (its dumps were lost with its machine), so all
-                twenty were run and scored afresh by the next one: gspo_token on count and pattern, cispo on count, dapo on addition
-                and with SGD momentum on pattern, addition/grpo with G = 16, pattern/pg with G = 4, count/gspo
-                with G = 16, pattern/grpo with partial credit (a reward no version used on pattern), and
-                count/dapo on the 1m model.
+                addition/grpo on the 1m model. Ten more, added with the model unchanged (as committed at
+                ebaf59b) by a session stopped before it recorded any result (its dumps were lost with its
+                machine), so all twenty were run and scored afresh by the next one: gspo_token on count and
+                pattern, cispo on count, dapo on addition and with SGD momentum on pattern, addition/grpo with
+                G = 16, pattern/pg with G = 4, count/gspo with G = 16, pattern/grpo with partial credit (a reward
+                no version used on pattern), and count/dapo on the 1m model.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -69,8 +69,9 @@ three combinations (addition/gspo_token, addition/dr_grpo, pattern/gspo_token) m
 miss only that one. Version 4's model on the same held-out cells: 308 right (77%), 52 safe but unstable, so
 the signal share (7) helped on data it never saw (addition above all), at the price of false alarms on count.
 Why the final reward misses (read from the cells, not fitted): the 24-step pilot is one seed, and where it
-falls or starts low (the addition pilots of the clipped objectives at 0.10-0.11 against 0.19-0.23 initial and 0.41-0.44 final for
-the grid's seeds; pattern/pg with G = 4 collapsed to 0 in 3 steps) its fitted curve is not the grid's; and
+falls or starts low (the addition pilots of the clipped objectives at 0.10-0.11 against 0.19-0.23 initial
+and 0.41-0.44 final for the grid's seeds; pattern/pg with G = 4 collapsed to 0 in 3 steps) its fitted
+curve is not the grid's; and
 a 32-step stale window ends 0.05-0.2 below the pilot's curve read at its sampler on count and pattern at
 every lr (the clip's band caps a window's progress; version 4 tried that cap as progress and dropped it).
 Development (the 22 combinations S was fitted on): their rows in RESULTS.md.
@@ -493,7 +494,8 @@ def cell_map(name: str, result: dict) -> list[str]:
 
 
 def write_section(parts: list[list[str]]) -> None:
-    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 5; the role says which version held the combination out, confirm-5 the ones version 5 never saw). Each cell: the "
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 5; the role "
+             "says which version held the combination out, confirm-5 the ones version 5 never saw). Each cell: the "
              "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
              "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "
              f"{PLATEAU_STEPS} steps). The rows score the time to plateau (`time_to_plateau`: the first step of the first "

@@ -57,8 +57,8 @@ results; versions 1-4 and why each was replaced: at the end of this docstring):
     python paper_repro/pilot_forecast.py --fit-limit cells.json          # S from the development combinations
     python paper_repro/pilot_forecast.py --from-dump cells.json          # score the dumped cells (pilots re-run)
 
-Version 5 results (2026-11-25; the 20 confirmation grids in 26 min and the 22 development ones re-run
-with 2 workers on 2 cores, every row re-scored from the dumps with --from-dump; rows pilot-forecast-* and
+Version 5 results (2026-11-25; the 20 confirmation grids in 26 min and the 22 development ones in 49
+min, re-run, of 2 workers on 2 cores (their measured cells identical to version 4's), every row re-scored from the dumps with --from-dump; rows pilot-forecast-* and
 the section of RESULTS.md). Held out, the 20 confirm-5 combinations: no PASS. Ours 323 of 400 cells right
 (81%; 65-100% per combination) against 62% for the continuous rule and 44% for "always stable"; 17 cells
 safe but unstable against 77 and 222; ahead of both baselines on 7 of 20 (behind "always stable" on the
@@ -74,7 +74,10 @@ and 0.41-0.44 final for the grid's seeds; pattern/pg with G = 4 collapsed to 0 i
 curve is not the grid's; and
 a 32-step stale window ends 0.05-0.2 below the pilot's curve read at its sampler on count and pattern at
 every lr (the clip's band caps a window's progress; version 4 tried that cap as progress and dropped it).
-Development (the 22 combinations S was fitted on): their rows in RESULTS.md.
+Development (the 22 combinations S was fitted on, so in sample for S): 391 of 440 cells (89%) against 56% and
+40%, 9 safe but unstable against 120 and 266, ahead of both baselines on 17; PASS on pattern/pg-SGD,
+count/pg-SGD and count/pg-1m; the final reward within 0.05 on 6 of 22 (median error 0.13). Version 4's
+limit on the same cells: 367 (83%), 51 safe but unstable.
 
 Version 4 results (2026-11-25; the grids of all 22 combinations in 54 min of 2 workers on 2 cores; rows
 pilot-forecast-* and the section of RESULTS.md): the model frozen at S = 2.099 (92% of the 200 development

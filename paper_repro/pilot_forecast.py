@@ -73,7 +73,10 @@ falls or starts low (the addition pilots of the clipped objectives at 0.10-0.11 
 and 0.41-0.44 final for the grid's seeds; pattern/pg with G = 4 collapsed to 0 in 3 steps) its fitted
 curve is not the grid's; and
 a 32-step stale window ends 0.05-0.2 below the pilot's curve read at its sampler on count and pattern at
-every lr (the clip's band caps a window's progress; version 4 tried that cap as progress and dropped it).
+every lr (the clip's band caps a window's progress; version 4 tried that cap as progress and dropped it;
+retried after version 5 on all 42 combinations, a window's productive updates min(T, 1 + log(1 + eps) / (lr
+s)): the T = 32 median error goes from +0.06 to -0.16 and the final reward within 0.05 from 6 to 5 of the
+40 combinations with a stable cell, so the cap overcorrects and is not adopted).
 Development (the 22 combinations S was fitted on, so in sample for S): 391 of 440 cells (89%) against 56% and
 40%, 9 safe but unstable against 120 and 266, ahead of both baselines on 17; PASS on pattern/pg-SGD,
 count/pg-SGD and count/pg-1m; the final reward within 0.05 on 6 of 22 (median error 0.13). Version 4's

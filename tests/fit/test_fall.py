@@ -77,3 +77,25 @@ def test_a_reward_stuck_on_one_value_gets_its_scatter_from_the_differences_sprea
     reward[[9, 17]] = 0.97
     f = reward_fall(np.arange(1, 25), reward, (0.0, 1.0))
     assert np.isfinite(f.z) and f.fall == pytest.approx(0.03 / BLOCK) and not f.lost
+
+
+@pytest.mark.real_logs
+def test_on_real_runs_a_dip_to_zero_is_a_loss_and_noisy_starts_are_not(real_logs):
+    """The first 40 logged steps of three runs nobody here wrote (../shared/data/real_logs): the Qwen3.5-9B
+    GRPO run of Sunshine535 drops from 0.53 (steps 13-16) to 0.03 (steps 25-28) before it recovers to ~0.4
+    (steps 41-200): a loss; the Llama-3.1-8B start of IMJONEZZ and the Wordle run of alexchilton move within
+    their noise (z ~2): none."""
+    from _real_logs import ALEX_JSON, IMJONEZZ, SUNSHINE
+    from gspo_dynamics.logs import read_log
+
+    def first_40(name):
+        steps, reward = read_log(str(real_logs / name)).valid("reward")
+        return steps[:40], reward[:40], reward
+
+    steps, reward, whole = first_40(SUNSHINE)
+    f = reward_fall(steps, reward, (0.0, 1.0))
+    assert f.lost and f.best_steps == (13, 16) and f.after_steps == (25, 28) and f.z > Z_FALL
+    assert whole[40:].mean() > 0.3  # the run came back: a dip, which a pilot cannot tell from a collapse
+    for name in (IMJONEZZ, ALEX_JSON):
+        steps, reward, _ = first_40(name)
+        assert not reward_fall(steps, reward).lost

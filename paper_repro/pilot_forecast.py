@@ -56,6 +56,8 @@ results; versions 1-4 and why each was replaced: at the end of this docstring):
     python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 42 x 20 cells x 4 seeds (~80 min)
     python paper_repro/pilot_forecast.py --fit-limit cells.json          # S from the development combinations
     python paper_repro/pilot_forecast.py --from-dump cells.json          # score the dumped cells (pilots re-run)
+    python paper_repro/pilot_forecast.py --from-dump paper_repro/data/pilot_forecast_cells.json.gz
+                                      # every row from the shipped seed curves of all 42 grids (~3 min)
 
 Version 5 results (2026-11-25; the 20 confirmation grids in 26 min and the 22 development ones in 49
 min, re-run, of 2 workers on 2 cores (their measured cells identical to version 4's), every row re-scored from the dumps with --from-dump; rows pilot-forecast-* and
@@ -134,6 +136,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gzip
 import json
 import math
 import tempfile
@@ -537,10 +540,12 @@ def arguments() -> argparse.Namespace:
 
 
 def read_dump(parser: argparse.ArgumentParser, path: str) -> dict:
-    """A --dump file's combinations, or one line and exit 2 (missing, not JSON, unknown combination)."""
+    """A --dump file's combinations (JSON, or gzipped JSON: a name ending .gz), or one line and exit 2
+    (missing, not JSON, unknown combination)."""
     try:
-        dump = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
+        raw = gzip.decompress(Path(path).read_bytes()) if path.endswith(".gz") else Path(path).read_bytes()
+        dump = json.loads(raw)
+    except (OSError, ValueError, EOFError) as err:
         parser.error(f"cannot read the dump {path}: {err}")
     unknown = set(dump) - set(COMBINATIONS) if isinstance(dump, dict) else {"(not an object)"}
     if unknown:

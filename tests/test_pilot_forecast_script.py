@@ -211,3 +211,26 @@ def test_misses_names_each_target_missed_and_passing_is_missing_none(script, cha
     result = scored(**change)
     assert script.misses(result) == missed
     assert script.passed(result) is (not missed)
+
+
+def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script):
+    """paper_repro/data/pilot_forecast_cells.json.gz (the seed curves of the 42 grids behind RESULTS.md) reads
+    through `read_dump` and holds every combination's 20 cells of 4 seeds x 96 steps."""
+    import argparse
+    from pathlib import Path
+
+    path = Path(script.__file__).parent / "data" / "pilot_forecast_cells.json.gz"
+    dump = script.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path))
+    assert set(dump) == set(script.COMBINATIONS)
+    curves = script.dumped_curves(dump["count-pg"])
+    assert len(curves) == 20 and all(c["reward"].shape == (script.SEEDS, script.STEPS) for c in curves.values())
+
+
+def test_a_corrupt_gzipped_dump_is_one_line_and_exit_2(script, tmp_path, capsys):
+    import argparse
+
+    path = tmp_path / "cells.json.gz"
+    path.write_bytes(b"not gzip at all")
+    with pytest.raises(SystemExit) as stop:
+        script.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path))
+    assert stop.value.code == 2 and "cannot read the dump" in capsys.readouterr().err

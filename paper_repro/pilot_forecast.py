@@ -200,6 +200,16 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "count-gspo-g16": ("count", "gspo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-5"),
     "pattern-grpo-partial": ("pattern", "grpo", {"task_options": {"partial_credit": True}}, 3e-3, "confirm-5"),
     "count-dapo-1m": ("count", "dapo", {"model": "1m"}, 3e-3, "confirm-5"),
+    "count-grpo-kl": ("count", "grpo", {"kl_coef": 0.04}, 3e-3, "confirm-6"),
+    "pattern-gspo-kl": ("pattern", "gspo", {"kl_coef": 0.04}, 3e-3, "confirm-6"),
+    "addition-cispo-sgd": ("addition", "cispo", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-6"),
+    "count-dr_grpo-sgd": ("count", "dr_grpo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-6"),
+    "count-gspo-min3": ("count", "gspo", {"task_options": {"min_count": 3}}, 3e-3, "confirm-6"),
+    "pattern-grpo-min6": ("pattern", "grpo", {"task_options": {"min_matches": 6}}, 3e-3, "confirm-6"),
+    "pattern-gspo-len12": ("pattern", "gspo", {"task_options": {"length": 12}}, 3e-3, "confirm-6"),
+    "count-grpo-batch": ("count", "grpo", {"advantage_scale": "batch"}, 3e-3, "confirm-6"),
+    "addition-gspo-g4": ("addition", "gspo", {"task_options": ADDITION, "group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-6"),
+    "pattern-dapo-g16": ("pattern", "dapo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-6"),
 }
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)

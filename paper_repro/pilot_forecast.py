@@ -330,9 +330,7 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
     kappa = imp.stiffness_per_step.value if imp.stiffness_per_step is not None else math.nan
     usable = fc.max_safe_lr is not None and math.isfinite(kappa) and kappa > 0
     risk = collapse_grid(fc, lrs, Ts)
-    earlier = None if risk is None else collapse.at_risk(  # version 4's limit, D / H > S_4: no signal share
-        fc.drift_per_step / lr_pilot, fc.entropy, fc.entropy_rise, lr_pilot, lrs, Ts, VERSION_4_SPREAD,
-        None if fc.config.setup.hparams.correction == "none" else fc.config.setup.hparams.clip_high)
+    earlier = {**pilot_entry(fc, lr_pilot), "signal_share": 1.0}  # version 4: D / H > S_4, no signal share
     out = {}
     for j, lr in enumerate(lrs):
         k = kappa * lr / lr_pilot
@@ -340,7 +338,7 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
         for i, T in enumerate(Ts):
             linear = t_c is not None and T >= t_c
             out[(lr, T)] = {"ours": linear or (risk is not None and bool(risk[i, j])),
-                            "version 4": linear or (earlier is not None and bool(earlier[i, j])),
+                            "version 4": linear or collapses(earlier, lr, T, VERSION_4_SPREAD),
                             "continuous": math.isfinite(k) and k * T >= 1 - mu,
                             "always stable": False}
     return out

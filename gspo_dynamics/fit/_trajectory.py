@@ -37,7 +37,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._closed_form import FitResult, finite_sorted, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._periodogram import periodic_component
-from gspo_dynamics.fit._uncertainty import covariance, partial_derivative, standard_errors
+from gspo_dynamics.fit._uncertainty import covariance, model_curve, partial_derivative, standard_errors
 from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
 
 EVIDENCE_BIC = 6.0  # BIC gain an extra mechanism needs: "strong" evidence on the Kass-Raftery scale
@@ -80,7 +80,7 @@ class TrajectoryFit:
 
     def predict(self, t) -> np.ndarray:
         """The fitted R at steps t >= t_start."""
-        return _model_curve(self.model, self.params, np.asarray(t, dtype=float) - self.t_start)
+        return model_curve(self.model, self.params, np.asarray(t, dtype=float) - self.t_start)
 
     def time_to_plateau(self) -> tuple[float, float]:
         """(t_p, stderr): first step after which |R - R_inf| <= PLATEAU_TOLERANCE |R_inf - R_0| for good.
@@ -106,10 +106,6 @@ class TrajectoryFit:
             "selection": self.selection, "r_range": list(self.r_range),
             "plateau_extrapolation": self.plateau_extrapolation,
         })
-
-
-def _model_curve(model: str, params: dict[str, float], t: np.ndarray) -> np.ndarray:
-    return FitResult(model, params, math.nan, math.nan, 0).predict(t)
 
 
 def _plateau_time(model: str, q: dict[str, float]) -> float:

@@ -20,7 +20,8 @@ from gspo_dynamics.fit._closed_form import FitResult
 FD_REL_STEP = 1e-5  # central-difference step relative to each parameter's scale (error ~ step^2)
 
 
-def _curve(model: str, params: dict[str, float], t: np.ndarray) -> np.ndarray:
+def model_curve(model: str, params: dict[str, float], t: np.ndarray) -> np.ndarray:
+    """The closed form `model` with `params` at times t (a FitResult's curve without its fit)."""
     return FitResult(model, params, math.nan, math.nan, 0).predict(t)
 
 
@@ -58,7 +59,7 @@ def covariance(fit: FitResult, t: np.ndarray, r: np.ndarray) -> tuple[tuple[str,
         up[name] += h
         down[name] -= h
         with np.errstate(over="ignore", invalid="ignore"):
-            cols.append((_curve(fit.model, up, t) - _curve(fit.model, down, t)) / (2.0 * h))
+            cols.append((model_curve(fit.model, up, t) - model_curve(fit.model, down, t)) / (2.0 * h))
     J = np.stack(cols, axis=1)  # (n, p)
     dof = max(t.size - len(names), 1)
     s2 = fit.rss / dof

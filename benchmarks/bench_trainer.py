@@ -33,7 +33,10 @@ completion lengths differ).
 
 GPU (`--device cuda`): the built-in "100m" preset, bf16 autocast; update tokens/s and MFU =
 flops_per_token(seq) x tokens/s / PEAK_FLOPS, and the rollout's decode rate against the memory
-bandwidth bound (every decode step reads all weights once: tokens/s <= B x BW / weight bytes).
+bandwidth bound (`decode_bound`: every decode step reads all weights and the cached keys and values
+once). The rollout runs on the CUDA graph path (`_graph_decode`; its graphs are captured in the
+first rollout of a shape, a warm-up step); the reference path (eager, the model's own cached
+forward) is measured on the same model and batch beside it.
 
     cd /work/main && .venv/bin/python benchmarks/bench_trainer.py            # CPU, ~2-4 min
     .venv/bin/python benchmarks/bench_trainer.py --device cuda               # on a GPU
@@ -102,10 +105,12 @@ class Ours:
     """Our trainer's step (module docstring) on any model with the CausalLM call."""
 
     def __init__(self, model, task, tok, N: int, G: int, device: str = "cpu", autocast=None, stop_at_eos: bool = True,
-                 train_model=None):
+                 train_model=None, fast: bool = True):
         """`stop_at_eos` False: every completion runs to the task's max_new_tokens (a fixed amount of
         work per step, as a GPU throughput measurement wants); `train_model`: what the update calls
-        (e.g. torch.compile(model)), default the model itself."""
+        (e.g. torch.compile(model)), default the model itself; `fast` False: rollouts on the
+        reference path (`generate(fast=False)`)."""
+        self.fast = fast
         self.model, self.task, self.tok, self.N, self.G = model.to(device), task, tok, N, G
         self.train_model = self.model if train_model is None else train_model
         self.device = torch.device(device)
@@ -123,7 +128,7 @@ class Ours:
         self.model.eval()
         with torch.no_grad(), self.autocast():
             ro = generate(self.model, ids, mask, self.task.max_new_tokens, eos_id=self.eos_id, pad_id=self.tok.pad_id,
-                          generator=self.generator)
+                          generator=self.generator, fast=self.fast)
         rewards = self.task.reward(prompts, self.tok.decode(ro.completion_ids, ro.completion_mask)).to(self.device)
         buf = Buffer(ro.sequences, ro.attention_mask, ro.completion_mask, ro.sampler_logprobs, ro.routing, ro.truncated, rewards)
         buf.advantages = group_advantages(rewards.view(-1, self.G), scale="group").view(-1)
@@ -347,26 +352,21 @@ def profile_step(ours: Ours, path: str, path_label: str) -> None:
                 + "\n\n" + events.table(sort_by="cpu_time_total", row_limit=25))
 
 
-def bf16_copy_rollout(ours: Ours, repeats: int = 3) -> float | None:
-    """Rollout tokens/s with the sampler's weights cast to bf16 once (a copy, autocast off: each decode
-    step reads 2 bytes per weight instead of autocast's float32 read and bf16 cast), best of `repeats`;
-    None (with the error printed) if the model does not run in pure bf16."""
-    sampler = copy.deepcopy(ours.model).to(torch.bfloat16).eval()
+def reference_rollout(ours: Ours, repeats: int = 2) -> float:
+    """Rollout tokens/s of the same model, autocast and batch on the reference path (the model's own
+    cached forward every step, eagerly: `generate(fast=False)`), best of `repeats`: what the CUDA
+    graph path (`_graph_decode`) is measured against."""
     prompts = [p for p in ours.task.sample_prompts(ours.N) for _ in range(ours.G)]
     ids, mask = ours.tok.batch_encode(prompts, device=ours.device)
     best = 0.0
-    try:
-        for _ in range(repeats):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            with torch.no_grad():
-                ro = generate(sampler, ids, mask, ours.task.max_new_tokens, eos_id=ours.eos_id, pad_id=ours.tok.pad_id,
-                              generator=ours.generator)
-            torch.cuda.synchronize()
-            best = max(best, float(ro.completion_mask.sum()) / (time.perf_counter() - t0))
-    except Exception as e:  # a measurement of an option, not a path the trainer takes: report, go on
-        print(f"bf16 weight copy rollout failed: {type(e).__name__}: {e}")
-        return None
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad(), ours.autocast():
+            ro = generate(ours.model, ids, mask, ours.task.max_new_tokens, eos_id=ours.eos_id, pad_id=ours.tok.pad_id,
+                          generator=ours.generator, fast=False)
+        torch.cuda.synchronize()
+        best = max(best, float(ro.completion_mask.sum()) / (time.perf_counter() - t0))
     return best
 
 
@@ -399,8 +399,8 @@ def bench_gpu(args) -> None:
         variants = [("eager", False)] + ([("compiled", True)] if args.gpu_compile else [])
         for label, compiled in variants:
             model = build_model(config, torch.Generator().manual_seed(0))
-            ours = Ours(model, task, tok, N, args.group_size, device="cuda", autocast=autocast,
-                        stop_at_eos=False, train_model=torch.compile(model) if compiled else None)
+            ours = Ours(model, task, tok, N, args.group_size, device="cuda", autocast=autocast, stop_at_eos=False,
+                        train_model=torch.compile(model) if compiled else None, fast=not args.gpu_reference_rollout)
             torch.cuda.reset_peak_memory_stats()
             times = [ours.step() for _ in range(args.warmup + args.repeats)]
             if args.gpu_profile:
@@ -410,9 +410,10 @@ def bench_gpu(args) -> None:
             bound = decode_bound(config, B, 1, task.max_new_tokens, bandwidth)
             rows.append(dict(preset=preset, label=label, params=config.parameter_count(), B=B, rates=r,
                              mfu=config.flops_per_token(seq) * r["update"] / peak, bound=bound,
-                             memory=torch.cuda.max_memory_allocated() / 2**30, bf16_rollout=bf16_copy_rollout(ours)))
+                             memory=torch.cuda.max_memory_allocated() / 2**30,
+                             reference=None if args.gpu_reference_rollout else reference_rollout(ours)))
             print(f"{preset} {label}: update {r['update']:,.0f} tok/s MFU {rows[-1]['mfu']:.1%}; rollout {r['rollout']:,.0f} tok/s "
-                  f"= {r['rollout'] / bound:.1%} of {bound:,.0f} (bf16 copy: {rows[-1]['bf16_rollout']}); peak memory "
+                  f"= {r['rollout'] / bound:.1%} of {bound:,.0f} (reference path: {rows[-1]['reference']}); peak memory "
                   f"{rows[-1]['memory']:.1f} GiB", flush=True)
             del ours, model
             torch.cuda.empty_cache()
@@ -426,14 +427,14 @@ def bench_gpu(args) -> None:
              "weights and attention, no elementwise work). The rollout bound: every decode step reads all weights (bf16) "
              f"and the bf16 KV cache of the earlier positions at {bandwidth / 1e12:.2f} TB/s (`decode_bound`).",
              "",
-             "| preset | parameters | B | update | update tokens/s | MFU (target >= 40%) | rollout tokens/s | bandwidth bound tokens/s | rollout / bound (target >= 50%) | rollout, bf16 weight copy / bound | peak memory | command |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| preset | parameters | B | update | update tokens/s | MFU (target >= 40%) | rollout tokens/s | bandwidth bound tokens/s | rollout / bound (target >= 50%) | rollout path | reference path (eager) / bound | peak memory | command |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += kept_rows(SECTION_GPU, presets)
     for x in rows:
         r = x["rates"]
         lines.append(f"| {x['preset']} | {x['params']:,} | {x['B']} | {x['label']} | {r['update']:,.0f} | {x['mfu']:.1%} | {r['rollout']:,.0f} | "
-                     f"{x['bound']:,.0f} | {r['rollout'] / x['bound']:.1%} | "
-                     f"{'-' if x['bf16_rollout'] is None else format(x['bf16_rollout'] / x['bound'], '.1%')} | {x['memory']:.1f} GiB | "
+                     f"{x['bound']:,.0f} | {r['rollout'] / x['bound']:.1%} | {'reference' if args.gpu_reference_rollout else 'CUDA graphs'} | "
+                     f"{'-' if x['reference'] is None else format(x['reference'] / x['bound'], '.1%')} | {x['memory']:.1f} GiB | "
                      f"`--gpu-model {x['preset']} --gpu-prompts {x['B'] // args.group_size}` ({datetime.date.today()}) |")
     print("\n".join(lines))
     if args.write:
@@ -469,6 +470,8 @@ def main() -> None:
     parser.add_argument("--gpu-length", type=int, default=256, help="count task length L (GPU)")
     parser.add_argument("--gpu-model", default="100m", help="comma-separated built-in presets to measure (GPU), e.g. 100m,1b")
     parser.add_argument("--gpu-compile", action="store_true", help="also measure the update through torch.compile (GPU)")
+    parser.add_argument("--gpu-reference-rollout", action="store_true",
+                        help="GPU rollouts on the reference path instead of the CUDA graph path (and no separate reference column)")
     parser.add_argument("--gpu-profile", default="", help="profile one step of each GPU variant, appended to this file")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--repeats", type=int, default=8, help="timed steps per round (best of)")

@@ -19,7 +19,9 @@ forward, then every step feeds one token per row. A dense built-in model in floa
 decodes with `_decode.Decoder` steps - the same function with fewer kernels, and rows that
 finished are dropped from the batch (`_fast_loop`); other models (MoE, Hugging Face wrappers,
 bf16) step through their own cached forward, the reference path (`fast=False` forces it). Both
-paths draw the same tokens from the same uniforms (tests/train/test_decode.py).
+paths draw the same tokens from the same uniforms (tests/train/test_decode.py). On CUDA a dense
+built-in model (float32 weights, autocast off or bf16/fp16) decodes with `_graph_decode`: each step
+one CUDA graph replay, every row decoded, in the cache's dtype (tests/train/test_graph_decode.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.train import _decode
+from gspo_dynamics.train import _decode, _graph_decode
 
 # The fast loop drops finished rows from its batch once at most this fraction of the batch is alive
 # (each drop copies the live rows' cache; between drops, finished rows ride along).
@@ -112,17 +114,22 @@ def generate(
         eos_id: the token that ends a completion (None: every row runs N tokens).
         pad_id: fills the positions after EOS.
         generator: the random stream of the draws, on the model's device (None: torch's global).
-        fast: decode with `_decode.Decoder` steps when the model supports them (a dense built-in
-            model in float32 without autocast; module docstring); False: the model's own cached
+        fast: decode with `_graph_decode` (CUDA) or `_decode.Decoder` steps when the model supports
+            them (a dense built-in model; module docstring); False: the model's own cached
             forward every step (the reference path; same draws, same numbers up to float32
             summation order).
     """
     prompt_mask, tau, p = _checked_options(model, prompt_ids, prompt_mask, max_new_tokens, temperature, top_p, eos_id, pad_id)
     B, P = prompt_ids.shape
     N = max_new_tokens
-    cache = model.new_kv_cache(B, P + N)  # allocated once: every key and value of this call
-    # the uniforms of every draw, row r of step t using U[t, r] on either path (greedy draws none)
+    # the uniforms of every draw, row r of step t using U[t, r] on every path (greedy draws none)
     U = None if tau == 0.0 else torch.rand(N, B, generator=generator, device=prompt_ids.device)
+    if fast and _graph_decode.supports(model, prompt_ids.device):  # the session owns its cache
+        with torch.inference_mode():
+            tokens, logprobs = _graph_decode.decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw)
+        tokens, logprobs = tokens.clone(), logprobs.clone()
+        return _finish(prompt_ids, prompt_mask, tokens, logprobs, eos_id, pad_id, None)
+    cache = model.new_kv_cache(B, P + N)  # allocated once: every key and value of this call
     if fast and _decode.supports(model, prompt_ids.device):
         with torch.inference_mode():  # no autograd bookkeeping per kernel (~10% of a step at this size)
             tokens, logprobs = _fast_loop(model, cache, prompt_ids, prompt_mask, N, tau, p, eos_id, U)

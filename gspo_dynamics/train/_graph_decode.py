@@ -1,0 +1,227 @@
+"""The rollout's decode loop on a GPU: every step one static-shape function, captured once as a CUDA
+graph and replayed per token (`rollout.generate`'s path for a dense built-in model on CUDA).
+
+Why: a decode step of a ~100M-parameter model moves ~0.5 ms of memory traffic but launches ~15
+kernels per layer, each costing ~20-40 us of host dispatch; eagerly the GPU idles most of the step
+(benchmarks/RESULTS.md, GPU session notes). A graph replays the whole step with one launch.
+
+A graph needs fixed shapes and addresses, so the step differs from `_decode.Decoder.step` in three
+ways, none of which changes the function computed:
+
+    1. every row is decoded every step (no compaction): a finished row computes garbage that
+       `rollout._finish` masks (its tokens after the first EOS become padding);
+    2. the step counter t lives on the device (`t`, (1,) int64), advanced by the graph itself:
+       slot s = P + t, position p_r = first_r + t, the uniforms U[t], and the output row t;
+    3. attention reads a fixed window of W cache slots, W the smallest multiple of WINDOW >= s + 1
+       (one graph per window), with the slots after s masked:
+
+           softmax(q K_W^T / sqrt(d_h) + M_pad + M_future) V_W,   M_future[j] = -inf for j > s,
+
+       which equals attention over the filled prefix K_{0..s} exactly (exp(-inf) = 0).
+
+Precision: the residual stream x stays float32 (as under autocast, where a bf16 matmul output
+added to a float32 x is float32), norms run in float32, every matrix product runs in the cache's
+dtype (the autocast dtype under autocast, else the weights'), and the scores' softmax in float32.
+In float32 the result equals `_decode.Decoder.step` up to summation order (tests/train/test_graph_decode.py).
+
+Without CUDA (or `graphs=False`) the same step runs eagerly: how the tests check it on a CPU.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+
+import torch
+from torch.nn import functional as F
+
+from gspo_dynamics.train import _decode
+
+WINDOW = 64  # cache slots per attention window: one graph per window; at most WINDOW - 1 masked slots read
+EOS_CHECK = 16  # steps between host checks that some row is still alive (each check synchronises)
+PROMPT_ROUND = 8  # prompts are left-padded to a multiple of this length: fewer shapes, fewer sessions
+KEEP = 2  # sessions (caches and graphs) a model keeps, the most recently used
+
+
+def supports(model, device: torch.device) -> bool:
+    """Whether `decode` runs `model` on `device`: a dense built-in CausalLM on CUDA with float32
+    weights, no active dropout, autocast off or to a half dtype."""
+    from gspo_dynamics.train.model import CausalLM  # model imports _attention only; no cycle at call time
+
+    if device.type != "cuda" or not isinstance(model, CausalLM) or model.config.is_moe:
+        return False
+    if model.embed.weight.dtype != torch.float32:
+        return False
+    if torch.is_autocast_enabled("cuda") and torch.get_autocast_dtype("cuda") not in (torch.bfloat16, torch.float16):
+        return False
+    return not (model.training and model.config.dropout > 0)
+
+
+class StaticStep:
+    """The decode-step weights of one dense CausalLM (as `_decode.Decoder`, matrices cast to `dtype`)
+    and the step of the module docstring on fixed buffers."""
+
+    def __init__(self, model, dtype: torch.dtype) -> None:
+        dec = _decode.Decoder(model)
+        self.dec, self.dtype = dec, dtype
+        cast = lambda w: w.to(dtype).contiguous()  # noqa: E731
+        ln1, w_ext, w_o, ln2, w_up, swiglu, w_down = dec._weights
+        self.layers = tuple(zip(ln1, map(cast, w_ext), map(cast, w_o), ln2, map(cast, w_up), swiglu, map(cast, w_down)))
+        self.head = cast(dec.head)
+        self.embed = dec.embed  # the model's own parameter (detached): current without a refresh
+
+    def matrices(self) -> list[torch.Tensor]:
+        """The matrices built from the parameters (copies): what a refresh overwrites in place. Norm
+        weights, the embedding and learned positions are the model's own tensors, always current."""
+        return [w for layer in self.layers for w in layer[1:] if isinstance(w, torch.Tensor)] + [self.head]
+
+    def logits(self, token, tables, keys, values, slot: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Logits (n, V) float32 of feeding `token` (n,) at cache slot `slot` ((1,) int64 tensor).
+
+        tables: this step's position rows, each (n, D) float32 (`Decoder.position_table`);
+        keys, values: per layer (n, H_kv, S, d_h) cache views, written at `slot`;
+        mask: (n, 1, 1, W) float32, 0 where a key slot is attended, -inf elsewhere (W = the window)."""
+        d, dt = self.dec, self.dtype
+        n, W = token.shape[0], mask.shape[-1]
+        H_kv, dh, g = d.H_kv, d.dh, d.H // d.H_kv
+        D_q, D_qk, D_v, f = d.H * dh, d.D_qk, d.D_v, d.d_ff
+        x = self.embed.index_select(0, token)  # (n, d) float32: the residual stream
+        if d.rope:
+            cos, sin = tables
+        else:
+            x = x + tables[0]
+        for (ln1, w_ext, w_o, ln2, w_up, swiglu, w_down), K, V in zip(self.layers, keys, values):
+            out = torch.mm(ln1(x).to(dt), w_ext)  # (n, D_ext)
+            qk = out[:, :D_qk] * cos + out[:, D_qk + D_v :] * sin if d.rope else out[:, :D_qk].float()  # float32
+            K.index_copy_(2, slot, qk[:, D_q:].view(n, H_kv, 1, dh).to(K.dtype))
+            V.index_copy_(2, slot, out[:, D_qk : D_qk + D_v].view(n, H_kv, 1, dh).to(V.dtype))
+            q = qk[:, :D_q].view(n, H_kv, g, dh).to(dt)  # query head h reads kv head h // g, as in GQA
+            scores = torch.matmul(q, K[:, :, :W].transpose(-1, -2)).float() + mask  # (n, H_kv, g, W)
+            attn = torch.matmul(scores.softmax(-1).to(dt), V[:, :, :W])  # (n, H_kv, g, d_h)
+            x = x + torch.mm(attn.reshape(n, -1), w_o).float()
+            up = torch.mm(ln2(x).to(dt), w_up)  # (n, f) or (n, 2 f) = [gate | up]
+            hidden = F.silu(up[:, :f]) * up[:, f:] if swiglu else F.gelu(up)
+            x = x + torch.mm(hidden, w_down).float()
+        return torch.mm(d.ln_f(x).to(dt), self.head).float()  # (n, V)
+
+
+class _Session:
+    """The fixed buffers of one rollout shape on one model: a KV cache, the step's weights (refreshed
+    from the model's parameters every rollout, in place), the loop's state and one CUDA graph per
+    attention window, captured on first use and replayed by every later rollout of the same shape."""
+
+    def __init__(self, model, B: int, P: int, N: int, tau: float, p: float, eos_id, sampled: bool, device, graphs: bool):
+        self.B, self.P, self.N, self.tau, self.p, self.eos_id, self.graphs = B, P, N, tau, p, eos_id, graphs
+        self.cache = model.new_kv_cache(B, P + N)  # the autocast dtype under autocast, else the weights'
+        self.step = StaticStep(model, self.cache.keys.dtype)
+        S = self.cache.capacity
+        self.table = self.step.dec.position_table(P + N, device)  # float32 rows by position (first + t < P + N)
+        self.ids = torch.zeros(B, P, dtype=torch.long, device=device)
+        self.mask = torch.zeros(B, P, dtype=torch.long, device=device)
+        self.pad = torch.zeros(B, 1, 1, S, device=device)  # -inf on the prompts' padding slots
+        self.first = torch.zeros(B, dtype=torch.long, device=device)
+        self.U = torch.zeros(N, B, device=device) if sampled else None
+        self.last = torch.zeros(B, model.config.vocab_size, device=device)
+        self.tokens = torch.zeros(N, B, dtype=torch.long, device=device)
+        self.logprobs = torch.zeros(N, B, device=device)
+        self.alive = torch.ones(B, dtype=torch.bool, device=device)
+        self.t = torch.zeros(1, dtype=torch.long, device=device)
+        self.slots = torch.arange(S, device=device)
+        self.captured: dict[int, torch.cuda.CUDAGraph] = {}
+        self.stream = torch.cuda.Stream(device) if graphs else None  # the warm-up's and the captures' stream
+        self.warm = False
+
+    def body(self, W: int) -> None:
+        """Step t: draw token t from `last`, record it, feed it at slot P + t (window W), t += 1."""
+        t = self.t
+        u = None if self.U is None else self.U.index_select(0, t)[0]
+        token, token_logp = self.draw(self.last, self.tau, self.p, u)
+        self.tokens.index_copy_(0, t, token[None])
+        self.logprobs.index_copy_(0, t, token_logp[None])
+        if self.eos_id is not None:
+            self.alive.logical_and_(token != self.eos_id)
+        slot = t + self.P
+        mask = self.pad[..., :W].masked_fill(self.slots[:W] > slot, -torch.inf)  # (B, 1, 1, W)
+        tables = tuple(x.index_select(0, self.first + t) for x in self.table)
+        self.last.copy_(self.step.logits(token, tables, list(self.cache.keys), list(self.cache.values), slot, mask))
+        t.add_(1)
+
+    def run(self, model, prompt_ids, prompt_mask, U, draw) -> int:
+        """Decode one rollout into `tokens` and `logprobs`; the number of tokens fed after the prompt."""
+        self.draw = draw
+        for mine, fresh in zip(self.step.matrices(), StaticStep(model, self.step.dtype).matrices()):
+            mine.copy_(fresh)  # the sampler is the model as it is now
+        extra = self.P - prompt_ids.shape[1]  # left padding up to the session's prompt length
+        self.ids.zero_()[:, extra:] = prompt_ids
+        self.mask.zero_()[:, extra:] = prompt_mask
+        self.cache.length = 0
+        self.cache.key_mask.zero_()
+        self.cache.n_real.zero_()
+        self.last.copy_(model(self.ids, attention_mask=self.mask, kv_cache=self.cache)[0][:, -1])
+        self.first.copy_(prompt_mask.sum(-1))
+        self.pad.zero_()[:, 0, 0, : self.P].masked_fill_(self.mask == 0, -torch.inf)
+        if U is not None:
+            self.U.copy_(U)
+        self.alive.fill_(True)
+        self.t.zero_()
+        with torch.autocast(prompt_ids.device.type, enabled=False):  # the steps' dtypes are explicit (module docstring)
+            fed = self._steps(prompt_ids.device)
+        if fed == self.N - 1:  # the last token: drawn, never fed
+            token, token_logp = draw(self.last, self.tau, self.p, None if U is None else U[self.N - 1])
+            self.tokens[self.N - 1], self.logprobs[self.N - 1] = token, token_logp
+        self.cache.length = self.P + fed
+        return fed
+
+    def _steps(self, device) -> int:
+        """Run `body` for steps 0 .. N - 2 (eagerly; or, with graphs, as replays of one graph per
+        window after one eager warm-up step the first time) until every row has drawn EOS."""
+        fed = 0
+        for i in range(self.N - 1):
+            W = min(self.cache.capacity, -(-(self.P + i + 1) // WINDOW) * WINDOW)  # the window holding slot P + i
+            if not self.graphs:
+                self.body(W)
+            elif not self.warm:  # eagerly on the capture stream: the warm-up a capture needs
+                self.stream.wait_stream(torch.cuda.current_stream(device))
+                with torch.cuda.stream(self.stream):
+                    self.body(W)
+                torch.cuda.current_stream(device).wait_stream(self.stream)
+                self.warm = True
+            else:
+                if W not in self.captured:  # recorded, not run: the state is untouched until the replay
+                    self.captured[W] = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(self.captured[W], stream=self.stream):
+                        self.body(W)
+                self.captured[W].replay()
+            fed = i + 1
+            if self.eos_id is not None and fed % EOS_CHECK == 0 and not bool(self.alive.any()):
+                break  # every row finished: the rest is padding
+        return fed
+
+
+# model -> its sessions by rollout shape, least recently used first (weak: a model's go with it)
+_SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw, graphs: bool | None = None):
+    """Raw tokens and log q (B, N) of the rollout, meaningful up to each row's first EOS (as
+    `rollout._fast_loop`; `rollout._finish` masks the rest). `draw` is `rollout.draw`; `graphs`:
+    replay CUDA graphs (None: when the device is CUDA).
+
+    The prompt is left-padded to a multiple of PROMPT_ROUND tokens (masked slots: the same function)
+    so that batches of nearby prompt lengths share a session; a model keeps its KEEP most recently
+    used sessions."""
+    B, P = prompt_ids.shape
+    device = prompt_ids.device
+    graphs = device.type == "cuda" if graphs is None else graphs
+    P_static = max(P, min(-(-P // PROMPT_ROUND) * PROMPT_ROUND, model.config.max_seq_len - N))
+    dtype = torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) else model.embed.weight.dtype
+    key = (B, P_static, N, tau, p, eos_id, U is not None, dtype, device, graphs)
+    sessions = _SESSIONS.setdefault(model, OrderedDict())
+    if key not in sessions:
+        sessions[key] = _Session(model, B, P_static, N, tau, p, eos_id, U is not None, device, graphs)
+        while len(sessions) > KEEP:
+            sessions.popitem(last=False)
+    sessions.move_to_end(key)
+    session = sessions[key]
+    session.run(model, prompt_ids, prompt_mask, U, draw)
+    return session.tokens.t().clone(), session.logprobs.t().clone()

@@ -1,0 +1,135 @@
+"""The static-shape decode loop (`_graph_decode`, the rollout's path on CUDA) against the reference
+path (the model's own cached forward every step): same tokens, same sampler log-probs.
+
+On the CPU the loop runs eagerly (`graphs=False`): the function a graph would replay. The CUDA
+cases (`gpu` marker) replay the graphs and check them against the same loop run eagerly on the GPU
+(the same kernels: equal results) and against the reference path."""
+
+import pytest
+import torch
+
+from gspo_dynamics.train import _graph_decode
+from gspo_dynamics.train.rollout import _finish, completion_log_probs, draw, generate
+from gspo_dynamics.train.tokenizer import Tokenizer
+from _train_helpers import CUDA, sharp_model
+from test_decode import DENSE, LOGP_TOL, prompts
+
+TOK = Tokenizer()
+OPTIONS = (dict(temperature=0.0), dict(), dict(temperature=0.8, top_p=0.9))
+# bf16 keeps 8 bits of mantissa: logits of size ~5 (scale-3 weights) carry ~2^-8 x 5 = 0.02 of
+# rounding per product, a few products deep; 0.15 in a log-prob is ~7 such roundings, far below the
+# O(1) gaps between the log-probs of different tokens.
+BF16_LOGP_TOL = 0.15
+
+
+def static_rollout(model, ids, mask, N, graphs=False, temperature=1.0, top_p=1.0, seed=3):
+    """`generate`'s Rollout, decoded by `_graph_decode.decode` (the same uniforms as `generate`)."""
+    B, P = ids.shape
+    U = None if temperature == 0.0 else torch.rand(N, B, generator=torch.Generator(ids.device).manual_seed(seed), device=ids.device)
+    with torch.inference_mode():
+        tokens, logprobs = _graph_decode.decode(model, ids, mask, N, temperature, top_p, TOK.eos_id, U, draw, graphs)
+    return _finish(ids, mask, tokens.clone(), logprobs.clone(), TOK.eos_id, TOK.pad_id, None)
+
+
+def assert_same(a, b, tol=LOGP_TOL):
+    assert torch.equal(a.sequences, b.sequences)
+    assert torch.equal(a.attention_mask, b.attention_mask)
+    assert torch.equal(a.truncated, b.truncated)
+    assert torch.allclose(a.sampler_logprobs, b.sampler_logprobs, atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("window", [4, 64])
+@pytest.mark.parametrize("overrides", DENSE)
+@pytest.mark.parametrize("kind", ["padded", "equal", "one_token"])
+def test_static_loop_equals_reference_rollout(overrides, kind, window, monkeypatch):
+    """float32 on the CPU, greedy and sampled: the same tokens exactly and the sampler log-probs to
+    float32 tolerance (test_decode.py's reasons), with windows of 4 slots (several windows, the
+    future slots of each masked) and of 64 (one window over the whole cache)."""
+    monkeypatch.setattr(_graph_decode, "WINDOW", window)
+    model = sharp_model(TOK.vocab_size, seed=len(overrides), **overrides)
+    ids, mask = prompts(kind)
+    for options in OPTIONS:
+        ref = generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=False,
+                       generator=torch.Generator().manual_seed(3), **options)
+        assert_same(static_rollout(model, ids, mask, 14, **options), ref)
+
+
+def test_static_loop_stops_when_every_row_has_ended(monkeypatch):
+    """With a host check every step, the loop stops at the step where the last row drew EOS (before
+    the last step: the final draw is skipped) and the rollout still equals the reference's."""
+    monkeypatch.setattr(_graph_decode, "EOS_CHECK", 1)
+    model = sharp_model(TOK.vocab_size, seed=2)  # its longest completion: 27 tokens
+    ids, mask = prompts("equal")
+    N = 30
+    ref = generate(model, ids, mask, N, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=False, generator=torch.Generator().manual_seed(3))
+    assert not ref.truncated.any()  # the precondition: every row ends before N
+    assert_same(static_rollout(model, ids, mask, N), ref)
+
+
+@pytest.mark.parametrize("overrides", DENSE[:3])
+def test_sessions_are_reused_with_the_models_current_weights(overrides):
+    """A second rollout of the same shape reuses the first one's session (cache and graphs) with the
+    weights refreshed after an in-place update (an optimizer step), and prompts of another length
+    within PROMPT_ROUND share it too (left padding, masked): each rollout equals the reference path
+    on the model as it is then. A third shape evicts the least recently used of KEEP = 2 sessions."""
+    model = sharp_model(TOK.vocab_size, seed=5, **overrides)
+    padded, shorter = prompts("padded"), TOK.batch_encode(["1+2", "3", "", "44+5", "6", "7+7", "8"])
+    assert shorter[0].shape[1] < padded[0].shape[1] <= _graph_decode.PROMPT_ROUND
+
+    def check(ids, mask):
+        ref = generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=False, generator=torch.Generator().manual_seed(3))
+        assert_same(static_rollout(model, ids, mask, 14), ref)
+
+    check(*padded)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    check(*padded)
+    check(*shorter)
+    assert len(_graph_decode._SESSIONS[model]) == 1
+    check(padded[0][:3], padded[1][:3])  # another batch size: a second session
+    check(*prompts("one_token"))  # a third: the first is evicted
+    assert len(_graph_decode._SESSIONS[model]) == _graph_decode.KEEP == 2
+
+
+@pytest.mark.parametrize("overrides", DENSE[:3])
+def test_static_loop_in_bf16_matches_float32_logprobs(overrides):
+    """Under CPU bf16 autocast (a bf16 cache; bf16 matrix products, float32 residual stream and
+    softmax): the sampler log-probs of the drawn tokens equal the float32 teacher-forced log-probs
+    of the same sequences within BF16_TOL_LOGP, and the cache stayed bf16."""
+    model = sharp_model(TOK.vocab_size, seed=11, scale=3.0, **overrides)
+    ids, mask = prompts()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert model.new_kv_cache(1, 2).keys.dtype == torch.bfloat16
+        ro = static_rollout(model, ids, mask, 14)
+    with torch.no_grad():
+        exact, _ = completion_log_probs(model, ro.sequences, ro.attention_mask, ro.completion_mask)
+    assert torch.allclose(ro.sampler_logprobs, exact, atol=BF16_LOGP_TOL, rtol=0)
+
+
+def test_supports_only_cuda_dense_float32_models():
+    model = sharp_model(TOK.vocab_size)
+    assert not _graph_decode.supports(model, torch.device("cpu"))
+    assert not _graph_decode.supports(sharp_model(TOK.vocab_size, n_experts=4, top_k=2), torch.device("cuda"))
+    assert not _graph_decode.supports(model.to(torch.bfloat16), torch.device("cuda"))
+
+
+@pytest.mark.parametrize("device", [CUDA])
+@pytest.mark.parametrize("overrides", DENSE)
+def test_graph_replays_equal_the_eager_loop_on_cuda(overrides, device, monkeypatch):
+    """On CUDA, float32 and bf16 autocast: graph replays give exactly the eager loop's tokens and
+    log-probs (the same kernels), and in float32 the reference path's tokens; `generate` takes the
+    graph path."""
+    monkeypatch.setattr(_graph_decode, "WINDOW", 8)  # several windows: several graphs captured
+    model = sharp_model(TOK.vocab_size, seed=len(overrides), device=device, **overrides)
+    ids, mask = prompts("padded", device)
+    assert _graph_decode.supports(model, torch.device(device))
+    for options in OPTIONS:
+        graphed = static_rollout(model, ids, mask, 14, graphs=True, **options)
+        assert_same(graphed, static_rollout(model, ids, mask, 14, graphs=False, **options), tol=0.0)
+        ref = generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=False,
+                       generator=torch.Generator(device).manual_seed(3), **options)
+        assert_same(graphed, ref)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            half = static_rollout(model, ids, mask, 14, graphs=True, **options)
+            assert_same(half, static_rollout(model, ids, mask, 14, graphs=False, **options), tol=0.0)

@@ -41,6 +41,7 @@ WINDOW = 64  # cache slots per attention window: one graph per window; at most W
 EOS_CHECK = 16  # steps between host checks that some row is still alive (each check synchronises)
 PROMPT_ROUND = 8  # prompts are left-padded to a multiple of this length: fewer shapes, fewer sessions
 KEEP = 2  # sessions (caches and graphs) a model keeps, the most recently used
+ATTENTION = "matmul"  # how a step attends: "matmul" or "sdpa" (`StaticStep.logits`)
 
 
 def supports(model, device: torch.device) -> bool:
@@ -75,14 +76,16 @@ class StaticStep:
         weights, the embedding and learned positions are the model's own tensors, always current."""
         return [w for layer in self.layers for w in layer[1:] if isinstance(w, torch.Tensor)] + [self.head]
 
-    def logits(self, token, tables, keys, values, slot: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def logits(self, token, tables, keys, values, slot: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         """Logits (n, V) float32 of feeding `token` (n,) at cache slot `slot` ((1,) int64 tensor).
 
         tables: this step's position rows, each (n, D) float32 (`Decoder.position_table`);
         keys, values: per layer (n, H_kv, S, d_h) cache views, written at `slot`;
-        mask: (n, 1, 1, W) float32, 0 where a key slot is attended, -inf elsewhere (W = the window)."""
+        keep: (n, 1, 1, W) bool, True where a key slot is attended (W = the window). The attention is
+        ATTENTION's: two batched matrix products around a float32 softmax ("matmul"), or one
+        `scaled_dot_product_attention` call in the cache's dtype ("sdpa")."""
         d, dt = self.dec, self.dtype
-        n, W = token.shape[0], mask.shape[-1]
+        n, W = token.shape[0], keep.shape[-1]
         H_kv, dh, g = d.H_kv, d.dh, d.H // d.H_kv
         D_q, D_qk, D_v, f = d.H * dh, d.D_qk, d.D_v, d.d_ff
         x = self.embed.index_select(0, token)  # (n, d) float32: the residual stream
@@ -95,13 +98,18 @@ class StaticStep:
             qk = out[:, :D_qk] * cos + out[:, D_qk + D_v :] * sin if d.rope else out[:, :D_qk].float()  # float32
             K.index_copy_(2, slot, qk[:, D_q:].view(n, H_kv, 1, dh).to(K.dtype))
             V.index_copy_(2, slot, out[:, D_qk : D_qk + D_v].view(n, H_kv, 1, dh).to(V.dtype))
-            q = qk[:, :D_q].view(n, H_kv, g, dh).to(dt)  # query head h reads kv head h // g, as in GQA
-            scores = torch.matmul(q, K[:, :, :W].transpose(-1, -2)).float() + mask  # (n, H_kv, g, W)
-            attn = torch.matmul(scores.softmax(-1).to(dt), V[:, :, :W])  # (n, H_kv, g, d_h)
-            x = x + torch.mm(attn.reshape(n, -1), w_o).float()
+            if ATTENTION == "sdpa":  # query head h reads kv head h // g (GQA); the 1/sqrt(d_h) is in q already
+                q = qk[:, :D_q].view(n, d.H, 1, dh).to(dt)
+                attn = F.scaled_dot_product_attention(q, K[:, :, :W], V[:, :, :W], attn_mask=keep, scale=1.0,
+                                                      enable_gqa=g > 1)  # (n, H, 1, d_h)
+            else:
+                q = qk[:, :D_q].view(n, H_kv, g, dh).to(dt)  # query head h reads kv head h // g, as in GQA
+                scores = torch.matmul(q, K[:, :, :W].transpose(-1, -2)).float().masked_fill_(~keep, -torch.inf)
+                attn = torch.matmul(scores.softmax(-1).to(dt), V[:, :, :W])  # (n, H_kv, g, d_h)
+            x = x + torch.mm(attn.reshape(n, -1), w_o)  # float32 + dt: float32
             up = torch.mm(ln2(x).to(dt), w_up)  # (n, f) or (n, 2 f) = [gate | up]
             hidden = F.silu(up[:, :f]) * up[:, f:] if swiglu else F.gelu(up)
-            x = x + torch.mm(hidden, w_down).float()
+            x = x + torch.mm(hidden, w_down)
         return torch.mm(d.ln_f(x).to(dt), self.head).float()  # (n, V)
 
 
@@ -118,7 +126,7 @@ class _Session:
         self.table = self.step.dec.position_table(P + N, device)  # float32 rows by position (first + t < P + N)
         self.ids = torch.zeros(B, P, dtype=torch.long, device=device)
         self.mask = torch.zeros(B, P, dtype=torch.long, device=device)
-        self.pad = torch.zeros(B, 1, 1, S, device=device)  # -inf on the prompts' padding slots
+        self.real = torch.ones(B, 1, 1, S, dtype=torch.bool, device=device)  # False on the prompts' padding slots
         self.first = torch.zeros(B, dtype=torch.long, device=device)
         self.U = torch.zeros(N, B, device=device) if sampled else None
         self.last = torch.zeros(B, model.config.vocab_size, device=device)
@@ -141,9 +149,9 @@ class _Session:
         if self.eos_id is not None:
             self.alive.logical_and_(token != self.eos_id)
         slot = t + self.P
-        mask = self.pad[..., :W].masked_fill(self.slots[:W] > slot, -torch.inf)  # (B, 1, 1, W)
+        keep = self.real[..., :W] & (self.slots[:W] <= slot)  # (B, 1, 1, W): real slots up to this one
         tables = tuple(x.index_select(0, self.first + t) for x in self.table)
-        self.last.copy_(self.step.logits(token, tables, list(self.cache.keys), list(self.cache.values), slot, mask))
+        self.last.copy_(self.step.logits(token, tables, list(self.cache.keys), list(self.cache.values), slot, keep))
         t.add_(1)
 
     def run(self, model, prompt_ids, prompt_mask, U, draw) -> int:
@@ -159,7 +167,7 @@ class _Session:
         self.cache.n_real.zero_()
         self.last.copy_(model(self.ids, attention_mask=self.mask, kv_cache=self.cache)[0][:, -1])
         self.first.copy_(prompt_mask.sum(-1))
-        self.pad.zero_()[:, 0, 0, : self.P].masked_fill_(self.mask == 0, -torch.inf)
+        self.real.fill_(True)[:, 0, 0, : self.P] = self.mask.bool()
         if U is not None:
             self.U.copy_(U)
         self.alive.fill_(True)

@@ -41,7 +41,7 @@ WINDOW = 64  # cache slots per attention window: one graph per window; at most W
 EOS_CHECK = 16  # steps between host checks that some row is still alive (each check synchronises)
 PROMPT_ROUND = 8  # prompts are left-padded to a multiple of this length: fewer shapes, fewer sessions
 KEEP = 2  # sessions (caches and graphs) a model keeps, the most recently used
-ATTENTION = "matmul"  # how a step attends: "matmul" or "sdpa" (`StaticStep.logits`)
+ATTENTION = "sdpa"  # how a step attends: "sdpa" or "matmul" (`StaticStep.logits`; sdpa 5% faster on an H200: benchmarks/RESULTS.md)
 
 
 def supports(model, device: torch.device) -> bool:

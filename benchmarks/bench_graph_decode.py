@@ -4,8 +4,8 @@
 
 For each preset, rollout tokens/s of `rollout.generate` (B = N prompts x G = 8 rows of the `count`
 task's 257 completion tokens, no stop at EOS) on the reference path (`fast=False`: the model's own
-cached forward, eagerly) and on the CUDA graph path (`_graph_decode`) with each attention of
-`_graph_decode.ATTENTION` ("matmul", "sdpa"); best of `--repeats` after one warm-up rollout (the
+cached forward, eagerly) and on the CUDA graph path (`_graph_decode`) with its attentions
+(`ATTENTION`: "matmul", "sdpa") and weight layouts (`MATMUL`: "mm" (in, out), "linear" (out, in)); best of `--repeats` after one warm-up rollout (the
 graph path captures its graphs there), against `bench_trainer.decode_bound` (weights and KV cache
 read once per step at the device's bandwidth). The section is written to benchmarks/RESULTS.md.
 """
@@ -71,10 +71,10 @@ def main() -> None:
         bound = decode_bound(model.config, n * G, ids.shape[1], N, spec[1])
         reference = rate(model, ids, mask, N, False, max(1, args.repeats - 1))
         rows = [("reference (eager)", reference)]
-        for attention in ("matmul", "sdpa"):
-            _graph_decode.ATTENTION = attention
+        for attention, matmul in (("matmul", "mm"), ("sdpa", "mm"), ("sdpa", "linear")):
+            _graph_decode.ATTENTION, _graph_decode.MATMUL = attention, matmul
             _graph_decode._SESSIONS.clear()
-            rows.append((f"CUDA graphs, {attention} attention", rate(model, ids, mask, N, True, args.repeats)))
+            rows.append((f"CUDA graphs, {attention} attention, {matmul} weights", rate(model, ids, mask, N, True, args.repeats)))
         for path, r in rows:
             lines.append(f"| {preset} | {n * G} | {path} | {r:,.0f} | {r / bound:.1%} | {r / reference:.2f}x |")
             print(lines[-1], flush=True)

@@ -41,6 +41,7 @@ WINDOW = 64  # cache slots per attention window: one graph per window; at most W
 EOS_CHECK = 16  # steps between host checks that some row is still alive (each check synchronises)
 PROMPT_ROUND = 8  # prompts are left-padded to a multiple of this length: fewer shapes, fewer sessions
 KEEP = 2  # sessions (caches and graphs) a model keeps, the most recently used
+MATMUL = "mm"  # the weights' layout: "mm" (in, out) or "linear" (out, in) (`StaticStep`)
 ATTENTION = "sdpa"  # how a step attends: "sdpa" or "matmul" (`StaticStep.logits`; sdpa 5% faster on an H200: benchmarks/RESULTS.md)
 
 
@@ -65,7 +66,10 @@ class StaticStep:
     def __init__(self, model, dtype: torch.dtype) -> None:
         dec = _decode.Decoder(model)
         self.dec, self.dtype = dec, dtype
-        cast = lambda w: w.to(dtype).contiguous()  # noqa: E731
+        # Decoder's matrices are (in, out) for x @ W; "linear" stores them (out, in), the layout of
+        # nn.Linear, which GPU matrix libraries are tuned for (F.linear(x, W^T) = x @ W)
+        self.linear = MATMUL == "linear"
+        cast = (lambda w: w.t().to(dtype).contiguous()) if self.linear else (lambda w: w.to(dtype).contiguous())  # noqa: E731
         ln1, w_ext, w_o, ln2, w_up, swiglu, w_down = dec._weights
         self.layers = tuple(zip(ln1, map(cast, w_ext), map(cast, w_o), ln2, map(cast, w_up), swiglu, map(cast, w_down)))
         self.head = cast(dec.head)
@@ -88,13 +92,14 @@ class StaticStep:
         n, W = token.shape[0], keep.shape[-1]
         H_kv, dh, g = d.H_kv, d.dh, d.H // d.H_kv
         D_q, D_qk, D_v, f = d.H * dh, d.D_qk, d.D_v, d.d_ff
+        mm = F.linear if self.linear else torch.mm
         x = self.embed.index_select(0, token)  # (n, d) float32: the residual stream
         if d.rope:
             cos, sin = tables
         else:
             x = x + tables[0]
         for (ln1, w_ext, w_o, ln2, w_up, swiglu, w_down), K, V in zip(self.layers, keys, values):
-            out = torch.mm(ln1(x).to(dt), w_ext)  # (n, D_ext)
+            out = mm(ln1(x).to(dt), w_ext)  # (n, D_ext)
             qk = out[:, :D_qk] * cos + out[:, D_qk + D_v :] * sin if d.rope else out[:, :D_qk].float()  # float32
             K.index_copy_(2, slot, qk[:, D_q:].view(n, H_kv, 1, dh).to(K.dtype))
             V.index_copy_(2, slot, out[:, D_qk : D_qk + D_v].view(n, H_kv, 1, dh).to(V.dtype))
@@ -106,11 +111,11 @@ class StaticStep:
                 q = qk[:, :D_q].view(n, H_kv, g, dh).to(dt)  # query head h reads kv head h // g, as in GQA
                 scores = torch.matmul(q, K[:, :, :W].transpose(-1, -2)).float().masked_fill_(~keep, -torch.inf)
                 attn = torch.matmul(scores.softmax(-1).to(dt), V[:, :, :W])  # (n, H_kv, g, d_h)
-            x = x + torch.mm(attn.reshape(n, -1), w_o)  # float32 + dt: float32
-            up = torch.mm(ln2(x).to(dt), w_up)  # (n, f) or (n, 2 f) = [gate | up]
+            x = x + mm(attn.reshape(n, -1), w_o)  # float32 + dt: float32
+            up = mm(ln2(x).to(dt), w_up)  # (n, f) or (n, 2 f) = [gate | up]
             hidden = F.silu(up[:, :f]) * up[:, f:] if swiglu else F.gelu(up)
-            x = x + torch.mm(hidden, w_down)
-        return torch.mm(d.ln_f(x).to(dt), self.head).float()  # (n, V)
+            x = x + mm(hidden, w_down)
+        return mm(d.ln_f(x).to(dt), self.head).float()  # (n, V)
 
 
 class _Session:

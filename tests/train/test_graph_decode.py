@@ -38,16 +38,17 @@ def assert_same(a, b, tol=LOGP_TOL):
     assert torch.allclose(a.sampler_logprobs, b.sampler_logprobs, atol=tol, rtol=0)
 
 
-@pytest.mark.parametrize("attention", ["matmul", "sdpa"])
+@pytest.mark.parametrize("attention, matmul", [("matmul", "mm"), ("sdpa", "mm"), ("sdpa", "linear")])
 @pytest.mark.parametrize("window", [4, 64])
 @pytest.mark.parametrize("overrides", DENSE)
 @pytest.mark.parametrize("kind", ["padded", "equal", "one_token"])
-def test_static_loop_equals_reference_rollout(overrides, kind, window, attention, monkeypatch):
-    """float32 on the CPU, greedy and sampled, either attention: the same tokens exactly and the
+def test_static_loop_equals_reference_rollout(overrides, kind, window, attention, matmul, monkeypatch):
+    """float32 on the CPU, greedy and sampled, either attention and weight layout: the same tokens exactly and the
     sampler log-probs to float32 tolerance (test_decode.py's reasons), with windows of 4 slots
     (several windows, the future slots of each masked) and of 64 (one window over the whole cache)."""
     monkeypatch.setattr(_graph_decode, "WINDOW", window)
     monkeypatch.setattr(_graph_decode, "ATTENTION", attention)
+    monkeypatch.setattr(_graph_decode, "MATMUL", matmul)
     model = sharp_model(TOK.vocab_size, seed=len(overrides), **overrides)
     ids, mask = prompts(kind)
     for options in OPTIONS:
@@ -119,14 +120,15 @@ def test_supports_only_cuda_dense_float32_models():
 
 
 @pytest.mark.parametrize("device", [CUDA])
-@pytest.mark.parametrize("attention", ["matmul", "sdpa"])
+@pytest.mark.parametrize("attention, matmul", [("matmul", "mm"), ("sdpa", "mm"), ("sdpa", "linear")])
 @pytest.mark.parametrize("overrides", DENSE)
-def test_graph_replays_equal_the_eager_loop_on_cuda(overrides, attention, device, monkeypatch):
+def test_graph_replays_equal_the_eager_loop_on_cuda(overrides, attention, matmul, device, monkeypatch):
     """On CUDA, float32 and bf16 autocast: graph replays give exactly the eager loop's tokens and
     log-probs (the same kernels), and in float32 the reference path's tokens; `generate` takes the
     graph path."""
     monkeypatch.setattr(_graph_decode, "WINDOW", 8)  # several windows: several graphs captured
     monkeypatch.setattr(_graph_decode, "ATTENTION", attention)
+    monkeypatch.setattr(_graph_decode, "MATMUL", matmul)
     model = sharp_model(TOK.vocab_size, seed=len(overrides), device=device, **overrides)
     ids, mask = prompts("padded", device)
     assert _graph_decode.supports(model, torch.device(device))

@@ -411,7 +411,7 @@ def bench_gpu(args) -> None:
             rows.append(dict(preset=preset, label=label, params=config.parameter_count(), B=B, rates=r,
                              mfu=config.flops_per_token(seq) * r["update"] / peak, bound=bound,
                              memory=torch.cuda.max_memory_allocated() / 2**30,
-                             reference=None if args.gpu_reference_rollout else reference_rollout(ours)))
+                             reference=None if args.gpu_reference_rollout or args.gpu_skip_reference else reference_rollout(ours)))
             print(f"{preset} {label}: update {r['update']:,.0f} tok/s MFU {rows[-1]['mfu']:.1%}; rollout {r['rollout']:,.0f} tok/s "
                   f"= {r['rollout'] / bound:.1%} of {bound:,.0f} (reference path: {rows[-1]['reference']}); peak memory "
                   f"{rows[-1]['memory']:.1f} GiB", flush=True)
@@ -429,7 +429,7 @@ def bench_gpu(args) -> None:
              "",
              "| preset | parameters | B | update | update tokens/s | MFU (target >= 40%) | rollout tokens/s | bandwidth bound tokens/s | rollout / bound (target >= 50%) | rollout path | reference path (eager) / bound | peak memory | command |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    lines += kept_rows(SECTION_GPU, presets)
+    lines += kept_rows(SECTION_GPU, [(p, n * args.group_size) for p, n in zip(presets, prompts)])
     for x in rows:
         r = x["rates"]
         lines.append(f"| {x['preset']} | {x['params']:,} | {x['B']} | {x['label']} | {r['update']:,.0f} | {x['mfu']:.1%} | {r['rollout']:,.0f} | "
@@ -441,15 +441,17 @@ def bench_gpu(args) -> None:
         replace_section(SECTION_GPU, "\n".join(lines))
 
 
-def kept_rows(section: str, presets: list[str]) -> list[str]:
-    """The GPU table's rows of presets this run does not measure, as RESULTS.md has them (measured by
-    an earlier command, named in their last cell), so that presets can be measured one command each."""
+def kept_rows(section: str, measured: list[tuple[str, int]]) -> list[str]:
+    """The GPU table's rows of (preset, B) pairs this run does not measure, as RESULTS.md has them
+    (measured by an earlier command, named in their last cell), so that presets and batches can be
+    measured one command each."""
     from _results import RESULTS
 
     text = RESULTS.read_text() if RESULTS.exists() else ""
     body = text.split(section, 1)[1].split("\n## ", 1)[0] if section in text else ""
     rows = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith("| preset")]
-    return [line for line in rows if line.split("|")[1].strip() not in presets]
+    key = lambda line: (line.split("|")[1].strip(), int(line.split("|")[3].strip()))  # noqa: E731
+    return [line for line in rows if key(line) not in measured]
 
 
 def gpu_pending() -> None:
@@ -472,6 +474,7 @@ def main() -> None:
     parser.add_argument("--gpu-compile", action="store_true", help="also measure the update through torch.compile (GPU)")
     parser.add_argument("--gpu-reference-rollout", action="store_true",
                         help="GPU rollouts on the reference path instead of the CUDA graph path (and no separate reference column)")
+    parser.add_argument("--gpu-skip-reference", action="store_true", help="do not measure the reference path's rollout beside (GPU)")
     parser.add_argument("--gpu-profile", default="", help="profile one step of each GPU variant, appended to this file")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--repeats", type=int, default=8, help="timed steps per round (best of)")

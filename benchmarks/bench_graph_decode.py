@@ -18,7 +18,7 @@ import time
 
 import torch
 from _results import replace_section
-from bench_trainer import GPU_SPECS, decode_bound
+from bench_trainer import decode_bound, gpu_spec
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.train import Tokenizer, _graph_decode, build_model, generate, make_task, preset_config
@@ -48,27 +48,22 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-write", dest="write", action="store_false", help="print only")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        raise SystemExit("error: bench_graph_decode.py needs a CUDA GPU; none is available")
-    name = torch.cuda.get_device_name(0)
-    spec = next((v for k, v in GPU_SPECS.items() if k in name), None)
-    if spec is None:
-        raise SystemExit(f"error: no bandwidth known for {name!r}; add it to bench_trainer.GPU_SPECS")
+    name, _, bandwidth = gpu_spec()
     presets, counts = args.models.split(","), [int(n) for n in args.prompts.split(",")]
     if len(counts) != len(presets):
-        raise SystemExit("error: --prompts needs one count per preset of --models")
+        raise ConfigError("--prompts needs one count per preset of --models")
     tok = Tokenizer()
     task = make_task("count", tok, length=256)
     N = task.max_new_tokens
     lines = [SECTION, "",
              f"`python benchmarks/bench_graph_decode.py --models {args.models} --prompts {args.prompts}` ({datetime.date.today()}, "
              f"{name}, torch {torch.__version__}): bf16 autocast, B = N x {G} rows of {N} completion tokens (no stop at EOS), "
-             f"best of {args.repeats} after a warm-up rollout; bound = `decode_bound` at {spec[1] / 1e12:.2f} TB/s.", "",
+             f"best of {args.repeats} after a warm-up rollout; bound = `decode_bound` at {bandwidth / 1e12:.2f} TB/s.", "",
              "| preset | B | path | rollout tokens/s | share of the bound | vs reference |", "|---|---|---|---|---|---|"]
     for preset, n in zip(presets, counts):
         model = build_model(preset_config(preset, tok.vocab_size), torch.Generator().manual_seed(0)).cuda().eval()
         ids, mask = tok.batch_encode([p for p in task.sample_prompts(n) for _ in range(G)], device="cuda")
-        bound = decode_bound(model.config, n * G, ids.shape[1], N, spec[1])
+        bound = decode_bound(model.config, n * G, ids.shape[1], N, bandwidth)
         reference = rate(model, ids, mask, N, False, max(1, args.repeats - 1))
         rows = [("reference (eager)", reference)]
         for attention, matmul in (("matmul", "mm"), ("sdpa", "mm"), ("sdpa", "linear")):

@@ -370,16 +370,22 @@ def reference_rollout(ours: Ours, repeats: int = 2) -> float:
     return best
 
 
-def bench_gpu(args) -> None:
-    """Built-in presets on CUDA, bf16 autocast, fixed-length completions (no EOS stop): update MFU
-    (eager and, with --gpu-compile, torch.compile) and rollout vs the bandwidth bound, one row each."""
+def gpu_spec(hint: str = "") -> tuple[str, float, float]:
+    """(device name, peak dense bf16 FLOP/s, HBM bytes/s) of CUDA device 0 (GPU_SPECS); ConfigError when
+    there is no GPU (its message ends with `hint`) or its numbers are unknown."""
     if not torch.cuda.is_available():
-        raise ConfigError("--device cuda needs a CUDA GPU; none is available (use --gpu-pending to record the section as pending)")
+        raise ConfigError(f"this benchmark needs a CUDA GPU; none is available{hint}")
     name = torch.cuda.get_device_name(0)
     spec = next((v for k, v in GPU_SPECS.items() if k in name), None)
     if spec is None:
         raise ConfigError(f"no peak FLOP/s and bandwidth known for {name!r}; add it to GPU_SPECS")
-    peak, bandwidth = spec
+    return name, *spec
+
+
+def bench_gpu(args) -> None:
+    """Built-in presets on CUDA, bf16 autocast, fixed-length completions (no EOS stop): update MFU
+    (eager and, with --gpu-compile, torch.compile) and rollout vs the bandwidth bound, one row each."""
+    name, peak, bandwidth = gpu_spec(" (use --gpu-pending to record the section as pending)")
     tok = Tokenizer()
     task = make_task("count", tok, length=args.gpu_length)
     seq = task.max_new_tokens + 1  # BOS + completion: every row runs to the end
@@ -488,7 +494,10 @@ def main() -> None:
             raise SystemExit(f"bench_trainer: --{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.gpu_pending:
         return gpu_pending()
-    (bench_gpu if args.device == "cuda" else bench_cpu)(args)
+    try:
+        (bench_gpu if args.device == "cuda" else bench_cpu)(args)
+    except ConfigError as e:  # no GPU, an unknown one, a bad --gpu-prompts: one line
+        raise SystemExit(f"bench_trainer: {e}")
 
 
 if __name__ == "__main__":

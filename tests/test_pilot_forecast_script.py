@@ -3,6 +3,8 @@ run is in tests/test_paper_repro.py, slow)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -171,6 +173,25 @@ def test_final_reward_reads_each_steps_sampler(script):
     expected = {T: np.mean([(lag + 0.5 * T * (k // T)) / 100 for k in steps]) for T in (1, 4, 32)}
     for T, value in expected.items():
         assert script.forecast_final_reward(fc, 0.5, T) == pytest.approx(value)
+
+
+def test_final_reward_reach_counts_ours_and_the_best_single_number(script):
+    """Combination a: stable finals 0.90, 0.92 (T = 1, 4) and 0.70 (T = 32), forecast 0.91: ours and the best
+    single number (midpoint 0.81, half-range 0.11) miss with T = 32 and meet without it. Combination b: 0.50
+    and 0.58, forecast 0.60: the best single number meets (half-range 0.04), ours misses (0.10). Combination
+    c has no stable cell and is not counted."""
+    def result(finals, level):
+        fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), level)})()
+        forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
+        measured = {(1e-3, T): (final is None, 0.0, final, 0.0, 0) for T, final in finals.items()}
+        return {"measured": measured, "forecast": forecast}
+
+    text = script.final_reward_reach({"a": result({1: 0.90, 4: 0.92, 32: 0.70}, 0.91),
+                                      "b": result({1: 0.50, 4: 0.58, 32: None}, 0.60),
+                                      "c": result({1: None, 32: None}, 0.5)})
+    assert "met by ours on 0 of the 2 combinations" in text and "would meet it on 1:" in text
+    assert "Without the T = 32 cells (a stale window ends lower): ours 1 and the best single number 2 of 2" in text
+    assert "not scored" in script.final_reward_reach({"c": result({1: None}, 0.5)})
 
 
 @pytest.mark.parametrize("content, says", [

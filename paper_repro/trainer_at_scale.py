@@ -22,11 +22,11 @@ CPU; full mode: the "10m" model with more seeds and steps, meant for a GPU (`--d
                         sampler's random stream changed and failed after, with pg collapsing in
                         5 of 12 seeds vs 0 of 24 for GRPO and GSPO at the same settings. The
                         theory's reading of the on-policy curve is reported alongside (information;
-                        the plateau is the reward's bound, where it gives no threshold)
+                        the plateau cannot be told from the reward's bound, where it gives no threshold)
   trainer-refresh-threshold  predicted vs measured T_c of pg at each of the threshold_lrs.
                         Predicted: `fit.implications` of the seed-mean on-policy curve with the reward
-                        range REWARD_RANGE (exact discrete, all forces stale; None when the plateau is
-                        the reward's bound: saturation has no restoring force, no threshold).
+                        range REWARD_RANGE (exact discrete, all forces stale; None when the plateau cannot
+                        be told from the reward's bound: saturation has no restoring force, no threshold).
                         Measured: the smallest T of T_SWEEP at which pg loses monotone saturation
                         (`lost_saturation`: seed-mean rollout drawdown above the on-policy run's by
                         DRAWDOWN_MARGIN); None if none. The sweep runs the theory's schedule: every
@@ -327,7 +327,7 @@ def theory_reading(on_policy: np.ndarray, cfg: TrainConfig):
     imp, unchecked = implications(fit, hp, reward_range=REWARD_RANGE), implications(fit, hp).critical_refresh_interval
     why = []
     if imp.interior_plateau is False:
-        why.append(f"plateau {imp.plateau} at the reward's bound: no restoring force")
+        why.append(f"plateau {imp.plateau} not told from the reward's bound: no restoring force")
     if imp.linear_regime is False:
         why.append(f"decay {imp.decay_rate}/step > Adam's linear reach {-math.log(cfg.beta1) / 2:.3g}")
     text = (f"T_c {imp.critical_refresh_interval or 'none'} ({fit.model} R^2 {fit.r_squared:.3f}; "

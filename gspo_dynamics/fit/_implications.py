@@ -210,7 +210,8 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
     out["damping_margin"] = _damping_margin(fit, kappa, kappa_se, mu, T, measured, notes)
     if out.get("interior_plateau") is False:
         lo, hi = reward_range
-        notes.append(f"the plateau {fit.params['r_inf']:.4g} is the reward's bound ({lo:g} or {hi:g}): saturation, "
+        notes.append(f"the plateau {fit.params['r_inf']:.4g} cannot be told from the reward's bound ({lo:g} or {hi:g}) "
+                     "within the curve's own noise: saturation, "
                      "not a fixed point with a restoring force; every stale drive points toward the bound, so no "
                      "refresh interval is unstable in the reduced model (no threshold given)")
         return Implications(**out, notes=notes)

@@ -286,7 +286,7 @@ def _reward_range(reward: np.ndarray, given, assumed: list[str]):
 def _max_safe_lr(imp: Implications, hp, measured: list[str]) -> tuple[float | None, str]:
     """lr_pilot x_max(T, mu) / kappa (module docstring), withheld where the premises fail."""
     if imp.interior_plateau is False:
-        return None, "the plateau is the reward's bound: no restoring force, the linear threshold does not apply"
+        return None, "the plateau cannot be told from the reward's bound: no restoring force, the linear threshold does not apply"
     if imp.linear_regime is False:
         return None, "the pilot rises faster than the optimizer's linear regime allows: the linear threshold extrapolates"
     if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:

@@ -5,6 +5,9 @@ On the CPU the loop runs eagerly (`graphs=False`): the function a graph would re
 cases (`gpu` marker) replay the graphs and check them against the same loop run eagerly on the GPU
 (the same kernels: equal results) and against the reference path."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 
@@ -93,6 +96,18 @@ def test_sessions_are_reused_with_the_models_current_weights(overrides):
     check(padded[0][:3], padded[1][:3])  # another batch size: a second session
     check(*prompts("one_token"))  # a third: the first is evicted
     assert len(_graph_decode._SESSIONS[model]) == _graph_decode.KEEP == 2
+
+
+def test_a_models_sessions_go_with_it():
+    """The sessions hold no reference to their model: a model deleted is collected, and its sessions (caches,
+    graphs) with it."""
+    model = sharp_model(TOK.vocab_size, seed=1)
+    static_rollout(model, *prompts(), 6)
+    alive = weakref.ref(model)
+    before = len(_graph_decode._SESSIONS)
+    del model
+    gc.collect()
+    assert alive() is None and len(_graph_decode._SESSIONS) == before - 1
 
 
 @pytest.mark.parametrize("attention", ["matmul", "sdpa"])

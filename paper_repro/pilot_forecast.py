@@ -65,95 +65,8 @@ results; versions 1-4 and why each was replaced: at the end of this docstring):
     python paper_repro/pilot_forecast.py --from-dump paper_repro/data/pilot_forecast_cells.json.gz
                                       # every row from the shipped seed curves of all 52 grids (~2 min)
 
-Version 5 results (2026-11-25; the 20 confirmation grids in 26 min and the 22 development ones in 49
-min, re-run, of 2 workers on 2 cores (their measured cells identical to version 4's), every row re-scored from the dumps with --from-dump; rows pilot-forecast-* and
-the section of RESULTS.md). Held out, the 20 confirm-5 combinations: no PASS. Ours 323 of 400 cells right
-(81%; 65-100% per combination) against 62% for the continuous rule and 44% for "always stable"; 17 cells
-safe but unstable against 77 and 222; ahead of both baselines on 7 of 20 (behind "always stable" on the
-count task, where it is 80-95%: the signal-weighted limit flags count's largest lrs, stable in the grid).
-Per target: accuracy >= 85% on 8, <= 1 safe-but-unstable on 17, max safe T within a grid step on 8,
-final reward within 0.05 on 2 (median error 0.17): the final-reward forecast is the target missed most;
-three combinations (addition/gspo_token, addition/dr_grpo, pattern/gspo_token) meet every regime target and
-miss only that one. Version 4's model on the same held-out cells: 308 right (77%), 52 safe but unstable, so
-the signal share (7) helped on data it never saw (addition above all), at the price of false alarms on count.
-Why the final reward misses (read from the cells, not fitted): the 24-step pilot is one seed, and where it
-falls or starts low (the addition pilots of the clipped objectives at 0.10-0.11 against 0.19-0.23 initial
-and 0.41-0.44 final for the grid's seeds; pattern/pg with G = 4 collapsed to 0 in 3 steps) its fitted
-curve is not the grid's; and
-a 32-step stale window ends 0.05-0.2 below the pilot's curve read at its sampler on count and pattern at
-every lr (the clip's band caps a window's progress; version 4 tried that cap as progress and dropped it;
-retried after version 5 on all 42 combinations, a window's productive updates min(T, 1 + log(1 + eps) / (lr
-s)): the T = 32 median error goes from +0.06 to -0.16 and the final reward within 0.05 from 6 to 5 of the
-40 combinations with a stable cell, so the cap overcorrects and is not adopted).
-Held out again (confirm-6, 10 combinations, grids in 16 min, model unchanged): no PASS; ours 163 of 200 cells
-(82%; 65-95%) against 68% for the continuous rule and 43% for "always stable", 4 safe but unstable against 12
-and 114, ahead of both baselines on 4 of 10; the final reward within 0.05 on 1 (median error 0.27). Version
-4's model on the same cells: 174 (87%), 6 safe but unstable: here the signal share costs more false alarms
-on count (a KL weight, SGD momentum, batch-scaled advantages) than it saves, so its gain on confirm-5 did not
-repeat.
-What the final-reward target asks (`final_reward_reach`, from the shipped curves of all 52 grids): ours is within
-0.05 of every stable cell on 7 of the 50 combinations with one; the best single number per combination, chosen
-knowing the measured cells, on 19. One combination's stable cells end at different rewards (pattern/gspo at the
-base lr: 0.49 at T = 1, 0.96 at T = 4), most of all at T = 32, whose runs end 0.08-0.14 below the combination's
-best stable cell in 72-97% of cases at each lr up to 10x the base (20% at 30x), at the reward the T = 4 cell of
-the same lr reaches in 8-45 updates, although 64 were applied. Without the T = 32 cells, ours 20 of 50 and the best single number 42: a forecast that meets the target needs
-a stale window's own progress (tried twice, not adopted, above) and a pilot whose curve is the grid's level (the
-addition pilots are not).
-Tried after the confirmation was read, on all 42 combinations (so in sample), not adopted: the signal share
-of the pilot's last 8 steps in place of its mean in (7) (count's groups are nearly all zero-std by then):
-713 of 840 cells with S refit (0.119) against 714 for version 5 as shipped, 54 safe but unstable against 26.
-Version 5 with S refit on all 42 (0.806) would gain 5 cells and lose 36 to safe but unstable: not taken.
-Development (the 22 combinations S was fitted on, so in sample for S): 391 of 440 cells (89%) against 56% and
-40%, 9 safe but unstable against 120 and 266, ahead of both baselines on 17; PASS on pattern/pg-SGD,
-count/pg-SGD and count/pg-1m; the final reward within 0.05 on 6 of 22 (median error 0.13). Version 4's
-limit on the same cells: 367 (83%), 51 safe but unstable.
-
-Version 4 results (2026-11-25; the grids of all 22 combinations in 54 min of 2 workers on 2 cores; rows
-pilot-forecast-* and the section of RESULTS.md): the model frozen at S = 2.099 (92% of the 200 development
-cells) before any confirmation was read. Held out, 12 settings: ours ahead of both baselines on 11 (55-100%
-against 10-80% for "always stable" and 25-80% for the continuous rule), tied with both on count/dr_grpo
-(80%); count/pg-1m PASS (85%, 1 cell safe but unstable, final reward within 0.001); FAIL: addition/pg 85%
-(3 safe but unstable), addition/grpo 55% (9), addition/gspo 65% (7), addition/gspo-SGD 70% (6),
-pattern/grpo-SGD 65% (7), pattern/gspo-SGD 60% (8), count/gspo-SGD 80% (1; final-reward error 0.07),
-count/grpo-1m 85% (2; 0.20), count/gspo-1m 95% (1; max safe T two grid steps off at the lowest lr, 0.08),
-count/dr_grpo 80% (4), pattern/dr_grpo 100% (0; final-reward error 0.13). Development: pattern/pg-SGD and
-count/pg-SGD PASS, eight FAIL (the 1m pattern grids are unstable in every cell, a tie with the continuous
-rule; pattern/grpo 75% where the lr-scaled overshoot flags its stable lowest lr). Tried on the development
-cells and not kept: the clip's cap on a window's displacement as its progress (`pilot_time`). What the
-misses say: under GRPO and GSPO, addition's reward erodes at 3-10x the base lr while D / H stays far under
-S (entropy 2.2); under SGD the pilot's drift at the base lr (0.03-0.04 per stale step on pattern) does not
-foresee the collapse at 3x it; one limit relative to the entropy does not carry across tasks and optimizers.
-
-Version 3 (2026-11-25; the seed-mean curve, its first point the first step; S = 5.064 on five development
-combinations): 10 rows, only pattern/pg-SGD PASS; the held-out settings 90% each, 1-2 cells safe but
-unstable at the lowest lr, final-reward errors to 0.85. Replaced because its measure was wrong in both
-directions, found by reading seed curves: a seed that collapsed before its mean rose hid in the mean
-(count/grpo at 30x the base lr, T = 4: 3 seeds at 1.0, one at 0, read as stable with final reward 0.75),
-and the first step, one step of 32 responses (noise up to 0.09 per seed, 0.045 in a 4-seed mean), set the
-running best, so a run whose sampler never changed reward could read as unstable (count/pg at the lowest lr,
-T = 32: first step 0.40, the first window's 1024 responses 0.35). Its forecasts also read the final reward
-at the last step's policy, where the logged reward is the sampler's (at T = 32 the policy after 64 updates).
-
-Version 1 (2026-11-24, all five rows FAIL, replaced because its grid could not tell the forecasters
-apart): lr factors (1/3, 1, 3, 10), T in (1, 4, 16, 32), seeds 0-3, pilot seed 1000, addition/grpo as the
-confirmation; a cell was unstable when its seed-mean drawdown of per-rollout means exceeded the same lr's
-at T = 1 by 0.1, the collapse limit on the window's last stale position, (T - 1) lr s > S = 20.8. Its
-flaws: a collapse at T = 1 (pattern/grpo at 3x and 10x the base lr, pattern/pg-SGD at 3x and 10x: final
-reward 0 at every T) counted as stable, since each T was compared with the same lr's T = 1; three of
-five combinations had no unstable cell, where no forecaster can beat "always stable"; the 100k model
-does not learn addition in 96 steps at any cell (reward 0), so the confirmation could confirm nothing.
-Version 2 (2026-11-25, the protocol above with pattern/gspo as the confirmation and ours the absolute
-limit D > S = 0.674): pattern/pg-SGD PASS (100%), count/pg 65%, pattern/grpo 85% with 3 cells safe but
-unstable, count/gspo 60% (nothing unstable), pattern/gspo (confirmation) 75%, ahead of both baselines
-there (65%, 40%) but under 85%. One absolute S did not hold across tasks (pattern unstable from D ~ 0.2,
-count stable at 5); version 3 scales it by the pilot's entropy and reads the pilot's entropy overshoot,
-both developed on all five version-2 combinations (pattern/gspo included, so no longer held out), and
-confirms on count/grpo.
-
-Version 2 measured instability absolutely (against the run's own best and its initial reward), counts
-the window's on-policy step (T lr s, so a single step too large is a risk at T = 1 too), adds 30x the
-base lr so that every combination's grid reaches a failure if one exists there, and confirms on
-pattern/gspo, on fresh seeds.
+The results of each protocol version, what each changed and why, and what was tried and not adopted:
+paper_repro/pilot_forecast.md.
 """
 
 from __future__ import annotations
@@ -169,6 +82,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from _pilot_scores import (
+    ACCURACY_MIN,
+    FORECASTERS,
+    PILOT_T,
+    PLATEAU_STEPS,
+    PLATEAU_TOL,
+    SAFE_BUT_UNSTABLE_MAX,
+    STEPS,
+    final_reward_reach,
+    initial_rewards,
+    measured_cells,
+    misses,
+    passed,
+    score,
+)
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
 from trainer_at_scale import Runs
 
@@ -238,19 +166,11 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
 REFRESH_INTERVALS = (1, 4, 16, 32)
-STEPS = 96
 SEEDS = 4
 FIRST_SEED = 100  # version 1 used seeds 0-3
 PILOT_STEPS = 24
-PILOT_T = 2
 PILOT_SEED = 2000  # version 1: 1000
-BLOCK = 8  # steps per mean of the seed-mean curve that times the plateau: 4 seeds x 8 steps x 32 responses
-SEED_BLOCK = 16  # steps per mean of one seed's curve: 16 x 32 responses, noise <= 0.022, a fall of DRAWDOWN_MARGIN > 4 sigma
-DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losing what the run had
-PLATEAU_STEPS = 16
-ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05
 SECTION = "## Pilot forecasts: the (lr, T) cells per combination"
-FORECASTERS = ("ours", "version 4", "continuous", "always stable")  # the targets compare ours with the last two
 VERSION_4_SPREAD = 2.099  # version 4's collapse limit D / H > S (no signal share), frozen with it
 QUICK = dict(combinations=("count-pg", "pattern-grpo"), lr_factors=(1.0, 10.0), refresh_intervals=(1, 16), seeds=2)
 
@@ -269,49 +189,6 @@ def pilot(cfg: TrainConfig):
         log = read_log(f"{d}/trainer_state.json")
     setup = read_run_config(pilot_cfg.to_dict())
     return setup, pilot_forecast(setup, log, reward_range=(0.0, 1.0))
-
-
-def initial_rewards(curves: dict, lrs, Ts) -> np.ndarray:
-    """Per seed, the initial policy's reward: the mean of the first max(Ts) steps of the grid's T = max(Ts)
-    cells, all drawn by the initial policy (the first rollout's sampler; the same samples at every lr),
-    max(Ts) x N G responses, where a single first step has N G (module docstring, version 4)."""
-    T = max(Ts)
-    return np.mean([curves[(lr, T)]["reward"][:, :T].mean(axis=1) for lr in lrs], axis=0)
-
-
-def measured_cells(curves: dict, lrs, Ts) -> dict:
-    """(lr, T) -> (unstable, fall, final reward, time to plateau, unstable seeds) from the seed curves (module
-    docstring, version 4): each seed's curve is its initial reward (`initial_rewards`) followed by means of
-    SEED_BLOCK steps; a seed is unstable when it falls more than DRAWDOWN_MARGIN below its running maximum,
-    and the cell when any seed is. The fall is the largest seed's; the final reward and the time to plateau
-    are the seed mean's."""
-    r0 = initial_rewards(curves, lrs, Ts)
-    out = {}
-    for lr in lrs:
-        for T in Ts:
-            reward = curves[(lr, T)]["reward"]
-            seeds, steps = reward.shape
-            blocks = reward[:, :steps // SEED_BLOCK * SEED_BLOCK].reshape(seeds, -1, SEED_BLOCK).mean(axis=2)
-            series = np.concatenate([r0[:, None], blocks], axis=1)
-            falls = np.max(np.maximum.accumulate(series, axis=1) - series, axis=1)
-            mean = reward.mean(axis=0)
-            final = float(mean[-PLATEAU_STEPS:].mean())
-            timing = np.concatenate([[r0.mean()], mean[1: 1 + (steps - 1) // BLOCK * BLOCK].reshape(-1, BLOCK).mean(axis=1)])
-            out[(lr, T)] = (bool(np.any(falls > DRAWDOWN_MARGIN)), float(falls.max()), final,
-                            time_to_plateau(timing, final), int(np.sum(falls > DRAWDOWN_MARGIN)))
-    return out
-
-
-def time_to_plateau(series: np.ndarray, final: float) -> float:
-    """The step from which the curve (the initial reward, then BLOCK-step means) stays within 5% of its rise
-    of the final reward (as `fit.implications`'s time to plateau): the first step of the first block that
-    does, so at most one block after the curve itself; nan when it rose by less than DRAWDOWN_MARGIN."""
-    rise = final - series[0]
-    if abs(rise) < DRAWDOWN_MARGIN:
-        return math.nan
-    outside = np.flatnonzero(np.abs(series - final) > 0.05 * abs(rise))
-    first = outside[-1] + 1 if len(outside) else 0  # series[k], k >= 1, is the block of steps (k - 1) BLOCK + 1 .. k BLOCK
-    return float(0 if first == 0 else (first - 1) * BLOCK + 1)
 
 
 def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
@@ -385,69 +262,6 @@ def dumped_cells(entry: dict) -> dict:
     return measured_cells(curves, sorted({lr for lr, _ in curves}), sorted({T for _, T in curves}))
 
 
-def max_stable_T(unstable: dict, lr, Ts) -> int:
-    """The largest T of the grid below the first unstable one at this lr (Ts[-1] when none is)."""
-    previous = Ts[0]
-    for T in Ts:
-        if unstable[(lr, T)]:
-            return previous if T != Ts[0] else 0
-        previous = T
-    return Ts[-1]
-
-
-def score(fc, measured: dict, forecasts: dict, lrs, Ts) -> dict:
-    """Per forecaster: accuracy, safe-but-unstable cells, max stable T per lr, plateau error (stable cells)."""
-    truth = {c: m[0] for c, m in measured.items()}
-    rows = {}
-    for who in FORECASTERS:
-        pred = {c: f[who] for c, f in forecasts.items()}
-        hits = sum(pred[c] == truth[c] for c in truth)
-        grid_step = [abs(Ts.index(max(max_stable_T(pred, lr, Ts), Ts[0])) - Ts.index(max(max_stable_T(truth, lr, Ts), Ts[0])))
-                     for lr in lrs]
-        rows[who] = dict(accuracy=hits / len(truth), safe_but_unstable=sum(truth[c] and not pred[c] for c in truth),
-                         max_t=[(max_stable_T(pred, lr, Ts), max_stable_T(truth, lr, Ts)) for lr in lrs],
-                         max_t_ok=all(g <= 1 for g in grid_step))
-    lr_pilot = fc.config.setup.hparams.lr
-    stable = [(cell, m) for cell, m in measured.items() if not m[0]]
-    errors = [abs(forecast_final_reward(fc, lr / lr_pilot, T) - m[2]) for (lr, T), m in stable]
-    rows["plateau_error"] = float(max(errors)) if errors else math.nan
-    times = [abs(forecast_time_to_plateau(fc, lr / lr_pilot, T) - m[3]) for (lr, T), m in stable]
-    times = [t for t in times if math.isfinite(t)]
-    rows["time_error"] = (float(np.median(times)), len(times)) if times else None
-    return rows
-
-
-def sampler_updates(step, T: int) -> np.ndarray:
-    """The updates behind the policy that drew the rollout of 0-based step `step` at refresh interval T:
-    the sampler is refreshed every T steps, so T floor(step / T); the logged reward is that policy's."""
-    return T * (np.asarray(step) // T)
-
-
-def pilot_time(updates, lr_ratio: float) -> np.ndarray:
-    """The pilot log's step (1-based, the fit's time) whose reward is that of a policy `updates` updates at
-    lr = lr_ratio x the pilot's into a run: time runs lr_ratio times faster (Adam's and SGD's steps scale with
-    lr), and the pilot's own sampler lags its step by (PILOT_T - 1) / 2 updates on average. (Version 4 also
-    tried the clip's cap on a window's displacement, `theory.collapse` (4), as the window's progress: worse
-    on the development cells, final-reward error 0.52-0.60 against 0.14-0.28 on pattern/grpo and pattern/gspo.)"""
-    return 1 + (PILOT_T - 1) / 2 + lr_ratio * np.asarray(updates, dtype=float)
-
-
-def forecast_time_to_plateau(fc, lr_ratio: float, T: int) -> float:
-    """The pilot fit's time to plateau (`fit.implications`) as a cell's step (1-based): the updates it takes
-    at the cell's lr (`pilot_time` inverted), logged from the sampler refresh that follows them; nan when the
-    fit gives none (a curve that never settles: time to plateau infinite)."""
-    updates = max(0.0, (fc.implications.time_to_plateau.value - pilot_time(0, lr_ratio)) / lr_ratio)
-    return float(T * math.ceil(updates / T) + 1) if math.isfinite(updates) else math.nan
-
-
-def forecast_final_reward(fc, lr_ratio: float, T: int) -> float:
-    """The pilot's fitted curve over the last PLATEAU_STEPS steps of a full run at lr = lr_ratio x the
-    pilot's and refresh interval T, each step's reward its sampler's (`sampler_updates`, `pilot_time`),
-    clipped to the reward's range [0, 1]."""
-    updates = sampler_updates(np.arange(STEPS - PLATEAU_STEPS, STEPS), T)
-    return float(np.clip(fc.fit.predict(pilot_time(updates, lr_ratio)), 0.0, 1.0).mean())
-
-
 def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, dumped: dict | None = None) -> dict:
     """Pilot, grid (measured, or read from a --dump's `dumped` cells), forecasts and scores of one combination."""
     cfg = base_config(name)
@@ -466,28 +280,6 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
     result.update(lrs=lrs, measured=measured, curves=curves, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()},
                   initial=initial_rewards(curves, lrs, Ts))
     return result
-
-
-def misses(result: dict) -> list[str]:
-    """The targets (module docstring) ours missed on one combination, each named; none: it passed."""
-    ours = result["ours"]
-    out = []
-    if ours["accuracy"] < ACCURACY_MIN:
-        out.append(f"accuracy under {ACCURACY_MIN:.0%}")
-    if ours["safe_but_unstable"] > SAFE_BUT_UNSTABLE_MAX:
-        out.append(f"more than {SAFE_BUT_UNSTABLE_MAX} safe-but-unstable")
-    if not ours["max_t_ok"]:
-        out.append("max safe T off by more than one grid step")
-    if result["plateau_error"] > PLATEAU_TOL:  # nan (no stable cell) misses nothing
-        out.append(f"plateau error over {PLATEAU_TOL}")
-    beaten = [b for b in ("continuous", "always stable") if not ours["accuracy"] > result[b]["accuracy"]]
-    if beaten:
-        out.append("not ahead of " + " and ".join(beaten))
-    return out
-
-
-def passed(result: dict) -> bool:
-    return not misses(result)
 
 
 def number(x: float | None) -> str:
@@ -534,38 +326,8 @@ def cell_map(name: str, result: dict) -> list[str]:
     return lines + [""]
 
 
-def final_reward_reach(results: dict) -> str:
-    """How far the final-reward target is from reach on these combinations (a reading of the measured cells,
-    not a model): on how many combinations with a stable cell ours' final reward is within PLATEAU_TOL of
-    every stable cell, and on how many the best single number could be (the midpoint of the stable cells'
-    final rewards, which knows them: within PLATEAU_TOL of all when half their range is), each also without
-    the cells of the largest T."""
-    counts = collections.Counter()
-    for result in results.values():
-        Ts = sorted({T for _, T in result["measured"]})
-        lr_pilot = result["forecast"].config.setup.hparams.lr
-        for label, keep in (("all", lambda T: True), ("short", lambda T: T != Ts[-1])):
-            stable = [(cell, m[2]) for cell, m in result["measured"].items() if not m[0] and keep(cell[1])]
-            if not stable:
-                continue
-            counts[label, "n"] += 1
-            finals = [final for _, final in stable]
-            counts[label, "oracle"] += (max(finals) - min(finals)) / 2 <= PLATEAU_TOL
-            errors = [abs(forecast_final_reward(result["forecast"], lr / lr_pilot, T) - final) for (lr, T), final in stable]
-            counts[label, "ours"] += max(errors) <= PLATEAU_TOL
-    if not counts["all", "n"]:
-        return "No combination has a stable cell: the final-reward target is not scored."
-    T_max = max(T for result in results.values() for _, T in result["measured"])
-    return (f"The final-reward target (within {PLATEAU_TOL} of every stable cell) is met by ours on {counts['all', 'ours']} "
-            f"of the {counts['all', 'n']} combinations with a stable cell; the best single number per combination, chosen "
-            f"knowing the measured cells, would meet it on {counts['all', 'oracle']}: the final reward differs between "
-            f"stable cells of one combination by more than a forecast of one plateau can follow. Without the T = {T_max} "
-            f"cells (a stale window ends lower): ours {counts['short', 'ours']} and the best single number "
-            f"{counts['short', 'oracle']} of {counts['short', 'n']} (`final_reward_reach`).")
-
-
 def write_section(parts: list[list[str]], reach: str) -> None:
-    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (module docstring: protocol version 5; the role "
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol version 5, earlier ones in pilot_forecast.md; the role "
              "says which version held the combination out, confirm-5 the ones version 5 never saw). Each cell: the "
              "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
              "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "

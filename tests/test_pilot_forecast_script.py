@@ -1,5 +1,5 @@
-"""paper_repro/pilot_forecast.py: its scoring pieces against loops written here (the end-to-end quick
-run is in tests/test_paper_repro.py, slow)."""
+"""paper_repro/pilot_forecast.py and its scoring (paper_repro/_pilot_scores.py): the pieces against loops
+written here (the end-to-end quick run is in tests/test_paper_repro.py, slow)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,16 @@ def script(load_script):
     return load_script("paper_repro", "pilot_forecast")
 
 
-def test_max_stable_T_is_the_grid_point_before_the_first_unstable_one(script):
+@pytest.fixture(scope="module")
+def scores(load_script):
+    return load_script("paper_repro", "_pilot_scores")
+
+
+def test_max_stable_T_is_the_grid_point_before_the_first_unstable_one(scores):
     Ts = (1, 4, 16, 32)
     grid = {(0.1, T): T >= 16 for T in Ts} | {(0.2, T): False for T in Ts} | {(0.3, T): T >= 4 for T in Ts}
-    assert [script.max_stable_T(grid, lr, Ts) for lr in (0.1, 0.2, 0.3)] == [4, 32, 1]
-    assert script.max_stable_T({(0.1, T): True for T in Ts}, 0.1, Ts) == 0
+    assert [scores.max_stable_T(grid, lr, Ts) for lr in (0.1, 0.2, 0.3)] == [4, 32, 1]
+    assert scores.max_stable_T({(0.1, T): True for T in Ts}, 0.1, Ts) == 0
 
 
 def grid_curves(cells: dict, steps: int = 96, seeds: int = 2) -> dict:
@@ -30,16 +35,16 @@ def grid_curves(cells: dict, steps: int = 96, seeds: int = 2) -> dict:
     return out
 
 
-def test_initial_rewards_are_the_first_window_of_the_largest_T(script):
+def test_initial_rewards_are_the_first_window_of_the_largest_T(scores):
     """Per seed: the mean of the first max(T) steps of the T = max(T) cells (the initial policy's rollouts),
     averaged over the learning rates; the other cells do not enter."""
     rng = np.random.default_rng(1)
     curves = {(lr, T): {"reward": rng.random((3, 96))} for lr in (1e-3, 3e-3) for T in (1, 32)}
     expected = np.mean([curves[(lr, 32)]["reward"][:, :32].mean(axis=1) for lr in (1e-3, 3e-3)], axis=0)
-    assert np.allclose(script.initial_rewards(curves, (1e-3, 3e-3), (1, 32)), expected)
+    assert np.allclose(scores.initial_rewards(curves, (1e-3, 3e-3), (1, 32)), expected)
 
 
-def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward(script):
+def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward(scores):
     """Every seed starts at 0.3 (the T = 32 cell's first window). Unstable: a cell where one seed of two falls
     back by 0.5 half-way (1 unstable seed), and one where a seed jumps to 0 at its first update (a fall of 0.3
     from the initial reward, though no block of its own ever held it); stable: a rise to 1, and a flat run
@@ -55,31 +60,31 @@ def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward(
 
     noise = np.random.default_rng(0).standard_normal((2, 96))
     curves = grid_curves({(1e-3, 1): rise, (1e-3, 4): falls_back, (1e-3, 16): jump, (1e-3, 32): 0.3 + 0.05 * noise})
-    cells = script.measured_cells(curves, [1e-3], (1, 4, 16, 32))
+    cells = scores.measured_cells(curves, [1e-3], (1, 4, 16, 32))
     assert [cells[(1e-3, T)][0] for T in (1, 4, 16, 32)] == [False, True, True, False]
     assert [cells[(1e-3, T)][4] for T in (1, 4, 16, 32)] == [0, 1, 1, 0]
     assert cells[(1e-3, 16)][1] == pytest.approx(0.3, abs=0.02)  # the initial reward, measured in the T = 32 cell
-    assert cells[(1e-3, 1)][2] == pytest.approx(rise(0, 96)[-script.PLATEAU_STEPS:].mean())
+    assert cells[(1e-3, 1)][2] == pytest.approx(rise(0, 96)[-scores.PLATEAU_STEPS:].mean())
 
 
-def test_measured_falls_match_a_loop_over_seeds_and_blocks(script):
+def test_measured_falls_match_a_loop_over_seeds_and_blocks(scores):
     """The vectorised per-seed fall against a loop: the initial reward, then SEED_BLOCK-step means, the
     largest drop below the running best, the cell's fall the largest seed's."""
     rng = np.random.default_rng(3)
     curves = {(lr, T): {"reward": rng.random((4, 96))} for lr in (1e-3, 1e-2) for T in (1, 4, 32)}
     lrs, Ts = (1e-3, 1e-2), (1, 4, 32)
-    r0 = script.initial_rewards(curves, lrs, Ts)
-    cells = script.measured_cells(curves, lrs, Ts)
+    r0 = scores.initial_rewards(curves, lrs, Ts)
+    cells = scores.measured_cells(curves, lrs, Ts)
     for cell, c in curves.items():
         worst = 0.0
         for seed, r in enumerate(c["reward"]):
             best = r0[seed]
-            for k in range(0, 96 - script.SEED_BLOCK + 1, script.SEED_BLOCK):
-                block = r[k:k + script.SEED_BLOCK].mean()
+            for k in range(0, 96 - scores.SEED_BLOCK + 1, scores.SEED_BLOCK):
+                block = r[k:k + scores.SEED_BLOCK].mean()
                 worst = max(worst, best - block)
                 best = max(best, block)
         assert cells[cell][1] == pytest.approx(worst)
-        assert cells[cell][0] == (worst > script.DRAWDOWN_MARGIN)
+        assert cells[cell][0] == (worst > scores.DRAWDOWN_MARGIN)
 
 
 def dump_of(name: str, unstable, lrs, Ts, **pilot) -> dict:
@@ -122,27 +127,27 @@ def test_an_entropy_overshoot_marks_every_lr_where_the_scaled_rise_passes_a_quar
     assert not script.collapses({**d, "entropy": None}, 3e-3, 1000, 1.0)  # no entropy: no collapse forecast
 
 
-def test_time_to_plateau_of_an_exponential_rise(script):
+def test_time_to_plateau_of_an_exponential_rise(scores):
     """r = 1 - 0.8 exp(-t / 10) is within 5% of its rise for good from t = 10 ln 20 ~ 30: the measured time
     (the first step of the first block whose mean is within) lands at most one BLOCK after it; a flat run has
     no rise to time (nan). The T = 32 cell holds the initial reward 0.2 for its first window."""
     t = np.arange(96.0)
     rise = 1 - 0.8 * np.exp(-t / 10)
-    cells = script.measured_cells(grid_curves({(1e-3, 1): np.stack([rise, rise]), (1e-3, 32): np.full((2, 96), 0.5)}),
+    cells = scores.measured_cells(grid_curves({(1e-3, 1): np.stack([rise, rise]), (1e-3, 32): np.full((2, 96), 0.5)}),
                                   [1e-3], (1, 32))
-    assert 0 <= cells[(1e-3, 1)][3] - 10 * np.log(20) <= script.BLOCK
+    assert 0 <= cells[(1e-3, 1)][3] - 10 * np.log(20) <= scores.BLOCK
     assert np.isnan(cells[(1e-3, 32)][3])
 
 
-def test_the_forecast_time_to_plateau_is_the_fits_read_at_the_sampler_and_nan_without_one(script):
+def test_the_forecast_time_to_plateau_is_the_fits_read_at_the_sampler_and_nan_without_one(scores):
     """A fit settled from pilot step 11 at half the pilot's lr: (11 - 1.5) / 0.5 = 19 updates, logged from the
     next refresh (step 20 + 1 at T = 4; 32 + 1 at T = 32); a fit that never settles (infinite time) gives nan."""
     def forecast(t):
         return type("Forecast", (), {"implications": type("Imp", (), {"time_to_plateau": type("V", (), {"value": t})})})()
-    lag = 1 + (script.PILOT_T - 1) / 2
-    assert script.forecast_time_to_plateau(forecast(lag + 9.5), 0.5, 4) == 21
-    assert script.forecast_time_to_plateau(forecast(lag + 9.5), 0.5, 32) == 33
-    assert np.isnan(script.forecast_time_to_plateau(forecast(float("inf")), 0.5, 4))
+    lag = 1 + (scores.PILOT_T - 1) / 2
+    assert scores.forecast_time_to_plateau(forecast(lag + 9.5), 0.5, 4) == 21
+    assert scores.forecast_time_to_plateau(forecast(lag + 9.5), 0.5, 32) == 33
+    assert np.isnan(scores.forecast_time_to_plateau(forecast(float("inf")), 0.5, 4))
 
 
 def test_the_signal_share_scales_the_relative_displacement(script):
@@ -162,20 +167,20 @@ class LinearFit:
         return np.asarray(t, dtype=float) / 100
 
 
-def test_final_reward_reads_each_steps_sampler(script):
+def test_final_reward_reads_each_steps_sampler(scores):
     """At T = 32 the last 16 steps (80-95) log the sampler after 64 updates; at T = 1 step k logs the policy
     after k. At lr_ratio 0.5 the pilot's time for u updates is 1 + (PILOT_T - 1) / 2 + 0.5 u."""
-    assert np.all(script.sampler_updates(np.arange(80, 96), 32) == 64)
-    assert np.all(script.sampler_updates(np.arange(80, 96), 1) == np.arange(80, 96))
+    assert np.all(scores.sampler_updates(np.arange(80, 96), 32) == 64)
+    assert np.all(scores.sampler_updates(np.arange(80, 96), 1) == np.arange(80, 96))
     fc = type("Forecast", (), {"fit": LinearFit()})()
-    lag = 1 + (script.PILOT_T - 1) / 2
-    steps = np.arange(script.STEPS - script.PLATEAU_STEPS, script.STEPS)
+    lag = 1 + (scores.PILOT_T - 1) / 2
+    steps = np.arange(scores.STEPS - scores.PLATEAU_STEPS, scores.STEPS)
     expected = {T: np.mean([(lag + 0.5 * T * (k // T)) / 100 for k in steps]) for T in (1, 4, 32)}
     for T, value in expected.items():
-        assert script.forecast_final_reward(fc, 0.5, T) == pytest.approx(value)
+        assert scores.forecast_final_reward(fc, 0.5, T) == pytest.approx(value)
 
 
-def test_final_reward_reach_counts_ours_and_the_best_single_number(script):
+def test_final_reward_reach_counts_ours_and_the_best_single_number(scores):
     """Combination a: stable finals 0.90, 0.92 (T = 1, 4) and 0.70 (T = 32), forecast 0.91: ours and the best
     single number (midpoint 0.81, half-range 0.11) miss with T = 32 and meet without it. Combination b: 0.50
     and 0.58, forecast 0.60: the best single number meets (half-range 0.04), ours misses (0.10). Combination
@@ -186,12 +191,12 @@ def test_final_reward_reach_counts_ours_and_the_best_single_number(script):
         measured = {(1e-3, T): (final is None, 0.0, final, 0.0, 0) for T, final in finals.items()}
         return {"measured": measured, "forecast": forecast}
 
-    text = script.final_reward_reach({"a": result({1: 0.90, 4: 0.92, 32: 0.70}, 0.91),
+    text = scores.final_reward_reach({"a": result({1: 0.90, 4: 0.92, 32: 0.70}, 0.91),
                                       "b": result({1: 0.50, 4: 0.58, 32: None}, 0.60),
                                       "c": result({1: None, 32: None}, 0.5)})
     assert "met by ours on 0 of the 2 combinations" in text and "would meet it on 1:" in text
     assert "Without the T = 32 cells (a stale window ends lower): ours 1 and the best single number 2 of 2" in text
-    assert "not scored" in script.final_reward_reach({"c": result({1: None}, 0.5)})
+    assert "not scored" in scores.final_reward_reach({"c": result({1: None}, 0.5)})
 
 
 @pytest.mark.parametrize("content, says", [
@@ -228,13 +233,13 @@ def scored(accuracy=0.9, safe_but_unstable=0, max_t_ok=True, plateau_error=0.01,
     ({"baselines": (0.9, 0.5)}, ["not ahead of continuous"]),  # a tie is not ahead
     ({"accuracy": 0.8, "baselines": (0.95, 0.95)}, ["accuracy under 85%", "not ahead of continuous and always stable"]),
 ])
-def test_misses_names_each_target_missed_and_passing_is_missing_none(script, change, missed):
+def test_misses_names_each_target_missed_and_passing_is_missing_none(scores, change, missed):
     result = scored(**change)
-    assert script.misses(result) == missed
-    assert script.passed(result) is (not missed)
+    assert scores.misses(result) == missed
+    assert scores.passed(result) is (not missed)
 
 
-def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script):
+def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script, scores):
     """paper_repro/data/pilot_forecast_cells.json.gz (the seed curves of the 42 grids behind RESULTS.md) reads
     through `read_dump` and holds every combination's 20 cells of 4 seeds x 96 steps."""
     import argparse
@@ -244,7 +249,7 @@ def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script):
     dump = script.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path))
     assert set(dump) == set(script.COMBINATIONS)
     curves = script.dumped_curves(dump["count-pg"])
-    assert len(curves) == 20 and all(c["reward"].shape == (script.SEEDS, script.STEPS) for c in curves.values())
+    assert len(curves) == 20 and all(c["reward"].shape == (script.SEEDS, scores.STEPS) for c in curves.values())
 
 
 def test_a_corrupt_gzipped_dump_is_one_line_and_exit_2(script, tmp_path, capsys):

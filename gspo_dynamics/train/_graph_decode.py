@@ -25,6 +25,10 @@ dtype (the autocast dtype under autocast, else the weights'), and the scores' so
 In float32 the result equals `_decode.Decoder.step` up to summation order (tests/train/test_graph_decode.py).
 
 Without CUDA (or `graphs=False`) the same step runs eagerly: how the tests check it on a CPU.
+
+Memory: a model keeps up to KEEP sessions, each with its KV cache, between rollouts (the price of not
+capturing again: on an H200 the 100m preset's rollout of 256 x 258 tokens peaks 3 GiB higher than the
+eager path); `release(model)` frees them. Measured: benchmarks/RESULTS.md (bench_graph_decode.py).
 """
 
 from __future__ import annotations
@@ -202,7 +206,8 @@ class _Session:
             else:
                 if W not in self.captured:  # recorded, not run: the state is untouched until the replay
                     self.captured[W] = torch.cuda.CUDAGraph()
-                    with torch.cuda.graph(self.captured[W], stream=self.stream):
+                    # thread_local: other threads' CUDA calls (a DDP watchdog's event queries) do not void the capture
+                    with torch.cuda.graph(self.captured[W], stream=self.stream, capture_error_mode="thread_local"):
                         self.body(W)
                 self.captured[W].replay()
             fed = i + 1
@@ -213,6 +218,17 @@ class _Session:
 
 # model -> its sessions by rollout shape, least recently used first (weak: a model's go with it)
 _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def release(model=None) -> None:
+    """Free the sessions (KV caches and graphs) of `model`, or of every model: a session keeps its cache,
+    2 n_layers B (P + N) H_kv d_h numbers in the cache's dtype, between rollouts so that the next one of
+    the same shape replays its graphs; release it where that memory is wanted back (the next rollout of
+    that shape captures again)."""
+    if model is None:
+        _SESSIONS.clear()
+    else:
+        _SESSIONS.pop(model, None)
 
 
 def decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw, graphs: bool | None = None):

@@ -100,7 +100,7 @@ def test_sessions_are_reused_with_the_models_current_weights(overrides):
 
 def test_a_models_sessions_go_with_it():
     """The sessions hold no reference to their model: a model deleted is collected, and its sessions (caches,
-    graphs) with it."""
+    graphs) with it; `release` frees a live model's."""
     model = sharp_model(TOK.vocab_size, seed=1)
     static_rollout(model, *prompts(), 6)
     alive = weakref.ref(model)
@@ -108,6 +108,10 @@ def test_a_models_sessions_go_with_it():
     del model
     gc.collect()
     assert alive() is None and len(_graph_decode._SESSIONS) == before - 1
+    kept = sharp_model(TOK.vocab_size, seed=2)
+    static_rollout(kept, *prompts(), 6)
+    _graph_decode.release(kept)
+    assert kept not in _graph_decode._SESSIONS
 
 
 @pytest.mark.parametrize("attention", ["matmul", "sdpa"])

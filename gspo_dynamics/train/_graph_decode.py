@@ -27,8 +27,8 @@ In float32 the result equals `_decode.Decoder.step` up to summation order (tests
 Without CUDA (or `graphs=False`) the same step runs eagerly: how the tests check it on a CPU.
 
 Memory: a model keeps up to KEEP sessions, each with its KV cache, between rollouts (the price of not
-capturing again: on an H200 the 100m preset's rollout of 256 x 258 tokens peaks 3 GiB higher than the
-eager path); `release(model)` frees them. Measured: benchmarks/RESULTS.md (bench_graph_decode.py).
+capturing again: 2 n_layers B S H_kv d_h numbers, 2.6 GiB in bf16 for the 100m preset's 256 rows of 258
+slots); `release(model)` frees them. Speed: benchmarks/RESULTS.md (bench_graph_decode.py).
 """
 
 from __future__ import annotations

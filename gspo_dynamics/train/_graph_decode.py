@@ -21,7 +21,9 @@ ways, none of which changes the function computed:
 
 Precision: the residual stream x stays float32 (as under autocast, where a bf16 matmul output
 added to a float32 x is float32), norms run in float32, every matrix product runs in the cache's
-dtype (the autocast dtype under autocast, else the weights'), and the scores' softmax in float32.
+dtype (the autocast dtype under autocast, else the weights'), and so does the attention: one
+`scaled_dot_product_attention` call (ATTENTION "sdpa", accumulating in float32 inside) or two batched
+products around a float32 softmax ("matmul").
 In float32 the result equals `_decode.Decoder.step` up to summation order (tests/train/test_graph_decode.py).
 
 Without CUDA (or `graphs=False`) the same step runs eagerly: how the tests check it on a CPU.
@@ -127,8 +129,10 @@ class _Session:
     from the model's parameters every rollout, in place), the loop's state and one CUDA graph per
     attention window, captured on first use and replayed by every later rollout of the same shape."""
 
-    def __init__(self, model, B: int, P: int, N: int, tau: float, p: float, eos_id, sampled: bool, device, graphs: bool):
+    def __init__(self, model, B: int, P: int, N: int, tau: float, p: float, eos_id, sampled: bool, device, graphs: bool,
+                 draw):
         self.B, self.P, self.N, self.tau, self.p, self.eos_id, self.graphs = B, P, N, tau, p, eos_id, graphs
+        self.draw = draw  # rollout.draw: (logits, tau, p, u) -> (token, log q)
         self.cache = model.new_kv_cache(B, P + N)  # the autocast dtype under autocast, else the weights'
         self.step = StaticStep(model, self.cache.keys.dtype)
         S = self.cache.capacity
@@ -163,9 +167,8 @@ class _Session:
         self.last.copy_(self.step.logits(token, tables, list(self.cache.keys), list(self.cache.values), slot, keep))
         t.add_(1)
 
-    def run(self, model, prompt_ids, prompt_mask, U, draw) -> int:
+    def run(self, model, prompt_ids, prompt_mask, U) -> int:
         """Decode one rollout into `tokens` and `logprobs`; the number of tokens fed after the prompt."""
-        self.draw = draw
         for mine, fresh in zip(self.step.matrices(), StaticStep(model, self.step.dtype).matrices()):
             mine.copy_(fresh)  # the sampler is the model as it is now
         extra = self.P - prompt_ids.shape[1]  # left padding up to the session's prompt length
@@ -184,7 +187,7 @@ class _Session:
         with torch.autocast(prompt_ids.device.type, enabled=False):  # the steps' dtypes are explicit (module docstring)
             fed = self._steps(prompt_ids.device)
         if fed == self.N - 1:  # the last token: drawn, never fed
-            token, token_logp = draw(self.last, self.tau, self.p, None if U is None else U[self.N - 1])
+            token, token_logp = self.draw(self.last, self.tau, self.p, None if U is None else U[self.N - 1])
             self.tokens[self.N - 1], self.logprobs[self.N - 1] = token, token_logp
         self.cache.length = self.P + fed
         return fed
@@ -233,8 +236,9 @@ def release(model=None) -> None:
 
 def decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw, graphs: bool | None = None):
     """Raw tokens and log q (B, N) of the rollout, meaningful up to each row's first EOS (as
-    `rollout._fast_loop`; `rollout._finish` masks the rest). `draw` is `rollout.draw`; `graphs`:
-    replay CUDA graphs (None: when the device is CUDA).
+    `rollout._fast_loop`; `rollout._finish` masks the rest): views of the session's buffers, valid until
+    its next rollout (clone them). `draw` is `rollout.draw`; `graphs`: replay CUDA graphs (None: when
+    the device is CUDA).
 
     The prompt is left-padded to a multiple of PROMPT_ROUND tokens (masked slots: the same function)
     so that batches of nearby prompt lengths share a session; a model keeps its KEEP most recently
@@ -247,10 +251,10 @@ def decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw, graphs: b
     key = (B, P_static, N, tau, p, eos_id, U is not None, dtype, device, graphs)
     sessions = _SESSIONS.setdefault(model, OrderedDict())
     if key not in sessions:
-        sessions[key] = _Session(model, B, P_static, N, tau, p, eos_id, U is not None, device, graphs)
+        sessions[key] = _Session(model, B, P_static, N, tau, p, eos_id, U is not None, device, graphs, draw)
         while len(sessions) > KEEP:
             sessions.popitem(last=False)
     sessions.move_to_end(key)
     session = sessions[key]
-    session.run(model, prompt_ids, prompt_mask, U, draw)
-    return session.tokens.t().clone(), session.logprobs.t().clone()
+    session.run(model, prompt_ids, prompt_mask, U)
+    return session.tokens.t(), session.logprobs.t()

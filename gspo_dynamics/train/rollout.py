@@ -127,7 +127,7 @@ def generate(
     if fast and _graph_decode.supports(model, prompt_ids.device):  # the session owns its cache
         with torch.inference_mode():
             tokens, logprobs = _graph_decode.decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw)
-        tokens, logprobs = tokens.clone(), logprobs.clone()
+        tokens, logprobs = tokens.clone(), logprobs.clone()  # the session's buffers, reused by its next rollout
         return _finish(prompt_ids, prompt_mask, tokens, logprobs, eos_id, pad_id, None)
     cache = model.new_kv_cache(B, P + N)  # allocated once: every key and value of this call
     if fast and _decode.supports(model, prompt_ids.device):

@@ -419,7 +419,7 @@ def bench_gpu(args) -> None:
                              memory=torch.cuda.max_memory_allocated() / 2**30,
                              reference=None if args.gpu_reference_rollout or args.gpu_skip_reference else reference_rollout(ours)))
             print(f"{preset} {label}: update {r['update']:,.0f} tok/s MFU {rows[-1]['mfu']:.1%}; rollout {r['rollout']:,.0f} tok/s "
-                  f"= {r['rollout'] / bound:.1%} of {bound:,.0f} (reference path: {rows[-1]['reference']}); peak memory "
+                  f"= {r['rollout'] / bound:.1%} of {bound:,.0f} (reference path: {'-' if rows[-1]['reference'] is None else format(rows[-1]['reference'], ',.0f')} tok/s); peak memory "
                   f"{rows[-1]['memory']:.1f} GiB", flush=True)
             del ours, model
             torch.cuda.empty_cache()

@@ -5,9 +5,10 @@
 For each preset, rollout tokens/s of `rollout.generate` (B = N prompts x G = 8 rows of the `count`
 task's 257 completion tokens, no stop at EOS) on the reference path (`fast=False`: the model's own
 cached forward, eagerly) and on the CUDA graph path (`_graph_decode`) with its attentions
-(`ATTENTION`: "matmul", "sdpa") and weight layouts (`MATMUL`: "mm" (in, out), "linear" (out, in)); best of `--repeats` after one warm-up rollout (the
-graph path captures its graphs there), against `bench_trainer.decode_bound` (weights and KV cache
-read once per step at the device's bandwidth). The section is written to benchmarks/RESULTS.md.
+(`ATTENTION`: "matmul", "sdpa") and weight layouts (`MATMUL`: "mm" (in, out), "linear" (out, in));
+best of `--repeats` after one warm-up rollout (the graph path captures its graphs there), against
+`bench_trainer.decode_bound` (weights and KV cache read once per step at the device's bandwidth).
+The section is written to benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations

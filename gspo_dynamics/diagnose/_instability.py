@@ -162,8 +162,8 @@ def _theory_line(imp, ev: list, confs: list, advice: list, notes: list[str]) -> 
     reward's bound it is not applied."""
     if imp is not None and imp.interior_plateau is False:
         if confs:
-            notes.append("the refresh-interval theory is not applied: the plateau cannot be told from the reward's bound (saturation, "
-                         "no threshold); the instability evidence here is the data's alone")
+            notes.append("the refresh-interval theory is not applied: the plateau cannot be told from the reward's "
+                         "bound (saturation, no threshold); the instability evidence here is the data's alone")
         return None
     if imp is None or imp.damping_margin is None:
         return None

@@ -48,7 +48,8 @@ EOS_CHECK = 16  # steps between host checks that some row is still alive (each c
 PROMPT_ROUND = 8  # prompts are left-padded to a multiple of this length: fewer shapes, fewer sessions
 KEEP = 2  # sessions (caches and graphs) a model keeps, the most recently used
 MATMUL = "mm"  # the weights' layout: "mm" (in, out) or "linear" (out, in) (`StaticStep`)
-ATTENTION = "sdpa"  # how a step attends: "sdpa" or "matmul" (`StaticStep.logits`; sdpa 5% faster on an H200: benchmarks/RESULTS.md)
+# how a step attends: "sdpa" or "matmul" (`StaticStep.logits`); sdpa is 5% faster on an H200 (benchmarks/RESULTS.md)
+ATTENTION = "sdpa"
 
 
 def supports(model, device: torch.device) -> bool:

@@ -1,7 +1,7 @@
-"""`predict --config --pilot` on a real TRL run (README, "Before a run"): the Llama-3.1-8B GRPO run of
-IMJONEZZ/UnslothGRPO @ e32c3bec. Its GRPOConfig is transcribed here from the repository's
-`llama3_1_(8b)_grpo.py` (values only); its log is read from ../shared/data/real_logs (never shipped).
-The pilot is the log's first 60 steps; the rest of the log is what the run did later."""
+"""`predict --config --pilot` on real TRL runs (README, "Before a run"): the Llama-3.1-8B GRPO run of
+IMJONEZZ/UnslothGRPO @ e32c3bec, a Wordle run and a GSM8K run (below). Each GRPOConfig is transcribed
+here from its repository's files (values only); the logs are read from ../shared/data/real_logs (never
+shipped). A pilot is a log's first steps; the rest of the log is what the run did later."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from _real_logs import ALEX_JSON, IMJONEZZ
+from _real_logs import ALEX_JSON, IMJONEZZ, SUNSHINE
 from gspo_dynamics.cli.main import main
+from gspo_dynamics.logs import read_log
 
 CONFIG = {"learning_rate": 5e-6, "adam_beta1": 0.9, "adam_beta2": 0.99, "weight_decay": 0.1, "warmup_ratio": 0.1,
           "lr_scheduler_type": "cosine", "optim": "paged_adamw_8bit", "per_device_train_batch_size": 1,
@@ -66,3 +67,35 @@ def test_a_flat_pilot_forecasts_the_level_and_withholds_the_stiffness(real_logs,
     plateau = report["implications"]["plateau"]
     combined = np.hypot(plateau["stderr"], later.std(ddof=1) / np.sqrt(len(later)))
     assert len(later) == 120 and abs(later.mean() - plateau["value"]) < 2 * combined
+
+
+# Sunshine535/nips-grpo-dynamics @ 7446de74: run_gates_1_2.sh runs scripts/run_csd_pilot.py with
+# configs/rho_sweep.yaml and no group-size override, so its GRPOConfig(...) holds (values only): lr 1e-4 with
+# warmup_ratio 0.05 of 200 steps, per-device batch max(2, G) = 2, accumulation 2, G = 2 (the config's
+# num_generations; INDEX.md's G = 4 is not what the script ran), no beta given: TRL 0.14's default 0.04 (the
+# log carries `kl`, which TRL logs only when beta != 0). Its trainer weights positive advantages by rho = 1:
+# plain GRPO. The log agrees: the epoch advances by 4 completions per step (2 groups of 2), and the lr is
+# 1e-5 at step 2 (1e-4 x 1 / 10 warm-up steps).
+GSM8K_CONFIG = {"learning_rate": 1e-4, "warmup_ratio": 0.05, "weight_decay": 0.01, "max_grad_norm": 1.0,
+                "per_device_train_batch_size": 2, "gradient_accumulation_steps": 2, "num_generations": 2,
+                "beta": 0.04, "max_completion_length": 256, "max_steps": 200, "logging_steps": 1}
+GSM8K_PILOT = 40
+
+
+@pytest.mark.real_logs
+def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, tmp_path, capsys):
+    """The first 40 steps of the Qwen3.5-9B LoRA run fall from 0.53 (steps 13-16) to 0.03 (steps 25-28):
+    `predict` reads 2 groups of G = 2 per step at T = 1, reports the fall as reward lost at the pilot's own
+    lr (z > 5) and gives no learning-rate bound. What the run did later (README): it came back, steps
+    41-200 averaging about 0.41, so this flag was a dip, not a collapse."""
+    config = tmp_path / "grpo.json"
+    config.write_text(json.dumps(GSM8K_CONFIG))
+    log = real_logs / SUNSHINE
+    assert main(["predict", "--config", str(config), "--pilot", str(log), "--pilot-steps", str(GSM8K_PILOT), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["config"]["group_size"], report["config"]["num_groups"], report["config"]["refresh_interval"]) == (2, 2, 1)
+    fall = report["pilot_fall"]
+    assert fall["lost"] and fall["z"] > 5 and fall["best_steps"] == [13, 16] and fall["after_steps"] == [25, 28]
+    assert report["max_safe_lr"] is None
+    later = np.asarray(read_log(log).series["reward"])[GSM8K_PILOT:]
+    assert len(later) == 160 and 0.35 < later.mean() < 0.47

@@ -33,6 +33,8 @@ def register(sub) -> None:
     r.add_argument("--devices", type=integer, help="data-parallel processes of a TRL run (default: the config's, else 1)")
     r.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the task's reward bounds (default: [0, 1] when every pilot reward lies there)")
+    r.add_argument("--target-noise", type=float, metavar="SIGMA",
+                   help="the reward noise to find a group size G for (default: 5%% of the reward's range)")
     r.add_argument("--plot", help="draw the stability map over (lr, T) with the config's point (PNG, PDF, ...)")
     p.add_argument("--t-max", type=integer, default=T_MAX, help=f"largest refresh interval searched (default: {T_MAX})")
     p.add_argument("--no-from-start", action="store_true", help="skip the bandit's nonlinear from-start check")
@@ -78,13 +80,16 @@ def _forecast(args: argparse.Namespace):
     if not args.pilot:
         if args.reward_range is not None:
             raise ConfigError("--reward-range needs --pilot (it is checked against the pilot's rewards)")
+        if args.target_noise is not None:
+            raise ConfigError("--target-noise needs --pilot (the noise is measured there)")
         return config_forecast(setup)
     from gspo_dynamics.fit import pilot_forecast
     from gspo_dynamics.logs import ColumnMapError
 
     try:
         return pilot_forecast(setup, args.pilot, pilot_steps=args.pilot_steps,
-                              reward_range=None if args.reward_range is None else tuple(args.reward_range))
+                              reward_range=None if args.reward_range is None else tuple(args.reward_range),
+                              target_noise=args.target_noise)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
 

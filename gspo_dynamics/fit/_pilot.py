@@ -17,7 +17,10 @@ Measured from the pilot (its first `pilot_steps` steps, or all of it):
                     group size G' is E_t[p_t^G' + (1 - p_t)^G'] (a lower bound when prompts differ in p: the
                     share is convex in p), set beside the logged frac_reward_zero_std;
   noise             the fit's residual std s at the pilot's N G responses per step; the reward's noise
-                    scales as 1 / sqrt(N G) (the 1/G law of the fluctuation theory), s(G') = s sqrt(G / G');
+                    scales as 1 / sqrt(N G) (the 1/G law of the fluctuation theory), s(G') = s sqrt(G / G'),
+                    so the smallest group size whose noise is at most a target sigma is
+
+                        G_sigma = ceil(G (s / sigma)^2)     (at the pilot's N groups per step);
   policy drift      where the log has the window position and the token log-ratio variance (our trainer's
                     window/position, ratios/token_log_var), delta^2 = mean_j Var_j / j^2 (a stale window
                     drifts coherently: Var_j = (j delta)^2); else, for a pilot at T > 1 with a clip fraction
@@ -50,6 +53,7 @@ from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import critical_learning_rate
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
+TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
 REFRESH_INTERVALS = (1, 2, 4, 8, 16, 32)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
 # S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
@@ -76,6 +80,8 @@ class PilotForecast:
     zero_std_by_group: dict[int, float]  # predicted share per G'
     zero_std_logged: float | None  # mean frac_reward_zero_std of the pilot, where logged
     noise_by_group: dict[int, float]  # the reward's step-to-step noise per G'
+    target_noise: float | None  # sigma: given, or TARGET_NOISE_SHARE of the reward's range (None: no range)
+    group_size_for_target_noise: int | None  # G_sigma (module docstring)
     drift_per_step: float | None  # delta, the token log-ratio spread added per stale step
     collapse_max_refresh: int | None  # the largest T whose displacement stays under COLLAPSE_SPREAD at the config's lr
     collapse_max_lr: float | None  # the largest lr whose displacement stays under COLLAPSE_SPREAD at the config's T
@@ -97,6 +103,7 @@ class PilotForecast:
                 "implications": self.implications.to_json(), "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
                 "success_rate": self.success_rate, "zero_std_by_group": _keys(self.zero_std_by_group),
                 "zero_std_logged": self.zero_std_logged, "noise_by_group": _keys(self.noise_by_group),
+                "target_noise": self.target_noise, "group_size_for_target_noise": self.group_size_for_target_noise,
                 "drift_per_step": self.drift_per_step, "clip_by_refresh_interval": _keys(self.clip_by_refresh),
                 "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
@@ -134,6 +141,9 @@ class PilotForecast:
             lines.append(f"  zero-std share by G at the pilot's success rate {self.success_rate:.3g}{logged}: "
                          + ", ".join(f"{g}: {v:.3g}" for g, v in self.zero_std_by_group.items()))
         lines.append("  reward noise by G: " + ", ".join(f"{g}: {v:.3g}" for g, v in self.noise_by_group.items()))
+        if self.group_size_for_target_noise is not None:
+            lines.append(f"  G for a reward noise <= {self.target_noise:.3g}: {self.group_size_for_target_noise} "
+                         f"(at N = {hp.num_groups:g} groups per step)")
         if self.drift_per_step is not None:
             lines.append(f"  token log-ratio drift {self.drift_per_step:.3g} per stale step; token clip fraction by T: "
                          + ", ".join(f"{t}: {v:.3g}" for t, v in self.clip_by_refresh.items()))
@@ -185,10 +195,14 @@ def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[Ru
 
 
 def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | None = None,
-                   reward_range: tuple[float, float] | None = None) -> PilotForecast:
+                   reward_range: tuple[float, float] | None = None, target_noise: float | None = None) -> PilotForecast:
     """The forecast for `setup` calibrated on `pilot` (module docstring). `reward_range`: the task's
     reward bounds; None infers [0, 1] when every pilot reward lies in it (said), else leaves it open.
-    A given range that the pilot's rewards leave is a ConfigError."""
+    A given range that the pilot's rewards leave is a ConfigError. `target_noise`: the reward noise to
+    find a group size for (None: TARGET_NOISE_SHARE of the reward's range, said; none without a range)."""
+    if target_noise is not None and (isinstance(target_noise, bool) or not isinstance(target_noise, (int, float))
+                                     or not math.isfinite(target_noise) or target_noise <= 0):
+        raise ConfigError(f"the target noise must be a number > 0, got {target_noise!r}")
     if setup.hparams.group_size is None:
         raise ConfigError("a pilot forecast needs the run's group size G (num_generations, rollout.n or group_size)")
     log, steps, reward = load_pilot(pilot, pilot_steps)
@@ -204,6 +218,11 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     measured.append(f"the reward's noise around the fit, {fit.residual_std:.3g} at N G = {hp.num_groups * hp.group_size}")
     assumed.append("the noise scales as 1 / sqrt(N G) (the fluctuation theory's 1/G law) and the pilot ran at the "
                    "config's N, G, T and lr")
+    if target_noise is None and reward_range is not None:
+        target_noise = TARGET_NOISE_SHARE * (reward_range[1] - reward_range[0])
+        assumed.append(f"the target reward noise is {TARGET_NOISE_SHARE:.0%} of the reward's range, {target_noise:.3g} "
+                       "(--target-noise for another)")
+    g_sigma = None if target_noise is None else group_size_for_noise(fit.residual_std, hp.group_size, target_noise)
     delta, clips = _drift(log, n, hp, measured, assumed)
     risk = _collapse_risk(log, n, hp, delta, _signal_share(logged, reward if shares else None, hp, n, assumed), measured, assumed)
     fall = reward_fall(steps, reward, reward_range)
@@ -212,8 +231,19 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                         f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'within the noise'})")
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
-                         noise_by_group=noise, drift_per_step=delta, clip_by_refresh=clips, fit=fit, **risk,
+                         noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
+                         drift_per_step=delta, clip_by_refresh=clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, fall=fall, measured=measured, assumed=assumed)
+
+
+def group_size_for_noise(noise: float, group_size: int, target: float) -> int | None:
+    """G_sigma = ceil(G (s / sigma)^2) (module docstring): the smallest G' with s sqrt(G / G') <= sigma,
+    at least 1; None when the noise s is not finite. The product is rounded to 1e-9 relative first, so an
+    exact integer is not pushed up by its floating-point error."""
+    if not math.isfinite(noise):
+        return None
+    need = group_size * (noise / target) ** 2
+    return max(1, math.ceil(need * (1 - 1e-9)))
 
 
 def _signal_share(logged: float | None, success: np.ndarray | None, hp, n: int, assumed: list[str]) -> float:

@@ -92,12 +92,33 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
     (["--pilot-steps", "20"], "--pilot-steps needs --pilot"),
     (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
     (["--reward-range", "0", "1"], "--reward-range needs --pilot"),
+    (["--target-noise", "0.02"], "--target-noise needs --pilot"),
     (["--set", "beta=0.1"], "--set overrides keys of --config"),
 ])
 def test_contradictory_options_are_one_line_and_exit_2(capsys, extra, needle):
     assert main(["predict", *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
+
+
+@pytest.mark.parametrize("sigma", ["0", "-0.1", "nan", "inf"])
+def test_an_impossible_target_noise_is_one_line_and_exit_2(tmp_path, capsys, sigma):
+    assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL), "--pilot", pilot_log(tmp_path),
+                 "--target-noise", sigma]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "target noise must be a number > 0" in err
+
+
+def test_the_group_size_for_a_target_noise(tmp_path, capsys):
+    """G_sigma = ceil(G (s / sigma)^2) with G = 8 and the pilot's residual noise s; the default target is 5%
+    of the inferred [0, 1] range."""
+    config, log = write(tmp_path, "grpo.json", TRL), pilot_log(tmp_path)
+    assert main(["predict", "--config", config, "--pilot", log, "--json", "--target-noise", "0.004"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    s = report["noise_by_group"]["8"]
+    assert report["target_noise"] == 0.004 and report["group_size_for_target_noise"] == int(np.ceil(8 * (s / 0.004) ** 2))
+    assert main(["predict", "--config", config, "--pilot", log]) == 0
+    assert "G for a reward noise <= 0.05: 1 (at N = 4 groups per step)" in capsys.readouterr().out
 
 
 def test_a_reward_range_the_pilot_leaves_is_refused(tmp_path, capsys):

@@ -69,6 +69,26 @@ def test_zero_std_shares_match_monte_carlo_groups(tmp_path):
         assert abs(zero.mean() - f.zero_std_by_group[G]) <= 4 * zero.std() / math.sqrt(len(zero)) + 1e-12
 
 
+def test_the_group_size_for_a_target_noise_matches_binomial_noise(tmp_path):
+    """A flat pilot of N = 2 groups of G = 2 Bernoulli(0.3) responses per step over 400 steps: the residual
+    noise s estimates sqrt(p (1 - p) / (N G)), so G_sigma for sigma = 0.05 is within 15% of the binomial
+    answer p (1 - p) / (N sigma^2) = 42 (s from 400 steps: ~4% error, 8% in s^2). G_sigma is the smallest
+    G' with s sqrt(G / G') <= sigma (the formula against a scan), and an exact integer stays itself."""
+    rng = np.random.default_rng(3)
+    reward = rng.binomial(4, 0.3, 400) / 4
+    log = write_log(tmp_path / "flat.jsonl", {"reward": reward})
+    f = pilot_forecast(read_run_config({"lr": 0.1, "group_size": 2, "num_groups": 2}), log, target_noise=0.05)
+    s = f.noise_by_group[2]
+    assert f.group_size_for_target_noise == pytest.approx(0.3 * 0.7 / (2 * 0.05**2), rel=0.15)
+    scan = next(g for g in range(1, 10_000) if s * math.sqrt(2 / g) <= 0.05)
+    assert f.group_size_for_target_noise == scan
+    from gspo_dynamics.fit._pilot import group_size_for_noise
+
+    assert group_size_for_noise(0.1, 4, 0.05) == 16 and group_size_for_noise(0.01, 4, 0.05) == 1
+    default = pilot_forecast(read_run_config({"lr": 0.1, "group_size": 2, "num_groups": 2}), log)
+    assert default.target_noise == pytest.approx(0.05) and any("5% of the reward's range" in a for a in default.assumed)
+
+
 def test_drift_and_clip_fractions_from_window_positions(tmp_path):
     """Var_j = (j delta)^2 gives delta back exactly; the clip fraction per T is the window mean of
     P(|N(0, (j delta)^2)| > log(1 + eps)), checked with 200 000 normal draws per position (4 s.e.)."""

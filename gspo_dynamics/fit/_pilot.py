@@ -21,14 +21,10 @@ Measured from the pilot (its first `pilot_steps` steps, or all of it):
                     so the smallest group size whose noise is at most a target sigma is
 
                         G_sigma = ceil(G (s / sigma)^2)     (at the pilot's N groups per step);
-  policy drift      where the log has the window position and the token log-ratio variance (our trainer's
-                    window/position, ratios/token_log_var), delta^2 = mean_j Var_j / j^2 (a stale window
-                    drifts coherently: Var_j = (j delta)^2); else, for a pilot at T > 1 with a clip fraction
-                    (TRL's clip_ratio/region_mean, verl's pg_clipfrac), the delta whose `clip_region_share`
-                    equals it. The share of tokens outside the clip band at refresh interval T' is the window
-                    mean of P(|log r_j| > log(1 + eps)), log r_j ~ N(0, (j delta)^2). The two routes measure
-                    different things where log-ratios are heavy-tailed: on a trainer run the variance's delta
-                    is ~11x the clip fraction's (tests/fit/test_pilot.py).
+  policy drift      the log-ratio spread added per stale step, of the token ratio and (under a sequence-level
+                    correction) of the sequence ratio, and the clip fractions by refresh interval it implies
+                    (`fit._drift`: from the window's log-ratio variance, or inverted from a logged clip
+                    fraction).
 
 Everything else is assumed, and said so.
 """
@@ -40,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.special import erfc
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
+from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._fall import BLOCK, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
@@ -54,7 +50,6 @@ from gspo_dynamics.theory.linear import critical_learning_rate
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
-REFRESH_INTERVALS = (1, 2, 4, 8, 16, 32)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
 # S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
 # policy's token entropy, (1 - z) D / H (D = T lr s, capped by a ratio clip's band edge after a window's first
@@ -82,7 +77,7 @@ class PilotForecast:
     noise_by_group: dict[int, float]  # the reward's step-to-step noise per G'
     target_noise: float | None  # sigma: given, or TARGET_NOISE_SHARE of the reward's range (None: no range)
     group_size_for_target_noise: int | None  # G_sigma (module docstring)
-    drift_per_step: float | None  # delta, the token log-ratio spread added per stale step
+    drift_per_step: float | None  # delta, the log-ratio spread added per stale step (token, else sequence)
     collapse_max_refresh: int | None  # the largest T whose displacement stays under COLLAPSE_SPREAD at the config's lr
     collapse_max_lr: float | None  # the largest lr whose displacement stays under COLLAPSE_SPREAD at the config's T
     displacement: float | None  # D at the config's (lr, T), theory.collapse equations (2)-(4)
@@ -90,7 +85,9 @@ class PilotForecast:
     overshoot: bool | None  # the pilot's entropy rose on its first updates (theory.collapse.overshoots)
     entropy_rise: float | None  # that rise r over its first value; lr > lr_pilot OVERSHOOT_RISE / r is at risk (6)
     signal_share: float | None  # 1 - z, the pilot's share of groups with signal: the limit is S H / (1 - z) (7)
-    clip_by_refresh: dict[int, float]  # predicted token clip fraction per T'
+    clip_by_refresh: dict[int, float]  # predicted token clip fraction per T' (token-level correction)
+    sequence_drift: float | None = None  # delta_s of log s, under a sequence-level correction (`fit._drift`)
+    sequence_clip_by_refresh: dict[int, float] = field(default_factory=dict)  # the sequences' clip fraction per T'
     fit: TrajectoryFit | None = None  # the pilot's reward fit
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
@@ -105,6 +102,8 @@ class PilotForecast:
                 "zero_std_logged": self.zero_std_logged, "noise_by_group": _keys(self.noise_by_group),
                 "target_noise": self.target_noise, "group_size_for_target_noise": self.group_size_for_target_noise,
                 "drift_per_step": self.drift_per_step, "clip_by_refresh_interval": _keys(self.clip_by_refresh),
+                "sequence_drift_per_step": self.sequence_drift,
+                "sequence_clip_by_refresh_interval": _keys(self.sequence_clip_by_refresh),
                 "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
@@ -144,9 +143,12 @@ class PilotForecast:
         if self.group_size_for_target_noise is not None:
             lines.append(f"  G for a reward noise <= {self.target_noise:.3g}: {self.group_size_for_target_noise} "
                          f"(at N = {hp.num_groups:g} groups per step)")
-        if self.drift_per_step is not None:
+        if self.clip_by_refresh:
             lines.append(f"  token log-ratio drift {self.drift_per_step:.3g} per stale step; token clip fraction by T: "
                          + ", ".join(f"{t}: {v:.3g}" for t, v in self.clip_by_refresh.items()))
+        if self.sequence_clip_by_refresh:
+            lines.append(f"  sequence log-ratio drift {self.sequence_drift:.3g} per stale step; sequence clip fraction by T: "
+                         + ", ".join(f"{t}: {v:.3g}" for t, v in self.sequence_clip_by_refresh.items()))
         if self.displacement is not None:
             T_max = self.collapse_max_refresh
             safe_T = ("any T (the ratio clip's band edge lies within the limit)" if T_max is None
@@ -223,7 +225,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
         assumed.append(f"the target reward noise is {TARGET_NOISE_SHARE:.0%} of the reward's range, {target_noise:.3g} "
                        "(--target-noise for another)")
     g_sigma = None if target_noise is None else group_size_for_noise(fit.residual_std, hp.group_size, target_noise)
-    delta, clips = _drift(log, n, hp, measured, assumed)
+    drift = measure_drift(log, n, hp, measured, assumed)
+    delta = drift.per_step
     risk = _collapse_risk(log, n, hp, delta, _signal_share(logged, reward if shares else None, hp, n, assumed), measured, assumed)
     fall = reward_fall(steps, reward, reward_range)
     if fall is not None:
@@ -232,7 +235,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
-                         drift_per_step=delta, clip_by_refresh=clips, fit=fit, **risk,
+                         drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
+                         sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, fall=fall, measured=measured, assumed=assumed)
 
 
@@ -345,68 +349,3 @@ def _zero_std(log: RunLog, reward: np.ndarray, n: int, reward_range, measured: l
     return float(reward.mean()), shares, logged
 
 
-def _drift(log: RunLog, n: int, hp, measured: list[str], assumed: list[str]):
-    """The per-step drift delta (from the window's log-ratio variance, else from the logged clip
-    fraction) and the predicted share of tokens outside the clip band per T' (module docstring)."""
-    delta = _drift_from_variance(log, n, measured)
-    if delta is None:
-        delta = _drift_from_clip_fraction(log, n, hp, measured)
-    if delta is None:
-        assumed.append("the per-step policy drift is not in this log (it needs stale steps: the window position and "
-                       "the token log-ratio variance, or a clip fraction at T > 1): no clip-fraction forecast")
-        return None, {}
-    bound = math.log1p(hp.clip_high)
-    clips = {}
-    for T in REFRESH_INTERVALS:
-        positions = np.arange(1, T)
-        share = erfc(bound / (positions * delta) / math.sqrt(2.0))  # P(|N(0, (j delta)^2)| > bound), j = 1 .. T-1
-        clips[T] = float(share.sum() / T)  # position 0 of each window is on-policy: no clipping
-    return delta, clips
-
-
-def _drift_from_variance(log: RunLog, n: int, measured: list[str]) -> float | None:
-    """delta^2 = mean over stale steps of Var_j / j^2 (our trainer's window/position, ratios/token_log_var)."""
-    names = ("window/position", "ratios/token_log_var")
-    if not all(name in log for name in names):
-        return None
-    j, var = (np.asarray(log[name][:n], dtype=float) for name in names)
-    stale = np.isfinite(j) & np.isfinite(var) & (j > 0)
-    if not stale.any():
-        return None
-    delta = float(math.sqrt(np.mean(var[stale] / j[stale] ** 2)))
-    measured.append(f"the token log-ratio drift per stale step, {delta:.3g}, from {int(stale.sum())} stale steps")
-    return delta
-
-
-def clip_region_share(delta: float, refresh_interval: int, clip_low: float, clip_high: float) -> float:
-    """The window mean of the share of tokens clipped in their advantage's direction (TRL's
-    clip_ratio/region_mean, verl's pg_clipfrac) when log r_j ~ N(0, (j delta)^2) independently of the
-    advantage's sign (each sign half the tokens):
-
-        c = (1/T) sum_{j=1}^{T-1} [P(log r_j > log(1 + eps_high)) + P(log r_j < log(1 - eps_low))] / 2,
-
-    P(N(0, s^2) > b) = erfc(b / (s sqrt 2)) / 2. Increasing in delta from 0 to (T - 1) / (2 T)."""
-    j = np.arange(1, refresh_interval) * delta
-    high = erfc(math.log1p(clip_high) / (j * math.sqrt(2.0))) / 2
-    low = erfc(-math.log1p(-clip_low) / (j * math.sqrt(2.0))) / 2 if clip_low < 1 else np.zeros_like(j)
-    return float(((high + low) / 2).sum() / refresh_interval)
-
-
-def _drift_from_clip_fraction(log: RunLog, n: int, hp, measured: list[str]) -> float | None:
-    """delta solving clip_region_share(delta) = the pilot's mean clip fraction (bisection in log delta),
-    for a pilot at the config's T > 1; None where the fraction is not logged or cannot be inverted."""
-    T = hp.refresh_interval
-    if T < 2 or "clip_frac" not in log or hp.correction == "none":
-        return None
-    _, c = log.valid("clip_frac")
-    c = float(np.mean(c[:n])) if len(c) else math.nan
-    if not (0.0 < c < clip_region_share(1e3, T, hp.clip_low, hp.clip_high)):
-        return None
-    lo, hi = 1e-8, 1e3
-    for _ in range(80):  # 80 halvings of a 1e11 ratio: relative precision ~1e-12
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if clip_region_share(mid, T, hp.clip_low, hp.clip_high) < c else (lo, mid)
-    delta = math.sqrt(lo * hi)
-    measured.append(f"the token log-ratio drift per stale step, {delta:.3g}, inverted from the mean clip fraction "
-                    f"{c:.3g} at T = {T} (log-ratios normal, independent of the advantage's sign)")
-    return delta

@@ -90,8 +90,8 @@ def test_the_group_size_for_a_target_noise_matches_binomial_noise(tmp_path):
 
 
 def test_drift_and_clip_fractions_from_window_positions(tmp_path):
-    """Var_j = (j delta)^2 gives delta back exactly; the clip fraction per T is the window mean of
-    P(|N(0, (j delta)^2)| > log(1 + eps)), checked with 200 000 normal draws per position (4 s.e.)."""
+    """Var_j = (j delta)^2 gives delta back exactly; the clip fraction per T is the window mean of the share
+    clipped in the advantage's direction, checked with 200 000 normal draws and signs per position (4 s.e.)."""
     delta, T_log = 0.05, 4
     j = np.tile(np.arange(T_log), 10)
     reward = heavy_ball_curve(0.05, 0.5, len(j))
@@ -101,7 +101,10 @@ def test_drift_and_clip_fractions_from_window_positions(tmp_path):
     assert f.drift_per_step == pytest.approx(delta, rel=1e-12)
     rng = np.random.default_rng(1)
     for T in (1, 4, 16):
-        shares = [(np.abs(rng.normal(0, k * delta, 200_000)) > math.log1p(0.2)).mean() for k in range(1, T)]
+        shares = []
+        for k in range(1, T):
+            log_r, positive = rng.normal(0, k * delta, 200_000), rng.random(200_000) < 0.5
+            shares.append(np.mean((positive & (log_r > math.log1p(0.2))) | (~positive & (log_r < math.log1p(-0.2)))))
         mc = sum(shares) / T
         assert abs(f.clip_by_refresh[T] - mc) <= 4 * math.sqrt(0.25 / 200_000) + 1e-12
 
@@ -182,7 +185,7 @@ def test_clip_region_share_matches_monte_carlo_tokens():
     """c(delta) against 200 000 simulated tokens per window position: log r ~ N(0, (j delta)^2), an
     advantage sign drawn independently, clipped when r > 1 + eps_high with A > 0 or r < 1 - eps_low with
     A < 0 (TRL's region); 4 s.e. of the window mean."""
-    from gspo_dynamics.fit._pilot import clip_region_share
+    from gspo_dynamics.fit._drift import clip_region_share
 
     rng = np.random.default_rng(5)
     delta, T, lo, hi = 0.08, 6, 0.2, 0.28
@@ -198,7 +201,7 @@ def test_clip_region_share_matches_monte_carlo_tokens():
 def test_drift_inverted_from_a_clip_fraction(tmp_path):
     """A TRL-style log at T = 4 whose clip fraction is c(delta) gives delta back (bisection: 1e-9), and the
     forecast says it was inverted from the clip fraction."""
-    from gspo_dynamics.fit._pilot import clip_region_share
+    from gspo_dynamics.fit._drift import clip_region_share
 
     delta = 0.05
     c = clip_region_share(delta, 4, 0.2, 0.2)
@@ -210,13 +213,55 @@ def test_drift_inverted_from_a_clip_fraction(tmp_path):
     assert any("inverted from the mean clip fraction" in m for m in f.measured)
 
 
+GSPO_CLIP = {"correction": "sequence", "clip_low": 3e-4, "clip_high": 4e-4}
+
+
+def test_a_sequence_run_forecasts_the_sequences_clip_fraction(tmp_path):
+    """Under a sequence-level correction the drift of log s is measured from ratios/seq_log_var (exact), or
+    inverted from the sequences' logged clip fraction (1e-9), and the clip fraction by T is the sequences'
+    (`clip_region_share` at GSPO's band); no token clip forecast is made for a ratio that is not clipped."""
+    from gspo_dynamics.fit._drift import clip_region_share
+
+    j = np.tile(np.arange(4), 10)
+    reward = heavy_ball_curve(0.05, 0.5, len(j))
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, **GSPO_CLIP})
+    log = write_log(tmp_path / "seq.jsonl", {"reward": reward, "window/position": j, "ratios/token_log_var": (j * 0.05) ** 2,
+                                              "ratios/seq_log_var": (j * 0.004) ** 2})
+    f = pilot_forecast(setup, log)
+    assert f.sequence_drift == pytest.approx(0.004, rel=1e-12) and f.drift_per_step == pytest.approx(0.05, rel=1e-12)
+    assert f.clip_by_refresh == {} and f.sequence_clip_by_refresh[16] == pytest.approx(clip_region_share(0.004, 16, 3e-4, 4e-4))
+    c = clip_region_share(0.004, 4, 3e-4, 4e-4)
+    trl = write_log(tmp_path / "trl.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, 40), "clip_ratio/region_mean": np.full(40, c)})
+    g = pilot_forecast(setup, trl)
+    assert g.sequence_drift == pytest.approx(0.004, rel=1e-9) and any("sequence log-ratio drift" in m for m in g.measured)
+
+
+def test_the_sequence_drift_from_a_token_drift_matches_independent_tokens(tmp_path):
+    """With only the token drift and the completion length L = 25 logged, delta_s = delta / sqrt(L) (said);
+    the sequences' clip fraction at T = 4 against 100 000 simulated responses of L independent token
+    log-ratios N(0, (j delta)^2) per window position, each with an advantage sign (4 s.e.)."""
+    delta, L, T = 0.01, 25, 4
+    j = np.tile(np.arange(4), 10)
+    log = write_log(tmp_path / "tok.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, len(j)), "window/position": j,
+                                              "ratios/token_log_var": (j * delta) ** 2, "completions/mean_length": np.full(len(j), L)})
+    f = pilot_forecast(read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": T, **GSPO_CLIP}), log)
+    assert f.sequence_drift == pytest.approx(delta / math.sqrt(L)) and any("over sqrt(L)" in a for a in f.assumed)
+    rng = np.random.default_rng(7)
+    shares = []
+    for k in range(1, T):
+        log_s = rng.normal(0, k * delta, (100_000, L)).mean(axis=1)
+        positive = rng.random(100_000) < 0.5
+        shares.append(np.mean((positive & (log_s > math.log1p(4e-4))) | (~positive & (log_s < math.log1p(-3e-4)))))
+    assert abs(f.sequence_clip_by_refresh[T] - sum(shares) / T) <= 4 * math.sqrt(0.25 / 100_000)
+
+
 def test_the_two_drift_routes_on_a_trainer_run_measure_different_things(tmp_path):
     """Our trainer at T = 4 (GRPO, seed 0: deterministic on CPU) logs both the window's token log-ratio
     variance and the clip fraction. The two drifts differ ~11x (0.55 vs 0.049 per stale step): the
     variance is carried by a few tokens that move far (heavy tails), while the clip fraction counts the
     bulk under a normal model. Both routes are measured and finite; which one forecasts collapse is an
     open question of the forecast model (the variance route is the one its limit S was set with)."""
-    from gspo_dynamics.fit._pilot import _drift_from_clip_fraction, _drift_from_variance
+    from gspo_dynamics.fit._drift import _from_clip_fraction, _from_variance
     from gspo_dynamics.logs import read_log
     from gspo_dynamics.train.config import TrainConfig
     from gspo_dynamics.train.trainer import train
@@ -226,8 +271,8 @@ def test_the_two_drift_routes_on_a_trainer_run_measure_different_things(tmp_path
     train(cfg, tmp_path / "run")
     log = read_log(tmp_path / "run" / "trainer_state.json")
     hp = read_run_config(cfg.to_dict()).hparams
-    by_variance = _drift_from_variance(log, 32, [])
-    by_clip = _drift_from_clip_fraction(log, 32, hp, [])
+    by_variance = _from_variance(log, 32, "ratios/token_log_var", "token", [])
+    by_clip = _from_clip_fraction(log, 32, hp, "token", [])
     assert by_variance > 0 and by_clip > 0 and by_variance / by_clip > 5, (by_variance, by_clip)
 
 

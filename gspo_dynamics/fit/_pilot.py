@@ -118,6 +118,11 @@ class PilotForecast:
         if imp.plateau_extrapolated or not (plateau.stderr is None or plateau.stderr < abs(plateau.value)):
             lines.append(f"  reward curve: the plateau is not identified by {self.pilot_steps} steps (the fit extrapolates; "
                          "a longer pilot, or one past the start of the rise, is needed)")
+        elif self.reward_range is not None and not self.reward_range[0] < plateau.value < self.reward_range[1]:
+            bound = min(self.reward_range, key=lambda b: abs(b - plateau.value))  # a fit past the bound: saturation
+            lines.append(f"  reward curve: saturates at the reward's bound {bound:g} (the fitted plateau {plateau.value:.3g}"
+                         + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "") + " lies past it), within 5% of "
+                         f"the fitted plateau from step {imp.time_to_plateau.value:.3g}")
         else:
             lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
                          + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")

@@ -69,6 +69,22 @@ def test_zero_std_shares_match_monte_carlo_groups(tmp_path):
         assert abs(zero.mean() - f.zero_std_by_group[G]) <= 4 * zero.std() / math.sqrt(len(zero)) + 1e-12
 
 
+def test_a_fit_past_the_rewards_bound_is_read_as_saturation(tmp_path):
+    """The README's pilot: 60 steps of our trainer on pattern with GSPO (deterministic on CPU), whose success
+    rate's noisy fit puts the plateau past 1: the summary names the bound, not a plateau the reward cannot
+    reach, and the premise note withholds the linear threshold."""
+    from gspo_dynamics.logs import read_log
+    from gspo_dynamics.train.config import TrainConfig
+    from gspo_dynamics.train.trainer import train
+
+    cfg = TrainConfig(task="pattern", model="100k", objective="gspo", steps=60, device="cpu")
+    train(cfg, tmp_path / "run")
+    f = pilot_forecast(read_run_config(cfg.to_dict()), read_log(tmp_path / "run" / "trainer_state.json"))
+    assert f.implications.plateau.value > 1 and f.max_safe_lr is None
+    line = next(x for x in f.summary_lines() if x.startswith("  reward curve"))
+    assert line.startswith("  reward curve: saturates at the reward's bound 1 (the fitted plateau 1.") and "lies past it" in line
+
+
 def test_the_group_size_for_a_target_noise_matches_binomial_noise(tmp_path):
     """A flat pilot of N = 2 groups of G = 2 Bernoulli(0.3) responses per step over 400 steps: the residual
     noise s estimates sqrt(p (1 - p) / (N G)), so G_sigma for sigma = 0.05 is within 15% of the binomial

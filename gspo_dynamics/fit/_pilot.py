@@ -229,6 +229,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
         target_noise = TARGET_NOISE_SHARE * (reward_range[1] - reward_range[0])
         assumed.append(f"the target reward noise is {TARGET_NOISE_SHARE:.0%} of the reward's range, {target_noise:.3g} "
                        "(--target-noise for another)")
+    elif target_noise is None:
+        assumed.append("no target reward noise: the reward's range is unknown (--target-noise gives the G that reaches one)")
     g_sigma = None if target_noise is None else group_size_for_noise(fit.residual_std, hp.group_size, target_noise)
     drift = measure_drift(log, n, hp, measured, assumed)
     delta = drift.per_step

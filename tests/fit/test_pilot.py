@@ -103,6 +103,9 @@ def test_the_group_size_for_a_target_noise_matches_binomial_noise(tmp_path):
     assert group_size_for_noise(0.1, 4, 0.05) == 16 and group_size_for_noise(0.01, 4, 0.05) == 1
     default = pilot_forecast(read_run_config({"lr": 0.1, "group_size": 2, "num_groups": 2}), log)
     assert default.target_noise == pytest.approx(0.05) and any("5% of the reward's range" in a for a in default.assumed)
+    wide = write_log(tmp_path / "wide.jsonl", {"reward": 3.0 * reward})  # rewards past 1: no range inferred
+    unknown = pilot_forecast(read_run_config({"lr": 0.1, "group_size": 2, "num_groups": 2}), wide)
+    assert unknown.group_size_for_target_noise is None and any("range is unknown" in a for a in unknown.assumed)
 
 
 def test_drift_and_clip_fractions_from_window_positions(tmp_path):

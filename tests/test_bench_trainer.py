@@ -73,3 +73,32 @@ def test_decode_bound_sums_weights_and_cache_reads_step_by_step(bench):
     assert bench.decode_bound(config, B, P0, n, bw, cache_bytes=0) == pytest.approx(B * n * bw / ((n + 1) * weights), rel=1e-12)
     long, longer = (bench.decode_bound(config, 10**4, P0, m, bw) for m in (400, 800))
     assert 1.8 < long / longer < 2.0  # cache-bound: twice the length, about half the rate
+
+
+def test_kept_rows_are_the_preset_and_batch_pairs_not_measured(bench, tmp_path, monkeypatch):
+    """A GPU command re-measures some (preset, B) pairs; the table keeps the other rows as they were."""
+    import _results
+
+    rows = ["| 100m | 99 | 256 | eager | 1 | 1% |", "| 100m | 99 | 512 | eager | 2 | 2% |", "| 1b | 9 | 64 | eager | 3 | 3% |"]
+    results = tmp_path / "RESULTS.md"
+    results.write_text("\n".join([bench.SECTION_GPU, "", "| preset | parameters | B | update |", "|---|---|---|---|", *rows,
+                                  "", "## Next section", "| 100m | 99 | 256 | other |"]) + "\n")
+    monkeypatch.setattr(_results, "RESULTS", results)
+    assert bench.kept_rows(bench.SECTION_GPU, [("100m", 256)]) == rows[1:]
+    assert bench.kept_rows(bench.SECTION_GPU, [("100m", 256), ("100m", 512), ("1b", 64)]) == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
+def test_the_gpu_benchmarks_without_a_gpu_are_one_line(tmp_path):
+    """Both GPU benchmarks refuse a machine without CUDA with one line and a non-zero exit, no traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
+    for args in (["benchmarks/bench_graph_decode.py"], ["benchmarks/bench_trainer.py", "--device", "cuda", "--no-write"]):
+        done = subprocess.run([sys.executable, *args], cwd=root, capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode != 0 and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "needs a CUDA GPU" in done.stderr

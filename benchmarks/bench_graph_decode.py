@@ -67,15 +67,17 @@ def main() -> None:
         bound = decode_bound(model.config, n * G, ids.shape[1], N, bandwidth)
         reference = rate(model, ids, mask, N, False, max(1, args.repeats - 1))
         rows = [("reference (eager)", reference)]
+        shipped = _graph_decode.ATTENTION, _graph_decode.MATMUL
         for attention, matmul in (("matmul", "mm"), ("sdpa", "mm"), ("sdpa", "linear")):
             _graph_decode.ATTENTION, _graph_decode.MATMUL = attention, matmul
-            _graph_decode._SESSIONS.clear()
+            _graph_decode.release(model)  # a session is built for the variant's step
             rows.append((f"CUDA graphs, {attention} attention, {matmul} weights", rate(model, ids, mask, N, True, args.repeats)))
+        _graph_decode.ATTENTION, _graph_decode.MATMUL = shipped
         for path, r in rows:
             lines.append(f"| {preset} | {n * G} | {path} | {r:,.0f} | {r / bound:.1%} | {r / reference:.2f}x |")
             print(lines[-1], flush=True)
+        _graph_decode.release(model)
         del model
-        _graph_decode._SESSIONS.clear()
         torch.cuda.empty_cache()
     print("\n".join(lines))
     if args.write:

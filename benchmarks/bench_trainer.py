@@ -60,6 +60,7 @@ from _results import cpu_model, replace_section
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.objectives import get_loss, group_advantages
 from gspo_dynamics.train import Tokenizer, build_model, generate, make_task, preset_config
+from gspo_dynamics.train import _graph_decode
 from gspo_dynamics.train._distributed import World
 from gspo_dynamics.train._step import Buffer, score, update
 from gspo_dynamics.train.hf import HFCausalLM, native_from_hf
@@ -421,6 +422,7 @@ def bench_gpu(args) -> None:
             print(f"{preset} {label}: update {r['update']:,.0f} tok/s MFU {rows[-1]['mfu']:.1%}; rollout {r['rollout']:,.0f} tok/s "
                   f"= {r['rollout'] / bound:.1%} of {bound:,.0f} (reference path: {'-' if rows[-1]['reference'] is None else format(rows[-1]['reference'], ',.0f')} tok/s); peak memory "
                   f"{rows[-1]['memory']:.1f} GiB", flush=True)
+            _graph_decode.release(model)  # its rollout sessions (KV caches, graphs) with it
             del ours, model
             torch.cuda.empty_cache()
     lines = [SECTION_GPU, "",
@@ -435,7 +437,7 @@ def bench_gpu(args) -> None:
              "",
              "| preset | parameters | B | update | update tokens/s | MFU (target >= 40%) | rollout tokens/s | bandwidth bound tokens/s | rollout / bound (target >= 50%) | rollout path | reference path (eager) / bound | peak memory | command |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    lines += kept_rows(SECTION_GPU, [(p, n * args.group_size) for p, n in zip(presets, prompts)])
+    lines += kept_rows(SECTION_GPU, [(x["preset"], x["B"], x["label"]) for x in rows])
     for x in rows:
         r = x["rates"]
         lines.append(f"| {x['preset']} | {x['params']:,} | {x['B']} | {x['label']} | {r['update']:,.0f} | {x['mfu']:.1%} | {r['rollout']:,.0f} | "
@@ -447,16 +449,16 @@ def bench_gpu(args) -> None:
         replace_section(SECTION_GPU, "\n".join(lines))
 
 
-def kept_rows(section: str, measured: list[tuple[str, int]]) -> list[str]:
-    """The GPU table's rows of (preset, B) pairs this run does not measure, as RESULTS.md has them
-    (measured by an earlier command, named in their last cell), so that presets and batches can be
-    measured one command each."""
+def kept_rows(section: str, measured: list[tuple[str, int, str]]) -> list[str]:
+    """The GPU table's rows of (preset, B, update) variants this run does not measure, as RESULTS.md has
+    them (measured by an earlier command, named in their last cell), so that presets, batches and the
+    compiled update can be measured one command each."""
     from _results import RESULTS
 
     text = RESULTS.read_text() if RESULTS.exists() else ""
     body = text.split(section, 1)[1].split("\n## ", 1)[0] if section in text else ""
     rows = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith("| preset")]
-    key = lambda line: (line.split("|")[1].strip(), int(line.split("|")[3].strip()))  # noqa: E731
+    key = lambda line: (line.split("|")[1].strip(), int(line.split("|")[3].strip()), line.split("|")[4].strip())  # noqa: E731
     return [line for line in rows if key(line) not in measured]
 
 

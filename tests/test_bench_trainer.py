@@ -76,16 +76,18 @@ def test_decode_bound_sums_weights_and_cache_reads_step_by_step(bench):
 
 
 def test_kept_rows_are_the_preset_and_batch_pairs_not_measured(bench, tmp_path, monkeypatch):
-    """A GPU command re-measures some (preset, B) pairs; the table keeps the other rows as they were."""
+    """A GPU command re-measures some (preset, B, update) variants; the table keeps the other rows as they were."""
     import _results
 
-    rows = ["| 100m | 99 | 256 | eager | 1 | 1% |", "| 100m | 99 | 512 | eager | 2 | 2% |", "| 1b | 9 | 64 | eager | 3 | 3% |"]
+    rows = ["| 100m | 99 | 256 | eager | 1 | 1% |", "| 100m | 99 | 256 | compiled | 1 | 1% |", "| 100m | 99 | 512 | eager | 2 | 2% |",
+            "| 1b | 9 | 64 | eager | 3 | 3% |"]
     results = tmp_path / "RESULTS.md"
     results.write_text("\n".join([bench.SECTION_GPU, "", "| preset | parameters | B | update |", "|---|---|---|---|", *rows,
                                   "", "## Next section", "| 100m | 99 | 256 | other |"]) + "\n")
     monkeypatch.setattr(_results, "RESULTS", results)
-    assert bench.kept_rows(bench.SECTION_GPU, [("100m", 256)]) == rows[1:]
-    assert bench.kept_rows(bench.SECTION_GPU, [("100m", 256), ("100m", 512), ("1b", 64)]) == []
+    assert bench.kept_rows(bench.SECTION_GPU, [("100m", 256, "eager")]) == rows[1:]
+    assert bench.kept_rows(bench.SECTION_GPU, [("100m", 256, "eager"), ("100m", 256, "compiled"), ("100m", 512, "eager"),
+                                               ("1b", 64, "eager")]) == []
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")

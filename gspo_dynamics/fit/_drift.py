@@ -58,7 +58,10 @@ def clip_region_share(delta: float, refresh_interval: int, clip_low: float, clip
 
         c = (1/T) sum_{j=1}^{T-1} [P(log r_j > log(1 + eps_high)) + P(log r_j < log(1 - eps_low))] / 2,
 
-    P(N(0, s^2) > b) = erfc(b / (s sqrt 2)) / 2. Increasing in delta from 0 to (T - 1) / (2 T)."""
+    P(N(0, s^2) > b) = erfc(b / (s sqrt 2)) / 2. Increasing in delta from 0 (delta = 0: no drift) to
+    (T - 1) / (2 T) (with eps_low < 1; (T - 1) / (4 T) without a lower edge)."""
+    if delta <= 0:
+        return 0.0
     j = np.arange(1, refresh_interval) * delta
     high = erfc(math.log1p(clip_high) / (j * math.sqrt(2.0))) / 2
     low = erfc(-math.log1p(-clip_low) / (j * math.sqrt(2.0))) / 2 if clip_low < 1 else np.zeros_like(j)

@@ -121,7 +121,7 @@ class PilotForecast:
         elif self.reward_range is not None and not self.reward_range[0] < plateau.value < self.reward_range[1]:
             bound = min(self.reward_range, key=lambda b: abs(b - plateau.value))  # a fit past the bound: saturation
             lines.append(f"  reward curve: saturates at the reward's bound {bound:g} (the fitted plateau {plateau.value:.3g}"
-                         + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "") + " lies past it), within 5% of "
+                         + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "") + " lies at or past it), within 5% of "
                          f"the fitted plateau from step {imp.time_to_plateau.value:.3g}")
         else:
             lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")

@@ -29,8 +29,11 @@ In float32 the result equals `_decode.Decoder.step` up to summation order (tests
 Without CUDA (or `graphs=False`) the same step runs eagerly: how the tests check it on a CPU.
 
 Memory: a model keeps up to KEEP sessions, each with its KV cache, between rollouts (the price of not
-capturing again: 2 n_layers B S H_kv d_h numbers, 2.6 GiB in bf16 for the 100m preset's 256 rows of 258
-slots); `release(model)` frees them. Speed: benchmarks/RESULTS.md (bench_graph_decode.py).
+capturing again: 2 n_layers B S H_kv d_h numbers, 2.7 GiB in bf16 for the 100m preset's 256 rows of 265
+slots, the prompt rounded up to 8), plus the step's matrices in the cache's dtype; `release(model)` frees them.
+A session reads the embedding, learned positions and norm weights in place, so it belongs to the parameters'
+storage: the key holds their addresses, and a model whose parameters were moved or replaced (`.to()`, a
+`load_state_dict(assign=True)`) gets a new session. Speed: benchmarks/RESULTS.md (bench_graph_decode.py).
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class StaticStep:
         self.layers = tuple(zip(ln1, map(cast, w_ext), map(cast, w_o), ln2, map(cast, w_up), swiglu, map(cast, w_down)))
         self.head = cast(dec.head)
         self.embed = dec.embed  # the model's own parameter (detached): current without a refresh
+        dec._weights = dec.head = None  # the Decoder's float32 copies: unused once cast (a half or transposed copy)
 
     def matrices(self) -> list[torch.Tensor]:
         """The matrices built from the parameters (copies): what a refresh overwrites in place. Norm
@@ -249,7 +253,8 @@ def decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw, graphs: b
     graphs = device.type == "cuda" if graphs is None else graphs
     P_static = max(P, min(-(-P // PROMPT_ROUND) * PROMPT_ROUND, model.config.max_seq_len - N))
     dtype = torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) else model.embed.weight.dtype
-    key = (B, P_static, N, tau, p, eos_id, U is not None, dtype, device, graphs)
+    storage = tuple(q.data_ptr() for q in model.parameters())  # the tensors the session reads in place
+    key = (B, P_static, N, tau, p, eos_id, U is not None, dtype, device, graphs, storage)
     sessions = _SESSIONS.setdefault(model, OrderedDict())
     if key not in sessions:
         sessions[key] = _Session(model, B, P_static, N, tau, p, eos_id, U is not None, device, graphs, draw)

@@ -82,7 +82,7 @@ def test_a_fit_past_the_rewards_bound_is_read_as_saturation(tmp_path):
     f = pilot_forecast(read_run_config(cfg.to_dict()), read_log(tmp_path / "run" / "trainer_state.json"))
     assert f.implications.plateau.value > 1 and f.max_safe_lr is None
     line = next(x for x in f.summary_lines() if x.startswith("  reward curve"))
-    assert line.startswith("  reward curve: saturates at the reward's bound 1 (the fitted plateau 1.") and "lies past it" in line
+    assert line.startswith("  reward curve: saturates at the reward's bound 1 (the fitted plateau 1.") and "lies at or past it" in line
 
 
 def test_the_group_size_for_a_target_noise_matches_binomial_noise(tmp_path):

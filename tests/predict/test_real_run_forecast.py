@@ -21,16 +21,21 @@ CONFIG = {"learning_rate": 5e-6, "adam_beta1": 0.9, "adam_beta2": 0.99, "weight_
 PILOT_STEPS = 60
 
 
+def forecast(tmp_path, capsys, config: dict, log, pilot_steps: int) -> dict:
+    """`predict --config --pilot --pilot-steps --json` on the transcribed `config` and the real `log`."""
+    path = tmp_path / "grpo.json"
+    path.write_text(json.dumps(config))
+    assert main(["predict", "--config", str(path), "--pilot", str(log), "--pilot-steps", str(pilot_steps), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
 @pytest.mark.real_logs
 def test_a_pilot_in_the_flat_start_withholds_what_it_cannot_know(real_logs, tmp_path, capsys):
     """The first 60 steps sit in the flat start (mean reward ~0.27); the run then climbs past 1.4. The
     forecast must say that the pilot identifies neither the plateau nor the stiffness (no invented
     plateau or learning-rate bound), read T = 1 and N = 1 group of G = 6 with the assumptions said."""
-    config = tmp_path / "grpo.json"
-    config.write_text(json.dumps(CONFIG))
     log = real_logs / IMJONEZZ
-    assert main(["predict", "--config", str(config), "--pilot", str(log), "--pilot-steps", str(PILOT_STEPS), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = forecast(tmp_path, capsys, CONFIG, log, PILOT_STEPS)
     assert report["config"]["refresh_interval"] == 1 and report["config"]["group_size"] == 6
     assert report["config"]["num_groups"] == 1 and any("0.166667 groups" in n for n in report["config"]["notes"])
     assert report["implications"]["plateau_extrapolated"] and report["max_safe_lr"] is None
@@ -55,11 +60,8 @@ def test_a_flat_pilot_forecasts_the_level_and_withholds_the_stiffness(real_logs,
     level. The forecast's plateau must hold what the run did later (steps 41-160 within 2 standard errors
     of it, the two errors combined), with no stiffness, no learning-rate bound, and the fitted time scale
     said to be too short for these hyperparameters."""
-    config = tmp_path / "grpo.json"
-    config.write_text(json.dumps(WORDLE_CONFIG))
     log = real_logs / ALEX_JSON
-    assert main(["predict", "--config", str(config), "--pilot", str(log), "--pilot-steps", str(WORDLE_PILOT), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = forecast(tmp_path, capsys, WORDLE_CONFIG, log, WORDLE_PILOT)
     assert (report["config"]["group_size"], report["config"]["num_groups"], report["config"]["refresh_interval"]) == (2, 1, 1)
     assert report["max_safe_lr"] is None and report["implications"]["stiffness_per_step"] is None
     assert any("shorter than the fastest relaxation" in n for n in report["implications"]["notes"])
@@ -88,11 +90,8 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
     `predict` reads 2 groups of G = 2 per step at T = 1, reports the fall as reward lost at the pilot's own
     lr (z > 5) and gives no learning-rate bound. What the run did later (README): it came back, steps
     41-200 averaging about 0.41, so this flag was a dip, not a collapse."""
-    config = tmp_path / "grpo.json"
-    config.write_text(json.dumps(GSM8K_CONFIG))
     log = real_logs / SUNSHINE
-    assert main(["predict", "--config", str(config), "--pilot", str(log), "--pilot-steps", str(GSM8K_PILOT), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = forecast(tmp_path, capsys, GSM8K_CONFIG, log, GSM8K_PILOT)
     assert (report["config"]["group_size"], report["config"]["num_groups"], report["config"]["refresh_interval"]) == (2, 2, 1)
     fall = report["pilot_fall"]
     assert fall["lost"] and fall["z"] > 5 and fall["best_steps"] == [13, 16] and fall["after_steps"] == [25, 28]

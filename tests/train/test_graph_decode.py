@@ -77,7 +77,9 @@ def test_sessions_are_reused_with_the_models_current_weights(overrides):
     """A second rollout of the same shape reuses the first one's session (cache and graphs) with the
     weights refreshed after an in-place update (an optimizer step), and prompts of another length
     within PROMPT_ROUND share it too (left padding, masked): each rollout equals the reference path
-    on the model as it is then. A third shape evicts the least recently used of KEEP = 2 sessions."""
+    on the model as it is then. A third shape evicts the least recently used of KEEP = 2 sessions. Parameters
+    whose storage is replaced get a new session (the old one would read the old tensors), and no session keeps
+    the Decoder's float32 copies of the matrices it cast."""
     model = sharp_model(TOK.vocab_size, seed=5, **overrides)
     padded, shorter = prompts("padded"), TOK.batch_encode(["1+2", "3", "", "44+5", "6", "7+7", "8"])
     assert shorter[0].shape[1] < padded[0].shape[1] <= _graph_decode.PROMPT_ROUND
@@ -96,6 +98,12 @@ def test_sessions_are_reused_with_the_models_current_weights(overrides):
     check(padded[0][:3], padded[1][:3])  # another batch size: a second session
     check(*prompts("one_token"))  # a third: the first is evicted
     assert len(_graph_decode._SESSIONS[model]) == _graph_decode.KEEP == 2
+    with torch.no_grad():  # storage replaced, not updated in place (as .to() or load_state_dict(assign=True) do)
+        model.embed.weight.data = model.embed.weight.data.flip(0).clone()
+        for block in model.blocks:
+            block.ln1.weight.data = 1.5 * block.ln1.weight.data
+    check(*prompts("one_token"))  # a new session reads the new tensors
+    assert all(session.step.dec._weights is None for session in _graph_decode._SESSIONS[model].values())
 
 
 def test_a_models_sessions_go_with_it():

@@ -87,6 +87,9 @@ def measure_drift(log: RunLog, n: int, hp, measured: list[str], assumed: list[st
     if token is None and sequence is None:
         assumed.append("the per-step policy drift is not in this log (it needs stale steps: the window position and "
                        "the log-ratio variance, or a clip fraction at T > 1): no clip-fraction forecast")
+    elif token is None:
+        assumed.append("the collapse model reads the sequence ratio's drift (this log has no token drift); its limit S "
+                       "was set with token drifts from the log-ratio variance, so that forecast is on another scale")
     return Drift(token=token, sequence=sequence, token_clips=_clips(token, hp) if not sequence_run else {},
                  sequence_clips=_clips(sequence, hp) if sequence_run else {})
 

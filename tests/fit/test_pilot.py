@@ -253,6 +253,7 @@ def test_a_sequence_run_forecasts_the_sequences_clip_fraction(tmp_path):
     trl = write_log(tmp_path / "trl.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, 40), "clip_ratio/region_mean": np.full(40, c)})
     g = pilot_forecast(setup, trl)
     assert g.sequence_drift == pytest.approx(0.004, rel=1e-9) and any("sequence log-ratio drift" in m for m in g.measured)
+    assert g.drift_per_step == g.sequence_drift and any("on another scale" in a for a in g.assumed)
 
 
 def test_the_sequence_drift_from_a_token_drift_matches_independent_tokens(tmp_path):

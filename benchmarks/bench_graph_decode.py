@@ -15,31 +15,22 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import time
 
 import torch
 from _results import replace_section
-from bench_trainer import decode_bound, gpu_spec
+from bench_trainer import decode_bound, gpu_spec, rollout_rate
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.train import Tokenizer, _graph_decode, build_model, generate, make_task, preset_config
+from gspo_dynamics.train import Tokenizer, _graph_decode, build_model, make_task, preset_config
 
 SECTION = "## Rollout decode paths (GPU)"
 G = 8
 
 
 def rate(model, ids, mask, N, fast: bool, repeats: int) -> float:
-    """Best completion tokens/s of `repeats` rollouts after one warm-up rollout."""
-    best = 0.0
-    for i in range(repeats + 1):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-            ro = generate(model, ids, mask, N, eos_id=None, generator=torch.Generator("cuda").manual_seed(i), fast=fast)
-        torch.cuda.synchronize()
-        if i:
-            best = max(best, float(ro.completion_mask.sum()) / (time.perf_counter() - t0))
-    return best
+    """Best completion tokens/s of `repeats` bf16 rollouts after one warm-up rollout (`bench_trainer.rollout_rate`)."""
+    return rollout_rate(model, ids, mask, N, fast=fast, autocast=lambda: torch.autocast("cuda", dtype=torch.bfloat16),
+                        repeats=repeats, warmup=1)
 
 
 def main() -> None:

@@ -353,22 +353,30 @@ def profile_step(ours: Ours, path: str, path_label: str) -> None:
                 + "\n\n" + events.table(sort_by="cpu_time_total", row_limit=25))
 
 
+def rollout_rate(model, ids, mask, new_tokens: int, *, fast: bool, autocast, eos_id=None, pad_id: int = 0,
+                 generator=None, repeats: int = 2, warmup: int = 0) -> float:
+    """Best completion tokens/s of `repeats` CUDA rollouts of `generate` (after `warmup` untimed ones: the
+    graph path captures its graphs in the first rollout of a shape)."""
+    best = 0.0
+    for i in range(warmup + repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad(), autocast():
+            ro = generate(model, ids, mask, new_tokens, eos_id=eos_id, pad_id=pad_id, generator=generator, fast=fast)
+        torch.cuda.synchronize()
+        if i >= warmup:
+            best = max(best, float(ro.completion_mask.sum()) / (time.perf_counter() - t0))
+    return best
+
+
 def reference_rollout(ours: Ours, repeats: int = 2) -> float:
     """Rollout tokens/s of the same model, autocast and batch on the reference path (the model's own
     cached forward every step, eagerly: `generate(fast=False)`), best of `repeats`: what the CUDA
     graph path (`_graph_decode`) is measured against."""
     prompts = [p for p in ours.task.sample_prompts(ours.N) for _ in range(ours.G)]
     ids, mask = ours.tok.batch_encode(prompts, device=ours.device)
-    best = 0.0
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        with torch.no_grad(), ours.autocast():
-            ro = generate(ours.model, ids, mask, ours.task.max_new_tokens, eos_id=ours.eos_id, pad_id=ours.tok.pad_id,
-                          generator=ours.generator, fast=False)
-        torch.cuda.synchronize()
-        best = max(best, float(ro.completion_mask.sum()) / (time.perf_counter() - t0))
-    return best
+    return rollout_rate(ours.model, ids, mask, ours.task.max_new_tokens, fast=False, autocast=ours.autocast,
+                        eos_id=ours.eos_id, pad_id=ours.tok.pad_id, generator=ours.generator, repeats=repeats)
 
 
 def gpu_spec(hint: str = "") -> tuple[str, float, float]:

@@ -136,7 +136,7 @@ class _Session:
 
     def __init__(self, model, B: int, P: int, N: int, tau: float, p: float, eos_id, sampled: bool, device, graphs: bool,
                  draw):
-        self.B, self.P, self.N, self.tau, self.p, self.eos_id, self.graphs = B, P, N, tau, p, eos_id, graphs
+        self.P, self.N, self.tau, self.p, self.eos_id, self.graphs = P, N, tau, p, eos_id, graphs
         self.draw = draw  # rollout.draw: (logits, tau, p, u) -> (token, log q)
         self.cache = model.new_kv_cache(B, P + N)  # the autocast dtype under autocast, else the weights'
         self.step = StaticStep(model, self.cache.keys.dtype)

@@ -25,6 +25,7 @@ _FLAGS: tuple[tuple[str, str, type, str], ...] = (
     ("--objective", "objective", str, "a loss of the registry: pg, grpo, dr_grpo, dapo, cispo, gspo, gspo_token"),
     ("--steps", "steps", int, "optimizer steps"),
     ("--seed", "seed", int, "random seed"),
+    ("--init-seed", "init_seed", int, "seed of the starting model (init and warm-up; default: --seed): runs sharing it start alike"),
     ("--group-size", "group_size", int, "G, responses per prompt"),
     ("--prompts-per-step", "prompts_per_step", int, "N, prompts per optimizer step over all processes"),
     ("--steps-per-generation", "steps_per_generation", int, "minibatches per rollout (TRL)"),

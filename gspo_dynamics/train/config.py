@@ -57,6 +57,9 @@ class TrainConfig(ObjectiveDefaults):
     objective: str  # a loss of the registry (`objectives.LOSSES`)
     steps: int = 100  # optimizer steps of the whole run
     seed: int = 0  # seeds the model init, the prompts and the sampler; a CPU run is a function of it
+    # seeds the model init and the supervised warm-up in place of `seed` (None: `seed`): runs that share it
+    # start from one checkpoint and differ in their prompts and samples, as reruns of a pretrained model do
+    init_seed: int | None = None
     # ---- groups and the refresh interval (TRL names) ----
     group_size: int = 8  # G, responses per prompt (TRL num_generations)
     prompts_per_step: int = 4  # N, prompts per optimizer step over all processes: a minibatch is N G responses
@@ -107,6 +110,8 @@ class TrainConfig(ObjectiveDefaults):
             raise ConfigError(f"task_options must be a table of the task's knobs, got {self.task_options!r}")
         positive_int("steps", self.steps, 1)
         positive_int("seed", self.seed, 0)
+        if self.init_seed is not None:
+            positive_int("init_seed", self.init_seed, 0)
         positive_int("group_size", self.group_size, 2)
         positive_int("prompts_per_step", self.prompts_per_step, 1)
         positive_int("steps_per_generation", self.steps_per_generation, 1)

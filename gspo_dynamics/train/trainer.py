@@ -142,7 +142,8 @@ class _Run:
         self.tokenizer = Tokenizer()
         self.task = make_task(config.task, self.tokenizer, **(config.task_options or {}))
         self.max_new_tokens = config.max_new_tokens or self.task.max_new_tokens
-        self.policy = build_policy(config.model, self.tokenizer.vocab_size, stream_seed(config.seed, "init"), config.hf_backend)
+        start = config.seed if config.init_seed is None else config.init_seed  # the seed of the starting checkpoint
+        self.policy = build_policy(config.model, self.tokenizer.vocab_size, stream_seed(start, "init"), config.hf_backend)
         model, self.model_config, self.model_description = self.policy.model, self.policy.config, self.policy.description
         if config.routing_replay != "none" and not getattr(self.model_config, "is_moe", False):
             raise ConfigError(f"routing_replay {config.routing_replay!r} needs a built-in mixture-of-experts model (n_experts > 0)")
@@ -150,14 +151,13 @@ class _Run:
         D.barrier(world)  # every process has checked the directory before rank 0 writes to it
         bf16 = device.type == "cuda" and config.precision in ("auto", "bf16")
         self.autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
-        seed = config.seed
         self.model = model.to(device)
         self.warmup_success = None
         if state is None:  # cold start, identical on every process (and rank 0's weights broadcast)
             self.warmup_success = supervised_warmup(
                 self.model, self.task, self.tokenizer, steps=config.warmup_steps, lr=config.warmup_lr,
                 batch_size=config.prompts_per_step * config.group_size,
-                generator=torch.Generator().manual_seed(stream_seed(seed, "warmup")), temperature=config.temperature)
+                generator=torch.Generator().manual_seed(stream_seed(start, "warmup")), temperature=config.temperature)
             D.broadcast_parameters(self.model, world)
         else:
             self.model.load_state_dict(state["model"])

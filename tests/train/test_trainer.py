@@ -320,3 +320,25 @@ def test_moe_load_balance_term_adds_its_own_gradient(tmp_path):
         assert torch.allclose(after[0][name] - after[1][name], lr * coef * g, atol=UPDATE_TOL), name
         router_moved |= bool(g.abs().max() > 0)
     assert router_moved
+
+
+def test_init_seed_sets_the_starting_checkpoint_and_seed_the_samples(tmp_path):
+    """Runs that share init_seed start from the same warmed-up weights (init and warm-up drawn from it) and
+    draw different rollouts (prompts and samples from `seed`); init_seed = None is `seed` (older runs)."""
+    torch.set_num_threads(1)
+
+    def start(name, **fields):
+        r = _Run(tiny_config(tmp_path, steps=1, **fields), tmp_path / name, World(), torch.device("cpu"), 1, resume=False)
+        r.log.close()
+        return {k: v.clone() for k, v in r.model.state_dict().items()}, r.rollout(0)
+
+    shared_a, buf_a = start("a", seed=1, init_seed=7)
+    shared_b, buf_b = start("b", seed=2, init_seed=7)
+    plain, _ = start("c", seed=7)
+    own, _ = start("d", seed=1)
+    for name, weight in shared_a.items():
+        assert torch.equal(weight, shared_b[name]) and torch.equal(weight, plain[name])
+    assert any(not torch.equal(w, own[k]) for k, w in shared_a.items())
+    assert buf_a.sequences.shape != buf_b.sequences.shape or not torch.equal(buf_a.sequences, buf_b.sequences)
+    with pytest.raises(ConfigError, match="init_seed"):
+        tiny_config(tmp_path, init_seed=-1)

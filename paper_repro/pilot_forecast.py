@@ -72,11 +72,11 @@ roles below do not change with the results; versions 1-4 and why each was replac
                 one grid step, final reward within 0.05 on stable cells, and better than both baselines.
 
     python paper_repro/pilot_forecast.py --quick      # CI: 2 combinations x 4 cells x 2 seeds (~2 min on 2 cores)
-    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 52 x 20 cells x 4 seeds (~95 min)
+    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 62 x 20 cells x 4 seeds (~115 min)
     python paper_repro/pilot_forecast.py --fit-limit cells.json          # S from the development combinations
     python paper_repro/pilot_forecast.py --from-dump cells.json          # score the dumped cells (pilots re-run)
-    python paper_repro/pilot_forecast.py --from-dump paper_repro/data/pilot_forecast_cells.json.gz
-                                      # every row from the shipped seed curves of all 52 grids (~2 min)
+    python paper_repro/pilot_forecast.py --workers 2 --from-dump paper_repro/data/pilot_forecast_cells.json.gz
+                                      # every row from the shipped seed curves of all 62 grids (~7 min)
 
 The results of each protocol version, what each changed and why, and what was tried and not adopted:
 paper_repro/pilot_forecast.md.
@@ -91,6 +91,7 @@ import json
 import math
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -423,12 +424,18 @@ def main() -> None:
     elif dumped is not None:
         mode["combinations"] = tuple(dumped)
     runs = None if dumped is not None else Runs(args.workers)
+    rescored = {}  # --from-dump: the combinations' pilots, re-run `workers` at a time
+    if dumped is not None and args.workers > 1:
+        names = mode["combinations"]
+        with ProcessPoolExecutor(args.workers) as pool:
+            rescored = dict(zip(names, pool.map(run_combination, names, [None] * len(names), [None] * len(names),
+                                                [None] * len(names), [None] * len(names), [dumped[n] for n in names])))
     cmd = "python paper_repro/pilot_forecast.py" + (" --quick" if args.quick else " --dump cells.json, then --from-dump cells.json")
     dump, parts, results = {}, [], {}
     for name in mode["combinations"]:
         started = time.perf_counter()
-        result = run_combination(name, runs, mode["lr_factors"], mode["refresh_intervals"], mode["seeds"],
-                                 None if dumped is None else dumped[name])
+        result = rescored.get(name) or run_combination(name, runs, mode["lr_factors"], mode["refresh_intervals"],
+                                                       mode["seeds"], None if dumped is None else dumped[name])
         if dumped is not None:
             started -= dumped[name]["wall_s"]  # the row's wall time: the grid's, measured when it was dumped
         dump[name] = dump_entry(name, result, time.perf_counter() - started)

@@ -240,7 +240,7 @@ def test_misses_names_each_target_missed_and_passing_is_missing_none(scores, cha
 
 
 def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script, scores):
-    """paper_repro/data/pilot_forecast_cells.json.gz (the seed curves of the 42 grids behind RESULTS.md) reads
+    """paper_repro/data/pilot_forecast_cells.json.gz (the seed curves of the grids behind RESULTS.md) reads
     through `read_dump` and holds every combination's 20 cells of 4 seeds x 96 steps."""
     import argparse
     from pathlib import Path

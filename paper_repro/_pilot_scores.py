@@ -9,6 +9,9 @@ import math
 
 import numpy as np
 
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit import fit_trajectory
+
 STEPS = 96  # steps of a grid run
 PILOT_T = 2  # the pilot's refresh interval (its stale steps measure the drift)
 BLOCK = 8  # steps per mean of the seed-mean curve that times the plateau: 4 seeds x 8 steps x 32 responses
@@ -17,6 +20,7 @@ DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losin
 PLATEAU_STEPS = 16  # the final reward: the seed mean of a run's last PLATEAU_STEPS steps
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05  # the issue's targets per combination
 FORECASTERS = ("ours", "version 4", "continuous", "always stable")  # the targets compare ours with the last two
+OWN_PILOT_T_MAX = 4  # a cell's first 24 steps hold a curve only where its sampler is refreshed in them (>= 6 times)
 
 
 def initial_rewards(curves: dict, lrs, Ts) -> np.ndarray:
@@ -176,3 +180,50 @@ def final_reward_reach(results: dict) -> str:
             f"stable cells of one combination by more than a forecast of one plateau can follow. Without the {T_max} "
             f"cells (a stale window ends lower): ours {counts['short', 'ours']} and the best single number "
             f"{counts['short', 'oracle']} of {counts['short', 'n']} (`final_reward_reach`).")
+
+
+def own_pilot_errors(result: dict, pilot_steps: int) -> list[tuple[float, float]]:
+    """(own, ours) final-reward errors on one combination's stable cells with T <= OWN_PILOT_T_MAX. Own: the
+    cell's own pilot, its first seed's first `pilot_steps` steps (the same lr, T and start as the cell: what a
+    pilot of that very run would log), fitted with `fit.fit_trajectory` on its steps 1 .. pilot_steps and read
+    at the steps of the final reward (its time axis is the cell's, so no lr scaling or sampler lag enters), clipped
+    to [0, 1]; ours: `forecast_final_reward` from the combination's base pilot. A cell whose own curve cannot be
+    fitted (ConfigError) is left out of both."""
+    lr_pilot = result["forecast"].config.setup.hparams.lr
+    out = []
+    for (lr, T), m in sorted(result["measured"].items()):
+        if m[0] or T > OWN_PILOT_T_MAX:
+            continue
+        reward = result["curves"][(lr, T)]["reward"][0, :pilot_steps]
+        try:
+            fit = fit_trajectory(np.arange(1.0, len(reward) + 1.0), reward)
+        except ConfigError:
+            continue
+        own = float(np.clip(fit.predict(np.arange(STEPS - PLATEAU_STEPS, STEPS) + 1.0), 0.0, 1.0).mean())
+        out.append((own - m[2], forecast_final_reward(result["forecast"], lr / lr_pilot, T) - m[2]))
+    return out
+
+
+def own_pilot_reach(results: dict, pilot_steps: int) -> str:
+    """How well a pilot of the cell itself would do (`own_pilot_errors`), next to ours on the same cells: the share of
+    cells within PLATEAU_TOL and the combinations with every such cell within it. It separates what extrapolating a
+    one-seed `pilot_steps`-step curve to the run's end costs from what carrying it across (lr, T) costs."""
+    per = {name: own_pilot_errors(result, pilot_steps) for name, result in results.items()}
+    errors = np.array([e for cells in per.values() for e in cells]).reshape(-1, 2)
+    if not len(errors):
+        return f"No stable cell with T <= {OWN_PILOT_T_MAX}: the cells' own pilots are not scored."
+    within = np.abs(errors) <= PLATEAU_TOL
+    every = [np.all(np.abs(np.array(cells)) <= PLATEAU_TOL, axis=0) for cells in per.values() if cells]
+    own_all, ours_all = (sum(bool(e[i]) for e in every) for i in (0, 1))
+    by_task = collections.defaultdict(list)
+    for name, cells in per.items():
+        by_task[results[name].get("task", "?")].extend(cells)
+    tasks = "; ".join(f"{task} {np.mean(np.abs(np.array(c)[:, 0]) <= PLATEAU_TOL):.0%} against "
+                      f"{np.mean(np.abs(np.array(c)[:, 1]) <= PLATEAU_TOL):.0%} ({len(c)} cells)"
+                      for task, c in sorted(by_task.items()) if c)
+    return (f"A pilot of the cell itself (its first seed's first {pilot_steps} steps at the cell's lr and T, fitted the "
+            f"same way) gives the final reward within {PLATEAU_TOL} on {within[:, 0].mean():.0%} of the {len(errors)} "
+            f"stable cells with T <= {OWN_PILOT_T_MAX} (ours, from the base pilot: {within[:, 1].mean():.0%}; by task, "
+            f"own against ours: {tasks}), and on every such cell of {own_all} of the {len(every)} combinations "
+            f"(ours: {ours_all}); median |error| {np.median(np.abs(errors[:, 0])):.3f} against "
+            f"{np.median(np.abs(errors[:, 1])):.3f} (`own_pilot_reach`).")

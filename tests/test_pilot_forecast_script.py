@@ -199,6 +199,32 @@ def test_final_reward_reach_counts_ours_and_the_best_single_number(scores):
     assert "not scored" in scores.final_reward_reach({"c": result({1: None}, 0.5)})
 
 
+def test_own_pilot_reach_fits_each_cells_first_steps(scores):
+    """Cell T = 1 follows an exponential exactly, so its own 24 steps fit it and forecast its final reward
+    (error ~0, far inside 0.05); cell T = 4 is 0.3 for its first 40 steps and 0.8 after, so its own 24-step
+    pilot says 0.3 (error -0.5); the T = 32 cell and the unstable one are not scored. Ours: a constant 0.8
+    forecast, within on the second cell only."""
+    steps = np.arange(scores.STEPS, dtype=float)
+    rising = np.tile(0.9 - 0.6 * np.exp(-(steps + 1) / 8), (4, 1))
+    jump = np.tile(np.where(steps < 40, 0.3, 0.8), (4, 1))
+    curves = {(1e-3, 1): {"reward": rising}, (1e-3, 4): {"reward": jump}, (1e-3, 32): {"reward": jump},
+              (3e-3, 1): {"reward": jump}}
+    measured = {cell: (cell[0] == 3e-3, 0.0, float(c["reward"][:, -scores.PLATEAU_STEPS:].mean()), 0.0, 0)
+                for cell, c in curves.items()}
+    fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.8)})()
+    forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
+    result = {"measured": measured, "curves": curves, "forecast": forecast, "task": "pattern"}
+    errors = scores.own_pilot_errors(result, 24)
+    assert len(errors) == 2
+    assert abs(errors[0][0]) < 1e-3 and errors[1][0] == pytest.approx(-0.5, abs=1e-3)
+    assert errors[0][1] == pytest.approx(0.8 - measured[(1e-3, 1)][2]) and errors[1][1] == pytest.approx(0.0)
+    text = scores.own_pilot_reach({"a": result}, 24)
+    assert "within 0.05 on 50% of the 2 stable cells with T <= 4 (ours, from the base pilot: 50%; by task, own " \
+           "against ours: pattern 50% against 50% (2 cells))" in text
+    assert "every such cell of 0 of the 1 combinations (ours: 0)" in text
+    assert "not scored" in scores.own_pilot_reach({"a": {**result, "measured": {c: (True,) + m[1:] for c, m in measured.items()}}}, 24)
+
+
 @pytest.mark.parametrize("content, says", [
     ('{"count-pg": {"lr_pilot": 0.003, "cells": []}}', "no seed curves"),  # a version-3 dump: cells only
     ("[1, 2]", "unknown combinations"),

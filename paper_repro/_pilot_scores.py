@@ -20,7 +20,7 @@ DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losin
 PLATEAU_STEPS = 16  # the final reward: the seed mean of a run's last PLATEAU_STEPS steps
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05  # the issue's targets per combination
 FORECASTERS = ("ours", "version 4", "continuous", "always stable")  # the targets compare ours with the last two
-OWN_PILOT_T_MAX = 4  # a cell's first 24 steps hold a curve only where its sampler is refreshed in them (>= 6 times)
+OWN_PILOT_T_MAX = 4  # a cell's first 24 steps hold a curve only where its sampler changes often in them (>= 6 samplers at T = 4)
 
 
 def initial_rewards(curves: dict, lrs, Ts) -> np.ndarray:
@@ -182,25 +182,33 @@ def final_reward_reach(results: dict) -> str:
             f"{counts['short', 'oracle']} of {counts['short', 'n']} (`final_reward_reach`).")
 
 
+def log_time(step) -> np.ndarray:
+    """The fit's time of a log's 0-based step: 1-based, as the pilot's log is fitted (`fit.pilot_forecast`)."""
+    return np.asarray(step, dtype=float) + 1.0
+
+
 def own_pilot_errors(result: dict, pilot_steps: int) -> list[tuple[float, float]]:
-    """(own, ours) final-reward errors on one combination's stable cells with T <= OWN_PILOT_T_MAX. Own: the
-    cell's own pilot, its first seed's first `pilot_steps` steps (the same lr, T and start as the cell: what a
-    pilot of that very run would log), fitted with `fit.fit_trajectory` on its steps 1 .. pilot_steps and read
-    at the steps of the final reward (its time axis is the cell's, so no lr scaling or sampler lag enters), clipped
-    to [0, 1]; ours: `forecast_final_reward` from the combination's base pilot. A cell whose own curve cannot be
-    fitted (ConfigError) is left out of both."""
+    """(own, ours) final-reward errors on one combination's stable cells with T <= OWN_PILOT_T_MAX, both against
+    the final reward of the cell's seeds other than the first (the seed mean of their last PLATEAU_STEPS steps).
+    Own: the cell's own pilot, its first seed's first `pilot_steps` steps at the cell's lr and T, fitted with
+    `fit.fit_trajectory` and read at the final reward's steps on the same time axis (`log_time`; no lr scaling
+    or sampler lag enters), clipped to [0, 1]; its starting model is the other seeds' under a shared start
+    (`TrainConfig.init_seed`, protocol version 6) and its own otherwise. Ours: `forecast_final_reward` from the
+    combination's base pilot. A cell whose own curve cannot be fitted (ConfigError) is left out of both."""
     lr_pilot = result["forecast"].config.setup.hparams.lr
+    final_steps = np.arange(STEPS - PLATEAU_STEPS, STEPS)
     out = []
     for (lr, T), m in sorted(result["measured"].items()):
         if m[0] or T > OWN_PILOT_T_MAX:
             continue
-        reward = result["curves"][(lr, T)]["reward"][0, :pilot_steps]
+        reward = result["curves"][(lr, T)]["reward"]
+        target = float(reward[1:, -PLATEAU_STEPS:].mean())
         try:
-            fit = fit_trajectory(np.arange(1.0, len(reward) + 1.0), reward)
+            fit = fit_trajectory(log_time(np.arange(pilot_steps)), reward[0, :pilot_steps])
         except ConfigError:
             continue
-        own = float(np.clip(fit.predict(np.arange(STEPS - PLATEAU_STEPS, STEPS) + 1.0), 0.0, 1.0).mean())
-        out.append((own - m[2], forecast_final_reward(result["forecast"], lr / lr_pilot, T) - m[2]))
+        own = float(np.clip(fit.predict(log_time(final_steps)), 0.0, 1.0).mean())
+        out.append((own - target, forecast_final_reward(result["forecast"], lr / lr_pilot, T) - target))
     return out
 
 
@@ -217,12 +225,12 @@ def own_pilot_reach(results: dict, pilot_steps: int) -> str:
     own_all, ours_all = (sum(bool(e[i]) for e in every) for i in (0, 1))
     by_task = collections.defaultdict(list)
     for name, cells in per.items():
-        by_task[results[name].get("task", "?")].extend(cells)
+        by_task[results[name]["task"]].extend(cells)
     tasks = "; ".join(f"{task} {np.mean(np.abs(np.array(c)[:, 0]) <= PLATEAU_TOL):.0%} against "
                       f"{np.mean(np.abs(np.array(c)[:, 1]) <= PLATEAU_TOL):.0%} ({len(c)} cells)"
                       for task, c in sorted(by_task.items()) if c)
     return (f"A pilot of the cell itself (its first seed's first {pilot_steps} steps at the cell's lr and T, fitted the "
-            f"same way) gives the final reward within {PLATEAU_TOL} on {within[:, 0].mean():.0%} of the {len(errors)} "
+            f"same way) gives the final reward of the cell's other seeds within {PLATEAU_TOL} on {within[:, 0].mean():.0%} of the {len(errors)} "
             f"stable cells with T <= {OWN_PILOT_T_MAX} (ours, from the base pilot: {within[:, 1].mean():.0%}; by task, "
             f"own against ours: {tasks}), and on every such cell of {own_all} of the {len(every)} combinations "
             f"(ours: {ours_all}); median |error| {np.median(np.abs(errors[:, 0])):.3f} against "

@@ -8,7 +8,8 @@ as a pilot would be the first steps of a run from the model the user is about to
 each run's initial model from its own seed, so the pilot (seed PILOT_SEED) forecast the grid of other models
 (on addition its first sampler scored 0.10-0.16 where the grid's seeds started at 0.18-0.23), and the fitted
 curve's level, more than its (lr, T) dependence, made the final-reward misses. (Result: with the shared start
-the pilot's first reward is the grid's and the misses remain; pilot_forecast.md, version 6.) The 52
+the pilot's first reward is the grid's within the noise of its 64 responses, and the misses remain;
+pilot_forecast.md, version 6.) The 52
 combinations of versions 1-5 keep their own protocol (their pilots and grids as they were measured).
 Version 5's protocol (the model in force; the grid, the seeds, the measure and the pilot are version 4's; the
 roles below do not change with the results; versions 1-4 and why each was replaced: pilot_forecast.md):
@@ -90,9 +91,9 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
 import json
 import math
+import multiprocessing
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -100,6 +101,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import torch
 from _pilot_scores import (
     ACCURACY_MIN,
     FORECASTERS,
@@ -116,6 +118,7 @@ from _pilot_scores import (
     passed,
     score,
 )
+from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, pilot_entry, read_dump
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
 from trainer_at_scale import Runs
 
@@ -225,22 +228,6 @@ def pilot(cfg: TrainConfig):
     return setup, pilot_forecast(setup, log, reward_range=(0.0, 1.0))
 
 
-def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
-    """Ours, the collapse part, from a combination's pilot quantities `d` (a dump entry) at the limit S
-    (`theory.collapse.at_risk`: r lr / lr_pilot > OVERSHOOT_RISE, equation (6), or D(lr, T) > S H, (5));
-    `fit_limit` scans S with it, the forecast itself reads the shipped S through `fit.collapse_grid`."""
-    if not d["drift_per_step"] or not d.get("entropy"):
-        return False
-    return bool(collapse.at_risk(d["drift_per_step"] / d["lr_pilot"], d["entropy"], d.get("entropy_rise"), d["lr_pilot"],
-                                 [lr], [T], limit, d.get("clip"), d.get("signal_share", 1.0))[0, 0])
-
-
-def relative_displacement(d: dict, lr: float, T: int) -> float:
-    """(1 - z) D(lr, T) / H from a combination's pilot quantities (`theory.collapse` (2)-(5), (7))."""
-    D = collapse.displacement(d["drift_per_step"] / d["lr_pilot"], lr, T, d.get("clip"))
-    return d.get("signal_share", 1.0) * D / d["entropy"]
-
-
 def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
     """(lr, T) -> {forecaster: unstable?} from the pilot's forecast `fc` (module docstring): ours is
     unstable past the linear threshold or where the pilot's quantities say collapse (`fit.collapse_grid`);
@@ -263,39 +250,6 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
     return out
 
 
-def pilot_entry(fc, lr_pilot: float) -> dict:
-    """The pilot's quantities the collapse forecast uses (and a --dump keeps)."""
-    hp = fc.config.setup.hparams
-    return {"lr_pilot": lr_pilot, "drift_per_step": fc.drift_per_step, "entropy": fc.entropy, "entropy_rise": fc.entropy_rise,
-            "signal_share": fc.signal_share,
-            "clip": None if hp.correction == "none" else hp.clip_high,
-            "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value}
-
-
-def fit_limit(dump: dict) -> tuple[float, float]:
-    """The relative collapse limit S that classifies the dumped cells best, (S, accuracy) (`collapses`);
-    the middle of the best interval of S between the cells' relative displacements D / H."""
-    cells = [(d, lr, T, m[0]) for d in dump.values() for (lr, T), m in dumped_cells(d).items()]
-    spreads = sorted({relative_displacement(d, lr, T) for d, lr, T, _ in cells if d["drift_per_step"] and d.get("entropy")}
-                     | {0.0})
-    candidates = [(a + b) / 2 for a, b in zip(spreads, spreads[1:])] + [spreads[-1] * 2 + 1e-9]
-    scored = [(sum(collapses(d, lr, T, S) == u for d, lr, T, u in cells) / len(cells), S) for S in candidates]
-    best = max(acc for acc, _ in scored)
-    ties = [S for acc, S in scored if acc == best]
-    return ties[len(ties) // 2], best
-
-
-def dumped_curves(entry: dict) -> dict:
-    """A --dump entry's seed curves: (lr, T) -> {metric: array (seeds, steps)}."""
-    return {(lr, T): {k: np.asarray(v) for k, v in c.items()} for lr, T, c in entry["curves"]}
-
-
-def dumped_cells(entry: dict) -> dict:
-    """The measured cells (`measured_cells`) of a --dump entry's seed curves."""
-    curves = dumped_curves(entry)
-    return measured_cells(curves, sorted({lr for lr, _ in curves}), sorted({T for _, T in curves}))
-
-
 def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, dumped: dict | None = None) -> dict:
     """Pilot, grid (measured, or read from a --dump's `dumped` cells), forecasts and scores of one combination."""
     cfg = base_config(name)
@@ -316,9 +270,12 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
     return result
 
 
-def rescore(name: str, dumped: dict) -> dict:
-    """`run_combination` on a --dump entry's cells (the pilot re-run, the grid read): one job of a worker pool."""
-    return run_combination(name, None, (), (), 0, dumped)
+def rescore(name: str, dumped: dict) -> tuple[dict, float]:
+    """`run_combination` on a --dump entry's cells (the pilot re-run, the grid read) and its seconds: one job of a
+    worker pool, on one thread (as `trainer_at_scale.Runs`'s runs: workers share the cores)."""
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    return run_combination(name, None, (), (), 0, dumped), time.perf_counter() - started
 
 
 def number(x: float | None) -> str:
@@ -392,36 +349,14 @@ def arguments() -> argparse.Namespace:
         parser.error(f"unknown combinations {sorted(set(args.only.split(',')) - set(COMBINATIONS))}; "
                      f"valid: {', '.join(COMBINATIONS)}")
     if args.from_dump:
-        args.from_dump = read_dump(parser, args.from_dump)
+        args.from_dump = read_dump(parser, args.from_dump, COMBINATIONS)
     if args.fit_limit:
-        dump = read_dump(parser, args.fit_limit)
+        dump = read_dump(parser, args.fit_limit, COMBINATIONS)
         develop = {name: d for name, d in dump.items() if COMBINATIONS[name][4] in DEVELOPMENT}
         S, accuracy = fit_limit(develop)
         parser.exit(0, f"collapse limit S = {S:.4g} (accuracy {accuracy:.0%} on {', '.join(develop)}; "
                        f"left out: {', '.join(set(dump) - set(develop)) or 'none'})\n")
     return args
-
-
-def read_dump(parser: argparse.ArgumentParser, path: str) -> dict:
-    """A --dump file's combinations (JSON, or gzipped JSON: a name ending .gz), or one line and exit 2
-    (missing, not JSON, unknown combination)."""
-    try:
-        raw = gzip.decompress(Path(path).read_bytes()) if path.endswith(".gz") else Path(path).read_bytes()
-        dump = json.loads(raw)
-    except (OSError, ValueError, EOFError) as err:
-        parser.error(f"cannot read the dump {path}: {err}")
-    unknown = set(dump) - set(COMBINATIONS) if isinstance(dump, dict) else {"(not an object)"}
-    if unknown:
-        parser.error(f"the dump {path} holds unknown combinations {sorted(unknown)}")
-    if not all(isinstance(d, dict) and "curves" in d for d in dump.values()):
-        parser.error(f"the dump {path} has no seed curves (written before protocol version 4); run the grid again with --dump")
-    return dump
-
-
-def dump_entry(name: str, result: dict, wall: float) -> dict:
-    return {**pilot_entry(result["forecast"], COMBINATIONS[name][3]), "wall_s": wall,
-            "curves": [[lr, T, {k: np.round(c[k], 4).tolist() for k in ("reward", "entropy") if k in c}]
-                       for (lr, T), c in result["curves"].items()]}  # (seeds, steps) each: any measure, recomputed
 
 
 def main() -> None:
@@ -437,17 +372,21 @@ def main() -> None:
     rescored = {}  # --from-dump: the combinations' pilots, re-run `workers` at a time
     if dumped is not None and args.workers > 1:
         names = mode["combinations"]
-        with ProcessPoolExecutor(args.workers) as pool:
+        with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             rescored = dict(zip(names, pool.map(rescore, names, [dumped[n] for n in names])))
     cmd = "python paper_repro/pilot_forecast.py" + (" --quick" if args.quick else " --dump cells.json, then --from-dump cells.json")
     dump, parts, results = {}, [], {}
     for name in mode["combinations"]:
         started = time.perf_counter()
-        result = rescored.get(name) or run_combination(name, runs, mode["lr_factors"], mode["refresh_intervals"],
-                                                       mode["seeds"], None if dumped is None else dumped[name])
+        if name in rescored:
+            result, seconds = rescored[name]
+            started -= seconds  # its pilot's time, spent in a worker
+        else:
+            result = run_combination(name, runs, mode["lr_factors"], mode["refresh_intervals"], mode["seeds"],
+                                     None if dumped is None else dumped[name])
         if dumped is not None:
             started -= dumped[name]["wall_s"]  # the row's wall time: the grid's, measured when it was dumped
-        dump[name] = dump_entry(name, result, time.perf_counter() - started)
+        dump[name] = dump_entry(result, COMBINATIONS[name][3], time.perf_counter() - started)
         if args.dump:
             Path(args.dump).write_text(json.dumps(dump, indent=1))
         role = COMBINATIONS[name][4]

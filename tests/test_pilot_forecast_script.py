@@ -1,4 +1,4 @@
-"""paper_repro/pilot_forecast.py and its scoring (paper_repro/_pilot_scores.py): the pieces against loops
+"""paper_repro/pilot_forecast.py, its scoring (_pilot_scores.py) and its dump (_pilot_dump.py): the pieces against loops
 written here (the end-to-end quick run is in tests/test_paper_repro.py, slow)."""
 
 from __future__ import annotations
@@ -12,6 +12,11 @@ import pytest
 @pytest.fixture(scope="module")
 def script(load_script):
     return load_script("paper_repro", "pilot_forecast")
+
+
+@pytest.fixture(scope="module")
+def dumps(load_script):
+    return load_script("paper_repro", "_pilot_dump")
 
 
 @pytest.fixture(scope="module")
@@ -95,36 +100,36 @@ def dump_of(name: str, unstable, lrs, Ts, **pilot) -> dict:
     return {name: {**pilot, "curves": [[lr, T, {"reward": c["reward"].tolist()}] for (lr, T), c in curves.items()]}}
 
 
-def test_fit_limit_finds_the_separating_displacement(script):
+def test_fit_limit_finds_the_separating_displacement(dumps):
     """Cells whose displacement T lr s exceeds 1.0 are unstable: the fitted S separates them (accuracy 1)
     and lies between the largest stable and the smallest unstable displacement."""
     lrs, Ts = (1e-3, 3e-3, 1e-2), (1, 4, 16, 32)
     dump = dump_of("count-pg", lambda lr, T: T * lr * 50 > 1.0, lrs, Ts, lr_pilot=1e-3, drift_per_step=0.05, entropy=2.0)
-    S, accuracy = script.fit_limit(dump)
+    S, accuracy = dumps.fit_limit(dump)
     spreads = sorted(T * lr * 50 / 2.0 for lr in lrs for T in Ts)  # relative to the entropy, equation (5)
     assert accuracy == 1.0 and max(x for x in spreads if x <= 0.5) < S < min(x for x in spreads if x > 0.5)
 
 
-def test_fit_limit_caps_a_clipped_window_at_the_band_edge(script):
+def test_fit_limit_caps_a_clipped_window_at_the_band_edge(dumps):
     """With a clip at 0.2 (band edge 0.18) a long window's displacement is the edge or the first step: cells
     unstable only where one step lr s passes 0.5 are separated, whatever T."""
     lrs, Ts = (1e-3, 3e-3, 1e-2, 3e-2), (1, 4, 16, 32)
     dump = dump_of("count-gspo", lambda lr, T: lr * 50 > 0.5, lrs, Ts, lr_pilot=1e-3, drift_per_step=0.05, clip=0.2,
                    entropy=1.0)
-    S, accuracy = script.fit_limit(dump)
+    S, accuracy = dumps.fit_limit(dump)
     assert accuracy == 1.0 and 0.15 < S < 1.5
 
 
-def test_an_entropy_overshoot_marks_every_lr_where_the_scaled_rise_passes_a_quarter(script):
+def test_an_entropy_overshoot_marks_every_lr_where_the_scaled_rise_passes_a_quarter(dumps):
     """A pilot whose entropy rose by r = 0.5 on its first updates: cells with r lr / lr_pilot > 1/4 collapse
     whatever D (equation (6): from lr_pilot / 2 up); below it the relative limit decides (D / H = T lr s / H
     against S = 1)."""
     d = {"lr_pilot": 1e-3, "drift_per_step": 0.01, "entropy": 0.5, "overshoot": True, "entropy_rise": 0.5, "clip": None}
-    assert script.collapses(d, 1e-3, 1, 1.0) and script.collapses(d, 3e-3, 1, 1.0) and script.collapses(d, 6e-4, 1, 1.0)
-    assert not script.collapses(d, 4e-4, 1, 1.0)  # r lr / lr_pilot = 0.2; D / H = 4e-4 x 10 / 0.5 = 0.008
-    assert script.collapses(d, 4e-4, 200, 1.0)  # 200 x 4e-3 / 0.5 = 1.6 > 1
-    assert not script.collapses({**d, "overshoot": False, "entropy_rise": -0.1}, 3e-3, 1, 1.0)
-    assert not script.collapses({**d, "entropy": None}, 3e-3, 1000, 1.0)  # no entropy: no collapse forecast
+    assert dumps.collapses(d, 1e-3, 1, 1.0) and dumps.collapses(d, 3e-3, 1, 1.0) and dumps.collapses(d, 6e-4, 1, 1.0)
+    assert not dumps.collapses(d, 4e-4, 1, 1.0)  # r lr / lr_pilot = 0.2; D / H = 4e-4 x 10 / 0.5 = 0.008
+    assert dumps.collapses(d, 4e-4, 200, 1.0)  # 200 x 4e-3 / 0.5 = 1.6 > 1
+    assert not dumps.collapses({**d, "overshoot": False, "entropy_rise": -0.1}, 3e-3, 1, 1.0)
+    assert not dumps.collapses({**d, "entropy": None}, 3e-3, 1000, 1.0)  # no entropy: no collapse forecast
 
 
 def test_time_to_plateau_of_an_exponential_rise(scores):
@@ -150,13 +155,13 @@ def test_the_forecast_time_to_plateau_is_the_fits_read_at_the_sampler_and_nan_wi
     assert np.isnan(scores.forecast_time_to_plateau(forecast(float("inf")), 0.5, 4))
 
 
-def test_the_signal_share_scales_the_relative_displacement(script):
+def test_the_signal_share_scales_the_relative_displacement(dumps):
     """(1 - z) D / H, equation (7): a pilot with half its groups flat halves what `fit_limit` scans and moves
     the limit that separates the same cells by the same factor."""
     d = {"lr_pilot": 1e-3, "drift_per_step": 0.05, "entropy": 2.0, "clip": None}
-    assert script.relative_displacement({**d, "signal_share": 0.5}, 3e-3, 4) == pytest.approx(
-        0.5 * script.relative_displacement(d, 3e-3, 4))
-    assert script.collapses({**d, "signal_share": 0.5}, 3e-3, 4, 0.1) and not script.collapses({**d, "signal_share": 0.5}, 3e-3, 4, 0.2)
+    assert dumps.relative_displacement({**d, "signal_share": 0.5}, 3e-3, 4) == pytest.approx(
+        0.5 * dumps.relative_displacement(d, 3e-3, 4))
+    assert dumps.collapses({**d, "signal_share": 0.5}, 3e-3, 4, 0.1) and not dumps.collapses({**d, "signal_share": 0.5}, 3e-3, 4, 0.2)
 
 
 class LinearFit:
@@ -200,27 +205,31 @@ def test_final_reward_reach_counts_ours_and_the_best_single_number(scores):
 
 
 def test_own_pilot_reach_fits_each_cells_first_steps(scores):
-    """Cell T = 1 follows an exponential exactly, so its own 24 steps fit it and forecast its final reward
-    (error ~0, far inside 0.05); cell T = 4 is 0.3 for its first 40 steps and 0.8 after, so its own 24-step
-    pilot says 0.3 (error -0.5); the T = 32 cell and the unstable one are not scored. Ours: a constant 0.8
-    forecast, within on the second cell only."""
-    steps = np.arange(scores.STEPS, dtype=float)
-    rising = np.tile(0.9 - 0.6 * np.exp(-(steps + 1) / 8), (4, 1))
-    jump = np.tile(np.where(steps < 40, 0.3, 0.8), (4, 1))
+    """Cell (1e-3, 1): the first seed follows R(t) = 0.9 - 0.6 exp(-t / 60) exactly (t = step + 1, still rising
+    at the end, so a time axis off by a step shows) and the other seeds 0.1 above it, so the first seed's
+    24 steps fit R and its forecast misses the others' final reward by -0.1 (a pilot read from every seed
+    would miss by -0.025). Cell (1e-3, 4): 0.3 for 40 steps and 0.8 after: its own pilot says 0.3 (-0.5).
+    Not scored: T = 32, an unstable cell, and a cell whose first seed has no finite reward (ConfigError).
+    Ours: a constant 0.8 forecast."""
+    t = np.arange(1.0, scores.STEPS + 1.0)
+    exact = 0.9 - 0.6 * np.exp(-t / 60)
+    rising = np.vstack([exact] + [exact + 0.1] * 3)
+    jump = np.tile(np.where(t <= 40, 0.3, 0.8), (4, 1))
+    blank = np.vstack([np.full_like(t, np.nan)] + [exact] * 3)
     curves = {(1e-3, 1): {"reward": rising}, (1e-3, 4): {"reward": jump}, (1e-3, 32): {"reward": jump},
-              (3e-3, 1): {"reward": jump}}
-    measured = {cell: (cell[0] == 3e-3, 0.0, float(c["reward"][:, -scores.PLATEAU_STEPS:].mean()), 0.0, 0)
-                for cell, c in curves.items()}
+              (3e-3, 1): {"reward": jump}, (3e-3, 4): {"reward": blank}}
+    measured = {cell: (cell == (3e-3, 1), 0.0, 0.0, 0.0, 0) for cell in curves}
     fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.8)})()
     forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
     result = {"measured": measured, "curves": curves, "forecast": forecast, "task": "pattern"}
     errors = scores.own_pilot_errors(result, 24)
+    target = exact[-scores.PLATEAU_STEPS:].mean() + 0.1
+    assert errors[0] == (pytest.approx(-0.1, abs=1e-6), pytest.approx(0.8 - target))
+    assert errors[1] == (pytest.approx(-0.5), pytest.approx(0.0))
     assert len(errors) == 2
-    assert abs(errors[0][0]) < 1e-3 and errors[1][0] == pytest.approx(-0.5, abs=1e-3)
-    assert errors[0][1] == pytest.approx(0.8 - measured[(1e-3, 1)][2]) and errors[1][1] == pytest.approx(0.0)
     text = scores.own_pilot_reach({"a": result}, 24)
-    assert "within 0.05 on 50% of the 2 stable cells with T <= 4 (ours, from the base pilot: 50%; by task, own " \
-           "against ours: pattern 50% against 50% (2 cells))" in text
+    assert "within 0.05 on 0% of the 2 stable cells with T <= 4 (ours, from the base pilot: 50%; by task, own " \
+           "against ours: pattern 0% against 50% (2 cells))" in text
     assert "every such cell of 0 of the 1 combinations (ours: 0)" in text
     assert "not scored" in scores.own_pilot_reach({"a": {**result, "measured": {c: (True,) + m[1:] for c, m in measured.items()}}}, 24)
 
@@ -231,13 +240,13 @@ def test_own_pilot_reach_fits_each_cells_first_steps(scores):
     ("{not json", "cannot read the dump"),
     ('{"no-such-combination": {"curves": []}}', "unknown combinations"),
 ])
-def test_a_bad_dump_is_one_line_and_exit_2(script, tmp_path, capsys, content, says):
+def test_a_bad_dump_is_one_line_and_exit_2(script, tmp_path, capsys, content, says, dumps):
     import argparse
 
     path = tmp_path / "cells.json"
     path.write_text(content)
     with pytest.raises(SystemExit) as stop:
-        script.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path))
+        dumps.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path), script.COMBINATIONS)
     assert stop.value.code == 2 and says in capsys.readouterr().err
 
 
@@ -265,24 +274,24 @@ def test_misses_names_each_target_missed_and_passing_is_missing_none(scores, cha
     assert scores.passed(result) is (not missed)
 
 
-def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script, scores):
+def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script, scores, dumps):
     """paper_repro/data/pilot_forecast_cells.json.gz (the seed curves of the grids behind RESULTS.md) reads
     through `read_dump` and holds every combination's 20 cells of 4 seeds x 96 steps."""
     import argparse
     from pathlib import Path
 
     path = Path(script.__file__).parent / "data" / "pilot_forecast_cells.json.gz"
-    dump = script.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path))
+    dump = dumps.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path), script.COMBINATIONS)
     assert set(dump) == set(script.COMBINATIONS)
-    curves = script.dumped_curves(dump["count-pg"])
+    curves = dumps.dumped_curves(dump["count-pg"])
     assert len(curves) == 20 and all(c["reward"].shape == (script.SEEDS, scores.STEPS) for c in curves.values())
 
 
-def test_a_corrupt_gzipped_dump_is_one_line_and_exit_2(script, tmp_path, capsys):
+def test_a_corrupt_gzipped_dump_is_one_line_and_exit_2(script, tmp_path, capsys, dumps):
     import argparse
 
     path = tmp_path / "cells.json.gz"
     path.write_bytes(b"not gzip at all")
     with pytest.raises(SystemExit) as stop:
-        script.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path))
+        dumps.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path), script.COMBINATIONS)
     assert stop.value.code == 2 and "cannot read the dump" in capsys.readouterr().err

@@ -56,7 +56,8 @@ class TrainConfig(ObjectiveDefaults):
     hf_backend: str = "auto"
     objective: str  # a loss of the registry (`objectives.LOSSES`)
     steps: int = 100  # optimizer steps of the whole run
-    seed: int = 0  # seeds the model init, the prompts and the sampler; a CPU run is a function of it
+    # seeds the prompts and the sampler, and the model init and warm-up unless init_seed; a CPU run is a function of it
+    seed: int = 0
     # seeds the model init and the supervised warm-up in place of `seed` (None: `seed`): runs that share it
     # start from one checkpoint and differ in their prompts and samples, as reruns of a pretrained model do
     init_seed: int | None = None

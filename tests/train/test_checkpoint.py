@@ -87,6 +87,7 @@ def test_fresh_run_into_an_occupied_directory_is_refused(finished_run):
     ({"objective": "gspo"}, "objective was 'grpo', now 'gspo'"),
     ({"lr": 0.5}, "lr was"),
     ({"group_size": 8}, "group_size"),
+    ({"init_seed": 5}, "init_seed"),  # another starting model
 ])
 def test_mismatched_config_is_refused_and_nothing_is_overwritten(finished_run, change, needle):
     config, out, _ = finished_run
@@ -94,6 +95,21 @@ def test_mismatched_config_is_refused_and_nothing_is_overwritten(finished_run, c
     with pytest.raises(ConfigError, match=needle):
         train(dataclasses.replace(config, steps=6, **change), out, resume=True)
     assert _snapshot(out) == before
+
+
+def test_a_checkpoint_written_before_init_seed_resumes_as_seed(finished_run, tmp_path):
+    """A checkpoint whose config has no init_seed (written before the field existed) ran at its default, None
+    (the model drawn from `seed`): a run with init_seed None resumes it to the same state as the original."""
+    config, out, _ = finished_run
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name, data in _snapshot(out).items():
+        (copy / name).write_bytes(data)
+    state = C.load_checkpoint(copy)
+    del state["config"]["init_seed"]
+    C.save_checkpoint(copy, state)
+    resumed = train(dataclasses.replace(config, steps=6), copy, resume=True)
+    assert resumed.rows[-1]["step"] == 6 and resumed.config.init_seed is None
 
 
 def test_mismatched_model_config_is_refused(finished_run, tmp_path):

@@ -20,6 +20,7 @@ DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losin
 PLATEAU_STEPS = 16  # the final reward: the seed mean of a run's last PLATEAU_STEPS steps
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05  # the issue's targets per combination
 FORECASTERS = ("ours", "version 4", "continuous", "always stable")  # the targets compare ours with the last two
+FLAT_STEPS = 8  # the naive final-reward forecast: the pilot's last 8 rewards' mean, held (256 responses at N G = 32)
 OWN_PILOT_T_MAX = 4  # a cell's first 24 steps hold a curve only where its sampler changes often in them (>= 6 samplers at T = 4)
 
 
@@ -156,7 +157,7 @@ def final_reward_reach(results: dict) -> str:
     not a model): on how many combinations with a stable cell ours' final reward is within PLATEAU_TOL of
     every stable cell, and on how many the best single number could be (the midpoint of the stable cells'
     final rewards, which knows them: within PLATEAU_TOL of all when half their range is), each also without
-    the cells of the largest T."""
+    the cells of the largest T; and on how many the naive forecast is (`flat_forecast`)."""
     counts = collections.Counter()
     for result in results.values():
         Ts = sorted({T for _, T in result["measured"]})
@@ -170,16 +171,24 @@ def final_reward_reach(results: dict) -> str:
             counts[label, "oracle"] += (max(finals) - min(finals)) / 2 <= PLATEAU_TOL
             errors = [abs(forecast_final_reward(result["forecast"], lr / lr_pilot, T) - final) for (lr, T), final in stable]
             counts[label, "ours"] += max(errors) <= PLATEAU_TOL
+            counts[label, "flat"] += max(abs(flat_forecast(result["forecast"]) - final) for final in finals) <= PLATEAU_TOL
     if not counts["all", "n"]:
         return "No combination has a stable cell: the final-reward target is not scored."
     largest = sorted({max(T for _, T in result["measured"]) for result in results.values()})
     T_max = f"T = {largest[0]}" if len(largest) == 1 else "largest-T"  # each grid's own largest T is left out
     return (f"The final-reward target (within {PLATEAU_TOL} of every stable cell) is met by ours on {counts['all', 'ours']} "
-            f"of the {counts['all', 'n']} combinations with a stable cell; the best single number per combination, chosen "
+            f"and by the naive forecast (the pilot's last {FLAT_STEPS} rewards held) on {counts['all', 'flat']} of the "
+            f"{counts['all', 'n']} combinations with a stable cell; the best single number per combination, chosen "
             f"knowing the measured cells, would meet it on {counts['all', 'oracle']}: the final reward differs between "
             f"stable cells of one combination by more than a forecast of one plateau can follow. Without the {T_max} "
-            f"cells (a stale window ends lower): ours {counts['short', 'ours']} and the best single number "
-            f"{counts['short', 'oracle']} of {counts['short', 'n']} (`final_reward_reach`).")
+            f"cells (a stale window ends lower): ours {counts['short', 'ours']}, the naive forecast {counts['short', 'flat']} "
+            f"and the best single number {counts['short', 'oracle']} of {counts['short', 'n']} (`final_reward_reach`).")
+
+
+def flat_forecast(fc) -> float:
+    """The naive final-reward forecast: the pilot's last FLAT_STEPS rewards' mean, held at every cell (nan where
+    the pilot's log had no reward series)."""
+    return float(np.mean(fc.pilot[1][-FLAT_STEPS:])) if fc.pilot is not None else math.nan
 
 
 def log_time(step) -> np.ndarray:
@@ -187,15 +196,17 @@ def log_time(step) -> np.ndarray:
     return np.asarray(step, dtype=float) + 1.0
 
 
-def own_pilot_errors(result: dict, pilot_steps: int) -> list[tuple[float, float]]:
-    """(own, ours) final-reward errors on one combination's stable cells with T <= OWN_PILOT_T_MAX, both against
-    the final reward of the cell's seeds other than the first (the seed mean of their last PLATEAU_STEPS steps).
-    Own: the cell's own pilot, its first seed's first `pilot_steps` steps at the cell's lr and T, fitted with
-    `fit.fit_trajectory` and read at the final reward's steps on the same time axis (`log_time`; no lr scaling
-    or sampler lag enters), clipped to [0, 1]; its starting model is the other seeds' under a shared start
-    (`TrainConfig.init_seed`, protocol version 6) and its own otherwise. Ours: `forecast_final_reward` from the
-    combination's base pilot. A cell whose own curve cannot be fitted (ConfigError) is left out of both."""
+def own_pilot_errors(result: dict, pilot_steps: int) -> list[tuple[float, float, float]]:
+    """(own, ours, flat) final-reward errors on one combination's stable cells with T <= OWN_PILOT_T_MAX, each
+    against the final reward of the cell's seeds other than the first (the seed mean of their last PLATEAU_STEPS
+    steps). Own: the cell's own pilot, its first seed's first `pilot_steps` steps at the cell's lr and T, fitted
+    with `fit.fit_trajectory` and read at the final reward's steps on the same time axis (`log_time`; no lr
+    scaling or sampler lag enters), clipped to [0, 1]; its starting model is the other seeds' under a shared
+    start (`TrainConfig.init_seed`, protocol version 6) and its own otherwise. Ours: `forecast_final_reward` from
+    the combination's base pilot. Flat: the naive forecast from the base pilot (`flat_forecast`). A cell whose own
+    curve cannot be fitted (ConfigError) is left out of all three."""
     lr_pilot = result["forecast"].config.setup.hparams.lr
+    flat = flat_forecast(result["forecast"])
     final_steps = np.arange(STEPS - PLATEAU_STEPS, STEPS)
     out = []
     for (lr, T), m in sorted(result["measured"].items()):
@@ -208,30 +219,33 @@ def own_pilot_errors(result: dict, pilot_steps: int) -> list[tuple[float, float]
         except ConfigError:
             continue
         own = float(np.clip(fit.predict(log_time(final_steps)), 0.0, 1.0).mean())
-        out.append((own - target, forecast_final_reward(result["forecast"], lr / lr_pilot, T) - target))
+        out.append((own - target, forecast_final_reward(result["forecast"], lr / lr_pilot, T) - target, flat - target))
     return out
 
 
+def _shares(errors: np.ndarray) -> str:
+    """The share of rows within PLATEAU_TOL, per column (forecaster), as "a / b / c"."""
+    return " / ".join(f"{x:.0%}" for x in np.mean(np.abs(errors) <= PLATEAU_TOL, axis=0))
+
+
 def own_pilot_reach(results: dict, pilot_steps: int) -> str:
-    """How well a pilot of the cell itself would do (`own_pilot_errors`), next to ours on the same cells: the share of
-    cells within PLATEAU_TOL and the combinations with every such cell within it. It separates what extrapolating a
-    one-seed `pilot_steps`-step curve to the run's end costs from what carrying it across (lr, T) costs."""
+    """How well a pilot of the cell itself would do and how well the naive forecast does (`own_pilot_errors`),
+    next to ours on the same cells: the share of cells within PLATEAU_TOL (overall and by task) and the
+    combinations with every such cell within it. It separates what extrapolating a one-seed `pilot_steps`-step
+    curve to the run's end costs from what carrying it across (lr, T) costs."""
     per = {name: own_pilot_errors(result, pilot_steps) for name, result in results.items()}
-    errors = np.array([e for cells in per.values() for e in cells]).reshape(-1, 2)
+    errors = np.array([e for cells in per.values() for e in cells]).reshape(-1, 3)
     if not len(errors):
         return f"No stable cell with T <= {OWN_PILOT_T_MAX}: the cells' own pilots are not scored."
-    within = np.abs(errors) <= PLATEAU_TOL
-    every = [np.all(np.abs(np.array(cells)) <= PLATEAU_TOL, axis=0) for cells in per.values() if cells]
-    own_all, ours_all = (sum(bool(e[i]) for e in every) for i in (0, 1))
+    every = np.sum([np.all(np.abs(np.array(cells)) <= PLATEAU_TOL, axis=0) for cells in per.values() if cells], axis=0)
     by_task = collections.defaultdict(list)
     for name, cells in per.items():
         by_task[results[name]["task"]].extend(cells)
-    tasks = "; ".join(f"{task} {np.mean(np.abs(np.array(c)[:, 0]) <= PLATEAU_TOL):.0%} against "
-                      f"{np.mean(np.abs(np.array(c)[:, 1]) <= PLATEAU_TOL):.0%} ({len(c)} cells)"
-                      for task, c in sorted(by_task.items()) if c)
-    return (f"A pilot of the cell itself (its first seed's first {pilot_steps} steps at the cell's lr and T, fitted the "
-            f"same way) gives the final reward of the cell's other seeds within {PLATEAU_TOL} on {within[:, 0].mean():.0%} of the {len(errors)} "
-            f"stable cells with T <= {OWN_PILOT_T_MAX} (ours, from the base pilot: {within[:, 1].mean():.0%}; by task, "
-            f"own against ours: {tasks}), and on every such cell of {own_all} of the {len(every)} combinations "
-            f"(ours: {ours_all}); median |error| {np.median(np.abs(errors[:, 0])):.3f} against "
-            f"{np.median(np.abs(errors[:, 1])):.3f} (`own_pilot_reach`).")
+    tasks = "; ".join(f"{task} {_shares(np.array(c))} of {len(c)}" for task, c in sorted(by_task.items()) if c)
+    median = " / ".join(f"{x:.3f}" for x in np.median(np.abs(errors), axis=0))
+    return (f"On the {len(errors)} stable cells with T <= {OWN_PILOT_T_MAX}, the final reward of the cell's other seeds "
+            f"within {PLATEAU_TOL}, own pilot / ours / flat: {_shares(errors)} (by task: {tasks}); every such cell of a "
+            f"combination: {' / '.join(str(int(x)) for x in every)} of {sum(1 for c in per.values() if c)} combinations; "
+            f"median |error| {median}. Own: a pilot of the cell itself, its first seed's first {pilot_steps} steps "
+            f"at the cell's lr and T, fitted the same way; ours: carried from the base pilot; flat: the base pilot's "
+            f"last {FLAT_STEPS} rewards held (`own_pilot_reach`).")

@@ -72,7 +72,8 @@ roles below do not change with the results; versions 1-4 and why each was replac
                 final-reward ("plateau") error on the stable cells. Over all combinations, what the final-reward
                 target asks (`final_reward_reach`) and what a pilot of each cell itself would give (`own_pilot_reach`:
                 the cell's first seed's first PILOT_STEPS steps, fitted and extrapolated to the run's end), which
-                separates the extrapolation's error from the transfer across (lr, T).
+                separates the extrapolation's error from the transfer across (lr, T), next to the naive forecast
+                (the base pilot's last rewards held flat).
   targets       accuracy >= 85% on every combination, at most 1 "safe but unstable" cell, max safe T within
                 one grid step, final reward within 0.05 on stable cells, and better than both baselines.
 

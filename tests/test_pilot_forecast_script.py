@@ -189,18 +189,23 @@ def test_final_reward_reach_counts_ours_and_the_best_single_number(scores):
     """Combination a: stable finals 0.90, 0.92 (T = 1, 4) and 0.70 (T = 32), forecast 0.91: ours and the best
     single number (midpoint 0.81, half-range 0.11) miss with T = 32 and meet without it. Combination b: 0.50
     and 0.58, forecast 0.60: the best single number meets (half-range 0.04), ours misses (0.10). Combination
-    c has no stable cell and is not counted."""
+    c has no stable cell and is not counted. The naive forecast (the pilot's last 8 rewards) is the same level
+    as ours here, so it counts as ours."""
     def result(finals, level):
         fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), level)})()
-        forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
+        pilot = (np.arange(1.0, 25.0), np.r_[np.zeros(16), np.full(8, level)])  # the naive forecast reads the last 8: level
+        forecast = SimpleNamespace(fit=fit, pilot=pilot,
+                                   config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
         measured = {(1e-3, T): (final is None, 0.0, final, 0.0, 0) for T, final in finals.items()}
         return {"measured": measured, "forecast": forecast}
 
     text = scores.final_reward_reach({"a": result({1: 0.90, 4: 0.92, 32: 0.70}, 0.91),
                                       "b": result({1: 0.50, 4: 0.58, 32: None}, 0.60),
                                       "c": result({1: None, 32: None}, 0.5)})
-    assert "met by ours on 0 of the 2 combinations" in text and "would meet it on 1:" in text
-    assert "Without the T = 32 cells (a stale window ends lower): ours 1 and the best single number 2 of 2" in text
+    assert "met by ours on 0 and by the naive forecast (the pilot's last 8 rewards held) on 0 of the 2 combinations" in text
+    assert "would meet it on 1:" in text
+    assert "Without the T = 32 cells (a stale window ends lower): ours 1, the naive forecast 1 and the best single " \
+           "number 2 of 2" in text
     assert "not scored" in scores.final_reward_reach({"c": result({1: None}, 0.5)})
 
 
@@ -210,7 +215,7 @@ def test_own_pilot_reach_fits_each_cells_first_steps(scores):
     24 steps fit R and its forecast misses the others' final reward by -0.1 (a pilot read from every seed
     would miss by -0.025). Cell (1e-3, 4): 0.3 for 40 steps and 0.8 after: its own pilot says 0.3 (-0.5).
     Not scored: T = 32, an unstable cell, and a cell whose first seed has no finite reward (ConfigError).
-    Ours: a constant 0.8 forecast."""
+    Ours: a constant 0.8 forecast; flat: the base pilot's last 8 rewards, 0.3 (its earlier ones 0.9 are not read)."""
     t = np.arange(1.0, scores.STEPS + 1.0)
     exact = 0.9 - 0.6 * np.exp(-t / 60)
     rising = np.vstack([exact] + [exact + 0.1] * 3)
@@ -220,17 +225,19 @@ def test_own_pilot_reach_fits_each_cells_first_steps(scores):
               (3e-3, 1): {"reward": jump}, (3e-3, 4): {"reward": blank}}
     measured = {cell: (cell == (3e-3, 1), 0.0, 0.0, 0.0, 0) for cell in curves}
     fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.8)})()
-    forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
+    base_pilot = (np.arange(1.0, 25.0), np.r_[np.full(16, 0.9), np.full(8, 0.3)])
+    forecast = SimpleNamespace(fit=fit, pilot=base_pilot,
+                               config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
     result = {"measured": measured, "curves": curves, "forecast": forecast, "task": "pattern"}
     errors = scores.own_pilot_errors(result, 24)
     target = exact[-scores.PLATEAU_STEPS:].mean() + 0.1
-    assert errors[0] == (pytest.approx(-0.1, abs=1e-6), pytest.approx(0.8 - target))
-    assert errors[1] == (pytest.approx(-0.5), pytest.approx(0.0))
+    assert errors[0] == (pytest.approx(-0.1, abs=1e-6), pytest.approx(0.8 - target), pytest.approx(0.3 - target))
+    assert errors[1] == (pytest.approx(-0.5), pytest.approx(0.0), pytest.approx(-0.5))
     assert len(errors) == 2
     text = scores.own_pilot_reach({"a": result}, 24)
-    assert "within 0.05 on 0% of the 2 stable cells with T <= 4 (ours, from the base pilot: 50%; by task, own " \
-           "against ours: pattern 0% against 50% (2 cells))" in text
-    assert "every such cell of 0 of the 1 combinations (ours: 0)" in text
+    assert "On the 2 stable cells with T <= 4, the final reward of the cell's other seeds within 0.05, own pilot / " \
+           "ours / flat: 0% / 50% / 0% (by task: pattern 0% / 50% / 0% of 2); every such cell of a combination: " \
+           "0 / 0 / 0 of 1 combinations" in text
     assert "not scored" in scores.own_pilot_reach({"a": {**result, "measured": {c: (True,) + m[1:] for c, m in measured.items()}}}, 24)
 
 

@@ -162,6 +162,7 @@ def final_reward_reach(results: dict) -> str:
     for result in results.values():
         Ts = sorted({T for _, T in result["measured"]})
         lr_pilot = result["forecast"].config.setup.hparams.lr
+        flat = flat_forecast(result["forecast"])
         for label, keep in (("all", lambda T: True), ("short", lambda T: T != Ts[-1])):
             stable = [(cell, m[2]) for cell, m in result["measured"].items() if not m[0] and keep(cell[1])]
             if not stable:
@@ -171,7 +172,7 @@ def final_reward_reach(results: dict) -> str:
             counts[label, "oracle"] += (max(finals) - min(finals)) / 2 <= PLATEAU_TOL
             errors = [abs(forecast_final_reward(result["forecast"], lr / lr_pilot, T) - final) for (lr, T), final in stable]
             counts[label, "ours"] += max(errors) <= PLATEAU_TOL
-            counts[label, "flat"] += max(abs(flat_forecast(result["forecast"]) - final) for final in finals) <= PLATEAU_TOL
+            counts[label, "flat"] += max(abs(flat - final) for final in finals) <= PLATEAU_TOL
     if not counts["all", "n"]:
         return "No combination has a stable cell: the final-reward target is not scored."
     largest = sorted({max(T for _, T in result["measured"]) for result in results.values()})

@@ -9,8 +9,8 @@ each run's initial model from its own seed, so the pilot (seed PILOT_SEED) forec
 (on addition its first sampler scored 0.10-0.16 where the grid's seeds started at 0.18-0.23), and the fitted
 curve's level, more than its (lr, T) dependence, made the final-reward misses. (Result: with the shared start
 the pilot's first reward is the grid's within the noise of its 64 responses, and the misses remain;
-pilot_forecast.md, version 6.) The 52
-combinations of versions 1-5 keep their own protocol (their pilots and grids as they were measured).
+pilot_forecast.md, version 6.) The 52 combinations of versions 1-5 keep their own protocol (their pilots and
+grids as they were measured).
 Version 5's protocol (the model in force; the grid, the seeds, the measure and the pilot are version 4's; the
 roles below do not change with the results; versions 1-4 and why each was replaced: pilot_forecast.md):
 

@@ -1,5 +1,12 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
+Protocol, version 7 (its held-out combinations, role "confirm-8", fixed and committed with their grids' run
+before the version-7 model was chosen, and not read until that model was committed): the grid, seeds, measure
+and scores of version 6, from the shared start; ten combinations each with a setting no version used
+(sampling temperature 0.8 on count/grpo and 1.2 on pattern/pg, top-p 0.9 on pattern/gspo and addition/pg, a
+gradient-norm clip of 0.1 on addition/gspo and none on pattern/grpo, AdamW beta1 = 0.5 on count/gspo, a
+20-step warm-up on pattern/dapo, SGD momentum on addition/gspo_token, G = 16 on count/dr_grpo).
+
 Protocol, version 6 (fixed, and committed, before any of its confirmation grids was run): version 5's
 model, grid, measure and scores unchanged; what changes is the pilot's starting point for the combinations
 it holds out (role "confirm-7"): the pilot and every grid run start from one checkpoint (`TrainConfig.init_seed`
@@ -195,8 +202,18 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "count-gspo_token-kl": ("count", "gspo_token", {"kl_coef": 0.04}, 3e-3, "confirm-7"),
     "addition-pg-kl": ("addition", "pg", {"task_options": ADDITION, "kl_coef": 0.04}, 3e-3, "confirm-7"),
     "count-pg-wd": ("count", "pg", {"weight_decay": 0.1}, 3e-3, "confirm-7"),
+    "count-grpo-temp0.8": ("count", "grpo", {"temperature": 0.8}, 3e-3, "confirm-8"),
+    "pattern-pg-temp1.2": ("pattern", "pg", {"temperature": 1.2}, 3e-3, "confirm-8"),
+    "pattern-gspo-topp0.9": ("pattern", "gspo", {"top_p": 0.9}, 3e-3, "confirm-8"),
+    "addition-pg-topp0.9": ("addition", "pg", {"task_options": ADDITION, "top_p": 0.9}, 3e-3, "confirm-8"),
+    "addition-gspo-gradclip0.1": ("addition", "gspo", {"task_options": ADDITION, "max_grad_norm": 0.1}, 3e-3, "confirm-8"),
+    "pattern-grpo-nogradclip": ("pattern", "grpo", {"max_grad_norm": None}, 3e-3, "confirm-8"),
+    "count-gspo-beta1": ("count", "gspo", {"beta1": 0.5}, 3e-3, "confirm-8"),
+    "pattern-dapo-warm20": ("pattern", "dapo", {"warmup_steps": 20}, 3e-3, "confirm-8"),
+    "addition-gspo_token-sgd": ("addition", "gspo_token", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-8"),
+    "count-dr_grpo-g16": ("count", "dr_grpo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-8"),
 }
-SHARED_START = ("confirm-7",)  # the roles whose pilot and grid start from one checkpoint (version 6)
+SHARED_START = ("confirm-7", "confirm-8")  # the roles whose pilot and grid start from one checkpoint (version 6)
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)

@@ -17,12 +17,13 @@ from gspo_dynamics.theory import collapse
 
 def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
     """Ours, the collapse part, from a combination's pilot quantities `d` (a dump entry) at the limit S
-    (`theory.collapse.at_risk`: r lr / lr_pilot > OVERSHOOT_RISE, equation (6), or D(lr, T) > S H, (5));
+    (`theory.collapse.at_risk`: r lr / lr_pilot > OVERSHOOT_RISE, equation (6), or (1 - z) D(lr, T) > S H, (5) and
+    (7), the limit at least the displacement the pilot survived, (8), where the entry holds one);
     `fit_limit` scans S with it, the forecast itself reads the shipped S through `fit.collapse_grid`."""
     if not d["drift_per_step"] or not d.get("entropy"):
         return False
     return bool(collapse.at_risk(d["drift_per_step"] / d["lr_pilot"], d["entropy"], d.get("entropy_rise"), d["lr_pilot"],
-                                 [lr], [T], limit, d.get("clip"), d.get("signal_share", 1.0))[0, 0])
+                                 [lr], [T], limit, d.get("clip"), d.get("signal_share", 1.0), d.get("survived"))[0, 0])
 
 
 def relative_displacement(d: dict, lr: float, T: int) -> float:
@@ -35,7 +36,7 @@ def pilot_entry(fc, lr_pilot: float) -> dict:
     """The pilot's quantities the collapse forecast uses (and a --dump keeps)."""
     hp = fc.config.setup.hparams
     return {"lr_pilot": lr_pilot, "drift_per_step": fc.drift_per_step, "entropy": fc.entropy, "entropy_rise": fc.entropy_rise,
-            "signal_share": fc.signal_share,
+            "signal_share": fc.signal_share, "survived": fc.survived,
             "clip": None if hp.correction == "none" else hp.clip_high,
             "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value}
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import fit_trajectory
+from gspo_dynamics.fit import HELD_STEPS, fit_trajectory, held_reward
 
 STEPS = 96  # steps of a grid run
 PILOT_T = 2  # the pilot's refresh interval (its stale steps measure the drift)
@@ -20,7 +20,6 @@ DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losin
 PLATEAU_STEPS = 16  # the final reward: the seed mean of a run's last PLATEAU_STEPS steps
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05  # the issue's targets per combination
 FORECASTERS = ("ours", "version 4", "continuous", "always stable")  # the targets compare ours with the last two
-FLAT_STEPS = 8  # the naive final-reward forecast: the pilot's last 8 rewards' mean, held (256 responses at N G = 32)
 OWN_PILOT_T_MAX = 4  # a cell's first 24 steps hold a curve only where its sampler changes often in them (>= 6 samplers at T = 4)
 
 
@@ -178,7 +177,7 @@ def final_reward_reach(results: dict) -> str:
     largest = sorted({max(T for _, T in result["measured"]) for result in results.values()})
     T_max = f"T = {largest[0]}" if len(largest) == 1 else "largest-T"  # each grid's own largest T is left out
     return (f"The final-reward target (within {PLATEAU_TOL} of every stable cell) is met by ours on {counts['all', 'ours']} "
-            f"and by the naive forecast (the pilot's last {FLAT_STEPS} rewards held) on {counts['all', 'flat']} of the "
+            f"and by the naive forecast (the pilot's last {HELD_STEPS} rewards held) on {counts['all', 'flat']} of the "
             f"{counts['all', 'n']} combinations with a stable cell; the best single number per combination, chosen "
             f"knowing the measured cells, would meet it on {counts['all', 'oracle']}: the final reward differs between "
             f"stable cells of one combination by more than a forecast of one plateau can follow. Without the {T_max} "
@@ -186,10 +185,42 @@ def final_reward_reach(results: dict) -> str:
             f"and the best single number {counts['short', 'oracle']} of {counts['short', 'n']} (`final_reward_reach`).")
 
 
+def exact_forecast_chance(result: dict) -> float | None:
+    """The chance that a forecast of each stable cell's expected final reward, exact, meets the final-reward
+    target on one combination (a reading of the seed curves, not a model); None without a stable cell. A
+    cell's measured final reward is the mean of its k seeds', so it lies within PLATEAU_TOL of the
+    expectation with probability
+
+        P = 2 Phi(PLATEAU_TOL / se) - 1 = erf(PLATEAU_TOL / (se sqrt 2)),   se = sd / sqrt(k)
+
+    (normal; sd the seeds' own final rewards' standard deviation, ddof 1; P = 1 where they agree), and every
+    stable cell does with the product of their P (independent seeds)."""
+    stable = [cell for cell, m in result["measured"].items() if not m[0]]
+    if not stable:
+        return None
+    p = 1.0
+    for cell in stable:
+        finals = result["curves"][cell]["reward"][:, -PLATEAU_STEPS:].mean(axis=1)
+        se = float(np.std(finals, ddof=1)) / math.sqrt(len(finals))
+        p *= math.erf(PLATEAU_TOL / (se * math.sqrt(2))) if se > 0 else 1.0
+    return p
+
+
+def exact_forecast_reach(results: dict) -> str:
+    """The combinations an exact forecast of every stable cell's expected final reward meets the final-reward
+    target on, in expectation (the sum of `exact_forecast_chance`), of those with a stable cell; "" when none has."""
+    chances = [p for p in map(exact_forecast_chance, results.values()) if p is not None]
+    if not chances:
+        return ""
+    return (f"A forecast of each stable cell's expected final reward, exact, would meet the final-reward target on "
+            f"{sum(chances):.1f} of those {len(chances)} combinations in expectation: the seed mean's own noise costs "
+            f"the rest (`exact_forecast_reach`).")
+
+
 def flat_forecast(fc) -> float:
-    """The naive final-reward forecast: the pilot's last FLAT_STEPS rewards' mean, held at every cell (nan where
+    """The naive final-reward forecast: the pilot's last HELD_STEPS rewards' mean, held at every cell (nan where
     the pilot's log had no reward series)."""
-    return float(np.mean(fc.pilot[1][-FLAT_STEPS:])) if fc.pilot is not None else math.nan
+    return held_reward(fc.pilot[1]) if fc.pilot is not None else math.nan  # 256 responses at N G = 32
 
 
 def log_time(step) -> np.ndarray:
@@ -249,4 +280,4 @@ def own_pilot_reach(results: dict, pilot_steps: int) -> str:
             f"combination: {' / '.join(str(int(x)) for x in every)} of {sum(1 for c in per.values() if c)} combinations; "
             f"median |error| {median}. Own: a pilot of the cell itself, its first seed's first {pilot_steps} steps "
             f"at the cell's lr and T, fitted the same way; ours: carried from the base pilot; flat: the base pilot's "
-            f"last {FLAT_STEPS} rewards held (`own_pilot_reach`).")
+            f"last {HELD_STEPS} rewards held (`own_pilot_reach`).")

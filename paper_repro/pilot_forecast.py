@@ -2,7 +2,11 @@
 
 Protocol, version 7 (its held-out combinations, role "confirm-8", fixed and committed with their grids' run
 before the version-7 model was chosen, and not read until that model was committed): the grid, seeds, measure
-and scores of version 6, from the shared start; ten combinations each with a setting no version used
+and scores of version 6, from the shared start. The model: version 5's, and the pilot is a measured point of
+the map: a pilot that kept its reward (`fit._fall`) ran at its own displacement D_p, so the collapse limit is
+at least D_p, (1 - z) D > max(S H, (1 - z) D_p) (`theory.collapse` (8)); chosen on the 62 grids of versions
+1-6, in sample (pilot_forecast.md), with S refitted on the development combinations (the same S). Its held-out
+combinations: ten, each with a setting no version used
 (sampling temperature 0.8 on count/grpo and 1.2 on pattern/pg, top-p 0.9 on pattern/gspo and addition/pg, a
 gradient-norm clip of 0.1 on addition/gspo and none on pattern/grpo, AdamW beta1 = 0.5 on count/gspo, a
 20-step warm-up on pattern/dapo, SGD momentum on addition/gspo_token, G = 16 on count/dr_grpo).
@@ -18,8 +22,9 @@ curve's level, more than its (lr, T) dependence, made the final-reward misses. (
 the pilot's first reward is the grid's within the noise of its 64 responses, and the misses remain;
 pilot_forecast.md, version 6.) The 52 combinations of versions 1-5 keep their own protocol (their pilots and
 grids as they were measured).
-Version 5's protocol (the model in force; the grid, the seeds, the measure and the pilot are version 4's; the
-roles below do not change with the results; versions 1-4 and why each was replaced: pilot_forecast.md):
+Version 5's protocol (its model in force with version 7's equation (8) added; the grid, the seeds, the measure
+and the pilot are version 4's; the roles below do not change with the results; versions 1-4 and why each was
+replaced: pilot_forecast.md):
 
   combinations  (task, objective, optimizer, model) of our trainer, G = 8, N = 4 prompts per step, 100k model
                 unless named; the role (COMBINATIONS) is the version that held a combination out.
@@ -68,7 +73,8 @@ roles below do not change with the results; versions 1-4 and why each was replac
                 relative to the pilot's token entropy, (1 - z) D(lr, T) > S H (`theory.collapse`, equations
                 (2)-(5) and (7): D = T lr s, capped by the clip's band edge after the first step; s from the
                 pilot's stale steps, H its mean entropy, z its mean zero-std share, S = fit.COLLAPSE_SPREAD set
-                on the development combinations by --fit-limit on a --dump of their cells; version 4: D > S H),
+                on the development combinations by --fit-limit on a --dump of their cells; version 4: D > S H;
+                version 7: the limit at least the pilot's own D when it kept its reward, equation (8)),
                 or when the pilot's entropy rise on its first updates r, scaled to the cell's lr, passes
                 a quarter: r lr / lr_pilot > 1/4 (equation (6); version 3: r > 1/4 and lr >= lr_pilot); baseline "continuous": eta K T < 1 - mu with the pilot's eta K
                 scaled to the lr; baseline "always stable". Final reward and time to plateau: the pilot's fitted
@@ -118,6 +124,7 @@ from _pilot_scores import (
     PLATEAU_TOL,
     SAFE_BUT_UNSTABLE_MAX,
     STEPS,
+    exact_forecast_reach,
     final_reward_reach,
     initial_rewards,
     measured_cells,
@@ -254,7 +261,7 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
     kappa = imp.stiffness_per_step.value if imp.stiffness_per_step is not None else math.nan
     usable = fc.max_safe_lr is not None and math.isfinite(kappa) and kappa > 0
     risk = collapse_grid(fc, lrs, Ts)
-    earlier = {**pilot_entry(fc, lr_pilot), "signal_share": 1.0}  # version 4: D / H > S_4, no signal share
+    earlier = {**pilot_entry(fc, lr_pilot), "signal_share": 1.0, "survived": None}  # version 4: D / H > S_4, no (7), (8)
     out = {}
     for j, lr in enumerate(lrs):
         k = kappa * lr / lr_pilot
@@ -417,12 +424,12 @@ def main() -> None:
                predicted=f"unstable past the linear threshold of the pilot's stiffness scaled to each lr, past the "
                          f"collapse limit (1 - z) D / H > S = {COLLAPSE_SPREAD:g} (D = T lr s capped by the clip's band edge "
                          f"after the first step, s the pilot's drift per unit lr, H its token entropy, z its zero-std "
-                         f"share), or where the pilot's "
+                         f"share; at least the pilot's own D when it kept its reward), or where the pilot's "
                          f"entropy rise on its first updates r passes {collapse.OVERSHOOT_RISE:g} scaled to the lr, "
                          f"r lr / lr_pilot",
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
-    reach = final_reward_reach(results) + "\n\n" + own_pilot_reach(results, PILOT_STEPS)
+    reach = f"{final_reward_reach(results)} {exact_forecast_reach(results)}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
     print(reach)
     if not args.no_record and not args.quick:
         write_section(parts, reach)

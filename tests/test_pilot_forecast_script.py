@@ -302,3 +302,28 @@ def test_a_corrupt_gzipped_dump_is_one_line_and_exit_2(script, tmp_path, capsys,
     with pytest.raises(SystemExit) as stop:
         dumps.read_dump(argparse.ArgumentParser(prog="pilot_forecast.py"), str(path), script.COMBINATIONS)
     assert stop.value.code == 2 and "cannot read the dump" in capsys.readouterr().err
+
+
+def test_an_exact_forecast_meets_the_target_when_every_seed_mean_lands_within_the_tolerance(scores):
+    """Combination a: two stable cells whose 4 seeds' finals have sd 0.06 and 0.02, and an unstable one (not
+    read); b: seeds that agree (P = 1); c: no stable cell (None, not counted). The closed form erf(0.05 / (se
+    sqrt 2)), se = sd / 2, multiplied over a's cells, against 200 000 draws of two 4-seed means of normal
+    seeds with those sds (4 standard errors); the text sums the chances, P_a + 1, over 2 combinations."""
+    def curves_for(finals):
+        return {"reward": np.repeat(np.asarray(finals, dtype=float)[:, None], scores.STEPS, axis=1)}
+
+    unit = np.array([-1.5, -0.5, 0.5, 1.5]) / np.std([-1.5, -0.5, 0.5, 1.5], ddof=1)  # sd 1 (ddof 1)
+    a = {"measured": {(1e-3, 1): (False,), (1e-3, 4): (False,), (1e-3, 32): (True,)},
+         "curves": {(1e-3, 1): curves_for(0.5 + 0.06 * unit), (1e-3, 4): curves_for(0.8 + 0.02 * unit),
+                    (1e-3, 32): curves_for([0, 1, 0, 1])}}
+    b = {"measured": {(1e-3, 1): (False,)}, "curves": {(1e-3, 1): curves_for([0.9] * 4)}}
+    c = {"measured": {(1e-3, 1): (True,)}, "curves": {(1e-3, 1): curves_for([0.9] * 4)}}
+    rng = np.random.default_rng(0)
+    within = [np.abs(rng.normal(0, sd, (200_000, 4)).mean(axis=1)) <= 0.05 for sd in (0.06, 0.02)]
+    mc = float(np.mean(within[0] & within[1]))
+    p = scores.exact_forecast_chance(a)
+    assert abs(p - mc) <= 4 * np.sqrt(mc * (1 - mc) / 200_000)
+    assert scores.exact_forecast_chance(b) == 1.0 and scores.exact_forecast_chance(c) is None
+    text = scores.exact_forecast_reach({"a": a, "b": b, "c": c})
+    assert f"target on {p + 1:.1f} of those 2 combinations" in text
+    assert scores.exact_forecast_reach({"c": c}) == ""

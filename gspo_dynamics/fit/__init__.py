@@ -9,12 +9,21 @@
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
-from gspo_dynamics.fit._pilot import COLLAPSE_SPREAD, PilotForecast, collapse_grid, load_pilot, pilot_forecast
+from gspo_dynamics.fit._pilot import (
+    COLLAPSE_SPREAD,
+    HELD_STEPS,
+    PilotForecast,
+    collapse_grid,
+    held_reward,
+    load_pilot,
+    pilot_forecast,
+)
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
     "COLLAPSE_SPREAD",
     "EXTRAPOLATION_LIMIT",
+    "HELD_STEPS",
     "Estimate",
     "FitResult",
     "Implications",
@@ -26,6 +35,7 @@ __all__ = [
     "fisher_g",
     "fit_oscillator",
     "fit_trajectory",
+    "held_reward",
     "implications",
     "load_pilot",
     "periodic_component",

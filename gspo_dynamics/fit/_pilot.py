@@ -51,6 +51,7 @@ from gspo_dynamics.theory.linear import critical_learning_rate
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
+HELD_STEPS = 8  # the held level: the mean of the pilot's last HELD_STEPS rewards (`held_reward`)
 # S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
 # policy's token entropy, (1 - z) D / H (D = T lr s, capped by a ratio clip's band edge after a window's first
 # step; 1 - z the share of groups with signal), past which a run is at risk of collapse (equation (7)). Set
@@ -58,7 +59,9 @@ MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing ab
 # their cells, 2026-11-25: 89% of their 440 cells, with the lr-scaled entropy overshoot, equation (6)), never
 # from its ten confirmation ones. (Version 4's 2.099, without the signal share, on ten of them: 92% of their
 # 200 cells, 84% of the 440; version 3's 5.064 was fitted on five with a seed-mean measure that hid single-seed
-# collapses; version 2's absolute limit, 0.674 nats, held on 78% of its cells.)
+# collapses; version 2's absolute limit, 0.674 nats, held on 78% of its cells.) Version 7 adds equation (8), the
+# limit at least the displacement a pilot kept its reward at; refitted with it on the same 22 (2026-11-26), S
+# is the same number (90% of their cells).
 COLLAPSE_SPREAD = 0.3055
 
 
@@ -85,6 +88,7 @@ class PilotForecast:
     overshoot: bool | None  # the pilot's entropy rose on its first updates (theory.collapse.overshoots)
     entropy_rise: float | None  # that rise r over its first value; lr > lr_pilot OVERSHOOT_RISE / r is at risk (6)
     signal_share: float | None  # 1 - z, the pilot's share of groups with signal: the limit is S H / (1 - z) (7)
+    survived: float | None  # the pilot's own D when it lost no reward: the limit is at least that (8); None: not
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T' (token-level correction)
     sequence_drift: float | None = None  # delta_s of log s, under a sequence-level correction (`fit._drift`)
     sequence_clip_by_refresh: dict[int, float] = field(default_factory=dict)  # the sequences' clip fraction per T'
@@ -92,6 +96,7 @@ class PilotForecast:
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
     fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
+    held: float | None = None  # the pilot's last HELD_STEPS rewards' mean (`held_reward`), the naive final-reward forecast
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
 
@@ -107,7 +112,8 @@ class PilotForecast:
                 "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
-                "signal_share": self.signal_share, "pilot_fall": None if self.fall is None else self.fall.to_json(),
+                "signal_share": self.signal_share, "survived_displacement": self.survived, "held_reward": self.held,
+                "pilot_fall": None if self.fall is None else self.fall.to_json(),
                 "measured": self.measured, "assumed": self.assumed})
 
     def summary_lines(self) -> list[str]:
@@ -126,6 +132,10 @@ class PilotForecast:
         else:
             lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
                          + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")
+        if self.held is not None:
+            lines.append(f"  held level: the pilot's last {min(HELD_STEPS, self.pilot_steps)} rewards average {self.held:.3g} "
+                         "(as a forecast of a run's final reward, no worse than the fitted curve on our trainer's grids: "
+                         "paper_repro/pilot_forecast.md)")
         if self.fall is not None and self.fall.lost:
             f = self.fall
             lines.append(f"  the pilot lost reward it had: its mean fell from {f.best:.3g} (steps {f.best_steps[0]}-"
@@ -159,11 +169,14 @@ class PilotForecast:
             safe_T = ("any T (the ratio clip's band edge lies within the limit)" if T_max is None
                       else "no T (the pilot's own step overshoots)" if T_max == 0 and self.overshoot
                       else "no T (one step passes the limit)" if T_max == 0 else f"T = {T_max}")
-            limit = collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share)
+            bound = collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share)
+            limit = collapse.survived_limit(bound, self.survived)
             risk = "collapse risk" if self.overshoot or self.displacement > limit else "within the limit"
             why = "; the pilot's entropy rose on its first updates" if self.overshoot else ""
+            raised = (f", raised to the pilot's own D = {self.survived:.3g}, which it ran without losing reward"
+                      if limit > bound else "")
             lines.append(f"  displacement between samplers D = {self.displacement:.3g} against the collapse limit S H / (1 - z) "
-                         f"= {COLLAPSE_SPREAD:g} x {self.entropy:.3g} / {self.signal_share:.3g}: {risk} "
+                         f"= {COLLAPSE_SPREAD:g} x {self.entropy:.3g} / {self.signal_share:.3g} = {bound:.3g}{raised}: {risk} "
                          f"(margin {1 - self.displacement / limit:+.0%}{why})")
             lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
@@ -172,7 +185,7 @@ class PilotForecast:
 
 def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
     """The collapse model's risk over (lr, T), (len(refresh_intervals), len(lrs)) booleans: (1 - z) D(lr, T)
-    > S H (`theory.collapse` (5), (7)) or lr past the entropy overshoot's bound (6), from the pilot's drift,
+    > S H (`theory.collapse` (5), (7)), the limit at least the displacement the pilot survived (8), or lr past the entropy overshoot's bound (6), from the pilot's drift,
     entropy, signal share and rise; None where the pilot measured no drift or entropy (the forecast
     withholds it too)."""
     if forecast.displacement is None:
@@ -180,7 +193,7 @@ def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray
     hp = forecast.config.setup.hparams
     return collapse.at_risk(forecast.drift_per_step / hp.lr, forecast.entropy, forecast.entropy_rise, hp.lr, lrs,
                             refresh_intervals, COLLAPSE_SPREAD, None if hp.correction == "none" else hp.clip_high,
-                            forecast.signal_share)
+                            forecast.signal_share, forecast.survived)
 
 
 def _keys(d: dict) -> dict[str, float]:
@@ -234,17 +247,25 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     g_sigma = None if target_noise is None else group_size_for_noise(fit.residual_std, hp.group_size, target_noise)
     drift = measure_drift(log, n, hp, measured, assumed)
     delta = drift.per_step
-    risk = _collapse_risk(log, n, hp, delta, _signal_share(logged, reward if shares else None, hp, n, assumed), measured, assumed)
     fall = reward_fall(steps, reward, reward_range)
     if fall is not None:
         measured.append(f"the reward's largest fall below its running best over {BLOCK}-step means, {fall.fall:.3g} "
                         f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'within the noise'})")
+    risk = _collapse_risk(log, n, hp, delta, _signal_share(logged, reward if shares else None, hp, n, assumed),
+                          fall is not None and not fall.lost, measured, assumed)
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
-                         pilot=(steps, reward), reward_range=reward_range, fall=fall, measured=measured, assumed=assumed)
+                         pilot=(steps, reward), reward_range=reward_range, fall=fall, held=held_reward(reward),
+                         measured=measured, assumed=assumed)
+
+
+def held_reward(reward) -> float:
+    """The held level: the mean of the last HELD_STEPS rewards (all of them when fewer), the naive forecast of a
+    run's final reward, that the reward stays where the pilot left it."""
+    return float(np.mean(np.asarray(reward, dtype=float)[-HELD_STEPS:]))
 
 
 def group_size_for_noise(noise: float, group_size: int, target: float) -> int | None:
@@ -273,14 +294,15 @@ def _signal_share(logged: float | None, success: np.ndarray | None, hp, n: int, 
     return max(1.0 - z, 1.0 / (n * hp.num_groups))
 
 
-def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, signal_share: float, measured: list[str],
+def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, signal_share: float, kept: bool, measured: list[str],
                    assumed: list[str]) -> dict:
     """The pilot's collapse fields (`theory.collapse`): D at the config's point, the bounds on T and lr for
     the absolute limit S H / (1 - z) (equations (5) and (7), H the pilot's mean token entropy, 1 - z its share
-    of groups with signal), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot
+    of groups with signal), raised to that D when the pilot `kept` its reward (equation (8): it ran there
+    without a fall), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot
     OVERSHOOT_RISE / r (equation (6))."""
     out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
-               entropy_rise=None, signal_share=None)
+               entropy_rise=None, signal_share=None, survived=None)
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
     entropy = entropy[np.isfinite(entropy)]
     if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
@@ -289,14 +311,18 @@ def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, signal_share: f
         return out
     H, s = float(entropy.mean()), delta / hp.lr
     clip = None if hp.correction == "none" else hp.clip_high
-    limit = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
+    D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
+    survived = D if kept else None
+    bound = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
+    limit = collapse.survived_limit(bound, survived)
     first = log["entropy"][:n]
     out.update(entropy=H, signal_share=signal_share, overshoot=collapse.overshoots(first), entropy_rise=collapse.entropy_rise(first),
-               displacement=collapse.displacement(s, hp.lr, hp.refresh_interval, clip),
+               displacement=D, survived=survived,
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
     measured.append(f"the mean token entropy, {H:.3g} nats, and the share of groups with signal, {signal_share:.3g}: "
-                    f"the collapse limit is S H / (1 - z) = {limit:.3g}")
+                    f"the collapse limit is S H / (1 - z) = {bound:.3g}" + (f", raised to the pilot's own displacement "
+                    f"{D:.3g}, which it ran without losing reward (theory.collapse (8))" if limit > bound else ""))
     overshoot_lr = collapse.overshoot_max_learning_rate(out["entropy_rise"], hp.lr)
     if overshoot_lr is not None:
         out["collapse_max_lr"] = min(out["collapse_max_lr"], overshoot_lr)

@@ -74,6 +74,21 @@ signal (partial credit, a plateau inside (0, 1)), at the same entropy. Protocol 
 paper_repro/pilot_forecast.py found (7) with z the pilot's mean zero-std share, on 22 combinations of
 tasks, objectives, optimizers and models, and judges it on ten it never saw.
 
+A pilot is also a measured point of the map. One that ran at its own displacement D_p = D(lr_p, T_p)
+without losing reward (`fit._fall`: no fall below its running best past its noise) shows that the limit
+is not below D_p there, whatever S H / (1 - z) says (on a low-entropy pilot the clip's band edge alone can
+pass S H / (1 - z) at every T >= 2, the pilot's own included). The displacement term is then
+
+    (1 - z) D(lr, T) > max(S H, (1 - z) D_p),   i.e. D(lr, T) > max(S H / (1 - z), D_p)            (8)
+
+(`at_risk` with `survived` = D_p; none where the pilot lost reward or is too short to tell). It bounds
+only (5)-(7): the overshoot (6) reads the pilot's first updates, not their outcome, and flags the pilot's
+own lr where the pilot rose past it. Version 7 of paper_repro/pilot_forecast.py adds (8): on the 62 grids of
+versions 1-6, in sample, the collapse part alone goes from 84.5% to 86.2% of their 1240 cells with 2 more
+cells safe but unstable (57 of the 62 pilots kept their reward), where lifting (6) too at lr <= lr_p (the
+pilot's outcome read as evidence for both) loses: 83.5%, 19 more; S refitted on the development
+combinations with (8) is S unchanged.
+
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
 (j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, z its mean zero-std share, and
 S is one dimensionless number for all models and tasks, set from data (`fit._pilot.COLLAPSE_SPREAD` says
@@ -173,13 +188,22 @@ def overshoot_max_learning_rate(rise: float | None, lr_pilot: float) -> float | 
     return None if rise is None or not rise > 0 else lr_pilot * OVERSHOOT_RISE / rise
 
 
+def survived_limit(bound: float, survived: float | None) -> float:
+    """The displacement limit a pilot's outcome leaves, equation (8): max(S H / (1 - z), D_p) for the absolute
+    limit `bound` = S H / (1 - z) and the displacement D_p a pilot ran at without losing reward (`survived`;
+    None: no such pilot, the bound itself)."""
+    return _positive("bound", bound) if survived is None else max(bound, _positive("survived", survived))
+
+
 def at_risk(drift_per_lr: float, entropy: float, rise: float | None, lr_pilot: float, lrs, refresh_intervals,
-            limit: float, clip_high: float | None = None, signal_share: float = 1.0) -> np.ndarray:
+            limit: float, clip_high: float | None = None, signal_share: float = 1.0,
+            survived: float | None = None) -> np.ndarray:
     """The collapse forecast over a grid, (len(refresh_intervals), len(lrs)) booleans: (1 - z) D(lr, T) > S H
-    (equations (5) and (7), D from `displacement_grid`, 1 - z the `signal_share`) or r lr / lr_pilot >
-    OVERSHOOT_RISE (equation (6); no overshoot term when the rise r is unknown)."""
+    (equations (5) and (7), D from `displacement_grid`, 1 - z the `signal_share`), the limit raised to the
+    displacement a pilot survived (`survived`, equation (8)), or r lr / lr_pilot > OVERSHOOT_RISE (equation
+    (6); no overshoot term when the rise r is unknown)."""
     lrs = np.asarray(lrs, dtype=float)
-    bound = relative_limit(limit, entropy, signal_share)
+    bound = survived_limit(relative_limit(limit, entropy, signal_share), survived)
     risk = displacement_grid(drift_per_lr, lrs, refresh_intervals, clip_high) > bound
     if rise is None:
         return risk

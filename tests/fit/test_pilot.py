@@ -309,13 +309,39 @@ def test_collapse_grid_agrees_with_the_forecasts_own_bounds(tmp_path, correction
     grid = collapse_grid(f, lrs, Ts)
     s, clip = f.drift_per_step / 0.1, None if correction == "none" else 0.2
     bound = collapse.overshoot_max_learning_rate(f.entropy_rise, 0.1)
-    loop = np.array([[collapse.displacement(s, lr, int(T), clip) > COLLAPSE_SPREAD * f.entropy / f.signal_share
+    limit = max(COLLAPSE_SPREAD * f.entropy / f.signal_share, f.survived or 0.0)  # theory.collapse (7), (8)
+    loop = np.array([[collapse.displacement(s, lr, int(T), clip) > limit
                       or (bound is not None and lr > bound) for lr in lrs] for T in Ts])
     assert np.array_equal(grid, loop)
     at_lr = collapse_grid(f, [0.1], Ts)[:, 0]
     assert (f.collapse_max_refresh is None and not at_lr.any()) or not at_lr[:f.collapse_max_refresh].any()
     at_T = collapse_grid(f, lrs, [4])[0]
     assert not at_T[lrs <= f.collapse_max_lr * (1 - 1e-9)].any() and at_T[lrs > f.collapse_max_lr * (1 + 1e-9)].all()
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_pilot_that_kept_its_reward_raises_the_limit_to_its_own_displacement(tmp_path, kept):
+    """A low-entropy pilot (H = 0.1, so S H / (1 - z) = 0.076 < its own D = 4 x 0.05 = 0.2, no clip): when its
+    reward rose without a fall its own point is not at risk (theory.collapse (8)), the safe T at its lr is
+    its own T = 4 (D = 0.2 exactly) and the summary says the limit was raised; when its reward fell (0.6 for
+    12 steps, then 0) the limit stays S H / (1 - z) and its own point is at risk."""
+    from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid
+
+    j = np.tile(np.arange(4), 10)
+    reward = heavy_ball_curve(0.05, 0.5, len(j)) if kept else np.r_[np.full(12, 0.6), np.zeros(28)] + 0.01 * (1 + np.cos(j))
+    log = write_log(tmp_path / "d.jsonl", {"reward": reward, "window/position": j, "ratios/token_log_var": (j * 0.05) ** 2,
+                                            "entropy": np.full(len(j), 0.1), "frac_reward_zero_std": np.full(len(j), 0.6)})
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "none"})
+    f = pilot_forecast(setup, log)
+    assert f.displacement == pytest.approx(0.2) and COLLAPSE_SPREAD * 0.1 / 0.4 < 0.2
+    assert f.fall is not None and f.fall.lost is not kept
+    own = bool(collapse_grid(f, [0.1], [4])[0, 0])
+    lines = "\n".join(f.summary_lines())
+    if kept:
+        assert f.survived == pytest.approx(0.2) and not own and f.collapse_max_refresh == 4
+        assert "raised to the pilot's own D = 0.2" in lines and "within the limit" in lines
+    else:
+        assert f.survived is None and own and f.collapse_max_refresh == 1 and "collapse risk" in lines
 
 
 def test_collapse_grid_is_withheld_without_drift_or_entropy(tmp_path):
@@ -361,3 +387,18 @@ def test_without_a_logged_share_the_signal_share_is_the_success_rates_prediction
     setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "clip_high": 0.2, "clip_low": 0.2})
     wide = pilot_forecast(setup, write_log(tmp_path / "w.jsonl", columns))
     assert wide.signal_share == 1.0 and any("counts every group" in a for a in wide.assumed)
+
+
+def test_the_held_level_is_the_mean_of_the_pilots_last_rewards(tmp_path):
+    """The naive final-reward forecast beside the fit: the mean of the last HELD_STEPS rewards used (of the
+    first --pilot-steps only), against a loop; in the summary and the JSON."""
+    from gspo_dynamics.fit import HELD_STEPS
+
+    reward = heavy_ball_curve(0.05, 0.5, 60)
+    log = write_log(tmp_path / "r.jsonl", {"reward": reward})
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 1})
+    f = pilot_forecast(setup, log, pilot_steps=30)
+    expected = sum(reward[30 - HELD_STEPS:30]) / HELD_STEPS
+    assert f.held == pytest.approx(expected, rel=1e-12) and f.to_json()["held_reward"] == f.held
+    assert any(line.startswith(f"  held level: the pilot's last {HELD_STEPS} rewards average {expected:.3g}")
+               for line in f.summary_lines())

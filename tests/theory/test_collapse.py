@@ -164,3 +164,25 @@ def test_the_signal_share_divides_the_limit():
     for bad in (0.0, -0.1, 1.5, float("nan")):
         with pytest.raises(ConfigError):
             collapse.relative_limit(0.3, 2.0, bad)
+
+
+def test_a_survived_displacement_raises_the_limit_to_it():
+    """Equation (8): at_risk with the displacement D_p a pilot survived is at_risk at the absolute limit
+    max(S H / (1 - z), D_p) (a scan of D_p below and above S H / (1 - z), against the displacement grid); the
+    pilot's own cell is then never at risk by displacement; None leaves the bound; D_p <= 0 is a ConfigError."""
+    lrs, Ts = np.geomspace(1e-4, 1e-1, 17), [1, 2, 4, 16, 32]
+    S, H, g = 0.3, 0.02, 0.4
+    bound = S * H / g
+    D = collapse.displacement_grid(7.0, lrs, Ts, 0.2)
+    for survived in (None, 0.5 * bound, bound, 1.7 * bound, 40 * bound):
+        risk = collapse.at_risk(7.0, H, None, 3e-3, lrs, Ts, S, 0.2, signal_share=g, survived=survived)
+        assert np.array_equal(risk, D > (bound if survived is None else max(bound, survived)))
+        assert collapse.survived_limit(bound, survived) == (bound if survived is None else max(bound, survived))
+    lr_p, T_p = 3e-3, 2
+    own = collapse.displacement(7.0, lr_p, T_p, 0.2)
+    assert own > bound  # the pilot alone would be flagged by (7) ...
+    assert not collapse.at_risk(7.0, H, None, lr_p, [lr_p], [T_p], S, 0.2, g, survived=own)[0, 0]  # ... not by (8)
+    assert collapse.at_risk(7.0, H, None, lr_p, [lr_p], [T_p], S, 0.2, g)[0, 0]
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ConfigError):
+            collapse.survived_limit(bound, bad)

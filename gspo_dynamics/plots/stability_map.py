@@ -5,7 +5,8 @@ Without a pilot the map is over the stiffness per step eta K and the refresh int
 fixes T and mu, not eta K); with a pilot it is over the learning rate and T: shaded, the linear model
 with the pilot's measured stiffness scaled with the learning rate (`predict.stability_grid`, where its
 premises hold); hatched, the collapse model's risk (`fit.collapse_grid`: the displacement between
-samplers past S H, or the pilot's entropy overshoot scaled to the lr). Drawing only: the numbers come
+samplers past S H / (1 - z), or past the pilot's own D where the pilot kept its reward, or the pilot's
+entropy overshoot scaled to the lr). Drawing only: the numbers come
 from `predict` and `fit`.
 """
 
@@ -53,7 +54,7 @@ def _lr_map(ax, forecast) -> None:
     if collapse is not None and collapse.any():
         ax.contourf(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5, 1.5], colors="none", hatches=["///"])
         ax.contour(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5], colors=[WARN], linewidths=1.0)
-        ax.plot([], [], color=WARN, lw=1.0, label="collapse risk (hatched): D > S H or the entropy overshoot")
+        ax.plot([], [], color=WARN, lw=1.0, label="collapse risk (hatched): the displacement past its limit or the entropy overshoot")
     ax.plot(hp.lr, hp.refresh_interval, "o", color=THEORY, ms=6, label="this config")
     ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="refresh interval T",
            title="stability map from the pilot (shaded: linear model)")

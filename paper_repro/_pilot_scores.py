@@ -17,6 +17,7 @@ PILOT_T = 2  # the pilot's refresh interval (its stale steps measure the drift)
 BLOCK = 8  # steps per mean of the seed-mean curve that times the plateau: 4 seeds x 8 steps x 32 responses
 SEED_BLOCK = 16  # steps per mean of one seed's curve: 16 x 32 responses, noise <= 0.022, a fall of DRAWDOWN_MARGIN > 4 sigma
 DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losing what the run had
+COLLAPSE_SHARE = 0.8  # version 8: losing this share of a running best of at least DRAWDOWN_MARGIN / 2 counts too
 PLATEAU_STEPS = 16  # the final reward: the seed mean of a run's last PLATEAU_STEPS steps
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05  # the issue's targets per combination
 FORECASTERS = ("ours", "version 4", "continuous", "always stable")  # the targets compare ours with the last two
@@ -34,9 +35,12 @@ def initial_rewards(curves: dict, lrs, Ts) -> np.ndarray:
 def measured_cells(curves: dict, lrs, Ts) -> dict:
     """(lr, T) -> (unstable, fall, final reward, time to plateau, unstable seeds) from the seed curves
     (pilot_forecast.py's protocol, version 4): each seed's curve is its initial reward (`initial_rewards`) followed by means of
-    SEED_BLOCK steps; a seed is unstable when it falls more than DRAWDOWN_MARGIN below its running maximum,
-    and the cell when any seed is. The fall is the largest seed's; the final reward and the time to plateau
-    are the seed mean's."""
+    SEED_BLOCK steps; a seed is unstable when it falls more than DRAWDOWN_MARGIN below its running maximum M,
+    or (version 8) by more than COLLAPSE_SHARE M where M >= DRAWDOWN_MARGIN / 2: a run that starts at 0.1 and
+    falls to 0 lost all it had, which a fall of 0.1 cannot pass (a block mean at most 0.2 M lies 4 (M = 0.05)
+    to 6 (M = 0.1) standard errors of a binary reward's 512-response block below M); the cell is unstable
+    when any seed is. The
+    fall is the largest seed's; the final reward and the time to plateau are the seed mean's."""
     r0 = initial_rewards(curves, lrs, Ts)
     out = {}
     for lr in lrs:
@@ -45,12 +49,14 @@ def measured_cells(curves: dict, lrs, Ts) -> dict:
             seeds, steps = reward.shape
             blocks = reward[:, :steps // SEED_BLOCK * SEED_BLOCK].reshape(seeds, -1, SEED_BLOCK).mean(axis=2)
             series = np.concatenate([r0[:, None], blocks], axis=1)
-            falls = np.max(np.maximum.accumulate(series, axis=1) - series, axis=1)
+            best = np.maximum.accumulate(series, axis=1)
+            drop = best - series
+            lost = np.any((drop > DRAWDOWN_MARGIN) | ((drop > COLLAPSE_SHARE * best) & (best >= DRAWDOWN_MARGIN / 2)), axis=1)
+            falls = drop.max(axis=1)
             mean = reward.mean(axis=0)
             final = float(mean[-PLATEAU_STEPS:].mean())
             timing = np.concatenate([[r0.mean()], mean[1: 1 + (steps - 1) // BLOCK * BLOCK].reshape(-1, BLOCK).mean(axis=1)])
-            out[(lr, T)] = (bool(np.any(falls > DRAWDOWN_MARGIN)), float(falls.max()), final,
-                            time_to_plateau(timing, final), int(np.sum(falls > DRAWDOWN_MARGIN)))
+            out[(lr, T)] = (bool(lost.any()), float(falls.max()), final, time_to_plateau(timing, final), int(lost.sum()))
     return out
 
 

@@ -72,6 +72,24 @@ def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward(
     assert cells[(1e-3, 1)][2] == pytest.approx(rise(0, 96)[-scores.PLATEAU_STEPS:].mean())
 
 
+def test_a_run_that_loses_all_of_a_low_reward_is_unstable(scores):
+    """Version 8's floor clause, every seed starting at 0.1 (the T = 32 cell): seeds that fall to 0 (a fall of
+    0.1, not past DRAWDOWN_MARGIN) lost all they had: unstable; seeds that fall to 0.03 (70% of the best) are
+    not, nor are seeds at 0.3 that dip to 0.21 (0.09, 30%). From a start of 0.04 (under DRAWDOWN_MARGIN / 2,
+    within the noise of a reward that low) a fall to 0 is not counted."""
+    def falls_from(level, to):
+        return lambda seed, n: np.where(np.arange(n) >= 48, to, level)
+
+    curves = grid_curves({(1e-3, 1): falls_from(0.1, 0.0), (1e-3, 4): falls_from(0.1, 0.03),
+                          (1e-3, 16): falls_from(0.3, 0.21), (1e-3, 32): falls_from(0.1, 0.1)})
+    cells = scores.measured_cells(curves, [1e-3], (1, 4, 16, 32))
+    assert [cells[(1e-3, T)][0] for T in (1, 4, 16, 32)] == [True, False, False, False]
+    assert cells[(1e-3, 1)][1] == pytest.approx(0.1) and cells[(1e-3, 1)][4] == 2
+    low = scores.measured_cells(grid_curves({(1e-3, 1): falls_from(0.04, 0.0), (1e-3, 32): falls_from(0.04, 0.04)}),
+                                [1e-3], (1, 32))
+    assert not low[(1e-3, 1)][0] and low[(1e-3, 1)][1] == pytest.approx(0.04)
+
+
 def test_measured_falls_match_a_loop_over_seeds_and_blocks(scores):
     """The vectorised per-seed fall against a loop: the initial reward, then SEED_BLOCK-step means, the
     largest drop below the running best, the cell's fall the largest seed's."""
@@ -81,15 +99,18 @@ def test_measured_falls_match_a_loop_over_seeds_and_blocks(scores):
     r0 = scores.initial_rewards(curves, lrs, Ts)
     cells = scores.measured_cells(curves, lrs, Ts)
     for cell, c in curves.items():
-        worst = 0.0
+        worst, lost = 0.0, 0
         for seed, r in enumerate(c["reward"]):
-            best = r0[seed]
+            best, seed_lost = r0[seed], False
             for k in range(0, 96 - scores.SEED_BLOCK + 1, scores.SEED_BLOCK):
                 block = r[k:k + scores.SEED_BLOCK].mean()
                 worst = max(worst, best - block)
+                seed_lost |= best - block > scores.DRAWDOWN_MARGIN or (
+                    best - block > scores.COLLAPSE_SHARE * best and best >= scores.DRAWDOWN_MARGIN / 2)
                 best = max(best, block)
+            lost += seed_lost
         assert cells[cell][1] == pytest.approx(worst)
-        assert cells[cell][0] == (worst > scores.DRAWDOWN_MARGIN)
+        assert cells[cell][0] == (lost > 0) and cells[cell][4] == lost
 
 
 def dump_of(name: str, unstable, lrs, Ts, **pilot) -> dict:

@@ -87,6 +87,7 @@ import torch
 from scipy.stats import fisher_exact
 from _results import PREDICTABLE_GRPO, RESULTS, ROW, Claim, device_name, mean_se, record
 
+from gspo_dynamics._errors import TrainingDiverged
 from gspo_dynamics.fit import fit_exponential, fit_trajectory, implications
 from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
 from gspo_dynamics.train.config import TrainConfig
@@ -133,11 +134,16 @@ CURVE_KEYS = ("reward", "frac_reward_zero_std", "entropy", "ratios/token_log_var
 
 
 def one_run(cfg: TrainConfig) -> dict[str, list[float]]:
-    """The CURVE_KEYS series of one run of `cfg` (top level: a worker process can call it)."""
+    """The CURVE_KEYS series of one run of `cfg` (top level: a worker process can call it). A run that diverges
+    (`TrainingDiverged`: its gradient stopped being finite, so its policy can no longer sample) is a collapse:
+    its steps from then on log reward 0 and nothing else (nan)."""
     torch.set_num_threads(1)  # tiny models: more threads only spin, and workers share the cores
     with tempfile.TemporaryDirectory() as d:
-        rows = train(cfg, d).rows
-    return {k: [row[k] for row in rows] for k in CURVE_KEYS}
+        try:
+            rows = train(cfg, d).rows
+        except TrainingDiverged as exc:
+            rows = exc.rows + [{"reward": 0.0}] * (cfg.steps - len(exc.rows))
+    return {k: [row.get(k, math.nan) for row in rows] for k in CURVE_KEYS}
 
 
 class Runs:

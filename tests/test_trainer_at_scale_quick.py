@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -103,3 +104,19 @@ def test_zero_std_exact_holds_where_the_binomials_overflow_int64(script):
     for k in (0, 20, 64, 100, 128):
         exact = Fraction(math.comb(k, G) + math.comb(n - k, G), math.comb(n, G))
         assert script.zero_std_exact(np.array([k / n]), n, G)[0] == pytest.approx(float(exact), rel=1e-15, abs=0)
+
+
+def test_a_diverged_run_is_a_collapse_to_reward_0(script, monkeypatch):
+    """`one_run` on a run that diverges at step 3 of 5: the two logged rows, then reward 0 and nan elsewhere."""
+    from gspo_dynamics._errors import TrainingDiverged
+
+    rows = [{"reward": 0.4, "entropy": 1.0, "frac_reward_zero_std": 0.2, "ratios/token_log_var": 0.0},
+            {"reward": 0.5, "entropy": 0.9, "frac_reward_zero_std": 0.1, "ratios/token_log_var": 0.01}]
+
+    def diverging(cfg, out):
+        raise TrainingDiverged("step 3 of 5: the gradient norm is nan", rows)
+
+    monkeypatch.setattr(script, "train", diverging)
+    series = script.one_run(SimpleNamespace(steps=5))
+    assert series["reward"] == [0.4, 0.5, 0.0, 0.0, 0.0]
+    assert series["entropy"][:2] == [1.0, 0.9] and all(math.isnan(x) for x in series["entropy"][2:])

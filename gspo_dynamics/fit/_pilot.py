@@ -88,7 +88,7 @@ class PilotForecast:
     overshoot: bool | None  # the pilot's entropy rose on its first updates (theory.collapse.overshoots)
     entropy_rise: float | None  # that rise r over its first value; lr > lr_pilot OVERSHOOT_RISE / r is at risk (6)
     signal_share: float | None  # 1 - z, the pilot's share of groups with signal: the limit is S H / (1 - z) (7)
-    survived: float | None  # the pilot's own D when it lost no reward: the limit is at least that (8); None: not
+    survived: float | None  # the pilot's own D when it kept its reward (the limit is at least that, (8)); None otherwise
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T' (token-level correction)
     sequence_drift: float | None = None  # delta_s of log s, under a sequence-level correction (`fit._drift`)
     sequence_clip_by_refresh: dict[int, float] = field(default_factory=dict)  # the sequences' clip fraction per T'
@@ -185,9 +185,9 @@ class PilotForecast:
 
 def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
     """The collapse model's risk over (lr, T), (len(refresh_intervals), len(lrs)) booleans: (1 - z) D(lr, T)
-    > S H (`theory.collapse` (5), (7)), the limit at least the displacement the pilot survived (8), or lr past the entropy overshoot's bound (6), from the pilot's drift,
-    entropy, signal share and rise; None where the pilot measured no drift or entropy (the forecast
-    withholds it too)."""
+    > S H (`theory.collapse` (5), (7)), the limit at least the displacement the pilot survived (8), or lr past
+    the entropy overshoot's bound (6), from the pilot's drift, entropy, signal share, outcome and rise; None
+    where the pilot measured no drift or entropy (the forecast withholds it too)."""
     if forecast.displacement is None:
         return None
     hp = forecast.config.setup.hparams

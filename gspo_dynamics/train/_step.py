@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from gspo_dynamics._errors import TrainingDiverged
 from gspo_dynamics.objectives import group_advantages, kl_k3
 from gspo_dynamics.train import _metrics as M
 from gspo_dynamics.train._distributed import TOKEN_NORMALISED, World, average_gradients, sum_scalar
@@ -198,6 +199,9 @@ def update(model, batch: Buffer, *, loss_fn, loss_kwargs: dict[str, Any], object
     average_gradients(params, world)
     grads = [p.grad for p in params if p.grad is not None]
     norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
+    if not bool(torch.isfinite(norm)):  # a step with it would write inf / nan into every parameter
+        raise TrainingDiverged(f"the gradient norm is {float(norm)}: the run diverged (lower the learning rate"
+                               + (" or the KL weight" if kl_coef > 0 else "") + ")")
     if max_grad_norm is not None:
         torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
     m["grad_norm"] = norm

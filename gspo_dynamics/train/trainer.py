@@ -49,7 +49,7 @@ from typing import Any, Callable
 
 import torch
 
-from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._errors import ConfigError, TrainingDiverged
 from gspo_dynamics.objectives import get_loss
 from gspo_dynamics.train import _checkpoint as C
 from gspo_dynamics.train import _distributed as D
@@ -301,7 +301,13 @@ def train(config: TrainConfig, out_dir, *, resume: bool = False,
         run = _Run(config, out, world, device, chunks, resume)
         try:
             while run.step < config.steps:
-                run.train_step()
+                try:
+                    run.train_step()
+                except TrainingDiverged as exc:  # no step was taken with it: the parameters are those of step run.step
+                    if world.is_main:
+                        run.write_state()  # the steps before, as trainer_state.json too (`diagnose` reads it)
+                    raise TrainingDiverged(f"step {run.step + 1} of {config.steps}: {exc}; the metrics of steps 1-{run.step} "
+                                           f"are in {out}", run.log.rows) from None
                 if run.due():
                     run.save()
                 if progress is not None:

@@ -79,3 +79,17 @@ def _json_config(tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(tiny_config(tmp_path, steps=1, warmup_steps=2).to_dict()))
     return str(path)
+
+
+def test_a_diverged_run_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    from gspo_dynamics._errors import TrainingDiverged
+    from gspo_dynamics.train import trainer
+
+    def diverging(*args, **kwargs):
+        raise TrainingDiverged("the gradient norm is nan: the run diverged (lower the learning rate)")
+
+    monkeypatch.setattr(trainer, "update", diverging)
+    code = main(["train", "--config", _json_config(tmp_path), "--out", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("gspo-dynamics: error: step 1 of") and "the run diverged" in err

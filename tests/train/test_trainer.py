@@ -342,3 +342,49 @@ def test_init_seed_sets_the_starting_checkpoint_and_seed_the_samples(tmp_path):
     assert buf_a.sequences.shape != buf_b.sequences.shape or not torch.equal(buf_a.sequences, buf_b.sequences)
     with pytest.raises(ConfigError, match="init_seed"):
         tiny_config(tmp_path, init_seed=-1)
+
+
+def test_a_non_finite_gradient_stops_the_update_before_its_step(rollout):
+    """A loss whose gradient is nan (the KL of a policy far from its reference overflows the same way):
+    `update` raises TrainingDiverged and no parameter changes (a step would write nan into all of them)."""
+    from gspo_dynamics._errors import TrainingDiverged
+
+    r, buf = rollout
+    model = copy.deepcopy(r.model)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    grpo = get_loss("grpo")
+
+    def broken(*args, **kwargs):
+        loss, m = grpo(*args, **kwargs)
+        return loss * math.nan, m
+
+    with pytest.raises(TrainingDiverged, match="gradient norm is nan.*the KL weight"):
+        update(model, buf, loss_fn=broken, loss_kwargs={"clip_low": 0.2, "clip_high": 0.28}, objective="grpo",
+               kl_coef=0.1, temperature=1.0, replay=False, sampler_params=None,
+               optimizer=torch.optim.SGD(model.parameters(), lr=0.1), max_grad_norm=1.0, world=World(), autocast=r.autocast)
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+
+
+def test_a_diverged_run_keeps_its_log_and_says_where(tmp_path, monkeypatch):
+    """The trainer's step 3 diverges: train raises one TrainingDiverged naming the step and the directory,
+    carrying the two rows before it, which metrics.jsonl and trainer_state.json also hold (read as a TRL log)."""
+    from gspo_dynamics._errors import TrainingDiverged
+    from gspo_dynamics.train import trainer
+
+    real = trainer.update
+    calls = []
+
+    def diverging(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise TrainingDiverged("the gradient norm is inf: the run diverged (lower the learning rate)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "update", diverging)
+    out = tmp_path / "out"
+    with pytest.raises(TrainingDiverged) as info:
+        train(tiny_config(tmp_path), out)
+    assert str(info.value).startswith("step 3 of 6: the gradient norm is inf") and str(out) in str(info.value)
+    assert [row["step"] for row in info.value.rows] == [1, 2]
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2
+    assert len(read_log(str(out / "trainer_state.json"))["reward"]) == 2

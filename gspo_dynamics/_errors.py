@@ -19,3 +19,6 @@ class TrainingDiverged(ConfigError):
     def __init__(self, message: str, rows: list[dict] | None = None):
         super().__init__(message)
         self.rows = list(rows or [])
+
+    def __reduce__(self):  # across processes (a worker pool) with its rows, not only its message
+        return type(self), (str(self), self.rows)

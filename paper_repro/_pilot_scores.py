@@ -10,14 +10,13 @@ import math
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import HELD_STEPS, fit_trajectory, held_reward
+from gspo_dynamics.fit import COLLAPSE_SHARE, HELD_STEPS, fit_trajectory, held_reward
 
 STEPS = 96  # steps of a grid run
 PILOT_T = 2  # the pilot's refresh interval (its stale steps measure the drift)
 BLOCK = 8  # steps per mean of the seed-mean curve that times the plateau: 4 seeds x 8 steps x 32 responses
 SEED_BLOCK = 16  # steps per mean of one seed's curve: 16 x 32 responses, noise <= 0.022, a fall of DRAWDOWN_MARGIN > 4 sigma
 DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losing what the run had
-COLLAPSE_SHARE = 0.8  # version 8: losing this share of a running best of at least DRAWDOWN_MARGIN / 2 counts too
 PLATEAU_STEPS = 16  # the final reward: the seed mean of a run's last PLATEAU_STEPS steps
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05  # the issue's targets per combination
 FORECASTERS = ("ours", "version 4", "continuous", "always stable")  # the targets compare ours with the last two
@@ -199,14 +198,19 @@ def exact_forecast_chance(result: dict) -> float | None:
 
         P = 2 Phi(PLATEAU_TOL / se) - 1 = erf(PLATEAU_TOL / (se sqrt 2)),   se = sd / sqrt(k)
 
-    (normal; sd the seeds' own final rewards' standard deviation, ddof 1; P = 1 where they agree), and every
-    stable cell does with the product of their P (independent seeds)."""
+    (normal; sd the seeds' own final rewards' standard deviation, ddof 1, over the seeds with a finite one; P = 1
+    where they agree), and every stable cell does with at least the product of their P (Sidak's inequality:
+    the cells share their seeds, so their errors may correlate, which only raises the chance). A stable cell
+    with fewer than two finite seeds cannot say: None, as without a stable cell."""
     stable = [cell for cell, m in result["measured"].items() if not m[0]]
     if not stable:
         return None
     p = 1.0
     for cell in stable:
         finals = result["curves"][cell]["reward"][:, -PLATEAU_STEPS:].mean(axis=1)
+        finals = finals[np.isfinite(finals)]
+        if len(finals) < 2:
+            return None
         se = float(np.std(finals, ddof=1)) / math.sqrt(len(finals))
         p *= math.erf(PLATEAU_TOL / (se * math.sqrt(2))) if se > 0 else 1.0
     return p
@@ -214,13 +218,14 @@ def exact_forecast_chance(result: dict) -> float | None:
 
 def exact_forecast_reach(results: dict) -> str:
     """The combinations an exact forecast of every stable cell's expected final reward meets the final-reward
-    target on, in expectation (the sum of `exact_forecast_chance`), of those with a stable cell; "" when none has."""
+    target on, in expectation (the sum of `exact_forecast_chance`, so at least that), of those it can say for;
+    "" when it can say for none."""
     chances = [p for p in map(exact_forecast_chance, results.values()) if p is not None]
     if not chances:
         return ""
     return (f"A forecast of each stable cell's expected final reward, exact, would meet the final-reward target on "
-            f"{sum(chances):.1f} of those {len(chances)} combinations in expectation: the seed mean's own noise costs "
-            f"the rest (`exact_forecast_reach`).")
+            f"at least {sum(chances):.1f} of those {len(chances)} combinations in expectation: the seed mean's own noise "
+            f"costs the rest (`exact_forecast_reach`).")
 
 
 def flat_forecast(fc) -> float:

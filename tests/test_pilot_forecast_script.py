@@ -3,6 +3,7 @@ written here (the end-to-end quick run is in tests/test_paper_repro.py, slow).""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -329,7 +330,8 @@ def test_an_exact_forecast_meets_the_target_when_every_seed_mean_lands_within_th
     """Combination a: two stable cells whose 4 seeds' finals have sd 0.06 and 0.02, and an unstable one (not
     read); b: seeds that agree (P = 1); c: no stable cell (None, not counted). The closed form erf(0.05 / (se
     sqrt 2)), se = sd / 2, multiplied over a's cells, against 200 000 draws of two 4-seed means of normal
-    seeds with those sds (4 standard errors); the text sums the chances, P_a + 1, over 2 combinations."""
+    seeds with those sds (4 standard errors); the text sums the chances, P_a + 1, over 2 combinations. A
+    seed whose reward is nan is left out (3 seeds: sd 0.06, se 0.06 / sqrt 3); one finite seed says nothing."""
     def curves_for(finals):
         return {"reward": np.repeat(np.asarray(finals, dtype=float)[:, None], scores.STEPS, axis=1)}
 
@@ -346,5 +348,9 @@ def test_an_exact_forecast_meets_the_target_when_every_seed_mean_lands_within_th
     assert abs(p - mc) <= 4 * np.sqrt(mc * (1 - mc) / 200_000)
     assert scores.exact_forecast_chance(b) == 1.0 and scores.exact_forecast_chance(c) is None
     text = scores.exact_forecast_reach({"a": a, "b": b, "c": c})
-    assert f"target on {p + 1:.1f} of those 2 combinations" in text
+    assert f"target on at least {p + 1:.1f} of those 2 combinations" in text
+    nan_seed = {"measured": {(1e-3, 1): (False,)}, "curves": {(1e-3, 1): curves_for([0.5, np.nan, 0.56, 0.44])}}
+    assert scores.exact_forecast_chance(nan_seed) == pytest.approx(math.erf(0.05 / (0.06 / math.sqrt(3) * math.sqrt(2))))
+    one_seed = {"measured": {(1e-3, 1): (False,)}, "curves": {(1e-3, 1): curves_for([0.5, np.nan, np.nan, np.nan])}}
+    assert scores.exact_forecast_chance(one_seed) is None
     assert scores.exact_forecast_reach({"c": c}) == ""

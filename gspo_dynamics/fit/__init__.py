@@ -7,6 +7,7 @@
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
+from gspo_dynamics.fit._fall import COLLAPSE_SHARE
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
 from gspo_dynamics.fit._pilot import (
@@ -21,6 +22,7 @@ from gspo_dynamics.fit._pilot import (
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
+    "COLLAPSE_SHARE",
     "COLLAPSE_SPREAD",
     "EXTRAPOLATION_LIMIT",
     "HELD_STEPS",

@@ -14,10 +14,13 @@ variable is 0.6745 of its std; a difference of two points has std s sqrt 2), or 
 the median deviation is 0 (a reward stuck on one value). One block mean has standard error s / sqrt(B),
 a difference of two s sqrt(2 / B), and the fall is real when
 
-    fall > Z_FALL s sqrt(2 / B)    and    fall > FALL_SHARE (hi - lo)                   (2)
+    fall > Z_FALL s sqrt(2 / B)    and    [fall > FALL_SHARE (hi - lo)
+                                           or (fall > COLLAPSE_SHARE (M - lo) and M - lo >= FALL_SHARE (hi - lo) / 2)]   (2)
 
-for a reward in [lo, hi] (the second clause only where the range is known: a significant but tiny fall
-is noise in the policy, not a collapse). The fall is the largest of many differences of block means and s
+for a reward in [lo, hi] and M the running best the fall is from (the bracket only where the range is
+known: a significant but tiny fall is noise in the policy, not a collapse; its second clause, a loss of
+most of a low best, is a curve that starts at a tenth of the range and falls to the floor, which a fall
+of a tenth cannot pass; paper_repro/pilot_forecast.py's measure has the same clause, version 8). The fall is the largest of many differences of block means and s
 is a median-based estimate from few points, so a one-pair 3-sigma rule would call a fall on 7-12% of
 flat noisy curves; Z_FALL = 5 calls it on 0.4% of 24-point ones and 0.2% of 48-point ones (20 000
 normal curves each, 2026-11-25; tests/fit/test_fall.py checks the bound), while a pilot that collapsed
@@ -35,6 +38,7 @@ BLOCK = 4  # points per block mean: a 24-step pilot has 6 blocks, enough to see 
 Z_FALL = 5.0  # standard errors of a difference of two block means (the largest of many pairs: see (2))
 MAD_TO_STD = 0.6745  # the median absolute deviation of a normal variable in units of its std
 FALL_SHARE = 0.1  # of the reward's range: as paper_repro/pilot_forecast.py's DRAWDOWN_MARGIN on [0, 1]
+COLLAPSE_SHARE = 0.8  # of a running best at least FALL_SHARE / 2 of the range above its floor: a loss of most of it
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,11 @@ def reward_fall(steps: np.ndarray, reward: np.ndarray, reward_range=None) -> Fal
     fall = float(best[k] - means[k])
     se = scatter * math.sqrt(2.0 / BLOCK)
     z = fall / se if se > 0 else (math.inf if fall > 0 else 0.0)
-    big = reward_range is None or fall > FALL_SHARE * (reward_range[1] - reward_range[0])
+    if reward_range is None:
+        big = True
+    else:
+        lo, width, top = reward_range[0], reward_range[1] - reward_range[0], float(best[k]) - reward_range[0]
+        big = fall > FALL_SHARE * width or (fall > COLLAPSE_SHARE * top and top >= FALL_SHARE * width / 2)
     span = [(int(steps[i * BLOCK]), int(steps[i * BLOCK + BLOCK - 1])) for i in (j, k)]
     return Fall(fall=fall, best=float(best[k]), best_steps=span[0], after=float(means[k]), after_steps=span[1],
                 z=float(z), lost=bool(z > Z_FALL and big))

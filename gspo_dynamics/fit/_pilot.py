@@ -112,9 +112,18 @@ class PilotForecast:
                 "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
-                "signal_share": self.signal_share, "survived_displacement": self.survived, "held_reward": self.held,
+                "signal_share": self.signal_share, "survived_displacement": self.survived, "collapse_limit": self.collapse_limit,
+                "held_reward": self.held,
                 "pilot_fall": None if self.fall is None else self.fall.to_json(),
                 "measured": self.measured, "assumed": self.assumed})
+
+    @property
+    def collapse_limit(self) -> float | None:
+        """The absolute displacement limit in force: max(S H / (1 - z), D_pilot), theory.collapse (7), (8); None
+        without the pilot's entropy and drift."""
+        if self.entropy is None or self.signal_share is None:
+            return None
+        return collapse.survived_limit(collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share), self.survived)
 
     def summary_lines(self) -> list[str]:
         imp, hp = self.implications, self.config.setup.hparams
@@ -133,9 +142,10 @@ class PilotForecast:
             lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
                          + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")
         if self.held is not None:
+            lost = self.fall is not None and self.fall.lost
             lines.append(f"  held level: the pilot's last {min(HELD_STEPS, self.pilot_steps)} rewards average {self.held:.3g} "
-                         "(as a forecast of a run's final reward, no worse than the fitted curve on our trainer's grids: "
-                         "paper_repro/pilot_forecast.md)")
+                         + ("(where its fall left it)" if lost else "(as a forecast of a run's final reward about as good "
+                            "as the fitted curve on our trainer's grids: paper_repro/pilot_forecast.md)"))
         if self.fall is not None and self.fall.lost:
             f = self.fall
             lines.append(f"  the pilot lost reward it had: its mean fell from {f.best:.3g} (steps {f.best_steps[0]}-"
@@ -169,15 +179,16 @@ class PilotForecast:
             safe_T = ("any T (the ratio clip's band edge lies within the limit)" if T_max is None
                       else "no T (the pilot's own step overshoots)" if T_max == 0 and self.overshoot
                       else "no T (one step passes the limit)" if T_max == 0 else f"T = {T_max}")
-            bound = collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share)
-            limit = collapse.survived_limit(bound, self.survived)
+            bound, limit = collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share), self.collapse_limit
             risk = "collapse risk" if self.overshoot or self.displacement > limit else "within the limit"
             why = "; the pilot's entropy rose on its first updates" if self.overshoot else ""
-            raised = (f", raised to the pilot's own D = {self.survived:.3g}, which it ran without losing reward"
-                      if limit > bound else "")
+            raised = limit > bound
+            where = (f", raised to the pilot's own D = {self.survived:.3g}, which it ran without losing reward" if raised else "")
+            margin = ("D at most the pilot's own" if raised and self.displacement <= limit
+                      else f"margin {1 - self.displacement / limit:+.0%}")
             lines.append(f"  displacement between samplers D = {self.displacement:.3g} against the collapse limit S H / (1 - z) "
-                         f"= {COLLAPSE_SPREAD:g} x {self.entropy:.3g} / {self.signal_share:.3g} = {bound:.3g}{raised}: {risk} "
-                         f"(margin {1 - self.displacement / limit:+.0%}{why})")
+                         f"= {COLLAPSE_SPREAD:g} x {self.entropy:.3g} / {self.signal_share:.3g} = {bound:.3g}{where}: {risk} "
+                         f"({margin}{why})")
             lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
@@ -312,7 +323,7 @@ def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, signal_share: f
     H, s = float(entropy.mean()), delta / hp.lr
     clip = None if hp.correction == "none" else hp.clip_high
     D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
-    survived = D if kept else None
+    survived = collapse.displacement(s, hp.lr, _pilot_refresh_interval(log, n, hp, assumed), clip) if kept else None
     bound = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
     limit = collapse.survived_limit(bound, survived)
     first = log["entropy"][:n]
@@ -322,7 +333,7 @@ def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, signal_share: f
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
     measured.append(f"the mean token entropy, {H:.3g} nats, and the share of groups with signal, {signal_share:.3g}: "
                     f"the collapse limit is S H / (1 - z) = {bound:.3g}" + (f", raised to the pilot's own displacement "
-                    f"{D:.3g}, which it ran without losing reward (theory.collapse (8))" if limit > bound else ""))
+                    f"{survived:.3g}, which it ran without losing reward (theory.collapse (8))" if limit > bound else ""))
     overshoot_lr = collapse.overshoot_max_learning_rate(out["entropy_rise"], hp.lr)
     if overshoot_lr is not None:
         out["collapse_max_lr"] = min(out["collapse_max_lr"], overshoot_lr)
@@ -334,6 +345,19 @@ def _collapse_risk(log: RunLog, n: int, hp, delta: float | None, signal_share: f
     assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
                    f"the relative collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
     return out
+
+
+def _pilot_refresh_interval(log: RunLog, n: int, hp, assumed: list[str]) -> int:
+    """The pilot's own T: one more than its largest logged window position (our trainer's window/position),
+    else the config's (said): its own displacement, theory.collapse (8), is D(lr_pilot, T_pilot) = T_pilot delta
+    capped by the clip, whatever T the config asks about."""
+    position = np.asarray(log["window/position"][:n], dtype=float) if "window/position" in log else np.array([])
+    position = position[np.isfinite(position)]
+    if len(position):
+        return int(position.max()) + 1
+    assumed.append(f"the pilot ran at the config's T = {hp.refresh_interval} (its log has no window/position): its own "
+                   "displacement, which raises the collapse limit when it kept its reward, is taken there")
+    return hp.refresh_interval
 
 
 def _reward_range(reward: np.ndarray, given, assumed: list[str]):

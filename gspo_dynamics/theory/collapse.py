@@ -192,7 +192,8 @@ def survived_limit(bound: float, survived: float | None) -> float:
     """The displacement limit a pilot's outcome leaves, equation (8): max(S H / (1 - z), D_p) for the absolute
     limit `bound` = S H / (1 - z) and the displacement D_p a pilot ran at without losing reward (`survived`;
     None: no such pilot, the bound itself)."""
-    return _positive("bound", bound) if survived is None else max(bound, _positive("survived", survived))
+    bound = _positive("bound", bound)
+    return bound if survived is None else max(bound, _positive("survived", survived))
 
 
 def at_risk(drift_per_lr: float, entropy: float, rise: float | None, lr_pilot: float, lrs, refresh_intervals,

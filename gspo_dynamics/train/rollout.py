@@ -204,14 +204,16 @@ def draw(logits: torch.Tensor, tau: float, top_p: float, u: torch.Tensor | None)
         y = #{j : c_j <= u c_V},   c_j = sum_{i <= j} q_i,   so P(y = j) = (c_j - c_{j-1}) / c_V = q_j
 
     (up to float32 rounding of the cumulative sum). A token outside the nucleus has q_j = 0, so
-    c_j = c_{j-1} and it is never drawn; u <= 1 - 2^-24 makes fl(u c_V) < c_V, so y <= V - 1.
+    c_j = c_{j-1} and it is never drawn; u <= 1 - 2^-24 makes fl(u c_V) < c_V, so y <= V - 1. Logits that
+    are not finite (a diverged model) give a nan CDF: y is then clamped to V - 1 and log q(y) is nan, which
+    the trainer's rollout refuses (`TrainingDiverged`) without a sync per token here.
     tau = 0: y = argmax, log q = 0 (a point mass), and u is not used.
     """
     if tau == 0.0:
         return logits.argmax(-1), torch.zeros(logits.shape[0], device=logits.device)
     log_q = sampler_distribution(logits, tau, top_p)
     cdf = log_q.exp().cumsum(-1)  # (B, V)
-    token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)  # (B, 1)
+    token = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).clamp_max_(cdf.shape[-1] - 1)  # (B, 1)
     return token[:, 0], log_q.gather(1, token)[:, 0]
 
 

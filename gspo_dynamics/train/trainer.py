@@ -207,6 +207,9 @@ class _Run:
             with self.autocast():
                 ro = generate(self.model, ids, mask, self.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
                               eos_id=self.tokenizer.eos_id, pad_id=self.tokenizer.pad_id, generator=generator)
+            if not bool(torch.isfinite(ro.sampler_logprobs).all()):  # one sync per rollout chunk
+                raise TrainingDiverged("the sampling policy's log-probabilities are not finite: the model diverged "
+                                       "(lower the learning rate)")
             completions = self.tokenizer.decode(ro.completion_ids, ro.completion_mask)
             rewards = self.task.reward(chunk, completions).to(self.device, torch.float32)
             buffers.append(Buffer(ro.sequences, ro.attention_mask, ro.completion_mask, ro.sampler_logprobs,
@@ -306,8 +309,9 @@ def train(config: TrainConfig, out_dir, *, resume: bool = False,
                 except TrainingDiverged as exc:  # no step was taken with it: the parameters are those of step run.step
                     if world.is_main:
                         run.write_state()  # the steps before, as trainer_state.json too (`diagnose` reads it)
-                    raise TrainingDiverged(f"step {run.step + 1} of {config.steps}: {exc}; the metrics of steps 1-{run.step} "
-                                           f"are in {out}", run.log.rows) from None
+                    kept = f"the metrics of steps 1-{run.step} are in {out}" if run.step else "no step completed"
+                    raise TrainingDiverged(f"step {run.step + 1} of {config.steps}: {exc}; {kept} (rerun with a new --out)",
+                                           run.log.rows) from None
                 if run.due():
                     run.save()
                 if progress is not None:

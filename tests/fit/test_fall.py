@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gspo_dynamics.fit import pilot_forecast
-from gspo_dynamics.fit._fall import BLOCK, FALL_SHARE, Z_FALL, reward_fall
+from gspo_dynamics.fit._fall import BLOCK, COLLAPSE_SHARE, FALL_SHARE, Z_FALL, reward_fall
 from gspo_dynamics.predict import read_run_config
 
 FLAT_FALSE_ALARMS = 0.012  # the docstring's 0.4% for a flat curve of 6 blocks, with room for 2000 draws' error (s.e. 0.14%)
@@ -49,6 +49,22 @@ def test_a_significant_fall_smaller_than_a_tenth_of_the_range_is_not_a_loss():
     f = reward_fall(steps, small, (0.0, 1.0))
     assert f.z > Z_FALL and not f.lost
     assert reward_fall(steps, small).lost  # the range unknown: significance alone
+
+
+def test_losing_most_of_a_low_best_is_a_loss():
+    """The second clause of (2), the range [0, 1]: curves at 0.12 and at 0.09 that fall to 0 (the second by
+    less than a tenth of the range) lost what they had: a loss; one at 0.09 that falls to 0.03
+    (67% of it) and one at 0.04 that falls to 0 (a best under FALL_SHARE / 2 of the range) are not."""
+    steps = np.arange(1, 25)
+    noise = np.random.default_rng(2).normal(0, 1e-3, 24)
+
+    def falls(level, to):
+        return reward_fall(steps, np.where(steps <= 12, level, to) + noise, (0.0, 1.0))
+
+    assert falls(0.12, 0.0).lost and falls(0.09, 0.0).lost and falls(0.09, 0.0).fall < FALL_SHARE
+    assert not falls(0.09, 0.03).lost and falls(0.09, 0.03).z > Z_FALL
+    assert not falls(0.04, 0.0).lost and falls(0.04, 0.0).z > Z_FALL
+    assert COLLAPSE_SHARE * 0.09 < 0.09 and 0.06 < COLLAPSE_SHARE * 0.09  # the cases straddle the share
 
 
 def test_a_flat_noisy_curve_rarely_reads_as_a_loss():

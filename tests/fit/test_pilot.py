@@ -319,29 +319,61 @@ def test_collapse_grid_agrees_with_the_forecasts_own_bounds(tmp_path, correction
     assert not at_T[lrs <= f.collapse_max_lr * (1 - 1e-9)].any() and at_T[lrs > f.collapse_max_lr * (1 + 1e-9)].all()
 
 
-@pytest.mark.parametrize("kept", [True, False])
-def test_a_pilot_that_kept_its_reward_raises_the_limit_to_its_own_displacement(tmp_path, kept):
-    """A low-entropy pilot (H = 0.1, so S H / (1 - z) = 0.076 < its own D = 4 x 0.05 = 0.2, no clip): when its
-    reward rose without a fall its own point is not at risk (theory.collapse (8)), the safe T at its lr is
-    its own T = 4 (D = 0.2 exactly) and the summary says the limit was raised; when its reward fell (0.6 for
-    12 steps, then 0) the limit stays S H / (1 - z) and its own point is at risk."""
+def low_entropy_pilot(tmp_path, reward, config_T=4, entropy=None):
+    """A pilot logged at T = 4 (window positions 0-3) drifting 0.05 per stale step, entropy 0.1 (so S H / (1 - z)
+    = 0.076 at the logged zero-std share 0.6, under its own D = 4 x 0.05 = 0.2; no clip), for a config at
+    lr 0.1 and `config_T`."""
+    j = np.tile(np.arange(4), 10)
+    columns = {"reward": reward, "window/position": j, "ratios/token_log_var": (j * 0.05) ** 2,
+               "entropy": np.full(len(j), 0.1) if entropy is None else entropy, "frac_reward_zero_std": np.full(len(j), 0.6)}
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": config_T, "correction": "none"})
+    return pilot_forecast(setup, write_log(tmp_path / "d.jsonl", columns))
+
+
+@pytest.mark.parametrize("reward, kept", [
+    (heavy_ball_curve(0.05, 0.5, 40), True),  # a rise: kept
+    (np.r_[np.full(12, 0.6), np.zeros(28)] + 0.01 * (1 + np.cos(np.arange(40))), False),  # lost 0.6
+    (np.r_[np.full(12, 0.1), np.zeros(28)] + 0.001 * (1 + np.cos(np.arange(40))), False),  # lost all of 0.1 (fit._fall)
+])
+def test_a_pilot_that_kept_its_reward_raises_the_limit_to_its_own_displacement(tmp_path, reward, kept):
+    """When the pilot's reward rose without a fall its own point is not at risk by displacement (theory.collapse
+    (8)), the safe T at its lr is its own T = 4 (D = 0.2 exactly), the summary says the limit was raised and
+    the JSON gives the limit in force; when its reward fell (0.6 -> 0, or 0.1 -> 0, a fall under a tenth
+    of the range that lost all it had) the limit stays S H / (1 - z) and its own point is at risk."""
     from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid
 
-    j = np.tile(np.arange(4), 10)
-    reward = heavy_ball_curve(0.05, 0.5, len(j)) if kept else np.r_[np.full(12, 0.6), np.zeros(28)] + 0.01 * (1 + np.cos(j))
-    log = write_log(tmp_path / "d.jsonl", {"reward": reward, "window/position": j, "ratios/token_log_var": (j * 0.05) ** 2,
-                                            "entropy": np.full(len(j), 0.1), "frac_reward_zero_std": np.full(len(j), 0.6)})
-    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "none"})
-    f = pilot_forecast(setup, log)
-    assert f.displacement == pytest.approx(0.2) and COLLAPSE_SPREAD * 0.1 / 0.4 < 0.2
+    f = low_entropy_pilot(tmp_path, reward)
+    bound = COLLAPSE_SPREAD * 0.1 / 0.4
+    assert f.displacement == pytest.approx(0.2) and bound < 0.2
     assert f.fall is not None and f.fall.lost is not kept
     own = bool(collapse_grid(f, [0.1], [4])[0, 0])
     lines = "\n".join(f.summary_lines())
     if kept:
         assert f.survived == pytest.approx(0.2) and not own and f.collapse_max_refresh == 4
-        assert "raised to the pilot's own D = 0.2" in lines and "within the limit" in lines
+        assert "raised to the pilot's own D = 0.2" in lines and "within the limit (D at most the pilot's own)" in lines
+        assert f.to_json()["collapse_limit"] == pytest.approx(0.2)
     else:
         assert f.survived is None and own and f.collapse_max_refresh == 1 and "collapse risk" in lines
+        assert f.to_json()["collapse_limit"] == pytest.approx(bound)
+
+
+def test_the_pilots_own_displacement_is_at_its_own_T_not_the_configs(tmp_path):
+    """A pilot logged at T = 4 asked about a config at T = 8: the limit is raised to the pilot's D = 0.2, not to
+    the config's 0.4, so the config's point is at risk; the safe T at the config's lr is the pilot's 4."""
+    f = low_entropy_pilot(tmp_path, heavy_ball_curve(0.05, 0.5, 40), config_T=8)
+    assert f.survived == pytest.approx(0.2) and f.displacement == pytest.approx(0.4)
+    assert f.collapse_max_refresh == 4 and any("collapse risk (margin -100%)" in line for line in f.summary_lines())
+
+
+def test_a_pilot_that_kept_its_reward_is_still_flagged_by_its_entropy_rise(tmp_path):
+    """Equation (8) bounds the displacement rule only: a pilot whose entropy rose 0.1 -> 0.15 (r = 0.5 > 1/4)
+    on its first updates is at risk at its own lr and T although it kept its reward (equation (6))."""
+    from gspo_dynamics.fit import collapse_grid
+
+    entropy = np.r_[0.1, 0.15, 0.12, np.full(37, 0.1)]
+    f = low_entropy_pilot(tmp_path, heavy_ball_curve(0.05, 0.5, 40), entropy=entropy)
+    assert f.survived is not None and f.overshoot and f.entropy_rise == pytest.approx(0.5)
+    assert bool(collapse_grid(f, [0.1], [4])[0, 0]) and f.collapse_max_refresh == 0
 
 
 def test_collapse_grid_is_withheld_without_drift_or_entropy(tmp_path):

@@ -93,3 +93,4 @@ def test_a_diverged_run_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("gspo-dynamics: error: step 1 of") and "the run diverged" in err
+    assert "no step completed (rerun with a new --out)" in err

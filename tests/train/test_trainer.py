@@ -388,3 +388,23 @@ def test_a_diverged_run_keeps_its_log_and_says_where(tmp_path, monkeypatch):
     assert [row["step"] for row in info.value.rows] == [1, 2]
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 2
     assert len(read_log(str(out / "trainer_state.json"))["reward"]) == 2
+
+
+def test_a_learning_rate_that_breaks_the_model_stops_the_run_with_its_log(tmp_path):
+    """No patching: SGD at lr 1e30 without gradient clipping overflows the weights at step 1, so the rollout of
+    step 2 draws from nan logits; the trainer refuses it (TrainingDiverged, not an index error in the sampler),
+    keeps step 1's row and says how to go on. The error survives a trip through pickle (a worker pool) with its rows."""
+    import pickle
+
+    from gspo_dynamics._errors import TrainingDiverged
+
+    out = tmp_path / "out"
+    with pytest.raises(TrainingDiverged) as info:
+        train(tiny_config(tmp_path, lr=1e30, optimizer="sgd", max_grad_norm=None), out)
+    message = str(info.value)
+    assert message.startswith("step 2 of 6: the sampling policy's log-probabilities are not finite")
+    assert f"the metrics of steps 1-1 are in {out} (rerun with a new --out)" in message
+    assert [row["step"] for row in info.value.rows] == [1]
+    assert len(read_log(str(out / "trainer_state.json"))["reward"]) == 1
+    again = pickle.loads(pickle.dumps(info.value))
+    assert str(again) == message and again.rows == info.value.rows

@@ -12,8 +12,8 @@ class ConfigError(ValueError):
 
 
 class TrainingDiverged(ConfigError):
-    """A training run whose gradient stopped being finite (inf or nan): its learning rate (or KL weight)
-    is too large for the model, so no optimizer step is taken with it. `rows` holds the metrics rows of the
+    """A training run whose gradient or sampling log-probabilities stopped being finite (inf or nan): its
+    learning rate (or KL weight) is too large for the model, so no optimizer step is taken with it. `rows` holds the metrics rows of the
     steps before (also in the run's log files); the CLI says so on one line and exits with status 2."""
 
     def __init__(self, message: str, rows: list[dict] | None = None):

@@ -38,8 +38,8 @@ def measured_cells(curves: dict, lrs, Ts) -> dict:
     or (version 8) by more than COLLAPSE_SHARE M where M >= DRAWDOWN_MARGIN / 2: a run that starts at 0.1 and
     falls to 0 lost all it had, which a fall of 0.1 cannot pass (a block mean at most 0.2 M lies 4 (M = 0.05)
     to 6 (M = 0.1) standard errors of a binary reward's 512-response block below M); the cell is unstable
-    when any seed is. The
-    fall is the largest seed's; the final reward and the time to plateau are the seed mean's."""
+    when any seed is. The fall is the largest seed's; the final reward and the time to plateau are the seed
+    mean's."""
     r0 = initial_rewards(curves, lrs, Ts)
     out = {}
     for lr in lrs:

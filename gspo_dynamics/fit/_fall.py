@@ -14,15 +14,15 @@ variable is 0.6745 of its std; a difference of two points has std s sqrt 2), or 
 the median deviation is 0 (a reward stuck on one value). One block mean has standard error s / sqrt(B),
 a difference of two s sqrt(2 / B), and the fall is real when
 
-    fall > Z_FALL s sqrt(2 / B)    and    [fall > FALL_SHARE (hi - lo)
-                                           or (fall > COLLAPSE_SHARE (M - lo) and M - lo >= FALL_SHARE (hi - lo) / 2)]   (2)
+    fall > Z_FALL s sqrt(2 / B)   and   [fall > FALL_SHARE (hi - lo)
+                                         or (fall > COLLAPSE_SHARE (M - lo) and M - lo >= FALL_SHARE (hi - lo) / 2)]  (2)
 
 for a reward in [lo, hi] and M the running best the fall is from (the bracket only where the range is
 known: a significant but tiny fall is noise in the policy, not a collapse; its second clause, a loss of
 most of a low best, is a curve that starts at a tenth of the range and falls to the floor, which a fall
-of a tenth cannot pass; paper_repro/pilot_forecast.py's measure has the same clause, version 8). The fall is the largest of many differences of block means and s
-is a median-based estimate from few points, so a one-pair 3-sigma rule would call a fall on 7-12% of
-flat noisy curves; Z_FALL = 5 calls it on 0.4% of 24-point ones and 0.2% of 48-point ones (20 000
+of a tenth cannot pass; paper_repro/pilot_forecast.py's measure has the same clause, version 8). The fall
+is the largest of many differences of block means and s is a median-based estimate from few points, so a
+one-pair 3-sigma rule would call a fall on 7-12% of flat noisy curves; Z_FALL = 5 calls it on 0.4% of 24-point ones and 0.2% of 48-point ones (20 000
 normal curves each, 2026-11-25; tests/fit/test_fall.py checks the bound), while a pilot that collapsed
 in its first block (0.38, 0.5, then ~0) reads z = 10.
 """

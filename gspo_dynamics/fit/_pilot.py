@@ -144,7 +144,7 @@ class PilotForecast:
         if self.held is not None:
             lost = self.fall is not None and self.fall.lost
             lines.append(f"  held level: the pilot's last {min(HELD_STEPS, self.pilot_steps)} rewards average {self.held:.3g} "
-                         + ("(where its fall left it)" if lost else "(as a forecast of a run's final reward about as good "
+                         + ("(the pilot lost reward on the way: below)" if lost else "(as a forecast of a run's final reward about as good "
                             "as the fitted curve on our trainer's grids: paper_repro/pilot_forecast.md)"))
         if self.fall is not None and self.fall.lost:
             f = self.fall

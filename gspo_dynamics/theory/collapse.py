@@ -91,7 +91,7 @@ combinations with (8) is S unchanged.
 
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
 (j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, z its mean zero-std share, and
-S is one dimensionless number for all models and tasks, set from data (`fit._pilot.COLLAPSE_SPREAD` says
+S is one dimensionless number for all models and tasks, set from data (`fit.COLLAPSE_SPREAD` says
 where; (5), (6) and (7) are a model judged as a forecast in paper_repro/pilot_forecast.py, not derived). Equation (1)
 is checked in tests/theory/test_collapse.py against Adam on a softmax bandit with a frozen sampler:
 sigma_j / (j sigma_1) -> 1, sigma_1 proportional to lr and free of the reward's scale, unlike SGD's;

@@ -1,0 +1,116 @@
+"""The pilot's collapse fields (`theory.collapse`): the limit S and what a pilot log gives the collapse model.
+
+From the pilot's first n steps: the share of groups with signal 1 - z (`group_signal_share`), the mean
+token entropy H and the rise r of its first updates, the displacement D at the config's (lr, T) and at the
+pilot's own T (`pilot_refresh_interval`), which raises the limit when the pilot kept its reward (equation
+(8)), and the bounds on T and lr they imply (`collapse_fields`); over an (lr, T) grid, the risk region
+(`collapse_grid`). `fit.pilot_forecast` calls these and carries their fields in a `PilotForecast`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from typing import TYPE_CHECKING
+
+from gspo_dynamics.logs import RunLog
+from gspo_dynamics.theory import collapse
+
+if TYPE_CHECKING:
+    from gspo_dynamics.fit._pilot import PilotForecast
+
+# S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
+# policy's token entropy, (1 - z) D / H (D = T lr s, capped by a ratio clip's band edge after a window's first
+# step; 1 - z the share of groups with signal), past which a run is at risk of collapse (equation (7)). Set
+# from the 22 development combinations of paper_repro/pilot_forecast.py, protocol version 5 (`--fit-limit` on
+# their cells, 2026-11-25: 89% of their 440 cells, with the lr-scaled entropy overshoot, equation (6)), never
+# from its ten confirmation ones. (Version 4's 2.099, without the signal share, on ten of them: 92% of their
+# 200 cells, 84% of the 440; version 3's 5.064 was fitted on five with a seed-mean measure that hid single-seed
+# collapses; version 2's absolute limit, 0.674 nats, held on 78% of its cells.) Version 7 adds equation (8), the
+# limit at least the displacement a pilot kept its reward at; refitted with it on the same 22 (2026-11-26), S
+# is the same number (90% of their cells).
+COLLAPSE_SPREAD = 0.3055
+
+
+def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
+    """The collapse model's risk over (lr, T), (len(refresh_intervals), len(lrs)) booleans: (1 - z) D(lr, T)
+    > S H (`theory.collapse` (5), (7)), the limit at least the displacement the pilot survived (8), or lr past
+    the entropy overshoot's bound (6), from the pilot's drift, entropy, signal share, outcome and rise; None
+    where the pilot measured no drift or entropy (the forecast withholds it too)."""
+    if forecast.displacement is None:
+        return None
+    hp = forecast.config.setup.hparams
+    return collapse.at_risk(forecast.drift_per_step / hp.lr, forecast.entropy, forecast.entropy_rise, hp.lr, lrs,
+                            refresh_intervals, COLLAPSE_SPREAD, None if hp.correction == "none" else hp.clip_high,
+                            forecast.signal_share, forecast.survived)
+
+
+def group_signal_share(logged: float | None, success: np.ndarray | None, hp, n: int, assumed: list[str]) -> float:
+    """1 - z, the share of groups with signal in equation (7): z the logged zero-std share, else the one
+    the success rates p_t predict at the run's G, E_t[p_t^G + (1 - p_t)^G] (a lower bound: `fit._pilot._zero_std`),
+    else 0 (assumed, said); at least one group of the pilot's n N, the smallest share it can measure."""
+    if logged is not None:
+        z = logged
+    elif success is not None:
+        z = float(np.mean(success**hp.group_size + (1.0 - success) ** hp.group_size))
+        assumed.append(f"the zero-std share is not logged: the collapse limit uses the one the success rate predicts, {z:.3g}")
+    else:
+        z = 0.0
+        assumed.append("the zero-std share is neither logged nor predicted (the reward is not a success rate): the "
+                       "collapse limit counts every group as carrying signal")
+    return max(1.0 - z, 1.0 / (n * hp.num_groups))
+
+
+def collapse_fields(log: RunLog, n: int, hp, delta: float | None, signal_share: float, kept: bool, measured: list[str],
+                    assumed: list[str]) -> dict:
+    """The pilot's collapse fields (`theory.collapse`): D at the config's point, the bounds on T and lr for
+    the absolute limit S H / (1 - z) (equations (5) and (7), H the pilot's mean token entropy, 1 - z its share
+    of groups with signal), raised to that D when the pilot `kept` its reward (equation (8): it ran there
+    without a fall), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot
+    OVERSHOOT_RISE / r (equation (6))."""
+    out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
+               entropy_rise=None, signal_share=None, survived=None)
+    entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
+    entropy = entropy[np.isfinite(entropy)]
+    if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
+        if delta is not None:
+            assumed.append("the log has no token entropy: the collapse limit, relative to it, is not applied")
+        return out
+    H, s = float(entropy.mean()), delta / hp.lr
+    clip = None if hp.correction == "none" else hp.clip_high
+    D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
+    survived = collapse.displacement(s, hp.lr, pilot_refresh_interval(log, n, hp, assumed), clip) if kept else None
+    bound = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
+    limit = collapse.survived_limit(bound, survived)
+    first = log["entropy"][:n]
+    out.update(entropy=H, signal_share=signal_share, overshoot=collapse.overshoots(first), entropy_rise=collapse.entropy_rise(first),
+               displacement=D, survived=survived,
+               collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
+               collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
+    measured.append(f"the mean token entropy, {H:.3g} nats, and the share of groups with signal, {signal_share:.3g}: "
+                    f"the collapse limit is S H / (1 - z) = {bound:.3g}" + (f", raised to the pilot's own displacement "
+                    f"{survived:.3g}, which it ran without losing reward (theory.collapse (8))" if limit > bound else ""))
+    overshoot_lr = collapse.overshoot_max_learning_rate(out["entropy_rise"], hp.lr)
+    if overshoot_lr is not None:
+        out["collapse_max_lr"] = min(out["collapse_max_lr"], overshoot_lr)
+    if out["overshoot"]:
+        measured.append(f"the token entropy rose by {out['entropy_rise']:.0%} in the first {collapse.OVERSHOOT_STEPS} "
+                        f"steps, more than {collapse.OVERSHOOT_RISE:.0%}: the pilot's own step crosses the basin, and "
+                        f"so does every lr above {overshoot_lr:.3g} (theory.collapse (6))")
+        out.update(collapse_max_refresh=0)
+    assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
+                   f"the relative collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
+    return out
+
+
+def pilot_refresh_interval(log: RunLog, n: int, hp, assumed: list[str]) -> int:
+    """The pilot's own T: one more than its largest logged window position (our trainer's window/position),
+    else the config's (said): its own displacement, theory.collapse (8), is D(lr_pilot, T_pilot) = T_pilot delta
+    capped by the clip, whatever T the config asks about."""
+    position = np.asarray(log["window/position"][:n], dtype=float) if "window/position" in log else np.array([])
+    position = position[np.isfinite(position)]
+    if len(position):
+        return int(position.max()) + 1
+    assumed.append(f"the pilot ran at the config's T = {hp.refresh_interval} (its log has no window/position): its own "
+                   "displacement, which raises the collapse limit when it kept its reward, is taken there")
+    return hp.refresh_interval

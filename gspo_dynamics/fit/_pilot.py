@@ -86,7 +86,6 @@ class PilotForecast:
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
     fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
-    held: float | None = None  # the pilot's last HELD_STEPS rewards' mean (`held_reward`), the naive final-reward forecast
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
 
@@ -106,6 +105,12 @@ class PilotForecast:
                 "held_reward": self.held,
                 "pilot_fall": None if self.fall is None else self.fall.to_json(),
                 "measured": self.measured, "assumed": self.assumed})
+
+    @property
+    def held(self) -> float | None:
+        """The pilot's last HELD_STEPS rewards' mean (`held_reward`), the naive final-reward forecast; None
+        without the pilot's rewards."""
+        return None if self.pilot is None else held_reward(self.pilot[1])
 
     @property
     def collapse_limit(self) -> float | None:
@@ -246,7 +251,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
-                         pilot=(steps, reward), reward_range=reward_range, fall=fall, held=held_reward(reward),
+                         pilot=(steps, reward), reward_range=reward_range, fall=fall,
                          measured=measured, assumed=assumed)
 
 

@@ -36,7 +36,7 @@ from gspo_dynamics.predict import read_run_config
 SECTION = "## Predicting from a config and a pilot"
 TARGET_S = 2.0
 CONFIG = ("learning_rate: 1e-6\nnum_generations: 8\nper_device_train_batch_size: 8\ngradient_accumulation_steps: 4\n"
-          "steps_per_generation: 8\nbeta: 0.04\noutput_dir: out\n")
+          "steps_per_generation: 8\nbeta: 0.04\nmax_steps: 4000\noutput_dir: out\n")  # the run 4x the pilot: its end forecast
 G, N = 8, 4  # the config's group size and prompts per optimizer step (8 x 4 / 8)
 
 

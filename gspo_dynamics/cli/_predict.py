@@ -1,6 +1,6 @@
 """`gspo-dynamics predict`: before a run, what a config (and a short pilot of it) says about stability.
 
-    predict --config grpo.yaml [--pilot first_50_steps.jsonl] [--json] [--plot map.png]
+    predict --config grpo.yaml [--pilot first_50_steps.jsonl [--run-steps N]] [--json] [--plot map.png]
     predict --lr 1e-6 --optimizer adam -T 8 -G 8          (flags: the same config-only answer)
     predict --testbed bandit --kl 0.5 --ref-logit -1 ...  (the two-armed bandit, the theory's exact toy)
 
@@ -30,6 +30,9 @@ def register(sub) -> None:
                         "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable")
     r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
+    r.add_argument("--run-steps", type=integer, metavar="N",
+                   help="the run's optimizer steps, for the reward at its end (default: the config's max_steps, "
+                        "trainer.total_training_steps or steps)")
     r.add_argument("--devices", type=integer, help="data-parallel processes of a TRL run (default: the config's, else 1)")
     r.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the task's reward bounds (default: [0, 1] when every pilot reward lies there)")
@@ -82,6 +85,8 @@ def _forecast(args: argparse.Namespace):
             raise ConfigError("--reward-range needs --pilot (it is checked against the pilot's rewards)")
         if args.target_noise is not None:
             raise ConfigError("--target-noise needs --pilot (the noise is measured there)")
+        if args.run_steps is not None:
+            raise ConfigError("--run-steps needs --pilot (the reward at the run's end is forecast from it)")
         return config_forecast(setup)
     from gspo_dynamics.fit import pilot_forecast
     from gspo_dynamics.logs import ColumnMapError
@@ -89,7 +94,7 @@ def _forecast(args: argparse.Namespace):
     try:
         return pilot_forecast(setup, args.pilot, pilot_steps=args.pilot_steps,
                               reward_range=None if args.reward_range is None else tuple(args.reward_range),
-                              target_noise=args.target_noise)
+                              target_noise=args.target_noise, run_steps=args.run_steps)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
 

@@ -4,10 +4,14 @@
     imp = implications(fit, hparams, reward_range=(0, 1))   # curvature, damping margin, safe refresh
                                              # interval, plateau (no threshold at a bound plateau)
     forecast = pilot_forecast(read_run_config("grpo.yaml"), "pilot/trainer_state.json")   # a config + a pilot
+    forecast.end                             # the reward at the run's end, with a calibrated interval
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_grid
+from gspo_dynamics.fit._end_reward import (
+    INTERVAL_LEVEL, INTERVAL_MAX_RATIO, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, EndReward, conformal_quantile, end_reward, end_window,
+)
 from gspo_dynamics.fit._fall import COLLAPSE_SHARE
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
@@ -19,6 +23,11 @@ __all__ = [
     "COLLAPSE_SPREAD",
     "EXTRAPOLATION_LIMIT",
     "HELD_STEPS",
+    "INTERVAL_LEVEL",
+    "INTERVAL_MAX_RATIO",
+    "INTERVAL_MAX_REFRESH",
+    "INTERVAL_QUANTILES",
+    "EndReward",
     "Estimate",
     "FitResult",
     "Implications",
@@ -26,6 +35,9 @@ __all__ = [
     "TrajectoryFit",
     "check_reward_range",
     "collapse_grid",
+    "conformal_quantile",
+    "end_reward",
+    "end_window",
     "fit_exponential",
     "fisher_g",
     "fit_oscillator",

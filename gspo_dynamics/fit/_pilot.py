@@ -24,7 +24,9 @@ Measured from the pilot (its first `pilot_steps` steps, or all of it):
   policy drift      the log-ratio spread added per stale step, of the token ratio and (under a sequence-level
                     correction) of the sequence ratio, and the clip fractions by refresh interval it implies
                     (`fit._drift`: from the window's log-ratio variance, or inverted from a logged clip
-                    fraction).
+                    fraction);
+  the run's end     where the run's length is known: the fitted curve over its last sixth, with a 90%
+                    split-conformal interval calibrated on our trainer's runs (`fit._end_reward`).
 
 Everything else is assumed, and said so.
 """
@@ -41,6 +43,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields, group_signal_share
 from gspo_dynamics.fit._drift import measure_drift
+from gspo_dynamics.fit._end_reward import EndReward, checked_run_steps, end_reward
 from gspo_dynamics.fit._fall import BLOCK, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
@@ -86,6 +89,7 @@ class PilotForecast:
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
     fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
+    end: EndReward | None = None  # the reward at the run's end with its interval (`fit._end_reward`); None: length unknown
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
 
@@ -102,7 +106,7 @@ class PilotForecast:
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
                 "signal_share": self.signal_share, "survived_displacement": self.survived, "collapse_limit": self.collapse_limit,
-                "held_reward": self.held,
+                "held_reward": self.held, "end_reward": None if self.end is None else self.end.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(),
                 "measured": self.measured, "assumed": self.assumed})
 
@@ -141,6 +145,8 @@ class PilotForecast:
             lines.append(f"  held level: the pilot's last {min(HELD_STEPS, self.pilot_steps)} rewards average {self.held:.3g} "
                          + ("(the pilot lost reward on the way: below)" if lost else "(as a forecast of a run's final reward about as good "
                             "as the fitted curve on our trainer's grids: paper_repro/pilot_forecast.md)"))
+        if self.end is not None:
+            lines.append(f"  {self.end.summary()}")
         if self.fall is not None and self.fall.lost:
             f = self.fall
             lines.append(f"  the pilot lost reward it had: its mean fell from {f.best:.3g} (steps {f.best_steps[0]}-"
@@ -208,11 +214,13 @@ def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[Ru
 
 
 def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | None = None,
-                   reward_range: tuple[float, float] | None = None, target_noise: float | None = None) -> PilotForecast:
+                   reward_range: tuple[float, float] | None = None, target_noise: float | None = None,
+                   run_steps: int | None = None) -> PilotForecast:
     """The forecast for `setup` calibrated on `pilot` (module docstring). `reward_range`: the task's
     reward bounds; None infers [0, 1] when every pilot reward lies in it (said), else leaves it open.
     A given range that the pilot's rewards leave is a ConfigError. `target_noise`: the reward noise to
-    find a group size for (None: TARGET_NOISE_SHARE of the reward's range, said; none without a range)."""
+    find a group size for (None: TARGET_NOISE_SHARE of the reward's range, said; none without a range).
+    `run_steps`: the run's optimizer steps, for the reward at its end (None: the config's, `setup.run_steps`)."""
     if target_noise is not None and (isinstance(target_noise, bool) or not isinstance(target_noise, (int, float))
                                      or not math.isfinite(target_noise) or target_noise <= 0):
         raise ConfigError(f"the target noise must be a number > 0, got {target_noise!r}")
@@ -246,13 +254,31 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                         f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'within the noise'})")
     risk = collapse_fields(log, n, hp, delta, group_signal_share(logged, reward if shares else None, hp, n, assumed),
                           fall is not None and not fall.lost, measured, assumed)
+    if run_steps is not None and checked_run_steps(run_steps) <= steps[-1]:
+        raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
+    end = _end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
+                      reward_range, assumed)
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
-                         pilot=(steps, reward), reward_range=reward_range, fall=fall,
+                         pilot=(steps, reward), reward_range=reward_range, fall=fall, end=end,
                          measured=measured, assumed=assumed)
+
+
+def _end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,
+                reward_range, assumed: list[str]) -> EndReward | None:
+    """The reward at the run's end (`fit.end_reward`), or None with the reason in `assumed`: the run's length
+    unknown, or the pilot already at it."""
+    if run_steps is None:
+        assumed.append("the run's length is unknown (TRL max_steps, verl trainer.total_training_steps, our steps, or "
+                       "--run-steps): no forecast of the reward at its end")
+        return None
+    if run_steps <= steps[-1]:
+        assumed.append(f"the pilot reaches the config's run length ({run_steps} steps): no end left to forecast")
+        return None
+    return end_reward(fit, float(steps[-1]), held_reward(reward), run_steps, refresh_interval, reward_range)
 
 
 def held_reward(reward) -> float:

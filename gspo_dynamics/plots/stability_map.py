@@ -1,5 +1,6 @@
 """The `predict --plot` figure: the stability map of a config, with its point, and (with a pilot)
-the pilot's reward and the fitted curve it implies.
+the pilot's reward and the fitted curve it implies, to the run's end where its length is known, with the
+reward there and its calibrated interval (`fit.end_reward`).
 
 Without a pilot the map is over the stiffness per step eta K and the refresh interval T (a config
 fixes T and mu, not eta K); with a pilot it is over the learning rate and T: shaded, the linear model
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from gspo_dynamics.fit import collapse_grid
+from gspo_dynamics.fit import INTERVAL_LEVEL, collapse_grid, end_window
 from gspo_dynamics.plots.style import DATA, FIT, THEORY, WARN, figure_style, note
 from gspo_dynamics.predict import stability_grid, stiffness_bounds
 
@@ -65,7 +66,8 @@ def _pilot_curve(ax, forecast) -> None:
     steps, reward = forecast.pilot
     fit = forecast.fit
     ax.plot(steps, reward, "o", color=DATA, ms=2.5, label="pilot")
-    t = np.linspace(steps.min(), steps.min() + 4 * (steps.max() - steps.min()), 200)
+    end = forecast.end
+    t = np.linspace(steps.min(), end.run_steps if end is not None else steps.min() + 4 * (steps.max() - steps.min()), 200)
     curve = fit.predict(t)
     low, high = curve - 2 * fit.residual_std, curve + 2 * fit.residual_std
     if forecast.reward_range is not None:  # the reward cannot leave its range, whatever the fit extrapolates
@@ -73,6 +75,14 @@ def _pilot_curve(ax, forecast) -> None:
         ax.axhline(forecast.reward_range[1], color=DATA, lw=0.6, ls=":")
     ax.plot(t, curve, color=FIT, lw=1.2, label=f"{fit.model} fit")
     ax.fill_between(t, low, high, color=FIT, alpha=0.15, lw=0, label="+- 2 noise std")
+    if end is not None:  # the reward over the run's last sixth, with its calibrated interval where there is one
+        window = end_window(end.run_steps)
+        mid = (window[0] + window[-1]) / 2
+        if end.interval is not None:
+            ax.errorbar([mid], [end.value], yerr=[[end.value - end.interval[0]], [end.interval[1] - end.value]], fmt="s",
+                        color=FIT, ms=4, capsize=3, label=f"run's end, {INTERVAL_LEVEL:.0%} interval")
+        else:
+            ax.plot([mid], [end.value], "s", color=FIT, ms=4, label="run's end (no interval)")
     ax.set(xlabel="step", ylabel="reward", title="the pilot and its forecast curve")
     ax.legend(fontsize=6, loc="lower right")
 

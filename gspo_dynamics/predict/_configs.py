@@ -18,7 +18,7 @@ from typing import Any
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_KEYS, TRL_UNMODELLED, _flatten, _own, _refuse_preference_config,
-    _trainer, _trl, _verl,
+    _trainer, _trl, _verl, run_length,
 )
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -32,6 +32,8 @@ class RunSetup:
     refresh_exact: float  # T before rounding (a fraction when a rollout boundary falls inside an optimizer step)
     notes: tuple[str, ...]  # every default, assumption and rounding used, and the keys ignored
     ignored: tuple[str, ...]  # keys this mapping does not read
+    run_steps: int | None = None  # the run's optimizer steps where the config holds them (TRL max_steps, verl
+    # trainer.total_training_steps, our trainer's steps); None: unset
 
     def to_json(self) -> dict[str, Any]:
         hp = self.hparams
@@ -39,7 +41,8 @@ class RunSetup:
                 "momentum": hp.momentum, "refresh_interval": hp.refresh_interval, "refresh_exact": self.refresh_exact,
                 "group_size": hp.group_size, "num_groups": hp.num_groups, "clip_low": hp.clip_low,
                 "clip_high": hp.clip_high, "kl_coef": hp.kl_coef, "correction": hp.correction,
-                "advantage": hp.advantage, "notes": list(self.notes), "ignored": list(self.ignored)}
+                "advantage": hp.advantage, "run_steps": self.run_steps, "notes": list(self.notes),
+                "ignored": list(self.ignored)}
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -119,13 +122,15 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     notes: list[str] = []
     if isinstance(cfg.get("actor_rollout_ref"), dict):
         hp, exact, used = _verl(cfg, notes)
-        ignored = sorted(set(_flatten(cfg)) - used)
-        return _setup(hp, "verl", exact, notes, ignored, shown=0)
+        key = "trainer.total_training_steps"
+        ignored = sorted(set(_flatten(cfg)) - used - {key})
+        return _setup(hp, "verl", exact, notes, ignored, shown=0, run_steps=run_length(key, _flatten(cfg).get(key)))
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
         hp, exact = _trainer(cfg, notes)
-        return _setup(hp, "gspo-dynamics trainer", exact, notes, sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective"}))
+        return _setup(hp, "gspo-dynamics trainer", exact, notes, sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective", "steps"}),
+                      run_steps=run_length("steps", cfg.get("steps")))
     if trl and own - {"optimizer"}:
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with our own "
                           f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")
@@ -134,7 +139,8 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
         for key, why in TRL_UNMODELLED.items():
             if key in cfg:
                 notes.append(f"{key}: {why}")
-        return _setup(hp, "TRL GRPOConfig", exact, notes, sorted(set(cfg) - TRL_KEYS - set(TRL_UNMODELLED)))
+        return _setup(hp, "TRL GRPOConfig", exact, notes, sorted(set(cfg) - TRL_KEYS - set(TRL_UNMODELLED)),
+                      run_steps=run_length("max_steps", cfg.get("max_steps")))
     if not own:
         raise ConfigError("the config has no hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; "
                           "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)")
@@ -142,10 +148,12 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     return _setup(hp, "gspo-dynamics hyperparameters", float(hp.refresh_interval), notes, sorted(set(cfg) - OWN_KEYS))
 
 
-def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str], shown: int = 10) -> RunSetup:
+def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str], shown: int = 10,
+           run_steps: int | None = None) -> RunSetup:
     """The RunSetup, with a note naming (up to `shown`; 0: only counting) the ignored keys."""
     if ignored:
         listed = ", ".join(ignored[:shown]) + (f" and {len(ignored) - shown} more" if len(ignored) > shown else "")
         notes.append(f"keys not used by the theory: {listed}" if shown else
                      f"{len(ignored)} keys not used by the theory (infrastructure, data, rollout engine)")
-    return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored))
+    return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored),
+                    run_steps=run_steps)

@@ -32,6 +32,10 @@ Our trainer's config (`gspo_dynamics.train.config.TrainConfig` fields: task, mod
 T = steps_per_generation x num_iterations, N = prompts_per_step, G = group_size, the objective's clip
 defaults (the trainer's defaults restated, no torch). The theory's own field names (`Hyperparams`: lr, refresh_interval, group_size, ...) read
 as they are.
+
+The run's length in optimizer steps, where the config holds it (`run_length`; a pilot forecast reads the
+reward at the run's end): TRL max_steps (-1, its default, leaves it to the epochs and the dataset: unset),
+verl trainer.total_training_steps, our trainer's steps.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ TRL_DEFAULTS: dict[str, Any] = {
     "importance_sampling_level": "token", "scale_rewards": "group", "adam_beta1": 0.9, "adam_beta2": 0.999,
     "adam_epsilon": 1e-8, "gradient_accumulation_steps": 1, "per_device_train_batch_size": 8,
 }
-TRL_KEYS = set(TRL_DEFAULTS) | {"steps_per_generation", "epsilon_high", "loss_type", "num_processes", "world_size"}
+TRL_KEYS = set(TRL_DEFAULTS) | {"steps_per_generation", "epsilon_high", "loss_type", "num_processes", "world_size", "max_steps"}
 # keys of GRPOConfig that change nothing the reduced model represents (said once, not listed as unknown)
 TRL_UNMODELLED = {
     "loss_type": "token aggregation of the loss (grpo / bnpo / dr_grpo / dapo): scales the step, not T, G or the clip",
@@ -183,6 +187,15 @@ def _refuse_preference_config(cfg: dict[str, Any]) -> None:
     if markers and "num_generations" not in cfg:
         raise ConfigError(f"this is a preference-optimisation config (DPO / ORPO / KTO: {', '.join(markers)}), not a "
                           "group-based RL one; predict and diagnose --config answer for GRPO / GSPO configs")
+
+
+def run_length(key: str, value: Any) -> int | None:
+    """The run's optimizer steps from a config's `key` (TRL max_steps, verl trainer.total_training_steps, our
+    trainer's steps): None where unset (TRL's -1: the length follows the epochs and the dataset), else a positive
+    integer or one ConfigError sentence."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == -1):
+        return None
+    return _number(key, value, integer=True, positive=True)
 
 
 # ---- verl ------------------------------------------------------------------------------------

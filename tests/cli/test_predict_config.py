@@ -94,11 +94,27 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
     (["--reward-range", "0", "1"], "--reward-range needs --pilot"),
     (["--target-noise", "0.02"], "--target-noise needs --pilot"),
     (["--set", "beta=0.1"], "--set overrides keys of --config"),
+    (["--run-steps", "500"], "--run-steps needs --pilot"),
 ])
 def test_contradictory_options_are_one_line_and_exit_2(capsys, extra, needle):
     assert main(["predict", *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
+
+
+def test_the_reward_at_the_runs_end_with_its_interval(tmp_path, capsys):
+    """The config's max_steps, or --run-steps, sets the run's end; a length the pilot already passed, or not a
+    positive integer, is one line and exit 2."""
+    config, log = write(tmp_path, "grpo.json", {**TRL, "max_steps": 120}), pilot_log(tmp_path)
+    assert main(["predict", "--config", config, "--pilot", log, "--json"]) == 0
+    end = json.loads(capsys.readouterr().out)["end_reward"]
+    assert end["run_steps"] == 120 and end["ratio"] == 3 and end["interval"][0] <= end["value"] <= end["interval"][1]
+    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "1000"]) == 0
+    assert "no interval: the run is 25 times its pilot" in capsys.readouterr().out
+    for steps, needle in (("30", "not past the pilot's last step 40"), ("0", "positive integer")):
+        assert main(["predict", "--config", config, "--pilot", log, "--run-steps", steps]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and needle in err
 
 
 @pytest.mark.parametrize("sigma", ["0", "-0.1", "nan", "inf"])

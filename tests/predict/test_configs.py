@@ -142,7 +142,22 @@ def test_theory_field_names_read_as_they_are():
     assert (hp.lr, hp.refresh_interval, hp.group_size, hp.momentum) == (0.5, 4, 8, 0.5)
 
 
+def test_the_run_length_is_read_where_the_config_holds_it():
+    assert read_run_config({"learning_rate": 1e-6, "max_steps": 500}).run_steps == 500
+    assert read_run_config({"learning_rate": 1e-6, "max_steps": -1}).run_steps is None  # TRL's default: epochs decide
+    assert read_run_config({"learning_rate": 1e-6}).run_steps is None
+    assert read_run_config(verl_tree() | {"trainer": {"total_training_steps": 300}}).run_steps == 300
+    assert read_run_config(verl_tree()).run_steps is None
+    ours = read_run_config({"task": "count", "model": "100k", "objective": "grpo", "steps": 96})
+    assert ours.run_steps == 96 and "steps" not in ours.ignored and ours.to_json()["run_steps"] == 96
+    assert "max_steps" not in read_run_config({"learning_rate": 1e-6, "max_steps": 500}).ignored
+
+
 @pytest.mark.parametrize("cfg, needle", [
+    ({"learning_rate": 1e-6, "max_steps": 0}, "max_steps"),
+    ({"learning_rate": 1e-6, "max_steps": 12.5}, "max_steps"),
+    (verl_tree() | {"trainer": {"total_training_steps": "many"}}, "total_training_steps"),
+    ({"task": "count", "model": "100k", "objective": "grpo", "steps": -3}, "steps"),
     ({"learning_rate": 1e-6, "steps_per_generation": 0}, "steps_per_generation"),
     ({"learning_rate": -1e-6}, "learning_rate"),
     ({"learning_rate": "fast"}, "learning_rate"),

@@ -12,6 +12,7 @@ import pytest
 
 from _real_logs import ALEX_JSON, IMJONEZZ, SUNSHINE
 from gspo_dynamics.cli.main import main
+from gspo_dynamics.fit import end_window
 from gspo_dynamics.logs import read_log
 
 CONFIG = {"learning_rate": 5e-6, "adam_beta1": 0.9, "adam_beta2": 0.99, "weight_decay": 0.1, "warmup_ratio": 0.1,
@@ -98,3 +99,21 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
     assert report["max_safe_lr"] is None
     later = np.asarray(read_log(log).series["reward"])[GSM8K_PILOT:]
     assert len(later) == 160 and 0.35 < later.mean() < 0.47
+
+
+@pytest.mark.real_logs
+@pytest.mark.parametrize("name, config, pilot, run_steps, width", [
+    (IMJONEZZ, CONFIG, 60, None, 7.9), (IMJONEZZ, CONFIG, 120, None, 3.2), (ALEX_JSON, WORDLE_CONFIG, 40, 160, 3.1),
+    (SUNSHINE, GSM8K_CONFIG, 40, 200, 1.0), (SUNSHINE, GSM8K_CONFIG, 60, 200, 0.7)])
+def test_the_interval_for_the_reward_at_a_real_runs_end(real_logs, tmp_path, capsys, name, config, pilot, run_steps, width):
+    """The reward over each real run's last sixth (the config's max_steps, or the Wordle log's 160 steps: its
+    GRPOConfig sets epochs) against the 90% interval from its first steps (README): inside on all five, and as
+    wide as the pilot leaves it (the Llama run's 60-step pilot sits in the flat start its run then leaves)."""
+    log = real_logs / name
+    if run_steps is not None:
+        config = {**config, "max_steps": run_steps}
+    end = forecast(tmp_path, capsys, config, log, pilot)["end_reward"]
+    steps, reward = read_log(log).valid("reward")
+    window = np.isin(steps, end_window(end["run_steps"]))
+    low, high = end["interval"]
+    assert low <= reward[window].mean() <= high and high - low == pytest.approx(width, abs=0.1)

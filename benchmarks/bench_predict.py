@@ -89,7 +89,10 @@ def main() -> None:
              f"{'met' if best < TARGET_S else 'NOT met'} |",
              f"| in-process: read_run_config + pilot_forecast + to_json | {best_in:.3f} | - |",
              "", f"The forecast's fit: {report['implications']['plateau']['value']:.3f} plateau over {report['pilot_steps']} steps "
-             "(the curve that made the pilot plateaus at 0.9)."]
+             "(the curve that made the pilot plateaus at 0.9); the reward at the run's end (max_steps "
+             f"{report['end_reward']['run_steps']}, {report['end_reward']['ratio']:g} times the pilot, timed with the rest): "
+             f"{report['end_reward']['value']:.3f}, 90% interval [{report['end_reward']['interval'][0]:.3f}, "
+             f"{report['end_reward']['interval'][1]:.3f}]."]
     print("\n".join(lines))
     if args.write:
         replace_section(SECTION, "\n".join(lines))

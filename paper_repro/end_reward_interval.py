@@ -12,13 +12,18 @@ is on runs held out of the quantile it uses):
   pilots      each run's own first n = 12, 24 or 48 steps (runs N / n = 8, 4, 2 times their pilot), fitted and read
               at the run's end by the library (`fit.end_reward`, equation (1)); the outcome is the run's mean
               reward over its last 16 steps.
-  calibration the quantile (3) at INTERVAL_LEVEL of all runs' scores per ratio is what the library ships
+  calibration the runs with a scale (2) above zero (`fit._end_reward.has_scale`; a pilot whose rewards do not move
+              around its forecast gets no interval), split by the forecast's position (at a bound of [0, 1], inside):
+              the quantile (3) at INTERVAL_LEVEL of each position's scores per ratio is what the library ships
               (`INTERVAL_QUANTILES`; this script says when they differ).
   coverage    leave one round out (the seven rounds of grids, each the combinations chosen together) and leave
-              one task out (count, pattern, addition): the quantile from the other rounds / tasks, the share of the
-              held-out runs inside their interval, and the interval's median width.
-  target      coverage within 0.05 of INTERVAL_LEVEL on every round and every task held out (the guarantee's
-              premise, exchangeability, is what a held-out task tests).
+              one task out (count, pattern, addition), per position: the quantile from the other rounds / tasks, the
+              share of the held-out runs inside their interval, and the interval's median width clipped to [0, 1]
+              (as `predict` prints it).
+  baseline    the same forecast with a constant-width interval: the split-conformal quantile of the raw error
+              |R_end - R_obs|, pooled over positions.
+  target      coverage within 0.05 of INTERVAL_LEVEL on every round and every task held out, in each position
+              (the guarantee's premise, exchangeability, is what a held-out task tests).
 
     python paper_repro/end_reward_interval.py --quick            # CI: 2 combinations' runs (n = 24, one seed) recomputed
                                                                  # and checked against the shipped scores, which it tabulates
@@ -43,8 +48,9 @@ from pilot_forecast import COMBINATIONS
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import (
-    INTERVAL_LEVEL, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, conformal_quantile, end_reward, fit_trajectory, held_reward,
+    INTERVAL_LEVEL, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, conformal_quantile, end_reward, fit_trajectory,
 )
+from gspo_dynamics.fit._end_reward import has_scale, position
 
 CELLS = Path(__file__).with_name("data") / "pilot_forecast_cells.json.gz"
 SCORES = Path(__file__).with_name("data") / "end_reward_scores.json.gz"
@@ -54,6 +60,8 @@ PILOT_LENGTHS = (12, 24, 48)
 ROUNDS = ("develop", "confirm-4", "confirm-5", "confirm-6", "confirm-7", "confirm-8", "confirm-9")
 TASKS = ("count", "pattern", "addition")
 TOLERANCE = 0.05  # a held-out coverage this close to the level meets the target
+RANGE = (0.0, 1.0)  # every task's reward range
+POSITIONS = ("bound", "inside")
 QUICK = dict(combinations=("count-pg", "addition-grpo"), lengths=(24,), seeds=1)
 QUICK_RUNS = 20  # its runs: 2 combinations x 10 cells with T <= 4 x one seed
 
@@ -75,7 +83,7 @@ def combination_runs(name: str, entry: dict, lengths, seeds: int | None) -> list
                     fit = fit_trajectory(steps, reward[seed, :n])
                 except ConfigError:
                     continue
-                end = end_reward(fit, float(n), held_reward(reward[seed, :n]), RUN_STEPS, T, (0.0, 1.0))
+                end = end_reward(fit, steps, reward[seed, :n], RUN_STEPS, T, RANGE)
                 out.append(dict(combination=name, role=role, task=task, lr=lr, T=T, seed=seed, ratio=RUN_STEPS // n,
                                 value=end.value, scale=end.scale, outcome=outcome,
                                 score=abs(end.value - outcome) / end.scale))
@@ -92,18 +100,34 @@ def compute(names, lengths, seeds, workers: int) -> list[dict]:
         return [run for runs in pool.map(combination_runs, *zip(*jobs)) for run in runs]
 
 
-def held_out(runs: list[dict], key: str, groups, ratio: int) -> list[tuple[str, float, float, int]]:
-    """(group, coverage, median width, runs) per group held out of the calibration in turn, at one ratio."""
-    at = [r for r in runs if r["ratio"] == ratio]
+def calibrated(runs: list[dict]) -> list[dict]:
+    """The runs an interval is given for (a scale above zero, `fit._end_reward.has_scale`), each with its
+    position (`position`) and, for the baseline, its raw error |R_end - R_obs|."""
+    return [{**r, "position": position(r["value"], RANGE), "error": abs(r["value"] - r["outcome"])}
+            for r in runs if has_scale(r["value"], r["scale"])]
+
+
+def width(value: float, half: float) -> float:
+    """The interval's width clipped to the reward's range, as `predict` prints it."""
+    return min(value + half, RANGE[1]) - max(value - half, RANGE[0])
+
+
+def held_out(runs: list[dict], key: str, groups, ratio: int, where: str | None) -> list[tuple[str, float, float, int]]:
+    """(group, coverage, median clipped width, runs) per group held out of the calibration in turn, at one ratio:
+    ours within one position (`where`), by its own quantile; the baseline (`where` None) pooled, on the raw
+    error (a constant-width interval around the same forecast)."""
+    at = [r for r in runs if r["ratio"] == ratio and (where is None or r["position"] == where)]
+    field = "score" if where else "error"
     out = []
     for group in groups:
         test = [r for r in at if r[key] == group]
-        rest = [r["score"] for r in at if r[key] != group]
+        rest = [r[field] for r in at if r[key] != group]
         if not test or not rest:
             continue
         q = conformal_quantile(rest, INTERVAL_LEVEL)
-        out.append((group, float(np.mean([r["score"] <= q for r in test])),
-                    float(np.median([2 * q * r["scale"] for r in test])), len(test)))
+        half = lambda r: q * (r["scale"] if where else 1.0)  # noqa: E731
+        out.append((group, float(np.mean([r[field] <= q for r in test])),
+                    float(np.median([width(r["value"], half(r)) for r in test])), len(test)))
     return out
 
 
@@ -143,18 +167,23 @@ def main() -> None:
         runs = compute(tuple(COMBINATIONS), PILOT_LENGTHS, None, args.workers)
         with gzip.open(args.scores or SCORES, "wt") as f:
             json.dump({"level": INTERVAL_LEVEL, "run_steps": RUN_STEPS, "wall_s": time.perf_counter() - started, "runs": runs}, f)
+    runs = calibrated(runs)
     ratios = sorted({r["ratio"] for r in runs})
     lines, ok = [], True
     for ratio in ratios:
-        scores = [r["score"] for r in runs if r["ratio"] == ratio]
-        q = conformal_quantile(scores, INTERVAL_LEVEL)
-        shipped = INTERVAL_QUANTILES.get(ratio)
-        by_round, by_task = held_out(runs, "role", ROUNDS, ratio), held_out(runs, "task", TASKS, ratio)
-        ok &= all(abs(c - INTERVAL_LEVEL) <= TOLERANCE for _, c, _, _ in by_round + by_task)
-        same = shipped is not None and round(q, 3) == shipped
-        lines.append(f"ratio {ratio} (n = {RUN_STEPS // ratio}): q = {q:.3f} from {len(scores)} runs "
-                     + ("(as shipped)" if same else f"(the library ships {shipped}: update fit._end_reward.INTERVAL_QUANTILES)")
-                     + f"; by round held out: {table(by_round)}; by task held out: {table(by_task)}")
+        for where in POSITIONS:
+            scores = [r["score"] for r in runs if r["ratio"] == ratio and r["position"] == where]
+            q = conformal_quantile(scores, INTERVAL_LEVEL)
+            shipped = INTERVAL_QUANTILES[where].get(ratio)
+            by_round, by_task = held_out(runs, "role", ROUNDS, ratio, where), held_out(runs, "task", TASKS, ratio, where)
+            ok &= all(abs(c - INTERVAL_LEVEL) <= TOLERANCE for _, c, _, _ in by_round + by_task)
+            same = shipped is not None and round(q, 3) == shipped
+            lines.append(f"ratio {ratio} (n = {RUN_STEPS // ratio}), forecast {where}: q = {q:.3f} from {len(scores)} runs "
+                         + ("(as shipped)" if same else f"(the library ships {shipped}: update INTERVAL_QUANTILES)")
+                         + f"; by round held out: {table(by_round)}; by task held out: {table(by_task)}")
+        base_round, base_task = held_out(runs, "role", ROUNDS, ratio, None), held_out(runs, "task", TASKS, ratio, None)
+        lines.append(f"ratio {ratio}, baseline (the same forecast, a constant width from its raw error, pooled): by round "
+                     f"held out: {table(base_round)}; by task held out: {table(base_task)}")
     if args.quick:
         ok &= reproduced.startswith(f"; {QUICK_RUNS} of {QUICK_RUNS} ")
         lines.append("quick: the shipped scores" + reproduced)
@@ -163,7 +192,7 @@ def main() -> None:
     mode = "--quick" if args.quick else f"--from-scores {args.from_scores}" if args.from_scores else "--workers 2"
     record(Claim("end-reward-interval", f"the {INTERVAL_LEVEL:.0%} split-conformal interval of the reward at a run's end "
                  f"(`predict --pilot`, fit._end_reward) covers runs held out of its calibration {INTERVAL_LEVEL:.0%} of the "
-                 f"time within {TOLERANCE}, on every round and every task held out"),
+                 f"time within {TOLERANCE}, on every round and every task held out, for forecasts at a bound and inside"),
            predicted=f"coverage {INTERVAL_LEVEL:.0%} (exchangeable runs: at least that, below it + 1/(m + 1))",
            measured=" — ".join(lines), passed=ok and len(ratios) > 0, quick=args.quick, started=started,
            command=f"python paper_repro/end_reward_interval.py {mode}", device=device_name(),

@@ -31,7 +31,8 @@ def register(sub) -> None:
     r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
     r.add_argument("--run-steps", type=integer, metavar="N",
-                   help="the run's optimizer steps, for the reward at its end (default: the config's max_steps, "
+                   help="the run's length in the pilot log's steps (optimizer steps for TRL and our trainer, trainer "
+                        "steps for verl), for the reward at its end (default: the config's max_steps, "
                         "trainer.total_training_steps or steps)")
     r.add_argument("--devices", type=integer, help="data-parallel processes of a TRL run (default: the config's, else 1)")
     r.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),

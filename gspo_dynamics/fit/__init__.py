@@ -10,12 +10,13 @@
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_grid
 from gspo_dynamics.fit._end_reward import (
-    INTERVAL_LEVEL, INTERVAL_MAX_RATIO, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, EndReward, conformal_quantile, end_reward, end_window,
+    HELD_STEPS, INTERVAL_LEVEL, INTERVAL_MAX_RATIO, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, EndReward, conformal_quantile,
+    end_reward, end_window, held_reward,
 )
 from gspo_dynamics.fit._fall import COLLAPSE_SHARE
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
-from gspo_dynamics.fit._pilot import HELD_STEPS, PilotForecast, held_reward, load_pilot, pilot_forecast
+from gspo_dynamics.fit._pilot import PilotForecast, load_pilot, pilot_forecast
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [

@@ -1,37 +1,46 @@
 """The reward at a run's end, forecast from its pilot, with an interval calibrated on runs held out.
 
 The forecast: the pilot's fitted curve (`fit.fit_trajectory`, R_fit) averaged over the run's last END_SHARE
-of steps, the pilot log's step units, clipped to the reward's range where it is known,
+of steps, in the pilot log's step units, clipped to the reward's range where it is known,
 
     R_end = mean_{t = N - k + 1 .. N} R_fit(t),    k = max(1, round(N END_SHARE)),           (1)
 
-N the run's optimizer steps (the config's max_steps, trainer.total_training_steps or steps, or given).
+N the run's length (the config's max_steps, trainer.total_training_steps or steps, or given; at most
+END_POINTS evenly spaced steps of the window are read).
 
-The interval: split conformal prediction (Vovk, Gammerman & Shafer 2005; Lei et al. 2018, "Distribution-free
-predictive inference for regression"). Past forecasts with known outcomes R_obs give the nonconformity scores
+The interval: split conformal prediction (Vovk, Gammerman & Shafer 2005, "Algorithmic learning in a random
+world"; Lei et al. 2018, "Distribution-free predictive inference for regression"). Past forecasts with known
+outcomes R_obs give the nonconformity scores
 
     s_i = |R_end,i - R_obs,i| / (sigma_i + |R_end,i - R_held,i|),                            (2)
 
 sigma the fit's residual std (the pilot's step-to-step noise) and R_held the pilot's held level (its last
 HELD_STEPS rewards' mean): the noise, plus how far the forecast carries the curve past where the pilot left
-it. The score is unchanged by an affine change of the reward's units, so one calibration serves any reward
-scale. With m scores and level 1 - alpha,
+it. Under an affine change of the reward's units, its range (when known) changing with it, the score is
+unchanged, so one calibration serves any reward scale. With m scores and level 1 - alpha,
 
     q = the ceil((m + 1)(1 - alpha))-th smallest s_i   (infinite when that rank exceeds m),  (3)
     R_end +- q (sigma + |R_end - R_held|)                                                      (4)
 
-covers a new run's R_obs with probability at least 1 - alpha (and below 1 - alpha + 1 / (m + 1) for
-continuous scores) when the new (forecast, outcome) pair is exchangeable with the calibration pairs (Lei et
-al. 2018, Theorem 2.1; checked by simulation in tests/fit/test_end_reward.py). Exchangeability across tasks
-is an assumption, so it is measured: paper_repro/end_reward_interval.py computes the scores on every run of
-our trainer's grids (T <= 4, the pilot a seed's first n = 12, 24 or 48 of 96 steps: a run N / n = 8, 4
-or 2 times its pilot), ships q per ratio (`INTERVAL_QUANTILES`), and reports the coverage on each round of
-grids and each task held out of the calibration in turn.
+covers a new run's R_obs with probability at least 1 - alpha (and below 1 - alpha + 1 / (m + 1) when the
+scores have no ties) when the new (forecast, outcome) pair is exchangeable with the calibration pairs
+(checked by simulation in tests/fit/test_end_reward.py). The guarantee is marginal: a run whose forecast sits
+at the reward's bound is covered far more often than one inside the range. So the scores are split by that
+position, which the user sees before the run (Mondrian conformal prediction, Vovk et al. 2005, ch. 4): "bound"
+when R_end lies within BOUND_SHARE of the range's width of either bound, "inside" otherwise or when the range
+is unknown, each with its own q (3) per run length.
 
-An interval is given for a run at most INTERVAL_MAX_RATIO times as long as its pilot (the calibrated ratio next above
-the run's, the most conservative neighbour: q grows with the ratio) and a pilot with T <= INTERVAL_MAX_REFRESH
-(a longer window leaves too few samplers in the pilot to calibrate on); otherwise the forecast (1) alone,
-with the reason.
+Exchangeability across tasks is an assumption, so it is measured: paper_repro/end_reward_interval.py computes
+the scores on every run of our trainer's grids (T <= 4, the pilot a seed's first n = 12, 24 or 48 of 96 steps,
+logged every step: a run N / n = 8, 4 or 2 times its pilot), ships q per position and ratio
+(`INTERVAL_QUANTILES`), and reports the coverage on each round of grids and each task held out of the
+calibration in turn.
+
+An interval is given for a run at most INTERVAL_MAX_RATIO times as long as its pilot (the calibrated ratio next
+above the run's, the most conservative neighbour: q grows with the ratio), a pilot with T <= INTERVAL_MAX_REFRESH
+(a longer window leaves too few samplers in the pilot to calibrate on) logged every step (as calibrated: a log
+of k-step means has another noise and held level), and a scale (2) above zero (a pilot whose rewards do not
+move around the forecast measures nothing to scale by); otherwise the forecast (1) alone, with the reason.
 """
 
 from __future__ import annotations
@@ -46,13 +55,17 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit._trajectory import TrajectoryFit
 
 END_SHARE = 1 / 6  # the run's end: its last sixth (the last 16 of 96 steps, as the calibration's outcomes)
+END_POINTS = 10_000  # the most steps of the end window the forecast (1) reads (evenly spaced beyond that)
+HELD_STEPS = 8  # the held level: the mean of the pilot's last HELD_STEPS rewards (`held_reward`)
 INTERVAL_LEVEL = 0.9  # the interval's nominal coverage 1 - alpha
 INTERVAL_MAX_RATIO = 8  # the largest run length / pilot length calibrated
 INTERVAL_MAX_REFRESH = 4  # the largest refresh interval T calibrated
-# q of equation (3) at INTERVAL_LEVEL per calibrated ratio N / n, from the 3,280 runs at each ratio (3,276 at 8) of
-# paper_repro/data/end_reward_scores.json.gz (paper_repro/end_reward_interval.py; tests/fit/test_end_reward.py
-# recomputes them from that file)
-INTERVAL_QUANTILES = {2: 0.622, 4: 1.107, 8: 3.437}
+BOUND_SHARE = 0.02  # a forecast this share of the range's width from a bound sits "at the bound"
+SCALE_MIN = 1e-9  # a scale (2) at most this, relative to max(1, |R_end|), is none: no interval
+# q of equation (3) at INTERVAL_LEVEL per position and calibrated ratio N / n, from the runs of
+# paper_repro/data/end_reward_scores.json.gz with a scale (paper_repro/end_reward_interval.py;
+# tests/fit/test_end_reward.py recomputes them from that file)
+INTERVAL_QUANTILES = {"bound": {2: 0.210, 4: 0.225, 8: 0.675}, "inside": {2: 1.107, 4: 2.958, 8: 6.557}}
 
 
 @dataclass(frozen=True)
@@ -90,9 +103,9 @@ def conformal_quantile(scores, level: float = INTERVAL_LEVEL) -> float:
 
 
 def end_window(run_steps: int) -> np.ndarray:
-    """The steps N - k + 1 .. N of equation (1)."""
+    """The steps N - k + 1 .. N of equation (1), at most END_POINTS of them (evenly spaced)."""
     k = max(1, round(run_steps * END_SHARE))
-    return np.arange(run_steps - k + 1, run_steps + 1, dtype=float)
+    return np.linspace(float(run_steps - k + 1), float(run_steps), min(k, END_POINTS))
 
 
 def end_reward_value(fit: TrajectoryFit, run_steps: int, reward_range: tuple[float, float] | None) -> float:
@@ -103,42 +116,73 @@ def end_reward_value(fit: TrajectoryFit, run_steps: int, reward_range: tuple[flo
     return float(np.mean(curve))
 
 
+def held_reward(reward) -> float:
+    """The held level: the mean of the last HELD_STEPS rewards (all of them when fewer), the naive forecast of a
+    run's final reward, that the reward stays where the pilot left it."""
+    return float(np.mean(np.asarray(reward, dtype=float)[-HELD_STEPS:]))
+
+
 def score_scale(value: float, held: float, noise: float) -> float:
     """The denominator of (2): sigma + |R_end - R_held|."""
     return float(noise + abs(value - held))
 
 
+def has_scale(value: float, scale: float) -> bool:
+    """Whether the scale (2) is one to calibrate by: above SCALE_MIN relative to max(1, |R_end|)."""
+    return scale > SCALE_MIN * max(1.0, abs(value))
+
+
+def position(value: float, reward_range: tuple[float, float] | None) -> str:
+    """The forecast's position, "bound" or "inside" (module docstring): its Mondrian group."""
+    if reward_range is None:
+        return "inside"
+    lo, hi = reward_range
+    return "bound" if min(value - lo, hi - value) <= BOUND_SHARE * (hi - lo) else "inside"
+
+
 def checked_run_steps(run_steps) -> int:
-    """The run's length as given: a positive integer of optimizer steps, or one ConfigError sentence."""
+    """The run's length as given: a positive integer of steps, or one ConfigError sentence."""
     if isinstance(run_steps, bool) or not isinstance(run_steps, int) or run_steps < 1:
-        raise ConfigError(f"the run's length (--run-steps) must be a positive integer of optimizer steps, got {run_steps!r}")
+        raise ConfigError(f"the run's length (--run-steps) must be a positive integer of steps, got {run_steps!r}")
     return run_steps
 
 
-def end_reward(fit: TrajectoryFit, pilot_end: float, held: float, run_steps: int, refresh_interval: int,
+def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interval: int,
                reward_range: tuple[float, float] | None) -> EndReward:
-    """The forecast (1) and, where calibrated, the interval (4) for a run of `run_steps` steps whose pilot ends
-    at step `pilot_end` (the same units) and holds `held` (`fit.held_reward`). ConfigError when the run is not
-    longer than its pilot."""
+    """The forecast (1) and, where calibrated, the interval (4) for a run of `run_steps` steps from its pilot's
+    fit and its logged (steps, reward) (the same units). ConfigError when the run is not past its pilot."""
+    steps, reward = np.asarray(steps, dtype=float), np.asarray(reward, dtype=float)
+    pilot_end = float(steps[-1])
     if checked_run_steps(run_steps) <= pilot_end:
         raise ConfigError(f"the run's length, {run_steps} steps, is not past its pilot's last step {pilot_end:g}: "
                           "there is no end left to forecast")
+    held = held_reward(reward)
     if not (math.isfinite(held) and math.isfinite(fit.residual_std)):
         raise ConfigError("the pilot's held level and noise must be finite to forecast the run's end")
     value = end_reward_value(fit, run_steps, reward_range)
     scale = score_scale(value, held, fit.residual_std)
     ratio = run_steps / pilot_end
-    calibrated = next((r for r in sorted(INTERVAL_QUANTILES) if ratio <= r), None)
+    where = position(value, reward_range)
+    calibrated = next((r for r in sorted(INTERVAL_QUANTILES[where]) if ratio <= r), None)
+    spacing = float(np.median(np.diff(steps))) if steps.size > 1 else 1.0
+
+    def withheld(why: str) -> EndReward:
+        return EndReward(run_steps, ratio, value, scale, None, f"no interval: {why}")
+
     if refresh_interval > INTERVAL_MAX_REFRESH:
-        return EndReward(run_steps, ratio, value, scale, None, f"no interval: calibrated on runs with T <= {INTERVAL_MAX_REFRESH}, "
-                         f"this one has T = {refresh_interval}")
+        return withheld(f"calibrated on runs with T <= {INTERVAL_MAX_REFRESH}, this one has T = {refresh_interval}")
     if calibrated is None:
-        return EndReward(run_steps, ratio, value, scale, None, f"no interval: the run is {ratio:.3g} times its pilot; "
-                         f"intervals are calibrated up to {INTERVAL_MAX_RATIO} times, so a longer pilot gives one")
-    q = INTERVAL_QUANTILES[calibrated]
+        return withheld(f"the run is {ratio:.3g} times its pilot; intervals are calibrated up to {INTERVAL_MAX_RATIO} "
+                        "times, so a longer pilot gives one")
+    if spacing != 1.0:
+        return withheld(f"the pilot logs a row every {spacing:g} steps; intervals are calibrated on logs of every step")
+    if not has_scale(value, scale):
+        return withheld("the pilot's rewards do not move around the forecast, so there is nothing to scale an interval by")
+    q = INTERVAL_QUANTILES[where][calibrated]
     low, high = value - q * scale, value + q * scale
     if reward_range is not None:
         low, high = max(low, reward_range[0]), min(high, reward_range[1])
     return EndReward(run_steps, ratio, value, scale, (low, high),
-                     f"split conformal, calibrated on our trainer's runs {calibrated} times their pilot; its coverage on "
-                     "rounds and tasks held out: paper_repro/RESULTS.md, end-reward-interval")
+                     f"split conformal, calibrated on our trainer's runs {calibrated} times their pilot whose forecast sits "
+                     f"{'at a bound' if where == 'bound' else 'inside the range'}; its coverage on rounds and tasks held "
+                     "out: paper_repro/RESULTS.md, end-reward-interval")

@@ -43,7 +43,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields, group_signal_share
 from gspo_dynamics.fit._drift import measure_drift
-from gspo_dynamics.fit._end_reward import EndReward, checked_run_steps, end_reward
+from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
 from gspo_dynamics.fit._fall import BLOCK, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
@@ -55,7 +55,6 @@ from gspo_dynamics.theory.linear import critical_learning_rate
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
-HELD_STEPS = 8  # the held level: the mean of the pilot's last HELD_STEPS rewards (`held_reward`)
 
 
 @dataclass(frozen=True)
@@ -254,8 +253,11 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                         f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'within the noise'})")
     risk = collapse_fields(log, n, hp, delta, group_signal_share(logged, reward if shares else None, hp, n, assumed),
                           fall is not None and not fall.lost, measured, assumed)
-    if run_steps is not None and checked_run_steps(run_steps) <= steps[-1]:
-        raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
+    if run_steps is not None:
+        if checked_run_steps(run_steps) <= steps[-1]:
+            raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
+        if setup.run_steps is not None and setup.run_steps != run_steps:
+            assumed.append(f"the run's length is {run_steps} steps as given, not the config's {setup.run_steps}")
     end = _end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
                       reward_range, assumed)
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
@@ -278,13 +280,7 @@ def _end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_s
     if run_steps <= steps[-1]:
         assumed.append(f"the pilot reaches the config's run length ({run_steps} steps): no end left to forecast")
         return None
-    return end_reward(fit, float(steps[-1]), held_reward(reward), run_steps, refresh_interval, reward_range)
-
-
-def held_reward(reward) -> float:
-    """The held level: the mean of the last HELD_STEPS rewards (all of them when fewer), the naive forecast of a
-    run's final reward, that the reward stays where the pilot left it."""
-    return float(np.mean(np.asarray(reward, dtype=float)[-HELD_STEPS:]))
+    return end_reward(fit, steps, reward, run_steps, refresh_interval, reward_range)
 
 
 def group_size_for_noise(noise: float, group_size: int, target: float) -> int | None:

@@ -140,7 +140,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
             if key in cfg:
                 notes.append(f"{key}: {why}")
         return _setup(hp, "TRL GRPOConfig", exact, notes, sorted(set(cfg) - TRL_KEYS - set(TRL_UNMODELLED)),
-                      run_steps=run_length("max_steps", cfg.get("max_steps")))
+                      run_steps=run_length("max_steps", cfg.get("max_steps"), unset=-1))
     if not own:
         raise ConfigError("the config has no hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; "
                           "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)")

@@ -189,11 +189,11 @@ def _refuse_preference_config(cfg: dict[str, Any]) -> None:
                           "group-based RL one; predict and diagnose --config answer for GRPO / GSPO configs")
 
 
-def run_length(key: str, value: Any) -> int | None:
-    """The run's optimizer steps from a config's `key` (TRL max_steps, verl trainer.total_training_steps, our
-    trainer's steps): None where unset (TRL's -1: the length follows the epochs and the dataset), else a positive
-    integer or one ConfigError sentence."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == -1):
+def run_length(key: str, value: Any, unset: Any = None) -> int | None:
+    """The run's steps from a config's `key` (TRL max_steps, verl trainer.total_training_steps, our trainer's
+    steps): None where unset (None, or `unset`: TRL's -1, the length then follows the epochs and the dataset),
+    else a positive integer or one ConfigError sentence."""
+    if value is None or (unset is not None and not isinstance(value, bool) and value == unset):
         return None
     return _number(key, value, integer=True, positive=True)
 

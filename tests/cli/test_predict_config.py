@@ -111,6 +111,8 @@ def test_the_reward_at_the_runs_end_with_its_interval(tmp_path, capsys):
     assert end["run_steps"] == 120 and end["ratio"] == 3 and end["interval"][0] <= end["value"] <= end["interval"][1]
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "1000"]) == 0
     assert "no interval: the run is 25 times its pilot" in capsys.readouterr().out
+    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "99999999999999999999999"]) == 0
+    assert "no interval: the run is 2.5e+21 times its pilot" in capsys.readouterr().out
     for steps, needle in (("30", "not past the pilot's last step 40"), ("0", "positive integer")):
         assert main(["predict", "--config", config, "--pilot", log, "--run-steps", steps]) == 2
         err = capsys.readouterr().err.strip()

@@ -17,10 +17,9 @@ import pytest
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import (
-    INTERVAL_LEVEL, INTERVAL_QUANTILES, conformal_quantile, end_reward, end_window, fit_trajectory, held_reward,
-    pilot_forecast,
+    INTERVAL_LEVEL, INTERVAL_QUANTILES, conformal_quantile, end_reward, end_window, fit_trajectory, pilot_forecast,
 )
-from gspo_dynamics.fit._end_reward import end_reward_value
+from gspo_dynamics.fit._end_reward import end_reward_value, has_scale, position
 from gspo_dynamics.predict import read_run_config
 
 SCORES = Path(__file__).resolve().parents[2] / "paper_repro" / "data" / "end_reward_scores.json.gz"
@@ -32,19 +31,21 @@ def rising(n: int, seed: int = 0, scale: float = 1.0, shift: float = 0.0) -> np.
     return shift + scale * base
 
 
-@pytest.mark.parametrize("m, level", [(10, 0.8), (57, 0.9), (400, 0.9), (9, 0.9)])
+@pytest.mark.parametrize("m, level", [(10, 0.8), (57, 0.9), (400, 0.9), (9, 0.9), (8, 0.9)])
 def test_the_quantile_is_the_smallest_score_with_enough_scores_at_or_below_it(m, level):
     """q = the smallest s with #{s_i <= s} >= ceil((m + 1) level), by counting over every candidate; inf when
-    no candidate has enough (m = 9 at 0.9: 9 of 10 needed)."""
+    no candidate has enough (m = 8 at 0.9: 9 of 8 needed; m = 9 needs all 9, the largest)."""
     scores = np.random.default_rng(m).exponential(size=m)
     need = math.ceil((m + 1) * level)
     by_count = min((s for s in scores if np.sum(scores <= s) >= need), default=math.inf)
     assert conformal_quantile(scores, level) == by_count
+    assert (by_count == math.inf) == (m == 8)
 
 
 def test_the_interval_covers_exchangeable_runs_as_the_guarantee_says():
-    """Lei et al. 2018, Theorem 2.1: for exchangeable continuous scores P(s_new <= q) lies in [level, level +
-    1 / (m + 1)]; 20 000 draws of m = 30 calibration scores and one new (heavy-tailed), 4 standard errors."""
+    """Split conformal coverage (Vovk et al. 2005; Lei et al. 2018): for exchangeable scores without ties
+    P(s_new <= q) lies in [level, level + 1 / (m + 1)]; 20 000 draws of m = 30 calibration scores and one new
+    (heavy-tailed), 4 standard errors."""
     rng = np.random.default_rng(1)
     m, trials = 30, 20_000
     scores = np.abs(rng.standard_t(3, size=(trials, m + 1)))
@@ -59,67 +60,90 @@ def test_bad_scores_or_levels_are_config_errors(scores, level):
         conformal_quantile(scores, level)
 
 
+def pilot(n: int = 24, **kw):
+    reward = rising(n, **kw)
+    steps = np.arange(1, n + 1)
+    return fit_trajectory(steps, reward), steps, reward
+
+
 def test_the_forecast_is_the_fitted_curve_over_the_runs_last_sixth():
-    """(1) against a loop: N = 96 reads steps 81..96, the 16 steps the calibration's outcomes average."""
-    reward = rising(24)
-    fit = fit_trajectory(np.arange(1, 25), reward)
+    """(1) against a loop: N = 96 reads steps 81..96, the 16 steps the calibration's outcomes average; a run of
+    10^12 steps reads END_POINTS evenly spaced steps of its window (no 10^11-step array)."""
+    fit, _, _ = pilot()
     assert list(end_window(96)) == list(range(81, 97))
     loop = sum(min(max(float(fit.predict([t])[0]), 0.0), 1.0) for t in range(81, 97)) / 16
     assert end_reward_value(fit, 96, (0.0, 1.0)) == pytest.approx(loop, rel=1e-12)
+    huge = end_window(10**12)
+    assert len(huge) == 10_000 and huge[-1] == 10**12 and huge[0] == 10**12 - round(10**12 / 6) + 1
 
 
 @pytest.mark.parametrize("run_steps, calibrated", [(30, 2), (48, 2), (60, 4), (96, 4), (150, 8), (192, 8)])
 def test_the_interval_uses_the_calibrated_ratio_next_above_the_runs(run_steps, calibrated):
-    reward = rising(24)
-    fit = fit_trajectory(np.arange(1, 25), reward)
-    end = end_reward(fit, 24.0, held_reward(reward), run_steps, 1, None)
-    q = INTERVAL_QUANTILES[calibrated]
-    assert end.ratio == pytest.approx(run_steps / 24)
-    assert end.interval == pytest.approx((end.value - q * end.scale, end.value + q * end.scale))
-    assert end.scale == pytest.approx(fit.residual_std + abs(end.value - held_reward(reward)))
+    """The quantile of the run's position and of the calibrated ratio at or above its own, around R_end with the
+    scale (2) recomputed here from the fit's noise and the pilot's last 8 rewards."""
+    fit, steps, reward = pilot()
+    end = end_reward(fit, steps, reward, run_steps, 1, None)
+    scale = fit.residual_std + abs(end.value - reward[-8:].mean())
+    q = INTERVAL_QUANTILES["inside"][calibrated]  # no range: inside
+    assert end.ratio == pytest.approx(run_steps / 24) and end.scale == pytest.approx(scale, rel=1e-12)
+    assert end.interval == pytest.approx((end.value - q * scale, end.value + q * scale))
 
 
-def test_the_interval_is_withheld_past_the_calibration_and_clipped_to_the_rewards_range():
-    reward = rising(24)
-    fit = fit_trajectory(np.arange(1, 25), reward)
-    far = end_reward(fit, 24.0, held_reward(reward), 24 * 9, 1, None)
-    assert far.interval is None and "9 times its pilot" in far.note
-    stale = end_reward(fit, 24.0, held_reward(reward), 96, 8, None)
-    assert stale.interval is None and "T = 8" in stale.note
-    bounded = end_reward(fit, 24.0, held_reward(reward), 192, 1, (0.0, 1.0))
+def test_a_forecast_at_the_rewards_bound_gets_the_bound_quantile():
+    reward = np.clip(rising(24) + 0.5, 0, 1)  # saturated: the forecast is 1
+    steps = np.arange(1, 25)
+    end = end_reward(fit_trajectory(steps, reward), steps, reward, 96, 1, (0.0, 1.0))
+    assert position(end.value, (0.0, 1.0)) == "bound" and "at a bound" in end.note
+    assert end.interval[0] == pytest.approx(end.value - INTERVAL_QUANTILES["bound"][4] * end.scale) and end.interval[1] == 1.0
+    assert position(0.5, (0.0, 1.0)) == "inside" and position(0.019, (0.0, 1.0)) == "bound" and position(0.9, None) == "inside"
+
+
+def test_the_interval_is_withheld_where_it_is_not_calibrated_and_clipped_to_the_rewards_range():
+    fit, steps, reward = pilot()
+    assert "9 times its pilot" in end_reward(fit, steps, reward, 24 * 9, 1, None).note
+    assert "T = 8" in end_reward(fit, steps, reward, 96, 8, None).note
+    spaced = end_reward(fit_trajectory(steps * 10, reward), steps * 10, reward, 960, 1, None)
+    assert spaced.interval is None and "every 10 steps" in spaced.note
+    flat = np.zeros(24)
+    constant = end_reward(fit_trajectory(steps, flat), steps, flat, 96, 1, (0.0, 1.0))
+    assert constant.interval is None and "do not move" in constant.note and constant.value == 0.0
+    bounded = end_reward(fit, steps, reward, 192, 1, (0.0, 1.0))
     assert 0.0 <= bounded.interval[0] <= bounded.value <= bounded.interval[1] <= 1.0
 
 
 @pytest.mark.parametrize("run_steps", [24, 10, 0, 96.0, True])
 def test_a_run_not_past_its_pilot_or_a_bad_length_is_a_config_error(run_steps):
-    reward = rising(24)
-    fit = fit_trajectory(np.arange(1, 25), reward)
+    fit, steps, reward = pilot()
     with pytest.raises(ConfigError, match="run's length"):
-        end_reward(fit, 24.0, held_reward(reward), run_steps, 1, None)
+        end_reward(fit, steps, reward, run_steps, 1, None)
 
 
-def test_the_score_does_not_depend_on_the_rewards_units():
-    """(2) under R -> a R + b: the refitted forecast and its scale move with the units, so the interval maps
-    onto the rescaled one (the fit standardises the curve: equal to 1e-6 of the scale)."""
+@pytest.mark.parametrize("reward_range", [None, (0.0, 1.0)])
+def test_the_score_does_not_depend_on_the_rewards_units(reward_range):
+    """(2) under R -> a R + b, the range mapped with it: the refitted forecast and its scale move with the
+    units, so the interval maps onto the rescaled one (the fit standardises the curve: equal to 1e-6 of the
+    scale)."""
     a, b = 20.0, -7.0
-    reward = rising(24)
-    steps = np.arange(1, 25)
-    one = end_reward(fit_trajectory(steps, reward), 24.0, held_reward(reward), 96, 1, None)
+    fit, steps, reward = pilot(seed=3)
+    one = end_reward(fit, steps, reward, 96, 1, reward_range)
     scaled = a * reward + b
-    other = end_reward(fit_trajectory(steps, scaled), 24.0, held_reward(scaled), 96, 1, None)
+    mapped = None if reward_range is None else (a * reward_range[0] + b, a * reward_range[1] + b)
+    other = end_reward(fit_trajectory(steps, scaled), steps, scaled, 96, 1, mapped)
     assert other.value == pytest.approx(a * one.value + b, abs=1e-6 * a)
     assert other.scale == pytest.approx(a * one.scale, rel=1e-6)
     assert other.interval == pytest.approx(tuple(a * x + b for x in one.interval), abs=1e-6 * a)
 
 
 def test_the_shipped_quantiles_are_those_of_the_calibration_scores():
-    """INTERVAL_QUANTILES against (3) on every run of paper_repro/data/end_reward_scores.json.gz, per ratio
-    (three decimals, as shipped)."""
+    """INTERVAL_QUANTILES against (3) on the runs of paper_repro/data/end_reward_scores.json.gz with a scale,
+    per position and ratio (three decimals, as shipped)."""
     runs = json.loads(gzip.open(SCORES).read())["runs"]
-    for ratio, q in INTERVAL_QUANTILES.items():
-        scores = [r["score"] for r in runs if r["ratio"] == ratio]
-        assert len(scores) >= 800
-        assert round(conformal_quantile(scores, INTERVAL_LEVEL), 3) == q
+    for where, by_ratio in INTERVAL_QUANTILES.items():
+        for ratio, q in by_ratio.items():
+            scores = [r["score"] for r in runs if r["ratio"] == ratio and has_scale(r["value"], r["scale"])
+                      and position(r["value"], (0.0, 1.0)) == where]
+            assert len(scores) >= 900
+            assert round(conformal_quantile(scores, INTERVAL_LEVEL), 3) == q
 
 
 def pilot_log(tmp_path, n: int) -> str:
@@ -135,7 +159,8 @@ def test_the_pilot_forecast_reads_the_runs_length_from_the_config_or_the_caller(
     assert f.end.run_steps == 100 and f.end.interval is not None
     assert f.to_json()["end_reward"]["run_steps"] == 100
     assert any("reward at the run's end (steps 84-100" in line for line in f.summary_lines())
-    assert pilot_forecast(read_run_config(trl), log, run_steps=200).end.run_steps == 200
+    given = pilot_forecast(read_run_config(trl), log, run_steps=200)
+    assert given.end.run_steps == 200 and any("200 steps as given, not the config's 100" in a for a in given.assumed)
     unknown = pilot_forecast(read_run_config({"learning_rate": 1e-6, "num_generations": 8}), log)
     assert unknown.end is None and any("run's length is unknown" in a for a in unknown.assumed)
     reached = pilot_forecast(read_run_config(trl | {"max_steps": 30}), log)

@@ -158,6 +158,7 @@ def test_the_run_length_is_read_where_the_config_holds_it():
     ({"learning_rate": 1e-6, "max_steps": 12.5}, "max_steps"),
     (verl_tree() | {"trainer": {"total_training_steps": "many"}}, "total_training_steps"),
     ({"task": "count", "model": "100k", "objective": "grpo", "steps": -3}, "steps"),
+    ({"task": "count", "model": "100k", "objective": "grpo", "steps": -1}, "steps"),  # -1 means unset for TRL only
     ({"learning_rate": 1e-6, "steps_per_generation": 0}, "steps_per_generation"),
     ({"learning_rate": -1e-6}, "learning_rate"),
     ({"learning_rate": "fast"}, "learning_rate"),

@@ -103,12 +103,12 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
 
 @pytest.mark.real_logs
 @pytest.mark.parametrize("name, config, pilot, run_steps, width", [
-    (IMJONEZZ, CONFIG, 60, None, 7.9), (IMJONEZZ, CONFIG, 120, None, 3.2), (ALEX_JSON, WORDLE_CONFIG, 40, 160, 3.1),
-    (SUNSHINE, GSM8K_CONFIG, 40, 200, 1.0), (SUNSHINE, GSM8K_CONFIG, 60, 200, 0.7)])
+    (IMJONEZZ, CONFIG, 60, None, 15.0), (IMJONEZZ, CONFIG, 120, None, 8.4), (ALEX_JSON, WORDLE_CONFIG, 40, 160, 8.1),
+    (SUNSHINE, GSM8K_CONFIG, 40, 200, 1.0), (SUNSHINE, GSM8K_CONFIG, 60, 200, 1.0)])
 def test_the_interval_for_the_reward_at_a_real_runs_end(real_logs, tmp_path, capsys, name, config, pilot, run_steps, width):
     """The reward over each real run's last sixth (the config's max_steps, or the Wordle log's 160 steps: its
-    GRPOConfig sets epochs) against the 90% interval from its first steps (README): inside on all five, and as
-    wide as the pilot leaves it (the Llama run's 60-step pilot sits in the flat start its run then leaves)."""
+    GRPOConfig sets epochs) against the 90% interval from its first steps (README): inside on all five, but wide
+    (the reward's range unknown, or [0, 1] whole on GSM8K): weak evidence, which the README says."""
     log = real_logs / name
     if run_steps is not None:
         config = {**config, "max_steps": run_steps}

@@ -219,7 +219,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     reward bounds; None infers [0, 1] when every pilot reward lies in it (said), else leaves it open.
     A given range that the pilot's rewards leave is a ConfigError. `target_noise`: the reward noise to
     find a group size for (None: TARGET_NOISE_SHARE of the reward's range, said; none without a range).
-    `run_steps`: the run's optimizer steps, for the reward at its end (None: the config's, `setup.run_steps`)."""
+    `run_steps`: the run's length in the pilot log's steps, for the reward at its end (None: the config's,
+    `setup.run_steps`)."""
     if target_noise is not None and (isinstance(target_noise, bool) or not isinstance(target_noise, (int, float))
                                      or not math.isfinite(target_noise) or target_noise <= 0):
         raise ConfigError(f"the target noise must be a number > 0, got {target_noise!r}")

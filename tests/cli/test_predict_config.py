@@ -57,6 +57,8 @@ def test_yaml_and_verl_configs_as_json(tmp_path, capsys):
 
 def test_with_a_pilot_and_a_plot(tmp_path, capsys):
     config, log, png = write(tmp_path, "grpo.json", TRL), pilot_log(tmp_path), tmp_path / "map.png"
+    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "120", "--plot", str(tmp_path / "end.png")]) == 0
+    assert "reward at the run's end" in capsys.readouterr().out and (tmp_path / "end.png").stat().st_size > 10_000
     assert main(["predict", "--config", config, "--pilot", log, "--json", "--plot", str(png)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["pilot_steps"] == 40 and report["implications"]["plateau"]["value"] == pytest.approx(0.8, abs=0.05)

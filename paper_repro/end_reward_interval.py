@@ -50,7 +50,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import (
     INTERVAL_LEVEL, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, conformal_quantile, end_reward, fit_trajectory,
 )
-from gspo_dynamics.fit._end_reward import has_scale, position
+from gspo_dynamics.fit import end_position, has_scale
 
 CELLS = Path(__file__).with_name("data") / "pilot_forecast_cells.json.gz"
 SCORES = Path(__file__).with_name("data") / "end_reward_scores.json.gz"
@@ -102,8 +102,8 @@ def compute(names, lengths, seeds, workers: int) -> list[dict]:
 
 def calibrated(runs: list[dict]) -> list[dict]:
     """The runs an interval is given for (a scale above zero, `fit._end_reward.has_scale`), each with its
-    position (`position`) and, for the baseline, its raw error |R_end - R_obs|."""
-    return [{**r, "position": position(r["value"], RANGE), "error": abs(r["value"] - r["outcome"])}
+    position (`end_position`) and, for the baseline, its raw error |R_end - R_obs|."""
+    return [{**r, "position": end_position(r["value"], RANGE), "error": abs(r["value"] - r["outcome"])}
             for r in runs if has_scale(r["value"], r["scale"])]
 
 

@@ -11,7 +11,7 @@ from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscil
 from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_grid
 from gspo_dynamics.fit._end_reward import (
     HELD_STEPS, INTERVAL_LEVEL, INTERVAL_MAX_RATIO, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, EndReward, conformal_quantile,
-    end_reward, end_window, held_reward,
+    end_position, end_reward, end_window, has_scale, held_reward,
 )
 from gspo_dynamics.fit._fall import COLLAPSE_SHARE
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
@@ -37,12 +37,14 @@ __all__ = [
     "check_reward_range",
     "collapse_grid",
     "conformal_quantile",
+    "end_position",
     "end_reward",
     "end_window",
     "fit_exponential",
     "fisher_g",
     "fit_oscillator",
     "fit_trajectory",
+    "has_scale",
     "held_reward",
     "implications",
     "load_pilot",

@@ -132,7 +132,7 @@ def has_scale(value: float, scale: float) -> bool:
     return scale > SCALE_MIN * max(1.0, abs(value))
 
 
-def position(value: float, reward_range: tuple[float, float] | None) -> str:
+def end_position(value: float, reward_range: tuple[float, float] | None) -> str:
     """The forecast's position, "bound" or "inside" (module docstring): its Mondrian group."""
     if reward_range is None:
         return "inside"
@@ -162,7 +162,7 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
     value = end_reward_value(fit, run_steps, reward_range)
     scale = score_scale(value, held, fit.residual_std)
     ratio = run_steps / pilot_end
-    where = position(value, reward_range)
+    where = end_position(value, reward_range)
     calibrated = next((r for r in sorted(INTERVAL_QUANTILES[where]) if ratio <= r), None)
     spacing = float(np.median(np.diff(steps))) if steps.size > 1 else 1.0
 

@@ -19,7 +19,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import (
     INTERVAL_LEVEL, INTERVAL_QUANTILES, conformal_quantile, end_reward, end_window, fit_trajectory, pilot_forecast,
 )
-from gspo_dynamics.fit._end_reward import end_reward_value, has_scale, position
+from gspo_dynamics.fit._end_reward import end_reward_value, end_position, has_scale
 from gspo_dynamics.predict import read_run_config
 
 SCORES = Path(__file__).resolve().parents[2] / "paper_repro" / "data" / "end_reward_scores.json.gz"
@@ -93,9 +93,10 @@ def test_a_forecast_at_the_rewards_bound_gets_the_bound_quantile():
     reward = np.clip(rising(24) + 0.5, 0, 1)  # saturated: the forecast is 1
     steps = np.arange(1, 25)
     end = end_reward(fit_trajectory(steps, reward), steps, reward, 96, 1, (0.0, 1.0))
-    assert position(end.value, (0.0, 1.0)) == "bound" and "at a bound" in end.note
+    assert end_position(end.value, (0.0, 1.0)) == "bound" and "at a bound" in end.note
     assert end.interval[0] == pytest.approx(end.value - INTERVAL_QUANTILES["bound"][4] * end.scale) and end.interval[1] == 1.0
-    assert position(0.5, (0.0, 1.0)) == "inside" and position(0.019, (0.0, 1.0)) == "bound" and position(0.9, None) == "inside"
+    assert end_position(0.5, (0.0, 1.0)) == "inside" and end_position(0.019, (0.0, 1.0)) == "bound"
+    assert end_position(0.9, None) == "inside"
 
 
 def test_the_interval_is_withheld_where_it_is_not_calibrated_and_clipped_to_the_rewards_range():
@@ -141,7 +142,7 @@ def test_the_shipped_quantiles_are_those_of_the_calibration_scores():
     for where, by_ratio in INTERVAL_QUANTILES.items():
         for ratio, q in by_ratio.items():
             scores = [r["score"] for r in runs if r["ratio"] == ratio and has_scale(r["value"], r["scale"])
-                      and position(r["value"], (0.0, 1.0)) == where]
+                      and end_position(r["value"], (0.0, 1.0)) == where]
             assert len(scores) >= 900
             assert round(conformal_quantile(scores, INTERVAL_LEVEL), 3) == q
 

@@ -46,6 +46,7 @@ move around the forecast measures nothing to scale by); otherwise the forecast (
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,18 +143,25 @@ def end_position(value: float, reward_range: tuple[float, float] | None) -> str:
 
 def checked_run_steps(run_steps) -> int:
     """The run's length as given: a positive integer of steps, or one ConfigError sentence."""
-    if isinstance(run_steps, bool) or not isinstance(run_steps, int) or run_steps < 1:
+    if isinstance(run_steps, bool) or not isinstance(run_steps, numbers.Integral) or run_steps < 1:
         raise ConfigError(f"the run's length (--run-steps) must be a positive integer of steps, got {run_steps!r}")
-    return run_steps
+    return int(run_steps)
 
 
 def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interval: int,
                reward_range: tuple[float, float] | None) -> EndReward:
     """The forecast (1) and, where calibrated, the interval (4) for a run of `run_steps` steps from its pilot's
-    fit and its logged (steps, reward) (the same units). ConfigError when the run is not past its pilot."""
+    fit and its logged (steps, reward) (the same units; steps sorted, unique and finite, as `fit.load_pilot`
+    gives them). ConfigError when the run is not past its pilot, the pilot ends at a step <= 0, or the reward's
+    range is empty."""
     steps, reward = np.asarray(steps, dtype=float), np.asarray(reward, dtype=float)
     pilot_end = float(steps[-1])
-    if checked_run_steps(run_steps) <= pilot_end:
+    if not pilot_end > 0:
+        raise ConfigError(f"the pilot's last step must be > 0 to measure the run's length against it, got {pilot_end:g}")
+    if reward_range is not None and not reward_range[0] < reward_range[1]:
+        raise ConfigError(f"the reward's range must have its low end below its high end, got {tuple(reward_range)!r}")
+    run_steps = checked_run_steps(run_steps)
+    if run_steps <= pilot_end:
         raise ConfigError(f"the run's length, {run_steps} steps, is not past its pilot's last step {pilot_end:g}: "
                           "there is no end left to forecast")
     held = held_reward(reward)

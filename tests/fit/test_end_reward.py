@@ -119,6 +119,16 @@ def test_a_run_not_past_its_pilot_or_a_bad_length_is_a_config_error(run_steps):
         end_reward(fit, steps, reward, run_steps, 1, None)
 
 
+def test_a_pilot_ending_at_step_zero_or_an_empty_range_is_a_config_error():
+    fit, steps, reward = pilot()
+    assert end_reward(fit, steps, reward, np.int64(96), 1, None).run_steps == 96  # numpy integers are integers
+    with pytest.raises(ConfigError, match="last step must be > 0"):
+        end_reward(fit, steps - 24, reward, 96, 1, None)
+    for bad in ((0.5, 0.5), (1.0, 0.0)):
+        with pytest.raises(ConfigError, match="low end below its high end"):
+            end_reward(fit, steps, reward, 96, 1, bad)
+
+
 @pytest.mark.parametrize("reward_range", [None, (0.0, 1.0)])
 def test_the_score_does_not_depend_on_the_rewards_units(reward_range):
     """(2) under R -> a R + b, the range mapped with it: the refitted forecast and its scale move with the

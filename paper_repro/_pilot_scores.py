@@ -45,18 +45,26 @@ def measured_cells(curves: dict, lrs, Ts) -> dict:
     for lr in lrs:
         for T in Ts:
             reward = curves[(lr, T)]["reward"]
-            seeds, steps = reward.shape
-            blocks = reward[:, :steps // SEED_BLOCK * SEED_BLOCK].reshape(seeds, -1, SEED_BLOCK).mean(axis=2)
-            series = np.concatenate([r0[:, None], blocks], axis=1)
-            best = np.maximum.accumulate(series, axis=1)
-            drop = best - series
-            lost = np.any((drop > DRAWDOWN_MARGIN) | ((drop > COLLAPSE_SHARE * best) & (best >= DRAWDOWN_MARGIN / 2)), axis=1)
-            falls = drop.max(axis=1)
+            steps = reward.shape[1]
+            lost, falls = seed_falls(reward, r0)
             mean = reward.mean(axis=0)
             final = float(mean[-PLATEAU_STEPS:].mean())
             timing = np.concatenate([[r0.mean()], mean[1: 1 + (steps - 1) // BLOCK * BLOCK].reshape(-1, BLOCK).mean(axis=1)])
             out[(lr, T)] = (bool(lost.any()), float(falls.max()), final, time_to_plateau(timing, final), int(lost.sum()))
     return out
+
+
+def seed_falls(reward: np.ndarray, r0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per seed of one cell (reward (seeds, steps), r0 (seeds,) its initial rewards): whether it is unstable
+    (`measured_cells`: a fall past DRAWDOWN_MARGIN, or past COLLAPSE_SHARE of a running best >= DRAWDOWN_MARGIN / 2,
+    on its curve of r0 then SEED_BLOCK-step means) and its largest fall below its running best."""
+    seeds, steps = reward.shape
+    blocks = reward[:, :steps // SEED_BLOCK * SEED_BLOCK].reshape(seeds, -1, SEED_BLOCK).mean(axis=2)  # (seeds, blocks)
+    series = np.concatenate([r0[:, None], blocks], axis=1)
+    best = np.maximum.accumulate(series, axis=1)
+    drop = best - series
+    lost = np.any((drop > DRAWDOWN_MARGIN) | ((drop > COLLAPSE_SHARE * best) & (best >= DRAWDOWN_MARGIN / 2)), axis=1)
+    return lost, drop.max(axis=1)
 
 
 def time_to_plateau(series: np.ndarray, final: float) -> float:

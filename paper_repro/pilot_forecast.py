@@ -153,6 +153,7 @@ from _pilot_scores import (
     score,
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, pilot_entry, read_dump
+from _regime_reach import regime_reach
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
 from trainer_at_scale import Runs
 
@@ -460,7 +461,9 @@ def main() -> None:
                          f"r lr / lr_pilot",
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
-    reach = f"{final_reward_reach(results)} {exact_forecast_reach(results)}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
+    roles = {name: COMBINATIONS[name][4] for name in results}
+    reach = (f"{final_reward_reach(results)} {exact_forecast_reach(results)}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
+             f"\n\n{regime_reach(results, roles)}")
     print(reach)
     if not args.no_record and not args.quick:
         write_section(parts, reach)

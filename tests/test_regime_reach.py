@@ -1,0 +1,120 @@
+"""paper_repro/_regime_reach.py: the beta-binomial reading of the measured cells' seed counts, each piece against
+an independent route (a grid search, Monte Carlo, enumeration)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+
+@pytest.fixture(scope="module")
+def reach(load_script):
+    return load_script("paper_repro", "_regime_reach")
+
+
+def test_the_prior_is_the_likelihoods_maximum_on_a_grid(reach):
+    """(1)'s maximum from the optimiser against a log-spaced grid scored with scipy's beta-binomial; on
+    20,000 cells drawn from Beta(0.4, 0.6) it recovers the parameters within 10% (their standard error at this
+    size is ~3%)."""
+    rng = np.random.default_rng(0)
+    counts = rng.binomial(4, rng.beta(0.4, 0.6, size=20_000))
+    alpha, beta = reach.seed_prior(counts, 4)
+    grid = np.exp(np.linspace(-3, 2, 201))
+    A, B = np.meshgrid(grid, grid, indexing="ij")
+    tally = np.bincount(counts, minlength=5)
+    loglik = sum(n * stats.betabinom.logpmf(k, 4, A, B) for k, n in enumerate(tally))
+    i, j = np.unravel_index(np.argmax(loglik), loglik.shape)
+    assert alpha == pytest.approx(grid[i], rel=0.03) and beta == pytest.approx(grid[j], rel=0.03)  # the grid's step: 2.5%
+    assert alpha == pytest.approx(0.4, rel=0.1) and beta == pytest.approx(0.6, rel=0.1)
+
+
+def test_bad_counts_are_refused(reach):
+    with pytest.raises(ValueError, match="counts must be 0..4"):
+        reach.seed_prior([0, 5], 4)
+    with pytest.raises(ValueError):
+        reach.seed_prior([], 4)
+
+
+def test_the_threshold_is_where_a_cell_reads_unstable_half_the_time(reach):
+    for n in (1, 2, 4, 8):
+        assert 1 - (1 - reach.threshold(n)) ** n == pytest.approx(0.5, abs=1e-12)
+
+
+def test_the_oracles_errors_match_a_simulation_of_cells(reach):
+    """(3) against Monte Carlo: q from the prior, a cell's k from q; among the cells with each k, the share the
+    forecaster that knows q gets wrong. 400,000 cells: the rarest k (1-3 of 4 under this prior) holds ~40,000,
+    so a share's standard error is <= 0.0025; tolerance 0.01."""
+    rng = np.random.default_rng(1)
+    prior, n = (0.3, 0.4), 4
+    q = rng.beta(*prior, size=400_000)
+    k = rng.binomial(n, q)
+    says_unstable = q > reach.threshold(n)
+    miss, alarm = reach.oracle_errors(np.arange(n + 1), n, prior)
+    for count in range(n + 1):
+        wrong = np.mean(says_unstable[k == count] != (count > 0))
+        assert (miss[count] + alarm[count]) == pytest.approx(wrong, abs=0.01)
+        assert (miss[count] > 0) <= (count > 0) and (alarm[count] > 0) <= (count == 0)
+
+
+def test_the_error_distribution_is_the_enumeration_of_every_outcome(reach):
+    rng = np.random.default_rng(2)
+    miss, alarm = rng.random(5) * 0.4, rng.random(5) * 0.4
+    dist = reach.error_distribution(miss, alarm)
+    expected = np.zeros((6, 6))
+    for outcome in itertools.product(range(3), repeat=5):  # 0 right, 1 miss, 2 false alarm
+        p = math.prod((1 - m - a, m, a)[o] for o, m, a in zip(outcome, miss, alarm))
+        expected[sum(o > 0 for o in outcome), sum(o == 1 for o in outcome)] += p
+    np.testing.assert_allclose(dist, expected, atol=1e-12)
+    assert dist.sum() == pytest.approx(1.0)
+
+
+def test_meeting_the_targets_is_at_most_three_errors_and_one_miss_of_twenty(reach):
+    dist = np.zeros((21, 21))
+    dist[3, 1] = 0.5  # 85%, one miss: met
+    dist[4, 0] = 0.2  # 80%: missed
+    dist[2, 2] = 0.3  # two misses: missed
+    assert reach.meets_targets(dist, 20) == pytest.approx(0.5)
+
+
+def grid_of(lost: np.ndarray) -> dict:
+    """One combination's result: cells (lr, T) whose seed s falls from 0.5 to 0 after step 48 where lost[cell, s]."""
+    lrs, Ts = (1e-3, 2e-3), tuple(range(1, len(lost) // 2 + 1))
+    cells = [(lr, T) for lr in lrs for T in Ts]
+    steps = np.arange(96)
+    curves = {cell: {"reward": np.where(lost[i][:, None] & (steps >= 48), 0.0, 0.5)} for i, cell in enumerate(cells)}
+    return {"curves": curves, "measured": {cell: (bool(lost[i].any()), 0.0, 0.0, 0.0, int(lost[i].sum()))
+                                           for i, cell in enumerate(cells)},
+            "ours": {"accuracy": 0.9, "safe_but_unstable": 0}}
+
+
+def test_the_split_half_check_predicts_the_second_halves_of_simulated_cells(reach):
+    """Cells drawn from a beta prior, read through their seed curves (`seed_losses`): (4)'s prediction for each
+    first-half count against the share of second halves with an unstable seed. 50 combinations x 20 cells; the
+    smallest group (k = 1) holds ~130 cells, standard error <= 0.045; tolerance 0.12."""
+    rng = np.random.default_rng(3)
+    results = {}
+    for c in range(50):
+        q = rng.beta(0.3, 0.4, size=20)
+        results[f"c{c}"] = grid_of(rng.random((20, 4)) < q[:, None])
+    rows = reach.split_half_check(results)
+    assert [k for k, *_ in rows] == [0, 1, 2] and sum(n for _, n, *_ in rows) == 1000
+    for k, n, predicted, observed in rows:
+        assert predicted == pytest.approx(observed, abs=0.12), (k, n)
+
+
+def test_regime_reach_reports_the_prior_and_each_round(reach):
+    rng = np.random.default_rng(4)
+    results = {f"c{c}": grid_of(rng.random((20, 4)) < rng.beta(0.3, 0.4, size=20)[:, None]) for c in range(6)}
+    roles = {name: ("develop" if i < 3 else "confirm") for i, name in enumerate(results)}
+    text = reach.regime_reach(results, roles)
+    counts = np.bincount([m[4] for r in results.values() for m in r["measured"].values()], minlength=5)
+    assert f"histogram {counts.tolist()}" in text and "develop (3): " in text and "confirm (3): " in text
+    assert "all 6: " in text and "90.0%" in text and "q > 0.159" in text
+    assert reach.regime_reach({}, {}) == ""
+    two_seeds = {"c0": grid_of(rng.random((20, 2)) < 0.3)}
+    assert reach.split_half_check(two_seeds) == []
+    assert "not checked, fewer than 4 seeds a cell" in reach.regime_reach(two_seeds, {"c0": "develop"})

@@ -4,8 +4,8 @@ would miss some cells. A reading of the measured cells (an empirical-Bayes model
 forecaster.
 
 The model. A seed of a cell is unstable with probability q, independently of the cell's other seeds; q varies
-between cells as Beta(alpha, beta) (one prior for all the cells read together). A cell of n seeds with k unstable
-then has the beta-binomial likelihood
+between cells as Beta(alpha, beta) (one prior for all the cells read together, whatever their lr and T). A cell
+of n seeds (the code's `seeds`) with k unstable then has the beta-binomial likelihood
 
     P(k | alpha, beta) = C(n, k) B(alpha + k, beta + n - k) / B(alpha, beta),                          (1)
 
@@ -15,21 +15,28 @@ and q | k ~ Beta(a, b), a = alpha + k, b = beta + n - k. The cell reads unstable
     q > q* = 1 - 2^(-1/n).                                                                             (2)
 
 Scored on the measurement the cells have (k): a cell read unstable (k >= 1) is its safe-but-unstable miss when
-q <= q*, a cell read stable its false alarm when q > q*:
+q <= c, a cell read stable its false alarm when q > c, for the forecaster that cuts at c:
 
-    P(miss | k >= 1) = I_{q*}(a, b),      P(false alarm | k = 0) = 1 - I_{q*}(a, b)                  (3)
+    P(miss | k >= 1) = I_c(a, b),      P(false alarm | k = 0) = 1 - I_c(a, b)                          (3)
 
-(I the regularised incomplete beta function). Given the counts, the cells' q are independent, so a
-combination's misses and false alarms are sums of independent indicators: their joint distribution is the
-convolution of the cells' (`error_distribution`), and the chance the combination meets both regime targets is
-its mass at errors <= floor(cells (1 - ACCURACY_MIN)) and misses <= SAFE_BUT_UNSTABLE_MAX.
+(I the regularised incomplete beta function). The cut c = q* maximises the expected accuracy over the model's
+own draws (the derivative of the expected accuracy in c is f(c) ((1 - c)^n - 1/2), f the prior's density); it
+does not maximise the chance of at most SAFE_BUT_UNSTABLE_MAX misses: a lower cut turns misses into false alarms,
+so the best single cut for the cells read together is reported beside it (`best_cut`, chosen on them: an upper
+bound for one cut). With (alpha, beta) fixed at their fit (their own uncertainty left out), the cells' q are
+independent given the counts, so a combination's misses and false alarms are sums of independent indicators:
+their joint distribution is the convolution of the cells' (`error_distribution`), and the chance the combination
+meets both regime targets is its mass at errors <= floor(cells (1 - ACCURACY_MIN)) and misses <=
+SAFE_BUT_UNSTABLE_MAX.
 
-The prior is checked by splitting each cell's seeds in halves: fitted on the first half's counts, (1) and the
-posterior give the chance the second half holds an unstable seed,
+The model is checked twice. Its fit: the counts (1) expects against those seen, Pearson's chi-squared on n + 1
+- 1 - 2 degrees of freedom (`goodness_of_fit`). And by halves: fitted on the counts of each cell's first m
+seeds, (1) and the posterior give the chance the next m hold an unstable seed,
 
-    P(any of m more | k of n) = 1 - E[(1 - q)^m | k] = 1 - B(a, b + m) / B(a, b),                      (4)
+    P(any of m more | k of m) = 1 - E[(1 - q)^m | k] = 1 - B(a, b + m) / B(a, b),                      (4)
 
-to be compared with how often it does (`split_half_check`)."""
+to be compared with how often they do (`split_half_check`). Where either fails, the forecaster's scores are an
+estimate under a model the counts reject, not a bound."""
 
 from __future__ import annotations
 
@@ -39,10 +46,12 @@ import math
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import betainc, betaln, gammaln
+from scipy.stats import chi2
 
 from _pilot_scores import ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, initial_rewards, seed_falls
 
-LOG_BOUND = 8.0  # the prior's log alpha and log beta stay within +-LOG_BOUND (a prior this sharp or flat says nothing more)
+LOG_BOUND = 8.0  # the prior's log alpha and log beta stay within +-LOG_BOUND (sharper or flatter says nothing more)
+CUTS = np.linspace(0.005, 0.995, 199)  # the cuts `best_cut` tries: every half percent of the rate
 
 
 def seed_prior(counts, seeds: int) -> tuple[float, float]:
@@ -58,9 +67,30 @@ def seed_prior(counts, seeds: int) -> tuple[float, float]:
         alpha, beta = np.exp(x)
         return -np.sum(tally * (log_binomial + betaln(alpha + k, beta + seeds - k) - betaln(alpha, beta)))
 
-    bounds = [(-LOG_BOUND, LOG_BOUND)] * 2
-    best = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=bounds)
+    best = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=[(-LOG_BOUND, LOG_BOUND)] * 2)
+    if not best.success:
+        raise ValueError(f"the beta-binomial fit of {tally.tolist()} did not converge: {best.message}")
     return float(np.exp(best.x[0])), float(np.exp(best.x[1]))
+
+
+def expected_counts(cells: int, seeds: int, prior: tuple[float, float]) -> np.ndarray:
+    """How many of `cells` cells (1) expects with 0..seeds unstable seeds."""
+    k = np.arange(seeds + 1)
+    log_binomial = gammaln(seeds + 1) - gammaln(k + 1) - gammaln(seeds - k + 1)
+    alpha, beta = prior
+    return cells * np.exp(log_binomial + betaln(alpha + k, beta + seeds - k) - betaln(alpha, beta))
+
+
+def goodness_of_fit(counts, seeds: int, prior: tuple[float, float]) -> tuple[np.ndarray, float]:
+    """(the counts (1) expects, Pearson's chi-squared p-value against those seen on seeds - 2 degrees of freedom:
+    seeds + 1 bins, less one for the total and two for the fitted alpha, beta; nan with fewer than 3 seeds, where
+    none are left)."""
+    seen = np.bincount(np.asarray(counts), minlength=seeds + 1)
+    expected = expected_counts(int(seen.sum()), seeds, prior)
+    if seeds < 3:
+        return expected, math.nan
+    statistic = float(np.sum((seen - expected) ** 2 / expected))
+    return expected, float(chi2.sf(statistic, seeds - 2))
 
 
 def threshold(seeds: int) -> float:
@@ -68,12 +98,17 @@ def threshold(seeds: int) -> float:
     return 1.0 - 2.0 ** (-1.0 / seeds)
 
 
-def oracle_errors(counts, seeds: int, prior: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Per cell, (3): the chance the forecaster that knows q misses it (safe but unstable) and the chance it
-    raises a false alarm on it, on the measurement that counted `counts` unstable seeds."""
+def oracle_errors(counts, seeds: int, prior: tuple[float, float],
+                  cut: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, (3): the chance the forecaster that knows q, saying unstable where q > cut (default q* of (2)),
+    misses it (safe but unstable) and the chance it raises a false alarm on it, on the measurement that
+    counted `counts` unstable seeds."""
+    cut = threshold(seeds) if cut is None else cut
+    if not 0 < cut < 1:
+        raise ValueError(f"the cut is a rate in (0, 1), got {cut!r}")
     counts = np.asarray(counts)
     alpha, beta = prior
-    below = betainc(alpha + counts, beta + seeds - counts, threshold(seeds))  # P(q <= q* | k)
+    below = betainc(alpha + counts, beta + seeds - counts, cut)  # P(q <= cut | k)
     unstable = counts > 0
     return np.where(unstable, below, 0.0), np.where(unstable, 0.0, 1.0 - below)
 
@@ -93,8 +128,22 @@ def error_distribution(miss, false_alarm) -> np.ndarray:
 
 def meets_targets(dist: np.ndarray, cells: int) -> float:
     """The mass of `error_distribution` where accuracy >= ACCURACY_MIN and misses <= SAFE_BUT_UNSTABLE_MAX."""
-    errors = math.floor(cells * (1.0 - ACCURACY_MIN) + 1e-9)
+    errors = math.floor(cells * (1.0 - ACCURACY_MIN) + 1e-9)  # 1e-9: 20 x 0.15 is 3.0000000000000004 in floating point
     return float(dist[:errors + 1, :SAFE_BUT_UNSTABLE_MAX + 1].sum())
+
+
+def expected_meets(grids: list, seeds: int, prior: tuple[float, float], cut: float | None = None) -> np.ndarray:
+    """Per grid (its cells' unstable-seed counts), the chance the forecaster cutting at `cut` meets both regime
+    targets on it (`oracle_errors`, `error_distribution`, `meets_targets`)."""
+    return np.array([meets_targets(error_distribution(*oracle_errors(k, seeds, prior, cut)), len(k)) for k in grids])
+
+
+def best_cut(grids: list, seeds: int, prior: tuple[float, float]) -> tuple[float, np.ndarray]:
+    """The cut of CUTS that maximises the expected number of `grids` on which the forecaster knowing q meets both
+    regime targets, and its `expected_meets`."""
+    meets = [expected_meets(grids, seeds, prior, cut) for cut in CUTS]
+    best = int(np.argmax([m.sum() for m in meets]))
+    return float(CUTS[best]), meets[best]
 
 
 def seed_losses(result: dict) -> dict:
@@ -105,65 +154,77 @@ def seed_losses(result: dict) -> dict:
     return {cell: seed_falls(result["curves"][cell]["reward"], r0)[0] for cell in result["measured"]}
 
 
-def split_half_check(results: dict) -> list[tuple[int, int, float, float]]:
-    """Per count k of the first half of each cell's seeds: (k, cells, predicted, observed) share of cells whose
-    second half holds an unstable seed, (4) with the prior fitted on the first halves' counts; [] with fewer
-    than 4 seeds a cell."""
-    halves = [(int(lost[:len(lost) // 2].sum()), bool(lost[len(lost) // 2:].any()), len(lost))
-              for result in results.values() for lost in seed_losses(result).values()]
-    n = min(s for _, _, s in halves) // 2
-    if n < 2:  # a beta-binomial of one seed fixes only the prior's mean
+def split_half_check(results: dict, seeds: int) -> list[tuple[int, int, float, float]]:
+    """Per count k of the first m = seeds // 2 seeds of each cell with `seeds` seeds: (k, cells, predicted,
+    observed) share of cells whose next m seeds hold an unstable one, (4) with the prior fitted on the first
+    halves' counts (an odd last seed is left out); [] with fewer than 4 seeds a cell (a beta-binomial of one
+    seed fixes only the prior's mean)."""
+    m = seeds // 2
+    if m < 2:
         return []
-    halves = [(k, later) for k, later, s in halves if s // 2 == n and s - s // 2 == n]  # equal halves only
-    alpha, beta = seed_prior([k for k, _ in halves], n)
+    halves = [(int(lost[:m].sum()), bool(lost[m:2 * m].any())) for result in results.values()
+              for lost in seed_losses(result).values() if len(lost) == seeds]
+    alpha, beta = seed_prior([first for first, _ in halves], m)
     out = []
-    for k in range(n + 1):
-        later = [x for kk, x in halves if kk == k]
+    for k in range(m + 1):
+        later = [second for first, second in halves if first == k]
         if later:
-            a, b = alpha + k, beta + n - k
-            out.append((k, len(later), 1.0 - math.exp(betaln(a, b + n) - betaln(a, b)), float(np.mean(later))))
+            a, b = alpha + k, beta + m - k
+            out.append((k, len(later), 1.0 - math.exp(betaln(a, b + m) - betaln(a, b)), float(np.mean(later))))
     return out
 
 
 def regime_reach(results: dict, roles: dict) -> str:
-    """The text for RESULTS.md: the prior, its split-half check, and per round (role, in the results' order) the
-    expected accuracy and the expected number of combinations meeting both regime targets of the forecaster
-    that knows q, next to ours' measured ones; "" without cells."""
-    cells = [(name, m[4], result["curves"][cell]["reward"].shape[0])
-             for name, result in results.items() for cell, m in result["measured"].items()]
-    if not cells:
+    """The text for RESULTS.md: the prior, its checks, and per round (role, in the results' order) the expected
+    accuracy and the expected number of combinations meeting both regime targets of the forecaster that knows
+    q (at q* and at the `best_cut`), next to ours' measured ones; "" without cells. Only the combinations whose
+    cells all have the most common number of seeds are read (prior and scores alike)."""
+    seed_counts = collections.Counter(result["curves"][cell]["reward"].shape[0]
+                                      for result in results.values() for cell in result["measured"])
+    if not seed_counts:
         return ""
-    seeds = collections.Counter(s for _, _, s in cells).most_common(1)[0][0]
-    counts = np.array([k for _, k, s in cells if s == seeds])
+    seeds = seed_counts.most_common(1)[0][0]
+    names = [name for name, result in results.items()
+             if all(result["curves"][cell]["reward"].shape[0] == seeds for cell in result["measured"])]
+    grids = [np.array([m[4] for m in results[name]["measured"].values()]) for name in names]
+    counts = np.concatenate(grids)
     prior = seed_prior(counts, seeds)
-    rows = []  # per combination: role, that forecaster's expected accuracy, ours', its chance to meet both targets, ours met
-    for name, result in results.items():
-        if any(result["curves"][cell]["reward"].shape[0] != seeds for cell in result["measured"]):
-            continue
-        k = np.array([m[4] for m in result["measured"].values()])
+    expected, p_fit = goodness_of_fit(counts, seeds, prior)
+    accuracy = []
+    for k in grids:
         miss, alarm = oracle_errors(k, seeds, prior)
-        ours = result["ours"]
-        rows.append((roles[name], float(np.mean(1.0 - miss - alarm)), ours["accuracy"],
-                     meets_targets(error_distribution(miss, alarm), len(k)),
-                     ours["accuracy"] >= ACCURACY_MIN and ours["safe_but_unstable"] <= SAFE_BUT_UNSTABLE_MAX))
-    rounds = {role: [row[1:] for row in rows if row[0] == role] for role in dict.fromkeys(row[0] for row in rows)}
+        accuracy.append(float(np.mean(1.0 - miss - alarm)))
+    meets = expected_meets(grids, seeds, prior)
+    cut, meets_at_cut = best_cut(grids, seeds, prior)
+    ours = [results[name]["ours"] for name in names]
+    met = [o["accuracy"] >= ACCURACY_MIN and o["safe_but_unstable"] <= SAFE_BUT_UNSTABLE_MAX for o in ours]
 
-    def summary(group: list) -> str:
-        oracle, ours, meets, met = np.array(group, dtype=float).T
-        return (f"{oracle.mean():.1%} / {ours.mean():.1%}, {meets.sum():.1f} / {int(met.sum())} "
-                f"(all: {np.prod(meets):.2g})")
+    def summary(picked: list) -> str:
+        theirs, our = np.mean([accuracy[i] for i in picked]), np.mean([ours[i]["accuracy"] for i in picked])
+        return (f"accuracy {theirs:.1%} / ours {our:.1%}; "
+                f"meeting both {sum(meets[i] for i in picked):.1f} at q* / {sum(meets_at_cut[i] for i in picked):.1f} "
+                f"at the cut / ours {sum(met[i] for i in picked)}; all of them {np.prod(meets[picked]):.2g} at q* / "
+                f"{np.prod(meets_at_cut[picked]):.2g} at the cut")
 
-    check = "; ".join(f"k = {k}: {predicted:.2f} predicted, {observed:.2f} seen on {n}" for k, n, predicted, observed
-                      in split_half_check(results)) or "not checked, fewer than 4 seeds a cell"
-    per_round = "; ".join(f"{role} ({len(group)}): {summary(group)}" for role, group in rounds.items())
+    checked = split_half_check({name: results[name] for name in names}, seeds)
+    halves = "; ".join(f"k = {k}: {predicted:.2f} predicted, {observed:.2f} seen on {n}"
+                       for k, n, predicted, observed in checked)
+    fit = f" (chi-squared p = {p_fit:.2g})" if math.isfinite(p_fit) else ""
+    by_halves = (f"by halves (the prior fitted on each cell's first {seeds // 2} seeds, the chance its next "
+                 f"{seeds // 2} hold an unstable one): {halves}" if halves
+                 else "not checked by halves (fewer than 4 seeds a cell)")
+    rounds = {role: [i for i, name in enumerate(names) if roles[name] == role]
+              for role in dict.fromkeys(roles[name] for name in names)}
+    per_round = "; ".join(f"{role} ({len(picked)}): {summary(picked)}" for role, picked in rounds.items())
     return (f"The regime targets and the measurement's own noise (`_regime_reach`): a cell's regime is read from "
             f"{seeds} seeds, so even a forecaster that knew each cell's per-seed instability rate q, saying unstable "
-            f"where q > {threshold(seeds):.3f} (a cell then reads unstable more often than not), would miss cells. "
-            f"Fitted to the {len(counts)} cells' unstable-seed counts (histogram "
-            f"{np.bincount(counts, minlength=seeds + 1).tolist()}), q ~ Beta({prior[0]:.3f}, {prior[1]:.3f}); checked "
-            f"by halves (the prior fitted on each cell's first {seeds // 2} seeds, the chance its other "
-            f"{seeds - seeds // 2} hold an unstable one): {check}. On these measurements that forecaster's expected "
-            f"accuracy / ours' accuracy, and the combinations expected to meet both regime targets (accuracy >= "
-            f"{ACCURACY_MIN:.0%}, <= {SAFE_BUT_UNSTABLE_MAX} safe but unstable) / those ours meets, per round: "
-            f"{per_round}; all {len(rows)}: {summary([row[1:] for row in rows])}. All: the chance that forecaster meets "
-            f"both on every combination of the round.")
+            f"where q > q* = {threshold(seeds):.3f} (a cell then reads unstable more often than not), would miss "
+            f"cells. Fitted to the {len(counts)} cells' unstable-seed counts, q ~ "
+            f"Beta({prior[0]:.3f}, {prior[1]:.3f}); "
+            f"the counts of 0..{seeds} seen {np.bincount(counts, minlength=seeds + 1).tolist()}, expected "
+            f"{np.round(expected).astype(int).tolist()}{fit}; {by_halves}. Per round, on these measurements: that "
+            f"forecaster's expected accuracy and ours'; the combinations expected to meet both regime targets "
+            f"(accuracy >= {ACCURACY_MIN:.0%}, <= {SAFE_BUT_UNSTABLE_MAX} safe but unstable) by it at q*, by it at the "
+            f"single cut that meets them most often on all the combinations (q > {cut:.3f}, chosen on them), and "
+            f"those ours meets; the chance it meets both on every combination of the round, at q* and at that cut: "
+            f"{per_round}; all {len(names)}: {summary(list(range(len(names))))}.")

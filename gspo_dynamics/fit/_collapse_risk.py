@@ -1,6 +1,6 @@
 """The pilot's collapse fields (`theory.collapse`): the limit S and what a pilot log gives the collapse model.
 
-From the pilot's first n steps: the share of groups with signal 1 - z (`group_signal_share`), the mean
+From the pilot's first n steps: the share of groups with signal 1 - z, the pilot's and the run's (`signal_shares`), the mean
 token entropy H and the rise r of its first updates, the displacement D at the config's (lr, T) and at the
 pilot's own T (`pilot_refresh_interval`), which raises the limit when the pilot kept its reward (equation
 (8)), and the bounds on T and lr they imply (`collapse_fields`); over an (lr, T) grid, the risk region
@@ -13,6 +13,7 @@ import numpy as np
 
 from typing import TYPE_CHECKING
 
+from gspo_dynamics.fit._end_reward import held_reward
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory import collapse
 
@@ -28,8 +29,10 @@ if TYPE_CHECKING:
 # 200 cells, 84% of the 440; version 3's 5.064 was fitted on five with a seed-mean measure that hid single-seed
 # collapses; version 2's absolute limit, 0.674 nats, held on 78% of its cells.) Version 7 adds equation (8), the
 # limit at least the displacement a pilot kept its reward at; refitted with it on the same 22 (2026-11-26), S
-# is the same number (90% of their cells).
-COLLAPSE_SPREAD = 0.3055
+# is the same number (90% of their cells). Version 9 weighs the displacement by the run's share of groups with
+# signal, equation (9), where versions 5-8 took the pilot's: refitted on the same 22 (2026-11-26), S = 0.1868 (92%
+# of their cells by the collapse part; 0.3055 before).
+COLLAPSE_SPREAD = 0.1868
 
 
 def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
@@ -45,31 +48,47 @@ def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray
                             forecast.signal_share, forecast.survived)
 
 
-def group_signal_share(logged: float | None, success: np.ndarray | None, hp, n: int, assumed: list[str]) -> float:
-    """1 - z, the share of groups with signal in equation (7): z the logged zero-std share, else the one
-    the success rates p_t predict at the run's G, E_t[p_t^G + (1 - p_t)^G] (a lower bound: `fit._pilot._zero_std`),
-    else 0 (assumed, said); at least one group of the pilot's n N, the smallest share it can measure."""
+def signal_shares(logged: float | None, success: np.ndarray | None, hp, n: int, kept: bool,
+                  assumed: list[str]) -> tuple[float, float]:
+    """(1 - z_p, 1 - z): the pilot's share of groups with signal and the run's, equations (7) and (9). z_p is the
+    logged zero-std share, else the one the success rates p_t predict at the run's G, E_t[p_t^G + (1 - p_t)^G]
+    (a lower bound: `fit._pilot._zero_std`), else 0 (assumed, said); the run's share weighs in the held success
+    rate p_h (`held_reward`) where the reward is one and the pilot `kept` it (`theory.collapse.run_signal_share`;
+    a pilot that fell holds the level of its fall, not one a run settles at), else is the pilot's (said). Each
+    at least one group of the pilot's n N, the smallest share it can measure."""
+    floor = 1.0 / (n * hp.num_groups)
     if logged is not None:
         z = logged
     elif success is not None:
         z = float(np.mean(success**hp.group_size + (1.0 - success) ** hp.group_size))
         assumed.append(f"the zero-std share is not logged: the collapse limit uses the one the success rate predicts, {z:.3g}")
     else:
-        z = 0.0
         assumed.append("the zero-std share is neither logged nor predicted (the reward is not a success rate): the "
                        "collapse limit counts every group as carrying signal")
-    return max(1.0 - z, 1.0 / (n * hp.num_groups))
+        return 1.0, 1.0
+    pilot = max(1.0 - z, floor)
+    if success is None or not kept:
+        why = "the reward is not a success rate" if success is None else "the pilot did not keep its reward (or is too short to tell)"
+        assumed.append(f"{why}: the collapse limit's share of groups with signal is the pilot's, not the run's "
+                       "(theory.collapse (9))")
+        return pilot, pilot
+    held = float(np.clip(held_reward(success), 0.0, 1.0))
+    run = max(collapse.run_signal_share(pilot, held, hp.group_size), floor)
+    assumed.append(f"the run's share of groups with signal is {run:.3g} (theory.collapse (9)): a quarter of it at the "
+                   f"pilot's {pilot:.3g}, the rest at the {1.0 - held**hp.group_size - (1.0 - held) ** hp.group_size:.3g} "
+                   f"of its held success rate {held:.3g}")
+    return pilot, run
 
 
-def collapse_fields(log: RunLog, n: int, hp, delta: float | None, signal_share: float, kept: bool, measured: list[str],
-                    assumed: list[str]) -> dict:
+def collapse_fields(log: RunLog, n: int, hp, delta: float | None, shares: tuple[float, float], kept: bool,
+                    measured: list[str], assumed: list[str]) -> dict:
     """The pilot's collapse fields (`theory.collapse`): D at the config's point, the bounds on T and lr for
     the absolute limit S H / (1 - z) (equations (5) and (7), H the pilot's mean token entropy, 1 - z its share
     of groups with signal), raised to that D when the pilot `kept` its reward (equation (8): it ran there
     without a fall), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot
     OVERSHOOT_RISE / r (equation (6))."""
     out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
-               entropy_rise=None, signal_share=None, survived=None)
+               entropy_rise=None, signal_share=None, pilot_signal_share=None, survived=None)
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
     entropy = entropy[np.isfinite(entropy)]
     if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
@@ -77,17 +96,19 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, signal_share: 
             assumed.append("the log has no token entropy: the collapse limit, relative to it, is not applied")
         return out
     H, s = float(entropy.mean()), delta / hp.lr
+    pilot_share, signal_share = shares
     clip = None if hp.correction == "none" else hp.clip_high
     D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
     survived = collapse.displacement(s, hp.lr, pilot_refresh_interval(log, n, hp, assumed), clip) if kept else None
     bound = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
     limit = collapse.survived_limit(bound, survived)
     first = log["entropy"][:n]
-    out.update(entropy=H, signal_share=signal_share, overshoot=collapse.overshoots(first), entropy_rise=collapse.entropy_rise(first),
+    out.update(entropy=H, signal_share=signal_share, pilot_signal_share=pilot_share, overshoot=collapse.overshoots(first),
+               entropy_rise=collapse.entropy_rise(first),
                displacement=D, survived=survived,
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
-    measured.append(f"the mean token entropy, {H:.3g} nats, and the share of groups with signal, {signal_share:.3g}: "
+    measured.append(f"the mean token entropy, {H:.3g} nats, and the run's share of groups with signal, {signal_share:.3g}: "
                     f"the collapse limit is S H / (1 - z) = {bound:.3g}" + (f", raised to the pilot's own displacement "
                     f"{survived:.3g}, which it ran without losing reward (theory.collapse (8))" if limit > bound else ""))
     overshoot_lr = collapse.overshoot_max_learning_rate(out["entropy_rise"], hp.lr)

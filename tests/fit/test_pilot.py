@@ -146,16 +146,19 @@ def drift_pilot(tmp_path, correction: str, clip: float, entropy: np.ndarray | No
 @pytest.mark.parametrize("correction, clip", [("none", 0.2), ("token", 0.2), ("token", 1e6)])
 def test_collapse_bounds_invert_the_displacement_between_samplers(tmp_path, correction, clip):
     """delta = 0.05 per step at lr 0.1 (s = 0.5 per unit lr), entropy H = 0.8 nats, zero-std share 0.6: the
-    limit is S H / (1 - z) = S H / 0.4 (equations (5), (7)). Without a clip the displacement T lr s passes it past T = S H / delta; a clip whose band
+    pilot's share 0.4 and the run's 1 - z by equation (9) at its held success rate; the limit is S H / (1 - z)
+    (equations (5), (7)). Without a clip the displacement T lr s passes it past T = S H / delta; a clip whose band
     edge log(1 + eps) lies within S H leaves no T bound; a wide one bounds T as without a clip. Checked by
     stepping T and lr along D itself (theory.collapse.displacement)."""
-    from gspo_dynamics.fit import COLLAPSE_SPREAD
+    from gspo_dynamics.fit import COLLAPSE_SPREAD, HELD_STEPS
     from gspo_dynamics.theory import collapse
 
     lr, H = 0.1, 0.8
     f = drift_pilot(tmp_path, correction, clip, np.full(40, H))
-    assert f.signal_share == pytest.approx(0.4, rel=1e-12)
-    limit = COLLAPSE_SPREAD * H / 0.4
+    assert f.pilot_signal_share == pytest.approx(0.4, rel=1e-12)
+    share = collapse.run_signal_share(0.4, float(np.mean(f.pilot[1][-HELD_STEPS:])), 8)
+    assert f.signal_share == pytest.approx(share, rel=1e-12)
+    limit = COLLAPSE_SPREAD * H / share
     eps = None if correction == "none" else clip
     unbounded = eps is not None and math.log1p(eps) <= limit
     s_lr = f.drift_per_step / lr  # = delta / lr to rounding; the bounds are checked against the drift they used
@@ -339,11 +342,13 @@ def test_a_pilot_that_kept_its_reward_raises_the_limit_to_its_own_displacement(t
     """When the pilot's reward rose without a fall its own point is not at risk by displacement (theory.collapse
     (8)), the safe T at its lr is its own T = 4 (D = 0.2 exactly), the summary says the limit was raised and
     the JSON gives the limit in force; when its reward fell (0.6 -> 0, or 0.1 -> 0, a fall under a tenth
-    of the range that lost all it had) the limit stays S H / (1 - z) and its own point is at risk."""
+    of the range that lost all it had) the limit stays S H / (1 - z), 1 - z the pilot's own share, and its own
+    point is at risk."""
     from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid
 
     f = low_entropy_pilot(tmp_path, reward)
-    bound = COLLAPSE_SPREAD * 0.1 / 0.4
+    assert f.pilot_signal_share == pytest.approx(0.4)
+    bound = COLLAPSE_SPREAD * 0.1 / f.signal_share
     assert f.displacement == pytest.approx(0.2) and bound < 0.2
     assert f.fall is not None and f.fall.lost is not kept
     own = bool(collapse_grid(f, [0.1], [4])[0, 0])
@@ -353,7 +358,10 @@ def test_a_pilot_that_kept_its_reward_raises_the_limit_to_its_own_displacement(t
         assert "raised to the pilot's own D = 0.2" in lines and "within the limit (D at most the pilot's own)" in lines
         assert f.to_json()["collapse_limit"] == pytest.approx(0.2)
     else:
-        assert f.survived is None and own and f.collapse_max_refresh == 1 and "collapse risk" in lines
+        safe_T = max([T for T in range(1, 5) if T * 0.05 <= bound], default=0)  # D = T delta, no clip
+        assert f.survived is None and own and f.collapse_max_refresh == safe_T and "collapse risk" in lines
+        assert f.signal_share == f.pilot_signal_share  # (9) reads a held level only where the pilot kept it
+        assert any("the pilot did not keep its reward" in a for a in f.assumed)
         assert f.to_json()["collapse_limit"] == pytest.approx(bound)
 
 
@@ -395,13 +403,23 @@ def test_the_map_hatches_the_collapse_region_and_withholds_a_failed_linear_map(t
 
 
 def test_the_signal_share_is_one_minus_the_logged_zero_std_share_and_at_least_one_group(tmp_path):
-    """Equation (7)'s 1 - z from the logged share; a pilot whose every group was flat keeps the smallest share
-    it can measure, one group of its n N (40 steps x N = 4 groups at 32 per-device responses, G = 8)."""
+    """The pilot's 1 - z_p from the logged share, and the run's by equation (9) from it and the held success rate
+    (said); a pilot whose every group was flat keeps the smallest share it can measure, one group of its n N (40
+    steps x N = 4 groups at 32 per-device responses, G = 8), and so does the run's."""
+    from gspo_dynamics.fit import HELD_STEPS
+    from gspo_dynamics.theory import collapse
+
     f = drift_pilot(tmp_path, "token", 0.2, np.full(40, 0.8), zero_std=0.25)
-    assert f.signal_share == pytest.approx(0.75, rel=1e-12)
+    assert f.pilot_signal_share == pytest.approx(0.75, rel=1e-12)
+    held = float(np.mean(f.pilot[1][-HELD_STEPS:]))
+    assert f.signal_share == pytest.approx(0.25 * 0.75 + 0.75 * (1 - held**8 - (1 - held) ** 8), rel=1e-12)
+    assert f.signal_share == pytest.approx(collapse.run_signal_share(0.75, held, 8), rel=1e-12)
+    assert any("the run's share of groups with signal" in a and "held success rate" in a for a in f.assumed)
+    assert f.to_json()["pilot_signal_share"] == pytest.approx(0.75) and f.to_json()["signal_share"] == f.signal_share
     flat = drift_pilot(tmp_path, "token", 0.2, np.full(40, 0.8), zero_std=1.0)
     N = flat.config.setup.hparams.num_groups
-    assert flat.signal_share == pytest.approx(1 / (40 * N), rel=1e-12)
+    assert flat.pilot_signal_share == pytest.approx(1 / (40 * N), rel=1e-12)
+    assert flat.signal_share >= 1 / (40 * N)
 
 
 def test_without_a_logged_share_the_signal_share_is_the_success_rates_prediction(tmp_path):
@@ -412,13 +430,13 @@ def test_without_a_logged_share_the_signal_share_is_the_success_rates_prediction
     p = f.pilot[1]
     rng = np.random.default_rng(3)
     flat = [np.mean(np.ptp((rng.random((200_000, 8)) < pt).astype(int), axis=1) == 0) for pt in p]
-    assert abs(f.signal_share - (1 - np.mean(flat))) < 5 * math.sqrt(0.25 / (200_000 * len(p)))
+    assert abs(f.pilot_signal_share - (1 - np.mean(flat))) < 5 * math.sqrt(0.25 / (200_000 * len(p)))
     assert any("the zero-std share is not logged" in a for a in f.assumed)
     columns = {"reward": 3 + heavy_ball_curve(0.05, 0.5, 40), "window/position": np.tile(np.arange(4), 10),
                "ratios/token_log_var": (np.tile(np.arange(4), 10) * 0.05) ** 2, "entropy": np.full(40, 0.8)}
     setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "clip_high": 0.2, "clip_low": 0.2})
     wide = pilot_forecast(setup, write_log(tmp_path / "w.jsonl", columns))
-    assert wide.signal_share == 1.0 and any("counts every group" in a for a in wide.assumed)
+    assert wide.signal_share == wide.pilot_signal_share == 1.0 and any("counts every group" in a for a in wide.assumed)
 
 
 def test_the_held_level_is_the_mean_of_the_pilots_last_rewards(tmp_path):

@@ -301,11 +301,19 @@ def base_config(name: str) -> TrainConfig:
 
 
 def pilot(cfg: TrainConfig):
-    """The pilot run (base lr, T = PILOT_T, PILOT_STEPS steps) and its forecast object for `cfg`."""
+    """The pilot run (base lr, T = PILOT_T, PILOT_STEPS steps) and its forecast object for `cfg`. It runs on one
+    thread whichever process runs it: the thread count changes the order of the float sums, and a pilot that
+    drifts far (addition's, 0.6-0.9 per stale step) carries that rounding into a different run (found in
+    version 9: two addition pilots read differently run from the grid's process and from a --from-dump worker)."""
     pilot_cfg = replace(cfg, steps=PILOT_STEPS, steps_per_generation=PILOT_T, seed=PILOT_SEED)
-    with tempfile.TemporaryDirectory() as d:
-        train(pilot_cfg, d)
-        log = read_log(f"{d}/trainer_state.json")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            train(pilot_cfg, d)
+            log = read_log(f"{d}/trainer_state.json")
+    finally:
+        torch.set_num_threads(threads)
     setup = read_run_config(pilot_cfg.to_dict())
     return setup, pilot_forecast(setup, log, reward_range=(0.0, 1.0))
 
@@ -405,10 +413,11 @@ def cell_map(name: str, result: dict) -> list[str]:
 
 
 def write_section(parts: list[list[str]], reach: str) -> None:
-    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol versions 8 to 5, earlier ones in pilot_forecast.md; the "
-             "role says which version held the combination out, confirm-5 the ones version 5 never saw, confirm-7 to 9 "
-             "the ones versions 6 to 8 ran from a shared start, confirm-8 run before version 7's model was chosen, "
-             "confirm-9 with it frozen; version 8's measure throughout). Each cell: the "
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol versions 9 to 5, earlier ones in "
+             "pilot_forecast.md; the role says which version held the combination out, confirm-5 the ones version 5 never "
+             "saw, confirm-7 to 10 the ones versions 6 to 9 ran from a shared start, confirm-8 run before version 7's model "
+             "was chosen, confirm-9 with it frozen, confirm-10 with version 9's frozen; version 8's measure and version 9's "
+             "model throughout). Each cell: the "
              "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
              "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "
              f"{PLATEAU_STEPS} steps). The rows score the time to plateau (`time_to_plateau`: the first step of the first "

@@ -198,8 +198,22 @@ def drawdown(reward: np.ndarray, T: int) -> float:
     return float(np.max(np.maximum.accumulate(per_rollout) - per_rollout))
 
 
+def finite_mean(x, axis=None):
+    """The mean of x's finite values (along `axis`), nan where there are none: a run that diverged
+    (`one_run`) logs nan for every metric but the reward from then on."""
+    x = np.asarray(x, dtype=float)
+    finite = np.isfinite(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(finite, x, 0.0).sum(axis=axis) / finite.sum(axis=axis)
+
+
 def entropy_fit(H: np.ndarray, R: np.ndarray) -> tuple[float, float]:
-    """(a, R^2) of the least-squares fit R = -a exp(H) + b."""
+    """(a, R^2) of the least-squares fit R = -a exp(H) + b over the points where both are finite; (nan, nan)
+    with fewer than 3."""
+    finite = np.isfinite(H) & np.isfinite(R)
+    if finite.sum() < 3:
+        return math.nan, math.nan
+    H, R = np.asarray(H)[finite], np.asarray(R)[finite]
     X = np.column_stack([-np.exp(H), np.ones_like(H)])
     coef, *_ = np.linalg.lstsq(X, R, rcond=None)
     resid = R - X @ coef
@@ -260,7 +274,8 @@ def group_claims(base: TrainConfig, mode: dict, runs: Runs, emit) -> None:
         var[G] = float(c["reward"].var(axis=0, ddof=1).mean())
         zs_meas.append(c["frac_reward_zero_std"].ravel())
         zs_pred.append(zero_std_exact(c["reward"], N * G, G).ravel())
-        ent.append(entropy_fit(c["entropy"].mean(axis=0), c["reward"].mean(axis=0)))
+        logged = np.isfinite(c["entropy"])  # the seeds still running at each step
+        ent.append(entropy_fit(finite_mean(c["entropy"], axis=0), finite_mean(np.where(logged, c["reward"], np.nan), axis=0)))
         print(f"G={G:2d}: fit {fits[G].model} R^2 {fits[G].r_squared:.3f} params {fits[G].params}; Var over seeds {var[G]:.4g}")
     emit("trainer-fit-r2", predicted=f"R^2 >= {R2_MIN}",
          measured=", ".join(f"G={G}: {f.model} R^2 = {f.r_squared:.3f} (R_inf {f.params['r_inf']:.2f})" for G, f in fits.items()),
@@ -281,7 +296,7 @@ def group_claims(base: TrainConfig, mode: dict, runs: Runs, emit) -> None:
          passed=abs(math.log(ratio / 4)) <= math.log(VAR_RATIO_TOL))
 
     diff = np.concatenate(zs_meas) - np.concatenate(zs_pred)
-    d_mean, d_se = mean_se(diff)
+    d_mean, d_se = mean_se(diff[np.isfinite(diff)])  # a diverged run logs no zero-std share
     p_all = np.concatenate([curves[G]["reward"].ravel() for G in (4, 16)])
     plug = np.concatenate([(curves[G]["reward"] ** G + (1 - curves[G]["reward"]) ** G).ravel() for G in (4, 16)])
     emit("trainer-zero-std", predicted=f"{np.concatenate(zs_pred).mean():.4f} (plug-in p^G + (1-p)^G: {plug.mean():.4f})",
@@ -399,7 +414,7 @@ def refresh_sweep(ref: TrainConfig, seeds: int, runs: Runs):
     drift = {}  # Var of the token log-ratio log pi_theta / pi_old at the window's last step (j = T - 1)
     for obj in objectives:
         dd[obj] = [drawdown(r, T_BIG) for r in curves[obj]["reward"]]
-        drift[obj] = float(curves[obj]["ratios/token_log_var"][:, T_BIG - 1 :: T_BIG].mean())
+        drift[obj] = float(finite_mean(curves[obj]["ratios/token_log_var"][:, T_BIG - 1 :: T_BIG]))
     print(f"lr {ref.lr:g}: drawdowns", {k: [round(x, 3) for x in v] for k, v in dd.items()}, "window-end log-ratio var", drift)
     return dd, drift, reading
 

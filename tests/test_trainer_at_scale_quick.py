@@ -106,6 +106,20 @@ def test_zero_std_exact_holds_where_the_binomials_overflow_int64(script):
         assert script.zero_std_exact(np.array([k / n]), n, G)[0] == pytest.approx(float(exact), rel=1e-15, abs=0)
 
 
+def test_the_aggregates_skip_what_a_diverged_run_did_not_log(script):
+    """A seed that diverged logs nan after it (`one_run`): the means and the entropy fit read the finite values,
+    against the same computed on the finite entries by hand; nothing finite gives nan, never an error."""
+    H = np.linspace(0.2, 2.0, 40)
+    seeds = np.stack([H, np.r_[H[:10], np.full(30, np.nan)]])
+    assert np.allclose(script.finite_mean(seeds, axis=0), H)
+    assert script.finite_mean([1.0, np.nan, 3.0]) == pytest.approx(2.0)
+    assert math.isnan(script.finite_mean([np.nan, np.nan]))
+    R = -0.05 * np.exp(H) + 1.1
+    a, r2 = script.entropy_fit(np.r_[H, np.nan], np.r_[R, 0.0])
+    assert a == pytest.approx(0.05, rel=1e-9) and r2 == pytest.approx(1.0, abs=1e-9)
+    assert all(math.isnan(x) for x in script.entropy_fit(np.full(5, np.nan), np.zeros(5)))
+
+
 def test_a_diverged_run_is_a_collapse_to_reward_0(script, monkeypatch):
     """`one_run` on a run that diverges at step 3 of 5: the two logged rows, then reward 0 and nan elsewhere."""
     from gspo_dynamics._errors import TrainingDiverged

@@ -99,14 +99,15 @@ pilot's held success rate p_h (its last rewards' mean, `fit.held_reward`) gives 
 
 (`run_signal_share`; p^G + (1 - p)^G is the chance that G draws of a success rate p agree), for a pilot that
 kept its reward (as (8): one that fell holds the level of its fall, not one a run settles at; its own share
-then stands for the run's). Like S, w is
-a number set from data: on the 22 development combinations of paper_repro/pilot_forecast.py, the whole
-forecast with S scanned at each w, w = 1/4 classified 91.4% of their cells, w = 1 (version 8: the pilot's
-share) 90.2% and w = 0 (the held level's alone) 88.4%; w from 0.2 to 0.4 within 0.3 points of the best (S
-itself, `fit.COLLAPSE_SPREAD`, is then fitted on the collapse part alone, as before).
+then stands for the run's). Like S, w is a number set from data: on the 22 development combinations of
+paper_repro/pilot_forecast.py, the whole forecast with S scanned at each w, w = 1/4 classified 91.4% of their
+cells, w = 1 (version 8: the pilot's share) 90.2% and w = 0 (the held level's alone) 88.4%; w from 0.2 to 0.4
+within 0.3 points of the best (S itself, `fit.COLLAPSE_SPREAD`, is then fitted on the collapse part alone, as
+before). Equation (9) is checked in tests/theory/test_collapse.py against a simulated run of groups.
 
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
-(j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, z its mean zero-std share, and
+(j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, 1 - z the run's share of groups with
+signal from the pilot's mean zero-std share and its held success rate (9), and
 S is one dimensionless number for all models and tasks, set from data (`fit.COLLAPSE_SPREAD` says
 where; (5), (6) and (7) are a model judged as a forecast in paper_repro/pilot_forecast.py, not derived). Equation (1)
 is checked in tests/theory/test_collapse.py against Adam on a softmax bandit with a frozen sampler:

@@ -36,7 +36,8 @@ def pilot_entry(fc, lr_pilot: float) -> dict:
     """The pilot's quantities the collapse forecast uses (and a --dump keeps)."""
     hp = fc.config.setup.hparams
     return {"lr_pilot": lr_pilot, "drift_per_step": fc.drift_per_step, "entropy": fc.entropy, "entropy_rise": fc.entropy_rise,
-            "signal_share": fc.signal_share, "survived": fc.survived,
+            "signal_share": fc.signal_share, "survived": fc.survived, "pilot_signal_share": fc.pilot_signal_share,
+            "held_success": fc.held, "group_size": hp.group_size,
             "clip": None if hp.correction == "none" else hp.clip_high,
             "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value}
 
@@ -52,6 +53,27 @@ def fit_limit(dump: dict) -> tuple[float, float]:
     best = max(acc for acc, _ in scored)
     ties = [S for acc, S in scored if acc == best]
     return ties[len(ties) // 2], best
+
+
+def fit_weight(dump: dict, weights) -> list[tuple[float, float, float]]:
+    """Per weight w of `theory.collapse` (9): (w, S, accuracy) of `fit_limit` on the dump with each entry's share
+    of groups with signal recomputed at w from its pilot's share and held success rate where the pilot kept its
+    reward (`survived` set: equation (8)'s premise, which (9) shares), else the pilot's share (without the floor
+    of one group the forecast applies, which only a pilot with every group flat and a held rate at a bound
+    reaches). Entries written before version 9 (no pilot share or held rate) are refused."""
+    if not all("pilot_signal_share" in d and "held_success" in d for d in dump.values()):
+        raise ValueError("the dump was written before protocol version 9 (no pilot share or held success rate)")
+    out = []
+    for w in weights:
+        reweighted = {}
+        for name, d in dump.items():
+            share = d["pilot_signal_share"]
+            if share is not None and d["survived"] is not None and d["held_success"] is not None:
+                held = min(max(d["held_success"], 0.0), 1.0)
+                share = collapse.run_signal_share(share, held, d["group_size"], w)
+            reweighted[name] = {**d, "signal_share": share}
+        out.append((float(w), *fit_limit(reweighted)))
+    return out
 
 
 def dumped_curves(entry: dict) -> dict:

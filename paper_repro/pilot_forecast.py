@@ -8,8 +8,10 @@ its reward), with S refitted on the development combinations (`--fit-limit`). Fo
 alarms on all 82 grids: 120 cells flagged by the displacement limit alone and measured stable, 90 of them count
 at 10 and 30 times the base lr, runs that solve their prompts (final reward 1.0), where a solved prompt's group
 is zero-std and carries no gradient. The weight was chosen on the development combinations (w = 1/4: 91.4% of
-their cells, against 90.2% for version 8's w = 1); the other 60 grids were read while it was chosen (in sample:
-88.6% of all 82 grids' cells against 86.4%, with 58 cells safe but unstable against 46). Held out ("confirm-10",
+their cells, against 90.2% for version 8's w = 1, S scanned over the whole forecast; by `--fit-weight`, the
+collapse part with S fitted at each w: 91.6% against 90.5%); the other 60 grids were read while it was chosen (in sample,
+S scanned over the whole forecast: 88.6% of all 82 grids' cells against 86.4%, 58 cells safe but unstable
+against 46; with the shipped S, as scored: 88.4% against 86.2%, 58 against 50). Held out ("confirm-10",
 from the shared start, chosen and committed with the model before their grids were run): ten combinations, each
 pairing a setting with a task and objective it was never used on: a KL weight on count/cispo, temperature 1.2 on
 pattern/dr_grpo, top-p 0.9 on addition/cispo, weight decay 0.1 on count/gspo, AdamW beta1 = 0.5 on
@@ -108,7 +110,8 @@ replaced: pilot_forecast.md):
                 fail), or when the signal-weighted displacement between samplers passes the collapse limit
                 relative to the pilot's token entropy, (1 - z) D(lr, T) > S H (`theory.collapse`, equations
                 (2)-(5) and (7): D = T lr s, capped by the clip's band edge after the first step; s from the
-                pilot's stale steps, H its mean entropy, z its mean zero-std share, S = fit.COLLAPSE_SPREAD set
+                pilot's stale steps, H its mean entropy, 1 - z the run's share of groups with signal (version
+                9, equation (9); the pilot's mean share before), S = fit.COLLAPSE_SPREAD set
                 on the development combinations by --fit-limit on a --dump of their cells; version 4: D > S H;
                 version 7: the limit at least the pilot's own D when it kept its reward, equation (8)),
                 or when the pilot's entropy rise on its first updates r, scaled to the cell's lr, passes
@@ -127,11 +130,12 @@ replaced: pilot_forecast.md):
                 one grid step, final reward within 0.05 on stable cells, and better than both baselines.
 
     python paper_repro/pilot_forecast.py --quick      # CI: 2 combinations x 4 cells x 2 seeds (~2 min on 2 cores)
-    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 82 x 20 cells x 4 seeds (~135 min)
+    python paper_repro/pilot_forecast.py --workers 2 --dump cells.json   # full: 92 x 20 cells x 4 seeds (~150 min)
     python paper_repro/pilot_forecast.py --fit-limit cells.json          # S from the development combinations
+    python paper_repro/pilot_forecast.py --fit-weight cells.json         # S and accuracy per weight w of (9)
     python paper_repro/pilot_forecast.py --from-dump cells.json          # score the dumped cells (pilots re-run)
     python paper_repro/pilot_forecast.py --workers 2 --from-dump paper_repro/data/pilot_forecast_cells.json.gz
-                                      # every row from the shipped seed curves of all 82 grids (~3 min)
+                                      # every row from the shipped seed curves of all 92 grids (~5 min)
 
 The results of each protocol version, what each changed and why, and what was tried and not adopted:
 paper_repro/pilot_forecast.md.
@@ -169,7 +173,7 @@ from _pilot_scores import (
     passed,
     score,
 )
-from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, pilot_entry, read_dump
+from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
 from trainer_at_scale import Runs
@@ -280,6 +284,7 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
 SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10")  # the roles whose pilot and grid start from one checkpoint (version 6)
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
+SHARE_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)  # --fit-weight scans these (version 9: 1/4; w = 0 leaves no share at a held bound)
 LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
 REFRESH_INTERVALS = (1, 4, 16, 32)
 SEEDS = 4
@@ -399,7 +404,8 @@ def cell_map(name: str, result: dict) -> list[str]:
     task, objective, fields, lr_pilot, role = COMBINATIONS[name]
     fc = result["forecast"]
     lines = [f"### {name} ({role}; pilot at lr {lr_pilot:g}, T = {PILOT_T}: drift {number(fc.drift_per_step)} per stale "
-             f"step, entropy {number(fc.entropy)}, share of groups with signal {number(fc.signal_share)}, overshoot "
+             f"step, entropy {number(fc.entropy)}, the run's share of groups with signal {number(fc.signal_share)} (the pilot's "
+             f"{number(fc.pilot_signal_share)}), overshoot "
              f"{'yes' if fc.overshoot else 'no'})", "",
              "| measured \\ ours | stable | unstable |", "|---|---|---|",
              f"| stable | {count[(False, False)]} | {count[(False, True)]} |",
@@ -435,6 +441,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--dump", help="write every combination's pilot quantities and seed curves to this JSON file")
     parser.add_argument("--fit-limit", metavar="DUMP", help="print the collapse limit S that fits a --dump of the "
                                                              "development combinations, and exit")
+    parser.add_argument("--fit-weight", metavar="DUMP", help="print, per weight w of theory.collapse (9), the S "
+                                                              "that fits the development combinations of a --dump and "
+                                                              "its accuracy, and exit")
     parser.add_argument("--from-dump", metavar="DUMP", help="score the cells of a --dump (the pilots are re-run, "
                                                              "the grid is not)")
     args = parser.parse_args()
@@ -443,6 +452,15 @@ def arguments() -> argparse.Namespace:
                      f"valid: {', '.join(COMBINATIONS)}")
     if args.from_dump:
         args.from_dump = read_dump(parser, args.from_dump, COMBINATIONS)
+    if args.fit_weight:
+        dump = read_dump(parser, args.fit_weight, COMBINATIONS)
+        develop = {name: d for name, d in dump.items() if COMBINATIONS[name][4] in DEVELOPMENT}
+        try:
+            rows = fit_weight(develop, SHARE_WEIGHTS)
+        except ValueError as err:
+            parser.error(f"{args.fit_weight}: {err}")
+        parser.exit(0, "".join(f"w = {w:.2f}: S = {S:.4g}, accuracy {accuracy:.1%} (the collapse part, on the "
+                               f"{len(develop)} development combinations)\n" for w, S, accuracy in rows))
     if args.fit_limit:
         dump = read_dump(parser, args.fit_limit, COMBINATIONS)
         develop = {name: d for name, d in dump.items() if COMBINATIONS[name][4] in DEVELOPMENT}

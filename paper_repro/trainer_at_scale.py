@@ -295,12 +295,14 @@ def group_claims(base: TrainConfig, mode: dict, runs: Runs, emit) -> None:
          measured=f"{ratio:.2f} (Var_4 = {var[4]:.3g}, Var_16 = {var[16]:.3g}; binomial sampling noise included, also 1/G)",
          passed=abs(math.log(ratio / 4)) <= math.log(VAR_RATIO_TOL))
 
-    diff = np.concatenate(zs_meas) - np.concatenate(zs_pred)
-    d_mean, d_se = mean_se(diff[np.isfinite(diff)])  # a diverged run logs no zero-std share
-    p_all = np.concatenate([curves[G]["reward"].ravel() for G in (4, 16)])
-    plug = np.concatenate([(curves[G]["reward"] ** G + (1 - curves[G]["reward"]) ** G).ravel() for G in (4, 16)])
-    emit("trainer-zero-std", predicted=f"{np.concatenate(zs_pred).mean():.4f} (plug-in p^G + (1-p)^G: {plug.mean():.4f})",
-         measured=f"{np.concatenate(zs_meas).mean():.4f} (difference {d_mean:+.4f} +- {d_se:.4f}, p in [{p_all.min():.2f}, {p_all.max():.2f}])",
+    logged = np.isfinite(np.concatenate(zs_meas))  # a diverged run logs no zero-std share: its steps leave all four
+    meas, pred = np.concatenate(zs_meas)[logged], np.concatenate(zs_pred)[logged]
+    d_mean, d_se = mean_se(meas - pred)
+    p_all = np.concatenate([curves[G]["reward"].ravel() for G in curves])[logged]  # zs_* run over curves in this order
+    group = np.concatenate([np.full(curves[G]["reward"].size, G) for G in curves])[logged]
+    plug = p_all**group + (1 - p_all) ** group
+    emit("trainer-zero-std", predicted=f"{pred.mean():.4f} (plug-in p^G + (1-p)^G: {plug.mean():.4f})",
+         measured=f"{meas.mean():.4f} (difference {d_mean:+.4f} +- {d_se:.4f}, p in [{p_all.min():.2f}, {p_all.max():.2f}])",
          passed=abs(d_mean) <= ZERO_STD_Z * d_se if d_se > 0 else d_mean == 0)
 
     emit("trainer-entropy", predicted=f"a > 0, R^2 >= {ENTROPY_R2_MIN}",

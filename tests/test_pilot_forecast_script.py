@@ -132,6 +132,26 @@ def test_fit_limit_finds_the_separating_displacement(dumps):
     assert accuracy == 1.0 and max(x for x in spreads if x <= 0.5) < S < min(x for x in spreads if x > 0.5)
 
 
+def test_fit_weight_reweighs_the_share_of_the_pilots_that_kept_their_reward(dumps):
+    """`fit_weight` at w is `fit_limit` on the entries with (9)'s share at w where the pilot survived, the
+    pilot's share where it did not (against the entries rewritten here); w = 1 is the pilot's share; an entry
+    written before version 9 is refused."""
+    from gspo_dynamics.theory import collapse
+
+    lrs, Ts = (1e-3, 3e-3, 1e-2), (1, 4, 16, 32)
+    common = dict(lr_pilot=1e-3, drift_per_step=0.05, entropy=2.0, group_size=8, pilot_signal_share=0.6)
+    dump = dump_of("count-pg", lambda lr, T: T * lr * 50 > 1.0, lrs, Ts, survived=0.1, held_success=0.95,
+                   signal_share=0.5, **common)
+    dump |= dump_of("count-gspo", lambda lr, T: T * lr * 50 > 2.0, lrs, Ts, survived=None, held_success=0.95,
+                    signal_share=0.6, **common)
+    for (w, S, accuracy), weight in zip(dumps.fit_weight(dump, (0.25, 1.0)), (0.25, 1.0)):
+        by_hand = {"count-pg": {**dump["count-pg"], "signal_share": collapse.run_signal_share(0.6, 0.95, 8, weight)},
+                   "count-gspo": {**dump["count-gspo"], "signal_share": 0.6}}
+        assert (w, S, accuracy) == (weight, *dumps.fit_limit(by_hand))
+    with pytest.raises(ValueError, match="before protocol version 9"):
+        dumps.fit_weight({"count-pg": {k: v for k, v in dump["count-pg"].items() if k != "held_success"}}, (0.5,))
+
+
 def test_fit_limit_caps_a_clipped_window_at_the_band_edge(dumps):
     """With a clip at 0.2 (band edge 0.18) a long window's displacement is the edge or the first step: cells
     unstable only where one step lr s passes 0.5 are separated, whatever T."""

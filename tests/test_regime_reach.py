@@ -81,6 +81,29 @@ def test_meeting_the_targets_is_at_most_three_errors_and_one_miss_of_twenty(reac
     assert reach.meets_targets(dist, 20) == pytest.approx(0.5)
 
 
+def test_a_prior_per_task_is_the_pooled_one_for_a_single_task_and_fits_each_of_two(reach):
+    """One task: `per_task_reach` is the pooled forecaster (same prior, same sums). Two tasks drawn from
+    different priors: each task's prior is fitted on its own cells (its expected accuracy against one computed
+    here from `seed_prior` on that task alone)."""
+    rng = np.random.default_rng(8)
+    results = {f"a{c}": grid_of(rng.random((20, 4)) < rng.beta(0.2, 0.8, size=20)[:, None]) | {"task": "a"}
+               for c in range(8)}
+    names = list(results)
+    grids = [np.array([m[4] for m in results[n]["measured"].values()]) for n in names]
+    prior = reach.seed_prior(np.concatenate(grids), 4)
+    accuracy, meets, fits = reach.per_task_reach(results, names, 4)
+    assert accuracy == pytest.approx(np.mean(1 - np.add(*reach.oracle_errors(np.concatenate(grids), 4, prior))))
+    assert meets == pytest.approx(reach.expected_meets(grids, 4, prior).sum()) and fits.startswith("a ")
+    results |= {f"b{c}": grid_of(rng.random((20, 4)) < rng.beta(0.8, 0.2, size=20)[:, None]) | {"task": "b"}
+                for c in range(8)}
+    accuracy, _, fits = reach.per_task_reach(results, list(results), 4)
+    per_task = []
+    for task in "ab":
+        counts = np.concatenate([[m[4] for m in r["measured"].values()] for n, r in results.items() if n[0] == task])
+        per_task.append(1 - np.add(*reach.oracle_errors(counts, 4, reach.seed_prior(counts, 4))))
+    assert accuracy == pytest.approx(np.mean(np.concatenate(per_task))) and "a " in fits and "b " in fits
+
+
 def grid_of(lost: np.ndarray) -> dict:
     """One combination's result: cells (lr, T) whose seed s falls from 0.5 to 0 after step 48 where lost[cell, s]."""
     lrs, Ts = (1e-3, 2e-3), tuple(range(1, len(lost) // 2 + 1))
@@ -89,7 +112,7 @@ def grid_of(lost: np.ndarray) -> dict:
     curves = {cell: {"reward": np.where(lost[i][:, None] & (steps >= 48), 0.0, 0.5)} for i, cell in enumerate(cells)}
     return {"curves": curves, "measured": {cell: (bool(lost[i].any()), 0.0, 0.0, 0.0, int(lost[i].sum()))
                                            for i, cell in enumerate(cells)},
-            "ours": {"accuracy": 0.9, "safe_but_unstable": 0}}
+            "ours": {"accuracy": 0.9, "safe_but_unstable": 0}, "task": "count"}
 
 
 def test_the_split_half_check_predicts_the_second_halves_of_simulated_cells(reach):
@@ -115,6 +138,7 @@ def test_regime_reach_reports_the_prior_and_each_round(reach):
     counts = np.bincount([m[4] for r in results.values() for m in r["measured"].values()], minlength=5)
     assert f"seen {counts.tolist()}, expected" in text and "develop (3): " in text and "confirm (3): " in text
     assert "all 6: " in text and "ours 90.0%" in text and "q* = 0.159" in text and "chi-squared p = " in text
+    assert "With a prior per task instead (chi-squared p: count " in text
     assert reach.regime_reach({}, {}) == ""
     two_seeds = {"c0": grid_of(rng.random((20, 2)) < 0.3)}
     assert reach.split_half_check(two_seeds, 2) == []

@@ -74,19 +74,21 @@ def signal_shares(logged: float | None, success: np.ndarray | None, hp, n: int, 
         return pilot, pilot
     held = float(np.clip(held_reward(success), 0.0, 1.0))
     run = max(collapse.run_signal_share(pilot, held, hp.group_size), floor)
-    assumed.append(f"the run's share of groups with signal is {run:.3g} (theory.collapse (9)): a quarter of it at the "
-                   f"pilot's {pilot:.3g}, the rest at the {1.0 - held**hp.group_size - (1.0 - held) ** hp.group_size:.3g} "
-                   f"of its held success rate {held:.3g}")
+    w = collapse.PILOT_SHARE_WEIGHT
+    assumed.append(f"the run's share of groups with signal is {run:.3g} (theory.collapse (9)): the pilot's {pilot:.3g} "
+                   f"weighted {w:.0%}, the {collapse.held_signal_share(held, hp.group_size):.3g} of its held success "
+                   f"rate {held:.3g} weighted {1 - w:.0%}")
     return pilot, run
 
 
-def collapse_fields(log: RunLog, n: int, hp, delta: float | None, shares: tuple[float, float], kept: bool,
-                    measured: list[str], assumed: list[str]) -> dict:
+def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tuple[float | None, np.ndarray | None],
+                    kept: bool, measured: list[str], assumed: list[str]) -> dict:
     """The pilot's collapse fields (`theory.collapse`): D at the config's point, the bounds on T and lr for
-    the absolute limit S H / (1 - z) (equations (5) and (7), H the pilot's mean token entropy, 1 - z its share
-    of groups with signal), raised to that D when the pilot `kept` its reward (equation (8): it ran there
-    without a fall), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot
-    OVERSHOOT_RISE / r (equation (6))."""
+    the absolute limit S H / (1 - z) (equations (5) and (7), H the pilot's mean token entropy, 1 - z the run's
+    share of groups with signal, (9), from `zero_std` = (the logged zero-std share, the success rates) by
+    `signal_shares`), raised to that D when the pilot `kept` its reward (equation (8): it ran there without a
+    fall), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot OVERSHOOT_RISE / r
+    (equation (6))."""
     out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
                entropy_rise=None, signal_share=None, pilot_signal_share=None, survived=None)
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
@@ -96,7 +98,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, shares: tuple[
             assumed.append("the log has no token entropy: the collapse limit, relative to it, is not applied")
         return out
     H, s = float(entropy.mean()), delta / hp.lr
-    pilot_share, signal_share = shares
+    pilot_share, signal_share = signal_shares(*zero_std, hp, n, kept, assumed)
     clip = None if hp.correction == "none" else hp.clip_high
     D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
     survived = collapse.displacement(s, hp.lr, pilot_refresh_interval(log, n, hp, assumed), clip) if kept else None

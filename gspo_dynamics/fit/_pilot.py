@@ -41,7 +41,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
-from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields, signal_shares
+from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields
 from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
 from gspo_dynamics.fit._fall import BLOCK, Fall, reward_fall
@@ -81,7 +81,7 @@ class PilotForecast:
     entropy_rise: float | None  # that rise r over its first value; lr > lr_pilot OVERSHOOT_RISE / r is at risk (6)
     signal_share: float | None  # 1 - z, the run's share of groups with signal (9): the limit is S H / (1 - z) (7)
     survived: float | None  # the pilot's own D when it kept its reward (the limit is at least that, (8)); None otherwise
-    pilot_signal_share: float | None  # 1 - z_p, the pilot's own share of groups with signal, a quarter of the run's (9)
+    pilot_signal_share: float | None  # 1 - z_p, the pilot's own share of groups with signal (weighted w in (9))
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T' (token-level correction)
     sequence_drift: float | None = None  # delta_s of log s, under a sequence-level correction (`fit._drift`)
     sequence_clip_by_refresh: dict[int, float] = field(default_factory=dict)  # the sequences' clip fraction per T'
@@ -255,8 +255,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
         measured.append(f"the reward's largest fall below its running best over {BLOCK}-step means, {fall.fall:.3g} "
                         f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'within the noise'})")
     kept = fall is not None and not fall.lost
-    risk = collapse_fields(log, n, hp, delta, signal_shares(logged, reward if shares else None, hp, n, kept, assumed),
-                          kept, measured, assumed)
+    risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
     if run_steps is not None:
         if checked_run_steps(run_steps) <= steps[-1]:
             raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")

@@ -100,10 +100,15 @@ pilot's held success rate p_h (its last rewards' mean, `fit.held_reward`) gives 
 (`run_signal_share`; p^G + (1 - p)^G is the chance that G draws of a success rate p agree), for a pilot that
 kept its reward (as (8): one that fell holds the level of its fall, not one a run settles at; its own share
 then stands for the run's). Like S, w is a number set from data: on the 22 development combinations of
-paper_repro/pilot_forecast.py, the whole forecast with S scanned at each w, w = 1/4 classified 91.4% of their
-cells, w = 1 (version 8: the pilot's share) 90.2% and w = 0 (the held level's alone) 88.4%; w from 0.2 to 0.4
-within 0.3 points of the best (S itself, `fit.COLLAPSE_SPREAD`, is then fitted on the collapse part alone, as
-before). Equation (9) is checked in tests/theory/test_collapse.py against a simulated run of groups.
+paper_repro/pilot_forecast.py, with S fitted at each w (`--fit-weight`: the collapse part), w = 1/4 classified
+91.6% of their cells (S = 0.1868, `fit.COLLAPSE_SPREAD`), w = 1 (version 8: the pilot's share, S = 0.3055)
+90.5%, w from 0.1 to 0.5 within 0.5 points of the best; the whole forecast, S scanned at each w, gave 91.4% at
+w = 1/4 against 90.2% at w = 1. Equation (9) is checked in tests/theory/test_collapse.py against a simulated run of groups. Two of its
+choices are a model's, not derived: it reads p^G + (1 - p)^G at the mean held rate, where prompts of differing
+difficulty (or a partial-credit reward) flatten fewer groups than that, so it overstates the flat share there;
+and it takes one share for every lr, where a faster run reaches the held level sooner (weighing the held level
+by the share of a run's steps past the pilot's progress at lr / lr_p was tried, in sample on the 82 grids of
+versions 1-8, and lost: 87.0% of their cells against 88.6%).
 
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
 (j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, 1 - z the run's share of groups with
@@ -118,6 +123,7 @@ sigma_j / (j sigma_1) -> 1, sigma_1 proportional to lr and free of the reward's 
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -125,8 +131,13 @@ from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 
 
+def _real(value) -> bool:
+    """Whether `value` is a real number (Python's or numpy's), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
 def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if not _real(value) or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
 
@@ -190,21 +201,27 @@ def relative_limit(limit: float, entropy: float, signal_share: float = 1.0) -> f
     return _positive("limit", limit) * _positive("entropy", entropy) / share
 
 
+def held_signal_share(success: float, group_size: int) -> float:
+    """1 - p^G - (1 - p)^G: the share of groups of G draws of a success rate p (in [0, 1]) whose rewards
+    differ, the held level's term of equation (9)."""
+    if not _real(success) or not 0 <= success <= 1:
+        raise ConfigError(f"the success rate must be in [0, 1], got {success!r}")
+    G = positive_int("group_size", group_size)
+    p = float(success)
+    return 1.0 - p**G - (1.0 - p) ** G
+
+
 def run_signal_share(pilot_share: float, held_success: float, group_size: int,
                      weight: float = PILOT_SHARE_WEIGHT) -> float:
     """The run's share of groups with signal, equation (9): w (1 - z_p) + (1 - w) (1 - p_h^G - (1 - p_h)^G)
     for the pilot's share 1 - z_p (`pilot_share`, in (0, 1]), its held success rate p_h (in [0, 1]) and the
-    run's group size G; w = `weight`, in [0, 1]."""
+    run's group size G (`held_signal_share`); w = `weight`, in [0, 1]."""
     share = _positive("pilot_share", pilot_share)
     if share > 1:
         raise ConfigError(f"pilot_share is a share of groups, in (0, 1], got {pilot_share!r}")
-    G = positive_int("group_size", group_size)
-    if isinstance(held_success, bool) or not isinstance(held_success, (int, float)) or not 0 <= held_success <= 1:
-        raise ConfigError(f"held_success is a success rate, in [0, 1], got {held_success!r}")
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
+    if not _real(weight) or not 0 <= weight <= 1:
         raise ConfigError(f"weight must be in [0, 1], got {weight!r}")
-    held = 1.0 - held_success**G - (1.0 - held_success) ** G
-    return weight * share + (1.0 - weight) * held
+    return float(weight) * share + (1.0 - float(weight)) * held_signal_share(held_success, group_size)
 
 
 def entropy_rise(entropy) -> float | None:

@@ -179,6 +179,11 @@ def test_the_runs_signal_share_is_the_mean_over_a_run_four_times_its_pilot():
         simulated = np.concatenate([first.ravel(), rest.ravel()]).mean()
         assert collapse.run_signal_share(pilot_share, p_h, G) == pytest.approx(simulated, abs=0.008)
     assert collapse.run_signal_share(0.6, 0.9, 8, weight=1.0) == pytest.approx(0.6)
+    for p in (0.0, 0.2, 0.5, 0.93, 1.0):  # the held term is symmetric in success and failure, 0 at either bound
+        assert collapse.held_signal_share(p, 8) == pytest.approx(collapse.held_signal_share(1 - p, 8), abs=1e-15)
+    assert collapse.held_signal_share(1.0, 8) == 0.0 and collapse.held_signal_share(0.7, 1) == 0.0  # one draw never differs
+    assert collapse.run_signal_share(np.float32(0.5), np.float64(0.5), np.int64(8)) == pytest.approx(
+        0.125 + 0.75 * (1 - 2 * 0.5**8))  # numpy scalars are numbers
     assert collapse.run_signal_share(0.6, 0.5, 2, weight=0.0) == pytest.approx(0.5)
     for bad in (dict(pilot_share=0.0), dict(pilot_share=1.2), dict(held_success=1.1), dict(held_success=-0.1),
                 dict(group_size=0), dict(weight=1.5), dict(held_success=float("nan"))):

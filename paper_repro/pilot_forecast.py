@@ -18,44 +18,9 @@ pattern/dr_grpo, top-p 0.9 on addition/cispo, weight decay 0.1 on count/gspo, Ad
 pattern/gspo_token, a 20-step warm-up on addition/dr_grpo, a clip range of 0.1 on count/dapo, beta2 = 0.99 on
 pattern/grpo, G = 16 on addition/pg and a gradient-norm clip of 0.1 on count/gspo_token.
 
-Protocol, version 8 (fixed, and committed, before any of its held-out grids was run): version 7's model,
-unchanged, judged a second time on ten fresh combinations (role "confirm-9", from the shared start, each
-pairing a setting with a task and objective it was never used on: a 20-step warm-up on count/grpo and
-addition/gspo, temperature 0.8 on pattern/gspo, top-p 0.9 on count/pg, AdamW beta1 = 0.5 on addition/dapo,
-a gradient-norm clip of 0.1 on pattern/cispo and none on count/gspo_token, a KL weight with SGD momentum on
-pattern/pg, a clip range of 0.1 on addition/grpo, G = 4 on count/dapo), with one change to the measure, for
-every combination: a seed that loses COLLAPSE_SHARE of a running best of at least DRAWDOWN_MARGIN / 2 is
-unstable too (`measured_cells`). Found reading confirm-8: pattern/dapo with a 20-step warm-up starts at reward
-0.08-0.10, and 9 of its cells fall to 0.00 by at most 0.10, a fall the absolute margin of 0.1 cannot see; on
-all 72 grids the clause changes those 9 and 2 more of that combination (1-2 seeds falling to the floor), and
-no other. (Result: no PASS; 84.5% of the 200 held-out cells, 12 safe but
-unstable, against 73% and 35 for the continuous rule; the run also found a trainer defect, a diverged run's
-raw traceback, now `TrainingDiverged`; pilot_forecast.md, version 8.)
+Protocol versions 8, 7 and 6, each fixed before its held-out grids were run, as they stood here: pilot_forecast.md
+("Protocol texts of versions 6-8").
 
-Protocol, version 7 (its held-out combinations, role "confirm-8", fixed and committed with their grids' run
-before the version-7 model was chosen, and not read until that model was committed): the grid, seeds, measure
-and scores of version 6, from the shared start. The model: version 5's, and the pilot is a measured point of
-the map: a pilot that kept its reward (`fit._fall`) ran at its own displacement D_p, so the collapse limit is
-at least D_p, (1 - z) D > max(S H, (1 - z) D_p) (`theory.collapse` (8)); chosen on the 62 grids of versions
-1-6, in sample (pilot_forecast.md), with S refitted on the development combinations (the same S). Its held-out
-combinations: ten, each with a setting no version used
-(sampling temperature 0.8 on count/grpo and 1.2 on pattern/pg, top-p 0.9 on pattern/gspo and addition/pg, a
-gradient-norm clip of 0.1 on addition/gspo and none on pattern/grpo, AdamW beta1 = 0.5 on count/gspo, a
-20-step warm-up on pattern/dapo, SGD momentum on addition/gspo_token, G = 16 on count/dr_grpo). (Result: no
-PASS; 86% of their 200 cells against 84.5% for version 6's model, five combinations missing only the final
-reward; pilot_forecast.md, version 7.)
-
-Protocol, version 6 (fixed, and committed, before any of its confirmation grids was run): version 5's
-model, grid, measure and scores unchanged; what changes is the pilot's starting point for the combinations
-it holds out (role "confirm-7"): the pilot and every grid run start from one checkpoint (`TrainConfig.init_seed`
-= INIT_SEED: the same initial weights and supervised warm-up) and differ in their prompts and samples (`seed`),
-as a pilot would be the first steps of a run from the model the user is about to train. Versions 1-5 drew
-each run's initial model from its own seed, so the pilot (seed PILOT_SEED) forecast the grid of other models
-(on addition its first sampler scored 0.10-0.16 where the grid's seeds started at 0.18-0.23), and the fitted
-curve's level, more than its (lr, T) dependence, made the final-reward misses. (Result: with the shared start
-the pilot's first reward is the grid's within the noise of its 64 responses, and the misses remain;
-pilot_forecast.md, version 6.) The 52 combinations of versions 1-5 keep their own protocol (their pilots and
-grids as they were measured).
 Version 5's protocol (its model in force with version 7's equation (8) added; the grid, the seeds, the measure
 and the pilot are version 4's; the roles below do not change with the results; versions 1-4 and why each was
 replaced: pilot_forecast.md):
@@ -90,9 +55,9 @@ replaced: pilot_forecast.md):
                 above (addition/grpo), AdamW beta2 = 0.99 (pattern/gspo), SGD momentum on count/cispo and
                 pattern/gspo_token, G = 4 on pattern/dr_grpo, G = 16 on pattern/cispo, a KL weight of 0.04 on
                 count/gspo_token and on addition/pg, and weight decay 0.1 on count/pg.
-                Held out by version 7 ("confirm-8", from the shared start): the ten named at its top.
-                Held out by version 8 ("confirm-9", from the shared start): the ten named at its top.
-                Held out by version 9 ("confirm-10", from the shared start): the ten named at its top.
+                Held out by versions 7 and 8 ("confirm-8", "confirm-9", from the shared start): the ten each
+                names (their protocol texts, pilot_forecast.md).
+                Held out by version 9 ("confirm-10", from the shared start): the ten named at the top.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -173,6 +138,10 @@ from _pilot_scores import (
     passed,
     score,
 )
+from _pilot_protocol import (
+    COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, QUICK, REFRESH_INTERVALS,
+    SECTION, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD,
+)
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
@@ -185,115 +154,6 @@ from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import critical_refresh_interval
 from gspo_dynamics.train.config import TrainConfig
 from gspo_dynamics.train.trainer import train
-
-ADDITION = {"n_digits": 1, "partial_credit": True}  # two digits, or no partial credit: reward ~0 after 96 steps
-COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimizer, model), base lr, role)
-    "count-pg": ("count", "pg", {}, 3e-3, "develop"),
-    "pattern-grpo": ("pattern", "grpo", {}, 3e-3, "develop"),
-    "count-gspo": ("count", "gspo", {}, 3e-3, "develop"),
-    "pattern-pg-sgd": ("pattern", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "develop"),
-    "pattern-gspo": ("pattern", "gspo", {}, 3e-3, "develop"),
-    "count-grpo": ("count", "grpo", {}, 3e-3, "develop"),
-    "pattern-pg-adam": ("pattern", "pg", {}, 3e-3, "develop"),
-    "pattern-grpo-1m": ("pattern", "grpo", {"model": "1m"}, 3e-3, "develop"),
-    "count-pg-sgd": ("count", "pg", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "develop"),
-    "pattern-gspo-1m": ("pattern", "gspo", {"model": "1m"}, 3e-3, "develop"),
-    "count-pg-1m": ("count", "pg", {"model": "1m"}, 3e-3, "confirm-4"),
-    "count-grpo-1m": ("count", "grpo", {"model": "1m"}, 3e-3, "confirm-4"),
-    "pattern-grpo-sgd": ("pattern", "grpo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-4"),
-    "count-gspo-sgd": ("count", "gspo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-4"),
-    "addition-pg": ("addition", "pg", {"task_options": ADDITION}, 3e-3, "confirm-4"),
-    "addition-grpo": ("addition", "grpo", {"task_options": ADDITION}, 3e-3, "confirm-4"),
-    "addition-gspo": ("addition", "gspo", {"task_options": ADDITION}, 3e-3, "confirm-4"),
-    "pattern-gspo-sgd": ("pattern", "gspo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-4"),
-    "addition-gspo-sgd": ("addition", "gspo", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-4"),
-    "count-dr_grpo": ("count", "dr_grpo", {}, 3e-3, "confirm-4"),
-    "pattern-dr_grpo": ("pattern", "dr_grpo", {}, 3e-3, "confirm-4"),
-    "count-gspo-1m": ("count", "gspo", {"model": "1m"}, 3e-3, "confirm-4"),
-    "count-dapo": ("count", "dapo", {}, 3e-3, "confirm-5"),
-    "pattern-dapo": ("pattern", "dapo", {}, 3e-3, "confirm-5"),
-    "pattern-cispo": ("pattern", "cispo", {}, 3e-3, "confirm-5"),
-    "addition-cispo": ("addition", "cispo", {"task_options": ADDITION}, 3e-3, "confirm-5"),
-    "addition-gspo_token": ("addition", "gspo_token", {"task_options": ADDITION}, 3e-3, "confirm-5"),
-    "addition-dr_grpo": ("addition", "dr_grpo", {"task_options": ADDITION}, 3e-3, "confirm-5"),
-    "addition-pg-sgd": ("addition", "pg", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-5"),
-    "count-grpo-g4": ("count", "grpo", {"group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-5"),
-    "pattern-grpo-g16": ("pattern", "grpo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-5"),
-    "addition-grpo-1m": ("addition", "grpo", {"task_options": ADDITION, "model": "1m"}, 3e-3, "confirm-5"),
-    "count-gspo_token": ("count", "gspo_token", {}, 3e-3, "confirm-5"),
-    "pattern-gspo_token": ("pattern", "gspo_token", {}, 3e-3, "confirm-5"),
-    "count-cispo": ("count", "cispo", {}, 3e-3, "confirm-5"),
-    "addition-dapo": ("addition", "dapo", {"task_options": ADDITION}, 3e-3, "confirm-5"),
-    "pattern-dapo-sgd": ("pattern", "dapo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-5"),
-    "addition-grpo-g16": ("addition", "grpo", {"task_options": ADDITION, "group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-5"),
-    "pattern-pg-g4": ("pattern", "pg", {"group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-5"),
-    "count-gspo-g16": ("count", "gspo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-5"),
-    "pattern-grpo-partial": ("pattern", "grpo", {"task_options": {"partial_credit": True}}, 3e-3, "confirm-5"),
-    "count-dapo-1m": ("count", "dapo", {"model": "1m"}, 3e-3, "confirm-5"),
-    "count-grpo-kl": ("count", "grpo", {"kl_coef": 0.04}, 3e-3, "confirm-6"),
-    "pattern-gspo-kl": ("pattern", "gspo", {"kl_coef": 0.04}, 3e-3, "confirm-6"),
-    "addition-cispo-sgd": ("addition", "cispo", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-6"),
-    "count-dr_grpo-sgd": ("count", "dr_grpo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-6"),
-    "count-gspo-min3": ("count", "gspo", {"task_options": {"min_count": 3}}, 3e-3, "confirm-6"),
-    "pattern-grpo-min6": ("pattern", "grpo", {"task_options": {"min_matches": 6}}, 3e-3, "confirm-6"),
-    "pattern-gspo-len12": ("pattern", "gspo", {"task_options": {"length": 12}}, 3e-3, "confirm-6"),
-    "count-grpo-batch": ("count", "grpo", {"advantage_scale": "batch"}, 3e-3, "confirm-6"),
-    "addition-gspo-g4": ("addition", "gspo", {"task_options": ADDITION, "group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-6"),
-    "pattern-dapo-g16": ("pattern", "dapo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-6"),
-    "count-grpo-eps0.1": ("count", "grpo", {"clip_low": 0.1, "clip_high": 0.1}, 3e-3, "confirm-7"),
-    "addition-grpo-eps0.3": ("addition", "grpo", {"task_options": ADDITION, "clip_high": 0.3}, 3e-3, "confirm-7"),
-    "pattern-gspo-beta2": ("pattern", "gspo", {"beta2": 0.99}, 3e-3, "confirm-7"),
-    "count-cispo-sgd": ("count", "cispo", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-7"),
-    "pattern-gspo_token-sgd": ("pattern", "gspo_token", {"optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-7"),
-    "pattern-dr_grpo-g4": ("pattern", "dr_grpo", {"group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-7"),
-    "pattern-cispo-g16": ("pattern", "cispo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-7"),
-    "count-gspo_token-kl": ("count", "gspo_token", {"kl_coef": 0.04}, 3e-3, "confirm-7"),
-    "addition-pg-kl": ("addition", "pg", {"task_options": ADDITION, "kl_coef": 0.04}, 3e-3, "confirm-7"),
-    "count-pg-wd": ("count", "pg", {"weight_decay": 0.1}, 3e-3, "confirm-7"),
-    "count-grpo-temp0.8": ("count", "grpo", {"temperature": 0.8}, 3e-3, "confirm-8"),
-    "pattern-pg-temp1.2": ("pattern", "pg", {"temperature": 1.2}, 3e-3, "confirm-8"),
-    "pattern-gspo-topp0.9": ("pattern", "gspo", {"top_p": 0.9}, 3e-3, "confirm-8"),
-    "addition-pg-topp0.9": ("addition", "pg", {"task_options": ADDITION, "top_p": 0.9}, 3e-3, "confirm-8"),
-    "addition-gspo-gradclip0.1": ("addition", "gspo", {"task_options": ADDITION, "max_grad_norm": 0.1}, 3e-3, "confirm-8"),
-    "pattern-grpo-nogradclip": ("pattern", "grpo", {"max_grad_norm": None}, 3e-3, "confirm-8"),
-    "count-gspo-beta1": ("count", "gspo", {"beta1": 0.5}, 3e-3, "confirm-8"),
-    "pattern-dapo-warm20": ("pattern", "dapo", {"warmup_steps": 20}, 3e-3, "confirm-8"),
-    "addition-gspo_token-sgd": ("addition", "gspo_token", {"task_options": ADDITION, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-8"),
-    "count-dr_grpo-g16": ("count", "dr_grpo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-8"),
-    "count-grpo-warm20": ("count", "grpo", {"warmup_steps": 20}, 3e-3, "confirm-9"),
-    "addition-gspo-warm20": ("addition", "gspo", {"task_options": ADDITION, "warmup_steps": 20}, 3e-3, "confirm-9"),
-    "pattern-gspo-temp0.8": ("pattern", "gspo", {"temperature": 0.8}, 3e-3, "confirm-9"),
-    "count-pg-topp0.9": ("count", "pg", {"top_p": 0.9}, 3e-3, "confirm-9"),
-    "addition-dapo-beta1": ("addition", "dapo", {"task_options": ADDITION, "beta1": 0.5}, 3e-3, "confirm-9"),
-    "pattern-cispo-gradclip0.1": ("pattern", "cispo", {"max_grad_norm": 0.1}, 3e-3, "confirm-9"),
-    "count-gspo_token-nogradclip": ("count", "gspo_token", {"max_grad_norm": None}, 3e-3, "confirm-9"),
-    "pattern-pg-kl-sgd": ("pattern", "pg", {"kl_coef": 0.04, "optimizer": "sgd", "momentum": 0.9}, 0.1, "confirm-9"),
-    "addition-grpo-eps0.1": ("addition", "grpo", {"task_options": ADDITION, "clip_low": 0.1, "clip_high": 0.1}, 3e-3, "confirm-9"),
-    "count-dapo-g4": ("count", "dapo", {"group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-9"),
-    "count-cispo-kl": ("count", "cispo", {"kl_coef": 0.04}, 3e-3, "confirm-10"),
-    "pattern-dr_grpo-temp1.2": ("pattern", "dr_grpo", {"temperature": 1.2}, 3e-3, "confirm-10"),
-    "addition-cispo-topp0.9": ("addition", "cispo", {"task_options": ADDITION, "top_p": 0.9}, 3e-3, "confirm-10"),
-    "count-gspo-wd": ("count", "gspo", {"weight_decay": 0.1}, 3e-3, "confirm-10"),
-    "pattern-gspo_token-beta1": ("pattern", "gspo_token", {"beta1": 0.5}, 3e-3, "confirm-10"),
-    "addition-dr_grpo-warm20": ("addition", "dr_grpo", {"task_options": ADDITION, "warmup_steps": 20}, 3e-3, "confirm-10"),
-    "count-dapo-eps0.1": ("count", "dapo", {"clip_low": 0.1, "clip_high": 0.1}, 3e-3, "confirm-10"),
-    "pattern-grpo-beta2": ("pattern", "grpo", {"beta2": 0.99}, 3e-3, "confirm-10"),
-    "addition-pg-g16": ("addition", "pg", {"task_options": ADDITION, "group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-10"),
-    "count-gspo_token-gradclip0.1": ("count", "gspo_token", {"max_grad_norm": 0.1}, 3e-3, "confirm-10"),
-}
-SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10")  # the roles whose pilot and grid start from one checkpoint (version 6)
-INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
-DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
-SHARE_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)  # --fit-weight scans these (version 9: 1/4; w = 0 leaves no share at a held bound)
-LR_FACTORS = (1 / 3, 1.0, 3.0, 10.0, 30.0)
-REFRESH_INTERVALS = (1, 4, 16, 32)
-SEEDS = 4
-FIRST_SEED = 100  # version 1 used seeds 0-3
-PILOT_STEPS = 24
-PILOT_SEED = 2000  # version 1: 1000
-SECTION = "## Pilot forecasts: the (lr, T) cells per combination"
-VERSION_4_SPREAD = 2.099  # version 4's collapse limit D / H > S (no signal share), frozen with it
-QUICK = dict(combinations=("count-pg", "pattern-grpo"), lr_factors=(1.0, 10.0), refresh_intervals=(1, 16), seeds=2)
 
 
 def base_config(name: str) -> TrainConfig:

@@ -55,20 +55,21 @@ LOG_BOUND = 8.0  # the prior's log alpha and log beta stay within +-LOG_BOUND (s
 CUTS = np.linspace(0.005, 0.995, 199)  # the cuts `best_cut` tries: every half percent of the rate
 
 
+def log_pmf(seeds: int, alpha: float, beta: float) -> np.ndarray:
+    """log P(k | alpha, beta) of (1) for k = 0..seeds."""
+    k = np.arange(seeds + 1)
+    log_binomial = gammaln(seeds + 1) - gammaln(k + 1) - gammaln(seeds - k + 1)
+    return log_binomial + betaln(alpha + k, beta + seeds - k) - betaln(alpha, beta)
+
+
 def seed_prior(counts, seeds: int) -> tuple[float, float]:
     """The maximum-likelihood (alpha, beta) of (1) for cells with `counts` unstable seeds of `seeds` each."""
     counts = np.asarray(counts)
     if counts.size == 0 or counts.min() < 0 or counts.max() > seeds:
         raise ValueError(f"counts must be 0..{seeds}, got {counts.tolist()}")
     tally = np.bincount(counts, minlength=seeds + 1)
-    k = np.arange(seeds + 1)
-    log_binomial = gammaln(seeds + 1) - gammaln(k + 1) - gammaln(seeds - k + 1)
-
-    def loss(x):
-        alpha, beta = np.exp(x)
-        return -np.sum(tally * (log_binomial + betaln(alpha + k, beta + seeds - k) - betaln(alpha, beta)))
-
-    best = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=[(-LOG_BOUND, LOG_BOUND)] * 2)
+    best = minimize(lambda x: -np.sum(tally * log_pmf(seeds, *np.exp(x))), np.zeros(2), method="L-BFGS-B",
+                    bounds=[(-LOG_BOUND, LOG_BOUND)] * 2)
     if not best.success:
         raise ValueError(f"the beta-binomial fit of {tally.tolist()} did not converge: {best.message}")
     return float(np.exp(best.x[0])), float(np.exp(best.x[1]))
@@ -76,10 +77,7 @@ def seed_prior(counts, seeds: int) -> tuple[float, float]:
 
 def expected_counts(cells: int, seeds: int, prior: tuple[float, float]) -> np.ndarray:
     """How many of `cells` cells (1) expects with 0..seeds unstable seeds."""
-    k = np.arange(seeds + 1)
-    log_binomial = gammaln(seeds + 1) - gammaln(k + 1) - gammaln(seeds - k + 1)
-    alpha, beta = prior
-    return cells * np.exp(log_binomial + betaln(alpha + k, beta + seeds - k) - betaln(alpha, beta))
+    return cells * np.exp(log_pmf(seeds, *prior))
 
 
 def goodness_of_fit(counts, seeds: int, prior: tuple[float, float]) -> tuple[np.ndarray, float]:

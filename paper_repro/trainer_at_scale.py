@@ -130,7 +130,7 @@ SOURCES = {  # the rest are ours (the zero-std law) or found by id in _results.S
 }
 
 
-CURVE_KEYS = ("reward", "frac_reward_zero_std", "entropy", "ratios/token_log_var")
+CURVE_KEYS = ("reward", "frac_reward_zero_std", "entropy", "ratios/token_log_var", "kl")  # kl: nan without a KL weight
 
 
 def one_run(cfg: TrainConfig) -> dict[str, list[float]]:

@@ -8,7 +8,7 @@ too large, so the collapse limit of `theory.collapse` cannot hold it. This scrip
 The claim. A group whose rewards are all equal has a zero group-relative advantage, so once the sampler solves
 nearly every prompt (nearly every group flat: zero-std share near 1), the policy-gradient term nearly vanishes and
 the loss is mostly the KL term, beta E[k3]. Its gradient points back to the reference, and Adam's normalised step
-moves the policy along it at a speed set by the lr, not by beta's size. With the sampler refreshed every T steps,
+moves the policy along it however small beta is (a reading this script does not test: it runs Adam only). With the sampler refreshed every T steps,
 the whole window is drawn by the solved sampler, so the policy is pulled back for T steps while the logged reward
 (the sampler's) stays at its maximum; the next refresh draws from the unwound policy and the reward falls at once.
 The reference is the start, whose token entropy is the highest of the run (a policy-gradient step sharpens), so
@@ -112,8 +112,8 @@ def main() -> None:
                  f"in a window whose sampler has nearly every group flat (mean zero-std share >= {FLAT_SHARE}), the KL "
                  f"weight pulls the policy back toward the reference (its entropy rises in more than "
                  f"{RISE_SHARE_KL:.0%} of such windows); without the weight it does not (in at most {RISE_SHARE_FREE:.0%})"),
-           predicted="a flat group has no policy gradient, so the KL term is nearly all that moves the policy (Adam: "
-                     "at the lr's speed), back toward the reference's higher entropy; without it nothing pulls back",
+           predicted="a flat group has no policy gradient, so the KL term is nearly all that moves the policy, back "
+                     "toward the reference's higher entropy; without it nothing pulls back",
            measured="; ".join(rows), passed=bool(passed), quick=args.quick, started=started, command=cmd,
            write=not args.no_record)
 

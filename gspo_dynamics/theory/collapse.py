@@ -118,6 +118,14 @@ where; (5), (6) and (7) are a model judged as a forecast in paper_repro/pilot_fo
 is checked in tests/theory/test_collapse.py against Adam on a softmax bandit with a frozen sampler:
 sigma_j / (j sigma_1) -> 1, sigma_1 proportional to lr and free of the reward's scale, unlike SGD's;
 (3) and (4) against scans of D.
+
+Outside this model too: a KL weight's pull on a solved policy. Where the sampler solves nearly every prompt
+(zero-std share near 1) the policy gradient nearly vanishes and the KL term moves the policy back toward the
+reference for the rest of the window, unseen in the logged (sampler's) reward until the next refresh. It is no
+displacement too large, so it does not shrink with lr. On count/cispo with a KL weight of 0.04, every cell at
+T = 16 falls, from a third of the base lr up, while at T = 4 no seed of 16 falls at a third of or at the base
+lr (paper_repro/kl_unwinding.py, claim kl-unwinding). Forecasting it needs the run's zero-std share at its own
+T, which a pilot at another T does not measure.
 """
 
 from __future__ import annotations

@@ -1,0 +1,50 @@
+"""paper_repro/kl_unwinding.py: its windows and setups, on curves whose answer is known by construction."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="module")
+def script(load_script):
+    return load_script("paper_repro", "kl_unwinding")
+
+
+def test_flat_windows_reads_each_window_whose_mean_share_reaches_the_threshold(script):
+    """Two seeds of 8 steps at T = 4: seed 0's second window is flat (mean share 0.96875, above the threshold 0.95)
+    and its first is not (0.9); seed 1's first is flat (all 1) and its second not (0.9). The changes are last minus
+    first logged step of each flat window, in seed then window order."""
+    share = np.array([[1, 1, 0.6, 1, 1, 1, 1, 0.875], [1, 1, 1, 1, 0.6, 1, 1, 1]], dtype=float)
+    kl = np.array([[0.0, 0, 0, 0, 1.0, 0.9, 0.8, 0.5], [2.0, 2.1, 2.2, 2.5, 0, 0, 0, 0]])
+    entropy = np.array([[0.0, 0, 0, 0, 1.0, 1.1, 1.2, 1.4], [3.0, 2.9, 2.8, 2.0, 0, 0, 0, 0]])
+    w = script.flat_windows({"frac_reward_zero_std": share, "kl": kl, "entropy": entropy}, 4)
+    np.testing.assert_allclose(w["kl"], [0.5 - 1.0, 2.5 - 2.0])
+    np.testing.assert_allclose(w["entropy"], [1.4 - 1.0, 2.0 - 3.0])
+    assert script.rises(w) == 0.5
+
+
+def test_a_trailing_partial_window_and_no_flat_window(script):
+    """10 steps at T = 4: the last 2 steps are no window; with every share 0.5 no window is flat, and the share of
+    rises is nan (nothing measured), not 0."""
+    curves = {k: np.full((1, 10), 0.5) for k in ("frac_reward_zero_std", "kl", "entropy")}
+    curves["frac_reward_zero_std"][0, 8:] = 1.0
+    w = script.flat_windows(curves, 4)
+    assert len(w["entropy"]) == 0 and math.isnan(script.rises(w))
+
+
+def test_the_setups_differ_only_in_T_and_the_KL_weight(script):
+    """Each lr factor's three setups: the combination's config at that lr, T = 16 or 4, its own KL weight (0.04)
+    or none."""
+    pilot_forecast = pytest.importorskip("pilot_forecast")
+    base = pilot_forecast.base_config(script.COMBINATION)
+    setups = script.configs()
+    assert len(setups) == len(script.LR_FACTORS) * len(script.SETUPS)
+    for (f, name), cfg in setups.items():
+        T, kl = script.SETUPS[name]
+        assert cfg.lr == pytest.approx(base.lr * f) and cfg.steps_per_generation == T
+        assert cfg.kl_coef == (base.kl_coef if kl is None else kl)
+        assert cfg.objective == base.objective and cfg.init_seed == base.init_seed
+    assert base.kl_coef > 0

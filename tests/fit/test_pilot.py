@@ -472,3 +472,46 @@ def test_the_held_level_is_the_mean_of_the_pilots_last_rewards(tmp_path):
     assert f.held == pytest.approx(expected, rel=1e-12) and f.to_json()["held_reward"] == f.held
     assert any(line.startswith(f"  held level: the pilot's last {HELD_STEPS} rewards average {expected:.3g}")
                for line in f.summary_lines())
+
+
+def solved_pilot(tmp_path, **config):
+    """A pilot of a solved run (reward ~0.99, nine groups in ten flat) with stale steps and an entropy, for a
+    config at lr 0.1 whose fields `config` sets (defaults: Adam, T = 16, beta = 0.04)."""
+    j = np.tile(np.arange(4), 10)
+    columns = {"reward": np.full(len(j), 0.99) - 0.01 * np.cos(np.arange(len(j))), "window/position": j,
+               "ratios/token_log_var": (j * 0.05) ** 2, "entropy": np.full(len(j), 1.0),
+               "frac_reward_zero_std": np.full(len(j), 0.9)}
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "correction": "token", "clip_high": 0.28,
+                             **{"optimizer": "adam", "refresh_interval": 16, "kl_coef": 0.04, **config}})
+    return pilot_forecast(setup, write_log(tmp_path / "solved.jsonl", columns))
+
+
+@pytest.mark.parametrize("config, warned", [
+    ({}, True),  # beta > 0, Adam, T = 16, most of the run's groups flat
+    ({"refresh_interval": 4}, False),  # T = 4: the refresh comes before the pull costs reward
+    ({"refresh_interval": 5}, True),  # the smallest T warned about
+    ({"kl_coef": 0.0}, False),  # no KL weight: nothing pulls back
+    ({"optimizer": "sgd"}, False),  # measured with Adam only
+])
+def test_the_kl_pull_warning_needs_a_kl_weight_adam_a_long_window_and_flat_groups(tmp_path, config, warned):
+    """`kl_pull_risk`'s conditions, each one alone switching the warning off, on a pilot forecast of a solved
+    run: the summary says it (with beta, the run's flat share and T) and the JSON carries it."""
+    f = solved_pilot(tmp_path, **config)
+    assert 1 - f.signal_share >= 0.5  # the run's share by (9): the held success rate ~0.99 flattens most groups
+    assert f.kl_pull is warned and f.to_json()["kl_pull_risk"] is warned
+    lines = [line for line in f.summary_lines() if "KL pull" in line]
+    assert len(lines) == int(warned)
+    if warned:
+        T = config.get("refresh_interval", 16)
+        assert "beta = 0.04" in lines[0] and f"{1 - f.signal_share:.0%} of the run's groups flat" in lines[0]
+        assert f"T = {T} steps" in lines[0]
+
+
+def test_the_kl_pull_warning_needs_most_of_the_runs_groups_flat():
+    """The share condition alone, at its threshold (`kl_pull_risk` on hyperparameters directly): a run with half
+    its groups flat is warned about, one with less is not."""
+    from gspo_dynamics.fit._collapse_risk import KL_PULL_FLAT_SHARE, kl_pull_risk
+    from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
+
+    hp = Hyperparams(lr=1e-3, optimizer=Adam(), refresh_interval=16, kl_coef=0.04)
+    assert kl_pull_risk(hp, 1.0 - KL_PULL_FLAT_SHARE) and not kl_pull_risk(hp, 1.0 - KL_PULL_FLAT_SHARE + 1e-9)

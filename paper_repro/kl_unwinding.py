@@ -19,10 +19,12 @@ the pull shows as the entropy rising. So, in the windows whose mean zero-std sha
   (b) without the KL weight (the same run otherwise), it rises in at most RISE_SHARE_FREE of them: nothing pulls
       the policy back, and the few groups with signal sharpen it further.
 
-How often the unwinding ends in a fall (a seed unstable by pilot_forecast.py's measure) is reported beside it, and
+How often the unwinding ends in a fall is reported beside it (a seed unstable by pilot_forecast.py's `seed_falls`,
+against the initial policy's reward over the first 16 steps of the same seed's T = 16 run with the KL weight), and
 so is T = 4: there the policy has 4 pulled steps before a refresh, not 16, and the next sampler, still near the
 solved policy, brings the gradient back. The KL's own change is reported too (k3 against the reference on the
-step's samples: a noisier measure of the same move).
+step's samples: a noisier measure of the same move). At T = 4 the entropy also rises in most flat windows, by
+far less and with no fall: (a) alone does not single out T = 16; the contrast with (b) is what shows the pull.
 
 The setups share pilot_forecast.py's count/cispo-kl run (its shared start, 100k model, AdamW, G = 8, N = 4) at a
 third of and at its base lr: with the KL weight at T = 16 and T = 4, and without it at T = 16. The thresholds were
@@ -68,13 +70,16 @@ def configs() -> dict:
 
 
 def flat_windows(curves: dict, T: int) -> dict:
-    """Per flat window (mean zero-std share >= FLAT_SHARE) of every seed: the KL's and the entropy's change over
-    it, last logged step minus first, as arrays {"kl": (n,), "entropy": (n,)} (KL nan without a KL weight)."""
+    """Per flat window (mean zero-std share >= FLAT_SHARE: at T = 16 at most 3 of its 64 groups with signal, at
+    T = 4 none of its 16) of every seed: the KL's and the entropy's change over it, last logged step minus first,
+    as arrays {"kl": (n,), "entropy": (n,)} (KL nan without a KL weight). A window whose entropy change is not
+    finite (a run that diverged logs nan) is left out: it measured nothing."""
     out = {"kl": [], "entropy": []}
     share, kl, entropy = curves["frac_reward_zero_std"], curves["kl"], curves["entropy"]
     for s in range(share.shape[0]):
         for start in range(0, share.shape[1] - T + 1, T):
-            if np.mean(share[s, start:start + T]) >= FLAT_SHARE:
+            change = entropy[s, start + T - 1] - entropy[s, start]
+            if np.mean(share[s, start:start + T]) >= FLAT_SHARE and np.isfinite(change):
                 out["kl"].append(kl[s, start + T - 1] - kl[s, start])
                 out["entropy"].append(entropy[s, start + T - 1] - entropy[s, start])
     return {k: np.asarray(v, dtype=float) for k, v in out.items()}
@@ -92,14 +97,16 @@ def main() -> None:
     setups = configs()
     curves = Runs(WORKERS).curves(setups, seeds, FIRST_SEED)
     rows, passed = [], True
+    longest = max(SETUPS, key=lambda name: SETUPS[name][0])
     for f in LR_FACTORS:
-        initial = curves[f, "KL, T = 16"]["reward"][:, :16].mean(axis=1)  # (seeds,) the first sampler's: one start for all
+        T_max = setups[f, longest].refresh_interval  # its first T_max steps are all the initial policy's samples
+        initial = curves[f, longest]["reward"][:, :T_max].mean(axis=1)  # (seeds,) one start for every setup
         found = {}
         for name in SETUPS:
-            c, T = curves[f, name], setups[f, name].steps_per_generation
+            c, T = curves[f, name], setups[f, name].refresh_interval
             found[name] = w = flat_windows(c, T)
             falls = int(seed_falls(c["reward"], initial)[0].sum())
-            kl = f", KL {np.median(w['kl']):+.2f}" if len(w["kl"]) and np.isfinite(w["kl"]).all() else ""
+            kl = f", KL {np.nanmedian(w['kl']):+.2f}" if np.isfinite(w["kl"]).any() else ""
             rows.append(f"lr x{f:.2g}, {name}: {len(w['entropy'])} flat windows, entropy rises in {rises(w):.0%} (median "
                         f"change {np.median(w['entropy']) if len(w['entropy']) else float('nan'):+.2f}{kl}); "
                         f"{falls} of {seeds} seeds unstable")

@@ -136,7 +136,9 @@ from _pilot_scores import (
     misses,
     own_pilot_reach,
     passed,
+    pilot_plateau_gap,
     score,
+    window_progress,
 )
 from _pilot_protocol import (
     COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, QUICK, REFRESH_INTERVALS,
@@ -377,7 +379,8 @@ def main() -> None:
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}
-    reach = (f"{final_reward_reach(results)} {exact_forecast_reach(results)}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
+    reach = (f"{final_reward_reach(results)} {exact_forecast_reach(results)} {window_progress(results)} "
+             f"{pilot_plateau_gap(results)}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
              f"\n\n{regime_reach(results, roles)}")
     print(reach)
     if not args.no_record and not args.quick:

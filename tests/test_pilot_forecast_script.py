@@ -251,6 +251,58 @@ def test_final_reward_reach_counts_ours_and_the_best_single_number(scores):
     assert "not scored" in scores.final_reward_reach({"c": result({1: None}, 0.5)})
 
 
+def test_window_progress_is_the_ratio_of_first_window_gains(scores):
+    """Two count combinations whose T = 32 seed curves sit at r0 over steps 0-31 and r0 + g over 32-95, g = 0.3 at a
+    third of the base lr and 0.3 x q at 3 times it (q = 1.2 and 0.8: median 1.00, quartiles 0.90-1.10), and one
+    pattern combination whose low-lr window gains 0.01 (under WINDOW_GAIN_MIN: no ratio) and whose high-lr cell is
+    unstable (no gains at all). Ours' error is the constant fit's level 0.9 minus each stable T = 32 cell's final
+    reward (the seed mean of the last 16 steps)."""
+    lr = 1e-3
+
+    def result(task, gains, unstable=()):
+        fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.9)})()
+        forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=lr))))
+        curves, measured = {}, {}
+        for factor, g in gains.items():
+            reward = np.tile(np.r_[np.full(32, 0.2), np.full(64, 0.2 + g)], (4, 1))
+            curves[(factor * lr, 32)] = {"reward": reward}
+            measured[(factor * lr, 32)] = (factor in unstable, 0.0, 0.2 + g, 0.0, 0)
+        return {"task": task, "curves": curves, "measured": measured, "forecast": forecast}
+
+    results = {"a": result("count", {1 / 3: 0.3, 3.0: 0.36}), "b": result("count", {1 / 3: 0.3, 3.0: 0.24}),
+               "c": result("pattern", {1 / 3: 0.01, 3.0: 0.5}, unstable=(3.0,))}
+    assert scores.first_window_gains(results["a"], 32, (1 / 3, 3.0)) == pytest.approx((0.3, 0.36))
+    assert scores.first_window_gains(results["c"], 32, (1 / 3, 3.0)) is None and scores.first_window_gains(results["a"], 16, (1 / 3, 3.0)) is None
+    text = scores.window_progress(results)
+    assert "count 1.00 (quartiles 0.90-1.10, 2 combinations)" in text and "pattern" not in text.split("where")[0]
+    single = scores.window_progress({"a": results["a"]})
+    assert "count 1.20 (one combination)" in single
+    assert "assumes 9" in text and "from the sampler after 64 updates on" in text
+    errors = [0.9 - 0.5, 0.9 - 0.56, 0.9 - 0.5, 0.9 - 0.44]  # count's four stable cells; pattern's one (0.9 - 0.21)
+    assert f"count {np.mean(errors):+.3f} on 4" in text and f"pattern {0.9 - 0.21:+.3f} on 1" in text
+    assert scores.window_progress({"c": results["c"]}) == ""
+
+
+def test_pilot_plateau_gap_reads_the_on_policy_cells_against_the_fits_plateau(scores):
+    """Three pattern combinations, pilot lr 1e-3, fit plateau 0.7: a and b unstable at T = 1 and the base lr, c
+    stable there; the lowest lr's T = 1 finals 0.9, 0.95 and (c) 0.8, b's lowest cell unstable (no gap): gaps
+    +0.2 and +0.1, median +0.15 over 2. A count combination without a T = 1 cell at the base lr is not read."""
+    def result(task, cells):
+        fit = SimpleNamespace(params={"r_inf": 0.7})
+        forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
+        return {"task": task, "forecast": forecast,
+                "measured": {cell: (unstable, 0.0, final, 0.0, 0) for cell, (unstable, final) in cells.items()}}
+
+    low, base = 1e-3 / 3, 1e-3
+    results = {"a": result("pattern", {(low, 1): (False, 0.9), (base, 1): (True, 0.3), (base, 4): (False, 0.9)}),
+               "b": result("pattern", {(low, 1): (True, 0.95), (base, 1): (True, 0.2)}),
+               "c": result("pattern", {(low, 1): (False, 0.8), (base, 1): (False, 0.85)}),
+               "d": result("count", {(low, 1): (False, 1.0), (base, 4): (False, 1.0)})}
+    text = scores.pilot_plateau_gap(results)
+    assert "pattern: unstable on 2 of 3, the gap +0.15 over 2" in text and "count" not in text
+    assert scores.pilot_plateau_gap({"d": results["d"]}) == ""
+
+
 def test_own_pilot_reach_fits_each_cells_first_steps(scores):
     """Cell (1e-3, 1): the first seed follows R(t) = 0.9 - 0.6 exp(-t / 60) exactly (t = step + 1, still rising
     at the end, so a time axis off by a step shows) and the other seeds 0.1 above it, so the first seed's

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from gspo_dynamics.fit._end_reward import held_reward
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory import collapse
-from gspo_dynamics.theory.hyperparams import Adam
+from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
 
 if TYPE_CHECKING:
     from gspo_dynamics.fit._pilot import PilotForecast
@@ -34,13 +34,10 @@ if TYPE_CHECKING:
 # signal, equation (9), where versions 5-8 took the pilot's: refitted on the same 22 (2026-11-26), S = 0.1868 (92%
 # of their cells by the collapse part; 0.3055 before).
 COLLAPSE_SPREAD = 0.1868
-# The KL pull on a solved policy (`theory.collapse`, "Outside this model too"; paper_repro/kl_unwinding.py): a
-# warning beside the map, not part of it. On count/cispo with a KL weight of 0.04 under AdamW, 9 and 15 of 16 seeds
-# fell at T = 16 (a third of and at the base lr) and none at T = 4; the weight is flagged from a T above 4 where
-# most of the run's groups will be flat. count/grpo and count/gspo_token with the same weight held at T = 16 (their
-# clipped windows advanced less and did not reach a solved sampler): the warning says what to watch, not a fall.
+# The KL pull on a solved policy (`theory.collapse`, "Outside this model too"): a warning beside the collapse
+# bounds, not part of them; the rule (`kl_pull_risk`) is read off one combination, not fitted.
 KL_PULL_FLAT_SHARE = 0.5  # the run's zero-std share (1 minus its share with signal, (9)) from which most groups are flat
-KL_PULL_MIN_REFRESH = 5  # the smallest T warned about: above the T = 4 at which no seed fell
+KL_PULL_MIN_REFRESH = 5  # the smallest T warned about: above T = 4, where no seed fell (T = 5-15 was never run)
 
 
 def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
@@ -98,7 +95,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     fall), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot OVERSHOOT_RISE / r
     (equation (6))."""
     out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
-               entropy_rise=None, signal_share=None, pilot_signal_share=None, survived=None, kl_pull=False)
+               entropy_rise=None, signal_share=None, pilot_signal_share=None, survived=None, kl_pull=None)
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
     entropy = entropy[np.isfinite(entropy)]
     if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
@@ -134,12 +131,17 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     return out
 
 
-def kl_pull_risk(hp, signal_share: float) -> bool:
-    """Whether a run is exposed to the KL pull on a solved policy: a KL weight beta > 0 under Adam, a T of at
-    least KL_PULL_MIN_REFRESH, and a run whose groups will mostly be flat, z = 1 - signal_share >=
-    KL_PULL_FLAT_SHARE (the run's share, equation (9)). Where a window's sampler solves nearly every prompt the
-    policy gradient nearly vanishes and the KL term pulls the policy back toward the reference for the rest of
-    the window, unseen in the logged reward until the next refresh (measured with Adam only)."""
+def kl_pull_risk(hp: Hyperparams, signal_share: float) -> bool:
+    """Whether a run is exposed to the KL pull on a solved policy (`theory.collapse`, "Outside this model too"):
+
+        beta > 0  and  Adam  and  T >= KL_PULL_MIN_REFRESH  and  z = 1 - signal_share >= KL_PULL_FLAT_SHARE,
+
+    z the run's zero-std share (equation (9)): most of its groups will be flat, and a window whose sampler
+    solves nearly every prompt has almost no policy gradient, so the KL term pulls the policy back toward the
+    reference for the rest of the window. Read off count/cispo with a KL weight under AdamW (paper_repro claim
+    kl-unwinding: it fell at T = 16, not at T = 4, at a third of and at the base lr); the rule also holds for
+    count/grpo and count/gspo_token with the same weight, which held at T = 16, so it says what to watch, not a
+    fall."""
     return (hp.kl_coef > 0 and isinstance(hp.optimizer, Adam) and hp.refresh_interval >= KL_PULL_MIN_REFRESH
             and 1.0 - signal_share >= KL_PULL_FLAT_SHARE)
 

@@ -90,7 +90,8 @@ class PilotForecast:
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
     fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
     end: EndReward | None = None  # the reward at the run's end with its interval (`fit._end_reward`); None: length unknown
-    kl_pull: bool = False  # exposed to the KL pull on a solved policy (`fit._collapse_risk.kl_pull_risk`): a warning
+    kl_pull: bool | None = None  # exposed to the KL pull on a solved policy (`fit._collapse_risk.kl_pull_risk`), a
+    # warning; None: not read (no drift or entropy in the pilot, so no run's share of groups with signal)
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
 
@@ -109,7 +110,7 @@ class PilotForecast:
                 "signal_share": self.signal_share, "pilot_signal_share": self.pilot_signal_share,
                 "survived_displacement": self.survived, "collapse_limit": self.collapse_limit,
                 "held_reward": self.held, "end_reward": None if self.end is None else self.end.to_json(),
-                "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull_risk": self.kl_pull,
+                "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
                 "measured": self.measured, "assumed": self.assumed})
 
     @property
@@ -194,12 +195,14 @@ class PilotForecast:
                          f"({margin}{why})")
             lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
         if self.kl_pull:
-            lines.append(f"  KL pull, not in the map above: with beta = {hp.kl_coef:g} and {1 - self.signal_share:.0%} of the "
-                         "run's groups flat, a window whose sampler solves nearly every prompt has almost no policy "
-                         f"gradient, and the KL term pulls the policy back toward the reference for the rest of its "
-                         f"T = {hp.refresh_interval} steps, unseen in the logged reward until the next refresh (on our "
-                         "trainer: count/cispo fell at T = 16 and held at T = 4; paper_repro claim kl-unwinding). Watch "
-                         "for the KL falling while frac_reward_zero_std stays near 1; a smaller T bounds the pull")
+            lines.append(f"  KL pull, not in the collapse bounds above: with beta = {hp.kl_coef:g} and {1 - self.signal_share:.0%} "
+                         "of the run's groups flat, a window whose sampler solves nearly every prompt has almost no "
+                         "policy gradient, and the KL term pulls the policy back toward the reference for the rest of "
+                         f"its T = {hp.refresh_interval} steps, unseen in the logged reward until the next refresh. On "
+                         "our trainer count/cispo fell from it at T = 16 and held at T = 4 (a third of and at the base "
+                         "lr; paper_repro claim kl-unwinding), while count/grpo and count/gspo_token, which this warning "
+                         "also names, held at T = 16; T from 5 to 15 was not run. Watch for the KL falling while "
+                         "frac_reward_zero_std stays near 1; a smaller T bounds the pull")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
 

@@ -474,16 +474,20 @@ def test_the_held_level_is_the_mean_of_the_pilots_last_rewards(tmp_path):
                for line in f.summary_lines())
 
 
-def solved_pilot(tmp_path, **config):
-    """A pilot of a solved run (reward ~0.99, nine groups in ten flat) with stale steps and an entropy, for a
-    config at lr 0.1 whose fields `config` sets (defaults: Adam, T = 16, beta = 0.04)."""
+def solved_columns(entropy: bool = True) -> dict:
+    """A solved pilot's log (reward ~0.99, nine groups in ten flat) with stale steps, and an entropy or none."""
     j = np.tile(np.arange(4), 10)
     columns = {"reward": np.full(len(j), 0.99) - 0.01 * np.cos(np.arange(len(j))), "window/position": j,
-               "ratios/token_log_var": (j * 0.05) ** 2, "entropy": np.full(len(j), 1.0),
-               "frac_reward_zero_std": np.full(len(j), 0.9)}
+               "ratios/token_log_var": (j * 0.05) ** 2, "frac_reward_zero_std": np.full(len(j), 0.9)}
+    return {**columns, "entropy": np.full(len(j), 1.0)} if entropy else columns
+
+
+def solved_pilot(tmp_path, entropy: bool = True, **config):
+    """A pilot forecast on `solved_columns` for a config at lr 0.1 whose fields `config` sets (defaults: Adam,
+    T = 16, beta = 0.04)."""
     setup = read_run_config({"lr": 0.1, "group_size": 8, "correction": "token", "clip_high": 0.28,
                              **{"optimizer": "adam", "refresh_interval": 16, "kl_coef": 0.04, **config}})
-    return pilot_forecast(setup, write_log(tmp_path / "solved.jsonl", columns))
+    return pilot_forecast(setup, write_log(tmp_path / "solved.jsonl", solved_columns(entropy)))
 
 
 @pytest.mark.parametrize("config, warned", [
@@ -498,7 +502,7 @@ def test_the_kl_pull_warning_needs_a_kl_weight_adam_a_long_window_and_flat_group
     run: the summary says it (with beta, the run's flat share and T) and the JSON carries it."""
     f = solved_pilot(tmp_path, **config)
     assert 1 - f.signal_share >= 0.5  # the run's share by (9): the held success rate ~0.99 flattens most groups
-    assert f.kl_pull is warned and f.to_json()["kl_pull_risk"] is warned
+    assert f.kl_pull is warned and f.to_json()["kl_pull"] is warned
     lines = [line for line in f.summary_lines() if "KL pull" in line]
     assert len(lines) == int(warned)
     if warned:
@@ -515,3 +519,18 @@ def test_the_kl_pull_warning_needs_most_of_the_runs_groups_flat():
 
     hp = Hyperparams(lr=1e-3, optimizer=Adam(), refresh_interval=16, kl_coef=0.04)
     assert kl_pull_risk(hp, 1.0 - KL_PULL_FLAT_SHARE) and not kl_pull_risk(hp, 1.0 - KL_PULL_FLAT_SHARE + 1e-9)
+
+
+def test_the_kl_pull_is_not_read_without_the_pilots_entropy_and_is_read_for_our_trainers_adamw(tmp_path):
+    """Without an entropy the run's share of groups with signal is not read, and neither is the pull: None in
+    the forecast and null in the JSON (not read, not "no risk"), and no line. Our trainer's config (count/cispo,
+    AdamW, steps_per_generation 16, kl_coef 0.04), as `pilot_forecast.py` hands it, gets the warning."""
+    from gspo_dynamics.train.config import TrainConfig
+
+    bare = solved_pilot(tmp_path, entropy=False)
+    assert bare.kl_pull is None and bare.to_json()["kl_pull"] is None
+    assert not any("KL pull" in line for line in bare.summary_lines())
+    cfg = TrainConfig(task="count", model="100k", objective="cispo", lr=1e-3, steps_per_generation=16, kl_coef=0.04,
+                      device="cpu")
+    ours = pilot_forecast(read_run_config(cfg.to_dict()), write_log(tmp_path / "ours.jsonl", solved_columns()))
+    assert ours.config.setup.hparams.refresh_interval == 16 and ours.kl_pull is True

@@ -17,7 +17,8 @@ PILOT_T = 2  # the pilot's refresh interval (its stale steps measure the drift)
 BLOCK = 8  # steps per mean of the seed-mean curve that times the plateau: 4 seeds x 8 steps x 32 responses
 SEED_BLOCK = 16  # steps per mean of one seed's curve: 16 x 32 responses, noise <= 0.022, a fall of DRAWDOWN_MARGIN > 4 sigma
 DRAWDOWN_MARGIN = 0.1  # as trainer_at_scale: a reward drop that counts as losing what the run had
-WINDOW_GAIN_MIN = 0.02  # `window_progress` reads a ratio of gains only where the low-lr window gained this much
+WINDOW_GAIN_MIN = 0.02  # `window_progress` reads a ratio of gains only where the low-lr window gained more: about
+# 2 standard errors of a difference of two 4-seed x 32-step means of 32 responses each at p = 1/2, 2 x 0.5 sqrt(2 / 4096)
 PLATEAU_STEPS = 16  # the final reward: the seed mean of a run's last PLATEAU_STEPS steps
 ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, PLATEAU_TOL = 0.85, 1, 0.05  # the issue's targets per combination
 FORECASTERS = ("ours", "version 4", "continuous", "always stable")  # the targets compare ours with the last two
@@ -202,30 +203,36 @@ def final_reward_reach(results: dict) -> str:
 def first_window_gains(result: dict, T: int, factors: tuple[float, float]) -> tuple[float, float] | None:
     """The reward gain of the first refresh window at T, at the lr factors (low, high) x the pilot's lr: the seed
     mean of steps T .. 2T - 1 (the sampler after T updates) minus that of steps 0 .. T - 1 (the initial
-    sampler's); None unless both cells are in the grid and stable."""
+    sampler's); None unless both cells are in the grid, stable and at least 2T steps long."""
     lr_pilot = result["forecast"].config.setup.hparams.lr
     gains = []
     for factor in factors:
         cell = next(((lr, t) for lr, t in result["measured"] if t == T and math.isclose(lr, factor * lr_pilot, rel_tol=1e-6)), None)
-        if cell is None or result["measured"][cell][0]:
+        if cell is None or result["measured"][cell][0] or result["curves"][cell]["reward"].shape[1] < 2 * T:
             return None
-        reward = result["curves"][cell]["reward"]
-        gains.append(float(np.nanmean(reward[:, T:2 * T]) - np.nanmean(reward[:, :T])))
+        reward = result["curves"][cell]["reward"]  # a diverged run logs reward 0, never nan (`Runs`), as `measured_cells` reads it
+        gains.append(float(reward[:, T:2 * T].mean() - reward[:, :T].mean()))
     return gains[0], gains[1]
+
+
+def signed(x: float) -> str:
+    """x to two decimals with its sign, "+0.00" for a value that rounds to zero (never "-0.00")."""
+    return f"{round(x, 2) + 0.0:+.2f}"
 
 
 def window_progress(results: dict, T: int = 32, factors: tuple[float, float] = (1 / 3, 3.0)) -> str:
     """How a stale window's progress depends on the lr (a reading of the measured cells, not a model): per task,
     over the combinations whose cells at T and both lr factors are stable and whose low-lr window gained more than
-    WINDOW_GAIN_MIN, the ratio of the first window's gain at the high lr to that at the low (`first_window_gains`).
-    The forecast reads a window of T updates at lr as lr T updates of the pilot's curve (`pilot_time`): a ratio
-    of factors[1] / factors[0]. Beside it, ours' mean signed final-reward error on the stable cells at T. "" when
-    no combination has such cells."""
-    ratios, errors = collections.defaultdict(list), collections.defaultdict(list)
+    WINDOW_GAIN_MIN (the others counted as skipped), the ratio of the first window's gain at the high lr to that at
+    the low (`first_window_gains`). The forecast reads a window of T updates at lr as lr T updates of the pilot's
+    curve (`pilot_time`): a ratio of factors[1] / factors[0]. Beside it, ours' mean signed final-reward error on
+    the stable cells at T. "" when no combination has such cells."""
+    ratios, errors, skipped = collections.defaultdict(list), collections.defaultdict(list), 0
     for result in results.values():
         gains = first_window_gains(result, T, factors)
         if gains is not None and gains[0] > WINDOW_GAIN_MIN:
             ratios[result["task"]].append(gains[1] / gains[0])
+        skipped += gains is not None and not gains[0] > WINDOW_GAIN_MIN
         lr_pilot = result["forecast"].config.setup.hparams.lr
         errors[result["task"]] += [forecast_final_reward(result["forecast"], lr / lr_pilot, t) - m[2]
                                    for (lr, t), m in result["measured"].items() if t == T and not m[0]]
@@ -236,39 +243,43 @@ def window_progress(results: dict, T: int = 32, factors: tuple[float, float] = (
                       for task, r in sorted(ratios.items()))
     bias = ", ".join(f"{task} {np.mean(e):+.3f} on {len(e)}" for task, e in sorted(errors.items()) if e)
     return (f"A stale window's progress hardly follows the lr: the first T = {T} window's reward gain at "
-            f"{factors[1]:g} x the base lr over that at {factors[0]:.2g} x, median per task: {parts}, where the forecast, "
-            f"reading a window as lr T updates of the pilot's curve, assumes {factors[1] / factors[0]:g}. So at T = {T} "
-            f"the final reward (from the sampler after {int(sampler_updates(STEPS - PLATEAU_STEPS, T))} updates on) is set "
-            f"by how many windows came before it more than by lr T; ours' mean signed error on the stable T = {T} "
-            f"cells: {bias} (`window_progress`).")
+            f"{factors[1]:g} x the base lr over that at {factors[0]:.2g} x, median per task: {parts}; {skipped} "
+            f"skipped (their low-lr window gaining {WINDOW_GAIN_MIN} or less). The forecast, reading a window as lr T "
+            f"updates of the pilot's curve, assumes {factors[1] / factors[0]:g}. Ours' mean signed final-reward "
+            f"error on the stable T = {T} cells (their final reward from the sampler after "
+            f"{int(sampler_updates(STEPS - PLATEAU_STEPS, T))} updates on): {bias} (`window_progress`).")
 
 
 def pilot_plateau_gap(results: dict) -> str:
     """Where the pilot stands (a reading of the measured cells, not a model): per task, on how many combinations
     the on-policy cell at the pilot's own lr (T = 1, factor 1) is unstable, and the median of the lowest lr's
-    on-policy final reward minus the pilot fit's plateau R_inf, over the combinations where that cell is stable.
-    A pilot at the edge of its task's stable range learns a lower plateau than a run below it. "" when no grid
-    has both cells."""
-    edge, gaps, n = collections.Counter(), collections.defaultdict(list), collections.Counter()
+    on-policy final reward minus the pilot fit's plateau R_inf, apart for the combinations whose base-lr cell
+    falls and those whose holds, over those whose lowest on-policy cell lies below the pilot's lr and is stable
+    (the pilot itself runs 24 steps at T = 2, not the T = 1 cell's 96). "" when no grid has the base-lr cell."""
+    edge, n = collections.Counter(), collections.Counter()
+    gaps = collections.defaultdict(list)  # (task, base-lr cell unstable) -> gaps
     for result in results.values():
         lr_pilot = result["forecast"].config.setup.hparams.lr
         on_policy = sorted((lr, m) for (lr, T), m in result["measured"].items() if T == 1)
         own = next((m for lr, m in on_policy if math.isclose(lr, lr_pilot, rel_tol=1e-6)), None)
         if own is None:
             continue
-        n[result["task"]] += 1
-        edge[result["task"]] += own[0]
-        lowest = on_policy[0][1]
-        if not lowest[0]:
-            gaps[result["task"]].append(lowest[2] - result["forecast"].fit.params["r_inf"])
-    if not n:
-        return ""
-    parts = "; ".join(f"{task}: unstable on {edge[task]} of {n[task]}, the gap "
-                      + (f"{np.median(gaps[task]):+.2f} over {len(gaps[task])}" if gaps[task] else "not measured")
-                      for task in sorted(n))
-    return (f"The pilot runs at the base lr, which on some tasks is the edge of the stable range: per task, the "
-            f"on-policy cell at the base lr (T = 1) and the lowest lr's on-policy final reward minus the pilot fit's "
-            f"plateau (median): {parts} (`pilot_plateau_gap`).")
+        task = result["task"]
+        n[task] += 1
+        edge[task] += own[0]
+        lowest_lr, lowest = on_policy[0]
+        if lowest_lr < lr_pilot * (1 - 1e-6) and not lowest[0]:
+            gaps[task, own[0]].append(lowest[2] - result["forecast"].fit.params["r_inf"])
+
+    def gap(task, falls):
+        g = gaps[task, falls]
+        return f"{signed(float(np.median(g)))} over {len(g)}" if g else "not measured"
+
+    parts = "; ".join(f"{task}: the base-lr cell unstable on {edge[task]} of {n[task]}; the gap {gap(task, True)} where "
+                      f"it falls, {gap(task, False)} where it holds" for task in sorted(n))
+    return (f"Where the pilot's lr stands: per task, the on-policy cell at the base lr (T = 1) and the lowest lr's "
+            f"on-policy final reward minus the pilot fit's plateau (median): {parts} (`pilot_plateau_gap`)."
+            if n else "")
 
 
 def exact_forecast_chance(result: dict) -> float | None:

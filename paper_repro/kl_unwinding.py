@@ -81,7 +81,7 @@ def flat_windows(curves: dict, T: int) -> dict:
             change = entropy[s, start + T - 1] - entropy[s, start]
             if np.mean(share[s, start:start + T]) >= FLAT_SHARE and np.isfinite(change):
                 out["kl"].append(kl[s, start + T - 1] - kl[s, start])
-                out["entropy"].append(entropy[s, start + T - 1] - entropy[s, start])
+                out["entropy"].append(change)
     return {k: np.asarray(v, dtype=float) for k, v in out.items()}
 
 

@@ -379,8 +379,9 @@ def main() -> None:
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}
-    reach = (f"{final_reward_reach(results)} {exact_forecast_reach(results)} {window_progress(results)} "
-             f"{pilot_plateau_gap(results)}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
+    final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), window_progress(results),
+                                   pilot_plateau_gap(results))))  # the readings with nothing to say give ""
+    reach = (f"{final}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
              f"\n\n{regime_reach(results, roles)}")
     print(reach)
     if not args.no_record and not args.quick:

@@ -253,40 +253,49 @@ def test_final_reward_reach_counts_ours_and_the_best_single_number(scores):
 
 def test_window_progress_is_the_ratio_of_first_window_gains(scores):
     """Two count combinations whose T = 32 seed curves sit at r0 over steps 0-31 and r0 + g over 32-95, g = 0.3 at a
-    third of the base lr and 0.3 x q at 3 times it (q = 1.2 and 0.8: median 1.00, quartiles 0.90-1.10), and one
-    pattern combination whose low-lr window gains 0.01 (under WINDOW_GAIN_MIN: no ratio) and whose high-lr cell is
-    unstable (no gains at all). Ours' error is the constant fit's level 0.9 minus each stable T = 32 cell's final
-    reward (the seed mean of the last 16 steps)."""
-    lr = 1e-3
+    third of the base lr and 0.3 x q at 3 times it (q = 1.2 and 0.8: median 1.00, quartiles 0.90-1.10); the grid's
+    lrs are written as base / 3 (at base 5e-3 an ulp from factor x base), which the reading must still find. One
+    pattern combination whose low-lr window gains 0.01 (under WINDOW_GAIN_MIN: skipped, no ratio), and one whose
+    high-lr cell is unstable (no gains at all). A high-lr window that loses reward gives a negative ratio. Ours'
+    error is the constant fit's level 0.9 minus each stable T = 32 cell's final reward (its last 16 steps' mean)."""
+    lr = 5e-3
 
     def result(task, gains, unstable=()):
         fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.9)})()
         forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=lr))))
         curves, measured = {}, {}
-        for factor, g in gains.items():
+        for grid_lr, g in gains.items():
             reward = np.tile(np.r_[np.full(32, 0.2), np.full(64, 0.2 + g)], (4, 1))
-            curves[(factor * lr, 32)] = {"reward": reward}
-            measured[(factor * lr, 32)] = (factor in unstable, 0.0, 0.2 + g, 0.0, 0)
+            curves[(grid_lr, 32)] = {"reward": reward}
+            measured[(grid_lr, 32)] = (grid_lr in unstable, 0.0, 0.2 + g, 0.0, 0)
         return {"task": task, "curves": curves, "measured": measured, "forecast": forecast}
 
-    results = {"a": result("count", {1 / 3: 0.3, 3.0: 0.36}), "b": result("count", {1 / 3: 0.3, 3.0: 0.24}),
-               "c": result("pattern", {1 / 3: 0.01, 3.0: 0.5}, unstable=(3.0,))}
+    low, high = lr / 3, lr * 3
+    assert low != lr * (1 / 3)  # an ulp apart: the lookup is by math.isclose, not ==
+    results = {"a": result("count", {low: 0.3, high: 0.36}), "b": result("count", {low: 0.3, high: 0.24}),
+               "c": result("pattern", {low: 0.01, high: 0.5}), "d": result("pattern", {low: 0.3, high: 0.5}, unstable=(high,))}
     assert scores.first_window_gains(results["a"], 32, (1 / 3, 3.0)) == pytest.approx((0.3, 0.36))
-    assert scores.first_window_gains(results["c"], 32, (1 / 3, 3.0)) is None and scores.first_window_gains(results["a"], 16, (1 / 3, 3.0)) is None
+    assert scores.first_window_gains(results["d"], 32, (1 / 3, 3.0)) is None
+    assert scores.first_window_gains(results["a"], 16, (1 / 3, 3.0)) is None  # no T = 16 cells
+    assert scores.first_window_gains(results["a"], 64, (1 / 3, 3.0)) is None  # 2T = 128 steps: past the run's 96
     text = scores.window_progress(results)
-    assert "count 1.00 (quartiles 0.90-1.10, 2 combinations)" in text and "pattern" not in text.split("where")[0]
-    single = scores.window_progress({"a": results["a"]})
-    assert "count 1.20 (one combination)" in single
+    ratios = text.split("The forecast")[0]
+    assert "count 1.00 (quartiles 0.90-1.10, 2 combinations); 1 skipped" in ratios and "pattern" not in ratios
     assert "assumes 9" in text and "from the sampler after 64 updates on" in text
-    errors = [0.9 - 0.5, 0.9 - 0.56, 0.9 - 0.5, 0.9 - 0.44]  # count's four stable cells; pattern's one (0.9 - 0.21)
-    assert f"count {np.mean(errors):+.3f} on 4" in text and f"pattern {0.9 - 0.21:+.3f} on 1" in text
-    assert scores.window_progress({"c": results["c"]}) == ""
+    errors = [0.9 - 0.5, 0.9 - 0.56, 0.9 - 0.5, 0.9 - 0.44]  # count's four stable cells
+    pattern = [0.9 - 0.21, 0.9 - 0.7, 0.9 - 0.5]  # c's two, d's stable low-lr one
+    assert f"count {np.mean(errors):+.3f} on 4" in text and f"pattern {np.mean(pattern):+.3f} on 3" in text
+    assert "count 1.20 (one combination)" in scores.window_progress({"a": results["a"]})
+    losing = scores.window_progress({"e": result("count", {low: 0.3, high: -0.15})})
+    assert "count -0.50 (one combination)" in losing
+    assert scores.window_progress({"d": results["d"]}) == ""
 
 
 def test_pilot_plateau_gap_reads_the_on_policy_cells_against_the_fits_plateau(scores):
-    """Three pattern combinations, pilot lr 1e-3, fit plateau 0.7: a and b unstable at T = 1 and the base lr, c
-    stable there; the lowest lr's T = 1 finals 0.9, 0.95 and (c) 0.8, b's lowest cell unstable (no gap): gaps
-    +0.2 and +0.1, median +0.15 over 2. A count combination without a T = 1 cell at the base lr is not read."""
+    """Pattern, pilot lr 1e-3, fit plateau 0.7: a and b unstable at T = 1 and the base lr, c stable there; the
+    lowest lr's T = 1 finals 0.9, 0.95 and 0.8, b's lowest cell unstable (no gap): a's +0.20 over 1 where the
+    base-lr cell falls, c's +0.10 over 1 where it holds. A count combination without a T = 1 cell at the base lr is not read;
+    one whose lowest on-policy cell is the base lr's (the quick grid) is counted but gives no gap."""
     def result(task, cells):
         fit = SimpleNamespace(params={"r_inf": 0.7})
         forecast = SimpleNamespace(fit=fit, config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
@@ -297,10 +306,15 @@ def test_pilot_plateau_gap_reads_the_on_policy_cells_against_the_fits_plateau(sc
     results = {"a": result("pattern", {(low, 1): (False, 0.9), (base, 1): (True, 0.3), (base, 4): (False, 0.9)}),
                "b": result("pattern", {(low, 1): (True, 0.95), (base, 1): (True, 0.2)}),
                "c": result("pattern", {(low, 1): (False, 0.8), (base, 1): (False, 0.85)}),
-               "d": result("count", {(low, 1): (False, 1.0), (base, 4): (False, 1.0)})}
+               "d": result("count", {(low, 1): (False, 1.0), (base, 4): (False, 1.0)}),
+               "e": result("addition", {(base, 1): (False, 0.4), (10 * base, 1): (True, 0.0)})}
     text = scores.pilot_plateau_gap(results)
-    assert "pattern: unstable on 2 of 3, the gap +0.15 over 2" in text and "count" not in text
+    assert ("pattern: the base-lr cell unstable on 2 of 3; the gap +0.20 over 1 where it falls, +0.10 over 1 where "
+            "it holds") in text and "count" not in text
+    assert ("addition: the base-lr cell unstable on 0 of 1; the gap not measured where it falls, not measured where "
+            "it holds") in text
     assert scores.pilot_plateau_gap({"d": results["d"]}) == ""
+    assert scores.signed(-0.004) == "+0.00" and scores.signed(-0.006) == "-0.01"
 
 
 def test_own_pilot_reach_fits_each_cells_first_steps(scores):

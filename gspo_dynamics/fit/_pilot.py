@@ -91,7 +91,7 @@ class PilotForecast:
     fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
     end: EndReward | None = None  # the reward at the run's end with its interval (`fit._end_reward`); None: length unknown
     kl_pull: bool | None = None  # exposed to the KL pull on a solved policy (`fit._collapse_risk.kl_pull_risk`), a
-    # warning; None: not read (no drift or entropy in the pilot, so no run's share of groups with signal)
+    # warning; None: not read (the hyperparameters allow it, and the pilot gives no run's share of groups with signal)
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
 

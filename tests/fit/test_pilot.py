@@ -523,13 +523,23 @@ def test_the_kl_pull_warning_needs_most_of_the_runs_groups_flat():
 
 def test_the_kl_pull_is_not_read_without_the_pilots_entropy_and_is_read_for_our_trainers_adamw(tmp_path):
     """Without an entropy the run's share of groups with signal is not read, and neither is the pull: None in
-    the forecast and null in the JSON (not read, not "no risk"), and no line. Our trainer's config (count/cispo,
+    the forecast and null in the JSON (not read, not "no risk"), and no line; the same without a zero-std share
+    or a success rate to predict it from (the collapse limit then counts every group); False where the
+    hyperparameters alone rule the pull out. Our trainer's config (count/cispo,
     AdamW, steps_per_generation 16, kl_coef 0.04), as `pilot_forecast.py` hands it, gets the warning."""
     from gspo_dynamics.train.config import TrainConfig
 
     bare = solved_pilot(tmp_path, entropy=False)
     assert bare.kl_pull is None and bare.to_json()["kl_pull"] is None
     assert not any("KL pull" in line for line in bare.summary_lines())
+    assert solved_pilot(tmp_path, entropy=False, kl_coef=0.0).kl_pull is False  # the hyperparameters rule it out
+    unread = solved_columns()
+    del unread["frac_reward_zero_std"]
+    unread["reward"] = unread["reward"] * 3 - 1  # not a success rate either: the share is not read
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "correction": "token", "clip_high": 0.28, "optimizer": "adam",
+                             "refresh_interval": 16, "kl_coef": 0.04})
+    blind = pilot_forecast(setup, write_log(tmp_path / "unread.jsonl", unread))
+    assert blind.signal_share == 1.0 and blind.kl_pull is None
     cfg = TrainConfig(task="count", model="100k", objective="cispo", lr=1e-3, steps_per_generation=16, kl_coef=0.04,
                       device="cpu")
     ours = pilot_forecast(read_run_config(cfg.to_dict()), write_log(tmp_path / "ours.jsonl", solved_columns()))

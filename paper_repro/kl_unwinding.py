@@ -2,15 +2,16 @@
 
 Protocol version 9 of paper_repro/pilot_forecast.py held out count/cispo with a KL weight of 0.04 and missed it:
 every cell at T = 16 and 32 fell, down to a third of the base lr, while count/cispo without the weight, and
-count/grpo and count/gspo_token with it, held at T = 16. A fall that does not shrink with the lr is not a step
-too large, so the collapse limit of `theory.collapse` cannot hold it. This script measures the mechanism.
+count/grpo and count/gspo_token with it, held at T = 16. A fall at every lr down to a third of the base lr is not
+a step too large, so the collapse limit of `theory.collapse` cannot hold it. This script measures the mechanism.
 
 The claim. A group whose rewards are all equal has a zero group-relative advantage, so once the sampler solves
 nearly every prompt (nearly every group flat: zero-std share near 1), the policy-gradient term nearly vanishes and
 the loss is mostly the KL term, beta E[k3]. Its gradient points back to the reference, and Adam's normalised step
-moves the policy along it however small beta is (a reading this script does not test: it runs Adam only). With the sampler refreshed every T steps,
-the whole window is drawn by the solved sampler, so the policy is pulled back for T steps while the logged reward
-(the sampler's) stays at its maximum; the next refresh draws from the unwound policy and the reward falls at once.
+moves the policy along it however small beta is (a reading this script does not test: it runs Adam only). With
+the sampler refreshed every T steps, the whole window is drawn by the solved sampler, so the policy is pulled back
+for T steps while the logged reward (the sampler's) stays at its maximum; the next refresh draws from the unwound
+policy and the reward falls at once.
 The reference is the start, whose token entropy is the highest of the run (a policy-gradient step sharpens), so
 the pull shows as the entropy rising. So, in the windows whose mean zero-std share is at least FLAT_SHARE:
 

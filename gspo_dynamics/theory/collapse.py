@@ -125,8 +125,8 @@ reference for the rest of the window, unseen in the logged (sampler's) reward un
 displacement too large: on count/cispo with a KL weight of 0.04, every cell at T = 16 falls at every lr tried,
 from a third of the base lr up (the share of seeds that fall grows with lr: 9 and 15 of 16 at a third of and
 at the base lr), while at T = 4 no seed of 16 falls at either (paper_repro/kl_unwinding.py, claim
-kl-unwinding). Forecasting it needs the run's zero-std share at its own
-T, which a pilot at another T does not measure.
+kl-unwinding). Forecasting it needs the run's zero-std share at its own T, which a pilot at another T does
+not measure; `fit.pilot_forecast` warns of it beside the collapse bounds instead (`kl_pull_risk`).
 """
 
 from __future__ import annotations

@@ -42,6 +42,9 @@ are all-wrong from the start (below the degeneracy), an entropy collapse caused 
 divergence (the reward falling meanwhile), a stalled or noisy mean explained by a cause at 0.7 or above,
 a train reward rising while the eval reward falls (`_ranking`). Reported confidences are
 Platt-recalibrated on labelled logs of three generator families (`_calibration`; `paper_repro/diagnose_generalisation.py`).
+
+Notes beside the verdicts include the KL pull on a solved policy (`_kl_pull`): with a KL weight under Adam and
+T >= 5, refresh windows whose groups were nearly all flat while the KL to the reference fell and the entropy rose.
 """
 
 from gspo_dynamics.diagnose._diagnose import diagnose

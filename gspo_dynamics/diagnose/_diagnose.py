@@ -19,6 +19,7 @@ from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, 
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signals import concentration, degeneracy, hacking, success_rate
 from gspo_dynamics.diagnose._instability import instability_verdict
+from gspo_dynamics.diagnose._kl_pull import kl_pull_note
 from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, trend_verdict
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications
@@ -73,6 +74,9 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     rank_consequences(verdicts, reward_scale(runlog, trend, hparams.group_size if hparams else None), runlog,
                        silent, notes)
     _reference_note(runlog, notes)
+    pull = kl_pull_note(runlog, hparams)
+    if pull:
+        notes.append(pull)
     if hparams is None:
         not_checked.append("refresh interval vs its critical value: no hyperparameters given (--lr, -T, ... or --config)")
     verdicts = [v for v in verdicts if v.mode not in CAUSE_MODES or v.confidence >= REPORT_CONFIDENCE]

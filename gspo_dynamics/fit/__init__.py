@@ -8,7 +8,7 @@
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
-from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_grid
+from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_grid, kl_pull_risk
 from gspo_dynamics.fit._end_reward import (
     HELD_STEPS, INTERVAL_LEVEL, INTERVAL_MAX_RATIO, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, EndReward, conformal_quantile,
     end_position, end_reward, end_window, has_scale, held_reward,
@@ -47,6 +47,7 @@ __all__ = [
     "has_scale",
     "held_reward",
     "implications",
+    "kl_pull_risk",
     "load_pilot",
     "periodic_component",
     "pilot_forecast",

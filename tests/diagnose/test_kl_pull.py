@@ -1,0 +1,122 @@
+"""diagnose's note on the KL pull on a solved policy (`diagnose._kl_pull`): windows built here whose answer is known,
+the gates, and our trainer's runs (the pulled count/cispo at T = 16 against count/grpo with the same KL weight)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from gspo_dynamics.diagnose import diagnose
+from gspo_dynamics.diagnose._kl_pull import kl_pull_note, kl_pull_windows
+from gspo_dynamics.logs import read_log
+from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
+
+T = 16
+
+
+def hparams(**fields) -> Hyperparams:
+    return Hyperparams(**{"lr": 1e-3, "optimizer": Adam(), "refresh_interval": T, "kl_coef": 0.04, "group_size": 8, **fields})
+
+
+def write(tmp_path, columns: dict, name="log.jsonl") -> str:
+    n = len(columns["reward"])
+    path = tmp_path / name
+    path.write_text("".join(json.dumps({"step": i + 1, **{k: float(v[i]) for k, v in columns.items()}}) + "\n"
+                            for i in range(n)))
+    return str(path)
+
+
+def four_windows() -> dict:
+    """64 steps at T = 16. Window 1 (steps 1-16): groups with signal, the KL rising from 0. Window 2 (17-32): every
+    group flat, the KL falling 1.0 -> 0.4 and the entropy rising 1.5 -> 2.0 (pulled). Window 3 (33-48): flat, but
+    the KL rising (not pulled). Window 4 (49-64): the reward 0.3 lower than window 3's."""
+    share = np.r_[np.full(16, 0.3), np.full(32, 1.0), np.full(16, 0.5)]
+    kl = np.r_[np.linspace(0.0, 1.0, 16), np.linspace(1.0, 0.4, 16), np.linspace(0.4, 0.8, 16), np.full(16, 0.8)]
+    entropy = np.r_[np.linspace(2.5, 1.5, 16), np.linspace(1.5, 2.0, 16), np.linspace(2.0, 1.8, 16), np.full(16, 1.8)]
+    reward = np.r_[np.full(16, 0.5), np.full(32, 1.0), np.full(16, 0.7)]
+    return {"reward": reward, "frac_reward_zero_std": share, "kl": kl, "entropy": entropy}
+
+
+def test_a_flat_window_whose_kl_falls_and_entropy_rises_is_pulled(tmp_path):
+    """Windows 2 and 3 are flat, window 2 alone pulled; its next window (3) holds the reward (change 0). The note
+    names it with its numbers."""
+    log = read_log(write(tmp_path, four_windows()))
+    flat, pulled = kl_pull_windows(log, hparams())
+    assert flat == 2 and len(pulled) == 1
+    w = pulled[0]
+    assert w["steps"] == (17, 32) and w["kl"] == pytest.approx((1.0, 0.4)) and w["entropy"] == pytest.approx((1.5, 2.0))
+    assert w["next_reward"] == pytest.approx(0.0)
+    note = kl_pull_note(log, hparams())
+    assert "in 1 of the 2 refresh windows (T = 16)" in note and "steps 17-32: KL 1 -> 0.4, entropy 1.5 -> 2" in note
+    assert "beta = 0.04" in note
+
+
+def test_the_next_windows_reward_change_is_read(tmp_path):
+    """Window 3 pulled too (its KL now falling 0.4 -> 0.1): the next window's reward is 0.3 below its own."""
+    columns = four_windows()
+    columns["kl"][32:48] = np.linspace(0.4, 0.1, 16)
+    columns["entropy"][32:48] = np.linspace(2.0, 2.3, 16)
+    flat, pulled = kl_pull_windows(read_log(write(tmp_path, columns)), hparams())
+    assert flat == 2 and [w["steps"] for w in pulled] == [(17, 32), (33, 48)]
+    assert pulled[1]["next_reward"] == pytest.approx(-0.3)
+
+
+@pytest.mark.parametrize("hp", [None, hparams(kl_coef=0.0), hparams(optimizer=SGD(momentum=0.9)), hparams(refresh_interval=4)])
+def test_hyperparameters_that_rule_the_pull_out_read_nothing(tmp_path, hp):
+    """No hyperparameters, no KL weight, SGD, or T = 4 (below `fit.kl_pull_risk`'s 5): nothing read, no note."""
+    log = read_log(write(tmp_path, four_windows()))
+    assert kl_pull_windows(log, hp) is None and kl_pull_note(log, hp) is None
+
+
+def test_a_log_without_the_series_or_with_a_gap_reads_nothing(tmp_path):
+    """Without the entropy nothing is read; a window with a step missing is not a window (steps 17-32 lose step 20),
+    so only window 3 (flat, not pulled) is read."""
+    columns = four_windows()
+    del columns["entropy"]
+    assert kl_pull_windows(read_log(write(tmp_path, columns, "bare.jsonl")), hparams()) is None
+    full = four_windows()
+    keep = np.arange(64) != 19
+    rows = [{"step": i + 1, **{k: float(v[i]) for k, v in full.items()}} for i in range(64) if keep[i]]
+    (tmp_path / "gap.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    log = read_log(str(tmp_path / "gap.jsonl"))
+    assert log.steps[19] == 21  # step 20 is missing
+    flat, pulled = kl_pull_windows(log, hparams())
+    assert flat == 1 and pulled == []
+
+
+def test_windows_follow_our_trainers_window_positions(tmp_path):
+    """A log whose first 8 rows end a window (window/position 8-15) is read from the rows where the position is 0,
+    not from its first step: the flat, pulled window is steps 9-24 and the flat one after it steps 25-40. Read from
+    the first step (a TRL log's windows) the same rows give windows 1-16 (not flat: 8 rows with signal), 17-32 (flat,
+    straddling the two) and 33-48 (not flat)."""
+    share = np.r_[np.full(8, 0.3), np.full(32, 1.0), np.full(16, 0.5)]
+    kl = np.r_[np.full(8, 0.5), np.linspace(1.0, 0.4, 16), np.linspace(0.4, 0.8, 16), np.full(16, 0.8)]
+    entropy = np.r_[np.full(8, 2.0), np.linspace(1.5, 2.0, 16), np.linspace(2.0, 1.8, 16), np.full(16, 1.8)]
+    columns = {"reward": np.full(56, 0.9), "frac_reward_zero_std": share, "kl": kl, "entropy": entropy,
+               "window/position": np.r_[np.arange(8, 16), np.tile(np.arange(16), 3)]}
+    flat, pulled = kl_pull_windows(read_log(write(tmp_path, columns, "positions.jsonl")), hparams())
+    assert [w["steps"] for w in pulled] == [(9, 24)] and flat == 2
+    del columns["window/position"]
+    flat, pulled = kl_pull_windows(read_log(write(tmp_path, columns, "steps.jsonl")), hparams())
+    assert flat == 1 and [w["steps"] for w in pulled] == [(17, 32)]
+
+
+def test_our_trainers_pulled_run_gets_the_note_and_its_grpo_twin_does_not(load_script):
+    """count/cispo with beta = 0.04 at the base lr, T = 16 (seed 300): diagnose's notes name the pull; count/grpo with
+    the same weight reaches no flat window at T = 16 (its clipped windows advance less): no note."""
+    pilot_forecast = load_script("paper_repro", "pilot_forecast")
+    from gspo_dynamics.predict import read_run_config
+
+    notes = {}
+    for name in ("count-cispo-kl", "count-grpo-kl"):
+        cfg = replace(pilot_forecast.base_config(name), steps_per_generation=T, seed=300)
+        with tempfile.TemporaryDirectory() as d:
+            pilot_forecast.train(cfg, d)
+            log = read_log(f"{d}/trainer_state.json")
+        notes[name] = [n for n in diagnose(log, read_run_config(cfg.to_dict()).hparams).notes if "KL pull" in n]
+    assert len(notes["count-cispo-kl"]) == 1 and "refresh windows (T = 16)" in notes["count-cispo-kl"][0]
+    assert notes["count-grpo-kl"] == []

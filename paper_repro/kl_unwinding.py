@@ -32,7 +32,12 @@ third of and at its base lr: with the KL weight at T = 16 and T = 4, and without
 set, and committed, after reading the grid's seeds (100-103) and 16 seeds at a third of the lr from 100, and before
 the claim's seeds (from FIRST_SEED = 200) ran.
 
-    python paper_repro/kl_unwinding.py            # 16 seeds per setup and lr (~1 min on 2 cores)
+A second claim (kl-unwinding-objectives) asks whether the pull is cispo's or any objective's: the same (a) and
+(b), at T = 16 and the same lrs, on three combinations given the same KL weight (OTHERS: count/dr_grpo,
+count/dapo, pattern/cispo), chosen and committed before they ran. A combination whose runs at T = 16 do not reach
+MIN_WINDOWS flat windows measures nothing there, and is reported so.
+
+    python paper_repro/kl_unwinding.py            # 16 seeds per setup, lr and combination (~3 min on 2 cores)
     python paper_repro/kl_unwinding.py --quick    # 4 seeds per setup
 """
 
@@ -48,6 +53,8 @@ from pilot_forecast import base_config
 from trainer_at_scale import Runs
 
 COMBINATION = "count-cispo-kl"
+OTHERS = ("count-dr_grpo", "count-dapo", "pattern-cispo")  # kl-unwinding-objectives: chosen, and committed, before they ran
+OTHER_KL = 0.04  # the KL weight the others are given (their own configs have none): count-cispo-kl's
 LR_FACTORS = (1 / 3, 1.0)  # the two lowest lrs of the pilot grid: where a fall is least a step too large
 FLAT_SHARE = 0.95  # a window is flat when its mean zero-std share is at least this (at most 3 of 64 groups with signal at T = 16)
 RISE_SHARE_KL = 0.5  # (a): the entropy rises in more than this share of the KL run's flat windows
@@ -58,16 +65,18 @@ SETUPS = {  # name -> (refresh interval T, KL weight or None for the combination
     "KL, T = 4": (4, None),
     "no KL, T = 16": (16, 0.0),
 }
+OTHER_SETUPS = {"KL, T = 16": (16, OTHER_KL), "no KL, T = 16": (16, 0.0)}
 MODES = {"full": dict(seeds=16), "quick": dict(seeds=4)}
 FIRST_SEED = 200  # not the grid's seeds (100-103), which showed the fall: the claim was fixed before these ran
 WORKERS = 2
 
 
-def configs() -> dict:
-    """(lr factor, setup name) -> the combination's config at that lr, T and KL weight."""
-    cfg = base_config(COMBINATION)
-    return {(f, name): replace(cfg, lr=cfg.lr * f, steps_per_generation=T, kl_coef=cfg.kl_coef if kl is None else kl)
-            for f in LR_FACTORS for name, (T, kl) in SETUPS.items()}
+def configs(combination: str = COMBINATION, setups: dict = SETUPS) -> dict:
+    """(combination, lr factor, setup name) -> the combination's config at that lr, T and KL weight."""
+    cfg = base_config(combination)
+    return {(combination, f, name): replace(cfg, lr=cfg.lr * f, steps_per_generation=T,
+                                            kl_coef=cfg.kl_coef if kl is None else kl)
+            for f in LR_FACTORS for name, (T, kl) in setups.items()}
 
 
 def flat_windows(curves: dict, T: int) -> dict:
@@ -91,39 +100,71 @@ def rises(windows: dict) -> float:
     return float(np.mean(windows["entropy"] > 0)) if len(windows["entropy"]) else float("nan")
 
 
+def measure(curves: dict, setups: dict, combination: str, f: float, seeds: int) -> tuple[list[str], dict]:
+    """One combination at one lr factor: a row per setup (its flat windows, the share whose entropy rose, the
+    median changes, the seeds that fell) and each setup's flat windows. A seed's fall is read against the initial
+    policy's reward over the first T steps of the setup with the longest T (all drawn by the initial policy)."""
+    names = [name for c, g, name in setups if c == combination and g == f]
+    longest = max(names, key=lambda name: setups[combination, f, name].refresh_interval)
+    T_max = setups[combination, f, longest].refresh_interval
+    initial = curves[combination, f, longest]["reward"][:, :T_max].mean(axis=1)  # (seeds,) one start for every setup
+    rows, found = [], {}
+    for name in names:
+        c, T = curves[combination, f, name], setups[combination, f, name].refresh_interval
+        found[name] = w = flat_windows(c, T)
+        falls = int(seed_falls(c["reward"], initial)[0].sum())
+        kl = f", KL {np.nanmedian(w['kl']):+.2f}" if np.isfinite(w["kl"]).any() else ""
+        rows.append(f"{combination} lr x{f:.2g}, {name}: {len(w['entropy'])} flat windows, entropy rises in {rises(w):.0%} "
+                    f"(median change {np.median(w['entropy']) if len(w['entropy']) else float('nan'):+.2f}{kl}); "
+                    f"{falls} of {seeds} seeds unstable")
+    return rows, found
+
+
+def pulled(found: dict) -> bool | None:
+    """(a) and (b) on one combination and lr (module docstring); None when either T = 16 setup has fewer than
+    MIN_WINDOWS flat windows (nothing measured)."""
+    kl16, free16 = found["KL, T = 16"], found["no KL, T = 16"]
+    if min(len(kl16["entropy"]), len(free16["entropy"])) < MIN_WINDOWS:
+        return None
+    return rises(kl16) > RISE_SHARE_KL and rises(free16) <= RISE_SHARE_FREE
+
+
 def main() -> None:
     args = parse_mode(__doc__.splitlines()[0])
     started = time.perf_counter()
     seeds = MODES["quick" if args.quick else "full"]["seeds"]
     setups = configs()
+    for other in OTHERS:
+        setups.update(configs(other, OTHER_SETUPS))
     curves = Runs(WORKERS).curves(setups, seeds, FIRST_SEED)
-    rows, passed = [], True
-    longest = max(SETUPS, key=lambda name: SETUPS[name][0])
-    for f in LR_FACTORS:
-        T_max = setups[f, longest].refresh_interval  # its first T_max steps are all the initial policy's samples
-        initial = curves[f, longest]["reward"][:, :T_max].mean(axis=1)  # (seeds,) one start for every setup
-        found = {}
-        for name in SETUPS:
-            c, T = curves[f, name], setups[f, name].refresh_interval
-            found[name] = w = flat_windows(c, T)
-            falls = int(seed_falls(c["reward"], initial)[0].sum())
-            kl = f", KL {np.nanmedian(w['kl']):+.2f}" if np.isfinite(w["kl"]).any() else ""
-            rows.append(f"lr x{f:.2g}, {name}: {len(w['entropy'])} flat windows, entropy rises in {rises(w):.0%} (median "
-                        f"change {np.median(w['entropy']) if len(w['entropy']) else float('nan'):+.2f}{kl}); "
-                        f"{falls} of {seeds} seeds unstable")
-        kl16, free16 = found["KL, T = 16"], found["no KL, T = 16"]
-        passed &= (min(len(kl16["entropy"]), len(free16["entropy"])) >= MIN_WINDOWS
-                   and rises(kl16) > RISE_SHARE_KL and rises(free16) <= RISE_SHARE_FREE)
-    print("\n".join(rows))
+    verdicts = {}
+    rows = {combination: [] for combination in (COMBINATION, *OTHERS)}
+    for combination in rows:
+        for f in LR_FACTORS:
+            lines, found = measure(curves, setups, combination, f, seeds)
+            rows[combination] += lines
+            verdicts[combination, f] = pulled(found)
+    print("\n".join(line for lines in rows.values() for line in lines))
     cmd = "python paper_repro/kl_unwinding.py" + (" --quick" if args.quick else "")
-    record(Claim("kl-unwinding", f"{COMBINATION} at T = 16, {' and '.join(f'{f:.2g}' for f in LR_FACTORS)} x its base lr: "
-                 f"in a window whose sampler has nearly every group flat (mean zero-std share >= {FLAT_SHARE}), the KL "
-                 f"weight pulls the policy back toward the reference (its entropy rises in more than "
-                 f"{RISE_SHARE_KL:.0%} of such windows); without the weight it does not (in at most {RISE_SHARE_FREE:.0%})"),
-           predicted="a flat group has no policy gradient, so the KL term is nearly all that moves the policy, back "
-                     "toward the reference's higher entropy; without it nothing pulls back",
-           measured="; ".join(rows), passed=bool(passed), quick=args.quick, started=started, command=cmd,
-           write=not args.no_record)
+    common = dict(quick=args.quick, started=started, command=cmd, write=not args.no_record)
+    predicted = ("a flat group has no policy gradient, so the KL term is nearly all that moves the policy, back toward "
+                 "the reference's higher entropy; without it nothing pulls back")
+    lrs = " and ".join(f"{f:.2g}" for f in LR_FACTORS)
+    record(Claim("kl-unwinding", f"{COMBINATION} at T = 16, {lrs} x its base lr: in a window whose sampler has nearly "
+                 f"every group flat (mean zero-std share >= {FLAT_SHARE}), the KL weight pulls the policy back toward the "
+                 f"reference (its entropy rises in more than {RISE_SHARE_KL:.0%} of such windows); without the weight it "
+                 f"does not (in at most {RISE_SHARE_FREE:.0%})"),
+           predicted=predicted, measured="; ".join(rows[COMBINATION]),
+           passed=all(verdicts[COMBINATION, f] for f in LR_FACTORS), **common)
+    read = [v for (c, _), v in verdicts.items() if c != COMBINATION and v is not None]
+    record(Claim("kl-unwinding-objectives", f"the same on {', '.join(OTHERS)}, each given a KL weight of {OTHER_KL}: "
+                 f"at T = 16 and {lrs} x its base lr, wherever both setups reach {MIN_WINDOWS} flat windows, the entropy "
+                 f"rises in more than {RISE_SHARE_KL:.0%} of them with the weight and in at most {RISE_SHARE_FREE:.0%} "
+                 "without; at least one (combination, lr) reaches them"),
+           predicted=predicted + "; whatever the objective, once its groups are flat",
+           measured="; ".join(line for c in OTHERS for line in rows[c]) + f"; read on {len(read)} of "
+                    f"{len(OTHERS) * len(LR_FACTORS)} (combination, lr)",
+           passed=bool(read) and all(read), **common)
 
 
 if __name__ == "__main__":

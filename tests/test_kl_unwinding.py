@@ -36,15 +36,29 @@ def test_a_trailing_partial_window_and_no_flat_window(script):
 
 
 def test_the_setups_differ_only_in_T_and_the_KL_weight(script):
-    """Each lr factor's three setups: the combination's config at that lr, T = 16 or 4, its own KL weight (0.04)
-    or none."""
+    """Each lr factor's setups: the combination's config at that lr, T = 16 or 4, its own KL weight (0.04) or none;
+    the other combinations' at T = 16 with the weight OTHER_KL given or none, their own configs having none."""
     pilot_forecast = pytest.importorskip("pilot_forecast")
-    base = pilot_forecast.base_config(script.COMBINATION)
-    setups = script.configs()
-    assert len(setups) == len(script.LR_FACTORS) * len(script.SETUPS)
-    for (f, name), cfg in setups.items():
-        T, kl = script.SETUPS[name]
-        assert cfg.lr == pytest.approx(base.lr * f) and cfg.steps_per_generation == T
-        assert cfg.kl_coef == (base.kl_coef if kl is None else kl)
-        assert cfg.objective == base.objective and cfg.init_seed == base.init_seed
-    assert base.kl_coef > 0
+    for combination, setups, own in [(script.COMBINATION, script.SETUPS, True)] + [
+            (other, script.OTHER_SETUPS, False) for other in script.OTHERS]:
+        base = pilot_forecast.base_config(combination)
+        assert (base.kl_coef > 0) is own
+        made = script.configs(combination, setups)
+        assert len(made) == len(script.LR_FACTORS) * len(setups)
+        for (c, f, name), cfg in made.items():
+            T, kl = setups[name]
+            assert c == combination and cfg.lr == pytest.approx(base.lr * f) and cfg.steps_per_generation == T
+            assert cfg.kl_coef == (base.kl_coef if kl is None else kl)
+            assert cfg.objective == base.objective and cfg.init_seed == base.init_seed
+
+
+def test_pulled_needs_enough_flat_windows_in_both_setups(script):
+    """(a) and (b) on built windows: 6 and 6 flat windows, rises in 4/6 with the weight and 0/6 without: pulled; 3/6
+    with it: not; 4 windows without the weight (under MIN_WINDOWS = 5): nothing measured (None)."""
+    def windows(changes):
+        return {"entropy": np.asarray(changes, dtype=float), "kl": np.full(len(changes), np.nan)}
+
+    free = windows([-0.1] * 6)
+    assert script.pulled({"KL, T = 16": windows([0.2] * 4 + [-0.1] * 2), "no KL, T = 16": free}) is True
+    assert script.pulled({"KL, T = 16": windows([0.2] * 3 + [-0.1] * 3), "no KL, T = 16": free}) is False
+    assert script.pulled({"KL, T = 16": windows([0.2] * 6), "no KL, T = 16": windows([-0.1] * 4)}) is None

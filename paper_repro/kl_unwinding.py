@@ -35,7 +35,9 @@ the claim's seeds (from FIRST_SEED = 200) ran.
 A second claim (kl-unwinding-objectives) asks whether the pull is cispo's or any objective's: the same (a) and
 (b), at T = 16 and the same lrs, on three combinations given the same KL weight (OTHERS: count/dr_grpo,
 count/dapo, pattern/cispo), chosen and committed before they ran. A combination whose runs at T = 16 do not reach
-MIN_WINDOWS flat windows measures nothing there, and is reported so.
+MIN_WINDOWS flat windows measures nothing there, and is reported so. Read after it ran: its "flat" also counts
+windows flat because every group failed (pattern/cispo without the weight, collapsed at the base lr, has 58, its
+entropy rising over half of them); the rule, fixed before, is kept, and `diagnose`'s note reads solved windows only.
 
     python paper_repro/kl_unwinding.py            # 16 seeds per setup, lr and combination (~3 min on 2 cores)
     python paper_repro/kl_unwinding.py --quick    # 4 seeds per setup

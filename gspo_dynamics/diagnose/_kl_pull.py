@@ -5,8 +5,12 @@ With a KL weight beta > 0 and a sampler refreshed every T steps, a window whose 
 reference for the rest of the window while the logged reward (the sampler's) stays at its best. In the log it
 shows per refresh window w of T logged steps t_w .. t_w + T - 1:
 
-    flat      mean_t frac_zero_std_t >= PULL_FLAT_SHARE
+    flat      mean_t frac_zero_std_t >= PULL_FLAT_SHARE  and  mean_t R_t >= R_solved
     pulled    flat  and  KL_ref(t_w + T - 1) < KL_ref(t_w)  and  H(t_w + T - 1) > H(t_w)
+
+R_solved = 1/2 for a success rate (most flat groups are then all correct), else the midpoint of the log's
+reward range: a window flat because every group failed is a dead policy, not a solved one, and the KL pulling it
+back is no loss (on our trainer, pattern/cispo collapsed to reward 0 has such windows, entropy rising in half).
 
 (the KL to the reference falls and the token entropy rises back toward the reference's, the start's, which a
 policy-gradient step only lowers). paper_repro/kl_unwinding.py measured it on our trainer: count/cispo with
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gspo_dynamics.diagnose._signals import success_rate
 from gspo_dynamics.fit import kl_pull_risk
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -36,8 +41,16 @@ def window_starts(log: RunLog, T: int) -> np.ndarray:
     return np.flatnonzero((log.steps - log.steps[0]) % T == 0)
 
 
+def solved_level(log: RunLog) -> float:
+    """R_solved of the module docstring: 1/2 for a success rate, else the midpoint of the log's finite rewards."""
+    if success_rate(log) is not None:
+        return 0.5
+    _, reward = log.valid("reward")
+    return float((reward.min() + reward.max()) / 2)
+
+
 def kl_pull_windows(log: RunLog, hparams: Hyperparams | None) -> tuple[int, list[dict]] | None:
-    """(the flat windows' count, the pulled ones, each {"steps", "kl", "entropy", "next_reward"}) of the module
+    """(the flat (solved) windows' count, the pulled ones, each {"steps", "kl", "entropy", "next_reward"}) of the module
     docstring; None where it cannot be read: no hyperparameters, or ones that rule the pull out, a log of
     averaged rows, or one without the three series. A window needs T consecutive steps with all three finite.
     "next_reward": the next window's mean reward minus this one's (nan without a next window)."""
@@ -47,11 +60,14 @@ def kl_pull_windows(log: RunLog, hparams: Hyperparams | None) -> tuple[int, list
         return None
     T = hparams.refresh_interval
     share, kl, entropy, reward = (log[name] for name in (*SERIES, "reward"))
+    solved = solved_level(log)
     flat, pulled = 0, []
     starts = [i for i in window_starts(log, T) if i + T <= len(log.steps) and log.steps[i + T - 1] - log.steps[i] == T - 1]
     for i in starts:
         window = slice(i, i + T)
         if not all(np.isfinite(x[window]).all() for x in (share, kl, entropy)) or share[window].mean() < PULL_FLAT_SHARE:
+            continue
+        if not np.nanmean(reward[window]) >= solved:  # flat because every group failed: a dead policy
             continue
         flat += 1
         last = i + T - 1
@@ -74,7 +90,7 @@ def kl_pull_note(log: RunLog, hparams: Hyperparams | None) -> str | None:
     after = ("" if not np.isfinite(worst["next_reward"])
              else f"; the next window's reward moved by {worst['next_reward']:+.3g}")
     return (f"the KL pull on a solved policy: in {len(pulled)} of the {flat} refresh windows (T = {hparams.refresh_interval}) "
-            f"whose groups were nearly all flat (zero-std share >= {PULL_FLAT_SHARE}), the KL to the reference fell and "
+            f"whose groups were nearly all flat and solved (zero-std share >= {PULL_FLAT_SHARE}), the KL to the reference fell and "
             f"the entropy rose, e.g. steps {worst['steps'][0]}-{worst['steps'][1]}: KL {worst['kl'][0]:.3g} -> "
             f"{worst['kl'][1]:.3g}, entropy {worst['entropy'][0]:.3g} -> {worst['entropy'][1]:.3g}{after}. With no "
             f"policy gradient in a flat group, the KL term (beta = {hparams.kl_coef:g}) pulls the policy back toward "

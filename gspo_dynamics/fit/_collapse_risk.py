@@ -113,7 +113,8 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     out.update(entropy=H, signal_share=signal_share, pilot_signal_share=pilot_share, overshoot=collapse.overshoots(first),
                entropy_rise=collapse.entropy_rise(first),
                displacement=D, survived=survived,
-               kl_pull=kl_pull_risk(hp, None if zero_std[0] is None and zero_std[1] is None else signal_share),
+               kl_pull=kl_pull_risk(hp, None if zero_std[0] is None and zero_std[1] is None else signal_share,
+                                    None if zero_std[1] is None else held_reward(zero_std[1])),
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
     measured.append(f"the mean token entropy, {H:.3g} nats, and the run's share of groups with signal, {signal_share:.3g}: "
@@ -132,19 +133,23 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     return out
 
 
-def kl_pull_risk(hp: Hyperparams, signal_share: float | None) -> bool | None:
+def kl_pull_risk(hp: Hyperparams, signal_share: float | None, held: float | None = None) -> bool | None:
     """Whether a run is exposed to the KL pull on a solved policy (`theory.collapse`, "Outside this model too"):
 
-        beta > 0  and  Adam  and  T >= KL_PULL_MIN_REFRESH  and  z = 1 - signal_share >= KL_PULL_FLAT_SHARE,
+        beta > 0  and  Adam  and  T >= KL_PULL_MIN_REFRESH  and  z = 1 - signal_share >= KL_PULL_FLAT_SHARE
+        and  p_h >= 1/2 (where the held success rate p_h is known),
 
-    z the run's zero-std share (equation (9)): most of its groups will be flat, and a window whose sampler
-    solves nearly every prompt has almost no policy gradient, so the KL term pulls the policy back toward the
-    reference for the rest of the window. False where the hyperparameters alone rule it out; None where they do
-    not and the share was not read (`signal_share` None). Read off count/cispo with a KL weight under AdamW
-    (paper_repro claim kl-unwinding: it fell at T = 16, not at T = 4, at a third of and at the base lr); the rule
-    also holds for count/grpo and count/gspo_token with the same weight, which held at T = 16, so it says what to
-    watch, not a fall."""
+    z the run's zero-std share (equation (9)): most of its groups will be flat, and with p_h >= 1/2 flat mostly
+    because all correct (p^G + (1 - p)^G is as large for a run that fails every prompt, which is dead, not
+    solved). A window whose sampler solves nearly every prompt has almost no policy gradient, so the KL term
+    pulls the policy back toward the reference for the rest of the window. False where the hyperparameters or
+    p_h rule it out; None where they do not and the share was not read (`signal_share` None). Read off
+    count/cispo with a KL weight under AdamW (paper_repro claim kl-unwinding: it fell at T = 16, not at T = 4, at
+    a third of and at the base lr); the rule also holds for count/grpo and count/gspo_token with the same
+    weight, which held at T = 16, so it says what to watch, not a fall."""
     if not (hp.kl_coef > 0 and isinstance(hp.optimizer, Adam) and hp.refresh_interval >= KL_PULL_MIN_REFRESH):
+        return False
+    if held is not None and held < 0.5:
         return False
     return None if signal_share is None else 1.0 - signal_share >= KL_PULL_FLAT_SHARE
 

@@ -65,6 +65,21 @@ def test_the_next_windows_reward_change_is_read(tmp_path):
     assert pulled[1]["next_reward"] == pytest.approx(-0.3)
 
 
+def test_a_window_flat_because_every_group_failed_is_not_read(tmp_path):
+    """The same windows at reward 0 (a collapsed, dead policy: every group all wrong) are flat but not solved: no
+    flat window is read, and there is no note. A reward that is no success rate (0-10) is solved above the midpoint
+    of its range: windows 2-3 at 10 of a run from 5 are, the same at 5 are not."""
+    columns = four_windows()
+    columns["reward"] = np.r_[np.full(16, 0.2), np.zeros(48)]
+    log = read_log(write(tmp_path, columns))
+    assert kl_pull_windows(log, hparams()) == (0, []) and kl_pull_note(log, hparams()) is None
+    columns["reward"] = np.r_[np.full(16, 5.0), np.full(32, 10.0), np.full(16, 7.0)]
+    flat, pulled = kl_pull_windows(read_log(write(tmp_path, columns, "wide.jsonl")), hparams())
+    assert flat == 2 and len(pulled) == 1
+    columns["reward"] = np.r_[np.full(16, 10.0), np.full(32, 5.0), np.full(16, 7.0)]
+    assert kl_pull_windows(read_log(write(tmp_path, columns, "low.jsonl")), hparams()) == (0, [])
+
+
 @pytest.mark.parametrize("hp", [None, hparams(kl_coef=0.0), hparams(optimizer=SGD(momentum=0.9)), hparams(refresh_interval=4)])
 def test_hyperparameters_that_rule_the_pull_out_read_nothing(tmp_path, hp):
     """No hyperparameters, no KL weight, SGD, or T = 4 (below `fit.kl_pull_risk`'s 5): nothing read, no note."""

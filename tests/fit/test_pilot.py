@@ -544,3 +544,15 @@ def test_the_kl_pull_is_not_read_without_the_pilots_entropy_and_is_read_for_our_
                       device="cpu")
     ours = pilot_forecast(read_run_config(cfg.to_dict()), write_log(tmp_path / "ours.jsonl", solved_columns()))
     assert ours.config.setup.hparams.refresh_interval == 16 and ours.kl_pull is True
+
+
+def test_a_dead_pilot_is_not_warned_of_the_kl_pull(tmp_path):
+    """A pilot whose reward sits near 0 with nine groups in ten flat (all wrong) has as high a zero-std share as a
+    solved one, but its held success rate is under 1/2: a dead run, not a solved one, and no warning (False, read)."""
+    columns = solved_columns()
+    columns["reward"] = 1.0 - columns["reward"]  # ~0.01
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "correction": "token", "clip_high": 0.28, "optimizer": "adam",
+                             "refresh_interval": 16, "kl_coef": 0.04})
+    dead = pilot_forecast(setup, write_log(tmp_path / "dead.jsonl", columns))
+    assert 1 - dead.signal_share >= 0.5 and dead.kl_pull is False
+    assert not any("KL pull" in line for line in dead.summary_lines())

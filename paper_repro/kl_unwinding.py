@@ -39,7 +39,7 @@ MIN_WINDOWS flat windows measures nothing there, and is reported so. Read after 
 windows flat because every group failed (pattern/cispo without the weight, collapsed at the base lr, has 58, its
 entropy rising over half of them); the rule, fixed before, is kept, and `diagnose`'s note reads solved windows only.
 
-    python paper_repro/kl_unwinding.py            # 16 seeds per setup, lr and combination (~3 min on 2 cores)
+    python paper_repro/kl_unwinding.py            # 16 seeds per setup, lr and combination (~4 min on 2 cores)
     python paper_repro/kl_unwinding.py --quick    # 4 seeds per setup, the first claim only
 """
 

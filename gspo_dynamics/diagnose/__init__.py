@@ -44,7 +44,8 @@ a train reward rising while the eval reward falls (`_ranking`). Reported confide
 Platt-recalibrated on labelled logs of three generator families (`_calibration`; `paper_repro/diagnose_generalisation.py`).
 
 Notes beside the verdicts include the KL pull on a solved policy (`_kl_pull`): with a KL weight under Adam and
-T >= 5, refresh windows whose groups were nearly all flat while the KL to the reference fell and the entropy rose.
+T >= 5, refresh windows whose groups were nearly all flat and solved while the KL to the reference fell and the
+entropy rose.
 """
 
 from gspo_dynamics.diagnose._diagnose import diagnose

@@ -74,7 +74,7 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     rank_consequences(verdicts, reward_scale(runlog, trend, hparams.group_size if hparams else None), runlog,
                        silent, notes)
     _reference_note(runlog, notes)
-    pull = kl_pull_note(runlog, hparams)
+    pull = kl_pull_note(runlog, hparams, reward_range)
     if pull:
         notes.append(pull)
     if hparams is None:

@@ -5,19 +5,24 @@ With a KL weight beta > 0 and a sampler refreshed every T steps, a window whose 
 reference for the rest of the window while the logged reward (the sampler's) stays at its best. In the log it
 shows per refresh window w of T logged steps t_w .. t_w + T - 1:
 
-    flat      mean_t frac_zero_std_t >= PULL_FLAT_SHARE  and  mean_t R_t >= R_solved
-    pulled    flat  and  KL_ref(t_w + T - 1) < KL_ref(t_w)  and  H(t_w + T - 1) > H(t_w)
-
-R_solved = 1/2 for a success rate (most flat groups are then all correct), else the midpoint of the log's
-reward range: a window flat because every group failed is a dead policy, not a solved one, and the KL pulling it
-back is no loss (on our trainer, pattern/cispo collapsed to reward 0 has such windows, entropy rising in half).
+    solved    mean_t frac_zero_std_t >= PULL_FLAT_SHARE  and  mean_t R_t >= R_solved
+    pulled    solved  and  KL_ref(t_w + T - 1) < KL_ref(t_w)  and  H(t_w + T - 1) > H(t_w)
 
 (the KL to the reference falls and the token entropy rises back toward the reference's, the start's, which a
-policy-gradient step only lowers). paper_repro/kl_unwinding.py measured it on our trainer: count/cispo with
-beta = 0.04 under AdamW at T = 16, the entropy rising over 83-97% of such windows and over none without the KL
-weight (claim kl-unwinding). `kl_pull_windows` reads it where the run's hyperparameters allow it
-(`fit.kl_pull_risk`: beta > 0, Adam, T >= 5) and the log is per step with the three series; it is a note,
-not a verdict: on the trainer the pull ended in a fall at T = 16, and not at T = 4.
+policy-gradient step only lowers). R_solved = lo + SOLVED_SHARE (hi - lo) of the reward's range [lo, hi]: [0, 1]
+for a success rate, else the range given to `diagnose`; without one the windows are not read, since a window
+flat because every group failed is a dead policy, not a solved one, and the KL pulling it back is no loss (on
+our trainer pattern/cispo collapsed to reward 0 has such windows, its entropy rising over half of them).
+
+Windows start where our trainer's window/position is 0 (checked against T: its largest position is T - 1), else
+at the steps s with (s - 1) mod T = 0, TRL's generation steps (1-based, a generation every T optimizer steps; a run
+resumed at a step that is no such one shifts them, and the reading with them).
+
+paper_repro/kl_unwinding.py measured it on our trainer: count/cispo with beta = 0.04 under AdamW at T = 16, the
+entropy rising over 83-97% of such windows and over none without the KL weight (claim kl-unwinding).
+`kl_pull_windows` reads it where the run's hyperparameters allow it (`fit.kl_pull_risk`: beta > 0, Adam,
+T >= 5) and the log is per step with the three series; it is a note, not a verdict: on the trainer the pull ended
+in a fall at T = 16, and not at T = 4.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from gspo_dynamics.diagnose._signals import success_rate
-from gspo_dynamics.fit import kl_pull_risk
+from gspo_dynamics.fit import SOLVED_SHARE, kl_pull_risk
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -33,41 +38,50 @@ PULL_FLAT_SHARE = 0.95  # as paper_repro/kl_unwinding.py: at most 1 group in 20 
 SERIES = ("frac_zero_std", "kl_ref", "entropy")
 
 
-def window_starts(log: RunLog, T: int) -> np.ndarray:
-    """The indices of the rows that start a refresh window: where our trainer's window/position is 0, else every T-th
-    step from the first logged one (a TRL log: a generation every T steps from the first)."""
+def window_starts(log: RunLog, T: int) -> np.ndarray | None:
+    """The indices of the rows that start a refresh window (module docstring); None where the log's window
+    positions do not run 0 .. T - 1 (its T is not the one given)."""
     if "window/position" in log and np.isfinite(log["window/position"]).any():
-        return np.flatnonzero(log["window/position"] == 0)
-    return np.flatnonzero((log.steps - log.steps[0]) % T == 0)
+        position = log["window/position"]
+        if np.nanmax(position) != T - 1:
+            return None
+        return np.flatnonzero(position == 0)
+    return np.flatnonzero((log.steps - 1) % T == 0)
 
 
-def solved_level(log: RunLog) -> float:
-    """R_solved of the module docstring: 1/2 for a success rate, else the midpoint of the log's finite rewards."""
-    if success_rate(log) is not None:
-        return 0.5
-    _, reward = log.valid("reward")
-    return float((reward.min() + reward.max()) / 2)
+def solved_level(log: RunLog, reward_range: tuple[float, float] | None) -> float | None:
+    """R_solved of the module docstring; None for a reward that is no success rate and has no range given."""
+    if reward_range is None and success_rate(log) is not None:
+        reward_range = (0.0, 1.0)
+    if reward_range is None:
+        return None
+    lo, hi = reward_range
+    return lo + SOLVED_SHARE * (hi - lo)
 
 
-def kl_pull_windows(log: RunLog, hparams: Hyperparams | None) -> tuple[int, list[dict]] | None:
-    """(the flat (solved) windows' count, the pulled ones, each {"steps", "kl", "entropy", "next_reward"}) of the module
+def kl_pull_windows(log: RunLog, hparams: Hyperparams | None,
+                    reward_range: tuple[float, float] | None = None) -> tuple[int, list[dict]] | None:
+    """(the solved windows' count, the pulled ones, each {"steps", "kl", "entropy", "next_reward"}) of the module
     docstring; None where it cannot be read: no hyperparameters, or ones that rule the pull out, a log of
-    averaged rows, or one without the three series. A window needs T consecutive steps with all three finite.
-    "next_reward": the next window's mean reward minus this one's (nan without a next window)."""
+    averaged rows, one without the three series, a reward that is no success rate with no range given, or
+    window positions that disagree with T. A window needs T consecutive steps with the three series and at least
+    one reward finite. "next_reward": the next window's mean reward minus this one's (nan without a next window)."""
     if hparams is None or kl_pull_risk(hparams, None) is False or (log.logging_interval or 1) > 1:
         return None
     if not all(name in log and log.n_points(name) for name in SERIES):
         return None
     T = hparams.refresh_interval
+    solved, starts = solved_level(log, reward_range), window_starts(log, T)
+    if solved is None or starts is None:
+        return None
     share, kl, entropy, reward = (log[name] for name in (*SERIES, "reward"))
-    solved = solved_level(log)
     flat, pulled = 0, []
-    starts = [i for i in window_starts(log, T) if i + T <= len(log.steps) and log.steps[i + T - 1] - log.steps[i] == T - 1]
+    starts = [i for i in starts if i + T <= len(log.steps) and log.steps[i + T - 1] - log.steps[i] == T - 1]
     for i in starts:
         window = slice(i, i + T)
         if not all(np.isfinite(x[window]).all() for x in (share, kl, entropy)) or share[window].mean() < PULL_FLAT_SHARE:
             continue
-        if not np.nanmean(reward[window]) >= solved:  # flat because every group failed: a dead policy
+        if not np.isfinite(reward[window]).any() or not np.nanmean(reward[window]) >= solved:  # unknown, or dead
             continue
         flat += 1
         last = i + T - 1
@@ -79,10 +93,10 @@ def kl_pull_windows(log: RunLog, hparams: Hyperparams | None) -> tuple[int, list
     return flat, pulled
 
 
-def kl_pull_note(log: RunLog, hparams: Hyperparams | None) -> str | None:
+def kl_pull_note(log: RunLog, hparams: Hyperparams | None, reward_range: tuple[float, float] | None = None) -> str | None:
     """The note for `kl_pull_windows`, naming the window whose KL fell most; None where nothing was pulled or
     nothing could be read."""
-    found = kl_pull_windows(log, hparams)
+    found = kl_pull_windows(log, hparams, reward_range)
     if not found or not found[1]:
         return None
     flat, pulled = found

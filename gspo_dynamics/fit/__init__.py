@@ -8,7 +8,7 @@
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
-from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_grid, kl_pull_risk
+from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, SOLVED_SHARE, collapse_grid, kl_pull_risk
 from gspo_dynamics.fit._end_reward import (
     HELD_STEPS, INTERVAL_LEVEL, INTERVAL_MAX_RATIO, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, EndReward, conformal_quantile,
     end_position, end_reward, end_window, has_scale, held_reward,
@@ -33,6 +33,7 @@ __all__ = [
     "FitResult",
     "Implications",
     "PilotForecast",
+    "SOLVED_SHARE",
     "TrajectoryFit",
     "check_reward_range",
     "collapse_grid",

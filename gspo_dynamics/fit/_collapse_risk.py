@@ -38,6 +38,8 @@ COLLAPSE_SPREAD = 0.1868
 # bounds, not part of them; the rule (`kl_pull_risk`) is read off one combination, not fitted.
 KL_PULL_FLAT_SHARE = 0.5  # the run's zero-std share (1 minus its share with signal, (9)) from which most groups are flat
 KL_PULL_MIN_REFRESH = 5  # the smallest T warned about: above T = 4, where no seed fell (T = 5-15 was never run)
+SOLVED_SHARE = 0.5  # a run is on the solved side at this share of its reward's range or more: most flat groups all
+# correct (a success rate p >= 1/2 has p^G >= (1 - p)^G), not all wrong
 
 
 def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
@@ -114,7 +116,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
                entropy_rise=collapse.entropy_rise(first),
                displacement=D, survived=survived,
                kl_pull=kl_pull_risk(hp, None if zero_std[0] is None and zero_std[1] is None else signal_share,
-                                    None if zero_std[1] is None else held_reward(zero_std[1])),
+                                    held_reward(zero_std[1]) if kept and zero_std[1] is not None else None),
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
     measured.append(f"the mean token entropy, {H:.3g} nats, and the run's share of groups with signal, {signal_share:.3g}: "
@@ -137,7 +139,7 @@ def kl_pull_risk(hp: Hyperparams, signal_share: float | None, held: float | None
     """Whether a run is exposed to the KL pull on a solved policy (`theory.collapse`, "Outside this model too"):
 
         beta > 0  and  Adam  and  T >= KL_PULL_MIN_REFRESH  and  z = 1 - signal_share >= KL_PULL_FLAT_SHARE
-        and  p_h >= 1/2 (where the held success rate p_h is known),
+        and  p_h >= SOLVED_SHARE = 1/2 (where the pilot kept its reward and p_h, its held success rate, is known),
 
     z the run's zero-std share (equation (9)): most of its groups will be flat, and with p_h >= 1/2 flat mostly
     because all correct (p^G + (1 - p)^G is as large for a run that fails every prompt, which is dead, not
@@ -149,7 +151,7 @@ def kl_pull_risk(hp: Hyperparams, signal_share: float | None, held: float | None
     weight, which held at T = 16, so it says what to watch, not a fall."""
     if not (hp.kl_coef > 0 and isinstance(hp.optimizer, Adam) and hp.refresh_interval >= KL_PULL_MIN_REFRESH):
         return False
-    if held is not None and held < 0.5:
+    if held is not None and held < SOLVED_SHARE:
         return False
     return None if signal_share is None else 1.0 - signal_share >= KL_PULL_FLAT_SHARE
 

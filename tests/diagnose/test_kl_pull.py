@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -67,17 +68,47 @@ def test_the_next_windows_reward_change_is_read(tmp_path):
 
 def test_a_window_flat_because_every_group_failed_is_not_read(tmp_path):
     """The same windows at reward 0 (a collapsed, dead policy: every group all wrong) are flat but not solved: no
-    flat window is read, and there is no note. A reward that is no success rate (0-10) is solved above the midpoint
-    of its range: windows 2-3 at 10 of a run from 5 are, the same at 5 are not."""
+    window is read, and there is no note. A reward that is no success rate (5-10) is read only with a range given:
+    solved from its midpoint, so windows 2-3 at 10 of [0, 10] are and the same at 4 are not; without a range (a
+    constant -1 of a dead run would otherwise pass its own midpoint) nothing is read."""
     columns = four_windows()
     columns["reward"] = np.r_[np.full(16, 0.2), np.zeros(48)]
     log = read_log(write(tmp_path, columns))
     assert kl_pull_windows(log, hparams()) == (0, []) and kl_pull_note(log, hparams()) is None
     columns["reward"] = np.r_[np.full(16, 5.0), np.full(32, 10.0), np.full(16, 7.0)]
-    flat, pulled = kl_pull_windows(read_log(write(tmp_path, columns, "wide.jsonl")), hparams())
+    wide = read_log(write(tmp_path, columns, "wide.jsonl"))
+    assert kl_pull_windows(wide, hparams()) is None
+    flat, pulled = kl_pull_windows(wide, hparams(), (0.0, 10.0))
     assert flat == 2 and len(pulled) == 1
-    columns["reward"] = np.r_[np.full(16, 10.0), np.full(32, 5.0), np.full(16, 7.0)]
-    assert kl_pull_windows(read_log(write(tmp_path, columns, "low.jsonl")), hparams()) == (0, [])
+    columns["reward"] = np.r_[np.full(16, 6.0), np.full(32, 4.0), np.full(16, 7.0)]
+    assert kl_pull_windows(read_log(write(tmp_path, columns, "low.jsonl")), hparams(), (0.0, 10.0)) == (0, [])
+    columns["reward"] = np.full(64, -1.0)
+    dead = read_log(write(tmp_path, columns, "dead.jsonl"))
+    assert kl_pull_windows(dead, hparams()) is None and diagnose_notes(dead) == []
+
+
+def diagnose_notes(log) -> list[str]:
+    return [n for n in diagnose(log, hparams()).notes if "KL pull" in n]
+
+
+def test_a_mid_run_trl_log_is_read_at_trls_generation_steps(tmp_path):
+    """A TRL log exported from step 100 of a T = 16 run: its generations fell at steps 97, 113, 129, ... ((s - 1) mod
+    16 = 0), so the pulled window is steps 113-128 whatever the first logged step. A window whose every reward is
+    missing is skipped, with no warning printed."""
+    columns = {k: v[3:] for k, v in four_windows().items()}  # rows from step 100 (= 97 + 3) on, windows from 113
+    path = tmp_path / "mid.jsonl"
+    path.write_text("".join(json.dumps({"step": 100 + i, **{k: float(v[i]) for k, v in columns.items()}}) + "\n"
+                            for i in range(len(columns["reward"]))))
+    log = read_log(str(path))
+    flat, pulled = kl_pull_windows(log, hparams())
+    assert [w["steps"] for w in pulled] == [(113, 128)] and flat == 2
+    columns["reward"][13:29] = np.nan  # window 113-128 loses every reward
+    rows = [{"step": 100 + i, **{k: float(v[i]) for k, v in columns.items() if np.isfinite(v[i])}}
+            for i in range(len(columns["reward"]))]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert kl_pull_windows(read_log(str(path)), hparams()) == (1, [])
 
 
 @pytest.mark.parametrize("hp", [None, hparams(kl_coef=0.0), hparams(optimizer=SGD(momentum=0.9)), hparams(refresh_interval=4)])
@@ -113,8 +144,10 @@ def test_windows_follow_our_trainers_window_positions(tmp_path):
     entropy = np.r_[np.full(8, 2.0), np.linspace(1.5, 2.0, 16), np.linspace(2.0, 1.8, 16), np.full(16, 1.8)]
     columns = {"reward": np.full(56, 0.9), "frac_reward_zero_std": share, "kl": kl, "entropy": entropy,
                "window/position": np.r_[np.arange(8, 16), np.tile(np.arange(16), 3)]}
-    flat, pulled = kl_pull_windows(read_log(write(tmp_path, columns, "positions.jsonl")), hparams())
+    log = read_log(write(tmp_path, columns, "positions.jsonl"))
+    flat, pulled = kl_pull_windows(log, hparams())
     assert [w["steps"] for w in pulled] == [(9, 24)] and flat == 2
+    assert kl_pull_windows(log, hparams(refresh_interval=8)) is None  # positions 0-15: the log's T is not 8
     del columns["window/position"]
     flat, pulled = kl_pull_windows(read_log(write(tmp_path, columns, "steps.jsonl")), hparams())
     assert flat == 1 and [w["steps"] for w in pulled] == [(17, 32)]

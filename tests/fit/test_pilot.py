@@ -556,3 +556,20 @@ def test_a_dead_pilot_is_not_warned_of_the_kl_pull(tmp_path):
     dead = pilot_forecast(setup, write_log(tmp_path / "dead.jsonl", columns))
     assert 1 - dead.signal_share >= 0.5 and dead.kl_pull is False
     assert not any("KL pull" in line for line in dead.summary_lines())
+
+
+def test_the_held_rate_gates_the_kl_pull_only_where_the_pilot_kept_its_reward(tmp_path):
+    """A pilot that sat at 0.95 with nine groups in ten flat and then fell to 0.2 did not keep its reward: its held
+    rate (0.2) is no level the run settles at, so it does not rule the pull out (the fall from a solved level is
+    what the warning is about). At the boundary, a held rate of exactly 1/2 (`SOLVED_SHARE`) does not either."""
+    from gspo_dynamics.fit._collapse_risk import SOLVED_SHARE, kl_pull_risk
+    from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
+
+    columns = solved_columns()
+    columns["reward"] = np.r_[np.full(24, 0.95), np.full(16, 0.2)] + 0.005 * np.cos(np.arange(40))
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "correction": "token", "clip_high": 0.28, "optimizer": "adam",
+                             "refresh_interval": 16, "kl_coef": 0.04})
+    fell = pilot_forecast(setup, write_log(tmp_path / "fell.jsonl", columns))
+    assert fell.fall is not None and fell.fall.lost and fell.kl_pull is True
+    hp = Hyperparams(lr=1e-3, optimizer=Adam(), refresh_interval=16, kl_coef=0.04)
+    assert kl_pull_risk(hp, 0.1, SOLVED_SHARE) is True and kl_pull_risk(hp, 0.1, SOLVED_SHARE - 1e-9) is False

@@ -75,7 +75,7 @@ def kl_pull_windows(log: RunLog, hparams: Hyperparams | None,
     if solved is None or starts is None:
         return None
     share, kl, entropy, reward = (log[name] for name in (*SERIES, "reward"))
-    flat, pulled = 0, []
+    solved_windows, pulled = 0, []
     starts = [i for i in starts if i + T <= len(log.steps) and log.steps[i + T - 1] - log.steps[i] == T - 1]
     for i in starts:
         window = slice(i, i + T)
@@ -83,14 +83,14 @@ def kl_pull_windows(log: RunLog, hparams: Hyperparams | None,
             continue
         if not np.isfinite(reward[window]).any() or not np.nanmean(reward[window]) >= solved:  # unknown, or dead
             continue
-        flat += 1
+        solved_windows += 1
         last = i + T - 1
         if kl[last] < kl[i] and entropy[last] > entropy[i]:
             after = reward[i + T:i + 2 * T]
             next_reward = float(np.nanmean(after) - np.nanmean(reward[window])) if np.isfinite(after).any() else float("nan")
             pulled.append({"steps": (int(log.steps[i]), int(log.steps[last])), "kl": (float(kl[i]), float(kl[last])),
                            "entropy": (float(entropy[i]), float(entropy[last])), "next_reward": next_reward})
-    return flat, pulled
+    return solved_windows, pulled
 
 
 def kl_pull_note(log: RunLog, hparams: Hyperparams | None, reward_range: tuple[float, float] | None = None) -> str | None:
@@ -99,11 +99,11 @@ def kl_pull_note(log: RunLog, hparams: Hyperparams | None, reward_range: tuple[f
     found = kl_pull_windows(log, hparams, reward_range)
     if not found or not found[1]:
         return None
-    flat, pulled = found
+    solved_windows, pulled = found
     worst = min(pulled, key=lambda w: w["kl"][1] - w["kl"][0])
     after = ("" if not np.isfinite(worst["next_reward"])
              else f"; the next window's reward moved by {worst['next_reward']:+.3g}")
-    return (f"the KL pull on a solved policy: in {len(pulled)} of the {flat} refresh windows (T = {hparams.refresh_interval}) "
+    return (f"the KL pull on a solved policy: in {len(pulled)} of the {solved_windows} refresh windows (T = {hparams.refresh_interval}) "
             f"whose groups were nearly all flat and solved (zero-std share >= {PULL_FLAT_SHARE}), the KL to the reference fell and "
             f"the entropy rose, e.g. steps {worst['steps'][0]}-{worst['steps'][1]}: KL {worst['kl'][0]:.3g} -> "
             f"{worst['kl'][1]:.3g}, entropy {worst['entropy'][0]:.3g} -> {worst['entropy'][1]:.3g}{after}. With no "

@@ -200,14 +200,21 @@ def final_reward_reach(results: dict) -> str:
             f"and the best single number {counts['short', 'oracle']} of {counts['short', 'n']} (`final_reward_reach`).")
 
 
+def grid_cell(result: dict, factor: float, T: int) -> tuple[float, int] | None:
+    """The measured cell at factor x the pilot's lr and refresh interval T (the lr matched to a relative 1e-6: a
+    grid's lr is written as the trainer's product), or None when the grid has none."""
+    lr_pilot = result["forecast"].config.setup.hparams.lr
+    return next(((lr, t) for lr, t in result["measured"] if t == T and math.isclose(lr, factor * lr_pilot, rel_tol=1e-6)),
+                None)
+
+
 def first_window_gains(result: dict, T: int, factors: tuple[float, float]) -> tuple[float, float] | None:
     """The reward gain of the first refresh window at T, at the lr factors (low, high) x the pilot's lr: the seed
     mean of steps T .. 2T - 1 (the sampler after T updates) minus that of steps 0 .. T - 1 (the initial
     sampler's); None unless both cells are in the grid, stable and at least 2T steps long."""
-    lr_pilot = result["forecast"].config.setup.hparams.lr
     gains = []
     for factor in factors:
-        cell = next(((lr, t) for lr, t in result["measured"] if t == T and math.isclose(lr, factor * lr_pilot, rel_tol=1e-6)), None)
+        cell = grid_cell(result, factor, T)
         if cell is None or result["measured"][cell][0] or result["curves"][cell]["reward"].shape[1] < 2 * T:
             return None
         reward = result["curves"][cell]["reward"]  # a diverged run logs reward 0, never nan (`Runs`), as `measured_cells` reads it
@@ -261,9 +268,10 @@ def pilot_plateau_gap(results: dict) -> str:
     for result in results.values():
         lr_pilot = result["forecast"].config.setup.hparams.lr
         on_policy = sorted((lr, m) for (lr, T), m in result["measured"].items() if T == 1)
-        own = next((m for lr, m in on_policy if math.isclose(lr, lr_pilot, rel_tol=1e-6)), None)
-        if own is None:
+        cell = grid_cell(result, 1.0, 1)
+        if cell is None:
             continue
+        own = result["measured"][cell]
         task = result["task"]
         n[task] += 1
         edge[task] += own[0]

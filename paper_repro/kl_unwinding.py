@@ -103,24 +103,25 @@ def rises(windows: dict) -> float:
     return float(np.mean(windows["entropy"] > 0)) if len(windows["entropy"]) else float("nan")
 
 
-def measure(curves: dict, setups: dict, combination: str, f: float, seeds: int) -> tuple[list[str], dict]:
+def measure(curves: dict, setups: dict, combination: str, f: float, seeds: int) -> tuple[list[str], dict, dict]:
     """One combination at one lr factor: a row per setup (its flat windows, the share whose entropy rose, the
-    median changes, the seeds that fell) and each setup's flat windows. A seed's fall is read against the initial
-    policy's reward over the first T steps of the setup with the longest T (all drawn by the initial policy)."""
+    median changes, the seeds that fell), each setup's flat windows and its count of seeds fallen. A seed's fall
+    is read against the initial policy's reward over the first T steps of the setup with the longest T (all drawn
+    by the initial policy)."""
     names = [name for c, g, name in setups if c == combination and g == f]
     longest = max(names, key=lambda name: setups[combination, f, name].refresh_interval)
     T_max = setups[combination, f, longest].refresh_interval
     initial = curves[combination, f, longest]["reward"][:, :T_max].mean(axis=1)  # (seeds,) one start for every setup
-    rows, found = [], {}
+    rows, found, fallen = [], {}, {}
     for name in names:
         c, T = curves[combination, f, name], setups[combination, f, name].refresh_interval
         found[name] = w = flat_windows(c, T)
-        falls = int(seed_falls(c["reward"], initial)[0].sum())
+        fallen[name] = falls = int(seed_falls(c["reward"], initial)[0].sum())
         kl = f", KL {np.nanmedian(w['kl']):+.2f}" if np.isfinite(w["kl"]).any() else ""
         rows.append(f"{combination} lr x{f:.2g}, {name}: {len(w['entropy'])} flat windows, entropy rises in {rises(w):.0%} "
                     f"(median change {np.median(w['entropy']) if len(w['entropy']) else float('nan'):+.2f}{kl}); "
                     f"{falls} of {seeds} seeds unstable")
-    return rows, found
+    return rows, found, fallen
 
 
 def pulled(found: dict) -> bool | None:
@@ -145,7 +146,7 @@ def main() -> None:
     rows = {combination: [] for combination in (COMBINATION, *others)}
     for combination in rows:
         for f in LR_FACTORS:
-            lines, found = measure(curves, setups, combination, f, seeds)
+            lines, found, _ = measure(curves, setups, combination, f, seeds)
             rows[combination] += lines
             verdicts[combination, f] = pulled(found)
     print("\n".join(line for lines in rows.values() for line in lines))

@@ -62,3 +62,32 @@ def test_pulled_needs_enough_flat_windows_in_both_setups(script):
     assert script.pulled({"KL, T = 16": windows([0.2] * 4 + [-0.1] * 2), "no KL, T = 16": free}) is True
     assert script.pulled({"KL, T = 16": windows([0.2] * 3 + [-0.1] * 3), "no KL, T = 16": free}) is False
     assert script.pulled({"KL, T = 16": windows([0.2] * 6), "no KL, T = 16": windows([-0.1] * 4)}) is None
+
+
+@pytest.fixture(scope="module")
+def refresh(load_script):
+    return load_script("paper_repro", "kl_pull_refresh")
+
+
+def test_the_refresh_setups_differ_only_in_T(refresh):
+    """kl_pull_refresh.py's setups: count/cispo-kl at each T of REFRESH_INTERVALS and each lr factor, its own KL weight."""
+    pilot_forecast = pytest.importorskip("pilot_forecast")
+    base = pilot_forecast.base_config(refresh.COMBINATION)
+    made = refresh.configs(refresh.COMBINATION, refresh.SETUPS)
+    assert sorted({cfg.steps_per_generation for cfg in made.values()}) == list(refresh.REFRESH_INTERVALS)
+    assert len(made) == len(refresh.LR_FACTORS) * len(refresh.REFRESH_INTERVALS)
+    assert all(cfg.kl_coef == base.kl_coef > 0 for cfg in made.values())
+
+
+def test_the_refresh_claims_rules_at_16_and_4_seeds(refresh):
+    """(a) needs a fall at the base lr at T = 8 and at T = 12; (b) the base lr at T = 6 within 4 of 16 seeds of a
+    third of it at T = 16, scaled to the seeds run (1 of 4)."""
+    third, base = refresh.LR_FACTORS
+    fallen = {(f, T): 0 for f in (third, base) for T in refresh.REFRESH_INTERVALS}
+    fallen.update({(base, 8): 1, (base, 12): 3, (base, 6): 5, (third, 16): 9})
+    assert refresh.verdict(fallen, 16) == (True, True)  # |5 - 9| = 4: at the tolerance
+    assert refresh.verdict({**fallen, (base, 6): 4}, 16) == (True, False)  # 5 apart
+    assert refresh.verdict({**fallen, (base, 8): 0}, 16) == (False, True)
+    quick = {**fallen, (base, 6): 1, (third, 16): 2}
+    assert refresh.verdict(quick, 4) == (True, True)  # 1 apart of 4 seeds: within 4 / 16 of them
+    assert refresh.verdict({**quick, (third, 16): 3}, 4) == (True, False)

@@ -19,7 +19,13 @@ T = 16 run):
       LR_T_TOLERANCE of 16 of those at a third of it and T = 16 (5.3 base-lr steps).
 
 Both were fixed, and committed, before any of these runs. The entropy's rise over the windows whose groups are
-nearly all flat (kl_unwinding.py's `flat_windows`) is reported beside each setup.
+nearly all flat (kl_unwinding.py's `flat_windows`) is reported beside each setup, and so is every pair of setups
+with the same lr T (`same_lr_T`).
+
+Read after it ran (claim kl-pull-refresh, PASS): both hold, but (b) is the one pair it names. The other pair with
+the same lr T contradicts it: a third of the base lr at T = 12 lost 6 of 16 seeds, the base lr at T = 4 none. The
+fall follows T more than lr T: the pull needs steps in the window, not distance alone, which is why `predict`
+warns by T and not through the collapse limit.
 
     python paper_repro/kl_pull_refresh.py            # 16 seeds x 10 setups (~3 min on 2 cores)
     python paper_repro/kl_pull_refresh.py --quick    # 4 seeds
@@ -50,6 +56,13 @@ def verdict(fallen: dict, seeds: int) -> tuple[bool, bool]:
     return a, b
 
 
+def same_lr_T(fallen: dict) -> list[str]:
+    """Each pair of setups whose lr T (in base-lr steps) is the same, with the seeds each lost."""
+    keys = sorted(fallen)
+    return [f"lr T = {f * T:.3g}: lr x{f:.2g} at T = {T} {fallen[f, T]}, lr x{g:.2g} at T = {U} {fallen[g, U]}"
+            for i, (f, T) in enumerate(keys) for g, U in keys[i + 1:] if f != g and abs(f * T - g * U) < 1e-9]
+
+
 def main() -> None:
     args = parse_mode(__doc__.splitlines()[0])
     started = time.perf_counter()
@@ -71,7 +84,7 @@ def main() -> None:
            predicted="a window pulls the solved policy back for its T steps of Adam's lr-sized moves, so the fall "
                      "needs lr T, not T alone, and sets in below T = 16",
            measured=f"seeds fallen: {table} ((a) {'holds' if a else 'fails'}, (b) {'holds' if b else 'fails'}); "
-                    + "; ".join(rows),
+                    + f"equal lr T: {'; '.join(same_lr_T(fallen)) or 'none'}; " + "; ".join(rows),
            passed=a and b, quick=args.quick, started=started,
            command="python paper_repro/kl_pull_refresh.py" + (" --quick" if args.quick else ""),
            write=not args.no_record)

@@ -91,3 +91,11 @@ def test_the_refresh_claims_rules_at_16_and_4_seeds(refresh):
     quick = {**fallen, (base, 6): 1, (third, 16): 2}
     assert refresh.verdict(quick, 4) == (True, True)  # 1 apart of 4 seeds: within 4 / 16 of them
     assert refresh.verdict({**quick, (third, 16): 3}, 4) == (True, False)
+
+
+def test_same_lr_T_pairs_a_third_of_the_lr_at_3T_with_the_base_lr_at_T(refresh):
+    """Of T = 4, 6, 8, 12, 16 at a third of and at the base lr, only (1/3, 12) and (1, 4) share lr T = 4."""
+    third, base = refresh.LR_FACTORS
+    fallen = {(f, T): int(T * f) for f in (third, base) for T in refresh.REFRESH_INTERVALS}
+    pairs = refresh.same_lr_T(fallen)
+    assert len(pairs) == 1 and pairs[0].startswith("lr T = 4:") and "T = 12 4" in pairs[0] and "T = 4 4" in pairs[0]

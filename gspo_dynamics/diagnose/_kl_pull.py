@@ -22,7 +22,8 @@ paper_repro/kl_unwinding.py measured it on our trainer: count/cispo with beta = 
 entropy rising over 83-97% of such windows and over none without the KL weight (claim kl-unwinding).
 `kl_pull_windows` reads it where the run's hyperparameters allow it (`fit.kl_pull_risk`: beta > 0, Adam,
 T >= 5) and the log is per step with the three series; it is a note, not a verdict: on the trainer the pull ended
-in a fall at T = 16, and not at T = 4.
+in a fall from T = 6 at the base lr and from T = 12 at a third of it, and not at T = 4 (claim
+kl-pull-refresh).
 """
 
 from __future__ import annotations
@@ -109,5 +110,6 @@ def kl_pull_note(log: RunLog, hparams: Hyperparams | None, reward_range: tuple[f
             f"{worst['kl'][1]:.3g}, entropy {worst['entropy'][0]:.3g} -> {worst['entropy'][1]:.3g}{after}. With no "
             f"policy gradient in a flat group, the KL term (beta = {hparams.kl_coef:g}) pulls the policy back toward "
             "the reference for the rest of the window, unseen in the logged reward until the next refresh (on our "
-            "trainer it brought down count/cispo at T = 16, not at T = 4: paper_repro claim kl-unwinding); fewer steps "
+            "trainer it brought down count/cispo from T = 6 at its base lr, not at T = 4: paper_repro claims kl-unwinding, "
+            "kl-pull-refresh); fewer steps "
             "per rollout bound it")

@@ -37,7 +37,7 @@ COLLAPSE_SPREAD = 0.1868
 # The KL pull on a solved policy (`theory.collapse`, "Outside this model too"): a warning beside the collapse
 # bounds, not part of them; the rule (`kl_pull_risk`) is read off one combination, not fitted.
 KL_PULL_FLAT_SHARE = 0.5  # the run's zero-std share (1 minus its share with signal, (9)) from which most groups are flat
-KL_PULL_MIN_REFRESH = 5  # the smallest T warned about: above T = 4, where no seed fell (T = 5-15 was never run)
+KL_PULL_MIN_REFRESH = 5  # the smallest T warned about: no seed fell at T = 4, 3 of 16 at T = 6 (claim kl-pull-refresh)
 SOLVED_SHARE = 0.5  # a run is on the solved side at this share of its reward's range or more: most flat groups all
 # correct (a success rate p >= 1/2 has p^G >= (1 - p)^G), not all wrong
 
@@ -146,8 +146,9 @@ def kl_pull_risk(hp: Hyperparams, signal_share: float | None, held: float | None
     solved). A window whose sampler solves nearly every prompt has almost no policy gradient, so the KL term
     pulls the policy back toward the reference for the rest of the window. False where the hyperparameters or
     p_h rule it out; None where they do not and the share was not read (`signal_share` None). Read off
-    count/cispo with a KL weight under AdamW (paper_repro claim kl-unwinding: it fell at T = 16, not at T = 4, at
-    a third of and at the base lr); the rule also holds for count/grpo and count/gspo_token with the same
+    count/cispo with a KL weight under AdamW (paper_repro claims kl-unwinding and kl-pull-refresh: of 16 seeds at
+    the base lr none fell at T = 4, 3 at T = 6, 6 at T = 8, 15 at T = 12; at a third of it none up to T = 8 and 6 at
+    T = 12); the rule also holds for count/grpo and count/gspo_token with the same
     weight, which held at T = 16, so it says what to watch, not a fall."""
     if not (hp.kl_coef > 0 and isinstance(hp.optimizer, Adam) and hp.refresh_interval >= KL_PULL_MIN_REFRESH):
         return False

@@ -199,9 +199,10 @@ class PilotForecast:
                          "of the run's groups flat, a window whose sampler solves nearly every prompt has almost no "
                          "policy gradient, and the KL term pulls the policy back toward the reference for the rest of "
                          f"its T = {hp.refresh_interval} steps, unseen in the logged reward until the next refresh. On "
-                         "our trainer count/cispo fell from it at T = 16 and held at T = 4 (a third of and at the base "
-                         "lr; paper_repro claim kl-unwinding), while count/grpo and count/gspo_token, which this warning "
-                         "also names, held at T = 16; T from 5 to 15 was not run. Watch for the KL falling while "
+                         "our trainer count/cispo held at T = 4 and fell from it from T = 6 at its base lr (3, 6 and 15 "
+                         "of 16 seeds at T = 6, 8 and 12) and from T = 12 at a third of it (paper_repro claims "
+                         "kl-unwinding, kl-pull-refresh), while count/grpo and count/gspo_token, which this warning "
+                         "also names, held at T = 16. Watch for the KL falling while "
                          "frac_reward_zero_std stays near 1; a smaller T bounds the pull")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]

@@ -21,8 +21,11 @@ from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_
 
 def register(sub) -> None:
     p = sub.add_parser("predict", help="stability of a config (with a pilot log: calibrated), or of the bandit")
-    add_hyperparams(p)
-    p.set_defaults(testbed=None)  # the bandit only by name: `--testbed bandit`
+    flags = add_hyperparams(p)
+    # the bandit only by name (`--testbed bandit`); every other flag None until read, so that one given beside
+    # --config (whose values it would silently lose) is told apart from its default (`_flag_values`)
+    p.set_defaults(testbed=None, flag_defaults={a.dest: (a.option_strings[0], a.default) for a in flags if a.dest != "testbed"},
+                   **{a.dest: None for a in flags if a.dest != "testbed"})
     r = p.add_argument_group("a real run")
     r.add_argument("--config", help="a TRL GRPOConfig, a verl config or our trainer's config (JSON or YAML)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -40,7 +43,7 @@ def register(sub) -> None:
     r.add_argument("--target-noise", type=float, metavar="SIGMA",
                    help="the reward noise to find a group size G for (default: 5%% of the reward's range)")
     r.add_argument("--plot", help="draw the stability map over (lr, T) with the config's point (PNG, PDF, ...)")
-    p.add_argument("--t-max", type=integer, default=T_MAX, help=f"largest refresh interval searched (default: {T_MAX})")
+    p.add_argument("--t-max", type=integer, help=f"the bandit's largest refresh interval searched (default: {T_MAX})")
     p.add_argument("--no-from-start", action="store_true", help="skip the bandit's nonlinear from-start check")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=_cmd_predict)
@@ -52,7 +55,26 @@ def _note(message: str) -> None:
         print(f"gspo-dynamics: {message} ...", file=sys.stderr)
 
 
+def _flag_values(args: argparse.Namespace) -> None:
+    """The hyperparameter and testbed flags given beside --config are one ConfigError (the config's values are
+    read; --set changes them); the flags not given take their defaults."""
+    given = [flag for dest, (flag, _) in args.flag_defaults.items() if getattr(args, dest) is not None]
+    if args.config and given:
+        raise ConfigError(f"{', '.join(given)} with --config: predict reads the config's values; change them with "
+                          "--set KEY=VALUE in the config's own names (e.g. --set learning_rate=3e-6)")
+    if args.testbed != "bandit" and (args.t_max is not None or args.no_from_start):
+        raise ConfigError("--t-max and --no-from-start set the bandit's search (--testbed bandit)")
+    if args.devices is not None and not args.config:
+        raise ConfigError("--devices counts a TRL config's processes; give the config (--config)")
+    for dest, (_, default) in args.flag_defaults.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
+    if args.t_max is None:
+        args.t_max = T_MAX
+
+
 def _cmd_predict(args: argparse.Namespace) -> int:
+    _flag_values(args)
     if args.testbed == "bandit":
         if args.config or args.pilot:
             raise ConfigError("--testbed bandit predicts the two-armed bandit from flags; drop --config/--pilot, or the testbed")

@@ -17,8 +17,8 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
-    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_KEYS, TRL_UNMODELLED, _flatten, _own, _refuse_preference_config,
-    _trainer, _trl, _verl, run_length,
+    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_HYPERPARAMETERS, TRL_KEYS, TRL_UNMODELLED, _flatten, _own,
+    _refuse_preference_config, _trainer, _trl, _verl, run_length,
 )
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -77,10 +77,35 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
+            if exc.msg == "Extra data" and _one_object_per_line(text):
+                raise ConfigError(f"{str(path)!r} holds one JSON object per line: a training log (JSONL), not a config; "
+                                  "give it as --pilot (predict) or as the log (diagnose)") from None
             raise ConfigError(f"the config file {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"the config file {str(path)!r} must hold one mapping of keys to values, got {type(data).__name__}")
     return data
+
+
+def _one_object_per_line(text: str) -> bool:
+    """Whether the first line of `text` is a JSON object on its own (a JSONL log's first record)."""
+    try:
+        return isinstance(json.loads(text.lstrip().split("\n", 1)[0]), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def _refuse_log(cfg: dict[str, Any]) -> None:
+    """A training log read as a config (TRL's trainer_state.json holds max_steps and train_batch_size beside its
+    log_history) is one ConfigError, not a config of defaults."""
+    if isinstance(cfg.get("log_history"), list):
+        raise ConfigError("this is a TRL trainer_state.json, a training log, not a config; give it as --pilot (predict) "
+                          "or as the log (diagnose), and the run's GRPOConfig (its training_args as JSON or YAML) as --config")
+
+
+def _refuse_devices(devices: int | None, why: str) -> None:
+    """A device count is a TRL config's only (its batch is per device): given for another, one ConfigError."""
+    if devices is not None:
+        raise ConfigError(f"--devices counts the processes of a TRL config (its batch is per device); {why}")
 
 
 def apply_overrides(cfg: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -119,8 +144,10 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
         cfg = apply_overrides(cfg, overrides)
     if isinstance(cfg.get("hparams"), dict):  # a corpus label.json or a diagnose --json output
         cfg = dict(cfg["hparams"])
+    _refuse_log(cfg)
     notes: list[str] = []
     if isinstance(cfg.get("actor_rollout_ref"), dict):
+        _refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")
         hp, exact, used = _verl(cfg, notes)
         key = "trainer.total_training_steps"
         ignored = sorted(set(_flatten(cfg)) - used - {key})
@@ -128,12 +155,16 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
+        _refuse_devices(devices, "our trainer's prompts_per_step is the whole step's")
         hp, exact = _trainer(cfg, notes)
         return _setup(hp, "gspo-dynamics trainer", exact, notes, sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective", "steps"}),
                       run_steps=run_length("steps", cfg.get("steps")))
     if trl and own - {"optimizer"}:
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with our own "
                           f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")
+    if trl and not trl & TRL_HYPERPARAMETERS:
+        raise ConfigError(f"the config holds no GRPO hyperparameter, only {', '.join(sorted(trl))} (TRL: learning_rate, "
+                          "num_generations, steps_per_generation, beta, epsilon, ...)")
     if trl:
         hp, exact = _trl(cfg, devices, notes)
         for key, why in TRL_UNMODELLED.items():
@@ -144,6 +175,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     if not own:
         raise ConfigError("the config has no hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; "
                           "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)")
+    _refuse_devices(devices, "num_groups is the whole step's")
     hp = _own(cfg)
     return _setup(hp, "gspo-dynamics hyperparameters", float(hp.refresh_interval), notes, sorted(set(cfg) - OWN_KEYS))
 

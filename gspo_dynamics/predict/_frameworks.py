@@ -18,7 +18,10 @@ gradient_accumulation_steps of them):
     advantage = std when scale_rewards is group / batch / true, mean when none / false
 
 (steps_per_generation defaults to gradient_accumulation_steps, so a default config is on-policy:
-T = 1 whatever the accumulation; T < 1, several rollouts per optimizer step, is on-policy too.)
+T = 1 whatever the accumulation; T < 1, several rollouts per optimizer step, is on-policy too. A config may give
+generation_batch_size instead, as `GRPOConfig.__post_init__` reads it: steps_per_generation =
+generation_batch_size / (per_device_train_batch_size x devices), which must divide; giving both is refused, as
+TRL refuses it.)
 
 verl PPO trainer YAML with a group estimator (algorithm.adv_estimator grpo, ...): a rollout of
 data.train_batch_size prompts x rollout.n responses is cut into minibatches of ppo_mini_batch_size
@@ -55,7 +58,8 @@ TRL_DEFAULTS: dict[str, Any] = {
     "importance_sampling_level": "token", "scale_rewards": "group", "adam_beta1": 0.9, "adam_beta2": 0.999,
     "adam_epsilon": 1e-8, "gradient_accumulation_steps": 1, "per_device_train_batch_size": 8,
 }
-TRL_KEYS = set(TRL_DEFAULTS) | {"steps_per_generation", "epsilon_high", "loss_type", "num_processes", "world_size", "max_steps"}
+TRL_HYPERPARAMETERS = set(TRL_DEFAULTS) | {"steps_per_generation", "generation_batch_size", "epsilon_high", "loss_type"}
+TRL_KEYS = TRL_HYPERPARAMETERS | {"num_processes", "world_size", "max_steps"}  # with the run's size and length
 # keys of GRPOConfig that change nothing the reduced model represents (said once, not listed as unknown)
 TRL_UNMODELLED = {
     "loss_type": "token aggregation of the loss (grpo / bnpo / dr_grpo / dapo): scales the step, not T, G or the clip",
@@ -134,16 +138,12 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     if G < 2:
         raise ConfigError(f"num_generations must be >= 2 for group-relative advantages, got {G}")
     ga = _number("gradient_accumulation_steps", get("gradient_accumulation_steps"), integer=True, positive=True)
-    spg = cfg.get("steps_per_generation")
-    if spg is None:
-        spg = ga
-        notes.append(f"steps_per_generation not given: gradient_accumulation_steps ({ga}), TRL's default")
-    spg = _number("steps_per_generation", spg, integer=True, positive=True)
+    devices = _devices(cfg, devices, notes)
+    batch = _number("per_device_train_batch_size", get("per_device_train_batch_size"), integer=True, positive=True)
+    spg = _trl_steps_per_generation(cfg, ga, batch * devices, notes)
     mu = _number("num_iterations", get("num_iterations"), integer=True, positive=True)
     exact = spg * mu / ga
     T = _rounded_refresh(exact, notes, f"steps_per_generation x num_iterations / gradient_accumulation_steps = {spg} x {mu} / {ga}")
-    devices = _devices(cfg, devices, notes)
-    batch = _number("per_device_train_batch_size", get("per_device_train_batch_size"), integer=True, positive=True)
     N = _groups_per_step(batch * devices * ga, G, notes, f"per_device_train_batch_size x devices x accumulation = {batch} x {devices} x {ga}")
     level = get("importance_sampling_level")
     if level not in ("token", "sequence"):
@@ -156,6 +156,27 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
                      refresh_interval=T, group_size=G, num_groups=N, advantage=_trl_advantage(get("scale_rewards")),
                      correction=level, clip_low=eps, clip_high=eps_high, kl_coef=_number("beta", get("beta")))
     return hp, exact
+
+
+def _trl_steps_per_generation(cfg: dict[str, Any], ga: int, global_batch: int, notes: list[str]) -> int:
+    """steps_per_generation as `GRPOConfig.__post_init__` sets it (module docstring): given, or from
+    generation_batch_size over the global batch (per_device_train_batch_size x devices), else the accumulation."""
+    spg, gbs = cfg.get("steps_per_generation"), cfg.get("generation_batch_size")
+    if spg is not None and gbs is not None:
+        raise ConfigError("generation_batch_size and steps_per_generation are both given; TRL refuses that (give one: "
+                          "steps_per_generation = generation_batch_size / (per_device_train_batch_size x devices))")
+    if gbs is not None:
+        gbs = _number("generation_batch_size", gbs, integer=True, positive=True)
+        if gbs % global_batch:
+            raise ConfigError(f"generation_batch_size ({gbs}) must be divisible by per_device_train_batch_size x "
+                              f"devices ({global_batch}), as TRL requires")
+        notes.append(f"steps_per_generation = generation_batch_size / (per_device_train_batch_size x devices) = "
+                     f"{gbs} / {global_batch} = {gbs // global_batch}")
+        return gbs // global_batch
+    if spg is None:
+        notes.append(f"steps_per_generation not given: gradient_accumulation_steps ({ga}), TRL's default")
+        return ga
+    return _number("steps_per_generation", spg, integer=True, positive=True)
 
 
 def _trl_advantage(scale: Any) -> str:

@@ -104,6 +104,24 @@ def test_contradictory_options_are_one_line_and_exit_2(capsys, extra, needle):
     assert len(err.splitlines()) == 1 and needle in err
 
 
+@pytest.mark.parametrize("extra, needle", [
+    (["--lr", "1e-3"], "--lr with --config"),
+    (["-T", "8", "-G", "4"], "--refresh-interval, --group-size with --config"),
+    (["--t-max", "10"], "--t-max and --no-from-start set the bandit's search"),
+    (["--devices", "4"], "--devices counts the processes of a TRL config"),  # verl's batch is global
+])
+def test_flags_a_config_would_silently_override_are_one_line_and_exit_2(tmp_path, capsys, extra, needle):
+    """A flag beside --config is refused, never dropped: the config's values are read (--set changes them)."""
+    assert main(["predict", "--config", write(tmp_path, "v.yaml", VERL), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err
+
+
+def test_devices_without_a_config_is_one_line_and_exit_2(capsys):
+    assert main(["predict", "--lr", "1e-6", "--devices", "2"]) == 2
+    assert "give the config" in capsys.readouterr().err
+
+
 def test_the_reward_at_the_runs_end_with_its_interval(tmp_path, capsys):
     """The config's max_steps, or --run-steps, sets the run's end; a length the pilot already passed, or not a
     positive integer, is one line and exit 2."""

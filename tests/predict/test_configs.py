@@ -59,6 +59,30 @@ def test_trl_defaults_and_assumptions_are_said():
     assert "steps_per_generation not given" in text
 
 
+@pytest.mark.parametrize("gbs, batch, devices, ga", [(64, 8, 1, 2), (256, 4, 8, 1), (32, 16, 2, 1)])
+def test_trl_generation_batch_size_sets_steps_per_generation_as_trl_does(gbs, batch, devices, ga):
+    """generation_batch_size instead of steps_per_generation: spg = gbs / (batch D), then T = spg mu / GA, the same
+    as the config giving that spg (the replayed schedule); the derivation is said."""
+    base = {"learning_rate": 1e-6, "per_device_train_batch_size": batch, "gradient_accumulation_steps": ga}
+    setup = read_run_config({**base, "generation_batch_size": gbs}, devices=devices)
+    spg = gbs // (batch * devices)
+    per_rollout, _ = trl_schedule(spg, 1, ga, batch, devices)
+    assert setup.refresh_exact == pytest.approx(per_rollout, rel=1e-12)
+    assert setup.hparams == read_run_config({**base, "steps_per_generation": spg}, devices=devices).hparams
+    assert any(f"= {gbs} / {batch * devices} = {spg}" in n for n in setup.notes)
+    assert "generation_batch_size" not in setup.ignored
+
+
+@pytest.mark.parametrize("cfg, needle", [
+    ({"learning_rate": 1e-6, "generation_batch_size": 64, "steps_per_generation": 4}, "both given; TRL refuses"),
+    ({"learning_rate": 1e-6, "generation_batch_size": 60, "per_device_train_batch_size": 8}, "divisible by"),
+    ({"learning_rate": 1e-6, "generation_batch_size": 0}, "generation_batch_size"),
+])
+def test_trl_generation_batch_size_trl_would_refuse_is_one_config_error(cfg, needle):
+    with pytest.raises(ConfigError, match=needle):
+        read_run_config(cfg)
+
+
 def test_trl_fractional_and_sub_step_refreshes_are_rounded_with_a_note():
     half = read_run_config({"learning_rate": 1e-6, "steps_per_generation": 2, "gradient_accumulation_steps": 4})
     assert half.refresh_exact == 0.5 and half.hparams.refresh_interval == 1
@@ -228,3 +252,25 @@ def test_hydra_style_overrides_on_a_verl_config(tmp_path):
 def test_bad_overrides_are_config_errors(override, needle):
     with pytest.raises(ConfigError, match=needle):
         read_run_config(verl_tree(), overrides=[override])
+
+
+def test_a_training_log_given_as_a_config_is_one_config_error(tmp_path):
+    """A TRL trainer_state.json holds max_steps and train_batch_size beside its log_history: a log, not a config of
+    defaults; a JSONL log is named as one; a dict of run-size keys alone has no hyperparameter."""
+    state = tmp_path / "trainer_state.json"
+    state.write_text(json.dumps({"global_step": 30, "max_steps": 30, "train_batch_size": 8,
+                                 "log_history": [{"step": 1, "reward": 0.1}]}))
+    with pytest.raises(ConfigError, match="trainer_state.json, a training log"):
+        read_run_config(state)
+    jsonl = tmp_path / "metrics.jsonl"
+    jsonl.write_text('{"step": 1, "reward": 0.1}\n{"step": 2, "reward": 0.2}\n')
+    with pytest.raises(ConfigError, match="one JSON object per line: a training log"):
+        read_run_config(jsonl)
+    with pytest.raises(ConfigError, match="no GRPO hyperparameter, only max_steps, num_processes"):
+        read_run_config({"max_steps": 100, "num_processes": 4})
+
+
+def test_a_device_count_for_a_config_whose_batch_is_global_is_one_config_error():
+    for cfg in (verl_tree(), {"task": "count", "model": "100k", "objective": "grpo"}, {"lr": 0.1, "group_size": 8}):
+        with pytest.raises(ConfigError, match="--devices counts the processes of a TRL config"):
+            read_run_config(cfg, devices=4)

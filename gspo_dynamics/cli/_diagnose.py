@@ -17,13 +17,12 @@ import sys
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import STANDARD_NAMES
-from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, Adam
+from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, REFRESH_INTERVAL_KEYS, Adam
 
 EPILOG = (
     "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
-    "flags, from --config FILE (a JSON TRL GRPOConfig dict: learning_rate, num_generations, steps_per_generation "
-    "x num_iterations, beta, epsilon/epsilon_high, importance_sampling_level; or our own field names), or both "
-    "(flags win). --lr is needed with any other hyperparameter flag. A log with its own column names: "
+    "flags, from --config FILE (JSON or YAML: a TRL GRPOConfig, a verl config, our trainer's config or our own "
+    "field names; read as `predict --config` reads it), or both (flags win). --lr is needed with any other hyperparameter flag. A log with its own column names: "
     f"--map reward=my_reward,kl_ref=my_kl (NAME is step or one of {', '.join(STANDARD_NAMES)}; "
     "common names such as reward_mean need no map). Exit status 0 when the log was analysed "
     "(a run too short to fit is reported as such), 2 when it cannot be read or is not a GRPO-style run."
@@ -45,7 +44,8 @@ def register(sub) -> None:
                    help="read series NAME from the log's COLUMN, e.g. --map reward=score,step=iter (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="OUT.png", help="write a multi-panel figure (reward + fit, zero-std, entropy, KL, length)")
-    p.add_argument("--config", metavar="FILE", help="hyperparameters from a JSON file (TRL GRPOConfig keys or ours)")
+    p.add_argument("--config", metavar="FILE", help="hyperparameters from a TRL GRPOConfig, a verl config or our "
+                                                    "trainer's config (JSON or YAML), as predict --config reads it")
     p.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the least and greatest reward the task can give (e.g. 0 1 for a success rate): a plateau "
                         "at a bound is saturation, with no refresh-interval threshold (default: unknown)")
@@ -57,7 +57,7 @@ def register(sub) -> None:
     g.add_argument("--beta2", type=float, help=f"Adam beta2 (default {Adam().beta2:g})")
     g.add_argument("--adam-eps", type=float, help=f"Adam epsilon (default {Adam().eps:g})")
     g.add_argument("--refresh-interval", "-T", type=int,
-                   help="optimizer steps between refreshes of the sampling policy (TRL: steps_per_generation x num_iterations)")
+                   help=f"optimizer steps between refreshes of the sampling policy ({REFRESH_INTERVAL_KEYS})")
     g.add_argument("--group-size", "-G", type=int, help="responses per prompt G (TRL: num_generations)")
     g.add_argument("--num-groups", type=int, help="groups (prompts) per optimizer step")
     g.add_argument("--advantage", choices=ADVANTAGES, help="mean: r - mean; std: also divided by the group std")
@@ -77,7 +77,7 @@ def hyperparams_from_flags(args: argparse.Namespace):
     base = None
     if args.config is not None:
         setup = read_run_config(args.config)
-        base, notes = setup.hparams, [f"config: read as a {setup.framework}"] + [f"config: {n}" for n in setup.notes]
+        base, notes = setup.hparams, [f"config: read as {setup.framework}"] + [f"config: {n}" for n in setup.notes]
     given = {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
     opt_given = [d for d in _OPTIMIZER if getattr(args, d) is not None]
     if not given and not opt_given:

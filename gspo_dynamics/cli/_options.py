@@ -8,7 +8,9 @@ import dataclasses
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.bandit import TwoArmBandit
-from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, KL_ESTIMATORS, STD_ESTIMATORS, SGD, Adam, Hyperparams
+from gspo_dynamics.theory.hyperparams import (
+    ADVANTAGES, CORRECTIONS, KL_ESTIMATORS, REFRESH_INTERVAL_KEYS, STD_ESTIMATORS, SGD, Adam, Hyperparams,
+)
 
 # The command's own example where the dataclasses have none (Hyperparams.lr) or another one: the
 # canonical bandit of the README (pi_ref(1) = sigmoid(-1), KL weight 0.5, a stable on-policy lr).
@@ -49,7 +51,7 @@ def add_hyperparams(p: argparse.ArgumentParser, testbeds: tuple[str, ...] = ("ba
         g.add_argument("--adam-eps", type=float, default=adam.eps, help=f"Adam epsilon (default: {adam.eps:g})"),
         g.add_argument("--refresh-interval", "-T", type=integer, default=hp("refresh_interval"),
                        help="optimizer steps between refreshes of the sampling policy "
-                            f"(TRL: steps_per_generation x num_iterations; default: {hp('refresh_interval')})"),
+                            f"({REFRESH_INTERVAL_KEYS}; default: {hp('refresh_interval')})"),
         g.add_argument("--group-size", "-G", type=integer, default=hp("group_size"),
                        help="responses per prompt G (default: G -> infinity, the expected dynamics)"),
         g.add_argument("--num-groups", type=integer, default=hp("num_groups"),

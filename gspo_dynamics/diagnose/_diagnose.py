@@ -18,7 +18,7 @@ from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale, reward_spread
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signals import concentration, degeneracy, hacking, success_rate
-from gspo_dynamics.diagnose._instability import instability_verdict
+from gspo_dynamics.diagnose._instability import instability_verdict, non_finite_verdict
 from gspo_dynamics.diagnose._kl_pull import kl_pull_note
 from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, trend_verdict
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict
@@ -120,6 +120,11 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
                                  f"{e['signal']} = {e['value']:.3g}" for e in v.evidence if isinstance(e["value"], float)))
     else:
         not_checked.append("dynamical instability: the closed-form fit failed")
+    found = next((v for v in verdicts[1:] if v.mode == "dynamical_instability"), None)
+    diverged = non_finite_verdict(log.diverged, int(steps[-1]), hparams, found)
+    if diverged is not found:
+        verdicts[:] = [verdicts[0]] + [v for v in verdicts[1:] if v is not found] + [diverged]
+        verdicts[0] = _not_healthy_if_diverged(verdicts[0], diverged)
     drift = drift_without_progress(log, trend)
     if drift and verdicts[0].mode in ("stalled", "noise_dominated"):
         verdicts[0].evidence.extend(drift)
@@ -144,6 +149,14 @@ def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], 
         if why:
             not_checked.append(why)
     return silent
+
+
+def _not_healthy_if_diverged(verdict: Verdict, diverged: Verdict) -> Verdict:
+    """The trend of a run whose reward or loss ended in NaN reads only the steps before: kept, its confidence
+    capped at FALLING_CAP (below the divergence), with the step it stops at."""
+    step = diverged.evidence[0]["steps"][0]
+    stops = {"signal": "the trend stops before the divergence, at step", "value": step, "steps": None}
+    return Verdict(verdict.mode, min(verdict.confidence, FALLING_CAP), verdict.evidence + [stops], verdict.advice)
 
 
 def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:

@@ -12,6 +12,7 @@ import numpy as np
 
 from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics.theory.hyperparams import REFRESH_INTERVAL_KEYS
 
 ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
 MARGIN_LOW = 0.25  # T within 25% of the exact critical T: stable, but noted as close
@@ -21,6 +22,7 @@ COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - e
 VARIANCE_SHARE_LOW = 0.1  # an oscillation carrying < 10% of the reward's variance is a detail, not the dynamics
 VARIANCE_SHARE_SCALE = 0.05  # confidence 0.73 at 15%, 0.95 at 25% of the variance
 MIN_FLIPS = 2.0 / 3.0  # an alternation flips the residual's sign on 2 of 3 consecutive rows (white noise: 1 of 2)
+MIN_NON_FINITE = 2  # a reward or loss NaN / inf in its last 2 logged values or more: diverged (one may be a bad batch)
 THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evidence stays below REPORT_CONFIDENCE
 
 
@@ -107,6 +109,25 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     return Verdict("dynamical_instability", conf, ev, advice)
 
 
+def non_finite_verdict(diverged, last_step: int, hparams, found: Verdict | None) -> Verdict | None:
+    """A reward or loss that ends in NaN / inf (`RunLog.diverged`, at least MIN_NON_FINITE values) is a numerical
+    divergence: dynamical instability at confidence 1 whatever the theory says (the exact model has no overflow),
+    with the data's other items kept (`found`, the curve's verdict); None where neither ends so."""
+    ends = {name: v for name, v in diverged.items() if v[1] >= MIN_NON_FINITE}
+    if not ends:
+        return found
+    ev = [evidence(f"logged {name} values NaN or infinite to the log's end", count, (step, last_step),
+                   threshold=MIN_NON_FINITE) for name, (step, count) in ends.items()]
+    first = min(step for step, _ in ends.values())
+    lr = f" (now {hparams.lr:g})" if hparams is not None else ""
+    advice = [f"the run diverged numerically at step {first}: restart from a checkpoint before it with a lower learning "
+              f"rate{lr}, and check the gradient-norm clip (TRL/transformers max_grad_norm, verl actor.grad_clip) and "
+              "fp16/bf16 overflow"]
+    if found is None:
+        return Verdict("dynamical_instability", 1.0, ev, advice)
+    return Verdict("dynamical_instability", 1.0, ev + found.evidence, advice + found.advice)
+
+
 def _oscillation_evidence(steps, reward, fit, hparams, ev: list, confs: list) -> None:
     """The data's oscillation items, appended to `ev` with their confidences to `confs`: ringing of the fit
     (damping ratio below ZETA_LOW by 2 standard errors), a periodic residual (Fisher's g, at least
@@ -174,8 +195,7 @@ def _theory_line(imp, ev: list, confs: list, advice: list, notes: list[str]) -> 
                            threshold=safe, critical_exact=imp.critical_refresh_interval,
                            critical_continuous=imp.critical_refresh_interval_continuous,
                            damping_margin_rule_of_thumb=margin))
-        advice.append(f"refresh interval {T} is past the critical {safe + 1}: use T <= {safe} "
-                      "(TRL: steps_per_generation x num_iterations)")
+        advice.append(f"refresh interval {T} is past the critical {safe + 1}: use T <= {safe} ({REFRESH_INTERVAL_KEYS})")
         return confidence(T - safe, 1.0)
     if confs and imp.exact_regime == "oscillatory":
         notes.append(f"the exact discrete theory calls T = {T} stable but oscillatory at the fitted stiffness "

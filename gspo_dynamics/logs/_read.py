@@ -35,7 +35,7 @@ from gspo_dynamics.logs._readers import (
     read_tensorboard,
     read_verl_console,
 )
-from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, build_series, freeze
+from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, build_series, freeze, trailing_non_finite
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
 READERS = {
@@ -244,6 +244,9 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     warnings = list(raw.warnings) + name_warnings
     steps, series, build_warnings = build_series(raw.rows, names.__getitem__)
     warnings += build_warnings
+    diverged = trailing_non_finite(raw.rows, names.__getitem__)
+    warnings += [f"{name} is NaN or infinite in its last {count} logged value(s), from step {step} on (the "
+                 "analysis reads the steps before)" for name, (step, count) in diverged.items()]
     if "reward" not in series:
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
@@ -267,6 +270,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         reward_std_kind=_names.reward_std_kind(trainer, version),
         logging_interval=interval,
         warnings=tuple(warnings),
+        diverged=freeze(diverged),
     )
     if log.is_too_short():
         n = log.n_points("reward")

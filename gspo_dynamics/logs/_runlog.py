@@ -47,6 +47,9 @@ class RunLog:
     reward_std_kind: str = "unknown"  # "group_mean_std" | "batch_std" | "unknown"
     logging_interval: int | None = None  # optimizer steps averaged into one row
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    # DIVERGENCE_SERIES whose logged values turned non-finite (NaN or +-inf) after finite ones and stayed so to
+    # their last row: name -> (the first such step, how many values); `trailing_non_finite`
+    diverged: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = self.steps.shape[0]
@@ -87,6 +90,30 @@ class RunLog:
     @property
     def too_short(self) -> bool:
         return self.is_too_short()
+
+
+DIVERGENCE_SERIES = ("reward", "loss")  # a run whose reward or loss ends in NaN / inf diverged numerically
+
+
+def trailing_non_finite(rows: list[Row], rename, names: tuple[str, ...] = DIVERGENCE_SERIES) -> dict[str, tuple[int, int]]:
+    """Per name of `names`: (first step, count) of the run of logged non-finite values (NaN, +-inf) that ends its
+    series, where a finite value comes before it; names that end finite, or were never finite, are left out.
+    A missing value is not a logged one: rows without the name are skipped. Read from the last row back, so it
+    stops at each name's last finite value."""
+    out: dict[str, tuple[int, int]] = {}
+    for name in names:
+        run_start, count = None, 0
+        for step, record in reversed(rows):
+            values = [to_float(v) for key, v in record.items() if rename(key) == name]
+            values = [v for v in values if v is not None]
+            if not values:
+                continue
+            if math.isfinite(values[-1]):
+                if count:
+                    out[name] = (run_start, count)
+                break
+            run_start, count = step, count + 1
+    return out
 
 
 def is_too_short(log: RunLog, min_points: int = MIN_ANALYSIS_POINTS) -> bool:

@@ -12,7 +12,7 @@ task. So the config-only answer is a bound on the stiffness:
 with the on-policy bound x_max(1, mu) = 2 (1 + mu) for comparison; and, per stiffness a pilot might
 measure, the largest stable T. Under Adam the stiffness per step is eta (1 - b1) K / sqrt(s),
 s the gradient's second moment: a pilot's reward curve measures it at once. The zero-std law
-p^G + (1 - p)^G needs the success rate p; the noise of the reward scales as 1 / (N G).
+p^G + (1 - p)^G needs the success rate p; the reward's variance scales as 1 / (N G), its noise (std) as 1 / sqrt(N G).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class ConfigForecast:
             return ["  G -> infinity (no group size given): the expected dynamics, no sampling noise, no zero-std groups"]
         return [f"  zero-std share at G = {hp.group_size} by success rate: "
                 + ", ".join(f"p = {p:g}: {v:.3g}" for p, v in self.zero_std_share.items()),
-                f"  reward noise scales as 1 / (N G) = 1 / {hp.num_groups * hp.group_size}"]
+                f"  reward noise (std) scales as 1 / sqrt(N G) = 1 / sqrt({hp.num_groups * hp.group_size})"]
 
 
 def config_forecast(setup: RunSetup) -> ConfigForecast:

@@ -9,6 +9,7 @@ with its equations, is in `predict/_frameworks.py`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -142,6 +143,17 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     cfg = dict(source) if isinstance(source, dict) else load_config_file(source)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
+    setup = _mapped(cfg, devices)
+    unread = [key for key in (item.partition("=")[0].strip().lstrip("+") for item in overrides or ())
+              if key in setup.ignored]
+    if unread:
+        setup = dataclasses.replace(setup, notes=setup.notes + (
+            f"--set {', '.join(unread)}: no key the {setup.framework} mapping reads (a typo?)",))
+    return setup
+
+
+def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
+    """`read_run_config` on the config's dict, its overrides applied."""
     if isinstance(cfg.get("hparams"), dict):  # a corpus label.json or a diagnose --json output
         cfg = dict(cfg["hparams"])
     _refuse_log(cfg)
@@ -151,7 +163,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
         hp, exact, used = _verl(cfg, notes)
         key = "trainer.total_training_steps"
         ignored = sorted(set(_flatten(cfg)) - used - {key})
-        return _setup(hp, "verl", exact, notes, ignored, shown=0, run_steps=run_length(key, _flatten(cfg).get(key)))
+        return _setup(hp, "verl", exact, notes, ignored, run_steps=run_length(key, _flatten(cfg).get(key)))
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
@@ -182,10 +194,9 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
 
 def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str], shown: int = 10,
            run_steps: int | None = None) -> RunSetup:
-    """The RunSetup, with a note naming (up to `shown`; 0: only counting) the ignored keys."""
+    """The RunSetup, with a note naming the ignored keys (the first `shown`, then their count; all in `ignored`)."""
     if ignored:
-        listed = ", ".join(ignored[:shown]) + (f" and {len(ignored) - shown} more" if len(ignored) > shown else "")
-        notes.append(f"keys not used by the theory: {listed}" if shown else
-                     f"{len(ignored)} keys not used by the theory (infrastructure, data, rollout engine)")
+        more = f" and {len(ignored) - shown} more (all in --json's config.ignored)" if len(ignored) > shown else ""
+        notes.append(f"keys not used by the theory: {', '.join(ignored[:shown])}{more}")
     return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored),
                     run_steps=run_steps)

@@ -274,10 +274,14 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
     epochs = _number(actor + "ppo_epochs", get(actor + "ppo_epochs", 1), integer=True, positive=True)
     exact = epochs * rollout / mini
     T = _rounded_refresh(exact, notes, f"ppo_epochs x train_batch_size / ppo_mini_batch_size = {epochs} x {rollout} / {mini}")
-    clip = _number(actor + "clip_ratio", get(actor + "clip_ratio", 0.2), positive=True)
     low = flat.get(actor + "clip_ratio_low")
     high = flat.get(actor + "clip_ratio_high")
     used |= {actor + "clip_ratio_low", actor + "clip_ratio_high"}
+    if low is not None and high is not None:  # clip_ratio is then not read: no note of its default
+        used.add(actor + "clip_ratio")
+        clip = None
+    else:
+        clip = _number(actor + "clip_ratio", get(actor + "clip_ratio", 0.2), positive=True)
     low = clip if low is None else _number(actor + "clip_ratio_low", low, positive=True)
     high = clip if high is None else _number(actor + "clip_ratio_high", high, positive=True)
     use_kl = bool(get(actor + "use_kl_loss", False))

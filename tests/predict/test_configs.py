@@ -274,3 +274,24 @@ def test_a_device_count_for_a_config_whose_batch_is_global_is_one_config_error()
     for cfg in (verl_tree(), {"task": "count", "model": "100k", "objective": "grpo"}, {"lr": 0.1, "group_size": 8}):
         with pytest.raises(ConfigError, match="--devices counts the processes of a TRL config"):
             read_run_config(cfg, devices=4)
+
+
+def test_verl_clip_ratio_low_and_high_given_leave_clip_ratio_unread():
+    """With both bounds given, clip_ratio is not read: no note of its default; with one bound, the other is
+    clip_ratio's (its default said)."""
+    both = read_run_config(verl_tree(clip_ratio_low=0.2, clip_ratio_high=0.28))
+    assert (both.hparams.clip_low, both.hparams.clip_high) == (0.2, 0.28)
+    assert not any("clip_ratio not given" in n for n in both.notes)
+    one = read_run_config(verl_tree(clip_ratio_high=0.28))
+    assert (one.hparams.clip_low, one.hparams.clip_high) == (0.2, 0.28)
+    assert any("clip_ratio not given" in n for n in one.notes)
+
+
+def test_an_override_of_a_key_no_mapping_reads_is_named():
+    """--set typo.key=3 is applied (it lands among the ignored keys) and named as a likely typo; a read key is not."""
+    setup = read_run_config(verl_tree(), overrides=["typo.key=3", "actor_rollout_ref.rollout.n=16"])
+    assert setup.hparams.group_size == 16
+    assert any(n == "--set typo.key: no key the verl mapping reads (a typo?)" for n in setup.notes)
+    assert not any("rollout.n: no key" in n for n in setup.notes)
+    trl = read_run_config({"learning_rate": 1e-6}, overrides=["learnig_rate=3e-6"])
+    assert trl.hparams.lr == 1e-6 and any("--set learnig_rate: no key the TRL GRPOConfig mapping" in n for n in trl.notes)

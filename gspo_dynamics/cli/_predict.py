@@ -33,6 +33,8 @@ def register(sub) -> None:
                         "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable")
     r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
+    r.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
+                   help="read the pilot's series NAME from its COLUMN, as diagnose --map (e.g. --map reward=score)")
     r.add_argument("--run-steps", type=integer, metavar="N",
                    help="the run's length in the pilot log's steps (optimizer steps for TRL and our trainer, trainer "
                         "steps for verl), for the reward at its end (default: the config's max_steps, "
@@ -92,8 +94,8 @@ def _forecast(args: argparse.Namespace):
     """The config-only or pilot-calibrated forecast of --config (or of the flags when there is none)."""
     from gspo_dynamics.predict import RunSetup, config_forecast, read_run_config
 
-    if args.pilot_steps is not None and not args.pilot:
-        raise ConfigError("--pilot-steps needs --pilot")
+    if (args.pilot_steps is not None or args.map) and not args.pilot:
+        raise ConfigError("--pilot-steps and --map need --pilot")
     if args.set and not args.config:
         raise ConfigError("--set overrides keys of --config; give the config file")
     if args.config:
@@ -112,10 +114,11 @@ def _forecast(args: argparse.Namespace):
             raise ConfigError("--run-steps needs --pilot (the reward at the run's end is forecast from it)")
         return config_forecast(setup)
     from gspo_dynamics.fit import pilot_forecast
-    from gspo_dynamics.logs import ColumnMapError
+    from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
     try:
-        return pilot_forecast(setup, args.pilot, pilot_steps=args.pilot_steps,
+        pilot = read_log(args.pilot, column_map=parse_map_option(args.map))
+        return pilot_forecast(setup, pilot, pilot_steps=args.pilot_steps,
                               reward_range=None if args.reward_range is None else tuple(args.reward_range),
                               target_noise=args.target_noise, run_steps=args.run_steps)
     except ColumnMapError as error:

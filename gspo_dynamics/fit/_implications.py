@@ -170,7 +170,7 @@ def check_reward_range(reward_range) -> None:
     ok = isinstance(reward_range, (tuple, list)) and len(reward_range) == 2 and all(
         isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in reward_range)
     if not ok or not reward_range[0] < reward_range[1]:
-        raise ConfigError(f"reward_range must be two finite numbers lo < hi, got {reward_range!r}")
+        raise ConfigError(f"the reward range (--reward-range LO HI) must be two finite numbers LO < HI, got {reward_range!r}")
 
 
 def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,

@@ -94,6 +94,7 @@ class PilotForecast:
     # warning; None: not read (the hyperparameters allow it, and the pilot gives no run's share of groups with signal)
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
+    log_notes: tuple[str, ...] = ()  # the pilot log's reader warnings (`RunLog.warnings`): what it dropped or read oddly
 
     def to_json(self) -> dict[str, Any]:
         return plain({**self.config.to_json(), "pilot_steps": self.pilot_steps,  # the config-only keys, then the pilot's
@@ -111,7 +112,7 @@ class PilotForecast:
                 "survived_displacement": self.survived, "collapse_limit": self.collapse_limit,
                 "held_reward": self.held, "end_reward": None if self.end is None else self.end.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
-                "measured": self.measured, "assumed": self.assumed})
+                "measured": self.measured, "assumed": self.assumed, "pilot_log_notes": list(self.log_notes)})
 
     @property
     def held(self) -> float | None:
@@ -130,10 +131,12 @@ class PilotForecast:
     def summary_lines(self) -> list[str]:
         imp, hp = self.implications, self.config.setup.hparams
         lines = self.config.summary_lines()[:2]
-        lines.append(f"from the pilot ({self.pilot_steps} steps):")
+        first, last = (self.pilot[0][0], self.pilot[0][-1]) if self.pilot is not None else (None, None)
+        span = "" if first is None else f", steps {first:g}-{last:g}"
+        lines.append(f"from the pilot ({self.pilot_steps} reward points{span}):")
         plateau = imp.plateau
         if imp.plateau_extrapolated or not (plateau.stderr is None or plateau.stderr < abs(plateau.value)):
-            lines.append(f"  reward curve: the plateau is not identified by {self.pilot_steps} steps (the fit extrapolates; "
+            lines.append(f"  reward curve: the plateau is not identified by {self.pilot_steps} reward points (the fit extrapolates; "
                          "a longer pilot, or one past the start of the rise, is needed)")
         elif self.reward_range is not None and not self.reward_range[0] < plateau.value < self.reward_range[1]:
             bound = min(self.reward_range, key=lambda b: abs(b - plateau.value))  # a fit past the bound: saturation
@@ -156,17 +159,23 @@ class PilotForecast:
                          f"{f.best_steps[1]}) to {f.after:.3g} (steps {f.after_steps[0]}-{f.after_steps[1]}), z = {f.z:.3g}: "
                          f"at this lr and T = {hp.refresh_interval} the run already collapses or oscillates, and the "
                          "curve above is that fall's, not a plateau to forecast from; lower the lr")
-        if imp.exact_regime is not None:
-            weak = " (from a stiffness the pilot does not identify)" if "does not identify" in self.lr_note else ""
+        if imp.exact_regime is not None and "does not identify" in self.lr_note:
+            span = imp.max_safe_refresh_interval_range
+            within = "" if span is None else f", from {span[0]} to {span[1]} within one standard error of the stiffness"
+            lines.append(f"  regime at T = {hp.refresh_interval}: not identified (the pilot's stiffness is within its noise "
+                         f"of zero); at the fitted stiffness {imp.exact_regime}, max safe T "
+                         f"{imp.max_safe_refresh_interval or 'not bounded by the linear model'}{within}")
+        elif imp.exact_regime is not None:
             lines.append(f"  regime at T = {hp.refresh_interval}: {imp.exact_regime}; max safe T "
-                         f"{imp.max_safe_refresh_interval or 'not bounded by the linear model'}{weak}")
+                         f"{imp.max_safe_refresh_interval or 'not bounded by the linear model'}")
         else:
             lines.append(f"  regime at T = {hp.refresh_interval}: withheld (premises below)")
         lines.append(f"  max safe lr at T = {hp.refresh_interval}: "
                      + (f"{self.max_safe_lr:.3g}" if self.max_safe_lr is not None else "withheld") + f" ({self.lr_note})")
         if self.success_rate is not None:
             logged = "" if self.zero_std_logged is None else f" (logged at G = {hp.group_size}: {self.zero_std_logged:.3g})"
-            lines.append(f"  zero-std share by G at the pilot's success rate {self.success_rate:.3g}{logged}: "
+            lines.append(f"  zero-std share by G, p^G + (1 - p)^G averaged over the pilot's steps (mean success rate "
+                         f"{self.success_rate:.3g}){logged}: "
                          + ", ".join(f"{g}: {v:.3g}" for g, v in self.zero_std_by_group.items()))
         lines.append("  reward noise by G: " + ", ".join(f"{g}: {v:.3g}" for g, v in self.noise_by_group.items()))
         if self.group_size_for_target_noise is not None:
@@ -205,7 +214,8 @@ class PilotForecast:
                          "also names, held at T = 16. Watch for the KL falling while "
                          "frac_reward_zero_std stays near 1; a smaller T bounds the pull")
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
-        return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)]
+        return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)] + [
+            f"note: the pilot log: {w}" for w in self.log_notes]
 
 
 def _keys(d: dict) -> dict[str, float]:
@@ -242,7 +252,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
         raise ConfigError("a pilot forecast needs the run's group size G (num_generations, rollout.n or group_size)")
     log, steps, reward = load_pilot(pilot, pilot_steps)
     n = len(steps)
-    measured, assumed = [f"the reward curve over {n} steps (closed-form fit)"], []
+    measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
+    assumed = _logged_lr(log, n, setup.hparams.lr)
     reward_range = _reward_range(reward, reward_range, assumed)
     hp = setup.hparams
     fit = fit_trajectory(steps, reward)
@@ -281,7 +292,31 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, fall=fall, end=end,
-                         measured=measured, assumed=assumed)
+                         measured=measured, assumed=assumed, log_notes=tuple(log.warnings))
+
+
+LR_MATCH = 0.01  # a logged lr within 1% of the config's is the config's (bf16 logs, rounding)
+
+
+def _logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
+    """What the pilot's logged learning rate (TRL's learning_rate, verl's actor/lr) says against the config's:
+    every bound here scales from the config's lr, so a pilot run at another, or under a schedule, is said."""
+    if "learning_rate" not in log:
+        return []
+    logged = log["learning_rate"][:n]
+    logged = logged[np.isfinite(logged)]
+    if not len(logged):
+        return []
+    lo, hi = float(logged.min()), float(logged.max())
+    out = []
+    if abs(hi - lr) > LR_MATCH * lr:
+        out.append(f"the pilot logged a learning rate up to {hi:.3g}, the config says {lr:.3g}: every bound here scales "
+                   "from the config's lr as if the pilot ran at it; give the pilot's own config (or --set its lr)")
+    if hi - lo > LR_MATCH * hi:
+        out.append(f"the pilot's learning rate follows a schedule ({float(logged[0]):.3g} at its first point, {hi:.3g} at "
+                   f"most, {float(logged[-1]):.3g} at its last): the stiffness is read per unit of the config's lr, "
+                   "averaged over that schedule")
+    return out
 
 
 def _end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,

@@ -133,7 +133,8 @@ def detect_format(content: bytes | str) -> str:
         return "csv"
     raise ConfigError(
         "could not recognise the log format; expected one of "
-        f"{', '.join(FORMATS)} (pass format=... to choose one)"
+        f"{', '.join(FORMATS)} (a CSV needs a header of names split by commas, tabs or semicolons; in Python, "
+        "read_log(path, format=...) forces a format)"
     )
 
 

@@ -54,8 +54,8 @@ def test_too_short_is_a_report_with_exit_0(capsys):
     ([SRINATH, "--lr", "-1"], "learning rate"),
     ([SRINATH, "--config", "/nonexistent.json"], "cannot read"),
     ([SRINATH, "--plot", "/nonexistent/dir/out.png"], "cannot write the plot"),
-    ([SRINATH, "--reward-range", "1", "0"], "reward_range"),
-    ([SRINATH, "--reward-range", "0", "nan"], "reward_range"),
+    ([SRINATH, "--reward-range", "1", "0"], "reward range (--reward-range LO HI)"),
+    ([SRINATH, "--reward-range", "0", "nan"], "reward range (--reward-range LO HI)"),
 ])
 @pytest.mark.real_logs
 def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):

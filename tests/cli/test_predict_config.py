@@ -64,7 +64,7 @@ def test_with_a_pilot_and_a_plot(tmp_path, capsys):
     assert report["pilot_steps"] == 40 and report["implications"]["plateau"]["value"] == pytest.approx(0.8, abs=0.05)
     assert report["measured"] and report["assumed"] and png.stat().st_size > 10_000
     assert main(["predict", "--config", config, "--pilot", log, "--pilot-steps", "20"]) == 0
-    assert "from the pilot (20 steps)" in capsys.readouterr().out
+    assert "from the pilot (20 reward points, steps 1-20):" in capsys.readouterr().out
 
 
 def test_flags_without_a_testbed_get_the_config_only_answer(capsys):
@@ -91,7 +91,8 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
 
 @pytest.mark.parametrize("extra, needle", [
     (["--config", "/nonexistent/grpo.json"], "cannot read"),
-    (["--pilot-steps", "20"], "--pilot-steps needs --pilot"),
+    (["--pilot-steps", "20"], "--pilot-steps and --map need --pilot"),
+    (["--map", "reward=score"], "--pilot-steps and --map need --pilot"),
     (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
     (["--reward-range", "0", "1"], "--reward-range needs --pilot"),
     (["--target-noise", "0.02"], "--target-noise needs --pilot"),
@@ -218,3 +219,16 @@ def test_a_trl_pilot_with_clip_fraction_and_entropy_gets_the_collapse_forecast(t
     assert main(["predict", "--config", config, "--pilot", str(log)]) == 0
     text = capsys.readouterr().out
     assert "displacement between samplers" in text and ("entropy rose" in text) is overshoot
+
+
+def test_a_pilot_with_its_own_column_names_is_read_with_map(tmp_path, capsys):
+    """A pilot whose reward column is "score": without --map one line naming the option, with it the forecast."""
+    t = np.arange(1, 41)
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps({"step": int(s), "score": float(0.8 - 0.6 * np.exp(-s / 12))}) + "\n" for s in t))
+    config = write(tmp_path, "grpo.json", TRL)
+    assert main(["predict", "--config", config, "--pilot", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--map reward=COLUMN" in err
+    assert main(["predict", "--config", config, "--pilot", str(path), "--map", "reward=score"]) == 0
+    assert "from the pilot (40 reward points, steps 1-40):" in capsys.readouterr().out

@@ -238,5 +238,5 @@ def test_a_given_reward_range_stops_thresholds_at_a_saturated_plateau():
     assert known.implications.interior_plateau is False and known.implications.critical_refresh_interval is None
     assert "dynamical_instability" not in {v.mode for v in known.verdicts}
     assert any("reward's bound" in n for n in known.notes)
-    with pytest.raises(ConfigError, match="reward_range"):
+    with pytest.raises(ConfigError, match="reward range"):
         diagnose(log, hp, reward_range=(1, 0))

@@ -117,7 +117,7 @@ def test_bad_reward_range():
     t = np.arange(50.0)
     fit = fit_trajectory(t, single_exponential(t, 0.8, 0.2, 10.0) + np.random.default_rng(2).normal(0, NOISE, t.size))
     for bad in ((1.0, 0.0), (0.0,), (0.0, float("inf")), "01"):
-        with pytest.raises(ConfigError, match="reward_range"):
+        with pytest.raises(ConfigError, match="reward range"):
             implications(fit, reward_range=bad)
 
 

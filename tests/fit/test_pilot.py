@@ -573,3 +573,35 @@ def test_the_held_rate_gates_the_kl_pull_only_where_the_pilot_kept_its_reward(tm
     assert fell.fall is not None and fell.fall.lost and fell.kl_pull is True
     hp = Hyperparams(lr=1e-3, optimizer=Adam(), refresh_interval=16, kl_coef=0.04)
     assert kl_pull_risk(hp, 0.1, SOLVED_SHARE) is True and kl_pull_risk(hp, 0.1, SOLVED_SHARE - 1e-9) is False
+
+
+def test_a_pilot_logged_at_another_lr_or_under_a_schedule_is_said(tmp_path):
+    """The logged learning_rate against the config's: within 1% nothing is said; a peak 10x the config's, and a
+    warm-up to it, are each one assumed line; the reader's own warnings (a non-numeric reward) come through."""
+    reward = heavy_ball_curve(0.05, 0.5, 40)
+    setup = read_run_config({"lr": 1e-3, "refresh_interval": 1, "group_size": 8})
+    same = write_log(tmp_path / "same.jsonl", {"reward": reward, "learning_rate": np.full(40, 1.004e-3)})
+    assert not any("learning rate" in a for a in pilot_forecast(setup, same).assumed)
+    other = write_log(tmp_path / "other.jsonl", {"reward": reward, "learning_rate": np.linspace(1e-3, 1e-2, 40)})
+    said = [a for a in pilot_forecast(setup, other).assumed if "learning rate" in a]
+    assert len(said) == 2 and "up to 0.01, the config says 0.001" in said[0]
+    assert "0.001 at its first point, 0.01 at most, 0.01 at its last" in said[1]
+    path = tmp_path / "odd.jsonl"
+    path.write_text(open(same).read() + json.dumps({"step": 41, "reward": "lost"}) + "\n")
+    f = pilot_forecast(setup, str(path))
+    assert any("non-numeric values were ignored in 'reward'" in n for n in f.log_notes)
+    assert any(line.startswith("note: the pilot log: non-numeric") for line in f.summary_lines())
+    assert f.to_json()["pilot_log_notes"] == list(f.log_notes)
+
+
+def test_a_stiffness_the_pilot_does_not_identify_gives_no_regime(tmp_path):
+    """A flat noisy pilot (this seed's fit leaves the stiffness within its noise of zero): the regime line says not
+    identified, with the linear model's max safe T at the fitted stiffness and its one-standard-error range as a
+    reading, not as the answer."""
+    reward = np.clip(0.5 + 0.1 * np.random.default_rng(1).standard_normal(40), 0, 1)
+    setup = read_run_config({"lr": 1e-3, "refresh_interval": 4, "group_size": 8})
+    f = pilot_forecast(setup, write_log(tmp_path / "flat.jsonl", {"reward": reward}))
+    assert "does not identify" in f.lr_note and f.max_safe_lr is None
+    line = next(line for line in f.summary_lines() if "regime at T = 4" in line)
+    low, high = f.implications.max_safe_refresh_interval_range
+    assert line.startswith("  regime at T = 4: not identified") and f"from {low} to {high} within one standard error" in line

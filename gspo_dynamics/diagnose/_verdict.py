@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from gspo_dynamics._plain import plain as _plain
+from gspo_dynamics.fit._implications import max_safe_text
 
 # Symptom modes: what the reward curve does. Exactly one of them describes every analysed run.
 TREND_MODES: tuple[str, ...] = ("healthy_saturation", "still_rising", "stalled", "noise_dominated")
@@ -130,7 +131,7 @@ class Diagnosis:
                 if imp.damping_margin is not None:
                     lines.append(f"theory     stiffness/step {imp.stiffness_per_step}, damping margin {imp.damping_margin} "
                                  f"({imp.damping_margin_source}), refresh interval {imp.refresh_interval}, "
-                                 f"max safe {imp.max_safe_refresh_interval}")
+                                 f"max safe T {max_safe_text(imp)}")
         if self.not_checked:
             lines.append("")
             lines += [f"not checked  {n}" for n in self.not_checked]

@@ -62,7 +62,7 @@ from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit
 from gspo_dynamics.fit._uncertainty import partial_derivative
 from gspo_dynamics.theory import continuous, linear
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
-from gspo_dynamics.theory.trajectory import curvature_from_timescale
+from gspo_dynamics.theory.trajectory import curvature_from_timescale, fastest_relaxation_rate
 
 # Fraction of the curvature acting through stale forces. 1 is the no-correction case with no KL
 # (every force computed at the sampling policy): the most lag, so the smallest (safest) critical T.
@@ -161,6 +161,26 @@ def _interior_plateau(fit: TrajectoryFit, reward_range) -> bool | None:
     if at_hi and at_lo:  # the band reaches both ends: the fit cannot tell where the plateau is
         return None
     return not (at_hi or at_lo)
+
+
+def max_safe_text(imp: Implications) -> str:
+    """The largest stable T as text: the number, "withheld" at a plateau on the reward's bound, or "not bounded up
+    to T_SCAN_MAX" (never Python's None)."""
+    if imp.max_safe_refresh_interval is not None:
+        return str(imp.max_safe_refresh_interval)
+    if imp.interior_plateau is False:
+        return "withheld (the plateau is at the reward's bound: no threshold)"
+    return f"not bounded up to T = {T_SCAN_MAX}"
+
+
+def max_safe_range_text(imp: Implications) -> str:
+    """The largest stable T over the stiffness +- one standard error, "" without one ("beyond T_SCAN_MAX" at the
+    scan's end)."""
+    span = imp.max_safe_refresh_interval_range
+    if span is None:
+        return ""
+    high = f"beyond {T_SCAN_MAX}" if span[1] >= T_SCAN_MAX else str(span[1])
+    return f"from {span[0]} to {high} within one standard error of the stiffness"
 
 
 def check_reward_range(reward_range) -> None:
@@ -279,11 +299,20 @@ def _stiffness(fit: TrajectoryFit, mu: float, T: int, notes: list[str]) -> tuple
     if fit.model == "oscillator":  # the fit's m = 1 oscillator carries c and k
         m = (1.0 + mu) / 2.0
         return m * q["stiffness"], m * se["stiffness"], True
-    try:
-        kappa = _kappa_from_tau(q["tau"], mu, T)
-        return kappa, _delta_stderr(fit, lambda p: _kappa_from_tau(p["tau"], mu, T)), False
-    except ConfigError as exc:
-        notes.append(f"the fitted time scale does not match these hyperparameters: {exc}")
+    tau_c = 1.0 / fastest_relaxation_rate(1.0, mu, T, STALE_FRACTION)
+    tau, tau_se = q["tau"], se.get("tau")
+    if tau < tau_c:  # no curvature relaxes this fast: none is read, and the note says how far off it is
+        noisy = tau_se is not None and math.isfinite(tau_se) and tau + Z_MEASURED * tau_se >= tau_c
+        notes.append(f"the fitted time scale tau = {tau:.4g}" + (f" +- {tau_se:.2g}" if tau_se is not None else "")
+                     + f" is shorter than any curvature gives these hyperparameters (tau >= {tau_c:.4g} steps, "
+                     "critical damping): no stiffness is read from it"
+                     + ("; it lies within its noise of that bound, so a longer pilot may give one" if noisy else ""))
+        return None, None, False
+    try:  # the standard error's finite differences step tau by a little: past tau_c they have no curvature either
+        return _kappa_from_tau(tau, mu, T), _delta_stderr(fit, lambda p: _kappa_from_tau(p["tau"], mu, T)), False
+    except ConfigError:
+        notes.append(f"the fitted time scale tau = {tau:.4g} lies at the fastest relaxation these hyperparameters "
+                     f"allow (tau >= {tau_c:.4g} steps): no stiffness with a standard error is read from it")
         return None, None, False
 
 

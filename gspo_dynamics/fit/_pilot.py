@@ -45,7 +45,7 @@ from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields
 from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
 from gspo_dynamics.fit._fall import BLOCK, Fall, reward_fall
-from gspo_dynamics.fit._implications import Implications, implications
+from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
@@ -160,14 +160,12 @@ class PilotForecast:
                          f"at this lr and T = {hp.refresh_interval} the run already collapses or oscillates, and the "
                          "curve above is that fall's, not a plateau to forecast from; lower the lr")
         if imp.exact_regime is not None and "does not identify" in self.lr_note:
-            span = imp.max_safe_refresh_interval_range
-            within = "" if span is None else f", from {span[0]} to {span[1]} within one standard error of the stiffness"
+            within = max_safe_range_text(imp)
             lines.append(f"  regime at T = {hp.refresh_interval}: not identified (the pilot's stiffness is within its noise "
-                         f"of zero); at the fitted stiffness {imp.exact_regime}, max safe T "
-                         f"{imp.max_safe_refresh_interval or 'not bounded by the linear model'}{within}")
+                         f"of zero); at the fitted stiffness {imp.exact_regime}, max safe T {max_safe_text(imp)}"
+                         + (f", {within}" if within else ""))
         elif imp.exact_regime is not None:
-            lines.append(f"  regime at T = {hp.refresh_interval}: {imp.exact_regime}; max safe T "
-                         f"{imp.max_safe_refresh_interval or 'not bounded by the linear model'}")
+            lines.append(f"  regime at T = {hp.refresh_interval}: {imp.exact_regime}; max safe T {max_safe_text(imp)}")
         else:
             lines.append(f"  regime at T = {hp.refresh_interval}: withheld (premises below)")
         lines.append(f"  max safe lr at T = {hp.refresh_interval}: "

@@ -324,6 +324,16 @@ def oscillator_from_hyperparams(curvature_stale, curvature_fresh, lr, momentum, 
     return Oscillator(mass=m, damping=c, stiffness=k)
 
 
+def fastest_relaxation_rate(lr, momentum=0.0, refresh_interval=1, stale_fraction=1.0) -> float:
+    """r_c, the fastest decay rate per step any curvature gives these hyperparameters (critical damping; the
+    equation in `curvature_from_timescale`'s docstring): a fitted time scale below 1 / r_c has no curvature."""
+    eta, mu, T = _check_hyperparams(lr, momentum, refresh_interval)
+    f = _real("stale fraction", stale_fraction)
+    _require(0.0 <= f <= 1.0, f"stale fraction must be in [0, 1], got {f}")
+    m, c0, g = (1.0 + mu) / 2.0, 1.0 - mu, eta * f * (T - 1) / 2.0
+    return c0 * eta / (m * eta + math.sqrt(m * m * eta * eta + m * g * c0 * eta))
+
+
 def curvature_from_timescale(
     tau, lr, momentum=0.0, refresh_interval=1, stale_fraction=1.0, *, branch: Branch = "overdamped"
 ) -> float:
@@ -345,17 +355,16 @@ def curvature_from_timescale(
     """
     tau = _real("timescale tau", tau)
     _require(tau > 0.0, f"timescale tau must be positive, got {tau}")
-    eta, mu, T = _check_hyperparams(lr, momentum, refresh_interval)
-    f = _real("stale fraction", stale_fraction)
-    _require(0.0 <= f <= 1.0, f"stale fraction must be in [0, 1], got {f}")
     _require(branch in BRANCHES, f"branch must be one of {', '.join(BRANCHES)}; got {branch!r}")
+    r_c = fastest_relaxation_rate(lr, momentum, refresh_interval, stale_fraction)
+    eta, mu, T = _check_hyperparams(lr, momentum, refresh_interval)
+    f = float(stale_fraction)
     m, c0, g = (1.0 + mu) / 2.0, 1.0 - mu, eta * f * (T - 1) / 2.0
     r = 1.0 / tau
-    r_c = c0 * eta / (m * eta + math.sqrt(m * m * eta * eta + m * g * c0 * eta))
     _require(
         r <= r_c * (1.0 + FOLD_RTOL),
-        f"timescale tau = {tau} is shorter than the fastest relaxation these hyperparameters allow "
-        f"(critical damping, tau = {1.0 / r_c:.6g} steps); expected tau >= {1.0 / r_c:.6g}",
+        f"timescale tau = {tau:.4g} is shorter than the fastest relaxation these hyperparameters allow "
+        f"(critical damping, tau = {1.0 / r_c:.4g} steps); expected tau >= {1.0 / r_c:.4g}",
     )
     r = min(r, r_c)
     if branch == "overdamped":

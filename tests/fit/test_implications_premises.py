@@ -14,7 +14,7 @@ from gspo_dynamics.theory import linear
 from gspo_dynamics.theory.bandit import TwoArmBandit, fixed_point
 from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 from gspo_dynamics.theory.nonlinear import critical_refresh_interval_from_start, expected_trajectory
-from gspo_dynamics.theory.trajectory import single_exponential
+from gspo_dynamics.theory.trajectory import fastest_relaxation_rate, single_exponential
 
 NOISE = 0.005  # measurement noise added to the exact curves (as in test_implications)
 STEPS = 300
@@ -134,3 +134,22 @@ def test_a_plateau_band_that_reaches_both_ends_is_not_identified():
     assert any("does not identify the plateau" in n for n in imp.notes)
     quiet = curve + rng.normal(0, 0.02, t.size)
     assert implications(fit_trajectory(t, quiet), reward_range=(0.0, 1.0)).interior_plateau is True
+
+
+def test_a_time_scale_faster_than_the_hyperparameters_allow():
+    """mu = 0.9, T = 1: no curvature relaxes faster than tau_c = 19 steps. A fitted tau below it gives no stiffness,
+    with one note (not the theory's exception): a noisy pilot whose tau lies within two standard errors of tau_c
+    is told a longer pilot may give one; a noise-free tau = 5 is not."""
+    hp = Hyperparams(lr=1.0, optimizer=SGD(momentum=0.9), refresh_interval=1, group_size=8)
+    tau_c = 1.0 / fastest_relaxation_rate(1.0, 0.9, 1, 1.0)
+    assert tau_c == pytest.approx(19.0)
+    t = np.arange(1, 31.0)
+    fit = fit_trajectory(t, 0.8 - 0.6 * np.exp(-t / 18) + 0.05 * np.random.default_rng(2).standard_normal(30))
+    tau, se = fit.params["tau"], fit.stderr["tau"]
+    assert fit.model == "exponential" and tau < tau_c < tau + 2 * se
+    imp = implications(fit, hp)
+    said = [n for n in imp.notes if "shorter than any curvature gives these hyperparameters (tau >= 19 steps" in n]
+    assert imp.stiffness_per_step is None and len(said) == 1 and "a longer pilot may give one" in said[0]
+    fast = implications(fit_trajectory(t, 0.8 - 0.6 * np.exp(-t / 5)), hp)
+    said = [n for n in fast.notes if "no stiffness is read from it" in n]
+    assert fast.stiffness_per_step is None and len(said) == 1 and "longer pilot" not in said[0]

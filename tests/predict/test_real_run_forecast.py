@@ -65,7 +65,7 @@ def test_a_flat_pilot_forecasts_the_level_and_withholds_the_stiffness(real_logs,
     report = forecast(tmp_path, capsys, WORDLE_CONFIG, log, WORDLE_PILOT)
     assert (report["config"]["group_size"], report["config"]["num_groups"], report["config"]["refresh_interval"]) == (2, 1, 1)
     assert report["max_safe_lr"] is None and report["implications"]["stiffness_per_step"] is None
-    assert any("shorter than the fastest relaxation" in n for n in report["implications"]["notes"])
+    assert any("shorter than any curvature gives these hyperparameters" in n for n in report["implications"]["notes"])
     later = np.array([r["reward"] for r in json.loads(log.read_text())["log_history"] if "reward" in r])[WORDLE_PILOT:]
     plateau = report["implications"]["plateau"]
     combined = np.hypot(plateau["stderr"], later.std(ddof=1) / np.sqrt(len(later)))

@@ -33,6 +33,7 @@ Everything else is assumed, and said so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -282,6 +283,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
             raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
         if setup.run_steps is not None and setup.run_steps != run_steps:
             assumed.append(f"the run's length is {run_steps} steps as given, not the config's {setup.run_steps}")
+        setup = dataclasses.replace(setup, run_steps=run_steps)  # the JSON's config.run_steps is the run's
     end = _end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
                       reward_range, assumed)
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,

@@ -98,7 +98,7 @@ def config_forecast(setup: RunSetup) -> ConfigForecast:
     hp = setup.hparams
     mu, T = hp.momentum, hp.refresh_interval
     bound = float(critical_learning_rate(1.0, 0.0, mu, T))
-    on_policy = float(critical_learning_rate(1.0, 0.0, mu, 1))
+    on_policy = 2.0 * (1.0 + mu)  # x_max(1, mu) in closed form (heavy ball's edge; tests check it against the scan)
     t_c = critical_refresh_interval(np.asarray(STIFFNESSES), 0.0, 1.0, mu, t_max=T_SCAN)
     safe = {x: (None if int(t) == STABLE else int(t) - 1) for x, t in zip(STIFFNESSES, t_c)}
     G = hp.group_size

@@ -61,13 +61,21 @@ def _yaml_loader():
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The dict held by a JSON or YAML file (by its suffix; YAML for .yaml / .yml), or one ConfigError."""
+    """The dict held by a JSON, YAML or TOML file (by its suffix: .yaml / .yml, .toml, else JSON), or one
+    ConfigError."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the config file {str(path)!r}: {exc}") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
+    if path.suffix.lower() == ".toml":  # our trainer's `train --config` takes TOML too
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"the config file {str(path)!r} is not valid TOML: {exc}") from None
+    elif path.suffix.lower() in (".yaml", ".yml"):
         import yaml
 
         try:

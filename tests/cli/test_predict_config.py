@@ -130,6 +130,10 @@ def test_the_reward_at_the_runs_end_with_its_interval(tmp_path, capsys):
     assert main(["predict", "--config", config, "--pilot", log, "--json"]) == 0
     end = json.loads(capsys.readouterr().out)["end_reward"]
     assert end["run_steps"] == 120 and end["ratio"] == 3 and end["interval"][0] <= end["value"] <= end["interval"][1]
+    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "80", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)  # the run's length as given, in the config's echo too
+    assert report["config"]["run_steps"] == report["end_reward"]["run_steps"] == 80
+    assert any("80 steps as given, not the config's 120" in a for a in report["assumed"])
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "1000"]) == 0
     assert "no interval: the run is 25 times its pilot" in capsys.readouterr().out
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "99999999999999999999999"]) == 0

@@ -52,3 +52,17 @@ def test_zero_std_share_and_the_summary():
     text = "\n".join(f.summary_lines())
     assert "TRL GRPOConfig" in text and "needs a pilot" in text and "Adam" in text and "T = 2" in text
     assert f.to_json()["config"]["refresh_interval"] == 2
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.5, 0.9, 0.99])
+def test_the_on_policy_bound_is_heavy_balls_edge_2_1_plus_mu(mu):
+    """x_max(1, mu) = 2 (1 + mu) in closed form, against `theory.linear`'s bisection (to its 1e-9 relative) and
+    against the scalar loop 2% either side (for mu <= 0.9: at 0.99 the root near -1 moves too little in 3000
+    periods to tell)."""
+    from gspo_dynamics.theory.linear import critical_learning_rate
+
+    bound = config_forecast(read_run_config({"lr": 1.0, "optimizer": "sgd", "momentum": mu, "refresh_interval": 1})
+                            ).stiffness_bound_on_policy
+    assert bound == 2.0 * (1.0 + mu) == pytest.approx(float(critical_learning_rate(1.0, 0.0, mu, 1)), rel=1e-9)
+    if mu <= 0.9:
+        assert not grows(0.98 * bound, mu, 1) and grows(1.02 * bound, mu, 1)

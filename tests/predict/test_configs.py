@@ -295,3 +295,15 @@ def test_an_override_of_a_key_no_mapping_reads_is_named():
     assert not any("rollout.n: no key" in n for n in setup.notes)
     trl = read_run_config({"learning_rate": 1e-6}, overrides=["learnig_rate=3e-6"])
     assert trl.hparams.lr == 1e-6 and any("--set learnig_rate: no key the TRL GRPOConfig mapping" in n for n in trl.notes)
+
+
+def test_our_trainers_toml_config_is_read_as_train_reads_it(tmp_path):
+    """`train --config run.toml` takes TOML, so predict --config does: the same setup as the JSON; a broken TOML
+    file is one ConfigError."""
+    fields = {"task": "count", "model": "100k", "objective": "grpo", "lr": 3e-3, "steps_per_generation": 4}
+    toml = tmp_path / "run.toml"
+    toml.write_text('task = "count"\nmodel = "100k"\nobjective = "grpo"\nlr = 3e-3\nsteps_per_generation = 4\n')
+    assert read_run_config(toml).hparams == read_run_config(fields).hparams
+    toml.write_text("task = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        read_run_config(toml)

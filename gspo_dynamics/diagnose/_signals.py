@@ -191,6 +191,9 @@ def eval_divergence(log, trend: dict) -> dict | None:
                     peak_step=int(es[k + w - 1]), late=late, train_z=trend["z"], eval_points=int(evals.size))
 
 
+MAX_LENGTH_KEYS = "TRL: max_completion_length; verl: data.max_response_length"  # the completion length cap
+
+
 def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | None]:
     steps = log.steps
     ev, confs, advice, missing = [], [], [], []
@@ -228,9 +231,12 @@ def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | N
             ev.append(evidence("truncation rate rise", tc["late"] - tc["early"], tc["steps"], threshold=TRUNCATION_RISE,
                                late=tc["late"]))
             confs.append(confidence(tc["late"] - tc["early"] - TRUNCATION_RISE, 0.1))
+            advice.append(f"the share of completions cut at the maximum length rose {tc['early']:.0%} -> {tc['late']:.0%} "
+                          f"while the reward held or rose: check that truncated answers earn no reward, add an overlong "
+                          f"penalty (DAPO), or raise the cap ({MAX_LENGTH_KEYS})")
         if min(tc["early"], tc["late"]) > TRUNCATION_HIGH:
             notes.append(f"{tc['late']:.0%} of the completions are cut at the maximum length (early {tc['early']:.0%}): "
-                         "raise max_completion_length, or the reward sees truncated answers")
+                         f"raise the cap ({MAX_LENGTH_KEYS}), or the reward sees truncated answers")
     components = [n for n in log.names if n.startswith("reward/") and log.n_points(n) >= 6]
     if len(components) >= 2:
         gains = {n: change(steps, log[n]) for n in components}

@@ -109,6 +109,7 @@ class Implications:
     max_safe_refresh_interval: int | None = None  # one below the earliest threshold above
     max_safe_refresh_interval_range: tuple[int, int] | None = None  # from kappa +- stderr
     interior_plateau: bool | None = None  # False: R_inf at an end of reward_range (no threshold); None: not checked
+    reward_range: tuple[float, float] | None = None  # as given: the least and greatest reward the task can give
     decay_rate: Estimate | None = None  # r_fit, the fit's slowest decay rate per step (module docstring)
     linear_regime: bool | None = None  # on-policy fits: r_fit <= -ln(mu)/2 within Z_MEASURED se; None: not checked
     notes: list[str] = field(default_factory=list)
@@ -269,6 +270,7 @@ def _curve_facts(fit: TrajectoryFit, reward_range, notes: list[str]) -> dict:
     out["decay_rate"] = Estimate(_decay_rate(fit.model, q), _delta_stderr(fit, lambda p: _decay_rate(fit.model, p)))
     if reward_range is not None:
         out["interior_plateau"] = _interior_plateau(fit, reward_range)
+        out["reward_range"] = (float(reward_range[0]), float(reward_range[1]))
         if out["interior_plateau"] is None:
             notes.append("the fit does not identify the plateau: whether it is the reward's bound is not known")
     if fit.plateau_extrapolation > EXTRAPOLATION_LIMIT:

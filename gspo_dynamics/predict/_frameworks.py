@@ -58,6 +58,8 @@ TRL_DEFAULTS: dict[str, Any] = {
     "importance_sampling_level": "token", "scale_rewards": "group", "adam_beta1": 0.9, "adam_beta2": 0.999,
     "adam_epsilon": 1e-8, "gradient_accumulation_steps": 1, "per_device_train_batch_size": 8,
 }
+# defaults that older TRL releases set otherwise, said beside the default read
+TRL_OLDER_DEFAULTS = {"beta": " (older TRL releases defaulted to 0.04: give beta if the run used one of them)"}
 TRL_HYPERPARAMETERS = set(TRL_DEFAULTS) | {"steps_per_generation", "generation_batch_size", "epsilon_high", "loss_type"}
 TRL_KEYS = TRL_HYPERPARAMETERS | {"num_processes", "world_size", "max_steps"}  # with the run's size and length
 # keys of GRPOConfig that change nothing the reduced model represents (said once, not listed as unknown)
@@ -131,7 +133,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     def get(key):
         if cfg.get(key) is not None:
             return cfg[key]
-        notes.append(f"{key} not given: TRL's default {TRL_DEFAULTS[key]!r}")
+        notes.append(f"{key} not given: TRL's default {TRL_DEFAULTS[key]!r}" + TRL_OLDER_DEFAULTS.get(key, ""))
         return TRL_DEFAULTS[key]
 
     G = _number("num_generations", get("num_generations"), integer=True, positive=True)

@@ -62,6 +62,17 @@ def test_still_rising_says_how_long_to_the_plateau():
     assert "more steps" in " ".join(d.verdict("still_rising").advice)
 
 
+def test_still_rising_toward_a_bound_counts_no_steps_to_a_plateau_past_it():
+    """A curve heading for 1.2 on a success rate read with --reward-range 0 1: no "more steps to the plateau"
+    (it lies past the task's top), the advice says it rises toward the bound."""
+    t = np.arange(60.0)
+    p = np.clip(single_exponential(t, 1.2, 0.1, 80.0), 0, 1)
+    d = diagnose(binary_log(p), reward_range=(0.0, 1.0))
+    assert d.primary == "still_rising" and d.implications.reward_range == (0.0, 1.0)
+    advice = " ".join(d.verdict("still_rising").advice)
+    assert "rising toward its bound" in advice and "more steps" not in advice
+
+
 def test_stalled_when_a_precise_log_shows_no_change():
     d = diagnose(binary_log(np.full(300, 0.5)))
     assert d.primary == "stalled"
@@ -222,6 +233,10 @@ def test_truncation_and_length_growth_under_a_collapsing_reward_are_not_hacking(
     d = diagnose(binary_log(rising, extra={"truncation_rate": truncation, "mean_length": length}))
     signals = {e["signal"] for e in d.verdict("reward_hacking").evidence}
     assert {"truncation rate rise", "mean completion length late / early"} <= signals
+    only_cut = diagnose(binary_log(rising, extra={"truncation_rate": truncation}))  # each signal has its advice
+    advice = " ".join(only_cut.verdict("reward_hacking").advice)
+    assert "completions cut at the maximum length rose" in advice and "overlong penalty" in advice
+    assert "max_completion_length" in advice and "data.max_response_length" in advice
 
 
 def test_a_given_reward_range_stops_thresholds_at_a_saturated_plateau():

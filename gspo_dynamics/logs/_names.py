@@ -140,8 +140,18 @@ def name_rank(key: str) -> tuple:
     return (_EXACT if name == key else tier, order, prefixed, key)
 
 
+# A W&B chart's "Download CSV": columns "<run name> - <metric>", with "__MIN" / "__MAX" beside each (the band
+# of a smoothed or grouped line: left as they are)
+_WANDB_PANEL = re.compile(r"^.+? - (?P<metric>\S+)$")
+
+
 def _lookup(key: str) -> tuple[str, int, int, bool]:
     """(canonical name, tier, place in the custom row, whether a train/ prefix was removed)."""
+    panel = _WANDB_PANEL.match(key)
+    if panel and not panel["metric"].endswith(("__MIN", "__MAX")):
+        found = _lookup(panel["metric"])
+        if found[0] != panel["metric"] or panel["metric"] in _TABLE.values():  # a metric this table knows
+            return found
     for prefix in _EVAL_PREFIXES:
         if key.startswith(prefix) and len(key) > len(prefix):
             name, tier, order, prefixed = _lookup(key[len(prefix) :])

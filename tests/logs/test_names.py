@@ -105,3 +105,16 @@ def test_resolve_names_is_one_to_one_and_a_choice_displaces_the_canonical_column
     assert names["reward_mean"] == "reward_mean"  # lost to the choice, keeps its raw name
     assert len(set(names.values())) == len(keys)
     assert any("kept as 'unmapped/reward'" in w for w in warnings)
+
+
+def test_a_wandb_chart_csv_names_its_columns_run_dash_metric():
+    """W&B's chart "Download CSV": "<run> - train/reward" is the reward, "<run> - kl" the KL; the __MIN / __MAX band
+    columns and a " - " key whose metric part is unknown keep their own names."""
+    assert canonical_name("qwen-grpo-run-7 - train/reward") == "reward"
+    assert canonical_name("run a - train/kl") == canonical_name("train/kl")
+    assert canonical_name("qwen-grpo-run-7 - train/reward__MIN") == "qwen-grpo-run-7 - train/reward__MIN"
+    assert canonical_name("budget - remaining") == "budget - remaining"
+    text = "Step,r7 - train/reward,r7 - train/reward__MIN,r7 - train/reward__MAX\n" + "".join(
+        f"{s},{0.1 + 0.01 * s},{0.1 + 0.01 * s},{0.1 + 0.01 * s}\n" for s in range(1, 21))
+    log = read_log(text)
+    assert log.n_points("reward") == 20 and log["reward"][0] == pytest.approx(0.11)

@@ -12,6 +12,7 @@ import numpy as np
 from gspo_dynamics.diagnose._trend import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.theory.finite_group import zero_variance_probability
+from gspo_dynamics.theory.hyperparams import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS
 
 DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning signal late in the run
 ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this
@@ -153,12 +154,17 @@ def concentration(log, hparams) -> tuple[Verdict | None, str | None]:
     advice = []
     if hparams is not None:
         beta = hparams.kl_coef
-        advice.append(f"raise the KL weight beta (now {beta:g}; {'e.g. 0.01-0.04' if beta == 0 else f'e.g. to {2 * beta:g}'}) "
-                      "to hold the policy near the reference")
-        advice.append(f"raise the upper clip eps_high (now {hparams.clip_high:g}; DAPO's clip-higher uses 0.28) so "
-                      "unlikely tokens can still gain probability")
+        advice.append(f"raise the KL weight beta ({KL_WEIGHT_KEYS}; now {beta:g}, "
+                      f"{'e.g. 0.01-0.04' if beta == 0 else f'e.g. to {2 * beta:g}'}) to hold the policy near the reference")
+        if hparams.correction == "sequence":  # GSPO's band is on the sequence ratio, about 1e-4 wide
+            advice.append(f"the upper clip (now {hparams.clip_high:g}) bounds the sequence ratio here: DAPO's token-level "
+                          "clip-higher (0.28) does not carry over to it")
+        else:
+            advice.append(f"raise the upper clip eps_high ({CLIP_HIGH_KEYS}; now {hparams.clip_high:g}; DAPO's "
+                          "clip-higher uses 0.28) so unlikely tokens can still gain probability")
     else:
-        advice.append("raise the KL weight beta, or the upper clip eps_high (DAPO's clip-higher: 0.28)")
+        advice.append(f"raise the KL weight beta ({KL_WEIGHT_KEYS}), or for a token-level clip the upper bound eps_high "
+                      f"({CLIP_HIGH_KEYS}; DAPO's clip-higher: 0.28)")
     advice.append("or lower the learning rate, or add an entropy bonus")
     return Verdict("policy_concentration", conf, ev, advice), None
 

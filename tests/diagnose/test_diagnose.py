@@ -124,6 +124,14 @@ def test_policy_concentration_outranks_the_degeneracy_it_causes():
     assert d.primary == "policy_concentration"
     assert any("KL" in a for a in d.verdict("policy_concentration").advice)
     assert d.verdict("advantage_degeneracy").confidence < d.verdict("policy_concentration").confidence
+    series = {"entropy": entropy, "frac_zero_std": zero_std}
+    token = diagnose(binary_log(p, extra=series), Hyperparams(lr=1.0, group_size=G, correction="token", clip_high=0.2))
+    advice = " ".join(token.verdict("policy_concentration").advice)
+    assert "TRL: epsilon_high; verl: actor_rollout_ref.actor.clip_ratio_high" in advice and "TRL: beta" in advice
+    sequence = diagnose(binary_log(p, extra=series),
+                        Hyperparams(lr=1.0, group_size=G, correction="sequence", clip_low=3e-4, clip_high=4e-4))
+    advice = " ".join(sequence.verdict("policy_concentration").advice)  # GSPO: no token-level clip-higher of 0.28
+    assert "bounds the sequence ratio" in advice and "raise the upper clip" not in advice
 
 
 def test_entropy_collapse_at_the_ceiling_is_a_solved_task():

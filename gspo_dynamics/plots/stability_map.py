@@ -13,6 +13,8 @@ from `predict` and `fit`.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -23,6 +25,7 @@ from gspo_dynamics.predict import stability_grid, stiffness_bounds
 REFRESH_INTERVALS = np.arange(1, 65)
 LR_SPAN = 100.0  # the map covers lr / LR_SPAN .. lr x LR_SPAN around the config's
 PANEL = (4.2, 3.2)  # inches
+NOTE_WIDTH = 60  # characters per line of a note drawn on a panel (6 pt across most of its width)
 
 
 def _config_map(ax, forecast) -> None:
@@ -50,15 +53,17 @@ def _lr_map(ax, forecast) -> None:
         unstable = stability_grid(kappa / hp.lr, forecast.config.momentum, lrs, REFRESH_INTERVALS)
         ax.pcolormesh(lrs, REFRESH_INTERVALS, unstable, cmap="Oranges", vmin=0, vmax=2.5, shading="nearest")
     else:
-        ax.text(0.03, 0.97, "linear map withheld: " + forecast.lr_note.split(":")[0][:48], transform=ax.transAxes,
-                ha="left", va="top", fontsize=6, color=DATA, bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
+        why = textwrap.fill("linear map withheld: " + forecast.lr_note.split(":")[0], NOTE_WIDTH)
+        ax.text(0.03, 0.97, why, transform=ax.transAxes, ha="left", va="top", fontsize=6, color=DATA,
+                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
     if collapse is not None and collapse.any():
         ax.contourf(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5, 1.5], colors="none", hatches=["///"])
         ax.contour(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5], colors=[WARN], linewidths=1.0)
         ax.plot([], [], color=WARN, lw=1.0, label="collapse risk (hatched): the displacement past its limit or the entropy overshoot")
     ax.plot(hp.lr, hp.refresh_interval, "o", color=THEORY, ms=6, label="this config")
     ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="refresh interval T",
-           title="stability map from the pilot (shaded: linear model)")
+           title="stability map from the pilot (shaded: linear model)", xlim=(lrs[0], lrs[-1]),
+           ylim=(REFRESH_INTERVALS[0], REFRESH_INTERVALS[-1]))  # the map's whole domain, whatever is drawn on it
     ax.legend(fontsize=6, loc="lower left")
 
 

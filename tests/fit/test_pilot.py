@@ -400,6 +400,11 @@ def test_the_map_hatches_the_collapse_region_and_withholds_a_failed_linear_map(t
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("collapse risk" in label for label in labels) and "this config" in labels
     assert ax.get_xlabel() == "learning rate"
+    assert ax.get_ylim() == (1, 64)  # the map's whole T range, whatever is drawn
+    lr = f.config.setup.hparams.lr
+    assert ax.get_xlim() == pytest.approx((lr / 100, lr * 100))
+    withheld = [t.get_text() for t in ax.texts if t.get_text().startswith("linear map withheld")]
+    assert not withheld or all(len(line) <= 60 for line in withheld[0].splitlines())  # wrapped, not cut
 
 
 def test_the_signal_share_is_one_minus_the_logged_zero_std_share_and_at_least_one_group(tmp_path):

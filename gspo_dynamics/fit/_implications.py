@@ -72,6 +72,7 @@ STALE_FRACTION = 1.0
 Z_MEASURED = 2.0
 # Largest refresh interval scanned for the exact threshold; beyond it the run is called safe.
 T_SCAN_MAX = 1000
+BOUND_BAND = 0.05  # `_interior_plateau`: the scatter term's cap, as a share of the reward's range
 
 
 @dataclass(frozen=True)
@@ -147,14 +148,19 @@ def _decay_rate(model: str, p: dict[str, float]) -> float:
 
 
 def _interior_plateau(fit: TrajectoryFit, reward_range) -> bool | None:
-    """False when R_inf is within Z_MEASURED max(se(R_inf), s) of an end of reward_range (or beyond it),
-    s the residual scatter of one logged point: a plateau that the curve's own noise cannot tell from
-    the bound shows no interior equilibrium (and a saturating approach, algebraic in t, is fitted by a
-    plateau a little short of the bound with a small se). None when that band reaches both ends (the
-    fit does not locate the plateau) or is not finite."""
+    """False when R_inf is within Z_MEASURED max(se(R_inf), min(s, BOUND_BAND (hi - lo))) of an end of
+    reward_range (or beyond it), s the residual scatter of one logged point: a plateau that the curve's own
+    noise cannot tell from the bound shows no interior equilibrium (and a saturating approach, algebraic in t,
+    is fitted by a plateau a little short of the bound with a small se: the scatter term covers that shortfall).
+    "A little" is at most BOUND_BAND of the range: a noisy log's scatter (a success rate over a few groups,
+    s ~ 0.1-0.2) would otherwise put a plateau of 0.6-0.8 at the bound of 1, where its standard error places it
+    well inside. None when that band reaches both ends, or R_inf's standard error is not finite (the fit does not
+    locate the plateau)."""
     lo, hi = reward_range
     se = fit.stderr["r_inf"]
-    tol = Z_MEASURED * max(se if math.isfinite(se) else 0.0, fit.residual_std)
+    if not math.isfinite(se):
+        return None
+    tol = Z_MEASURED * max(se, min(fit.residual_std, BOUND_BAND * (hi - lo)))
     if not math.isfinite(tol):
         return None
     r_inf = fit.params["r_inf"]

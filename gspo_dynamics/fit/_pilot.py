@@ -276,6 +276,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     if fall is not None:
         measured.append(f"the reward's largest fall below its running best over {BLOCK}-step means, {fall.fall:.3g} "
                         f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'within the noise'})")
+    if fall is not None and fall.lost and max_lr is not None:  # kept: on our grids it still flagged unstable cells
+        lr_note += "; the pilot lost reward at its own lr (above), so this is no safe lr there"
     kept = fall is not None and not fall.lost
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
     if run_steps is not None:

@@ -121,19 +121,27 @@ def test_bad_reward_range():
             implications(fit, reward_range=bad)
 
 
-def test_a_plateau_band_that_reaches_both_ends_is_not_identified():
-    """Rewards in [0, 1] scattered by 0.3 around a curve rising to 0.5: the band 2 x 0.3 around the
-    plateau reaches both 0 and 1, so whether the plateau is a bound is unknown (None, with the note);
-    the same curve with a scatter of 0.02 has an interior plateau."""
+def test_where_the_plateau_lies_against_the_bound():
+    """Rewards in [0, 1] around a curve rising to 0.5. Scattered by 0.3 over 120 steps, the plateau's standard
+    error (about 0.04) places it inside, though one point's scatter spans the range (the scatter term is capped at
+    BOUND_BAND of it); scattered by 0.02, inside. Twelve noisy points whose fit leaves R_inf's standard error
+    infinite do not locate it (None, with the note). A curve rising to 0.97 with scatter 0.03 (within 2 min(s,
+    0.05) of 1) is at the bound."""
     t = np.arange(1, 121)
     curve = 0.5 - 0.3 * np.exp(-t / 15)
     rng = np.random.default_rng(3)
     noisy = np.clip(curve + rng.normal(0, 0.3, t.size), 0, 1)
-    imp = implications(fit_trajectory(t, noisy), reward_range=(0.0, 1.0))
-    assert imp.interior_plateau is None
-    assert any("does not identify the plateau" in n for n in imp.notes)
+    fit = fit_trajectory(t, noisy)
+    assert fit.residual_std > 0.25 and fit.stderr["r_inf"] < 0.05
+    assert implications(fit, reward_range=(0.0, 1.0)).interior_plateau is True
     quiet = curve + rng.normal(0, 0.02, t.size)
     assert implications(fit_trajectory(t, quiet), reward_range=(0.0, 1.0)).interior_plateau is True
+    short = fit_trajectory(np.arange(1, 13), np.clip(0.5 + np.random.default_rng(3).normal(0, 0.3, 12), 0, 1))
+    imp = implications(short, reward_range=(0.0, 1.0))
+    assert not np.isfinite(short.stderr["r_inf"]) and imp.interior_plateau is None
+    assert any("does not identify the plateau" in n for n in imp.notes)
+    near = fit_trajectory(t, 0.97 - 0.5 * np.exp(-t / 15) + rng.normal(0, 0.03, t.size))
+    assert implications(near, reward_range=(0.0, 1.0)).interior_plateau is False
 
 
 def test_a_time_scale_faster_than_the_hyperparameters_allow():

@@ -202,6 +202,9 @@ class PilotForecast:
                          f"= {COLLAPSE_SPREAD:g} x {self.entropy:.3g} / {self.signal_share:.3g} = {bound:.3g}{where}: {risk} "
                          f"({margin}{why})")
             lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
+        else:
+            lines.append("  collapse: not assessed (the pilot gives no per-step drift or no token entropy: assumed, below); "
+                         "the lr bound above is the linear model's alone")
         if self.kl_pull:
             lines.append(f"  KL pull, not in the collapse bounds above: with beta = {hp.kl_coef:g} and {1 - self.signal_share:.0%} "
                          "of the run's groups flat, a window whose sampler solves nearly every prompt has almost no "
@@ -373,8 +376,11 @@ def _max_safe_lr(imp: Implications, hp, measured: list[str]) -> tuple[float | No
                      "standard error exceeds it)"
     measured.append(f"the stiffness per step eta K = {kappa:.3g}")
     x_max = float(critical_learning_rate(1.0, 0.0, hp.momentum, hp.refresh_interval))
+    span = ""
+    if se is not None and math.isfinite(se):  # the bound over the stiffness +- one standard error (se < kappa here)
+        span = f"; {hp.lr * x_max / (kappa + se):.3g} to {hp.lr * x_max / (kappa - se):.3g} within one standard error of it"
     return hp.lr * x_max / kappa, (f"linear model: eta K = {kappa:.3g} at lr {hp.lr:g} against the bound {x_max:.3g} at "
-                                   f"T = {hp.refresh_interval}")
+                                   f"T = {hp.refresh_interval}{span}")
 
 
 def _zero_std(log: RunLog, reward: np.ndarray, n: int, reward_range, measured: list[str]):

@@ -610,3 +610,18 @@ def test_a_stiffness_the_pilot_does_not_identify_gives_no_regime(tmp_path):
     line = next(line for line in f.summary_lines() if "regime at T = 4" in line)
     low, high = f.implications.max_safe_refresh_interval_range
     assert line.startswith("  regime at T = 4: not identified") and f"from {low} to beyond 1000 within one standard error" in line and high == 1000
+
+
+def test_the_lr_bound_carries_the_stiffness_range_and_an_unassessed_collapse_is_said(tmp_path):
+    """The linear lr bound with its range over the stiffness +- one standard error (lr x_max / (kappa +- se),
+    recomputed here); a pilot without drift says the collapse was not assessed."""
+    from gspo_dynamics.theory.linear import critical_learning_rate
+
+    reward = heavy_ball_curve(0.05, 0.5, 60) + 0.01 * np.random.default_rng(0).standard_normal(60)
+    setup = read_run_config({"lr": 0.1, "refresh_interval": 4, "group_size": 8, "optimizer": "sgd", "momentum": 0.5})
+    f = pilot_forecast(setup, write_log(tmp_path / "p.jsonl", {"reward": reward}), reward_range=(0.0, 1.0))
+    k = f.implications.stiffness_per_step
+    x_max = float(critical_learning_rate(1.0, 0.0, 0.5, 4))
+    assert f.max_safe_lr == pytest.approx(0.1 * x_max / k.value)
+    assert f"{0.1 * x_max / (k.value + k.stderr):.3g} to {0.1 * x_max / (k.value - k.stderr):.3g} within one standard error" in f.lr_note
+    assert any(line.startswith("  collapse: not assessed") for line in f.summary_lines())

@@ -106,7 +106,9 @@ class PilotForecast:
                 "drift_per_step": self.drift_per_step, "clip_by_refresh_interval": _keys(self.clip_by_refresh),
                 "sequence_drift_per_step": self.sequence_drift,
                 "sequence_clip_by_refresh_interval": _keys(self.sequence_clip_by_refresh),
-                "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_max_refresh_interval": self.collapse_max_refresh,
+                "collapse_spread_limit": COLLAPSE_SPREAD, "collapse_assessed": self.displacement is not None,
+                # with collapse_assessed, a null collapse_max_refresh_interval means any T; without, not measured
+                "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
                 "signal_share": self.signal_share, "pilot_signal_share": self.pilot_signal_share,

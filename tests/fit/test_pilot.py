@@ -396,6 +396,7 @@ def test_the_map_hatches_the_collapse_region_and_withholds_a_failed_linear_map(t
     from gspo_dynamics.plots.stability_map import stability_map_figure
 
     f = drift_pilot(tmp_path, "token", 0.2, np.r_[0.5, 0.8, 0.85, np.full(37, 0.6)])
+    assert f.to_json()["collapse_assessed"] is True
     ax = stability_map_figure(f).axes[0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("collapse risk" in label for label in labels) and "this config" in labels
@@ -625,3 +626,4 @@ def test_the_lr_bound_carries_the_stiffness_range_and_an_unassessed_collapse_is_
     assert f.max_safe_lr == pytest.approx(0.1 * x_max / k.value)
     assert f"{0.1 * x_max / (k.value + k.stderr):.3g} to {0.1 * x_max / (k.value - k.stderr):.3g} within one standard error" in f.lr_note
     assert any(line.startswith("  collapse: not assessed") for line in f.summary_lines())
+    assert f.to_json()["collapse_assessed"] is False and f.to_json()["collapse_max_refresh_interval"] is None

@@ -108,10 +108,22 @@ def no_signal(log) -> Verdict | None:
         zero = float(np.mean(np.abs(g) <= NO_SIGNAL_TOL))
         # a gradient may still flow (a KL or auxiliary loss): the groups carry no reward signal either way
         ev.append(evidence("share of rows with gradient norm 0", zero, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
-    advice = ["no group carries a learning signal: every response of a group gets the same reward, so every "
-              "advantage is 0; check the reward function (does it ever pay?), make the prompts solvable "
-              "(easier prompts, a curriculum, a supervised warm-start) or raise G"]
-    return Verdict("advantage_degeneracy", conf, ev, advice)
+    return Verdict("advantage_degeneracy", conf, ev, [_no_signal_advice(log)])
+
+
+def _no_signal_advice(log) -> str:
+    """What to do when no group carries signal, by where a success-rate reward sits: all correct (solved
+    prompts), all wrong (a reward that never pays), or either (a reward of another scale, or both kinds)."""
+    lead = "no group carries a learning signal: every response of a group gets the same reward, so every advantage is 0"
+    _, reward = log.valid("reward")
+    if len(reward) and reward.min() >= 1.0 - NO_SIGNAL_TOL and reward.max() <= 1.0 + NO_SIGNAL_TOL:
+        return (f"{lead}; every response earns reward 1 (for a success rate: every prompt solved), so give harder "
+                "prompts (a curriculum, or drop the prompts every group solves)")
+    if len(reward) and reward.max() <= NO_SIGNAL_TOL and reward.min() >= -NO_SIGNAL_TOL:
+        return (f"{lead}; no response earns any reward (0 throughout): check the reward function (does it ever pay?), make the "
+                "prompts solvable (easier prompts, a curriculum, a supervised warm-start) or raise G")
+    return (f"{lead}; check the reward function (does it ever pay?), make the prompts solvable (easier prompts, a "
+            "curriculum, a supervised warm-start) or raise G")
 
 
 def drift_without_progress(log, trend: dict) -> list[dict]:

@@ -51,6 +51,10 @@ def test_a_run_without_any_learning_signal_is_advantage_degeneracy():
     assert signals["share of rows with reward_std = 0 (no group has reward variance)"] == 1.0
     assert signals["share of rows with gradient norm 0"] == 1.0
     assert d.verdict("stalled") is None or d.verdict("stalled").confidence < v.confidence
+    assert "never" not in v.advice[0] and "no response earns any reward (0 throughout)" in v.advice[0]
+    solved = diagnose(make_log({"reward": np.ones(n), "reward_std": np.zeros(n), "frac_zero_std": np.ones(n)}))
+    advice = solved.verdict("advantage_degeneracy").advice[0]  # all correct: harder prompts, not "does it pay?"
+    assert "every prompt solved" in advice and "does it ever pay" not in advice
 
 
 @pytest.mark.parametrize("seed", range(3))

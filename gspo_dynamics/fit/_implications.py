@@ -154,20 +154,21 @@ def _interior_plateau(fit: TrajectoryFit, reward_range) -> bool | None:
     is fitted by a plateau a little short of the bound with a small se: the scatter term covers that shortfall).
     "A little" is at most BOUND_BAND of the range: a noisy log's scatter (a success rate over a few groups,
     s ~ 0.1-0.2) would otherwise put a plateau of 0.6-0.8 at the bound of 1, where its standard error places it
-    well inside. None when that band reaches both ends, or R_inf's standard error is not finite (the fit does not
-    locate the plateau)."""
+    well inside. None when that band reaches both ends, or when R_inf's standard error is not finite and the
+    scatter term alone does not put it at a bound (the fit does not locate the plateau)."""
     lo, hi = reward_range
     se = fit.stderr["r_inf"]
-    if not math.isfinite(se):
-        return None
-    tol = Z_MEASURED * max(se, min(fit.residual_std, BOUND_BAND * (hi - lo)))
+    located = math.isfinite(se)
+    tol = Z_MEASURED * max(se if located else 0.0, min(fit.residual_std, BOUND_BAND * (hi - lo)))
     if not math.isfinite(tol):
         return None
     r_inf = fit.params["r_inf"]
     at_hi, at_lo = r_inf >= hi - tol, r_inf <= lo + tol
     if at_hi and at_lo:  # the band reaches both ends: the fit cannot tell where the plateau is
         return None
-    return not (at_hi or at_lo)
+    if not (at_hi or at_lo):
+        return True if located else None
+    return False
 
 
 def max_safe_text(imp: Implications) -> str:

@@ -45,7 +45,7 @@ from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields
 from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
-from gspo_dynamics.fit._fall import BLOCK, Fall, reward_fall
+from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog, read_log
@@ -280,7 +280,9 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     fall = reward_fall(steps, reward, reward_range)
     if fall is not None:
         measured.append(f"the reward's largest fall below its running best over {BLOCK}-step means, {fall.fall:.3g} "
-                        f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'within the noise'})")
+                        f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'not a loss'}; a loss needs z > {Z_FALL:g}, the "
+                        "largest of many block pairs, and where the reward's range is known a size that matters in it: "
+                        "fit._fall (2))")
     if fall is not None and fall.lost and max_lr is not None:  # kept: on our grids it still flagged unstable cells
         lr_note += "; the pilot lost reward at its own lr (above), so this is no safe lr there"
     kept = fall is not None and not fall.lost

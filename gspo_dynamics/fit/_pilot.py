@@ -257,7 +257,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     log, steps, reward = load_pilot(pilot, pilot_steps)
     n = len(steps)
     measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
-    assumed = _logged_lr(log, n, setup.hparams.lr)
+    assumed = _logged_lr(log, n, setup.hparams.lr) + _logged_refresh(log, n, setup.hparams.refresh_interval)
     reward_range = _reward_range(reward, reward_range, assumed)
     hp = setup.hparams
     fit = fit_trajectory(steps, reward)
@@ -326,6 +326,19 @@ def _logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
                    f"most, {float(logged[-1]):.3g} at its last): the stiffness is read per unit of the config's lr, "
                    "averaged over that schedule")
     return out
+
+
+def _logged_refresh(log: RunLog, n: int, T: int) -> list[str]:
+    """The pilot's own T where its log says it (our trainer's window/position runs 0 .. T - 1) against the
+    config's: the fit reads the stiffness as if the pilot ran at the config's T, so another one is said."""
+    if "window/position" not in log:
+        return []
+    position = log["window/position"][:n]
+    position = position[np.isfinite(position)]
+    if not len(position) or int(position.max()) + 1 == T:
+        return []
+    return [f"the pilot ran at T = {int(position.max()) + 1} (its window positions), the config asks about T = {T}: the "
+            "stiffness is read as if the pilot ran at the config's T; give the pilot's own config for its own reading"]
 
 
 def _end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,

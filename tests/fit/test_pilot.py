@@ -627,3 +627,13 @@ def test_the_lr_bound_carries_the_stiffness_range_and_an_unassessed_collapse_is_
     assert f"{0.1 * x_max / (k.value + k.stderr):.3g} to {0.1 * x_max / (k.value - k.stderr):.3g} within one standard error" in f.lr_note
     assert any(line.startswith("  collapse: not assessed") for line in f.summary_lines())
     assert f.to_json()["collapse_assessed"] is False and f.to_json()["collapse_max_refresh_interval"] is None
+
+
+def test_a_pilot_run_at_another_T_than_the_config_is_said(tmp_path):
+    """Our trainer logs window/position 0 .. T - 1: a pilot at T = 2 read against a config at T = 16 is said; at the
+    config's own T nothing is."""
+    reward = heavy_ball_curve(0.05, 0.5, 40)
+    log = write_log(tmp_path / "p.jsonl", {"reward": reward, "window/position": np.arange(40) % 2})
+    at = lambda T: pilot_forecast(read_run_config({"lr": 0.1, "refresh_interval": T, "group_size": 8}), log).assumed  # noqa: E731
+    assert any("the pilot ran at T = 2 (its window positions), the config asks about T = 16" in a for a in at(16))
+    assert not any("the pilot ran at T" in a for a in at(2))

@@ -90,6 +90,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
                 raise ConfigError(f"{str(path)!r} holds one JSON object per line: a training log (JSONL), not a config; "
                                   "give it as --pilot (predict) or as the log (diagnose)") from None
             raise ConfigError(f"the config file {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if data is None:
+        raise ConfigError(f"the config file {str(path)!r} is empty")
     if not isinstance(data, dict):
         raise ConfigError(f"the config file {str(path)!r} must hold one mapping of keys to values, got {type(data).__name__}")
     return data

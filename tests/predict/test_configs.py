@@ -208,6 +208,10 @@ def test_unreadable_files_are_config_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ConfigError, match="not valid JSON"):
         read_run_config(bad)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing here\n")
+    with pytest.raises(ConfigError, match="is empty"):
+        read_run_config(empty)
     listed = tmp_path / "list.yaml"
     listed.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError, match="one mapping"):

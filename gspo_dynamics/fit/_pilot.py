@@ -100,6 +100,8 @@ class PilotForecast:
     def to_json(self) -> dict[str, Any]:
         return plain({**self.config.to_json(), "pilot_steps": self.pilot_steps,  # the config-only keys, then the pilot's
                 "implications": self.implications.to_json(), "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
+                # true: the pilot lost reward at its own lr, so max_safe_lr is the linear model's reading, no safe lr
+                "pilot_lost_reward": self.lost,
                 "success_rate": self.success_rate, "zero_std_by_group": _keys(self.zero_std_by_group),
                 "zero_std_logged": self.zero_std_logged, "noise_by_group": _keys(self.noise_by_group),
                 "target_noise": self.target_noise, "group_size_for_target_noise": self.group_size_for_target_noise,
@@ -132,12 +134,25 @@ class PilotForecast:
         return collapse.survived_limit(collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share), self.survived)
 
     def summary_lines(self) -> list[str]:
-        imp, hp = self.implications, self.config.setup.hparams
+        imp = self.implications
         lines = self.config.summary_lines()[:2]
         first, last = (self.pilot[0][0], self.pilot[0][-1]) if self.pilot is not None else (None, None)
         span = "" if first is None else f", steps {first:g}-{last:g}"
         lines.append(f"from the pilot ({self.pilot_steps} reward points{span}):")
-        plateau = imp.plateau
+        lines += self._curve_lines() + self._regime_lines() + self._group_lines() + self._collapse_lines()
+        lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
+        return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)] + [
+            f"note: the pilot log: {w}" for w in self.log_notes]
+
+    @property
+    def lost(self) -> bool:
+        """Whether the pilot lost reward it had (`fit._fall`)."""
+        return self.fall is not None and self.fall.lost
+
+    def _curve_lines(self) -> list[str]:
+        """The reward curve: its plateau (or why none), the held level, the run's end, the pilot's fall."""
+        imp, hp, plateau = self.implications, self.config.setup.hparams, self.implications.plateau
+        lines = []
         if imp.plateau_extrapolated or not (plateau.stderr is None or plateau.stderr < abs(plateau.value)):
             lines.append(f"  reward curve: the plateau is not identified by {self.pilot_steps} reward points (the fit extrapolates; "
                          "a longer pilot, or one past the start of the rise, is needed)")
@@ -150,29 +165,44 @@ class PilotForecast:
             lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
                          + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")
         if self.held is not None:
-            lost = self.fall is not None and self.fall.lost
             lines.append(f"  held level: the pilot's last {min(HELD_STEPS, self.pilot_steps)} rewards average {self.held:.3g} "
-                         + ("(the pilot lost reward on the way: below)" if lost else "(as a forecast of a run's final reward about as good "
-                            "as the fitted curve on our trainer's grids: paper_repro/pilot_forecast.md)"))
+                         + ("(the pilot lost reward on the way: below)" if self.lost else "(as a forecast of a run's final reward "
+                            "about as good as the fitted curve on our trainer's grids: paper_repro/pilot_forecast.md)"))
         if self.end is not None:
             lines.append(f"  {self.end.summary()}")
-        if self.fall is not None and self.fall.lost:
+        if self.lost:
             f = self.fall
             lines.append(f"  the pilot lost reward it had: its mean fell from {f.best:.3g} (steps {f.best_steps[0]}-"
                          f"{f.best_steps[1]}) to {f.after:.3g} (steps {f.after_steps[0]}-{f.after_steps[1]}), z = {f.z:.3g}: "
                          f"at this lr and T = {hp.refresh_interval} the run already collapses or oscillates, and the "
                          "curve above is that fall's, not a plateau to forecast from; lower the lr")
-        if imp.exact_regime is not None and "does not identify" in self.lr_note:
+        return lines
+
+    def _regime_lines(self) -> list[str]:
+        """The linear model's regime and max safe T at the config's T, and its lr bound (each withheld, or
+        qualified, where its premises fail)."""
+        imp, T = self.implications, self.config.setup.hparams.refresh_interval
+        if imp.exact_regime is not None and self.max_safe_lr is None and "does not identify" in self.lr_note:
+            why = ("the fitted plateau is an extrapolation beyond the pilot's rewards" if imp.plateau_extrapolated
+                   else "the pilot's stiffness is within its noise of zero")
             within = max_safe_range_text(imp)
-            lines.append(f"  regime at T = {hp.refresh_interval}: not identified (the pilot's stiffness is within its noise "
-                         f"of zero); at the fitted stiffness {imp.exact_regime}, max safe T {max_safe_text(imp)}"
-                         + (f", {within}" if within else ""))
+            regime = (f"  regime at T = {T}: not identified ({why}); at the fitted stiffness {imp.exact_regime}, max safe T "
+                      f"{max_safe_text(imp)}" + (f", {within}" if within else ""))
         elif imp.exact_regime is not None:
-            lines.append(f"  regime at T = {hp.refresh_interval}: {imp.exact_regime}; max safe T {max_safe_text(imp)}")
+            regime = f"  regime at T = {T}: {imp.exact_regime}; max safe T {max_safe_text(imp)}"
         else:
-            lines.append(f"  regime at T = {hp.refresh_interval}: withheld (premises below)")
-        lines.append(f"  max safe lr at T = {hp.refresh_interval}: "
-                     + (f"{self.max_safe_lr:.3g}" if self.max_safe_lr is not None else "withheld") + f" ({self.lr_note})")
+            regime = f"  regime at T = {T}: withheld (premises below)"
+        if self.max_safe_lr is None:
+            bound = f"  max safe lr at T = {T}: withheld ({self.lr_note})"
+        elif self.lost:  # the linear model's reading of a fall's curve: kept (on our grids it flagged unstable cells)
+            bound = f"  linear lr bound at T = {T}, no safe lr (the pilot lost reward at its own lr): {self.max_safe_lr:.3g} ({self.lr_note})"
+        else:
+            bound = f"  max safe lr at T = {T}: {self.max_safe_lr:.3g} ({self.lr_note})"
+        return [regime, bound]
+
+    def _group_lines(self) -> list[str]:
+        """Zero-std share and noise by G, the G for the target noise, the clip fractions by T."""
+        hp, lines = self.config.setup.hparams, []
         if self.success_rate is not None:
             logged = "" if self.zero_std_logged is None else f" (logged at G = {hp.group_size}: {self.zero_std_logged:.3g})"
             lines.append(f"  zero-std share by G, p^G + (1 - p)^G averaged over the pilot's steps (mean success rate "
@@ -188,6 +218,12 @@ class PilotForecast:
         if self.sequence_clip_by_refresh:
             lines.append(f"  sequence log-ratio drift {self.sequence_drift:.3g} per stale step; sequence clip fraction by T: "
                          + ", ".join(f"{t}: {v:.3g}" for t, v in self.sequence_clip_by_refresh.items()))
+        return lines
+
+    def _collapse_lines(self) -> list[str]:
+        """The displacement against the collapse limit and its bounds (or that it was not assessed), and the KL
+        pull's warning."""
+        hp, lines = self.config.setup.hparams, []
         if self.displacement is not None:
             T_max = self.collapse_max_refresh
             safe_T = ("any T (the ratio clip's band edge lies within the limit)" if T_max is None
@@ -217,9 +253,7 @@ class PilotForecast:
                          "kl-unwinding, kl-pull-refresh), while count/grpo and count/gspo_token, which this warning "
                          "also names, held at T = 16. Watch for the KL falling while "
                          "frac_reward_zero_std stays near 1; a smaller T bounds the pull")
-        lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
-        return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)] + [
-            f"note: the pilot log: {w}" for w in self.log_notes]
+        return lines
 
 
 def _keys(d: dict) -> dict[str, float]:
@@ -283,8 +317,6 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                         f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'not a loss'}; a loss needs z > {Z_FALL:g}, the "
                         "largest of many block pairs, and where the reward's range is known a size that matters in it: "
                         "fit._fall (2))")
-    if fall is not None and fall.lost and max_lr is not None:  # kept: on our grids it still flagged unstable cells
-        lr_note += "; the pilot lost reward at its own lr (above), so this is no safe lr there"
     kept = fall is not None and not fall.lost
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
     if run_steps is not None:

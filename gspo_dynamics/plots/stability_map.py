@@ -52,6 +52,11 @@ def _lr_map(ax, forecast) -> None:
     if kappa and kappa > 0 and forecast.max_safe_lr is not None:
         unstable = stability_grid(kappa / hp.lr, forecast.config.momentum, lrs, REFRESH_INTERVALS)
         ax.pcolormesh(lrs, REFRESH_INTERVALS, unstable, cmap="Oranges", vmin=0, vmax=2.5, shading="nearest")
+        if forecast.lost:  # the linear model's reading of a fall's curve: no safe region
+            ax.text(0.03, 0.97, textwrap.fill("the pilot lost reward at its own lr: the shading is the linear model's "
+                                              "reading of that fall, no safe region", NOTE_WIDTH),
+                    transform=ax.transAxes, ha="left", va="top", fontsize=6, color=WARN,
+                    bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
     else:
         why = textwrap.fill("linear map withheld: " + forecast.lr_note.split(":")[0], NOTE_WIDTH)
         ax.text(0.03, 0.97, why, transform=ax.transAxes, ha="left", va="top", fontsize=6, color=DATA,

@@ -637,3 +637,22 @@ def test_a_pilot_run_at_another_T_than_the_config_is_said(tmp_path):
     at = lambda T: pilot_forecast(read_run_config({"lr": 0.1, "refresh_interval": T, "group_size": 8}), log).assumed  # noqa: E731
     assert any("the pilot ran at T = 2 (its window positions), the config asks about T = 16" in a for a in at(16))
     assert not any("the pilot ran at T" in a for a in at(2))
+
+
+def test_a_linear_lr_bound_read_from_a_pilot_that_lost_reward_is_no_safe_lr(tmp_path):
+    """A pilot that rose to 0.6 and fell to 0.15 (a loss by fit._fall) under SGD: the linear model's bound is kept (on
+    our grids it flagged unstable cells) but printed as no safe lr, and the JSON says the pilot lost reward; a
+    pilot that kept its reward prints it as the max safe lr."""
+    t = np.arange(40)
+    fell = np.r_[heavy_ball_curve(0.1, 0.5, 20, r_inf=0.6, r0=0.1), np.full(20, 0.15)] + 0.01 * np.cos(t)
+    setup = read_run_config({"lr": 0.1, "refresh_interval": 1, "group_size": 8, "optimizer": "sgd", "momentum": 0.5})
+    f = pilot_forecast(setup, write_log(tmp_path / "fell.jsonl", {"reward": fell}), reward_range=(0.0, 1.0))
+    assert f.lost and f.to_json()["pilot_lost_reward"] is True
+    lines = f.summary_lines()
+    assert f.max_safe_lr is not None and f.to_json()["max_safe_lr"] == f.max_safe_lr
+    assert any(line.startswith("  linear lr bound at T = 1, no safe lr (the pilot lost reward") for line in lines)
+    assert not any(line.startswith("  max safe lr at T = 1: 0") for line in lines)
+    kept = pilot_forecast(setup, write_log(tmp_path / "kept.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, 40)}),
+                          reward_range=(0.0, 1.0))
+    assert not kept.lost and kept.to_json()["pilot_lost_reward"] is False
+    assert any(line.startswith(f"  max safe lr at T = 1: {kept.max_safe_lr:.3g}") for line in kept.summary_lines())

@@ -20,8 +20,9 @@ gradient_accumulation_steps of them):
 (steps_per_generation defaults to gradient_accumulation_steps, so a default config is on-policy:
 T = 1 whatever the accumulation; T < 1, several rollouts per optimizer step, is on-policy too. A config may give
 generation_batch_size instead, as `GRPOConfig.__post_init__` reads it: steps_per_generation =
-generation_batch_size / (per_device_train_batch_size x devices), which must divide; giving both is refused, as
-TRL refuses it.)
+generation_batch_size / (per_device_train_batch_size x devices), which must divide. A config saved from a run
+holds both, as `__post_init__` filled them in: read when they agree, generation_batch_size = steps_per_generation
+x per_device_train_batch_size x devices, and refused otherwise, as TRL refuses a config that sets both.)
 
 verl PPO trainer YAML with a group estimator (algorithm.adv_estimator grpo, ...): a rollout of
 data.train_batch_size prompts x rollout.n responses is cut into minibatches of ppo_mini_batch_size
@@ -140,8 +141,8 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     if G < 2:
         raise ConfigError(f"num_generations must be >= 2 for group-relative advantages, got {G}")
     ga = _number("gradient_accumulation_steps", get("gradient_accumulation_steps"), integer=True, positive=True)
-    devices = _devices(cfg, devices, notes)
     batch = _number("per_device_train_batch_size", get("per_device_train_batch_size"), integer=True, positive=True)
+    devices = _devices(cfg, devices, notes, batch)
     spg = _trl_steps_per_generation(cfg, ga, batch * devices, notes)
     mu = _number("num_iterations", get("num_iterations"), integer=True, positive=True)
     exact = spg * mu / ga
@@ -164,9 +165,14 @@ def _trl_steps_per_generation(cfg: dict[str, Any], ga: int, global_batch: int, n
     """steps_per_generation as `GRPOConfig.__post_init__` sets it (module docstring): given, or from
     generation_batch_size over the global batch (per_device_train_batch_size x devices), else the accumulation."""
     spg, gbs = cfg.get("steps_per_generation"), cfg.get("generation_batch_size")
-    if spg is not None and gbs is not None:
-        raise ConfigError("generation_batch_size and steps_per_generation are both given; TRL refuses that (give one: "
-                          "steps_per_generation = generation_batch_size / (per_device_train_batch_size x devices))")
+    if spg is not None and gbs is not None:  # a saved config: __post_init__ filled both in
+        spg = _number("steps_per_generation", spg, integer=True, positive=True)
+        gbs = _number("generation_batch_size", gbs, integer=True, positive=True)
+        if gbs != spg * global_batch:
+            raise ConfigError(f"generation_batch_size ({gbs}) is not steps_per_generation x per_device_train_batch_size x "
+                              f"devices ({spg} x {global_batch}); TRL refuses a config that sets both (give one, or the "
+                              "device count that makes them agree: --devices)")
+        return spg
     if gbs is not None:
         gbs = _number("generation_batch_size", gbs, integer=True, positive=True)
         if gbs % global_batch:
@@ -189,8 +195,10 @@ def _trl_advantage(scale: Any) -> str:
     raise ConfigError(f"scale_rewards must be group, batch, none, true or false; got {scale!r}")
 
 
-def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> int:
-    """Data-parallel processes: the caller's count, else the config's num_processes / world_size, else 1 (said)."""
+def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: int) -> int:
+    """Data-parallel processes: the caller's count, else the config's num_processes / world_size, else what a
+    saved config's two generation keys give (generation_batch_size / (steps_per_generation x batch), said), else
+    1 (said)."""
     if devices is not None:
         if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
             raise ConfigError(f"the device count (--devices) must be an integer >= 1, got {devices!r}")
@@ -198,8 +206,18 @@ def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> int:
     for key in ("num_processes", "world_size"):
         if cfg.get(key) is not None:
             return _number(key, cfg[key], integer=True, positive=True)
+    spg, gbs = cfg.get("steps_per_generation"), cfg.get("generation_batch_size")
+    if spg is not None and gbs is not None:
+        spg = _number("steps_per_generation", spg, integer=True, positive=True)
+        gbs = _number("generation_batch_size", gbs, integer=True, positive=True)
+        if gbs % (spg * batch) == 0:
+            notes.append(f"devices = generation_batch_size / (steps_per_generation x per_device_train_batch_size) = "
+                         f"{gbs} / ({spg} x {batch}) = {gbs // (spg * batch)}, from the saved config")
+            return gbs // (spg * batch)
     notes.append("devices not given (a GRPOConfig does not hold the process count): 1 assumed; "
-                 "with D processes every optimizer step holds D times the groups")
+                 "with D processes every optimizer step holds D times the groups"
+                 + (" and generation_batch_size gives D times fewer steps per generation" if "generation_batch_size" in cfg
+                    and cfg.get("steps_per_generation") is None else ""))
     return 1
 
 

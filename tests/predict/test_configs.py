@@ -74,13 +74,29 @@ def test_trl_generation_batch_size_sets_steps_per_generation_as_trl_does(gbs, ba
 
 
 @pytest.mark.parametrize("cfg, needle", [
-    ({"learning_rate": 1e-6, "generation_batch_size": 64, "steps_per_generation": 4}, "both given; TRL refuses"),
+    ({"learning_rate": 1e-6, "generation_batch_size": 60, "steps_per_generation": 4}, "TRL refuses a config that sets both"),
     ({"learning_rate": 1e-6, "generation_batch_size": 60, "per_device_train_batch_size": 8}, "divisible by"),
     ({"learning_rate": 1e-6, "generation_batch_size": 0}, "generation_batch_size"),
 ])
 def test_trl_generation_batch_size_trl_would_refuse_is_one_config_error(cfg, needle):
     with pytest.raises(ConfigError, match=needle):
         read_run_config(cfg)
+
+
+def test_a_trl_config_saved_from_a_run_holds_both_generation_keys():
+    """GRPOConfig.__post_init__ fills in steps_per_generation and generation_batch_size, so a dumped config has both:
+    read when generation_batch_size = spg x batch x devices, which gives the device count where none is (128 / (4 x
+    8) = 4, said); refused when the device count given makes them disagree, or none divides."""
+    saved = {"learning_rate": 1e-6, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 2,
+             "steps_per_generation": 4, "generation_batch_size": 128}
+    setup = read_run_config(saved)
+    assert setup.hparams == read_run_config({**saved, "generation_batch_size": None}, devices=4).hparams
+    assert setup.refresh_exact == 2.0 and "generation_batch_size" not in setup.ignored
+    assert any("= 128 / (4 x 8) = 4, from the saved config" in n for n in setup.notes)
+    with pytest.raises(ConfigError, match="is not steps_per_generation x per_device_train_batch_size x devices"):
+        read_run_config(saved, devices=2)  # 4 x 8 x 2 = 64, not 128
+    with pytest.raises(ConfigError, match="is not steps_per_generation x per_device_train_batch_size x devices"):
+        read_run_config({**saved, "generation_batch_size": 100})  # no device count gives 100
 
 
 def test_trl_fractional_and_sub_step_refreshes_are_rounded_with_a_note():

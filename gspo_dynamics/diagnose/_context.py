@@ -115,15 +115,20 @@ def _no_signal_advice(log) -> str:
     """What to do when no group carries signal, by where a success-rate reward sits: all correct (solved
     prompts), all wrong (a reward that never pays), or either (a reward of another scale, or both kinds)."""
     lead = "no group carries a learning signal: every response of a group gets the same reward, so every advantage is 0"
+    generic = (f"{lead}; check the reward function (does it ever pay?), make the prompts solvable (easier prompts, a "
+               "curriculum, a supervised warm-start) or raise G")
+    components = [name for name in log.names if name.startswith("reward/")]
+    if len(components) >= 2:  # a sum of reward functions: its level says nothing of any one of them
+        never = [name.split("/", 1)[1] for name in components
+                 if log.n_points(name) and not np.nanmax(np.abs(log[name])) > NO_SIGNAL_TOL]
+        return generic + (f"; these reward functions never paid: {', '.join(never)}" if never else "")
     _, reward = log.valid("reward")
     if len(reward) and reward.min() >= 1.0 - NO_SIGNAL_TOL and reward.max() <= 1.0 + NO_SIGNAL_TOL:
         return (f"{lead}; every response earns reward 1 (for a success rate: every prompt solved), so give harder "
                 "prompts (a curriculum, or drop the prompts every group solves)")
     if len(reward) and reward.max() <= NO_SIGNAL_TOL and reward.min() >= -NO_SIGNAL_TOL:
-        return (f"{lead}; no response earns any reward (0 throughout): check the reward function (does it ever pay?), make the "
-                "prompts solvable (easier prompts, a curriculum, a supervised warm-start) or raise G")
-    return (f"{lead}; check the reward function (does it ever pay?), make the prompts solvable (easier prompts, a "
-            "curriculum, a supervised warm-start) or raise G")
+        return generic.replace(f"{lead}; ", f"{lead}; no response earns any reward (0 throughout): ")
+    return generic
 
 
 def drift_without_progress(log, trend: dict) -> list[dict]:

@@ -118,13 +118,13 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
                 notes.append(f"weak signs of dynamical instability (confidence {v.confidence:.2f}, below the "
                              f"{REPORT_CONFIDENCE} reporting level): " + "; ".join(
                                  f"{e['signal']} = {e['value']:.3g}" for e in v.evidence if isinstance(e["value"], float)))
-    else:
-        not_checked.append("dynamical instability: the closed-form fit failed")
     found = next((v for v in verdicts[1:] if v.mode == "dynamical_instability"), None)
     diverged = non_finite_verdict(log.diverged, int(steps[-1]), hparams, found)
     if diverged is not found:
         verdicts[:] = [verdicts[0]] + [v for v in verdicts[1:] if v is not found] + [diverged]
-        verdicts[0] = _not_healthy_if_diverged(verdicts[0], diverged)
+        verdicts[0] = _not_healthy_if_diverged(verdicts[0], log.diverged)
+    elif fit is None:
+        not_checked.append("dynamical instability: the closed-form fit failed")
     drift = drift_without_progress(log, trend)
     if drift and verdicts[0].mode in ("stalled", "noise_dominated"):
         verdicts[0].evidence.extend(drift)
@@ -151,12 +151,13 @@ def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], 
     return silent
 
 
-def _not_healthy_if_diverged(verdict: Verdict, diverged: Verdict) -> Verdict:
-    """The trend of a run whose reward or loss ended in NaN reads only the steps before: kept, its confidence
-    capped at FALLING_CAP (below the divergence), with the step it stops at."""
-    step = diverged.evidence[0]["steps"][0]
-    stops = {"signal": "the trend stops before the divergence, at step", "value": step, "steps": None}
-    return Verdict(verdict.mode, min(verdict.confidence, FALLING_CAP), verdict.evidence + [stops], verdict.advice)
+def _not_healthy_if_diverged(verdict: Verdict, diverged) -> Verdict:
+    """The trend of a run that diverged numerically (`RunLog.diverged`) is kept, its confidence capped at
+    FALLING_CAP (below the divergence); where the reward itself ended in NaN / inf, with the step its finite
+    values stop at (the trend reads the values before it; a loss alone leaves the reward read as logged)."""
+    stops = ([{"signal": "the trend stops before the reward's divergence, at step", "value": diverged["reward"][0],
+               "steps": None}] if "reward" in diverged else [])
+    return Verdict(verdict.mode, min(verdict.confidence, FALLING_CAP), verdict.evidence + stops, verdict.advice)
 
 
 def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:

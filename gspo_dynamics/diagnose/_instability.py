@@ -114,7 +114,8 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
 def non_finite_verdict(diverged, last_step: int, hparams, found: Verdict | None) -> Verdict | None:
     """A reward or loss that ends in NaN / inf (`RunLog.diverged`, at least MIN_NON_FINITE values) is a numerical
     divergence: dynamical instability at confidence 1 whatever the theory says (the exact model has no overflow),
-    with the data's other items kept (`found`, the curve's verdict); None where neither ends so."""
+    with the data's other items kept (`found`, the curve's verdict); `found` itself (None or the curve's verdict)
+    where neither ends so."""
     ends = {name: v for name, v in diverged.items() if v[1] >= MIN_NON_FINITE}
     if not ends:
         return found

@@ -174,8 +174,9 @@ def _rising_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, fr
     more = "" if not math.isfinite(t_p) or fit.plateau_extrapolation > 1.0 else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})"
     conf = max(confidence(frac - STILL_RISING_FRACTION, 0.05), confidence(rem_z, 1.0)) if big else confidence(rem_z, 1.0)
     bounds = imp.reward_range if imp is not None else None
-    past = bounds is not None and not bounds[0] <= fit.params["r_inf"] <= bounds[1]
-    if past or (imp is not None and imp.interior_plateau is False):  # at or past the bound: no plateau to count steps to
+    r_inf = fit.params["r_inf"]  # rising: only the upper bound is one it rises toward
+    top = bounds is not None and (r_inf > bounds[1] or (imp.interior_plateau is False and r_inf >= sum(bounds) / 2))
+    if top:  # at or past the top of the range: no plateau to count steps to
         advice = [f"the reward is still rising toward its bound (the fitted plateau {fit.params['r_inf']:.4g} lies at "
                   "or past it); train longer"]
     else:

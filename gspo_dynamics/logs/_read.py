@@ -246,8 +246,9 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     steps, series, build_warnings = build_series(raw.rows, names.__getitem__)
     warnings += build_warnings
     diverged = trailing_non_finite(raw.rows, names.__getitem__)
-    warnings += [f"{name} is NaN or infinite in its last {count} logged value(s), from step {step} on (the "
-                 "analysis reads the steps before)" for name, (step, count) in diverged.items()]
+    warnings += [f"{name} is NaN or infinite in its last {count} logged value(s), from step {step} on"
+                 + (" (the analysis reads the reward before it)" if name == "reward" else "")
+                 for name, (step, count) in diverged.items()]
     if "reward" not in series:
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")

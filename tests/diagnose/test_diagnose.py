@@ -73,6 +73,17 @@ def test_still_rising_toward_a_bound_counts_no_steps_to_a_plateau_past_it():
     assert "rising toward its bound" in advice and "more steps" not in advice
 
 
+def test_a_plateau_at_the_lower_bound_is_not_one_the_reward_rises_toward():
+    """A slow rise to 0.08 on [0, 1] (64 groups a row) whose fitted plateau's band reaches 0: interior_plateau False,
+    still rising, and the advice does not say it rises toward its bound (only the top is one it rises toward)."""
+    t = np.arange(60.0)
+    p = np.clip(single_exponential(t, 0.08, 0.0, 80.0), 0, 1)
+    d = diagnose(binary_log(p, groups=64), reward_range=(0.0, 1.0))
+    assert d.implications.interior_plateau is False and d.implications.plateau.value < 0.5
+    advice = " ".join(d.verdict("still_rising").advice)
+    assert "rising toward its bound" not in advice and "train longer" in advice
+
+
 def test_stalled_when_a_precise_log_shows_no_change():
     d = diagnose(binary_log(np.full(300, 0.5)))
     assert d.primary == "stalled"

@@ -55,6 +55,10 @@ def test_a_run_without_any_learning_signal_is_advantage_degeneracy():
     solved = diagnose(make_log({"reward": np.ones(n), "reward_std": np.zeros(n), "frac_zero_std": np.ones(n)}))
     advice = solved.verdict("advantage_degeneracy").advice[0]  # all correct: harder prompts, not "does it pay?"
     assert "every prompt solved" in advice and "does it ever pay" not in advice
+    summed = diagnose(make_log({"reward": np.ones(n), "reward/format_reward": np.ones(n),  # TRL sums its functions
+                                "reward/accuracy_reward": np.zeros(n), "reward_std": np.zeros(n)}))
+    advice = summed.verdict("advantage_degeneracy").advice[0]
+    assert "every prompt solved" not in advice and "these reward functions never paid: accuracy_reward" in advice
 
 
 @pytest.mark.parametrize("seed", range(3))

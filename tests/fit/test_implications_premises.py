@@ -142,6 +142,12 @@ def test_where_the_plateau_lies_against_the_bound():
     assert any("does not identify the plateau" in n for n in imp.notes)
     near = fit_trajectory(t, 0.97 - 0.5 * np.exp(-t / 15) + rng.normal(0, 0.03, t.size))
     assert implications(near, reward_range=(0.0, 1.0)).interior_plateau is False
+    # an infinite standard error still finds a plateau within the scatter band of a bound (and none elsewhere)
+    unlocated = replace(short, stderr={**short.stderr, "r_inf": np.inf})
+    assert implications(replace(unlocated, params={**short.params, "r_inf": 0.999}),
+                        reward_range=(0.0, 1.0)).interior_plateau is False
+    assert implications(replace(unlocated, params={**short.params, "r_inf": 0.6}),
+                        reward_range=(0.0, 1.0)).interior_plateau is None
 
 
 def test_a_time_scale_faster_than_the_hyperparameters_allow():

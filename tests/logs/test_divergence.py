@@ -56,8 +56,27 @@ def test_a_log_whose_reward_turns_nan_is_diagnosed_as_diverged(tmp_path):
 
 
 def test_one_nan_at_the_end_is_no_divergence(tmp_path):
+    """One NaN reward at the last step: the reader records and says it, diagnose calls no divergence."""
     path = tmp_path / "log.jsonl"
     lines = [{"step": s, "reward": 0.2 + 0.01 * s if s < 40 else NAN} for s in range(1, 41)]
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    d = diagnose(read_log(str(path)))
-    assert d.primary != "dynamical_instability"
+    log = read_log(str(path))
+    assert dict(log.diverged) == {"reward": (40, 1)}
+    assert any("reward is NaN or infinite in its last 1 logged value(s), from step 40 on" in w for w in log.warnings)
+    d = diagnose(log)
+    assert d.primary != "dynamical_instability" and d.verdict("dynamical_instability") is None
+
+
+def test_a_loss_that_turns_nan_while_the_reward_is_still_logged(tmp_path):
+    """The loss NaN from step 31, the reward logged to step 60: diverged at 31 (the advice), and the trend keeps
+    reading the reward as logged (no "stops before" evidence, no claim of it in the reader's warning)."""
+    path = tmp_path / "log.jsonl"
+    lines = [{"step": s, "reward": 0.2 + 0.005 * s, "loss": 0.1 if s <= 30 else NAN} for s in range(1, 61)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    log = read_log(str(path))
+    assert dict(log.diverged) == {"loss": (31, 30)}
+    assert not any("reads the reward before it" in w for w in log.warnings)
+    d = diagnose(log)
+    assert d.primary == "dynamical_instability" and "diverged numerically at step 31" in d.verdicts[0].advice[0]
+    trend = d.verdicts[1]
+    assert not any("stops before" in e["signal"] for e in trend.evidence)

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gspo_dynamics"
 # rank of each top-level package or module: a module may import its own package and lower ranks
 # only (the base modules, rank 0, also each other)
 LAYERS: dict[str, int] = {
-    "__init__": 0, "_checks": 0, "_errors": 0, "_progress": 0, "_plain": 0, "real_logs": 0,  # base: shared by all
+    "__init__": 0, "_checks": 0, "_errors": 0, "_keys": 0, "_progress": 0, "_plain": 0, "real_logs": 0,  # base: shared by all
     "theory": 1,  # the reduced-order model: numpy/scipy/sympy
     "predict": 2, "objectives": 2, "logs": 2,  # predictions from theory; losses; log readers
     "sim": 3, "fit": 3,  # testbeds; closed-form fits

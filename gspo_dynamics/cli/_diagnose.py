@@ -17,7 +17,8 @@ import sys
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import STANDARD_NAMES
-from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, REFRESH_INTERVAL_KEYS, Adam
+from gspo_dynamics._keys import REFRESH_INTERVAL_KEYS
+from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, Adam
 
 EPILOG = (
     "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "

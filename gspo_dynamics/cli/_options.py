@@ -8,9 +8,8 @@ import dataclasses
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.bandit import TwoArmBandit
-from gspo_dynamics.theory.hyperparams import (
-    ADVANTAGES, CORRECTIONS, KL_ESTIMATORS, REFRESH_INTERVAL_KEYS, STD_ESTIMATORS, SGD, Adam, Hyperparams,
-)
+from gspo_dynamics._keys import REFRESH_INTERVAL_KEYS
+from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, KL_ESTIMATORS, STD_ESTIMATORS, SGD, Adam, Hyperparams
 
 # The command's own example where the dataclasses have none (Hyperparams.lr) or another one: the
 # canonical bandit of the README (pi_ref(1) = sigmoid(-1), KL weight 0.5, a stable on-policy lr).

@@ -10,9 +10,10 @@ from statistics import NormalDist
 
 import numpy as np
 
+from gspo_dynamics._keys import ADAM_BETA1_KEYS, REFRESH_INTERVAL_KEYS
 from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
-from gspo_dynamics.theory.hyperparams import REFRESH_INTERVAL_KEYS, SGD
+from gspo_dynamics.theory.hyperparams import SGD
 
 ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
 MARGIN_LOW = 0.25  # T within 25% of the exact critical T: stable, but noted as close
@@ -102,7 +103,7 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     if hparams is not None:
         mu = hparams.momentum
         momentum = ("the momentum" if isinstance(hparams.optimizer, SGD)
-                    else "Adam's beta1 (TRL: adam_beta1; verl: actor_rollout_ref.actor.optim.betas)")
+                    else f"Adam's beta1 ({ADAM_BETA1_KEYS})")
         advice.append(f"lower the learning rate (now {hparams.lr:g}; halving it halves the stiffness and the lag "
                       f"erosion of the damping) or {momentum} (now {mu:g})")
     else:

@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
+from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._trend import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.theory.finite_group import zero_variance_probability
-from gspo_dynamics.theory.hyperparams import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS
 
 DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning signal late in the run
 ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this
@@ -195,9 +195,6 @@ def eval_divergence(log, trend: dict) -> dict | None:
     return evidence("eval reward drop from its peak / its rise to the peak, while the train reward rises",
                     min(drop / rise, 1e6), (es[0], es[-1]), threshold=EVAL_DROP_FRACTION, peak=peak,
                     peak_step=int(es[k + w - 1]), late=late, train_z=trend["z"], eval_points=int(evals.size))
-
-
-MAX_LENGTH_KEYS = "TRL: max_completion_length; verl: data.max_response_length"  # the completion length cap
 
 
 def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | None]:

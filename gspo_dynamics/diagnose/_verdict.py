@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from gspo_dynamics._plain import plain as _plain
-from gspo_dynamics.fit._implications import max_safe_text
+from gspo_dynamics.fit import max_safe_text
 
 # Symptom modes: what the reward curve does. Exactly one of them describes every analysed run.
 TREND_MODES: tuple[str, ...] = ("healthy_saturation", "still_rising", "stalled", "noise_dominated")

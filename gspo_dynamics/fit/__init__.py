@@ -14,7 +14,7 @@ from gspo_dynamics.fit._end_reward import (
     end_position, end_reward, end_window, has_scale, held_reward,
 )
 from gspo_dynamics.fit._fall import COLLAPSE_SHARE
-from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications
+from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications, max_safe_text
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
 from gspo_dynamics.fit._pilot import PilotForecast, load_pilot, pilot_forecast
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
@@ -50,6 +50,7 @@ __all__ = [
     "implications",
     "kl_pull_risk",
     "load_pilot",
+    "max_safe_text",
     "periodic_component",
     "pilot_forecast",
 ]

@@ -312,7 +312,8 @@ def _stiffness(fit: TrajectoryFit, mu: float, T: int, notes: list[str]) -> tuple
     tau, tau_se = q["tau"], se.get("tau")
     if tau < tau_c:  # no curvature relaxes this fast: none is read, and the note says how far off it is
         noisy = tau_se is not None and math.isfinite(tau_se) and tau + Z_MEASURED * tau_se >= tau_c
-        notes.append(f"the fitted time scale tau = {tau:.4g}" + (f" +- {tau_se:.2g}" if tau_se is not None else "")
+        notes.append(f"the fitted time scale tau = {tau:.4g}"
+                     + (f" +- {tau_se:.2g}" if tau_se is not None and math.isfinite(tau_se) else "")
                      + f" is shorter than any curvature gives these hyperparameters (tau >= {tau_c:.4g} steps, "
                      "critical damping): no stiffness is read from it"
                      + ("; it lies within its noise of that bound, so a longer pilot may give one" if noisy else ""))

@@ -350,10 +350,14 @@ def _logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
         return []
     lo, hi = float(logged.min()), float(logged.max())
     out = []
-    if abs(hi - lr) > LR_MATCH * lr:
+    warming = hi < lr * (1 - LR_MATCH) and float(logged[-1]) >= hi * (1 - LR_MATCH)  # still climbing at its end
+    if warming:
+        out.append(f"the pilot is still in its warm-up: its learning rate reached {hi:.3g} of the config's {lr:.3g}; "
+                   "every bound here scales from the config's lr, so the curve read is that of a smaller lr")
+    elif abs(hi - lr) > LR_MATCH * lr:
         out.append(f"the pilot logged a learning rate up to {hi:.3g}, the config says {lr:.3g}: every bound here scales "
                    "from the config's lr as if the pilot ran at it; give the pilot's own config (or --set its lr)")
-    if hi - lo > LR_MATCH * hi:
+    if hi - lo > LR_MATCH * hi and not warming:
         out.append(f"the pilot's learning rate follows a schedule ({float(logged[0]):.3g} at its first point, {hi:.3g} at "
                    f"most, {float(logged[-1]):.3g} at its last): the stiffness is read per unit of the config's lr, "
                    "averaged over that schedule")
@@ -367,9 +371,12 @@ def _logged_refresh(log: RunLog, n: int, T: int) -> list[str]:
         return []
     position = log["window/position"][:n]
     position = position[np.isfinite(position)]
-    if not len(position) or int(position.max()) + 1 == T:
+    if not len(position):
         return []
-    return [f"the pilot ran at T = {int(position.max()) + 1} (its window positions), the config asks about T = {T}: the "
+    own = int(position.max()) + 1  # a pilot shorter than its T shows fewer positions: only a larger T, or a
+    if own == T or (own < T and len(position) < T):  # smaller one over at least T steps, is another T
+        return []
+    return [f"the pilot ran at T = {own} (its window positions), the config asks about T = {T}: the "
             "stiffness is read as if the pilot ran at the config's T; give the pilot's own config for its own reading"]
 
 

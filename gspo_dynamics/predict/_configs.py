@@ -154,11 +154,13 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     setup = _mapped(cfg, devices)
+    ignored = set(setup.ignored)  # a trainer's or TRL's top-level keys, verl's dotted ones
     unread = [key for key in (item.partition("=")[0].strip().lstrip("+") for item in overrides or ())
-              if key in setup.ignored]
+              if key in ignored or key.split(".")[0] in ignored]
     if unread:
         setup = dataclasses.replace(setup, notes=setup.notes + (
-            f"--set {', '.join(unread)}: no key the {setup.framework} mapping reads (a typo?)",))
+            f"--set {', '.join(unread)}: not read by the {setup.framework} mapping (a typo, or a key the theory does "
+            "not use)",))
     return setup
 
 

@@ -23,12 +23,6 @@ ADVANTAGES: tuple[str, ...] = ("mean", "std")
 STD_ESTIMATORS: tuple[str, ...] = ("unbiased", "biased")
 CORRECTIONS: tuple[str, ...] = ("none", "token", "sequence")
 KL_ESTIMATORS: tuple[str, ...] = ("exact", "k3")
-# beta and eps_high in each framework's keys, for advice text
-KL_WEIGHT_KEYS = "TRL: beta; verl: actor_rollout_ref.actor.kl_loss_coef with use_kl_loss"
-CLIP_HIGH_KEYS = "TRL: epsilon_high; verl: actor_rollout_ref.actor.clip_ratio_high"
-# T in each framework's keys, for help and advice text (`predict/_frameworks.py` derives them)
-REFRESH_INTERVAL_KEYS = ("TRL: steps_per_generation x num_iterations / gradient_accumulation_steps; verl: ppo_epochs x "
-                         "data.train_batch_size / ppo_mini_batch_size")
 
 
 def _require(ok: bool, message: str) -> None:

@@ -592,6 +592,9 @@ def test_a_pilot_logged_at_another_lr_or_under_a_schedule_is_said(tmp_path):
     said = [a for a in pilot_forecast(setup, other).assumed if "learning rate" in a]
     assert len(said) == 2 and "up to 0.01, the config says 0.001" in said[0]
     assert "0.001 at its first point, 0.01 at most, 0.01 at its last" in said[1]
+    warm = write_log(tmp_path / "warm.jsonl", {"reward": reward, "learning_rate": np.linspace(1e-5, 5e-4, 40)})
+    said = [a for a in pilot_forecast(setup, warm).assumed if "learning rate" in a]
+    assert len(said) == 1 and "still in its warm-up: its learning rate reached 0.0005 of the config's 0.001" in said[0]
     path = tmp_path / "odd.jsonl"
     path.write_text(open(same).read() + json.dumps({"step": 41, "reward": "lost"}) + "\n")
     f = pilot_forecast(setup, str(path))
@@ -637,6 +640,9 @@ def test_a_pilot_run_at_another_T_than_the_config_is_said(tmp_path):
     at = lambda T: pilot_forecast(read_run_config({"lr": 0.1, "refresh_interval": T, "group_size": 8}), log).assumed  # noqa: E731
     assert any("the pilot ran at T = 2 (its window positions), the config asks about T = 16" in a for a in at(16))
     assert not any("the pilot ran at T" in a for a in at(2))
+    short = write_log(tmp_path / "s.jsonl", {"reward": reward[:20], "window/position": np.arange(20)})  # T = 32, 20 steps
+    assert not any("the pilot ran at T" in a for a in pilot_forecast(
+        read_run_config({"lr": 0.1, "refresh_interval": 32, "group_size": 8}), short).assumed)
 
 
 def test_a_linear_lr_bound_read_from_a_pilot_that_lost_reward_is_no_safe_lr(tmp_path):

@@ -311,10 +311,13 @@ def test_an_override_of_a_key_no_mapping_reads_is_named():
     """--set typo.key=3 is applied (it lands among the ignored keys) and named as a likely typo; a read key is not."""
     setup = read_run_config(verl_tree(), overrides=["typo.key=3", "actor_rollout_ref.rollout.n=16"])
     assert setup.hparams.group_size == 16
-    assert any(n == "--set typo.key: no key the verl mapping reads (a typo?)" for n in setup.notes)
-    assert not any("rollout.n: no key" in n for n in setup.notes)
+    assert any(n == "--set typo.key: not read by the verl mapping (a typo, or a key the theory does not use)"
+               for n in setup.notes)
+    assert not any("rollout.n: not read" in n for n in setup.notes)
     trl = read_run_config({"learning_rate": 1e-6}, overrides=["learnig_rate=3e-6"])
-    assert trl.hparams.lr == 1e-6 and any("--set learnig_rate: no key the TRL GRPOConfig mapping" in n for n in trl.notes)
+    assert trl.hparams.lr == 1e-6 and any("--set learnig_rate: not read by the TRL GRPOConfig mapping" in n for n in trl.notes)
+    ours = read_run_config({"task": "count", "model": "100k", "objective": "grpo"}, overrides=["optim.foo=3"])
+    assert any("--set optim.foo: not read by the gspo-dynamics trainer mapping" in n for n in ours.notes)
 
 
 def test_our_trainers_toml_config_is_read_as_train_reads_it(tmp_path):

@@ -56,11 +56,15 @@ def verdict(fallen: dict, seeds: int) -> tuple[bool, bool]:
     return a, b
 
 
-def same_lr_T(fallen: dict) -> list[str]:
-    """Each pair of setups whose lr T (in base-lr steps) is the same, with the seeds each lost."""
+def same_lr_T(fallen: dict, seeds: int) -> list[str]:
+    """Each pair of setups whose lr T (in base-lr steps) is the same, with the seeds each lost, and whether they lie
+    within (b)'s tolerance: where they do not, the falls do not follow lr T."""
     keys = sorted(fallen)
-    return [f"lr T = {f * T:.3g}: lr x{f:.2g} at T = {T} {fallen[f, T]}, lr x{g:.2g} at T = {U} {fallen[g, U]}"
-            for i, (f, T) in enumerate(keys) for g, U in keys[i + 1:] if f != g and abs(f * T - g * U) < 1e-9]
+    pairs = [((f, T), (g, U)) for i, (f, T) in enumerate(keys) for g, U in keys[i + 1:]
+             if f != g and abs(f * T - g * U) < 1e-9]
+    return [f"lr T = {a[0] * a[1]:.3g}: lr x{a[0]:.2g} at T = {a[1]} {fallen[a]}, lr x{b[0]:.2g} at T = {b[1]} {fallen[b]}"
+            + (" (within (b)'s tolerance)" if abs(fallen[a] - fallen[b]) <= LR_T_TOLERANCE * seeds / 16
+               else " (not within (b)'s tolerance: here the falls do not follow lr T)") for a, b in pairs]
 
 
 def main() -> None:
@@ -84,7 +88,7 @@ def main() -> None:
            predicted="a window pulls the solved policy back for its T steps of Adam's lr-sized moves, so the fall "
                      "needs lr T, not T alone, and sets in below T = 16",
            measured=f"seeds fallen: {table} ((a) {'holds' if a else 'fails'}, (b) {'holds' if b else 'fails'}); "
-                    + f"equal lr T: {'; '.join(same_lr_T(fallen)) or 'none'}; " + "; ".join(rows),
+                    + f"equal lr T: {'; '.join(same_lr_T(fallen, seeds)) or 'none'}; " + "; ".join(rows),
            passed=a and b, quick=args.quick, started=started,
            command="python paper_repro/kl_pull_refresh.py" + (" --quick" if args.quick else ""),
            write=not args.no_record)

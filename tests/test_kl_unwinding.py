@@ -97,5 +97,8 @@ def test_same_lr_T_pairs_a_third_of_the_lr_at_3T_with_the_base_lr_at_T(refresh):
     """Of T = 4, 6, 8, 12, 16 at a third of and at the base lr, only (1/3, 12) and (1, 4) share lr T = 4."""
     third, base = refresh.LR_FACTORS
     fallen = {(f, T): int(T * f) for f in (third, base) for T in refresh.REFRESH_INTERVALS}
-    pairs = refresh.same_lr_T(fallen)
+    pairs = refresh.same_lr_T(fallen, 16)
     assert len(pairs) == 1 and pairs[0].startswith("lr T = 4:") and "T = 12 4" in pairs[0] and "T = 4 4" in pairs[0]
+    assert pairs[0].endswith("(within (b)'s tolerance)")
+    apart = refresh.same_lr_T({**fallen, (third, 12): 6, (base, 4): 0}, 16)[0]  # the measured pair: 6 against 0
+    assert apart.endswith("(not within (b)'s tolerance: here the falls do not follow lr T)")

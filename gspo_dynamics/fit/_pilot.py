@@ -339,13 +339,16 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
 LR_MATCH = 0.01  # a logged lr within 1% of the config's is the config's (bf16 logs, rounding)
 
 
+def _logged(log: RunLog, name: str, n: int) -> np.ndarray:
+    """The finite values of series `name` over the pilot's first n rows (none where the log lacks it)."""
+    values = log[name][:n] if name in log else np.array([])
+    return values[np.isfinite(values)]
+
+
 def _logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
     """What the pilot's logged learning rate (TRL's learning_rate, verl's actor/lr) says against the config's:
     every bound here scales from the config's lr, so a pilot run at another, or under a schedule, is said."""
-    if "learning_rate" not in log:
-        return []
-    logged = log["learning_rate"][:n]
-    logged = logged[np.isfinite(logged)]
+    logged = _logged(log, "learning_rate", n)
     if not len(logged):
         return []
     lo, hi = float(logged.min()), float(logged.max())
@@ -367,10 +370,7 @@ def _logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
 def _logged_refresh(log: RunLog, n: int, T: int) -> list[str]:
     """The pilot's own T where its log says it (our trainer's window/position runs 0 .. T - 1) against the
     config's: the fit reads the stiffness as if the pilot ran at the config's T, so another one is said."""
-    if "window/position" not in log:
-        return []
-    position = log["window/position"][:n]
-    position = position[np.isfinite(position)]
+    position = _logged(log, "window/position", n)
     if not len(position):
         return []
     own = int(position.max()) + 1  # a pilot shorter than its T shows fewer positions: only a larger T, or a

@@ -274,20 +274,19 @@ def test_bad_overrides_are_config_errors(override, needle):
         read_run_config(verl_tree(), overrides=[override])
 
 
-def test_a_training_log_given_as_a_config_is_one_config_error(tmp_path):
+@pytest.mark.parametrize("name, text, needle", [
+    ("trainer_state.json", json.dumps({"global_step": 30, "max_steps": 30, "train_batch_size": 8,
+                                       "log_history": [{"step": 1, "reward": 0.1}]}), "trainer_state.json, a training log"),
+    ("metrics.jsonl", '{"step": 1, "reward": 0.1}\n{"step": 2, "reward": 0.2}\n', "one JSON object per line: a training log"),
+    ("size.json", json.dumps({"max_steps": 100, "num_processes": 4}), "no GRPO hyperparameter, only max_steps, num_processes"),
+])
+def test_a_training_log_given_as_a_config_is_one_config_error(tmp_path, name, text, needle):
     """A TRL trainer_state.json holds max_steps and train_batch_size beside its log_history: a log, not a config of
     defaults; a JSONL log is named as one; a dict of run-size keys alone has no hyperparameter."""
-    state = tmp_path / "trainer_state.json"
-    state.write_text(json.dumps({"global_step": 30, "max_steps": 30, "train_batch_size": 8,
-                                 "log_history": [{"step": 1, "reward": 0.1}]}))
-    with pytest.raises(ConfigError, match="trainer_state.json, a training log"):
-        read_run_config(state)
-    jsonl = tmp_path / "metrics.jsonl"
-    jsonl.write_text('{"step": 1, "reward": 0.1}\n{"step": 2, "reward": 0.2}\n')
-    with pytest.raises(ConfigError, match="one JSON object per line: a training log"):
-        read_run_config(jsonl)
-    with pytest.raises(ConfigError, match="no GRPO hyperparameter, only max_steps, num_processes"):
-        read_run_config({"max_steps": 100, "num_processes": 4})
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=needle):
+        read_run_config(path)
 
 
 def test_a_device_count_for_a_config_whose_batch_is_global_is_one_config_error():

@@ -241,8 +241,8 @@ class PilotForecast:
                          f"({margin}{why})")
             lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
         else:
-            lines.append("  collapse: not assessed (the pilot gives no per-step drift or no token entropy: assumed, below); "
-                         "the lr bound above is the linear model's alone")
+            lines.append("  collapse: not assessed (the pilot gives no per-step drift or no token entropy: assumed, below)"
+                         + ("; the lr bound above is the linear model's alone" if self.max_safe_lr is not None else ""))
         if self.kl_pull:
             lines.append(f"  KL pull, not in the collapse bounds above: with beta = {hp.kl_coef:g} and {1 - self.signal_share:.0%} "
                          "of the run's groups flat, a window whose sampler solves nearly every prompt has almost no "

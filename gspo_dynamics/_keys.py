@@ -6,4 +6,5 @@ REFRESH_INTERVAL_KEYS = ("TRL: steps_per_generation x num_iterations / gradient_
 KL_WEIGHT_KEYS = "TRL: beta; verl: actor_rollout_ref.actor.kl_loss_coef with use_kl_loss"  # beta
 CLIP_HIGH_KEYS = "TRL: epsilon_high; verl: actor_rollout_ref.actor.clip_ratio_high"  # eps_high
 ADAM_BETA1_KEYS = "TRL: adam_beta1; verl: actor_rollout_ref.actor.optim.betas"  # Adam's momentum
+GRAD_CLIP_KEYS = "TRL/transformers: max_grad_norm; verl: actor_rollout_ref.actor.grad_clip"  # the gradient-norm clip
 MAX_LENGTH_KEYS = "TRL: max_completion_length; verl: data.max_response_length"  # the completion length cap

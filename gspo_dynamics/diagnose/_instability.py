@@ -10,7 +10,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from gspo_dynamics._keys import ADAM_BETA1_KEYS, REFRESH_INTERVAL_KEYS
+from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
 from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.theory.hyperparams import SGD
@@ -125,8 +125,7 @@ def non_finite_verdict(diverged, last_step: int, hparams, found: Verdict | None)
     first = min(step for step, _ in ends.values())
     lr = f" (now {hparams.lr:g})" if hparams is not None else ""
     advice = [f"the run diverged numerically at step {first}: restart from a checkpoint before it with a lower learning "
-              f"rate{lr}, and check the gradient-norm clip (TRL/transformers max_grad_norm, verl actor.grad_clip) and "
-              "fp16/bf16 overflow"]
+              f"rate{lr}, and check the gradient-norm clip ({GRAD_CLIP_KEYS}) and fp16/bf16 overflow"]
     if found is None:
         return Verdict("dynamical_instability", 1.0, ev, advice)
     return Verdict("dynamical_instability", 1.0, ev + found.evidence, advice + found.advice)

@@ -23,7 +23,8 @@ from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, Adam
 EPILOG = (
     "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
     "flags, from --config FILE (JSON or YAML: a TRL GRPOConfig, a verl config, our trainer's config or our own "
-    "field names; read as `predict --config` reads it), or both (flags win). --lr is needed with any other hyperparameter flag. A log with its own column names: "
+    "field names; read as `predict --config` reads it), or both (flags win). --lr is needed with any other "
+    "hyperparameter flag. A log with its own column names: "
     f"--map reward=my_reward,kl_ref=my_kl (NAME is step or one of {', '.join(STANDARD_NAMES)}; "
     "common names such as reward_mean need no map). Exit status 0 when the log was analysed "
     "(a run too short to fit is reported as such), 2 when it cannot be read or is not a GRPO-style run."

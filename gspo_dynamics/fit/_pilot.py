@@ -47,13 +47,13 @@ from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
+from gspo_dynamics.fit._pilot_log import GROUP_SIZES, logged_lr, logged_refresh, zero_std_shares
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import critical_learning_rate
 
-GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
 
@@ -291,13 +291,13 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     log, steps, reward = load_pilot(pilot, pilot_steps)
     n = len(steps)
     measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
-    assumed = _logged_lr(log, n, setup.hparams.lr) + _logged_refresh(log, n, setup.hparams.refresh_interval)
+    assumed = logged_lr(log, n, setup.hparams.lr) + logged_refresh(log, n, setup.hparams.refresh_interval)
     reward_range = _reward_range(reward, reward_range, assumed)
     hp = setup.hparams
     fit = fit_trajectory(steps, reward)
     imp = implications(fit, hp, reward_range=reward_range)
     max_lr, lr_note = _max_safe_lr(imp, hp, measured)
-    p, shares, logged = _zero_std(log, reward, n, reward_range, measured)
+    p, shares, logged = zero_std_shares(log, reward, n, reward_range, measured)
     noise = {g: fit.residual_std * math.sqrt(hp.group_size / g) for g in GROUP_SIZES}
     measured.append(f"the reward's noise around the fit, {fit.residual_std:.3g} at N G = {hp.num_groups * hp.group_size}")
     assumed.append("the noise scales as 1 / sqrt(N G) (the fluctuation theory's 1/G law) and the pilot ran at the "
@@ -334,50 +334,6 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, fall=fall, end=end,
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings))
-
-
-LR_MATCH = 0.01  # a logged lr within 1% of the config's is the config's (bf16 logs, rounding)
-
-
-def _logged(log: RunLog, name: str, n: int) -> np.ndarray:
-    """The finite values of series `name` over the pilot's first n rows (none where the log lacks it)."""
-    values = log[name][:n] if name in log else np.array([])
-    return values[np.isfinite(values)]
-
-
-def _logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
-    """What the pilot's logged learning rate (TRL's learning_rate, verl's actor/lr) says against the config's:
-    every bound here scales from the config's lr, so a pilot run at another, or under a schedule, is said."""
-    logged = _logged(log, "learning_rate", n)
-    if not len(logged):
-        return []
-    lo, hi = float(logged.min()), float(logged.max())
-    out = []
-    warming = hi < lr * (1 - LR_MATCH) and float(logged[-1]) >= hi * (1 - LR_MATCH)  # still climbing at its end
-    if warming:
-        out.append(f"the pilot is still in its warm-up: its learning rate reached {hi:.3g} of the config's {lr:.3g}; "
-                   "every bound here scales from the config's lr, so the curve read is that of a smaller lr")
-    elif abs(hi - lr) > LR_MATCH * lr:
-        out.append(f"the pilot logged a learning rate up to {hi:.3g}, the config says {lr:.3g}: every bound here scales "
-                   "from the config's lr as if the pilot ran at it; give the pilot's own config (or --set its lr)")
-    if hi - lo > LR_MATCH * hi and not warming:
-        out.append(f"the pilot's learning rate follows a schedule ({float(logged[0]):.3g} at its first point, {hi:.3g} at "
-                   f"most, {float(logged[-1]):.3g} at its last): the stiffness is read per unit of the config's lr, "
-                   "averaged over that schedule")
-    return out
-
-
-def _logged_refresh(log: RunLog, n: int, T: int) -> list[str]:
-    """The pilot's own T where its log says it (our trainer's window/position runs 0 .. T - 1) against the
-    config's: the fit reads the stiffness as if the pilot ran at the config's T, so another one is said."""
-    position = _logged(log, "window/position", n)
-    if not len(position):
-        return []
-    own = int(position.max()) + 1  # a pilot shorter than its T shows fewer positions: only a larger T, or a
-    if own == T or (own < T and len(position) < T):  # smaller one over at least T steps, is another T
-        return []
-    return [f"the pilot ran at T = {own} (its window positions), the config asks about T = {T}: the "
-            "stiffness is read as if the pilot ran at the config's T; give the pilot's own config for its own reading"]
 
 
 def _end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,
@@ -437,19 +393,3 @@ def _max_safe_lr(imp: Implications, hp, measured: list[str]) -> tuple[float | No
         span = f"; {hp.lr * x_max / (kappa + se):.3g} to {hp.lr * x_max / (kappa - se):.3g} within one standard error of it"
     return hp.lr * x_max / kappa, (f"linear model: eta K = {kappa:.3g} at lr {hp.lr:g} against the bound {x_max:.3g} at "
                                    f"T = {hp.refresh_interval}{span}")
-
-
-def _zero_std(log: RunLog, reward: np.ndarray, n: int, reward_range, measured: list[str]):
-    if reward_range != (0.0, 1.0):
-        return None, {}, None
-    shares = {g: float(np.mean(reward**g + (1.0 - reward) ** g)) for g in GROUP_SIZES}
-    logged = None
-    if "frac_zero_std" in log:
-        _, z = log.valid("frac_zero_std")
-        if len(z):
-            logged = float(np.mean(z[:n]))
-            measured.append("the logged zero-std share")
-    measured.append(f"the success rate, mean {reward.mean():.3g}")
-    return float(reward.mean()), shares, logged
-
-

@@ -142,8 +142,9 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
         raise ConfigError(f"num_generations must be >= 2 for group-relative advantages, got {G}")
     ga = _number("gradient_accumulation_steps", get("gradient_accumulation_steps"), integer=True, positive=True)
     batch = _number("per_device_train_batch_size", get("per_device_train_batch_size"), integer=True, positive=True)
-    devices = _devices(cfg, devices, notes, batch)
-    spg = _trl_steps_per_generation(cfg, ga, batch * devices, notes)
+    generation = _generation_keys(cfg)
+    devices = _devices(cfg, devices, notes, batch, generation)
+    spg = _trl_steps_per_generation(generation, ga, batch * devices, notes)
     mu = _number("num_iterations", get("num_iterations"), integer=True, positive=True)
     exact = spg * mu / ga
     T = _rounded_refresh(exact, notes, f"steps_per_generation x num_iterations / gradient_accumulation_steps = {spg} x {mu} / {ga}")
@@ -161,20 +162,24 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     return hp, exact
 
 
-def _trl_steps_per_generation(cfg: dict[str, Any], ga: int, global_batch: int, notes: list[str]) -> int:
+def _generation_keys(cfg: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(steps_per_generation, generation_batch_size), each a positive integer or None where not given."""
+    return tuple(None if cfg.get(key) is None else _number(key, cfg[key], integer=True, positive=True)
+                 for key in ("steps_per_generation", "generation_batch_size"))
+
+
+def _trl_steps_per_generation(generation: tuple[int | None, int | None], ga: int, global_batch: int,
+                              notes: list[str]) -> int:
     """steps_per_generation as `GRPOConfig.__post_init__` sets it (module docstring): given, or from
     generation_batch_size over the global batch (per_device_train_batch_size x devices), else the accumulation."""
-    spg, gbs = cfg.get("steps_per_generation"), cfg.get("generation_batch_size")
+    spg, gbs = generation
     if spg is not None and gbs is not None:  # a saved config: __post_init__ filled both in
-        spg = _number("steps_per_generation", spg, integer=True, positive=True)
-        gbs = _number("generation_batch_size", gbs, integer=True, positive=True)
         if gbs != spg * global_batch:
             raise ConfigError(f"generation_batch_size ({gbs}) is not steps_per_generation x per_device_train_batch_size x "
                               f"devices ({spg} x {global_batch}); TRL refuses a config that sets both (give one, or the "
                               "device count that makes them agree: --devices)")
         return spg
     if gbs is not None:
-        gbs = _number("generation_batch_size", gbs, integer=True, positive=True)
         if gbs % global_batch:
             raise ConfigError(f"generation_batch_size ({gbs}) must be divisible by per_device_train_batch_size x "
                               f"devices ({global_batch}), as TRL requires")
@@ -184,7 +189,7 @@ def _trl_steps_per_generation(cfg: dict[str, Any], ga: int, global_batch: int, n
     if spg is None:
         notes.append(f"steps_per_generation not given: gradient_accumulation_steps ({ga}), TRL's default")
         return ga
-    return _number("steps_per_generation", spg, integer=True, positive=True)
+    return spg
 
 
 def _trl_advantage(scale: Any) -> str:
@@ -195,7 +200,8 @@ def _trl_advantage(scale: Any) -> str:
     raise ConfigError(f"scale_rewards must be group, batch, none, true or false; got {scale!r}")
 
 
-def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: int) -> int:
+def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: int,
+             generation: tuple[int | None, int | None]) -> int:
     """Data-parallel processes: the caller's count, else the config's num_processes / world_size, else what a
     saved config's two generation keys give (generation_batch_size / (steps_per_generation x batch), said), else
     1 (said)."""
@@ -206,18 +212,15 @@ def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: 
     for key in ("num_processes", "world_size"):
         if cfg.get(key) is not None:
             return _number(key, cfg[key], integer=True, positive=True)
-    spg, gbs = cfg.get("steps_per_generation"), cfg.get("generation_batch_size")
+    spg, gbs = generation
     if spg is not None and gbs is not None:
-        spg = _number("steps_per_generation", spg, integer=True, positive=True)
-        gbs = _number("generation_batch_size", gbs, integer=True, positive=True)
         if gbs % (spg * batch) == 0:
             notes.append(f"devices = generation_batch_size / (steps_per_generation x per_device_train_batch_size) = "
                          f"{gbs} / ({spg} x {batch}) = {gbs // (spg * batch)}, from the saved config")
             return gbs // (spg * batch)
     notes.append("devices not given (a GRPOConfig does not hold the process count): 1 assumed; "
                  "with D processes every optimizer step holds D times the groups"
-                 + (" and generation_batch_size gives D times fewer steps per generation" if "generation_batch_size" in cfg
-                    and cfg.get("steps_per_generation") is None else ""))
+                 + (" and generation_batch_size gives D times fewer steps per generation" if gbs is not None else ""))
     return 1
 
 

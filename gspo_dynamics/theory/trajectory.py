@@ -324,13 +324,22 @@ def oscillator_from_hyperparams(curvature_stale, curvature_fresh, lr, momentum, 
     return Oscillator(mass=m, damping=c, stiffness=k)
 
 
-def fastest_relaxation_rate(lr, momentum=0.0, refresh_interval=1, stale_fraction=1.0) -> float:
-    """r_c, the fastest decay rate per step any curvature gives these hyperparameters (critical damping; the
-    equation in `curvature_from_timescale`'s docstring): a fitted time scale below 1 / r_c has no curvature."""
+def _timescale_terms(lr, momentum, refresh_interval, stale_fraction) -> tuple[float, float, float, float]:
+    """(eta, m, c0, g) of `curvature_from_timescale`'s docstring, the inputs checked."""
     eta, mu, T = _check_hyperparams(lr, momentum, refresh_interval)
     f = _real("stale fraction", stale_fraction)
     _require(0.0 <= f <= 1.0, f"stale fraction must be in [0, 1], got {f}")
-    m, c0, g = (1.0 + mu) / 2.0, 1.0 - mu, eta * f * (T - 1) / 2.0
+    return eta, (1.0 + mu) / 2.0, 1.0 - mu, eta * f * (T - 1) / 2.0
+
+
+def fastest_relaxation_rate(lr, momentum=0.0, refresh_interval=1, stale_fraction=1.0) -> float:
+    """r_c, the fastest decay rate per step any curvature gives these hyperparameters (critical damping; the
+    equation in `curvature_from_timescale`'s docstring): a fitted time scale below 1 / r_c has no curvature."""
+    return _critical_rate(*_timescale_terms(lr, momentum, refresh_interval, stale_fraction))
+
+
+def _critical_rate(eta: float, m: float, c0: float, g: float) -> float:
+    """r_c = c0 eta / (m eta + sqrt(m^2 eta^2 + m g c0 eta)) (`curvature_from_timescale`'s docstring)."""
     return c0 * eta / (m * eta + math.sqrt(m * m * eta * eta + m * g * c0 * eta))
 
 
@@ -356,10 +365,8 @@ def curvature_from_timescale(
     tau = _real("timescale tau", tau)
     _require(tau > 0.0, f"timescale tau must be positive, got {tau}")
     _require(branch in BRANCHES, f"branch must be one of {', '.join(BRANCHES)}; got {branch!r}")
-    r_c = fastest_relaxation_rate(lr, momentum, refresh_interval, stale_fraction)
-    eta, mu, T = _check_hyperparams(lr, momentum, refresh_interval)
-    f = float(stale_fraction)
-    m, c0, g = (1.0 + mu) / 2.0, 1.0 - mu, eta * f * (T - 1) / 2.0
+    eta, m, c0, g = _timescale_terms(lr, momentum, refresh_interval, stale_fraction)
+    r_c = _critical_rate(eta, m, c0, g)
     r = 1.0 / tau
     _require(
         r <= r_c * (1.0 + FOLD_RTOL),
@@ -372,6 +379,6 @@ def curvature_from_timescale(
     _require(
         g > 0.0,
         f"an underdamped envelope time does not determine the curvature without stale forces "
-        f"(refresh_interval = {T}, stale_fraction = {f}); expected branch='overdamped'",
+        f"(refresh_interval = {refresh_interval}, stale_fraction = {stale_fraction}); expected branch='overdamped'",
     )
     return (c0 - 2.0 * m * r) / g

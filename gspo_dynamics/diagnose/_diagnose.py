@@ -197,13 +197,16 @@ def kl_spikes(log: RunLog) -> list[dict]:
         return []
     steps, kl = log.valid("kl_ref")
     reward = np.interp(steps, *log.valid("reward")) if log.n_points("reward") else np.full(kl.shape, np.nan)
+    # the median of the KL_SPIKE_WINDOW rows before each row from KL_SPIKE_WINDOW on, all at once
+    before = np.median(np.lib.stride_tricks.sliding_window_view(kl, KL_SPIKE_WINDOW)[:-1], axis=1)
+    rows = KL_SPIKE_WINDOW + np.flatnonzero((kl[KL_SPIKE_WINDOW:] - before >= KL_SPIKE_JUMP)
+                                            & (kl[KL_SPIKE_WINDOW:] >= KL_SPIKE_RATIO * before))
     half, out = KL_SPIKE_WINDOW // 2, []
-    for i in range(KL_SPIKE_WINDOW, len(kl)):
-        before = float(np.median(kl[i - KL_SPIKE_WINDOW:i]))
-        if kl[i] - before >= KL_SPIKE_JUMP and kl[i] >= KL_SPIKE_RATIO * before:
-            after = reward[i + 1:i + 1 + half]
-            change = float(np.mean(after) - np.mean(reward[i - half:i])) if len(after) else math.nan
-            out.append({"step": int(steps[i]), "kl": float(kl[i]), "before": before, "reward_change": change})
+    for i in rows:
+        after = reward[i + 1:i + 1 + half]
+        change = float(np.mean(after) - np.mean(reward[i - half:i])) if len(after) else math.nan
+        out.append({"step": int(steps[i]), "kl": float(kl[i]), "before": float(before[i - KL_SPIKE_WINDOW]),
+                    "reward_change": change})
     return out
 
 

@@ -354,15 +354,16 @@ def profile_step(ours: Ours, path: str, path_label: str) -> None:
 
 
 def rollout_rate(model, ids, mask, new_tokens: int, *, fast: bool, autocast, eos_id=None, pad_id: int = 0,
-                 generator=None, repeats: int = 2, warmup: int = 0) -> float:
+                 generator=None, repeats: int = 2, warmup: int = 0, compile_decode: bool = False) -> float:
     """Best completion tokens/s of `repeats` CUDA rollouts of `generate` (after `warmup` untimed ones: the
-    graph path captures its graphs in the first rollout of a shape)."""
+    graph path compiles (`compile_decode`) and captures in the first rollout of a shape)."""
     best = 0.0
     for i in range(warmup + repeats):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         with torch.no_grad(), autocast():
-            ro = generate(model, ids, mask, new_tokens, eos_id=eos_id, pad_id=pad_id, generator=generator, fast=fast)
+            ro = generate(model, ids, mask, new_tokens, eos_id=eos_id, pad_id=pad_id, generator=generator, fast=fast,
+                          compile_decode=compile_decode)
         torch.cuda.synchronize()
         if i >= warmup:
             best = max(best, float(ro.completion_mask.sum()) / (time.perf_counter() - t0))

@@ -5,22 +5,31 @@
 # the RESULTS.md files it rewrote are copied there, to be merged by hand into the checkout.
 #
 #   bash benchmarks/gpu_session.sh env tests bench              # ~5 min on an H100
+#   bash benchmarks/gpu_session.sh env kernels decode           # the decode step's variants, ~4 min
 #   SCALE_WORKERS=16 bash benchmarks/gpu_session.sh groups refresh threshold
 #
-# Stages: env | tests | bench | groups | refresh | threshold (the last three: trainer_at_scale phases).
+# Stages: env | tests | kernels (the decode-step tests only) | decode (bench_graph_decode.py) | bench |
+# groups | refresh | threshold (the last three: trainer_at_scale phases). A stage runs at most
+# STAGE_LIMIT seconds (default 600), so that one stuck stage leaves the others' logs.
 set -u
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 PY=${PY:-python3}
+LIMIT=${STAGE_LIMIT:-600}
 save() { cp paper_repro/RESULTS.md "$OUT/paper_RESULTS.md"; cp benchmarks/RESULTS.md "$OUT/bench_RESULTS.md"; }
 for stage in "$@"; do
   echo "=== $stage $(date -u +%H:%M:%S)"
   case $stage in
     env) nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
-         $PY -c "import torch, sys; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available(), torch.cuda.get_device_name(0))" ;;
-    tests) $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;
-    bench) $PY benchmarks/bench_trainer.py --device cuda --gpu-model ${BENCH_MODELS:-100m,1b} --gpu-prompts ${BENCH_PROMPTS:-32,8} --gpu-profile "$OUT/profile.txt" --repeats ${BENCH_REPEATS:-4} \
+         $PY -c "import torch, sys; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available(), torch.cuda.get_device_name(0))"
+         $PY -c "import triton; print('triton', triton.__version__)" ;;
+    tests) timeout $LIMIT $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;
+    kernels) timeout $LIMIT $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" \
+               tests/train/test_triton_attention.py tests/train/test_graph_decode.py 2>&1 | tee "$OUT/kernel_tests.log" | tail -25 ;;
+    decode) timeout $LIMIT $PY benchmarks/bench_graph_decode.py --models ${BENCH_MODELS:-100m,1b} --prompts ${BENCH_PROMPTS:-32,8} \
+              ${DECODE_VARIANTS:+--variants $DECODE_VARIANTS} 2>&1 | tee "$OUT/decode.log"; save ;;
+    bench) timeout $LIMIT $PY benchmarks/bench_trainer.py --device cuda --gpu-model ${BENCH_MODELS:-100m,1b} --gpu-prompts ${BENCH_PROMPTS:-32,8} --gpu-profile "$OUT/profile.txt" --repeats ${BENCH_REPEATS:-4} \
              ${BENCH_COMPILE:---gpu-compile} 2>&1 | tee "$OUT/bench.log"; save ;;
     groups|refresh|threshold)
          $PY paper_repro/trainer_at_scale.py --device cuda --workers ${SCALE_WORKERS:-16} --only $stage 2>&1 | tee "$OUT/scale_$stage.log"; save ;;

@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from gspo_dynamics.real_logs import real_logs_dir, real_logs_missing_reason
+# Without a GPU, Triton's kernels (gspo_dynamics/train/_triton_attention.py, where Triton is installed) run
+# through its interpreter on the CPU. Triton reads the choice when a kernel is defined, at import, so it
+# is made here, before any test imports the package; on a GPU machine the compiled kernels are tested.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from gspo_dynamics.real_logs import real_logs_dir, real_logs_missing_reason  # noqa: E402
 
 REQUIRE_ENV = "GSPO_DYNAMICS_REQUIRE_REAL_LOGS"
 _real_log_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}

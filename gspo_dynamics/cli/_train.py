@@ -72,7 +72,9 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="run directory: metrics.jsonl, trainer_state.json, checkpoint.pt")
     p.add_argument("--config", help="a JSON or TOML file of TrainConfig settings (flags override it)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    p.add_argument("--compile", action="store_true", default=None, help="torch.compile the training forward")
+    p.add_argument("--compile", action="store_true", default=None,
+                   help="torch.compile the training forward and, on CUDA, the rollout's decode step "
+                        "(~15 s of compiling per rollout shape; faster rollouts, benchmarks/RESULTS.md)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the final metrics as one JSON object")
     p.add_argument("--save-hf", metavar="DIR", default=None,

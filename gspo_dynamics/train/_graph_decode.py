@@ -17,13 +17,15 @@ ways, none of which changes the function computed:
 
            softmax(q K_W^T / sqrt(d_h) + M_pad + M_future) V_W,   M_future[j] = -inf for j > s,
 
-       which equals attention over the filled prefix K_{0..s} exactly (exp(-inf) = 0).
+       which equals attention over the filled prefix K_{0..s} exactly (exp(-inf) = 0). With ATTENTION
+       "triton" the kernel reads s from the device and skips the slots after it
+       (`_triton_attention`): W = S, one graph for every step.
 
 Precision: the residual stream x stays float32 (as under autocast, where a bf16 matmul output
 added to a float32 x is float32), norms run in float32, every matrix product runs in the cache's
 dtype (the autocast dtype under autocast, else the weights'), and so does the attention: one
 `scaled_dot_product_attention` call (ATTENTION "sdpa", accumulating in float32 inside) or two batched
-products around a float32 softmax ("matmul").
+products around a float32 softmax ("matmul"), or a Triton kernel summing in float32 ("triton").
 In float32 the result equals `_decode.Decoder.step` up to summation order (tests/train/test_graph_decode.py).
 
 Without CUDA (or `graphs=False`) the same step runs eagerly: how the tests check it on a CPU.
@@ -44,15 +46,18 @@ from collections import OrderedDict
 import torch
 from torch.nn import functional as F
 
-from gspo_dynamics.train import _decode
+from gspo_dynamics.train import _decode, _triton_attention
 
 WINDOW = 64  # cache slots per attention window: one graph per window; at most WINDOW - 1 masked slots read
 EOS_CHECK = 16  # steps between host checks that some row is still alive (each check synchronises)
 PROMPT_ROUND = 8  # prompts are left-padded to a multiple of this length: fewer shapes, fewer sessions
 KEEP = 2  # sessions (caches and graphs) a model keeps, the most recently used
 MATMUL = "mm"  # the weights' layout: "mm" (in, out) or "linear" (out, in) (`StaticStep`)
-# how a step attends: "sdpa" or "matmul" (`StaticStep.logits`); sdpa is 5% faster on an H200 (benchmarks/RESULTS.md)
-ATTENTION = "sdpa"
+# how a step attends (`StaticStep.logits`): "triton" (`_triton_attention`: only the slots up to the step's,
+# one graph and one compile for every step; "sdpa" where Triton is missing), "sdpa" or "matmul". On an H200
+# (benchmarks/RESULTS.md) triton ties sdpa (17.3 / 17.1% of the bound at 100m, 24.0 / 24.7% at 1b), sdpa
+# is 5% faster than matmul, and triton inside a compiled step gives 22.8% and 31.7%
+ATTENTION = "triton"
 
 
 def supports(model, device: torch.device) -> bool:
@@ -73,9 +78,15 @@ class StaticStep:
     """The decode-step weights of one dense CausalLM (as `_decode.Decoder`, matrices cast to `dtype`)
     and the step of the module docstring on fixed buffers."""
 
-    def __init__(self, model, dtype: torch.dtype) -> None:
+    def __init__(self, model, dtype: torch.dtype, compiled: bool = False) -> None:
         dec = _decode.Decoder(model)
         self.dec, self.dtype = dec, dtype
+        triton_ok = _triton_attention.available(model.embed.weight.device)
+        self.attention = "sdpa" if ATTENTION == "triton" and not triton_ok else ATTENTION
+        # `logits`, or (compiled) its inductor compilation, traced on each window's first, eager step: the norms,
+        # casts, rotary and activation kernels fused between the matrix products. The compiled code is shared by
+        # every session of the same shapes; a new shape compiles again (~15 s at 100m on an H200, once per shape)
+        self.forward = torch.compile(self.logits, dynamic=False) if compiled else self.logits
         # Decoder's matrices are (in, out) for x @ W; "linear" stores them (out, in), the layout of
         # nn.Linear, which GPU matrix libraries are tuned for (F.linear(x, W^T) = x @ W)
         self.linear = MATMUL == "linear"
@@ -96,9 +107,11 @@ class StaticStep:
 
         tables: this step's position rows, each (n, D) float32 (`Decoder.position_table`);
         keys, values: per layer (n, H_kv, S, d_h) cache views, written at `slot`;
-        keep: (n, 1, 1, W) bool, True where a key slot is attended (W = the window). The attention is
-        ATTENTION's: two batched matrix products around a float32 softmax ("matmul"), or one
-        `scaled_dot_product_attention` call in the cache's dtype ("sdpa")."""
+        keep: (n, 1, 1, W) bool, True where a key slot is attended (W = the window); for "triton", the
+        real slots (W = S), later slots than `slot` skipped by the kernel. The attention is
+        ATTENTION's (`self.attention`): two batched matrix products around a float32 softmax ("matmul"),
+        one `scaled_dot_product_attention` call in the cache's dtype ("sdpa"), or one
+        `_triton_attention.decode_attention` call reading the cache's dtype, summing in float32 ("triton")."""
         d, dt = self.dec, self.dtype
         n, W = token.shape[0], keep.shape[-1]
         H_kv, dh, g = d.H_kv, d.dh, d.H // d.H_kv
@@ -114,7 +127,10 @@ class StaticStep:
             qk = out[:, :D_qk] * cos + out[:, D_qk + D_v :] * sin if d.rope else out[:, :D_qk].float()  # float32
             K.index_copy_(2, slot, qk[:, D_q:].view(n, H_kv, 1, dh).to(K.dtype))
             V.index_copy_(2, slot, out[:, D_qk : D_qk + D_v].view(n, H_kv, 1, dh).to(V.dtype))
-            if ATTENTION == "sdpa":  # query head h reads kv head h // g (GQA); the 1/sqrt(d_h) is in q already
+            if self.attention == "triton":  # query head h reads kv head h // g (GQA); the 1/sqrt(d_h) is in q already
+                q = qk[:, :D_q].view(n, d.H, dh).to(dt)
+                attn = _triton_attention.decode_attention(q, K, V, keep.view(n, W), slot)  # (n, H, d_h)
+            elif self.attention == "sdpa":
                 q = qk[:, :D_q].view(n, d.H, 1, dh).to(dt)
                 attn = F.scaled_dot_product_attention(q, K[:, :, :W], V[:, :, :W], attn_mask=keep, scale=1.0,
                                                       enable_gqa=g > 1)  # (n, H, 1, d_h)
@@ -135,11 +151,11 @@ class _Session:
     attention window, captured on first use and replayed by every later rollout of the same shape."""
 
     def __init__(self, model, B: int, P: int, N: int, tau: float, p: float, eos_id, sampled: bool, device, graphs: bool,
-                 draw):
+                 draw, compiled: bool):
         self.P, self.N, self.tau, self.p, self.eos_id, self.graphs = P, N, tau, p, eos_id, graphs
         self.draw = draw  # rollout.draw: (logits, tau, p, u) -> (token, log q)
         self.cache = model.new_kv_cache(B, P + N)  # the autocast dtype under autocast, else the weights'
-        self.step = StaticStep(model, self.cache.keys.dtype)
+        self.step = StaticStep(model, self.cache.keys.dtype, compiled)
         S = self.cache.capacity
         self.table = self.step.dec.position_table(P + N, device)  # float32 rows by position (first + t < P + N)
         self.ids = torch.zeros(B, P, dtype=torch.long, device=device)
@@ -155,7 +171,7 @@ class _Session:
         self.slots = torch.arange(S, device=device)
         self.captured: dict[int, torch.cuda.CUDAGraph] = {}
         self.stream = torch.cuda.Stream(device) if graphs else None  # the warm-up's and the captures' stream
-        self.warm = False
+        self.warm: set[int] = set()  # the windows whose step ran eagerly once (a compiled step traces there)
 
     def body(self, W: int) -> None:
         """Step t: draw token t from `last`, record it, feed it at slot P + t (window W), t += 1."""
@@ -167,9 +183,12 @@ class _Session:
         if self.eos_id is not None:
             self.alive.logical_and_(token != self.eos_id)
         slot = t + self.P
-        keep = self.real[..., :W] & (self.slots[:W] <= slot)  # (B, 1, 1, W): real slots up to this one
+        if self.step.attention == "triton":
+            keep = self.real  # (B, 1, 1, S): the kernel reads the real slots up to this one
+        else:
+            keep = self.real[..., :W] & (self.slots[:W] <= slot)  # (B, 1, 1, W): real slots up to this one
         tables = tuple(x.index_select(0, self.first + t) for x in self.table)
-        self.last.copy_(self.step.logits(token, tables, list(self.cache.keys), list(self.cache.values), slot, keep))
+        self.last.copy_(self.step.forward(token, tables, list(self.cache.keys), list(self.cache.values), slot, keep))
         t.add_(1)
 
     def run(self, model, prompt_ids, prompt_mask, U) -> int:
@@ -203,14 +222,16 @@ class _Session:
         fed = 0
         for i in range(self.N - 1):
             W = min(self.cache.capacity, -(-(self.P + i + 1) // WINDOW) * WINDOW)  # the window holding slot P + i
+            if self.step.attention == "triton":
+                W = self.cache.capacity  # the kernel skips the later slots itself: one graph
             if not self.graphs:
                 self.body(W)
-            elif not self.warm:  # eagerly on the capture stream: the warm-up a capture needs
+            elif W not in self.warm:  # eagerly on the capture stream: the warm-up a capture needs, per window
                 self.stream.wait_stream(torch.cuda.current_stream(device))
                 with torch.cuda.stream(self.stream):
                     self.body(W)
                 torch.cuda.current_stream(device).wait_stream(self.stream)
-                self.warm = True
+                self.warm.add(W)
             else:
                 if W not in self.captured:  # recorded, not run: the state is untouched until the replay
                     self.captured[W] = torch.cuda.CUDAGraph()
@@ -239,11 +260,12 @@ def release(model=None) -> None:
         _SESSIONS.pop(model, None)
 
 
-def decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw, graphs: bool | None = None):
+def decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw, graphs: bool | None = None, compiled: bool = False):
     """Raw tokens and log q (B, N) of the rollout, meaningful up to each row's first EOS (as
     `rollout._fast_loop`; `rollout._finish` masks the rest): views of the session's buffers, valid until
     its next rollout (clone them). `draw` is `rollout.draw`; `graphs`: replay CUDA graphs (None: when
-    the device is CUDA).
+    the device is CUDA); `compiled`: the step through torch.compile (`StaticStep`; 1.28-1.33x the rollout
+    on an H200 with the Triton attention, benchmarks/RESULTS.md).
 
     The prompt is left-padded to a multiple of PROMPT_ROUND tokens (masked slots: the same function)
     so that batches of nearby prompt lengths share a session; a model keeps its KEEP most recently
@@ -254,10 +276,10 @@ def decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw, graphs: b
     P_static = max(P, min(-(-P // PROMPT_ROUND) * PROMPT_ROUND, model.config.max_seq_len - N))
     dtype = torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) else model.embed.weight.dtype
     storage = tuple(q.data_ptr() for q in model.parameters())  # the tensors the session reads in place
-    key = (B, P_static, N, tau, p, eos_id, U is not None, dtype, device, graphs, storage)
+    key = (B, P_static, N, tau, p, eos_id, U is not None, dtype, device, graphs, compiled, storage)
     sessions = _SESSIONS.setdefault(model, OrderedDict())
     if key not in sessions:
-        sessions[key] = _Session(model, B, P_static, N, tau, p, eos_id, U is not None, device, graphs, draw)
+        sessions[key] = _Session(model, B, P_static, N, tau, p, eos_id, U is not None, device, graphs, draw, compiled)
         while len(sessions) > KEEP:
             sessions.popitem(last=False)
     sessions.move_to_end(key)

@@ -96,7 +96,7 @@ class TrainConfig(ObjectiveDefaults):
     # ---- machinery ----
     device: str = "auto"  # auto (cuda if available) | cpu | cuda | cuda:N
     precision: str = "auto"  # auto (bf16 autocast on CUDA only) | fp32 | bf16 (CUDA only)
-    compile: bool = False  # torch.compile the model's training forward
+    compile: bool = False  # torch.compile the model's training forward and, on CUDA, the rollout's decode step
     checkpoint_every: int = 0  # optimizer steps between checkpoints (0: only at the end)
 
     def __post_init__(self) -> None:

@@ -104,6 +104,7 @@ def generate(
     pad_id: int = 0,
     generator: torch.Generator | None = None,
     fast: bool = True,
+    compile_decode: bool = False,
 ) -> Rollout:
     """Sample up to `max_new_tokens` tokens after each left-padded prompt (module docstring).
 
@@ -118,6 +119,8 @@ def generate(
             them (a dense built-in model; module docstring); False: the model's own cached
             forward every step (the reference path; same draws, same numbers up to float32
             summation order).
+        compile_decode: on the CUDA graph path, the decode step through torch.compile (`_graph_decode.decode`):
+            faster rollouts for a one-off compile per rollout shape.
     """
     prompt_mask, tau, p = _checked_options(model, prompt_ids, prompt_mask, max_new_tokens, temperature, top_p, eos_id, pad_id)
     B, P = prompt_ids.shape
@@ -126,7 +129,8 @@ def generate(
     U = None if tau == 0.0 else torch.rand(N, B, generator=generator, device=prompt_ids.device)
     if fast and _graph_decode.supports(model, prompt_ids.device):  # the session owns its cache
         with torch.inference_mode():
-            tokens, logprobs = _graph_decode.decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw)
+            tokens, logprobs = _graph_decode.decode(model, prompt_ids, prompt_mask, N, tau, p, eos_id, U, draw,
+                                                    compiled=compile_decode)
         tokens, logprobs = tokens.clone(), logprobs.clone()  # the session's buffers, reused by its next rollout
         return _finish(prompt_ids, prompt_mask, tokens, logprobs, eos_id, pad_id, None)
     cache = model.new_kv_cache(B, P + N)  # allocated once: every key and value of this call

@@ -206,7 +206,8 @@ class _Run:
             generator = torch.Generator(self.device).manual_seed(stream_seed(cfg.seed, "sample", k, c))
             with self.autocast():
                 ro = generate(self.model, ids, mask, self.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
-                              eos_id=self.tokenizer.eos_id, pad_id=self.tokenizer.pad_id, generator=generator)
+                              eos_id=self.tokenizer.eos_id, pad_id=self.tokenizer.pad_id, generator=generator,
+                              compile_decode=cfg.compile)
             if not bool(torch.isfinite(ro.sampler_logprobs).all()):  # one sync per rollout chunk
                 raise TrainingDiverged("the sampling policy's log-probabilities are not finite: the model diverged "
                                        "(lower the learning rate)")

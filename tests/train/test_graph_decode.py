@@ -11,13 +11,25 @@ import weakref
 import pytest
 import torch
 
-from gspo_dynamics.train import _graph_decode
+from gspo_dynamics.train import _graph_decode, _triton_attention
 from gspo_dynamics.train.rollout import _finish, completion_log_probs, draw, generate
 from gspo_dynamics.train.tokenizer import Tokenizer
 from _train_helpers import CUDA, sharp_model
 from test_decode import DENSE, LOGP_TOL, prompts
 
 TOK = Tokenizer()
+# the Triton kernel: compiled on CUDA, through Triton's interpreter on the CPU (tests/conftest.py); skipped without Triton
+VARIANTS = [("matmul", "mm"), ("sdpa", "mm"), ("sdpa", "linear")]
+NEEDS_TRITON = pytest.mark.skipif(not _triton_attention.available(torch.device("cpu")),
+                                  reason="needs Triton, on a CPU through its interpreter (tests/conftest.py)")
+NEEDS_TRITON_CUDA = pytest.mark.skipif(_triton_attention.triton is None, reason="needs Triton")
+
+
+@pytest.fixture(autouse=True)
+def _sdpa_unless_set(monkeypatch):
+    """ATTENTION "sdpa" unless a test sets another: on a CPU the Triton kernel runs through Triton's
+    interpreter, ~0.1 s a call, so only the tests written for it use it there."""
+    monkeypatch.setattr(_graph_decode, "ATTENTION", "sdpa")
 OPTIONS = (dict(temperature=0.0), dict(), dict(temperature=0.8, top_p=0.9))
 # bf16 keeps 8 bits of mantissa: logits of size ~5 (scale-3 weights) carry ~2^-8 x 5 = 0.02 of
 # rounding per product, a few products deep; 0.15 in a log-prob is ~7 such roundings, far below the
@@ -25,12 +37,12 @@ OPTIONS = (dict(temperature=0.0), dict(), dict(temperature=0.8, top_p=0.9))
 BF16_LOGP_TOL = 0.15
 
 
-def static_rollout(model, ids, mask, N, graphs=False, temperature=1.0, top_p=1.0, seed=3):
+def static_rollout(model, ids, mask, N, graphs=False, temperature=1.0, top_p=1.0, seed=3, compiled=False):
     """`generate`'s Rollout, decoded by `_graph_decode.decode` (the same uniforms as `generate`)."""
     B, P = ids.shape
     U = None if temperature == 0.0 else torch.rand(N, B, generator=torch.Generator(ids.device).manual_seed(seed), device=ids.device)
     with torch.inference_mode():
-        tokens, logprobs = _graph_decode.decode(model, ids, mask, N, temperature, top_p, TOK.eos_id, U, draw, graphs)
+        tokens, logprobs = _graph_decode.decode(model, ids, mask, N, temperature, top_p, TOK.eos_id, U, draw, graphs, compiled)
     return _finish(ids, mask, tokens.clone(), logprobs.clone(), TOK.eos_id, TOK.pad_id, None)
 
 
@@ -41,7 +53,7 @@ def assert_same(a, b, tol=LOGP_TOL):
     assert torch.allclose(a.sampler_logprobs, b.sampler_logprobs, atol=tol, rtol=0)
 
 
-@pytest.mark.parametrize("attention, matmul", [("matmul", "mm"), ("sdpa", "mm"), ("sdpa", "linear")])
+@pytest.mark.parametrize("attention, matmul", VARIANTS)
 @pytest.mark.parametrize("window", [4, 64])
 @pytest.mark.parametrize("overrides", DENSE)
 @pytest.mark.parametrize("kind", ["padded", "equal", "one_token"])
@@ -147,7 +159,7 @@ def test_supports_only_cuda_dense_float32_models():
 
 
 @pytest.mark.parametrize("device", [CUDA])
-@pytest.mark.parametrize("attention, matmul", [("matmul", "mm"), ("sdpa", "mm"), ("sdpa", "linear")])
+@pytest.mark.parametrize("attention, matmul", [*VARIANTS, pytest.param("triton", "mm", marks=NEEDS_TRITON_CUDA)])
 @pytest.mark.parametrize("overrides", DENSE)
 def test_graph_replays_equal_the_eager_loop_on_cuda(overrides, attention, matmul, device, monkeypatch):
     """On CUDA, float32 and bf16 autocast: graph replays give exactly the eager loop's tokens and
@@ -168,3 +180,56 @@ def test_graph_replays_equal_the_eager_loop_on_cuda(overrides, attention, matmul
         with torch.autocast("cuda", dtype=torch.bfloat16):
             half = static_rollout(model, ids, mask, 14, graphs=True, **options)
             assert_same(half, static_rollout(model, ids, mask, 14, graphs=False, **options), tol=0.0)
+
+
+@NEEDS_TRITON
+@pytest.mark.parametrize("overrides", [DENSE[0], DENSE[2], DENSE[3]])  # H_kv = H, H / 2 and 1
+@pytest.mark.parametrize("kind", ["padded", "one_token"])
+def test_static_loop_with_the_triton_kernel_equals_reference_rollout(overrides, kind, monkeypatch):
+    """ATTENTION "triton" on the CPU (Triton's interpreter), float32, sampled: the reference path's tokens
+    exactly and its log-probs to float32 tolerance, the step's window being the whole cache (W = S)."""
+    monkeypatch.setattr(_graph_decode, "ATTENTION", "triton")
+    model = sharp_model(TOK.vocab_size, seed=len(overrides), **overrides)
+    ids, mask = prompts(kind)
+    ref = generate(model, ids, mask, 10, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=False,
+                   generator=torch.Generator().manual_seed(3), temperature=0.8, top_p=0.9)
+    assert_same(static_rollout(model, ids, mask, 10, temperature=0.8, top_p=0.9), ref)
+    assert next(iter(_graph_decode._SESSIONS[model].values())).step.attention == "triton"
+
+
+@NEEDS_TRITON
+def test_static_loop_with_the_triton_kernel_in_bf16_matches_float32_logprobs(monkeypatch):
+    """As test_static_loop_in_bf16_matches_float32_logprobs, through the Triton kernel (a bf16 cache)."""
+    monkeypatch.setattr(_graph_decode, "ATTENTION", "triton")
+    model = sharp_model(TOK.vocab_size, seed=11, scale=3.0, **DENSE[2])
+    ids, mask = prompts()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ro = static_rollout(model, ids, mask, 10)
+    with torch.no_grad():
+        exact, _ = completion_log_probs(model, ro.sequences, ro.attention_mask, ro.completion_mask)
+    assert torch.allclose(ro.sampler_logprobs, exact, atol=BF16_LOGP_TOL, rtol=0)
+
+
+def test_triton_attention_falls_back_to_sdpa_where_it_cannot_run(monkeypatch):
+    """Without Triton (or off CUDA with the interpreter off) a step asked for "triton" attends by "sdpa"."""
+    monkeypatch.setattr(_graph_decode, "ATTENTION", "triton")
+    monkeypatch.setattr(_triton_attention, "triton", None)
+    assert _graph_decode.StaticStep(sharp_model(TOK.vocab_size), torch.float32).attention == "sdpa"
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, raised while compiling
+@pytest.mark.parametrize("device, attention", [("cpu", "sdpa"), pytest.param(*CUDA.values, "sdpa", marks=CUDA.marks),
+                                               pytest.param(*CUDA.values, "triton", marks=(*CUDA.marks, NEEDS_TRITON_CUDA))])
+def test_compiled_step_equals_reference_rollout(device, attention, monkeypatch):
+    """A compiled step (`decode(compiled=True)`: the logits through torch.compile, then captured on CUDA): in float32 the reference
+    path's tokens exactly and its log-probs to float32 tolerance (inductor's fused kernels sum in another
+    order); on CUDA with 8-slot windows for sdpa (each window's step traced eagerly before its capture)
+    and with the Triton kernel inside the compiled step."""
+    monkeypatch.setattr(_graph_decode, "ATTENTION", attention)
+    if device == "cuda":
+        monkeypatch.setattr(_graph_decode, "WINDOW", 8)
+    model = sharp_model(TOK.vocab_size, seed=3, device=device, **DENSE[2])
+    ids, mask = prompts("padded", device)
+    ref = generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=False,
+                   generator=torch.Generator(device).manual_seed(3), temperature=0.8)
+    assert_same(static_rollout(model, ids, mask, 14, graphs=device == "cuda", temperature=0.8, compiled=True), ref)

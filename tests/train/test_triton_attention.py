@@ -1,0 +1,93 @@
+"""The decode step's Triton attention kernel (`_triton_attention.decode_attention`) against softmax
+attention computed densely in float64 with a boolean mask: an independent route (no running max, no
+chunks). On a CPU the kernel runs through Triton's interpreter (tests/conftest.py); on CUDA compiled.
+
+Tolerances: float32 inputs, 2e-6 on a CPU (float32 sums of <= 64 terms of size <= ~10 in another
+order: a few ulps of outputs of size ~1) and 2e-5 on CUDA, where `tl.exp` compiles to the approximate
+ex2 instruction on an argument scaled by log2(e) in float32 (relative errors of ~1e-6 per weight, ten
+times the CPU's); bf16 inputs: the kernel rounds the softmax weights to bf16 for the tensor-core product
+(relative 2^-9 each: at most 2^-9 max|v| in the output) and the output once (the reference is rounded
+too: 2^-8 |o| between the two), so |o - round(o_ref)| <= 2^-8 |o_ref| + 2^-9 max|v|."""
+
+import pytest
+import torch
+
+from gspo_dynamics.train import _triton_attention
+from _train_helpers import DEVICES
+
+F32_TOL = {"cpu": 2e-6, "cuda": 2e-5}  # module docstring
+pytestmark = pytest.mark.skipif(_triton_attention.triton is None, reason="needs Triton (ships with CUDA builds of torch)")
+
+
+def reference(q, keys, values, real, slot):
+    """softmax over the slots n <= slot with real[b, n], query head h reading key/value head h // g."""
+    g = q.shape[1] // keys.shape[1]
+    S = keys.shape[2]
+    keep = real & (torch.arange(S, device=real.device) <= slot)
+    K = keys.double().repeat_interleave(g, 1)
+    V = values.double().repeat_interleave(g, 1)
+    x = torch.einsum("bhd,bhsd->bhs", q.double(), K).masked_fill(~keep[:, None], -torch.inf)
+    return torch.einsum("bhs,bhsd->bhd", x.softmax(-1), V)
+
+
+def case(B, H, H_kv, S, D, device, dtype=torch.float32, seed=0):
+    if not _triton_attention.available(torch.device(device)):
+        pytest.skip("Triton runs on a CPU only through its interpreter (TRITON_INTERPRET=1, set by tests/conftest.py without CUDA)")
+    gen = torch.Generator().manual_seed(seed)
+    q, keys, values = (torch.randn(*shape, generator=gen).to(device, dtype)
+                       for shape in ((B, H, D), (B, H_kv, S, D), (B, H_kv, S, D)))
+    real = torch.ones(B, S, dtype=torch.bool)
+    real[0, :5] = False  # left padding
+    if B > 1:
+        real[1, 3:9:2] = False  # holes: any boolean row, not only a padded prefix
+    return q, keys, values, real.to(device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("H, H_kv, D", [(4, 4, 16), (4, 2, 16), (6, 2, 24), (8, 1, 8)])  # g = 1, 2, 3, 8; d_h not a power of 2
+@pytest.mark.parametrize("chunks", [None, 1, 2, 5])
+def test_equals_masked_softmax_attention(H, H_kv, D, chunks, device):
+    q, keys, values, real = case(3, H, H_kv, 70, D, device)
+    for s in (5, 40, 69):  # the first real slot of row 0, mid-cache, the last slot
+        out = _triton_attention.decode_attention(q, keys, values, real, torch.tensor([s], device=device), chunks)
+        assert out.shape == q.shape and out.dtype == q.dtype
+        assert torch.allclose(out.double(), reference(q, keys, values, real, s), atol=F32_TOL[device], rtol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bf16_cache_rounds_once(device):
+    q, keys, values, real = case(2, 4, 4, 130, 32, device, torch.bfloat16)
+    out = _triton_attention.decode_attention(q, keys, values, real, torch.tensor([129], device=device), 2)
+    ref = reference(q, keys, values, real, 129)
+    assert out.dtype == torch.bfloat16
+    tol = 2.0 ** -8 * ref.abs() + 2.0 ** -9 * values.double().abs().max()
+    assert ((out.double() - ref.to(torch.bfloat16).double()).abs() <= tol).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reads_the_slot_from_the_device_and_a_chunk_with_nothing_to_attend_adds_nothing(device):
+    """The slot is a device tensor read by the kernel (a CUDA graph replays the same call as it
+    advances): changing it in place changes the output. Chunk 0 of row 0 is all padding (8-slot
+    chunks, 10 padded slots): no NaN, and the other chunks' result."""
+    q, keys, values, real = case(2, 2, 2, 40, 8, device)
+    real[0, :10] = False
+    slot = torch.tensor([12], device=device)
+    first = _triton_attention.decode_attention(q, keys, values, real, slot, chunks=5)
+    slot.add_(20)
+    second = _triton_attention.decode_attention(q, keys, values, real, slot, chunks=5)
+    assert torch.isfinite(first).all()
+    assert torch.allclose(first.double(), reference(q, keys, values, real, 12), atol=F32_TOL[device], rtol=0)
+    assert torch.allclose(second.double(), reference(q, keys, values, real, 32), atol=F32_TOL[device], rtol=0)
+
+
+def test_chunk_count_fills_the_processors_and_never_exceeds_the_blocks():
+    cpu = torch.device("cpu")  # one "SM": PROGRAMS_PER_SM programs wanted
+    assert _triton_attention.chunk_count(rows=1, slots=1000, block=64, device=cpu) == _triton_attention.PROGRAMS_PER_SM
+    assert _triton_attention.chunk_count(rows=3072, slots=265, block=64, device=cpu) == 1
+    assert _triton_attention.chunk_count(rows=1, slots=10, block=64, device=cpu) == 1
+
+
+def test_refuses_heads_that_do_not_group():
+    q, keys, values, real = case(1, 3, 2, 8, 8, "cpu")
+    with pytest.raises(ValueError, match="multiple of H_kv"):
+        _triton_attention.decode_attention(q, keys, values, real, torch.tensor([3]))

@@ -31,8 +31,8 @@ In float32 the result equals `_decode.Decoder.step` up to summation order (tests
 Without CUDA (or `graphs=False`) the same step runs eagerly: how the tests check it on a CPU.
 
 Memory: a model keeps up to KEEP sessions, each with its KV cache, between rollouts (the price of not
-capturing again: 2 n_layers B S H_kv d_h numbers, 2.7 GiB in bf16 for the 100m preset's 256 rows of 265
-slots, the prompt rounded up to 8), plus the step's matrices in the cache's dtype; `release(model)` frees them.
+capturing again: 2 n_layers B S H_kv d_h numbers, 3.3 GiB in bf16 for the 100m preset's 256 rows of 320
+slots, 265 rounded up to CACHE_ROUND), plus the step's matrices in the cache's dtype; `release(model)` frees them.
 A session reads the embedding, learned positions and norm weights in place, so it belongs to the parameters'
 storage: the key holds their addresses, and a model whose parameters were moved or replaced (`.to()`, a
 `load_state_dict(assign=True)`) gets a new session. Speed: benchmarks/RESULTS.md (bench_graph_decode.py).
@@ -51,6 +51,9 @@ from gspo_dynamics.train import _decode, _triton_attention
 WINDOW = 64  # cache slots per attention window: one graph per window; at most WINDOW - 1 masked slots read
 EOS_CHECK = 16  # steps between host checks that some row is still alive (each check synchronises)
 PROMPT_ROUND = 8  # prompts are left-padded to a multiple of this length: fewer shapes, fewer sessions
+# the KV cache's slots are rounded up to a multiple of this: the step's shapes (rows, slots) are shared by
+# nearby prompt lengths, so a compiled step compiles once for them (`StaticStep`); the extra slots are never read
+CACHE_ROUND = 64
 KEEP = 2  # sessions (caches and graphs) a model keeps, the most recently used
 MATMUL = "mm"  # the weights' layout: "mm" (in, out) or "linear" (out, in) (`StaticStep`)
 # how a step attends (`StaticStep.logits`): "triton" (`_triton_attention`: only the slots up to the step's,
@@ -154,7 +157,8 @@ class _Session:
                  draw, compiled: bool):
         self.P, self.N, self.tau, self.p, self.eos_id, self.graphs = P, N, tau, p, eos_id, graphs
         self.draw = draw  # rollout.draw: (logits, tau, p, u) -> (token, log q)
-        self.cache = model.new_kv_cache(B, P + N)  # the autocast dtype under autocast, else the weights'
+        # the autocast dtype under autocast, else the weights'; slots past P + N are never attended
+        self.cache = model.new_kv_cache(B, -(-(P + N) // CACHE_ROUND) * CACHE_ROUND)
         self.step = StaticStep(model, self.cache.keys.dtype, compiled)
         S = self.cache.capacity
         self.table = self.step.dec.position_table(P + N, device)  # float32 rows by position (first + t < P + N)

@@ -233,3 +233,23 @@ def test_compiled_step_equals_reference_rollout(device, attention, monkeypatch):
     ref = generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=False,
                    generator=torch.Generator(device).manual_seed(3), temperature=0.8)
     assert_same(static_rollout(model, ids, mask, 14, graphs=device == "cuda", temperature=0.8, compiled=True), ref)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, raised while compiling
+def test_prompts_of_nearby_lengths_share_one_compiled_step():
+    """Two prompt batches padded to 8 and 16 tokens (two sessions) have caches of the same CACHE_ROUND-rounded
+    capacity, so the compiled step traces once (torch's frame counter) and both equal the reference path."""
+    from torch._dynamo.utils import counters
+
+    model = sharp_model(TOK.vocab_size, seed=1, **DENSE[2])
+    batches = TOK.batch_encode(["1", "2", "", "4"]), TOK.batch_encode(["12+34+56+78=", "5+6=", "", "7"])
+    assert batches[0][0].shape[1] <= _graph_decode.PROMPT_ROUND < batches[1][0].shape[1]
+    torch._dynamo.reset()
+    counters.clear()
+    for ids, mask in batches:
+        ref = generate(model, ids, mask, 14, eos_id=TOK.eos_id, pad_id=TOK.pad_id, fast=False,
+                       generator=torch.Generator().manual_seed(3), temperature=0.8)
+        assert_same(static_rollout(model, ids, mask, 14, temperature=0.8, compiled=True), ref)
+    assert len(_graph_decode._SESSIONS[model]) == 2
+    assert {s.cache.capacity for s in _graph_decode._SESSIONS[model].values()} == {_graph_decode.CACHE_ROUND}
+    assert counters["frames"]["ok"] == 1

@@ -47,7 +47,7 @@ from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
-from gspo_dynamics.fit._pilot_log import GROUP_SIZES, logged_lr, logged_refresh, zero_std_shares
+from gspo_dynamics.fit._pilot_log import GROUP_SIZES, logged_group_size, logged_lr, logged_refresh, zero_std_shares
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
@@ -298,6 +298,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     imp = implications(fit, hp, reward_range=reward_range)
     max_lr, lr_note = _max_safe_lr(imp, hp, measured)
     p, shares, logged = zero_std_shares(log, reward, n, reward_range, measured)
+    if shares:
+        assumed += logged_group_size(log, n, hp.group_size, hp.num_groups)
     noise = {g: fit.residual_std * math.sqrt(hp.group_size / g) for g in GROUP_SIZES}
     measured.append(f"the reward's noise around the fit, {fit.residual_std:.3g} at N G = {hp.num_groups * hp.group_size}")
     assumed.append("the noise scales as 1 / sqrt(N G) (the fluctuation theory's 1/G law) and the pilot ran at the "

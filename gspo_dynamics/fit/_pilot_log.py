@@ -1,6 +1,6 @@
-"""What a pilot's log says beyond its reward curve (`fit.pilot_forecast`): its logged learning rate and window
-positions against the config's (a pilot run at another lr, under a schedule or warm-up, or at another T is said),
-and the zero-std share its success rate gives by G."""
+"""What a pilot's log says beyond its reward curve (`fit.pilot_forecast`): its logged learning rate, window
+positions and zero-std share against the config's (a pilot run at another lr, under a schedule or warm-up, at
+another T, or at a larger G is said), and the zero-std share its success rate gives by G."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from gspo_dynamics.logs import RunLog
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 LR_MATCH = 0.01  # a logged lr within 1% of the config's is the config's (bf16 logs, rounding)
+Z_GROUP = 3.0  # standard errors below the least zero-std share the config's G allows: another G (`logged_group_size`)
+MIN_GROUP_ROWS = 5  # rows with both a reward and a zero-std share before the check is made
 
 
 def _logged(log: RunLog, name: str, n: int) -> np.ndarray:
@@ -69,3 +71,39 @@ def zero_std_shares(log: RunLog, reward: np.ndarray, n: int, reward_range, measu
     return float(reward.mean()), shares, logged
 
 
+
+
+def least_zero_std_share(p: np.ndarray, G: int, draws: int) -> np.ndarray:
+    """The least expected share of all-equal groups of G pass/fail rewards at measured success rates p,
+    each the mean of `draws` rewards:
+
+        f_G(p) = p^G + (1 - p)^G  minus  f_G''(p) p (1 - p) / (2 draws),   f_G'' = G (G - 1) (p^(G-2) + (1 - p)^(G-2)).
+
+    f_G is convex, so prompts of unequal difficulty around a step's mean rate only raise the share
+    (Jensen: E_i f_G(p_i) >= f_G(mean_i p_i)); the second term takes off the plug-in's rise from the noise
+    of the measured rate (E f(p^) = f(p) + f''(p) Var(p^) / 2 to second order, Var(p^) = p (1 - p) / draws)."""
+    p = np.clip(p, 0.0, 1.0)
+    curvature = G * (G - 1) * (p ** (G - 2) + (1 - p) ** (G - 2))
+    return p**G + (1 - p) ** G - curvature * p * (1 - p) / (2 * draws)
+
+
+def logged_group_size(log: RunLog, n: int, G: int, N: int | None) -> list[str]:
+    """The pilot's logged zero-std share against the least the config's G allows at its success rates
+    (`least_zero_std_share`, N G draws a step): a mean more than Z_GROUP standard errors (of the per-row
+    differences) below it contradicts G, and is said; a share above it says nothing (unequal prompts raise it)."""
+    if "frac_zero_std" not in log or "reward" not in log:
+        return []
+    rows = np.flatnonzero(np.isfinite(log["reward"]))[:n]
+    p, z = log["reward"][rows], log["frac_zero_std"][rows]
+    both = np.isfinite(z)
+    if both.sum() < MIN_GROUP_ROWS or (p < 0).any() or (p > 1).any():
+        return []
+    gap = z[both] - least_zero_std_share(p[both], G, (N or 1) * G)
+    se = float(np.std(gap, ddof=1)) / np.sqrt(len(gap))
+    if float(np.mean(gap)) >= -Z_GROUP * se:
+        return []
+    least = float(np.mean(least_zero_std_share(p[both], G, (N or 1) * G)))
+    return [f"the pilot's logged zero-std share, {float(np.mean(z[both])):.3g}, is below the least G = {G} gives at its "
+            f"success rates, {least:.3g} ({Z_GROUP:g} standard errors or more): the pilot ran with a larger G than the "
+            "config's, or its rewards are not pass/fail (partial credit makes equal groups rarer); the zero-std "
+            "shares by G below assume pass/fail rewards"]

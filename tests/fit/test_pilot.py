@@ -662,3 +662,54 @@ def test_a_linear_lr_bound_read_from_a_pilot_that_lost_reward_is_no_safe_lr(tmp_
                           reward_range=(0.0, 1.0))
     assert not kept.lost and kept.to_json()["pilot_lost_reward"] is False
     assert any(line.startswith(f"  max safe lr at T = 1: {kept.max_safe_lr:.3g}") for line in kept.summary_lines())
+
+
+def group_pilot(rng, p_curve: np.ndarray, G: int, N: int, spread: float = 0.0, partial: bool = False) -> dict:
+    """Per-step mean reward and zero-std share of N groups of G rewards, prompt i's success rate
+    p_t + spread u_i (u uniform in [-1, 1], clipped); pass/fail rewards, or partial credit: the rate plus
+    normal noise of 0.15, clipped to [0, 1]."""
+    reward, zero = [], []
+    for p in p_curve:
+        q = np.clip(p + spread * rng.uniform(-1, 1, N), 0, 1)
+        if partial:
+            draws = np.clip(q[:, None] + 0.15 * rng.standard_normal((N, G)), 0, 1)
+        else:
+            draws = (rng.random((N, G)) < q[:, None]).astype(float)
+        reward.append(draws.mean())
+        zero.append(np.mean(np.ptp(draws, axis=1) == 0))
+    return {"reward": np.asarray(reward), "frac_reward_zero_std": np.asarray(zero)}
+
+
+def test_least_zero_std_share_is_the_homogeneous_share_to_second_order():
+    """Monte Carlo of the measured rate p^ = Binomial(D, p) / D (D = N G = 32 draws, 400,000 steps): the
+    mean of least_zero_std_share(p^) is f_G(p) = p^G + (1 - p)^G within the third-order remainder
+    (<= 0.004 here) and the Monte Carlo's 5 standard errors; without the second-order term it is well above."""
+    from gspo_dynamics.fit._pilot_log import least_zero_std_share
+
+    rng = np.random.default_rng(0)
+    for G, p in ((8, 0.8), (8, 0.5), (4, 0.9), (16, 0.95)):
+        hat = rng.binomial(4 * G, p, 400_000) / (4 * G)
+        corrected = least_zero_std_share(hat, G, 4 * G)
+        exact = p**G + (1 - p) ** G
+        assert abs(corrected.mean() - exact) <= 0.004 + 5 * corrected.std() / math.sqrt(len(hat))
+    hat = rng.binomial(32, 0.8, 400_000) / 32
+    assert np.mean(hat**8 + (1 - hat) ** 8) - (0.8**8 + 0.2**8) > 0.02  # the noise's rise the term takes off
+
+
+def test_a_pilots_zero_std_share_below_what_its_g_allows_is_said(tmp_path):
+    """Pass/fail pilots (N = 4 prompts, 60 steps, success rising 0.3 -> 0.9): at the config's G = 8 the check is
+    silent with equal prompts (where the bound is tight: 0 of 400 seeds said, measured once; 1 of 20 allowed here)
+    and with unequal ones; a pilot run at G = 16 (200 of 200 said; G = 12: 199 of 200), or with partial credit,
+    is said in every seed."""
+    rng = np.random.default_rng(5)
+    curve = 0.9 - 0.6 * np.exp(-np.arange(60) / 15)
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "num_groups": 4, "refresh_interval": 1})
+
+    def said(columns) -> bool:
+        f = pilot_forecast(setup, write_log(tmp_path / "g.jsonl", columns), reward_range=(0.0, 1.0))
+        return any("below the least G = 8 gives" in a for a in f.assumed)
+
+    assert sum(said(group_pilot(rng, curve, 8, 4)) for _ in range(20)) <= 1
+    assert not any(said(group_pilot(rng, curve, 8, 4, spread=0.3)) for _ in range(5))
+    assert all(said(group_pilot(rng, curve, 16, 4)) for _ in range(5))
+    assert all(said(group_pilot(rng, curve, 8, 4, partial=True)) for _ in range(5))

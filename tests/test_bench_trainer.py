@@ -92,7 +92,7 @@ def test_kept_rows_are_the_preset_and_batch_pairs_not_measured(bench, tmp_path, 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
 def test_the_gpu_benchmarks_without_a_gpu_are_one_line(tmp_path):
-    """Both GPU benchmarks refuse a machine without CUDA with one line and a non-zero exit, no traceback."""
+    """The GPU benchmarks refuse a machine without CUDA with one line and a non-zero exit, no traceback."""
     import os
     import subprocess
     import sys
@@ -100,7 +100,8 @@ def test_the_gpu_benchmarks_without_a_gpu_are_one_line(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
-    for args in (["benchmarks/bench_graph_decode.py"], ["benchmarks/bench_trainer.py", "--device", "cuda", "--no-write"]):
+    for args in (["benchmarks/bench_graph_decode.py"], ["benchmarks/bench_decode_attention.py"],
+                 ["benchmarks/bench_trainer.py", "--device", "cuda", "--no-write"]):
         done = subprocess.run([sys.executable, *args], cwd=root, capture_output=True, text=True, env=env, timeout=120)
         assert done.returncode != 0 and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "needs a CUDA GPU" in done.stderr

@@ -148,22 +148,26 @@ def chunk_count(rows: int, slots: int, block: int, device: torch.device) -> int:
 
 
 def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, real: torch.Tensor,
-                     slot: torch.Tensor, chunks: int | None = None) -> torch.Tensor:
+                     slot: torch.Tensor, chunks: int | None = None, block: int | None = None,
+                     num_warps: int = 4, num_stages: int | None = None) -> torch.Tensor:
     """Attention output (B, H, d_h) in q's dtype (module docstring).
 
     q: (B, H, d_h), scaled by 1/sqrt(d_h); keys, values: (B, H_kv, S, d_h) cache views, unit stride in
     d_h; real: (B, S) bool, the slots that hold a real token; slot: (1,) int64 on the device, the last
-    attended slot (every later slot is skipped); chunks: the split-K count (None: `chunk_count`)."""
+    attended slot (every later slot is skipped); chunks: the split-K count (None: `chunk_count`);
+    block: slots per loop step (None: up to 64, REGISTER_BUDGET / d_h); num_warps, num_stages: Triton's
+    launch options (None: Triton's default stages). benchmarks/bench_decode_attention.py sweeps the last four."""
     B, H, D = q.shape
     _, H_kv, S, _ = keys.shape
     if H % H_kv or keys.stride(-1) != 1 or values.stride(-1) != 1 or q.stride(-1) != 1:
         raise ValueError("decode_attention needs H a multiple of H_kv and unit stride in d_h")
     G = H // H_kv
     G_PAD, D_PAD = max(DOT_MIN, _pow2(G)), max(DOT_MIN, _pow2(D))
-    block = max(DOT_MIN, min(64, REGISTER_BUDGET // D_PAD))
+    block = max(DOT_MIN, min(64, REGISTER_BUDGET // D_PAD)) if block is None else block
     C = chunk_count(B * H_kv, S, block, q.device) if chunks is None else chunks
-    chunk = -(-(-(-S // C)) // block) * block  # slots per chunk: ceil(S / C), rounded up to whole blocks
-    C = -(-S // chunk)
+    per_chunk = -(-S // C)
+    chunk = -(-per_chunk // block) * block  # ceil(S / C) slots, rounded up to whole blocks
+    C = -(-S // chunk)  # the chunks that hold a slot
     out = torch.empty_like(q)
     if C == 1:
         m = l = a = out  # unused by the single-chunk program
@@ -171,13 +175,14 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
         m = torch.empty(B * H_kv * C * G_PAD, device=q.device, dtype=torch.float32)
         l = torch.empty_like(m)
         a = torch.empty(B * H_kv * C * G_PAD * D_PAD, device=q.device, dtype=torch.float32)
+    launch = {"num_warps": num_warps} | ({} if num_stages is None else {"num_stages": num_stages})
     _chunk_kernel[(B * H_kv, C)](q, keys, values, real, slot, out, m, l, a,
                                  q.stride(0), q.stride(1), keys.stride(0), keys.stride(1), keys.stride(2),
                                  values.stride(0), values.stride(1), values.stride(2), real.stride(0),
                                  out.stride(0), out.stride(1), H_kv, S, D, chunk, C,
                                  G=G, G_PAD=G_PAD, D_PAD=D_PAD, BLOCK=block, N_BLOCKS=chunk // block, SINGLE=C == 1,
                                  PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-                                 DOT_F32=_interpreted() and q.dtype != torch.float32)
+                                 DOT_F32=_interpreted() and q.dtype != torch.float32, **launch)
     if C > 1:
         _merge_kernel[(B * H_kv,)](out, m, l, a, out.stride(0), out.stride(1), H_kv, D, C,
                                    G=G, G_PAD=G_PAD, D_PAD=D_PAD, C_PAD=_pow2(C))

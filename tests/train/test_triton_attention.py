@@ -91,3 +91,13 @@ def test_refuses_heads_that_do_not_group():
     q, keys, values, real = case(1, 3, 2, 8, 8, "cpu")
     with pytest.raises(ValueError, match="multiple of H_kv"):
         _triton_attention.decode_attention(q, keys, values, real, torch.tensor([3]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("block, chunks", [(16, 1), (32, 3), (128, 1)])
+def test_launch_options_change_nothing_computed(block, chunks, device):
+    """Other blocks (a chunk of 16 to 128 slots a loop step), chunk counts and launch options: the same attention."""
+    q, keys, values, real = case(2, 4, 2, 70, 16, device)
+    out = _triton_attention.decode_attention(q, keys, values, real, torch.tensor([50], device=device), chunks,
+                                             block=block, num_warps=2, num_stages=2)
+    assert torch.allclose(out.double(), reference(q, keys, values, real, 50), atol=F32_TOL[device], rtol=0)

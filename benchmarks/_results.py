@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gspo_dynamics._errors import ConfigError
+
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
@@ -26,3 +28,11 @@ def replace_section(section: str, body: str) -> None:
     text = pattern.sub(lambda _: body + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body
     RESULTS.write_text(text.rstrip("\n") + "\n")
     print(f"wrote section {section!r} of {RESULTS}")
+
+
+def run(main) -> None:
+    """Call a benchmark's `main`; a ConfigError (no GPU, a bad option) is one line and a non-zero exit."""
+    try:
+        main()
+    except ConfigError as e:
+        raise SystemExit(f"error: {e}")

@@ -25,7 +25,7 @@ import datetime
 import itertools
 
 import torch
-from _results import replace_section
+from _results import replace_section, run
 from bench_trainer import gpu_spec
 from torch.nn import functional as F
 
@@ -118,7 +118,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ConfigError as e:
-        raise SystemExit(f"error: {e}")
+    run(main)

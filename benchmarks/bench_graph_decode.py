@@ -20,7 +20,7 @@ import datetime
 import time
 
 import torch
-from _results import replace_section
+from _results import replace_section, run
 from bench_trainer import decode_bound, gpu_spec, rollout_rate
 
 from gspo_dynamics._errors import ConfigError
@@ -112,7 +112,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ConfigError as e:
-        raise SystemExit(f"error: {e}")
+    run(main)

@@ -5,12 +5,13 @@ another T, or at a larger G is said), and the zero-std share its success rate gi
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import erfc, stdtrit
 
 from gspo_dynamics.logs import RunLog
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 LR_MATCH = 0.01  # a logged lr within 1% of the config's is the config's (bf16 logs, rounding)
-Z_GROUP = 3.0  # standard errors below the least zero-std share the config's G allows: another G (`logged_group_size`)
+Z_GROUP = 3.0  # one-sided level Phi(-3) below the least zero-std share the config's G allows: another G (`logged_group_size`)
 MIN_GROUP_ROWS = 5  # rows with both a reward and a zero-std share before the check is made
 
 
@@ -71,39 +72,44 @@ def zero_std_shares(log: RunLog, reward: np.ndarray, n: int, reward_range, measu
     return float(reward.mean()), shares, logged
 
 
-
-
 def least_zero_std_share(p: np.ndarray, G: int, draws: int) -> np.ndarray:
-    """The least expected share of all-equal groups of G pass/fail rewards at measured success rates p,
-    each the mean of `draws` rewards:
+    """An estimate of the least expected share of all-equal groups of G pass/fail rewards, from each step's
+    measured success rate p^ = k / D, the mean of D = `draws` rewards: the chance that G of its D draws, taken
+    without replacement, are all equal,
 
-        f_G(p) = p^G + (1 - p)^G  minus  f_G''(p) p (1 - p) / (2 draws),   f_G'' = G (G - 1) (p^(G-2) + (1 - p)^(G-2)).
+        z^ = prod_{r<G} (k - r) / (D - r)  +  prod_{r<G} (D - k - r) / (D - r)   (a factor <= 0 counts as 0).
 
-    f_G is convex, so prompts of unequal difficulty around a step's mean rate only raise the share
-    (Jensen: E_i f_G(p_i) >= f_G(mean_i p_i)); the second term takes off the plug-in's rise from the noise
-    of the measured rate (E f(p^) = f(p) + f''(p) Var(p^) / 2 to second order, Var(p^) = p (1 - p) / draws)."""
-    p = np.clip(p, 0.0, 1.0)
-    curvature = G * (G - 1) * (p ** (G - 2) + (1 - p) ** (G - 2))
-    return p**G + (1 - p) ** G - curvature * p * (1 - p) / (2 * draws)
+    Any G distinct draws are independent, so E z^ = e_G(p) / C(D, G) + e_G(1 - p) / C(D, G), the elementary
+    symmetric means of the draws' own rates: exactly p^G + (1 - p)^G when every prompt has rate p, and by
+    Maclaurin's inequality at most mean(p)^G + mean(1 - p)^G <= mean_i (p_i^G + (1 - p_i)^G), the expected share,
+    when prompts differ. The measured share can fall below it only by noise, or where G or the rewards differ."""
+    D = float(draws)
+    k = np.clip(p, 0.0, 1.0) * D
+    r = np.arange(G)[:, None]
+    ones = np.prod(np.clip(k - r, 0.0, None) / (D - r), axis=0)
+    zeros = np.prod(np.clip(D - k - r, 0.0, None) / (D - r), axis=0)
+    return ones + zeros
 
 
 def logged_group_size(log: RunLog, n: int, G: int, N: int | None) -> list[str]:
     """The pilot's logged zero-std share against the least the config's G allows at its success rates
-    (`least_zero_std_share`, N G draws a step): a mean more than Z_GROUP standard errors (of the per-row
-    differences) below it contradicts G, and is said; a share above it says nothing (unequal prompts raise it)."""
-    if "frac_zero_std" not in log or "reward" not in log:
+    (`least_zero_std_share`, N G draws a step; N = 1 where the config does not say): a mean of the per-row
+    differences below the one-sided t quantile of Z_GROUP normal standard errors contradicts G, and is said;
+    a share above it says nothing (unequal prompts raise it)."""
+    if G < 2 or "frac_zero_std" not in log or "reward" not in log:
         return []
     rows = np.flatnonzero(np.isfinite(log["reward"]))[:n]
     p, z = log["reward"][rows], log["frac_zero_std"][rows]
     both = np.isfinite(z)
     if both.sum() < MIN_GROUP_ROWS or (p < 0).any() or (p > 1).any():
         return []
-    gap = z[both] - least_zero_std_share(p[both], G, (N or 1) * G)
-    se = float(np.std(gap, ddof=1)) / np.sqrt(len(gap))
-    if float(np.mean(gap)) >= -Z_GROUP * se:
+    least = least_zero_std_share(p[both], G, (N or 1) * G)
+    gap = z[both] - least
+    mean, se = float(np.mean(gap)), float(np.std(gap, ddof=1)) / np.sqrt(len(gap))
+    critical = stdtrit(len(gap) - 1, 0.5 * erfc(Z_GROUP / np.sqrt(2)))  # the t quantile at Phi(-Z_GROUP), < 0
+    if not (np.isfinite(mean) and np.isfinite(se)) or mean >= critical * se:
         return []
-    least = float(np.mean(least_zero_std_share(p[both], G, (N or 1) * G)))
     return [f"the pilot's logged zero-std share, {float(np.mean(z[both])):.3g}, is below the least G = {G} gives at its "
-            f"success rates, {least:.3g} ({Z_GROUP:g} standard errors or more): the pilot ran with a larger G than the "
-            "config's, or its rewards are not pass/fail (partial credit makes equal groups rarer); the zero-std "
-            "shares by G below assume pass/fail rewards"]
+            f"success rates, {float(np.mean(least)):.3g} (one-sided, {Z_GROUP:g} standard errors' level): the pilot ran "
+            "with a larger G than the config's, or its rewards are not pass/fail (partial credit makes equal groups "
+            "rarer); the zero-std shares by G below assume pass/fail rewards"]

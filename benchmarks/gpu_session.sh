@@ -11,8 +11,8 @@
 #
 # Stages: env | tests | kernels (the decode-step tests only) | decode (bench_graph_decode.py) |
 # attention (bench_decode_attention.py) | bench |
-# groups | refresh | threshold (the last three: trainer_at_scale phases). A stage runs at most
-# STAGE_LIMIT seconds (default 600), so that one stuck stage leaves the others' logs.
+# groups | refresh | threshold (the last three: trainer_at_scale phases). A test or benchmark stage runs
+# at most STAGE_LIMIT seconds (default 600), so that one stuck stage leaves the others' logs.
 set -u
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"

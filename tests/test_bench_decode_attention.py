@@ -22,7 +22,7 @@ def test_attended_bytes_count_keys_and_values_up_to_the_slot(bench):
                     reason="needs Triton, on a CPU through its interpreter (tests/conftest.py)")
 def test_every_compared_call_runs_and_agrees(bench, monkeypatch):
     """Each row's call runs (none fails), one row per launch option and two sdpa rows; the Triton calls
-    give sdpa's exact-prefix attention over the real slots (bf16 tolerance: test_triton_attention.py)."""
+    give the masked sdpa's attention over the real slots up to the slot (bf16 tolerance: test_triton_attention.py)."""
     monkeypatch.setattr(bench, "OPTIONS", {"block": (32, 64), "num_warps": (4,), "num_stages": (2,), "chunks": (1, 2)})
     outputs = []
 

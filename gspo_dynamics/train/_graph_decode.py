@@ -19,7 +19,8 @@ ways, none of which changes the function computed:
 
        which equals attention over the filled prefix K_{0..s} exactly (exp(-inf) = 0). With ATTENTION
        "triton" the kernel reads s from the device and skips the slots after it
-       (`_triton_attention`): W = S, one graph for every step.
+       (`_triton_attention`): W = S, one graph for every step. A compiled step (`decode(compiled=True)`)
+       also takes W = S, whatever its attention: one graph and one compile per rollout shape.
 
 Precision: the residual stream x stays float32 (as under autocast, where a bf16 matmul output
 added to a float32 x is float32), norms run in float32, every matrix product runs in the cache's
@@ -86,9 +87,11 @@ class StaticStep:
         self.dec, self.dtype = dec, dtype
         triton_ok = _triton_attention.available(model.embed.weight.device)
         self.attention = "sdpa" if ATTENTION == "triton" and not triton_ok else ATTENTION
-        # `logits`, or (compiled) its inductor compilation, traced on each window's first, eager step: the norms,
-        # casts, rotary and activation kernels fused between the matrix products. The compiled code is shared by
-        # every session of the same shapes; a new shape compiles again (~15 s at 100m on an H200, once per shape)
+        # `logits`, or (compiled) its inductor compilation, traced on the first, eager step: the norms, casts,
+        # rotary and activation kernels fused between the matrix products. The compiled code is shared by every
+        # session of the same shapes; a new shape compiles again (~15 s at 100m on an H200), and torch stops
+        # compiling a function after its recompile limit (8 shapes), running later ones uncompiled
+        self.compiled = compiled
         self.forward = torch.compile(self.logits, dynamic=False) if compiled else self.logits
         # Decoder's matrices are (in, out) for x @ W; "linear" stores them (out, in), the layout of
         # nn.Linear, which GPU matrix libraries are tuned for (F.linear(x, W^T) = x @ W)
@@ -226,8 +229,8 @@ class _Session:
         fed = 0
         for i in range(self.N - 1):
             W = min(self.cache.capacity, -(-(self.P + i + 1) // WINDOW) * WINDOW)  # the window holding slot P + i
-            if self.step.attention == "triton":
-                W = self.cache.capacity  # the kernel skips the later slots itself: one graph
+            if self.step.attention == "triton" or self.step.compiled:
+                W = self.cache.capacity  # triton skips the later slots itself; compiled: one graph, one compile
             if not self.graphs:
                 self.body(W)
             elif W not in self.warm:  # eagerly on the capture stream: the warm-up a capture needs, per window
@@ -255,7 +258,7 @@ _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def release(model=None) -> None:
     """Free the sessions (KV caches and graphs) of `model`, or of every model: a session keeps its cache,
-    2 n_layers B (P + N) H_kv d_h numbers in the cache's dtype, between rollouts so that the next one of
+    2 n_layers B S H_kv d_h numbers in the cache's dtype (S = P + N rounded up to CACHE_ROUND), between rollouts so that the next one of
     the same shape replays its graphs; release it where that memory is wanted back (the next rollout of
     that shape captures again)."""
     if model is None:

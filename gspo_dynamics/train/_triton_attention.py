@@ -13,7 +13,8 @@ g = H / H_kv) and the attended slots A_b = {n <= s : real_b[n]}:
 
     o_{b,h} = sum_{n in A_b} softmax_n(q_{b,h} . k_{b,j,n}) v_{b,j,n}
 
-(the query arrives scaled by 1/sqrt(d_h), as in `StaticStep.logits`). The slots are cut into C chunks
+(the query arrives scaled by 1/sqrt(d_h), as in `StaticStep.logits`; A_b must hold the slot s itself, as it
+does in a decode step, where every slot from the prompt's end on is real). The slots are cut into C chunks
 (split-K, "flash-decoding"), one program per (b, j, chunk), each a running-max softmax over its blocks:
 
     m' = max(m, max_n x_n),  l' = l e^{m - m'} + sum_n e^{x_n - m'},  a' = a e^{m - m'} + sum_n e^{x_n - m'} v_n
@@ -21,7 +22,8 @@ g = H / H_kv) and the attended slots A_b = {n <= s : real_b[n]}:
 and the chunks are merged with the same rescaling, o = sum_c e^{m_c - M} a_c / sum_c e^{m_c - M} l_c,
 M = max_c m_c (one chunk: o = a / l, no merge). Sums run in float32 whatever the cache's dtype; the
 running max starts at -1e30, not -inf, so a chunk with no attended slot gives l = 0 and weight
-e^{-1e30 - M} = 0 in the merge, not NaN. Checked against softmax attention with a boolean mask
+e^{-1e30 - M} = 0 in the merge, not NaN. The products are tensor-core `tl.dot`s over the g query heads padded to
+16 rows: for the built-in presets (g = 1) 15 of the 16 rows are zeros, work a bandwidth-bound call can spare. Checked against softmax attention with a boolean mask
 (tests/train/test_triton_attention.py; on a CPU through Triton's interpreter, TRITON_INTERPRET=1).
 
 Triton is optional (it ships with CUDA builds of torch): without it `available()` is False and the
@@ -44,18 +46,21 @@ except ImportError:  # CPU-only torch builds ship without Triton
 REGISTER_BUDGET = 8192
 DOT_MIN = 16  # tl.dot's smallest side: the query heads of a group and d_h are padded up to it
 PROGRAMS_PER_SM = 2  # split the slots into chunks until the grid has this many programs per SM
-
-
-def _interpreted() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
+MAX_CHUNKS = 8  # the merge holds every chunk's (G_PAD, D_PAD) sums at once: at most this many
+MIN_CAPABILITY = (8, 0)  # bf16 tensor-core tl.dot: Ampere or later
+# Triton picks interpretation when it defines a kernel (at import), so the flag is read once, here
+_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def available(device: torch.device) -> bool:
-    """Whether `decode_attention` runs on `device`: Triton installed, and the device is CUDA (or
-    Triton's interpreter is on, which runs the kernels on the CPU: the tests' route)."""
+    """Whether `decode_attention` runs on `device`: Triton installed, and the device a CUDA GPU of compute
+    capability MIN_CAPABILITY or later (or Triton's interpreter on, which runs the kernels on the CPU: the
+    tests' route)."""
     if triton is None:
         return False
-    return device.type == "cuda" or _interpreted()
+    if device.type == "cuda":
+        return torch.cuda.get_device_capability(device) >= MIN_CAPABILITY
+    return _INTERPRETED
 
 
 def _pow2(n: int) -> int:
@@ -76,7 +81,7 @@ if triton is not None:
         rows (the rows past g are zeros, never stored)."""
         bj = tl.program_id(0)
         c = tl.program_id(1)
-        b = bj // H_kv
+        b = (bj // H_kv).to(tl.int64)  # row offsets b * stride pass 2^31 in a large cache
         j = bj % H_kv
         slot = tl.load(slot_ptr)
         gi = tl.arange(0, G_PAD)
@@ -89,7 +94,7 @@ if triton is not None:
         start = c * CHUNK
         for i in range(N_BLOCKS):  # a fixed trip count: the slot is a device value (masked loads past it read nothing)
             n = start + i * BLOCK + tl.arange(0, BLOCK)
-            ok = (n <= slot) & (n < S) & (n < start + CHUNK)
+            ok = (n <= slot) & (n < S)  # n < start + CHUNK holds: CHUNK = N_BLOCKS BLOCK
             ok = ok & (tl.load(real_ptr + b * sr_b + n, mask=ok, other=0) != 0)
             kv_mask = ok[:, None] & (di[None, :] < D)
             k = tl.load(k_ptr + b * sk_b + j * sk_h + n[:, None] * sk_s + di[None, :], mask=kv_mask, other=0.0)
@@ -122,7 +127,7 @@ if triton is not None:
                       G: tl.constexpr, G_PAD: tl.constexpr, D_PAD: tl.constexpr, C_PAD: tl.constexpr):
         """Program b H_kv + j: o = sum_c e^{m_c - M} a_c / sum_c e^{m_c - M} l_c over its chunks."""
         bj = tl.program_id(0)
-        b = bj // H_kv
+        b = (bj // H_kv).to(tl.int64)
         j = bj % H_kv
         ci = tl.arange(0, C_PAD)
         gi = tl.arange(0, G_PAD)
@@ -141,10 +146,10 @@ if triton is not None:
 
 def chunk_count(rows: int, slots: int, block: int, device: torch.device) -> int:
     """Chunks C per (row, key/value head) pair: 1 when the `rows` programs already give every SM
-    PROGRAMS_PER_SM of them, else enough to, and never more than the slots' blocks."""
+    PROGRAMS_PER_SM of them, else enough to, and never more than MAX_CHUNKS or the slots' blocks."""
     sms = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
     want = -(-PROGRAMS_PER_SM * sms // rows)
-    return max(1, min(want, -(-slots // block)))
+    return max(1, min(want, MAX_CHUNKS, -(-slots // block)))
 
 
 def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, real: torch.Tensor,
@@ -159,8 +164,15 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     launch options (None: Triton's default stages). benchmarks/bench_decode_attention.py sweeps the last four."""
     B, H, D = q.shape
     _, H_kv, S, _ = keys.shape
-    if H % H_kv or keys.stride(-1) != 1 or values.stride(-1) != 1 or q.stride(-1) != 1:
-        raise ValueError("decode_attention needs H a multiple of H_kv and unit stride in d_h")
+    if H % H_kv or keys.stride(-1) != 1 or values.stride(-1) != 1 or q.stride(-1) != 1 or real.stride(-1) != 1:
+        raise ValueError(f"decode_attention needs H ({H}) a multiple of H_kv ({H_kv}) and unit stride in d_h and in the slots")
+    if not q.dtype == keys.dtype == values.dtype or real.shape != (B, S) or slot.numel() != 1:
+        raise ValueError(f"decode_attention needs q, keys, values of one dtype ({q.dtype}, {keys.dtype}, {values.dtype}), "
+                         f"real of shape {(B, S)} (got {tuple(real.shape)}) and one slot (got {slot.numel()})")
+    if block is not None and (block < DOT_MIN or block & (block - 1)):
+        raise ValueError(f"decode_attention's block must be a power of 2 >= {DOT_MIN}, got {block}")
+    if chunks is not None and chunks < 1:
+        raise ValueError(f"decode_attention's chunks must be >= 1, got {chunks}")
     G = H // H_kv
     G_PAD, D_PAD = max(DOT_MIN, _pow2(G)), max(DOT_MIN, _pow2(D))
     block = max(DOT_MIN, min(64, REGISTER_BUDGET // D_PAD)) if block is None else block
@@ -182,7 +194,7 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
                                  out.stride(0), out.stride(1), H_kv, S, D, chunk, C,
                                  G=G, G_PAD=G_PAD, D_PAD=D_PAD, BLOCK=block, N_BLOCKS=chunk // block, SINGLE=C == 1,
                                  PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-                                 DOT_F32=_interpreted() and q.dtype != torch.float32, **launch)
+                                 DOT_F32=_INTERPRETED and q.dtype != torch.float32, **launch)
     if C > 1:
         _merge_kernel[(B * H_kv,)](out, m, l, a, out.stride(0), out.stride(1), H_kv, D, C,
                                    G=G, G_PAD=G_PAD, D_PAD=D_PAD, C_PAD=_pow2(C))

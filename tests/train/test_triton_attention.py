@@ -7,7 +7,8 @@ order: a few ulps of outputs of size ~1) and 2e-5 on CUDA, where `tl.exp` compil
 ex2 instruction on an argument scaled by log2(e) in float32 (relative errors of ~1e-6 per weight, ten
 times the CPU's); bf16 inputs: the kernel rounds the softmax weights to bf16 for the tensor-core product
 (relative 2^-9 each: at most 2^-9 max|v| in the output) and the output once (the reference is rounded
-too: 2^-8 |o| between the two), so |o - round(o_ref)| <= 2^-8 |o_ref| + 2^-9 max|v|."""
+too: 2^-8 |o| between the two), plus the float32 sums and exp (1e-5 max|v|, the CUDA float32 tolerance's
+size), so |o - round(o_ref)| <= 2^-8 |o_ref| + (2^-9 + 1e-5) max|v|."""
 
 import pytest
 import torch
@@ -45,11 +46,11 @@ def case(B, H, H_kv, S, D, device, dtype=torch.float32, seed=0):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("H, H_kv, D", [(4, 4, 16), (4, 2, 16), (6, 2, 24), (8, 1, 8)])  # g = 1, 2, 3, 8; d_h not a power of 2
-@pytest.mark.parametrize("chunks", [None, 1, 2, 5])
-def test_equals_masked_softmax_attention(H, H_kv, D, chunks, device):
+@pytest.mark.parametrize("chunks, block", [(None, None), (1, None), (2, None), (3, 16)])  # C = 2, 2, 2, 3 at S = 70
+def test_equals_masked_softmax_attention(H, H_kv, D, chunks, block, device):
     q, keys, values, real = case(3, H, H_kv, 70, D, device)
     for s in (5, 40, 69):  # the first real slot of row 0, mid-cache, the last slot
-        out = _triton_attention.decode_attention(q, keys, values, real, torch.tensor([s], device=device), chunks)
+        out = _triton_attention.decode_attention(q, keys, values, real, torch.tensor([s], device=device), chunks, block)
         assert out.shape == q.shape and out.dtype == q.dtype
         assert torch.allclose(out.double(), reference(q, keys, values, real, s), atol=F32_TOL[device], rtol=0)
 
@@ -60,37 +61,56 @@ def test_bf16_cache_rounds_once(device):
     out = _triton_attention.decode_attention(q, keys, values, real, torch.tensor([129], device=device), 2)
     ref = reference(q, keys, values, real, 129)
     assert out.dtype == torch.bfloat16
-    tol = 2.0 ** -8 * ref.abs() + 2.0 ** -9 * values.double().abs().max()
+    tol = 2.0 ** -8 * ref.abs() + (2.0 ** -9 + 1e-5) * values.double().abs().max()  # + float32 sums and exp
     assert ((out.double() - ref.to(torch.bfloat16).double()).abs() <= tol).all()
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_reads_the_slot_from_the_device_and_a_chunk_with_nothing_to_attend_adds_nothing(device):
+def test_reads_the_slot_from_the_device_and_a_chunk_with_nothing_to_attend_adds_nothing(device, monkeypatch):
     """The slot is a device tensor read by the kernel (a CUDA graph replays the same call as it
-    advances): changing it in place changes the output. Chunk 0 of row 0 is all padding (8-slot
-    chunks, 10 padded slots): no NaN, and the other chunks' result."""
+    advances): changing it in place changes the output. Three 16-slot chunks (merged: the merge kernel
+    runs), chunk 0 of row 0 all padding (20 padded slots): no NaN, and the other chunks' result."""
     q, keys, values, real = case(2, 2, 2, 40, 8, device)
-    real[0, :10] = False
-    slot = torch.tensor([12], device=device)
-    first = _triton_attention.decode_attention(q, keys, values, real, slot, chunks=5)
-    slot.add_(20)
-    second = _triton_attention.decode_attention(q, keys, values, real, slot, chunks=5)
-    assert torch.isfinite(first).all()
-    assert torch.allclose(first.double(), reference(q, keys, values, real, 12), atol=F32_TOL[device], rtol=0)
-    assert torch.allclose(second.double(), reference(q, keys, values, real, 32), atol=F32_TOL[device], rtol=0)
+    real[0, :20] = False
+    merges = []
+    merge = _triton_attention._merge_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            merges.append(grid)
+            return merge[grid]
+
+    monkeypatch.setattr(_triton_attention, "_merge_kernel", Spy())
+    slot = torch.tensor([25], device=device)
+    first = _triton_attention.decode_attention(q, keys, values, real, slot, chunks=3, block=16)
+    slot.add_(10)
+    second = _triton_attention.decode_attention(q, keys, values, real, slot, chunks=3, block=16)
+    assert len(merges) == 2 and torch.isfinite(first).all()
+    assert torch.allclose(first.double(), reference(q, keys, values, real, 25), atol=F32_TOL[device], rtol=0)
+    assert torch.allclose(second.double(), reference(q, keys, values, real, 35), atol=F32_TOL[device], rtol=0)
 
 
-def test_chunk_count_fills_the_processors_and_never_exceeds_the_blocks():
+def test_chunk_count_fills_the_processors_and_never_exceeds_the_blocks(monkeypatch):
     cpu = torch.device("cpu")  # one "SM": PROGRAMS_PER_SM programs wanted
     assert _triton_attention.chunk_count(rows=1, slots=1000, block=64, device=cpu) == _triton_attention.PROGRAMS_PER_SM
     assert _triton_attention.chunk_count(rows=3072, slots=265, block=64, device=cpu) == 1
     assert _triton_attention.chunk_count(rows=1, slots=10, block=64, device=cpu) == 1
+    monkeypatch.setattr(_triton_attention, "PROGRAMS_PER_SM", 100)
+    assert _triton_attention.chunk_count(rows=1, slots=10_000, block=64, device=cpu) == _triton_attention.MAX_CHUNKS
 
 
-def test_refuses_heads_that_do_not_group():
-    q, keys, values, real = case(1, 3, 2, 8, 8, "cpu")
-    with pytest.raises(ValueError, match="multiple of H_kv"):
-        _triton_attention.decode_attention(q, keys, values, real, torch.tensor([3]))
+def test_refuses_what_the_kernel_cannot_read():
+    """Heads that do not group, mixed dtypes, a flag row of another length, a block that is no power of 2,
+    no chunk: one ValueError each, naming the values."""
+    q, keys, values, real = case(1, 4, 2, 8, 8, "cpu")
+    slot = torch.tensor([3])
+    for args, kwargs, match in (((q[:, :3], keys, values, real, slot), {}, r"H \(3\) a multiple of H_kv \(2\)"),
+                                ((q.double(), keys, values, real, slot), {}, "one dtype"),
+                                ((q, keys, values, real[:, :5], slot), {}, r"real of shape \(1, 8\)"),
+                                ((q, keys, values, real, slot), {"block": 24}, "power of 2 >= 16, got 24"),
+                                ((q, keys, values, real, slot), {"chunks": 0}, "chunks must be >= 1, got 0")):
+        with pytest.raises(ValueError, match=match):
+            _triton_attention.decode_attention(*args, **kwargs)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -21,6 +21,14 @@ def _logged(log: RunLog, name: str, n: int) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
+def _reward_rows(log: RunLog, name: str, n: int) -> np.ndarray:
+    """The finite values of series `name` on the rows of the pilot's first n reward points."""
+    if name not in log:
+        return np.array([])
+    values = log[name][np.flatnonzero(np.isfinite(log["reward"]))[:n]]
+    return values[np.isfinite(values)]
+
+
 def logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
     """What the pilot's logged learning rate (TRL's learning_rate, verl's actor/lr) says against the config's:
     every bound here scales from the config's lr, so a pilot run at another, or under a schedule, is said."""
@@ -63,11 +71,10 @@ def zero_std_shares(log: RunLog, reward: np.ndarray, n: int, reward_range, measu
         return None, {}, None
     shares = {g: float(np.mean(reward**g + (1.0 - reward) ** g)) for g in GROUP_SIZES}
     logged = None
-    if "frac_zero_std" in log:
-        _, z = log.valid("frac_zero_std")
-        if len(z):
-            logged = float(np.mean(z[:n]))
-            measured.append("the logged zero-std share")
+    z = _reward_rows(log, "frac_zero_std", n)
+    if len(z):
+        logged = float(np.mean(z))
+        measured.append("the logged zero-std share")
     measured.append(f"the success rate, mean {reward.mean():.3g}")
     return float(reward.mean()), shares, logged
 

@@ -9,7 +9,7 @@ first 8 of each row padding), at slot s = 136 (the mean attended length of a 257
 events after 3 warm-ups; the bandwidth counts the keys and values the call must read, 2 B H_kv (s + 1) d_h
 bytes per element size, against the device's HBM bandwidth (`bench_trainer.gpu_spec`). Compared:
 
-- `_triton_attention.decode_attention` over (block, num_warps, num_stages, chunks);
+- `_triton_attention.decode_attention` over (block, num_warps, num_stages, chunks, flags_in_loads);
 - `scaled_dot_product_attention` with the graph path's boolean mask over a 64-slot window (ATTENTION "sdpa");
 - `scaled_dot_product_attention` on the exact filled prefix without a mask (what no masked kernel can beat).
 
@@ -35,7 +35,7 @@ from gspo_dynamics.train import _triton_attention
 SECTION = "## Decode attention kernel (GPU)"
 SHAPES = {"100m": (256, 12, 64), "1b": (64, 16, 128)}  # rows B, heads H (= H_kv), d_h
 SLOTS, PAD, WINDOW = 320, 8, 64
-OPTIONS = {"block": (32, 64, 128), "num_warps": (2, 4, 8), "num_stages": (2, 3), "chunks": (1, 2)}
+OPTIONS = {"block": (32, 64), "num_warps": (4, 8), "num_stages": (2, 3), "chunks": (1, 2), "flags_in_loads": (True, False)}
 
 
 def attended_bytes(B: int, H: int, d_h: int, slot: int, itemsize: int = 2) -> int:
@@ -76,11 +76,13 @@ def cases(shape: tuple[int, int, int], slot: int, repeats: int, device: str = "c
         lambda: F.scaled_dot_product_attention(q4, keys[:, :, :W], values[:, :, :W], attn_mask=keep, scale=1.0), repeats)
     yield "sdpa, exact prefix, no mask", timer(
         lambda: F.scaled_dot_product_attention(q4, keys[:, :, : slot + 1], values[:, :, : slot + 1], scale=1.0), repeats)
-    for block, warps, stages, chunks in itertools.product(*OPTIONS.values()):
-        label = f"triton, block {block}, {warps} warps, {stages} stages, {chunks} chunk(s)"
+    for block, warps, stages, chunks, flags in itertools.product(*OPTIONS.values()):
+        label = (f"triton, block {block}, {warps} warps, {stages} stages, {chunks} chunk(s), "
+                 f"flags {'in the loads' if flags else 'on the scores'}")
         try:
             yield label, timer(lambda: _triton_attention.decode_attention(
-                q, keys, values, real, at, chunks, block=block, num_warps=warps, num_stages=stages), repeats)
+                q, keys, values, real, at, chunks, block=block, num_warps=warps, num_stages=stages,
+                flags_in_loads=flags), repeats)
         except Exception as e:  # noqa: BLE001 - a launch option Triton refuses is a row, not a stopped sweep
             yield f"{label}: failed ({type(e).__name__}: {str(e).splitlines()[0][:100]})", None
 

@@ -23,7 +23,8 @@ def test_attended_bytes_count_keys_and_values_up_to_the_slot(bench):
 def test_every_compared_call_runs_and_agrees(bench, monkeypatch):
     """Each row's call runs (none fails), one row per launch option and two sdpa rows; the Triton calls
     give the masked sdpa's attention over the real slots up to the slot (bf16 tolerance: test_triton_attention.py)."""
-    monkeypatch.setattr(bench, "OPTIONS", {"block": (32, 64), "num_warps": (4,), "num_stages": (2,), "chunks": (1, 2)})
+    monkeypatch.setattr(bench, "OPTIONS", {"block": (32, 64), "num_warps": (4,), "num_stages": (2,), "chunks": (1, 2),
+                                           "flags_in_loads": (True,)})
     outputs = []
 
     def run_once(fn, repeats):

@@ -74,7 +74,8 @@ if triton is not None:
                       sq_b, sq_h, sk_b, sk_h, sk_s, sv_b, sv_h, sv_s, sr_b, so_b, so_h,
                       H_kv, S, D, CHUNK, n_chunks,
                       G: tl.constexpr, G_PAD: tl.constexpr, D_PAD: tl.constexpr, BLOCK: tl.constexpr,
-                      N_BLOCKS: tl.constexpr, SINGLE: tl.constexpr, PRECISION: tl.constexpr, DOT_F32: tl.constexpr):
+                      N_BLOCKS: tl.constexpr, SINGLE: tl.constexpr, PRECISION: tl.constexpr, DOT_F32: tl.constexpr,
+                      FLAGS_IN_LOADS: tl.constexpr):
         """Program (b H_kv + j, c): the running-max softmax of query heads j g .. j g + g - 1 of row b
         over the attended slots of chunk c; with SINGLE (one chunk) the output o, else the chunk's
         (m, l, a) for `_merge_kernel`. The products are tensor-core `tl.dot`s over G_PAD >= 16 query
@@ -94,9 +95,11 @@ if triton is not None:
         start = c * CHUNK
         for i in range(N_BLOCKS):  # a fixed trip count: the slot is a device value (masked loads past it read nothing)
             n = start + i * BLOCK + tl.arange(0, BLOCK)
-            ok = (n <= slot) & (n < S)  # n < start + CHUNK holds: CHUNK = N_BLOCKS BLOCK
-            ok = ok & (tl.load(real_ptr + b * sr_b + n, mask=ok, other=0) != 0)
-            kv_mask = ok[:, None] & (di[None, :] < D)
+            filled = (n <= slot) & (n < S)  # n < start + CHUNK holds: CHUNK = N_BLOCKS BLOCK
+            ok = filled & (tl.load(real_ptr + b * sr_b + n, mask=filled, other=0) != 0)
+            # FLAGS_IN_LOADS: the flags mask the loads (padding slots not read, the loads wait for the flags);
+            # else the loads take every filled slot and the flags mask the scores and values only
+            kv_mask = (ok if FLAGS_IN_LOADS else filled)[:, None] & (di[None, :] < D)
             k = tl.load(k_ptr + b * sk_b + j * sk_h + n[:, None] * sk_s + di[None, :], mask=kv_mask, other=0.0)
             if DOT_F32:  # Triton's interpreter multiplies half types wrongly: the same numbers, in float32
                 x = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
@@ -107,6 +110,8 @@ if triton is not None:
             scale = tl.exp(m - m_new)
             p = tl.exp(x - m_new[:, None])
             v = tl.load(v_ptr + b * sv_b + j * sv_h + n[:, None] * sv_s + di[None, :], mask=kv_mask, other=0.0)
+            if not FLAGS_IN_LOADS:
+                v = tl.where(ok[:, None], v, 0.0)  # a padding slot's value may be anything: 0 x NaN is NaN
             l = l * scale + tl.sum(p, axis=1)
             if DOT_F32:
                 a = a * scale[:, None] + tl.dot(p.to(v.dtype).to(tl.float32), v.to(tl.float32), input_precision="ieee")
@@ -154,14 +159,17 @@ def chunk_count(rows: int, slots: int, block: int, device: torch.device) -> int:
 
 def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, real: torch.Tensor,
                      slot: torch.Tensor, chunks: int | None = None, block: int | None = None,
-                     num_warps: int = 4, num_stages: int | None = None) -> torch.Tensor:
+                     num_warps: int = 4, num_stages: int | None = None, flags_in_loads: bool = True) -> torch.Tensor:
     """Attention output (B, H, d_h) in q's dtype (module docstring).
 
     q: (B, H, d_h), scaled by 1/sqrt(d_h); keys, values: (B, H_kv, S, d_h) cache views, unit stride in
     d_h; real: (B, S) bool, the slots that hold a real token; slot: (1,) int64 on the device, the last
     attended slot (every later slot is skipped); chunks: the split-K count (None: `chunk_count`);
     block: slots per loop step (None: up to 64, REGISTER_BUDGET / d_h); num_warps, num_stages: Triton's
-    launch options (None: Triton's default stages). benchmarks/bench_decode_attention.py sweeps the last four."""
+    launch options (None: Triton's default stages); flags_in_loads: the real-slot flags mask the key and value
+    loads (True, as measured on an H200) or only the scores and values (False: the loads need not wait for
+    the flags, at the price of reading the padding slots). benchmarks/bench_decode_attention.py sweeps the
+    last five."""
     B, H, D = q.shape
     _, H_kv, S, _ = keys.shape
     if H % H_kv or keys.stride(-1) != 1 or values.stride(-1) != 1 or q.stride(-1) != 1 or real.stride(-1) != 1:
@@ -194,7 +202,7 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
                                  out.stride(0), out.stride(1), H_kv, S, D, chunk, C,
                                  G=G, G_PAD=G_PAD, D_PAD=D_PAD, BLOCK=block, N_BLOCKS=chunk // block, SINGLE=C == 1,
                                  PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-                                 DOT_F32=_INTERPRETED and q.dtype != torch.float32, **launch)
+                                 DOT_F32=_INTERPRETED and q.dtype != torch.float32, FLAGS_IN_LOADS=flags_in_loads, **launch)
     if C > 1:
         _merge_kernel[(B * H_kv,)](out, m, l, a, out.stride(0), out.stride(1), H_kv, D, C,
                                    G=G, G_PAD=G_PAD, D_PAD=D_PAD, C_PAD=_pow2(C))

@@ -47,10 +47,15 @@ def case(B, H, H_kv, S, D, device, dtype=torch.float32, seed=0):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("H, H_kv, D", [(4, 4, 16), (4, 2, 16), (6, 2, 24), (8, 1, 8)])  # g = 1, 2, 3, 8; d_h not a power of 2
 @pytest.mark.parametrize("chunks, block", [(None, None), (1, None), (2, None), (3, 16)])  # C = 2, 2, 2, 3 at S = 70
-def test_equals_masked_softmax_attention(H, H_kv, D, chunks, block, device):
+@pytest.mark.parametrize("flags_in_loads", [True, False])
+def test_equals_masked_softmax_attention(H, H_kv, D, chunks, block, flags_in_loads, device):
+    """Either way of applying the real-slot flags; the padding slots' values NaN (never read, or zeroed)."""
     q, keys, values, real = case(3, H, H_kv, 70, D, device)
+    padding = (~real)[:, None, :, None].expand_as(keys)
+    poisoned = [x.masked_fill(padding, float("nan")) for x in (keys, values)]
     for s in (5, 40, 69):  # the first real slot of row 0, mid-cache, the last slot
-        out = _triton_attention.decode_attention(q, keys, values, real, torch.tensor([s], device=device), chunks, block)
+        out = _triton_attention.decode_attention(q, *poisoned, real, torch.tensor([s], device=device), chunks, block,
+                                                 flags_in_loads=flags_in_loads)
         assert out.shape == q.shape and out.dtype == q.dtype
         assert torch.allclose(out.double(), reference(q, keys, values, real, s), atol=F32_TOL[device], rtol=0)
 

@@ -92,12 +92,14 @@ def hf_tokenizer(tok: Tokenizer):
                                    pad_token=tok.symbols[tok.pad_id], padding_side="left")
 
 
-def hf_model(tok: Tokenizer, max_len: int):
+def hf_model(tok: Tokenizer, max_len: int, sizes: tuple[int, int, int, int] = (HIDDEN, LAYERS, HEADS, FF)):
+    """A Hugging Face Llama built from its config (never downloaded): sizes = (hidden, layers, heads, MLP width)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    hidden, layers, heads, ff = sizes
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=tok.vocab_size, hidden_size=HIDDEN, intermediate_size=FF, num_hidden_layers=LAYERS,
-                         num_attention_heads=HEADS, num_key_value_heads=HEADS, max_position_embeddings=max_len,
+    config = LlamaConfig(vocab_size=tok.vocab_size, hidden_size=hidden, intermediate_size=ff, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=max_len,
                          bos_token_id=tok.bos_id, eos_token_id=tok.eos_id, pad_token_id=tok.pad_id, tie_word_embeddings=True)
     return LlamaForCausalLM(config)
 
@@ -150,9 +152,10 @@ class Ours:
 
 class TRLSide:
     """TRL's GRPOTrainer run for `max_steps` steps (timing split in the module docstring); `between()`
-    is called after each of its steps, outside its timing."""
+    is called after each of its steps, outside its timing. On CUDA in bf16 mixed precision (float32
+    weights), as ours runs there."""
 
-    def __init__(self, model, task, tok, N: int, G: int, max_steps: int, out_dir: str, between=None):
+    def __init__(self, model, task, tok, N: int, G: int, max_steps: int, out_dir: str, between=None, device: str = "cpu"):
         from datasets import Dataset
         from transformers import TrainerCallback
         from trl import GRPOConfig, GRPOTrainer
@@ -180,7 +183,8 @@ class TRLSide:
         args = GRPOConfig(output_dir=out_dir, per_device_train_batch_size=N * G, num_generations=G,
                           max_completion_length=task.max_new_tokens, temperature=1.0, learning_rate=LR, beta=0.0,
                           loss_type="grpo", epsilon=CLIP, max_steps=max_steps, logging_steps=10**6, save_strategy="no",
-                          report_to="none", use_cpu=True, bf16=False, gradient_accumulation_steps=1, max_grad_norm=1.0,
+                          report_to="none", use_cpu=device == "cpu", bf16=device != "cpu", gradient_accumulation_steps=1,
+                          max_grad_norm=1.0,
                           lr_scheduler_type="constant", warmup_steps=0, seed=0, dataloader_num_workers=0)
         data = Dataset.from_dict({"prompt": [""] * (N * max_steps * 2)})
         self.trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=data,

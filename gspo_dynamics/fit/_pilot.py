@@ -204,7 +204,7 @@ class PilotForecast:
         """Zero-std share and noise by G, the G for the target noise, the clip fractions by T."""
         hp, lines = self.config.setup.hparams, []
         if self.success_rate is not None:
-            logged = "" if self.zero_std_logged is None else f" (logged at G = {hp.group_size}: {self.zero_std_logged:.3g})"
+            logged = "" if self.zero_std_logged is None else f" (the pilot logged {self.zero_std_logged:.3g})"
             lines.append(f"  zero-std share by G, p^G + (1 - p)^G averaged over the pilot's steps (mean success rate "
                          f"{self.success_rate:.3g}){logged}: "
                          + ", ".join(f"{g}: {v:.3g}" for g, v in self.zero_std_by_group.items()))

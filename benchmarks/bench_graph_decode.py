@@ -96,8 +96,8 @@ def main() -> None:
         start = time.perf_counter()
         reference = rate(model, ids, mask, N, False, max(1, args.repeats - 1))
         rows = [("reference (eager)", reference, time.perf_counter() - start)]
-        for name in names:
-            rows.append(graph_rate(model, ids, mask, N, args.repeats, name))
+        for v in names:
+            rows.append(graph_rate(model, ids, mask, N, args.repeats, v))
             print(rows[-1], flush=True)
         for path, r, seconds in rows:
             cells = ("-", "-", "-") if r is None else (f"{r:,.0f}", f"{r / bound:.1%}", f"{r / reference:.2f}x")

@@ -163,6 +163,7 @@ class TRLSide:
         self.times: list[dict[str, float]] = []
         current: dict[str, float] = {}
         side = self
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)  # the GPU's work inside the clock
 
         def reward_fn(prompts, completions, completion_ids, **_):  # our task's reward on our decoding
             texts = [tok.decode(torch.tensor(ids)) for ids in completion_ids]
@@ -171,9 +172,11 @@ class TRLSide:
         class Clock(TrainerCallback):
             def on_step_begin(self, args, state, control, **kw):
                 current.clear()
+                sync()
                 current["begin"] = time.perf_counter()
 
             def on_step_end(self, args, state, control, **kw):
+                sync()
                 step = time.perf_counter() - current["begin"]
                 side.times.append({"rollout": current["rollout"], "update": step - current["rollout"], "step": step,
                                    "completion_tokens": current["completion_tokens"], "tokens": current["tokens"]})
@@ -184,7 +187,7 @@ class TRLSide:
                           max_completion_length=task.max_new_tokens, temperature=1.0, learning_rate=LR, beta=0.0,
                           loss_type="grpo", epsilon=CLIP, max_steps=max_steps, logging_steps=10**6, save_strategy="no",
                           report_to="none", use_cpu=device == "cpu", bf16=device != "cpu", gradient_accumulation_steps=1,
-                          max_grad_norm=1.0,
+                          max_grad_norm=1.0, gradient_checkpointing=False,  # on by default in TRL 1.x: not ours either
                           lr_scheduler_type="constant", warmup_steps=0, seed=0, dataloader_num_workers=0)
         data = Dataset.from_dict({"prompt": [""] * (N * max_steps * 2)})
         self.trainer = GRPOTrainer(model=model, reward_funcs=reward_fn, args=args, train_dataset=data,
@@ -192,8 +195,10 @@ class TRLSide:
         inner = self.trainer._generate_and_score_completions
 
         def timed(inputs):
+            sync()
             t0 = time.perf_counter()
             out = inner(inputs)
+            sync()
             current["rollout"] = time.perf_counter() - t0
             current["completion_tokens"] = float(out["completion_mask"].sum())
             current["tokens"] = float(out["completion_mask"].sum() + out["prompt_mask"].sum())

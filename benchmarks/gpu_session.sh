@@ -12,8 +12,8 @@
 #
 # Stages: env | tests | kernels (the decode-step tests only) | decode (bench_graph_decode.py) |
 # attention (bench_decode_attention.py) | trl (bench_trl_gpu.py) | bench |
-# groups | refresh | threshold (the last three: trainer_at_scale phases). A test or benchmark stage runs
-# at most STAGE_LIMIT seconds (default 600), so that one stuck stage leaves the others' logs.
+# groups | refresh | threshold (the last three: trainer_at_scale phases). Every stage but env runs at most
+# STAGE_LIMIT seconds (default 600), so that one stuck stage leaves the others' logs.
 set -u
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
@@ -33,12 +33,13 @@ for stage in "$@"; do
     decode) timeout $LIMIT $PY benchmarks/bench_graph_decode.py --models ${BENCH_MODELS:-100m,1b} --prompts ${BENCH_PROMPTS:-32,8} \
               ${DECODE_VARIANTS:+--variants $DECODE_VARIANTS} 2>&1 | tee "$OUT/decode.log"; save ;;
     attention) timeout $LIMIT $PY benchmarks/bench_decode_attention.py 2>&1 | tee "$OUT/attention.log"; save ;;
-    trl) python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    trl) $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+           && $PY -m pip show pyarrow fsspec huggingface_hub 2>/dev/null | grep -E '^(Name|Version)' \
            && PYTHONPATH=$PWD:/tmp/site timeout $LIMIT $PY benchmarks/bench_trl_gpu.py 2>&1 | tee "$OUT/trl.log"; save ;;
     bench) timeout $LIMIT $PY benchmarks/bench_trainer.py --device cuda --gpu-model ${BENCH_MODELS:-100m,1b} --gpu-prompts ${BENCH_PROMPTS:-32,8} --gpu-profile "$OUT/profile.txt" --repeats ${BENCH_REPEATS:-4} \
              ${BENCH_COMPILE:---gpu-compile} 2>&1 | tee "$OUT/bench.log"; save ;;
     groups|refresh|threshold)
-         $PY paper_repro/trainer_at_scale.py --device cuda --workers ${SCALE_WORKERS:-16} --only $stage 2>&1 | tee "$OUT/scale_$stage.log"; save ;;
+         timeout $LIMIT $PY paper_repro/trainer_at_scale.py --device cuda --workers ${SCALE_WORKERS:-16} --only $stage 2>&1 | tee "$OUT/scale_$stage.log"; save ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac
 done

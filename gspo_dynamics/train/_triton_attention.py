@@ -174,13 +174,16 @@ def decode_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     _, H_kv, S, _ = keys.shape
     if H % H_kv or keys.stride(-1) != 1 or values.stride(-1) != 1 or q.stride(-1) != 1 or real.stride(-1) != 1:
         raise ValueError(f"decode_attention needs H ({H}) a multiple of H_kv ({H_kv}) and unit stride in d_h and in the slots")
+    if keys.shape != values.shape or keys.shape[0] != B or keys.shape[-1] != D:
+        raise ValueError(f"decode_attention needs keys and values of one shape (B, H_kv, S, d_h) = ({B}, H_kv, S, {D}), "
+                         f"got {tuple(keys.shape)} and {tuple(values.shape)}")
     if not q.dtype == keys.dtype == values.dtype or real.shape != (B, S) or slot.numel() != 1:
         raise ValueError(f"decode_attention needs q, keys, values of one dtype ({q.dtype}, {keys.dtype}, {values.dtype}), "
                          f"real of shape {(B, S)} (got {tuple(real.shape)}) and one slot (got {slot.numel()})")
     if block is not None and (block < DOT_MIN or block & (block - 1)):
         raise ValueError(f"decode_attention's block must be a power of 2 >= {DOT_MIN}, got {block}")
-    if chunks is not None and chunks < 1:
-        raise ValueError(f"decode_attention's chunks must be >= 1, got {chunks}")
+    if chunks is not None and not 1 <= chunks <= MAX_CHUNKS:
+        raise ValueError(f"decode_attention's chunks must be in [1, {MAX_CHUNKS}], got {chunks}")
     G = H // H_kv
     G_PAD, D_PAD = max(DOT_MIN, _pow2(G)), max(DOT_MIN, _pow2(D))
     block = max(DOT_MIN, min(64, REGISTER_BUDGET // D_PAD)) if block is None else block

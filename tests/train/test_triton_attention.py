@@ -46,7 +46,7 @@ def case(B, H, H_kv, S, D, device, dtype=torch.float32, seed=0):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("H, H_kv, D", [(4, 4, 16), (4, 2, 16), (6, 2, 24), (8, 1, 8)])  # g = 1, 2, 3, 8; d_h not a power of 2
-@pytest.mark.parametrize("chunks, block", [(None, None), (1, None), (2, None), (3, 16)])  # C = 2, 2, 2, 3 at S = 70
+@pytest.mark.parametrize("chunks, block", [(None, None), (1, None), (2, None), (3, 16)])  # C = 1 (one "SM" on a CPU), 1, 2, 3
 @pytest.mark.parametrize("flags_in_loads", [True, False])
 def test_equals_masked_softmax_attention(H, H_kv, D, chunks, block, flags_in_loads, device):
     """Either way of applying the real-slot flags; the padding slots' values NaN (never read, or zeroed)."""
@@ -113,7 +113,8 @@ def test_refuses_what_the_kernel_cannot_read():
                                 ((q.double(), keys, values, real, slot), {}, "one dtype"),
                                 ((q, keys, values, real[:, :5], slot), {}, r"real of shape \(1, 8\)"),
                                 ((q, keys, values, real, slot), {"block": 24}, "power of 2 >= 16, got 24"),
-                                ((q, keys, values, real, slot), {"chunks": 0}, "chunks must be >= 1, got 0")):
+                                ((q, keys, values[:, :, :4], real, slot), {}, "keys and values of one shape"),
+                                ((q, keys, values, real, slot), {"chunks": 0}, r"chunks must be in \[1, 8\], got 0")):
         with pytest.raises(ValueError, match=match):
             _triton_attention.decode_attention(*args, **kwargs)
 

@@ -22,9 +22,11 @@ does in a decode step, where every slot from the prompt's end on is real). The s
 and the chunks are merged with the same rescaling, o = sum_c e^{m_c - M} a_c / sum_c e^{m_c - M} l_c,
 M = max_c m_c (one chunk: o = a / l, no merge). Sums run in float32 whatever the cache's dtype; the
 running max starts at -1e30, not -inf, so a chunk with no attended slot gives l = 0 and weight
-e^{-1e30 - M} = 0 in the merge, not NaN. The products are tensor-core `tl.dot`s over the g query heads padded to
-16 rows: for the built-in presets (g = 1) 15 of the 16 rows are zeros, work a bandwidth-bound call can spare. Checked against softmax attention with a boolean mask
-(tests/train/test_triton_attention.py; on a CPU through Triton's interpreter, TRITON_INTERPRET=1).
+e^{-1e30 - M} = 0 in the merge, not NaN. The products are tensor-core `tl.dot`s over the g query heads
+padded to 16 rows: for the built-in presets (g = 1) 15 of the 16 rows are zeros, work a bandwidth-bound
+call can spare. Checked against softmax attention with a boolean mask (tests/train/test_triton_attention.py;
+on a CPU through Triton's interpreter, TRITON_INTERPRET=1). Speed on an H200: a tie with sdpa alone, 36%
+of the bandwidth inside the trainer's step (benchmarks/RESULTS.md).
 
 Triton is optional (it ships with CUDA builds of torch): without it `available()` is False and the
 decode step attends by "sdpa".

@@ -229,9 +229,10 @@ class _Session:
         window after one eager warm-up step the first time) until every row has drawn EOS."""
         fed = 0
         for i in range(self.N - 1):
-            W = min(self.cache.capacity, -(-(self.P + i + 1) // WINDOW) * WINDOW)  # the window holding slot P + i
             if self.step.attention == "triton" or self.step.compiled:
                 W = self.cache.capacity  # triton skips the later slots itself; compiled: one graph, one compile
+            else:
+                W = min(self.cache.capacity, -(-(self.P + i + 1) // WINDOW) * WINDOW)  # the window holding slot P + i
             if not self.graphs:
                 self.body(W)
             elif W not in self.warm:  # eagerly on the capture stream: the warm-up a capture needs, per window

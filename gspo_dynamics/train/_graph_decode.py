@@ -86,7 +86,8 @@ class StaticStep:
     def __init__(self, model, dtype: torch.dtype, compiled: bool = False) -> None:
         dec = _decode.Decoder(model)
         self.dec, self.dtype = dec, dtype
-        triton_ok = _triton_attention.available(model.embed.weight.device)
+        device = model.embed.weight.device
+        triton_ok = _triton_attention.available(device) and _triton_attention.works(device, dtype, dec.H, dec.H_kv, dec.dh)
         self.attention = "sdpa" if ATTENTION == "triton" and not triton_ok else ATTENTION
         # `logits`, or (compiled) its inductor compilation, traced on the first, eager step: the norms, casts,
         # rotary and activation kernels fused between the matrix products. The compiled code is shared by every

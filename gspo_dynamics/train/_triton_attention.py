@@ -35,6 +35,7 @@ decode step attends by "sdpa".
 from __future__ import annotations
 
 import os
+import warnings
 
 import torch
 
@@ -63,6 +64,29 @@ def available(device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.get_device_capability(device) >= MIN_CAPABILITY
     return _INTERPRETED
+
+
+_WORKS: dict[tuple, bool] = {}  # (device, dtype, H, H_kv, d_h) -> whether the kernel built and ran there
+
+
+def works(device: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, head_dim: int) -> bool:
+    """Whether the kernel builds and runs for these heads on `device`: a probe call on a 2-row, 16-slot cache,
+    once per process and key. A Triton or driver that cannot build it (an older Triton's `tl.dot`, say) leaves
+    the decode step on sdpa with one RuntimeWarning, rather than failing the rollout."""
+    key = (str(device), dtype, heads, kv_heads, head_dim)
+    if key not in _WORKS:
+        try:
+            q = torch.zeros(2, heads, head_dim, device=device, dtype=dtype)
+            cache = torch.zeros(2, kv_heads, 16, head_dim, device=device, dtype=dtype)
+            real = torch.ones(2, 16, dtype=torch.bool, device=device)
+            decode_attention(q, cache, cache.clone(), real, torch.tensor([3], device=device))
+            _WORKS[key] = True
+        except Exception as e:  # noqa: BLE001 - any failure to build or run means: use sdpa
+            warnings.warn(f"the Triton decode-attention kernel failed on {device} ({type(e).__name__}: "
+                          f"{(str(e).splitlines() or [''])[0][:200]}); the decode step attends by sdpa", RuntimeWarning,
+                          stacklevel=2)
+            _WORKS[key] = False
+    return _WORKS[key]
 
 
 def _pow2(n: int) -> int:

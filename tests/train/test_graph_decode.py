@@ -6,6 +6,7 @@ cases (`gpu` marker) replay the graphs and check them against the same loop run 
 (the same kernels: equal results) and against the reference path."""
 
 import gc
+import warnings
 import weakref
 
 import pytest
@@ -218,6 +219,26 @@ def test_triton_attention_falls_back_to_sdpa_where_it_cannot_run(monkeypatch):
     monkeypatch.setattr(_triton_attention, "_INTERPRETED", True)
     monkeypatch.setattr(_triton_attention, "triton", None)
     assert _graph_decode.StaticStep(sharp_model(TOK.vocab_size), torch.float32).attention == "sdpa"
+
+
+@NEEDS_TRITON
+def test_a_triton_kernel_that_fails_to_build_leaves_the_step_on_sdpa(monkeypatch):
+    """A kernel Triton cannot build or run (an older Triton, a driver) is probed once per (device, dtype, heads):
+    one RuntimeWarning, the step attends by sdpa, and a second step asks no second probe."""
+    class Broken:
+        def __getitem__(self, grid):
+            raise RuntimeError("cannot build\nsecond line")
+
+    monkeypatch.setattr(_graph_decode, "ATTENTION", "triton")
+    monkeypatch.setattr(_triton_attention, "_chunk_kernel", Broken())
+    monkeypatch.setattr(_triton_attention, "_WORKS", {})
+    model = sharp_model(TOK.vocab_size)
+    with pytest.warns(RuntimeWarning, match="RuntimeError: cannot build\\); the decode step attends by sdpa"):
+        assert _graph_decode.StaticStep(model, torch.float32).attention == "sdpa"
+    assert list(_triton_attention._WORKS.values()) == [False]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second probe, no second warning
+        assert _graph_decode.StaticStep(model, torch.float32).attention == "sdpa"
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, raised while compiling

@@ -30,6 +30,11 @@ def replace_section(section: str, body: str) -> None:
     print(f"wrote section {section!r} of {RESULTS}")
 
 
+def failed(label: str, error: Exception) -> str:
+    """A benchmark row's label for a variant that raised: the label and the error's first line."""
+    return f"{label}: failed ({type(error).__name__}: {(str(error).splitlines() or [''])[0][:120]})"
+
+
 def run(main) -> None:
     """Call a benchmark's `main`; a ConfigError (no GPU, a bad option) is one line and a non-zero exit."""
     try:

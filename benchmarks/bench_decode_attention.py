@@ -25,7 +25,7 @@ import datetime
 import itertools
 
 import torch
-from _results import replace_section, run
+from _results import failed, replace_section, run
 from bench_trainer import gpu_spec
 from torch.nn import functional as F
 
@@ -84,7 +84,7 @@ def cases(shape: tuple[int, int, int], slot: int, repeats: int, device: str = "c
                 q, keys, values, real, at, chunks, block=block, num_warps=warps, num_stages=stages,
                 flags_in_loads=flags), repeats)
         except Exception as e:  # noqa: BLE001 - a launch option Triton refuses is a row, not a stopped sweep
-            yield f"{label}: failed ({type(e).__name__}: {str(e).splitlines()[0][:100]})", None
+            yield failed(label, e), None
 
 
 def main() -> None:

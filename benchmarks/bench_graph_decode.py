@@ -20,7 +20,7 @@ import datetime
 import time
 
 import torch
-from _results import replace_section, run
+from _results import failed, replace_section, run
 from bench_trainer import decode_bound, gpu_spec, rollout_rate
 
 from gspo_dynamics._errors import ConfigError
@@ -46,7 +46,8 @@ def variant(name: str) -> tuple[str, str, bool]:
 
 
 def graph_rate(model, ids, mask, N, repeats: int, name: str) -> tuple[str, float | None, float]:
-    """(label, tokens/s or None, warm-up seconds) of the graph path in variant `name`; a failure is the label's error."""
+    """(label, tokens/s or None, seconds of the warm-up and timed rollouts) of the graph path in variant `name`;
+    a failure is the label's error."""
     attention, matmul, compiled = variant(name)
     shipped = _graph_decode.ATTENTION, _graph_decode.MATMUL
     _graph_decode.ATTENTION, _graph_decode.MATMUL = attention, matmul
@@ -56,7 +57,7 @@ def graph_rate(model, ids, mask, N, repeats: int, name: str) -> tuple[str, float
     try:
         r = rate(model, ids, mask, N, True, repeats, compiled)
     except Exception as e:  # noqa: BLE001 - a benchmark row records the failure and goes on
-        return f"{label}: failed ({type(e).__name__}: {str(e).splitlines()[0][:120]})", None, time.perf_counter() - start
+        return failed(label, e), None, time.perf_counter() - start
     finally:
         _graph_decode.ATTENTION, _graph_decode.MATMUL = shipped
         torch._dynamo.reset()

@@ -21,10 +21,24 @@ query heads, as in Llama), and the cache holds only the H_kv heads.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+
+class Packed(NamedTuple):
+    """A full pass over padded rows run on their n real positions (`CausalLM`, `Attention._packed`).
+
+    The rows are laid out in length buckets: bucket b holds `rows` rows, each cut at the bucket's
+    longest row's L positions, M = sum rows L positions in all (row-major per bucket). The packed
+    order is the layout's order of its real positions."""
+
+    index: torch.Tensor  # (n,) flat index b T + t in the (B, T) batch of each packed position
+    gather: torch.Tensor  # (M,) the packed position each layout slot reads (a padding slot: a nearby real one)
+    scatter: torch.Tensor  # (n,) the layout slot of each packed position
+    buckets: tuple[tuple[int, int, torch.Tensor], ...]  # (rows, L, mask (rows, 1, L, L) bool) per bucket
 
 
 @dataclass
@@ -109,14 +123,17 @@ class Attention(nn.Module):
         self.proj = nn.Linear(d_model, d_model, bias=False)
         self.dropout = dropout
 
-    def forward(self, x, rope, mask, cache_kv, start: int) -> torch.Tensor:
+    def forward(self, x, rope, mask, cache_kv, start: int, packed: Packed | None = None) -> torch.Tensor:
         """x (B, T, d) -> (B, T, d).
 
         rope: (cos, sin) or None (learned positions); mask: (B, 1, T, S') bool, or None for plain
         causal attention without padding or cache; cache_kv: (keys, values, rows) or None, keys and
         values (B_cache, H_kv, S, d_h) of this layer, written at slots start..start+T-1 of the cache
-        rows `rows` (n,) = x's rows (None: x's rows are the cache's, in order).
+        rows `rows` (n,) = x's rows (None: x's rows are the cache's, in order). `packed`: x holds
+        only the real positions, (1, n, d) (`_packed`).
         """
+        if packed is not None:
+            return self._packed(x, rope, packed)
         B, T, d = x.shape
         H, H_kv = self.n_heads, self.n_kv_heads
         if H_kv == H:
@@ -149,3 +166,25 @@ class Attention(nn.Module):
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, **gqa)
         return self.proj(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)
+
+    def _packed(self, x, rope, packed: Packed) -> torch.Tensor:
+        """x (1, n, d), the real positions of a batch in `packed` order -> (1, n, d).
+
+        The projections and RoPE run on the n real positions only; queries, keys and values are
+        then gathered into the length buckets' (rows, L) layouts for one attention call per bucket
+        (a padding slot holds some real position's values, hidden from every real query by the
+        bucket's mask), and the real rows are gathered back."""
+        n, d = x.shape[1:]
+        H, H_kv, d_h = self.n_heads, self.n_kv_heads, self.head_dim
+        heads = self.qkv(x[0]).view(n, H + 2 * H_kv, d_h).transpose(0, 1)  # (H + 2 H_kv, n, d_h)
+        if rope is not None:  # tables (1, 1, n, d_h) of the packed positions
+            heads = torch.cat([apply_rope(heads[: H + H_kv], rope[0][0], rope[1][0]), heads[H + H_kv :]])
+        laid_out = heads.index_select(1, packed.gather).split([rows * L for rows, L, _ in packed.buckets], dim=1)
+        p = self.dropout if self.training else 0.0
+        gqa = {} if H_kv == H else {"enable_gqa": True}
+        outputs = []
+        for part, (rows, L, mask) in zip(laid_out, packed.buckets):
+            q, k, v = part.view(-1, rows, L, d_h).transpose(0, 1).split([H, H_kv, H_kv], dim=1)  # (rows, heads, L, d_h)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, **gqa)  # (rows, H, L, d_h)
+            outputs.append(y.transpose(1, 2).reshape(rows * L, d))
+        return self.proj(torch.cat(outputs).index_select(0, packed.scatter))[None]  # (1, n, d)

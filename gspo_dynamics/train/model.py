@@ -27,11 +27,13 @@ real token run, their keys and values are written to their cache rows, and the o
 logits are 0 (when at most SKIP_PADDING_ROWS of them are real), so a rollout's late steps cost
 what its live rows cost. (`rollout.generate` decodes a dense float32 model through
 `_decode.Decoder` instead - the same function in fewer kernels; this forward is its reference.)
-Likewise a full pass (no cache) of a dense model over rows of very
-different lengths (completions right-padded to the longest) sorts the rows by their last real
-token into PAD_BUCKETS groups and runs each group only up to its longest row's last real token;
-positions after that get logits 0. Causal attention makes the real positions' logits those of
-the untrimmed pass (up to summation order).
+Likewise a full pass (no cache) of a dense model over padded rows (prompts left-padded,
+completions right-padded to the longest) runs packed (`_packing`, `_attention.Packed`): the
+embeddings, norms, projections, MLPs, RoPE and the output head compute only the n real positions,
+as one (n, d) matrix, and attention alone sees rows: the rows sorted by their last real token into
+PAD_BUCKETS groups, each group up to its longest row's last real token. Padding positions get
+logits 0. Causal attention and the mask make the real positions' logits those of the unpacked pass
+(up to summation order).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import torch
 from torch import nn
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.train._attention import Attention, KVCache, attention_mask_4d, rope_angles
+from gspo_dynamics.train._attention import Attention, KVCache, Packed, attention_mask_4d, rope_angles
 from gspo_dynamics.train._mlp import DenseMLP, SwiGLUMLP
 from gspo_dynamics.train._moe import MoEMLP
 
@@ -64,8 +66,9 @@ MODEL_PRESETS: dict[str, dict] = {
 # A decode step computes only its real rows when at most this fraction of them is real; above it,
 # gathering the live rows' cache costs about what skipping the rest saves (CPU, bench_trainer's model).
 SKIP_PADDING_ROWS = 0.75
-# Full passes run rows in this many length buckets when that skips at least PAD_SAVING of the
-# padded positions (bench_trainer's batch: 4 buckets made forward+backward 1.65x faster, 8 no better).
+# Full passes run packed, with attention in this many length buckets, when padding is at least
+# PAD_SAVING of the positions (bench_trainer's batch, 742 real of 64 x 34: update 25 -> 18 ms against
+# the buckets alone; attention in 1, 2, 4, 8 buckets: 21, 19, 18, 19 ms).
 PAD_BUCKETS = 4
 PAD_SAVING = 0.25
 PRESET_SIZES: dict[str, float] = {"100k": 1e5, "1m": 1e6, "10m": 1e7, "100m": 1e8, "1b": 1e9}
@@ -222,10 +225,10 @@ class Block(nn.Module):
         self.mlp = MoEMLP(d, config.d_ff, config.n_experts, config.top_k) if config.is_moe else _dense_mlp(config)
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(self, x, rope, mask, cache_kv, start, experts, token_mask):
+    def forward(self, x, rope, mask, cache_kv, start, experts, token_mask, packed=None):
         """-> (x, experts (B, T, k) or None, load-balance loss or None)."""
         drop = self.drop if self.training and self.drop.p > 0 else (lambda y: y)  # skip a no-op module call per branch
-        x = x + drop(self.attn(self.ln1(x), rope, mask, cache_kv, start))
+        x = x + drop(self.attn(self.ln1(x), rope, mask, cache_kv, start, packed))
         if isinstance(self.mlp, MoEMLP):
             out, experts, balance = self.mlp(self.ln2(x), experts, token_mask)
         else:
@@ -312,14 +315,12 @@ class CausalLM(nn.Module):
             kv_cache.n_real += real[:, 0].long()
             return logits, {"routing": None, "load_balance_loss": None}
         if kv_cache is None and not c.is_moe and attention_mask is not None:
-            buckets = self._length_buckets(real)
-            if buckets is not None:  # right padding skipped (module docstring)
-                logits = torch.zeros(B, T, c.vocab_size, device=input_ids.device)
-                for rows, L in buckets:
-                    sub_mask = attention_mask_4d(real[rows, :L], 0, L)  # (n, 1, L, L)
-                    logits[rows, :L] = self._trunk(input_ids[rows, :L], positions[rows, :L], sub_mask, None, 0, None,
-                                                   real[rows, :L], None)[0]
-                return logits, {"routing": None, "load_balance_loss": None}
+            packing = self._packing(real)
+            if packing is not None:  # padding skipped (module docstring)
+                pick = lambda t: t.reshape(B * T).index_select(0, packing.index)[None]  # noqa: E731  (1, n)
+                out = self._trunk(pick(input_ids), pick(positions), None, None, 0, None, None, None, packing)[0]
+                logits = out.new_zeros(B * T, c.vocab_size).index_copy(0, packing.index, out[0])
+                return logits.view(B, T, c.vocab_size), {"routing": None, "load_balance_loss": None}
         logits, decisions, balances = self._trunk(input_ids, positions, mask, kv_cache, start, routing, real, None)
         if kv_cache is not None:
             kv_cache.length = start + T
@@ -329,25 +330,32 @@ class CausalLM(nn.Module):
         return logits, {"routing": tuple(decisions), "load_balance_loss": torch.stack(balances).mean()}
 
     @staticmethod
-    def _length_buckets(real: torch.Tensor):
-        """[(rows (n,), L)]: the rows sorted by their last real token, in PAD_BUCKETS groups, L the
-        group's longest row; None when that skips less than PAD_SAVING of the positions, or inside
-        torch.compile (its graphs would break on the data-dependent shapes)."""
+    def _packing(real: torch.Tensor) -> Packed | None:
+        """The real positions of `real` (B, T) packed, the rows sorted by their last real token into
+        PAD_BUCKETS length buckets (one when B < 2 PAD_BUCKETS), each cut at its longest row; None when
+        over 1 - PAD_SAVING of the positions are real or none are, or inside torch.compile (data-dependent shapes)."""
         B, T = real.shape
-        if B < 2 * PAD_BUCKETS or torch.compiler.is_compiling():
+        if torch.compiler.is_compiling():
+            return None
+        n = int(real.sum())
+        if n == 0 or n > (1 - PAD_SAVING) * B * T:
             return None
         ends = (real.long() * torch.arange(1, T + 1, device=real.device)).amax(-1)  # (B,) last real token + 1
         ends_sorted, order = ends.sort()
-        rows = order.chunk(PAD_BUCKETS)
-        last = torch.tensor([len(r) for r in rows]).cumsum(0) - 1  # sorted index of each group's longest row
+        groups = order.chunk(PAD_BUCKETS) if B >= 2 * PAD_BUCKETS else (order,)
+        last = torch.tensor([len(r) for r in groups]).cumsum(0) - 1  # sorted index of each group's longest row
         lengths = [max(int(L), 1) for L in ends_sorted.cpu()[last]]
-        if sum(len(r) * L for r, L in zip(rows, lengths)) > (1 - PAD_SAVING) * B * T:
-            return None
-        return list(zip(rows, lengths))
+        layout = torch.cat([(rows[:, None] * T + torch.arange(L, device=real.device)).reshape(-1)
+                            for rows, L in zip(groups, lengths)])  # (M,) flat (B, T) index of each slot
+        real_slot = real.reshape(-1)[layout]
+        scatter, gather = real_slot.nonzero()[:, 0], (real_slot.long().cumsum(0) - 1).clamp(min=0)
+        buckets = tuple((len(rows), L, attention_mask_4d(real[rows, :L], 0, L)) for rows, L in zip(groups, lengths))
+        return Packed(layout[scatter], gather, scatter, buckets)
 
-    def _trunk(self, input_ids, positions, mask, kv_cache, start, routing, real, rows):
+    def _trunk(self, input_ids, positions, mask, kv_cache, start, routing, real, rows, packed=None):
         """(logits (B, T, V) float32, per-layer expert sets, per-layer balance losses); `rows` (n,)
-        the cache rows of the inputs' rows (None: all rows, in order)."""
+        the cache rows of the inputs' rows (None: all rows, in order); `packed`: the inputs are the
+        real positions (1, n) of a (B, T) batch (`_attention.Packed`), the logits (1, n, V)."""
         c = self.config
         x = self.embed(input_ids)  # (B, T, d)
         rope = None
@@ -360,7 +368,7 @@ class CausalLM(nn.Module):
         decisions, balances = [], []
         for i, block in enumerate(self.blocks):
             kv = None if kv_cache is None else (kv_cache.keys[i], kv_cache.values[i], rows)
-            x, experts, balance = block(x, rope, mask, kv, start, None if routing is None else routing[i], real)
+            x, experts, balance = block(x, rope, mask, kv, start, None if routing is None else routing[i], real, packed)
             decisions.append(experts)
             balances.append(balance)
         h = self.ln_f(x)

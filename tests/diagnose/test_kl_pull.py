@@ -4,6 +4,7 @@ the gates, and our trainer's runs (the pulled count/cispo at T = 16 against coun
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import warnings
 from dataclasses import replace
@@ -153,18 +154,25 @@ def test_windows_follow_our_trainers_window_positions(tmp_path):
     assert flat == 1 and [w["steps"] for w in pulled] == [(17, 32)]
 
 
-def test_our_trainers_pulled_run_gets_the_note_and_its_grpo_twin_does_not(load_script):
-    """count/cispo with beta = 0.04 at the base lr, T = 16 (seed 300): diagnose's notes name the pull; count/grpo with
-    the same weight reaches no flat window at T = 16 (its clipped windows advance less): no note."""
+def test_our_trainers_pulled_runs_get_the_note_more_often_than_their_grpo_twins(load_script):
+    """count/cispo with beta = 0.04 at the base lr, T = 16, seeds 300-303: diagnose's notes name the pull on every
+    seed; count/grpo with the same weight reaches fewer flat windows at T = 16 (its clipped windows advance less):
+    at most half as many pulled windows over the four seeds. Which grpo seeds reach one moves with the trainer's
+    floating-point sums (seed 300's did when the full passes were packed): the comparison over seeds does not
+    (old sums: 6 against 1 windows, packed: 6 against 2)."""
     pilot_forecast = load_script("paper_repro", "pilot_forecast")
     from gspo_dynamics.predict import read_run_config
 
-    notes = {}
+    pulled = {}
     for name in ("count-cispo-kl", "count-grpo-kl"):
-        cfg = replace(pilot_forecast.base_config(name), steps_per_generation=T, seed=300)
-        with tempfile.TemporaryDirectory() as d:
-            pilot_forecast.train(cfg, d)
-            log = read_log(f"{d}/trainer_state.json")
-        notes[name] = [n for n in diagnose(log, read_run_config(cfg.to_dict()).hparams).notes if "KL pull" in n]
-    assert len(notes["count-cispo-kl"]) == 1 and "refresh windows (T = 16)" in notes["count-cispo-kl"][0]
-    assert notes["count-grpo-kl"] == []
+        pulled[name] = []
+        for seed in range(300, 304):
+            cfg = replace(pilot_forecast.base_config(name), steps_per_generation=T, seed=seed)
+            with tempfile.TemporaryDirectory() as d:
+                pilot_forecast.train(cfg, d)
+                log = read_log(f"{d}/trainer_state.json")
+            notes = [n for n in diagnose(log, read_run_config(cfg.to_dict()).hparams).notes if "KL pull" in n]
+            assert len(notes) <= 1 and all("refresh windows (T = 16)" in n for n in notes)
+            pulled[name].append(int(re.search(r"in (\d+) of the \d+ refresh windows", notes[0])[1]) if notes else 0)
+    assert all(pulled["count-cispo-kl"]), pulled
+    assert 2 * sum(pulled["count-grpo-kl"]) <= sum(pulled["count-cispo-kl"]), pulled

@@ -1,5 +1,5 @@
 """The trainer's CUDA-only paths: bf16 autocast through the decode-step row skipping and the
-length-bucketed full pass, `torch.compile` on CUDA, and whole runs with the MoE options.
+packed full pass, `torch.compile` on CUDA, and whole runs with the MoE options.
 
 The float32 guarantees of the same paths are checked on every device by their own tests
 (tests/train/test_decode.py, tests/train/test_hf_native.py, parametrised over `DEVICES`); here
@@ -40,22 +40,22 @@ def right_padded(B=16, T=20, seed=4):
     return ids.cuda(), mask.cuda()
 
 
-def test_bf16_length_buckets_match_the_untrimmed_pass(monkeypatch):
-    """Under bf16 autocast the bucketed pass and the single untrimmed pass give the same logits on real
+def test_bf16_packed_pass_matches_the_untrimmed_pass(monkeypatch):
+    """Under bf16 autocast the packed pass and the single untrimmed pass give the same logits on real
     positions (BF16_TOL) and gradients of the same direction (cosine > 0.999, each parameter)."""
     ids, mask = right_padded()
-    assert model_module.CausalLM._length_buckets(mask.bool()) is not None
+    assert model_module.CausalLM._packing(mask.bool()) is not None
 
-    def run(buckets):
-        monkeypatch.setattr(model_module, "PAD_BUCKETS", buckets)
+    def run(saving):
+        monkeypatch.setattr(model_module, "PAD_SAVING", saving)
         model = build_model(CONFIG, torch.Generator().manual_seed(2)).cuda()
         with autocast():
             logits, _ = model(ids, mask)
             ((torch.log_softmax(logits.float(), -1)[..., 0] * mask).sum() / mask.sum()).backward()
         return logits.detach().float(), {n: p.grad.float() for n, p in model.named_parameters()}
 
-    trimmed, grads = run(4)
-    full, full_grads = run(10**6)
+    trimmed, grads = run(0.25)
+    full, full_grads = run(1.0)
     real = mask.bool()
     assert torch.allclose(trimmed[real], full[real], atol=BF16_TOL, rtol=0)
     for name, grad in grads.items():

@@ -219,12 +219,14 @@ def test_decode_steps_skip_padding_rows_and_match_the_full_pass(options, device)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("options", [dict(), dict(n_kv_heads=2, mlp="swiglu", norm="rmsnorm", tie_embeddings=False)])
-def test_length_buckets_equal_the_untrimmed_pass(options, device, monkeypatch):
-    """A full pass over right-padded rows of very different lengths runs in length buckets: the real
-    positions' logits and the gradients of a masked loss equal the single untrimmed pass (LOGIT_TOL,
-    GRAD_TOL: the same sums over other row counts); positions after the longest row of a row's bucket
-    get 0 (not computed), and only padding positions do."""
+@pytest.mark.parametrize("buckets", [1, 4])
+@pytest.mark.parametrize("options", [dict(), dict(n_kv_heads=2, mlp="swiglu", norm="rmsnorm", tie_embeddings=False),
+                                     dict(positional="learned")])
+def test_packed_pass_equals_the_untrimmed_pass(options, buckets, device, monkeypatch):
+    """A full pass over left- and right-padded rows of very different lengths runs packed (the real
+    positions only, attention in `buckets` length buckets): the real positions' logits and the
+    gradients of a masked loss equal the single untrimmed pass (LOGIT_TOL, GRAD_TOL: the same sums
+    over other row counts); every padding position gets logits 0 (not computed), and only those."""
     from gspo_dynamics.train import model as model_module
 
     config = ModelConfig(**LLAMA_LIKE, **options)
@@ -235,22 +237,33 @@ def test_length_buckets_equal_the_untrimmed_pass(options, device, monkeypatch):
     ends[:2] = T  # two long rows: most of the batch is padding
     mask = (torch.arange(T) < ends[:, None]).long()
     mask[:, :2] = torch.tensor([0, 1])  # left padding too
-    ids, mask, ends = ids.to(device), mask.to(device), ends.to(device)
-    assert model_module.CausalLM._length_buckets(mask.bool()) is not None  # the bucketed path runs
+    ids, mask = ids.to(device), mask.to(device)
+    monkeypatch.setattr(model_module, "PAD_BUCKETS", buckets)
+    packing = model_module.CausalLM._packing(mask.bool())
+    assert packing is not None and len(packing.buckets) == buckets  # the packed path runs
+    assert sorted(packing.index.tolist()) == mask.reshape(-1).nonzero()[:, 0].tolist()  # each real position once
 
-    def run(buckets):
-        monkeypatch.setattr(model_module, "PAD_BUCKETS", buckets)
+    def run(saving):
+        monkeypatch.setattr(model_module, "PAD_SAVING", saving)
         model = build_model(config, torch.Generator().manual_seed(2)).to(device)
         logits, _ = model(ids, mask)
         ((torch.log_softmax(logits, -1)[..., 0] * mask).sum() / mask.sum()).backward()  # a mean: entries <= ~1
         return logits.detach(), {n: p.grad for n, p in model.named_parameters()}
 
-    trimmed, grads = run(4)
-    full, full_grads = run(10**6)  # fewer than 2 x PAD_BUCKETS rows: one untrimmed pass
+    packed, grads = run(0.25)
+    full, full_grads = run(1.0)  # no padding share is that large: one untrimmed pass
     real = mask.bool()
-    assert torch.allclose(trimmed[real], full[real], atol=LOGIT_TOL, rtol=0)
-    after = torch.arange(T, device=device) >= ends[:, None]
-    skipped = (trimmed == 0).all(-1)  # (B, T)
-    assert not (skipped & ~after).any() and skipped.sum() > B * T / 2 and trimmed.isfinite().all()
+    assert torch.allclose(packed[real], full[real], atol=LOGIT_TOL, rtol=0)
+    assert torch.equal((packed == 0).all(-1), ~real) and packed.isfinite().all()
     for name, grad in grads.items():
         assert torch.allclose(grad, full_grads[name], atol=GRAD_TOL, rtol=0), name
+
+
+def test_packing_declines_dense_rows_and_empty_batches():
+    """No packing where the padding is under PAD_SAVING of the positions, or where nothing is real."""
+    from gspo_dynamics.train import model as model_module
+
+    dense = torch.ones(8, 10, dtype=torch.bool)
+    dense[:, :2] = False  # 20% padding
+    assert model_module.CausalLM._packing(dense) is None
+    assert model_module.CausalLM._packing(torch.zeros(8, 10, dtype=torch.bool)) is None

@@ -8,8 +8,9 @@ temperature 1, no KL, fp32, torch threads as given. One optimizer step is:
     ours    rollout = gspo_dynamics.train.rollout.generate (KV cache; the `_decode` fast path for the
                       native and built-in models) + decode + task reward +
                       group advantages;
-            score   = the teacher-forced log pi_old forward our trainer always does (TRL skips it
-                      on-policy: it is counted in our step, not in our rollout);
+            score   = `_step.score`: on-policy (T = 1, a dropout-free model) only the advantages, as
+                      the trainer and TRL do (the update's own forward is pi_old; until 2026-11-26
+                      ours also ran a teacher-forced pi_old forward here, counted in its step);
             update  = gspo_dynamics.train._step.update: forward, loss (objectives registry),
                       backward, grad clip, AdamW step (the trainer's own function)
     TRL     rollout = GRPOTrainer._generate_and_score_completions (transformers generate, decode,
@@ -62,7 +63,7 @@ from gspo_dynamics.objectives import get_loss, group_advantages
 from gspo_dynamics.train import Tokenizer, build_model, generate, make_task, preset_config
 from gspo_dynamics.train import _graph_decode
 from gspo_dynamics.train._distributed import World
-from gspo_dynamics.train._step import Buffer, score, update
+from gspo_dynamics.train._step import Buffer, dropout_free, score, update
 from gspo_dynamics.train.hf import HFCausalLM, native_from_hf
 from gspo_dynamics.train.model import ModelConfig
 
@@ -137,7 +138,8 @@ class Ours:
         buf.advantages = group_advantages(rewards.view(-1, self.G), scale="group").view(-1)
         sync()
         t1 = time.perf_counter()
-        buf = score(buf, self.model, None, group_size=self.G, scale="group", temperature=1.0, replay=False, autocast=self.autocast)
+        buf = score(buf, self.model, None, group_size=self.G, scale="group", temperature=1.0, replay=False, autocast=self.autocast,
+                    old=not dropout_free(self.model))  # on-policy: no pi_old forward (as the trainer at T = 1, and TRL)
         self.model.train()
         sync()
         t2 = time.perf_counter()
@@ -282,8 +284,8 @@ def bench_cpu(args) -> None:
              f"code, same initial weights on both sides); `count` task, N = {args.prompts} prompts x G = {args.group_size}, "
              f"up to {task.max_new_tokens} completion tokens, GRPO, AdamW (lr {LR:g}: lengths stay those of the initial weights), fp32, on-policy. Best of {args.rounds} rounds x "
              f"{args.repeats} steps, each round after {args.warmup} warm-up steps. What is timed: see the module docstring (TRL's rollout = "
-             "`_generate_and_score_completions`; its update = the rest of the step between the step callbacks; our step "
-             "also includes the teacher-forced log pi_old forward TRL skips on-policy). TRL runs without gradient "
+             "`_generate_and_score_completions`; its update = the rest of the step between the step callbacks; on-policy "
+             "neither side runs a separate pi_old forward, ours since 2026-11-26). TRL runs without gradient "
              "checkpointing (TRL 1.x turns it on by default; ours never recomputes activations; until 2026-11-26 this "
              "table was measured with it on, which put the update at 2.16x). Native: the same HF weights in our "
              "built-in model (RMSNorm, SwiGLU, fused W_qkv; preallocated KV cache); wrapper: transformers' forward and "

@@ -4,7 +4,8 @@ Rollout (once per T = steps_per_generation x num_iterations optimizer steps), pe
 
     prompts  -> G completions each, sampled with the KV cache        log q (the sampler's) kept
     rewards  -> A = group advantages (objectives registry)           whole groups: no cross-process term
-    log pi_old(y_t)  recomputed teacher-forced by the training model (routing replayed if asked)
+    log pi_old(y_t)  recomputed teacher-forced by the training model (routing replayed if asked);
+                     on-policy (T = 1, no dropout) the update's own forward gives it instead (`score`)
     log pi_ref(y_t)  of the frozen reference (kl_coef > 0)
 
 Update on minibatch rows (`update`):
@@ -129,11 +130,27 @@ def forward_logprobs(model, buf: Buffer, temperature: float, replay: bool, autoc
     return torch.where(mask, logp, torch.zeros_like(logp)), entropy, aux
 
 
+def dropout_free(model) -> bool:
+    """Whether `model`'s train-mode forward is its eval-mode forward: no module drops anything (an nn.Dropout
+    with p > 0, or a float `dropout` / `attention_dropout` above 0, as our and Hugging Face's attention keep)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout) and module.p > 0:
+            return False
+        if any(isinstance(getattr(module, name, None), float) and getattr(module, name) > 0
+               for name in ("dropout", "attention_dropout")):
+            return False
+    return True
+
+
 @torch.no_grad()
-def score(buf: Buffer, model, reference, *, group_size: int, scale: str, temperature: float, replay: bool, autocast) -> Buffer:
-    """Fill advantages, logp_old (training model) and logp_ref (reference) of a fresh rollout."""
+def score(buf: Buffer, model, reference, *, group_size: int, scale: str, temperature: float, replay: bool, autocast,
+          old: bool = True) -> Buffer:
+    """Fill advantages, logp_old (training model) and logp_ref (reference) of a fresh rollout. `old` False leaves
+    logp_old None: one optimizer step per rollout on a `dropout_free` model, whose update forward computes
+    pi_old itself (the same weights; `update` takes it from there, as TRL does on-policy)."""
     buf.advantages = group_advantages(buf.rewards.view(-1, group_size), scale=scale).view(-1)  # (B,)
-    buf.logp_old = forward_logprobs(model, buf, temperature, replay, autocast)[0]
+    if old:
+        buf.logp_old = forward_logprobs(model, buf, temperature, replay, autocast)[0]
     if reference is not None:
         buf.logp_ref = forward_logprobs(reference, buf, temperature, replay, autocast)[0]
     return buf
@@ -154,11 +171,13 @@ def _churn(model, buf: Buffer, aux: dict, replayed: bool, autocast) -> torch.Ten
 def update(model, batch: Buffer, *, loss_fn, loss_kwargs: dict[str, Any], objective: str, kl_coef: float,
            load_balance_coef: float = 0.0, temperature: float, replay: bool, sampler_params: dict | None, optimizer, max_grad_norm: float | None,
            world: World, autocast, train_model=None) -> dict[str, torch.Tensor]:
-    """One optimizer step on the process's minibatch rows (module docstring); detached metrics."""
+    """One optimizer step on the process's minibatch rows (module docstring); detached metrics. Without
+    `batch.logp_old` (`score(old=False)`) pi_old is this forward's own log-probs, detached."""
     train_model = model if train_model is None else train_model
     mask = batch.mask
     logp, entropy, aux = forward_logprobs(train_model, batch, temperature, replay, autocast)
-    args = (batch.logp_old, batch.advantages, mask)
+    logp_old = logp.detach() if batch.logp_old is None else batch.logp_old
+    args = (logp_old, batch.advantages, mask)
     if sampler_params is None:
         loss, m = loss_fn(logp, *args, **loss_kwargs)
     else:  # pg: the gradient at the sampling policy's weights (module docstring)
@@ -181,8 +200,8 @@ def update(model, batch: Buffer, *, loss_fn, loss_kwargs: dict[str, Any], object
     if load_balance_coef > 0 and balance is not None:  # MoE: Switch load balance, mean over layers (model.py)
         loss = loss + load_balance_coef * balance
         m["losses/load_balance"] = balance.detach()
-    m.update(M.ratio_metrics(logp.detach(), batch.logp_old, mask))
-    m.update(M.mismatch_metrics(batch.logp_sampler, batch.logp_old, mask))
+    m.update(M.ratio_metrics(logp.detach(), logp_old, mask))
+    m.update(M.mismatch_metrics(batch.logp_sampler, logp_old, mask))
     m.update(M.length_metrics(mask, batch.truncated))
     if batch.routing is not None:
         m["routing/churn"] = _churn(model, batch, aux, replay, autocast)

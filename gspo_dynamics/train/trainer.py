@@ -54,7 +54,7 @@ from gspo_dynamics.objectives import get_loss
 from gspo_dynamics.train import _checkpoint as C
 from gspo_dynamics.train import _distributed as D
 from gspo_dynamics.train import _metrics as M
-from gspo_dynamics.train._step import Buffer, merge, score, update
+from gspo_dynamics.train._step import Buffer, dropout_free, merge, score, update
 from gspo_dynamics.train._policy import build_policy, check_save_hf, resolve_model_config  # noqa: F401 (re-exported)
 from gspo_dynamics.train.config import CONFIG_NAME, FIELDS, RESUMABLE_CHANGES, STALE_GRADIENT, TrainConfig
 from gspo_dynamics.train.rollout import generate
@@ -170,6 +170,7 @@ class _Run:
                 self.reference.load_state_dict(state["reference"])
         self.optimizer = _make_optimizer(config, self.model.parameters())
         self.train_model = torch.compile(self.model) if config.compile else self.model
+        self.on_policy = config.refresh_interval == 1 and dropout_free(self.model)  # no pi_old forward (`score`)
         self.loss_fn = get_loss(config.objective)
         self.loss_kwargs = {"clip_low": config.eps_low, "clip_high": config.eps_high}
         if config.objective == "dr_grpo":
@@ -221,7 +222,8 @@ class _Run:
         buf = merge(buffers, order, self.tokenizer.pad_id)
         self.num_tokens += int(D.sum_scalar(buf.attention_mask.sum(), self.world).item())
         buf = score(buf, self.train_model, self.reference, group_size=G, scale=cfg.scale, temperature=cfg.temperature,
-                    replay=cfg.routing_replay != "none", autocast=self.autocast)  # pi_old in eval mode (no dropout)
+                    replay=cfg.routing_replay != "none", autocast=self.autocast,
+                    old=not self.on_policy)  # pi_old in eval mode (no dropout)
         self.model.train()
         return buf
 

@@ -14,6 +14,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.objectives import get_loss
 from gspo_dynamics.train import _metrics as M
+from gspo_dynamics.train import build_model, preset_config
 from gspo_dynamics.train._distributed import World
 from gspo_dynamics.train._step import forward_logprobs, merge, update
 from gspo_dynamics.train.rollout import completion_log_probs
@@ -89,11 +90,13 @@ def test_trainer_state_is_read_as_a_trl_log(run):
 
 @pytest.fixture(scope="module")
 def rollout(tmp_path_factory):
-    """A scored rollout buffer of a warmed-up tiny model (4 prompts x G = 4)."""
+    """A scored rollout buffer of a warmed-up tiny model (4 prompts x G = 4), pi_old computed at the rollout
+    (as for T > 1; on-policy the run leaves it to the update's forward)."""
     torch.set_num_threads(1)
     config = tiny_config(tmp_path_factory.mktemp("parts"), steps=1, kl_coef=0.1)
     r = _Run(config, tmp_path_factory.mktemp("out"), World(), torch.device("cpu"), 1, resume=False)
     r.log.close()
+    r.on_policy = False
     return r, r.rollout(0)
 
 
@@ -195,6 +198,30 @@ def test_pg_takes_its_gradient_at_the_sampler(rollout):
     loss.backward()
     for (name, p), q in zip(model.named_parameters(), sampler.parameters()):
         assert torch.allclose(before[name] - p.detach(), q.grad, atol=UPDATE_TOL), name
+
+
+@pytest.mark.parametrize("fields", [dict(objective="grpo", kl_coef=0.05), dict(objective="gspo", moe=True,
+                                                                             routing_replay="experts")])
+def test_on_policy_runs_skip_the_pi_old_forward_and_log_the_same_numbers(tmp_path, monkeypatch, fields):
+    """T = 1 on a dropout-free model: no pi_old forward at the rollout (`score(old=False)`); the update's own
+    log-probs, detached, are pi_old. Its forward computes the same float32 numbers as that pass (same weights, same
+    batch layout), so every logged number is the one the run with the pi_old forward logs, exactly; and a model
+    with dropout keeps the forward."""
+    from gspo_dynamics.train import _step, trainer
+
+    config = tiny_config(tmp_path, steps=4, **fields)
+    calls = []
+    real_forward = _step.forward_logprobs
+    monkeypatch.setattr(_step, "forward_logprobs", lambda *a, **k: calls.append(1) or real_forward(*a, **k))
+    skipped = train(config, tmp_path / "skipped").rows
+    skipped_calls = len(calls)
+    monkeypatch.setattr(trainer, "dropout_free", lambda model: False)
+    calls.clear()
+    kept = train(config, tmp_path / "kept").rows
+    assert len(calls) - skipped_calls == 4  # one pi_old pass a rollout, only in the second run
+    assert skipped == kept
+    assert _step.dropout_free(build_model(preset_config("100k", 16)))
+    assert not _step.dropout_free(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1)))
 
 
 def test_routing_churn_is_zero_on_policy_and_replay_runs(tmp_path):

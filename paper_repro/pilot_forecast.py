@@ -146,6 +146,7 @@ from _pilot_protocol import (
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
+from _task_prior import task_prior_reach
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
 from trainer_at_scale import Runs
 
@@ -379,8 +380,8 @@ def main() -> None:
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}
-    final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), window_progress(results),
-                                   pilot_plateau_gap(results))))  # the readings with nothing to say give ""
+    final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles),
+                                   window_progress(results), pilot_plateau_gap(results))))  # the readings with nothing to say give ""
     reach = (f"{final}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
              f"\n\n{regime_reach(results, roles)}")
     print(reach)

@@ -440,3 +440,37 @@ def test_an_exact_forecast_meets_the_target_when_every_seed_mean_lands_within_th
     one_seed = {"measured": {(1e-3, 1): (False,)}, "curves": {(1e-3, 1): curves_for([0.5, np.nan, np.nan, np.nan])}}
     assert scores.exact_forecast_chance(one_seed) is None
     assert scores.exact_forecast_reach({"c": c}) == ""
+
+
+def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(load_script):
+    """Three count combinations a, b, c (rounds develop, confirm-4, confirm-5), stable finals at T = 1 and 32 of
+    (1.0, 0.9), (0.98, 0.7), (0.96, 0.8), one unstable cell in c; a lone pattern combination d (no other of its task:
+    no prior, not scored). Leave one out, a's cells get (0.97, 0.75): within 0.05 at T = 1, 0.15 off at T = 32; b's
+    (0.98, 0.85), c's (0.99, 0.8). Ours and the naive forecast hold 0.97 (a constant fit; the pilot's last 8 rewards).
+    From earlier rounds only: a has no prior, b's is a's (1.0, 0.9), c's the mean of a's and b's."""
+    prior_module = load_script("paper_repro", "_task_prior")
+
+    def result(task, finals, unstable=()):
+        fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.97)})()
+        forecast = SimpleNamespace(fit=fit, pilot=(np.arange(1.0, 25.0), np.full(24, 0.97)),
+                                   config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
+        measured = {(1e-3, T): ((1e-3, T) in unstable, 0.0, f, 0.0, 0) for T, f in finals.items()}
+        return {"task": task, "measured": measured, "forecast": forecast}
+
+    results = {"a": result("count", {1: 1.0, 32: 0.9}), "b": result("count", {1: 0.98, 32: 0.7}),
+               "c": result("count", {1: 0.96, 32: 0.8, 4: 0.1}, unstable=((1e-3, 4),)), "d": result("pattern", {1: 0.5})}
+    roles = {"a": "develop", "b": "confirm-4", "c": "confirm-5", "d": "confirm-5"}
+    loo = prior_module.task_prior(results)
+    assert [round(row[1], 6) for row in loo["a"]] == [0.97, 0.75] and math.isnan(loo["d"][0][1])
+    assert [round(row[1], 6) for row in loo["c"]] == [0.99, 0.8]  # its unstable T = 4 cell is no cell of the table
+    assert all(row[2] == pytest.approx(0.97) and row[3] == pytest.approx(0.97) for row in loo["b"])
+    ahead = prior_module.task_prior(results, roles)
+    assert math.isnan(ahead["a"][0][1]) and [row[1] for row in ahead["b"]] == [1.0, 0.9]
+    assert [round(row[1], 6) for row in ahead["c"]] == [0.99, 0.8]
+    text = prior_module.task_prior_reach(results, roles)
+    # all cells: c's prior (0.99, 0.8) is within at both; a's T = 32 off by 0.15, b's by 0.15; ours 0.97 is off at T = 32
+    assert "all: the prior 1, ours 0, the naive forecast 0 of 3 combinations (67% / 50% / 50% of their stable cells)" in text
+    assert "T < 32: the prior 3, ours 3, the naive forecast 3 of 3 combinations (100% / 100% / 100%" in text
+    assert "from earlier rounds only (2 combinations with a prior): the prior 1, ours 0" in text
+    assert "count 0.98 (sd 0.02, 3)" in text and "pattern" not in text.split("combinations:")[-1]
+    assert prior_module.task_prior_reach({"d": results["d"]}, roles) == ""

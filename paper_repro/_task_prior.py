@@ -1,0 +1,97 @@
+"""What the pilot cannot see of the final reward, and what the task's other runs can (paper_repro/pilot_forecast.py).
+
+A stable cell's final reward (the seed mean of its last PLATEAU_STEPS steps) is forecast here by the task's
+prior: the mean final reward of the stable cells at the same refresh interval T in the *other* combinations of the
+same task (leave one combination out),
+
+    F(c, lr, T) = mean { final(c', lr', T) : c' != c, task(c') = task(c), (lr', T) stable in c' },
+
+and, prospectively, from the combinations of earlier protocol rounds only (a prior that existed before the
+combination was run: `ROUNDS` order; the first round has none). Scored as `final_reward_reach` scores ours: a
+combination meets the final-reward target when every stable cell lies within PLATEAU_TOL, with and without the
+cells of each grid's largest T. A reading of the measured cells, not a forecaster of the protocol: it uses other
+combinations' measured grids, which a pilot-only forecast does not have.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+from _pilot_scores import PLATEAU_TOL, flat_forecast, forecast_final_reward
+
+ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 11))  # the protocol's rounds, in the order they ran
+
+
+def _stable_finals(result: dict) -> list[tuple[float, int, float]]:
+    """(lr, T, final reward) of a combination's stable cells."""
+    return [(lr, T, m[2]) for (lr, T), m in result["measured"].items() if not m[0]]
+
+
+def task_prior(results: dict, roles: dict | None = None) -> dict:
+    """name -> [(T, prior forecast or nan, ours, flat, measured final)] per stable cell. `roles` (name -> round):
+    the prior from earlier rounds' combinations only; None: from every other combination of the task."""
+    by_task_T = collections.defaultdict(list)  # (task, T) -> [(name, final)]
+    for name, result in results.items():
+        for _, T, final in _stable_finals(result):
+            by_task_T[result["task"], T].append((name, final))
+    out = {}
+    for name, result in results.items():
+        fc = result["forecast"]
+        lr_pilot, flat = fc.config.setup.hparams.lr, flat_forecast(fc)
+        rows = []
+        for lr, T, final in _stable_finals(result):
+            others = [f for other, f in by_task_T[result["task"], T] if other != name
+                      and (roles is None or ROUNDS.index(roles[other]) < ROUNDS.index(roles[name]))]
+            prior = float(np.mean(others)) if others else math.nan
+            rows.append((T, prior, forecast_final_reward(fc, lr / lr_pilot, T), flat, final))
+        if rows:
+            out[name] = rows
+    return out
+
+
+def _reach(table: dict, who: int, keep) -> tuple[int, int, float]:
+    """(combinations with every kept stable cell within PLATEAU_TOL, combinations with a kept cell, share of kept
+    cells within) for column `who` of `task_prior`'s rows (1 prior, 2 ours, 3 flat)."""
+    met = n = 0
+    hits = []
+    for rows in table.values():
+        errors = [abs(row[who] - row[4]) for row in rows if keep(row[0])]
+        if errors:
+            n += 1
+            met += max(errors) <= PLATEAU_TOL
+            hits += [e <= PLATEAU_TOL for e in errors]
+    return met, n, float(np.mean(hits)) if hits else math.nan
+
+
+def task_prior_reach(results: dict, roles: dict) -> str:
+    """The final-reward target met by the task's prior, leave one combination out and from earlier rounds, next to
+    ours and the naive forecast on the same cells; the spread of the on-policy final reward across a task's
+    combinations. "" without a stable cell, or where no task has two combinations."""
+    def with_prior(table: dict) -> dict:  # the combinations whose every stable cell has a prior
+        return {name: rows for name, rows in table.items() if all(math.isfinite(row[1]) for row in rows)}
+
+    loo = with_prior(task_prior(results))
+    if not loo:
+        return ""
+    largest = max(T for rows in loo.values() for T, *_ in rows)
+    parts = []
+    for label, keep in (("all", lambda T: True), (f"T < {largest}", lambda T: T < largest)):
+        prior, ours, flat = (_reach(loo, who, keep) for who in (1, 2, 3))
+        parts.append(f"{label}: the prior {prior[0]}, ours {ours[0]}, the naive forecast {flat[0]} of {prior[1]} "
+                     f"combinations ({prior[2]:.0%} / {ours[2]:.0%} / {flat[2]:.0%} of their stable cells)")
+    earlier = with_prior(task_prior(results, roles))
+    ahead = [f"from earlier rounds only ({len(earlier)} combinations with a prior): the prior {_reach(earlier, 1, lambda T: True)[0]}, "
+             f"ours {_reach(earlier, 2, lambda T: True)[0]}"] if earlier else []
+    on_policy = collections.defaultdict(list)
+    for name, rows in loo.items():
+        finals = [row[4] for row in rows if row[0] == 1]
+        if finals:
+            on_policy[results[name]["task"]].append(float(np.mean(finals)))
+    spread = "; ".join(f"{task} {np.mean(v):.2f} (sd {np.std(v):.2f}, {len(v)})" for task, v in sorted(on_policy.items()))
+    return (f"What the pilot cannot see (`task_prior_reach`): a stable cell's final reward forecast as the mean final "
+            f"reward of the stable cells at its T in the task's other combinations (leave one combination out; a "
+            f"reading of other grids, not a pilot forecast) meets the final-reward target on " + "; ".join(parts + ahead)
+            + f". The on-policy (T = 1) final reward of the stable cells, per task, mean (sd) over its combinations: "
+            f"{spread}: set by the task more than by the hyperparameters.")

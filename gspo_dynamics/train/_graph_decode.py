@@ -42,6 +42,8 @@ storage: the key holds their addresses, and a model whose parameters were moved 
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 import weakref
 from collections import OrderedDict
 
@@ -92,7 +94,8 @@ class StaticStep:
         # `logits`, or (compiled) its inductor compilation, traced on the first, eager step: the norms, casts,
         # rotary and activation kernels fused between the matrix products. The compiled code is shared by every
         # session of the same shapes; a new shape compiles again (~15 s at 100m on an H200), and torch stops
-        # compiling a function after its recompile limit (8 shapes), running later ones uncompiled
+        # compiling a function after its recompile limit (8 shapes), running later ones uncompiled (which
+        # `_note_compiled_shape` says, once)
         self.compiled = compiled
         self.forward = torch.compile(self.logits, dynamic=False) if compiled else self.logits
         # Decoder's matrices are (in, out) for x @ W; "linear" stores them (out, in), the layout of
@@ -166,6 +169,9 @@ class _Session:
         self.cache = model.new_kv_cache(B, -(-(P + N) // CACHE_ROUND) * CACHE_ROUND)
         self.step = StaticStep(model, self.cache.keys.dtype, compiled)
         S = self.cache.capacity
+        if compiled:
+            _note_compiled_shape((B, S, self.cache.keys.dtype, self.step.attention, str(device),
+                                  dataclasses.astuple(model.config)))
         self.table = self.step.dec.position_table(P + N, device)  # float32 rows by position (first + t < P + N)
         self.ids = torch.zeros(B, P, dtype=torch.long, device=device)
         self.mask = torch.zeros(B, P, dtype=torch.long, device=device)
@@ -257,6 +263,24 @@ class _Session:
 
 # model -> its sessions by rollout shape, least recently used first (weak: a model's go with it)
 _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# the shapes the compiled step has met in this process: torch keeps one compiled entry of `StaticStep.logits` per
+# shape and, past its recompile limit, runs further shapes uncompiled without an error (`_note_compiled_shape`)
+_COMPILED_SHAPES: set = set()
+
+
+def _note_compiled_shape(shape) -> None:
+    """Record a compiled step's shape (rows, cache slots, dtype, attention, device, model config); at the first
+    shape past torch's recompile limit, one RuntimeWarning, since from there new shapes decode uncompiled."""
+    if shape in _COMPILED_SHAPES:
+        return
+    _COMPILED_SHAPES.add(shape)
+    config = torch._dynamo.config
+    limit = getattr(config, "recompile_limit", getattr(config, "cache_size_limit", 8))
+    if len(_COMPILED_SHAPES) == limit + 1:
+        warnings.warn(f"the compiled decode step has met {limit + 1} rollout shapes, past torch's recompile limit "
+                      f"({limit}): this and later new shapes decode uncompiled (slower). Fewer shapes (batch sizes, "
+                      "prompt lengths) or a larger torch._dynamo.config.recompile_limit keep it compiled",
+                      RuntimeWarning, stacklevel=4)
 
 
 def release(model=None) -> None:

@@ -5,7 +5,8 @@ An RL batch's completions end at their EOS, so a teacher-forced pass over B rows
 n real positions; attention in length buckets) when padding is at least PAD_SAVING of the positions. Timed here,
 on the same rows and weights: the forward and backward of a masked mean log-prob (what `_step.update` does
 before the optimizer), packed and with packing off (PAD_SAVING = 1: one pass over all B T positions, every
-position computed). Rows: a BOS and completion lengths drawn uniformly from [T / 8, T - 1] (seeded), right-padded.
+position computed). Rows: a first token and completion lengths drawn uniformly from [T / 8, T - 1] (seeded),
+right-padded; random token ids (the cost does not depend on them).
 Rates: real tokens / second; best of --repeats after --warmup passes; the speed-up is unpacked time / packed.
 
     cd /work/main && .venv/bin/python benchmarks/bench_packing.py                  # CPU: 100k and 1m, ~30 s
@@ -33,7 +34,8 @@ VOCAB = 16
 
 
 def padded_rows(B: int, T: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """(ids (B, T) int64, mask (B, T) int64): row b real on its first 1 + L_b positions, L_b ~ U[T / 8, T - 1]."""
+    """(ids (B, T) int64, random, 0 at padding; mask (B, T) int64): row b real on its first 1 + L_b positions,
+    L_b ~ U[T / 8, T - 1]."""
     g = torch.Generator().manual_seed(seed)
     lengths = torch.randint(max(1, T // 8), T, (B,), generator=g)
     mask = (torch.arange(T) <= lengths[:, None]).long()
@@ -101,7 +103,7 @@ def main() -> None:
     lines = [section, "",
              f"`{COMMAND}{' --device cuda' if cuda else ''} --models {','.join(presets)}` ({datetime.date.today()}, {where}, "
              f"torch {torch.__version__}{', bf16 autocast' if cuda else ', float32'}; load average {os.getloadavg()[0]:.1f}). "
-             f"B = {B} rows of up to T = {T} tokens: a BOS and a completion of U[T/8, T-1] tokens, right-padded. One "
+             f"B = {B} rows of up to T = {T} tokens: a first token and a completion of U[T/8, T-1] tokens, right-padded. One "
              "forward and backward of a masked mean log-prob, best of "
              f"{args.repeats} after {args.warmup} warm-up passes; tokens/s counts real tokens. Unpacked: every position "
              "computed (PAD_SAVING = 1); packed: `CausalLM._packing` (gspo_dynamics/train/model.py docstring).",

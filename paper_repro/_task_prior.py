@@ -9,7 +9,7 @@ same task (leave one combination out),
 and, prospectively, from the combinations of earlier protocol rounds only (a prior that existed before the
 combination was run: `ROUNDS` order; the first round has none). Scored as `final_reward_reach` scores ours: a
 combination meets the final-reward target when every stable cell lies within PLATEAU_TOL, with and without the
-cells of each grid's largest T. A reading of the measured cells, not a forecaster of the protocol: it uses other
+cells of the largest T of all the grids (every shipped grid has the same T values). A reading of the measured cells, not a forecaster of the protocol: it uses other
 combinations' measured grids, which a pilot-only forecast does not have.
 """
 
@@ -79,6 +79,8 @@ def task_prior_reach(results: dict, roles: dict) -> str:
     parts = []
     for label, keep in (("all", lambda T: True), (f"T < {largest}", lambda T: T < largest)):
         prior, ours, flat = (_reach(loo, who, keep) for who in (1, 2, 3))
+        if not prior[1]:  # no combination has a stable cell below the largest T
+            continue
         parts.append(f"{label}: the prior {prior[0]}, ours {ours[0]}, the naive forecast {flat[0]} of {prior[1]} "
                      f"combinations ({prior[2]:.0%} / {ours[2]:.0%} / {flat[2]:.0%} of their stable cells)")
     earlier = with_prior(task_prior(results, roles))

@@ -11,7 +11,7 @@ def bench(load_script):
     return load_script("benchmarks", "bench_packing")
 
 
-def test_rows_hold_a_bos_and_a_completion_of_an_eighth_to_all_of_the_rest(bench):
+def test_rows_hold_a_first_token_and_a_completion_of_an_eighth_to_all_of_the_rest(bench):
     ids, mask = bench.padded_rows(200, 64, seed=3)
     real = mask.sum(1)
     assert mask[:, 0].all() and real.min() >= 1 + 64 // 8 and real.max() <= 64

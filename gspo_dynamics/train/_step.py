@@ -130,14 +130,25 @@ def forward_logprobs(model, buf: Buffer, temperature: float, replay: bool, autoc
     return torch.where(mask, logp, torch.zeros_like(logp)), entropy, aux
 
 
+STOCHASTIC_KEYS = ("dropout", "pdrop", "layerdrop", "jitter")  # config keys of train-only randomness (GPT-2, OPT, Mixtral...)
+
+
 def dropout_free(model) -> bool:
-    """Whether `model`'s train-mode forward is its eval-mode forward: no module drops anything (an nn.Dropout
-    with p > 0, or a float `dropout` / `attention_dropout` above 0, as our and Hugging Face's attention keep)."""
+    """Whether `model`'s train-mode forward is its eval-mode forward: no module drops anything (a torch dropout
+    of any kind with p > 0, or a float `dropout` / `attention_dropout` above 0, as our and Hugging Face's
+    attention keep), and no module's `config` (ours, Hugging Face's) sets a key naming STOCHASTIC_KEYS above 0
+    (hidden or activation dropout, layer drop, router jitter)."""
+    def positive(value) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
     for module in model.modules():
-        if isinstance(module, torch.nn.Dropout) and module.p > 0:
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
             return False
         if any(isinstance(getattr(module, name, None), float) and getattr(module, name) > 0
                for name in ("dropout", "attention_dropout")):
+            return False
+        settings = getattr(getattr(module, "config", None), "__dict__", {})
+        if any(positive(v) and any(k in key for k in STOCHASTIC_KEYS) for key, v in settings.items()):
             return False
     return True
 

@@ -297,12 +297,19 @@ class CausalLM(nn.Module):
         if positions is None:
             offset = 0 if kv_cache is None else kv_cache.n_real[:, None]
             positions = (offset + real.long().cumsum(-1) - 1).clamp(min=0)  # (B, T) 0 at the first real token
+        routing = self._check_routing(routing, B, T)
+        if kv_cache is None and not c.is_moe and attention_mask is not None:
+            packing = self._packing(real)
+            if packing is not None:  # padding skipped (module docstring)
+                pick = lambda t: t.reshape(B * T).index_select(0, packing.index)[None]  # noqa: E731  (1, n)
+                out = self._trunk(pick(input_ids), pick(positions), None, None, 0, None, None, None, packing)[0]
+                logits = out.new_zeros(B * T, c.vocab_size).index_copy(0, packing.index, out[0])
+                return logits.view(B, T, c.vocab_size), {"routing": None, "load_balance_loss": None}
         if kv_cache is not None:
             kv_cache.key_mask[:, start : start + T] = real
             mask = attention_mask_4d(kv_cache.key_mask[:, : start + T], start, T)
         else:
             mask = None if attention_mask is None else attention_mask_4d(real, 0, T)
-        routing = self._check_routing(routing, B, T)
         if kv_cache is not None and T == 1 and not c.is_moe and int(real.sum()) <= SKIP_PADDING_ROWS * B:
             rows = real[:, 0].nonzero()[:, 0]  # (n,) the rows with a real token; the rest are not computed
             logits = torch.zeros(B, 1, c.vocab_size, device=input_ids.device)
@@ -314,13 +321,6 @@ class CausalLM(nn.Module):
             kv_cache.length = start + 1
             kv_cache.n_real += real[:, 0].long()
             return logits, {"routing": None, "load_balance_loss": None}
-        if kv_cache is None and not c.is_moe and attention_mask is not None:
-            packing = self._packing(real)
-            if packing is not None:  # padding skipped (module docstring)
-                pick = lambda t: t.reshape(B * T).index_select(0, packing.index)[None]  # noqa: E731  (1, n)
-                out = self._trunk(pick(input_ids), pick(positions), None, None, 0, None, None, None, packing)[0]
-                logits = out.new_zeros(B * T, c.vocab_size).index_copy(0, packing.index, out[0])
-                return logits.view(B, T, c.vocab_size), {"routing": None, "load_balance_loss": None}
         logits, decisions, balances = self._trunk(input_ids, positions, mask, kv_cache, start, routing, real, None)
         if kv_cache is not None:
             kv_cache.length = start + T

@@ -222,6 +222,15 @@ def test_on_policy_runs_skip_the_pi_old_forward_and_log_the_same_numbers(tmp_pat
     assert skipped == kept
     assert _step.dropout_free(build_model(preset_config("100k", 16)))
     assert not _step.dropout_free(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1)))
+    assert not _step.dropout_free(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout1d(0.1)))
+    assert not _step.dropout_free(torch.nn.Sequential(torch.nn.AlphaDropout(0.1)))
+    assert not _step.dropout_free(build_model(preset_config("100k", 16, dropout=0.1)))
+    for key in ("layerdrop", "hidden_dropout", "activation_dropout", "router_jitter_noise"):  # Hugging Face configs' keys
+        module = torch.nn.Linear(2, 2)
+        module.config = dataclasses.make_dataclass("Config", [(key, float), ("use_cache", bool)])(0.5, True)
+        assert not _step.dropout_free(module), key
+        module.config = dataclasses.make_dataclass("Config", [(key, float), ("use_cache", bool)])(0.0, True)
+        assert _step.dropout_free(module), key
 
 
 def test_routing_churn_is_zero_on_policy_and_replay_runs(tmp_path):

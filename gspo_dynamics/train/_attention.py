@@ -41,6 +41,27 @@ class Packed(NamedTuple):
     buckets: tuple[tuple[int, int, torch.Tensor], ...]  # (rows, L, mask (rows, 1, L, L) bool) per bucket
 
 
+def pack(real: torch.Tensor, buckets: int, saving: float) -> Packed | None:
+    """The real positions of `real` (B, T) packed, the rows sorted by their last real token into `buckets` length
+    buckets (one when B < 2 buckets), each cut at its longest row; None when over 1 - `saving` of the positions
+    are real, or none is."""
+    B, T = real.shape
+    n = int(real.sum())
+    if n == 0 or n > (1 - saving) * B * T:
+        return None
+    ends = (real.long() * torch.arange(1, T + 1, device=real.device)).amax(-1)  # (B,) last real token + 1
+    ends_sorted, order = ends.sort()
+    groups = order.chunk(buckets) if B >= 2 * buckets else (order,)
+    last = torch.tensor([len(r) for r in groups]).cumsum(0) - 1  # sorted index of each group's longest row
+    lengths = [max(int(L), 1) for L in ends_sorted.cpu()[last]]
+    layout = torch.cat([(rows[:, None] * T + torch.arange(L, device=real.device)).reshape(-1)
+                        for rows, L in zip(groups, lengths)])  # (M,) flat (B, T) index of each slot
+    real_slot = real.reshape(-1)[layout]
+    scatter, gather = real_slot.nonzero()[:, 0], (real_slot.long().cumsum(0) - 1).clamp(min=0)
+    masks = tuple((len(rows), L, attention_mask_4d(real[rows, :L], 0, L)) for rows, L in zip(groups, lengths))
+    return Packed(layout[scatter], gather, scatter, masks)
+
+
 @dataclass
 class KVCache:
     """Keys and values of every layer for the slots decoded so far, in buffers sized once.

@@ -27,13 +27,13 @@ real token run, their keys and values are written to their cache rows, and the o
 logits are 0 (when at most SKIP_PADDING_ROWS of them are real), so a rollout's late steps cost
 what its live rows cost. (`rollout.generate` decodes a dense float32 model through
 `_decode.Decoder` instead - the same function in fewer kernels; this forward is its reference.)
-Likewise a full pass (no cache) of a dense model over padded rows (prompts left-padded,
-completions right-padded to the longest) runs packed (`_packing`, `_attention.Packed`): the
-embeddings, norms, projections, MLPs, RoPE and the output head compute only the n real positions,
-as one (n, d) matrix, and attention alone sees rows: the rows sorted by their last real token into
-PAD_BUCKETS groups, each group up to its longest row's last real token. Padding positions get
-logits 0. Causal attention and the mask make the real positions' logits those of the unpacked pass
-(up to summation order).
+Likewise a full pass (no cache) over padded rows (prompts left-padded, completions right-padded
+to the longest) runs packed (`_packing`, `_attention.Packed`): the embeddings, norms, projections,
+MLPs or experts, RoPE and the output head compute only the n real positions, as one (n, d) matrix,
+and attention alone sees rows: the rows sorted by their last real token into PAD_BUCKETS groups,
+each group up to its longest row's last real token. Padding positions get logits 0 (and, in an MoE
+model, the expert set 0..k-1). Causal attention and the mask make the real positions' logits those
+of the unpacked pass (up to summation order).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import torch
 from torch import nn
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.train._attention import Attention, KVCache, Packed, attention_mask_4d, rope_angles
+from gspo_dynamics.train._attention import Attention, KVCache, Packed, attention_mask_4d, pack, rope_angles
 from gspo_dynamics.train._mlp import DenseMLP, SwiGLUMLP
 from gspo_dynamics.train._moe import MoEMLP
 
@@ -298,13 +298,9 @@ class CausalLM(nn.Module):
             offset = 0 if kv_cache is None else kv_cache.n_real[:, None]
             positions = (offset + real.long().cumsum(-1) - 1).clamp(min=0)  # (B, T) 0 at the first real token
         routing = self._check_routing(routing, B, T)
-        if kv_cache is None and not c.is_moe and attention_mask is not None:
-            packing = self._packing(real)
-            if packing is not None:  # padding skipped (module docstring)
-                pick = lambda t: t.reshape(B * T).index_select(0, packing.index)[None]  # noqa: E731  (1, n)
-                out = self._trunk(pick(input_ids), pick(positions), None, None, 0, None, None, None, packing)[0]
-                logits = out.new_zeros(B * T, c.vocab_size).index_copy(0, packing.index, out[0])
-                return logits.view(B, T, c.vocab_size), {"routing": None, "load_balance_loss": None}
+        packing = None if kv_cache is not None or attention_mask is None else self._packing(real)
+        if packing is not None:  # padding skipped (module docstring)
+            return self._packed_pass(input_ids, positions, routing, packing)
         if kv_cache is not None:
             kv_cache.key_mask[:, start : start + T] = real
             mask = attention_mask_4d(kv_cache.key_mask[:, : start + T], start, T)
@@ -331,26 +327,23 @@ class CausalLM(nn.Module):
 
     @staticmethod
     def _packing(real: torch.Tensor) -> Packed | None:
-        """The real positions of `real` (B, T) packed, the rows sorted by their last real token into
-        PAD_BUCKETS length buckets (one when B < 2 PAD_BUCKETS), each cut at its longest row; None when
-        over 1 - PAD_SAVING of the positions are real or none are, or inside torch.compile (data-dependent shapes)."""
-        B, T = real.shape
-        if torch.compiler.is_compiling():
-            return None
-        n = int(real.sum())
-        if n == 0 or n > (1 - PAD_SAVING) * B * T:
-            return None
-        ends = (real.long() * torch.arange(1, T + 1, device=real.device)).amax(-1)  # (B,) last real token + 1
-        ends_sorted, order = ends.sort()
-        groups = order.chunk(PAD_BUCKETS) if B >= 2 * PAD_BUCKETS else (order,)
-        last = torch.tensor([len(r) for r in groups]).cumsum(0) - 1  # sorted index of each group's longest row
-        lengths = [max(int(L), 1) for L in ends_sorted.cpu()[last]]
-        layout = torch.cat([(rows[:, None] * T + torch.arange(L, device=real.device)).reshape(-1)
-                            for rows, L in zip(groups, lengths)])  # (M,) flat (B, T) index of each slot
-        real_slot = real.reshape(-1)[layout]
-        scatter, gather = real_slot.nonzero()[:, 0], (real_slot.long().cumsum(0) - 1).clamp(min=0)
-        buckets = tuple((len(rows), L, attention_mask_4d(real[rows, :L], 0, L)) for rows, L in zip(groups, lengths))
-        return Packed(layout[scatter], gather, scatter, buckets)
+        """`_attention.pack` of `real` (B, T) at PAD_BUCKETS and PAD_SAVING; None inside torch.compile (its graphs
+        would break on the data-dependent shapes)."""
+        return None if torch.compiler.is_compiling() else pack(real, PAD_BUCKETS, PAD_SAVING)
+
+    def _packed_pass(self, input_ids, positions, routing, packing: Packed):
+        """`forward` on the real positions only: logits 0 at padding, a padding position's expert set 0..k-1."""
+        B, T = input_ids.shape
+        c = self.config
+        pick = lambda t: t.reshape(B * T, *t.shape[2:]).index_select(0, packing.index)[None]  # noqa: E731  (1, n, ...)
+        replay = None if routing is None else [pick(layer) for layer in routing]
+        out, decisions, balances = self._trunk(pick(input_ids), pick(positions), None, None, 0, replay, None, None, packing)
+        logits = out.new_zeros(B * T, c.vocab_size).index_copy(0, packing.index, out[0]).view(B, T, c.vocab_size)
+        if not c.is_moe:
+            return logits, {"routing": None, "load_balance_loss": None}
+        filler = torch.arange(c.top_k, device=input_ids.device).repeat(B * T, 1)  # (B T, k)
+        routing = tuple(filler.index_copy(0, packing.index, d[0]).view(B, T, c.top_k) for d in decisions)
+        return logits, {"routing": routing, "load_balance_loss": torch.stack(balances).mean()}
 
     def _trunk(self, input_ids, positions, mask, kv_cache, start, routing, real, rows, packed=None):
         """(logits (B, T, V) float32, per-layer expert sets, per-layer balance losses); `rows` (n,)

@@ -238,3 +238,43 @@ def test_flops_per_token_equal_a_flop_counter_on_an_explicit_attention(monkeypat
     moe, dense = tiny(n_experts=4, top_k=2), tiny()
     extra = 2 * moe.n_layers * (moe.d_model * 4 + 2 * moe.d_model * moe.d_ff)
     assert moe.flops_per_token(8, training=False) == dense.flops_per_token(8, training=False) + extra
+
+
+@pytest.mark.parametrize("options", [dict(n_experts=4, top_k=2), dict(n_experts=3, top_k=1, positional="learned")])
+def test_a_packed_moe_pass_equals_the_unpacked_one(options, monkeypatch):
+    """An MoE model's full pass over padded rows runs packed too: at the real positions the logits and the expert
+    sets equal the unpacked pass's, so do the load-balance loss (both average over the real tokens) and every
+    gradient (FP32_TOL); padding positions get logits 0 and the expert set 0..k-1; replaying the unpacked pass's
+    expert sets gives the packed pass the same logits."""
+    from gspo_dynamics.train import model as model_module
+
+    config = tiny(**options)
+    g = torch.Generator().manual_seed(5)
+    B, T = 12, 16
+    ids = torch.randint(0, config.vocab_size, (B, T), generator=g)
+    ends = torch.randint(3, 7, (B,), generator=g)
+    ends[0] = T
+    mask = (torch.arange(T) < ends[:, None]).long()
+    mask[:, 0] = 0  # left padding too
+    real = mask.bool()
+
+    def run(saving, routing=None):
+        monkeypatch.setattr(model_module, "PAD_SAVING", saving)
+        model = model_of(config, seed=2, scale=3.0)
+        logits, aux = model(ids, mask, routing=routing)
+        loss = (torch.log_softmax(logits, -1)[..., 0] * mask).sum() / mask.sum() + aux["load_balance_loss"]
+        loss.backward()
+        return logits.detach(), aux, {n: p.grad for n, p in model.named_parameters()}
+
+    assert model_module.CausalLM._packing(real) is not None
+    packed, aux, grads = run(0.25)
+    full, full_aux, full_grads = run(1.0)
+    assert torch.allclose(packed[real], full[real], atol=FP32_TOL, rtol=0) and (packed[~real] == 0).all()
+    k = config.top_k
+    for p_layer, f_layer in zip(aux["routing"], full_aux["routing"]):
+        assert torch.equal(p_layer[real], f_layer[real]) and torch.equal(p_layer[~real], torch.arange(k).expand(int((~real).sum()), k))
+    assert float(aux["load_balance_loss"].detach()) == pytest.approx(float(full_aux["load_balance_loss"].detach()), abs=FP32_TOL)
+    for name, grad in grads.items():
+        assert torch.allclose(grad, full_grads[name], atol=FP32_TOL, rtol=0), name
+    replayed, _, _ = run(0.25, routing=full_aux["routing"])
+    assert torch.allclose(replayed[real], full[real], atol=FP32_TOL, rtol=0)

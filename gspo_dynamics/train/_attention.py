@@ -36,7 +36,7 @@ class Packed(NamedTuple):
     order is the layout's order of its real positions."""
 
     index: torch.Tensor  # (n,) flat index b T + t in the (B, T) batch of each packed position
-    gather: torch.Tensor  # (M,) the packed position each layout slot reads (a padding slot: a nearby real one)
+    gather: torch.Tensor  # (M,) the packed position each slot reads (a padding slot: the last real one before it, or the first)
     scatter: torch.Tensor  # (n,) the layout slot of each packed position
     buckets: tuple[tuple[int, int, torch.Tensor], ...]  # (rows, L, mask (rows, 1, L, L) bool) per bucket
 

@@ -67,8 +67,8 @@ def _reach(table: dict, who: int, keep) -> tuple[int, int, float]:
 
 def task_prior_reach(results: dict, roles: dict) -> str:
     """The final-reward target met by the task's prior, leave one combination out and from earlier rounds, next to
-    ours and the naive forecast on the same cells; the spread of the on-policy final reward across a task's
-    combinations. "" without a stable cell, or where no task has two combinations."""
+    ours and the naive forecast on the same cells; the stable cells' final reward by task and T (`levels`). ""
+    without a stable cell, or where no task has two combinations."""
     def with_prior(table: dict) -> dict:  # the combinations whose every stable cell has a prior
         return {name: rows for name, rows in table.items() if all(math.isfinite(row[1]) for row in rows)}
 
@@ -86,14 +86,23 @@ def task_prior_reach(results: dict, roles: dict) -> str:
     earlier = with_prior(task_prior(results, roles))
     ahead = [f"from earlier rounds only ({len(earlier)} combinations with a prior): the prior {_reach(earlier, 1, lambda T: True)[0]}, "
              f"ours {_reach(earlier, 2, lambda T: True)[0]}"] if earlier else []
-    on_policy = collections.defaultdict(list)
-    for name, rows in loo.items():
-        finals = [row[4] for row in rows if row[0] == 1]
-        if finals:
-            on_policy[results[name]["task"]].append(float(np.mean(finals)))
-    spread = "; ".join(f"{task} {np.mean(v):.2f} (sd {np.std(v):.2f}, {len(v)})" for task, v in sorted(on_policy.items()))
     return (f"What the pilot cannot see (`task_prior_reach`): a stable cell's final reward forecast as the mean final "
             f"reward of the stable cells at its T in the task's other combinations (leave one combination out; a "
             f"reading of other grids, not a pilot forecast) meets the final-reward target on " + "; ".join(parts + ahead)
-            + f". The on-policy (T = 1) final reward of the stable cells, per task, mean (sd) over its combinations: "
-            f"{spread}: set by the task more than by the hyperparameters.")
+            + f". The stable cells' final reward by task and T, mean (sd) over the cells, and the mean signed error of "
+            f"ours / the naive forecast there: {levels(results)}: set by the task and T more than by the hyperparameters.")
+
+
+def levels(results: dict) -> str:
+    """Per task and T: the stable cells' final reward, mean (sd), and ours' and the naive forecast's mean signed
+    error on them (`task_prior`'s rows)."""
+    cells = collections.defaultdict(list)  # (task, T) -> [(ours - final, flat - final, final)]
+    for name, rows in task_prior(results).items():
+        for T, _, ours, flat, final in rows:
+            cells[results[name]["task"], T].append((ours - final, flat - final, final))
+    by_task = collections.defaultdict(list)
+    for (task, T), v in sorted(cells.items()):
+        a = np.array(v)
+        by_task[task].append(f"T = {T} {a[:, 2].mean():.2f} ({a[:, 2].std():.2f}; {a[:, 0].mean():+.2f} / "
+                             f"{a[:, 1].mean():+.2f}, {len(a)} cell{'s' * (len(a) != 1)})")
+    return "; ".join(f"{task}: " + ", ".join(parts) for task, parts in sorted(by_task.items()))

@@ -472,5 +472,7 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
     assert "all: the prior 1, ours 0, the naive forecast 0 of 3 combinations (67% / 50% / 50% of their stable cells)" in text
     assert "T < 32: the prior 3, ours 3, the naive forecast 3 of 3 combinations (100% / 100% / 100%" in text
     assert "from earlier rounds only (2 combinations with a prior): the prior 1, ours 0" in text
-    assert "count 0.98 (sd 0.02, 3)" in text and "pattern" not in text.split("combinations:")[-1]
+    # count at T = 1: finals 1.0, 0.98, 0.96 (mean 0.98, sd 0.016), ours and naive 0.97 (signed error -0.01)
+    assert "count: T = 1 0.98 (0.02; -0.01 / -0.01, 3 cells), T = 32 0.80 (0.08; +0.17 / +0.17, 3 cells)" in text
+    assert "pattern: T = 1 0.50 (0.00; +0.47 / +0.47, 1 cell)" in text
     assert prior_module.task_prior_reach({"d": results["d"]}, roles) == ""

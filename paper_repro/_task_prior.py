@@ -72,7 +72,8 @@ def task_prior_reach(results: dict, roles: dict) -> str:
     def with_prior(table: dict) -> dict:  # the combinations whose every stable cell has a prior
         return {name: rows for name, rows in table.items() if all(math.isfinite(row[1]) for row in rows)}
 
-    loo = with_prior(task_prior(results))
+    table = task_prior(results)
+    loo = with_prior(table)
     if not loo:
         return ""
     largest = max(T for rows in loo.values() for T, *_ in rows)
@@ -90,14 +91,14 @@ def task_prior_reach(results: dict, roles: dict) -> str:
             f"reward of the stable cells at its T in the task's other combinations (leave one combination out; a "
             f"reading of other grids, not a pilot forecast) meets the final-reward target on " + "; ".join(parts + ahead)
             + f". The stable cells' final reward by task and T, mean (sd) over the cells, and the mean signed error of "
-            f"ours / the naive forecast there: {levels(results)}: set by the task and T more than by the hyperparameters.")
+            f"ours / the naive forecast there: {levels(results, table)}: set by the task and T more than by the hyperparameters.")
 
 
-def levels(results: dict) -> str:
+def levels(results: dict, table: dict) -> str:
     """Per task and T: the stable cells' final reward, mean (sd), and ours' and the naive forecast's mean signed
-    error on them (`task_prior`'s rows)."""
+    error on them (`table`: `task_prior`'s rows of `results`)."""
     cells = collections.defaultdict(list)  # (task, T) -> [(ours - final, flat - final, final)]
-    for name, rows in task_prior(results).items():
+    for name, rows in table.items():
         for T, _, ours, flat, final in rows:
             cells[results[name]["task"], T].append((ours - final, flat - final, final))
     by_task = collections.defaultdict(list)

@@ -123,6 +123,7 @@ class Ours:
         self.autocast = autocast or (lambda: torch.autocast("cpu", enabled=False))
         self.generator = torch.Generator(self.device).manual_seed(0)
         self.eos_id = tok.eos_id if stop_at_eos else None
+        self.on_policy = dropout_free(model)  # T = 1 always: no pi_old forward (as the trainer at T = 1, and TRL)
 
     def step(self) -> dict[str, float]:
         sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
@@ -139,7 +140,7 @@ class Ours:
         sync()
         t1 = time.perf_counter()
         buf = score(buf, self.model, None, group_size=self.G, scale="group", temperature=1.0, replay=False, autocast=self.autocast,
-                    old=not dropout_free(self.model))  # on-policy: no pi_old forward (as the trainer at T = 1, and TRL)
+                    old=not self.on_policy)
         self.model.train()
         sync()
         t2 = time.perf_counter()

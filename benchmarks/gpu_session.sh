@@ -36,8 +36,8 @@ for stage in "$@"; do
     attention) timeout $LIMIT $PY benchmarks/bench_decode_attention.py 2>&1 | tee "$OUT/attention.log"; save ;;
     packing) timeout $LIMIT $PY benchmarks/bench_packing.py --device cuda --models ${BENCH_MODELS:-100m,1b} 2>&1 | tee "$OUT/packing.log"; save ;;
     trl) $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-           && $PY -m pip show pyarrow fsspec huggingface_hub 2>/dev/null | grep -E '^(Name|Version)' \
-           && PYTHONPATH=$PWD:/tmp/site timeout $LIMIT $PY benchmarks/bench_trl_gpu.py 2>&1 | tee "$OUT/trl.log"; save ;;
+           && { $PY -m pip show pyarrow fsspec huggingface_hub transformers accelerate 2>/dev/null | grep -E '^(Name|Version)'
+                PYTHONPATH=$PWD:/tmp/site timeout $LIMIT $PY benchmarks/bench_trl_gpu.py 2>&1 | tee "$OUT/trl.log"; }; save ;;
     bench) timeout $LIMIT $PY benchmarks/bench_trainer.py --device cuda --gpu-model ${BENCH_MODELS:-100m,1b} --gpu-prompts ${BENCH_PROMPTS:-32,8} --gpu-profile "$OUT/profile.txt" --repeats ${BENCH_REPEATS:-4} \
              ${BENCH_COMPILE:---gpu-compile} 2>&1 | tee "$OUT/bench.log"; save ;;
     groups|refresh|threshold)

@@ -26,6 +26,21 @@ from typing import NamedTuple
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# The backends a masked attention call may use on CUDA: not cuDNN's, which builds an execution plan for every
+# new shape (~1.8 ms of CPU a forward and ~3 ms a backward on an H100, torch 2.11), and a padded batch's shapes
+# are new at almost every step (100m Llama on an H100, 32 x 8 rows of 1-135 tokens: 56 masked calls took
+# 265 ms of CPU against 3.3 ms of GPU, most of the update; benchmarks/RESULTS.md, "GPU session notes").
+MASKED_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def masked_sdpa(q, k, v, mask: torch.Tensor, dropout_p: float, **gqa) -> torch.Tensor:
+    """`F.scaled_dot_product_attention` with a boolean `mask`, on CUDA kept off cuDNN (MASKED_BACKENDS)."""
+    if not q.is_cuda:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, **gqa)
+    with sdpa_kernel(MASKED_BACKENDS):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, **gqa)
 
 
 class Packed(NamedTuple):
@@ -185,7 +200,7 @@ class Attention(nn.Module):
         if mask is None:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True, **gqa)
         else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, **gqa)
+            y = masked_sdpa(q, k, v, mask, p, **gqa)
         return self.proj(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)
 
     def _packed(self, x, rope, packed: Packed) -> torch.Tensor:
@@ -206,6 +221,6 @@ class Attention(nn.Module):
         outputs = []
         for part, (rows, L, mask) in zip(laid_out, packed.buckets):
             q, k, v = part.view(-1, rows, L, d_h).transpose(0, 1).split([H, H_kv, H_kv], dim=1)  # (rows, heads, L, d_h)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, **gqa)  # (rows, H, L, d_h)
+            y = masked_sdpa(q, k, v, mask, p, **gqa)  # (rows, H, L, d_h)
             outputs.append(y.transpose(1, 2).reshape(rows * L, d))
         return self.proj(torch.cat(outputs).index_select(0, packed.scatter))[None]  # (1, n, d)

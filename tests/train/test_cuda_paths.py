@@ -63,6 +63,25 @@ def test_bf16_packed_pass_matches_the_untrimmed_pass(monkeypatch):
         assert cosine > 0.999 or full_grads[name].abs().max() < 1e-6, (name, float(cosine))
 
 
+def test_masked_passes_stay_off_cudnn_attention():
+    """A padded batch's packed and unpacked passes (forward and backward, bf16) launch no cuDNN attention:
+    its per-shape plan building cost ~5 ms of CPU a call (`_attention.MASKED_BACKENDS`)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    ids, mask = right_padded()
+    model = build_model(CONFIG, torch.Generator().manual_seed(2)).cuda()
+    for saving in (0.25, 1.0):  # packed, then every position with the padding mask
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(model_module, "PAD_SAVING", saving)
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof, autocast():
+                logits, _ = model(ids, mask)
+                logits.float().sum().backward()
+                torch.cuda.synchronize()
+        names = {e.key for e in prof.key_averages()}
+        assert not [n for n in names if "cudnn" in n.lower() and "attention" in n.lower()], sorted(names)
+        assert [n for n in names if "efficient_attention" in n or "flash_attention" in n or "_scaled_dot_product_attention_math" in n]
+
+
 def test_bf16_decode_steps_skip_padding_rows():
     """A one-token cached step under bf16 computes only the real rows (the padding rows' logits are
     exactly 0) and the real rows match the teacher-forced pass within BF16_TOL; the cache is bf16."""

@@ -21,6 +21,9 @@ import math
 import numpy as np
 from _pilot_scores import PLATEAU_TOL, flat_forecast, forecast_final_reward
 
+from gspo_dynamics.fit import prior_interval
+from gspo_dynamics.fit._prior import LEVEL
+
 ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 11))  # the protocol's rounds, in the order they ran
 
 
@@ -30,8 +33,10 @@ def _stable_finals(result: dict) -> list[tuple[float, int, float]]:
 
 
 def task_prior(results: dict, roles: dict | None = None) -> dict:
-    """name -> [(T, prior forecast or nan, ours, flat, measured final)] per stable cell. `roles` (name -> round):
-    the prior from earlier rounds' combinations only; None: from every other combination of the task."""
+    """name -> [(T, prior forecast or nan, ours, flat, measured final, the prior's prediction interval (lo, hi) or
+    None)] per stable cell, the interval `fit.prior_interval` (fit._prior (3)) of the other combinations' finals as
+    `predict --prior` gives it from finished runs. `roles` (name -> round): the prior from earlier rounds'
+    combinations only; None: from every other combination of the task."""
     by_task_T = collections.defaultdict(list)  # (task, T) -> [(name, final)]
     for name, result in results.items():
         for _, T, final in _stable_finals(result):
@@ -45,7 +50,9 @@ def task_prior(results: dict, roles: dict | None = None) -> dict:
             others = [f for other, f in by_task_T[result["task"], T] if other != name
                       and (roles is None or ROUNDS.index(roles[other]) < ROUNDS.index(roles[name]))]
             prior = float(np.mean(others)) if others else math.nan
-            rows.append((T, prior, forecast_final_reward(fc, lr / lr_pilot, T), flat, final))
+            interval = prior_interval(others)
+            rows.append((T, prior, forecast_final_reward(fc, lr / lr_pilot, T), flat, final,
+                         None if interval is None else interval[1:]))
         if rows:
             out[name] = rows
     return out
@@ -84,14 +91,33 @@ def task_prior_reach(results: dict, roles: dict) -> str:
             continue
         parts.append(f"{label}: the prior {prior[0]}, ours {ours[0]}, the naive forecast {flat[0]} of {prior[1]} "
                      f"combinations ({prior[2]:.0%} / {ours[2]:.0%} / {flat[2]:.0%} of their stable cells)")
+    cover = coverage(loo)
     earlier = with_prior(task_prior(results, roles))
     ahead = [f"from earlier rounds only ({len(earlier)} combinations with a prior): the prior {_reach(earlier, 1, lambda T: True)[0]}, "
              f"ours {_reach(earlier, 2, lambda T: True)[0]}"] if earlier else []
     return (f"What the pilot cannot see (`task_prior_reach`): a stable cell's final reward forecast as the mean final "
             f"reward of the stable cells at its T in the task's other combinations (leave one combination out; a "
             f"reading of other grids, not a pilot forecast) meets the final-reward target on " + "; ".join(parts + ahead)
+            + (f". {cover}" if cover else "")
             + f". The stable cells' final reward by task and T, mean (sd) over the cells, and the mean signed error of "
             f"ours / the naive forecast there: {levels(results, table)}: set by the task and T more than by the hyperparameters.")
+
+
+def coverage(table: dict) -> str:
+    """How often the prior's prediction interval (fit._prior (3), `predict --prior`) held a stable cell's measured
+    final reward, overall and by T, with its median half-width; "" without an interval."""
+    by_T = collections.defaultdict(list)  # T -> [(covered, half-width)]
+    for rows in table.values():
+        for T, _, _, _, final, interval in rows:
+            if interval is not None:
+                by_T[T].append((interval[0] <= final <= interval[1], (interval[1] - interval[0]) / 2))
+    if not by_T:
+        return ""
+    every = [c for v in by_T.values() for c, _ in v]
+    parts = ", ".join(f"T = {T} {np.mean([c for c, _ in v]):.0%} (half-width {np.median([h for _, h in v]):.3f})"
+                      for T, v in sorted(by_T.items()))
+    return (f"The prior's {LEVEL:.0%} prediction interval (`predict --prior`, fit._prior (3), from the same other "
+            f"combinations' finals) held {np.mean(every):.1%} of {len(every)} stable cells' final reward: {parts}")
 
 
 def levels(results: dict, table: dict) -> str:
@@ -99,7 +125,7 @@ def levels(results: dict, table: dict) -> str:
     error on them (`table`: `task_prior`'s rows of `results`)."""
     cells = collections.defaultdict(list)  # (task, T) -> [(ours - final, flat - final, final)]
     for name, rows in table.items():
-        for T, _, ours, flat, final in rows:
+        for T, _, ours, flat, final, _ in rows:
             cells[results[name]["task"], T].append((ours - final, flat - final, final))
     by_task = collections.defaultdict(list)
     for (task, T), v in sorted(cells.items()):

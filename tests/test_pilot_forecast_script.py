@@ -7,6 +7,7 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
+import scipy.stats
 import pytest
 
 
@@ -476,3 +477,8 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
     assert "count: T = 1 0.98 (0.02; -0.01 / -0.01, 3 cells), T = 32 0.80 (0.08; +0.17 / +0.17, 3 cells)" in text
     assert "pattern: T = 1 0.50 (0.00; +0.47 / +0.47, 1 cell)" in text
     assert prior_module.task_prior_reach({"d": results["d"]}, roles) == ""
+    # the prior's 90% prediction interval (fit._prior (3)) by scipy's t: a's T = 1 cell from b's and c's 0.98, 0.96
+    half = scipy.stats.t.ppf(0.95, 1) * np.std([0.98, 0.96], ddof=1) * math.sqrt(1 + 1 / 2)
+    assert loo["a"][0][5] == pytest.approx((0.97 - half, 0.97 + half), abs=1e-12) and loo["d"][0][5] is None
+    assert ("held 100.0% of 6 stable cells' final reward: T = 1 100% (half-width 0.109), T = 32 100% (half-width "
+            "0.547)") in text

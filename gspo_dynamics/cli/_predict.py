@@ -1,6 +1,7 @@
 """`gspo-dynamics predict`: before a run, what a config (and a short pilot of it) says about stability.
 
-    predict --config grpo.yaml [--pilot first_50_steps.jsonl [--run-steps N]] [--json] [--plot map.png]
+    predict --config grpo.yaml [--pilot first_50_steps.jsonl [--run-steps N] [--prior finished_run.jsonl ...]]
+            [--json] [--plot map.png]
     predict --lr 1e-6 --optimizer adam -T 8 -G 8          (flags: the same config-only answer)
     predict --testbed bandit --kl 0.5 --ref-logit -1 ...  (the two-armed bandit, the theory's exact toy)
 
@@ -32,6 +33,9 @@ def register(sub) -> None:
                    help="override a config key (dotted for nested configs, as a verl run script passes them), e.g. "
                         "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable")
     r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
+    r.add_argument("--prior", nargs="+", metavar="LOG",
+                   help="finished runs of the same task at the same T (any format diagnose reads): the reward level "
+                        "the run ends at, with a prediction interval, where a still-rising pilot cannot tell it")
     r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
     r.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
                    help="read the pilot's series NAME from its COLUMN, as diagnose --map (e.g. --map reward=score)")
@@ -94,8 +98,8 @@ def _forecast(args: argparse.Namespace):
     """The config-only or pilot-calibrated forecast of --config (or of the flags when there is none)."""
     from gspo_dynamics.predict import RunSetup, config_forecast, read_run_config
 
-    if (args.pilot_steps is not None or args.map) and not args.pilot:
-        raise ConfigError("--pilot-steps and --map need --pilot")
+    if (args.pilot_steps is not None or args.map or args.prior) and not args.pilot:
+        raise ConfigError("--pilot-steps, --map and --prior need --pilot")
     if args.set and not args.config:
         raise ConfigError("--set overrides keys of --config; give the config file")
     if args.config:
@@ -117,10 +121,12 @@ def _forecast(args: argparse.Namespace):
     from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
     try:
-        pilot = read_log(args.pilot, column_map=parse_map_option(args.map))
+        column_map = parse_map_option(args.map)
+        pilot = read_log(args.pilot, column_map=column_map)
+        prior = None if args.prior is None else [read_log(path, column_map=column_map) for path in args.prior]
         return pilot_forecast(setup, pilot, pilot_steps=args.pilot_steps,
                               reward_range=None if args.reward_range is None else tuple(args.reward_range),
-                              target_noise=args.target_noise, run_steps=args.run_steps)
+                              target_noise=args.target_noise, run_steps=args.run_steps, prior=prior)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
 

@@ -5,6 +5,7 @@
                                              # interval, plateau (no threshold at a bound plateau)
     forecast = pilot_forecast(read_run_config("grpo.yaml"), "pilot/trainer_state.json")   # a config + a pilot
     forecast.end                             # the reward at the run's end, with a calibrated interval
+    pilot_forecast(setup, pilot, prior=["run_a.jsonl", "run_b.jsonl"]).prior   # the end level of finished runs
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
@@ -16,7 +17,9 @@ from gspo_dynamics.fit._end_reward import (
 from gspo_dynamics.fit._fall import COLLAPSE_SHARE
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications, max_safe_text
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
-from gspo_dynamics.fit._pilot import PilotForecast, load_pilot, pilot_forecast
+from gspo_dynamics.fit._pilot import PilotForecast, pilot_forecast
+from gspo_dynamics.fit._pilot_log import load_pilot
+from gspo_dynamics.fit._prior import TaskPrior, prior_interval, task_prior
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
@@ -50,6 +53,9 @@ __all__ = [
     "implications",
     "kl_pull_risk",
     "load_pilot",
+    "TaskPrior",
+    "prior_interval",
+    "task_prior",
     "max_safe_text",
     "periodic_component",
     "pilot_forecast",

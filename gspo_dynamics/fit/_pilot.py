@@ -47,15 +47,15 @@ from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
-from gspo_dynamics.fit._pilot_log import GROUP_SIZES, logged_group_size, logged_lr, logged_refresh, zero_std_shares
+from gspo_dynamics.fit._pilot_log import GROUP_SIZES, load_pilot, logged_group_size, logged_lr, logged_refresh, zero_std_shares
+from gspo_dynamics.fit._prior import TaskPrior, task_prior
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
-from gspo_dynamics.logs import RunLog, read_log
+from gspo_dynamics.logs import RunLog
 from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import critical_learning_rate
 
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
-MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,7 @@ class PilotForecast:
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
     fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
     end: EndReward | None = None  # the reward at the run's end with its interval (`fit._end_reward`); None: length unknown
+    prior: TaskPrior | None = None  # the end level of finished runs of the task (`fit._prior`); None: none given
     kl_pull: bool | None = None  # exposed to the KL pull on a solved policy (`fit._collapse_risk.kl_pull_risk`), a
     # warning; None: not read (the hyperparameters allow it, and the pilot gives no run's share of groups with signal)
     measured: list[str] = field(default_factory=list)
@@ -116,6 +117,7 @@ class PilotForecast:
                 "signal_share": self.signal_share, "pilot_signal_share": self.pilot_signal_share,
                 "survived_displacement": self.survived, "collapse_limit": self.collapse_limit,
                 "held_reward": self.held, "end_reward": None if self.end is None else self.end.to_json(),
+                "task_prior": None if self.prior is None else self.prior.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
                 "measured": self.measured, "assumed": self.assumed, "pilot_log_notes": list(self.log_notes)})
 
@@ -139,7 +141,8 @@ class PilotForecast:
         first, last = (self.pilot[0][0], self.pilot[0][-1]) if self.pilot is not None else (None, None)
         span = "" if first is None else f", steps {first:g}-{last:g}"
         lines.append(f"from the pilot ({self.pilot_steps} reward points{span}):")
-        lines += self._curve_lines() + self._regime_lines() + self._group_lines() + self._collapse_lines()
+        lines += self._curve_lines() + (self.prior.summary_lines() if self.prior else []) + self._regime_lines()
+        lines += self._group_lines() + self._collapse_lines()
         lines += [f"measured: {m}" for m in self.measured] + [f"assumed: {a}" for a in self.assumed]
         return lines + [f"note: {n}" for n in imp.notes + list(self.config.setup.notes)] + [
             f"note: the pilot log: {w}" for w in self.log_notes]
@@ -260,29 +263,15 @@ def _keys(d: dict) -> dict[str, float]:
     return {str(k): v for k, v in d.items()}
 
 
-def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[RunLog, np.ndarray, np.ndarray]:
-    """(log, steps, reward): the pilot's log, read (any format `read_log` takes), and its first
-    `pilot_steps` reward points (all of them when None); ConfigError when too short."""
-    log = source if isinstance(source, RunLog) else read_log(source)
-    steps, reward = log.valid("reward")
-    if pilot_steps is not None:
-        if not isinstance(pilot_steps, int) or pilot_steps < MIN_PILOT_POINTS:
-            raise ConfigError(f"the pilot steps (--pilot-steps) must be an integer >= {MIN_PILOT_POINTS}, got {pilot_steps!r}")
-        steps, reward = steps[:pilot_steps], reward[:pilot_steps]
-    if len(steps) < MIN_PILOT_POINTS:
-        raise ConfigError(f"the pilot has {len(steps)} reward points; a forecast needs at least {MIN_PILOT_POINTS}")
-    return log, steps, reward
-
-
 def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | None = None,
                    reward_range: tuple[float, float] | None = None, target_noise: float | None = None,
-                   run_steps: int | None = None) -> PilotForecast:
+                   run_steps: int | None = None, prior=None) -> PilotForecast:
     """The forecast for `setup` calibrated on `pilot` (module docstring). `reward_range`: the task's
     reward bounds; None infers [0, 1] when every pilot reward lies in it (said), else leaves it open.
     A given range that the pilot's rewards leave is a ConfigError. `target_noise`: the reward noise to
     find a group size for (None: TARGET_NOISE_SHARE of the reward's range, said; none without a range).
     `run_steps`: the run's length in the pilot log's steps, for the reward at its end (None: the config's,
-    `setup.run_steps`)."""
+    `setup.run_steps`). `prior`: finished runs of the same task and T (paths or logs) for the end level (`fit._prior`)."""
     if target_noise is not None and (isinstance(target_noise, bool) or not isinstance(target_noise, (int, float))
                                      or not math.isfinite(target_noise) or target_noise <= 0):
         raise ConfigError(f"the target noise must be a number > 0, got {target_noise!r}")
@@ -335,6 +324,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, fall=fall, end=end,
+                         prior=None if prior is None else task_prior(prior, reward_range, refresh_interval=hp.refresh_interval),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings))
 
 

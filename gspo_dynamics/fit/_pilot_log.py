@@ -1,15 +1,17 @@
-"""What a pilot's log says beyond its reward curve (`fit.pilot_forecast`): its logged learning rate, window
-positions and zero-std share against the config's (a pilot run at another lr, under a schedule or warm-up, at
-another T, or at a larger G is said), and the zero-std share its success rate gives by G."""
+"""Reading a pilot's log (`load_pilot`), and what it says beyond its reward curve (`fit.pilot_forecast`): its
+logged learning rate, window positions and zero-std share against the config's (a pilot run at another lr, under
+a schedule or warm-up, at another T, or at a larger G is said), and the zero-std share its success rate gives by G."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.special import erfc, stdtrit
 
-from gspo_dynamics.logs import RunLog
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs import RunLog, read_log
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
+MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
 LR_MATCH = 0.01  # a logged lr within 1% of the config's is the config's (bf16 logs, rounding)
 # `logged_group_size`: a mean gap below the t quantile of a one-sided Phi(-Z_GROUP) test and below -MIN_GAP says another
 # G. The gaps are skewed, so the level is not Phi(-3) = 0.13%: correct pilots of 20-60 rows at N <= 4 are said in
@@ -60,14 +62,21 @@ def logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
     return out
 
 
-def logged_refresh(log: RunLog, n: int, T: int) -> list[str]:
-    """The pilot's own T where its log says it (our trainer's window/position runs 0 .. T - 1) against the
-    config's: the fit reads the stiffness as if the pilot ran at the config's T, so another one is said."""
+def other_refresh(log: RunLog, n: int, T: int) -> int | None:
+    """The log's own T where its first n rows say it (our trainer's window/position runs 0 .. T - 1) and it is
+    not T; None where it is T or not logged."""
     position = _logged(log, "window/position", n)
     if not len(position):
-        return []
-    own = int(position.max()) + 1  # a pilot shorter than its T shows fewer positions: only a larger T, or a
-    if own == T or (own < T and len(position) < T):  # smaller one over at least T steps, is another T
+        return None
+    own = int(position.max()) + 1  # a log shorter than its T shows fewer positions: only a larger T, or a
+    return None if own == T or (own < T and len(position) < T) else own  # smaller one over at least T steps
+
+
+def logged_refresh(log: RunLog, n: int, T: int) -> list[str]:
+    """The pilot's own T (`other_refresh`) against the config's: the fit reads the stiffness as if the pilot
+    ran at the config's T, so another one is said."""
+    own = other_refresh(log, n, T)
+    if own is None:
         return []
     return [f"the pilot ran at T = {own} (its window positions), the config asks about T = {T}: the "
             "stiffness is read as if the pilot ran at the config's T; give the pilot's own config for its own reading"]
@@ -131,3 +140,17 @@ def logged_group_size(log: RunLog, n: int, G: int, N: int | None) -> list[str]:
             f"success rates, {float(np.mean(least)):.3g} (one-sided, {Z_GROUP:g} standard errors' level): the pilot ran "
             f"with a larger G than the config's, or fewer prompts a step than its N = {N or 1}, or its rewards are not "
             "pass/fail (partial credit makes equal groups rarer); the zero-std shares by G below assume pass/fail rewards"]
+
+
+def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[RunLog, np.ndarray, np.ndarray]:
+    """(log, steps, reward): the pilot's log, read (any format `read_log` takes), and its first
+    `pilot_steps` reward points (all of them when None); ConfigError when too short."""
+    log = source if isinstance(source, RunLog) else read_log(source)
+    steps, reward = log.valid("reward")
+    if pilot_steps is not None:
+        if not isinstance(pilot_steps, int) or pilot_steps < MIN_PILOT_POINTS:
+            raise ConfigError(f"the pilot steps (--pilot-steps) must be an integer >= {MIN_PILOT_POINTS}, got {pilot_steps!r}")
+        steps, reward = steps[:pilot_steps], reward[:pilot_steps]
+    if len(steps) < MIN_PILOT_POINTS:
+        raise ConfigError(f"the pilot has {len(steps)} reward points; a forecast needs at least {MIN_PILOT_POINTS}")
+    return log, steps, reward

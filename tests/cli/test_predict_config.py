@@ -67,6 +67,28 @@ def test_with_a_pilot_and_a_plot(tmp_path, capsys):
     assert "from the pilot (20 reward points, steps 1-20):" in capsys.readouterr().out
 
 
+def test_finished_runs_of_the_task_give_the_end_level(tmp_path, capsys):
+    """--prior: the finished runs' end level with its interval, in the text and the JSON; a finished run that
+    cannot be one of the task's (rewards outside the range) or is too short is one line and exit 2."""
+    config, log = write(tmp_path, "grpo.json", TRL), pilot_log(tmp_path, n=24)
+    runs = []
+    for i, end in enumerate((0.9, 0.93, 0.91)):
+        t = np.arange(1, 97)
+        reward = end - 0.7 * np.exp(-t / 10) + 0.01 * np.random.default_rng(i).standard_normal(96)
+        runs.append(tmp_path / f"done{i}.jsonl")
+        runs[-1].write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
+    assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs)]) == 0
+    assert "the task's prior (3 finished runs" in capsys.readouterr().out
+    assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs), "--json"]) == 0
+    prior = json.loads(capsys.readouterr().out)["task_prior"]
+    assert prior["end_reward"] == pytest.approx(0.913, abs=0.01) and prior["interval"][0] < 0.913 < prior["interval"][1]
+    bad = tmp_path / "other_task.jsonl"
+    bad.write_text("".join(json.dumps({"step": s, "reward": 3.0 * s}) + "\n" for s in range(1, 41)))
+    assert main(["predict", "--config", config, "--pilot", log, "--prior", str(runs[0]), str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "same task" in err
+
+
 def test_flags_without_a_testbed_get_the_config_only_answer(capsys):
     """The issue's defect: LLM hyperparameters used to run the toy bandit silently."""
     args = ["predict", "--optimizer", "adam", "--lr", "1e-6", "-T", "8", "-G", "8", "--kl", "0.04", "--correction", "token"]
@@ -91,8 +113,9 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
 
 @pytest.mark.parametrize("extra, needle", [
     (["--config", "/nonexistent/grpo.json"], "cannot read"),
-    (["--pilot-steps", "20"], "--pilot-steps and --map need --pilot"),
-    (["--map", "reward=score"], "--pilot-steps and --map need --pilot"),
+    (["--pilot-steps", "20"], "--pilot-steps, --map and --prior need --pilot"),
+    (["--map", "reward=score"], "--pilot-steps, --map and --prior need --pilot"),
+    (["--prior", "done.jsonl"], "--pilot-steps, --map and --prior need --pilot"),
     (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
     (["--reward-range", "0", "1"], "--reward-range needs --pilot"),
     (["--target-noise", "0.02"], "--target-noise needs --pilot"),

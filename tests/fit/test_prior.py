@@ -1,0 +1,103 @@
+"""fit._prior: the task's end level from finished runs, against independent routes (normal draws for the
+prediction interval's coverage, scipy's t distribution for its quantile, the log's own arithmetic)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit import pilot_forecast, prior_interval, task_prior
+from gspo_dynamics.fit._prior import LEVEL
+from gspo_dynamics.predict import read_run_config
+from test_pilot import heavy_ball_curve, write_log
+
+
+def finished_run(rng, end: float, steps: int = 96, noise: float = 0.02) -> np.ndarray:
+    """A rise from 0.2 to `end` over the first third, then flat, with normal noise, clipped to [0, 1]."""
+    t = np.arange(steps)
+    return np.clip(end - (end - 0.2) * np.exp(-t / (steps / 12)) + rng.normal(0, noise, steps), 0, 1)
+
+
+def test_the_interval_is_the_student_t_prediction_interval():
+    """(3) against scipy.stats.t.interval scaled by s sqrt(1 + 1/n) (the same pivot, another route to its quantile)."""
+    ends = [0.61, 0.66, 0.58, 0.7, 0.64]
+    mean, lo, hi = prior_interval(ends)
+    s = np.std(ends, ddof=1) * math.sqrt(1 + 1 / len(ends))
+    want = stats.t.interval(LEVEL, len(ends) - 1, loc=np.mean(ends), scale=s)
+    assert mean == pytest.approx(np.mean(ends), abs=1e-12) and (lo, hi) == pytest.approx(want, abs=1e-12)
+    assert prior_interval([0.5]) is None
+
+
+@pytest.mark.parametrize("n", [2, 4, 12])
+def test_the_interval_covers_a_new_normal_draw_at_its_level(n):
+    """20 000 draws of n + 1 i.i.d. normal levels: the interval from n covers the last at LEVEL within 4 s.e.
+    (s.e. = sqrt(LEVEL (1 - LEVEL) / 20 000) = 0.0021)."""
+    rng = np.random.default_rng(n)
+    draws = rng.normal(0.6, 0.05, size=(20_000, n + 1))
+    covered = [lo <= d[-1] <= hi for d in draws for _, lo, hi in [prior_interval(d[:-1])]]
+    assert abs(np.mean(covered) - LEVEL) < 4 * math.sqrt(LEVEL * (1 - LEVEL) / 20_000)
+
+
+def test_end_levels_are_the_last_sixth_and_a_run_that_lost_its_reward_is_left_out(tmp_path):
+    rng = np.random.default_rng(0)
+    kept = [finished_run(rng, e) for e in (0.9, 0.92, 0.88)]
+    fell = finished_run(rng, 0.9)
+    fell[60:] = 0.05  # lost its reward after step 60
+    paths = [write_log(tmp_path / f"r{i}.jsonl", {"reward": r}) for i, r in enumerate(kept + [fell])]
+    prior = task_prior(paths, reward_range=(0.0, 1.0))
+    assert [r.lost for r in prior.runs] == [False, False, False, True]
+    assert [r.end for r in prior.runs[:3]] == pytest.approx([float(np.mean(r[-16:])) for r in kept], abs=1e-12)
+    assert prior.level == pytest.approx(np.mean([r.end for r in prior.runs[:3]]), abs=1e-12)
+    assert prior.interval[0] < prior.level < prior.interval[1]
+    text = "\n".join(prior.summary_lines())
+    assert "prediction interval" in text and "left out, lost their reward" in text and "r3.jsonl" in text
+
+
+def test_one_kept_run_gives_a_level_without_an_interval_and_none_kept_gives_none(tmp_path):
+    rng = np.random.default_rng(1)
+    one = task_prior([write_log(tmp_path / "a.jsonl", {"reward": finished_run(rng, 0.8)})], reward_range=(0, 1))
+    assert one.interval is None and one.level == pytest.approx(0.8, abs=0.03) and "no interval" in one.summary_lines()[1]
+    fell = finished_run(rng, 0.8)
+    fell[50:] = 0.0
+    none = task_prior([write_log(tmp_path / "b.jsonl", {"reward": fell})], reward_range=(0, 1))
+    assert none.level is None and none.to_json()["end_reward"] is None and "no run kept its reward" in none.summary_lines()[1]
+
+
+def test_bad_finished_runs_are_one_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="at least one finished run"):
+        task_prior([])
+    short = write_log(tmp_path / "s.jsonl", {"reward": np.linspace(0.1, 0.5, 6)})
+    with pytest.raises(ConfigError, match="has 6 reward points; a prior needs at least 12"):
+        task_prior([short])
+    scaled = write_log(tmp_path / "x.jsonl", {"reward": np.linspace(-5, 8, 40)})
+    with pytest.raises(ConfigError, match="outside the reward range .* same task"):
+        task_prior([scaled], reward_range=(0.0, 1.0))
+
+
+def test_the_pilot_forecast_carries_the_prior_in_text_and_json(tmp_path):
+    """A still-rising 24-step pilot (its fit cannot see the level) and three finished runs at 0.9: the prior says 0.9."""
+    rng = np.random.default_rng(2)
+    pilot = write_log(tmp_path / "pilot.jsonl", {"reward": heavy_ball_curve(0.02, 0.0, 24, r_inf=0.9)})
+    runs = [write_log(tmp_path / f"r{i}.jsonl", {"reward": finished_run(rng, 0.9)}) for i in range(3)]
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "steps": 96})
+    f = pilot_forecast(setup, pilot, reward_range=(0.0, 1.0), prior=runs)
+    assert f.prior.level == pytest.approx(0.9, abs=0.02)
+    report = f.to_json()["task_prior"]
+    assert report["end_reward"] == f.prior.level and len(report["runs"]) == 3 and report["interval_level"] == LEVEL
+    assert any(line.startswith("the task's prior (3 finished runs") for line in f.summary_lines())
+    assert pilot_forecast(setup, pilot).to_json()["task_prior"] is None
+
+
+def test_a_run_whose_log_shows_another_T_is_left_out(tmp_path):
+    """Our trainer logs each step's window position 0 .. T - 1: a run at T = 4 is no prior for a run at T = 1."""
+    rng = np.random.default_rng(3)
+    same = write_log(tmp_path / "t1.jsonl", {"reward": finished_run(rng, 0.9), "window/position": np.zeros(96)})
+    other = write_log(tmp_path / "t4.jsonl", {"reward": finished_run(rng, 0.7), "window/position": np.arange(96) % 4})
+    prior = task_prior([same, other], reward_range=(0, 1), refresh_interval=1)
+    assert [r.refresh for r in prior.runs] == [None, 4] and prior.level == prior.runs[0].end and prior.interval is None
+    assert "ran at another T" in "\n".join(prior.summary_lines())
+    assert task_prior([same, other], reward_range=(0, 1), refresh_interval=4).runs[0].refresh == 1

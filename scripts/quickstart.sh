@@ -2,7 +2,8 @@
 # Quick start: set everything up, then run the toolkit's main jobs on bundled defaults and data:
 # a prediction for a TRL config (examples/) and for a bandit configuration, a short simulation that
 # checks a prediction, a short GRPO/GSPO run of the built-in trainer, the forecast from its config
-# and its first 60 steps (a pilot), and the diagnosis of its log (figures in out/), and, only
+# and its first 60 steps (a pilot), the same with three finished runs of the task as a prior, and the
+# diagnosis of its log (figures in out/), and, only
 # where the real logs of other people's runs sit beside the checkout (../shared/data/real_logs or
 # $GSPO_DYNAMICS_REAL_LOGS; never shipped here), the diagnosis of one of them too.
 set -euo pipefail
@@ -32,6 +33,17 @@ echo
 echo "== gspo-dynamics predict: that run's config and its first 60 steps as a pilot, map in out/predict_map.png =="
 "$bin/gspo-dynamics" predict --config "$root/out/quickstart_run/config.json" \
     --pilot "$root/out/quickstart_run/trainer_state.json" --pilot-steps 60 --plot "$root/out/predict_map.png"
+echo
+echo "== gspo-dynamics predict --prior: the same pilot, and three finished runs of the task (other lr and seeds) as the level's prior =="
+for spec in "0.0005 1" "0.002 2" "0.001 3"; do
+    set -- $spec
+    rm -rf "$root/out/prior_$2"
+    "$bin/gspo-dynamics" train --task pattern --model 100k --objective gspo --steps 150 --lr "$1" --seed "$2" --no-progress \
+        --out "$root/out/prior_$2" > /dev/null
+done
+"$bin/gspo-dynamics" predict --config "$root/out/quickstart_run/config.json" \
+    --pilot "$root/out/quickstart_run/trainer_state.json" --pilot-steps 60 \
+    --prior "$root"/out/prior_{1,2,3}/trainer_state.json
 echo
 echo "== gspo-dynamics diagnose: that run's TRL-style log, figure in out/diagnose.png =="
 "$bin/gspo-dynamics" diagnose "$root/out/quickstart_run/trainer_state.json" --plot "$root/out/diagnose.png"

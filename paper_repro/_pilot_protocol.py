@@ -95,8 +95,19 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "pattern-grpo-beta2": ("pattern", "grpo", {"beta2": 0.99}, 3e-3, "confirm-10"),
     "addition-pg-g16": ("addition", "pg", {"task_options": ADDITION, "group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-10"),
     "count-gspo_token-gradclip0.1": ("count", "gspo_token", {"max_grad_norm": 0.1}, 3e-3, "confirm-10"),
+    "count-cispo-temp1.2": ("count", "cispo", {"temperature": 1.2}, 3e-3, "confirm-11"),
+    "count-grpo-beta1": ("count", "grpo", {"beta1": 0.5}, 3e-3, "confirm-11"),
+    "count-dr_grpo-eps0.3": ("count", "dr_grpo", {"clip_high": 0.3}, 3e-3, "confirm-11"),
+    "count-gspo-beta2": ("count", "gspo", {"beta2": 0.99}, 3e-3, "confirm-11"),
+    "pattern-dapo-kl": ("pattern", "dapo", {"kl_coef": 0.04}, 3e-3, "confirm-11"),
+    "pattern-cispo-wd": ("pattern", "cispo", {"weight_decay": 0.1}, 3e-3, "confirm-11"),
+    "pattern-gspo_token-g16": ("pattern", "gspo_token", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-11"),
+    "addition-gspo_token-topp0.9": ("addition", "gspo_token", {"task_options": ADDITION, "top_p": 0.9}, 3e-3, "confirm-11"),
+    "addition-grpo-warm20": ("addition", "grpo", {"task_options": ADDITION, "warmup_steps": 20}, 3e-3, "confirm-11"),
+    "addition-dapo-gradclip0.1": ("addition", "dapo", {"task_options": ADDITION, "max_grad_norm": 0.1}, 3e-3, "confirm-11"),
 }
-SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10")  # the roles whose pilot and grid start from one checkpoint (version 6)
+SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11")  # the roles whose pilot and grid start from one checkpoint (version 6)
+PRIOR_ROLES = ("confirm-11",)  # version 10: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 SHARE_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)  # --fit-weight scans these (version 9: 1/4; w = 0 leaves no share at a held bound)

@@ -24,7 +24,7 @@ from _pilot_scores import PLATEAU_TOL, flat_forecast, forecast_final_reward
 from gspo_dynamics.fit import prior_interval
 from gspo_dynamics.fit._prior import LEVEL
 
-ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 11))  # the protocol's rounds, in the order they ran
+ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 12))  # the protocol's rounds, in the order they ran
 
 
 def _stable_finals(result: dict) -> list[tuple[float, int, float]]:
@@ -56,6 +56,19 @@ def task_prior(results: dict, roles: dict | None = None) -> dict:
         if rows:
             out[name] = rows
     return out
+
+
+def prior_plateau_error(results: dict, roles: dict, name: str) -> float | None:
+    """Version 10's final-reward ("plateau") error of combination `name` (pilot_forecast.py's docstring): the
+    largest |forecast - measured final| over its stable cells, each forecast the task's prior from the combinations
+    of earlier rounds in `results` at the cell's T (`task_prior`), ours (the pilot's curve) where there is none;
+    nan without a stable cell; None when no earlier combination of its task is in `results` (no prior to read)."""
+    task, rank = results[name]["task"], ROUNDS.index(roles[name])
+    if not any(r["task"] == task and ROUNDS.index(roles[n]) < rank for n, r in results.items()):
+        return None
+    rows = task_prior(results, roles).get(name, [])
+    errors = [abs((prior if math.isfinite(prior) else ours) - final) for _, prior, ours, _, final, _ in rows]
+    return float(max(errors)) if errors else math.nan
 
 
 def _reach(table: dict, who: int, keep) -> tuple[int, int, float]:

@@ -1,5 +1,21 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
+Protocol, version 10 (fixed, and committed, before any of its held-out grids was run; 2026-11-26): version 9's
+measure, grid, seeds, pilot, scores and targets, and version 9's model (S = fit.COLLAPSE_SPREAD) for the regime,
+the collapse and the max safe T, unchanged. One input is added, for the final reward only: finished runs of the
+same task. Version 9's rows showed that a stable run's final reward is set by the task and T, which a 24-step
+pilot of a still-rising curve does not contain (pilot_forecast.md, "what the final reward is made of"); `predict
+--prior LOG ...` (fit._prior) reads it from finished runs of the task. So a held-out combination's stable cell is
+forecast at the mean final reward of the stable cells at its T in every combination of the same task run in
+earlier rounds (the 92 grids of versions 1-9, `_task_prior.prior_plateau_error`; the pilot's fitted curve, as in
+version 9, at a T where no earlier cell of the task is stable). Its rows also give version 9's final-reward
+error (the pilot's curve alone) on the same cells. Held out ("confirm-11", from the shared start, chosen and
+committed with this text before their grids were run): ten combinations pairing a setting with a task and
+objective it was never used on: temperature 1.2 on count/cispo, AdamW beta1 = 0.5 on count/grpo, a clip range
+of 0.3 above on count/dr_grpo, beta2 = 0.99 on count/gspo, a KL weight of 0.04 on pattern/dapo, weight decay 0.1
+on pattern/cispo, G = 16 on pattern/gspo_token, top-p 0.9 on addition/gspo_token, a 20-step warm-up on
+addition/grpo and a gradient-norm clip of 0.1 on addition/dapo.
+
 Protocol, version 9 (fixed, and committed, before any of its held-out grids was run): version 8's measure, grid,
 seeds and scores; the model changes in one place. The share of groups with signal that weighs the displacement
 in the collapse limit (7) is the run's, not the pilot's (`theory.collapse` (9)): a quarter at the pilot's
@@ -57,7 +73,8 @@ replaced: pilot_forecast.md):
                 count/gspo_token and on addition/pg, and weight decay 0.1 on count/pg.
                 Held out by versions 7 and 8 ("confirm-8", "confirm-9", from the shared start): the ten each
                 names (their protocol texts, pilot_forecast.md).
-                Held out by version 9 ("confirm-10", from the shared start): the ten named at the top.
+                Held out by version 9 ("confirm-10", from the shared start): the ten named under version 9.
+                Held out by version 10 ("confirm-11", from the shared start): the ten named at the top.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -142,14 +159,15 @@ from _pilot_scores import (
 )
 from _pilot_protocol import (
     COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, QUICK, REFRESH_INTERVALS,
-    SECTION, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD,
+    PRIOR_ROLES, SECTION, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD,
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
-from _task_prior import task_prior_reach
+from _task_prior import prior_plateau_error, task_prior_reach
 from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
 from trainer_at_scale import Runs
 
+from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid, pilot_forecast
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.predict import read_run_config
@@ -236,6 +254,20 @@ def rescore(name: str, dumped: dict) -> tuple[dict, float]:
     return run_combination(name, None, (), (), 0, dumped), time.perf_counter() - started
 
 
+def with_prior(name: str, results: dict, recording: bool) -> None:
+    """Version 10 (module docstring): the plateau error of PRIOR_ROLES combination `name` in `results` becomes the
+    task prior's (`prior_plateau_error`), version 9's kept as "pilot_plateau_error". Without an earlier combination
+    of its task in `results` (an --only run) it stays version 9's, and recording that row is a ConfigError."""
+    error = prior_plateau_error(results, {n: COMBINATIONS[n][4] for n in results}, name)
+    if error is None:
+        if recording:
+            raise ConfigError(f"{name}'s row (version 10) needs its task's earlier grids for the prior: score it with "
+                              "the others (--from-dump of a dump holding them), or pass --no-record")
+        return
+    result = results[name]
+    result["pilot_plateau_error"], result["plateau_error"] = result["plateau_error"], error
+
+
 def number(x: float | None) -> str:
     return "not measured" if x is None else f"{x:.3g}"
 
@@ -252,8 +284,11 @@ def describe(result: dict) -> str:
               else "time to plateau: no stable cell with a timed rise (or a dump without times)")
     fc = result["forecast"]
     start = f"{fc.pilot[1][:PILOT_T].mean():.2f}" if fc.pilot is not None else "unknown"
+    plateau = f"{result['plateau_error']:.3f}" + (
+        f" (the task's prior from earlier rounds, version 10; the pilot's curve: {result['pilot_plateau_error']:.3f})"
+        if "pilot_plateau_error" in result else "")
     return (f"{'; '.join(parts)}; measured unstable cells {unstable}/{len(result['measured'])}; plateau error "
-            f"{result['plateau_error']:.3f}; {timing}; pilot: drift {number(fc.drift_per_step)} per stale step, reward "
+            f"{plateau}; {timing}; pilot: drift {number(fc.drift_per_step)} per stale step, reward "
             f"{start} on its first sampler against {np.mean(result['initial']):.2f} for the grid's seeds; "
             f"{fc.lr_note}; missed: {', '.join(misses(result)) or 'none'}")
 
@@ -282,10 +317,11 @@ def cell_map(name: str, result: dict) -> list[str]:
 
 
 def write_section(parts: list[list[str]], reach: str) -> None:
-    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol versions 9 to 5, earlier ones in "
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol versions 10 to 5, earlier ones in "
              "pilot_forecast.md; the role says which version held the combination out, confirm-5 the ones version 5 never "
              "saw, confirm-7 to 10 the ones versions 6 to 9 ran from a shared start, confirm-8 run before version 7's model "
-             "was chosen, confirm-9 with it frozen, confirm-10 with version 9's frozen; version 8's measure and version 9's "
+             "was chosen, confirm-9 with it frozen, confirm-10 with version 9's frozen, confirm-11 with version 10's (version "
+             "9's model, the final reward from the task's earlier rounds); version 8's measure and version 9's "
              "model throughout). Each cell: the "
              "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
              "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "
@@ -366,6 +402,8 @@ def main() -> None:
         role = COMBINATIONS[name][4]
         parts.append(cell_map(name, result))
         results[name] = result
+        if role in PRIOR_ROLES:
+            with_prior(name, results, recording=not (args.no_record or args.quick))
         record(Claim(f"pilot-forecast-{name}", f"forecast from a {PILOT_STEPS}-step pilot of {name} ({role}): regime "
                      f"of {len(result['measured'])} (lr, T) cells, accuracy >= {ACCURACY_MIN:.0%}, <= "
                      f"{SAFE_BUT_UNSTABLE_MAX} safe-but-unstable, max safe T within one grid step, plateau within "
@@ -376,7 +414,9 @@ def main() -> None:
                          f"share of groups with signal, a quarter the pilot's and the rest its held success rate's; at "
                          f"least the pilot's own D when it kept its reward), or where the pilot's "
                          f"entropy rise on its first updates r passes {collapse.OVERSHOOT_RISE:g} scaled to the lr, "
-                         f"r lr / lr_pilot",
+                         f"r lr / lr_pilot" + ("; final reward: the mean final reward of the stable cells at "
+                         "the cell's T in the task's combinations of earlier rounds (version 10)" if role in PRIOR_ROLES
+                         else ""),
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}

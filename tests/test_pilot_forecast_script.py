@@ -477,6 +477,11 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
     assert "count: T = 1 0.98 (0.02; -0.01 / -0.01, 3 cells), T = 32 0.80 (0.08; +0.17 / +0.17, 3 cells)" in text
     assert "pattern: T = 1 0.50 (0.00; +0.47 / +0.47, 1 cell)" in text
     assert prior_module.task_prior_reach({"d": results["d"]}, roles) == ""
+    # version 10's final-reward score: c's cells from a's and b's (earlier rounds) at their T: |0.99 - 0.96| at T = 1,
+    # |0.8 - 0.8| at T = 32; a (the first round) and d (no earlier pattern combination) have no prior
+    assert prior_module.prior_plateau_error(results, roles, "c") == pytest.approx(0.03, abs=1e-12)
+    assert prior_module.prior_plateau_error(results, roles, "a") is None
+    assert prior_module.prior_plateau_error(results, roles, "d") is None
     # the prior's 90% prediction interval (fit._prior (3)) by scipy's t: a's T = 1 cell from b's and c's 0.98, 0.96
     half = scipy.stats.t.ppf(0.95, 1) * np.std([0.98, 0.96], ddof=1) * math.sqrt(1 + 1 / 2)
     assert loo["a"][0][5] == pytest.approx((0.97 - half, 0.97 + half), abs=1e-12) and loo["d"][0][5] is None

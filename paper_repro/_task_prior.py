@@ -19,6 +19,7 @@ import collections
 import math
 
 import numpy as np
+from _pilot_protocol import COMBINATIONS, PRIOR_ROLES
 from _pilot_scores import PLATEAU_TOL, flat_forecast, forecast_final_reward
 
 from gspo_dynamics.fit import prior_interval
@@ -58,17 +59,27 @@ def task_prior(results: dict, roles: dict | None = None) -> dict:
     return out
 
 
-def prior_plateau_error(results: dict, roles: dict, name: str) -> float | None:
-    """Version 10's final-reward ("plateau") error of combination `name` (pilot_forecast.py's docstring): the
-    largest |forecast - measured final| over its stable cells, each forecast the task's prior from the combinations
-    of earlier rounds in `results` at the cell's T (`task_prior`), ours (the pilot's curve) where there is none;
-    nan without a stable cell; None when no earlier combination of its task is in `results` (no prior to read)."""
+def prior_plateau_error(results: dict, roles: dict, name: str) -> tuple[float, int] | None:
+    """Version 10's final-reward ("plateau") error of combination `name` (pilot_forecast.py's docstring) and how
+    many of its stable cells fell back to ours: the largest |forecast - measured final| over its stable cells, each
+    forecast the task's prior from the combinations of earlier rounds in `results` at the cell's T (`task_prior`),
+    ours (the pilot's curve) at a T where none of them has a stable cell; nan without a stable cell; None when no
+    earlier combination of its task is in `results` (no prior to read)."""
     task, rank = results[name]["task"], ROUNDS.index(roles[name])
     if not any(r["task"] == task and ROUNDS.index(roles[n]) < rank for n, r in results.items()):
         return None
     rows = task_prior(results, roles).get(name, [])
     errors = [abs((prior if math.isfinite(prior) else ours) - final) for _, prior, ours, _, final, _ in rows]
-    return float(max(errors)) if errors else math.nan
+    return (float(max(errors)) if errors else math.nan), sum(not math.isfinite(row[1]) for row in rows)
+
+
+def prior_order(names) -> tuple[list[str], dict[str, list[str]]]:
+    """`names` with version 10's combinations (PRIOR_ROLES) after the others, and per such combination the
+    combinations of its task from earlier rounds that `names` lacks: its row's prior needs every one of them."""
+    later = [n for n in names if COMBINATIONS[n][4] in PRIOR_ROLES]
+    missing = {n: [m for m, (task, *_, role) in COMBINATIONS.items() if task == COMBINATIONS[n][0] and m not in names
+                   and ROUNDS.index(role) < ROUNDS.index(COMBINATIONS[n][4])] for n in later}
+    return [n for n in names if n not in later] + later, {n: m for n, m in missing.items() if m}
 
 
 def _reach(table: dict, who: int, keep) -> tuple[int, int, float]:
@@ -89,11 +100,11 @@ def task_prior_reach(results: dict, roles: dict) -> str:
     """The final-reward target met by the task's prior, leave one combination out and from earlier rounds, next to
     ours and the naive forecast on the same cells; the stable cells' final reward by task and T (`levels`). ""
     without a stable cell, or where no task has two combinations."""
-    def with_prior(table: dict) -> dict:  # the combinations whose every stable cell has a prior
+    def having_prior(table: dict) -> dict:  # the combinations whose every stable cell has a prior
         return {name: rows for name, rows in table.items() if all(math.isfinite(row[1]) for row in rows)}
 
     table = task_prior(results)
-    loo = with_prior(table)
+    loo = having_prior(table)
     if not loo:
         return ""
     largest = max(T for rows in loo.values() for T, *_ in rows)
@@ -105,7 +116,7 @@ def task_prior_reach(results: dict, roles: dict) -> str:
         parts.append(f"{label}: the prior {prior[0]}, ours {ours[0]}, the naive forecast {flat[0]} of {prior[1]} "
                      f"combinations ({prior[2]:.0%} / {ours[2]:.0%} / {flat[2]:.0%} of their stable cells)")
     cover = coverage(loo)
-    earlier = with_prior(task_prior(results, roles))
+    earlier = having_prior(task_prior(results, roles))
     ahead = [f"from earlier rounds only ({len(earlier)} combinations with a prior): the prior {_reach(earlier, 1, lambda T: True)[0]}, "
              f"ours {_reach(earlier, 2, lambda T: True)[0]}"] if earlier else []
     return (f"What the pilot cannot see (`task_prior_reach`): a stable cell's final reward forecast as the mean final "

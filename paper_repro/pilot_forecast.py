@@ -7,7 +7,8 @@ same task. Version 9's rows showed that a stable run's final reward is set by th
 pilot of a still-rising curve does not contain (pilot_forecast.md, "what the final reward is made of"); `predict
 --prior LOG ...` (fit._prior) reads it from finished runs of the task. So a held-out combination's stable cell is
 forecast at the mean final reward of the stable cells at its T in every combination of the same task run in
-earlier rounds (the 92 grids of versions 1-9, `_task_prior.prior_plateau_error`; the pilot's fitted curve, as in
+earlier rounds (the 92 grids of versions 1-9, run from their own starts before version 6 and from the shared one
+since; `_task_prior.prior_plateau_error`; the pilot's fitted curve, as in
 version 9, at a T where no earlier cell of the task is stable). Its rows also give version 9's final-reward
 error (the pilot's curve alone) on the same cells. Held out ("confirm-11", from the shared start, chosen and
 committed with this text before their grids were run): ten combinations pairing a setting with a task and
@@ -16,26 +17,8 @@ of 0.3 above on count/dr_grpo, beta2 = 0.99 on count/gspo, a KL weight of 0.04 o
 on pattern/cispo, G = 16 on pattern/gspo_token, top-p 0.9 on addition/gspo_token, a 20-step warm-up on
 addition/grpo and a gradient-norm clip of 0.1 on addition/dapo.
 
-Protocol, version 9 (fixed, and committed, before any of its held-out grids was run): version 8's measure, grid,
-seeds and scores; the model changes in one place. The share of groups with signal that weighs the displacement
-in the collapse limit (7) is the run's, not the pilot's (`theory.collapse` (9)): a quarter at the pilot's
-measured share, three quarters at the share its held success rate gives at the run's G (for a pilot that kept
-its reward), with S refitted on the development combinations (`--fit-limit`). Found reading version 8's false
-alarms on all 82 grids: 120 cells flagged by the displacement limit alone and measured stable, 90 of them count
-at 10 and 30 times the base lr, runs that solve their prompts (final reward 1.0), where a solved prompt's group
-is zero-std and carries no gradient. The weight was chosen on the development combinations (w = 1/4: 91.4% of
-their cells, against 90.2% for version 8's w = 1, S scanned over the whole forecast; by `--fit-weight`, the
-collapse part with S fitted at each w: 91.6% against 90.5%); the other 60 grids were read while it was chosen (in sample,
-S scanned over the whole forecast: 88.6% of all 82 grids' cells against 86.4%, 58 cells safe but unstable
-against 46; with the shipped S, as scored: 88.4% against 86.2%, 58 against 50). Held out ("confirm-10",
-from the shared start, chosen and committed with the model before their grids were run): ten combinations, each
-pairing a setting with a task and objective it was never used on: a KL weight on count/cispo, temperature 1.2 on
-pattern/dr_grpo, top-p 0.9 on addition/cispo, weight decay 0.1 on count/gspo, AdamW beta1 = 0.5 on
-pattern/gspo_token, a 20-step warm-up on addition/dr_grpo, a clip range of 0.1 on count/dapo, beta2 = 0.99 on
-pattern/grpo, G = 16 on addition/pg and a gradient-norm clip of 0.1 on count/gspo_token.
-
-Protocol versions 8, 7 and 6, each fixed before its held-out grids were run, as they stood here: pilot_forecast.md
-("Protocol texts of versions 6-8").
+Protocol versions 9, 8, 7 and 6, each fixed before its held-out grids was run, as they stood here: pilot_forecast.md
+("Protocol texts of versions 6-9"; version 10 keeps version 9's model, described below).
 
 Version 5's protocol (its model in force with version 7's equation (8) added; the grid, the seeds, the measure
 and the pilot are version 4's; the roles below do not change with the results; versions 1-4 and why each was
@@ -126,23 +109,20 @@ paper_repro/pilot_forecast.md.
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import math
 import multiprocessing
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import torch
 from _pilot_scores import (
     ACCURACY_MIN,
-    FORECASTERS,
     PILOT_T,
-    PLATEAU_STEPS,
     PLATEAU_TOL,
     SAFE_BUT_UNSTABLE_MAX,
     STEPS,
@@ -150,7 +130,6 @@ from _pilot_scores import (
     final_reward_reach,
     initial_rewards,
     measured_cells,
-    misses,
     own_pilot_reach,
     passed,
     pilot_plateau_gap,
@@ -159,15 +138,15 @@ from _pilot_scores import (
 )
 from _pilot_protocol import (
     COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, QUICK, REFRESH_INTERVALS,
-    PRIOR_ROLES, SECTION, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD,
+    PRIOR_ROLES, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD,
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
-from _task_prior import prior_plateau_error, task_prior_reach
-from _results import PREDICTABLE_GRPO, Claim, device_name, record, replace_section
+from _pilot_report import cell_map, describe, write_section
+from _task_prior import prior_order, prior_plateau_error, task_prior_reach
+from _results import PREDICTABLE_GRPO, Claim, device_name, record
 from trainer_at_scale import Runs
 
-from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid, pilot_forecast
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.predict import read_run_config
@@ -254,81 +233,14 @@ def rescore(name: str, dumped: dict) -> tuple[dict, float]:
     return run_combination(name, None, (), (), 0, dumped), time.perf_counter() - started
 
 
-def with_prior(name: str, results: dict, recording: bool) -> None:
+def with_prior(name: str, results: dict) -> None:
     """Version 10 (module docstring): the plateau error of PRIOR_ROLES combination `name` in `results` becomes the
-    task prior's (`prior_plateau_error`), version 9's kept as "pilot_plateau_error". Without an earlier combination
-    of its task in `results` (an --only run) it stays version 9's, and recording that row is a ConfigError."""
-    error = prior_plateau_error(results, {n: COMBINATIONS[n][4] for n in results}, name)
-    if error is None:
-        if recording:
-            raise ConfigError(f"{name}'s row (version 10) needs its task's earlier grids for the prior: score it with "
-                              "the others (--from-dump of a dump holding them), or pass --no-record")
-        return
-    result = results[name]
-    result["pilot_plateau_error"], result["plateau_error"] = result["plateau_error"], error
-
-
-def number(x: float | None) -> str:
-    return "not measured" if x is None else f"{x:.3g}"
-
-
-def describe(result: dict) -> str:
-    parts = []
-    for who in FORECASTERS:
-        r = result[who]
-        parts.append(f"{who}: accuracy {r['accuracy']:.0%}, safe-but-unstable {r['safe_but_unstable']}, "
-                     f"max stable T (pred/meas) " + " ".join(f"{p}/{m}" for p, m in r["max_t"]))
-    unstable = sum(m[0] for m in result["measured"].values())
-    timing = result["time_error"]
-    timing = (f"time-to-plateau error (median) {timing[0]:.3g} steps on {timing[1]} cells" if timing
-              else "time to plateau: no stable cell with a timed rise (or a dump without times)")
-    fc = result["forecast"]
-    start = f"{fc.pilot[1][:PILOT_T].mean():.2f}" if fc.pilot is not None else "unknown"
-    plateau = f"{result['plateau_error']:.3f}" + (
-        f" (the task's prior from earlier rounds, version 10; the pilot's curve: {result['pilot_plateau_error']:.3f})"
-        if "pilot_plateau_error" in result else "")
-    return (f"{'; '.join(parts)}; measured unstable cells {unstable}/{len(result['measured'])}; plateau error "
-            f"{plateau}; {timing}; pilot: drift {number(fc.drift_per_step)} per stale step, reward "
-            f"{start} on its first sampler against {np.mean(result['initial']):.2f} for the grid's seeds; "
-            f"{fc.lr_note}; missed: {', '.join(misses(result)) or 'none'}")
-
-
-def cell_map(name: str, result: dict) -> list[str]:
-    """One combination's part of SECTION: its confusion matrix (ours), then its grid, each cell the measured
-    regime (S stable, U unstable) and ours' forecast (s, u), its fall and its final reward."""
-    measured, predicted = result["measured"], result["predicted"]
-    lrs, Ts = result["lrs"], sorted({T for _, T in measured})
-    count = collections.Counter((measured[c][0], predicted[c]) for c in measured)
-    task, objective, fields, lr_pilot, role = COMBINATIONS[name]
-    fc = result["forecast"]
-    lines = [f"### {name} ({role}; pilot at lr {lr_pilot:g}, T = {PILOT_T}: drift {number(fc.drift_per_step)} per stale "
-             f"step, entropy {number(fc.entropy)}, the run's share of groups with signal {number(fc.signal_share)} (the pilot's "
-             f"{number(fc.pilot_signal_share)}), overshoot "
-             f"{'yes' if fc.overshoot else 'no'})", "",
-             "| measured \\ ours | stable | unstable |", "|---|---|---|",
-             f"| stable | {count[(False, False)]} | {count[(False, True)]} |",
-             f"| unstable | {count[(True, False)]} | {count[(True, True)]} |", "",
-             "| lr \\ T | " + " | ".join(str(T) for T in Ts) + " |", "|---" * (len(Ts) + 1) + "|"]
-    for lr in lrs:
-        cells = [f"{'U' if measured[(lr, T)][0] else 'S'}{'u' if predicted[(lr, T)] else 's'} "
-                 f"({measured[(lr, T)][4]}; {measured[(lr, T)][1]:.2f}, {measured[(lr, T)][2]:.2f})" for T in Ts]
-        lines.append(f"| {lr:.3g} | " + " | ".join(cells) + " |")
-    return lines + [""]
-
-
-def write_section(parts: list[list[str]], reach: str) -> None:
-    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol versions 10 to 5, earlier ones in "
-             "pilot_forecast.md; the role says which version held the combination out, confirm-5 the ones version 5 never "
-             "saw, confirm-7 to 10 the ones versions 6 to 9 ran from a shared start, confirm-8 run before version 7's model "
-             "was chosen, confirm-9 with it frozen, confirm-10 with version 9's frozen, confirm-11 with version 10's (version "
-             "9's model, the final reward from the task's earlier rounds); version 8's measure and version 9's "
-             "model throughout). Each cell: the "
-             "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
-             "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "
-             f"{PLATEAU_STEPS} steps). The rows score the time to plateau (`time_to_plateau`: the first step of the first "
-             "8-step block of the seed mean within 5% of the rise) as the median error of the pilot fit's time scaled by "
-             "lr and read at the sampler, on the stable cells.", "", reach, ""]
-    replace_section(SECTION, "\n".join(intro + [line for part in parts for line in part]) + "\n")
+    task prior's (`prior_plateau_error`), version 9's kept as "pilot_plateau_error"; unchanged without an earlier
+    combination of its task in `results` (an unrecorded --only run: `main` refuses to record one)."""
+    scored = prior_plateau_error(results, {n: COMBINATIONS[n][4] for n in results}, name)
+    if scored is not None:
+        result = results[name]
+        result["pilot_plateau_error"], (result["plateau_error"], result["prior_fallbacks"]) = result["plateau_error"], scored
 
 
 def arguments() -> argparse.Namespace:
@@ -378,6 +290,13 @@ def main() -> None:
         mode["combinations"] = tuple(args.only.split(","))
     elif dumped is not None:
         mode["combinations"] = tuple(dumped)
+    mode["combinations"], missing = prior_order(mode["combinations"])
+    if missing and not (args.no_record or args.quick):
+        name, lack = next(iter(missing.items()))
+        print(f"pilot_forecast.py: error: {name}'s row (version 10) needs every earlier grid of its task for the prior; "
+              f"{len(lack)} are not in this run ({', '.join(lack[:3])}{', ...' if len(lack) > 3 else ''}): score it "
+              "with them (--from-dump of a dump holding them), or pass --no-record", file=sys.stderr)
+        raise SystemExit(2)
     runs = None if dumped is not None else Runs(args.workers)
     rescored = {}  # --from-dump: the combinations' pilots, re-run `workers` at a time
     if dumped is not None and args.workers > 1:
@@ -403,7 +322,7 @@ def main() -> None:
         parts.append(cell_map(name, result))
         results[name] = result
         if role in PRIOR_ROLES:
-            with_prior(name, results, recording=not (args.no_record or args.quick))
+            with_prior(name, results)
         record(Claim(f"pilot-forecast-{name}", f"forecast from a {PILOT_STEPS}-step pilot of {name} ({role}): regime "
                      f"of {len(result['measured'])} (lr, T) cells, accuracy >= {ACCURACY_MIN:.0%}, <= "
                      f"{SAFE_BUT_UNSTABLE_MAX} safe-but-unstable, max safe T within one grid step, plateau within "

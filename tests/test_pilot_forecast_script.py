@@ -479,7 +479,7 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
     assert prior_module.task_prior_reach({"d": results["d"]}, roles) == ""
     # version 10's final-reward score: c's cells from a's and b's (earlier rounds) at their T: |0.99 - 0.96| at T = 1,
     # |0.8 - 0.8| at T = 32; a (the first round) and d (no earlier pattern combination) have no prior
-    assert prior_module.prior_plateau_error(results, roles, "c") == pytest.approx(0.03, abs=1e-12)
+    assert prior_module.prior_plateau_error(results, roles, "c") == (pytest.approx(0.03, abs=1e-12), 0)
     assert prior_module.prior_plateau_error(results, roles, "a") is None
     assert prior_module.prior_plateau_error(results, roles, "d") is None
     # the prior's 90% prediction interval (fit._prior (3)) by scipy's t: a's T = 1 cell from b's and c's 0.98, 0.96
@@ -487,3 +487,32 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
     assert loo["a"][0][5] == pytest.approx((0.97 - half, 0.97 + half), abs=1e-12) and loo["d"][0][5] is None
     assert ("held 100.0% of 6 stable cells' final reward: T = 1 100% (half-width 0.109), T = 32 100% (half-width "
             "0.547)") in text
+
+
+def test_version_10_rows_come_last_and_are_not_recorded_without_every_earlier_grid_of_their_task(
+        script, load_script, monkeypatch, capsys):
+    """`prior_order`: a confirm-11 combination after the others, with the earlier combinations of its task that a
+    run lacks; `main` refuses, before running anything, to record its row without them (one line, exit 2)."""
+    prior_module = load_script("paper_repro", "_task_prior")
+    names, missing = prior_module.prior_order(["count-cispo-temp1.2", "count-pg", "pattern-grpo"])
+    count = [n for n, c in script.COMBINATIONS.items() if c[0] == "count" and c[4] != "confirm-11"]
+    assert names == ["count-pg", "pattern-grpo", "count-cispo-temp1.2"]
+    assert sorted(missing["count-cispo-temp1.2"]) == sorted(set(count) - {"count-pg"})
+    assert prior_module.prior_order(list(script.COMBINATIONS))[1] == {}
+    monkeypatch.setattr("sys.argv", ["pilot_forecast.py", "--only", "count-cispo-temp1.2"])
+    monkeypatch.setattr(script, "Runs", lambda *a: pytest.fail("ran a grid"))
+    with pytest.raises(SystemExit) as stop:
+        script.main()
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1 and "needs every earlier grid of its task" in err
+
+
+def test_with_prior_swaps_in_the_priors_plateau_error_and_keeps_the_pilots(script, monkeypatch):
+    results = {"count-cispo-temp1.2": {"plateau_error": 0.2}}
+    monkeypatch.setattr(script, "prior_plateau_error", lambda res, roles, name: (0.04, 1))
+    script.with_prior("count-cispo-temp1.2", results)
+    assert results["count-cispo-temp1.2"] == {"plateau_error": 0.04, "pilot_plateau_error": 0.2, "prior_fallbacks": 1}
+    monkeypatch.setattr(script, "prior_plateau_error", lambda res, roles, name: None)
+    untouched = {"count-cispo-temp1.2": {"plateau_error": 0.2}}
+    script.with_prior("count-cispo-temp1.2", untouched)
+    assert untouched == {"count-cispo-temp1.2": {"plateau_error": 0.2}}

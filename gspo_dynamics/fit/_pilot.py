@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +48,9 @@ from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
-from gspo_dynamics.fit._pilot_log import GROUP_SIZES, load_pilot, logged_group_size, logged_lr, logged_refresh, zero_std_shares
+from gspo_dynamics.fit._pilot_log import (
+    GROUP_SIZES, load_pilot, logged_group_size, logged_lr, logged_refresh, zero_std_shares,
+)
 from gspo_dynamics.fit._prior import TaskPrior, task_prior
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog
@@ -265,7 +268,7 @@ def _keys(d: dict) -> dict[str, float]:
 
 def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | None = None,
                    reward_range: tuple[float, float] | None = None, target_noise: float | None = None,
-                   run_steps: int | None = None, prior=None) -> PilotForecast:
+                   run_steps: int | None = None, prior: Sequence[str | RunLog] | None = None) -> PilotForecast:
     """The forecast for `setup` calibrated on `pilot` (module docstring). `reward_range`: the task's
     reward bounds; None infers [0, 1] when every pilot reward lies in it (said), else leaves it open.
     A given range that the pilot's rewards leave is a ConfigError. `target_noise`: the reward noise to
@@ -281,6 +284,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     n = len(steps)
     measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
     assumed = logged_lr(log, n, setup.hparams.lr) + logged_refresh(log, n, setup.hparams.refresh_interval)
+    range_note = "" if reward_range is not None else " (inferred from the pilot's rewards: --reward-range gives the task's)"
     reward_range = _reward_range(reward, reward_range, assumed)
     hp = setup.hparams
     fit = fit_trajectory(steps, reward)
@@ -324,7 +328,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, fall=fall, end=end,
-                         prior=None if prior is None else task_prior(prior, reward_range, refresh_interval=hp.refresh_interval),
+                         prior=None if prior is None else task_prior(prior, reward_range, refresh_interval=hp.refresh_interval,
+                                                                     range_note=range_note),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings))
 
 

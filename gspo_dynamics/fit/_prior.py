@@ -2,8 +2,8 @@
 
 A pilot sees the first part of a rise. Where the curve stops is set by the task and the refresh interval far more
 than by the other hyperparameters: over the 790 stable cells of our trainer's forecast grids the final reward's
-standard deviation within one task and T is at most 0.03 at T = 1 and 4, while a 24-step pilot of a slow task stops
-0.1-0.2 below it (paper_repro/_task_prior.py, paper_repro/pilot_forecast.md). So finished runs of the same task at
+standard deviation within one task and T is at most 0.03 at T = 1 and 0.05 at T = 4, while a 24-step pilot of a slow
+task stops 0.1-0.2 below it (paper_repro/_task_prior.py, paper_repro/pilot_forecast.md). So finished runs of the same task at
 the same T forecast it, where no fit of a still-rising pilot can:
 
     e_j = the mean of run j's last END_SHARE of reward points                                   (1)
@@ -14,13 +14,15 @@ the same T forecast it, where no fit of a still-rising pilot can:
 Student-t pivot (e_new - mean) / (s sqrt(1 + 1/n)) ~ t_{n-1}): it covers a new run's end level with probability
 LEVEL when the runs' levels and the new one are i.i.d. normal; it needs n >= 2. A run that lost its reward is left
 out of (2): where it ended says how it collapsed, not where the task's reward stops, and the pilot forecast's regime
-says whether this config is predicted to keep its reward. So is a run whose log shows another T (our trainer's
-window positions).
+says whether this config is predicted to keep its reward. So is a run whose reward turned non-finite at its end (it
+diverged: `RunLog.diverged`) and a run whose log shows another T (our trainer's window positions). Where the
+reward's range is not known, a fall must pass FALL_SHARE of the run's own span of rewards to count (fit._fall (2)
+with that span as the range): a fall test without a size rule reads a dip of 1% as a loss.
 
 Measured on our trainer's grids, leave one combination out (each stable cell's level forecast from the stable
-cells at its T in the task's other combinations, `paper_repro/_task_prior.py`): (3) at LEVEL 0.9 covered 92% of
-790 cells and 89% of their 3,160 single seeds; the interval's median half-width is 0.006 at T = 1 and 0.15 at
-T = 32. The runs must share the task (prompts, reward) and T: the user's to say, since only our trainer's logs
+cells at its T in the task's other combinations, `paper_repro/_task_prior.py`): (3) at LEVEL 0.9 covered 92.5% of
+the 902 stable cells of 102 grids (paper_repro/RESULTS.md, "Pilot forecasts") and, on the first 92 grids, 89% of
+their 3,160 single seeds; the interval's median half-width is 0.006 at T = 1 and 0.15 at T = 32. The runs must share the task (prompts, reward) and T: the user's to say, since only our trainer's logs
 carry T.
 """
 
@@ -63,14 +65,15 @@ class PriorRun:
     end: float
     lost: bool  # a real fall below its running best (fit._fall (2)): left out of (2)
     refresh: int | None = None  # the run's own T where its log says it is not the config's: left out of (2)
+    diverged: int | None = None  # the first step whose reward is non-finite, through the log's end: left out of (2)
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "points": self.points, "end_reward": self.end, "lost_reward": self.lost,
-                "other_refresh_interval": self.refresh}
+                "other_refresh_interval": self.refresh, "diverged_at_step": self.diverged}
 
     @property
     def kept(self) -> bool:
-        return not self.lost and self.refresh is None
+        return not self.lost and self.refresh is None and self.diverged is None
 
 
 @dataclass(frozen=True)
@@ -86,56 +89,67 @@ class TaskPrior:
         return [r for r in self.runs if r.kept]
 
     def to_json(self) -> dict[str, Any]:
-        return {"end_reward": self.level, "interval": None if self.interval is None else list(self.interval),
+        return {"level": self.level, "interval": None if self.interval is None else list(self.interval),
                 "interval_level": LEVEL, "runs": [r.to_json() for r in self.runs]}
 
     def summary_lines(self) -> list[str]:
-        kept, lost = self.kept, [r.source for r in self.runs if r.lost]
-        other = [f"{r.source} (T = {r.refresh})" for r in self.runs if r.refresh is not None]
+        kept = self.kept
+        left_out = {"lost their reward": [r.source for r in self.runs if r.lost],
+                    "diverged (non-finite rewards to the end)": [f"{r.source} (from step {r.diverged})"
+                                                                for r in self.runs if r.diverged is not None],
+                    "ran at another T (their logged window positions)": [f"{r.source} (T = {r.refresh})"
+                                                                        for r in self.runs if r.refresh is not None]}
         out = [f"the task's prior ({len(self.runs)} finished run{'s' * (len(self.runs) != 1)} of the same task and T, "
                f"each one's last 1/{round(1 / END_SHARE)} of reward points; --prior):"]
         if self.level is None:
-            out.append("  no run kept its reward at this T: no end level to read")
+            out.append("  no run is left to read an end level from (below)")
         elif self.interval is None:
-            out.append(f"  reward at the end {self.level:.3g} (one run kept its reward: no interval; two or more give one)")
+            out.append(f"  reward at the end {self.level:.3g} (from one run: no interval; two or more give one)")
         else:
             lo, hi = self.interval
             out.append(f"  reward at the end {self.level:.3g}, {LEVEL:.0%} prediction interval [{lo:.3g}, {hi:.3g}] "
                        f"from {len(kept)} runs (Student t); on our trainer's grids such a level forecast the end far "
-                       "better than a 24-step pilot's curve (paper_repro/pilot_forecast.md)")
-        if lost:
-            out.append(f"  left out, lost their reward: {', '.join(lost)}")
-        if other:
-            out.append(f"  left out, ran at another T (their logged window positions): {', '.join(other)}")
-        return out
+                       "better than the curve of a pilot of a quarter of the run (paper_repro/pilot_forecast.md)")
+        return out + [f"  left out, {why}: {', '.join(names)}" for why, names in left_out.items() if names]
 
 
-def run_end(source: str, log: RunLog, reward_range=None, refresh_interval: int | None = None) -> PriorRun:
-    """A finished run's end level (1), fall (fit._fall) and, against `refresh_interval`, its own T where logged;
-    ConfigError when it has too few reward points or leaves `reward_range`."""
+def run_end(source: str, log: RunLog, reward_range=None, refresh_interval: int | None = None,
+            range_note: str = "") -> PriorRun:
+    """A finished run's end level (1), fall (fit._fall), divergence and, against `refresh_interval`, its own T where
+    logged; ConfigError when it has too few reward points or leaves `reward_range` (`range_note` says where that
+    range came from)."""
     steps, reward = log.valid("reward")
     if len(reward) < MIN_RUN_POINTS:
         raise ConfigError(f"the finished run {source} has {len(reward)} reward points; a prior needs at least "
                           f"{MIN_RUN_POINTS} (its end is its last 1/{round(1 / END_SHARE)})")
     if reward_range is not None and (reward.min() < reward_range[0] or reward.max() > reward_range[1]):
         raise ConfigError(f"the finished run {source} has rewards from {reward.min():.4g} to {reward.max():.4g}, outside "
-                          f"the reward range [{reward_range[0]:g}, {reward_range[1]:g}]: is it a run of the same task?")
+                          f"the reward range [{reward_range[0]:g}, {reward_range[1]:g}]{range_note}: is it a run of the same task?")
     k = max(1, round(len(reward) * END_SHARE))
-    fall = reward_fall(steps, reward, reward_range)
+    span = reward_range if reward_range is not None else (float(reward.min()), float(reward.max()))
+    fall = reward_fall(steps, reward, span if span[1] > span[0] else None)
+    diverged = log.diverged.get("reward")
     return PriorRun(source=source, points=len(reward), end=float(np.mean(reward[-k:])),
                     lost=bool(fall is not None and fall.lost),
-                    refresh=None if refresh_interval is None else other_refresh(log, len(log.steps), refresh_interval))
+                    refresh=None if refresh_interval is None else other_refresh(log, len(log.steps), refresh_interval),
+                    diverged=None if diverged is None else int(diverged[0]))
 
 
 def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=None,
-               refresh_interval: int | None = None) -> TaskPrior:
+               refresh_interval: int | None = None, range_note: str = "") -> TaskPrior:
     """(2) and (3) over finished runs (paths any `read_log` format, or logs read already); `reward_range` (lo, hi)
-    where known, for the fall's size rule (fit._fall (2)); `refresh_interval` the run's T, against which a run
-    whose log shows another T is left out."""
+    where known, for the fall's size rule (fit._fall (2)) and as a check (`range_note`: where it came from, for the
+    error); `refresh_interval` the run's T, against which a run whose log shows another T is left out."""
+    if isinstance(sources, (str, RunLog)):
+        sources = [sources]
     if not sources:
         raise ConfigError("a task prior needs at least one finished run (--prior LOG ...)")
     logs = [source if isinstance(source, RunLog) else read_log(source, column_map=column_map) for source in sources]
-    runs = [run_end(log.source, log, reward_range, refresh_interval) for log in logs]
+    names = [log.source for log in logs]
+    twice = next((name for name in names if name != "<text>" and names.count(name) > 1), None)
+    if twice is not None:
+        raise ConfigError(f"the finished run {twice} is given twice: each run counts once in the prior")
+    runs = [run_end(log.source, log, reward_range, refresh_interval, range_note) for log in logs]
     ends = [r.end for r in runs if r.kept]
     interval = prior_interval(ends)
     if interval is not None and reward_range is not None:  # a run's level lies in the range: so does the interval

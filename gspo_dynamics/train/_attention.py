@@ -28,19 +28,32 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-# The backends a masked attention call may use on CUDA: not cuDNN's, which builds an execution plan for every
-# new shape (~1.8 ms of CPU a forward and ~3 ms a backward on an H100, torch 2.11), and a padded batch's shapes
-# are new at almost every step (100m Llama on an H100, 32 x 8 rows of 1-135 tokens: 56 masked calls took
-# 265 ms of CPU against 3.3 ms of GPU, most of the update; benchmarks/RESULTS.md, "GPU session notes").
-MASKED_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+# A masked attention call on CUDA runs on the memory-efficient kernel (math where that one is switched off), not
+# on cuDNN's, which builds an execution plan for every new shape (~1.8 ms of CPU a forward and ~3 ms a backward on
+# an H100, torch 2.11), and a padded batch's shapes are new at almost every step (100m Llama on an H100, 32 x 8
+# rows of 1-135 tokens: 56 masked calls took 265 ms of CPU against 3.3 ms of GPU, most of the update;
+# benchmarks/RESULTS.md, "GPU session notes"). Flash attention takes no mask.
+MASKED_BACKENDS = (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH)
+
+
+def expand_kv(k: torch.Tensor, v: torch.Tensor, n_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys and values (B, H_kv, S, d_h) repeated to (B, H, S, d_h): K/V head j serves query heads j r .. j r + r - 1,
+    r = H / H_kv, as `enable_gqa` reads them (the memory-efficient kernel takes no `enable_gqa`)."""
+    r = n_heads // k.shape[1]
+    return k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1)
 
 
 def masked_sdpa(q, k, v, mask: torch.Tensor, dropout_p: float, **gqa) -> torch.Tensor:
-    """`F.scaled_dot_product_attention` with a boolean `mask`, on CUDA kept off cuDNN (MASKED_BACKENDS)."""
-    if not q.is_cuda:
+    """`F.scaled_dot_product_attention` with a boolean `mask`; on CUDA kept off cuDNN (MASKED_BACKENDS, those of
+    them the process has enabled), grouped-query keys and values expanded to every query head (`expand_kv`)."""
+    allowed = [b for b, on in zip(MASKED_BACKENDS, (torch.backends.cuda.mem_efficient_sdp_enabled(),
+                                                    torch.backends.cuda.math_sdp_enabled())) if on]
+    if not q.is_cuda or not allowed:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, **gqa)
-    with sdpa_kernel(MASKED_BACKENDS):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, **gqa)
+    if gqa.get("enable_gqa"):
+        k, v = expand_kv(k, v, q.shape[1])
+    with sdpa_kernel(allowed):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
 class Packed(NamedTuple):

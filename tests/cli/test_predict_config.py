@@ -81,7 +81,7 @@ def test_finished_runs_of_the_task_give_the_end_level(tmp_path, capsys):
     assert "the task's prior (3 finished runs" in capsys.readouterr().out
     assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs), "--json"]) == 0
     prior = json.loads(capsys.readouterr().out)["task_prior"]
-    assert prior["end_reward"] == pytest.approx(0.913, abs=0.01) and prior["interval"][0] < 0.913 < prior["interval"][1]
+    assert prior["level"] == pytest.approx(0.913, abs=0.01) and prior["interval"][0] < 0.913 < prior["interval"][1]
     bad = tmp_path / "other_task.jsonl"
     bad.write_text("".join(json.dumps({"step": s, "reward": 3.0 * s}) + "\n" for s in range(1, 41)))
     assert main(["predict", "--config", config, "--pilot", log, "--prior", str(runs[0]), str(bad)]) == 2

@@ -64,7 +64,7 @@ def test_one_kept_run_gives_a_level_without_an_interval_and_none_kept_gives_none
     fell = finished_run(rng, 0.8)
     fell[50:] = 0.0
     none = task_prior([write_log(tmp_path / "b.jsonl", {"reward": fell})], reward_range=(0, 1))
-    assert none.level is None and none.to_json()["end_reward"] is None and "no run kept its reward" in none.summary_lines()[1]
+    assert none.level is None and none.to_json()["level"] is None and "no run is left" in none.summary_lines()[1]
 
 
 def test_bad_finished_runs_are_one_clear_error(tmp_path):
@@ -87,7 +87,7 @@ def test_the_pilot_forecast_carries_the_prior_in_text_and_json(tmp_path):
     f = pilot_forecast(setup, pilot, reward_range=(0.0, 1.0), prior=runs)
     assert f.prior.level == pytest.approx(0.9, abs=0.02)
     report = f.to_json()["task_prior"]
-    assert report["end_reward"] == f.prior.level and len(report["runs"]) == 3 and report["interval_level"] == LEVEL
+    assert report["level"] == f.prior.level and len(report["runs"]) == 3 and report["interval_level"] == LEVEL
     assert any(line.startswith("the task's prior (3 finished runs") for line in f.summary_lines())
     assert pilot_forecast(setup, pilot).to_json()["task_prior"] is None
 
@@ -101,3 +101,41 @@ def test_a_run_whose_log_shows_another_T_is_left_out(tmp_path):
     assert [r.refresh for r in prior.runs] == [None, 4] and prior.level == prior.runs[0].end and prior.interval is None
     assert "ran at another T" in "\n".join(prior.summary_lines())
     assert task_prior([same, other], reward_range=(0, 1), refresh_interval=4).runs[0].refresh == 1
+
+
+def test_a_diverged_run_is_left_out_and_a_dip_without_a_range_is_no_loss(tmp_path):
+    """A run whose reward turns NaN for good is left out (`RunLog.diverged`), not read off its finite start; with no
+    reward range, a 1.2% dip that a fall test alone calls real is no loss (the run's own span sizes it)."""
+    rng = np.random.default_rng(4)
+    nan_tail = finished_run(rng, 0.9)
+    nan_tail[70:] = np.nan
+    good = write_log(tmp_path / "good.jsonl", {"reward": finished_run(rng, 0.9)})
+    prior = task_prior([good, write_log(tmp_path / "nan.jsonl", {"reward": nan_tail})], reward_range=(0, 1))
+    assert [r.diverged for r in prior.runs] == [None, 71] and prior.level == prior.runs[0].end
+    assert "diverged (non-finite rewards to the end): " in "\n".join(prior.summary_lines())
+    dipped = 2.0 + 6.0 * (1 - np.exp(-np.arange(96) / 8)) + rng.normal(0, 0.01, 96)
+    dipped[60:64] -= 0.1
+    path = write_log(tmp_path / "dip.jsonl", {"reward": dipped})
+    assert not task_prior([path]).runs[0].lost
+    from gspo_dynamics.fit._fall import reward_fall
+    assert reward_fall(np.arange(96), dipped, None).lost  # the fall test alone reads the dip as a loss
+
+
+def test_sources_given_once_as_a_string_or_twice(tmp_path):
+    rng = np.random.default_rng(5)
+    path = write_log(tmp_path / "a.jsonl", {"reward": finished_run(rng, 0.8)})
+    assert len(task_prior(path).runs) == 1
+    with pytest.raises(ConfigError, match="a.jsonl is given twice"):
+        task_prior([path, path])
+
+
+def test_a_range_inferred_from_the_pilot_is_named_when_a_finished_run_leaves_it(tmp_path):
+    """The pilot's rewards lie in [0, 1], so [0, 1] is inferred; a finished run that reached 1.3 is refused with
+    the way out (--reward-range), and accepted under the task's range."""
+    rng = np.random.default_rng(6)
+    pilot = write_log(tmp_path / "pilot.jsonl", {"reward": heavy_ball_curve(0.05, 0.0, 24, r_inf=1.3, r0=0.2).clip(0, 1)})
+    above = write_log(tmp_path / "above.jsonl", {"reward": finished_run(rng, 1.3).clip(0, None) + 0.3 * (np.arange(96) > 40)})
+    setup = read_run_config({"lr": 0.1, "group_size": 8})
+    with pytest.raises(ConfigError, match=r"inferred from the pilot's rewards: --reward-range gives the task's"):
+        pilot_forecast(setup, pilot, prior=[above])
+    assert pilot_forecast(setup, pilot, reward_range=(0.0, 2.0), prior=[above]).prior.level > 1

@@ -278,3 +278,19 @@ def test_a_packed_moe_pass_equals_the_unpacked_one(options, monkeypatch):
         assert torch.allclose(grad, full_grads[name], atol=FP32_TOL, rtol=0), name
     replayed, _, _ = run(0.25, routing=full_aux["routing"])
     assert torch.allclose(replayed[real], full[real], atol=FP32_TOL, rtol=0)
+
+
+def test_expanded_grouped_query_keys_give_enable_gqas_attention():
+    """`_attention.expand_kv` (what a masked CUDA call uses, the memory-efficient kernel taking no enable_gqa)
+    against torch's own enable_gqa, float64 on the CPU under a padding mask: equal to rounding (1e-12)."""
+    from torch.nn import functional as F
+
+    from gspo_dynamics.train._attention import attention_mask_4d, expand_kv
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(3, 8, 5, 4, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(3, 2, 5, 4, generator=g, dtype=torch.float64) for _ in range(2))
+    mask = attention_mask_4d(torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1], [1, 1, 1, 0, 0]]).bool(), 0, 5)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    got = F.scaled_dot_product_attention(q, *expand_kv(k, v, 8), attn_mask=mask)
+    assert torch.allclose(got, want, atol=1e-12, rtol=0)

@@ -1,0 +1,76 @@
+"""The text paper_repro/pilot_forecast.py writes: each row's measured column (`describe`), each combination's
+confusion matrix and cell map (`cell_map`), and the section of paper_repro/RESULTS.md that holds them
+(`write_section`)."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+from _pilot_protocol import COMBINATIONS, SECTION
+from _pilot_scores import FORECASTERS, PILOT_T, PLATEAU_STEPS, misses
+from _results import replace_section
+
+
+def number(x: float | None) -> str:
+    return "not measured" if x is None else f"{x:.3g}"
+
+
+def describe(result: dict) -> str:
+    parts = []
+    for who in FORECASTERS:
+        r = result[who]
+        parts.append(f"{who}: accuracy {r['accuracy']:.0%}, safe-but-unstable {r['safe_but_unstable']}, "
+                     f"max stable T (pred/meas) " + " ".join(f"{p}/{m}" for p, m in r["max_t"]))
+    unstable = sum(m[0] for m in result["measured"].values())
+    timing = result["time_error"]
+    timing = (f"time-to-plateau error (median) {timing[0]:.3g} steps on {timing[1]} cells" if timing
+              else "time to plateau: no stable cell with a timed rise (or a dump without times)")
+    fc = result["forecast"]
+    start = f"{fc.pilot[1][:PILOT_T].mean():.2f}" if fc.pilot is not None else "unknown"
+    plateau = f"{result['plateau_error']:.3f}" + (
+        f" (the task's prior from earlier rounds, version 10, the pilot's curve at {result['prior_fallbacks']} stable "
+        f"cells with no earlier stable cell at their T; the pilot's curve alone: {result['pilot_plateau_error']:.3f})"
+        if "pilot_plateau_error" in result else "")
+    return (f"{'; '.join(parts)}; measured unstable cells {unstable}/{len(result['measured'])}; plateau error "
+            f"{plateau}; {timing}; pilot: drift {number(fc.drift_per_step)} per stale step, reward "
+            f"{start} on its first sampler against {np.mean(result['initial']):.2f} for the grid's seeds; "
+            f"{fc.lr_note}; missed: {', '.join(misses(result)) or 'none'}")
+
+
+def cell_map(name: str, result: dict) -> list[str]:
+    """One combination's part of SECTION: its confusion matrix (ours), then its grid, each cell the measured
+    regime (S stable, U unstable) and ours' forecast (s, u), its fall and its final reward."""
+    measured, predicted = result["measured"], result["predicted"]
+    lrs, Ts = result["lrs"], sorted({T for _, T in measured})
+    count = collections.Counter((measured[c][0], predicted[c]) for c in measured)
+    task, objective, fields, lr_pilot, role = COMBINATIONS[name]
+    fc = result["forecast"]
+    lines = [f"### {name} ({role}; pilot at lr {lr_pilot:g}, T = {PILOT_T}: drift {number(fc.drift_per_step)} per stale "
+             f"step, entropy {number(fc.entropy)}, the run's share of groups with signal {number(fc.signal_share)} (the pilot's "
+             f"{number(fc.pilot_signal_share)}), overshoot "
+             f"{'yes' if fc.overshoot else 'no'})", "",
+             "| measured \\ ours | stable | unstable |", "|---|---|---|",
+             f"| stable | {count[(False, False)]} | {count[(False, True)]} |",
+             f"| unstable | {count[(True, False)]} | {count[(True, True)]} |", "",
+             "| lr \\ T | " + " | ".join(str(T) for T in Ts) + " |", "|---" * (len(Ts) + 1) + "|"]
+    for lr in lrs:
+        cells = [f"{'U' if measured[(lr, T)][0] else 'S'}{'u' if predicted[(lr, T)] else 's'} "
+                 f"({measured[(lr, T)][4]}; {measured[(lr, T)][1]:.2f}, {measured[(lr, T)][2]:.2f})" for T in Ts]
+        lines.append(f"| {lr:.3g} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def write_section(parts: list[list[str]], reach: str) -> None:
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol versions 10 to 5, earlier ones in "
+             "pilot_forecast.md; the role says which version held the combination out, confirm-5 the ones version 5 never "
+             "saw, confirm-7 to 10 the ones versions 6 to 9 ran from a shared start, confirm-8 run before version 7's model "
+             "was chosen, confirm-9 with it frozen, confirm-10 with version 9's frozen, confirm-11 with version 10's (version "
+             "9's model, the final reward from the task's earlier rounds); version 8's measure and version 9's "
+             "model throughout). Each cell: the "
+             "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
+             "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "
+             f"{PLATEAU_STEPS} steps). The rows score the time to plateau (`time_to_plateau`: the first step of the first "
+             "8-step block of the seed mean within 5% of the rise) as the median error of the pilot fit's time scaled by "
+             "lr and read at the sampler, on the stable cells.", "", reach, ""]
+    replace_section(SECTION, "\n".join(intro + [line for part in parts for line in part]) + "\n")

@@ -15,13 +15,9 @@ buffer computes E x C rows, C the busiest expert's count; the grouped path the N
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime
-import os
-import time
 
 import torch
-from _results import cpu_model, replace_section, run
+from _results import best_time, device_tools, publish, run, setting, table, timing_options
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.train._moe import MoEMLP
@@ -42,18 +38,14 @@ def assignments(N: int, E: int, bias: float, seed: int = 0):
 
 
 def path_time(moe, path: str, xs, sorted_e, counts, autocast, sync, repeats: int, warmup: int) -> float:
-    best = float("inf")
-    for i in range(warmup + repeats):
+    """Best seconds of one forward and backward of the assignments through `path` (`_batched` or `_grouped`)."""
+    def step():
         moe.zero_grad(set_to_none=True)
-        sync()
-        t0 = time.perf_counter()
         with autocast():
             rows = getattr(moe, path)(xs, sorted_e, counts)
         rows.float().square().sum().backward()
-        sync()
-        if i >= warmup:
-            best = min(best, time.perf_counter() - t0)
-    return best
+
+    return best_time(step, sync, repeats, warmup)
 
 
 def measure(E: int, N: int, bias: float, device: str, repeats: int, warmup: int) -> dict:
@@ -65,9 +57,7 @@ def measure(E: int, N: int, bias: float, device: str, repeats: int, warmup: int)
         moe.w_down.normal_(0, F_WIDTH ** -0.5)
     sorted_e, counts, token = (t.to(device) for t in assignments(N, E, bias))
     xs = torch.randn(N, D, device=device)[token].requires_grad_()
-    cuda = device == "cuda"
-    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    autocast, sync = device_tools(device)
     t = {p: path_time(moe, p, xs, sorted_e, counts, autocast, sync, repeats, warmup) for p in ("_batched", "_grouped")}
     return dict(E=E, N=N, bias=bias, busiest=float(counts.max()) / (N * TOP_K), padded=E * int(counts.max()) / (N * TOP_K),
                 batched=t["_batched"], grouped=t["_grouped"], speedup=t["_batched"] / t["_grouped"])
@@ -75,36 +65,25 @@ def measure(E: int, N: int, bias: float, device: str, repeats: int, warmup: int)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    timing_options(parser, repeats=7)
     parser.add_argument("--tokens", type=int, default=2048, help="N tokens (default 2048)")
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--no-write", dest="write", action="store_false", help="print, do not write benchmarks/RESULTS.md")
     args = parser.parse_args()
     cuda = args.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: no CUDA device here")
+    device_tools(args.device)  # ConfigError without a GPU
     if args.tokens < 1 or args.repeats < 1 or args.warmup < 0:
         raise ConfigError(f"need --tokens >= 1, --repeats >= 1, --warmup >= 0; got {args.tokens}, {args.repeats}, {args.warmup}")
     torch.set_num_threads(args.threads)
     rows = [measure(E, args.tokens, bias, args.device, args.repeats, args.warmup) for E in (4, 8) for bias in (0.0, 1.5, 4.0)]
-    where = torch.cuda.get_device_name(0) if cuda else f"{cpu_model()}, {args.threads} thread(s)"
     section = SECTION.format("GPU" if cuda else "CPU")
     lines = [section, "",
-             f"`{COMMAND}{' --device cuda' if cuda else ''}` ({datetime.date.today()}, {where}, torch {torch.__version__}"
-             f"{', bf16 autocast' if cuda else ', float32'}; load average {os.getloadavg()[0]:.1f}). The 1m preset's widths "
+             f"`{COMMAND}{' --device cuda' if cuda else ''}` {setting(args.device, args.threads)}. The 1m preset's widths "
              f"(d {D}, MLP {F_WIDTH}), top-{TOP_K}, N = {args.tokens} tokens, router logits N(0, 1) plus a ramp of height "
              f"`bias` over the experts; one forward and backward, best of {args.repeats} after {args.warmup}. Rows computed "
-             "by the buffer: E x C over the N k assignments (C the busiest expert's count).", "",
-             "| E | bias | busiest expert's share | buffer rows / real | buffer ms | grouped ms | speed-up |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['E']} | {r['bias']:g} | {r['busiest']:.0%} | {r['padded']:.2f} | {1e3 * r['batched']:.1f} | "
-                     f"{1e3 * r['grouped']:.1f} | {r['speedup']:.2f}x |")
-    print("\n".join(lines))
-    if args.write:
-        replace_section(section, "\n".join(lines))
+             "by the buffer: E x C over the N k assignments (C the busiest expert's count).", ""]
+    lines += table(["E", "bias", "busiest expert's share", "buffer rows / real", "buffer ms", "grouped ms", "speed-up"],
+                   [[str(r["E"]), f"{r['bias']:g}", f"{r['busiest']:.0%}", f"{r['padded']:.2f}", f"{1e3 * r['batched']:.1f}",
+                     f"{1e3 * r['grouped']:.1f}", f"{r['speedup']:.2f}x"] for r in rows])
+    publish(section, lines, args.write)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,9 @@ Rates: real tokens / second; best of --repeats after --warmup passes; the speed-
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime
-import os
-import time
 
 import torch
-from _results import cpu_model, replace_section, run
+from _results import best_time, device_tools, publish, run, setting, table, timing_options
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.train import build_model, preset_config
@@ -46,19 +42,14 @@ def pass_time(model, ids, mask, autocast, sync, repeats: int, warmup: int, packe
     """Best seconds of one forward + backward of the masked mean log-prob of token 0, packed or not."""
     saving = model_module.PAD_SAVING
     model_module.PAD_SAVING = saving if packed else 1.0
+    def step():
+        model.zero_grad(set_to_none=True)
+        with autocast():
+            logits, _ = model(ids, mask)
+        ((torch.log_softmax(logits.float(), -1)[..., 0] * mask).sum() / mask.sum()).backward()
+
     try:
-        best = float("inf")
-        for i in range(warmup + repeats):
-            model.zero_grad(set_to_none=True)
-            sync()
-            t0 = time.perf_counter()
-            with autocast():
-                logits, _ = model(ids, mask)
-            ((torch.log_softmax(logits.float(), -1)[..., 0] * mask).sum() / mask.sum()).backward()
-            sync()
-            if i >= warmup:
-                best = min(best, time.perf_counter() - t0)
-        return best
+        return best_time(step, sync, repeats, warmup)
     finally:
         model_module.PAD_SAVING = saving
 
@@ -67,9 +58,7 @@ def measure(preset: str, B: int, T: int, device: str, repeats: int, warmup: int)
     """One preset's row: real tokens, padding share, packed and unpacked real tokens/s, speed-up."""
     model = build_model(preset_config(preset, VOCAB, max_seq_len=max(T, 8)), torch.Generator().manual_seed(0)).to(device)
     ids, mask = (x.to(device) for x in padded_rows(B, T))
-    cuda = device == "cuda"
-    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if cuda else contextlib.nullcontext
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    autocast, sync = device_tools(device)
     if model_module.CausalLM._packing(mask.bool()) is None:
         raise ConfigError(f"the rows' padding is under PAD_SAVING = {model_module.PAD_SAVING}: nothing to compare")
     real = int(mask.sum())
@@ -80,42 +69,31 @@ def measure(preset: str, B: int, T: int, device: str, repeats: int, warmup: int)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    timing_options(parser, repeats=10)
     parser.add_argument("--models", default=None, help="presets, comma-separated (default: 100k,1m on CPU, 100m,1b on CUDA)")
     parser.add_argument("--rows", type=int, default=None, help="B (default 64)")
     parser.add_argument("--length", type=int, default=None, help="T (default: 64 on CPU, 512 on CUDA)")
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--no-write", dest="write", action="store_false", help="print, do not write benchmarks/RESULTS.md")
     args = parser.parse_args()
     cuda = args.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: no CUDA device here")
+    device_tools(args.device)  # ConfigError without a GPU
     torch.set_num_threads(args.threads)
     presets = (args.models or ("100m,1b" if cuda else "100k,1m")).split(",")
     B, T = args.rows or 64, args.length or (512 if cuda else 64)
     if B < 1 or T < 8 or args.repeats < 1 or args.warmup < 0:
         raise ConfigError(f"need --rows >= 1, --length >= 8, --repeats >= 1, --warmup >= 0; got {B}, {T}, {args.repeats}, {args.warmup}")
-    where = torch.cuda.get_device_name(0) if cuda else f"{cpu_model()}, {args.threads} thread(s)"
     rows = [measure(p, B, T, args.device, args.repeats, args.warmup) for p in presets]
     section = SECTION.format("GPU" if cuda else "CPU")
     lines = [section, "",
-             f"`{COMMAND}{' --device cuda' if cuda else ''} --models {','.join(presets)}` ({datetime.date.today()}, {where}, "
-             f"torch {torch.__version__}{', bf16 autocast' if cuda else ', float32'}; load average {os.getloadavg()[0]:.1f}). "
+             f"`{COMMAND}{' --device cuda' if cuda else ''} --models {','.join(presets)}` {setting(args.device, args.threads)}. "
              f"B = {B} rows of up to T = {T} tokens: a first token and a completion of U[T/8, T-1] tokens, right-padded. One "
              "forward and backward of a masked mean log-prob, best of "
              f"{args.repeats} after {args.warmup} warm-up passes; tokens/s counts real tokens. Unpacked: every position "
              "computed (PAD_SAVING = 1); packed: `CausalLM._packing` (gspo_dynamics/train/model.py docstring).",
-             "",
-             "| preset | B x T | real tokens (padding) | unpacked tokens/s | packed tokens/s | speed-up |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['preset']} | {r['B']} x {r['T']} | {r['real']:,} ({r['padding']:.0%}) | {r['unpacked']:,.0f} | "
-                     f"{r['packed']:,.0f} | {r['speedup']:.2f}x |")
-    print("\n".join(lines))
-    if args.write:
-        replace_section(section, "\n".join(lines))
+             ""]
+    lines += table(["preset", "B x T", "real tokens (padding)", "unpacked tokens/s", "packed tokens/s", "speed-up"],
+                   [[r["preset"], f"{r['B']} x {r['T']}", f"{r['real']:,} ({r['padding']:.0%})", f"{r['unpacked']:,.0f}",
+                     f"{r['packed']:,.0f}", f"{r['speedup']:.2f}x"] for r in rows])
+    publish(section, lines, args.write)
 
 
 if __name__ == "__main__":

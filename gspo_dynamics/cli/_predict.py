@@ -35,7 +35,8 @@ def register(sub) -> None:
     r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--prior", nargs="+", metavar="LOG",
                    help="finished runs of the same task at the same T (any format diagnose reads): the reward level "
-                        "the run ends at, with a prediction interval, where a still-rising pilot cannot tell it")
+                        "the run ends at, with a prediction interval, where a still-rising pilot cannot tell it "
+                        "(with --config alone too)")
     r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
     r.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
                    help="read the pilot's series NAME from its COLUMN, as diagnose --map (e.g. --map reward=score)")
@@ -98,8 +99,10 @@ def _forecast(args: argparse.Namespace):
     """The config-only or pilot-calibrated forecast of --config (or of the flags when there is none)."""
     from gspo_dynamics.predict import RunSetup, config_forecast, read_run_config
 
-    if (args.pilot_steps is not None or args.map or args.prior) and not args.pilot:
-        raise ConfigError("--pilot-steps, --map and --prior need --pilot")
+    if (args.pilot_steps is not None or args.map) and not args.pilot and not args.prior:
+        raise ConfigError("--pilot-steps and --map need --pilot (--map also reads --prior's logs)")
+    if args.pilot_steps is not None and not args.pilot:
+        raise ConfigError("--pilot-steps needs --pilot")
     if args.set and not args.config:
         raise ConfigError("--set overrides keys of --config; give the config file")
     if args.config:
@@ -110,18 +113,25 @@ def _forecast(args: argparse.Namespace):
                          notes=("no config, testbed or pilot: what these hyperparameters alone determine "
                                 "(`--testbed bandit` for the two-armed bandit)",), ignored=())
     if not args.pilot:
-        if args.reward_range is not None:
-            raise ConfigError("--reward-range needs --pilot (it is checked against the pilot's rewards)")
+        if args.reward_range is not None and not args.prior:
+            raise ConfigError("--reward-range needs --pilot or --prior (it is checked against their rewards)")
         if args.target_noise is not None:
             raise ConfigError("--target-noise needs --pilot (the noise is measured there)")
         if args.run_steps is not None:
             raise ConfigError("--run-steps needs --pilot (the reward at the run's end is forecast from it)")
-        return config_forecast(setup)
+        if not args.prior:
+            return config_forecast(setup)
     from gspo_dynamics.fit import pilot_forecast
     from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
     try:
         column_map = parse_map_option(args.map)
+        if not args.pilot:  # the config's answer and the finished runs' end level
+            from gspo_dynamics.fit import check_reward_range, prior_forecast
+
+            reward_range = None if args.reward_range is None else tuple(args.reward_range)
+            check_reward_range(reward_range)
+            return prior_forecast(config_forecast(setup), args.prior, reward_range, column_map)
         pilot = read_log(args.pilot, column_map=column_map)
         prior = None if args.prior is None else [read_log(path, column_map=column_map) for path in args.prior]
         return pilot_forecast(setup, pilot, pilot_steps=args.pilot_steps,

@@ -19,7 +19,7 @@ from gspo_dynamics.fit._implications import Estimate, Implications, check_reward
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
 from gspo_dynamics.fit._pilot import PilotForecast, pilot_forecast
 from gspo_dynamics.fit._pilot_log import load_pilot
-from gspo_dynamics.fit._prior import TaskPrior, prior_interval, task_prior
+from gspo_dynamics.fit._prior import PriorForecast, TaskPrior, prior_forecast, prior_interval, task_prior
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "FitResult",
     "Implications",
     "PilotForecast",
+    "PriorForecast",
     "SOLVED_SHARE",
     "TaskPrior",
     "TrajectoryFit",
@@ -57,6 +58,7 @@ __all__ = [
     "max_safe_text",
     "periodic_component",
     "pilot_forecast",
+    "prior_forecast",
     "prior_interval",
     "task_prior",
 ]

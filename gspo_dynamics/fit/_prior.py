@@ -28,6 +28,7 @@ carry T.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from gspo_dynamics.fit._end_reward import END_SHARE
 from gspo_dynamics.fit._fall import reward_fall
 from gspo_dynamics.fit._pilot_log import other_refresh
 from gspo_dynamics.logs import RunLog, read_log
+from gspo_dynamics.predict import ConfigForecast
 
 LEVEL = 0.9  # the prediction interval's coverage (3)
 MIN_RUN_POINTS = 12  # a finished run's reward points: (1) reads its last sixth, 2 points at least
@@ -83,6 +85,7 @@ class TaskPrior:
     runs: tuple[PriorRun, ...]
     level: float | None  # R_prior (2); None when no run kept its reward
     interval: tuple[float, float] | None  # (3) at LEVEL, clipped to the reward's range; None under two kept runs
+    assumed: tuple[str, ...] = ()  # what was taken without being given (the reward's range)
 
     @property
     def kept(self) -> list[PriorRun]:
@@ -90,7 +93,7 @@ class TaskPrior:
 
     def to_json(self) -> dict[str, Any]:
         return {"level": self.level, "interval": None if self.interval is None else list(self.interval),
-                "interval_level": LEVEL, "runs": [r.to_json() for r in self.runs]}
+                "interval_level": LEVEL, "runs": [r.to_json() for r in self.runs], "assumed": list(self.assumed)}
 
     def summary_lines(self) -> list[str]:
         kept = self.kept
@@ -110,7 +113,8 @@ class TaskPrior:
             out.append(f"  reward at the end {self.level:.3g}, {LEVEL:.0%} prediction interval [{lo:.3g}, {hi:.3g}] "
                        f"from {len(kept)} runs (Student t); on our trainer's grids such a level forecast the end far "
                        "better than the curve of a pilot of a quarter of the run (paper_repro/pilot_forecast.md)")
-        return out + [f"  left out, {why}: {', '.join(names)}" for why, names in left_out.items() if names]
+        return (out + [f"  left out, {why}: {', '.join(names)}" for why, names in left_out.items() if names]
+                + [f"  assumed: {a}" for a in self.assumed])
 
 
 def run_end(source: str, log: RunLog, reward_range=None, refresh_interval: int | None = None,
@@ -156,3 +160,37 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
         interval = (interval[0], max(interval[1], reward_range[0]), min(interval[2], reward_range[1]))
     level = None if not ends else float(np.mean(ends))
     return TaskPrior(runs=tuple(runs), level=level, interval=None if interval is None else interval[1:])
+
+
+@dataclass(frozen=True)
+class PriorForecast:
+    """Before a run, without a pilot: what the config alone determines (`predict.config_forecast`) and the end level
+    of finished runs of the task (`predict --config C --prior LOG ...`)."""
+
+    config: ConfigForecast
+    prior: TaskPrior
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.config.to_json(), "task_prior": self.prior.to_json()}
+
+    def summary_lines(self) -> list[str]:
+        lines = self.config.summary_lines()
+        notes = [i for i, line in enumerate(lines) if line.startswith("note: ")]
+        at = notes[0] if notes else len(lines)  # the prior's lines before the config's notes
+        return lines[:at] + self.prior.summary_lines() + lines[at:]
+
+
+def prior_forecast(config: ConfigForecast, sources: Sequence[str | RunLog], reward_range=None,
+                   column_map=None) -> PriorForecast:
+    """The config's answer and `task_prior` of `sources` at the config's T. Without `reward_range`, [0, 1] is taken
+    (and said) when every run's rewards lie there, as `fit.pilot_forecast` does for a pilot."""
+    logs = [s if isinstance(s, RunLog) else read_log(s, column_map=column_map)
+            for s in ([sources] if isinstance(sources, (str, RunLog)) else sources)]
+    assumed = ()
+    if reward_range is None and logs and all(0.0 <= r.min() and r.max() <= 1.0
+                                             for r in (log.valid("reward")[1] for log in logs) if len(r)):
+        reward_range = (0.0, 1.0)
+        assumed = ("the reward is a success rate in [0, 1] (every finished run's rewards lie there); give the range "
+                   "(--reward-range) if not",)
+    prior = task_prior(logs, reward_range, refresh_interval=config.setup.hparams.refresh_interval)
+    return PriorForecast(config, dataclasses.replace(prior, assumed=assumed))

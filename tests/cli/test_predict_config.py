@@ -82,11 +82,20 @@ def test_finished_runs_of_the_task_give_the_end_level(tmp_path, capsys):
     assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs), "--json"]) == 0
     prior = json.loads(capsys.readouterr().out)["task_prior"]
     assert prior["level"] == pytest.approx(0.913, abs=0.01) and prior["interval"][0] < 0.913 < prior["interval"][1]
+    # before a run, without a pilot: the config's answer and the finished runs' level
+    assert main(["predict", "--config", config, "--prior", *map(str, runs), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["task_prior"]["level"] == pytest.approx(prior["level"]) and report["stiffness_bound"] > 0
+    assert main(["predict", "--config", config, "--prior", *map(str, runs), "--reward-range", "0", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("the task's prior (3 finished runs") < out.index("note: ") and "needs a pilot" in out
     bad = tmp_path / "other_task.jsonl"
     bad.write_text("".join(json.dumps({"step": s, "reward": 3.0 * s}) + "\n" for s in range(1, 41)))
     assert main(["predict", "--config", config, "--pilot", log, "--prior", str(runs[0]), str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "same task" in err
+    assert main(["predict", "--config", config, "--prior", str(runs[0]), str(bad), "--reward-range", "0", "1"]) == 2
+    assert "same task" in capsys.readouterr().err
 
 
 def test_flags_without_a_testbed_get_the_config_only_answer(capsys):
@@ -113,11 +122,10 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
 
 @pytest.mark.parametrize("extra, needle", [
     (["--config", "/nonexistent/grpo.json"], "cannot read"),
-    (["--pilot-steps", "20"], "--pilot-steps, --map and --prior need --pilot"),
-    (["--map", "reward=score"], "--pilot-steps, --map and --prior need --pilot"),
-    (["--prior", "done.jsonl"], "--pilot-steps, --map and --prior need --pilot"),
+    (["--pilot-steps", "20"], "--pilot-steps and --map need --pilot"),
+    (["--map", "reward=score"], "--pilot-steps and --map need --pilot"),
     (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
-    (["--reward-range", "0", "1"], "--reward-range needs --pilot"),
+    (["--reward-range", "0", "1"], "--reward-range needs --pilot or --prior"),
     (["--target-noise", "0.02"], "--target-noise needs --pilot"),
     (["--set", "beta=0.1"], "--set overrides keys of --config"),
     (["--run-steps", "500"], "--run-steps needs --pilot"),

@@ -139,3 +139,19 @@ def test_a_range_inferred_from_the_pilot_is_named_when_a_finished_run_leaves_it(
     with pytest.raises(ConfigError, match=r"inferred from the pilot's rewards: --reward-range gives the task's"):
         pilot_forecast(setup, pilot, prior=[above])
     assert pilot_forecast(setup, pilot, reward_range=(0.0, 2.0), prior=[above]).prior.level > 1
+
+
+def test_before_a_run_the_config_and_the_prior_without_a_pilot(tmp_path):
+    """`prior_forecast`: the config-only answer with the prior's lines before its notes; [0, 1] taken, and said,
+    when every run's rewards lie there (the interval clipped to it), none when one leaves it."""
+    from gspo_dynamics.fit import prior_forecast
+    from gspo_dynamics.predict import config_forecast
+
+    rng = np.random.default_rng(7)
+    runs = [write_log(tmp_path / f"r{i}.jsonl", {"reward": finished_run(rng, end)}) for i, end in enumerate((0.99, 0.9))]
+    config = config_forecast(read_run_config({"lr": 0.1, "group_size": 8}))
+    f = prior_forecast(config, runs)
+    assert f.prior.interval[1] == 1.0 and "success rate in [0, 1]" in f.prior.assumed[0]
+    assert f.to_json()["task_prior"]["assumed"] == list(f.prior.assumed) and "stiffness_bound" in f.to_json()
+    scaled = [write_log(tmp_path / f"s{i}.jsonl", {"reward": 3 * finished_run(rng, 0.9)}) for i in range(2)]
+    assert prior_forecast(config, scaled).prior.assumed == ()

@@ -39,7 +39,8 @@ def register(sub) -> None:
                         "(with --config alone too)")
     r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
     r.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
-                   help="read the pilot's series NAME from its COLUMN, as diagnose --map (e.g. --map reward=score)")
+                   help="read the pilot's (and --prior's logs') series NAME from its COLUMN, as diagnose --map "
+                        "(e.g. --map reward=score)")
     r.add_argument("--run-steps", type=integer, metavar="N",
                    help="the run's length in the pilot log's steps (optimizer steps for TRL and our trainer, trainer "
                         "steps for verl), for the reward at its end (default: the config's max_steps, "
@@ -83,8 +84,9 @@ def _flag_values(args: argparse.Namespace) -> None:
 def _cmd_predict(args: argparse.Namespace) -> int:
     _flag_values(args)
     if args.testbed == "bandit":
-        if args.config or args.pilot:
-            raise ConfigError("--testbed bandit predicts the two-armed bandit from flags; drop --config/--pilot, or the testbed")
+        if args.config or args.pilot or args.prior:
+            raise ConfigError("--testbed bandit predicts the two-armed bandit from flags; drop --config/--pilot/--prior, "
+                              "or the testbed")
         return _bandit(args)
     forecast = _forecast(args)
     if args.plot:
@@ -142,9 +144,11 @@ def _forecast(args: argparse.Namespace):
 
 
 def _save_map(forecast, path: str) -> None:
+    """The stability map of the forecast (of its config's part where finished runs, not a pilot, came with it)."""
+    from gspo_dynamics.fit import PriorForecast
     from gspo_dynamics.plots.stability_map import stability_map_figure
 
-    save_figure(stability_map_figure(forecast), path)
+    save_figure(stability_map_figure(forecast.config if isinstance(forecast, PriorForecast) else forecast), path)
 
 
 def _bandit(args: argparse.Namespace) -> int:

@@ -187,8 +187,8 @@ def prior_forecast(config: ConfigForecast, sources: Sequence[str | RunLog], rewa
     logs = [s if isinstance(s, RunLog) else read_log(s, column_map=column_map)
             for s in ([sources] if isinstance(sources, (str, RunLog)) else sources)]
     assumed = ()
-    if reward_range is None and logs and all(0.0 <= r.min() and r.max() <= 1.0
-                                             for r in (log.valid("reward")[1] for log in logs) if len(r)):
+    rewards = [log.valid("reward")[1] for log in logs]
+    if reward_range is None and all(len(r) for r in rewards) and all(0.0 <= r.min() and r.max() <= 1.0 for r in rewards):
         reward_range = (0.0, 1.0)
         assumed = ("the reward is a success rate in [0, 1] (every finished run's rewards lie there); give the range "
                    "(--reward-range) if not",)

@@ -4,14 +4,17 @@
     MoE(h) = sum_{e in S} g_e W_down,e gelu(W_up,e h)
 
 (gates renormalised over the chosen experts, as in Mixtral). No token is dropped. The token-expert
-assignments are sorted by expert; then, on CUDA, they are dispatched into a (E, C, d) buffer, C the
-largest number of tokens any expert received, and all experts run in one `bmm` (two launches whatever
-E); on a CPU each expert runs one matmul over its own tokens (`_grouped`), which computes no padding
-rows: 1.1x the buffer's speed when the routing is even, 1.7-3.5x when some experts take most tokens
-(1m widths, 2 CPU cores, benchmarks/bench_moe.py). Both compute the same products per row, so they agree to float
-rounding (bit for bit in the float32 forwards tested: tests/train/test_model.py). Each
-token's output depends on its own row only, so a cached decode step and a teacher-forced pass compute
-the same numbers.
+assignments are sorted by expert and dispatched into a (E, C, d) buffer, C the largest number of tokens
+any expert received, and all experts run in one `bmm` (`_batched`: two launches whatever E). On a CPU,
+when that buffer would hold at least GROUPED_PADDING times the N k real rows and there are at least
+GROUPED_MIN_ROWS of them, each expert instead runs one matmul pair over its own tokens (`_grouped`, no
+padding rows): 1.5-2.8x the buffer's speed at 512-4096 rows with the buffer 1.5-3 times the real rows
+(1m widths, 2 CPU cores, forward and backward, benchmarks/bench_moe.py). With fewer rows (a decode
+step's) the buffer's two launches win (the grouped path measured 0.2-0.97x there), and with even routing
+the two are within noise (0.65-1.4x). Never inside torch.compile, where each expert's block size would be
+a symbolic size and each new pattern of empty experts a recompile. Both compute the same products per
+row: they agree to float rounding (tests/train/test_model.py). Each token's output depends on its own
+row only, so a cached decode step and a teacher-forced pass compute the same numbers.
 
 Routing replay: given the expert sets S (from the sampler's forward), the router does not choose;
 the gates are recomputed from the current router logits on S, so the router still trains
@@ -29,6 +32,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+
+GROUPED_PADDING = 1.5  # buffer rows E C over real rows N k from which a CPU runs `_grouped` ...
+GROUPED_MIN_ROWS = 512  # ... given at least this many real rows (module docstring)
 
 
 class MoEMLP(nn.Module):
@@ -59,13 +66,15 @@ class MoEMLP(nn.Module):
         return out.view(B, T, d), experts, balance
 
     def _experts(self, x: torch.Tensor, experts: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:
-        """x (N, d), experts and gates (N, k) -> sum_j gates_j expert_j(x) (N, d): `_batched` on CUDA, `_grouped`
-        elsewhere (module docstring)."""
+        """x (N, d), experts and gates (N, k) -> sum_j gates_j expert_j(x) (N, d): `_batched`, or `_grouped` on a CPU
+        where the buffer would be mostly padding (module docstring)."""
         N, k = experts.shape
         flat = experts.reshape(-1)  # (N k,) expert of each assignment
         order = torch.argsort(flat, stable=True)  # assignments grouped by expert
         counts = torch.bincount(flat, minlength=self.n_experts)  # (E,)
-        run = self._batched if x.is_cuda else self._grouped
+        grouped = (not x.is_cuda and not torch.compiler.is_compiling() and N * k >= GROUPED_MIN_ROWS
+                   and self.n_experts * int(counts.max()) >= GROUPED_PADDING * N * k)
+        run = self._grouped if grouped else self._batched
         rows = run(x[order // k], flat[order], counts)  # (N k, d), the sorted assignments' outputs
         unsorted = torch.empty_like(rows)
         unsorted[order] = rows
@@ -83,7 +92,8 @@ class MoEMLP(nn.Module):
         return torch.bmm(h, self.w_down)[sorted_e, rank]  # (M, d)
 
     def _grouped(self, xs: torch.Tensor, sorted_e: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-        """The same (`_batched`'s arguments) as one matmul pair per expert over its own rows (no padding)."""
+        """The same (`_batched`'s arguments; the blocks' experts are their order) as one matmul pair per expert over
+        its own rows (no padding)."""
         blocks = xs.split(counts.tolist())  # one host sync
         return torch.cat([F.gelu(block @ self.w_up[e]) @ self.w_down[e] for e, block in enumerate(blocks)])
 

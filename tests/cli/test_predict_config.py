@@ -86,8 +86,11 @@ def test_finished_runs_of_the_task_give_the_end_level(tmp_path, capsys):
     assert main(["predict", "--config", config, "--prior", *map(str, runs), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["task_prior"]["level"] == pytest.approx(prior["level"]) and report["stiffness_bound"] > 0
-    assert main(["predict", "--config", config, "--prior", *map(str, runs), "--reward-range", "0", "1"]) == 0
+    png = tmp_path / "prior_map.png"
+    assert main(["predict", "--config", config, "--prior", *map(str, runs), "--reward-range", "0", "1",
+                 "--plot", str(png)]) == 0
     out = capsys.readouterr().out
+    assert png.stat().st_size > 10_000  # the config's map: finished runs give no pilot curve to draw
     assert out.index("the task's prior (3 finished runs") < out.index("note: ") and "needs a pilot" in out
     bad = tmp_path / "other_task.jsonl"
     bad.write_text("".join(json.dumps({"step": s, "reward": 3.0 * s}) + "\n" for s in range(1, 41)))
@@ -125,6 +128,7 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
     (["--pilot-steps", "20"], "--pilot-steps and --map need --pilot"),
     (["--map", "reward=score"], "--pilot-steps and --map need --pilot"),
     (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
+    (["--testbed", "bandit", "--prior", "done.jsonl"], "drop --config/--pilot/--prior"),
     (["--reward-range", "0", "1"], "--reward-range needs --pilot or --prior"),
     (["--target-noise", "0.02"], "--target-noise needs --pilot"),
     (["--set", "beta=0.1"], "--set overrides keys of --config"),

@@ -329,3 +329,25 @@ def test_grouped_experts_equal_the_batched_buffer(bias):
         assert torch.allclose(u, v, atol=1e-5 * float(u.abs().max()), rtol=0)
     if bias == 8.0:
         assert int(torch.bincount(experts.reshape(-1), minlength=6).min()) == 0  # an idle expert: an empty block
+
+
+def test_the_cpu_runs_grouped_experts_only_on_many_rows_of_a_mostly_padded_buffer(monkeypatch):
+    """`MoEMLP._experts`' dispatch (`_moe` docstring): the buffer for a decode step's few rows and for even routing,
+    `_grouped` for GROUPED_MIN_ROWS rows or more with the buffer GROUPED_PADDING times the real rows or more."""
+    from gspo_dynamics.train import _moe
+
+    moe = _moe.MoEMLP(8, 16, 4, 2)
+    called = []
+    for name in ("_batched", "_grouped"):
+        real = getattr(moe, name)
+        monkeypatch.setattr(moe, name, lambda *a, _n=name, _f=real: called.append(_n) or _f(*a))
+
+    def run(N, skew):  # skew: every token's second expert is expert 3 (the buffer E C = 4 N over N k = 2 N rows)
+        first = torch.arange(N) % 3
+        experts = torch.stack([first, torch.full((N,), 3)], 1) if skew else torch.stack([first, (first + 1) % 4], 1)
+        moe._experts(torch.randn(N, 8), experts.sort(-1).values, torch.full((N, 2), 0.5))
+        return called.pop()
+
+    assert run(_moe.GROUPED_MIN_ROWS, skew=True) == "_grouped"
+    assert run(_moe.GROUPED_MIN_ROWS // 2 - 1, skew=True) == "_batched"  # under GROUPED_MIN_ROWS real rows
+    assert run(_moe.GROUPED_MIN_ROWS, skew=False) == "_batched"  # even: the buffer is ~4/3 of the rows

@@ -10,10 +10,11 @@
 #   bash benchmarks/gpu_session.sh trl                          # ours against TRL (needs .whl: gpu_wheels.sh, carried)
 #   bash benchmarks/gpu_session.sh packing                      # packed full passes against unpacked, ~1-2 min
 #   bash benchmarks/gpu_session.sh moe                          # MoE experts: per-expert matmuls against the buffer, ~1 min
+#   bash benchmarks/gpu_session.sh profile                      # one update's variants and profiler table, ~1 min
 #   SCALE_WORKERS=16 bash benchmarks/gpu_session.sh groups refresh threshold
 #
 # Stages: env | tests | kernels (the decode-step tests only) | decode (bench_graph_decode.py) |
-# attention (bench_decode_attention.py) | trl (bench_trl_gpu.py) | packing (bench_packing.py) | moe (bench_moe.py) | bench |
+# attention (bench_decode_attention.py) | trl (bench_trl_gpu.py) | packing (bench_packing.py) | moe (bench_moe.py) | profile (profile_update.py) | bench |
 # groups | refresh | threshold (the last three: trainer_at_scale phases). Every stage but env runs at most
 # STAGE_LIMIT seconds (default 600), so that one stuck stage leaves the others' logs.
 set -u
@@ -37,6 +38,7 @@ for stage in "$@"; do
     attention) timeout $LIMIT $PY benchmarks/bench_decode_attention.py 2>&1 | tee "$OUT/attention.log"; save ;;
     packing) timeout $LIMIT $PY benchmarks/bench_packing.py --device cuda --models ${BENCH_MODELS:-100m,1b} 2>&1 | tee "$OUT/packing.log"; save ;;
     moe) timeout $LIMIT $PY benchmarks/bench_moe.py --device cuda 2>&1 | tee "$OUT/moe.log"; save ;;
+    profile) timeout $LIMIT $PY benchmarks/profile_update.py --device cuda --preset ${BENCH_MODELS:-100m} --prompts ${BENCH_PROMPTS:-32} 2>&1 | tee "$OUT/profile_update.log" ;;
     trl) $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
            && { $PY -m pip show pyarrow fsspec huggingface_hub transformers accelerate 2>/dev/null | grep -E '^(Name|Version)'
                 PYTHONPATH=$PWD:/tmp/site timeout $LIMIT $PY benchmarks/bench_trl_gpu.py 2>&1 | tee "$OUT/trl.log"; }; save ;;

@@ -18,6 +18,9 @@ KNOWN_FAILING = {
     "end_reward_interval": "the 90% interval covers 83-98% of the runs of each round held out, but with a task held "
                            "out 54-82% of addition's runs forecast at a bound and 66-81% of pattern's inside: a task "
                            "unlike the calibration's is covered less (row end-reward-interval)",
+    "kl_pull_refresh": "quick mode only (4 seeds a cell): since the packed passes changed the float sums (session 13), "
+                       "(b) reads 2 of 4 seeds fallen at the base lr and T = 6 against 0 at a third of it and T = 16; "
+                       "the full mode (16 seeds) passes (row kl-pull-refresh)",
     "pilot_forecast": "protocol v10: 87% of the 2040 cells of 102 combinations (79% of confirm-11's 200, held out; "
                       "the task's prior puts the final reward within 0.05 on 4 of them, the pilot's curve on 1) but no "
                       "held-out combination meets every target; the 4-seed measurement alone leaves a forecaster "

@@ -98,13 +98,14 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _forecast(args: argparse.Namespace):
-    """The config-only or pilot-calibrated forecast of --config (or of the flags when there is none)."""
+    """The forecast of --config (or of the flags when there is none): config-only, with the finished runs' end
+    level (--prior), or pilot-calibrated (--pilot, with --prior's level beside it when given)."""
     from gspo_dynamics.predict import RunSetup, config_forecast, read_run_config
 
-    if (args.pilot_steps is not None or args.map) and not args.pilot and not args.prior:
-        raise ConfigError("--pilot-steps and --map need --pilot (--map also reads --prior's logs)")
     if args.pilot_steps is not None and not args.pilot:
         raise ConfigError("--pilot-steps needs --pilot")
+    if args.map and not (args.pilot or args.prior):
+        raise ConfigError("--map needs --pilot or --prior (it names their logs' columns)")
     if args.set and not args.config:
         raise ConfigError("--set overrides keys of --config; give the config file")
     if args.config:

@@ -125,8 +125,8 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
 
 @pytest.mark.parametrize("extra, needle", [
     (["--config", "/nonexistent/grpo.json"], "cannot read"),
-    (["--pilot-steps", "20"], "--pilot-steps and --map need --pilot"),
-    (["--map", "reward=score"], "--pilot-steps and --map need --pilot"),
+    (["--pilot-steps", "20"], "--pilot-steps needs --pilot"),
+    (["--map", "reward=score"], "--map needs --pilot or --prior"),
     (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
     (["--testbed", "bandit", "--prior", "done.jsonl"], "drop --config/--pilot/--prior"),
     (["--reward-range", "0", "1"], "--reward-range needs --pilot or --prior"),

@@ -124,7 +124,35 @@ def task_prior_reach(results: dict, roles: dict) -> str:
             f"reading of other grids, not a pilot forecast) meets the final-reward target on " + "; ".join(parts + ahead)
             + (f". {cover}" if cover else "")
             + f". The stable cells' final reward by task and T, mean (sd) over the cells, and the mean signed error of "
-            f"ours / the naive forecast there: {levels(results, table)}: set by the task and T more than by the hyperparameters.")
+            f"ours / the naive forecast there: {levels(results, table)}: set by the task and T more than by the hyperparameters."
+            + regime_lookup(results, roles))
+
+
+def regime_lookup(results: dict, roles: dict) -> str:
+    """The regime the same way: each cell forecast unstable when most of the task's combinations of earlier rounds
+    were unstable at its lr factor and T (a lookup of earlier grids, no theory), against ours on the same cells;
+    "" where no cell has an earlier one."""
+    seen = collections.defaultdict(list)  # (task, lr factor, T) -> [(round, unstable)]
+    for name, result in results.items():
+        lr_pilot = result["forecast"].config.setup.hparams.lr
+        for (lr, T), m in result["measured"].items():
+            seen[result["task"], round(lr / lr_pilot, 6), T].append((ROUNDS.index(roles[name]), bool(m[0])))
+    right = collections.Counter()
+    for name, result in results.items():
+        lr_pilot, rank = result["forecast"].config.setup.hparams.lr, ROUNDS.index(roles[name])
+        for (lr, T), m in result["measured"].items():
+            earlier = [u for r, u in seen[result["task"], round(lr / lr_pilot, 6), T] if r < rank]
+            if earlier:
+                lookup, ours, unstable = bool(np.mean(earlier) > 0.5), bool(result["predicted"][(lr, T)]), bool(m[0])
+                right.update({"cells": 1, "lookup": int(lookup == unstable), "ours": int(ours == unstable),
+                              "lookup missed": int(unstable and not lookup), "ours missed": int(unstable and not ours)})
+    if not right["cells"]:
+        return ""
+    n = right["cells"]
+    return (f" The regime read the same way, a lookup of the task's earlier rounds (a cell unstable when most earlier "
+            f"combinations were at its lr factor and T; no theory): {right['lookup'] / n:.1%} of {n} cells right, "
+            f"{right['lookup missed']} safe but unstable, against ours' {right['ours'] / n:.1%} and {right['ours missed']} "
+            "on the same cells (`regime_lookup`).")
 
 
 def coverage(table: dict) -> str:

@@ -154,12 +154,30 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
     if twice is not None:
         raise ConfigError(f"the finished run {twice} is given twice: each run counts once in the prior")
     runs = [run_end(log.source, log, reward_range, refresh_interval, range_note) for log in logs]
+    if reward_range is None:
+        _check_shared_scale(logs)
     ends = [r.end for r in runs if r.kept]
     interval = prior_interval(ends)
     if interval is not None and reward_range is not None:  # a run's level lies in the range: so does the interval
         interval = (interval[0], max(interval[1], reward_range[0]), min(interval[2], reward_range[1]))
     level = None if not ends else float(np.mean(ends))
     return TaskPrior(runs=tuple(runs), level=level, interval=None if interval is None else interval[1:])
+
+
+def _check_shared_scale(logs: Sequence[RunLog]) -> None:
+    """ConfigError when two runs' rewards share no value: runs of one task start from the same policy, so their
+    reward ranges overlap; disjoint ones are runs of another task or another reward scale, whose pooled level
+    and interval would mean nothing (with a reward range, `run_end` checks each run against it instead)."""
+    spans = []
+    for log in logs:  # each has rewards (`run_end` checked it first)
+        reward = log.valid("reward")[1]
+        spans.append((log.source, float(reward.min()), float(reward.max())))
+    for i, (a, lo_a, hi_a) in enumerate(spans):
+        for b, lo_b, hi_b in spans[i + 1:]:
+            if hi_a < lo_b or hi_b < lo_a:
+                raise ConfigError(f"the finished runs {a} (rewards {lo_a:.4g} to {hi_a:.4g}) and {b} ({lo_b:.4g} to "
+                                  f"{hi_b:.4g}) share no reward value: runs of one task start alike; give the task's "
+                                  "range (--reward-range) to check them, or leave the other task's run out")
 
 
 @dataclass(frozen=True)

@@ -155,3 +155,13 @@ def test_before_a_run_the_config_and_the_prior_without_a_pilot(tmp_path):
     assert f.to_json()["task_prior"]["assumed"] == list(f.prior.assumed) and "stiffness_bound" in f.to_json()
     scaled = [write_log(tmp_path / f"s{i}.jsonl", {"reward": 3 * finished_run(rng, 0.9)}) for i in range(2)]
     assert prior_forecast(config, scaled).prior.assumed == ()
+
+
+def test_runs_whose_rewards_share_no_value_are_one_error_without_a_range(tmp_path):
+    """Runs of one task start from the same policy; a run on another scale (rewards 3x) shares no value with them."""
+    rng = np.random.default_rng(8)
+    run = write_log(tmp_path / "run.jsonl", {"reward": finished_run(rng, 0.5)})
+    scaled = write_log(tmp_path / "scaled.jsonl", {"reward": 3 + finished_run(rng, 0.9)})
+    with pytest.raises(ConfigError, match="run.jsonl .* and .*scaled.jsonl .* share no reward value"):
+        task_prior([run, scaled])
+    assert task_prior([run, write_log(tmp_path / "b.jsonl", {"reward": finished_run(rng, 0.9)})]).level is not None

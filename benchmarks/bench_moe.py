@@ -1,6 +1,7 @@
 """Benchmark: the trainer's MoE MLP, each expert's own matmuls (`_grouped`) against the padded (E, C, d) buffer (`_batched`).
 
-`gspo_dynamics.train._moe.MoEMLP` runs `_grouped` on a CPU and `_batched` on CUDA (its module docstring). Timed here
+`gspo_dynamics.train._moe.MoEMLP` runs `_grouped` on a CPU for many rows with uneven routing and `_batched` otherwise
+(its module docstring: GROUPED_MIN_ROWS, GROUPED_PADDING). Timed here
 on the same tokens, weights and expert sets: one forward and backward of the sorted assignments through their
 experts (what `MoEMLP._experts` hands either path), at the 1m preset's widths (d 128, MLP 512) with E experts, top-2,
 N tokens, and a router whose logits get a ramp of height `bias` across the experts: 0 spreads the tokens evenly,

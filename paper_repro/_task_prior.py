@@ -150,7 +150,7 @@ def regime_lookup(results: dict, roles: dict) -> str:
         return ""
     n = right["cells"]
     return (f" The regime read the same way, a lookup of the task's earlier rounds (a cell unstable when most earlier "
-            f"combinations were at its lr factor and T; no theory): {right['lookup'] / n:.1%} of {n} cells right, "
+            f"combinations were unstable at its lr factor and T; no theory): {right['lookup'] / n:.1%} of {n} cells right, "
             f"{right['lookup missed']} safe but unstable, against ours' {right['ours'] / n:.1%} and {right['ours missed']} "
             "on the same cells (`regime_lookup`).")
 

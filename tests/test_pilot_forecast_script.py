@@ -480,8 +480,8 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
     assert prior_module.task_prior_reach({"d": results["d"]}, roles) == ""
     # the regime by lookup: b's two cells from a's, c's three from a's and b's (its T = 4 unstable as b's was);
     # ours says stable everywhere here, so it misses c's T = 4 cell
-    assert ("lookup of the task's earlier rounds (a cell unstable when most earlier combinations were at its lr "
-            "factor and T; no theory): 100.0% of 5 cells right, 0 safe but unstable, against ours' 80.0% and 1") in text
+    assert ("lookup of the task's earlier rounds (a cell unstable when most earlier combinations were unstable at "
+            "its lr factor and T; no theory): 100.0% of 5 cells right, 0 safe but unstable, against ours' 80.0% and 1") in text
     # version 10's final-reward score: c's cells from a's and b's (earlier rounds) at their T: |0.99 - 0.96| at T = 1,
     # |0.8 - 0.8| at T = 32; a (the first round) and d (no earlier pattern combination) have no prior
     assert prior_module.prior_plateau_error(results, roles, "c") == (pytest.approx(0.03, abs=1e-12), 0)

@@ -1,10 +1,10 @@
 """The reward a run ends at, read off finished runs of the same task: the task's prior level.
 
 A pilot sees the first part of a rise. Where the curve stops is set by the task and the refresh interval far more
-than by the other hyperparameters: over the 790 stable cells of our trainer's forecast grids the final reward's
-standard deviation within one task and T is at most 0.03 at T = 1 and 0.05 at T = 4, while a 24-step pilot of a slow
-task stops 0.1-0.2 below it (paper_repro/_task_prior.py, paper_repro/pilot_forecast.md). So finished runs of the same task at
-the same T forecast it, where no fit of a still-rising pilot can:
+than by the other hyperparameters: over the 790 stable cells of our trainer's first 92 forecast grids the final
+reward's standard deviation within one task and T is at most 0.03 at T = 1 and 0.05 at T = 4, while a 24-step pilot
+of a slow task stops 0.1-0.2 below it (paper_repro/_task_prior.py, paper_repro/pilot_forecast.md). So finished runs
+of the same task at the same T forecast it, where no fit of a still-rising pilot can:
 
     e_j = the mean of run j's last END_SHARE of reward points                                   (1)
     R_prior = mean of e_j over the n runs that kept their reward (no real fall: fit._fall (2))   (2)
@@ -154,7 +154,7 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
     if twice is not None:
         raise ConfigError(f"the finished run {twice} is given twice: each run counts once in the prior")
     runs = [run_end(log.source, log, reward_range, refresh_interval, range_note) for log in logs]
-    if reward_range is None:
+    if reward_range is None or range_note:  # no range given, or one only inferred from rewards
         _check_shared_scale(logs)
     ends = [r.end for r in runs if r.kept]
     interval = prior_interval(ends)
@@ -167,7 +167,8 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
 def _check_shared_scale(logs: Sequence[RunLog]) -> None:
     """ConfigError when two runs' rewards share no value: runs of one task start from the same policy, so their
     reward ranges overlap; disjoint ones are runs of another task or another reward scale, whose pooled level
-    and interval would mean nothing (with a reward range, `run_end` checks each run against it instead)."""
+    and interval would mean nothing. Made unless the task's range was given (`run_end` then checks each run
+    against it): a range inferred from rewards, [0, 1] say, holds runs of another task too."""
     spans = []
     for log in logs:  # each has rewards (`run_end` checked it first)
         reward = log.valid("reward")[1]
@@ -210,5 +211,6 @@ def prior_forecast(config: ConfigForecast, sources: Sequence[str | RunLog], rewa
         reward_range = (0.0, 1.0)
         assumed = ("the reward is a success rate in [0, 1] (every finished run's rewards lie there); give the range "
                    "(--reward-range) if not",)
-    prior = task_prior(logs, reward_range, refresh_interval=config.setup.hparams.refresh_interval)
+    prior = task_prior(logs, reward_range, refresh_interval=config.setup.hparams.refresh_interval,
+                       range_note=" (taken: every run's rewards lie there)" if assumed else "")
     return PriorForecast(config, dataclasses.replace(prior, assumed=assumed))

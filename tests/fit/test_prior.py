@@ -165,3 +165,16 @@ def test_runs_whose_rewards_share_no_value_are_one_error_without_a_range(tmp_pat
     with pytest.raises(ConfigError, match="run.jsonl .* and .*scaled.jsonl .* share no reward value"):
         task_prior([run, scaled])
     assert task_prior([run, write_log(tmp_path / "b.jsonl", {"reward": finished_run(rng, 0.9)})]).level is not None
+
+
+def test_runs_of_two_tasks_inside_an_inferred_range_are_still_refused(tmp_path):
+    """[0, 1] taken from the rewards holds runs of another task too: the shared-scale check still applies."""
+    from gspo_dynamics.fit import prior_forecast
+    from gspo_dynamics.predict import config_forecast
+
+    rng = np.random.default_rng(9)
+    low = write_log(tmp_path / "low.jsonl", {"reward": 0.1 + rng.uniform(0, 0.02, 96)})
+    high = write_log(tmp_path / "high.jsonl", {"reward": 0.8 + rng.uniform(0, 0.02, 96)})
+    with pytest.raises(ConfigError, match="share no reward value"):
+        prior_forecast(config_forecast(read_run_config({"lr": 0.1, "group_size": 8})), [low, high])
+    assert task_prior([low, high], reward_range=(0.0, 1.0)).level is not None  # a given range: the user's word

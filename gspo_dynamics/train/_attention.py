@@ -46,14 +46,16 @@ def expand_kv(k: torch.Tensor, v: torch.Tensor, n_heads: int) -> tuple[torch.Ten
 def masked_sdpa(q, k, v, mask: torch.Tensor, dropout_p: float, **gqa) -> torch.Tensor:
     """`F.scaled_dot_product_attention` with a boolean `mask`; on CUDA kept off cuDNN (MASKED_BACKENDS, those of
     them the process has enabled), grouped-query keys and values expanded to every query head (`expand_kv`)."""
-    allowed = [b for b, on in zip(MASKED_BACKENDS, (torch.backends.cuda.mem_efficient_sdp_enabled(),
-                                                    torch.backends.cuda.math_sdp_enabled())) if on]
-    if not q.is_cuda or not allowed:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, **gqa)
-    if gqa.get("enable_gqa"):
-        k, v = expand_kv(k, v, q.shape[1])
-    with sdpa_kernel(allowed):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    if q.is_cuda:
+        enabled = (torch.backends.cuda.mem_efficient_sdp_enabled(), torch.backends.cuda.math_sdp_enabled())
+        allowed = [backend for backend, on in zip(MASKED_BACKENDS, enabled) if on]
+        if allowed:
+            if gqa.get("enable_gqa"):
+                k, v = expand_kv(k, v, q.shape[1])
+            with sdpa_kernel(allowed):
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    # a CPU, or neither kernel enabled: torch's own choice
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, **gqa)
 
 
 class Packed(NamedTuple):

@@ -33,17 +33,19 @@ def _stable_finals(result: dict) -> list[tuple[float, int, float]]:
     return [(lr, T, m[2]) for (lr, T), m in result["measured"].items() if not m[0]]
 
 
-def task_prior(results: dict, roles: dict | None = None) -> dict:
+def task_prior(results: dict, roles: dict | None = None, names=None) -> dict:
     """name -> [(T, prior forecast or nan, ours, flat, measured final, the prior's prediction interval (lo, hi) or
     None)] per stable cell, the interval `fit.prior_interval` (fit._prior (3)) of the other combinations' finals as
     `predict --prior` gives it from finished runs. `roles` (name -> round): the prior from earlier rounds'
-    combinations only; None: from every other combination of the task."""
+    combinations only; None: from every other combination of the task. `names`: the combinations to forecast
+    (default: every one; each still reads the others)."""
     by_task_T = collections.defaultdict(list)  # (task, T) -> [(name, final)]
     for name, result in results.items():
         for _, T, final in _stable_finals(result):
             by_task_T[result["task"], T].append((name, final))
     out = {}
-    for name, result in results.items():
+    for name in results if names is None else names:
+        result = results[name]
         fc = result["forecast"]
         lr_pilot, flat = fc.config.setup.hparams.lr, flat_forecast(fc)
         rows = []
@@ -68,7 +70,7 @@ def prior_plateau_error(results: dict, roles: dict, name: str) -> tuple[float, i
     task, rank = results[name]["task"], ROUNDS.index(roles[name])
     if not any(r["task"] == task and ROUNDS.index(roles[n]) < rank for n, r in results.items()):
         return None
-    rows = task_prior(results, roles).get(name, [])
+    rows = task_prior(results, roles, names=(name,)).get(name, [])
     errors = [abs((prior if math.isfinite(prior) else ours) - final) for _, prior, ours, _, final, _ in rows]
     return (float(max(errors)) if errors else math.nan), sum(not math.isfinite(row[1]) for row in rows)
 

@@ -144,10 +144,11 @@ from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_wei
 from _regime_reach import regime_reach
 from _pilot_report import cell_map, describe, write_section
 from _task_prior import prior_order, prior_plateau_error, task_prior_reach
+from _fall_chance_report import fall_chance_reach
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
 from trainer_at_scale import Runs
 
-from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid, pilot_forecast
+from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid, margin_grid, pilot_forecast
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.predict import read_run_config
 from gspo_dynamics.theory import collapse
@@ -220,8 +221,10 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
         measured = measured_cells(curves, lrs, Ts)
     forecasts = forecast_cells(fc, setup.hparams.momentum, cfg.lr, lrs, Ts)
     result = score(fc, measured, forecasts, lrs, Ts)
+    margin = margin_grid(fc, lrs, Ts)  # fit._fall_chance (1): > 0 exactly where "ours" says unstable
     result.update(task=cfg.task, lrs=lrs, measured=measured, curves=curves, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()},
-                  initial=initial_rewards(curves, lrs, Ts))
+                  initial=initial_rewards(curves, lrs, Ts),
+                  margin=None if margin is None else {(lr, T): float(margin[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)})
     return result
 
 
@@ -342,7 +345,7 @@ def main() -> None:
     final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles),
                                    window_progress(results), pilot_plateau_gap(results))))  # the readings with nothing to say give ""
     reach = (f"{final}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
-             f"\n\n{regime_reach(results, roles)}")
+             f"\n\n{regime_reach(results, roles)}\n\n{fall_chance_reach(results, roles)}")
     print(reach)
     if not args.no_record and not args.quick:
         write_section(parts, reach)

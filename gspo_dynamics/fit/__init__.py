@@ -15,6 +15,7 @@ from gspo_dynamics.fit._end_reward import (
     end_position, end_reward, end_window, has_scale, held_reward,
 )
 from gspo_dynamics.fit._fall import COLLAPSE_SHARE
+from gspo_dynamics.fit._fall_chance import FALL_CHANCE, fall_chance, fit_fall_chance, margin_grid
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications, max_safe_text
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
 from gspo_dynamics.fit._pilot import PilotForecast, pilot_forecast
@@ -26,6 +27,7 @@ __all__ = [
     "COLLAPSE_SHARE",
     "COLLAPSE_SPREAD",
     "EXTRAPOLATION_LIMIT",
+    "FALL_CHANCE",
     "HELD_STEPS",
     "INTERVAL_LEVEL",
     "INTERVAL_MAX_RATIO",
@@ -46,7 +48,9 @@ __all__ = [
     "end_position",
     "end_reward",
     "end_window",
+    "fall_chance",
     "fit_exponential",
+    "fit_fall_chance",
     "fisher_g",
     "fit_oscillator",
     "fit_trajectory",
@@ -55,6 +59,7 @@ __all__ = [
     "implications",
     "kl_pull_risk",
     "load_pilot",
+    "margin_grid",
     "max_safe_text",
     "periodic_component",
     "pilot_forecast",

@@ -1,0 +1,127 @@
+"""The chance that one run loses its reward: the regime forecast's verdict as a calibrated probability.
+
+The pilot forecast calls a point (lr, T) unstable when one of its rules passes its threshold: the linear
+model's critical refresh interval T_c(lr) (the pilot's stiffness scaled to lr, `theory.linear`), the
+displacement between samplers past its limit, and the entropy overshoot (`theory.collapse` (6)-(8)). Each
+rule is a ratio to its threshold, and the margin is the log of the largest:
+
+    m(lr, T) = max( log(T / (T_c - 1/2)),  log(D(lr, T) / L),  log(r lr / (lr_p R)) )             (1)
+
+with L = max(S H / (1 - z), D_p) the displacement limit in force (`theory.collapse` (7), (8)), r the pilot's
+entropy rise and R = OVERSHOOT_RISE ((6)); T_c - 1/2 lies midway between the last stable and the first
+unstable integer T, so m > 0 exactly where the verdict is unstable. A rule the pilot cannot assess adds
+nothing (the linear one where the pilot gives no stiffness or `max_safe_lr` is withheld, the overshoot where
+the entropy did not rise). The chance that one run at (lr, T) loses its reward (`fit._fall`'s loss, as the
+protocol's seeds are scored):
+
+    P(fall | m) = 1 / (1 + exp(-(a + b m))),     m clipped to [-M_CLIP, M_CLIP],                   (2)
+
+a and b (`FALL_CHANCE`) the maximum-likelihood fit of (2) to every seed of the 102 grids of
+paper_repro/pilot_forecast.py (2,040 cells, 4 seeds each; `fit_fall_chance`, Newton's method on the binomial
+log-likelihood). Judged as a forecast there by rolling origin: each protocol round's seeds scored with (a, b)
+fitted on the earlier rounds only (paper_repro `_fall_chance_report`, RESULTS.md "Pilot forecasts"). The
+probability is calibrated on our trainer's tasks; on another model and task it is the same map from margin to
+chance, assumed (said where `predict` prints it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD
+from gspo_dynamics.theory import collapse
+from gspo_dynamics.theory.linear import STABLE, critical_refresh_interval
+
+if TYPE_CHECKING:
+    from gspo_dynamics.fit._pilot import PilotForecast
+
+# (a, b) of (2): fitted on all 8,160 seeds of the 102 shipped grids of paper_repro/pilot_forecast.py (protocol
+# version 10's model; 2026-11-26, session 15). Rolling origin (the 7,360 seeds of rounds 2-9, each round from
+# (a, b) fitted on the rounds before it): per-run Brier score 0.104, against 0.250 for the earlier rounds' fall
+# rate and 0.107 for a lookup of the task's earlier grids at the same lr factor and T.
+BRIER_ROLLING = 0.104
+FALL_CHANCE = (-1.5011, 1.3680)
+M_CLIP = 5.0  # |m| beyond which (2) is within 0.5% of 0 or 1 at FALL_CHANCE: the clip keeps a fit off the far tail
+T_SCAN = 100_000  # the largest T_c the linear rule's margin looks for (beyond: no linear margin)
+
+
+def margin_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
+    """m of (1) over a grid, (len(refresh_intervals), len(lrs)); None where the pilot assessed no rule (no drift
+    or entropy, and no usable stiffness). -inf where every assessed rule is silent (a linear model stable to
+    T_SCAN with nothing else assessed)."""
+    hp = forecast.config.setup.hparams
+    lrs = np.asarray(lrs, dtype=float)
+    Ts = np.asarray(refresh_intervals, dtype=float)
+    parts = []
+    kappa = forecast.implications.stiffness_per_step
+    if forecast.max_safe_lr is not None and kappa is not None and math.isfinite(kappa.value) and kappa.value > 0:
+        t_c = critical_refresh_interval(kappa.value * lrs / hp.lr, 0.0, 1.0, hp.momentum, t_max=T_SCAN).astype(float)
+        with np.errstate(divide="ignore"):
+            parts.append(np.where(t_c == STABLE, -np.inf, np.log(Ts[:, None] / (t_c[None, :] - 0.5))))
+    if forecast.displacement is not None:
+        clip = None if hp.correction == "none" else hp.clip_high
+        D = collapse.displacement_grid(forecast.drift_per_step / hp.lr, lrs, Ts, clip)
+        parts.append(np.log(D / forecast.collapse_limit))
+        rise = forecast.entropy_rise
+        if rise is not None and rise > 0:
+            parts.append(np.broadcast_to(np.log(rise * lrs / (hp.lr * collapse.OVERSHOOT_RISE))[None, :], D.shape))
+    return np.maximum.reduce(parts) if parts else None
+
+
+def fall_chance(margin, coefficients: tuple[float, float] = FALL_CHANCE) -> np.ndarray:
+    """P(fall | m) of (2) for margins m (any shape; -inf and +inf allowed, clipped to [-M_CLIP, M_CLIP])."""
+    a, b = coefficients
+    m = np.clip(np.asarray(margin, dtype=float), -M_CLIP, M_CLIP)
+    return 1.0 / (1.0 + np.exp(-(a + b * m)))
+
+
+def fit_fall_chance(margins, falls, runs, *, iterations: int = 100) -> tuple[float, float]:
+    """(a, b) of (2) by maximum likelihood: falls[i] of runs[i] runs at margin margins[i] (clipped as in (2)),
+    the binomial log-likelihood sum k log P + (n - k) log(1 - P) maximised by Newton's method (its Hessian is
+    negative definite unless the margins are all equal). ConfigError on data that cannot identify a slope: fewer
+    than two distinct margins, counts outside [0, runs], or runs whose falls all lie on one side of a margin
+    (separable: the likelihood has no maximum)."""
+    m = np.clip(np.asarray(margins, dtype=float), -M_CLIP, M_CLIP)
+    k, n = np.asarray(falls, dtype=float), np.asarray(runs, dtype=float)
+    if not (m.shape == k.shape == n.shape) or m.ndim != 1 or np.any(n < 1) or np.any((k < 0) | (k > n)) or np.any(np.isnan(m)):
+        raise ConfigError("fit_fall_chance needs equal-length 1-d margins, falls and runs with 0 <= falls <= runs, runs >= 1")
+    if len(np.unique(m)) < 2:
+        raise ConfigError("fit_fall_chance needs at least two distinct margins to fit a slope")
+    fell, held = m[k > 0], m[k < n]
+    if not len(fell) or not len(held) or fell.min() >= held.max() or held.min() >= fell.max():
+        raise ConfigError("the falls are separated by the margin (or all on one side): the chance has no maximum-likelihood fit")
+    X = np.stack([np.ones_like(m), m], axis=1)
+    w = np.array([math.log((k.sum() + 0.5) / (n.sum() - k.sum() + 0.5)), 0.0])
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(X @ w)))
+        step = np.linalg.solve((X * (n * p * (1 - p))[:, None]).T @ X, X.T @ (k - n * p))
+        w = w + step
+        if np.max(np.abs(step)) < 1e-12:
+            break
+    return float(w[0]), float(w[1])
+
+
+def config_fall_chance(forecast: PilotForecast) -> dict[str, float] | None:
+    """{"margin": m, "chance": P(fall | m)} at the config's own (lr, T), (1) and (2); None where the pilot gives no
+    drift or entropy: (a, b) were fitted on pilots that measured both (every one of the 102 grids' cells has the
+    collapse rules), so a margin of the linear rule alone is outside what they were fitted on."""
+    if forecast.displacement is None:
+        return None
+    hp = forecast.config.setup.hparams
+    margin = float(margin_grid(forecast, [hp.lr], [hp.refresh_interval])[0, 0])
+    return {"margin": margin, "chance": float(fall_chance(margin))}
+
+
+def fall_chance_line(forecast: PilotForecast) -> str:
+    """The summary's line for `config_fall_chance` (the pilot assessed the collapse rules)."""
+    at = config_fall_chance(forecast)
+    margin, chance = at["margin"], at["chance"]
+    hp = forecast.config.setup.hparams
+    return (f"  chance a run at lr {hp.lr:g} and T = {hp.refresh_interval} loses its reward: {chance:.0%} (the verdicts' "
+            f"margin m = {margin:+.2f}, > 0 where a rule says unstable, through a logistic fitted on our trainer's 102 "
+            f"pilot-forecast grids, per-run Brier score {BRIER_ROLLING:g} by rolling origin; fit._fall_chance. On "
+            "another model and task the same map from margin to chance is assumed)")

@@ -1,0 +1,100 @@
+"""The forecast's fall chance judged as a forecast (paper_repro/pilot_forecast.py; `fit._fall_chance`).
+
+Rolling origin over the protocol's rounds (`_task_prior.ROUNDS`): the seeds of each round from the second on
+are forecast with (a, b) of `fit._fall_chance` (2) fitted on the seeds of the earlier rounds only, and scored
+by the per-run Brier score
+
+    B = sum_cells [k (1 - P)^2 + (n - k) P^2] / sum_cells n                                       (1)
+
+(k of the cell's n seeds fell, P the forecast chance), against two forecasts without the model: the earlier
+rounds' fall rate, and a lookup of the task's earlier grids (the fall rate of its seeds at the cell's lr factor
+and T, shrunk by one pseudo-run toward the earlier rounds' rate; that rate where the lookup is empty).
+Reliability: the forecast chance against the share of seeds that fell, in tenths of the chance.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+from _task_prior import ROUNDS
+
+from gspo_dynamics.fit._fall_chance import FALL_CHANCE, fall_chance, fit_fall_chance
+
+
+def _cells(results: dict, roles: dict) -> list[tuple]:
+    """(round index, task, lr factor, T, margin, falls, seeds) per cell of every result with margins."""
+    out = []
+    for name, result in results.items():
+        if result.get("margin") is None:
+            continue
+        lr_pilot = result["forecast"].config.setup.hparams.lr
+        seeds = next(iter(result["curves"].values()))["reward"].shape[0]
+        for (lr, T), m in result["measured"].items():
+            out.append((ROUNDS.index(roles[name]), result["task"], round(lr / lr_pilot, 6), T, result["margin"][(lr, T)],
+                        m[4], seeds))
+    return out
+
+
+def _brier(p, k, n) -> float:
+    """(1) for chances p of cells with k of n seeds fallen."""
+    p, k, n = (np.asarray(v, dtype=float) for v in (p, k, n))
+    return float(np.sum(k * (1 - p) ** 2 + (n - k) * p**2) / n.sum())
+
+
+def rolling_origin(cells: list[tuple]) -> dict[str, np.ndarray] | None:
+    """Per forecast cell of rounds 1.. (those with an earlier round): its chance by `fall_chance` fitted on the
+    earlier rounds ("model"), the earlier rounds' rate ("rate"), the lookup ("lookup"), its falls k and seeds n
+    and its round; None with fewer than two rounds."""
+    rounds = sorted({c[0] for c in cells})
+    if len(rounds) < 2:
+        return None
+    rows = collections.defaultdict(list)
+    for r in rounds[1:]:
+        train, test = [c for c in cells if c[0] < r], [c for c in cells if c[0] == r]
+        coefficients = fit_fall_chance([c[4] for c in train], [c[5] for c in train], [c[6] for c in train])
+        rate = sum(c[5] for c in train) / sum(c[6] for c in train)
+        seen = collections.defaultdict(lambda: [0, 0])
+        for c in train:
+            seen[c[1:4]][0] += c[5]
+            seen[c[1:4]][1] += c[6]
+        for c in test:
+            k, n = seen.get(c[1:4], (0, 0))
+            rows["model"].append(float(fall_chance(c[4], coefficients)))
+            rows["rate"].append(rate)
+            rows["lookup"].append((k + rate) / (n + 1))
+            rows["k"].append(c[5])
+            rows["n"].append(c[6])
+            rows["round"].append(r)
+    return {key: np.asarray(v, dtype=float) for key, v in rows.items()}
+
+
+def reliability(p: np.ndarray, k: np.ndarray, n: np.ndarray) -> list[tuple[float, float, float, int]]:
+    """(bin's lower edge, mean chance, share fallen, seeds) per tenth of the chance that holds a cell, seed-weighted."""
+    out = []
+    which = np.minimum((p * 10).astype(int), 9)
+    for b in range(10):
+        s = which == b
+        if s.any():
+            out.append((b / 10, float(np.average(p[s], weights=n[s])), float(k[s].sum() / n[s].sum()), int(n[s].sum())))
+    return out
+
+
+def fall_chance_reach(results: dict, roles: dict) -> str:
+    """The paragraph of RESULTS.md: rolling-origin Brier scores, reliability, and the fit on every round against the
+    shipped FALL_CHANCE; "" where the results hold fewer than two rounds."""
+    cells = _cells(results, roles)
+    rows = rolling_origin(cells)
+    if rows is None:
+        return ""
+    k, n = rows["k"], rows["n"]
+    scores = {key: _brier(rows[key], k, n) for key in ("model", "rate", "lookup")}
+    table = ", ".join(f"{lo:.1f}-{lo + 0.1:.1f}: {p:.2f} / {q:.2f} ({runs})" for lo, p, q, runs in reliability(rows["model"], k, n))
+    a, b = fit_fall_chance([c[4] for c in cells], [c[5] for c in cells], [c[6] for c in cells])
+    return (f"The chance a run falls (`fit._fall_chance`, `predict`'s fall chance: P = 1 / (1 + exp(-(a + b m))), m the "
+            f"log of the largest ratio of a rule to its threshold), by rolling origin (the {int(n.sum())} seeds "
+            f"of {len(k)} cells of the rounds after the first, each round's from (a, b) fitted on the rounds before it): per-run Brier score "
+            f"{scores['model']:.4f}, against {scores['rate']:.4f} for the earlier rounds' fall rate and "
+            f"{scores['lookup']:.4f} for a lookup of the task's earlier grids at the cell's lr factor and T. Forecast "
+            f"chance / share of seeds that fell (seeds), by tenth of the chance: {table}. Fitted on all "
+            f"{len(cells)} cells: a = {a:.4f}, b = {b:.4f} (shipped: {FALL_CHANCE[0]:.4f}, {FALL_CHANCE[1]:.4f}).")

@@ -1,0 +1,119 @@
+"""fit._fall_chance: the margin (1) against each rule's own verdict, the chance (2) against its formula, and the
+maximum-likelihood fit against scipy's optimiser and against the coefficients that drew the data."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from test_pilot import heavy_ball_curve, write_log
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit import FALL_CHANCE, collapse_grid, fall_chance, fit_fall_chance, margin_grid, pilot_forecast
+from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.theory import collapse
+from gspo_dynamics.theory.linear import STABLE, critical_refresh_interval
+
+LRS, TS = np.geomspace(1e-3, 10, 29), np.array([1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64])
+
+
+def both_rules_pilot(tmp_path, entropy):
+    """A pilot with a stiffness (a heavy-ball rise, SGD with momentum 0.5: the linear rule) and a drift and entropy
+    (the collapse rules), at lr 0.1 and T = 4."""
+    j = np.tile(np.arange(4), 15)
+    columns = {"reward": heavy_ball_curve(0.05, 0.5, len(j)), "window/position": j, "ratios/token_log_var": (j * 0.05) ** 2,
+               "entropy": entropy, "frac_reward_zero_std": np.full(len(j), 0.5)}
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "token", "clip_high": 0.2,
+                             "optimizer": "sgd", "momentum": 0.5})
+    return pilot_forecast(setup, write_log(tmp_path / "p.jsonl", columns), reward_range=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("entropy", [np.full(60, 0.8), np.r_[0.5, 0.8, 0.85, np.full(57, 0.6)]])
+def test_the_margin_is_positive_exactly_where_a_rule_says_unstable(tmp_path, entropy):
+    """m > 0 cell by cell where the collapse map (`collapse_grid`) or the linear rule (T >= T_c at the stiffness
+    scaled to lr) says unstable; each cell's m is the largest of the three log ratios computed one cell at a
+    time from the scalar routes (`collapse.displacement`, `critical_refresh_interval` at that lr). Both pilots
+    have a stiffness; the second also overshoots (entropy 0.5 -> 0.85)."""
+    f = both_rules_pilot(tmp_path, entropy)
+    kappa = f.implications.stiffness_per_step.value
+    assert f.max_safe_lr is not None and kappa > 0 and f.displacement is not None
+    m = margin_grid(f, LRS, TS)
+    t_c = critical_refresh_interval(kappa * LRS / 0.1, 0.0, 1.0, 0.5, t_max=100_000)
+    linear = (t_c[None, :] != STABLE) & (TS[:, None] >= t_c[None, :])
+    assert np.array_equal(m > 0, collapse_grid(f, LRS, TS) | linear)
+    s, rise = f.drift_per_step / 0.1, f.entropy_rise
+    for i, T in enumerate(TS):
+        for j, lr in enumerate(LRS):
+            tc = int(critical_refresh_interval(kappa * lr / 0.1, 0.0, 1.0, 0.5, t_max=100_000))
+            parts = [math.log(collapse.displacement(s, lr, int(T), 0.2) / f.collapse_limit)]
+            parts += [math.log(T / (tc - 0.5))] if tc else []
+            parts += [math.log(rise * lr / (0.1 * collapse.OVERSHOOT_RISE))] if rise and rise > 0 else []
+            assert m[i, j] == pytest.approx(max(parts), rel=1e-12, abs=1e-12)
+
+
+def test_a_rule_the_pilot_cannot_assess_adds_nothing(tmp_path):
+    """The same pilot with its lr bound withheld (no linear rule): m > 0 exactly on the collapse map; with the
+    collapse fields gone too: no margin at all."""
+    f = dataclasses.replace(both_rules_pilot(tmp_path, np.full(60, 0.8)), max_safe_lr=None)
+    assert np.array_equal(margin_grid(f, LRS, TS) > 0, collapse_grid(f, LRS, TS))
+    assert margin_grid(dataclasses.replace(f, displacement=None), LRS, TS) is None
+
+
+def test_the_chance_is_the_logistic_of_the_clipped_margin():
+    """(2) at a few margins, its clip at +-M_CLIP (so +-inf is finite), monotone in m."""
+    a, b = FALL_CHANCE
+    for m in (-2.0, 0.0, 0.7, 3.0):
+        assert fall_chance(m) == pytest.approx(1 / (1 + math.exp(-(a + b * m))), rel=1e-12)
+    assert fall_chance(np.inf) == pytest.approx(fall_chance(5.0)) and fall_chance(-np.inf) == pytest.approx(fall_chance(-5.0))
+    grid = fall_chance(np.linspace(-6, 6, 101))
+    assert np.all(np.diff(grid) >= 0) and 0 < grid[0] < 5e-3 and 1 - 5e-3 < grid[-1] < 1
+
+
+def test_the_fit_is_scipys_maximum_and_recovers_the_coefficients_that_drew_the_falls():
+    """Falls drawn at (a, b) = (-1, 1.5) over 4,000 cells of 4 runs: Newton's answer equals scipy's minimiser of
+    the same negative log-likelihood (to 1e-5, the optimiser's tolerance) and lies within 4 standard errors of
+    the truth (se from the Fisher information at the fit)."""
+    rng = np.random.default_rng(3)
+    m = rng.uniform(-4, 4, 4000)
+    n = np.full(m.shape, 4)
+    k = rng.binomial(n, 1 / (1 + np.exp(-(-1.0 + 1.5 * m))))
+    a, b = fit_fall_chance(m, k, n)
+
+    def nll(w):
+        z = w[0] + w[1] * m
+        return -np.sum(k * -np.logaddexp(0, -z) + (n - k) * -np.logaddexp(0, z))
+
+    ref = minimize(nll, [0.0, 0.0], method="BFGS", options={"gtol": 1e-9}).x
+    assert (a, b) == pytest.approx(tuple(ref), abs=1e-5)
+    p = 1 / (1 + np.exp(-(a + b * m)))
+    X = np.stack([np.ones_like(m), m], axis=1)
+    se = np.sqrt(np.diag(np.linalg.inv((X * (n * p * (1 - p))[:, None]).T @ X)))
+    assert abs(a + 1.0) < 4 * se[0] and abs(b - 1.5) < 4 * se[1]
+
+
+@pytest.mark.parametrize("margins, falls, runs, words", [
+    ([0.0, 0.0, 0.0], [1, 2, 3], [4, 4, 4], "two distinct margins"),
+    ([-1.0, 1.0], [0, 4], [4, 4], "separated"),
+    ([-1.0, 1.0], [0, 0], [4, 4], "separated"),
+    ([-1.0, 1.0], [5, 0], [4, 4], "0 <= falls <= runs"),
+    ([-1.0, 1.0, 2.0], [1, 2], [4, 4], "equal-length"),
+    ([-1.0, np.nan], [1, 2], [4, 4], "equal-length"),
+])
+def test_data_that_cannot_identify_the_chance_is_one_clear_error(margins, falls, runs, words):
+    with pytest.raises(ConfigError, match=words):
+        fit_fall_chance(margins, falls, runs)
+
+
+def test_the_forecast_gives_the_chance_at_its_own_point_and_withholds_it_without_the_collapse_rules(tmp_path):
+    """The summary line and the JSON carry (1) and (2) at the config's (lr, T) = (0.1, 4), the same numbers as the
+    grid's; without the pilot's drift and entropy both are withheld."""
+    f = both_rules_pilot(tmp_path, np.full(60, 0.8))
+    m = float(margin_grid(f, [0.1], [4])[0, 0])
+    assert f.to_json()["fall_chance"] == pytest.approx({"margin": m, "chance": float(fall_chance(m))}, rel=1e-12)
+    line = next(line for line in f.summary_lines() if "loses its reward" in line)
+    assert f"{float(fall_chance(m)):.0%}" in line and f"m = {m:+.2f}" in line
+    g = dataclasses.replace(f, displacement=None)
+    assert g.to_json()["fall_chance"] is None and not any("loses its reward" in line for line in g.summary_lines())

@@ -1,24 +1,25 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
-Protocol, version 10 (fixed, and committed, before any of its held-out grids was run; 2026-11-26): version 9's
-measure, grid, seeds, pilot, scores and targets, and version 9's model (S = fit.COLLAPSE_SPREAD) for the regime,
-the collapse and the max safe T, unchanged. One input is added, for the final reward only: finished runs of the
-same task. Version 9's rows showed that a stable run's final reward is set by the task and T, which a 24-step
-pilot of a still-rising curve does not contain (pilot_forecast.md, "what the final reward is made of"); `predict
---prior LOG ...` (fit._prior) reads it from finished runs of the task. So a held-out combination's stable cell is
-forecast at the mean final reward of the stable cells at its T in every combination of the same task run in
-earlier rounds (the 92 grids of versions 1-9, run from their own starts before version 6 and from the shared one
-since; `_task_prior.prior_plateau_error`; the pilot's fitted curve, as in
-version 9, at a T where no earlier cell of the task is stable). Its rows also give version 9's final-reward
-error (the pilot's curve alone) on the same cells. Held out ("confirm-11", from the shared start, chosen and
-committed with this text before their grids were run): ten combinations pairing a setting with a task and
-objective it was never used on: temperature 1.2 on count/cispo, AdamW beta1 = 0.5 on count/grpo, a clip range
-of 0.3 above on count/dr_grpo, beta2 = 0.99 on count/gspo, a KL weight of 0.04 on pattern/dapo, weight decay 0.1
-on pattern/cispo, G = 16 on pattern/gspo_token, top-p 0.9 on addition/gspo_token, a 20-step warm-up on
-addition/grpo and a gradient-norm clip of 0.1 on addition/dapo.
+Protocol, version 11 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 15):
+version 10 unchanged (its text: pilot_forecast.md, "Protocol texts"): version 9's measure, grid, seeds, pilot,
+scores, targets and model for the regime, the collapse and the max safe T, and the final reward of held-out rows
+from the task's earlier rounds. One forecast is added and judged held out: the chance that one run (seed) at a cell
+loses its reward, P = 1 / (1 + exp(-(a + b m))) (`fit._fall_chance` (1), (2): m the log of the largest ratio of a
+rule of ours to its threshold, > 0 exactly where ours says unstable), with (a, b) = fit.FALL_CHANCE as committed
+at 28791cc, (-1.5011, 1.3680), fitted on the seeds of all 102 earlier grids (the rolling-origin fit for this round). Scored on the 800 seeds
+of the held-out round (`_fall_chance_report.fall_chance_claim`, claim pilot-forecast-fall-chance) by the per-run
+Brier score, against two forecasts without the model from the same earlier grids: their fall rate, and a lookup
+of the task's earlier grids at the cell's lr factor and T (its fall rate there, shrunk by one pseudo-run toward the
+overall rate). Target: a Brier score below both, and the seed-weighted mean chance within 0.05 of the share of
+seeds that fell. Held out ("confirm-12", from the shared start, chosen and committed with this text before their
+grids were run): ten combinations pairing a setting with a task and objective it was never used on: temperature
+1.2 on count/pg, weight decay 0.1 on count/dapo, G = 16 (N = 2) on count/cispo, a clip range of 0.3 above on
+pattern/grpo, top-p 0.9 on pattern/pg, a gradient-norm clip of 0.1 on pattern/dr_grpo, AdamW beta1 = 0.5 on
+pattern/dapo, beta2 = 0.99 on addition/gspo, weight decay 0.1 on addition/cispo and temperature 0.8 on
+addition/dr_grpo. Their rows are also version 10's second held-out round (its model unchanged).
 
-Protocol versions 9, 8, 7 and 6, each fixed before its held-out grids was run, as they stood here: pilot_forecast.md
-("Protocol texts of versions 6-9"; version 10 keeps version 9's model, described below).
+Protocol versions 10, 9, 8, 7 and 6, each fixed before its held-out grids was run, as they stood here: pilot_forecast.md
+("Protocol texts of versions 6-10"; versions 10 and 11 keep version 9's model, described below).
 
 Version 5's protocol (its model in force with version 7's equation (8) added; the grid, the seeds, the measure
 and the pilot are version 4's; the roles below do not change with the results; versions 1-4 and why each was
@@ -57,7 +58,8 @@ replaced: pilot_forecast.md):
                 Held out by versions 7 and 8 ("confirm-8", "confirm-9", from the shared start): the ten each
                 names (their protocol texts, pilot_forecast.md).
                 Held out by version 9 ("confirm-10", from the shared start): the ten named under version 9.
-                Held out by version 10 ("confirm-11", from the shared start): the ten named at the top.
+                Held out by version 10 ("confirm-11", from the shared start): the ten its text names.
+                Held out by version 11 ("confirm-12", from the shared start): the ten named at the top.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in

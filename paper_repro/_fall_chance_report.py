@@ -17,9 +17,12 @@ from __future__ import annotations
 import collections
 
 import numpy as np
+from _pilot_protocol import CHANCE_ROLE
 from _task_prior import ROUNDS
 
 from gspo_dynamics.fit._fall_chance import FALL_CHANCE, fall_chance, fit_fall_chance
+
+CALIBRATION_TOL = 0.05  # version 11: the held-out round's mean chance within this of the share of its seeds that fell
 
 
 def _cells(results: dict, roles: dict) -> list[tuple]:
@@ -53,20 +56,49 @@ def rolling_origin(cells: list[tuple]) -> dict[str, np.ndarray] | None:
     for r in rounds[1:]:
         train, test = [c for c in cells if c[0] < r], [c for c in cells if c[0] == r]
         coefficients = fit_fall_chance([c[4] for c in train], [c[5] for c in train], [c[6] for c in train])
-        rate = sum(c[5] for c in train) / sum(c[6] for c in train)
-        seen = collections.defaultdict(lambda: [0, 0])
-        for c in train:
-            seen[c[1:4]][0] += c[5]
-            seen[c[1:4]][1] += c[6]
-        for c in test:
-            k, n = seen.get(c[1:4], (0, 0))
-            rows["model"].append(float(fall_chance(c[4], coefficients)))
-            rows["rate"].append(rate)
-            rows["lookup"].append((k + rate) / (n + 1))
-            rows["k"].append(c[5])
-            rows["n"].append(c[6])
-            rows["round"].append(r)
+        rows["model"] += [float(fall_chance(c[4], coefficients)) for c in test]
+        for key, v in zip(("rate", "lookup"), baselines(train, test)):
+            rows[key] += v
+        rows["k"] += [c[5] for c in test]
+        rows["n"] += [c[6] for c in test]
+        rows["round"] += [r] * len(test)
     return {key: np.asarray(v, dtype=float) for key, v in rows.items()}
+
+
+def baselines(train: list[tuple], test: list[tuple]) -> tuple[list[float], list[float]]:
+    """Per cell of `test`, the two forecasts without the model from the cells of `train` (module docstring): the
+    fall rate of all their seeds, and the lookup (k + rate) / (n + 1) of the task's seeds at the cell's lr factor
+    and T (k of n fell there; the rate where none ran)."""
+    rate = sum(c[5] for c in train) / sum(c[6] for c in train)
+    seen = collections.defaultdict(lambda: [0, 0])
+    for c in train:
+        seen[c[1:4]][0] += c[5]
+        seen[c[1:4]][1] += c[6]
+    lookup = [(seen[c[1:4]][0] + rate) / (seen[c[1:4]][1] + 1) if c[1:4] in seen else rate for c in test]
+    return [rate] * len(test), lookup
+
+
+def fall_chance_claim(results: dict, roles: dict, held_out: str = CHANCE_ROLE) -> tuple[str, bool] | None:
+    """Version 11's held-out judgement of the chance (pilot_forecast.py's docstring): on the seeds of round
+    `held_out`, the per-run Brier score (1) of the shipped FALL_CHANCE (fitted before the round ran) against the
+    baselines from every earlier round's cells, and its seed-weighted mean chance against the share that fell.
+    (measured text, passed: below both and within CALIBRATION_TOL); None without that round or an earlier one."""
+    cells = _cells(results, roles)
+    rank = ROUNDS.index(held_out)
+    train, test = [c for c in cells if c[0] < rank], [c for c in cells if c[0] == rank]
+    if not train or not test:
+        return None
+    k, n = np.array([c[5] for c in test], dtype=float), np.array([c[6] for c in test], dtype=float)
+    p = fall_chance([c[4] for c in test])
+    rate, lookup = baselines(train, test)
+    model, by_rate, by_lookup = _brier(p, k, n), _brier(rate, k, n), _brier(lookup, k, n)
+    mean, share = float(np.average(p, weights=n)), float(k.sum() / n.sum())
+    table = ", ".join(f"{lo:.1f}-{lo + 0.1:.1f}: {q:.2f} / {f:.2f} ({runs})" for lo, q, f, runs in reliability(p, k, n))
+    passed = model < min(by_rate, by_lookup) and abs(mean - share) <= CALIBRATION_TOL
+    return (f"{held_out}, {int(n.sum())} seeds of {len(test)} cells: per-run Brier score {model:.4f} (a, b = "
+            f"{FALL_CHANCE[0]:g}, {FALL_CHANCE[1]:g}), the earlier rounds' fall rate {by_rate:.4f}, the lookup of the "
+            f"task's earlier grids {by_lookup:.4f}; mean chance {mean:.3f} against {share:.3f} of the seeds fallen "
+            f"(tolerance {CALIBRATION_TOL}); by tenth of the chance, forecast / fallen (seeds): {table}"), passed
 
 
 def reliability(p: np.ndarray, k: np.ndarray, n: np.ndarray) -> list[tuple[float, float, float, int]]:

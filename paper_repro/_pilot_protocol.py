@@ -105,9 +105,20 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "addition-gspo_token-topp0.9": ("addition", "gspo_token", {"task_options": ADDITION, "top_p": 0.9}, 3e-3, "confirm-11"),
     "addition-grpo-warm20": ("addition", "grpo", {"task_options": ADDITION, "warmup_steps": 20}, 3e-3, "confirm-11"),
     "addition-dapo-gradclip0.1": ("addition", "dapo", {"task_options": ADDITION, "max_grad_norm": 0.1}, 3e-3, "confirm-11"),
+    "count-pg-temp1.2": ("count", "pg", {"temperature": 1.2}, 3e-3, "confirm-12"),
+    "count-dapo-wd": ("count", "dapo", {"weight_decay": 0.1}, 3e-3, "confirm-12"),
+    "count-cispo-g16": ("count", "cispo", {"group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-12"),
+    "pattern-grpo-eps0.3": ("pattern", "grpo", {"clip_high": 0.3}, 3e-3, "confirm-12"),
+    "pattern-pg-topp0.9": ("pattern", "pg", {"top_p": 0.9}, 3e-3, "confirm-12"),
+    "pattern-dr_grpo-gradclip0.1": ("pattern", "dr_grpo", {"max_grad_norm": 0.1}, 3e-3, "confirm-12"),
+    "pattern-dapo-beta1": ("pattern", "dapo", {"beta1": 0.5}, 3e-3, "confirm-12"),
+    "addition-gspo-beta2": ("addition", "gspo", {"task_options": ADDITION, "beta2": 0.99}, 3e-3, "confirm-12"),
+    "addition-cispo-wd": ("addition", "cispo", {"task_options": ADDITION, "weight_decay": 0.1}, 3e-3, "confirm-12"),
+    "addition-dr_grpo-temp0.8": ("addition", "dr_grpo", {"task_options": ADDITION, "temperature": 0.8}, 3e-3, "confirm-12"),
 }
-SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11")  # the roles whose pilot and grid start from one checkpoint (version 6)
-PRIOR_ROLES = ("confirm-11",)  # version 10: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
+SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12")  # the roles whose pilot and grid start from one checkpoint (version 6)
+PRIOR_ROLES = ("confirm-11", "confirm-12")  # versions 10, 11: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
+CHANCE_ROLE = "confirm-12"  # version 11: the round whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 SHARE_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)  # --fit-weight scans these (version 9: 1/4; w = 0 leaves no share at a held bound)

@@ -140,17 +140,17 @@ from _pilot_scores import (
 )
 from _pilot_protocol import (
     COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, QUICK, REFRESH_INTERVALS,
-    PRIOR_ROLES, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD,
+    CHANCE_ROLE, PRIOR_ROLES, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD,
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
 from _pilot_report import cell_map, describe, write_section
 from _task_prior import prior_order, prior_plateau_error, task_prior_reach
-from _fall_chance_report import fall_chance_reach
+from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
 from trainer_at_scale import Runs
 
-from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid, margin_grid, pilot_forecast
+from gspo_dynamics.fit import COLLAPSE_SPREAD, FALL_CHANCE, collapse_grid, margin_grid, pilot_forecast
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.predict import read_run_config
 from gspo_dynamics.theory import collapse
@@ -246,6 +246,21 @@ def with_prior(name: str, results: dict) -> None:
     if scored is not None:
         result = results[name]
         result["pilot_plateau_error"], (result["plateau_error"], result["prior_fallbacks"]) = result["plateau_error"], scored
+
+
+def record_fall_chance(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
+    """Version 11's claim (module docstring), where the results hold its held-out round and an earlier one."""
+    started = time.perf_counter()
+    chance = fall_chance_claim(results, roles)
+    if chance is None:
+        return
+    record(Claim("pilot-forecast-fall-chance", f"the chance a run falls (fit._fall_chance), held out on {CHANCE_ROLE}: "
+                 "per-run Brier score below the earlier grids' fall rate and their lookup at the cell's lr factor and "
+                 f"T, mean chance within {CALIBRATION_TOL} of the share of seeds that fell", PREDICTABLE_GRPO),
+           predicted=f"P = 1 / (1 + exp(-(a + b m))), (a, b) = ({FALL_CHANCE[0]:g}, {FALL_CHANCE[1]:g}) fitted on the "
+                     "seeds of every earlier grid; m the log of the largest ratio of a rule of ours to its threshold",
+           measured=chance[0], passed=chance[1], quick=args.quick, started=started, command=cmd, device=device_name(),
+           write=not args.no_record)
 
 
 def arguments() -> argparse.Namespace:
@@ -344,6 +359,7 @@ def main() -> None:
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}
+    record_fall_chance(results, roles, args, cmd)
     final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles),
                                    window_progress(results), pilot_plateau_gap(results))))  # the readings with nothing to say give ""
     reach = (f"{final}\n\n{own_pilot_reach(results, PILOT_STEPS)}"

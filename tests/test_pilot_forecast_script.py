@@ -500,7 +500,7 @@ def test_version_10_rows_come_last_and_are_not_recorded_without_every_earlier_gr
     run lacks; `main` refuses, before running anything, to record its row without them (one line, exit 2)."""
     prior_module = load_script("paper_repro", "_task_prior")
     names, missing = prior_module.prior_order(["count-cispo-temp1.2", "count-pg", "pattern-grpo"])
-    count = [n for n, c in script.COMBINATIONS.items() if c[0] == "count" and c[4] != "confirm-11"]
+    count = [n for n, c in script.COMBINATIONS.items() if c[0] == "count" and c[4] not in ("confirm-11", "confirm-12")]
     assert names == ["count-pg", "pattern-grpo", "count-cispo-temp1.2"]
     assert sorted(missing["count-cispo-temp1.2"]) == sorted(set(count) - {"count-pg"})
     assert prior_module.prior_order(list(script.COMBINATIONS))[1] == {}
@@ -521,3 +521,50 @@ def test_with_prior_swaps_in_the_priors_plateau_error_and_keeps_the_pilots(scrip
     untouched = {"count-cispo-temp1.2": {"plateau_error": 0.2}}
     script.with_prior("count-cispo-temp1.2", untouched)
     assert untouched == {"count-cispo-temp1.2": {"plateau_error": 0.2}}
+
+
+def _chance_results(rng, rounds, per_round=10):
+    """Synthetic results: per round `per_round` count combinations of 20 cells x 4 seeds (the protocol's round)
+    whose seeds fall at the chance `fall_chance(m)` of their margin m (uniform in [-3, 3]); the forecast stands in
+    with only its pilot lr."""
+    from types import SimpleNamespace
+
+    from gspo_dynamics.fit import fall_chance
+
+    results, roles = {}, {}
+    for r, role in enumerate(np.repeat(rounds, per_round)):
+        cells = [(3e-3 * f, T) for f in (1 / 3, 1.0, 3.0, 10.0, 30.0) for T in (1, 4, 16, 32)]
+        margin = {c: float(rng.uniform(-3, 3)) for c in cells}
+        falls = {c: int(rng.binomial(4, float(fall_chance(margin[c])))) for c in cells}
+        results[f"c{r}"] = dict(task="count", margin=margin, measured={c: (falls[c] > 0, 0, 0, 0, falls[c]) for c in cells},
+                                curves={cells[0]: {"reward": np.zeros((4, 1))}},
+                                forecast=SimpleNamespace(config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=3e-3)))))
+        roles[f"c{r}"] = role
+    return results, roles
+
+
+def test_the_fall_chance_claim_scores_the_held_out_round_with_the_shipped_coefficients(load_script):
+    """Seeds drawn at the shipped chance itself: its Brier score on the held-out round equals (1) computed by hand,
+    beats the earlier rounds' rate (margins spread over [-3, 3]), and its mean chance is within the tolerance;
+    the lookup of one earlier grid per (lr factor, T) is (k + rate) / (n + 1); without an earlier round, no claim."""
+    report = load_script("paper_repro", "_fall_chance_report")
+    from gspo_dynamics.fit import fall_chance
+
+    rng = np.random.default_rng(11)
+    results, roles = _chance_results(rng, ("develop", "confirm-4", "confirm-12"))
+    text, passed = report.fall_chance_claim(results, roles)
+    held = [results[name] for name, role in roles.items() if role == "confirm-12"]
+    p = np.array([float(fall_chance(r["margin"][c])) for r in held for c in r["measured"]])
+    k = np.array([m[4] for r in held for m in r["measured"].values()], dtype=float)
+    brier = float(np.sum(k * (1 - p) ** 2 + (4 - k) * p**2) / (4 * len(k)))
+    assert f"per-run Brier score {brier:.4f}" in text
+    cells = report._cells(results, roles)
+    train, test = [c for c in cells if c[0] < 9], [c for c in cells if c[0] == 9]
+    rate, lookup = report.baselines(train, test)
+    kk = {c[1:4]: sum(t[5] for t in train if t[1:4] == c[1:4]) for c in test}
+    assert lookup == pytest.approx([(kk[c[1:4]] + rate[0]) / (80 + 1) for c in test])
+    assert rate[0] == pytest.approx(sum(c[5] for c in train) / (4 * len(train)))
+    assert brier < report._brier(rate, k, np.full(len(k), 4)) and passed  # drawn at the chance itself: it should pass
+    assert report.fall_chance_claim(*_chance_results(rng, ("confirm-12",))) is None
+    rows = report.rolling_origin(cells)
+    assert set(rows["round"]) == {1, 9} and len(rows["model"]) == 400

@@ -7,7 +7,8 @@ fixes T and mu, not eta K); with a pilot it is over the learning rate and T: sha
 with the pilot's measured stiffness scaled with the learning rate (`predict.stability_grid`, where its
 premises hold); hatched, the collapse model's risk (`fit.collapse_grid`: the displacement between
 samplers past S H / (1 - z), or past the pilot's own D where the pilot kept its reward, or the pilot's
-entropy overshoot scaled to the lr). Drawing only: the numbers come
+entropy overshoot scaled to the lr); dotted, the chance that one run loses its reward (`fit.fall_chance`) at
+10%, 50% and 90%. Drawing only: the numbers come
 from `predict` and `fit`.
 """
 
@@ -18,7 +19,7 @@ import textwrap
 import numpy as np
 from matplotlib.figure import Figure
 
-from gspo_dynamics.fit import INTERVAL_LEVEL, collapse_grid, end_window
+from gspo_dynamics.fit import INTERVAL_LEVEL, collapse_grid, end_window, fall_chance, margin_grid
 from gspo_dynamics.plots.style import DATA, FIT, THEORY, WARN, figure_style, note
 from gspo_dynamics.predict import stability_grid, stiffness_bounds
 
@@ -26,6 +27,7 @@ REFRESH_INTERVALS = np.arange(1, 65)
 LR_SPAN = 100.0  # the map covers lr / LR_SPAN .. lr x LR_SPAN around the config's
 PANEL = (4.2, 3.2)  # inches
 NOTE_WIDTH = 60  # characters per line of a note drawn on a panel (6 pt across most of its width)
+FALL_CHANCE_LEVELS = (0.1, 0.5, 0.9)  # the chance's contours drawn on the (lr, T) map
 
 
 def _config_map(ax, forecast) -> None:
@@ -65,11 +67,25 @@ def _lr_map(ax, forecast) -> None:
         ax.contourf(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5, 1.5], colors="none", hatches=["///"])
         ax.contour(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5], colors=[WARN], linewidths=1.0)
         ax.plot([], [], color=WARN, lw=1.0, label="collapse risk (hatched): the displacement past its limit or the entropy overshoot")
+    _fall_chance_lines(ax, forecast, lrs)
     ax.plot(hp.lr, hp.refresh_interval, "o", color=THEORY, ms=6, label="this config")
     ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="refresh interval T",
            title="stability map from the pilot (shaded: linear model)", xlim=(lrs[0], lrs[-1]),
            ylim=(REFRESH_INTERVALS[0], REFRESH_INTERVALS[-1]))  # the map's whole domain, whatever is drawn on it
     ax.legend(fontsize=6, loc="lower left")
+
+
+def _fall_chance_lines(ax, forecast, lrs) -> None:
+    """Dotted, labelled: where the chance that one run loses its reward (`fit.fall_chance` of the verdicts' margin)
+    crosses FALL_CHANCE_LEVELS; only where the pilot measured drift and entropy (what the chance was fitted on)."""
+    if forecast.displacement is None:
+        return
+    chance = fall_chance(margin_grid(forecast, lrs, REFRESH_INTERVALS))
+    levels = [v for v in FALL_CHANCE_LEVELS if chance.min() < v < chance.max()]
+    if levels:
+        lines = ax.contour(lrs, REFRESH_INTERVALS, chance, levels=levels, colors=[FIT], linewidths=0.7, linestyles="dotted")
+        ax.clabel(lines, fmt=lambda v: f"{v:.0%}", fontsize=5)
+        ax.plot([], [], color=FIT, lw=0.7, ls="dotted", label="chance a run falls (fit.fall_chance)")
 
 
 def _pilot_curve(ax, forecast) -> None:

@@ -117,3 +117,17 @@ def test_the_forecast_gives_the_chance_at_its_own_point_and_withholds_it_without
     assert f"{float(fall_chance(m)):.0%}" in line and f"m = {m:+.2f}" in line
     g = dataclasses.replace(f, displacement=None)
     assert g.to_json()["fall_chance"] is None and not any("loses its reward" in line for line in g.summary_lines())
+
+
+def test_the_map_draws_the_chance_where_it_crosses_its_levels(tmp_path):
+    """`predict --plot` with a pilot: the (lr, T) panel labels the chance's contours (10%, 50%, 90% where the map
+    spans them) with a legend entry; the labels are the levels."""
+    from gspo_dynamics.plots.stability_map import FALL_CHANCE_LEVELS, REFRESH_INTERVALS, stability_map_figure
+
+    f = both_rules_pilot(tmp_path, np.full(60, 0.8))
+    lr = 0.1
+    chance = fall_chance(margin_grid(f, np.geomspace(lr / 100, lr * 100, 121), REFRESH_INTERVALS))
+    assert chance.min() < 0.1 and chance.max() > 0.9  # the map spans every level
+    ax = stability_map_figure(f).axes[0]
+    assert any("chance a run falls" in t.get_text() for t in ax.get_legend().get_texts())
+    assert {t.get_text() for t in ax.texts if t.get_text().endswith("%")} == {f"{v:.0%}" for v in FALL_CHANCE_LEVELS}

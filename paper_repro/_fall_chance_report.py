@@ -17,10 +17,11 @@ from __future__ import annotations
 import collections
 
 import numpy as np
-from _pilot_protocol import CHANCE_ROLE
+from _pilot_protocol import CHANCE_ROLE, VERSION_11_CHANCE
 from _task_prior import ROUNDS
 
-from gspo_dynamics.fit._fall_chance import FALL_CHANCE, fall_chance, fit_fall_chance
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit import FALL_CHANCE, fall_chance, fit_fall_chance
 
 CALIBRATION_TOL = 0.05  # version 11: the held-out round's mean chance within this of the share of its seeds that fell
 
@@ -48,14 +49,18 @@ def _brier(p, k, n) -> float:
 def rolling_origin(cells: list[tuple]) -> dict[str, np.ndarray] | None:
     """Per forecast cell of rounds 1.. (those with an earlier round): its chance by `fall_chance` fitted on the
     earlier rounds ("model"), the earlier rounds' rate ("rate"), the lookup ("lookup"), its falls k and seeds n
-    and its round; None with fewer than two rounds."""
+    and its round; None with fewer than two rounds; a round whose earlier cells admit no fit (a small --only
+    subset: `fit_fall_chance`'s ConfigError) goes unscored."""
     rounds = sorted({c[0] for c in cells})
     if len(rounds) < 2:
         return None
     rows = collections.defaultdict(list)
     for r in rounds[1:]:
         train, test = [c for c in cells if c[0] < r], [c for c in cells if c[0] == r]
-        coefficients = fit_fall_chance([c[4] for c in train], [c[5] for c in train], [c[6] for c in train])
+        try:
+            coefficients = fit_fall_chance([c[4] for c in train], [c[5] for c in train], [c[6] for c in train])
+        except ConfigError:  # too few earlier cells to fit (a --only subset): this round goes unscored
+            continue
         rows["model"] += [float(fall_chance(c[4], coefficients)) for c in test]
         for key, v in zip(("rate", "lookup"), baselines(train, test)):
             rows[key] += v
@@ -80,7 +85,7 @@ def baselines(train: list[tuple], test: list[tuple]) -> tuple[list[float], list[
 
 def fall_chance_claim(results: dict, roles: dict, held_out: str = CHANCE_ROLE) -> tuple[str, bool] | None:
     """Version 11's held-out judgement of the chance (pilot_forecast.py's docstring): on the seeds of round
-    `held_out`, the per-run Brier score (1) of the shipped FALL_CHANCE (fitted before the round ran) against the
+    `held_out`, the per-run Brier score (1) of VERSION_11_CHANCE (the (a, b) frozen before the round ran) against the
     baselines from every earlier round's cells, and its seed-weighted mean chance against the share that fell.
     (measured text, passed: below both and within CALIBRATION_TOL); None without that round or an earlier one."""
     cells = _cells(results, roles)
@@ -89,14 +94,14 @@ def fall_chance_claim(results: dict, roles: dict, held_out: str = CHANCE_ROLE) -
     if not train or not test:
         return None
     k, n = np.array([c[5] for c in test], dtype=float), np.array([c[6] for c in test], dtype=float)
-    p = fall_chance([c[4] for c in test])
+    p = fall_chance([c[4] for c in test], VERSION_11_CHANCE)
     rate, lookup = baselines(train, test)
     model, by_rate, by_lookup = _brier(p, k, n), _brier(rate, k, n), _brier(lookup, k, n)
     mean, share = float(np.average(p, weights=n)), float(k.sum() / n.sum())
     table = ", ".join(f"{lo:.1f}-{lo + 0.1:.1f}: {q:.2f} / {f:.2f} ({runs})" for lo, q, f, runs in reliability(p, k, n))
     passed = model < min(by_rate, by_lookup) and abs(mean - share) <= CALIBRATION_TOL
     return (f"{held_out}, {int(n.sum())} seeds of {len(test)} cells: per-run Brier score {model:.4f} (a, b = "
-            f"{FALL_CHANCE[0]:g}, {FALL_CHANCE[1]:g}), the earlier rounds' fall rate {by_rate:.4f}, the lookup of the "
+            f"{VERSION_11_CHANCE[0]:g}, {VERSION_11_CHANCE[1]:g}), the earlier rounds' fall rate {by_rate:.4f}, the lookup of the "
             f"task's earlier grids {by_lookup:.4f}; mean chance {mean:.3f} against {share:.3f} of the seeds fallen "
             f"(tolerance {CALIBRATION_TOL}); by tenth of the chance, forecast / fallen (seeds): {table}"), passed
 
@@ -117,16 +122,21 @@ def fall_chance_reach(results: dict, roles: dict) -> str:
     shipped FALL_CHANCE; "" where the results hold fewer than two rounds."""
     cells = _cells(results, roles)
     rows = rolling_origin(cells)
-    if rows is None:
+    if rows is None or not len(rows):
         return ""
     k, n = rows["k"], rows["n"]
     scores = {key: _brier(rows[key], k, n) for key in ("model", "rate", "lookup")}
     table = ", ".join(f"{lo:.1f}-{lo + 0.1:.1f}: {p:.2f} / {q:.2f} ({runs})" for lo, p, q, runs in reliability(rows["model"], k, n))
-    a, b = fit_fall_chance([c[4] for c in cells], [c[5] for c in cells], [c[6] for c in cells])
+    try:
+        a, b = fit_fall_chance([c[4] for c in cells], [c[5] for c in cells], [c[6] for c in cells])
+        refit = f" Fitted on all {len(cells)} cells: a = {a:.4f}, b = {b:.4f} (shipped: {FALL_CHANCE[0]:.4f}, {FALL_CHANCE[1]:.4f})."
+    except ConfigError:
+        refit = ""
     return (f"The chance a run falls (`fit._fall_chance`, `predict`'s fall chance: P = 1 / (1 + exp(-(a + b m))), m the "
             f"log of the largest ratio of a rule to its threshold), by rolling origin (the {int(n.sum())} seeds "
             f"of {len(k)} cells of the rounds after the first, each round's from (a, b) fitted on the rounds before it): per-run Brier score "
             f"{scores['model']:.4f}, against {scores['rate']:.4f} for the earlier rounds' fall rate and "
             f"{scores['lookup']:.4f} for a lookup of the task's earlier grids at the cell's lr factor and T. Forecast "
-            f"chance / share of seeds that fell (seeds), by tenth of the chance: {table}. Fitted on all "
-            f"{len(cells)} cells: a = {a:.4f}, b = {b:.4f} (shipped: {FALL_CHANCE[0]:.4f}, {FALL_CHANCE[1]:.4f}).")
+            f"chance / share of seeds that fell (seeds), by tenth of the chance: {table}.{refit} Only (a, b) is refitted "
+            "round by round: the margin's parts (S, equations (8), (9)) were set on some of these rounds, so this is "
+            "partly in sample; the held-out judgement is the row pilot-forecast-fall-chance.")

@@ -119,6 +119,7 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
 SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12")  # the roles whose pilot and grid start from one checkpoint (version 6)
 PRIOR_ROLES = ("confirm-11", "confirm-12")  # versions 10, 11: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
 CHANCE_ROLE = "confirm-12"  # version 11: the round whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
+VERSION_11_CHANCE = (-1.5011, 1.3680)  # (a, b) of fit._fall_chance (2) as version 11 froze them (28791cc), whatever fit.FALL_CHANCE becomes
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 SHARE_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)  # --fit-weight scans these (version 9: 1/4; w = 0 leaves no share at a held bound)

@@ -62,11 +62,12 @@ def cell_map(name: str, result: dict) -> list[str]:
 
 
 def write_section(parts: list[list[str]], reach: str) -> None:
-    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol versions 10 to 5, earlier ones in "
+    intro = [SECTION, "", "`python paper_repro/pilot_forecast.py` (its docstring: protocol versions 11 and 5, the others in "
              "pilot_forecast.md; the role says which version held the combination out, confirm-5 the ones version 5 never "
              "saw, confirm-7 to 10 the ones versions 6 to 9 ran from a shared start, confirm-8 run before version 7's model "
              "was chosen, confirm-9 with it frozen, confirm-10 with version 9's frozen, confirm-11 with version 10's (version "
-             "9's model, the final reward from the task's earlier rounds); version 8's measure and version 9's "
+             "9's model, the final reward from the task's earlier rounds), confirm-12 with version 11's (version 10's, and "
+             "the chance a run falls judged held out); version 8's measure and version 9's "
              "model throughout). Each cell: the "
              "measured regime (S stable, U unstable) and ours' forecast (s, u), then the number of its 4 seeds that fell "
              "more than 0.1 below their running best, the largest seed's fall and the final reward (seed mean of the last "

@@ -223,7 +223,9 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
         measured = measured_cells(curves, lrs, Ts)
     forecasts = forecast_cells(fc, setup.hparams.momentum, cfg.lr, lrs, Ts)
     result = score(fc, measured, forecasts, lrs, Ts)
-    margin = margin_grid(fc, lrs, Ts)  # fit._fall_chance (1): > 0 exactly where "ours" says unstable
+    margin = margin_grid(fc, lrs, Ts)  # fit._fall_chance (1): > 0 exactly where "ours" says unstable, checked here
+    if margin is not None and any((margin[Ts.index(T), lrs.index(lr)] > 0) != f["ours"] for (lr, T), f in forecasts.items()):
+        raise AssertionError(f"{name}: the fall chance's margin disagrees with ours' verdict (fit._fall_chance (1))")
     result.update(task=cfg.task, lrs=lrs, measured=measured, curves=curves, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()},
                   initial=initial_rewards(curves, lrs, Ts),
                   margin=None if margin is None else {(lr, T): float(margin[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)})

@@ -565,6 +565,16 @@ def test_the_fall_chance_claim_scores_the_held_out_round_with_the_shipped_coeffi
     assert lookup == pytest.approx([(kk[c[1:4]] + rate[0]) / (80 + 1) for c in test])
     assert rate[0] == pytest.approx(sum(c[5] for c in train) / (4 * len(train)))
     assert brier < report._brier(rate, k, np.full(len(k), 4)) and passed  # drawn at the chance itself: it should pass
+    assert f"fall rate {report._brier(rate, k, np.full(len(k), 4)):.4f}" in text
+    assert f"earlier grids {report._brier(lookup, k, np.full(len(k), 4)):.4f}" in text
     assert report.fall_chance_claim(*_chance_results(rng, ("confirm-12",))) is None
     rows = report.rolling_origin(cells)
     assert set(rows["round"]) == {1, 9} and len(rows["model"]) == 400
+    # no leak: the held-out round's own falls move neither its baselines nor an earlier round's forecasts
+    for r in held:
+        r["measured"] = {c: (True, 0, 0, 0, 4) for c in r["measured"]}
+    moved = report._cells(results, roles)
+    assert report.baselines([c for c in moved if c[0] < 9], [c for c in moved if c[0] == 9]) == (rate, lookup)
+    again = report.rolling_origin(moved)
+    first = rows["round"] == 1
+    assert np.array_equal(again["model"][first], rows["model"][first]) and np.array_equal(again["lookup"][first], rows["lookup"][first])

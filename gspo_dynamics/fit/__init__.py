@@ -6,6 +6,7 @@
     forecast = pilot_forecast(read_run_config("grpo.yaml"), "pilot/trainer_state.json")   # a config + a pilot
     forecast.end                             # the reward at the run's end, with a calibrated interval
     pilot_forecast(setup, pilot, prior=["run_a.jsonl", "run_b.jsonl"]).prior   # the end level of finished runs
+    fall_chance(margin_grid(forecast, lrs, Ts))   # the chance one run falls over an (lr, T) grid (`_fall_chance`)
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator

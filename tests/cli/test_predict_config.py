@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from gspo_dynamics.cli.main import main
+from gspo_dynamics.fit import fall_chance
 
 TRL = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
        "steps_per_generation": 32, "beta": 0.04, "importance_sampling_level": "sequence", "epsilon": 3e-4,
@@ -255,9 +256,13 @@ def test_a_trl_pilot_with_clip_fraction_and_entropy_gets_the_collapse_forecast(t
     assert report["overshoot"] is overshoot and report["displacement"] > 0
     if overshoot:
         assert report["collapse_max_refresh_interval"] == 0 and report["collapse_max_lr"] < TRL["learning_rate"]
+    chance = report["fall_chance"]  # fit._fall_chance (1), (2): an overshoot is a rule saying unstable, so m > 0
+    assert chance["chance"] == pytest.approx(float(fall_chance(chance["margin"])), rel=1e-12)
+    assert chance["margin"] > 0 if overshoot else chance["margin"] is not None
     assert main(["predict", "--config", config, "--pilot", str(log)]) == 0
     text = capsys.readouterr().out
     assert "displacement between samplers" in text and ("entropy rose" in text) is overshoot
+    assert f"loses its reward: {chance['chance']:.0%}" in text
 
 
 def test_a_pilot_with_its_own_column_names_is_read_with_map(tmp_path, capsys):

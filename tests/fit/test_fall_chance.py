@@ -35,8 +35,8 @@ def both_rules_pilot(tmp_path, entropy):
 def test_the_margin_is_positive_exactly_where_a_rule_says_unstable(tmp_path, entropy):
     """m > 0 cell by cell where the collapse map (`collapse_grid`) or the linear rule (T >= T_c at the stiffness
     scaled to lr) says unstable; each cell's m is the largest of the three log ratios computed one cell at a
-    time from the scalar routes (`collapse.displacement`, `critical_refresh_interval` at that lr). Both pilots
-    have a stiffness; the second also overshoots (entropy 0.5 -> 0.85)."""
+    time from the scalar routes (`collapse.displacement`, `critical_refresh_interval` at that lr, looked for up to
+    max(T) e^5 + 1). Both pilots have a stiffness; the second also overshoots (entropy 0.5 -> 0.85)."""
     f = both_rules_pilot(tmp_path, entropy)
     kappa = f.implications.stiffness_per_step.value
     assert f.max_safe_lr is not None and kappa > 0 and f.displacement is not None
@@ -47,7 +47,7 @@ def test_the_margin_is_positive_exactly_where_a_rule_says_unstable(tmp_path, ent
     s, rise = f.drift_per_step / 0.1, f.entropy_rise
     for i, T in enumerate(TS):
         for j, lr in enumerate(LRS):
-            tc = int(critical_refresh_interval(kappa * lr / 0.1, 0.0, 1.0, 0.5, t_max=100_000))
+            tc = int(critical_refresh_interval(kappa * lr / 0.1, 0.0, 1.0, 0.5, t_max=int(64 * math.exp(5.0)) + 1))
             parts = [math.log(collapse.displacement(s, lr, int(T), 0.2) / f.collapse_limit)]
             parts += [math.log(T / (tc - 0.5))] if tc else []
             parts += [math.log(rise * lr / (0.1 * collapse.OVERSHOOT_RISE))] if rise and rise > 0 else []
@@ -98,9 +98,11 @@ def test_the_fit_is_scipys_maximum_and_recovers_the_coefficients_that_drew_the_f
     ([0.0, 0.0, 0.0], [1, 2, 3], [4, 4, 4], "two distinct margins"),
     ([-1.0, 1.0], [0, 4], [4, 4], "separated"),
     ([-1.0, 1.0], [0, 0], [4, 4], "separated"),
-    ([-1.0, 1.0], [5, 0], [4, 4], "0 <= falls <= runs"),
-    ([-1.0, 1.0, 2.0], [1, 2], [4, 4], "equal-length"),
-    ([-1.0, np.nan], [1, 2], [4, 4], "equal-length"),
+    ([-1.0, 1.0], [5, 0], [4, 4], "cell 0 has 5 of 4"),
+    ([-1.0, 1.0], [1, np.nan], [4, 4], "cell 1 has nan of 4"),
+    ([-1.0, 1.0], [0, 0], [4, 0], "runs >= 1"),
+    ([-1.0, 1.0, 2.0], [1, 2], [4, 4], r"of one length, got shapes \(3,\), \(2,\), \(2,\)"),
+    ([-1.0, np.nan], [1, 2], [4, 4], "margin 1 is nan"),
 ])
 def test_data_that_cannot_identify_the_chance_is_one_clear_error(margins, falls, runs, words):
     with pytest.raises(ConfigError, match=words):
@@ -131,3 +133,60 @@ def test_the_map_draws_the_chance_where_it_crosses_its_levels(tmp_path):
     ax = stability_map_figure(f).axes[0]
     assert any("chance a run falls" in t.get_text() for t in ax.get_legend().get_texts())
     assert {t.get_text() for t in ax.texts if t.get_text().endswith("%")} == {f"{v:.0%}" for v in FALL_CHANCE_LEVELS}
+
+
+def nll(w, m, k, n):
+    z = w[0] + w[1] * np.clip(m, -5, 5)
+    return float(np.sum(k * np.logaddexp(0, -z) + (n - k) * np.logaddexp(0, z)))
+
+
+def test_the_fit_holds_where_the_run_counts_differ_by_orders_of_magnitude():
+    """Cells of 1 to 1,000 runs, where a full Newton step overshoots to P = 0 or 1 (a review's case first, then 300
+    random sets with a fit): the halved steps reach scipy's maximum (to 1e-4 in (a, b), the optimiser's
+    tolerance) and never a raw numpy error."""
+    cases = [([-5.0, 4.9, 5.0], [1, 0, 4], [1000, 1, 4])]
+    rng = np.random.default_rng(5)
+    while len(cases) < 300:
+        n = rng.choice([1, 4, 40, 400, 1000], size=int(rng.integers(3, 8)))
+        m = rng.uniform(-6, 6, len(n))
+        k = rng.binomial(n, 1 / (1 + np.exp(-(rng.normal(-1, 1) + rng.normal(1, 0.5) * m))))
+        try:
+            fit_fall_chance(m, k, n)
+        except ConfigError as err:
+            assert "separated" in str(err) or "two distinct" in str(err)
+            continue
+        cases.append((m, k, n))
+    for m, k, n in cases:
+        m, k, n = (np.asarray(v, dtype=float) for v in (m, k, n))
+        a, b = fit_fall_chance(m, k, n)
+        ref = minimize(nll, [a, b], args=(m, k, n), method="Nelder-Mead", options={"xatol": 1e-9, "fatol": 1e-12}).x
+        assert nll((a, b), m, k, n) <= nll(ref, m, k, n) + 1e-7
+        assert (a, b) == pytest.approx(tuple(ref), abs=1e-4)
+
+
+def test_a_linear_model_stable_at_every_T_adds_nothing_and_warns_nothing(tmp_path):
+    """A stiffness so small that no T up to the scan tips the linear model: its part is -inf, the margin is the
+    collapse rules' alone (m > 0 exactly on the collapse map), and no numpy warning is raised (the log is taken
+    only where T_c exists)."""
+    import warnings
+
+    f = both_rules_pilot(tmp_path, np.full(60, 0.8))
+    kappa = dataclasses.replace(f.implications.stiffness_per_step, value=1e-9)
+    tiny = dataclasses.replace(f, implications=dataclasses.replace(f.implications, stiffness_per_step=kappa))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = margin_grid(tiny, LRS, TS)
+    assert np.array_equal(m > 0, collapse_grid(tiny, LRS, TS))
+    assert np.array_equal(m, margin_grid(dataclasses.replace(tiny, max_safe_lr=None), LRS, TS))
+
+
+def test_without_a_ratio_clip_the_displacement_grows_with_T_in_the_margin(tmp_path):
+    """correction "none": D = T lr s uncapped, so the displacement's log ratio rises by log 2 from T to 2T at any lr
+    (the clipped objectives' stops at the band edge)."""
+    j = np.tile(np.arange(4), 15)
+    columns = {"reward": heavy_ball_curve(0.05, 0.5, len(j)), "window/position": j, "ratios/token_log_var": (j * 0.05) ** 2,
+               "entropy": np.full(len(j), 0.8), "frac_reward_zero_std": np.full(len(j), 0.5)}
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "none"})
+    f = dataclasses.replace(pilot_forecast(setup, write_log(tmp_path / "n.jsonl", columns)), max_safe_lr=None)
+    m = margin_grid(f, [0.01, 0.1], [4, 8, 16])
+    assert np.diff(m, axis=0) == pytest.approx(np.full((2, 2), math.log(2)), rel=1e-12)

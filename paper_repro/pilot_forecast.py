@@ -17,6 +17,13 @@ grids were run): ten combinations pairing a setting with a task and objective it
 pattern/grpo, top-p 0.9 on pattern/pg, a gradient-norm clip of 0.1 on pattern/dr_grpo, AdamW beta1 = 0.5 on
 pattern/dapo, beta2 = 0.99 on addition/gspo, weight decay 0.1 on addition/cispo and temperature 0.8 on
 addition/dr_grpo. Their rows are also version 10's second held-out round (its model unchanged).
+Version 11's second held-out round ("confirm-13", from the shared start, chosen and committed with this paragraph
+after confirm-12 was read and before its own grids were run; the model, (a, b), scores and targets unchanged): top-p
+0.9 on count/grpo, weight decay 0.1 on count/gspo_token, temperature 0.8 on count/dr_grpo, a clip of 0.3 above on
+pattern/cispo, a 20-step warm-up on pattern/gspo, beta2 = 0.99 on pattern/gspo_token, beta1 = 0.5 on addition/grpo,
+a gradient-norm clip of 0.1 on addition/gspo_token, temperature 1.2 on addition/dapo and weight decay 0.1 on
+addition/pg. The chance's row for each round (pilot-forecast-fall-chance-<round>) takes its baselines from every
+round before it (for confirm-13, confirm-12 included), the chance's (a, b) staying version 11's.
 
 Protocol versions 10, 9, 8, 7 and 6, each fixed before its held-out grids was run, as they stood here: pilot_forecast.md
 ("Protocol texts of versions 6-10"; versions 10 and 11 keep version 9's model, described below).
@@ -59,7 +66,7 @@ replaced: pilot_forecast.md):
                 names (their protocol texts, pilot_forecast.md).
                 Held out by version 9 ("confirm-10", from the shared start): the ten named under version 9.
                 Held out by version 10 ("confirm-11", from the shared start): the ten its text names.
-                Held out by version 11 ("confirm-12", from the shared start): the ten named at the top.
+                Held out by version 11 ("confirm-12", "confirm-13", from the shared start): the twenty named at the top.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in

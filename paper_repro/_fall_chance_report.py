@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 
 import numpy as np
-from _pilot_protocol import CHANCE_ROLE, VERSION_11_CHANCE
+from _pilot_protocol import VERSION_11_CHANCE
 from _task_prior import ROUNDS
 
 from gspo_dynamics._errors import ConfigError
@@ -83,7 +83,7 @@ def baselines(train: list[tuple], test: list[tuple]) -> tuple[list[float], list[
     return [rate] * len(test), lookup
 
 
-def fall_chance_claim(results: dict, roles: dict, held_out: str = CHANCE_ROLE) -> tuple[str, bool] | None:
+def fall_chance_claim(results: dict, roles: dict, held_out: str) -> tuple[str, bool] | None:
     """Version 11's held-out judgement of the chance (pilot_forecast.py's docstring): on the seeds of round
     `held_out`, the per-run Brier score (1) of VERSION_11_CHANCE (the (a, b) frozen before the round ran) against the
     baselines from every earlier round's cells, and its seed-weighted mean chance against the share that fell.
@@ -139,4 +139,4 @@ def fall_chance_reach(results: dict, roles: dict) -> str:
             f"{scores['lookup']:.4f} for a lookup of the task's earlier grids at the cell's lr factor and T. Forecast "
             f"chance / share of seeds that fell (seeds), by tenth of the chance: {table}.{refit} Only (a, b) is refitted "
             "round by round: the margin's parts (S, equations (8), (9)) were set on some of these rounds, so this is "
-            "partly in sample; the held-out judgement is the row pilot-forecast-fall-chance.")
+            "partly in sample; the held-out judgements are the rows pilot-forecast-fall-chance-<round>.")

@@ -115,10 +115,20 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "addition-gspo-beta2": ("addition", "gspo", {"task_options": ADDITION, "beta2": 0.99}, 3e-3, "confirm-12"),
     "addition-cispo-wd": ("addition", "cispo", {"task_options": ADDITION, "weight_decay": 0.1}, 3e-3, "confirm-12"),
     "addition-dr_grpo-temp0.8": ("addition", "dr_grpo", {"task_options": ADDITION, "temperature": 0.8}, 3e-3, "confirm-12"),
+    "count-grpo-topp0.9": ("count", "grpo", {"top_p": 0.9}, 3e-3, "confirm-13"),
+    "count-gspo_token-wd": ("count", "gspo_token", {"weight_decay": 0.1}, 3e-3, "confirm-13"),
+    "count-dr_grpo-temp0.8": ("count", "dr_grpo", {"temperature": 0.8}, 3e-3, "confirm-13"),
+    "pattern-cispo-eps0.3": ("pattern", "cispo", {"clip_high": 0.3}, 3e-3, "confirm-13"),
+    "pattern-gspo-warm20": ("pattern", "gspo", {"warmup_steps": 20}, 3e-3, "confirm-13"),
+    "pattern-gspo_token-beta2": ("pattern", "gspo_token", {"beta2": 0.99}, 3e-3, "confirm-13"),
+    "addition-grpo-beta1": ("addition", "grpo", {"task_options": ADDITION, "beta1": 0.5}, 3e-3, "confirm-13"),
+    "addition-gspo_token-gradclip0.1": ("addition", "gspo_token", {"task_options": ADDITION, "max_grad_norm": 0.1}, 3e-3, "confirm-13"),
+    "addition-dapo-temp1.2": ("addition", "dapo", {"task_options": ADDITION, "temperature": 1.2}, 3e-3, "confirm-13"),
+    "addition-pg-wd": ("addition", "pg", {"task_options": ADDITION, "weight_decay": 0.1}, 3e-3, "confirm-13"),
 }
-SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12")  # the roles whose pilot and grid start from one checkpoint (version 6)
-PRIOR_ROLES = ("confirm-11", "confirm-12")  # versions 10, 11: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
-CHANCE_ROLE = "confirm-12"  # version 11: the round whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
+SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13")  # the roles whose pilot and grid start from one checkpoint (version 6)
+PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13")  # versions 10, 11: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
+CHANCE_ROLES = ("confirm-12", "confirm-13")  # version 11: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
 VERSION_11_CHANCE = (-1.5011, 1.3680)  # (a, b) of fit._fall_chance (2) as version 11 froze them (28791cc), whatever fit.FALL_CHANCE becomes
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw

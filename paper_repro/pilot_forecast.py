@@ -146,8 +146,8 @@ from _pilot_scores import (
     window_progress,
 )
 from _pilot_protocol import (
-    COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, QUICK, REFRESH_INTERVALS,
-    CHANCE_ROLE, PRIOR_ROLES, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD,
+    CHANCE_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
+    REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD, VERSION_11_CHANCE,
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
@@ -157,7 +157,7 @@ from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
 from trainer_at_scale import Runs
 
-from gspo_dynamics.fit import COLLAPSE_SPREAD, FALL_CHANCE, collapse_grid, margin_grid, pilot_forecast
+from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid, margin_grid, pilot_forecast
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.predict import read_run_config
 from gspo_dynamics.theory import collapse
@@ -258,18 +258,20 @@ def with_prior(name: str, results: dict) -> None:
 
 
 def record_fall_chance(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
-    """Version 11's claim (module docstring), where the results hold its held-out round and an earlier one."""
-    started = time.perf_counter()
-    chance = fall_chance_claim(results, roles)
-    if chance is None:
-        return
-    record(Claim("pilot-forecast-fall-chance", f"the chance a run falls (fit._fall_chance), held out on {CHANCE_ROLE}: "
-                 "per-run Brier score below the earlier grids' fall rate and their lookup at the cell's lr factor and "
-                 f"T, mean chance within {CALIBRATION_TOL} of the share of seeds that fell", PREDICTABLE_GRPO),
-           predicted=f"P = 1 / (1 + exp(-(a + b m))), (a, b) = ({FALL_CHANCE[0]:g}, {FALL_CHANCE[1]:g}) fitted on the "
-                     "seeds of every earlier grid; m the log of the largest ratio of a rule of ours to its threshold",
-           measured=chance[0], passed=chance[1], quick=args.quick, started=started, command=cmd, device=device_name(),
-           write=not args.no_record)
+    """Version 11's claim rows (module docstring), one per CHANCE_ROLES round the results hold with an earlier one."""
+    for held_out in CHANCE_ROLES:
+        started = time.perf_counter()
+        chance = fall_chance_claim(results, roles, held_out)
+        if chance is None:
+            continue
+        record(Claim(f"pilot-forecast-fall-chance-{held_out}", f"the chance a run falls (fit._fall_chance), held out on "
+                     f"{held_out}: per-run Brier score below the earlier grids' fall rate and their lookup at the cell's lr "
+                     f"factor and T, mean chance within {CALIBRATION_TOL} of the share of seeds that fell", PREDICTABLE_GRPO),
+               predicted=f"P = 1 / (1 + exp(-(a + b m))), (a, b) = ({VERSION_11_CHANCE[0]:g}, {VERSION_11_CHANCE[1]:g}) "
+                         "fitted on the seeds of the grids before confirm-12; m the log of the largest ratio of a rule "
+                         "of ours to its threshold",
+               measured=chance[0], passed=chance[1], quick=args.quick, started=started, command=cmd,
+               device=device_name(), write=not args.no_record)
 
 
 def arguments() -> argparse.Namespace:

@@ -21,11 +21,11 @@ KNOWN_FAILING = {
     "kl_pull_refresh": "quick mode only (4 seeds a cell): since the packed passes changed the float sums (session 13), "
                        "(b) reads 2 of 4 seeds fallen at the base lr and T = 6 against 0 at a third of it and T = 16; "
                        "the full mode (16 seeds) passes (row kl-pull-refresh)",
-    "pilot_forecast": "protocol v11: 87.1% of the 2240 cells of 112 combinations (87% of confirm-12's 200, held out, "
-                      "2 of its 10 meeting every target; 79% of confirm-11's) but most held-out combinations miss one; "
-                      "the 4-seed measurement alone leaves a forecaster knowing each cell's instability rate 93.7% "
-                      "and 92-100 of 112 combinations meeting the regime targets, ours 71 (rows pilot-forecast-*, "
-                      "pilot_forecast.md); the fall chance's held-out row fails by 0.0014 of Brier score",
+    "pilot_forecast": "protocol v11: 87% of the 2440 cells of 122 combinations (87% and 89% of confirm-12's and "
+                      "confirm-13's 200, held out, 2 of 10 meeting every target in each) but most held-out combinations "
+                      "miss one; the 4-seed measurement alone caps what any forecaster of the cells' instability rates "
+                      "reaches (rows pilot-forecast-*, pilot_forecast.md); the fall chance's held-out rows: confirm-12 "
+                      "fails by 0.0014 of Brier score, confirm-13 passes",
 }
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
 MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label"}

@@ -500,7 +500,8 @@ def test_version_10_rows_come_last_and_are_not_recorded_without_every_earlier_gr
     run lacks; `main` refuses, before running anything, to record its row without them (one line, exit 2)."""
     prior_module = load_script("paper_repro", "_task_prior")
     names, missing = prior_module.prior_order(["count-cispo-temp1.2", "count-pg", "pattern-grpo"])
-    count = [n for n, c in script.COMBINATIONS.items() if c[0] == "count" and c[4] not in ("confirm-11", "confirm-12")]
+    later = ("confirm-11", "confirm-12", "confirm-13")
+    count = [n for n, c in script.COMBINATIONS.items() if c[0] == "count" and c[4] not in later]
     assert names == ["count-pg", "pattern-grpo", "count-cispo-temp1.2"]
     assert sorted(missing["count-cispo-temp1.2"]) == sorted(set(count) - {"count-pg"})
     assert prior_module.prior_order(list(script.COMBINATIONS))[1] == {}
@@ -552,7 +553,7 @@ def test_the_fall_chance_claim_scores_the_held_out_round_with_the_shipped_coeffi
 
     rng = np.random.default_rng(11)
     results, roles = _chance_results(rng, ("develop", "confirm-4", "confirm-12"))
-    text, passed = report.fall_chance_claim(results, roles)
+    text, passed = report.fall_chance_claim(results, roles, "confirm-12")
     held = [results[name] for name, role in roles.items() if role == "confirm-12"]
     p = np.array([float(fall_chance(r["margin"][c])) for r in held for c in r["measured"]])
     k = np.array([m[4] for r in held for m in r["measured"].values()], dtype=float)
@@ -567,7 +568,7 @@ def test_the_fall_chance_claim_scores_the_held_out_round_with_the_shipped_coeffi
     assert brier < report._brier(rate, k, np.full(len(k), 4)) and passed  # drawn at the chance itself: it should pass
     assert f"fall rate {report._brier(rate, k, np.full(len(k), 4)):.4f}" in text
     assert f"earlier grids {report._brier(lookup, k, np.full(len(k), 4)):.4f}" in text
-    assert report.fall_chance_claim(*_chance_results(rng, ("confirm-12",))) is None
+    assert report.fall_chance_claim(*_chance_results(rng, ("confirm-12",)), "confirm-12") is None
     rows = report.rolling_origin(cells)
     assert set(rows["round"]) == {1, 9} and len(rows["model"]) == 400
     # no leak: the held-out round's own falls move neither its baselines nor an earlier round's forecasts

@@ -49,20 +49,23 @@ if TYPE_CHECKING:
 BRIER_HELD_OUT = (0.097, 0.082)  # confirm-12's and confirm-13's per-run Brier scores (above), as `predict` quotes them
 FALL_CHANCE = (-1.5011, 1.3680)
 M_CLIP = 5.0  # |m| beyond which (2) is within 0.5% of 0 or 1 at FALL_CHANCE: the clip keeps a fit off the far tail
+RISK_LEVEL = 0.1  # the chance of a fall at which `predict` bounds T and lr (`risk_bounds`)
+T_LIMIT = 1024  # the largest T `risk_bounds` looks at
+LR_SPAN = 1e3  # `risk_bounds` looks for the lr bound within lr / LR_SPAN .. lr x LR_SPAN
 
 
-def margin_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
+def margin_grid(forecast: PilotForecast, lrs, refresh_intervals, floor: float = -M_CLIP) -> np.ndarray | None:
     """m of (1) over a grid, (len(refresh_intervals), len(lrs)); None where the pilot assessed no rule (no drift
-    or entropy, and no usable stiffness). The linear rule's T_c is looked for up to max(T) e^M_CLIP + 1: past it
-    its log ratio is below -M_CLIP at every T of the grid (the same chance, (2)), and it is -inf there, as where
-    the linear model is stable at every T; -inf in all where every assessed rule is silent."""
+    or entropy, and no usable stiffness). The linear rule's T_c is looked for up to max(T) e^-floor + 1: past it
+    its log ratio is below `floor` at every T of the grid (at the default, -M_CLIP, the same chance, (2)), and it is
+    -inf there, as where the linear model is stable at every T; -inf in all where every assessed rule is silent."""
     hp = forecast.config.setup.hparams
     lrs = np.asarray(lrs, dtype=float)
     Ts = np.asarray(refresh_intervals, dtype=float)
     parts = []
     kappa = forecast.implications.stiffness_per_step
     if forecast.max_safe_lr is not None and kappa is not None and math.isfinite(kappa.value) and kappa.value > 0:
-        t_max = int(Ts.max() * math.exp(M_CLIP)) + 1
+        t_max = int(Ts.max() * math.exp(-floor)) + 1
         t_c = critical_refresh_interval(kappa.value * lrs / hp.lr, 0.0, 1.0, hp.momentum, t_max=t_max).astype(float)
         linear = np.full((len(Ts), len(lrs)), -np.inf)
         tips = t_c != STABLE
@@ -138,24 +141,59 @@ def _fit_data(margins, falls, runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return m, k, n
 
 
-def config_fall_chance(forecast: PilotForecast) -> dict[str, float] | None:
-    """{"margin": m, "chance": P(fall | m)} at the config's own (lr, T), (1) and (2); None where the pilot gives no
+def config_fall_chance(forecast: PilotForecast) -> dict[str, float | int | None] | None:
+    """{"margin": m, "chance": P(fall | m)} at the config's own (lr, T), (1) and (2), with `risk_bounds`'s
+    {"level", "max_refresh_interval", "max_lr"}; None where the pilot gives no
     drift or entropy: (a, b) were fitted on pilots that measured both (every one of the 102 grids' cells has the
     collapse rules), so a margin of the linear rule alone is outside what they were fitted on."""
     if forecast.displacement is None:
         return None
     hp = forecast.config.setup.hparams
     margin = float(margin_grid(forecast, [hp.lr], [hp.refresh_interval])[0, 0])
-    return {"margin": margin, "chance": float(fall_chance(margin))}
+    return {"margin": margin, "chance": float(fall_chance(margin)), **risk_bounds(forecast)}
 
 
-def fall_chance_line(forecast: PilotForecast) -> str:
-    """The summary's line for `config_fall_chance` (the pilot assessed the collapse rules)."""
+def risk_bounds(forecast: PilotForecast, level: float = RISK_LEVEL) -> dict[str, float | int | None]:
+    """Where the chance (2) stays at most `level`: the largest T at the config's lr (0: not even T = 1; T_LIMIT:
+    every T up to it), and the largest lr at its T within lr / LR_SPAN .. lr x LR_SPAN (None: none in the span; the
+    span's top: every lr up to it), the crossing found on a grid and refined by bisection in log lr. The chance
+    rises with T and lr (every rule's ratio does), so each bound is the first crossing. m is needed only down to
+    the level's margin logit(level) (a - b m = logit), so the linear rule's scan stops there (`margin_grid`'s floor)."""
+    hp = forecast.config.setup.hparams
+    a, b = FALL_CHANCE
+    floor = (math.log(level / (1 - level)) - a) / b - 1.0  # a margin's worth below the level's: exact where it counts
+
+    def chance(lrs, Ts) -> np.ndarray:
+        return fall_chance(margin_grid(forecast, lrs, Ts, floor))
+
+    over = np.flatnonzero(chance([hp.lr], np.arange(1, T_LIMIT + 1))[:, 0] > level)
+    max_T = int(over[0]) if len(over) else T_LIMIT
+    lrs = np.geomspace(hp.lr / LR_SPAN, hp.lr * LR_SPAN, 121)
+    over = np.flatnonzero(chance(lrs, [hp.refresh_interval])[0] > level)
+    if not len(over):
+        return {"level": level, "max_refresh_interval": max_T, "max_lr": float(lrs[-1])}
+    if over[0] == 0:
+        return {"level": level, "max_refresh_interval": max_T, "max_lr": None}
+    lo, hi = math.log(lrs[over[0] - 1]), math.log(lrs[over[0]])
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if chance([math.exp(mid)], [hp.refresh_interval])[0, 0] > level else (mid, hi)
+    return {"level": level, "max_refresh_interval": max_T, "max_lr": math.exp(lo)}
+
+
+def fall_chance_lines(forecast: PilotForecast) -> list[str]:
+    """The summary's lines for `config_fall_chance` (the pilot assessed the collapse rules): the chance, and the
+    bounds of `risk_bounds`."""
     at = config_fall_chance(forecast)
     margin, chance = at["margin"], at["chance"]
     hp = forecast.config.setup.hparams
-    return (f"  chance a run at lr {hp.lr:g} and T = {hp.refresh_interval} loses its reward: {chance:.0%} (the rules' "
+    T, lr = at["max_refresh_interval"], at["max_lr"]
+    bound_T = ("not even T = 1" if T == 0 else f"every T up to {T_LIMIT}" if T == T_LIMIT else f"T <= {T}")
+    bound_lr = (f"no lr down to {hp.lr / LR_SPAN:.3g}" if lr is None
+                else f"every lr up to {lr:.3g}" if lr >= hp.lr * LR_SPAN * (1 - 1e-9) else f"lr <= {lr:.3g}")
+    return [f"  chance a run at lr {hp.lr:g} and T = {hp.refresh_interval} loses its reward: {chance:.0%} (the rules' "
             f"log ratio to their thresholds m = {margin:+.2f}, > 0 where a rule says unstable, through a logistic fitted "
             f"on our trainer's 102 pilot-forecast grids; per-run Brier score {BRIER_HELD_OUT[0]:g} and "
             f"{BRIER_HELD_OUT[1]:g} on two rounds of grids held out, against 0.25 for their base rate; fit._fall_chance. "
-            "On another model and task the same map from margin to chance is assumed)")
+            "On another model and task the same map from margin to chance is assumed)",
+            f"  at most a {at['level']:.0%} chance of a fall: {bound_T} at this lr, {bound_lr} at this T"]

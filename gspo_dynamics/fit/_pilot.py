@@ -44,7 +44,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields
-from gspo_dynamics.fit._fall_chance import config_fall_chance, fall_chance_line
+from gspo_dynamics.fit._fall_chance import config_fall_chance, fall_chance_lines
 from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
@@ -248,7 +248,7 @@ class PilotForecast:
                          f"= {COLLAPSE_SPREAD:g} x {self.entropy:.3g} / {self.signal_share:.3g} = {bound:.3g}{where}: {risk} "
                          f"({margin}{why})")
             lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
-            lines.append(fall_chance_line(self))
+            lines += fall_chance_lines(self)
         else:
             lines.append("  collapse: not assessed (the pilot gives no per-step drift or no token entropy: assumed, below)"
                          + ("; the lr bound above is the linear model's alone" if self.max_safe_lr is not None else ""))

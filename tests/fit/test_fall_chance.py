@@ -114,7 +114,8 @@ def test_the_forecast_gives_the_chance_at_its_own_point_and_withholds_it_without
     grid's; without the pilot's drift and entropy both are withheld."""
     f = both_rules_pilot(tmp_path, np.full(60, 0.8))
     m = float(margin_grid(f, [0.1], [4])[0, 0])
-    assert f.to_json()["fall_chance"] == pytest.approx({"margin": m, "chance": float(fall_chance(m))}, rel=1e-12)
+    at = f.to_json()["fall_chance"]
+    assert (at["margin"], at["chance"]) == pytest.approx((m, float(fall_chance(m))), rel=1e-12)
     line = next(line for line in f.summary_lines() if "loses its reward" in line)
     assert f"{float(fall_chance(m)):.0%}" in line and f"m = {m:+.2f}" in line
     g = dataclasses.replace(f, displacement=None)
@@ -190,3 +191,28 @@ def test_without_a_ratio_clip_the_displacement_grows_with_T_in_the_margin(tmp_pa
     f = dataclasses.replace(pilot_forecast(setup, write_log(tmp_path / "n.jsonl", columns)), max_safe_lr=None)
     m = margin_grid(f, [0.01, 0.1], [4, 8, 16])
     assert np.diff(m, axis=0) == pytest.approx(np.full((2, 2), math.log(2)), rel=1e-12)
+
+
+@pytest.mark.parametrize("entropy", [np.full(60, 0.8), np.r_[0.5, 0.8, 0.85, np.full(57, 0.6)]])
+def test_the_risk_bounds_are_where_the_chance_crosses_its_level(tmp_path, entropy):
+    """`risk_bounds` at 10%: the chance at the config's lr is at most 10% up to the bound T and past it at the next T
+    (checked with the margin at its default floor, every T to 1024; the overshooting pilot passes it at T = 1 already,
+    bound 0); at the config's T the chance is at most 10%
+    just below the lr bound and past it just above (1e-6 relative: the bisection's 40 halvings of one grid step);
+    the summary line says both; a level the config's point already passes bounds T below its own."""
+    from gspo_dynamics.fit._fall_chance import risk_bounds
+
+    f = both_rules_pilot(tmp_path, entropy)
+    bounds = risk_bounds(f, 0.1)
+    T, lr = bounds["max_refresh_interval"], bounds["max_lr"]
+    Ts = np.arange(1, 1025)
+    at_lr = fall_chance(margin_grid(f, [0.1], Ts))[:, 0]
+    assert T < 1024 and np.all(at_lr[:T] <= 0.1) and at_lr[T] > 0.1
+    assert lr is not None and fall_chance(margin_grid(f, [lr * (1 - 1e-6)], [4]))[0, 0] <= 0.1
+    assert fall_chance(margin_grid(f, [lr * (1 + 1e-6)], [4]))[0, 0] > 0.1
+    line = next(line for line in f.summary_lines() if "chance of a fall" in line)
+    said_T = "not even T = 1" if T == 0 else f"T <= {T}"
+    assert f"at most a 10% chance of a fall: {said_T} at this lr, lr <= {lr:.3g} at this T" in line
+    own = float(fall_chance(margin_grid(f, [0.1], [4]))[0, 0])
+    past = risk_bounds(f, own / 2)
+    assert past["max_refresh_interval"] < 4 and (past["max_lr"] is None or past["max_lr"] < 0.1)

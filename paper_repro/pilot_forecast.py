@@ -7,7 +7,8 @@ from the task's earlier rounds. One forecast is added and judged held out: the c
 loses its reward, P = 1 / (1 + exp(-(a + b m))) (`fit._fall_chance` (1), (2): m the log of the largest ratio of a
 rule of ours to its threshold, > 0 exactly where ours says unstable), with (a, b) = fit.FALL_CHANCE as committed
 at 28791cc, (-1.5011, 1.3680), fitted on the seeds of all 102 earlier grids (the rolling-origin fit for this round). Scored on the 800 seeds
-of the held-out round (`_fall_chance_report.fall_chance_claim`, claim pilot-forecast-fall-chance) by the per-run
+of the held-out round (`_fall_chance_report.fall_chance_claim`, claim pilot-forecast-fall-chance [since named
+pilot-forecast-fall-chance-confirm-12, one row per round]) by the per-run
 Brier score, against two forecasts without the model from the same earlier grids: their fall rate, and a lookup
 of the task's earlier grids at the cell's lr factor and T (its fall rate there, shrunk by one pseudo-run toward the
 overall rate). Target: a Brier score below both, and the seed-weighted mean chance within 0.05 of the share of

@@ -141,59 +141,72 @@ def _fit_data(margins, falls, runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return m, k, n
 
 
-def config_fall_chance(forecast: PilotForecast) -> dict[str, float | int | None] | None:
-    """{"margin": m, "chance": P(fall | m)} at the config's own (lr, T), (1) and (2), with `risk_bounds`'s
-    {"level", "max_refresh_interval", "max_lr"}; None where the pilot gives no
+def config_fall_chance(forecast: PilotForecast) -> dict | None:
+    """{"margin": m, "chance": P(fall | m), "bounds": `risk_bounds` at RISK_LEVEL} at the config's own (lr, T), (1)
+    and (2); None where the pilot gives no
     drift or entropy: (a, b) were fitted on pilots that measured both (every one of the 102 grids' cells has the
     collapse rules), so a margin of the linear rule alone is outside what they were fitted on."""
     if forecast.displacement is None:
         return None
     hp = forecast.config.setup.hparams
     margin = float(margin_grid(forecast, [hp.lr], [hp.refresh_interval])[0, 0])
-    return {"margin": margin, "chance": float(fall_chance(margin)), **risk_bounds(forecast)}
+    return {"margin": margin, "chance": float(fall_chance(margin)), "bounds": risk_bounds(forecast)}
 
 
-def risk_bounds(forecast: PilotForecast, level: float = RISK_LEVEL) -> dict[str, float | int | None]:
-    """Where the chance (2) stays at most `level`: the largest T at the config's lr (0: not even T = 1; T_LIMIT:
-    every T up to it), and the largest lr at its T within lr / LR_SPAN .. lr x LR_SPAN (None: none in the span; the
-    span's top: every lr up to it), the crossing found on a grid and refined by bisection in log lr. The chance
-    rises with T and lr (every rule's ratio does), so each bound is the first crossing. m is needed only down to
-    the level's margin logit(level) (a - b m = logit), so the linear rule's scan stops there (`margin_grid`'s floor)."""
+def risk_bounds(forecast: PilotForecast, level: float = RISK_LEVEL) -> dict | None:
+    """Where the chance (2) stays at most `level` (in (0, 1)): the largest T at the config's lr among 1..T_LIMIT
+    ("max_refresh_interval"; 0: not even T = 1) and the largest lr at its T within lr / LR_SPAN .. lr x LR_SPAN
+    ("max_lr"; the crossing found on a grid and refined by bisection in log lr), each None where the scan ends
+    first, with "beyond_scan" saying which way ("above": every T or lr scanned stays at most `level`; "below": no lr
+    scanned does) and "scan" the ranges. The chance rises with T and lr (every rule's ratio does), so each bound is
+    the first crossing. m is needed only down to the level's margin, a + b m = logit(level), so the linear rule's
+    scan stops a unit below it (`margin_grid`'s floor, at least -M_CLIP). None where the pilot gives no drift or
+    entropy (`config_fall_chance`)."""
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise ConfigError(f"the risk level must be a chance in (0, 1), got {level!r}")
+    if forecast.displacement is None:
+        return None
     hp = forecast.config.setup.hparams
     a, b = FALL_CHANCE
-    floor = (math.log(level / (1 - level)) - a) / b - 1.0  # a margin's worth below the level's: exact where it counts
+    floor = max((math.log(level / (1 - level)) - a) / b - 1.0, -M_CLIP)
 
     def chance(lrs, Ts) -> np.ndarray:
         return fall_chance(margin_grid(forecast, lrs, Ts, floor))
 
-    over = np.flatnonzero(chance([hp.lr], np.arange(1, T_LIMIT + 1))[:, 0] > level)
-    max_T = int(over[0]) if len(over) else T_LIMIT
     lrs = np.geomspace(hp.lr / LR_SPAN, hp.lr * LR_SPAN, 121)
+    out = {"level": float(level), "max_refresh_interval": None, "max_lr": None, "beyond_scan": {},
+           "scan": {"refresh_interval": [1, T_LIMIT], "lr": [float(lrs[0]), float(lrs[-1])]}}
+    over = np.flatnonzero(chance([hp.lr], np.arange(1, T_LIMIT + 1))[:, 0] > level)
+    if len(over):
+        out["max_refresh_interval"] = int(over[0])
+    else:
+        out["beyond_scan"]["refresh_interval"] = "above"
     over = np.flatnonzero(chance(lrs, [hp.refresh_interval])[0] > level)
-    if not len(over):
-        return {"level": level, "max_refresh_interval": max_T, "max_lr": float(lrs[-1])}
-    if over[0] == 0:
-        return {"level": level, "max_refresh_interval": max_T, "max_lr": None}
+    if not len(over) or over[0] == 0:
+        out["beyond_scan"]["lr"] = "above" if not len(over) else "below"
+        return out
     lo, hi = math.log(lrs[over[0] - 1]), math.log(lrs[over[0]])
     for _ in range(40):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if chance([math.exp(mid)], [hp.refresh_interval])[0, 0] > level else (mid, hi)
-    return {"level": level, "max_refresh_interval": max_T, "max_lr": math.exp(lo)}
+    out["max_lr"] = math.exp(lo)
+    return out
 
 
 def fall_chance_lines(forecast: PilotForecast) -> list[str]:
     """The summary's lines for `config_fall_chance` (the pilot assessed the collapse rules): the chance, and the
     bounds of `risk_bounds`."""
     at = config_fall_chance(forecast)
-    margin, chance = at["margin"], at["chance"]
+    margin, chance, bounds = at["margin"], at["chance"], at["bounds"]
     hp = forecast.config.setup.hparams
-    T, lr = at["max_refresh_interval"], at["max_lr"]
-    bound_T = ("not even T = 1" if T == 0 else f"every T up to {T_LIMIT}" if T == T_LIMIT else f"T <= {T}")
-    bound_lr = (f"no lr down to {hp.lr / LR_SPAN:.3g}" if lr is None
-                else f"every lr up to {lr:.3g}" if lr >= hp.lr * LR_SPAN * (1 - 1e-9) else f"lr <= {lr:.3g}")
+    T, lr, beyond, scan = bounds["max_refresh_interval"], bounds["max_lr"], bounds["beyond_scan"], bounds["scan"]
+    bound_T = (f"every T up to {T_LIMIT}" if "refresh_interval" in beyond else "not even T = 1" if T == 0 else f"T <= {T}")
+    bound_lr = (f"every lr up to {scan['lr'][1]:.3g}" if beyond.get("lr") == "above"
+                else f"no lr down to {scan['lr'][0]:.3g}" if beyond.get("lr") == "below" else f"lr <= {lr:.3g}")
     return [f"  chance a run at lr {hp.lr:g} and T = {hp.refresh_interval} loses its reward: {chance:.0%} (the rules' "
             f"log ratio to their thresholds m = {margin:+.2f}, > 0 where a rule says unstable, through a logistic fitted "
             f"on our trainer's 102 pilot-forecast grids; per-run Brier score {BRIER_HELD_OUT[0]:g} and "
-            f"{BRIER_HELD_OUT[1]:g} on two rounds of grids held out, against 0.25 for their base rate; fit._fall_chance. "
+            f"{BRIER_HELD_OUT[1]:g} on two rounds of grids held out, against 0.25 for their base rate and 0.096 and "
+            "0.090 for a lookup of the task's earlier grids; fit._fall_chance. "
             "On another model and task the same map from margin to chance is assumed)",
-            f"  at most a {at['level']:.0%} chance of a fall: {bound_T} at this lr, {bound_lr} at this T"]
+            f"  at most a {bounds['level']:.0%} chance of a fall: {bound_T} at this lr, {bound_lr} at this T"]

@@ -204,6 +204,7 @@ def test_the_risk_bounds_are_where_the_chance_crosses_its_level(tmp_path, entrop
 
     f = both_rules_pilot(tmp_path, entropy)
     bounds = risk_bounds(f, 0.1)
+    assert bounds == f.to_json()["fall_chance"]["bounds"] and bounds["beyond_scan"] == {}
     T, lr = bounds["max_refresh_interval"], bounds["max_lr"]
     Ts = np.arange(1, 1025)
     at_lr = fall_chance(margin_grid(f, [0.1], Ts))[:, 0]
@@ -216,3 +217,27 @@ def test_the_risk_bounds_are_where_the_chance_crosses_its_level(tmp_path, entrop
     own = float(fall_chance(margin_grid(f, [0.1], [4]))[0, 0])
     past = risk_bounds(f, own / 2)
     assert past["max_refresh_interval"] < 4 and (past["max_lr"] is None or past["max_lr"] < 0.1)
+
+
+def test_bounds_past_the_scan_are_none_and_say_which_way(tmp_path):
+    """A drift so small that no T to 1024 and no lr to 1000x passes 10%: both bounds None, "above"; an entropy rise so
+    large that even lr / 1000 overshoots: no lr ("below") and not even T = 1; the summary says each in words; a
+    level outside (0, 1) is one ConfigError; no drift or entropy, no bounds."""
+    from gspo_dynamics.fit._fall_chance import risk_bounds
+
+    f = dataclasses.replace(both_rules_pilot(tmp_path, np.full(60, 0.8)), max_safe_lr=None)
+    calm = dataclasses.replace(f, drift_per_step=1e-12, entropy_rise=None)
+    bounds = risk_bounds(calm, 0.1)
+    assert (bounds["max_refresh_interval"], bounds["max_lr"]) == (None, None)
+    assert bounds["beyond_scan"] == {"refresh_interval": "above", "lr": "above"}
+    line = next(line for line in calm.summary_lines() if "chance of a fall" in line)
+    assert f"every T up to 1024 at this lr, every lr up to {0.1 * 1e3:.3g} at this T" in line
+    wild = dataclasses.replace(f, entropy_rise=1e6)
+    bounds = risk_bounds(wild, 0.1)
+    assert bounds["max_refresh_interval"] == 0 and bounds["max_lr"] is None and bounds["beyond_scan"] == {"lr": "below"}
+    line = next(line for line in wild.summary_lines() if "chance of a fall" in line)
+    assert f"not even T = 1 at this lr, no lr down to {0.1 / 1e3:.3g} at this T" in line
+    for level in (0, 1, -0.5, float("nan"), "0.1", True):
+        with pytest.raises(ConfigError, match="risk level"):
+            risk_bounds(f, level)
+    assert risk_bounds(dataclasses.replace(f, displacement=None), 0.1) is None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 
 import numpy as np
-from _pilot_protocol import VERSION_11_CHANCE
+from _pilot_protocol import COMBINATIONS, VERSION_11_CHANCE
 from _task_prior import ROUNDS
 
 from gspo_dynamics._errors import ConfigError
@@ -81,6 +81,13 @@ def baselines(train: list[tuple], test: list[tuple]) -> tuple[list[float], list[
         seen[c[1:4]][1] += c[6]
     lookup = [(seen[c[1:4]][0] + rate) / (seen[c[1:4]][1] + 1) if c[1:4] in seen else rate for c in test]
     return [rate] * len(test), lookup
+
+
+def round_complete(names, held_out: str) -> bool:
+    """Whether `names` hold every combination of round `held_out` and of the rounds before it (COMBINATIONS): a
+    claim row scored on fewer would record a subset's score under the round's name."""
+    rank = ROUNDS.index(held_out)
+    return all(name in names for name, c in COMBINATIONS.items() if ROUNDS.index(c[4]) <= rank)
 
 
 def fall_chance_claim(results: dict, roles: dict, held_out: str) -> tuple[str, bool] | None:

@@ -154,7 +154,7 @@ from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_wei
 from _regime_reach import regime_reach
 from _pilot_report import cell_map, describe, write_section
 from _task_prior import prior_order, prior_plateau_error, task_prior_reach
-from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach
+from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach, round_complete
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
 from trainer_at_scale import Runs
 
@@ -259,7 +259,8 @@ def with_prior(name: str, results: dict) -> None:
 
 
 def record_fall_chance(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
-    """Version 11's claim rows (module docstring), one per CHANCE_ROLES round the results hold with an earlier one."""
+    """Version 11's claim rows (module docstring), one per CHANCE_ROLES round the results hold with an earlier one;
+    recorded only where they hold the whole round and every earlier one (`round_complete`), printed otherwise."""
     for held_out in CHANCE_ROLES:
         started = time.perf_counter()
         chance = fall_chance_claim(results, roles, held_out)
@@ -272,7 +273,7 @@ def record_fall_chance(results: dict, roles: dict, args: argparse.Namespace, cmd
                          "fitted on the seeds of the grids before confirm-12; m the log of the largest ratio of a rule "
                          "of ours to its threshold",
                measured=chance[0], passed=chance[1], quick=args.quick, started=started, command=cmd,
-               device=device_name(), write=not args.no_record)
+               device=device_name(), write=not args.no_record and round_complete(results, held_out))
 
 
 def arguments() -> argparse.Namespace:

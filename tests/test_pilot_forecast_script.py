@@ -579,3 +579,13 @@ def test_the_fall_chance_claim_scores_the_held_out_round_with_the_shipped_coeffi
     again = report.rolling_origin(moved)
     first = rows["round"] == 1
     assert np.array_equal(again["model"][first], rows["model"][first]) and np.array_equal(again["lookup"][first], rows["lookup"][first])
+
+
+def test_a_fall_chance_row_is_recorded_only_from_its_whole_round_and_every_earlier_one(load_script, script):
+    """`round_complete`: every combination up to confirm-12 holds it for confirm-12, not for confirm-13; one missing
+    earlier combination, or one of the round's own, does not."""
+    report = load_script("paper_repro", "_fall_chance_report")
+    rounds = load_script("paper_repro", "_task_prior").ROUNDS
+    upto = [n for n, c in script.COMBINATIONS.items() if rounds.index(c[4]) <= rounds.index("confirm-12")]
+    assert report.round_complete(upto, "confirm-12") and not report.round_complete(upto, "confirm-13")
+    assert not report.round_complete(upto[1:], "confirm-12") and not report.round_complete(upto[:-1], "confirm-12")

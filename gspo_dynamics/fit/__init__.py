@@ -16,7 +16,7 @@ from gspo_dynamics.fit._end_reward import (
     end_position, end_reward, end_window, has_scale, held_reward,
 )
 from gspo_dynamics.fit._fall import COLLAPSE_SHARE
-from gspo_dynamics.fit._fall_chance import FALL_CHANCE, fall_chance, fit_fall_chance, margin_grid
+from gspo_dynamics.fit._fall_chance import FALL_CHANCE, chance_grid, fall_chance, fit_fall_chance, margin_grid
 from gspo_dynamics.fit._implications import Estimate, Implications, check_reward_range, implications, max_safe_text
 from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
 from gspo_dynamics.fit._pilot import PilotForecast, pilot_forecast
@@ -43,6 +43,7 @@ __all__ = [
     "SOLVED_SHARE",
     "TaskPrior",
     "TrajectoryFit",
+    "chance_grid",
     "check_reward_range",
     "collapse_grid",
     "conformal_quantile",

@@ -142,11 +142,18 @@ def _fit_data(margins, falls, runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return m, k, n
 
 
+def chance_grid(forecast: PilotForecast, lrs, refresh_intervals, floor: float = -M_CLIP) -> np.ndarray | None:
+    """P(fall | m) of (2) over a grid (`margin_grid`'s shape and floor); None where the pilot gives no drift or
+    entropy: (a, b) were fitted on pilots that measured both (every one of the 102 grids' cells has the collapse
+    rules), so a margin of the linear rule alone is outside what they were fitted on."""
+    if forecast.displacement is None:
+        return None
+    return fall_chance(margin_grid(forecast, lrs, refresh_intervals, floor))
+
+
 def config_fall_chance(forecast: PilotForecast) -> dict | None:
     """{"margin": m, "chance": P(fall | m), "bounds": `risk_bounds` at RISK_LEVEL} at the config's own (lr, T), (1)
-    and (2); None where the pilot gives no
-    drift or entropy: (a, b) were fitted on pilots that measured both (every one of the 102 grids' cells has the
-    collapse rules), so a margin of the linear rule alone is outside what they were fitted on."""
+    and (2); None where the pilot gives no drift or entropy (`chance_grid`)."""
     if forecast.displacement is None:
         return None
     hp = forecast.config.setup.hparams
@@ -162,7 +169,7 @@ def risk_bounds(forecast: PilotForecast, level: float = RISK_LEVEL) -> dict | No
     scanned does) and "scan" the ranges. The chance rises with T and lr (every rule's ratio does), so each bound is
     the first crossing. m is needed only down to the level's margin, a + b m = logit(level), so the linear rule's
     scan stops a unit below it (`margin_grid`'s floor, at least -M_CLIP). None where the pilot gives no drift or
-    entropy (`config_fall_chance`)."""
+    entropy (`chance_grid`)."""
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
         raise ConfigError(f"the risk level must be a chance in (0, 1), got {level!r}")
     if forecast.displacement is None:
@@ -172,7 +179,7 @@ def risk_bounds(forecast: PilotForecast, level: float = RISK_LEVEL) -> dict | No
     floor = max((math.log(level / (1 - level)) - a) / b - 1.0, -M_CLIP)
 
     def chance(lrs, Ts) -> np.ndarray:
-        return fall_chance(margin_grid(forecast, lrs, Ts, floor))
+        return chance_grid(forecast, lrs, Ts, floor)
 
     lrs = np.geomspace(hp.lr / LR_SPAN, hp.lr * LR_SPAN, 121)
     out = {"level": float(level), "max_refresh_interval": None, "max_lr": None, "beyond_scan": {},

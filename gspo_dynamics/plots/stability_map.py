@@ -19,7 +19,7 @@ import textwrap
 import numpy as np
 from matplotlib.figure import Figure
 
-from gspo_dynamics.fit import INTERVAL_LEVEL, collapse_grid, end_window, fall_chance, margin_grid
+from gspo_dynamics.fit import INTERVAL_LEVEL, chance_grid, collapse_grid, end_window
 from gspo_dynamics.plots.style import DATA, FIT, THEORY, WARN, figure_style, note
 from gspo_dynamics.predict import stability_grid, stiffness_bounds
 
@@ -78,9 +78,9 @@ def _lr_map(ax, forecast) -> None:
 def _fall_chance_lines(ax, forecast, lrs) -> None:
     """Dotted, labelled: where the chance that one run loses its reward (`fit.fall_chance` of the verdicts' margin)
     crosses FALL_CHANCE_LEVELS; only where the pilot measured drift and entropy (what the chance was fitted on)."""
-    if forecast.displacement is None:
+    chance = chance_grid(forecast, lrs, REFRESH_INTERVALS)
+    if chance is None:
         return
-    chance = fall_chance(margin_grid(forecast, lrs, REFRESH_INTERVALS))
     levels = [v for v in FALL_CHANCE_LEVELS if chance.min() < v < chance.max()]
     if levels:
         lines = ax.contour(lrs, REFRESH_INTERVALS, chance, levels=levels, colors=[FIT], linewidths=0.7, linestyles="dotted")

@@ -1,5 +1,27 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
+Protocol, version 12 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 16):
+version 11 unchanged (below) for the regime, the collapse, the max safe T, the fall chance ((a, b) as version 11
+froze them) and every score and target. One change, the final reward of the held-out rows: version 10's prior (the
+mean final reward of the stable cells at the cell's T in the task's combinations of earlier rounds) is refined by
+what the config says of the run, its objective and its step, in two levels of shrinkage (`fit._prior` (4)):
+
+    m0 = the mean of F0, the final rewards of the stable cells at the cell's T in the task's earlier rounds,
+    m1 = (sum of F1 + kappa m0) / (|F1| + kappa),  F1 the cells of F0 with the cell's objective,
+    m2 = (sum of F2 + kappa m1) / (|F2| + kappa),  F2 the cells of F1 with the cell's optimizer and lr,
+
+kappa = 2, the forecast m2 (where F1 or F2 is empty its level is its parent's; ours, the pilot's curve, where F0
+is). The levels and kappa were chosen by a session that had read every earlier round, on the rolling origin of
+rounds 5-13 (each round's cells forecast from the rounds before it): combinations whose every stable cell lies
+within 0.05, 50 of 100 against version 10's 39 (kappa = 1: 52, kappa = 3: 47; the objective's level alone: 44;
+the lr factor in place of (optimizer, lr): 49): a selection, whose test is this round. Held out ("confirm-14",
+from the shared start, chosen and committed with this text before their grids were run): ten combinations
+pairing a setting with a task and objective it was never used on: AdamW beta2 = 0.99 on count/pg, beta1 = 0.5 on
+count/cispo, top-p 0.9 on count/dapo, weight decay 0.1 on pattern/grpo, temperature 0.8 on pattern/dapo, a
+gradient-norm clip of 0.1 on pattern/pg, beta2 = 0.99 on pattern/cispo, temperature 1.2 on addition/gspo, weight
+decay 0.1 on addition/dr_grpo and beta1 = 0.5 on addition/cispo. Scored as version 10's rows (targets unchanged),
+with version 10's prior on the same cells beside it; the fall chance's row for this round as version 11's.
+
 Protocol, version 11 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 15):
 version 10 unchanged (its text: pilot_forecast.md, "Protocol texts"): version 9's measure, grid, seeds, pilot,
 scores, targets and model for the regime, the collapse and the max safe T, and the final reward of held-out rows

@@ -125,10 +125,21 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "addition-gspo_token-gradclip0.1": ("addition", "gspo_token", {"task_options": ADDITION, "max_grad_norm": 0.1}, 3e-3, "confirm-13"),
     "addition-dapo-temp1.2": ("addition", "dapo", {"task_options": ADDITION, "temperature": 1.2}, 3e-3, "confirm-13"),
     "addition-pg-wd": ("addition", "pg", {"task_options": ADDITION, "weight_decay": 0.1}, 3e-3, "confirm-13"),
+    "count-pg-beta2": ("count", "pg", {"beta2": 0.99}, 3e-3, "confirm-14"),
+    "count-cispo-beta1": ("count", "cispo", {"beta1": 0.5}, 3e-3, "confirm-14"),
+    "count-dapo-topp0.9": ("count", "dapo", {"top_p": 0.9}, 3e-3, "confirm-14"),
+    "pattern-grpo-wd": ("pattern", "grpo", {"weight_decay": 0.1}, 3e-3, "confirm-14"),
+    "pattern-dapo-temp0.8": ("pattern", "dapo", {"temperature": 0.8}, 3e-3, "confirm-14"),
+    "pattern-pg-gradclip0.1": ("pattern", "pg", {"max_grad_norm": 0.1}, 3e-3, "confirm-14"),
+    "pattern-cispo-beta2": ("pattern", "cispo", {"beta2": 0.99}, 3e-3, "confirm-14"),
+    "addition-gspo-temp1.2": ("addition", "gspo", {"task_options": ADDITION, "temperature": 1.2}, 3e-3, "confirm-14"),
+    "addition-dr_grpo-wd": ("addition", "dr_grpo", {"task_options": ADDITION, "weight_decay": 0.1}, 3e-3, "confirm-14"),
+    "addition-cispo-beta1": ("addition", "cispo", {"task_options": ADDITION, "beta1": 0.5}, 3e-3, "confirm-14"),
 }
-SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13")  # the roles whose pilot and grid start from one checkpoint (version 6)
-PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13")  # versions 10, 11: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
-CHANCE_ROLES = ("confirm-12", "confirm-13")  # version 11: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
+SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13", "confirm-14")  # the roles whose pilot and grid start from one checkpoint (version 6)
+PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14")  # versions 10-12: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
+SHRUNK_ROLES = ("confirm-14",)  # version 12: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, fit._prior (4))
+CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14")  # versions 11, 12: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
 VERSION_11_CHANCE = (-1.5011, 1.3680)  # (a, b) of fit._fall_chance (2) as version 11 froze them (28791cc), whatever fit.FALL_CHANCE becomes
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw

@@ -28,8 +28,10 @@ def describe(result: dict) -> str:
               else "time to plateau: no stable cell with a timed rise (or a dump without times)")
     fc = result["forecast"]
     start = f"{fc.pilot[1][:PILOT_T].mean():.2f}" if fc.pilot is not None else "unknown"
+    version = ("12: shrunk toward the cell's objective and step; version 10's prior "
+               f"{result['v10_plateau_error']:.3f}" if "v10_plateau_error" in result else "10")
     plateau = f"{result['plateau_error']:.3f}" + (
-        f" (the task's prior from earlier rounds, version 10, the pilot's curve at {result['prior_fallbacks']} stable "
+        f" (the task's prior from earlier rounds, version {version}, the pilot's curve at {result['prior_fallbacks']} stable "
         f"cells with no earlier stable cell at their T; the pilot's curve alone: {result['pilot_plateau_error']:.3f})"
         if "pilot_plateau_error" in result else "")
     return (f"{'; '.join(parts)}; measured unstable cells {unstable}/{len(result['measured'])}; plateau error "

@@ -90,6 +90,7 @@ replaced: pilot_forecast.md):
                 Held out by version 9 ("confirm-10", from the shared start): the ten named under version 9.
                 Held out by version 10 ("confirm-11", from the shared start): the ten its text names.
                 Held out by version 11 ("confirm-12", "confirm-13", from the shared start): the twenty named at the top.
+                Held out by version 12 ("confirm-14", from the shared start): the ten named at the top.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -170,11 +171,12 @@ from _pilot_scores import (
 )
 from _pilot_protocol import (
     CHANCE_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
-    REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, VERSION_4_SPREAD, VERSION_11_CHANCE,
+    REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, SHRUNK_ROLES, VERSION_4_SPREAD, VERSION_11_CHANCE,
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
 from _pilot_report import cell_map, describe, write_section
+from _shrunk_prior import shrunk_plateau_error, shrunk_reach
 from _task_prior import prior_order, prior_plateau_error, task_prior_reach
 from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach, round_complete
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
@@ -272,12 +274,27 @@ def rescore(name: str, dumped: dict) -> tuple[dict, float]:
 
 def with_prior(name: str, results: dict) -> None:
     """Version 10 (module docstring): the plateau error of PRIOR_ROLES combination `name` in `results` becomes the
-    task prior's (`prior_plateau_error`), version 9's kept as "pilot_plateau_error"; unchanged without an earlier
+    task prior's (`prior_plateau_error`; version 12, SHRUNK_ROLES: `shrunk_plateau_error`, version 10's kept as
+    "v10_plateau_error"), version 9's kept as "pilot_plateau_error"; unchanged without an earlier
     combination of its task in `results` (an unrecorded --only run: `main` refuses to record one)."""
-    scored = prior_plateau_error(results, {n: COMBINATIONS[n][4] for n in results}, name)
+    roles = {n: COMBINATIONS[n][4] for n in results}
+    scored = prior_plateau_error(results, roles, name)
     if scored is not None:
         result = results[name]
         result["pilot_plateau_error"], (result["plateau_error"], result["prior_fallbacks"]) = result["plateau_error"], scored
+        if roles[name] in SHRUNK_ROLES:  # version 12: the prior shrunk, version 10's kept beside it
+            result["v10_plateau_error"], (result["plateau_error"], result["prior_fallbacks"]) = (
+                result["plateau_error"], shrunk_plateau_error(results, roles, name))
+
+
+def final_reward_rule(role: str) -> str:
+    """The final-reward forecast of a row of `role`, as its claim states it (versions 10 and 12)."""
+    if role in SHRUNK_ROLES:
+        return ("; final reward: the mean final reward of the stable cells at the cell's T in the task's combinations of "
+                "earlier rounds, shrunk toward those with the cell's objective and then its optimizer and lr (version 12, "
+                "fit._prior (4), kappa 2)")
+    return ("; final reward: the mean final reward of the stable cells at the cell's T in the task's combinations of "
+            "earlier rounds (version 10)" if role in PRIOR_ROLES else "")
 
 
 def record_fall_chance(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
@@ -388,14 +405,13 @@ def main() -> None:
                          f"share of groups with signal, a quarter the pilot's and the rest its held success rate's; at "
                          f"least the pilot's own D when it kept its reward), or where the pilot's "
                          f"entropy rise on its first updates r passes {collapse.OVERSHOOT_RISE:g} scaled to the lr, "
-                         f"r lr / lr_pilot" + ("; final reward: the mean final reward of the stable cells at "
-                         "the cell's T in the task's combinations of earlier rounds (version 10)" if role in PRIOR_ROLES
-                         else ""),
+                         f"r lr / lr_pilot" + final_reward_rule(role),
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}
     record_fall_chance(results, roles, args, cmd)
     final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles),
+                                   shrunk_reach(results, roles),
                                    window_progress(results), pilot_plateau_gap(results))))  # the readings with nothing to say give ""
     reach = (f"{final}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
              f"\n\n{regime_reach(results, roles)}\n\n{fall_chance_reach(results, roles)}")

@@ -500,7 +500,7 @@ def test_version_10_rows_come_last_and_are_not_recorded_without_every_earlier_gr
     run lacks; `main` refuses, before running anything, to record its row without them (one line, exit 2)."""
     prior_module = load_script("paper_repro", "_task_prior")
     names, missing = prior_module.prior_order(["count-cispo-temp1.2", "count-pg", "pattern-grpo"])
-    later = ("confirm-11", "confirm-12", "confirm-13")
+    later = ("confirm-11", "confirm-12", "confirm-13", "confirm-14")
     count = [n for n, c in script.COMBINATIONS.items() if c[0] == "count" and c[4] not in later]
     assert names == ["count-pg", "pattern-grpo", "count-cispo-temp1.2"]
     assert sorted(missing["count-cispo-temp1.2"]) == sorted(set(count) - {"count-pg"})
@@ -522,6 +522,39 @@ def test_with_prior_swaps_in_the_priors_plateau_error_and_keeps_the_pilots(scrip
     untouched = {"count-cispo-temp1.2": {"plateau_error": 0.2}}
     script.with_prior("count-cispo-temp1.2", untouched)
     assert untouched == {"count-cispo-temp1.2": {"plateau_error": 0.2}}
+
+
+def test_version_12_shrinks_the_prior_toward_the_cells_objective_and_step(load_script):
+    """`_shrunk_prior` by hand (fit._prior (4), kappa 2): count combinations a (grpo, develop) and b (gspo, confirm-4)
+    with stable finals at T = 1 and 32 of (1.0, 0.9) and (0.98, 0.7), all at lr 1e-3 with AdamW; c (grpo,
+    confirm-5) measured (0.96, 0.8). c's T = 1 cell: m0 = 0.99, m1 = (1.0 + 2 m0) / 3, m2 = (1.0 + 2 m1) / 3; its
+    T = 32 cell: m0 = 0.8, m1 = (0.9 + 2 m0) / 3, m2 = (0.9 + 2 m1) / 3. A cell at another lr stops at m1."""
+    from gspo_dynamics.predict import read_run_config
+
+    shrunk = load_script("paper_repro", "_shrunk_prior")
+
+    def result(objective, finals, lr=1e-3):
+        fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.97)})()
+        setup = read_run_config({"task": "count", "model": "100k", "objective": objective, "lr": 1e-3})
+        measured = {(lr, T): (False, 0.0, f, 0.0, 0) for T, f in finals.items()}
+        return {"task": "count", "measured": measured, "predicted": {c: False for c in measured},
+                "forecast": SimpleNamespace(fit=fit, pilot=(np.arange(1.0, 25.0), np.full(24, 0.97)),
+                                            config=SimpleNamespace(setup=setup))}
+
+    results = {"a": result("grpo", {1: 1.0, 32: 0.9}), "b": result("gspo", {1: 0.98, 32: 0.7}),
+               "c": result("grpo", {1: 0.96, 32: 0.8}), "d": result("grpo", {1: 0.96}, lr=3e-3)}
+    roles = {"a": "develop", "b": "confirm-4", "c": "confirm-5", "d": "confirm-5"}
+    m1 = [(1.0 + 2 * 0.99) / 3, (0.9 + 2 * 0.8) / 3]
+    want = [(1.0 + 2 * m1[0]) / 3, (0.9 + 2 * m1[1]) / 3]
+    rows = shrunk.shrunk_rows(results, roles, "c")
+    assert [row[1] for row in rows] == pytest.approx(want, abs=1e-12) and [row[3] for row in rows] == [0.96, 0.8]
+    assert rows[0][2] == pytest.approx(0.97)  # ours, the fallback where no earlier cell has the T
+    assert shrunk.shrunk_rows(results, roles, "d")[0][1] == pytest.approx(m1[0], abs=1e-12)  # no cell at its lr
+    assert shrunk.shrunk_plateau_error(results, roles, "c") == (pytest.approx(want[1] - 0.8, abs=1e-12), 0)
+    assert shrunk.shrunk_plateau_error(results, roles, "a") is None
+    text = shrunk.shrunk_reach({n: results[n] for n in "abc"}, roles)
+    # c alone from confirm-5: version 12 off by 0.056 at T = 32 (one of two cells within), version 10's (0.99, 0.8) within
+    assert "within 0.05 on 0 of 1 combinations (50% of their stable cells), version 10's prior on 1 (100%)" in text
 
 
 def _chance_results(rng, rounds, per_round=10):

@@ -332,7 +332,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, fall=fall, end=end,
                          prior=None if prior is None else task_prior(prior, reward_range, refresh_interval=hp.refresh_interval,
-                                                                     range_note=range_note),
+                                                                     range_note=range_note, setup=setup),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings))
 
 

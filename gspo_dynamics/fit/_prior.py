@@ -10,6 +10,21 @@ of the same task at the same T forecast it, where no fit of a still-rising pilot
     R_prior = mean of e_j over the n runs that kept their reward (no real fall: fit._fall (2))   (2)
     R_prior +- t_{n-1, (1 + LEVEL) / 2} s sqrt(1 + 1 / n),  s the sample std of those e_j        (3)
 
+Where the runs' configs say more of them (our trainer writes config.json beside its log), the level leans toward
+the runs that share the config's loss and then also its optimizer and learning rate, a level's own runs weighed
+against its parent's mean as SHRINKAGE = kappa runs:
+
+    m_0 = R_prior (2),   m_k = (sum_{j in K_k} e_j + kappa m_{k-1}) / (|K_k| + kappa),   k = 1, 2            (4)
+
+K_1 the kept runs whose config names the same loss (`predict.RunSetup.loss`), K_2 those of K_1 with the same
+optimizer and lr; the level is m_2 (a level with no run is its parent's: m_k = m_{k-1}). (4) is the posterior mean
+of the level's own mean mu_k under mu_k ~ N(m_{k-1}, tau^2), e_j ~ N(mu_k, sigma^2), with kappa = sigma^2 / tau^2
+and the parent's mean plugged in (empirical Bayes: m_{k-1} is estimated, not known). kappa = 2 was chosen on the
+rolling origin of our trainer's forecast grids (rounds 5-13: the stable cells' final reward within 0.05 on every
+cell of 50 of 100 combinations, against 39 for (2); kappa 1: 52, 3: 47), a selection; held out after it was fixed
+(protocol version 12's ten fresh combinations, paper_repro/pilot_forecast.md) it met that target on 8 of 10, (2) on
+5. The interval (3) keeps its half-width, centred on m_2.
+
 (3) is the prediction interval for one more draw from a normal distribution of unknown mean and variance (the
 Student-t pivot (e_new - mean) / (s sqrt(1 + 1/n)) ~ t_{n-1}): it covers a new run's end level with probability
 LEVEL when the runs' levels and the new one are i.i.d. normal; it needs n >= 2. A run that lost its reward is left
@@ -32,6 +47,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,9 +58,11 @@ from gspo_dynamics.fit._end_reward import END_SHARE
 from gspo_dynamics.fit._fall import reward_fall
 from gspo_dynamics.fit._pilot_log import other_refresh
 from gspo_dynamics.logs import RunLog, read_log
-from gspo_dynamics.predict import ConfigForecast
+from gspo_dynamics.predict import ConfigForecast, RunSetup, read_run_config
 
 LEVEL = 0.9  # the prediction interval's coverage (3)
+SHRINKAGE = 2.0  # kappa of (4): a level's own runs weighed against its parent's mean as kappa runs
+CONFIG_NAME = "config.json"  # a run's config beside its log (our trainer's run directory)
 MIN_RUN_POINTS = 12  # a finished run's reward points: (1) reads its last sixth, 2 points at least
 
 
@@ -58,6 +76,47 @@ def prior_interval(ends: Sequence[float], level: float = LEVEL) -> tuple[float, 
     return mean, mean - half, mean + half
 
 
+def shrunk_level(levels: Sequence[Sequence[float]], kappa: float = SHRINKAGE) -> float | None:
+    """m_K of (4), K = len(levels) - 1: levels[0] every kept run's end level, levels[k] those of levels[k - 1] that
+    share the k-th key with the forecast run; None when levels[0] is empty."""
+    if not (isinstance(kappa, (int, float)) and math.isfinite(kappa) and kappa > 0):
+        raise ConfigError(f"the shrinkage kappa of fit._prior (4) must be a positive number, got {kappa!r}")
+    if not len(levels) or not len(levels[0]):
+        return None
+    m = float(np.mean(levels[0]))
+    for level in levels[1:]:
+        e = np.asarray(level, dtype=float)
+        m = float((e.sum() + kappa * m) / (e.size + kappa))
+    return m
+
+
+def config_beside(source: str) -> tuple[RunSetup | None, str | None]:
+    """(the run config beside a log, why it was not read): CONFIG_NAME in the log's directory (or in the directory
+    given), read by `predict.read_run_config`; (None, None) where there is none."""
+    path = Path(source)
+    found = (path if path.is_dir() else path.parent) / CONFIG_NAME
+    if not found.is_file():
+        return None, None
+    try:
+        return read_run_config(found), None
+    except ConfigError as error:  # a model's config.json, say: the run's loss and step stay unknown
+        return None, f"{found} is not a run config ({error})"
+
+
+def _run_key(setup: RunSetup | None) -> tuple[str | None, str, float] | None:
+    """(loss, optimizer, lr) of (4)'s levels; None without a config."""
+    return None if setup is None else (setup.loss, setup.hparams.optimizer.name, setup.hparams.lr)
+
+
+def matched_levels(runs: Sequence[PriorRun], setup: RunSetup) -> list[list[float]]:
+    """[every run's end, K_1's, K_2's] of (4) for the kept `runs` against the forecast run's `setup`: K_1 the runs whose
+    config names `setup`'s loss (none where it names none), K_2 those of them with its optimizer and lr."""
+    key = _run_key(setup)
+    same_loss = [r for r in runs if r.key is not None and key[0] is not None and r.key[0] == key[0]]
+    same_step = [r for r in same_loss if r.key[1] == key[1] and math.isclose(r.key[2], key[2], rel_tol=1e-9)]
+    return [[r.end for r in runs], [r.end for r in same_loss], [r.end for r in same_step]]
+
+
 @dataclass(frozen=True)
 class PriorRun:
     """One finished run: its end level (1) and whether it kept its reward."""
@@ -68,10 +127,12 @@ class PriorRun:
     lost: bool  # a real fall below its running best (fit._fall (2)): left out of (2)
     refresh: int | None = None  # the run's own T where its log says it is not the config's: left out of (2)
     diverged: int | None = None  # the first step whose reward is non-finite, through the log's end: left out of (2)
+    key: tuple[str | None, str, float] | None = None  # (loss, optimizer, lr) of its config beside the log, for (4)
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "points": self.points, "end_reward": self.end, "lost_reward": self.lost,
-                "other_refresh_interval": self.refresh, "diverged_at_step": self.diverged}
+                "other_refresh_interval": self.refresh, "diverged_at_step": self.diverged,
+                "config": None if self.key is None else dict(zip(("loss", "optimizer", "lr"), self.key))}
 
     @property
     def kept(self) -> bool:
@@ -83,9 +144,11 @@ class TaskPrior:
     """The end level of finished runs of the task (module docstring)."""
 
     runs: tuple[PriorRun, ...]
-    level: float | None  # R_prior (2); None when no run kept its reward
-    interval: tuple[float, float] | None  # (3) at LEVEL, clipped to the reward's range; None under two kept runs
-    assumed: tuple[str, ...] = ()  # what was taken without being given (the reward's range)
+    level: float | None  # m_2 of (4) where the forecast run's config is known, else R_prior (2); None when no run kept its reward
+    interval: tuple[float, float] | None  # (3) at LEVEL about `level`, clipped to the reward's range; None under two kept runs
+    assumed: tuple[str, ...] = ()  # what was taken without being given (the reward's range, unread configs)
+    pooled: float | None = None  # R_prior (2), every kept run alike
+    matched: tuple[int, int] | None = None  # (|K_1|, |K_2|) of (4); None: no config to match on
 
     @property
     def kept(self) -> list[PriorRun]:
@@ -93,7 +156,10 @@ class TaskPrior:
 
     def to_json(self) -> dict[str, Any]:
         return {"level": self.level, "interval": None if self.interval is None else list(self.interval),
-                "interval_level": LEVEL, "runs": [r.to_json() for r in self.runs], "assumed": list(self.assumed)}
+                "interval_level": LEVEL, "pooled_level": self.pooled, "shrinkage": SHRINKAGE,
+                "same_loss_runs": None if self.matched is None else self.matched[0],
+                "same_loss_optimizer_lr_runs": None if self.matched is None else self.matched[1],
+                "runs": [r.to_json() for r in self.runs], "assumed": list(self.assumed)}
 
     def summary_lines(self) -> list[str]:
         kept = self.kept
@@ -113,12 +179,16 @@ class TaskPrior:
             out.append(f"  reward at the end {self.level:.3g}, {LEVEL:.0%} prediction interval [{lo:.3g}, {hi:.3g}] "
                        f"from {len(kept)} runs (Student t); on our trainer's grids such a level forecast the end far "
                        "better than the curve of a pilot of a quarter of the run (paper_repro/pilot_forecast.md)")
+        if self.matched is not None and self.level is not None and any(self.matched):
+            out.append(f"  leaning toward the runs like this config (fit._prior (4), kappa {SHRINKAGE:g}): {self.matched[0]} "
+                       f"with its loss, {self.matched[1]} of them also with its optimizer and lr; all {len(kept)} alike: "
+                       f"{self.pooled:.3g}")
         return (out + [f"  left out, {why}: {', '.join(names)}" for why, names in left_out.items() if names]
                 + [f"  assumed: {a}" for a in self.assumed])
 
 
 def run_end(source: str, log: RunLog, reward_range=None, refresh_interval: int | None = None,
-            range_note: str = "") -> PriorRun:
+            range_note: str = "", key: tuple[str | None, str, float] | None = None) -> PriorRun:
     """A finished run's end level (1), fall (fit._fall), divergence and, against `refresh_interval`, its own T where
     logged; ConfigError when it has too few reward points or leaves `reward_range` (`range_note` says where that
     range came from)."""
@@ -136,14 +206,15 @@ def run_end(source: str, log: RunLog, reward_range=None, refresh_interval: int |
     return PriorRun(source=source, points=len(reward), end=float(np.mean(reward[-k:])),
                     lost=bool(fall is not None and fall.lost),
                     refresh=None if refresh_interval is None else other_refresh(log, len(log.steps), refresh_interval),
-                    diverged=None if diverged is None else int(diverged[0]))
+                    diverged=None if diverged is None else int(diverged[0]), key=key)
 
 
 def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=None,
-               refresh_interval: int | None = None, range_note: str = "") -> TaskPrior:
+               refresh_interval: int | None = None, range_note: str = "", setup: RunSetup | None = None) -> TaskPrior:
     """(2) and (3) over finished runs (paths any `read_log` format, or logs read already); `reward_range` (lo, hi)
     where known, for the fall's size rule (fit._fall (2)) and as a check (`range_note`: where it came from, for the
-    error); `refresh_interval` the run's T, against which a run whose log shows another T is left out."""
+    error); `refresh_interval` the run's T, against which a run whose log shows another T is left out. With the
+    forecast run's `setup`, the level is (4)'s over the runs' configs found beside their logs (`config_beside`)."""
     if isinstance(sources, (str, RunLog)):
         sources = [sources]
     if not sources:
@@ -153,15 +224,24 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
     twice = next((name for name in names if name != "<text>" and names.count(name) > 1), None)
     if twice is not None:
         raise ConfigError(f"the finished run {twice} is given twice: each run counts once in the prior")
-    runs = [run_end(log.source, log, reward_range, refresh_interval, range_note) for log in logs]
+    configs = [config_beside(log.source) if setup is not None else (None, None) for log in logs]
+    runs = [run_end(log.source, log, reward_range, refresh_interval, range_note, _run_key(config))
+            for log, (config, _) in zip(logs, configs)]
     if reward_range is None or range_note:  # no range given, or one only inferred from rewards
         _check_shared_scale(logs)
-    ends = [r.end for r in runs if r.kept]
-    interval = prior_interval(ends)
-    if interval is not None and reward_range is not None:  # a run's level lies in the range: so does the interval
-        interval = (interval[0], max(interval[1], reward_range[0]), min(interval[2], reward_range[1]))
-    level = None if not ends else float(np.mean(ends))
-    return TaskPrior(runs=tuple(runs), level=level, interval=None if interval is None else interval[1:])
+    kept = [r for r in runs if r.kept]
+    pooled = None if not kept else float(np.mean([r.end for r in kept]))
+    level, matched, assumed = pooled, None, tuple(why for _, why in configs if why)
+    if setup is not None and kept:
+        levels = matched_levels(kept, setup)
+        level, matched = shrunk_level(levels), (len(levels[1]), len(levels[2]))
+        if setup.loss is None and any(r.key is not None and r.key[0] is not None for r in kept):
+            assumed += ("the config names no loss (TRL: loss_type): the level leans on no run's config (fit._prior (4))",)
+    interval = prior_interval([r.end for r in kept])
+    if interval is not None:  # (3)'s half-width about the level; a run's level lies in the range: so does the interval
+        lo, hi = interval[1] - interval[0] + level, interval[2] - interval[0] + level
+        interval = (lo, hi) if reward_range is None else (max(lo, reward_range[0]), min(hi, reward_range[1]))
+    return TaskPrior(runs=tuple(runs), level=level, interval=interval, assumed=assumed, pooled=pooled, matched=matched)
 
 
 def _check_shared_scale(logs: Sequence[RunLog]) -> None:
@@ -212,5 +292,5 @@ def prior_forecast(config: ConfigForecast, sources: Sequence[str | RunLog], rewa
         assumed = ("the reward is a success rate in [0, 1] (every finished run's rewards lie there); give the range "
                    "(--reward-range) if not",)
     prior = task_prior(logs, reward_range, refresh_interval=config.setup.hparams.refresh_interval,
-                       range_note=" (taken: every run's rewards lie there)" if assumed else "")
-    return PriorForecast(config, dataclasses.replace(prior, assumed=assumed))
+                       range_note=" (taken: every run's rewards lie there)" if assumed else "", setup=config.setup)
+    return PriorForecast(config, dataclasses.replace(prior, assumed=assumed + prior.assumed))

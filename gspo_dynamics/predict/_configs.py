@@ -35,6 +35,8 @@ class RunSetup:
     ignored: tuple[str, ...]  # keys this mapping does not read
     run_steps: int | None = None  # the run's optimizer steps where the config holds them (TRL max_steps, verl
     # trainer.total_training_steps, our trainer's steps); None: unset
+    loss: str | None = None  # the loss as the config names it (`loss_name`); None where it does not (a prior's
+    # runs are matched on it: fit._prior (4))
 
     def to_json(self) -> dict[str, Any]:
         hp = self.hparams
@@ -42,7 +44,7 @@ class RunSetup:
                 "momentum": hp.momentum, "refresh_interval": hp.refresh_interval, "refresh_exact": self.refresh_exact,
                 "group_size": hp.group_size, "num_groups": hp.num_groups, "clip_low": hp.clip_low,
                 "clip_high": hp.clip_high, "kl_coef": hp.kl_coef, "correction": hp.correction,
-                "advantage": hp.advantage, "run_steps": self.run_steps, "notes": list(self.notes),
+                "advantage": hp.advantage, "run_steps": self.run_steps, "loss": self.loss, "notes": list(self.notes),
                 "ignored": list(self.ignored)}
 
 
@@ -153,7 +155,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     cfg = dict(source) if isinstance(source, dict) else load_config_file(source)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
-    setup = _mapped(cfg, devices)
+    setup = dataclasses.replace(_mapped(cfg, devices), loss=loss_name(cfg))
     ignored = set(setup.ignored)  # a trainer's or TRL's top-level keys, verl's dotted ones
     unread = [key for key in (item.partition("=")[0].strip().lstrip("+") for item in overrides or ())
               if key in ignored or key.split(".")[0] in ignored]
@@ -162,6 +164,23 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
             f"--set {', '.join(unread)}: not read by the {setup.framework} mapping (a typo, or a key the theory does "
             "not use)",))
     return setup
+
+
+def loss_name(cfg: dict[str, Any]) -> str | None:
+    """The loss as the config names it: our trainer's objective; TRL's loss_type with its importance_sampling_level
+    (None without a loss_type: TRL's default changed between releases); verl's policy_loss.loss_mode with its
+    loss_agg_mode (their defaults where unset); None for the theory's own field names."""
+    if isinstance(cfg.get("hparams"), dict):
+        cfg = dict(cfg["hparams"])
+    if isinstance(cfg.get("actor_rollout_ref"), dict):
+        actor = _flatten(cfg).get
+        prefix = "actor_rollout_ref.actor."
+        return f"{actor(prefix + 'policy_loss.loss_mode') or 'vanilla'} ({actor(prefix + 'loss_agg_mode') or 'token-mean'})"
+    if TRAINER_MARKERS <= set(cfg):
+        return str(cfg["objective"])
+    if cfg.get("loss_type") is not None:
+        return f"{cfg['loss_type']} ({cfg.get('importance_sampling_level') or 'token'}-level ratio)"
+    return None
 
 
 def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:

@@ -276,3 +276,28 @@ def test_a_pilot_with_its_own_column_names_is_read_with_map(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and "--map reward=COLUMN" in err
     assert main(["predict", "--config", config, "--pilot", str(path), "--map", "reward=score"]) == 0
     assert "from the pilot (40 reward points, steps 1-40):" in capsys.readouterr().out
+
+
+def test_finished_runs_beside_their_configs_lean_the_level_toward_runs_like_this_one(tmp_path, capsys):
+    """--prior on our trainer's run directories (config.json beside metrics.jsonl): the level is fit._prior (4)'s,
+    leaning toward the runs with the config's objective and then its optimizer and lr; the pooled level (2) and the
+    counts beside it, in the text and the JSON."""
+    config = write(tmp_path, "ours.json", {"task": "count", "model": "100k", "objective": "grpo", "lr": 3e-3, "steps": 96})
+    runs = []
+    for i, (objective, lr, end) in enumerate((("grpo", 3e-3, 0.95), ("grpo", 1e-3, 0.85), ("gspo", 3e-3, 0.6))):
+        run = tmp_path / f"run{i}"
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps({"task": "count", "model": "100k", "objective": objective, "lr": lr}))
+        t = np.arange(1, 97)
+        reward = np.clip(end - 0.5 * np.exp(-t / 10) + 0.005 * np.random.default_rng(i).standard_normal(96), 0, 1)
+        (run / "metrics.jsonl").write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n"
+                                                   for s, r in zip(t, reward)))
+        runs.append(str(run / "metrics.jsonl"))
+    assert main(["predict", "--config", config, "--prior", *runs, "--json"]) == 0
+    prior = json.loads(capsys.readouterr().out)["task_prior"]
+    ends = [run["end_reward"] for run in prior["runs"]]
+    m1 = (ends[0] + ends[1] + 2 * np.mean(ends)) / 4
+    assert prior["level"] == pytest.approx((ends[0] + 2 * m1) / 3, abs=1e-9) and prior["pooled_level"] == pytest.approx(np.mean(ends))
+    assert (prior["same_loss_runs"], prior["same_loss_optimizer_lr_runs"]) == (2, 1)
+    assert main(["predict", "--config", config, "--prior", *runs]) == 0
+    assert "2 with its loss, 1 of them also with its optimizer and lr" in capsys.readouterr().out

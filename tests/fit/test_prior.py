@@ -178,3 +178,83 @@ def test_runs_of_two_tasks_inside_an_inferred_range_are_still_refused(tmp_path):
     with pytest.raises(ConfigError, match="share no reward value"):
         prior_forecast(config_forecast(read_run_config({"lr": 0.1, "group_size": 8})), [low, high])
     assert task_prior([low, high], reward_range=(0.0, 1.0)).level is not None  # a given range: the user's word
+
+
+# ---- (4): the level leaning toward the runs like the config ----------------------------------------------------
+
+def gaussian_posterior_mean(ends, prior_mean: float, tau: float, sigma: float) -> float:
+    """E[mu | e] for mu ~ N(prior_mean, tau^2), e_j = mu + N(0, sigma^2) i.i.d., by conditioning the joint normal
+    of (mu, e) with numpy's solver: Cov(mu, e) Cov(e, e)^-1 (e - prior_mean) + prior_mean."""
+    e = np.asarray(ends, dtype=float)
+    cov_ee = tau**2 * np.ones((e.size, e.size)) + sigma**2 * np.eye(e.size)
+    return float(prior_mean + (tau**2 * np.ones(e.size)) @ np.linalg.solve(cov_ee, e - prior_mean))
+
+
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_one_level_of_the_shrinkage_is_the_normal_posterior_mean(n):
+    """(4) with kappa = sigma^2 / tau^2 against the joint normal's conditional mean (another route: linear algebra on
+    the covariance, not the closed form); exact to rounding."""
+    from gspo_dynamics.fit._prior import shrunk_level
+
+    rng = np.random.default_rng(n)
+    parent, own = list(rng.normal(0.6, 0.1, 12)), list(rng.normal(0.8, 0.05, n))
+    sigma, tau = 0.05, 0.05 / math.sqrt(2.0)
+    want = gaussian_posterior_mean(own, float(np.mean(parent)), tau, sigma)
+    assert shrunk_level([parent, own], kappa=(sigma / tau) ** 2) == pytest.approx(want, abs=1e-12)
+
+
+def test_the_shrinkage_between_its_limits_and_with_empty_levels():
+    """kappa -> 0: the innermost runs' mean; kappa -> inf: every run's (2); an empty level is its parent's; no run:
+    None; kappa not a positive number: one ConfigError naming it."""
+    from gspo_dynamics.fit._prior import shrunk_level
+
+    levels = [[0.5, 0.7, 0.9, 0.9], [0.9, 0.9, 0.7], [0.9]]
+    assert shrunk_level(levels, kappa=1e-9) == pytest.approx(0.9, abs=1e-8)
+    assert shrunk_level(levels, kappa=1e9) == pytest.approx(0.75, abs=1e-8)
+    m1 = (2.5 + 2 * 0.75) / 5
+    assert shrunk_level(levels) == pytest.approx((0.9 + 2 * m1) / 3, abs=1e-12)  # kappa = SHRINKAGE = 2, by hand
+    assert shrunk_level([[0.5, 0.7], [], []]) == pytest.approx(0.6) and shrunk_level([[], [0.9]]) is None
+    for bad in (0, -1.0, math.nan, math.inf, "2"):
+        with pytest.raises(ConfigError, match="kappa"):
+            shrunk_level(levels, kappa=bad)
+
+
+def trainer_run(root, name: str, rng, end: float, objective: str, lr: float, optimizer: str = "adamw") -> str:
+    """Our trainer's run directory: config.json beside metrics.jsonl (the log's path returned)."""
+    import json
+
+    run = root / name
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"task": "count", "model": "100k", "objective": objective, "lr": lr,
+                                                 "optimizer": optimizer, "steps": 96}))
+    return write_log(run / "metrics.jsonl", {"reward": finished_run(rng, end)})
+
+
+def test_the_level_leans_toward_runs_with_the_configs_loss_and_step(tmp_path):
+    """task_prior with the forecast run's setup: (4) over the configs beside the logs, checked by hand from the runs'
+    own end levels; the counts and the pooled level (2) in JSON; a config.json that is no run config is said and its
+    run counts at the task's level only; the interval keeps (3)'s half-width about the level."""
+    from gspo_dynamics.fit._prior import SHRINKAGE, prior_interval
+
+    rng = np.random.default_rng(11)
+    runs = [trainer_run(tmp_path, "a", rng, 0.95, "grpo", 3e-3), trainer_run(tmp_path, "b", rng, 0.8, "grpo", 1e-3),
+            trainer_run(tmp_path, "c", rng, 0.6, "gspo", 3e-3), trainer_run(tmp_path, "d", rng, 0.7, "gspo", 3e-3)]
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text('{"architectures": ["Qwen2ForCausalLM"], "hidden_size": 896}')
+    runs.append(write_log(tmp_path / "hf" / "metrics.jsonl", {"reward": finished_run(rng, 0.75)}))
+    setup = read_run_config({"task": "count", "model": "100k", "objective": "grpo", "lr": 3e-3, "steps": 96})
+    plain = task_prior(runs, (0.0, 1.0))
+    prior = task_prior(runs, (0.0, 1.0), setup=setup)
+    ends = {r.source.split("/")[-2]: r.end for r in prior.runs}
+    m0 = np.mean(list(ends.values()))
+    m1 = (ends["a"] + ends["b"] + SHRINKAGE * m0) / (2 + SHRINKAGE)
+    assert prior.pooled == pytest.approx(m0) == pytest.approx(plain.level) and plain.matched is None
+    assert prior.level == pytest.approx((ends["a"] + SHRINKAGE * m1) / (1 + SHRINKAGE), abs=1e-12)
+    assert prior.matched == (2, 1) and any("hf/config.json is not a run config" in a for a in prior.assumed)
+    _, lo, hi = prior_interval(list(ends.values()))
+    assert prior.interval == pytest.approx((max(lo - m0 + prior.level, 0.0), min(hi - m0 + prior.level, 1.0)))
+    js = prior.to_json()
+    assert (js["same_loss_runs"], js["same_loss_optimizer_lr_runs"], js["pooled_level"]) == (2, 1, pytest.approx(m0))
+    assert js["runs"][0]["config"] == {"loss": "grpo", "optimizer": "adam", "lr": 3e-3} and js["runs"][4]["config"] is None
+    assert any("leaning toward the runs like this config" in line and "2 with its loss, 1 of them" in line
+               for line in prior.summary_lines())

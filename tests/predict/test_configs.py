@@ -329,3 +329,20 @@ def test_our_trainers_toml_config_is_read_as_train_reads_it(tmp_path):
     toml.write_text("task = \n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         read_run_config(toml)
+
+
+def test_the_loss_is_named_as_the_config_names_it():
+    """RunSetup.loss (fit._prior (4) matches runs on it): our objective; TRL's loss_type with its ratio level, none
+    without a loss_type (its default moved between releases); verl's loss_mode and loss_agg_mode, defaults where
+    unset; none for the theory's field names. In --json's config."""
+    assert read_run_config({"task": "count", "model": "100k", "objective": "dr_grpo"}).loss == "dr_grpo"
+    trl = {"learning_rate": 1e-6, "num_generations": 8, "loss_type": "dapo", "importance_sampling_level": "sequence"}
+    assert read_run_config(trl).loss == "dapo (sequence-level ratio)"
+    assert read_run_config({**trl, "importance_sampling_level": None}).loss == "dapo (token-level ratio)"
+    assert read_run_config({"learning_rate": 1e-6, "num_generations": 8}).loss is None
+    verl = {"actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 4,
+                                            "policy_loss": {"loss_mode": "gspo"}}, "rollout": {"n": 8}},
+            "data": {"train_batch_size": 4}, "algorithm": {"adv_estimator": "grpo"}}
+    assert read_run_config(verl).loss == "gspo (token-mean)"
+    assert read_run_config({"lr": 0.1, "group_size": 8}).loss is None
+    assert read_run_config({**trl}).to_json()["loss"] == "dapo (sequence-level ratio)"

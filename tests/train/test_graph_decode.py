@@ -284,11 +284,12 @@ def test_prompts_of_nearby_lengths_share_one_compiled_step():
 def test_a_compiled_step_past_torchs_recompile_limit_says_so_once(monkeypatch):
     """With torch's recompile limit at 1, the second rollout shape (another batch size) warns that new shapes decode
     uncompiled; the first shape again, and a third, do not warn again. (torch.compile is stubbed: the count is
-    ours, kept per shape whatever torch does.)"""
+    ours, kept per shape whatever torch does.) The limit is set by torch's own config.patch: undoing a monkeypatch
+    on torch's config module deletes the key (torch 2.13), and every later torch.compile then fails on it."""
     monkeypatch.setattr(torch, "compile", lambda fn, **_: fn)
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1, raising=False)
     monkeypatch.setattr(_graph_decode, "_COMPILED_SHAPES", set())
     model = sharp_model(TOK.vocab_size, seed=1, **DENSE[2])
+    name = "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
 
     def rollout(prompts):
         ids, mask = TOK.batch_encode(prompts)
@@ -297,7 +298,9 @@ def test_a_compiled_step_past_torchs_recompile_limit_says_so_once(monkeypatch):
             static_rollout(model, ids, mask, 6, compiled=True)
         return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
 
-    assert rollout(["1", "2"]) == []
-    said = rollout(["1", "2", "3"])
-    assert len(said) == 1 and "past torch's recompile limit (1)" in said[0]
-    assert rollout(["4", "5"]) == [] and rollout(["1", "2", "3", "4"]) == []
+    with torch._dynamo.config.patch(**{name: 1}):
+        assert rollout(["1", "2"]) == []
+        said = rollout(["1", "2", "3"])
+        assert len(said) == 1 and "past torch's recompile limit (1)" in said[0]
+        assert rollout(["4", "5"]) == [] and rollout(["1", "2", "3", "4"]) == []
+    assert getattr(torch._dynamo.config, name) != 1

@@ -21,6 +21,11 @@ count/cispo, top-p 0.9 on count/dapo, weight decay 0.1 on pattern/grpo, temperat
 gradient-norm clip of 0.1 on pattern/pg, beta2 = 0.99 on pattern/cispo, temperature 1.2 on addition/gspo, weight
 decay 0.1 on addition/dr_grpo and beta1 = 0.5 on addition/cispo. Scored as version 10's rows (targets unchanged),
 with version 10's prior on the same cells beside it; the fall chance's row for this round as version 11's.
+Version 12's second held-out round ("confirm-15", from the shared start, chosen and committed with this paragraph
+after confirm-14 was read and before its own grids were run; the model, the shrunk prior, (a, b), scores and targets
+unchanged): temperature 1.2 on count/gspo, weight decay 0.1 on count/dr_grpo, a gradient-norm clip of 0.1 on
+count/grpo and on pattern/gspo, beta2 = 0.99 on pattern/dr_grpo, weight decay 0.1 on pattern/gspo_token, beta1 = 0.5
+on pattern/pg, top-p 0.9 on addition/grpo, weight decay 0.1 on addition/dapo and temperature 0.8 on addition/pg.
 
 Protocol, version 11 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 15):
 version 10 unchanged (its text: pilot_forecast.md, "Protocol texts"): version 9's measure, grid, seeds, pilot,

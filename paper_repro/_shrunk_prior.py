@@ -2,12 +2,13 @@
 toward the cells of combinations with the cell's objective and step, `fit._prior` (4), read exactly as `predict
 --prior` reads finished runs beside their configs:
 
-    m_0 = mean F_0,   m_k = (sum F_k + kappa m_{k-1}) / (|F_k| + kappa),   k = 1, 2,   kappa = fit._prior.SHRINKAGE
+    m_0 = mean F_0,   m_k = (sum F_k + kappa m_{k-1}) / (|F_k| + kappa),   k = 1, 2,   kappa = VERSION_12_KAPPA
 
 F_0 the final rewards of the stable cells at the cell's T in the task's combinations of earlier rounds, F_1 those
 of them whose config names the cell's loss (our trainer's objective, `predict.RunSetup.loss`), F_2 those of F_1
-with the cell's optimizer and lr. Each earlier stable cell stands for one finished run (`fit._prior.PriorRun`) and
-goes through `fit._prior.matched_levels` and `shrunk_level`, the tool's own functions.
+with the cell's optimizer (by name) and lr. Each earlier stable cell stands for one finished run
+(`fit._prior.PriorRun`) and goes through `fit._prior.matched_levels` and `shrunk_level`, the tool's own functions;
+kappa is the one version 12 froze, whatever fit._prior.SHRINKAGE becomes.
 """
 
 from __future__ import annotations
@@ -15,73 +16,61 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
+from _pilot_protocol import SHRUNK_ROLES, VERSION_12_KAPPA
 from _pilot_scores import PLATEAU_TOL, forecast_final_reward
-from _task_prior import ROUNDS, _stable_finals, task_prior
+from _task_prior import ROUNDS, _stable_finals, earlier_combinations, plateau_error, reach, task_prior
 
-from gspo_dynamics.fit._prior import PriorRun, matched_levels, shrunk_level
-
-
-def _earlier(results: dict, roles: dict, name: str) -> list[str]:
-    """The combinations of `name`'s task from rounds before its own."""
-    task, rank = results[name]["task"], ROUNDS.index(roles[name])
-    return [n for n, r in results.items() if r["task"] == task and ROUNDS.index(roles[n]) < rank]
+from gspo_dynamics.fit._prior import LEVEL, PriorRun, matched_levels, prior_interval, shrunk_level
 
 
-def shrunk_rows(results: dict, roles: dict, name: str) -> list[tuple[int, float, float, float]]:
-    """(T, version 12's forecast or nan where no earlier stable cell has its T, ours (the pilot's curve), measured
-    final) per stable cell."""
-    earlier = _earlier(results, roles, name)
+def shrunk_rows(results: dict, roles: dict, name: str) -> list[tuple]:
+    """(T, version 12's forecast, ours (the pilot's curve), version 10's prior, measured final, (lo, hi) of fit._prior
+    (3)'s half-width about version 12's forecast or None) per stable cell; a prior nan where no earlier stable cell
+    has the cell's T (and the interval None under two)."""
     fc = results[name]["forecast"]
     setup = fc.config.setup
+    runs_at = {}  # T -> the earlier stable cells as finished runs
+    for other in earlier_combinations(results, roles, name):
+        hp = results[other]["forecast"].config.setup
+        for lr, T, final in _stable_finals(results[other]):
+            runs_at.setdefault(T, []).append(
+                PriorRun(source=other, points=0, end=final, lost=False, key=(hp.loss, hp.hparams.optimizer.name, lr)))
     rows = []
     for lr, T, final in _stable_finals(results[name]):
-        runs = []
-        for other in earlier:
-            hp = results[other]["forecast"].config.setup
-            runs += [PriorRun(source=other, points=0, end=f, lost=False, key=(hp.loss, hp.hparams.optimizer.name, lr2))
-                     for lr2, T2, f in _stable_finals(results[other]) if T2 == T]
-        level = shrunk_level(matched_levels(runs, _at_lr(setup, lr))) if runs else None
-        rows.append((T, math.nan if level is None else level, forecast_final_reward(fc, lr / setup.hparams.lr, T), final))
+        runs = runs_at.get(T, [])
+        at_lr = dataclasses.replace(setup, hparams=dataclasses.replace(setup.hparams, lr=lr))
+        level = shrunk_level(matched_levels(runs, at_lr), VERSION_12_KAPPA) if runs else None
+        v10 = sum(r.end for r in runs) / len(runs) if runs else math.nan
+        pooled = prior_interval([r.end for r in runs])
+        interval = None if pooled is None else (pooled[1] - v10 + level, pooled[2] - v10 + level)
+        rows.append((T, math.nan if level is None else level, forecast_final_reward(fc, lr / setup.hparams.lr, T), v10,
+                     final, interval))
     return rows
 
 
-def _at_lr(setup, lr: float):
-    """`setup` at the cell's lr (its loss and optimizer the pilot's)."""
-    return dataclasses.replace(setup, hparams=dataclasses.replace(setup.hparams, lr=lr))
-
-
 def shrunk_plateau_error(results: dict, roles: dict, name: str) -> tuple[float, int] | None:
-    """(the largest |forecast - final| over the stable cells, how many fell back to ours) as
-    `_task_prior.prior_plateau_error` gives version 10's; None without an earlier combination of the task."""
-    if not _earlier(results, roles, name):
+    """Version 12's final-reward error of `name` and how many of its stable cells fell back to ours
+    (`_task_prior.plateau_error`); None without an earlier combination of its task."""
+    if not earlier_combinations(results, roles, name):
         return None
-    rows = shrunk_rows(results, roles, name)
-    errors = [abs((level if math.isfinite(level) else ours) - final) for _, level, ours, final in rows]
-    return (float(max(errors)) if errors else math.nan), sum(not math.isfinite(row[1]) for row in rows)
+    return plateau_error([(level, ours, final) for _, level, ours, _, final, _ in shrunk_rows(results, roles, name)])
 
 
 def shrunk_reach(results: dict, roles: dict, first: str = "confirm-5") -> str:
-    """Rolling origin from round `first` on: the combinations whose every stable cell version 12's forecast puts within
-    PLATEAU_TOL, against version 10's prior on the same cells; "" without such a combination."""
-    met = {"12": 0, "10": 0}
-    n = 0
-    hits = {"12": [], "10": []}
-    for name in results:
-        if ROUNDS.index(roles[name]) < ROUNDS.index(first):
-            continue
-        rows = shrunk_rows(results, roles, name)
-        flat = task_prior(results, roles, names=(name,)).get(name, [])
-        if not rows or not all(math.isfinite(r[1]) for r in rows) or not all(math.isfinite(r[1]) for r in flat):
-            continue
-        n += 1
-        for label, errors in (("12", [abs(r[1] - r[3]) for r in rows]), ("10", [abs(r[1] - r[4]) for r in flat])):
-            met[label] += max(errors) <= PLATEAU_TOL
-            hits[label] += [e <= PLATEAU_TOL for e in errors]
-    if not n:
-        return ""
+    """From round `first` on, the combinations whose every stable cell version 12's forecast puts within PLATEAU_TOL,
+    against version 10's prior on the same cells: before SHRUNK_ROLES (in sample: kappa and the levels were chosen
+    there) and on them (held out); "" without such a combination."""
+    parts = []
+    for label, keep in (("in sample", lambda role: ROUNDS.index(first) <= ROUNDS.index(role) < ROUNDS.index(SHRUNK_ROLES[0])),
+                        ("held out", lambda role: role in SHRUNK_ROLES)):
+        table = {name: rows for name in results if keep(roles[name])
+                 for rows in [shrunk_rows(results, roles, name)] if rows and all(math.isfinite(r[1]) for r in rows)}
+        if table:
+            v12, v10 = reach(table, 1, lambda T: True), reach(table, 3, lambda T: True)
+            held = [lo <= row[4] <= hi for rows in table.values() for row in rows if row[5] for lo, hi in [row[5]]]
+            parts.append(f"{label} ({', '.join(sorted({roles[n] for n in table}, key=ROUNDS.index))}): {v12[0]} of "
+                         f"{v12[1]} combinations ({v12[2]:.0%} of their stable cells), version 10's prior {v10[0]} "
+                         f"({v10[2]:.0%}); (3)'s {LEVEL:.0%} half-width about it held {sum(held)} of {len(held)} cells")
     return (f"Version 12's final reward (the task's prior of earlier rounds shrunk toward the cells with the cell's "
-            f"objective and then its optimizer and lr, fit._prior (4), kappa 2), rolling origin from {first}: every stable "
-            f"cell within {PLATEAU_TOL} on {met['12']} of {n} combinations ({np.mean(hits['12']):.0%} of their stable "
-            f"cells), version 10's prior on {met['10']} ({np.mean(hits['10']):.0%}); in sample before confirm-14, where "
-            "kappa and the levels were chosen (`shrunk_reach`).")
+            f"objective and then its optimizer and lr, fit._prior (4), kappa {VERSION_12_KAPPA:g}), every stable cell "
+            f"within {PLATEAU_TOL}: " + "; ".join(parts) + " (`shrunk_reach`)." if parts else "")

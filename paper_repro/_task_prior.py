@@ -25,7 +25,7 @@ from _pilot_scores import PLATEAU_TOL, flat_forecast, forecast_final_reward
 from gspo_dynamics.fit import prior_interval
 from gspo_dynamics.fit._prior import LEVEL
 
-ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 15))  # the protocol's rounds, in the order they ran
+ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 16))  # the protocol's rounds, in the order they ran
 
 
 def _stable_finals(result: dict) -> list[tuple[float, int, float]]:
@@ -61,18 +61,28 @@ def task_prior(results: dict, roles: dict | None = None, names=None) -> dict:
     return out
 
 
+def earlier_combinations(results: dict, roles: dict, name: str) -> list[str]:
+    """The combinations in `results` of `name`'s task from rounds before its own (`roles`: name -> round)."""
+    task, rank = results[name]["task"], ROUNDS.index(roles[name])
+    return [n for n, r in results.items() if r["task"] == task and ROUNDS.index(roles[n]) < rank]
+
+
+def plateau_error(rows) -> tuple[float, int]:
+    """(the largest |forecast - measured final| over (forecast or nan, ours, final) rows, each forecast falling back
+    to ours where nan; how many fell back); nan without a row."""
+    errors = [abs((forecast if math.isfinite(forecast) else ours) - final) for forecast, ours, final in rows]
+    return (float(max(errors)) if errors else math.nan), sum(not math.isfinite(row[0]) for row in rows)
+
+
 def prior_plateau_error(results: dict, roles: dict, name: str) -> tuple[float, int] | None:
     """Version 10's final-reward ("plateau") error of combination `name` (pilot_forecast.py's docstring) and how
-    many of its stable cells fell back to ours: the largest |forecast - measured final| over its stable cells, each
-    forecast the task's prior from the combinations of earlier rounds in `results` at the cell's T (`task_prior`),
-    ours (the pilot's curve) at a T where none of them has a stable cell; nan without a stable cell; None when no
-    earlier combination of its task is in `results` (no prior to read)."""
-    task, rank = results[name]["task"], ROUNDS.index(roles[name])
-    if not any(r["task"] == task and ROUNDS.index(roles[n]) < rank for n, r in results.items()):
+    many of its stable cells fell back to ours (`plateau_error`): each forecast the task's prior from the
+    combinations of earlier rounds in `results` at the cell's T (`task_prior`), ours (the pilot's curve) at a T
+    where none of them has a stable cell; None when no earlier combination of its task is in `results`."""
+    if not earlier_combinations(results, roles, name):
         return None
     rows = task_prior(results, roles, names=(name,)).get(name, [])
-    errors = [abs((prior if math.isfinite(prior) else ours) - final) for _, prior, ours, _, final, _ in rows]
-    return (float(max(errors)) if errors else math.nan), sum(not math.isfinite(row[1]) for row in rows)
+    return plateau_error([(prior, ours, final) for _, prior, ours, _, final, _ in rows])
 
 
 def prior_order(names) -> tuple[list[str], dict[str, list[str]]]:
@@ -84,7 +94,7 @@ def prior_order(names) -> tuple[list[str], dict[str, list[str]]]:
     return [n for n in names if n not in later] + later, {n: m for n, m in missing.items() if m}
 
 
-def _reach(table: dict, who: int, keep) -> tuple[int, int, float]:
+def reach(table: dict, who: int, keep) -> tuple[int, int, float]:
     """(combinations with every kept stable cell within PLATEAU_TOL, combinations with a kept cell, share of kept
     cells within) for column `who` of `task_prior`'s rows (1 prior, 2 ours, 3 flat)."""
     met = n = 0
@@ -112,15 +122,15 @@ def task_prior_reach(results: dict, roles: dict) -> str:
     largest = max(T for rows in loo.values() for T, *_ in rows)
     parts = []
     for label, keep in (("all", lambda T: True), (f"T < {largest}", lambda T: T < largest)):
-        prior, ours, flat = (_reach(loo, who, keep) for who in (1, 2, 3))
+        prior, ours, flat = (reach(loo, who, keep) for who in (1, 2, 3))
         if not prior[1]:  # no combination has a stable cell below the largest T
             continue
         parts.append(f"{label}: the prior {prior[0]}, ours {ours[0]}, the naive forecast {flat[0]} of {prior[1]} "
                      f"combinations ({prior[2]:.0%} / {ours[2]:.0%} / {flat[2]:.0%} of their stable cells)")
     cover = coverage(loo)
     earlier = having_prior(task_prior(results, roles))
-    ahead = [f"from earlier rounds only ({len(earlier)} combinations with a prior): the prior {_reach(earlier, 1, lambda T: True)[0]}, "
-             f"ours {_reach(earlier, 2, lambda T: True)[0]}"] if earlier else []
+    ahead = [f"from earlier rounds only ({len(earlier)} combinations with a prior): the prior {reach(earlier, 1, lambda T: True)[0]}, "
+             f"ours {reach(earlier, 2, lambda T: True)[0]}"] if earlier else []
     return (f"What the pilot cannot see (`task_prior_reach`): a stable cell's final reward forecast as the mean final "
             f"reward of the stable cells at its T in the task's other combinations (leave one combination out; a "
             f"reading of other grids, not a pilot forecast) meets the final-reward target on " + "; ".join(parts + ahead)

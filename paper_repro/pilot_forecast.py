@@ -177,6 +177,7 @@ from _pilot_scores import (
 from _pilot_protocol import (
     CHANCE_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
     REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, SHRUNK_ROLES, VERSION_4_SPREAD, VERSION_11_CHANCE,
+    VERSION_12_KAPPA,
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _regime_reach import regime_reach
@@ -297,7 +298,7 @@ def final_reward_rule(role: str) -> str:
     if role in SHRUNK_ROLES:
         return ("; final reward: the mean final reward of the stable cells at the cell's T in the task's combinations of "
                 "earlier rounds, shrunk toward those with the cell's objective and then its optimizer and lr (version 12, "
-                "fit._prior (4), kappa 2)")
+                f"fit._prior (4), kappa {VERSION_12_KAPPA:g})")
     return ("; final reward: the mean final reward of the stable cells at the cell's T in the task's combinations of "
             "earlier rounds (version 10)" if role in PRIOR_ROLES else "")
 

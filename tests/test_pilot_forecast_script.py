@@ -500,7 +500,7 @@ def test_version_10_rows_come_last_and_are_not_recorded_without_every_earlier_gr
     run lacks; `main` refuses, before running anything, to record its row without them (one line, exit 2)."""
     prior_module = load_script("paper_repro", "_task_prior")
     names, missing = prior_module.prior_order(["count-cispo-temp1.2", "count-pg", "pattern-grpo"])
-    later = ("confirm-11", "confirm-12", "confirm-13", "confirm-14")
+    later = script.PRIOR_ROLES
     count = [n for n, c in script.COMBINATIONS.items() if c[0] == "count" and c[4] not in later]
     assert names == ["count-pg", "pattern-grpo", "count-cispo-temp1.2"]
     assert sorted(missing["count-cispo-temp1.2"]) == sorted(set(count) - {"count-pg"})
@@ -547,14 +547,21 @@ def test_version_12_shrinks_the_prior_toward_the_cells_objective_and_step(load_s
     m1 = [(1.0 + 2 * 0.99) / 3, (0.9 + 2 * 0.8) / 3]
     want = [(1.0 + 2 * m1[0]) / 3, (0.9 + 2 * m1[1]) / 3]
     rows = shrunk.shrunk_rows(results, roles, "c")
-    assert [row[1] for row in rows] == pytest.approx(want, abs=1e-12) and [row[3] for row in rows] == [0.96, 0.8]
+    assert [row[1] for row in rows] == pytest.approx(want, abs=1e-12) and [row[4] for row in rows] == [0.96, 0.8]
     assert rows[0][2] == pytest.approx(0.97)  # ours, the fallback where no earlier cell has the T
+    assert [row[3] for row in rows] == pytest.approx([0.99, 0.8])  # version 10's prior, the plain mean
     assert shrunk.shrunk_rows(results, roles, "d")[0][1] == pytest.approx(m1[0], abs=1e-12)  # no cell at its lr
     assert shrunk.shrunk_plateau_error(results, roles, "c") == (pytest.approx(want[1] - 0.8, abs=1e-12), 0)
     assert shrunk.shrunk_plateau_error(results, roles, "a") is None
     text = shrunk.shrunk_reach({n: results[n] for n in "abc"}, roles)
-    # c alone from confirm-5: version 12 off by 0.056 at T = 32 (one of two cells within), version 10's (0.99, 0.8) within
-    assert "within 0.05 on 0 of 1 combinations (50% of their stable cells), version 10's prior on 1 (100%)" in text
+    # c alone from confirm-5, in sample: version 12 off by 0.056 at T = 32 (one of two cells within), version 10's
+    # (0.99, 0.8) within; no held-out round among them
+    assert ("in sample (confirm-5): 0 of 1 combinations (50% of their stable cells), version 10's prior 1 (100%); "
+            "(3)'s 90% half-width about it held 2 of 2 cells (`shrunk_reach`)") in text and "held out" not in text
+    half = scipy.stats.t.ppf(0.95, 1) * np.std([0.9, 0.7], ddof=1) * math.sqrt(1.5)  # (3) from a's and b's T = 32 cells
+    assert rows[1][5] == pytest.approx((want[1] - half, want[1] + half), abs=1e-12)
+    roles["c"] = "confirm-14"
+    assert "held out (confirm-14): 0 of 1 combinations" in shrunk.shrunk_reach({n: results[n] for n in "abc"}, roles)
 
 
 def _chance_results(rng, rounds, per_round=10):

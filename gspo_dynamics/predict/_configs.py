@@ -35,8 +35,9 @@ class RunSetup:
     ignored: tuple[str, ...]  # keys this mapping does not read
     run_steps: int | None = None  # the run's optimizer steps where the config holds them (TRL max_steps, verl
     # trainer.total_training_steps, our trainer's steps); None: unset
-    loss: str | None = None  # the loss as the config names it (`loss_name`); None where it does not (a prior's
-    # runs are matched on it: fit._prior (4))
+    loss: str | None = None  # the loss as the config names it: our trainer's objective, TRL's loss_type with its
+    # importance_sampling_level, verl's loss_mode with its loss_agg_mode; None where it names none (TRL without a
+    # loss_type: its default moved between releases). A prior's runs are matched on it (fit._prior (4))
 
     def to_json(self) -> dict[str, Any]:
         hp = self.hparams
@@ -155,7 +156,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     cfg = dict(source) if isinstance(source, dict) else load_config_file(source)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
-    setup = dataclasses.replace(_mapped(cfg, devices), loss=loss_name(cfg))
+    setup = _mapped(cfg, devices)
     ignored = set(setup.ignored)  # a trainer's or TRL's top-level keys, verl's dotted ones
     unread = [key for key in (item.partition("=")[0].strip().lstrip("+") for item in overrides or ())
               if key in ignored or key.split(".")[0] in ignored]
@@ -166,23 +167,6 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     return setup
 
 
-def loss_name(cfg: dict[str, Any]) -> str | None:
-    """The loss as the config names it: our trainer's objective; TRL's loss_type with its importance_sampling_level
-    (None without a loss_type: TRL's default changed between releases); verl's policy_loss.loss_mode with its
-    loss_agg_mode (their defaults where unset); None for the theory's own field names."""
-    if isinstance(cfg.get("hparams"), dict):
-        cfg = dict(cfg["hparams"])
-    if isinstance(cfg.get("actor_rollout_ref"), dict):
-        actor = _flatten(cfg).get
-        prefix = "actor_rollout_ref.actor."
-        return f"{actor(prefix + 'policy_loss.loss_mode') or 'vanilla'} ({actor(prefix + 'loss_agg_mode') or 'token-mean'})"
-    if TRAINER_MARKERS <= set(cfg):
-        return str(cfg["objective"])
-    if cfg.get("loss_type") is not None:
-        return f"{cfg['loss_type']} ({cfg.get('importance_sampling_level') or 'token'}-level ratio)"
-    return None
-
-
 def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
     """`read_run_config` on the config's dict, its overrides applied."""
     if isinstance(cfg.get("hparams"), dict):  # a corpus label.json or a diagnose --json output
@@ -191,17 +175,17 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
     notes: list[str] = []
     if isinstance(cfg.get("actor_rollout_ref"), dict):
         _refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")
-        hp, exact, used = _verl(cfg, notes)
+        hp, exact, used, loss = _verl(cfg, notes)
         key = "trainer.total_training_steps"
         ignored = sorted(set(_flatten(cfg)) - used - {key})
-        return _setup(hp, "verl", exact, notes, ignored, run_steps=run_length(key, _flatten(cfg).get(key)))
+        return _setup(hp, "verl", exact, notes, ignored, run_steps=run_length(key, _flatten(cfg).get(key)), loss=loss)
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
         _refuse_devices(devices, "our trainer's prompts_per_step is the whole step's")
         hp, exact = _trainer(cfg, notes)
         return _setup(hp, "gspo-dynamics trainer", exact, notes, sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective", "steps"}),
-                      run_steps=run_length("steps", cfg.get("steps")))
+                      run_steps=run_length("steps", cfg.get("steps")), loss=str(cfg["objective"]))
     if trl and own - {"optimizer"}:
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with our own "
                           f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")
@@ -213,8 +197,10 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
         for key, why in TRL_UNMODELLED.items():
             if key in cfg:
                 notes.append(f"{key}: {why}")
+        loss = None if cfg.get("loss_type") is None else (  # TRL's default loss_type moved between releases: unsaid, none
+            f"{cfg['loss_type']} ({cfg.get('importance_sampling_level') or 'token'}-level ratio)")
         return _setup(hp, "TRL GRPOConfig", exact, notes, sorted(set(cfg) - TRL_KEYS - set(TRL_UNMODELLED)),
-                      run_steps=run_length("max_steps", cfg.get("max_steps"), unset=-1))
+                      run_steps=run_length("max_steps", cfg.get("max_steps"), unset=-1), loss=loss)
     if not own:
         raise ConfigError("the config has no hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; "
                           "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)")
@@ -224,10 +210,11 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
 
 
 def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str], shown: int = 10,
-           run_steps: int | None = None) -> RunSetup:
-    """The RunSetup, with a note naming the ignored keys (the first `shown`, then their count; all in `ignored`)."""
+           run_steps: int | None = None, loss: str | None = None) -> RunSetup:
+    """The RunSetup, with a note naming the ignored keys (the first `shown`, then their count; all in `ignored`), and
+    the loss as the config names it (None where it does not)."""
     if ignored:
         more = f" and {len(ignored) - shown} more (all in --json's config.ignored)" if len(ignored) > shown else ""
         notes.append(f"keys not used by the theory: {', '.join(ignored[:shown])}{more}")
     return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored),
-                    run_steps=run_steps)
+                    run_steps=run_steps, loss=loss)

@@ -225,6 +225,8 @@ def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: 
 
 
 def _refuse_preference_config(cfg: dict[str, Any]) -> None:
+    if cfg.get("loss_type") is not None and not isinstance(cfg["loss_type"], str):
+        raise ConfigError(f"loss_type must be a name (grpo, dr_grpo, dapo, ...), got {cfg['loss_type']!r}")
     markers = sorted(set(cfg) & PREFERENCE_KEYS)
     if cfg.get("loss_type") in PREFERENCE_LOSSES:
         markers.append(f"loss_type {cfg['loss_type']!r}")
@@ -257,7 +259,9 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 _INTERPOLATION = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
 
 
-def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, set[str]]:
+def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, set[str], str]:
+    """verl's mapping: (hyperparameters, T before rounding, the keys read, the loss as the config names it: its
+    policy_loss.loss_mode and loss_agg_mode, interpolations followed, verl's defaults where unset)."""
     flat = _flatten(tree)
     used: set[str] = set()
 
@@ -282,7 +286,7 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
         return value
 
     estimator = get("algorithm.adv_estimator", "gae")
-    if estimator not in VERL_GROUP_ESTIMATORS:
+    if not isinstance(estimator, str) or estimator not in VERL_GROUP_ESTIMATORS:
         raise ConfigError(f"algorithm.adv_estimator is {estimator!r}: a critic-based PPO run, not a group-based one; "
                           f"the theory covers group estimators ({', '.join(sorted(VERL_GROUP_ESTIMATORS))})")
     actor = "actor_rollout_ref.actor."
@@ -312,6 +316,7 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
     if get("algorithm.use_kl_in_reward", False):
         notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
     mode = get(actor + "policy_loss.loss_mode", "vanilla")
+    aggregation = get(actor + "loss_agg_mode") or "token-mean"  # verl's default, unsaid: it scales the step only
     betas = get(actor + "optim.betas", [0.9, 0.999])
     if not (isinstance(betas, (list, tuple)) and len(betas) == 2):
         raise ConfigError(f"{actor}optim.betas must be a pair, got {betas!r}")
@@ -320,7 +325,7 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
                      optimizer=Adam(beta1=_number("optim.betas[0]", betas[0]), beta2=_number("optim.betas[1]", betas[1])),
                      refresh_interval=T, group_size=G, num_groups=mini, advantage="std" if by_std else "mean",
                      correction="sequence" if mode == "gspo" else "token", clip_low=low, clip_high=high, kl_coef=beta)
-    return hp, exact, used
+    return hp, exact, used, f"{mode} ({aggregation})"
 
 
 # ---- ours ------------------------------------------------------------------------------------

@@ -232,8 +232,8 @@ def trainer_run(root, name: str, rng, end: float, objective: str, lr: float, opt
 
 def test_the_level_leans_toward_runs_with_the_configs_loss_and_step(tmp_path):
     """task_prior with the forecast run's setup: (4) over the configs beside the logs, checked by hand from the runs'
-    own end levels; the counts and the pooled level (2) in JSON; a config.json that is no run config is said and its
-    run counts at the task's level only; the interval keeps (3)'s half-width about the level."""
+    own end levels; the counts and the pooled level (2) in JSON; a run beside a model's config.json counts at the
+    task's level only; the interval keeps (3)'s half-width about the level."""
     from gspo_dynamics.fit._prior import SHRINKAGE, prior_interval
 
     rng = np.random.default_rng(11)
@@ -250,7 +250,7 @@ def test_the_level_leans_toward_runs_with_the_configs_loss_and_step(tmp_path):
     m1 = (ends["a"] + ends["b"] + SHRINKAGE * m0) / (2 + SHRINKAGE)
     assert prior.pooled == pytest.approx(m0) == pytest.approx(plain.level) and plain.matched is None
     assert prior.level == pytest.approx((ends["a"] + SHRINKAGE * m1) / (1 + SHRINKAGE), abs=1e-12)
-    assert prior.matched == (2, 1) and any("hf/config.json is not a run config" in a for a in prior.assumed)
+    assert prior.matched == (2, 1) and prior.assumed == ()  # a model's config.json (a checkpoint's) is no run's: unsaid
     _, lo, hi = prior_interval(list(ends.values()))
     assert prior.interval == pytest.approx((max(lo - m0 + prior.level, 0.0), min(hi - m0 + prior.level, 1.0)))
     js = prior.to_json()
@@ -258,3 +258,20 @@ def test_the_level_leans_toward_runs_with_the_configs_loss_and_step(tmp_path):
     assert js["runs"][0]["config"] == {"loss": "grpo", "optimizer": "adam", "lr": 3e-3} and js["runs"][4]["config"] is None
     assert any("leaning toward the runs like this config" in line and "2 with its loss, 1 of them" in line
                for line in prior.summary_lines())
+
+
+@pytest.mark.parametrize("content, says", [("not json", "not valid JSON"), ("[1, 2]", "one mapping"),
+                                           ('{"loss_type": ["grpo"], "learning_rate": 1e-6}', "loss_type must be a name"),
+                                           ('{"algorithm": {"adv_estimator": ["grpo"]}, "actor_rollout_ref": {}}',
+                                            "adv_estimator")])
+def test_a_bad_config_beside_a_log_is_one_note_and_a_log_without_a_path_reads_none(tmp_path, monkeypatch, content, says):
+    """config_beside: a config.json that no mapping reads is a note (its run's loss and step unknown), never an error;
+    a log read from text has no directory, so the working directory's config.json is not its."""
+    from gspo_dynamics.fit._prior import config_beside
+
+    (tmp_path / "config.json").write_text(content)
+    log = write_log(tmp_path / "m.jsonl", {"reward": np.linspace(0.2, 0.9, 20)})
+    setup, why = config_beside(str(log))
+    assert setup is None and "is not a run config" in why and says in why
+    monkeypatch.chdir(tmp_path)
+    assert config_beside("<text>") == (None, None) and config_beside("<bytes>") == (None, None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli._options import add_hyperparams, bandit_from_args, hyperparams_from_args, integer, save_figure
@@ -33,10 +34,12 @@ def register(sub) -> None:
                    help="override a config key (dotted for nested configs, as a verl run script passes them), e.g. "
                         "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable")
     r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
-    r.add_argument("--prior", nargs="+", metavar="LOG",
+    r.add_argument("--prior", nargs="+", metavar="LOG[=CONFIG]",
                    help="finished runs of the same task at the same T (any format diagnose reads): the reward level "
                         "the run ends at, with a prediction interval, where a still-rising pilot cannot tell it "
-                        "(with --config alone too)")
+                        "(with --config alone too); it leans toward the runs with this config's loss, optimizer and "
+                        "lr where their configs are known: LOG=CONFIG gives one, else a config.json beside the log "
+                        "(our trainer's run directory) is read")
     r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
     r.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
                    help="read the pilot's (and --prior's logs') series NAME from its COLUMN, as diagnose --map "
@@ -134,14 +137,30 @@ def _forecast(args: argparse.Namespace):
 
             reward_range = None if args.reward_range is None else tuple(args.reward_range)
             check_reward_range(reward_range)
-            return prior_forecast(config_forecast(setup), args.prior, reward_range, column_map)
+            paths, configs = prior_runs(args.prior)
+            return prior_forecast(config_forecast(setup), paths, reward_range, column_map, configs=configs)
         pilot = read_log(args.pilot, column_map=column_map)
-        prior = None if args.prior is None else [read_log(path, column_map=column_map) for path in args.prior]
+        paths, configs = prior_runs(args.prior or [])
+        prior = None if args.prior is None else [read_log(path, column_map=column_map) for path in paths]
         return pilot_forecast(setup, pilot, pilot_steps=args.pilot_steps,
                               reward_range=None if args.reward_range is None else tuple(args.reward_range),
-                              target_noise=args.target_noise, run_steps=args.run_steps, prior=prior)
+                              target_noise=args.target_noise, run_steps=args.run_steps, prior=prior,
+                              prior_configs=configs if args.prior else None)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
+
+
+def prior_runs(items: list[str]) -> tuple[list[str], list[str | None]]:
+    """--prior's LOG[=CONFIG] items as (logs, their configs or None): an item that names an existing path is a log
+    whole (a run directory may have '=' in its name, lr=1e-3/ say); otherwise its last '=' parts the log from its
+    config."""
+    logs, configs = [], []
+    for item in items:
+        log, sep, config = item.rpartition("=")
+        whole = Path(item).exists() or not sep
+        logs.append(item if whole else log)
+        configs.append(None if whole else config)
+    return logs, configs
 
 
 def _save_map(forecast, path: str) -> None:

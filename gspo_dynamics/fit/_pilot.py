@@ -271,13 +271,15 @@ def _keys(d: dict) -> dict[str, float]:
 
 def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | None = None,
                    reward_range: tuple[float, float] | None = None, target_noise: float | None = None,
-                   run_steps: int | None = None, prior: Sequence[str | RunLog] | None = None) -> PilotForecast:
+                   run_steps: int | None = None, prior: Sequence[str | RunLog] | None = None,
+                   prior_configs: Sequence[str | None] | None = None) -> PilotForecast:
     """The forecast for `setup` calibrated on `pilot` (module docstring). `reward_range`: the task's
     reward bounds; None infers [0, 1] when every pilot reward lies in it (said), else leaves it open.
     A given range that the pilot's rewards leave is a ConfigError. `target_noise`: the reward noise to
     find a group size for (None: TARGET_NOISE_SHARE of the reward's range, said; none without a range).
     `run_steps`: the run's length in the pilot log's steps, for the reward at its end (None: the config's,
-    `setup.run_steps`). `prior`: finished runs of the same task and T (paths or logs) for the end level (`fit._prior`)."""
+    `setup.run_steps`). `prior`: finished runs of the same task and T (paths or logs) for the end level (`fit._prior`),
+    `prior_configs` their configs where given (`fit._prior.task_prior`)."""
     if target_noise is not None and (isinstance(target_noise, bool) or not isinstance(target_noise, (int, float))
                                      or not math.isfinite(target_noise) or target_noise <= 0):
         raise ConfigError(f"the target noise must be a number > 0, got {target_noise!r}")
@@ -332,7 +334,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
                          pilot=(steps, reward), reward_range=reward_range, fall=fall, end=end,
                          prior=None if prior is None else task_prior(prior, reward_range, refresh_interval=hp.refresh_interval,
-                                                                     range_note=range_note, setup=setup),
+                                                                     range_note=range_note, setup=setup,
+                                                                     configs=prior_configs),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings))
 
 

@@ -220,11 +220,13 @@ def run_end(source: str, log: RunLog, reward_range=None, refresh_interval: int |
 
 
 def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=None,
-               refresh_interval: int | None = None, range_note: str = "", setup: RunSetup | None = None) -> TaskPrior:
+               refresh_interval: int | None = None, range_note: str = "", setup: RunSetup | None = None,
+               configs: Sequence[str | None] | None = None) -> TaskPrior:
     """(2) and (3) over finished runs (paths any `read_log` format, or logs read already); `reward_range` (lo, hi)
     where known, for the fall's size rule (fit._fall (2)) and as a check (`range_note`: where it came from, for the
     error); `refresh_interval` the run's T, against which a run whose log shows another T is left out. With the
-    forecast run's `setup`, the level is (4)'s over the runs' configs found beside their logs (`config_beside`)."""
+    forecast run's `setup`, the level is (4)'s over the runs' configs: `configs[i]` (a config file, read as --config
+    reads one: ConfigError when it cannot be) where given, else the one beside the log (`config_beside`)."""
     if isinstance(sources, (str, RunLog)):
         sources = [sources]
     if not sources:
@@ -234,7 +236,11 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
     twice = next((name for name in names if name != "<text>" and names.count(name) > 1), None)
     if twice is not None:
         raise ConfigError(f"the finished run {twice} is given twice: each run counts once in the prior")
-    configs = [config_beside(log.source) if setup is not None else (None, None) for log in logs]
+    given = list(configs) if configs is not None else [None] * len(logs)
+    if len(given) != len(logs):
+        raise ConfigError(f"{len(given)} run configs for {len(logs)} finished runs: one per run (None where not given)")
+    configs = [(None, None) if setup is None else (read_run_config(c), None) if c else config_beside(log.source)
+               for log, c in zip(logs, given)]
     runs = [run_end(log.source, log, reward_range, refresh_interval, range_note, _run_key(config))
             for log, (config, _) in zip(logs, configs)]
     if reward_range is None or range_note:  # no range given, or one only inferred from rewards
@@ -290,9 +296,10 @@ class PriorForecast:
 
 
 def prior_forecast(config: ConfigForecast, sources: Sequence[str | RunLog], reward_range=None,
-                   column_map=None) -> PriorForecast:
-    """The config's answer and `task_prior` of `sources` at the config's T. Without `reward_range`, [0, 1] is taken
-    (and said) when every run's rewards lie there, as `fit.pilot_forecast` does for a pilot."""
+                   column_map=None, configs: Sequence[str | None] | None = None) -> PriorForecast:
+    """The config's answer and `task_prior` of `sources` (with their `configs`, where given) at the config's T.
+    Without `reward_range`, [0, 1] is taken (and said) when every run's rewards lie there, as `fit.pilot_forecast`
+    does for a pilot."""
     logs = [s if isinstance(s, RunLog) else read_log(s, column_map=column_map)
             for s in ([sources] if isinstance(sources, (str, RunLog)) else sources)]
     assumed = ()
@@ -302,5 +309,6 @@ def prior_forecast(config: ConfigForecast, sources: Sequence[str | RunLog], rewa
         assumed = ("the reward is a success rate in [0, 1] (every finished run's rewards lie there); give the range "
                    "(--reward-range) if not",)
     prior = task_prior(logs, reward_range, refresh_interval=config.setup.hparams.refresh_interval,
-                       range_note=" (taken: every run's rewards lie there)" if assumed else "", setup=config.setup)
+                       range_note=" (taken: every run's rewards lie there)" if assumed else "", setup=config.setup,
+                       configs=configs)
     return PriorForecast(config, dataclasses.replace(prior, assumed=assumed + prior.assumed))

@@ -301,3 +301,30 @@ def test_finished_runs_beside_their_configs_lean_the_level_toward_runs_like_this
     assert (prior["same_loss_runs"], prior["same_loss_optimizer_lr_runs"]) == (2, 1)
     assert main(["predict", "--config", config, "--prior", *runs]) == 0
     assert "2 with its loss, 1 of them also with its optimizer and lr" in capsys.readouterr().out
+
+
+def test_a_finished_runs_config_given_as_log_equals_config(tmp_path, capsys):
+    """--prior LOG=CONFIG: the run's config given beside the argument (a TRL log has none beside it), read as --config
+    reads one; a path with '=' in its name that exists is a log whole; an unreadable given config is one line, exit 2."""
+    config = write(tmp_path, "grpo.json", {**TRL, "loss_type": "dapo"})
+    runs, args = [], []
+    for i, (loss, end) in enumerate((("dapo", 0.95), ("grpo", 0.7), ("grpo", 0.75))):
+        t = np.arange(1, 97)
+        reward = np.clip(end - 0.5 * np.exp(-t / 10) + 0.005 * np.random.default_rng(i).standard_normal(96), 0, 1)
+        run = tmp_path / f"lr=1e-3_{i}"
+        run.mkdir()
+        log = run / "metrics.jsonl"
+        log.write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
+        runs.append(log)
+        args.append(f"{log}={write(tmp_path, f'run{i}.json', {**TRL, 'loss_type': loss})}")
+    assert main(["predict", "--config", config, "--prior", *args, "--json"]) == 0
+    prior = json.loads(capsys.readouterr().out)["task_prior"]
+    ends = [run["end_reward"] for run in prior["runs"]]
+    assert [run["config"]["loss"].split()[0] for run in prior["runs"]] == ["dapo", "grpo", "grpo"]
+    m1 = (ends[0] + 2 * np.mean(ends)) / 3
+    assert prior["level"] == pytest.approx((ends[0] + 2 * m1) / 3, abs=1e-9) and prior["same_loss_runs"] == 1
+    assert main(["predict", "--config", config, "--prior", *map(str, runs), "--json"]) == 0  # '=' in the directory
+    assert json.loads(capsys.readouterr().out)["task_prior"]["same_loss_runs"] == 0
+    assert main(["predict", "--config", config, "--prior", f"{runs[0]}={tmp_path / 'missing.yaml'}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "missing.yaml" in err

@@ -344,5 +344,12 @@ def test_the_loss_is_named_as_the_config_names_it():
                                             "policy_loss": {"loss_mode": "gspo"}}, "rollout": {"n": 8}},
             "data": {"train_batch_size": 4}, "algorithm": {"adv_estimator": "grpo"}}
     assert read_run_config(verl).loss == "gspo (token-mean)"
+    verl["actor_rollout_ref"]["actor"]["policy_loss"]["loss_mode"] = "${algorithm.mode}"  # followed as _verl follows it
+    verl["algorithm"]["mode"], verl["actor_rollout_ref"]["actor"]["loss_agg_mode"] = "vanilla", "seq-mean-token-sum"
+    assert read_run_config(verl).loss == "vanilla (seq-mean-token-sum)"
+    with pytest.raises(ConfigError, match="loss_type must be a name"):
+        read_run_config({**trl, "loss_type": ["dapo"]})
+    with pytest.raises(ConfigError, match="adv_estimator"):
+        read_run_config({**verl, "algorithm": {"adv_estimator": ["grpo"]}})
     assert read_run_config({"lr": 0.1, "group_size": 8}).loss is None
     assert read_run_config({**trl}).to_json()["loss"] == "dapo (sequence-level ratio)"

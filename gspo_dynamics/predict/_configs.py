@@ -171,6 +171,8 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
     """`read_run_config` on the config's dict, its overrides applied."""
     if isinstance(cfg.get("hparams"), dict):  # a corpus label.json or a diagnose --json output
         cfg = dict(cfg["hparams"])
+    elif isinstance(cfg.get("config"), dict) and TRAINER_MARKERS <= set(cfg["config"]):  # our trainer corpus's label.json
+        cfg = dict(cfg["config"])
     _refuse_log(cfg)
     notes: list[str] = []
     if isinstance(cfg.get("actor_rollout_ref"), dict):

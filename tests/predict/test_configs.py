@@ -353,3 +353,10 @@ def test_the_loss_is_named_as_the_config_names_it():
         read_run_config({**verl, "algorithm": {"adv_estimator": ["grpo"]}})
     assert read_run_config({"lr": 0.1, "group_size": 8}).loss is None
     assert read_run_config({**trl}).to_json()["loss"] == "dapo (sequence-level ratio)"
+
+
+def test_our_trainer_corpus_label_reads_as_its_config():
+    """train.corpus writes label.json = {mode, note, config: the TrainConfig}: read as the config it holds."""
+    config = {"task": "count", "model": "100k", "objective": "gspo", "lr": 1e-3, "steps_per_generation": 4}
+    setup = read_run_config({"mode": "stable", "note": "a healthy run", "config": config})
+    assert setup.framework == "gspo-dynamics trainer" and setup.loss == "gspo" and setup.hparams.refresh_interval == 4

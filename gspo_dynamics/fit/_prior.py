@@ -135,7 +135,7 @@ class PriorRun:
     points: int
     end: float
     lost: bool  # a real fall below its running best (fit._fall (2)): left out of (2)
-    refresh: int | None = None  # the run's own T where its log says it is not the config's: left out of (2)
+    refresh: int | None = None  # the run's own T where its log or config says it is not the config's: left out of (2)
     diverged: int | None = None  # the first step whose reward is non-finite, through the log's end: left out of (2)
     key: tuple[str | None, str, float] | None = None  # (loss, optimizer, lr) of its config beside the log, for (4)
 
@@ -176,7 +176,7 @@ class TaskPrior:
         left_out = {"lost their reward": [r.source for r in self.runs if r.lost],
                     "diverged (non-finite rewards to the end)": [f"{r.source} (from step {r.diverged})"
                                                                 for r in self.runs if r.diverged is not None],
-                    "ran at another T (their logged window positions)": [f"{r.source} (T = {r.refresh})"
+                    "ran at another T (their logged window positions or their configs)": [f"{r.source} (T = {r.refresh})"
                                                                         for r in self.runs if r.refresh is not None]}
         out = [f"the task's prior ({len(self.runs)} finished run{'s' * (len(self.runs) != 1)} of the same task and T, "
                f"each one's last 1/{round(1 / END_SHARE)} of reward points; --prior):"]
@@ -241,8 +241,8 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
         raise ConfigError(f"{len(given)} run configs for {len(logs)} finished runs: one per run (None where not given)")
     configs = [(None, None) if setup is None else (read_run_config(c), None) if c else config_beside(log.source)
                for log, c in zip(logs, given)]
-    runs = [run_end(log.source, log, reward_range, refresh_interval, range_note, _run_key(config))
-            for log, (config, _) in zip(logs, configs)]
+    runs = [_at_config_T(run_end(log.source, log, reward_range, refresh_interval, range_note, _run_key(config)),
+                         config, refresh_interval) for log, (config, _) in zip(logs, configs)]
     if reward_range is None or range_note:  # no range given, or one only inferred from rewards
         _check_shared_scale(logs)
     kept = [r for r in runs if r.kept]
@@ -258,6 +258,15 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
         lo, hi = interval[1] - interval[0] + level, interval[2] - interval[0] + level
         interval = (lo, hi) if reward_range is None else (max(lo, reward_range[0]), min(hi, reward_range[1]))
     return TaskPrior(runs=tuple(runs), level=level, interval=interval, assumed=assumed, pooled=pooled, matched=matched)
+
+
+def _at_config_T(run: PriorRun, config: RunSetup | None, refresh_interval: int | None) -> PriorRun:
+    """`run` with its config's T as its own where that is not `refresh_interval` and its log did not say one: left
+    out of (2) as a run whose log shows another T is."""
+    if config is None or refresh_interval is None or run.refresh is not None:
+        return run
+    own = config.hparams.refresh_interval
+    return run if own == refresh_interval else dataclasses.replace(run, refresh=own)
 
 
 def _check_shared_scale(logs: Sequence[RunLog]) -> None:

@@ -325,6 +325,10 @@ def test_a_finished_runs_config_given_as_log_equals_config(tmp_path, capsys):
     assert prior["level"] == pytest.approx((ends[0] + 2 * m1) / 3, abs=1e-9) and prior["same_loss_runs"] == 1
     assert main(["predict", "--config", config, "--prior", *map(str, runs), "--json"]) == 0  # '=' in the directory
     assert json.loads(capsys.readouterr().out)["task_prior"]["same_loss_runs"] == 0
+    other_T = write(tmp_path, "other_T.json", {**TRL, "loss_type": "dapo", "steps_per_generation": 64})
+    assert main(["predict", "--config", config, "--prior", f"{runs[0]}={other_T}", *args[1:], "--json"]) == 0
+    prior = json.loads(capsys.readouterr().out)["task_prior"]  # its config's T is not this one's: left out, said
+    assert prior["runs"][0]["other_refresh_interval"] == 8 and prior["same_loss_runs"] == 0
     assert main(["predict", "--config", config, "--prior", f"{runs[0]}={tmp_path / 'missing.yaml'}"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "missing.yaml" in err

@@ -95,7 +95,7 @@ replaced: pilot_forecast.md):
                 Held out by version 9 ("confirm-10", from the shared start): the ten named under version 9.
                 Held out by version 10 ("confirm-11", from the shared start): the ten its text names.
                 Held out by version 11 ("confirm-12", "confirm-13", from the shared start): the twenty named at the top.
-                Held out by version 12 ("confirm-14", from the shared start): the ten named at the top.
+                Held out by version 12 ("confirm-14", "confirm-15", from the shared start): the twenty named at the top.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in

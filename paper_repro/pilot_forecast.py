@@ -1,5 +1,22 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
+Protocol, version 13 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 16):
+version 12 unchanged but for one rule of the model. A loss whose clip caps a token's importance weight without
+switching its gradient off (CISPO: -(1/N) sum sg[clip(w)] A grad log pi, `Hyperparams.clip_mode` "cap") keeps
+moving the policy past the clip's band edge, so its displacement between samplers is D = T lr s uncapped, as for a
+run without a correction (`theory.collapse` (2)-(3) with no band edge), where version 12 capped it at the edge after
+the first step as for PPO's min (which switches a clipped token's gradient off). Found by a session that had read
+every earlier round: on the 17 CISPO combinations of rounds develop to confirm-14 (confirm-15 has none), both regime
+targets met on 10 against version 12's 8, cells safe but unstable 11 against 41, false alarms 67 against 14 (count's
+runs, which solve their prompts, hold where the uncapped displacement says they fall); no other objective changes.
+Held out ("confirm-16", from the shared start, chosen and committed with this text before their grids were run):
+ten CISPO combinations with a setting never used on CISPO for that task: top-p 0.9, weight decay 0.1 and beta2 =
+0.99 on count; temperature 1.2, top-p 0.9 and beta1 = 0.5 on pattern; temperature 1.2, a gradient-norm clip of 0.1,
+beta2 = 0.99 and G = 16 (N = 2) on addition. Scored as version 12's rows (targets unchanged; the final reward
+version 12's), with version 12's verdict on the same cells beside. The change's own target: both regime targets
+met on more of the ten than under version 12's verdict, and fewer cells safe but unstable. The fall chance's row
+for this round as version 11's, on version 13's margin.
+
 Protocol, version 12 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 16):
 version 11 unchanged (below) for the regime, the collapse, the max safe T, the fall chance ((a, b) as version 11
 froze them) and every score and target. One change, the final reward of the held-out rows: version 10's prior (the

@@ -113,6 +113,7 @@ replaced: pilot_forecast.md):
                 Held out by version 10 ("confirm-11", from the shared start): the ten its text names.
                 Held out by version 11 ("confirm-12", "confirm-13", from the shared start): the twenty named at the top.
                 Held out by version 12 ("confirm-14", "confirm-15", from the shared start): the twenty named at the top.
+                Held out by version 13 ("confirm-16", from the shared start): the ten CISPO ones named at the top.
   pilot         one run per combination at the base learning rate and T = 2 (so that its stale steps
                 measure the per-step drift), PILOT_STEPS = 24 steps = 25% of a full run, seed PILOT_SEED.
   grid          20 (lr, T) cells the pilot never saw: lr = base x LR_FACTORS, T = steps_per_generation in
@@ -192,7 +193,7 @@ from _pilot_scores import (
     window_progress,
 )
 from _pilot_protocol import (
-    CHANCE_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
+    CHANCE_ROLES, CLIP_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
     REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, SHRUNK_ROLES, VERSION_4_SPREAD, VERSION_11_CHANCE,
     VERSION_12_KAPPA,
 )
@@ -200,6 +201,7 @@ from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_wei
 from _regime_reach import regime_reach
 from _pilot_report import cell_map, describe, write_section
 from _shrunk_prior import shrunk_plateau_error, shrunk_reach
+from _clip_mode_report import clip_mode_claim, clip_mode_reach
 from _task_prior import prior_order, prior_plateau_error, task_prior_reach
 from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach, round_complete
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
@@ -224,7 +226,9 @@ def base_config(name: str) -> TrainConfig:
 
 
 def pilot(cfg: TrainConfig):
-    """The pilot run (base lr, T = PILOT_T, PILOT_STEPS steps) and its forecast object for `cfg`. It runs on one
+    """The pilot run (base lr, T = PILOT_T, PILOT_STEPS steps), its forecast object for `cfg` and, for a loss whose
+    clip keeps the gradient (CISPO), the forecast as version 12 read it (its displacement capped; None for the
+    others: version 13 changed nothing there). It runs on one
     thread whichever process runs it: the thread count changes the order of the float sums, and a pilot that
     drifts far (addition's, 0.6-0.9 per stale step) carries that rounding into a different run (found in
     version 9: two addition pilots read differently run from the grid's process and from a --from-dump worker)."""
@@ -238,7 +242,11 @@ def pilot(cfg: TrainConfig):
     finally:
         torch.set_num_threads(threads)
     setup = read_run_config(pilot_cfg.to_dict())
-    return setup, pilot_forecast(setup, log, reward_range=(0.0, 1.0))
+    fc = pilot_forecast(setup, log, reward_range=(0.0, 1.0))
+    if setup.hparams.clip_mode != "cap":
+        return setup, fc, None
+    stop = replace(setup, hparams=replace(setup.hparams, clip_mode="stop"))  # version 12's, beside version 13's
+    return setup, fc, pilot_forecast(stop, log, reward_range=(0.0, 1.0))
 
 
 def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
@@ -266,7 +274,7 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
 def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, dumped: dict | None = None) -> dict:
     """Pilot, grid (measured, or read from a --dump's `dumped` cells), forecasts and scores of one combination."""
     cfg = base_config(name)
-    setup, fc = pilot(cfg)
+    setup, fc, fc_v12 = pilot(cfg)
     if dumped is None:
         lrs = [cfg.lr * f for f in lr_factors]
         grid = {(lr, T): replace(cfg, lr=lr, steps_per_generation=T) for lr in lrs for T in Ts}
@@ -284,6 +292,10 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
     result.update(task=cfg.task, lrs=lrs, measured=measured, curves=curves, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()},
                   initial=initial_rewards(curves, lrs, Ts),
                   margin=None if margin is None else {(lr, T): float(margin[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)})
+    if fc_v12 is not None:  # version 13's change (module docstring), judged against version 12's verdict on the same cells
+        result["version 12"] = {c: f["ours"] for c, f in forecast_cells(fc_v12, setup.hparams.momentum, cfg.lr, lrs, Ts).items()}
+        v12 = margin_grid(fc_v12, lrs, Ts)  # the fall chance's earlier held-out rounds read this one (_fall_chance_report)
+        result["margin v12"] = None if v12 is None else {(lr, T): float(v12[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)}
     return result
 
 
@@ -308,6 +320,24 @@ def with_prior(name: str, results: dict) -> None:
         if roles[name] in SHRUNK_ROLES:  # version 12: the prior shrunk, version 10's kept beside it
             result["v10_plateau_error"], (result["plateau_error"], result["prior_fallbacks"]) = (
                 result["plateau_error"], shrunk_plateau_error(results, roles, name))
+
+
+def record_clip_mode(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
+    """Version 13's claim rows (module docstring), one per CLIP_ROLES round the results hold; recorded only where
+    they hold the whole round and every earlier one (`round_complete`), printed otherwise."""
+    for held_out in CLIP_ROLES:
+        started = time.perf_counter()
+        judged = clip_mode_claim(results, roles, held_out)
+        if judged is None:
+            continue
+        record(Claim(f"pilot-forecast-clip-mode-{held_out}", f"version 13's change held out on {held_out}: a clip that "
+                     "keeps the gradient (CISPO's) leaves the displacement uncapped; both regime targets on more "
+                     "combinations than version 12's verdict on the same cells, and fewer cells safe but unstable",
+                     PREDICTABLE_GRPO),
+               predicted="D = T lr s past the clip's band edge for CISPO (theory.collapse.band_edge), capped there "
+                         "by version 12",
+               measured=judged[0], passed=judged[1], quick=args.quick, started=started, command=cmd,
+               device=device_name(), write=not args.no_record and round_complete(results, held_out))
 
 
 def final_reward_rule(role: str) -> str:
@@ -433,8 +463,9 @@ def main() -> None:
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}
     record_fall_chance(results, roles, args, cmd)
+    record_clip_mode(results, roles, args, cmd)
     final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles),
-                                   shrunk_reach(results, roles),
+                                   shrunk_reach(results, roles), clip_mode_reach(results, roles),
                                    window_progress(results), pilot_plateau_gap(results))))  # the readings with nothing to say give ""
     reach = (f"{final}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
              f"\n\n{regime_reach(results, roles)}\n\n{fall_chance_reach(results, roles)}")

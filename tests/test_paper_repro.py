@@ -21,13 +21,13 @@ KNOWN_FAILING = {
     "kl_pull_refresh": "quick mode only (4 seeds a cell): since the packed passes changed the float sums (session 13), "
                        "(b) reads 2 of 4 seeds fallen at the base lr and T = 6 against 0 at a third of it and T = 16; "
                        "the full mode (16 seeds) passes (row kl-pull-refresh)",
-    "pilot_forecast": "protocol v12: 87% of the 2840 cells of 142 combinations (85% and 88.5% of confirm-14's and "
-                      "-15's 200, held out, 1 and 3 of 10 meeting every target) but most held-out combinations miss "
+    "pilot_forecast": "protocol v13: 86.5% of the 3040 cells of 152 combinations (84% of confirm-16's 200, held out, "
+                      "7 of 10 meeting every target; confirm-14 and -15: 1 and 3) but most held-out combinations miss "
                       "one; the 4-seed measurement alone caps what any forecaster of the cells' instability rates "
-                      "reaches (rows pilot-forecast-*, pilot_forecast.md); v12's final reward meets its target on 15 of "
-                      "the 19 held-out combinations with a stable cell (v10's prior: 8); the fall chance's held-out rows: "
-                      "confirm-12 fails by 0.0014 of Brier score, confirm-14 by 0.0003 and its calibration, confirm-13 "
-                      "and -15 pass",
+                      "reaches (rows pilot-forecast-*, pilot_forecast.md); v12's final reward meets its target on 25 of "
+                      "29 held-out combinations (v10's prior: 13); v13's CISPO change passes held out (row "
+                      "pilot-forecast-clip-mode-confirm-16); the fall chance's held-out rows: confirm-13 and -15 pass, "
+                      "confirm-12, -14 and -16 fail",
 }
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
 MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label"}

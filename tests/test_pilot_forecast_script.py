@@ -629,3 +629,43 @@ def test_a_fall_chance_row_is_recorded_only_from_its_whole_round_and_every_earli
     upto = [n for n, c in script.COMBINATIONS.items() if rounds.index(c[4]) <= rounds.index("confirm-12")]
     assert report.round_complete(upto, "confirm-12") and not report.round_complete(upto, "confirm-13")
     assert not report.round_complete(upto[1:], "confirm-12") and not report.round_complete(upto[:-1], "confirm-12")
+
+
+def test_version_13s_change_is_judged_against_version_12s_verdict_on_the_same_cells(load_script):
+    """`_clip_mode_report` by hand: a CISPO combination c of 20 cells, 6 unstable; version 13 flags those 6 and 1
+    more (95%, 0 safe but unstable: both targets), version 12 flags 3 of them (85%, 3 safe but unstable: not both).
+    The claim passes on its round (more combinations meeting both, fewer safe but unstable) and not when the two
+    verdicts tie; rounds without a CISPO combination give None; the reach parts in sample and held out."""
+    report = load_script("paper_repro", "_clip_mode_report")
+    cells = [(lr, T) for lr in (1e-3, 3e-3, 1e-2, 3e-2, 1e-1) for T in (1, 4, 16, 32)]
+    unstable = set(cells[:6])
+    measured = {c: (c in unstable, 0.0, 0.5, 0.0, int(c in unstable)) for c in cells}
+    v13 = {c: c in unstable or c == cells[6] for c in cells}
+    v12 = {c: c in set(cells[:3]) for c in cells}
+    results = {"c": {"measured": measured, "predicted": v13, "version 12": v12},
+               "d": {"measured": measured, "predicted": v12, "version 12": v12},
+               "e": {"measured": measured, "predicted": v13}}  # not a CISPO row: no version 12 verdict
+    assert report.regime(results["c"], v13) == (pytest.approx(0.95), 0, True)
+    assert report.regime(results["c"], v12) == (pytest.approx(0.85), 3, False)
+    roles = {"c": "confirm-16", "d": "confirm-15", "e": "confirm-16"}
+    text, passed = report.clip_mode_claim(results, roles, "confirm-16")
+    assert passed and "both regime targets on 1 (version 12's verdict: 0), safe but unstable 0 (3), false alarms 1 (0)" in text
+    assert report.clip_mode_claim(results, {**roles, "c": "confirm-15"}, "confirm-16") is None
+    tie = {"c": {**results["c"], "predicted": v12}}
+    assert report.clip_mode_claim(tie, roles, "confirm-16")[1] is False
+    reach = report.clip_mode_reach(results, roles)
+    assert "in sample (1 combinations): both regime targets on 0 against 0" in reach and "held out (1 combinations)" in reach
+
+
+def test_rounds_held_out_before_version_13_keep_the_margin_their_version_read(load_script):
+    """A CISPO row carries "margin v12" (its displacement capped, as versions 11 and 12 read it) beside version 13's
+    margin: `_cells` reads it for the fall chance's rounds before CLIP_ROLES, version 13's margin otherwise, and the
+    current margin where a row has no version 12 one."""
+    report = load_script("paper_repro", "_fall_chance_report")
+    results, roles = _chance_results(np.random.default_rng(3), ["confirm-12"], per_round=2)
+    cispo = results["c0"]
+    cispo["margin v12"] = {c: m - 1.0 for c, m in cispo["margin"].items()}
+    now, then = report._cells(results, roles), report._cells(results, roles, version_12=True)
+    first = next(iter(cispo["margin"]))
+    assert now[0][4] == cispo["margin"][first] and then[0][4] == cispo["margin"][first] - 1.0
+    assert now[20:] == then[20:]  # the other row has no version 12 margin: the same cells

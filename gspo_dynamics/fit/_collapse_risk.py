@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 # S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
 # policy's token entropy, (1 - z) D / H (D = T lr s, capped by a ratio clip's band edge after a window's first
-# step; 1 - z the share of groups with signal), past which a run is at risk of collapse (equation (7)). Set
+# step where the clip switches the gradient off, not CISPO's: `theory.collapse.band_edge`; 1 - z the share of
+# groups with signal), past which a run is at risk of collapse (equation (7)). Set
 # from the 22 development combinations of paper_repro/pilot_forecast.py, protocol version 5 (`--fit-limit` on
 # their cells, 2026-11-25: 89% of their 440 cells, with the lr-scaled entropy overshoot, equation (6)), never
 # from its ten confirmation ones. (Version 4's 2.099, without the signal share, on ten of them: 92% of their
@@ -51,7 +52,7 @@ def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray
         return None
     hp = forecast.config.setup.hparams
     return collapse.at_risk(forecast.drift_per_step / hp.lr, forecast.entropy, forecast.entropy_rise, hp.lr, lrs,
-                            refresh_intervals, COLLAPSE_SPREAD, None if hp.correction == "none" else hp.clip_high,
+                            refresh_intervals, COLLAPSE_SPREAD, collapse.band_edge(hp),
                             forecast.signal_share, forecast.survived)
 
 
@@ -106,7 +107,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
         return out
     H, s = float(entropy.mean()), delta / hp.lr
     pilot_share, signal_share = signal_shares(*zero_std, hp, n, kept, assumed)
-    clip = None if hp.correction == "none" else hp.clip_high
+    clip = collapse.band_edge(hp)
     D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
     survived = collapse.displacement(s, hp.lr, pilot_refresh_interval(log, n, hp, assumed), clip) if kept else None
     bound = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)

@@ -73,7 +73,7 @@ def margin_grid(forecast: PilotForecast, lrs, refresh_intervals, floor: float = 
         linear[:, tips] = np.log(Ts[:, None] / (t_c[None, tips] - 0.5))
         parts.append(linear)
     if forecast.displacement is not None:
-        clip = None if hp.correction == "none" else hp.clip_high
+        clip = collapse.band_edge(hp)
         D = collapse.displacement_grid(forecast.drift_per_step / hp.lr, lrs, Ts, clip)
         parts.append(np.log(D / forecast.collapse_limit))
         rise = forecast.entropy_rise

@@ -44,7 +44,7 @@ class RunSetup:
         return {"framework": self.framework, "lr": hp.lr, "optimizer": hp.optimizer.name,
                 "momentum": hp.momentum, "refresh_interval": hp.refresh_interval, "refresh_exact": self.refresh_exact,
                 "group_size": hp.group_size, "num_groups": hp.num_groups, "clip_low": hp.clip_low,
-                "clip_high": hp.clip_high, "kl_coef": hp.kl_coef, "correction": hp.correction,
+                "clip_high": hp.clip_high, "clip_mode": hp.clip_mode, "kl_coef": hp.kl_coef, "correction": hp.correction,
                 "advantage": hp.advantage, "run_steps": self.run_steps, "loss": self.loss, "notes": list(self.notes),
                 "ignored": list(self.ignored)}
 

@@ -79,7 +79,7 @@ VERL_GROUP_ESTIMATORS = {"grpo", "grpo_passk", "rloo", "reinforce_plus_plus_base
 # ---- ours ------------------------------------------------------------------------------------
 OWN_KEYS = {
     "lr", "refresh_interval", "group_size", "num_groups", "advantage", "std_estimator", "std_eps", "correction",
-    "clip_low", "clip_high", "kl_coef", "kl_estimator", "optimizer", "momentum", "beta1", "beta2", "eps",
+    "clip_low", "clip_high", "kl_coef", "kl_estimator", "clip_mode", "optimizer", "momentum", "beta1", "beta2", "eps",
 }
 TRAINER_MARKERS = {"task", "model", "objective"}  # every TrainConfig has all three
 # `train.config.TrainConfig`'s defaults of the fields the theory reads (a layer above: restated here,
@@ -91,6 +91,9 @@ TRAINER_DEFAULTS: dict[str, Any] = {
 }
 OBJECTIVE_CLIPS = {"gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1])}  # the rest: GRPO_CLIP
 OBJECTIVE_CORRECTIONS = {"pg": "none", "gspo": "sequence"}  # the rest correct per token
+# losses whose clip caps a detached importance weight and keeps the gradient (Hyperparams.clip_mode "cap"), by the
+# name our objective, TRL's loss_type and verl's policy_loss.loss_mode give them
+WEIGHT_CAPPING_LOSSES = {"cispo"}
 
 
 def _number(key: str, value: Any, *, integer: bool = False, positive: bool = False) -> float | int:
@@ -158,7 +161,8 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
                      eps=_number("adam_epsilon", get("adam_epsilon"), positive=True))
     hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True), optimizer=optimizer,
                      refresh_interval=T, group_size=G, num_groups=N, advantage=_trl_advantage(get("scale_rewards")),
-                     correction=level, clip_low=eps, clip_high=eps_high, kl_coef=_number("beta", get("beta")))
+                     correction=level, clip_low=eps, clip_high=eps_high, kl_coef=_number("beta", get("beta")),
+                     clip_mode="cap" if cfg.get("loss_type") in WEIGHT_CAPPING_LOSSES else "stop")
     return hp, exact
 
 
@@ -324,7 +328,8 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
     hp = Hyperparams(lr=_number(actor + "optim.lr", get(actor + "optim.lr", 1e-6), positive=True),
                      optimizer=Adam(beta1=_number("optim.betas[0]", betas[0]), beta2=_number("optim.betas[1]", betas[1])),
                      refresh_interval=T, group_size=G, num_groups=mini, advantage="std" if by_std else "mean",
-                     correction="sequence" if mode == "gspo" else "token", clip_low=low, clip_high=high, kl_coef=beta)
+                     correction="sequence" if mode == "gspo" else "token", clip_low=low, clip_high=high, kl_coef=beta,
+                     clip_mode="cap" if mode in WEIGHT_CAPPING_LOSSES else "stop")
     return hp, exact, used, f"{mode} ({aggregation})"
 
 
@@ -356,7 +361,8 @@ def _trainer(cfg: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float]
                      group_size=_number("group_size", get("group_size"), integer=True, positive=True),
                      num_groups=_number("prompts_per_step", get("prompts_per_step"), integer=True, positive=True),
                      advantage="mean" if scale == "none" else "std", correction=OBJECTIVE_CORRECTIONS.get(objective, "token"),
-                     clip_low=low, clip_high=high, kl_coef=_number("kl_coef", get("kl_coef")))
+                     clip_low=low, clip_high=high, kl_coef=_number("kl_coef", get("kl_coef")),
+                     clip_mode="cap" if objective in WEIGHT_CAPPING_LOSSES else "stop")
     return hp, float(T)
 
 

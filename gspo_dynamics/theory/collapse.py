@@ -156,6 +156,14 @@ def window_spread(drift_per_lr: float, lr: float, position: int) -> float:
     return positive_int("position", position, minimum=0) * _positive("lr", lr) * _positive("drift_per_lr", drift_per_lr)
 
 
+def band_edge(hp) -> float | None:
+    """The clip's upper bound eps_high that caps the displacement (3) of a run with `hp` (theory.Hyperparams): None
+    where nothing stops a clipped token's gradient, without a correction or under a clip that caps only a detached
+    weight (CISPO, `clip_mode` "cap": its gradient -(1/N) sum sg[clip(w)] A grad log pi never vanishes, so the policy
+    keeps moving past the band edge at T lr s)."""
+    return None if hp.correction == "none" or hp.clip_mode == "cap" else hp.clip_high
+
+
 def displacement(drift_per_lr: float, lr: float, refresh_interval: int, clip_high: float | None = None) -> float:
     """D = T lr s between consecutive samplers, equation (2); under a ratio clip (eps_high, None for
     none) min(T lr s, max(lr s, log(1 + eps_high))), equation (4)."""

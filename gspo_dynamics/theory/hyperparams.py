@@ -18,11 +18,13 @@ Advantage = Literal["mean", "std"]
 StdEstimator = Literal["unbiased", "biased"]
 Correction = Literal["none", "token", "sequence"]
 KLEstimator = Literal["exact", "k3"]
+ClipMode = Literal["stop", "cap"]
 
 ADVANTAGES: tuple[str, ...] = ("mean", "std")
 STD_ESTIMATORS: tuple[str, ...] = ("unbiased", "biased")
 CORRECTIONS: tuple[str, ...] = ("none", "token", "sequence")
 KL_ESTIMATORS: tuple[str, ...] = ("exact", "k3")
+CLIP_MODES: tuple[str, ...] = ("stop", "cap")
 
 
 def _require(ok: bool, message: str) -> None:
@@ -104,6 +106,8 @@ class Hyperparams:
     clip_high: float = 0.2  # eps_high: ratios above 1 + eps_high stop pushing up
     kl_coef: float = 0.0  # beta, weight of KL(pi || pi_ref) in the objective
     kl_estimator: KLEstimator = "exact"  # exact KL, or the k3 estimator (Schulman)
+    clip_mode: ClipMode = "stop"  # "stop": PPO's min switches a clipped token's gradient off (grpo, dapo, gspo, ...);
+    # "cap": the clip caps a detached importance weight and the gradient stays (CISPO)
 
     def __post_init__(self) -> None:
         _finite("lr", self.lr)
@@ -120,6 +124,7 @@ class Hyperparams:
         _choice("std estimator", self.std_estimator, STD_ESTIMATORS)
         _choice("correction", self.correction, CORRECTIONS)
         _choice("KL estimator", self.kl_estimator, KL_ESTIMATORS)
+        _choice("clip mode", self.clip_mode, CLIP_MODES)
         for name in ("std_eps", "clip_low", "clip_high", "kl_coef"):
             _finite(name, getattr(self, name))
         _require(self.std_eps >= 0.0, f"std eps must be >= 0, got {self.std_eps}")

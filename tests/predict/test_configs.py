@@ -360,3 +360,27 @@ def test_our_trainer_corpus_label_reads_as_its_config():
     config = {"task": "count", "model": "100k", "objective": "gspo", "lr": 1e-3, "steps_per_generation": 4}
     setup = read_run_config({"mode": "stable", "note": "a healthy run", "config": config})
     assert setup.framework == "gspo-dynamics trainer" and setup.loss == "gspo" and setup.hparams.refresh_interval == 4
+
+
+def test_cispo_is_a_clip_that_keeps_the_gradient_in_every_framework():
+    """Hyperparams.clip_mode "cap" for CISPO (our objective, TRL's loss_type, verl's loss_mode), "stop" for PPO-style
+    losses; theory.collapse.band_edge caps the displacement only under "stop" with a correction; a bad clip_mode is
+    one ConfigError."""
+    from gspo_dynamics.theory import collapse
+    from gspo_dynamics.theory.hyperparams import Hyperparams
+
+    ours = {"task": "count", "model": "100k", "lr": 1e-3}
+    trl = {"learning_rate": 1e-6, "num_generations": 8}
+    verl = {"actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 4,
+                                            "policy_loss": {"loss_mode": "cispo"}}, "rollout": {"n": 8}},
+            "data": {"train_batch_size": 4}, "algorithm": {"adv_estimator": "grpo"}}
+    capped = [read_run_config({**ours, "objective": "cispo"}), read_run_config({**trl, "loss_type": "cispo"}),
+              read_run_config(verl)]
+    assert all(s.hparams.clip_mode == "cap" and collapse.band_edge(s.hparams) is None for s in capped)
+    grpo = read_run_config({**ours, "objective": "grpo"}).hparams
+    assert grpo.clip_mode == "stop" and collapse.band_edge(grpo) == grpo.clip_high
+    assert collapse.band_edge(read_run_config({**ours, "objective": "pg"}).hparams) is None  # no correction
+    assert read_run_config({**trl, "loss_type": "dapo"}).hparams.clip_mode == "stop"
+    assert read_run_config({"lr": 0.1, "clip_mode": "cap"}).hparams.clip_mode == "cap"
+    with pytest.raises(ConfigError, match="clip mode"):
+        Hyperparams(lr=0.1, clip_mode="soft")

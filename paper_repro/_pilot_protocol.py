@@ -157,9 +157,9 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "addition-cispo-g16": ("addition", "cispo", {"task_options": ADDITION, "group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-16"),
 }
 SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16")  # the roles whose pilot and grid start from one checkpoint (version 6)
-PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16")  # versions 10-12: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
-SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16")  # version 12: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, fit._prior (4))
-CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16")  # versions 11, 12: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
+PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16")  # versions 10-13: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
+SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16")  # versions 12, 13: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, fit._prior (4))
+CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16")  # versions 11-13: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
 CLIP_ROLES = ("confirm-16",)  # version 13: the rounds that judge its change (`_clip_mode_report.clip_mode_claim`)
 VERSION_12_KAPPA = 2.0  # kappa of fit._prior (4) as version 12 froze it (a95b830), whatever fit.SHRINKAGE becomes
 VERSION_11_CHANCE = (-1.5011, 1.3680)  # (a, b) of fit._fall_chance (2) as version 11 froze them (28791cc), whatever fit.FALL_CHANCE becomes

@@ -130,7 +130,8 @@ replaced: pilot_forecast.md):
                 of the pilot's stiffness scaled to the cell's lr (the linear model; none where its premises
                 fail), or when the signal-weighted displacement between samplers passes the collapse limit
                 relative to the pilot's token entropy, (1 - z) D(lr, T) > S H (`theory.collapse`, equations
-                (2)-(5) and (7): D = T lr s, capped by the clip's band edge after the first step; s from the
+                (2)-(5) and (7): D = T lr s, capped by the clip's band edge after the first step (version 13:
+                not under CISPO's clip, which keeps the gradient); s from the
                 pilot's stale steps, H its mean entropy, 1 - z the run's share of groups with signal (version
                 9, equation (9); the pilot's mean share before), S = fit.COLLAPSE_SPREAD set
                 on the development combinations by --fit-limit on a --dump of their cells; version 4: D > S H;
@@ -257,7 +258,9 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
     kappa = imp.stiffness_per_step.value if imp.stiffness_per_step is not None else math.nan
     usable = fc.max_safe_lr is not None and math.isfinite(kappa) and kappa > 0
     risk = collapse_grid(fc, lrs, Ts)
-    earlier = {**pilot_entry(fc, lr_pilot), "signal_share": 1.0, "survived": None}  # version 4: D / H > S_4, no (7), (8)
+    hp = fc.config.setup.hparams  # version 4: D / H > S_4, no (7), (8), every clip's band edge a cap (as before version 13)
+    earlier = {**pilot_entry(fc, lr_pilot), "signal_share": 1.0, "survived": None,
+               "clip": None if hp.correction == "none" else hp.clip_high}
     out = {}
     for j, lr in enumerate(lrs):
         k = kappa * lr / lr_pilot
@@ -454,7 +457,7 @@ def main() -> None:
                      f"{PLATEAU_TOL}, better than the continuous rule and 'always stable'", PREDICTABLE_GRPO),
                predicted=f"unstable past the linear threshold of the pilot's stiffness scaled to each lr, past the "
                          f"collapse limit (1 - z) D / H > S = {COLLAPSE_SPREAD:g} (D = T lr s capped by the clip's band edge "
-                         f"after the first step, s the pilot's drift per unit lr, H its token entropy, 1 - z the run's "
+                         f"after the first step where the clip switches the gradient off, not CISPO's, s the pilot's drift per unit lr, H its token entropy, 1 - z the run's "
                          f"share of groups with signal, a quarter the pilot's and the rest its held success rate's; at "
                          f"least the pilot's own D when it kept its reward), or where the pilot's "
                          f"entropy rise on its first updates r passes {collapse.OVERSHOOT_RISE:g} scaled to the lr, "

@@ -22,7 +22,7 @@ KNOWN_FAILING = {
                        "(b) reads 2 of 4 seeds fallen at the base lr and T = 6 against 0 at a third of it and T = 16; "
                        "the full mode (16 seeds) passes (row kl-pull-refresh)",
     "pilot_forecast": "protocol v13: 86.5% of the 3040 cells of 152 combinations (84% of confirm-16's 200, held out, "
-                      "7 of 10 meeting every target; confirm-14 and -15: 1 and 3) but most held-out combinations miss "
+                      "7 of 10 meeting every target; confirm-14 and -15 as first read: 1 and 3) but most held-out combinations miss "
                       "one; the 4-seed measurement alone caps what any forecaster of the cells' instability rates "
                       "reaches (rows pilot-forecast-*, pilot_forecast.md); v12's final reward meets its target on 25 of "
                       "29 held-out combinations (v10's prior: 13); v13's CISPO change passes held out (row "

@@ -152,14 +152,21 @@ def _forecast(args: argparse.Namespace):
 
 def prior_runs(items: list[str]) -> tuple[list[str], list[str | None]]:
     """--prior's LOG[=CONFIG] items as (logs, their configs or None): an item that names an existing path is a log
-    whole (a run directory may have '=' in its name, lr=1e-3/ say); otherwise its last '=' parts the log from its
-    config."""
+    whole (a run directory may have '=' in its name, lr=1e-3/ say); otherwise it parts at the first '=' whose left
+    side exists (a config's path may hold '=' too), else at the last. An empty log or config is a ConfigError."""
     logs, configs = [], []
     for item in items:
-        log, sep, config = item.rpartition("=")
-        whole = Path(item).exists() or not sep
-        logs.append(item if whole else log)
-        configs.append(None if whole else config)
+        if Path(item).exists() or "=" not in item:
+            logs.append(item)
+            configs.append(None)
+            continue
+        cuts = [i for i, c in enumerate(item) if c == "="]
+        cut = next((i for i in cuts if Path(item[:i]).exists()), cuts[-1])
+        log, config = item[:cut], item[cut + 1:]
+        if not log or not config:
+            raise ConfigError(f"--prior {item!r}: give LOG=CONFIG with both parts (or a log alone)")
+        logs.append(log)
+        configs.append(config)
     return logs, configs
 
 

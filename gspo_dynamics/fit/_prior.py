@@ -25,16 +25,17 @@ too, so (4) is not the exact posterior of a three-level model; one kappa serves 
 (rounds 5-13: the stable cells' final reward within 0.05 on every cell of 50 of 100 combinations, against 39 for
 (2); kappa 1: 52, 3: 47), 2 kept over the best-scoring 1 as the more cautious (one matching run moves the level a
 third of the way, not half): a selection; held out after it was fixed (protocol version 12's two rounds of fresh
-combinations, paper_repro/pilot_forecast.md) it met that target on 15 of 19, (2) on 8. The interval (3) keeps its
+combinations, paper_repro/pilot_forecast.md) it met that target on 25 of 29, (2) on 13. The interval (3) keeps its
 half-width (the spread of every kept run, between groups included), centred on m_2: a heuristic, not (4)'s model's
-predictive interval; at LEVEL 0.9 it held 91% of the 901 stable cells of rounds 5-13 and 150 of the 153 held out.
+predictive interval; at LEVEL 0.9 it held 91% of the 901 stable cells of rounds 5-13 and 223 of the 226 held out.
 
 (3) is the prediction interval for one more draw from a normal distribution of unknown mean and variance (the
 Student-t pivot (e_new - mean) / (s sqrt(1 + 1/n)) ~ t_{n-1}): it covers a new run's end level with probability
 LEVEL when the runs' levels and the new one are i.i.d. normal; it needs n >= 2. A run that lost its reward is left
 out of (2): where it ended says how it collapsed, not where the task's reward stops, and the pilot forecast's regime
 says whether this config is predicted to keep its reward. So is a run whose reward turned non-finite at its end (it
-diverged: `RunLog.diverged`) and a run whose log shows another T (our trainer's window positions). Where the
+diverged: `RunLog.diverged`) and a run whose log (our trainer's window positions) or, where its log does not say,
+whose config shows another T. Where the
 reward's range is not known, a fall must pass FALL_SHARE of the run's own span of rewards to count (fit._fall (2)
 with that span as the range): a fall test without a size rule reads a dip of 1% as a loss.
 
@@ -42,7 +43,7 @@ Measured on our trainer's grids, leave one combination out (each stable cell's l
 cells at its T in the task's other combinations, `paper_repro/_task_prior.py`): (3) at LEVEL 0.9 covered 92.5% of
 the 902 stable cells of 102 grids (paper_repro/RESULTS.md, "Pilot forecasts") and, on the first 92 grids, 89% of
 their 3,160 single seeds; the interval's median half-width is 0.006 at T = 1 and 0.15 at T = 32. The runs must share the task (prompts, reward) and T: the user's to say, since only our trainer's logs
-carry T.
+and the runs' configs (where given) carry T.
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
     configs = [(None, None) if setup is None else (read_run_config(c), None) if c else config_beside(log.source)
                for log, c in zip(logs, given)]
     runs = [_at_config_T(run_end(log.source, log, reward_range, refresh_interval, range_note, _run_key(config)),
-                         config, refresh_interval) for log, (config, _) in zip(logs, configs)]
+                         config, refresh_interval, "window/position" in log) for log, (config, _) in zip(logs, configs)]
     if reward_range is None or range_note:  # no range given, or one only inferred from rewards
         _check_shared_scale(logs)
     kept = [r for r in runs if r.kept]
@@ -260,10 +261,11 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
     return TaskPrior(runs=tuple(runs), level=level, interval=interval, assumed=assumed, pooled=pooled, matched=matched)
 
 
-def _at_config_T(run: PriorRun, config: RunSetup | None, refresh_interval: int | None) -> PriorRun:
-    """`run` with its config's T as its own where that is not `refresh_interval` and its log did not say one: left
-    out of (2) as a run whose log shows another T is."""
-    if config is None or refresh_interval is None or run.refresh is not None:
+def _at_config_T(run: PriorRun, config: RunSetup | None, refresh_interval: int | None, logged: bool) -> PriorRun:
+    """`run` with its config's T as its own where that is not `refresh_interval` and its log did not say its T
+    (`logged`: it logs our trainer's window positions, which `run_end` read): left out of (2) as a run whose log
+    shows another T is."""
+    if config is None or refresh_interval is None or logged:
         return run
     own = config.hparams.refresh_interval
     return run if own == refresh_interval else dataclasses.replace(run, refresh=own)

@@ -56,6 +56,9 @@ def check_configs(configs: Sequence[Hyperparams]) -> tuple[Hyperparams, ...]:
     for i, hp in enumerate(configs):
         if not isinstance(hp, Hyperparams):
             raise ConfigError(f"configs[{i}] must be a Hyperparams, got {type(hp).__name__}")
+        if hp.clip_mode != "stop":
+            raise ConfigError(f"configs[{i}] has clip_mode {hp.clip_mode!r}: the bandit simulator implements PPO's clip "
+                              "(a clipped token's gradient off, 'stop'), not CISPO's capped weight")
     for name in SHARED_FIELDS:
         values = [getattr(hp, name) for hp in configs]
         if any(v != values[0] for v in values):

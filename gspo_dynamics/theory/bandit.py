@@ -77,6 +77,8 @@ def reward_drive(z, z_s, hp: Hyperparams):
     m = _drive_factor(p_s, hp)
     if hp.correction == "none":
         return m * np.ones_like(p)
+    if hp.clip_mode != "stop":
+        raise ConfigError(f"the bandit's drive models PPO's clip ('stop'), not clip_mode {hp.clip_mode!r} (CISPO's capped weight)")
     with np.errstate(divide="ignore", invalid="ignore"):
         w1, w0 = p / p_s, (1.0 - p) / (1.0 - p_s)
     up = np.where(w1 <= 1.0 + hp.clip_high, w1 * (1.0 - p), 0.0)

@@ -37,7 +37,9 @@ later ones push only until the band's edge, log(1 + eps_high):
     D_clip(lr, T) = min(T lr s, max(lr s, log(1 + eps_high))),                              (4)
 
 so a clipped objective is at risk at some T only where max(lr s, log(1 + eps_high)) > S, and at every T
-once lr s > S. What the clip does not bound (the drift of tokens the update moves through shared
+once lr s > S. A clip that only caps a detached weight (CISPO: -(1/N) sum sg[clip(w)] A grad log pi) stops no push,
+so its D is (2)'s T lr s uncapped, as without a correction (`band_edge`; protocol version 13 of
+paper_repro/pilot_forecast.py). What the clip does not bound (the drift of tokens the update moves through shared
 parameters) is outside this model.
 
 How far is too far depends on how peaked the policy is: a shift of the sampled tokens' log-probabilities

@@ -332,3 +332,22 @@ def test_a_finished_runs_config_given_as_log_equals_config(tmp_path, capsys):
     assert main(["predict", "--config", config, "--prior", f"{runs[0]}={tmp_path / 'missing.yaml'}"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "missing.yaml" in err
+
+
+def test_prior_items_part_at_an_existing_log_and_refuse_an_empty_part(tmp_path):
+    """prior_runs: a path with '=' that exists is a log whole; LOG=CONFIG parts at the first '=' whose left side
+    exists, so a config with '=' in its path stays whole; an empty part is one ConfigError."""
+    from gspo_dynamics._errors import ConfigError
+    from gspo_dynamics.cli._predict import prior_runs
+
+    run = tmp_path / "lr=1e-3"
+    run.mkdir()
+    log = run / "m.jsonl"
+    log.write_text("{}\n")
+    config = f"{tmp_path}/cfg=a.json"
+    assert prior_runs([str(log)]) == ([str(log)], [None])
+    assert prior_runs([f"{log}={config}"]) == ([str(log)], [config])
+    assert prior_runs(["no=such"]) == (["no"], ["such"])  # neither side exists: read_log then names the log
+    for bad in (f"{log}=", "=cfg.json"):
+        with pytest.raises(ConfigError, match="both parts"):
+            prior_runs([bad])

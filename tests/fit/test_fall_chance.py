@@ -241,3 +241,23 @@ def test_bounds_past_the_scan_are_none_and_say_which_way(tmp_path):
         with pytest.raises(ConfigError, match="risk level"):
             risk_bounds(f, level)
     assert risk_bounds(dataclasses.replace(f, displacement=None), 0.1) is None
+
+
+def test_under_cispos_clip_the_displacement_and_the_pilots_own_grow_uncapped(tmp_path):
+    """clip_mode "cap" (version 13): the same pilot and clip as a "stop" run, but D = T lr s past the band edge in
+    the margin (its log ratio rises by log 2 from T to 2T, as without a correction), in the config's D and in the
+    pilot's own (8), where the "stop" run's stop at log(1 + eps_high)."""
+    j = np.tile(np.arange(4), 15)
+    columns = {"reward": heavy_ball_curve(0.05, 0.5, len(j)), "window/position": j, "ratios/token_log_var": (j * 0.05) ** 2,
+               "entropy": np.full(len(j), 0.8), "frac_reward_zero_std": np.full(len(j), 0.5)}
+    log = write_log(tmp_path / "c.jsonl", columns)
+    base = {"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "token", "clip_high": 0.2}
+    cap = dataclasses.replace(pilot_forecast(read_run_config({**base, "clip_mode": "cap"}), log), max_safe_lr=None)
+    stop = dataclasses.replace(pilot_forecast(read_run_config(base), log), max_safe_lr=None)
+    assert np.diff(margin_grid(cap, [0.01, 0.1], [4, 8, 16]), axis=0) == pytest.approx(np.full((2, 2), math.log(2)), rel=1e-12)
+    s = cap.drift_per_step / 0.1
+    assert cap.displacement == pytest.approx(4 * 0.1 * s) and stop.displacement == pytest.approx(
+        collapse.displacement(s, 0.1, 4, 0.2))
+    assert cap.displacement > stop.displacement
+    if stop.survived is not None:  # the pilot kept its reward: its own D at its T = 4, (8)
+        assert cap.survived == pytest.approx(cap.displacement) and stop.survived == pytest.approx(stop.displacement)

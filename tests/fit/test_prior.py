@@ -275,3 +275,19 @@ def test_a_bad_config_beside_a_log_is_one_note_and_a_log_without_a_path_reads_no
     assert setup is None and "is not a run config" in why and says in why
     monkeypatch.chdir(tmp_path)
     assert config_beside("<text>") == (None, None) and config_beside("<bytes>") == (None, None)
+
+
+def test_a_config_says_a_runs_T_only_where_its_log_does_not(tmp_path):
+    """A run given with a config at another T is left out (its config's T said); one whose log's window positions
+    show the forecast's T stays in whatever its config says: the log is what ran."""
+    import json
+
+    rng = np.random.default_rng(5)
+    setup = read_run_config({"task": "count", "model": "100k", "objective": "grpo", "lr": 1e-3, "steps_per_generation": 4})
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"task": "count", "model": "100k", "objective": "grpo", "lr": 1e-3,
+                                 "steps_per_generation": 8}))
+    plain = write_log(tmp_path / "plain.jsonl", {"reward": finished_run(rng, 0.9)})
+    logged = write_log(tmp_path / "logged.jsonl", {"reward": finished_run(rng, 0.9), "window/position": np.arange(96) % 4})
+    prior = task_prior([plain, logged], (0.0, 1.0), refresh_interval=4, setup=setup, configs=[str(other), str(other)])
+    assert [r.refresh for r in prior.runs] == [8, None] and len(prior.kept) == 1

@@ -384,3 +384,17 @@ def test_cispo_is_a_clip_that_keeps_the_gradient_in_every_framework():
     assert read_run_config({"lr": 0.1, "clip_mode": "cap"}).hparams.clip_mode == "cap"
     with pytest.raises(ConfigError, match="clip mode"):
         Hyperparams(lr=0.1, clip_mode="soft")
+
+
+def test_the_bandit_refuses_a_clip_it_does_not_implement():
+    """The simulator and the bandit's drive implement PPO's clip only: a "cap" config is one ConfigError, never a
+    silent run under "stop"."""
+    from gspo_dynamics.sim._base import check_configs
+    from gspo_dynamics.theory.bandit import reward_drive
+    from gspo_dynamics.theory.hyperparams import Hyperparams
+
+    cap = Hyperparams(lr=0.1, refresh_interval=2, group_size=8, correction="token", clip_mode="cap")
+    with pytest.raises(ConfigError, match="clip"):
+        reward_drive(0.0, 0.0, cap)
+    with pytest.raises(ConfigError, match="clip_mode"):
+        check_configs([cap])  # every simulator engine checks its configs here

@@ -325,24 +325,6 @@ def with_prior(name: str, results: dict) -> None:
                 result["plateau_error"], shrunk_plateau_error(results, roles, name))
 
 
-def record_clip_mode(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
-    """Version 13's claim rows (module docstring), one per CLIP_ROLES round the results hold; recorded only where
-    they hold the whole round and every earlier one (`round_complete`), printed otherwise."""
-    for held_out in CLIP_ROLES:
-        started = time.perf_counter()
-        judged = clip_mode_claim(results, roles, held_out)
-        if judged is None:
-            continue
-        record(Claim(f"pilot-forecast-clip-mode-{held_out}", f"version 13's change held out on {held_out}: a clip that "
-                     "keeps the gradient (CISPO's) leaves the displacement uncapped; both regime targets on more "
-                     "combinations than version 12's verdict on the same cells, and fewer cells safe but unstable",
-                     PREDICTABLE_GRPO),
-               predicted="D = T lr s past the clip's band edge for CISPO (theory.collapse.band_edge), capped there "
-                         "by version 12",
-               measured=judged[0], passed=judged[1], quick=args.quick, started=started, command=cmd,
-               device=device_name(), write=not args.no_record and round_complete(results, held_out))
-
-
 def final_reward_rule(role: str) -> str:
     """The final-reward forecast of a row of `role`, as its claim states it (versions 10 and 12)."""
     if role in SHRUNK_ROLES:
@@ -353,22 +335,30 @@ def final_reward_rule(role: str) -> str:
             "earlier rounds (version 10)" if role in PRIOR_ROLES else "")
 
 
-def record_fall_chance(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
-    """Version 11's claim rows (module docstring), one per CHANCE_ROLES round the results hold with an earlier one;
-    recorded only where they hold the whole round and every earlier one (`round_complete`), printed otherwise."""
-    for held_out in CHANCE_ROLES:
-        started = time.perf_counter()
-        chance = fall_chance_claim(results, roles, held_out)
-        if chance is None:
-            continue
-        record(Claim(f"pilot-forecast-fall-chance-{held_out}", f"the chance a run falls (fit._fall_chance), held out on "
-                     f"{held_out}: per-run Brier score below the earlier grids' fall rate and their lookup at the cell's lr "
-                     f"factor and T, mean chance within {CALIBRATION_TOL} of the share of seeds that fell", PREDICTABLE_GRPO),
-               predicted=f"P = 1 / (1 + exp(-(a + b m))), (a, b) = ({VERSION_11_CHANCE[0]:g}, {VERSION_11_CHANCE[1]:g}) "
-                         "fitted on the seeds of the grids before confirm-12; m the log of the largest ratio of a rule "
-                         "of ours to its threshold",
-               measured=chance[0], passed=chance[1], quick=args.quick, started=started, command=cmd,
-               device=device_name(), write=not args.no_record and round_complete(results, held_out))
+def record_round_rows(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
+    """The held-out judgements that score a whole round (module docstring): the fall chance's (version 11, one row
+    per CHANCE_ROLES round with an earlier one) and version 13's change (one per CLIP_ROLES round); each recorded only
+    where the results hold that round and every earlier one (`round_complete`), printed otherwise."""
+    chance = (f"P = 1 / (1 + exp(-(a + b m))), (a, b) = ({VERSION_11_CHANCE[0]:g}, {VERSION_11_CHANCE[1]:g}) fitted on "
+              "the seeds of the grids before confirm-12; m the log of the largest ratio of a rule of ours to its threshold")
+    kinds = [(CHANCE_ROLES, fall_chance_claim, "fall-chance", lambda r: (
+                 f"the chance a run falls (fit._fall_chance), held out on {r}: per-run Brier score below the earlier "
+                 f"grids' fall rate and their lookup at the cell's lr factor and T, mean chance within {CALIBRATION_TOL} "
+                 "of the share of seeds that fell"), chance),
+             (CLIP_ROLES, clip_mode_claim, "clip-mode", lambda r: (
+                 f"version 13's change held out on {r}: a clip that keeps the gradient (CISPO's) leaves the displacement "
+                 "uncapped; both regime targets on more combinations than version 12's verdict on the same cells, and "
+                 "fewer cells safe but unstable"),
+              "D = T lr s past the clip's band edge for CISPO (theory.collapse.band_edge), capped there by version 12")]
+    for rounds, judge, kind, claim, predicted in kinds:
+        for held_out in rounds:
+            started = time.perf_counter()
+            judged = judge(results, roles, held_out)
+            if judged is None:
+                continue
+            record(Claim(f"pilot-forecast-{kind}-{held_out}", claim(held_out), PREDICTABLE_GRPO), predicted=predicted,
+                   measured=judged[0], passed=judged[1], quick=args.quick, started=started, command=cmd,
+                   device=device_name(), write=not args.no_record and round_complete(results, held_out))
 
 
 def arguments() -> argparse.Namespace:
@@ -465,8 +455,7 @@ def main() -> None:
                measured=describe(result), passed=passed(result), quick=args.quick, started=started, command=cmd,
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}
-    record_fall_chance(results, roles, args, cmd)
-    record_clip_mode(results, roles, args, cmd)
+    record_round_rows(results, roles, args, cmd)
     final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles),
                                    shrunk_reach(results, roles), clip_mode_reach(results, roles),
                                    window_progress(results), pilot_plateau_gap(results))))  # the readings with nothing to say give ""

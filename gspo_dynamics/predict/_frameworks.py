@@ -96,6 +96,11 @@ OBJECTIVE_CORRECTIONS = {"pg": "none", "gspo": "sequence"}  # the rest correct p
 WEIGHT_CAPPING_LOSSES = {"cispo"}
 
 
+def clip_mode(loss: Any) -> str:
+    """Hyperparams.clip_mode of a loss named `loss` (our objective, TRL's loss_type, verl's loss_mode)."""
+    return "cap" if loss in WEIGHT_CAPPING_LOSSES else "stop"
+
+
 def _number(key: str, value: Any, *, integer: bool = False, positive: bool = False) -> float | int:
     """A finite number (an integer when `integer`; > 0 when `positive`) or one ConfigError sentence."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -162,7 +167,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True), optimizer=optimizer,
                      refresh_interval=T, group_size=G, num_groups=N, advantage=_trl_advantage(get("scale_rewards")),
                      correction=level, clip_low=eps, clip_high=eps_high, kl_coef=_number("beta", get("beta")),
-                     clip_mode="cap" if cfg.get("loss_type") in WEIGHT_CAPPING_LOSSES else "stop")
+                     clip_mode=clip_mode(cfg.get("loss_type")))
     return hp, exact
 
 
@@ -329,7 +334,7 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
                      optimizer=Adam(beta1=_number("optim.betas[0]", betas[0]), beta2=_number("optim.betas[1]", betas[1])),
                      refresh_interval=T, group_size=G, num_groups=mini, advantage="std" if by_std else "mean",
                      correction="sequence" if mode == "gspo" else "token", clip_low=low, clip_high=high, kl_coef=beta,
-                     clip_mode="cap" if mode in WEIGHT_CAPPING_LOSSES else "stop")
+                     clip_mode=clip_mode(mode))
     return hp, exact, used, f"{mode} ({aggregation})"
 
 
@@ -362,7 +367,7 @@ def _trainer(cfg: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float]
                      num_groups=_number("prompts_per_step", get("prompts_per_step"), integer=True, positive=True),
                      advantage="mean" if scale == "none" else "std", correction=OBJECTIVE_CORRECTIONS.get(objective, "token"),
                      clip_low=low, clip_high=high, kl_coef=_number("kl_coef", get("kl_coef")),
-                     clip_mode="cap" if objective in WEIGHT_CAPPING_LOSSES else "stop")
+                     clip_mode=clip_mode(objective))
     return hp, float(T)
 
 

@@ -1,10 +1,9 @@
 """Version 13's change judged (paper_repro/pilot_forecast.py's docstring): a loss whose clip caps a detached weight
 and keeps the gradient (CISPO, `Hyperparams.clip_mode` "cap") has its displacement uncapped at the clip's band edge
-(`theory.collapse.band_edge`). Per combination of such a loss, the regime as version 13 reads it (result["predicted"],
-"ours") and as
-version 12 read it (the displacement capped, result["version 12"]), on the same measured cells: accuracy, cells
-safe but unstable, and whether both regime targets are met (accuracy >= ACCURACY_MIN, at most
-SAFE_BUT_UNSTABLE_MAX safe but unstable).
+(`theory.collapse.band_edge`). Per combination of such a loss, the regime as version 13 reads it (ours,
+result["predicted"]) and as version 12 read it (the displacement capped, result["version 12"]), on the same
+measured cells: accuracy, cells safe but unstable, and whether both regime targets are met (accuracy >=
+ACCURACY_MIN, at most SAFE_BUT_UNSTABLE_MAX safe but unstable).
 """
 
 from __future__ import annotations

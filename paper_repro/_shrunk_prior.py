@@ -18,9 +18,9 @@ import math
 
 from _pilot_protocol import SHRUNK_ROLES, VERSION_12_KAPPA
 from _pilot_scores import PLATEAU_TOL, forecast_final_reward
-from _task_prior import ROUNDS, _stable_finals, earlier_combinations, plateau_error, reach, task_prior
+from _task_prior import ROUNDS, _stable_finals, earlier_combinations, plateau_error, reach
 
-from gspo_dynamics.fit._prior import LEVEL, PriorRun, matched_levels, prior_interval, shrunk_level
+from gspo_dynamics.fit._prior import LEVEL, PriorRun, interval_about, matched_levels, shrunk_level
 
 
 def shrunk_rows(results: dict, roles: dict, name: str) -> list[tuple]:
@@ -41,8 +41,7 @@ def shrunk_rows(results: dict, roles: dict, name: str) -> list[tuple]:
         at_lr = dataclasses.replace(setup, hparams=dataclasses.replace(setup.hparams, lr=lr))
         level = shrunk_level(matched_levels(runs, at_lr), VERSION_12_KAPPA) if runs else None
         v10 = sum(r.end for r in runs) / len(runs) if runs else math.nan
-        pooled = prior_interval([r.end for r in runs])
-        interval = None if pooled is None else (pooled[1] - v10 + level, pooled[2] - v10 + level)
+        interval = None if level is None else interval_about([r.end for r in runs], level)
         rows.append((T, math.nan if level is None else level, forecast_final_reward(fc, lr / setup.hparams.lr, T), v10,
                      final, interval))
     return rows

@@ -81,6 +81,13 @@ def prior_interval(ends: Sequence[float], level: float = LEVEL) -> tuple[float, 
     return mean, mean - half, mean + half
 
 
+def interval_about(ends: Sequence[float], centre: float) -> tuple[float, float] | None:
+    """(3)'s interval of the end levels `ends` moved to `centre` (its half-width kept: the module docstring, after
+    (4)); None with fewer than two."""
+    interval = prior_interval(ends)
+    return None if interval is None else (interval[1] - interval[0] + centre, interval[2] - interval[0] + centre)
+
+
 def shrunk_level(levels: Sequence[Sequence[float]], kappa: float = SHRINKAGE) -> float | None:
     """m_K of (4), K = len(levels) - 1: levels[0] every kept run's end level, levels[k] those of levels[k - 1] that
     share the k-th key with the forecast run; None when levels[0] is empty."""
@@ -254,10 +261,9 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
         level, matched = shrunk_level(levels), (len(levels[1]), len(levels[2]))
         if setup.loss is None and any(r.key is not None and r.key[0] is not None for r in kept):
             assumed += ("the config names no loss (TRL: loss_type): the level leans on no run's config (fit._prior (4))",)
-    interval = prior_interval([r.end for r in kept])
-    if interval is not None:  # (3)'s half-width about the level; a run's level lies in the range: so does the interval
-        lo, hi = interval[1] - interval[0] + level, interval[2] - interval[0] + level
-        interval = (lo, hi) if reward_range is None else (max(lo, reward_range[0]), min(hi, reward_range[1]))
+    interval = interval_about([r.end for r in kept], level)
+    if interval is not None and reward_range is not None:  # a run's level lies in the range: so does the interval
+        interval = (max(interval[0], reward_range[0]), min(interval[1], reward_range[1]))
     return TaskPrior(runs=tuple(runs), level=level, interval=interval, assumed=assumed, pooled=pooled, matched=matched)
 
 

@@ -155,12 +155,23 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "addition-cispo-gradclip0.1": ("addition", "cispo", {"task_options": ADDITION, "max_grad_norm": 0.1}, 3e-3, "confirm-16"),
     "addition-cispo-beta2": ("addition", "cispo", {"task_options": ADDITION, "beta2": 0.99}, 3e-3, "confirm-16"),
     "addition-cispo-g16": ("addition", "cispo", {"task_options": ADDITION, "group_size": 16, "prompts_per_step": 2}, 3e-3, "confirm-16"),
+    "count-cispo-g4": ("count", "cispo", {"group_size": 4, "prompts_per_step": 8}, 3e-3, "confirm-17"),
+    "count-cispo-eps0.3": ("count", "cispo", {"clip_high": 0.3}, 3e-3, "confirm-17"),
+    "count-cispo-temp0.8": ("count", "cispo", {"temperature": 0.8}, 3e-3, "confirm-17"),
+    "count-cispo-warm20": ("count", "cispo", {"warmup_steps": 20}, 3e-3, "confirm-17"),
+    "count-cispo-min3": ("count", "cispo", {"task_options": {"min_count": 3}}, 3e-3, "confirm-17"),
+    "count-cispo-gradclip0.1": ("count", "cispo", {"max_grad_norm": 0.1}, 3e-3, "confirm-17"),
+    "pattern-cispo-min4": ("pattern", "cispo", {"task_options": {"min_matches": 4}}, 3e-3, "confirm-17"),
+    "pattern-cispo-min6": ("pattern", "cispo", {"task_options": {"min_matches": 6}}, 3e-3, "confirm-17"),
+    "pattern-cispo-warm20": ("pattern", "cispo", {"warmup_steps": 20}, 3e-3, "confirm-17"),
+    "addition-cispo-temp0.8": ("addition", "cispo", {"task_options": ADDITION, "temperature": 0.8}, 3e-3, "confirm-17"),
 }
-SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16")  # the roles whose pilot and grid start from one checkpoint (version 6)
-PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16")  # versions 10-13: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
-SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16")  # versions 12, 13: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, fit._prior (4))
-CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16")  # versions 11-13: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
+SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17")  # the roles whose pilot and grid start from one checkpoint (version 6)
+PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17")  # versions 10-14: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
+SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16", "confirm-17")  # versions 12-14: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, fit._prior (4))
+CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17")  # versions 11-14: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
 CLIP_ROLES = ("confirm-16",)  # version 13: the rounds that judge its change (`_clip_mode_report.clip_mode_claim`)
+ABSORB_ROLES = ("confirm-17",)  # version 14: the rounds that judge its change (`_clip_mode_report.clip_mode_claim`)
 VERSION_12_KAPPA = 2.0  # kappa of fit._prior (4) as version 12 froze it (a95b830), whatever fit.SHRINKAGE becomes
 VERSION_11_CHANCE = (-1.5011, 1.3680)  # (a, b) of fit._fall_chance (2) as version 11 froze them (28791cc), whatever fit.FALL_CHANCE becomes
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it

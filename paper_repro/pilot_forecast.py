@@ -1,5 +1,27 @@
 """Forecasts of real trainer runs from a config and a pilot, judged as forecasts against baselines.
 
+Protocol, version 14 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 17):
+version 13 unchanged but for one rule of the model. Under a clip that caps a detached weight (CISPO), the push on a
+sampled token whose advantage is negative fades as its weight w = pi / pi_old falls with it, and only the push on
+the rewarded tokens keeps going past the band edge. Where the run's success is absorbing, most of its groups all
+correct at the pilot's held success rate (p_h^G >= 1/2, `theory.collapse.ABSORBED_SHARE`; p_h as (9) reads it, from a
+pilot that kept its reward), every group that push reaches ends all correct and stops carrying a gradient, so the
+displacement that moves the reward is capped at the band edge as version 12 capped it (`theory.collapse` (4) and
+(10)); elsewhere version 13's uncapped D. No other loss changes (a loss without a weight, pg's, has no fading push).
+Found by a session that had read every earlier round: on the 27 CISPO combinations of rounds develop to confirm-16,
+by the collapse part alone at S (the whole forecast is scored when the round is read), both regime targets on 20
+against version 13's 17, 471 of their 540 cells right against 427, false alarms 44 against 99, cells safe but
+unstable 25 against 14 (count's nine runs, p_h >= 0.98, hold where the uncapped displacement says they fall;
+pattern's, p_h <= 0.91, and addition's, <= 0.44, are version 13's). Held out ("confirm-17", from the shared start,
+chosen and committed with this text before their grids were run): ten CISPO combinations with a setting never used
+on CISPO for that task: G = 4 (N = 8), eps_high = 0.3, temperature 0.8, 20 warm-up steps, min_count 3 and a
+gradient-norm clip of 0.1 on count; min_matches 4, min_matches 6 and 20 warm-up steps on pattern; temperature 0.8 on
+addition (the min_matches settings make pattern easier, perhaps absorbing; min_count 3 makes count harder, perhaps
+not). Scored as version 13's rows (targets unchanged; the final reward version 12's), with version 13's verdict on
+the same cells beside. The change's own target: both regime targets met on more of the ten than under version 13's
+verdict, and more of the round's 200 cells right; its cells safe but unstable are reported beside, not a target (the
+rule trades some for false alarms). The fall chance's row for this round as version 11's, on version 14's margin.
+
 Protocol, version 13 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 16):
 version 12 unchanged but for one rule of the model. A loss whose clip caps a token's importance weight without
 switching its gradient off (CISPO: -(1/N) sum sg[clip(w)] A grad log pi, `Hyperparams.clip_mode` "cap") keeps

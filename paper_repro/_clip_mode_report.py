@@ -1,16 +1,20 @@
-"""Version 13's change judged (paper_repro/pilot_forecast.py's docstring): a loss whose clip caps a detached weight
-and keeps the gradient (CISPO, `Hyperparams.clip_mode` "cap") has its displacement uncapped at the clip's band edge
-(`theory.collapse.band_edge`). Per combination of such a loss, the regime as version 13 reads it (ours,
-result["predicted"]) and as version 12 read it (the displacement capped, result["version 12"]), on the same
-measured cells: accuracy, cells safe but unstable, and whether both regime targets are met (accuracy >=
-ACCURACY_MIN, at most SAFE_BUT_UNSTABLE_MAX safe but unstable).
+"""Versions 13's and 14's changes judged (paper_repro/pilot_forecast.py's docstring), both on a loss whose clip caps a
+detached weight and keeps the gradient (CISPO, `Hyperparams.clip_mode` "cap"). Version 13 left its displacement
+uncapped at the clip's band edge; version 14 caps it there again where the run's success is absorbing
+(`theory.collapse.band_edge`, equation (10)). Per combination of such a loss, the regime as each version reads it
+(result["version 12"], result["version 13"]; the current one, 14, is result["predicted"]) on the same measured cells:
+accuracy, cells safe but unstable, false alarms, and whether both regime targets are met (accuracy >= ACCURACY_MIN, at
+most SAFE_BUT_UNSTABLE_MAX safe but unstable).
 """
 
 from __future__ import annotations
 
-from _pilot_protocol import CLIP_ROLES
+from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES
 from _pilot_scores import ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX
 from _task_prior import ROUNDS
+
+VERDICTS = {12: "version 12", 13: "version 13", 14: "predicted"}  # where a result keeps each version's verdict
+CHANGES = {13: CLIP_ROLES, 14: ABSORB_ROLES}  # the version whose change each round of these judged
 
 
 def regime(result: dict, verdicts: dict) -> tuple[float, int, bool]:
@@ -23,47 +27,66 @@ def regime(result: dict, verdicts: dict) -> tuple[float, int, bool]:
     return accuracy, missed, accuracy >= ACCURACY_MIN and missed <= SAFE_BUT_UNSTABLE_MAX
 
 
-def tally(results: dict, names) -> dict:
-    """{"13": (combinations meeting both regime targets, safe but unstable, false alarms), "12": ...} over `names`."""
+def tally(results: dict, names, version: int) -> dict:
+    """{version: (combinations meeting both regime targets, safe but unstable, false alarms, cells right), version - 1:
+    ...} over `names`, each version's verdict from VERDICTS."""
     out = {}
-    for label, key in (("13", "predicted"), ("12", "version 12")):
-        met = missed = alarms = 0
+    for v in (version, version - 1):
+        met = missed = alarms = right = 0
         for name in names:
-            result = results[name]
-            _, m, both = regime(result, result[key])
+            result, verdicts = results[name], results[name][VERDICTS[v]]
+            _, m, both = regime(result, verdicts)
             met += both
             missed += m
-            alarms += sum(bool(result[key][c]) and not bool(v[0]) for c, v in result["measured"].items())
-        out[label] = (met, missed, alarms)
+            alarms += sum(bool(verdicts[c]) and not bool(u[0]) for c, u in result["measured"].items())
+            right += sum(bool(verdicts[c]) == bool(u[0]) for c, u in result["measured"].items())
+        out[v] = (met, missed, alarms, right)
     return out
 
 
-def clip_mode_claim(results: dict, roles: dict, held_out: str) -> tuple[str, bool] | None:
-    """(measured text, passed) of the change's pre-registered target on round `held_out`: both regime targets on more
-    of its combinations than under version 12's verdict, and fewer cells safe but unstable; None without that round's
-    combinations of such a loss in `results`."""
-    names = [n for n in results if roles[n] == held_out and "version 12" in results[n]]
+def _names(results: dict, version: int, keep) -> list[str]:
+    """The combinations of such a loss (a result with the earlier version's verdict) whose role passes `keep`."""
+    return [n for n in results if VERDICTS[version - 1] in results[n] and keep(n)]
+
+
+def _passed(t: dict, version: int) -> bool:
+    """Each change's pre-registered target: both regime targets on more combinations than the earlier version's
+    verdict, and (13) fewer cells safe but unstable or (14) more cells right."""
+    new, old = t[version], t[version - 1]
+    return new[0] > old[0] and (new[1] < old[1] if version == 13 else new[3] > old[3])
+
+
+def change_claim(results: dict, roles: dict, held_out: str) -> tuple[str, bool] | None:
+    """(measured text, passed) of the change judged on round `held_out` (CHANGES) by its pre-registered target
+    (`_passed`); None without that round's combinations of such a loss in `results`."""
+    version = next(v for v, rounds in CHANGES.items() if held_out in rounds)
+    names = _names(results, version, lambda n: roles[n] == held_out)
     if not names:
         return None
-    t = tally(results, names)
-    passed = t["13"][0] > t["12"][0] and t["13"][1] < t["12"][1]
-    rows = "; ".join(f"{n}: {regime(results[n], results[n]['predicted'])[0]:.0%} / "
-                     f"{regime(results[n], results[n]['version 12'])[0]:.0%}" for n in names)
-    return (f"{held_out}, {len(names)} combinations: both regime targets on {t['13'][0]} (version 12's verdict: "
-            f"{t['12'][0]}), safe but unstable {t['13'][1]} ({t['12'][1]}), false alarms {t['13'][2]} ({t['12'][2]}); "
-            f"accuracy, version 13 / 12: {rows}", passed)
+    t = tally(results, names, version)
+    new, old = t[version], t[version - 1]
+    rows = "; ".join(f"{n}: {regime(results[n], results[n][VERDICTS[version]])[0]:.0%} / "
+                     f"{regime(results[n], results[n][VERDICTS[version - 1]])[0]:.0%}" for n in names)
+    return (f"{held_out}, {len(names)} combinations: both regime targets on {new[0]} (version {version - 1}'s verdict: "
+            f"{old[0]}), safe but unstable {new[1]} ({old[1]}), false alarms {new[2]} ({old[2]}), cells right {new[3]} "
+            f"({old[3]}) of {sum(len(results[n]['measured']) for n in names)}; accuracy, version {version} / {version - 1}: {rows}", _passed(t, version))
 
 
-def clip_mode_reach(results: dict, roles: dict) -> str:
-    """The same tally over the earlier rounds' combinations of such a loss (in sample: the change was found on
-    them) and over CLIP_ROLES (held out); "" without one."""
+def change_reach(results: dict, roles: dict, version: int) -> str:
+    """The same tally over the earlier rounds' combinations of such a loss (in sample: the change was found on them)
+    and over its held-out rounds; "" without one."""
+    first = ROUNDS.index(CHANGES[version][0])
     parts = []
-    for label, keep in (("in sample", lambda role: ROUNDS.index(role) < ROUNDS.index(CLIP_ROLES[0])),
-                        ("held out", lambda role: role in CLIP_ROLES)):
-        names = [n for n in results if "version 12" in results[n] and keep(roles[n])]
+    for label, keep in (("in sample", lambda n: ROUNDS.index(roles[n]) < first),
+                        ("held out", lambda n: roles[n] in CHANGES[version])):
+        names = _names(results, version, keep)
         if names:
-            t = tally(results, names)
-            parts.append(f"{label} ({len(names)} combinations): both regime targets on {t['13'][0]} against {t['12'][0]}, "
-                         f"safe but unstable {t['13'][1]} against {t['12'][1]}, false alarms {t['13'][2]} against {t['12'][2]}")
-    return ("Version 13's change (a clip that keeps the gradient, CISPO's: its displacement uncapped at the band edge), "
-            "against version 12's verdict on the same cells: " + "; ".join(parts) + " (`clip_mode_reach`)." if parts else "")
+            new, old = tally(results, names, version).values()
+            parts.append(f"{label} ({len(names)} combinations): both regime targets on {new[0]} against {old[0]}, "
+                         f"safe but unstable {new[1]} against {old[1]}, false alarms {new[2]} against {old[2]}, cells "
+                         f"right {new[3]} against {old[3]}")
+    what = {13: "a clip that keeps the gradient, CISPO's: its displacement uncapped at the band edge",
+            14: "CISPO's displacement capped at the band edge again where the run's success is absorbing, "
+                "theory.collapse (10)"}[version]
+    return (f"Version {version}'s change ({what}), against version {version - 1}'s verdict on the same cells: "
+            + "; ".join(parts) + " (`change_reach`)." if parts else "")

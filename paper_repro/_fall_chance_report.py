@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 
 import numpy as np
-from _pilot_protocol import CLIP_ROLES, COMBINATIONS, VERSION_11_CHANCE
+from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES, COMBINATIONS, VERSION_11_CHANCE
 from _task_prior import ROUNDS
 
 from gspo_dynamics._errors import ConfigError
@@ -26,15 +26,23 @@ from gspo_dynamics.fit import FALL_CHANCE, fall_chance, fit_fall_chance
 CALIBRATION_TOL = 0.05  # version 11: the held-out round's mean chance within this of the share of its seeds that fell
 
 
-def _cells(results: dict, roles: dict, version_12: bool = False) -> list[tuple]:
-    """(round index, task, lr factor, T, margin, falls, seeds) per cell of every result with margins; `version_12`:
-    each margin as versions 11 and 12 read it (a CISPO row's with its displacement capped, "margin v12"), for the
-    rounds judged before version 13 changed it."""
+def judged_by(role: str) -> int:
+    """The protocol version whose margins judged round `role`'s fall chance: 12 (versions 11 and 12 alike) before
+    CLIP_ROLES, 13 before ABSORB_ROLES, else 14 (the current)."""
+    rank = ROUNDS.index(role)
+    return 12 if rank < ROUNDS.index(CLIP_ROLES[0]) else 13 if rank < ROUNDS.index(ABSORB_ROLES[0]) else 14
+
+
+def _cells(results: dict, roles: dict, version: int = 14) -> list[tuple]:
+    """(round index, task, lr factor, T, margin, falls, seeds) per cell of every result with margins, each margin as
+    protocol `version` read it: a CISPO row keeps version 12's ("margin v12", its displacement capped) and version
+    13's ("margin v13", uncapped), the others one margin for all."""
+    keys = {12: ("margin v12", "margin v13", "margin"), 13: ("margin v13", "margin"), 14: ("margin",)}[version]
     out = []
     for name, result in results.items():
         if result.get("margin") is None:
             continue
-        margin = (result.get("margin v12") or result["margin"]) if version_12 else result["margin"]
+        margin = next(result[k] for k in keys if result.get(k) is not None)
         lr_pilot = result["forecast"].config.setup.hparams.lr
         seeds = next(iter(result["curves"].values()))["reward"].shape[0]
         for (lr, T), m in result["measured"].items():
@@ -97,9 +105,9 @@ def fall_chance_claim(results: dict, roles: dict, held_out: str) -> tuple[str, b
     `held_out`, the per-run Brier score (1) of VERSION_11_CHANCE (the (a, b) frozen before the round ran) against the
     baselines from every earlier round's cells, and its seed-weighted mean chance against the share that fell.
     (measured text, passed: below both and within CALIBRATION_TOL); None without that round or an earlier one. A
-    round held out before version 13 is scored on the margin its version read (`_cells`' version_12)."""
+    round is scored on the margins of the version that judged it (`judged_by`)."""
     rank = ROUNDS.index(held_out)
-    cells = _cells(results, roles, version_12=rank < ROUNDS.index(CLIP_ROLES[0]))
+    cells = _cells(results, roles, judged_by(held_out))
     train, test = [c for c in cells if c[0] < rank], [c for c in cells if c[0] == rank]
     if not train or not test:
         return None

@@ -38,7 +38,7 @@ def pilot_entry(fc, lr_pilot: float) -> dict:
     return {"lr_pilot": lr_pilot, "drift_per_step": fc.drift_per_step, "entropy": fc.entropy, "entropy_rise": fc.entropy_rise,
             "signal_share": fc.signal_share, "survived": fc.survived, "pilot_signal_share": fc.pilot_signal_share,
             "held_success": fc.held, "group_size": hp.group_size,
-            "clip": collapse.band_edge(hp),
+            "clip": fc.band_edge,
             "stiffness": None if fc.implications.stiffness_per_step is None else fc.implications.stiffness_per_step.value}
 
 

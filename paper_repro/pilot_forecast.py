@@ -216,7 +216,7 @@ from _pilot_scores import (
     window_progress,
 )
 from _pilot_protocol import (
-    CHANCE_ROLES, CLIP_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
+    ABSORB_ROLES, CHANCE_ROLES, CLIP_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
     REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, SHRUNK_ROLES, VERSION_4_SPREAD, VERSION_11_CHANCE,
     VERSION_12_KAPPA,
 )
@@ -224,7 +224,7 @@ from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_wei
 from _regime_reach import regime_reach
 from _pilot_report import cell_map, describe, write_section
 from _shrunk_prior import shrunk_plateau_error, shrunk_reach
-from _clip_mode_report import clip_mode_claim, clip_mode_reach
+from _clip_mode_report import change_claim, change_reach
 from _task_prior import prior_order, prior_plateau_error, task_prior_reach
 from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach, round_complete
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
@@ -250,8 +250,8 @@ def base_config(name: str) -> TrainConfig:
 
 def pilot(cfg: TrainConfig):
     """The pilot run (base lr, T = PILOT_T, PILOT_STEPS steps), its forecast object for `cfg` and, for a loss whose
-    clip keeps the gradient (CISPO), the forecast as version 12 read it (its displacement capped; None for the
-    others: version 13 changed nothing there). It runs on one
+    clip keeps the gradient (CISPO), the forecasts as versions 12 and 13 read it ({"version 12": its displacement
+    capped, "version 13": uncapped}, `earlier_readings`; {} for the others: neither version changed them). It runs on one
     thread whichever process runs it: the thread count changes the order of the float sums, and a pilot that
     drifts far (addition's, 0.6-0.9 per stale step) carries that rounding into a different run (found in
     version 9: two addition pilots read differently run from the grid's process and from a --from-dump worker)."""
@@ -267,9 +267,20 @@ def pilot(cfg: TrainConfig):
     setup = read_run_config(pilot_cfg.to_dict())
     fc = pilot_forecast(setup, log, reward_range=(0.0, 1.0))
     if setup.hparams.clip_mode != "cap":
-        return setup, fc, None
-    stop = replace(setup, hparams=replace(setup.hparams, clip_mode="stop"))  # version 12's, beside version 13's
-    return setup, fc, pilot_forecast(stop, log, reward_range=(0.0, 1.0))
+        return setup, fc, {}
+    stop = replace(setup, hparams=replace(setup.hparams, clip_mode="stop"))
+    return setup, fc, {"version 12": pilot_forecast(stop, log, reward_range=(0.0, 1.0)), "version 13": uncapped(fc)}
+
+
+def uncapped(fc):
+    """The forecast `fc` as version 13 read it: its displacement, the config's and the pilot's own, uncapped at the
+    band edge (theory.collapse (2)); `fc` itself where version 14 left it uncapped (the run's success not absorbing)."""
+    if fc.band_edge is None or fc.displacement is None:
+        return fc
+    hp = fc.config.setup.hparams
+    s = fc.drift_per_step / hp.lr
+    return replace(fc, band_edge=None, displacement=collapse.displacement(s, hp.lr, hp.refresh_interval),
+                   survived=None if fc.survived is None else collapse.displacement(s, hp.lr, PILOT_T))
 
 
 def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
@@ -299,7 +310,7 @@ def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
 def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, dumped: dict | None = None) -> dict:
     """Pilot, grid (measured, or read from a --dump's `dumped` cells), forecasts and scores of one combination."""
     cfg = base_config(name)
-    setup, fc, fc_v12 = pilot(cfg)
+    setup, fc, earlier = pilot(cfg)
     if dumped is None:
         lrs = [cfg.lr * f for f in lr_factors]
         grid = {(lr, T): replace(cfg, lr=lr, steps_per_generation=T) for lr in lrs for T in Ts}
@@ -317,10 +328,12 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
     result.update(task=cfg.task, lrs=lrs, measured=measured, curves=curves, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()},
                   initial=initial_rewards(curves, lrs, Ts),
                   margin=None if margin is None else {(lr, T): float(margin[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)})
-    if fc_v12 is not None:  # version 13's change (module docstring), judged against version 12's verdict on the same cells
-        result["version 12"] = {c: f["ours"] for c, f in forecast_cells(fc_v12, setup.hparams.momentum, cfg.lr, lrs, Ts).items()}
-        v12 = margin_grid(fc_v12, lrs, Ts)  # the fall chance's earlier held-out rounds read this one (_fall_chance_report)
-        result["margin v12"] = None if v12 is None else {(lr, T): float(v12[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)}
+    for key, earlier_fc in earlier.items():  # versions 13's and 14's changes (module docstring), judged against the
+        # earlier version's verdict on the same cells; the fall chance's earlier held-out rounds read their margins
+        result[key] = {c: f["ours"] for c, f in forecast_cells(earlier_fc, setup.hparams.momentum, cfg.lr, lrs, Ts).items()}
+        m = margin_grid(earlier_fc, lrs, Ts)
+        result[f"margin v{key.split()[1]}"] = None if m is None else {
+            (lr, T): float(m[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)}
     return result
 
 
@@ -359,7 +372,8 @@ def final_reward_rule(role: str) -> str:
 
 def record_round_rows(results: dict, roles: dict, args: argparse.Namespace, cmd: str) -> None:
     """The held-out judgements that score a whole round (module docstring): the fall chance's (version 11, one row
-    per CHANCE_ROLES round with an earlier one) and version 13's change (one per CLIP_ROLES round); each recorded only
+    per CHANCE_ROLES round with an earlier one) and versions 13's and 14's changes (one per CLIP_ROLES and ABSORB_ROLES
+    round); each recorded only
     where the results hold that round and every earlier one (`round_complete`), printed otherwise."""
     chance = (f"P = 1 / (1 + exp(-(a + b m))), (a, b) = ({VERSION_11_CHANCE[0]:g}, {VERSION_11_CHANCE[1]:g}) fitted on "
               "the seeds of the grids before confirm-12; m the log of the largest ratio of a rule of ours to its threshold")
@@ -367,11 +381,17 @@ def record_round_rows(results: dict, roles: dict, args: argparse.Namespace, cmd:
                  f"the chance a run falls (fit._fall_chance), held out on {r}: per-run Brier score below the earlier "
                  f"grids' fall rate and their lookup at the cell's lr factor and T, mean chance within {CALIBRATION_TOL} "
                  "of the share of seeds that fell"), chance),
-             (CLIP_ROLES, clip_mode_claim, "clip-mode", lambda r: (
+             (CLIP_ROLES, change_claim, "clip-mode", lambda r: (
                  f"version 13's change held out on {r}: a clip that keeps the gradient (CISPO's) leaves the displacement "
                  "uncapped; both regime targets on more combinations than version 12's verdict on the same cells, and "
                  "fewer cells safe but unstable"),
-              "D = T lr s past the clip's band edge for CISPO (theory.collapse.band_edge), capped there by version 12")]
+              "D = T lr s past the clip's band edge for CISPO (theory.collapse.band_edge), capped there by version 12"),
+             (ABSORB_ROLES, change_claim, "absorbed", lambda r: (
+                 f"version 14's change held out on {r}: CISPO's displacement capped at the band edge where the run's "
+                 "success is absorbing (p_h^G >= 1/2); both regime targets on more combinations than version 13's verdict "
+                 "on the same cells, and more cells right"),
+              "D capped at the band edge for CISPO where the pilot's held success rate p_h has p_h^G >= 1/2 "
+              "(theory.collapse (10)), uncapped elsewhere as by version 13")]
     for rounds, judge, kind, claim, predicted in kinds:
         for held_out in rounds:
             started = time.perf_counter()
@@ -469,7 +489,8 @@ def main() -> None:
                      f"{PLATEAU_TOL}, better than the continuous rule and 'always stable'", PREDICTABLE_GRPO),
                predicted=f"unstable past the linear threshold of the pilot's stiffness scaled to each lr, past the "
                          f"collapse limit (1 - z) D / H > S = {COLLAPSE_SPREAD:g} (D = T lr s capped by the clip's band edge "
-                         f"after the first step where the clip switches the gradient off, not CISPO's, s the pilot's drift per unit lr, H its token entropy, 1 - z the run's "
+                         f"after the first step where the clip switches the gradient off, and under CISPO's where the "
+                         f"run's success is absorbing (p_h^G >= 1/2, theory.collapse (10)), s the pilot's drift per unit lr, H its token entropy, 1 - z the run's "
                          f"share of groups with signal, a quarter the pilot's and the rest its held success rate's; at "
                          f"least the pilot's own D when it kept its reward), or where the pilot's "
                          f"entropy rise on its first updates r passes {collapse.OVERSHOOT_RISE:g} scaled to the lr, "
@@ -479,7 +500,7 @@ def main() -> None:
     roles = {name: COMBINATIONS[name][4] for name in results}
     record_round_rows(results, roles, args, cmd)
     final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles),
-                                   shrunk_reach(results, roles), clip_mode_reach(results, roles),
+                                   shrunk_reach(results, roles), change_reach(results, roles, 13), change_reach(results, roles, 14),
                                    window_progress(results), pilot_plateau_gap(results))))  # the readings with nothing to say give ""
     reach = (f"{final}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
              f"\n\n{regime_reach(results, roles)}\n\n{fall_chance_reach(results, roles)}")

@@ -3,6 +3,7 @@ written here (the end-to-end quick run is in tests/test_paper_repro.py, slow).""
 
 from __future__ import annotations
 
+import json
 import math
 from types import SimpleNamespace
 
@@ -631,41 +632,82 @@ def test_a_fall_chance_row_is_recorded_only_from_its_whole_round_and_every_earli
     assert not report.round_complete(upto[1:], "confirm-12") and not report.round_complete(upto[:-1], "confirm-12")
 
 
-def test_version_13s_change_is_judged_against_version_12s_verdict_on_the_same_cells(load_script):
+def test_versions_13s_and_14s_changes_are_judged_against_the_earlier_verdict_on_the_same_cells(load_script):
     """`_clip_mode_report` by hand: a CISPO combination c of 20 cells, 6 unstable; version 13 flags those 6 and 1
     more (95%, 0 safe but unstable: both targets), version 12 flags 3 of them (85%, 3 safe but unstable: not both).
-    The claim passes on its round (more combinations meeting both, fewer safe but unstable) and not when the two
-    verdicts tie; rounds without a CISPO combination give None; the reach parts in sample and held out."""
+    Version 13's claim passes on its round (more combinations meeting both, fewer safe but unstable) and not when the
+    two verdicts tie; rounds without a CISPO combination give None; the reach parts in sample and held out. Version
+    14's (the current verdict, "predicted", against "version 13") on confirm-17: flags exactly the 6 (100%, both
+    targets) against version 13's 95%, both targets on 1 against 1: not more, so it fails; against a version 13 that
+    flagged 4 more (80%, not both) it passes, with more cells right (20 against 16)."""
     report = load_script("paper_repro", "_clip_mode_report")
     cells = [(lr, T) for lr in (1e-3, 3e-3, 1e-2, 3e-2, 1e-1) for T in (1, 4, 16, 32)]
     unstable = set(cells[:6])
     measured = {c: (c in unstable, 0.0, 0.5, 0.0, int(c in unstable)) for c in cells}
     v13 = {c: c in unstable or c == cells[6] for c in cells}
     v12 = {c: c in set(cells[:3]) for c in cells}
-    results = {"c": {"measured": measured, "predicted": v13, "version 12": v12},
-               "d": {"measured": measured, "predicted": v12, "version 12": v12},
-               "e": {"measured": measured, "predicted": v13}}  # not a CISPO row: no version 12 verdict
+    results = {"c": {"measured": measured, "predicted": v13, "version 13": v13, "version 12": v12},
+               "d": {"measured": measured, "predicted": v12, "version 13": v12, "version 12": v12},
+               "e": {"measured": measured, "predicted": v13}}  # not a CISPO row: no earlier verdicts
     assert report.regime(results["c"], v13) == (pytest.approx(0.95), 0, True)
     assert report.regime(results["c"], v12) == (pytest.approx(0.85), 3, False)
     roles = {"c": "confirm-16", "d": "confirm-15", "e": "confirm-16"}
-    text, passed = report.clip_mode_claim(results, roles, "confirm-16")
-    assert passed and "both regime targets on 1 (version 12's verdict: 0), safe but unstable 0 (3), false alarms 1 (0)" in text
-    assert report.clip_mode_claim(results, {**roles, "c": "confirm-15"}, "confirm-16") is None
-    tie = {"c": {**results["c"], "predicted": v12}}
-    assert report.clip_mode_claim(tie, roles, "confirm-16")[1] is False
-    reach = report.clip_mode_reach(results, roles)
+    text, passed = report.change_claim(results, roles, "confirm-16")
+    assert passed and ("both regime targets on 1 (version 12's verdict: 0), safe but unstable 0 (3), false alarms 1 (0), "
+                       "cells right 19 (17) of 20") in text
+    assert report.change_claim(results, {**roles, "c": "confirm-15"}, "confirm-16") is None
+    tie = {"c": {**results["c"], "version 13": v12}}
+    assert report.change_claim(tie, roles, "confirm-16")[1] is False
+    reach = report.change_reach(results, roles, 13)
     assert "in sample (1 combinations): both regime targets on 0 against 0" in reach and "held out (1 combinations)" in reach
+    exact = {c: c in unstable for c in cells}
+    absorbed = {"f": {"measured": measured, "predicted": exact, "version 13": v13, "version 12": v12}}
+    text, passed = report.change_claim(absorbed, {"f": "confirm-17"}, "confirm-17")
+    assert not passed and "both regime targets on 1 (version 13's verdict: 1)" in text and "cells right 20 (19)" in text
+    alarms = {c: c in unstable or c in set(cells[6:10]) for c in cells}
+    text, passed = report.change_claim({"f": {**absorbed["f"], "version 13": alarms}}, {"f": "confirm-17"}, "confirm-17")
+    assert passed and "cells right 20 (16) of 20" in text
+    assert "Version 14's change" in report.change_reach({**results, **absorbed}, {**roles, "f": "confirm-17"}, 14)
 
 
-def test_rounds_held_out_before_version_13_keep_the_margin_their_version_read(load_script):
-    """A CISPO row carries "margin v12" (its displacement capped, as versions 11 and 12 read it) beside version 13's
-    margin: `_cells` reads it for the fall chance's rounds before CLIP_ROLES, version 13's margin otherwise, and the
-    current margin where a row has no version 12 one."""
+def test_rounds_held_out_before_version_14_keep_the_margin_their_version_read(load_script):
+    """A CISPO row carries "margin v12" (its displacement capped, as versions 11 and 12 read it) and "margin v13"
+    (uncapped) beside version 14's margin: `_cells` reads v12's for the fall chance's rounds before CLIP_ROLES, v13's
+    for those before ABSORB_ROLES, the current margin otherwise, and the current margin where a row has no earlier
+    one; `judged_by` names the version per round."""
     report = load_script("paper_repro", "_fall_chance_report")
     results, roles = _chance_results(np.random.default_rng(3), ["confirm-12"], per_round=2)
     cispo = results["c0"]
     cispo["margin v12"] = {c: m - 1.0 for c, m in cispo["margin"].items()}
-    now, then = report._cells(results, roles), report._cells(results, roles, version_12=True)
+    cispo["margin v13"] = {c: m + 1.0 for c, m in cispo["margin"].items()}
+    now, v13, v12 = (report._cells(results, roles, v) for v in (14, 13, 12))
     first = next(iter(cispo["margin"]))
-    assert now[0][4] == cispo["margin"][first] and then[0][4] == cispo["margin"][first] - 1.0
-    assert now[20:] == then[20:]  # the other row has no version 12 margin: the same cells
+    assert (now[0][4], v13[0][4], v12[0][4]) == (cispo["margin"][first], cispo["margin"][first] + 1.0,
+                                                 cispo["margin"][first] - 1.0)
+    assert now[20:] == v13[20:] == v12[20:]  # the other row has no earlier margins: the same cells
+    assert [report.judged_by(r) for r in ("confirm-12", "confirm-15", "confirm-16", "confirm-17")] == [12, 12, 13, 14]
+
+
+def test_version_13s_reading_of_an_absorbed_cispo_pilot_is_uncapped(script, tmp_path):
+    """`uncapped`: a CISPO pilot whose success is absorbing (version 14 caps its displacement at the band edge) read
+    as version 13 read it: no band edge, the config's D = T lr s and the pilot's own D = PILOT_T lr s (theory.collapse
+    (2)); a pilot version 14 left uncapped is returned as it is."""
+    from gspo_dynamics.fit import pilot_forecast
+    from gspo_dynamics.logs import read_log
+    from gspo_dynamics.predict import read_run_config
+
+    j = np.tile(np.arange(2), 30)
+    rows = [{"step": i + 1, "reward": 0.99 + 0.005 * math.sin(i), "window/position": int(j[i]),
+             "ratios/token_log_var": float((j[i] * 0.05) ** 2), "entropy": 0.8, "frac_reward_zero_std": 0.5}
+            for i in range(len(j))]
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "token",
+                             "clip_high": 0.2, "clip_mode": "cap"})
+    fc = pilot_forecast(setup, read_log(str(path)))
+    assert fc.band_edge == 0.2 and fc.survived is not None
+    v13 = script.uncapped(fc)
+    assert v13.band_edge is None
+    assert v13.displacement == pytest.approx(4 * fc.drift_per_step) and v13.survived == pytest.approx(
+        script.PILOT_T * fc.drift_per_step)
+    assert script.uncapped(v13) is v13

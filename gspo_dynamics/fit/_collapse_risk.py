@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 # S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
 # policy's token entropy, (1 - z) D / H (D = T lr s, capped by a ratio clip's band edge after a window's first
-# step where the clip switches the gradient off, not CISPO's: `theory.collapse.band_edge`; 1 - z the share of
+# step where the clip switches the gradient off, CISPO's only where the run's success is absorbing:
+# `theory.collapse.band_edge`, (10); 1 - z the share of
 # groups with signal), past which a run is at risk of collapse (equation (7)). Set
 # from the 22 development combinations of paper_repro/pilot_forecast.py, protocol version 5 (`--fit-limit` on
 # their cells, 2026-11-25: 89% of their 440 cells, with the lr-scaled entropy overshoot, equation (6)), never
@@ -52,7 +53,7 @@ def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray
         return None
     hp = forecast.config.setup.hparams
     return collapse.at_risk(forecast.drift_per_step / hp.lr, forecast.entropy, forecast.entropy_rise, hp.lr, lrs,
-                            refresh_intervals, COLLAPSE_SPREAD, collapse.band_edge(hp),
+                            refresh_intervals, COLLAPSE_SPREAD, forecast.band_edge,
                             forecast.signal_share, forecast.survived)
 
 
@@ -98,7 +99,8 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     fall), and the entropy rise r of its first updates, which caps the safe lr at lr_pilot OVERSHOOT_RISE / r
     (equation (6))."""
     out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
-               entropy_rise=None, signal_share=None, pilot_signal_share=None, survived=None, kl_pull=kl_pull_risk(hp, None))
+               entropy_rise=None, signal_share=None, pilot_signal_share=None, survived=None, band_edge=None,
+               kl_pull=kl_pull_risk(hp, None))
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
     entropy = entropy[np.isfinite(entropy)]
     if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
@@ -107,7 +109,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
         return out
     H, s = float(entropy.mean()), delta / hp.lr
     pilot_share, signal_share = signal_shares(*zero_std, hp, n, kept, assumed)
-    clip = collapse.band_edge(hp)
+    clip = displacement_cap(hp, zero_std[1], kept, measured)
     D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
     survived = collapse.displacement(s, hp.lr, pilot_refresh_interval(log, n, hp, assumed), clip) if kept else None
     bound = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
@@ -115,7 +117,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     first = log["entropy"][:n]
     out.update(entropy=H, signal_share=signal_share, pilot_signal_share=pilot_share, overshoot=collapse.overshoots(first),
                entropy_rise=collapse.entropy_rise(first),
-               displacement=D, survived=survived,
+               displacement=D, survived=survived, band_edge=clip,
                kl_pull=kl_pull_risk(hp, None if zero_std[0] is None and zero_std[1] is None else signal_share,
                                     held_reward(zero_std[1]) if kept and zero_std[1] is not None else None),
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
@@ -134,6 +136,24 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
                    f"the relative collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
     return out
+
+
+def displacement_cap(hp: Hyperparams, success: np.ndarray | None, kept: bool, measured: list[str]) -> float | None:
+    """The clip's band edge that caps the run's displacement (`theory.collapse.band_edge`, equations (4) and (10)):
+    under a clip that caps a detached weight (CISPO), the pilot's held success rate p_h (`held_reward`, where the
+    reward is one and the pilot kept it, as (9) reads it) decides whether the run's success is absorbing; said."""
+    held = float(np.clip(held_reward(success), 0.0, 1.0)) if success is not None and kept else None
+    clip = collapse.band_edge(hp, held)
+    if hp.correction != "none" and hp.clip_mode == "cap":
+        measured.append(
+            f"the clip caps a detached weight (CISPO's): the push on tokens with a negative advantage fades, the rewarded "
+            "ones' keeps going past the band edge; " + (
+                f"the run's success is absorbing (held success rate {held:.3g}, p_h^G = {held ** hp.group_size:.2g} >= "
+                f"{collapse.ABSORBED_SHARE:g}), so its displacement is capped at the band edge (theory.collapse (10))"
+                if clip is not None else "uncapped, as without a clip (theory.collapse (10): " + (
+                    "the success rate is unknown or the pilot did not keep its reward)" if held is None else
+                    f"held success rate {held:.3g}, p_h^G = {held ** hp.group_size:.2g} < {collapse.ABSORBED_SHARE:g})")))
+    return clip
 
 
 def kl_pull_risk(hp: Hyperparams, signal_share: float | None, held: float | None = None) -> bool | None:

@@ -48,10 +48,12 @@ if TYPE_CHECKING:
 # and 0.0903 (pilot-forecast-fall-chance-confirm-13, PASS); then confirm-14 0.1022 against 0.2550 and 0.1019 (FAIL),
 # confirm-15 0.0711 against 0.2495 and 0.0974 (PASS) and, on protocol version 13's margin (CISPO's displacement
 # uncapped: `theory.collapse.band_edge`, which these (a, b) were not fitted on), confirm-16's ten CISPO grids 0.1234
-# against 0.2564 and 0.1004 (FAIL, its mean chance 0.605 against 0.547 fallen).
-HELD_OUT_ROUNDS = 5  # the rounds above, each 800 seeds
-BRIER_HELD_OUT = 0.0951  # the mean of their per-run Brier scores, as `predict` quotes it
-LOOKUP_HELD_OUT = 0.0971  # the lookup of the task's earlier grids on the same seeds, quoted beside it
+# against 0.2564 and 0.1004 (FAIL, its mean chance 0.605 against 0.547 fallen); on version 14's (CISPO's capped again
+# where the run's success is absorbing, `theory.collapse` (10)), confirm-17's ten CISPO grids 0.0675 against 0.2438
+# and 0.1153 (PASS, its mean chance 0.401 against 0.401 fallen).
+HELD_OUT_ROUNDS = 6  # the rounds above, each 800 seeds
+BRIER_HELD_OUT = 0.0905  # the mean of their per-run Brier scores, as `predict` quotes it
+LOOKUP_HELD_OUT = 0.1001  # the lookup of the task's earlier grids on the same seeds, quoted beside it
 FALL_CHANCE = (-1.5011, 1.3680)
 M_CLIP = 5.0  # |m| beyond which (2) is within 0.5% of 0 or 1 at FALL_CHANCE: the clip keeps a fit off the far tail
 RISK_LEVEL = 0.1  # the chance of a fall at which `predict` bounds T and lr (`risk_bounds`)
@@ -77,8 +79,7 @@ def margin_grid(forecast: PilotForecast, lrs, refresh_intervals, floor: float = 
         linear[:, tips] = np.log(Ts[:, None] / (t_c[None, tips] - 0.5))
         parts.append(linear)
     if forecast.displacement is not None:
-        clip = collapse.band_edge(hp)
-        D = collapse.displacement_grid(forecast.drift_per_step / hp.lr, lrs, Ts, clip)
+        D = collapse.displacement_grid(forecast.drift_per_step / hp.lr, lrs, Ts, forecast.band_edge)
         parts.append(np.log(D / forecast.collapse_limit))
         rise = forecast.entropy_rise
         if rise is not None and rise > 0:
@@ -220,6 +221,8 @@ def fall_chance_lines(forecast: PilotForecast) -> list[str]:
             f"on our trainer's 102 pilot-forecast grids; per-run Brier score {BRIER_HELD_OUT:.3f} over {HELD_OUT_ROUNDS} "
             f"rounds of grids held out, against 0.25 for their base rate and {LOOKUP_HELD_OUT:.3f} for a lookup of the "
             "task's earlier grids; fit._fall_chance. "
-            + ("Under CISPO's clip the margin is one (a, b) were not fitted on, and it ran high there. " if hp.clip_mode == "cap" else "")
+            + ("Under CISPO's clip the margin is one (a, b) were not fitted on: held out, it ran high where the "
+               "displacement of runs that solve their prompts went uncapped, and held once capped there (theory.collapse "
+               "(10)). " if hp.clip_mode == "cap" else "")
             + "On another model and task the same map from margin to chance is assumed)",
             f"  at most a {bounds['level']:.0%} chance of a fall: {bound_T} at this lr, {bound_lr} at this T"]

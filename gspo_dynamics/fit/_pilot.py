@@ -87,6 +87,7 @@ class PilotForecast:
     signal_share: float | None  # 1 - z, the run's share of groups with signal (9): the limit is S H / (1 - z) (7)
     survived: float | None  # the pilot's own D when it kept its reward (the limit is at least that, (8)); None otherwise
     pilot_signal_share: float | None  # 1 - z_p, the pilot's own share of groups with signal (weighted w in (9))
+    band_edge: float | None  # the clip's eps_high capping D (theory.collapse.band_edge, (4), (10)); None: uncapped
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T' (token-level correction)
     sequence_drift: float | None = None  # delta_s of log s, under a sequence-level correction (`fit._drift`)
     sequence_clip_by_refresh: dict[int, float] = field(default_factory=dict)  # the sequences' clip fraction per T'
@@ -119,7 +120,7 @@ class PilotForecast:
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
                 "signal_share": self.signal_share, "pilot_signal_share": self.pilot_signal_share,
-                "survived_displacement": self.survived, "collapse_limit": self.collapse_limit,
+                "survived_displacement": self.survived, "displacement_band_edge": self.band_edge, "collapse_limit": self.collapse_limit,
                 "fall_chance": config_fall_chance(self),  # fit._fall_chance (1), (2); null: the collapse rules not assessed
                 "held_reward": self.held, "end_reward": None if self.end is None else self.end.to_json(),
                 "task_prior": None if self.prior is None else self.prior.to_json(),

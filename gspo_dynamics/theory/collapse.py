@@ -42,6 +42,21 @@ so its D is (2)'s T lr s uncapped, as without a correction (`band_edge`; protoco
 paper_repro/pilot_forecast.py). What the clip does not bound (the drift of tokens the update moves through shared
 parameters) is outside this model.
 
+Uncapped is not the whole story under such a clip. Its gradient on a sampled token is sg[min(w, 1 + eps_high)] A
+grad log pi with w = pi / pi_old: where A < 0 the push lowers pi, so w falls with it and the push fades; only the
+rewarded tokens' push (A > 0, w capped at 1 + eps_high) keeps going past the band edge. A push that only raises
+rewarded samples moves the reward down only where a group it reaches keeps a signal. Where the run's success is
+absorbing, most of its groups all correct at its held success rate p_h (the share p_h^G of groups of G draws that
+all succeed, (9)'s term),
+
+    p_h^G >= ABSORBED_SHARE = 1/2,                                                                     (10)
+
+the groups that push reaches end all correct and stop carrying a gradient, so the displacement that moves the
+reward is the one the band edge caps, (4), as under a clip that switches the gradient off; elsewhere (2) uncapped
+(`band_edge` with the held success rate; `absorbed`). The threshold 1/2 says "the median group carries no gradient";
+it is a model's choice, not derived, and protocol version 14 of paper_repro/pilot_forecast.py judges it held out. A
+loss without a weight (pg's) has no fading push: its D stays uncapped whatever p_h.
+
 How far is too far depends on how peaked the policy is: a shift of the sampled tokens' log-probabilities
 by D reorders a policy whose log-probabilities differ by less than D, and barely moves one whose
 typical gaps are larger. The mean token entropy H is the scale of those gaps (the expected surprise
@@ -158,12 +173,32 @@ def window_spread(drift_per_lr: float, lr: float, position: int) -> float:
     return positive_int("position", position, minimum=0) * _positive("lr", lr) * _positive("drift_per_lr", drift_per_lr)
 
 
-def band_edge(hp) -> float | None:
+ABSORBED_SHARE = 0.5  # (10): a run's success is absorbing when at least this share of its groups all succeed
+
+
+def absorbed(held_success: float | None, group_size: int) -> bool:
+    """Whether a run's success is absorbing, equation (10): p_h^G >= ABSORBED_SHARE for its held success rate p_h
+    (in [0, 1]; None, unknown: False) and group size G (None, G -> infinity: only p_h = 1 is)."""
+    if held_success is None:
+        return False
+    if not _real(held_success) or not 0 <= held_success <= 1:
+        raise ConfigError(f"the success rate must be in [0, 1], got {held_success!r}")
+    if group_size is None:
+        return held_success == 1
+    return float(held_success) ** positive_int("group_size", group_size) >= ABSORBED_SHARE
+
+
+def band_edge(hp, held_success: float | None = None) -> float | None:
     """The clip's upper bound eps_high that caps the displacement (3) of a run with `hp` (theory.Hyperparams): None
     where nothing stops a clipped token's gradient, without a correction or under a clip that caps only a detached
     weight (CISPO, `clip_mode` "cap": its gradient -(1/N) sum sg[clip(w)] A grad log pi never vanishes, so the policy
-    keeps moving past the band edge at T lr s)."""
-    return None if hp.correction == "none" or hp.clip_mode == "cap" else hp.clip_high
+    keeps moving past the band edge at T lr s), but for the latter eps_high again where the run's success is absorbing
+    at its held success rate `held_success` (None: unknown), equation (10)."""
+    if hp.correction == "none":
+        return None
+    if hp.clip_mode == "cap":
+        return hp.clip_high if absorbed(held_success, hp.group_size) else None
+    return hp.clip_high
 
 
 def displacement(drift_per_lr: float, lr: float, refresh_interval: int, clip_high: float | None = None) -> float:

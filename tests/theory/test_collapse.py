@@ -211,3 +211,61 @@ def test_a_survived_displacement_raises_the_limit_to_it():
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ConfigError):
             collapse.survived_limit(bound, bad)
+
+
+def stale_log_ratios(lr: float, steps: int, *, weight_cap: float | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Per-arm log ratios log pi / pi_old (steps + 1, K) over a frozen sampler of `window`'s bandit, and the arms'
+    advantages A: Adam ascends E_old[c(y) A(y) grad log pi(y)] with c = 1 (pg) or CISPO's sg[min(w, 1 + eps_high)],
+    w = pi / pi_old (`weight_cap` = eps_high)."""
+    rng = np.random.default_rng(seed)
+    z0 = rng.normal(0, 1, K)
+    r = rng.random(K)
+    p_old = np.exp(z0 - z0.max())
+    p_old /= p_old.sum()
+    A = r - p_old @ r
+    z, m, v = z0.copy(), np.zeros(K), np.zeros(K)
+    ratios = [np.zeros(K)]
+    for t in range(1, steps + 1):
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        c = p_old * A * (1.0 if weight_cap is None else np.minimum(p / p_old, 1 + weight_cap))
+        grad = c - c.sum() * p  # E_old[c A (e_y - p)]
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad**2
+        z = z + lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-12)
+        ratios.append(z - z.max() - np.log(np.exp(z - z.max()).sum()) - np.log(p_old))
+    return np.asarray(ratios), A
+
+
+def test_cispos_weight_fades_the_push_on_negative_tokens_and_pgs_does_not():
+    """Equation (10)'s premise: under CISPO's weight the push on a token with A < 0 lowers w = pi / pi_old with pi and
+    fades; pg's does not. Over a 64-step stale window at lr 0.1 (a displacement of several nats, where w is far below
+    1), the negative arms' mean log ratio moves less than half as far in the second 32 steps as in the first under
+    CISPO, and further under pg (Adam's normalised step keeps pg's pace; margins of 2x on both sides)."""
+    for cap, check in ((0.28, lambda first, second: second < 0.5 * first), (None, lambda first, second: second > first)):
+        ratios, A = stale_log_ratios(0.1, 64, weight_cap=cap)
+        negative = A < 0
+        first, second = -ratios[32][negative].mean(), -(ratios[64] - ratios[32])[negative].mean()
+        assert first > 1.0 and check(first, second), (cap, first, second)
+
+
+@pytest.mark.parametrize("held, G, expected", [(0.99, 8, True), (0.917, 8, False), (0.92, 8, True), (0.9, 4, True),
+                                               (0.5, 1, True), (0.49, 1, False), (None, 8, False), (1.0, None, True),
+                                               (0.999, None, False)])
+def test_a_run_is_absorbed_where_half_its_groups_all_succeed(held, G, expected):
+    """Equation (10): p_h^G >= 1/2 (0.917^8 = 0.4999, 0.92^8 = 0.513); unknown p_h is not absorbed; G -> infinity
+    only at p_h = 1."""
+    assert collapse.absorbed(held, G) is expected
+
+
+def test_cispos_band_edge_caps_only_an_absorbed_run():
+    """`band_edge`: a stopping clip caps at eps_high whatever p_h; CISPO's cap only where (10) holds; no correction, none."""
+    from gspo_dynamics.theory.hyperparams import Hyperparams
+    stop = Hyperparams(lr=1e-3, refresh_interval=4, group_size=8, correction="token", clip_high=0.28)
+    cap = Hyperparams(lr=1e-3, refresh_interval=4, group_size=8, correction="token", clip_high=0.28, clip_mode="cap")
+    none = Hyperparams(lr=1e-3, refresh_interval=4, group_size=8, correction="none")
+    assert collapse.band_edge(stop) == collapse.band_edge(stop, 0.5) == 0.28
+    assert collapse.band_edge(cap) is None and collapse.band_edge(cap, 0.9) is None and collapse.band_edge(cap, 0.99) == 0.28
+    assert collapse.band_edge(none, 1.0) is None
+    with pytest.raises(ConfigError):
+        collapse.band_edge(cap, 1.5)

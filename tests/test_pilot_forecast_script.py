@@ -703,7 +703,7 @@ def test_version_13s_reading_of_an_absorbed_cispo_pilot_is_uncapped(script, tmp_
     path = tmp_path / "pilot.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
     setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "token",
-                             "clip_high": 0.2, "clip_mode": "cap"})
+                             "clip_high": 0.2, "clip_low": 1 - 1e-6, "clip_mode": "cap"})
     fc = pilot_forecast(setup, read_log(str(path)))
     assert fc.band_edge == 0.2 and fc.survived is not None
     v13 = script.uncapped(fc)

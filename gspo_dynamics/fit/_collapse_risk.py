@@ -144,15 +144,23 @@ def displacement_cap(hp: Hyperparams, success: np.ndarray | None, kept: bool, me
     reward is one and the pilot kept it, as (9) reads it) decides whether the run's success is absorbing; said."""
     held = float(np.clip(held_reward(success), 0.0, 1.0)) if success is not None and kept else None
     clip = collapse.band_edge(hp, held)
-    if hp.correction != "none" and hp.clip_mode == "cap":
-        measured.append(
-            f"the clip caps a detached weight (CISPO's): the push on tokens with a negative advantage fades, the rewarded "
-            "ones' keeps going past the band edge; " + (
-                f"the run's success is absorbing (held success rate {held:.3g}, p_h^G = {held ** hp.group_size:.2g} >= "
-                f"{collapse.ABSORBED_SHARE:g}), so its displacement is capped at the band edge (theory.collapse (10))"
-                if clip is not None else "uncapped, as without a clip (theory.collapse (10): " + (
-                    "the success rate is unknown or the pilot did not keep its reward)" if held is None else
-                    f"held success rate {held:.3g}, p_h^G = {held ** hp.group_size:.2g} < {collapse.ABSORBED_SHARE:g})")))
+    if hp.correction == "none" or hp.clip_mode != "cap":
+        return clip
+    floor = 1.0 - hp.clip_low
+    if floor > collapse.WEIGHT_FLOOR_MAX:
+        why = (f"the weight is clipped from below at 1 - eps_low = {floor:.3g}, so the push on tokens with a negative "
+               "advantage keeps that share and does not fade")
+    elif held is None:
+        why = "the success rate is unknown or the pilot did not keep its reward"
+    else:
+        why = f"held success rate {held:.3g}, p_h^G = {held ** hp.group_size:.2g}"
+        if clip is not None:
+            why += f" >= {collapse.ABSORBED_SHARE:g}: the run's success is absorbing"
+        else:
+            why += f" < {collapse.ABSORBED_SHARE:g}"
+    measured.append("the clip caps a detached weight (CISPO's) and keeps moving the rewarded tokens past the band edge; "
+                    + ("the displacement is capped at the band edge" if clip is not None else "the displacement is uncapped")
+                    + f" (theory.collapse (10): {why})")
     return clip
 
 

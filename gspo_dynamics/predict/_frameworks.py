@@ -16,6 +16,10 @@ gradient_accumulation_steps of them):
     G = num_generations, lr = learning_rate, beta = beta, (eps_low, eps_high) = (epsilon, epsilon_high)
     correction = importance_sampling_level (token | sequence), Adam(adam_beta1, adam_beta2, adam_epsilon)
     advantage = std when scale_rewards is group / batch / true, mean when none / false
+    loss_type cispo: TRL caps the detached weight at epsilon_high itself, sg[min(w, epsilon_high)] (ScaleRL's
+    eps_max, 5.0 recommended), with no lower bound: eps_high = epsilon_high - 1, eps_low = 1 (`_trl_cispo`); an
+    epsilon_high <= 1 (TRL's default for it is epsilon) caps every token's weight from the first step, a scaled pg
+    gradient until a weight falls under it: read as pg's (no correction), said
 
 (steps_per_generation defaults to gradient_accumulation_steps, so a default config is on-policy:
 T = 1 whatever the accumulation; T < 1, several rollouts per optimizer step, is on-policy too. A config may give
@@ -162,13 +166,30 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
         raise ConfigError(f"importance_sampling_level must be 'token' or 'sequence', got {level!r}")
     eps = _number("epsilon", get("epsilon"), positive=True)
     eps_high = eps if cfg.get("epsilon_high") is None else _number("epsilon_high", cfg["epsilon_high"], positive=True)
+    mode = clip_mode(cfg.get("loss_type"))
+    if mode == "cap":
+        level, eps, eps_high = _trl_cispo(level, eps_high, notes)
     optimizer = Adam(beta1=_number("adam_beta1", get("adam_beta1")), beta2=_number("adam_beta2", get("adam_beta2")),
                      eps=_number("adam_epsilon", get("adam_epsilon"), positive=True))
     hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True), optimizer=optimizer,
                      refresh_interval=T, group_size=G, num_groups=N, advantage=_trl_advantage(get("scale_rewards")),
                      correction=level, clip_low=eps, clip_high=eps_high, kl_coef=_number("beta", get("beta")),
-                     clip_mode=clip_mode(cfg.get("loss_type")))
+                     clip_mode=mode)
     return hp, exact
+
+
+def _trl_cispo(level: str, cap: float, notes: list[str]) -> tuple[str, float, float]:
+    """(correction, eps_low, eps_high) of TRL's CISPO, whose weight is sg[min(w, epsilon_high)] with no lower bound
+    (module docstring): eps_high = `cap` - 1 and no floor (eps_low just below 1, the theory's limit) where the cap is
+    above 1; at or below 1 every token's weight is capped from the first step, read as pg (correction "none")."""
+    if cap > 1.0:
+        notes.append(f"loss_type cispo: TRL caps the importance weight at epsilon_high = {cap:g} itself, with no lower "
+                     f"bound: the theory's eps_high = {cap - 1:g}, no eps_low")
+        return level, 1.0 - 1e-6, cap - 1.0
+    notes.append(f"loss_type cispo with epsilon_high = {cap:g} <= 1 (TRL's default for it is epsilon): TRL caps every "
+                 "token's importance weight there from the first step, so the gradient is pg's scaled until a weight "
+                 "falls under it; read as pg, no correction (ScaleRL recommends epsilon_high = 5.0)")
+    return "none", 1.0 - 1e-6, cap
 
 
 def _generation_keys(cfg: dict[str, Any]) -> tuple[int | None, int | None]:

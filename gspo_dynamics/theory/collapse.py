@@ -55,7 +55,10 @@ the groups that push reaches end all correct and stop carrying a gradient, so th
 reward is the one the band edge caps, (4), as under a clip that switches the gradient off; elsewhere (2) uncapped
 (`band_edge` with the held success rate; `absorbed`). The threshold 1/2 says "the median group carries no gradient";
 it is a model's choice, not derived, and protocol version 14 of paper_repro/pilot_forecast.py judges it held out. A
-loss without a weight (pg's) has no fading push: its D stays uncapped whatever p_h.
+loss without a weight (pg's) has no fading push: its D stays uncapped whatever p_h; nor has a weight clipped from
+below at 1 - eps_low > WEIGHT_FLOOR_MAX (verl's CISPO clamps w to [1 - clip_ratio_low, 1 + clip_ratio_high], 0.8 at
+its default 0.2): a negative token's push keeps that share, which Adam's normalised step does not shrink. MiniMax's
+CISPO, TRL's (it clamps w from above only) and our trainer's (eps_low = 1) have no floor.
 
 How far is too far depends on how peaked the policy is: a shift of the sampled tokens' log-probabilities
 by D reorders a policy whose log-probabilities differ by less than D, and barely moves one whose
@@ -174,6 +177,7 @@ def window_spread(drift_per_lr: float, lr: float, position: int) -> float:
 
 
 ABSORBED_SHARE = 0.5  # (10): a run's success is absorbing when at least this share of its groups all succeed
+WEIGHT_FLOOR_MAX = 0.01  # (10): a capped weight's lower bound 1 - eps_low up to which it lets a negative push fade
 
 
 def absorbed(held_success: float | None, group_size: int) -> bool:
@@ -193,11 +197,13 @@ def band_edge(hp, held_success: float | None = None) -> float | None:
     where nothing stops a clipped token's gradient, without a correction or under a clip that caps only a detached
     weight (CISPO, `clip_mode` "cap": its gradient -(1/N) sum sg[clip(w)] A grad log pi never vanishes, so the policy
     keeps moving past the band edge at T lr s), but for the latter eps_high again where the run's success is absorbing
-    at its held success rate `held_success` (None: unknown), equation (10)."""
+    at its held success rate `held_success` (None: unknown) and the weight has no floor (1 - eps_low <=
+    WEIGHT_FLOOR_MAX), equation (10)."""
     if hp.correction == "none":
         return None
     if hp.clip_mode == "cap":
-        return hp.clip_high if absorbed(held_success, hp.group_size) else None
+        fades = 1.0 - hp.clip_low <= WEIGHT_FLOOR_MAX
+        return hp.clip_high if fades and absorbed(held_success, hp.group_size) else None
     return hp.clip_high
 
 

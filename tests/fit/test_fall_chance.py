@@ -265,21 +265,24 @@ def test_under_cispos_clip_the_displacement_and_the_pilots_own_grow_uncapped(tmp
 
 @pytest.mark.parametrize("level, absorbed", [(0.99, True), (0.8, False)])
 def test_under_cispos_clip_an_absorbed_run_is_capped_as_a_stopping_clip(tmp_path, level, absorbed):
-    """Equation (10) of theory.collapse (version 14): a CISPO pilot that kept a held success rate p_h with p_h^G >= 1/2
-    (0.99^8 = 0.92) has the "stop" run's band edge, margin and bounds; at 0.8 (0.8^8 = 0.17) version 13's uncapped D.
-    The summary says which."""
+    """Equation (10) of theory.collapse (version 14): a CISPO pilot (its weight without a floor) that kept a held success
+    rate p_h with p_h^G >= 1/2 (0.99^8 = 0.92) has the "stop" run's band edge, margin and bounds; at 0.8 (0.8^8 = 0.17),
+    or with a weight floored at 1 - eps_low = 0.8, version 13's uncapped D. The summary says which."""
     j = np.tile(np.arange(4), 15)
     columns = {"reward": np.clip(level + 0.005 * np.sin(np.arange(len(j))), 0, 1), "window/position": j,
                "ratios/token_log_var": (j * 0.05) ** 2, "entropy": np.full(len(j), 0.8),
                "frac_reward_zero_std": np.full(len(j), 0.5)}
     log = write_log(tmp_path / "c.jsonl", columns)
     base = {"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "token", "clip_high": 0.2}
-    cap = dataclasses.replace(pilot_forecast(read_run_config({**base, "clip_mode": "cap"}), log), max_safe_lr=None)
+    cap = dataclasses.replace(pilot_forecast(read_run_config({**base, "clip_mode": "cap", "clip_low": 1 - 1e-6}), log),
+                              max_safe_lr=None)
+    floored = pilot_forecast(read_run_config({**base, "clip_mode": "cap"}), log)  # eps_low 0.2: a floor of 0.8
     stop = dataclasses.replace(pilot_forecast(read_run_config(base), log), max_safe_lr=None)
-    assert stop.band_edge == 0.2 and cap.survived is not None
+    assert stop.band_edge == 0.2 and cap.survived is not None and floored.band_edge is None
     assert cap.band_edge == (0.2 if absorbed else None)
     grids = [margin_grid(f, [0.01, 0.1], [4, 8, 16]) for f in (cap, stop)]
     assert np.array_equal(*grids) is absorbed
     assert (cap.displacement == pytest.approx(stop.displacement)) is absorbed
     said = next(m for m in cap.measured if "detached weight" in m)
     assert ("capped at the band edge" in said) is absorbed and ("uncapped" in said) is not absorbed
+    assert "clipped from below at 1 - eps_low = 0.8" in next(m for m in floored.measured if "detached weight" in m)

@@ -398,3 +398,20 @@ def test_the_bandit_refuses_a_clip_it_does_not_implement():
         reward_drive(0.0, 0.0, cap)
     with pytest.raises(ConfigError, match="clip_mode"):
         check_configs([cap])  # every simulator engine checks its configs here
+
+
+@pytest.mark.parametrize("epsilon_high, correction, eps_high", [(5.0, "token", 4.0), (1.28, "token", 0.28),
+                                                                  (None, "none", 0.2), (1.0, "none", 1.0)])
+def test_trls_cispo_caps_the_weight_at_epsilon_high_itself(epsilon_high, correction, eps_high):
+    """TRL's CISPO weight is sg[min(w, epsilon_high)] with no lower bound: the theory's eps_high is epsilon_high - 1,
+    its eps_low the no-floor limit (so theory.collapse (10) can cap an absorbed run); at epsilon_high <= 1 (unset: TRL
+    takes epsilon, 0.2) every token's weight is capped from the first step, read as pg; each said in a note."""
+    from gspo_dynamics.theory import collapse
+
+    cfg = {"learning_rate": 1e-6, "num_generations": 8, "loss_type": "cispo"}
+    setup = read_run_config(cfg if epsilon_high is None else {**cfg, "epsilon_high": epsilon_high})
+    hp = setup.hparams
+    assert (hp.correction, hp.clip_mode) == (correction, "cap")
+    assert hp.clip_high == pytest.approx(eps_high) and 1 - hp.clip_low <= collapse.WEIGHT_FLOOR_MAX
+    assert any("loss_type cispo" in n for n in setup.notes)
+    assert (collapse.band_edge(hp, 0.99) is None) is (correction == "none")

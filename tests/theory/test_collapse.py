@@ -258,14 +258,19 @@ def test_a_run_is_absorbed_where_half_its_groups_all_succeed(held, G, expected):
     assert collapse.absorbed(held, G) is expected
 
 
-def test_cispos_band_edge_caps_only_an_absorbed_run():
-    """`band_edge`: a stopping clip caps at eps_high whatever p_h; CISPO's cap only where (10) holds; no correction, none."""
+def test_cispos_band_edge_caps_only_an_absorbed_run_whose_weight_has_no_floor():
+    """`band_edge`: a stopping clip caps at eps_high whatever p_h; CISPO's cap only where (10) holds and its weight can
+    fade (no lower bound: eps_low = 1 - 1e-6, as our trainer's CISPO maps; verl's default eps_low = 0.2 keeps a floor of
+    0.8: uncapped whatever p_h); no correction, none."""
     from gspo_dynamics.theory.hyperparams import Hyperparams
-    stop = Hyperparams(lr=1e-3, refresh_interval=4, group_size=8, correction="token", clip_high=0.28)
-    cap = Hyperparams(lr=1e-3, refresh_interval=4, group_size=8, correction="token", clip_high=0.28, clip_mode="cap")
+    base = dict(lr=1e-3, refresh_interval=4, group_size=8, correction="token", clip_high=0.28)
+    stop = Hyperparams(**base)
+    cap = Hyperparams(**base, clip_low=1 - 1e-6, clip_mode="cap")
+    floored = Hyperparams(**base, clip_low=0.2, clip_mode="cap")
     none = Hyperparams(lr=1e-3, refresh_interval=4, group_size=8, correction="none")
     assert collapse.band_edge(stop) == collapse.band_edge(stop, 0.5) == 0.28
     assert collapse.band_edge(cap) is None and collapse.band_edge(cap, 0.9) is None and collapse.band_edge(cap, 0.99) == 0.28
+    assert collapse.band_edge(floored, 0.99) is None and collapse.band_edge(floored, 1.0) is None
     assert collapse.band_edge(none, 1.0) is None
     with pytest.raises(ConfigError):
         collapse.band_edge(cap, 1.5)

@@ -165,13 +165,21 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "pattern-cispo-min6": ("pattern", "cispo", {"task_options": {"min_matches": 6}}, 3e-3, "confirm-17"),
     "pattern-cispo-warm20": ("pattern", "cispo", {"warmup_steps": 20}, 3e-3, "confirm-17"),
     "addition-cispo-temp0.8": ("addition", "cispo", {"task_options": ADDITION, "temperature": 0.8}, 3e-3, "confirm-17"),
+    "pattern-cispo-min2": ("pattern", "cispo", {"task_options": {"min_matches": 2}}, 3e-3, "confirm-18"),
+    "pattern-cispo-min3": ("pattern", "cispo", {"task_options": {"min_matches": 3}}, 3e-3, "confirm-18"),
+    "pattern-cispo-min5": ("pattern", "cispo", {"task_options": {"min_matches": 5}}, 3e-3, "confirm-18"),
+    "pattern-cispo-len4": ("pattern", "cispo", {"task_options": {"length": 4}}, 3e-3, "confirm-18"),
+    "pattern-cispo-len6": ("pattern", "cispo", {"task_options": {"length": 6}}, 3e-3, "confirm-18"),
+    "count-cispo-min2": ("count", "cispo", {"task_options": {"min_count": 2}}, 3e-3, "confirm-18"),
+    "count-cispo-odd": ("count", "cispo", {"task_options": {"parity": "odd"}}, 3e-3, "confirm-18"),
+    "count-cispo-min2-odd": ("count", "cispo", {"task_options": {"min_count": 2, "parity": "odd"}}, 3e-3, "confirm-18"),
 }
-SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17")  # the roles whose pilot and grid start from one checkpoint (version 6)
-PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17")  # versions 10-14: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
-SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16", "confirm-17")  # versions 12-14: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, fit._prior (4))
-CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17")  # versions 11-14: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
+SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # the roles whose pilot and grid start from one checkpoint (version 6)
+PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 10-14: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
+SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 12-14: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, fit._prior (4))
+CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 11-14: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
 CLIP_ROLES = ("confirm-16",)  # version 13: the rounds that judge its change (`_clip_mode_report.change_claim`)
-ABSORB_ROLES = ("confirm-17",)  # version 14: the rounds that judge its change (`_clip_mode_report.change_claim`)
+ABSORB_ROLES = ("confirm-17", "confirm-18")  # version 14: the rounds that judge its change (`_clip_mode_report.change_claim`)
 VERSION_12_KAPPA = 2.0  # kappa of fit._prior (4) as version 12 froze it (a95b830), whatever fit.SHRINKAGE becomes
 VERSION_11_CHANCE = (-1.5011, 1.3680)  # (a, b) of fit._fall_chance (2) as version 11 froze them (28791cc), whatever fit.FALL_CHANCE becomes
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it

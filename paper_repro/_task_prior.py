@@ -25,7 +25,7 @@ from _pilot_scores import PLATEAU_TOL, flat_forecast, forecast_final_reward
 from gspo_dynamics.fit import prior_interval
 from gspo_dynamics.fit._prior import LEVEL
 
-ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 18))  # the protocol's rounds, in the order they ran
+ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 19))  # the protocol's rounds, in the order they ran
 
 
 def _stable_finals(result: dict) -> list[tuple[float, int, float]]:

@@ -21,6 +21,13 @@ not). Scored as version 13's rows (targets unchanged; the final reward version 1
 the same cells beside. The change's own target: both regime targets met on more of the ten than under version 13's
 verdict, and more of the round's 200 cells right; its cells safe but unstable are reported beside, not a target (the
 rule trades some for false alarms). The fall chance's row for this round as version 11's, on version 14's margin.
+Second round ("confirm-18", chosen after confirm-17 was read, committed with this paragraph before its grids ran;
+version 14 unchanged): confirm-17's absorbing and non-absorbing pilots fell on different tasks, so this round looks
+for one task on both sides of p_h^G = 1/2: eight CISPO combinations that move a task's difficulty, on pattern
+min_matches 2, 3 and 5 and length 4 and 6 (easier than the exact match of 8, perhaps absorbing), on count min_count
+2, an odd count, and min_count 2 with an odd count (harder than any count, perhaps not). Scored as confirm-17's
+rows, the change's row and the fall chance's row as confirm-17's; per combination, RESULTS.md's section shows the
+pilot's held success rate beside its verdicts.
 
 Protocol, version 13 (fixed, and committed, before any of its held-out grids was run; 2026-11-26, session 16):
 version 12 unchanged but for one rule of the model. A loss whose clip caps a token's importance weight without

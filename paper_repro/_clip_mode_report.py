@@ -49,11 +49,15 @@ def _names(results: dict, version: int, keep) -> list[str]:
     return [n for n in results if VERDICTS[version - 1] in results[n] and keep(n)]
 
 
+TARGETS = {13: lambda new, old: new[1] < old[1],  # each change's own part of its target (`_passed`): fewer cells
+           14: lambda new, old: new[3] > old[3]}  # safe but unstable (13), more cells right (14)
+
+
 def _passed(t: dict, version: int) -> bool:
     """Each change's pre-registered target: both regime targets on more combinations than the earlier version's
-    verdict, and (13) fewer cells safe but unstable or (14) more cells right."""
+    verdict, and its own part (TARGETS)."""
     new, old = t[version], t[version - 1]
-    return new[0] > old[0] and (new[1] < old[1] if version == 13 else new[3] > old[3])
+    return new[0] > old[0] and TARGETS[version](new, old)
 
 
 def change_claim(results: dict, roles: dict, held_out: str) -> tuple[str, bool] | None:
@@ -81,7 +85,8 @@ def change_reach(results: dict, roles: dict, version: int) -> str:
                         ("held out", lambda n: roles[n] in CHANGES[version])):
         names = _names(results, version, keep)
         if names:
-            new, old = tally(results, names, version).values()
+            t = tally(results, names, version)
+            new, old = t[version], t[version - 1]
             parts.append(f"{label} ({len(names)} combinations): both regime targets on {new[0]} against {old[0]}, "
                          f"safe but unstable {new[1]} against {old[1]}, false alarms {new[2]} against {old[2]}, cells "
                          f"right {new[3]} against {old[3]}")

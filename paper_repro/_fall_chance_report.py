@@ -37,12 +37,12 @@ def _cells(results: dict, roles: dict, version: int = 14) -> list[tuple]:
     """(round index, task, lr factor, T, margin, falls, seeds) per cell of every result with margins, each margin as
     protocol `version` read it: a CISPO row keeps version 12's ("margin v12", its displacement capped) and version
     13's ("margin v13", uncapped), the others one margin for all."""
-    keys = {12: ("margin v12", "margin v13", "margin"), 13: ("margin v13", "margin"), 14: ("margin",)}[version]
+    key = {12: "margin v12", 13: "margin v13", 14: "margin"}[version]
     out = []
     for name, result in results.items():
         if result.get("margin") is None:
             continue
-        margin = next(result[k] for k in keys if result.get(k) is not None)
+        margin = result.get(key) or result["margin"]
         lr_pilot = result["forecast"].config.setup.hparams.lr
         seeds = next(iter(result["curves"].values()))["reward"].shape[0]
         for (lr, T), m in result["measured"].items():

@@ -16,6 +16,18 @@ def number(x: float | None) -> str:
     return "not measured" if x is None else f"{x:.3g}"
 
 
+def held_text(fc) -> str:
+    """", held success rate p_h (p_h^G ...)" of the pilot's last rewards, and under CISPO's clip whether version 14 capped
+    the displacement (`theory.collapse` (10)); "" without the pilot's rewards."""
+    if fc.held is None:
+        return ""
+    hp = fc.config.setup.hparams
+    text = f", held success rate {number(fc.held)} (p_h^G {number(min(max(fc.held, 0.0), 1.0) ** hp.group_size)})"
+    if hp.clip_mode == "cap" and hp.correction != "none":
+        text += ", D " + ("capped at the band edge" if fc.band_edge is not None else "uncapped")
+    return text
+
+
 def describe(result: dict) -> str:
     parts = []
     for who in FORECASTERS:
@@ -51,7 +63,7 @@ def cell_map(name: str, result: dict) -> list[str]:
     lines = [f"### {name} ({role}; pilot at lr {lr_pilot:g}, T = {PILOT_T}: drift {number(fc.drift_per_step)} per stale "
              f"step, entropy {number(fc.entropy)}, the run's share of groups with signal {number(fc.signal_share)} (the pilot's "
              f"{number(fc.pilot_signal_share)}), overshoot "
-             f"{'yes' if fc.overshoot else 'no'})", "",
+             f"{'yes' if fc.overshoot else 'no'}{held_text(fc)})", "",
              "| measured \\ ours | stable | unstable |", "|---|---|---|",
              f"| stable | {count[(False, False)]} | {count[(False, True)]} |",
              f"| unstable | {count[(True, False)]} | {count[(True, True)]} |", "",

@@ -258,7 +258,7 @@ def base_config(name: str) -> TrainConfig:
 def pilot(cfg: TrainConfig):
     """The pilot run (base lr, T = PILOT_T, PILOT_STEPS steps), its forecast object for `cfg` and, for a loss whose
     clip keeps the gradient (CISPO), the forecasts as versions 12 and 13 read it ({"version 12": its displacement
-    capped, "version 13": uncapped}, `earlier_readings`; {} for the others: neither version changed them). It runs on one
+    capped, "version 13": uncapped, `uncapped`}; {} for the others: neither version changed them). It runs on one
     thread whichever process runs it: the thread count changes the order of the float sums, and a pilot that
     drifts far (addition's, 0.6-0.9 per stale step) carries that rounding into a different run (found in
     version 9: two addition pilots read differently run from the grid's process and from a --from-dump worker)."""
@@ -279,9 +279,14 @@ def pilot(cfg: TrainConfig):
     return setup, fc, {"version 12": pilot_forecast(stop, log, reward_range=(0.0, 1.0)), "version 13": uncapped(fc)}
 
 
+EARLIER_MARGINS = {"version 12": "margin v12", "version 13": "margin v13"}  # where a result keeps each one's margin
+
+
 def uncapped(fc):
-    """The forecast `fc` as version 13 read it: its displacement, the config's and the pilot's own, uncapped at the
-    band edge (theory.collapse (2)); `fc` itself where version 14 left it uncapped (the run's success not absorbing)."""
+    """The forecast `fc` as version 13 read it, for the grid and the margin (`collapse_grid`, `margin_grid`): its band
+    edge dropped and its displacement, the config's and the pilot's own at the protocol's PILOT_T (every pilot of the
+    protocol runs at it), uncapped (theory.collapse (2)); its bounds and text stay version 14's. `fc` itself where
+    version 14 left it uncapped (the run's success not absorbing)."""
     if fc.band_edge is None or fc.displacement is None:
         return fc
     hp = fc.config.setup.hparams
@@ -339,7 +344,7 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
         # earlier version's verdict on the same cells; the fall chance's earlier held-out rounds read their margins
         result[key] = {c: f["ours"] for c, f in forecast_cells(earlier_fc, setup.hparams.momentum, cfg.lr, lrs, Ts).items()}
         m = margin_grid(earlier_fc, lrs, Ts)
-        result[f"margin v{key.split()[1]}"] = None if m is None else {
+        result[EARLIER_MARGINS[key]] = None if m is None else {
             (lr, T): float(m[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)}
     return result
 

@@ -3,6 +3,7 @@ written here (the end-to-end quick run is in tests/test_paper_repro.py, slow).""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from types import SimpleNamespace
@@ -688,15 +689,18 @@ def test_rounds_held_out_before_version_14_keep_the_margin_their_version_read(lo
     assert [report.judged_by(r) for r in ("confirm-12", "confirm-15", "confirm-16", "confirm-17")] == [12, 12, 13, 14]
 
 
-def test_version_13s_reading_of_an_absorbed_cispo_pilot_is_uncapped(script, tmp_path):
-    """`uncapped`: a CISPO pilot whose success is absorbing (version 14 caps its displacement at the band edge) read
-    as version 13 read it: no band edge, the config's D = T lr s and the pilot's own D = PILOT_T lr s (theory.collapse
-    (2)); a pilot version 14 left uncapped is returned as it is."""
-    from gspo_dynamics.fit import pilot_forecast
+def test_version_13s_reading_of_an_absorbed_cispo_pilot_is_uncapped(script, tmp_path, monkeypatch):
+    """`uncapped`: a CISPO pilot at the protocol's PILOT_T whose success is absorbing (version 14 caps its displacement
+    at the band edge) read as version 13 read it, against an independent route, the whole forecast recomputed with
+    absorption switched off (ABSORBED_SHARE above 1, version 13's code path): the same collapse grid and margin over
+    an (lr, T) grid (exactly: the same floats), the config's D = T lr s; a pilot version 14 left uncapped is returned
+    as it is."""
+    from gspo_dynamics.fit import collapse_grid, margin_grid, pilot_forecast
     from gspo_dynamics.logs import read_log
     from gspo_dynamics.predict import read_run_config
+    from gspo_dynamics.theory import collapse
 
-    j = np.tile(np.arange(2), 30)
+    j = np.tile(np.arange(script.PILOT_T), 30)
     rows = [{"step": i + 1, "reward": 0.99 + 0.005 * math.sin(i), "window/position": int(j[i]),
              "ratios/token_log_var": float((j[i] * 0.05) ** 2), "entropy": 0.8, "frac_reward_zero_std": 0.5}
             for i in range(len(j))]
@@ -704,10 +708,30 @@ def test_version_13s_reading_of_an_absorbed_cispo_pilot_is_uncapped(script, tmp_
     path.write_text("\n".join(json.dumps(r) for r in rows))
     setup = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "correction": "token",
                              "clip_high": 0.2, "clip_low": 1 - 1e-6, "clip_mode": "cap"})
-    fc = pilot_forecast(setup, read_log(str(path)))
+    fc = dataclasses.replace(pilot_forecast(setup, read_log(str(path))), max_safe_lr=None)
     assert fc.band_edge == 0.2 and fc.survived is not None
+    monkeypatch.setattr(collapse, "ABSORBED_SHARE", 2.0)
+    v13_route = dataclasses.replace(pilot_forecast(setup, read_log(str(path))), max_safe_lr=None)
     v13 = script.uncapped(fc)
-    assert v13.band_edge is None
-    assert v13.displacement == pytest.approx(4 * fc.drift_per_step) and v13.survived == pytest.approx(
-        script.PILOT_T * fc.drift_per_step)
+    assert v13.band_edge is None is v13_route.band_edge
+    lrs, Ts = [0.01, 0.03, 0.1, 0.3], [1, 2, 4, 16, 32]
+    assert np.array_equal(collapse_grid(v13, lrs, Ts), collapse_grid(v13_route, lrs, Ts))
+    assert np.array_equal(margin_grid(v13, lrs, Ts), margin_grid(v13_route, lrs, Ts))
+    assert not np.array_equal(margin_grid(fc, lrs, Ts), margin_grid(v13, lrs, Ts))  # the cap mattered here
+    assert v13.displacement == pytest.approx(v13_route.displacement) == pytest.approx(4 * fc.drift_per_step)
     assert script.uncapped(v13) is v13
+
+
+def test_a_sections_header_gives_the_held_success_rate_and_cispos_cap(load_script):
+    """`held_text`: the pilot's held success rate p_h and p_h^G (0.99^8 = 0.923), and under CISPO's clip whether the
+    displacement was capped (theory.collapse (10)); nothing without the pilot's rewards."""
+    report = load_script("paper_repro", "_pilot_report")
+
+    def fc(held, mode="cap", edge=0.28, correction="token"):
+        hp = SimpleNamespace(group_size=8, clip_mode=mode, correction=correction)
+        return SimpleNamespace(held=held, band_edge=edge, config=SimpleNamespace(setup=SimpleNamespace(hparams=hp)))
+
+    assert report.held_text(fc(0.99)) == ", held success rate 0.99 (p_h^G 0.923), D capped at the band edge"
+    assert report.held_text(fc(0.5, edge=None)).endswith("(p_h^G 0.00391), D uncapped")
+    assert report.held_text(fc(0.5, mode="stop")) == ", held success rate 0.5 (p_h^G 0.00391)"
+    assert report.held_text(fc(None)) == ""

@@ -279,7 +279,7 @@ def test_under_cispos_clip_an_absorbed_run_is_capped_as_a_stopping_clip(tmp_path
     floored = pilot_forecast(read_run_config({**base, "clip_mode": "cap"}), log)  # eps_low 0.2: a floor of 0.8
     stop = dataclasses.replace(pilot_forecast(read_run_config(base), log), max_safe_lr=None)
     assert stop.band_edge == 0.2 and cap.survived is not None and floored.band_edge is None
-    assert cap.band_edge == (0.2 if absorbed else None)
+    assert cap.band_edge == (0.2 if absorbed else None) == cap.to_json()["displacement_band_edge"]
     grids = [margin_grid(f, [0.01, 0.1], [4, 8, 16]) for f in (cap, stop)]
     assert np.array_equal(*grids) is absorbed
     assert (cap.displacement == pytest.approx(stop.displacement)) is absorbed

@@ -364,7 +364,8 @@ def test_our_trainer_corpus_label_reads_as_its_config():
 
 def test_cispo_is_a_clip_that_keeps_the_gradient_in_every_framework():
     """Hyperparams.clip_mode "cap" for CISPO (our objective, TRL's loss_type, verl's loss_mode), "stop" for PPO-style
-    losses; theory.collapse.band_edge caps the displacement only under "stop" with a correction; a bad clip_mode is
+    losses; theory.collapse.band_edge caps the displacement under "stop" with a correction, and under "cap" only with a
+    held success rate (equation (10), tested in tests/theory/test_collapse.py): none without one; a bad clip_mode is
     one ConfigError."""
     from gspo_dynamics.theory import collapse
     from gspo_dynamics.theory.hyperparams import Hyperparams

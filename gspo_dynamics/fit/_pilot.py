@@ -120,7 +120,8 @@ class PilotForecast:
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
                 "signal_share": self.signal_share, "pilot_signal_share": self.pilot_signal_share,
-                "survived_displacement": self.survived, "displacement_band_edge": self.band_edge, "collapse_limit": self.collapse_limit,
+                "survived_displacement": self.survived, "displacement_band_edge": self.band_edge,
+                "collapse_limit": self.collapse_limit,
                 "fall_chance": config_fall_chance(self),  # fit._fall_chance (1), (2); null: the collapse rules not assessed
                 "held_reward": self.held, "end_reward": None if self.end is None else self.end.to_json(),
                 "task_prior": None if self.prior is None else self.prior.to_json(),

@@ -54,7 +54,10 @@ all succeed, (9)'s term),
 the groups that push reaches end all correct and stop carrying a gradient, so the displacement that moves the
 reward is the one the band edge caps, (4), as under a clip that switches the gradient off; elsewhere (2) uncapped
 (`band_edge` with the held success rate; `absorbed`). The threshold 1/2 says "the median group carries no gradient";
-it is a model's choice, not derived, and protocol version 14 of paper_repro/pilot_forecast.py judges it held out. A
+it is a model's choice, not derived, and protocol version 14 of paper_repro/pilot_forecast.py judges it held out: on
+confirm-17 it beat (2) uncapped (both regime targets on 8 of 10 against 4); on confirm-18 it tied, count's harder
+runs (p_h 0.23-0.53) falling as their side of (10) says and pattern's easiest (p_h^G 0.56) falling though capped, so
+(10) separates count's runs but not pattern's. A
 loss without a weight (pg's) has no fading push: its D stays uncapped whatever p_h; nor has a weight clipped from
 below at 1 - eps_low > WEIGHT_FLOOR_MAX (verl's CISPO clamps w to [1 - clip_ratio_low, 1 + clip_ratio_high], 0.8 at
 its default 0.2): a negative token's push keeps that share, which Adam's normalised step does not shrink. MiniMax's

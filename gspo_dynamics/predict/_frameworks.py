@@ -17,7 +17,7 @@ gradient_accumulation_steps of them):
     correction = importance_sampling_level (token | sequence), Adam(adam_beta1, adam_beta2, adam_epsilon)
     advantage = std when scale_rewards is group / batch / true, mean when none / false
     loss_type cispo: TRL caps the detached weight at epsilon_high itself, sg[min(w, epsilon_high)] (ScaleRL's
-    eps_max, 5.0 recommended), with no lower bound: eps_high = epsilon_high - 1, eps_low = 1 (`_trl_cispo`); an
+    eps_max, 5.0 recommended), with no lower bound: eps_high = epsilon_high - 1, eps_low = 1 (`_clip_modes`); an
     epsilon_high <= 1 (TRL's default for it is epsilon) caps every token's weight from the first step, a scaled pg
     gradient until a weight falls under it: read as pg's (no correction), said
 
@@ -53,6 +53,7 @@ import re
 from typing import Any
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.predict._clip_modes import clip_mode, trl_cispo
 from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
@@ -95,16 +96,6 @@ TRAINER_DEFAULTS: dict[str, Any] = {
 }
 OBJECTIVE_CLIPS = {"gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1])}  # the rest: GRPO_CLIP
 OBJECTIVE_CORRECTIONS = {"pg": "none", "gspo": "sequence"}  # the rest correct per token
-# losses whose clip caps a detached importance weight and keeps the gradient (Hyperparams.clip_mode "cap"), by the
-# name our objective, TRL's loss_type and verl's policy_loss.loss_mode give them
-WEIGHT_CAPPING_LOSSES = {"cispo"}
-
-
-def clip_mode(loss: Any) -> str:
-    """Hyperparams.clip_mode of a loss named `loss` (our objective, TRL's loss_type, verl's loss_mode)."""
-    return "cap" if loss in WEIGHT_CAPPING_LOSSES else "stop"
-
-
 def _number(key: str, value: Any, *, integer: bool = False, positive: bool = False) -> float | int:
     """A finite number (an integer when `integer`; > 0 when `positive`) or one ConfigError sentence."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -168,7 +159,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     eps_high = eps if cfg.get("epsilon_high") is None else _number("epsilon_high", cfg["epsilon_high"], positive=True)
     mode = clip_mode(cfg.get("loss_type"))
     if mode == "cap":
-        level, eps, eps_high = _trl_cispo(level, eps_high, notes)
+        level, eps, eps_high = trl_cispo(level, eps_high, notes)
     optimizer = Adam(beta1=_number("adam_beta1", get("adam_beta1")), beta2=_number("adam_beta2", get("adam_beta2")),
                      eps=_number("adam_epsilon", get("adam_epsilon"), positive=True))
     hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True), optimizer=optimizer,
@@ -176,23 +167,6 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
                      correction=level, clip_low=eps, clip_high=eps_high, kl_coef=_number("beta", get("beta")),
                      clip_mode=mode)
     return hp, exact
-
-
-def _trl_cispo(level: str, cap: float, notes: list[str]) -> tuple[str, float, float]:
-    """(correction, eps_low, eps_high) of TRL's CISPO, whose weight is sg[min(w, epsilon_high)] with no lower bound
-    (module docstring): eps_high = `cap` - 1 and no floor (eps_low just below 1, the theory's limit) where the cap is
-    above 1; at or below 1 every token's weight is capped from the first step, read as pg (correction "none"): on the
-    safe side, since a negative token's push still fades once its weight falls under the cap, log(1 / cap) nats on,
-    which theory.collapse (10) would count."""
-    if cap > 1.0:
-        notes.append(f"loss_type cispo: TRL caps the importance weight at epsilon_high = {cap:g} itself, with no lower "
-                     f"bound: the theory's eps_high = {cap - 1:g}, no eps_low")
-        return level, 1.0 - 1e-6, cap - 1.0
-    notes.append(f"loss_type cispo with epsilon_high = {cap:g} <= 1 (TRL's default for it is epsilon): TRL caps every "
-                 "token's importance weight there from the first step, so the gradient is pg's scaled until a weight "
-                 "falls under it; read as pg, no correction, so its displacement is never capped (on the safe side: "
-                 "past log(1 / epsilon_high) nats a negative token's push fades; ScaleRL recommends epsilon_high = 5.0)")
-    return "none", 1.0 - 1e-6, cap
 
 
 def _generation_keys(cfg: dict[str, Any]) -> tuple[int | None, int | None]:

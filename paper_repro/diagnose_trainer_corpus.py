@@ -32,7 +32,8 @@ from _results import Claim, parse_mode, record, replace_section  # noqa: E402
 
 from gspo_dynamics.diagnose import MODES, TOO_SHORT, diagnose  # noqa: E402
 from gspo_dynamics.logs import read_log  # noqa: E402
-from gspo_dynamics.theory.hyperparams import Adam, Hyperparams  # noqa: E402
+from gspo_dynamics.predict import read_run_config  # noqa: E402
+from gspo_dynamics.theory.hyperparams import Hyperparams  # noqa: E402
 from gspo_dynamics.train.config import TrainConfig  # noqa: E402
 from gspo_dynamics.train.corpus import RECIPES, generate_trainer_corpus, recipe_config  # noqa: E402
 from gspo_dynamics.train.trainer import train  # noqa: E402
@@ -44,16 +45,12 @@ SECTION = "## Diagnose: labelled trainer corpus"
 SHORT = {"healthy_saturation": "healthy", "still_rising": "rising", "stalled": "stalled",
          "dynamical_instability": "instab", "advantage_degeneracy": "degen", "policy_concentration": "conc",
          "reward_hacking": "hack", "noise_dominated": "noise", TOO_SHORT: "short"}
-CORRECTION = {"pg": "none", "gspo": "sequence"}  # the registry's other objectives use token-level ratios
 
 
 def hyperparams_of(config: TrainConfig) -> Hyperparams:
-    """The theory's Hyperparams of a trainer config (AdamW without weight decay = Adam)."""
-    return Hyperparams(lr=config.lr, optimizer=Adam(beta1=config.beta1, beta2=config.beta2, eps=config.adam_eps),
-                       refresh_interval=config.refresh_interval, group_size=config.group_size,
-                       num_groups=config.prompts_per_step, advantage="std" if config.scale == "group" else "mean",
-                       correction=CORRECTION.get(config.objective, "token"), clip_low=config.eps_low,
-                       clip_high=config.eps_high, kl_coef=config.kl_coef, kl_estimator="k3")
+    """The theory's Hyperparams of a trainer config, by the one mapping `predict` and `diagnose --config` use
+    (`predict.read_run_config`)."""
+    return read_run_config(config.to_dict()).hparams
 
 
 def curve_summary(log) -> str:

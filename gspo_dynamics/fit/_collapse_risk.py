@@ -109,7 +109,8 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
         return out
     H, s = float(entropy.mean()), delta / hp.lr
     pilot_share, signal_share = signal_shares(*zero_std, hp, n, kept, assumed)
-    clip = displacement_cap(hp, zero_std[1], kept, measured)
+    held = float(np.clip(held_reward(zero_std[1]), 0.0, 1.0)) if kept and zero_std[1] is not None else None
+    clip = displacement_cap(hp, held, measured)
     D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
     survived = collapse.displacement(s, hp.lr, pilot_refresh_interval(log, n, hp, assumed), clip) if kept else None
     bound = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
@@ -118,8 +119,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     out.update(entropy=H, signal_share=signal_share, pilot_signal_share=pilot_share, overshoot=collapse.overshoots(first),
                entropy_rise=collapse.entropy_rise(first),
                displacement=D, survived=survived, band_edge=clip,
-               kl_pull=kl_pull_risk(hp, None if zero_std[0] is None and zero_std[1] is None else signal_share,
-                                    held_reward(zero_std[1]) if kept and zero_std[1] is not None else None),
+               kl_pull=kl_pull_risk(hp, None if zero_std[0] is None and zero_std[1] is None else signal_share, held),
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
                collapse_max_lr=collapse.max_safe_learning_rate(s, hp.refresh_interval, limit, clip))
     measured.append(f"the mean token entropy, {H:.3g} nats, and the run's share of groups with signal, {signal_share:.3g}: "
@@ -138,17 +138,15 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     return out
 
 
-def displacement_cap(hp: Hyperparams, success: np.ndarray | None, kept: bool, measured: list[str]) -> float | None:
+def displacement_cap(hp: Hyperparams, held: float | None, measured: list[str]) -> float | None:
     """The clip's band edge that caps the run's displacement (`theory.collapse.band_edge`, equations (4) and (10)):
-    under a clip that caps a detached weight (CISPO), the pilot's held success rate p_h (`held_reward`, where the
-    reward is one and the pilot kept it, as (9) reads it) decides whether the run's success is absorbing; said."""
-    held = float(np.clip(held_reward(success), 0.0, 1.0)) if success is not None and kept else None
+    under a clip that caps a detached weight (CISPO), the pilot's held success rate p_h (`held`: where the reward is
+    one and the pilot kept it, as (9) reads it; None otherwise) decides whether the run's success is absorbing; said."""
     clip = collapse.band_edge(hp, held)
     if hp.correction == "none" or hp.clip_mode != "cap":
         return clip
-    floor = 1.0 - hp.clip_low
-    if floor > collapse.WEIGHT_FLOOR_MAX:
-        why = (f"the weight is clipped from below at 1 - eps_low = {floor:.3g}, so the push on tokens with a negative "
+    if not collapse.weight_fades(hp):
+        why = (f"the weight is clipped from below at 1 - eps_low = {1.0 - hp.clip_low:.3g}, so the push on tokens with a negative "
                "advantage keeps that share and does not fade")
     elif held is None:
         why = "the success rate is unknown or the pilot did not keep its reward"

@@ -199,6 +199,12 @@ def absorbed(held_success: float | None, group_size: int) -> bool:
     return float(held_success) ** positive_int("group_size", group_size) >= ABSORBED_SHARE
 
 
+def weight_fades(hp) -> bool:
+    """Whether a capped weight (`clip_mode` "cap") can fall far enough to fade a negative token's push, equation (10):
+    its lower bound 1 - eps_low at most WEIGHT_FLOOR_MAX."""
+    return 1.0 - hp.clip_low <= WEIGHT_FLOOR_MAX
+
+
 def band_edge(hp, held_success: float | None = None) -> float | None:
     """The clip's upper bound eps_high that caps the displacement (3) of a run with `hp` (theory.Hyperparams): None
     where nothing stops a clipped token's gradient, without a correction or under a clip that caps only a detached
@@ -209,8 +215,7 @@ def band_edge(hp, held_success: float | None = None) -> float | None:
     if hp.correction == "none":
         return None
     if hp.clip_mode == "cap":
-        fades = 1.0 - hp.clip_low <= WEIGHT_FLOOR_MAX
-        return hp.clip_high if fades and absorbed(held_success, hp.group_size) else None
+        return hp.clip_high if weight_fades(hp) and absorbed(held_success, hp.group_size) else None
     return hp.clip_high
 
 

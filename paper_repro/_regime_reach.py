@@ -68,8 +68,14 @@ def seed_prior(counts, seeds: int) -> tuple[float, float]:
     if counts.size == 0 or counts.min() < 0 or counts.max() > seeds:
         raise ValueError(f"counts must be 0..{seeds}, got {counts.tolist()}")
     tally = np.bincount(counts, minlength=seeds + 1)
-    best = minimize(lambda x: -np.sum(tally * log_pmf(seeds, *np.exp(x))), np.zeros(2), method="L-BFGS-B",
-                    bounds=[(-LOG_BOUND, LOG_BOUND)] * 2)
+
+    def loss(x):
+        return -np.sum(tally * log_pmf(seeds, *np.exp(x)))
+
+    bounds = [(-LOG_BOUND, LOG_BOUND)] * 2
+    best = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=bounds)
+    if not best.success:  # a few cells (a quick run's) put the maximum on a bound, where the gradient's line search
+        best = minimize(loss, np.zeros(2), method="Nelder-Mead", bounds=bounds)  # can stall; the simplex does not
     if not best.success:
         raise ValueError(f"the beta-binomial fit of {tally.tolist()} did not converge: {best.message}")
     return float(np.exp(best.x[0])), float(np.exp(best.x[1]))

@@ -24,7 +24,9 @@ Outcome per T (vectorised over T, one row each):
 Long refresh intervals are cheap: once a period has settled (the state no longer moves: the
 stale drive is balanced by the fresh forces) the rest of the period is skipped. If every period
 of the row T_B settled before its end, every T >= T_B produces the same sequence of refresh
-states and so the same outcome; the scan uses this to answer up to t_max = 10^4 exactly.
+states and so the same outcome; the scan uses this to answer up to t_max = 10^4 exactly. Under a ratio
+clip the period may never settle (past the band edge the clipped map keeps the policy moving within the
+period): then every T up to t_max is simulated, vectorised over T (seconds, not milliseconds).
 """
 
 from __future__ import annotations

@@ -710,14 +710,17 @@ def test_a_pilots_zero_std_share_below_what_its_g_allows_is_said(tmp_path):
     prompts (the bound is tight there: N = 4, 0.3% of correct pilots said in a review's 20,000 seeds; 1 of 20
     allowed here), with one prompt a step (where the share is the estimate itself; G = 12, rewards rounded to
     float32 as TRL logs them, which an unsnapped count turned into a warning), and with unequal prompts; a pilot
-    run at G = 16 (N = 4: 200 of 200 said), or with partial credit, is said in every seed."""
+    run at G = 16 (N = 4: 200 of 200 said), or with partial credit, is said in every seed. The seeds go through
+    the check itself (`logged_group_size`, on the log as read); two pilots go through the whole forecast."""
+    from gspo_dynamics.fit._pilot_log import logged_group_size
+    from gspo_dynamics.logs import read_log
+
     rng = np.random.default_rng(5)
     curve = 0.9 - 0.6 * np.exp(-np.arange(60) / 15)
 
-    def said(columns, N=4) -> bool:
-        setup = read_run_config({"lr": 0.1, "group_size": 8, "num_groups": N, "refresh_interval": 1})
-        f = pilot_forecast(setup, write_log(tmp_path / "g.jsonl", columns), reward_range=(0.0, 1.0))
-        return any("below the least G = 8 gives" in a for a in f.assumed)
+    def said(columns, N=4, G=8) -> bool:
+        log = read_log(write_log(tmp_path / "g.jsonl", columns))
+        return any(f"below the least G = {G} gives" in a for a in logged_group_size(log, len(curve), G, N))
 
     assert sum(said(group_pilot(rng, curve, 8, 4)) for _ in range(20)) <= 1
     assert not any(said(group_pilot(rng, curve, 8, 1), N=1) for _ in range(5))
@@ -725,11 +728,11 @@ def test_a_pilots_zero_std_share_below_what_its_g_allows_is_said(tmp_path):
     def float32(columns):
         return {k: v.astype(np.float32).astype(np.float64) for k, v in columns.items()}
 
-    setup12 = read_run_config({"lr": 0.1, "group_size": 12, "num_groups": 1, "refresh_interval": 1})
-    for _ in range(5):
-        f = pilot_forecast(setup12, write_log(tmp_path / "g12.jsonl", float32(group_pilot(rng, curve, 12, 1))),
-                           reward_range=(0.0, 1.0))
-        assert not any("below the least G = 12" in a for a in f.assumed)
+    assert not any(said(float32(group_pilot(rng, curve, 12, 1)), N=1, G=12) for _ in range(5))
     assert not any(said(group_pilot(rng, curve, 8, 4, spread=0.3)) for _ in range(5))
     assert all(said(group_pilot(rng, curve, 16, 4)) for _ in range(5))
     assert all(said(group_pilot(rng, curve, 8, 4, partial=True)) for _ in range(5))
+    setup = read_run_config({"lr": 0.1, "group_size": 8, "num_groups": 4, "refresh_interval": 1})
+    for G, expected in ((8, False), (16, True)):
+        f = pilot_forecast(setup, write_log(tmp_path / "g.jsonl", group_pilot(rng, curve, G, 4)), reward_range=(0.0, 1.0))
+        assert any("below the least G = 8 gives" in a for a in f.assumed) == expected

@@ -45,13 +45,27 @@ def test_stable_rows_really_converge():
 
 
 def test_settling_argument_answers_large_T_without_simulating_each():
-    # Unclipped-in-the-limit correction, no momentum: stable for every T; the scan must stop early
-    # by the settling argument yet agree with direct simulation of a few large T.
-    bandit, hp, t_lin = _setup(0.5, 0.0, 0.5, correction="token")
+    """No correction and a KL weight of 1: linearly stable for every T, and every period of the first block's last
+    row ends static, so the scan stops after that block by the settling argument; direct simulation of two far
+    larger T agrees."""
+    bandit, hp, t_lin = _setup(0.5, 0.0, 1.0)
     assert t_lin == linear.STABLE
     fs = nonlinear.critical_refresh_interval_from_start(bandit, hp, 0.5, 0.0, 10_000)
-    assert fs.critical_refresh_interval == linear.STABLE
+    assert fs.critical_refresh_interval == linear.STABLE and fs.t_scanned == nonlinear.FIRST_BLOCK
     import dataclasses
     for T in (3000, 9999):
         traj = nonlinear.expected_trajectory(bandit, dataclasses.replace(hp, refresh_interval=T), 0.5, 0.0, 6 * T)
         assert abs(traj[-1] - fixed_point(bandit, hp).reward) < 1e-6
+
+
+def test_a_clipped_period_that_never_settles_is_simulated_to_t_max():
+    """The token correction with the PPO clip: once the stale ratio reaches the band edge, the clipped map keeps the
+    policy moving within the period (no static state, so no settling argument), and the scan simulates every T up
+    to t_max; the last one agrees with direct simulation."""
+    bandit, hp, t_lin = _setup(0.5, 0.0, 0.5, correction="token")
+    assert t_lin == linear.STABLE
+    fs = nonlinear.critical_refresh_interval_from_start(bandit, hp, 0.5, 0.0, 1500)
+    assert fs.critical_refresh_interval == linear.STABLE and fs.t_scanned == 1500
+    import dataclasses
+    traj = nonlinear.expected_trajectory(bandit, dataclasses.replace(hp, refresh_interval=1500), 0.5, 0.0, 6 * 1500)
+    assert abs(traj[-1] - fixed_point(bandit, hp).reward) < 1e-6

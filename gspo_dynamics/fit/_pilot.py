@@ -198,6 +198,9 @@ class PilotForecast:
             within = max_safe_range_text(imp)
             regime = (f"  regime at T = {T}: not identified ({why}); at the fitted stiffness {imp.exact_regime}, max safe T "
                       f"{max_safe_text(imp)}" + (f", {within}" if within else ""))
+        elif imp.exact_regime is not None and self.lost:  # the fit reads the fall's curve: its verdict is not the run's
+            regime = (f"  regime at T = {T}: lost reward at this lr (above); the linear model, reading "
+                      f"that fall's curve, would say {imp.exact_regime}, max safe T {max_safe_text(imp)}")
         elif imp.exact_regime is not None:
             regime = f"  regime at T = {T}: {imp.exact_regime}; max safe T {max_safe_text(imp)}"
         else:

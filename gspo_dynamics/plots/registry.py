@@ -272,7 +272,7 @@ def _diagnose_figure(log_name: str):
 
 
 @_register("predict_map", "Before a run: what a TRL config alone says about stability",
-           "`gspo-dynamics predict --config examples/trl_grpo_config.yaml --plot`: the TRL GRPOConfig read into the "
+           "`gspo-dynamics predict --config examples/trl_grpo_config.yaml --plot map.png`: the TRL GRPOConfig read into the "
            "theory's terms (T = steps_per_generation x num_iterations / gradient_accumulation_steps = 4, Adam's b1 = 0.9 "
            "as the momentum). Line: the largest stiffness per step eta K at which each refresh interval T is stable "
            "(exact discrete monodromy, all forces stale); shaded: unstable; dashed: the config's T. The stiffness is "
@@ -284,6 +284,32 @@ def _predict_map(quick: bool) -> Figure:
     if not TRL_EXAMPLE.is_file():
         raise ConfigError(f"the predict_map figure needs the example config {TRL_EXAMPLE} (a source checkout)")
     return stability_map_figure(config_forecast(read_run_config(TRL_EXAMPLE)))
+
+
+@_register("predict_pilot_map", "Before a run: what a 40-step pilot says over (lr, T)",
+           "`gspo-dynamics train --task pattern --model 100k --objective gspo --steps 40 --steps-per-generation 2 --out "
+           "out/pilot_T2`, then `gspo-dynamics predict --config out/pilot_T2/config.json --pilot "
+           "out/pilot_T2/trainer_state.json --plot map.png` (the README's pilot, trained afresh for the figure: about 5 s "
+           "on 2 CPU cores). Left, over the learning rate and the refresh interval T: hatched, the collapse model's risk "
+           "(the displacement between samplers past its limit, theory.collapse); dotted, where the chance that one run "
+           "loses its reward crosses 10%, 50% and 90% (fit._fall_chance); shaded where the linear model calls a cell "
+           "unstable, here withheld with its reason (a 40-step pilot of a still-rising reward does not identify the "
+           "stiffness); the point, the config. Right: the pilot's rewards, the fitted curve and its noise band.")
+def _predict_pilot_map(quick: bool) -> Figure:
+    import tempfile
+
+    from gspo_dynamics.fit import pilot_forecast
+    from gspo_dynamics.logs import read_log
+    from gspo_dynamics.plots.stability_map import stability_map_figure
+    from gspo_dynamics.predict import read_run_config
+    from gspo_dynamics.train.config import TrainConfig
+    from gspo_dynamics.train.trainer import train
+
+    config = TrainConfig(task="pattern", model="100k", objective="gspo", steps=40, steps_per_generation=2, device="cpu")
+    with tempfile.TemporaryDirectory() as folder:  # read back from the run's own files, as `predict` reads them
+        train(config, folder)
+        forecast = pilot_forecast(read_run_config(Path(folder) / "config.json"), read_log(Path(folder) / "trainer_state.json"))
+    return stability_map_figure(forecast)
 
 
 def _register_diagnose() -> None:

@@ -25,7 +25,7 @@ from gspo_dynamics.predict import stability_grid, stiffness_bounds
 
 REFRESH_INTERVALS = np.arange(1, 65)
 LR_SPAN = 100.0  # the map covers lr / LR_SPAN .. lr x LR_SPAN around the config's
-PANEL = (4.2, 3.2)  # inches
+PANEL = (4.2, 3.2)  # inches (the pilot panels 1 inch taller: the map's legend goes below it)
 NOTE_WIDTH = 60  # characters per line of a note drawn on a panel (6 pt across most of its width)
 FALL_CHANCE_LEVELS = (0.1, 0.5, 0.9)  # the chance's contours drawn on the (lr, T) map
 
@@ -55,24 +55,26 @@ def _lr_map(ax, forecast) -> None:
         unstable = stability_grid(kappa / hp.lr, forecast.config.momentum, lrs, REFRESH_INTERVALS)
         ax.pcolormesh(lrs, REFRESH_INTERVALS, unstable, cmap="Oranges", vmin=0, vmax=2.5, shading="nearest")
         if forecast.lost:  # the linear model's reading of a fall's curve: no safe region
-            ax.text(0.03, 0.97, textwrap.fill("the pilot lost reward at its own lr: the shading is the linear model's "
-                                              "reading of that fall, no safe region", NOTE_WIDTH),
-                    transform=ax.transAxes, ha="left", va="top", fontsize=6, color=WARN,
-                    bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
+            _legend_note(ax, "the pilot lost reward at its own lr: the shading is the linear model's reading of that "
+                             "fall, no safe region")
     else:
-        why = textwrap.fill("linear map withheld: " + forecast.lr_note.split(":")[0], NOTE_WIDTH)
-        ax.text(0.03, 0.97, why, transform=ax.transAxes, ha="left", va="top", fontsize=6, color=DATA,
-                bbox=dict(facecolor="white", edgecolor="none", alpha=0.8))
+        _legend_note(ax, "linear map withheld: " + forecast.lr_note.split(":")[0])
     if collapse is not None and collapse.any():
         ax.contourf(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5, 1.5], colors="none", hatches=["///"])
         ax.contour(lrs, REFRESH_INTERVALS, collapse.astype(float), levels=[0.5], colors=[WARN], linewidths=1.0)
-        ax.plot([], [], color=WARN, lw=1.0, label="collapse risk (hatched): the displacement past its limit or the entropy overshoot")
+        ax.plot([], [], color=WARN, lw=1.0, label="collapse risk (hatched): the displacement past its limit or the "
+                                                  "entropy overshoot")
     _fall_chance_lines(ax, forecast, lrs)
     ax.plot(hp.lr, hp.refresh_interval, "o", color=THEORY, ms=6, label="this config")
     ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="refresh interval T",
            title="stability map from the pilot (shaded: linear model)", xlim=(lrs[0], lrs[-1]),
            ylim=(REFRESH_INTERVALS[0], REFRESH_INTERVALS[-1]))  # the map's whole domain, whatever is drawn on it
-    ax.legend(fontsize=6, loc="lower left")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0.0, -0.2), frameon=False)  # below: the map stays clear
+
+
+def _legend_note(ax, text: str) -> None:
+    """A note on the map, wrapped, as a legend entry without a mark (below the panel, off the map)."""
+    ax.plot([], [], " ", label=textwrap.fill(text, NOTE_WIDTH))
 
 
 def _fall_chance_lines(ax, forecast, lrs) -> None:
@@ -84,7 +86,7 @@ def _fall_chance_lines(ax, forecast, lrs) -> None:
     levels = [v for v in FALL_CHANCE_LEVELS if chance.min() < v < chance.max()]
     if levels:
         lines = ax.contour(lrs, REFRESH_INTERVALS, chance, levels=levels, colors=[FIT], linewidths=0.7, linestyles="dotted")
-        ax.clabel(lines, fmt=lambda v: f"{v:.0%}", fontsize=5)
+        ax.clabel(lines, fmt=lambda v: f"{v:.0%}", fontsize=6)
         ax.plot([], [], color=FIT, lw=0.7, ls="dotted", label="chance a run falls (fit.fall_chance)")
 
 
@@ -117,7 +119,7 @@ def stability_map_figure(forecast) -> Figure:
     """One panel (a config-only forecast) or two (pilot-calibrated); not saved."""
     pilot = hasattr(forecast, "implications")
     with figure_style():
-        fig = Figure(figsize=(PANEL[0] * (2 if pilot else 1), PANEL[1]), layout="constrained")
+        fig = Figure(figsize=(PANEL[0] * (2 if pilot else 1), PANEL[1] + (1.0 if pilot else 0.0)), layout="constrained")
         axes = fig.subplots(1, 2 if pilot else 1, squeeze=False)[0]
         if pilot:
             _lr_map(axes[0], forecast)

@@ -648,7 +648,8 @@ def test_a_pilot_run_at_another_T_than_the_config_is_said(tmp_path):
 def test_a_linear_lr_bound_read_from_a_pilot_that_lost_reward_is_no_safe_lr(tmp_path):
     """A pilot that rose to 0.6 and fell to 0.15 (a loss by fit._fall) under SGD: the linear model's bound is kept (on
     our grids it flagged unstable cells) but printed as no safe lr, and the JSON says the pilot lost reward; a
-    pilot that kept its reward prints it as the max safe lr."""
+    pilot that kept its reward prints it as the max safe lr. The regime line says the pilot lost reward before the
+    linear reading of the fall's curve (which called it stable at T = 1 on a real run: "oscillatory, max safe T 6")."""
     t = np.arange(40)
     fell = np.r_[heavy_ball_curve(0.1, 0.5, 20, r_inf=0.6, r0=0.1), np.full(20, 0.15)] + 0.01 * np.cos(t)
     setup = read_run_config({"lr": 0.1, "refresh_interval": 1, "group_size": 8, "optimizer": "sgd", "momentum": 0.5})
@@ -658,10 +659,13 @@ def test_a_linear_lr_bound_read_from_a_pilot_that_lost_reward_is_no_safe_lr(tmp_
     assert f.max_safe_lr is not None and f.to_json()["max_safe_lr"] == f.max_safe_lr
     assert any(line.startswith("  linear lr bound at T = 1, no safe lr (the pilot lost reward") for line in lines)
     assert not any(line.startswith("  max safe lr at T = 1: 0") for line in lines)
+    regime = next(line for line in lines if line.startswith("  regime at T = 1: "))  # the fit's verdict is the fall's
+    assert regime.startswith("  regime at T = 1: lost reward at this lr") and "would say" in regime
     kept = pilot_forecast(setup, write_log(tmp_path / "kept.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, 40)}),
                           reward_range=(0.0, 1.0))
     assert not kept.lost and kept.to_json()["pilot_lost_reward"] is False
     assert any(line.startswith(f"  max safe lr at T = 1: {kept.max_safe_lr:.3g}") for line in kept.summary_lines())
+    assert not any("lost reward at this lr" in line for line in kept.summary_lines())
 
 
 def group_pilot(rng, p_curve: np.ndarray, G: int, N: int, spread: float = 0.0, partial: bool = False) -> dict:

@@ -9,7 +9,8 @@ from gspo_dynamics.plots import registry as figures
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli.main import main
 
-EXPECTED = ("stability", "trajectories", "slow_start", "group_size", "zero_variance", "ratios", "moe_churn", "predict_map")
+EXPECTED = ("stability", "trajectories", "slow_start", "group_size", "zero_variance", "ratios", "moe_churn", "predict_map",
+            "predict_pilot_map")
 
 
 def test_registry_holds_the_issue_figures_in_order():
@@ -67,3 +68,18 @@ def test_a_real_log_figure_is_drawn_from_the_shared_folder(tmp_path, capsys):
     assert main(["figures", "--only", "diagnose_unsloth", "--out", str(tmp_path)]) == 0
     assert "wrote 1 figure(s)" in capsys.readouterr().out
     assert (tmp_path / "diagnose_unsloth.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_pilot_map_is_drawn_over_lr_and_T_from_a_fresh_pilot():
+    """predict_pilot_map trains the README's 40-step pilot and draws `predict --plot`'s two panels: the (lr, T) map
+    with the collapse model's hatched risk and the config's point (lr 1e-3, T = 2), and the pilot's curve; the
+    map's notes and legend sit below it, off the map."""
+    fig = figures.FIGURES["predict_pilot_map"].make(True)
+    lr_map, curve = fig.axes
+    assert lr_map.get_xlabel() == "learning rate" and lr_map.get_ylabel() == "refresh interval T"
+    point = [line for line in lr_map.get_lines() if line.get_label() == "this config"]
+    assert len(point) == 1 and tuple(point[0].get_xydata()[0]) == (1e-3, 2.0)
+    labels = [t.get_text() for t in lr_map.get_legend().get_texts()]
+    assert any(label.startswith("collapse risk (hatched)") for label in labels)
+    assert lr_map.get_legend().get_bbox_to_anchor().y0 < lr_map.get_window_extent().y0  # below the map
+    assert curve.get_xlabel() == "step" and any(line.get_label() == "pilot" for line in curve.get_lines())

@@ -50,7 +50,7 @@ from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_ste
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
 from gspo_dynamics.fit._pilot_log import (
-    GROUP_SIZES, load_pilot, logged_group_size, logged_lr, logged_refresh, zero_std_shares,
+    GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, zero_std_shares,
 )
 from gspo_dynamics.fit._prior import TaskPrior, task_prior
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
@@ -224,7 +224,7 @@ class PilotForecast:
         lines.append("  reward noise by G: " + ", ".join(f"{g}: {v:.3g}" for g, v in self.noise_by_group.items()))
         if self.group_size_for_target_noise is not None:
             lines.append(f"  G for a reward noise <= {self.target_noise:.3g}: {self.group_size_for_target_noise} "
-                         f"(at N = {hp.num_groups:g} groups per step)")
+                         f"(at N = {hp.num_groups:g} group{'' if hp.num_groups == 1 else 's'} per step)")
         if self.clip_by_refresh:
             lines.append(f"  token log-ratio drift {self.drift_per_step:.3g} per stale step; token clip fraction by T: "
                          + ", ".join(f"{t}: {v:.3g}" for t, v in self.clip_by_refresh.items()))
@@ -293,7 +293,10 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     log, steps, reward = load_pilot(pilot, pilot_steps)
     n = len(steps)
     measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
-    assumed = logged_lr(log, n, setup.hparams.lr) + logged_refresh(log, n, setup.hparams.refresh_interval)
+    assumed = (logged_lr(log, n, setup.hparams.lr) + logged_refresh(log, n, setup.hparams.refresh_interval)
+               + logged_kl(log, n, setup.hparams.kl_coef))
+    if pilot_steps is not None and n < pilot_steps:
+        assumed.append(f"--pilot-steps {pilot_steps} asks for more reward points than the log holds: all {n} are the pilot")
     range_note = "" if reward_range is not None else " (inferred from the pilot's rewards: --reward-range gives the task's)"
     reward_range = _reward_range(reward, reward_range, assumed)
     hp = setup.hparams

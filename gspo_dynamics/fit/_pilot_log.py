@@ -1,6 +1,7 @@
 """Reading a pilot's log (`load_pilot`), and what it says beyond its reward curve (`fit.pilot_forecast`): its
-logged learning rate, window positions and zero-std share against the config's (a pilot run at another lr, under
-a schedule or warm-up, at another T, or at a larger G is said), and the zero-std share its success rate gives by G."""
+logged learning rate, window positions, zero-std share and KL against the config's (a pilot run at another lr, under
+a schedule or warm-up, at another T, at a larger G, or with a KL term the config's beta = 0 leaves out is said), and
+the zero-std share its success rate gives by G."""
 
 from __future__ import annotations
 
@@ -60,6 +61,19 @@ def logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
                    f"most, {float(logged[-1]):.3g} at its last): the stiffness is read per unit of the config's lr, "
                    "averaged over that schedule")
     return out
+
+
+def logged_kl(log: RunLog, n: int, beta: float) -> list[str]:
+    """A pilot that logs a KL to the reference (TRL's kl, verl's actor/kl_loss) under a config whose beta is 0 is
+    said: a run computes that KL for a loss term it has (TRL skips the reference model at beta = 0; its older
+    releases defaulted beta to 0.04, so a config that leaves beta out reads as 0 here)."""
+    logged = _logged(log, "kl_ref", n)
+    if beta != 0 or not len(logged) or not np.any(logged != 0):
+        return []
+    dated = f"; this log's keys date it to TRL {log.version}" if log.trainer == "trl" and log.version else ""
+    return [f"the pilot logs a KL to the reference (mean {float(np.mean(logged)):.3g} over its first {n} rows) but the "
+            f"config's beta is 0{dated}: a run logs that KL where it has a KL term (older TRL releases defaulted beta "
+            "to 0.04); if it had one, give it (--set beta=VALUE): beta enters the restoring force and the KL pull"]
 
 
 def other_refresh(log: RunLog, n: int, T: int) -> int | None:

@@ -68,8 +68,9 @@ class ConfigForecast:
         cont = "none at T = 1" if self.stiffness_bound_continuous is None else f"{self.stiffness_bound_continuous:.4g}"
         lines = [
             f"config: {s.framework}",
-            f"  lr {hp.lr:g}, {hp.optimizer.name} (mu = {self.momentum:g}), T = {T}{exact} optimizer steps per rollout, "
-            f"G = {hp.group_size}, N = {hp.num_groups} groups per step, clip [{hp.clip_low:g}, {hp.clip_high:g}], "
+            f"  lr {hp.lr:g}, {hp.optimizer.name} (mu = {self.momentum:g}), T = {T}{exact} optimizer step"
+            f"{'' if T == 1 else 's'} per rollout, G = {hp.group_size}, N = {hp.num_groups} group"
+            f"{'' if hp.num_groups == 1 else 's'} per step, clip [{hp.clip_low:g}, {hp.clip_high:g}], "
             f"beta = {hp.kl_coef:g}, correction {hp.correction}",
             "from the config alone:",
             f"  stable while the stiffness per step eta K < {self.stiffness_bound:.4g} (exact discrete, all forces stale; "

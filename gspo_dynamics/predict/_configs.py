@@ -71,6 +71,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the config file {str(path)!r}: {exc}") from None
+    if not text.strip():  # every format alike (JSON's own message would be "Expecting value")
+        raise ConfigError(f"the config file {str(path)!r} is empty")
     if path.suffix.lower() == ".toml":  # our trainer's `train --config` takes TOML too
         import tomllib
 

@@ -128,7 +128,7 @@ def _groups_per_step(completions: float, G: int, notes: list[str], what: str) ->
     N = max(1, round(exact))
     if abs(N - exact) > 1e-9:
         notes.append(f"{what} = {completions:g} completions per optimizer step are {exact:g} groups of G = {G}: "
-                     f"N = {N} groups assumed")
+                     f"N = {N} group{'' if N == 1 else 's'} assumed")
     return N
 
 

@@ -740,3 +740,29 @@ def test_a_pilots_zero_std_share_below_what_its_g_allows_is_said(tmp_path):
     for G, expected in ((8, False), (16, True)):
         f = pilot_forecast(setup, write_log(tmp_path / "g.jsonl", group_pilot(rng, curve, G, 4)), reward_range=(0.0, 1.0))
         assert any("below the least G = 8 gives" in a for a in f.assumed) == expected
+
+
+def test_a_pilot_that_logs_a_kl_under_a_config_without_beta_is_said(tmp_path):
+    """A TRL-named pilot with a nonzero `kl` column: said where the config's beta is 0 (a KL term the config leaves
+    out, e.g. an older TRL default of 0.04), silent where the config gives beta, and silent for a KL logged as 0."""
+    t = np.arange(30)
+    reward = 0.8 - 0.5 * np.exp(-t / 10) + 0.01 * np.cos(t)
+
+    def said(kl, beta) -> bool:
+        setup = read_run_config({"lr": 0.1, "refresh_interval": 1, "group_size": 8, "kl_coef": beta})
+        f = pilot_forecast(setup, write_log(tmp_path / "k.jsonl", {"reward": reward, "kl": kl}), reward_range=(0.0, 1.0))
+        return any("the pilot logs a KL to the reference" in a and "config's beta is 0" in a for a in f.assumed)
+
+    assert said(0.001 + 0.0001 * t, 0.0)
+    assert not said(0.001 + 0.0001 * t, 0.04)
+    assert not said(np.zeros(30), 0.0)
+
+
+def test_pilot_steps_past_the_logs_end_are_said(tmp_path):
+    """--pilot-steps larger than the log's reward points takes them all, and says so."""
+    t = np.arange(30)
+    log = write_log(tmp_path / "p.jsonl", {"reward": 0.8 - 0.5 * np.exp(-t / 10) + 0.01 * np.cos(t)})
+    setup = read_run_config({"lr": 0.1, "refresh_interval": 1, "group_size": 8})
+    f = pilot_forecast(setup, log, pilot_steps=1000, reward_range=(0.0, 1.0))
+    assert f.pilot_steps == 30 and any("--pilot-steps 1000 asks for more" in a and "all 30" in a for a in f.assumed)
+    assert not any("--pilot-steps" in a for a in pilot_forecast(setup, log, pilot_steps=30, reward_range=(0.0, 1.0)).assumed)

@@ -228,6 +228,10 @@ def test_unreadable_files_are_config_errors(tmp_path):
     empty.write_text("# nothing here\n")
     with pytest.raises(ConfigError, match="is empty"):
         read_run_config(empty)
+    for name in ("empty.json", "empty.toml", "blank.yaml"):  # one message whatever the format
+        (tmp_path / name).write_text(" \n")
+        with pytest.raises(ConfigError, match="is empty"):
+            read_run_config(tmp_path / name)
     listed = tmp_path / "list.yaml"
     listed.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError, match="one mapping"):

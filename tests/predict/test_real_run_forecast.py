@@ -1,11 +1,13 @@
 """`predict --config --pilot` on real TRL runs (README, "Before a run"): the Llama-3.1-8B GRPO run of
-IMJONEZZ/UnslothGRPO @ e32c3bec, a Wordle run and a GSM8K run (below). Each GRPOConfig is transcribed
-here from its repository's files (values only); the logs are read from ../shared/data/real_logs (never
-shipped). A pilot is a log's first steps; the rest of the log is what the run did later."""
+IMJONEZZ/UnslothGRPO @ e32c3bec, a Wordle run and a GSM8K run. Each GRPOConfig is transcribed from its
+repository's files (values only) in examples/real_runs/ (its README says from where and what the log confirms);
+the logs are read from ../shared/data/real_logs (never shipped). A pilot is a log's first steps; the rest of the
+log is what the run did later."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +17,9 @@ from gspo_dynamics.cli.main import main
 from gspo_dynamics.fit import end_window
 from gspo_dynamics.logs import read_log
 
-CONFIG = {"learning_rate": 5e-6, "adam_beta1": 0.9, "adam_beta2": 0.99, "weight_decay": 0.1, "warmup_ratio": 0.1,
-          "lr_scheduler_type": "cosine", "optim": "paged_adamw_8bit", "per_device_train_batch_size": 1,
-          "gradient_accumulation_steps": 1, "num_generations": 6, "max_prompt_length": 256,
-          "max_completion_length": 200, "max_steps": 250, "max_grad_norm": 0.1}
+REAL_RUNS = Path(__file__).resolve().parents[2] / "examples" / "real_runs"
+CONFIG, WORDLE_CONFIG, GSM8K_CONFIG = (json.loads((REAL_RUNS / f"{name}.json").read_text())
+                                       for name in ("unsloth_llama_grpo", "wordle_qwen_grpo", "gsm8k_qwen_grpo"))
 PILOT_STEPS = 60
 
 
@@ -45,13 +46,6 @@ def test_a_pilot_in_the_flat_start_withholds_what_it_cannot_know(real_logs, tmp_
     assert later[:PILOT_STEPS].mean() < 0.4 < 1.2 < later[120:180].mean()  # what the README says the run did
 
 
-# alexchilton/CAS_NLP_MODULE4_GRPO @ 84f00eca, expert_guy/post_training_project/threestage/stage2_light_grpo.py,
-# its GRPOConfig(...) (lines 204-247), the values the theory reads: Qwen2.5-3B-Instruct with the stage-1 LoRA
-# adapter on Wordle. The log agrees: train_batch_size 2, 480 = 8 epochs x 60 one-prompt steps, the lr decays
-# linearly from 3e-7.
-WORDLE_CONFIG = {"learning_rate": 3e-7, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
-                 "num_generations": 2, "num_train_epochs": 8, "beta": 0.03, "scale_rewards": "none",
-                 "max_grad_norm": 0.5, "temperature": 0.8, "max_completion_length": 256, "logging_steps": 1}
 WORDLE_PILOT = 40
 
 
@@ -72,16 +66,6 @@ def test_a_flat_pilot_forecasts_the_level_and_withholds_the_stiffness(real_logs,
     assert len(later) == 120 and abs(later.mean() - plateau["value"]) < 2 * combined
 
 
-# Sunshine535/nips-grpo-dynamics @ 7446de74: run_gates_1_2.sh runs scripts/run_csd_pilot.py with
-# configs/rho_sweep.yaml and no group-size override, so its GRPOConfig(...) holds (values only): lr 1e-4 with
-# warmup_ratio 0.05 of 200 steps, per-device batch max(2, G) = 2, accumulation 2, G = 2 (the config's
-# num_generations; INDEX.md's G = 4 is not what the script ran), no beta given: TRL 0.14's default 0.04 (the
-# log carries `kl`, which TRL logs only when beta != 0). Its trainer weights positive advantages by rho = 1:
-# plain GRPO. The log agrees: the epoch advances by 4 completions per step (2 groups of 2), and the lr is
-# 1e-5 at step 2 (1e-4 x 1 / 10 warm-up steps).
-GSM8K_CONFIG = {"learning_rate": 1e-4, "warmup_ratio": 0.05, "weight_decay": 0.01, "max_grad_norm": 1.0,
-                "per_device_train_batch_size": 2, "gradient_accumulation_steps": 2, "num_generations": 2,
-                "beta": 0.04, "max_completion_length": 256, "max_steps": 200, "logging_steps": 1}
 GSM8K_PILOT = 40
 
 

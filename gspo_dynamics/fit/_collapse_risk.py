@@ -57,13 +57,14 @@ def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray
                             forecast.signal_share, forecast.survived)
 
 
-def signal_shares(logged: float | None, success: np.ndarray | None, hp, n: int, kept: bool,
+def signal_shares(logged: float | None, success: np.ndarray | None, hp, n: int, held: float | None,
                   assumed: list[str]) -> tuple[float, float]:
     """(1 - z_p, 1 - z): the pilot's share of groups with signal and the run's, equations (7) and (9). z_p is the
     logged zero-std share, else the one the success rates p_t predict at the run's G, E_t[p_t^G + (1 - p_t)^G]
     (a lower bound: `fit._pilot._zero_std`), else 0 (assumed, said); the run's share weighs in the held success
-    rate p_h (`held_reward`) where the reward is one and the pilot `kept` it (`theory.collapse.run_signal_share`;
-    a pilot that fell holds the level of its fall, not one a run settles at), else is the pilot's (said). Each
+    rate p_h = `held` (`held_success`: None where the reward is no success rate or the pilot did not keep it)
+    (`theory.collapse.run_signal_share`; a pilot that fell holds the level of its fall, not one a run settles at),
+    else is the pilot's (said). Each
     at least one group of the pilot's n N, the smallest share it can measure."""
     floor = 1.0 / (n * hp.num_groups)
     if logged is not None:
@@ -76,18 +77,23 @@ def signal_shares(logged: float | None, success: np.ndarray | None, hp, n: int, 
                        "collapse limit counts every group as carrying signal")
         return 1.0, 1.0
     pilot = max(1.0 - z, floor)
-    if success is None or not kept:
+    if held is None:
         why = "the reward is not a success rate" if success is None else "the pilot did not keep its reward (or is too short to tell)"
         assumed.append(f"{why}: the collapse limit's share of groups with signal is the pilot's, not the run's "
                        "(theory.collapse (9))")
         return pilot, pilot
-    held = float(np.clip(held_reward(success), 0.0, 1.0))
     run = max(collapse.run_signal_share(pilot, held, hp.group_size), floor)
     w = collapse.PILOT_SHARE_WEIGHT
     assumed.append(f"the run's share of groups with signal is {run:.3g} (theory.collapse (9)): the pilot's {pilot:.3g} "
                    f"weighted {w:.0%}, the {collapse.held_signal_share(held, hp.group_size):.3g} of its held success "
                    f"rate {held:.3g} weighted {1 - w:.0%}")
     return pilot, run
+
+
+def held_success(success: np.ndarray | None, kept: bool) -> float | None:
+    """p_h of (9) and (10): the pilot's held success rate (`held_reward` of its success rates, in [0, 1]) where the
+    reward is one and the pilot kept it; None otherwise (a pilot that fell holds the level of its fall)."""
+    return float(np.clip(held_reward(success), 0.0, 1.0)) if kept and success is not None else None
 
 
 def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tuple[float | None, np.ndarray | None],
@@ -108,8 +114,8 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
             assumed.append("the log has no token entropy: the collapse limit, relative to it, is not applied")
         return out
     H, s = float(entropy.mean()), delta / hp.lr
-    pilot_share, signal_share = signal_shares(*zero_std, hp, n, kept, assumed)
-    held = float(np.clip(held_reward(zero_std[1]), 0.0, 1.0)) if kept and zero_std[1] is not None else None
+    held = held_success(zero_std[1], kept)
+    pilot_share, signal_share = signal_shares(*zero_std, hp, n, held, assumed)
     clip = displacement_cap(hp, held, measured)
     D = collapse.displacement(s, hp.lr, hp.refresh_interval, clip)
     survived = collapse.displacement(s, hp.lr, pilot_refresh_interval(log, n, hp, assumed), clip) if kept else None

@@ -434,15 +434,15 @@ def test_the_runs_share_is_the_pilots_where_the_reward_is_no_success_rate_or_was
     reads no zero-std share outside a [0, 1] reward, and sees a fall or not in any pilot long enough to fit): a
     logged zero-std share without a success rate, and a pilot that did not keep its reward, keep the pilot's
     share and say why; a log without token entropy applies no limit and says nothing of a share."""
-    from gspo_dynamics.fit._collapse_risk import signal_shares
+    from gspo_dynamics.fit._collapse_risk import held_success, signal_shares
 
     hp = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "clip_high": 0.2, "clip_low": 0.2}).hparams
     assumed = []
-    assert signal_shares(0.3, None, hp, 40, True, assumed) == pytest.approx((0.7, 0.7))
+    assert signal_shares(0.3, None, hp, 40, held_success(None, True), assumed) == pytest.approx((0.7, 0.7))
     assert assumed[-1].startswith("the reward is not a success rate: the collapse limit's share")
-    assert signal_shares(0.3, np.full(40, 0.9), hp, 40, False, assumed) == pytest.approx((0.7, 0.7))
+    assert signal_shares(0.3, np.full(40, 0.9), hp, 40, held_success(np.full(40, 0.9), False), assumed) == pytest.approx((0.7, 0.7))
     assert assumed[-1].startswith("the pilot did not keep its reward")
-    kept = signal_shares(0.3, np.full(40, 0.9), hp, 40, True, assumed)
+    kept = signal_shares(0.3, np.full(40, 0.9), hp, 40, held_success(np.full(40, 0.9), True), assumed)
     assert kept[1] == pytest.approx(0.25 * 0.7 + 0.75 * (1 - 0.9**8 - 0.1**8)) and "weighted 25%" in assumed[-1]
     bare = drift_pilot(tmp_path, "token", 0.2, None)
     assert bare.signal_share is None and not any("share of groups with signal" in a for a in bare.assumed)

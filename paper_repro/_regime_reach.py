@@ -74,8 +74,12 @@ def seed_prior(counts, seeds: int) -> tuple[float, float]:
 
     bounds = [(-LOG_BOUND, LOG_BOUND)] * 2
     best = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=bounds)
-    if not best.success:  # a few cells (a quick run's) put the maximum on a bound, where the gradient's line search
-        best = minimize(loss, np.zeros(2), method="Nelder-Mead", bounds=bounds)  # can stall; the simplex does not
+    # A few cells (a quick run's) put the maximum on a bound, at the end of a flat ridge, where the gradient's line
+    # search stalls or stops short while reporting success: the bounded simplex, from both starts, finds it there.
+    for x0 in (np.zeros(2), np.clip(best.x, -LOG_BOUND, LOG_BOUND)):
+        simplex = minimize(loss, x0, method="Nelder-Mead", bounds=bounds)
+        if simplex.success and (not best.success or simplex.fun < best.fun - 1e-9):
+            best = simplex
     if not best.success:
         raise ValueError(f"the beta-binomial fit of {tally.tolist()} did not converge: {best.message}")
     return float(np.exp(best.x[0])), float(np.exp(best.x[1]))

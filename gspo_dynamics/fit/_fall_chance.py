@@ -226,5 +226,5 @@ def fall_chance_lines(forecast: PilotForecast) -> list[str]:
                "displacement of runs that solve their prompts went uncapped, and held once capped there (theory.collapse "
                "(10)). " if hp.clip_mode == "cap" else "")
             + "On another model and task the same map from margin to chance is assumed)",
-            f"  at most a {bounds['level']:.0%} chance of a fall: {bound_T} at this lr, {bound_lr} at this T (the collapse "
-            f"bounds above lie where a rule's margin reaches m = 0: a chance of {float(fall_chance(0.0)):.0%})"]
+            f"  at most a {bounds['level']:.0%} chance of a fall: {bound_T} at this lr, {bound_lr} at this T (m = 0, a rule "
+            f"at its threshold, is a chance of {float(fall_chance(0.0)):.0%})"]

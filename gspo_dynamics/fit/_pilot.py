@@ -294,7 +294,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     n = len(steps)
     measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
     assumed = (logged_lr(log, n, setup.hparams.lr) + logged_refresh(log, n, setup.hparams.refresh_interval)
-               + logged_kl(log, n, setup.hparams.kl_coef))
+               + logged_kl(log, n, setup.hparams.kl_coef, setup.framework))
     if pilot_steps is not None and n < pilot_steps:
         assumed.append(f"--pilot-steps {pilot_steps} asks for more reward points than the log holds: all {n} are the pilot")
     range_note = "" if reward_range is not None else " (inferred from the pilot's rewards: --reward-range gives the task's)"

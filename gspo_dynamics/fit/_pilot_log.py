@@ -63,17 +63,27 @@ def logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
     return out
 
 
-def logged_kl(log: RunLog, n: int, beta: float) -> list[str]:
-    """A pilot that logs a KL to the reference (TRL's kl, verl's actor/kl_loss) under a config whose beta is 0 is
-    said: a run computes that KL for a loss term it has (TRL skips the reference model at beta = 0; its older
-    releases defaulted beta to 0.04, so a config that leaves beta out reads as 0 here)."""
+# Where a config gives a KL weight, per framework (`predict.RunSetup.framework`), for `logged_kl`'s advice.
+KL_WEIGHT_KEYS = {"TRL GRPOConfig": "--set beta=VALUE",
+                  "verl": "--set actor_rollout_ref.actor.use_kl_loss=true --set actor_rollout_ref.actor.kl_loss_coef=VALUE",
+                  "gspo-dynamics trainer": "--set kl_coef=VALUE"}
+
+
+def logged_kl(log: RunLog, n: int, beta: float, framework: str) -> list[str]:
+    """A pilot that logs a nonzero KL to the reference (TRL's kl, verl's actor/kl_loss) under a config whose KL weight
+    is 0 is said, with where the config gives one: a TRL config that leaves beta out reads as 0, TRL's default now,
+    while older releases defaulted to 0.04 (and computed and logged the KL whatever beta was), so the log alone
+    cannot say which; its keys' TRL release is named where they date it."""
     logged = _logged(log, "kl_ref", n)
     if beta != 0 or not len(logged) or not np.any(logged != 0):
         return []
-    dated = f"; this log's keys date it to TRL {log.version}" if log.trainer == "trl" and log.version else ""
-    return [f"the pilot logs a KL to the reference (mean {float(np.mean(logged)):.3g} over its first {n} rows) but the "
-            f"config's beta is 0{dated}: a run logs that KL where it has a KL term (older TRL releases defaulted beta "
-            "to 0.04); if it had one, give it (--set beta=VALUE): beta enters the restoring force and the KL pull"]
+    dated = f"; its keys date it to TRL {log.version}" if log.trainer == "trl" and log.version else ""
+    where = KL_WEIGHT_KEYS.get(framework, "the config's KL weight")
+    trl = "; a TRL config without beta reads as 0, TRL's default now, but older releases defaulted to 0.04" \
+        if framework == "TRL GRPOConfig" else ""
+    return [f"the pilot logs a KL to the reference (mean {float(np.mean(logged)):.3g} over its first {n} rows{dated}), but "
+            f"the config's KL weight is 0{trl}: if the run had one, give it ({where}); it enters the restoring force "
+            "and the KL pull"]
 
 
 def other_refresh(log: RunLog, n: int, T: int) -> int | None:

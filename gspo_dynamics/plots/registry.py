@@ -289,8 +289,8 @@ def _predict_map(quick: bool) -> Figure:
 @_register("predict_pilot_map", "Before a run: what a 40-step pilot says over (lr, T)",
            "`gspo-dynamics train --task pattern --model 100k --objective gspo --steps 40 --steps-per-generation 2 --out "
            "out/pilot_T2`, then `gspo-dynamics predict --config out/pilot_T2/config.json --pilot "
-           "out/pilot_T2/trainer_state.json --plot map.png` (the README's pilot, trained afresh for the figure: about 5 s "
-           "on 2 CPU cores). Left, over the learning rate and the refresh interval T: hatched, the collapse model's risk "
+           "out/pilot_T2/trainer_state.json --plot map.png` (the README's pilot, trained afresh for the figure: a few "
+           "seconds on 2 CPU cores). Left, over the learning rate and the refresh interval T: hatched, the collapse model's risk "
            "(the displacement between samplers past its limit, theory.collapse); dotted, where the chance that one run "
            "loses its reward crosses 10%, 50% and 90% (fit._fall_chance); shaded where the linear model calls a cell "
            "unstable, here withheld with its reason (a 40-step pilot of a still-rising reward does not identify the "

@@ -743,19 +743,35 @@ def test_a_pilots_zero_std_share_below_what_its_g_allows_is_said(tmp_path):
 
 
 def test_a_pilot_that_logs_a_kl_under_a_config_without_beta_is_said(tmp_path):
-    """A TRL-named pilot with a nonzero `kl` column: said where the config's beta is 0 (a KL term the config leaves
-    out, e.g. an older TRL default of 0.04), silent where the config gives beta, and silent for a KL logged as 0."""
+    """A pilot with a nonzero `kl` column: said where the config's KL weight is 0, with the key that gives one in the
+    config's framework and, for a TRL log its keys date, the release; silent where the config gives a weight, and for
+    a KL logged as 0."""
+    from gspo_dynamics.fit._pilot_log import KL_WEIGHT_KEYS, logged_kl
+    from gspo_dynamics.logs import read_log
+    from gspo_dynamics.predict._configs import apply_overrides
+
     t = np.arange(30)
     reward = 0.8 - 0.5 * np.exp(-t / 10) + 0.01 * np.cos(t)
 
-    def said(kl, beta) -> bool:
+    def said(kl, beta) -> list[str]:
         setup = read_run_config({"lr": 0.1, "refresh_interval": 1, "group_size": 8, "kl_coef": beta})
         f = pilot_forecast(setup, write_log(tmp_path / "k.jsonl", {"reward": reward, "kl": kl}), reward_range=(0.0, 1.0))
-        return any("the pilot logs a KL to the reference" in a and "config's beta is 0" in a for a in f.assumed)
+        return [a for a in f.assumed if "the pilot logs a KL to the reference" in a]
 
-    assert said(0.001 + 0.0001 * t, 0.0)
-    assert not said(0.001 + 0.0001 * t, 0.04)
-    assert not said(np.zeros(30), 0.0)
+    rising = 0.001 + 0.0001 * t
+    assert len(said(rising, 0.0)) == 1 and "KL weight is 0" in said(rising, 0.0)[0]
+    assert not said(rising, 0.04) and not said(np.zeros(30), 0.0)
+    trl = read_log(write_log(tmp_path / "trl.jsonl", {"reward": reward, "kl": rising, "completion_length": np.full(30, 50.0)}))
+    (line,) = logged_kl(trl, 30, 0.0, "TRL GRPOConfig")
+    assert "its keys date it to TRL <0.16" in line and "older releases defaulted to 0.04" in line
+    assert KL_WEIGHT_KEYS["TRL GRPOConfig"] in line
+    (line,) = logged_kl(trl, 30, 0.0, "verl")
+    assert KL_WEIGHT_KEYS["verl"] in line and "0.04" not in line
+    verl = {"data": {"train_batch_size": 64}, "algorithm": {"adv_estimator": "grpo"},
+            "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 64}, "rollout": {"n": 8}}}
+    overrides = [pair.split("=", 1)[0] + "=0.02" if pair.endswith("VALUE") else pair
+                 for pair in KL_WEIGHT_KEYS["verl"].replace("--set ", "").split()]
+    assert read_run_config(apply_overrides(verl, overrides)).hparams.kl_coef == 0.02  # the keys named are the ones read
 
 
 def test_pilot_steps_past_the_logs_end_are_said(tmp_path):

@@ -72,14 +72,19 @@ def test_a_real_log_figure_is_drawn_from_the_shared_folder(tmp_path, capsys):
 
 def test_the_pilot_map_is_drawn_over_lr_and_T_from_a_fresh_pilot():
     """predict_pilot_map trains the README's 40-step pilot and draws `predict --plot`'s two panels: the (lr, T) map
-    with the collapse model's hatched risk and the config's point (lr 1e-3, T = 2), and the pilot's curve; the
-    map's notes and legend sit below it, off the map."""
+    with the collapse model's hatched risk, the withheld linear map's reason and the config's point (lr 1e-3, T = 2),
+    and the pilot's curve; drawn, the legend with the notes lies below the map, not on it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     fig = figures.FIGURES["predict_pilot_map"].make(True)
     lr_map, curve = fig.axes
     assert lr_map.get_xlabel() == "learning rate" and lr_map.get_ylabel() == "refresh interval T"
     point = [line for line in lr_map.get_lines() if line.get_label() == "this config"]
     assert len(point) == 1 and tuple(point[0].get_xydata()[0]) == (1e-3, 2.0)
-    labels = [t.get_text() for t in lr_map.get_legend().get_texts()]
+    assert any(list(getattr(c, "hatches", None) or []) == ["///"] for c in lr_map.collections)  # the collapse risk
+    labels = [t.get_text().replace("\n", " ") for t in lr_map.get_legend().get_texts()]
     assert any(label.startswith("collapse risk (hatched)") for label in labels)
-    assert lr_map.get_legend().get_bbox_to_anchor().y0 < lr_map.get_window_extent().y0  # below the map
+    assert any(label.startswith("linear map withheld: the pilot does not identify the stiffness") for label in labels)
+    FigureCanvasAgg(fig).draw()
+    assert lr_map.get_legend().get_window_extent().y1 < lr_map.get_window_extent().y0
     assert curve.get_xlabel() == "step" and any(line.get_label() == "pilot" for line in curve.get_lines())

@@ -33,18 +33,20 @@ KNOWN_FAILING = {
 }
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
 MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label"}
-SCRIPTS = [
-    pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN_FAILING[p.stem], strict=False)) if p.stem in KNOWN_FAILING else p
-    for p in sorted((Path(__file__).parents[1] / "paper_repro").glob("*.py")) if not p.name.startswith("_")
-]
+SCRIPTS = sorted(p for p in (Path(__file__).parents[1] / "paper_repro").glob("*.py") if not p.name.startswith("_"))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
 def test_claim_passes_in_quick_mode(script):
+    """Every script runs to its end (a known-failing claim too: only its [FAIL] verdict is expected, never a crash,
+    which an xfail mark on the whole test once hid: pilot_forecast's quick mode crashed after its rows)."""
     proc = subprocess.run([sys.executable, str(script), "--quick", "--no-record"], capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-2000:]
     if script.stem in MEASUREMENTS:
         assert MEASUREMENTS[script.stem] in proc.stdout, proc.stdout[-2000:]
         return
+    assert "[PASS]" in proc.stdout or "[FAIL]" in proc.stdout, proc.stdout[-2000:]
+    if "[FAIL]" in proc.stdout and script.stem in KNOWN_FAILING:
+        pytest.xfail(KNOWN_FAILING[script.stem])
     assert "[FAIL]" not in proc.stdout and "[PASS]" in proc.stdout, proc.stdout[-2000:]

@@ -103,6 +103,12 @@ class Diagnosis:
         lines = [f"log        {s.get('source')}  ({s.get('format')}, trainer {s.get('trainer')}"
                  f"{', version ' + str(s['version']) if s.get('version') else ''}, {s.get('rows')} rows"
                  f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''})"]
+        if self.hparams is not None:  # what the theory's numbers below rest on (given, or read from --config)
+            hp = self.hparams
+            groups = "" if hp.group_size is None else (f", G = {hp.group_size}, N = {hp.num_groups} group"
+                                                       f"{'' if hp.num_groups == 1 else 's'} per step")
+            lines.append(f"hparams    lr {hp.lr:g}, {hp.optimizer.name}, T = {hp.refresh_interval}{groups}, "
+                         f"beta = {hp.kl_coef:g}, correction {hp.correction}")
         if self.primary == TOO_SHORT:
             lines.append(f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
                          f"(at least {s.get('min_points')} are needed to fit a trajectory)")

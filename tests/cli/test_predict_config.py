@@ -351,3 +351,16 @@ def test_prior_items_part_at_an_existing_log_and_refuse_an_empty_part(tmp_path):
     for bad in (f"{log}=", "=cfg.json"):
         with pytest.raises(ConfigError, match="both parts"):
             prior_runs([bad])
+
+
+def test_diagnose_says_the_hyperparameters_its_numbers_rest_on(tmp_path, capsys):
+    """The issue's defect read a batch of 4 prompts as one group: with --config the text report names the
+    hyperparameters the mapping derived, prompts per step included; without any, no line."""
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(json.dumps({"step": int(s), "reward": float(0.8 - 0.6 * np.exp(-s / 12))}) + "\n"
+                           for s in range(1, 61)))
+    assert main(["diagnose", str(log), "--config", write(tmp_path, "grpo.json", TRL)]) == 0
+    hparams = [line for line in capsys.readouterr().out.splitlines() if line.startswith("hparams ")]
+    assert len(hparams) == 1 and "G = 8, N = 4 groups per step" in hparams[0]
+    assert main(["diagnose", str(log)]) == 0
+    assert not any(line.startswith("hparams ") for line in capsys.readouterr().out.splitlines())

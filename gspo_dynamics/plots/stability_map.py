@@ -68,7 +68,7 @@ def _lr_map(ax, forecast) -> None:
     ax.plot(hp.lr, hp.refresh_interval, "o", color=THEORY, ms=6, label="this config")
     ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="refresh interval T",
            title="stability map from the pilot (shaded: linear model)", xlim=(lrs[0], lrs[-1]),
-           ylim=(REFRESH_INTERVALS[0], REFRESH_INTERVALS[-1]))  # the map's whole domain, whatever is drawn on it
+           ylim=(REFRESH_INTERVALS[0] / 1.25, REFRESH_INTERVALS[-1]))  # the whole domain, a T = 1 point whole
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0.0, -0.2), frameon=False)  # below: the map stays clear
 
 

@@ -50,7 +50,8 @@ from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_ste
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
 from gspo_dynamics.fit._pilot_log import (
-    GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, zero_std_shares,
+    GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_reward_range,
+    zero_std_shares,
 )
 from gspo_dynamics.fit._prior import TaskPrior, task_prior
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
@@ -298,7 +299,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     if pilot_steps is not None and n < pilot_steps:
         assumed.append(f"--pilot-steps {pilot_steps} asks for more reward points than the log holds: all {n} are the pilot")
     range_note = "" if reward_range is not None else " (inferred from the pilot's rewards: --reward-range gives the task's)"
-    reward_range = _reward_range(reward, reward_range, assumed)
+    reward_range = pilot_reward_range(reward, reward_range, assumed)
     hp = setup.hparams
     fit = fit_trajectory(steps, reward)
     imp = implications(fit, hp, reward_range=reward_range)
@@ -369,20 +370,6 @@ def group_size_for_noise(noise: float, group_size: int, target: float) -> int | 
         return None
     need = group_size * (noise / target) ** 2
     return max(1, math.ceil(need * (1 - 1e-9)))
-
-
-def _reward_range(reward: np.ndarray, given, assumed: list[str]):
-    if given is not None:
-        lo, hi = given
-        if reward.min() < lo or reward.max() > hi:
-            raise ConfigError(f"reward range [{lo:g}, {hi:g}] does not hold the pilot's rewards, which run from "
-                              f"{reward.min():.4g} to {reward.max():.4g}")
-        return (float(lo), float(hi))
-    if reward.min() >= 0.0 and reward.max() <= 1.0:
-        assumed.append("the reward is a success rate in [0, 1] (every pilot reward lies there); give the range if not")
-        return (0.0, 1.0)
-    assumed.append("the reward's bounds are unknown: the interior-plateau premise is not checked")
-    return None
 
 
 def _max_safe_lr(imp: Implications, hp, measured: list[str]) -> tuple[float | None, str]:

@@ -1,4 +1,4 @@
-"""Reading a pilot's log (`load_pilot`), and what it says beyond its reward curve (`fit.pilot_forecast`): its
+"""Reading a pilot's log (`load_pilot`, `pilot_reward_range`), and what it says beyond its reward curve (`fit.pilot_forecast`): its
 logged learning rate, window positions, zero-std share and KL against the config's (a pilot run at another lr, under
 a schedule or warm-up, at another T, at a larger G, or with a KL term the config's beta = 0 leaves out is said), and
 the zero-std share its success rate gives by G."""
@@ -178,3 +178,19 @@ def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[Ru
     if len(steps) < MIN_PILOT_POINTS:
         raise ConfigError(f"the pilot has {len(steps)} reward points; a forecast needs at least {MIN_PILOT_POINTS}")
     return log, steps, reward
+
+
+def pilot_reward_range(reward: np.ndarray, given, assumed: list[str]) -> tuple[float, float] | None:
+    """The reward's range for the forecast: the `given` one, which must hold the pilot's rewards (ConfigError: one
+    line), else [0, 1] where every pilot reward lies there (said), else None (said)."""
+    if given is not None:
+        lo, hi = given
+        if reward.min() < lo or reward.max() > hi:
+            raise ConfigError(f"reward range [{lo:g}, {hi:g}] does not hold the pilot's rewards, which run from "
+                              f"{reward.min():.4g} to {reward.max():.4g}")
+        return (float(lo), float(hi))
+    if reward.min() >= 0.0 and reward.max() <= 1.0:
+        assumed.append("the reward is a success rate in [0, 1] (every pilot reward lies there); give the range if not")
+        return (0.0, 1.0)
+    assumed.append("the reward's bounds are unknown: the interior-plateau premise is not checked")
+    return None

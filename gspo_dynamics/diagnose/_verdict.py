@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from gspo_dynamics._plain import plain as _plain
 from gspo_dynamics.fit import max_safe_text
+from gspo_dynamics.predict import hparams_text
 
 # Symptom modes: what the reward curve does. Exactly one of them describes every analysed run.
 TREND_MODES: tuple[str, ...] = ("healthy_saturation", "still_rising", "stalled", "noise_dominated")
@@ -104,11 +105,7 @@ class Diagnosis:
                  f"{', version ' + str(s['version']) if s.get('version') else ''}, {s.get('rows')} rows"
                  f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''})"]
         if self.hparams is not None:  # what the theory's numbers below rest on (given, or read from --config)
-            hp = self.hparams
-            groups = "" if hp.group_size is None else (f", G = {hp.group_size}, N = {hp.num_groups} group"
-                                                       f"{'' if hp.num_groups == 1 else 's'} per step")
-            lines.append(f"hparams    lr {hp.lr:g}, {hp.optimizer.name}, T = {hp.refresh_interval}{groups}, "
-                         f"beta = {hp.kl_coef:g}, correction {hp.correction}")
+            lines.append(f"hparams    {hparams_text(self.hparams)}")
         if self.primary == TOO_SHORT:
             lines.append(f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
                          f"(at least {s.get('min_points')} are needed to fit a trajectory)")

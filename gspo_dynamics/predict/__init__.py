@@ -10,7 +10,9 @@
 This is the prediction layer; the pilot-calibrated forecast, which fits a log, is `fit.pilot_forecast`.
 """
 
-from gspo_dynamics.predict._config_forecast import ConfigForecast, config_forecast, stability_grid, stiffness_bounds
+from gspo_dynamics.predict._config_forecast import (
+    ConfigForecast, config_forecast, hparams_text, stability_grid, stiffness_bounds,
+)
 from gspo_dynamics.predict._configs import RunSetup, load_config_file, read_run_config
 from gspo_dynamics.predict._bandit import T_MAX, as_json_ready, heavy_ball, predict_bandit, summary_lines
 from gspo_dynamics.predict._ratios import (
@@ -40,6 +42,7 @@ __all__ = [
     "Sweep",
     "T_MAX",
     "as_json_ready",
+    "hparams_text",
     "heavy_ball",
     "load_sweep",
     "make_hyperparams",

@@ -41,6 +41,19 @@ NEEDS_PILOT = (
 )
 
 
+
+def hparams_text(hp, refresh_exact: float | None = None) -> str:
+    """One line of the theory's hyperparameters as a config maps them (`predict` and `diagnose` print it): lr, the
+    optimizer with its heavy-ball mu, T (and the exact optimizer steps per rollout where they differ), G and N
+    prompts per step, the clip range, beta and the correction."""
+    T = hp.refresh_interval
+    exact = "" if refresh_exact is None or refresh_exact == T else f" (exactly {refresh_exact:g})"
+    groups = ("G -> infinity" if hp.group_size is None else
+              f"G = {hp.group_size}, N = {hp.num_groups} group{'' if hp.num_groups == 1 else 's'} per step")
+    return (f"lr {hp.lr:g}, {hp.optimizer.name} (mu = {hp.momentum:g}), T = {T}{exact} optimizer step"
+            f"{'' if T == 1 else 's'} per rollout, {groups}, clip [{hp.clip_low:g}, {hp.clip_high:g}], "
+            f"beta = {hp.kl_coef:g}, correction {hp.correction}")
+
 @dataclass(frozen=True)
 class ConfigForecast:
     """The config-only answer (module docstring)."""
@@ -63,15 +76,10 @@ class ConfigForecast:
 
     def summary_lines(self) -> list[str]:
         hp, s = self.setup.hparams, self.setup
-        T = hp.refresh_interval
-        exact = "" if s.refresh_exact == T else f" (exactly {s.refresh_exact:g})"
         cont = "none at T = 1" if self.stiffness_bound_continuous is None else f"{self.stiffness_bound_continuous:.4g}"
         lines = [
             f"config: {s.framework}",
-            f"  lr {hp.lr:g}, {hp.optimizer.name} (mu = {self.momentum:g}), T = {T}{exact} optimizer step"
-            f"{'' if T == 1 else 's'} per rollout, G = {hp.group_size}, N = {hp.num_groups} group"
-            f"{'' if hp.num_groups == 1 else 's'} per step, clip [{hp.clip_low:g}, {hp.clip_high:g}], "
-            f"beta = {hp.kl_coef:g}, correction {hp.correction}",
+            f"  {hparams_text(hp, s.refresh_exact)}",
             "from the config alone:",
             f"  stable while the stiffness per step eta K < {self.stiffness_bound:.4g} (exact discrete, all forces stale; "
             f"continuous rule: {cont}; on-policy, T = 1: {self.stiffness_bound_on_policy:.4g})",

@@ -1,12 +1,13 @@
 """`gspo-dynamics predict`: before a run, what a config (and a short pilot of it) says about stability.
 
-    predict --config grpo.yaml [--pilot first_50_steps.jsonl [--run-steps N] [--prior finished_run.jsonl ...]]
-            [--json] [--plot map.png]
-    predict --lr 1e-6 --optimizer adam -T 8 -G 8          (flags: the same config-only answer)
+    predict --config grpo.yaml [--set KEY=VALUE ...] [--pilot first_50_steps.jsonl [--run-steps N]]
+            [--prior finished_run.jsonl ...] [--pass-rates FILE] [--json] [--explain] [--plot map.png]
     predict --testbed bandit --kl 0.5 --ref-logit -1 ...  (the two-armed bandit, the theory's exact toy)
 
-Hyperparameters without a testbed or a pilot get the config-only answer (`predict.config_forecast`):
-an LLM learning rate means nothing on the toy, so the bandit runs only when asked for by name.
+The first lines answer (`predict._headline`): the verdict, what to change in the config's keys, the forecast or
+the pilot to run; `--explain` adds the derivation. Hyperparameter flags are the bandit's: without `--testbed
+bandit` they are refused (a real run's come from its config, changed with --set), since an LLM learning rate
+means nothing on the toy.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_
 def register(sub) -> None:
     p = sub.add_parser("predict", help="stability of a config (with a pilot log: calibrated), or of the bandit")
     flags = add_hyperparams(p)
+    for group in p._action_groups:  # the flags are the bandit's: say so where --help lists them and their defaults
+        if group.title == "training hyperparameters":
+            group.title = "the bandit's hyperparameters (--testbed bandit only; defaults are the bandit's)"
     # the bandit only by name (`--testbed bandit`); every other flag None until read, so that one given beside
     # --config (whose values it would silently lose) is told apart from its default (`_flag_values`)
     p.set_defaults(testbed=None, flag_defaults={a.dest: (a.option_strings[0], a.default) for a in flags if a.dest != "testbed"},
@@ -54,6 +58,12 @@ def register(sub) -> None:
     r.add_argument("--target-noise", type=float, metavar="SIGMA",
                    help="the reward noise to find a group size G for (default: 5%% of the reward's range)")
     r.add_argument("--plot", help="draw the stability map over (lr, T) with the config's point (PNG, PDF, ...)")
+    r.add_argument("--pass-rates", metavar="FILE",
+                   help="per-prompt pass rates of the starting model (one number in [0, 1] per line, or a JSON list): "
+                        "the zero-std share by G over prompts of mixed difficulty, and the G for a target share")
+    r.add_argument("--target-zero-std", type=float, metavar="SHARE",
+                   help="the zero-std share to find a G for with --pass-rates (default: 0.2)")
+    p.add_argument("--explain", action="store_true", help="after the answer, the measurements, assumptions and notes")
     p.add_argument("--t-max", type=integer, help=f"the bandit's largest refresh interval searched (default: {T_MAX})")
     p.add_argument("--no-from-start", action="store_true", help="skip the bandit's nonlinear from-start check")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -92,9 +102,14 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                               "or the testbed")
         return _bandit(args)
     forecast = _forecast(args)
+    headline = _headline(forecast, args)
     if args.plot:
         _save_map(forecast, args.plot)
-    print(json.dumps(as_json_ready(forecast.to_json()), allow_nan=False) if args.json else "\n".join(forecast.summary_lines()))
+    if args.json:
+        print(json.dumps(as_json_ready({**headline.to_json(), "details": forecast.to_json()}), allow_nan=False))
+    else:
+        lines = headline.lines() + (["", *forecast.summary_lines()] if args.explain else ["(--explain: how this was measured)"])
+        print("\n".join(lines))
     if args.plot:
         print(f"gspo-dynamics: wrote {args.plot}", file=sys.stderr)
     return 0
@@ -103,7 +118,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 def _forecast(args: argparse.Namespace):
     """The forecast of --config (or of the flags when there is none): config-only, with the finished runs' end
     level (--prior), or pilot-calibrated (--pilot, with --prior's level beside it when given)."""
-    from gspo_dynamics.predict import RunSetup, config_forecast, read_run_config
+    from gspo_dynamics.predict import config_forecast, read_run_config
 
     if args.pilot_steps is not None and not args.pilot:
         raise ConfigError("--pilot-steps needs --pilot")
@@ -111,16 +126,12 @@ def _forecast(args: argparse.Namespace):
         raise ConfigError("--map needs --pilot or --prior (it names their logs' columns)")
     if args.set and not args.config:
         raise ConfigError("--set overrides keys of --config; give the config file")
-    if args.config:
-        setup = read_run_config(args.config, devices=args.devices, overrides=args.set)
-    else:
-        hp = hyperparams_from_args(args)
-        setup = RunSetup(hparams=hp, framework="command-line hyperparameters", refresh_exact=float(hp.refresh_interval),
-                         notes=("no config, testbed or pilot: what these hyperparameters alone determine "
-                                "(`--testbed bandit` for the two-armed bandit)",), ignored=())
+    if not args.config:
+        raise ConfigError("predict answers for a run's config: give it as --config grpo.yaml (a TRL GRPOConfig, a verl "
+                          "config or our trainer's) and change keys with --set, e.g. --set learning_rate=1e-6 --set "
+                          "num_generations=8; hyperparameter flags alone are the toy bandit's (--testbed bandit)")
+    setup = read_run_config(args.config, devices=args.devices, overrides=args.set)
     if not args.pilot:
-        if args.reward_range is not None and not args.prior:
-            raise ConfigError("--reward-range needs --pilot or --prior (it is checked against their rewards)")
         if args.target_noise is not None:
             raise ConfigError("--target-noise needs --pilot (the noise is measured there)")
         if args.run_steps is not None:
@@ -148,6 +159,24 @@ def _forecast(args: argparse.Namespace):
                               prior_configs=configs if args.prior else None)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
+
+
+def _headline(forecast, args: argparse.Namespace):
+    """The answer first: the pilot's verdict and forecast, or the config's (`predict._headline`)."""
+    from gspo_dynamics.fit import PilotForecast, check_reward_range, pilot_headline
+    from gspo_dynamics.predict import config_headline, zero_std_answer
+
+    if args.target_zero_std is not None and not args.pass_rates:
+        raise ConfigError("--target-zero-std needs --pass-rates (the share is read from the prompts' pass rates)")
+    zero_std = None
+    if args.pass_rates:
+        hp = getattr(forecast, "config", forecast).setup.hparams
+        zero_std = zero_std_answer(args.pass_rates, hp.group_size, target=args.target_zero_std)
+    if isinstance(forecast, PilotForecast):
+        return pilot_headline(forecast, zero_std)
+    reward_range = None if args.reward_range is None else tuple(args.reward_range)
+    check_reward_range(reward_range)
+    return config_headline(forecast, reward_range, zero_std)
 
 
 def prior_runs(items: list[str]) -> tuple[list[str], list[str | None]]:

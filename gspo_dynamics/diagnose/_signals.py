@@ -12,12 +12,15 @@ import numpy as np
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._trend import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.finite_group import zero_variance_probability
+from gspo_dynamics.theory.zero_std import fit_difficulty, group_size_for_zero_std
 
 DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning signal late in the run
 ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this
 HETEROGENEITY_GAP = 0.15  # measured zero-std fraction this far above p^G + (1-p)^G: mixed prompt difficulty
 G_SEARCH = range(2, 257)  # group sizes considered when estimating or advising G
+G_MIXTURE_MAX = 256  # the largest G advised over prompts of mixed difficulty (a run with more is not one to advise)
 G_ESTIMATE_ROWS = 2000  # rows used to estimate G (evenly spaced); more add nothing to a one-integer fit
 STD_COLLAPSE_RATIO = 0.2  # late within-group reward std below 20% of its early value: collapsed
 ENTROPY_COLLAPSE_RATIO = 0.5  # late entropy below half its early value: the policy is concentrating
@@ -69,6 +72,29 @@ def group_size_for(p: float, target: float = ZERO_STD_TARGET) -> int | None:
     return None
 
 
+def _mixture(p: float, share: float, G: int, steps) -> tuple[list, list[str]]:
+    """Prompts of mixed difficulty read from the late success rate and zero-std share (`theory.zero_std`: per-prompt
+    success ~ Beta with mean p whose mixture share at G is the logged one): the evidence line and the G (num_generations,
+    rollout.n) that brings the share under ZERO_STD_TARGET, or that none up to G_MIXTURE_MAX does."""
+    try:
+        difficulty = fit_difficulty(p, share, G)
+    except ConfigError:  # a share so near 1 that no spread resolves it: all-or-nothing prompts, said by the advice above
+        return [], []
+    if difficulty is None:
+        return [], []
+    need = group_size_for_zero_std(difficulty, ZERO_STD_TARGET, g_max=G_MIXTURE_MAX)
+    ev = [evidence("mixture over prompt difficulty: zero-std share at G, per-prompt success ~ Beta(a, b) fitted to it",
+                   share, steps, a=difficulty.a, b=difficulty.b, G=G, needed_G=need)]
+    if need is None:
+        return ev, [f"over these prompts' difficulties no group size up to {G_MIXTURE_MAX} brings the zero-std share "
+                    f"under {ZERO_STD_TARGET:.0%} (always-solved and always-failed prompts dominate): filter them "
+                    "(DAPO dynamic sampling), a larger num_generations / rollout.n will not"]
+    if need > G:
+        return ev, [f"over these prompts' difficulties num_generations / rollout.n = {need} brings the zero-std share "
+                    f"under {ZERO_STD_TARGET:.0%} (the batch law p^G + (1-p)^G would say far fewer)"]
+    return ev, []
+
+
 def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
     steps = log.steps
     p_series = success_rate(log)
@@ -90,12 +116,16 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
                 theory.update(group_size=G, group_size_source=source)
                 ev.append(evidence("theory p^G + (1-p)^G at the late success rate", expected, pc["late_steps"],
                                    success_rate=p_late, G=G, G_source=source, measured=late))
-                if late - expected > HETEROGENEITY_GAP:
+                mixed = late - expected > HETEROGENEITY_GAP and 0 < p_late < 1 and late < 1
+                if mixed:
                     advice.append(f"the measured zero-std fraction {late:.2f} is above the {expected:.2f} that G = {G} "
                                   f"gives at success rate {p_late:.2f}: prompt difficulties are mixed (many all-solved "
                                   "or all-failed prompts); filter such prompts (DAPO dynamic sampling) or rebalance the data")
+                    ev_mix, advice_mix = _mixture(p_late, late, G, pc["late_steps"])
+                    ev += ev_mix
+                    advice += advice_mix
                 need = group_size_for(p_late)
-                if need is not None and need > G:
+                if need is not None and need > G and not mixed:
                     advice.append(f"raise the group size: at success rate {p_late:.2f}, G = {G} leaves {expected:.0%} of "
                                   f"groups without signal; G >= {need} brings it under {ZERO_STD_TARGET:.0%}")
             side = "easy (all responses correct)" if p_late > 0.5 else "hard (all responses wrong)"

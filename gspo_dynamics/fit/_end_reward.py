@@ -36,11 +36,21 @@ logged every step: a run N / n = 8, 4 or 2 times its pilot), ships q per positio
 (`INTERVAL_QUANTILES`), and reports the coverage on each round of grids and each task held out of the
 calibration in turn.
 
-An interval is given for a run at most INTERVAL_MAX_RATIO times as long as its pilot (the calibrated ratio next
-above the run's, the most conservative neighbour: q grows with the ratio), a pilot with T <= INTERVAL_MAX_REFRESH
-(a longer window leaves too few samplers in the pilot to calibrate on) logged every step (as calibrated: a log
-of k-step means has another noise and held level), and a scale (2) above zero (a pilot whose rewards do not
-move around the forecast measures nothing to scale by); otherwise the forecast (1) alone, with the reason.
+The conformal interval is given for a run at most INTERVAL_MAX_RATIO times as long as its pilot (the calibrated
+ratio next above the run's, the most conservative neighbour: q grows with the ratio), a pilot with
+T <= INTERVAL_MAX_REFRESH logged every step (as calibrated: a log of k-step means has another noise and held
+level), and a scale (2) above zero. Elsewhere (most real runs: longer than 8 pilots, logged every k steps) the
+interval is the bracket of the two readings of the pilot, where the curve goes and where the reward was left,
+widened by the pilot's noise at the normal's 95% point on each side (two 5% tails: a 90% interval):
+
+    [min(R_end, R_held) - z sigma,  max(R_end, R_held) + z sigma],    z = BRACKET_Z = 1.645.   (5)
+
+Every forecast and interval lies within the reward's reach: its range where known, else the pilot's observed
+range [lo, hi] widened by REACH_WIDEN of its width on each side (a run can move as far again as its pilot did):
+
+    reach = [lo - REACH_WIDEN (hi - lo),  hi + REACH_WIDEN (hi - lo)].                         (6)
+
+Both rules were fixed before any real run was forecast with them (paper_repro/real_run_forecast.py).
 """
 
 from __future__ import annotations
@@ -62,6 +72,8 @@ INTERVAL_LEVEL = 0.9  # the interval's nominal coverage 1 - alpha
 INTERVAL_MAX_RATIO = 8  # the largest run length / pilot length calibrated
 INTERVAL_MAX_REFRESH = 4  # the largest refresh interval T calibrated
 BOUND_SHARE = 0.02  # a forecast this share of the range's width from a bound sits "at the bound"
+BRACKET_Z = 1.645  # the normal's 95% point: (5) leaves 5% above and 5% below, a 90% interval
+REACH_WIDEN = 1.0  # (6): the pilot's own range again on each side where the reward's range is unknown
 SCALE_MIN = 1e-9  # a scale (2) at most this, relative to max(1, |R_end|), is none: no interval
 # q of equation (3) at INTERVAL_LEVEL per position and calibrated ratio N / n, from the runs of
 # paper_repro/data/end_reward_scores.json.gz with a scale (paper_repro/end_reward_interval.py;
@@ -110,11 +122,26 @@ def end_window(run_steps: int) -> np.ndarray:
 
 
 def end_reward_value(fit: TrajectoryFit, run_steps: int, reward_range: tuple[float, float] | None) -> float:
-    """R_end, equation (1)."""
+    """R_end, equation (1), the curve clipped to `reward_range` (the reach (6) where the range is unknown)."""
     curve = fit.predict(end_window(run_steps))
     if reward_range is not None:
         curve = np.clip(curve, *reward_range)
     return float(np.mean(curve))
+
+
+def reward_reach(reward, reward_range: tuple[float, float] | None) -> tuple[float, float]:
+    """What the reward can reach, equation (6): its range where known, else the observed range widened."""
+    if reward_range is not None:
+        return (float(reward_range[0]), float(reward_range[1]))
+    r = np.asarray(reward, dtype=float)
+    lo, hi = float(np.min(r)), float(np.max(r))
+    return (lo - REACH_WIDEN * (hi - lo), hi + REACH_WIDEN * (hi - lo))
+
+
+def bracket_interval(value: float, held: float, noise: float, reach: tuple[float, float]) -> tuple[float, float]:
+    """Equation (5), clipped to the reach (6)."""
+    low, high = min(value, held) - BRACKET_Z * noise, max(value, held) + BRACKET_Z * noise
+    return (max(low, reach[0]), min(high, reach[1]))
 
 
 def held_reward(reward) -> float:
@@ -167,29 +194,33 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
     held = held_reward(reward)
     if not (math.isfinite(held) and math.isfinite(fit.residual_std)):
         raise ConfigError("the pilot's held level and noise must be finite to forecast the run's end")
-    value = end_reward_value(fit, run_steps, reward_range)
+    reach = reward_reach(reward, reward_range)
+    value = end_reward_value(fit, run_steps, reach)
     scale = score_scale(value, held, fit.residual_std)
     ratio = run_steps / pilot_end
     where = end_position(value, reward_range)
     calibrated = next((r for r in sorted(INTERVAL_QUANTILES[where]) if ratio <= r), None)
     spacing = float(np.median(np.diff(steps))) if steps.size > 1 else 1.0
 
-    def withheld(why: str) -> EndReward:
-        return EndReward(run_steps, ratio, value, scale, None, f"no interval: {why}")
+    def bracket(why: str) -> EndReward:
+        return EndReward(run_steps, ratio, value, scale, bracket_interval(value, held, fit.residual_std, reach),
+                         f"between the fitted curve and the held level, widened by {BRACKET_Z:g} x the pilot's noise "
+                         f"(fit._end_reward (5); {why})")
 
-    if refresh_interval > INTERVAL_MAX_REFRESH:
-        return withheld(f"calibrated on runs with T <= {INTERVAL_MAX_REFRESH}, this one has T = {refresh_interval}")
-    if calibrated is None:
-        return withheld(f"the run is {ratio:.3g} times its pilot; intervals are calibrated up to {INTERVAL_MAX_RATIO} "
-                        "times, so a longer pilot gives one")
-    if spacing != 1.0:
-        return withheld(f"the pilot logs a row every {spacing:g} steps; intervals are calibrated on logs of every step")
     if not has_scale(value, scale):
-        return withheld("the pilot's rewards do not move around the forecast, so there is nothing to scale an interval by")
+        return EndReward(run_steps, ratio, value, scale, None, "no interval: the pilot's rewards do not move around the "
+                         "forecast, so there is nothing to scale an interval by")
+    if refresh_interval > INTERVAL_MAX_REFRESH:
+        return bracket(f"the conformal interval is calibrated on runs with T <= {INTERVAL_MAX_REFRESH}, this one has "
+                       f"T = {refresh_interval}")
+    if calibrated is None:
+        return bracket(f"the run is {ratio:.3g} times its pilot; the conformal interval is calibrated up to "
+                       f"{INTERVAL_MAX_RATIO} times")
+    if spacing != 1.0:
+        return bracket(f"the pilot logs a row every {spacing:g} steps; the conformal interval is calibrated on logs of "
+                       "every step")
     q = INTERVAL_QUANTILES[where][calibrated]
-    low, high = value - q * scale, value + q * scale
-    if reward_range is not None:
-        low, high = max(low, reward_range[0]), min(high, reward_range[1])
+    low, high = max(value - q * scale, reach[0]), min(value + q * scale, reach[1])
     return EndReward(run_steps, ratio, value, scale, (low, high),
                      f"split conformal, calibrated on our trainer's runs {calibrated} times their pilot whose forecast sits "
                      f"{'at a bound' if where == 'bound' else 'inside the range'}; its coverage on rounds and tasks held "

@@ -14,8 +14,9 @@ Measured from the pilot (its first `pilot_steps` steps, or all of it):
                                                                  (all forces stale, as `implications`);
 
   success rate      p_t = the step's mean reward when every reward lies in [0, 1]; the zero-std share at a
-                    group size G' is E_t[p_t^G' + (1 - p_t)^G'] (a lower bound when prompts differ in p: the
-                    share is convex in p), set beside the logged frac_reward_zero_std;
+                    group size G' is the mixture over prompts of mixed difficulty fitted to the logged
+                    frac_reward_zero_std (`fit._pilot_log.zero_std_shares`, `theory.zero_std`), else the batch
+                    law E_t[p_t^G' + (1 - p_t)^G'] (the least any mixture gives: the share is convex in p);
   noise             the fit's residual std s at the pilot's N G responses per step; the reward's noise
                     scales as 1 / sqrt(N G) (the 1/G law of the fluctuation theory), s(G') = s sqrt(G / G'),
                     so the smallest group size whose noise is at most a target sigma is
@@ -47,6 +48,7 @@ from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields
 from gspo_dynamics.fit._fall_chance import config_fall_chance, fall_chance_lines
 from gspo_dynamics.fit._drift import measure_drift
 from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
+from gspo_dynamics.fit._pilot_headline import plateau_identified
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
 from gspo_dynamics.fit._pilot_log import (
@@ -105,8 +107,11 @@ class PilotForecast:
     log_notes: tuple[str, ...] = ()  # the pilot log's reader warnings (`RunLog.warnings`): what it dropped or read oddly
 
     def to_json(self) -> dict[str, Any]:
+        implied = self.implications.to_json()
+        if not self.plateau_identified:  # a number the pilot does not identify is not given (docs/outputs.md)
+            implied.update(plateau=None, time_to_plateau=None, plateau_identified=False)
         return plain({**self.config.to_json(), "pilot_steps": self.pilot_steps,  # the config-only keys, then the pilot's
-                "implications": self.implications.to_json(), "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
+                "implications": implied, "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
                 # true: the pilot lost reward at its own lr, so max_safe_lr is the linear model's reading, no safe lr
                 "pilot_lost_reward": self.lost,
                 "success_rate": self.success_rate, "zero_std_by_group": _keys(self.zero_std_by_group),
@@ -128,6 +133,11 @@ class PilotForecast:
                 "task_prior": None if self.prior is None else self.prior.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
                 "measured": self.measured, "assumed": self.assumed, "pilot_log_notes": list(self.log_notes)})
+
+    @property
+    def plateau_identified(self) -> bool:
+        """Whether the pilot identifies the plateau (`fit._pilot_headline.plateau_identified`)."""
+        return plateau_identified(self)
 
     @property
     def held(self) -> float | None:
@@ -219,7 +229,9 @@ class PilotForecast:
         hp, lines = self.config.setup.hparams, []
         if self.success_rate is not None:
             logged = "" if self.zero_std_logged is None else f" (the pilot logged {self.zero_std_logged:.3g})"
-            lines.append(f"  zero-std share by G, p^G + (1 - p)^G averaged over the pilot's steps (mean success rate "
+            law = ("over prompts of mixed difficulty fitted to the logged share" if any("mixed difficulty" in m for m in
+                   self.measured) else "p^G + (1 - p)^G averaged over the pilot's steps, the least over any mix of prompts")
+            lines.append(f"  zero-std share by G, {law} (mean success rate "
                          f"{self.success_rate:.3g}){logged}: "
                          + ", ".join(f"{g}: {v:.3g}" for g, v in self.zero_std_by_group.items()))
         lines.append("  reward noise by G: " + ", ".join(f"{g}: {v:.3g}" for g, v in self.noise_by_group.items()))
@@ -304,7 +316,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     fit = fit_trajectory(steps, reward)
     imp = implications(fit, hp, reward_range=reward_range)
     max_lr, lr_note = _max_safe_lr(imp, hp, measured)
-    p, shares, logged = zero_std_shares(log, reward, n, reward_range, measured)
+    p, shares, logged = zero_std_shares(log, reward, n, reward_range, measured, hp.group_size)
     if shares:
         assumed += logged_group_size(log, n, hp.group_size, hp.num_groups)
     noise = {g: fit.residual_std * math.sqrt(hp.group_size / g) for g in GROUP_SIZES}

@@ -10,6 +10,7 @@ from scipy.special import erfc, stdtrit
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import RunLog, read_log
+from gspo_dynamics.theory.zero_std import fit_difficulty_log, zero_std_share_beta
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
@@ -106,17 +107,35 @@ def logged_refresh(log: RunLog, n: int, T: int) -> list[str]:
             "stiffness is read as if the pilot ran at the config's T; give the pilot's own config for its own reading"]
 
 
-def zero_std_shares(log: RunLog, reward: np.ndarray, n: int, reward_range, measured: list[str]):
-    """(mean success rate, {G: mean_t p_t^G + (1 - p_t)^G}, the logged zero-std share's mean) for a reward in [0, 1];
-    (None, {}, None) for another range."""
+def zero_std_shares(log: RunLog, reward: np.ndarray, n: int, reward_range, measured: list[str], group_size: int | None = None):
+    """(mean success rate, {G': share}, the logged zero-std share's mean) for a reward in [0, 1]; (None, {}, None) for
+    another range. Where the pilot logs its zero-std share at the config's G, prompts of mixed difficulty are read
+    from it (`theory.zero_std`): per-prompt success p ~ Beta(m_t c, (1 - m_t) c) at each step's mean m_t, one
+    concentration c fitted to the logged shares (`fit_difficulty_log`), and the share at G' is
+    mean_t E[p^G' + (1 - p)^G']. Otherwise (or where the fit finds no spread) the batch law mean_t m_t^G' + (1 - m_t)^G',
+    the least any mixture gives (Jensen)."""
     if reward_range != (0.0, 1.0):
         return None, {}, None
     shares = {g: float(np.mean(reward**g + (1.0 - reward) ** g)) for g in GROUP_SIZES}
     logged = None
-    z = _reward_rows(log, "frac_zero_std", n)
-    if len(z):
-        logged = float(np.mean(z))
+    rows = _pilot_rows(log, n)
+    z = log["frac_zero_std"][rows] if "frac_zero_std" in log else np.array([])
+    ok = np.isfinite(z)
+    if ok.any():
+        logged = float(np.mean(z[ok]))
         measured.append("the logged zero-std share")
+        m, s = reward[: rows.size][ok], z[ok]
+        inner = (m > 0) & (m < 1) & (s < 1)
+        if group_size is not None and group_size >= 2 and inner.sum() >= MIN_GROUP_ROWS:
+            try:
+                c = fit_difficulty_log(m[inner], s[inner], group_size)
+            except ConfigError:  # shares too near 1 to resolve a spread: the batch law stands
+                c = None
+            if c is not None:
+                shares = {g: float(np.mean(zero_std_share_beta(m[inner] * c, (1 - m[inner]) * c, g))) for g in GROUP_SIZES}
+                measured.append(f"prompts of mixed difficulty: per-prompt success ~ Beta around each step's mean with "
+                                f"concentration {c:.3g}, fitted to the logged zero-std share at G = {group_size} "
+                                "(theory.zero_std); the shares by G are that mixture's")
     measured.append(f"the success rate, mean {reward.mean():.3g}")
     return float(reward.mean()), shares, logged
 

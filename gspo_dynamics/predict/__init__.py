@@ -6,6 +6,8 @@
     load_sweep("sims/<name>.json")        a declarative grid of `Hyperparams` (sims/README.md)
     read_run_config("grpo.yaml")          a TRL / verl / our trainer's config in the theory's terms
     config_forecast(setup)                what that config alone determines about stability
+    config_headline(forecast)             the answer first: verdict, changes in the config's keys, the pilot to run
+    zero_std_answer("pass_rates.txt", G)  the zero-std share by G over prompts of mixed difficulty
 
 This is the prediction layer; the pilot-calibrated forecast, which fits a log, is `fit.pilot_forecast`.
 """
@@ -14,6 +16,12 @@ from gspo_dynamics.predict._config_forecast import (
     ConfigForecast, config_forecast, hparams_text, stability_grid, stiffness_bounds,
 )
 from gspo_dynamics.predict._configs import RunSetup, load_config_file, read_run_config
+from gspo_dynamics.predict._headline import (
+    AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, SCHEMA_VERSION, VERDICTS, Change, Headline, config_headline, lr_change,
+    pilot_steps, refresh_change,
+)
+from gspo_dynamics.predict._config_keys import ConfigKeys
+from gspo_dynamics.predict._zero_std import ZeroStdAnswer, zero_std_answer
 from gspo_dynamics.predict._bandit import T_MAX, as_json_ready, heavy_ball, predict_bandit, summary_lines
 from gspo_dynamics.predict._ratios import (
     NO_CLIP,
@@ -26,6 +34,20 @@ from gspo_dynamics.predict._ratios import (
 from gspo_dynamics.predict._sweeps import OPTIMIZER_FIELDS, Sweep, load_sweep, make_hyperparams
 
 __all__ = [
+    "AT_RISK_CHANCE",
+    "AT_RISK_SHARE",
+    "MARGIN_FACTOR",
+    "SCHEMA_VERSION",
+    "lr_change",
+    "refresh_change",
+    "VERDICTS",
+    "Change",
+    "ConfigKeys",
+    "Headline",
+    "ZeroStdAnswer",
+    "config_headline",
+    "pilot_steps",
+    "zero_std_answer",
     "ConfigForecast",
     "RunSetup",
     "config_forecast",

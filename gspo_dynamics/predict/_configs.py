@@ -18,9 +18,10 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
-    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_HYPERPARAMETERS, TRL_KEYS, TRL_UNMODELLED, _flatten, _own,
-    _refuse_preference_config, _trainer, _trl, _verl, run_length,
+    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS, TRL_UNMODELLED, _flatten,
+    _own, _refuse_preference_config, _trainer, _trl, _verl, run_length,
 )
+from gspo_dynamics.predict._config_keys import ConfigKeys, trainer_keys, trl_keys, verl_keys
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
 
@@ -38,6 +39,7 @@ class RunSetup:
     loss: str | None = None  # the loss as the config names it: our trainer's objective, TRL's loss_type with its
     # importance_sampling_level, verl's loss_mode with its loss_agg_mode; None where it names none (TRL without a
     # loss_type: its default moved between releases). A prior's runs are matched on it (fit._prior (4))
+    keys: ConfigKeys | None = None  # the keys a user edits for lr, T, G (`predict._config_keys`); None: the theory's own names
 
     def to_json(self) -> dict[str, Any]:
         hp = self.hparams
@@ -182,14 +184,17 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
         hp, exact, used, loss = _verl(cfg, notes)
         key = "trainer.total_training_steps"
         ignored = sorted(set(_flatten(cfg)) - used - {key})
-        return _setup(hp, "verl", exact, notes, ignored, run_steps=run_length(key, _flatten(cfg).get(key)), loss=loss)
+        flat = _flatten(cfg)
+        keys = verl_keys(int(flat.get("actor_rollout_ref.actor.ppo_epochs") or 1), int(flat["data.train_batch_size"]))
+        return _setup(hp, "verl", exact, notes, ignored, run_steps=run_length(key, flat.get(key)), loss=loss, keys=keys)
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
         _refuse_devices(devices, "our trainer's prompts_per_step is the whole step's")
         hp, exact = _trainer(cfg, notes)
         return _setup(hp, "gspo-dynamics trainer", exact, notes, sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective", "steps"}),
-                      run_steps=run_length("steps", cfg.get("steps")), loss=str(cfg["objective"]))
+                      run_steps=run_length("steps", cfg.get("steps")), loss=str(cfg["objective"]),
+                      keys=trainer_keys(int(cfg.get("num_iterations") or TRAINER_DEFAULTS["num_iterations"])))
     if trl and own - {"optimizer"}:
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with our own "
                           f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")
@@ -203,8 +208,9 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
                 notes.append(f"{key}: {why}")
         loss = None if cfg.get("loss_type") is None else (  # TRL's default loss_type moved between releases: unsaid, none
             f"{cfg['loss_type']} ({cfg.get('importance_sampling_level') or 'token'}-level ratio)")
+        keys = trl_keys(*(int(cfg.get(k) or TRL_DEFAULTS[k]) for k in ("num_iterations", "gradient_accumulation_steps")))
         return _setup(hp, "TRL GRPOConfig", exact, notes, sorted(set(cfg) - TRL_KEYS - set(TRL_UNMODELLED)),
-                      run_steps=run_length("max_steps", cfg.get("max_steps"), unset=-1), loss=loss)
+                      run_steps=run_length("max_steps", cfg.get("max_steps"), unset=-1), loss=loss, keys=keys)
     if not own:
         raise ConfigError("the config has no hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; "
                           "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)")
@@ -214,11 +220,11 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
 
 
 def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str], shown: int = 10,
-           run_steps: int | None = None, loss: str | None = None) -> RunSetup:
+           run_steps: int | None = None, loss: str | None = None, keys: ConfigKeys | None = None) -> RunSetup:
     """The RunSetup, with a note naming the ignored keys (the first `shown`, then their count; all in `ignored`), and
     the loss as the config names it (None where it does not)."""
     if ignored:
         more = f" and {len(ignored) - shown} more (all in --json's config.ignored)" if len(ignored) > shown else ""
         notes.append(f"keys not used by the theory: {', '.join(ignored[:shown])}{more}")
     return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored),
-                    run_steps=run_steps, loss=loss)
+                    run_steps=run_steps, loss=loss, keys=keys)

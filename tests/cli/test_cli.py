@@ -31,12 +31,13 @@ def test_issue_command_prints_one_json_object():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["predict", "--lr", "-1"], "learning rate"),
-    (["predict", "--lr", "-1e-6"], "learning rate must be positive"),  # argparse alone: "expected one argument"
+    (["predict", "--testbed", "bandit", "--lr", "-1"], "learning rate"),
+    (["predict", "--testbed", "bandit", "--lr", "-1e-6"], "learning rate must be positive"),  # argparse: "expected one argument"
     (["simulate", "--testbed", "sequence", "--objective", "gspo", "--lr", "-1e-6"], "learning rate"),
     (["predict", "--lr", "abc"], "--lr"),
-    (["predict", "--momentum", "1.5"], "momentum"),
-    (["predict", "--refresh-interval", "0"], "refresh interval"),
+    (["predict", "--testbed", "bandit", "--momentum", "1.5"], "momentum"),
+    (["predict", "--testbed", "bandit", "--refresh-interval", "0"], "refresh interval"),
+    (["predict", "--lr", "1e-6"], "give it as --config"),
     (["predict", "--correction", "tokenwise"], "correction"),
     (["predict", "--testbed", "bandit", "--optimizer", "adam"], "group size"),
     (["simulate", "--group-size", "1"], "group size"),

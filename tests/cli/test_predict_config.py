@@ -4,6 +4,7 @@ one-line errors with exit 2 for impossible, contradictory or foreign configs."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,12 +13,18 @@ import yaml
 from gspo_dynamics.cli.main import main
 from gspo_dynamics.fit import fall_chance
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_config.yaml"
 TRL = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
        "steps_per_generation": 32, "beta": 0.04, "importance_sampling_level": "sequence", "epsilon": 3e-4,
        "epsilon_high": 4e-4, "output_dir": "out"}
 VERL = {"data": {"train_batch_size": 512}, "algorithm": {"adv_estimator": "grpo"},
         "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 128, "ppo_epochs": 1},
                               "rollout": {"n": 8}}}
+
+
+def details(out: str) -> dict:
+    """predict --json's derivation (its top level is the answer: tests/cli/test_predict_headline.py)."""
+    return json.loads(out)["details"]
 
 
 def write(tmp_path, name, data) -> str:
@@ -35,7 +42,7 @@ def pilot_log(tmp_path, n=40) -> str:
 
 
 def test_trl_json_config_alone(tmp_path, capsys):
-    assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL)]) == 0
+    assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL), "--explain"]) == 0
     out = capsys.readouterr().out
     assert "TRL GRPOConfig" in out and "T = 4 optimizer steps per rollout" in out and "N = 4 groups" in out
     assert "needs a pilot" in out and "devices not given" in out
@@ -44,27 +51,27 @@ def test_trl_json_config_alone(tmp_path, capsys):
 def test_set_overrides_the_config(tmp_path, capsys):
     assert main(["predict", "--config", write(tmp_path, "ppo.yaml", VERL), "--set", "actor_rollout_ref.actor.ppo_epochs=2",
                  "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["config"]["refresh_interval"] == 8
+    assert details(capsys.readouterr().out)["config"]["refresh_interval"] == 8
 
 
 def test_yaml_and_verl_configs_as_json(tmp_path, capsys):
     assert main(["predict", "--config", write(tmp_path, "grpo.yaml", TRL), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["config"]["refresh_interval"] == 4
+    assert details(capsys.readouterr().out)["config"]["refresh_interval"] == 4
     assert main(["predict", "--config", write(tmp_path, "ppo_trainer.yaml", VERL), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = details(capsys.readouterr().out)
     assert report["config"]["framework"] == "verl" and report["config"]["refresh_interval"] == 4
     assert report["stiffness_bound"] > 0 and report["needs_a_pilot"]
 
 
 def test_with_a_pilot_and_a_plot(tmp_path, capsys):
     config, log, png = write(tmp_path, "grpo.json", TRL), pilot_log(tmp_path), tmp_path / "map.png"
-    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "120", "--plot", str(tmp_path / "end.png")]) == 0
+    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "120", "--plot", str(tmp_path / "end.png"), "--explain"]) == 0
     assert "reward at the run's end" in capsys.readouterr().out and (tmp_path / "end.png").stat().st_size > 10_000
     assert main(["predict", "--config", config, "--pilot", log, "--json", "--plot", str(png)]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = details(capsys.readouterr().out)
     assert report["pilot_steps"] == 40 and report["implications"]["plateau"]["value"] == pytest.approx(0.8, abs=0.05)
     assert report["measured"] and report["assumed"] and png.stat().st_size > 10_000
-    assert main(["predict", "--config", config, "--pilot", log, "--pilot-steps", "20"]) == 0
+    assert main(["predict", "--config", config, "--pilot", log, "--pilot-steps", "20", "--explain"]) == 0
     assert "from the pilot (20 reward points, steps 1-20):" in capsys.readouterr().out
 
 
@@ -78,18 +85,18 @@ def test_finished_runs_of_the_task_give_the_end_level(tmp_path, capsys):
         reward = end - 0.7 * np.exp(-t / 10) + 0.01 * np.random.default_rng(i).standard_normal(96)
         runs.append(tmp_path / f"done{i}.jsonl")
         runs[-1].write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
-    assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs)]) == 0
+    assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs), "--explain"]) == 0
     assert "the task's prior (3 finished runs" in capsys.readouterr().out
     assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs), "--json"]) == 0
-    prior = json.loads(capsys.readouterr().out)["task_prior"]
+    prior = details(capsys.readouterr().out)["task_prior"]
     assert prior["level"] == pytest.approx(0.913, abs=0.01) and prior["interval"][0] < 0.913 < prior["interval"][1]
     # before a run, without a pilot: the config's answer and the finished runs' level
     assert main(["predict", "--config", config, "--prior", *map(str, runs), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = details(capsys.readouterr().out)
     assert report["task_prior"]["level"] == pytest.approx(prior["level"]) and report["stiffness_bound"] > 0
     png = tmp_path / "prior_map.png"
     assert main(["predict", "--config", config, "--prior", *map(str, runs), "--reward-range", "0", "1",
-                 "--plot", str(png)]) == 0
+                 "--plot", str(png), "--explain"]) == 0
     out = capsys.readouterr().out
     assert png.stat().st_size > 10_000  # the config's map: finished runs give no pilot curve to draw
     assert out.index("the task's prior (3 finished runs") < out.index("note: ") and "needs a pilot" in out
@@ -102,13 +109,13 @@ def test_finished_runs_of_the_task_give_the_end_level(tmp_path, capsys):
     assert "same task" in capsys.readouterr().err
 
 
-def test_flags_without_a_testbed_get_the_config_only_answer(capsys):
-    """The issue's defect: LLM hyperparameters used to run the toy bandit silently."""
+def test_flags_without_a_testbed_or_a_config_are_refused_with_the_config_form(capsys):
+    """LLM hyperparameters used to run the toy bandit silently, then got an answer under the bandit's defaults for
+    the flags not given (beta 0.5, correction none): now one line that shows the --config / --set form."""
     args = ["predict", "--optimizer", "adam", "--lr", "1e-6", "-T", "8", "-G", "8", "--kl", "0.04", "--correction", "token"]
-    assert main(args) == 0
-    out = capsys.readouterr().out
-    assert "command-line hyperparameters" in out and "needs a pilot" in out and "R* =" not in out
-    assert "--testbed bandit" in out
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--config" in err and "--set learning_rate=" in err and "--testbed bandit" in err
 
 
 @pytest.mark.parametrize("content, needle", [
@@ -130,10 +137,11 @@ def test_bad_configs_are_one_line_and_exit_2(tmp_path, capsys, content, needle):
     (["--map", "reward=score"], "--map needs --pilot or --prior"),
     (["--testbed", "bandit", "--config", "x.json"], "drop --config"),
     (["--testbed", "bandit", "--prior", "done.jsonl"], "drop --config/--pilot/--prior"),
-    (["--reward-range", "0", "1"], "--reward-range needs --pilot or --prior"),
-    (["--target-noise", "0.02"], "--target-noise needs --pilot"),
+    (["--reward-range", "0", "1"], "give it as --config"),
+    (["--config", str(EXAMPLE), "--target-noise", "0.02"], "--target-noise needs --pilot"),
+    (["--config", str(EXAMPLE), "--target-zero-std", "0.1"], "--target-zero-std needs --pass-rates"),
     (["--set", "beta=0.1"], "--set overrides keys of --config"),
-    (["--run-steps", "500"], "--run-steps needs --pilot"),
+    (["--config", str(EXAMPLE), "--run-steps", "500"], "--run-steps needs --pilot"),
 ])
 def test_contradictory_options_are_one_line_and_exit_2(capsys, extra, needle):
     assert main(["predict", *extra]) == 2
@@ -164,16 +172,17 @@ def test_the_reward_at_the_runs_end_with_its_interval(tmp_path, capsys):
     positive integer, is one line and exit 2."""
     config, log = write(tmp_path, "grpo.json", {**TRL, "max_steps": 120}), pilot_log(tmp_path)
     assert main(["predict", "--config", config, "--pilot", log, "--json"]) == 0
-    end = json.loads(capsys.readouterr().out)["end_reward"]
+    end = details(capsys.readouterr().out)["end_reward"]
     assert end["run_steps"] == 120 and end["ratio"] == 3 and end["interval"][0] <= end["value"] <= end["interval"][1]
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "80", "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)  # the run's length as given, in the config's echo too
+    report = details(capsys.readouterr().out)  # the run's length as given, in the config's echo too
     assert report["config"]["run_steps"] == report["end_reward"]["run_steps"] == 80
     assert any("80 steps as given, not the config's 120" in a for a in report["assumed"])
-    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "1000"]) == 0
-    assert "no interval: the run is 25 times its pilot" in capsys.readouterr().out
-    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "99999999999999999999999"]) == 0
-    assert "no interval: the run is 2.5e+21 times its pilot" in capsys.readouterr().out
+    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "1000", "--explain"]) == 0
+    # past the conformal calibration: the bracket of the curve and the held level (fit._end_reward (5))
+    assert "between the fitted curve and the held level" in capsys.readouterr().out
+    assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "99999999999999999999999", "--explain"]) == 0
+    assert "the run is 2.5e+21 times its pilot" in capsys.readouterr().out
     for steps, needle in (("30", "not past the pilot's last step 40"), ("0", "positive integer")):
         assert main(["predict", "--config", config, "--pilot", log, "--run-steps", steps]) == 2
         err = capsys.readouterr().err.strip()
@@ -193,10 +202,10 @@ def test_the_group_size_for_a_target_noise(tmp_path, capsys):
     of the inferred [0, 1] range."""
     config, log = write(tmp_path, "grpo.json", TRL), pilot_log(tmp_path)
     assert main(["predict", "--config", config, "--pilot", log, "--json", "--target-noise", "0.004"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = details(capsys.readouterr().out)
     s = report["noise_by_group"]["8"]
     assert report["target_noise"] == 0.004 and report["group_size_for_target_noise"] == int(np.ceil(8 * (s / 0.004) ** 2))
-    assert main(["predict", "--config", config, "--pilot", log]) == 0
+    assert main(["predict", "--config", config, "--pilot", log, "--explain"]) == 0
     assert "G for a reward noise <= 0.05: 1 (at N = 4 groups per step)" in capsys.readouterr().out
 
 
@@ -228,13 +237,12 @@ def test_diagnose_json_keeps_the_theory_numbers_in_one_place(tmp_path, capsys):
     assert "theory" not in report and report["implications"]["theory_inputs"]["group_size"] == 8
 
 
-def test_no_flags_and_no_group_size(capsys, tmp_path):
-    """`predict` alone: the config-only answer of the default flags (G -> infinity: said, no noise line);
-    a pilot without a group size is one line and exit 2."""
-    assert main(["predict"]) == 0
-    assert "G -> infinity" in capsys.readouterr().out
+def test_no_config_is_one_line_and_exit_2(capsys, tmp_path):
+    """`predict` alone, or with a pilot and no config: one line naming --config, exit 2."""
+    assert main(["predict"]) == 2
+    assert "give it as --config" in capsys.readouterr().err
     assert main(["predict", "--pilot", pilot_log(tmp_path)]) == 2
-    assert "needs the run's group size" in capsys.readouterr().err
+    assert "give it as --config" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("entropy_start, overshoot", [(0.5, True), (1.5, False)])
@@ -251,7 +259,7 @@ def test_a_trl_pilot_with_clip_fraction_and_entropy_gets_the_collapse_forecast(t
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     config = write(tmp_path, "grpo.json", TRL)
     assert main(["predict", "--config", config, "--pilot", str(log), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = details(capsys.readouterr().out)
     assert report["drift_per_step"] > 0 and report["entropy"] == pytest.approx(entropy.mean())
     assert report["overshoot"] is overshoot and report["displacement"] > 0
     if overshoot:
@@ -259,7 +267,7 @@ def test_a_trl_pilot_with_clip_fraction_and_entropy_gets_the_collapse_forecast(t
     chance = report["fall_chance"]  # fit._fall_chance (1), (2): an overshoot is a rule saying unstable, so m > 0
     assert chance["chance"] == pytest.approx(float(fall_chance(chance["margin"])), rel=1e-12)
     assert chance["margin"] > 0 if overshoot else chance["margin"] is not None
-    assert main(["predict", "--config", config, "--pilot", str(log)]) == 0
+    assert main(["predict", "--config", config, "--pilot", str(log), "--explain"]) == 0
     text = capsys.readouterr().out
     assert "displacement between samplers" in text and ("entropy rose" in text) is overshoot
     assert f"loses its reward: {chance['chance']:.0%}" in text
@@ -274,7 +282,7 @@ def test_a_pilot_with_its_own_column_names_is_read_with_map(tmp_path, capsys):
     assert main(["predict", "--config", config, "--pilot", str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--map reward=COLUMN" in err
-    assert main(["predict", "--config", config, "--pilot", str(path), "--map", "reward=score"]) == 0
+    assert main(["predict", "--config", config, "--pilot", str(path), "--map", "reward=score", "--explain"]) == 0
     assert "from the pilot (40 reward points, steps 1-40):" in capsys.readouterr().out
 
 
@@ -294,12 +302,12 @@ def test_finished_runs_beside_their_configs_lean_the_level_toward_runs_like_this
                                                    for s, r in zip(t, reward)))
         runs.append(str(run / "metrics.jsonl"))
     assert main(["predict", "--config", config, "--prior", *runs, "--json"]) == 0
-    prior = json.loads(capsys.readouterr().out)["task_prior"]
+    prior = details(capsys.readouterr().out)["task_prior"]
     ends = [run["end_reward"] for run in prior["runs"]]
     m1 = (ends[0] + ends[1] + 2 * np.mean(ends)) / 4
     assert prior["level"] == pytest.approx((ends[0] + 2 * m1) / 3, abs=1e-9) and prior["pooled_level"] == pytest.approx(np.mean(ends))
     assert (prior["same_loss_runs"], prior["same_loss_optimizer_lr_runs"]) == (2, 1)
-    assert main(["predict", "--config", config, "--prior", *runs]) == 0
+    assert main(["predict", "--config", config, "--prior", *runs, "--explain"]) == 0
     assert "2 with its loss, 1 of them also with its optimizer and lr" in capsys.readouterr().out
 
 
@@ -318,16 +326,16 @@ def test_a_finished_runs_config_given_as_log_equals_config(tmp_path, capsys):
         runs.append(log)
         args.append(f"{log}={write(tmp_path, f'run{i}.json', {**TRL, 'loss_type': loss})}")
     assert main(["predict", "--config", config, "--prior", *args, "--json"]) == 0
-    prior = json.loads(capsys.readouterr().out)["task_prior"]
+    prior = details(capsys.readouterr().out)["task_prior"]
     ends = [run["end_reward"] for run in prior["runs"]]
     assert [run["config"]["loss"].split()[0] for run in prior["runs"]] == ["dapo", "grpo", "grpo"]
     m1 = (ends[0] + 2 * np.mean(ends)) / 3
     assert prior["level"] == pytest.approx((ends[0] + 2 * m1) / 3, abs=1e-9) and prior["same_loss_runs"] == 1
     assert main(["predict", "--config", config, "--prior", *map(str, runs), "--json"]) == 0  # '=' in the directory
-    assert json.loads(capsys.readouterr().out)["task_prior"]["same_loss_runs"] == 0
+    assert details(capsys.readouterr().out)["task_prior"]["same_loss_runs"] == 0
     other_T = write(tmp_path, "other_T.json", {**TRL, "loss_type": "dapo", "steps_per_generation": 64})
     assert main(["predict", "--config", config, "--prior", f"{runs[0]}={other_T}", *args[1:], "--json"]) == 0
-    prior = json.loads(capsys.readouterr().out)["task_prior"]  # its config's T is not this one's: left out, said
+    prior = details(capsys.readouterr().out)["task_prior"]  # its config's T is not this one's: left out, said
     assert prior["runs"][0]["other_refresh_interval"] == 8 and prior["same_loss_runs"] == 0
     assert main(["predict", "--config", config, "--prior", f"{runs[0]}={tmp_path / 'missing.yaml'}"]) == 2
     err = capsys.readouterr().err.strip()

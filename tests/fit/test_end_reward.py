@@ -19,7 +19,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import (
     INTERVAL_LEVEL, INTERVAL_QUANTILES, conformal_quantile, end_reward, end_window, fit_trajectory, pilot_forecast,
 )
-from gspo_dynamics.fit._end_reward import end_reward_value, end_position, has_scale
+from gspo_dynamics.fit._end_reward import BRACKET_Z, end_reward_value, end_position, has_scale
 from gspo_dynamics.predict import read_run_config
 
 SCORES = Path(__file__).resolve().parents[2] / "paper_repro" / "data" / "end_reward_scores.json.gz"
@@ -84,9 +84,10 @@ def test_the_interval_uses_the_calibrated_ratio_next_above_the_runs(run_steps, c
     fit, steps, reward = pilot()
     end = end_reward(fit, steps, reward, run_steps, 1, None)
     scale = fit.residual_std + abs(end.value - reward[-8:].mean())
-    q = INTERVAL_QUANTILES["inside"][calibrated]  # no range: inside
+    q = INTERVAL_QUANTILES["inside"][calibrated]  # no range: inside, clipped to the reach (6)
+    lo, hi = reward.min() - (reward.max() - reward.min()), reward.max() + (reward.max() - reward.min())
     assert end.ratio == pytest.approx(run_steps / 24) and end.scale == pytest.approx(scale, rel=1e-12)
-    assert end.interval == pytest.approx((end.value - q * scale, end.value + q * scale))
+    assert end.interval == pytest.approx((max(end.value - q * scale, lo), min(end.value + q * scale, hi)))
 
 
 def test_a_forecast_at_the_rewards_bound_gets_the_bound_quantile():
@@ -99,12 +100,19 @@ def test_a_forecast_at_the_rewards_bound_gets_the_bound_quantile():
     assert end_position(0.9, None) == "inside"
 
 
-def test_the_interval_is_withheld_where_it_is_not_calibrated_and_clipped_to_the_rewards_range():
+def test_past_the_calibration_the_interval_brackets_the_curve_and_the_held_level_within_the_reach():
+    """Equation (5) where the conformal quantiles do not apply (a run 9 pilots long, T = 8, a log every 10 steps),
+    recomputed here; every interval inside the reach (6)."""
     fit, steps, reward = pilot()
-    assert "9 times its pilot" in end_reward(fit, steps, reward, 24 * 9, 1, None).note
-    assert "T = 8" in end_reward(fit, steps, reward, 96, 8, None).note
+    held, noise = reward[-8:].mean(), fit.residual_std
+    lo, hi = reward.min() - (reward.max() - reward.min()), reward.max() + (reward.max() - reward.min())
+    for end, why in ((end_reward(fit, steps, reward, 24 * 9, 1, None), "9 times its pilot"),
+                     (end_reward(fit, steps, reward, 96, 8, None), "T = 8")):
+        assert why in end.note and "between the fitted curve and the held level" in end.note
+        expected = (max(min(end.value, held) - BRACKET_Z * noise, lo), min(max(end.value, held) + BRACKET_Z * noise, hi))
+        assert end.interval == pytest.approx(expected, rel=1e-12)
     spaced = end_reward(fit_trajectory(steps * 10, reward), steps * 10, reward, 960, 1, None)
-    assert spaced.interval is None and "every 10 steps" in spaced.note
+    assert spaced.interval is not None and "every 10 steps" in spaced.note
     flat = np.zeros(24)
     constant = end_reward(fit_trajectory(steps, flat), steps, flat, 96, 1, (0.0, 1.0))
     assert constant.interval is None and "do not move" in constant.note and constant.value == 0.0

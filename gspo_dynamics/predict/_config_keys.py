@@ -1,0 +1,80 @@
+"""The config keys a user edits for each of the theory's settings, in their framework's names.
+
+`predict` answers in the config's own keys: a learning rate is TRL's `learning_rate`, verl's
+`actor_rollout_ref.actor.optim.lr`, our trainer's `lr`. The refresh interval T is not one key but a
+ratio of several, so each framework's `ConfigKeys` holds the one key it changes and the others fixed:
+
+    TRL       T = steps_per_generation x num_iterations / gradient_accumulation_steps
+              -> steps_per_generation = T x gradient_accumulation_steps / num_iterations
+    verl      T = ppo_epochs x data.train_batch_size / ppo_mini_batch_size
+              -> ppo_mini_batch_size = ppo_epochs x data.train_batch_size / T
+    ours      T = steps_per_generation x num_iterations
+              -> steps_per_generation = T / num_iterations
+
+A T that no integer value of the key reaches is said so (None), never rounded silently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+_VERL_ACTOR = "actor_rollout_ref.actor."
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigKeys:
+    """The keys behind lr, T, G and the run's length, and how T's key maps onto T (module docstring)."""
+
+    framework: str  # "trl" | "verl" | "trainer"
+    lr: str  # the learning rate's key
+    group: str  # G's key
+    refresh: str  # the key changed to set T
+    refresh_factor: float  # T = factor x value (direct) or factor / value (inverse)
+    refresh_inverse: bool  # verl: a larger mini-batch is a smaller T
+    run_length: str  # the run's optimizer steps
+    override: bool  # verl's keys are given as Hydra overrides (key=value), the others as YAML (key: value)
+
+    def __post_init__(self) -> None:
+        if self.framework not in ("trl", "verl", "trainer"):
+            raise ValueError(f"framework must be trl, verl or trainer, got {self.framework!r}")
+        if not self.refresh_factor > 0:
+            raise ValueError(f"refresh_factor must be > 0, got {self.refresh_factor!r}")
+
+    def refresh_value(self, T: int) -> int | None:
+        """The integer value of `refresh` that gives T exactly, or None where none does."""
+        value = self.refresh_factor / T if self.refresh_inverse else T / self.refresh_factor
+        near = round(value)
+        return int(near) if near >= 1 and math.isclose(value, near, rel_tol=1e-9) else None
+
+    def setting(self, key: str, value) -> str:
+        """`key: value` (a YAML config's line) or `key=value` (verl's command-line override)."""
+        text = f"{value:.3g}" if isinstance(value, float) else str(value)
+        return f"{key}={text}" if self.override else f"{key}: {text}"
+
+
+def trl_keys(num_iterations: int, accumulation: int) -> ConfigKeys:
+    return ConfigKeys(framework="trl", lr="learning_rate", group="num_generations", refresh="steps_per_generation",
+                      refresh_factor=num_iterations / accumulation, refresh_inverse=False, run_length="max_steps",
+                      override=False)
+
+
+def verl_keys(ppo_epochs: int, train_batch_size: int) -> ConfigKeys:
+    return ConfigKeys(framework="verl", lr=_VERL_ACTOR + "optim.lr", group="actor_rollout_ref.rollout.n",
+                      refresh=_VERL_ACTOR + "ppo_mini_batch_size", refresh_factor=float(ppo_epochs * train_batch_size),
+                      refresh_inverse=True, run_length="trainer.total_training_steps", override=True)
+
+
+def trainer_keys(num_iterations: int) -> ConfigKeys:
+    return ConfigKeys(framework="trainer", lr="lr", group="group_size", refresh="steps_per_generation",
+                      refresh_factor=float(num_iterations), refresh_inverse=False, run_length="steps", override=False)
+
+
+# what each framework must log for a pilot to measure the stiffness, the noise, the drift and the collapse limit
+PILOT_LOGGING = {
+    "trl": "logging_steps: 1 (TRL averages a row over logging_steps); TRL then logs reward, reward_std, "
+           "frac_reward_zero_std, entropy (TRL >= 0.20), clip_ratio/* and, with beta > 0, kl",
+    "verl": "trainer.logger=[console,file] (or tensorboard) so each step's metrics are kept: critic/score/mean, "
+            "actor/entropy, actor/pg_clipfrac, actor/ppo_kl, response_length/clip_ratio",
+    "trainer": "our trainer logs every step (reward, entropy, clip ratios, KL) to trainer_state.json",
+}

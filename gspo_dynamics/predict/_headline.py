@@ -1,0 +1,175 @@
+"""The answer `predict` gives first: a verdict, what to change in the config's own keys, and the forecast in the
+reward's units. The derivations behind it stay in the forecast objects (`--explain`).
+
+The verdict is decided by the first rule that applies, in this order (each names its evidence):
+
+  unsafe                 the pilot lost reward it had and had not won it back by its end (`fit._fall`: a fall
+                         with z > 5 that matters in the reward's range, the held level below half its depth); or the policy's move between sampler refreshes D exceeds the collapse
+                         limit, or the pilot's entropy overshot (`theory.collapse`); or the config's lr exceeds the
+                         linear model's largest stable lr, lr_max = lr x_max(T, mu) / kappa (`fit._pilot`);
+  at risk                the pilot's fall came back above half its depth (a dip); or D within AT_RISK_SHARE of the limit; or the chance that one run falls at the config's
+                         (lr, T), `fit._fall_chance`, at least AT_RISK_CHANCE; or lr within a factor
+                         MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`fit._collapse_risk`);
+  safe                   the pilot kept its reward and none of the above applies; the margin is quoted where the
+                         pilot identifies it, and said not identified where it does not;
+  unknown until a pilot  no pilot log: a config fixes T, G and the momentum, but not the curvature the learning
+                         rate multiplies (`predict._config_forecast`).
+
+A change is given only where the evidence gives its value (lr_max / MARGIN_FACTOR, the collapse bounds, a T the
+config's keys reach exactly), each with what it buys; a halving is offered after a lost pilot, said to be a guess
+to re-test.
+
+The pilot to run (no pilot given) is a power calculation: a linear trend over n evenly spaced steps with noise
+sigma per step has a least-squares rise over the pilot with standard error sigma sqrt(12 / n) (Var(slope) =
+12 sigma^2 / (n (n^2 - 1)) ~ 12 sigma^2 / n^3, times n^2), so a rise delta is seen at one-sided level 5% with
+power 90% when
+
+    n >= 12 (z sigma / delta)^2,   z = z_0.95 + z_0.90 = 1.645 + 1.282,                           (1)
+
+with sigma <= (hi - lo) / (2 sqrt(N G)) (a reward in [lo, hi] has a per-response std of at most half its range;
+a step averages N G responses) and delta = PILOT_RISE of the range; and at least PILOT_PERIODS refresh periods,
+so that the pilot's samplers go stale as the run's will.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gspo_dynamics.predict._config_keys import PILOT_LOGGING, ConfigKeys
+
+SCHEMA_VERSION = "1.0"  # docs/outputs.md: predict's JSON schema
+AT_RISK_SHARE = 0.7  # D above this share of the collapse limit is at risk: within the limit's own spread
+AT_RISK_CHANCE = 0.1  # a fall chance of one run in ten or more is at risk
+MARGIN_FACTOR = 2.0  # an lr within 2x of the linear bound is at risk; the lr we advise keeps this factor
+POWER_Z = 1.645 + 1.282  # (1): one-sided 5% level, 90% power
+PILOT_RISE = 0.1  # (1): the rise a pilot must see, a tenth of the reward's range
+PILOT_PERIODS = 4  # a pilot spans at least this many refresh periods
+VERDICTS = ("safe", "at risk", "unsafe", "unknown until a pilot")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One edit of the config: the key, its new value as the config writes it, and what it buys."""
+
+    key: str
+    value: Any
+    setting: str  # `key: value` or `key=value`, as the framework takes it
+    buys: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value, "setting": self.setting, "buys": self.buys}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The answer first (module docstring): `lines()` for the text, `to_json()` for the schema's top level."""
+
+    verdict: str
+    reason: str
+    changes: tuple[Change, ...] = ()
+    forecast: dict[str, Any] = field(default_factory=dict)  # end reward, interval, plateau time, collapse risk
+    pilot_plan: dict[str, Any] | None = None  # without a pilot: steps, what to log
+    settled: tuple[str, ...] = ()  # what the config alone settles
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    def lines(self) -> list[str]:
+        out = [f"verdict: {self.verdict} ({self.reason})"]
+        out += [f"change: {c.setting}  ({c.buys})" for c in self.changes] or ["change: none"]
+        out += [f"forecast: {text}" for text in self.forecast.get("text", [])]
+        if self.pilot_plan:
+            out.append(f"pilot: {self.pilot_plan['setting']} ({self.pilot_plan['why']})")
+            out.append(f"  log: {self.pilot_plan['log']}")
+        out += [f"settled by the config: {s}" for s in self.settled]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        forecast = {k: v for k, v in self.forecast.items() if k != "text"}
+        return {"schema_version": SCHEMA_VERSION, "verdict": self.verdict, "reason": self.reason,
+                "changes": [c.to_json() for c in self.changes], "forecast": forecast or None,
+                "pilot_plan": self.pilot_plan, "settled": list(self.settled)}
+
+
+def _keys(setup) -> ConfigKeys | None:
+    """The setup's framework keys (None: the theory's own names)."""
+    return getattr(setup, "keys", None)
+
+
+def lr_change(setup, lr: float, buys: str) -> Change:
+    """The learning-rate key set to `lr` (three significant digits), with what it buys."""
+    keys = _keys(setup)
+    key = keys.lr if keys else "lr"
+    return Change(key, float(f"{lr:.3g}"), keys.setting(key, float(f"{lr:.3g}")) if keys else f"{key} <= {lr:.3g}", buys)
+
+
+def refresh_change(setup, T: int, buys: str) -> Change | None:
+    """The key and value that set T, or None where no integer value of the config's key gives it."""
+    keys = _keys(setup)
+    if keys is None:
+        return Change("refresh_interval", T, f"refresh_interval: {T}", buys)
+    value = keys.refresh_value(T)
+    return None if value is None else Change(keys.refresh, value, keys.setting(keys.refresh, value), buys)
+
+
+def pilot_steps(hparams, reward_range: tuple[float, float] | None) -> tuple[int, str]:
+    """n of equation (1), at least PILOT_PERIODS refresh periods, with the reason in words."""
+    width = 1.0 if reward_range is None else reward_range[1] - reward_range[0]
+    responses = hparams.num_groups * hparams.group_size
+    sigma = width / (2.0 * math.sqrt(responses))
+    delta = PILOT_RISE * width
+    n_power = math.ceil(12.0 * (POWER_Z * sigma / delta) ** 2)
+    n_periods = PILOT_PERIODS * hparams.refresh_interval
+    n = max(n_power, n_periods)
+    unit = "" if reward_range is not None else " (a [0, 1] reward assumed: --reward-range gives yours)"
+    why = (f"to see a rise of {delta:.3g} over noise <= {sigma:.3g} per step at N G = {responses} responses, "
+           f"5% level, 90% power{unit}")
+    if n_periods > n_power:
+        why += f"; {PILOT_PERIODS} refresh periods of T = {hparams.refresh_interval}"
+    return n, why
+
+
+def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
+    """The answer without a pilot (`predict._config_forecast.ConfigForecast`, or a prior's forecast holding one in
+    `.config`): unknown until a pilot, the pilot to run, and what the config alone settles. `zero_std`: the mixture
+    law's answer for --pass-rates (`predict._zero_std.ZeroStdAnswer`), or None."""
+    config = getattr(forecast, "config", forecast)
+    setup, hp = config.setup, config.setup.hparams
+    keys = _keys(setup)
+    n, why = pilot_steps(hp, reward_range)
+    if setup.run_steps is not None and n > setup.run_steps:
+        why += f"; more than the run's own {setup.run_steps} steps: its reward will not rise clearly above its noise"
+        n = setup.run_steps
+    framework = keys.framework if keys else "trainer"
+    plan = {"steps": n, "setting": keys.setting(keys.run_length, n) if keys else f"steps: {n}", "why": why,
+            "log": PILOT_LOGGING[framework],
+            "command": "gspo-dynamics predict --config CONFIG --pilot LOG"}
+    T = hp.refresh_interval
+    on_policy = config.stiffness_bound_on_policy
+    settled = [f"T = {T} optimizer step{'s' if T > 1 else ''} per sampler refresh"
+               + ("" if T == 1 else f": its largest stable lr is {on_policy / config.stiffness_bound:.3g}x smaller than "
+                  f"on-policy (T = 1), whatever the model")]
+    changes = []
+    if T > 1:
+        one = refresh_change(setup, 1, f"on-policy: the stable lr {on_policy / config.stiffness_bound:.3g}x larger")
+        changes += [one] if one else []
+    if hp.group_size is not None:
+        responses = hp.num_groups * hp.group_size
+        group_key = keys.group if keys else "group_size"
+        settled.append(f"reward noise per step scales as 1 / sqrt(N G) = 1 / sqrt({responses}): "
+                       f"{group_key} {2 * hp.group_size} cuts it by {1 - 1 / math.sqrt(2):.0%}")
+        if zero_std is not None:
+            settled += zero_std.settled_lines()
+            changes += zero_std.changes(setup)
+        else:
+            settled.append(f"zero-std groups at {group_key} {hp.group_size}: at least {config.zero_std_share[0.5]:.2g} "
+                           f"(every prompt at success 0.5), {config.zero_std_share[0.9]:.2g} at 0.9; prompts of mixed "
+                           "difficulty give far more (--pass-rates FILE of the starting model's per-prompt pass rates)")
+    reason = ("a config fixes T, G and the momentum but not the curvature the learning rate multiplies: "
+              "only a run measures the margin")
+    if getattr(forecast, "prior", None) is not None:
+        reason += "; finished runs of the task give the end level below"
+    return Headline("unknown until a pilot", reason, tuple(changes), pilot_plan=plan, settled=tuple(settled))

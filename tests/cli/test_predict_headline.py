@@ -1,0 +1,122 @@
+"""`predict`'s answer first (`predict._headline`): the verdict and the config's own keys in the first lines, for TRL,
+verl and our trainer; `--json` against its documented schema (docs/predict.schema.json); the pilot's power
+calculation against a simulation; the advised settings read back by the same config mapping."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+import yaml
+
+from gspo_dynamics.cli.main import main
+from gspo_dynamics.predict import pilot_steps, read_run_config
+from gspo_dynamics.predict._headline import PILOT_RISE, POWER_Z
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "predict.schema.json").read_text())
+TRL = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
+       "steps_per_generation": 32, "beta": 0.04, "max_steps": 500}
+VERL = {"data": {"train_batch_size": 512}, "algorithm": {"adv_estimator": "grpo"},
+        "trainer": {"total_training_steps": 300},
+        "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 128, "ppo_epochs": 1},
+                              "rollout": {"n": 8}}}
+OURS = {"task": "pattern", "model": "100k", "objective": "gspo", "steps": 150, "lr": 1e-3, "group_size": 8,
+        "prompts_per_step": 4, "steps_per_generation": 2}
+KEYS = {"trl": ("learning_rate", "steps_per_generation: 8", "max_steps: "),
+        "verl": ("actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.ppo_mini_batch_size=512",
+                 "trainer.total_training_steps="),
+        "ours": ("lr", "steps_per_generation: 1", "steps: ")}
+
+
+def write(tmp_path, name, data) -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data) if name.endswith(".yaml") else json.dumps(data))
+    return str(path)
+
+
+def run(capsys, *args) -> str:
+    assert main(["predict", *args]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, config", [("trl", TRL), ("verl", VERL), ("ours", OURS)])
+def test_a_config_alone_answers_in_its_own_keys_first(tmp_path, capsys, name, config):
+    """The verdict on line 1, the change and the pilot as the framework's keys within the first 5 lines; the
+    derivation only under --explain; the JSON valid against the schema with the same verdict."""
+    path = write(tmp_path, "c.yaml", config)
+    lines = run(capsys, "--config", path).splitlines()
+    head = "\n".join(lines[:5])
+    assert lines[0].startswith("verdict: unknown until a pilot")
+    _, refresh, length = KEYS[name]
+    assert refresh in head and length in head and "stiffness" not in "\n".join(lines)
+    explained = run(capsys, "--config", path, "--explain")
+    assert explained.startswith(lines[0]) and "stiffness per step" in explained
+    report = json.loads(run(capsys, "--config", path, "--json"))
+    jsonschema.validate(report, SCHEMA)
+    assert report["verdict"] == "unknown until a pilot" and report["pilot_plan"]["steps"] >= 1
+    assert report["changes"][0]["setting"].startswith(refresh.split("=")[0].split(":")[0])
+
+
+@pytest.mark.parametrize("name, config", [("trl", TRL), ("verl", VERL), ("ours", OURS)])
+def test_the_advised_refresh_setting_reads_back_as_t_equals_one(name, config):
+    """The change the answer gives for T = 1, applied through the same mapping, is T = 1 (an independent route:
+    the config reader, not the key arithmetic)."""
+    setup = read_run_config(config)
+    key, value = setup.keys.refresh, setup.keys.refresh_value(1)
+    assert value is not None and read_run_config(config, overrides=[f"{key}={value}"]).hparams.refresh_interval == 1
+
+
+def test_an_unreachable_t_is_not_rounded():
+    """verl: T = 512 / ppo_mini_batch_size; no integer mini-batch gives T = 3, so none is advised."""
+    setup = read_run_config(VERL)
+    assert setup.hparams.refresh_interval == 4 and setup.keys.refresh_value(2) == 256 and setup.keys.refresh_value(3) is None
+    assert read_run_config({**TRL, "gradient_accumulation_steps": 3, "steps_per_generation": 12}).keys.refresh_value(5) == 15
+
+
+def test_a_pilot_answer_validates_and_leads_with_its_verdict(tmp_path, capsys):
+    t = np.arange(1, 61)
+    reward = 0.8 - 0.6 * np.exp(-t / 12) + 0.02 * np.random.default_rng(0).standard_normal(60)
+    log = tmp_path / "pilot.jsonl"
+    log.write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
+    config = write(tmp_path, "grpo.json", {**TRL, "steps_per_generation": 8, "max_steps": 240})
+    report = json.loads(run(capsys, "--config", config, "--pilot", str(log), "--json"))
+    jsonschema.validate(report, SCHEMA)
+    assert report["verdict"] in ("safe", "at risk", "unsafe")
+    low, high = report["forecast"]["end_reward"]["interval"]
+    assert 0.0 <= low <= report["forecast"]["end_reward"]["value"] <= high <= 1.0
+    lines = run(capsys, "--config", config, "--pilot", str(log)).splitlines()
+    assert lines[0] == f"verdict: {report['verdict']} ({report['reason']})" and lines[1].startswith("change: ")
+    assert any(line.startswith("forecast: reward over steps 201-240") for line in lines[:5])
+
+
+def test_pass_rates_give_the_group_size_for_a_target_zero_std_share(tmp_path, capsys):
+    """Prompts of mixed difficulty: the mixture's share at G = 8 and the num_generations that brings it to 20%."""
+    rates = tmp_path / "rates.txt"
+    rates.write_text("\n".join(f"{p:.3f}" for p in np.random.default_rng(1).beta(0.8, 0.4, 500)))
+    report = json.loads(run(capsys, "--config", write(tmp_path, "c.json", TRL), "--pass-rates", str(rates), "--json"))
+    jsonschema.validate(report, SCHEMA)
+    change = next(c for c in report["changes"] if c["key"] == "num_generations")
+    assert change["value"] > 8 and change["setting"] == f"num_generations: {change['value']}"
+    assert any("zero-std groups over the 500 prompts" in s for s in report["settled"])
+
+
+def test_the_pilot_length_is_the_power_calculation_checked_by_simulation():
+    """n = 12 (z sigma / delta)^2 (`predict._headline` (1)): a linear rise delta over n steps in noise sigma is
+    found by a one-sided 5% t-test of the least-squares slope in about 90% of 4000 simulated pilots."""
+    setup = read_run_config({**TRL, "steps_per_generation": 8})  # T = 1, N G = 32
+    n, _ = pilot_steps(setup.hparams, (0.0, 1.0))
+    sigma, delta = 0.5 / math.sqrt(32), PILOT_RISE
+    assert n == math.ceil(12 * (POWER_Z * sigma / delta) ** 2)
+    rng = np.random.default_rng(0)
+    x = np.arange(n, dtype=float)
+    y = delta * x / n + sigma * rng.standard_normal((4000, n))  # (runs, n)
+    xc = x - x.mean()
+    slope = (y * xc).sum(1) / (xc ** 2).sum()
+    resid = y - y.mean(1, keepdims=True) - slope[:, None] * xc
+    se = np.sqrt((resid ** 2).sum(1) / (n - 2) / (xc ** 2).sum())
+    power = np.mean(slope / se > 1.645)
+    assert abs(power - 0.9) < 0.03, power

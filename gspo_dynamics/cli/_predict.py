@@ -116,8 +116,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _forecast(args: argparse.Namespace):
-    """The forecast of --config (or of the flags when there is none): config-only, with the finished runs' end
-    level (--prior), or pilot-calibrated (--pilot, with --prior's level beside it when given)."""
+    """The forecast of --config (none: one ConfigError showing the --config / --set form): config-only, with the
+    finished runs' end level (--prior), or pilot-calibrated (--pilot, with --prior's level beside it when given)."""
     from gspo_dynamics.predict import config_forecast, read_run_config
 
     if args.pilot_steps is not None and not args.pilot:

@@ -84,7 +84,7 @@ class Headline:
         if self.pilot_plan:
             out.append(f"pilot: {self.pilot_plan['setting']} ({self.pilot_plan['why']})")
             out.append(f"  log: {self.pilot_plan['log']}")
-        out += [f"settled by the config: {s}" for s in self.settled]
+        out += [f"known before a run: {s}" for s in self.settled]
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -117,12 +117,15 @@ def refresh_change(setup, T: int, buys: str) -> Change | None:
 
 def pilot_steps(hparams, reward_range: tuple[float, float] | None) -> tuple[int, str]:
     """n of equation (1), at least PILOT_PERIODS refresh periods, with the reason in words."""
+    n_periods = PILOT_PERIODS * hparams.refresh_interval
+    if hparams.group_size is None:
+        return n_periods, (f"{PILOT_PERIODS} refresh periods of T = {hparams.refresh_interval}; with no group size G "
+                           "given, no noise to size it by (give num_generations / rollout.n / group_size)")
     width = 1.0 if reward_range is None else reward_range[1] - reward_range[0]
     responses = hparams.num_groups * hparams.group_size
     sigma = width / (2.0 * math.sqrt(responses))
     delta = PILOT_RISE * width
     n_power = math.ceil(12.0 * (POWER_Z * sigma / delta) ** 2)
-    n_periods = PILOT_PERIODS * hparams.refresh_interval
     n = max(n_power, n_periods)
     unit = "" if reward_range is not None else " (a [0, 1] reward assumed: --reward-range gives yours)"
     why = (f"to see a rise of {delta:.3g} over noise <= {sigma:.3g} per step at N G = {responses} responses, "
@@ -170,6 +173,9 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
                            "difficulty give far more (--pass-rates FILE of the starting model's per-prompt pass rates)")
     reason = ("a config fixes T, G and the momentum but not the curvature the learning rate multiplies: "
               "only a run measures the margin")
-    if getattr(forecast, "prior", None) is not None:
-        reason += "; finished runs of the task give the end level below"
+    prior = getattr(forecast, "prior", None)
+    if prior is not None and prior.level is not None:
+        band = "" if prior.interval is None else f", 90% interval [{prior.interval[0]:.3g}, {prior.interval[1]:.3g}]"
+        settled.append(f"end level of the {len(prior.kept)} finished runs of the task that kept their reward: "
+                       f"{prior.level:.3g}{band}")
     return Headline("unknown until a pilot", reason, tuple(changes), pilot_plan=plan, settled=tuple(settled))

@@ -120,3 +120,22 @@ def test_the_pilot_length_is_the_power_calculation_checked_by_simulation():
     se = np.sqrt((resid ** 2).sum(1) / (n - 2) / (xc ** 2).sum())
     power = np.mean(slope / se > 1.645)
     assert abs(power - 0.9) < 0.03, power
+
+
+def test_without_a_group_size_the_pilot_spans_refresh_periods_and_says_why():
+    setup = read_run_config({"lr": 1e-3, "refresh_interval": 3})
+    n, why = pilot_steps(setup.hparams, None)
+    assert n == 12 and "no group size G" in why
+
+
+def test_finished_runs_give_their_end_level_in_the_answer(tmp_path, capsys):
+    runs = []
+    for i, end in enumerate((0.9, 0.93, 0.91)):
+        t = np.arange(1, 97)
+        reward = end - 0.7 * np.exp(-t / 10) + 0.01 * np.random.default_rng(i).standard_normal(96)
+        runs.append(tmp_path / f"done{i}.jsonl")
+        runs[-1].write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
+    lines = run(capsys, "--config", write(tmp_path, "c.json", TRL), "--prior", *map(str, runs)).splitlines()
+    assert lines[0].startswith("verdict: unknown until a pilot")
+    assert any(line.startswith("known before a run: end level of the 3 finished runs") and "90% interval" in line
+               for line in lines)

@@ -5,33 +5,27 @@ forecasts R at later steps through its `predict(steps)`:
 
   saturating exponential, after Nimmaturi et al. 2025, "Predictive scaling laws for efficient GRPO training of
   large reasoning models" (arXiv 2507.18014):
-
       R(t) = R_inf - (R_inf - R_0) exp(-(t - t_0) / tau),     t_0 the pilot's first step           (1)
 
-  The paper's explicit equation was not found (its abstracts, v1 and v2, are what the search returned): v2 describes
-  GRPO reward curves as "well-approximated by an exponential saturation" with three phases; its law also conditions
-  on model size, initial reward and training progress normalised by the epoch, across models. For one run those
-  enter as the constants of (1), the abstract's "exponential saturation" in steps; other code citing the paper fits
+  The paper's explicit equation was not found (only its v1 and v2 abstracts were): v2 calls GRPO reward curves "well-
+  approximated by an exponential saturation"; its law also conditions on model size, initial reward and progress as
+  a share of the epoch, across models, which for one run are the constants of (1). Other code citing the paper fits
   R_max (1 - exp(-lambda t)), (1) with R_0 = 0 at t_0 = 0.
 
   ScaleRL's sigmoid, Khatri et al. 2025, "The Art of Scaling Reinforcement Learning Compute for LLMs"
   (arXiv 2510.13786), its equation (1):
-
       R(C) = R_0 + (A - R_0) / (1 + (C_mid / C)^B),           A the asymptote, B > 0, C_mid > 0    (2)
 
-  The paper's C is training compute (GPU-hours); here C = the step (a fixed batch makes compute proportional to
-  steps, and C_mid is then in steps). The paper fixes R_0 at the initial pass rate: here the mean of the pilot's first
-  R0_POINTS rewards. It also leaves the first ~1.5k GPU-hours out of the fit; a pilot is too short to, so all of it is
-  fitted. R(C) = R_0 at C <= 0 (the limit C -> 0+).
+  The paper's C is compute (GPU-hours); here C = the step (compute per step fixed; C_mid in steps). R_0 is fixed, as
+  in the paper, at the initial reward: the mean of the pilot's first R0_POINTS. The paper leaves its first ~1.5k
+  GPU-hours out of the fit; a pilot is too short to. R(C) = R_0 at C <= 0 (the limit C -> 0+).
 
   the entropy law, Cui et al. 2025, "The Entropy Mechanism of Reinforcement Learning for Reasoning Language Models"
   (arXiv 2505.22617): reward against policy entropy,
-
       R = -a exp(H) + b,     ceiling R(H = 0) = b - a (the reward when the entropy is spent)       (3)
-
   linear in exp(H), so fitted in closed form. Forecasting by step needs the future entropy: the pilot's entropy is
   fitted with the decay  H(t) = H_inf + (H_0 - H_inf) exp(-(t - t_0) / tau_H),  H_inf >= 0  (or, when that fit
-  fails or is degenerate, a straight line, floored at 0: entropy is never negative), and mapped through (3).
+  fails or is degenerate, a line held within [0, the pilot's largest entropy], `EntropyDecay`), mapped through (3).
 
   the naive baselines: the held level (the mean of the pilot's last k rewards) and the last value.
 
@@ -51,6 +45,7 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.special import expit
 
+from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit._end_reward import HELD_STEPS
 from gspo_dynamics.fit._implications import check_reward_range
@@ -60,7 +55,7 @@ R0_POINTS = 3  # R_0 of (2): the mean of the first 3 rewards (the paper's initia
 TAU_STARTS = (0.05, 0.2, 0.6, 2.0)  # multistart: tau (and tau_H) at these fractions of the pilot's span
 TAU_MIN_SPACING = 0.1  # tau below a tenth of the step spacing: saturated before the second point, a step, not a curve
 TAU_MAX_SPANS = 100.0  # tau over 100 spans: exp(-t/tau) is a straight line over the pilot, R_inf not identified
-B_BOUNDS = (0.1, 20.0)  # B of (2): below 0.1 a decade of C moves R by < 6% of A - R_0 (A not identified); above 20, a step
+B_BOUNDS = (0.1, 20.0)  # B of (2): under 0.1 a decade of C moves R < 6% of A - R_0 (A unidentified); over 20, a step
 C_MID_SPANS = 100.0  # C_mid of (2) within [first positive step / 100, last step * 100]: beyond, A is not identified
 B_STARTS = (1.0, 3.0)  # multistart for (2): B ...
 C_MID_STARTS = (0.25, 1.0, 4.0)  # ... and C_mid at these fractions of the pilot's last step
@@ -111,13 +106,12 @@ class HeldLevel:
 def held_level(reward, k: int = HELD_STEPS) -> HeldLevel:
     """The mean of the last k finite rewards (all of them when fewer), in the order given (the pilot's step order).
     ConfigError when none is finite or k < 1."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+    k = positive_int("k", k)
     r = _as_array(reward, "reward").ravel()
     r = r[np.isfinite(r)]
     if r.size == 0:
         raise ConfigError("the pilot has no finite reward to hold")
-    return HeldLevel(level=float(np.mean(r[-k:])), k=min(int(k), r.size))
+    return HeldLevel(level=float(np.mean(r[-k:])), k=min(k, r.size))
 
 
 def last_value(reward) -> HeldLevel:
@@ -153,13 +147,19 @@ def _too_little(t: np.ndarray, r: np.ndarray) -> str:
     return ""
 
 
+def _bound_hit(x, lo, hi, names) -> str:
+    """"NAME on its lower (upper) bound (value)" for the first log-parameter within BOUND_TOL of a bound, else ""."""
+    for xi, low, high, name in zip(x, lo, hi, names):
+        if min(xi - low, high - xi) < BOUND_TOL:
+            return f"{name} on its {'lower' if xi - low < BOUND_TOL else 'upper'} bound ({math.exp(xi):.3g})"
+    return ""
+
+
 def _saturation(t: np.ndarray, y: np.ndarray, asymptote_min: float = -math.inf):
     """Least-squares fit of (1) to (t, y), tau in log space within [TAU_MIN_SPACING * spacing, TAU_MAX_SPANS * span],
     from tau at TAU_STARTS of the span; the lowest cost kept. (y_inf, y_0, tau, rss), or a reason it failed."""
-    span = t[-1] - t[0]
-    gaps = np.diff(t)
-    spacing = float(np.median(gaps[gaps > 0]))
-    lo, hi = math.log(TAU_MIN_SPACING * spacing), math.log(TAU_MAX_SPANS * span)
+    span, gaps = t[-1] - t[0], np.diff(t)
+    lo, hi = math.log(TAU_MIN_SPACING * float(np.median(gaps[gaps > 0]))), math.log(TAU_MAX_SPANS * span)
 
     def residual(x):
         return x[1] - (x[0] - x[1]) * np.expm1(-(t - t[0]) / math.exp(x[2])) - y
@@ -178,9 +178,9 @@ def _saturation(t: np.ndarray, y: np.ndarray, asymptote_min: float = -math.inf):
         return "the least-squares fit failed from every start"
     best = min(fits, key=lambda f: f.cost)
     y_inf, y0, log_tau = best.x
-    if log_tau - lo < BOUND_TOL or hi - log_tau < BOUND_TOL:
-        side = "lower" if log_tau - lo < BOUND_TOL else "upper"
-        return f"tau on its {side} bound ({math.exp(log_tau):.3g} steps): the pilot does not identify the saturation"
+    hit = _bound_hit([log_tau], [lo], [hi], ["tau"])
+    if hit:
+        return f"{hit}: the pilot does not identify the saturation"
     return float(y_inf), float(y0), math.exp(log_tau), 2.0 * float(best.cost)
 
 
@@ -198,10 +198,8 @@ class ExponentialSaturation:
     reason: str = ""  # why it fell back
 
     def __post_init__(self):
-        if not (math.isfinite(self.r_inf) and math.isfinite(self.r0) and math.isfinite(self.t0)):
-            raise ConfigError(f"R_inf, R_0 and t_0 must be finite, got {self.r_inf!r}, {self.r0!r}, {self.t0!r}")
-        if not 0 < self.tau < math.inf:
-            raise ConfigError(f"the time constant tau must be finite and > 0, got {self.tau!r}")
+        if not (np.all(np.isfinite([self.r_inf, self.r0, self.t0])) and 0 < self.tau < math.inf):
+            raise ConfigError(f"law (1) needs finite R_inf, R_0, t_0 and 0 < tau < inf, got {self!r}")
 
     def predict(self, steps, reward_range=None) -> np.ndarray:
         t = _as_array(steps, "steps")
@@ -217,9 +215,8 @@ def fit_exponential_saturation(steps, reward) -> ExponentialSaturation:
     why = _too_little(t, r)
     fit = _saturation(t, r) if not why else why
     if isinstance(fit, str):
-        flat = float(np.sum((r - held) ** 2))
         return ExponentialSaturation(r_inf=held, r0=held, tau=float(max(t[-1] - t[0], 1.0)), t0=float(t[0]), n=t.size,
-                                     rss=flat, fallback=True, reason=fit)
+                                     rss=float(np.sum((r - held) ** 2)), fallback=True, reason=fit)
     r_inf, r0, tau, rss = fit
     return ExponentialSaturation(r_inf=r_inf, r0=r0, tau=tau, t0=float(t[0]), n=t.size, rss=rss)
 
@@ -248,10 +245,9 @@ class ScaleRLSigmoid:
     reason: str = ""  # why it fell back
 
     def __post_init__(self):
-        if not (math.isfinite(self.r0) and math.isfinite(self.asymptote)):
-            raise ConfigError(f"R_0 and A must be finite, got {self.r0!r} and {self.asymptote!r}")
-        if not (0 < self.efficiency < math.inf and 0 < self.c_mid < math.inf):
-            raise ConfigError(f"B and C_mid must be finite and > 0, got {self.efficiency!r} and {self.c_mid!r}")
+        if not (np.all(np.isfinite([self.r0, self.asymptote])) and 0 < self.efficiency < math.inf
+                and 0 < self.c_mid < math.inf):
+            raise ConfigError(f"law (2) needs finite R_0, A and 0 < B, C_mid < inf, got {self!r}")
 
     def predict(self, steps, reward_range=None) -> np.ndarray:
         return _finish(scalerl_sigmoid(steps, self.r0, self.asymptote, self.efficiency, self.c_mid), reward_range)
@@ -284,10 +280,9 @@ def _sigmoid_fit(c: np.ndarray, r: np.ndarray, r0: float):
     if not fits:
         return "the least-squares fit failed from every start"
     best = min(fits, key=lambda f: f.cost)
-    for i, name in enumerate(("B", "C_mid")):
-        if best.x[i] - lo[i] < BOUND_TOL or hi[i] - best.x[i] < BOUND_TOL:
-            side = "lower" if best.x[i] - lo[i] < BOUND_TOL else "upper"
-            return f"{name} on its {side} bound ({math.exp(best.x[i]):.3g}): the pilot does not identify the sigmoid"
+    hit = _bound_hit(best.x, lo, hi, ["B", "C_mid"])
+    if hit:
+        return f"{hit}: the pilot does not identify the sigmoid"
     return r0 + gain(best.x)[0], math.exp(best.x[0]), math.exp(best.x[1]), 2.0 * float(best.cost)
 
 
@@ -360,8 +355,7 @@ class EntropyLaw:
 
     def predict(self, steps, reward_range=None) -> np.ndarray:
         if self.entropy is None:
-            raise ConfigError("this entropy law was fitted without steps: pass steps= to fit_entropy_law to forecast "
-                              "by step, or map an entropy through at_entropy")
+            raise ConfigError("this entropy law was fitted without steps: pass steps= to fit it, or use at_entropy")
         return _finish(self.at_entropy(self.entropy.predict(steps)), reward_range)
 
 
@@ -385,15 +379,12 @@ def fit_entropy_law(entropy, reward, steps=None) -> EntropyLaw:
     h, r = _as_array(entropy, "entropy"), _as_array(reward, "reward")
     if h.shape != r.shape or h.ndim != 1:
         raise ConfigError(f"entropy and reward must be 1-d arrays of equal length, got shapes {h.shape} and {r.shape}")
-    if steps is not None:
-        t, r_sorted = _pilot(steps, r, "reward")
-        held = held_level(r_sorted).level
-    else:
-        held = held_level(r).level
+    held = held_level(r if steps is None else _pilot(steps, r, "reward")[1]).level  # in step order
     keep = np.isfinite(h) & np.isfinite(r) & (np.isfinite(_as_array(steps, "steps")) if steps is not None else True)
     h, r = h[keep], r[keep]
     trajectory = None if steps is None else _entropy_trajectory(steps, entropy)
-    why = (_too_little(np.arange(h.size), r) or ("the pilot's entropy is flat" if _is_flat(np.exp(h)) else "")
+    why = (_too_little(np.arange(h.size), r) or ("the pilot's entropy is flat" if _is_flat(h) else "")
+           or (f"entropy above {EXP_MAX:g} nats (exp(H) overflows)" if h.max() > EXP_MAX else "")
            or (trajectory if isinstance(trajectory, str) else ""))
     if why:
         flat = trajectory if isinstance(trajectory, EntropyDecay) else (

@@ -129,9 +129,12 @@ def test_flat_rewards_fall_back_to_their_level(law):
     assert np.all(fit.predict([50.0, 1e4, 1e9]) == 0.4)
 
 
-def test_flat_rewards_or_entropy_fall_back_in_the_entropy_law():
+def test_flat_rewards_flat_entropy_or_no_entropy_at_all_fall_back_in_the_entropy_law():
+    """The last: entropies of ~1000 nats (a wrong column), whose exp(H) overflows float64."""
     _, _, h, r = entropy_pilot()
-    for entropy, reward, word in [(h, np.full(h.size, 0.4), "rewards are flat"), (np.full(h.size, 0.5), r, "entropy")]:
+    cases = [(h, np.full(h.size, 0.4), "rewards are flat"), (np.full(h.size, 0.5), r, "entropy is flat"),
+             (1000 * h, r, "overflows")]
+    for entropy, reward, word in cases:
         fit = fit_entropy_law(entropy, reward, steps=STEPS[:h.size])
         assert fit.fallback and word in fit.reason
         assert np.all(np.isfinite(fit.predict([100.0, 1e6])))

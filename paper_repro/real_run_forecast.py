@@ -132,6 +132,11 @@ def _entropy(run: dict, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     return (run["steps"][:n][ok], h[ok]) if ok.sum() >= 5 else None
 
 
+def end_mask(steps: np.ndarray) -> np.ndarray:
+    """The points of the run's last sixth: steps in `fit.end_window` of its last step."""
+    return steps >= end_window(int(round(steps[-1])))[0]
+
+
 def forecast_run(run: dict, share: float) -> dict:
     """Every forecaster's end value and curve error for one run and pilot share (module docstring)."""
     steps, reward = run["steps"], run["reward"]
@@ -140,9 +145,7 @@ def forecast_run(run: dict, share: float) -> dict:
     sigma = float(np.std(np.diff(pr), ddof=1) / math.sqrt(2))
     reach_range = (0.0, 1.0) if pr.min() >= 0 and pr.max() <= 1 else None
     reach = reward_reach(pr, reach_range)
-    window = np.isin(steps, end_window(int(steps[-1]))) if steps[-1] == int(steps[-1]) else None
-    if window is None or not window.any():
-        window = steps >= end_window(int(round(steps[-1])))[0]
+    window = end_mask(steps)
     truth_end = float(reward[window].mean())
     later_steps, later = steps[n:], reward[n:]
     with warnings.catch_warnings():
@@ -162,7 +165,7 @@ def forecast_run(run: dict, share: float) -> dict:
             curves["entropy_law"] = law.predict(later_steps, reach)
     for name, curve in curves.items():
         if name != "ours":
-            ends[name] = float(np.mean(curve[np.isin(later_steps, steps[window])])) if name not in ("held", "last") else float(curve[0])
+            ends[name] = float(np.mean(curve[end_mask(steps)[n:]])) if name not in ("held", "last") else float(curve[0])
     interval = None if f.end is None or f.end.interval is None else tuple(f.end.interval)
     return {"n": n, "sigma": sigma, "truth": truth_end,
             "end": {k: abs(v - truth_end) / sigma for k, v in ends.items()},
@@ -179,7 +182,7 @@ def collapsed_after(run: dict, pilot_n: int) -> bool:
     fall = reward_fall(steps, reward, None)
     if fall is None or not fall.lost or fall.after_steps[0] <= steps[pilot_n - 1]:
         return False
-    end = reward[steps >= end_window(int(round(steps[-1])))[0]].mean()
+    end = reward[end_mask(steps)].mean()
     return bool(end < fall.after + 0.5 * (fall.best - fall.after))
 
 

@@ -108,7 +108,7 @@ class PilotForecast:
 
     def to_json(self) -> dict[str, Any]:
         implied = self.implications.to_json()
-        if not self.plateau_identified:  # a number the pilot does not identify is not given (docs/outputs.md)
+        if not plateau_identified(self):  # a number the pilot does not identify is not given (docs/outputs.md)
             implied.update(plateau=None, time_to_plateau=None, plateau_identified=False)
         return plain({**self.config.to_json(), "pilot_steps": self.pilot_steps,  # the config-only keys, then the pilot's
                 "implications": implied, "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
@@ -133,11 +133,6 @@ class PilotForecast:
                 "task_prior": None if self.prior is None else self.prior.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
                 "measured": self.measured, "assumed": self.assumed, "pilot_log_notes": list(self.log_notes)})
-
-    @property
-    def plateau_identified(self) -> bool:
-        """Whether the pilot identifies the plateau (`fit._pilot_headline.plateau_identified`)."""
-        return plateau_identified(self)
 
     @property
     def held(self) -> float | None:

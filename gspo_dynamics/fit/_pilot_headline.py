@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.fit._end_reward import HELD_STEPS, end_window, reward_reach
+from gspo_dynamics.fit._end_reward import HELD_STEPS, end_window, held_reward, reward_reach
 from gspo_dynamics.fit._fall_chance import config_fall_chance
 from gspo_dynamics.predict import (
     AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, lr_change, refresh_change,
@@ -37,15 +37,14 @@ def rise_in_noise(f) -> float | None:
     if f.pilot is None or f.fit is None or not f.fit.residual_std > 0:
         return None
     r = f.pilot[1]
-    return float(abs(np.mean(r[-HELD_STEPS:]) - np.mean(r[:HELD_STEPS])) / f.fit.residual_std)
+    return float(abs(held_reward(r) - np.mean(r[:HELD_STEPS])) / f.fit.residual_std)
 
 
-def _verdict(f) -> tuple[str, str, list[Change]]:
+def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     setup, hp = f.config.setup, f.config.setup.hparams
     lr, T, n = hp.lr, hp.refresh_interval, f.pilot_steps
     linear = f.max_safe_lr if f.max_safe_lr is not None and not f.lost else None
     limit = f.collapse_limit if f.displacement is not None else None
-    chance = config_fall_chance(f)
     recovered = f.lost and f.held is not None and f.held >= f.fall.after + RECOVERED_SHARE * (f.fall.best - f.fall.after)
     if recovered:
         fall = f.fall
@@ -102,7 +101,7 @@ def _key(setup) -> str:
     return setup.keys.lr if getattr(setup, "keys", None) else "lr"
 
 
-def _forecast(f) -> dict:
+def _forecast(f, chance: dict | None) -> dict:
     """The end reward with its interval, the plateau and its time (or why not identified), the collapse risk."""
     setup = f.config.setup
     out: dict = {"text": []}
@@ -121,7 +120,7 @@ def _forecast(f) -> dict:
         out["text"].append("reward at the run's end: not forecast (its length is unknown: "
                            f"{keys.run_length if keys else 'steps'} in the config, or --run-steps)")
     imp = f.implications
-    if f.plateau_identified:
+    if plateau_identified(f):
         out["plateau"] = {"value": imp.plateau.value, "step": imp.time_to_plateau.value}
         out["text"].append(f"plateau {imp.plateau.value:.3g}, within 5% of it from step {imp.time_to_plateau.value:.3g}")
     else:
@@ -130,7 +129,6 @@ def _forecast(f) -> dict:
         out["text"].append("plateau and its time: not identified (" + (
             "" if rise is None else f"the pilot's rise is {rise:.2g} noise std and ") + "its fit does not bend within "
             "the pilot; a longer pilot tells)")
-    chance = config_fall_chance(f)
     if chance is not None:
         out["collapse_chance"] = chance["chance"]
         out["text"].append(f"collapse risk at these settings: {chance['chance']:.0%} that a run falls")
@@ -146,9 +144,10 @@ def _forecast(f) -> dict:
 def pilot_headline(f, zero_std=None) -> Headline:
     """The verdict, the changes and the forecast of a `fit.PilotForecast` (`predict._headline` for the rules);
     `zero_std`: the pass rates' mixture (`predict.zero_std_answer`), whose G change and share are added."""
-    verdict, reason, changes = _verdict(f)
+    chance = config_fall_chance(f)  # a scan over lr and T: read once for the verdict and the forecast
+    verdict, reason, changes = _verdict(f, chance)
     settled = ()
     if zero_std is not None:
         changes = changes + zero_std.changes(f.config.setup)
         settled = tuple(zero_std.settled_lines())
-    return Headline(verdict, reason, tuple(changes), forecast=_forecast(f), settled=settled)
+    return Headline(verdict, reason, tuple(changes), forecast=_forecast(f, chance), settled=settled)

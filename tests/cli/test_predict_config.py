@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
+from _finished_runs import finished_runs
 from gspo_dynamics.cli.main import main
 from gspo_dynamics.fit import fall_chance
 
@@ -79,12 +80,7 @@ def test_finished_runs_of_the_task_give_the_end_level(tmp_path, capsys):
     """--prior: the finished runs' end level with its interval, in the text and the JSON; a finished run that
     cannot be one of the task's (rewards outside the range) or is too short is one line and exit 2."""
     config, log = write(tmp_path, "grpo.json", TRL), pilot_log(tmp_path, n=24)
-    runs = []
-    for i, end in enumerate((0.9, 0.93, 0.91)):
-        t = np.arange(1, 97)
-        reward = end - 0.7 * np.exp(-t / 10) + 0.01 * np.random.default_rng(i).standard_normal(96)
-        runs.append(tmp_path / f"done{i}.jsonl")
-        runs[-1].write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
+    runs = finished_runs(tmp_path)
     assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs), "--explain"]) == 0
     assert "the task's prior (3 finished runs" in capsys.readouterr().out
     assert main(["predict", "--config", config, "--pilot", log, "--prior", *map(str, runs), "--json"]) == 0

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
+from _finished_runs import finished_runs
 from gspo_dynamics.cli.main import main
 from gspo_dynamics.predict import pilot_steps, read_run_config
 from gspo_dynamics.predict._headline import PILOT_RISE, POWER_Z
@@ -129,12 +130,7 @@ def test_without_a_group_size_the_pilot_spans_refresh_periods_and_says_why():
 
 
 def test_finished_runs_give_their_end_level_in_the_answer(tmp_path, capsys):
-    runs = []
-    for i, end in enumerate((0.9, 0.93, 0.91)):
-        t = np.arange(1, 97)
-        reward = end - 0.7 * np.exp(-t / 10) + 0.01 * np.random.default_rng(i).standard_normal(96)
-        runs.append(tmp_path / f"done{i}.jsonl")
-        runs[-1].write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
+    runs = finished_runs(tmp_path)
     lines = run(capsys, "--config", write(tmp_path, "c.json", TRL), "--prior", *map(str, runs)).splitlines()
     assert lines[0].startswith("verdict: unknown until a pilot")
     assert any(line.startswith("known before a run: end level of the 3 finished runs") and "90% interval" in line

@@ -39,6 +39,20 @@ STANDARD_NAMES: tuple[str, ...] = (
     "grad_norm",
     "learning_rate",
     "loss",
+    # train-inference mismatch (sampler vs trainer log-probs of the same tokens)
+    "is_ratio_min",  # importance weight pi_train / pi_sampler: min ...
+    "is_ratio_mean",  # ... mean ...
+    "is_ratio_max",  # ... max; per token or per sequence by the correction's mode; TRL logs them after its
+    # truncation or mask (a masked weight is 0), verl's min and max are before its truncation
+    "logp_diff_mean",  # mean |log pi_train - log pi_sampler| over tokens, nats
+    "logp_diff_max",  # its max over tokens
+    "prob_diff_mean",  # mean |pi_train - pi_sampler| over tokens (probabilities, not log-probs)
+    "prob_diff_max",
+    "prob_diff_std",
+    "mismatch_kl",  # E[log pi_sampler - log pi_train] over tokens (k1), nats
+    "mismatch_k3_kl",  # E[r - 1 - log r], r = pi_train / pi_sampler (k3), nats
+    "mismatch_chi2_token",  # E[r^2] - 1 over tokens
+    "mismatch_chi2_seq",  # E[(prod_t r_t)^2] - 1 over sequences
 )
 
 # TRL (GRPOTrainer, all versions) and transformers' Trainer.
@@ -56,6 +70,12 @@ _TRL = {
     "grad_norm": "grad_norm",
     "learning_rate": "learning_rate",
     "loss": "loss",
+    # with vLLM and vllm_importance_sampling_correction (TRL 1.x, trainer/grpo_trainer.py `_generate_and_score_completions`)
+    "sampling/importance_sampling_ratio/min": "is_ratio_min",
+    "sampling/importance_sampling_ratio/mean": "is_ratio_mean",
+    "sampling/importance_sampling_ratio/max": "is_ratio_max",
+    "sampling/sampling_logp_difference/mean": "logp_diff_mean",
+    "sampling/sampling_logp_difference/max": "logp_diff_max",
 }
 
 # verl (trainer/ppo metric_utils); `critic/rewards/mean` (score after in-reward KL) is kept
@@ -71,6 +91,18 @@ _VERL = {
     "actor/grad_norm": "grad_norm",
     "actor/lr": "learning_rate",
     "actor/pg_loss": "loss",
+    # rollout vs actor log-probs: verl/utils/debug/metrics.py (|p_actor - p_rollout| on probabilities, despite the
+    # name) and the rollout-correction diagnostics of verl/trainer/ppo/rollout_corr_helper.py (verl 0.9)
+    "training/rollout_probs_diff_mean": "prob_diff_mean",
+    "training/rollout_probs_diff_max": "prob_diff_max",
+    "training/rollout_probs_diff_std": "prob_diff_std",
+    "rollout_corr/kl": "mismatch_kl",
+    "rollout_corr/k3_kl": "mismatch_k3_kl",
+    "rollout_corr/chi2_token": "mismatch_chi2_token",
+    "rollout_corr/chi2_seq": "mismatch_chi2_seq",
+    "rollout_corr/rollout_is_min": "is_ratio_min",
+    "rollout_corr/rollout_is_mean": "is_ratio_mean",
+    "rollout_corr/rollout_is_max": "is_ratio_max",
 }
 
 # OpenRLHF (W&B / TensorBoard, after the `train/` prefix is removed).

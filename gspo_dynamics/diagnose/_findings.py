@@ -1,0 +1,214 @@
+"""`findings(log, hparams)`: problems that a run's logged metrics show directly, each with its fix in TRL's and
+verl's keys. Unlike the verdicts (which read the reward curve's dynamics), each finding is one rule on the logged
+series, stated with its thresholds in its function's docstring:
+
+  non_finite                  a NaN / inf in any training series, from its first step (invalidates)
+  train_inference_mismatch    sampler vs trainer log-probs: the sequence weight leaves the clip band (`_mismatch`)
+  grad_norm_spike, kl_spike,  one row at SPIKE_MULTIPLE times the running median of the rows before (`_spikes`)
+  ratio_spike
+  clip_zero_on_policy         a clip fraction of 0 on every row of an on-policy run: expected, not a bug
+  reward_function_divergence  one reward function rises while another does not
+  truncation                  most completions cut at the length cap late in the run (invalidates)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gspo_dynamics._keys import GRAD_CLIP_KEYS, MAX_LENGTH_KEYS, REFRESH_INTERVAL_KEYS
+from gspo_dynamics.diagnose._finding import FINDINGS, SEVERITIES, Finding, order
+from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
+from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
+from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, window
+from gspo_dynamics.diagnose._verdict import evidence
+from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, STANDARD_NAMES, RunLog
+from gspo_dynamics.theory.hyperparams import Hyperparams
+
+__all__ = ["FINDINGS", "SEVERITIES", "Finding", "findings", "kl_spikes"]
+
+# non_finite: a NaN in the series is read as a logged NaN (not a missing value) where a row-mate has a value:
+MATE_COVER = 0.95  # a row-mate has a value on at least 95% of the rows where the series is finite ...
+SAME_CADENCE = 0.8  # ... and the series is finite on 80% of the row-mate's rows while it is logged (same cadence)
+MIN_MATE_ROWS = 5  # fewer finite rows cannot tell a cadence
+# clip_zero_on_policy
+CLIP_ZERO = 1e-6  # a clip fraction this small on every row is zero (float noise of a mean of zeros)
+KL_ON_POLICY = 1e-4  # nats: an old/new KL this small on every row is the noise of recomputed log-probs (verl
+# actor/ppo_kl reads 1e-5 on an on-policy real run, terrense__qwen3-8b-grpo-dapo-lab in ../shared/data/real_logs)
+# reward_function_divergence
+Z_RISE = Z_TREND  # a reward function rose: Welch z late - early >= 3 (`_trend`)
+Z_NOT_RISING = 1.0  # another did not: z < 1 (a one-sigma rise is no evidence of one)
+SATURATED = 0.95  # ... unless it sits at >= 95% of its largest row (> 0): at its ceiling, not lagging
+# truncation
+TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length, over the late window
+
+
+def findings(log: RunLog, hparams: Hyperparams | None = None) -> list[Finding]:
+    """Every finding of FINDINGS that the log shows, most severe first (then in FINDINGS order)."""
+    checks = (non_finite, train_inference_mismatch, grad_norm_spike, kl_spike, ratio_spike, clip_zero_on_policy,
+              reward_function_divergence, truncation)
+    return order([f for f in (check(log, hparams) for check in checks) if f is not None])
+
+
+# ---- non_finite -------------------------------------------------------------------------------------------
+
+
+def _checked(log: RunLog) -> list[str]:
+    """The training series: the canonical names and reward functions (not eval/, not keys nobody named)."""
+    return [n for n in log.names if n in STANDARD_NAMES or n.startswith("reward/")]
+
+
+def _mates(log: RunLog, name: str, finite: np.ndarray) -> np.ndarray:
+    """Rows where a row-mate of `name` (MATE_COVER, SAME_CADENCE) has a value: (N,) bool."""
+    first, last = np.flatnonzero(finite)[[0, -1]]
+    rows = np.zeros(finite.shape, bool)
+    for other in log.names:
+        has = np.isfinite(log[other])
+        if other == name or not has.any():
+            continue
+        span = has[first:last + 1]
+        if (has & finite).sum() >= MATE_COVER * finite.sum() and span.any() and \
+                (span & finite[first:last + 1]).sum() >= SAME_CADENCE * span.sum():
+            rows |= has
+    rows[:first] = False  # before the series' first value it was not logged yet
+    return rows
+
+
+def non_finite_rows(log: RunLog, name: str) -> np.ndarray:
+    """(N,) bool, the rows where `name` was logged non-finite: +-inf (kept by the readers); NaN where a row-mate
+    has a value (`_mates`: the readers keep a logged NaN as NaN, the same as a missing value, and verl's file logger
+    writes NaN as null); the trailing run of `RunLog.diverged` (reward, loss)."""
+    x = log[name]
+    bad = np.isinf(x)
+    finite = np.isfinite(x)
+    if finite.sum() >= MIN_MATE_ROWS:
+        bad |= np.isnan(x) & _mates(log, name, finite)
+    if name in log.diverged:
+        bad |= np.isnan(x) & (log.steps >= log.diverged[name][0])
+    return bad
+
+
+def non_finite(log: RunLog, hparams=None) -> Finding | None:
+    """The first step where any training series (`_checked`) is NaN or infinite (`non_finite_rows`), which series,
+    how many rows; a run that recovers counts too (one NaN gradient poisons the weights it updates)."""
+    bad = {name: rows for name in _checked(log) if (rows := non_finite_rows(log, name)).any()}
+    if not bad:
+        return None
+    firsts = {name: int(log.steps[np.argmax(rows)]) for name, rows in bad.items()}
+    names = sorted(bad, key=lambda n: (firsts[n], n))
+    first = firsts[names[0]]
+    ev = [evidence(f"{name} NaN or infinite (rows)", int(bad[name].sum()), (firsts[name], int(log.steps[bad[name]][-1])),
+                   threshold=1, first_step=firsts[name], recovered=bool(np.isfinite(log[name][-1])))
+          for name in names]
+    others = "".join(f", {n} from step {firsts[n]}" for n in names[1:4]) + (" ..." if len(names) > 4 else "")
+    summary = (f"{names[0]} is NaN or infinite from step {first} ({int(bad[names[0]].sum())} rows{others}): the "
+               "updates from that step on are not numbers; the numbers after it cannot be trusted")
+    lr = f" (now {hparams.lr:g}: try {hparams.lr / 2:g})" if hparams is not None else ""
+    advice = [f"restart from a checkpoint before step {first} with a lower learning rate{lr} (TRL learning_rate / verl "
+              "actor_rollout_ref.actor.optim.lr)",
+              f"clip the gradient norm ({GRAD_CLIP_KEYS}: 1.0), train in bf16 rather than fp16 (TRL bf16: true, fp16: "
+              "false), and look at the batch of that step (an empty or very long completion, a reward of inf)"]
+    return Finding("non_finite", "invalidates", summary, ev, advice)
+
+
+# ---- clip_zero_on_policy ----------------------------------------------------------------------------------
+
+
+def _on_policy_reason(log: RunLog, clip: np.ndarray, hparams) -> str | None:
+    if hparams is not None:
+        return "the refresh interval is 1 (one update per generation)" if hparams.refresh_interval == 1 else None
+    if log.n_points("kl_old_new") >= MIN_ANALYSIS_POINTS:
+        kl = log.valid("kl_old_new")[1]
+        return f"the old/new policy KL is at most {np.max(np.abs(kl)):.1g} on every row" \
+            if np.max(np.abs(kl)) <= KL_ON_POLICY else None
+    return "it is exactly 0 on every row, which only a ratio of 1 at every token gives" if np.all(clip == 0) else None
+
+
+def clip_zero_on_policy(log: RunLog, hparams=None) -> Finding | None:
+    """A clip fraction at most CLIP_ZERO on every row (MIN_ANALYSIS_POINTS rows at least) of an on-policy run: T = 1
+    from the hyperparameters, or else an old/new policy KL at most KL_ON_POLICY on every row, or else (no KL
+    logged) a clip fraction exactly 0 on every row. With one update per generation the ratio pi_theta / pi_old is
+    1 at every token, so no clip can act: expected, not a bug."""
+    if log.n_points("clip_frac") < MIN_ANALYSIS_POINTS:
+        return None
+    steps, clip = log.valid("clip_frac")
+    if np.max(np.abs(clip)) > CLIP_ZERO:
+        return None
+    why = _on_policy_reason(log, clip, hparams)
+    if why is None:
+        return None
+    summary = (f"the clip fraction is 0 on all {clip.size} rows because the run is on-policy ({why}): the ratio is 1 "
+               "at every token, so the clip cannot act; not a bug")
+    advice = [f"nothing to fix; the clip acts only when a rollout feeds several updates ({REFRESH_INTERVAL_KEYS} > 1: "
+              "TRL num_iterations > 1 or steps_per_generation > gradient_accumulation_steps / verl "
+              "actor_rollout_ref.actor.ppo_epochs > 1 or ppo_mini_batch_size < data.train_batch_size)"]
+    return Finding("clip_zero_on_policy", "warning", summary,
+                   [evidence("largest clip fraction", float(np.max(np.abs(clip))), (steps[0], steps[-1]),
+                             threshold=CLIP_ZERO, rows=int(clip.size))], advice)
+
+
+# ---- reward_function_divergence ---------------------------------------------------------------------------
+
+
+def _lagging(log: RunLog, name: str, late: float) -> bool:
+    """Below its ceiling (late mean under SATURATED x its largest row, or a largest row <= 0), and not constant."""
+    x = log.valid(name)[1]
+    top = float(np.max(x))
+    return float(np.min(x)) < top and not (top > 0 and late >= SATURATED * top)
+
+
+def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
+    """TRL's per-function rewards (`reward/<fn>`, 2 MIN_WINDOW rows at least): one rises (Welch z late - early >=
+    Z_RISE, `_trend.change`) while another does not (z < Z_NOT_RISING) and is not at its ceiling (late mean below
+    SATURATED x its largest row, or a largest row <= 0): the gain comes from one function while the other
+    stays or falls, the pattern of a format reward learned without the task. A function with the same value on
+    every row is left out: it never told completions apart (never met, or always met), so it cannot lag."""
+    names = [n for n in log.names if n.startswith("reward/") and log.n_points(n) >= 2 * MIN_WINDOW]
+    gains = {n: g for n in names if (g := change(log.steps, log[n]))}
+    risers = sorted((n for n, g in gains.items() if g["z"] >= Z_RISE), key=lambda n: -gains[n]["z"])
+    laggards = sorted((n for n, g in gains.items() if g["z"] < Z_NOT_RISING and _lagging(log, n, g["late"])),
+                      key=lambda n: gains[n]["z"])
+    if not risers or not laggards:
+        return None
+    up, down = risers[0], laggards[0]
+    g, h = gains[up], gains[down]
+    fn_up, fn_down = up.split("/", 1)[1], down.split("/", 1)[1]
+    verb = "fell" if h["z"] <= -Z_RISE else "did not rise"
+    summary = (f"reward function {fn_up} rose {g['early']:.3g} -> {g['late']:.3g} (Welch z {g['z']:.1f}) while {fn_down} "
+               f"{verb} ({h['early']:.3g} -> {h['late']:.3g}, z {h['z']:.1f}): the gain is {fn_up}'s alone")
+    ev = [evidence(f"{n} change late - early (Welch z)", gains[n]["z"], gains[n]["steps"],
+                   threshold=Z_RISE if n == up else Z_NOT_RISING, early=gains[n]["early"], late=gains[n]["late"])
+          for n in (up, down)]
+    advice = [f"read completions from the last steps: ones that satisfy {fn_up} without solving the task are the exploit",
+              f"re-weight toward {fn_down}: TRL reward_weights (one weight per reward_funcs entry, e.g. 0.1 for {fn_up} "
+              f"and 1.0 for {fn_down}) / verl: weight the terms inside the reward function (custom_reward_function.path)",
+              f"or cap {fn_up}: give it only to completions that also earn {fn_down}, or at most a tenth of it"]
+    return Finding("reward_function_divergence", "warning", summary, ev, advice)
+
+
+# ---- truncation -------------------------------------------------------------------------------------------
+
+
+def truncation(log: RunLog, hparams=None) -> Finding | None:
+    """More than TRUNCATION_HIGH of the completions cut at the length cap (`truncation_rate`: TRL
+    completions/clipped_ratio, verl response_length/clip_ratio) over the late window (the last quarter of its
+    rows, 2 MIN_WINDOW rows at least): the rewards score unfinished answers."""
+    if log.n_points("truncation_rate") < 2 * MIN_WINDOW:
+        return None
+    steps, rate = log.valid("truncation_rate")
+    late = window(rate, True)
+    share = float(np.mean(rate[late]))
+    if share <= TRUNCATION_HIGH:
+        return None
+    early = float(np.mean(rate[window(rate, False)]))
+    lengths = log.valid("mean_length")[1]
+    length = float(np.mean(lengths[window(lengths, True)])) if lengths.size else None
+    summary = (f"{share:.0%} of the completions are cut at the length cap late in the run (steps {steps[late][0]}-"
+               f"{steps[late][-1]}; {early:.0%} early): the rewards score unfinished answers")
+    raise_to = f" to about {2 * length:.0f} tokens (twice the late mean length)" if length else " (e.g. double it)"
+    advice = [f"raise the cap{raise_to}: {MAX_LENGTH_KEYS}",
+              "or stop truncated completions from training: TRL mask_truncated_completions: true / verl an overlong "
+              "penalty (DAPO: reward.reward_manager.name: dapo with reward_kwargs.overlong_buffer_cfg.enable: true; "
+              "TRL: trl.rewards.get_soft_overlong_punishment among the reward_funcs)"]
+    return Finding("truncation", "invalidates", summary,
+                   [evidence("share of completions truncated, late window", share, (steps[late][0], steps[late][-1]),
+                             threshold=TRUNCATION_HIGH, early=early)], advice)

@@ -1,0 +1,152 @@
+"""One-row spikes against the running median: the gradient norm, the KL to the reference, the old/new
+policy KL and the clip fraction.
+
+Rule (one for all four): row i of a series x is a spike when, with m_i the median of the WINDOW finite
+rows before it,
+
+    x_i >= MULTIPLE * m_i    and    x_i - m_i >= JUMP,
+
+(the second keeps a jump from 0.001 to 0.01 nats from counting; for the gradient norm, whose scale is the
+model's, JUMP = 0 and m_i > 0 is required instead). Rows before the WINDOW-th have no baseline and are
+never spikes. The multiple reported is x_i / m_i.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gspo_dynamics._keys import GRAD_CLIP_KEYS
+from gspo_dynamics.diagnose._finding import Finding
+from gspo_dynamics.diagnose._verdict import evidence
+from gspo_dynamics.logs import RunLog
+
+SPIKE_WINDOW = 20  # rows before a row whose median is its baseline (as `kl_spikes`)
+SPIKE_MULTIPLE = 10.0  # a spike is at least 10x its baseline: an order of magnitude, not noise of a heavy tail
+# `kl_spikes`: the thresholds were set after reading the shared real logs, where the two spikes their INDEX names
+# read 23x and 15x, and no other row passes 7x (a row at 0.005 nats) or 2.1x
+KL_SPIKE_RATIO = SPIKE_MULTIPLE  # a row's KL at least this times the median of the rows before ...
+KL_SPIKE_JUMP = 0.1  # ... and this many nats above it (a jump from 0.001 to 0.01 is no spike)
+KL_SPIKE_WINDOW = SPIKE_WINDOW
+KL_OLD_NEW_JUMP = 0.01  # nats: verl's actor/ppo_kl sits at 1e-4..1e-3 per update; 0.01 is a policy that moved far
+CLIP_FRAC_JUMP = 0.05  # five points of tokens clipped more than the baseline: a batch the ratio left the band on
+
+
+def spike_rows(values: np.ndarray, multiple: float = SPIKE_MULTIPLE, jump: float = 0.0,
+               window: int = SPIKE_WINDOW) -> tuple[np.ndarray, np.ndarray]:
+    """(indices of the spikes in `values`, their baselines): the rows i >= window with x_i >= multiple m_i and
+    x_i - m_i >= jump, m_i the median of the `window` values before; with jump = 0 also m_i > 0.
+    values: (N,) finite."""
+    if values.size <= window:
+        return np.zeros(0, np.int64), np.zeros(0)
+    before = np.median(np.lib.stride_tricks.sliding_window_view(values, window)[:-1], axis=1)  # (N - window,)
+    x = values[window:]
+    hit = (x >= multiple * before) & (x - before >= jump)
+    if jump <= 0:
+        hit &= before > 0
+    rows = np.flatnonzero(hit)
+    return window + rows, before[rows]
+
+
+def kl_spikes(log: RunLog) -> list[dict]:
+    """The rows whose KL to the reference jumps to at least KL_SPIKE_RATIO times the median of the KL_SPIKE_WINDOW
+    rows before and by at least KL_SPIKE_JUMP nats, each {"step", "kl", "before", "reward_change"} (the reward's mean
+    over the KL_SPIKE_WINDOW / 2 rows after minus over as many before; nan where one side has none). The thresholds
+    were set after reading the shared real logs, where the two spikes their INDEX names read 23x and 15x, and no
+    other row passes 7x (a row at 0.005 nats) or 2.1x."""
+    if "kl_ref" not in log or log.n_points("kl_ref") <= KL_SPIKE_WINDOW:
+        return []
+    steps, kl = log.valid("kl_ref")
+    reward = np.interp(steps, *log.valid("reward")) if log.n_points("reward") else np.full(kl.shape, np.nan)
+    rows, before = spike_rows(kl, KL_SPIKE_RATIO, KL_SPIKE_JUMP, KL_SPIKE_WINDOW)
+    half, out = KL_SPIKE_WINDOW // 2, []
+    for i, base in zip(rows, before):
+        after = reward[i + 1:i + 1 + half]
+        change = float(np.mean(after) - np.mean(reward[i - half:i])) if len(after) else math.nan
+        out.append({"step": int(steps[i]), "kl": float(kl[i]), "before": float(base), "reward_change": change})
+    return out
+
+
+def _spikes(log: RunLog, name: str, jump: float) -> list[dict]:
+    """{"step", "value", "before", "multiple"} per spike of one series (`spike_rows`)."""
+    if name not in log or log.n_points(name) <= SPIKE_WINDOW:
+        return []
+    steps, x = log.valid(name)
+    rows, before = spike_rows(x, SPIKE_MULTIPLE, jump)
+    return [{"step": int(steps[i]), "value": float(x[i]), "before": float(b),
+             "multiple": float(x[i] / b) if b > 0 else math.inf} for i, b in zip(rows, before)]
+
+
+def _top_evidence(signal: str, spikes: list[dict], threshold: float, **extra) -> dict:
+    top = max(spikes, key=lambda s: s["multiple"])
+    return evidence(signal, top["multiple"], (top["step"], top["step"]), threshold=threshold, value_at_step=top["value"],
+                    median_before=top["before"], rows=len(spikes), **extra)
+
+
+def _lr_text(hparams) -> str:
+    return f"{hparams.lr / 2:g} (half of {hparams.lr:g})" if hparams is not None else "half its value"
+
+
+def grad_norm_spike(log: RunLog, hparams=None) -> Finding | None:
+    """The gradient norm against its running median (module rule, JUMP = 0): one row at SPIKE_MULTIPLE times the
+    norm of the rows before is a batch whose update the clip alone bounds."""
+    spikes = _spikes(log, "grad_norm", 0.0)
+    if not spikes:
+        return None
+    top = max(spikes, key=lambda s: s["multiple"])
+    typical = float(np.median(log.valid("grad_norm")[1]))
+    more = f" ({len(spikes)} rows past {SPIKE_MULTIPLE:g}x)" if len(spikes) > 1 else ""
+    summary = (f"the gradient norm spiked to {top['multiple']:.3g}x its median of the {SPIKE_WINDOW} rows before at "
+               f"step {top['step']}: {top['value']:.3g} against {top['before']:.3g}{more}")
+    clip = f"{2 * typical:.2g}"
+    advice = [f"clip the gradient norm near twice its typical value ({typical:.3g}): TRL max_grad_norm: {clip} / "
+              f"verl actor_rollout_ref.actor.grad_clip: {clip}",
+              f"if spikes recur, lower the learning rate to {_lr_text(hparams)} (TRL learning_rate / verl "
+              "actor_rollout_ref.actor.optim.lr), and look at the batch of the spike (an outlier prompt, a long completion)"]
+    return Finding("grad_norm_spike", "warning", summary,
+                   [_top_evidence("gradient norm / median of the rows before", spikes, SPIKE_MULTIPLE)], advice)
+
+
+def kl_spike(log: RunLog, hparams=None) -> Finding | None:
+    """`kl_spikes` as a finding: the largest jump (in nats above its baseline), with the reward's move around it."""
+    spikes = kl_spikes(log)
+    if not spikes:
+        return None
+    top = max(spikes, key=lambda s: s["kl"] - s["before"])
+    moved = ("" if not math.isfinite(top["reward_change"]) else
+             f"; the reward's mean over the {KL_SPIKE_WINDOW // 2} rows after it moved by {top['reward_change']:+.3g}")
+    more = f" ({len(spikes)} such rows)" if len(spikes) > 1 else ""
+    summary = (f"the KL to the reference spiked at step {top['step']}: {top['kl']:.3g} nats against a median "
+               f"{top['before']:.3g} over the {KL_SPIKE_WINDOW} rows before{more}{moved}")
+    ev = evidence("KL to the reference / median of the rows before", top["kl"] / top["before"] if top["before"] > 0
+                  else math.inf, (top["step"], top["step"]), threshold=KL_SPIKE_RATIO, kl=top["kl"],
+                  median_before=top["before"], jump_threshold=KL_SPIKE_JUMP, rows=len(spikes),
+                  reward_change=top["reward_change"])
+    advice = ["a one-row jump is a batch the policy moved far on (an outlier prompt, a long completion, a large step): "
+              f"check that batch, and the gradient-norm clip ({GRAD_CLIP_KEYS}: 1.0)",
+              f"if spikes recur, lower the learning rate to {_lr_text(hparams)}"]
+    return Finding("kl_spike", "warning", summary, [ev], advice)
+
+
+def ratio_spike(log: RunLog, hparams=None) -> Finding | None:
+    """The old/new policy KL (verl actor/ppo_kl; KL_OLD_NEW_JUMP) and the clip fraction (CLIP_FRAC_JUMP) against
+    their running medians: an update that moved the policy an order of magnitude further than the ones before."""
+    found = {name: _spikes(log, name, jump) for name, jump in (("kl_old_new", KL_OLD_NEW_JUMP),
+                                                                ("clip_frac", CLIP_FRAC_JUMP))}
+    found = {name: s for name, s in found.items() if s}
+    if not found:
+        return None
+    what = {"kl_old_new": "the old/new policy KL", "clip_frac": "the clip fraction"}
+    parts, ev = [], []
+    for name, spikes in found.items():
+        top = max(spikes, key=lambda s: s["value"] - s["before"])
+        parts.append(f"{what[name]} jumped to {top['value']:.3g} at step {top['step']} against a median {top['before']:.3g}"
+                     + (f" ({len(spikes)} such rows)" if len(spikes) > 1 else ""))
+        ev.append(_top_evidence(f"{what[name]} / median of the rows before", spikes, SPIKE_MULTIPLE,
+                                jump_threshold=KL_OLD_NEW_JUMP if name == "kl_old_new" else CLIP_FRAC_JUMP))
+    advice = [f"one update moved the policy far from the one that sampled: lower the learning rate to {_lr_text(hparams)}, "
+              "or take fewer updates per rollout (TRL num_iterations: 1, steps_per_generation: 1 / verl "
+              "actor_rollout_ref.actor.ppo_epochs: 1, a larger actor_rollout_ref.actor.ppo_mini_batch_size)",
+              f"check the gradient-norm clip ({GRAD_CLIP_KEYS}: 1.0)"]
+    return Finding("ratio_spike", "warning", "; ".join(parts), ev, advice)

@@ -1,0 +1,236 @@
+"""diagnose findings (`diagnose._findings.findings`): one test per finding on logs written here with TRL's keys
+(trainer_state.json) and verl's (file-logger JSONL, orjson: NaN -> null), a healthy log that raises none, and the
+shared real logs (read where they are)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import orjson
+import pytest
+from _real_logs import ALEX_JSON, IMJONEZZ, SRINATH, SUNSHINE, VERL_SMOKE
+
+from gspo_dynamics.diagnose._findings import FINDINGS, Finding, findings, kl_spikes
+from gspo_dynamics.diagnose._mismatch import mismatch_numbers
+from gspo_dynamics.logs import RunLog, read_log
+from gspo_dynamics.theory import mismatch as th
+from gspo_dynamics.theory.hyperparams import Hyperparams
+
+N = 80
+TRL_KEYS = {"reward": "reward", "kl_ref": "kl", "clip_frac": "clip_ratio/region_mean", "grad_norm": "grad_norm",
+            "loss": "loss", "mean_length": "completions/mean_length", "truncation_rate": "completions/clipped_ratio",
+            "logp_diff_mean": "sampling/sampling_logp_difference/mean",
+            "is_ratio_mean": "sampling/importance_sampling_ratio/mean"}
+VERL_KEYS = {"reward": "critic/score/mean", "kl_ref": "actor/kl_loss", "clip_frac": "actor/pg_clipfrac",
+             "grad_norm": "actor/grad_norm", "loss": "actor/pg_loss", "mean_length": "response_length/mean",
+             "truncation_rate": "response_length/clip_ratio", "kl_old_new": "actor/ppo_kl",
+             "mismatch_k3_kl": "rollout_corr/k3_kl"}
+
+
+def healthy(trainer: str) -> dict[str, np.ndarray]:
+    """A run that learns: reward 0.2 -> 0.7, small steady KL, clip and truncation, grad norm 0.5 with 20% noise."""
+    rng = np.random.default_rng(0)
+    t = np.arange(N) / N
+    run = {"reward": 0.2 + 0.5 * (1 - np.exp(-t / 0.3)) + 0.02 * rng.standard_normal(N),
+           "kl_ref": 0.03 * t + 0.001, "clip_frac": 0.005 * np.exp(0.3 * rng.standard_normal(N)),
+           "grad_norm": 0.5 * np.exp(0.2 * rng.standard_normal(N)), "loss": 0.01 * rng.standard_normal(N),
+           "mean_length": np.full(N, 400.0), "truncation_rate": np.full(N, 0.05)}
+    if trainer == "verl":
+        run["kl_old_new"] = 1e-3 * np.exp(0.3 * rng.standard_normal(N))
+    else:
+        run["reward/format"] = 0.3 + 0.6 * t
+        run["reward/correct"] = 0.1 + 0.4 * t + 0.02 * rng.standard_normal(N)
+    return run
+
+
+def read(run: dict, trainer: str, tmp_path) -> RunLog:
+    """Written as the trainer writes it, read back with read_log."""
+    if trainer == "trl":
+        keys = {**TRL_KEYS, **{k: f"rewards/{k[7:]}/mean" for k in run if k.startswith("reward/")}}
+        rows = [{"step": i + 1, **{keys[k]: float(v[i]) for k, v in run.items()}} for i in range(N)]
+        path = tmp_path / "trainer_state.json"
+        path.write_text(json.dumps({"log_history": rows}))  # NaN / Infinity literals, as transformers writes them
+    else:
+        path = tmp_path / "metrics.jsonl"
+        path.write_bytes(b"".join(orjson.dumps({"step": i + 1, "data": {VERL_KEYS[k]: v[i] for k, v in run.items()}},
+                                               option=orjson.OPT_SERIALIZE_NUMPY) + b"\n" for i in range(N)))
+    return read_log(path)
+
+
+def names(log: RunLog, hparams=None) -> list[str]:
+    return [f.name for f in findings(log, hparams)]
+
+
+BOTH = pytest.mark.parametrize("trainer", ["trl", "verl"])
+
+
+@BOTH
+def test_a_healthy_run_has_no_finding(trainer, tmp_path):
+    assert findings(read(healthy(trainer), trainer, tmp_path)) == []
+
+
+@BOTH
+def test_one_nan_gradient_norm_is_found_at_its_step_even_though_the_run_recovers(trainer, tmp_path):
+    run = healthy(trainer)
+    run["grad_norm"][29] = np.nan  # step 30; verl's orjson writes it as null
+    f = findings(read(run, trainer, tmp_path))[0]
+    assert (f.name, f.severity) == ("non_finite", "invalidates")
+    assert f.summary.startswith("grad_norm is NaN or infinite from step 30 (1 rows")
+    assert f.evidence[0]["recovered"] is True
+
+
+@BOTH
+def test_a_loss_that_overflows_and_stays_so_is_found_from_its_first_step(trainer, tmp_path):
+    run = healthy(trainer)
+    run["loss"][50:] = np.inf
+    run["grad_norm"][50:] = np.nan
+    f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "non_finite")
+    first = {e["signal"].split()[0]: e["first_step"] for e in f.evidence}
+    assert first == {"grad_norm": 51, "loss": 51}
+
+
+def test_a_series_logged_every_tenth_row_is_not_nan_in_between():
+    """A series with its own cadence (every 10th row) is missing, not NaN, where the others are logged."""
+    steps = np.arange(1, N + 1)
+    every_tenth = np.where(steps % 10 == 0, 0.5, np.nan)
+    log = RunLog(steps=steps, series={"reward": np.linspace(0.1, 0.6, N), "entropy": every_tenth}, format="jsonl",
+                 source="<test>")
+    assert "non_finite" not in names(log)
+
+
+@BOTH
+def test_a_gradient_norm_spike_is_found_with_its_multiple(trainer, tmp_path):
+    run = healthy(trainer)
+    run["grad_norm"][59] = 30 * np.median(run["grad_norm"][39:59])
+    f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "grad_norm_spike")
+    assert f.evidence[0]["steps"] == [60, 60] and f.evidence[0]["value"] == pytest.approx(30.0)
+    assert "max_grad_norm" in f.advice[0] and "actor_rollout_ref.actor.grad_clip" in f.advice[0]
+
+
+@BOTH
+def test_a_kl_spike_is_found(trainer, tmp_path):
+    run = healthy(trainer)
+    run["kl_ref"][40] = 0.9
+    f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "kl_spike")
+    assert "spiked at step 41: 0.9 nats" in f.summary
+
+
+def test_kl_spikes_keeps_the_old_rule():
+    """The cases of `_diagnose.kl_spikes`' tests: one jump with the reward around it, and four that are no spike."""
+    def log(kl, reward=None):
+        reward = np.linspace(0.2, 0.6, len(kl)) if reward is None else reward
+        return RunLog(steps=np.arange(1, len(kl) + 1), series={"kl_ref": np.asarray(kl, float),
+                      "reward": np.asarray(reward, float)}, format="jsonl", source="<test>")
+    kl = np.full(60, 0.05)
+    kl[40] = 0.9
+    (s,) = kl_spikes(log(kl, np.r_[np.full(41, 0.5), np.full(19, 0.3)]))
+    assert (s["step"], s["kl"], s["before"]) == (41, 0.9, 0.05) and s["reward_change"] == pytest.approx(-0.2)
+    for kl in (np.linspace(0.0, 2.0, 80), np.r_[np.full(40, 0.001), 0.02, np.full(39, 0.001)],
+               np.r_[np.full(40, 0.5), 0.95, np.full(39, 0.5)], np.full(20, 0.05)):
+        assert kl_spikes(log(kl)) == []
+
+
+@BOTH
+def test_a_clip_fraction_jump_is_a_ratio_spike(trainer, tmp_path):
+    run = healthy(trainer)
+    run["clip_frac"][50] = 0.3
+    if trainer == "verl":
+        run["kl_old_new"][60] = 0.08
+    f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "ratio_spike")
+    assert "the clip fraction jumped to 0.3 at step 51" in f.summary
+    assert ("the old/new policy KL jumped to 0.08 at step 61" in f.summary) == (trainer == "verl")
+
+
+@BOTH
+def test_a_mismatch_past_the_clip_band_at_the_runs_length(trainer, tmp_path):
+    """s = 0.03 per token at L = 2000: the sequence log-weight's sd is 1.3, so most completions' weight is outside
+    [0.8, 1.2]; TRL logs an IS ratio (its correction is on): a warning; verl without one: it invalidates."""
+    run = healthy(trainer)
+    run["mean_length"] = np.full(N, 2000.0)
+    if trainer == "trl":
+        run["logp_diff_mean"] = np.full(N, float(th.mean_abs_log_ratio(0.03)))
+        run["is_ratio_mean"] = np.full(N, 0.9)
+    else:
+        run["mismatch_k3_kl"] = np.full(N, 0.03**2 / 2)
+    log = read(run, trainer, tmp_path)
+    f = next(f for f in findings(log) if f.name == "train_inference_mismatch")
+    assert f.severity == ("warning" if trainer == "trl" else "invalidates")
+    mean, var = th.sequence_log_ratio_moments(0.03, 2000)
+    share = float(th.outside_band_share(mean, var, 0.2, 0.2))
+    assert mismatch_numbers(log)["s"] == pytest.approx(0.03) and f.evidence[1]["value"] == pytest.approx(share)
+    assert f"at the run's 2000 tokens the true sequence weight leaves [0.8, 1.2] for {share:.0%}" in f.summary
+    assert "vllm_importance_sampling_mode: token_truncate" in f.advice[0]
+    assert "algorithm.rollout_correction.rollout_is: token" in f.advice[0]
+
+
+def test_a_small_mismatch_at_short_lengths_is_no_finding(tmp_path):
+    run = healthy("verl")
+    run["mismatch_k3_kl"] = np.full(N, 0.002**2 / 2)  # s sqrt(L) = 0.04 at L = 400
+    assert "train_inference_mismatch" not in names(read(run, "verl", tmp_path))
+
+
+@BOTH
+def test_a_clip_fraction_of_zero_on_policy_is_explained_not_flagged(trainer, tmp_path):
+    run = healthy(trainer)
+    run["clip_frac"] = np.zeros(N)
+    if trainer == "verl":
+        run["kl_old_new"] = 1e-5 * np.random.default_rng(1).standard_normal(N)  # recompute noise
+    log = read(run, trainer, tmp_path)
+    f = next(f for f in findings(log) if f.name == "clip_zero_on_policy")
+    assert f.severity == "warning" and "not a bug" in f.summary
+    assert "clip_zero_on_policy" not in names(log, Hyperparams(lr=1e-6, refresh_interval=4))
+    assert "clip_zero_on_policy" in names(log, Hyperparams(lr=1e-6, refresh_interval=1))
+
+
+def test_a_zero_clip_fraction_with_a_moving_policy_is_not_on_policy(tmp_path):
+    run = healthy("verl")
+    run["clip_frac"] = np.zeros(N)  # kl_old_new stays at 1e-3: the policy moves within a rollout
+    assert "clip_zero_on_policy" not in names(read(run, "verl", tmp_path))
+
+
+@pytest.mark.parametrize(("correct", "found"), [
+    (np.full(N, 0.3) + 0.02 * np.random.default_rng(2).standard_normal(N), True),  # flat below its ceiling
+    (np.linspace(0.4, 0.2, N), True),  # falling
+    (np.full(N, 1.0), False),  # always met: at its ceiling
+    (np.zeros(N), False),  # never met: constant, no signal either way
+])
+def test_one_reward_function_rising_alone(correct, found, tmp_path):
+    run = healthy("trl")
+    run["reward/correct"] = correct
+    assert ("reward_function_divergence" in names(read(run, "trl", tmp_path))) == found
+
+
+@BOTH
+def test_most_completions_truncated_late_invalidates(trainer, tmp_path):
+    run = healthy(trainer)
+    run["truncation_rate"] = np.linspace(0.2, 0.8, N)
+    f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "truncation")
+    assert f.severity == "invalidates" and "max_completion_length" in f.advice[0] and "data.max_response_length" in f.advice[0]
+
+
+def test_most_severe_first_and_the_type_checks_its_fields(tmp_path):
+    run = healthy("trl")
+    run["truncation_rate"] = np.full(N, 0.9)
+    run["grad_norm"][59] = 100.0
+    run["grad_norm"][20] = np.nan
+    assert names(read(run, "trl", tmp_path)) == ["non_finite", "truncation", "grad_norm_spike"]
+    with pytest.raises(ValueError, match="unknown finding"):
+        Finding("nan", "warning", "", [], [])
+    with pytest.raises(ValueError, match="unknown severity"):
+        Finding(FINDINGS[0], "fatal", "", [], [])
+    assert set(Finding("truncation", "warning", "s", [], []).to_json()) == {"name", "severity", "summary", "evidence",
+                                                                            "advice"}
+
+
+@pytest.mark.real_logs
+def test_the_shared_real_logs(real_logs):
+    """What fires on the real logs, read by eye: the Llama run's gradient-norm spike (16x at step 84) and KL spike
+    (step 206); the Qwen3.5 run's spikes at step 50; the gpt-oss run's 83% truncation; TRL runs with num_iterations
+    = 1 have a clip ratio of exactly 0; the verl GSPO smoke run logs a sampler-trainer k3 KL of 3.3e-4 per token at
+    1700 tokens. No NaN anywhere."""
+    assert names(read_log(real_logs / IMJONEZZ)) == ["grad_norm_spike", "kl_spike"]
+    assert names(read_log(real_logs / SUNSHINE)) == ["grad_norm_spike", "kl_spike"]
+    assert names(read_log(real_logs / SRINATH)) == ["truncation", "clip_zero_on_policy"]
+    assert names(read_log(real_logs / ALEX_JSON)) == ["clip_zero_on_policy"]
+    assert names(read_log(real_logs / VERL_SMOKE)) == ["train_inference_mismatch"]

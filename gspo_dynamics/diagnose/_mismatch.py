@@ -111,7 +111,7 @@ def train_inference_mismatch(log: RunLog, hparams=None) -> Finding | None:
     summary = (f"the sampler's and the trainer's log-probs disagree (per-token log-ratio spread {n['s']:.2g}){seen}: "
                f"at the run's {n['length']:.0f} tokens the true sequence weight leaves {band} for {n['share']:.0%} of "
                f"completions (half from {n['leave_length']:.0f} tokens on); with token-level truncation at "
-               f"{IS_CAP:g} on the next run, {n['token_cap_share']:.2%} of tokens hit the cap "
+               f"{IS_CAP:g} on the next run, {_percent(n['token_cap_share'])} of tokens hit the cap "
                f"(a sequence-level cap of {IS_CAP:g} would act on {n['sequence_cap_share']:.0%} of completions)")
     ev = [evidence(f"per-token log-ratio spread s, from {n['source']}", n["s"], n["steps"]),
           evidence("share of completions whose weight exp(sum of log-ratios) is outside the clip band", n["share"],
@@ -121,6 +121,10 @@ def train_inference_mismatch(log: RunLog, hparams=None) -> Finding | None:
         ev.append(evidence("logged importance ratio max", peak[0], (peak[1], peak[1])))
     severity = "warning" if n["corrected"] else "invalidates"
     return Finding("train_inference_mismatch", severity, summary, ev, _advice(n))
+
+
+def _percent(share: float) -> str:
+    return "under 0.01%" if share < 1e-4 else f"{share:.2%}"
 
 
 def _advice(n: dict) -> list[str]:

@@ -65,44 +65,19 @@ from gspo_dynamics.train import _graph_decode
 from gspo_dynamics.train._distributed import World
 from gspo_dynamics.train._step import Buffer, dropout_free, score, update
 from gspo_dynamics.train.hf import HFCausalLM, native_from_hf
+from gspo_dynamics.train.hf_tiny import TINY, hf_model, hf_tokenizer
 from gspo_dynamics.train.model import ModelConfig
 
 SECTION_CPU = "## Trainer throughput vs TRL GRPOTrainer (CPU)"
 SECTION_GPU = "## Trainer throughput and MFU (GPU)"
 COMMAND = "cd /work/main && .venv/bin/python benchmarks/bench_trainer.py"
-HIDDEN, LAYERS, HEADS, FF = 64, 2, 4, 256  # the tiny model (both sides)
+HIDDEN, LAYERS, HEADS, FF = TINY  # the tiny model (both sides)
 # Tiny on purpose: the weights barely move over the timed steps, so the completion lengths (the work per
 # step) stay those of the shared initial weights on both sides; the cost of a step does not depend on it.
 LR = 1e-6
 CLIP = 0.2  # GRPO's eps on both sides (on-policy it never bites)
 # Peak dense bf16 tensor-core FLOP/s and HBM bandwidth (bytes/s) by device name (vendor datasheets).
 GPU_SPECS = {"H100": (989e12, 3.35e12), "H200": (989e12, 4.8e12), "A100": (312e12, 2.0e12)}
-
-
-def hf_tokenizer(tok: Tokenizer):
-    """Our character vocabulary as a transformers fast tokenizer (BOS prepended, left padding)."""
-    from tokenizers import Regex, models, pre_tokenizers, processors
-    from tokenizers import Tokenizer as RawTokenizer
-    from transformers import PreTrainedTokenizerFast
-
-    raw = RawTokenizer(models.WordLevel({s: i for i, s in enumerate(tok.symbols)}, unk_token=tok.symbols[tok.pad_id]))
-    raw.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    bos = tok.symbols[tok.bos_id]
-    raw.post_processor = processors.TemplateProcessing(single=f"{bos} $A", special_tokens=[(bos, tok.bos_id)])
-    return PreTrainedTokenizerFast(tokenizer_object=raw, bos_token=bos, eos_token=tok.symbols[tok.eos_id],
-                                   pad_token=tok.symbols[tok.pad_id], padding_side="left")
-
-
-def hf_model(tok: Tokenizer, max_len: int, sizes: tuple[int, int, int, int] = (HIDDEN, LAYERS, HEADS, FF)):
-    """A Hugging Face Llama built from its config (never downloaded): sizes = (hidden, layers, heads, MLP width)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    hidden, layers, heads, ff = sizes
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=tok.vocab_size, hidden_size=hidden, intermediate_size=ff, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=max_len,
-                         bos_token_id=tok.bos_id, eos_token_id=tok.eos_id, pad_token_id=tok.pad_id, tie_word_embeddings=True)
-    return LlamaForCausalLM(config)
 
 
 class Ours:

@@ -1,20 +1,22 @@
 """Claim: diagnose's primary verdict holds on a generator family it was not tuned on (>= 90% each),
 and its confidence means what it says (among primaries at confidence >= 0.9, >= 90% right).
 
-Three independently written, labelled generator families, each log labelled by the physical cause
+Four independently written, labelled generator families, each log labelled by the physical cause
 its recipe sets up before diagnose sees it:
   simulator   the softmax-bandit corpus (`gspo_dynamics.sim.corpus`: 2 arms or K arms, SGD or Adam, TRL rows)
   trainer     the transformer trainer (`gspo_dynamics.train.corpus`: 100k model, real rollouts, CPU)
   contextual  the many-prompt contextual bandit (`gspo_dynamics.sim.corpus_contextual`: K arms, Adam,
               partial credit, proxy vs true reward, logging every N steps, other formats)
+  trl         TRL's own GRPOTrainer (`paper_repro/trl_family.py`: a tiny Llama on our tasks, trl 1.16, CPU),
+              read from the committed logs in paper_repro/data/trl_family/ (TRL need not be installed)
 
 Protocol (leave one family out): diagnose's tunable threshold (TUNABLE: the ceiling gap of the
-solved-task rule) is chosen on a fixed grid by its mean accuracy on the two other families (among
+solved-task rule) is chosen on a fixed grid by its mean accuracy on the other families (among
 settings they score equally, the middle one: `choose`), and the confidence calibration (Platt's map,
-`diagnose._calibration`) is fitted on those two families' primary verdicts; the left-out family is
+`diagnose._calibration`) is fitted on those families' primary verdicts; the left-out family is
 then diagnosed with that choice, its confidences mapped by that fit, and its accuracy, confusion
 matrix and reliability table are recorded. Every family takes its turn. Logs are diagnosed without
-hyperparameters (what a user with only a log has). The fit on all three families (the setting best
+hyperparameters (what a user with only a log has). The fit on all families (the setting best
 on all of them, and its calibration) is printed: it is what diagnose ships with.
 
     python paper_repro/diagnose_generalisation.py [--quick] [--no-record]
@@ -34,6 +36,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import torch  # noqa: E402
+import trl_family  # noqa: E402
 from _results import Claim, parse_mode, record, replace_section  # noqa: E402
 
 from gspo_dynamics.diagnose import MODES, TOO_SHORT, diagnose  # noqa: E402
@@ -43,7 +46,7 @@ from gspo_dynamics.logs import read_log  # noqa: E402
 TARGET = 0.90  # primary-verdict accuracy on each left-out family
 CALIBRATION_LEVEL, CALIBRATION_TARGET = 0.9, 0.9  # among confidence >= 0.9, at least 90% right
 SECTION = "## Diagnose: leave one generator family out"
-# the thresholds tuned on the two other families, and the grid they are chosen from (fixed in advance)
+# the thresholds tuned on the other families, and the grid they are chosen from (fixed in advance)
 # (the meaningful change of the stalled-vs-noise power calculation was tuned here up to the 540000 run; it is
 # now Cohen's small effect d = 0.2, a convention fixed before any corpus: `_trend.MEANINGFUL_CHANGE`)
 TUNABLE = {"ceiling_gap": (_context, "CEILING_GAP", (0.02, 0.05, 0.1))}
@@ -132,8 +135,9 @@ def generate(tmp: str, quick: bool) -> dict[str, list[tuple[str, str]]]:
     trainer = generate_trainer_corpus(f"{tmp}/trainer", modes=modes[:4] if quick else modes, seeds=1 if quick else 3,
                                       base_seed=TRAINER_SEED)
     families["trainer"] = [(e.mode, str(e.path)) for e in trainer]
+    families["trl"] = [(label, str(path)) for label, path in trl_family.family()]  # committed: nothing to run
     print(f"generated: simulator {len(sim)} logs ({t1 - t0:.0f} s), contextual {len(ctx)} ({t2 - t1:.0f} s), "
-          f"trainer {len(trainer)} ({time.perf_counter() - t2:.0f} s)")
+          f"trainer {len(trainer)} ({time.perf_counter() - t2:.0f} s); read: trl {len(families['trl'])}")
     return families
 
 
@@ -221,7 +225,7 @@ def main() -> None:
     overall = [sum(accuracy(table[i, f]) for f in names) / len(names) for i in range(len(grid))]
     best_all = choose(overall)
     ab_all = _platt([r for f in names for r in table[best_all, f]])
-    print(f"fit on all three families (what diagnose ships with): {grid[best_all]} ({overall[best_all]:.0%}), "
+    print(f"fit on all {len(names)} families (what diagnose ships with): {grid[best_all]} ({overall[best_all]:.0%}), "
           f"CALIBRATION = ({ab_all[0]:.4f}, {ab_all[1]:.4f})")
     pooled = [r for results, *_ in held_out.values() for r in results]
     confident = [label == primary for label, primary, conf in pooled if conf >= CALIBRATION_LEVEL]
@@ -230,7 +234,7 @@ def main() -> None:
     for left, (results, setting, score, _) in held_out.items():
         n_right = sum(label == primary for label, primary, _ in results)
         record(Claim(f"diagnose-lofo-{left}", f"diagnose's primary verdict is the generating mode on >= {TARGET:.0%} "
-                     f"of the {left} family, with its thresholds tuned on the other two families", source="ours"),
+                     f"of the {left} family, with its thresholds tuned on the other families", source="ours"),
                predicted=f">= {TARGET:.0%}", measured=f"{n_right}/{len(results)} = {n_right / len(results):.0%} "
                f"(tuned: {', '.join(f'{k} {v:g}' for k, v in setting.items())}; {score:.0%} on the others)",
                passed=n_right / len(results) >= TARGET, quick=args.quick, started=started, command=cmd,
@@ -243,7 +247,7 @@ def main() -> None:
     if args.no_record:
         return
     body = [SECTION, "", f"`{cmd}`: {', '.join(f'{f} {len(v)} logs' for f, v in families.items())}; "
-            f"grid {', '.join(f'{k} in {TUNABLE[k][2]}' for k in TUNABLE)}, chosen by the mean accuracy on the two "
+            f"grid {', '.join(f'{k} in {TUNABLE[k][2]}' for k in TUNABLE)}, chosen by the mean accuracy on the "
             "other families. Primary verdicts without hyperparameters.", ""]
     for left, (results, setting, score, ab) in held_out.items():
         body += [f"### Left out: {left} ({accuracy(results):.0%} of {len(results)}; tuned on the others: "
@@ -256,7 +260,7 @@ def main() -> None:
     body += [f"| {b} | {n} | {acc:.0%} |" if n else f"| {b} | 0 | - |" for b, n, acc in reliability(pooled)]
     body += ["", "Earlier runs (base seeds simulator / trainer / contextual), each on seeds fresh for it:", "",
              *[f"- {h}" for h in HISTORY]]
-    body += ["", f"Fit on all three families (shipped as diagnose's defaults): "
+    body += ["", f"Fit on all {len(names)} families (shipped as diagnose's defaults): "
              f"{', '.join(f'{k} {v:g}' for k, v in grid[best_all].items())} ({overall[best_all]:.0%} of all logs), "
              f"CALIBRATION = ({ab_all[0]:.4f}, {ab_all[1]:.4f})."]
     replace_section(SECTION, "\n".join(body) + "\n")

@@ -25,6 +25,9 @@ import torch
 # is made here, before any test imports the package; on a GPU machine the compiled kernels are tested.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# Every diagnosis the tests make checks that no printed verdict stands against its own evidence lines
+# (`diagnose._verdict.inconsistencies`): the invariant holds over every log the tests make.
+os.environ["GSPO_DYNAMICS_STRICT"] = "1"
 
 from gspo_dynamics.real_logs import real_logs_dir, real_logs_missing_reason  # noqa: E402
 

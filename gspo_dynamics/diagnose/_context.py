@@ -102,12 +102,15 @@ def no_signal(log) -> Verdict | None:
         ev.append(evidence("share of rows with every group zero-std", share, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
     if not shares or max(shares) < NO_SIGNAL_SHARE:
         return None
+    for item in ev:  # the larger share decides; the other is context
+        item.update(side=">=", holds=item["value"] >= NO_SIGNAL_SHARE, caveat=item["value"] < max(shares))
     conf = confidence(max(shares) - NO_SIGNAL_SHARE, 0.02)
     if "grad_norm" in log and log.n_points("grad_norm") >= 3:
         s, g = log.valid("grad_norm")
         zero = float(np.mean(np.abs(g) <= NO_SIGNAL_TOL))
         # a gradient may still flow (a KL or auxiliary loss): the groups carry no reward signal either way
-        ev.append(evidence("share of rows with gradient norm 0", zero, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
+        ev.append(evidence("share of rows with gradient norm 0", zero, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE, side=">=",
+                           caveat=True))
     return Verdict("advantage_degeneracy", conf, ev, [_no_signal_advice(log)])
 
 

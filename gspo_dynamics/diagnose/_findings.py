@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from gspo_dynamics._keys import GRAD_CLIP_KEYS, MAX_LENGTH_KEYS, REFRESH_INTERVAL_KEYS
-from gspo_dynamics.diagnose._finding import FINDINGS, SEVERITIES, Finding, order
+from gspo_dynamics.diagnose._finding import FINDINGS, NOTE, SEVERITIES, Finding, order
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
 from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, window
@@ -141,7 +141,7 @@ def clip_zero_on_policy(log: RunLog, hparams=None) -> Finding | None:
     advice = [f"nothing to fix; the clip acts only when a rollout feeds several updates ({REFRESH_INTERVAL_KEYS} > 1: "
               "TRL num_iterations > 1 or steps_per_generation > gradient_accumulation_steps / verl "
               "actor_rollout_ref.actor.ppo_epochs > 1 or ppo_mini_batch_size < data.train_batch_size)"]
-    return Finding("clip_zero_on_policy", "warning", summary,
+    return Finding("clip_zero_on_policy", NOTE, summary,
                    [evidence("largest clip fraction", float(np.max(np.abs(clip))), (steps[0], steps[-1]),
                              threshold=CLIP_ZERO, rows=int(clip.size))], advice)
 
@@ -200,7 +200,7 @@ def truncation(log: RunLog, hparams=None) -> Finding | None:
     if share <= TRUNCATION_HIGH:
         return None
     early = float(np.mean(rate[window(rate, False)]))
-    lengths = log.valid("mean_length")[1]
+    lengths = log.valid("mean_length")[1] if "mean_length" in log else np.empty(0)
     length = float(np.mean(lengths[window(lengths, True)])) if lengths.size else None
     summary = (f"{share:.0%} of the completions are cut at the length cap late in the run (steps {steps[late][0]}-"
                f"{steps[late][-1]}; {early:.0%} early): the rewards score unfinished answers")

@@ -11,7 +11,7 @@ from statistics import NormalDist
 import numpy as np
 
 from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
-from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, WINDOW_FRACTION, Z_TREND, mean_se
+from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.theory.hyperparams import SGD
 
@@ -20,27 +20,48 @@ MARGIN_LOW = 0.25  # T within 25% of the exact critical T: stable, but noted as 
 PERIODIC_P = 1e-3  # Fisher g test level for a periodic component: 1 false alarm in 1000 white-noise logs
 MIN_CYCLES = 3  # a periodic residual must repeat 3 times: 1-2 cycles over the run are a trend misfit
 COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
-VARIANCE_SHARE_LOW = 0.1  # an oscillation carrying < 10% of the reward's variance is a detail, not the dynamics
-VARIANCE_SHARE_SCALE = 0.05  # confidence 0.73 at 15%, 0.95 at 25% of the variance
+SWING_NOISE = 1.0  # a swing (peak to peak) as large as the rows' noise std is one the eye sees in the curve ...
+SWING_NOISE_SCALE = 0.5  # ... confidence 0.73 at 1.5x, 0.95 at 2.5x
+SWING_RANGE = 0.05  # a swing of 5% of what the reward can reach matters (0.05 of a success rate) ...
+SWING_RANGE_SCALE = 0.025  # ... confidence 0.73 at 7.5%, 0.95 at 12.5%
+TWICE_T_TOLERANCE = 0.25  # a period within 25% of 2T is the refresh's limit cycle (the policy flips every refresh)
 MIN_FLIPS = 2.0 / 3.0  # an alternation flips the residual's sign on 2 of 3 consecutive rows (white noise: 1 of 2)
 MIN_NON_FINITE = 2  # a reward or loss NaN / inf in its last 2 logged values or more: diverged (one may be a bad batch)
 THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evidence stays below REPORT_CONFIDENCE
 
 
-def oscillation_confidence(p_value: float, variance_share: float, cycles: float) -> float:
-    """Confidence that the reward oscillates, from the strength of the data's evidence:
+def oscillation_confidence(p_value: float, swing_to_noise: float, swing_to_range: float, cycles: float) -> float:
+    """Confidence that the reward oscillates, each piece on the logistic scale of the other evidence (0.5 at
+    its threshold):
 
-        conf = min( L(log10(PERIODIC_P / p) / 1),                  significance (Fisher's g p-value)
-                    L((share - VARIANCE_SHARE_LOW) / VARIANCE_SHARE_SCALE),   variance the oscillation carries
-                    L((cycles - MIN_CYCLES) / 1) )                  cycles seen over the run
+        conf = min( L(log10(PERIODIC_P / p) / 1),                          significance (Fisher's g p-value)
+                    L((swing / noise - SWING_NOISE) / SWING_NOISE_SCALE),  the swing against the rows' noise
+                    L((swing / range - SWING_RANGE) / SWING_RANGE_SCALE),  the swing against the reward's range
+                    L((cycles - MIN_CYCLES) / 1) )                         cycles seen over the run
 
-    with L the logistic `confidence` mapping (0.5 at each threshold). The weakest piece limits the
-    verdict: a very significant but small periodic component in noisy data (p ~ 1e-5, 13% of the
-    variance: ~0.65) is not a confident instability. Non-decreasing in -p, share and cycles.
+    with swing the component's peak-to-peak size (2 x its amplitude), noise the std of the rest of the residual
+    around the trend, and range what the reward can reach (or its observed span). The weakest piece limits the
+    verdict: a very significant component that is small against the noise, or against what the reward can
+    do, is a detail of the curve, not an instability. How much of the reward's whole variance it carries is
+    not a piece: a large rise before a limit cycle would hide the cycle. Non-decreasing in -p, the swings and
+    cycles.
     """
     return min(confidence(math.log10(PERIODIC_P / max(p_value, 1e-300)), 1.0),
-               confidence(variance_share - VARIANCE_SHARE_LOW, VARIANCE_SHARE_SCALE),
+               confidence(swing_to_noise - SWING_NOISE, SWING_NOISE_SCALE),
+               confidence(swing_to_range - SWING_RANGE, SWING_RANGE_SCALE),
                confidence(cycles - MIN_CYCLES, 1.0))
+
+
+def reward_reach(reward: np.ndarray, reward_range: tuple[float, float] | None) -> float:
+    """What the reward can span: hi - lo of the given range; 1 for a score within [0, 1]; else its observed
+    5-95% span (a quantile span, so one outlier row does not set it)."""
+    if reward_range is not None:
+        return float(reward_range[1] - reward_range[0])
+    r = reward[np.isfinite(reward)]
+    if r.size and r.min() >= 0.0 and r.max() <= 1.0:
+        return 1.0
+    lo, hi = np.quantile(r, (0.05, 0.95)) if r.size else (math.nan, math.nan)
+    return float(hi - lo)
 
 
 def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
@@ -49,9 +70,11 @@ def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
 
         rho_1 = sum_t x_t x_{t+1} / sum_t x_t^2,   z = rho_1 sqrt(n)   (rho_1 ~ N(0, 1/n) for white noise),
 
-    an alternation gives rho_1 -> -1; -rho_1 is about the share of the residual variance it carries.
+    an alternation gives rho_1 -> -1; -rho_1 is about the share of the residual variance it carries: for
+    x_t = a (-1)^t + noise of std s, rho_1 = -a^2 / (a^2 + s^2), so a = sqrt(-rho_1 var x), s = sqrt((1 + rho_1) var x).
     It must also flip the residual's sign on at least MIN_FLIPS of consecutive rows (white noise: 1/2).
-    Returns {"rho1", "z", "p_value" (one-sided normal), "share_of_variance", "cycles"} or None."""
+    Returns {"rho1", "z", "p_value" (one-sided normal), "share_of_variance", "cycles", "amplitude", "noise_std"} or
+    None."""
     keep = np.isfinite(reward)
     t, r = steps[keep].astype(float), reward[keep]
     if r.size < 4 * MIN_WINDOW:
@@ -70,7 +93,9 @@ def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
     z = rho * math.sqrt(x.size)
     total = float(np.sum((r - r.mean()) ** 2))
     share = -rho * min(denom / total, 1.0) if total > 0 else 0.0  # of the reward's whole variance
+    var = denom / x.size
     return {"rho1": rho, "z": z, "p_value": 0.5 * math.erfc(-z / math.sqrt(2.0)), "share_of_variance": share,
+            "amplitude": math.sqrt(max(-rho, 0.0) * var), "noise_std": math.sqrt(max(1.0 + rho, 0.0) * var),
             "cycles": x.size / 2.0}
 
 
@@ -90,7 +115,8 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     """
     notes = notes if notes is not None else []
     ev, confs, advice = [], [], []
-    _oscillation_evidence(steps, reward, fit, hparams, ev, confs)
+    _oscillation_evidence(steps, reward, fit, hparams, reward_reach(reward, imp.reward_range if imp else None), ev,
+                          confs)
     _divergence_evidence(steps, reward, trend, spread, ev, confs)
     theory_conf = _theory_line(imp, ev, confs, advice, notes)
     if not confs and theory_conf is None:
@@ -100,6 +126,9 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     conf = max(confs, default=0.0)
     if theory_conf is not None:
         conf = 1.0 - (1.0 - conf) * (1.0 - theory_conf)
+    cycle = limit_cycle_advice(ev, hparams)
+    if cycle:
+        advice.insert(0, cycle)
     if hparams is not None:
         mu = hparams.momentum
         momentum = ("the momentum" if isinstance(hparams.optimizer, SGD)
@@ -121,7 +150,7 @@ def non_finite_verdict(diverged, last_step: int, hparams, found: Verdict | None)
     if not ends:
         return found
     ev = [evidence(f"logged {name} values NaN or infinite to the log's end", count, (step, last_step),
-                   threshold=MIN_NON_FINITE) for name, (step, count) in ends.items()]
+                   threshold=MIN_NON_FINITE, side=">=") for name, (step, count) in ends.items()]
     first = min(step for step, _ in ends.values())
     lr = f" (now {hparams.lr:g})" if hparams is not None else ""
     advice = [f"the run diverged numerically at step {first}: restart from a checkpoint before it with a lower learning "
@@ -131,35 +160,63 @@ def non_finite_verdict(diverged, last_step: int, hparams, found: Verdict | None)
     return Verdict("dynamical_instability", 1.0, ev + found.evidence, advice + found.advice)
 
 
-def _oscillation_evidence(steps, reward, fit, hparams, ev: list, confs: list) -> None:
-    """The data's oscillation items, appended to `ev` with their confidences to `confs`: ringing of the fit
-    (damping ratio below ZETA_LOW by 2 standard errors), a periodic residual (Fisher's g, at least
-    MIN_CYCLES cycles), an alternation of consecutive rows (`alternation`)."""
+def _oscillation_evidence(steps, reward, fit, hparams, reach: float, ev: list, confs: list) -> None:
+    """The data's oscillation items, appended to `ev` with their confidences to `confs`: ringing of a good fit
+    (R^2 >= R2_NOISE; damping ratio below ZETA_LOW by 2 standard errors), a periodic residual (Fisher's g, at
+    least MIN_CYCLES cycles), an alternation of consecutive rows (`alternation`); each periodic item scored by
+    `oscillation_confidence` against the rows' noise and the reward's reach, its period set beside 2T."""
     span = (fit.t_start, fit.t_end)
     pg = fit.selection["periodogram"]  # Fisher g test around the trend-only (exponential) fit
-    p, period, share = pg["p_value"], pg["period"], pg["share"]
-    var_share, cycles = pg.get("variance_share", share), pg.get("cycles", 0.0)
-    strength = oscillation_confidence(p, var_share, cycles)
+    p, period, cycles = pg["p_value"], pg["period"], pg.get("cycles", 0.0)
+    swing, noise = 2.0 * pg.get("amplitude", math.nan), pg.get("noise_std", math.nan)
+    strength = oscillation_confidence(p, _ratio(swing, noise), _ratio(swing, reach), cycles)
     zeta, se = fit.damping_ratio, fit.damping_ratio_stderr
-    if fit.oscillation and zeta < ZETA_LOW:  # low damping seen ringing in the data (growing if zeta < 0)
-        ev.append(evidence("damping ratio of the fit (complex roots)", zeta, span, threshold=ZETA_LOW, stderr=se,
+    if fit.oscillation and zeta < ZETA_LOW and fit.r_squared >= R2_NOISE:  # a noisy fit's roots decide nothing
+        ev.append(evidence("damping ratio of the fit (complex roots)", zeta, span, threshold=ZETA_LOW, side="<", stderr=se,
                            periods_seen=fit.selection.get("periods_seen")))
         confs.append(min(confidence((ZETA_LOW - zeta) / max(se, 1e-12) - 2.0, 1.0), strength))
     if cycles >= MIN_CYCLES and p < PERIODIC_P:
         ev.append(evidence("periodic component around the trend (Fisher g test p-value)", p, span, threshold=PERIODIC_P,
-                           period_steps=period, share_of_residual_power=share, share_of_variance=var_share,
-                           cycles=cycles))
+                           side="<", **_swing_extra(period, swing, noise, reach, cycles, hparams)))
         confs.append(strength)
     alt = alternation(steps, reward, fit)
     if alt is not None and alt["rho1"] < 0 and alt["p_value"] < PERIODIC_P:
         row = float(np.median(np.diff(steps))) if steps.size > 1 else 1.0
-        extra = {"period_steps": 2.0 * row, "share_of_variance": alt["share_of_variance"], "rho1": alt["rho1"],
-                 "p_value": alt["p_value"]}
-        if hparams is not None:  # the theory's limit cycle: the policy flips every refresh, period 2T
-            extra["twice_refresh_interval"] = 2 * hparams.refresh_interval
+        swing, noise = 2.0 * alt["amplitude"], alt["noise_std"]
         ev.append(evidence("alternation of consecutive rows (lag-1 autocorrelation z; a cycle of period 2 rows)",
-                           alt["z"], span, threshold=NormalDist().inv_cdf(PERIODIC_P), **extra))
-        confs.append(oscillation_confidence(alt["p_value"], alt["share_of_variance"], alt["cycles"]))
+                           alt["z"], span, threshold=NormalDist().inv_cdf(PERIODIC_P), side="<",
+                           rho1=alt["rho1"], **_swing_extra(2.0 * row, swing, noise, reach, alt["cycles"], hparams)))
+        confs.append(oscillation_confidence(alt["p_value"], _ratio(swing, noise), _ratio(swing, reach), alt["cycles"]))
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else (math.inf if a > 0 else math.nan)
+
+
+def _swing_extra(period: float, swing: float, noise: float, reach: float, cycles: float, hparams) -> dict:
+    """The periodic item's numbers: period, swing against the noise and the reach, cycles, and with hyperparameters
+    the period over 2T (the refresh's limit cycle flips the policy every refresh: period 2T)."""
+    extra = {"period_steps": period, "swing": swing, "swing_to_noise": _ratio(swing, noise),
+             "swing_to_reach": _ratio(swing, reach), "cycles": cycles}
+    if hparams is not None:
+        extra["period_over_2T"] = period / (2.0 * hparams.refresh_interval)
+    return extra
+
+
+def limit_cycle_advice(ev: list, hparams) -> str | None:
+    """What to change for a periodic reward: the refresh interval, where the period is (or may be) 2T."""
+    item = next((e for e in ev if "period_steps" in e), None)
+    if item is None:
+        return None
+    period = item["period_steps"]
+    if hparams is not None:
+        if abs(item["period_over_2T"] - 1.0) <= TWICE_T_TOLERANCE:
+            return (f"the reward flips every refresh (period {period:.3g} steps = 2T, T = {hparams.refresh_interval}): "
+                    f"the stale-update limit cycle; lower T ({REFRESH_INTERVAL_KEYS}) or the learning rate (now "
+                    f"{hparams.lr:g}) by half")
+        return None
+    return (f"the reward cycles with a period of {period:.3g} steps: if that is twice your refresh interval T "
+            f"({REFRESH_INTERVAL_KEYS}), it is the stale-update limit cycle: halve T or the learning rate")
 
 
 def _divergence_evidence(steps, reward, trend: dict, spread: float | None, ev: list, confs: list) -> None:
@@ -170,12 +227,12 @@ def _divergence_evidence(steps, reward, trend: dict, spread: float | None, ev: l
     peak, collapse, z_weakest = _collapse(s, r, trend, spread)
     if collapse is not None and collapse > COLLAPSE_FRACTION:
         ev.append(evidence("late drop below the peak / rise to the peak", collapse, (s[0], s[-1]),
-                           threshold=COLLAPSE_FRACTION, peak=peak, late=trend["late"], weakest_z=z_weakest))
+                           threshold=COLLAPSE_FRACTION, side=">", peak=peak, late=trend["late"], weakest_z=z_weakest))
         # the size of the drop, and how far the rise and the drop stand out of the noise: the weaker limits
         confs.append(min(confidence(collapse - COLLAPSE_FRACTION, 0.1), confidence(z_weakest - Z_TREND, 1.0)))
     if trend and trend["z"] <= -Z_TREND and -trend["diff"] > COLLAPSE_FRACTION * abs(trend["early"]):
         ev.append(evidence("reward fell from the start (Welch z, late - early)", trend["z"], trend["steps"],
-                           threshold=-Z_TREND, early=trend["early"], late=trend["late"]))
+                           threshold=-Z_TREND, side="<=", early=trend["early"], late=trend["late"]))
         confs.append(confidence(-trend["z"] - Z_TREND, 1.0))
 
 
@@ -195,11 +252,16 @@ def _theory_line(imp, ev: list, confs: list, advice: list, notes: list[str]) -> 
     margin = imp.damping_margin.value
     if safe is not None and T > safe:
         ev.append(evidence("refresh interval T vs the largest stable T (exact discrete theory)", T, None,
-                           threshold=safe, critical_exact=imp.critical_refresh_interval,
+                           threshold=safe, side=">", critical_exact=imp.critical_refresh_interval,
                            critical_continuous=imp.critical_refresh_interval_continuous,
                            damping_margin_rule_of_thumb=margin))
         advice.append(f"refresh interval {T} is past the critical {safe + 1}: use T <= {safe} ({REFRESH_INTERVAL_KEYS})")
         return confidence(T - safe, 1.0)
+    if confs and any(abs(e.get("period_over_2T", math.inf) - 1.0) <= TWICE_T_TOLERANCE for e in ev):
+        notes.append(f"the reward cycles with period 2T (T = {T}): the refresh's own limit cycle, although the exact "
+                     f"discrete theory at the fitted stiffness calls T stable (critical T "
+                     f"{imp.critical_refresh_interval or '> scan'}); the period is measured, the stiffness estimated")
+        return None
     if confs and imp.exact_regime == "oscillatory":
         notes.append(f"the exact discrete theory calls T = {T} stable but oscillatory at the fitted stiffness "
                      f"(critical T {imp.critical_refresh_interval or '> scan'}): the ringing in the data is that "

@@ -16,8 +16,7 @@ import numpy as np
 from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (the LOFO protocol sets it)
 from gspo_dynamics.diagnose._context import reward_spread
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION
-from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, MIN_WINDOW, STILL_RISING_FRACTION, Z_STILL_RISING, change,
-                                           late_slope)
+from gspo_dynamics.diagnose._trend import MIN_WINDOW, change, late_climb
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
 
@@ -25,6 +24,7 @@ DERIVED_DISCOUNT = 0.9  # a verdict explained by another is ranked this fraction
 EXPLAINS = 0.7  # a cause this confident explains a stalled or noisy reward (`_explained_symptom`)
 DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
 DIVERGENCE_SIGNALS = ("late drop below the peak", "reward fell from the start")  # the instability's falls (`_instability`)
+CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "damping ratio of the fit")  # its oscillations
 
 
 def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdict | None, notes: list[str]) -> None:
@@ -32,6 +32,7 @@ def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdi
     _solved_task(verdicts, scale, log, notes)
     _hard_task(verdicts, scale, log)
     _attribute_to_divergence(verdicts)
+    _cycle_not_settled(verdicts)
     _attribute_degeneracy(verdicts, log)
     _attribute_to_hacking(verdicts, log)
     _attribute_to_silence(verdicts, silent)
@@ -115,7 +116,8 @@ def _concentration_below_ceiling(verdicts: list[Verdict], i: int, trend: Verdict
     conc = verdicts[i]
     below = scale.below_ceiling
     gap = {"signal": "reward below its ceiling, the rise stopped (ceiling - late mean)", "value": scale.ceiling - scale.late,
-           "steps": None, "threshold": _context.CEILING_GAP, "ceiling": scale.ceiling, "late_reward": scale.late}
+           "steps": None, "threshold": _context.CEILING_GAP, "side": ">=",
+           "holds": scale.ceiling - scale.late >= _context.CEILING_GAP, "ceiling": scale.ceiling, "late_reward": scale.late}
     if below >= REPORT_CONFIDENCE:
         verdicts[i] = Verdict(conc.mode, min(conc.confidence, below), conc.evidence + [gap], conc.advice)
         return
@@ -130,29 +132,12 @@ def _concentration_below_ceiling(verdicts: list[Verdict], i: int, trend: Verdict
 
 def _stopped_rising(trend: Verdict, log: RunLog) -> bool:
     """The reward has stopped rising: not still rising by the trend verdict, nor by the late half climbing
-    significantly, meaningfully and by a share of the run's rise (`_trend.late_slope`):
-
-        slope / se(slope) >= Z_STILL_RISING,   climb >= MEANINGFUL_CHANGE x spread,
-        climb >= STILL_RISING_FRACTION x (late - start)          (climb = slope (t_last - t_first))
-
-(start: the mean of the first MIN_WINDOW rows; late: the late window's mean)
-
-    over the late half (spread: `_context.reward_spread`, the per-sample reward std), the same effect size
-    that makes a change meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped
-    at its ceiling only in the statistical sense), and the share of the rise still ahead that makes a run
-    still rising (the within-group std of a converged run is small, so the spread alone would call a
-    creep of a few hundredths after a rise of 0.5 a climb). A reward still climbing has not reached its
-    ceiling: an entropy collapse ahead of it is the policy concentrating before the task is solved."""
+    (`_trend.late_climb`). A reward still climbing has not reached its ceiling: an entropy collapse ahead of it
+    is the policy concentrating before the task is solved."""
     if trend.mode == "still_rising":
         return False
-    slope, slope_z, used = late_slope(log.steps, log["reward"])
     spread = reward_spread(log)
-    climb = slope * (used[1] - used[0]) if used else math.nan
-    meaningful = spread is None or climb >= MEANINGFUL_CHANGE * spread[0]
-    _, reward = log.valid("reward")
-    rise = change(log.steps, log["reward"]).get("late", math.nan) - float(np.mean(reward[:MIN_WINDOW]))
-    share = not climb < STILL_RISING_FRACTION * rise  # NaN (too short to compare): the climb counts
-    return not (slope_z >= Z_STILL_RISING and meaningful and share)
+    return not late_climb(log.steps, log["reward"], spread[0] if spread else None)["climbing"]
 
 
 def _early_zero_std(log: RunLog) -> float:
@@ -186,9 +171,12 @@ def _rank_mode_below(verdicts: list[Verdict], mode: str, cause_confidence: float
 
 
 def _eval_hack(verdicts: list[Verdict]) -> Verdict | None:
-    """The reward hacking verdict when it rests on the eval reward leaving the train reward."""
+    """The reward hacking verdict when it rests on the eval reward leaving the train reward, or on one reward
+    function carrying the gain while another lags (`_signals._diverging_functions`): the train reward's rise is
+    then the exploit's."""
     return next((v for v in verdicts if v.mode == "reward_hacking" and v.confidence >= REPORT_CONFIDENCE
-                 and any(e["signal"].startswith("eval reward drop") for e in v.evidence)), None)
+                 and any(e["signal"].startswith("eval reward drop") or e["signal"].endswith(", lagging")
+                         for e in v.evidence)), None)
 
 
 def _attribute_to_hacking(verdicts: list[Verdict], log: RunLog) -> None:
@@ -201,8 +189,7 @@ def _attribute_to_hacking(verdicts: list[Verdict], log: RunLog) -> None:
         return
     t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
     if verdicts[t].mode in ("healthy_saturation", "still_rising"):
-        _rank_below(verdicts, t, hack.confidence, "the train reward's rise is the reward hacking's: the eval reward "
-                                                  "fell meanwhile")
+        _rank_below(verdicts, t, hack.confidence, "the train reward's rise is the reward hacking's: treat that first")
     _rank_mode_below(verdicts, "policy_concentration", hack.confidence,
                      "this follows from the reward hacking: the policy concentrates on the exploit")
     j = _index(verdicts, "advantage_degeneracy")
@@ -239,6 +226,18 @@ def _attribute_to_divergence(verdicts: list[Verdict]) -> None:
                                               "onto one answer by the divergence; treat the instability first")
 
 
+def _cycle_not_settled(verdicts: list[Verdict]) -> None:
+    """A reward that keeps swinging (a reported instability resting on an oscillation: a periodic residual, an
+    alternation of rows, ringing) has not settled at a plateau, nor is its rise the healthy kind: the healthy or
+    rising trend verdict is ranked below the instability (DERIVED_DISCOUNT x its confidence)."""
+    inst = next((v for v in verdicts if v.mode == "dynamical_instability" and v.confidence >= REPORT_CONFIDENCE
+                 and any(e["signal"].startswith(CYCLE_SIGNALS) for e in v.evidence)), None)
+    t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
+    if inst is None or verdicts[t].mode not in ("healthy_saturation", "still_rising"):
+        return
+    _rank_below(verdicts, t, inst.confidence, "the reward keeps swinging around its level: treat the instability first")
+
+
 def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
     """Zero-std groups that appeared during the run with a collapse are its consequence, not the data's.
 
@@ -260,6 +259,6 @@ def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
     name = cause.mode.replace("_", " ")
     deg = verdicts[i]
     note = {"signal": f"zero-std groups appeared with the {name} (early fraction)", "value": early,
-            "steps": None, "threshold": DEGENERATE_FRACTION}
+            "steps": None, "threshold": DEGENERATE_FRACTION, "side": "<", "holds": early < DEGENERATE_FRACTION}
     verdicts[i] = Verdict(deg.mode, min(deg.confidence, DERIVED_DISCOUNT * cause.confidence), deg.evidence + [note],
                           deg.advice + [f"this follows from the {name}: treat that first"])

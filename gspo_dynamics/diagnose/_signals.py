@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS, MAX_LENGTH_KEYS
+from gspo_dynamics.diagnose._findings import Z_NOT_RISING, Z_RISE, reward_function_divergence
 from gspo_dynamics.diagnose._trend import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics._errors import ConfigError
@@ -26,7 +27,6 @@ STD_COLLAPSE_RATIO = 0.2  # late within-group reward std below 20% of its early 
 ENTROPY_COLLAPSE_RATIO = 0.5  # late entropy below half its early value: the policy is concentrating
 LENGTH_BLOWUP_RATIO = 2.0  # mean completion length doubled from early to late
 TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
-TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length
 DOMINANT_SHARE = 0.9  # one reward component carries 90% of the total gain ...
 COMPONENT_DROP_Z = 2.0  # ... while another falls by at least 2 standard errors
 EVAL_DROP_FRACTION = 0.3  # eval reward below its peak by 30% of its rise to the peak (train rising): divergence
@@ -103,7 +103,7 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
         ch = change(steps, frac)
         late = ch["late"]
         ev = [evidence("fraction of zero-std groups (late mean)", late, ch["late_steps"], threshold=DEGENERATE_FRACTION,
-                       early=ch["early"])]
+                       side=">=", early=ch["early"])]
         advice = []
         G, source = (hparams.group_size, "hparams") if hparams is not None and hparams.group_size else (None, None)
         if p_series is not None:
@@ -136,10 +136,13 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
                           "filter prompts whose groups all score the same (DAPO dynamic sampling) or raise G")
         floor = group_floor(G)
         excess = (late - floor) / (1.0 - floor)  # the share the success rate, not the group size, empties
+        climbing = ch["z"] > Z_TREND and excess > DEGENERATE_FRACTION / 2  # still climbing: getting worse
         if floor > 0:
             ev.append(evidence("zero-std fraction beyond the group size's floor, (f - 2^(1-G)) / (1 - 2^(1-G))", excess,
-                               ch["late_steps"], threshold=DEGENERATE_FRACTION, floor=floor, G=G))
-        if excess < DEGENERATE_FRACTION and not (ch["z"] > Z_TREND and excess > DEGENERATE_FRACTION / 2):
+                               ch["late_steps"], threshold=DEGENERATE_FRACTION, side=">=", caveat=climbing, floor=floor,
+                               G=G))
+        ev[0]["caveat"] = floor > 0 or climbing  # the floor-adjusted share, or the climb, decides
+        if excess < DEGENERATE_FRACTION and not climbing:
             return None, None
         conf = confidence(excess - DEGENERATE_FRACTION, 0.1)
         if ch["z"] > Z_TREND:  # still climbing: the degeneracy is getting worse
@@ -153,7 +156,7 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
         if ratio >= STD_COLLAPSE_RATIO:
             return None, None
         ev = [evidence("within-group reward std late / early", ratio, ch["late_steps"], threshold=STD_COLLAPSE_RATIO,
-                       early=ch["early"], late=ch["late"])]
+                       side="<", early=ch["early"], late=ch["late"])]
         return Verdict("advantage_degeneracy", confidence(STD_COLLAPSE_RATIO - ratio, 0.05), ev,
                        ["groups have stopped differing: raise G or filter prompts whose groups all score the same"]), None
     return None, "advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18) and no per-group reward std"
@@ -169,14 +172,15 @@ def concentration(log, hparams) -> tuple[Verdict | None, str | None]:
     ratio = ch["late"] / ch["early"]
     span = ch["steps"][1] - ch["steps"][0]
     rate = -math.log(max(ratio, 1e-12)) / max(span, 1) * 100.0
-    ev = [evidence("entropy late / early", ratio, ch["steps"], threshold=ENTROPY_COLLAPSE_RATIO, early=ch["early"],
+    ev = [evidence("entropy late / early", ratio, ch["steps"], threshold=ENTROPY_COLLAPSE_RATIO, side="<", early=ch["early"],
                    late=ch["late"], decay_per_100_steps=rate)]
     conf = confidence(ENTROPY_COLLAPSE_RATIO - ratio, 0.1)
     if "reward_std" in log and log.n_points("reward_std") >= 6 and log.reward_std_kind != "batch_std":
         sc = change(steps, log["reward_std"])
         if sc and sc["early"] > 0:
             sratio = sc["late"] / sc["early"]
-            ev.append(evidence("within-group reward std late / early", sratio, sc["steps"], threshold=STD_COLLAPSE_RATIO))
+            ev.append(evidence("within-group reward std late / early", sratio, sc["steps"], threshold=STD_COLLAPSE_RATIO,
+                               side="<", caveat=True))  # supports where it collapsed too; not needed
             if ratio < ENTROPY_COLLAPSE_RATIO and sratio < STD_COLLAPSE_RATIO:
                 conf = max(conf, confidence(STD_COLLAPSE_RATIO - sratio, 0.05))
     if ratio >= ENTROPY_COLLAPSE_RATIO:
@@ -223,8 +227,24 @@ def eval_divergence(log, trend: dict) -> dict | None:
         return None
     rise = max(peak - float(evals[0]), 1e-12)  # a fall from the first eval on: the ratio is huge, as it should be
     return evidence("eval reward drop from its peak / its rise to the peak, while the train reward rises",
-                    min(drop / rise, 1e6), (es[0], es[-1]), threshold=EVAL_DROP_FRACTION, peak=peak,
+                    min(drop / rise, 1e6), (es[0], es[-1]), threshold=EVAL_DROP_FRACTION, side=">", peak=peak,
                     peak_step=int(es[k + w - 1]), late=late, train_z=trend["z"], eval_points=int(evals.size))
+
+
+def _diverging_functions(log, ev: list, confs: list, advice: list) -> None:
+    """One reward function rising while another stays below its ceiling (`_findings.reward_function_divergence`:
+    a format reward learned without the task) as hacking evidence, confidence
+    min(L(z_up - Z_RISE), L((Z_NOT_RISING - z_lag) / 0.5))."""
+    found = reward_function_divergence(log)
+    if found is None:
+        return
+    up, lag = found.evidence
+    ev.append(evidence(up["signal"] + ", rising", up["value"], up["steps"], threshold=Z_RISE, side=">=",
+                       early=up["early"], late=up["late"]))
+    ev.append(evidence(lag["signal"] + ", lagging", lag["value"], lag["steps"], threshold=Z_NOT_RISING, side="<",
+                       early=lag["early"], late=lag["late"]))
+    confs.append(min(confidence(up["value"] - Z_RISE, 1.0), confidence(Z_NOT_RISING - lag["value"], 0.5)))
+    advice += found.advice
 
 
 def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | None]:
@@ -250,7 +270,8 @@ def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | N
         if ratio > LENGTH_BLOWUP_RATIO and falling:
             collapse_symptoms.append(f"the mean completion length grew {ratio:.1f}x")
         elif ratio > LENGTH_BLOWUP_RATIO:
-            ev.append(evidence("mean completion length late / early", ratio, lc["steps"], threshold=LENGTH_BLOWUP_RATIO))
+            ev.append(evidence("mean completion length late / early", ratio, lc["steps"], threshold=LENGTH_BLOWUP_RATIO,
+                               side=">"))
             confs.append(confidence(ratio - LENGTH_BLOWUP_RATIO, 0.5))
             advice.append("completions are growing: add a length penalty or an overlong penalty (DAPO), "
                           "or use a token-level normalisation that does not favour long answers (Dr. GRPO)")
@@ -261,15 +282,12 @@ def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | N
         if tc["late"] - tc["early"] > TRUNCATION_RISE and falling:
             collapse_symptoms.append(f"the truncation rate rose {tc['early']:.0%} -> {tc['late']:.0%}")
         elif tc["late"] - tc["early"] > TRUNCATION_RISE:
-            ev.append(evidence("truncation rate rise", tc["late"] - tc["early"], tc["steps"], threshold=TRUNCATION_RISE,
+            ev.append(evidence("truncation rate rise", tc["late"] - tc["early"], tc["steps"], threshold=TRUNCATION_RISE, side=">",
                                late=tc["late"]))
             confs.append(confidence(tc["late"] - tc["early"] - TRUNCATION_RISE, 0.1))
             advice.append(f"the share of completions cut at the maximum length rose {tc['early']:.0%} -> {tc['late']:.0%} "
                           f"while the reward held or rose: check that truncated answers earn no reward, add an overlong "
                           f"penalty (DAPO), or raise the cap ({MAX_LENGTH_KEYS})")
-        if min(tc["early"], tc["late"]) > TRUNCATION_HIGH:
-            notes.append(f"{tc['late']:.0%} of the completions are cut at the maximum length (early {tc['early']:.0%}): "
-                         f"raise the cap ({MAX_LENGTH_KEYS}), or the reward sees truncated answers")
     components = [n for n in log.names if n.startswith("reward/") and log.n_points(n) >= 6]
     if len(components) >= 2:
         gains = {n: change(steps, log[n]) for n in components}
@@ -281,11 +299,12 @@ def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | N
             fallers = [n for n, g in gains.items() if n != top and g["z"] < -COMPONENT_DROP_Z]
             if share > DOMINANT_SHARE and fallers:
                 ev.append(evidence("share of the reward gain from one component", share, gains[top]["steps"],
-                                   threshold=DOMINANT_SHARE, component=top, falling=fallers))
+                                   threshold=DOMINANT_SHARE, side=">", component=top, falling=fallers))
                 confs.append(min(confidence(share - DOMINANT_SHARE, 0.05),
                                  confidence(-min(gains[n]["z"] for n in fallers) - COMPONENT_DROP_Z, 1.0)))
                 advice.append(f"{top.split('/', 1)[1]} carries the gain while {', '.join(f.split('/', 1)[1] for f in fallers)} "
                               "falls: re-weight the reward components or cap the dominating one")
+        _diverging_functions(log, ev, confs, advice)
     else:
         missing.append("fewer than two reward components")
     if collapse_symptoms:

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence
+from gspo_dynamics._keys import EVAL_KEYS, GROUP_SIZE_KEYS, PROMPTS_KEYS
 from gspo_dynamics.fit import EXTRAPOLATION_LIMIT
 
 
@@ -95,6 +96,30 @@ def late_slope(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, tup
     return a * slope, z, (t[0], t[-1])
 
 
+def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None) -> dict:
+    """Whether the late half still climbs: significantly, meaningfully and by a share of the run's rise,
+
+        slope / se(slope) >= Z_STILL_RISING,   climb >= MEANINGFUL_CHANGE x spread,
+        climb >= STILL_RISING_FRACTION x (late - start)          (climb = slope (t_last - t_first))
+
+    over the late half (`late_slope`; start: the mean of the first MIN_WINDOW rows, late: the late window's
+    mean; spread: the per-sample reward std, or None). The effect size is the one that makes a change
+    meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped at its ceiling only
+    in the statistical sense), the share the one that makes a run still rising (the within-group std of a
+    converged run is small, so the spread alone would call a creep of a few hundredths after a rise of 0.5 a
+    climb). Returns {"climbing", "slope_z", "steps", "climb", "share" (climb / rise; NaN if unknown),
+    "meaningful"}; "climbing" False (and slope_z NaN) when the late half is too short for a slope."""
+    slope, slope_z, used = late_slope(steps, values)
+    climb = slope * (used[1] - used[0]) if used else math.nan
+    meaningful = spread is None or not spread > 0 or climb >= MEANINGFUL_CHANGE * spread
+    finite = values[np.isfinite(values)]
+    rise = change(steps, values).get("late", math.nan) - float(np.mean(finite[:MIN_WINDOW])) if finite.size else math.nan
+    share = climb / rise if rise > 0 else math.nan
+    big = not climb < STILL_RISING_FRACTION * rise  # NaN (too short to compare): the climb counts
+    return {"climbing": bool(slope_z >= Z_STILL_RISING and meaningful and big), "slope_z": slope_z, "steps": used,
+            "climb": climb, "share": share, "meaningful": bool(meaningful)}
+
+
 def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str] | None,
                   group_size: int | None = None) -> Verdict:
     """Exactly one of healthy_saturation, still_rising, stalled, noise_dominated.
@@ -115,17 +140,19 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     """
     z = trend["z"]
     span = (trend["steps"][0], trend["steps"][1])
-    ev_trend = evidence("reward change late - early (Welch z)", z, span, threshold=Z_TREND,
-                        early=trend["early"], late=trend["late"])
     other = _other_change_tests(steps, reward, fit, scale[0] if scale else None) if abs(z) < Z_TREND else None
+    if other is None and not abs(z) >= Z_TREND:
+        return _flat_verdict(z, trend, span, scale, group_size)
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
-        z, ev_trend = other[0], evidence(other[1], other[0], span, threshold=Z_TREND, welch_z=trend["z"],
-                                         early=trend["early"], late=trend["late"])
-    if not abs(z) >= Z_TREND:
-        return _flat_verdict(z, trend, span, ev_trend, scale, group_size)
+        z, ev_trend = other[0], _change_evidence(other[1], other[0], span, welch_z=trend["z"], early=trend["early"],
+                                                 late=trend["late"])
+    else:
+        ev_trend = _change_evidence("reward change late - early (Welch z)", z, span, early=trend["early"],
+                                    late=trend["late"])
     if fit is None:
         return Verdict("still_rising" if z > 0 else "stalled", 0.5, [ev_trend], [])
-    ev_r2 = evidence("R^2 of the closed-form fit", fit.r_squared, span, threshold=R2_NOISE)
+    ev_r2 = evidence("R^2 of the closed-form fit", fit.r_squared, span, threshold=R2_NOISE, side=">=",
+                     caveat=fit.r_squared < R2_NOISE)
     # |z| >= Z_TREND: the run demonstrably changed, so the noise does not hide whether it learns. A low
     # R^2 then only says the per-step reward is noisy around the trend: the shape (plateau, time to it) is
     # uncertain, which caps the confidence at the trend's own significance and adds the noise advice.
@@ -135,76 +162,102 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     rem_dir = rem.value * math.copysign(1.0, rise) if rise != 0 else 0.0
     rem_z = rem_dir / rem.stderr if rem.stderr else math.inf
     frac = rem_dir / abs(rise) if rise != 0 else 0.0
-    ev = [ev_trend, ev_r2, evidence("remaining rise / total rise", frac, (fit.t_start, fit.t_end),
-                                    threshold=STILL_RISING_FRACTION, remaining=rem.value, z=rem_z,
-                                    plateau=fit.params["r_inf"])]
-    # Still rising: the fitted plateau is well above the last value (> 10% of the rise, > 2 s.e.), or
-    # the fit has not reached it (its 5% band) and the remaining rise is positive.
+    # Still rising: the late half still climbs (its slope z >= Z_STILL_RISING); where the late half is too short
+    # for a slope, or the fit is good (R^2 >= R2_NOISE) and puts the plateau well above the last value (> 10% of
+    # the rise, > 2 s.e.), the fit decides (with a slope, also a plateau not yet reached with a positive remaining
+    # rise). A noisy fit (R^2 < R2_NOISE) decides nothing against the data's own slope.
     big = frac > STILL_RISING_FRACTION and rem_z > Z_STILL_RISING
-    if big or (not imp.plateau_reached and rem_dir > 0):
-        return _rising_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, big, group_size)
-    return _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, group_size)
+    late = late_climb(steps, reward, scale[0] if scale else None)
+    slope_z, climbing = late["slope_z"], late["climbing"]
+    by_fit = (big or (not imp.plateau_reached and rem_dir > 0)) and (not math.isfinite(slope_z) or (big and not noisy))
+    rising = climbing or by_fit
+    side = ">" if rising else "<="
+    ev = [ev_trend, ev_r2, evidence("remaining rise / total rise", frac, (fit.t_start, fit.t_end),
+                                    threshold=STILL_RISING_FRACTION, side=side,
+                                    caveat=(rising and not by_fit) or (not rising and (noisy or not big)), remaining=rem.value,
+                                    z=rem_z, plateau=fit.params["r_inf"])]
+    if math.isfinite(slope_z):
+        # the slope decides where it is significant and the climb meaningful and a share of the rise; a significant
+        # creep too small for either is a caveat on a stopped rise
+        ev.append(evidence("late-half slope of the reward (z)", slope_z, late["steps"], threshold=Z_STILL_RISING,
+                           side=">=" if rising else "<", caveat=(rising and not climbing) or (not rising and slope_z >= Z_STILL_RISING),
+                           climb=late["climb"], climb_share_of_rise=late["share"], meaningful=late["meaningful"]))
+    if rising:
+        return _rising_verdict(fit, imp, z, noisy, ev, frac, rem_z, big, slope_z, group_size)
+    return _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size)
 
 
-def _flat_verdict(z: float, trend: dict, span: tuple, ev_trend: dict, scale: tuple[float, str] | None,
+def _change_evidence(signal: str, z: float, span: tuple, **extra) -> dict:
+    """A significant change of the reward: z at or past +-Z_TREND on its own side."""
+    return evidence(signal, z, span, threshold=Z_TREND if z >= 0 else -Z_TREND, side=">=" if z >= 0 else "<=", **extra)
+
+
+def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] | None,
                   group_size: int | None) -> Verdict:
     """No significant change (|z| < Z_TREND): stalled or noise-dominated by the power calculation of
     `trend_verdict` (resolution = MDC / spread against MEANINGFUL_CHANGE); stalled by z alone without a
     spread."""
+    ev_trend = evidence("reward change late - early (Welch |z|)", abs(z), span, threshold=Z_TREND, side="<", z=z,
+                        early=trend["early"], late=trend["late"])
     se = abs(trend["diff"] / z) if z else math.inf
     resolution = (Z_TREND + Z_POWER) * se / scale[0] if scale is not None and scale[0] > 0 else math.nan
     if not resolution >= 0:  # NaN (no spread, or inf / inf on absurd values): judged by z alone
         return Verdict("stalled", confidence(Z_TREND - abs(z), 1.0), [ev_trend], STALLED_ADVICE)
+    noisy = resolution > MEANINGFUL_CHANGE
     ev_res = evidence("change detectable with 80% power / per-sample reward spread", resolution, span,
-                      threshold=MEANINGFUL_CHANGE, spread=scale[0], spread_from=scale[1])
-    if resolution > MEANINGFUL_CHANGE:
+                      threshold=MEANINGFUL_CHANGE, side=">" if noisy else "<=", spread=scale[0], spread_from=scale[1])
+    if noisy:
         return Verdict("noise_dominated", confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5),
-                       [ev_trend, ev_res], noise_advice(None, group_size, resolution / MEANINGFUL_CHANGE))
+                       [ev_trend, ev_res], noise_advice(group_size, resolution / MEANINGFUL_CHANGE))
     # resolution 0 (a zero standard error): any change would have shown
     resolved = confidence(math.log(MEANINGFUL_CHANGE / resolution), 0.5) if resolution > 0 else 1.0
     return Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0), resolved), [ev_trend, ev_res], STALLED_ADVICE)
 
 
-def _rising_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float, big: bool,
+def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float, big: bool, slope_z: float,
                     group_size) -> Verdict:
-    """still_rising: confidence from the remaining rise (its share of the total rise and its z) and the
-    late-half slope's z (`late_slope_z`), then lowered for an uncertain shape (`_shape_confidence`)."""
-    t_p = imp.time_to_plateau.value
-    # a plateau more than one observed range beyond the data gives no usable time to reach it
-    more = "" if not math.isfinite(t_p) or fit.plateau_extrapolation > 1.0 else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})"
-    conf = max(confidence(frac - STILL_RISING_FRACTION, 0.05), confidence(rem_z, 1.0)) if big else confidence(rem_z, 1.0)
+    """still_rising: confidence from the late half's slope z (`late_slope_z`) and, for a good fit, the remaining
+    rise (its share of the total rise and its z), then lowered for an uncertain shape (`_shape_confidence`). A
+    noisy fit (R^2 < R2_NOISE) gives no plateau or time in the advice."""
+    conf = confidence(slope_z - Z_STILL_RISING, 1.0) if math.isfinite(slope_z) else 0.0
+    if not noisy or not math.isfinite(slope_z):
+        fitted = max(confidence(frac - STILL_RISING_FRACTION, 0.05), confidence(rem_z, 1.0)) if big else confidence(rem_z, 1.0)
+        conf = max(conf, fitted)
     bounds = imp.reward_range if imp is not None else None
     r_inf = fit.params["r_inf"]  # rising: only the upper bound is one it rises toward
     top = bounds is not None and (r_inf > bounds[1] or (imp.interior_plateau is False and r_inf >= sum(bounds) / 2))
-    if top:  # at or past the top of the range: no plateau to count steps to
-        advice = [f"the reward is still rising toward its bound (the fitted plateau {fit.params['r_inf']:.4g} lies at "
-                  "or past it); train longer"]
+    t_p = imp.time_to_plateau.value
+    if noisy:
+        advice = [f"the reward still climbs over the last half of the log (slope z {slope_z:.1f}); train longer"]
+    elif top:  # at or past the top of the range: no plateau to count steps to
+        advice = [f"the reward is still rising toward its bound (the fitted plateau {r_inf:.4g} lies at or past it); "
+                  "train longer"]
     else:
-        advice = [f"the fitted plateau {fit.params['r_inf']:.4g} is above the last value{more}; train longer"]
-    slope_z, slope_steps = late_slope_z(steps, reward)
-    if math.isfinite(slope_z):
-        ev.append(evidence("late-half slope of the reward (z)", slope_z, slope_steps, threshold=Z_STILL_RISING))
-        conf = max(conf, confidence(slope_z - Z_STILL_RISING, 1.0))
+        # a plateau more than one observed range beyond the data gives no usable time to reach it
+        more = ("" if not math.isfinite(t_p) or fit.plateau_extrapolation > 1.0
+                else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})")
+        advice = [f"the fitted plateau {r_inf:.4g} is above the last value{more}; train longer"]
     # a late half climbing at Z_TREND is still rising however far ahead (or unresolved) the plateau is
     climbing = math.isfinite(slope_z) and slope_z >= Z_TREND
     conf = _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size, saturating=False, climbing=climbing)
     return _unless_unreadable(Verdict("still_rising", conf, ev, advice), fit, noisy, group_size)
 
 
-def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, group_size) -> Verdict:
+def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float,
+                        group_size) -> Verdict:
     """healthy_saturation: confidence from how little of the rise remains (and R^2 when the fit is not
     noisy; when it is, from whether the late half resolves the stop: `_plateau_resolution`), capped where
     the exact discrete theory calls the hyperparameters unstable, then lowered for an uncertain shape
     (`_shape_confidence`)."""
-    conf = confidence(STILL_RISING_FRACTION - frac, 0.05)
-    if not noisy:
+    if not noisy:  # a good fit: how little of the rise it leaves, or how insignificant what it leaves is
+        conf = max(confidence(STILL_RISING_FRACTION - frac, 0.05), confidence(Z_STILL_RISING - rem_z, 1.0))
         conf = min(conf, confidence(fit.r_squared - R2_NOISE, 0.1))
-    else:
-        conf = min(conf, _plateau_resolution(steps, reward, fit, ev))
+    else:  # a noisy fit's remaining rise decides nothing: whether the late half could have seen a climb does
+        conf = _plateau_resolution(steps, reward, fit, ev)
     advice = []
     if imp.damping_margin is not None:
         ev.append(evidence("damping margin c/(1-mu) (continuous rule of thumb)", imp.damping_margin.value, None,
-                           threshold=0.0, exact_regime=imp.exact_regime))
+                           threshold=0.0, side=">", caveat=True, exact_regime=imp.exact_regime))
         if imp.exact_regime == "unstable":  # the exact discrete theory, not the rule of thumb, decides
             conf = min(conf, 0.3)
     conf = _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size, saturating=True)
@@ -251,7 +304,7 @@ def _plateau_resolution(steps, reward, fit, ev: list) -> float:
         return 1.0
     mdc = (Z_TREND + Z_POWER) * abs(slope / slope_z) * (used[1] - used[0])
     ratio = mdc / rise
-    ev.append(evidence("late-half climb detectable with 80% power / fitted rise", ratio, used, threshold=1.0,
+    ev.append(evidence("late-half climb detectable with 80% power / fitted rise", ratio, used, threshold=1.0, side="<",
                        detectable_climb=mdc, rise=rise))
     return confidence(-math.log(ratio), 0.5) if ratio > 0 else 1.0
 
@@ -266,14 +319,22 @@ def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdic
     (0.5 at Z_STILL_RISING: two readings that close are a coin toss, not a confident noise verdict)."""
     if not noisy or verdict.confidence >= REPORT_CONFIDENCE:
         return verdict
-    ev = verdict.evidence + [evidence(f"confidence of the {verdict.mode.replace('_', ' ')} reading", verdict.confidence,
-                                      None, threshold=REPORT_CONFIDENCE)]
+    # the replaced reading's items stay as context: what held for it, or failed against it, says nothing of the noise
+    context = [{k: v for k, v in e.items() if k not in ("side", "holds", "caveat")} for e in verdict.evidence]
+    ev = context + [evidence(f"confidence of the {verdict.mode.replace('_', ' ')} reading", verdict.confidence, None,
+                             threshold=REPORT_CONFIDENCE, side="<")]
     conf = confidence(R2_NOISE - fit.r_squared, 0.1)
     slope_z = next((e["value"] for e in verdict.evidence if e["signal"] == "late-half slope of the reward (z)"), math.nan)
     if math.isfinite(slope_z):
         conf = min(conf, 1.0 - confidence(slope_z - Z_STILL_RISING, 1.0))
-    return Verdict("noise_dominated", conf, ev,
-                   ["the reward changed, but the noise hides whether it saturates or keeps rising"] + noise_advice(fit, group_size))
+    return Verdict("noise_dominated", conf, ev, noise_advice(group_size, _r2_factor(fit.r_squared)))
+
+
+def _r2_factor(r2: float) -> float:
+    """The factor the noise std must fall by for R^2 to reach R2_TARGET: the noise variance must fall by
+    (1 - R^2)/R^2 x R2_TARGET/(1 - R2_TARGET), its std by the square root."""
+    r2 = max(r2, 1e-3)
+    return math.sqrt((1.0 - r2) / r2 * R2_TARGET / (1.0 - R2_TARGET))
 
 
 def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, advice: list, group_size,
@@ -287,50 +348,36 @@ def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, ad
     outside the data contradicts "saturated") and any noisy reading, but not a well-fitted rise
     (R^2 >= R2_NOISE): its plateau far ahead is what "still rising" means (an early, near-linear rise).
     """
-    if noisy:
+    if noisy:  # said by the R^2 item (a caveat); a noisy fit feeds no advice
         conf = min(conf, confidence(abs(z) - Z_TREND, 1.0))
-        advice.append(f"the per-step reward is noisy (R^2 {fit.r_squared:.2f}): the rise is significant (z {z:.1f}) "
-                      "but the plateau and the time to it are uncertain")
-        advice += noise_advice(fit, group_size)
     if imp is not None and imp.plateau_extrapolated:
         x = fit.plateau_extrapolation
         ev.append(evidence("plateau outside the observed rewards / their range", x, (fit.t_start, fit.t_end),
-                           threshold=EXTRAPOLATION_LIMIT, plateau=fit.params["r_inf"], observed=list(fit.r_range)))
+                           threshold=EXTRAPOLATION_LIMIT, side="<=", caveat=True, plateau=fit.params["r_inf"], observed=list(fit.r_range)))
         if (saturating or noisy) and not climbing:  # a rise whose plateau lies far ahead is still rising
             conf = min(conf, confidence(1.0 - x, 0.25))
-        advice.append(f"the fitted plateau {fit.params['r_inf']:.4g} is an extrapolation beyond the observed rewards "
-                      f"[{fit.r_range[0]:.4g}, {fit.r_range[1]:.4g}]: do not read it as the expected final reward")
     return conf
 
 
+MAX_SAMPLE_FACTOR = 4.0  # the most G or the prompts per step are advised to grow (a change a user makes)
 STALLED_ADVICE = ["no significant change of the reward although the data could see one: raise the learning "
                   "rate (2-10x), check that the KL weight does not pin the policy to the reference, and that "
                   "the groups carry signal (rewards differ within a group)"]
 
 
-def noise_advice(fit, group_size: int | None, std_factor: float | None = None) -> list[str]:
-    """Raise G: the sampling and stationary fluctuation variances scale as 1/G (reduced-order model).
-
-    With a fit: the noise variance must fall by (1 - R^2)/R^2 x R2_TARGET/(1 - R2_TARGET) for R^2 to
-    reach R2_TARGET. Without (no trend): by std_factor^2, the factor the detectable change is too large.
-    """
-    if fit is not None:
-        r2 = max(fit.r_squared, 1e-3)
-        factor = (1.0 - r2) / r2 * R2_TARGET / (1.0 - R2_TARGET)  # noise variance must fall by this
-    else:
-        factor = std_factor * std_factor if std_factor < 1e150 else math.inf  # (huge rewards: no overflow)
-        if not math.isfinite(factor):
-            return ["too noisy to tell whether the run learns: the change is below the noise by many orders of "
-                    "magnitude; check the reward scale"]
-        if group_size:
-            return [f"too noisy to tell whether the run learns: the noise variance scales as 1/G; G = {group_size} "
-                    f"-> G >= {math.ceil(group_size * factor)}, or {factor:.0f}x more prompts per step, would resolve a "
-                    f"change of {MEANINGFUL_CHANGE:g} per-sample reward stds with 80% power"]
-        return [f"too noisy to tell whether the run learns: the noise variance scales as 1/G; a {factor:.1f}x larger "
-                "group size or batch of prompts per step (or longer runs) would resolve it"]
+def noise_advice(group_size: int | None, std_factor: float) -> list[str]:
+    """Raise G, or the prompts per step, where that resolves the change: the sampling and stationary fluctuation
+    variances scale as 1/G (reduced-order model), so the detectable change shrinks by sqrt(f) when G (or the
+    prompts per step) grows f-fold, and f = std_factor^2 brings it to MEANINGFUL_CHANGE. Advised only up to
+    MAX_SAMPLE_FACTOR (a change a user makes); beyond it, an eval set of fixed prompts judges the run instead."""
+    factor = std_factor * std_factor if std_factor < 1e150 else math.inf  # (huge rewards: no overflow)
+    if not math.isfinite(factor):
+        return ["check the reward's scale: the change sought is below the noise by many orders of magnitude"]
+    if factor > MAX_SAMPLE_FACTOR:
+        return [f"judge this run on an eval set of fixed prompts ({EVAL_KEYS}): the training reward's noise would "
+                f"need {factor:.0f}x the samples per step to show a change of {MEANINGFUL_CHANGE:g} reward stds"]
     if group_size:
-        target = math.ceil(group_size * factor)
-        return [f"the fluctuation variance scales as 1/G: G = {group_size} -> G >= {target}, or {factor:.1f}x more "
-                f"prompts per step, would bring R^2 to ~{R2_TARGET}"]
-    return [f"the fluctuation variance scales as 1/G: a {factor:.1f}x larger group size (or batch of prompts) "
-            f"would bring R^2 to ~{R2_TARGET}"]
+        return [f"raise G from {group_size} to {math.ceil(group_size * factor)} ({GROUP_SIZE_KEYS}), or the prompts per "
+                f"step {factor:.1f}x ({PROMPTS_KEYS}): the noise variance scales as 1/G"]
+    return [f"raise G or the prompts per step {factor:.1f}x ({GROUP_SIZE_KEYS}; {PROMPTS_KEYS}): the noise variance "
+            "scales as 1/G"]

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from gspo_dynamics._plain import plain as _plain
+from gspo_dynamics.diagnose._finding import INVALIDATES, NOTE
 from gspo_dynamics.fit import max_safe_text
 from gspo_dynamics.predict import hparams_text
 
@@ -20,6 +21,10 @@ MODES: tuple[str, ...] = (
 TOO_SHORT = "too_short"
 # A cause is reported, and can be primary, from this confidence on (its signal at its threshold).
 REPORT_CONFIDENCE = 0.5
+# the one thing to do when the primary verdict advises nothing
+NOTHING_TO_DO = {"healthy_saturation": "nothing to change: the reward reached its plateau (stop, or harder prompts "
+                                       "to go further)",
+                 "still_rising": "train longer"}
 
 
 def confidence(excess: float, scale: float) -> float:
@@ -30,13 +35,31 @@ def confidence(excess: float, scale: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(min(excess / scale, 50.0), -50.0)))
 
 
-def evidence(signal: str, value, steps, threshold=None, **extra) -> dict:
-    """One piece of evidence: the signal's name, its value, the [first, last] steps it used, the threshold."""
+SIDES = {">": lambda v, t: v > t, ">=": lambda v, t: v >= t, "<": lambda v, t: v < t, "<=": lambda v, t: v <= t}
+
+
+def evidence(signal: str, value, steps, threshold=None, side: str | None = None, caveat: bool = False, **extra) -> dict:
+    """One piece of evidence: the signal's name, its value, the [first, last] steps it used, the threshold.
+
+    side: how the value must stand to the threshold for the verdict it supports (">", ">=", "<", "<="); the
+    item then carries "holds" (NaN never holds). caveat: an item that qualifies the verdict (a noisy fit
+    under a significant rise) rather than supports it: shown, and exempt from `Verdict.contradictions`."""
     item = {"signal": signal, "value": value, "steps": [int(steps[0]), int(steps[1])] if steps is not None else None}
     if threshold is not None:
         item["threshold"] = threshold
+    if side is not None:
+        if side not in SIDES or threshold is None:
+            raise ValueError(f"side must be one of {', '.join(SIDES)} with a threshold, got {side!r}")
+        item["side"] = side
+        item["holds"] = bool(SIDES[side](float(value), float(threshold))) if _real(value) else False
+    if caveat:
+        item["caveat"] = True
     item.update(extra)
     return item
+
+
+def _real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
 
 @dataclass(frozen=True)
@@ -57,6 +80,11 @@ class Verdict:
     def to_json(self) -> dict:
         return _plain({"mode": self.mode, "confidence": self.confidence, "evidence": self.evidence, "advice": self.advice})
 
+    def contradictions(self) -> list[dict]:
+        """The items of its own evidence that do not hold (side given, not a caveat): a verdict reported with
+        any is printed against its evidence (`check_consistent`)."""
+        return [e for e in self.evidence if e.get("holds") is False and not e.get("caveat")]
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -72,6 +100,30 @@ class Diagnosis:
     hparams: object | None = None  # the Hyperparams used, or None
     theory: dict = field(default_factory=dict)  # inputs of theory overlays (e.g. G used for p^G + (1-p)^G)
     log: object | None = field(default=None, repr=False, compare=False)  # the RunLog (for plots; not in JSON)
+    findings: list = field(default_factory=list)  # `_findings.Finding`s, most severe first
+
+    def action(self) -> str:
+        """The one thing to do: fix what invalidates the run first, else the primary verdict's first advice."""
+        first = next((f for f in self.findings if f.severity == INVALIDATES and f.advice), None)
+        if first is not None:
+            return first.advice[0]
+        if self.verdicts and self.verdicts[0].advice:
+            return self.verdicts[0].advice[0]
+        return NOTHING_TO_DO.get(self.primary, "nothing the log points to")
+
+    def headline(self) -> list[str]:
+        """The answer first (the report's and the figure's first lines): the verdict, the one thing to do, then
+        each finding, those that invalidate the run before the others."""
+        if self.primary == TOO_SHORT:
+            s = self.log_summary
+            return [f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
+                    f"(at least {s.get('min_points')} are needed to fit a trajectory)"]
+        lines = [f"verdict    {self.primary.replace('_', ' ')} (confidence {self.verdicts[0].confidence:.2f})",
+                 f"do         {self.action()}"]
+        for f in self.findings:
+            if f.severity != NOTE:
+                lines.append(f"{'invalid' if f.severity == INVALIDATES else 'finding':<10} {f.summary}")
+        return lines
 
     def verdict(self, mode: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.mode == mode), None)
@@ -96,6 +148,8 @@ class Diagnosis:
             "not_checked": self.not_checked,
             "notes": self.notes,
             "hparams": hp,
+            "findings": [f.to_json() for f in self.findings],
+            "action": None if self.primary == TOO_SHORT else self.action(),
         })
 
     def report_lines(self) -> list[str]:
@@ -107,11 +161,13 @@ class Diagnosis:
         if self.hparams is not None:  # what the theory's numbers below rest on (given, or read from --config)
             lines.append(f"hparams    {hparams_text(self.hparams)}")
         if self.primary == TOO_SHORT:
-            lines.append(f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
-                         f"(at least {s.get('min_points')} are needed to fit a trajectory)")
-            lines += [f"note       {n}" for n in self.notes]
-            return lines
-        lines.append(f"verdict    {self.primary.replace('_', ' ')}")
+            return self.headline() + lines + [f"note       {n}" for n in self.notes]
+        lines = self.headline() + [""] + lines
+        for f in self.findings:
+            lines.append("")
+            lines.append(f"<{f.name.replace('_', ' ')}>  {f.severity}")
+            lines += ["  - " + _evidence_text(e) for e in f.evidence]
+            lines += ["  > " + a for a in f.advice]
         for v in self.verdicts:
             lines.append("")
             lines.append(f"[{v.mode.replace('_', ' ')}]  confidence {v.confidence:.2f}")
@@ -153,12 +209,20 @@ def _fmt(value) -> str:
 
 
 def _evidence_text(e: dict) -> str:
-    text = f"{e['signal']} = {_fmt(e['value'])}"
+    text = ("! " if e.get("caveat") else "") + f"{e['signal']} = {_fmt(e['value'])}"
     if "threshold" in e:
-        text += f" (threshold {_fmt(e['threshold'])})"
-    extra = {k: v for k, v in e.items() if k not in ("signal", "value", "threshold", "steps")}
+        side = f"{e['side']} " if "side" in e else ""
+        text += f" (threshold {side}{_fmt(e['threshold'])}{'' if e.get('holds', True) else ': not met'})"
+    extra = {k: v for k, v in e.items() if k not in ("signal", "value", "threshold", "steps", "side", "holds", "caveat")}
     if extra:
         text += "; " + ", ".join(f"{k} {_fmt(v)}" for k, v in extra.items())
     if e.get("steps"):
         text += f"  [steps {e['steps'][0]}-{e['steps'][1]}]"
     return text
+
+
+def inconsistencies(diagnosis: Diagnosis) -> list[str]:
+    """Every printed verdict's evidence that does not hold (`Verdict.contradictions`), as text; [] when the
+    verdicts agree with their evidence. diagnose checks it under GSPO_DYNAMICS_STRICT=1 (the tests set it)."""
+    return [f"{v.mode}: {e['signal']} = {_fmt(e['value'])}, needs {e['side']} {_fmt(e['threshold'])}"
+            for v in diagnosis.verdicts for e in v.contradictions()]

@@ -257,8 +257,13 @@ def _oscillation(chosen: FitResult, exponential: FitResult, names: tuple[str, ..
         and zeta + Z_SIGNIFICANT * zeta_se < 1.0 and omega * span >= 2 * math.pi * PERIODS_SEEN
         and periodic_p < OSCILLATION_P
     )
+    # the component's amplitude and the rest of the residual's std (standardised units; `fit_trajectory` rescales):
+    # a sinusoid A sin(w t) holds a share g of the residual's power, A = sqrt(2 g var), the rest sqrt((1 - g) var)
+    var = float(np.mean((trend_residual - trend_residual.mean()) ** 2))
     periodogram = {"p_value": periodic_p, "period": period, "share": share,
-                   "variance_share": share * min(residual_fraction, 1.0), "cycles": span / period if period > 0 else 0.0}
+                   "variance_share": share * min(residual_fraction, 1.0), "cycles": span / period if period > 0 else 0.0,
+                   "amplitude": math.sqrt(2.0 * share * var) if share >= 0 else math.nan,
+                   "noise_std": math.sqrt(max(1.0 - share, 0.0) * var) if share >= 0 else math.nan}
     return zeta, zeta_se, oscillation, periodogram, omega * span / (2 * math.pi)
 
 
@@ -323,6 +328,8 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     params = _params_in_reward_units(chosen.params, center, scale)
     stderr, cov = _errors_in_reward_units(stderr, cov, names, scale)
     selection["exponential_params"] = _params_in_reward_units(selection["exponential_params"], center, scale)
+    for key in ("amplitude", "noise_std"):
+        selection["periodogram"][key] *= scale
     return TrajectoryFit(
         model=chosen.model, variant=sel.variant, regime=_regime(chosen.model, zeta, chosen.params.get("damping", 1.0)),
         params=params, stderr=stderr, cov=cov, fitted=names, r_squared=r2, residual_std=scale * residual_std,

@@ -97,21 +97,16 @@ def plot_series(ax, diagnosis, name: str, title: str, missing: str) -> None:
 
 
 def plot_verdicts(ax, diagnosis) -> None:
-    """The primary verdict, every verdict with its confidence, and the first piece of advice."""
+    """The report's first lines (`Diagnosis.headline`: the verdict, the one thing to do, the findings), then the
+    other verdicts with their confidences."""
     ax.axis("off")
-    lines = [_wrap(f"verdict: {diagnosis.primary.replace('_', ' ')}", WRAP), ""]
-    for v in diagnosis.verdicts[:4]:
-        lines.append(f"{v.mode.replace('_', ' ')}  ({v.confidence:.2f})")
-        if v.advice:
-            lines.append("  " + _wrap(v.advice[0], WRAP))
-    observations = [n for n in diagnosis.notes if not n.startswith(("reader:", "config:", "no hyperparameters",
-                                                                    "stale fraction", "each row", "Adam:"))]
-    for n in observations[:2]:  # e.g. truncation, a reference that is not the starting policy
-        lines.append("  " + _wrap("note: " + n, WRAP))
+    lines = [_wrap(line, WRAP, max_lines=6) for line in diagnosis.headline()] + [""]
+    for v in diagnosis.verdicts[1:4]:
+        lines.append(f"also: {v.mode.replace('_', ' ')}  ({v.confidence:.2f})")
     ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", transform=ax.transAxes, fontsize=VERDICT_FONT, family="monospace")
 
 
-def _wrap(text: str, width: int) -> str:
+def _wrap(text: str, width: int, max_lines: int = 4) -> str:
     words, out, line = text.split(), [], ""
     for w in words:
         if len(line) + len(w) + 1 > width:
@@ -120,7 +115,7 @@ def _wrap(text: str, width: int) -> str:
         else:
             line = f"{line} {w}".strip()
     out.append(line)
-    return "\n  ".join(out[:4]) + (" ..." if len(out) > 4 else "")
+    return "\n  ".join(out[:max_lines]) + (" ..." if len(out) > max_lines else "")
 
 
 def diagnosis_figure(diagnosis) -> Figure:

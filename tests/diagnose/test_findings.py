@@ -178,7 +178,7 @@ def test_a_clip_fraction_of_zero_on_policy_is_explained_not_flagged(trainer, tmp
         run["kl_old_new"] = 1e-5 * np.random.default_rng(1).standard_normal(N)  # recompute noise
     log = read(run, trainer, tmp_path)
     f = next(f for f in findings(log) if f.name == "clip_zero_on_policy")
-    assert f.severity == "warning" and "not a bug" in f.summary
+    assert f.severity == "note" and "not a bug" in f.summary
     assert "clip_zero_on_policy" not in names(log, Hyperparams(lr=1e-6, refresh_interval=4))
     assert "clip_zero_on_policy" in names(log, Hyperparams(lr=1e-6, refresh_interval=1))
 

@@ -1,4 +1,4 @@
-"""diagnose's note on a one-row KL spike (`diagnose._diagnose.kl_spikes`): logs built here whose answer is known,
+"""diagnose's finding of a one-row KL spike (`diagnose._spikes.kl_spikes`): logs built here whose answer is known,
 and the two real logs whose INDEX names a spike (read where they are)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from _real_logs import ALEX_JSON, IMJONEZZ, SUNSHINE
 
 from gspo_dynamics.diagnose import diagnose
-from gspo_dynamics.diagnose._diagnose import KL_SPIKE_WINDOW, kl_spikes
+from gspo_dynamics.diagnose._spikes import KL_SPIKE_WINDOW, kl_spikes
 from gspo_dynamics.logs import RunLog, read_log
 
 
@@ -29,8 +29,8 @@ def test_a_one_row_jump_is_a_spike_with_the_reward_around_it():
     assert len(spikes) == 1
     s = spikes[0]
     assert (s["step"], s["kl"], s["before"]) == (41, 0.9, 0.05) and s["reward_change"] == pytest.approx(-0.2)
-    note = next(n for n in diagnose(make_log(kl, reward)).notes if "spiked" in n)
-    assert "spiked at step 41: 0.9 nats against a median 0.05 over the 20 rows before" in note and "-0.2" in note
+    found = next(f for f in diagnose(make_log(kl, reward)).findings if f.name == "kl_spike")
+    assert "step 41" in found.summary and "0.9" in found.summary and "-0.2" in found.summary
 
 
 @pytest.mark.parametrize("kl", [

@@ -19,7 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from gspo_dynamics.diagnose import diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
 from gspo_dynamics.diagnose._instability import MIN_CYCLES, PERIODIC_P
-from gspo_dynamics.diagnose._instability import VARIANCE_SHARE_LOW, oscillation_confidence
+from gspo_dynamics.diagnose._instability import SWING_NOISE, SWING_RANGE, oscillation_confidence
 from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.plots.diagnose import diagnosis_figure
 from gspo_dynamics.sim.corpus import generate_corpus
@@ -55,17 +55,19 @@ def test_stable_t1_runs_are_not_called_unstable_with_their_hyperparameters(healt
 # 2 -------------------------------------------------------------------------------------------------
 def test_oscillation_confidence_is_half_at_the_thresholds_and_monotone():
     # at every threshold the logistic factor is 0.5 and the others are near 1: min = 0.5 (to 1e-12)
-    assert oscillation_confidence(PERIODIC_P, 1.0, 100.0) == pytest.approx(0.5, abs=1e-12)
-    assert oscillation_confidence(1e-30, VARIANCE_SHARE_LOW, 100.0) == pytest.approx(0.5, abs=1e-12)
-    assert oscillation_confidence(1e-30, 1.0, MIN_CYCLES) == pytest.approx(0.5, abs=1e-12)
+    assert oscillation_confidence(PERIODIC_P, 100.0, 1.0, 100.0) == pytest.approx(0.5, abs=1e-12)
+    assert oscillation_confidence(1e-30, SWING_NOISE, 1.0, 100.0) == pytest.approx(0.5, abs=1e-12)
+    assert oscillation_confidence(1e-30, 100.0, SWING_RANGE, 100.0) == pytest.approx(0.5, abs=1e-12)
+    assert oscillation_confidence(1e-30, 100.0, 1.0, MIN_CYCLES) == pytest.approx(0.5, abs=1e-12)
     ps = [1e-2, 1e-3, 1e-4, 1e-6, 1e-9]  # decreasing p: stronger
-    shares = [0.02, 0.1, 0.15, 0.3, 0.8]
+    noise = [0.2, 1.0, 1.5, 3.0]
+    reach = [0.01, 0.05, 0.1, 0.5]
     cycles = [1.0, 3.0, 4.0, 8.0, 30.0]
-    for p, share, cyc in itertools.product(ps, shares, cycles):
-        c = oscillation_confidence(p, share, cyc)
+    for p, sn, sr, cyc in itertools.product(ps, noise, reach, cycles):
+        c = oscillation_confidence(p, sn, sr, cyc)
         assert 0.0 <= c <= 1.0
-        for stronger in (oscillation_confidence(p / 10, share, cyc), oscillation_confidence(p, share + 0.05, cyc),
-                         oscillation_confidence(p, share, cyc + 1)):
+        for stronger in (oscillation_confidence(p / 10, sn, sr, cyc), oscillation_confidence(p, sn + 0.5, sr, cyc),
+                         oscillation_confidence(p, sn, sr + 0.02, cyc), oscillation_confidence(p, sn, sr, cyc + 1)):
             assert stronger >= c - 1e-15
 
 
@@ -74,8 +76,9 @@ def test_weak_periodic_component_in_noisy_real_log_is_not_certain(real_logs):
     assert d.fit.r_squared < 0.3
     v = d.verdict("dynamical_instability")
     pg = d.fit.selection["periodogram"]
-    expected = oscillation_confidence(pg["p_value"], pg["variance_share"], pg["cycles"])
-    assert expected < 0.8  # p ~ 2e-5 but ~13% of the variance: moderate, not 1.00
+    swing = 2 * pg["amplitude"]
+    expected = oscillation_confidence(pg["p_value"], swing / pg["noise_std"], swing, pg["cycles"])  # a [0, 1] score
+    assert expected < 0.8  # p ~ 2e-5 but a swing about the size of the rows' noise: moderate, not 1.00
     assert v is None or v.confidence <= expected + 1e-12
 
 
@@ -86,15 +89,15 @@ def test_significant_noisy_rise_is_not_noise_dominated():
     d = diagnose(_log(t, r))
     assert d.fit.r_squared < 0.5  # the per-step noise dominates the variance ...
     assert d.primary in ("healthy_saturation", "still_rising")  # ... but the rise is unmistakable
-    trend = d.verdict(d.primary)
-    assert any("noisy" in a for a in trend.advice)
+    trend = d.verdict(d.primary)  # the noise is a caveat on the fit, and feeds no advice
+    assert any(e.get("caveat") and e["signal"].startswith("R^2") for e in trend.evidence)
 
 
 def test_imjonezz_real_log_rises_and_the_noise_is_a_note(real_logs):
     d = diagnose(read_log(real_logs / IMJONEZZ))
     assert d.primary in ("healthy_saturation", "still_rising")
     v = d.verdict(d.primary)
-    assert any("noisy" in a for a in v.advice)
+    assert any(e.get("caveat") and e["signal"].startswith("R^2") for e in v.evidence)
     assert d.verdict("noise_dominated") is None
 
 

@@ -1,0 +1,146 @@
+"""Issue 38's symptoms, each on a log made here: verdicts never stand against their own evidence, a limit cycle
+is found where it is (its swing against the noise and the reward's reach, its period against 2T), a noisy fit
+feeds no advice, advice stays a change a user can make, and the report (and the figure's text panel) starts with
+the verdict, the one thing to do and what invalidates the run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gspo_dynamics.diagnose import diagnose
+from gspo_dynamics.diagnose._diagnose import STRICT
+from gspo_dynamics.diagnose._trend import MAX_SAMPLE_FACTOR, noise_advice
+from gspo_dynamics.diagnose._verdict import Diagnosis, Verdict, evidence, inconsistencies
+from gspo_dynamics.logs import RunLog
+from gspo_dynamics.theory.hyperparams import Hyperparams
+
+
+def make_log(reward, **series) -> RunLog:
+    n = len(reward)
+    data = {"reward": np.asarray(reward, float), **{k: np.asarray(v, float) for k, v in series.items()}}
+    return RunLog(steps=np.arange(1, n + 1, dtype=np.int64), series=data, format="jsonl", source="<synthetic>",
+                  trainer="trl")
+
+
+def square_wave_run(seed: int, T: int = 4, n: int = 300, swing: float = 0.12, noise: float = 0.03) -> np.ndarray:
+    """A rise to 0.86 on a [0, 1] score, then a square wave of period 2T steps and the given swing (peak to peak)
+    on top of it, plus row noise: the refresh's limit cycle around a saturated reward."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, n + 1)
+    base = 0.86 - 0.66 * np.exp(-t / 25)
+    flip = np.where(((t - 1) // T) % 2 == 0, 1.0, -1.0) * swing / 2 * (1 - np.exp(-t / 40))
+    return np.clip(base + flip + rng.normal(0, noise, n), 0, 1)
+
+
+def test_the_strict_invariant_is_on_in_the_tests():
+    import os
+
+    assert os.environ.get(STRICT) == "1"  # tests/conftest.py: every diagnosis below is checked
+
+
+def test_inconsistencies_name_a_verdict_printed_against_its_evidence():
+    good = Verdict("still_rising", 0.8, [evidence("late-half slope of the reward (z)", 3.1, None, threshold=2, side=">=")], [])
+    bad = Verdict("still_rising", 0.8, [evidence("late-half slope of the reward (z)", 0.9, None, threshold=2, side=">=")], [])
+    caveat = Verdict("healthy_saturation", 0.8, [evidence("R^2", 0.3, None, threshold=0.5, side=">=", caveat=True)], [])
+    assert inconsistencies(Diagnosis("still_rising", [good, caveat], None, None, {})) == []
+    problems = inconsistencies(Diagnosis("still_rising", [bad], None, None, {}))
+    assert len(problems) == 1 and "needs >= 2" in problems[0]
+    assert evidence("x", float("nan"), None, threshold=1, side="<")["holds"] is False
+    with pytest.raises(ValueError):
+        evidence("x", 1.0, None, side="<")  # a side needs a threshold
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_square_wave_limit_cycle_around_a_saturated_reward_is_instability(seed):
+    d = diagnose(make_log(square_wave_run(seed)))
+    assert d.primary == "dynamical_instability"
+    item = next(e for e in d.verdict("dynamical_instability").evidence if "period_steps" in e)
+    assert item["period_steps"] == pytest.approx(8.0, rel=0.1)  # 2T
+    assert item["swing_to_noise"] > 1.5 and item["swing_to_reach"] > 0.08  # measured against noise and the range
+    assert d.verdicts[0].confidence >= 0.8
+    # without T, the advice names the period and what it would mean
+    assert "period of 8" in d.verdict("dynamical_instability").advice[0]
+
+
+def test_the_limit_cycle_period_is_tied_to_T_when_T_is_known():
+    hp = Hyperparams(lr=1e-5, refresh_interval=4, group_size=8, num_groups=8)
+    d = diagnose(make_log(square_wave_run(0)), hp)
+    v = d.verdict("dynamical_instability")
+    item = next(e for e in v.evidence if "period_steps" in e)
+    assert item["period_over_2T"] == pytest.approx(1.0, abs=0.1)
+    assert "= 2T" in v.advice[0] and "T = 4" in v.advice[0]
+    assert d.primary == "dynamical_instability"  # the period is measured; the theory's stiffness only estimated
+
+
+def test_a_small_swing_in_a_noisy_reward_is_not_a_confident_cycle():
+    # a swing a third of the row noise: significant over 300 rows perhaps, but not one the curve shows
+    d = diagnose(make_log(square_wave_run(0, swing=0.02, noise=0.06)))
+    v = d.verdict("dynamical_instability")
+    assert v is None or v.confidence < 0.5
+
+
+def test_a_rise_then_a_flat_noisy_plateau_is_not_still_rising():
+    """The public Unsloth run's shape: a rise, then 130 flat noisy rows; the late-half slope z is small, so the
+    run is not read as still rising (its evidence would say otherwise), whatever a noisy fit extrapolates."""
+    rng = np.random.default_rng(4)
+    t = np.arange(250.0)
+    mean = np.minimum(0.3 + 1.3 * t / 110, 1.6)
+    reward = mean + rng.normal(0, 0.9, t.size)
+    d = diagnose(make_log(reward))
+    assert d.primary != "still_rising"
+    rising = d.verdict("still_rising")
+    assert rising is None
+
+
+def test_a_fit_below_its_r2_threshold_feeds_no_advice():
+    rng = np.random.default_rng(7)
+    t = np.arange(200.0)
+    reward = 0.4 + 0.1 * np.exp(-t / 80) * np.sin(2 * np.pi * t / 33) + rng.normal(0, 0.15, t.size)
+    d = diagnose(make_log(reward))
+    assert d.fit.r_squared < 0.5
+    for v in d.verdicts:
+        assert not any(e["signal"].startswith("damping ratio of the fit") for e in v.evidence)
+        assert not any("fitted plateau" in a for a in v.advice)
+
+
+@pytest.mark.parametrize("factor", [1.5, 3.9, 4.1, 40.0])
+def test_noise_advice_is_a_bounded_change_or_an_eval_set(factor):
+    advice = noise_advice(8, factor ** 0.5)[0]
+    if factor <= MAX_SAMPLE_FACTOR:
+        assert "num_generations" in advice and "rollout.n" in advice
+    else:
+        assert "eval set" in advice and "eval_steps" in advice and "test_freq" in advice
+
+
+def test_the_report_and_the_figure_start_with_the_verdict_the_action_and_what_invalidates():
+    rng = np.random.default_rng(0)
+    t = np.arange(120.0)
+    reward = 0.7 - 0.4 * np.exp(-t / 30) + rng.normal(0, 0.03, t.size)
+    d = diagnose(make_log(reward, truncation_rate=np.full(t.size, 0.8)))
+    lines = d.report_lines()
+    assert lines[0].startswith("verdict") and lines[1].startswith("do ")
+    assert lines[2].startswith("invalid") and "cut at the length cap" in lines[2]
+    assert "max_completion_length" in d.action()  # what invalidates the run is fixed first
+    assert lines.index(next(x for x in lines if x.startswith("fit "))) > 3
+    assert d.to_json()["findings"][0]["name"] == "truncation" and d.to_json()["action"] == d.action()
+    from gspo_dynamics.plots.diagnose import diagnosis_figure
+
+    fig = diagnosis_figure(d)
+    panel = fig.axes[-1].texts[0].get_text()
+    assert panel.startswith("verdict") and "invalid" in panel and "do " in panel
+
+
+def test_a_format_reward_rising_while_correctness_does_not_is_reward_hacking():
+    rng = np.random.default_rng(0)
+    t = np.arange(200.0)
+    fmt = np.clip(0.1 + 0.8 * (1 - np.exp(-t / 30)) + rng.normal(0, 0.05, t.size), 0, 1)
+    correct = np.clip(0.3 + rng.normal(0, 0.05, t.size), 0, 1)
+    d = diagnose(make_log(fmt + correct, **{"reward/format": fmt, "reward/correct": correct}))
+    assert d.primary == "reward_hacking"
+    assert any(f.name == "reward_function_divergence" for f in d.findings)
+    assert "reward_weights" in " ".join(d.verdict("reward_hacking").advice)
+    # both functions learning: no hacking, no finding
+    both = np.clip(0.1 + 0.5 * (1 - np.exp(-t / 30)) + rng.normal(0, 0.05, t.size), 0, 1)
+    d = diagnose(make_log(fmt + both, **{"reward/format": fmt, "reward/correct": both}))
+    assert d.verdict("reward_hacking") is None and not d.findings

@@ -50,6 +50,8 @@ def test_claim_passes_in_quick_mode(script):
         pytest.importorskip(NEEDS[script.stem])
     proc = subprocess.run([sys.executable, str(script), "--quick", "--no-record"], capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    if proc.stdout.startswith("[SKIP]"):  # an outside input it compares against is absent here (the peer's checkout)
+        pytest.skip(proc.stdout.splitlines()[0])
     if script.stem in MEASUREMENTS:
         assert MEASUREMENTS[script.stem] in proc.stdout, proc.stdout[-2000:]
         return

@@ -121,7 +121,7 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
     if fit is not None and verdicts[0].mode in ("noise_dominated", "stalled"):
         _sampling_noise_evidence(verdicts[0], fit, log, hparams)
     if fit is not None:
-        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes, spread[0] if spread else None)
+        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes, _sample_spread(log, spread))
         if v is not None:
             verdicts.append(v)
             if v.confidence < REPORT_CONFIDENCE:
@@ -159,6 +159,16 @@ def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], 
         if why:
             not_checked.append(why)
     return silent
+
+
+def _sample_spread(log: RunLog, spread: tuple[float, str] | None) -> float | None:
+    """The per-sample reward spread a rise must exceed to be one (`_instability._collapse`): the logged
+    within-group std, or for a success rate at least its Bernoulli spread sqrt(p (1 - p)) at the mean p (zero-std
+    groups pull the logged mean std towards 0 however far the samples spread)."""
+    p = success_rate(log)
+    bernoulli = math.sqrt(max(float(np.nanmean(p)) * (1.0 - float(np.nanmean(p))), 0.0)) if p is not None else None
+    values = [v for v in (spread[0] if spread else None, bernoulli) if v is not None]
+    return max(values) if values else None
 
 
 def _not_healthy_if_diverged(verdict: Verdict, diverged) -> Verdict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gspo_dynamics._keys import GRAD_CLIP_KEYS, MAX_LENGTH_KEYS, REFRESH_INTERVAL_KEYS
+from gspo_dynamics._keys import GRAD_CLIP_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._finding import FINDINGS, NOTE, SEVERITIES, Finding, order
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
@@ -58,10 +58,11 @@ def _checked(log: RunLog) -> list[str]:
 
 
 def _mates(log: RunLog, name: str, finite: np.ndarray) -> np.ndarray:
-    """Rows where a row-mate of `name` (MATE_COVER, SAME_CADENCE) has a value: (N,) bool."""
+    """Rows where a row-mate of `name` (a training series, `_checked`: MATE_COVER, SAME_CADENCE) has a value: (N,)
+    bool."""
     first, last = np.flatnonzero(finite)[[0, -1]]
     rows = np.zeros(finite.shape, bool)
-    for other in log.names:
+    for other in _checked(log):  # training series only: an eval row is off the training rows' grid
         has = np.isfinite(log[other])
         if other == name or not has.any():
             continue
@@ -138,9 +139,9 @@ def clip_zero_on_policy(log: RunLog, hparams=None) -> Finding | None:
         return None
     summary = (f"the clip fraction is 0 on all {clip.size} rows because the run is on-policy ({why}): the ratio is 1 "
                "at every token, so the clip cannot act; not a bug")
-    advice = [f"nothing to fix; the clip acts only when a rollout feeds several updates ({REFRESH_INTERVAL_KEYS} > 1: "
-              "TRL num_iterations > 1 or steps_per_generation > gradient_accumulation_steps / verl "
-              "actor_rollout_ref.actor.ppo_epochs > 1 or ppo_mini_batch_size < data.train_batch_size)"]
+    advice = ["nothing to fix; the clip acts only when a rollout feeds several updates: TRL num_iterations > 1 or "
+              "steps_per_generation > gradient_accumulation_steps; verl actor_rollout_ref.actor.ppo_epochs > 1 or "
+              "ppo_mini_batch_size < data.train_batch_size"]
     return Finding("clip_zero_on_policy", NOTE, summary,
                    [evidence("largest clip fraction", float(np.max(np.abs(clip))), (steps[0], steps[-1]),
                              threshold=CLIP_ZERO, rows=int(clip.size))], advice)

@@ -22,7 +22,7 @@ ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G un
 HETEROGENEITY_GAP = 0.15  # measured zero-std fraction this far above p^G + (1-p)^G: mixed prompt difficulty
 G_SEARCH = range(2, 257)  # group sizes considered when estimating or advising G
 G_MIXTURE_MAX = 256  # the largest G advised over prompts of mixed difficulty (a run with more is not one to advise)
-G_ESTIMATE_ROWS = 2000  # rows used to estimate G (evenly spaced); more add nothing to a one-integer fit
+G_WINDOWS = 10  # windows of rows whose means estimate G (`estimate_group_size`)
 STD_COLLAPSE_RATIO = 0.2  # late within-group reward std below 20% of its early value: collapsed
 ENTROPY_COLLAPSE_RATIO = 0.5  # late entropy below half its early value: the policy is concentrating
 LENGTH_BLOWUP_RATIO = 2.0  # mean completion length doubled from early to late
@@ -43,14 +43,21 @@ def success_rate(log) -> np.ndarray | None:
 
 
 def estimate_group_size(p: np.ndarray, frac: np.ndarray) -> int | None:
-    """G minimising sum_t (f_t - p_t^G - (1 - p_t)^G)^2 over rows with both values; None if none."""
+    """G minimising sum_w (f_w - p_w^G - (1 - p_w)^G)^2 over G_WINDOWS consecutive windows of the rows with both
+    values (f_w, p_w: the windows' means); None if fewer than G_WINDOWS such rows.
+
+    Window means, not rows: a row's success rate is measured on the very groups whose zero-std share it is
+    compared with, so with few groups per row the two are tied whatever G is (one group per row: f = 1 exactly
+    when p is 0 or 1, and 0 otherwise, for every G), and a row-by-row fit runs to the largest G searched."""
     keep = np.flatnonzero(np.isfinite(p) & np.isfinite(frac))
-    if keep.size < 3:
+    if keep.size < G_WINDOWS:
         return None
-    keep = keep[:: max(1, keep.size // G_ESTIMATE_ROWS)]  # evenly spaced rows bound the cost on long logs
+    bins = np.array_split(keep, G_WINDOWS)
+    pw = np.array([p[b].mean() for b in bins])
+    fw = np.array([frac[b].mean() for b in bins])
     Gs = np.asarray(G_SEARCH, dtype=float)[:, None]
-    pg = p[keep] ** Gs + (1.0 - p[keep]) ** Gs  # (nG, n): zero_variance_probability for every G at once
-    return int(G_SEARCH[int(np.argmin(((pg - frac[keep]) ** 2).sum(axis=1)))])
+    pg = pw ** Gs + (1.0 - pw) ** Gs  # (nG, windows): zero_variance_probability for every G at once
+    return int(G_SEARCH[int(np.argmin(((pg - fw) ** 2).sum(axis=1)))])
 
 
 def group_floor(G: int | None) -> float:

@@ -209,7 +209,7 @@ def _fmt(value) -> str:
 
 
 def _evidence_text(e: dict) -> str:
-    text = ("! " if e.get("caveat") else "") + f"{e['signal']} = {_fmt(e['value'])}"
+    text = ("! " if e.get("caveat") and not e.get("holds", False) else "") + f"{e['signal']} = {_fmt(e['value'])}"
     if "threshold" in e:
         side = f"{e['side']} " if "side" in e else ""
         text += f" (threshold {side}{_fmt(e['threshold'])}{'' if e.get('holds', True) else ': not met'})"

@@ -209,12 +209,14 @@ def _version(name: str) -> str:
 
 
 def family(root: Path = DATA) -> list[tuple[str, Path]]:
-    """[(label, trainer_state.json)] of the committed family (reads label.json; needs no TRL)."""
+    """[(label, trainer_state.json)] of the committed family (reads label.json; needs no TRL). A run whose label.json
+    says "excluded" (its recipe's cause did not occur, judged from its curves before any diagnosis) is left out."""
     out = []
     for label_path in sorted(root.glob(f"*/{LABEL_NAME}")):
         state = label_path.parent / STATE_NAME
-        if state.exists():
-            out.append((json.loads(label_path.read_text())["mode"], state))
+        label = json.loads(label_path.read_text())
+        if state.exists() and "excluded" not in label:
+            out.append((label["mode"], state))
     return out
 
 

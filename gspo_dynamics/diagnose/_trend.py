@@ -107,8 +107,9 @@ def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None) -> d
     meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped at its ceiling only
     in the statistical sense), the share the one that makes a run still rising (the within-group std of a
     converged run is small, so the spread alone would call a creep of a few hundredths after a rise of 0.5 a
-    climb). Returns {"climbing", "slope_z", "steps", "climb", "share" (climb / rise; NaN if unknown),
-    "meaningful"}; "climbing" False (and slope_z NaN) when the late half is too short for a slope."""
+    climb). Returns {"climbing" (all three), "rising" (significant and a share of the rise: the trend verdict's
+    test, which has no precise creep at a ceiling to tell apart), "slope_z", "steps", "climb", "share" (climb /
+    rise; NaN if unknown), "meaningful"}; both False (and slope_z NaN) when the late half is too short for a slope."""
     slope, slope_z, used = late_slope(steps, values)
     climb = slope * (used[1] - used[0]) if used else math.nan
     meaningful = spread is None or not spread > 0 or climb >= MEANINGFUL_CHANGE * spread
@@ -116,7 +117,8 @@ def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None) -> d
     rise = change(steps, values).get("late", math.nan) - float(np.mean(finite[:MIN_WINDOW])) if finite.size else math.nan
     share = climb / rise if rise > 0 else math.nan
     big = not climb < STILL_RISING_FRACTION * rise  # NaN (too short to compare): the climb counts
-    return {"climbing": bool(slope_z >= Z_STILL_RISING and meaningful and big), "slope_z": slope_z, "steps": used,
+    rising = bool(slope_z >= Z_STILL_RISING and big)
+    return {"climbing": rising and bool(meaningful), "rising": rising, "slope_z": slope_z, "steps": used,
             "climb": climb, "share": share, "meaningful": bool(meaningful)}
 
 
@@ -168,7 +170,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     # rise). A noisy fit (R^2 < R2_NOISE) decides nothing against the data's own slope.
     big = frac > STILL_RISING_FRACTION and rem_z > Z_STILL_RISING
     late = late_climb(steps, reward, scale[0] if scale else None)
-    slope_z, climbing = late["slope_z"], late["climbing"]
+    slope_z, climbing = late["slope_z"], late["rising"]
     by_fit = (big or (not imp.plateau_reached and rem_dir > 0)) and (not math.isfinite(slope_z) or (big and not noisy))
     rising = climbing or by_fit
     side = ">" if rising else "<="
@@ -177,8 +179,8 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                                     caveat=(rising and not by_fit) or (not rising and (noisy or not big)), remaining=rem.value,
                                     z=rem_z, plateau=fit.params["r_inf"])]
     if math.isfinite(slope_z):
-        # the slope decides where it is significant and the climb meaningful and a share of the rise; a significant
-        # creep too small for either is a caveat on a stopped rise
+        # the slope decides where it is significant and the climb a share of the rise; a significant creep below
+        # that share is a caveat on a stopped rise
         ev.append(evidence("late-half slope of the reward (z)", slope_z, late["steps"], threshold=Z_STILL_RISING,
                            side=">=" if rising else "<", caveat=(rising and not climbing) or (not rising and slope_z >= Z_STILL_RISING),
                            climb=late["climb"], climb_share_of_rise=late["share"], meaningful=late["meaningful"]))

@@ -82,7 +82,7 @@ class Verdict:
 
     def contradictions(self) -> list[dict]:
         """The items of its own evidence that do not hold (side given, not a caveat): a verdict reported with
-        any is printed against its evidence (`check_consistent`)."""
+        any is printed against its evidence (`inconsistencies`)."""
         return [e for e in self.evidence if e.get("holds") is False and not e.get("caveat")]
 
 
@@ -116,10 +116,11 @@ class Diagnosis:
         each finding, those that invalidate the run before the others."""
         if self.primary == TOO_SHORT:
             s = self.log_summary
-            return [f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
-                    f"(at least {s.get('min_points')} are needed to fit a trajectory)"]
-        lines = [f"verdict    {self.primary.replace('_', ' ')} (confidence {self.verdicts[0].confidence:.2f})",
-                 f"do         {self.action()}"]
+            lines = [f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
+                     f"(at least {s.get('min_points')} are needed to fit a trajectory)"]
+        else:
+            lines = [f"verdict    {self.primary.replace('_', ' ')} (confidence {self.verdicts[0].confidence:.2f})",
+                     f"do         {self.action()}"]
         for f in self.findings:
             if f.severity != NOTE:
                 lines.append(f"{'invalid' if f.severity == INVALIDATES else 'finding':<10} {f.summary}")

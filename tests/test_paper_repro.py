@@ -30,6 +30,9 @@ KNOWN_FAILING = {
                       "passes held out, v14's on confirm-17 and ties on confirm-18 (rows pilot-forecast-clip-mode-*, "
                       "pilot-forecast-absorbed-*); the fall chance's held-out rows: confirm-13, -15, -17 and -18 pass, "
                       "confirm-12, -14 and -16 fail",
+    "diagnose_generalisation": "with TRL's own GRPOTrainer as a fourth family (issue 38) the trainer family reads 76% "
+                               "and the TRL family 87% left out (its runs made after the last change 93%); quick mode "
+                               "scores 16 / 16 / 4 / 30 logs (rows diagnose-lofo-*)",
     "real_run_forecast": "on 23 public real runs (8 in ../shared, 15 fetched per paper_repro/real_run_manifest.json) "
                          "the forecast beats every baseline only on the curve from 25% pilots; from 10% pilots its "
                          "median end error is 2.31 sigma against ScaleRL's 1.23; the interval covers 74% (10%) and "

@@ -41,7 +41,7 @@ solved (all-correct groups at success > 1/2), a rise made by the few groups with
 are all-wrong from the start (below the degeneracy), an entropy collapse caused by an exploit or by a
 divergence (the reward falling meanwhile), a stalled or noisy mean explained by a cause at 0.7 or above,
 a train reward rising while the eval reward falls (`_ranking`). Reported confidences are
-Platt-recalibrated on labelled logs of three generator families (`_calibration`; `paper_repro/diagnose_generalisation.py`).
+Platt-recalibrated on labelled logs of four families (three generators, TRL's GRPOTrainer) (`_calibration`; `paper_repro/diagnose_generalisation.py`).
 
 Notes beside the verdicts include the KL pull on a solved policy (`_kl_pull`): with a KL weight under Adam and
 T >= 5, refresh windows whose groups were nearly all flat and solved while the KL to the reference fell and the

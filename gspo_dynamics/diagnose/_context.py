@@ -26,8 +26,8 @@ from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 
 BOUND_SLACK = 1.05  # reward_std may exceed the Bhatia-Davis bound by 5% (rounding, averaging over logged rows)
 BOUND_ROWS = 0.9  # ... on at most 10% of the rows for the reward to count as a [0, 1] score
-CEILING_GAP = 0.02  # late mean within 0.02 of the ceiling (and no longer rising): solved; chosen from {0.02, 0.05, 0.1}
-# on three labelled generator families (paper_repro/diagnose_generalisation.py, the 570000 run; leave-one-family-out);
+CEILING_GAP = 0.05  # late mean within 0.05 of the ceiling (and no longer rising): solved; chosen from {0.02, 0.05, 0.1}
+# on four labelled families (paper_repro/diagnose_generalisation.py, the 590000 run: the best on all of them);
 # it is also the scale of the evidence that a collapse is below the ceiling (`RewardScale.below_ceiling`)
 NO_SIGNAL_SHARE = 0.9  # share of rows whose groups all carry no signal, from which the run has none
 NO_SIGNAL_TOL = 1e-9  # a reward_std (or grad norm) this small is zero

@@ -144,3 +144,22 @@ def test_a_format_reward_rising_while_correctness_does_not_is_reward_hacking():
     both = np.clip(0.1 + 0.5 * (1 - np.exp(-t / 30)) + rng.normal(0, 0.05, t.size), 0, 1)
     d = diagnose(make_log(fmt + both, **{"reward/format": fmt, "reward/correct": both}))
     assert d.verdict("reward_hacking") is None and not d.findings
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_swing_and_noise_of_a_periodic_component_match_what_made_them(seed):
+    """Independent route: a known sinusoid of amplitude A on a trend, in white noise of std s. The fit's
+    periodogram reads A = sqrt(2 g var) and s = sqrt((1 - g) var) (`fit._trajectory`); the alternation of rows
+    reads a = sqrt(-rho_1 var) and s = sqrt((1 + rho_1) var) (`_instability.alternation`)."""
+    from gspo_dynamics.diagnose._instability import alternation
+    from gspo_dynamics.fit import fit_trajectory
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(1.0, 801.0)
+    trend = 0.8 - 0.5 * np.exp(-t / 60)
+    reward = trend + 0.1 * np.sin(2 * np.pi * t / 40) + rng.normal(0, 0.05, t.size)
+    pg = fit_trajectory(t, reward).selection["periodogram"]
+    assert pg["amplitude"] == pytest.approx(0.1, rel=0.15) and pg["noise_std"] == pytest.approx(0.05, rel=0.2)
+    flips = trend + 0.04 * (-1.0) ** t + rng.normal(0, 0.03, t.size)
+    alt = alternation(t, flips, fit_trajectory(t, flips))
+    assert alt["amplitude"] == pytest.approx(0.04, rel=0.15) and alt["noise_std"] == pytest.approx(0.03, rel=0.2)

@@ -56,8 +56,11 @@ def test_recipes_cover_every_mode():
     finally:
         sys.path.remove(str(ROOT / "paper_repro"))
     assert sorted(trl_family.RECIPES) == sorted(MODES)
-    assert [(label, path.parent.name) for label, path in trl_family.family(DATA)] == \
-        [(json.loads((r / "label.json").read_text())["mode"], r.name) for r in RUNS]
+    labels = {r.name: json.loads((r / "label.json").read_text()) for r in RUNS}
+    kept = [(label["mode"], name) for name, label in labels.items() if "excluded" not in label]
+    assert [(label, path.parent.name) for label, path in trl_family.family(DATA)] == kept
+    assert all(len(label["excluded"]) > 40 for label in labels.values() if "excluded" in label)  # a reason, said
+    assert {mode for mode, _ in kept} == set(MODES)
 
 
 @pytest.mark.slow

@@ -75,7 +75,8 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     trend = change(runlog.steps, runlog["reward"])
     verdicts = _curve_verdicts(runlog, hparams, fit, imp, trend, notes, not_checked)
     theory: dict = {}
-    silent = _cause_verdicts(runlog, hparams, trend, verdicts, theory, notes, not_checked)
+    divergence = next((f for f in found if f.name == "reward_function_divergence"), None)
+    silent = _cause_verdicts(runlog, hparams, trend, verdicts, theory, notes, not_checked, divergence)
     rank_consequences(verdicts, reward_scale(runlog, trend, hparams.group_size if hparams else None), runlog,
                        silent, notes)
     _reference_note(runlog, notes)
@@ -143,11 +144,12 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
 
 
 def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], theory: dict, notes: list[str],
-                    not_checked: list[str]) -> Verdict | None:
-    """From the other series: no signal at all (or else the zero-std check), concentration, hacking.
-    Appends to `verdicts`; returns the no-signal verdict (None if the groups carry signal)."""
+                    not_checked: list[str], divergence=None) -> Verdict | None:
+    """From the other series: no signal at all (or else the zero-std check), concentration, hacking (with the
+    reward functions' `divergence` finding, or None). Appends to `verdicts`; returns the no-signal verdict (None if
+    the groups carry signal)."""
     silent = no_signal(log)
-    checks = [lambda: concentration(log, hparams), lambda: hacking(log, trend, notes)]
+    checks = [lambda: concentration(log, hparams), lambda: hacking(log, trend, notes, divergence)]
     if silent is not None:
         verdicts.append(silent)
     else:
@@ -166,7 +168,8 @@ def _sample_spread(log: RunLog, spread: tuple[float, str] | None) -> float | Non
     within-group std, or for a success rate at least its Bernoulli spread sqrt(p (1 - p)) at the mean p (zero-std
     groups pull the logged mean std towards 0 however far the samples spread)."""
     p = success_rate(log)
-    bernoulli = math.sqrt(max(float(np.nanmean(p)) * (1.0 - float(np.nanmean(p))), 0.0)) if p is not None else None
+    mean = float(np.nanmean(p)) if p is not None else None
+    bernoulli = math.sqrt(max(mean * (1.0 - mean), 0.0)) if mean is not None else None
     values = [v for v in (spread[0] if spread else None, bernoulli) if v is not None]
     return max(values) if values else None
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS, MAX_LENGTH_KEYS
-from gspo_dynamics.diagnose._findings import Z_NOT_RISING, Z_RISE, reward_function_divergence
+from gspo_dynamics.diagnose._findings import Z_NOT_RISING, Z_RISE
 from gspo_dynamics.diagnose._trend import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics._errors import ConfigError
@@ -238,11 +238,10 @@ def eval_divergence(log, trend: dict) -> dict | None:
                     peak_step=int(es[k + w - 1]), late=late, train_z=trend["z"], eval_points=int(evals.size))
 
 
-def _diverging_functions(log, ev: list, confs: list, advice: list) -> None:
+def _diverging_functions(found, ev: list, confs: list, advice: list) -> None:
     """One reward function rising while another stays below its ceiling (`_findings.reward_function_divergence`:
     a format reward learned without the task) as hacking evidence, confidence
     min(L(z_up - Z_RISE), L((Z_NOT_RISING - z_lag) / 0.5))."""
-    found = reward_function_divergence(log)
     if found is None:
         return
     up, lag = found.evidence
@@ -254,7 +253,10 @@ def _diverging_functions(log, ev: list, confs: list, advice: list) -> None:
     advice += found.advice
 
 
-def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | None]:
+def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdict | None, str | None]:
+    """Reward-hacking evidence: the eval reward leaving the train reward, length or truncation growing while the
+    reward holds or rises, one component carrying the gain while another falls, and `divergence` (the log's
+    `reward_function_divergence` finding, or None)."""
     steps = log.steps
     ev, confs, advice, missing = [], [], [], []
     if "eval/reward" in log and log.n_points("eval/reward") >= 4:
@@ -311,7 +313,7 @@ def hacking(log, trend: dict, notes: list[str]) -> tuple[Verdict | None, str | N
                                  confidence(-min(gains[n]["z"] for n in fallers) - COMPONENT_DROP_Z, 1.0)))
                 advice.append(f"{top.split('/', 1)[1]} carries the gain while {', '.join(f.split('/', 1)[1] for f in fallers)} "
                               "falls: re-weight the reward components or cap the dominating one")
-        _diverging_functions(log, ev, confs, advice)
+        _diverging_functions(divergence, ev, confs, advice)
     else:
         missing.append("fewer than two reward components")
     if collapse_symptoms:

@@ -64,20 +64,14 @@ def change(steps: np.ndarray, values: np.ndarray) -> dict:
             "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
 
 
-def late_slope_z(steps: np.ndarray, values: np.ndarray) -> tuple[float, tuple]:
-    """z of the least-squares slope over the last half of the finite points, slope / se(slope), with
+def late_slope(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, tuple]:
+    """(slope, its z, the steps used) of the least-squares fit over the last half of the finite points,
 
         slope = sum (t - t_bar)(r - r_bar) / sum (t - t_bar)^2,
-        se^2  = [sum (r - r_bar - slope (t - t_bar))^2 / (n - 2)] / sum (t - t_bar)^2,
+        se^2  = [sum (r - r_bar - slope (t - t_bar))^2 / (n - 2)] / sum (t - t_bar)^2,   z = slope / se:
 
-    and the steps it used: a reward still climbing at the end of the log has z >> 0 whatever the
-    fitted plateau (which a near-linear rise leaves unresolved)."""
-    _, z, used = late_slope(steps, values)
-    return z, used
-
-
-def late_slope(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, tuple]:
-    """(slope, its z, the steps used) of `late_slope_z`'s fit over the last half; NaN, NaN, () if too short."""
+    a reward still climbing at the end of the log has z >> 0 whatever the fitted plateau (which a near-linear
+    rise leaves unresolved). NaN, NaN, () if too short."""
     keep = np.isfinite(values)
     t, r = steps[keep].astype(float), values[keep]
     t, r = t[t.size // 2:], r[r.size // 2:]
@@ -218,7 +212,7 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
 
 def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float, big: bool, slope_z: float,
                     group_size) -> Verdict:
-    """still_rising: confidence from the late half's slope z (`late_slope_z`) and, for a good fit, the remaining
+    """still_rising: confidence from the late half's slope z (`late_slope`) and, for a good fit, the remaining
     rise (its share of the total rise and its z), then lowered for an uncertain shape (`_shape_confidence`). A
     noisy fit (R^2 < R2_NOISE) gives no plateau or time in the advice."""
     conf = confidence(slope_z - Z_STILL_RISING, 1.0) if math.isfinite(slope_z) else 0.0

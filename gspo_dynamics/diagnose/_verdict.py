@@ -23,8 +23,7 @@ TOO_SHORT = "too_short"
 REPORT_CONFIDENCE = 0.5
 # the one thing to do when the primary verdict advises nothing
 NOTHING_TO_DO = {"healthy_saturation": "nothing to change: the reward reached its plateau (stop, or harder prompts "
-                                       "to go further)",
-                 "still_rising": "train longer"}
+                                       "to go further)"}
 
 
 def confidence(excess: float, scale: float) -> float:

@@ -100,13 +100,13 @@ def plot_verdicts(ax, diagnosis) -> None:
     """The report's first lines (`Diagnosis.headline`: the verdict, the one thing to do, the findings), then the
     other verdicts with their confidences."""
     ax.axis("off")
-    lines = [_wrap(line, WRAP, max_lines=6) for line in diagnosis.headline()] + [""]
+    lines = [_wrap(line, WRAP) for line in diagnosis.headline()] + [""]
     for v in diagnosis.verdicts[1:4]:
         lines.append(f"also: {v.mode.replace('_', ' ')}  ({v.confidence:.2f})")
     ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", transform=ax.transAxes, fontsize=VERDICT_FONT, family="monospace")
 
 
-def _wrap(text: str, width: int, max_lines: int = 4) -> str:
+def _wrap(text: str, width: int, max_lines: int = 6) -> str:
     words, out, line = text.split(), [], ""
     for w in words:
         if len(line) + len(w) + 1 > width:

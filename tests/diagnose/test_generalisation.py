@@ -16,8 +16,7 @@ from gspo_dynamics.diagnose import _context
 from gspo_dynamics.diagnose._context import reward_scale
 from gspo_dynamics.diagnose._ranking import DERIVED_DISCOUNT, DIVERGENCE_SIGNALS
 from gspo_dynamics.diagnose._signals import group_floor
-from gspo_dynamics.diagnose._trend import (MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope,
-                                           late_slope_z)
+from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -306,7 +305,7 @@ def test_an_entropy_collapse_while_the_reward_still_climbs_to_the_ceiling_is_con
     assert not any("a solved task concentrates" in note for note in d.notes)
     # the late-half slope's z, by an independent route (scipy's least squares), is past Z_STILL_RISING
     fit = linregress(np.arange(n // 2, n), reward[n // 2:])
-    z, _ = late_slope_z(d.log.steps.astype(float), reward)
+    _, z, _ = late_slope(d.log.steps.astype(float), reward)
     assert z == pytest.approx(fit.slope / fit.stderr, rel=1e-9)
     assert z >= Z_STILL_RISING
 
@@ -443,7 +442,7 @@ def test_noise_read_over_a_late_half_that_still_climbs_is_not_a_confident_verdic
     d = diagnose(make_log({"reward": reward, "reward_std": std}))
     v = d.verdict("noise_dominated")
     assert v is not None and any(e["signal"].startswith("confidence of the ") for e in v.evidence)
-    z, _ = late_slope_z(d.log.steps, reward)
+    _, z, _ = late_slope(d.log.steps, reward)
     assert z > Z_STILL_RISING
     assert v.confidence <= calibrate(1.0 - 1.0 / (1.0 + math.exp(-(z - Z_STILL_RISING)))) + 1e-12
     assert v.confidence < calibrate(0.5)

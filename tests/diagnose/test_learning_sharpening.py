@@ -10,7 +10,7 @@ from scipy import stats
 
 from gspo_dynamics.diagnose import diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
-from gspo_dynamics.diagnose._trend import late_slope_z
+from gspo_dynamics.diagnose._trend import late_slope
 from gspo_dynamics.logs import RunLog
 
 STEPS = np.arange(1, 41)
@@ -22,12 +22,12 @@ def _log(**series) -> RunLog:
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_late_slope_z_matches_scipy_linregress(seed):
+def test_late_slope_matches_scipy_linregress(seed):
     rng = np.random.default_rng(seed)
     steps = np.sort(rng.choice(np.arange(1, 500), 60, replace=False))
     r = 0.002 * steps + rng.normal(0, 0.1, steps.size)
     r[rng.choice(steps.size, 5, replace=False)] = np.nan  # NaN gaps are dropped before halving
-    z, used = late_slope_z(steps, r)
+    _, z, used = late_slope(steps, r)
     keep = np.isfinite(r)
     t, y = steps[keep][keep.sum() // 2:], r[keep][keep.sum() // 2:]
     ref = stats.linregress(t, y)
@@ -36,7 +36,7 @@ def test_late_slope_z_matches_scipy_linregress(seed):
 
 
 def test_too_few_points_give_no_slope():
-    assert np.isnan(late_slope_z(np.arange(5), np.arange(5.0))[0])
+    assert np.isnan(late_slope(np.arange(5), np.arange(5.0))[1])
 
 
 def _rising_run(rng, reward_std):

@@ -33,6 +33,9 @@ stamp="$root/.venv/.installed-${extras:-base}"
 if [ -n "${VIRTUAL_ENV:-}" ] || [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
     echo "setup: installing gspo-dynamics${extras:+[$extras]} (editable)" >&2
     "$py" -m pip install --quiet --disable-pip-version-check -e "$target" 2> >(grep -v "is ignored: it is neither" >&2)
+    if [[ ",$extras," == *",frameworks,"* ]]; then  # verl's code and shipped YAML, not its (GPU) dependencies
+        "$py" -m pip install --quiet --disable-pip-version-check --no-deps "verl==0.9.1" 2> >(grep -v "is ignored: it is neither" >&2)
+    fi
     [ -n "${VIRTUAL_ENV:-}" ] || touch "$stamp"
 fi
 echo "$py"

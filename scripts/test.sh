@@ -5,7 +5,8 @@
 # Further arguments go to pytest.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-py=$(bash "$root/scripts/setup.sh" dev,fast,kernels)  # fast: numba, so the compiled bandit engine is tested too;
+py=$(bash "$root/scripts/setup.sh" dev,fast,kernels,frameworks)  # fast: numba, so the compiled bandit engine is tested too;
+# frameworks: TRL, transformers, TensorBoard and verl (no deps), so the config mapping and the callback meet the real libraries;
 # kernels: triton, so the decode step's Triton kernel runs (on a CPU through its interpreter, tests/conftest.py)
 marker=(-m "not slow")
 if [ "${1:-}" = "--full" ]; then

@@ -86,7 +86,7 @@ class EndReward:
     """The forecast of the reward over a run's last END_SHARE of steps (module docstring)."""
 
     run_steps: int  # N, in the pilot log's step units
-    ratio: float  # N over the pilot's last step
+    ratio: float  # N over the pilot's last step, on the pilot's clock (under an lr schedule N is fit._schedule's n_eff)
     value: float  # R_end, equation (1)
     scale: float  # sigma + |R_end - R_held|, the denominator of (2)
     interval: tuple[float, float] | None  # (4) at INTERVAL_LEVEL, clipped to the reward's range; None: withheld

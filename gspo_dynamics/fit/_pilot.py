@@ -56,6 +56,7 @@ from gspo_dynamics.fit._pilot_log import (
     zero_std_shares,
 )
 from gspo_dynamics.fit._prior import TaskPrior, task_prior
+from gspo_dynamics.fit._schedule import SAME, effective_run_length, pilot_factor
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
@@ -305,12 +306,25 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                + logged_kl(log, n, setup.hparams.kl_coef, setup.framework))
     if pilot_steps is not None and n < pilot_steps:
         assumed.append(f"--pilot-steps {pilot_steps} asks for more reward points than the log holds: all {n} are the pilot")
+    if run_steps is not None:
+        if checked_run_steps(run_steps) <= steps[-1]:
+            raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
+        if setup.run_steps is not None and setup.run_steps != run_steps:
+            assumed.append(f"the run's length is {run_steps} steps as given, not the config's {setup.run_steps}")
+        schedule = setup.schedule  # a decay runs over the run's length (TRL max_steps, verl total_training_steps)
+        if schedule is not None and schedule.decays:
+            schedule = dataclasses.replace(schedule, total=run_steps)
+        setup = dataclasses.replace(setup, run_steps=run_steps, schedule=schedule)  # the JSON's config is the run's
     range_note = "" if reward_range is not None else " (inferred from the pilot's rewards: --reward-range gives the task's)"
     reward_range = pilot_reward_range(reward, reward_range, assumed)
     hp = setup.hparams
     fit = fit_trajectory(steps, reward)
     imp = implications(fit, hp, reward_range=reward_range)
-    max_lr, lr_note = _max_safe_lr(imp, hp, measured)
+    factor = pilot_factor(setup.schedule, steps)
+    if abs(factor - 1.0) > SAME:
+        measured.append(f"the pilot ran at {factor:.3g} of the peak lr on average ({setup.schedule.describe()}): the "
+                        "stiffness at the peak is its fitted one over that (fit._schedule (1))")
+    max_lr, lr_note = _max_safe_lr(imp, hp, measured, factor)
     p, shares, logged = zero_std_shares(log, reward, n, reward_range, measured, hp.group_size)
     if shares:
         assumed += logged_group_size(log, n, hp.group_size, hp.num_groups)
@@ -335,14 +349,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                         "fit._fall (2))")
     kept = fall is not None and not fall.lost
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
-    if run_steps is not None:
-        if checked_run_steps(run_steps) <= steps[-1]:
-            raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
-        if setup.run_steps is not None and setup.run_steps != run_steps:
-            assumed.append(f"the run's length is {run_steps} steps as given, not the config's {setup.run_steps}")
-        setup = dataclasses.replace(setup, run_steps=run_steps)  # the JSON's config.run_steps is the run's
     end = _end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
-                      reward_range, assumed)
+                      reward_range, assumed, (setup.schedule, factor))
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
@@ -356,9 +364,10 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
 
 
 def _end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,
-                reward_range, assumed: list[str]) -> EndReward | None:
-    """The reward at the run's end (`fit.end_reward`), or None with the reason in `assumed`: the run's length
-    unknown, or the pilot already at it."""
+                reward_range, assumed: list[str], schedule=(None, 1.0)) -> EndReward | None:
+    """The reward at the run's end (`fit.end_reward`), read on the pilot's clock where the lr follows a schedule
+    (`fit._schedule` (2); `schedule` = (the LRSchedule or None, the pilot's mean factor)), or None with the reason in
+    `assumed`: the run's length unknown, or the pilot already at it."""
     if run_steps is None:
         assumed.append("the run's length is unknown (TRL max_steps, verl trainer.total_training_steps, our steps, or "
                        "--run-steps): no forecast of the reward at its end")
@@ -366,7 +375,12 @@ def _end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_s
     if run_steps <= steps[-1]:
         assumed.append(f"the pilot reaches the config's run length ({run_steps} steps): no end left to forecast")
         return None
-    return end_reward(fit, steps, reward, run_steps, refresh_interval, reward_range)
+    effective = effective_run_length(schedule[0], steps[-1], run_steps, schedule[1])
+    if effective == run_steps:
+        return end_reward(fit, steps, reward, run_steps, refresh_interval, reward_range)
+    assumed.append(f"the lr schedule ({schedule[0].describe()}) makes the run's {run_steps} steps move the reward as far "
+                   f"as {effective} at the pilot's lr (fit._schedule (2)): the end reward is the fit's there")
+    return dataclasses.replace(end_reward(fit, steps, reward, effective, refresh_interval, reward_range), run_steps=run_steps)
 
 
 def group_size_for_noise(noise: float, group_size: int, target: float) -> int | None:
@@ -379,15 +393,17 @@ def group_size_for_noise(noise: float, group_size: int, target: float) -> int | 
     return max(1, math.ceil(need * (1 - 1e-9)))
 
 
-def _max_safe_lr(imp: Implications, hp, measured: list[str]) -> tuple[float | None, str]:
-    """lr_pilot x_max(T, mu) / kappa (module docstring), withheld where the premises fail."""
+def _max_safe_lr(imp: Implications, hp, measured: list[str], factor: float = 1.0) -> tuple[float | None, str]:
+    """lr_pilot x_max(T, mu) m_p / kappa (module docstring; m_p = `factor`, the pilot's mean schedule factor,
+    `fit._schedule` (1)), withheld where the premises fail."""
     if imp.interior_plateau is False:
         return None, "the plateau cannot be told from the reward's bound: no restoring force, the linear threshold does not apply"
     if imp.linear_regime is False:
         return None, "the pilot rises faster than the optimizer's linear regime allows: the linear threshold extrapolates"
     if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:
         return None, "the fit gives no stiffness"
-    kappa, se = imp.stiffness_per_step.value, imp.stiffness_per_step.stderr
+    kappa, se = imp.stiffness_per_step.value / factor, imp.stiffness_per_step.stderr
+    se = se if se is None else se / factor
     if imp.plateau_extrapolated or (se is not None and math.isfinite(se) and se >= kappa) or se == math.inf:
         return None, "the pilot does not identify the stiffness (its plateau is an extrapolation, or the stiffness's " \
                      "standard error exceeds it)"

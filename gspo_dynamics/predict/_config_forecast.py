@@ -24,6 +24,7 @@ import numpy as np
 
 from gspo_dynamics._plain import plain
 from gspo_dynamics.predict._configs import RunSetup
+from gspo_dynamics.theory.dual_clip import drift_for_share
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.linear import STABLE, critical_learning_rate, critical_refresh_interval
 
@@ -32,6 +33,7 @@ from gspo_dynamics.theory.linear import STABLE, critical_learning_rate, critical
 STIFFNESSES = (1e-3, 1e-2, 0.1, 0.5)
 SUCCESS_RATES = (0.1, 0.3, 0.5, 0.7, 0.9)
 T_SCAN = 10_000  # the largest T the threshold scans look at
+DUAL_CLIP_SHARE = 0.01  # the share of tokens silenced by the dual clip at which its reach is said
 NEEDS_PILOT = (
     "the stiffness per step eta K (the reward curve's decay rate): the regime, the max safe T and lr",
     "the gradient-noise level: the stationary reward noise and the G for a target noise",
@@ -52,7 +54,8 @@ def hparams_text(hp, refresh_exact: float | None = None) -> str:
               f"G = {hp.group_size}, N = {hp.num_groups} group{'' if hp.num_groups == 1 else 's'} per step")
     return (f"lr {hp.lr:g}, {hp.optimizer.name} (mu = {hp.momentum:g}), T = {T}{exact} optimizer step"
             f"{'' if T == 1 else 's'} per rollout, {groups}, clip [{hp.clip_low:g}, {hp.clip_high:g}], "
-            f"beta = {hp.kl_coef:g}, correction {hp.correction}")
+            f"beta = {hp.kl_coef:g}, correction {hp.correction}"
+            + ("" if hp.ratio_cap is None else f", dual clip c = {hp.ratio_cap:g}"))
 
 @dataclass(frozen=True)
 class ConfigForecast:
@@ -86,12 +89,25 @@ class ConfigForecast:
             "  largest stable T by stiffness per step: " + ", ".join(
                 f"eta K = {x:g}: {'> ' + str(T_SCAN) if t is None else t}" for x, t in self.max_safe_refresh.items()),
             *self._group_lines(),
+            *self._dual_clip_lines(),
             "needs a pilot log (predict --pilot LOG): " + "; ".join(NEEDS_PILOT),
         ]
         if hp.optimizer.name == "adam":
             lines.insert(4, "  (Adam: eta K = lr (1 - b1) K / sqrt(s), s the gradient's second moment; an LLM learning "
                             "rate says nothing about eta K without a pilot)")
         return lines + [f"note: {n}" for n in s.notes]
+
+    def _dual_clip_lines(self) -> list[str]:
+        """The dual clip's reach (`theory.dual_clip`): the drift at which it silences DUAL_CLIP_SHARE of the tokens."""
+        hp = self.setup.hparams
+        if hp.ratio_cap is None:
+            return []
+        if hp.refresh_interval < 2:
+            return [f"  dual clip c = {hp.ratio_cap:g}: on-policy every ratio is 1, so it silences no token"]
+        drift = drift_for_share(DUAL_CLIP_SHARE, hp.refresh_interval, hp.ratio_cap)
+        return [f"  dual clip c = {hp.ratio_cap:g}: it silences {DUAL_CLIP_SHARE:.0%} of the tokens (negative advantage, "
+                f"ratio past c) at T = {hp.refresh_interval} only past a per-step log-ratio drift of {drift:.3g} "
+                "(a pilot measures the drift)"]
 
     def _group_lines(self) -> list[str]:
         hp = self.setup.hparams

@@ -18,9 +18,13 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
-    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS, TRL_UNMODELLED, _flatten,
-    _own, _refuse_preference_config, _trainer, _trl, _verl, run_length,
+    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS, _flatten, _own,
+    _refuse_preference_config, _trainer, _trl, _verl, run_length,
 )
+from gspo_dynamics.predict import _trl_fields, _verl_fields
+from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
+from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
+from gspo_dynamics.theory.schedule import LRSchedule
 from gspo_dynamics.predict._config_keys import ConfigKeys, trainer_keys, trl_keys, verl_keys
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -40,6 +44,10 @@ class RunSetup:
     # importance_sampling_level, verl's loss_mode with its loss_agg_mode; None where it names none (TRL without a
     # loss_type: its default moved between releases). A prior's runs are matched on it (fit._prior (4))
     keys: ConfigKeys | None = None  # the keys a user edits for lr, T, G (`predict._config_keys`); None: the theory's own names
+    schedule: LRSchedule | None = None  # the lr's schedule where the config gives one the theory models (None: constant)
+    unmodelled: tuple[tuple[str, Any, str], ...] = ()  # (key, value, what it changes): set, changing the dynamics,
+    # outside the model (`predict._trl_fields`, `predict._verl_fields`)
+    unknown: tuple[str, ...] = ()  # keys in no table of the framework's: a typo, or a release this tool does not know
 
     def to_json(self) -> dict[str, Any]:
         hp = self.hparams
@@ -47,8 +55,11 @@ class RunSetup:
                 "momentum": hp.momentum, "refresh_interval": hp.refresh_interval, "refresh_exact": self.refresh_exact,
                 "group_size": hp.group_size, "num_groups": hp.num_groups, "clip_low": hp.clip_low,
                 "clip_high": hp.clip_high, "clip_mode": hp.clip_mode, "kl_coef": hp.kl_coef, "correction": hp.correction,
-                "advantage": hp.advantage, "run_steps": self.run_steps, "loss": self.loss, "notes": list(self.notes),
-                "ignored": list(self.ignored)}
+                "advantage": hp.advantage, "ratio_cap": hp.ratio_cap, "run_steps": self.run_steps, "loss": self.loss,
+                "schedule": None if self.schedule is None else dataclasses.asdict(self.schedule),
+                "notes": list(self.notes), "ignored": list(self.ignored),
+                "unmodelled": [{"key": k, "value": v, "changes": what} for k, v, what in self.unmodelled],
+                "unknown": list(self.unknown)}
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -181,12 +192,7 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
     notes: list[str] = []
     if isinstance(cfg.get("actor_rollout_ref"), dict):
         _refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")
-        hp, exact, used, loss = _verl(cfg, notes)
-        key = "trainer.total_training_steps"
-        ignored = sorted(set(_flatten(cfg)) - used - {key})
-        flat = _flatten(cfg)
-        keys = verl_keys(int(flat.get("actor_rollout_ref.actor.ppo_epochs") or 1), int(flat["data.train_batch_size"]))
-        return _setup(hp, "verl", exact, notes, ignored, run_steps=run_length(key, flat.get(key)), loss=loss, keys=keys)
+        return _verl_setup(cfg, notes)
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
@@ -202,15 +208,7 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
         raise ConfigError(f"the config holds no GRPO hyperparameter, only {', '.join(sorted(trl))} (TRL: learning_rate, "
                           "num_generations, steps_per_generation, beta, epsilon, ...)")
     if trl:
-        hp, exact = _trl(cfg, devices, notes)
-        for key, why in TRL_UNMODELLED.items():
-            if key in cfg:
-                notes.append(f"{key}: {why}")
-        loss = None if cfg.get("loss_type") is None else (  # TRL's default loss_type moved between releases: unsaid, none
-            f"{cfg['loss_type']} ({cfg.get('importance_sampling_level') or 'token'}-level ratio)")
-        keys = trl_keys(*(int(cfg.get(k) or TRL_DEFAULTS[k]) for k in ("num_iterations", "gradient_accumulation_steps")))
-        return _setup(hp, "TRL GRPOConfig", exact, notes, sorted(set(cfg) - TRL_KEYS - set(TRL_UNMODELLED)),
-                      run_steps=run_length("max_steps", cfg.get("max_steps"), unset=-1), loss=loss, keys=keys)
+        return _trl_setup(cfg, devices, notes)
     if not own:
         raise ConfigError("the config has no hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; "
                           "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)")
@@ -219,12 +217,63 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
     return _setup(hp, "gspo-dynamics hyperparameters", float(hp.refresh_interval), notes, sorted(set(cfg) - OWN_KEYS))
 
 
-def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str], shown: int = 10,
-           run_steps: int | None = None, loss: str | None = None, keys: ConfigKeys | None = None) -> RunSetup:
-    """The RunSetup, with a note naming the ignored keys (the first `shown`, then their count; all in `ignored`), and
-    the loss as the config names it (None where it does not)."""
-    if ignored:
-        more = f" and {len(ignored) - shown} more (all in --json's config.ignored)" if len(ignored) > shown else ""
-        notes.append(f"keys not used by the theory: {', '.join(ignored[:shown])}{more}")
+def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> RunSetup:
+    """A GRPOConfig's RunSetup: the mapping, the schedule, and every key sorted by `predict._trl_fields`."""
+    hp, exact = _trl(cfg, devices, notes)
+    run_steps = run_length("max_steps", cfg.get("max_steps"), unset=-1)
+    if cfg.get("lr_scheduler_type") is None:
+        notes.append("lr_scheduler_type not given: transformers' default linear, a decay to 0 at max_steps")
+    schedule = trl_schedule(cfg, run_steps, notes)
+    if cfg.get("temperature") not in (None, 1, 1.0):
+        notes.append(f"temperature {cfg['temperature']}: TRL samples and scores at it; it enters through the "
+                     "measured rewards and drift (a pilot)")
+    loss = None if cfg.get("loss_type") is None else (  # TRL's default loss_type moved between releases: unsaid, none
+        f"{cfg['loss_type']} ({cfg.get('importance_sampling_level') or 'token'}-level ratio)")
+    unmodelled = active_unmodelled(cfg, _trl_fields.UNMODELLED) + decay_and_clip(
+        ("weight_decay", "max_grad_norm"), (cfg.get("weight_decay"), cfg.get("max_grad_norm")), hp.lr, hp.optimizer,
+        run_steps)
+    keys = trl_keys(*(int(cfg.get(k) or TRL_DEFAULTS[k]) for k in ("num_iterations", "gradient_accumulation_steps")))
+    return _setup(hp, "TRL GRPOConfig", exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
+                  loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=_trl_fields.unknown(cfg))
+
+
+def _verl_setup(cfg: dict[str, Any], notes: list[str]) -> RunSetup:
+    """A verl config's RunSetup: the mapping, the schedule, and every key sorted by `predict._verl_fields`."""
+    hp, exact, used, loss = _verl(cfg, notes)
+    flat = _flatten(cfg)
+    key = "trainer.total_training_steps"
+    run_steps = run_length(key, flat.get(key))
+    optim = "actor_rollout_ref.actor.optim."
+    schedule = verl_schedule(flat.get, run_steps, notes)
+    clip_key = optim + "clip_grad" if flat.get(optim + "clip_grad") is not None else "actor_rollout_ref.actor.grad_clip"
+    unmodelled = active_unmodelled(flat, _verl_fields.UNMODELLED) + decay_and_clip(
+        (optim + "weight_decay", clip_key), (flat.get(optim + "weight_decay", 0.01), flat.get(clip_key, 1.0)), hp.lr,
+        hp.optimizer, run_steps)
+    classes = {k: _verl_fields.classify(k) for k in flat}
+    keys = verl_keys(int(flat.get("actor_rollout_ref.actor.ppo_epochs") or 1), int(flat["data.train_batch_size"]))
+    return _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
+                  run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
+                  unknown=sorted(k for k, c in classes.items() if c == "unknown" and k not in used))
+
+
+def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str],
+           run_steps: int | None = None, loss: str | None = None, keys: ConfigKeys | None = None,
+           schedule: LRSchedule | None = None, unmodelled: list[tuple[str, Any, str]] = (),
+           unknown: list[str] = ()) -> RunSetup:
+    """The RunSetup, with the keys not read said: each unmodelled one with what it changes, each unknown one by name,
+    the rest (no bearing on the dynamics) counted (all of them in --json's config.ignored)."""
+    if schedule is not None and (schedule.warmup or schedule.shape != "constant"):
+        notes.append(f"lr schedule: {schedule.describe()}; the stiffness follows it (peak at step {schedule.peak_step() + 1})")
+    if unmodelled:
+        notes.append(grouped(list(unmodelled)))
+    if unknown:
+        notes.append(f"keys this tool does not know, not read (a typo, or a newer release's): {', '.join(unknown)}")
+    rest = [k for k in ignored if k not in set(unknown) | {u[0] for u in unmodelled}]
+    if rest and framework in ("TRL GRPOConfig", "verl"):  # the field tables say these change no step
+        notes.append(f"{len(rest)} keys change no training step (logging, saving, hardware, data loading, evaluation; "
+                     "all in --json's config.ignored)")
+    elif rest:
+        notes.append(f"keys not used by the theory: {', '.join(rest)}")
     return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored),
-                    run_steps=run_steps, loss=loss, keys=keys)
+                    run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=tuple(unmodelled),
+                    unknown=tuple(unknown))

@@ -54,6 +54,8 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._clip_modes import clip_mode, trl_cispo
+from gspo_dynamics.predict._optimizers import trl_optimizer, verl_optimizer
+from gspo_dynamics.predict._verl_fields import GROUP_ESTIMATORS, OTHER_ESTIMATORS
 from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
@@ -80,7 +82,6 @@ PREFERENCE_KEYS = {"rpo_alpha", "reference_free", "label_smoothing", "precompute
 PREFERENCE_LOSSES = {"sigmoid", "hinge", "ipo", "exo_pair", "nca_pair", "robust", "bco_pair", "sppo_hard", "aot",
                      "aot_pair", "apo_zero", "apo_down", "discopop", "simpo", "kto"}
 # ---- verl ------------------------------------------------------------------------------------
-VERL_GROUP_ESTIMATORS = {"grpo", "grpo_passk", "rloo", "reinforce_plus_plus_baseline", "drgrpo", "opo", "gpg"}
 # ---- ours ------------------------------------------------------------------------------------
 OWN_KEYS = {
     "lr", "refresh_interval", "group_size", "num_groups", "advantage", "std_estimator", "std_eps", "correction",
@@ -157,15 +158,12 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
         raise ConfigError(f"importance_sampling_level must be 'token' or 'sequence', got {level!r}")
     eps = _number("epsilon", get("epsilon"), positive=True)
     eps_high = eps if cfg.get("epsilon_high") is None else _number("epsilon_high", cfg["epsilon_high"], positive=True)
-    mode = clip_mode(cfg.get("loss_type"))
-    if mode == "cap":
-        level, eps, eps_high = trl_cispo(level, eps_high, notes)
-    optimizer = Adam(beta1=_number("adam_beta1", get("adam_beta1")), beta2=_number("adam_beta2", get("adam_beta2")),
-                     eps=_number("adam_epsilon", get("adam_epsilon"), positive=True))
-    hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True), optimizer=optimizer,
-                     refresh_interval=T, group_size=G, num_groups=N, advantage=_trl_advantage(get("scale_rewards")),
-                     correction=level, clip_low=eps, clip_high=eps_high, kl_coef=_number("beta", get("beta")),
-                     clip_mode=mode)
+    level, eps, eps_high, mode = _trl_loss(cfg, level, eps, eps_high, notes)
+    cap = None if cfg.get("delta") is None or mode != "stop" else _number("delta", cfg["delta"], positive=True)
+    hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True),
+                     optimizer=trl_optimizer(cfg, _number, notes), refresh_interval=T, group_size=G, num_groups=N,
+                     advantage=_trl_advantage(get("scale_rewards"), notes), correction=level, clip_low=eps,
+                     clip_high=eps_high, kl_coef=_number("beta", get("beta")), clip_mode=mode, ratio_cap=cap)
     return hp, exact
 
 
@@ -199,12 +197,48 @@ def _trl_steps_per_generation(generation: tuple[int | None, int | None], ga: int
     return spg
 
 
-def _trl_advantage(scale: Any) -> str:
-    if scale in (True, "group", "batch", "true"):
+def _trl_advantage(scale: Any, notes: list[str]) -> str:
+    """scale_rewards: group (or true) divides by the group's std; batch by one std over the whole batch, a common
+    scale: the theory's mean-centred advantage, its scale in the measured stiffness; none (or false) by nothing."""
+    if scale in (True, "group", "true"):
         return "std"
+    if scale == "batch":
+        notes.append("scale_rewards batch: one std over the batch scales every group alike: read as the mean-centred "
+                     "advantage (its scale, which grows as the batch's rewards agree, enters the measured stiffness)")
+        return "mean"
     if scale in (False, "none", "false"):
         return "mean"
     raise ConfigError(f"scale_rewards must be group, batch, none, true or false; got {scale!r}")
+
+
+TRL_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "vespo", "luspo")
+
+
+def _trl_loss(cfg: dict[str, Any], level: str, eps: float, eps_high: float,
+              notes: list[str]) -> tuple[str, float, float, str]:
+    """(correction, eps_low, eps_high, clip_mode) of TRL's loss_type (`GRPOTrainer._compute_loss`): PPO's clip for
+    grpo / bnpo / dr_grpo / dapo / luspo; CISPO's capped weight; SAPO's and VESPO's smooth weights, which have no band
+    edge, read as an uncorrected push (on the safe side: the theory's collapse limit is then never capped)."""
+    loss = cfg.get("loss_type")
+    if loss is not None and loss not in TRL_LOSSES:
+        raise ConfigError(f"loss_type {loss!r} is not one of TRL's GRPO losses ({', '.join(TRL_LOSSES)})")
+    if loss == "cispo":
+        return (*trl_cispo(level, eps_high, notes), "cap")
+    if loss in ("sapo", "vespo"):
+        weight = ("SAPO's soft gate sigmoid(tau (r - 1)) 4 / tau (sapo_temperature_pos / _neg = "
+                  f"{cfg.get('sapo_temperature_pos', 1.0)} / {cfg.get('sapo_temperature_neg', 1.05)})" if loss == "sapo"
+                  else "VESPO's smooth sequence weight (vespo_k_* / vespo_lambda_*)")
+        notes.append(f"loss_type {loss}: {weight} in place of a clip: no band edge, so read as an uncorrected push "
+                     "(the collapse limit uncapped, on the safe side); epsilon is not used")
+        return "none", eps, eps_high, "stop"
+    if loss == "luspo":
+        notes.append("loss_type luspo: each sequence's loss is summed over its tokens, so a sequence's push scales with "
+                     "its length L (the stiffness a pilot measures includes it); PPO's clip otherwise")
+    if level == "sequence" and loss in ("bnpo", "dr_grpo", "dapo"):
+        notes.append(f"importance_sampling_level sequence under loss_type {loss}: the loss sums per-token terms, so "
+                     "each sequence weighs by its length, not GSPO's per-sequence objective (TRL warns; loss_type grpo "
+                     "reproduces the paper)")
+    return level, eps, eps_high, "stop"
 
 
 def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: int,
@@ -292,10 +326,7 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
             return default
         return value
 
-    estimator = get("algorithm.adv_estimator", "gae")
-    if not isinstance(estimator, str) or estimator not in VERL_GROUP_ESTIMATORS:
-        raise ConfigError(f"algorithm.adv_estimator is {estimator!r}: a critic-based PPO run, not a group-based one; "
-                          f"the theory covers group estimators ({', '.join(sorted(VERL_GROUP_ESTIMATORS))})")
+    estimator = _verl_estimator(get("algorithm.adv_estimator", "gae"))
     actor = "actor_rollout_ref.actor."
     G = _number("actor_rollout_ref.rollout.n", get("actor_rollout_ref.rollout.n", required=True), integer=True, positive=True)
     if G < 2:
@@ -308,8 +339,56 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
     epochs = _number(actor + "ppo_epochs", get(actor + "ppo_epochs", 1), integer=True, positive=True)
     exact = epochs * rollout / mini
     T = _rounded_refresh(exact, notes, f"ppo_epochs x train_batch_size / ppo_mini_batch_size = {epochs} x {rollout} / {mini}")
-    low = flat.get(actor + "clip_ratio_low")
-    high = flat.get(actor + "clip_ratio_high")
+    low, high = _verl_clip(flat, get, used)
+    use_kl = bool(get(actor + "use_kl_loss", False))
+    beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001)) if use_kl else 0.0
+    if get("algorithm.use_kl_in_reward", False):
+        notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
+    mode = get(actor + "policy_loss.loss_mode", "vanilla")
+    aggregation = get(actor + "loss_agg_mode") or "token-mean"  # verl's default, unsaid: it scales the step only
+    correction, clip = _verl_loss(mode, aggregation, get, notes)
+    cap = None
+    if mode == "vanilla":  # dual-clip PPO: verl asserts clip_ratio_c > 1
+        cap = _number(actor + "clip_ratio_c", get(actor + "clip_ratio_c", 3.0), positive=True)
+    optim = actor + "optim."
+    override = {k.rsplit(".", 1)[1]: v for k, v in flat.items() if k.startswith(optim + "override_optimizer_config.")}
+    used |= {optim + "override_optimizer_config." + k for k in override}
+    optimizer = verl_optimizer(get(optim + "optimizer", "AdamW"), get(optim + "betas", [0.9, 0.999]), override,
+                               _number, notes)
+    hp = Hyperparams(lr=_number(optim + "lr", get(optim + "lr", 1e-6), positive=True), optimizer=optimizer,
+                     refresh_interval=T, group_size=G, num_groups=mini,
+                     advantage=_verl_advantage(estimator, get("algorithm.norm_adv_by_std_in_grpo", True), notes),
+                     correction=correction, clip_low=low, clip_high=high, kl_coef=beta, clip_mode=clip, ratio_cap=cap)
+    return hp, exact, used, f"{mode} ({aggregation})"
+
+
+def _verl_estimator(estimator: Any) -> str:
+    """algorithm.adv_estimator, one of verl 0.9.1's group estimators, or one ConfigError naming what it is."""
+    if isinstance(estimator, str) and estimator in GROUP_ESTIMATORS:
+        return estimator
+    if isinstance(estimator, str) and estimator in OTHER_ESTIMATORS:
+        raise ConfigError(f"algorithm.adv_estimator {estimator}: {OTHER_ESTIMATORS[estimator]}, not a group-relative "
+                          f"advantage; the theory covers verl's group estimators ({', '.join(sorted(GROUP_ESTIMATORS))})")
+    hint = (" (Dr. GRPO in verl is adv_estimator grpo with algorithm.norm_adv_by_std_in_grpo=false and "
+            "loss_agg_mode seq-mean-token-sum-norm)" if estimator == "drgrpo" else "")
+    raise ConfigError(f"algorithm.adv_estimator {estimator!r} is not an estimator of verl 0.9.1 "
+                      f"({', '.join(sorted(GROUP_ESTIMATORS | set(OTHER_ESTIMATORS)))}){hint}")
+
+
+def _verl_advantage(estimator: str, by_std: Any, notes: list[str]) -> str:
+    """The group's std divides the advantage under grpo / grpo_vectorized / gdpo with norm_adv_by_std_in_grpo; the
+    other group estimators centre it (rloo's leave-one-out mean; opo's, gpg's and pass@k's baselines, said)."""
+    if estimator in ("grpo", "grpo_vectorized", "gdpo"):
+        return "std" if by_std else "mean"
+    if estimator not in ("rloo", "rloo_vectorized"):
+        notes.append(f"algorithm.adv_estimator {estimator}: a group baseline, read as the mean-centred advantage")
+    return "mean"
+
+
+def _verl_clip(flat: dict[str, Any], get, used: set[str]) -> tuple[float, float]:
+    """(eps_low, eps_high): clip_ratio_low / clip_ratio_high, else clip_ratio."""
+    actor = "actor_rollout_ref.actor."
+    low, high = flat.get(actor + "clip_ratio_low"), flat.get(actor + "clip_ratio_high")
     used |= {actor + "clip_ratio_low", actor + "clip_ratio_high"}
     if low is not None and high is not None:  # clip_ratio is then not read: no note of its default
         used.add(actor + "clip_ratio")
@@ -318,22 +397,39 @@ def _verl(tree: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, s
         clip = _number(actor + "clip_ratio", get(actor + "clip_ratio", 0.2), positive=True)
     low = clip if low is None else _number(actor + "clip_ratio_low", low, positive=True)
     high = clip if high is None else _number(actor + "clip_ratio_high", high, positive=True)
-    use_kl = bool(get(actor + "use_kl_loss", False))
-    beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001)) if use_kl else 0.0
-    if get("algorithm.use_kl_in_reward", False):
-        notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
-    mode = get(actor + "policy_loss.loss_mode", "vanilla")
-    aggregation = get(actor + "loss_agg_mode") or "token-mean"  # verl's default, unsaid: it scales the step only
-    betas = get(actor + "optim.betas", [0.9, 0.999])
-    if not (isinstance(betas, (list, tuple)) and len(betas) == 2):
-        raise ConfigError(f"{actor}optim.betas must be a pair, got {betas!r}")
-    by_std = get("algorithm.norm_adv_by_std_in_grpo", True)
-    hp = Hyperparams(lr=_number(actor + "optim.lr", get(actor + "optim.lr", 1e-6), positive=True),
-                     optimizer=Adam(beta1=_number("optim.betas[0]", betas[0]), beta2=_number("optim.betas[1]", betas[1])),
-                     refresh_interval=T, group_size=G, num_groups=mini, advantage="std" if by_std else "mean",
-                     correction="sequence" if mode == "gspo" else "token", clip_low=low, clip_high=high, kl_coef=beta,
-                     clip_mode=clip_mode(mode))
-    return hp, exact, used, f"{mode} ({aggregation})"
+    return low, high
+
+
+# verl 0.9.1's registered policy losses (`core_algos.register_policy_loss`)
+VERL_LOSSES = {"vanilla": "PPO's token clip, dual-clipped", "gspo": "GSPO's sequence clip", "cispo": "CISPO's capped weight",
+               "sapo": "SAPO's soft gate", "gpg": "a plain policy gradient"}
+VERL_UNMODELLED_LOSSES = {"dppo_tv": "a total-variation trust region", "dppo_kl": "a KL trust region",
+                          "clip_cov": "a clip of high-covariance tokens", "kl_cov": "a KL penalty on high-covariance tokens",
+                          "geo_mean": "a geometric-mean sequence ratio (GMPO)", "dro": "a distributionally robust loss",
+                          "bypass_mode": "the rollout's log-probs as the ratio's reference"}
+
+
+def _verl_loss(mode: Any, aggregation: str, get, notes: list[str]) -> tuple[str, str]:
+    """(correction, clip_mode) of policy_loss.loss_mode; a loss outside the model is read as vanilla's token clip,
+    said; SAPO's soft gate has no band edge, read as an uncorrected push (the collapse limit uncapped: the safe side)."""
+    if mode in VERL_UNMODELLED_LOSSES:
+        notes.append(f"policy_loss.loss_mode {mode}: {VERL_UNMODELLED_LOSSES[mode]}, not modelled; read as PPO's token "
+                     "clip")
+        return "token", "stop"
+    if mode not in VERL_LOSSES:
+        raise ConfigError(f"policy_loss.loss_mode {mode!r} is not a loss of verl 0.9.1 "
+                          f"({', '.join(sorted(VERL_LOSSES | VERL_UNMODELLED_LOSSES))})")
+    if mode == "gspo" and aggregation == "token-mean":
+        notes.append("loss_mode gspo under loss_agg_mode token-mean: each sequence weighs by its length, not GSPO's "
+                     "per-sequence objective (seq-mean-token-mean reproduces the paper)")
+    if mode == "sapo":
+        notes.append(f"loss_mode sapo: a soft gate sigmoid(tau (r - 1)) 4 / tau (tau_pos / tau_neg = "
+                     f"{get('actor_rollout_ref.actor.tau_pos', 1.0)} / {get('actor_rollout_ref.actor.tau_neg', 1.05)}) "
+                     "in place of a clip: no band edge, read as an uncorrected push (the collapse limit uncapped, on "
+                     "the safe side)")
+    if mode in ("sapo", "gpg"):
+        return "none", "stop"
+    return ("sequence" if mode == "gspo" else "token"), clip_mode(mode)
 
 
 # ---- ours ------------------------------------------------------------------------------------

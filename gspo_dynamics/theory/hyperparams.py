@@ -108,6 +108,8 @@ class Hyperparams:
     kl_estimator: KLEstimator = "exact"  # exact KL, or the k3 estimator (Schulman)
     clip_mode: ClipMode = "stop"  # "stop": PPO's min switches a clipped token's gradient off (grpo, dapo, gspo, ...);
     # "cap": the clip caps a detached importance weight and the gradient stays (CISPO)
+    ratio_cap: float | None = None  # c, the dual clip (verl's clip_ratio_c, TRL's delta): a token with a negative
+    # advantage whose ratio passes c gets no gradient (`theory.dual_clip`); None: no such bound
 
     def __post_init__(self) -> None:
         _finite("lr", self.lr)
@@ -131,6 +133,9 @@ class Hyperparams:
         _require(0.0 < self.clip_low < 1.0, f"clip_low must be in (0, 1), got {self.clip_low}")
         _require(self.clip_high > 0.0, f"clip_high must be positive, got {self.clip_high}")
         _require(self.kl_coef >= 0.0, f"KL coefficient must be >= 0, got {self.kl_coef}")
+        if self.ratio_cap is not None:
+            _finite("ratio_cap", self.ratio_cap)
+            _require(self.ratio_cap > 1.0, f"the dual clip's ratio cap must be > 1, got {self.ratio_cap}")
 
     @property
     def momentum(self) -> float:

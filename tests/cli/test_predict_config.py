@@ -166,10 +166,15 @@ def test_devices_without_a_config_is_one_line_and_exit_2(capsys):
 def test_the_reward_at_the_runs_end_with_its_interval(tmp_path, capsys):
     """The config's max_steps, or --run-steps, sets the run's end; a length the pilot already passed, or not a
     positive integer, is one line and exit 2."""
-    config, log = write(tmp_path, "grpo.json", {**TRL, "max_steps": 120}), pilot_log(tmp_path)
+    config, log = write(tmp_path, "grpo.json", {**TRL, "max_steps": 120, "lr_scheduler_type": "constant"}), pilot_log(tmp_path)
     assert main(["predict", "--config", config, "--pilot", log, "--json"]) == 0
     end = details(capsys.readouterr().out)["end_reward"]
     assert end["run_steps"] == 120 and end["ratio"] == 3 and end["interval"][0] <= end["value"] <= end["interval"][1]
+    # TRL's default schedule decays the lr linearly to 0: the 80 steps after the 40-step pilot count as 32
+    decaying = write(tmp_path, "linear.json", {**TRL, "max_steps": 120})
+    assert main(["predict", "--config", decaying, "--pilot", log, "--json"]) == 0
+    end = details(capsys.readouterr().out)["end_reward"]
+    assert end["run_steps"] == 120 and end["ratio"] == pytest.approx(72 / 40)
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "80", "--json"]) == 0
     report = details(capsys.readouterr().out)  # the run's length as given, in the config's echo too
     assert report["config"]["run_steps"] == report["end_reward"]["run_steps"] == 80

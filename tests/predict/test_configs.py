@@ -116,7 +116,9 @@ def test_trl_gspo_options_and_unmodelled_keys():
     assert (hp.correction, hp.clip_low, hp.clip_high, hp.kl_coef, hp.advantage) == ("sequence", 3e-4, 4e-4, 0.04, "mean")
     assert hp.num_groups == 8 * 8 // 16  # TRL's default per-device batch 8, 8 devices, no accumulation
     assert setup.ignored == ("bf16", "output_dir")
-    assert any(n.startswith("loss_type:") for n in setup.notes)
+    assert [u[0] for u in setup.unmodelled] == ["bf16"]  # it changes the log-probs: named, with what it changes
+    assert any("importance_sampling_level sequence under loss_type dr_grpo" in n for n in setup.notes)
+    assert any("1 keys change no training step" in n for n in setup.notes)  # output_dir: counted, not named
 
 
 def test_trl_yaml_reads_exponent_floats(tmp_path):
@@ -208,7 +210,7 @@ def test_the_run_length_is_read_where_the_config_holds_it():
     ({"learning_rate": 1e-6, "rpo_alpha": 1.0}, "preference-optimisation"),
     ({"learning_rate": 1e-6, "group_size": 8}, "mixes TRL keys"),
     ({"output_dir": "x"}, "no hyperparameter"),
-    (verl_tree() | {"algorithm": {"adv_estimator": "gae"}}, "critic-based"),
+    (verl_tree() | {"algorithm": {"adv_estimator": "gae"}}, "a critic.s value baseline"),
     (verl_tree(ppo_mini_batch_size=2048), "exceeds data.train_batch_size"),
     ({"actor_rollout_ref": {"rollout": {"n": 8}}, "algorithm": {"adv_estimator": "grpo"}}, "needs data.train_batch_size"),
 ])
@@ -264,7 +266,7 @@ def test_hydra_style_overrides_on_a_verl_config(tmp_path):
     tree["actor_rollout_ref"]["rollout"]["n"] = 1
     path = tmp_path / "ppo_trainer.yaml"
     path.write_text(yaml.safe_dump(tree))
-    with pytest.raises(ConfigError, match="critic-based"):
+    with pytest.raises(ConfigError, match="a critic.s value baseline"):
         read_run_config(path)
     hp = read_run_config(path, overrides=["algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=8",
                                           "actor_rollout_ref.actor.optim.lr=3e-6", "+actor_rollout_ref.actor.ppo_epochs=2"]).hparams

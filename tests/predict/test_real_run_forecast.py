@@ -87,13 +87,14 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
 
 @pytest.mark.real_logs
 @pytest.mark.parametrize("name, config, pilot, run_steps, width", [
-    (IMJONEZZ, CONFIG, 60, None, 4.39), (IMJONEZZ, CONFIG, 120, None, 7.77), (ALEX_JSON, WORDLE_CONFIG, 40, 160, 8.1),
+    (IMJONEZZ, CONFIG, 60, None, 4.18), (IMJONEZZ, CONFIG, 120, None, 1.93), (ALEX_JSON, WORDLE_CONFIG, 40, 160, 8.1),
     (SUNSHINE, GSM8K_CONFIG, 40, 200, 1.0), (SUNSHINE, GSM8K_CONFIG, 60, 200, 1.0)])
 def test_the_interval_for_the_reward_at_a_real_runs_end(real_logs, tmp_path, capsys, name, config, pilot, run_steps, width):
     """The reward over each real run's last sixth (the config's max_steps, or the Wordle log's 160 steps: its
     GRPOConfig sets epochs) against the 90% interval from its first steps (README): inside on all five, but wide
     (the reward's range unknown, so clipped to the pilot's range widened by its width, fit._end_reward (6); or
-    [0, 1] whole on GSM8K): weak evidence, which the README says."""
+    [0, 1] whole on GSM8K): weak evidence, which the README says. The Llama run's cosine decay to 0 makes its last
+    steps count for less (fit._schedule (2)): its 120-step pilot's interval is 1.93 wide, 7.77 read at a constant lr."""
     log = real_logs / name
     if run_steps is not None:
         config = {**config, "max_steps": run_steps}

@@ -1,0 +1,38 @@
+"""A pilot read under the run's lr schedule (`theory.schedule`): the stiffness at the peak lr and the run's end on
+the pilot's clock.
+
+A pilot logged at steps s_1..s_n ran at the factors m(s_i - 1) (the logged step s follows optimizer step s - 1), so
+its fitted stiffness is the peak's times their mean m_p (equation (1) of `theory.schedule` read backwards):
+
+    x_peak = x_pilot / m_p,        lr_max = lr x_max m_p / x_pilot.                                       (1)
+
+Its fitted curve runs on the pilot's clock; a run of N steps has moved, by its end, as far as one of
+
+    n_eff = s_n + (tau(N) - tau(s_n)) / m_p     steps at the pilot's factor,                          (2)
+
+tau the lr-weighted length (`theory.schedule` (2)), so the reward at the end is the fit's at n_eff.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gspo_dynamics.theory.schedule import LRSchedule
+
+SAME = 1e-3  # a factor within this of 1 changes nothing said
+
+
+def pilot_factor(schedule: LRSchedule | None, steps) -> float:
+    """m_p, the mean schedule factor over the pilot's logged steps (1 without a schedule), equation (1)."""
+    if schedule is None:
+        return 1.0
+    steps = np.asarray(steps, dtype=float)
+    return float(np.mean(schedule.factor(np.maximum(steps - 1, 0))))
+
+
+def effective_run_length(schedule: LRSchedule | None, pilot_end: float, run_steps: int, factor: float) -> int:
+    """n_eff of equation (2), at least one step past the pilot's end; `run_steps` without a schedule."""
+    if schedule is None or factor <= 0:
+        return run_steps
+    left = schedule.weighted_length(run_steps) - schedule.weighted_length(int(pilot_end))
+    return max(int(pilot_end) + 1, int(round(pilot_end + left / factor)))

@@ -1,0 +1,32 @@
+"""What the field tables of `predict._trl_fields` and `predict._verl_fields` say about one config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# an UNMODELLED table: key -> (neutral values, what it changes, the key it acts through: "key" on, "key=value", or None)
+Table = dict[str, tuple[tuple[Any, ...], str, "str | None"]]
+
+
+def active_unmodelled(values: dict[str, Any], table: Table) -> list[tuple[str, Any, str]]:
+    """(key, value, what it changes) for each key of `table` set away from its neutral values (a key without neutral
+    values: wherever the key it acts through is on), where that key is on."""
+    return [(key, values[key], what) for key, (neutral, what, requires) in table.items()
+            if key in values and not (neutral and _neutral(values[key], neutral)) and _acts(values, requires)
+            and (neutral or requires is not None)]
+
+
+def _neutral(value: Any, neutral: tuple[Any, ...]) -> bool:
+    return any(value == n and type(value) is not bool or value is n for n in neutral)
+
+
+def _acts(values: dict[str, Any], requires: str | None) -> bool:
+    if requires is None:
+        return True
+    key, sep, value = requires.partition("=")
+    return values.get(key) == value if sep else bool(values.get(key))
+
+
+def grouped(active: list[tuple[str, Any, str]]) -> str:
+    """One note naming each active unmodelled key with its value and what it changes."""
+    return "not modelled (each changes the dynamics): " + "; ".join(f"{k} = {v!r}: {what}" for k, v, what in active)

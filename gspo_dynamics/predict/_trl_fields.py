@@ -1,0 +1,106 @@
+"""Every field of TRL's GRPOConfig (with transformers' TrainingArguments under it), sorted by what the mapping does
+with it. A test enumerates the installed TRL's fields and fails on one in none of these tables.
+
+    READ          the mapping reads it (`predict._frameworks`, `predict._optimizers`)
+    UNMODELLED    it changes the dynamics and the reduced model does not represent it: named, with what it changes,
+                  wherever its value is not the neutral one (and only where the field it acts through is on)
+    NO_DYNAMICS   logging, saving, hardware, data loading, evaluation: it changes no training step
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+READ = {
+    "learning_rate", "num_generations", "num_iterations", "beta", "epsilon", "epsilon_high", "delta",
+    "importance_sampling_level", "scale_rewards", "loss_type", "optim", "optim_args", "adam_beta1", "adam_beta2",
+    "adam_epsilon", "gradient_accumulation_steps", "per_device_train_batch_size", "steps_per_generation",
+    "generation_batch_size", "max_steps", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio",
+    "weight_decay", "max_grad_norm", "sapo_temperature_neg", "sapo_temperature_pos", "vespo_k_pos", "vespo_lambda_pos",
+    "vespo_k_neg", "vespo_lambda_neg", "max_completion_length", "temperature", "num_train_epochs",
+    "num_processes", "world_size",  # not GRPOConfig's: a run's process count where a user adds it
+}
+
+# field: (neutral values, what it changes, the field that must be on for it to act, or None)
+UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
+    "top_entropy_quantile": ((1.0, 1), "trains only the tokens in the top quantile of entropy: a sparser gradient "
+                             "from the uncertain tokens", None),
+    "mask_truncated_completions": ((False,), "drops truncated completions from the loss: fewer samples per group and "
+                                   "a push away from long answers", None),
+    "off_policy_mask_threshold": ((None,), "masks negative-advantage sequences whose KL to the sampler passes it: part "
+                                  "of the stale push removed", None),
+    "vllm_importance_sampling_correction": ((False,), "reweights by pi_train / pi_vLLM: corrects the train-inference "
+                                            "mismatch (diagnose's train_inference_mismatch)", "use_vllm"),
+    "vllm_importance_sampling_mode": ((), "how the train-inference weight is truncated or masked", "use_vllm"),
+    "vllm_importance_sampling_clip_max": ((), "the train-inference weight's upper bound", "use_vllm"),
+    "vllm_importance_sampling_clip_min": ((None,), "the train-inference weight's lower bound", "use_vllm"),
+    "vllm_importance_sampling_cap": ((None,), "the train-inference weight's cap", "use_vllm"),
+    "use_vllm": ((False,), "samples with vLLM: its log-probs differ from the trainer's (a train-inference mismatch)", None),
+    "entropy_coef": ((0.0, 0), "adds an entropy bonus: a force away from collapse", None),
+    "use_adaptive_entropy": ((False,), "an entropy bonus steered to a target entropy", None),
+    "entropy_coef_min": ((), "the adaptive entropy bonus's bounds", "use_adaptive_entropy"),
+    "entropy_coef_max": ((), "the adaptive entropy bonus's bounds", "use_adaptive_entropy"),
+    "entropy_coef_delta": ((), "the adaptive entropy bonus's step", "use_adaptive_entropy"),
+    "entropy_target": ((), "the adaptive entropy bonus's target", "use_adaptive_entropy"),
+    "reward_weights": ((None,), "weights of several reward functions: the reward's scale and mixture", None),
+    "multi_objective_aggregation": (("sum_then_normalize",), "how several rewards become one advantage", None),
+    "sync_ref_model": ((False,), "moves the KL's reference toward the policy: a weaker pull back", "beta"),
+    "ref_model_mixup_alpha": ((), "the reference's update weight", "sync_ref_model"),
+    "ref_model_sync_steps": ((), "the reference's update interval", "sync_ref_model"),
+    "use_bias_correction_kl": ((True,), "the KL estimate without the importance weight", "beta"),
+    "disable_dropout": ((True, False), "dropout, where the model has any, on in training: the trainer's log-probs differ "
+                        "from the sampler's (named nowhere: TRL's default, and most LLMs have none)", None),
+    "top_p": ((1.0, 1), "samples from a truncated distribution: the sampler is not the policy the loss scores", None),
+    "top_k": ((0, None), "samples from a truncated distribution: the sampler is not the policy the loss scores", None),
+    "min_p": ((None, 0.0), "samples from a truncated distribution: the sampler is not the policy the loss scores", None),
+    "repetition_penalty": ((1.0, 1), "samples from a penalised distribution: the sampler is not the policy", None),
+    "generation_kwargs": ((None,), "sampling options: the sampler may not be the policy the loss scores", None),
+    "router_aux_loss_coef": ((None, 0.0), "adds a mixture-of-experts router loss", None),
+    "cast_lm_head_to_fp32": ((False,), "the logits' precision: a smaller train-inference mismatch", None),
+    "bf16": ((False,), "trains in bf16: log-probs differ from the sampler's (a train-inference mismatch)", None),
+    "fp16": ((False,), "trains in fp16: log-probs differ from the sampler's (a train-inference mismatch)", None),
+    "neftune_noise_alpha": ((None,), "noise added to the embeddings in training", None),
+    "max_tool_calling_iterations": ((None,), "multi-turn tool calls inside a completion", None),
+    "label_smoothing_factor": ((0.0, 0), "smoothed labels (not used by GRPO's loss)", None),
+}
+
+NO_DYNAMICS = {
+    # run bookkeeping, logging, saving, hub
+    "output_dir", "overwrite_output_dir", "run_name", "project", "report_to", "logging_dir", "logging_strategy",
+    "logging_steps", "logging_first_step", "logging_nan_inf_filter", "log_on_each_node", "log_level",
+    "log_level_replica", "disable_tqdm", "trackio_space_id", "trackio_bucket_id", "trackio_static_space_id",
+    "include_num_input_tokens_seen", "log_completions", "log_multimodal", "num_completions_to_print",
+    "log_unique_prompts", "log_completions_hub_repo", "save_strategy", "save_steps", "save_total_limit",
+    "save_on_each_node", "save_only_model", "save_safetensors", "enable_jit_checkpoint", "push_to_hub", "hub_token",
+    "hub_private_repo", "hub_model_id", "hub_strategy", "hub_always_push", "hub_revision", "load_best_model_at_end",
+    "metric_for_best_model", "greater_is_better", "resume_from_checkpoint", "ignore_data_skip",
+    "restore_callback_states_from_checkpoint", "skip_memory_metrics", "do_train", "do_eval", "do_predict",
+    # evaluation
+    "eval_strategy", "evaluation_strategy", "eval_steps", "eval_delay", "per_device_eval_batch_size",
+    "prediction_loss_only", "eval_on_start", "eval_do_concat_batches", "eval_use_gather_object",
+    "eval_accumulation_steps", "include_for_metrics", "batch_eval_metrics", "bf16_full_eval", "fp16_full_eval",
+    "num_generations_eval",
+    # hardware, parallelism, speed (the same steps, computed elsewhere or faster)
+    "tf32", "activation_checkpointing", "activation_checkpointing_kwargs", "gradient_checkpointing",
+    "gradient_checkpointing_kwargs", "torch_compile", "torch_compile_backend", "torch_compile_mode", "use_liger_kernel",
+    "liger_kernel_config", "use_cache", "torch_empty_cache_steps", "auto_find_batch_size", "use_cpu",
+    "accelerator_config", "parallelism_config", "ddp_find_unused_parameters", "ddp_bucket_cap_mb",
+    "ddp_broadcast_buffers", "ddp_static_graph", "ddp_backend", "ddp_timeout", "fsdp", "fsdp_config", "deepspeed",
+    "debug", "local_rank", "ds3_gather_for_generation", "average_tokens_across_devices", "optim_target_modules",
+    "vllm_mode", "vllm_model_impl", "vllm_enable_sleep_mode", "vllm_server_base_url", "vllm_server_host",
+    "vllm_server_port", "vllm_server_timeout", "vllm_group_port", "vllm_gpu_memory_utilization",
+    "vllm_max_model_length", "vllm_tensor_parallel_size", "use_transformers_continuous_batching",
+    "transformers_continuous_batching_config", "use_transformers_paged", "cache_implementation", "pad_to_multiple_of",
+    "model_init_kwargs", "trust_remote_code",
+    # data loading and seeds (the order of prompts, not the step)
+    "seed", "data_seed", "full_determinism", "shuffle_dataset", "dataloader_drop_last", "dataloader_num_workers",
+    "dataloader_pin_memory", "dataloader_persistent_workers", "dataloader_prefetch_factor",
+    "dataloader_multiprocessing_context", "dataloader_in_order", "remove_unused_columns", "label_names",
+    "train_sampling_strategy", "length_column_name", "group_by_length", "chat_template_kwargs",
+    "vllm_structured_outputs_regex",
+}
+
+
+def unknown(cfg: dict[str, Any]) -> list[str]:
+    """The config's keys in no table: a typo, or a field of a TRL release this tool does not know."""
+    return sorted(set(cfg) - READ - set(UNMODELLED) - NO_DYNAMICS)

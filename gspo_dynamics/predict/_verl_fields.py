@@ -1,0 +1,107 @@
+"""verl 0.9.1's PPO trainer keys (dotted, as its shipped `_generated_ppo_trainer.yaml` nests them), sorted by what
+the mapping does with them. A test enumerates the shipped YAML's keys under `DYNAMICS_SUBTREES` and fails on one in
+none of these tables.
+
+    READ          the mapping reads it (`predict._frameworks`, `predict._optimizers`)
+    UNMODELLED    it changes the dynamics and the reduced model does not represent it: named, with what it changes,
+                  wherever its value is not the neutral one (and only where the key it acts through is on)
+    NO_DYNAMICS   inside the dynamics subtrees, a key that changes no training step; outside them (trainer.*,
+                  critic.*, the reference's and the model's engines, data loading, profilers) every key is such
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ACTOR = "actor_rollout_ref.actor."
+ROLLOUT = "actor_rollout_ref.rollout."
+OPTIM = ACTOR + "optim."
+DYNAMICS_SUBTREES = ("algorithm.", ACTOR)
+INFRA_SUBTREES = tuple(ACTOR + s for s in ("fsdp_config.", "megatron.", "profiler.", "checkpoint.", "qat.", "router_replay.",
+                                           "engine.", "torchtitan.", "veomni."))
+
+# group estimators of verl 0.9.1 (`verl.trainer.ppo.core_algos.AdvantageEstimator`); the others use a critic (gae)
+# or per-token baselines outside the group model
+GROUP_ESTIMATORS = {"grpo", "grpo_vectorized", "grpo_passk", "rloo", "rloo_vectorized", "reinforce_plus_plus_baseline",
+                    "opo", "gpg", "gdpo"}
+OTHER_ESTIMATORS = {"gae": "a critic's value baseline (PPO)", "reinforce_plus_plus": "a batch-whitened return, no group",
+                    "remax": "a greedy rollout's reward as the baseline",
+                    "optimal_token_baseline": "a per-token optimal baseline",
+                    "tir_optimal_token_baseline": "a per-token optimal baseline"}
+
+READ = {
+    "algorithm.adv_estimator", "algorithm.norm_adv_by_std_in_grpo", "algorithm.use_kl_in_reward",
+    "data.train_batch_size", "data.max_response_length", "trainer.total_training_steps", "trainer.total_epochs",
+    ROLLOUT + "n", ROLLOUT + "temperature", ROLLOUT + "response_length",
+    ACTOR + "ppo_mini_batch_size", ACTOR + "ppo_epochs", ACTOR + "clip_ratio", ACTOR + "clip_ratio_low",
+    ACTOR + "clip_ratio_high", ACTOR + "clip_ratio_c", ACTOR + "use_kl_loss", ACTOR + "kl_loss_coef",
+    ACTOR + "kl_loss_type", ACTOR + "policy_loss.loss_mode", ACTOR + "loss_agg_mode", ACTOR + "tau_pos",
+    ACTOR + "tau_neg", ACTOR + "grad_clip", ACTOR + "rollout_n",
+    OPTIM + "lr", OPTIM + "betas", OPTIM + "optimizer", OPTIM + "optimizer_impl", OPTIM + "override_optimizer_config",
+    OPTIM + "weight_decay", OPTIM + "clip_grad", OPTIM + "lr_warmup_steps", OPTIM + "lr_warmup_steps_ratio",
+    OPTIM + "total_training_steps", OPTIM + "min_lr_ratio", OPTIM + "num_cycles", OPTIM + "lr_scheduler_type",
+    OPTIM + "warmup_style", OPTIM + "zero_indexed_step",
+}
+
+_LOSS = ACTOR + "policy_loss."
+_RC = "algorithm.rollout_correction."
+UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
+    ACTOR + "entropy_coeff": ((0, 0.0, None), "adds an entropy bonus: a force away from collapse", None),
+    ACTOR + "loss_scale_factor": ((None, 1, 1.0), "scales the loss: the step under SGD (Adam normalises it away)", None),
+    _LOSS + "clip_cov_ratio": ((), "clip_cov's share of high-covariance tokens clipped", _LOSS + "loss_mode=clip_cov"),
+    _LOSS + "clip_cov_lb": ((), "clip_cov's covariance band", _LOSS + "loss_mode=clip_cov"),
+    _LOSS + "clip_cov_ub": ((), "clip_cov's covariance band", _LOSS + "loss_mode=clip_cov"),
+    _LOSS + "kl_cov_ratio": ((), "kl_cov's share of tokens given a KL penalty", _LOSS + "loss_mode=kl_cov"),
+    _LOSS + "ppo_kl_coef": ((), "kl_cov's KL penalty weight", _LOSS + "loss_mode=kl_cov"),
+    _LOSS + "dro_beta": ((), "DRO's regulariser", _LOSS + "loss_mode=dro"),
+    "algorithm.filter_groups.enable": ((False,), "drops groups whose rewards are all equal and samples more (DAPO's "
+                                       "dynamic sampling): every step keeps its signal, so no zero-std dilution", None),
+    "algorithm.filter_groups.metric": ((), "the metric the dynamic sampling filters on", "algorithm.filter_groups.enable"),
+    "algorithm.filter_groups.max_num_gen_batches": ((), "the dynamic sampling's retries", "algorithm.filter_groups.enable"),
+    "algorithm.kl_penalty": ((), "the in-reward KL estimator", "algorithm.use_kl_in_reward"),
+    "algorithm.kl_ctrl.type": ((), "an in-reward KL penalty (adaptive or fixed)", "algorithm.use_kl_in_reward"),
+    "algorithm.kl_ctrl.kl_coef": ((), "the in-reward KL penalty's weight", "algorithm.use_kl_in_reward"),
+    "algorithm.kl_ctrl.horizon": ((), "the adaptive KL controller's horizon", "algorithm.use_kl_in_reward"),
+    "algorithm.kl_ctrl.target_kl": ((), "the adaptive KL controller's target", "algorithm.use_kl_in_reward"),
+    "algorithm.use_pf_ppo": ((False,), "reweights samples by reward (PF-PPO): a changed batch", None),
+    "algorithm.pf_ppo.reweight_method": ((), "PF-PPO's reweighting", "algorithm.use_pf_ppo"),
+    "algorithm.pf_ppo.weight_pow": ((), "PF-PPO's reweighting", "algorithm.use_pf_ppo"),
+    _RC + "rollout_is": ((None,), "reweights by pi_train / pi_rollout (token or sequence): corrects the train-inference "
+                         "mismatch (diagnose's train_inference_mismatch)", None),
+    _RC + "rollout_is_threshold": ((), "the rollout importance weight's truncation", _RC + "rollout_is"),
+    _RC + "rollout_is_batch_normalize": ((False,), "normalises the rollout importance weights over the batch", _RC + "rollout_is"),
+    _RC + "rollout_rs": ((None,), "rejects tokens or sequences whose train-inference ratio leaves a band", None),
+    _RC + "rollout_rs_threshold": ((), "the rejection band", _RC + "rollout_rs"),
+    _RC + "bypass_mode": ((False,), "skips the old log-prob pass: the rollout's log-probs are the ratio's reference, so "
+                          "the train-inference mismatch enters the clip", None),
+    _RC + "loss_type": ((), "the bypass mode's loss", _RC + "bypass_mode"),
+    ROLLOUT + "top_p": ((1, 1.0), "samples from a truncated distribution: the sampler is not the policy the loss scores", None),
+    ROLLOUT + "top_k": ((-1, 0, None), "samples from a truncated distribution: the sampler is not the policy", None),
+    ROLLOUT + "do_sample": ((True,), "greedy rollouts: every response of a group is the same", None),
+    ROLLOUT + "dtype": (("bfloat16", "bf16"), "the sampler's precision: the train-inference mismatch", None),
+}
+
+NO_DYNAMICS = {  # inside the dynamics subtrees
+    "algorithm._target_", "algorithm.gamma", "algorithm.lam", "algorithm.filter_groups._target_",
+    "algorithm.filter_groups.max_inflight_gen_batches", "algorithm.kl_ctrl._target_",
+    ACTOR + "_target_", ACTOR + "strategy", ACTOR + "ppo_micro_batch_size", ACTOR + "ppo_micro_batch_size_per_gpu",
+    ACTOR + "use_dynamic_bsz", ACTOR + "ppo_max_token_len_per_gpu", ACTOR + "freeze_vision_tower",
+    ACTOR + "policy_loss._target_", ACTOR + "calculate_entropy", ACTOR + "calculate_sum_pi_squared",
+    ACTOR + "use_prefix_grouper", ACTOR + "use_torch_compile", ACTOR + "shuffle", ACTOR + "data_loader_seed",
+    ACTOR + "use_fused_kernels", ACTOR + "ulysses_sequence_parallel_size", ACTOR + "entropy_from_logits_with_chunking",
+    ACTOR + "entropy_from_logits_chunk_size", ACTOR + "pad_to_length", ACTOR + "use_remove_padding",
+    ACTOR + "sum_pi_squared_checkpointing", ACTOR + "entropy_checkpointing", ACTOR + "nccl_timeout", ACTOR + "use_rollout_log_probs",
+    OPTIM + "_target_",
+}
+
+
+def classify(key: str) -> str:
+    """"read", "unmodelled", "no_dynamics" or "unknown" (a key of a dynamics subtree in no table: a typo, or a key of
+    a verl release this tool does not know)."""
+    if key in READ or key.startswith(OPTIM + "override_optimizer_config."):
+        return "read"
+    if key in UNMODELLED:
+        return "unmodelled"
+    if key in NO_DYNAMICS or key.startswith(INFRA_SUBTREES) or not key.startswith(DYNAMICS_SUBTREES):
+        return "no_dynamics"
+    return "unknown"

@@ -1,0 +1,250 @@
+"""The config mapping against the installed TRL and verl (the test command installs both: TRL with transformers,
+verl 0.9.1 without its dependencies, so its code and shipped YAML are read as files, never imported).
+
+Every field of the installed GRPOConfig and every key of verl's shipped trainer YAML under the dynamics subtrees is
+read, named as not modelled, or listed as changing no step; the lr schedules equal transformers' and verl's own
+lambdas; estimators and losses are verl's registered names."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.predict import _trl_fields, _verl_fields, read_run_config
+from gspo_dynamics.predict._frameworks import VERL_LOSSES, VERL_UNMODELLED_LOSSES, _flatten
+from gspo_dynamics.theory.hyperparams import SGD, Adam
+from gspo_dynamics.theory.schedule import LRSchedule
+
+trl = pytest.importorskip("trl", reason="the test command installs TRL (the frameworks extra)")
+yaml = pytest.importorskip("yaml")
+
+
+def _verl_root() -> Path:
+    spec = importlib.util.find_spec("verl")  # locates the package without running its __init__ (which needs ray)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("verl is not installed (scripts/setup.sh installs verl 0.9.1 without its dependencies)")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _verl_yaml() -> dict:
+    return yaml.safe_load((_verl_root() / "trainer/config/_generated_ppo_trainer.yaml").read_text())
+
+
+def _grpo_config(**kwargs) -> dict:
+    """A GRPOConfig built by the installed TRL and saved as a run saves it (`to_dict()`)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kwargs = {"bf16": False, "use_cpu": True} | kwargs  # TRL's bf16 default needs a GPU to construct
+        return trl.GRPOConfig(output_dir="/tmp/gspo-dynamics-test", report_to="none", **kwargs).to_dict()
+
+
+# ---- TRL -------------------------------------------------------------------------------------
+def test_every_grpo_config_field_is_read_named_or_changes_no_step():
+    fields = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
+    tables = {"read": _trl_fields.READ, "unmodelled": set(_trl_fields.UNMODELLED), "none": _trl_fields.NO_DYNAMICS}
+    missing = sorted(fields - set().union(*tables.values()))
+    assert not missing, f"GRPOConfig fields in no table of predict/_trl_fields.py: {missing}"
+    names = list(tables)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not tables[a] & tables[b], f"in two tables ({a}, {b}): {sorted(tables[a] & tables[b])}"
+
+
+def test_the_defaults_the_mapping_assumes_are_trls():
+    from gspo_dynamics.predict._frameworks import TRL_DEFAULTS
+
+    defaults = {f.name: f.default for f in dataclasses.fields(trl.GRPOConfig)}
+    assert {k: defaults[k] for k in TRL_DEFAULTS} == TRL_DEFAULTS
+
+
+def test_a_saved_default_grpo_config_names_nothing_it_should_not():
+    setup = read_run_config(_grpo_config(max_steps=100))
+    assert setup.unknown == () and [k for k, _, _ in setup.unmodelled] == ["max_grad_norm"]  # transformers' 1.0
+    assert isinstance(setup.hparams.optimizer, Adam)
+    assert setup.schedule == LRSchedule(shape="linear", warmup=0, total=100)  # transformers' default linear decay
+    assert "output_dir" in setup.to_json()["ignored"]  # --json lists every key not read
+    assert not any("and " in n and " more" in n for n in setup.notes)
+
+
+@pytest.mark.parametrize("kwargs, optimizer", [
+    ({"optim": "sgd", "optim_args": "momentum=0.9"}, SGD(momentum=0.9)),
+    ({"optim": "sgd"}, SGD(momentum=0.0)),
+    ({"optim": "adafactor"}, Adam(beta1=0.0, beta2=0.999)),
+    ({"optim": "adamw_torch", "adam_beta1": 0.8, "adam_beta2": 0.95}, Adam(beta1=0.8, beta2=0.95)),
+    ({"optim": "paged_adamw_8bit"}, Adam()),
+    ({"optim": "rmsprop", "optim_args": "momentum=0.5,alpha=0.9"}, Adam(beta1=0.5, beta2=0.9)),
+])
+def test_trl_optimizers_are_read_not_assumed_adam(kwargs, optimizer):
+    assert read_run_config(_grpo_config(**kwargs)).hparams.optimizer == optimizer
+
+
+@pytest.mark.parametrize("optim", ["lion_32bit", "ademamix", "adagrad", "schedule_free_adamw", "galore_adamw"])
+def test_trl_optimizers_outside_the_model_are_named_not_misread(optim):
+    with pytest.raises(ConfigError, match="is not modelled.*--set optim=adamw_torch"):
+        read_run_config({**_grpo_config(), "optim": optim})
+
+
+def test_trl_losses_are_their_own_objectives():
+    sapo = read_run_config(_grpo_config(loss_type="sapo"))
+    assert sapo.hparams.correction == "none" and any("soft gate" in n for n in sapo.notes)
+    vespo = read_run_config(_grpo_config(loss_type="vespo"))
+    assert vespo.hparams.correction == "none"
+    luspo = read_run_config(_grpo_config(loss_type="luspo", importance_sampling_level="sequence"))
+    assert luspo.hparams.correction == "sequence" and any("scales with its length" in n for n in luspo.notes)
+    dapo = read_run_config(_grpo_config(loss_type="dapo", importance_sampling_level="sequence"))
+    assert any("weighs by its length" in n for n in dapo.notes)
+    cispo = read_run_config(_grpo_config(loss_type="cispo", epsilon_high=5.0))
+    assert cispo.hparams.clip_mode == "cap" and cispo.hparams.clip_high == pytest.approx(4.0)
+
+
+def test_trl_delta_and_batch_scaling_and_unmodelled_keys():
+    setup = read_run_config({**_grpo_config(delta=2.0, scale_rewards="batch", top_entropy_quantile=0.2,
+                                            mask_truncated_completions=True, off_policy_mask_threshold=0.5,
+                                            vllm_importance_sampling_mode="token_truncate"), "bf16": True, "use_vllm": True})
+    hp = setup.hparams
+    assert hp.ratio_cap == 2.0 and hp.advantage == "mean"
+    named = {key for key, _, _ in setup.unmodelled}
+    assert {"top_entropy_quantile", "mask_truncated_completions", "off_policy_mask_threshold", "bf16", "use_vllm",
+            "vllm_importance_sampling_mode"} <= named
+    text = " ".join(setup.notes)
+    assert "top_entropy_quantile = 0.2" in text and "train-inference" in text
+    assert setup.to_json()["unmodelled"][0]["changes"]
+
+
+def test_an_unknown_key_is_named():
+    setup = read_run_config({**_grpo_config(), "learning_rte": 1e-5})
+    assert setup.unknown == ("learning_rte",) and any("learning_rte" in n for n in setup.notes)
+
+
+def test_trl_schedules_equal_transformers_own():
+    """The factor read from the config equals transformers' scheduler at every step (an independent route: the
+    library's LambdaLR on a real optimizer)."""
+    import torch
+    from transformers import get_scheduler
+
+    cases = [("linear", {}, 10), ("cosine", {}, 0.1), ("cosine_with_min_lr", {"min_lr_rate": 0.1}, 5),
+             ("polynomial", {"power": 2.0, "lr_end": 1e-7}, 7), ("constant_with_warmup", {}, 12),
+             ("inverse_sqrt", {}, 8), ("constant", {}, 0)]
+    total = 60
+    for name, kwargs, warm in cases:
+        cfg = _grpo_config(max_steps=total, lr_scheduler_type=name, lr_scheduler_kwargs=kwargs, warmup_steps=warm,
+                           learning_rate=1e-5)
+        schedule = read_run_config(cfg).schedule
+        opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1e-5)
+        steps = math.ceil(total * warm) if 0 < warm < 1 else warm
+        sched = get_scheduler(name, opt, num_warmup_steps=steps, num_training_steps=total, scheduler_specific_kwargs=kwargs)
+        expected = []
+        for _ in range(total):
+            expected.append(opt.param_groups[0]["lr"] / 1e-5)
+            opt.step()
+            sched.step()
+        np.testing.assert_allclose(schedule.factor(np.arange(total)), expected, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+# ---- verl ------------------------------------------------------------------------------------
+def test_every_verl_key_under_the_dynamics_subtrees_is_classified():
+    flat = _flatten(_verl_yaml())
+    unknown = sorted(k for k in flat if _verl_fields.classify(k) == "unknown")
+    assert not unknown, f"verl keys in no table of predict/_verl_fields.py: {unknown}"
+    assert _verl_fields.READ - set(flat) <= {"trainer.total_training_steps"} | {  # keys a run adds to the defaults
+        k for k in _verl_fields.READ if k.endswith(("warmup_style",))}
+
+
+def _verl_names(decorator: str) -> set[str]:
+    """The names verl 0.9.1 registers with `decorator` in core_algos.py (read from its syntax tree)."""
+    tree = ast.parse((_verl_root() / "trainer/ppo/core_algos.py").read_text())
+    enum = {node.targets[0].id: node.value.value for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
+            and cls.name == "AdvantageEstimator" for node in cls.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)}
+    names = set()
+    for node in ast.walk(tree):
+        for dec in getattr(node, "decorator_list", []):
+            if isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == decorator and dec.args:
+                arg = dec.args[0]
+                names.add(arg.value if isinstance(arg, ast.Constant) else enum[arg.attr])
+    return names
+
+
+def test_verl_estimators_and_losses_are_verls_registered_names():
+    assert _verl_names("register_adv_est") == _verl_fields.GROUP_ESTIMATORS | set(_verl_fields.OTHER_ESTIMATORS)
+    assert _verl_names("register_policy_loss") == set(VERL_LOSSES) | set(VERL_UNMODELLED_LOSSES)
+
+
+def _verl_run(*overrides: str):
+    base = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=8", "data.train_batch_size=256",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=64"]
+    return read_run_config(_verl_yaml(), overrides=base + list(overrides))
+
+
+@pytest.mark.parametrize("estimator", ["grpo_vectorized", "rloo_vectorized", "gdpo", "grpo_passk", "opo"])
+def test_verl_091_group_estimators_are_read(estimator):
+    assert _verl_run(f"algorithm.adv_estimator={estimator}").hparams.group_size == 8
+
+
+def test_verl_refuses_what_it_does_not_have():
+    with pytest.raises(ConfigError, match="not an estimator of verl 0.9.1.*norm_adv_by_std_in_grpo=false"):
+        _verl_run("algorithm.adv_estimator=drgrpo")
+    with pytest.raises(ConfigError, match="a critic's value baseline"):
+        _verl_run("algorithm.adv_estimator=gae")
+
+
+def test_verl_shipped_defaults_are_read_as_verl_sets_them():
+    setup = _verl_run()
+    hp = setup.hparams
+    assert (hp.refresh_interval, hp.num_groups, hp.lr, hp.clip_low, hp.clip_high) == (4, 64, 1e-6, 0.2, 0.2)
+    assert hp.ratio_cap == 3.0 and hp.optimizer == Adam(beta1=0.9, beta2=0.999)  # dual-clip PPO, AdamW
+    assert {k for k, _, _ in setup.unmodelled} == {"actor_rollout_ref.actor.optim.weight_decay",
+                                                  "actor_rollout_ref.actor.optim.clip_grad"}
+    assert setup.unknown == () and setup.schedule == LRSchedule(shape="constant")
+
+
+def test_verl_optimizer_losses_and_schedule_overrides():
+    sgd = _verl_run("actor_rollout_ref.actor.optim.optimizer=SGD",
+                    "+actor_rollout_ref.actor.optim.override_optimizer_config={momentum: 0.9}")
+    assert sgd.hparams.optimizer == SGD(momentum=0.9)
+    with pytest.raises(ConfigError, match="not modelled"):
+        _verl_run("actor_rollout_ref.actor.optim.optimizer=Lion")
+    gspo = _verl_run("actor_rollout_ref.actor.policy_loss.loss_mode=gspo")
+    assert gspo.hparams.correction == "sequence" and gspo.hparams.ratio_cap is None
+    assert any("weighs by its length" in n for n in gspo.notes)
+    assert _verl_run("actor_rollout_ref.actor.policy_loss.loss_mode=sapo").hparams.correction == "none"
+    cosine = _verl_run("actor_rollout_ref.actor.optim.lr_scheduler_type=cosine", "trainer.total_training_steps=200",
+                       "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio=0.05",
+                       "actor_rollout_ref.actor.optim.min_lr_ratio=0.1")
+    assert cosine.schedule == LRSchedule(shape="cosine", warmup=10, total=200, floor=0.1)
+
+
+def _verl_lambdas():
+    """verl's own schedule lambdas, executed from its torch_functional.py source (its package needs ray)."""
+    import torch
+
+    source = (_verl_root() / "utils/torch_functional.py").read_text()
+    tree = ast.parse(source)
+    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef)
+              and n.name in ("get_cosine_schedule_with_warmup", "get_constant_schedule_with_warmup")]
+    namespace = {"math": math, "LambdaLR": torch.optim.lr_scheduler.LambdaLR, "Optimizer": torch.optim.Optimizer}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), "verl/utils/torch_functional.py", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("zero_indexed", [True, False])
+def test_verl_cosine_schedule_equals_verls_own(zero_indexed):
+    import torch
+
+    fns = _verl_lambdas()
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = fns["get_cosine_schedule_with_warmup"](opt, num_warmup_steps=7, num_training_steps=50, min_lr_ratio=0.2,
+                                                   zero_indexed_step=zero_indexed)
+    ours = _verl_run("actor_rollout_ref.actor.optim.lr_scheduler_type=cosine", "trainer.total_training_steps=50",
+                     "actor_rollout_ref.actor.optim.lr_warmup_steps=7", "actor_rollout_ref.actor.optim.min_lr_ratio=0.2",
+                     f"actor_rollout_ref.actor.optim.zero_indexed_step={str(zero_indexed).lower()}").schedule
+    np.testing.assert_allclose(ours.factor(np.arange(50)), [sched.lr_lambdas[0](k) for k in range(50)], atol=1e-12)

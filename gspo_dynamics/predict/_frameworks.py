@@ -234,6 +234,10 @@ def _trl_loss(cfg: dict[str, Any], level: str, eps: float, eps_high: float,
     if loss == "luspo":
         notes.append("loss_type luspo: each sequence's loss is summed over its tokens, so a sequence's push scales with "
                      "its length L (the stiffness a pilot measures includes it); PPO's clip otherwise")
+    if level == "sequence" and loss is None:
+        notes.append("importance_sampling_level sequence without a loss_type: TRL 1.16's default dapo sums per-token "
+                     "terms, so each sequence weighs by its length, not GSPO's per-sequence objective (loss_type grpo "
+                     "reproduces the paper)")
     if level == "sequence" and loss in ("bnpo", "dr_grpo", "dapo"):
         notes.append(f"importance_sampling_level sequence under loss_type {loss}: the loss sums per-token terms, so "
                      "each sequence weighs by its length, not GSPO's per-sequence objective (TRL warns; loss_type grpo "

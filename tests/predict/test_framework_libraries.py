@@ -102,6 +102,8 @@ def test_trl_losses_are_their_own_objectives():
     assert luspo.hparams.correction == "sequence" and any("scales with its length" in n for n in luspo.notes)
     dapo = read_run_config(_grpo_config(loss_type="dapo", importance_sampling_level="sequence"))
     assert any("weighs by its length" in n for n in dapo.notes)
+    unsaid = read_run_config({"learning_rate": 1e-6, "importance_sampling_level": "sequence"})  # TRL's default dapo
+    assert any("default dapo" in n for n in unsaid.notes)
     cispo = read_run_config(_grpo_config(loss_type="cispo", epsilon_high=5.0))
     assert cispo.hparams.clip_mode == "cap" and cispo.hparams.clip_high == pytest.approx(4.0)
 

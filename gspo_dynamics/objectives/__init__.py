@@ -15,8 +15,9 @@ Registered names (`LOSSES`), contract and metrics in `_losses`:
 Advantages: `group_advantages(rewards, scale="group"|"none"|"batch", std_estimator=...)`;
 `filter_informative_groups(rewards)` is DAPO's dynamic sampling. KL to a reference: `kl_k3`
 (sampled tokens), `kl_exact_categorical`. Each objective's defaults (clip range, advantage
-scale, stale gradient) for any config that names one: `ObjectiveDefaults`, `OBJECTIVE_CLIPS`. Every trainer and simulator uses these; no loss is
-written twice.
+scale, stale gradient) for any config that names one: `ObjectiveDefaults`, `OBJECTIVE_CLIPS`; the
+objectives whose clipped ratio is one per sequence: `SEQUENCE_LEVEL`. Every trainer and
+simulator uses these; no loss is written twice.
 """
 
 from gspo_dynamics.objectives._advantages import (
@@ -25,7 +26,7 @@ from gspo_dynamics.objectives._advantages import (
     filter_informative_groups,
     group_advantages,
 )
-from gspo_dynamics.objectives._defaults import OBJECTIVE_CLIPS, STALE_GRADIENT, ObjectiveDefaults
+from gspo_dynamics.objectives._defaults import OBJECTIVE_CLIPS, SEQUENCE_LEVEL, STALE_GRADIENT, ObjectiveDefaults
 from gspo_dynamics.objectives._kl import kl_exact_categorical, kl_k3
 from gspo_dynamics.objectives._losses import LOSSES, LossFn, get_loss
 from gspo_dynamics.objectives._token_losses import cispo_loss, dapo_loss, dr_grpo_loss, grpo_loss, pg_loss
@@ -38,6 +39,7 @@ __all__ = [
     "LossFn",
     "OBJECTIVE_CLIPS",
     "ObjectiveDefaults",
+    "SEQUENCE_LEVEL",
     "STALE_GRADIENT",
     "cispo_loss",
     "dapo_loss",

@@ -15,6 +15,9 @@ OBJECTIVE_CLIPS: Mapping[str, tuple[float, float]] = {
     "gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1]),
 }
 STALE_GRADIENT: tuple[str, ...] = ("pg",)  # objectives whose gradient is taken at the sampling policy (no correction)
+# objectives whose clipped ratio has one entry per sequence, (B, 1) (TRL's importance_sampling_level="sequence");
+# the others' has one per token, (B, L), gspo_token's too (each token carries s_i)
+SEQUENCE_LEVEL: tuple[str, ...] = ("gspo",)
 
 
 class ObjectiveDefaults:

@@ -23,13 +23,20 @@ weights stay unbiased (the bandit simulator evaluates expectations as weighted a
 `metrics` holds detached scalar tensors (no .item(), so no device sync):
     losses/clip_frac_low   fraction clipped from below (ratio < 1 - eps_low and A < 0)
     losses/clip_frac_high  fraction clipped from above (ratio > 1 + eps_high and A > 0)
-    losses/clip_frac       the clip-region fraction (low or high; disjoint, so their sum):
-                           what TRL logs as clip_ratio/region_mean
+    losses/clip_frac       the clip-region fraction (low or high; disjoint, so their sum)
     losses/ratio_mean, losses/ratio_std   of the ratio the loss clips (token or sequence)
     losses/approx_kl       k3 estimate of KL(pi_old || pi) from the samples: (w - 1) - log w
                            per token, w = pi / pi_old
-Each fraction counts what the loss weighs, with its weight in the loss normalised to sum 1; an
-entry's docstring names its counting:
+    losses/entry_clip_low, losses/entry_clip_high   the two sign-aware conditions above (CISPO's
+                           too) over the entries of the ratio the loss clips, each entry counted
+                           once (times omega_i): every real token of a token ratio (B, L), every
+                           sequence of a sequence ratio (B, 1) (`SEQUENCE_LEVEL`: gspo). TRL 1.16
+                           counts so (trl/trainer/grpo_trainer.py `_compute_loss`,
+                           `global_masked_mean`): its clip_ratio/low_mean and /high_mean, and
+                           CISPO's cispo_clip_ratio (entry_clip_high: TRL's cap epsilon_high is
+                           our 1 + eps_high)
+The losses/clip_frac* fractions count what the loss weighs, with its weight in the loss normalised
+to sum 1; an entry's docstring names its counting:
     "sequences"           one count per sequence (gspo; approx_kl is its per-sequence token mean)
     "tokens in sequence"  masked token mean per sequence, then the sequence mean (pg, grpo,
                           gspo_token): every sequence weighs the same whatever its length
@@ -178,8 +185,9 @@ def clipped_surrogate(ratio, adv, lo, hi) -> torch.Tensor:
 def metrics(reduce: Reduction, ratio, adv, lo, hi, log_ratio, *, count: Count, sign_aware: bool = True) -> Metrics:
     """Diagnostics (module docstring). `ratio`: the clipped ratio, (B, 1) per sequence (count
     "sequences") or (B, L) per token; `lo`, `hi`: its clip bounds; `log_ratio`: (B, L) token
-    log-ratios for approx_kl. sign_aware: a side counts only where A has the sign for which the
-    PPO min selects the clipped term; otherwise (CISPO) wherever the ratio is outside [lo, hi]."""
+    log-ratios for approx_kl. sign_aware: a side of clip_frac_* counts only where A has the sign for
+    which the PPO min selects the clipped term; otherwise (CISPO) wherever the ratio is outside
+    [lo, hi]. entry_clip_* are sign-aware always."""
     ratio, adv, log_ratio = ratio.detach(), adv.detach(), log_ratio.detach()
     below, above = ratio < lo, ratio > hi
     if sign_aware:
@@ -191,6 +199,10 @@ def metrics(reduce: Reduction, ratio, adv, lo, hi, log_ratio, *, count: Count, s
     mean = reduce.average(ratio, count)
     var = reduce.average((ratio - mean) ** 2, count)
     k3 = torch.expm1(log_ratio) - log_ratio  # (B, L), 0 under padding
+    entries = "sequences" if ratio.shape[1] == 1 else "tokens"  # each entry of the ratio once (module docstring)
+    signed_below, signed_above = (below, above) if sign_aware else (below & (adv < 0), above & (adv > 0))
+    entry_low = reduce.average(signed_below.to(ratio.dtype), entries).clamp(0.0, 1.0)
+    entry_high = reduce.average(signed_above.to(ratio.dtype), entries).clamp(0.0, 1.0 - entry_low)
     return {
         "losses/clip_frac_low": frac_low,
         "losses/clip_frac_high": frac_high,
@@ -198,4 +210,6 @@ def metrics(reduce: Reduction, ratio, adv, lo, hi, log_ratio, *, count: Count, s
         "losses/ratio_mean": mean,
         "losses/ratio_std": var.sqrt(),
         "losses/approx_kl": reduce.average(k3, "tokens" if count == "tokens" else "tokens in sequence"),
+        "losses/entry_clip_low": entry_low,
+        "losses/entry_clip_high": entry_high,
     }

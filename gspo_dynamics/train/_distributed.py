@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Mapping
 
 import torch
 import torch.distributed as dist
@@ -106,15 +107,33 @@ def _reduce_op(name: str):
     return dist.ReduceOp.SUM
 
 
-def mean_metrics(metrics: dict[str, torch.Tensor], world: World) -> dict[str, torch.Tensor]:
+def gather_rows(x: torch.Tensor, world: World) -> torch.Tensor:
+    """The processes' x (same shape on each) concatenated along dim 0 in rank order; x itself on one process."""
+    if not world.active:
+        return x
+    parts = [torch.empty_like(x) for _ in range(world.size)]
+    dist.all_gather(parts, x.contiguous())
+    return torch.cat(parts)
+
+
+def mean_metrics(metrics: dict[str, torch.Tensor], world: World,
+                 counts: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
     """Each scalar metric combined over the processes: maxima (`*_max`, `*/max_length`) and minima
-    by max and min, the rest averaged. The average is exact for means over sequences (equal
-    counts per process); a token-weighted mean becomes the mean of the processes' means."""
+    by max and min; a metric with an entry in `counts` (its local mean's count n_r, e.g. tokens) as
+    the global mean sum_r n_r m_r / max(sum_r n_r, 1) (TRL's `global_masked_mean`); the rest averaged,
+    exact for means over equal counts (sequences: the same rows on every process)."""
     if not world.active or not metrics:
         return metrics
+    counts = {k: v for k, v in (counts or {}).items() if k in metrics}
     out = {}
+    if counts:
+        names = sorted(counts)
+        n = torch.stack([counts[k].detach().float().reshape(()) for k in names])
+        flat = torch.cat([torch.stack([metrics[k].detach().float().reshape(()) for k in names]) * n, n])
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        out.update(zip(names, (flat[:len(names)] / flat[len(names):].clamp_min(1.0)).unbind()))
     for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN):
-        names = sorted(k for k in metrics if _reduce_op(k) == op)
+        names = sorted(k for k in metrics if k not in counts and _reduce_op(k) == op)
         if not names:
             continue
         flat = torch.stack([metrics[k].detach().float().reshape(()) for k in names])

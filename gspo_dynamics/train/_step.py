@@ -196,7 +196,7 @@ def update(model, batch: Buffer, *, loss_fn, loss_kwargs: dict[str, Any], object
         logp_at_sampler = forward_logprobs(at_sampler, batch, temperature, replay, autocast)[0]
         loss, _ = loss_fn(logp_at_sampler, *args, **loss_kwargs)
         _, m = loss_fn(logp.detach(), *args, **loss_kwargs)
-    m = {M.TRL_CLIP_NAMES.get(k, k): v for k, v in m.items()}
+    m = M.clip_metrics(m, objective)  # the entry shares under TRL's clip keys
     m["losses/loss"] = loss.detach()  # this process's loss (the objective's own normaliser)
     if world.active and objective in TOKEN_NORMALISED:  # the global token normaliser (see _distributed)
         n_local = mask.sum().float()
@@ -206,7 +206,7 @@ def update(model, batch: Buffer, *, loss_fn, loss_kwargs: dict[str, Any], object
         k3 = torch.where(mask, kl_k3(logp, batch.logp_ref), 0.0)  # (B, L)
         kl = (k3.sum(-1) / mask.sum(-1).clamp_min(1)).mean()  # token mean per sequence, batch mean
         loss = loss + kl_coef * kl
-        m["kl"] = kl.detach()
+        m["kl"] = M.masked_mean_var(k3.detach(), mask)[0]  # TRL logs the token mean (`_metrics`)
     balance = aux.get("load_balance_loss") if aux else None
     if load_balance_coef > 0 and balance is not None:  # MoE: Switch load balance, mean over layers (model.py)
         loss = loss + load_balance_coef * balance

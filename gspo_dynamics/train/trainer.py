@@ -243,13 +243,13 @@ class _Run:
         batch = self.buffer.rows(slice(m * rows, (m + 1) * rows))
         for group in self.optimizer.param_groups:
             group["lr"] = _learning_rate(cfg, t)
-        metrics = M.reward_metrics(batch.rewards.view(-1, G), self.task.name)
+        metrics = M.reward_metrics(D.gather_rows(batch.rewards, self.world).view(-1, G), self.task.name, cfg.scale)
         metrics.update(update(
             self.model, batch, loss_fn=self.loss_fn, loss_kwargs=self.loss_kwargs, objective=cfg.objective,
             kl_coef=cfg.kl_coef, load_balance_coef=cfg.load_balance_coef, temperature=cfg.temperature, replay=cfg.routing_replay != "none",
             sampler_params=self.sampler_params, optimizer=self.optimizer, max_grad_norm=cfg.max_grad_norm,
             world=self.world, autocast=self.autocast, train_model=self.train_model))
-        metrics = D.mean_metrics(metrics, self.world)
+        metrics = D.mean_metrics(metrics, self.world, M.entry_counts(batch.mask, cfg.objective))
         self.step = t + 1
         row = M.to_row(metrics)
         row.update({"learning_rate": self.optimizer.param_groups[0]["lr"], "window/position": j,

@@ -19,7 +19,10 @@ METRIC_KEYS = {
     "losses/ratio_mean",
     "losses/ratio_std",
     "losses/approx_kl",
+    "losses/entry_clip_low",
+    "losses/entry_clip_high",
 }
+ENTRY_KEYS = {"losses/entry_clip_low", "losses/entry_clip_high"}  # counted per ratio entry (TRL's count)
 SEQUENCE_ADVANTAGES_ONLY = {"gspo"}  # the others also take (B, L) per-token advantages
 
 shapes = st.tuples(st.integers(0, 2**31 - 1), st.integers(1, 5), st.integers(1, 6))  # (seed, B, L)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _loss_cases import METRIC_KEYS, SUM_TOL, clips, grad_of, make_inputs, shapes
+from _loss_cases import ENTRY_KEYS, METRIC_KEYS, SUM_TOL, clips, grad_of, make_inputs, shapes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,7 +55,9 @@ def test_on_policy_gradients_of_pg_grpo_gspo_gspo_token_coincide(shape):
 @given(shape=shapes, clip=clips, spread=st.sampled_from([0.05, 0.5, 2.0]), weighted=st.booleans())
 def test_gspo_token_equals_gspo_for_per_sequence_advantages(shape, clip, spread, weighted):
     """Same value and gradient, clipped or not; the same clip fractions (no empty sequences,
-    which GSPO counts as unclipped sequences and GSPO-token as sequences without tokens)."""
+    which GSPO counts as unclipped sequences and GSPO-token as sequences without tokens). The
+    entry shares count GSPO's sequences but GSPO-token's tokens (test_trl_parity), so they agree
+    only where every sequence has the same length."""
     seed, B, L = shape
     logp, logp_old, adv, mask = make_inputs(seed, B, L, spread, pad=False)
     w = torch.rand(B, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) if weighted else None
@@ -63,7 +65,11 @@ def test_gspo_token_equals_gspo_for_per_sequence_advantages(shape, clip, spread,
     token, m_token = _run("gspo_token", logp, logp_old, adv, mask, clip, weights=w)
     _close(token.detach(), gspo.detach())
     torch.testing.assert_close(grad_of(token, logp), grad_of(gspo, logp), atol=SUM_TOL, rtol=SUM_TOL)
-    for key in METRIC_KEYS:
+    for key in METRIC_KEYS - ENTRY_KEYS:
+        _close(m_token[key], m_gspo[key])
+    full = torch.ones_like(mask)
+    m_gspo, m_token = (_run(name, logp, logp_old, adv, full, clip)[1] for name in ("gspo", "gspo_token"))
+    for key in ENTRY_KEYS:
         _close(m_token[key], m_gspo[key])
 
 

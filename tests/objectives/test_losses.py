@@ -75,8 +75,10 @@ def test_clip_fractions_in_unit_interval(name, shape, clip, spread, weighted):
     logp, logp_old, adv, mask = make_inputs(seed, B, L, spread)
     w = torch.rand(B, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) if weighted else None
     _, m = get_loss(name)(logp, logp_old, adv, mask, clip_low=clip[0], clip_high=clip[1], weights=w)
-    for key in ("losses/clip_frac_low", "losses/clip_frac_high", "losses/clip_frac"):
+    for key in ("losses/clip_frac_low", "losses/clip_frac_high", "losses/clip_frac", "losses/entry_clip_low",
+                "losses/entry_clip_high"):
         assert 0.0 <= float(m[key]) <= 1.0
+    assert float(m["losses/entry_clip_low"] + m["losses/entry_clip_high"]) <= 1.0
     _close(m["losses/clip_frac"], m["losses/clip_frac_low"] + m["losses/clip_frac_high"])
     assert float(m["losses/ratio_std"]) >= 0.0 and float(m["losses/approx_kl"]) >= 0.0
 

@@ -23,9 +23,9 @@ from gspo_dynamics.train.trainer import _Run, resolve_model_config, train
 
 TRL_NAMES = ("reward", "reward_std", "frac_reward_zero_std", "entropy", "kl", "clip_ratio/low_mean",
              "clip_ratio/high_mean", "clip_ratio/region_mean", "completions/mean_length", "completions/clipped_ratio",
-             "grad_norm", "learning_rate", "rewards/pattern/mean", "num_tokens", "epoch", "step")
+             "grad_norm", "learning_rate", "rewards/pattern/mean", "rewards/pattern/std", "num_tokens", "epoch", "step")
 OURS = ("ratios/token_log_mean", "ratios/seq_log_var", "mismatch/logp_abs_mean", "mismatch/k3", "losses/ratio_std",
-        "window/position")
+        "losses/clip_frac", "groups/reward_std_mean", "window/position")
 # float32 forward passes of the same numbers in a different batch layout (padding, batch size)
 # differ by summation order only: ~1e-7 relative; 1e-5 leaves a wide margin and is far below any real error.
 LAYOUT_TOL = 1e-5
@@ -255,9 +255,11 @@ def test_metric_helpers_against_loops():
     assert float(m["ratios/seq_log_mean"]) == pytest.approx(mean(seqs), abs=1e-6)
     assert float(m["ratios/seq_log_var"]) == pytest.approx(var(seqs), abs=1e-6)
     rewards = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 0.5]])
-    r = M.reward_metrics(rewards, "t")
+    r = M.reward_metrics(rewards, "t", "group")
     assert float(r["frac_reward_zero_std"]) == 0.5
-    assert float(r["reward_std"]) == pytest.approx((0 + math.sqrt(((0 - .5) ** 2 + .25 + 0) / 2)) / 2)
+    flat = [1.0, 1.0, 1.0, 0.0, 1.0, 0.5]  # TRL >= 0.27: the std of all the rewards (Bessel-corrected)
+    assert float(r["reward_std"]) == pytest.approx(math.sqrt(sum((x - mean(flat)) ** 2 for x in flat) / 5))
+    assert float(r["groups/reward_std_mean"]) == pytest.approx((0 + math.sqrt(((0 - .5) ** 2 + .25 + 0) / 2)) / 2)
     assert M.to_row({"a": torch.tensor(float("nan")), "b": 2}) == {"a": None, "b": 2}
 
 

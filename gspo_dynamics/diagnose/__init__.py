@@ -49,6 +49,7 @@ entropy rose.
 """
 
 from gspo_dynamics.diagnose._diagnose import diagnose
+from gspo_dynamics.diagnose._finding import FINDINGS, NOTE as FINDING_NOTE
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, MODES, TOO_SHORT, TREND_MODES, Diagnosis, Verdict
 
-__all__ = ["CAUSE_MODES", "MODES", "TOO_SHORT", "TREND_MODES", "Diagnosis", "Verdict", "diagnose"]
+__all__ = ["CAUSE_MODES", "FINDINGS", "FINDING_NOTE", "MODES", "TOO_SHORT", "TREND_MODES", "Diagnosis", "Verdict", "diagnose"]

@@ -33,7 +33,7 @@ WANDB_TITLE_MAX = 63  # W&B refuses alert titles of 64 characters or more
 class Flag:
     """A failure mode or finding the callback reports at one diagnosis."""
 
-    name: str  # a failure mode (diagnose.MODES) or a finding (diagnose._finding.FINDINGS)
+    name: str  # a failure mode (diagnose.MODES) or a finding (diagnose.FINDINGS)
     kind: str  # "mode" or "finding"
     confidence: float  # the verdict's confidence; FINDING_CONFIDENCE for a finding
     record: Any  # the Verdict or the Finding
@@ -45,8 +45,7 @@ class Flag:
 
 def stoppable_names() -> tuple[str, ...]:
     """Every name `stop_on` accepts: the failure modes (diagnose's modes but the healthy ones), then the findings."""
-    from gspo_dynamics.diagnose import MODES
-    from gspo_dynamics.diagnose._finding import FINDINGS
+    from gspo_dynamics.diagnose import FINDINGS, MODES
 
     return tuple(m for m in MODES if m not in HEALTHY_MODES) + FINDINGS
 
@@ -69,7 +68,7 @@ def check_stop_on(stop_on) -> tuple[str, ...]:
 
 def flags(diagnosis, level: float, named: tuple[str, ...] = ()) -> list[Flag]:
     """The failure modes at confidence >= level, then the findings that are not notes (or are `named`)."""
-    from gspo_dynamics.diagnose._finding import NOTE
+    from gspo_dynamics.diagnose import FINDING_NOTE as NOTE
 
     found = [Flag(v.mode, "mode", float(v.confidence), v) for v in diagnosis.verdicts
              if v.mode not in HEALTHY_MODES and v.confidence >= level]

@@ -1,6 +1,6 @@
 """The `gspo-dynamics` command. Thin: parse, build the config, call one library function, print.
 
-One module per command (`_predict`, `_simulate`, `_diagnose`, `_train`, `_figures`, `_repro`), each
+One module per command (`_predict`, `_simulate`, `_diagnose`, `_watch`, `_train`, `_figures`, `_repro`), each
 with `register(subparsers)`; the options `predict` and `simulate` share are in `_options`.
 Bad input (an impossible hyperparameter, an unknown name, a `simulate` flag of the other testbed)
 prints one line `gspo-dynamics: error: ...` and exits with status 2; never a traceback.
@@ -16,7 +16,7 @@ from typing import Callable
 
 from gspo_dynamics import __version__
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli import _diagnose, _figures, _predict, _repro, _simulate, _train
+from gspo_dynamics.cli import _diagnose, _figures, _predict, _repro, _simulate, _train, _watch
 
 EXIT_BAD_INPUT = 2
 # a negative number that argparse would take for an option: -1e-6, -1., -inf (it reads -1 and -.5
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gspo-dynamics", description="Predict and check the training dynamics of GRPO/GSPO.")
     parser.add_argument("--version", action="version", version=f"gspo-dynamics {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in (_predict, _simulate, _repro, _figures, _train, _diagnose):
+    for command in (_predict, _simulate, _repro, _figures, _train, _diagnose, _watch):
         command.register(sub)
     return parser
 

@@ -42,10 +42,21 @@ def register(sub) -> None:
                                    "CSV/JSONL, verl, OpenRLHF), fit the closed-form trajectory and report the failure "
                                    "modes with evidence and advice.", epilog=EPILOG)
     p.add_argument("log", help="the log file")
-    p.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
-                   help="read series NAME from the log's COLUMN, e.g. --map reward=score,step=iter (repeatable)")
+    add_map_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="OUT.png", help="write a multi-panel figure (reward + fit, zero-std, entropy, KL, length)")
+    add_run_options(p)
+    p.set_defaults(run=_cmd_diagnose)
+
+
+def add_map_option(p: argparse.ArgumentParser) -> None:
+    """--map NAME=COLUMN (repeatable): `read_log`'s column_map, parsed by `logs.parse_map_option`."""
+    p.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
+                   help="read series NAME from the log's COLUMN, e.g. --map reward=score,step=iter (repeatable)")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """--config, --reward-range and the training hyperparameter flags (read by `hyperparams_from_flags`)."""
     p.add_argument("--config", metavar="FILE", help="hyperparameters from a TRL GRPOConfig, a verl config or our "
                                                     "trainer's config (JSON or YAML), as predict --config reads it")
     p.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
@@ -67,7 +78,6 @@ def register(sub) -> None:
     g.add_argument("--clip-low", type=float, help="eps_low of the ratio clip")
     g.add_argument("--clip-high", type=float, help="eps_high of the ratio clip")
     g.add_argument("--kl", type=float, help="KL weight beta")
-    p.set_defaults(run=_cmd_diagnose)
 
 
 def hyperparams_from_flags(args: argparse.Namespace):

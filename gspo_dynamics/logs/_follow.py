@@ -1,140 +1,334 @@
-"""Follow a growing training log: read only what was appended, and keep a half-written last line for later.
+"""Follow a growing training log: parse only what was appended, keep the parsed rows, never lose a half-written line.
 
     follower = Follower("train.log")          # a file, or a run folder (its newest log)
-    run = follower.poll()                     # a RunLog when new rows arrived, else None
+    update = follower.poll()                  # what this poll read: update.rows new rows, update.messages
+    run = follower.run_log()                  # the RunLog of every row read so far (built in memory)
 
-Each poll stats the file and reads from the last offset to its end. What it holds:
+The rows come from the readers of `read_log` (`_readers.py`); only where a log is cut into pieces does this module
+decide anything. How each kind of log is read after the first poll:
 
-  * a line log (JSONL, a verl or HF console log, CSV): the complete lines read so far; a trailing piece without its
-    newline waits for the rest (a writer mid-line is never an error, and no byte is lost);
-  * a TensorBoard event file: the whole records read so far; a truncated last record waits;
-  * a document rewritten in place (trainer_state.json at each checkpoint): re-read whole when its size or time
-    changes, the last good reading kept while a rewrite is half done.
+  lines      JSONL, verl / HF console, CSV: from the saved byte offset to the last complete line; the rest waits
+             (a writer mid-line). A JSONL tail without its newline is taken once it parses as a JSON object. CSV
+             pieces are read under the file's header line. Rows a reader numbered 1, 2, ... (a log without steps)
+             are numbered on from the rows before.
+  records    TensorBoard event files: from the saved offset to the end of the last whole TFRecord; a record cut
+             short waits.
+  document   trainer_state.json (rewritten at each checkpoint), a JSON array: read again whole when its size,
+             time or inode changes, and only once it parses (the last good reading stays meanwhile).
 
-A file that shrank or was replaced (another inode: a rotated log) is read again from its start; in a folder, a newer
-log (a new checkpoint's trainer_state.json, a new event file) takes over. A file that does not exist yet is waited
-for. The rows are parsed by `read_log`, the same readers as `diagnose`.
+The log's format is fixed the first time its content builds a RunLog (a reward column found): until then a poll
+reads the file from its start again, so a banner before the first metric line, or a file still empty, is waited
+for, not refused. A file that shrank or was replaced (another inode: a rotated log) is read again from its start,
+as is a newer log in a folder; the rows read before are dropped. A file that does not exist yet, or that cannot be
+read for a moment, is waited for; the reason is said once (`Update.waiting`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs._read import read_log
-from gspo_dynamics.logs._runlog import RunLog
+from gspo_dynamics.logs._columns import ColumnMapError, check_column_map
+from gspo_dynamics.logs._read import _STEPS_BUILT_IN, FORMATS, READERS, _as_text, build_log, detect_format
+from gspo_dynamics.logs._readers import RawLog, _loads
+from gspo_dynamics.logs._runlog import Row, RunLog
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
-# the logs a run folder may hold, most specific first (newest file of the first pattern that matches wins)
-FOLDER_PATTERNS = ("**/trainer_state.json", "**/events.out.tfevents.*", "*.jsonl", "*.log", "*.csv", "*.json")
+LINE_FORMATS = ("jsonl", "verl_console", "hf_console", "csv")
+CONSOLE_FORMATS = ("verl_console", "hf_console")  # a console also ends a line with "\r" (progress bars)
+# A run folder's logs, by preference: TensorBoard is written at every logging step (TRL's runs/, verl's
+# tensorboard_log/<project>/<experiment>), a trainer_state.json only at a checkpoint. The newest file of the first
+# kind found is followed.
+FOLDER_LOGS = (("events.out.tfevents.*", "*/events.out.tfevents.*", "*/*/events.out.tfevents.*"),
+               ("trainer_state.json", "checkpoint-*/trainer_state.json"),
+               ("metrics.jsonl", "metrics.csv"))
+# `_readers._finish`'s warning for a log without step numbers (its rows numbered by position)
+_NUMBERED = "rows were numbered 1, 2, ..."
+_TFRECORD_FRAME = 16  # uint64 length, uint32 crc of it, the data, uint32 crc of the data
+
+
+class _MapConflict(ColumnMapError):
+    """A --map step=COLUMN for a format whose steps are not a column: bad input, not something to wait out."""
+
+
+@dataclass(frozen=True)
+class Update:
+    """What one poll read."""
+
+    rows: int = 0  # rows parsed at this poll (a document read again: all of its rows)
+    restarted: bool = False  # the rows read before were dropped: a new, rotated, truncated or newer log
+    grew: bool = False  # the followed file changed (bytes appended, even half a line; rewritten; replaced)
+    messages: tuple[str, ...] = ()  # what changed worth saying: a rotation, a newer log in the folder
+    waiting: ConfigError | None = None  # why nothing could be read, the first poll it is so (said once)
 
 
 @dataclass
-class _State:
-    path: Path | None = None
-    inode: int | None = None
-    offset: int = 0  # bytes consumed from the file
-    mtime: float = -1.0
-    whole: bool = False  # a document re-read whole (JSON), not appended to
-    tfrecord: bool = False
-    content: bytearray = field(default_factory=bytearray)  # the complete lines / records read so far
-    pending: bytes = b""  # a trailing part not yet complete
+class _File:
+    """The file followed now, and how far it was read."""
+
+    path: Path
+    identity: tuple[int, int]  # (st_dev, st_ino)
+    format: str | None = None  # fixed once its content built a RunLog
+    kind: str | None = None  # "lines" | "records" | "document"
+    offset: int = 0  # bytes parsed (lines, records); the size read (document)
+    signature: tuple = ()  # (size, mtime_ns) when last seen
+    header: str = ""  # a CSV's header line, read above every later piece
+    rows: list[Row] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    logging_steps: int | None = None
+    numbered: int = 0  # rows numbered by position so far (a log without steps)
 
 
 class Follower:
-    """The log at `path` (a file or a run folder), read incrementally (module docstring)."""
+    """The training log at `path` (a file, or a run folder whose newest log is followed), read as it grows.
 
-    def __init__(self, path: str | os.PathLike, column_map: dict[str, str] | None = None, format: str = "auto"):
+    format: "auto" (detected from the content, as `read_log` does) or one of `FORMATS`.
+    column_map: as `read_log`'s (the CLI's --map). Raises ConfigError for an unknown format, a bad map, or a path
+    whose folder does not exist; a file that does not exist yet is waited for.
+    """
+
+    def __init__(self, path: str | os.PathLike, format: str = "auto", column_map: dict[str, str] | None = None):
+        if format != "auto" and format not in FORMATS:
+            raise ConfigError(f"unknown log format {format!r}; expected 'auto' or one of {', '.join(FORMATS)}")
         self.path = Path(path)
-        if not self.path.parent.exists():
+        if not self.path.exists() and not self.path.parent.is_dir():
             raise ConfigError(f"cannot watch {str(self.path)!r}: its folder {str(self.path.parent)!r} does not exist")
-        self.column_map = column_map
         self.format = format
-        self.state = _State()
-        self.rows = 0  # reward rows of the last RunLog returned
-        self.waiting = False  # the file does not exist (yet)
+        self.column_map = check_column_map(column_map)
+        self.file: _File | None = None
+        self.waiting: ConfigError | None = ConfigError(f"{str(self.path)!r} has not been read yet")
+        self._said: set[str] = set()  # messages said since the last successful read
 
-    # ---- the file ------------------------------------------------------------------------------
-    def _target(self) -> Path | None:
-        if not self.path.is_dir():
-            return self.path if self.path.is_file() else None
-        for pattern in FOLDER_PATTERNS:
-            found = [p for p in self.path.glob(pattern) if p.is_file()]
-            if found:
-                return max(found, key=lambda p: (p.stat().st_mtime, str(p)))
-        return None
+    @property
+    def rows(self) -> list[Row]:
+        """Every (step, {raw key: value}) row read so far from the file followed now."""
+        return [] if self.file is None else self.file.rows
 
-    def read_new(self) -> bool:
-        """Read what was appended since the last call; whether the held content changed."""
+    @property
+    def offset(self) -> int:
+        """Bytes of the followed file read and parsed so far (a document: its size when last read)."""
+        return 0 if self.file is None else self.file.offset
+
+    def run_log(self) -> RunLog:
+        """The RunLog of every row read so far (`build_log`); ConfigError with the reason while none can be built."""
+        f = self.file
+        if f is None or f.format is None:
+            raise self.waiting or ConfigError(f"{str(self.path)!r} has not been read yet")
+        raw = RawLog(list(f.rows), list(f.warnings), f.logging_steps)
+        return build_log(raw, f.format, str(f.path), self.column_map)
+
+    def poll(self) -> Update:
+        """Read what the log gained since the last poll (see the module docstring); never sleeps."""
+        messages: list[str] = []
         target = self._target()
-        self.waiting = target is None
         if target is None:
-            return False
+            return self._wait(ConfigError(f"{str(self.path)!r} holds no trainer_state.json, metrics file or "
+                                          "TensorBoard event file yet"), messages)
         try:
             stat = target.stat()
-        except OSError:  # gone or unreadable for a moment: try again at the next poll
-            return False
-        s = self.state
-        if target != s.path or stat.st_ino != s.inode or stat.st_size < s.offset:
-            self.state = s = _State(path=target, inode=stat.st_ino)  # a new file, or rotated / truncated
-        if s.whole or (s.offset == 0 and target.suffix == ".json"):
-            return self._reread(target, stat, s)
-        if stat.st_size == s.offset:
-            return False
+        except FileNotFoundError:
+            return self._wait(ConfigError(f"log file {str(target)!r} does not exist yet"), messages)
+        except OSError as error:
+            return self._wait(ConfigError(f"log file {str(target)!r} cannot be read ({error.strerror})"), messages)
+        restarted = self._check_identity(target, stat, messages)
+        f = self.file
+        signature = (stat.st_size, stat.st_mtime_ns)
+        grew = restarted or signature != f.signature
+        if not grew:
+            return Update(messages=tuple(messages))
         try:
-            with open(target, "rb") as handle:
-                handle.seek(s.offset)
-                chunk = handle.read(stat.st_size - s.offset)
-        except OSError:
-            return False
-        s.offset += len(chunk)
-        if s.offset == len(chunk) and looks_like_tfrecord(chunk[:12]):
-            s.tfrecord = True
-        return self._append(s, s.pending + chunk)
+            n_rows = self._read(f, stat.st_size)
+        except OSError as error:
+            return self._wait(ConfigError(f"log file {str(target)!r} cannot be read ({error.strerror})"), messages)
+        except _MapConflict:
+            raise
+        except ConfigError as error:  # not a log yet (empty, a banner, no reward column): read it again next time
+            f.signature = signature
+            return self._wait(error, messages, restarted, grew)
+        if self.file is not f:  # its format was fixed at this read
+            messages.append(f"reading {str(target)!r} ({self.file.format})")
+        self.file.signature = signature
+        self.waiting = None
+        self._said.clear()
+        return Update(n_rows, restarted, grew, tuple(messages))
 
-    def _append(self, s: _State, data: bytes) -> bool:
-        complete = _complete_records(data) if s.tfrecord else data.rfind(b"\n") + 1
-        s.content += data[:complete]
-        s.pending = data[complete:]
-        return complete > 0
+    # ---- which file -----------------------------------------------------------------------------
 
-    def _reread(self, target: Path, stat, s: _State) -> bool:
-        s.whole = True
-        if stat.st_mtime == s.mtime and stat.st_size == s.offset:
+    def _target(self) -> Path | None:
+        """The file to follow: `path` itself, or in a folder the newest log of the first kind of FOLDER_LOGS."""
+        if not self.path.is_dir():
+            return self.path
+        for patterns in FOLDER_LOGS:
+            found = []
+            for pattern in patterns:
+                for candidate in self.path.glob(pattern):
+                    try:
+                        if candidate.is_file():
+                            found.append((candidate.stat().st_mtime_ns, str(candidate), candidate))
+                    except OSError:  # removed between the listing and the stat
+                        continue
+            if found:
+                return max(found)[2]
+        return None
+
+    def _check_identity(self, target: Path, stat, messages: list[str]) -> bool:
+        """Start the file afresh when it is another file, a replaced one or a shrunk one; whether rows were dropped."""
+        identity = (stat.st_dev, stat.st_ino)
+        f = self.file
+        if f is not None and f.path == target and f.identity == identity and (
+                f.kind == "document" or stat.st_size >= f.offset):
             return False
+        had_rows = f is not None and bool(f.rows)
+        if f is not None and f.path != target:
+            messages.append(f"following {str(target)!r}, the newest log in {str(self.path)!r}")
+        elif f is not None:
+            messages.append(f"{str(target)!r} was truncated or replaced; reading it again from its start")
+        self.file = _File(target, identity, format=None if self.format == "auto" else self.format)
+        return had_rows
+
+    def _wait(self, reason: ConfigError, messages: list[str], restarted: bool = False, grew: bool = False) -> Update:
+        """An update that read nothing, with `reason` the first time it is the reason (until a read succeeds);
+        `waiting` keeps it while no row was read (a log read before stays readable: its rows are kept)."""
+        if self.file is None or self.file.format is None:
+            self.waiting = reason
+        new = str(reason) not in self._said
+        self._said.add(str(reason))
+        return Update(0, restarted, grew, tuple(messages), reason if new else None)
+
+    # ---- reading --------------------------------------------------------------------------------
+
+    def _read(self, f: _File, size: int) -> int:
+        """Read and parse what is new in `f` (its size now `size`); the number of rows parsed."""
+        if f.kind is None:
+            return self._start(f)
+        if f.kind == "document":
+            return self._reread(f)
+        if size <= f.offset:
+            return 0
+        with open(f.path, "rb") as handle:
+            handle.seek(f.offset)
+            data = handle.read(size - f.offset)
+        end = _complete_records(data) if f.kind == "records" else _complete_lines(data, f.format)
+        rows = self._parse(f, data[:end]) if end else []
+        f.offset += end
+        f.rows += rows
+        return len(rows)
+
+    def _start(self, f: _File) -> int:
+        """Read the whole file, fix its format once it builds a RunLog; ConfigError (to wait) until it does."""
+        data = f.path.read_bytes()
+        if not data.strip():
+            raise ConfigError(f"log file {str(f.path)!r} is empty")
+        fmt = f.format or ("tensorboard" if looks_like_tfrecord(data[:12]) else detect_format(_as_text(data)[0]))
+        if "step" in self.column_map and fmt in _STEPS_BUILT_IN:
+            raise _MapConflict(("step", self.column_map["step"]),
+                               f": the steps of a {fmt} log are part of its format, not a column")
+        trial = _File(f.path, f.identity, format=fmt, kind=_kind(fmt, data))
+        if trial.kind == "document":
+            trial.rows = self._parse_document(trial, data)
+            trial.offset = len(data)
+        else:
+            end = _complete_records(data) if trial.kind == "records" else _complete_lines(data, fmt)
+            if fmt == "csv":
+                trial.header = next(line for line in _as_text(data[:end])[0].splitlines() if line.strip())
+            trial.rows = self._parse(trial, data[:end], first=True)
+            trial.offset = end
+        self.file = trial
         try:
-            data = target.read_bytes()
-        except OSError:
-            return False
-        try:
-            read_log(data, self.format, self.column_map)
-        except ConfigError:  # half rewritten: keep the last good reading, look again next poll
-            return False
-        s.content, s.offset, s.mtime = bytearray(data), stat.st_size, stat.st_mtime
-        return True
+            self.run_log()  # a reward column, not another algorithm's log: else wait and read it again from its start
+        except ConfigError:
+            self.file = f
+            raise
+        return len(trial.rows)
 
-    # ---- the rows ------------------------------------------------------------------------------
-    def poll(self) -> RunLog | None:
-        """The whole run read so far when new reward rows arrived since the last RunLog returned, else None."""
-        if not self.read_new() or not self.state.content.strip():
-            return None
-        run = read_log(bytes(self.state.content), self.format, self.column_map)
-        rows = len(run.valid("reward")[0]) if "reward" in run else 0
-        if rows == self.rows:
-            return None
-        self.rows = rows
-        return run
+    def _reread(self, f: _File) -> int:
+        """A document read again whole; its rows replace the old ones only once it parses as JSON."""
+        data = f.path.read_bytes()
+        if _loads(_as_text(data)[0]) is None:  # a rewrite half done: keep the last good reading
+            return 0
+        f.rows, f.offset = self._parse_document(f, data), len(data)
+        return len(f.rows)
+
+    def _parse_document(self, f: _File, data: bytes) -> list[Row]:
+        text, decode_warnings = _as_text(data)
+        raw = READERS[f.format](text, self.column_map.get("step"))
+        f.warnings, f.logging_steps = decode_warnings + raw.warnings, raw.logging_steps
+        return raw.rows
+
+    def _parse(self, f: _File, data: bytes, first: bool = False) -> list[Row]:
+        """The rows of a piece of `f` (whole lines or records); a piece that holds no metric row gives []."""
+        try:
+            if f.kind == "records":
+                raw = READERS["tensorboard"](data, None)
+            else:
+                text, decode_warnings = _as_text(data)
+                raw = READERS[f.format](text if first or not f.header else f"{f.header}\n{text}",
+                                        self.column_map.get("step"))
+                raw.warnings[:0] = decode_warnings
+        except ConfigError:
+            if first:
+                raise
+            return []  # a piece of other output between metric lines: no row
+        _add_warnings(f, raw.warnings)
+        return _number_on(f, raw)
+
+
+def _kind(fmt: str, data: bytes) -> str:
+    """How a log of format `fmt` grows: "records" (TensorBoard), "lines", or "document" (rewritten whole)."""
+    if fmt == "tensorboard":
+        return "records"
+    if fmt == "trl_state" or (fmt == "jsonl" and data.lstrip().startswith(b"[")):
+        return "document"
+    return "lines"
+
+
+def _complete_lines(data: bytes, fmt: str) -> int:
+    """The length of the whole lines at the start of `data`: up to its last newline (a console's "\\r" too); a
+    JSONL tail without its newline counts once it parses as a JSON object."""
+    end = data.rfind(b"\n") + 1
+    if fmt in CONSOLE_FORMATS:
+        end = max(end, data.rfind(b"\r") + 1)
+    tail = data[end:]
+    if fmt == "jsonl" and tail.strip() and isinstance(_loads(tail.decode("utf-8", errors="replace")), dict):
+        end = len(data)
+    return end
 
 
 def _complete_records(data: bytes) -> int:
-    """The length of the whole TFRecords at the start of `data` (8-byte length, 4-byte crc, body, 4-byte crc)."""
+    """The length of the whole TFRecords at the start of `data` (their framing only; `read_events` checks them)."""
     pos = 0
-    while len(data) - pos >= 12:
+    while len(data) - pos >= 12 and looks_like_tfrecord(data[pos:pos + 12]):
         (length,) = struct.unpack("<Q", data[pos:pos + 8])
-        if len(data) - pos < 16 + length:
+        if len(data) - pos < _TFRECORD_FRAME + length:
             break
-        pos += 16 + length
+        pos += _TFRECORD_FRAME + length
     return pos
+
+
+def _number_on(f: _File, raw: RawLog) -> list[Row]:
+    """The reader's rows; rows it numbered by position (1, 2, ... or k, 2k, ... for a console log with its total
+    step count) are numbered on from the rows read before, one step per row (a piece does not know the interval)."""
+    every = raw.logging_steps if f.format == "hf_console" and raw.logging_steps else None
+    if every is None and any(w.endswith(_NUMBERED) for w in raw.warnings):
+        every = 1
+    if every is None:
+        return raw.rows
+    rows = [(f.numbered + step // every, record) for step, record in raw.rows]
+    f.numbered = max([f.numbered] + [step for step, _ in rows])
+    return rows
+
+
+_COUNT = re.compile(r"^\d+ ")
+
+
+def _add_warnings(f: _File, warnings: list[str]) -> None:
+    """Add a piece's reader warnings once each (a count that differs from piece to piece does not repeat one)."""
+    seen = {_COUNT.sub("N ", w) for w in f.warnings}
+    for warning in warnings:
+        if _COUNT.sub("N ", warning) not in seen:
+            f.warnings.append(warning)
+            seen.add(_COUNT.sub("N ", warning))

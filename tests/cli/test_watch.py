@@ -1,99 +1,136 @@
-"""`gspo-dynamics watch`: a log another process appends to, read as it grows; verdict changes reported once each;
---fail-on ends the watch with its own exit status; bad input is one line and exit 2."""
+"""`gspo-dynamics watch`: a log another process appends to (pausing mid-line once) is read as it grows; a line is
+printed per change of verdict, confidence band or findings; --fail-on ends the watch with its own status; bad input
+is one line and exit 2."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from gspo_dynamics.cli._watch import EXIT_FAILURE
+from gspo_dynamics.cli._watch import EXIT_FAILED_ON, Seen, changes, parse_fail_on
 from gspo_dynamics.cli.main import main
 
-# A verl-style file logger's lines ({"step", "data"}): a reward that rises, then collapses with the entropy from step
-# 81 on; the writer pauses mid-line once (line 70), as a process killed or slow between writes leaves it.
+# A run that rises to a plateau (rows 1-40), then swings between two values on alternate rows (a limit cycle of two
+# rows: dynamical instability), with a NaN gradient norm at row 45 (the non_finite finding). The writer starts after
+# a pause (the watch waits for the file), writes row 30 in two parts with a pause between them (a writer mid-line),
+# and writes verl's file-logger JSONL or verl's console lines.
 WRITER = textwrap.dedent("""
     import json, math, random, sys, time
     random.seed(0)
-    path = sys.argv[1]
+    path, kind, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
     def line(i):
-        r = 0.8 * (1 - math.exp(-i / 20)) + 0.03 * random.gauss(0, 1)
-        h = 1.0
-        if i > 80:
-            r, h = max(0.0, 0.8 - 0.05 * (i - 80)) + 0.02 * random.gauss(0, 1), 0.2
-        return json.dumps({"step": i, "data": {"critic/score/mean": r, "actor/entropy": h}}) + "\\n"
-    with open(path, "a", buffering=1) as out:
-        for i in range(1, 121):
+        r = 0.6 * (1 - math.exp(-i / 8)) + 0.02 * random.gauss(0, 1)
+        if i > 40:
+            r = 0.6 + 0.25 * (1 if i % 2 else -1) + 0.02 * random.gauss(0, 1)
+        row = {"critic/score/mean": r, "actor/entropy": 1.0, "actor/grad_norm": float("nan") if i == 45 else 1.0}
+        if kind == "jsonl":
+            return json.dumps({"step": i, "data": row}) + "\\n"
+        return f"step:{i} - " + " - ".join(f"{k}:{v}" for k, v in row.items()) + "\\n"
+    time.sleep(0.3)
+    with open(path, "w") as out:
+        out.write("Creating file logger, please wait\\n" if kind == "console" else "")
+        for i in range(1, rows + 1):
             text = line(i)
-            if i == 70:
-                out.write(text[:20]); out.flush(); time.sleep(0.4)
-                out.write(text[20:])
-            else:
-                out.write(text)
-            out.flush()
-            if i % 20 == 0:
-                time.sleep(0.25)
+            if i == 30:
+                out.write(text[:25]); out.flush(); time.sleep(0.6); text = text[25:]
+            out.write(text); out.flush()
+            time.sleep(0.03)
 """)
+ROWS = 64
 
 
-def start_writer(path):
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(path)])
+def start_writer(path, kind: str, rows: int = ROWS) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), kind, str(rows)])
 
 
-def test_watch_follows_a_log_another_process_writes(tmp_path, capsys):
+def test_watch_reports_each_change_of_a_log_another_process_writes(tmp_path, capsys):
     path = tmp_path / "grpo.jsonl"
-    writer = start_writer(path)
+    writer = start_writer(path, "jsonl")
     try:
-        status = main(["watch", str(path), "--interval", "0.1", "--exit-when-idle", "1.5", "--json"])
+        status = main(["watch", str(path), "--interval", "0.2", "--exit-when-idle", "1.5", "--json"])
     finally:
         writer.wait(timeout=30)
+    captured = capsys.readouterr()
     assert status == 0
-    out = capsys.readouterr().out
-    reports = [json.loads(x) for x in out.splitlines()]
-    verdicts = [r["verdict"] for r in reports]
-    assert reports[-1]["step"] == 120 and verdicts[-1] == "dynamical_instability"
-    assert "still_rising" in verdicts or "healthy_saturation" in verdicts  # the rise, before the collapse
-    keys = [(r["verdict"], r["confidence"] >= 0.5, r["confidence"] >= 0.9, r["findings"]) for r in reports]
-    assert all(a != b for a, b in zip(keys, keys[1:]))  # a line only where the verdict, its band or a finding changed
+    assert captured.err.count("does not exist yet") == 1  # the file was waited for, and that said once
+    reports = [json.loads(line) for line in captured.out.splitlines()]
+    verdicts = [r["verdict"] for r in reports if r["verdict"] != "too_short"]
+    assert verdicts[0] in ("still_rising", "healthy_saturation") and verdicts[-1] == "dynamical_instability"
+    assert reports[-1]["step"] <= ROWS and reports[-1]["confidence"] >= 0.9
+    assert all(r["new"] or r["changed"] or r["cleared"] for r in reports)  # a line only for a change
+    nan_reports = [r for r in reports if "non_finite" in r["new"]]
+    assert len(nan_reports) == 1 and nan_reports[0]["step"] >= 45
+    assert [f["name"] for f in reports[-1]["findings"]] == ["non_finite"]
     steps = [r["step"] for r in reports]
-    assert steps == sorted(steps)
+    assert steps == sorted(steps) and all(r["schema"] == 1 and r["fail_on"] == [] for r in reports)
 
 
-def test_fail_on_stops_the_watch_with_its_own_status(tmp_path, capsys):
-    path = tmp_path / "grpo.jsonl"
-    writer = start_writer(path)
+def test_fail_on_ends_the_watch_with_its_own_status(tmp_path, capsys):
+    path = tmp_path / "train.log"  # verl's console lines after a banner, as `main_ppo ... > train.log` writes them
+    writer = start_writer(path, "console")
     try:
-        status = main(["watch", str(path), "--interval", "0.1", "--exit-when-idle", "5", "--fail-on",
-                       "dynamical_instability", "--min-confidence", "0.9"])
+        status = main(["watch", str(path), "--interval", "0.2", "--exit-when-idle", "5",
+                       "--fail-on", "dynamical_instability,advantage_degeneracy"])
     finally:
         writer.kill()
         writer.wait(timeout=30)
-    captured = capsys.readouterr()
-    assert status == EXIT_FAILURE and "dynamical_instability" in captured.err
-    assert captured.out.splitlines()[-1].startswith("step ") and "dynamical instability" in captured.out
+    out = capsys.readouterr().out.splitlines()
+    assert status == EXIT_FAILED_ON
+    # the first diagnosis with the instability at >= 0.9 (how many rows it read depends on the timing)
+    assert re.fullmatch(rf"  fail-on  dynamical_instability \(confidence (0\.9\d|1\.00)\): exit {EXIT_FAILED_ON}", out[-1])
+    heads = [line for line in out if line.startswith("step ")]
+    assert "dynamical instability (confidence" in heads[-1] and " — do " in heads[-1]
 
 
-def test_once_reads_what_is_there(tmp_path, capsys):
+def test_once_reads_what_is_there_and_reports_it(tmp_path, capsys):
     path = tmp_path / "grpo.jsonl"
-    subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "(lambda s: None)"), str(path)], check=True)
+    subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(path), "jsonl", "40"], check=True)
     assert main(["watch", str(path), "--once"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("step 120: dynamical instability") and " - do " in out
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith("step 40: healthy saturation (confidence ")
+
+
+def test_changes_name_what_appeared_moved_band_and_went():
+    before = Seen("healthy_saturation", 2, frozenset({"kl_spike"}))
+    assert changes(None, before) == {"new": ["healthy_saturation", "kl_spike"], "changed": [], "cleared": []}
+    assert changes(before, Seen("healthy_saturation", 3, frozenset())) == {
+        "new": [], "changed": ["healthy_saturation"], "cleared": ["kl_spike"]}
+    assert changes(before, Seen("stalled", 1, frozenset({"kl_spike", "non_finite"}))) == {
+        "new": ["stalled", "non_finite"], "changed": [], "cleared": ["healthy_saturation"]}
+    assert parse_fail_on(["non_finite, stalled", "kl_spike"]) == ("non_finite", "stalled", "kl_spike")
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--fail-on", "collapse"], "not a failure mode or finding"),
-    (["--interval", "0"], "--interval must be > 0"),
+    (["--fail-on", "entropy_collapse"], "--fail-on entropy_collapse: not a failure mode or finding; expected some of"),
+    (["--fail-on", "healthy_saturation"], "--fail-on healthy_saturation: not a failure mode"),
+    (["--interval", "0"], "--interval must be > 0 seconds"),
+    (["--min-confidence", "2"], "--min-confidence must be in [0, 1]"),
+    (["--exit-when-idle", "0.2"], "does not exist yet"),  # the watch ended and never read a log
 ])
-def test_bad_watch_options_are_one_line_and_exit_2(tmp_path, capsys, args, needle):
-    assert main(["watch", str(tmp_path / "x.jsonl"), "--once", *args]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and needle in err
+def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys, args, needle):
+    assert main(["watch", str(tmp_path / "run.jsonl"), "--interval", "0.1", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert needle in err[-1] and err[-1].startswith("gspo-dynamics: error: ")
 
 
-def test_a_missing_folder_is_one_line_and_exit_2(tmp_path, capsys):
-    assert main(["watch", str(tmp_path / "no" / "run.jsonl"), "--once"]) == 2
-    assert "does not exist" in capsys.readouterr().err
+@pytest.mark.parametrize("setup, args, needle", [
+    (None, [], "its folder"),  # the path's folder does not exist
+    ("folder", [], "holds no trainer_state.json, metrics file or TensorBoard event file"),
+    ("text", [], "could not recognise the log format"),
+    ("console", ["--map", "step=iter"], "--map step=iter: the steps of a verl_console log are part of its format"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, setup, args, needle):
+    path = tmp_path / "missing" / "run.log"
+    if setup == "folder":
+        path = tmp_path
+    elif setup is not None:
+        path = tmp_path / "run.log"
+        path.write_text("hello\n" if setup == "text" else "step:1 - critic/score/mean:0.5\n")
+    assert main(["watch", str(path), "--once", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) <= 2 and needle in err[-1] and err[-1].startswith("gspo-dynamics: error: ")

@@ -1,4 +1,5 @@
-"""logs.Follower: only appended bytes are read, a half-written line waits, a rotated file is read again."""
+"""logs.Follower: only appended bytes are parsed, a half-written line or record waits, a rotated file is read again
+from its start, a file not there yet (or a banner before the first metric line) is waited for."""
 
 from __future__ import annotations
 
@@ -7,102 +8,159 @@ import os
 
 import pytest
 
+from _log_fixtures import event_file, trainer_state
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import Follower
 
 
-def line(step: int, reward: float) -> str:
+def verl_line(step: int, reward: float) -> str:
+    """One line of verl's file logger ({"step", "data"})."""
     return json.dumps({"step": step, "data": {"critic/score/mean": reward, "actor/entropy": 1.0}}) + "\n"
 
 
-def write(path, text: str, mode: str = "a") -> None:
-    with open(path, mode, encoding="utf-8") as handle:
-        handle.write(text)
+def console_line(step: int, reward: float) -> str:
+    """One line of verl's console logger."""
+    return f"step:{step} - critic/score/mean:{reward} - actor/entropy:1.0\n"
 
 
-def test_only_the_appended_bytes_are_read(tmp_path):
+def append(path, text: str | bytes, mode: str = "a") -> None:
+    data = text.encode() if isinstance(text, str) else text
+    with open(path, mode.replace("b", "") + "b") as handle:
+        handle.write(data)
+
+
+def rewards(follower: Follower) -> list[float]:
+    return list(follower.run_log().valid("reward")[1])
+
+
+def test_only_the_appended_bytes_are_parsed(tmp_path):
     path = tmp_path / "run.jsonl"
-    write(path, "".join(line(i, i / 100) for i in range(1, 11)), "w")
+    append(path, "".join(verl_line(i, i / 100) for i in range(1, 11)), "w")
     follower = Follower(path)
-    assert len(follower.poll().valid("reward")[0]) == 10
-    offset = follower.state.offset
+    assert follower.poll().rows == 10 and follower.offset == path.stat().st_size
     with open(path, "r+b") as handle:  # an earlier line rewritten in place (same size) is not read again
-        handle.write(line(1, 0.99).encode())
-    write(path, line(11, 0.11))
-    run = follower.poll()
-    assert follower.state.offset == offset + len(line(11, 0.11))
-    steps, reward = run.valid("reward")
-    assert len(steps) == 11 and reward[0] == pytest.approx(0.01)
-    assert follower.poll() is None  # nothing new
+        handle.write(verl_line(1, 0.99).encode())
+    append(path, verl_line(11, 0.11))
+    update = follower.poll()
+    assert update.rows == 1 and follower.offset == path.stat().st_size
+    assert rewards(follower)[0] == pytest.approx(0.01) and rewards(follower)[-1] == pytest.approx(0.11)
+    assert follower.poll().rows == 0 and not follower.poll().grew  # nothing new
 
 
-def test_a_half_written_line_waits_for_its_end(tmp_path):
-    path = tmp_path / "run.jsonl"
-    write(path, "".join(line(i, 0.1) for i in range(1, 6)), "w")
+@pytest.mark.parametrize("make_line", [verl_line, console_line], ids=["jsonl", "verl_console"])
+def test_a_half_written_line_waits_for_its_end(tmp_path, make_line):
+    path = tmp_path / "run.log"
+    append(path, "".join(make_line(i, 0.1) for i in range(1, 6)), "w")
     follower = Follower(path)
-    assert follower.poll() is not None
-    text = line(6, 0.6)
-    write(path, text[:17])  # the writer stopped mid-line
-    assert follower.poll() is None and follower.state.pending == text[:17].encode()
-    write(path, text[17:])
-    steps, reward = follower.poll().valid("reward")
-    assert steps[-1] == 6 and reward[-1] == pytest.approx(0.6)
+    assert follower.poll().rows == 5
+    offset, text = follower.offset, make_line(6, 0.6)
+    append(path, text[:17])  # the writer stopped mid-line: no error, nothing lost
+    update = follower.poll()
+    assert update.grew and update.rows == 0 and follower.offset == offset
+    append(path, text[17:])
+    assert follower.poll().rows == 1 and rewards(follower)[-1] == pytest.approx(0.6)
 
 
-def test_a_rotated_or_truncated_file_is_read_from_its_start(tmp_path):
+def test_a_jsonl_line_without_its_newline_is_read_once_it_parses(tmp_path):
     path = tmp_path / "run.jsonl"
-    write(path, "".join(line(i, 0.1) for i in range(1, 9)), "w")
+    text = "".join(verl_line(i, 0.1) for i in range(1, 5)) + verl_line(5, 0.5)[:-1]  # the last "\n" not yet written
+    append(path, text, "w")
     follower = Follower(path)
-    assert len(follower.poll().valid("reward")[0]) == 8
-    os.rename(path, tmp_path / "run.jsonl.1")  # rotated: a new file under the old name
-    write(path, "".join(line(i, 0.5) for i in range(9, 14)), "w")
-    steps, reward = follower.poll().valid("reward")
-    assert list(steps) == list(range(9, 14)) and reward.mean() == pytest.approx(0.5)
-    write(path, "".join(line(i, 0.2) for i in range(1, 4)), "w")  # truncated and rewritten, shorter
-    assert list(follower.poll().valid("reward")[0]) == [1, 2, 3]
+    assert follower.poll().rows == 5
+    append(path, "\n" + verl_line(6, 0.6))
+    assert follower.poll().rows == 1 and rewards(follower) == pytest.approx([0.1] * 4 + [0.5, 0.6])
 
 
-def test_a_file_that_does_not_exist_yet_is_waited_for(tmp_path):
+def test_a_rotated_log_is_read_again_from_its_start(tmp_path):
+    path = tmp_path / "run.jsonl"
+    append(path, "".join(verl_line(i, 0.1) for i in range(1, 9)), "w")
+    follower = Follower(path)
+    assert follower.poll().rows == 8
+    os.rename(path, tmp_path / "run.jsonl.1")  # renamed away, a new file under the old name
+    append(path, "".join(verl_line(i, 0.5) for i in range(1, 4)), "w")
+    update = follower.poll()
+    assert update.restarted and update.rows == 3 and "truncated or replaced" in update.messages[0]
+    assert rewards(follower) == pytest.approx([0.5] * 3)
+    append(path, verl_line(1, 0.2), "w")  # truncated in place (the same inode) and rewritten, shorter
+    update = follower.poll()
+    assert update.restarted and update.rows == 1 and rewards(follower) == pytest.approx([0.2])
+
+
+def test_a_file_that_does_not_exist_yet_is_waited_for_and_said_once(tmp_path):
     path = tmp_path / "later.jsonl"
     follower = Follower(path)
-    assert follower.poll() is None and follower.waiting
-    write(path, "".join(line(i, 0.1) for i in range(1, 6)), "w")
-    assert follower.poll() is not None and not follower.waiting
+    first = follower.poll()
+    assert first.rows == 0 and "does not exist yet" in str(first.waiting)
+    assert follower.poll().waiting is None  # said once
+    with pytest.raises(ConfigError, match="does not exist yet"):
+        follower.run_log()
+    append(path, "".join(verl_line(i, 0.1) for i in range(1, 6)), "w")
+    assert follower.poll().rows == 5 and follower.waiting is None
 
 
-def test_a_folder_follows_its_newest_log_and_a_missing_folder_is_an_error(tmp_path):
-    state = tmp_path / "checkpoint-10" / "trainer_state.json"
-    state.parent.mkdir()
-    history = [{"step": i, "reward": i / 10, "loss": 0.0} for i in range(1, 11)]
-    state.write_text(json.dumps({"global_step": 10, "log_history": history}))
+def test_a_banner_before_the_first_metric_line_is_waited_for(tmp_path):
+    """A console log starts with other output (a comma in its first line reads as a CSV header until a metric
+    line shows what it is): the format is fixed only once the content builds a run log."""
+    path = tmp_path / "train.log"
+    append(path, "Creating file logger, please wait\nloading the model\n", "w")
+    follower = Follower(path)
+    assert follower.poll().waiting is not None
+    append(path, "".join(console_line(i, i / 10) for i in range(1, 4)) + "other output\n")
+    assert follower.poll().rows == 3 and follower.run_log().format == "verl_console"
+    append(path, console_line(4, 0.4))
+    assert follower.poll().rows == 1 and list(follower.run_log().steps) == [1, 2, 3, 4]
+
+
+def test_rows_without_steps_are_numbered_on_across_pieces(tmp_path):
+    console = tmp_path / "hf.log"
+    row = "{'loss': 0.1, 'reward': %g, 'epoch': 0.1}\n"
+    append(console, "  Total optimization steps = 100\n" + "".join(row % (i / 10) for i in range(1, 4)), "w")
+    follower = Follower(console)
+    follower.poll()
+    append(console, "".join(row % (i / 10) for i in range(4, 7)))
+    follower.poll()
+    assert list(follower.run_log().steps) == [1, 2, 3, 4, 5, 6]
+    assert rewards(follower) == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    table = tmp_path / "metrics.csv"  # a CSV's later pieces are read under its header
+    append(table, "reward,kl\n0.1,0\n0.2,0\n", "w")
+    follower = Follower(table)
+    follower.poll()
+    append(table, "0.3,0\n0.4,0\n")
+    assert follower.poll().rows == 2 and list(follower.run_log().steps) == [1, 2, 3, 4]
+
+
+def test_a_folder_follows_its_newest_checkpoint_and_keeps_the_last_good_reading(tmp_path):
     follower = Follower(tmp_path)
-    assert len(follower.poll().valid("reward")[0]) == 10
-    state.write_text('{"global_step": 12, "log_hist')  # a rewrite half done: the last good reading stays
-    assert follower.poll() is None
-    state.write_text(json.dumps({"global_step": 12, "log_history": history + [{"step": 11, "reward": 1.1}]}))
-    os.utime(state, (1e9 + 5, 1e9 + 5))
-    assert len(follower.poll().valid("reward")[0]) == 11
+    assert "holds no trainer_state.json" in str(follower.poll().waiting)
+    rows = [{"step": i, "reward": i / 10, "loss": 0.0} for i in range(1, 11)]
+    first = tmp_path / "checkpoint-10" / "trainer_state.json"
+    first.parent.mkdir()
+    first.write_text(trainer_state(rows, summary=False))
+    assert follower.poll().rows == 10
+    first.write_text(trainer_state(rows, summary=False)[:40])  # a rewrite half done: the last good reading stays
+    assert follower.poll().rows == 0 and len(rewards(follower)) == 10
+    second = tmp_path / "checkpoint-12" / "trainer_state.json"
+    second.parent.mkdir()
+    second.write_text(trainer_state(rows + [{"step": 11, "reward": 1.1}, {"step": 12, "reward": 1.2}], summary=False))
+    os.utime(second, ns=(first.stat().st_mtime_ns + 10**9,) * 2)
+    update = follower.poll()
+    assert update.restarted and "newest log" in update.messages[0] and len(rewards(follower)) == 12
+
+
+def test_a_tensorboard_record_cut_short_waits_for_its_end(tmp_path):
+    data = event_file([(step, "train/reward", step / 20) for step in range(1, 13)])
+    path = tmp_path / "runs" / "run1" / "events.out.tfevents.1.host"
+    path.parent.mkdir(parents=True)
+    append(path, data[:-7], "w")  # the writer is mid-record
+    follower = Follower(tmp_path)  # a TRL output folder: its runs/<name>/ event file
+    assert follower.poll().rows == 11 and follower.offset < len(data) - 7  # the whole records only
+    append(path, data[-7:])
+    assert follower.poll().rows == 1 and follower.offset == len(data)
+    assert rewards(follower)[-1] == pytest.approx(12 / 20)
+
+
+def test_bad_arguments_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         Follower(tmp_path / "nowhere" / "run.jsonl")
-
-
-def test_a_tensorboard_file_holds_back_a_truncated_record(tmp_path):
-    pytest.importorskip("tensorboard")
-    from torch.utils.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(str(tmp_path))
-    for step in range(1, 13):
-        writer.add_scalar("train/reward", step / 20, step)
-    writer.close()
-    (event,) = tmp_path.glob("events.out.tfevents.*")
-    data = event.read_bytes()
-    cut = tmp_path / "cut" / event.name
-    cut.parent.mkdir()
-    cut.write_bytes(data[:-7])  # the writer is mid-record
-    follower = Follower(cut.parent)
-    first = follower.poll()
-    assert len(first.valid("reward")[0]) == 11 and follower.state.pending
-    write(cut, "")  # nothing
-    with open(cut, "ab") as handle:
-        handle.write(data[-7:])
-    assert len(follower.poll().valid("reward")[0]) == 12
+    with pytest.raises(ConfigError, match="unknown log format"):
+        Follower(tmp_path / "run.jsonl", format="yaml")

@@ -55,6 +55,7 @@ Both rules were fixed before any real run was forecast with them (paper_repro/re
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.fit._schedule import effective_run_length
 from gspo_dynamics.fit._trajectory import TrajectoryFit
 
 END_SHARE = 1 / 6  # the run's end: its last sixth (the last 16 of 96 steps, as the calibration's outcomes)
@@ -225,3 +227,23 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
                      f"split conformal, calibrated on our trainer's runs {calibrated} times their pilot whose forecast sits "
                      f"{'at a bound' if where == 'bound' else 'inside the range'}; its coverage on rounds and tasks held "
                      "out: paper_repro/RESULTS.md, end-reward-interval")
+
+
+def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,
+                reward_range, assumed: list[str], schedule=(None, 1.0)) -> EndReward | None:
+    """The reward at the run's end (`fit.end_reward`), read on the pilot's clock where the lr follows a schedule
+    (`fit._schedule` (2); `schedule` = (the LRSchedule or None, the pilot's mean factor)), or None with the reason in
+    `assumed`: the run's length unknown, or the pilot already at it."""
+    if run_steps is None:
+        assumed.append("the run's length is unknown (TRL max_steps, verl trainer.total_training_steps, our steps, or "
+                       "--run-steps): no forecast of the reward at its end")
+        return None
+    if run_steps <= steps[-1]:
+        assumed.append(f"the pilot reaches the config's run length ({run_steps} steps): no end left to forecast")
+        return None
+    effective = effective_run_length(schedule[0], steps[-1], run_steps, schedule[1])
+    if effective == run_steps:
+        return end_reward(fit, steps, reward, run_steps, refresh_interval, reward_range)
+    assumed.append(f"the lr schedule ({schedule[0].describe()}) makes the run's {run_steps} steps move the reward as far "
+                   f"as {effective} at the pilot's lr (fit._schedule (2)): the end reward is the fit's there")
+    return dataclasses.replace(end_reward(fit, steps, reward, effective, refresh_interval, reward_range), run_steps=run_steps)

@@ -47,7 +47,7 @@ from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields
 from gspo_dynamics.fit._fall_chance import config_fall_chance, fall_chance_lines
 from gspo_dynamics.fit._drift import measure_drift
-from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, end_reward, held_reward
+from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, held_reward, pilot_end_reward
 from gspo_dynamics.fit._pilot_headline import plateau_identified
 from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
@@ -56,7 +56,7 @@ from gspo_dynamics.fit._pilot_log import (
     zero_std_shares,
 )
 from gspo_dynamics.fit._prior import TaskPrior, task_prior
-from gspo_dynamics.fit._schedule import SAME, effective_run_length, pilot_factor
+from gspo_dynamics.fit._schedule import SAME, pilot_factor
 from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
@@ -349,7 +349,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                         "fit._fall (2))")
     kept = fall is not None and not fall.lost
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
-    end = _end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
+    end = pilot_end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
                       reward_range, assumed, (setup.schedule, factor))
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
@@ -361,26 +361,6 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings))
-
-
-def _end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,
-                reward_range, assumed: list[str], schedule=(None, 1.0)) -> EndReward | None:
-    """The reward at the run's end (`fit.end_reward`), read on the pilot's clock where the lr follows a schedule
-    (`fit._schedule` (2); `schedule` = (the LRSchedule or None, the pilot's mean factor)), or None with the reason in
-    `assumed`: the run's length unknown, or the pilot already at it."""
-    if run_steps is None:
-        assumed.append("the run's length is unknown (TRL max_steps, verl trainer.total_training_steps, our steps, or "
-                       "--run-steps): no forecast of the reward at its end")
-        return None
-    if run_steps <= steps[-1]:
-        assumed.append(f"the pilot reaches the config's run length ({run_steps} steps): no end left to forecast")
-        return None
-    effective = effective_run_length(schedule[0], steps[-1], run_steps, schedule[1])
-    if effective == run_steps:
-        return end_reward(fit, steps, reward, run_steps, refresh_interval, reward_range)
-    assumed.append(f"the lr schedule ({schedule[0].describe()}) makes the run's {run_steps} steps move the reward as far "
-                   f"as {effective} at the pilot's lr (fit._schedule (2)): the end reward is the fit's there")
-    return dataclasses.replace(end_reward(fit, steps, reward, effective, refresh_interval, reward_range), run_steps=run_steps)
 
 
 def group_size_for_noise(noise: float, group_size: int, target: float) -> int | None:

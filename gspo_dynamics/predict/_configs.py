@@ -4,7 +4,7 @@
 returns a `RunSetup`: the theory's `Hyperparams`, the exact (possibly fractional) refresh interval
 before rounding, and notes saying every default and assumption used and every key ignored.
 Impossible or contradictory values raise `ConfigError` with one sentence. Each framework's mapping,
-with its equations, is in `predict/_frameworks.py`.
+with its equations, is in `predict/_frameworks.py` (TRL, ours) and `predict/_verl.py`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
-    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS, _flatten, _own,
-    _refuse_preference_config, _trainer, _trl, _verl, run_length,
+    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS, _own,
+    _refuse_preference_config, _trainer, _trl, run_length,
 )
+from gspo_dynamics.predict._verl import flatten, verl_mapping
 from gspo_dynamics.predict import _trl_fields, _verl_fields
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
 from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
@@ -239,8 +240,8 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> Ru
 
 def _verl_setup(cfg: dict[str, Any], notes: list[str]) -> RunSetup:
     """A verl config's RunSetup: the mapping, the schedule, and every key sorted by `predict._verl_fields`."""
-    hp, exact, used, loss = _verl(cfg, notes)
-    flat = _flatten(cfg)
+    flat = flatten(cfg)
+    hp, exact, used, loss = verl_mapping(flat, notes)
     key = "trainer.total_training_steps"
     run_steps = run_length(key, flat.get(key))
     optim = "actor_rollout_ref.actor.optim."

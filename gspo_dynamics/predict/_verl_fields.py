@@ -2,7 +2,7 @@
 the mapping does with them. A test enumerates the shipped YAML's keys under `DYNAMICS_SUBTREES` and fails on one in
 none of these tables.
 
-    READ          the mapping reads it (`predict._frameworks`, `predict._optimizers`)
+    READ          the mapping reads it (`predict._verl`, `predict._optimizers`)
     UNMODELLED    it changes the dynamics and the reduced model does not represent it: named, with what it changes,
                   wherever its value is not the neutral one (and only where the key it acts through is on)
     NO_DYNAMICS   inside the dynamics subtrees, a key that changes no training step; outside them (trainer.*,

@@ -18,7 +18,7 @@ import pytest
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict import _trl_fields, _verl_fields, read_run_config
-from gspo_dynamics.predict._frameworks import VERL_LOSSES, VERL_UNMODELLED_LOSSES, _flatten
+from gspo_dynamics.predict._verl import VERL_LOSSES, VERL_UNMODELLED_LOSSES, flatten
 from gspo_dynamics.theory.hyperparams import SGD, Adam
 from gspo_dynamics.theory.schedule import LRSchedule
 
@@ -154,7 +154,7 @@ def test_trl_schedules_equal_transformers_own():
 
 # ---- verl ------------------------------------------------------------------------------------
 def test_every_verl_key_under_the_dynamics_subtrees_is_classified():
-    flat = _flatten(_verl_yaml())
+    flat = flatten(_verl_yaml())
     unknown = sorted(k for k in flat if _verl_fields.classify(k) == "unknown")
     assert not unknown, f"verl keys in no table of predict/_verl_fields.py: {unknown}"
     assert _verl_fields.READ - set(flat) <= {"trainer.total_training_steps"} | {  # keys a run adds to the defaults

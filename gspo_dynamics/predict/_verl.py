@@ -1,0 +1,173 @@
+"""verl's PPO trainer config (its YAML, with a run script's key=value overrides) mapped onto the theory's
+hyperparameters, behind `read_run_config`.
+
+With a group estimator (algorithm.adv_estimator grpo, ...) a rollout of data.train_batch_size prompts x rollout.n
+responses is cut into minibatches of ppo_mini_batch_size prompts, each an optimizer step, and passed over ppo_epochs
+times:
+
+    T = ppo_epochs x train_batch_size / ppo_mini_batch_size,   N = ppo_mini_batch_size,   G = rollout.n
+    lr = actor.optim.lr, (eps_low, eps_high) = (clip_ratio_low, clip_ratio_high) else clip_ratio,
+    beta = kl_loss_coef when use_kl_loss, correction = sequence for policy_loss.loss_mode gspo, else token,
+    the dual clip c = clip_ratio_c under loss_mode vanilla
+
+verl 0.9.1's estimators and losses are its registered names (`predict._verl_fields`); the optimizer and schedule are
+`predict._optimizers`'.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.predict._clip_modes import clip_mode
+from gspo_dynamics.predict._frameworks import _number, _rounded_refresh
+from gspo_dynamics.predict._optimizers import verl_optimizer
+from gspo_dynamics.predict._verl_fields import ACTOR, GROUP_ESTIMATORS, OTHER_ESTIMATORS
+from gspo_dynamics.theory.hyperparams import Hyperparams
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out |= flatten(value, name + ".")
+        else:
+            out[name] = value
+    return out
+
+
+_INTERPOLATION = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
+
+
+def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, set[str], str]:
+    """verl's mapping of a flattened config (`flatten`): (hyperparameters, T before rounding, the keys read, the loss
+    as the config names it: its policy_loss.loss_mode and loss_agg_mode, interpolations followed, verl's defaults
+    where unset)."""
+    used: set[str] = set()
+
+    def get(key: str, default: Any = None, *, required: bool = False):
+        value = flat.get(key)
+        for _ in range(8):  # ${a.b.c} references (Hydra / OmegaConf), followed a few levels
+            m = _INTERPOLATION.match(value) if isinstance(value, str) else None
+            if not m:
+                break
+            value = flat.get(m.group(1))
+        if isinstance(value, str) and value.startswith("${"):
+            notes.append(f"{key} = {flat[key]!r} is an interpolation this reader cannot resolve: "
+                         + ("its default used" if not required else "give the value"))
+            value = None
+        used.add(key)
+        if value is None:
+            if required:
+                raise ConfigError(f"the verl config needs {key}")
+            if default is not None:
+                notes.append(f"{key} not given: verl's default {default!r}")
+            return default
+        return value
+
+    estimator = _verl_estimator(get("algorithm.adv_estimator", "gae"))
+    actor = ACTOR
+    G = _number("actor_rollout_ref.rollout.n", get("actor_rollout_ref.rollout.n", required=True), integer=True, positive=True)
+    if G < 2:
+        raise ConfigError(f"actor_rollout_ref.rollout.n must be >= 2 for group-relative advantages, got {G}")
+    rollout = _number("data.train_batch_size", get("data.train_batch_size", required=True), integer=True, positive=True)
+    mini = _number(actor + "ppo_mini_batch_size", get(actor + "ppo_mini_batch_size", required=True), integer=True, positive=True)
+    if mini > rollout:
+        raise ConfigError(f"ppo_mini_batch_size ({mini}) exceeds data.train_batch_size ({rollout}): a minibatch "
+                          "cannot hold more prompts than the rollout")
+    epochs = _number(actor + "ppo_epochs", get(actor + "ppo_epochs", 1), integer=True, positive=True)
+    exact = epochs * rollout / mini
+    T = _rounded_refresh(exact, notes, f"ppo_epochs x train_batch_size / ppo_mini_batch_size = {epochs} x {rollout} / {mini}")
+    low, high = _verl_clip(flat, get, used)
+    use_kl = bool(get(actor + "use_kl_loss", False))
+    beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001)) if use_kl else 0.0
+    if get("algorithm.use_kl_in_reward", False):
+        notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
+    mode = get(actor + "policy_loss.loss_mode", "vanilla")
+    aggregation = get(actor + "loss_agg_mode") or "token-mean"  # verl's default, unsaid: it scales the step only
+    correction, clip = _verl_loss(mode, aggregation, get, notes)
+    cap = None
+    if mode == "vanilla":  # dual-clip PPO: verl asserts clip_ratio_c > 1
+        cap = _number(actor + "clip_ratio_c", get(actor + "clip_ratio_c", 3.0), positive=True)
+    optim = actor + "optim."
+    override = {k.rsplit(".", 1)[1]: v for k, v in flat.items() if k.startswith(optim + "override_optimizer_config.")}
+    used |= {optim + "override_optimizer_config." + k for k in override}
+    optimizer = verl_optimizer(get(optim + "optimizer", "AdamW"), get(optim + "betas", [0.9, 0.999]), override,
+                               _number, notes)
+    hp = Hyperparams(lr=_number(optim + "lr", get(optim + "lr", 1e-6), positive=True), optimizer=optimizer,
+                     refresh_interval=T, group_size=G, num_groups=mini,
+                     advantage=_verl_advantage(estimator, get("algorithm.norm_adv_by_std_in_grpo", True), notes),
+                     correction=correction, clip_low=low, clip_high=high, kl_coef=beta, clip_mode=clip, ratio_cap=cap)
+    return hp, exact, used, f"{mode} ({aggregation})"
+
+
+def _verl_estimator(estimator: Any) -> str:
+    """algorithm.adv_estimator, one of verl 0.9.1's group estimators, or one ConfigError naming what it is."""
+    if isinstance(estimator, str) and estimator in GROUP_ESTIMATORS:
+        return estimator
+    if isinstance(estimator, str) and estimator in OTHER_ESTIMATORS:
+        raise ConfigError(f"algorithm.adv_estimator {estimator}: {OTHER_ESTIMATORS[estimator]}, not a group-relative "
+                          f"advantage; the theory covers verl's group estimators ({', '.join(sorted(GROUP_ESTIMATORS))})")
+    hint = (" (Dr. GRPO in verl is adv_estimator grpo with algorithm.norm_adv_by_std_in_grpo=false and "
+            "loss_agg_mode seq-mean-token-sum-norm)" if estimator == "drgrpo" else "")
+    raise ConfigError(f"algorithm.adv_estimator {estimator!r} is not an estimator of verl 0.9.1 "
+                      f"({', '.join(sorted(GROUP_ESTIMATORS | set(OTHER_ESTIMATORS)))}){hint}")
+
+
+def _verl_advantage(estimator: str, by_std: Any, notes: list[str]) -> str:
+    """The group's std divides the advantage under grpo / grpo_vectorized / gdpo with norm_adv_by_std_in_grpo; the
+    other group estimators centre it (rloo's leave-one-out mean; opo's, gpg's and pass@k's baselines, said)."""
+    if estimator in ("grpo", "grpo_vectorized", "gdpo"):
+        return "std" if by_std else "mean"
+    if estimator not in ("rloo", "rloo_vectorized"):
+        notes.append(f"algorithm.adv_estimator {estimator}: a group baseline, read as the mean-centred advantage")
+    return "mean"
+
+
+def _verl_clip(flat: dict[str, Any], get, used: set[str]) -> tuple[float, float]:
+    """(eps_low, eps_high): clip_ratio_low / clip_ratio_high, else clip_ratio."""
+    actor = ACTOR
+    low, high = flat.get(actor + "clip_ratio_low"), flat.get(actor + "clip_ratio_high")
+    used |= {actor + "clip_ratio_low", actor + "clip_ratio_high"}
+    if low is not None and high is not None:  # clip_ratio is then not read: no note of its default
+        used.add(actor + "clip_ratio")
+        clip = None
+    else:
+        clip = _number(actor + "clip_ratio", get(actor + "clip_ratio", 0.2), positive=True)
+    low = clip if low is None else _number(actor + "clip_ratio_low", low, positive=True)
+    high = clip if high is None else _number(actor + "clip_ratio_high", high, positive=True)
+    return low, high
+
+
+# verl 0.9.1's registered policy losses (`core_algos.register_policy_loss`)
+VERL_LOSSES = {"vanilla": "PPO's token clip, dual-clipped", "gspo": "GSPO's sequence clip", "cispo": "CISPO's capped weight",
+               "sapo": "SAPO's soft gate", "gpg": "a plain policy gradient"}
+VERL_UNMODELLED_LOSSES = {"dppo_tv": "a total-variation trust region", "dppo_kl": "a KL trust region",
+                          "clip_cov": "a clip of high-covariance tokens", "kl_cov": "a KL penalty on high-covariance tokens",
+                          "geo_mean": "a geometric-mean sequence ratio (GMPO)", "dro": "a distributionally robust loss",
+                          "bypass_mode": "the rollout's log-probs as the ratio's reference"}
+
+
+def _verl_loss(mode: Any, aggregation: str, get, notes: list[str]) -> tuple[str, str]:
+    """(correction, clip_mode) of policy_loss.loss_mode; a loss outside the model is read as vanilla's token clip,
+    said; SAPO's soft gate has no band edge, read as an uncorrected push (the collapse limit uncapped: the safe side)."""
+    if mode in VERL_UNMODELLED_LOSSES:
+        notes.append(f"policy_loss.loss_mode {mode}: {VERL_UNMODELLED_LOSSES[mode]}, not modelled; read as PPO's token "
+                     "clip")
+        return "token", "stop"
+    if mode not in VERL_LOSSES:
+        raise ConfigError(f"policy_loss.loss_mode {mode!r} is not a loss of verl 0.9.1 "
+                          f"({', '.join(sorted(VERL_LOSSES | VERL_UNMODELLED_LOSSES))})")
+    if mode == "gspo" and aggregation == "token-mean":
+        notes.append("loss_mode gspo under loss_agg_mode token-mean: each sequence weighs by its length, not GSPO's "
+                     "per-sequence objective (seq-mean-token-mean reproduces the paper)")
+    if mode == "sapo":
+        notes.append(f"loss_mode sapo: a soft gate sigmoid(tau (r - 1)) 4 / tau (tau_pos / tau_neg = "
+                     f"{get('actor_rollout_ref.actor.tau_pos', 1.0)} / {get('actor_rollout_ref.actor.tau_neg', 1.05)}) "
+                     "in place of a clip: no band edge, read as an uncorrected push (the collapse limit uncapped, on "
+                     "the safe side)")
+    if mode in ("sapo", "gpg"):
+        return "none", "stop"
+    return ("sequence" if mode == "gspo" else "token"), clip_mode(mode)

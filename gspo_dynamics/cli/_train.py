@@ -69,7 +69,8 @@ def _json_table(text: str) -> dict:
 
 def register(sub) -> None:
     p = sub.add_parser("train", help="train a causal LM with GRPO/GSPO and write TRL-style logs", epilog_from=_epilog)
-    p.add_argument("--out", required=True, help="run directory: metrics.jsonl, trainer_state.json, checkpoint.pt")
+    p.add_argument("--out", required=True, help="run directory: metrics.jsonl, trainer_state.json (TRL's format), config.json, "
+                   "grpo_config.json (the run as a TRL GRPOConfig), checkpoint.pt")
     p.add_argument("--config", help="a JSON or TOML file of TrainConfig settings (flags override it)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
     p.add_argument("--compile", action="store_true", default=None,

@@ -199,8 +199,10 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
     if TRAINER_MARKERS <= set(cfg):
         _refuse_devices(devices, "our trainer's prompts_per_step is the whole step's")
         hp, exact = _trainer(cfg, notes)
-        return _setup(hp, "gspo-dynamics trainer", exact, notes, sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective", "steps"}),
-                      run_steps=run_length("steps", cfg.get("steps")), loss=str(cfg["objective"]),
+        steps = run_length("steps", cfg.get("steps"))
+        return _setup(hp, "gspo-dynamics trainer", exact, notes,
+                      sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective", "steps", "lr_schedule"}),
+                      run_steps=steps, loss=str(cfg["objective"]), schedule=_trainer_schedule(cfg, steps),
                       keys=trainer_keys(int(cfg.get("num_iterations") or TRAINER_DEFAULTS["num_iterations"])))
     if trl and own - {"optimizer"}:
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with our own "
@@ -255,6 +257,14 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str]) -> RunSetup:
     return _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
                   run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
                   unknown=sorted(k for k, c in classes.items() if c == "unknown" and k not in used))
+
+
+def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:
+    """Our trainer's lr_schedule: constant (None), or linear, eta (1 - s / steps), transformers' linear shape."""
+    name = cfg.get("lr_schedule") or "constant"
+    if name not in ("constant", "linear"):
+        raise ConfigError(f"lr_schedule must be constant or linear, got {name!r}")
+    return LRSchedule(shape="linear", warmup=0, total=steps) if name == "linear" and steps else None
 
 
 def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str],

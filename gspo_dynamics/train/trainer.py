@@ -30,7 +30,8 @@ Several processes: `torchrun --nproc-per-node W -m gspo_dynamics.cli.main train 
 `_distributed`). A resume may use another number of processes; it reproduces the run up to float
 rounding only when `rollout_chunks` was set (otherwise the chunks follow the process count).
 
-Files in the run directory: config.json, metrics.jsonl (one row per optimizer step, TRL's names,
+Files in the run directory: config.json, grpo_config.json (the same run as a TRL GRPOConfig, `_trl_config`;
+not for pg and gspo_token), metrics.jsonl (one row per optimizer step, TRL's names,
 see `_metrics`), trainer_state.json (TRL-style, read by `gspo_dynamics.logs.read_log`), and
 checkpoint.pt (`_checkpoint`), written every `checkpoint_every` steps and at the last rollout
 boundary of the run.
@@ -56,6 +57,7 @@ from gspo_dynamics.train import _distributed as D
 from gspo_dynamics.train import _metrics as M
 from gspo_dynamics.train._step import Buffer, dropout_free, merge, score, update
 from gspo_dynamics.train._policy import build_policy, check_save_hf, resolve_model_config  # noqa: F401 (re-exported)
+from gspo_dynamics.train._trl_config import TRL_CONFIG_NAME, trl_config
 from gspo_dynamics.train.config import CONFIG_NAME, FIELDS, RESUMABLE_CHANGES, STALE_GRADIENT, TrainConfig
 from gspo_dynamics.train.rollout import generate
 from gspo_dynamics.train.tasks import make_task
@@ -184,6 +186,9 @@ class _Run:
         if world.is_main:
             out.mkdir(parents=True, exist_ok=True)  # config.json: this run's settings (a resume may extend steps)
             C.atomic_write_text(out / CONFIG_NAME, json.dumps(config.to_dict(), indent=1))
+            trl = trl_config(config, self.max_new_tokens)  # the same run in a GRPOConfig's keys, where TRL has the loss
+            if trl is not None:
+                C.atomic_write_text(out / TRL_CONFIG_NAME, json.dumps(trl, indent=1))
         self.log = M.MetricsLog(out, rows=kept, write=world.is_main)
         self.buffer: Buffer | None = None
         self.sampler_params: dict | None = None

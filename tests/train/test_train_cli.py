@@ -19,8 +19,11 @@ def test_issue_invocation_in_a_real_process(tmp_path):
     assert proc.returncode == 0, proc.stderr
     last = json.loads(proc.stdout)
     assert last["step"] == 3 and "reward" in last
-    assert {p.name for p in out.iterdir()} == {"config.json", "metrics.jsonl", "trainer_state.json", "checkpoint.pt"}
+    assert {p.name for p in out.iterdir()} == {"config.json", "grpo_config.json", "metrics.jsonl", "trainer_state.json",
+                                               "checkpoint.pt"}
     assert read_log(out).trainer == "trl"
+    trl = json.loads((out / "grpo_config.json").read_text())  # the same run in TRL's keys (tests/train/test_trl_config.py)
+    assert (trl["importance_sampling_level"], trl["num_generations"], trl["max_steps"]) == ("sequence", 4, 3)
     assert json.loads((out / "config.json").read_text())["task_options"] == {"length": 3}
 
 

@@ -44,6 +44,8 @@ def register(sub) -> None:
     p.add_argument("log", help="the log file")
     add_map_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--explain", action="store_true",
+                   help="after the answer, the evidence behind each verdict and finding, the fit and the notes")
     p.add_argument("--plot", metavar="OUT.png", help="write a multi-panel figure (reward + fit, zero-std, entropy, KL, length)")
     add_run_options(p)
     p.set_defaults(run=_cmd_diagnose)
@@ -135,7 +137,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(diagnosis.to_json(), allow_nan=False))
     else:
-        print("\n".join(diagnosis.report_lines()))
+        print("\n".join(diagnosis.report_lines(explain=args.explain)))
     if args.plot:
         print(f"gspo-dynamics: wrote {args.plot}", file=sys.stderr)
     return 0

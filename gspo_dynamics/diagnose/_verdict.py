@@ -152,8 +152,11 @@ class Diagnosis:
             "action": None if self.primary == TOO_SHORT else self.action(),
         })
 
-    def report_lines(self) -> list[str]:
-        """A readable report: the verdict first, then the evidence, advice, fit and what was not checked."""
+    def report_lines(self, explain: bool = True) -> list[str]:
+        """A readable report: the verdict first, then (explain) the evidence, advice, fit and what was not checked,
+        else one line naming the other verdicts and findings and where their evidence is."""
+        if not explain:
+            return self._brief_lines()
         s = self.log_summary
         lines = [f"log        {s.get('source')}  ({s.get('format')}, trainer {s.get('trainer')}"
                  f"{', version ' + str(s['version']) if s.get('version') else ''}, {s.get('rows')} rows"
@@ -198,6 +201,19 @@ class Diagnosis:
             lines.append("")
             lines += [f"note       {n}" for n in self.notes]
         return lines
+
+
+    def _brief_lines(self) -> list[str]:
+        """The answer (`headline`), what was read, and the other verdicts and findings by name."""
+        lines = self.report_lines()
+        if self.primary == TOO_SHORT:  # nothing beyond the reason and the notes
+            return lines
+        read = [line for line in lines if line.startswith(("log ", "hparams "))]
+        others = [f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]]
+        others += [f"note: {f.name.replace('_', ' ')}" for f in self.findings if f.severity == NOTE]  # the rest: headline
+        also = [f"also       {', '.join(others)}"] if others else []
+        return (self.headline() + [""] + read + also
+                + ["(--explain: the evidence behind each verdict and finding, the fit and the notes)"])
 
 
 def _fmt(value) -> str:

@@ -18,8 +18,12 @@ DPO = str(REAL / DPO) if REAL else DPO
 @pytest.mark.real_logs
 def test_report_json_and_plot(capsys, tmp_path):
     assert main(["diagnose", SRINATH]) == 0
+    brief = capsys.readouterr().out.splitlines()  # the answer, what was read, the rest by name
+    assert brief[0].startswith("verdict    advantage degeneracy") and brief[1].startswith("do         ")
+    assert brief[-2].startswith("also       ") and brief[-1].startswith("(--explain:") and len(brief) <= 10
+    assert main(["diagnose", SRINATH, "--explain"]) == 0
     out = capsys.readouterr().out
-    assert "verdict    advantage degeneracy" in out and "not checked" in out
+    assert out.startswith("\n".join(brief[:2])) and "not checked" in out and "\n[advantage degeneracy]  confidence" in out
     png = tmp_path / "d.png"
     assert main(["diagnose", SRINATH, "--json", "--plot", str(png)]) == 0
     report = json.loads(capsys.readouterr().out)

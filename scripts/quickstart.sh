@@ -1,59 +1,40 @@
 #!/usr/bin/env bash
-# Quick start: set everything up, then run the toolkit's main jobs on bundled defaults and data:
-# a prediction for a TRL config (examples/) and for a bandit configuration, a short simulation that
-# checks a prediction, a short GRPO/GSPO run of the built-in trainer, the forecast from its config
-# and its first 60 steps (a pilot), the same with three finished runs of the task as a prior, and the
-# diagnosis of its log (figures in out/), and, only
-# where the real logs of other people's runs sit beside the checkout (../shared/data/real_logs or
-# $GSPO_DYNAMICS_REAL_LOGS; never shipped here), the diagnosis of one of them too.
+# Quick start: set everything up, then a TRL user's path on data made here. The built-in trainer stands in for
+# TRL: it writes the run as a TRL GRPOConfig (grpo_config.json) and logs in TRL's trainer_state.json. Then:
+# what the config alone says, the forecast from the run's first 60 steps (a pilot) and, where the real logs of
+# other people's runs sit beside the checkout (../shared/data/real_logs or $GSPO_DYNAMICS_REAL_LOGS; never shipped
+# here), the forecast of a public Llama GRPO run from its first 60 steps; then the diagnosis of the finished run.
+# The README shows these commands with their output (scripts/readme.py regenerates it; tests/test_readme.py).
+# The bandit, where the theory is exact: examples/bandit.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=$(bash "$root/scripts/setup.sh")
-bin=$(dirname "$py")
+export PATH="$(dirname "$py"):$PATH"
+cd "$root"
+rm -rf out/quickstart
 
-echo "== gspo-dynamics predict: what a TRL GRPOConfig alone says (examples/trl_grpo_config.yaml) =="
-"$bin/gspo-dynamics" predict --config "$root/examples/trl_grpo_config.yaml"
-echo
-echo "== gspo-dynamics predict --testbed bandit: SGD momentum 0.9, lr 2, beta 0.5, refresh interval 4 =="
-"$bin/gspo-dynamics" predict --testbed bandit --kl 0.5 --ref-logit -1.0 --advantage mean --optimizer sgd \
-    --momentum 0.9 --lr 2.0 --refresh-interval 4 --correction none
-echo
-echo "== gspo-dynamics simulate: momentum 0.5, lr 1, refresh interval 2, G = 16 x 4 groups, 64 seeds =="
-"$bin/gspo-dynamics" simulate --testbed bandit --kl 0.5 --ref-logit -1.0 --advantage mean --optimizer sgd \
-    --momentum 0.5 --lr 1.0 --refresh-interval 2 --correction none --group-size 16 --num-groups 4 \
-    --steps 600 --seeds 64
-echo
-echo
-echo "== gspo-dynamics train: GSPO on the pattern task, 100k-parameter transformer, 150 steps (CPU) =="
-mkdir -p "$root/out"
-rm -rf "$root/out/quickstart_run"
-"$bin/gspo-dynamics" train --task pattern --model 100k --objective gspo --steps 150 --no-progress \
-    --out "$root/out/quickstart_run"
-echo
-echo "== gspo-dynamics predict: that run's config and its first 60 steps as a pilot, map in out/predict_map.png =="
-"$bin/gspo-dynamics" predict --config "$root/out/quickstart_run/config.json" \
-    --pilot "$root/out/quickstart_run/trainer_state.json" --pilot-steps 60 --plot "$root/out/predict_map.png"
-echo
-echo "== gspo-dynamics predict --prior: the same pilot, and three finished runs of the task (other lr and seeds) as the level's prior =="
-for spec in "0.0005 1" "0.002 2" "0.001 3"; do
-    set -- $spec
-    rm -rf "$root/out/prior_$2"
-    "$bin/gspo-dynamics" train --task pattern --model 100k --objective gspo --steps 150 --lr "$1" --seed "$2" --no-progress \
-        --out "$root/out/prior_$2" > /dev/null
-done
-"$bin/gspo-dynamics" predict --config "$root/out/quickstart_run/config.json" \
-    --pilot "$root/out/quickstart_run/trainer_state.json" --pilot-steps 60 \
-    --prior "$root"/out/prior_{1,2,3}/trainer_state.json
-echo
-echo "== gspo-dynamics diagnose: that run's TRL-style log, figure in out/diagnose.png =="
-"$bin/gspo-dynamics" diagnose "$root/out/quickstart_run/trainer_state.json" --plot "$root/out/diagnose.png"
+run() {  # the command as the README shows it, then its output
+    echo "\$ $*"
+    "$@"
+    echo
+}
+echo "== 1. a GSPO run of the built-in trainer (100k-parameter model, 150 steps, 4 optimizer steps per rollout; ~15 s on a CPU)"
+run gspo-dynamics train --task pattern --model 100k --objective gspo --steps 150 --steps-per-generation 4 \
+    --no-progress --out out/quickstart
+echo "== 2. before the run: what its TRL config alone says"
+run gspo-dynamics predict --config out/quickstart/grpo_config.json
+echo "== 3. after a pilot: the forecast from the run's first 60 steps"
+run gspo-dynamics predict --config out/quickstart/grpo_config.json --pilot out/quickstart/trainer_state.json \
+    --pilot-steps 60
 
-real_logs=${GSPO_DYNAMICS_REAL_LOGS:-$root/../shared/data/real_logs}
-real="$real_logs/srinath-manda__IITD_Feb26_AAIPL__outputs__checkpoint-500__trainer_state.json"
-echo
-if [ -f "$real" ]; then
-    echo "== gspo-dynamics diagnose: a real TRL GRPO run (srinath-manda/IITD_Feb26_AAIPL, 500 steps), figure in out/diagnose_real.png =="
-    "$bin/gspo-dynamics" diagnose "$real" --plot "$root/out/diagnose_real.png"
+real_logs=${GSPO_DYNAMICS_REAL_LOGS:-../shared/data/real_logs}
+llama="$real_logs/IMJONEZZ__UnslothGRPO__outputs__checkpoint-250__trainer_state.json"
+if [ -f "$llama" ]; then
+    echo "== 4. a real run: Llama-3.1-8B GRPO (IMJONEZZ/UnslothGRPO), its config and its first 60 of 250 steps"
+    run gspo-dynamics predict --config examples/real_runs/unsloth_llama_grpo.json --pilot "$llama" --pilot-steps 60
 else
-    echo "(no real logs beside the checkout at $real_logs: the diagnosis of a real run is skipped)"
+    echo "(no real logs at $real_logs: the forecast of a real run is skipped)"
 fi
+echo "== 5. after the run: what went on, and what to change"
+run gspo-dynamics diagnose out/quickstart/trainer_state.json --config out/quickstart/grpo_config.json \
+    --reward-range 0 1

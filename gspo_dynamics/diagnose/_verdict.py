@@ -18,6 +18,7 @@ MODES: tuple[str, ...] = (
     "healthy_saturation", "still_rising", "stalled", "dynamical_instability", "advantage_degeneracy",
     "policy_concentration", "reward_hacking", "noise_dominated",
 )
+SCHEMA_VERSION = "1.0"  # of `Diagnosis.to_json` (docs/outputs.md): within a version fields are only added
 TOO_SHORT = "too_short"
 # A cause is reported, and can be primary, from this confidence on (its signal at its threshold).
 REPORT_CONFIDENCE = 0.5
@@ -140,6 +141,7 @@ class Diagnosis:
         if self.theory:  # the theory's inputs (the G of the zero-std law) sit with its other numbers: one place
             implications = {**(implications or {}), "theory_inputs": self.theory}
         return _plain({
+            "schema_version": SCHEMA_VERSION,
             "primary": self.primary,
             "verdicts": [v.to_json() for v in self.verdicts],
             "fit": None if self.fit is None else self.fit.to_json(),

@@ -1,29 +1,30 @@
-"""Run every `paper_repro/` claim script and regenerate the claims table (`paper_repro/RESULTS.md`).
+"""Run every `paper_repro/` claim script and regenerate the claims (`paper_repro/RESULTS.md`).
 
-Each script checks one or more claims and writes one row per claim through
-`paper_repro/_results.py`. `reproduce` runs every script (or the `only` ones) as a subprocess
-with this interpreter, `--quick` passed through and a per-script timeout; each script writes its
-rows into a private temporary file (the `GSPO_DYNAMICS_RESULTS` environment variable that
-`_results.py` honours), and the rows are then merged into the results file:
+Each script checks one or more claims and records one row per run through `paper_repro/_results.py`
+into the data file `paper_repro/data/claims.jsonl`, from which RESULTS.md (one row per claim,
+`paper_repro/_claims.py`) and RESULTS_APPENDIX.md (every row) are rendered. `reproduce` runs every
+script (or the `only` ones) as a subprocess with this interpreter, `--quick` passed through and a
+per-script timeout; each script records into a private temporary folder (the `GSPO_DYNAMICS_RESULTS`
+environment variable that `_results.py` honours), and its rows and sections are then merged into the
+results' data, and both tables rendered again:
 
     * a script that exits non-zero, times out, or writes no row gets a FAIL row
       `<script>-script` with the reason (its last error line), next to any rows it did write:
       a failure is reported, never hidden;
-    * without `only`, the table is regenerated from this run alone (rows of scripts that no
-      longer exist disappear); with `only`, the other scripts' rows are kept as they were;
+    * without `only`, the rows are this run's alone (rows of scripts that no longer exist
+      disappear); with `only`, the other scripts' rows are kept as they were;
     * the `source` column says whose claim a row checks: ours, or the literature's (`paper_repro/_results.py` `SOURCES`, applied by `record`).
 
 Exit policy (the CLI): status 0 with a summary line "N pass, M fail" whatever the verdicts, so
 that the table is always regenerated and read; `--strict` makes any FAIL exit 1. Verdicts other
 than PASS/FAIL (a script may write PENDING for a claim that needs a GPU) are counted apart. The
-`## ...` sections that other tools keep after the table are carried over unchanged.
+`## ...` sections of the appendix are kept, those a script writes replaced.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -41,16 +42,15 @@ RESULTS_ENV = "GSPO_DYNAMICS_RESULTS"  # read by paper_repro/_results.py
 # cores and ~10x less in quick mode; the limits leave 4x headroom for a busy machine.
 TIMEOUT_QUICK = 600.0
 TIMEOUT_FULL = 1800.0
-COLUMNS = ("id", "claim", "source", "predicted", "measured", "verdict", "mode", "device", "wall time", "command")
-
 
 
 @dataclass(frozen=True)
 class ScriptRun:
-    """One claim script's run: its rows (COLUMNS -> text) and how it ended."""
+    """One claim script's run: its rows (`_results.FIELDS` -> text) and how it ended."""
 
     script: str  # the script's stem, e.g. "one_over_g"
     rows: tuple[dict[str, str], ...]
+    sections: dict[str, str]  # the `## ...` sections it wrote, by heading
     status: str  # "ok" | "crashed" | "timed out" | "no rows"
     reason: str  # empty when ok
     wall: float  # seconds
@@ -59,7 +59,7 @@ class ScriptRun:
 @dataclass(frozen=True)
 class ReproReport:
     runs: tuple[ScriptRun, ...]
-    rows: tuple[dict[str, str], ...]  # every row now in the results file
+    rows: tuple[dict[str, str], ...]  # every row now in the results' data
     results: Path
     quick: bool
     passed: int = field(init=False)  # this run's rows with verdict PASS
@@ -84,7 +84,11 @@ def _results_module(scripts_dir: Path):
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up while the file executes
-        spec.loader.exec_module(module)
+        sys.path.insert(0, str(scripts_dir))  # it imports its folder's _claims
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(scripts_dir))
     return sys.modules[name]
 
 
@@ -96,46 +100,6 @@ def discover(scripts_dir: str | Path | None = None) -> dict[str, Path]:
     return {p.stem: p for p in sorted(scripts_dir.glob("*.py")) if not p.name.startswith("_")}
 
 
-def split_row(line: str) -> list[str]:
-    """Cells of one markdown table row; `\\|` inside a cell is text, not a separator."""
-    body = line.strip()[1:-1] if line.strip().startswith("|") and line.strip().endswith("|") else line
-    cells, cell, i = [], [], 0
-    while i < len(body):
-        if body[i] == "\\" and i + 1 < len(body) and body[i + 1] == "|":
-            cell.append("\\|")
-            i += 2
-            continue
-        if body[i] == "|":
-            cells.append("".join(cell).strip())
-            cell = []
-        else:
-            cell.append(body[i])
-        i += 1
-    cells.append("".join(cell).strip())
-    return cells
-
-
-def read_rows(path: Path, row_pattern) -> list[dict[str, str]]:
-    """The claim rows of a results file's table (cells kept escaped, as written); [] if it does not exist."""
-    if not path.exists():
-        return []
-    text = path.read_text()
-    m = re.search(r"^## ", text, re.M)  # sections after the table may hold tables of their own
-    rows = []
-    for line in (text if m is None else text[: m.start()]).splitlines():
-        m = row_pattern.match(line)
-        if m and m.group("id") != "id":
-            cells = split_row(line)
-            if len(cells) != len(COLUMNS):
-                raise ConfigError(f"{path}: row {m.group('id')!r} has {len(cells)} cells, expected {len(COLUMNS)}")
-            rows.append(dict(zip(COLUMNS, cells)))
-    return rows
-
-
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _last_error(stderr: str) -> str:
     lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
     return lines[-1][:300] if lines else "no error output"
@@ -144,15 +108,15 @@ def _last_error(stderr: str) -> str:
 def failure_row(script: str, status: str, reason: str, *, quick: bool, wall: float, device: str, command: str) -> dict[str, str]:
     """The FAIL row standing for a script that did not run to completion."""
     return {
-        "id": f"{script}-script", "claim": _cell(f"paper_repro/{script}.py runs to completion and records its claims"),
-        "source": "-", "predicted": "exit status 0, at least one claim row", "measured": _cell(f"{status}: {reason}"),
-        "verdict": "FAIL", "mode": "quick" if quick else "full", "device": _cell(device), "wall time": f"{wall:.1f} s",
+        "id": f"{script}-script", "claim": f"paper_repro/{script}.py runs to completion and records its claims",
+        "source": "-", "predicted": "exit status 0, at least one claim row", "measured": f"{status}: {reason}",
+        "verdict": "FAIL", "mode": "quick" if quick else "full", "device": device, "wall": f"{wall:.1f} s",
         "command": f"`{command}`",
     }
 
 
 def run_script(path: Path, *, quick: bool, timeout: float, results_module, python: str = sys.executable) -> ScriptRun:
-    """Run one claim script; its rows come back through a private results file."""
+    """Run one claim script; its rows and sections come back through a private results folder."""
     command = f"python paper_repro/{path.name}" + (" --quick" if quick else "")
     with tempfile.TemporaryDirectory(prefix="gspo-repro-") as tmp:
         private = Path(tmp) / "RESULTS.md"
@@ -172,13 +136,14 @@ def run_script(path: Path, *, quick: bool, timeout: float, results_module, pytho
             os.killpg(proc.pid, signal.SIGKILL)
             raise
         wall = time.perf_counter() - started
-        rows = read_rows(private, results_module.ROW)
+        rows, sections = results_module.load(results_module.paths(private)[0])
+        rows = list(rows.values())
     if status == "ok" and not rows:
         status, reason = "no rows", "the script exited 0 without recording a claim"
     if status != "ok":
         rows.append(failure_row(path.stem, status, reason, quick=quick, wall=wall,
                                 device=results_module.device_name(), command=command))
-    return ScriptRun(path.stem, tuple(rows), status, reason, wall)
+    return ScriptRun(path.stem, tuple(rows), sections, status, reason, wall)
 
 
 def _script_of(row: dict[str, str]) -> str | None:
@@ -187,21 +152,6 @@ def _script_of(row: dict[str, str]) -> str | None:
         if word.startswith("paper_repro/") and word.endswith(".py"):
             return Path(word).stem
     return None
-
-
-def _sections(path: Path) -> str:
-    """The `## ...` sections after the claims table (other tools write them there), verbatim; "" if none."""
-    text = path.read_text() if path.exists() else ""
-    m = re.search(r"^## ", text, re.M)
-    return "" if m is None else "\n" + text[m.start():].rstrip("\n") + "\n"
-
-
-def write_results(path: Path, rows: Sequence[dict[str, str]], header: str) -> None:
-    """The header, the rows sorted by id, and the sections that followed the old table."""
-    lines = ["| " + " | ".join(row[c] for c in COLUMNS) + " |" for row in sorted(rows, key=lambda r: r["id"])]
-    sections = _sections(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(header + "\n".join(lines) + "\n" + sections)
 
 
 def reproduce(
@@ -216,7 +166,7 @@ def reproduce(
     """Run the claim scripts and rewrite the results table; returns what ran and the rows written.
 
     only: script stems (e.g. "one_over_g"); unknown names raise ConfigError listing the valid ones.
-    results: the table to write (default `scripts_dir/RESULTS.md`).
+    results: the claims table to write (default `scripts_dir/RESULTS.md`; its data and appendix beside it).
     scripts_dir: the folder of claim scripts (default SCRIPTS_DIR, this checkout's paper_repro/).
     timeout: per-script limit in seconds (default TIMEOUT_QUICK or TIMEOUT_FULL).
     progress: called with one line before each script and after it.
@@ -235,7 +185,8 @@ def reproduce(
         raise ConfigError(f"timeout must be positive, got {timeout}")
     module = _results_module(scripts_dir)
     results = Path(results) if results is not None else scripts_dir / "RESULTS.md"
-    kept = read_rows(results, module.ROW) if only else []
+    kept, sections = module.load(module.paths(results)[0])
+    kept = list(kept.values()) if only else []
     runs = []
     for i, (name, path) in enumerate(scripts.items(), 1):
         if progress:
@@ -248,7 +199,9 @@ def reproduce(
     ran = {run.script for run in runs}
     rows = {r["id"]: r for r in kept if _script_of(r) not in ran and r["id"] not in {f"{s}-script" for s in ran}}
     rows.update({r["id"]: r for run in runs for r in run.rows})
-    write_results(results, list(rows.values()), module.HEADER)
+    for run in runs:
+        sections.update(run.sections)
+    module.save(rows, sections, results)
     return ReproReport(tuple(runs), tuple(sorted(rows.values(), key=lambda r: r["id"])), results, quick)
 
 
@@ -258,7 +211,7 @@ def summary_lines(report: ReproReport) -> list[str]:
     lines = [f"{'claim':32s} {'verdict':7s} {'mode':5s} {'wall':>8s}"]
     for row in report.rows:
         if row["id"] in ran:
-            lines.append(f"{row['id']:32s} {row['verdict']:7s} {row['mode']:5s} {row['wall time']:>8s}")
+            lines.append(f"{row['id']:32s} {row['verdict']:7s} {row['mode']:5s} {row['wall']:>8s}")
     broken = [f"{run.script} ({run.status})" for run in report.runs if run.status != "ok"]
     counts = f"{report.passed} pass, {report.failed} fail" + (f", {report.other} other (e.g. pending)" if report.other else "")
     lines.append(counts + (f"; scripts not completed: {', '.join(broken)}" if broken else ""))

@@ -85,7 +85,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 from scipy.stats import fisher_exact
-from _results import PREDICTABLE_GRPO, RESULTS, ROW, Claim, device_name, mean_se, record
+from _results import PREDICTABLE_GRPO, Claim, device_name, load, mean_se, record
 
 from gspo_dynamics._errors import TrainingDiverged
 from gspo_dynamics.fit import fit_exponential, fit_trajectory, implications
@@ -226,7 +226,7 @@ PHASES = ("groups", "refresh", "threshold")  # each records its own rows: a GPU 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the reduced CI-sized run (CPU)")
-    parser.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
+    parser.add_argument("--no-record", action="store_true", help="print only; leave the results alone")
     parser.add_argument("--device", default="auto", help="cpu | cuda | auto (default)")
     parser.add_argument("--pending", action="store_true", help="record the full-mode rows as PENDING (needs a GPU) and exit")
     parser.add_argument("--workers", type=int, default=1, help="runs at a time, each in its own process (default 1)")
@@ -423,8 +423,7 @@ def refresh_sweep(ref: TrainConfig, seeds: int, runs: Runs):
 
 def record_pending(started: float) -> None:
     """Full-mode rows PENDING (their claim text refreshed), unless a full-mode result is already there."""
-    lines = RESULTS.read_text().splitlines() if RESULTS.exists() else []
-    present = {m.group("id") for line in lines if (m := ROW.match(line)) and f"| {PENDING_MEASURED} |" not in line}
+    present = {i for i, row in load()[0].items() if row["measured"] != PENDING_MEASURED}
     for cid, text in CLAIMS.items():
         if cid + "-gpu" in present:
             continue

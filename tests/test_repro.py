@@ -44,10 +44,11 @@ print("nothing recorded")
 
 @pytest.fixture
 def scripts(tmp_path):
-    """A paper_repro-like folder: the real _results.py and four fake claim scripts."""
+    """A paper_repro-like folder: the real _results.py and _claims.py and four fake claim scripts."""
     folder = tmp_path / "paper_repro"
     folder.mkdir()
     shutil.copy(REAL_RESULTS_MODULE, folder / "_results.py")
+    shutil.copy(REAL_RESULTS_MODULE.with_name("_claims.py"), folder / "_claims.py")
     for name, body in {"good": GOOD, "crash": CRASH, "slow": SLOW, "silent": SILENT}.items():
         (folder / f"{name}.py").write_text(textwrap.dedent(body))
     return folder
@@ -63,7 +64,7 @@ def test_every_script_gets_rows_and_failures_are_reported(scripts, tmp_path):
     rows = {row["id"]: row for row in report.rows}
     assert set(rows) == {"good-pass", "moe-churn-vs-T", "crash-first", "crash-script", "slow-script", "silent-script"}
     assert rows["good-pass"]["verdict"] == "PASS" and rows["good-pass"]["mode"] == "quick"
-    assert rows["good-pass"]["claim"] == "a \\| claim with a pipe"  # escaped pipe survives the round trip
+    assert rows["good-pass"]["claim"] == "a | claim with a pipe"  # the data keeps the text; the tables escape it
     assert rows["moe-churn-vs-T"]["source"] == "arXiv 2507.18071"  # literature source filled in by record()
     assert rows["good-pass"]["source"] == "ours"
     assert "ValueError: the fake claim broke" in rows["crash-script"]["measured"]
@@ -72,10 +73,12 @@ def test_every_script_gets_rows_and_failures_are_reported(scripts, tmp_path):
     assert "without recording a claim" in rows["silent-script"]["measured"]
     assert (report.passed, report.failed) == (2, 4)
     assert {r.script: r.status for r in report.runs} == {"crash": "crashed", "good": "ok", "silent": "no rows", "slow": "timed out"}
-    # the file holds exactly these rows, parseable, with the shared header
-    written = out.read_text()
-    assert written.startswith("# Claims: predicted vs measured")
-    assert {row["id"] for row in repro.read_rows(out, repro._results_module(scripts).ROW)} == set(rows)
+    # the data holds exactly these rows; the tables are rendered from it, the pipe escaped
+    results = repro._results_module(scripts)
+    assert set(results.load(out.parent / "data" / "claims.jsonl")[0]) == set(rows)
+    assert out.read_text().startswith("# Claims: predicted vs measured")
+    assert "a \\| claim with a pipe" in out.read_text()
+    assert "### crash-script" in (out.parent / "RESULTS_APPENDIX.md").read_text()
     assert "2 pass, 4 fail" in "\n".join(repro.summary_lines(report))
     assert not (scripts / "RESULTS.md").exists()  # the default table is untouched
 
@@ -83,24 +86,23 @@ def test_every_script_gets_rows_and_failures_are_reported(scripts, tmp_path):
 def test_only_keeps_the_other_scripts_rows(scripts, tmp_path):
     out = tmp_path / "RESULTS.md"
     repro.reproduce(quick=True, only=["good", "crash"], results=out, scripts_dir=scripts)
-    out.write_text(out.read_text() + "\n## Benchmarks\n\n| x | y |\n|---|---|\n")  # a section with its own table
+    results = repro._results_module(scripts)
+    data = out.parent / "data" / "claims.jsonl"
+    kept, _ = results.load(data)
+    results.save(kept, {"## Benchmarks": "## Benchmarks\n\n| x | y |\n|---|---|"}, out)  # a section with its own table
     (scripts / "crash.py").write_text("print('fixed')\n")  # crash.py no longer crashes (but records nothing)
     report = repro.reproduce(quick=False, only=["good"], results=out, scripts_dir=scripts)
     rows = {row["id"]: row for row in report.rows}
     assert rows["good-pass"]["mode"] == "full"  # replaced
     assert rows["crash-script"]["mode"] == "quick"  # kept from the earlier run
     assert (report.passed, report.failed) == (1, 1)  # counts cover this run's rows only
-    assert out.read_text().endswith("## Benchmarks\n\n| x | y |\n|---|---|\n")  # kept, not read as claims
-    assert {r["id"] for r in repro.read_rows(out, repro._results_module(scripts).ROW)} == set(rows)
+    assert (out.parent / "RESULTS_APPENDIX.md").read_text().endswith("## Benchmarks\n\n| x | y |\n|---|---|\n")  # kept
+    assert set(results.load(data)[0]) == set(rows)
 
 
 def test_unknown_script_is_a_config_error(scripts):
     with pytest.raises(ConfigError, match="unknown claim script 'nope'; expected one of crash, good"):
         repro.reproduce(only=["nope"], scripts_dir=scripts)
-
-
-def test_split_row_handles_escaped_pipes():
-    assert repro.split_row("| a | b \\| c | d |") == ["a", "b \\| c", "d"]
 
 
 def test_sources_name_claims_the_scripts_record(monkeypatch):
@@ -127,7 +129,7 @@ def test_cli_summary_and_strict_exit(scripts, tmp_path, monkeypatch, capsys):
 
 
 def test_scripts_recording_side_by_side_lose_no_rows(tmp_path):
-    """`record` is a locked read-modify-write with an atomic replace: 8 processes x 5 rows, all kept."""
+    """`record` is a locked read-modify-write of the data with atomic replaces: 8 processes x 5 rows, all kept."""
     out = tmp_path / "RESULTS.md"
     writer = textwrap.dedent('''
         import sys, time
@@ -141,6 +143,6 @@ def test_scripts_recording_side_by_side_lose_no_rows(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", writer, str(REAL_RESULTS_MODULE.parent), str(p)], env=env,
                               stdout=subprocess.DEVNULL) for p in range(8)]
     assert all(p.wait(timeout=120) == 0 for p in procs)
-    ids = {row["id"] for row in repro.read_rows(out, repro._results_module(REAL_RESULTS_MODULE.parent).ROW)}
+    ids = set(repro._results_module(REAL_RESULTS_MODULE.parent).load(tmp_path / "data" / "claims.jsonl")[0])
     assert ids == {f"p{p}-{k}" for p in range(8) for k in range(5)}
-    assert not list(tmp_path.glob("RESULTS.md.tmp*"))
+    assert not list(tmp_path.rglob("*.tmp*"))

@@ -5,6 +5,7 @@ The end-to-end quick run is covered by tests/test_paper_repro.py (slow); here on
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -67,18 +68,20 @@ def test_entropy_fit_recovers_the_relation(script):
 
 def test_pending_rows_keep_real_full_rows(script, tmp_path):
     results = tmp_path / "RESULTS.md"
+    data = tmp_path / "data" / "claims.jsonl"
     env = {"GSPO_DYNAMICS_RESULTS": str(results), "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, str(REPRO / "trainer_at_scale.py"), "--pending"], cwd=REPRO, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = [line for line in results.read_text().splitlines() if line.startswith("| trainer-")]
-    assert len(rows) == len(script.CLAIMS) and all("| PENDING |" in r and "-gpu |" in r.split("|")[1] + "|" for r in rows)
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    assert len(rows) == len(script.CLAIMS)
+    assert all(r["verdict"] == "PENDING" and r["id"].endswith("-gpu") for r in rows)
     # a measured full-mode row is never replaced by a pending one
-    text = results.read_text().replace("pending (needs a GPU): full mode, model 10m", "measured 0.97", 1)
-    results.write_text(text)
+    data.write_text(data.read_text().replace("pending (needs a GPU): full mode, model 10m", "measured 0.97", 1))
     subprocess.run([sys.executable, str(REPRO / "trainer_at_scale.py"), "--pending"], cwd=REPRO, env=env, check=True,
                    capture_output=True, timeout=120)
-    assert results.read_text().count("measured 0.97") == 1
+    assert data.read_text().count("measured 0.97") == 1
+    assert "measured 0.97" in (tmp_path / "RESULTS_APPENDIX.md").read_text()
 
 
 def test_curve_gap_matches_a_loop_and_detects_a_shift(script):

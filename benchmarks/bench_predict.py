@@ -30,8 +30,7 @@ from pathlib import Path
 import numpy as np
 from _results import cpu_model, replace_section
 
-from gspo_dynamics.fit import pilot_forecast
-from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.predict import pilot_forecast, read_run_config
 
 SECTION = "## Predicting from a config and a pilot"
 TARGET_S = 2.0

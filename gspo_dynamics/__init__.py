@@ -1,7 +1,8 @@
 """gspo-dynamics: a reduced-order model of GRPO/GSPO training dynamics, and the tools around it.
 
-Layers (imports flow one way):  theory <- objectives <- sim <- predict/simulate <- cli.
-`gspo_dynamics.theory` is numpy/scipy/sympy only and never imports torch.
+Layers (imports flow one way, docs/ARCHITECTURE.md):  theory <- objectives, logs <- fit <- predict <- sim,
+diagnose <- train, experiments <- plots, integrations, repro <- cli. `gspo_dynamics.theory` and
+`gspo_dynamics.predict` are numpy/scipy/sympy only and never import torch.
 """
 
 from gspo_dynamics._errors import ConfigError

@@ -1,7 +1,7 @@
-"""The forecast's fall chance judged as a forecast (paper_repro/pilot_forecast.py; `fit._fall_chance`).
+"""The forecast's fall chance judged as a forecast (paper_repro/pilot_forecast.py; `predict._fall_chance`).
 
 Rolling origin over the protocol's rounds (`_task_prior.ROUNDS`): the seeds of each round from the second on
-are forecast with (a, b) of `fit._fall_chance` (2) fitted on the seeds of the earlier rounds only, and scored
+are forecast with (a, b) of `predict._fall_chance` (2) fitted on the seeds of the earlier rounds only, and scored
 by the per-run Brier score
 
     B = sum_cells [k (1 - P)^2 + (n - k) P^2] / sum_cells n                                       (1)
@@ -21,7 +21,7 @@ from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES, COMBINATIONS, VERSION_11_C
 from _task_prior import ROUNDS
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import FALL_CHANCE, fall_chance, fit_fall_chance
+from gspo_dynamics.predict import FALL_CHANCE, fall_chance, fit_fall_chance
 
 CALIBRATION_TOL = 0.05  # version 11: the held-out round's mean chance within this of the share of its seeds that fell
 
@@ -150,7 +150,7 @@ def fall_chance_reach(results: dict, roles: dict) -> str:
         refit = f" Fitted on all {len(cells)} cells: a = {a:.4f}, b = {b:.4f} (shipped: {FALL_CHANCE[0]:.4f}, {FALL_CHANCE[1]:.4f})."
     except ConfigError:
         refit = ""
-    return (f"The chance a run falls (`fit._fall_chance`, `predict`'s fall chance: P = 1 / (1 + exp(-(a + b m))), m the "
+    return (f"The chance a run falls (`predict._fall_chance`, `predict`'s fall chance: P = 1 / (1 + exp(-(a + b m))), m the "
             f"log of the largest ratio of a rule to its threshold), by rolling origin (the {int(n.sum())} seeds "
             f"of {len(k)} cells of the rounds after the first, each round's from (a, b) fitted on the rounds before it): per-run Brier score "
             f"{scores['model']:.4f}, against {scores['rate']:.4f} for the earlier rounds' fall rate and "

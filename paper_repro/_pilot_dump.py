@@ -19,7 +19,7 @@ def collapses(d: dict, lr: float, T: int, limit: float) -> bool:
     """Ours, the collapse part, from a combination's pilot quantities `d` (a dump entry) at the limit S
     (`theory.collapse.at_risk`: r lr / lr_pilot > OVERSHOOT_RISE, equation (6), or (1 - z) D(lr, T) > S H, (5) and
     (7), the limit at least the displacement the pilot survived, (8), where the entry holds one);
-    `fit_limit` scans S with it, the forecast itself reads the shipped S through `fit.collapse_grid`."""
+    `fit_limit` scans S with it, the forecast itself reads the shipped S through `predict.collapse_grid`."""
     if not d["drift_per_step"] or not d.get("entropy"):
         return False
     return bool(collapse.at_risk(d["drift_per_step"] / d["lr_pilot"], d["entropy"], d.get("entropy_rise"), d["lr_pilot"],

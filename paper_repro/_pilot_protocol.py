@@ -176,12 +176,12 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
 }
 SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # the roles whose pilot and grid start from one checkpoint (version 6)
 PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 10-14: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
-SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 12-14: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, fit._prior (4))
+SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 12-14: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, predict._prior (4))
 CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 11-14: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
 CLIP_ROLES = ("confirm-16",)  # version 13: the rounds that judge its change (`_clip_mode_report.change_claim`)
 ABSORB_ROLES = ("confirm-17", "confirm-18")  # version 14: the rounds that judge its change (`_clip_mode_report.change_claim`)
-VERSION_12_KAPPA = 2.0  # kappa of fit._prior (4) as version 12 froze it (a95b830), whatever fit.SHRINKAGE becomes
-VERSION_11_CHANCE = (-1.5011, 1.3680)  # (a, b) of fit._fall_chance (2) as version 11 froze them (28791cc), whatever fit.FALL_CHANCE becomes
+VERSION_12_KAPPA = 2.0  # kappa of predict._prior (4) as version 12 froze it (a95b830), whatever fit.SHRINKAGE becomes
+VERSION_11_CHANCE = (-1.5011, 1.3680)  # (a, b) of predict._fall_chance (2) as version 11 froze them (28791cc), whatever predict.FALL_CHANCE becomes
 INIT_SEED = 3000  # that checkpoint's seed (`TrainConfig.init_seed`); no run of versions 1-5 used it
 DEVELOPMENT = ("develop", "confirm-4")  # the roles version 5's model was fitted on; "confirm-5" it never saw
 SHARE_WEIGHTS = (0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1.0)  # --fit-weight scans these (version 9: 1/4; w = 0 leaves no share at a held bound)

@@ -10,7 +10,8 @@ import math
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import COLLAPSE_SHARE, HELD_STEPS, fit_trajectory, held_reward
+from gspo_dynamics.fit import COLLAPSE_SHARE, HELD_STEPS, fit_trajectory
+from gspo_dynamics.predict import held_reward
 
 STEPS = 96  # steps of a grid run
 PILOT_T = 2  # the pilot's refresh interval (its stale steps measure the drift)
@@ -335,7 +336,7 @@ def flat_forecast(fc) -> float:
 
 
 def log_time(step) -> np.ndarray:
-    """The fit's time of a log's 0-based step: 1-based, as the pilot's log is fitted (`fit.pilot_forecast`)."""
+    """The fit's time of a log's 0-based step: 1-based, as the pilot's log is fitted (`predict.pilot_forecast`)."""
     return np.asarray(step, dtype=float) + 1.0
 
 

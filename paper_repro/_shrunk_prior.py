@@ -1,5 +1,5 @@
 """Version 12's final reward (paper_repro/pilot_forecast.py's docstring): the task's prior of earlier rounds leaning
-toward the cells of combinations with the cell's objective and step, `fit._prior` (4), read exactly as `predict
+toward the cells of combinations with the cell's objective and step, `predict._prior` (4), read exactly as `predict
 --prior` reads finished runs beside their configs:
 
     m_0 = mean F_0,   m_k = (sum F_k + kappa m_{k-1}) / (|F_k| + kappa),   k = 1, 2,   kappa = VERSION_12_KAPPA
@@ -7,8 +7,8 @@ toward the cells of combinations with the cell's objective and step, `fit._prior
 F_0 the final rewards of the stable cells at the cell's T in the task's combinations of earlier rounds, F_1 those
 of them whose config names the cell's loss (our trainer's objective, `predict.RunSetup.loss`), F_2 those of F_1
 with the cell's optimizer (by name) and lr. Each earlier stable cell stands for one finished run
-(`fit._prior.PriorRun`) and goes through `fit._prior.matched_levels` and `shrunk_level`, the tool's own functions;
-kappa is the one version 12 froze, whatever fit._prior.SHRINKAGE becomes.
+(`predict._prior.PriorRun`) and goes through `predict._prior.matched_levels` and `shrunk_level`, the tool's own functions;
+kappa is the one version 12 froze, whatever predict._prior.SHRINKAGE becomes.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from _pilot_protocol import SHRUNK_ROLES, VERSION_12_KAPPA
 from _pilot_scores import PLATEAU_TOL, forecast_final_reward
 from _task_prior import ROUNDS, _stable_finals, earlier_combinations, plateau_error, reach
 
-from gspo_dynamics.fit._prior import LEVEL, PriorRun, interval_about, matched_levels, shrunk_level
+from gspo_dynamics.predict._prior import LEVEL, PriorRun, interval_about, matched_levels, shrunk_level
 
 
 def shrunk_rows(results: dict, roles: dict, name: str) -> list[tuple]:
-    """(T, version 12's forecast, ours (the pilot's curve), version 10's prior, measured final, (lo, hi) of fit._prior
+    """(T, version 12's forecast, ours (the pilot's curve), version 10's prior, measured final, (lo, hi) of predict._prior
     (3)'s half-width about version 12's forecast or None) per stable cell; a prior nan where no earlier stable cell
     has the cell's T (and the interval None under two)."""
     fc = results[name]["forecast"]
@@ -71,5 +71,5 @@ def shrunk_reach(results: dict, roles: dict, first: str = "confirm-5") -> str:
                          f"{v12[1]} combinations ({v12[2]:.0%} of their stable cells), version 10's prior {v10[0]} "
                          f"({v10[2]:.0%}); (3)'s {LEVEL:.0%} half-width about it held {sum(held)} of {len(held)} cells")
     return (f"Version 12's final reward (the task's prior of earlier rounds shrunk toward the cells with the cell's "
-            f"objective and then its optimizer and lr, fit._prior (4), kappa {VERSION_12_KAPPA:g}), every stable cell "
+            f"objective and then its optimizer and lr, predict._prior (4), kappa {VERSION_12_KAPPA:g}), every stable cell "
             f"within {PLATEAU_TOL}: " + "; ".join(parts) + " (`shrunk_reach`)." if parts else "")

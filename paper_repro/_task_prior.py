@@ -22,8 +22,8 @@ import numpy as np
 from _pilot_protocol import COMBINATIONS, PRIOR_ROLES
 from _pilot_scores import PLATEAU_TOL, flat_forecast, forecast_final_reward
 
-from gspo_dynamics.fit import prior_interval
-from gspo_dynamics.fit._prior import LEVEL
+from gspo_dynamics.predict import prior_interval
+from gspo_dynamics.predict._prior import LEVEL
 
 ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 19))  # the protocol's rounds, in the order they ran
 
@@ -35,7 +35,7 @@ def _stable_finals(result: dict) -> list[tuple[float, int, float]]:
 
 def task_prior(results: dict, roles: dict | None = None, names=None) -> dict:
     """name -> [(T, prior forecast or nan, ours, flat, measured final, the prior's prediction interval (lo, hi) or
-    None)] per stable cell, the interval `fit.prior_interval` (fit._prior (3)) of the other combinations' finals as
+    None)] per stable cell, the interval `predict.prior_interval` (predict._prior (3)) of the other combinations' finals as
     `predict --prior` gives it from finished runs. `roles` (name -> round): the prior from earlier rounds'
     combinations only; None: from every other combination of the task. `names`: the combinations to forecast
     (default: every one; each still reads the others)."""
@@ -168,7 +168,7 @@ def regime_lookup(results: dict, roles: dict) -> str:
 
 
 def coverage(table: dict) -> str:
-    """How often the prior's prediction interval (fit._prior (3), `predict --prior`) held a stable cell's measured
+    """How often the prior's prediction interval (predict._prior (3), `predict --prior`) held a stable cell's measured
     final reward, overall and by T, with its median half-width; "" without an interval."""
     by_T = collections.defaultdict(list)  # T -> [(covered, half-width)]
     for rows in table.values():
@@ -180,7 +180,7 @@ def coverage(table: dict) -> str:
     every = [c for v in by_T.values() for c, _ in v]
     parts = ", ".join(f"T = {T} {np.mean([c for c, _ in v]):.0%} (half-width {np.median([h for _, h in v]):.3f})"
                       for T, v in sorted(by_T.items()))
-    return (f"The prior's {LEVEL:.0%} prediction interval (`predict --prior`, fit._prior (3), from the same other "
+    return (f"The prior's {LEVEL:.0%} prediction interval (`predict --prior`, predict._prior (3), from the same other "
             f"combinations' finals) held {np.mean(every):.1%} of {len(every)} stable cells' final reward: {parts}")
 
 

@@ -1,5 +1,5 @@
 """Claim: the interval `predict --pilot` gives for the reward at a run's end covers it as often as it says,
-on runs held out of its calibration (`fit._end_reward`: split conformal prediction, equations (2)-(4)).
+on runs held out of its calibration (`predict._end_reward`: split conformal prediction, equations (2)-(4)).
 
 Protocol (fixed before the coverage was read; the score (2) was chosen among four candidates, raw error and
 error over the noise, over the noise plus the forecast's carry, over the carry alone, by the median width at
@@ -10,9 +10,9 @@ is on runs held out of the quantile it uses):
               (96 steps each; the seed curves shipped in paper_repro/data/pilot_forecast_cells.json.gz), stable or
               not: the interval is for a run as it goes, not for one known to stay stable.
   pilots      each run's own first n = 12, 24 or 48 steps (runs N / n = 8, 4, 2 times their pilot), fitted and read
-              at the run's end by the library (`fit.end_reward`, equation (1)); the outcome is the run's mean
+              at the run's end by the library (`predict.end_reward`, equation (1)); the outcome is the run's mean
               reward over its last 16 steps.
-  calibration the runs with a scale (2) above zero (`fit._end_reward.has_scale`; a pilot whose rewards do not move
+  calibration the runs with a scale (2) above zero (`predict._end_reward.has_scale`; a pilot whose rewards do not move
               around its forecast gets no interval), split by the forecast's position (at a bound of [0, 1], inside):
               the quantile (3) at INTERVAL_LEVEL of each position's scores per ratio is what the library ships
               (`INTERVAL_QUANTILES`; this script says when they differ).
@@ -47,10 +47,10 @@ from _results import Claim, device_name, record
 from pilot_forecast import COMBINATIONS
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import (
-    INTERVAL_LEVEL, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, conformal_quantile, end_reward, fit_trajectory,
+from gspo_dynamics.fit import fit_trajectory
+from gspo_dynamics.predict import (
+    INTERVAL_LEVEL, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, conformal_quantile, end_reward, end_position, has_scale,
 )
-from gspo_dynamics.fit import end_position, has_scale
 
 CELLS = Path(__file__).with_name("data") / "pilot_forecast_cells.json.gz"
 SCORES = Path(__file__).with_name("data") / "end_reward_scores.json.gz"
@@ -101,7 +101,7 @@ def compute(names, lengths, seeds, workers: int) -> list[dict]:
 
 
 def calibrated(runs: list[dict]) -> list[dict]:
-    """The runs an interval is given for (a scale above zero, `fit._end_reward.has_scale`), each with its
+    """The runs an interval is given for (a scale above zero, `predict._end_reward.has_scale`), each with its
     position (`end_position`) and, for the baseline, its raw error |R_end - R_obs|."""
     return [{**r, "position": end_position(r["value"], RANGE), "error": abs(r["value"] - r["outcome"])}
             for r in runs if has_scale(r["value"], r["scale"])]
@@ -191,7 +191,7 @@ def main() -> None:
         print(line)
     mode = "--quick" if args.quick else f"--from-scores {args.from_scores}" if args.from_scores else "--workers 2"
     record(Claim("end-reward-interval", f"the {INTERVAL_LEVEL:.0%} split-conformal interval of the reward at a run's end "
-                 f"(`predict --pilot`, fit._end_reward) covers runs held out of its calibration {INTERVAL_LEVEL:.0%} of the "
+                 f"(`predict --pilot`, predict._end_reward) covers runs held out of its calibration {INTERVAL_LEVEL:.0%} of the "
                  f"time within {TOLERANCE}, on every round and every task held out, for forecasts at a bound and inside"),
            predicted=f"coverage {INTERVAL_LEVEL:.0%} (exchangeable runs: at least that, below it + 1/(m + 1))",
            measured=" — ".join(lines), passed=ok and len(ratios) > 0, quick=args.quick, started=started,

@@ -2,7 +2,7 @@
 
 `paper_repro/kl_unwinding.py` (claim kl-unwinding) measured count/cispo with a KL weight of 0.04 at two refresh
 intervals only: at T = 4 no seed of 16 fell, at T = 16 9 and 15 of 16 (a third of and at the base lr). `predict`'s
-KL-pull warning (`fit.kl_pull_risk`) reads T >= 5 from those two points alone. This script runs the T between.
+KL-pull warning (`predict.kl_pull_risk`) reads T >= 5 from those two points alone. This script runs the T between.
 
 The mechanism (kl_unwinding.py's docstring): once the sampler solves nearly every prompt its groups are flat, the
 policy gradient nearly vanishes and the KL term pulls the policy back toward the reference for the rest of the

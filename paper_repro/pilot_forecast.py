@@ -50,7 +50,7 @@ Protocol, version 12 (fixed, and committed, before any of its held-out grids was
 version 11 unchanged (below) for the regime, the collapse, the max safe T, the fall chance ((a, b) as version 11
 froze them) and every score and target. One change, the final reward of the held-out rows: version 10's prior (the
 mean final reward of the stable cells at the cell's T in the task's combinations of earlier rounds) is refined by
-what the config says of the run, its objective and its step, in two levels of shrinkage (`fit._prior` (4)):
+what the config says of the run, its objective and its step, in two levels of shrinkage (`predict._prior` (4)):
 
     m0 = the mean of F0, the final rewards of the stable cells at the cell's T in the task's earlier rounds,
     m1 = (sum of F1 + kappa m0) / (|F1| + kappa),  F1 the cells of F0 with the cell's objective,
@@ -77,8 +77,8 @@ Protocol, version 11 (fixed, and committed, before any of its held-out grids was
 version 10 unchanged (its text: pilot_forecast.md, "Protocol texts"): version 9's measure, grid, seeds, pilot,
 scores, targets and model for the regime, the collapse and the max safe T, and the final reward of held-out rows
 from the task's earlier rounds. One forecast is added and judged held out: the chance that one run (seed) at a cell
-loses its reward, P = 1 / (1 + exp(-(a + b m))) (`fit._fall_chance` (1), (2): m the log of the largest ratio of a
-rule of ours to its threshold, > 0 exactly where ours says unstable), with (a, b) = fit.FALL_CHANCE as committed
+loses its reward, P = 1 / (1 + exp(-(a + b m))) (`predict._fall_chance` (1), (2): m the log of the largest ratio of a
+rule of ours to its threshold, > 0 exactly where ours says unstable), with (a, b) = predict.FALL_CHANCE as committed
 at 28791cc, (-1.5011, 1.3680), fitted on the seeds of all 102 earlier grids (the rolling-origin fit for this round). Scored on the 800 seeds
 of the held-out round (`_fall_chance_report.fall_chance_claim`, claim pilot-forecast-fall-chance [since named
 pilot-forecast-fall-chance-confirm-12, one row per round]) by the per-run
@@ -155,14 +155,14 @@ replaced: pilot_forecast.md):
                 policy), or (version 8) loses COLLAPSE_SHARE of a running maximum of at least DRAWDOWN_MARGIN / 2,
                 and a cell is unstable when any of its seeds is (a user runs one seed). Its final
                 reward: the seed-mean reward of the last PLATEAU_STEPS steps.
-  forecasts     ours: `fit.pilot_forecast` at each cell's (lr, T): unstable when T exceeds the max safe T
+  forecasts     ours: `predict.pilot_forecast` at each cell's (lr, T): unstable when T exceeds the max safe T
                 of the pilot's stiffness scaled to the cell's lr (the linear model; none where its premises
                 fail), or when the signal-weighted displacement between samplers passes the collapse limit
                 relative to the pilot's token entropy, (1 - z) D(lr, T) > S H (`theory.collapse`, equations
                 (2)-(5) and (7): D = T lr s, capped by the clip's band edge after the first step (version 13:
                 not under CISPO's clip, which keeps the gradient); s from the
                 pilot's stale steps, H its mean entropy, 1 - z the run's share of groups with signal (version
-                9, equation (9); the pilot's mean share before), S = fit.COLLAPSE_SPREAD set
+                9, equation (9); the pilot's mean share before), S = predict.COLLAPSE_SPREAD set
                 on the development combinations by --fit-limit on a --dump of their cells; version 4: D > S H;
                 version 7: the limit at least the pilot's own D when it kept its reward, equation (8)),
                 or when the pilot's entropy rise on its first updates r, scaled to the cell's lr, passes
@@ -237,9 +237,8 @@ from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
 from trainer_at_scale import Runs
 
-from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid, margin_grid, pilot_forecast
+from gspo_dynamics.predict import COLLAPSE_SPREAD, collapse_grid, margin_grid, pilot_forecast, read_run_config
 from gspo_dynamics.logs import read_log
-from gspo_dynamics.predict import read_run_config
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import critical_refresh_interval
 from gspo_dynamics.train.config import TrainConfig
@@ -297,7 +296,7 @@ def uncapped(fc):
 
 def forecast_cells(fc, mu: float, lr_pilot: float, lrs, Ts) -> dict:
     """(lr, T) -> {forecaster: unstable?} from the pilot's forecast `fc` (module docstring): ours is
-    unstable past the linear threshold or where the pilot's quantities say collapse (`fit.collapse_grid`);
+    unstable past the linear threshold or where the pilot's quantities say collapse (`predict.collapse_grid`);
     "version 4" is ours with version 4's collapse limit (the previous model, shown beside it)."""
     imp = fc.implications
     kappa = imp.stiffness_per_step.value if imp.stiffness_per_step is not None else math.nan
@@ -334,9 +333,9 @@ def run_combination(name: str, runs: Runs | None, lr_factors, Ts, seeds: int, du
         measured = measured_cells(curves, lrs, Ts)
     forecasts = forecast_cells(fc, setup.hparams.momentum, cfg.lr, lrs, Ts)
     result = score(fc, measured, forecasts, lrs, Ts)
-    margin = margin_grid(fc, lrs, Ts)  # fit._fall_chance (1): > 0 exactly where "ours" says unstable, checked here
+    margin = margin_grid(fc, lrs, Ts)  # predict._fall_chance (1): > 0 exactly where "ours" says unstable, checked here
     if margin is not None and any((margin[Ts.index(T), lrs.index(lr)] > 0) != f["ours"] for (lr, T), f in forecasts.items()):
-        raise AssertionError(f"{name}: the fall chance's margin disagrees with ours' verdict (fit._fall_chance (1))")
+        raise AssertionError(f"{name}: the fall chance's margin disagrees with ours' verdict (predict._fall_chance (1))")
     result.update(task=cfg.task, lrs=lrs, measured=measured, curves=curves, forecast=fc, predicted={c: f["ours"] for c, f in forecasts.items()},
                   initial=initial_rewards(curves, lrs, Ts),
                   margin=None if margin is None else {(lr, T): float(margin[i, j]) for i, T in enumerate(Ts) for j, lr in enumerate(lrs)})
@@ -377,7 +376,7 @@ def final_reward_rule(role: str) -> str:
     if role in SHRUNK_ROLES:
         return ("; final reward: the mean final reward of the stable cells at the cell's T in the task's combinations of "
                 "earlier rounds, shrunk toward those with the cell's objective and then its optimizer and lr (version 12, "
-                f"fit._prior (4), kappa {VERSION_12_KAPPA:g})")
+                f"predict._prior (4), kappa {VERSION_12_KAPPA:g})")
     return ("; final reward: the mean final reward of the stable cells at the cell's T in the task's combinations of "
             "earlier rounds (version 10)" if role in PRIOR_ROLES else "")
 
@@ -390,7 +389,7 @@ def record_round_rows(results: dict, roles: dict, args: argparse.Namespace, cmd:
     chance = (f"P = 1 / (1 + exp(-(a + b m))), (a, b) = ({VERSION_11_CHANCE[0]:g}, {VERSION_11_CHANCE[1]:g}) fitted on "
               "the seeds of the grids before confirm-12; m the log of the largest ratio of a rule of ours to its threshold")
     kinds = [(CHANCE_ROLES, fall_chance_claim, "fall-chance", lambda r: (
-                 f"the chance a run falls (fit._fall_chance), held out on {r}: per-run Brier score below the earlier "
+                 f"the chance a run falls (predict._fall_chance), held out on {r}: per-run Brier score below the earlier "
                  f"grids' fall rate and their lookup at the cell's lr factor and T, mean chance within {CALIBRATION_TOL} "
                  "of the share of seeds that fell"), chance),
              (CLIP_ROLES, change_claim, "clip-mode", lambda r: (

@@ -10,16 +10,16 @@ Protocol (fixed on 2026-11-28 before any result of it was seen; a miss stays in 
               (a second format of the same run) is skipped. The script says how many it used.
   pilots      the first PILOT_SHARES (10%, 25%) of each run's reward points (at least MIN_PILOT).
   targets     (a) end: the mean reward over the run's last sixth, the points whose step lies in
-              `fit.end_window(last step)` (the window `predict` forecasts); (b) curve: every point after the pilot.
+              `predict.end_window(last step)` (the window `predict` forecasts); (b) curve: every point after the pilot.
   noise       sigma, the pilot's step-to-step noise, std(first differences) / sqrt(2): model-free, one scale for
               every forecaster. Errors are |forecast - truth| / sigma (the curve: the mean over its points).
-  ours        `fit.pilot_forecast` of the pilot under a TRL-shaped config of the run's G (the manifest's, else 8)
+  ours        `predict.pilot_forecast` of the pilot under a TRL-shaped config of the run's G (the manifest's, else 8)
               and length (its last step): the end value and the 90% interval `predict` prints (`forecast.end`);
               the curve: the pilot's closed-form fit at the later steps, clipped to the reach.
   baselines   held level (the pilot's last 8 points), last value, exponential saturation (arXiv 2507.18014),
               ScaleRL's sigmoid against steps (arXiv 2510.13786), and where entropy is logged the entropy-reward
               law R = -a exp(H) + b (arXiv 2505.22617) with the pilot's entropy trend extrapolated
-              (`fit._laws`). Every forecast is clipped to the same reach (`fit._end_reward` (6)).
+              (`fit._laws`). Every forecast is clipped to the same reach (`predict._end_reward` (6)).
   collapse    a run collapsed after its pilot when the whole run's largest fall (`fit._fall`) is a loss whose
               fallen block starts after the 25% pilot and the run's last sixth stays below half the fall's depth;
               flagged when `predict`'s verdict at the 25% pilot is "unsafe" or "at risk".
@@ -47,11 +47,10 @@ from _results import Claim, record
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import (
-    end_window, fit_entropy_law, fit_exponential_saturation, fit_sigmoid_scalerl, held_level, last_value, pilot_forecast,
-    pilot_headline, reward_fall, reward_reach,
+    fit_entropy_law, fit_exponential_saturation, fit_sigmoid_scalerl, held_level, last_value, reward_fall,
 )
 from gspo_dynamics.logs import read_log
-from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.predict import end_window, pilot_forecast, pilot_headline, read_run_config, reward_reach
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "data"
@@ -133,7 +132,7 @@ def _entropy(run: dict, n: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def end_mask(steps: np.ndarray) -> np.ndarray:
-    """The points of the run's last sixth: steps in `fit.end_window` of its last step."""
+    """The points of the run's last sixth: steps in `predict.end_window` of its last step."""
     return steps >= end_window(int(round(steps[-1])))[0]
 
 

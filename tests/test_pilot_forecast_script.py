@@ -489,7 +489,7 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
     assert prior_module.prior_plateau_error(results, roles, "c") == (pytest.approx(0.03, abs=1e-12), 0)
     assert prior_module.prior_plateau_error(results, roles, "a") is None
     assert prior_module.prior_plateau_error(results, roles, "d") is None
-    # the prior's 90% prediction interval (fit._prior (3)) by scipy's t: a's T = 1 cell from b's and c's 0.98, 0.96
+    # the prior's 90% prediction interval (predict._prior (3)) by scipy's t: a's T = 1 cell from b's and c's 0.98, 0.96
     half = scipy.stats.t.ppf(0.95, 1) * np.std([0.98, 0.96], ddof=1) * math.sqrt(1 + 1 / 2)
     assert loo["a"][0][5] == pytest.approx((0.97 - half, 0.97 + half), abs=1e-12) and loo["d"][0][5] is None
     assert ("held 100.0% of 6 stable cells' final reward: T = 1 100% (half-width 0.109), T = 32 100% (half-width "
@@ -527,7 +527,7 @@ def test_with_prior_swaps_in_the_priors_plateau_error_and_keeps_the_pilots(scrip
 
 
 def test_version_12_shrinks_the_prior_toward_the_cells_objective_and_step(load_script):
-    """`_shrunk_prior` by hand (fit._prior (4), kappa 2): count combinations a (grpo, develop) and b (gspo, confirm-4)
+    """`_shrunk_prior` by hand (predict._prior (4), kappa 2): count combinations a (grpo, develop) and b (gspo, confirm-4)
     with stable finals at T = 1 and 32 of (1.0, 0.9) and (0.98, 0.7), all at lr 1e-3 with AdamW; c (grpo,
     confirm-5) measured (0.96, 0.8). c's T = 1 cell: m0 = 0.99, m1 = (1.0 + 2 m0) / 3, m2 = (1.0 + 2 m1) / 3; its
     T = 32 cell: m0 = 0.8, m1 = (0.9 + 2 m0) / 3, m2 = (0.9 + 2 m1) / 3. A cell at another lr stops at m1."""
@@ -572,7 +572,7 @@ def _chance_results(rng, rounds, per_round=10):
     with only its pilot lr."""
     from types import SimpleNamespace
 
-    from gspo_dynamics.fit import fall_chance
+    from gspo_dynamics.predict import fall_chance
 
     results, roles = {}, {}
     for r, role in enumerate(np.repeat(rounds, per_round)):
@@ -591,7 +591,7 @@ def test_the_fall_chance_claim_scores_the_held_out_round_with_the_shipped_coeffi
     beats the earlier rounds' rate (margins spread over [-3, 3]), and its mean chance is within the tolerance;
     the lookup of one earlier grid per (lr factor, T) is (k + rate) / (n + 1); without an earlier round, no claim."""
     report = load_script("paper_repro", "_fall_chance_report")
-    from gspo_dynamics.fit import fall_chance
+    from gspo_dynamics.predict import fall_chance
 
     rng = np.random.default_rng(11)
     results, roles = _chance_results(rng, ("develop", "confirm-4", "confirm-12"))
@@ -695,7 +695,7 @@ def test_version_13s_reading_of_an_absorbed_cispo_pilot_is_uncapped(script, tmp_
     absorption switched off (ABSORBED_SHARE above 1, version 13's code path): the same collapse grid and margin over
     an (lr, T) grid (exactly: the same floats), the config's D = T lr s; a pilot version 14 left uncapped is returned
     as it is."""
-    from gspo_dynamics.fit import collapse_grid, margin_grid, pilot_forecast
+    from gspo_dynamics.predict import collapse_grid, margin_grid, pilot_forecast
     from gspo_dynamics.logs import read_log
     from gspo_dynamics.predict import read_run_config
     from gspo_dynamics.theory import collapse

@@ -138,13 +138,14 @@ def _forecast(args: argparse.Namespace):
             raise ConfigError("--run-steps needs --pilot (the reward at the run's end is forecast from it)")
         if not args.prior:
             return config_forecast(setup)
-    from gspo_dynamics.fit import pilot_forecast
+    from gspo_dynamics.predict import pilot_forecast
     from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
     try:
         column_map = parse_map_option(args.map)
         if not args.pilot:  # the config's answer and the finished runs' end level
-            from gspo_dynamics.fit import check_reward_range, prior_forecast
+            from gspo_dynamics.fit import check_reward_range
+            from gspo_dynamics.predict import prior_forecast
 
             reward_range = None if args.reward_range is None else tuple(args.reward_range)
             check_reward_range(reward_range)
@@ -163,7 +164,8 @@ def _forecast(args: argparse.Namespace):
 
 def _headline(forecast, args: argparse.Namespace):
     """The answer first: the pilot's verdict and forecast, or the config's (`predict._headline`)."""
-    from gspo_dynamics.fit import PilotForecast, check_reward_range, pilot_headline
+    from gspo_dynamics.fit import check_reward_range
+    from gspo_dynamics.predict import PilotForecast, pilot_headline
     from gspo_dynamics.predict import config_headline, zero_std_answer
 
     if args.target_zero_std is not None and not args.pass_rates:
@@ -201,7 +203,7 @@ def prior_runs(items: list[str]) -> tuple[list[str], list[str | None]]:
 
 def _save_map(forecast, path: str) -> None:
     """The stability map of the forecast (of its config's part where finished runs, not a pilot, came with it)."""
-    from gspo_dynamics.fit import PriorForecast
+    from gspo_dynamics.predict import PriorForecast
     from gspo_dynamics.plots.stability_map import stability_map_figure
 
     save_figure(stability_map_figure(forecast.config if isinstance(forecast, PriorForecast) else forecast), path)

@@ -20,7 +20,7 @@ resumed at a step that is no such one shifts them, and the reading with them).
 
 paper_repro/kl_unwinding.py measured it on our trainer: count/cispo with beta = 0.04 under AdamW at T = 16, the
 entropy rising over 83-97% of such windows and over none without the KL weight (claim kl-unwinding).
-`kl_pull_windows` reads it where the run's hyperparameters allow it (`fit.kl_pull_risk`: beta > 0, Adam,
+`kl_pull_windows` reads it where the run's hyperparameters allow it (`predict.kl_pull_risk`: beta > 0, Adam,
 T >= 5) and the log is per step with the three series; it is a note, not a verdict: on the trainer the pull ended
 in a fall from T = 6 at the base lr and from T = 12 at a third of it, and not at T = 4 (claim
 kl-pull-refresh).
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from gspo_dynamics.diagnose._signals import success_rate
-from gspo_dynamics.fit import SOLVED_SHARE, kl_pull_risk
+from gspo_dynamics.predict import SOLVED_SHARE, kl_pull_risk
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
 

@@ -47,9 +47,9 @@ from scipy.special import expit
 
 from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._end_reward import HELD_STEPS
 from gspo_dynamics.fit._implications import check_reward_range
 
+HELD_STEPS = 8  # the held level: the mean of the pilot's last HELD_STEPS rewards (`held_level`)
 MIN_POINTS = 5  # fewer finite points than this: no 3-parameter law is fitted (too few spare points to see noise)
 R0_POINTS = 3  # R_0 of (2): the mean of the first 3 rewards (the paper's initial value; one point is one step's noise)
 TAU_STARTS = (0.05, 0.2, 0.6, 2.0)  # multistart: tau (and tau_H) at these fractions of the pilot's span

@@ -292,13 +292,13 @@ def _predict_map(quick: bool) -> Figure:
            "out/pilot_T2/trainer_state.json --plot map.png` (the README's pilot, trained afresh for the figure: a few "
            "seconds on 2 CPU cores). Left, over the learning rate and the refresh interval T: hatched, the collapse model's risk "
            "(the displacement between samplers past its limit, theory.collapse); dotted, where the chance that one run "
-           "loses its reward crosses 10%, 50% and 90% (fit._fall_chance); shaded where the linear model calls a cell "
+           "loses its reward crosses 10%, 50% and 90% (predict._fall_chance); shaded where the linear model calls a cell "
            "unstable, here withheld with its reason (a 40-step pilot of a still-rising reward does not identify the "
            "stiffness); the point, the config. Right: the pilot's rewards, the fitted curve and its noise band.")
 def _predict_pilot_map(quick: bool) -> Figure:
     import tempfile
 
-    from gspo_dynamics.fit import pilot_forecast
+    from gspo_dynamics.predict import pilot_forecast
     from gspo_dynamics.logs import read_log
     from gspo_dynamics.plots.stability_map import stability_map_figure
     from gspo_dynamics.predict import read_run_config

@@ -1,13 +1,13 @@
 """The `predict --plot` figure: the stability map of a config, with its point, and (with a pilot)
 the pilot's reward and the fitted curve it implies, to the run's end where its length is known, with the
-reward there and its calibrated interval (`fit.end_reward`).
+reward there and its calibrated interval (`predict.end_reward`).
 
 Without a pilot the map is over the stiffness per step eta K and the refresh interval T (a config
 fixes T and mu, not eta K); with a pilot it is over the learning rate and T: shaded, the linear model
 with the pilot's measured stiffness scaled with the learning rate (`predict.stability_grid`, where its
-premises hold); hatched, the collapse model's risk (`fit.collapse_grid`: the displacement between
+premises hold); hatched, the collapse model's risk (`predict.collapse_grid`: the displacement between
 samplers past S H / (1 - z), or past the pilot's own D where the pilot kept its reward, or the pilot's
-entropy overshoot scaled to the lr); dotted, the chance that one run loses its reward (`fit.fall_chance`) at
+entropy overshoot scaled to the lr); dotted, the chance that one run loses its reward (`predict.fall_chance`) at
 10%, 50% and 90%. Drawing only: the numbers come
 from `predict` and `fit`.
 """
@@ -19,9 +19,10 @@ import textwrap
 import numpy as np
 from matplotlib.figure import Figure
 
-from gspo_dynamics.fit import INTERVAL_LEVEL, chance_grid, collapse_grid, end_window
+from gspo_dynamics.predict import (
+    INTERVAL_LEVEL, chance_grid, collapse_grid, end_window, stability_grid, stiffness_bounds,
+)
 from gspo_dynamics.plots.style import DATA, FIT, THEORY, WARN, figure_style, note
-from gspo_dynamics.predict import stability_grid, stiffness_bounds
 
 REFRESH_INTERVALS = np.arange(1, 65)
 LR_SPAN = 100.0  # the map covers lr / LR_SPAN .. lr x LR_SPAN around the config's
@@ -43,7 +44,7 @@ def _config_map(ax, forecast) -> None:
 
 def _lr_map(ax, forecast) -> None:
     """Shaded: the linear model's unstable region (the pilot's stiffness scaled with lr), where its premises
-    hold; hatched, with its edge: the collapse model's risk (`fit.collapse_grid`)."""
+    hold; hatched, with its edge: the collapse model's risk (`predict.collapse_grid`)."""
     hp, imp = forecast.config.setup.hparams, forecast.implications
     kappa = None if imp.stiffness_per_step is None else imp.stiffness_per_step.value
     lrs = np.geomspace(hp.lr / LR_SPAN, hp.lr * LR_SPAN, 121)
@@ -78,7 +79,7 @@ def _legend_note(ax, text: str) -> None:
 
 
 def _fall_chance_lines(ax, forecast, lrs) -> None:
-    """Dotted, labelled: where the chance that one run loses its reward (`fit.fall_chance` of the verdicts' margin)
+    """Dotted, labelled: where the chance that one run loses its reward (`predict.fall_chance` of the verdicts' margin)
     crosses FALL_CHANCE_LEVELS; only where the pilot measured drift and entropy (what the chance was fitted on)."""
     chance = chance_grid(forecast, lrs, REFRESH_INTERVALS)
     if chance is None:
@@ -87,7 +88,7 @@ def _fall_chance_lines(ax, forecast, lrs) -> None:
     if levels:
         lines = ax.contour(lrs, REFRESH_INTERVALS, chance, levels=levels, colors=[FIT], linewidths=0.7, linestyles="dotted")
         ax.clabel(lines, fmt=lambda v: f"{v:.0%}", fontsize=6)
-        ax.plot([], [], color=FIT, lw=0.7, ls="dotted", label="chance a run falls (fit.fall_chance)")
+        ax.plot([], [], color=FIT, lw=0.7, ls="dotted", label="chance a run falls (predict.fall_chance)")
 
 
 def _pilot_curve(ax, forecast) -> None:

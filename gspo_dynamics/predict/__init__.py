@@ -8,8 +8,14 @@
     config_forecast(setup)                what that config alone determines about stability
     config_headline(forecast)             the answer first: verdict, changes in the config's keys, the pilot to run
     zero_std_answer("pass_rates.txt", G)  the zero-std share by G over prompts of mixed difficulty
+    forecast = pilot_forecast(read_run_config("grpo.yaml"), "pilot/trainer_state.json")   a config + a pilot
+    forecast.end                          the reward at the run's end, with a calibrated interval (`_end_reward`)
+    pilot_headline(forecast)              the answer first: verdict, changes in the config's keys, forecast
+    pilot_forecast(setup, pilot, prior=["run_a.jsonl", "run_b.jsonl"]).prior   the end level of finished runs (`_prior`)
+    fall_chance(margin_grid(forecast, lrs, Ts))   the chance one run falls over an (lr, T) grid (`_fall_chance`)
+    collapse_grid(forecast, lrs, Ts)      the collapse model's risk over the grid (`_collapse_risk`)
 
-This is the prediction layer; the pilot-calibrated forecast, which fits a log, is `fit.pilot_forecast`.
+Everything `predict` computes lives here; a pilot forecast fits its log with `gspo_dynamics.fit`, a layer below.
 """
 
 from gspo_dynamics.predict._config_forecast import (
@@ -32,6 +38,16 @@ from gspo_dynamics.predict._ratios import (
     predicted_ratio_metrics,
 )
 from gspo_dynamics.predict._sweeps import OPTIMIZER_FIELDS, Sweep, load_sweep, make_hyperparams
+from gspo_dynamics.predict._collapse_risk import COLLAPSE_SPREAD, SOLVED_SHARE, collapse_grid, kl_pull_risk
+from gspo_dynamics.predict._end_reward import (
+    INTERVAL_LEVEL, INTERVAL_MAX_RATIO, INTERVAL_MAX_REFRESH, INTERVAL_QUANTILES, EndReward, conformal_quantile,
+    end_position, end_reward, end_window, has_scale, held_reward, reward_reach,
+)
+from gspo_dynamics.predict._fall_chance import FALL_CHANCE, chance_grid, fall_chance, fit_fall_chance, margin_grid
+from gspo_dynamics.predict._pilot import PilotForecast, pilot_forecast
+from gspo_dynamics.predict._pilot_headline import pilot_headline
+from gspo_dynamics.predict._pilot_log import load_pilot
+from gspo_dynamics.predict._prior import PriorForecast, TaskPrior, prior_forecast, prior_interval, task_prior
 
 __all__ = [
     "AT_RISK_CHANCE",
@@ -71,4 +87,34 @@ __all__ = [
     "predict_bandit",
     "predicted_ratio_metrics",
     "summary_lines",
+    "COLLAPSE_SPREAD",
+    "FALL_CHANCE",
+    "INTERVAL_LEVEL",
+    "INTERVAL_MAX_RATIO",
+    "INTERVAL_MAX_REFRESH",
+    "INTERVAL_QUANTILES",
+    "SOLVED_SHARE",
+    "EndReward",
+    "PilotForecast",
+    "PriorForecast",
+    "TaskPrior",
+    "chance_grid",
+    "collapse_grid",
+    "conformal_quantile",
+    "end_position",
+    "end_reward",
+    "end_window",
+    "fall_chance",
+    "fit_fall_chance",
+    "has_scale",
+    "held_reward",
+    "kl_pull_risk",
+    "load_pilot",
+    "margin_grid",
+    "pilot_forecast",
+    "pilot_headline",
+    "prior_forecast",
+    "prior_interval",
+    "reward_reach",
+    "task_prior",
 ]

@@ -43,7 +43,7 @@ class RunSetup:
     # trainer.total_training_steps, our trainer's steps); None: unset
     loss: str | None = None  # the loss as the config names it: our trainer's objective, TRL's loss_type with its
     # importance_sampling_level, verl's loss_mode with its loss_agg_mode; None where it names none (TRL without a
-    # loss_type: its default moved between releases). A prior's runs are matched on it (fit._prior (4))
+    # loss_type: its default moved between releases). A prior's runs are matched on it (predict._prior (4))
     keys: ConfigKeys | None = None  # the keys a user edits for lr, T, G (`predict._config_keys`); None: the theory's own names
     schedule: LRSchedule | None = None  # the lr's schedule where the config gives one the theory models (None: constant)
     unmodelled: tuple[tuple[str, Any, str], ...] = ()  # (key, value, what it changes): set, changing the dynamics,

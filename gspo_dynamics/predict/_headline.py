@@ -6,10 +6,10 @@ The verdict is decided by the first rule that applies, in this order (each names
   unsafe                 the pilot lost reward it had and had not won it back by its end (`fit._fall`: a fall
                          with z > 5 that matters in the reward's range, the held level below half its depth); or the policy's move between sampler refreshes D exceeds the collapse
                          limit, or the pilot's entropy overshot (`theory.collapse`); or the config's lr exceeds the
-                         linear model's largest stable lr, lr_max = lr x_max(T, mu) / kappa (`fit._pilot`);
+                         linear model's largest stable lr, lr_max = lr x_max(T, mu) / kappa (`predict._pilot`);
   at risk                the pilot's fall came back above half its depth (a dip); or D within AT_RISK_SHARE of the limit; or the chance that one run falls at the config's
-                         (lr, T), `fit._fall_chance`, at least AT_RISK_CHANCE; or lr within a factor
-                         MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`fit._collapse_risk`);
+                         (lr, T), `predict._fall_chance`, at least AT_RISK_CHANCE; or lr within a factor
+                         MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`predict._collapse_risk`);
   safe                   the pilot kept its reward and none of the above applies; the margin is quoted where the
                          pilot identifies it, and said not identified where it does not;
   unknown until a pilot  no pilot log: a config fixes T, G and the momentum, but not the curvature the learning

@@ -26,7 +26,8 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._progress import Progress
 from gspo_dynamics.predict import heavy_ball, predict_bandit
 from gspo_dynamics.predict import NO_CLIP, predicted_ratio_metrics
-from gspo_dynamics.sim import BanditTask, simulate
+from gspo_dynamics.sim._task import BanditTask
+from gspo_dynamics.sim.bandit import simulate
 from gspo_dynamics.sim.sequence import (
     Addition,
     CountParity,

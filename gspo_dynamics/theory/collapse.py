@@ -120,7 +120,7 @@ The share in (7) is the run's, not the pilot's. A run several times longer than 
 its steps near the level the pilot reached, and where success is absorbing few of its groups carry a
 signal there. Version 9 takes the mean share of a run four times its pilot (the protocol's pilot is a
 quarter of a run): its first quarter at the pilot's measured share 1 - z_p, the rest at the share the
-pilot's held success rate p_h (its last rewards' mean, `fit.held_reward`) gives at the run's G,
+pilot's held success rate p_h (its last rewards' mean, `predict.held_reward`) gives at the run's G,
 
     1 - z = w (1 - z_p) + (1 - w) (1 - p_h^G - (1 - p_h)^G),    w = PILOT_SHARE_WEIGHT = 1/4        (9)
 
@@ -128,7 +128,7 @@ pilot's held success rate p_h (its last rewards' mean, `fit.held_reward`) gives 
 kept its reward (as (8): one that fell holds the level of its fall, not one a run settles at; its own share
 then stands for the run's). Like S, w is a number set from data: on the 22 development combinations of
 paper_repro/pilot_forecast.py, with S fitted at each w (`--fit-weight`: the collapse part), w = 1/4 classified
-91.6% of their cells (S = 0.1868, `fit.COLLAPSE_SPREAD`), w = 1 (version 8: the pilot's share, S = 0.3055)
+91.6% of their cells (S = 0.1868, `predict.COLLAPSE_SPREAD`), w = 1 (version 8: the pilot's share, S = 0.3055)
 90.5%, w from 0.1 to 0.5 within 0.5 points of the best; the whole forecast, S scanned at each w, gave 91.4% at
 w = 1/4 against 90.2% at w = 1. Equation (9) is checked in tests/theory/test_collapse.py against a simulated run of groups. Two of its
 choices are a model's, not derived: it reads p^G + (1 - p)^G at the mean held rate, where prompts of differing
@@ -138,9 +138,9 @@ by the share of a run's steps past the pilot's progress at lr / lr_p was tried, 
 versions 1-8, and lost: 87.0% of their cells against 88.6%).
 
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
-(j delta)^2; `fit.pilot_forecast`), H is the pilot's mean token entropy, 1 - z the run's share of groups with
+(j delta)^2; `predict.pilot_forecast`), H is the pilot's mean token entropy, 1 - z the run's share of groups with
 signal from the pilot's mean zero-std share and its held success rate (9), and
-S is one dimensionless number for all models and tasks, set from data (`fit.COLLAPSE_SPREAD` says
+S is one dimensionless number for all models and tasks, set from data (`predict.COLLAPSE_SPREAD` says
 where; (5), (6) and (7) are a model judged as a forecast in paper_repro/pilot_forecast.py, not derived). Equation (1)
 is checked in tests/theory/test_collapse.py against Adam on a softmax bandit with a frozen sampler:
 sigma_j / (j sigma_1) -> 1, sigma_1 proportional to lr and free of the reward's scale, unlike SGD's;
@@ -153,7 +153,7 @@ displacement too large: on count/cispo with a KL weight of 0.04, every cell at T
 from a third of the base lr up (the share of seeds that fall grows with lr: 9 and 15 of 16 at a third of and
 at the base lr), while at T = 4 no seed of 16 falls at either (paper_repro/kl_unwinding.py, claim
 kl-unwinding). Forecasting it needs the run's zero-std share at its own T, which a pilot at another T does
-not measure; `fit.pilot_forecast` warns of it beside the collapse bounds instead (`kl_pull_risk`).
+not measure; `predict.pilot_forecast` warns of it beside the collapse bounds instead (`kl_pull_risk`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 verl's vanilla loss (dual-clip PPO, `clip_ratio_c`, default 3) takes min(max(-A r, -A clip(r)), -A c) where A < 0;
 TRL's `delta` clamps the unclipped ratio at delta. Either way the push on a token with A < 0 and r > c is switched
 off. With the log-ratio after j stale steps normal, log r_j ~ N(0, (j delta)^2), independent of the advantage's sign
-(`fit._drift`'s model of the clip fractions), the window mean of the share of tokens the dual clip silences is
+(`predict._drift`'s model of the clip fractions), the window mean of the share of tokens the dual clip silences is
 
     s_c(delta, T) = (1/T) sum_{j=1}^{T-1} P(log r_j > log c) / 2 = (1/T) sum_j erfc(log c / (j delta sqrt 2)) / 4,   (1)
 

@@ -12,7 +12,7 @@ import yaml
 
 from _finished_runs import finished_runs
 from gspo_dynamics.cli.main import main
-from gspo_dynamics.fit import fall_chance
+from gspo_dynamics.predict import fall_chance
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_config.yaml"
 TRL = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
@@ -180,7 +180,7 @@ def test_the_reward_at_the_runs_end_with_its_interval(tmp_path, capsys):
     assert report["config"]["run_steps"] == report["end_reward"]["run_steps"] == 80
     assert any("80 steps as given, not the config's 120" in a for a in report["assumed"])
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "1000", "--explain"]) == 0
-    # past the conformal calibration: the bracket of the curve and the held level (fit._end_reward (5))
+    # past the conformal calibration: the bracket of the curve and the held level (predict._end_reward (5))
     assert "between the fitted curve and the held level" in capsys.readouterr().out
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "99999999999999999999999", "--explain"]) == 0
     assert "the run is 2.5e+21 times its pilot" in capsys.readouterr().out
@@ -265,7 +265,7 @@ def test_a_trl_pilot_with_clip_fraction_and_entropy_gets_the_collapse_forecast(t
     assert report["overshoot"] is overshoot and report["displacement"] > 0
     if overshoot:
         assert report["collapse_max_refresh_interval"] == 0 and report["collapse_max_lr"] < TRL["learning_rate"]
-    chance = report["fall_chance"]  # fit._fall_chance (1), (2): an overshoot is a rule saying unstable, so m > 0
+    chance = report["fall_chance"]  # predict._fall_chance (1), (2): an overshoot is a rule saying unstable, so m > 0
     assert chance["chance"] == pytest.approx(float(fall_chance(chance["margin"])), rel=1e-12)
     assert chance["margin"] > 0 if overshoot else chance["margin"] is not None
     assert main(["predict", "--config", config, "--pilot", str(log), "--explain"]) == 0
@@ -288,7 +288,7 @@ def test_a_pilot_with_its_own_column_names_is_read_with_map(tmp_path, capsys):
 
 
 def test_finished_runs_beside_their_configs_lean_the_level_toward_runs_like_this_one(tmp_path, capsys):
-    """--prior on our trainer's run directories (config.json beside metrics.jsonl): the level is fit._prior (4)'s,
+    """--prior on our trainer's run directories (config.json beside metrics.jsonl): the level is predict._prior (4)'s,
     leaning toward the runs with the config's objective and then its optimizer and lr; the pooled level (2) and the
     counts beside it, in the text and the JSON."""
     config = write(tmp_path, "ours.json", {"task": "count", "model": "100k", "objective": "grpo", "lr": 3e-3, "steps": 96})

@@ -114,7 +114,7 @@ def test_a_mid_run_trl_log_is_read_at_trls_generation_steps(tmp_path):
 
 @pytest.mark.parametrize("hp", [None, hparams(kl_coef=0.0), hparams(optimizer=SGD(momentum=0.9)), hparams(refresh_interval=4)])
 def test_hyperparameters_that_rule_the_pull_out_read_nothing(tmp_path, hp):
-    """No hyperparameters, no KL weight, SGD, or T = 4 (below `fit.kl_pull_risk`'s 5): nothing read, no note."""
+    """No hyperparameters, no KL weight, SGD, or T = 4 (below `predict.kl_pull_risk`'s 5): nothing read, no note."""
     log = read_log(write(tmp_path, four_windows()))
     assert kl_pull_windows(log, hp) is None and kl_pull_note(log, hp) is None
 

@@ -8,9 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from gspo_dynamics.fit import pilot_forecast
+from gspo_dynamics.predict import pilot_forecast, read_run_config
 from gspo_dynamics.fit._fall import BLOCK, COLLAPSE_SHARE, FALL_SHARE, Z_FALL, reward_fall
-from gspo_dynamics.predict import read_run_config
 
 FLAT_FALSE_ALARMS = 0.012  # the docstring's 0.4% for a flat curve of 6 blocks, with room for 2000 draws' error (s.e. 0.14%)
 

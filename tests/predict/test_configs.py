@@ -338,7 +338,7 @@ def test_our_trainers_toml_config_is_read_as_train_reads_it(tmp_path):
 
 
 def test_the_loss_is_named_as_the_config_names_it():
-    """RunSetup.loss (fit._prior (4) matches runs on it): our objective; TRL's loss_type with its ratio level, none
+    """RunSetup.loss (predict._prior (4) matches runs on it): our objective; TRL's loss_type with its ratio level, none
     without a loss_type (its default moved between releases); verl's loss_mode and loss_agg_mode, defaults where
     unset; none for the theory's field names. In --json's config."""
     assert read_run_config({"task": "count", "model": "100k", "objective": "dr_grpo"}).loss == "dr_grpo"

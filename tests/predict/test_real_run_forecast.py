@@ -14,7 +14,7 @@ import pytest
 
 from _real_logs import ALEX_JSON, IMJONEZZ, SUNSHINE
 from gspo_dynamics.cli.main import main
-from gspo_dynamics.fit import end_window
+from gspo_dynamics.predict import end_window
 from gspo_dynamics.logs import read_log
 
 REAL_RUNS = Path(__file__).resolve().parents[2] / "examples" / "real_runs"
@@ -92,9 +92,9 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
 def test_the_interval_for_the_reward_at_a_real_runs_end(real_logs, tmp_path, capsys, name, config, pilot, run_steps, width):
     """The reward over each real run's last sixth (the config's max_steps, or the Wordle log's 160 steps: its
     GRPOConfig sets epochs) against the 90% interval from its first steps (README): inside on all five, but wide
-    (the reward's range unknown, so clipped to the pilot's range widened by its width, fit._end_reward (6); or
+    (the reward's range unknown, so clipped to the pilot's range widened by its width, predict._end_reward (6); or
     [0, 1] whole on GSM8K): weak evidence, which the README says. The Llama run's cosine decay to 0 makes its last
-    steps count for less (fit._schedule (2)): its 120-step pilot's interval is 1.93 wide, 7.77 read at a constant lr."""
+    steps count for less (predict._schedule (2)): its 120-step pilot's interval is 1.93 wide, 7.77 read at a constant lr."""
     log = real_logs / name
     if run_steps is not None:
         config = {**config, "max_steps": run_steps}

@@ -1,4 +1,4 @@
-"""theory.schedule, theory.dual_clip and fit._schedule against independent routes: a loop, Monte Carlo, and a
+"""theory.schedule, theory.dual_clip and predict._schedule against independent routes: a loop, Monte Carlo, and a
 relaxation stepped under the schedule."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._schedule import effective_run_length, pilot_factor
+from gspo_dynamics.predict._schedule import effective_run_length, pilot_factor
 from gspo_dynamics.theory.dual_clip import drift_for_share, dual_clip_share
 from gspo_dynamics.theory.schedule import LRSchedule
 
@@ -46,7 +46,7 @@ def test_drift_for_share_inverts_the_share():
 
 
 def test_the_effective_run_length_matches_a_relaxation_stepped_under_the_schedule():
-    """fit._schedule (2): a first-order relaxation r_{k+1} = r_k + x m(k) (1 - r_k) run N steps under the schedule
+    """predict._schedule (2): a first-order relaxation r_{k+1} = r_k + x m(k) (1 - r_k) run N steps under the schedule
     ends where the same relaxation at the pilot's mean factor ends after n_eff steps (to first order in x)."""
     schedule = LRSchedule(shape="linear", warmup=20, total=400)
     x, pilot_steps = 0.004, np.arange(1, 81)

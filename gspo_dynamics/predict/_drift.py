@@ -20,7 +20,7 @@ of the advantage's sign; for GSPO's ratio that is known to fall short at larger 
 sign of A as the reward rises (`theory.ratio_alignment`; on the tiny transformer at T = 8, 0.60 measured against
 0.40 for signs blind to the advantage: paper_repro row transformer-clip-sequence). The two token routes measure
 different things where log-ratios are heavy-tailed: on a trainer run the variance's delta is ~11x the
-clip fraction's (tests/fit/test_pilot.py).
+clip fraction's (tests/predict/test_pilot.py).
 """
 
 from __future__ import annotations

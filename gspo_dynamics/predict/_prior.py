@@ -59,11 +59,12 @@ import numpy as np
 from scipy.special import stdtrit
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._end_reward import END_SHARE
-from gspo_dynamics.fit._fall import reward_fall
-from gspo_dynamics.fit._pilot_log import other_refresh
+from gspo_dynamics.fit import reward_fall
 from gspo_dynamics.logs import RunLog, read_log
-from gspo_dynamics.predict import ConfigForecast, RunSetup, load_config_file, read_run_config
+from gspo_dynamics.predict._config_forecast import ConfigForecast
+from gspo_dynamics.predict._configs import RunSetup, load_config_file, read_run_config
+from gspo_dynamics.predict._end_reward import END_SHARE
+from gspo_dynamics.predict._pilot_log import other_refresh
 
 LEVEL = 0.9  # the prediction interval's coverage (3)
 SHRINKAGE = 2.0  # kappa of (4): a level's own runs weighed against its parent's mean as kappa runs
@@ -315,7 +316,7 @@ class PriorForecast:
 def prior_forecast(config: ConfigForecast, sources: Sequence[str | RunLog], reward_range=None,
                    column_map=None, configs: Sequence[str | None] | None = None) -> PriorForecast:
     """The config's answer and `task_prior` of `sources` (with their `configs`, where given) at the config's T.
-    Without `reward_range`, [0, 1] is taken (and said) when every run's rewards lie there, as `fit.pilot_forecast`
+    Without `reward_range`, [0, 1] is taken (and said) when every run's rewards lie there, as `predict.pilot_forecast`
     does for a pilot."""
     logs = [s if isinstance(s, RunLog) else read_log(s, column_map=column_map)
             for s in ([sources] if isinstance(sources, (str, RunLog)) else sources)]

@@ -4,22 +4,18 @@ From the pilot's first n steps: the share of groups with signal 1 - z, the pilot
 token entropy H and the rise r of its first updates, the displacement D at the config's (lr, T) and at the
 pilot's own T (`pilot_refresh_interval`), which raises the limit when the pilot kept its reward (equation
 (8)), and the bounds on T and lr they imply (`collapse_fields`); over an (lr, T) grid, the risk region
-(`collapse_grid`). `fit.pilot_forecast` calls these and carries their fields in a `PilotForecast`.
+(`collapse_grid`). `predict.pilot_forecast` calls these and carries their fields in a `PilotForecast`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from typing import TYPE_CHECKING
-
-from gspo_dynamics.fit._end_reward import held_reward
 from gspo_dynamics.logs import RunLog
+from gspo_dynamics.predict._end_reward import held_reward
+from gspo_dynamics.predict._pilot_fields import PilotFields
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
-
-if TYPE_CHECKING:
-    from gspo_dynamics.fit._pilot import PilotForecast
 
 # S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
 # policy's token entropy, (1 - z) D / H (D = T lr s, capped by a ratio clip's band edge after a window's first
@@ -44,7 +40,7 @@ SOLVED_SHARE = 0.5  # a run is on the solved side at this share of its reward's 
 # correct (a success rate p >= 1/2 has p^G >= (1 - p)^G), not all wrong
 
 
-def collapse_grid(forecast: PilotForecast, lrs, refresh_intervals) -> np.ndarray | None:
+def collapse_grid(forecast: PilotFields, lrs, refresh_intervals) -> np.ndarray | None:
     """The collapse model's risk over (lr, T), (len(refresh_intervals), len(lrs)) booleans: (1 - z) D(lr, T)
     > S H (`theory.collapse` (5), (7)), the limit at least the displacement the pilot survived (8), or lr past
     the entropy overshoot's bound (6), from the pilot's drift, entropy, signal share, outcome and rise; None
@@ -61,7 +57,7 @@ def signal_shares(logged: float | None, success: np.ndarray | None, hp, n: int, 
                   assumed: list[str]) -> tuple[float, float]:
     """(1 - z_p, 1 - z): the pilot's share of groups with signal and the run's, equations (7) and (9). z_p is the
     logged zero-std share, else the one the success rates p_t predict at the run's G, E_t[p_t^G + (1 - p_t)^G]
-    (a lower bound: `fit._pilot._zero_std`), else 0 (assumed, said); the run's share weighs in the held success
+    (a lower bound: `predict._pilot._zero_std`), else 0 (assumed, said); the run's share weighs in the held success
     rate p_h = `held` (`held_success`: None where the reward is no success rate or the pilot did not keep it)
     (`theory.collapse.run_signal_share`; a pilot that fell holds the level of its fall, not one a run settles at),
     else is the pilot's (said). Each

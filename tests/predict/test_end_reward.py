@@ -1,4 +1,4 @@
-"""gspo_dynamics.fit._end_reward: the reward at a run's end and its split-conformal interval.
+"""gspo_dynamics.predict._end_reward: the reward at a run's end and its split-conformal interval.
 
 The quantile (3) is checked against its definition by counting, its coverage guarantee against simulated
 exchangeable runs, the forecast (1) against a loop over the fitted curve, the score's (2) invariance under a
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import (
-    INTERVAL_LEVEL, INTERVAL_QUANTILES, conformal_quantile, end_reward, end_window, fit_trajectory, pilot_forecast,
+from gspo_dynamics.fit import fit_trajectory
+from gspo_dynamics.predict import (
+    INTERVAL_LEVEL, INTERVAL_QUANTILES, conformal_quantile, end_reward, end_window, pilot_forecast, read_run_config,
 )
-from gspo_dynamics.fit._end_reward import BRACKET_Z, end_reward_value, end_position, has_scale
-from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.predict._end_reward import BRACKET_Z, end_reward_value, end_position, has_scale
 
 SCORES = Path(__file__).resolve().parents[2] / "paper_repro" / "data" / "end_reward_scores.json.gz"
 

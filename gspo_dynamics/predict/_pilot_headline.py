@@ -9,9 +9,10 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.fit._end_reward import HELD_STEPS, end_window, held_reward, reward_reach
-from gspo_dynamics.fit._fall_chance import config_fall_chance
-from gspo_dynamics.predict import (
+from gspo_dynamics.fit import HELD_STEPS
+from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
+from gspo_dynamics.predict._fall_chance import config_fall_chance
+from gspo_dynamics.predict._headline import (
     AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, lr_change, refresh_change,
 )
 
@@ -20,7 +21,7 @@ RECOVERED_SHARE = 0.5  # a pilot whose held level is back above half its fall's 
 
 def plateau_identified(f) -> bool:
     """Whether the pilot identifies the plateau: a fit that does not extrapolate it, whose standard error is below
-    its size, inside the reward's reach (`fit._end_reward.reward_reach`), reached at a finite step."""
+    its size, inside the reward's reach (`predict._end_reward.reward_reach`), reached at a finite step."""
     imp = f.implications
     plateau, t = imp.plateau, imp.time_to_plateau
     if imp.plateau_extrapolated or plateau.stderr is None or not plateau.stderr < abs(plateau.value):
@@ -142,7 +143,7 @@ def _forecast(f, chance: dict | None) -> dict:
 
 
 def pilot_headline(f, zero_std=None) -> Headline:
-    """The verdict, the changes and the forecast of a `fit.PilotForecast` (`predict._headline` for the rules);
+    """The verdict, the changes and the forecast of a `predict.PilotForecast` (`predict._headline` for the rules);
     `zero_std`: the pass rates' mixture (`predict.zero_std_answer`), whose G change and share are added."""
     chance = config_fall_chance(f)  # a scan over lr and T: read once for the verdict and the forecast
     verdict, reason, changes = _verdict(f, chance)

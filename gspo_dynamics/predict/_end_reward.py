@@ -24,7 +24,7 @@ unchanged, so one calibration serves any reward scale. With m scores and level 1
 
 covers a new run's R_obs with probability at least 1 - alpha (and below 1 - alpha + 1 / (m + 1) when the
 scores have no ties) when the new (forecast, outcome) pair is exchangeable with the calibration pairs
-(checked by simulation in tests/fit/test_end_reward.py). The guarantee is marginal: a run whose forecast sits
+(checked by simulation in tests/predict/test_end_reward.py). The guarantee is marginal: a run whose forecast sits
 at the reward's bound is covered far more often than one inside the range. So the scores are split by that
 position, which the user sees before the run (Mondrian conformal prediction, Vovk et al. 2005, ch. 4): "bound"
 when R_end lies within BOUND_SHARE of the range's width of either bound, "inside" otherwise or when the range
@@ -64,12 +64,11 @@ from typing import Any
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._schedule import effective_run_length
-from gspo_dynamics.fit._trajectory import TrajectoryFit
+from gspo_dynamics.fit import HELD_STEPS, TrajectoryFit
+from gspo_dynamics.predict._schedule import effective_run_length
 
 END_SHARE = 1 / 6  # the run's end: its last sixth (the last 16 of 96 steps, as the calibration's outcomes)
 END_POINTS = 10_000  # the most steps of the end window the forecast (1) reads (evenly spaced beyond that)
-HELD_STEPS = 8  # the held level: the mean of the pilot's last HELD_STEPS rewards (`held_reward`)
 INTERVAL_LEVEL = 0.9  # the interval's nominal coverage 1 - alpha
 INTERVAL_MAX_RATIO = 8  # the largest run length / pilot length calibrated
 INTERVAL_MAX_REFRESH = 4  # the largest refresh interval T calibrated
@@ -79,7 +78,7 @@ REACH_WIDEN = 1.0  # (6): the pilot's own range again on each side where the rew
 SCALE_MIN = 1e-9  # a scale (2) at most this, relative to max(1, |R_end|), is none: no interval
 # q of equation (3) at INTERVAL_LEVEL per position and calibrated ratio N / n, from the runs of
 # paper_repro/data/end_reward_scores.json.gz with a scale (paper_repro/end_reward_interval.py;
-# tests/fit/test_end_reward.py recomputes them from that file)
+# tests/predict/test_end_reward.py recomputes them from that file)
 INTERVAL_QUANTILES = {"bound": {2: 0.210, 4: 0.225, 8: 0.675}, "inside": {2: 1.107, 4: 2.958, 8: 6.557}}
 
 
@@ -88,7 +87,7 @@ class EndReward:
     """The forecast of the reward over a run's last END_SHARE of steps (module docstring)."""
 
     run_steps: int  # N, in the pilot log's step units
-    ratio: float  # N over the pilot's last step, on the pilot's clock (under an lr schedule N is fit._schedule's n_eff)
+    ratio: float  # N over the pilot's last step, on the pilot's clock (under an lr schedule N is predict._schedule's n_eff)
     value: float  # R_end, equation (1)
     scale: float  # sigma + |R_end - R_held|, the denominator of (2)
     interval: tuple[float, float] | None  # (4) at INTERVAL_LEVEL, clipped to the reward's range; None: withheld
@@ -180,7 +179,7 @@ def checked_run_steps(run_steps) -> int:
 def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interval: int,
                reward_range: tuple[float, float] | None) -> EndReward:
     """The forecast (1) and, where calibrated, the interval (4) for a run of `run_steps` steps from its pilot's
-    fit and its logged (steps, reward) (the same units; steps sorted, unique and finite, as `fit.load_pilot`
+    fit and its logged (steps, reward) (the same units; steps sorted, unique and finite, as `predict.load_pilot`
     gives them). ConfigError when the run is not past its pilot, the pilot ends at a step <= 0, or the reward's
     range is empty."""
     steps, reward = np.asarray(steps, dtype=float), np.asarray(reward, dtype=float)
@@ -231,8 +230,8 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
 
 def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,
                 reward_range, assumed: list[str], schedule=(None, 1.0)) -> EndReward | None:
-    """The reward at the run's end (`fit.end_reward`), read on the pilot's clock where the lr follows a schedule
-    (`fit._schedule` (2); `schedule` = (the LRSchedule or None, the pilot's mean factor)), or None with the reason in
+    """The reward at the run's end (`predict.end_reward`), read on the pilot's clock where the lr follows a schedule
+    (`predict._schedule` (2); `schedule` = (the LRSchedule or None, the pilot's mean factor)), or None with the reason in
     `assumed`: the run's length unknown, or the pilot already at it."""
     if run_steps is None:
         assumed.append("the run's length is unknown (TRL max_steps, verl trainer.total_training_steps, our steps, or "

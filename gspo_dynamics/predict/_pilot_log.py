@@ -1,4 +1,4 @@
-"""Reading a pilot's log (`load_pilot`, `pilot_reward_range`), and what it says beyond its reward curve (`fit.pilot_forecast`): its
+"""Reading a pilot's log (`load_pilot`, `pilot_reward_range`), and what it says beyond its reward curve (`predict.pilot_forecast`): its
 logged learning rate, window positions, zero-std share and KL against the config's (a pilot run at another lr, under
 a schedule or warm-up, at another T, at a larger G, or with a KL term the config's beta = 0 leaves out is said), and
 the zero-std share its success rate gives by G."""

@@ -15,7 +15,7 @@ Measured from the pilot (its first `pilot_steps` steps, or all of it):
 
   success rate      p_t = the step's mean reward when every reward lies in [0, 1]; the zero-std share at a
                     group size G' is the mixture over prompts of mixed difficulty fitted to the logged
-                    frac_reward_zero_std (`fit._pilot_log.zero_std_shares`, `theory.zero_std`), else the batch
+                    frac_reward_zero_std (`predict._pilot_log.zero_std_shares`, `theory.zero_std`), else the batch
                     law E_t[p_t^G' + (1 - p_t)^G'] (the least any mixture gives: the share is convex in p);
   noise             the fit's residual std s at the pilot's N G responses per step; the reward's noise
                     scales as 1 / sqrt(N G) (the 1/G law of the fluctuation theory), s(G') = s sqrt(G / G'),
@@ -24,10 +24,10 @@ Measured from the pilot (its first `pilot_steps` steps, or all of it):
                         G_sigma = ceil(G (s / sigma)^2)     (at the pilot's N groups per step);
   policy drift      the log-ratio spread added per stale step, of the token ratio and (under a sequence-level
                     correction) of the sequence ratio, and the clip fractions by refresh interval it implies
-                    (`fit._drift`: from the window's log-ratio variance, or inverted from a logged clip
+                    (`predict._drift`: from the window's log-ratio variance, or inverted from a logged clip
                     fraction);
   the run's end     where the run's length is known: the fitted curve over its last sixth, with a 90%
-                    split-conformal interval calibrated on our trainer's runs (`fit._end_reward`).
+                    split-conformal interval calibrated on our trainer's runs (`predict._end_reward`).
 
 Everything else is assumed, and said so.
 """
@@ -44,22 +44,24 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
-from gspo_dynamics.fit._collapse_risk import COLLAPSE_SPREAD, collapse_fields
-from gspo_dynamics.fit._fall_chance import config_fall_chance, fall_chance_lines
-from gspo_dynamics.fit._drift import measure_drift
-from gspo_dynamics.fit._end_reward import HELD_STEPS, EndReward, checked_run_steps, held_reward, pilot_end_reward
-from gspo_dynamics.fit._pilot_headline import plateau_identified
-from gspo_dynamics.fit._fall import BLOCK, Z_FALL, Fall, reward_fall
-from gspo_dynamics.fit._implications import Implications, implications, max_safe_range_text, max_safe_text
-from gspo_dynamics.fit._pilot_log import (
+from gspo_dynamics.fit import (
+    BLOCK, HELD_STEPS, Z_FALL, Fall, Implications, TrajectoryFit, fit_trajectory, implications, max_safe_range_text,
+    max_safe_text, reward_fall,
+)
+from gspo_dynamics.logs import RunLog
+from gspo_dynamics.predict._collapse_risk import COLLAPSE_SPREAD, collapse_fields
+from gspo_dynamics.predict._config_forecast import ConfigForecast, config_forecast
+from gspo_dynamics.predict._configs import RunSetup
+from gspo_dynamics.predict._drift import measure_drift
+from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held_reward, pilot_end_reward
+from gspo_dynamics.predict._fall_chance import config_fall_chance, fall_chance_lines
+from gspo_dynamics.predict._pilot_headline import plateau_identified
+from gspo_dynamics.predict._pilot_log import (
     GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_reward_range,
     zero_std_shares,
 )
-from gspo_dynamics.fit._prior import TaskPrior, task_prior
-from gspo_dynamics.fit._schedule import SAME, pilot_factor
-from gspo_dynamics.fit._trajectory import TrajectoryFit, fit_trajectory
-from gspo_dynamics.logs import RunLog
-from gspo_dynamics.predict import ConfigForecast, RunSetup, config_forecast
+from gspo_dynamics.predict._prior import TaskPrior, task_prior
+from gspo_dynamics.predict._schedule import SAME, pilot_factor
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import critical_learning_rate
 
@@ -93,15 +95,15 @@ class PilotForecast:
     pilot_signal_share: float | None  # 1 - z_p, the pilot's own share of groups with signal (weighted w in (9))
     band_edge: float | None  # the clip's eps_high capping D (theory.collapse.band_edge, (4), (10)); None: uncapped
     clip_by_refresh: dict[int, float]  # predicted token clip fraction per T' (token-level correction)
-    sequence_drift: float | None = None  # delta_s of log s, under a sequence-level correction (`fit._drift`)
+    sequence_drift: float | None = None  # delta_s of log s, under a sequence-level correction (`predict._drift`)
     sequence_clip_by_refresh: dict[int, float] = field(default_factory=dict)  # the sequences' clip fraction per T'
     fit: TrajectoryFit | None = None  # the pilot's reward fit
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
     fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
-    end: EndReward | None = None  # the reward at the run's end with its interval (`fit._end_reward`); None: length unknown
-    prior: TaskPrior | None = None  # the end level of finished runs of the task (`fit._prior`); None: none given
-    kl_pull: bool | None = None  # exposed to the KL pull on a solved policy (`fit._collapse_risk.kl_pull_risk`), a
+    end: EndReward | None = None  # the reward at the run's end with its interval (`predict._end_reward`); None: length unknown
+    prior: TaskPrior | None = None  # the end level of finished runs of the task (`predict._prior`); None: none given
+    kl_pull: bool | None = None  # exposed to the KL pull on a solved policy (`predict._collapse_risk.kl_pull_risk`), a
     # warning; None: not read (the hyperparameters allow it, and the pilot gives no run's share of groups with signal)
     measured: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
@@ -129,7 +131,7 @@ class PilotForecast:
                 "signal_share": self.signal_share, "pilot_signal_share": self.pilot_signal_share,
                 "survived_displacement": self.survived, "displacement_band_edge": self.band_edge,
                 "collapse_limit": self.collapse_limit,
-                "fall_chance": config_fall_chance(self),  # fit._fall_chance (1), (2); null: the collapse rules not assessed
+                "fall_chance": config_fall_chance(self),  # predict._fall_chance (1), (2); null: the collapse rules not assessed
                 "held_reward": self.held, "end_reward": None if self.end is None else self.end.to_json(),
                 "task_prior": None if self.prior is None else self.prior.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
@@ -292,8 +294,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     A given range that the pilot's rewards leave is a ConfigError. `target_noise`: the reward noise to
     find a group size for (None: TARGET_NOISE_SHARE of the reward's range, said; none without a range).
     `run_steps`: the run's length in the pilot log's steps, for the reward at its end (None: the config's,
-    `setup.run_steps`). `prior`: finished runs of the same task and T (paths or logs) for the end level (`fit._prior`),
-    `prior_configs` their configs where given (`fit._prior.task_prior`)."""
+    `setup.run_steps`). `prior`: finished runs of the same task and T (paths or logs) for the end level (`predict._prior`),
+    `prior_configs` their configs where given (`predict._prior.task_prior`)."""
     if target_noise is not None and (isinstance(target_noise, bool) or not isinstance(target_noise, (int, float))
                                      or not math.isfinite(target_noise) or target_noise <= 0):
         raise ConfigError(f"the target noise must be a number > 0, got {target_noise!r}")
@@ -375,7 +377,7 @@ def group_size_for_noise(noise: float, group_size: int, target: float) -> int | 
 
 def _max_safe_lr(imp: Implications, hp, measured: list[str], factor: float = 1.0) -> tuple[float | None, str]:
     """lr_pilot x_max(T, mu) m_p / kappa (module docstring; m_p = `factor`, the pilot's mean schedule factor,
-    `fit._schedule` (1)), withheld where the premises fail."""
+    `predict._schedule` (1)), withheld where the premises fail."""
     if imp.interior_plateau is False:
         return None, "the plateau cannot be told from the reward's bound: no restoring force, the linear threshold does not apply"
     if imp.linear_regime is False:

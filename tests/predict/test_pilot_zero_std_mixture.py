@@ -1,4 +1,4 @@
-"""The pilot's zero-std shares by G over prompts of mixed difficulty (`fit._pilot_log.zero_std_shares`): fitted from a
+"""The pilot's zero-std shares by G over prompts of mixed difficulty (`predict._pilot_log.zero_std_shares`): fitted from a
 simulated log at one G, checked against fresh simulations at other G (the issue's verl case: batch success ~0.71 at
 G = 16 with 44% of groups flat, where the batch law says 0.4%)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gspo_dynamics.fit._pilot_log import zero_std_shares
+from gspo_dynamics.predict._pilot_log import zero_std_shares
 from gspo_dynamics.logs import RunLog
 
 A, B = 0.59, 0.24  # per-prompt success ~ Beta(A, B): mean 0.71, and 44% flat groups at G = 16

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import pilot_forecast
-from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.predict import pilot_forecast, read_run_config
 
 
 def write_log(path, columns: dict[str, np.ndarray]) -> str:
@@ -98,7 +97,7 @@ def test_the_group_size_for_a_target_noise_matches_binomial_noise(tmp_path):
     assert f.group_size_for_target_noise == pytest.approx(0.3 * 0.7 / (2 * 0.05**2), rel=0.15)
     scan = next(g for g in range(1, 10_000) if s * math.sqrt(2 / g) <= 0.05)
     assert f.group_size_for_target_noise == scan
-    from gspo_dynamics.fit._pilot import group_size_for_noise
+    from gspo_dynamics.predict._pilot import group_size_for_noise
 
     assert group_size_for_noise(0.1, 4, 0.05) == 16 and group_size_for_noise(0.01, 4, 0.05) == 1
     default = pilot_forecast(read_run_config({"lr": 0.1, "group_size": 2, "num_groups": 2}), log)
@@ -150,7 +149,8 @@ def test_collapse_bounds_invert_the_displacement_between_samplers(tmp_path, corr
     (equations (5), (7)). Without a clip the displacement T lr s passes it past T = S H / delta; a clip whose band
     edge log(1 + eps) lies within S H leaves no T bound; a wide one bounds T as without a clip. Checked by
     stepping T and lr along D itself (theory.collapse.displacement)."""
-    from gspo_dynamics.fit import COLLAPSE_SPREAD, HELD_STEPS
+    from gspo_dynamics.fit import HELD_STEPS
+    from gspo_dynamics.predict import COLLAPSE_SPREAD
     from gspo_dynamics.theory import collapse
 
     lr, H = 0.1, 0.8
@@ -207,7 +207,7 @@ def test_clip_region_share_matches_monte_carlo_tokens():
     """c(delta) against 200 000 simulated tokens per window position: log r ~ N(0, (j delta)^2), an
     advantage sign drawn independently, clipped when r > 1 + eps_high with A > 0 or r < 1 - eps_low with
     A < 0 (TRL's region); 4 s.e. of the window mean."""
-    from gspo_dynamics.fit._drift import clip_region_share
+    from gspo_dynamics.predict._drift import clip_region_share
 
     rng = np.random.default_rng(5)
     delta, T, lo, hi = 0.08, 6, 0.2, 0.28
@@ -223,7 +223,7 @@ def test_clip_region_share_matches_monte_carlo_tokens():
 def test_drift_inverted_from_a_clip_fraction(tmp_path):
     """A TRL-style log at T = 4 whose clip fraction is c(delta) gives delta back (bisection: 1e-9), and the
     forecast says it was inverted from the clip fraction."""
-    from gspo_dynamics.fit._drift import clip_region_share
+    from gspo_dynamics.predict._drift import clip_region_share
 
     delta = 0.05
     c = clip_region_share(delta, 4, 0.2, 0.2)
@@ -242,7 +242,7 @@ def test_a_sequence_run_forecasts_the_sequences_clip_fraction(tmp_path):
     """Under a sequence-level correction the drift of log s is measured from ratios/seq_log_var (exact), or
     inverted from the sequences' logged clip fraction (1e-9), and the clip fraction by T is the sequences'
     (`clip_region_share` at GSPO's band); no token clip forecast is made for a ratio that is not clipped."""
-    from gspo_dynamics.fit._drift import clip_region_share
+    from gspo_dynamics.predict._drift import clip_region_share
 
     j = np.tile(np.arange(4), 10)
     reward = heavy_ball_curve(0.05, 0.5, len(j))
@@ -284,7 +284,7 @@ def test_the_two_drift_routes_on_a_trainer_run_measure_different_things(tmp_path
     variance is carried by a few tokens that move far (heavy tails), while the clip fraction counts the
     bulk under a normal model. Both routes are measured and finite; which one forecasts collapse is an
     open question of the forecast model (the variance route is the one its limit S was set with)."""
-    from gspo_dynamics.fit._drift import _from_clip_fraction, _from_variance
+    from gspo_dynamics.predict._drift import _from_clip_fraction, _from_variance
     from gspo_dynamics.logs import read_log
     from gspo_dynamics.train.config import TrainConfig
     from gspo_dynamics.train.trainer import train
@@ -304,7 +304,7 @@ def test_collapse_grid_agrees_with_the_forecasts_own_bounds(tmp_path, correction
     """The map's collapse region cell by cell against the scalar route: D(lr, T) > S H (`collapse.displacement`)
     or lr past the overshoot's bound (equation (6)); at the config's lr its first safe-free T is the
     forecast's collapse_max_refresh + 1, and at its T the region starts past collapse_max_lr."""
-    from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid
+    from gspo_dynamics.predict import COLLAPSE_SPREAD, collapse_grid
     from gspo_dynamics.theory import collapse
 
     f = drift_pilot(tmp_path, correction, 0.2, entropy)
@@ -344,7 +344,7 @@ def test_a_pilot_that_kept_its_reward_raises_the_limit_to_its_own_displacement(t
     the JSON gives the limit in force; when its reward fell (0.6 -> 0, or 0.1 -> 0, a fall under a tenth
     of the range that lost all it had) the limit stays S H / (1 - z), 1 - z the pilot's own share, and its own
     point is at risk."""
-    from gspo_dynamics.fit import COLLAPSE_SPREAD, collapse_grid
+    from gspo_dynamics.predict import COLLAPSE_SPREAD, collapse_grid
 
     f = low_entropy_pilot(tmp_path, reward)
     assert f.pilot_signal_share == pytest.approx(0.4)
@@ -376,7 +376,7 @@ def test_the_pilots_own_displacement_is_at_its_own_T_not_the_configs(tmp_path):
 def test_a_pilot_that_kept_its_reward_is_still_flagged_by_its_entropy_rise(tmp_path):
     """Equation (8) bounds the displacement rule only: a pilot whose entropy rose 0.1 -> 0.15 (r = 0.5 > 1/4)
     on its first updates is at risk at its own lr and T although it kept its reward (equation (6))."""
-    from gspo_dynamics.fit import collapse_grid
+    from gspo_dynamics.predict import collapse_grid
 
     entropy = np.r_[0.1, 0.15, 0.12, np.full(37, 0.1)]
     f = low_entropy_pilot(tmp_path, heavy_ball_curve(0.05, 0.5, 40), entropy=entropy)
@@ -385,7 +385,7 @@ def test_a_pilot_that_kept_its_reward_is_still_flagged_by_its_entropy_rise(tmp_p
 
 
 def test_collapse_grid_is_withheld_without_drift_or_entropy(tmp_path):
-    from gspo_dynamics.fit import collapse_grid
+    from gspo_dynamics.predict import collapse_grid
 
     assert collapse_grid(drift_pilot(tmp_path, "none", 0.2, None), [0.1], [1]) is None
 
@@ -434,7 +434,7 @@ def test_the_runs_share_is_the_pilots_where_the_reward_is_no_success_rate_or_was
     reads no zero-std share outside a [0, 1] reward, and sees a fall or not in any pilot long enough to fit): a
     logged zero-std share without a success rate, and a pilot that did not keep its reward, keep the pilot's
     share and say why; a log without token entropy applies no limit and says nothing of a share."""
-    from gspo_dynamics.fit._collapse_risk import held_success, signal_shares
+    from gspo_dynamics.predict._collapse_risk import held_success, signal_shares
 
     hp = read_run_config({"lr": 0.1, "group_size": 8, "refresh_interval": 4, "clip_high": 0.2, "clip_low": 0.2}).hparams
     assumed = []
@@ -520,7 +520,7 @@ def test_the_kl_pull_warning_needs_a_kl_weight_adam_a_long_window_and_flat_group
 def test_the_kl_pull_warning_needs_most_of_the_runs_groups_flat():
     """The share condition alone, at its threshold (`kl_pull_risk` on hyperparameters directly): a run with half
     its groups flat is warned about, one with less is not."""
-    from gspo_dynamics.fit._collapse_risk import KL_PULL_FLAT_SHARE, kl_pull_risk
+    from gspo_dynamics.predict._collapse_risk import KL_PULL_FLAT_SHARE, kl_pull_risk
     from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
 
     hp = Hyperparams(lr=1e-3, optimizer=Adam(), refresh_interval=16, kl_coef=0.04)
@@ -568,7 +568,7 @@ def test_the_held_rate_gates_the_kl_pull_only_where_the_pilot_kept_its_reward(tm
     """A pilot that sat at 0.95 with nine groups in ten flat and then fell to 0.2 did not keep its reward: its held
     rate (0.2) is no level the run settles at, so it does not rule the pull out (the fall from a solved level is
     what the warning is about). At the boundary, a held rate of exactly 1/2 (`SOLVED_SHARE`) does not either."""
-    from gspo_dynamics.fit._collapse_risk import SOLVED_SHARE, kl_pull_risk
+    from gspo_dynamics.predict._collapse_risk import SOLVED_SHARE, kl_pull_risk
     from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
 
     columns = solved_columns()
@@ -691,7 +691,7 @@ def test_least_zero_std_share_is_unbiased_for_equal_prompts_and_below_the_share_
     all equal (the logged share itself)."""
     from scipy.stats import binom
 
-    from gspo_dynamics.fit._pilot_log import least_zero_std_share
+    from gspo_dynamics.predict._pilot_log import least_zero_std_share
 
     for G in (2, 4, 8, 16):
         for N in (1, 2, 4):
@@ -716,7 +716,7 @@ def test_a_pilots_zero_std_share_below_what_its_g_allows_is_said(tmp_path):
     float32 as TRL logs them, which an unsnapped count turned into a warning), and with unequal prompts; a pilot
     run at G = 16 (N = 4: 200 of 200 said), or with partial credit, is said in every seed. The seeds go through
     the check itself (`logged_group_size`, on the log as read); two pilots go through the whole forecast."""
-    from gspo_dynamics.fit._pilot_log import logged_group_size
+    from gspo_dynamics.predict._pilot_log import logged_group_size
     from gspo_dynamics.logs import read_log
 
     rng = np.random.default_rng(5)
@@ -746,7 +746,7 @@ def test_a_pilot_that_logs_a_kl_under_a_config_without_beta_is_said(tmp_path):
     """A pilot with a nonzero `kl` column: said where the config's KL weight is 0, with the key that gives one in the
     config's framework and, for a TRL log its keys date, the release; silent where the config gives a weight, and for
     a KL logged as 0."""
-    from gspo_dynamics.fit._pilot_log import KL_WEIGHT_KEYS, logged_kl
+    from gspo_dynamics.predict._pilot_log import KL_WEIGHT_KEYS, logged_kl
     from gspo_dynamics.logs import read_log
     from gspo_dynamics.predict._configs import apply_overrides
 

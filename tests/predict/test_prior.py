@@ -1,4 +1,4 @@
-"""fit._prior: the task's end level from finished runs, against independent routes (normal draws for the
+"""predict._prior: the task's end level from finished runs, against independent routes (normal draws for the
 prediction interval's coverage, scipy's t distribution for its quantile, the log's own arithmetic)."""
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ import pytest
 from scipy import stats
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import pilot_forecast, prior_interval, task_prior
-from gspo_dynamics.fit._prior import LEVEL
-from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.predict import pilot_forecast, prior_interval, task_prior, read_run_config
+from gspo_dynamics.predict._prior import LEVEL
 from test_pilot import heavy_ball_curve, write_log
 
 
@@ -144,7 +143,7 @@ def test_a_range_inferred_from_the_pilot_is_named_when_a_finished_run_leaves_it(
 def test_before_a_run_the_config_and_the_prior_without_a_pilot(tmp_path):
     """`prior_forecast`: the config-only answer with the prior's lines before its notes; [0, 1] taken, and said,
     when every run's rewards lie there (the interval clipped to it), none when one leaves it."""
-    from gspo_dynamics.fit import prior_forecast
+    from gspo_dynamics.predict import prior_forecast
     from gspo_dynamics.predict import config_forecast
 
     rng = np.random.default_rng(7)
@@ -169,7 +168,7 @@ def test_runs_whose_rewards_share_no_value_are_one_error_without_a_range(tmp_pat
 
 def test_runs_of_two_tasks_inside_an_inferred_range_are_still_refused(tmp_path):
     """[0, 1] taken from the rewards holds runs of another task too: the shared-scale check still applies."""
-    from gspo_dynamics.fit import prior_forecast
+    from gspo_dynamics.predict import prior_forecast
     from gspo_dynamics.predict import config_forecast
 
     rng = np.random.default_rng(9)
@@ -194,7 +193,7 @@ def gaussian_posterior_mean(ends, prior_mean: float, tau: float, sigma: float) -
 def test_one_level_of_the_shrinkage_is_the_normal_posterior_mean(n):
     """(4) with kappa = sigma^2 / tau^2 against the joint normal's conditional mean (another route: linear algebra on
     the covariance, not the closed form); exact to rounding."""
-    from gspo_dynamics.fit._prior import shrunk_level
+    from gspo_dynamics.predict._prior import shrunk_level
 
     rng = np.random.default_rng(n)
     parent, own = list(rng.normal(0.6, 0.1, 12)), list(rng.normal(0.8, 0.05, n))
@@ -206,7 +205,7 @@ def test_one_level_of_the_shrinkage_is_the_normal_posterior_mean(n):
 def test_the_shrinkage_between_its_limits_and_with_empty_levels():
     """kappa -> 0: the innermost runs' mean; kappa -> inf: every run's (2); an empty level is its parent's; no run:
     None; kappa not a positive number: one ConfigError naming it."""
-    from gspo_dynamics.fit._prior import shrunk_level
+    from gspo_dynamics.predict._prior import shrunk_level
 
     levels = [[0.5, 0.7, 0.9, 0.9], [0.9, 0.9, 0.7], [0.9]]
     assert shrunk_level(levels, kappa=1e-9) == pytest.approx(0.9, abs=1e-8)
@@ -234,7 +233,7 @@ def test_the_level_leans_toward_runs_with_the_configs_loss_and_step(tmp_path):
     """task_prior with the forecast run's setup: (4) over the configs beside the logs, checked by hand from the runs'
     own end levels; the counts and the pooled level (2) in JSON; a run beside a model's config.json counts at the
     task's level only; the interval keeps (3)'s half-width about the level."""
-    from gspo_dynamics.fit._prior import SHRINKAGE, prior_interval
+    from gspo_dynamics.predict._prior import SHRINKAGE, prior_interval
 
     rng = np.random.default_rng(11)
     runs = [trainer_run(tmp_path, "a", rng, 0.95, "grpo", 3e-3), trainer_run(tmp_path, "b", rng, 0.8, "grpo", 1e-3),
@@ -267,7 +266,7 @@ def test_the_level_leans_toward_runs_with_the_configs_loss_and_step(tmp_path):
 def test_a_bad_config_beside_a_log_is_one_note_and_a_log_without_a_path_reads_none(tmp_path, monkeypatch, content, says):
     """config_beside: a config.json that no mapping reads is a note (its run's loss and step unknown), never an error;
     a log read from text has no directory, so the working directory's config.json is not its."""
-    from gspo_dynamics.fit._prior import config_beside
+    from gspo_dynamics.predict._prior import config_beside
 
     (tmp_path / "config.json").write_text(content)
     log = write_log(tmp_path / "m.jsonl", {"reward": np.linspace(0.2, 0.9, 20)})

@@ -27,16 +27,13 @@ chance, assumed (said where `predict` prints it).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.predict._pilot_fields import PilotFields
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import STABLE, critical_refresh_interval
-
-if TYPE_CHECKING:
-    from gspo_dynamics.fit._pilot import PilotForecast
 
 # (a, b) of (2): fitted on all 8,160 seeds of the 102 grids of paper_repro/pilot_forecast.py's rounds up to
 # confirm-11 (protocol version 10's model; 2026-11-26, session 15). Rolling origin (the 7,360 seeds of rounds 2-9,
@@ -62,7 +59,7 @@ T_LIMIT = 1024  # the largest T `risk_bounds` looks at
 LR_SPAN = 1e3  # `risk_bounds` looks for the lr bound within lr / LR_SPAN .. lr x LR_SPAN
 
 
-def margin_grid(forecast: PilotForecast, lrs, refresh_intervals, floor: float = -M_CLIP) -> np.ndarray | None:
+def margin_grid(forecast: PilotFields, lrs, refresh_intervals, floor: float = -M_CLIP) -> np.ndarray | None:
     """m of (1) over a grid, (len(refresh_intervals), len(lrs)); None where the pilot assessed no rule (no drift
     or entropy, and no usable stiffness). The linear rule's T_c is looked for up to max(T) e^-floor + 1: past it
     its log ratio is below `floor` at every T of the grid (at the default, -M_CLIP, the same chance, (2)), and it is
@@ -148,7 +145,7 @@ def _fit_data(margins, falls, runs) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return m, k, n
 
 
-def chance_grid(forecast: PilotForecast, lrs, refresh_intervals, floor: float = -M_CLIP) -> np.ndarray | None:
+def chance_grid(forecast: PilotFields, lrs, refresh_intervals, floor: float = -M_CLIP) -> np.ndarray | None:
     """P(fall | m) of (2) over a grid (`margin_grid`'s shape and floor); None where the pilot gives no drift or
     entropy: (a, b) were fitted on pilots that measured both (every one of the 102 grids' cells has the collapse
     rules), so a margin of the linear rule alone is outside what they were fitted on."""
@@ -157,7 +154,7 @@ def chance_grid(forecast: PilotForecast, lrs, refresh_intervals, floor: float = 
     return fall_chance(margin_grid(forecast, lrs, refresh_intervals, floor))
 
 
-def config_fall_chance(forecast: PilotForecast) -> dict | None:
+def config_fall_chance(forecast: PilotFields) -> dict | None:
     """{"margin": m, "chance": P(fall | m), "bounds": `risk_bounds` at RISK_LEVEL} at the config's own (lr, T), (1)
     and (2); None where the pilot gives no drift or entropy (`chance_grid`)."""
     if forecast.displacement is None:
@@ -167,7 +164,7 @@ def config_fall_chance(forecast: PilotForecast) -> dict | None:
     return {"margin": margin, "chance": float(fall_chance(margin)), "bounds": risk_bounds(forecast)}
 
 
-def risk_bounds(forecast: PilotForecast, level: float = RISK_LEVEL) -> dict | None:
+def risk_bounds(forecast: PilotFields, level: float = RISK_LEVEL) -> dict | None:
     """Where the chance (2) stays at most `level` (in (0, 1)): the largest T at the config's lr among 1..T_LIMIT
     ("max_refresh_interval"; 0: not even T = 1) and the largest lr at its T within lr / LR_SPAN .. lr x LR_SPAN
     ("max_lr"; the crossing found on a grid and refined by bisection in log lr), each None where the scan ends
@@ -207,7 +204,7 @@ def risk_bounds(forecast: PilotForecast, level: float = RISK_LEVEL) -> dict | No
     return out
 
 
-def fall_chance_lines(forecast: PilotForecast) -> list[str]:
+def fall_chance_lines(forecast: PilotFields) -> list[str]:
     """The summary's lines for `config_fall_chance` (the pilot assessed the collapse rules): the chance, and the
     bounds of `risk_bounds`."""
     at = config_fall_chance(forecast)

@@ -1,4 +1,4 @@
-"""fit._fall_chance: the margin (1) against each rule's own verdict, the chance (2) against its formula, and the
+"""predict._fall_chance: the margin (1) against each rule's own verdict, the chance (2) against its formula, and the
 maximum-likelihood fit against scipy's optimiser and against the coefficients that drew the data."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from scipy.optimize import minimize
 from test_pilot import heavy_ball_curve, write_log
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import FALL_CHANCE, collapse_grid, fall_chance, fit_fall_chance, margin_grid, pilot_forecast
-from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.predict import (
+    FALL_CHANCE, collapse_grid, fall_chance, fit_fall_chance, margin_grid, pilot_forecast, read_run_config,
+)
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import STABLE, critical_refresh_interval
 
@@ -200,7 +201,7 @@ def test_the_risk_bounds_are_where_the_chance_crosses_its_level(tmp_path, entrop
     bound 0); at the config's T the chance is at most 10%
     just below the lr bound and past it just above (1e-6 relative: the bisection's 40 halvings of one grid step);
     the summary line says both; a level the config's point already passes bounds T below its own."""
-    from gspo_dynamics.fit._fall_chance import risk_bounds
+    from gspo_dynamics.predict._fall_chance import risk_bounds
 
     f = both_rules_pilot(tmp_path, entropy)
     bounds = risk_bounds(f, 0.1)
@@ -223,7 +224,7 @@ def test_bounds_past_the_scan_are_none_and_say_which_way(tmp_path):
     """A drift so small that no T to 1024 and no lr to 1000x passes 10%: both bounds None, "above"; an entropy rise so
     large that even lr / 1000 overshoots: no lr ("below") and not even T = 1; the summary says each in words; a
     level outside (0, 1) is one ConfigError; no drift or entropy, no bounds."""
-    from gspo_dynamics.fit._fall_chance import risk_bounds
+    from gspo_dynamics.predict._fall_chance import risk_bounds
 
     f = dataclasses.replace(both_rules_pilot(tmp_path, np.full(60, 0.8)), max_safe_lr=None)
     calm = dataclasses.replace(f, drift_per_step=1e-12, entropy_rise=None)

@@ -20,17 +20,9 @@ from gspo_dynamics.theory.hyperparams import Adam, Hyperparams
 # S of `theory.collapse`: the signal-weighted displacement between consecutive samplers relative to the
 # policy's token entropy, (1 - z) D / H (D = T lr s, capped by a ratio clip's band edge after a window's first
 # step where the clip switches the gradient off, CISPO's only where the run's success is absorbing:
-# `theory.collapse.band_edge`, (10); 1 - z the share of
-# groups with signal), past which a run is at risk of collapse (equation (7)). Set
-# from the 22 development combinations of paper_repro/pilot_forecast.py, protocol version 5 (`--fit-limit` on
-# their cells, 2026-11-25: 89% of their 440 cells, with the lr-scaled entropy overshoot, equation (6)), never
-# from its ten confirmation ones. (Version 4's 2.099, without the signal share, on ten of them: 92% of their
-# 200 cells, 84% of the 440; version 3's 5.064 was fitted on five with a seed-mean measure that hid single-seed
-# collapses; version 2's absolute limit, 0.674 nats, held on 78% of its cells.) Version 7 adds equation (8), the
-# limit at least the displacement a pilot kept its reward at; refitted with it on the same 22 (2026-11-26), S
-# is the same number (90% of their cells). Version 9 weighs the displacement by the run's share of groups with
-# signal, equation (9), where versions 5-8 took the pilot's: refitted on the same 22 (2026-11-26), S = 0.1868 (92%
-# of their cells by the collapse part; 0.3055 before).
+# `theory.collapse.band_edge`, (10); 1 - z the share of groups with signal), past which a run is at risk of
+# collapse (equation (7)). Fitted on the cells of the 22 development combinations of paper_repro/pilot_forecast.py
+# (`--fit-limit`), never on its confirmation ones; how it was set and refitted: docs/validation.md.
 COLLAPSE_SPREAD = 0.1868
 # The KL pull on a solved policy (`theory.collapse`, "Outside this model too"): a warning beside the collapse
 # bounds, not part of them; the rule (`kl_pull_risk`) is read off one combination, not fitted.

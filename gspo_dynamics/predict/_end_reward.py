@@ -49,8 +49,6 @@ Every forecast and interval lies within the reward's reach: its range where know
 range [lo, hi] widened by REACH_WIDEN of its width on each side (a run can move as far again as its pilot did):
 
     reach = [lo - REACH_WIDEN (hi - lo),  hi + REACH_WIDEN (hi - lo)].                         (6)
-
-Both rules were fixed before any real run was forecast with them (paper_repro/real_run_forecast.py).
 """
 
 from __future__ import annotations

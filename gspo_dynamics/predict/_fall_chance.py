@@ -18,9 +18,8 @@ protocol's seeds are scored):
 
 a and b (`FALL_CHANCE`) the maximum-likelihood fit of (2) to every seed of the 102 grids of
 paper_repro/pilot_forecast.py (2,040 cells, 4 seeds each; `fit_fall_chance`, Newton's method on the binomial
-log-likelihood). Judged as a forecast there by rolling origin: each protocol round's seeds scored with (a, b)
-fitted on the earlier rounds only (paper_repro `_fall_chance_report`, RESULTS.md "Pilot forecasts"). The
-probability is calibrated on our trainer's tasks; on another model and task it is the same map from margin to
+log-likelihood). How it fared as a forecast, each round of grids scored with (a, b) fitted on the earlier ones
+only: docs/validation.md and paper_repro `_fall_chance_report`. The probability is calibrated on our trainer's tasks; on another model and task it is the same map from margin to
 chance, assumed (said where `predict` prints it).
 """
 
@@ -35,23 +34,13 @@ from gspo_dynamics.predict._pilot_fields import PilotFields
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import STABLE, critical_refresh_interval
 
-# (a, b) of (2): fitted on all 8,160 seeds of the 102 grids of paper_repro/pilot_forecast.py's rounds up to
-# confirm-11 (protocol version 10's model; 2026-11-26, session 15). Rolling origin (the 7,360 seeds of rounds 2-9,
-# (a, b) refitted on the rounds before each): per-run Brier score 0.104, against 0.250 for the earlier rounds' fall
-# rate and 0.107 for a lookup of the task's earlier grids at the same lr factor and T. Only (a, b) is refitted there:
-# the margin's own parts (S, equations (8) and (9)) were set on some of those rounds, so that score is partly in
-# sample. Held out since (protocol version 11, these (a, b)): confirm-12's 800 seeds 0.0969 against 0.2526 and 0.0955
-# (claim pilot-forecast-fall-chance-confirm-12, FAIL: its target is below both), confirm-13's 0.0817 against 0.2458
-# and 0.0903 (pilot-forecast-fall-chance-confirm-13, PASS); then confirm-14 0.1022 against 0.2550 and 0.1019 (FAIL),
-# confirm-15 0.0711 against 0.2495 and 0.0974 (PASS) and, on protocol version 13's margin (CISPO's displacement
-# uncapped: `theory.collapse.band_edge`, which these (a, b) were not fitted on), confirm-16's ten CISPO grids 0.1234
-# against 0.2564 and 0.1004 (FAIL, its mean chance 0.605 against 0.547 fallen); on version 14's (CISPO's capped again
-# where the run's success is absorbing, `theory.collapse` (10)), confirm-17's ten CISPO grids 0.0675 against 0.2438
-# and 0.1153 (PASS, its mean chance 0.401 against 0.401 fallen), and confirm-18's eight 0.1070 against 0.2707 and
-# 0.2306 (PASS, 0.737 against 0.719).
-HELD_OUT_ROUNDS = 7  # the rounds above, 800 seeds each but confirm-18's 640
+# The held-out score `predict` quotes beside the chance (docs/validation.md gives each round's): the per-run Brier
+# score of (2) over HELD_OUT_ROUNDS rounds of grids scored after (a, b) were frozen, and that of a lookup of the
+# task's earlier grids at the same lr factor and T on the same seeds.
+HELD_OUT_ROUNDS = 7  # rounds of grids, 800 seeds each but the last's 640
 BRIER_HELD_OUT = 0.0928  # the mean of their per-run Brier scores, as `predict` quotes it
 LOOKUP_HELD_OUT = 0.1188  # the lookup of the task's earlier grids on the same seeds, quoted beside it
+# (a, b) of (2): the maximum-likelihood fit on all 8,160 seeds of the 102 grids of paper_repro/pilot_forecast.py
 FALL_CHANCE = (-1.5011, 1.3680)
 M_CLIP = 5.0  # |m| beyond which (2) is within 0.5% of 0 or 1 at FALL_CHANCE: the clip keeps a fit off the far tail
 RISK_LEVEL = 0.1  # the chance of a fall at which `predict` bounds T and lr (`risk_bounds`)

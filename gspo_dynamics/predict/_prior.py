@@ -21,13 +21,9 @@ optimizer and lr; the level is m_2 (a level with no run is its parent's: m_k = m
 of the level's own mean mu_k under mu_k ~ N(m_{k-1}, tau^2), e_j ~ N(mu_k, sigma^2), with kappa = sigma^2 / tau^2
 and the parent's mean plugged in (empirical Bayes: m_{k-1} is estimated, not known, and K_k's own runs count in it
 too, so (4) is not the exact posterior of a three-level model; one kappa serves both levels, as if loss groups and
-(optimizer, lr) subgroups spread alike). kappa = 2 was chosen on the rolling origin of our trainer's forecast grids
-(rounds 5-13: the stable cells' final reward within 0.05 on every cell of 50 of 100 combinations, against 39 for
-(2); kappa 1: 52, 3: 47), 2 kept over the best-scoring 1 as the more cautious (one matching run moves the level a
-third of the way, not half): a selection; held out after it was fixed (protocol version 12's two rounds of fresh
-combinations, paper_repro/pilot_forecast.md) it met that target on 25 of 29, (2) on 13. The interval (3) keeps its
-half-width (the spread of every kept run, between groups included), centred on m_2: a heuristic, not (4)'s model's
-predictive interval; at LEVEL 0.9 it held 91% of the 901 stable cells of rounds 5-13 and 223 of the 226 held out.
+(optimizer, lr) subgroups spread alike). kappa = 2: one matching run moves the level a third of the way, not half
+(chosen on our trainer's forecast grids: docs/validation.md). The interval (3) keeps its half-width (the spread of
+every kept run, between groups included), centred on m_2: a heuristic, not (4)'s model's predictive interval.
 
 (3) is the prediction interval for one more draw from a normal distribution of unknown mean and variance (the
 Student-t pivot (e_new - mean) / (s sqrt(1 + 1/n)) ~ t_{n-1}): it covers a new run's end level with probability
@@ -39,11 +35,9 @@ whose config shows another T. Where the
 reward's range is not known, a fall must pass FALL_SHARE of the run's own span of rewards to count (fit._fall (2)
 with that span as the range): a fall test without a size rule reads a dip of 1% as a loss.
 
-Measured on our trainer's grids, leave one combination out (each stable cell's level forecast from the stable
-cells at its T in the task's other combinations, `paper_repro/_task_prior.py`): (3) at LEVEL 0.9 covered 92.5% of
-the 902 stable cells of 102 grids (paper_repro/RESULTS.md, "Pilot forecasts") and, on the first 92 grids, 89% of
-their 3,160 single seeds; the interval's median half-width is 0.006 at T = 1 and 0.15 at T = 32. The runs must share the task (prompts, reward) and T: the user's to say, since only our trainer's logs
-and the runs' configs (where given) carry T.
+The runs must share the task (prompts, reward) and T: the user's to say, since only our trainer's logs and the runs'
+configs (where given) carry T. How the interval covered our trainer's grids, leave one combination out:
+docs/validation.md.
 """
 
 from __future__ import annotations

@@ -38,9 +38,8 @@ later ones push only until the band's edge, log(1 + eps_high):
 
 so a clipped objective is at risk at some T only where max(lr s, log(1 + eps_high)) > S, and at every T
 once lr s > S. A clip that only caps a detached weight (CISPO: -(1/N) sum sg[clip(w)] A grad log pi) stops no push,
-so its D is (2)'s T lr s uncapped, as without a correction (`band_edge`; protocol version 13 of
-paper_repro/pilot_forecast.py). What the clip does not bound (the drift of tokens the update moves through shared
-parameters) is outside this model.
+so its D is (2)'s T lr s uncapped, as without a correction (`band_edge`). What the clip does not bound (the drift
+of tokens the update moves through shared parameters) is outside this model.
 
 Uncapped is not the whole story under such a clip. Its gradient on a sampled token is sg[min(w, 1 + eps_high)] A
 grad log pi with w = pi / pi_old: where A < 0 the push lowers pi, so w falls with it and the push fades; only the
@@ -51,21 +50,18 @@ all succeed, (9)'s term),
 
     p_h^G >= ABSORBED_SHARE = 1/2,                                                                     (10)
 
-the groups that push reaches end all correct and stop carrying a gradient, so the displacement that moves the
-reward is the one the band edge caps, (4), as under a clip that switches the gradient off; elsewhere (2) uncapped
+the groups that push reaches end all correct and stop carrying a gradient, so the displacement that moves the reward
+is the one the band edge caps, (4), as under a clip that switches the gradient off; elsewhere (2) uncapped
 (`band_edge` with the held success rate; `absorbed`). The threshold 1/2 says "the median group carries no gradient";
-it is a model's choice, not derived, and protocol version 14 of paper_repro/pilot_forecast.py judges it held out: on
-confirm-17 it beat (2) uncapped (both regime targets on 8 of 10 against 4); on confirm-18 it tied, count's harder
-runs (p_h 0.23-0.53) falling as their side of (10) says and pattern's easiest (p_h^G 0.56) falling though capped, so
-(10) separates count's runs but not pattern's. A
-loss without a weight (pg's) has no fading push: its D stays uncapped whatever p_h; nor has a weight clipped from
-below at 1 - eps_low > WEIGHT_FLOOR_MAX (verl's CISPO clamps w to [1 - clip_ratio_low, 1 + clip_ratio_high], 0.8 at
-its default 0.2): a negative token's push keeps that share, which Adam's normalised step does not shrink. MiniMax's
-CISPO, TRL's (it clamps w from above only) and our trainer's (eps_low = 1) have no floor. WEIGHT_FLOOR_MAX = 0.05 is
-read off the softmax bandit of tests/theory/test_collapse.py (a 64-step stale window at lr 0.1 under Adam, three
-seeds): the negative arms' push over the window's second half against its first is 0.26-0.30 without a floor,
-0.36-0.40 at 0.05, 0.52-0.57 at 0.1, 0.76-0.83 at 0.2 and 1.03-1.17 from 0.5 (pg's, without a weight, 1.13-1.18):
-up to 0.05 the push fades to well under half.
+it is a model's choice, not derived (how it fared held out: docs/validation.md). A loss without a weight (pg's) has
+no fading push: its D stays uncapped whatever p_h; nor has a weight clipped from below at 1 - eps_low >
+WEIGHT_FLOOR_MAX (verl's CISPO clamps w to [1 - clip_ratio_low, 1 + clip_ratio_high], 0.8 at its default 0.2): a
+negative token's push keeps that share, which Adam's normalised step does not shrink. MiniMax's CISPO, TRL's (it
+clamps w from above only) and our trainer's (eps_low = 1) have no floor. WEIGHT_FLOOR_MAX = 0.05 is read off the
+softmax bandit of tests/theory/test_collapse.py (a 64-step stale window at lr 0.1 under Adam, three seeds): the
+negative arms' push over the window's second half against its first is 0.26-0.30 without a floor, 0.36-0.40 at 0.05,
+0.52-0.57 at 0.1, 0.76-0.83 at 0.2 and 1.03-1.17 from 0.5 (pg's, without a weight, 1.13-1.18): up to 0.05 the push
+fades to well under half.
 
 How far is too far depends on how peaked the policy is: a shift of the sampled tokens' log-probabilities
 by D reorders a policy whose log-probabilities differ by less than D, and barely moves one whose
@@ -97,9 +93,7 @@ is the signal-weighted one, and the limit (5) becomes
 
 (`relative_limit` with `signal_share` = 1 - z). A task whose success is absorbing (z -> 1 as p -> 1:
 the run stops moving once it solves its prompts) tolerates a larger step than one whose groups keep a
-signal (partial credit, a plateau inside (0, 1)), at the same entropy. Protocol version 5 of
-paper_repro/pilot_forecast.py found (7) with z the pilot's mean zero-std share, on 22 combinations of
-tasks, objectives, optimizers and models, and judges it on ten it never saw.
+signal (partial credit, a plateau inside (0, 1)), at the same entropy.
 
 A pilot is also a measured point of the map. One that ran at its own displacement D_p = D(lr_p, T_p)
 without losing reward (`fit._fall`: no fall below its running best past its noise) shows that the limit
@@ -110,32 +104,24 @@ pass S H / (1 - z) at every T >= 2, the pilot's own included). The displacement 
 
 (`at_risk` with `survived` = D_p; none where the pilot lost reward or is too short to tell). It bounds
 only (5)-(7): the overshoot (6) reads the pilot's first updates, not their outcome, and flags the pilot's
-own lr where the pilot rose past it. Version 7 of paper_repro/pilot_forecast.py adds (8): on the 62 grids of
-versions 1-6, in sample, the collapse part alone goes from 84.5% to 86.2% of their 1240 cells with 2 more
-cells safe but unstable (57 of the 62 pilots kept their reward), where lifting (6) too at lr <= lr_p (the
-pilot's outcome read as evidence for both) loses: 83.5%, 19 more; S refitted on the development
-combinations with (8) is S unchanged.
+own lr where the pilot rose past it.
 
 The share in (7) is the run's, not the pilot's. A run several times longer than its pilot spends most of
 its steps near the level the pilot reached, and where success is absorbing few of its groups carry a
-signal there. Version 9 takes the mean share of a run four times its pilot (the protocol's pilot is a
-quarter of a run): its first quarter at the pilot's measured share 1 - z_p, the rest at the share the
-pilot's held success rate p_h (its last rewards' mean, `predict.held_reward`) gives at the run's G,
+signal there. So (9) takes the mean share of a run four times its pilot (a pilot a quarter of its run): its
+first quarter at the pilot's measured share 1 - z_p, the rest at the share the pilot's held success rate p_h
+(its last rewards' mean, `predict.held_reward`) gives at the run's G,
 
     1 - z = w (1 - z_p) + (1 - w) (1 - p_h^G - (1 - p_h)^G),    w = PILOT_SHARE_WEIGHT = 1/4        (9)
 
-(`run_signal_share`; p^G + (1 - p)^G is the chance that G draws of a success rate p agree), for a pilot that
-kept its reward (as (8): one that fell holds the level of its fall, not one a run settles at; its own share
-then stands for the run's). Like S, w is a number set from data: on the 22 development combinations of
-paper_repro/pilot_forecast.py, with S fitted at each w (`--fit-weight`: the collapse part), w = 1/4 classified
-91.6% of their cells (S = 0.1868, `predict.COLLAPSE_SPREAD`), w = 1 (version 8: the pilot's share, S = 0.3055)
-90.5%, w from 0.1 to 0.5 within 0.5 points of the best; the whole forecast, S scanned at each w, gave 91.4% at
-w = 1/4 against 90.2% at w = 1. Equation (9) is checked in tests/theory/test_collapse.py against a simulated run of groups. Two of its
-choices are a model's, not derived: it reads p^G + (1 - p)^G at the mean held rate, where prompts of differing
-difficulty (or a partial-credit reward) flatten fewer groups than that, so it overstates the flat share there;
-and it takes one share for every lr, where a faster run reaches the held level sooner (weighing the held level
-by the share of a run's steps past the pilot's progress at lr / lr_p was tried, in sample on the 82 grids of
-versions 1-8, and lost: 87.0% of their cells against 88.6%).
+(`run_signal_share`; p^G + (1 - p)^G is the chance that G draws of a success rate p agree), for a pilot that kept
+its reward (as (8): one that fell holds the level of its fall, not one a run settles at; its own share then stands
+for the run's). Like S, w is a number set from data (on the 22 development combinations of
+paper_repro/pilot_forecast.py, with S fitted at each w: `--fit-weight`; docs/validation.md). Equation (9) is checked
+in tests/theory/test_collapse.py against a simulated run of groups. Two of its choices are a model's, not derived:
+it reads p^G + (1 - p)^G at the mean held rate, where prompts of differing (or a partial-credit reward) flatten
+fewer groups than that, so it overstates the flat share there; and it takes one share for every lr, where a faster
+run reaches the held level sooner.
 
 s is measured by a pilot with stale steps (the token log-ratio variance at window position j is
 (j delta)^2; `predict.pilot_forecast`), H is the pilot's mean token entropy, 1 - z the run's share of groups with

@@ -90,16 +90,33 @@ class EndReward:
     scale: float  # sigma + |R_end - R_held|, the denominator of (2)
     interval: tuple[float, float] | None  # (4) at INTERVAL_LEVEL, clipped to the reward's range; None: withheld
     note: str  # how the interval was calibrated, or why it is withheld
+    reach: tuple[float, float] | None = None  # (6), what the reward can reach
+
+    @property
+    def spans_reach(self) -> bool:
+        """Whether the interval is the whole reach (6): clipped at both ends, so the pilot narrows nothing."""
+        return (self.interval is not None and self.reach is not None
+                and all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(self.interval, self.reach)))
+
+    def band_text(self) -> str:
+        """The interval as the answer prints it: its bounds, or that it is the reward's whole reach."""
+        if self.interval is None:
+            return ""
+        low, high = self.interval
+        if self.spans_reach:
+            return (f"; the pilot does not narrow its {INTERVAL_LEVEL:.0%} interval below what the reward can reach, "
+                    f"[{low:.3g}, {high:.3g}]")
+        return f", {INTERVAL_LEVEL:.0%} interval [{low:.3g}, {high:.3g}]"
 
     def summary(self) -> str:
-        band = "" if self.interval is None else f", {INTERVAL_LEVEL:.0%} interval [{self.interval[0]:.3g}, {self.interval[1]:.3g}]"
+        band = self.band_text()
         return (f"reward at the run's end (steps {int(end_window(self.run_steps)[0])}-{self.run_steps}, {self.ratio:.3g} times "
                 f"the pilot): {self.value:.3g}{band} ({self.note})")
 
     def to_json(self) -> dict[str, Any]:
         return {"run_steps": self.run_steps, "ratio": self.ratio, "value": self.value, "scale": self.scale,
                 "interval": None if self.interval is None else list(self.interval), "level": INTERVAL_LEVEL,
-                "note": self.note}
+                "interval_is_reach": self.spans_reach, "note": self.note}
 
 
 def conformal_quantile(scores, level: float = INTERVAL_LEVEL) -> float:
@@ -204,7 +221,7 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
     def bracket(why: str) -> EndReward:
         return EndReward(run_steps, ratio, value, scale, bracket_interval(value, held, fit.residual_std, reach),
                          f"between the fitted curve and the held level, widened by {BRACKET_Z:g} x the pilot's noise "
-                         f"(fit._end_reward (5); {why})")
+                         f"(predict._end_reward (5); {why})", reach)
 
     if not has_scale(value, scale):
         return EndReward(run_steps, ratio, value, scale, None, "no interval: the pilot's rewards do not move around the "
@@ -223,7 +240,7 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
     return EndReward(run_steps, ratio, value, scale, (low, high),
                      f"split conformal, calibrated on our trainer's runs {calibrated} times their pilot whose forecast sits "
                      f"{'at a bound' if where == 'bound' else 'inside the range'}; its coverage on rounds and tasks held "
-                     "out: paper_repro/RESULTS.md, end-reward-interval")
+                     "out: paper_repro/RESULTS.md, end-reward-interval", reach)
 
 
 def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,
@@ -242,5 +259,5 @@ def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, 
     if effective == run_steps:
         return end_reward(fit, steps, reward, run_steps, refresh_interval, reward_range)
     assumed.append(f"the lr schedule ({schedule[0].describe()}) makes the run's {run_steps} steps move the reward as far "
-                   f"as {effective} at the pilot's lr (fit._schedule (2)): the end reward is the fit's there")
+                   f"as {effective} at the pilot's lr (predict._schedule (2)): the end reward is the fit's there")
     return dataclasses.replace(end_reward(fit, steps, reward, effective, refresh_interval, reward_range), run_steps=run_steps)

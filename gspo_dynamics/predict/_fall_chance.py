@@ -207,7 +207,7 @@ def fall_chance_lines(forecast: PilotFields) -> list[str]:
             f"log ratio to their thresholds m = {margin:+.2f}, > 0 where a rule says unstable, through a logistic fitted "
             f"on our trainer's 102 pilot-forecast grids; per-run Brier score {BRIER_HELD_OUT:.3f} over {HELD_OUT_ROUNDS} "
             f"rounds of grids held out, against 0.25 for their base rate and {LOOKUP_HELD_OUT:.3f} for a lookup of the "
-            "task's earlier grids; fit._fall_chance. "
+            "task's earlier grids; predict._fall_chance. "
             + ("Under CISPO's clip the margin is one (a, b) were not fitted on: held out, it ran high where the "
                "displacement of runs that solve their prompts went uncapped, and held once capped there (theory.collapse "
                "(10)). " if hp.clip_mode == "cap" else "")

@@ -325,7 +325,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     factor = pilot_factor(setup.schedule, steps)
     if abs(factor - 1.0) > SAME:
         measured.append(f"the pilot ran at {factor:.3g} of the peak lr on average ({setup.schedule.describe()}): the "
-                        "stiffness at the peak is its fitted one over that (fit._schedule (1))")
+                        "stiffness at the peak is its fitted one over that (predict._schedule (1))")
     max_lr, lr_note = _max_safe_lr(imp, hp, measured, factor)
     p, shares, logged = zero_std_shares(log, reward, n, reward_range, measured, hp.group_size)
     if shares:

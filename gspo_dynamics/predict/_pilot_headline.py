@@ -110,12 +110,10 @@ def _forecast(f, chance: dict | None) -> dict:
     if f.end is not None:
         first = int(end_window(f.end.run_steps)[0])
         length = f"{keys.run_length} {f.end.run_steps}" if keys else f"{f.end.run_steps} steps"
-        band = ("" if f.end.interval is None else
-                f", 90% interval [{f.end.interval[0]:.3g}, {f.end.interval[1]:.3g}]")
         out["end_reward"] = {"value": f.end.value, "interval": None if f.end.interval is None else list(f.end.interval),
-                             "steps": [first, f.end.run_steps]}
+                             "interval_is_reach": f.end.spans_reach, "steps": [first, f.end.run_steps]}
         out["text"].append(f"reward over steps {first}-{f.end.run_steps} (the run's last sixth, {length}): "
-                           f"{f.end.value:.3g}{band}")
+                           f"{f.end.value:.3g}{f.end.band_text()}")
     else:
         out["end_reward"] = None
         out["text"].append("reward at the run's end: not forecast (its length is unknown: "

@@ -87,7 +87,7 @@ def shrunk_level(levels: Sequence[Sequence[float]], kappa: float = SHRINKAGE) ->
     """m_K of (4), K = len(levels) - 1: levels[0] every kept run's end level, levels[k] those of levels[k - 1] that
     share the k-th key with the forecast run; None when levels[0] is empty."""
     if not (isinstance(kappa, (int, float)) and math.isfinite(kappa) and kappa > 0):
-        raise ConfigError(f"the shrinkage kappa of fit._prior (4) must be a positive number, got {kappa!r}")
+        raise ConfigError(f"the shrinkage kappa of predict._prior (4) must be a positive number, got {kappa!r}")
     if not len(levels) or not len(levels[0]):
         return None
     m = float(np.mean(levels[0]))
@@ -193,7 +193,7 @@ class TaskPrior:
                        f"from {len(kept)} runs (Student t); on our trainer's grids such a level forecast the end far "
                        "better than the curve of a pilot of a quarter of the run (paper_repro/pilot_forecast.md)")
         if self.matched is not None and self.level is not None and any(self.matched):
-            out.append(f"  leaning toward the runs like this config (fit._prior (4), kappa {SHRINKAGE:g}): {self.matched[0]} "
+            out.append(f"  leaning toward the runs like this config (predict._prior (4), kappa {SHRINKAGE:g}): {self.matched[0]} "
                        f"with its loss, {self.matched[1]} of them also with its optimizer and lr; all {len(kept)} alike: "
                        f"{self.pooled:.3g}")
         return (out + [f"  left out, {why}: {', '.join(names)}" for why, names in left_out.items() if names]
@@ -255,7 +255,7 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
         levels = matched_levels(kept, setup)
         level, matched = shrunk_level(levels), (len(levels[1]), len(levels[2]))
         if setup.loss is None and any(r.key is not None and r.key[0] is not None for r in kept):
-            assumed += ("the config names no loss (TRL: loss_type): the level leans on no run's config (fit._prior (4))",)
+            assumed += ("the config names no loss (TRL: loss_type): the level leans on no run's config (predict._prior (4))",)
     interval = interval_about([r.end for r in kept], level)
     if interval is not None and reward_range is not None:  # a run's level lies in the range: so does the interval
         interval = (max(interval[0], reward_range[0]), min(interval[1], reward_range[1]))

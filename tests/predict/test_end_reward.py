@@ -186,3 +186,14 @@ def test_the_pilot_forecast_reads_the_runs_length_from_the_config_or_the_caller(
     assert reached.end is None and any("reaches the config's run length" in a for a in reached.assumed)
     with pytest.raises(ConfigError, match="not past the pilot's last step"):
         pilot_forecast(read_run_config(trl), log, run_steps=20)
+
+
+def test_an_interval_that_is_the_whole_reach_is_said_to_be_and_not_given_as_a_band():
+    from gspo_dynamics.predict._end_reward import EndReward
+
+    whole = EndReward(150, 2.5, 0.967, 0.1, (0.0, 1.0), "note", reach=(0.0, 1.0))
+    inner = EndReward(150, 2.5, 0.967, 0.1, (0.9, 1.0), "note", reach=(0.0, 1.0))
+    assert whole.spans_reach and whole.to_json()["interval_is_reach"] is True
+    assert "does not narrow" in whole.band_text() and "[0, 1]" in whole.band_text()
+    assert not inner.spans_reach and inner.band_text() == ", 90% interval [0.9, 1]"
+    assert not EndReward(150, 2.5, 0.5, 0.1, None, "withheld", reach=(0.0, 1.0)).spans_reach

@@ -1,0 +1,65 @@
+"""The README: short, its links alive, its quick start the commands it shows, and every output it shows what
+the command prints now (`scripts/readme.py --check` runs them all)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gspo_dynamics.integrations.trl import DiagnosticsCallback
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+MAX_LINES = 200
+
+
+def _readme_commands() -> list[str]:
+    blocks = re.findall(r"^```console\n(.*?)^```$", README, flags=re.S | re.M)
+    return [line[2:] for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+
+
+def _quickstart_commands() -> list[str]:
+    """The `run ...` commands of scripts/quickstart.sh, continuation lines joined, its variables as the README
+    spells the paths."""
+    text = (ROOT / "scripts" / "quickstart.sh").read_text().replace("\\\n", " ")
+    llama = re.search(r'^llama="\$real_logs/(.*)"$', text, flags=re.M).group(1)
+    found = re.findall(r"^\s*run (gspo-dynamics .*)$", text, flags=re.M)
+    return [" ".join(shlex.split(c.replace('"$llama"', f"../shared/data/real_logs/{llama}"))) for c in found]
+
+
+def test_the_readme_is_short():
+    assert len(README.splitlines()) <= MAX_LINES
+
+
+def test_the_quick_start_runs_the_commands_the_readme_shows_first():
+    quickstart = _quickstart_commands()
+    assert quickstart and _readme_commands()[:len(quickstart)] == quickstart
+
+
+def test_every_relative_link_resolves():
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README)
+    relative = [link for link in links if not link.startswith(("http://", "https://"))]
+    assert relative and all((ROOT / link).exists() for link in relative), [l for l in relative if not (ROOT / l).exists()]
+
+
+def test_the_python_snippet_uses_names_that_exist():
+    (snippet,) = re.findall(r"^```python\n(.*?)^```$", README, flags=re.S | re.M)
+    tree = ast.parse(snippet)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = __import__(node.module, fromlist=[a.name for a in node.names])
+            assert all(hasattr(module, a.name) for a in node.names)
+        if isinstance(node, ast.keyword) and node.arg == "stop_on":  # names the callback accepts
+            DiagnosticsCallback(stop_on=ast.literal_eval(node.value))
+
+
+def test_the_output_shown_is_what_the_commands_print():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "readme.py"), "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

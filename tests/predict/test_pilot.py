@@ -69,7 +69,7 @@ def test_zero_std_shares_match_monte_carlo_groups(tmp_path):
 
 
 def test_a_fit_past_the_rewards_bound_is_read_as_saturation(tmp_path):
-    """The README's pilot: 60 steps of our trainer on pattern with GSPO (deterministic on CPU), whose success
+    """A 60-step pilot of our trainer on pattern with GSPO (deterministic on CPU), whose success
     rate's noisy fit puts the plateau past 1: the summary names the bound, not a plateau the reward cannot
     reach, and the premise note withholds the linear threshold."""
     from gspo_dynamics.logs import read_log

@@ -1,4 +1,4 @@
-"""`predict --config --pilot` on real TRL runs (README, "Before a run"): the Llama-3.1-8B GRPO run of
+"""`predict --config --pilot` on real TRL runs (docs/validation.md, "The three public runs of examples/real_runs"): the Llama-3.1-8B GRPO run of
 IMJONEZZ/UnslothGRPO @ e32c3bec, a Wordle run and a GSM8K run. Each GRPOConfig is transcribed from its
 repository's files (values only) in examples/real_runs/ (its README says from where and what the log confirms);
 the logs are read from ../shared/data/real_logs (never shipped). A pilot is a log's first steps; the rest of the
@@ -43,7 +43,7 @@ def test_a_pilot_in_the_flat_start_withholds_what_it_cannot_know(real_logs, tmp_
     assert report["implications"]["plateau_extrapolated"] and report["max_safe_lr"] is None
     assert "does not identify" in report["lr_note"]
     later = np.array([r["reward"] for r in json.loads(log.read_text())["log_history"] if "reward" in r])
-    assert later[:PILOT_STEPS].mean() < 0.4 < 1.2 < later[120:180].mean()  # what the README says the run did
+    assert later[:PILOT_STEPS].mean() < 0.4 < 1.2 < later[120:180].mean()  # what docs/validation.md says the run did
 
 
 WORDLE_PILOT = 40
@@ -73,7 +73,7 @@ GSM8K_PILOT = 40
 def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, tmp_path, capsys):
     """The first 40 steps of the Qwen3.5-9B LoRA run fall from 0.53 (steps 13-16) to 0.03 (steps 25-28):
     `predict` reads 2 groups of G = 2 per step at T = 1, reports the fall as reward lost at the pilot's own
-    lr (z > 5) and prints its linear learning-rate bound as no safe lr. What the run did later (README): it came back, steps
+    lr (z > 5) and prints its linear learning-rate bound as no safe lr. What the run did later (docs/validation.md): it came back, steps
     41-200 averaging about 0.41, so this flag was a dip, not a collapse."""
     log = real_logs / SUNSHINE
     report = forecast(tmp_path, capsys, GSM8K_CONFIG, log, GSM8K_PILOT)
@@ -91,9 +91,9 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
     (SUNSHINE, GSM8K_CONFIG, 40, 200, 1.0), (SUNSHINE, GSM8K_CONFIG, 60, 200, 1.0)])
 def test_the_interval_for_the_reward_at_a_real_runs_end(real_logs, tmp_path, capsys, name, config, pilot, run_steps, width):
     """The reward over each real run's last sixth (the config's max_steps, or the Wordle log's 160 steps: its
-    GRPOConfig sets epochs) against the 90% interval from its first steps (README): inside on all five, but wide
+    GRPOConfig sets epochs) against the 90% interval from its first steps (docs/validation.md): inside on all five, but wide
     (the reward's range unknown, so clipped to the pilot's range widened by its width, predict._end_reward (6); or
-    [0, 1] whole on GSM8K): weak evidence, which the README says. The Llama run's cosine decay to 0 makes its last
+    [0, 1] whole on GSM8K): weak evidence, which docs/validation.md says. The Llama run's cosine decay to 0 makes its last
     steps count for less (predict._schedule (2)): its 120-step pilot's interval is 1.93 wide, 7.77 read at a constant lr."""
     log = real_logs / name
     if run_steps is not None:

@@ -63,3 +63,13 @@ def test_the_output_shown_is_what_the_commands_print():
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "readme.py"), "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_the_quick_start_prints_at_most_60_lines():
+    """Its lines: the set-up's one, each section's header, each command with the output the README shows, a blank."""
+    blocks = re.findall(r"^```console\n(.*?)^```$", README, flags=re.S | re.M)
+    shown = [chunk for block in blocks for chunk in re.split(r"^(?=\$ )", block, flags=re.M) if chunk.startswith("$ ")]
+    quickstart = _quickstart_commands()
+    headers = len(re.findall(r'^\s*echo "== ', (ROOT / "scripts" / "quickstart.sh").read_text(), flags=re.M))
+    lines = 1 + headers + sum(len(chunk.splitlines()) + 1 for chunk in shown[:len(quickstart)])
+    assert lines <= 60

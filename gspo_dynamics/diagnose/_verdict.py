@@ -204,7 +204,6 @@ class Diagnosis:
             lines += [f"note       {n}" for n in self.notes]
         return lines
 
-
     def _brief_lines(self) -> list[str]:
         """The answer (`headline`), what was read, and the other verdicts and findings by name."""
         lines = self.report_lines()

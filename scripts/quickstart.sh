@@ -10,6 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=$(bash "$root/scripts/setup.sh")
 export PATH="$(dirname "$py"):$PATH"
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # one thread: a 100k model runs fastest so, and its numbers are the README's
 cd "$root"
 rm -rf out/quickstart
 

@@ -2,10 +2,10 @@
 
 Every ```console block of the README holds `$ command` lines, each followed by that command's output. This
 script runs the commands in order, in the repository root with the virtual environment's `gspo-dynamics` first
-on PATH, and writes each one's standard output under it: the README shows nothing copied by hand. The runs the
-commands make go to out/ (removed first, so a rerun starts from nothing). A command that reads a file absent
-here (the real logs of other people's runs beside the checkout, ../shared/data/real_logs) keeps its output as
-it is, and says so.
+on PATH and one thread (as the quick start does), and writes each one's standard output under it: the README
+shows nothing copied by hand. The runs the commands make go to out/ (removed first, so a rerun starts afresh).
+A command that reads a file absent here (the real logs of other people's runs beside the checkout,
+../shared/data/real_logs) keeps its output as it is, and says so.
 
     python scripts/readme.py            rewrite README.md
     python scripts/readme.py --check    exit 1 with a diff where README.md differs from what the commands print
@@ -28,6 +28,9 @@ README = ROOT / "README.md"
 BLOCK = re.compile(r"^```console\n(.*?)^```$", re.S | re.M)
 RUNS = ROOT / "out" / "quickstart"  # where the README's train command writes (removed before a rerun)
 TIMEOUT_S = 300
+# as scripts/quickstart.sh runs: one thread, so the training run's floating-point sums, and so its numbers, do not
+# depend on the machine's cores or load
+THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def commands(text: str) -> list[str]:
@@ -44,7 +47,7 @@ def _absent_input(command: str) -> str | None:
 
 
 def _run(command: str) -> str:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", **THREADS)
     proc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=TIMEOUT_S)
     if proc.returncode != 0:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-
+ROOT = Path(__file__).resolve().parents[1]  # (not `from conftest import ROOT`: under pytest-xdist another conftest answers)
 PAPER_REPRO = ROOT / "paper_repro"
 MAX_BYTES = 100_000
 MAX_CLAIMS = 40

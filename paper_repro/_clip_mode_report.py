@@ -10,8 +10,9 @@ most SAFE_BUT_UNSTABLE_MAX safe but unstable).
 from __future__ import annotations
 
 from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES
-from _pilot_scores import ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX
 from _task_prior import ROUNDS
+
+from gspo_dynamics.experiments import ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX
 
 VERDICTS = {12: "version 12", 13: "version 13", 14: "predicted"}  # where a result keeps each version's verdict
 CHANGES = {13: CLIP_ROLES, 14: ABSORB_ROLES}  # the version whose change each round of these judged

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import numpy as np
-from _pilot_scores import measured_cells
 
+from gspo_dynamics.experiments import measured_cells
 from gspo_dynamics.theory import collapse
 
 

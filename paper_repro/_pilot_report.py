@@ -8,8 +8,9 @@ import collections
 
 import numpy as np
 from _pilot_protocol import COMBINATIONS, SECTION
-from _pilot_scores import FORECASTERS, PILOT_T, PLATEAU_STEPS, misses
 from _results import replace_section
+
+from gspo_dynamics.experiments import FORECASTERS, PILOT_T, PLATEAU_STEPS, misses
 
 
 def number(x: float | None) -> str:

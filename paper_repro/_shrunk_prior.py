@@ -17,9 +17,9 @@ import dataclasses
 import math
 
 from _pilot_protocol import SHRUNK_ROLES, VERSION_12_KAPPA
-from _pilot_scores import PLATEAU_TOL, forecast_final_reward
 from _task_prior import ROUNDS, _stable_finals, earlier_combinations, plateau_error, reach
 
+from gspo_dynamics.experiments import PLATEAU_TOL, forecast_final_reward
 from gspo_dynamics.predict._prior import LEVEL, PriorRun, interval_about, matched_levels, shrunk_level
 
 

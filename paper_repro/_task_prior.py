@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 from _pilot_protocol import COMBINATIONS, PRIOR_ROLES
-from _pilot_scores import PLATEAU_TOL, flat_forecast, forecast_final_reward
 
+from gspo_dynamics.experiments import PLATEAU_TOL, flat_forecast, forecast_final_reward
 from gspo_dynamics.predict import prior_interval
 from gspo_dynamics.predict._prior import LEVEL
 

@@ -49,10 +49,11 @@ import time
 from dataclasses import replace
 
 import numpy as np
-from _pilot_scores import seed_falls
 from _results import Claim, parse_mode, record
 from pilot_forecast import base_config
 from trainer_at_scale import Runs
+
+from gspo_dynamics.experiments import seed_falls
 
 COMBINATION = "count-cispo-kl"
 OTHERS = ("count-dr_grpo", "count-dapo", "pattern-cispo")  # kl-unwinding-objectives: chosen, and committed, before they ran

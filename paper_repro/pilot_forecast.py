@@ -206,7 +206,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-from _pilot_scores import (
+from _pilot_protocol import (
+    ABSORB_ROLES, CHANCE_ROLES, CLIP_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
+    REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, SHRUNK_ROLES, VERSION_4_SPREAD, VERSION_11_CHANCE,
+    VERSION_12_KAPPA,
+)
+from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
+from _pilot_report import cell_map, describe, write_section
+from _shrunk_prior import shrunk_plateau_error, shrunk_reach
+from _clip_mode_report import change_claim, change_reach
+from _task_prior import prior_order, prior_plateau_error, task_prior_reach
+from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach, round_complete
+from _results import PREDICTABLE_GRPO, Claim, device_name, record
+from trainer_at_scale import Runs
+
+from gspo_dynamics.experiments import (
     ACCURACY_MIN,
     PILOT_T,
     PLATEAU_TOL,
@@ -219,24 +233,10 @@ from _pilot_scores import (
     own_pilot_reach,
     passed,
     pilot_plateau_gap,
+    regime_reach,
     score,
     window_progress,
 )
-from _pilot_protocol import (
-    ABSORB_ROLES, CHANCE_ROLES, CLIP_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
-    REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, SHRUNK_ROLES, VERSION_4_SPREAD, VERSION_11_CHANCE,
-    VERSION_12_KAPPA,
-)
-from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
-from _regime_reach import regime_reach
-from _pilot_report import cell_map, describe, write_section
-from _shrunk_prior import shrunk_plateau_error, shrunk_reach
-from _clip_mode_report import change_claim, change_reach
-from _task_prior import prior_order, prior_plateau_error, task_prior_reach
-from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach, round_complete
-from _results import PREDICTABLE_GRPO, Claim, device_name, record
-from trainer_at_scale import Runs
-
 from gspo_dynamics.predict import COLLAPSE_SPREAD, collapse_grid, margin_grid, pilot_forecast, read_run_config
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.theory import collapse

@@ -1,4 +1,5 @@
-"""paper_repro/pilot_forecast.py, its scoring (_pilot_scores.py) and its dump (_pilot_dump.py): the pieces against loops
+"""paper_repro/pilot_forecast.py, its scoring (gspo_dynamics/experiments/_forecast_scores.py, _forecast_readings.py)
+and its dump (_pilot_dump.py): the pieces against loops
 written here (the end-to-end quick run is in tests/test_paper_repro.py, slow)."""
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import numpy as np
 import scipy.stats
 import pytest
 
+from gspo_dynamics.experiments import _forecast_readings as readings
+from gspo_dynamics.experiments import _forecast_scores as scores
+
 
 @pytest.fixture(scope="module")
 def script(load_script):
@@ -23,12 +27,7 @@ def dumps(load_script):
     return load_script("paper_repro", "_pilot_dump")
 
 
-@pytest.fixture(scope="module")
-def scores(load_script):
-    return load_script("paper_repro", "_pilot_scores")
-
-
-def test_max_stable_T_is_the_grid_point_before_the_first_unstable_one(scores):
+def test_max_stable_T_is_the_grid_point_before_the_first_unstable_one():
     Ts = (1, 4, 16, 32)
     grid = {(0.1, T): T >= 16 for T in Ts} | {(0.2, T): False for T in Ts} | {(0.3, T): T >= 4 for T in Ts}
     assert [scores.max_stable_T(grid, lr, Ts) for lr in (0.1, 0.2, 0.3)] == [4, 32, 1]
@@ -44,7 +43,7 @@ def grid_curves(cells: dict, steps: int = 96, seeds: int = 2) -> dict:
     return out
 
 
-def test_initial_rewards_are_the_first_window_of_the_largest_T(scores):
+def test_initial_rewards_are_the_first_window_of_the_largest_T():
     """Per seed: the mean of the first max(T) steps of the T = max(T) cells (the initial policy's rollouts),
     averaged over the learning rates; the other cells do not enter."""
     rng = np.random.default_rng(1)
@@ -53,7 +52,7 @@ def test_initial_rewards_are_the_first_window_of_the_largest_T(scores):
     assert np.allclose(scores.initial_rewards(curves, (1e-3, 3e-3), (1, 32)), expected)
 
 
-def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward(scores):
+def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward():
     """Every seed starts at 0.3 (the T = 32 cell's first window). Unstable: a cell where one seed of two falls
     back by 0.5 half-way (1 unstable seed), and one where a seed jumps to 0 at its first update (a fall of 0.3
     from the initial reward, though no block of its own ever held it); stable: a rise to 1, and a flat run
@@ -76,7 +75,7 @@ def test_measured_cells_judge_each_seed_against_its_best_and_the_initial_reward(
     assert cells[(1e-3, 1)][2] == pytest.approx(rise(0, 96)[-scores.PLATEAU_STEPS:].mean())
 
 
-def test_a_run_that_loses_all_of_a_low_reward_is_unstable(scores):
+def test_a_run_that_loses_all_of_a_low_reward_is_unstable():
     """Version 8's floor clause, every seed starting at 0.1 (the T = 32 cell): seeds that fall to 0 (a fall of
     0.1, not past DRAWDOWN_MARGIN) lost all they had: unstable; seeds that fall to 0.03 (70% of the best) are
     not, nor are seeds at 0.3 that dip to 0.21 (0.09, 30%). From a start of 0.04 (under DRAWDOWN_MARGIN / 2,
@@ -94,7 +93,7 @@ def test_a_run_that_loses_all_of_a_low_reward_is_unstable(scores):
     assert not low[(1e-3, 1)][0] and low[(1e-3, 1)][1] == pytest.approx(0.04)
 
 
-def test_measured_falls_match_a_loop_over_seeds_and_blocks(scores):
+def test_measured_falls_match_a_loop_over_seeds_and_blocks():
     """The vectorised per-seed fall against a loop: the initial reward, then SEED_BLOCK-step means, the
     largest drop below the running best, the cell's fall the largest seed's."""
     rng = np.random.default_rng(3)
@@ -177,7 +176,7 @@ def test_an_entropy_overshoot_marks_every_lr_where_the_scaled_rise_passes_a_quar
     assert not dumps.collapses({**d, "entropy": None}, 3e-3, 1000, 1.0)  # no entropy: no collapse forecast
 
 
-def test_time_to_plateau_of_an_exponential_rise(scores):
+def test_time_to_plateau_of_an_exponential_rise():
     """r = 1 - 0.8 exp(-t / 10) is within 5% of its rise for good from t = 10 ln 20 ~ 30: the measured time
     (the first step of the first block whose mean is within) lands at most one BLOCK after it; a flat run has
     no rise to time (nan). The T = 32 cell holds the initial reward 0.2 for its first window."""
@@ -189,7 +188,7 @@ def test_time_to_plateau_of_an_exponential_rise(scores):
     assert np.isnan(cells[(1e-3, 32)][3])
 
 
-def test_the_forecast_time_to_plateau_is_the_fits_read_at_the_sampler_and_nan_without_one(scores):
+def test_the_forecast_time_to_plateau_is_the_fits_read_at_the_sampler_and_nan_without_one():
     """A fit settled from pilot step 11 at half the pilot's lr: (11 - 1.5) / 0.5 = 19 updates, logged from the
     next refresh (step 20 + 1 at T = 4; 32 + 1 at T = 32); a fit that never settles (infinite time) gives nan."""
     def forecast(t):
@@ -217,7 +216,7 @@ class LinearFit:
         return np.asarray(t, dtype=float) / 100
 
 
-def test_final_reward_reads_each_steps_sampler(scores):
+def test_final_reward_reads_each_steps_sampler():
     """At T = 32 the last 16 steps (80-95) log the sampler after 64 updates; at T = 1 step k logs the policy
     after k. At lr_ratio 0.5 the pilot's time for u updates is 1 + (PILOT_T - 1) / 2 + 0.5 u."""
     assert np.all(scores.sampler_updates(np.arange(80, 96), 32) == 64)
@@ -230,7 +229,7 @@ def test_final_reward_reads_each_steps_sampler(scores):
         assert scores.forecast_final_reward(fc, 0.5, T) == pytest.approx(value)
 
 
-def test_final_reward_reach_counts_ours_and_the_best_single_number(scores):
+def test_final_reward_reach_counts_ours_and_the_best_single_number():
     """Combination a: stable finals 0.90, 0.92 (T = 1, 4) and 0.70 (T = 32), forecast 0.91: ours and the best
     single number (midpoint 0.81, half-range 0.11) miss with T = 32 and meet without it. Combination b: 0.50
     and 0.58, forecast 0.60: the best single number meets (half-range 0.04), ours misses (0.10). Combination
@@ -244,17 +243,17 @@ def test_final_reward_reach_counts_ours_and_the_best_single_number(scores):
         measured = {(1e-3, T): (final is None, 0.0, final, 0.0, 0) for T, final in finals.items()}
         return {"measured": measured, "forecast": forecast}
 
-    text = scores.final_reward_reach({"a": result({1: 0.90, 4: 0.92, 32: 0.70}, 0.91),
+    text = readings.final_reward_reach({"a": result({1: 0.90, 4: 0.92, 32: 0.70}, 0.91),
                                       "b": result({1: 0.50, 4: 0.58, 32: None}, 0.60),
                                       "c": result({1: None, 32: None}, 0.5)})
     assert "met by ours on 0 and by the naive forecast (the pilot's last 8 rewards held) on 0 of the 2 combinations" in text
     assert "would meet it on 1:" in text
     assert "Without the T = 32 cells (a stale window ends lower): ours 1, the naive forecast 1 and the best single " \
            "number 2 of 2" in text
-    assert "not scored" in scores.final_reward_reach({"c": result({1: None}, 0.5)})
+    assert "not scored" in readings.final_reward_reach({"c": result({1: None}, 0.5)})
 
 
-def test_window_progress_is_the_ratio_of_first_window_gains(scores):
+def test_window_progress_is_the_ratio_of_first_window_gains():
     """Two count combinations whose T = 32 seed curves sit at r0 over steps 0-31 and r0 + g over 32-95, g = 0.3 at a
     third of the base lr and 0.3 x q at 3 times it (q = 1.2 and 0.8: median 1.00, quartiles 0.90-1.10); the grid's
     lrs are written as base / 3 (at base 5e-3 an ulp from factor x base), which the reading must still find. One
@@ -281,20 +280,20 @@ def test_window_progress_is_the_ratio_of_first_window_gains(scores):
     assert scores.first_window_gains(results["d"], 32, (1 / 3, 3.0)) is None
     assert scores.first_window_gains(results["a"], 16, (1 / 3, 3.0)) is None  # no T = 16 cells
     assert scores.first_window_gains(results["a"], 64, (1 / 3, 3.0)) is None  # 2T = 128 steps: past the run's 96
-    text = scores.window_progress(results)
+    text = readings.window_progress(results)
     ratios = text.split("The forecast")[0]
     assert "count 1.00 (quartiles 0.90-1.10, 2 combinations); 1 skipped" in ratios and "pattern" not in ratios
     assert "assumes 9" in text and "from the sampler after 64 updates on" in text
     errors = [0.9 - 0.5, 0.9 - 0.56, 0.9 - 0.5, 0.9 - 0.44]  # count's four stable cells
     pattern = [0.9 - 0.21, 0.9 - 0.7, 0.9 - 0.5]  # c's two, d's stable low-lr one
     assert f"count {np.mean(errors):+.3f} on 4" in text and f"pattern {np.mean(pattern):+.3f} on 3" in text
-    assert "count 1.20 (one combination)" in scores.window_progress({"a": results["a"]})
-    losing = scores.window_progress({"e": result("count", {low: 0.3, high: -0.15})})
+    assert "count 1.20 (one combination)" in readings.window_progress({"a": results["a"]})
+    losing = readings.window_progress({"e": result("count", {low: 0.3, high: -0.15})})
     assert "count -0.50 (one combination)" in losing
-    assert scores.window_progress({"d": results["d"]}) == ""
+    assert readings.window_progress({"d": results["d"]}) == ""
 
 
-def test_pilot_plateau_gap_reads_the_on_policy_cells_against_the_fits_plateau(scores):
+def test_pilot_plateau_gap_reads_the_on_policy_cells_against_the_fits_plateau():
     """Pattern, pilot lr 1e-3, fit plateau 0.7: a and b unstable at T = 1 and the base lr, c stable there; the
     lowest lr's T = 1 finals 0.9, 0.95 and 0.8, b's lowest cell unstable (no gap): a's +0.20 over 1 where the
     base-lr cell falls, c's +0.10 over 1 where it holds. A count combination without a T = 1 cell at the base lr is not read;
@@ -311,16 +310,16 @@ def test_pilot_plateau_gap_reads_the_on_policy_cells_against_the_fits_plateau(sc
                "c": result("pattern", {(low, 1): (False, 0.8), (base, 1): (False, 0.85)}),
                "d": result("count", {(low, 1): (False, 1.0), (base, 4): (False, 1.0)}),
                "e": result("addition", {(base, 1): (False, 0.4), (10 * base, 1): (True, 0.0)})}
-    text = scores.pilot_plateau_gap(results)
+    text = readings.pilot_plateau_gap(results)
     assert ("pattern: the base-lr cell unstable on 2 of 3; the gap +0.20 over 1 where it falls, +0.10 over 1 where "
             "it holds") in text and "count" not in text
     assert ("addition: the base-lr cell unstable on 0 of 1; the gap not measured where it falls, not measured where "
             "it holds") in text
-    assert scores.pilot_plateau_gap({"d": results["d"]}) == ""
-    assert scores.signed(-0.004) == "+0.00" and scores.signed(-0.006) == "-0.01"
+    assert readings.pilot_plateau_gap({"d": results["d"]}) == ""
+    assert readings.signed(-0.004) == "+0.00" and readings.signed(-0.006) == "-0.01"
 
 
-def test_own_pilot_reach_fits_each_cells_first_steps(scores):
+def test_own_pilot_reach_fits_each_cells_first_steps():
     """Cell (1e-3, 1): the first seed follows R(t) = 0.9 - 0.6 exp(-t / 60) exactly (t = step + 1, still rising
     at the end, so a time axis off by a step shows) and the other seeds 0.1 above it, so the first seed's
     24 steps fit R and its forecast misses the others' final reward by -0.1 (a pilot read from every seed
@@ -340,16 +339,16 @@ def test_own_pilot_reach_fits_each_cells_first_steps(scores):
     forecast = SimpleNamespace(fit=fit, pilot=base_pilot,
                                config=SimpleNamespace(setup=SimpleNamespace(hparams=SimpleNamespace(lr=1e-3))))
     result = {"measured": measured, "curves": curves, "forecast": forecast, "task": "pattern"}
-    errors = scores.own_pilot_errors(result, 24)
+    errors = readings.own_pilot_errors(result, 24)
     target = exact[-scores.PLATEAU_STEPS:].mean() + 0.1
     assert errors[0] == (pytest.approx(-0.1, abs=1e-6), pytest.approx(0.8 - target), pytest.approx(0.3 - target))
     assert errors[1] == (pytest.approx(-0.5), pytest.approx(0.0), pytest.approx(-0.5))
     assert len(errors) == 2
-    text = scores.own_pilot_reach({"a": result}, 24)
+    text = readings.own_pilot_reach({"a": result}, 24)
     assert "On the 2 stable cells with T <= 4, the final reward of the cell's other seeds within 0.05, own pilot / " \
            "ours / flat: 0% / 50% / 0% (by task: pattern 0% / 50% / 0% of 2); every such cell of a combination: " \
            "0 / 0 / 0 of 1 combinations" in text
-    assert "not scored" in scores.own_pilot_reach({"a": {**result, "measured": {c: (True,) + m[1:] for c, m in measured.items()}}}, 24)
+    assert "not scored" in readings.own_pilot_reach({"a": {**result, "measured": {c: (True,) + m[1:] for c, m in measured.items()}}}, 24)
 
 
 @pytest.mark.parametrize("content, says", [
@@ -386,13 +385,13 @@ def scored(accuracy=0.9, safe_but_unstable=0, max_t_ok=True, plateau_error=0.01,
     ({"baselines": (0.9, 0.5)}, ["not ahead of continuous"]),  # a tie is not ahead
     ({"accuracy": 0.8, "baselines": (0.95, 0.95)}, ["accuracy under 85%", "not ahead of continuous and always stable"]),
 ])
-def test_misses_names_each_target_missed_and_passing_is_missing_none(scores, change, missed):
+def test_misses_names_each_target_missed_and_passing_is_missing_none(change, missed):
     result = scored(**change)
     assert scores.misses(result) == missed
     assert scores.passed(result) is (not missed)
 
 
-def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script, scores, dumps):
+def test_the_shipped_cells_are_a_gzipped_dump_of_every_combination(script, dumps):
     """paper_repro/data/pilot_forecast_cells.json.gz (the seed curves of the grids behind RESULTS.md) reads
     through `read_dump` and holds every combination's 20 cells of 4 seeds x 96 steps."""
     import argparse
@@ -415,7 +414,7 @@ def test_a_corrupt_gzipped_dump_is_one_line_and_exit_2(script, tmp_path, capsys,
     assert stop.value.code == 2 and "cannot read the dump" in capsys.readouterr().err
 
 
-def test_an_exact_forecast_meets_the_target_when_every_seed_mean_lands_within_the_tolerance(scores):
+def test_an_exact_forecast_meets_the_target_when_every_seed_mean_lands_within_the_tolerance():
     """Combination a: two stable cells whose 4 seeds' finals have sd 0.06 and 0.02, and an unstable one (not
     read); b: seeds that agree (P = 1); c: no stable cell (None, not counted). The closed form erf(0.05 / (se
     sqrt 2)), se = sd / 2, multiplied over a's cells, against 200 000 draws of two 4-seed means of normal
@@ -433,16 +432,16 @@ def test_an_exact_forecast_meets_the_target_when_every_seed_mean_lands_within_th
     rng = np.random.default_rng(0)
     within = [np.abs(rng.normal(0, sd, (200_000, 4)).mean(axis=1)) <= 0.05 for sd in (0.06, 0.02)]
     mc = float(np.mean(within[0] & within[1]))
-    p = scores.exact_forecast_chance(a)
+    p = readings.exact_forecast_chance(a)
     assert abs(p - mc) <= 4 * np.sqrt(mc * (1 - mc) / 200_000)
-    assert scores.exact_forecast_chance(b) == 1.0 and scores.exact_forecast_chance(c) is None
-    text = scores.exact_forecast_reach({"a": a, "b": b, "c": c})
+    assert readings.exact_forecast_chance(b) == 1.0 and readings.exact_forecast_chance(c) is None
+    text = readings.exact_forecast_reach({"a": a, "b": b, "c": c})
     assert f"target on at least {p + 1:.1f} of those 2 combinations" in text
     nan_seed = {"measured": {(1e-3, 1): (False,)}, "curves": {(1e-3, 1): curves_for([0.5, np.nan, 0.56, 0.44])}}
-    assert scores.exact_forecast_chance(nan_seed) == pytest.approx(math.erf(0.05 / (0.06 / math.sqrt(3) * math.sqrt(2))))
+    assert readings.exact_forecast_chance(nan_seed) == pytest.approx(math.erf(0.05 / (0.06 / math.sqrt(3) * math.sqrt(2))))
     one_seed = {"measured": {(1e-3, 1): (False,)}, "curves": {(1e-3, 1): curves_for([0.5, np.nan, np.nan, np.nan])}}
-    assert scores.exact_forecast_chance(one_seed) is None
-    assert scores.exact_forecast_reach({"c": c}) == ""
+    assert readings.exact_forecast_chance(one_seed) is None
+    assert readings.exact_forecast_reach({"c": c}) == ""
 
 
 def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(load_script):

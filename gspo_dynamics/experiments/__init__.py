@@ -8,9 +8,48 @@
     zero_variance_data(groups, p_points, samples=)                 zero-variance groups
     ratio_data(lengths, seeds=, refresh_interval=, lr_per_token=)  GRPO vs GSPO ratios vs length
     churn_data(intervals, steps=, seeds=)                          MoE routing churn
+
+And the machinery of the claims in paper_repro/ (each script prints predicted vs measured):
+
+    measured_cells(curves, lrs, Ts), score(fc, measured, forecasts, lrs, Ts), misses, passed
+        a pilot forecast scored against a measured (lr, T) grid (`_forecast_scores`: a seed is unstable
+        when a SEED_BLOCK-step mean falls past DRAWDOWN_MARGIN, or past COLLAPSE_SHARE of a running best
+        >= DRAWDOWN_MARGIN / 2, below its running best; the forecast final reward is
+        mean_s clip(R(1 + (PILOT_T - 1) / 2 + rho T floor(s / T)), 0, 1) over the last PLATEAU_STEPS steps)
+    final_reward_reach, window_progress, pilot_plateau_gap, exact_forecast_reach, own_pilot_reach
+        readings of such grids, each a sentence (`_forecast_readings`)
+    regime_reach(results, roles)
+        the regime targets against the measurement's own noise: a beta-binomial prior of the cells'
+        unstable-seed counts, P(k) = C(n, k) B(alpha + k, beta + n - k) / B(alpha, beta), and the forecaster
+        that knows each cell's rate q (`_regime_reach`)
 """
 
+from gspo_dynamics.experiments._forecast_readings import (
+    exact_forecast_reach,
+    final_reward_reach,
+    own_pilot_reach,
+    pilot_plateau_gap,
+    window_progress,
+)
+from gspo_dynamics.experiments._forecast_scores import (
+    ACCURACY_MIN,
+    FORECASTERS,
+    PILOT_T,
+    PLATEAU_STEPS,
+    PLATEAU_TOL,
+    SAFE_BUT_UNSTABLE_MAX,
+    STEPS,
+    flat_forecast,
+    forecast_final_reward,
+    initial_rewards,
+    measured_cells,
+    misses,
+    passed,
+    score,
+    seed_falls,
+)
 from gspo_dynamics.experiments._group_size import GroupSizeData, ZeroVarianceData, group_size_data, zero_variance_data
+from gspo_dynamics.experiments._regime_reach import regime_reach
 from gspo_dynamics.experiments._sequence import (
     OBJECTIVES,
     ChurnData,
@@ -31,25 +70,46 @@ from gspo_dynamics.experiments._trajectories import (
 )
 
 __all__ = [
-    "OBJECTIVES",
-    "REGIMES",
+    "ACCURACY_MIN",
     "ChurnData",
+    "FORECASTERS",
     "GroupSizeData",
+    "OBJECTIVES",
+    "PILOT_T",
+    "PLATEAU_STEPS",
+    "PLATEAU_TOL",
     "PhaseDiagram",
+    "REGIMES",
     "RatioData",
     "RegimeCurves",
+    "SAFE_BUT_UNSTABLE_MAX",
+    "STEPS",
     "SlowStart",
     "ZeroVarianceData",
     "churn_data",
     "critical_momentum",
+    "exact_forecast_reach",
+    "final_reward_reach",
+    "flat_forecast",
+    "forecast_final_reward",
     "group_size_data",
+    "initial_rewards",
+    "measured_cells",
+    "misses",
+    "own_pilot_reach",
+    "passed",
     "phase_diagram_data",
+    "pilot_plateau_gap",
     "ratio_data",
     "regime_configs",
     "regime_data",
+    "regime_reach",
+    "score",
+    "seed_falls",
     "signed_advantage",
     "slow_start_data",
     "stiffness",
     "walk_prediction",
+    "window_progress",
     "zero_variance_data",
 ]

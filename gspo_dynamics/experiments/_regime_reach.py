@@ -49,7 +49,7 @@ from scipy.optimize import minimize
 from scipy.special import betainc, betaln, gammaln
 from scipy.stats import chi2
 
-from _pilot_scores import ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, initial_rewards, seed_falls
+from gspo_dynamics.experiments._forecast_scores import ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX, initial_rewards, seed_falls
 
 LOG_BOUND = 8.0  # the prior's log alpha and log beta stay within +-LOG_BOUND (sharper or flatter says nothing more)
 CUTS = np.linspace(0.005, 0.995, 199)  # the cuts `best_cut` tries: every half percent of the rate

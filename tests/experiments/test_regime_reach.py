@@ -1,4 +1,4 @@
-"""paper_repro/_regime_reach.py: the beta-binomial reading of the measured cells' seed counts, each piece against
+"""gspo_dynamics/experiments/_regime_reach.py: the beta-binomial reading of the measured cells' seed counts, each piece against
 an independent route (a grid search, Monte Carlo, enumeration)."""
 
 from __future__ import annotations
@@ -10,13 +10,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-
-@pytest.fixture(scope="module")
-def reach(load_script):
-    return load_script("paper_repro", "_regime_reach")
+from gspo_dynamics.experiments import _regime_reach as reach
 
 
-def test_the_prior_is_the_likelihoods_maximum_on_a_grid(reach):
+def test_the_prior_is_the_likelihoods_maximum_on_a_grid():
     """(1)'s maximum from the optimiser against a log-spaced grid scored with scipy's beta-binomial; on
     20,000 cells drawn from Beta(0.4, 0.6) it recovers the parameters within 10% (their standard error at this
     size, from the Fisher information, is ~1.7% in log alpha and log beta: about 6 sigma)."""
@@ -33,7 +30,7 @@ def test_the_prior_is_the_likelihoods_maximum_on_a_grid(reach):
     assert alpha == pytest.approx(0.4, rel=0.1) and beta == pytest.approx(0.6, rel=0.1)
 
 
-def test_a_maximum_on_the_bounds_is_found_from_a_few_cells(reach):
+def test_a_maximum_on_the_bounds_is_found_from_a_few_cells():
     """A quick run's few cells of 2 seeds put (1)'s maximum on the bounds of log alpha and log beta (all cells
     stable: q -> 0; a mix of 1 and 2 unstable seeds: a sharp prior near their rate), where the gradient's line
     search stalls or stops short: the fit is at least the best of a grid over the bounded box (to 1e-4 nats; the
@@ -52,19 +49,19 @@ def test_a_maximum_on_the_bounds_is_found_from_a_few_cells(reach):
         assert loglik(math.log(alpha), math.log(beta)) >= best - 1e-4, counts
 
 
-def test_bad_counts_are_refused(reach):
+def test_bad_counts_are_refused():
     with pytest.raises(ValueError, match="counts must be 0..4"):
         reach.seed_prior([0, 5], 4)
     with pytest.raises(ValueError):
         reach.seed_prior([], 4)
 
 
-def test_the_threshold_is_where_a_cell_reads_unstable_half_the_time(reach):
+def test_the_threshold_is_where_a_cell_reads_unstable_half_the_time():
     for n in (1, 2, 4, 8):
         assert 1 - (1 - reach.threshold(n)) ** n == pytest.approx(0.5, abs=1e-12)
 
 
-def test_the_oracles_errors_match_a_simulation_of_cells(reach):
+def test_the_oracles_errors_match_a_simulation_of_cells():
     """(3) against Monte Carlo: q from the prior, a cell's k from q; among the cells with each k, the share the
     forecaster that knows q gets wrong. 400,000 cells: the rarest k (1-3 of 4 under this prior) holds ~44,000,
     so a share's standard error is <= 0.0025; tolerance 0.01."""
@@ -80,7 +77,7 @@ def test_the_oracles_errors_match_a_simulation_of_cells(reach):
         assert (miss[count] > 0) <= (count > 0) and (alarm[count] > 0) <= (count == 0)
 
 
-def test_the_error_distribution_is_the_enumeration_of_every_outcome(reach):
+def test_the_error_distribution_is_the_enumeration_of_every_outcome():
     rng = np.random.default_rng(2)
     miss, alarm = rng.random(5) * 0.4, rng.random(5) * 0.4
     dist = reach.error_distribution(miss, alarm)
@@ -92,7 +89,7 @@ def test_the_error_distribution_is_the_enumeration_of_every_outcome(reach):
     assert dist.sum() == pytest.approx(1.0)
 
 
-def test_meeting_the_targets_is_at_most_three_errors_and_one_miss_of_twenty(reach):
+def test_meeting_the_targets_is_at_most_three_errors_and_one_miss_of_twenty():
     dist = np.zeros((21, 21))
     dist[3, 1] = 0.5  # 85%, one miss: met
     dist[4, 0] = 0.2  # 80%: missed
@@ -100,7 +97,7 @@ def test_meeting_the_targets_is_at_most_three_errors_and_one_miss_of_twenty(reac
     assert reach.meets_targets(dist, 20) == pytest.approx(0.5)
 
 
-def test_a_prior_per_task_is_the_pooled_one_for_a_single_task_and_fits_each_of_two(reach):
+def test_a_prior_per_task_is_the_pooled_one_for_a_single_task_and_fits_each_of_two():
     """One task: `per_task_reach` is the pooled forecaster (same prior, same sums). Two tasks drawn from
     different priors: each task's prior is fitted on its own cells (its expected accuracy against one computed
     here from `seed_prior` on that task alone)."""
@@ -134,7 +131,7 @@ def grid_of(lost: np.ndarray) -> dict:
             "ours": {"accuracy": 0.9, "safe_but_unstable": 0}, "task": "count"}
 
 
-def test_the_split_half_check_predicts_the_second_halves_of_simulated_cells(reach):
+def test_the_split_half_check_predicts_the_second_halves_of_simulated_cells():
     """Cells drawn from a beta prior, read through their seed curves (`seed_losses`): (4)'s prediction for each
     first-half count against the share of second halves with an unstable seed. 50 combinations x 20 cells; the
     smallest group (k = 1) holds ~200 cells, standard error <= 0.035; tolerance 0.12 (3.5 sigma)."""
@@ -149,7 +146,7 @@ def test_the_split_half_check_predicts_the_second_halves_of_simulated_cells(reac
         assert predicted == pytest.approx(observed, abs=0.12), (k, n)
 
 
-def test_regime_reach_reports_the_prior_and_each_round(reach):
+def test_regime_reach_reports_the_prior_and_each_round():
     rng = np.random.default_rng(4)
     results = {f"c{c}": grid_of(rng.random((20, 4)) < rng.beta(0.3, 0.4, size=20)[:, None]) for c in range(6)}
     roles = {name: ("develop" if i < 3 else "confirm") for i, name in enumerate(results)}
@@ -165,7 +162,7 @@ def test_regime_reach_reports_the_prior_and_each_round(reach):
     assert "not checked by halves (fewer than 4 seeds a cell)" in text and "chi-squared" not in text
 
 
-def test_the_chance_to_meet_the_targets_matches_a_simulation_of_the_rates(reach):
+def test_the_chance_to_meet_the_targets_matches_a_simulation_of_the_rates():
     """`expected_meets` against Monte Carlo: each cell's q drawn from its posterior Beta(alpha + k, beta + n - k)
     (this checks (3) and the convolution given the posterior, not the posterior, which the test of the oracle's
     errors checks), the forecaster cutting at c right where (q > c) == (k > 0); the share of 100,000 draws with at
@@ -182,7 +179,7 @@ def test_the_chance_to_meet_the_targets_matches_a_simulation_of_the_rates(reach)
         assert reach.expected_meets([grid], n, prior, cut)[0] == pytest.approx(simulated, abs=0.006)
 
 
-def test_the_best_cut_meets_the_targets_at_least_as_often_as_any_other(reach):
+def test_the_best_cut_meets_the_targets_at_least_as_often_as_any_other():
     """Many cells read unstable on one seed: cutting below q* turns their misses into false alarms, and the best
     cut's expected count is the largest over the cuts tried by hand."""
     prior, n = (0.14, 0.16), 4
@@ -193,7 +190,7 @@ def test_the_best_cut_meets_the_targets_at_least_as_often_as_any_other(reach):
         assert meets.sum() >= reach.expected_meets(grids, n, prior, other).sum() - 1e-12
 
 
-def test_the_chance_of_more_unstable_seeds_is_the_posterior_integral(reach):
+def test_the_chance_of_more_unstable_seeds_is_the_posterior_integral():
     """(4) against numerical integration of 1 - (1 - q)^m under Beta(a, b) (quad, error < 1e-8)."""
     from scipy import integrate
 
@@ -203,7 +200,7 @@ def test_the_chance_of_more_unstable_seeds_is_the_posterior_integral(reach):
             pytest.approx(integral, abs=1e-6)
 
 
-def test_the_fit_is_judged_by_the_counts_it_expects(reach):
+def test_the_fit_is_judged_by_the_counts_it_expects():
     """`goodness_of_fit` against scipy's beta-binomial pmf and a chi-squared computed here; counts drawn from
     the model pass (p > 0.01), counts with no cell at 1-3 of 4 but many at 0 and 4 in a 1:1 mix fit worse."""
     prior = (0.3, 0.4)
@@ -219,7 +216,7 @@ def test_the_fit_is_judged_by_the_counts_it_expects(reach):
     assert reach.goodness_of_fit(lumpy, 4, reach.seed_prior(lumpy, 4))[1] < 1e-6
 
 
-def test_odd_and_mixed_seed_counts_are_read_by_the_most_common(reach):
+def test_odd_and_mixed_seed_counts_are_read_by_the_most_common():
     """Five seeds a cell: the halves are seeds 0-1 and 2-3 (the fifth left out); a combination of two seeds
     among ones of five leaves the prior and the scores, not the check."""
     rng = np.random.default_rng(7)
@@ -232,7 +229,7 @@ def test_odd_and_mixed_seed_counts_are_read_by_the_most_common(reach):
     assert "first 2 seeds" in text
 
 
-def test_a_cut_outside_the_rates_is_refused(reach):
+def test_a_cut_outside_the_rates_is_refused():
     for cut in (0.0, 1.0, -0.1):
         with pytest.raises(ValueError, match="the cut is a rate in"):
             reach.oracle_errors([0, 1], 4, (0.3, 0.4), cut)

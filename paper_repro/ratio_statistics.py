@@ -65,9 +65,16 @@ import time
 
 import numpy as np
 import torch
-from _ratio_tabular import first_step_drift, one_run, predict, predict_walk, predicted_drifts, signed_advantage
 from _results import Claim, parse_mode, record
 
+from gspo_dynamics.experiments import (
+    first_step_drift,
+    lognormal_ratio_prediction,
+    predicted_drifts,
+    signed_advantage,
+    tabular_ratio_run,
+    walk_ratio_prediction,
+)
 from gspo_dynamics.sim.sequence import PatternMatch, TabularPolicy
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP, log_ratio_variance
 
@@ -109,19 +116,21 @@ def experiment(L: int, mode: str, window, all_logits: torch.Tensor, rng: np.rand
     d_unit, n_unit = math.sqrt(np.mean(d**2)), math.sqrt(np.mean(n**2))
     lr = SIGMA_REF / math.sqrt(float(log_ratio_variance(d_unit, J_REF, n_unit)))
     advantage = signed_advantage(probs, target, rng)
-    walks = {update: predict_walk(probs, advantage, lr, clip, window) for update, clip in UPDATES.items()}
+    walks = {update: walk_ratio_prediction(probs, advantage, lr, clip, window) for update, clip in UPDATES.items()}
     seeds = max(MIN_SEEDS[mode], SEED_BUDGET[mode] // L)
     eval_sequences = max(MIN_EVAL_SEQUENCES, EVAL_TOKENS[mode] // L)
     meas = {}
     for update, clip in UPDATES.items():
-        runs = [one_run(policy_s, task, lr, clip, window, eval_sequences, torch.Generator().manual_seed(1000 * L + s))
+        runs = [tabular_ratio_run(policy_s, task, lr, clip, window, eval_sequences,
+                                  torch.Generator().manual_seed(1000 * L + s))
                 for s in range(seeds)]
         meas[update] = {k: np.array([[r[j][k] for j in window] for r in runs]) for k in runs[0][window[0]]}  # (S, J)
     one_step = first_step_drift(policy_s, task, lr, FIRST_STEP_BATCHES[mode], torch.Generator().manual_seed(L))
     return dict(lr=lr, a2=a2, drift=(lr * d_unit, lr * n_unit), one_step=one_step, seeds=seeds,
                 eval_sequences=eval_sequences, pred=walks["grpo"][0], pred_unclipped=walks["unclipped"][0],
-                edge_mass=max(w[1] for w in walks.values()), lognormal=predict(lr * d_unit, lr * n_unit, window, L),
-                pred_one_step=predict(*one_step, window, L), meas=meas)
+                edge_mass=max(w[1] for w in walks.values()),
+                lognormal=lognormal_ratio_prediction(lr * d_unit, lr * n_unit, window, L),
+                pred_one_step=lognormal_ratio_prediction(*one_step, window, L), meas=meas)
 
 
 def summary(meas: dict[str, np.ndarray]) -> tuple[dict, dict]:
@@ -134,7 +143,7 @@ def summary(meas: dict[str, np.ndarray]) -> tuple[dict, dict]:
 def logged_prediction(pred: dict, mean: dict) -> dict:
     """losses/clip_frac_low, _high. Token (grpo): sign-independent, the measured shares of negative /
     positive advantages times P(below) / P(above). Sequence (gspo): the walk's sign-conditional
-    mixture where the prediction has it (`predict_walk`), else sign-independent like the token's."""
+    mixture where the prediction has it (`walk_ratio_prediction`), else sign-independent like the token's."""
     neg, pos = mean["neg_share"], mean["pos_share"]
     return dict(tok_low=neg * pred["tok_below"], tok_high=pos * pred["tok_above"],
                 seq_low=pred.get("seq_low_mix", neg * pred["seq_below"]),

@@ -15,6 +15,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).parents[1] / "paper_repro"))
 import ratio_statistics as rs  # noqa: E402
 
+from gspo_dynamics.experiments import (  # noqa: E402
+    first_step_drift,
+    lognormal_ratio_prediction,
+    predicted_drifts,
+    signed_advantage,
+    tabular_ratio_run,
+    walk_ratio_prediction,
+)
 from gspo_dynamics.sim.sequence import PatternMatch, TabularPolicy  # noqa: E402
 
 DRIFT_TOL = 0.10  # relative; Monte Carlo s.e. of the measured d and n with 256 minibatches is ~2-5%
@@ -43,8 +51,8 @@ def test_predicted_drift_matches_the_first_step(L):
     task, policy_s = setting(L)
     probs = policy_s.probs().numpy()
     lr = 1.0 * L
-    d, n, _ = rs.predicted_drifts(probs, np.array(task.target), lr, np.random.default_rng(0))
-    d_meas, n_meas = rs.first_step_drift(policy_s, task, lr, 256, torch.Generator().manual_seed(1))
+    d, n, _ = predicted_drifts(probs, np.array(task.target), lr, np.random.default_rng(0))
+    d_meas, n_meas = first_step_drift(policy_s, task, lr, 256, torch.Generator().manual_seed(1))
     assert math.sqrt(np.mean(n**2)) == pytest.approx(n_meas, rel=DRIFT_TOL)
     assert math.sqrt(np.mean(d**2)) == pytest.approx(d_meas, rel=DRIFT_TOL)
 
@@ -52,9 +60,9 @@ def test_predicted_drift_matches_the_first_step(L):
 def test_one_step_ratio_variance_and_the_one_over_l_law():
     L, seeds = 16, 48  # seed s.e. of the variance ~3%
     task, policy_s = setting(L)
-    d, n, _ = rs.predicted_drifts(policy_s.probs().numpy(), np.array(task.target), 10.0, np.random.default_rng(0))
-    pred = rs.predict(math.sqrt(np.mean(d**2)), math.sqrt(np.mean(n**2)), (1,), L)
-    runs = [rs.one_run(policy_s, task, 10.0, rs.GRPO_CLIP, (1,), 4096, torch.Generator().manual_seed(s))[1]
+    d, n, _ = predicted_drifts(policy_s.probs().numpy(), np.array(task.target), 10.0, np.random.default_rng(0))
+    pred = lognormal_ratio_prediction(math.sqrt(np.mean(d**2)), math.sqrt(np.mean(n**2)), (1,), L)
+    runs = [tabular_ratio_run(policy_s, task, 10.0, rs.GRPO_CLIP, (1,), 4096, torch.Generator().manual_seed(s))[1]
             for s in range(seeds)]
     tok_var = np.mean([r["tok_var"] for r in runs])
     seq_var = np.mean([r["seq_var"] for r in runs])
@@ -71,12 +79,12 @@ def test_clip_aware_walk_matches_the_clipped_update_where_the_lognormal_does_not
     task, policy_s = setting(L)
     probs, target = policy_s.probs().numpy(), np.array(task.target)
     rng = np.random.default_rng(0)
-    d, n, _ = rs.predicted_drifts(probs, target, 1.0, rng)
+    d, n, _ = predicted_drifts(probs, target, 1.0, rng)
     d_unit, n_unit = math.sqrt(np.mean(d**2)), math.sqrt(np.mean(n**2))
     lr = rs.SIGMA_REF / math.sqrt(float(rs.log_ratio_variance(d_unit, rs.J_REF, n_unit)))
-    walk, edge = rs.predict_walk(probs, rs.signed_advantage(probs, target, rng), lr, rs.GRPO_CLIP, (j,))
-    lognormal = rs.predict(lr * d_unit, lr * n_unit, (j,), L)
-    runs = [rs.one_run(policy_s, task, lr, rs.GRPO_CLIP, (j,), 4096, torch.Generator().manual_seed(s))[j]
+    walk, edge = walk_ratio_prediction(probs, signed_advantage(probs, target, rng), lr, rs.GRPO_CLIP, (j,))
+    lognormal = lognormal_ratio_prediction(lr * d_unit, lr * n_unit, (j,), L)
+    runs = [tabular_ratio_run(policy_s, task, lr, rs.GRPO_CLIP, (j,), 4096, torch.Generator().manual_seed(s))[j]
             for s in range(seeds)]
     tok_var = np.mean([r["tok_var"] for r in runs])
     assert edge < 1e-6

@@ -22,6 +22,11 @@ And the machinery of the claims in paper_repro/ (each script prints predicted vs
         the regime targets against the measurement's own noise: a beta-binomial prior of the cells'
         unstable-seed counts, P(k) = C(n, k) B(alpha + k, beta + n - k) / B(alpha, beta), and the forecaster
         that knows each cell's rate q (`_regime_reach`)
+    tabular_ratio_run, first_step_drift, predicted_drifts, signed_advantage,
+    lognormal_ratio_prediction, walk_ratio_prediction
+        GRPO's token and GSPO's sequence log-ratios of a tabular policy trained by SGD, measured and
+        predicted from the hyperparameters: sigma^2(j) = j^2 mean_t d_t^2 + j mean_t n_t^2 (lognormal) or
+        the clip-aware walk from the advantage's signed moments given each token (`_ratio_tabular`)
 """
 
 from gspo_dynamics.experiments._forecast_readings import (
@@ -49,6 +54,14 @@ from gspo_dynamics.experiments._forecast_scores import (
     seed_falls,
 )
 from gspo_dynamics.experiments._group_size import GroupSizeData, ZeroVarianceData, group_size_data, zero_variance_data
+from gspo_dynamics.experiments._ratio_tabular import (
+    first_step_drift,
+    lognormal_ratio_prediction,
+    predicted_drifts,
+    signed_advantage,
+    tabular_ratio_run,
+    walk_ratio_prediction,
+)
 from gspo_dynamics.experiments._regime_reach import regime_reach
 from gspo_dynamics.experiments._sequence import (
     OBJECTIVES,
@@ -56,7 +69,6 @@ from gspo_dynamics.experiments._sequence import (
     RatioData,
     churn_data,
     ratio_data,
-    signed_advantage,
     walk_prediction,
 )
 from gspo_dynamics.experiments._stability import REGIMES, PhaseDiagram, phase_diagram_data, stiffness
@@ -90,16 +102,19 @@ __all__ = [
     "critical_momentum",
     "exact_forecast_reach",
     "final_reward_reach",
+    "first_step_drift",
     "flat_forecast",
     "forecast_final_reward",
     "group_size_data",
     "initial_rewards",
+    "lognormal_ratio_prediction",
     "measured_cells",
     "misses",
     "own_pilot_reach",
     "passed",
     "phase_diagram_data",
     "pilot_plateau_gap",
+    "predicted_drifts",
     "ratio_data",
     "regime_configs",
     "regime_data",
@@ -109,7 +124,9 @@ __all__ = [
     "signed_advantage",
     "slow_start_data",
     "stiffness",
+    "tabular_ratio_run",
     "walk_prediction",
+    "walk_ratio_prediction",
     "window_progress",
     "zero_variance_data",
 ]

@@ -37,6 +37,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from gspo_dynamics.experiments._ratio_tabular import signed_advantage
 from gspo_dynamics.predict import predicted_ratio_metrics
 from gspo_dynamics.sim.sequence import MoETransformerConfig, PatternMatch, TabularPolicy, TinyMoETransformer, run_sequence_rl
 
@@ -67,34 +68,6 @@ class RatioData:
     seeds: int
 
 
-def signed_advantage(length: int, vocab_size: int, group_size: int, rng: np.random.Generator):
-    """Advantage moments given the token for the uniform policy on `PatternMatch(partial_credit)`:
-    (`SignedAdvantage` (L, V), q+ = P(A > 0), q- = P(A < 0)). Reward = matches / L, each position
-    matching with p = 1/V; member 0's count is 1{match at t} + Binomial(L - 1, p), the other G - 1
-    members' Binomial(L, p); the same draws with and without the match (common random numbers).
-    Every position is alike, so one Monte Carlo serves all; the target token takes the match moments."""
-    from gspo_dynamics.objectives import group_advantages
-    from gspo_dynamics.theory.ratio_drift import SignedAdvantage
-
-    p = 1.0 / vocab_size
-    rest = rng.binomial(length - 1, p, MC_DRAWS)  # (M,) member 0 without position t
-    mates = rng.binomial(length, p, (MC_DRAWS, group_size - 1))  # (M, G - 1)
-
-    def member0(count):  # group-std advantage of member 0, (M,)
-        rewards = np.concatenate([count[:, None], mates], 1) / length  # (M, G)
-        return group_advantages(torch.from_numpy(rewards), scale="group").numpy()[:, 0]
-
-    hit, miss = member0(rest + 1), member0(rest)
-    moments = [(np.maximum(a, 0).mean(), np.minimum(a, 0).mean(), (np.maximum(a, 0) ** 2).mean(),
-                (np.minimum(a, 0) ** 2).mean()) for a in (hit, miss)]
-    target = np.zeros((length, vocab_size), dtype=bool)
-    target[np.arange(length), PatternMatch(length=length).target] = True  # (L, V)
-    arrays = [np.where(target, h, m) for h, m in zip(*moments)]
-    pos = p * (hit > 0).mean() + (1 - p) * (miss > 0).mean()
-    neg = p * (hit < 0).mean() + (1 - p) * (miss < 0).mean()
-    return SignedAdvantage(*arrays), float(pos), float(neg)
-
-
 def walk_prediction(length: int, vocab_size: int, *, lr: float, refresh_interval: int, group_size: int,
                     rng: np.random.Generator) -> tuple[float, float, float]:
     """The clip-aware walk for GRPO's update from the uniform policy: (token Var[log w], Var[log s],
@@ -102,8 +75,10 @@ def walk_prediction(length: int, vocab_size: int, *, lr: float, refresh_interval
     from gspo_dynamics.theory.ratio_drift import clipped_log_ratio_law
     from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
-    advantage, pos, neg = signed_advantage(length, vocab_size, group_size, rng)
     probs = np.full((length, vocab_size), 1.0 / vocab_size)
+    advantage, pos, neg = signed_advantage(probs, np.array(PatternMatch(length=length).target), rng,
+                                           group_size=group_size, draws=MC_DRAWS)
+    pos, neg = ((probs * w).sum(-1).mean() for w in (pos, neg))  # q+-: the advantage-sign shares
     law = clipped_log_ratio_law(probs, advantage, lr=lr, batch_size=PROMPTS_PER_STEP * group_size,
                                 window=tuple(range(1, refresh_interval)), clip_low=GRPO_CLIP[0], clip_high=GRPO_CLIP[1])
     tok = law.token(*GRPO_CLIP)

@@ -133,7 +133,9 @@ def test_ratio_walk_advantage_moments_match_sampled_groups():
     from gspo_dynamics.objectives import group_advantages
 
     L, V, G = 3, 15, 8
-    adv, pos, neg = _sequence.signed_advantage(L, V, G, np.random.default_rng(0))
+    probs, target = np.full((L, V), 1.0 / V), np.array(_sequence.PatternMatch(length=L).target)
+    adv, pos, neg = _sequence.signed_advantage(probs, target, np.random.default_rng(0), group_size=G, draws=20_000)
+    pos, neg = ((probs * w).sum(-1).mean() for w in (pos, neg))  # the advantage-sign shares
     rng = np.random.default_rng(1)
     matches = rng.random((20_000, G, L)) < 1.0 / V  # (M, G, L) position t matches its target
     a = group_advantages(torch.from_numpy(matches.mean(-1)), scale="group").numpy()  # (M, G)

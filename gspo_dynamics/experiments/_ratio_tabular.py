@@ -1,7 +1,19 @@
-"""Helpers of ratio_statistics.py: the tabular measurement (SGD runs of the `grpo` loss from a frozen
-pi_s, first-step drift) and the predictions from the hyperparameters (memoryless lognormal drift
-inputs, signed advantage moments, the clip-aware walk). The setup and the equations are in
-ratio_statistics.py's docstring; the constants below are shared with it.
+"""The tabular ratio measurement and its predictions (paper_repro/ratio_statistics.py's claims; the setup in its
+docstring). A `TabularPolicy` pi_s on `PatternMatch(length=L, partial_credit=True)` is trained by SGD on the
+`grpo` loss with a fresh pi_s minibatch of N = GROUPS x GROUP_SIZE responses per step; at window position j the
+token log-ratios log w_t and GSPO's log s = mean_t log w_t are read on a fresh pi_s sample (`tabular_ratio_run`),
+and the first step's logit change -lr grad gives the measured drifts (`first_step_drift`): d = rms_t std_pi(mean
+step), n = rms_t std_pi(scatter between minibatches).
+
+Predicted from the hyperparameters alone: the per-position drifts (`predicted_drifts`),
+
+    n_t = `tabular_noise_drift`(lr, pi_t, N, L, E[A^2]),
+    d_t = lr / L |E[A | match_t] - E[A | no match_t]| std_pi(p_t (e_target - pi_t)),
+
+the memoryless lognormal statistics sigma^2(j) = j^2 mean_t d_t^2 + j mean_t n_t^2 with GRPO's and GSPO's clip
+ranges (`lognormal_ratio_prediction`), and the clip-aware walk (`walk_ratio_prediction`, `theory.ratio_drift`)
+from the advantage's signed moments given each token (`signed_advantage`, Monte Carlo of the group-std
+advantages from the exact reward law).
 """
 
 from __future__ import annotations
@@ -61,30 +73,57 @@ def predicted_drifts(probs: np.ndarray, target: np.ndarray, lr: float, rng: np.r
     return coherent, noise, a2
 
 
-def _member_advantages(p: np.ndarray, rng: np.random.Generator, draws: int) -> tuple[np.ndarray, np.ndarray]:
+def _member_advantages(p: np.ndarray, rng: np.random.Generator, draws: int,
+                       group_size: int) -> tuple[np.ndarray, np.ndarray]:
     """Group-std advantage of member 0 given that position t matches / does not match: (L, draws)
     each, the same groups with and without the match (common random numbers). p: (L,) match probs."""
     L = p.size
     law = count_distribution(torch.from_numpy(p)).numpy()  # (L + 1,)
-    mates = rng.choice(L + 1, size=(draws, GROUP_SIZE - 1), p=law / law.sum())  # (M, G - 1) other members' counts
+    mates = rng.choice(L + 1, size=(draws, group_size - 1), p=law / law.sum())  # (M, G - 1) other members' counts
     others = np.stack([np.delete(p, t) for t in range(L)]) if L > 1 else np.zeros((1, 0))
     law_rest = count_distribution(torch.from_numpy(others)).numpy()  # (L, L): member 0's count without t
     u = rng.random(draws)
     rest = np.stack([np.searchsorted(np.cumsum(law_rest[t]), u * law_rest[t].sum()) for t in range(L)])  # (L, M)
-    mates = np.broadcast_to(mates, (L, draws, GROUP_SIZE - 1))
-    hit = np.concatenate([(rest + 1)[..., None], mates], -1).reshape(-1, GROUP_SIZE) / L  # (L M, G)
-    miss = np.concatenate([rest[..., None], mates], -1).reshape(-1, GROUP_SIZE) / L
+    mates = np.broadcast_to(mates, (L, draws, group_size - 1))
+    hit = np.concatenate([(rest + 1)[..., None], mates], -1).reshape(-1, group_size) / L  # (L M, G)
+    miss = np.concatenate([rest[..., None], mates], -1).reshape(-1, group_size) / L
     return advantages_np(hit)[:, 0].reshape(L, draws), advantages_np(miss)[:, 0].reshape(L, draws)
 
 
-def signed_advantage(probs: np.ndarray, target: np.ndarray, rng: np.random.Generator):
-    """Signed moments of the advantage given each (position, token): the target token's from
-    'position t matches', every other token's from 'does not match' (the reward sees only matches);
-    and P(A > 0 | y), P(A < 0 | y), each (L, V)."""
+def _uniform_member_advantages(L: int, V: int, rng: np.random.Generator, draws: int,
+                               group_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_member_advantages` for the uniform policy, (draws,) each: every position matches with p = 1/V, so one
+    Monte Carlo serves all; member 0's count is 1{match at t} + Binomial(L - 1, p), the other G - 1 members'
+    Binomial(L, p)."""
+    p = 1.0 / V
+    rest = rng.binomial(L - 1, p, draws)  # (M,) member 0 without position t
+    mates = rng.binomial(L, p, (draws, group_size - 1))  # (M, G - 1)
+
+    def member0(count):  # group-std advantage of member 0, (M,)
+        return advantages_np(np.concatenate([count[:, None], mates], 1) / L)[:, 0]  # rewards (M, G)
+
+    return member0(rest + 1), member0(rest)
+
+
+def signed_advantage(probs: np.ndarray, target: np.ndarray, rng: np.random.Generator, *,
+                     group_size: int = GROUP_SIZE, draws: int = MC_SIGNED):
+    """Signed moments of the group-std advantage A of a response given its token y at each position,
+    (`SignedAdvantage` (L, V), P(A > 0 | y) (L, V), P(A < 0 | y) (L, V)): the target token's from
+    'position t matches', every other token's from 'does not match' (the reward, matches / L, sees only
+    matches), each from `draws` Monte Carlo groups of `group_size` (common random numbers with and without
+    the match). probs: (L, V) pi_s; target: (L,). A uniform pi_s (every entry equal, the figures' start)
+    draws one Monte Carlo for all positions (`_uniform_member_advantages`)."""
     L, V = probs.shape
-    a_hit, a_miss = _member_advantages(probs[np.arange(L), target], rng, MC_SIGNED)  # (L, M) each
-    is_target = (np.arange(V)[None, :] == target[:, None])[..., None]  # (L, V, 1)
-    samples = np.where(is_target, a_hit[:, None, :], a_miss[:, None, :])  # (L, V, M)
+    is_target = np.arange(V)[None, :] == target[:, None]  # (L, V)
+    if np.all(probs == probs.flat[0]):
+        hit, miss = _uniform_member_advantages(L, V, rng, draws, group_size)  # (M,) each
+        moments = [(np.maximum(a, 0).mean(), np.minimum(a, 0).mean(), (np.maximum(a, 0) ** 2).mean(),
+                    (np.minimum(a, 0) ** 2).mean()) for a in (hit, miss)]
+        signs = [np.where(is_target, (hit > 0).mean(), (miss > 0).mean()),
+                 np.where(is_target, (hit < 0).mean(), (miss < 0).mean())]
+        return SignedAdvantage(*[np.where(is_target, h, m) for h, m in zip(*moments)]), *signs
+    a_hit, a_miss = _member_advantages(probs[np.arange(L), target], rng, draws, group_size)  # (L, M) each
+    samples = np.where(is_target[..., None], a_hit[:, None, :], a_miss[:, None, :])  # (L, V, M)
     return SignedAdvantage.from_samples(samples), (samples > 0).mean(-1), (samples < 0).mean(-1)
 
 
@@ -116,7 +155,7 @@ def first_step_drift(policy_s: TabularPolicy, task: PatternMatch, lr: float, bat
     return math.sqrt(coherent2.mean()), math.sqrt(noise2.mean())
 
 
-def one_run(policy_s: TabularPolicy, task: PatternMatch, lr: float, clip: tuple[float, float], window,
+def tabular_ratio_run(policy_s: TabularPolicy, task: PatternMatch, lr: float, clip: tuple[float, float], window,
             eval_sequences: int, gen: torch.Generator) -> dict[int, dict[str, float]]:
     """Train a copy of pi_s for max(window) SGD steps of the `grpo` loss with clip range `clip` on
     fresh pi_s minibatches; at every j in window, the ratio statistics on one fresh pi_s sample."""
@@ -160,7 +199,7 @@ def one_run(policy_s: TabularPolicy, task: PatternMatch, lr: float, clip: tuple[
     return out
 
 
-def predict(d_rms: float, n_rms: float, window, L: int) -> dict[str, np.ndarray]:
+def lognormal_ratio_prediction(d_rms: float, n_rms: float, window, L: int) -> dict[str, np.ndarray]:
     """The memoryless lognormal statistics at window positions j (J,) for rms per-step drifts d, n:
     token (GRPO's eps) and sequence (GSPO's eps) log-ratio variances and tail fractions."""
     J = np.asarray(window)
@@ -170,8 +209,8 @@ def predict(d_rms: float, n_rms: float, window, L: int) -> dict[str, np.ndarray]
                 seq_below=seq.clip.below, seq_above=seq.clip.above)
 
 
-def predict_walk(probs: np.ndarray, signed, lr: float, clip, window) -> tuple[dict, float]:
-    """The clip-aware walk's statistics (same keys as `predict`) for an update with clip range
+def walk_ratio_prediction(probs: np.ndarray, signed, lr: float, clip, window) -> tuple[dict, float]:
+    """The clip-aware walk's statistics (same keys as `lognormal_ratio_prediction`) for an update with clip range
     `clip` ((inf, inf): unclipped), and the largest mass its grid left in an edge cell. Also GSPO's
     sign-aware clip fractions (seq_low_mix, seq_high_mix) from the sign-conditional mixture: log s
     given the sign of A is normal with the walk's conditional mean and the within-sign variance

@@ -1,26 +1,19 @@
-"""The forecast's fall chance judged as a forecast (paper_repro/pilot_forecast.py; `predict._fall_chance`).
-
-Rolling origin over the protocol's rounds (`_task_prior.ROUNDS`): the seeds of each round from the second on
-are forecast with (a, b) of `predict._fall_chance` (2) fitted on the seeds of the earlier rounds only, and scored
-by the per-run Brier score
-
-    B = sum_cells [k (1 - P)^2 + (n - k) P^2] / sum_cells n                                       (1)
-
-(k of the cell's n seeds fell, P the forecast chance), against two forecasts without the model: the earlier
-rounds' fall rate, and a lookup of the task's earlier grids (the fall rate of its seeds at the cell's lr factor
-and T, shrunk by one pseudo-run toward the earlier rounds' rate; that rate where the lookup is empty).
-Reliability: the forecast chance against the share of seeds that fell, in tenths of the chance.
+"""The forecast's fall chance judged on pilot_forecast.py's rounds (paper_repro/pilot_forecast.py;
+`predict._fall_chance`): the protocol's rounds (`_task_prior.ROUNDS`) and roles read into cells, each round's
+margins as the version that judged it read them (`judged_by`), and the rows and paragraph the script records. The
+scoring itself (rolling origin, the per-run Brier score (1), the baselines, reliability) is
+`gspo_dynamics.experiments._fall_chance_score`; what stays here reads this protocol's rounds, so it stays beside it.
 """
 
 from __future__ import annotations
 
-import collections
 
 import numpy as np
 from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES, COMBINATIONS, VERSION_11_CHANCE
 from _task_prior import ROUNDS
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.experiments import brier_score, fall_chance_baselines, reliability, rolling_origin
 from gspo_dynamics.predict import FALL_CHANCE, fall_chance, fit_fall_chance
 
 CALIBRATION_TOL = 0.05  # version 11: the held-out round's mean chance within this of the share of its seeds that fell
@@ -50,49 +43,6 @@ def _cells(results: dict, roles: dict, version: int = 14) -> list[tuple]:
     return out
 
 
-def _brier(p, k, n) -> float:
-    """(1) for chances p of cells with k of n seeds fallen."""
-    p, k, n = (np.asarray(v, dtype=float) for v in (p, k, n))
-    return float(np.sum(k * (1 - p) ** 2 + (n - k) * p**2) / n.sum())
-
-
-def rolling_origin(cells: list[tuple]) -> dict[str, np.ndarray] | None:
-    """Per forecast cell of rounds 1.. (those with an earlier round): its chance by `fall_chance` fitted on the
-    earlier rounds ("model"), the earlier rounds' rate ("rate"), the lookup ("lookup"), its falls k and seeds n
-    and its round; None with fewer than two rounds; a round whose earlier cells admit no fit (a small --only
-    subset: `fit_fall_chance`'s ConfigError) goes unscored."""
-    rounds = sorted({c[0] for c in cells})
-    if len(rounds) < 2:
-        return None
-    rows = collections.defaultdict(list)
-    for r in rounds[1:]:
-        train, test = [c for c in cells if c[0] < r], [c for c in cells if c[0] == r]
-        try:
-            coefficients = fit_fall_chance([c[4] for c in train], [c[5] for c in train], [c[6] for c in train])
-        except ConfigError:  # too few earlier cells to fit (a --only subset): this round goes unscored
-            continue
-        rows["model"] += [float(fall_chance(c[4], coefficients)) for c in test]
-        for key, v in zip(("rate", "lookup"), baselines(train, test)):
-            rows[key] += v
-        rows["k"] += [c[5] for c in test]
-        rows["n"] += [c[6] for c in test]
-        rows["round"] += [r] * len(test)
-    return {key: np.asarray(v, dtype=float) for key, v in rows.items()}
-
-
-def baselines(train: list[tuple], test: list[tuple]) -> tuple[list[float], list[float]]:
-    """Per cell of `test`, the two forecasts without the model from the cells of `train` (module docstring): the
-    fall rate of all their seeds, and the lookup (k + rate) / (n + 1) of the task's seeds at the cell's lr factor
-    and T (k of n fell there; the rate where none ran)."""
-    rate = sum(c[5] for c in train) / sum(c[6] for c in train)
-    seen = collections.defaultdict(lambda: [0, 0])
-    for c in train:
-        seen[c[1:4]][0] += c[5]
-        seen[c[1:4]][1] += c[6]
-    lookup = [(seen[c[1:4]][0] + rate) / (seen[c[1:4]][1] + 1) if c[1:4] in seen else rate for c in test]
-    return [rate] * len(test), lookup
-
-
 def round_complete(names, held_out: str) -> bool:
     """Whether `names` hold every combination of round `held_out` and of the rounds before it (COMBINATIONS): a
     claim row scored on fewer would record a subset's score under the round's name."""
@@ -113,8 +63,8 @@ def fall_chance_claim(results: dict, roles: dict, held_out: str) -> tuple[str, b
         return None
     k, n = np.array([c[5] for c in test], dtype=float), np.array([c[6] for c in test], dtype=float)
     p = fall_chance([c[4] for c in test], VERSION_11_CHANCE)
-    rate, lookup = baselines(train, test)
-    model, by_rate, by_lookup = _brier(p, k, n), _brier(rate, k, n), _brier(lookup, k, n)
+    rate, lookup = fall_chance_baselines(train, test)
+    model, by_rate, by_lookup = brier_score(p, k, n), brier_score(rate, k, n), brier_score(lookup, k, n)
     mean, share = float(np.average(p, weights=n)), float(k.sum() / n.sum())
     table = ", ".join(f"{lo:.1f}-{lo + 0.1:.1f}: {q:.2f} / {f:.2f} ({runs})" for lo, q, f, runs in reliability(p, k, n))
     passed = model < min(by_rate, by_lookup) and abs(mean - share) <= CALIBRATION_TOL
@@ -122,17 +72,6 @@ def fall_chance_claim(results: dict, roles: dict, held_out: str) -> tuple[str, b
             f"{VERSION_11_CHANCE[0]:g}, {VERSION_11_CHANCE[1]:g}), the earlier rounds' fall rate {by_rate:.4f}, the lookup of the "
             f"task's earlier grids {by_lookup:.4f}; mean chance {mean:.3f} against {share:.3f} of the seeds fallen "
             f"(tolerance {CALIBRATION_TOL}); by tenth of the chance, forecast / fallen (seeds): {table}"), passed
-
-
-def reliability(p: np.ndarray, k: np.ndarray, n: np.ndarray) -> list[tuple[float, float, float, int]]:
-    """(bin's lower edge, mean chance, share fallen, seeds) per tenth of the chance that holds a cell, seed-weighted."""
-    out = []
-    which = np.minimum((p * 10).astype(int), 9)
-    for b in range(10):
-        s = which == b
-        if s.any():
-            out.append((b / 10, float(np.average(p[s], weights=n[s])), float(k[s].sum() / n[s].sum()), int(n[s].sum())))
-    return out
 
 
 def fall_chance_reach(results: dict, roles: dict) -> str:
@@ -143,7 +82,7 @@ def fall_chance_reach(results: dict, roles: dict) -> str:
     if rows is None or not len(rows):
         return ""
     k, n = rows["k"], rows["n"]
-    scores = {key: _brier(rows[key], k, n) for key in ("model", "rate", "lookup")}
+    scores = {key: brier_score(rows[key], k, n) for key in ("model", "rate", "lookup")}
     table = ", ".join(f"{lo:.1f}-{lo + 0.1:.1f}: {p:.2f} / {q:.2f} ({runs})" for lo, p, q, runs in reliability(rows["model"], k, n))
     try:
         a, b = fit_fall_chance([c[4] for c in cells], [c[5] for c in cells], [c[6] for c in cells])

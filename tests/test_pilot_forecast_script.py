@@ -14,6 +14,7 @@ import scipy.stats
 import pytest
 
 from gspo_dynamics.experiments import _forecast_readings as readings
+from gspo_dynamics.experiments import brier_score, fall_chance_baselines, rolling_origin
 from gspo_dynamics.experiments import _forecast_scores as scores
 
 
@@ -602,22 +603,22 @@ def test_the_fall_chance_claim_scores_the_held_out_round_with_the_shipped_coeffi
     assert f"per-run Brier score {brier:.4f}" in text
     cells = report._cells(results, roles)
     train, test = [c for c in cells if c[0] < 9], [c for c in cells if c[0] == 9]
-    rate, lookup = report.baselines(train, test)
+    rate, lookup = fall_chance_baselines(train, test)
     kk = {c[1:4]: sum(t[5] for t in train if t[1:4] == c[1:4]) for c in test}
     assert lookup == pytest.approx([(kk[c[1:4]] + rate[0]) / (80 + 1) for c in test])
     assert rate[0] == pytest.approx(sum(c[5] for c in train) / (4 * len(train)))
-    assert brier < report._brier(rate, k, np.full(len(k), 4)) and passed  # drawn at the chance itself: it should pass
-    assert f"fall rate {report._brier(rate, k, np.full(len(k), 4)):.4f}" in text
-    assert f"earlier grids {report._brier(lookup, k, np.full(len(k), 4)):.4f}" in text
+    assert brier < brier_score(rate, k, np.full(len(k), 4)) and passed  # drawn at the chance itself: it should pass
+    assert f"fall rate {brier_score(rate, k, np.full(len(k), 4)):.4f}" in text
+    assert f"earlier grids {brier_score(lookup, k, np.full(len(k), 4)):.4f}" in text
     assert report.fall_chance_claim(*_chance_results(rng, ("confirm-12",)), "confirm-12") is None
-    rows = report.rolling_origin(cells)
+    rows = rolling_origin(cells)
     assert set(rows["round"]) == {1, 9} and len(rows["model"]) == 400
     # no leak: the held-out round's own falls move neither its baselines nor an earlier round's forecasts
     for r in held:
         r["measured"] = {c: (True, 0, 0, 0, 4) for c in r["measured"]}
     moved = report._cells(results, roles)
-    assert report.baselines([c for c in moved if c[0] < 9], [c for c in moved if c[0] == 9]) == (rate, lookup)
-    again = report.rolling_origin(moved)
+    assert fall_chance_baselines([c for c in moved if c[0] < 9], [c for c in moved if c[0] == 9]) == (rate, lookup)
+    again = rolling_origin(moved)
     first = rows["round"] == 1
     assert np.array_equal(again["model"][first], rows["model"][first]) and np.array_equal(again["lookup"][first], rows["lookup"][first])
 

@@ -22,6 +22,9 @@ And the machinery of the claims in paper_repro/ (each script prints predicted vs
         the regime targets against the measurement's own noise: a beta-binomial prior of the cells'
         unstable-seed counts, P(k) = C(n, k) B(alpha + k, beta + n - k) / B(alpha, beta), and the forecaster
         that knows each cell's rate q (`_regime_reach`)
+    rolling_origin(cells), brier_score(p, k, n), fall_chance_baselines, reliability
+        the chance one run falls judged on held-out rounds: per-run Brier score
+        B = sum [k (1 - P)^2 + (n - k) P^2] / sum n against the earlier rounds' rate and a lookup (`_fall_chance_score`)
     tabular_ratio_run, first_step_drift, predicted_drifts, signed_advantage,
     lognormal_ratio_prediction, walk_ratio_prediction
         GRPO's token and GSPO's sequence log-ratios of a tabular policy trained by SGD, measured and
@@ -29,6 +32,12 @@ And the machinery of the claims in paper_repro/ (each script prints predicted vs
         the clip-aware walk from the advantage's signed moments given each token (`_ratio_tabular`)
 """
 
+from gspo_dynamics.experiments._fall_chance_score import (
+    brier_score,
+    fall_chance_baselines,
+    reliability,
+    rolling_origin,
+)
 from gspo_dynamics.experiments._forecast_readings import (
     exact_forecast_reach,
     final_reward_reach,
@@ -98,9 +107,11 @@ __all__ = [
     "STEPS",
     "SlowStart",
     "ZeroVarianceData",
+    "brier_score",
     "churn_data",
     "critical_momentum",
     "exact_forecast_reach",
+    "fall_chance_baselines",
     "final_reward_reach",
     "first_step_drift",
     "flat_forecast",
@@ -119,6 +130,8 @@ __all__ = [
     "regime_configs",
     "regime_data",
     "regime_reach",
+    "reliability",
+    "rolling_origin",
     "score",
     "seed_falls",
     "signed_advantage",

@@ -5,6 +5,9 @@ uncapped at the clip's band edge; version 14 caps it there again where the run's
 (result["version 12"], result["version 13"]; the current one, 14, is result["predicted"]) on the same measured cells:
 accuracy, cells safe but unstable, false alarms, and whether both regime targets are met (accuracy >= ACCURACY_MIN, at
 most SAFE_BUT_UNSTABLE_MAX safe but unstable).
+
+The report of one protocol's rounds (CLIP_ROLES, ABSORB_ROLES, `_task_prior.ROUNDS`), not library code: it stays
+beside pilot_forecast.py, which would pass the ~400-line mark with it inline.
 """
 
 from __future__ import annotations

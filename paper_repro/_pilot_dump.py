@@ -1,6 +1,8 @@
 """The --dump of paper_repro/pilot_forecast.py (per combination: the pilot's quantities and the grid's seed curves)
 and what is read from it: the measured cells, ours' collapse part from the pilot's quantities, and the collapse
-limit S fitted on a dump's cells (`fit_limit`, version 5's S from its development combinations)."""
+limit S fitted on a dump's cells (`fit_limit`, version 5's S from its development combinations). The dump's
+format is the script's (end_reward_interval.py reads it too), so it stays beside the scripts; the scoring it
+calls is gspo_dynamics.experiments' (`measured_cells`), the collapse rule `theory.collapse`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The fixed choices of paper_repro/pilot_forecast.py's protocol (its docstring says what each version changed):
-the combinations with the role that held each out, the grid, the seeds, the pilot, and the quick mode."""
+the combinations with the role that held each out, the grid, the seeds, the pilot, and the quick mode. The claim's
+pre-registered data, not library code: it stays beside the script (the scoring it feeds is
+gspo_dynamics.experiments: `measured_cells`, `score`, `regime_reach`, `rolling_origin`)."""
 
 ADDITION = {"n_digits": 1, "partial_credit": True}  # two digits, or no partial credit: reward ~0 after 96 steps
 COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimizer, model), base lr, role)

@@ -9,6 +9,9 @@ of them whose config names the cell's loss (our trainer's objective, `predict.Ru
 with the cell's optimizer (by name) and lr. Each earlier stable cell stands for one finished run
 (`predict._prior.PriorRun`) and goes through `predict._prior.matched_levels` and `shrunk_level`, the tool's own functions;
 kappa is the one version 12 froze, whatever predict._prior.SHRINKAGE becomes.
+
+Stays beside pilot_forecast.py with `_task_prior` (its rounds and the protocol's SHRUNK_ROLES, VERSION_12_KAPPA; it
+reads predict._prior's private PriorRun, matched_levels, shrunk_level, interval_about).
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ combination was run: `ROUNDS` order; the first round has none). Scored as `final
 combination meets the final-reward target when every stable cell lies within PLATEAU_TOL, with and without the
 cells of the largest T of all the grids (every shipped grid has the same T values). A reading of the measured cells, not a forecaster of the protocol: it uses other
 combinations' measured grids, which a pilot-only forecast does not have.
+
+Stays beside pilot_forecast.py for now: it orders the protocol's rounds (`ROUNDS`, `prior_order` over
+_pilot_protocol.COMBINATIONS) and reads predict._prior's private LEVEL; moving it into gspo_dynamics.experiments
+needs the rounds passed in and those names exported by `predict`.
 """
 
 from __future__ import annotations

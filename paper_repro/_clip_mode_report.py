@@ -6,14 +6,13 @@ uncapped at the clip's band edge; version 14 caps it there again where the run's
 accuracy, cells safe but unstable, false alarms, and whether both regime targets are met (accuracy >= ACCURACY_MIN, at
 most SAFE_BUT_UNSTABLE_MAX safe but unstable).
 
-The report of one protocol's rounds (CLIP_ROLES, ABSORB_ROLES, `_task_prior.ROUNDS`), not library code: it stays
+The report of one protocol's rounds (CLIP_ROLES, ABSORB_ROLES, `_pilot_protocol.ROUNDS`), not library code: it stays
 beside pilot_forecast.py, which would pass the ~400-line mark with it inline.
 """
 
 from __future__ import annotations
 
-from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES
-from _task_prior import ROUNDS
+from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES, ROUNDS
 
 from gspo_dynamics.experiments import ACCURACY_MIN, SAFE_BUT_UNSTABLE_MAX
 

@@ -1,5 +1,5 @@
 """The forecast's fall chance judged on pilot_forecast.py's rounds (paper_repro/pilot_forecast.py;
-`predict._fall_chance`): the protocol's rounds (`_task_prior.ROUNDS`) and roles read into cells, each round's
+`predict._fall_chance`): the protocol's rounds (`_pilot_protocol.ROUNDS`) and roles read into cells, each round's
 margins as the version that judged it read them (`judged_by`), and the rows and paragraph the script records. The
 scoring itself (rolling origin, the per-run Brier score (1), the baselines, reliability) is
 `gspo_dynamics.experiments._fall_chance_score`; what stays here reads this protocol's rounds, so it stays beside it.
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 
 import numpy as np
-from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES, COMBINATIONS, VERSION_11_CHANCE
-from _task_prior import ROUNDS
+from _pilot_protocol import ABSORB_ROLES, CLIP_ROLES, COMBINATIONS, ROUNDS, VERSION_11_CHANCE
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.experiments import brier_score, fall_chance_baselines, reliability, rolling_origin

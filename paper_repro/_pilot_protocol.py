@@ -1,7 +1,7 @@
 """The fixed choices of paper_repro/pilot_forecast.py's protocol (its docstring says what each version changed):
 the combinations with the role that held each out, the grid, the seeds, the pilot, and the quick mode. The claim's
 pre-registered data, not library code: it stays beside the script (the scoring it feeds is
-gspo_dynamics.experiments: `measured_cells`, `score`, `regime_reach`, `rolling_origin`)."""
+gspo_dynamics.experiments: `measured_cells`, `score`, `regime_reach`, `rolling_origin`, `task_prior_reach`)."""
 
 ADDITION = {"n_digits": 1, "partial_credit": True}  # two digits, or no partial credit: reward ~0 after 96 steps
 COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimizer, model), base lr, role)
@@ -177,8 +177,8 @@ COMBINATIONS = {  # name -> (task, objective, other TrainConfig fields (optimize
     "count-cispo-min2-odd": ("count", "cispo", {"task_options": {"min_count": 2, "parity": "odd"}}, 3e-3, "confirm-18"),
 }
 SHARED_START = ("confirm-7", "confirm-8", "confirm-9", "confirm-10", "confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # the roles whose pilot and grid start from one checkpoint (version 6)
-PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 10-14: the final reward of these rows is the task's prior (`_task_prior.prior_plateau_error`)
-SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 12-14: that prior shrunk toward the cell's objective and step (`_shrunk_prior`, predict._prior (4))
+PRIOR_ROLES = ("confirm-11", "confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 10-14: the final reward of these rows is the task's prior (`experiments.prior_plateau_error`)
+SHRUNK_ROLES = ("confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 12-14: that prior shrunk toward the cell's objective and step (`experiments.shrunk_plateau_error`, predict._prior (4))
 CHANCE_ROLES = ("confirm-12", "confirm-13", "confirm-14", "confirm-15", "confirm-16", "confirm-17", "confirm-18")  # versions 11-14: the rounds whose seeds judge the fall chance held out (`_fall_chance_report.fall_chance_claim`)
 CLIP_ROLES = ("confirm-16",)  # version 13: the rounds that judge its change (`_clip_mode_report.change_claim`)
 ABSORB_ROLES = ("confirm-17", "confirm-18")  # version 14: the rounds that judge its change (`_clip_mode_report.change_claim`)
@@ -196,3 +196,13 @@ PILOT_SEED = 2000  # version 1: 1000
 SECTION = "## Pilot forecasts: the (lr, T) cells per combination"
 VERSION_4_SPREAD = 2.099  # version 4's collapse limit D / H > S (no signal share), frozen with it
 QUICK = dict(combinations=("count-pg", "pattern-grpo"), lr_factors=(1.0, 10.0), refresh_intervals=(1, 16), seeds=2)
+ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 19))  # the protocol's rounds, in the order they ran
+
+
+def prior_order(names) -> tuple[list[str], dict[str, list[str]]]:
+    """`names` with version 10's combinations (PRIOR_ROLES) after the others, and per such combination the
+    combinations of its task from earlier rounds that `names` lacks: its row's prior needs every one of them."""
+    later = [n for n in names if COMBINATIONS[n][4] in PRIOR_ROLES]
+    missing = {n: [m for m, (task, *_, role) in COMBINATIONS.items() if task == COMBINATIONS[n][0] and m not in names
+                   and ROUNDS.index(role) < ROUNDS.index(COMBINATIONS[n][4])] for n in later}
+    return [n for n in names if n not in later] + later, {n: m for n, m in missing.items() if m}

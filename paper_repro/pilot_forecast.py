@@ -208,14 +208,12 @@ from pathlib import Path
 import torch
 from _pilot_protocol import (
     ABSORB_ROLES, CHANCE_ROLES, CLIP_ROLES, COMBINATIONS, DEVELOPMENT, FIRST_SEED, INIT_SEED, LR_FACTORS, PILOT_SEED, PILOT_STEPS, PRIOR_ROLES, QUICK,
-    REFRESH_INTERVALS, SEEDS, SHARE_WEIGHTS, SHARED_START, SHRUNK_ROLES, VERSION_4_SPREAD, VERSION_11_CHANCE,
-    VERSION_12_KAPPA,
+    REFRESH_INTERVALS, ROUNDS, SEEDS, SHARE_WEIGHTS, SHARED_START, SHRUNK_ROLES, VERSION_4_SPREAD, VERSION_11_CHANCE,
+    VERSION_12_KAPPA, prior_order,
 )
 from _pilot_dump import collapses, dump_entry, dumped_curves, fit_limit, fit_weight, pilot_entry, read_dump
 from _pilot_report import cell_map, describe, write_section
-from _shrunk_prior import shrunk_plateau_error, shrunk_reach
 from _clip_mode_report import change_claim, change_reach
-from _task_prior import prior_order, prior_plateau_error, task_prior_reach
 from _fall_chance_report import CALIBRATION_TOL, fall_chance_claim, fall_chance_reach, round_complete
 from _results import PREDICTABLE_GRPO, Claim, device_name, record
 from trainer_at_scale import Runs
@@ -233,8 +231,12 @@ from gspo_dynamics.experiments import (
     own_pilot_reach,
     passed,
     pilot_plateau_gap,
+    prior_plateau_error,
     regime_reach,
     score,
+    shrunk_plateau_error,
+    shrunk_reach,
+    task_prior_reach,
     window_progress,
 )
 from gspo_dynamics.predict import COLLAPSE_SPREAD, collapse_grid, margin_grid, pilot_forecast, read_run_config
@@ -362,13 +364,13 @@ def with_prior(name: str, results: dict) -> None:
     "v10_plateau_error"), version 9's kept as "pilot_plateau_error"; unchanged without an earlier
     combination of its task in `results` (an unrecorded --only run: `main` refuses to record one)."""
     roles = {n: COMBINATIONS[n][4] for n in results}
-    scored = prior_plateau_error(results, roles, name)
+    scored = prior_plateau_error(results, roles, name, rounds=ROUNDS)
     if scored is not None:
         result = results[name]
         result["pilot_plateau_error"], (result["plateau_error"], result["prior_fallbacks"]) = result["plateau_error"], scored
         if roles[name] in SHRUNK_ROLES:  # version 12: the prior shrunk, version 10's kept beside it
             result["v10_plateau_error"], (result["plateau_error"], result["prior_fallbacks"]) = (
-                result["plateau_error"], shrunk_plateau_error(results, roles, name))
+                result["plateau_error"], shrunk_plateau_error(results, roles, name, rounds=ROUNDS, kappa=VERSION_12_KAPPA))
 
 
 def final_reward_rule(role: str) -> str:
@@ -510,8 +512,8 @@ def main() -> None:
                device=device_name(), write=not args.no_record)
     roles = {name: COMBINATIONS[name][4] for name in results}
     record_round_rows(results, roles, args, cmd)
-    final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles),
-                                   shrunk_reach(results, roles), change_reach(results, roles, 13), change_reach(results, roles, 14),
+    final = " ".join(filter(None, (final_reward_reach(results), exact_forecast_reach(results), task_prior_reach(results, roles, rounds=ROUNDS),
+                                   shrunk_reach(results, roles, rounds=ROUNDS, held_out=SHRUNK_ROLES, kappa=VERSION_12_KAPPA), change_reach(results, roles, 13), change_reach(results, roles, 14),
                                    window_progress(results), pilot_plateau_gap(results))))  # the readings with nothing to say give ""
     reach = (f"{final}\n\n{own_pilot_reach(results, PILOT_STEPS)}"
              f"\n\n{regime_reach(results, roles)}\n\n{fall_chance_reach(results, roles)}")

@@ -14,7 +14,11 @@ import scipy.stats
 import pytest
 
 from gspo_dynamics.experiments import _forecast_readings as readings
+from gspo_dynamics.experiments import _task_prior as task_prior
 from gspo_dynamics.experiments import brier_score, fall_chance_baselines, rolling_origin
+
+ROUNDS = ("develop",) + tuple(f"confirm-{k}" for k in range(4, 19))  # the synthetic results' rounds, in order
+SHRUNK = dict(rounds=ROUNDS, held_out=tuple(f"confirm-{k}" for k in range(14, 19)), kappa=2.0)  # as version 12's
 from gspo_dynamics.experiments import _forecast_scores as scores
 
 
@@ -445,14 +449,12 @@ def test_an_exact_forecast_meets_the_target_when_every_seed_mean_lands_within_th
     assert readings.exact_forecast_reach({"c": c}) == ""
 
 
-def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(load_script):
+def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations():
     """Three count combinations a, b, c (rounds develop, confirm-4, confirm-5), stable finals at T = 1 and 32 of
     (1.0, 0.9), (0.98, 0.7), (0.96, 0.8), one unstable cell in c; a lone pattern combination d (no other of its task:
     no prior, not scored). Leave one out, a's cells get (0.97, 0.75): within 0.05 at T = 1, 0.15 off at T = 32; b's
     (0.98, 0.85), c's (0.99, 0.8). Ours and the naive forecast hold 0.97 (a constant fit; the pilot's last 8 rewards).
     From earlier rounds only: a has no prior, b's is a's (1.0, 0.9), c's the mean of a's and b's."""
-    prior_module = load_script("paper_repro", "_task_prior")
-
     def result(task, finals, unstable=()):
         fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.97)})()
         forecast = SimpleNamespace(fit=fit, pilot=(np.arange(1.0, 25.0), np.full(24, 0.97)),
@@ -464,14 +466,14 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
                "b": result("count", {1: 0.98, 32: 0.7, 4: 0.2}, unstable=((1e-3, 4),)),
                "c": result("count", {1: 0.96, 32: 0.8, 4: 0.1}, unstable=((1e-3, 4),)), "d": result("pattern", {1: 0.5})}
     roles = {"a": "develop", "b": "confirm-4", "c": "confirm-5", "d": "confirm-5"}
-    loo = prior_module.task_prior(results)
+    loo = task_prior.task_prior_rows(results)
     assert [round(row[1], 6) for row in loo["a"]] == [0.97, 0.75] and math.isnan(loo["d"][0][1])
     assert [round(row[1], 6) for row in loo["c"]] == [0.99, 0.8]  # its unstable T = 4 cell is no cell of the table
     assert all(row[2] == pytest.approx(0.97) and row[3] == pytest.approx(0.97) for row in loo["b"])
-    ahead = prior_module.task_prior(results, roles)
+    ahead = task_prior.task_prior_rows(results, roles, rounds=ROUNDS)
     assert math.isnan(ahead["a"][0][1]) and [row[1] for row in ahead["b"]] == [1.0, 0.9]
     assert [round(row[1], 6) for row in ahead["c"]] == [0.99, 0.8]
-    text = prior_module.task_prior_reach(results, roles)
+    text = task_prior.task_prior_reach(results, roles, rounds=ROUNDS)
     # all cells: c's prior (0.99, 0.8) is within at both; a's T = 32 off by 0.15, b's by 0.15; ours 0.97 is off at T = 32
     assert "all: the prior 1, ours 0, the naive forecast 0 of 3 combinations (67% / 50% / 50% of their stable cells)" in text
     assert "T < 32: the prior 3, ours 3, the naive forecast 3 of 3 combinations (100% / 100% / 100%" in text
@@ -479,16 +481,16 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
     # count at T = 1: finals 1.0, 0.98, 0.96 (mean 0.98, sd 0.016), ours and naive 0.97 (signed error -0.01)
     assert "count: T = 1 0.98 (0.02; -0.01 / -0.01, 3 cells), T = 32 0.80 (0.08; +0.17 / +0.17, 3 cells)" in text
     assert "pattern: T = 1 0.50 (0.00; +0.47 / +0.47, 1 cell)" in text
-    assert prior_module.task_prior_reach({"d": results["d"]}, roles) == ""
+    assert task_prior.task_prior_reach({"d": results["d"]}, roles, rounds=ROUNDS) == ""
     # the regime by lookup: b's two cells from a's, c's three from a's and b's (its T = 4 unstable as b's was);
     # ours says stable everywhere here, so it misses c's T = 4 cell
     assert ("lookup of the task's earlier rounds (a cell unstable when most earlier combinations were unstable at "
             "its lr factor and T; no theory): 100.0% of 5 cells right, 0 safe but unstable, against ours' 80.0% and 1") in text
     # version 10's final-reward score: c's cells from a's and b's (earlier rounds) at their T: |0.99 - 0.96| at T = 1,
     # |0.8 - 0.8| at T = 32; a (the first round) and d (no earlier pattern combination) have no prior
-    assert prior_module.prior_plateau_error(results, roles, "c") == (pytest.approx(0.03, abs=1e-12), 0)
-    assert prior_module.prior_plateau_error(results, roles, "a") is None
-    assert prior_module.prior_plateau_error(results, roles, "d") is None
+    assert task_prior.prior_plateau_error(results, roles, "c", rounds=ROUNDS) == (pytest.approx(0.03, abs=1e-12), 0)
+    assert task_prior.prior_plateau_error(results, roles, "a", rounds=ROUNDS) is None
+    assert task_prior.prior_plateau_error(results, roles, "d", rounds=ROUNDS) is None
     # the prior's 90% prediction interval (predict._prior (3)) by scipy's t: a's T = 1 cell from b's and c's 0.98, 0.96
     half = scipy.stats.t.ppf(0.95, 1) * np.std([0.98, 0.96], ddof=1) * math.sqrt(1 + 1 / 2)
     assert loo["a"][0][5] == pytest.approx((0.97 - half, 0.97 + half), abs=1e-12) and loo["d"][0][5] is None
@@ -497,16 +499,15 @@ def test_task_prior_forecasts_each_stable_cell_by_the_tasks_other_combinations(l
 
 
 def test_version_10_rows_come_last_and_are_not_recorded_without_every_earlier_grid_of_their_task(
-        script, load_script, monkeypatch, capsys):
+        script, monkeypatch, capsys):
     """`prior_order`: a confirm-11 combination after the others, with the earlier combinations of its task that a
     run lacks; `main` refuses, before running anything, to record its row without them (one line, exit 2)."""
-    prior_module = load_script("paper_repro", "_task_prior")
-    names, missing = prior_module.prior_order(["count-cispo-temp1.2", "count-pg", "pattern-grpo"])
+    names, missing = script.prior_order(["count-cispo-temp1.2", "count-pg", "pattern-grpo"])
     later = script.PRIOR_ROLES
     count = [n for n, c in script.COMBINATIONS.items() if c[0] == "count" and c[4] not in later]
     assert names == ["count-pg", "pattern-grpo", "count-cispo-temp1.2"]
     assert sorted(missing["count-cispo-temp1.2"]) == sorted(set(count) - {"count-pg"})
-    assert prior_module.prior_order(list(script.COMBINATIONS))[1] == {}
+    assert script.prior_order(list(script.COMBINATIONS))[1] == {}
     monkeypatch.setattr("sys.argv", ["pilot_forecast.py", "--only", "count-cispo-temp1.2"])
     monkeypatch.setattr(script, "Runs", lambda *a: pytest.fail("ran a grid"))
     with pytest.raises(SystemExit) as stop:
@@ -517,23 +518,22 @@ def test_version_10_rows_come_last_and_are_not_recorded_without_every_earlier_gr
 
 def test_with_prior_swaps_in_the_priors_plateau_error_and_keeps_the_pilots(script, monkeypatch):
     results = {"count-cispo-temp1.2": {"plateau_error": 0.2}}
-    monkeypatch.setattr(script, "prior_plateau_error", lambda res, roles, name: (0.04, 1))
+    monkeypatch.setattr(script, "prior_plateau_error", lambda res, roles, name, rounds: (0.04, 1))
     script.with_prior("count-cispo-temp1.2", results)
     assert results["count-cispo-temp1.2"] == {"plateau_error": 0.04, "pilot_plateau_error": 0.2, "prior_fallbacks": 1}
-    monkeypatch.setattr(script, "prior_plateau_error", lambda res, roles, name: None)
+    monkeypatch.setattr(script, "prior_plateau_error", lambda res, roles, name, rounds: None)
     untouched = {"count-cispo-temp1.2": {"plateau_error": 0.2}}
     script.with_prior("count-cispo-temp1.2", untouched)
     assert untouched == {"count-cispo-temp1.2": {"plateau_error": 0.2}}
 
 
-def test_version_12_shrinks_the_prior_toward_the_cells_objective_and_step(load_script):
-    """`_shrunk_prior` by hand (predict._prior (4), kappa 2): count combinations a (grpo, develop) and b (gspo, confirm-4)
+def test_version_12_shrinks_the_prior_toward_the_cells_objective_and_step():
+    """`shrunk_rows` by hand (predict._prior (4), kappa 2): count combinations a (grpo, develop) and b (gspo, confirm-4)
     with stable finals at T = 1 and 32 of (1.0, 0.9) and (0.98, 0.7), all at lr 1e-3 with AdamW; c (grpo,
     confirm-5) measured (0.96, 0.8). c's T = 1 cell: m0 = 0.99, m1 = (1.0 + 2 m0) / 3, m2 = (1.0 + 2 m1) / 3; its
     T = 32 cell: m0 = 0.8, m1 = (0.9 + 2 m0) / 3, m2 = (0.9 + 2 m1) / 3. A cell at another lr stops at m1."""
     from gspo_dynamics.predict import read_run_config
 
-    shrunk = load_script("paper_repro", "_shrunk_prior")
 
     def result(objective, finals, lr=1e-3):
         fit = type("Constant", (), {"predict": lambda self, t: np.full(np.shape(t), 0.97)})()
@@ -548,14 +548,14 @@ def test_version_12_shrinks_the_prior_toward_the_cells_objective_and_step(load_s
     roles = {"a": "develop", "b": "confirm-4", "c": "confirm-5", "d": "confirm-5"}
     m1 = [(1.0 + 2 * 0.99) / 3, (0.9 + 2 * 0.8) / 3]
     want = [(1.0 + 2 * m1[0]) / 3, (0.9 + 2 * m1[1]) / 3]
-    rows = shrunk.shrunk_rows(results, roles, "c")
+    rows = task_prior.shrunk_rows(results, roles, "c", rounds=ROUNDS, kappa=2.0)
     assert [row[1] for row in rows] == pytest.approx(want, abs=1e-12) and [row[4] for row in rows] == [0.96, 0.8]
     assert rows[0][2] == pytest.approx(0.97)  # ours, the fallback where no earlier cell has the T
     assert [row[3] for row in rows] == pytest.approx([0.99, 0.8])  # version 10's prior, the plain mean
-    assert shrunk.shrunk_rows(results, roles, "d")[0][1] == pytest.approx(m1[0], abs=1e-12)  # no cell at its lr
-    assert shrunk.shrunk_plateau_error(results, roles, "c") == (pytest.approx(want[1] - 0.8, abs=1e-12), 0)
-    assert shrunk.shrunk_plateau_error(results, roles, "a") is None
-    text = shrunk.shrunk_reach({n: results[n] for n in "abc"}, roles)
+    assert task_prior.shrunk_rows(results, roles, "d", rounds=ROUNDS, kappa=2.0)[0][1] == pytest.approx(m1[0], abs=1e-12)  # no cell at its lr
+    assert task_prior.shrunk_plateau_error(results, roles, "c", rounds=ROUNDS, kappa=2.0) == (pytest.approx(want[1] - 0.8, abs=1e-12), 0)
+    assert task_prior.shrunk_plateau_error(results, roles, "a", rounds=ROUNDS, kappa=2.0) is None
+    text = task_prior.shrunk_reach({n: results[n] for n in "abc"}, roles, **SHRUNK)
     # c alone from confirm-5, in sample: version 12 off by 0.056 at T = 32 (one of two cells within), version 10's
     # (0.99, 0.8) within; no held-out round among them
     assert ("in sample (confirm-5): 0 of 1 combinations (50% of their stable cells), version 10's prior 1 (100%); "
@@ -563,7 +563,7 @@ def test_version_12_shrinks_the_prior_toward_the_cells_objective_and_step(load_s
     half = scipy.stats.t.ppf(0.95, 1) * np.std([0.9, 0.7], ddof=1) * math.sqrt(1.5)  # (3) from a's and b's T = 32 cells
     assert rows[1][5] == pytest.approx((want[1] - half, want[1] + half), abs=1e-12)
     roles["c"] = "confirm-14"
-    assert "held out (confirm-14): 0 of 1 combinations" in shrunk.shrunk_reach({n: results[n] for n in "abc"}, roles)
+    assert "held out (confirm-14): 0 of 1 combinations" in task_prior.shrunk_reach({n: results[n] for n in "abc"}, roles, **SHRUNK)
 
 
 def _chance_results(rng, rounds, per_round=10):
@@ -627,7 +627,7 @@ def test_a_fall_chance_row_is_recorded_only_from_its_whole_round_and_every_earli
     """`round_complete`: every combination up to confirm-12 holds it for confirm-12, not for confirm-13; one missing
     earlier combination, or one of the round's own, does not."""
     report = load_script("paper_repro", "_fall_chance_report")
-    rounds = load_script("paper_repro", "_task_prior").ROUNDS
+    rounds = script.ROUNDS
     upto = [n for n, c in script.COMBINATIONS.items() if rounds.index(c[4]) <= rounds.index("confirm-12")]
     assert report.round_complete(upto, "confirm-12") and not report.round_complete(upto, "confirm-13")
     assert not report.round_complete(upto[1:], "confirm-12") and not report.round_complete(upto[:-1], "confirm-12")

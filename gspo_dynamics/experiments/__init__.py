@@ -25,6 +25,10 @@ And the machinery of the claims in paper_repro/ (each script prints predicted vs
     rolling_origin(cells), brier_score(p, k, n), fall_chance_baselines, reliability
         the chance one run falls judged on held-out rounds: per-run Brier score
         B = sum [k (1 - P)^2 + (n - k) P^2] / sum n against the earlier rounds' rate and a lookup (`_fall_chance_score`)
+    task_prior_rows, task_prior_reach, prior_plateau_error, shrunk_rows, shrunk_plateau_error, shrunk_reach
+        the final reward a pilot cannot see, from the task's other grids: the mean final reward of their stable
+        cells at the cell's T (leave one out, or earlier rounds only), and that prior shrunk toward the cells of the
+        same loss, then optimizer and lr, m_k = (sum F_k + kappa m_{k-1}) / (|F_k| + kappa) (`_task_prior`)
     tabular_ratio_run, first_step_drift, predicted_drifts, signed_advantage,
     lognormal_ratio_prediction, walk_ratio_prediction
         GRPO's token and GSPO's sequence log-ratios of a tabular policy trained by SGD, measured and
@@ -81,6 +85,14 @@ from gspo_dynamics.experiments._sequence import (
     walk_prediction,
 )
 from gspo_dynamics.experiments._stability import REGIMES, PhaseDiagram, phase_diagram_data, stiffness
+from gspo_dynamics.experiments._task_prior import (
+    prior_plateau_error,
+    shrunk_plateau_error,
+    shrunk_reach,
+    shrunk_rows,
+    task_prior_reach,
+    task_prior_rows,
+)
 from gspo_dynamics.experiments._trajectories import (
     RegimeCurves,
     SlowStart,
@@ -126,6 +138,7 @@ __all__ = [
     "phase_diagram_data",
     "pilot_plateau_gap",
     "predicted_drifts",
+    "prior_plateau_error",
     "ratio_data",
     "regime_configs",
     "regime_data",
@@ -134,10 +147,15 @@ __all__ = [
     "rolling_origin",
     "score",
     "seed_falls",
+    "shrunk_plateau_error",
+    "shrunk_reach",
+    "shrunk_rows",
     "signed_advantage",
     "slow_start_data",
     "stiffness",
     "tabular_ratio_run",
+    "task_prior_reach",
+    "task_prior_rows",
     "walk_prediction",
     "walk_ratio_prediction",
     "window_progress",

@@ -47,7 +47,18 @@ from gspo_dynamics.predict._fall_chance import FALL_CHANCE, chance_grid, fall_ch
 from gspo_dynamics.predict._pilot import PilotForecast, pilot_forecast
 from gspo_dynamics.predict._pilot_headline import pilot_headline
 from gspo_dynamics.predict._pilot_log import load_pilot
-from gspo_dynamics.predict._prior import PriorForecast, TaskPrior, prior_forecast, prior_interval, task_prior
+from gspo_dynamics.predict._prior import LEVEL as PRIOR_LEVEL
+from gspo_dynamics.predict._prior import (
+    PriorForecast,
+    PriorRun,
+    TaskPrior,
+    interval_about,
+    matched_levels,
+    prior_forecast,
+    prior_interval,
+    shrunk_level,
+    task_prior,
+)
 
 __all__ = [
     "AT_RISK_CHANCE",
@@ -96,7 +107,9 @@ __all__ = [
     "SOLVED_SHARE",
     "EndReward",
     "PilotForecast",
+    "PRIOR_LEVEL",
     "PriorForecast",
+    "PriorRun",
     "TaskPrior",
     "chance_grid",
     "collapse_grid",
@@ -113,8 +126,11 @@ __all__ = [
     "margin_grid",
     "pilot_forecast",
     "pilot_headline",
+    "interval_about",
+    "matched_levels",
     "prior_forecast",
     "prior_interval",
+    "shrunk_level",
     "reward_reach",
     "task_prior",
 ]

@@ -3,7 +3,7 @@
 A pilot sees the first part of a rise. Where the curve stops is set by the task and the refresh interval far more
 than by the other hyperparameters: over the 790 stable cells of our trainer's first 92 forecast grids the final
 reward's standard deviation within one task and T is at most 0.03 at T = 1 and 0.05 at T = 4, while a 24-step pilot
-of a slow task stops 0.1-0.2 below it (paper_repro/_task_prior.py, paper_repro/pilot_forecast.md). So finished runs
+of a slow task stops 0.1-0.2 below it (gspo_dynamics/experiments/_task_prior.py, paper_repro/pilot_forecast.md). So finished runs
 of the same task at the same T forecast it, where no fit of a still-rising pilot can:
 
     e_j = the mean of run j's last END_SHARE of reward points                                   (1)

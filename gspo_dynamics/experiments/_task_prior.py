@@ -134,9 +134,9 @@ def task_prior_reach(results: dict, roles: dict, *, rounds) -> str:
     earlier = having_prior(task_prior_rows(results, roles, rounds=rounds))
     ahead = [f"from earlier rounds only ({len(earlier)} combinations with a prior): the prior {reach(earlier, 1, lambda T: True)[0]}, "
              f"ours {reach(earlier, 2, lambda T: True)[0]}"] if earlier else []
-    return (f"What the pilot cannot see (`task_prior_reach`): a stable cell's final reward forecast as the mean final "
-            f"reward of the stable cells at its T in the task's other combinations (leave one combination out; a "
-            f"reading of other grids, not a pilot forecast) meets the final-reward target on " + "; ".join(parts + ahead)
+    return ("What the pilot cannot see (`task_prior_reach`): a stable cell's final reward forecast as the mean final "
+            "reward of the stable cells at its T in the task's other combinations (leave one combination out; a "
+            "reading of other grids, not a pilot forecast) meets the final-reward target on " + "; ".join(parts + ahead)
             + (f". {cover}" if cover else "")
             + f". The stable cells' final reward by task and T, mean (sd) over the cells, and the mean signed error of "
             f"ours / the naive forecast there: {levels(results, table)}: set by the task and T more than by the hyperparameters."

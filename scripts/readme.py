@@ -33,9 +33,19 @@ TIMEOUT_S = 300
 THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+def shown(text: str) -> list[str]:
+    """Every `$ command` of the README's console blocks with the output shown under it, in order."""
+    return [chunk for block in BLOCK.findall(text) for chunk in _chunks(block) if chunk.startswith("$ ")]
+
+
 def commands(text: str) -> list[str]:
     """Every `$ command` of the README's console blocks, in order."""
-    return [line[2:] for block in BLOCK.findall(text) for line in block.splitlines() if line.startswith("$ ")]
+    return [chunk.partition("\n")[0][2:] for chunk in shown(text)]
+
+
+def _chunks(body: str) -> list[str]:
+    """A console block cut before each `$ command` line (a first piece without one: text before it)."""
+    return re.split(r"^(?=\$ )", body, flags=re.M)
 
 
 def _absent_input(command: str) -> str | None:
@@ -58,12 +68,12 @@ def _run(command: str) -> str:
 def _block(body: str, skipped: list[str]) -> str:
     """The console block with each command's output regenerated."""
     out: list[str] = []
-    for chunk in re.split(r"^(?=\$ )", body, flags=re.M):
+    for chunk in _chunks(body):
         if not chunk.startswith("$ "):  # text before the block's first command
             if chunk.strip():
                 out.append(chunk.rstrip("\n"))
             continue
-        command, _, shown = chunk.partition("\n")
+        command = chunk.partition("\n")[0]
         missing = _absent_input(command[2:])
         if missing is not None:
             skipped.append(f"{command[2:]} (no {missing})")

@@ -19,9 +19,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 MAX_LINES = 200
 
 
-def _readme_commands() -> list[str]:
-    blocks = re.findall(r"^```console\n(.*?)^```$", README, flags=re.S | re.M)
-    return [line[2:] for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+@pytest.fixture(scope="module")
+def readme(load_script):
+    """scripts/readme.py, which reads the README's console blocks and regenerates them."""
+    return load_script("scripts", "readme")
 
 
 def _quickstart_commands() -> list[str]:
@@ -37,9 +38,9 @@ def test_the_readme_is_short():
     assert len(README.splitlines()) <= MAX_LINES
 
 
-def test_the_quick_start_runs_the_commands_the_readme_shows_first():
+def test_the_quick_start_runs_the_commands_the_readme_shows_first(readme):
     quickstart = _quickstart_commands()
-    assert quickstart and _readme_commands()[:len(quickstart)] == quickstart
+    assert quickstart and readme.commands(README)[:len(quickstart)] == quickstart
 
 
 def test_every_relative_link_resolves():
@@ -65,10 +66,9 @@ def test_the_output_shown_is_what_the_commands_print():
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
-def test_the_quick_start_prints_at_most_60_lines():
+def test_the_quick_start_prints_at_most_60_lines(readme):
     """Its lines: the set-up's one, each section's header, each command with the output the README shows, a blank."""
-    blocks = re.findall(r"^```console\n(.*?)^```$", README, flags=re.S | re.M)
-    shown = [chunk for block in blocks for chunk in re.split(r"^(?=\$ )", block, flags=re.M) if chunk.startswith("$ ")]
+    shown = readme.shown(README)
     quickstart = _quickstart_commands()
     headers = len(re.findall(r'^\s*echo "== ', (ROOT / "scripts" / "quickstart.sh").read_text(), flags=re.M))
     lines = 1 + headers + sum(len(chunk.splitlines()) + 1 for chunk in shown[:len(quickstart)])

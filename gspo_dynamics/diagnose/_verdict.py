@@ -156,17 +156,13 @@ class Diagnosis:
 
     def report_lines(self, explain: bool = True) -> list[str]:
         """A readable report: the verdict first, then (explain) the evidence, advice, fit and what was not checked,
-        else one line naming the other verdicts and findings and where their evidence is."""
-        if not explain:
-            return self._brief_lines()
-        s = self.log_summary
-        lines = [f"log        {s.get('source')}  ({s.get('format')}, trainer {s.get('trainer')}"
-                 f"{', version ' + str(s['version']) if s.get('version') else ''}, {s.get('rows')} rows"
-                 f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''})"]
-        if self.hparams is not None:  # what the theory's numbers below rest on (given, or read from --config)
-            lines.append(f"hparams    {hparams_text(self.hparams)}")
+        else one line naming the other verdicts and findings and where their evidence is (a log too short to fit
+        has neither: the reason and the notes)."""
+        lines = self._read_lines()
         if self.primary == TOO_SHORT:
             return self.headline() + lines + [f"note       {n}" for n in self.notes]
+        if not explain:
+            return self._brief_lines()
         lines = self.headline() + [""] + lines
         for f in self.findings:
             lines.append("")
@@ -204,12 +200,19 @@ class Diagnosis:
             lines += [f"note       {n}" for n in self.notes]
         return lines
 
+    def _read_lines(self) -> list[str]:
+        """What was read: the log, and the hyperparameters the theory's numbers rest on (given, or from --config)."""
+        s = self.log_summary
+        lines = [f"log        {s.get('source')}  ({s.get('format')}, trainer {s.get('trainer')}"
+                 f"{', version ' + str(s['version']) if s.get('version') else ''}, {s.get('rows')} rows"
+                 f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''})"]
+        if self.hparams is not None:
+            lines.append(f"hparams    {hparams_text(self.hparams)}")
+        return lines
+
     def _brief_lines(self) -> list[str]:
         """The answer (`headline`), what was read, and the other verdicts and findings by name."""
-        lines = self.report_lines()
-        if self.primary == TOO_SHORT:  # nothing beyond the reason and the notes
-            return lines
-        read = [line for line in lines if line.startswith(("log ", "hparams "))]
+        read = self._read_lines()
         others = [f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]]
         others += [f"note: {f.name.replace('_', ' ')}" for f in self.findings if f.severity == NOTE]  # the rest: headline
         also = [f"also       {', '.join(others)}"] if others else []

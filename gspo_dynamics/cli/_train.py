@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 # flag -> (TrainConfig field, type, help); every flag defaults to None ("not given": the config
 # file's value, else the TrainConfig default, which `--help` lists from the dataclass)
@@ -101,6 +100,7 @@ def _epilog() -> str:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from gspo_dynamics._progress import Progress
+    from gspo_dynamics.train._summary import moved
     from gspo_dynamics.train.config import load_config, saved_config
     from gspo_dynamics.train.trainer import train
 
@@ -119,9 +119,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(last, allow_nan=False))
         else:
-            shown = ("step", "reward", "reward_std", "frac_reward_zero_std", "entropy", "clip_ratio/region_mean", "grad_norm")
             model = "" if result.backend == "builtin" else f" ({config.model} on the {result.backend} path)"
-            print(f"trained {config.steps} steps into {args.out}{model}; last step: "
-                  + ", ".join(f"{k} {last[k]:.4g}" for k in shown if isinstance(last.get(k), (int, float))),
-                  file=sys.stdout)
+            summary = moved(result.rows)
+            print(f"trained {config.steps} steps into {args.out}{model}" + (f": {summary}" if summary else ""))
     return 0

@@ -57,6 +57,7 @@ from gspo_dynamics.train import _distributed as D
 from gspo_dynamics.train import _metrics as M
 from gspo_dynamics.train._step import Buffer, dropout_free, merge, score, update
 from gspo_dynamics.train._policy import build_policy, check_save_hf, resolve_model_config  # noqa: F401 (re-exported)
+from gspo_dynamics.train._threads import run_threads
 from gspo_dynamics.train._trl_config import TRL_CONFIG_NAME, trl_config
 from gspo_dynamics.train.config import CONFIG_NAME, FIELDS, RESUMABLE_CHANGES, STALE_GRADIENT, TrainConfig
 from gspo_dynamics.train.rollout import generate
@@ -147,6 +148,9 @@ class _Run:
         start = config.seed if config.init_seed is None else config.init_seed  # the seed of the starting checkpoint
         self.policy = build_policy(config.model, self.tokenizer.vocab_size, stream_seed(start, "init"), config.hf_backend)
         model, self.model_config, self.model_description = self.policy.model, self.policy.config, self.policy.description
+        threads = run_threads(getattr(self.model_config, "d_model", None), device)
+        if threads is not None:  # before the warm-up: a narrow model runs fastest on one thread (`train._threads`)
+            torch.set_num_threads(threads)
         if config.routing_replay != "none" and not getattr(self.model_config, "is_moe", False):
             raise ConfigError(f"routing_replay {config.routing_replay!r} needs a built-in mixture-of-experts model (n_experts > 0)")
         state = _check_out_dir(out, config, self.model_description, resume)
@@ -304,6 +308,7 @@ def train(config: TrainConfig, out_dir, *, resume: bool = False,
     out = Path(out_dir)
     save_hf = None if save_hf is None else check_save_hf(config.model, save_hf)
     device = D.local_device(config.device)
+    threads = torch.get_num_threads()  # a run may change it (`train._threads`); the caller gets its own back
     started = not torch.distributed.is_initialized()
     world = D.init_world(device)
     try:
@@ -340,5 +345,6 @@ def train(config: TrainConfig, out_dir, *, resume: bool = False,
                            model=run.model, warmup_success=run.warmup_success, is_main=world.is_main,
                            backend=run.policy.backend)
     finally:
+        torch.set_num_threads(threads)
         if started:
             D.shutdown(world)

@@ -2,10 +2,14 @@
 the pilot's reward and the fitted curve it implies, to the run's end where its length is known, with the
 reward there and its calibrated interval (`predict.end_reward`).
 
-Without a pilot the map is over the stiffness per step eta K and the refresh interval T (a config
-fixes T and mu, not eta K); with a pilot it is over the learning rate and T: shaded, the linear model
-with the pilot's measured stiffness scaled with the learning rate (`predict.stability_grid`, where its
-premises hold); hatched, the collapse model's risk (`predict.collapse_grid`: the displacement between
+The axes are named in the config's own keys (`predict.ConfigKeys`): T is the optimizer steps per rollout its
+keys give (TRL steps_per_generation x num_iterations / gradient_accumulation_steps, ...), the learning rate is
+TRL's `learning_rate`, verl's `actor_rollout_ref.actor.optim.lr`, our trainer's `lr`. Without a pilot the map is
+over the stiffness per step eta K = lr x curvature and T: a config fixes T and mu, not the curvature, so the lr
+scale is not identified and the figure says so. With a pilot it is over the config's learning rate and T, the
+pilot's stiffness per unit lr kappa / lr converting eta K to lr: shaded, with its edge lr_max(T) = x_max(T) lr /
+kappa (the exact discrete bound, re-scaled), the linear model (`predict.stability_grid`, where its premises hold);
+hatched, the collapse model's risk (`predict.collapse_grid`: the displacement between
 samplers past S H / (1 - z), or past the pilot's own D where the pilot kept its reward, or the pilot's
 entropy overshoot scaled to the lr); dotted, the chance that one run loses its reward (`predict.fall_chance`) at
 10%, 50% and 90%. Drawing only: the numbers come
@@ -29,23 +33,47 @@ LR_SPAN = 100.0  # the map covers lr / LR_SPAN .. lr x LR_SPAN around the config
 PANEL = (4.2, 3.2)  # inches (the pilot panels 1 inch taller: the map's legend goes below it)
 NOTE_WIDTH = 60  # characters per line of a note drawn on a panel (6 pt across most of its width)
 FALL_CHANCE_LEVELS = (0.1, 0.5, 0.9)  # the chance's contours drawn on the (lr, T) map
+LABEL_WIDTH = 52  # characters per line of the eta K axis's label (9 pt across the panel)
+T_LABEL_WIDTH = 40  # characters per line of the T axis's label (the panel is less tall than wide)
+# T in each framework's keys, as `predict._config_keys` maps them (its module docstring)
+REFRESH_KEYS = {
+    "trl": "steps_per_generation x num_iterations / gradient_accumulation_steps",
+    "verl": "ppo_epochs x data.train_batch_size / ppo_mini_batch_size",
+    "trainer": "steps_per_generation x num_iterations",
+}
+
+
+def _lr_key(setup) -> str:
+    """The learning rate's key in the config's framework (`ConfigKeys.lr`); "lr" for the theory's own names."""
+    return "lr" if setup.keys is None else setup.keys.lr
+
+
+def _refresh_label(setup) -> str:
+    """The T axis: the optimizer steps per rollout, with the config's keys that make it."""
+    keys = "" if setup.keys is None else f" ({REFRESH_KEYS[setup.keys.framework]})"
+    return textwrap.fill(f"optimizer steps per rollout T{keys}", T_LABEL_WIDTH)
 
 
 def _config_map(ax, forecast) -> None:
-    hp = forecast.setup.hparams
+    """Over (eta K, T): a config alone does not fix the curvature, so its learning rate has no place on this axis."""
+    setup = forecast.setup
     bounds = stiffness_bounds(forecast.momentum, REFRESH_INTERVALS)
     ax.fill_betweenx(REFRESH_INTERVALS, bounds, bounds.max() * 10, color=WARN, alpha=0.25, lw=0, label="unstable")
     ax.plot(bounds, REFRESH_INTERVALS, color=THEORY, lw=1.2, label="x_max(T): exact discrete")
-    ax.axhline(hp.refresh_interval, color=DATA, ls="--", lw=0.8, label=f"this config: T = {hp.refresh_interval}")
-    ax.set(xscale="log", yscale="log", xlabel="stiffness per step eta K (needs a pilot)", ylabel="refresh interval T",
-           title=f"stability, mu = {forecast.momentum:g}")
+    ax.axhline(setup.hparams.refresh_interval, color=DATA, ls="--", lw=0.8,
+               label=f"this config: T = {setup.hparams.refresh_interval}")
+    xlabel = (textwrap.fill(f"stiffness per step eta K = {_lr_key(setup)} x curvature", LABEL_WIDTH)
+              + "\n(the lr scale is not identified without a pilot)")
+    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=_refresh_label(setup),
+           title=f"stability, mu = {forecast.momentum:g} (no pilot)")
     ax.legend(fontsize=6, loc="lower left")
 
 
 def _lr_map(ax, forecast) -> None:
     """Shaded: the linear model's unstable region (the pilot's stiffness scaled with lr), where its premises
     hold; hatched, with its edge: the collapse model's risk (`predict.collapse_grid`)."""
-    hp, imp = forecast.config.setup.hparams, forecast.implications
+    setup, imp = forecast.config.setup, forecast.implications
+    hp = setup.hparams
     kappa = None if imp.stiffness_per_step is None else imp.stiffness_per_step.value
     lrs = np.geomspace(hp.lr / LR_SPAN, hp.lr * LR_SPAN, 121)
     collapse = collapse_grid(forecast, lrs, REFRESH_INTERVALS)
@@ -53,8 +81,15 @@ def _lr_map(ax, forecast) -> None:
         note(ax, "the pilot gives no stiffness and no drift:\nno (lr, T) map")
         return
     if kappa and kappa > 0 and forecast.max_safe_lr is not None:
-        unstable = stability_grid(kappa / hp.lr, forecast.config.momentum, lrs, REFRESH_INTERVALS)
+        per_lr = kappa / hp.lr  # the pilot's stiffness per unit lr: eta K = per_lr x lr
+        unstable = stability_grid(per_lr, forecast.config.momentum, lrs, REFRESH_INTERVALS)
         ax.pcolormesh(lrs, REFRESH_INTERVALS, unstable, cmap="Oranges", vmin=0, vmax=2.5, shading="nearest")
+        edge = stiffness_bounds(forecast.config.momentum, REFRESH_INTERVALS) / per_lr  # x_max(T) in lr units
+        ax.plot(edge, REFRESH_INTERVALS, color=THEORY, lw=1.2,
+                label="largest stable lr at each T: exact discrete x_max(T) over the pilot's stiffness per unit lr")
+        top = ax.secondary_xaxis("top", functions=(lambda lr: lr * per_lr, lambda x: x / per_lr))
+        top.set_xlabel(f"stiffness per step eta K = {per_lr:.3g} x {_lr_key(setup)} (the pilot's curvature)",
+                       fontsize=7)
         if forecast.lost:  # the linear model's reading of a fall's curve: no safe region
             _legend_note(ax, "the pilot lost reward at its own lr: the shading is the linear model's reading of that "
                              "fall, no safe region")
@@ -66,8 +101,9 @@ def _lr_map(ax, forecast) -> None:
         ax.plot([], [], color=WARN, lw=1.0, label="collapse risk (hatched): the displacement past its limit or the "
                                                   "entropy overshoot")
     _fall_chance_lines(ax, forecast, lrs)
-    ax.plot(hp.lr, hp.refresh_interval, "o", color=THEORY, ms=6, label="this config")
-    ax.set(xscale="log", yscale="log", xlabel="learning rate", ylabel="refresh interval T",
+    ax.plot(hp.lr, hp.refresh_interval, "o", color=DATA, mec="white", ms=6,
+            label=f"this config: {_lr_key(setup)} {hp.lr:.3g}, T = {hp.refresh_interval}")
+    ax.set(xscale="log", yscale="log", xlabel=f"{_lr_key(setup)} (learning rate)", ylabel=_refresh_label(setup),
            title="stability map from the pilot (shaded: linear model)", xlim=(lrs[0], lrs[-1]),
            ylim=(REFRESH_INTERVALS[0] / 1.25, REFRESH_INTERVALS[-1]))  # the whole domain, a T = 1 point whole
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0.0, -0.2), frameon=False)  # below: the map stays clear

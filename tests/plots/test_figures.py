@@ -78,8 +78,9 @@ def test_the_pilot_map_is_drawn_over_lr_and_T_from_a_fresh_pilot():
 
     fig = figures.FIGURES["predict_pilot_map"].make(True)
     lr_map, curve = fig.axes
-    assert lr_map.get_xlabel() == "learning rate" and lr_map.get_ylabel() == "refresh interval T"
-    point = [line for line in lr_map.get_lines() if line.get_label() == "this config"]
+    assert lr_map.get_xlabel() == "lr (learning rate)"  # our trainer's key
+    assert lr_map.get_ylabel().replace("\n", " ") == "optimizer steps per rollout T (steps_per_generation x num_iterations)"
+    point = [line for line in lr_map.get_lines() if line.get_label().startswith("this config")]
     assert len(point) == 1 and tuple(point[0].get_xydata()[0]) == (1e-3, 2.0)
     assert any(list(getattr(c, "hatches", None) or []) == ["///"] for c in lr_map.collections)  # the collapse risk
     labels = [t.get_text().replace("\n", " ") for t in lr_map.get_legend().get_texts()]

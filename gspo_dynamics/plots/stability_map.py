@@ -103,7 +103,8 @@ def _lr_map(ax, forecast) -> None:
     _fall_chance_lines(ax, forecast, lrs)
     ax.plot(hp.lr, hp.refresh_interval, "o", color=DATA, mec="white", ms=6,
             label=f"this config: {_lr_key(setup)} {hp.lr:.3g}, T = {hp.refresh_interval}")
-    ax.set(xscale="log", yscale="log", xlabel=f"{_lr_key(setup)} (learning rate)", ylabel=_refresh_label(setup),
+    ax.set(xscale="log", yscale="log", xlabel=f"learning rate (config key {_lr_key(setup)})",
+           ylabel=_refresh_label(setup),
            title="stability map from the pilot (shaded: linear model)", xlim=(lrs[0], lrs[-1]),
            ylim=(REFRESH_INTERVALS[0] / 1.25, REFRESH_INTERVALS[-1]))  # the whole domain, a T = 1 point whole
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0.0, -0.2), frameon=False)  # below: the map stays clear

@@ -78,7 +78,7 @@ def test_the_pilot_map_is_drawn_over_lr_and_T_from_a_fresh_pilot():
 
     fig = figures.FIGURES["predict_pilot_map"].make(True)
     lr_map, curve = fig.axes
-    assert lr_map.get_xlabel() == "lr (learning rate)"  # our trainer's key
+    assert lr_map.get_xlabel() == "learning rate (config key lr)"  # our trainer's key
     assert lr_map.get_ylabel().replace("\n", " ") == "optimizer steps per rollout T (steps_per_generation x num_iterations)"
     point = [line for line in lr_map.get_lines() if line.get_label().startswith("this config")]
     assert len(point) == 1 and tuple(point[0].get_xydata()[0]) == (1e-3, 2.0)

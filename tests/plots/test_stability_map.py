@@ -46,7 +46,8 @@ def test_with_a_pilot_the_map_is_over_the_configs_learning_rate(tmp_path, config
     assert f.max_safe_lr is not None  # the pilot identifies the stiffness: the linear map is drawn
     hp = f.config.setup.hparams
     ax = stability_map_figure(f).axes[0]
-    assert ax.get_xlabel() == f"{key} (learning rate)" and ax.get_ylabel().startswith("optimizer steps per rollout T")
+    assert ax.get_xlabel() == f"learning rate (config key {key})"
+    assert ax.get_ylabel().startswith("optimizer steps per rollout T")
     assert [tuple(p) for p in line(ax, "this config")] == [(hp.lr, hp.refresh_interval)]
     edge = line(ax, "largest stable lr at each T")
     assert np.array_equal(edge[:, 1], REFRESH_INTERVALS)
@@ -79,4 +80,4 @@ def test_the_theorys_own_hyperparameters_keep_plain_names(tmp_path):
     """Without a framework's keys (`lr`, `refresh_interval` given as the theory's): lr and T, no key formula."""
     f = pilot(tmp_path, {"lr": 0.1, "refresh_interval": 4, "group_size": 8, "optimizer": "sgd", "momentum": 0.5})
     ax = stability_map_figure(f).axes[0]
-    assert ax.get_xlabel() == "lr (learning rate)" and ax.get_ylabel() == "optimizer steps per rollout T"
+    assert ax.get_xlabel() == "learning rate (config key lr)" and ax.get_ylabel() == "optimizer steps per rollout T"

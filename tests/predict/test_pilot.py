@@ -400,7 +400,7 @@ def test_the_map_hatches_the_collapse_region_and_withholds_a_failed_linear_map(t
     ax = stability_map_figure(f).axes[0]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("collapse risk" in label for label in labels) and any(label.startswith("this config") for label in labels)
-    assert ax.get_xlabel() == "lr (learning rate)"  # the theory's own hyperparameters: their own name
+    assert ax.get_xlabel() == "learning rate (config key lr)"  # the theory's own hyperparameters: their own name
     assert ax.get_ylim() == (0.8, 64)  # the map's whole T range (from below 1: a T = 1 point whole), whatever is drawn
     lr = f.config.setup.hparams.lr
     assert ax.get_xlim() == pytest.approx((lr / 100, lr * 100))

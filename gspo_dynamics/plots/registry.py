@@ -274,9 +274,11 @@ def _diagnose_figure(log_name: str):
 @_register("predict_map", "Before a run: what a TRL config alone says about stability",
            "`gspo-dynamics predict --config examples/trl_grpo_config.yaml --plot map.png`: the TRL GRPOConfig read into the "
            "theory's terms (T = steps_per_generation x num_iterations / gradient_accumulation_steps = 4, Adam's b1 = 0.9 "
-           "as the momentum). Line: the largest stiffness per step eta K at which each refresh interval T is stable "
-           "(exact discrete monodromy, all forces stale); shaded: unstable; dashed: the config's T. The stiffness is "
-           "the model's and the task's, not the config's: a pilot log measures it (`--pilot`).")
+           "as the momentum; the T axis names those keys). Line: the largest stiffness per step eta K at which each "
+           "refresh interval T is stable (exact discrete monodromy, all forces stale); shaded: unstable; dashed: the "
+           "config's T. eta K is learning_rate times the model's and the task's curvature, which the config does not "
+           "fix: without a pilot the learning_rate scale is not identified (the x axis says so); a pilot log measures "
+           "the curvature (`--pilot`), and the map is then over learning_rate (predict_pilot_map).")
 def _predict_map(quick: bool) -> Figure:
     from gspo_dynamics.plots.stability_map import stability_map_figure
     from gspo_dynamics.predict import config_forecast, read_run_config
@@ -290,11 +292,14 @@ def _predict_map(quick: bool) -> Figure:
            "`gspo-dynamics train --task pattern --model 100k --objective gspo --steps 40 --steps-per-generation 2 --out "
            "out/pilot_T2`, then `gspo-dynamics predict --config out/pilot_T2/config.json --pilot "
            "out/pilot_T2/trainer_state.json --plot map.png` (the README's pilot, trained afresh for the figure: a few "
-           "seconds on 2 CPU cores). Left, over the learning rate and the refresh interval T: hatched, the collapse model's risk "
+           "seconds on 2 CPU cores). Left, over the config's own keys, the learning rate `lr` and the refresh interval "
+           "T = steps_per_generation x num_iterations: hatched, the collapse model's risk "
            "(the displacement between samplers past its limit, theory.collapse); dotted, where the chance that one run "
            "loses its reward crosses 10%, 50% and 90% (predict._fall_chance); shaded where the linear model calls a cell "
-           "unstable, here withheld with its reason (a 40-step pilot of a still-rising reward does not identify the "
-           "stiffness); the point, the config. Right: the pilot's rewards, the fitted curve and its noise band.")
+           "unstable, edged by the exact discrete bound x_max(T) converted to lr by the pilot's stiffness per unit lr "
+           "(eta K on a top axis), here withheld with its reason (a 40-step pilot of a still-rising reward does not "
+           "identify the stiffness); the point, the config at its lr and T. Right: the pilot's rewards, the fitted curve "
+           "and its noise band.")
 def _predict_pilot_map(quick: bool) -> Figure:
     import tempfile
 

@@ -7,8 +7,12 @@ keys give (TRL steps_per_generation x num_iterations / gradient_accumulation_ste
 TRL's `learning_rate`, verl's `actor_rollout_ref.actor.optim.lr`, our trainer's `lr`. Without a pilot the map is
 over the stiffness per step eta K = lr x curvature and T: a config fixes T and mu, not the curvature, so the lr
 scale is not identified and the figure says so. With a pilot it is over the config's learning rate and T, the
-pilot's stiffness per unit lr kappa / lr converting eta K to lr: shaded, with its edge lr_max(T) = x_max(T) lr /
-kappa (the exact discrete bound, re-scaled), the linear model (`predict.stability_grid`, where its premises hold);
+pilot's stiffness per unit lr converting eta K to lr: kappa / (m_p lr), m_p the pilot's mean share of the peak lr
+under the config's schedule (`predict._schedule`), read back from the printed bound as x_max(T_config) /
+max_safe_lr, so the map's edge at the config's T is that bound. Shaded, with its edge lr_max(T) = x_max(T) /
+(kappa / (m_p lr)) (the exact discrete bound, re-scaled): the linear model (`predict.stability_grid`, where its
+premises hold; the fall chance's linear rule, `predict.margin_grid`, scales kappa / lr without m_p, so under a
+decaying schedule its contours are not placed against this edge);
 hatched, the collapse model's risk (`predict.collapse_grid`: the displacement between
 samplers past S H / (1 - z), or past the pilot's own D where the pilot kept its reward, or the pilot's
 entropy overshoot scaled to the lr); dotted, the chance that one run loses its reward (`predict.fall_chance`) at
@@ -81,7 +85,8 @@ def _lr_map(ax, forecast) -> None:
         note(ax, "the pilot gives no stiffness and no drift:\nno (lr, T) map")
         return
     if kappa and kappa > 0 and forecast.max_safe_lr is not None:
-        per_lr = kappa / hp.lr  # the pilot's stiffness per unit lr: eta K = per_lr x lr
+        # the pilot's stiffness per unit (peak) lr, eta K = per_lr x lr: kappa / (m_p lr) as the printed bound has it
+        per_lr = float(stiffness_bounds(forecast.config.momentum, [hp.refresh_interval])[0]) / forecast.max_safe_lr
         unstable = stability_grid(per_lr, forecast.config.momentum, lrs, REFRESH_INTERVALS)
         ax.pcolormesh(lrs, REFRESH_INTERVALS, unstable, cmap="Oranges", vmin=0, vmax=2.5, shading="nearest")
         edge = stiffness_bounds(forecast.config.momentum, REFRESH_INTERVALS) / per_lr  # x_max(T) in lr units

@@ -37,11 +37,13 @@ def line(ax, prefix: str):
     return found.get_xydata()
 
 
-@pytest.mark.parametrize("config, key", [(TRL, "learning_rate"), (VERL, VERL_LR)])
-def test_with_a_pilot_the_map_is_over_the_configs_learning_rate(tmp_path, config, key):
+@pytest.mark.parametrize("config, key, factor", [(TRL, "learning_rate", 1.0), (VERL, VERL_LR, 1.0),
+                                                 ({**TRL, "max_steps": 100}, "learning_rate", 0.705)])
+def test_with_a_pilot_the_map_is_over_the_configs_learning_rate(tmp_path, config, key, factor):
     """The x axis names the config's lr key, the config's point sits at its own lr and T, and the exact discrete edge
-    is x_max(T) over the pilot's stiffness per unit lr: at the config's T it is the printed max safe lr, and it
-    splits the shaded grid (stable left of it, unstable right) at every T."""
+    is x_max(T) over the pilot's stiffness per unit lr: at the config's T it is the printed max safe lr (under TRL's
+    linear decay too: a 60-step pilot of a 100-step run at 1 - 29.5 / 100 of the peak lr on average), and it splits the
+    shaded grid (stable left of it, unstable right) at every T."""
     f = pilot(tmp_path, config)
     assert f.max_safe_lr is not None  # the pilot identifies the stiffness: the linear map is drawn
     hp = f.config.setup.hparams
@@ -51,8 +53,8 @@ def test_with_a_pilot_the_map_is_over_the_configs_learning_rate(tmp_path, config
     assert [tuple(p) for p in line(ax, "this config")] == [(hp.lr, hp.refresh_interval)]
     edge = line(ax, "largest stable lr at each T")
     assert np.array_equal(edge[:, 1], REFRESH_INTERVALS)
-    per_lr = f.implications.stiffness_per_step.value / hp.lr
-    assert edge[:, 0] == pytest.approx(stiffness_bounds(hp.momentum, REFRESH_INTERVALS) / per_lr, rel=1e-12)
+    per_lr = f.implications.stiffness_per_step.value / (factor * hp.lr)  # kappa / (m_p lr), predict._schedule
+    assert edge[:, 0] == pytest.approx(stiffness_bounds(hp.momentum, REFRESH_INTERVALS) / per_lr, rel=1e-9)
     assert edge[hp.refresh_interval - 1, 0] == pytest.approx(f.max_safe_lr, rel=1e-12)
     mesh = next(c for c in ax.collections if c.get_array() is not None and c.get_array().ndim == 2)
     lrs = np.geomspace(hp.lr / 100, hp.lr * 100, 121)

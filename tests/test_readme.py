@@ -66,6 +66,15 @@ def test_the_output_shown_is_what_the_commands_print():
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
+@pytest.mark.slow
+def test_the_readme_s_answers_hold_on_other_draws_of_its_run():
+    """Another machine draws the run otherwise: a seed or a thread count stands in for its arithmetic; the
+    verdicts the README shows must hold on each (scripts/readme.py --draws)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "readme.py"), "--draws", "0:2,1:1,2:1,3:1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
 def test_the_quick_start_prints_at_most_60_lines(readme):
     """Its lines: the set-up's one, each section's header, each command with the output the README shows, a blank."""
     shown = readme.shown(README)
@@ -73,3 +82,42 @@ def test_the_quick_start_prints_at_most_60_lines(readme):
     headers = len(re.findall(r'^\s*echo "== ', (ROOT / "scripts" / "quickstart.sh").read_text(), flags=re.M))
     lines = 1 + headers + sum(len(chunk.splitlines()) + 1 for chunk in shown[:len(quickstart)])
     assert lines <= 60
+
+
+RUN_COMMAND = "gspo-dynamics diagnose out/quickstart/trainer_state.json --reward-range 0 1"
+SHOWN = """verdict    still rising (confidence 0.97)
+do         the reward is still rising toward its bound (the fitted plateau 0.9988 lies at or past it); train longer
+finding    the old/new policy KL jumped to 0.0166 at step 80 against a median 0.00114 (2 such rows)
+
+also       policy concentration (0.97), advantage degeneracy (0.59)"""
+
+
+def test_another_draw_of_the_readme_run_holds(readme):
+    """Another CPU's draw: other numbers in tolerance, other findings (two, or none), the verdict's evidence
+    worded otherwise."""
+    finding = "finding    the old/new policy KL jumped to 0.0166 at step 80 against a median 0.00114 (2 such rows)"
+    printed = SHOWN.replace("0.97)", "1.00)").replace("0.9988", "1.044").replace(
+        finding, "finding    the gradient norm spiked at step 136\nfinding    the clip fraction jumped to 0.969 at step 132")
+    assert readme.disagreements(RUN_COMMAND, SHOWN, printed) == []
+    assert readme.disagreements(RUN_COMMAND, SHOWN, SHOWN.replace(finding + "\n", "")) == []
+    assert readme.disagreements(RUN_COMMAND, SHOWN, SHOWN.replace("(confidence 0.97)", "(0.97; a longer run tells)")) == []
+
+
+@pytest.mark.parametrize("change, needle", [
+    (("still rising (confidence", "policy concentration (confidence"), "where the README shows"),  # another verdict
+    (("train longer", "raise beta"), "where the README shows"),  # another change
+    (("\nalso", "\nforecast: 0.9\nalso"), "labels"),  # a line more
+    (("plateau 0.9988", "plateau 0.4"), "tolerance"),  # an answer's number past the tolerance
+])
+def test_a_flipped_answer_or_another_shape_does_not_hold(readme, change, needle):
+    problems = readme.disagreements(RUN_COMMAND, SHOWN, SHOWN.replace(*change))
+    assert len(problems) == 1 and needle in problems[0]
+
+
+def test_output_from_files_alike_on_every_machine_holds_to_its_rounding(readme):
+    command = "gspo-dynamics predict --config out/quickstart/grpo_config.json"  # the config is the flags'
+    shown = "verdict: unknown until a pilot\nknown before a run: its largest stable lr is 52x smaller"
+    assert not readme.reads_the_run(command) and readme.reads_the_run(RUN_COMMAND)
+    assert readme.disagreements(command, shown, shown.replace("52x", "52.01x")) == []
+    assert readme.disagreements(command, shown, shown.replace("52x", "53x"))
+    assert readme.disagreements(command, shown, shown.replace("largest", "smallest"))  # any line's words

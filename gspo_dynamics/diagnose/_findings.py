@@ -100,7 +100,7 @@ def non_finite(log: RunLog, hparams=None) -> Finding | None:
     ev = [evidence(f"{name} NaN or infinite (rows)", int(bad[name].sum()), (firsts[name], int(log.steps[bad[name]][-1])),
                    threshold=1, first_step=firsts[name], recovered=bool(np.isfinite(log[name][-1])))
           for name in names]
-    others = "".join(f", {n} from step {firsts[n]}" for n in names[1:4]) + (" ..." if len(names) > 4 else "")
+    others = "".join(f", {n} from step {firsts[n]}" for n in names[1:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     summary = (f"{names[0]} is NaN or infinite from step {first} ({int(bad[names[0]].sum())} rows{others}): the "
                "updates from that step on are not numbers; the numbers after it cannot be trusted")
     lr = f" (now {hparams.lr:g}: try {hparams.lr / 2:g})" if hparams is not None else ""

@@ -24,7 +24,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._names import STANDARD_NAMES
 
 MAPPABLE: tuple[str, ...] = ("step", *STANDARD_NAMES)
-_SHOWN_COLUMNS = 12  # columns listed in an error message
+_COUNTED = 6  # a list of more columns than this says how many there are
 
 
 class ColumnMapError(ConfigError):
@@ -102,15 +102,20 @@ def check_column_map(column_map: Mapping[str, str] | None) -> dict[str, str]:
 
 def missing_column(name: str, column: str, columns: Iterable[str], where: str = "log"
                    ) -> ColumnMapError:
-    """The error for a mapped column that is not in the log: it names a few that are."""
+    """The error for a mapped column that is not in the log: it names every column that is, the closest first."""
     columns = sorted(set(columns))
     close = difflib.get_close_matches(column, columns, n=3)
-    shown = close + [c for c in columns if c not in close][: _SHOWN_COLUMNS - len(close)]
-    listing = ", ".join(repr(c[:40]) for c in shown)
-    more = f", ... ({len(columns)} in all)" if len(columns) > len(shown) else ""
     return ColumnMapError(
-        (name, column), f": the {where} has no column {column!r}; its columns are {listing}{more}"
+        (name, column), f": the {where} has no column {column!r}; its columns are "
+        f"{column_list(close + [c for c in columns if c not in close])}"
     )
+
+
+def column_list(columns: list[str]) -> str:
+    """Every column, quoted, in the given order (an error names the one to map: none is left out), with their count
+    when there are many."""
+    count = f" ({len(columns)} in all)" if len(columns) > _COUNTED else ""
+    return ", ".join(map(repr, columns)) + count
 
 
 def chosen_columns(column_map: dict[str, str], raw_keys: set[str]) -> dict[str, str]:

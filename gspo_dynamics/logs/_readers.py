@@ -127,45 +127,34 @@ def _finish(records: list[tuple[int | None, dict]], what: str, warnings: list[st
 # ---- TRL trainer_state.json -----------------------------------------------------------------
 
 
-def _salvage_log_history(text: str) -> list:
-    """The complete rows of a truncated or damaged trainer_state.json's log_history."""
-    start = text.find('"log_history"')
-    bracket = text.find("[", start)
-    if start < 0 or bracket < 0:
-        return []
-    decoder, rows, pos = json.JSONDecoder(), [], bracket + 1
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            return rows
-        try:
-            row, pos = decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError):
-            return rows
-        rows.append(row)
+def _unparsed(text: str, what: str, instead: str = "") -> ConfigError:
+    """The error for a JSON document that does not parse: where it stops, when it is cut short (a job killed while
+    writing it: the parser reaches the end still inside it), else where it is damaged; `instead`: what to read in
+    its place."""
+    try:
+        json.loads(text)
+        return ConfigError(f"the {what} could not be read as JSON")  # orjson and json disagree: not expected
+    except RecursionError:
+        return ConfigError(f"the {what} nests too deeply to be read as JSON")
+    except json.JSONDecodeError as exc:
+        end = len(text.rstrip())
+        if exc.pos < end and not exc.msg.startswith("Unterminated string"):
+            return ConfigError(f"the {what} is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}")
+        line = text.count("\n", 0, end) + 1
+        column = end - text.rfind("\n", 0, end) - 1
+        return ConfigError(f"the {what} is cut short: it ends at line {line}, column {column} (character {end}) before "
+                           f"its JSON is complete, as a job killed while writing it leaves it{instead}")
 
 
 def read_trl_state(text: str, step_key: str | None = None) -> RawLog:
-    """TRL/transformers `trainer_state.json`: rows of `log_history`, summary row skipped."""
-    warnings: list[str] = []
+    """TRL/transformers `trainer_state.json`: rows of `log_history`, summary row skipped. A file that does not parse
+    (cut short by a killed job, or damaged) is one ConfigError saying where: its rows are not guessed at."""
     state = _loads(text)
-    if isinstance(state, dict):
-        history = state.get("log_history")
-        if not isinstance(history, list):
-            raise ConfigError("the trainer_state.json has no 'log_history' list of rows")
-    else:
-        history = _salvage_log_history(text)
-        state = {}
-        if not history:
-            raise ConfigError(
-                "the file is not valid JSON and no trainer_state rows could be salvaged"
-            )
-        warnings.append(
-            f"the file is not valid JSON (truncated or damaged); read the {len(history)} "
-            "complete log_history rows before the damage"
-        )
-    return read_trl_history(history, step_key, state.get("logging_steps"), warnings)
+    if state is None:
+        raise _unparsed(text, "trainer_state.json", "; give an earlier checkpoint's copy, or the run's TensorBoard events")
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise ConfigError("the trainer_state.json has no 'log_history' list of rows")
+    return read_trl_history(state["log_history"], step_key, state.get("logging_steps"))
 
 
 def read_trl_history(history: list, step_key: str | None = None, logging_steps: object = None,
@@ -303,20 +292,26 @@ def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
     verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names.
     """
     warnings: list[str] = []
-    whole = _loads(text) if text.lstrip().startswith("[") else None
+    array = text.lstrip().startswith("[")
+    whole = _loads(text) if array else None
+    if array and whole is None and text.lstrip()[1:].lstrip()[:1] in ("{", "]", ""):  # a JSON array of rows, broken
+        raise _unparsed(text, "JSON log (one array of rows)")
     if isinstance(whole, list):
         objects, n_bad = whole, 0
     else:
         fast, objects, n_bad = _one_object_per_line(text), [], 0
-        for line in text.splitlines() if fast is None else ():
-            if not line.strip():
-                continue
+        lines = [] if fast is not None else [line for line in text.splitlines() if line.strip()]
+        for line in lines:
             obj = _loads(line) if len(line) <= _MAX_LINE else None
             if obj is None:
                 n_bad += 1
             else:
                 objects.append(obj)
         objects = objects if fast is None else fast
+        if lines and not text.endswith("\n") and lines[-1].lstrip().startswith("{") and _loads(lines[-1]) is None:
+            n_bad -= 1  # a last row cut short: a log still being written, or a killed job's; said as such
+            warnings.append(f"line {text.count(chr(10)) + 1}, the last, is cut short (a log still being written, or a "
+                            "killed job's); the rows before it were read")
     records = []
     for obj in objects:
         if not isinstance(obj, dict):

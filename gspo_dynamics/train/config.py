@@ -1,4 +1,4 @@
-"""`TrainConfig`: every hyperparameter of one `train` run, validated, loadable from JSON/TOML.
+"""`TrainConfig`: every hyperparameter of one `train` run, validated, loadable from JSON, YAML or TOML.
 
     config = TrainConfig(task="pattern", model="tiny", objective="gspo", steps=200)
     config = load_config("run.toml", overrides={"lr": 3e-4})     # file, then command-line overrides
@@ -11,17 +11,17 @@ prompts, G responses each, feeds T = steps_per_generation x num_iterations optim
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from gspo_dynamics._checks import positive_int
+from gspo_dynamics._config_file import load_config_file
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.objectives import STALE_GRADIENT  # noqa: F401 - re-exported for the trainer
 from gspo_dynamics.objectives import ADVANTAGE_SCALES, ObjectiveDefaults, get_loss
+from gspo_dynamics.train.tasks import TASKS
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")  # auto: bf16 autocast on CUDA, fp32 on CPU
@@ -103,6 +103,7 @@ class TrainConfig(ObjectiveDefaults):
         for name in ("task", "model", "objective"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ConfigError(f"{name} must be a non-empty string, got {getattr(self, name)!r}")
+        _choice("task", self.task, TASKS)
         get_loss(self.objective)  # ConfigError listing the valid names
         _choice("hf_backend", self.hf_backend, HF_BACKENDS)
         if self.hf_backend != "auto" and not self.model.startswith(HF_PREFIX):
@@ -174,27 +175,15 @@ CONFIG_NAME = "config.json"  # the run's settings, saved in its directory
 RESUMABLE_CHANGES: tuple[str, ...] = ("steps", "checkpoint_every", "device", "compile")
 
 
-def _read_file(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the config file {str(path)!r}: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
-        kind = "TOML" if path.suffix == ".toml" else "JSON"
-        raise ConfigError(f"the config file {str(path)!r} is not valid {kind}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"the config file {str(path)!r} must hold one table/object of settings")
-    return data
-
-
 def config_from_dict(values: Mapping[str, Any]) -> TrainConfig:
     """TrainConfig from a mapping; ConfigError naming an unknown key or a missing required one."""
     unknown = sorted(set(values) - set(FIELDS))
     if unknown:
         raise ConfigError(f"unknown setting {unknown[0]!r}; valid settings are {', '.join(FIELDS)}")
+    if values.get("task") is not None:  # a wrong name before a missing setting: `--task nope` is the mistake to name
+        _choice("task", values["task"], TASKS)
+    if values.get("objective") is not None:
+        get_loss(values["objective"])
     missing = [name for name in ("task", "model", "objective") if values.get(name) is None]
     if missing:
         raise ConfigError(f"the setting {missing[0]!r} is required (give it in the config file or as --{missing[0]})")
@@ -206,10 +195,10 @@ def config_from_dict(values: Mapping[str, Any]) -> TrainConfig:
 
 def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
                 base: Mapping[str, Any] | None = None) -> TrainConfig:
-    """Settings from `base` (a resumed run's saved config), then a JSON (or .toml) file, then
+    """Settings from `base` (a resumed run's saved config), then a JSON, YAML or TOML file, then
     `overrides` (None values are left out)."""
     values = dict(base or {})
-    values.update(_read_file(path) if path is not None else {})
+    values.update(load_config_file(path) if path is not None else {})  # as predict --config reads one
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     return config_from_dict(values)
 
@@ -219,4 +208,4 @@ def saved_config(out_dir: str | Path) -> dict[str, Any]:
     path = Path(out_dir) / CONFIG_NAME
     if not path.is_file():
         raise ConfigError(f"cannot resume: {str(path)!r} does not exist (is --out the directory of a run?)")
-    return _read_file(path)
+    return load_config_file(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -77,11 +78,26 @@ def test_unsorted_and_duplicate_steps_are_resolved_with_warnings():
     assert any("logged twice" in w for w in log.warnings)
 
 
-def test_truncated_trainer_state_is_salvaged_with_a_warning():
+def test_a_truncated_trainer_state_is_an_error_saying_where_it_ends():
     text = trainer_state([grpo_row(i + 1, r) for i, r in enumerate(REWARDS)])
-    log = read_log(text[: len(text) * 2 // 3])
-    assert log.format == "trl_state" and 0 < log.n_points() < len(REWARDS)
-    assert any("truncated" in w for w in log.warnings)
+    cut = text[: len(text) * 2 // 3]
+    with pytest.raises(ConfigError, match=r"trainer_state.json is cut short: it ends at line (\d+), column (\d+)") as error:
+        read_log(cut)
+    line, column = map(int, re.search(r"line (\d+), column (\d+)", str(error.value)).groups())
+    assert cut.splitlines()[line - 1][column - 1] == cut.rstrip()[-1]  # the last character read
+    damaged = text.replace(",", ",,", 1)  # not cut short: where it is damaged
+    with pytest.raises(ConfigError, match=r"not valid JSON: line \d+, column \d+"):
+        read_log(damaged)
+
+
+def test_a_json_array_log_cut_short_is_an_error_and_a_jsonl_last_line_cut_short_a_warning():
+    rows = [json.dumps({"step": i + 1, "reward": r}) for i, r in enumerate(REWARDS)]
+    with pytest.raises(ConfigError, match="cut short: it ends at line 1"):
+        read_log("[" + ",".join(rows)[:-5])
+    log = read_log("\n".join(rows)[:-5])  # a writer killed mid-row (or still writing): the rows before it are read
+    assert log.n_points() == len(REWARDS) - 1
+    assert any(f"line {len(rows)}, the last, is cut short" in w for w in log.warnings)
+    assert not any("were not JSON objects" in w for w in log.warnings)
 
 
 def test_hf_console_mixed_with_other_output():

@@ -98,7 +98,7 @@ def test_base_then_file_then_overrides(tmp_path):
 @pytest.mark.parametrize("text, suffix, needle", [
     ("{not json", ".json", "not valid JSON"),
     ("task = ", ".toml", "not valid TOML"),
-    ("[1, 2]", ".json", "one table"),
+    ("[1, 2]", ".json", "one mapping"),
     (json.dumps({**BASE, "learning_rate": 1}), ".json", "unknown setting 'learning_rate'"),
     (json.dumps({"task": "pattern", "model": "100k"}), ".json", "'objective' is required"),
 ])

@@ -1,0 +1,104 @@
+"""A config file read into a dict: JSON, YAML or TOML by its suffix, one loader for every command.
+
+    load_config_file("grpo.yaml")     # predict --config, diagnose --config, train --config
+    load_config_file("run.toml")
+
+A file that does not parse is one `ConfigError` naming the line and column and what is wrong there
+(`gspo-dynamics: error: the config file 'grpo.yaml' is not valid YAML: line 3, column 1: a tab; YAML
+indents with spaces`), never the parser's own trace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from gspo_dynamics._errors import ConfigError
+
+FORMATS = "JSON, YAML (.yaml / .yml) or TOML (.toml)"  # what `load_config_file` reads, for messages
+_YAML_SUFFIXES = (".yaml", ".yml")
+_TAB = "a tab; YAML indents with spaces"
+
+
+def yaml_loader():
+    """PyYAML's safe loader with YAML 1.2 floats: `1e-6` (no dot) is a number there, as TRL's and
+    verl's config parsers read it, and a string under YAML 1.1's rules."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(
+        r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$|^[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?$"), list("-+0123456789."))
+    return Loader
+
+
+def yaml_problem(error, text: str) -> str:
+    """Where a YAML parse failed and what is there: `line 3, column 1: a tab; YAML indents with spaces`, or
+    PyYAML's problem (`line 2, column 5: mapping values are not allowed here`)."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    if mark is None:
+        return problem
+    line = text.splitlines()[mark.line] if mark.line < len(text.splitlines()) else ""
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    if "\t" in indent and mark.column <= len(indent):  # PyYAML: "found character '\t' that cannot start any token"
+        return f"line {mark.line + 1}, column {indent.index(chr(9)) + 1}: {_TAB}"
+    if line[mark.column: mark.column + 1] == "\t":
+        return f"line {mark.line + 1}, column {mark.column + 1}: a tab, which YAML does not allow there; use spaces"
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """The dict held by a JSON, YAML or TOML file (by its suffix: .yaml / .yml, .toml, else JSON), or one
+    ConfigError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config file {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not text.strip():  # every format alike (JSON's own message would be "Expecting value")
+        raise ConfigError(f"the config file {str(path)!r} is empty")
+    data = _parse(path, text)
+    if data is None:
+        raise ConfigError(f"the config file {str(path)!r} is empty")
+    if not isinstance(data, dict):
+        raise ConfigError(f"the config file {str(path)!r} must hold one mapping of keys to values, got {type(data).__name__}")
+    return data
+
+
+def _parse(path: Path, text: str):
+    suffix = path.suffix.lower()
+    if suffix == ".toml":
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:  # its message names the line and column
+            raise ConfigError(f"the config file {str(path)!r} is not valid TOML: {exc}") from None
+    if suffix in _YAML_SUFFIXES:
+        import yaml
+
+        try:
+            return yaml.load(text, Loader=yaml_loader())
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"the config file {str(path)!r} is not valid YAML: {yaml_problem(exc, text)}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" and _one_object_per_line(text):
+            raise ConfigError(f"{str(path)!r} holds one JSON object per line: a training log (JSONL), not a config; "
+                              "give it as --pilot (predict) or as the log (diagnose)") from None
+        hint = "" if suffix == ".json" else f" (a config is {FORMATS}, told apart by its suffix)"
+        raise ConfigError(f"the config file {str(path)!r} is not valid JSON: line {exc.lineno}, column {exc.colno}: "
+                          f"{exc.msg}{hint}") from None
+
+
+def _one_object_per_line(text: str) -> bool:
+    """Whether the first line of `text` is a JSON object on its own (a JSONL log's first record)."""
+    try:
+        return isinstance(json.loads(text.lstrip().split("\n", 1)[0]), dict)
+    except json.JSONDecodeError:
+        return False

@@ -9,7 +9,8 @@ import sys
 def register(sub) -> None:
     p = sub.add_parser("figures", help="regenerate every figure (PNG + PDF) and figures/README.md",
                        description="Regenerate the analysis figures from code: PNG (150 dpi) and PDF for each, plus "
-                                   "the README that lists them with captions and commands.")
+                                   "the README that lists them with captions and commands.",
+                       usage="%(prog)s [--quick] [--only NAME ...] [--out DIR] [--list]")
     p.add_argument("--quick", action="store_true", help="CI-sized simulations (the whole set in under two minutes)")
     p.add_argument("--out", default="figures", metavar="DIR", help="output folder (default: figures)")
     p.add_argument("--only", nargs="+", metavar="NAME", help="build only these figures (see --list)")

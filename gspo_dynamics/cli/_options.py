@@ -32,11 +32,12 @@ def integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
 
-def add_hyperparams(p: argparse.ArgumentParser, testbeds: tuple[str, ...] = ("bandit",)) -> list[argparse.Action]:
-    """The training hyperparameter and testbed flags; returns the actions added."""
+def add_hyperparams(p: argparse.ArgumentParser, testbeds: tuple[str, ...] = ("bandit",),
+                    title: str = "training hyperparameters") -> list[argparse.Action]:
+    """The training hyperparameter flags (in a group of `title`) and the testbed flags; returns the actions added."""
     hp = lambda name: field_default(Hyperparams, name)  # noqa: E731 - a short local alias
     sgd, adam = SGD(), Adam()
-    g = p.add_argument_group("training hyperparameters")
+    g = p.add_argument_group(title)
     b = p.add_argument_group("testbed")
     sequence = "; sequence: synthetic sequence tasks with small torch policies" if "sequence" in testbeds else ""
     return [

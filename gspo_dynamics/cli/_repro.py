@@ -23,9 +23,11 @@ def _positive_float(text: str) -> float:
 def register(sub) -> None:
     p = sub.add_parser(
         "repro", help="run every paper_repro claim and regenerate paper_repro/RESULTS.md",
-        description="Run every paper_repro/ claim script (each as a subprocess of this interpreter) and regenerate "
-                    "the claims table. A script that crashes or times out is a FAIL row with the reason. Exit status "
-                    "0 with a summary 'N pass, M fail'; --strict exits 1 when any claim fails.")
+        description="Do the paper's claims still hold: runs every paper_repro/ claim script (each as a subprocess of "
+                    "this interpreter) and regenerates the claims table, paper_repro/RESULTS.md.",
+        usage="%(prog)s [--quick] [--only ID ...] [--strict]",
+        epilog="A script that crashes or times out is a FAIL row with the reason. Exit status 0 with a summary "
+               "'N pass, M fail'; --strict exits 1 when any claim fails.")
     p.add_argument("--quick", action="store_true", help="the reduced CI-sized runs (each script's --quick)")
     p.add_argument("--only", nargs="+", metavar="ID", help="run only these scripts (stems, e.g. one_over_g); other rows are kept")
     p.add_argument("--results", metavar="PATH", help="table to write (default: paper_repro/RESULTS.md)")

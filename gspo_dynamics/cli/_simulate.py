@@ -25,6 +25,10 @@ _FLAGS = "simulate_flags"  # namespace attribute: dest -> (flag, bandit default)
 
 def register(sub) -> None:
     s = sub.add_parser("simulate", help="simulate in torch (bandit or sequence testbed) and compare with the prediction",
+                       description="Does the theory's prediction hold: simulates the two-armed bandit or a small "
+                                   "sequence task in torch and compares the result with the closed-form prediction.",
+                       usage="%(prog)s --lr LR --kl KL [-T T] [-G G] ...   (the bandit)\n"
+                             "       %(prog)s --testbed sequence --objective LOSS [--task TASK] ...",
                        epilog_from=_sequence_epilog)
     actions = add_hyperparams(s, testbeds=("bandit", "sequence"))
     actions += [

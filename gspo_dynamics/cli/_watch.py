@@ -33,22 +33,29 @@ HEALTHY_MODES = ("healthy_saturation", "still_rising")  # not failures (as the T
 
 
 def register(sub) -> None:
+    from gspo_dynamics.diagnose import FINDINGS
     from gspo_dynamics.logs import FORMATS
 
+    failure_modes = [name for name in failure_names() if name not in FINDINGS]
+
     p = sub.add_parser("watch", help="follow a growing training log and report each new or changed verdict",
-                       description="Follow the log a run is writing (verl / OpenRLHF JSONL or console, a TRL output "
-                                   "folder, TensorBoard, CSV) and print a line each time diagnose's verdict, its "
-                                   "confidence band or its findings change.",
-                       epilog=f"Exit status: 0 when the watch ends (--once, --exit-when-idle), {EXIT_FAILED_ON} when a "
+                       description="Is a running GRPO/GSPO job going wrong: follows the log it writes and prints a line "
+                                   "each time diagnose's verdict, its confidence or its findings change.",
+                       usage="%(prog)s PATH [--fail-on NAME[,NAME...]] [--config FILE] [--once]",
+                       epilog="examples:\n"
+                              "  gspo-dynamics watch output/ --fail-on dynamical_instability,non_finite\n"
+                              "  gspo-dynamics watch train.log --config grpo.yaml --exit-when-idle 600\n\n"
+                              f"Exit status: 0 when the watch ends (--once, --exit-when-idle), {EXIT_FAILED_ON} when a "
                               "name of --fail-on is reported, 2 on bad input, 130 on Ctrl-C. See docs/watch.md.")
-    p.add_argument("path", help="the log file, or the run's folder (its newest TensorBoard event file, else "
+    p.add_argument("path", metavar="PATH", help="the log file, or the run's folder (its newest TensorBoard event file, else "
                                 "trainer_state.json, else metrics.jsonl / metrics.csv)")
     p.add_argument("--format", choices=("auto", *FORMATS), default="auto", help="the log's format (default: detected)")
     add_map_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per line for each change (docs/watch.md)")
     p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="seconds between polls (default 10)")
     p.add_argument("--fail-on", action="append", metavar="NAME[,NAME...]",
-                   help=f"exit {EXIT_FAILED_ON} the moment one of these failure modes or findings is reported")
+                   help=f"exit {EXIT_FAILED_ON} the moment one of these is reported: the failure modes "
+                        f"{', '.join(failure_modes)}, or the findings {', '.join(FINDINGS)}")
     p.add_argument("--min-confidence", type=float, default=FAIL_CONFIDENCE,
                    help=f"the confidence from which a --fail-on mode counts (default {FAIL_CONFIDENCE})")
     p.add_argument("--exit-when-idle", type=float, metavar="SECONDS", help="end the watch (status 0) once the log "

@@ -12,6 +12,7 @@ import argparse
 import os
 import re
 import sys
+import textwrap
 from typing import Callable
 
 from gspo_dynamics import __version__
@@ -35,12 +36,24 @@ def _attach_negative_numbers(argv: list[str]) -> list[str]:
     return out
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, but a description or epilog keeps its line breaks: each line is wrapped on its own,
+    and a line indented by two spaces (an example command) is printed as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(indent + line if line.startswith("  ") or not line.strip()
+                         else textwrap.fill(" ".join(line.split()), width, initial_indent=indent, subsequent_indent=indent)
+                         for line in text.splitlines())
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (argparse prints the usage block and the error), a
-    negative number is a value, and `epilog_from` (a function) writes the epilog when help is shown,
-    so a command's help can list defaults that live behind a slow import."""
+    negative number is a value, help opens with the description (what the command answers; then the usage,
+    the options, the epilog), and `epilog_from` (a function) writes the epilog when help is shown,
+    so a command's help can list defaults and names that live behind a slow import."""
 
     def __init__(self, *args, epilog_from: Callable[[], str] | None = None, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
         self.epilog_from = epilog_from
 
@@ -51,7 +64,16 @@ class _Parser(argparse.ArgumentParser):
     def format_help(self) -> str:
         if self.epilog_from is not None:
             self.epilog = self.epilog_from()
-        return super().format_help()
+        description, self.description = self.description, None
+        try:
+            body = super().format_help()  # usage, options, epilog
+        finally:
+            self.description = description
+        if not description:
+            return body
+        formatter = self._get_formatter()
+        formatter.add_text(description)
+        return f"{formatter.format_help()}\n{body}"
 
     def error(self, message: str):  # noqa: D401 - argparse API
         raise ConfigError(message)

@@ -14,7 +14,7 @@ def test_issue_invocation_in_a_real_process(tmp_path):
     model = tiny_model_file(tmp_path)
     out = tmp_path / "run"
     proc = run_cli(["train", "--task", "pattern", "--model", model, "--objective", "gspo", "--out", str(out),
-                    "--steps", "3", "--group-size", "4", "--warmup-steps", "2", "--device", "cpu", "--json",
+                    "--steps", "3", "--group-size", "4", "--sft-warmup-steps", "2", "--device", "cpu", "--json",
                     "--task-options", '{"length": 3}'])
     assert proc.returncode == 0, proc.stderr
     last = json.loads(proc.stdout)
@@ -42,12 +42,13 @@ def test_config_file_flags_override_and_resume(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--task", "pattern", "--model", "100k", "--objective", "ppo"], "unknown loss 'ppo'"),
-    (["--task", "sudoku", "--model", "TINY", "--objective", "grpo"], "unknown task 'sudoku'"),
+    (["--task", "pattern", "--model", "100k", "--objective", "ppo"], "--objective ppo: one of pg, grpo,"),
+    (["--task", "sudoku", "--model", "TINY", "--objective", "grpo"], "--task sudoku: one of pattern, count, addition"),
+    (["--task", "nope"], "--task nope: one of pattern, count, addition"),  # the bad name before a missing setting
     (["--task", "pattern", "--model", "huge", "--objective", "grpo"], "neither a preset"),
     (["--task", "pattern", "--model", "100k", "--objective", "grpo", "--lr", "-1"], "lr must be"),
     (["--task", "pattern", "--model", "100k", "--objective", "grpo", "--steps", "abc"], "--steps"),
-    (["--task", "pattern", "--model", "100k", "--objective", "grpo", "--optimizer", "lion"], "optimizer must be one of"),
+    (["--task", "pattern", "--model", "100k", "--objective", "grpo", "--optimizer", "lion"], "--optimizer lion: one of adamw, sgd"),
     (["--task", "pattern", "--model", "100k"], "'objective' is required"),
     (["--task", "pattern", "--model", "100k", "--objective", "grpo", "--config", "/nonexistent.json"], "cannot read"),
     (["--resume"], "cannot resume"),

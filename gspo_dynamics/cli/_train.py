@@ -95,7 +95,7 @@ def _json_table(text: str) -> dict:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("train", help="train a causal LM with GRPO/GSPO and write TRL-style logs", description=DESCRIPTION,
+    p = sub.add_parser("train", help="train a causal LM with GRPO/GSPO on a synthetic task, writing the logs TRL writes", description=DESCRIPTION,
                        usage=USAGE, epilog_from=lambda: _fill_help(settings))
     p.add_argument("--out", required=True, help="run directory: metrics.jsonl, trainer_state.json (TRL's format), config.json, "
                    "grpo_config.json (the run as a TRL GRPOConfig), checkpoint.pt")

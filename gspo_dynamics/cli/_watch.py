@@ -38,7 +38,7 @@ def register(sub) -> None:
 
     failure_modes = [name for name in failure_names() if name not in FINDINGS]
 
-    p = sub.add_parser("watch", help="follow a growing training log and report each new or changed verdict",
+    p = sub.add_parser("watch", help="while a run trains: follow its log and report each new or changed verdict",
                        description="Is a running GRPO/GSPO job going wrong: follows the log it writes and prints a line "
                                    "each time diagnose's verdict, its confidence or its findings change.",
                        usage="%(prog)s PATH [--fail-on NAME[,NAME...]] [--config FILE] [--once]",

@@ -80,10 +80,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="gspo-dynamics", description="Predict and check the training dynamics of GRPO/GSPO.")
+    parser = _Parser(prog="gspo-dynamics", description="Predict and check the training dynamics of GRPO/GSPO: before a "
+                                                       "run (predict), after it (diagnose), while it runs (watch).",
+                     epilog="gspo-dynamics COMMAND --help: what the command answers, its common forms, its options.")
     parser.add_argument("--version", action="version", version=f"gspo-dynamics {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in (_predict, _simulate, _repro, _figures, _train, _diagnose, _watch):
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    # the user's commands first (a run's config, its log, the log it is writing; the trainer), then the theory's
+    for command in (_predict, _diagnose, _watch, _train, _simulate, _figures, _repro):
         command.register(sub)
     return parser
 

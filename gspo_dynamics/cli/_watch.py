@@ -194,6 +194,8 @@ class _Watch:
         if self.args.once or (idle is not None and time.monotonic() - self.last_growth >= idle):
             if self.last is None and self.follower.waiting is not None:  # it ends with no log read: bad input
                 raise ConfigError(_render(self.follower.waiting))
+            if self.follower.pending:  # normal for a log being written: said, not an error
+                _say(f"the log's last {self.follower.pending} byte(s), a line still being written, were not read")
             return 0
         return None
 

@@ -113,6 +113,12 @@ class Follower:
         """Bytes of the followed file read and parsed so far (a document: its size when last read)."""
         return 0 if self.file is None else self.file.offset
 
+    @property
+    def pending(self) -> int:
+        """Bytes at the end of the followed file not read yet: a line (or TensorBoard record) still being written."""
+        f = self.file
+        return 0 if f is None or f.kind in (None, "document") or not f.signature else max(0, f.signature[0] - f.offset)
+
     def run_log(self) -> RunLog:
         """The RunLog of every row read so far (`build_log`); ConfigError with the reason while none can be built."""
         f = self.file

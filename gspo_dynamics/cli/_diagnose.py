@@ -34,6 +34,7 @@ _FIELDS = {"lr": "lr", "refresh_interval": "refresh_interval", "group_size": "gr
            "advantage": "advantage", "correction": "correction", "clip_low": "clip_low", "clip_high": "clip_high",
            "kl": "kl_coef"}
 _OPTIMIZER = ("optimizer", "momentum", "beta1", "beta2", "adam_eps")
+_BRIEF = ("config: unknown keys", "config: assumed")  # `RunSetup.brief_lines`, shown beside the hparams line
 
 
 def register(sub) -> None:
@@ -61,6 +62,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """--config, --reward-range and the training hyperparameter flags (read by `hyperparams_from_flags`)."""
     p.add_argument("--config", metavar="FILE", help="hyperparameters from a TRL GRPOConfig, a verl config or our "
                                                     "trainer's config (JSON or YAML), as predict --config reads it")
+    p.add_argument("--allow-unknown", action="store_true",
+                   help="read on past --config keys the framework does not have (else an error naming each and its "
+                        "nearest known key); the report's first lines name them")
     p.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the least and greatest reward the task can give (e.g. 0 1 for a success rate): a plateau "
                         "at a bound is saturation, with no refresh-interval threshold (default: unknown)")
@@ -83,16 +87,20 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def hyperparams_from_flags(args: argparse.Namespace):
-    """(Hyperparams or None, notes) from --config and the hyperparameter flags (flags override the file)."""
+    """(Hyperparams or None, notes) from --config and the hyperparameter flags (flags override the file); the
+    notes open with the config's unknown keys read past and the defaults taken for lr, G and T where no flag
+    gives them (`RunSetup.brief_lines`)."""
     from gspo_dynamics.predict import read_run_config
     from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 
     notes: list[str] = []
     base = None
-    if args.config is not None:
-        setup = read_run_config(args.config)
-        base, notes = setup.hparams, [f"config: read as {setup.framework}"] + [f"config: {n}" for n in setup.notes]
     given = {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
+    if args.config is not None:
+        setup = read_run_config(args.config, allow_unknown=args.allow_unknown)
+        base = setup.hparams
+        notes = [f"config: {line}" for line in setup.brief_lines(_flagged(setup, given))]
+        notes += [f"config: read as {setup.framework}"] + [f"config: {n}" for n in setup.notes]
     opt_given = [d for d in _OPTIMIZER if getattr(args, d) is not None]
     if not given and not opt_given:
         return base, notes
@@ -119,6 +127,17 @@ def hyperparams_from_flags(args: argparse.Namespace):
     return dataclasses.replace(base, optimizer=optimizer, **given), notes
 
 
+def _flagged(setup, given: dict) -> tuple[str, ...]:
+    """The config's keys of lr, G and T whose defaults no answer rests on here: those a flag gives, and the run's
+    length (diagnose reads the log's)."""
+    keys = setup.keys
+    lr, group = (keys.lr, keys.group) if keys else ("lr", "group_size")
+    run_length = ("max_steps", "trainer.total_training_steps", "steps")
+    return tuple(k for k, _ in setup.assumed
+                 if k in run_length or (k == lr and "lr" in given) or (k == group and "group_size" in given)
+                 or (k not in (lr, group) and "refresh_interval" in given))
+
+
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from gspo_dynamics.diagnose import diagnose
     from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
@@ -132,6 +151,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     _check_reward_range(log, reward_range)
     diagnosis = diagnose(log, hparams, reward_range=reward_range)
     diagnosis.notes.extend(notes)
+    diagnosis.config_lines.extend(n.removeprefix("config: ") for n in notes if n.startswith(_BRIEF))
     if args.plot:
         _save_plot(diagnosis, args.plot)
     if args.json:

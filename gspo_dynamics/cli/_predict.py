@@ -37,6 +37,9 @@ def register(sub) -> None:
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (dotted for nested configs, as a verl run script passes them), e.g. "
                         "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable")
+    r.add_argument("--allow-unknown", action="store_true",
+                   help="read on past config keys the framework does not have (else an error naming each and its "
+                        "nearest known key); the answer's first lines name them")
     r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--prior", nargs="+", metavar="LOG[=CONFIG]",
                    help="finished runs of the same task at the same T (any format diagnose reads): the reward level "
@@ -105,14 +108,24 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     headline = _headline(forecast, args)
     if args.plot:
         _save_map(forecast, args.plot)
+    setup, skip = getattr(forecast, "config", forecast).setup, _given_run_length(forecast, args)
     if args.json:
-        print(json.dumps(as_json_ready({**headline.to_json(), "details": forecast.to_json()}), allow_nan=False))
+        print(json.dumps(as_json_ready({**headline.to_json(), **setup.brief_json(skip), "details": forecast.to_json()}),
+                         allow_nan=False))
     else:
-        lines = headline.lines() + (["", *forecast.summary_lines()] if args.explain else ["(--explain: how this was measured)"])
+        lines = headline.lines()
+        lines[1:1] = setup.brief_lines(skip)  # after the verdict: the unknown keys read past, the defaults taken
+        lines += ["", *forecast.summary_lines()] if args.explain else ["(--explain: how this was measured)"]
         print("\n".join(lines))
     if args.plot:
         print(f"gspo-dynamics: wrote {args.plot}", file=sys.stderr)
     return 0
+
+
+def _given_run_length(forecast, args: argparse.Namespace) -> tuple[str, ...]:
+    """The run-length key, where --run-steps gives the length the config leaves unset (no default is then taken)."""
+    keys = getattr(forecast, "config", forecast).setup.keys
+    return (keys.run_length,) if args.run_steps is not None and keys is not None else ()
 
 
 def _forecast(args: argparse.Namespace):
@@ -130,7 +143,7 @@ def _forecast(args: argparse.Namespace):
         raise ConfigError("predict answers for a run's config: give it as --config grpo.yaml (a TRL GRPOConfig, a verl "
                           "config or our trainer's) and change keys with --set, e.g. --set learning_rate=1e-6 --set "
                           "num_generations=8; hyperparameter flags alone are the toy bandit's (--testbed bandit)")
-    setup = read_run_config(args.config, devices=args.devices, overrides=args.set)
+    setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown)
     if not args.pilot:
         if args.target_noise is not None:
             raise ConfigError("--target-noise needs --pilot (the noise is measured there)")

@@ -101,6 +101,8 @@ class Diagnosis:
     theory: dict = field(default_factory=dict)  # inputs of theory overlays (e.g. G used for p^G + (1-p)^G)
     log: object | None = field(default=None, repr=False, compare=False)  # the RunLog (for plots; not in JSON)
     findings: list = field(default_factory=list)  # `_findings.Finding`s, most severe first
+    config_lines: list[str] = field(default_factory=list)  # --config's unknown keys read past and defaults taken
+    # (predict's first lines, `RunSetup.brief_lines`): shown under the hparams line; in JSON among the notes
 
     def action(self) -> str:
         """The one thing to do: fix what invalidates the run first, else the primary verdict's first advice."""
@@ -208,7 +210,7 @@ class Diagnosis:
                  f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''})"]
         if self.hparams is not None:
             lines.append(f"hparams    {hparams_text(self.hparams)}")
-        return lines
+        return lines + [f"config     {line}" for line in self.config_lines]
 
     def _brief_lines(self) -> list[str]:
         """The answer (`headline`), what was read, and the other verdicts and findings by name."""

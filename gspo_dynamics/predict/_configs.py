@@ -3,8 +3,10 @@
 `read_run_config(source)` takes a dict or a JSON / YAML file (with Hydra-style overrides on top) and
 returns a `RunSetup`: the theory's `Hyperparams`, the exact (possibly fractional) refresh interval
 before rounding, and notes saying every default and assumption used and every key ignored.
-Impossible or contradictory values raise `ConfigError` with one sentence. Each framework's mapping,
-with its equations, is in `predict/_frameworks.py` (TRL, ours) and `predict/_verl.py`.
+Impossible or contradictory values raise `ConfigError` with one sentence; so does a key the framework does not have
+(a typo would silently leave the key it stands for at its default) unless `allow_unknown`; the defaults taken for
+the keys the verdict rests on are kept apart (`RunSetup.brief_lines`, `predict._config_checks`). Each framework's
+mapping, with its equations, is in `predict/_frameworks.py` (TRL, ours) and `predict/_verl.py`.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
-    OWN_KEYS, TRAINER_DEFAULTS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS, _own,
-    _refuse_preference_config, _trainer, _trl, run_length,
+    OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
+    _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
-from gspo_dynamics.predict._verl import flatten, verl_mapping
-from gspo_dynamics.predict import _trl_fields, _verl_fields
+from gspo_dynamics.predict._verl import flatten, resolve, verl_mapping
+from gspo_dynamics.predict import _config_checks, _trl_fields, _verl_fields
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
 from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
 from gspo_dynamics.theory.schedule import LRSchedule
@@ -49,6 +51,23 @@ class RunSetup:
     unmodelled: tuple[tuple[str, Any, str], ...] = ()  # (key, value, what it changes): set, changing the dynamics,
     # outside the model (`predict._trl_fields`, `predict._verl_fields`)
     unknown: tuple[str, ...] = ()  # keys in no table of the framework's: a typo, or a release this tool does not know
+    # (read past only with allow_unknown)
+    nearest: tuple[str | None, ...] = ()  # the known key nearest each unknown one (None: none near)
+    assumed: tuple[tuple[str, Any], ...] = ()  # (key, default taken): the keys the verdict rests on that the config
+    # does not hold (`predict._config_checks.VERDICT_KEYS`)
+
+    def brief_lines(self, skip: tuple[str, ...] = ()) -> list[str]:
+        """The answer's first lines about the config itself: the unknown keys read past, and the defaults taken for
+        the keys the verdict rests on (none but those of `skip`, keys the caller was given otherwise)."""
+        assumed = tuple((k, v) for k, v in self.assumed if k not in skip)
+        lines = [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
+        return lines + ([_config_checks.assumed_line(self.framework, assumed)] if assumed else [])
+
+    def brief_json(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+        """`brief_lines` as JSON: unknown_keys [{key, nearest}], assumed [{key, value, source}]."""
+        source = f"{_config_checks.DEFAULTS_OF[self.framework]} default"
+        return {"unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
+                "assumed": [{"key": k, "value": v, "source": source} for k, v in self.assumed if k not in skip]}
 
     def to_json(self) -> dict[str, Any]:
         hp = self.hparams
@@ -164,27 +183,37 @@ def apply_overrides(cfg: dict[str, Any], overrides: list[str]) -> dict[str, Any]
 
 
 def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None = None,
-                    overrides: list[str] | None = None) -> RunSetup:
+                    overrides: list[str] | None = None, allow_unknown: bool = False) -> RunSetup:
     """`RunSetup` of a TRL GRPOConfig, a verl config, our trainer's config or the theory's own field
     names, from a dict or a JSON / YAML file (module docstring for each mapping), with `overrides`
     (`apply_overrides`) on top. `devices`: the data-parallel process count where the config does not
-    hold it (TRL)."""
+    hold it (TRL). A key the framework does not have, in the file or an override, is one ConfigError naming it
+    and its nearest known key; `allow_unknown` reads on past it (named in `RunSetup.unknown`)."""
     cfg = dict(source) if isinstance(source, dict) else load_config_file(source)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
-    setup = _mapped(cfg, devices)
-    ignored = set(setup.ignored)  # a trainer's or TRL's top-level keys, verl's dotted ones
-    unread = [key for key in (item.partition("=")[0].strip().lstrip("+") for item in overrides or ())
-              if key in ignored or key.split(".")[0] in ignored]
+    set_keys = [item.partition("=")[0].strip().lstrip("+") for item in overrides or ()]
+
+    def unknown(framework: str, keys: list[str], known: set[str]) -> tuple[tuple[str, str | None], ...]:
+        """The unknown keys with their nearest known ones; refused unless allow_unknown."""
+        hints = _config_checks.hinted(sorted(keys, key=str), known)
+        if not allow_unknown:
+            _config_checks.refuse_unknown(hints, framework, {k for k in keys for s in set_keys
+                                                             if s == k or s.startswith(k + ".")})
+        return hints
+
+    setup = _mapped(cfg, devices, unknown)
+    ignored = set(setup.ignored) - set(setup.unknown)  # a trainer's or TRL's top-level keys, verl's dotted ones
+    unread = [key for key in set_keys if key in ignored or key.split(".")[0] in ignored]
     if unread:
         setup = dataclasses.replace(setup, notes=setup.notes + (
-            f"--set {', '.join(unread)}: not read by the {setup.framework} mapping (a typo, or a key the theory does "
-            "not use)",))
+            f"--set {', '.join(unread)}: not read by the {setup.framework} mapping (a key the theory does not use)",))
     return setup
 
 
-def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
-    """`read_run_config` on the config's dict, its overrides applied."""
+def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
+    """`read_run_config` on the config's dict, its overrides applied; `unknown(framework, keys, known)` sees the keys
+    the framework does not have before anything is mapped (a typo is the first thing to say)."""
     if isinstance(cfg.get("hparams"), dict):  # a corpus label.json or a diagnose --json output
         cfg = dict(cfg["hparams"])
     elif isinstance(cfg.get("config"), dict) and TRAINER_MARKERS <= set(cfg["config"]):  # our trainer corpus's label.json
@@ -193,17 +222,20 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
     notes: list[str] = []
     if isinstance(cfg.get("actor_rollout_ref"), dict):
         _refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")
-        return _verl_setup(cfg, notes)
+        return _verl_setup(cfg, notes, unknown)
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
+        name = "gspo-dynamics trainer"
+        hints = unknown(name, list(set(cfg) - TRAINER_FIELDS), TRAINER_FIELDS)
         _refuse_devices(devices, "our trainer's prompts_per_step is the whole step's")
         hp, exact = _trainer(cfg, notes)
         steps = run_length("steps", cfg.get("steps"))
-        return _setup(hp, "gspo-dynamics trainer", exact, notes,
+        return _setup(hp, name, exact, notes,
                       sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective", "steps", "lr_schedule"}),
                       run_steps=steps, loss=str(cfg["objective"]), schedule=_trainer_schedule(cfg, steps),
-                      keys=trainer_keys(int(cfg.get("num_iterations") or TRAINER_DEFAULTS["num_iterations"])))
+                      keys=trainer_keys(int(cfg.get("num_iterations") or TRAINER_DEFAULTS["num_iterations"])),
+                      unknown=hints, assumed=_config_checks.assumed(name, cfg.get, TRAINER_DEFAULTS))
     if trl and own - {"optimizer"}:
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with our own "
                           f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")
@@ -211,17 +243,27 @@ def _mapped(cfg: dict[str, Any], devices: int | None) -> RunSetup:
         raise ConfigError(f"the config holds no GRPO hyperparameter, only {', '.join(sorted(trl))} (TRL: learning_rate, "
                           "num_generations, steps_per_generation, beta, epsilon, ...)")
     if trl:
-        return _trl_setup(cfg, devices, notes)
+        return _trl_setup(cfg, devices, notes, unknown)
     if not own:
+        near = [f"{k} (did you mean {n}?)" for k, n in _config_checks.hinted(sorted(map(str, cfg)), _ALL_KNOWN) if n]
         raise ConfigError("the config has no hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; "
-                          "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)")
+                          "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)"
+                          + (f"; {', '.join(near)}" if near else ""))
+    name = "gspo-dynamics hyperparameters"
+    hints = unknown(name, list(set(cfg) - OWN_NAMES), OWN_NAMES)
     _refuse_devices(devices, "num_groups is the whole step's")
     hp = _own(cfg)
-    return _setup(hp, "gspo-dynamics hyperparameters", float(hp.refresh_interval), notes, sorted(set(cfg) - OWN_KEYS))
+    return _setup(hp, name, float(hp.refresh_interval), notes, sorted(set(cfg) - OWN_KEYS), unknown=hints,
+                  assumed=_config_checks.assumed(name, cfg.get, {"refresh_interval": 1}))
 
 
-def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> RunSetup:
+_ALL_KNOWN = _trl_fields.KNOWN | OWN_NAMES | TRAINER_FIELDS  # a config of no framework: its keys' nearest
+
+
+def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unknown) -> RunSetup:
     """A GRPOConfig's RunSetup: the mapping, the schedule, and every key sorted by `predict._trl_fields`."""
+    name = "TRL GRPOConfig"
+    hints = unknown(name, _trl_fields.unknown(cfg), _trl_fields.KNOWN)
     hp, exact = _trl(cfg, devices, notes)
     run_steps = run_length("max_steps", cfg.get("max_steps"), unset=-1)
     if cfg.get("lr_scheduler_type") is None:
@@ -236,13 +278,22 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> Ru
         ("weight_decay", "max_grad_norm"), (cfg.get("weight_decay"), cfg.get("max_grad_norm")), hp.lr, hp.optimizer,
         run_steps)
     keys = trl_keys(*(int(cfg.get(k) or TRL_DEFAULTS[k]) for k in ("num_iterations", "gradient_accumulation_steps")))
-    return _setup(hp, "TRL GRPOConfig", exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
-                  loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=_trl_fields.unknown(cfg))
+    accumulation = cfg.get("gradient_accumulation_steps") or TRL_DEFAULTS["gradient_accumulation_steps"]
+    defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_steps_per_generation`
+
+    def given(key: str) -> Any:  # a generation_batch_size gives steps_per_generation
+        return cfg.get(key) if key != "steps_per_generation" else cfg.get(key, cfg.get("generation_batch_size"))
+
+    return _setup(hp, name, exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
+                  loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints,
+                  assumed=_config_checks.assumed(name, given, defaults))
 
 
-def _verl_setup(cfg: dict[str, Any], notes: list[str]) -> RunSetup:
+def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     """A verl config's RunSetup: the mapping, the schedule, and every key sorted by `predict._verl_fields`."""
     flat = flatten(cfg)
+    classes = {k: _verl_fields.classify(k) for k in flat}
+    hints = unknown("verl", [k for k, c in classes.items() if c == "unknown"], _verl_fields.KNOWN)
     hp, exact, used, loss = verl_mapping(flat, notes)
     key = "trainer.total_training_steps"
     run_steps = run_length(key, flat.get(key))
@@ -252,11 +303,11 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str]) -> RunSetup:
     unmodelled = active_unmodelled(flat, _verl_fields.UNMODELLED) + decay_and_clip(
         (optim + "weight_decay", clip_key), (flat.get(optim + "weight_decay", 0.01), flat.get(clip_key, 1.0)), hp.lr,
         hp.optimizer, run_steps)
-    classes = {k: _verl_fields.classify(k) for k in flat}
     keys = verl_keys(int(flat.get("actor_rollout_ref.actor.ppo_epochs") or 1), int(flat["data.train_batch_size"]))
+    defaults = {optim + "lr": 1e-6, "actor_rollout_ref.actor.ppo_epochs": 1}  # verl's (`predict._verl`)
     return _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
                   run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
-                  unknown=sorted(k for k, c in classes.items() if c == "unknown" and k not in used))
+                  unknown=hints, assumed=_config_checks.assumed("verl", lambda k: resolve(flat, k), defaults))
 
 
 def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:
@@ -270,16 +321,17 @@ def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | No
 def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str],
            run_steps: int | None = None, loss: str | None = None, keys: ConfigKeys | None = None,
            schedule: LRSchedule | None = None, unmodelled: list[tuple[str, Any, str]] = (),
-           unknown: list[str] = ()) -> RunSetup:
+           unknown: tuple[tuple[str, str | None], ...] = (), assumed: tuple[tuple[str, Any], ...] = ()) -> RunSetup:
     """The RunSetup, with the keys not read said: each unmodelled one with what it changes, each unknown one by name,
     the rest (no bearing on the dynamics) counted (all of them in --json's config.ignored)."""
     if schedule is not None and (schedule.warmup or schedule.shape != "constant"):
         notes.append(f"lr schedule: {schedule.describe()}; the stiffness follows it (peak at step {schedule.peak_step() + 1})")
     if unmodelled:
         notes.append(grouped(list(unmodelled)))
+    names = [k for k, _ in unknown]
     if unknown:
-        notes.append(f"keys this tool does not know, not read (a typo, or a newer release's): {', '.join(unknown)}")
-    rest = [k for k in ignored if k not in set(unknown) | {u[0] for u in unmodelled}]
+        notes.append(f"keys this tool does not know, not read (a typo, or a newer release's): {', '.join(names)}")
+    rest = [k for k in ignored if k not in set(names) | {u[0] for u in unmodelled}]
     if rest and framework in ("TRL GRPOConfig", "verl"):  # the field tables say these change no step
         notes.append(f"{len(rest)} keys change no training step (logging, saving, hardware, data loading, evaluation; "
                      "all in --json's config.ignored)")
@@ -287,4 +339,4 @@ def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], igno
         notes.append(f"keys not used by the theory: {', '.join(rest)}")
     return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored),
                     run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=tuple(unmodelled),
-                    unknown=tuple(unknown))
+                    unknown=tuple(names), nearest=tuple(n for _, n in unknown), assumed=tuple(assumed))

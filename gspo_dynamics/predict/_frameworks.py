@@ -42,6 +42,7 @@ verl trainer.total_training_steps, our trainer's steps.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -73,6 +74,15 @@ OWN_KEYS = {
     "clip_low", "clip_high", "kl_coef", "kl_estimator", "clip_mode", "optimizer", "momentum", "beta1", "beta2", "eps",
 }
 TRAINER_MARKERS = {"task", "model", "objective"}  # every TrainConfig has all three
+# every `train.config.TrainConfig` field (restated, checked equal by tests/predict/test_configs.py): a key outside is
+# a typo, as `train --config` refuses it
+TRAINER_FIELDS = {
+    "task", "task_options", "model", "hf_backend", "objective", "steps", "seed", "init_seed", "prompts_per_step",
+    "group_size", "steps_per_generation", "num_iterations", "rollout_chunks", "optimizer", "lr", "lr_schedule",
+    "warmup_lr", "warmup_steps", "momentum", "beta1", "beta2", "adam_eps", "weight_decay", "max_grad_norm", "kl_coef",
+    "clip_low", "clip_high", "advantage_scale", "temperature", "top_p", "max_new_tokens", "precision", "compile",
+    "device", "checkpoint_every", "load_balance_coef", "routing_replay",
+}
 # `train.config.TrainConfig`'s defaults of the fields the theory reads (a layer above: restated here,
 # checked equal by tests/predict/test_configs.py), and each objective's clip range and correction
 TRAINER_DEFAULTS: dict[str, Any] = {
@@ -80,6 +90,8 @@ TRAINER_DEFAULTS: dict[str, Any] = {
     "lr": 1e-3, "momentum": 0.0, "beta1": 0.9, "beta2": 0.999, "adam_eps": 1e-8, "kl_coef": 0.0,
     "clip_low": None, "clip_high": None, "advantage_scale": None,
 }
+# the theory's own names: OWN_KEYS and every `Hyperparams` field (a diagnose --json output's hparams hold them all)
+OWN_NAMES = OWN_KEYS | {f.name for f in dataclasses.fields(Hyperparams)}
 OBJECTIVE_CLIPS = {"gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1])}  # the rest: GRPO_CLIP
 OBJECTIVE_CORRECTIONS = {"pg": "none", "gspo": "sequence"}  # the rest correct per token
 def _number(key: str, value: Any, *, integer: bool = False, positive: bool = False) -> float | int:

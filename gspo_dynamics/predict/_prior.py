@@ -100,7 +100,9 @@ def shrunk_level(levels: Sequence[Sequence[float]], kappa: float = SHRINKAGE) ->
 def config_beside(source: str) -> tuple[RunSetup | None, str | None]:
     """(the run config beside a log, why it was not read): CONFIG_NAME in the log's directory (or in the directory
     given), read by `predict.read_run_config`; (None, None) where there is none, where the log has no path of its own
-    (read from text), and beside a model's config.json (a Hugging Face checkpoint's, as in a TRL output directory)."""
+    (read from text), and beside a model's config.json (a Hugging Face checkpoint's, as in a TRL output directory).
+    A finished run's config is read past keys this tool does not know (`allow_unknown`): a trainer wrote it, perhaps
+    a release newer than the tables, and only its loss, optimizer and lr are matched on."""
     path = Path(source)
     if not (path.is_file() or path.is_dir()):
         return None, None
@@ -111,7 +113,7 @@ def config_beside(source: str) -> tuple[RunSetup | None, str | None]:
         raw = load_config_file(found)
         if "architectures" in raw or "model_type" in raw:
             return None, None
-        return read_run_config(raw), None
+        return read_run_config(raw, allow_unknown=True), None
     except (ConfigError, TypeError, ValueError, RecursionError) as error:  # its loss and step stay unknown, said
         return None, f"{found} is not a run config ({error})"
 
@@ -242,7 +244,8 @@ def task_prior(sources: Sequence[str | RunLog], reward_range=None, column_map=No
     given = list(configs) if configs is not None else [None] * len(logs)
     if len(given) != len(logs):
         raise ConfigError(f"{len(given)} run configs for {len(logs)} finished runs: one per run (None where not given)")
-    configs = [(None, None) if setup is None else (read_run_config(c), None) if c else config_beside(log.source)
+    configs = [(None, None) if setup is None else (read_run_config(c, allow_unknown=True), None) if c  # as beside
+               else config_beside(log.source)
                for log, c in zip(logs, given)]
     runs = [_at_config_T(run_end(log.source, log, reward_range, refresh_interval, range_note, _run_key(config)),
                          config, refresh_interval, "window/position" in log) for log, (config, _) in zip(logs, configs)]

@@ -5,6 +5,9 @@ with it. A test enumerates the installed TRL's fields and fails on one in none o
     UNMODELLED    it changes the dynamics and the reduced model does not represent it: named, with what it changes,
                   wherever its value is not the neutral one (and only where the field it acts through is on)
     NO_DYNAMICS   logging, saving, hardware, data loading, evaluation: it changes no training step
+    OLDER_RELEASES  a field of an older TRL / transformers release that changes no training step
+
+A key in none of them is refused as a likely typo (`predict._config_checks`), as GRPOConfig refuses it.
 """
 
 from __future__ import annotations
@@ -101,6 +104,21 @@ NO_DYNAMICS = {
 }
 
 
+# fields of older releases (TRL 0.14-0.2x, transformers 4.x) that TRL 1.16 and transformers 5 dropped, none of which
+# changes a training step: a config such a release saved is read, not refused as holding a typo
+OLDER_RELEASES = {
+    "max_prompt_length",  # prompts truncated: the data, not the step
+    "vllm_device", "vllm_dtype", "vllm_max_model_len", "vllm_enable_prefix_caching", "vllm_guided_decoding_regex",
+    "use_liger_loss", "wandb_log_unique_prompts",
+    "push_to_hub_model_id", "push_to_hub_organization", "push_to_hub_token", "fp16_backend", "half_precision_backend",
+    "mp_parameters", "sharded_ddp", "jit_mode_eval", "use_ipex", "fp16_opt_level", "tpu_num_cores", "tpu_metrics_debug",
+    "past_index", "ray_scope", "dispatch_batches", "split_batches", "include_tokens_per_second", "use_mps_device",
+    "no_cuda", "torchdynamo", "xpu_backend", "include_inputs_for_metrics", "fsdp_min_num_params",
+    "fsdp_transformer_layer_cls_to_wrap", "use_legacy_prediction_loop",
+}
+KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | OLDER_RELEASES
+
+
 def unknown(cfg: dict[str, Any]) -> list[str]:
     """The config's keys in no table: a typo, or a field of a TRL release this tool does not know."""
-    return sorted(set(cfg) - READ - set(UNMODELLED) - NO_DYNAMICS)
+    return sorted(set(cfg) - KNOWN, key=str)

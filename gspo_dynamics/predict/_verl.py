@@ -41,6 +41,18 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 _INTERPOLATION = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
 
 
+def resolve(flat: dict[str, Any], key: str) -> Any:
+    """`key`'s value with its ${a.b.c} references (Hydra / OmegaConf) followed a few levels; None where it is not
+    given or a reference is left that this reader cannot resolve."""
+    value = flat.get(key)
+    for _ in range(8):
+        m = _INTERPOLATION.match(value) if isinstance(value, str) else None
+        if not m:
+            break
+        value = flat.get(m.group(1))
+    return None if isinstance(value, str) and value.startswith("${") else value
+
+
 def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, set[str], str]:
     """verl's mapping of a flattened config (`flatten`): (hyperparameters, T before rounding, the keys read, the loss
     as the config names it: its policy_loss.loss_mode and loss_agg_mode, interpolations followed, verl's defaults

@@ -95,13 +95,25 @@ NO_DYNAMICS = {  # inside the dynamics subtrees
 }
 
 
+# verl 0.9.1's top-level sections and actor_rollout_ref's (its shipped YAML; `ray_init` older releases', `defaults`
+# and `hydra` a Hydra file's own): a key outside them is a typo of a section
+SECTIONS = {"actor_rollout_ref", "data", "critic", "custom_reward_function", "reward_model", "sandbox_fusion", "reward",
+            "algorithm", "distillation", "transfer_queue", "trainer", "global_profiler", "skip", "ray_kwargs",
+            "ray_init", "defaults", "hydra"}
+ACTOR_ROLLOUT_REF = {"actor", "ref", "rollout", "model", "hybrid_engine", "nccl_timeout"}
+KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS  # the dotted keys a typo's nearest is looked for among
+
+
 def classify(key: str) -> str:
-    """"read", "unmodelled", "no_dynamics" or "unknown" (a key of a dynamics subtree in no table: a typo, or a key of
-    a verl release this tool does not know)."""
+    """"read", "unmodelled", "no_dynamics" or "unknown" (a key of a dynamics subtree in no table, or outside verl's
+    sections: a typo, or a key of a verl release this tool does not know)."""
     if key in READ or key.startswith(OPTIM + "override_optimizer_config."):
         return "read"
     if key in UNMODELLED:
         return "unmodelled"
+    section, _, rest = key.partition(".")
+    if section not in SECTIONS or (section == "actor_rollout_ref" and rest.partition(".")[0] not in ACTOR_ROLLOUT_REF):
+        return "unknown"
     if key in NO_DYNAMICS or key.startswith(INFRA_SUBTREES) or not key.startswith(DYNAMICS_SUBTREES):
         return "no_dynamics"
     return "unknown"

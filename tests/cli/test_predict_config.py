@@ -373,3 +373,83 @@ def test_diagnose_says_the_hyperparameters_its_numbers_rest_on(tmp_path, capsys)
     assert len(hparams) == 1 and "G = 8, N = 4 groups per step" in hparams[0]
     assert main(["diagnose", str(log)]) == 0
     assert not any(line.startswith("hparams ") for line in capsys.readouterr().out.splitlines())
+
+
+# ---- keys the framework does not have, and defaults the answer rests on ---------------------------------------------
+@pytest.mark.parametrize("name, data, needle", [
+    ("grpo.json", {**TRL, "learnig_rate": 1e-3}, "TRL's GRPOConfig has no field learnig_rate (did you mean learning_rate?)"),
+    ("grpo.yaml", {**{k: v for k, v in TRL.items() if k != "num_generations"}, "num_generation": 16},
+     "TRL's GRPOConfig has no field num_generation (did you mean num_generations?)"),
+    ("verl.yaml", {**VERL, "actor_rollout_ref": {**VERL["actor_rollout_ref"],
+                                                 "actor": {**VERL["actor_rollout_ref"]["actor"], "ppo_epoch": 4}}},
+     "verl's config has no key actor_rollout_ref.actor.ppo_epoch (did you mean actor_rollout_ref.actor.ppo_epochs?)"),
+])
+def test_a_misspelt_key_is_one_line_naming_the_key_meant_and_exit_2(tmp_path, capsys, name, data, needle):
+    """TRL's GRPOConfig refuses a field it does not have; read on, `learnig_rate: 1e-3` would answer for TRL's 1e-6."""
+    assert main(["predict", "--config", write(tmp_path, name, data)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"gspo-dynamics: error: {needle}: ") and "--allow-unknown" in captured.err
+
+
+def test_allow_unknown_reads_on_and_names_the_key_in_the_first_lines(tmp_path, capsys):
+    """--allow-unknown: exit 0, and the line after the verdict names the key not read, the next the default taken for
+    the key it stood for; --json carries both at its top level."""
+    path = write(tmp_path, "grpo.json", {**{k: v for k, v in TRL.items() if k != "learning_rate"}, "learnig_rate": 1e-3})
+    assert main(["predict", "--config", path, "--allow-unknown"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("verdict: ")
+    assert lines[1] == "unknown keys (not read, --allow-unknown): learnig_rate (did you mean learning_rate?)"
+    assert lines[2] == "assumed, not in the config (TRL's defaults): learning_rate 1e-06, num_iterations 1, max_steps -1 " \
+                       "(the run's length unknown)"
+    assert main(["predict", "--config", path, "--allow-unknown", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["unknown_keys"] == [{"key": "learnig_rate", "nearest": "learning_rate"}]
+    assert report["assumed"][0] == {"key": "learning_rate", "value": 1e-6, "source": "TRL's default"}
+    assert report["details"]["config"]["lr"] == 1e-6
+
+
+def test_a_default_the_verdict_rests_on_is_said_in_the_first_lines(tmp_path, capsys):
+    """A verl config without its lr, ppo_epochs and run length: the line after the verdict gives verl's defaults; a
+    config that holds them all has no such line; --run-steps gives the length (with a pilot), so it is not assumed."""
+    actor = {k: v for k, v in VERL["actor_rollout_ref"]["actor"].items() if k not in ("optim", "ppo_epochs")}
+    bare = {**VERL, "actor_rollout_ref": {**VERL["actor_rollout_ref"], "actor": actor}}
+    assert main(["predict", "--config", write(tmp_path, "verl.yaml", bare)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == ("assumed, not in the config (verl's defaults): actor_rollout_ref.actor.optim.lr 1e-06, "
+                        "actor_rollout_ref.actor.ppo_epochs 1, trainer.total_training_steps unset (the run's length "
+                        "unknown)")
+    full = {**TRL, "num_iterations": 1, "max_steps": 200}
+    assert main(["predict", "--config", write(tmp_path, "full.json", full)]) == 0
+    assert not any(line.startswith(("assumed", "unknown keys")) for line in capsys.readouterr().out.splitlines())
+    no_length = write(tmp_path, "no_length.json", {**TRL, "num_iterations": 1})
+    assert main(["predict", "--config", no_length, "--pilot", pilot_log(tmp_path), "--run-steps", "200"]) == 0
+    assert not any(line.startswith("assumed") for line in capsys.readouterr().out.splitlines())
+
+
+def test_a_set_of_an_unknown_key_is_refused_as_the_files_key_is(tmp_path, capsys):
+    """--set learnig_rate=3e-6 would change nothing: refused, naming the --set and the key meant."""
+    path = write(tmp_path, "grpo.json", TRL)
+    assert main(["predict", "--config", path, "--set", "learnig_rate=3e-6"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gspo-dynamics: error: TRL's GRPOConfig has no field --set learnig_rate (did you mean "
+                          "learning_rate?)")
+    assert main(["predict", "--config", path, "--set", "learnig_rate=3e-6", "--allow-unknown"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("unknown keys (not read, --allow-unknown): learnig_rate")
+
+
+def test_diagnose_and_watch_refuse_a_misspelt_config_key_and_allow_it_on_request(tmp_path, capsys):
+    """diagnose --config reads as predict does: a typo is one line and exit 2; --allow-unknown reads on and the
+    report's read lines name the key and the defaults taken (the run's length is the log's: not said)."""
+    config = write(tmp_path, "grpo.json", {**{k: v for k, v in TRL.items() if k != "learning_rate"}, "learnig_rate": 1e-3})
+    log = pilot_log(tmp_path)
+    assert main(["diagnose", log, "--config", config]) == 2
+    assert "no field learnig_rate (did you mean learning_rate?)" in capsys.readouterr().err
+    assert main(["diagnose", log, "--config", config, "--allow-unknown"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "config     unknown keys (not read, --allow-unknown): learnig_rate (did you mean learning_rate?)" in out
+    assert "config     assumed, not in the config (TRL's defaults): learning_rate 1e-06, num_iterations 1" in out
+    assert main(["diagnose", log, "--config", config, "--allow-unknown", "--lr", "1e-3"]) == 0
+    assert "config     assumed, not in the config (TRL's defaults): num_iterations 1" in capsys.readouterr().out
+    assert main(["watch", log, "--config", config, "--exit-when-idle", "0"]) == 2
+    assert "no field learnig_rate" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from gspo_dynamics.predict._headline import PILOT_RISE, POWER_Z
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "predict.schema.json").read_text())
 TRL = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
-       "steps_per_generation": 32, "beta": 0.04, "max_steps": 500}
+       "steps_per_generation": 32, "num_iterations": 1, "beta": 0.04, "max_steps": 500}
 VERL = {"data": {"train_batch_size": 512}, "algorithm": {"adv_estimator": "grpo"},
         "trainer": {"total_training_steps": 300},
         "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 128, "ppo_epochs": 1},

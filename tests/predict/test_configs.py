@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -253,6 +254,7 @@ def test_the_restated_trainer_defaults_are_the_trainers():
 
     defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     assert {k: defaults[k] for k in _configs.TRAINER_DEFAULTS} == _configs.TRAINER_DEFAULTS
+    assert set(defaults) == _configs.TRAINER_FIELDS  # a key outside them is refused, as `train --config` refuses it
     assert dict(OBJECTIVE_CLIPS) == _configs.OBJECTIVE_CLIPS
 
 
@@ -312,17 +314,68 @@ def test_verl_clip_ratio_low_and_high_given_leave_clip_ratio_unread():
     assert any("clip_ratio not given" in n for n in one.notes)
 
 
-def test_an_override_of_a_key_no_mapping_reads_is_named():
-    """--set typo.key=3 is applied (it lands among the ignored keys) and named as a likely typo; a read key is not."""
-    setup = read_run_config(verl_tree(), overrides=["typo.key=3", "actor_rollout_ref.rollout.n=16"])
+def test_an_override_of_a_key_no_framework_has_is_refused_and_one_it_does_not_read_is_named():
+    """--set of a key the framework does not have is refused, as a key of the file is, naming the --set and the
+    nearest known key; one the framework has but the mapping does not read is applied and named; a read key is not."""
+    with pytest.raises(ConfigError, match=r"verl's config has no key --set actor_rollout_ref\.actor\.ppo_epoch "
+                                          r"\(did you mean actor_rollout_ref\.actor\.ppo_epochs\?\)"):
+        read_run_config(verl_tree(), overrides=["actor_rollout_ref.actor.ppo_epoch=4"])
+    with pytest.raises(ConfigError, match=r"no field --set learnig_rate \(did you mean learning_rate\?\)"):
+        read_run_config({"learning_rate": 1e-6}, overrides=["learnig_rate=3e-6"])
+    with pytest.raises(ConfigError, match=r"our trainer's config has no field --set optim: "):
+        read_run_config({"task": "count", "model": "100k", "objective": "grpo"}, overrides=["optim.foo=3"])
+    setup = read_run_config(verl_tree(), overrides=["trainer.logger=console", "actor_rollout_ref.rollout.n=16"])
     assert setup.hparams.group_size == 16
-    assert any(n == "--set typo.key: not read by the verl mapping (a typo, or a key the theory does not use)"
-               for n in setup.notes)
+    assert "--set trainer.logger: not read by the verl mapping (a key the theory does not use)" in setup.notes
     assert not any("rollout.n: not read" in n for n in setup.notes)
-    trl = read_run_config({"learning_rate": 1e-6}, overrides=["learnig_rate=3e-6"])
-    assert trl.hparams.lr == 1e-6 and any("--set learnig_rate: not read by the TRL GRPOConfig mapping" in n for n in trl.notes)
-    ours = read_run_config({"task": "count", "model": "100k", "objective": "grpo"}, overrides=["optim.foo=3"])
-    assert any("--set optim.foo: not read by the gspo-dynamics trainer mapping" in n for n in ours.notes)
+    allowed = read_run_config({"learning_rate": 1e-6}, overrides=["learnig_rate=3e-6"], allow_unknown=True)
+    assert allowed.hparams.lr == 1e-6 and allowed.unknown == ("learnig_rate",) and allowed.nearest == ("learning_rate",)
+
+
+def test_a_misspelt_key_is_refused_naming_the_nearest_key_of_its_framework(tmp_path):
+    """TRL's GRPOConfig refuses a field it does not have, and so does the mapping: `learnig_rate: 1e-3` read on would
+    be a run at TRL's default 1e-6. Each framework's vocabulary: TRL's tables, verl's dotted keys (a dynamics
+    subtree's, or a section no verl config has), our trainer's fields, the theory's own names."""
+    cases = [({"learnig_rate": 1e-3, "num_generations": 8}, "TRL's GRPOConfig has no field", "learnig_rate",
+              "learning_rate"),
+             (verl_tree() | {"actor_rollout_ref": {**verl_tree()["actor_rollout_ref"], "actr": {"optim": {"lr": 1e-5}}}},
+              "verl's config has no key", "actor_rollout_ref.actr.optim.lr", "actor_rollout_ref.actor.optim.lr"),
+             ({"task": "count", "model": "100k", "objective": "grpo", "group_sise": 4},
+              "our trainer's config has no field", "group_sise", "group_size"),
+             ({"lr": 0.1, "refresh_intervall": 4}, r"the theory's names \(.*\) hold no key", "refresh_intervall",
+              "refresh_interval")]
+    for cfg, framework, key, near in cases:
+        with pytest.raises(ConfigError, match=rf"^{framework} {re.escape(key)} \(did you mean "
+                                              rf"{re.escape(near)}\?\): .* give --allow-unknown"):
+            read_run_config(cfg)
+        setup = read_run_config(cfg, allow_unknown=True)
+        assert setup.unknown == (key,) and setup.nearest == (near,)
+        assert setup.brief_lines()[0] == f"unknown keys (not read, --allow-unknown): {key} (did you mean {near}?)"
+    allowed = read_run_config(cases[0][0], allow_unknown=True)
+    assert allowed.hparams.lr == 1e-6  # read on: the key meant keeps its default, which the first lines say
+    assert allowed.brief_lines()[1].startswith("assumed, not in the config (TRL's defaults): learning_rate 1e-06, ")
+    with pytest.raises(ConfigError, match=r"no hyperparameter this tool knows .*learnig_rate \(did you mean learning_rate"):
+        read_run_config({"learnig_rate": 1e-3})  # no key of any framework: the nearest named all the same
+
+
+def test_the_defaults_taken_for_the_keys_the_verdict_rests_on_are_kept_apart():
+    """lr, G, T's keys and the run's length, where the config leaves them to the framework's default: each named
+    with its value (steps_per_generation's default is the accumulation; a generation_batch_size gives it)."""
+    trl = read_run_config({"learning_rate": 1e-6, "gradient_accumulation_steps": 4})
+    assert trl.assumed == (("num_generations", 8), ("steps_per_generation", 4), ("num_iterations", 1),
+                           ("max_steps", -1))
+    assert read_run_config({"learning_rate": 1e-6, "num_generations": 8, "generation_batch_size": 16, "num_iterations": 1,
+                            "gradient_accumulation_steps": 1, "max_steps": 10}).assumed == ()
+    tree = verl_tree()
+    del tree["actor_rollout_ref"]["actor"]["optim"], tree["actor_rollout_ref"]["actor"]["ppo_epochs"]
+    verl = read_run_config(tree)
+    assert [k for k, _ in verl.assumed] == ["actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.ppo_epochs",
+                                           "trainer.total_training_steps"]
+    assert verl.brief_lines() == ["assumed, not in the config (verl's defaults): actor_rollout_ref.actor.optim.lr 1e-06, "
+                                  "actor_rollout_ref.actor.ppo_epochs 1, trainer.total_training_steps unset (the run's "
+                                  "length unknown)"]
+    assert read_run_config(tree).brief_lines(skip=("trainer.total_training_steps",))[0].endswith("ppo_epochs 1")
+    assert read_run_config({"lr": 0.1, "refresh_interval": 2, "group_size": 8}).brief_lines() == []
 
 
 def test_our_trainers_toml_config_is_read_as_train_reads_it(tmp_path):
@@ -350,8 +403,8 @@ def test_the_loss_is_named_as_the_config_names_it():
                                             "policy_loss": {"loss_mode": "gspo"}}, "rollout": {"n": 8}},
             "data": {"train_batch_size": 4}, "algorithm": {"adv_estimator": "grpo"}}
     assert read_run_config(verl).loss == "gspo (token-mean)"
-    verl["actor_rollout_ref"]["actor"]["policy_loss"]["loss_mode"] = "${algorithm.mode}"  # followed as _verl follows it
-    verl["algorithm"]["mode"], verl["actor_rollout_ref"]["actor"]["loss_agg_mode"] = "vanilla", "seq-mean-token-sum"
+    verl["actor_rollout_ref"]["actor"]["policy_loss"]["loss_mode"] = "${trainer.mode}"  # followed as _verl follows it
+    verl["trainer"], verl["actor_rollout_ref"]["actor"]["loss_agg_mode"] = {"mode": "vanilla"}, "seq-mean-token-sum"
     assert read_run_config(verl).loss == "vanilla (seq-mean-token-sum)"
     with pytest.raises(ConfigError, match="loss_type must be a name"):
         read_run_config({**trl, "loss_type": ["dapo"]})

@@ -122,8 +122,12 @@ def test_trl_delta_and_batch_scaling_and_unmodelled_keys():
     assert setup.to_json()["unmodelled"][0]["changes"]
 
 
-def test_an_unknown_key_is_named():
-    setup = read_run_config({**_grpo_config(), "learning_rte": 1e-5})
+def test_an_unknown_key_is_refused_or_named():
+    """A saved GRPOConfig with a field TRL does not have: refused naming the nearest field, as GRPOConfig refuses it;
+    read on with allow_unknown, and named."""
+    with pytest.raises(ConfigError, match=r"TRL's GRPOConfig has no field learning_rte \(did you mean learning_rate\?\)"):
+        read_run_config({**_grpo_config(), "learning_rte": 1e-5})
+    setup = read_run_config({**_grpo_config(), "learning_rte": 1e-5}, allow_unknown=True)
     assert setup.unknown == ("learning_rte",) and any("learning_rte" in n for n in setup.notes)
 
 

@@ -82,7 +82,7 @@ def test_the_pilot_forecast_carries_the_prior_in_text_and_json(tmp_path):
     rng = np.random.default_rng(2)
     pilot = write_log(tmp_path / "pilot.jsonl", {"reward": heavy_ball_curve(0.02, 0.0, 24, r_inf=0.9)})
     runs = [write_log(tmp_path / f"r{i}.jsonl", {"reward": finished_run(rng, 0.9)}) for i in range(3)]
-    setup = read_run_config({"lr": 0.1, "group_size": 8, "steps": 96})
+    setup = read_run_config({"lr": 0.1, "group_size": 8})
     f = pilot_forecast(setup, pilot, reward_range=(0.0, 1.0), prior=runs)
     assert f.prior.level == pytest.approx(0.9, abs=0.02)
     report = f.to_json()["task_prior"]

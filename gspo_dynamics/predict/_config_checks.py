@@ -1,0 +1,96 @@
+"""What a config leaves to this tool: keys it does not know, and defaults of the keys the verdict rests on.
+
+Unknown keys. A key in no table of its framework's (TRL: `predict._trl_fields`; verl: `predict._verl_fields`, its
+sections and its dynamics subtrees' keys; our trainer: `TRAINER_FIELDS`; the theory's own names: `OWN_NAMES`) is a
+typo or a key of a release this tool does not know. Read on, it would leave the key it stands for at its default
+(TRL's `learnig_rate: 1e-3` is a run at TRL's 1e-6), so `read_run_config` refuses it, as TRL's own GRPOConfig does,
+naming the nearest known key (`nearest`), unless the caller allows unknown keys (`--allow-unknown`); then the answer's
+first lines name them (`unknown_line`).
+
+Assumed defaults. A key the verdict rests on (`VERDICT_KEYS`: the learning rate, G, the keys of the refresh
+interval T, the run's length) that the config does not hold takes its framework's default; the answer's first
+lines say which (`assumed_line`), since a forgotten key is as silent as a misspelt one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Callable, Iterable
+
+from gspo_dynamics._errors import ConfigError
+
+NEAR_CUTOFF = 0.75  # difflib's ratio a known key must reach to be offered ("learnig_rate" -> "learning_rate": 0.96;
+# "steps" -> "std_eps", 0.67, is no typo of it)
+
+# the keys the verdict rests on, by framework: lr, G, T's keys, the run's length (`assumed`)
+VERDICT_KEYS = {
+    "TRL GRPOConfig": ("learning_rate", "num_generations", "steps_per_generation", "num_iterations",
+                       "gradient_accumulation_steps", "max_steps"),
+    "verl": ("actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.ppo_epochs", "trainer.total_training_steps"),
+    "gspo-dynamics trainer": ("lr", "group_size", "steps_per_generation", "num_iterations", "steps"),
+    "gspo-dynamics hyperparameters": ("refresh_interval", "group_size"),
+}
+RUN_LENGTH_KEYS = {"max_steps", "trainer.total_training_steps", "steps"}
+DEFAULTS_OF = {"TRL GRPOConfig": "TRL's", "verl": "verl's", "gspo-dynamics trainer": "our trainer's",
+               "gspo-dynamics hyperparameters": "the theory's"}
+HAS_NO = {"TRL GRPOConfig": "TRL's GRPOConfig has no field", "verl": "verl's config has no key",  # + "s" for several
+          "gspo-dynamics trainer": "our trainer's config has no field",
+          "gspo-dynamics hyperparameters": "the theory's names (lr, refresh_interval, group_size, ...) hold no key"}
+UNSET = {"group_size": "G -> infinity, the expected dynamics"}  # what an unset key means (a run length: unknown)
+
+
+def nearest(key: str, known: Iterable[str]) -> str | None:
+    """The known key closest to `key` (difflib's ratio >= NEAR_CUTOFF), or None. A dotted key is matched first
+    by its last part among its siblings (`actor_rollout_ref.actor.ppo_epoch` -> `...ppo_epochs`), then whole."""
+    known = sorted(set(known))
+    parent, dot, leaf = key.rpartition(".")
+    if dot:
+        siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == parent}
+        match = difflib.get_close_matches(leaf, list(siblings), n=1, cutoff=NEAR_CUTOFF)
+        if match:
+            return siblings[match[0]]
+    match = difflib.get_close_matches(key, known, n=1, cutoff=NEAR_CUTOFF)
+    return match[0] if match else None
+
+
+def hinted(unknown: Iterable[str], known: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
+    """(key, its nearest known key or None) for each unknown key."""
+    known = set(known)
+    return tuple((key, nearest(key, known)) for key in unknown)
+
+
+def _named(hints: Iterable[tuple[str, str | None]], from_set: set[str] = frozenset()) -> str:
+    return ", ".join(("--set " if key in from_set else "") + key + (f" (did you mean {near}?)" if near else "")
+                     for key, near in hints)
+
+
+def refuse_unknown(hints: tuple[tuple[str, str | None], ...], framework: str, from_set: set[str]) -> None:
+    """One ConfigError naming each unknown key (and the --set that gave it) with its nearest known key."""
+    if hints:
+        one = len(hints) == 1
+        meant = "key meant would silently keep its default" if one else "keys meant would silently keep their defaults"
+        raise ConfigError(f"{HAS_NO[framework]}{'' if one else 's'} {_named(hints, from_set)}: read on, the {meant}; "
+                          f"correct {'it' if one else 'them'}, or give --allow-unknown to read on without "
+                          f"{'it' if one else 'them'}")
+
+
+def unknown_line(hints: tuple[tuple[str, str | None], ...]) -> str:
+    """The first lines' naming of the unknown keys read past (--allow-unknown)."""
+    return f"unknown keys (not read, --allow-unknown): {_named(hints)}"
+
+
+def assumed(framework: str, value_of: Callable[[str], Any], defaults: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """(key, the default taken) for each of the framework's `VERDICT_KEYS` the config does not hold (`value_of`
+    gives None), the default from `defaults` (None: unset, as a run length without its key)."""
+    return tuple((key, defaults.get(key)) for key in VERDICT_KEYS[framework] if value_of(key) is None)
+
+
+def assumed_line(framework: str, pairs: tuple[tuple[str, Any], ...]) -> str:
+    """The first lines' naming of the defaults taken for keys the verdict rests on."""
+    def text(key: str, value: Any) -> str:
+        shown = "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+        gloss = "the run's length unknown" if key in RUN_LENGTH_KEYS else UNSET.get(key) if value is None else None
+        return f"{key} {shown}" + (f" ({gloss})" if gloss else "")
+
+    return (f"assumed, not in the config ({DEFAULTS_OF[framework]} defaults): "
+            + ", ".join(text(k, v) for k, v in pairs))

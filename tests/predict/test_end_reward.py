@@ -7,6 +7,7 @@ calibration scores they come from (paper_repro/data/end_reward_scores.json.gz)."
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
@@ -60,9 +61,11 @@ def test_bad_scores_or_levels_are_config_errors(scores, level):
         conformal_quantile(scores, level)
 
 
+@functools.cache  # one fit per curve for the module (a fit takes seconds); the arrays read-only, as they are shared
 def pilot(n: int = 24, **kw):
     reward = rising(n, **kw)
     steps = np.arange(1, n + 1)
+    reward.flags.writeable = steps.flags.writeable = False
     return fit_trajectory(steps, reward), steps, reward
 
 

@@ -20,15 +20,28 @@ from gspo_dynamics.logs import STANDARD_NAMES
 from gspo_dynamics._keys import REFRESH_INTERVAL_KEYS
 from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, Adam
 
-EPILOG = (
-    "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
-    "flags, from --config FILE (JSON or YAML: a TRL GRPOConfig, a verl config, our trainer's config or our own "
-    "field names; read as `predict --config` reads it), or both (flags win). --lr is needed with any other "
-    "hyperparameter flag. A log with its own column names: "
-    f"--map reward=my_reward,kl_ref=my_kl (NAME is step or one of {', '.join(STANDARD_NAMES)}; "
-    "common names such as reward_mean need no map). Exit status 0 when the log was analysed "
-    "(a run too short to fit is reported as such), 2 when it cannot be read or is not a GRPO-style run."
-)
+DESCRIPTION = ("What happened in a GRPO/GSPO run and what to change: reads its training log, fits the reward curve and "
+               "names the failure mode, with its evidence and advice.")
+USAGE = "%(prog)s LOG [--config FILE] [--map reward=COLUMN] [--explain] [--json]"
+
+
+def _epilog() -> str:
+    """The verdicts and findings diagnose reports (its registries), the examples, and how the inputs are read."""
+    from gspo_dynamics.diagnose import FINDINGS, MODES
+
+    return (f"The verdict is one of {', '.join(MODES)}; findings: {', '.join(FINDINGS)} (docs/diagnose.md).\n\n"
+            "examples:\n"
+            "  gspo-dynamics diagnose output/checkpoint-500/trainer_state.json --config grpo.yaml\n"
+            "  gspo-dynamics diagnose metrics.csv --map reward=score --explain\n\n"
+            "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
+            "flags, from --config FILE (JSON, YAML or TOML: a TRL GRPOConfig, a verl config, our trainer's config or "
+            "our own field names; read as `predict --config` reads it), or both (flags win). --lr is needed with any "
+            "other hyperparameter flag. A log with its own column names: --map reward=my_reward,kl_ref=my_kl (NAME is "
+            f"step or one of {', '.join(STANDARD_NAMES)}; common names such as reward_mean need no map). Exit status 0 "
+            "when the log was analysed (a run too short to fit is reported as such), 2 when it cannot be read or is "
+            "not a GRPO-style run.")
+
+
 # dest -> Hyperparams field for the flags that map one to one
 _FIELDS = {"lr": "lr", "refresh_interval": "refresh_interval", "group_size": "group_size", "num_groups": "num_groups",
            "advantage": "advantage", "correction": "correction", "clip_low": "clip_low", "clip_high": "clip_high",
@@ -38,11 +51,10 @@ _BRIEF = ("config: unknown keys", "config: assumed")  # `RunSetup.brief_lines`, 
 
 
 def register(sub) -> None:
-    p = sub.add_parser("diagnose", help="diagnose a training log: fit, failure-mode verdicts, advice",
-                       description="Read a GRPO/GSPO training log (TRL trainer_state.json, console output, TensorBoard, "
-                                   "CSV/JSONL, verl, OpenRLHF), fit the closed-form trajectory and report the failure "
-                                   "modes with evidence and advice.", epilog=EPILOG)
-    p.add_argument("log", help="the log file")
+    p = sub.add_parser("diagnose", help="after a run: what its log says went wrong, on what evidence, and what to change",
+                       description=DESCRIPTION, usage=USAGE, epilog_from=_epilog)
+    p.add_argument("log", metavar="LOG", help="the log file: TRL's trainer_state.json, a TensorBoard event file, "
+                                              "CSV or JSONL metrics, verl or OpenRLHF console output")
     add_map_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--explain", action="store_true",
@@ -61,29 +73,31 @@ def add_map_option(p: argparse.ArgumentParser) -> None:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """--config, --reward-range and the training hyperparameter flags (read by `hyperparams_from_flags`)."""
     p.add_argument("--config", metavar="FILE", help="hyperparameters from a TRL GRPOConfig, a verl config or our "
-                                                    "trainer's config (JSON or YAML), as predict --config reads it")
+                                                    "trainer's config (JSON, YAML or TOML), as predict --config reads it")
     p.add_argument("--allow-unknown", action="store_true",
                    help="read on past --config keys the framework does not have (else an error naming each and its "
                         "nearest known key); the report's first lines name them")
     p.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the least and greatest reward the task can give (e.g. 0 1 for a success rate): a plateau "
                         "at a bound is saturation, with no refresh-interval threshold (default: unknown)")
-    g = p.add_argument_group("training hyperparameters (as in predict; all optional)")
-    g.add_argument("--lr", type=float, help="learning rate eta")
+    g = p.add_argument_group("training hyperparameters (all optional; they win over --config's)")
+    g.add_argument("--lr", type=float, help="learning rate eta (TRL learning_rate)")
     g.add_argument("--optimizer", choices=("sgd", "adam"), help="sgd (heavy-ball) or adam (default with --lr: adam)")
     g.add_argument("--momentum", type=float, help="heavy-ball momentum mu for sgd")
-    g.add_argument("--beta1", type=float, help=f"Adam beta1 (default {Adam().beta1:g})")
-    g.add_argument("--beta2", type=float, help=f"Adam beta2 (default {Adam().beta2:g})")
-    g.add_argument("--adam-eps", type=float, help=f"Adam epsilon (default {Adam().eps:g})")
+    g.add_argument("--beta1", type=float, help=f"Adam beta1 (TRL adam_beta1; default {Adam().beta1:g})")
+    g.add_argument("--beta2", type=float, help=f"Adam beta2 (TRL adam_beta2; default {Adam().beta2:g})")
+    g.add_argument("--adam-eps", type=float, help=f"Adam epsilon (TRL adam_epsilon; default {Adam().eps:g})")
     g.add_argument("--refresh-interval", "-T", type=int,
                    help=f"optimizer steps between refreshes of the sampling policy ({REFRESH_INTERVAL_KEYS})")
     g.add_argument("--group-size", "-G", type=int, help="responses per prompt G (TRL: num_generations)")
-    g.add_argument("--num-groups", type=int, help="groups (prompts) per optimizer step")
-    g.add_argument("--advantage", choices=ADVANTAGES, help="mean: r - mean; std: also divided by the group std")
+    g.add_argument("--num-groups", type=int, help="groups (prompts) per optimizer step (TRL: per_device_train_batch_size x "
+                                                  "processes x gradient_accumulation_steps / num_generations)")
+    g.add_argument("--advantage", choices=ADVANTAGES, help="mean: r - mean; std: also divided by the group std (TRL "
+                                                           "scale_rewards none / group)")
     g.add_argument("--correction", choices=CORRECTIONS, help="off-policy correction (TRL: importance_sampling_level)")
-    g.add_argument("--clip-low", type=float, help="eps_low of the ratio clip")
-    g.add_argument("--clip-high", type=float, help="eps_high of the ratio clip")
-    g.add_argument("--kl", type=float, help="KL weight beta")
+    g.add_argument("--clip-low", type=float, help="eps_low of the ratio clip (TRL epsilon)")
+    g.add_argument("--clip-high", type=float, help="eps_high of the ratio clip (TRL epsilon_high)")
+    g.add_argument("--kl", type=float, help="KL weight beta (TRL beta)")
 
 
 def hyperparams_from_flags(args: argparse.Namespace):

@@ -22,32 +22,36 @@ from gspo_dynamics.cli._options import add_hyperparams, bandit_from_args, hyperp
 from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_lines
 
 
+DESCRIPTION = ("Whether a GRPO/GSPO config (TRL, verl or this tool's trainer) trains stably and what to change if "
+               "not; with a short pilot run's log, also the reward the run ends at.")
+USAGE = ("%(prog)s --config FILE [--pilot LOG] [--set KEY=VALUE ...] [--explain] [--json]\n"
+         "       %(prog)s --testbed bandit [--lr LR] [--kl KL] ...   (the toy two-armed bandit)")
+EPILOG = ("examples:\n"
+          "  gspo-dynamics predict --config grpo.yaml --set learning_rate=3e-6\n"
+          "  gspo-dynamics predict --config grpo.yaml --pilot output/checkpoint-50/trainer_state.json\n\n"
+          "The first lines are the answer; --explain adds how it was measured (docs/configs.md: how each framework's "
+          "keys are read).")
+
+
 def register(sub) -> None:
-    p = sub.add_parser("predict", help="stability of a config (with a pilot log: calibrated), or of the bandit")
-    flags = add_hyperparams(p)
-    for group in p._action_groups:  # the flags are the bandit's: say so where --help lists them and their defaults
-        if group.title == "training hyperparameters":
-            group.title = "the bandit's hyperparameters (--testbed bandit only; defaults are the bandit's)"
-    # the bandit only by name (`--testbed bandit`); every other flag None until read, so that one given beside
-    # --config (whose values it would silently lose) is told apart from its default (`_flag_values`)
-    p.set_defaults(testbed=None, flag_defaults={a.dest: (a.option_strings[0], a.default) for a in flags if a.dest != "testbed"},
-                   **{a.dest: None for a in flags if a.dest != "testbed"})
-    r = p.add_argument_group("a real run")
-    r.add_argument("--config", help="a TRL GRPOConfig, a verl config or our trainer's config (JSON or YAML)")
+    p = sub.add_parser("predict", help="before a run: is this config stable, what to change (a pilot log: the reward it ends at)",
+                       description=DESCRIPTION, usage=USAGE, epilog=EPILOG)
+    r = p.add_argument_group("a real run (its config, and a short pilot of it)")
+    r.add_argument("--config", metavar="FILE", help="a TRL GRPOConfig, a verl config or our trainer's config (JSON, YAML or TOML)")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (dotted for nested configs, as a verl run script passes them), e.g. "
                         "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable")
     r.add_argument("--allow-unknown", action="store_true",
                    help="read on past config keys the framework does not have (else an error naming each and its "
                         "nearest known key); the answer's first lines name them")
-    r.add_argument("--pilot", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
+    r.add_argument("--pilot", metavar="LOG", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--prior", nargs="+", metavar="LOG[=CONFIG]",
                    help="finished runs of the same task at the same T (any format diagnose reads): the reward level "
                         "the run ends at, with a prediction interval, where a still-rising pilot cannot tell it "
                         "(with --config alone too); it leans toward the runs with this config's loss, optimizer and "
                         "lr where their configs are known: LOG=CONFIG gives one, else a config.json beside the log "
                         "(our trainer's run directory) is read")
-    r.add_argument("--pilot-steps", type=integer, help="use the pilot's first K reward points (default: all)")
+    r.add_argument("--pilot-steps", type=integer, metavar="K", help="use the pilot's first K reward points (default: all)")
     r.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
                    help="read the pilot's (and --prior's logs') series NAME from its COLUMN, as diagnose --map "
                         "(e.g. --map reward=score)")
@@ -55,21 +59,28 @@ def register(sub) -> None:
                    help="the run's length in the pilot log's steps (optimizer steps for TRL and our trainer, trainer "
                         "steps for verl), for the reward at its end (default: the config's max_steps, "
                         "trainer.total_training_steps or steps)")
-    r.add_argument("--devices", type=integer, help="data-parallel processes of a TRL run (default: the config's, else 1)")
+    r.add_argument("--devices", type=integer, metavar="N", help="data-parallel processes of a TRL run (default: the config's, else 1)")
     r.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the task's reward bounds (default: [0, 1] when every pilot reward lies there)")
     r.add_argument("--target-noise", type=float, metavar="SIGMA",
                    help="the reward noise to find a group size G for (default: 5%% of the reward's range)")
-    r.add_argument("--plot", help="draw the stability map over (lr, T) with the config's point (PNG, PDF, ...)")
+    r.add_argument("--plot", metavar="FILE", help="draw the stability map over (lr, T) with the config's point (PNG, PDF, ...)")
     r.add_argument("--pass-rates", metavar="FILE",
                    help="per-prompt pass rates of the starting model (one number in [0, 1] per line, or a JSON list): "
                         "the zero-std share by G over prompts of mixed difficulty, and the G for a target share")
     r.add_argument("--target-zero-std", type=float, metavar="SHARE",
                    help="the zero-std share to find a G for with --pass-rates (default: 0.2)")
     p.add_argument("--explain", action="store_true", help="after the answer, the measurements, assumptions and notes")
-    p.add_argument("--t-max", type=integer, help=f"the bandit's largest refresh interval searched (default: {T_MAX})")
-    p.add_argument("--no-from-start", action="store_true", help="skip the bandit's nonlinear from-start check")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    # the toy bandit's flags, after: refused without --testbed bandit (a real run's values come from its config)
+    flags = add_hyperparams(p, title="the bandit's hyperparameters (--testbed bandit only; defaults are the bandit's)")
+    b = p.add_argument_group("the bandit's search (--testbed bandit only)")
+    b.add_argument("--t-max", type=integer, help=f"the bandit's largest refresh interval searched (default: {T_MAX})")
+    b.add_argument("--no-from-start", action="store_true", help="skip the bandit's nonlinear from-start check")
+    # the bandit only by name (`--testbed bandit`); every other flag None until read, so that one given beside
+    # --config (whose values it would silently lose) is told apart from its default (`_flag_values`)
+    p.set_defaults(testbed=None, flag_defaults={a.dest: (a.option_strings[0], a.default) for a in flags if a.dest != "testbed"},
+                   **{a.dest: None for a in flags if a.dest != "testbed"})
     p.set_defaults(run=_cmd_predict)
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gspo_dynamics._config_file import load_config_file, yaml_loader
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
@@ -83,64 +83,7 @@ class RunSetup:
 
 
 # ---- reading -----------------------------------------------------------------------------------
-def _yaml_loader():
-    """PyYAML's safe loader with YAML 1.2 floats: `1e-6` (no dot) is a number there, as TRL's and
-    verl's config parsers read it, and a string under YAML 1.1's rules."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(
-        r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$|^[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?$"), list("-+0123456789."))
-    return Loader
-
-
-def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The dict held by a JSON, YAML or TOML file (by its suffix: .yaml / .yml, .toml, else JSON), or one
-    ConfigError."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the config file {str(path)!r}: {exc}") from None
-    if not text.strip():  # every format alike (JSON's own message would be "Expecting value")
-        raise ConfigError(f"the config file {str(path)!r} is empty")
-    if path.suffix.lower() == ".toml":  # our trainer's `train --config` takes TOML too
-        import tomllib
-
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"the config file {str(path)!r} is not valid TOML: {exc}") from None
-    elif path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            data = yaml.load(text, Loader=_yaml_loader())
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"the config file {str(path)!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if exc.msg == "Extra data" and _one_object_per_line(text):
-                raise ConfigError(f"{str(path)!r} holds one JSON object per line: a training log (JSONL), not a config; "
-                                  "give it as --pilot (predict) or as the log (diagnose)") from None
-            raise ConfigError(f"the config file {str(path)!r} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if data is None:
-        raise ConfigError(f"the config file {str(path)!r} is empty")
-    if not isinstance(data, dict):
-        raise ConfigError(f"the config file {str(path)!r} must hold one mapping of keys to values, got {type(data).__name__}")
-    return data
-
-
-def _one_object_per_line(text: str) -> bool:
-    """Whether the first line of `text` is a JSON object on its own (a JSONL log's first record)."""
-    try:
-        return isinstance(json.loads(text.lstrip().split("\n", 1)[0]), dict)
-    except json.JSONDecodeError:
-        return False
+# `load_config_file` and its YAML loader live a layer down (`gspo_dynamics._config_file`): `train --config` reads them too
 
 
 def _refuse_log(cfg: dict[str, Any]) -> None:
@@ -169,7 +112,7 @@ def apply_overrides(cfg: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         if not sep or not key or any(not part for part in key.split(".")):
             raise ConfigError(f"an override must read key=value (dotted keys for nested configs), got {item!r}")
         try:
-            value = yaml.load(text, Loader=_yaml_loader())
+            value = yaml.load(text, Loader=yaml_loader())
         except yaml.YAMLError:
             raise ConfigError(f"the value of override {item!r} is not valid YAML") from None
         node = out

@@ -97,7 +97,7 @@ def _json_table(text: str) -> dict:
 def register(sub) -> None:
     p = sub.add_parser("train", help="train a causal LM with GRPO/GSPO on a synthetic task, writing the logs TRL writes", description=DESCRIPTION,
                        usage=USAGE, epilog_from=lambda: _fill_help(settings))
-    p.add_argument("--out", required=True, help="run directory: metrics.jsonl, trainer_state.json (TRL's format), config.json, "
+    p.add_argument("--out", required=True, metavar="DIR", help="run directory: metrics.jsonl, trainer_state.json (TRL's format), config.json, "
                    "grpo_config.json (the run as a TRL GRPOConfig), checkpoint.pt")
     p.add_argument("--config", metavar="FILE", help="a JSON, YAML or TOML file of TrainConfig settings (flags override it)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
@@ -108,7 +108,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the final metrics as one JSON object")
     p.add_argument("--save-hf", metavar="DIR", default=None,
                    help="hf:DIR models: write the final policy to this new directory in transformers' format")
-    p.add_argument("--task-options", type=_json_table, default=None,
+    p.add_argument("--task-options", type=_json_table, default=None, metavar="JSON",
                    help='the task\'s difficulty knobs as a JSON object, e.g. \'{"n_digits": 2}\'')
     g = p.add_argument_group("settings (TrainConfig fields)")
     settings = [g.add_argument(flag, dest=dest, type=kind, default=None, help=text,

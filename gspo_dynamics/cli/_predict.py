@@ -64,7 +64,9 @@ def register(sub) -> None:
                    help="the task's reward bounds (default: [0, 1] when every pilot reward lies there)")
     r.add_argument("--target-noise", type=float, metavar="SIGMA",
                    help="the reward noise to find a group size G for (default: 5%% of the reward's range)")
-    r.add_argument("--plot", metavar="FILE", help="draw the stability map over (lr, T) with the config's point (PNG, PDF, ...)")
+    r.add_argument("--plot", metavar="FILE",
+                   help="draw the stability map with the config's point: over its lr key and T with --pilot (whose "
+                        "curvature sets the lr scale), over eta K = lr x curvature and T without (PNG, PDF, ...)")
     r.add_argument("--pass-rates", metavar="FILE",
                    help="per-prompt pass rates of the starting model (one number in [0, 1] per line, or a JSON list): "
                         "the zero-std share by G over prompts of mixed difficulty, and the G for a target share")

@@ -9,6 +9,10 @@ Real logs (other people's runs) are never in the repository: tests marked `real_
 from ../shared/data/real_logs (or $GSPO_DYNAMICS_REAL_LOGS, `gspo_dynamics.real_logs`) and skip
 with the reason when that folder is absent. With $GSPO_DYNAMICS_REQUIRE_REAL_LOGS set (`.ci/run`
 sets it when it finds the folder itself), a skipped or missing real-log test fails the run instead.
+
+One fit per curve: `fit_trajectory` (a multi-start least squares, about a second of CPU a curve) is a pure function of
+its two arrays, and many tests fit the same curves (a pilot forecast's fit, a diagnosis's, the CLI's in process), so
+each test process fits a curve once and hands the same frozen TrajectoryFit to every later caller (`_fit_once`).
 """
 
 import contextlib
@@ -29,7 +33,36 @@ if not torch.cuda.is_available():
 # (`diagnose._verdict.inconsistencies`): the invariant holds over every log the tests make.
 os.environ["GSPO_DYNAMICS_STRICT"] = "1"
 
+import functools  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import gspo_dynamics.fit  # noqa: E402
+import gspo_dynamics.fit._trajectory  # noqa: E402
 from gspo_dynamics.real_logs import real_logs_dir, real_logs_missing_reason  # noqa: E402
+
+
+def _fit_once(fit):
+    """`fit`, made once per (steps, reward) in this process: numeric arrays keyed by dtype, shape and bytes (anything
+    else, an object array say, is fitted every time); errors are not kept, so a bad curve raises on every call."""
+    fits = {}
+
+    @functools.wraps(fit)
+    def fit_trajectory(steps, reward):
+        arrays = np.asarray(steps), np.asarray(reward)
+        if not all(a.dtype.kind in "biuf" for a in arrays):
+            return fit(steps, reward)
+        key = tuple((a.dtype.str, a.shape, a.tobytes()) for a in arrays)
+        if key not in fits:
+            fits[key] = fit(steps, reward)
+        return fits[key]
+
+    return fit_trajectory
+
+
+# set before any test imports the package's modules that bind the name (`from gspo_dynamics.fit import fit_trajectory`)
+gspo_dynamics.fit.fit_trajectory = gspo_dynamics.fit._trajectory.fit_trajectory = _fit_once(
+    gspo_dynamics.fit._trajectory.fit_trajectory)
 
 REQUIRE_ENV = "GSPO_DYNAMICS_REQUIRE_REAL_LOGS"
 _real_log_outcomes: dict[str, int] = {"passed": 0, "skipped": 0, "failed": 0}

@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
-REPRO = Path(__file__).parents[1] / "paper_repro"
 
 
 @pytest.fixture(scope="module")
@@ -66,20 +62,22 @@ def test_entropy_fit_recovers_the_relation(script):
     assert a < 0
 
 
-def test_pending_rows_keep_real_full_rows(script, tmp_path):
-    results = tmp_path / "RESULTS.md"
+def test_pending_rows_keep_real_full_rows(script, tmp_path, monkeypatch):
+    """`--pending` (the script's main, in this process, its results moved to tmp_path as GSPO_DYNAMICS_RESULTS
+    would move them) records every full-mode row PENDING, and a second run keeps a measured full-mode row."""
+    results = sys.modules[script.record.__module__]  # the script's own paper_repro/_results
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "RESULTS.md")
+    monkeypatch.setattr(results, "DATA", tmp_path / "data" / "claims.jsonl")
+    monkeypatch.setattr(results, "APPENDIX", tmp_path / "RESULTS_APPENDIX.md")
+    monkeypatch.setattr(sys, "argv", ["trainer_at_scale.py", "--pending"])
     data = tmp_path / "data" / "claims.jsonl"
-    env = {"GSPO_DYNAMICS_RESULTS": str(results), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, str(REPRO / "trainer_at_scale.py"), "--pending"], cwd=REPRO, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    script.main()
     rows = [json.loads(line) for line in data.read_text().splitlines()]
     assert len(rows) == len(script.CLAIMS)
     assert all(r["verdict"] == "PENDING" and r["id"].endswith("-gpu") for r in rows)
     # a measured full-mode row is never replaced by a pending one
     data.write_text(data.read_text().replace("pending (needs a GPU): full mode, model 10m", "measured 0.97", 1))
-    subprocess.run([sys.executable, str(REPRO / "trainer_at_scale.py"), "--pending"], cwd=REPRO, env=env, check=True,
-                   capture_output=True, timeout=120)
+    script.main()
     assert data.read_text().count("measured 0.97") == 1
     assert "measured 0.97" in (tmp_path / "RESULTS_APPENDIX.md").read_text()
 

@@ -46,7 +46,7 @@ def setting(L: int):
     return task, policy_s
 
 
-@pytest.mark.parametrize("L", [4, 64])
+@pytest.mark.parametrize("L", [4, pytest.param(64, marks=pytest.mark.slow)])  # the same check, 64 tokens: ~5 s of CPU
 def test_predicted_drift_matches_the_first_step(L):
     task, policy_s = setting(L)
     probs = policy_s.probs().numpy()

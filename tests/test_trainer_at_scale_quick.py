@@ -65,10 +65,10 @@ def test_entropy_fit_recovers_the_relation(script):
 def test_pending_rows_keep_real_full_rows(script, tmp_path, monkeypatch):
     """`--pending` (the script's main, in this process, its results moved to tmp_path as GSPO_DYNAMICS_RESULTS
     would move them) records every full-mode row PENDING, and a second run keeps a measured full-mode row."""
-    results = sys.modules[script.record.__module__]  # the script's own paper_repro/_results
-    monkeypatch.setattr(results, "RESULTS", tmp_path / "RESULTS.md")
-    monkeypatch.setattr(results, "DATA", tmp_path / "data" / "claims.jsonl")
-    monkeypatch.setattr(results, "APPENDIX", tmp_path / "RESULTS_APPENDIX.md")
+    results = script.record.__globals__  # the namespace of the script's own paper_repro/_results (not looked up
+    monkeypatch.setitem(results, "RESULTS", tmp_path / "RESULTS.md")  # in sys.modules: another test's may be there)
+    monkeypatch.setitem(results, "DATA", tmp_path / "data" / "claims.jsonl")
+    monkeypatch.setitem(results, "APPENDIX", tmp_path / "RESULTS_APPENDIX.md")
     monkeypatch.setattr(sys, "argv", ["trainer_at_scale.py", "--pending"])
     data = tmp_path / "data" / "claims.jsonl"
     script.main()

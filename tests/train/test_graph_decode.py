@@ -184,8 +184,9 @@ def test_graph_replays_equal_the_eager_loop_on_cuda(overrides, attention, matmul
 
 
 @NEEDS_TRITON
-@pytest.mark.parametrize("overrides", [DENSE[0], DENSE[2], DENSE[3]])  # H_kv = H, H / 2 and 1
-@pytest.mark.parametrize("kind", ["padded", "one_token"])
+@pytest.mark.parametrize("overrides, kind", [  # H_kv = H, H / 2 and 1, each kind of prompt twice; the rest slow (interpreted)
+    (DENSE[0], "padded"), (DENSE[2], "one_token"), (DENSE[3], "padded"), pytest.param(DENSE[0], "one_token", marks=pytest.mark.slow),
+    pytest.param(DENSE[2], "padded", marks=pytest.mark.slow), (DENSE[3], "one_token")])
 def test_static_loop_with_the_triton_kernel_equals_reference_rollout(overrides, kind, monkeypatch):
     """ATTENTION "triton" on the CPU (Triton's interpreter), float32, sampled: the reference path's tokens
     exactly and its log-probs to float32 tolerance, the step's window being the whole cache (W = S)."""

@@ -112,6 +112,14 @@ def real_logs() -> Path:
     return folder
 
 
+def pytest_configure(config):
+    """Where the slow tests are deselected (`-m "not slow"`, the default run), hypothesis properties whose examples
+    cost seconds draw their default counts (`_examples.examples`)."""
+    import _examples
+
+    _examples.FULL = "not slow" not in (config.option.markexpr or "")
+
+
 def pytest_collection_modifyitems(config, items):
     needs = [item for item in items if "real_logs" in item.fixturenames or item.get_closest_marker("real_logs")]
     for item in needs:

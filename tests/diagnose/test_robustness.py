@@ -5,6 +5,7 @@ import json
 import warnings
 
 import numpy as np
+from _examples import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ NAMES = ("frac_zero_std", "reward_std", "entropy", "mean_length", "truncation_ra
          "reward/a", "reward/b")
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(5, 15), deadline=None, suppress_health_check=[HealthCheck.too_slow])  # ~0.7 s an example
 @given(n=st.integers(8, 40), data=st.data(), extra=st.lists(st.sampled_from(NAMES), unique=True, max_size=4))
 def test_diagnose_survives_odd_values(n, data, extra):
     series = {name: np.array(data.draw(st.lists(values, min_size=n, max_size=n))) for name in ("reward", *extra)}

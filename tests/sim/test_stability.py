@@ -8,6 +8,8 @@ threshold is sharp (rho steps clearly across 1 between T_c - 1 and T_c: see stab
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -46,10 +48,18 @@ def _theory(bandit, hp):
     return int(linear.critical_refresh_interval(a, b, hp.lr, hp.momentum, T_MAX)), rho
 
 
-@pytest.mark.parametrize("ref_logit, hps", CASES)
-def test_local_threshold_equals_linear_theory(ref_logit, hps):
+@functools.cache  # one simulation per case for the module: the reference-start test reuses case 0's
+def _simulated_local(case: int) -> np.ndarray:
+    """The simulated local-start thresholds of CASES[case]'s configs (each row of the batch its own run)."""
+    ref_logit, hps = CASES[case]
+    return simulated_critical_refresh_interval(tb.TwoArmBandit(ref_logit=ref_logit), hps, T_MAX)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_local_threshold_equals_linear_theory(case):
+    ref_logit, hps = CASES[case]
     bandit = tb.TwoArmBandit(ref_logit=ref_logit)
-    simulated = simulated_critical_refresh_interval(bandit, hps, T_MAX)
+    simulated = _simulated_local(case)
     for i, hp in enumerate(hps):
         T_c, rho = _theory(bandit, hp)
         if T_c:  # premise: a sharp threshold
@@ -70,7 +80,7 @@ def test_reference_start_agrees_where_the_dynamics_are_tame_and_flags_blow_up():
     the reference finds the same threshold; a huge lr overshoots to saturation at T = 1."""
     bandit = tb.TwoArmBandit(ref_logit=1.0)
     hps = CASES[0][1][2:] + [_base(60.0, 0.0, 1.0)]
-    local = simulated_critical_refresh_interval(bandit, hps[:-1], T_MAX)
+    local = _simulated_local(0)[2:]  # case 0's local thresholds of the same configs
     reference = simulated_critical_refresh_interval(bandit, hps, T_MAX, start="reference")
     np.testing.assert_array_equal(reference[:-1], local)
     assert reference[-1] == 1

@@ -155,7 +155,6 @@ def _check_names(args: argparse.Namespace) -> None:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from gspo_dynamics._progress import Progress
-    from gspo_dynamics.train._summary import moved
     from gspo_dynamics.train.config import load_config, saved_config
     from gspo_dynamics.train.trainer import train
 
@@ -176,6 +175,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
             print(json.dumps(last, allow_nan=False))
         else:
             model = "" if result.backend == "builtin" else f" ({config.model} on the {result.backend} path)"
-            summary = moved(result.rows)
+            summary = result.moved()
             print(f"trained {config.steps} steps into {args.out}{model}" + (f": {summary}" if summary else ""))
     return 0

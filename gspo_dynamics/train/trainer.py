@@ -58,6 +58,7 @@ from gspo_dynamics.train import _metrics as M
 from gspo_dynamics.train._step import Buffer, dropout_free, merge, score, update
 from gspo_dynamics.train._policy import build_policy, check_save_hf, resolve_model_config  # noqa: F401 (re-exported)
 from gspo_dynamics.train._threads import run_threads
+from gspo_dynamics.train._summary import moved
 from gspo_dynamics.train._trl_config import TRL_CONFIG_NAME, trl_config
 from gspo_dynamics.train.config import CONFIG_NAME, FIELDS, RESUMABLE_CHANGES, STALE_GRADIENT, TrainConfig
 from gspo_dynamics.train.rollout import generate
@@ -78,6 +79,11 @@ class TrainResult:
     warmup_success: float | None  # success rate after the cold start (None on resume)
     is_main: bool  # rank 0 (the process that writes the files)
     backend: str  # builtin | native | wrapper (`_policy`): how the model runs
+
+    def moved(self) -> str:
+        """How the run's reward, entropy and zero-std share moved: their means over its first and last steps
+        (`train._summary.moved`)."""
+        return moved(self.rows)
 
 
 def stream_seed(*keys) -> int:

@@ -168,7 +168,7 @@ def test_gpt2_trains_through_the_wrapper_at_the_cli(tmp_path, capsys):
 
     capsys.readouterr()  # transformers' loading progress bar
     for args, needle in [(["--config", str(path), "--hf-backend", "native"], "no native built-in model"),
-                         (["--config", str(path), "--hf-backend", "fast"], "hf_backend must be one of"),
+                         (["--config", str(path), "--hf-backend", "fast"], "--hf-backend fast: one of auto, native, wrapper"),
                          (["--config", str(path), "--save-hf", str(tmp_path / "hf")], "not empty")]:
         assert main(["train", "--out", str(tmp_path / "bad"), "--no-progress", *args]) == 2
         err = capsys.readouterr().err

@@ -5,6 +5,7 @@ On the CPU the loop runs eagerly (`graphs=False`): the function a graph would re
 cases (`gpu` marker) replay the graphs and check them against the same loop run eagerly on the GPU
 (the same kernels: equal results) and against the reference path."""
 
+import functools
 import gc
 import warnings
 import weakref
@@ -243,8 +244,8 @@ def test_a_triton_kernel_that_fails_to_build_leaves_the_step_on_sdpa(monkeypatch
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, raised while compiling
-# on the CPU inductor's first compile (~20 s of CPU) is paid once in the default run, by
-# test_prompts_of_nearby_lengths_share_one_compiled_step (the same check, on two models); the CPU case here is slow
+# on the CPU inductor's first compile costs ~20 s of CPU: the CPU case is slow, as is inductor's case of
+# test_prompts_of_nearby_lengths_share_one_compiled_step (the default run traces that one with aot_eager)
 @pytest.mark.parametrize("device, attention", [pytest.param("cpu", "sdpa", marks=pytest.mark.slow),
                                                pytest.param(*CUDA.values, "sdpa", marks=CUDA.marks),
                                                pytest.param(*CUDA.values, "triton", marks=(*CUDA.marks, NEEDS_TRITON_CUDA))])
@@ -266,12 +267,17 @@ def test_compiled_step_equals_reference_rollout(device, attention, monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch's own, raised while compiling
-def test_prompts_of_nearby_lengths_share_one_compiled_step():
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
+def test_prompts_of_nearby_lengths_share_one_compiled_step(backend, monkeypatch):
     """Two prompt batches padded to 8 and 16 tokens, on two models with other weights (two sessions), have caches
     of the same CACHE_ROUND-rounded capacity, so the compiled step traces once (torch's frame counter) and each
     rollout equals its own model's reference path (no session's weights are baked into the shared code); each session
-    steps in one window, the whole cache, and captures no graph on the CPU."""
+    steps in one window, the whole cache, and captures no graph on the CPU. Traced by dynamo either way; compiled by
+    inductor (torch.compile's default, ~20 s of CPU the first time: slow) or run by aot_eager (the same graph eagerly)."""
     from torch._dynamo.utils import counters
+
+    if backend != "inductor":
+        monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend=backend))
 
     models = [sharp_model(TOK.vocab_size, seed=seed, **DENSE[2]) for seed in (1, 2)]
     batches = TOK.batch_encode(["1", "2", "", "4"]), TOK.batch_encode(["12+34+56+78=", "5+6=", "", "7"])

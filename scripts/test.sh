@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up (with the test tools) and run the test suite.
-#   bash scripts/test.sh           default suite (about 5 min on 2 cores; slow validations excluded)
+#   bash scripts/test.sh           default suite (about 4 min, 7.5 CPU-minutes, on 2 cores; slow validations excluded)
 #   bash scripts/test.sh --full    everything, including tests marked slow
 # Further arguments go to pytest.
 set -euo pipefail

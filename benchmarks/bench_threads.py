@@ -1,17 +1,21 @@
 """Benchmark: seconds of a `gspo-dynamics train` command on a CPU at one thread against torch's default (one
 per core), per model preset: the measurement behind `gspo_dynamics.train._threads` (a narrow model trains on
-one thread unless OMP_NUM_THREADS says otherwise).
+one thread unless OMP_NUM_THREADS says otherwise) and the numbers in its docstring.
 
 Each run is the whole command a user types (import, model build, supervised warm-up, --steps GSPO steps with
 4 optimizer steps per rollout, logs written), the thread count pinned by OMP_NUM_THREADS so the trainer's own
-rule does not apply; best of --repeats, the sides alternating so both see the same load.
+rule does not apply; best of --repeats, the sides alternating so both see the same load. Each preset is timed
+on the idle machine and again with one core busy (a process spinning on it, as another job or a test run would):
+threads that wait on a busy core are where a small model loses most.
 
-    cd /work/main && .venv/bin/python benchmarks/bench_threads.py            # ~3 min on 2 cores
+    cd /work/main && .venv/bin/python benchmarks/bench_threads.py            # ~8 min on 2 cores
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import os
 import subprocess
 import sys
@@ -21,6 +25,8 @@ from pathlib import Path
 
 import torch
 from _results import cpu_model, publish, table
+
+from gspo_dynamics.train._threads import NARROW_WIDTH
 
 SECTION = "## Trainer threads on a CPU"
 PRESETS = {"100k": 150, "1m": 40, "10m": 8}  # preset -> GSPO steps timed (the 10m model's steps are ~50x the 100k's)
@@ -38,6 +44,20 @@ def _seconds(preset: str, steps: int, threads: int) -> float:
         return time.perf_counter() - t0
 
 
+@contextlib.contextmanager
+def _busy_core(busy: bool):
+    """A process spinning on one core for the duration (nothing where `busy` is False)."""
+    if not busy:
+        yield
+        return
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
@@ -47,20 +67,25 @@ def main() -> None:
     load = os.getloadavg()[0]
     rows = []
     for preset, steps in PRESETS.items():
-        best = {1: float("inf"), cores: float("inf")}
-        for _ in range(args.repeats):
-            for threads in best:
-                best[threads] = min(best[threads], _seconds(preset, steps, threads))
-        rows.append([preset, str(steps), f"{best[1]:.1f}", f"{best[cores]:.1f}", f"{best[cores] / best[1]:.2f}x"])
-        print(rows[-1], flush=True)
+        for busy in (False, True):
+            best = {1: float("inf"), cores: float("inf")}
+            with _busy_core(busy):
+                for _ in range(args.repeats):
+                    for threads in best:
+                        best[threads] = min(best[threads], _seconds(preset, steps, threads))
+            rows.append([preset, str(steps), "one core busy" if busy else "idle", f"{best[1]:.1f}", f"{best[cores]:.1f}",
+                         f"{best[cores] / best[1]:.2f}x"])
+            print(rows[-1], flush=True)
     lines = [SECTION, "",
              "`gspo-dynamics train --task pattern --model PRESET --objective gspo --steps S --steps-per-generation 4`, "
              "whole command (import, warm-up, training, logs), best of "
-             f"{args.repeats}; one thread against one per core ({cores}). `train` picks one thread itself for the "
-             "narrow presets (d_model <= 128: 100k, 1m) unless OMP_NUM_THREADS is set (`train/_threads.py`).", "",
-             *table(["preset", "steps", "1 thread (s)", f"{cores} threads (s)", f"{cores} threads / 1"], rows), "",
-             f"Machine: {cpu_model()}, {cores} cores, torch {torch.__version__}, 1-min load average {load:.1f} at the "
-             "start (other work shared the machine: the ratios, not the seconds, are the result).", "",
+             f"{args.repeats}; one thread against one per core ({cores}). `train` picks one thread itself for a "
+             f"model of d_model <= {NARROW_WIDTH} (the 100k preset) unless OMP_NUM_THREADS is set "
+             "(`train/_threads.py`).", "",
+             *table(["preset", "steps", "machine", "1 thread (s)", f"{cores} threads (s)", f"{cores} threads / 1"], rows),
+             "",
+             f"Machine: {cpu_model()}, {cores} cores, torch {torch.__version__}, {datetime.date.today()}; 1-min load "
+             f"average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.", "",
              "Command:", "", "    cd /work/main && .venv/bin/python benchmarks/bench_threads.py"]
     publish(SECTION, lines, args.write)
 

@@ -1,11 +1,13 @@
 """How many CPU threads a training run uses when the user has not said.
 
-PyTorch starts one intra-op thread per core. The matrices of a narrow model (width d_model <= NARROW_WIDTH:
-the presets 100k and 1m) are too small to share: each op is microseconds of work, and handing it to a second
-thread costs more than it saves, so such a run is fastest on one thread (benchmarks/RESULTS.md, "Trainer
-threads on a CPU": `benchmarks/bench_threads.py`). One thread also makes a CPU run's floating-point sums, and so
-its numbers, independent of the machine's core count. A wider model keeps torch's default. The user's own
-choice wins: OMP_NUM_THREADS set in the environment leaves torch's thread count as it is.
+PyTorch starts one intra-op thread per core, and every op of a step then waits for all of them. The narrowest
+model's ops (width d_model <= NARROW_WIDTH: the preset 100k) are microseconds of work: on 2 idle cores a second
+thread saves 10% of a 150-step run, but where another job holds a core each op waits for it and the run takes
+2.3x as long (benchmarks/RESULTS.md, "Trainer threads on a CPU", `benchmarks/bench_threads.py`; a many-core
+machine's default threads took 52 s against 16 s on one). Such a run takes one thread: a little slower on an
+idle machine, never the 2-3x slower run, and its floating-point sums, so its numbers, the same whatever the core
+count. Wider models keep torch's default, where threads pay more (16% on the 1m preset, 26% on 10m, idle). The
+user's own choice wins: OMP_NUM_THREADS set in the environment leaves torch's thread count as it is.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 
 import torch
 
-NARROW_WIDTH = 128  # d_model of the 1m preset, the widest measured to run fastest on one thread
+NARROW_WIDTH = 64  # d_model of the 100k preset, whose ops are the smallest and its numbers the README's
 
 
 def run_threads(width: int | None, device: torch.device) -> int | None:

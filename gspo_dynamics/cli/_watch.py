@@ -21,7 +21,9 @@ import time
 from dataclasses import dataclass
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli._diagnose import _check_reward_range, add_map_option, add_run_options, hyperparams_from_flags
+from gspo_dynamics.cli._diagnose import (
+    _BRIEF, _check_reward_range, add_map_option, add_run_options, hyperparams_from_flags,
+)
 
 EXIT_FAILED_ON = 3
 JSON_SCHEMA = 1  # the --json line's version (docs/watch.md); a field's meaning changes only with a new number
@@ -122,8 +124,8 @@ def _confidence(diagnosis) -> float | None:
     return None if diagnosis.primary == TOO_SHORT or not diagnosis.verdicts else float(diagnosis.verdicts[0].confidence)
 
 
-def report_json(step: int, diagnosis, change: dict, failed: list) -> str:
-    """One --json line (docs/watch.md)."""
+def report_json(step: int, diagnosis, change: dict, failed: list, **extra) -> str:
+    """One --json line (docs/watch.md); `extra`: fields of the first line only (its `config`)."""
     from gspo_dynamics.diagnose import FINDING_NOTE, TOO_SHORT
 
     action = None if diagnosis.primary == TOO_SHORT else diagnosis.action()
@@ -131,7 +133,7 @@ def report_json(step: int, diagnosis, change: dict, failed: list) -> str:
                 for f in diagnosis.findings if f.severity != FINDING_NOTE or any(n == f.name for n, _ in failed)]
     return json.dumps({"schema": JSON_SCHEMA, "step": step, "verdict": diagnosis.primary,
                        "confidence": _confidence(diagnosis), "action": action, "findings": findings, **change,
-                       "fail_on": [{"name": n, "confidence": c} for n, c in failed]}, allow_nan=False)
+                       "fail_on": [{"name": n, "confidence": c} for n, c in failed], **extra}, allow_nan=False)
 
 
 def report_text(step: int, diagnosis, change: dict, failed: list) -> str:
@@ -166,6 +168,12 @@ class _Watch:
         self.args = args
         self.fail_on = parse_fail_on(args.fail_on)
         self.hparams, notes = hyperparams_from_flags(args)
+        # the config's unknown keys read past and the defaults taken: part of the answer (stdout, before the first
+        # report; in the first --json line's `config`), as in predict's and diagnose's first lines
+        self.config_lines = [n.removeprefix("config: ") for n in notes if n.startswith(_BRIEF)]
+        notes = [n for n in notes if not n.startswith(_BRIEF)]
+        if self.config_lines and not args.json:
+            print("\n".join(f"config: {line}" for line in self.config_lines), flush=True)
         self.reward_range = None if args.reward_range is None else tuple(args.reward_range)
         check_reward_range(self.reward_range)
         self.follower = Follower(args.path, args.format, parse_map_option(args.map))
@@ -182,7 +190,7 @@ class _Watch:
             raise ConfigError(_render(error)) from None
         for message in update.messages:
             _say(message)
-        if update.waiting is not None:
+        if update.waiting is not None and not (self.args.once and self.last is None):  # --once: the error says it
             _say(f"waiting: {_render(update.waiting)}")
         if update.grew:
             self.last_growth = time.monotonic()
@@ -209,8 +217,11 @@ class _Watch:
         failed = failing(diagnosis, self.fail_on, self.args.min_confidence)
         if now != self.last or failed:
             change = changes(self.last, now)
-            report = report_json if self.args.json else report_text
-            print(report(int(log.steps[-1]), diagnosis, change, failed), flush=True)
+            if self.args.json:
+                first = {"config": self.config_lines} if self.last is None and self.config_lines else {}
+                print(report_json(int(log.steps[-1]), diagnosis, change, failed, **first), flush=True)
+            else:
+                print(report_text(int(log.steps[-1]), diagnosis, change, failed), flush=True)
             self.last = now
         return EXIT_FAILED_ON if failed else None
 

@@ -134,3 +134,27 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, setup, args, needle)
     assert main(["watch", str(path), "--once", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) <= 2 and needle in err[-1] and err[-1].startswith("gspo-dynamics: error: ")
+
+
+def test_the_configs_unknown_keys_and_assumed_defaults_open_the_report(tmp_path, capsys):
+    """--config with --allow-unknown: the keys read past and the defaults taken are part of the answer (stdout,
+    before the first report; the first --json line's `config`), not stderr notes."""
+    path, config = tmp_path / "grpo.jsonl", tmp_path / "grpo.json"
+    subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(path), "jsonl", "40"], check=True)
+    config.write_text(json.dumps({"learnig_rate": 1e-3, "num_generations": 8}))
+    assert main(["watch", str(path), "--once", "--config", str(config), "--allow-unknown"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "config: unknown keys (not read, --allow-unknown): learnig_rate (did you mean learning_rate?)"
+    assert out[1].startswith("config: assumed, not in the config (TRL's defaults): learning_rate 1e-06")
+    assert out[2].startswith("step 40: ")
+    assert main(["watch", str(path), "--once", "--config", str(config), "--allow-unknown", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert first["config"][0].startswith("unknown keys (not read, --allow-unknown): learnig_rate")
+
+
+def test_once_on_an_empty_log_says_it_once(tmp_path, capsys):
+    path = tmp_path / "run.jsonl"
+    path.write_text("")
+    assert main(["watch", str(path), "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gspo-dynamics: error: ") and "empty" in err[0]

@@ -15,6 +15,7 @@ be read when the watch ends), 130 on Ctrl-C (cli/main.py).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 import time
@@ -80,7 +81,9 @@ def parse_fail_on(items: list[str] | None) -> tuple[str, ...]:
     valid = failure_names()
     for name in names:
         if name not in valid:
-            raise ConfigError(f"--fail-on {name}: not a failure mode or finding; expected some of {', '.join(valid)}")
+            near = difflib.get_close_matches(name, valid, n=1, cutoff=0.75)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise ConfigError(f"--fail-on {name}: not a failure mode or finding{hint}; expected some of {', '.join(valid)}")
     return names
 
 

@@ -108,6 +108,7 @@ def test_changes_name_what_appeared_moved_band_and_went():
 @pytest.mark.parametrize("args, needle", [
     (["--fail-on", "entropy_collapse"], "--fail-on entropy_collapse: not a failure mode or finding; expected some of"),
     (["--fail-on", "healthy_saturation"], "--fail-on healthy_saturation: not a failure mode"),
+    (["--fail-on", "nonfinite"], "--fail-on nonfinite: not a failure mode or finding (did you mean non_finite?)"),
     (["--interval", "0"], "--interval must be > 0 seconds"),
     (["--min-confidence", "2"], "--min-confidence must be in [0, 1]"),
     (["--exit-when-idle", "0.2"], "does not exist yet"),  # the watch ended and never read a log

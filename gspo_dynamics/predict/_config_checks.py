@@ -68,10 +68,9 @@ def refuse_unknown(hints: tuple[tuple[str, str | None], ...], framework: str, fr
     """One ConfigError naming each unknown key (and the --set that gave it) with its nearest known key."""
     if hints:
         one = len(hints) == 1
-        meant = "key meant would silently keep its default" if one else "keys meant would silently keep their defaults"
-        raise ConfigError(f"{HAS_NO[framework]}{'' if one else 's'} {_named(hints, from_set)}: read on, the {meant}; "
-                          f"correct {'it' if one else 'them'}, or give --allow-unknown to read on without "
-                          f"{'it' if one else 'them'}")
+        raise ConfigError(f"{HAS_NO[framework]}{'' if one else 's'} {_named(hints, from_set)}: a misspelt key leaves "
+                          f"the one meant at its default; correct {'it' if one else 'them'}, or give --allow-unknown "
+                          f"to read on without {'it' if one else 'them'}")
 
 
 def unknown_line(hints: tuple[tuple[str, str | None], ...]) -> str:

@@ -1,10 +1,12 @@
-"""Every field of TRL's GRPOConfig (with transformers' TrainingArguments under it), sorted by what the mapping does
+"""Every field of TRL's GRPOConfig (with transformers' TrainingArguments under it), and of the ModelConfig and script
+arguments a recipe for `trl grpo --config`, TrlParser or open-r1 holds beside it, sorted by what the mapping does
 with it. A test enumerates the installed TRL's fields and fails on one in none of these tables.
 
     READ          the mapping reads it (`predict._frameworks`, `predict._optimizers`)
     UNMODELLED    it changes the dynamics and the reduced model does not represent it: named, with what it changes,
                   wherever its value is not the neutral one (and only where the field it acts through is on)
-    NO_DYNAMICS   logging, saving, hardware, data loading, evaluation: it changes no training step
+    NO_DYNAMICS   logging, saving, hardware, data loading, evaluation, which model and data: it changes no
+                  training step
     OLDER_RELEASES  a field of an older TRL / transformers release that changes no training step
 
 A key in none of them is refused as a likely typo (`predict._config_checks`), as GRPOConfig refuses it.
@@ -65,6 +67,38 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     "neftune_noise_alpha": ((None,), "noise added to the embeddings in training", None),
     "max_tool_calling_iterations": ((None,), "multi-turn tool calls inside a completion", None),
     "label_smoothing_factor": ((0.0, 0), "smoothed labels (not used by GRPO's loss)", None),
+    # TRL's ModelConfig (`trl grpo --config`, TrlParser, open-r1 recipes): the weights trained and their precision
+    "dtype": ((None, "float32"), "loads the weights in this dtype: trained in it without an fp32 master copy, an "
+              "update below its resolution rounds away", None),
+    "torch_dtype": ((None, "float32"), "loads the weights in this dtype: trained in it without an fp32 master copy, "
+                    "an update below its resolution rounds away", None),  # ModelConfig's name before dtype
+    "use_peft": ((False,), "trains LoRA adapters: a low-rank update, whose lr scale differs from full fine-tuning's "
+                 "(the lr read is the adapters')", None),
+    "lora_r": ((), "the LoRA adapters' rank", "use_peft"),
+    "lora_alpha": ((), "the LoRA update's scale lora_alpha / lora_r: an lr multiplier", "use_peft"),
+    "use_rslora": ((False,), "the LoRA update's scale lora_alpha / sqrt(lora_r): an lr multiplier", "use_peft"),
+    "use_dora": ((False,), "a weight-decomposed (DoRA) update: direction and magnitude trained apart", "use_peft"),
+    "lora_dropout": ((0.0, 0), "dropout on the adapters in training: the trainer's log-probs differ from the "
+                     "sampler's", "use_peft"),
+    "lora_target_modules": ((None,), "which weights the adapters train", "use_peft"),
+    "lora_target_parameters": ((None,), "which weights the adapters train", "use_peft"),
+    "lora_modules_to_save": ((None,), "weights trained in full beside the adapters", "use_peft"),
+    "load_in_4bit": ((False,), "quantised base weights: the policy scored and sampled is the 4-bit model", None),
+    "load_in_8bit": ((False,), "quantised base weights: the policy scored and sampled is the 8-bit model", None),
+    "bnb_4bit_quant_type": ((), "the 4-bit quantisation's format", "load_in_4bit"),
+    "use_bnb_nested_quant": ((False,), "the 4-bit quantisation's constants quantised too", "load_in_4bit"),
+    # the GRPO scripts' rewards (TRL's GRPOScriptArguments; open-r1's, with its rewards' parameters at its defaults)
+    "reward_funcs": ((None,), "which reward functions: the reward's distribution (a pilot measures it)", None),
+    "reward_model_name_or_path": ((None,), "scores with a reward model: the reward's distribution (a pilot "
+                                  "measures it)", None),
+    "cosine_min_value_wrong": ((0.0, 0), "open-r1's cosine length reward's range", "reward_funcs"),
+    "cosine_max_value_wrong": ((-0.5,), "open-r1's cosine length reward's range", "reward_funcs"),
+    "cosine_min_value_correct": ((0.5,), "open-r1's cosine length reward's range", "reward_funcs"),
+    "cosine_max_value_correct": ((1.0, 1), "open-r1's cosine length reward's range", "reward_funcs"),
+    "cosine_max_len": ((1000,), "open-r1's cosine length reward's length scale", "reward_funcs"),
+    "repetition_n_grams": ((3,), "open-r1's repetition penalty's n-gram", "reward_funcs"),
+    "repetition_max_penalty": ((-1.0, -1), "open-r1's repetition penalty's size", "reward_funcs"),
+    "code_language": (("python",), "the language open-r1's code rewards check", "reward_funcs"),
 }
 
 NO_DYNAMICS = {
@@ -101,6 +135,15 @@ NO_DYNAMICS = {
     "dataloader_multiprocessing_context", "dataloader_in_order", "remove_unused_columns", "label_names",
     "train_sampling_strategy", "length_column_name", "group_by_length", "chat_template_kwargs",
     "vllm_structured_outputs_regex",
+    # recipe keys of TRL's CLI scripts and open-r1 (ModelConfig, ScriptArguments, DatasetMixtureConfig, TrlParser's
+    # env; open-r1's GRPOConfig and GRPOScriptArguments): which model and data, where it runs, where it reports
+    "model_name_or_path", "model_revision", "attn_implementation", "lora_task_type", "bnb_4bit_quant_storage",
+    "dataset_name", "dataset_config", "dataset_train_split", "dataset_test_split", "dataset_streaming",
+    "ignore_bias_buffers", "gradient_checkpointing_use_reentrant", "datasets", "streaming", "test_split_size", "env",
+    "dataset_mixture", "dataset_prompt_column", "system_prompt", "chat_template", "benchmarks", "callbacks",
+    "hub_model_revision", "overwrite_hub_revision", "push_to_hub_revision", "wandb_entity", "wandb_project",
+    "wandb_run_group", "code_eval_test_batch_size", "parallel_code_exec_per_proc", "e2b_router_url",
+    "morph_router_url", "code_provider", "ioi_provider",
 }
 
 

@@ -358,6 +358,12 @@ def test_a_misspelt_key_is_refused_naming_the_nearest_key_of_its_framework(tmp_p
         read_run_config({"learnig_rate": 1e-3})  # no key of any framework: the nearest named all the same
 
 
+def test_the_refusal_says_what_a_typo_costs_not_that_the_key_was_meant():
+    with pytest.raises(ConfigError, match=r"has no field learnig_rate \(did you mean learning_rate\?\): a misspelt key "
+                                          r"leaves the one meant at its default; correct it, or give --allow-unknown"):
+        read_run_config({"learnig_rate": 1e-3, "num_generations": 8})
+
+
 def test_the_defaults_taken_for_the_keys_the_verdict_rests_on_are_kept_apart():
     """lr, G, T's keys and the run's length, where the config leaves them to the framework's default: each named
     with its value (steps_per_generation's default is the accumulation; a generation_batch_size gives it)."""

@@ -59,6 +59,42 @@ def test_every_grpo_config_field_is_read_named_or_changes_no_step():
             assert not tables[a] & tables[b], f"in two tables ({a}, {b}): {sorted(tables[a] & tables[b])}"
 
 
+def _recipe_argument_classes() -> list:
+    """The dataclasses a recipe for `trl grpo --config` (TrlParser) holds beside GRPOConfig: ModelConfig,
+    ScriptArguments, the dataset mixture and the GRPO script's own arguments, as the installed TRL has them."""
+    classes = [trl.ModelConfig, trl.ScriptArguments]
+    classes += [getattr(trl, "DatasetMixtureConfig")] if hasattr(trl, "DatasetMixtureConfig") else []
+    try:
+        from trl.scripts.grpo import GRPOScriptArguments
+    except ImportError:  # a TRL release without the GRPO script
+        return classes
+    return classes + [GRPOScriptArguments]
+
+
+def test_every_recipe_key_of_trls_cli_is_read_named_or_changes_no_step():
+    """A standard recipe (TRL's CLI, TrlParser, open-r1) holds ModelConfig's and the script's keys: each is in a table,
+    so such a recipe is read, not refused as holding typos."""
+    for cls in _recipe_argument_classes():
+        missing = sorted({f.name for f in dataclasses.fields(cls)} - _trl_fields.KNOWN)
+        assert not missing, f"{cls.__name__} fields in no table of predict/_trl_fields.py: {missing}"
+
+
+def test_a_trl_cli_recipe_is_read_and_its_lora_and_rewards_named():
+    recipe = {"model_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct", "model_revision": "main", "torch_dtype": "bfloat16",
+              "attn_implementation": "flash_attention_2", "trust_remote_code": True, "use_peft": True, "lora_r": 32,
+              "lora_alpha": 64, "lora_dropout": 0.05, "lora_target_modules": ["q_proj", "v_proj"], "load_in_4bit": True,
+              "dataset_name": "open-r1/OpenR1-Math-220k", "dataset_config": "default", "dataset_train_split": "train",
+              "dataset_prompt_column": "problem", "system_prompt": "Think step by step.", "hub_model_id": "me/run",
+              "reward_funcs": ["accuracy", "format"], "cosine_max_len": 1000, "wandb_project": "r1",
+              "learning_rate": 1e-6, "num_generations": 8, "max_steps": 100, "bf16": True}
+    setup = read_run_config(recipe)
+    named = {key for key, _, _ in setup.unmodelled}
+    assert {"torch_dtype", "use_peft", "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "load_in_4bit",
+            "reward_funcs"} <= named
+    assert not named & {"model_name_or_path", "dataset_name", "system_prompt", "cosine_max_len"}  # cosine: open-r1's
+    assert "lora_r" not in {k for k, _, _ in read_run_config({**recipe, "use_peft": False}).unmodelled}  # gated
+
+
 def test_the_defaults_the_mapping_assumes_are_trls():
     from gspo_dynamics.predict._frameworks import TRL_DEFAULTS
 

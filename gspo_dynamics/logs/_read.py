@@ -157,6 +157,14 @@ def _algorithm(trainer: str, names) -> str:
     return "rl" if trainer == "openrlhf" else "grpo"
 
 
+def _of_file(message: str, source: str) -> str:
+    """`message` about "the log" or "the input" said of the file the user named (`source`; text stays as it is)."""
+    for subject in ("the log is ", "the input is "):
+        if source != "<text>" and message.startswith(subject):
+            return f"log file {source!r} is {message.removeprefix(subject)}"
+    return message
+
+
 def read_log(
     path_or_text, format: str = "auto", column_map: Mapping[str, str] | None = None
 ) -> RunLog:
@@ -183,12 +191,17 @@ def read_log(
     step_key = column_map.get("step")
     content, source = _load(path_or_text)
     decoded = None  # (text, warnings), decoded once for detection and reading
-    if format == "auto":
-        if isinstance(content, bytes) and looks_like_tfrecord(content[:12]):
-            format = "tensorboard"
-        else:
+    try:
+        if format == "auto":
+            if isinstance(content, bytes) and looks_like_tfrecord(content[:12]):
+                format = "tensorboard"
+            else:
+                decoded = _as_text(content)
+                format = detect_format(decoded[0])
+        elif format != "tensorboard":
             decoded = _as_text(content)
-            format = detect_format(decoded[0])
+    except ConfigError as error:  # empty, binary, not UTF-8: said of the file the user named
+        raise ConfigError(_of_file(str(error), source)) from None
     if step_key is not None and format in _STEPS_BUILT_IN:
         raise ColumnMapError(
             ("step", step_key), f": the steps of a {format} log are part of its format, not a column"
@@ -198,9 +211,9 @@ def read_log(
             raise ConfigError("a TensorBoard event file must be given as a path or bytes, not text")
         raw = read_tensorboard(content, step_key)
     else:
-        text, decode_warnings = decoded if decoded is not None else _as_text(content)
+        text, decode_warnings = decoded
         if not text or text.isspace():
-            raise ConfigError("the log is empty")
+            raise ConfigError(_of_file("the log is empty", source))
         raw = READERS[format](text, step_key)
         raw.warnings[:0] = decode_warnings
     return build_log(raw, format, source, column_map)

@@ -78,3 +78,13 @@ def test_reward_range_reaches_the_implications(capsys):
     assert json.loads(capsys.readouterr().out)["implications"]["interior_plateau"] is True
     assert main(["diagnose", SRINATH, "--json", "--lr", "1e-5", "--reward-range", "-5", "5"]) == 2
     assert "does not hold the logged rewards, which run from -9.662 to 10.92" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, said", [(b"", "is empty"), (b"\x00\x01binary", "is binary but not a TensorBoard"),
+                                           (bytes(range(128, 256)) * 4, "is neither UTF-8 text")])
+def test_an_unreadable_log_is_named_in_its_one_line(tmp_path, capsys, content, said):
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(content)
+    assert main(["diagnose", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"gspo-dynamics: error: log file {str(path)!r} {said}")

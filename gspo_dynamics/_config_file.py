@@ -57,8 +57,11 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the config file {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    except UnicodeDecodeError as exc:  # a binary file, or another encoding
+        raise ConfigError(f"the config file {str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                          f"position {exc.start}); a config is {FORMATS}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {str(path)!r}: {exc.strerror or exc}") from None
     if not text.strip():  # every format alike (JSON's own message would be "Expecting value")
         raise ConfigError(f"the config file {str(path)!r} is empty")
     data = _parse(path, text)

@@ -101,6 +101,9 @@ def test_yaml_and_json_errors_name_the_line_and_column(tmp_path):
         load_config_file(tmp_path / "a.yaml")
     with pytest.raises(ConfigError, match=r"not valid JSON: line 2, column 10: Expecting value"):
         load_config_file(tmp_path / "b.json")
+    (tmp_path / "c.yaml").write_bytes(b"lr: \xa9\x00")
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xa9 at position 4\); a config is JSON, YAML"):
+        load_config_file(tmp_path / "c.yaml")
 
 
 def test_train_reads_a_yaml_config_as_predict_does(tmp_path):

@@ -39,11 +39,21 @@ HAS_NO = {"TRL GRPOConfig": "TRL's GRPOConfig has no field", "verl": "verl's con
 UNSET = {"group_size": "G -> infinity, the expected dynamics"}  # what an unset key means (a run length: unknown)
 
 
+# another framework's name for a key (its last part), offered before difflib's nearest spelling: verl's
+# optim.learning_rate is optim.lr, the theory's G is group_size; each taken only where the framework has it
+ALIASES = {"learning_rate": ("lr",), "lr": ("learning_rate",), "G": ("group_size",), "T": ("refresh_interval",),
+           "num_generations": ("n", "group_size"), "group_size": ("n", "num_generations")}
+
+
 def nearest(key: str, known: Iterable[str]) -> str | None:
-    """The known key closest to `key` (difflib's ratio >= NEAR_CUTOFF), or None. A dotted key is matched first
-    by its last part among its siblings (`actor_rollout_ref.actor.ppo_epoch` -> `...ppo_epochs`), then whole."""
+    """The known key closest to `key`: its name in this framework (`ALIASES`), else difflib's nearest (ratio >=
+    NEAR_CUTOFF), or None. A dotted key is matched first by its last part among its siblings
+    (`actor_rollout_ref.actor.ppo_epoch` -> `...ppo_epochs`), then whole."""
     known = sorted(set(known))
     parent, dot, leaf = key.rpartition(".")
+    for alias in ALIASES.get(leaf, ()):
+        if parent + dot + alias in known:
+            return parent + dot + alias
     if dot:
         siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == parent}
         match = difflib.get_close_matches(leaf, list(siblings), n=1, cutoff=NEAR_CUTOFF)

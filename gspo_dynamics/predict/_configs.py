@@ -23,8 +23,8 @@ from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
     _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
-from gspo_dynamics.predict._verl import flatten, resolve, verl_mapping
-from gspo_dynamics.predict import _config_checks, _trl_fields, _verl_fields
+from gspo_dynamics.predict._verl import flatten, resolve_all, verl_mapping
+from gspo_dynamics.predict import _config_checks, _trl_fields, _verl_fields, _verl_schema
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
 from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
 from gspo_dynamics.theory.schedule import LRSchedule
@@ -234,10 +234,19 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
 
 def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     """A verl config's RunSetup: the mapping, the schedule, and every key sorted by `predict._verl_fields`."""
-    flat = flatten(cfg)
-    classes = {k: _verl_fields.classify(k) for k in flat}
-    hints = unknown("verl", [k for k, c in classes.items() if c == "unknown"], _verl_fields.KNOWN)
-    hp, exact, used, loss = verl_mapping(flat, notes)
+    raw = flatten(cfg)
+    classes = {k: _verl_fields.classify(k) for k in raw}
+    schema = _verl_schema.schema()  # verl's own keys where it is installed: every key checked, not only the dynamics'
+    if schema is None:
+        notes.append("keys outside algorithm.* and actor_rollout_ref.actor.* were checked by section only, against "
+                     "this tool's tables (install verl to check each against its schema)")
+    else:
+        classes = {k: "unknown" if c != "unknown" and k not in _verl_fields.KNOWN and not schema.knows(k) else c
+                   for k, c in classes.items()}
+    hints = unknown("verl", [k for k, c in classes.items() if c == "unknown"],
+                    _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
+    hp, exact, used, loss = verl_mapping(raw, notes)
+    flat = resolve_all(raw)  # interpolations followed, numeric strings read as numbers (`predict._verl`)
     key = "trainer.total_training_steps"
     run_steps = run_length(key, flat.get(key))
     optim = "actor_rollout_ref.actor.optim."
@@ -246,11 +255,12 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     unmodelled = active_unmodelled(flat, _verl_fields.UNMODELLED) + decay_and_clip(
         (optim + "weight_decay", clip_key), (flat.get(optim + "weight_decay", 0.01), flat.get(clip_key, 1.0)), hp.lr,
         hp.optimizer, run_steps)
-    keys = verl_keys(int(flat.get("actor_rollout_ref.actor.ppo_epochs") or 1), int(flat["data.train_batch_size"]))
+    epochs = flat.get("actor_rollout_ref.actor.ppo_epochs") or 1  # validated by the mapping
+    keys = verl_keys(int(epochs), int(flat["data.train_batch_size"]))
     defaults = {optim + "lr": 1e-6, "actor_rollout_ref.actor.ppo_epochs": 1}  # verl's (`predict._verl`)
     return _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
                   run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
-                  unknown=hints, assumed=_config_checks.assumed("verl", lambda k: resolve(flat, k), defaults))
+                  unknown=hints, assumed=_config_checks.assumed("verl", flat.get, defaults))
 
 
 def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:

@@ -16,6 +16,7 @@ verl 0.9.1's estimators and losses are its registered names (`predict._verl_fiel
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -38,19 +39,94 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-_INTERPOLATION = re.compile(r"^\$\{([A-Za-z0-9_.]+)\}$")
+# OmegaConf interpolations as verl's YAMLs write them: ${a.b.c} (absolute), ${.sibling} / ${..uncle} (relative),
+# ${oc.select:a.b.c,default} (the path's value, else the default), ${oc.env:NAME,default} (the variable, else the default)
+_REFERENCE = re.compile(r"^\$\{(\.*)([A-Za-z0-9_.]+)\}$")
+_SELECT = re.compile(r"^\$\{oc\.select:\s*([A-Za-z0-9_.]+)\s*(?:,(.*))?\}$", re.S)
+_ENV = re.compile(r"^\$\{oc\.env:\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:,(.*))?\}$", re.S)
+_NUMERIC = re.compile(r"^\s*[-+]?(?:\d[\d_]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)\s*$")
+
+
+def interpolated(value: Any) -> bool:
+    """Whether `value` is an interpolation left unresolved."""
+    return isinstance(value, str) and "${" in value
+
+
+def _scalar(text: str | None) -> Any:
+    """An interpolation's default or an environment variable's text, read as YAML (`8` -> 8, `null` -> None)."""
+    import yaml
+
+    from gspo_dynamics._config_file import yaml_loader
+
+    if text is None:
+        return None
+    try:
+        return yaml.load(text.strip(), Loader=yaml_loader())
+    except yaml.YAMLError:
+        return text.strip()
+
+
+def _numeric(value: Any) -> Any:
+    """A numeric string read as its number, as OmegaConf's typed schema converts it ("2" -> 2, "1e-6" -> 1e-06)."""
+    if isinstance(value, str) and _NUMERIC.match(value):
+        text = value.strip().replace("_", "")
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    return value
+
+
+def _resolved(flat: dict[str, Any], key: str) -> Any:
+    """`key`'s value with its interpolations followed (a few levels); the interpolation's text where one is left
+    that cannot be resolved (a missing path with no default, an unset variable with none, a computed one)."""
+    value, seen = flat.get(key), {key}
+    for _ in range(8):
+        if not (isinstance(value, str) and value.startswith("${")):
+            break
+        if m := _REFERENCE.match(value):
+            dots, path = m.groups()
+            if dots:  # relative: one dot a sibling, each further dot one level up
+                parts = key.split(".")
+                path = ".".join(parts[: len(parts) - len(dots)] + [path])
+            if path not in flat:
+                return value
+            key, value = path, flat[path]
+            seen.add(key)
+        elif m := _SELECT.match(value):
+            if m.group(1) not in flat or m.group(1) in seen:  # absent, or a key selecting itself: the default
+                return _scalar(m.group(2))
+            key, value = m.group(1), flat[m.group(1)]
+            seen.add(key)
+        elif m := _ENV.match(value):
+            if m.group(1) in os.environ:
+                return _scalar(os.environ[m.group(1)])
+            if m.group(2) is None:
+                return value
+            return _scalar(m.group(2))
+        else:
+            return value
+    return value
+
+
+def resolve_all(flat: dict[str, Any]) -> dict[str, Any]:
+    """A flattened config (`flatten`) with every interpolation resolved where it can be (`_resolved`) and every
+    numeric string read as its number; an interpolation that cannot be resolved stays as its text, refused where
+    the mapping reads it (`verl_mapping`)."""
+    return {key: _numeric(_resolved(flat, key)) for key in flat}
 
 
 def resolve(flat: dict[str, Any], key: str) -> Any:
-    """`key`'s value with its ${a.b.c} references (Hydra / OmegaConf) followed a few levels; None where it is not
-    given or a reference is left that this reader cannot resolve."""
-    value = flat.get(key)
-    for _ in range(8):
-        m = _INTERPOLATION.match(value) if isinstance(value, str) else None
-        if not m:
-            break
-        value = flat.get(m.group(1))
-    return None if isinstance(value, str) and value.startswith("${") else value
+    """`key`'s value, interpolations followed (`resolve_all`); None where it is not given or one is left that
+    this reader cannot resolve."""
+    value = _numeric(_resolved(flat, key))
+    return None if interpolated(value) else value
+
+
+def unresolved(key: str, raw: Any) -> ConfigError:
+    """The one error for a key the mapping reads whose interpolation cannot be resolved."""
+    return ConfigError(f"{key}: {raw!r} is an interpolation this reader cannot resolve (a path not in the config, or "
+                       "an unset environment variable with no default); give the value")
 
 
 def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, set[str], str]:
@@ -59,17 +135,13 @@ def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, f
     where unset)."""
     used: set[str] = set()
 
+    raw = flat
+    flat = resolve_all(flat)
+
     def get(key: str, default: Any = None, *, required: bool = False):
         value = flat.get(key)
-        for _ in range(8):  # ${a.b.c} references (Hydra / OmegaConf), followed a few levels
-            m = _INTERPOLATION.match(value) if isinstance(value, str) else None
-            if not m:
-                break
-            value = flat.get(m.group(1))
-        if isinstance(value, str) and value.startswith("${"):
-            notes.append(f"{key} = {flat[key]!r} is an interpolation this reader cannot resolve: "
-                         + ("its default used" if not required else "give the value"))
-            value = None
+        if interpolated(value):
+            raise unresolved(key, raw[key])
         used.add(key)
         if value is None:
             if required:
@@ -79,7 +151,7 @@ def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, f
             return default
         return value
 
-    estimator = _verl_estimator(get("algorithm.adv_estimator", "gae"))
+    estimator = _verl_estimator(get("algorithm.adv_estimator"))
     actor = ACTOR
     G = _number("actor_rollout_ref.rollout.n", get("actor_rollout_ref.rollout.n", required=True), integer=True, positive=True)
     if G < 2:
@@ -116,7 +188,11 @@ def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, f
 
 
 def _verl_estimator(estimator: Any) -> str:
-    """algorithm.adv_estimator, one of verl 0.9.1's group estimators, or one ConfigError naming what it is."""
+    """algorithm.adv_estimator, one of verl 0.9.1's group estimators, or one ConfigError naming what it is (unset:
+    verl's default gae, said as a default, not as a value the user wrote)."""
+    if estimator is None:
+        raise ConfigError(f"algorithm.adv_estimator not given: verl's default is gae, {OTHER_ESTIMATORS['gae']}, not a "
+                          "group-relative advantage; set algorithm.adv_estimator=grpo")
     if isinstance(estimator, str) and estimator in GROUP_ESTIMATORS:
         return estimator
     if isinstance(estimator, str) and estimator in OTHER_ESTIMATORS:
@@ -142,6 +218,9 @@ def _verl_clip(flat: dict[str, Any], get, used: set[str]) -> tuple[float, float]
     """(eps_low, eps_high): clip_ratio_low / clip_ratio_high, else clip_ratio."""
     actor = ACTOR
     low, high = flat.get(actor + "clip_ratio_low"), flat.get(actor + "clip_ratio_high")
+    for key, value in ((actor + "clip_ratio_low", low), (actor + "clip_ratio_high", high)):
+        if interpolated(value):
+            get(key)  # one ConfigError naming it
     used |= {actor + "clip_ratio_low", actor + "clip_ratio_high"}
     if low is not None and high is not None:  # clip_ratio is then not read: no note of its default
         used.add(actor + "clip_ratio")

@@ -409,8 +409,8 @@ def test_the_loss_is_named_as_the_config_names_it():
                                             "policy_loss": {"loss_mode": "gspo"}}, "rollout": {"n": 8}},
             "data": {"train_batch_size": 4}, "algorithm": {"adv_estimator": "grpo"}}
     assert read_run_config(verl).loss == "gspo (token-mean)"
-    verl["actor_rollout_ref"]["actor"]["policy_loss"]["loss_mode"] = "${trainer.mode}"  # followed as _verl follows it
-    verl["trainer"], verl["actor_rollout_ref"]["actor"]["loss_agg_mode"] = {"mode": "vanilla"}, "seq-mean-token-sum"
+    verl["actor_rollout_ref"]["actor"]["policy_loss"]["loss_mode"] = "${trainer.experiment_name}"  # followed
+    verl["trainer"], verl["actor_rollout_ref"]["actor"]["loss_agg_mode"] = {"experiment_name": "vanilla"}, "seq-mean-token-sum"
     assert read_run_config(verl).loss == "vanilla (seq-mean-token-sum)"
     with pytest.raises(ConfigError, match="loss_type must be a name"):
         read_run_config({**trl, "loss_type": ["dapo"]})

@@ -1,0 +1,179 @@
+"""A verl config as verl writes it: OmegaConf interpolations resolved (${a.b}, ${.sibling}, ${oc.select:path,default},
+${oc.env:NAME,default}) or refused in one sentence naming the key; numeric strings read as numbers; every key checked
+against the installed verl's own schema (`predict._verl_schema`), a typo named with its nearest key; an unset
+adv_estimator said as verl's default. Through the library and the CLI (exit 2, one line, no traceback)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.cli.main import main
+from gspo_dynamics.predict import _verl_schema
+from gspo_dynamics.predict._config_checks import nearest
+from gspo_dynamics.predict._configs import read_run_config
+
+BASE = {"algorithm": {"adv_estimator": "grpo"}, "data": {"train_batch_size": 64},
+        "trainer": {"total_training_steps": 100},
+        "actor_rollout_ref": {"actor": {"ppo_mini_batch_size": 16, "optim": {"lr": 1e-6}}, "rollout": {"n": 8}}}
+ACTOR = "actor_rollout_ref.actor."
+needs_verl = pytest.mark.skipif(_verl_schema.schema() is None, reason="verl is not installed: its schema is not there")
+
+
+def with_(**dotted) -> dict:
+    """BASE with dotted keys set (values as YAML would give them)."""
+    cfg = json.loads(json.dumps(BASE))
+    for key, value in dotted.items():
+        *path, last = key.split("__")
+        node = cfg
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return cfg
+
+
+def cli(tmp_path, capsys, cfg: dict, *args: str, command: str = "predict") -> tuple[int, str]:
+    path = tmp_path / "ppo_trainer.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    if command == "diagnose":
+        log = tmp_path / "log.jsonl"
+        log.write_text("".join(json.dumps({"step": s, "reward": 0.1 + 0.01 * s}) + "\n" for s in range(1, 41)))
+        code = main(["diagnose", str(log), "--config", str(path), *args])
+    else:
+        code = main(["predict", "--config", str(path), *args])
+    return code, capsys.readouterr().err.strip()
+
+
+# ---- 1. interpolations and numeric strings ------------------------------------------------------
+def test_oc_select_of_itself_takes_its_default_as_verls_yaml_writes_it():
+    cfg = with_(actor_rollout_ref__actor__ppo_epochs="${oc.select:actor_rollout_ref.actor.ppo_epochs,1}")
+    assert read_run_config(cfg).hparams.refresh_interval == 64 // 16
+    cfg = with_(actor_rollout_ref__actor__ppo_epochs="${oc.select:trainer.total_training_steps,1}")  # the path's value
+    assert read_run_config(cfg).hparams.refresh_interval == 100 * 64 // 16
+
+
+def test_oc_env_reads_the_variable_else_its_default(monkeypatch):
+    cfg = with_(actor_rollout_ref__rollout__n="${oc.env:GSPO_TEST_N,8}")
+    monkeypatch.delenv("GSPO_TEST_N", raising=False)
+    assert read_run_config(cfg).hparams.group_size == 8
+    monkeypatch.setenv("GSPO_TEST_N", "4")
+    assert read_run_config(cfg).hparams.group_size == 4
+
+
+def test_references_absolute_and_relative_are_followed():
+    cfg = with_(actor_rollout_ref__actor__ppo_epochs="${.ppo_epochs_src}", actor_rollout_ref__actor__ppo_epochs_src=2)
+    with pytest.raises(ConfigError, match="ppo_epochs_src"):  # not a verl key: refused before anything is read
+        read_run_config(cfg)
+    cfg = with_(actor_rollout_ref__actor__optim__lr="${..clip_ratio}", actor_rollout_ref__actor__clip_ratio=0.001)
+    assert read_run_config(cfg).hparams.lr == 0.001
+    cfg = with_(actor_rollout_ref__rollout__n="${trainer.total_training_steps}")
+    assert read_run_config(cfg).hparams.group_size == 100
+
+
+def test_numeric_strings_are_their_numbers_and_other_strings_one_error():
+    assert read_run_config(with_(actor_rollout_ref__actor__ppo_epochs="2")).hparams.refresh_interval == 8
+    assert read_run_config(with_(actor_rollout_ref__actor__optim__lr="1e-5")).hparams.lr == 1e-5
+    with pytest.raises(ConfigError, match=r"ppo_epochs' must be a positive integer, got 'two'"):
+        read_run_config(with_(actor_rollout_ref__actor__ppo_epochs="two"))
+
+
+def test_an_unresolvable_interpolation_is_one_error_naming_the_key(monkeypatch):
+    monkeypatch.delenv("GSPO_TEST_UNSET", raising=False)
+    for value in ("${oc.env:GSPO_TEST_UNSET}", "${data.not_there}", "${oc.create:{}}"):
+        with pytest.raises(ConfigError, match=r"^actor_rollout_ref\.rollout\.n: .* cannot resolve"):
+            read_run_config(with_(actor_rollout_ref__rollout__n=value))
+
+
+@pytest.mark.parametrize("command", ["predict", "diagnose"])
+@pytest.mark.parametrize("key, value, ok", [
+    ("ppo_epochs", "${oc.select:actor_rollout_ref.actor.ppo_epochs,1}", True),
+    ("ppo_epochs", "2", True),
+    ("ppo_epochs", "two", False),
+    ("ppo_epochs", "${oc.env:GSPO_TEST_UNSET}", False),
+])
+def test_the_cli_reads_them_or_says_one_line(tmp_path, capsys, monkeypatch, command, key, value, ok):
+    monkeypatch.delenv("GSPO_TEST_UNSET", raising=False)
+    code, err = cli(tmp_path, capsys, with_(**{"actor_rollout_ref__actor__" + key: value}), command=command)
+    if ok:
+        assert code == 0 and "Traceback" not in err
+    else:
+        assert code == 2 and len(err.splitlines()) == 1 and err.startswith("gspo-dynamics: error: ")
+        assert ACTOR + key in err and value in err
+
+
+def test_the_cli_reads_oc_env_rollout_n(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GSPO_TEST_N", "4")
+    code, _ = cli(tmp_path, capsys, with_(actor_rollout_ref__rollout__n="${oc.env:GSPO_TEST_N,8}"), "--json")
+    assert code == 0
+
+
+# ---- 2. every key against verl's schema ---------------------------------------------------------
+TYPOS = [("actor_rollout_ref.rollout.nn", 8, "actor_rollout_ref.rollout.n"),
+         ("trainer.total_training_step", 5, "trainer.total_training_steps"),
+         ("actor_rollout_ref.rollout.temprature", 0.7, "actor_rollout_ref.rollout.temperature"),
+         ("actor_rollout_ref.rollout.gpu_memory_utilisation", 0.5, "actor_rollout_ref.rollout.gpu_memory_utilization"),
+         ("data.max_prompt_lenght", 512, "data.max_prompt_length"),
+         ("trainner.critic_warmup", 0, "trainer.critic_warmup"),
+         (ACTOR + "optim.learning_rate", 1e-5, ACTOR + "optim.lr")]
+
+
+@needs_verl
+@pytest.mark.parametrize("key, value, meant", TYPOS)
+def test_a_typo_anywhere_is_refused_with_its_nearest_key(tmp_path, capsys, key, value, meant):
+    code, err = cli(tmp_path, capsys, BASE, "--set", f"{key}={value}")
+    assert code == 2 and len(err.splitlines()) == 1 and f"--set {key} (did you mean {meant}?)" in err
+    cfg = with_(**{key.replace(".", "__"): value})
+    with pytest.raises(ConfigError, match=rf"no key {key} \(did you mean {meant}\?\)"):
+        read_run_config(cfg)
+    assert key in read_run_config(cfg, allow_unknown=True).unknown  # read on past it
+
+
+@needs_verl
+def test_an_unknown_sibling_is_said_before_the_missing_key():
+    cfg = with_()
+    cfg["actor_rollout_ref"]["rollout"] = {"nn": 8}
+    with pytest.raises(ConfigError, match=r"rollout\.nn \(did you mean actor_rollout_ref\.rollout\.n\?\)"):
+        read_run_config(cfg)
+
+
+@needs_verl
+@pytest.mark.parametrize("key", ["actor_rollout_ref.model.override_config.attn_implementation",
+                                 "actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space",
+                                 "custom_reward_function.reward_kwargs.scale",
+                                 ACTOR + "optim.override_optimizer_config.foreach",
+                                 "data.apply_chat_template_kwargs.enable_thinking",
+                                 "trainer.logger", "hydra.run.dir"])
+def test_free_form_mappings_and_schema_keys_pass(key):
+    assert read_run_config(with_(**{key.replace(".", "__"): 1})).unknown == ()
+
+
+@needs_verl
+def test_a_key_below_a_filled_mapping_is_checked():
+    with pytest.raises(ConfigError, match="engine_kwargs.vlm"):
+        read_run_config(with_(actor_rollout_ref__rollout__engine_kwargs__vlm={"swap_space": 4}))
+
+
+def test_without_verl_the_notes_say_the_check_is_by_section(monkeypatch):
+    monkeypatch.setattr(_verl_schema, "schema", lambda: None)
+    setup = read_run_config(with_(trainer__total_training_step=5))  # read past: no schema to check it by
+    assert any("install verl" in note for note in setup.notes)
+
+
+def test_aliases_come_before_spelling():
+    assert nearest(ACTOR + "optim.learning_rate", {ACTOR + "optim.lr", ACTOR + "optim.clip_grad"}) == ACTOR + "optim.lr"
+    assert nearest("G", {"group_size", "lr"}) == "group_size" and nearest("T", {"refresh_interval"}) == "refresh_interval"
+    assert nearest("learning_rate", {"lr", "group_size"}) == "lr"
+    assert nearest("G", {"lr"}) is None  # an alias only where the framework has it
+
+
+# ---- 3. an unset adv_estimator ------------------------------------------------------------------
+def test_an_unset_adv_estimator_is_said_as_verls_default(tmp_path, capsys):
+    cfg = with_()
+    del cfg["algorithm"]
+    code, err = cli(tmp_path, capsys, cfg)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "algorithm.adv_estimator not given: verl's default is gae, a critic's value baseline (PPO)" in err
+    assert "set algorithm.adv_estimator=grpo" in err

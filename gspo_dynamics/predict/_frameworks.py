@@ -48,7 +48,7 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._clip_modes import clip_mode, trl_cispo
-from gspo_dynamics.predict._optimizers import trl_optimizer
+from gspo_dynamics.predict._optimizers import not_one_of, trl_optimizer
 from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
@@ -152,7 +152,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     N = _groups_per_step(batch * devices * ga, G, notes, f"per_device_train_batch_size x devices x accumulation = {batch} x {devices} x {ga}")
     level = get("importance_sampling_level")
     if level not in ("token", "sequence"):
-        raise ConfigError(f"importance_sampling_level must be 'token' or 'sequence', got {level!r}")
+        raise not_one_of("importance_sampling_level", level, ("token", "sequence"), "TRL's levels")
     eps = _number("epsilon", get("epsilon"), positive=True)
     eps_high = eps if cfg.get("epsilon_high") is None else _number("epsilon_high", cfg["epsilon_high"], positive=True)
     level, eps, eps_high, mode = _trl_loss(cfg, level, eps, eps_high, notes)
@@ -205,7 +205,7 @@ def _trl_advantage(scale: Any, notes: list[str]) -> str:
         return "mean"
     if scale in (False, "none", "false"):
         return "mean"
-    raise ConfigError(f"scale_rewards must be group, batch, none, true or false; got {scale!r}")
+    raise not_one_of("scale_rewards", scale, ("group", "batch", "none", "true", "false"), "TRL's reward scalings")
 
 
 TRL_LOSSES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "vespo", "luspo")
@@ -218,7 +218,7 @@ def _trl_loss(cfg: dict[str, Any], level: str, eps: float, eps_high: float,
     edge, read as an uncorrected push (on the safe side: the theory's collapse limit is then never capped)."""
     loss = cfg.get("loss_type")
     if loss is not None and loss not in TRL_LOSSES:
-        raise ConfigError(f"loss_type {loss!r} is not one of TRL's GRPO losses ({', '.join(TRL_LOSSES)})")
+        raise not_one_of("loss_type", loss, TRL_LOSSES, "TRL's GRPO losses")
     if loss == "cispo":
         return (*trl_cispo(level, eps_high, notes), "cap")
     if loss in ("sapo", "vespo"):

@@ -18,12 +18,25 @@ as Adam anyway (--set optim=adamw_torch). The schedule is `theory.schedule.LRSch
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.predict._config_checks import NEAR_CUTOFF
 from gspo_dynamics.theory.hyperparams import SGD, Adam
 from gspo_dynamics.theory.schedule import LRSchedule
 
+# transformers' OptimizerNames (a test checks the installed release's are all here), with older releases' names
+TRL_OPTIMIZERS = (
+    "adamw_torch", "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused", "adafactor", "adamw_anyprecision",
+    "adamw_torch_4bit", "adamw_torch_8bit", "ademamix", "sgd", "adagrad", "adamw_bnb_8bit", "adamw_8bit",
+    "ademamix_8bit", "lion_8bit", "lion_32bit", "paged_adamw_32bit", "paged_adamw_8bit", "paged_ademamix_32bit",
+    "paged_ademamix_8bit", "paged_lion_32bit", "paged_lion_8bit", "rmsprop", "rmsprop_bnb", "rmsprop_bnb_8bit",
+    "rmsprop_bnb_32bit", "galore_adamw", "galore_adamw_8bit", "galore_adafactor", "galore_adamw_layerwise",
+    "galore_adamw_8bit_layerwise", "galore_adafactor_layerwise", "lomo", "adalomo", "grokadamw", "schedule_free_radam",
+    "schedule_free_adamw", "schedule_free_sgd", "apollo_adamw", "apollo_adamw_layerwise", "stable_adamw",
+    "adamw_hf", "adamw_apex_fused",  # transformers 4.x
+)
 ADAM_NAMES = ("adamw", "adam", "paged_adamw", "stable_adamw")  # prefixes (transformers' OptimizerNames)
 NOT_MODELLED = {  # prefix: what the optimizer does that the theory does not have
     "lion": "a sign step with one momentum",
@@ -74,9 +87,8 @@ def trl_optimizer(cfg: dict[str, Any], number, notes: list[str]):
     for prefix, what in NOT_MODELLED.items():
         if name.startswith(prefix):
             _not_modelled("optim", name, prefix)
-    if not name.startswith(ADAM_NAMES) and "adam" not in name:
-        raise ConfigError(f"optim {name!r} is not an optimizer this tool knows (transformers' OptimizerNames: "
-                          "adamw_torch, sgd, adafactor, rmsprop, ...)")
+    if name not in TRL_OPTIMIZERS:  # transformers refuses it too: read on, a typo would be some other optimizer
+        raise not_one_of("optim", name, TRL_OPTIMIZERS, "transformers' optimizers (OptimizerNames)")
     return Adam(beta1=number("adam_beta1", cfg.get("adam_beta1", 0.9)), beta2=number("adam_beta2", cfg.get("adam_beta2", 0.999)),
                 eps=number("adam_epsilon", cfg.get("adam_epsilon", 1e-8)))
 
@@ -104,6 +116,17 @@ def _not_modelled(key: str, name: str, prefix: str | None) -> None:
 
 
 # ---- schedules -------------------------------------------------------------------------------
+def not_one_of(key: str, value: Any, names: tuple[str, ...], whose: str) -> ConfigError:
+    """The one sentence refusing an enumerated value its framework does not have, naming the nearest name."""
+    near = difflib.get_close_matches(str(value), names, n=1, cutoff=NEAR_CUTOFF)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return ConfigError(f"{key} {value!r} is not one of {whose}{hint}: {', '.join(names)}")
+
+
+# transformers' SchedulerType (a test checks it equals the installed release's)
+TRL_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+                  "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr", "cosine_warmup_with_min_lr",
+                  "warmup_stable_decay", "greedy")
 TRL_SHAPES = {"linear": "linear", "cosine": "cosine", "cosine_with_min_lr": "cosine", "polynomial": "polynomial",
               "constant": "constant", "constant_with_warmup": "constant", "inverse_sqrt": "inverse_sqrt"}
 
@@ -114,6 +137,8 @@ def trl_schedule(cfg: dict[str, Any], total: int | None, notes: list[str]) -> LR
     is unknown for a decaying shape (said)."""
     name = str(cfg.get("lr_scheduler_type") or "linear")
     kwargs = cfg.get("lr_scheduler_kwargs") if isinstance(cfg.get("lr_scheduler_kwargs"), dict) else {}
+    if name not in TRL_SCHEDULERS:  # transformers refuses it; read on, the lr would be read as constant
+        raise not_one_of("lr_scheduler_type", name, TRL_SCHEDULERS, "transformers' schedulers (SchedulerType)")
     shape = TRL_SHAPES.get(name)
     if shape is None:
         notes.append(f"lr_scheduler_type {name}: not modelled; the forecasts read the lr as constant at its peak")

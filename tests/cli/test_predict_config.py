@@ -427,6 +427,24 @@ def test_a_default_the_verdict_rests_on_is_said_in_the_first_lines(tmp_path, cap
     assert not any(line.startswith("assumed") for line in capsys.readouterr().out.splitlines())
 
 
+def test_a_set_of_a_misspelt_value_is_refused_naming_the_nearest(tmp_path, capsys):
+    """--set lr_scheduler_type=cosin: transformers refuses it; read on, the lr would be read as constant."""
+    assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL), "--set", "lr_scheduler_type=cosin"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("gspo-dynamics: error: lr_scheduler_type 'cosin' is not one of transformers' "
+                                   "schedulers (SchedulerType) (did you mean cosine?): linear, cosine, ")
+
+
+def test_a_trl_cli_recipe_is_read(tmp_path, capsys):
+    """A recipe for `trl grpo --config` / open-r1 holds ModelConfig's and the script's keys beside GRPOConfig's."""
+    recipe = {**TRL, "model_name_or_path": "Qwen/Qwen2.5-Math-7B", "torch_dtype": "bfloat16",
+              "attn_implementation": "flash_attention_2", "dataset_name": "open-r1/OpenR1-Math-220k",
+              "dataset_prompt_column": "problem", "system_prompt": "Think.", "reward_funcs": ["accuracy", "format"]}
+    assert main(["predict", "--config", write(tmp_path, "recipe.yaml", recipe)]) == 0
+    assert "unknown keys" not in capsys.readouterr().out
+
+
 def test_a_set_of_an_unknown_key_is_refused_as_the_files_key_is(tmp_path, capsys):
     """--set learnig_rate=3e-6 would change nothing: refused, naming the --set and the key meant."""
     path = write(tmp_path, "grpo.json", TRL)

@@ -129,6 +129,27 @@ def test_trl_optimizers_outside_the_model_are_named_not_misread(optim):
         read_run_config({**_grpo_config(), "optim": optim})
 
 
+def test_the_enumerated_names_are_transformers_own():
+    from transformers import SchedulerType
+    from transformers.training_args import OptimizerNames
+
+    from gspo_dynamics.predict._optimizers import TRL_OPTIMIZERS, TRL_SCHEDULERS
+
+    assert set(TRL_SCHEDULERS) == {s.value for s in SchedulerType}
+    assert {o.value for o in OptimizerNames} <= set(TRL_OPTIMIZERS)
+
+
+@pytest.mark.parametrize("key, value, near", [
+    ("lr_scheduler_type", "cosin", "cosine"), ("optim", "adamw_torh", "adamw_torch"), ("loss_type", "dr_gpro", "dr_grpo"),
+    ("scale_rewards", "gruop", "group"), ("importance_sampling_level", "sequense", "sequence"),
+])
+def test_a_misspelt_value_is_refused_naming_the_nearest_name(key, value, near):
+    """transformers and TRL refuse a value they do not have; read on, it would be some default (a cosin schedule read
+    as a constant lr), so the mapping refuses it too, naming the nearest name."""
+    with pytest.raises(ConfigError, match=rf"^{key} '{value}' is not one of .*\(did you mean {near}\?\): .*{near}"):
+        read_run_config({**_grpo_config(max_steps=100), key: value})
+
+
 def test_trl_losses_are_their_own_objectives():
     sapo = read_run_config(_grpo_config(loss_type="sapo"))
     assert sapo.hparams.correction == "none" and any("soft gate" in n for n in sapo.notes)

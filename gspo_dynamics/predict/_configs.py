@@ -240,9 +240,13 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     if schema is None:
         notes.append("keys outside algorithm.* and actor_rollout_ref.actor.* were checked by section only, against "
                      "this tool's tables (install verl to check each against its schema)")
-    else:
-        classes = {k: "unknown" if c != "unknown" and k not in _verl_fields.KNOWN and not schema.knows(k) else c
-                   for k, c in classes.items()}
+    else:  # a key verl has is no typo, though this tool's tables may not sort it (an engine's own optim keys)
+        unsorted = sorted(k for k, c in classes.items() if c == "unknown" and schema.knows(k))
+        if unsorted:
+            notes.append(f"keys of verl's schema this tool's tables do not sort, read as changing no step: "
+                         f"{', '.join(unsorted)}")
+        classes = {k: ("no_dynamics" if k in unsorted else "unknown" if k not in _verl_fields.KNOWN
+                       and not schema.knows(k) else c) for k, c in classes.items()}
     hints = unknown("verl", [k for k, c in classes.items() if c == "unknown"],
                     _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
     hp, exact, used, loss = verl_mapping(raw, notes)

@@ -1,5 +1,5 @@
-"""verl's own key schema: the dotted keys of its shipped `trainer/config/_generated_ppo_trainer.yaml` (every key of its
-PPO trainer, with its default), found through the package's location without importing verl (its `__init__` needs
+"""verl's own key schema: the dotted keys of its shipped `trainer/config/_generated_ppo_*trainer.yaml` (every key of its
+PPO trainer with its default, for each engine: FSDP, Megatron, TorchTitan, VeOmni), found through the package's location without importing verl (its `__init__` needs
 ray), read once per process.
 
 A key of a user's config is verl's where it is in that set, or below a key whose default is a free-form mapping (an
@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gspo_dynamics._config_file import load_config_file
-from gspo_dynamics._errors import ConfigError
+import yaml
 
-SCHEMA_FILE = "trainer/config/_generated_ppo_trainer.yaml"  # under verl's package folder
+from gspo_dynamics._config_file import yaml_loader
+
+SCHEMA_FILE = "trainer/config/_generated_ppo_trainer.yaml"  # under verl's package folder; its engines' siblings:
+SCHEMA_GLOB = "_generated_ppo*_trainer.yaml"
 FREE_SECTIONS = ("defaults", "hydra", "ray_init")  # a Hydra file's own; ray_init an older release's free-form section
 # free-form mappings verl reads (`config.get("reward_kwargs", {})`) that its shipped YAML does not list
 EXTRA_OPEN = ("custom_reward_function.reward_kwargs", "reward.custom_reward_function.reward_kwargs")
@@ -67,13 +69,17 @@ def schema() -> Schema | None:
     path = schema_file()
     if path is None:
         return None
-    try:
-        tree = load_config_file(path)
-    except ConfigError:
-        return None
     keys: set[str] = set()
     open_: set[str] = set()
-    _walk(tree, "", keys, open_)
+    for each in sorted(path.parent.glob(SCHEMA_GLOB)):
+        try:
+            tree = yaml.load(each.read_text(encoding="utf-8"), Loader=yaml_loader(fast=True))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if isinstance(tree, dict):
+            _walk(tree, "", keys, open_)
+    if not keys:
+        return None
     keys |= set(EXTRA_OPEN)
     open_ |= set(EXTRA_OPEN)
     return Schema(keys=frozenset(keys), open=frozenset(open_))

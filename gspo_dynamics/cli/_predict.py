@@ -1,6 +1,6 @@
 """`gspo-dynamics predict`: before a run, what a config (and a short pilot of it) says about stability.
 
-    predict --config grpo.yaml [--set KEY=VALUE ...] [--pilot first_50_steps.jsonl [--run-steps N]]
+    predict --config grpo.yaml [--set KEY=VALUE]... [--pilot first_50_steps.jsonl [--run-steps N]]
             [--prior finished_run.jsonl ...] [--pass-rates FILE] [--json] [--explain] [--plot map.png]
     predict --testbed bandit --kl 0.5 --ref-logit -1 ...  (the two-armed bandit, the theory's exact toy)
 
@@ -24,7 +24,7 @@ from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_
 
 DESCRIPTION = ("Whether a GRPO/GSPO config (TRL, verl or this tool's trainer) trains stably and what to change if "
                "not; with a short pilot run's log, also the reward the run ends at.")
-USAGE = ("%(prog)s --config FILE [--pilot LOG] [--set KEY=VALUE ...] [--explain] [--json]\n"
+USAGE = ("%(prog)s --config FILE [--pilot LOG] [--set KEY=VALUE]... [--explain] [--json]\n"
          "       %(prog)s --testbed bandit [--lr LR] [--kl KL] ...   (the toy two-armed bandit)")
 EPILOG = ("examples:\n"
           "  gspo-dynamics predict --config grpo.yaml --set learning_rate=3e-6\n"

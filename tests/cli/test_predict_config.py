@@ -436,6 +436,14 @@ def test_a_set_of_a_misspelt_value_is_refused_naming_the_nearest(tmp_path, capsy
                                    "schedulers (SchedulerType) (did you mean cosine?): linear, cosine, ")
 
 
+def test_the_usage_shows_set_as_repeated_one_pair_each(capsys):
+    """--set takes one KEY=VALUE and repeats (`--set a=1 b=2` is not two overrides): `[--set KEY=VALUE]...`."""
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    usage = capsys.readouterr().out
+    assert "[--set KEY=VALUE]..." in usage and "KEY=VALUE ..." not in usage
+
+
 def test_a_trl_cli_recipe_is_read(tmp_path, capsys):
     """A recipe for `trl grpo --config` / open-r1 holds ModelConfig's and the script's keys beside GRPOConfig's."""
     recipe = {**TRL, "model_name_or_path": "Qwen/Qwen2.5-Math-7B", "torch_dtype": "bfloat16",

@@ -13,7 +13,9 @@ ball with mu = b1 and a step normalised by the gradient's second moment. So
 
 and every other optimizer (Lion's sign step, AdEMAMix's two momenta, Adagrad's growing denominator, schedule-free
 averaging, GaLore / APOLLO projections, LOMO) is named as not modelled: one ConfigError saying how to forecast it
-as Adam anyway (--set optim=adamw_torch). The schedule is `theory.schedule.LRSchedule`.
+as Adam anyway (--set optim=adamw_torch). The schedule is `theory.schedule.LRSchedule`. A TRL `optim` or
+`lr_scheduler_type` transformers does not have (`TRL_OPTIMIZERS`, `TRL_SCHEDULERS`) is refused naming the nearest
+(`not_one_of`), as transformers refuses it: read on, `cosin` would be a constant lr.
 """
 
 from __future__ import annotations

@@ -116,13 +116,6 @@ def resolve_all(flat: dict[str, Any]) -> dict[str, Any]:
     return {key: _numeric(_resolved(flat, key)) for key in flat}
 
 
-def resolve(flat: dict[str, Any], key: str) -> Any:
-    """`key`'s value, interpolations followed (`resolve_all`); None where it is not given or one is left that
-    this reader cannot resolve."""
-    value = _numeric(_resolved(flat, key))
-    return None if interpolated(value) else value
-
-
 def unresolved(key: str, raw: Any) -> ConfigError:
     """The one error for a key the mapping reads whose interpolation cannot be resolved."""
     return ConfigError(f"{key}: {raw!r} is an interpolation this reader cannot resolve (a path not in the config, or "

@@ -11,6 +11,7 @@ prompts, G responses each, feeds T = steps_per_generation x num_iterations optim
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,11 +176,34 @@ CONFIG_NAME = "config.json"  # the run's settings, saved in its directory
 RESUMABLE_CHANGES: tuple[str, ...] = ("steps", "checkpoint_every", "device", "compile")
 
 
+# TRL GRPOConfig keys of the same meaning as a setting here (train/_trl_config.py writes them): named for a TRL user
+TRL_NAMES = {"learning_rate": "lr", "num_generations": "group_size", "max_steps": "steps", "beta": "kl_coef",
+             "epsilon": "clip_low", "epsilon_high": "clip_high", "adam_beta1": "beta1", "adam_beta2": "beta2",
+             "optim": "optimizer", "lr_scheduler_type": "lr_schedule", "max_completion_length": "max_new_tokens",
+             "scale_rewards": "advantage_scale"}
+
+
+def _unknown_settings(unknown: list[str]) -> str:
+    """The error for settings TrainConfig does not have: each with the setting meant (a TRL name's own, or the
+    nearest spelling), and every valid one."""
+    def closest(key: str, names) -> str | None:
+        return next(iter(difflib.get_close_matches(key, list(names), n=1, cutoff=0.75)), None)
+
+    def meant(key: str) -> str:  # a TRL name's setting; else the nearest setting; else a misspelt TRL name's setting
+        near = TRL_NAMES.get(key) or closest(key, FIELDS) or TRL_NAMES.get(closest(key, TRL_NAMES) or "")
+        return f"{key} (did you mean {near}?)" if near else key
+
+    trl = " (TRL's names: train takes its own settings; grpo_config.json is the run written for TRL, not for train)" \
+        if len(set(unknown) & set(TRL_NAMES)) >= 2 else ""
+    return (f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(meant, unknown))}{trl}; valid settings "
+            f"are {', '.join(FIELDS)}")
+
+
 def config_from_dict(values: Mapping[str, Any]) -> TrainConfig:
     """TrainConfig from a mapping; ConfigError naming an unknown key or a missing required one."""
     unknown = sorted(set(values) - set(FIELDS))
     if unknown:
-        raise ConfigError(f"unknown setting {unknown[0]!r}; valid settings are {', '.join(FIELDS)}")
+        raise ConfigError(_unknown_settings(unknown))
     if values.get("task") is not None:  # a wrong name before a missing setting: `--task nope` is the mistake to name
         _choice("task", values["task"], TASKS)
     if values.get("objective") is not None:

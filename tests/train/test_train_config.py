@@ -99,7 +99,12 @@ def test_base_then_file_then_overrides(tmp_path):
     ("{not json", ".json", "not valid JSON"),
     ("task = ", ".toml", "not valid TOML"),
     ("[1, 2]", ".json", "one mapping"),
-    (json.dumps({**BASE, "learning_rate": 1}), ".json", "unknown setting 'learning_rate'"),
+    (json.dumps({**BASE, "learning_rate": 1}), ".json", r"unknown setting learning_rate \(did you mean lr\?\)"),
+    (json.dumps({**BASE, "group_sise": 4, "lerning_rate": 1}), ".json",
+     r"unknown settings group_sise \(did you mean group_size\?\), lerning_rate \(did you mean lr\?\); valid "),
+    (json.dumps({"learning_rate": 1e-3, "num_generations": 8, "max_steps": 10}), ".json",
+     r"learning_rate \(did you mean lr\?\), max_steps \(did you mean steps\?\), num_generations \(did you mean "
+     r"group_size\?\) \(TRL's names: train takes its own settings; grpo_config.json is the run written for TRL"),
     (json.dumps({"task": "pattern", "model": "100k"}), ".json", "'objective' is required"),
 ])
 def test_bad_files(tmp_path, text, suffix, needle):

@@ -1,6 +1,6 @@
-"""verl's own key schema: the dotted keys of its shipped `trainer/config/_generated_ppo_*trainer.yaml` (every key of its
-PPO trainer with its default, for each engine: FSDP, Megatron, TorchTitan, VeOmni), found through the package's location without importing verl (its `__init__` needs
-ray), read once per process.
+"""verl's own key schema: the dotted keys of its shipped `trainer/config/_generated_ppo_*trainer.yaml` (every key of
+its PPO trainer with its default, for each engine: FSDP, Megatron, TorchTitan, VeOmni), found through the package's
+location without importing verl (its `__init__` needs ray), read once per process.
 
 A key of a user's config is verl's where it is in that set, or below a key whose default is a free-form mapping (an
 empty one: `override_config: {}`, `engine_kwargs.vllm: {}`, `reward_kwargs: {}`) or null (`override_optimizer_config:

@@ -13,6 +13,8 @@ sets it when it finds the folder itself), a skipped or missing real-log test fai
 One fit per curve: `fit_trajectory` (a multi-start least squares, about a second of CPU a curve) is a pure function of
 its two arrays, and many tests fit the same curves (a pilot forecast's fit, a diagnosis's, the CLI's in process), so
 each test process fits a curve once and hands the same frozen TrajectoryFit to every later caller (`_fit_once`).
+A test that changes what the fit does (a patched constant) and refits a curve seen before gets the earlier fit: such
+a test must fit data no other test fits (the cache is keyed by the arrays).
 """
 
 import contextlib

@@ -74,6 +74,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """--config, --reward-range and the training hyperparameter flags (read by `hyperparams_from_flags`)."""
     p.add_argument("--config", metavar="FILE", help="hyperparameters from a TRL GRPOConfig, a verl config or our "
                                                     "trainer's config (JSON, YAML or TOML), as predict --config reads it")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a --config key (dotted for nested configs, as a verl run script passes them), e.g. "
+                        "--set actor_rollout_ref.rollout.n=8; repeatable, one pair each")
     p.add_argument("--allow-unknown", action="store_true",
                    help="read on past --config keys the framework does not have (else an error naming each and its "
                         "nearest known key); the report's first lines name them")
@@ -110,8 +113,10 @@ def hyperparams_from_flags(args: argparse.Namespace):
     notes: list[str] = []
     base = None
     given = {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
+    if args.set and args.config is None:
+        raise ConfigError("--set overrides a key of --config: give the config it changes")
     if args.config is not None:
-        setup = read_run_config(args.config, allow_unknown=args.allow_unknown)
+        setup = read_run_config(args.config, overrides=args.set, allow_unknown=args.allow_unknown)
         base = setup.hparams
         notes = [f"config: {line}" for line in setup.brief_lines(_flagged(setup, given))]
         notes += [f"config: read as {setup.framework}"] + [f"config: {n}" for n in setup.notes]

@@ -88,3 +88,17 @@ def test_an_unreadable_log_is_named_in_its_one_line(tmp_path, capsys, content, s
     assert main(["diagnose", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"gspo-dynamics: error: log file {str(path)!r} {said}")
+
+
+def test_set_overrides_a_config_key_as_predict_does(tmp_path, capsys):
+    """A verl user's key=value overrides reach diagnose too; a misspelt one is refused, one without --config too."""
+    log, config = tmp_path / "run.jsonl", tmp_path / "grpo.json"
+    log.write_text("".join(json.dumps({"step": i, "reward": 0.2 + 0.6 * (1 - 0.9 ** i)}) + "\n" for i in range(1, 41)))
+    config.write_text(json.dumps({"learning_rate": 1e-6, "num_generations": 8}))
+    assert main(["diagnose", str(log), "--config", str(config), "--set", "learning_rate=2e-3"]) == 0
+    assert any(line.startswith("hparams    lr 0.002,") for line in capsys.readouterr().out.splitlines())
+    for args, needle in [(["--config", str(config), "--set", "learnig_rate=2e-3"], "(did you mean learning_rate?)"),
+                         (["--set", "learning_rate=2e-3"], "--set overrides a key of --config")]:
+        assert main(["diagnose", str(log), *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0]

@@ -47,7 +47,7 @@ _FIELDS = {"lr": "lr", "refresh_interval": "refresh_interval", "group_size": "gr
            "advantage": "advantage", "correction": "correction", "clip_low": "clip_low", "clip_high": "clip_high",
            "kl": "kl_coef"}
 _OPTIMIZER = ("optimizer", "momentum", "beta1", "beta2", "adam_eps")
-_BRIEF = ("config: unknown keys", "config: assumed")  # `RunSetup.brief_lines`, shown beside the hparams line
+_BRIEF = ("config: unknown keys", "config: assumed")  # `RunSetup.brief_lines`, shown under the verdict
 
 
 def register(sub) -> None:

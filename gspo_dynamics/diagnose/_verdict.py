@@ -162,10 +162,10 @@ class Diagnosis:
         has neither: the reason and the notes)."""
         lines = self._read_lines()
         if self.primary == TOO_SHORT:
-            return self.headline() + lines + [f"note       {n}" for n in self.notes]
+            return self._answer_lines() + lines + [f"note       {n}" for n in self.notes]
         if not explain:
             return self._brief_lines()
-        lines = self.headline() + [""] + lines
+        lines = self._answer_lines() + [""] + lines
         for f in self.findings:
             lines.append("")
             lines.append(f"<{f.name.replace('_', ' ')}>  {f.severity}")
@@ -210,7 +210,12 @@ class Diagnosis:
                  f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''})"]
         if self.hparams is not None:
             lines.append(f"hparams    {hparams_text(self.hparams)}")
-        return lines + [f"config     {line}" for line in self.config_lines]
+        return lines
+
+    def _answer_lines(self) -> list[str]:
+        """The headline, then --config's unknown keys read past and the defaults taken: part of the answer, as in
+        predict's first lines."""
+        return self.headline() + [f"config     {line}" for line in self.config_lines]
 
     def _brief_lines(self) -> list[str]:
         """The answer (`headline`), what was read, and the other verdicts and findings by name."""
@@ -218,7 +223,7 @@ class Diagnosis:
         others = [f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]]
         others += [f"note: {f.name.replace('_', ' ')}" for f in self.findings if f.severity == NOTE]  # the rest: headline
         also = [f"also       {', '.join(others)}"] if others else []
-        return (self.headline() + [""] + read + also
+        return (self._answer_lines() + [""] + read + also
                 + ["(--explain: the evidence behind each verdict and finding, the fit and the notes)"])
 
 

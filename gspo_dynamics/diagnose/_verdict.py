@@ -102,7 +102,7 @@ class Diagnosis:
     log: object | None = field(default=None, repr=False, compare=False)  # the RunLog (for plots; not in JSON)
     findings: list = field(default_factory=list)  # `_findings.Finding`s, most severe first
     config_lines: list[str] = field(default_factory=list)  # --config's unknown keys read past and defaults taken
-    # (predict's first lines, `RunSetup.brief_lines`): shown under the hparams line; in JSON among the notes
+    # (predict's first lines, `RunSetup.brief_lines`): shown under the verdict; in JSON among the notes
 
     def action(self) -> str:
         """The one thing to do: fix what invalidates the run first, else the primary verdict's first advice."""

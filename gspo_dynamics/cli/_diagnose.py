@@ -16,6 +16,7 @@ import json
 import sys
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.cli._options import add_config_options
 from gspo_dynamics.logs import STANDARD_NAMES
 from gspo_dynamics._keys import REFRESH_INTERVAL_KEYS
 from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, Adam
@@ -47,7 +48,6 @@ _FIELDS = {"lr": "lr", "refresh_interval": "refresh_interval", "group_size": "gr
            "advantage": "advantage", "correction": "correction", "clip_low": "clip_low", "clip_high": "clip_high",
            "kl": "kl_coef"}
 _OPTIMIZER = ("optimizer", "momentum", "beta1", "beta2", "adam_eps")
-_BRIEF = ("config: unknown keys", "config: assumed")  # `RunSetup.brief_lines`, shown under the verdict
 
 
 def register(sub) -> None:
@@ -72,14 +72,8 @@ def add_map_option(p: argparse.ArgumentParser) -> None:
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """--config, --reward-range and the training hyperparameter flags (read by `hyperparams_from_flags`)."""
-    p.add_argument("--config", metavar="FILE", help="hyperparameters from a TRL GRPOConfig, a verl config or our "
-                                                    "trainer's config (JSON, YAML or TOML), as predict --config reads it")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a --config key (dotted for nested configs, as a verl run script passes them), e.g. "
-                        "--set actor_rollout_ref.rollout.n=8; repeatable, one pair each")
-    p.add_argument("--allow-unknown", action="store_true",
-                   help="read on past --config keys the framework does not have (else an error naming each and its "
-                        "nearest known key); the report's first lines name them")
+    add_config_options(p, "hyperparameters from a TRL GRPOConfig, a verl config or our trainer's config (JSON, YAML or "
+                          "TOML), as predict --config reads it", "the report")
     p.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the least and greatest reward the task can give (e.g. 0 1 for a success rate): a plateau "
                         "at a bound is saturation, with no refresh-interval threshold (default: unknown)")
@@ -104,13 +98,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def hyperparams_from_flags(args: argparse.Namespace):
-    """(Hyperparams or None, notes) from --config and the hyperparameter flags (flags override the file); the
-    notes open with the config's unknown keys read past and the defaults taken for lr, G and T where no flag
-    gives them (`RunSetup.brief_lines`)."""
+    """(Hyperparams or None, brief, notes) from --config and the hyperparameter flags (flags override the file):
+    brief, the config's unknown keys read past and the defaults taken for lr, G and T where no flag gives them
+    (`RunSetup.brief_lines`, part of the answer); notes, how the config was read."""
     from gspo_dynamics.predict import read_run_config
     from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 
     notes: list[str] = []
+    brief: list[str] = []
     base = None
     given = {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
     if args.set and args.config is None:
@@ -118,11 +113,11 @@ def hyperparams_from_flags(args: argparse.Namespace):
     if args.config is not None:
         setup = read_run_config(args.config, overrides=args.set, allow_unknown=args.allow_unknown)
         base = setup.hparams
-        notes = [f"config: {line}" for line in setup.brief_lines(_flagged(setup, given))]
-        notes += [f"config: read as {setup.framework}"] + [f"config: {n}" for n in setup.notes]
+        brief = list(setup.brief_lines(_flagged(setup, given)))
+        notes = [f"config: read as {setup.framework}"] + [f"config: {n}" for n in setup.notes]
     opt_given = [d for d in _OPTIMIZER if getattr(args, d) is not None]
     if not given and not opt_given:
-        return base, notes
+        return base, brief, notes
     if base is None and "lr" not in given:
         raise ConfigError("--lr is needed with the other hyperparameter flags (or give --config)")
     name = args.optimizer or ("sgd" if args.momentum is not None else None)
@@ -142,8 +137,8 @@ def hyperparams_from_flags(args: argparse.Namespace):
         if name is None:
             notes.append("optimizer not given: Adam assumed (what TRL uses)")
     if base is None:
-        return Hyperparams(optimizer=optimizer, **given), notes
-    return dataclasses.replace(base, optimizer=optimizer, **given), notes
+        return Hyperparams(optimizer=optimizer, **given), brief, notes
+    return dataclasses.replace(base, optimizer=optimizer, **given), brief, notes
 
 
 def _flagged(setup, given: dict) -> tuple[str, ...]:
@@ -161,7 +156,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     from gspo_dynamics.diagnose import diagnose
     from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
-    hparams, notes = hyperparams_from_flags(args)
+    hparams, brief, notes = hyperparams_from_flags(args)
     try:
         log = read_log(args.log, column_map=parse_map_option(args.map))
     except ColumnMapError as error:
@@ -169,8 +164,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     reward_range = None if args.reward_range is None else tuple(args.reward_range)
     _check_reward_range(log, reward_range)
     diagnosis = diagnose(log, hparams, reward_range=reward_range)
-    diagnosis.notes.extend(notes)
-    diagnosis.config_lines.extend(n.removeprefix("config: ") for n in notes if n.startswith(_BRIEF))
+    diagnosis.notes.extend([f"config: {line}" for line in brief] + notes)
+    diagnosis.config_lines.extend(brief)
     if args.plot:
         _save_plot(diagnosis, args.plot)
     if args.json:

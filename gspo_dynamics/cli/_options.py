@@ -24,6 +24,19 @@ def field_default(cls, name: str):
     return f.default_factory() if f.default is dataclasses.MISSING else f.default
 
 
+def add_config_options(group, config_help: str, answer: str) -> None:
+    """--config (its help `config_help`), --set KEY=VALUE (repeatable) and --allow-unknown, read by
+    `predict.read_run_config`; `answer`: what names the unknown keys read past ("the answer", "the report")."""
+    group.add_argument("--config", metavar="FILE", help=config_help)
+    group.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config key (dotted for nested configs, as a verl run script passes them), e.g. "
+                            "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable, one "
+                            "pair each")
+    group.add_argument("--allow-unknown", action="store_true",
+                       help="read on past config keys the framework does not have (else an error naming each and its "
+                            f"nearest known key); {answer}'s first lines name them")
+
+
 def integer(text: str) -> int:
     """argparse type: an integer (its range is checked by the config it goes into)."""
     try:

@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli._options import add_hyperparams, bandit_from_args, hyperparams_from_args, integer, save_figure
+from gspo_dynamics.cli._options import (
+    add_config_options, add_hyperparams, bandit_from_args, hyperparams_from_args, integer, save_figure,
+)
 from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_lines
 
 
@@ -37,13 +39,7 @@ def register(sub) -> None:
     p = sub.add_parser("predict", help="before a run: is this config stable, what to change (a pilot log: the reward it ends at)",
                        description=DESCRIPTION, usage=USAGE, epilog=EPILOG)
     r = p.add_argument_group("a real run (its config, and a short pilot of it)")
-    r.add_argument("--config", metavar="FILE", help="a TRL GRPOConfig, a verl config or our trainer's config (JSON, YAML or TOML)")
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key (dotted for nested configs, as a verl run script passes them), e.g. "
-                        "--set algorithm.adv_estimator=grpo --set actor_rollout_ref.rollout.n=8; repeatable")
-    r.add_argument("--allow-unknown", action="store_true",
-                   help="read on past config keys the framework does not have (else an error naming each and its "
-                        "nearest known key); the answer's first lines name them")
+    add_config_options(r, "a TRL GRPOConfig, a verl config or our trainer's config (JSON, YAML or TOML)", "the answer")
     r.add_argument("--pilot", metavar="LOG", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--prior", nargs="+", metavar="LOG[=CONFIG]",
                    help="finished runs of the same task at the same T (any format diagnose reads): the reward level "

@@ -22,9 +22,7 @@ import time
 from dataclasses import dataclass
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli._diagnose import (
-    _BRIEF, _check_reward_range, add_map_option, add_run_options, hyperparams_from_flags,
-)
+from gspo_dynamics.cli._diagnose import _check_reward_range, add_map_option, add_run_options, hyperparams_from_flags
 
 EXIT_FAILED_ON = 3
 JSON_SCHEMA = 1  # the --json line's version (docs/watch.md); a field's meaning changes only with a new number
@@ -170,11 +168,9 @@ class _Watch:
             raise ConfigError(f"--exit-when-idle must be >= 0 seconds, got {args.exit_when_idle:g}")
         self.args = args
         self.fail_on = parse_fail_on(args.fail_on)
-        self.hparams, notes = hyperparams_from_flags(args)
-        # the config's unknown keys read past and the defaults taken: part of the answer (stdout, before the first
-        # report; in the first --json line's `config`), as in predict's and diagnose's first lines
-        self.config_lines = [n.removeprefix("config: ") for n in notes if n.startswith(_BRIEF)]
-        notes = [n for n in notes if not n.startswith(_BRIEF)]
+        # config_lines: the config's unknown keys read past and the defaults taken, part of the answer (stdout,
+        # before the first report; in the first --json line's `config`), as in predict's and diagnose's first lines
+        self.hparams, self.config_lines, notes = hyperparams_from_flags(args)
         if self.config_lines and not args.json:
             print("\n".join(f"config: {line}" for line in self.config_lines), flush=True)
         self.reward_range = None if args.reward_range is None else tuple(args.reward_range)

@@ -10,6 +10,7 @@ indents with spaces`), never the parser's own trace.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -22,6 +23,7 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 _TAB = "a tab; YAML indents with spaces"
 
 
+@functools.lru_cache(maxsize=2)  # one class per kind: every config, override and interpolation default reuses it
 def yaml_loader(fast: bool = False):
     """PyYAML's safe loader with YAML 1.2 floats: `1e-6` (no dot) is a number there, as TRL's and
     verl's config parsers read it, and a string under YAML 1.1's rules. `fast`: on libyaml's C parser where PyYAML

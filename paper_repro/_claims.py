@@ -180,6 +180,8 @@ CLAIMS: tuple[ClaimSpec, ...] = (
     _one("diagnose-findings", "diagnose's findings on labelled logs"),
     _one("diagnose-real-logs", "diagnose reads every shared real log"),
     _one("diagnose-vs-peer", "diagnose against the peer tool"),
+    _one("wild-logs-read", "real logs from unseen repositories are read as labelled"),
+    _one("wild-logs-verdicts", "on them the verdict is right or unsure"),
     # forecasts
     ClaimSpec("pilot-forecast", "the pilot forecast on our trainer's (lr, T) grids",
               r"pilot-forecast-(addition|count|pattern)-.+",

@@ -21,10 +21,11 @@ import shlex
 from collections.abc import Iterable, Mapping
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs._names import STANDARD_NAMES
+from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, name_rank, reward_like
 
 MAPPABLE: tuple[str, ...] = ("step", *STANDARD_NAMES)
 _COUNTED = 6  # a list of more columns than this says how many there are
+_ALTERNATIVES = 3  # reward-like columns named after the most reward-like one
 
 
 class ColumnMapError(ConfigError):
@@ -125,3 +126,24 @@ def chosen_columns(column_map: dict[str, str], raw_keys: set[str]) -> dict[str, 
         if column not in raw_keys:
             raise missing_column(name, column, raw_keys)
     return chosen
+
+
+def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
+    """The error for a log without a reward series: the most reward-like column as a map that would read it
+    (`_names.reward_like`), the next ones, and every column of the log.
+
+    A column read as the reward that held no numbers (a list of per-sample rewards) is named first.
+    """
+    columns = sorted(set(columns))
+    named = sorted((c for c in columns if canonical_name(c) == "reward"), key=name_rank)
+    found = f"no reward series was found (column {named[0]!r} holds no numbers)" if named else "no reward series was found"
+    every = (("reward", "COLUMN"), f", COLUMN one of the log's columns: {column_list(columns)}")
+    candidates = [c for c in reward_like(columns) if c not in named]
+    if not candidates:
+        return ColumnMapError(found, "; map one with ", *every)
+    others = candidates[1 : 1 + _ALTERNATIVES]
+    then = f", then {', '.join(map(repr, others))}" if others else ""
+    return ColumnMapError(
+        f"{found}; the most reward-like column is {candidates[0]!r} (", ("reward", candidates[0]), f"){then}; "
+        "or map another with ", *every,
+    )

@@ -1,17 +1,25 @@
-"""Metric names: trainer-specific keys -> the canonical names of a `RunLog`.
+"""Metric names: raw keys -> the canonical names of a `RunLog`.
 
-Every supported trainer spells the same quantity differently (TRL `kl`, verl `actor/kl_loss`,
-OpenRLHF `train/kl`; TRL `completion_length` before v0.17, `completions/mean_length` after).
-`canonical_name` maps one raw key to one canonical name; keys it does not know are returned
-unchanged, so nothing a trainer logs is lost. The tables below are the single place where
-trainer vocabularies live, and `_CUSTOM_NAMES` the place for the names people give their own
-series in hand-written training loops (`reward_mean`, `avg_reward`, ...).
+Every trainer spells the same quantity differently (TRL `kl`, verl `actor/kl_loss`, OpenRLHF
+`train/kl`; TRL `completion_length` before v0.17, `completions/mean_length` after), and hand-written
+loops in many more ways. `canonical_name` maps one raw key to one canonical name:
+
+1. an evaluation key (`eval_`, `eval/`, `val/`, `val-core/`, `test/`, ...) is `eval/<name of the rest>`;
+2. a trainer's own key in the tables below (after a `train/` prefix) has the table's name: the
+   tables hold the keys a rule would misread or cannot read (verl's `actor/kl_loss` is the KL,
+   TRL's `clip_ratio/region_mean` the clip fraction, the sampler/trainer mismatch metrics), and the
+   trainer keys the rule also reads, which rank a trainer's key before a custom one;
+3. a per-function reward key (`rewards/<fn>`, `rewards/<fn>/mean`) is `reward/<fn>`;
+4. else the rule of `_vocabulary` (normalise the key to words, classify them) names it, or leaves
+   it unread: keys it does not know are returned unchanged, so nothing a trainer logs is lost.
 
 When several keys of one log have the same canonical name (`reward` and `reward_mean`, TRL `kl`
 and verl `actor/kl_loss`), `resolve_names` gives the name to one of them by `name_rank`: a key
-that already is the canonical name, then a trainer's own key, then a custom name (earlier in its
-`_CUSTOM_NAMES` row first); an unprefixed key before a `train/` one; then the key that sorts
-first. The others keep their raw names, with a warning. A column map (`_columns`) overrides this.
+that already is the canonical name, then a trainer's own key, then a key the rule reads (the more
+directly read first: `reward_mean` before `avg_reward`); a key without a namespace (`train/`,
+`rollout/`, ...) before one with; then the key that sorts first. The others keep their raw names,
+with a warning. A column map (`_columns`) overrides this. A log without any reward column whose one
+reward-like column is a success rate (`accuracy`) has that column read as the reward, with a warning.
 
 Also here: recognising the trainer, guessing the TRL version from its key set (the key sets
 changed between releases; the file itself records no version), the meaning of `reward_std`
@@ -22,6 +30,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
+
+from gspo_dynamics.logs import _vocabulary
 
 # Canonical names, in the order a report shows them. Besides these a RunLog may hold
 # `eval/<name>` (evaluation metrics), `reward/<fn>` (one reward function's mean) and any
@@ -116,91 +127,89 @@ _OPENRLHF = {
 
 _TABLE = {**_TRL, **_VERL, **_OPENRLHF}
 
-# Hand-written training loops (also after the `train/` prefix is removed), per canonical name in
-# order of preference. Only names with one reading: not `return` or `episode_reward` (a return
-# may include a per-token KL penalty, as verl's `critic/rewards/mean` does), not `score` (an eval
-# or reward-model score?), not `kl_loss` (KL or beta x KL?), not `length` (prompt or response?).
-# `rewards/<fn>/mean` is one reward function of TRL and `rewards/chosen` a DPO metric: neither
-# is here (`rewards/mean` and `rewards/std` are, as no TRL reward function is called mean/std).
-_CUSTOM_NAMES = {
-    "reward": ("reward_mean", "mean_reward", "avg_reward", "reward_avg", "average_reward",
-               "reward/mean", "rewards/mean"),
-    "reward_std": ("std_reward", "reward/std", "rewards/std"),
-    "entropy": ("policy_entropy", "mean_entropy", "entropy_mean", "entropy/mean"),
-    "kl_ref": ("ref_kl", "kl_ref_mean", "kl_mean", "mean_kl", "kl/mean", "kl_div", "kl_divergence"),
-    "kl_old_new": ("approx_kl", "losses/approx_kl"),  # cleanrl / SB3: old vs new policy
-    "clip_frac": ("clipfrac", "clip_fraction", "losses/clipfrac"),
-    "mean_length": ("response_length_mean", "mean_response_length", "avg_response_length",
-                    "mean_completion_length", "completion_length_mean", "avg_length",
-                    "length_mean"),
-    "truncation_rate": ("truncated_frac", "frac_truncated", "truncation_frac"),
-    "grad_norm": ("gradient_norm",),
-    "learning_rate": ("lr",),
-}
-_CUSTOM = {alias: name for name, aliases in _CUSTOM_NAMES.items() for alias in aliases}
-_CUSTOM_ORDER = {alias: i for aliases in _CUSTOM_NAMES.values() for i, alias in enumerate(aliases)}
-
 # Prefixes that loggers put in front of training metrics (W&B/TensorBoard copies of TRL and
 # OpenRLHF metrics use `train/`).
 _TRAIN_PREFIXES = ("train/",)
-# Prefixes of evaluation metrics: TRL `eval_`, W&B/TensorBoard `eval/`, verl `val-core/`, `val/`.
-_EVAL_PREFIXES = ("eval_", "eval/", "val-core/", "val-aux/", "val/")
-# TRL per-reward-function keys: `rewards/<fn>` (< 0.17) and `rewards/<fn>/mean` (>= 0.17).
-_REWARD_FN = re.compile(r"^rewards/(?P<fn>[^/]+?)(?P<mean>/mean)?$")
+# Prefixes of evaluation metrics: TRL `eval_`, W&B/TensorBoard `eval/`, verl `val-core/`, `val/`,
+# hand-written loops `val_`, `test/`, `test_`, `validation/`.
+_EVAL_PREFIXES = ("eval_", "eval/", "val-core/", "val-aux/", "val/", "val_", "validation/", "validation_",
+                  "test/", "test_")
+
+
+def is_eval_key(key: str) -> bool:
+    """True for an evaluation metric's key (`eval_reward`, `val/acc`, `test/score`, ...)."""
+    return any(key.startswith(prefix) and len(key) > len(prefix) for prefix in _EVAL_PREFIXES)
 
 
 def canonical_name(key: str) -> str:
     """The canonical name of one raw metric key (unchanged when unknown).
 
     `eval_kl` -> `eval/kl_ref`; `train/reward` -> `reward`; `rewards/fmt/mean` -> `reward/fmt`;
-    `critic/score/mean` -> `reward`; `reward_mean` -> `reward`; an unknown key -> itself.
+    `critic/score/mean` -> `reward`; `rollout/reward_mean` -> `reward`; `token_entropy` ->
+    `entropy`; `reward_max` -> itself (a statistic of the reward is not the reward).
     """
     return _lookup(key)[0]
 
 
 # Tiers of `name_rank`, best first.
-_EXACT, _TRAINER, _CUSTOM_TIER = 0, 1, 2
+_EXACT, _TRAINER, _RULE = 0, 1, 2
 
 
 def name_rank(key: str) -> tuple:
     """Sort key of a raw key among the keys of one log with the same canonical name (lowest wins).
 
-    (tier, place in its `_CUSTOM_NAMES` row, prefixed, key): the canonical name itself, then a
-    trainer's key, then a custom name; without a `train/` prefix first; then by the key.
+    (tier, order, namespaced, key): the canonical name itself, then a trainer's key, then a key the
+    rule reads (by `_vocabulary.classify`'s order: the more directly read first); a key without a
+    namespace (`train/`, `rollout/`, ...) before one with; then by the key.
     """
     name, tier, order, prefixed = _lookup(key)
     return (_EXACT if name == key else tier, order, prefixed, key)
 
 
+def reward_like(keys: Iterable[str]) -> list[str]:
+    """The training keys of a log that look like a reward, most reward-like first (`_vocabulary.reward_like`);
+    evaluation keys are left out."""
+    return _vocabulary.reward_like(key for key in keys if not is_eval_key(key))
+
+
 # A W&B chart's "Download CSV": columns "<run name> - <metric>", with "__MIN" / "__MAX" beside each (the band
 # of a smoothed or grouped line: left as they are)
 _WANDB_PANEL = re.compile(r"^.+? - (?P<metric>\S+)$")
+_KNOWN = frozenset(STANDARD_NAMES)
 
 
-def _lookup(key: str) -> tuple[str, int, int, bool]:
-    """(canonical name, tier, place in the custom row, whether a train/ prefix was removed)."""
+@lru_cache(maxsize=1 << 14)  # called per key, not per row; a log has few distinct keys
+def _lookup(key: str) -> tuple[str, int, tuple, bool]:
+    """(canonical name, tier, order within the tier, whether a namespace was removed)."""
     panel = _WANDB_PANEL.match(key)
     if panel and not panel["metric"].endswith(("__MIN", "__MAX")):
         found = _lookup(panel["metric"])
-        if found[0] != panel["metric"] or panel["metric"] in _TABLE.values():  # a metric this table knows
+        if found[0] != panel["metric"] or panel["metric"] in _KNOWN:  # a metric the names know
             return found
     for prefix in _EVAL_PREFIXES:
         if key.startswith(prefix) and len(key) > len(prefix):
-            name, tier, order, prefixed = _lookup(key[len(prefix) :])
+            name, tier, order, prefixed = _training_lookup(key[len(prefix) :])
             return "eval/" + name, tier, order, prefixed
+    return _training_lookup(key)
+
+
+def _training_lookup(key: str) -> tuple[str, int, tuple, bool]:
+    """`_lookup` of a key without an evaluation prefix (`val/test_score/x` is `eval/test_score/x`, read once)."""
     prefixed = False
     for prefix in _TRAIN_PREFIXES:
         if key.startswith(prefix) and len(key) > len(prefix):
             key, prefixed = key[len(prefix) :], True
             break
     if key in _TABLE:
-        return _TABLE[key], _TRAINER, 0, prefixed
-    if key in _CUSTOM:
-        return _CUSTOM[key], _CUSTOM_TIER, _CUSTOM_ORDER[key], prefixed
-    match = _REWARD_FN.match(key)
-    if match and not key.endswith("/std"):
-        return "reward/" + match["fn"], _TRAINER, 0, prefixed
-    return key, _TRAINER, 0, prefixed
+        return _TABLE[key], _TRAINER, (), prefixed
+    function = _vocabulary.reward_function(key)
+    if function is not None:
+        return "reward/" + function, _TRAINER, (), prefixed
+    ruled = _vocabulary.classify(key)
+    if ruled is not None:
+        name, order, namespaced = ruled
+        return name, _RULE, order, prefixed or namespaced
+    return key, _TRAINER, (), prefixed
 
 
 # Where a key that lost its canonical name cannot keep its raw name either (the name is taken).
@@ -214,9 +223,12 @@ def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
     chosen: {raw key: name} picked by the user (a column map); each wins its name outright.
     Otherwise the key of lowest `name_rank` gets the canonical name and the other candidates keep
     their raw keys (with a warning); a raw key that is itself taken as a name (a column `reward`
-    when the map takes `reward` from another column) is kept as `unmapped/<key>`.
+    when the map takes `reward` from another column) is kept as `unmapped/<key>`. Where no key is
+    the reward and the log's only reward-like key is a success rate (`accuracy`), it is the reward,
+    with a warning.
     """
-    chosen = chosen or {}
+    raw_keys = list(raw_keys)
+    chosen, warnings = _success_rate_as_reward(raw_keys, chosen or {})
     candidates: dict[str, list[str]] = {}
     for key in raw_keys:
         name = chosen.get(key) or canonical_name(key)
@@ -228,7 +240,6 @@ def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
         winner = picked[0] if picked else min(keys, key=name_rank)
         final[winner] = name
         losers += [(key, name, winner) for key in sorted(keys) if key != winner]
-    warnings: list[str] = []
     taken = set(final.values())
     for key, name, winner in losers:
         kept = key
@@ -244,6 +255,19 @@ def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
             warnings.append(f"columns {winner!r} and {key!r} could both be {name!r}: {winner!r} "
                             f"was used and {key!r} kept under its own name")
     return final, warnings
+
+
+def _success_rate_as_reward(raw_keys: list[str], chosen: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(chosen, warnings) with the log's sole success rate chosen as the reward, where nothing else is one."""
+    if "reward" in chosen.values() or any(canonical_name(key) == "reward" for key in raw_keys):
+        return chosen, []
+    sole = _vocabulary.sole_success_rate(key for key in raw_keys if not is_eval_key(key))
+    if sole is None or sole in chosen:
+        return chosen, []
+    return {**chosen, sole: "reward"}, [
+        f"no reward column was found: {sole!r}, the log's only reward-like column, is read as the reward "
+        "(a success rate is the mean reward of a 0/1 reward); map another column to 'reward' if it is not"
+    ]
 
 
 # ---- trainer, version, reward_std meaning ---------------------------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
-from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, column_list
+from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, no_reward_error
 from gspo_dynamics.logs._readers import (
     RawLog,
     read_csv,
@@ -265,10 +265,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     if "reward" not in series:
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
-        raise ColumnMapError(
-            "no reward series was found; map one with ", ("reward", "COLUMN"),
-            f", COLUMN one of the log's columns: {column_list(sorted(raw_keys))}",
-        )
+        raise no_reward_error(raw_keys)
     trainer = _names.guess_trainer(raw_keys)
     version = _names.guess_trl_version(raw_keys) if trainer == "trl" else None
     interval = _logging_interval(steps, series["reward"], raw.logging_steps, warnings)

@@ -176,6 +176,10 @@ def reward_like(keys: Iterable[str]) -> list[str]:
 # of a smoothed or grouped line: left as they are)
 _WANDB_PANEL = re.compile(r"^.+? - (?P<metric>\S+)$")
 _KNOWN = frozenset(STANDARD_NAMES)
+_FUNCTION_PREFIX = "reward/"  # the names of reward functions' series
+# Where a key that lost its canonical name cannot keep its raw name either (the name is taken), and where an
+# unread `reward/...` key goes (that namespace is the reward functions').
+DISPLACED_PREFIX = "unmapped/"
 
 
 @lru_cache(maxsize=1 << 14)  # called per key, not per row; a log has few distinct keys
@@ -209,11 +213,11 @@ def _training_lookup(key: str) -> tuple[str, int, tuple, bool]:
     if ruled is not None:
         name, order, namespaced = ruled
         return name, _RULE, order, prefixed or namespaced
+    if key.startswith(_FUNCTION_PREFIX):  # `reward/<fn>` names a reward function: `reward/valid_rate` is none
+        return DISPLACED_PREFIX + key, _TRAINER, (), prefixed
     return key, _TRAINER, (), prefixed
 
 
-# Where a key that lost its canonical name cannot keep its raw name either (the name is taken).
-DISPLACED_PREFIX = "unmapped/"
 
 
 def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None

@@ -159,9 +159,9 @@ class Rule:
 
 # One row per reading, in the order a key is tried (the first match wins).
 RULES: tuple[Rule, ...] = (
-    Rule("reward", _cores("reward"), MEAN_STATS),
+    Rule("reward", _cores("reward", "group reward", "batch reward"), MEAN_STATS),
     Rule("reward", _cores("score"), frozenset({MEAN})),  # bare `score` may be an evaluation score
-    Rule("reward_std", _cores("reward", "group reward"), frozenset({"std"})),
+    Rule("reward_std", _cores("reward", "group reward", "batch reward"), frozenset({"std"})),
     Rule("frac_zero_std", _with_fracs("FRAC zerostd", "FRAC reward zerostd", "FRAC group zerostd"),
          frozenset({None})),
     Rule("entropy", _cores("entropy"), MEAN_STATS, TEXT),
@@ -255,8 +255,8 @@ _SUCCESS = _REWARD_WORDS[2]
 def _reward_class(key: str) -> tuple | None:
     """Sort key of a reward-like key (None when it is not reward-like)."""
     p = parse(key)
-    if p.stat not in MEAN_STATS or p.core & NOT_REWARD:
-        return None
+    if p.stat not in MEAN_STATS or p.core & NOT_REWARD or (p.core & _FRACS_SET and not p.core & _SUCCESS):
+        return None  # a statistic, another quantity, a share of anything but successes (`reward/valid_rate`)
     fn = reward_function(key)
     for rank, kind in enumerate(_REWARD_WORDS):
         if p.core & kind:
@@ -271,7 +271,8 @@ def reward_like(keys) -> list[str]:
 
     A key is reward-like when a word of it is a reward, score, success (accuracy, correct, pass,
     solve, win) or return, and it is no statistic but the mean of that (not `reward_std`,
-    `score/max`, `reward/outcome_advantage_std`, `critic/returns/mean`). Ranked by that word, then
+    `score/max`, `reward/outcome_advantage_std`, `critic/returns/mean`), nor a share of anything but
+    successes (`reward/valid_rate` is not, `reward/hard_pass_rate` is). Ranked by that word, then
     per-function keys after the others, fewer other words, shares after means, the shorter key.
     """
     ranked = sorted((c, k) for k in set(keys) if (c := _reward_class(k)) is not None)

@@ -6,17 +6,23 @@
 
 Modes and the signals behind them (thresholds are named constants in `_trend`, `_instability`, `_context` and `_signals`):
 
-  healthy_saturation     significant rise, the fitted plateau reached (a low R^2 is a caveat, not a verdict,
-                         as long as the late half could have seen the rise go on: the climb it detects with
-                         80% power below the fitted rise); with hyperparameters, T below the exact critical T
-  still_rising           fitted plateau above the last value by > 10% of the rise (and > 2 s.e.)
+  healthy_saturation     significant rise, the plateau shown reached: late-half slope z < 2 (or a negligible
+                         climb), climb < 10% of the rise, fitted plateau inside the rewards seen and reached
+                         (a low R^2 is a caveat as long as the late half could have seen the rise go on);
+                         with hyperparameters, T below the exact critical T
+  still_rising           the late half climbs (slope z >= 2, >= 10% of the rise), or a good fit's plateau
+                         above the last value by > 10% of the rise (and > 2 s.e.)
+  unsure                 a significant rise is never stalled or noise dominated: where neither of the two
+                         above is established, the answer is "unsure: still rising or healthy saturation"
+                         (`Verdict.unsure`, `Diagnosis.unsure`), advising only a longer run; a stalled or
+                         noise-dominated reading below 0.6 is "unsure: stalled or noise dominated"
   stalled                no significant change late vs early (Welch |z| < 3) that the data could have seen
                          (power calculation: the change detectable with 80% power <= 0.2 per-sample reward
                          stds, Cohen's small effect); with KL or entropy moving meanwhile, drift without
                          progress (a note)
-  noise_dominated        the noise hides whether (or how) the run learns: no significant change and a
-                         change detectable with 80% power > 0.2 reward stds, or a noisy fit (R^2 < 0.5) whose
-                         healthy/rising reading is below confidence 0.5 (e.g. an extrapolated plateau);
+  noise_dominated        the noise hides whether the run learns: no significant change and a change
+                         detectable with 80% power > 0.2 reward stds, or a noisy fit (R^2 < 0.5) of a
+                         significant fall whose reading is below confidence 0.5;
                          advice from the 1/G scaling of the fluctuation variance
   dynamical_instability  without hyperparameters, the data: significantly complex roots or a periodic
                          residual (confidence = the weakest of Fisher-g significance, share of the
@@ -29,7 +35,8 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
   policy_concentration   entropy late/early < 0.5 (with the within-group reward std collapsing) below the
                          reward's ceiling; on a [0, 1] score that stopped rising, only as confident as the
                          reward is below its ceiling (partial credit can cap it below 1), and within the
-                         ceiling's gap a solved task (a note)
+                         ceiling's gap a solved task (a note); while the reward still rises, a note too
+                         (no harm shown for a cause to explain)
   reward_hacking         eval reward falling from its peak while train reward rises (first), length doubling, truncation
                          rising (these two only while the reward is not falling significantly: with a
                          falling reward they are a collapse's symptom and go into the notes), one reward

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     verdicts.sort(key=lambda v: (-round(v.confidence / TIE), v.mode not in CAUSE_MODES))
     primary = verdicts[0].mode
     # reported confidences are calibrated (monotone: the ranking above is the raw one, and stays)
-    verdicts = [Verdict(v.mode, calibrate(v.confidence), v.evidence, v.advice) for v in verdicts]
+    verdicts = [replace(v, confidence=calibrate(v.confidence)) for v in verdicts]
     result = Diagnosis(primary, verdicts, fit, imp, summary, not_checked=not_checked, notes=notes, hparams=hparams,
                        theory=theory, log=runlog, findings=found)
     if os.environ.get(STRICT) == "1":  # the tests' invariant: no verdict printed against its own evidence
@@ -180,7 +181,7 @@ def _not_healthy_if_diverged(verdict: Verdict, diverged) -> Verdict:
     values stop at (the trend reads the values before it; a loss alone leaves the reward read as logged)."""
     stops = ([{"signal": "the trend stops before the reward's divergence, at step", "value": diverged["reward"][0],
                "steps": None}] if "reward" in diverged else [])
-    return Verdict(verdict.mode, min(verdict.confidence, FALLING_CAP), verdict.evidence + stops, verdict.advice)
+    return replace(verdict, confidence=min(verdict.confidence, FALLING_CAP), evidence=verdict.evidence + stops)
 
 
 def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:
@@ -191,7 +192,7 @@ def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:
         return verdict
     fell = evidence("the reward fell (Welch z, late - early)", trend["z"], trend["steps"], threshold=-Z_TREND, side="<=",
                     caveat=True, early=trend["early"], late=trend["late"])
-    return Verdict(verdict.mode, min(verdict.confidence, FALLING_CAP), verdict.evidence + [fell], verdict.advice)
+    return replace(verdict, confidence=min(verdict.confidence, FALLING_CAP), evidence=verdict.evidence + [fell])
 
 
 def _reference_note(log: RunLog, notes: list[str]) -> None:

@@ -10,13 +10,14 @@ or by a solved task, a stalled or noisy mean explained by a cause. Each rule is 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (the LOFO protocol sets it)
 from gspo_dynamics.diagnose._context import reward_spread
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, change, late_climb
+from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, late_climb
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
 
@@ -30,6 +31,7 @@ CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "dampi
 def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdict | None, notes: list[str]) -> None:
     """Rank what follows from another mode below it (each rule in its own function)."""
     _solved_task(verdicts, scale, log, notes)
+    _concentration_while_rising(verdicts, log, notes)
     _hard_task(verdicts, scale, log)
     _attribute_to_divergence(verdicts)
     _cycle_not_settled(verdicts)
@@ -84,6 +86,26 @@ def _solved_task(verdicts: list[Verdict], scale, log: RunLog, notes: list[str]) 
                                                "prompts (or a curriculum) will give it signal again")
 
 
+def _concentration_while_rising(verdicts: list[Verdict], log: RunLog, notes: list[str]) -> None:
+    """An entropy collapse while the reward still rises (the trend verdict still rising at REPORT_CONFIDENCE, or
+    unsure whether it still rises; the reward not fallen, Welch z > -Z_TREND) is not a failure: a group-relative
+    gradient concentrates the policy on the answers it learns, and the curve shows no harm (no stall, no fall) for a
+    cause to explain. The concentration verdict, and its advice to hold the policy back, are dropped for a note; it
+    stands where the reward stopped below its ceiling or fell."""
+    trend = next(v for v in verdicts if v.mode not in CAUSE_MODES)
+    i = _index(verdicts, "policy_concentration")
+    rising = (trend.mode == "still_rising" and trend.confidence >= REPORT_CONFIDENCE) or "still_rising" in trend.unsure
+    if i is None or not rising or not change(log.steps, log["reward"]).get("z", math.nan) > -Z_TREND:
+        return
+    conc = verdicts.pop(i)
+    entropy = next(e for e in conc.evidence if e["signal"] == "entropy late / early")
+    kept = {k: v for k, v in entropy.items() if k not in ("side", "holds")}  # context: it supports no verdict now
+    trend.evidence.append(dict(kept, signal="entropy late / early, while the reward rises"))
+    notes.append(f"the entropy fell to {entropy['value']:.2g} of its start while the reward still rises: the policy "
+                 "concentrates on what it learns, not a failure while the reward climbs (diagnose again if it stops "
+                 "below its ceiling)")
+
+
 def _hard_task(verdicts: list[Verdict], scale, log: RunLog) -> None:
     """A rise made while most groups carried no signal from the first steps on is the degeneracy's story.
 
@@ -134,7 +156,7 @@ def _stopped_rising(trend: Verdict, log: RunLog) -> bool:
     """The reward has stopped rising: not still rising by the trend verdict, nor by the late half climbing
     (`_trend.late_climb`). A reward still climbing has not reached its ceiling: an entropy collapse ahead of it
     is the policy concentrating before the task is solved."""
-    if trend.mode == "still_rising":
+    if trend.mode == "still_rising" or "still_rising" in trend.unsure:
         return False
     spread = reward_spread(log)
     return not late_climb(log.steps, log["reward"], spread[0] if spread else None)["climbing"]
@@ -156,7 +178,7 @@ def _early_zero_std(log: RunLog) -> float:
 def _rank_below(verdicts: list[Verdict], i: int, cause_confidence: float, advice: str) -> None:
     """Rank verdicts[i] below a cause it follows from: DERIVED_DISCOUNT x the cause's confidence at most."""
     v = verdicts[i]
-    verdicts[i] = Verdict(v.mode, min(v.confidence, DERIVED_DISCOUNT * cause_confidence), v.evidence, v.advice + [advice])
+    verdicts[i] = replace(v, confidence=min(v.confidence, DERIVED_DISCOUNT * cause_confidence), advice=v.advice + [advice])
 
 
 def _index(verdicts: list[Verdict], mode: str) -> int | None:

@@ -12,7 +12,7 @@ import numpy as np
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._findings import Z_NOT_RISING, Z_RISE
 from gspo_dynamics.diagnose._trend import Z_TREND, change
-from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics.diagnose._verdict import SUCCESS_RATE_TOL, Verdict, confidence, evidence
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.zero_std import fit_difficulty, group_size_for_zero_std
@@ -30,7 +30,6 @@ TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
 DOMINANT_SHARE = 0.9  # one reward component carries 90% of the total gain ...
 COMPONENT_DROP_Z = 2.0  # ... while another falls by at least 2 standard errors
 EVAL_DROP_FRACTION = 0.3  # eval reward below its peak by 30% of its rise to the peak (train rising): divergence
-SUCCESS_RATE_TOL = 1e-6  # a reward series within [0, 1] up to this is read as a success rate
 
 
 def success_rate(log) -> np.ndarray | None:

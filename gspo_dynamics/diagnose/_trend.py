@@ -10,8 +10,9 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence
-from gspo_dynamics._keys import EVAL_KEYS, GROUP_SIZE_KEYS, PROMPTS_KEYS
+from gspo_dynamics.diagnose._trend_advice import MAX_SAMPLE_FACTOR, MEANINGFUL_CHANGE, STALLED_ADVICE, noise_advice
+from gspo_dynamics.diagnose._trend_advice import r2_factor as _r2_factor
+from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence, reward_reach
 from gspo_dynamics.fit import EXTRAPOLATION_LIMIT
 
 
@@ -19,15 +20,8 @@ WINDOW_FRACTION = 0.25  # early/late windows: a quarter of the run each, long en
 MIN_WINDOW = 3  # fewer points cannot give a standard error
 Z_TREND = 3.0  # |z| above this is a real change of the reward (a 3-sigma rise: p ~ 0.001 by chance)
 R2_NOISE = 0.5  # R^2 below this: the fluctuation variance exceeds the variance the trend explains
-R2_TARGET = 0.8  # advice: the G that would bring R^2 up to this (trend variance 4x the noise variance)
 STILL_RISING_FRACTION = 0.10  # a remaining rise above 10% of the total rise is "still rising"
 Z_STILL_RISING = 2.0  # ... and at least 2 standard errors above zero
-# the smallest change of a run that learns, in per-sample reward stds: Cohen's (1988) "small" standardised
-# effect d = (mean_late - mean_early) / sd(one sample) = 0.2, the conventional smallest effect a power
-# calculation is set to detect (0.1 of a 50% success rate). Fixed by that convention, not tuned on any
-# corpus: the leave-one-family-out protocol once tuned it, and two families that cannot tell 0.1 from 0.3
-# then handed the third the edge of the grid (paper_repro/RESULTS.md, runs 510000-540000)
-MEANINGFUL_CHANGE = 0.2
 Z_POWER = 0.8416  # z_{0.8}: "could have seen" = detected with 80% power (one-sided normal quantile)
 
 
@@ -138,6 +132,8 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     span = (trend["steps"][0], trend["steps"][1])
     other = _other_change_tests(steps, reward, fit, scale[0] if scale else None) if abs(z) < Z_TREND else None
     if other is None and not abs(z) >= Z_TREND:
+        other = _late_rise_test(steps, reward, scale[0] if scale else None)
+    if other is None and not abs(z) >= Z_TREND:
         return _flat_verdict(z, trend, span, scale, group_size)
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
         z, ev_trend = other[0], _change_evidence(other[1], other[0], span, welch_z=trend["z"], early=trend["early"],
@@ -179,8 +175,66 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                            side=">=" if rising else "<", caveat=(rising and not climbing) or (not rising and slope_z >= Z_STILL_RISING),
                            climb=late["climb"], climb_share_of_rise=late["share"], meaningful=late["meaningful"]))
     if rising:
-        return _rising_verdict(fit, imp, z, noisy, ev, frac, rem_z, big, slope_z, group_size)
-    return _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size)
+        bounds = reward_reach(reward, imp.reward_range if imp is not None else None)
+        verdict = _rising_verdict(fit, imp, z, noisy, ev, frac, rem_z, big, slope_z, group_size, bounds)
+    else:
+        verdict = _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size)
+    if z >= Z_TREND:  # a significant rise: never noise-dominated; rising or saturated only where that is established
+        return _sure_or_unsure(verdict, late, fit, imp)
+    return _unless_unreadable(verdict, fit, noisy, group_size)
+
+
+UNSURE_RISE = ("still_rising", "healthy_saturation")  # a significant rise whose end the evidence does not settle
+UNSURE_FLAT = ("stalled", "noise_dominated")  # no change, and no telling whether the data could have seen one
+UNSURE_CONFIDENCE = 0.5  # an unsure answer's confidence: a coin toss between its modes (a cause at it ranks first)
+FLAT_SURE = 0.6  # a stalled or noise-dominated reading below this confidence is unsure between the two
+BOUND_SLACK = 0.05  # plateau within the observed rewards: at most this share of their range outside them
+
+
+def _late_rise_test(steps, reward, spread: float | None) -> tuple[float, str] | None:
+    """A significant, meaningful climb of the late half (`late_climb` at slope z >= Z_TREND): a rise the quarter
+    windows miss (a run that starts learning late). Returns (slope z, which test), else None."""
+    late = late_climb(steps, reward, spread)
+    if late["climbing"] and late["slope_z"] >= Z_TREND:
+        return late["slope_z"], "late-half slope of the reward, a rise the quarter windows miss (z)"
+    return None
+
+
+def saturation_shown(late: dict, fit, imp) -> list[str]:
+    """What a significant rise lacks to be called saturated ([] when saturation is established):
+
+        the late half's slope consistent with 0 (z < Z_STILL_RISING, or a climb below MEANINGFUL_CHANGE
+        per-sample stds: `late_climb`) and its climb small against the rise
+        (< STILL_RISING_FRACTION of it), the fitted plateau inside the observed rewards (at most BOUND_SLACK of
+        their range outside) and reached (within 5%, by the fit's own time)."""
+    lacks = []
+    if late["slope_z"] >= Z_STILL_RISING and late["meaningful"]:  # a significant but negligible creep is a stop
+        lacks.append(f"the late half still climbs (slope z {late['slope_z']:.1f} >= {Z_STILL_RISING:g})")
+    if late["share"] >= STILL_RISING_FRACTION:
+        lacks.append(f"the late half climbed {late['share']:.0%} of the rise (>= {STILL_RISING_FRACTION:.0%})")
+    if fit.plateau_extrapolation > BOUND_SLACK:
+        lacks.append(f"the fitted plateau {fit.params['r_inf']:.4g} lies outside the rewards seen")
+    if imp is None or not imp.plateau_reached:
+        lacks.append("the fit does not reach its plateau within the log")
+    return lacks
+
+
+def _sure_or_unsure(verdict: Verdict, late: dict, fit, imp) -> Verdict:
+    """A significant rise (z >= Z_TREND) is still rising or saturated, never noise-dominated or stalled: still rising
+    where that reading clears REPORT_CONFIDENCE, saturated where it does and `saturation_shown` finds nothing lacking;
+    otherwise unsure between the two (UNSURE_RISE) at UNSURE_CONFIDENCE, its failing evidence kept as caveats and its
+    advice only what would tell: a longer run."""
+    lacks = saturation_shown(late, fit, imp) if verdict.mode == "healthy_saturation" else []
+    if verdict.confidence >= REPORT_CONFIDENCE and not lacks:
+        return verdict
+    ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
+    why = "; ".join(lacks) or f"the {verdict.mode.replace('_', ' ')} reading is at confidence {verdict.confidence:.2f}"
+    ev.append(evidence("the rise is significant; still rising or saturated not established", why, None))
+    climb = (f"the last half climbed {late['share']:.0%} of the rise, slope z {late['slope_z']:.1f}"
+             if math.isfinite(late["slope_z"]) and math.isfinite(late["share"]) else "too short for a late-half slope")
+    tell = (f"train longer and diagnose again ({climb}): a late climb under {Z_STILL_RISING:g} s.e. and "
+            f"{STILL_RISING_FRACTION:.0%} of the rise says saturated, above both still rising")
+    return Verdict(verdict.mode, min(verdict.confidence, UNSURE_CONFIDENCE), ev, [tell], unsure=UNSURE_RISE)
 
 
 def _change_evidence(signal: str, z: float, span: tuple, **extra) -> dict:
@@ -203,30 +257,38 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
     ev_res = evidence("change detectable with 80% power / per-sample reward spread", resolution, span,
                       threshold=MEANINGFUL_CHANGE, side=">" if noisy else "<=", spread=scale[0], spread_from=scale[1])
     if noisy:
-        return Verdict("noise_dominated", confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5),
-                       [ev_trend, ev_res], noise_advice(group_size, resolution / MEANINGFUL_CHANGE))
-    # resolution 0 (a zero standard error): any change would have shown
-    resolved = confidence(math.log(MEANINGFUL_CHANGE / resolution), 0.5) if resolution > 0 else 1.0
-    return Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0), resolved), [ev_trend, ev_res], STALLED_ADVICE)
+        verdict = Verdict("noise_dominated", confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5),
+                          [ev_trend, ev_res], noise_advice(group_size, resolution / MEANINGFUL_CHANGE))
+    else:  # resolution 0 (a zero standard error): any change would have shown
+        resolved = confidence(math.log(MEANINGFUL_CHANGE / resolution), 0.5) if resolution > 0 else 1.0
+        verdict = Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0), resolved), [ev_trend, ev_res], STALLED_ADVICE)
+    if verdict.confidence >= FLAT_SURE:
+        return verdict
+    # near the power threshold (or a change near Z_TREND): stalled and noise-dominated are not told apart
+    tell = (f"more samples per step (num_generations, or prompts per step) or a longer run tell: a change of "
+            f"{resolution:.2g} reward stds is detectable here with 80% power; at or below {MEANINGFUL_CHANGE:g} a flat "
+            "reward is a stall, above it the noise hides the change")
+    ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
+    return Verdict(verdict.mode, min(verdict.confidence, UNSURE_CONFIDENCE), ev, [tell], unsure=UNSURE_FLAT)
 
 
 def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float, big: bool, slope_z: float,
-                    group_size) -> Verdict:
+                    group_size, bounds: tuple[float, float] | None) -> Verdict:
     """still_rising: confidence from the late half's slope z (`late_slope`) and, for a good fit, the remaining
     rise (its share of the total rise and its z), then lowered for an uncertain shape (`_shape_confidence`). A
-    noisy fit (R^2 < R2_NOISE) gives no plateau or time in the advice."""
+    noisy fit (R^2 < R2_NOISE) gives no plateau or time in the advice, nor a plateau past what the reward can reach
+    (`bounds`, `_verdict.reward_reach`): that one is said to be at the bound."""
     conf = confidence(slope_z - Z_STILL_RISING, 1.0) if math.isfinite(slope_z) else 0.0
     if not noisy or not math.isfinite(slope_z):
         fitted = max(confidence(frac - STILL_RISING_FRACTION, 0.05), confidence(rem_z, 1.0)) if big else confidence(rem_z, 1.0)
         conf = max(conf, fitted)
-    bounds = imp.reward_range if imp is not None else None
     r_inf = fit.params["r_inf"]  # rising: only the upper bound is one it rises toward
     top = bounds is not None and (r_inf > bounds[1] or (imp.interior_plateau is False and r_inf >= sum(bounds) / 2))
     t_p = imp.time_to_plateau.value
     if noisy:
         advice = [f"the reward still climbs over the last half of the log (slope z {slope_z:.1f}); train longer"]
     elif top:  # at or past the top of the range: no plateau to count steps to
-        advice = [f"the reward is still rising toward its bound (the fitted plateau {r_inf:.4g} lies at or past it); "
+        advice = [f"the reward is still rising toward its bound {bounds[1]:g} (the fit puts the plateau at the bound); "
                   "train longer"]
     else:
         # a plateau more than one observed range beyond the data gives no usable time to reach it
@@ -236,7 +298,7 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
     # a late half climbing at Z_TREND is still rising however far ahead (or unresolved) the plateau is
     climbing = math.isfinite(slope_z) and slope_z >= Z_TREND
     conf = _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size, saturating=False, climbing=climbing)
-    return _unless_unreadable(Verdict("still_rising", conf, ev, advice), fit, noisy, group_size)
+    return Verdict("still_rising", conf, ev, advice)
 
 
 def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float,
@@ -257,7 +319,7 @@ def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list
         if imp.exact_regime == "unstable":  # the exact discrete theory, not the rule of thumb, decides
             conf = min(conf, 0.3)
     conf = _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size, saturating=True)
-    return _unless_unreadable(Verdict("healthy_saturation", conf, ev, advice), fit, noisy, group_size)
+    return Verdict("healthy_saturation", conf, ev, advice)
 
 
 def _other_change_tests(steps, reward, fit, spread: float | None = None) -> tuple[float, str] | None:
@@ -326,13 +388,6 @@ def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdic
     return Verdict("noise_dominated", conf, ev, noise_advice(group_size, _r2_factor(fit.r_squared)))
 
 
-def _r2_factor(r2: float) -> float:
-    """The factor the noise std must fall by for R^2 to reach R2_TARGET: the noise variance must fall by
-    (1 - R^2)/R^2 x R2_TARGET/(1 - R2_TARGET), its std by the square root."""
-    r2 = max(r2, 1e-3)
-    return math.sqrt((1.0 - r2) / r2 * R2_TARGET / (1.0 - R2_TARGET))
-
-
 def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, advice: list, group_size,
                       saturating: bool, climbing: bool = False) -> float:
     """Lower a healthy/still-rising confidence for what makes the fitted shape uncertain:
@@ -353,27 +408,3 @@ def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, ad
         if (saturating or noisy) and not climbing:  # a rise whose plateau lies far ahead is still rising
             conf = min(conf, confidence(1.0 - x, 0.25))
     return conf
-
-
-MAX_SAMPLE_FACTOR = 4.0  # the most G or the prompts per step are advised to grow (a change a user makes)
-STALLED_ADVICE = ["no significant change of the reward although the data could see one: raise the learning "
-                  "rate (2-10x), check that the KL weight does not pin the policy to the reference, and that "
-                  "the groups carry signal (rewards differ within a group)"]
-
-
-def noise_advice(group_size: int | None, std_factor: float) -> list[str]:
-    """Raise G, or the prompts per step, where that resolves the change: the sampling and stationary fluctuation
-    variances scale as 1/G (reduced-order model), so the detectable change shrinks by sqrt(f) when G (or the
-    prompts per step) grows f-fold, and f = std_factor^2 brings it to MEANINGFUL_CHANGE. Advised only up to
-    MAX_SAMPLE_FACTOR (a change a user makes); beyond it, an eval set of fixed prompts judges the run instead."""
-    factor = std_factor * std_factor if std_factor < 1e150 else math.inf  # (huge rewards: no overflow)
-    if not math.isfinite(factor):
-        return ["check the reward's scale: the change sought is below the noise by many orders of magnitude"]
-    if factor > MAX_SAMPLE_FACTOR:
-        return [f"judge this run on an eval set of fixed prompts ({EVAL_KEYS}): the training reward's noise would "
-                f"need {factor:.0f}x the samples per step to show a change of {MEANINGFUL_CHANGE:g} reward stds"]
-    if group_size:
-        return [f"raise G from {group_size} to {math.ceil(group_size * factor)} ({GROUP_SIZE_KEYS}), or the prompts per "
-                f"step {factor:.1f}x ({PROMPTS_KEYS}): the noise variance scales as 1/G"]
-    return [f"raise G or the prompts per step {factor:.1f}x ({GROUP_SIZE_KEYS}; {PROMPTS_KEYS}): the noise variance "
-            "scales as 1/G"]

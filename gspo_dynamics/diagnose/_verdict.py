@@ -18,13 +18,16 @@ MODES: tuple[str, ...] = (
     "healthy_saturation", "still_rising", "stalled", "dynamical_instability", "advantage_degeneracy",
     "policy_concentration", "reward_hacking", "noise_dominated",
 )
-SCHEMA_VERSION = "1.0"  # of `Diagnosis.to_json` (docs/outputs.md): within a version fields are only added
+SCHEMA_VERSION = "1.1"  # of `Diagnosis.to_json` (docs/outputs.md): within a version fields are only added
 TOO_SHORT = "too_short"
 # A cause is reported, and can be primary, from this confidence on (its signal at its threshold).
 REPORT_CONFIDENCE = 0.5
 # the one thing to do when the primary verdict advises nothing
 NOTHING_TO_DO = {"healthy_saturation": "nothing to change: the reward reached its plateau (stop, or harder prompts "
                                        "to go further)"}
+# what tells apart the modes of an unsure answer (`Verdict.unsure`), said on the verdict line
+UNSURE_TELLS = {frozenset(("still_rising", "healthy_saturation")): "a longer run tells",
+                frozenset(("stalled", "noise_dominated")): "more samples per step tell"}
 
 
 def confidence(excess: float, scale: float) -> float:
@@ -33,6 +36,20 @@ def confidence(excess: float, scale: float) -> float:
     if not math.isfinite(excess):
         return 1.0 if excess > 0 else 0.0
     return 1.0 / (1.0 + math.exp(-max(min(excess / scale, 50.0), -50.0)))
+
+
+SUCCESS_RATE_TOL = 1e-6  # rewards within [0, 1] up to this are a success rate (`_signals.success_rate`)
+
+
+def reward_reach(reward, given: tuple[float, float] | None) -> tuple[float, float] | None:
+    """What the reward can reach: the range given (--reward-range), else [0, 1] when every logged reward lies in
+    it (a success rate or a [0, 1] score), else None (unknown). A fitted plateau beyond it is not a number to print."""
+    if given is not None:
+        return float(given[0]), float(given[1])
+    values = [float(r) for r in reward if math.isfinite(r)]
+    if values and min(values) >= -SUCCESS_RATE_TOL and max(values) <= 1.0 + SUCCESS_RATE_TOL:
+        return 0.0, 1.0
+    return None
 
 
 SIDES = {">": lambda v, t: v > t, ">=": lambda v, t: v >= t, "<": lambda v, t: v < t, "<=": lambda v, t: v <= t}
@@ -70,15 +87,21 @@ class Verdict:
     confidence: float  # in [0, 1]
     evidence: list[dict]  # {"signal", "value", "steps": [first, last], "threshold", ...}
     advice: list[str]  # concrete: which hyperparameter, which direction, how much where the theory says
+    # the modes the evidence does not separate (`mode` among them; empty when sure): the answer is then "unsure: a or
+    # b", its advice only what would tell them apart
+    unsure: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}; expected one of {', '.join(MODES)}")
         if not 0.0 <= self.confidence <= 1.0:
             raise ValueError(f"confidence must be in [0, 1], got {self.confidence}")
+        if self.unsure and (self.mode not in self.unsure or any(m not in MODES for m in self.unsure)):
+            raise ValueError(f"unsure must hold the mode {self.mode!r} and other modes, got {self.unsure!r}")
 
     def to_json(self) -> dict:
-        return _plain({"mode": self.mode, "confidence": self.confidence, "evidence": self.evidence, "advice": self.advice})
+        return _plain({"mode": self.mode, "confidence": self.confidence, "evidence": self.evidence, "advice": self.advice,
+                       "unsure": list(self.unsure)})
 
     def contradictions(self) -> list[dict]:
         """The items of its own evidence that do not hold (side given, not a caveat): a verdict reported with
@@ -104,6 +127,11 @@ class Diagnosis:
     config_lines: list[str] = field(default_factory=list)  # --config's unknown keys read past and defaults taken
     # (predict's first lines, `RunSetup.brief_lines`): shown under the verdict; in JSON among the notes
 
+    @property
+    def unsure(self) -> tuple[str, ...]:
+        """The modes the evidence does not separate (the primary verdict's `Verdict.unsure`); () when sure."""
+        return self.verdicts[0].unsure if self.verdicts and self.primary != TOO_SHORT else ()
+
     def action(self) -> str:
         """The one thing to do: fix what invalidates the run first, else the primary verdict's first advice."""
         first = next((f for f in self.findings if f.severity == INVALIDATES and f.advice), None)
@@ -120,6 +148,10 @@ class Diagnosis:
             s = self.log_summary
             lines = [f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
                      f"(at least {s.get('min_points')} are needed to fit a trajectory)"]
+        elif self.unsure:
+            tells = UNSURE_TELLS.get(frozenset(self.unsure), "a longer run tells")
+            lines = [f"verdict    unsure: {' or '.join(m.replace('_', ' ') for m in self.unsure)} — {tells}",
+                     f"do         {self.action()}"]
         else:
             lines = [f"verdict    {self.primary.replace('_', ' ')} (confidence {self.verdicts[0].confidence:.2f})",
                      f"do         {self.action()}"]
@@ -145,6 +177,7 @@ class Diagnosis:
         return _plain({
             "schema_version": SCHEMA_VERSION,
             "primary": self.primary,
+            "unsure": list(self.unsure),
             "verdicts": [v.to_json() for v in self.verdicts],
             "fit": None if self.fit is None else self.fit.to_json(),
             "implications": implications,
@@ -173,7 +206,8 @@ class Diagnosis:
             lines += ["  > " + a for a in f.advice]
         for v in self.verdicts:
             lines.append("")
-            lines.append(f"[{v.mode.replace('_', ' ')}]  confidence {v.confidence:.2f}")
+            name = f"unsure: {' or '.join(m.replace('_', ' ') for m in v.unsure)}" if v.unsure else v.mode.replace('_', ' ')
+            lines.append(f"[{name}]  confidence {v.confidence:.2f}")
             for e in v.evidence:
                 lines.append("  - " + _evidence_text(e))
             for a in v.advice:
@@ -188,8 +222,7 @@ class Diagnosis:
             lines.append("           " + ", ".join(f"{k} = {v:.4g} +- {f.stderr[k]:.2g}" if k in f.fitted else f"{k} = {v:.4g} (fixed)"
                                                    for k, v in f.params.items()))
             if imp is not None:
-                lines.append(f"plateau    {imp.plateau}, reached within 5% at step {imp.time_to_plateau}"
-                             f" ({'reached' if imp.plateau_reached else 'not yet reached'})")
+                lines.append(self._plateau_line())
                 if imp.damping_margin is not None:
                     lines.append(f"theory     stiffness/step {imp.stiffness_per_step}, damping margin {imp.damping_margin} "
                                  f"({imp.damping_margin_source}), refresh interval {imp.refresh_interval}, "
@@ -201,6 +234,21 @@ class Diagnosis:
             lines.append("")
             lines += [f"note       {n}" for n in self.notes]
         return lines
+
+    def _plateau_line(self) -> str:
+        """The fitted plateau and when it comes, within what the reward can reach: a plateau past a bound of the
+        reward's range (`Implications.reward_range`, or [0, 1] for a success rate) is said to be at that bound, not
+        given as a number; where the verdict is unsure whether the rise goes on, the fit's "reached" is the fit's."""
+        imp, r_inf = self.implications, self.fit.params["r_inf"]
+        bounds = reward_reach(self.log["reward"] if self.log is not None else [], imp.reward_range)
+        if bounds is not None and not bounds[0] <= r_inf <= bounds[1]:
+            bound = bounds[1] if r_inf > bounds[1] else bounds[0]
+            return (f"plateau    at the reward's bound {bound:g} (the fit's {r_inf:.4g} lies past what the reward can "
+                    "reach: not a measurement)")
+        reached = "reached" if imp.plateau_reached else "not yet reached"
+        if "still_rising" in self.unsure:
+            reached = f"{reached} by the fit; the data do not settle whether the rise goes on"
+        return f"plateau    {imp.plateau}, reached within 5% at step {imp.time_to_plateau} ({reached})"
 
     def _read_lines(self) -> list[str]:
         """What was read: the log, and the hyperparameters the theory's numbers rest on (given, or from --config)."""
@@ -220,7 +268,8 @@ class Diagnosis:
     def _brief_lines(self) -> list[str]:
         """The answer (`headline`), what was read, and the other verdicts and findings by name."""
         read = self._read_lines()
-        others = [f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]]
+        others = [f"unsure: {' or '.join(m.replace('_', ' ') for m in v.unsure)}" if v.unsure
+                  else f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]]
         others += [f"note: {f.name.replace('_', ' ')}" for f in self.findings if f.severity == NOTE]  # the rest: headline
         also = [f"also       {', '.join(others)}"] if others else []
         return (self._answer_lines() + [""] + read + also

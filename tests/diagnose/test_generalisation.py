@@ -293,7 +293,9 @@ def test_zero_std_groups_a_rising_reward_fills_with_right_answers_rank_below_it(
     assert 0.9 ** 4 / (0.9 ** 4 + 0.1 ** 4) > 0.5
 
 
-def test_an_entropy_collapse_while_the_reward_still_climbs_to_the_ceiling_is_concentration(monkeypatch):
+def test_an_entropy_collapse_while_the_reward_still_climbs_to_the_ceiling_is_a_note_not_a_failure(monkeypatch):
+    # issue 48: the reward still climbing shows no harm for a cause to explain; "raise beta" beside "still rising"
+    # contradicted the answer's own trend line
     monkeypatch.setattr(_context, "CEILING_GAP", 0.1)  # a gap wide enough that the late mean 0.97 lies within it
     n = 300
     p = np.linspace(0.80, 0.995, n)  # late mean ~0.97, within the ceiling's gap, but still climbing
@@ -301,7 +303,9 @@ def test_an_entropy_collapse_while_the_reward_still_climbs_to_the_ceiling_is_con
     entropy = 2.0 * np.exp(-np.arange(n) / 60.0) + 0.02
     d = diagnose(make_log({"reward": reward, "reward_std": std, "entropy": entropy}))
     assert reward_scale(d.log, change(d.log.steps, d.log["reward"])).at_ceiling  # the gap alone would call it solved
-    assert d.verdict("policy_concentration") is not None
+    assert d.primary == "still_rising" and d.verdict("policy_concentration") is None
+    assert not any("raise the KL weight" in a for v in d.verdicts for a in v.advice)
+    assert any("while the reward still rises" in note for note in d.notes)
     assert not any("a solved task concentrates" in note for note in d.notes)
     # the late-half slope's z, by an independent route (scipy's least squares), is past Z_STILL_RISING
     fit = linregress(np.arange(n // 2, n), reward[n // 2:])
@@ -417,12 +421,14 @@ def test_zero_std_groups_a_fast_collapse_makes_within_the_first_rows_follow_from
 def test_a_noisy_rise_whose_late_half_cannot_see_a_continued_climb_is_not_saturation(seed):
     # a real drift 0.3 -> 0.5 under the noise of 2 groups of G = 2 per row: the reward changed significantly,
     # but the late half could not have seen the climb go on (the climb it detects with 80% power exceeds
-    # the whole fitted rise), so the noise hides whether it saturated
+    # the whole fitted rise), so the noise hides whether it saturated. Issue 48: a significant rise is never
+    # noise dominated (it was): the answer is unsure between still rising and saturated, and a longer run tells
     t = np.arange(300.0)
     reward, std, _ = groups(single_exponential(t, 0.5, 0.3, 40.0), seed, group_size=2, n_groups=2)
     d = diagnose(make_log({"reward": reward, "reward_std": std}))
-    assert d.primary == "noise_dominated"
-    v = d.verdict("noise_dominated")
+    assert set(d.unsure) == {"still_rising", "healthy_saturation"} and d.verdict("noise_dominated") is None
+    assert d.headline()[0].startswith("verdict    unsure: ") and "a longer run tells" in d.headline()[0]
+    v = d.verdicts[0]
     res = next(e for e in v.evidence if e["signal"].startswith("late-half climb detectable with 80% power"))
     assert res["value"] > 1.0
     slope, z, used = late_slope(d.log.steps, reward)
@@ -440,9 +446,11 @@ def test_noise_read_over_a_late_half_that_still_climbs_is_not_a_confident_verdic
     t = np.arange(250.0)
     reward, std, _ = groups(0.3 + 0.07 * t / t[-1], seed, n_groups=8)
     d = diagnose(make_log({"reward": reward, "reward_std": std}))
-    v = d.verdict("noise_dominated")
-    assert v is not None and any(e["signal"].startswith("confidence of the ") for e in v.evidence)
+    # issue 48: the rise is significant, so not noise dominated (it was, at a confidence capped below 0.5); the
+    # still-rising reading is below 0.5 too: unsure between still rising and saturated, advising only a longer run
+    assert d.verdict("noise_dominated") is None and set(d.unsure) == {"still_rising", "healthy_saturation"}
+    v = d.verdicts[0]
     _, z, _ = late_slope(d.log.steps, reward)
     assert z > Z_STILL_RISING
-    assert v.confidence <= calibrate(1.0 - 1.0 / (1.0 + math.exp(-(z - Z_STILL_RISING)))) + 1e-12
-    assert v.confidence < calibrate(0.5)
+    assert v.confidence <= calibrate(0.5) + 1e-12
+    assert v.advice == [d.action()] and d.action().startswith("train longer")

@@ -7,10 +7,11 @@
 The rows come from the readers of `read_log` (`_readers.py`); only where a log is cut into pieces does this module
 decide anything. How each kind of log is read after the first poll:
 
-  lines      JSONL, verl / HF console, CSV: from the saved byte offset to the last complete line; the rest waits
-             (a writer mid-line). A JSONL tail without its newline is taken once it parses as a JSON object. CSV
-             pieces are read under the file's header line. Rows a reader numbered 1, 2, ... (a log without steps)
-             are numbered on from the rows before.
+  lines      JSONL, console (verl, HF, any), CSV: from the saved byte offset to the last complete line; the rest
+             waits (a writer mid-line). A JSONL tail without its newline is taken once it parses as a JSON object. CSV
+             pieces are read under the file's header line. Rows a reader numbered by position (a log without steps:
+             1, 2, ..., or k, 2k, ... at the logging interval k the first piece showed) are numbered on from the rows
+             before, at that interval; an eval dict at the start of a piece takes the last step of the piece before.
   records    TensorBoard event files: from the saved offset to the end of the last whole TFRecord; a record cut
              short waits.
   document   trainer_state.json (rewritten at each checkpoint), a JSON array: read again whole when its size,
@@ -38,8 +39,8 @@ from gspo_dynamics.logs._readers import RawLog, _loads
 from gspo_dynamics.logs._runlog import Row, RunLog
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
-LINE_FORMATS = ("jsonl", "verl_console", "hf_console", "csv")
-CONSOLE_FORMATS = ("verl_console", "hf_console")  # a console also ends a line with "\r" (progress bars)
+LINE_FORMATS = ("jsonl", "console", "verl_console", "hf_console", "csv")
+CONSOLE_FORMATS = ("console", "verl_console", "hf_console")  # a console also ends a line with "\r" (progress bars)
 # A run folder's logs, by preference: TensorBoard is written at every logging step (TRL's runs/, verl's
 # tensorboard_log/<project>/<experiment>), a trainer_state.json only at a checkpoint. The newest file of the first
 # kind found is followed.
@@ -280,7 +281,7 @@ class Follower:
                 raise
             return []  # a piece of other output between metric lines: no row
         _add_warnings(f, raw.warnings)
-        return _number_on(f, raw)
+        return _number_on(f, raw, first)
 
 
 def _kind(fmt: str, data: bytes) -> str:
@@ -315,15 +316,20 @@ def _complete_records(data: bytes) -> int:
     return pos
 
 
-def _number_on(f: _File, raw: RawLog) -> list[Row]:
-    """The reader's rows; rows it numbered by position (1, 2, ... or k, 2k, ... for a console log with its total
-    step count) are numbered on from the rows read before, one step per row (a piece does not know the interval)."""
-    every = raw.logging_steps if f.format == "hf_console" and raw.logging_steps else None
+def _number_on(f: _File, raw: RawLog, first: bool) -> list[Row]:
+    """The reader's rows; rows it numbered by position (1, 2, ..., or k, 2k, ... for a console log whose interval k
+    it found, an eval row before any train row at 0) are numbered on from the rows read before, at the interval the
+    first piece gave (a later piece holds no banner to find it)."""
+    console = f.format in CONSOLE_FORMATS
+    if first and console:
+        f.logging_steps = raw.logging_steps
+    every = raw.logging_steps if console and raw.logging_steps else None
     if every is None and any(w.endswith(_NUMBERED) for w in raw.warnings):
         every = 1
     if every is None:
         return raw.rows
-    rows = [(f.numbered + step // every, record) for step, record in raw.rows]
+    scale = f.logging_steps or 1
+    rows = [(f.numbered + step // every * scale, record) for step, record in raw.rows]
     f.numbered = max([f.numbered] + [step for step, _ in rows])
     return rows
 

@@ -6,17 +6,20 @@ Detection rules, first match wins (the content decides, never the file name):
   trl_state      a JSON object (possibly truncated) with a "log_history" key
   jsonl          a JSON array of objects, or lines that are JSON objects
                  (verl's file logger {"step": N, "data": {...}} included)
-  verl_console   a line containing `step:N - key:value`
-  hf_console     a line containing a printed Python dict `{'key': value, ...}`
-  csv            a header line with `,`, tab or `;` separated names
+  console        metric lines anywhere in the first 200k characters, after any prefix (`_console.py`): printed
+                 dicts, or key: value / key=value lists with a step counter or two numbers; named
+    verl_console   where most are verl's `step:N - key:value` lines
+    hf_console     where most are dicts printed by Python `{'key': value, ...}` (transformers' Trainer)
+  csv            a header of names split by `,`, tab or `;`, the lines below it (most of them) as many fields,
+                 mostly numbers; a banner with commas is not a header
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import itertools
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,21 +28,28 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, no_reward_error
+from gspo_dynamics.logs._console import console_kind, read_console, read_hf_console, read_verl_console
 from gspo_dynamics.logs._readers import (
     RawLog,
     read_csv,
-    read_hf_console,
     read_jsonl,
     read_trl_history,
     read_trl_state,
     read_tensorboard,
-    read_verl_console,
 )
-from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, build_series, freeze, trailing_non_finite
+from gspo_dynamics.logs._runlog import (
+    MIN_ANALYSIS_POINTS,
+    RunLog,
+    build_series,
+    freeze,
+    to_float,
+    trailing_non_finite,
+)
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
 READERS = {
     "trl_state": read_trl_state,
+    "console": read_console,
     "hf_console": read_hf_console,
     "tensorboard": read_tensorboard,
     "csv": read_csv,
@@ -105,8 +115,35 @@ def _as_text(content: bytes | str) -> tuple[str, list[str]]:
     return text.lstrip("\ufeff"), warnings
 
 
-_VERL_HINT = re.compile(r"step:\d+ - \S+:")
-_DICT_HINT = re.compile(r"\{\s*'[^']*'\s*:")
+_DETECT_CHARS = 200_000  # how much of a log detection reads
+_CSV_LINES = 50  # the lines under a CSV header that detection checks
+
+
+def _is_name(cell: str, spaced: bool) -> bool:
+    """A header cell: a name (not a number, not empty); `spaced`: names may hold spaces."""
+    cell = cell.strip().strip('"')
+    return 0 < len(cell) <= 200 and to_float(cell) is None and (spaced or " " not in cell)
+
+
+def _looks_like_csv(text: str) -> bool:
+    """A header of names and, under it, lines (most of them) of as many fields, a third of them numbers or more; a
+    header alone only where its names hold no spaces (a banner line with a comma is not a CSV)."""
+    lines = list(itertools.islice((line for line in text.splitlines() if line.strip()), _CSV_LINES + 1))
+    if not lines:
+        return False
+    delimiter = next((d for d in (",", "\t", ";") if d in lines[0]), None)
+    if delimiter is None:
+        return False
+    header = next(csv.reader([lines[0]], delimiter=delimiter))
+    if not all(_is_name(cell, spaced=len(lines) > 1) for cell in header):
+        return False
+    body = list(csv.reader(lines[1:], delimiter=delimiter))
+    if not body:
+        return True
+    same = [cells for cells in body if len(cells) == len(header)]
+    cells = [cell for row in same for cell in row if cell.strip()]
+    numeric = sum(to_float(cell) is not None for cell in cells)
+    return 2 * len(same) > len(body) and 3 * numeric >= len(cells)
 
 
 def detect_format(content: bytes | str) -> str:
@@ -117,24 +154,25 @@ def detect_format(content: bytes | str) -> str:
     stripped = text.lstrip()
     if not stripped:
         raise ConfigError("the log is empty")
-    head = stripped[:200_000]
+    head = stripped[:_DETECT_CHARS]
     if stripped.startswith("{") and '"log_history"' in head:
         return "trl_state"
     newline = stripped.find("\n")  # not split(): that would copy the whole rest of a large log
     first_line = (stripped if newline < 0 else stripped[:newline]).strip()
     one_json_object = first_line.startswith("{") and first_line.endswith("}") and '"' in first_line
-    if stripped.startswith("[") or one_json_object:
+    json_array = stripped.startswith("[") and stripped[1:].lstrip()[:1] in ("{", "]", "")  # not `[rank0]: ...`
+    if json_array or one_json_object:
         return "jsonl"
-    if _VERL_HINT.search(head):
-        return "verl_console"
-    if _DICT_HINT.search(head):
-        return "hf_console"
-    if any(sep in first_line for sep in (",", "\t", ";")):
+    console = console_kind(head)
+    if console is not None:
+        return console
+    if _looks_like_csv(head):
         return "csv"
     raise ConfigError(
-        "could not recognise the log format; expected one of "
-        f"{', '.join(FORMATS)} (a CSV needs a header of names split by commas, tabs or semicolons; in Python, "
-        "read_log(path, format=...) forces a format)"
+        "could not recognise the log format; tried a TensorBoard event file, a trainer_state.json, JSON/JSONL rows, "
+        "console output (printed metric dicts, or key: value / key=value lists with a step counter or two numbers) "
+        "and CSV (a header of names over rows of as many fields); in Python, read_log(path, format=...) forces one of "
+        f"{', '.join(FORMATS)}"
     )
 
 

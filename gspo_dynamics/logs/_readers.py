@@ -7,12 +7,9 @@ reporting what it skipped in `RawLog.warnings` (a best-effort read).
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 import json
-import re
-import warnings as python_warnings
 from dataclasses import dataclass, field
 
 from gspo_dynamics._errors import ConfigError
@@ -176,96 +173,6 @@ def read_trl_history(history: list, step_key: str | None = None, logging_steps: 
     interval = interval if isinstance(interval, int) and not isinstance(interval, bool) else None
     recorded = interval if interval and interval > 0 else None
     return RawLog(_finish(records, "log_history", warnings, step_key), warnings, recorded)
-
-
-# ---- transformers / TRL console output ------------------------------------------------------
-
-_DICT_IN_LINE = re.compile(r"\{\s*'[^{}]*\}")
-_TOTAL_STEPS = re.compile(r"Total optimization steps\s*=\s*([\d,]+)")
-_LOG_KEYS = ("epoch", "loss", "learning_rate", "reward", "grad_norm", "step")
-
-
-def read_hf_console(text: str, step_key: str | None = None) -> RawLog:
-    """Console output of transformers' Trainer: one printed Python dict per logging step.
-
-    The dicts carry no step: rows are numbered in order and scaled by the logging interval
-    found from "Total optimization steps = N" (N // rows). Eval dicts (`eval_*` keys) take the
-    step of the train row before them; the final summary dict is skipped.
-    """
-    warnings: list[str] = []
-    train: list[tuple[int | None, dict]] = []
-    evals: list[tuple[int, dict]] = []  # (index of the preceding train row, record)
-    n_bad = 0
-    for line in re.split(r"[\r\n]", text):
-        if "{" not in line or len(line) > _MAX_LINE:
-            continue
-        for match in _DICT_IN_LINE.finditer(line):
-            try:
-                # Invalid escapes in junk lines raise Deprecation/SyntaxWarning: not ours to show.
-                with python_warnings.catch_warnings():
-                    python_warnings.simplefilter("ignore")
-                    record = ast.literal_eval(match.group(0))
-            except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
-                n_bad += 1
-                continue
-            if not isinstance(record, dict) or not all(isinstance(k, str) for k in record):
-                continue
-            keys = record.keys()
-            if not any(k in _LOG_KEYS or k.startswith(("eval_", "rewards/")) for k in keys):
-                continue  # a dict printed by something else
-            if is_summary_row(keys):
-                continue
-            if all(k.startswith("eval_") or k in ("epoch", "step") for k in keys):
-                evals.append((len(train), record))
-            else:
-                train.append(_split_step(record, step_key))
-    if n_bad:
-        warnings.append(f"{n_bad} dict-like line(s) could not be parsed and were skipped")
-    if not train:
-        raise ConfigError("no training-metric dict lines were found in the console output")
-    interval = None
-    if all(step is None for step, _ in train):
-        total = _TOTAL_STEPS.search(text)
-        n_steps = int(total.group(1).replace(",", "")) if total else 0
-        candidate = n_steps // len(train) if n_steps else 0
-        if candidate >= 1 and n_steps // candidate == len(train):
-            interval = candidate
-            train = [((i + 1) * interval, rec) for i, (_, rec) in enumerate(train)]
-    rows = _finish(train, "console output", warnings, step_key)
-    n_train = len(rows)
-    for index, record in evals:
-        if 0 < index <= n_train:
-            step = to_step(record.get("step")) if "step" in record else rows[index - 1][0]
-            if step is not None:
-                rows.append((step, {k: v for k, v in record.items() if k != "step"}))
-    rows.sort(key=lambda row: row[0])  # eval rows after their train row; stable for ties
-    return RawLog(rows, warnings, interval)
-
-
-# ---- verl console lines ---------------------------------------------------------------------
-
-_VERL_LINE = re.compile(r"step:(\d+) - (.*)$")
-
-
-def read_verl_console(text: str, step_key: str | None = None) -> RawLog:
-    """verl console lines `step:N - key:value - key:value - ...` (other output ignored)."""
-    warnings: list[str] = []
-    rows: list[Row] = []
-    for line in re.split(r"[\r\n]", text):
-        match = _VERL_LINE.search(line[:_MAX_LINE])
-        if not match:
-            continue
-        step = to_step(match.group(1))
-        record = {}
-        for part in match.group(2).split(" - "):
-            key, sep, value = part.rpartition(":")
-            if sep and key:
-                record[key.strip()] = value.strip()
-        if step is not None and record:
-            rows.append((step, record))
-    if not rows:
-        raise ConfigError("no verl 'step:N - key:value' lines were found")
-    return RawLog(rows, warnings)
 
 
 # ---- JSON Lines (generic, W&B, verl file logger) and JSON arrays -----------------------------

@@ -1,0 +1,368 @@
+"""Console output of any trainer (what a job prints to stdout) read into raw rows `(step, {key: value})`.
+
+A line is a metric line in one of two forms, after any prefix (a timestamp, `[rank0]:`, `INFO:`, a logger name, a
+Ray `(TaskRunner pid=7)`), with ANSI colours removed and tqdm's carriage-return fragments split into lines:
+
+  dict      a printed Python or JSON dict holding a metric-like key: `{'loss': 0.1, 'reward': '0.5', 'kl': nan}`;
+            values may be `nan`, `inf`, `-inf`, `tensor(0.3, device='cuda:0')`, `np.float64(0.2)` or strings
+  key list  `key: value` / `key=value` pairs split by `|`, `,`, ` - `, `;` or spaces, with a step counter
+            (`Step 12/200 | reward: 0.31`, `[step 5/100] reward=0.4`, `it 10 reward 0.3 loss 0.2`, verl's
+            `step:N - key:value - ...`) or at least two numeric pairs, one of them a metric's
+            (`2026-01-01 12:00:00 INFO step=3 mean_reward=0.5`)
+
+A step counter is `step N`, `Step N/M`, `[step N/M]`, `global_step=N`, `iter N`, `it N`, `Epoch e Step N`, or
+`Epoch:[e/E](N/M)` (step (e-1) M + N). A line holding only a counter gives its step to the metric lines below it. A
+logged `nan`/`inf` is kept as a non-finite float; a `None`/`null` is a missing value. Anything else (banners,
+warnings, `Total optimization steps = 1,000`, tables, config dumps) is not a metric line. Where a log has both forms,
+the more frequent one is read (a TRL log's metric dicts, not the vLLM config line between them).
+
+Dicts without a step (transformers' Trainer prints none) are numbered by the logging interval: from `Total
+optimization steps = N` only in a finished log (its summary dict `train_runtime` printed), else from the `epoch`
+column's increments and the steps per epoch of the banner (`Num Epochs` and the total, or `Num examples` and the total
+batch size, or a `steps per epoch` line), else 1, 2, ... with a warning. Eval dicts (`eval_*` keys) take the step of
+the train row before them; one before any train row takes step 0 (an evaluation before training, or, in a piece of a
+growing log, the last step of the piece before: `_follow._number_on`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs._console_interval import logging_interval
+from gspo_dynamics.logs._names import is_summary_row
+from gspo_dynamics.logs._readers import STEP_KEYS, RawLog, _finish, _flatten, _loads, _split_step
+from gspo_dynamics.logs._runlog import Row, to_step
+
+try:  # a dependency, but optional at run time (as in `_readers._loads`)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
+
+_MAX_LINE = 1_000_000  # longer "lines" are binary junk, not log rows
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_RAY_PREFIX = re.compile(r"^\s*\([\w.:-]+ pid=\d+(?:, ip=[\d.]+)?\)\s*")
+# A number as printed by Python, JSON, numpy or torch, non-finite spellings included.
+_NUM = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|(?:nan|NaN|NAN|inf|Inf|INF|Infinity|infinity)(?!\w))"
+# tensor(0.3, device='cuda:0'), np.float64(0.2), float('nan'): the number inside.
+_WRAPPER = re.compile(r"\b(?:(?:torch\.)?tensor|(?:np|numpy)\.(?:float|int)\d*|float|array)\(\s*(['\"]?)([^,()'\"]*)\1"
+                      r"\s*(?:,[^()]*)?\)")
+_DICT_START = re.compile(r"\{\s*['\"]")
+_DICT_PAIR = re.compile(r"""(?:'([^'\n]{1,200})'|"([^"\n]{1,200})")\s*:\s*(?:'([^'\n]*)'|"([^"\n]*)"|"""
+                        r"(" + _NUM + r"|None|null|True|False|true|false)(?=\s*[,}]))")
+_KEY_WORD = re.compile(r"[A-Za-z_][\w./@\-]*")
+# key:value / key=value: the separator attached to the key (`reward: 0.3`, not a banner's `Num Epochs = 1`), a number.
+_VALUE = re.compile(r"[:=][ \t]*(" + _NUM + r")(?![\w.:/]|,\d)")
+_NUMBER = re.compile(_NUM)
+_LAST_SEPARATOR = re.compile(r".*(?:[|,;\[\]()]|\s-\s)")  # a key's words start after the last of these
+_NOTHING = object()
+_MEMO_SIZE = 100_000
+_MAX_KEY_WORDS = 4  # `Avg Response Len: 271.4`
+# Step counters, matched in the lowercased line (the character before is checked apart: no lookbehind, for speed).
+_COUNTER = re.compile(r"(global[_ ]step|step|iteration|iter|it|update)[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)"
+                      r"(?:[ \t]*/[ \t]*\d+)?(?![\w.])")
+_EPOCH_FRACTION = re.compile(r"(?i)epoch\W{0,3}\[?\s*(\d+)\s*/\s*\d+\s*\]?\s*[(\[]\s*(\d+)\s*/\s*(\d+)\s*[)\]]")
+_COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3}
+_STEP_SET = frozenset(STEP_KEYS)
+_METRIC_WORD = re.compile(r"(?i)reward|loss|kl|entrop|grad|learning_rate|\blr\b|score|acc|clip|length|return|advan"
+                          r"|ratio|std|mean|eval|val")
+_EVAL_KEY = re.compile(r"(?i)^(?:eval|val|test|validation)[_/\-]")
+_LETTERS = re.compile(r"[A-Za-z]{2,}")
+_VERL_HINT = re.compile(r"step:\d+ - \S+:")
+
+_NUMBERED = "rows were numbered 1, 2, ..."  # `_readers._finish`'s warning, which `_follow` reads
+
+
+@dataclass
+class _Scan:
+    """The metric lines of a console text, in order: (step or None, record, is an eval row)."""
+
+    dicts: list[tuple[int | None, dict, bool]] = field(default_factory=list)
+    pairs: list[tuple[int | None, dict, bool]] = field(default_factory=list)
+    finished: bool = False  # a summary dict (train_runtime) was printed
+    verl: int = 0  # verl `step:N - key:value` lines
+    python_dicts: int = 0  # dicts printed by Python (single quotes), not JSON
+    memo: dict = field(default_factory=dict)  # keys -> `_kind_of`
+    keys: dict = field(default_factory=dict)  # the text between two pairs -> the second's key
+
+
+def _number(token: str) -> object:
+    if token in ("None", "null"):
+        return None
+    if token in ("True", "true", "False", "false"):
+        return token in ("True", "true")
+    return float(token)
+
+
+def _dict_record(segment: str) -> dict | None:
+    """The {key: value} of one printed dict (nested JSON flattened to a/b keys; a None value left out); None if it is
+    not one."""
+    if segment.count("{") > 1:  # nested: JSON (verl's file logger after a prefix: {"step": N, "data": {...}})
+        obj = _loads(segment)
+        if isinstance(obj, dict):
+            if isinstance(obj.get("data"), dict):
+                obj = {**{k: v for k, v in obj.items() if k != "data"}, **obj["data"]}
+            return _flatten(obj)
+    # The fast path: a Python dict of numbers and plain strings is JSON once its quotes are.
+    obj = _json(segment if '"' in segment else segment.replace("'", '"'))
+    if isinstance(obj, dict):
+        return {k: v for k, v in obj.items() if v is not None} if None in obj.values() else obj
+    record = {}
+    for k1, k2, s1, s2, token in _DICT_PAIR.findall(segment):
+        value = _number(token) if token else s1 or s2
+        if value is not None:
+            record[k1 or k2] = value
+    return record or None
+
+
+def _json(text: str):
+    if _orjson is None:
+        return _loads(text)
+    try:
+        return _orjson.loads(text)
+    except _orjson.JSONDecodeError:
+        return None
+
+
+def _dicts(line: str, start: int):
+    """The printed dicts of a line from `start` (a nested one spans to the line's last `}`)."""
+    while True:
+        end = line.find("}", start)
+        if end < 0:
+            return
+        if line.find("{", start + 1, end) >= 0:
+            end = line.rfind("}")
+        record = _dict_record(line[start:end + 1])
+        if record is not None:
+            yield record, line[start + 1:start + 8].lstrip()[:1] == "'"
+        match = _DICT_START.search(line, end + 1)
+        if match is None:
+            return
+        start = match.start()
+
+
+def _kind_of(keys: tuple, memo: dict) -> tuple[bool, bool, bool]:
+    """(a metric row, an eval row, the summary row) for a row of these keys (memoised: logs repeat their keys)."""
+    kind = memo.get(keys)
+    if kind is None:
+        named = [k for k in keys if k not in ("epoch", "step")]
+        kind = memo[keys] = (any(_METRIC_WORD.search(k) for k in keys),
+                             bool(named) and all(_EVAL_KEY.match(k) for k in named), is_summary_row(keys))
+    return kind
+
+
+def _counter(line: str) -> tuple[int | None, str | None, int, int]:
+    """(the line's step counter, its name as written, where it starts and ends) or (None, None, 0, 0); the
+    highest-ranked of several (global step first). A counter too large for a step gives None."""
+    low = line.lower()
+    best = None
+    if "step" in low or "it" in low or "update" in low:
+        for match in _COUNTER.finditer(low):
+            at = match.start()
+            if at and (low[at - 1].isalnum() or low[at - 1] in "_/."):
+                continue
+            name = match.group(1)
+            rank = _COUNTER_RANK[name.replace("_", " ") if name.startswith("global") else name]
+            if best is None or rank < best[0]:
+                best = (rank, to_step(int(match.group(2))), line[at:match.end(1)], at, match.end())
+    if best is not None:
+        return best[1:]
+    epoch = _EPOCH_FRACTION.search(line) if "poch" in low else None
+    if epoch is None:
+        return None, None, 0, 0
+    e, n, per_epoch = (int(g) for g in epoch.groups())
+    return to_step(max(e - 1, 0) * per_epoch + n), None, epoch.start(), epoch.end()
+
+
+def _key_before(segment: str, set_apart: bool) -> str | None:
+    """The key that ends `segment` (the text since the last pair, up to a `:` or `=`): the words after its last
+    separator where one sets them apart (or the pair before), else its last word; None if it ends in a space."""
+    if not segment or segment[-1].isspace():
+        return None
+    cut = _LAST_SEPARATOR.match(segment)
+    words = segment[cut.end() if cut else 0:].split()
+    if not words:
+        return None
+    if (set_apart or cut) and len(words) <= _MAX_KEY_WORDS and all(_KEY_WORD.fullmatch(w) for w in words):
+        key = " ".join(words)
+    else:
+        key = words[-1] if _KEY_WORD.fullmatch(words[-1]) else None
+    return None if key is None or key.endswith(".py") else key  # not a logger's file.py:line
+
+
+def _pairs(line: str, memo: dict) -> dict:
+    """The `key: value` / `key=value` pairs of a line, values as floats (the key after a pair memoised by the text
+    before it: a log repeats it line after line)."""
+    record, last = {}, 0
+    for match in _VALUE.finditer(line):
+        segment = line[last:match.start()]
+        if not last:
+            key = _key_before(segment, False)
+        elif (key := memo.get(segment, _NOTHING)) is _NOTHING:
+            key = _key_before(segment, True)
+            if len(memo) < _MEMO_SIZE:
+                memo[segment] = key
+        if key is not None:
+            record[key] = float(match.group(1))
+            last = match.end()
+    return record
+
+
+def _spaced_pairs(rest: str) -> dict:
+    """`reward 0.3 loss 0.2` after a counter (`it 10`): the whole rest alternates keys and numbers, else {}."""
+    tokens = rest.replace("|", " ").replace(",", " ").split()
+    keys, values = tokens[0::2], tokens[1::2]
+    if not tokens or len(keys) != len(values):
+        return {}
+    if all(_KEY_WORD.fullmatch(k) for k in keys) and all(_NUMBER.fullmatch(v) for v in values):
+        return {k: float(v) for k, v in zip(keys, values)}
+    return {}
+
+
+def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None) -> int | None:
+    """Add the line's metric rows to `scan`; the step that the lines below take (a counter-only line sets it)."""
+    if "(" in line:
+        line = _WRAPPER.sub(r"\2", _RAY_PREFIX.sub("", line))
+    brace = line.find("{")
+    match = _DICT_START.search(line, brace) if brace >= 0 else None
+    if match is not None:
+        step = _counter(line[:match.start()])[0] if match.start() else None
+        for record, python in _dicts(line, match.start()):
+            metric, is_eval, summary = _kind_of(tuple(record), scan.memo)
+            if summary:
+                scan.finished = True
+            elif metric:
+                scan.dicts.append((step if step is not None else current, record, is_eval))
+                scan.python_dicts += python
+        return current
+    has_pair = ":" in line or "=" in line
+    step, counter_name, start, end = _counter(line)
+    if step is None and not has_pair:
+        return current
+    record = _pairs(line, scan.keys) if has_pair else {}
+    if not record and step is not None:
+        record = _spaced_pairs(line[end:])
+    if counter_name is not None and step_key is None:
+        record.pop(counter_name, None)
+    if not record:
+        counter_only = step is not None and _LETTERS.search(line[:start] + " " + line[end:]) is None
+        return step if counter_only else current
+    metric, is_eval, _ = _kind_of(tuple(record), scan.memo)
+    if step is None and current is None and (len(record) < 2 or not metric):
+        return current
+    scan.pairs.append((step if step is not None else current, record, is_eval))
+    scan.verl += _VERL_HINT.search(line) is not None
+    return current
+
+
+def scan_console(text: str, step_key: str | None = None, limit: int | None = None) -> _Scan:
+    """Every metric line of `text` (its first `limit` characters when given)."""
+    if limit is not None:
+        text = text[:limit]
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    scan, current = _Scan(), None
+    for line in text.splitlines():  # "\r" too: tqdm's fragments
+        if len(line) <= _MAX_LINE:
+            current = _scan_line(line, scan, current, step_key)
+    return scan
+
+
+def console_kind(text: str) -> str | None:
+    """"verl_console", "hf_console" or "console" when the text holds metric lines (`read_log`'s detection), else
+    None."""
+    scan = scan_console(text)
+    if not scan.dicts and not scan.pairs:
+        return None
+    if len(scan.pairs) > len(scan.dicts):
+        return "verl_console" if scan.verl * 2 > len(scan.pairs) else "console"
+    return "hf_console" if scan.python_dicts * 2 > len(scan.dicts) else "console"
+
+
+# ---- rows and steps -------------------------------------------------------------------------------------------------
+
+
+def read_console(text: str, step_key: str | None = None, what: str = "console output") -> RawLog:
+    """Console output of any trainer (the module docstring's forms) as raw rows; ConfigError when it has no metric
+    line. step_key: a column map's step column (a key of the printed rows), else the counters and step keys give the
+    steps."""
+    scan = scan_console(text, step_key)
+    warnings: list[str] = []
+    if scan.dicts and len(scan.dicts) >= len(scan.pairs):
+        rows, interval, axis = _dict_rows(scan, text, step_key, what, warnings)
+    elif scan.pairs:
+        rows, interval = _pair_rows(scan.pairs, step_key, what, warnings), None
+        axis = f"column {step_key!r}" if step_key else "console step counter"
+    else:
+        raise ConfigError(f"no metric lines were found in the {what} (printed metric dicts, or key: value / key=value "
+                          "lists with a step counter or two numbers)")
+    raw = RawLog(rows, warnings, interval)
+    if not any(w.endswith(_NUMBERED) for w in warnings):
+        raw.step_axis = axis  # how the steps were found, for the `log` line (rows numbered by position: said apart)
+    return raw
+
+
+def read_hf_console(text: str, step_key: str | None = None) -> RawLog:
+    """Console output of transformers' Trainer (TRL, Unsloth): one printed dict per logging step, read by
+    `read_console` (its interval rules number the rows)."""
+    return read_console(text, step_key)
+
+
+def read_verl_console(text: str, step_key: str | None = None) -> RawLog:
+    """verl's console lines `step:N - key:value - key:value - ...`, read by `read_console` (other output ignored)."""
+    return read_console(text, step_key, "verl console output")
+
+
+def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings: list[str]
+               ) -> tuple[list[Row], int | None, str]:
+    """The rows of the printed dicts, the logging interval when it was inferred (dicts without steps), and how the
+    steps were found."""
+    train: list[tuple[int | None, dict]] = []
+    evals: list[tuple[int, int | None, dict]] = []  # (train rows before it, its own step, record)
+    for counted, record, is_eval in scan.dicts:
+        step, rest = _split_step(record, step_key) if step_key or not _STEP_SET.isdisjoint(record) else (None, record)
+        if step is None and step_key is None:
+            step = counted
+        if is_eval:
+            evals.append((len(train), step, rest))
+        else:
+            train.append((step, rest))
+    interval, axis = None, f"column {step_key!r}" if step_key else "the printed rows' steps"
+    if step_key is None and all(step is None for step, _ in train):
+        interval, axis = logging_interval(text, [record for _, record in train], scan.finished) if train else (None, "")
+        every = interval or 1
+        train = [((i + 1) * every, record) for i, (_, record) in enumerate(train)]
+        if interval is None:
+            warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
+    steps = [step for step, _ in train]
+    rows = _finish(train, what, warnings, step_key)
+    for index, step, record in evals:
+        if step is None:
+            step = steps[index - 1] if index else 0  # before any train row: an evaluation before training
+        if step is not None and step >= 0 and record:
+            rows.append((step, record))
+    rows.sort(key=lambda row: row[0])  # eval rows after their train row (a stable sort)
+    return rows, interval, axis
+
+
+def _pair_rows(pairs: list[tuple[int | None, dict, bool]], step_key: str | None, what: str, warnings: list[str]
+               ) -> list[Row]:
+    """The rows of the key: value lines; an eval line without a step takes the step of the line before it."""
+    if len(pairs) >= 3:  # a line seen once whose keys no other line has (a config dump) is not a metric row
+        counts = Counter(key for _, record, _ in pairs for key in record)
+        pairs = [row for row in pairs if row[0] is not None or any(counts[key] > 1 for key in row[1])]
+    records: list[tuple[int | None, dict]] = []
+    previous = None
+    for counted, record, is_eval in pairs:
+        if step_key is not None:
+            step, rest = _split_step(record, step_key)
+        else:
+            step, rest = (counted, record) if counted is not None or _STEP_SET.isdisjoint(record) else \
+                _split_step(record, None)
+            if step is None and is_eval:
+                step = previous
+        previous = step if step is not None else previous
+        records.append((step, rest))
+    return _finish(records, what, warnings, step_key)

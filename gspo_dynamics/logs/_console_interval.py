@@ -1,0 +1,88 @@
+"""The logging interval of a console log whose metric dicts carry no step (transformers' Trainer prints none).
+
+    every, how = logging_interval(text, records, finished)   # (5, "logging_steps 5 x row (...)") or (None, "")
+
+From `Total optimization steps = N` over the rows only in a finished log (its summary dict printed: an unfinished
+one has fewer rows than it will have), else from the `epoch` column: row i's epoch is k (i + 1) / (steps per epoch),
+the steps per epoch from the banner (`Num Epochs` and the total, `Num examples` over the total batch size, or a
+`steps per epoch` line), accepted only where every row agrees within the precision its epoch is printed to.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from gspo_dynamics.logs._runlog import to_float
+
+_TOTAL_STEPS = re.compile(r"Total (?:optimization )?steps\s*=\s*([\d,]+)")
+_NUM_EPOCHS = re.compile(r"Num Epochs\s*=\s*([\d,]+)")
+_NUM_EXAMPLES = re.compile(r"Num examples\s*=\s*([\d,]+)")
+_TOTAL_BATCH = re.compile(r"Total (?:train )?batch size[^=\n]*=\s*([\d,]+)")
+_STEPS_PER_EPOCH = re.compile(r"(?i)steps[ _]per[ _]epoch\s*[:=]\s*([\d,]+)")
+EPOCH_SLACK = 0.3  # steps: an epoch printed in full gives its step to float error; this allows a trainer's rounding
+
+
+def _banner_int(pattern: re.Pattern, text: str) -> int | None:
+    match = pattern.search(text)
+    digits = match.group(1).replace(",", "") if match else ""
+    return int(digits) if digits else None
+
+
+def logging_interval(text: str, records: list[dict], finished: bool) -> tuple[int | None, str]:
+    """The logging interval of dicts printed without steps and how it was found: the total step count over the rows
+    in a finished log, else the epoch column's increment times the banner's steps per epoch; (None, "") when
+    neither holds."""
+    n = len(records)
+    total = _banner_int(_TOTAL_STEPS, text)
+    if finished and total:
+        every = total // n
+        if every >= 1 and total // every == n:
+            return every, f"logging_steps {every} x row (the finished run's {total} steps over its {n} rows)"
+    epochs = [record.get("epoch") for record in records]
+    values = [to_float(e) for e in epochs]
+    if n < 2 or any(v is None or not math.isfinite(v) for v in values) or values[-1] <= values[0]:
+        return None, ""
+    for per_epoch in _steps_per_epoch(text, total):
+        every = _epoch_interval(epochs, values, per_epoch)
+        if every is not None:
+            return every, f"logging_steps {every} x row (the epoch column at {per_epoch} steps per epoch)"
+    return None, ""
+
+
+def _steps_per_epoch(text: str, total: int | None) -> list[int]:
+    """Candidates for the optimizer steps in one epoch, from the banner: a `steps per epoch` line, the total over
+    `Num Epochs`, `Num examples` over the total batch size (rounded down and up)."""
+    candidates = []
+    explicit, epochs = _banner_int(_STEPS_PER_EPOCH, text), _banner_int(_NUM_EPOCHS, text)
+    examples, batch = _banner_int(_NUM_EXAMPLES, text), _banner_int(_TOTAL_BATCH, text)
+    if explicit:
+        candidates.append(explicit)
+    if total and epochs and total % epochs == 0:
+        candidates.append(total // epochs)
+    if examples and batch:
+        candidates += [examples // batch, -(-examples // batch)]
+    return [c for c in dict.fromkeys(candidates) if c >= 1]
+
+
+def _epoch_interval(epochs: list, values: list[float], per_epoch: int) -> int | None:
+    """k when every row i's epoch is step k (i + 1) over `per_epoch`, within the epoch's printed precision."""
+    n = len(values)
+    every = round((values[-1] - values[0]) / (n - 1) * per_epoch)
+    if every < 1:
+        return None
+    for i, (printed, value) in enumerate(zip(epochs, values)):
+        slack = 0.5 * _last_digit(printed) * per_epoch + EPOCH_SLACK
+        if abs(value * per_epoch - (i + 1) * every) > slack:
+            return None
+    return every
+
+
+def _last_digit(value: object) -> float:
+    """The unit of a printed number's last digit (0.107 -> 0.001): how far it may be from the value it rounds."""
+    text = value.strip() if isinstance(value, str) else repr(float(value))
+    mantissa, _, exponent = text.lower().partition("e")
+    try:
+        return 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
+    except ValueError:
+        return 1.0

@@ -1,0 +1,241 @@
+"""The generic console reader (`logs/_console.py`) on small console texts written here: metric dicts and key: value
+lists after any prefix, step counters, tqdm fragments and colours, NaN kept, banners ignored, the interval rules of
+dicts without steps, eval dicts, detection (a banner with commas is not a CSV), and speed."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from gspo_dynamics import ConfigError
+from gspo_dynamics.logs import Follower, detect_format, read_log
+from gspo_dynamics.logs._console import read_console
+
+REWARDS = [0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.52]
+
+
+def rows_of(text: str) -> list[tuple[int, dict]]:
+    return read_console(text).rows
+
+
+@pytest.mark.parametrize("prefix", [
+    "", "2026-01-01 12:00:00,123 - INFO - ", "[rank0]: ", "INFO:root:", "trainer.py:88 ", "(TaskRunner pid=7) ",
+    "\x1b[32mINFO\x1b[0m ", "[2026-01-01 12:00:00] [train] ",
+])
+def test_a_metric_dict_after_any_prefix(prefix):
+    text = "".join(f"{prefix}{{'step': {i + 1}, 'reward': {r}, 'kl': 0.01}}\n" for i, r in enumerate(REWARDS))
+    assert detect_format("loading the model\n" + text) in ("hf_console", "console")
+    rows = rows_of("loading the model\n" + text)
+    assert [step for step, _ in rows] == list(range(1, len(REWARDS) + 1))
+    assert [record["reward"] for _, record in rows] == REWARDS
+
+
+def test_python_and_json_values_tensor_numpy_strings_and_non_finite():
+    text = ("{'step': 1, 'loss': tensor(0.3, device='cuda:0'), 'reward': np.float64(0.2), 'lr': '9.8e-06', "
+            "'kl': nan, 'grad_norm': inf, 'adv': -inf, 'entropy': None, 'ok': True}\n"
+            '[rank1]: {"step": 2, "reward": NaN, "kl": Infinity, "loss": -Infinity, "entropy": null}\n')
+    (s1, r1), (s2, r2) = rows_of(text)
+    assert (s1, s2) == (1, 2)
+    assert r1["loss"] == 0.3 and r1["reward"] == 0.2 and float(r1["lr"]) == 9.8e-06
+    assert math.isnan(r1["kl"]) and r1["grad_norm"] == math.inf and r1["adv"] == -math.inf
+    assert "entropy" not in r1 and "entropy" not in r2  # a logged None / null is missing, not a value
+    assert math.isnan(r2["reward"]) and r2["kl"] == math.inf and r2["loss"] == -math.inf
+
+
+def test_nested_json_after_a_prefix_is_flattened():
+    text = "".join(f'2026-01-01 INFO {{"step": {i}, "data": {{"critic/score/mean": {r}}}}}\n'
+                   for i, r in enumerate(REWARDS, 1))
+    rows = rows_of(text)
+    assert [record["critic/score/mean"] for _, record in rows] == REWARDS
+
+
+@pytest.mark.parametrize(("line", "step", "record"), [
+    ("Step 12/200 | reward: 0.31 | kl: 0.002", 12, {"reward": 0.31, "kl": 0.002}),
+    ("[step 5/100] reward=0.4 loss=1e-3", 5, {"reward": 0.4, "loss": 1e-3}),
+    ("it 10 reward 0.3 loss 0.2", 10, {"reward": 0.3, "loss": 0.2}),
+    ("iter 7: reward=0.3, loss=0.2", 7, {"reward": 0.3, "loss": 0.2}),
+    ("2026-01-01 12:00:00 INFO step=3 mean_reward=0.5", 3, {"mean_reward": 0.5}),
+    ("Epoch 1 Step 8 - reward: 0.3 - kl: 0.01", 8, {"reward": 0.3, "kl": 0.01}),
+    ("Epoch:[2/2](3/10), Reward: 0.5, Adv Std: 0.9, Avg Response Len: 271.4", 13,
+     {"Reward": 0.5, "Adv Std": 0.9, "Avg Response Len": 271.4}),
+    ("global_step=40 step=4 reward=0.1", 40, {"step": 4.0, "reward": 0.1}),
+    ("(main_task pid=1) step:6 - critic/score/mean:0.5 - actor/ppo_kl:np.float64(0.001) - "
+     "val-core/gsm8k/reward/mean@1:0.25", 6,
+     {"critic/score/mean": 0.5, "actor/ppo_kl": 0.001, "val-core/gsm8k/reward/mean@1": 0.25}),
+])
+def test_key_value_lists_and_their_step_counters(line, step, record):
+    assert rows_of(f"starting\n{line}\n") == [(step, record)]
+
+
+def test_key_value_lines_without_a_counter_are_numbered_by_row_and_said():
+    raw = read_console("".join(f"2026-01-01 INFO reward: {r}, loss: 0.1\n" for r in REWARDS))
+    assert [step for step, _ in raw.rows] == list(range(1, len(REWARDS) + 1))
+    assert any("rows were numbered 1, 2, ..." in w for w in raw.warnings)
+
+
+def test_a_counter_line_gives_its_step_to_the_metric_lines_below_it():
+    text = "=== Step 10/200 ===\n  reward: 0.3\n  kl: 0.01\n=== Step 20/200 ===\n  reward: 0.4\n  kl: 0.02\n"
+    assert rows_of(text) == [(10, {"reward": 0.3}), (10, {"kl": 0.01}), (20, {"reward": 0.4}), (20, {"kl": 0.02})]
+
+
+NOISE = """\
+==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1
+   \\\\   /|    Num examples = 7,473 | Num Epochs = 1 | Total steps = 250
+***** Running training *****
+  Total optimization steps = 1,000
+trainable params: 16,056,320 || all params: 10,308,833,792 || trainable%: 0.1558
+WARNING: the tokenizer has new PAD/BOS/EOS tokens, reward functions = 2
+| Name | Type | Params |
+| 0 | model | 124 M |
+Step 1: generating 2 candidates for prompt 1/1...
+INFO 05-06 07:59:41 llm_engine.py:234] Initializing with config: model='m', max_seq_len=4608, seed=0, tp=1
+{'eos_token_id': 2, 'pad_token_id': 0}
+"""
+
+
+def test_lines_that_are_not_metric_lines_are_ignored():
+    with pytest.raises(ConfigError, match="no metric lines were found"):
+        read_console(NOISE)
+    lines = "".join(f"[step {i}/8] reward={r} kl=0.01\n" for i, r in enumerate(REWARDS, 1))
+    assert rows_of(NOISE + lines) == rows_of(lines)
+
+
+def test_a_banner_with_commas_is_not_a_csv_and_what_was_tried_is_said():
+    banner = "Creating file logger, please wait\nloading the model, 4 shards\n"
+    assert detect_format(banner + "Step 1/10 | reward: 0.5 | kl: 0.01\n") == "console"
+    with pytest.raises(ConfigError, match="tried a TensorBoard .* console output .* and CSV"):
+        detect_format(banner)
+    assert detect_format("step,reward\n1,0.5\n2,0.6\n") == "csv"
+    assert detect_format("step;reward\n") == "csv"  # a header alone, of names
+    assert detect_format("[gating] base = model\n[step 1/10] reward=0.5 kl=0.1\n") == "console"  # not a JSON array
+
+
+def test_detection_names_the_kind_of_console():
+    assert detect_format("x\nstep:1 - critic/score/mean:0.5 - actor/entropy:1.0\n") == "verl_console"
+    assert detect_format("Map: 100%|###|\n{'loss': 0.1, 'reward': 0.5}\n") == "hf_console"
+    assert detect_format('job 7: {"loss": 0.1, "reward": 0.5}\n') == "console"
+    assert detect_format("Step 5 | reward: 0.5\n") == "console"
+
+
+def test_tqdm_carriage_return_fragments_and_colours_are_split_off():
+    bar = "\x1b[A\x1b[32m{pct}%|##   | {i}/8 [00:01<00:07,  1.2it/s]\x1b[0m\r"
+    text = "".join(bar.format(pct=10 * i, i=i) + f"{{'loss': 0.1, 'reward': {r}, 'epoch': 0.1}}\r"
+                   for i, r in enumerate(REWARDS, 1))
+    raw = read_console(text)
+    assert [record["reward"] for _, record in raw.rows] == REWARDS
+    postfix = "".join(f"\r{10 * i}%|##  | {i}/8 [00:0{i}<00:07, 1.20it/s, step={i}, reward={r}]"
+                      for i, r in enumerate(REWARDS, 1))
+    assert [(s, rec["reward"]) for s, rec in rows_of(postfix)] == list(zip(range(1, 9), REWARDS))
+
+
+def test_a_logged_nan_stays_non_finite_and_a_missing_key_is_missing():
+    lines = [f"Step {i} | reward: {r} | entropy: 1.0" for i, r in enumerate(REWARDS, 1)]
+    lines[3] = "Step 4 | reward: nan | entropy: 1.0"
+    lines[5] = "Step 6 | entropy: 1.0"  # no reward this step
+    log = read_log("\n".join(lines) + "\n")
+    assert log.format == "console"
+    i4, i6 = list(log.steps).index(4), list(log.steps).index(6)
+    assert math.isnan(log["reward"][i4]) and math.isnan(log["reward"][i6])
+    raw = rows_of("\n".join(lines))
+    assert math.isnan(raw[3][1]["reward"]) and "reward" not in raw[5][1]
+
+
+# ---- dicts without steps: the logging interval ----------------------------------------------------------------------
+
+def hf_log(n: int, every: int, per_epoch: int, banner: str = "", finished: bool = False, evals: tuple = ()) -> str:
+    lines = ["***** Running training *****", *banner.splitlines()]
+    for i in range(1, n + 1):
+        lines.append(f"{{'loss': 0.1, 'reward': {i / 100}, 'epoch': {i * every / per_epoch!r}}}")
+        if i in evals:
+            lines.append(f"{{'eval_loss': 0.5, 'eval_reward': {i / 10}, 'epoch': {i * every / per_epoch!r}}}")
+    if finished:
+        lines.append("{'train_runtime': 100.0, 'train_samples_per_second': 1.0, 'train_loss': 0.1, 'epoch': 1.0}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_finished_log_is_numbered_by_its_total_steps():
+    raw = read_console(hf_log(10, 5, 50, "  Total optimization steps = 50", finished=True))
+    assert raw.logging_steps == 5 and [s for s, _ in raw.rows] == list(range(5, 51, 5)) and not raw.warnings
+
+
+def test_an_unfinished_log_is_not_numbered_by_its_total_steps():
+    raw = read_console(hf_log(4, 5, 1000, "  Total optimization steps = 50"))  # 4 rows of 10 so far: not 12 apart
+    assert raw.logging_steps is None and [s for s, _ in raw.rows] == [1, 2, 3, 4]
+    assert any("rows were numbered 1, 2, ..." in w for w in raw.warnings)
+
+
+@pytest.mark.parametrize("banner", [
+    "  Num Epochs = 2\n  Total optimization steps = 468",  # 234 steps per epoch
+    "  Num examples = 1,872\n  Total train batch size (w. parallel, distributed & accumulation) = 8",
+    "steps per epoch: 234",
+])
+def test_an_unfinished_log_is_numbered_by_its_epoch_column_and_the_banner(banner):
+    raw = read_console(hf_log(12, 5, 234, banner))
+    assert raw.logging_steps == 5 and [s for s, _ in raw.rows] == list(range(5, 61, 5))
+
+
+def test_epochs_that_disagree_with_the_banner_are_not_used():
+    raw = read_console(hf_log(12, 5, 234, "  Num Epochs = 1\n  Total optimization steps = 300"))  # max_steps cut
+    assert raw.logging_steps is None and [s for s, _ in raw.rows] == list(range(1, 13))
+
+
+def test_epochs_printed_rounded_still_give_the_interval():
+    lines = ["  Num Epochs = 1", "  Total optimization steps = 200"]
+    lines += [f"{{'loss': 0.1, 'reward': 0.5, 'epoch': {round(i * 10 / 200, 2)}}}" for i in range(1, 16)]
+    assert read_console("\n".join(lines)).logging_steps == 10
+
+
+def test_eval_dicts_take_the_step_of_the_train_row_before_them():
+    raw = read_console(hf_log(6, 5, 30, "  Total optimization steps = 30", finished=True, evals=(2, 4)))
+    evals = [(s, rec["eval_reward"]) for s, rec in raw.rows if "eval_reward" in rec]
+    assert evals == [(10, 0.2), (20, 0.4)]
+    first = read_console("{'eval_loss': 0.9, 'eval_reward': 0.0, 'epoch': 0.0}\n" + hf_log(3, 1, 100))
+    assert first.rows[0] == (0, {"eval_loss": 0.9, "eval_reward": 0.0, "epoch": 0.0})  # before training: step 0
+
+
+def test_an_eval_dict_at_the_start_of_a_new_chunk_is_kept(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text(hf_log(6, 5, 30, "  Num Epochs = 1\n  Total optimization steps = 30"))
+    follower = Follower(path)
+    assert follower.poll().rows == 6
+    with open(path, "a") as handle:
+        handle.write("{'eval_loss': 0.5, 'eval_reward': 0.9, 'epoch': 1.0}\n")
+    assert follower.poll().rows == 1
+    with open(path, "a") as handle:
+        handle.write("{'loss': 0.1, 'reward': 0.07, 'epoch': 1.2}\n")
+    assert follower.poll().rows == 1
+    steps = [step for step, _ in follower.rows]
+    assert steps == [5, 10, 15, 20, 25, 30, 30, 35]  # the eval at the last train step; the interval carried on
+    assert follower.rows[6][1]["eval_reward"] == 0.9
+
+
+def test_a_step_map_reads_the_printed_key():
+    text = "".join(f"iter={i * 10} reward={r} kl=0.1\n" for i, r in enumerate(REWARDS, 1))
+    raw = read_console(text, step_key="iter")
+    assert [s for s, _ in raw.rows] == list(range(10, 90, 10))
+
+
+def test_a_counter_too_large_for_a_step_is_no_step():
+    raw = read_console(f"step:{2**70} - reward:0.5\nstep:2 - reward:0.6\n")
+    assert raw.rows == [(2, {"reward": 0.6})]
+
+
+def test_a_config_line_between_metric_lines_is_not_a_row():
+    lines = [f"reward={r} loss=0.1" for r in REWARDS]
+    lines.insert(3, "engine config: max_seq_len=4608, seed=0, block_size=16")
+    raw = read_console("\n".join(lines))
+    assert [rec["reward"] for _, rec in raw.rows] == REWARDS
+
+
+def test_a_hundred_thousand_console_lines_read_in_seconds():
+    text = "\n".join(f"2026-01-01 12:00:{i % 60:02d},123 - INFO - train - Step {i}/100000 | reward: {i / 1e5:.4f} | "
+                     f"kl: 0.0{i % 7} | loss: {i % 13 / 100}" for i in range(1, 100_001))
+    start = time.perf_counter()
+    raw = read_console(text)
+    elapsed = time.perf_counter() - start
+    assert len(raw.rows) == 100_000 and raw.rows[-1][0] == 100_000
+    assert elapsed < 6.0  # about 1 s alone; a shared 2-core CI machine is slower
+    np.testing.assert_allclose(raw.rows[-1][1]["reward"], 1.0)

@@ -136,7 +136,7 @@ def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
     """
     columns = sorted(set(columns))
     named = sorted((c for c in columns if canonical_name(c) == "reward"), key=name_rank)
-    found = f"no reward series was found (column {named[0]!r} holds no numbers)" if named else "no reward series was found"
+    found = "no reward series was found" + (f" (column {named[0]!r} holds no numbers)" if named else "")
     every = (("reward", "COLUMN"), f", COLUMN one of the log's columns: {column_list(columns)}")
     candidates = [c for c in reward_like(columns) if c not in named]
     if not candidates:

@@ -36,7 +36,8 @@ from gspo_dynamics.logs import _vocabulary
 
 # Canonical names, in the order a report shows them. Besides these a RunLog may hold
 # `eval/<name>` (evaluation metrics), `reward/<fn>` (one reward function's mean) and any
-# unrecognised raw key under its original name.
+# unrecognised raw key under its original name (`unmapped/<key>` where that name is taken, and for an
+# unread `reward/<x>` key, which names no reward function).
 STANDARD_NAMES: tuple[str, ...] = (
     "reward",  # mean reward of the sampled completions
     "reward_std",  # reward spread; its meaning is `RunLog.reward_std_kind`

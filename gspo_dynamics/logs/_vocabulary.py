@@ -9,7 +9,7 @@ exact strings, a key is
    words; plurals are made singular (`rewards` -> `reward`, but `returns` stays: see below) and
    synonyms unified (`avg`, `average` -> `mean`; `len` -> `length`; `gradient` -> `grad`;
    `fraction` -> `frac`; `zero std` -> `zerostd`); leading namespaces are dropped (`train`,
-   `training`, `actor`, `rollout`, `policy`, `metrics`, `charts`, `losses`; `critic` only before
+   `training`, `actor`, `rollout`, `policy`, `metrics`, `charts`, `losses`, `objective`; `critic` only before
    `score` or `entropy`, because verl's `critic/rewards/mean` is the score after its in-reward KL
    penalty, not the task reward); the words that say whose length or entropy it is are set aside as
    qualifiers (`response`, `completion`, `gen`, `token`, ...); a statistic word at either end is the
@@ -53,7 +53,7 @@ from functools import lru_cache
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[/_\-.\s]+")
 NAMESPACES = frozenset({"train", "training", "actor", "rollout", "policy", "metrics", "metric",
-                        "charts", "losses"})
+                        "charts", "losses", "objective"})
 _CRITIC_BATCH = frozenset({"score", "scores", "entropy"})  # verl/ROLL put batch statistics under critic/
 _SYNONYMS = {
     "avg": "mean", "average": "mean", "stddev": "std", "stdev": "std", "variance": "var",
@@ -176,7 +176,8 @@ RULES: tuple[Rule, ...] = (
     Rule("truncation_rate", _with_fracs("truncated FRAC", "truncation FRAC", "length clip FRAC"),
          MEAN_STATS, TEXT),
     Rule("truncation_rate", _cores("truncated", "is truncated"), frozenset({MEAN}), TEXT),
-    Rule("truncation_rate", _with_fracs("clipped FRAC"), MEAN_STATS, TEXT, needs=(TEXT,)),  # `completions/clipped_ratio`
+    # `completions/clipped_ratio`: clipped at the maximum length (a bare `clipped_ratio` may be PPO's)
+    Rule("truncation_rate", _with_fracs("clipped FRAC"), MEAN_STATS, TEXT, needs=(TEXT,)),
     Rule("grad_norm", _cores("grad norm", "gradnorm"), MEAN_STATS),
     Rule("learning_rate", _cores("lr", "learning rate"), frozenset({None})),
     Rule("loss", _cores("loss", "pg loss"), MEAN_STATS),

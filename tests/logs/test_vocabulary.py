@@ -218,5 +218,6 @@ def test_a_log_with_nothing_reward_like_is_refused_with_the_plain_hint():
 
 def test_a_reward_column_without_numbers_is_named_and_another_offered():
     rows = [{"step": i + 1, "rewards": [0.0, 1.0], "score": 0.1 * i} for i in range(12)]
-    with pytest.raises(ConfigError, match=r"column 'rewards' holds no numbers\); the most reward-like column is 'score'"):
+    said = r"column 'rewards' holds no numbers\); the most reward-like column is 'score'"
+    with pytest.raises(ConfigError, match=said):
         read_log("\n".join(json.dumps(row) for row in rows))

@@ -70,6 +70,7 @@ _METRIC_WORD = re.compile(r"(?i)reward|loss|kl|entrop|grad|learning_rate|\blr\b|
                           r"|ratio|std|mean|eval|val")
 _EVAL_KEY = re.compile(r"(?i)^(?:eval|val|test|validation)[_/\-]")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
+_BAR = re.compile(r"\s*\d{1,3}%\|[^|\n]*\|\s*(\d+)/(\d+)\s*\[")  # `  5%|▌    | 5/100 [26:14<8:17:55, ...]`
 _VERL_HINT = re.compile(r"step:\d+ - \S+:")
 
 _NUMBERED = "rows were numbered 1, 2, ..."  # `_readers._finish`'s warning, which `_follow` reads
@@ -79,13 +80,15 @@ _NUMBERED = "rows were numbered 1, 2, ..."  # `_readers._finish`'s warning, whic
 class _Scan:
     """The metric lines of a console text, in order: (step or None, record, is an eval row)."""
 
-    dicts: list[tuple[int | None, dict, bool]] = field(default_factory=list)
+    dicts: list[tuple[int | None, dict, bool, list]] = field(default_factory=list)  # ..., [bar before, bar after]
     pairs: list[tuple[int | None, dict, bool]] = field(default_factory=list)
     finished: bool = False  # a summary dict (train_runtime) was printed
     verl: int = 0  # verl `step:N - key:value` lines
     python_dicts: int = 0  # dicts printed by Python (single quotes), not JSON
     memo: dict = field(default_factory=dict)  # keys -> `_kind_of`
     keys: dict = field(default_factory=dict)  # the text between two pairs -> the second's key
+    bar: tuple[int, int] | None = None  # the last progress bar without a label: (n, total)
+    awaiting: list = field(default_factory=list)  # the [before, after] bars of dicts printed since it
 
 
 def _number(token: str) -> object:
@@ -225,6 +228,11 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
     """Add the line's metric rows to `scan`; the step that the lines below take (a counter-only line sets it)."""
     if "(" in line:
         line = _WRAPPER.sub(r"\2", _RAY_PREFIX.sub("", line))
+    if "%|" in line and (bar := _BAR.match(line)) is not None:  # tqdm's bar (the trainer's: no label before it)
+        scan.bar = (int(bar.group(1)), int(bar.group(2)))
+        for bars in scan.awaiting:
+            bars[1] = scan.bar
+        scan.awaiting.clear()
     brace = line.find("{")
     match = _DICT_START.search(line, brace) if brace >= 0 else None
     if match is not None:
@@ -234,7 +242,9 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
             if summary:
                 scan.finished = True
             elif metric:
-                scan.dicts.append((step if step is not None else current, record, is_eval))
+                bars = [scan.bar, None]
+                scan.dicts.append((step if step is not None else current, record, is_eval, bars))
+                scan.awaiting.append(bars)
                 scan.python_dicts += python
         return current
     has_pair = ":" in line or "=" in line
@@ -321,7 +331,8 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
     steps were found."""
     train: list[tuple[int | None, dict]] = []
     evals: list[tuple[int, int | None, dict]] = []  # (train rows before it, its own step, record)
-    for counted, record, is_eval in scan.dicts:
+    bars = []
+    for counted, record, is_eval, around in scan.dicts:
         step, rest = _split_step(record, step_key) if step_key or not _STEP_SET.isdisjoint(record) else (None, record)
         if step is None and step_key is None:
             step = counted
@@ -329,8 +340,13 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
             evals.append((len(train), step, rest))
         else:
             train.append((step, rest))
+            bars.append(around)
     interval, axis = None, f"column {step_key!r}" if step_key else "the printed rows' steps"
-    if step_key is None and all(step is None for step, _ in train):
+    by_bar = _bar_steps(bars) if step_key is None and all(step is None for step, _ in train) else None
+    if by_bar is not None:
+        train = [(step, record) for step, (_, record) in zip(by_bar, train)]
+        axis = "the trainer's progress bar (its step at each printed row)"
+    elif step_key is None and all(step is None for step, _ in train):
         interval, axis = logging_interval(text, [record for _, record in train], scan.finished) if train else (None, "")
         every = interval or 1
         train = [((i + 1) * every, record) for i, (_, record) in enumerate(train)]
@@ -345,6 +361,16 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
             rows.append((step, record))
     rows.sort(key=lambda row: row[0])  # eval rows after their train row (a stable sort)
     return rows, interval, axis
+
+
+def _bar_steps(bars: list[list]) -> list[int] | None:
+    """The steps that the trainer's progress bar shows at each row (transformers redraws it right after printing a
+    row, at the step logged; the bar before the row where none follows), or None unless they rise under one total."""
+    shown = [after or before for before, after in bars]
+    if not shown or None in shown or len({total for _, total in shown}) != 1:
+        return None
+    steps = [n for n, _ in shown]
+    return steps if steps[0] >= 1 and all(b > a for a, b in zip(steps, steps[1:])) else None
 
 
 def _pair_rows(pairs: list[tuple[int | None, dict, bool]], step_key: str | None, what: str, warnings: list[str]

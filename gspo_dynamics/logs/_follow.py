@@ -327,6 +327,8 @@ def _number_on(f: _File, raw: RawLog, first: bool) -> list[Row]:
     if every is None and any(w.endswith(_NUMBERED) for w in raw.warnings):
         every = 1
     if every is None:
+        if console and raw.rows:  # steps of their own (a counter, the progress bar): rows numbered later go on after
+            f.numbered = max(f.numbered, max(step for step, _ in raw.rows))
         return raw.rows
     scale = f.logging_steps or 1
     rows = [(f.numbered + step // every * scale, record) for step, record in raw.rows]

@@ -131,6 +131,19 @@ def test_tqdm_carriage_return_fragments_and_colours_are_split_off():
     assert [(s, rec["reward"]) for s, rec in rows_of(postfix)] == list(zip(range(1, 9), REWARDS))
 
 
+def test_the_trainers_progress_bar_gives_the_steps_of_dicts_without_steps():
+    """transformers redraws its bar right after printing a row: the bar after a dict shows the step it was logged at
+    (a labelled bar, vLLM's `Processed prompts`, is another's)."""
+    lines = []
+    for i, r in enumerate(REWARDS[:5], 1):
+        lines += [f"{i}%|#   | {5 * i - 1}/100 [00:0{i}<01:40, 3.1s/it]",
+                  f"Processed prompts: 100%|####| 8/8 [00:01<00:00, 6.2it/s]",
+                  f"{{'loss': 0.1, 'reward': {r}, 'epoch': 0.{i}}}", f"{i}%|#   | {5 * i}/100 [00:0{i}<01:40, 3.1s/it]"]
+    raw = read_console("\r".join(lines))
+    assert [s for s, _ in raw.rows] == [5, 10, 15, 20, 25] and not raw.warnings
+    assert read_console("\r".join(lines[:-1])).rows[-1][0] == 24  # the last row's bar not drawn yet: the one before
+
+
 def test_a_logged_nan_stays_non_finite_and_a_missing_key_is_missing():
     lines = [f"Step {i} | reward: {r} | entropy: 1.0" for i, r in enumerate(REWARDS, 1)]
     lines[3] = "Step 4 | reward: nan | entropy: 1.0"

@@ -74,10 +74,10 @@ _TRL = {
     "frac_reward_zero_std": "frac_zero_std",
     "entropy": "entropy",
     "kl": "kl_ref",
-    "clip_ratio": "clip_frac",  # TRL 0.16-0.18: one clip-ratio key
     "clip_ratio/region_mean": "clip_frac",  # TRL >= 0.19: low + high clipping
-    "completion_length": "mean_length",  # TRL < 0.17
+    "clip_ratio": "clip_frac",  # TRL 0.16-0.18: one clip-ratio key
     "completions/mean_length": "mean_length",
+    "completion_length": "mean_length",  # TRL < 0.17 (some versions log both: the newer key first)
     "completions/clipped_ratio": "truncation_rate",
     "grad_norm": "grad_norm",
     "learning_rate": "learning_rate",
@@ -97,6 +97,7 @@ _VERL = {
     "actor/pg_clipfrac": "clip_frac",
     "actor/ppo_kl": "kl_old_new",  # old vs new policy, not vs reference
     "actor/entropy": "entropy",
+    "actor/entropy_loss": "entropy",  # the entropy value (workers/utils/losses.py), with or without actor/entropy
     "actor/kl_loss": "kl_ref",
     "response_length/mean": "mean_length",
     "response_length/clip_ratio": "truncation_rate",
@@ -127,6 +128,9 @@ _OPENRLHF = {
 }
 
 _TABLE = {**_TRL, **_VERL, **_OPENRLHF}
+_TABLE_ORDER = {key: i for i, key in enumerate(_TABLE)}  # of two keys of one trainer, the earlier wins
+_TRAINER_OF = {key: trainer for trainer, table in (("trl", _TRL), ("verl", _VERL), ("openrlhf", _OPENRLHF))
+               for key in table}
 
 # Prefixes that loggers put in front of training metrics (W&B/TensorBoard copies of TRL and
 # OpenRLHF metrics use `train/`).
@@ -159,9 +163,10 @@ _EXACT, _TRAINER, _RULE = 0, 1, 2
 def name_rank(key: str) -> tuple:
     """Sort key of a raw key among the keys of one log with the same canonical name (lowest wins).
 
-    (tier, order, namespaced, key): the canonical name itself, then a trainer's key, then a key the
-    rule reads (by `_vocabulary.classify`'s order: the more directly read first); a key without a
-    namespace (`train/`, `rollout/`, ...) before one with; then by the key.
+    (tier, order, namespaced, key): the canonical name itself, then a trainer's key (the one earlier in
+    its table: the newer of two spellings), then a key the rule reads (by `_vocabulary.classify`'s order:
+    the more directly read first); a key without a namespace (`train/`, `rollout/`, ...) before one
+    with; then by the key.
     """
     name, tier, order, prefixed = _lookup(key)
     return (_EXACT if name == key else tier, order, prefixed, key)
@@ -206,7 +211,7 @@ def _training_lookup(key: str) -> tuple[str, int, tuple, bool]:
             key, prefixed = key[len(prefix) :], True
             break
     if key in _TABLE:
-        return _TABLE[key], _TRAINER, (), prefixed
+        return _TABLE[key], _TRAINER, (_TABLE_ORDER[key],), prefixed
     function = _vocabulary.reward_function(key)
     if function is not None:
         return "reward/" + function, _TRAINER, (), prefixed
@@ -256,10 +261,20 @@ def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
             if kept != key:
                 warnings.append(f"the column map takes {name!r} from column {winner!r}; the log's "
                                 f"own {key!r} column is kept as {kept!r}")
-        else:
+        elif not _one_trainers_keys(winner, key):  # a trainer that logs one quantity twice is no ambiguity
             warnings.append(f"columns {winner!r} and {key!r} could both be {name!r}: {winner!r} "
                             f"was used and {key!r} kept under its own name")
     return final, warnings
+
+
+def _one_trainers_keys(a: str, b: str) -> bool:
+    """Whether both keys are one trainer's own (TRL's `completion_length` and `completions/mean_length`)."""
+    trainers = []
+    for key in (a, b):
+        key = next((key[len(p) :] for p in _EVAL_PREFIXES if key.startswith(p) and len(key) > len(p)), key)
+        key = key.removeprefix(_TRAIN_PREFIXES[0])
+        trainers.append(_TRAINER_OF.get(key))
+    return trainers[0] is not None and trainers[0] == trainers[1]
 
 
 def _success_rate_as_reward(raw_keys: list[str], chosen: dict[str, str]) -> tuple[dict[str, str], list[str]]:

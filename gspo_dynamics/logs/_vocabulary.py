@@ -159,7 +159,8 @@ class Rule:
 
 # One row per reading, in the order a key is tried (the first match wins).
 RULES: tuple[Rule, ...] = (
-    Rule("reward", _cores("reward", "group reward", "batch reward"), MEAN_STATS),
+    # the mean reward of this step's batch or groups; `reward_latest`: this step's, beside a moving average
+    Rule("reward", _cores("reward", "group reward", "batch reward", "reward latest", "reward current"), MEAN_STATS),
     Rule("reward", _cores("score"), frozenset({MEAN})),  # bare `score` may be an evaluation score
     Rule("reward_std", _cores("reward", "group reward", "batch reward"), frozenset({"std"})),
     Rule("frac_zero_std", _with_fracs("FRAC zerostd", "FRAC reward zerostd", "FRAC group zerostd"),

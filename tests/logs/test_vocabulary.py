@@ -47,7 +47,8 @@ REAL_KEYS = [
     ("critic/advantages/mean", "critic/advantages/mean"), ("critic/returns/mean", "critic/returns/mean"),
     ("critic/values/mean", "critic/values/mean"), ("critic/vf_loss", "critic/vf_loss"),
     ("critic/grad_norm", "critic/grad_norm"),  # the critic's, not the policy's
-    ("actor/entropy", "entropy"), ("actor/kl_loss", "kl_ref"), ("actor/kl_coef", "actor/kl_coef"),
+    ("actor/entropy", "entropy"), ("actor/entropy_loss", "entropy"), ("actor/kl_loss", "kl_ref"),
+    ("actor/kl_coef", "actor/kl_coef"),
     ("actor/ppo_kl", "kl_old_new"), ("actor/pg_clipfrac", "clip_frac"),
     ("actor/pg_clipfrac_lower", "actor/pg_clipfrac_lower"), ("actor/pg_loss", "loss"),
     ("actor/grad_norm", "grad_norm"), ("actor/lr", "learning_rate"),
@@ -82,6 +83,7 @@ REAL_KEYS = [
     ("Reward", "reward"), ("rollout/reward_mean", "reward"), ("train/rewards", "reward"),
     ("reward/mean", "reward"), ("rewards/mean", "reward"), ("score/mean", "reward"), ("avgReward", "reward"),
     ("group_reward_mean", "reward"), ("train_reward", "reward"), ("policy/reward", "reward"),
+    ("reward_latest", "reward"),  # this step's reward, beside a moving average (`window_mean`)
     ("score", "score"), ("total_reward", "total_reward"), ("episode_reward", "episode_reward"),
     ("reward/selected_mean", "unmapped/reward/selected_mean"),  # `reward/` names are reward functions'
     ("mean_question_reward", "mean_question_reward"),
@@ -139,6 +141,7 @@ def test_a_statistic_or_a_share_of_anything_but_successes_is_never_reward_like(k
 TABLE_ONLY = {
     "clip_ratio/region_mean": "TRL >= 0.19: the low and high clipping together; `region` is no rule word",
     "actor/kl_loss": "verl's and ROLL's KL value; a bare `kl_loss` may be beta x KL",
+    "actor/entropy_loss": "verl's entropy value; elsewhere an `entropy_loss` may be minus the entropy",
     "entropy_loss": "OpenRLHF's entropy value; elsewhere (SB3) it is minus the entropy",
 }
 RULE_NAMES = {rule.name for rule in _vocabulary.RULES}
@@ -178,6 +181,15 @@ def test_the_more_directly_read_key_wins_a_name():
     # a singular before a plural: a bare `rewards` is often the list of per-sample rewards
     assert name_rank("mean_reward") < name_rank("rewards")
     assert name_rank("response_length_mean") < name_rank("seq_len_mean")  # the completion before the sequence
+
+
+def test_one_trainers_two_keys_for_a_quantity_give_it_to_the_newer_without_a_warning():
+    names, warnings = resolve_names(["completion_length", "completions/mean_length", "actor/entropy_loss",
+                                     "actor/entropy", "kl", "actor/kl_loss"])
+    assert names["completions/mean_length"] == "mean_length" and names["actor/entropy"] == "entropy"
+    assert names["kl"] == "kl_ref"
+    assert warnings == ["columns 'kl' and 'actor/kl_loss' could both be 'kl_ref': 'kl' was used and "
+                        "'actor/kl_loss' kept under its own name"]  # two trainers' keys: said
 
 
 def test_reward_like_ranks_the_reward_then_scores_then_success_rates_then_returns():

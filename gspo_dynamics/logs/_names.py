@@ -82,7 +82,7 @@ _TRL = {
     "grad_norm": "grad_norm",
     "learning_rate": "learning_rate",
     "loss": "loss",
-    # with vLLM and vllm_importance_sampling_correction (TRL 1.x, trainer/grpo_trainer.py `_generate_and_score_completions`)
+    # with vLLM and vllm_importance_sampling_correction (TRL 1.x, grpo_trainer.py `_generate_and_score_completions`)
     "sampling/importance_sampling_ratio/min": "is_ratio_min",
     "sampling/importance_sampling_ratio/mean": "is_ratio_mean",
     "sampling/importance_sampling_ratio/max": "is_ratio_max",
@@ -99,6 +99,9 @@ _VERL = {
     "actor/entropy": "entropy",
     "actor/entropy_loss": "entropy",  # the entropy value (workers/utils/losses.py), with or without actor/entropy
     "actor/kl_loss": "kl_ref",
+    # the KL to the reference put into the reward (use_kl_in_reward): apply_kl_penalty, verl >= 0.3 and before
+    "actor/reward_kl_penalty": "kl_ref",
+    "critic/kl": "kl_ref",
     "response_length/mean": "mean_length",
     "response_length/clip_ratio": "truncation_rate",
     "actor/grad_norm": "grad_norm",

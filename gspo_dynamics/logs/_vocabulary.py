@@ -9,7 +9,7 @@ exact strings, a key is
    words; plurals are made singular (`rewards` -> `reward`, but `returns` stays: see below) and
    synonyms unified (`avg`, `average` -> `mean`; `len` -> `length`; `gradient` -> `grad`;
    `fraction` -> `frac`; `zero std` -> `zerostd`); leading namespaces are dropped (`train`,
-   `training`, `actor`, `rollout`, `policy`, `metrics`, `charts`, `losses`, `objective`; `critic` only before
+   `training`, `actor`, `rollout`, `policy`, `metrics`, `charts`, `losses`, `objective`, `optim`; `critic` only before
    `score` or `entropy`, because verl's `critic/rewards/mean` is the score after its in-reward KL
    penalty, not the task reward); the words that say whose length or entropy it is are set aside as
    qualifiers (`response`, `completion`, `gen`, `token`, ...); a statistic word at either end is the
@@ -53,7 +53,7 @@ from functools import lru_cache
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[/_\-.\s]+")
 NAMESPACES = frozenset({"train", "training", "actor", "rollout", "policy", "metrics", "metric",
-                        "charts", "losses", "objective"})
+                        "charts", "losses", "objective", "optim", "optimizer"})
 _CRITIC_BATCH = frozenset({"score", "scores", "entropy"})  # verl/ROLL put batch statistics under critic/
 _SYNONYMS = {
     "avg": "mean", "average": "mean", "stddev": "std", "stdev": "std", "variance": "var",
@@ -211,33 +211,31 @@ def classify(key: str) -> tuple[str, tuple[int, ...], bool] | None:
 
 # ---- per-function rewards --------------------------------------------------------------------
 
-# never in a reward function's name: another quantity anywhere (`outcome_advantage_std`), or a statistic or
-# a share at either end (`selected_mean`, `valid_rate`); a length, count or penalty inside is fine
-# (open-r1's `len_reward`, `tag_count_reward`, `repetition_penalty_reward`)
+# never in a reward function's name: another quantity, a difference or a total anywhere (`outcome_advantage_std`,
+# `f_minus_g`, `total`), or a statistic or a share at either end (`selected_mean`, `valid_rate`); a length, count or
+# penalty inside is fine (open-r1's `len_reward`, `tag_count_reward`, `repetition_penalty_reward`)
 _QUANTITIES = frozenset({"advantage", "adv", "loss", "returns", "value", "kl", "entropy", "clip",
                          "clipfrac", "zerostd", "grad", "norm", "lr"})
+_DERIVED = frozenset({"minus", "diff", "delta", "gap", "total", "overall", "combined"})  # of several functions
 _FRACS_SET = frozenset(_FRACS)
 _ENDS = _STATS | _FRACS_SET
 NOT_REWARD = _QUANTITIES | _STATS - {MEAN}  # in a reward-like key's core
 _REWARD_FN = re.compile(r"^(?P<space>rewards?)/(?P<fn>[^/]+?)(?:/(?P<stat>mean|avg))?$")
-_NAMES_A_REWARD = frozenset({"reward", "score", "func", "fn"})
 
 
 def reward_function(key: str) -> str | None:
     """The reward function's name of a per-function key, else None.
 
-    `rewards/<fn>` (TRL < 0.17) and `rewards/<fn>/mean` (TRL >= 0.17): `fn`; `reward/<fn>` and
-    `reward/<fn>/mean` only where `fn` names a reward (`reward/format_reward`), since other loops
-    log rates and statistics under `reward/` (`reward/valid_rate`, `reward/outcome_advantage_std`).
-    Never a statistic: `rewards/<fn>/std`, `rewards/mean`, `reward/selected_mean` are not functions.
+    `rewards/<fn>` (TRL < 0.17) and `rewards/<fn>/mean` (TRL >= 0.17), and a hand-written loop's
+    `reward/<fn>`: `fn`. Never a statistic, a share, a difference or a total: `rewards/<fn>/std`,
+    `rewards/mean`, `reward/selected_mean`, `reward/valid_rate`, `reward/outcome_advantage_std`,
+    `reward/f_minus_g`, `reward/total` are not functions.
     """
     match = _REWARD_FN.match(key)
     if match is None:
         return None
     fn_words = _unify(words(match["fn"]))
-    if not fn_words or set(fn_words) & _QUANTITIES or {fn_words[0], fn_words[-1]} & _ENDS:
-        return None
-    if match["space"] == "reward" and not set(fn_words) & _NAMES_A_REWARD:
+    if not fn_words or set(fn_words) & (_QUANTITIES | _DERIVED) or {fn_words[0], fn_words[-1]} & _ENDS:
         return None
     return match["fn"]
 

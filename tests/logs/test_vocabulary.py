@@ -47,6 +47,8 @@ REAL_KEYS = [
     ("critic/advantages/mean", "critic/advantages/mean"), ("critic/returns/mean", "critic/returns/mean"),
     ("critic/values/mean", "critic/values/mean"), ("critic/vf_loss", "critic/vf_loss"),
     ("critic/grad_norm", "critic/grad_norm"),  # the critic's, not the policy's
+    ("critic/kl", "kl_ref"), ("actor/reward_kl_penalty", "kl_ref"),  # the KL put into the reward
+    ("actor/reward_kl_penalty_coeff", "actor/reward_kl_penalty_coeff"), ("critic/kl_coeff", "critic/kl_coeff"),
     ("actor/entropy", "entropy"), ("actor/entropy_loss", "entropy"), ("actor/kl_loss", "kl_ref"),
     ("actor/kl_coef", "actor/kl_coef"),
     ("actor/ppo_kl", "kl_old_new"), ("actor/pg_clipfrac", "clip_frac"),
@@ -86,6 +88,7 @@ REAL_KEYS = [
     ("reward_latest", "reward"),  # this step's reward, beside a moving average (`window_mean`)
     ("score", "score"), ("total_reward", "total_reward"), ("episode_reward", "episode_reward"),
     ("reward/selected_mean", "unmapped/reward/selected_mean"),  # `reward/` names are reward functions'
+    ("reward/correctness_f", "reward/correctness_f"), ("reward/f_minus_g", "unmapped/reward/f_minus_g"),
     ("mean_question_reward", "mean_question_reward"),
     ("token_entropy", "entropy"), ("policy_entropy", "entropy"), ("policy/entropy", "entropy"),
     ("mean_token_entropy", "entropy"),
@@ -97,6 +100,11 @@ REAL_KEYS = [
     ("seq_len_mean", "mean_length"), ("truncated_count", "truncated_count"), ("truncation_rate", "truncation_rate"),
     ("is_truncated/mean", "truncation_rate"),
     ("clip_frac", "clip_frac"), ("train_loss", "loss"), ("lr", "learning_rate"), ("gradNorm", "grad_norm"),
+    ("optim/lr", "learning_rate"), ("entropy_loss", "entropy"), ("ppo_kl", "kl_old_new"),
+    ("approxkl", "kl_old_new"),
+    ("policy/approxkl_avg", "kl_old_new"), ("policy/clipfrac_avg", "clip_frac"), ("objective/kl", "kl_ref"),
+    ("objective/scores", "objective/scores"), ("mean_correct", "mean_correct"),
+    ("epoch/mean_reward", "epoch/mean_reward"),
     ("accuracy", "accuracy"), ("success_rate", "success_rate"), ("advantage/zero_rate", "advantage/zero_rate"),
     ("val_loss", "eval/loss"), ("test/accuracy", "eval/accuracy"),
 ]
@@ -108,7 +116,7 @@ NEVER_REWARD = [
     "score/max", "score_min", "critic/score/max", "advantages/mean", "advantage/mean", "mean_adv",
     "returns/mean", "critic/returns/mean", "values/mean", "reward_loss", "reward_ratio_max",
     "reward/selected_std", "reward/valid_rate", "reward/hard_pass_rate", "reward/checker_failure_rate",
-    "rewards/chosen_std", "reward_std_mean", "prompt/correctness_reward_std_mean", "reward_sum",
+    "rewards/chosen_std", "reward_std_mean", "prompt/correctness_reward_std_mean", "reward_sum", "reward/total",
 ]
 
 
@@ -131,10 +139,13 @@ def test_a_statistic_is_never_the_reward_nor_a_reward_function(key):
     assert _vocabulary.reward_function(key) is None
 
 
-@pytest.mark.parametrize("key", [k for k in NEVER_REWARD if k != "reward/hard_pass_rate"])
+REWARD_LIKE_NONETHELESS = ("reward/hard_pass_rate", "reward/total")  # a pass rate, a total reward
+
+
+@pytest.mark.parametrize("key", [k for k in NEVER_REWARD if k not in REWARD_LIKE_NONETHELESS])
 def test_a_statistic_or_a_share_of_anything_but_successes_is_never_reward_like(key):
     assert reward_like([key]) == []
-    assert reward_like(["reward/hard_pass_rate"]) == ["reward/hard_pass_rate"]  # a pass rate is
+    assert reward_like(REWARD_LIKE_NONETHELESS) == ["reward/total", "reward/hard_pass_rate"]
 
 
 # the trainer keys the tables name that the rule leaves unread, each with the reason a table names it
@@ -142,6 +153,8 @@ TABLE_ONLY = {
     "clip_ratio/region_mean": "TRL >= 0.19: the low and high clipping together; `region` is no rule word",
     "actor/kl_loss": "verl's and ROLL's KL value; a bare `kl_loss` may be beta x KL",
     "actor/entropy_loss": "verl's entropy value; elsewhere an `entropy_loss` may be minus the entropy",
+    "critic/kl": "verl's KL put into the reward; `critic/` is otherwise the value model's",
+    "actor/reward_kl_penalty": "verl's KL put into the reward; a `kl_penalty` may be beta x KL",
     "entropy_loss": "OpenRLHF's entropy value; elsewhere (SB3) it is minus the entropy",
 }
 RULE_NAMES = {rule.name for rule in _vocabulary.RULES}

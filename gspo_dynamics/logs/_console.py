@@ -58,6 +58,7 @@ _VALUE = re.compile(r"[:=][ \t]*(" + _NUM + r")(?![\w.:/]|,\d)")
 _NUMBER = re.compile(_NUM)
 _LAST_SEPARATOR = re.compile(r".*(?:[|,;\[\]()]|\s-\s)")  # a key's words start after the last of these
 _NOTHING = object()
+_NUMBER_STARTS = frozenset("-+.0123456789nNiI")  # how a number written as a string begins ('9.8e-06', 'nan')
 _MEMO_SIZE = 100_000
 _MAX_KEY_WORDS = 4  # `Avg Response Len: 271.4`
 # Step counters, matched in the lowercased line (the character before is checked apart: no lookbehind, for speed).
@@ -72,6 +73,10 @@ _EVAL_KEY = re.compile(r"(?i)^(?:eval|val|test|validation)[_/\-]")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
 _BAR = re.compile(r"\s*\d{1,3}%\|[^|\n]*\|\s*(\d+)/(\d+)\s*\[")  # `  5%|▌    | 5/100 [26:14<8:17:55, ...]`
 _VERL_HINT = re.compile(r"step:\d+ - \S+:")
+# A line that may be a metric line, searched for past the first window: verl's, a printed dict's start, a counter.
+_HINT = re.compile(r"step:\d+ - \S+:|\{\s*['\"][^'\"\n]{1,200}['\"]\s*:\s*[-+\d'\"nNi]|(?i:\bstep\b|\biter\b)\s*[:=]?\s*\[?\d")
+DETECT_CHARS = 200_000  # how much of a log detection reads at once
+_MAX_WINDOWS = 20  # windows read past the first before a log is said to hold no metric line
 
 _NUMBERED = "rows were numbered 1, 2, ..."  # `_readers._finish`'s warning, which `_follow` reads
 
@@ -146,14 +151,24 @@ def _dicts(line: str, start: int):
         start = match.start()
 
 
-def _kind_of(keys: tuple, memo: dict) -> tuple[bool, bool, bool]:
-    """(a metric row, an eval row, the summary row) for a row of these keys (memoised: logs repeat their keys)."""
+def _kind_of(record: dict, memo: dict) -> tuple[bool, bool, bool]:
+    """(a metric row, an eval row, the summary row) for a row of these keys, decided by the first row of them (a log
+    repeats its keys): a metric row has a metric's key and mostly numbers."""
+    keys = tuple(record)
     kind = memo.get(keys)
     if kind is None:
         named = [k for k in keys if k not in ("epoch", "step")]
-        kind = memo[keys] = (any(_METRIC_WORD.search(k) for k in keys),
+        kind = memo[keys] = (any(_METRIC_WORD.search(k) for k in keys) and _mostly_numbers(record),
                              bool(named) and all(_EVAL_KEY.match(k) for k in named), is_summary_row(keys))
     return kind
+
+
+def _mostly_numbers(record: dict) -> bool:
+    """More than half the values are numbers or written as numbers (a config dict printed among the metric dicts,
+    `{'xla': False, 'backend': 'inductor', ...}`, is not)."""
+    numbers = sum(1 for v in record.values() if (type(v) is float or type(v) is int)
+                  or (type(v) is str and v[:1] in _NUMBER_STARTS))
+    return 2 * numbers > len(record)
 
 
 def _counter(line: str) -> tuple[int | None, str | None, int, int]:
@@ -238,7 +253,7 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
     if match is not None:
         step = _counter(line[:match.start()])[0] if match.start() else None
         for record, python in _dicts(line, match.start()):
-            metric, is_eval, summary = _kind_of(tuple(record), scan.memo)
+            metric, is_eval, summary = _kind_of(record, scan.memo)
             if summary:
                 scan.finished = True
             elif metric:
@@ -259,11 +274,11 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
     if not record:
         counter_only = step is not None and _LETTERS.search(line[:start] + " " + line[end:]) is None
         return step if counter_only else current
-    metric, is_eval, _ = _kind_of(tuple(record), scan.memo)
+    metric, is_eval, _ = _kind_of(record, scan.memo)
     if step is None and current is None and (len(record) < 2 or not metric):
         return current
     scan.pairs.append((step if step is not None else current, record, is_eval))
-    scan.verl += _VERL_HINT.search(line) is not None
+    scan.verl += " - " in line and _VERL_HINT.search(line) is not None
     return current
 
 
@@ -280,10 +295,20 @@ def scan_console(text: str, step_key: str | None = None, limit: int | None = Non
     return scan
 
 
-def console_kind(text: str) -> str | None:
+def console_kind(text: str, window: int = DETECT_CHARS) -> str | None:
     """"verl_console", "hf_console" or "console" when the text holds metric lines (`read_log`'s detection), else
-    None."""
-    scan = scan_console(text)
+    None. The first `window` characters are read, then, where they hold none, the window from each line that looks
+    like a metric line (`_HINT`; a long banner or a dump of generations before the first step), up to
+    `_MAX_WINDOWS` of them."""
+    scan, pos = scan_console(text[:window]), window
+    for _ in range(_MAX_WINDOWS):
+        if scan.dicts or scan.pairs or pos >= len(text):
+            break
+        hint = _HINT.search(text, pos)
+        if hint is None:
+            break
+        start = text.rfind("\n", 0, hint.start()) + 1
+        scan, pos = scan_console(text[start:start + window]), start + window
     if not scan.dicts and not scan.pairs:
         return None
     if len(scan.pairs) > len(scan.dicts):

@@ -93,6 +93,7 @@ WARNING: the tokenizer has new PAD/BOS/EOS tokens, reward functions = 2
 Step 1: generating 2 candidates for prompt 1/1...
 INFO 05-06 07:59:41 llm_engine.py:234] Initializing with config: model='m', max_seq_len=4608, seed=0, tp=1
 {'eos_token_id': 2, 'pad_token_id': 0}
+FSDP config: {'min_num_params': 0, 'xla': False, 'xla_fsdp_grad_ckpt': False, 'backend': 'inductor'}
 """
 
 
@@ -111,6 +112,15 @@ def test_a_banner_with_commas_is_not_a_csv_and_what_was_tried_is_said():
     assert detect_format("step,reward\n1,0.5\n2,0.6\n") == "csv"
     assert detect_format("step;reward\n") == "csv"  # a header alone, of names
     assert detect_format("[gating] base = model\n[step 1/10] reward=0.5 kl=0.1\n") == "console"  # not a JSON array
+
+
+def test_metric_lines_after_a_long_preamble_are_found():
+    """A dump of generations longer than the first window read (200k characters) before the first step."""
+    preamble = "".join(f"<think> sample {i}: the answer is A </think>\n" for i in range(8000))
+    assert len(preamble) > 200_000
+    lines = "".join(f"step:{i} - critic/score/mean:{r} - actor/entropy:1.0\n" for i, r in enumerate(REWARDS, 1))
+    assert detect_format(preamble + lines) == "verl_console"
+    assert [s for s, _ in rows_of(preamble + lines)] == list(range(1, len(REWARDS) + 1))
 
 
 def test_detection_names_the_kind_of_console():

@@ -5,9 +5,9 @@
 
 Formats (auto-detected from the content; see `detect_format`): TRL/transformers
 `trainer_state.json`, transformers console output, TensorBoard event files, CSV (W&B exports),
-JSONL (generic, W&B, verl file logger), verl console lines. Names from TRL, verl and OpenRLHF,
-and common custom names (`reward_mean`, `avg_reward`, ...), are mapped to `STANDARD_NAMES`;
-unknown keys are kept. A column map names the others:
+JSONL (generic, W&B, verl file logger), verl console lines. The names of TRL, verl, OpenRLHF, ROLL
+and hand-written loops (`reward_mean`, `rollout/reward_mean`, `token_entropy`, ...) are read as
+`STANDARD_NAMES` by a rule (`_vocabulary`); unknown keys are kept. A column map names the others:
 
     log = read_log("metrics.csv", column_map={"reward": "score", "step": "iter"})
 

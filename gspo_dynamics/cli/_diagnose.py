@@ -16,7 +16,7 @@ import json
 import sys
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli._options import add_config_options
+from gspo_dynamics.cli._options import add_config_options, add_log_run_option
 from gspo_dynamics.logs import STANDARD_NAMES
 from gspo_dynamics._keys import REFRESH_INTERVAL_KEYS
 from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, Adam
@@ -56,6 +56,7 @@ def register(sub) -> None:
     p.add_argument("log", metavar="LOG", help="the log file: TRL's trainer_state.json, a TensorBoard event file, "
                                               "CSV or JSONL metrics, verl or OpenRLHF console output")
     add_map_option(p)
+    add_log_run_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--explain", action="store_true",
                    help="after the answer, the evidence behind each verdict and finding, the fit and the notes")
@@ -158,7 +159,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
     hparams, brief, notes = hyperparams_from_flags(args)
     try:
-        log = read_log(args.log, column_map=parse_map_option(args.map))
+        log = read_log(args.log, column_map=parse_map_option(args.map), run=args.log_run)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
     reward_range = None if args.reward_range is None else tuple(args.reward_range)

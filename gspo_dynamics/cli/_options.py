@@ -37,6 +37,14 @@ def add_config_options(group, config_help: str, answer: str) -> None:
                             f"nearest known key); {answer}'s first lines name them")
 
 
+def add_log_run_option(group, whose: str = "the log") -> None:
+    """--run K (into `args.log_run`; `args.run` is the command): which run of a log that holds several, for
+    `read_log(run=K)`."""
+    group.add_argument("--run", dest="log_run", type=integer, metavar="K",
+                       help=f"which run of {whose} to read where it holds several (its step counter starts again: "
+                            "runs appended to one file, concatenated logs), 1 = the first (default: the last)")
+
+
 def integer(text: str) -> int:
     """argparse type: an integer (its range is checked by the config it goes into)."""
     try:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli._options import (
-    add_config_options, add_hyperparams, bandit_from_args, hyperparams_from_args, integer, save_figure,
+    add_config_options, add_hyperparams, add_log_run_option, bandit_from_args, hyperparams_from_args, integer, save_figure,
 )
 from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_lines
 
@@ -47,6 +47,7 @@ def register(sub) -> None:
                         "(with --config alone too); it leans toward the runs with this config's loss, optimizer and "
                         "lr where their configs are known: LOG=CONFIG gives one, else a config.json beside the log "
                         "(our trainer's run directory) is read")
+    add_log_run_option(r, "the pilot log")
     r.add_argument("--pilot-steps", type=integer, metavar="K", help="use the pilot's first K reward points (default: all)")
     r.add_argument("--map", action="append", metavar="NAME=COLUMN[,...]",
                    help="read the pilot's (and --prior's logs') series NAME from its COLUMN, as diagnose --map "
@@ -108,6 +109,8 @@ def _flag_values(args: argparse.Namespace) -> None:
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     _flag_values(args)
+    if args.log_run is not None and not args.pilot:
+        raise ConfigError("--run needs --pilot (it picks one of the pilot log's runs)")
     if args.testbed == "bandit":
         if args.config or args.pilot or args.prior:
             raise ConfigError("--testbed bandit predicts the two-armed bandit from flags; drop --config/--pilot/--prior, "
@@ -173,7 +176,7 @@ def _forecast(args: argparse.Namespace):
             check_reward_range(reward_range)
             paths, configs = prior_runs(args.prior)
             return prior_forecast(config_forecast(setup), paths, reward_range, column_map, configs=configs)
-        pilot = read_log(args.pilot, column_map=column_map)
+        pilot = read_log(args.pilot, column_map=column_map, run=args.log_run)
         paths, configs = prior_runs(args.prior or [])
         prior = None if args.prior is None else [read_log(path, column_map=column_map) for path in paths]
         return pilot_forecast(setup, pilot, pilot_steps=args.pilot_steps,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli._diagnose import _check_reward_range, add_map_option, add_run_options, hyperparams_from_flags
+from gspo_dynamics.cli._options import add_log_run_option
 
 EXIT_FAILED_ON = 3
 JSON_SCHEMA = 1  # the --json line's version (docs/watch.md); a field's meaning changes only with a new number
@@ -52,6 +53,7 @@ def register(sub) -> None:
                                 "trainer_state.json, else metrics.jsonl / metrics.csv)")
     p.add_argument("--format", choices=("auto", *FORMATS), default="auto", help="the log's format (default: detected)")
     add_map_option(p)
+    add_log_run_option(p)
     p.add_argument("--json", action="store_true", help="one JSON object per line for each change (docs/watch.md)")
     p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="seconds between polls (default 10)")
     p.add_argument("--fail-on", action="append", metavar="NAME[,NAME...]",
@@ -175,7 +177,7 @@ class _Watch:
             print("\n".join(f"config: {line}" for line in self.config_lines), flush=True)
         self.reward_range = None if args.reward_range is None else tuple(args.reward_range)
         check_reward_range(self.reward_range)
-        self.follower = Follower(args.path, args.format, parse_map_option(args.map))
+        self.follower = Follower(args.path, args.format, parse_map_option(args.map), run=args.log_run)
         self.last: Seen | None = None
         self.last_growth = time.monotonic()
         for note in notes:

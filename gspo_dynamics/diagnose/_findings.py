@@ -75,10 +75,13 @@ def _mates(log: RunLog, name: str, finite: np.ndarray) -> np.ndarray:
 
 
 def non_finite_rows(log: RunLog, name: str) -> np.ndarray:
-    """(N,) bool, the rows where `name` was logged non-finite: +-inf (kept by the readers); NaN where a row-mate
-    has a value (`_mates`: the readers keep a logged NaN as NaN, the same as a missing value, and verl's file logger
-    writes NaN as null); the trailing run of `RunLog.diverged` (reward, loss)."""
+    """(N,) bool, the rows where `name` was logged non-finite. A log read from a file says which
+    (`RunLog.logged_non_finite`: a NaN or inf as written, verl's file logger's null; a missing value is not one).
+    A RunLog built without that record: +-inf; NaN where a row-mate has a value (`_mates`); the trailing run of
+    `RunLog.diverged` (reward, loss)."""
     x = log[name]
+    if name in log.logged_non_finite:
+        return log.logged_non_finite[name] | np.isinf(x)
     bad = np.isinf(x)
     finite = np.isfinite(x)
     if finite.sum() >= MIN_MATE_ROWS:

@@ -193,7 +193,7 @@ class Diagnosis:
         """A readable report: the verdict first, then (explain) the evidence, advice, fit and what was not checked,
         else one line naming the other verdicts and findings and where their evidence is (a log too short to fit
         has neither: the reason and the notes)."""
-        lines = self._read_lines()
+        lines = self._read_lines(explain)
         if self.primary == TOO_SHORT:
             return self._answer_lines() + lines + [f"note       {n}" for n in self.notes]
         if not explain:
@@ -250,12 +250,21 @@ class Diagnosis:
             reached = f"{reached} by the fit; the data do not settle whether the rise goes on"
         return f"plateau    {imp.plateau}, reached within 5% at step {imp.time_to_plateau} ({reached})"
 
-    def _read_lines(self) -> list[str]:
-        """What was read: the log, and the hyperparameters the theory's numbers rest on (given, or from --config)."""
+    def _read_lines(self, explain: bool = False) -> list[str]:
+        """What was read: the log (how its steps were found, its evaluation rows, which of its runs), which column
+        became which series and how many were left unread (`explain`: which), and the hyperparameters the theory's
+        numbers rest on (given, or from --config)."""
         s = self.log_summary
+        runs = (f"; run {s['run_index']} of {s['n_runs']} in the file (--run K picks another)"
+                if s.get("n_runs", 1) > 1 else "")
+        evals = f"; {s['eval_points']} evaluation rows read apart" if s.get("eval_points") else ""
+        axis = f"; steps: {s['step_axis']}" if s.get("step_axis") else ""
         lines = [f"log        {s.get('source')}  ({s.get('format')}, trainer {s.get('trainer')}"
                  f"{', version ' + str(s['version']) if s.get('version') else ''}, {s.get('rows')} rows"
-                 f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''})"]
+                 f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''}"
+                 f"{axis}{evals}{runs})"]
+        if "columns" in s:
+            lines += _column_lines(s, explain)
         if self.hparams is not None:
             lines.append(f"hparams    {hparams_text(self.hparams)}")
         return lines
@@ -274,6 +283,24 @@ class Diagnosis:
         also = [f"also       {', '.join(others)}"] if others else []
         return (self._answer_lines() + [""] + read + also
                 + ["(--explain: the evidence behind each verdict and finding, the fit and the notes)"])
+
+
+# The series a reader of the answer looks for first, and how the `columns` line names them.
+_SHOWN_COLUMNS = (("reward", "reward"), ("entropy", "entropy"), ("mean_length", "length"), ("kl_ref", "kl"),
+                  ("grad_norm", "grad norm"))
+
+
+def _column_lines(s: dict, explain: bool) -> list[str]:
+    """`columns` (which column became reward, entropy, length, kl, grad norm; how many were left unread) and, with
+    `explain`, `unread` (which)."""
+    found = {c["series"]: c["column"] for c in s["columns"]}
+    shown = ", ".join(f"{label} {found[name]!r}" if name in found else f"{label} none" for name, label in _SHOWN_COLUMNS)
+    unread = s.get("unread", [])
+    more = f"; {len(unread)} column(s) unread{'' if explain else ' (--explain lists them)'}" if unread else ""
+    lines = [f"columns    {shown}{more}"]
+    if explain and unread:
+        lines.append("unread     " + ", ".join(map(repr, unread)))
+    return lines
 
 
 def _fmt(value) -> str:

@@ -88,11 +88,12 @@ class Follower:
     """The training log at `path` (a file, or a run folder whose newest log is followed), read as it grows.
 
     format: "auto" (detected from the content, as `read_log` does) or one of `FORMATS`.
-    column_map: as `read_log`'s (the CLI's --map). Raises ConfigError for an unknown format, a bad map, or a path
+    column_map: as `read_log`'s (the CLI's --map); run: as `read_log`'s (None: the last run, as the file grows). Raises ConfigError for an unknown format, a bad map, or a path
     whose folder does not exist; a file that does not exist yet is waited for.
     """
 
-    def __init__(self, path: str | os.PathLike, format: str = "auto", column_map: dict[str, str] | None = None):
+    def __init__(self, path: str | os.PathLike, format: str = "auto", column_map: dict[str, str] | None = None,
+                 run: int | None = None):
         if format != "auto" and format not in FORMATS:
             raise ConfigError(f"unknown log format {format!r}; expected 'auto' or one of {', '.join(FORMATS)}")
         self.path = Path(path)
@@ -100,6 +101,7 @@ class Follower:
             raise ConfigError(f"cannot watch {str(self.path)!r}: its folder {str(self.path.parent)!r} does not exist")
         self.format = format
         self.column_map = check_column_map(column_map)
+        self.run = run  # which run of the file (`read_log`'s run): None follows the last
         self.file: _File | None = None
         self.waiting: ConfigError | None = ConfigError(f"{str(self.path)!r} has not been read yet")
         self._said: set[str] = set()  # messages said since the last successful read
@@ -126,7 +128,7 @@ class Follower:
         if f is None or f.format is None:
             raise self.waiting or ConfigError(f"{str(self.path)!r} has not been read yet")
         raw = RawLog(list(f.rows), list(f.warnings), f.logging_steps)
-        return build_log(raw, f.format, str(f.path), self.column_map)
+        return build_log(raw, f.format, str(f.path), self.column_map, run=self.run)
 
     def poll(self) -> Update:
         """Read what the log gained since the last poll (see the module docstring); never sleeps."""

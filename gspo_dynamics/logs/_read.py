@@ -6,9 +6,8 @@ Detection rules, first match wins (the content decides, never the file name):
   trl_state      a JSON object (possibly truncated) with a "log_history" key
   jsonl          a JSON array of objects, or lines that are JSON objects
                  (verl's file logger {"step": N, "data": {...}} included)
-  console        metric lines in the first 200k characters (or, where none, in the 200k from a later line that looks
-                 like one), after any prefix (`_console.py`): printed dicts, or key: value / key=value lists with a
-                 step counter or two numbers; named
+  console        metric lines anywhere in the first 200k characters, after any prefix (`_console.py`): printed
+                 dicts, or key: value / key=value lists with a step counter or two numbers; named
     verl_console   where most are verl's `step:N - key:value` lines
     hf_console     where most are dicts printed by Python `{'key': value, ...}` (transformers' Trainer)
   csv            a header of names split by `,`, tab or `;`, the lines below it (most of them) as many fields,
@@ -23,14 +22,18 @@ import itertools
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, no_reward_error
-from gspo_dynamics.logs._console import DETECT_CHARS, console_kind, read_console, read_hf_console, read_verl_console
+from gspo_dynamics.logs._console import console_kind, read_console, read_hf_console, read_verl_console
 from gspo_dynamics.logs._readers import (
+    NUMBERED as _NUMBERED,
+    NUMBERED_AXIS,
+    ROWS_DOCUMENT,
     RawLog,
     read_csv,
     read_jsonl,
@@ -38,13 +41,12 @@ from gspo_dynamics.logs._readers import (
     read_trl_state,
     read_tensorboard,
 )
+from gspo_dynamics.logs._rows import key_groups, series_of, settle
 from gspo_dynamics.logs._runlog import (
     MIN_ANALYSIS_POINTS,
     RunLog,
-    build_series,
     freeze,
     to_float,
-    trailing_non_finite,
 )
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
@@ -61,6 +63,9 @@ FORMATS: tuple[str, ...] = tuple(READERS)
 _STEPS_BUILT_IN = ("tensorboard", "verl_console")  # formats whose steps are not a column
 _MAX_BYTES = 2**31  # a metrics log this large is not a metrics log
 _DIR_CANDIDATES = ("trainer_state.json", "metrics.jsonl", "metrics.csv")
+# Where a run folder keeps its TensorBoard events when it has no log of its own (TRL's runs/<date>/, verl's
+# tensorboard_log/<project>/<experiment>/): the newest is read, as `watch DIR` follows it.
+_DIR_EVENTS = ("events.out.tfevents.*", "*/events.out.tfevents.*", "*/*/events.out.tfevents.*")
 
 
 def _load(path_or_text) -> tuple[bytes | str, str]:
@@ -78,14 +83,7 @@ def _load(path_or_text) -> tuple[bytes | str, str]:
     path = Path(path_or_text)
     try:
         if path.is_dir():
-            found = [path / name for name in _DIR_CANDIDATES if (path / name).is_file()]
-            found += sorted(path.glob("events.out.tfevents.*"))
-            if not found:
-                raise ConfigError(
-                    f"directory {str(path)!r} holds no trainer_state.json, metrics file "
-                    "or TensorBoard event file"
-                )
-            path = found[0]
+            path = _log_in(path)
         if not path.is_file():
             raise ConfigError(f"log file {str(path)!r} does not exist")
         if path.stat().st_size > _MAX_BYTES:
@@ -93,6 +91,19 @@ def _load(path_or_text) -> tuple[bytes | str, str]:
         return path.read_bytes(), str(path)
     except OSError as error:
         raise ConfigError(f"log file {str(path)!r} cannot be read ({error.strerror})") from None
+
+
+def _log_in(folder: Path) -> Path:
+    """The log of a run folder: its trainer_state.json or metrics file, else the newest TensorBoard event file in it
+    or two levels below it."""
+    found = [folder / name for name in _DIR_CANDIDATES if (folder / name).is_file()]
+    if found:
+        return found[0]
+    events = [(p.stat().st_mtime_ns, str(p), p) for pattern in _DIR_EVENTS for p in folder.glob(pattern) if p.is_file()]
+    if not events:
+        raise ConfigError(f"directory {str(folder)!r} holds no trainer_state.json, metrics file or TensorBoard event "
+                          "file (nor one in its subfolders)")
+    return max(events)[2]
 
 
 def _as_text(content: bytes | str) -> tuple[str, list[str]]:
@@ -116,6 +127,7 @@ def _as_text(content: bytes | str) -> tuple[str, list[str]]:
     return text.lstrip("\ufeff"), warnings
 
 
+_DETECT_CHARS = 200_000  # how much of a log detection reads
 _CSV_LINES = 50  # the lines under a CSV header that detection checks
 
 
@@ -154,7 +166,7 @@ def detect_format(content: bytes | str) -> str:
     stripped = text.lstrip()
     if not stripped:
         raise ConfigError("the log is empty")
-    head = stripped[:DETECT_CHARS]
+    head = stripped[:_DETECT_CHARS]
     if stripped.startswith("{") and '"log_history"' in head:
         return "trl_state"
     newline = stripped.find("\n")  # not split(): that would copy the whole rest of a large log
@@ -163,7 +175,7 @@ def detect_format(content: bytes | str) -> str:
     json_array = stripped.startswith("[") and stripped[1:].lstrip()[:1] in ("{", "]", "")  # not `[rank0]: ...`
     if json_array or one_json_object:
         return "jsonl"
-    console = console_kind(stripped)
+    console = console_kind(head)
     if console is not None:
         return console
     if _looks_like_csv(head):
@@ -204,7 +216,8 @@ def _of_file(message: str, source: str) -> str:
 
 
 def read_log(
-    path_or_text, format: str = "auto", column_map: Mapping[str, str] | None = None
+    path_or_text, format: str = "auto", column_map: Mapping[str, str] | None = None, *,
+    run: int | None = None, logging_steps: int | None = None,
 ) -> RunLog:
     """Read a training log of any supported format into a `RunLog`.
 
@@ -216,8 +229,12 @@ def read_log(
         `STANDARD_NAMES`, and a mapped column wins that name over any other (the CLI's
         `--map reward=score,kl_ref=my_kl`). Without a map, common custom names such as
         `reward_mean` or `avg_reward` are recognised (see `logs._names`).
+    run: which run of a file that holds several (its step counter starts again: runs appended to one log,
+        concatenated logs), 1-based; None reads the last. `RunLog.n_runs` says how many there are.
+    logging_steps: the trainer's logging interval, for rows without a step of their own (TRL's `logging_steps`;
+        a trainer_state.json records it): the k-th training row is then at step k x logging_steps.
 
-    Raises ConfigError for unreadable input, for a bad or missing mapped column, and for logs of
+    Raises ConfigError for unreadable input, for a `run` the file does not hold, for a bad or missing mapped column, and for logs of
     other algorithms (DPO, SFT); the errors that advise a map are `ColumnMapError`s.
     A run too short to analyse is returned (see `RunLog.is_too_short`) with a warning.
     """
@@ -226,6 +243,7 @@ def read_log(
             f"unknown log format {format!r}; expected 'auto' or one of {', '.join(FORMATS)}"
         )
     column_map = check_column_map(column_map)
+    _check_run_options(run, logging_steps)
     step_key = column_map.get("step")
     content, source = _load(path_or_text)
     decoded = None  # (text, warnings), decoded once for detection and reading
@@ -235,7 +253,7 @@ def read_log(
                 format = "tensorboard"
             else:
                 decoded = _as_text(content)
-                format = detect_format(decoded[0])
+                format = _row_list_format(decoded[0]) or detect_format(decoded[0])
         elif format != "tensorboard":
             decoded = _as_text(content)
     except ConfigError as error:  # empty, binary, not UTF-8: said of the file the user named
@@ -254,37 +272,56 @@ def read_log(
             raise ConfigError(_of_file("the log is empty", source))
         raw = READERS[format](text, step_key)
         raw.warnings[:0] = decode_warnings
-    return build_log(raw, format, source, column_map)
+    return build_log(raw, format, source, column_map, run=run, logging_steps=logging_steps)
+
+
+def _check_run_options(run, logging_steps) -> None:
+    """`run` and `logging_steps`: None or a positive int (`run` beyond the file's runs is said by `build_log`)."""
+    for name, value in (("run", run), ("logging_steps", logging_steps)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{name} must be a positive integer (or None), got {value!r}")
+
+
+def _row_list_format(text: str) -> str | None:
+    """"jsonl" for one JSON object that holds the rows in a list (`{"steps": [...]}`, TRL rows re-saved by a
+    callback, ROLL), which `read_jsonl` reads; None for anything else (left to `detect_format`)."""
+    head = text[:4096]
+    return "jsonl" if '"log_history"' not in head and ROWS_DOCUMENT.match(head) else None
 
 
 def read_log_history(
     log_history, logging_steps: int | None = None, source: str = "<log_history>",
-    column_map: Mapping[str, str] | None = None,
+    column_map: Mapping[str, str] | None = None, *, run: int | None = None,
 ) -> RunLog:
     """A `RunLog` from TRL `log_history` rows held in memory (e.g. `TrainerState.log_history`).
 
     The same path as a trainer_state.json file (format "trl_state"): summary rows skipped, eval
-    rows merged, names mapped, DPO/SFT refused. `logging_steps` is the trainer's interval if known;
-    `column_map` as in `read_log`.
+    rows apart, names mapped, DPO/SFT refused. `logging_steps` is the trainer's interval if known;
+    `column_map` and `run` as in `read_log`.
     """
     column_map = check_column_map(column_map)
+    _check_run_options(run, logging_steps)
     if not isinstance(log_history, (list, tuple)):
         raise ConfigError(
             f"log_history must be a list of dicts, got {type(log_history).__name__}"
         )
     raw = read_trl_history(list(log_history), column_map.get("step"), logging_steps)
-    return build_log(raw, "trl_state", source, column_map)
+    return build_log(raw, "trl_state", source, column_map, run=run)
 
 
-def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] | None = None
-              ) -> RunLog:
+def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] | None = None, *,
+              run: int | None = None, logging_steps: int | None = None) -> RunLog:
     """The canonical RunLog of a reader's raw rows (refusing non-RL algorithms).
 
     column_map: a checked map (`check_column_map`); its step column was used by the reader.
+    run: which run of the file (1-based; None: the last); logging_steps: the interval to number rows without steps
+    by (None: the one the file records, else 1). The rows are settled first (`_rows.settle`: eval rows apart, the
+    run, resumed steps), then each kind becomes series (`_rows.series_of`).
     """
     if not raw.rows:
         raise ConfigError(f"no metric rows with a valid step were found in the {format} log")
-    raw_keys = set(itertools.chain.from_iterable(record for _, record in raw.rows))
+    groups = key_groups(raw.rows)
+    raw_keys = set().union(*groups)
     foreign = _names.foreign_algorithm(raw_keys)
     if foreign is not None:
         raise ConfigError(
@@ -292,33 +329,26 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
             "and only group policy-gradient RL can be analysed"
         )
     chosen = chosen_columns(column_map or {}, raw_keys)
-    names, name_warnings = _names.resolve_names(raw_keys, chosen)
-    warnings = list(raw.warnings) + name_warnings
-    steps, series, build_warnings = build_series(raw.rows, names.__getitem__)
-    warnings += build_warnings
-    diverged = trailing_non_finite(raw.rows, names.__getitem__)
-    warnings += [f"{name} is NaN or infinite in its last {count} logged value(s), from step {step} on"
-                 + (" (the analysis reads the reward before it)" if name == "reward" else "")
-                 for name, (step, count) in diverged.items()]
-    if "reward" not in series:
+    numbered = raw.step_axis == NUMBERED_AXIS or (raw.step_axis is None and any(w.endswith(_NUMBERED)
+                                                                                for w in raw.warnings))
+    settled = settle(raw.rows, groups, _reward_like(chosen), step_axis=_step_axis(raw, format, numbered),
+                     numbered=numbered, every=logging_steps or raw.logging_steps, run=run)
+    warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
+    built = series_of(settled, chosen, warnings)
+    if "reward" not in built.series:
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
         raise no_reward_error(raw_keys)
     trainer = _names.guess_trainer(raw_keys)
     version = _names.guess_trl_version(raw_keys) if trainer == "trl" else None
-    interval = _logging_interval(steps, series["reward"], raw.logging_steps, warnings)
+    recorded = settled.interval or raw.logging_steps
     log = RunLog(
-        steps=steps,
-        series=freeze(series),
-        format=format,
-        source=source,
-        trainer=trainer,
-        version=version,
-        algorithm=_algorithm(trainer, raw_keys),
-        reward_std_kind=_names.reward_std_kind(trainer, version),
-        logging_interval=interval,
-        warnings=tuple(warnings),
-        diverged=freeze(diverged),
+        steps=built.steps, series=freeze(built.series), format=format, source=source, trainer=trainer,
+        version=version, algorithm=_algorithm(trainer, raw_keys), reward_std_kind=_names.reward_std_kind(trainer, version),
+        logging_interval=_logging_interval(built.steps, built.series["reward"], recorded, warnings),
+        warnings=tuple(warnings), diverged=freeze(built.diverged), logged_non_finite=freeze(built.logged),
+        step_axis=settled.step_axis, n_runs=settled.n_runs, run_index=settled.run_index,
+        columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=len({step for step, _ in settled.evals}),
     )
     if log.is_too_short():
         n = log.n_points("reward")
@@ -328,3 +358,33 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         )
         log = dataclasses.replace(log, warnings=tuple(warnings))
     return log
+
+
+def _reward_like(chosen: dict[str, str]):
+    """key -> whether it holds a reward (the map's reward column, a key named reward or one reward function's)."""
+    memo: dict[str, bool] = {}
+
+    def reward_like(key: str) -> bool:
+        if key not in memo:
+            name = chosen.get(key) or _names.canonical_name(key)
+            memo[key] = name == "reward" or (name.startswith("reward/") and key not in chosen)
+        return memo[key]
+    return reward_like
+
+
+def _step_axis(raw: RawLog, format: str, numbered: bool) -> str:
+    """How the reader found the steps: its own words, else the format's."""
+    if numbered:
+        return NUMBERED_AXIS
+    if raw.step_axis is not None:
+        return raw.step_axis
+    return {"tensorboard": "TensorBoard steps", "verl_console": "console counter",
+            "hf_console": "console counter"}.get(format, "a step column")
+
+
+def _numbering_said(warnings: list[str], interval: int | None) -> list[str]:
+    """The reader's "rows were numbered 1, 2, ..." said with the interval they were numbered by."""
+    if not interval or interval == 1:
+        return warnings
+    said = f"rows were numbered {interval}, {2 * interval}, ... (logging_steps {interval}), evaluation rows apart"
+    return [w.replace(_NUMBERED, said) if w.endswith(_NUMBERED) else w for w in warnings]

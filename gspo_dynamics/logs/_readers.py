@@ -7,9 +7,13 @@ reporting what it skipped in `RawLog.warnings` (a best-effort read).
 
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
+import math
+import operator
+import re
 from dataclasses import dataclass, field
 
 from gspo_dynamics._errors import ConfigError
@@ -23,9 +27,15 @@ try:  # a dependency, but optional at run time (see `_loads`)
 except ImportError:  # pragma: no cover - exercised by the tests with the module hidden
     _orjson = None
 
-# Column names that carry the optimizer step, by priority (W&B's own `_step` counts log calls,
-# so a trainer's step wins over it).
-STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "_step", "Step")
+# Column names that carry the optimizer step, by priority: a trainer's step first, W&B's own `_step` (it counts log
+# calls) last. `epoch` is none of them: a file without one of these is read on `epoch` only where every row has a
+# whole-number epoch (a loop that logs once per epoch), else numbered by row.
+STEP_KEYS = ("step", "global_step", "train/step", "train/global_step", "trainer/global_step", "iteration", "iter",
+             "it", "update", "updates", "train_step", "Step", "system/step", "_step")
+# A JSON document that holds its rows in a list (TRL rows re-saved by a callback, ROLL): {"steps": [{...}, ...]}.
+ROW_LISTS = ("steps", "history", "rows", "records", "metrics", "logs")
+ROWS_DOCUMENT = re.compile(r'\A\s*\{[^\[\]]{0,2000}?"(?:' + "|".join(ROW_LISTS) + r')"\s*:\s*\[\s*[{\]]')
+NUMBERED = "rows were numbered 1, 2, ..."  # the end of `_finish`'s warning for rows without steps (`_follow` reads it)
 # The step of a row that lacks the step column a column map names (told apart from a bad value).
 _NO_STEP_COLUMN = -1
 _MAX_LINE = 1_000_000  # longer "lines" are binary junk, not log rows
@@ -36,6 +46,7 @@ class RawLog:
     rows: list[Row]
     warnings: list[str] = field(default_factory=list)
     logging_steps: int | None = None  # as recorded by the trainer, when it records it
+    step_axis: str | None = None  # how the steps were found ("column 'iteration'"); None: said by the format
 
 
 def _loads(text: str):
@@ -86,21 +97,6 @@ def _split_step(record: dict[str, object], step_key: str | None) -> tuple[int | 
     return step, rest
 
 
-def _split_flat(row: dict, step_key: str | None) -> tuple[int | None, dict]:
-    """`_split_step(_flatten(row), step_key)` with one copy of the row (this runs once per row)."""
-    if step_key is not None:
-        return _split_step(_flatten(row), step_key)
-    # a copy either way: never modify the caller's rows
-    rest = _flatten(row) if dict in map(type, row.values()) else dict(row)
-    step, found = None, False
-    for key in STEP_KEYS:  # by priority: the first present key gives the step (as `_split_step`)
-        if key in rest:
-            if not found:
-                step, found = to_step(rest[key]), True
-            del rest[key]
-    return step, rest
-
-
 def _finish(records: list[tuple[int | None, dict]], what: str, warnings: list[str],
             step_key: str | None = None) -> list[Row]:
     """Drop rows without a usable step; number rows by position when no row has a step.
@@ -113,12 +109,55 @@ def _finish(records: list[tuple[int | None, dict]], what: str, warnings: list[st
             raise missing_column("step", step_key, columns, what)
         records = [(None if step == _NO_STEP_COLUMN else step, rec) for step, rec in records]
     if records and all(step is None for step, _ in records):
-        warnings.append(f"the {what} has no step numbers; rows were numbered 1, 2, ...")
+        warnings.append(f"the {what} has no step numbers; {NUMBERED}")
         return [(i + 1, rec) for i, (_, rec) in enumerate(records)]
     bad = sum(step is None for step, _ in records)
     if bad:
         warnings.append(f"{bad} row(s) without a valid non-negative integer step were skipped")
     return [(step, rec) for step, rec in records if step is not None]
+
+
+NUMBERED_AXIS = "row numbers (no step found)"
+
+
+def _step_column(objects: list[dict], present: list[str]) -> tuple[str | None, list]:
+    """(the step column, each row's step or None): the first of `present` (STEP_KEYS in the file, by priority)
+    whose values are steps in most rows that hold it; then `epoch` where it is a whole number in every row."""
+    for key in present:
+        values = [o.get(key) for o in objects]
+        steps = list(map(to_step, values))
+        if 2 * (len(steps) - steps.count(None)) > len(values) - values.count(None):
+            return key, steps
+    epochs = list(map(to_step, (o.get("epoch") for o in objects)))
+    if objects and None not in epochs:
+        return "epoch", epochs
+    return None, [None] * len(objects)
+
+
+def _step_rows(objects: list[dict], what: str, warnings: list[str], step_key: str | None, owned: bool = False
+               ) -> tuple[list[Row], str]:
+    """(rows, step axis) of flat records: the step from one column for the whole file (`step_key`, else
+    `_step_column`), every step column left out of the rows; rows numbered 1, 2, ... when no column gives steps.
+    owned: the records are the reader's own (parsed here), changed in place; else copied (a caller's rows)."""
+    keys = set().union(*objects) if objects else set()
+    if step_key is not None:
+        if objects and step_key not in keys:
+            raise missing_column("step", step_key, keys, what)
+        return _finish([_split_step(o, step_key) for o in objects], what, warnings, step_key), f"column {step_key!r}"
+    present = [key for key in STEP_KEYS if key in keys]
+    column, steps = _step_column(objects, present)
+    records = objects if owned else [dict(o) for o in objects]
+    for key in present + ["epoch"] if column == "epoch" else present:
+        collections.deque(map(operator.methodcaller("pop", key, None), records), maxlen=0)  # C speed, once per key
+    if column is None:
+        return _finish(list(zip(steps, records)), what, warnings), NUMBERED_AXIS
+    n_bad = steps.count(None)
+    if n_bad:
+        warnings.append(f"{n_bad} row(s) without a valid non-negative integer step were skipped")
+        rows = [(step, record) for step, record in zip(steps, records) if step is not None]
+    else:
+        rows = list(zip(steps, records))
+    return rows, f"column {column!r}" + (" (no step column)" if column == "epoch" else "")
 
 
 # ---- TRL trainer_state.json -----------------------------------------------------------------
@@ -151,28 +190,33 @@ def read_trl_state(text: str, step_key: str | None = None) -> RawLog:
         raise _unparsed(text, "trainer_state.json", "; give an earlier checkpoint's copy, or the run's TensorBoard events")
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise ConfigError("the trainer_state.json has no 'log_history' list of rows")
-    return read_trl_history(state["log_history"], step_key, state.get("logging_steps"))
+    return read_trl_history(state["log_history"], step_key, state.get("logging_steps"), owned=True)
 
 
 def read_trl_history(history: list, step_key: str | None = None, logging_steps: object = None,
-                     warnings: list[str] | None = None) -> RawLog:
-    """Rows of a TRL `log_history` list (in memory, e.g. `TrainerState.log_history`)."""
+                     warnings: list[str] | None = None, owned: bool = False) -> RawLog:
+    """Rows of a TRL `log_history` list (in memory, e.g. `TrainerState.log_history`); owned: the rows are the
+    reader's own (parsed from a file), not a caller's, and may be changed in place."""
     warnings = [] if warnings is None else warnings
-    records = []
+    objects = []
     n_bad = 0
-    for row in history:  # runs once per logged row: `_split_step` and `is_summary_row` inlined
+    for row in history:  # runs once per logged row: `is_summary_row` inlined
         if not isinstance(row, dict):
             n_bad += 1
             continue
         if "train_runtime" in row or "train_loss" in row:  # the summary row (`is_summary_row`)
             continue
-        records.append(_split_flat(row, step_key))
+        objects.append(row if dict not in map(type, row.values()) else _flatten(row))  # `_flatten`, its check inlined
     if n_bad:
         warnings.append(f"{n_bad} log_history entries were not JSON objects and were skipped")
-    interval = logging_steps
-    interval = interval if isinstance(interval, int) and not isinstance(interval, bool) else None
-    recorded = interval if interval and interval > 0 else None
-    return RawLog(_finish(records, "log_history", warnings, step_key), warnings, recorded)
+    rows, axis = _step_rows(objects, "log_history", warnings, step_key, owned)
+    return RawLog(rows, warnings, _interval(logging_steps), axis)
+
+
+def _interval(logging_steps: object) -> int | None:
+    """A recorded logging interval: a positive int, else None."""
+    ok = isinstance(logging_steps, int) and not isinstance(logging_steps, bool) and logging_steps > 0
+    return logging_steps if ok else None
 
 
 # ---- JSON Lines (generic, W&B, verl file logger) and JSON arrays -----------------------------
@@ -194,44 +238,74 @@ def _one_object_per_line(text: str) -> list | None:
 
 
 def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
-    """One JSON object per line (or one JSON array of objects); nested dicts are flattened.
+    """One JSON object per line (or one JSON array of objects, or one object holding them in a list under one of
+    ROW_LISTS: `{"steps": [...]}`); nested dicts are flattened. A JSON `null` is a missing value.
 
-    verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names.
+    verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names, and a null in `data` is a
+    NaN or an infinity (orjson writes them so), kept as NaN: a logged non-finite value, not a missing one.
     """
     warnings: list[str] = []
-    array = text.lstrip().startswith("[")
-    whole = _loads(text) if array else None
-    if array and whole is None and text.lstrip()[1:].lstrip()[:1] in ("{", "]", ""):  # a JSON array of rows, broken
-        raise _unparsed(text, "JSON log (one array of rows)")
-    if isinstance(whole, list):
-        objects, n_bad = whole, 0
-    else:
-        fast, objects, n_bad = _one_object_per_line(text), [], 0
-        lines = [] if fast is not None else [line for line in text.splitlines() if line.strip()]
-        for line in lines:
-            obj = _loads(line) if len(line) <= _MAX_LINE else None
-            if obj is None:
-                n_bad += 1
-            else:
-                objects.append(obj)
-        objects = objects if fast is None else fast
-        if lines and not text.endswith("\n") and lines[-1].lstrip().startswith("{") and _loads(lines[-1]) is None:
-            n_bad -= 1  # a last row cut short: a log still being written, or a killed job's; said as such
-            warnings.append(f"line {text.count(chr(10)) + 1}, the last, is cut short (a log still being written, or a "
-                            "killed job's); the rows before it were read")
+    objects, n_bad, logging_steps = _json_objects(text, warnings)
     records = []
     for obj in objects:
         if not isinstance(obj, dict):
             n_bad += 1
             continue
-        if isinstance(obj.get("data"), dict):  # verl file logger
-            obj = {**{k: v for k, v in obj.items() if k != "data"}, **obj["data"]}
-        records.append(_split_flat(obj, step_key))
+        data = obj.get("data")
+        if isinstance(data, dict):  # verl file logger
+            obj = {**{k: v for k, v in obj.items() if k != "data"},
+                   **{k: (math.nan if v is None else v) for k, v in data.items()}}
+        records.append(_flatten(obj))
     if n_bad:
         warnings.append(f"{n_bad} line(s) were not JSON objects and were skipped")
     if not records:
         raise ConfigError("no JSON objects were found in the file")
-    return RawLog(_finish(records, "JSON log", warnings, step_key), warnings)
+    rows, axis = _step_rows(records, "JSON log", warnings, step_key, owned=True)
+    return RawLog(rows, warnings, logging_steps, axis)
+
+
+def _row_list(document: object) -> list | None:
+    """The rows of a JSON object that holds them in a list under one of ROW_LISTS, else None."""
+    if not isinstance(document, dict):
+        return None
+    for key in ROW_LISTS:
+        rows = document.get(key)
+        if isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows[:3]):
+            return rows
+    return None
+
+
+def _json_objects(text: str, warnings: list[str]) -> tuple[list, int, int | None]:
+    """(the JSON values of a JSON-lines, JSON-array or row-list text, how many lines were not JSON, the logging
+    interval a row-list document records)."""
+    stripped = text.lstrip()
+    if stripped.startswith("{") and ROWS_DOCUMENT.match(stripped[:4096]):
+        document = _loads(text)
+        rows = _row_list(document)
+        if rows is not None:
+            return rows, 0, _interval(document.get("logging_steps"))
+    array = stripped.startswith("[")
+    whole = _loads(text) if array else None
+    if array and whole is None and stripped[1:].lstrip()[:1] in ("{", "]", ""):  # a JSON array of rows, broken
+        raise _unparsed(text, "JSON log (one array of rows)")
+    if isinstance(whole, list):
+        return whole, 0, None
+    fast, objects, n_bad = _one_object_per_line(text), [], 0
+    lines = [] if fast is not None else [line for line in text.splitlines() if line.strip()]
+    for line in lines:
+        obj = _loads(line) if len(line) <= _MAX_LINE else None
+        if obj is None:
+            n_bad += 1
+        else:
+            objects.append(obj)
+    objects = objects if fast is None else fast
+    if lines and not text.endswith("\n") and lines[-1].lstrip().startswith("{") and _loads(lines[-1]) is None:
+        n_bad -= 1  # a last row cut short: a log still being written, or a killed job's; said as such
+        warnings.append(f"line {text.count(chr(10)) + 1}, the last, is cut short (a log still being written, or a "
+                        "killed job's); the rows before it were read")
+    if len(objects) == 1 and _row_list(objects[0]) is not None:  # {"steps": [...]} on one line
+        return _row_list(objects[0]), n_bad, _interval(objects[0].get("logging_steps"))
+    return objects, n_bad, None
 
 
 # ---- CSV (W&B / generic exports) ------------------------------------------------------------
@@ -260,13 +334,13 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
     for cells in table[1:]:
         if len(cells) != len(names):
             n_ragged += 1
-        record = {name: cell for name, cell in zip(names, cells) if cell.strip() != ""}
-        records.append(_split_step(record, step_key))
+        records.append({name: cell for name, cell in zip(names, cells) if cell.strip() != ""})
     if n_ragged:
         warnings.append(f"{n_ragged} CSV row(s) had a different number of cells than the header")
     if not records:
         raise ConfigError("the CSV has a header but no data rows")
-    return RawLog(_finish(records, "CSV", warnings, step_key), warnings)
+    rows, axis = _step_rows(records, "CSV", warnings, step_key, owned=True)
+    return RawLog(rows, warnings, None, axis)
 
 
 # ---- TensorBoard ----------------------------------------------------------------------------
@@ -286,4 +360,4 @@ def read_tensorboard(data: bytes, step_key: str | None = None) -> RawLog:
         warnings.append(f"{n_bad} scalar(s) with a negative step were skipped")
     if not rows:
         raise ConfigError("the TensorBoard event file holds no scalar summaries")
-    return RawLog(rows, warnings)
+    return RawLog(rows, warnings, None, "TensorBoard steps")

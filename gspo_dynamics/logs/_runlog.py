@@ -6,9 +6,10 @@ into step-aligned float arrays:
   steps          sorted unique optimizer steps                              (N,)
   series[name]   float64, NaN where the log has no value at that step        (N,)
 
-Merging is per (step, key): a train row and an eval row logged at the same step both land on
-that step; the same key logged twice at one step is a duplicate, resolved "last wins" with a
-warning (a resumed run re-logs the steps after its checkpoint).
+Merging is per (step, key): rows logged at the same step with different keys both land on that
+step; the same key logged in several rows of one step (micro-batch rows) is averaged, with a
+warning. Which rows are evaluation rows, which run of the file is read, and a resumed run's
+re-logged steps are settled before, on the rows (`_rows.py`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ class RunLog:
     # DIVERGENCE_SERIES whose logged values turned non-finite (NaN or +-inf) after finite ones and stayed so to
     # their last row: name -> (the first such step, how many values); `trailing_non_finite`
     diverged: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # name -> bool (N,): True where the log wrote a non-finite value (NaN, +-inf; verl's file logger writes them as
+    # null), False where the value is finite or missing. A NaN in `series` is missing where this is False. A series
+    # absent here (a RunLog built by hand) has no record: NaN there may be either.
+    logged_non_finite: Mapping[str, np.ndarray] = field(default_factory=dict)
+    step_axis: str = "unknown"  # how the steps were found: "column 'iteration'", "logging_steps 5 x row", ...
+    n_runs: int = 1  # runs found in the file (a step counter that restarts starts a new one)
+    run_index: int = 1  # which of them this is, 1-based (the last by default; `read_log(run=K)`)
+    columns: Mapping[str, str] = field(default_factory=dict)  # series name -> the raw key it was read from
+    unread: tuple[str, ...] = ()  # raw keys of training series the analysis has no name for (kept, not used)
+    n_eval_points: int = 0  # steps with evaluation rows (their metrics are the `eval/<name>` series)
 
     def __post_init__(self) -> None:
         n = self.steps.shape[0]
@@ -58,6 +69,11 @@ class RunLog:
                 raise ValueError(f"series {name!r} has shape {values.shape}, expected ({n},)")
         if self.reward_std_kind not in ("group_mean_std", "batch_std", "unknown"):
             raise ValueError(f"unknown reward_std_kind {self.reward_std_kind!r}")
+        for name, mask in self.logged_non_finite.items():
+            if mask.shape != (n,) or mask.dtype != np.bool_:
+                raise ValueError(f"logged_non_finite[{name!r}] must be bool ({n},), got {mask.dtype} {mask.shape}")
+        if not 1 <= self.run_index <= self.n_runs:
+            raise ValueError(f"run_index {self.run_index} is not in 1..{self.n_runs}")
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:
@@ -166,17 +182,21 @@ def to_step(value: object) -> int | None:
 Row = tuple[int, dict[str, object]]
 
 
-def build_series(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndarray], list[str]]:
-    """Steps, aligned float series and warnings from raw rows; `rename` maps raw -> final keys.
+def build_series(rows: list[Row], rename, groups: dict[tuple, list[int]] | None = None
+                 ) -> tuple[np.ndarray, dict[str, np.ndarray], list[str], dict[str, np.ndarray]]:
+    """Steps, aligned float series, warnings and the logged non-finite masks from raw rows; `rename` maps raw ->
+    final keys.
 
-    Non-numeric values are dropped (a warning names the keys); for a key logged twice at one
-    step the last value wins (one warning with the count); unsorted steps are sorted.
+    Non-numeric values are dropped (a warning names the keys); a key logged in several rows of one step (micro-batch
+    rows, 4 per step) is averaged (one warning with the count of values that differ); unsorted steps are sorted.
+    A value the log writes as NaN or +-inf is marked True in the mask of its name (a missing one stays False).
+    groups: the rows' indices by key tuple (`_rows.key_groups`) where the caller has them already.
 
     Vectorised: rows are grouped by their key tuple (a trainer logs the same keys every row), a
     group whose values are all plain numbers becomes one float matrix, other groups go value by
-    value through `to_float`; "last wins" is a stable sort by (step, row). Same result and
+    value through `to_float`; a stable sort by (step, row) brings each step's values together. Same result and
     warnings as a row-by-row loop (tests/logs/test_build_series_fast.py, on fuzzed rows).
-    Steps: read the values per name (`_read_values`), keep the last one per step (`_last_per_step`),
+    Steps: read the values per name (`_read_values`), average them per step (`_mean_per_step`),
     align every name on the log's steps (`_align`).
     """
     warnings: list[str] = []
@@ -184,32 +204,34 @@ def build_series(rows: list[Row], rename) -> tuple[np.ndarray, dict[str, np.ndar
     row_steps = np.fromiter((step for step, _ in rows), np.int64, n)  # (n,)
     if n > 1 and bool(np.any(row_steps[1:] < np.maximum.accumulate(row_steps)[:-1])):
         warnings.append("the steps were not in increasing order; they were sorted")
-    chunks, bad_keys = _read_values(rows, rename)
-    columns, duplicates = _last_per_step(chunks, row_steps)
+    chunks, bad_keys = _read_values(rows, rename, groups)
+    columns, duplicates, n_inf = _mean_per_step(chunks, row_steps)
     if duplicates:
         warnings.append(
-            f"{duplicates} value(s) were logged twice at the same step with different values; "
-            "the last one was kept"
+            f"{duplicates} value(s) were logged again at the same step with a different value (micro-batch rows); "
+            "the values of each step were averaged"
         )
     if bad_keys:
         listed = ", ".join(f"{k!r} ({n})" for k, n in sorted(bad_keys.items())[:8])
         more = "" if len(bad_keys) <= 8 else f" and {len(bad_keys) - 8} more"
         warnings.append(f"non-numeric values were ignored in {listed}{more}")
-    steps, series, n_inf = _align(chunks, columns, row_steps)
+    steps, series, logged = _align(chunks, columns, row_steps)
     if n_inf:
         warnings.append(f"{n_inf} infinite value(s) are in the log (kept as +-inf)")
-    return steps, series, warnings
+    return steps, series, warnings, logged
 
 
 _Chunks = dict[str, list[tuple[np.ndarray, np.ndarray]]]  # name -> [(row indices, float values)]
 
 
-def _read_values(rows: list[Row], rename) -> tuple[_Chunks, dict[str, int]]:
+def _read_values(rows: list[Row], rename, groups: dict[tuple, list[int]] | None = None
+                 ) -> tuple[_Chunks, dict[str, int]]:
     """(chunks, bad keys): each final name's (row indices, values), and per name the count of
     non-numeric values dropped. Rows are grouped by their key tuple; an all-numeric group is one matrix."""
-    groups: dict[tuple, list[int]] = {}
-    for i, (_, record) in enumerate(rows):
-        groups.setdefault(tuple(record), []).append(i)
+    if groups is None:
+        groups = {}
+        for i, (_, record) in enumerate(rows):
+            groups.setdefault(tuple(record), []).append(i)
     memo: dict[str, str] = {}
     chunks: _Chunks = {}
     bad_keys: dict[str, int] = {}
@@ -243,10 +265,13 @@ def _one_by_one(rows: list[Row], members: list[int], key, name: str, bad_keys: d
     return at, values
 
 
-def _last_per_step(chunks: _Chunks, row_steps: np.ndarray) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], int]:
-    """(name -> (steps, values) sorted by step with the last value of each step, the number of
-    values overwritten by a different one)."""
-    duplicates = 0
+def _mean_per_step(chunks: _Chunks, row_steps: np.ndarray
+                   ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], int, int]:
+    """(name -> (steps, values) sorted by step with the mean of each step's values, the number of values that
+    differ from the one logged before them at their step, the number of infinite values logged).
+
+    The mean of a step's n values is the sum of value / n in row order (no overflow where the values are large)."""
+    duplicates = n_inf = 0
     columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, parts in chunks.items():
         if len(parts) == 1:  # one key set logs this name: its rows are already in row order
@@ -255,22 +280,29 @@ def _last_per_step(chunks: _Chunks, row_steps: np.ndarray) -> tuple[dict[str, tu
             at = np.concatenate([p[0] for p in parts])
             order = np.argsort(at, kind="stable")  # row order; a name twice in one row keeps key order
             at, values = at[order], np.concatenate([p[1] for p in parts])[order]
+        n_inf += int(np.isinf(values).sum())
         steps_of = row_steps[at]
         if steps_of.size > 1 and bool(np.any(steps_of[1:] < steps_of[:-1])):
             order = np.argsort(steps_of, kind="stable")  # by step, rows of one step in row order
             steps_of, values = steps_of[order], values[order]
-        repeat = steps_of[1:] == steps_of[:-1]  # each repeat overwrites the value before it
+        repeat = steps_of[1:] == steps_of[:-1]
+        if not repeat.any():
+            columns[name] = (steps_of, values)
+            continue
         a, b = values[:-1][repeat], values[1:][repeat]
         duplicates += int(np.sum(~((a == b) | (np.isnan(a) & np.isnan(b)))))
-        last = np.append(~repeat, True)
-        columns[name] = (steps_of[last], values[last])
-    return columns, duplicates
+        starts = np.flatnonzero(np.append(True, ~repeat))  # (S,) the first value of each step
+        counts = np.diff(np.append(starts, values.size))  # (S,)
+        with np.errstate(invalid="ignore"):  # inf - inf: a NaN, as the mean of those values is
+            means = np.add.reduceat(values / np.repeat(counts, counts), starts)
+        columns[name] = (steps_of[starts], means)
+    return columns, duplicates, n_inf
 
 
-def _align(chunks: _Chunks, columns: dict[str, tuple[np.ndarray, np.ndarray]],
-           row_steps: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
-    """(steps, series, infinite values): every name on the log's steps (those of the rows that gave a
-    value), NaN where it has none; read-only arrays."""
+def _align(chunks: _Chunks, columns: dict[str, tuple[np.ndarray, np.ndarray]], row_steps: np.ndarray
+           ) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(steps, series, logged non-finite masks): every name on the log's steps (those of the rows
+    that gave a value), NaN where it has none; read-only arrays."""
     used = np.zeros(row_steps.size, dtype=bool)  # rows that gave a value: their steps are the log's steps
     for parts in chunks.values():
         for at, _ in parts:
@@ -279,18 +311,23 @@ def _align(chunks: _Chunks, columns: dict[str, tuple[np.ndarray, np.ndarray]],
     if steps.size > 1 and not bool(np.all(steps[1:] > steps[:-1])):
         steps = np.unique(steps)  # (N,) sorted unique; rows in step order need no sort
     series: dict[str, np.ndarray] = {}
-    n_inf = 0
+    logged: dict[str, np.ndarray] = {}
     for name, (at_steps, values) in columns.items():
+        bad = ~np.isfinite(values)
         if at_steps.size == steps.size:  # a sorted unique subset of `steps` as long as it: all of it
-            column = values.copy()
+            column, mask = values.copy(), bad
         else:
             column = np.full(steps.shape, np.nan)
-            column[np.searchsorted(steps, at_steps)] = values
-        n_inf += int(np.isinf(column).sum())
+            mask = np.zeros(steps.shape, dtype=bool)
+            at = np.searchsorted(steps, at_steps)
+            column[at] = values
+            mask[at] = bad
         column.flags.writeable = False
+        mask.flags.writeable = False
         series[name] = column
+        logged[name] = mask
     steps.flags.writeable = False
-    return steps, series, n_inf
+    return steps, series, logged
 
 
 def _row_names(keys: tuple, rename, memo: dict[str, str]) -> list[str]:

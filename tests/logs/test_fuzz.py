@@ -154,20 +154,34 @@ def test_truncated_real_logs_are_read_with_warnings(name, cut):
     _check(content, damaged=damaged)
 
 
+def _settled_reference(records: list[tuple[int, float]]) -> dict[int, list[float]]:
+    """The last run's values per step, row by row: a step at or below the first, after the counter went past it,
+    starts a new run; a step below the one before drops the kept rows at that step or later (a resumed run)."""
+    first, past, kept = records[0][0], False, []
+    for step, value in records:
+        if step <= first and past:
+            kept, past = [], False  # a new run
+        past = past or step > first
+        kept = [(s, v) for s, v in kept if s < step] if kept and step < kept[-1][0] else kept
+        kept.append((step, value))
+    out: dict[int, list[float]] = {}
+    for step, value in kept:
+        out.setdefault(step, []).append(value)
+    return out
+
+
 @FUZZ
 @given(records=st.lists(st.tuples(st.integers(0, 20), st.floats(-1, 1)), min_size=1, max_size=30))
-def test_duplicate_and_unsorted_steps_are_reported(records):
+def test_runs_resumed_steps_and_micro_batch_rows_are_settled(records):
     text = "\n".join(json.dumps({"step": s, "reward": r}) for s, r in records)
     log = _check(text)
-    seen: dict[int, float] = {}
-    for s, r in records:
-        seen[s] = r  # last wins
-    np.testing.assert_array_equal(log.steps, sorted(seen))
-    np.testing.assert_array_equal(log["reward"], [seen[s] for s in sorted(seen)])
-    in_order = all(a[0] <= b[0] for a, b in zip(records, records[1:]))
-    conflicting = len({(s, r) for s, r in records}) > len(seen)
-    assert any("sorted" in w for w in log.warnings) == (not in_order)
-    assert any("logged twice" in w for w in log.warnings) == conflicting
+    values = _settled_reference(records)
+    np.testing.assert_array_equal(log.steps, sorted(values))
+    np.testing.assert_allclose(log["reward"], [sum(v / len(vs) for v in vs) for vs in (values[s] for s in sorted(values))],
+                               rtol=1e-12, atol=1e-15)
+    conflicting = any(len(set(vs)) > 1 for vs in values.values())
+    assert any("averaged" in w for w in log.warnings) == conflicting
+    assert not any("sorted" in w for w in log.warnings)  # the kept rows' steps never go down
 
 
 def test_empty_files(tmp_path):

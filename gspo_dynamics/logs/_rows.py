@@ -1,0 +1,322 @@
+"""A log's rows before they become series: evaluation rows apart, the step axis, the runs of a file.
+
+A reader gives rows `(step, {raw key: value})` in the order the file holds them; `_read.build_log` settles here,
+on the rows, what a series cannot tell afterwards:
+
+  eval rows     a row with a `split`/`mode`/`type`/`phase` field saying eval/val/validation/test, a row whose keys
+                are all evaluation keys (EVAL_PREFIXES), or, where the training rows log a reward, a row holding
+                under half of the keys most rows share (an evaluation loop's row among the training rows).
+                Their metrics become `eval/<name>` series; nothing missing from them is missing from training.
+  numbering     rows without a step are numbered by training row (x the logging interval, when known); an
+                eval row takes the step of the training row before it.
+  runs          a training step at or below the file's first training step, after the counter went past it,
+                starts a new run (runs appended to one file, concatenated logs); the last is read unless `run`
+                picks another.
+  resumed       a training step below one logged before it, within a run: the rows logged before it at that step
+                or later are dropped (a resumed job logs them again: the later values are kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs._names import STANDARD_NAMES, resolve_names
+from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
+
+# Keys (prefixes) of evaluation metrics: TRL `eval_`, W&B/TensorBoard `eval/`, verl `val-core/`, `val-aux/`, ...
+EVAL_PREFIXES = ("eval_", "eval/", "val/", "val-core/", "val-aux/", "test/", "validation/")
+# A row's own label of what it is, and the labels of an evaluation row.
+SPLIT_FIELDS = ("split", "mode", "type", "phase")
+EVAL_LABELS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test", "testing"})
+# Keys that say when, not what: no evidence of a row's kind, and not an evaluation metric.
+META_KEYS = frozenset({"epoch", "_runtime", "_timestamp", "timestamp", "time", "wall_time"})
+COVERAGE = 0.5  # a row with under this share of the keys most rows share is not a training row
+
+
+def key_groups(rows: list[Row]) -> dict[tuple, list[int]]:
+    """{key tuple: row indices}: rows grouped by their keys (a trainer logs the same keys every row)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (_, record) in enumerate(rows):
+        groups.setdefault(tuple(record), []).append(i)
+    return groups
+
+
+def _labelled_eval(rows: list[Row], members: list[int], fields: list[str]) -> list[int]:
+    """The rows of `members` whose split field (`fields`) names an evaluation."""
+    return [i for i in members if any(str(rows[i][1][f]).strip().lower() in EVAL_LABELS for f in fields)]
+
+
+def eval_rows(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callable[[str], bool],
+              numbered: bool) -> np.ndarray:
+    """(n,) bool: the evaluation rows (see the module docstring). `reward_like(key)`: whether a key is a reward;
+    `numbered`: the steps are row numbers (no step of its own: a row that logs apart at a training step is no
+    evidence)."""
+    is_eval = np.zeros(len(rows), dtype=bool)
+    rest: dict[tuple, list[int]] = {}
+    for keys, members in groups.items():
+        fields = [k for k in keys if k in SPLIT_FIELDS]
+        if fields:
+            labelled = _labelled_eval(rows, members, fields)
+            is_eval[labelled] = True
+            members = [i for i in members if not is_eval[i]]
+        metrics = [k for k in keys if k not in META_KEYS and k not in SPLIT_FIELDS]
+        if metrics and all(k.startswith(EVAL_PREFIXES) for k in metrics):
+            is_eval[members] = True
+        elif members:
+            rest[keys] = members
+    _apart_rows(rows, rest, reward_like, numbered, is_eval)
+    return is_eval
+
+
+def _apart_rows(rows: list[Row], groups: dict[tuple, list[int]], reward_like, numbered: bool,
+                is_eval: np.ndarray) -> None:
+    """Mark the rows that share under COVERAGE of the keys more than half of the rows hold, where the rows that do
+    share them log a reward and outnumber them; a row without a reward at a training row's step is kept (a trainer
+    that logs its metrics in two calls per step)."""
+    total = sum(map(len, groups.values()))
+    counts: dict[str, int] = {}
+    for keys, members in groups.items():
+        for key in keys:
+            if key not in META_KEYS and key not in SPLIT_FIELDS and not key.startswith(EVAL_PREFIXES):
+                counts[key] = counts.get(key, 0) + len(members)
+    shared = {key for key, count in counts.items() if 2 * count > total}
+    if not shared:
+        return
+    main, apart = [], []
+    for keys, members in groups.items():
+        (main if len(shared.intersection(keys)) >= COVERAGE * len(shared) else apart).append((keys, members))
+    n_main = sum(len(m) for _, m in main)
+    if not apart or n_main <= total - n_main or not any(reward_like(k) for keys, _ in main for k in keys):
+        return
+    train_steps = None if numbered else {rows[i][0] for _, members in main for i in members}
+    for keys, members in apart:
+        if train_steps is not None and not any(reward_like(k) for k in keys):
+            members = [i for i in members if rows[i][0] not in train_steps]
+        is_eval[members] = True
+
+
+def eval_key(key: str) -> str:
+    """An evaluation row's key as an evaluation key: `eval/<key>` unless it has an evaluation prefix already."""
+    return key if key.startswith(EVAL_PREFIXES) else "eval/" + key
+
+
+def eval_record(record: dict) -> dict:
+    """An evaluation row's metrics under `eval_key`s; the split field and the META_KEYS left out."""
+    return {eval_key(key): value for key, value in record.items() if key not in META_KEYS and key not in SPLIT_FIELDS}
+
+
+def without_split_fields(rows: list[Row], groups: dict[tuple, list[int]]) -> list[Row]:
+    """The rows with their split fields (text labels, not metrics) left out; the rows themselves when none has one."""
+    labelled = [i for keys, members in groups.items() if any(k in SPLIT_FIELDS for k in keys) for i in members]
+    if not labelled:
+        return rows
+    out = list(rows)
+    for i in labelled:
+        step, record = rows[i]
+        out[i] = (step, {k: v for k, v in record.items() if k not in SPLIT_FIELDS})
+    return out
+
+
+def number_rows(rows: list[Row], is_eval: np.ndarray, every: int) -> list[Row]:
+    """Rows numbered by training row: the k-th is at step k * every; an eval row at the step of the training row
+    before it (0 before the first)."""
+    count = np.cumsum(~is_eval)  # (n,) training rows up to and including each row
+    return [(int(k) * every, record) for k, (_, record) in zip(count, rows)]
+
+
+def run_starts(steps: np.ndarray, is_eval: np.ndarray) -> np.ndarray:
+    """Row indices where a run begins (the first is 0): a training step at or below the file's first training step,
+    after a training step above it. An eval row between two runs goes with the next one when its step is below the
+    training step before it (a new run's evaluation before training), else with the run before."""
+    train = np.flatnonzero(~is_eval)
+    if train.size == 0:
+        return np.zeros(1, dtype=np.int64)
+    s = steps[train]  # (T,)
+    first = s[0]
+    past = np.cumsum(s > first)  # training rows above the first step, up to each
+    candidates = np.flatnonzero(s <= first)  # (C,) positions in `train`; the first is 0
+    new = candidates[1:][past[candidates[1:]] > past[candidates[:-1]]]
+    starts = [0]
+    for k in new:
+        at, before = train[k], train[k - 1]
+        while at - 1 > before and is_eval[at - 1] and steps[at - 1] < steps[before]:
+            at -= 1  # the new run's own evaluation rows, logged before its training rows
+        starts.append(int(at))
+    return np.asarray(starts, dtype=np.int64)
+
+
+def pick_run(n_rows: int, starts: np.ndarray, run: int | None) -> tuple[slice, int]:
+    """(the rows of the chosen run, its 1-based index): the last when `run` is None."""
+    n_runs = starts.size
+    if run is None:
+        run = n_runs
+    if isinstance(run, bool) or not isinstance(run, (int, np.integer)) or not 1 <= run <= n_runs:
+        there = "is 1 run" if n_runs == 1 else f"are {n_runs} runs"
+        raise ConfigError(f"run {run!r} is not in the log: there {there} in it (run 1 to {n_runs})")
+    end = starts[run] if run < n_runs else n_rows
+    return slice(int(starts[run - 1]), int(end)), int(run)
+
+
+def resumed_rows(steps: np.ndarray, is_eval: np.ndarray) -> tuple[np.ndarray, int]:
+    """(n,) bool of the rows to keep, and how many times the training counter went back: at each training step
+    below the training step before it, the rows before it at that step or later are dropped. The kept rows' steps never
+    go down (each step's rows together)."""
+    last_train = np.maximum.accumulate(np.where(is_eval, -1, np.arange(steps.size)))  # (n,) -1 before the first
+    previous = np.concatenate(([-1], last_train[:-1]))  # the training row before each row
+    before = np.where(previous >= 0, steps[np.maximum(previous, 0)], np.iinfo(np.int64).min)
+    back = ~is_eval & (steps < before)  # resume points: below the training step before (the kept ones end there)
+    if not back.any():
+        return np.ones(steps.size, dtype=bool), 0
+    lowest_after = np.full(steps.size, np.iinfo(np.int64).max)
+    at = np.where(back, steps, np.iinfo(np.int64).max)
+    lowest_after[:-1] = np.minimum.accumulate(at[::-1])[::-1][1:]  # the lowest resume step after each row
+    return steps < lowest_after, int(back.sum())
+
+
+def take(rows: list[Row], index) -> list[Row]:
+    """rows[i] for each i of `index` (indices or a bool mask)."""
+    index = np.asarray(index)
+    if index.dtype == np.bool_:
+        index = np.flatnonzero(index)
+    return [rows[i] for i in index.tolist()]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The rows of the run read, told apart: training rows (raw keys) and evaluation rows (`eval_record` keys), each
+    in file order with steps that never go down within the training rows."""
+
+    train: list[Row]
+    evals: list[Row]
+    eval_keys: dict[str, str]  # an evaluation row's key -> the raw key it came from
+    n_runs: int
+    run_index: int
+    step_axis: str
+    interval: int | None  # the logging interval the rows were numbered by (None: the rows have steps)
+    warnings: list[str]
+    train_groups: dict[tuple, list[int]]  # `train`'s row indices by key tuple
+
+
+def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callable[[str], bool], *,
+           step_axis: str, numbered: bool, every: int | None, run: int | None) -> Settled:
+    """The rows of the run `run` (1-based; None: the last), eval rows apart, resumed steps dropped (see the module
+    docstring). `numbered`: the rows have no steps of their own (numbered 1, 2, ... by the reader); `every`: the
+    logging interval to number them by (None: 1)."""
+    warnings: list[str] = []
+    is_eval = eval_rows(rows, groups, reward_like, numbered)
+    split = without_split_fields(rows, groups)
+    if split is not rows:
+        rows, groups = split, key_groups(split)
+    if numbered:
+        rows = number_rows(rows, is_eval, every or 1)
+        if every and every > 1:
+            step_axis = f"logging_steps {every} x row"
+    steps = np.fromiter((step for step, _ in rows), np.int64, len(rows))  # (n,)
+    starts = run_starts(steps, is_eval)
+    chosen, run_index = pick_run(len(rows), starts, run)
+    if starts.size > 1:
+        warnings.append(f"the step counter starts again {starts.size - 1} time(s): the file holds {starts.size} runs, "
+                        f"of which run {run_index} was read")
+    index = np.arange(chosen.start, chosen.stop)
+    keep, n_back = resumed_rows(steps[chosen], is_eval[chosen])
+    if n_back:
+        warnings.append(f"the step counter goes back {n_back} time(s) (a resumed run logging its steps again): the "
+                        f"later rows were kept and {int((~keep).sum())} earlier row(s) dropped")
+    index = index[keep]
+    evals = index[is_eval[index]]
+    eval_keys: dict[str, str] = {}
+    eval_list = []
+    for i in evals.tolist():
+        step, record = rows[i]
+        eval_list.append((step, eval_record(record)))
+        eval_keys.update((eval_key(k), k) for k in record if k not in META_KEYS and k not in SPLIT_FIELDS)
+    kept = np.zeros(len(rows), dtype=bool)
+    kept[index[~is_eval[index]]] = True
+    return Settled(take(rows, kept), eval_list, eval_keys, int(starts.size), run_index, step_axis,
+                   every if numbered else None, warnings, _subgroups(groups, kept))
+
+
+def _subgroups(groups: dict[tuple, list[int]], kept: np.ndarray) -> dict[tuple, list[int]]:
+    """`key_groups` of the rows `kept` (bool (n,)), from the groups of all rows: indices renumbered."""
+    if kept.all():
+        return groups
+    position = np.cumsum(kept) - 1  # (n,) each kept row's index among the kept
+    out: dict[tuple, list[int]] = {}
+    for keys, members in groups.items():
+        members = np.asarray(members)
+        members = members[kept[members]]
+        if members.size:
+            out[keys] = position[members].tolist()
+    return out
+
+
+@dataclass(frozen=True)
+class _Built:
+    steps: np.ndarray
+    series: dict[str, np.ndarray]
+    logged: dict[str, np.ndarray]
+    diverged: dict[str, tuple[int, int]]
+    columns: dict[str, str]
+    unread: tuple[str, ...]
+
+
+def series_of(settled: Settled, chosen: dict[str, str], warnings: list[str]) -> _Built:
+    """The training rows' series and the evaluation rows' `eval/<name>` ones on one step axis, which column each came
+    from, the training columns the analysis has no name for; warnings appended to `warnings`."""
+    train_keys = set().union(*settled.train_groups)
+    names, name_warnings = resolve_names(train_keys, chosen)
+    warnings += name_warnings
+    steps, series, build_warnings, logged = build_series(settled.train, names.__getitem__, settled.train_groups)
+    warnings += build_warnings
+    diverged = trailing_non_finite(settled.train, names.__getitem__)
+    warnings += [f"{name} is NaN or infinite in its last {count} logged value(s), from step {step} on"
+                 + (" (the analysis reads the reward before it)" if name == "reward" else "")
+                 for name, (step, count) in diverged.items()]
+    columns = {name: key for key, name in names.items() if name in series}
+    unread = tuple(sorted(key for key, name in names.items() if name in series and not _used(name)))
+    if settled.evals:
+        eval_names, eval_warnings = resolve_names(settled.eval_keys)
+        warnings += eval_warnings
+        eval_names = {key: name if name.startswith("eval/") else "eval/" + name for key, name in eval_names.items()}
+        e_steps, e_series, e_warnings, e_logged = build_series(settled.evals, eval_names.__getitem__)
+        warnings += [f"evaluation rows: {w}" for w in e_warnings]
+        columns.update({name: settled.eval_keys[key] for key, name in eval_names.items() if name in e_series})
+        steps, series, logged = _merge((steps, series, logged), (e_steps, e_series, e_logged))
+    return _Built(steps, series, logged, diverged, columns, unread)
+
+
+def _used(name: str) -> bool:
+    """Whether the analysis reads a series of this name."""
+    return name in STANDARD_NAMES or name.startswith(("reward/", "eval/"))
+
+
+def _merge(train, evals):
+    """(steps, series, logged) of the training and the evaluation series on the union of their steps; a name in
+    both (a training row's own `eval/` key) keeps the training values and takes the evaluation ones where it has
+    none. Training series already on those steps are kept as they are (read-only)."""
+    (t_steps, t_series, t_logged), (e_steps, e_series, e_logged) = train, evals
+    steps = np.union1d(t_steps, e_steps)  # (N,)
+    series: dict[str, np.ndarray] = {}
+    logged: dict[str, np.ndarray] = {}
+    for source_steps, source, masks in ((t_steps, t_series, t_logged), (e_steps, e_series, e_logged)):
+        if source_steps.size == steps.size and not any(name in series for name in source):
+            series.update(source)  # already on every step: nothing to move
+            logged.update(masks)
+            continue
+        at = np.searchsorted(steps, source_steps)
+        for name, values in source.items():
+            column = series.get(name)
+            column = np.full(steps.shape, np.nan) if column is None else column.copy()
+            mask = logged.get(name)
+            mask = np.zeros(steps.shape, dtype=bool) if mask is None else mask.copy()
+            free = np.isnan(column[at]) & ~mask[at]
+            column[at[free]] = values[free]
+            mask[at[free]] = masks[name][free]
+            column.flags.writeable = mask.flags.writeable = False
+            series[name], logged[name] = column, mask
+    steps.flags.writeable = False
+    return steps, series, logged

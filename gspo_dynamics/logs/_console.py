@@ -16,10 +16,10 @@ logged `nan`/`inf` is kept as a non-finite float; a `None`/`null` is a missing v
 warnings, `Total optimization steps = 1,000`, tables, config dumps) is not a metric line. Where a log has both forms,
 the more frequent one is read (a TRL log's metric dicts, not the vLLM config line between them).
 
-Dicts without a step (transformers' Trainer prints none) are numbered by the logging interval: from `Total
-optimization steps = N` only in a finished log (its summary dict `train_runtime` printed), else from the `epoch`
-column's increments and the steps per epoch of the banner (`Num Epochs` and the total, or `Num examples` and the total
-batch size, or a `steps per epoch` line), else 1, 2, ... with a warning. Eval dicts (`eval_*` keys) take the step of
+Dicts without a step (transformers' Trainer prints none) take the step its progress bar shows at each, else are
+numbered by the logging interval: from `Total optimization steps = N` only in a finished log (its summary dict
+`train_runtime` printed), else from the `epoch` column and the banner's steps per epoch, else 1, 2, ... with a
+warning (`_console_interval.py`). Eval dicts (`eval_*` keys) take the step of
 the train row before them; one before any train row takes step 0 (an evaluation before training, or, in a piece of a
 growing log, the last step of the piece before: `_follow._number_on`).
 """
@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs._console_interval import logging_interval
+from gspo_dynamics.logs._console_interval import bar_steps, logging_interval
 from gspo_dynamics.logs._names import is_summary_row
 from gspo_dynamics.logs._readers import STEP_KEYS, RawLog, _finish, _flatten, _loads, _split_step
 from gspo_dynamics.logs._runlog import Row, to_step
@@ -367,7 +367,7 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
             train.append((step, rest))
             bars.append(around)
     interval, axis = None, f"column {step_key!r}" if step_key else "the printed rows' steps"
-    by_bar = _bar_steps(bars) if step_key is None and all(step is None for step, _ in train) else None
+    by_bar = bar_steps(bars) if step_key is None and all(step is None for step, _ in train) else None
     if by_bar is not None:
         train = [(step, record) for step, (_, record) in zip(by_bar, train)]
         axis = "the trainer's progress bar (its step at each printed row)"
@@ -386,16 +386,6 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
             rows.append((step, record))
     rows.sort(key=lambda row: row[0])  # eval rows after their train row (a stable sort)
     return rows, interval, axis
-
-
-def _bar_steps(bars: list[list]) -> list[int] | None:
-    """The steps that the trainer's progress bar shows at each row (transformers redraws it right after printing a
-    row, at the step logged; the bar before the row where none follows), or None unless they rise under one total."""
-    shown = [after or before for before, after in bars]
-    if not shown or None in shown or len({total for _, total in shown}) != 1:
-        return None
-    steps = [n for n, _ in shown]
-    return steps if steps[0] >= 1 and all(b > a for a, b in zip(steps, steps[1:])) else None
 
 
 def _pair_rows(pairs: list[tuple[int | None, dict, bool]], step_key: str | None, what: str, warnings: list[str]

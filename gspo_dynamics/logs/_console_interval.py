@@ -1,11 +1,14 @@
-"""The logging interval of a console log whose metric dicts carry no step (transformers' Trainer prints none).
+"""The steps of a console log whose metric dicts carry none (transformers' Trainer prints none).
 
+    steps = bar_steps(bars)                                   # the progress bar's step at each row, or None
     every, how = logging_interval(text, records, finished)   # (5, "logging_steps 5 x row (...)") or (None, "")
 
-From `Total optimization steps = N` over the rows only in a finished log (its summary dict printed: an unfinished
-one has fewer rows than it will have), else from the `epoch` column: row i's epoch is k (i + 1) / (steps per epoch),
-the steps per epoch from the banner (`Num Epochs` and the total, `Num examples` over the total batch size, or a
-`steps per epoch` line), accepted only where every row agrees within the precision its epoch is printed to.
+transformers redraws its (unlabelled) progress bar right after printing a row, at the step logged: where the bars
+around the rows rise under one total, they are the steps. Else the rows are numbered by the logging interval k, from
+`Total optimization steps = N` over the rows only in a finished log (its summary dict printed: an unfinished one has
+fewer rows than it will have), else from the `epoch` column: row i's epoch is k (i + 1) / (steps per epoch), the
+steps per epoch from the banner (`Num Epochs` and the total, `Num examples` over the total batch size, or a `steps
+per epoch` line), accepted only where every row agrees within the precision its epoch is printed to.
 """
 
 from __future__ import annotations
@@ -21,6 +24,16 @@ _NUM_EXAMPLES = re.compile(r"Num examples\s*=\s*([\d,]+)")
 _TOTAL_BATCH = re.compile(r"Total (?:train )?batch size[^=\n]*=\s*([\d,]+)")
 _STEPS_PER_EPOCH = re.compile(r"(?i)steps[ _]per[ _]epoch\s*[:=]\s*([\d,]+)")
 EPOCH_SLACK = 0.3  # steps: an epoch printed in full gives its step to float error; this allows a trainer's rounding
+
+
+def bar_steps(bars: list[list]) -> list[int] | None:
+    """The steps that the trainer's progress bar shows at each row (transformers redraws it right after printing a
+    row, at the step logged; the bar before the row where none follows), or None unless they rise under one total."""
+    shown = [after or before for before, after in bars]
+    if not shown or None in shown or len({total for _, total in shown}) != 1:
+        return None
+    steps = [n for n, _ in shown]
+    return steps if steps[0] >= 1 and all(b > a for a, b in zip(steps, steps[1:])) else None
 
 
 def _banner_int(pattern: re.Pattern, text: str) -> int | None:

@@ -261,7 +261,7 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
                 scan.dicts.append((step if step is not None else current, record, is_eval, bars))
                 scan.awaiting.append(bars)
                 scan.python_dicts += python
-        return current
+        return current if step is None else None  # a line with its own step ends a counter line's block
     has_pair = ":" in line or "=" in line
     step, counter_name, start, end = _counter(line)
     if step is None and not has_pair:
@@ -279,7 +279,7 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
         return current
     scan.pairs.append((step if step is not None else current, record, is_eval))
     scan.verl += " - " in line and _VERL_HINT.search(line) is not None
-    return current
+    return current if step is None else None
 
 
 def scan_console(text: str, step_key: str | None = None, limit: int | None = None) -> _Scan:

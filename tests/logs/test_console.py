@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.logs import Follower, detect_format, read_log
@@ -79,6 +81,8 @@ def test_key_value_lines_without_a_counter_are_numbered_by_row_and_said():
 def test_a_counter_line_gives_its_step_to_the_metric_lines_below_it():
     text = "=== Step 10/200 ===\n  reward: 0.3\n  kl: 0.01\n=== Step 20/200 ===\n  reward: 0.4\n  kl: 0.02\n"
     assert rows_of(text) == [(10, {"reward": 0.3}), (10, {"kl": 0.01}), (20, {"reward": 0.4}), (20, {"kl": 0.02})]
+    ended = "=== Step 10 ===\n  reward: 0.3\nStep 11 | reward: 0.4 | kl: 0.1\nloaded: 5\n"  # a line with its own step
+    assert rows_of(ended) == [(10, {"reward": 0.3}), (11, {"reward": 0.4, "kl": 0.1})]
 
 
 NOISE = """\
@@ -164,6 +168,26 @@ def test_a_logged_nan_stays_non_finite_and_a_missing_key_is_missing():
     assert math.isnan(log["reward"][i4]) and math.isnan(log["reward"][i6])
     raw = rows_of("\n".join(lines))
     assert math.isnan(raw[3][1]["reward"]) and "reward" not in raw[5][1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=1, max_size=12),
+       prefix=st.sampled_from(["", "2026-01-01 12:00:00 INFO ", "[rank0]: ", "(WorkerDict pid=3) "]),
+       form=st.sampled_from(["dict", "pairs", "verl"]))
+def test_printed_values_read_back_exactly(values, prefix, form):
+    """Any float, NaN and infinities included, printed as Python prints it, reads back as the same float."""
+    lines = []
+    for i, v in enumerate(values, 1):
+        if form == "dict":
+            lines.append(f"{prefix}{{'step': {i}, 'reward': {v!r}, 'kl': 0.5}}")
+        elif form == "pairs":
+            lines.append(f"{prefix}Step {i}/{len(values)} | reward: {v!r} | kl: 0.5")
+        else:
+            lines.append(f"{prefix}step:{i} - critic/score/mean:np.float64({v!r}) - actor/entropy:0.5")
+    rows = rows_of("\n".join(lines))
+    assert [s for s, _ in rows] == list(range(1, len(values) + 1))
+    got = [record.get("reward", record.get("critic/score/mean")) for _, record in rows]
+    np.testing.assert_array_equal(got, values)  # NaN equals NaN here
 
 
 # ---- dicts without steps: the logging interval ----------------------------------------------------------------------

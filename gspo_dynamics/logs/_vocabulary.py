@@ -9,9 +9,9 @@ exact strings, a key is
    words; plurals are made singular (`rewards` -> `reward`, but `returns` stays: see below) and
    synonyms unified (`avg`, `average` -> `mean`; `len` -> `length`; `gradient` -> `grad`;
    `fraction` -> `frac`; `zero std` -> `zerostd`); leading namespaces are dropped (`train`,
-   `training`, `actor`, `rollout`, `policy`, `metrics`, `charts`, `losses`, `objective`, `optim`; `critic` only before
-   `score` or `entropy`, because verl's `critic/rewards/mean` is the score after its in-reward KL
-   penalty, not the task reward); the words that say whose length or entropy it is are set aside as
+   `training`, `actor`, `rollout`, `policy`, `metrics`, `charts`, `losses`, `objective`, `optim`;
+   `critic` only before `score` or `entropy`, because verl's `critic/rewards/mean` is the score after
+   its in-reward KL penalty, not the task reward); the words that say whose length or entropy it is are set aside as
    qualifiers (`response`, `completion`, `gen`, `token`, ...); a statistic word at either end is the
    key's statistic (`mean`, `std`, `min`, `max`, `p95`, `count`, ...); the rest is its core, a set.
 2. classified (`classify`) by `RULES`: a row names a canonical name, the cores that mean it, the
@@ -20,8 +20,9 @@ exact strings, a key is
 
 Consequences, by construction: a `std`, `min`, `max`, quantile or count of anything is never the
 reward (only `reward_std` is a row), and a key whose core holds another quantity (`advantage`,
-`loss`, `ratio`, `returns`, `value`, `kl`, ...) matches no reward row. `reward_function` reads TRL's
-per-function keys (`rewards/<fn>`, `rewards/<fn>/mean`) under the same exclusions.
+`loss`, `ratio`, `returns`, `value`, `kl`, ...) matches no reward row. `reward_function` reads the
+per-function keys (TRL's `rewards/<fn>`, `rewards/<fn>/mean`; a loop's `reward/<fn>`) under the same
+exclusions, and no difference or total of functions (`reward/f_minus_g`, `reward/total`) is one.
 
 Decisions a reader may look for:
 - bare `score` is unread (an evaluation or reward-model score?); `score/mean`, `mean_score` and

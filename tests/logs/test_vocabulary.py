@@ -14,6 +14,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.logs import STANDARD_NAMES, ColumnMapError, canonical_name, read_log
@@ -246,3 +248,28 @@ def test_a_reward_column_without_numbers_is_named_and_another_offered():
     said = r"column 'rewards' holds no numbers\); the most reward-like column is 'score'"
     with pytest.raises(ConfigError, match=said):
         read_log("\n".join(json.dumps(row) for row in rows))
+
+
+WORDS = st.sampled_from(["reward", "rewards", "score", "mean", "avg", "train", "rollout", "actor", "critic", "policy",
+                         "entropy", "kl", "length", "response", "token", "acc", "format", "group", "advantage", "fn"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WORDS, min_size=1, max_size=4), st.sampled_from(["std", "min", "max", "p95", "count", "var"]),
+       st.sampled_from(["_", "/", "-", "."]))
+def test_no_statistic_but_the_mean_of_any_key_is_a_reward(parts, stat, sep):
+    for key in (sep.join([*parts, stat]), sep.join([stat, *parts])):
+        name = canonical_name(key)
+        assert name != "reward" and not name.startswith("reward/"), key
+        assert reward_like([key]) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WORDS, min_size=1, max_size=4))
+def test_the_separators_and_camel_case_do_not_change_the_reading(parts):
+    snake = "_".join(parts)
+    camel = parts[0] + "".join(p.capitalize() for p in parts[1:])
+    ruled = _vocabulary.classify(snake)
+    for key in (".".join(parts), "-".join(parts), camel, " ".join(parts)):
+        other = _vocabulary.classify(key)
+        assert (other and other[0]) == (ruled and ruled[0]), (snake, key)

@@ -6,8 +6,9 @@ Detection rules, first match wins (the content decides, never the file name):
   trl_state      a JSON object (possibly truncated) with a "log_history" key
   jsonl          a JSON array of objects, or lines that are JSON objects
                  (verl's file logger {"step": N, "data": {...}} included)
-  console        metric lines anywhere in the first 200k characters, after any prefix (`_console.py`): printed
-                 dicts, or key: value / key=value lists with a step counter or two numbers; named
+  console        metric lines in the first 200k characters (or, where none, in the 200k from a later line that looks
+                 like one), after any prefix (`_console.py`): printed dicts, or key: value / key=value lists with a
+                 step counter or two numbers; named
     verl_console   where most are verl's `step:N - key:value` lines
     hf_console     where most are dicts printed by Python `{'key': value, ...}` (transformers' Trainer)
   csv            a header of names split by `,`, tab or `;`, the lines below it (most of them) as many fields,
@@ -29,7 +30,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, no_reward_error
-from gspo_dynamics.logs._console import console_kind, read_console, read_hf_console, read_verl_console
+from gspo_dynamics.logs._console import DETECT_CHARS, console_kind, read_console, read_hf_console, read_verl_console
 from gspo_dynamics.logs._readers import (
     NUMBERED as _NUMBERED,
     NUMBERED_AXIS,
@@ -127,7 +128,6 @@ def _as_text(content: bytes | str) -> tuple[str, list[str]]:
     return text.lstrip("\ufeff"), warnings
 
 
-_DETECT_CHARS = 200_000  # how much of a log detection reads
 _CSV_LINES = 50  # the lines under a CSV header that detection checks
 
 
@@ -166,7 +166,7 @@ def detect_format(content: bytes | str) -> str:
     stripped = text.lstrip()
     if not stripped:
         raise ConfigError("the log is empty")
-    head = stripped[:_DETECT_CHARS]
+    head = stripped[:DETECT_CHARS]
     if stripped.startswith("{") and '"log_history"' in head:
         return "trl_state"
     newline = stripped.find("\n")  # not split(): that would copy the whole rest of a large log
@@ -175,7 +175,7 @@ def detect_format(content: bytes | str) -> str:
     json_array = stripped.startswith("[") and stripped[1:].lstrip()[:1] in ("{", "]", "")  # not `[rank0]: ...`
     if json_array or one_json_object:
         return "jsonl"
-    console = console_kind(head)
+    console = console_kind(stripped)
     if console is not None:
         return console
     if _looks_like_csv(head):
@@ -332,7 +332,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     numbered = raw.step_axis == NUMBERED_AXIS or (raw.step_axis is None and any(w.endswith(_NUMBERED)
                                                                                 for w in raw.warnings))
     settled = settle(raw.rows, groups, _reward_like(chosen), step_axis=_step_axis(raw, format, numbered),
-                     numbered=numbered, every=logging_steps or raw.logging_steps, run=run)
+                     numbered=numbered, every=logging_steps or raw.logging_steps, run=run,
+                     ordered=format != "tensorboard")
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
     built = series_of(settled, chosen, warnings)
     if "reward" not in built.series:

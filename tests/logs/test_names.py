@@ -9,7 +9,7 @@ import pytest
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.logs import STANDARD_NAMES, canonical_name, read_log
-from gspo_dynamics.logs._names import _TABLE, name_rank, resolve_names
+from gspo_dynamics.logs._names import _TABLE, is_eval_key, name_rank, resolve_names
 
 REWARDS = [0.1, 0.2, 0.4, 0.5, 0.6, 0.65, 0.7, 0.72, 0.73, 0.74]
 OTHER = [0.9 - r for r in REWARDS]  # a second, different series
@@ -134,3 +134,29 @@ def test_a_wandb_chart_csv_names_its_columns_run_dash_metric():
         f"{s},{0.1 + 0.01 * s},{0.1 + 0.01 * s},{0.1 + 0.01 * s}\n" for s in range(1, 21))
     log = read_log(text)
     assert log.n_points("reward") == 20 and log["reward"][0] == pytest.approx(0.11)
+
+
+@pytest.mark.parametrize("key", ["eval_reward", "eval/kl", "val/acc", "val-core/gsm8k/acc/mean@1", "val_loss",
+                                 "test/score", "test_accuracy", "validation/reward"])
+def test_evaluation_keys_are_told_by_their_prefix(key):
+    assert is_eval_key(key) and canonical_name(key).startswith("eval/")
+
+
+@pytest.mark.parametrize("key", ["reward", "value_loss", "val", "eval_", "evaluation_time", "testing_reward"])
+def test_training_keys_are_not_evaluation_keys(key):
+    assert not is_eval_key(key)
+
+
+def test_a_sole_success_rate_is_the_reward_only_without_a_reward_a_map_or_another_candidate():
+    assert resolve_names(["accuracy", "loss"])[0]["accuracy"] == "reward"
+    assert resolve_names(["accuracy", "reward_mean"])[0]["accuracy"] == "accuracy"  # a reward exists
+    assert resolve_names(["accuracy", "score"], {"score": "reward"})[0]["accuracy"] == "accuracy"  # the map's
+    assert resolve_names(["accuracy", "episode_return"])[0]["accuracy"] == "accuracy"  # two candidates
+    assert resolve_names(["eval/accuracy", "loss"]) == ({"eval/accuracy": "eval/accuracy", "loss": "loss"}, [])
+
+
+def test_a_rule_read_key_loses_to_a_trainer_key_and_both_to_the_map():
+    names, warnings = resolve_names(["train/kl", "kl_divergence", "my_kl"], {"my_kl": "kl_ref"})
+    assert names == {"my_kl": "kl_ref", "train/kl": "train/kl", "kl_divergence": "kl_divergence"}
+    assert not warnings  # the map's choice displaces no column of the same name
+    assert name_rank("train/kl") < name_rank("kl_divergence") < name_rank("rollout/kl_divergence")

@@ -332,8 +332,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     numbered = raw.step_axis == NUMBERED_AXIS or (raw.step_axis is None and any(w.endswith(_NUMBERED)
                                                                                 for w in raw.warnings))
     settled = settle(raw.rows, groups, _reward_like(chosen), step_axis=_step_axis(raw, format, numbered),
-                     numbered=numbered, every=logging_steps or raw.logging_steps, run=run,
-                     ordered=format != "tensorboard")
+                     numbered=numbered, every=logging_steps or raw.logging_steps, run=run)
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
     built = series_of(settled, chosen, warnings)
     if "reward" not in built.series:

@@ -227,8 +227,6 @@ def _training_lookup(key: str) -> tuple[str, int, tuple, bool]:
     return key, _TRAINER, (), prefixed
 
 
-
-
 def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
                   ) -> tuple[dict[str, str], list[str]]:
     """({raw key: final name} for every key of one log, warnings): one key per canonical name.

@@ -10,11 +10,11 @@ Ray `(TaskRunner pid=7)`), with ANSI colours removed and tqdm's carriage-return 
             `step:N - key:value - ...`) or at least two numeric pairs, one of them a metric's
             (`2026-01-01 12:00:00 INFO step=3 mean_reward=0.5`)
 
-A step counter is `step N`, `Step N/M`, `[step N/M]`, `global_step=N`, `iter N`, `it N`, `Epoch e Step N`, or
-`Epoch:[e/E](N/M)` (step (e-1) M + N). A line holding only a counter gives its step to the metric lines below it. A
-logged `nan`/`inf` is kept as a non-finite float; a `None`/`null` is a missing value. Anything else (banners,
-warnings, `Total optimization steps = 1,000`, tables, config dumps) is not a metric line. Where a log has both forms,
-the more frequent one is read (a TRL log's metric dicts, not the vLLM config line between them).
+A step counter is `step N`, `Step N/M`, `[step N/M]`, `global_step=N`, `iter N`, `it N`, `update N`, `Episode N`,
+`Epoch e Step N`, or `Epoch:[e/E](N/M)` (step (e-1) M + N). A line holding only a counter gives its step to the metric
+lines below it. A logged `nan`/`inf` is kept as a non-finite float; a `None`/`null` is a missing value. Anything else
+(banners, warnings, `Total optimization steps = 1,000`, tables, config dumps) is not a metric line. Where a log has
+both forms, the more frequent one is read (a TRL log's metric dicts, not the vLLM config line between them).
 
 Dicts without a step (transformers' Trainer prints none) take the step its progress bar shows at each, else are
 numbered by the logging interval: from `Total optimization steps = N` only in a finished log (its summary dict
@@ -62,10 +62,10 @@ _NUMBER_STARTS = frozenset("-+.0123456789nNiI")  # how a number written as a str
 _MEMO_SIZE = 100_000
 _MAX_KEY_WORDS = 4  # `Avg Response Len: 271.4`
 # Step counters, matched in the lowercased line (the character before is checked apart: no lookbehind, for speed).
-_COUNTER = re.compile(r"(global[_ ]step|step|iteration|iter|it|update)[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)"
+_COUNTER = re.compile(r"(global[_ ]step|step|iteration|iter|it|update|episode)[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)"
                       r"(?:[ \t]*/[ \t]*\d+)?(?![\w.])")
 _EPOCH_FRACTION = re.compile(r"(?i)epoch\W{0,3}\[?\s*(\d+)\s*/\s*\d+\s*\]?\s*[(\[]\s*(\d+)\s*/\s*(\d+)\s*[)\]]")
-_COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3}
+_COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3, "episode": 3}
 _STEP_SET = frozenset(STEP_KEYS)
 _METRIC_WORD = re.compile(r"(?i)reward|loss|kl|entrop|grad|learning_rate|\blr\b|score|acc|clip|length|return|advan"
                           r"|ratio|std|mean|eval|val")
@@ -176,7 +176,7 @@ def _counter(line: str) -> tuple[int | None, str | None, int, int]:
     highest-ranked of several (global step first). A counter too large for a step gives None."""
     low = line.lower()
     best = None
-    if "step" in low or "it" in low or "update" in low:
+    if "step" in low or "it" in low or "update" in low or "episode" in low:
         for match in _COUNTER.finditer(low):
             at = match.start()
             if at and (low[at - 1].isalnum() or low[at - 1] in "_/."):

@@ -65,7 +65,8 @@ _MAX_KEY_WORDS = 4  # `Avg Response Len: 271.4`
 _COUNTER = re.compile(r"(global[_ ]step|step|iteration|iter|it|update|episode)[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)"
                       r"(?:[ \t]*/[ \t]*\d+)?(?![\w.])")
 _EPOCH_FRACTION = re.compile(r"(?i)epoch\W{0,3}\[?\s*(\d+)\s*/\s*\d+\s*\]?\s*[(\[]\s*(\d+)\s*/\s*(\d+)\s*[)\]]")
-_COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3, "episode": 3}
+_COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3,
+                 "episode": 3}
 _STEP_SET = frozenset(STEP_KEYS)
 _METRIC_WORD = re.compile(r"(?i)reward|loss|kl|entrop|grad|learning_rate|\blr\b|score|acc|clip|length|return|advan"
                           r"|ratio|std|mean|eval|val")
@@ -74,7 +75,8 @@ _LETTERS = re.compile(r"[A-Za-z]{2,}")
 _BAR = re.compile(r"\s*\d{1,3}%\|[^|\n]*\|\s*(\d+)/(\d+)\s*\[")  # `  5%|▌    | 5/100 [26:14<8:17:55, ...]`
 _VERL_HINT = re.compile(r"step:\d+ - \S+:")
 # A line that may be a metric line, searched for past the first window: verl's, a printed dict's start, a counter.
-_HINT = re.compile(r"step:\d+ - \S+:|\{\s*['\"][^'\"\n]{1,200}['\"]\s*:\s*[-+\d'\"nNi]|(?i:\bstep\b|\biter\b)\s*[:=]?\s*\[?\d")
+_HINT = re.compile(r"step:\d+ - \S+:|\{\s*['\"][^'\"\n]{1,200}['\"]\s*:\s*[-+\d'\"nNi]"
+                   r"|(?i:\bstep\b|\biter\b)\s*[:=]?\s*\[?\d")
 DETECT_CHARS = 200_000  # how much of a log detection reads at once
 _MAX_WINDOWS = 20  # windows read past the first before a log is said to hold no metric line
 

@@ -332,7 +332,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     numbered = raw.step_axis == NUMBERED_AXIS or (raw.step_axis is None and any(w.endswith(_NUMBERED)
                                                                                 for w in raw.warnings))
     settled = settle(raw.rows, groups, _reward_like(chosen), step_axis=_step_axis(raw, format, numbered),
-                     numbered=numbered, every=logging_steps or raw.logging_steps, run=run)
+                     numbered=numbered, every=logging_steps or raw.logging_steps, run=run,
+                     ordered=format != "tensorboard")
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
     built = series_of(settled, chosen, warnings)
     if "reward" not in built.series:
@@ -348,7 +349,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         logging_interval=_logging_interval(built.steps, built.series["reward"], recorded, warnings),
         warnings=tuple(warnings), diverged=freeze(built.diverged), logged_non_finite=freeze(built.logged),
         step_axis=settled.step_axis, n_runs=settled.n_runs, run_index=settled.run_index,
-        columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=len({step for step, _ in settled.evals}),
+        columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=_eval_points(built, settled),
     )
     if log.is_too_short():
         n = log.n_points("reward")
@@ -358,6 +359,22 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         )
         log = dataclasses.replace(log, warnings=tuple(warnings))
     return log
+
+
+def _eval_points(built, settled) -> int:
+    """Steps with an evaluation: those of the evaluation rows, and those where a training row holds an `eval/` value
+    (verl's validation inside its step's row) of a series not logged at nearly every reward step (a placeholder
+    written every row is no evaluation's clock)."""
+    steps = {step for step, _ in settled.evals}
+    reward_rows = int(np.isfinite(built.series["reward"]).sum())
+    for name, values in built.series.items():
+        at = np.isfinite(values) | built.logged[name]
+        if name.startswith("eval/") and name in built.from_training and at.sum() < EVERY_ROW * reward_rows:
+            steps.update(built.steps[at].tolist())
+    return len(steps)
+
+
+EVERY_ROW = 0.9  # an eval/ series in at least this share of the reward rows is a placeholder, not an evaluation
 
 
 def _reward_like(chosen: dict[str, str]):

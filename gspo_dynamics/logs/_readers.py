@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - exercised by the tests with the module
 # calls) last. `epoch` is none of them: a file without one of these is read on `epoch` only where every row has a
 # whole-number epoch (a loop that logs once per epoch), else numbered by row.
 STEP_KEYS = ("step", "global_step", "train/step", "train/global_step", "trainer/global_step", "iteration", "iter",
-             "it", "update", "updates", "train_step", "Step", "system/step", "_step")
+             "it", "update", "updates", "train_step", "optimizer_step", "grpo_step", "Step", "system/step", "_step")
 # A JSON document that holds its rows in a list (TRL rows re-saved by a callback, ROLL): {"steps": [{...}, ...]}.
 ROW_LISTS = ("steps", "history", "rows", "records", "metrics", "logs")
 ROWS_DOCUMENT = re.compile(r'\A\s*\{[^\[\]]{0,2000}?"(?:' + "|".join(ROW_LISTS) + r')"\s*:\s*\[\s*[{\]]')
@@ -140,6 +140,8 @@ def _step_rows(objects: list[dict], what: str, warnings: list[str], step_key: st
     `_step_column`), every step column left out of the rows; rows numbered 1, 2, ... when no column gives steps.
     owned: the records are the reader's own (parsed here), changed in place; else copied (a caller's rows)."""
     keys = set().union(*objects) if objects else set()
+    if "train_runtime" in keys:  # transformers' end-of-training summary row (`is_summary_row`): not a metric row
+        objects = [o for o in objects if "train_runtime" not in o]
     if step_key is not None:
         if objects and step_key not in keys:
             raise missing_column("step", step_key, keys, what)

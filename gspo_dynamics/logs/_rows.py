@@ -5,12 +5,13 @@ on the rows, what a series cannot tell afterwards:
 
   eval rows     a row with a `split`/`mode`/`type`/`phase` field saying eval/val/validation/test, a row whose keys
                 are all evaluation keys (EVAL_PREFIXES), or, where the training rows log a reward, a row holding
-                under half of the keys most rows share (an evaluation loop's row among the training rows).
+                none of the training-only keys most rows share (loss, grad norm, lr, KL, clipping, reward std: an
+                evaluation loop's row among the training rows).
                 Their metrics become `eval/<name>` series; nothing missing from them is missing from training.
   numbering     rows without a step are numbered by training row (x the logging interval, when known); an
                 eval row takes the step of the training row before it.
-  runs          a training step at or below the file's first training step, after the counter went past it,
-                starts a new run (runs appended to one file, concatenated logs); the last is read unless `run`
+  runs          a training step at or below the file's first training step, after the counter went past it (or,
+                in a file of one row per step, after any training row), starts a new run (runs appended to one file, concatenated logs); the last is read unless `run`
                 picks another.
   resumed       a training step below one logged before it, within a run: the rows logged before it at that step
                 or later are dropped (a resumed job logs them again: the later values are kept).
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs._names import STANDARD_NAMES, resolve_names
+from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
 
 # Keys (prefixes) of evaluation metrics: TRL `eval_`, W&B/TensorBoard `eval/`, verl `val-core/`, `val-aux/`, ...
@@ -35,6 +36,11 @@ EVAL_LABELS = frozenset({"eval", "evaluation", "val", "valid", "validation", "te
 # Keys that say when, not what: no evidence of a row's kind, and not an evaluation metric.
 META_KEYS = frozenset({"epoch", "_runtime", "_timestamp", "timestamp", "time", "wall_time"})
 COVERAGE = 0.5  # a row with under this share of the keys most rows share is not a training row
+MICRO_BATCHED = 0.5  # the share of training rows at the step of the row before, from which a file logs micro-batches
+# Series only a training step logs (an evaluation loop has no loss, gradient, learning rate, KL or clipping): a row
+# holding none of the ones the rows share is not a training row.
+TRAINING_ONLY = frozenset({"reward_std", "frac_zero_std", "kl_ref", "kl_old_new", "clip_frac", "grad_norm",
+                           "learning_rate", "loss"})
 
 
 def key_groups(rows: list[Row]) -> dict[tuple, list[int]]:
@@ -50,11 +56,8 @@ def _labelled_eval(rows: list[Row], members: list[int], fields: list[str]) -> li
     return [i for i in members if any(str(rows[i][1][f]).strip().lower() in EVAL_LABELS for f in fields)]
 
 
-def eval_rows(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callable[[str], bool],
-              numbered: bool) -> np.ndarray:
-    """(n,) bool: the evaluation rows (see the module docstring). `reward_like(key)`: whether a key is a reward;
-    `numbered`: the steps are row numbers (no step of its own: a row that logs apart at a training step is no
-    evidence)."""
+def eval_rows(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callable[[str], bool]) -> np.ndarray:
+    """(n,) bool: the evaluation rows (see the module docstring). `reward_like(key)`: whether a key is a reward."""
     is_eval = np.zeros(len(rows), dtype=bool)
     rest: dict[tuple, list[int]] = {}
     for keys, members in groups.items():
@@ -68,15 +71,16 @@ def eval_rows(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Call
             is_eval[members] = True
         elif members:
             rest[keys] = members
-    _apart_rows(rows, rest, reward_like, numbered, is_eval)
+    _apart_rows(rest, reward_like, is_eval)
     return is_eval
 
 
-def _apart_rows(rows: list[Row], groups: dict[tuple, list[int]], reward_like, numbered: bool,
-                is_eval: np.ndarray) -> None:
-    """Mark the rows that share under COVERAGE of the keys more than half of the rows hold, where the rows that do
-    share them log a reward and outnumber them; a row without a reward at a training row's step is kept (a trainer
-    that logs its metrics in two calls per step)."""
+def _apart_rows(groups: dict[tuple, list[int]], reward_like, is_eval: np.ndarray) -> None:
+    """Mark the rows that hold none of the training keys the rows share (keys more than half of the rows hold: of
+    them, those of a training-only series, TRAINING_ONLY, where there are any, else any of them, a row then being
+    apart when it holds under COVERAGE of them), where the rows that do hold them log a reward and outnumber them.
+    A group of rows without a reward, about as frequent as the training rows, is kept (a trainer that logs its
+    metrics in two calls per step), and so are rows that come only after the last training row."""
     total = sum(map(len, groups.values()))
     counts: dict[str, int] = {}
     for keys, members in groups.items():
@@ -84,19 +88,23 @@ def _apart_rows(rows: list[Row], groups: dict[tuple, list[int]], reward_like, nu
             if key not in META_KEYS and key not in SPLIT_FIELDS and not key.startswith(EVAL_PREFIXES):
                 counts[key] = counts.get(key, 0) + len(members)
     shared = {key for key, count in counts.items() if 2 * count > total}
+    training = {key for key in shared if canonical_name(key) in TRAINING_ONLY}
     if not shared:
         return
     main, apart = [], []
     for keys, members in groups.items():
-        (main if len(shared.intersection(keys)) >= COVERAGE * len(shared) else apart).append((keys, members))
+        held = len((training or shared).intersection(keys))
+        is_main = held > 0 if training else held >= COVERAGE * len(shared)
+        (main if is_main else apart).append((keys, members))
     n_main = sum(len(m) for _, m in main)
     if not apart or n_main <= total - n_main or not any(reward_like(k) for keys, _ in main for k in keys):
         return
-    train_steps = None if numbered else {rows[i][0] for _, members in main for i in members}
+    last_main = max(members[-1] for _, members in main)
     for keys, members in apart:
-        if train_steps is not None and not any(reward_like(k) for k in keys):
-            members = [i for i in members if rows[i][0] not in train_steps]
-        is_eval[members] = True
+        if members[0] > last_main:  # only after every training row: the run's last rows, whatever they lack
+            continue
+        if any(reward_like(k) for k in keys) or len(members) < COVERAGE * n_main:
+            is_eval[members] = True
 
 
 def eval_key(key: str) -> str:
@@ -130,7 +138,8 @@ def number_rows(rows: list[Row], is_eval: np.ndarray, every: int) -> list[Row]:
 
 def run_starts(steps: np.ndarray, is_eval: np.ndarray) -> np.ndarray:
     """Row indices where a run begins (the first is 0): a training step at or below the file's first training step,
-    after a training step above it. An eval row between two runs goes with the next one when its step is below the
+    after a training step above it (where a step has several rows, MICRO_BATCHED; else after any training row: a run
+    that stopped at its first step is one). An eval row between two runs goes with the next one when its step is below the
     training step before it (a new run's evaluation before training), else with the run before."""
     train = np.flatnonzero(~is_eval)
     if train.size == 0:
@@ -139,7 +148,10 @@ def run_starts(steps: np.ndarray, is_eval: np.ndarray) -> np.ndarray:
     first = s[0]
     past = np.cumsum(s > first)  # training rows above the first step, up to each
     candidates = np.flatnonzero(s <= first)  # (C,) positions in `train`; the first is 0
-    new = candidates[1:][past[candidates[1:]] > past[candidates[:-1]]]
+    if s.size > 1 and np.mean(s[1:] == s[:-1]) >= MICRO_BATCHED:  # several rows per step: the first step's too
+        new = candidates[1:][past[candidates[1:]] > past[candidates[:-1]]]
+    else:  # one row per step: a row at or below the first step starts a run (one that stopped there included)
+        new = candidates[1:]
     starts = [0]
     for k in new:
         at, before = train[k], train[k - 1]
@@ -202,12 +214,13 @@ class Settled:
 
 
 def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callable[[str], bool], *,
-           step_axis: str, numbered: bool, every: int | None, run: int | None) -> Settled:
+           step_axis: str, numbered: bool, every: int | None, run: int | None, ordered: bool = True) -> Settled:
     """The rows of the run `run` (1-based; None: the last), eval rows apart, resumed steps dropped (see the module
     docstring). `numbered`: the rows have no steps of their own (numbered 1, 2, ... by the reader); `every`: the
-    logging interval to number them by (None: 1)."""
+    logging interval to number them by (None: 1); `ordered`: the file's order is the order of its steps (not for
+    TensorBoard, whose scalars of several tags each follow their own clock: one run, nothing dropped)."""
     warnings: list[str] = []
-    is_eval = eval_rows(rows, groups, reward_like, numbered)
+    is_eval = eval_rows(rows, groups, reward_like)
     split = without_split_fields(rows, groups)
     if split is not rows:
         rows, groups = split, key_groups(split)
@@ -216,13 +229,13 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         if every and every > 1:
             step_axis = f"logging_steps {every} x row"
     steps = np.fromiter((step for step, _ in rows), np.int64, len(rows))  # (n,)
-    starts = run_starts(steps, is_eval)
+    starts = run_starts(steps, is_eval) if ordered else np.zeros(1, dtype=np.int64)
     chosen, run_index = pick_run(len(rows), starts, run)
     if starts.size > 1:
         warnings.append(f"the step counter starts again {starts.size - 1} time(s): the file holds {starts.size} runs, "
                         f"of which run {run_index} was read")
     index = np.arange(chosen.start, chosen.stop)
-    keep, n_back = resumed_rows(steps[chosen], is_eval[chosen])
+    keep, n_back = resumed_rows(steps[chosen], is_eval[chosen]) if ordered else (np.ones(len(rows), bool), 0)
     if n_back:
         warnings.append(f"the step counter goes back {n_back} time(s) (a resumed run logging its steps again): the "
                         f"later rows were kept and {int((~keep).sum())} earlier row(s) dropped")
@@ -262,6 +275,7 @@ class _Built:
     diverged: dict[str, tuple[int, int]]
     columns: dict[str, str]
     unread: tuple[str, ...]
+    from_training: frozenset[str]  # the names of series the training rows gave (an eval/ one: a key of their own)
 
 
 def series_of(settled: Settled, chosen: dict[str, str], warnings: list[str]) -> _Built:
@@ -286,7 +300,7 @@ def series_of(settled: Settled, chosen: dict[str, str], warnings: list[str]) -> 
         warnings += [f"evaluation rows: {w}" for w in e_warnings]
         columns.update({name: settled.eval_keys[key] for key, name in eval_names.items() if name in e_series})
         steps, series, logged = _merge((steps, series, logged), (e_steps, e_series, e_logged))
-    return _Built(steps, series, logged, diverged, columns, unread)
+    return _Built(steps, series, logged, diverged, columns, unread, frozenset(names.values()))
 
 
 def _used(name: str) -> bool:

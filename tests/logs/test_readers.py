@@ -69,10 +69,10 @@ def test_logging_interval_from_step_spacing_when_not_recorded():
 
 
 def test_a_counter_that_goes_back_keeps_the_later_rows_and_rows_of_one_step_are_averaged():
-    rows = [{"step": 3, "reward": 0.3}, {"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.2},
+    rows = [{"step": 1, "reward": 0.1}, {"step": 3, "reward": 0.3}, {"step": 2, "reward": 0.2},
             {"step": 2, "reward": 0.25}]
     log = read_log(trainer_state(rows))
-    np.testing.assert_array_equal(log.steps, [1, 2])  # step 3, before the counter went back to 1, is dropped
+    np.testing.assert_array_equal(log.steps, [1, 2])  # step 3, before the counter went back to 2, is dropped
     np.testing.assert_allclose(log["reward"], [0.1, 0.225])  # two rows of step 2: averaged
     assert any("goes back 1 time(s)" in w for w in log.warnings)
     assert any("averaged" in w for w in log.warnings)

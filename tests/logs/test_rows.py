@@ -74,6 +74,26 @@ def test_rows_of_evaluation_keys_only_and_verl_validation_inside_training_rows()
     assert log.columns["eval/acc/mean@1"] == "val-core/acc/mean@1" and log.columns["reward"] == "critic/score/mean"
 
 
+def test_eval_rows_without_a_reward_at_training_steps_and_eval_values_inside_training_rows():
+    rows = []
+    for i in range(N):
+        rows.append({"step": 10 * i, **train_row(i), "val_accuracy": 0.5 if i % 6 == 5 else None, "val_score": 0.0})
+        if i % 6 == 5:
+            rows.append({"step": 10 * i, "recall@10": 0.3, "ndcg@10": 0.2})  # an evaluation at a training step
+    rows.append({"step": 10 * N, "train_runtime": 100.0, "train_loss": 0.1})  # transformers' summary row
+    log = read_log(jsonl(rows))
+    assert log.n_points("eval/recall@10") == N // 6 and "recall@10" not in log and "train_runtime" not in log
+    assert log.n_eval_points == N // 6  # val_score, written 0.0 on every row, is no evaluation's clock
+    assert log.steps[-1] == 10 * (N - 1)
+
+
+def test_the_last_rows_lacking_a_key_are_still_training_rows():
+    rows = [{"step": i + 1, "reward": REWARD[i], "loss": 0.1} for i in range(N - 2)]
+    rows += [{"step": i + 1, "reward": REWARD[i]} for i in range(N - 2, N)]
+    log = read_log(jsonl(rows))
+    assert log.n_points("reward") == N and log.n_eval_points == 0
+
+
 def test_a_trainer_logging_two_rows_per_step_keeps_both_as_training():
     rows = []
     for i in range(N):
@@ -154,6 +174,14 @@ def test_a_restarting_counter_splits_the_runs_and_the_last_is_read():
         read_log(three_runs(), run=4)
 
 
+def test_in_a_log_of_one_row_per_step_a_run_that_stopped_at_its_first_step_is_a_run():
+    starts = [(1,), (1, 2, 3), (1, 2), (1,), tuple(range(1, N + 1))]
+    rows = [{"iteration": s, "reward": REWARD[s - 1] + k} for k, run in enumerate(starts) for s in run]
+    log = read_log(jsonl(rows))
+    assert (log.n_runs, log.steps.size) == (5, N) and log["reward"][0] == REWARD[0] + 4
+    assert read_log(jsonl(rows), run=2).steps.tolist() == [1, 2, 3]
+
+
 def test_a_new_runs_evaluation_before_training_goes_with_it():
     run = [{"step": 0, "val/acc": 0.1}] + [{"step": s + 1, "critic/score/mean": REWARD[s]} for s in range(N)]
     run.append({"step": N, "val/acc": 0.6})
@@ -231,6 +259,16 @@ def test_a_folder_with_tensorboard_events_only_in_subfolders_reads_the_newest(tm
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="nor one in its subfolders"):
         read_log(tmp_path / "empty")
+
+
+def test_tensorboard_tags_on_their_own_clocks_are_not_runs_nor_resumes():
+    scalars = []
+    for i, r in enumerate(REWARD):
+        scalars.append((i + 1, "train/reward", r))
+        if i % 8 == 7:
+            scalars.append((i // 8, "epoch_lr", 1e-6))  # logged per epoch: its step is the epoch
+    log = read_log(event_file(scalars))
+    assert log.n_runs == 1 and log.n_points("reward") == N and not any("goes back" in w for w in log.warnings)
 
 
 # ---- 6. which column became which series --------------------------------------------------------------------

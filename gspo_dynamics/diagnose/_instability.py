@@ -13,6 +13,7 @@ import numpy as np
 from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
 from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics.fit import alternation
 from gspo_dynamics.theory.hyperparams import SGD
 
 ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
@@ -25,7 +26,6 @@ SWING_NOISE_SCALE = 0.5  # ... confidence 0.73 at 1.5x, 0.95 at 2.5x
 SWING_RANGE = 0.05  # a swing of 5% of what the reward can reach matters (0.05 of a success rate) ...
 SWING_RANGE_SCALE = 0.025  # ... confidence 0.73 at 7.5%, 0.95 at 12.5%
 TWICE_T_TOLERANCE = 0.25  # a period within 25% of 2T is the refresh's limit cycle (the policy flips every refresh)
-MIN_FLIPS = 2.0 / 3.0  # an alternation flips the residual's sign on 2 of 3 consecutive rows (white noise: 1 of 2)
 MIN_NON_FINITE = 2  # a reward or loss NaN / inf in its last 2 logged values or more: diverged (one may be a bad batch)
 THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evidence stays below REPORT_CONFIDENCE
 
@@ -62,41 +62,6 @@ def reward_reach(reward: np.ndarray, reward_range: tuple[float, float] | None) -
         return 1.0
     lo, hi = np.quantile(r, (0.05, 0.95)) if r.size else (math.nan, math.nan)
     return float(hi - lo)
-
-
-def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
-    """A limit cycle whose period is two logged rows (a square wave of period 2T logged every T steps):
-    the frequency Fisher's g leaves out (the Nyquist ordinate). With x the residual around the fit,
-
-        rho_1 = sum_t x_t x_{t+1} / sum_t x_t^2,   z = rho_1 sqrt(n)   (rho_1 ~ N(0, 1/n) for white noise),
-
-    an alternation gives rho_1 -> -1; -rho_1 is about the share of the residual variance it carries: for
-    x_t = a (-1)^t + noise of std s, rho_1 = -a^2 / (a^2 + s^2), so a = sqrt(-rho_1 var x), s = sqrt((1 + rho_1) var x).
-    It must also flip the residual's sign on at least MIN_FLIPS of consecutive rows (white noise: 1/2).
-    Returns {"rho1", "z", "p_value" (one-sided normal), "share_of_variance", "cycles", "amplitude", "noise_std"} or
-    None."""
-    keep = np.isfinite(reward)
-    t, r = steps[keep].astype(float), reward[keep]
-    if r.size < 4 * MIN_WINDOW:
-        return None
-    x = r - fit.predict(t)
-    x = x - x.mean()
-    denom = float(x @ x)
-    if denom <= 0:
-        return None
-    rho = float(x[1:] @ x[:-1]) / denom
-    # an alternation flips sign at (almost) every row; a few isolated spikes on a constant also give
-    # rho_1 < 0 (the normal approximation fails for such sparse residuals) but rarely flip
-    flips = float(np.mean(np.sign(x[1:]) * np.sign(x[:-1]) < 0))
-    if flips < MIN_FLIPS:
-        return None
-    z = rho * math.sqrt(x.size)
-    total = float(np.sum((r - r.mean()) ** 2))
-    share = -rho * min(denom / total, 1.0) if total > 0 else 0.0  # of the reward's whole variance
-    var = denom / x.size
-    return {"rho1": rho, "z": z, "p_value": 0.5 * math.erfc(-z / math.sqrt(2.0)), "share_of_variance": share,
-            "amplitude": math.sqrt(max(-rho, 0.0) * var), "noise_std": math.sqrt(max(1.0 + rho, 0.0) * var),
-            "cycles": x.size / 2.0}
 
 
 def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str] | None = None,

@@ -20,7 +20,7 @@ from gspo_dynamics.fit._laws import (
     HELD_STEPS, fit_entropy_law, fit_exponential_saturation, fit_sigmoid_scalerl, held_level, last_value,
     scalerl_sigmoid,
 )
-from gspo_dynamics.fit._periodogram import fisher_g, periodic_component
+from gspo_dynamics.fit._periodogram import alternation, fisher_g, periodic_component
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "FitResult",
     "Implications",
     "TrajectoryFit",
+    "alternation",
     "check_reward_range",
     "fisher_g",
     "fit_entropy_law",

@@ -13,6 +13,8 @@ import math
 import numpy as np
 
 FISHER_EXACT_MAX = 100  # beyond this many ordinates the alternating series loses all digits to cancellation
+MIN_FLIPS = 2.0 / 3.0  # an alternation flips the residual's sign on 2 of 3 consecutive rows (white noise: 1 of 2)
+MIN_ROWS = 12  # the alternation test's fewest rows (four windows of three)
 
 
 def fisher_g(residual: np.ndarray) -> tuple[float, float, int]:
@@ -47,3 +49,38 @@ def periodic_component(t: np.ndarray, residual: np.ndarray) -> tuple[float, floa
     g, p, k = fisher_g(np.interp(grid, t, residual))
     period = (t[-1] - t[0]) / k if k else math.inf
     return p, period, g
+
+
+def alternation(steps: np.ndarray, reward: np.ndarray, fit) -> dict | None:
+    """A limit cycle whose period is two logged rows (a square wave of period 2T logged every T steps):
+    the frequency Fisher's g leaves out (the Nyquist ordinate). With x the residual around the fit,
+
+        rho_1 = sum_t x_t x_{t+1} / sum_t x_t^2,   z = rho_1 sqrt(n)   (rho_1 ~ N(0, 1/n) for white noise),
+
+    an alternation gives rho_1 -> -1; -rho_1 is about the share of the residual variance it carries: for
+    x_t = a (-1)^t + noise of std s, rho_1 = -a^2 / (a^2 + s^2), so a = sqrt(-rho_1 var x), s = sqrt((1 + rho_1) var x).
+    It must also flip the residual's sign on at least MIN_FLIPS of consecutive rows (white noise: 1/2).
+    Returns {"rho1", "z", "p_value" (one-sided normal), "share_of_variance", "cycles", "amplitude", "noise_std"} or
+    None."""
+    keep = np.isfinite(reward)
+    t, r = steps[keep].astype(float), reward[keep]
+    if r.size < MIN_ROWS:
+        return None
+    x = r - fit.predict(t)
+    x = x - x.mean()
+    denom = float(x @ x)
+    if denom <= 0:
+        return None
+    rho = float(x[1:] @ x[:-1]) / denom
+    # an alternation flips sign at (almost) every row; a few isolated spikes on a constant also give
+    # rho_1 < 0 (the normal approximation fails for such sparse residuals) but rarely flip
+    flips = float(np.mean(np.sign(x[1:]) * np.sign(x[:-1]) < 0))
+    if flips < MIN_FLIPS:
+        return None
+    z = rho * math.sqrt(x.size)
+    total = float(np.sum((r - r.mean()) ** 2))
+    share = -rho * min(denom / total, 1.0) if total > 0 else 0.0  # of the reward's whole variance
+    var = denom / x.size
+    return {"rho1": rho, "z": z, "p_value": 0.5 * math.erfc(-z / math.sqrt(2.0)), "share_of_variance": share,
+            "amplitude": math.sqrt(max(-rho, 0.0) * var), "noise_std": math.sqrt(max(1.0 + rho, 0.0) * var),
+            "cycles": x.size / 2.0}

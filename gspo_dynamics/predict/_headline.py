@@ -9,7 +9,9 @@ The verdict is decided by the first rule that applies, in this order (each names
                          linear model's largest stable lr, lr_max = lr x_max(T, mu) / kappa (`predict._pilot`);
   at risk                the pilot's fall came back above half its depth (a dip); or D within AT_RISK_SHARE of the limit; or the chance that one run falls at the config's
                          (lr, T), `predict._fall_chance`, at least AT_RISK_CHANCE; or lr within a factor
-                         MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`predict._collapse_risk`);
+                         MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`predict._collapse_risk`); or
+                         the pilot's reward swings (a periodic component or an alternation of rows: the limit cycle
+                         diagnose reports as dynamical instability, `_pilot_headline.reward_swings`);
   safe                   the pilot kept its reward and none of the above applies; the margin is quoted where the
                          pilot identifies it, and said not identified where it does not;
   unknown until a pilot  no pilot log: a config fixes T, G and the momentum, but not the curvature the learning

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.fit import HELD_STEPS
+from gspo_dynamics.fit import HELD_STEPS, alternation
 from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
 from gspo_dynamics.predict._fall_chance import config_fall_chance
 from gspo_dynamics.predict._headline import (
@@ -17,6 +17,8 @@ from gspo_dynamics.predict._headline import (
 )
 
 RECOVERED_SHARE = 0.5  # a pilot whose held level is back above half its fall's depth dipped: at risk, not unsafe
+SWING_P = 1e-3  # a periodic component or an alternation of rows at this level: the pilot's reward swings
+SWING_CYCLES = 3  # ... repeating at least 3 times (1-2 cycles over the pilot are a trend misfit)
 
 
 def plateau_identified(f) -> bool:
@@ -39,6 +41,22 @@ def rise_in_noise(f) -> float | None:
         return None
     r = f.pilot[1]
     return float(abs(held_reward(r) - np.mean(r[:HELD_STEPS])) / f.fit.residual_std)
+
+
+def reward_swings(f) -> str | None:
+    """Whether the pilot's reward swings around its trend, said as a risk (None if not): a periodic component of the
+    residual around the fit (Fisher's g, p < SWING_P, at least SWING_CYCLES cycles) or an alternation of consecutive
+    rows (`fit.alternation`, p < SWING_P): the stale-update limit cycle, which `diagnose` reports as dynamical
+    instability, keeps the reward's level and so passes the fall test, but is not a safe margin."""
+    if f.fit is None or f.pilot is None:
+        return None
+    pg = f.fit.selection.get("periodogram", {})
+    if pg.get("p_value", 1.0) < SWING_P and pg.get("cycles", 0.0) >= SWING_CYCLES:
+        return f"the pilot's reward swings with a period of {pg['period']:.0f} steps around its trend (a limit cycle)"
+    alt = alternation(f.pilot[0], f.pilot[1], f.fit)
+    if alt is not None and alt["rho1"] < 0 and alt["p_value"] < SWING_P:
+        return "the pilot's reward alternates from one logged row to the next (a limit cycle of two rows)"
+    return None
 
 
 def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
@@ -75,7 +93,7 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
         return "unsafe", (f"{_key(setup)} {lr:g} is above the largest stable {linear:.3g} at T = {T} (the pilot's curve "
                           "read by the linear model)"), [lr_change(setup, linear / MARGIN_FACTOR,
                                                                    f"a {MARGIN_FACTOR:g}x margin below the bound")]
-    risks = []
+    risks = [swing] if (swing := reward_swings(f)) else []
     if limit is not None and f.displacement > AT_RISK_SHARE * limit:
         risks.append(f"the policy's move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
     if chance is not None and chance["chance"] >= AT_RISK_CHANCE:

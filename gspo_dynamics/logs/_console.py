@@ -68,6 +68,7 @@ _EPOCH_FRACTION = re.compile(r"(?i)epoch\W{0,3}\[?\s*(\d+)\s*/\s*\d+\s*\]?\s*[(\
 _COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3,
                  "episode": 3}
 _STEP_SET = frozenset(STEP_KEYS)
+_SWIFT_STEP = "global_step/max_steps"
 _METRIC_WORD = re.compile(r"(?i)reward|loss|kl|entrop|grad|learning_rate|\blr\b|score|acc|clip|length|return|advan"
                           r"|ratio|std|mean|eval|val")
 _EVAL_KEY = re.compile(r"(?i)^(?:eval|val|test|validation)[_/\-]")
@@ -87,9 +88,12 @@ _NUMBERED = "rows were numbered 1, 2, ..."  # `_readers._finish`'s warning, whic
 class _Scan:
     """The metric lines of a console text, in order: (step or None, record, is an eval row)."""
 
-    dicts: list[tuple[int | None, dict, bool, list]] = field(default_factory=list)  # ..., [bar before, bar after]
+    # (step or None, record, is an eval row, [bar before, bar after], run): see `_Scan`'s other fields
+    dicts: list[tuple[int | None, dict, bool, list, int]] = field(default_factory=list)
     pairs: list[tuple[int | None, dict, bool]] = field(default_factory=list)
     finished: bool = False  # a summary dict (train_runtime) was printed
+    run: int = 0  # runs begun before this line: transformers' banner or summary dict after metric dicts
+    in_run: int = 0  # metric dicts since the run began
     verl: int = 0  # verl `step:N - key:value` lines
     python_dicts: int = 0  # dicts printed by Python (single quotes), not JSON
     memo: dict = field(default_factory=dict)  # keys -> `_kind_of`
@@ -250,6 +254,8 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
         for bars in scan.awaiting:
             bars[1] = scan.bar
         scan.awaiting.clear()
+    if scan.in_run and "***** Running training *****" in line:  # transformers starts another run
+        scan.run, scan.in_run = scan.run + 1, 0
     brace = line.find("{")
     match = _DICT_START.search(line, brace) if brace >= 0 else None
     if match is not None:
@@ -258,9 +264,11 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
             metric, is_eval, summary = _kind_of(record, scan.memo)
             if summary:
                 scan.finished = True
+                scan.run, scan.in_run = scan.run + (scan.in_run > 0), 0
             elif metric:
                 bars = [scan.bar, None]
-                scan.dicts.append((step if step is not None else current, record, is_eval, bars))
+                scan.dicts.append((step if step is not None else current, record, is_eval, bars, scan.run))
+                scan.in_run += 1
                 scan.awaiting.append(bars)
                 scan.python_dicts += python
         return current if step is None else None  # a line with its own step ends a counter line's block
@@ -354,40 +362,58 @@ def read_verl_console(text: str, step_key: str | None = None) -> RawLog:
 
 def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings: list[str]
                ) -> tuple[list[Row], int | None, str]:
-    """The rows of the printed dicts, the logging interval when it was inferred (dicts without steps), and how the
-    steps were found."""
-    train: list[tuple[int | None, dict]] = []
-    evals: list[tuple[int, int | None, dict]] = []  # (train rows before it, its own step, record)
-    bars = []
-    for counted, record, is_eval, around in scan.dicts:
+    """The rows of the printed dicts in the file's order, the logging interval when it was inferred (dicts without
+    steps), and how the steps were found. An eval dict without a step takes the train row's before it (0 before
+    any)."""
+    entries = []  # (an eval row, step, record), in the file's order
+    for counted, record, is_eval, _, _ in scan.dicts:
         step, rest = _split_step(record, step_key) if step_key or not _STEP_SET.isdisjoint(record) else (None, record)
-        if step is None and step_key is None:
-            step = counted
-        if is_eval:
-            evals.append((len(train), step, rest))
-        else:
-            train.append((step, rest))
-            bars.append(around)
+        if step is None and step_key is None and _SWIFT_STEP in rest:  # ms-swift: 'global_step/max_steps': '5/515'
+            rest = dict(rest)
+            step = to_step(str(rest.pop(_SWIFT_STEP)).partition("/")[0])
+        entries.append((is_eval, counted if step is None and step_key is None else step, rest))
+    train = [i for i, (is_eval, _, _) in enumerate(entries) if not is_eval]
     interval, axis = None, f"column {step_key!r}" if step_key else "the printed rows' steps"
-    by_bar = bar_steps(bars) if step_key is None and all(step is None for step, _ in train) else None
-    if by_bar is not None:
-        train = [(step, record) for step, (_, record) in zip(by_bar, train)]
-        axis = "the trainer's progress bar (its step at each printed row)"
-    elif step_key is None and all(step is None for step, _ in train):
-        interval, axis = logging_interval(text, [record for _, record in train], scan.finished) if train else (None, "")
-        every = interval or 1
-        train = [((i + 1) * every, record) for i, (_, record) in enumerate(train)]
-        if interval is None:
-            warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
-    steps = [step for step, _ in train]
-    rows = _finish(train, what, warnings, step_key)
-    for index, step, record in evals:
-        if step is None:
-            step = steps[index - 1] if index else 0  # before any train row: an evaluation before training
+    if step_key is None and not train:  # eval dicts alone (a piece of a growing log): numbered on from the one before
+        warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
+    elif step_key is None and all(entries[i][1] is None for i in train):
+        steps, interval, axis = _stepless_steps(scan, text, train, what, warnings)
+        for i, step in zip(train, steps):
+            entries[i] = (False, step, entries[i][2])
+    else:  # a mapped step column missing from every row is an error; rows without a step are said
+        _finish([entries[i][1:] for i in train], what, warnings, step_key)
+    rows, last = [], None
+    for is_eval, step, record in entries:
+        if is_eval and step is None:
+            step = 0 if last is None else last
+        elif not is_eval:
+            last = step if step is not None and step >= 0 else last
         if step is not None and step >= 0 and record:
             rows.append((step, record))
-    rows.sort(key=lambda row: row[0])  # eval rows after their train row (a stable sort)
     return rows, interval, axis
+
+
+def _stepless_steps(scan: _Scan, text: str, train: list[int], what: str, warnings: list[str]
+                    ) -> tuple[list[int], int | None, str]:
+    """The steps of train dicts printed without one (`train`: their indices in `scan.dicts`): the progress bar's,
+    else the logging interval's (one run), else row numbers, restarting at each run (said in a warning)."""
+    by_bar = bar_steps([scan.dicts[i][3] for i in train])
+    if by_bar is not None:
+        return by_bar, None, "the trainer's progress bar (its step at each printed row)"
+    runs = [scan.dicts[i][4] for i in train]
+    if runs and runs[0] == runs[-1]:
+        interval, axis = logging_interval(text, [scan.dicts[i][1] for i in train], scan.finished)
+        if interval is not None:
+            return [(k + 1) * interval for k in range(len(train))], interval, axis
+        warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
+        return list(range(1, len(train) + 1)), None, ""
+    steps, count = [], Counter()
+    for run in runs:
+        count[run] += 1
+        steps.append(count[run])
+    warnings.append(f"the {what} has no step numbers; the rows of each of its {len(count)} runs (each begun by "
+                    "transformers' banner or ended by its summary) were numbered 1, 2, ...")
+    return steps, None, f"row numbers within each of {len(count)} runs (no step found)"
 
 
 def _pair_rows(pairs: list[tuple[int | None, dict, bool]], step_key: str | None, what: str, warnings: list[str]

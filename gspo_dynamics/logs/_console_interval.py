@@ -28,12 +28,16 @@ EPOCH_SLACK = 0.3  # steps: an epoch printed in full gives its step to float err
 
 def bar_steps(bars: list[list]) -> list[int] | None:
     """The steps that the trainer's progress bar shows at each row (transformers redraws it right after printing a
-    row, at the step logged; the bar before the row where none follows), or None unless they rise under one total."""
+    row, at the step logged; the bar before the row where none follows), or None unless they rise under one total
+    (a new run may start again at or below the first step)."""
     shown = [after or before for before, after in bars]
-    if not shown or None in shown or len({total for _, total in shown}) != 1:
+    if not shown or None in shown or shown[0][0] < 1:
         return None
-    steps = [n for n, _ in shown]
-    return steps if steps[0] >= 1 and all(b > a for a, b in zip(steps, steps[1:])) else None
+    first = shown[0][0]
+    for (a, total_a), (b, total_b) in zip(shown, shown[1:]):
+        if not (b > a and total_b == total_a or b < a and b <= first):
+            return None
+    return [n for n, _ in shown]
 
 
 def _banner_int(pattern: re.Pattern, text: str) -> int | None:

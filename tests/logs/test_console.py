@@ -47,6 +47,14 @@ def test_python_and_json_values_tensor_numpy_strings_and_non_finite():
     assert math.isnan(r2["reward"]) and r2["kl"] == math.inf and r2["loss"] == -math.inf
 
 
+def test_ms_swift_prints_its_step_over_the_total():
+    text = "".join(f"{{'loss': 0.1, 'reward': {r}, 'global_step/max_steps': '{5 * i}/515', 'percentage': '1%'}}\n"
+                   for i, r in enumerate(REWARDS, 1))
+    rows = rows_of(text)
+    assert [s for s, _ in rows] == list(range(5, 5 * len(REWARDS) + 1, 5))
+    assert "global_step/max_steps" not in rows[0][1]
+
+
 def test_nested_json_after_a_prefix_is_flattened():
     text = "".join(f'2026-01-01 INFO {{"step": {i}, "data": {{"critic/score/mean": {r}}}}}\n'
                    for i, r in enumerate(REWARDS, 1))
@@ -234,6 +242,18 @@ def test_epochs_printed_rounded_still_give_the_interval():
     lines = ["  Num Epochs = 1", "  Total optimization steps = 200"]
     lines += [f"{{'loss': 0.1, 'reward': 0.5, 'epoch': {round(i * 10 / 200, 2)}}}" for i in range(1, 16)]
     assert read_console("\n".join(lines)).logging_steps == 10
+
+
+def test_runs_appended_to_one_console_log_restart_their_steps():
+    """Each run of transformers prints its banner and ends with its summary dict: rows without steps are numbered
+    within their run (`build_log` then reads the runs apart), and a progress bar that starts again is a new run."""
+    two = hf_log(4, 5, 1000, finished=True) + hf_log(3, 5, 1000)
+    raw = read_console(two)
+    assert [s for s, _ in raw.rows] == [1, 2, 3, 4, 1, 2, 3]
+    assert any("each of its 2 runs" in w for w in raw.warnings)
+    bars = "".join(f"{{'loss': 0.1, 'reward': 0.{i}}}\r{i}%|#  | {i}/{total} [00:01<00:09]\n"
+                   for total, n in ((4, 4), (9, 3)) for i in range(1, n + 1))
+    assert [s for s, _ in rows_of(bars)] == [1, 2, 3, 4, 1, 2, 3]
 
 
 def test_eval_dicts_take_the_step_of_the_train_row_before_them():

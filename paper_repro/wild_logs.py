@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import time
 import traceback
 from collections import Counter, defaultdict
@@ -67,6 +68,16 @@ def locate(entry: dict, folder: Path) -> tuple[Path | None, str]:
     if _sha256(path) != entry["sha256"]:
         return None, "sha256 differs from the label's"
     return path, ""
+
+
+# a non-finite number in a value's place: after ':' or '=' (and an optional quote), as JSON, Python or a console prints it
+_NON_FINITE = re.compile(rb"""[:=]\s*['"]?[-+]?(?:nan|inf|infinity)(?![A-Za-z_])""", re.IGNORECASE)
+
+
+def file_has_non_finite(path: Path, label: bool) -> bool:
+    """Whether the file holds a non-finite value anywhere (the label's word for a TensorBoard file)."""
+    data = path.read_bytes()
+    return label if data[:1] not in b"{[" and b"\x00" in data[:4096] else bool(_NON_FINITE.search(data))
 
 
 def _close(a: float, b: float) -> bool:
@@ -125,10 +136,11 @@ def score(entry: dict, path: Path) -> dict:
                    misses=[f"{type(error).__name__}: {error}"[:200]], trace=traceback.format_exc(limit=3))
         return row
     if entry["label"] == "refused":
-        row["misses"] = ["read, label refused"]
+        row["misses"] = [] if diagnosis.primary in row["also_ok"] else ["read, label refused"]
     elif entry.get("reading"):
         row["misses"] = reading_misses(log, entry)
-    row["non_finite"] = bool(getattr(log, "diverged", {})) or any(f.name == "non_finite" for f in diagnosis.findings)
+    row["diverged"] = bool(getattr(log, "diverged", {}))
+    row["non_finite"] = any(f.name == "non_finite" for f in diagnosis.findings)
     row["primary"] = diagnosis.primary
     row["unsure"] = list(getattr(diagnosis, "unsure", ()) or ())
     if diagnosis.primary != TOO_SHORT and diagnosis.verdicts:
@@ -160,7 +172,8 @@ def summarise(rows: list[dict], labelled: int) -> dict:
     read_ok = [r for r in rows if not r["misses"] and r["outcome"] != "traceback"]
     tracebacks = [r for r in rows if r["outcome"] == "traceback"]
     wrong_refusals = [r for r in rows if r["outcome"] == "refused" and r["label"] != "refused"]
-    false_nf = [r for r in rows if r["non_finite"] and not r["label_non_finite"]]
+    false_nf = [r for r in rows if (r.get("diverged") and not r["label_non_finite"]) or
+                (r["non_finite"] and not r["file_non_finite"])]
     modal = [r for r in rows if r["label"] not in NON_MODE and r["outcome"] == "read"]
     unsure = [r for r in modal if r["unsure"]]
     given = [r for r in rows if r["outcome"] == "read" and not r["unsure"] and r["label"] != "refused"]
@@ -236,6 +249,7 @@ def main() -> None:
             continue
         row = score(entry, path)
         row["label_non_finite"] = bool(entry.get("non_finite"))
+        row["file_non_finite"] = file_has_non_finite(path, row["label_non_finite"])
         rows.append(row)
         said = ("unsure: " + "/".join(row["unsure"])) if row["unsure"] else row["primary"]
         print(f"{row['file'][:64]:64s} {row['label']:22s} {said:40s} {'ok' if not row['misses'] else row['misses']}")

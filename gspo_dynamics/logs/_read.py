@@ -33,6 +33,7 @@ from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen
 from gspo_dynamics.logs._console import DETECT_CHARS, console_kind, read_console, read_hf_console, read_verl_console
 from gspo_dynamics.logs._readers import (
     NUMBERED as _NUMBERED,
+    COLUMNS_DOCUMENT,
     NUMBERED_AXIS,
     ROWS_DOCUMENT,
     RawLog,
@@ -284,9 +285,11 @@ def _check_run_options(run, logging_steps) -> None:
 
 def _row_list_format(text: str) -> str | None:
     """"jsonl" for one JSON object that holds the rows in a list (`{"steps": [...]}`, TRL rows re-saved by a
-    callback, ROLL), which `read_jsonl` reads; None for anything else (left to `detect_format`)."""
+    callback, ROLL) or its columns in lists (`{"step": [...], "reward": [...]}`), which `read_jsonl` reads; None for
+    anything else (left to `detect_format`)."""
     head = text[:4096]
-    return "jsonl" if '"log_history"' not in head and ROWS_DOCUMENT.match(head) else None
+    rows = ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head)
+    return "jsonl" if '"log_history"' not in head and rows else None
 
 
 def read_log_history(
@@ -363,18 +366,23 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
 
 def _eval_points(built, settled) -> int:
     """Steps with an evaluation: those of the evaluation rows, and those where a training row holds an `eval/` value
-    (verl's validation inside its step's row) of a series not logged at nearly every reward step (a placeholder
-    written every row is no evaluation's clock)."""
+    (verl's validation inside its step's row); of a series written on nearly every reward row (EVERY_ROW) with one
+    value on most of them (a placeholder, 0.0 between evaluations), only the steps where it holds another."""
     steps = {step for step, _ in settled.evals}
     reward_rows = int(np.isfinite(built.series["reward"]).sum())
     for name, values in built.series.items():
+        if not name.startswith("eval/") or name not in built.from_training:
+            continue
         at = np.isfinite(values) | built.logged[name]
-        if name.startswith("eval/") and name in built.from_training and at.sum() < EVERY_ROW * reward_rows:
-            steps.update(built.steps[at].tolist())
+        if at.sum() >= EVERY_ROW * reward_rows:
+            kinds, counts = np.unique(values[at], return_counts=True)
+            if counts.size and counts.max() * 2 > at.sum():
+                at &= values != kinds[np.argmax(counts)]
+        steps.update(built.steps[at].tolist())
     return len(steps)
 
 
-EVERY_ROW = 0.9  # an eval/ series in at least this share of the reward rows is a placeholder, not an evaluation
+EVERY_ROW = 0.9  # an eval/ series on at least this share of the reward rows may be a placeholder
 
 
 def _reward_like(chosen: dict[str, str]):

@@ -34,6 +34,8 @@ STEP_KEYS = ("step", "global_step", "train/step", "train/global_step", "trainer/
              "it", "update", "updates", "train_step", "optimizer_step", "grpo_step", "Step", "system/step", "_step")
 # A JSON document that holds its rows in a list (TRL rows re-saved by a callback, ROLL): {"steps": [{...}, ...]}.
 ROW_LISTS = ("steps", "history", "rows", "records", "metrics", "logs")
+# A JSON document of columns: {"step": [1, 2, ...], "reward": [0.1, 0.2, ...]} (a hand-written loop's history).
+COLUMNS_DOCUMENT = re.compile(r'\A\s*\{\s*"[^"\n]{1,200}"\s*:\s*\[\s*(?:[-+\d.]|null|NaN|-?Infinity)')
 ROWS_DOCUMENT = re.compile(r'\A\s*\{[^\[\]]{0,2000}?"(?:' + "|".join(ROW_LISTS) + r')"\s*:\s*\[\s*[{\]]')
 NUMBERED = "rows were numbered 1, 2, ..."  # the end of `_finish`'s warning for rows without steps (`_follow` reads it)
 # The step of a row that lacks the step column a column map names (told apart from a bad value).
@@ -241,7 +243,8 @@ def _one_object_per_line(text: str) -> list | None:
 
 def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
     """One JSON object per line (or one JSON array of objects, or one object holding them in a list under one of
-    ROW_LISTS: `{"steps": [...]}`); nested dicts are flattened. A JSON `null` is a missing value.
+    ROW_LISTS: `{"steps": [...]}`, or one object of columns: `{"step": [1, 2], "reward": [0.1, 0.3]}`); nested dicts
+    are flattened. A JSON `null` is a missing value.
 
     verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names, and a null in `data` is a
     NaN or an infinity (orjson writes them so), kept as NaN: a logged non-finite value, not a missing one.
@@ -277,6 +280,24 @@ def _row_list(document: object) -> list | None:
     return None
 
 
+def _column_rows(document: object, warnings: list[str]) -> list[dict] | None:
+    """The rows of a JSON object of columns (nested objects flattened): one row per position of its lists of the most
+    common length (the others, and its single values, left out with a warning); None when it holds no such list."""
+    if not isinstance(document, dict):
+        return None
+    columns = {key: values for key, values in _flatten(document).items()
+               if isinstance(values, list) and values and not any(isinstance(v, (list, dict)) for v in values)}
+    if not columns:
+        return None
+    length = collections.Counter(map(len, columns.values())).most_common(1)[0][0]
+    other = sorted(key for key, values in columns.items() if len(values) != length)
+    if other:
+        warnings.append(f"columns of another length than {length} were left out: {', '.join(map(repr, other[:8]))}"
+                        + (f" and {len(other) - 8} more" if len(other) > 8 else ""))
+    keys = [key for key, values in columns.items() if len(values) == length]
+    return [dict(zip(keys, values)) for values in zip(*(columns[key] for key in keys))]
+
+
 def _json_objects(text: str, warnings: list[str]) -> tuple[list, int, int | None]:
     """(the JSON values of a JSON-lines, JSON-array or row-list text, how many lines were not JSON, the logging
     interval a row-list document records)."""
@@ -286,6 +307,10 @@ def _json_objects(text: str, warnings: list[str]) -> tuple[list, int, int | None
         rows = _row_list(document)
         if rows is not None:
             return rows, 0, _interval(document.get("logging_steps"))
+    if COLUMNS_DOCUMENT.match(stripped[:4096]):
+        rows = _column_rows(_loads(text), warnings)
+        if rows is not None:
+            return rows, 0, None
     array = stripped.startswith("[")
     whole = _loads(text) if array else None
     if array and whole is None and stripped[1:].lstrip()[:1] in ("{", "]", ""):  # a JSON array of rows, broken

@@ -246,6 +246,13 @@ def test_a_document_holding_its_rows_under_steps_is_read_as_rows(indent):
     np.testing.assert_array_equal(log["reward"], REWARD)
 
 
+def test_a_document_of_columns_is_read_as_rows():
+    columns = {"rewards_avg": REWARD, "kl_avg": [0.01] * N, "val_accuracies_avg": [0.5] * N, "notes": [1, 2]}
+    log = read_log(json.dumps(columns, indent=2))
+    np.testing.assert_array_equal(log["reward"], REWARD)
+    assert log.step_axis == "row numbers (no step found)" and any("'notes'" in w for w in log.warnings)
+
+
 def test_a_folder_with_tensorboard_events_only_in_subfolders_reads_the_newest(tmp_path):
     older, newer = tmp_path / "runs" / "Jan01", tmp_path / "runs" / "Feb02"
     for folder, shift in ((older, 0.0), (newer, 0.1)):

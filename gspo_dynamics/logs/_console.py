@@ -31,8 +31,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs._console_interval import bar_steps, logging_interval
+from gspo_dynamics.logs._console_interval import stepless_steps
 from gspo_dynamics.logs._names import is_summary_row
+from gspo_dynamics.logs._readers import NUMBERED as _NUMBERED
 from gspo_dynamics.logs._readers import STEP_KEYS, RawLog, _finish, _flatten, _loads, _split_step
 from gspo_dynamics.logs._runlog import Row, to_step
 
@@ -81,16 +82,15 @@ _HINT = re.compile(r"step:\d+ - \S+:|\{\s*['\"][^'\"\n]{1,200}['\"]\s*:\s*[-+\d'
 DETECT_CHARS = 200_000  # how much of a log detection reads at once
 _MAX_WINDOWS = 20  # windows read past the first before a log is said to hold no metric line
 
-_NUMBERED = "rows were numbered 1, 2, ..."  # `_readers._finish`'s warning, which `_follow` reads
 
 
 @dataclass
 class _Scan:
-    """The metric lines of a console text, in order: (step or None, record, is an eval row)."""
+    """The metric lines of a console text, in the file's order, and what the reading of their steps needs."""
 
-    # (step or None, record, is an eval row, [bar before, bar after], run): see `_Scan`'s other fields
+    # (step or None, record, is an eval row, [bar before, bar after], run)
     dicts: list[tuple[int | None, dict, bool, list, int]] = field(default_factory=list)
-    pairs: list[tuple[int | None, dict, bool]] = field(default_factory=list)
+    pairs: list[tuple[int | None, dict, bool]] = field(default_factory=list)  # (step or None, record, an eval row)
     finished: bool = False  # a summary dict (train_runtime) was printed
     run: int = 0  # runs begun before this line: transformers' banner or summary dict after metric dicts
     in_run: int = 0  # metric dicts since the run began
@@ -377,7 +377,7 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
     if step_key is None and not train:  # eval dicts alone (a piece of a growing log): numbered on from the one before
         warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
     elif step_key is None and all(entries[i][1] is None for i in train):
-        steps, interval, axis = _stepless_steps(scan, text, train, what, warnings)
+        steps, interval, axis = stepless_steps(text, [scan.dicts[i] for i in train], scan.finished, what, warnings)
         for i, step in zip(train, steps):
             entries[i] = (False, step, entries[i][2])
     else:  # a mapped step column missing from every row is an error; rows without a step are said
@@ -391,29 +391,6 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
         if step is not None and step >= 0 and record:
             rows.append((step, record))
     return rows, interval, axis
-
-
-def _stepless_steps(scan: _Scan, text: str, train: list[int], what: str, warnings: list[str]
-                    ) -> tuple[list[int], int | None, str]:
-    """The steps of train dicts printed without one (`train`: their indices in `scan.dicts`): the progress bar's,
-    else the logging interval's (one run), else row numbers, restarting at each run (said in a warning)."""
-    by_bar = bar_steps([scan.dicts[i][3] for i in train])
-    if by_bar is not None:
-        return by_bar, None, "the trainer's progress bar (its step at each printed row)"
-    runs = [scan.dicts[i][4] for i in train]
-    if runs and runs[0] == runs[-1]:
-        interval, axis = logging_interval(text, [scan.dicts[i][1] for i in train], scan.finished)
-        if interval is not None:
-            return [(k + 1) * interval for k in range(len(train))], interval, axis
-        warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
-        return list(range(1, len(train) + 1)), None, ""
-    steps, count = [], Counter()
-    for run in runs:
-        count[run] += 1
-        steps.append(count[run])
-    warnings.append(f"the {what} has no step numbers; the rows of each of its {len(count)} runs (each begun by "
-                    "transformers' banner or ended by its summary) were numbered 1, 2, ...")
-    return steps, None, f"row numbers within each of {len(count)} runs (no step found)"
 
 
 def _pair_rows(pairs: list[tuple[int | None, dict, bool]], step_key: str | None, what: str, warnings: list[str]

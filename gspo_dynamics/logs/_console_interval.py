@@ -1,5 +1,6 @@
 """The steps of a console log whose metric dicts carry none (transformers' Trainer prints none).
 
+    steps, interval, how = stepless_steps(text, dicts, finished, what, warnings)   # the rules below, in order
     steps = bar_steps(bars)                                   # the progress bar's step at each row, or None
     every, how = logging_interval(text, records, finished)   # (5, "logging_steps 5 x row (...)") or (None, "")
 
@@ -8,14 +9,17 @@ around the rows rise under one total, they are the steps. Else the rows are numb
 `Total optimization steps = N` over the rows only in a finished log (its summary dict printed: an unfinished one has
 fewer rows than it will have), else from the `epoch` column: row i's epoch is k (i + 1) / (steps per epoch), the
 steps per epoch from the banner (`Num Epochs` and the total, `Num examples` over the total batch size, or a `steps
-per epoch` line), accepted only where every row agrees within the precision its epoch is printed to.
+per epoch` line), accepted only where every row agrees within the precision its epoch is printed to. Else rows
+are numbered 1, 2, ... within each run (a run begun by transformers' banner or ended by its summary dict).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 
+from gspo_dynamics.logs._readers import NUMBERED
 from gspo_dynamics.logs._runlog import to_float
 
 _TOTAL_STEPS = re.compile(r"Total (?:optimization )?steps\s*=\s*([\d,]+)")
@@ -24,6 +28,30 @@ _NUM_EXAMPLES = re.compile(r"Num examples\s*=\s*([\d,]+)")
 _TOTAL_BATCH = re.compile(r"Total (?:train )?batch size[^=\n]*=\s*([\d,]+)")
 _STEPS_PER_EPOCH = re.compile(r"(?i)steps[ _]per[ _]epoch\s*[:=]\s*([\d,]+)")
 EPOCH_SLACK = 0.3  # steps: an epoch printed in full gives its step to float error; this allows a trainer's rounding
+
+
+def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, warnings: list[str]
+                   ) -> tuple[list[int], int | None, str]:
+    """(steps, logging interval or None, how they were found) of train dicts printed without a step (`dicts`: the
+    scan's entries, (step, record, is eval, [bar before, bar after], run)): the progress bar's steps, else the
+    logging interval's (one run), else row numbers, restarting at each run; row numbers are said in a warning."""
+    by_bar = bar_steps([entry[3] for entry in dicts])
+    if by_bar is not None:
+        return by_bar, None, "the trainer's progress bar (its step at each printed row)"
+    runs = [entry[4] for entry in dicts]
+    if runs[0] == runs[-1]:
+        interval, axis = logging_interval(text, [entry[1] for entry in dicts], finished)
+        if interval is not None:
+            return [(k + 1) * interval for k in range(len(dicts))], interval, axis
+        warnings.append(f"the {what} has no step numbers; {NUMBERED}")
+        return list(range(1, len(dicts) + 1)), None, ""
+    steps, count = [], Counter()
+    for run in runs:
+        count[run] += 1
+        steps.append(count[run])
+    warnings.append(f"the {what} has no step numbers; the rows of each of its {len(count)} runs (each begun by "
+                    "transformers' banner or ended by its summary) were numbered 1, 2, ...")
+    return steps, None, f"row numbers within each of {len(count)} runs (no step found)"
 
 
 def bar_steps(bars: list[list]) -> list[int] | None:

@@ -292,10 +292,8 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
     return current if step is None else None
 
 
-def scan_console(text: str, step_key: str | None = None, limit: int | None = None) -> _Scan:
-    """Every metric line of `text` (its first `limit` characters when given)."""
-    if limit is not None:
-        text = text[:limit]
+def scan_console(text: str, step_key: str | None = None) -> _Scan:
+    """Every metric line of `text`."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     scan, current = _Scan(), None

@@ -57,6 +57,7 @@ _KEY_WORD = re.compile(r"[A-Za-z_][\w./@\-]*")
 # key:value / key=value: the separator attached to the key (`reward: 0.3`, not a banner's `Num Epochs = 1`), a number.
 _VALUE = re.compile(r"[:=][ \t]*(" + _NUM + r")(?![\w.:/]|,\d)")
 _NUMBER = re.compile(_NUM)
+_EQUALS_PAIR = re.compile(r"([A-Za-z_][\w./@\-]*)[ \t]+=[ \t]+(" + _NUM + r")(?![\w.:/]|,\d)")  # after a counter only
 _LAST_SEPARATOR = re.compile(r".*(?:[|,;\[\]()]|\s-\s)")  # a key's words start after the last of these
 _NOTHING = object()
 _NUMBER_STARTS = frozenset("-+.0123456789nNiI")  # how a number written as a string begins ('9.8e-06', 'nan')
@@ -235,8 +236,12 @@ def _pairs(line: str, memo: dict) -> dict:
 
 
 def _spaced_pairs(rest: str) -> dict:
-    """`reward 0.3 loss 0.2` after a counter (`it 10`): the whole rest alternates keys and numbers, else {}."""
-    tokens = rest.replace("|", " ").replace(",", " ").split()
+    """`reward 0.3 loss 0.2` or `reward = 0.3, kl = 0.01` after a counter (`it 10`, `step 5:`): the rest's pairs
+    where it alternates keys and numbers (`=` between them aside), else {}."""
+    if "=" in rest:
+        equals = _EQUALS_PAIR.findall(rest)
+        return {k: float(v) for k, v in equals} if equals else {}
+    tokens = rest.replace(" - ", " ").replace("|", " ").replace(",", " ").split()
     keys, values = tokens[0::2], tokens[1::2]
     if not tokens or len(keys) != len(values):
         return {}

@@ -73,6 +73,8 @@ def test_nested_json_after_a_prefix_is_flattened():
      {"Reward": 0.5, "Adv Std": 0.9, "Avg Response Len": 271.4}),
     ("global_step=40 step=4 reward=0.1", 40, {"step": 4.0, "reward": 0.1}),
     ("Episode 9: reward=0.25", 9, {"reward": 0.25}),
+    ("step 5: reward = 0.3, kl = 0.01", 5, {"reward": 0.3, "kl": 0.01}),
+    ("Step 6 - loss 0.3 - reward 0.5", 6, {"loss": 0.3, "reward": 0.5}),
     ("(main_task pid=1) step:6 - critic/score/mean:0.5 - actor/ppo_kl:np.float64(0.001) - "
      "val-core/gsm8k/reward/mean@1:0.25", 6,
      {"critic/score/mean": 0.5, "actor/ppo_kl": 0.001, "val-core/gsm8k/reward/mean@1": 0.25}),

@@ -107,6 +107,38 @@ def _apart_rows(groups: dict[tuple, list[int]], reward_like, is_eval: np.ndarray
             is_eval[members] = True
 
 
+def split_eval_keys(rows: list[Row], groups: dict[tuple, list[int]], is_eval: np.ndarray
+                    ) -> tuple[list[Row], dict[tuple, list[int]], np.ndarray]:
+    """(rows, groups, is_eval) with an evaluation's metrics taken out of the training rows that also hold them: a key
+    of the evaluation rows (not an evaluation key by name, which is named so anyway) held by under half of the
+    training rows is an evaluation metric there too (a loop that merges its evaluation into that step's row), and
+    goes into an evaluation row of the same step right after it."""
+    counts: dict[str, int] = {}
+    eval_keys: set[str] = set()
+    for keys, members in groups.items():
+        marked = int(is_eval[members].sum())
+        if marked:
+            eval_keys.update(k for k in keys if k not in META_KEYS and k not in SPLIT_FIELDS
+                             and not k.startswith(EVAL_PREFIXES))
+        for key in keys:
+            counts[key] = counts.get(key, 0) + len(members) - marked
+    n_train = int((~is_eval).sum())
+    move = {key for key in eval_keys if 0 < counts.get(key, 0) and 2 * counts[key] < n_train}
+    if not move:
+        return rows, groups, is_eval
+    out: list[Row] = []
+    flags: list[bool] = []
+    for (step, record), evaluation in zip(rows, is_eval.tolist()):
+        if evaluation or move.isdisjoint(record):
+            out.append((step, record))
+            flags.append(evaluation)
+            continue
+        out += [(step, {k: v for k, v in record.items() if k not in move}),
+                (step, {k: v for k, v in record.items() if k in move})]
+        flags += [False, True]
+    return out, key_groups(out), np.asarray(flags, dtype=bool)
+
+
 def eval_key(key: str) -> str:
     """An evaluation row's key as an evaluation key: `eval/<key>` unless it has an evaluation prefix already."""
     return key if key.startswith(EVAL_PREFIXES) else "eval/" + key
@@ -221,6 +253,8 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
     TensorBoard, whose scalars of several tags each follow their own clock: one run, nothing dropped)."""
     warnings: list[str] = []
     is_eval = eval_rows(rows, groups, reward_like)
+    if is_eval.any():
+        rows, groups, is_eval = split_eval_keys(rows, groups, is_eval)
     split = without_split_fields(rows, groups)
     if split is not rows:
         rows, groups = split, key_groups(split)

@@ -87,6 +87,16 @@ def test_eval_rows_without_a_reward_at_training_steps_and_eval_values_inside_tra
     assert log.steps[-1] == 10 * (N - 1)
 
 
+def test_an_evaluations_metrics_merged_into_training_rows_are_evaluation_values():
+    rows = [{"iteration": 0, "accuracy": 0.1, "combined_score": 0.2, "lccp": 0.5}]  # the evaluation before training
+    for i in range(N):
+        rows.append({"iteration": i + 1, **train_row(i), "lccp": 0.5,
+                     **({"accuracy": 0.1 + 0.01 * i, "combined_score": 0.3} if i % 5 == 4 else {})})
+    log = read_log(jsonl(rows))
+    assert "accuracy" not in log and log.n_points("eval/accuracy") == 1 + N // 5 and log.n_eval_points == 1 + N // 5
+    assert log.n_points("reward") == N and log.n_points("lccp") == N
+
+
 def test_the_last_rows_lacking_a_key_are_still_training_rows():
     rows = [{"step": i + 1, "reward": REWARD[i], "loss": 0.1} for i in range(N - 2)]
     rows += [{"step": i + 1, "reward": REWARD[i]} for i in range(N - 2, N)]

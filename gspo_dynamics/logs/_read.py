@@ -43,7 +43,7 @@ from gspo_dynamics.logs._readers import (
     read_trl_state,
     read_tensorboard,
 )
-from gspo_dynamics.logs._rows import key_groups, series_of, settle
+from gspo_dynamics.logs._rows import eval_points, key_groups, series_of, settle
 from gspo_dynamics.logs._runlog import (
     MIN_ANALYSIS_POINTS,
     RunLog,
@@ -352,7 +352,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         logging_interval=_logging_interval(built.steps, built.series["reward"], recorded, warnings),
         warnings=tuple(warnings), diverged=freeze(built.diverged), logged_non_finite=freeze(built.logged),
         step_axis=settled.step_axis, n_runs=settled.n_runs, run_index=settled.run_index,
-        columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=_eval_points(built, settled),
+        columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=eval_points(built, settled),
     )
     if log.is_too_short():
         n = log.n_points("reward")
@@ -362,27 +362,6 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         )
         log = dataclasses.replace(log, warnings=tuple(warnings))
     return log
-
-
-def _eval_points(built, settled) -> int:
-    """Steps with an evaluation: those of the evaluation rows, and those where a training row holds an `eval/` value
-    (verl's validation inside its step's row); of a series written on nearly every reward row (EVERY_ROW) with one
-    value on most of them (a placeholder, 0.0 between evaluations), only the steps where it holds another."""
-    steps = {step for step, _ in settled.evals}
-    reward_rows = int(np.isfinite(built.series["reward"]).sum())
-    for name, values in built.series.items():
-        if not name.startswith("eval/") or name not in built.from_training:
-            continue
-        at = np.isfinite(values) | built.logged[name]
-        if at.sum() >= EVERY_ROW * reward_rows:
-            kinds, counts = np.unique(values[at], return_counts=True)
-            if counts.size and counts.max() * 2 > at.sum():
-                at &= values != kinds[np.argmax(counts)]
-        steps.update(built.steps[at].tolist())
-    return len(steps)
-
-
-EVERY_ROW = 0.9  # an eval/ series on at least this share of the reward rows may be a placeholder
 
 
 def _reward_like(chosen: dict[str, str]):

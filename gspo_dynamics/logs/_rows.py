@@ -368,3 +368,24 @@ def _merge(train, evals):
             series[name], logged[name] = column, mask
     steps.flags.writeable = False
     return steps, series, logged
+
+
+def eval_points(built: _Built, settled: Settled) -> int:
+    """Steps with an evaluation: those of the evaluation rows, and those where a training row holds an `eval/` value
+    (verl's validation inside its step's row); of a series written on nearly every reward row (EVERY_ROW) with one
+    value on most of them (a placeholder, 0.0 between evaluations), only the steps where it holds another."""
+    steps = {step for step, _ in settled.evals}
+    reward_rows = int(np.isfinite(built.series["reward"]).sum())
+    for name, values in built.series.items():
+        if not name.startswith("eval/") or name not in built.from_training:
+            continue
+        at = np.isfinite(values) | built.logged[name]
+        if at.sum() >= EVERY_ROW * reward_rows:
+            kinds, counts = np.unique(values[at], return_counts=True)
+            if counts.size and counts.max() * 2 > at.sum():
+                at &= values != kinds[np.argmax(counts)]
+        steps.update(built.steps[at].tolist())
+    return len(steps)
+
+
+EVERY_ROW = 0.9  # an eval/ series on at least this share of the reward rows may be a placeholder

@@ -377,13 +377,21 @@ _SUMMARY_KEYS = {
 }
 
 
+# a learned value function's own metrics (verl `critic/vf_loss`, `critic/values/mean`, `critic/vpred_mean`): PPO with
+# a critic, whose advantages come from the value model, not from a group of completions
+_VALUE_CRITIC = ("critic/vf_", "critic/values/", "critic/vpred")
+
+
 def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
-    """The name of a non-RL algorithm whose log this is ("DPO", "KTO", "ORPO", "SFT"), else None.
+    """The name of an algorithm other than group policy-gradient RL whose log this is ("DPO", "KTO", "ORPO", "SFT",
+    "PPO with a learned value critic"), else None.
 
     Preference methods log `rewards/chosen`, `rewards/margins`, ...; SFT logs only loss-like
-    keys and no reward of any kind.
+    keys and no reward of any kind; PPO with a critic logs the value model's loss and values.
     """
     keys = _strip(raw_keys)
+    if any(k.startswith(_VALUE_CRITIC) for k in keys):
+        return "PPO with a learned value critic (critic/vf_loss, critic/values)"
     if keys & _PREFERENCE_KEYS or any(k.startswith(("logps/", "logits/")) for k in keys):
         if "odds_ratio_loss" in keys or "log_odds_ratio" in keys:
             return "ORPO (a DPO-family preference method)"

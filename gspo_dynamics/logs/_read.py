@@ -202,9 +202,8 @@ def _logging_interval(steps, reward, recorded: int | None, warnings: list[str]) 
     return spacing if spacing and spacing > 0 else None
 
 
-def _algorithm(trainer: str, names) -> str:
-    if trainer == "verl" and any(n.startswith(("critic/vf_loss", "critic/values")) for n in names):
-        return "ppo"
+def _algorithm(trainer: str) -> str:
+    """"grpo", or "rl" for OpenRLHF (whose logs do not say which estimator ran; PPO with a critic is refused)."""
     return "rl" if trainer == "openrlhf" else "grpo"
 
 
@@ -348,7 +347,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     recorded = settled.interval or raw.logging_steps
     log = RunLog(
         steps=built.steps, series=freeze(built.series), format=format, source=source, trainer=trainer,
-        version=version, algorithm=_algorithm(trainer, raw_keys), reward_std_kind=_names.reward_std_kind(trainer, version),
+        version=version, algorithm=_algorithm(trainer), reward_std_kind=_names.reward_std_kind(trainer, version),
         logging_interval=_logging_interval(built.steps, built.series["reward"], recorded, warnings),
         warnings=tuple(warnings), diverged=freeze(built.diverged), logged_non_finite=freeze(built.logged),
         step_axis=settled.step_axis, n_runs=settled.n_runs, run_index=settled.run_index,

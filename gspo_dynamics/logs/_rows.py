@@ -3,7 +3,8 @@
 A reader gives rows `(step, {raw key: value})` in the order the file holds them; `_read.build_log` settles here,
 on the rows, what a series cannot tell afterwards:
 
-  eval rows     a row with a `split`/`mode`/`type`/`phase` field saying eval/val/validation/test, a row whose keys
+  eval rows     a row with a `split`/`mode`/`type`/`phase` field saying eval/val/validation/test (a row whose field
+                says anything else is a training row, whatever its keys), a row whose keys
                 are all evaluation keys (EVAL_PREFIXES), or, where the training rows log a reward, a row holding
                 none of the training-only keys most rows share (loss, grad norm, lr, KL, clipping, reward std: an
                 evaluation loop's row among the training rows).
@@ -60,18 +61,21 @@ def eval_rows(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Call
     """(n,) bool: the evaluation rows (see the module docstring). `reward_like(key)`: whether a key is a reward."""
     is_eval = np.zeros(len(rows), dtype=bool)
     rest: dict[tuple, list[int]] = {}
+    said_training: list[int] = []  # rows whose split field names something else (`"type": "rollout"`): not eval
     for keys, members in groups.items():
         fields = [k for k in keys if k in SPLIT_FIELDS]
         if fields:
             labelled = _labelled_eval(rows, members, fields)
             is_eval[labelled] = True
             members = [i for i in members if not is_eval[i]]
+            said_training += members
         metrics = [k for k in keys if k not in META_KEYS and k not in SPLIT_FIELDS]
         if metrics and all(k.startswith(EVAL_PREFIXES) for k in metrics):
             is_eval[members] = True
         elif members:
             rest[keys] = members
     _apart_rows(rest, reward_like, is_eval)
+    is_eval[said_training] = False  # the writer's own word wins over the guess by keys
     return is_eval
 
 

@@ -44,7 +44,7 @@ class RunLog:
     source: str  # file path, or "<text>"
     trainer: str = "unknown"  # "trl" | "verl" | "openrlhf" | "unknown"
     version: str | None = None  # a version range guessed from the key set, e.g. ">=0.20"
-    algorithm: str = "grpo"  # "grpo" (group policy gradient, GSPO included) | "ppo" | "rl"
+    algorithm: str = "grpo"  # "grpo" (group policy gradient, GSPO included) | "rl" (OpenRLHF: the estimator unknown)
     reward_std_kind: str = "unknown"  # "group_mean_std" | "batch_std" | "unknown"
     logging_interval: int | None = None  # optimizer steps averaged into one row
     warnings: tuple[str, ...] = field(default_factory=tuple)

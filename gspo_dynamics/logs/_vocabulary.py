@@ -280,17 +280,20 @@ def reward_like(keys) -> list[str]:
     return [key for _, key in ranked]
 
 
-_SUCCESS_FILLERS = frozenset({"is", "batch", *_FRACS})  # `is_correct`, `batch_accuracy`, `success_rate`
+_SUCCESS_FILLERS = frozenset({"is", "batch", "answer", "task", *_FRACS})  # `is_correct`, `answer_accuracy`, `success_rate`
+# the words of an auxiliary check beside the task's outcome (`format_accuracy`): not the task's success rate
+_AUXILIARY = frozenset({"format", "formatting", "length", "style", "syntax", "parse", "tag", "valid", "validity"})
 
 
 def sole_success_rate(keys) -> str | None:
     """The log's only reward-like key when it is a success rate or an accuracy, else None.
 
-    `accuracy`, `success_rate`, `correct`, `train/acc`, `is_correct`: the mean over completions of a
-    0/1 outcome, which is the mean reward of a 0/1 reward. Read as the reward only when nothing else
-    in the log looks like one.
+    `accuracy`, `success_rate`, `correct`, `train/acc`, `is_correct`, `answer_accuracy`: the mean over
+    completions of a 0/1 outcome, which is the mean reward of a 0/1 reward. Read as the reward only when
+    nothing else in the log looks like one, the success rates of auxiliary checks aside (`format_accuracy`
+    beside `answer_accuracy`: the format is not the task; a `format_reward` is a reward, so not aside).
     """
-    candidates = reward_like(keys)
+    candidates = [key for key in reward_like(keys) if not (parse(key).core & _AUXILIARY and parse(key).core & _SUCCESS)]
     if len(candidates) != 1:
         return None
     p = parse(candidates[0])

@@ -308,3 +308,21 @@ def test_columns_unread_and_the_log_line(tmp_path, capsys):
     assert main(["diagnose", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["log"]
     assert {"series": "reward", "column": "reward_mean"} in report["columns"] and report["unread"] == ["my_thing", "other"]
+
+
+def test_a_row_its_writer_calls_a_rollout_is_a_training_row_whatever_its_keys():
+    rows = []
+    for step in range(1, 13):
+        rows.append({"type": "rollout", "grpo_step": step, "reward": 0.05 * step, "avg_response_token_length": 300.0})
+        rows.append({"type": "train", "grpo_step": step, "loss": 0.1, "grad_norm": 0.5, "token_entropy": 0.9})
+        if step % 4 == 0:
+            rows.append({"type": "eval", "grpo_step": step, "reward": 0.4})
+    log = read_log("\n".join(json.dumps(row) for row in rows))
+    assert log.n_points("reward") == 12 and log.n_points("mean_length") == 12 and log.n_eval_points == 3
+
+
+def test_a_verl_ppo_run_with_a_value_critic_is_refused_as_such():
+    text = "\n".join(f"step:{s} - critic/score/mean:{0.1 * s} - critic/vf_loss:0.3 - critic/values/mean:0.2"
+                     for s in range(1, 12))
+    with pytest.raises(ConfigError, match="PPO with a learned value critic"):
+        read_log(text)

@@ -273,3 +273,10 @@ def test_the_separators_and_camel_case_do_not_change_the_reading(parts):
     for key in (".".join(parts), "-".join(parts), camel, " ".join(parts)):
         other = _vocabulary.classify(key)
         assert (other and other[0]) == (ruled and ruled[0]), (snake, key)
+
+
+def test_the_task_accuracy_beside_a_format_accuracy_is_the_reward():
+    rows = [{"step": i + 1, "train_answer_accuracy": 0.05 * i, "train_format_accuracy": 0.5, "loss": 0.1}
+            for i in range(12)]
+    log = read_log("\n".join(json.dumps(row) for row in rows))
+    assert log.columns["reward"] == "train_answer_accuracy"

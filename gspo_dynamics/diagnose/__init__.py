@@ -7,8 +7,9 @@
 Modes and the signals behind them (thresholds are named constants in `_trend`, `_instability`, `_context` and `_signals`):
 
   healthy_saturation     significant rise, the plateau shown reached: late-half slope z < 2 (or a negligible
-                         climb), climb < 10% of the rise, fitted plateau inside the rewards seen and reached
-                         (a low R^2 is a caveat as long as the late half could have seen the rise go on);
+                         climb), no climb >= 10% of the rise at slope z >= 1, a good fit's plateau inside the
+                         rewards seen and reached (a low R^2 is a caveat as long as the late half could have
+                         seen the rise go on);
                          with hyperparameters, T below the exact critical T
   still_rising           the late half climbs (slope z >= 2, >= 10% of the rise), or a good fit's plateau
                          above the last value by > 10% of the rise (and > 2 s.e.)
@@ -22,14 +23,16 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          progress (a note)
   noise_dominated        the noise hides whether the run learns: no significant change and a change
                          detectable with 80% power > 0.2 reward stds, or a noisy fit (R^2 < 0.5) of a
-                         significant fall whose reading is below confidence 0.5;
+                         significant fall whose reading is below confidence 0.5; no more confident than the
+                         change's estimate is off 0, L((|z| - 1) / 0.5);
                          advice from the 1/G scaling of the fluctuation variance
   dynamical_instability  without hyperparameters, the data: significantly complex roots or a periodic
                          residual (confidence = the weakest of Fisher-g significance, share of the
                          variance, cycles seen), a collapse after a real peak; with them, the refresh
                          interval past the exact discrete critical T (the continuous damping margin is
                          only reported), data ringing kept only where the exact regime can ring
-  advantage_degeneracy   no group with any signal (reward_std 0 / every group zero-std on >= 90% of rows);
+  advantage_degeneracy   (zero-std groups appearing while the reward still rises rank below it, or are a note)
+                         no group with any signal (reward_std 0 / every group zero-std on >= 90% of rows);
                          zero-std group fraction > 0.5, compared with p^G + (1-p)^G at the measured
                          success rate (G from hparams, or estimated from the log)
   policy_concentration   entropy late/early < 0.5 (with the within-group reward std collapsing) below the

@@ -32,6 +32,7 @@ def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdi
     """Rank what follows from another mode below it (each rule in its own function)."""
     _solved_task(verdicts, scale, log, notes)
     _concentration_while_rising(verdicts, log, notes)
+    _degeneracy_while_rising(verdicts, log, notes)
     _hard_task(verdicts, scale, log)
     _attribute_to_divergence(verdicts)
     _cycle_not_settled(verdicts)
@@ -94,8 +95,7 @@ def _concentration_while_rising(verdicts: list[Verdict], log: RunLog, notes: lis
     stands where the reward stopped below its ceiling or fell."""
     trend = next(v for v in verdicts if v.mode not in CAUSE_MODES)
     i = _index(verdicts, "policy_concentration")
-    rising = (trend.mode == "still_rising" and trend.confidence >= REPORT_CONFIDENCE) or "still_rising" in trend.unsure
-    if i is None or not rising or not change(log.steps, log["reward"]).get("z", math.nan) > -Z_TREND:
+    if i is None or not _still_rising(trend) or not change(log.steps, log["reward"]).get("z", math.nan) > -Z_TREND:
         return
     conc = verdicts.pop(i)
     entropy = next(e for e in conc.evidence if e["signal"] == "entropy late / early")
@@ -104,6 +104,29 @@ def _concentration_while_rising(verdicts: list[Verdict], log: RunLog, notes: lis
     notes.append(f"the entropy fell to {entropy['value']:.2g} of its start while the reward still rises: the policy "
                  "concentrates on what it learns, not a failure while the reward climbs (diagnose again if it stops "
                  "below its ceiling)")
+
+
+def _still_rising(trend: Verdict) -> bool:
+    """The trend verdict says the reward still rises (at REPORT_CONFIDENCE), or is unsure whether it does."""
+    return (trend.mode == "still_rising" and trend.confidence >= REPORT_CONFIDENCE) or "still_rising" in trend.unsure
+
+
+def _degeneracy_while_rising(verdicts: list[Verdict], log: RunLog, notes: list[str]) -> None:
+    """Zero-std groups that appeared during the run (early fraction below DEGENERATE_FRACTION) while the reward still
+    rises (`_still_rising`) are prompts the run is solving as it learns: the curve shows no harm for the degeneracy to
+    explain yet, so it ranks below the trend (DERIVED_DISCOUNT x its confidence); where that leaves it below
+    REPORT_CONFIDENCE a note says what it saw. From the first steps (a task too hard or too easy) it stays
+    (`_hard_task`)."""
+    trend = next(v for v in verdicts if v.mode not in CAUSE_MODES)
+    j = _index(verdicts, "advantage_degeneracy")
+    if j is None or not _still_rising(trend) or not _early_zero_std(log) < DEGENERATE_FRACTION:
+        return
+    _rank_below(verdicts, j, trend.confidence, "the reward still rises: these groups are prompts the run is solving; "
+                                               "harder prompts (or a curriculum) will give it signal again")
+    if verdicts[j].confidence < REPORT_CONFIDENCE:
+        late = verdicts[j].evidence[0]["value"]
+        notes.append(f"the share of zero-std groups rose to {late:.2f} while the reward still rises: prompts being solved, "
+                     "not a failure yet (diagnose again if the reward stops)")
 
 
 def _hard_task(verdicts: list[Verdict], scale, log: RunLog) -> None:

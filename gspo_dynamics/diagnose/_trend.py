@@ -188,7 +188,11 @@ UNSURE_RISE = ("still_rising", "healthy_saturation")  # a significant rise whose
 UNSURE_FLAT = ("stalled", "noise_dominated")  # no change, and no telling whether the data could have seen one
 UNSURE_CONFIDENCE = 0.5  # an unsure answer's confidence: a coin toss between its modes (a cause at it ranks first)
 FLAT_SURE = 0.6  # a stalled or noise-dominated reading below this confidence is unsure between the two
+# a flat reward's change estimate within this many standard errors of 0 gives no hint of a change the noise hides:
+# noise-dominated (blind to a small change) and stalled (no change) are then told apart by nothing in the reward
+NOISE_HINT_Z = 1.0
 BOUND_SLACK = 0.05  # plateau within the observed rewards: at most this share of their range outside them
+SLOPE_NOISE = 1.0  # a late climb within one standard error of 0 is the noise's, whatever share of the rise it is
 
 
 def _late_rise_test(steps, reward, spread: float | None) -> tuple[float, str] | None:
@@ -203,18 +207,22 @@ def _late_rise_test(steps, reward, spread: float | None) -> tuple[float, str] | 
 def saturation_shown(late: dict, fit, imp) -> list[str]:
     """What a significant rise lacks to be called saturated ([] when saturation is established):
 
-        the late half's slope consistent with 0 (z < Z_STILL_RISING, or a climb below MEANINGFUL_CHANGE
-        per-sample stds: `late_climb`) and its climb small against the rise
-        (< STILL_RISING_FRACTION of it), the fitted plateau inside the observed rewards (at most BOUND_SLACK of
-        their range outside) and reached (within 5%, by the fit's own time)."""
+        the late half's climb consistent with 0: no significant, meaningful climb (slope z < Z_STILL_RISING, or a
+        climb below MEANINGFUL_CHANGE per-sample stds: `late_climb`), and no climb of STILL_RISING_FRACTION of the
+        rise or more at least SLOPE_NOISE standard errors above 0 (below that the share is the noise's);
+        for a fit that decides anything (R^2 >= R2_NOISE), its plateau inside the observed rewards (at most
+        BOUND_SLACK of their range outside them) and reached within the log. A noisy fit's plateau decides
+        nothing: whether its late half could have seen the rise go on sets the saturation reading's confidence
+        (`_plateau_resolution`), which must clear REPORT_CONFIDENCE too (`_sure_or_unsure`)."""
     lacks = []
     if late["slope_z"] >= Z_STILL_RISING and late["meaningful"]:  # a significant but negligible creep is a stop
         lacks.append(f"the late half still climbs (slope z {late['slope_z']:.1f} >= {Z_STILL_RISING:g})")
-    if late["share"] >= STILL_RISING_FRACTION:
-        lacks.append(f"the late half climbed {late['share']:.0%} of the rise (>= {STILL_RISING_FRACTION:.0%})")
-    if fit.plateau_extrapolation > BOUND_SLACK:
+    elif late["share"] >= STILL_RISING_FRACTION and late["slope_z"] >= SLOPE_NOISE:
+        lacks.append(f"the late half climbed {late['share']:.0%} of the rise (>= {STILL_RISING_FRACTION:.0%}) at "
+                     f"slope z {late['slope_z']:.1f} (>= {SLOPE_NOISE:g})")
+    if fit.r_squared >= R2_NOISE and fit.plateau_extrapolation > BOUND_SLACK:
         lacks.append(f"the fitted plateau {fit.params['r_inf']:.4g} lies outside the rewards seen")
-    if imp is None or not imp.plateau_reached:
+    if fit.r_squared >= R2_NOISE and (imp is None or not imp.plateau_reached):
         lacks.append("the fit does not reach its plateau within the log")
     return lacks
 
@@ -256,9 +264,9 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
     noisy = resolution > MEANINGFUL_CHANGE
     ev_res = evidence("change detectable with 80% power / per-sample reward spread", resolution, span,
                       threshold=MEANINGFUL_CHANGE, side=">" if noisy else "<=", spread=scale[0], spread_from=scale[1])
-    if noisy:
-        verdict = Verdict("noise_dominated", confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5),
-                          [ev_trend, ev_res], noise_advice(group_size, resolution / MEANINGFUL_CHANGE))
+    if noisy:  # as sure as the data are blind to a small change, and as a change's estimate is off 0 (NOISE_HINT_Z)
+        conf = min(confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5), confidence(abs(z) - NOISE_HINT_Z, 0.5))
+        verdict = Verdict("noise_dominated", conf, [ev_trend, ev_res], noise_advice(group_size, resolution / MEANINGFUL_CHANGE))
     else:  # resolution 0 (a zero standard error): any change would have shown
         resolved = confidence(math.log(MEANINGFUL_CHANGE / resolution), 0.5) if resolution > 0 else 1.0
         verdict = Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0), resolved), [ev_trend, ev_res], STALLED_ADVICE)

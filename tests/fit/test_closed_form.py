@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+from scipy.optimize._numdiff import approx_derivative
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.fit import fit_exponential, fit_oscillator
+from gspo_dynamics.fit._closed_form import _oscillator_residual
 from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
 
 PARAM_RTOL = 1e-4  # noise-free data: the fit should land on the generating parameters
@@ -40,3 +42,16 @@ def test_bic_prefers_the_nested_model_when_it_is_true():
 def test_too_few_points_is_a_clear_error():
     with pytest.raises(ConfigError, match="at least"):
         fit_exponential(np.arange(3.0), np.ones(3))
+
+
+@pytest.mark.parametrize("v0", [None, 0.0])
+@pytest.mark.parametrize("x", [[0.7, 0.2, 0.6, np.log(0.03), 0.01], [0.7, 0.2, 0.05, np.log(0.03), -0.02],
+                               [0.0, -1.0, -0.01, -3.0, 0.0]])
+def test_oscillator_jacobian_is_scipys_forward_difference(x, v0):
+    """The vectorised Jacobian takes scipy's '2-point' steps: the same matrix, so the same optimiser path."""
+    t = np.arange(0.0, 300.0, 1.5)
+    r = np.cos(t / 40.0)
+    residual, jacobian = _oscillator_residual(t, r, v0)
+    x = np.array(x[:4] if v0 is not None else x)
+    residual(x)  # as in scipy: the point is evaluated before its Jacobian
+    np.testing.assert_array_equal(jacobian(x), approx_derivative(residual, x, method="2-point"))

@@ -30,6 +30,7 @@ from gspo_dynamics.theory.trajectory import (
     slow_start_duration,
     slow_start_quadratic,
     trajectory,
+    trajectory_family,
     velocity,
 )
 
@@ -369,3 +370,32 @@ def test_bad_input_raises_config_error(case):
     message = str(info.value)
     assert "\n" not in message and ". " not in message  # one sentence
     assert "got" in message or "expected" in message
+
+
+FAMILY_RTOL = 1e-14  # the fast path evaluates the same formulas as `trajectory`, row by row
+
+
+@pytest.mark.parametrize("mass", [1.0, 0.75])
+def test_trajectory_family_matches_trajectory_row_by_row(mass):
+    t = np.concatenate([[0.0], np.sort(np.random.default_rng(3).uniform(0, 300, 200))])
+    k = 0.02
+    critical = 2.0 * math.sqrt(mass * k)
+    damping = np.array([0.6, 0.05, critical, critical * (1 + 1e-9), -0.01, 0.6])  # over, under, critical, near, growing, repeat
+    stiffness = np.full(damping.size, k)
+    r_inf, r0, v0 = np.linspace(0.2, 0.9, 6), np.linspace(-0.1, 0.3, 6), np.linspace(-0.01, 0.02, 6)
+    family = trajectory_family(t, mass=mass)
+    for _ in range(2):  # the second call reuses the first call's propagators
+        rows = family(damping, stiffness, r_inf, r0, v0)
+        for i in range(damping.size):
+            osc = Oscillator(mass=mass, damping=damping[i], stiffness=k)
+            np.testing.assert_allclose(rows[i], trajectory(osc, t, r_inf[i], r0[i], v0[i]), rtol=FAMILY_RTOL, atol=0)
+
+
+def test_trajectory_family_checks_times_once_and_parameters_per_call():
+    with pytest.raises(ConfigError, match="time t"):
+        trajectory_family([0.0, -1.0])
+    family = trajectory_family(np.arange(5.0))
+    with pytest.raises(ConfigError, match="stiffness k"):
+        family(np.array([0.1]), np.array([0.0]), np.zeros(1), np.zeros(1), np.zeros(1))
+    with pytest.raises(ConfigError, match="finite"):
+        family(np.array([np.nan]), np.array([0.1]), np.zeros(1), np.zeros(1), np.zeros(1))

@@ -131,7 +131,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     z = trend["z"]
     span = (trend["steps"][0], trend["steps"][1])
     other = _other_change_tests(steps, reward, fit, scale[0] if scale else None) if abs(z) < Z_TREND else None
-    if other is None and not abs(z) >= Z_TREND:
+    if other is None and 0 <= z < Z_TREND:  # a late rise after a fall from the start is a recovery, not a rise
         other = _late_rise_test(steps, reward, scale[0] if scale else None)
     if other is None and not abs(z) >= Z_TREND:
         return _flat_verdict(z, trend, span, scale, group_size)

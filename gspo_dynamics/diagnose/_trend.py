@@ -236,13 +236,23 @@ def _sure_or_unsure(verdict: Verdict, late: dict, fit, imp) -> Verdict:
     if verdict.confidence >= REPORT_CONFIDENCE and not lacks:
         return verdict
     ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
-    why = "; ".join(lacks) or f"the {verdict.mode.replace('_', ' ')} reading is at confidence {verdict.confidence:.2f}"
+    why = "; ".join(lacks) or _why_unsettled(verdict, late)
     ev.append(evidence("the rise is significant; still rising or saturated not established", why, None))
-    climb = (f"the last half climbed {late['share']:.0%} of the rise, slope z {late['slope_z']:.1f}"
-             if math.isfinite(late["slope_z"]) and math.isfinite(late["share"]) else "too short for a late-half slope")
-    tell = (f"train longer and diagnose again ({climb}): a late climb under {Z_STILL_RISING:g} s.e. and "
+    tell = (f"train longer and diagnose again ({why}): a late climb under {Z_STILL_RISING:g} s.e. and "
             f"{STILL_RISING_FRACTION:.0%} of the rise says saturated, above both still rising")
     return Verdict(verdict.mode, min(verdict.confidence, UNSURE_CONFIDENCE), ev, [tell], unsure=UNSURE_RISE)
+
+
+def _why_unsettled(verdict: Verdict, late: dict) -> str:
+    """Why a reading below REPORT_CONFIDENCE is not settled, from its own evidence: a late half too noisy to have
+    seen the rise go on (`_plateau_resolution`), else the late half's climb as measured."""
+    res = next((e for e in verdict.evidence if e["signal"].startswith("late-half climb detectable")), None)
+    if res is not None and res["value"] >= 1.0:
+        return (f"the last half could not have seen the rise go on: a climb it detects with 80% power, "
+                f"{res['detectable_climb']:.3g}, exceeds the rise {res['rise']:.3g}")
+    if math.isfinite(late["slope_z"]) and math.isfinite(late["share"]):
+        return f"the last half climbed {late['share']:.0%} of the rise, slope z {late['slope_z']:.1f}"
+    return "too short for a late-half slope"
 
 
 def _change_evidence(signal: str, z: float, span: tuple, **extra) -> dict:

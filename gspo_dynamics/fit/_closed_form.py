@@ -20,7 +20,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory, trajectory_family
+from gspo_dynamics.theory.trajectory import Oscillator, single_exponential, trajectory
+from gspo_dynamics.theory.trajectory_family import trajectory_family
 
 MIN_POINTS = 8  # fewer points than this cannot separate 5 parameters from noise
 PEAK_GUESSES = 2  # underdamped starts at the strongest periodogram peaks of the exponential's residual
@@ -28,7 +29,6 @@ SCOUT_NFEV = 60  # scouting budget per start: enough to see which basin a start 
 POLISH = 2  # at most this many unconverged scouted starts run on to convergence
 POLISH_GAIN = 1e-3  # ... and only those already 0.1% below the best converged RSS (less moves the BIC by < n/1000)
 MAX_NFEV = 2000  # polishing budget; converged fits of these 4-5 parameter models take ~20-600 evaluations
-FD_STEP = np.finfo(np.float64).eps ** 0.5  # forward-difference step relative to max(1, |x|): scipy's '2-point'
 OVERFLOW_RESIDUAL = 1e6  # residual of a point where a growing trial solution overflows: large, finite
 
 
@@ -118,7 +118,7 @@ def _peak_periods(t: np.ndarray, residual: np.ndarray, count: int) -> list[float
     return [span / (k + 1) for k in order]
 
 
-def fit_oscillator(t, r, v0: float | None = None, starts=()) -> FitResult:
+def fit_oscillator(t, r, v0: float | None = None, starts=(), exponential: FitResult | None = None) -> FitResult:
     """Fit the general damped-oscillator solution (mass fixed to 1: only c/m and k/m are identifiable).
 
     Started from the exponential fit (c = 1/tau_fast + 1/tau, k = 1/(tau tau_fast) with a short
@@ -127,9 +127,10 @@ def fit_oscillator(t, r, v0: float | None = None, starts=()) -> FitResult:
     r_inf, r0, c, ln k[, v0]); the best least-squares optimum is kept; k is fitted in log space.
     `v0`: None fits the initial velocity (5 parameters); a number fixes it (4 parameters; v0 = 0 is
     the start from rest, the "slow start" of inertia). A fixed v0 is reported but not counted in the BIC.
+    `exponential`: `fit_exponential(t, r)` of these same points when the caller has it (not fitted again).
     """
     t, r = _clean(t, r)
-    expo = fit_exponential(t, r)
+    expo = exponential if exponential is not None else fit_exponential(t, r)
     span = max(t[-1], 1.0)
     tau = min(max(expo.params["tau"], 1e-3), 1e3 * span)  # for the guesses: a degenerate exponential fit
     fixed = v0 is not None                                  # (tau -> 0 or inf) must still give finite starts
@@ -180,31 +181,30 @@ def _oscillator_residual(t: np.ndarray, r: np.ndarray, v0: float | None):
     """(residual, jacobian) of `fit_oscillator` in x = (r_inf, r0, c, ln k[, v0]) (v0 fixed when given):
 
         residual(x) = R(t; x) - r     (`trajectory`, m = 1, k = exp(min(ln k, 50)); overflowed points OVERFLOW_RESIDUAL)
-        jacobian(x)[:, i] = (residual(x + h_i e_i) - residual(x)) / ((x_i + h_i) - x_i),
-                          h_i = FD_STEP sign(x_i) max(1, |x_i|)   (sign(0) = +1)
+        jacobian(x) = dR/d(r_inf, r0, c, ln k[, v0])   analytic (`trajectory_family`), dR/d ln k = k dR/dk
+                      (0 where the exponent is clipped), rows of overflowed points 0
 
-    the forward differences of scipy's jac='2-point', step for step, with the p + 1 trajectories evaluated
-    in one vectorised pass (`trajectory_family`, which checked t once) instead of p + 1 calls.
+    Both on `trajectory_family`, which checked t once; the Jacobian at the point just evaluated reuses its
+    propagators.
     """
     family = trajectory_family(t)
 
-    def rows(x: np.ndarray) -> np.ndarray:  # (B, p) parameter vectors -> (B, n) residuals
-        stiffness = np.array([_exp(min(log_k, 50.0)) for log_k in x[:, 3]])
-        out = family(x[:, 2], stiffness, x[:, 0], x[:, 1], np.full(len(x), v0) if v0 is not None else x[:, 4]) - r
+    def evaluate(x: np.ndarray, jacobian: bool = False):
+        return family(x[2], _exp(min(x[3], 50.0)), x[0], x[1], v0 if v0 is not None else x[4], jacobian=jacobian)
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        out = evaluate(x) - r
         finite = np.isfinite(out)
         return out if finite.all() else np.where(finite, out, OVERFLOW_RESIDUAL)
 
-    def residual(x: np.ndarray) -> np.ndarray:
-        return rows(x[None, :])[0]
-
     def jacobian(x: np.ndarray) -> np.ndarray:
-        h = FD_STEP * ((x >= 0).astype(float) * 2 - 1) * np.maximum(1.0, np.abs(x))
-        i = np.arange(x.size)
-        shifted = np.empty((x.size + 1, x.size))  # (p + 1, p): x, then x + h_i e_i
-        shifted[:] = x
-        shifted[i + 1, i] += h
-        dx = shifted[i + 1, i] - x
-        f = rows(shifted)  # (p + 1, n)
-        return ((f[1:] - f[0]) / dx[:, None]).T  # (n, p)
+        fitted, grad = evaluate(x, jacobian=True)  # (n,), (5, n): d/d(c, k, r_inf, r0, v0)
+        dk = _exp(min(x[3], 50.0)) if -700.0 < x[3] < 50.0 else 0.0  # dk/d ln k of the clipped exponent
+        columns = np.array([grad[2], grad[3], grad[0], dk * grad[1], grad[4]][: x.size])  # (p, n)
+        columns[:, ~np.isfinite(fitted)] = 0.0  # a constant OVERFLOW_RESIDUAL there
+        finite = np.isfinite(columns)
+        # (n, p) with contiguous columns (Fortran order), as scipy's own difference Jacobian: its column
+        # scaling and SVD read columns
+        return (columns if finite.all() else np.where(finite, columns, 0.0)).T
 
     return residual, jacobian

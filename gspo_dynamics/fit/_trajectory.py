@@ -194,10 +194,11 @@ class _Selection(NamedTuple):
 
 def _fit_models(tb: np.ndarray, rb: np.ndarray) -> dict[str, FitResult]:
     """The exponential, the slow start (v0 = 0) and the free oscillator, fitted to the binned curve."""
-    slow = fit_oscillator(tb, rb, v0=0.0)
+    expo = fit_exponential(tb, rb)  # also the oscillator fits' starting point
+    slow = fit_oscillator(tb, rb, v0=0.0, exponential=expo)
     q = slow.params  # the free-v0 fit also starts from the slow-start optimum (it nests it)
-    free = fit_oscillator(tb, rb, starts=[[q["r_inf"], q["r0"], q["damping"], math.log(q["stiffness"]), 0.0]])
-    return {"exponential": fit_exponential(tb, rb), "slow_start": slow, "oscillator": free}
+    free = fit_oscillator(tb, rb, starts=[[q["r_inf"], q["r0"], q["damping"], math.log(q["stiffness"]), 0.0]], exponential=expo)
+    return {"exponential": expo, "slow_start": slow, "oscillator": free}
 
 
 def _select(fits: dict[str, FitResult], tb: np.ndarray, lo: float, hi: float) -> _Selection:

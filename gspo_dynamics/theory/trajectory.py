@@ -114,8 +114,7 @@ class Oscillator:
     @property
     def discriminant(self) -> float:
         """c^2 - 4 m k = (c - 2 sqrt(mk)) (c + 2 sqrt(mk)): > 0 two real roots, < 0 a complex pair."""
-        s = 2.0 * math.sqrt(self.mass * self.stiffness)
-        return (self.damping - s) * (self.damping + s)
+        return _discriminant(self.mass, self.damping, self.stiffness)
 
     @property
     def decay_rates(self) -> tuple[float, float]:
@@ -125,14 +124,7 @@ class Oscillator:
         2k / (c + sqrt(c^2 - 4mk)) when c > 0 to avoid cancellation (r_slow r_fast = k/m).
         Complex pair: r_slow = r_fast = c/(2m). Negative rates are growth rates (c < 0).
         """
-        m, c, k = self.mass, self.damping, self.stiffness
-        d = self.discriminant
-        if d <= 0.0:
-            return c / (2.0 * m), c / (2.0 * m)
-        root = math.sqrt(d)
-        if c > 0.0:
-            return 2.0 * k / (c + root), (c + root) / (2.0 * m)
-        return (c - root) / (2.0 * m), 2.0 * k / (c - root)
+        return _decay_rates(self.mass, self.damping, self.stiffness)
 
     @property
     def relaxation_time(self) -> float:
@@ -161,59 +153,43 @@ def _phi(z: np.ndarray) -> np.ndarray:
     """phi(z) = (1 - e^{-z}) / z for z >= 0, phi(0) = 1 (series below PHI_SERIES_MAX)."""
     small = z < PHI_SERIES_MAX
     zs = np.where(small, 1.0, z)
-    out = -np.expm1(-zs) / zs
+    out = np.asarray(-np.expm1(-zs) / zs)  # an array also for a 0-d z
     zt = z[small]  # the few entries near z = 0 (t = 0 among them): the series
     out[small] = 1.0 - zt / 2.0 + zt * zt / 6.0
     return out
 
 
-def _propagators(osc: Oscillator, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(e^{-alpha t} C(t), e^{-alpha t} S(t)) of one oscillator at times t of any shape (`_propagator_rows`)."""
-    m, c, k = (np.array([v]) for v in (osc.mass, osc.damping, osc.stiffness))
-    ec, es = _propagator_rows(m, c, k, t.ravel())  # (1, t.size)
-    return ec.reshape(t.shape), es.reshape(t.shape)
+def _discriminant(m: float, c: float, k: float) -> float:
+    """c^2 - 4 m k = (c - 2 sqrt(mk)) (c + 2 sqrt(mk)) (`Oscillator.discriminant`)."""
+    s = 2.0 * math.sqrt(m * k)
+    return (c - s) * (c + s)
 
 
-def _propagator_rows(m: np.ndarray, c: np.ndarray, k: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(e^{-alpha t} C(t), e^{-alpha t} S(t)) of B oscillators on the same times, both continuous through q = 0.
+def _decay_rates(m: float, c: float, k: float) -> tuple[float, float]:
+    """(r_slow, r_fast) of `Oscillator.decay_rates`."""
+    d = _discriminant(m, c, k)
+    if d <= 0.0:
+        return c / (2.0 * m), c / (2.0 * m)
+    root = math.sqrt(d)
+    if c > 0.0:
+        return 2.0 * k / (c + root), (c + root) / (2.0 * m)
+    return (c - root) / (2.0 * m), 2.0 * k / (c - root)
 
-    m, c, k: shape (B,); t: shape (n,); returns two (B, n) arrays. Each row takes its own regime, from the
-    sign of its discriminant c^2 - 4mk = (c - 2 sqrt(mk)) (c + 2 sqrt(mk)) (`Oscillator.discriminant`):
+
+def _propagators(m: float, c: float, k: float, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(e^{-alpha t} C(t), e^{-alpha t} S(t)) of the oscillator (m, c, k), both continuous through q = 0.
 
     q > 0:  e^{-alpha t} C = e^{s_slow t} (1 + e^{-2 sqrt(q) t}) / 2,  e^{-alpha t} S = t e^{s_slow t} phi(2 sqrt(q) t),
-            with s_slow = sqrt(q) - alpha = -r_slow (`Oscillator.decay_rates`), so neither cosh nor sinh
-            overflows at late times.
+            with s_slow = sqrt(q) - alpha, so neither cosh nor sinh overflows at late times.
     q <= 0: e^{-alpha t} C = e^{-alpha t} cos(w t),               e^{-alpha t} S = t e^{-alpha t} sinc(w t).
     """
-    s = 2.0 * np.sqrt(m * k)
-    d = (c - s) * (c + s)
-    over = d > 0.0
-    if over.all():
-        return _overdamped_rows(m[:, None], c[:, None], k[:, None], d[:, None], t)
-    if not over.any():
-        return _underdamped_rows(m[:, None], c[:, None], d[:, None], t)
-    ec, es = np.empty((m.size, t.size)), np.empty((m.size, t.size))
-    ec[over], es[over] = _overdamped_rows(m[over, None], c[over, None], k[over, None], d[over, None], t)
-    under = ~over
-    ec[under], es[under] = _underdamped_rows(m[under, None], c[under, None], d[under, None], t)
-    return ec, es
-
-
-def _overdamped_rows(m, c, k, d, t) -> tuple[np.ndarray, np.ndarray]:
-    """`_propagator_rows` for d = c^2 - 4mk > 0: m, c, k, d of shape (B, 1), t (n,) -> two (B, n)."""
-    root = np.sqrt(d)
-    beta = root / (2.0 * m)  # sqrt(q)
-    # r_slow without cancellation: 2k / (c + sqrt(d)) when c > 0 (`Oscillator.decay_rates`)
-    with np.errstate(divide="ignore"):  # the branch not taken may divide by c + sqrt(d) = 0 (c < 0, k -> 0)
-        r_slow = np.where(c > 0.0, 2.0 * k / (c + root), (c - root) / (2.0 * m))
-    grow = np.exp(-r_slow * t)  # e^{s_slow t}, (B, n)
-    z = 2.0 * beta * t
-    return grow * (1.0 + np.exp(-z)) / 2.0, grow * t * _phi(z)
-
-
-def _underdamped_rows(m, c, d, t) -> tuple[np.ndarray, np.ndarray]:
-    """`_propagator_rows` for d = c^2 - 4mk <= 0: m, c, d of shape (B, 1), t (n,) -> two (B, n)."""
-    w = np.sqrt(-d) / (2.0 * m)
+    d = _discriminant(m, c, k)
+    if d > 0.0:
+        beta = math.sqrt(d) / (2.0 * m)  # sqrt(q)
+        grow = np.exp(-_decay_rates(m, c, k)[0] * t)  # e^{s_slow t}
+        z = 2.0 * beta * t
+        return grow * (1.0 + np.exp(-z)) / 2.0, grow * t * _phi(z)
+    w = math.sqrt(-d) / (2.0 * m)
     envelope = np.exp(-c / (2.0 * m) * t)
     return envelope * np.cos(w * t), envelope * t * np.sinc(w * t / np.pi)  # np.sinc(u) = sin(pi u)/(pi u)
 
@@ -235,7 +211,7 @@ def trajectory(osc: Oscillator, t, r_inf, r0, v0=0.0) -> np.ndarray:
     _check_oscillator(osc)
     t = _array("time t", t, nonnegative=True)
     r_inf, r0, v0 = (_array(n, v) for n, v in (("r_inf", r_inf), ("r0", r0), ("v0", v0)))
-    ec, es = _propagators(osc, t)
+    ec, es = _propagators(osc.mass, osc.damping, osc.stiffness, t)
     return _anchored(ec, es, osc.damping / (2.0 * osc.mass), r_inf, r0, v0)[()]
 
 
@@ -243,52 +219,6 @@ def _anchored(ec, es, alpha, r_inf, r0, v0) -> np.ndarray:
     """R_0 + x0 (e^{-alpha t} C - 1) + (v0 + alpha x0) e^{-alpha t} S,  x0 = R_0 - R_inf (`trajectory`)."""
     x0 = r0 - r_inf
     return r0 + x0 * (ec - 1.0) + (v0 + alpha * x0) * es
-
-
-def trajectory_family(t, mass=1.0):
-    """R(t) of `trajectory` on fixed times for many parameter sets: the function
-    (c, k, R_inf, R_0, v_0) -> R, each argument of shape (B,), returning (B, n) (row i is
-    `trajectory(Oscillator(mass=m, damping=c[i], stiffness=k[i]), t, R_inf[i], R_0[i], v_0[i])`).
-
-    For a fitter's repeated calls: t (1-d, n times >= 0) and m are checked here, once; each call
-    checks only that its parameters are finite and k > 0, then evaluates all B rows in one pass, the
-    propagators once per distinct (c, k) and reused from the previous call for a (c, k) it had.
-    """
-    t = _array("time t", t, nonnegative=True)
-    _require(t.ndim == 1, f"time t must be a 1-d array, got shape {t.shape}")
-    m = _real("mass", mass)
-    _require(m > 0.0, f"mass m must be positive, got {m}")
-
-    last: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}  # the previous call's propagators by (c, k)
-
-    def family(damping, stiffness, r_inf, r0, v0) -> np.ndarray:
-        p = np.array([damping, stiffness, r_inf, r0, v0], dtype=np.float64)  # (5, B)
-        if p.ndim != 2 or not (np.isfinite(p).all() and (p[1] > 0.0).all()):
-            _require(p.ndim == 2, f"trajectory parameters must be 1-d arrays of equal length, got shape {p.shape[1:]}")
-            _check_all("trajectory parameters (c, k, R_inf, R_0, v_0)", p, np.isfinite(p), "finite")
-            _check_all("stiffness k", p[1], p[1] > 0.0, "positive")
-        c, k, r_inf, r0, v0 = p
-        ec, es = _shared_propagators(list(zip(c.tolist(), k.tolist())))  # (B, n) each
-        return _anchored(ec, es, (c / (2.0 * m))[:, None], r_inf[:, None], r0[:, None], v0[:, None])
-
-    def _shared_propagators(keys: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
-        """Propagator rows for the (c, k) pairs `keys`: computed once per distinct pair, and not again for
-        a pair of the previous call (a fitter's Jacobian at the point it just evaluated; its steps in
-        R_inf, R_0, v_0 share the pair)."""
-        new = [key for key in dict.fromkeys(keys) if key not in last]
-        kept = {key: last[key] for key in keys if key in last}
-        last.clear()
-        last.update(kept)
-        if new:
-            cn, kn = np.array(new).T  # (D,) each
-            ec, es = _propagator_rows(np.full(cn.size, m), cn, kn, t)  # (D, n)
-            if new == keys:
-                last.update(zip(new, zip(ec, es)))
-                return ec, es
-            last.update(zip(new, zip(ec, es)))
-        return np.array([last[key][0] for key in keys]), np.array([last[key][1] for key in keys])
-
-    return family
 
 
 def velocity(osc: Oscillator, t, r_inf, r0, v0=0.0) -> np.ndarray:
@@ -300,7 +230,7 @@ def velocity(osc: Oscillator, t, r_inf, r0, v0=0.0) -> np.ndarray:
     t = _array("time t", t, nonnegative=True)
     r_inf, r0, v0 = (_array(n, v) for n, v in (("r_inf", r_inf), ("r0", r0), ("v0", v0)))
     x0 = r0 - r_inf
-    ec, es = _propagators(osc, t)
+    ec, es = _propagators(osc.mass, osc.damping, osc.stiffness, t)
     alpha = osc.damping / (2.0 * osc.mass)
     return (v0 * ec - (alpha * v0 + osc.stiffness / osc.mass * x0) * es)[()]
 

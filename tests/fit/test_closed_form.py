@@ -44,14 +44,25 @@ def test_too_few_points_is_a_clear_error():
         fit_exponential(np.arange(3.0), np.ones(3))
 
 
+JACOBIAN_ATOL = 1e-6  # analytic vs scipy's central differences, relative to a column's largest entry (or 1e-3: round-off columns)
+
+
 @pytest.mark.parametrize("v0", [None, 0.0])
 @pytest.mark.parametrize("x", [[0.7, 0.2, 0.6, np.log(0.03), 0.01], [0.7, 0.2, 0.05, np.log(0.03), -0.02],
-                               [0.0, -1.0, -0.01, -3.0, 0.0]])
-def test_oscillator_jacobian_is_scipys_forward_difference(x, v0):
-    """The vectorised Jacobian takes scipy's '2-point' steps: the same matrix, so the same optimiser path."""
+                               [0.0, -1.0, -0.01, -3.0, 0.0], [0.5, 0.1, 0.2, 60.0, 0.0]])  # last: ln k clipped at 50
+def test_oscillator_jacobian_matches_central_differences(x, v0):
     t = np.arange(0.0, 300.0, 1.5)
     r = np.cos(t / 40.0)
     residual, jacobian = _oscillator_residual(t, r, v0)
     x = np.array(x[:4] if v0 is not None else x)
     residual(x)  # as in scipy: the point is evaluated before its Jacobian
-    np.testing.assert_array_equal(jacobian(x), approx_derivative(residual, x, method="2-point"))
+    jac, num = jacobian(x), approx_derivative(residual, x, method="3-point")
+    assert jac.shape == (t.size, x.size)
+    for i in range(x.size):
+        np.testing.assert_allclose(jac[:, i], num[:, i], rtol=0, atol=JACOBIAN_ATOL * max(np.max(np.abs(num[:, i])), 1e-3))
+
+
+def test_exponential_passed_in_is_the_one_fitted_inside():
+    t = np.arange(200.0)
+    r = trajectory(Oscillator(mass=1.0, damping=0.3, stiffness=0.01), t, 0.8, 0.1, 0.0)
+    assert fit_oscillator(t, r, v0=0.0, exponential=fit_exponential(t, r)) == fit_oscillator(t, r, v0=0.0)

@@ -30,9 +30,9 @@ from gspo_dynamics.theory.trajectory import (
     slow_start_duration,
     slow_start_quadratic,
     trajectory,
-    trajectory_family,
     velocity,
 )
+from gspo_dynamics.theory.trajectory_family import Y_SERIES, trajectory_family
 
 ODE_RTOL = 1e-10  # closed form vs DOP853 at rtol 1e-13, relative to the solution's scale
 ROOT_RTOL = 1e-9  # decay rates vs numpy.roots (companion-matrix eigenvalues)
@@ -372,23 +372,56 @@ def test_bad_input_raises_config_error(case):
     assert "got" in message or "expected" in message
 
 
-FAMILY_RTOL = 1e-14  # the fast path evaluates the same formulas as `trajectory`, row by row
+FAMILY_RTOL = 1e-14  # the fast path evaluates the same formulas as `trajectory`
+JACOBIAN_RTOL = 1e-6  # analytic derivatives vs central differences (step 1e-6 relative: error ~1e-9 of the scale)
+
+
+def _family_cases(mass: float):
+    """(c, k, r_inf, r0, v0): over-, under-, critically, nearly critically damped (the series of dS/dq at every
+    t), growing, tiny stiffness."""
+    k = 0.02
+    critical = 2.0 * math.sqrt(mass * k)
+    return [(0.6, k, 0.7, 0.2, 0.01), (0.05, k, 0.3, 0.9, -0.02), (critical, k, 0.7, 0.2, 0.0),
+            (critical * (1 + 1e-9), k, 0.7, 0.2, 0.03), (-0.01, k, 0.1, 0.2, 0.0), (0.2, 1e-5, 0.5, 0.0, 0.001)]
+
+
+FAMILY_T = np.concatenate([[0.0], np.sort(np.random.default_rng(3).uniform(0, 300, 200))])
 
 
 @pytest.mark.parametrize("mass", [1.0, 0.75])
-def test_trajectory_family_matches_trajectory_row_by_row(mass):
-    t = np.concatenate([[0.0], np.sort(np.random.default_rng(3).uniform(0, 300, 200))])
-    k = 0.02
-    critical = 2.0 * math.sqrt(mass * k)
-    damping = np.array([0.6, 0.05, critical, critical * (1 + 1e-9), -0.01, 0.6])  # over, under, critical, near, growing, repeat
-    stiffness = np.full(damping.size, k)
-    r_inf, r0, v0 = np.linspace(0.2, 0.9, 6), np.linspace(-0.1, 0.3, 6), np.linspace(-0.01, 0.02, 6)
-    family = trajectory_family(t, mass=mass)
-    for _ in range(2):  # the second call reuses the first call's propagators
-        rows = family(damping, stiffness, r_inf, r0, v0)
-        for i in range(damping.size):
-            osc = Oscillator(mass=mass, damping=damping[i], stiffness=k)
-            np.testing.assert_allclose(rows[i], trajectory(osc, t, r_inf[i], r0[i], v0[i]), rtol=FAMILY_RTOL, atol=0)
+def test_trajectory_family_is_trajectory(mass):
+    family = trajectory_family(FAMILY_T, mass=mass)
+    for c, k, r_inf, r0, v0 in _family_cases(mass):
+        expected = trajectory(Oscillator(mass=mass, damping=c, stiffness=k), FAMILY_T, r_inf, r0, v0)
+        for _ in range(2):  # the second call reuses the first call's propagators
+            np.testing.assert_allclose(family(c, k, r_inf, r0, v0), expected, rtol=FAMILY_RTOL, atol=0)
+
+
+@pytest.mark.parametrize("mass", [1.0, 0.75])
+def test_trajectory_family_jacobian_matches_central_differences(mass):
+    family = trajectory_family(FAMILY_T, mass=mass)
+    for params in _family_cases(mass):
+        r, jac = family(*params, jacobian=True)
+        assert jac.shape == (5, FAMILY_T.size)
+        for i in range(5):
+            h = 1e-6 * max(abs(params[i]), 1e-3)
+            up, down = list(params), list(params)
+            up[i], down[i] = params[i] + h, params[i] - h
+            num = (trajectory(Oscillator(mass=mass, damping=up[0], stiffness=up[1]), FAMILY_T, *up[2:])
+                   - trajectory(Oscillator(mass=mass, damping=down[0], stiffness=down[1]), FAMILY_T, *down[2:])) / (2 * h)
+            scale = np.max(np.abs(num))
+            np.testing.assert_allclose(jac[i], num, rtol=0, atol=JACOBIAN_RTOL * scale, err_msg=f"{params}, column {i}")
+
+
+def test_dsq_series_meets_the_direct_form():
+    """dS/dq from its series just below Y_SERIES equals the direct (t C - S)/(2q) just above it."""
+    t = np.array([10.0])
+    for q in (Y_SERIES / 100.0 * (1 - 1e-9), -Y_SERIES / 100.0 * (1 - 1e-9)):  # y = q t^2 at the switch, both signs
+        osc = Oscillator(mass=1.0, damping=0.3, stiffness=0.0225 - q)  # alpha = 0.15, q = alpha^2 - k
+        below = trajectory_family(t)(osc.damping, osc.stiffness, 0.0, 1.0, 0.0, jacobian=True)[1][1]
+        osc = Oscillator(mass=1.0, damping=0.3, stiffness=0.0225 - q * (1 + 2e-9) / (1 - 1e-9))
+        above = trajectory_family(t)(osc.damping, osc.stiffness, 0.0, 1.0, 0.0, jacobian=True)[1][1]
+        np.testing.assert_allclose(below, above, rtol=1e-8)
 
 
 def test_trajectory_family_checks_times_once_and_parameters_per_call():
@@ -396,6 +429,6 @@ def test_trajectory_family_checks_times_once_and_parameters_per_call():
         trajectory_family([0.0, -1.0])
     family = trajectory_family(np.arange(5.0))
     with pytest.raises(ConfigError, match="stiffness k"):
-        family(np.array([0.1]), np.array([0.0]), np.zeros(1), np.zeros(1), np.zeros(1))
+        family(0.1, 0.0, 0.0, 0.0, 0.0)
     with pytest.raises(ConfigError, match="finite"):
-        family(np.array([np.nan]), np.array([0.1]), np.zeros(1), np.zeros(1), np.zeros(1))
+        family(np.nan, 0.1, 0.0, 0.0, 0.0)

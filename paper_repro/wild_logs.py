@@ -10,7 +10,11 @@ Per log: `read_log(path)` as a user calls it, then `diagnose(log)`. Scores: read
 false non_finite, verdicts right / unsure, and the confidence >= 0.9 bucket with the Platt map refitted leaving each
 repository out. Records the rows wild-logs-read and wild-logs-verdicts and the appendix section with every log.
 
-    python paper_repro/wild_logs.py [--no-record] [--logs DIR] [--only SUBSTRING]
+Two sets, scored apart: `dev` (labels_*.json: the development corpus, which the readers' authors saw while they
+worked) and `heldout` (heldout/labels_*.json: labelled after the readers were frozen from repositories nobody had
+looked at, the honest measure of logs from the wild).
+
+    python paper_repro/wild_logs.py [--set dev|heldout] [--no-record] [--logs DIR] [--only SUBSTRING]
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ from gspo_dynamics.logs import read_log
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = Path(__file__).with_name("wild_logs")
 ENV_VAR = "GSPO_DYNAMICS_WILD_LOGS"
-SECTION = "## Logs from the wild (issue 48)"
+SECTIONS = {"dev": "## Logs from the wild: the development corpus (issue 48)",
+            "heldout": "## Logs from the wild: the held-out set (issue 48)"}
+FOLDERS = {"dev": LABELS, "heldout": LABELS / "heldout"}
 # the protocol's targets
 READ_TARGET, RIGHT_TARGET, CONFIDENT_TARGET, UNSURE_MAX, CONFIDENT = 0.95, 0.85, 0.90, 0.20, 0.9
 REL, ABS = 1e-3, 1e-6  # reward_first / reward_last agree to this (relative, absolute)
@@ -205,9 +211,9 @@ def breakdown(rows: list[dict], key: str) -> list[str]:
     return lines
 
 
-def section(rows: list[dict], s: dict, absent: list[str]) -> str:
-    lines = [SECTION, "",
-             "`python paper_repro/wild_logs.py`, protocol `paper_repro/wild_logs/PROTOCOL.md` (fixed before the first "
+def section(name: str, rows: list[dict], s: dict, absent: list[str]) -> str:
+    lines = [SECTIONS[name], "",
+             f"`python paper_repro/wild_logs.py --set {name}`, protocol `paper_repro/wild_logs/PROTOCOL.md` (fixed before the first "
              "run). Each log was labelled by eye before this package read it; the logs are other people's and are not "
              f"in this repository (manifest and labels in `paper_repro/wild_logs/`). Present: {s['present']} of "
              f"{s['labelled']} labelled logs, from {s['repos']} repositories" +
@@ -234,13 +240,14 @@ def section(rows: list[dict], s: dict, absent: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", default="dev", choices=tuple(SECTIONS), help="which labelled set (default: dev)")
     parser.add_argument("--no-record", action="store_true", help="print only; leave RESULTS.md alone")
     parser.add_argument("--logs", help=f"folder of the logs (default: ${ENV_VAR}, else ../wild_logs)")
     parser.add_argument("--only", help="score only the logs whose file name contains this")
     args = parser.parse_args()
     started = time.perf_counter()
     folder = logs_dir(args.logs)
-    entries = [e for e in load_entries() if not args.only or args.only in e["file"]]
+    entries = [e for e in load_entries(FOLDERS[args.set]) if not args.only or args.only in e["file"]]
     rows, absent = [], []
     for entry in entries:
         path, why = locate(entry, folder)
@@ -260,16 +267,16 @@ def main() -> None:
     s = summarise(rows, len(entries))
     print(json.dumps({k: v for k, v in s.items()}, default=str))
     by_label = Counter(r["label"] for r in rows)
-    cmd = "python paper_repro/wild_logs.py"
+    cmd = f"python paper_repro/wild_logs.py --set {args.set}"
     write = not args.no_record and not args.only
-    record(Claim("wild-logs-read", "real logs from repositories no reader was shaped on are read as labelled by eye"),
+    record(Claim(f"wild-logs-read-{args.set}", f"{args.set}: real logs from repositories no reader was shaped on are read as labelled by eye"),
            predicted=f">= {READ_TARGET:.0%} read as expected, 0 tracebacks, refusals only without a reward-like "
                      "series, 0 false non_finite",
            measured=f"{s['present']} logs from {s['repos']} repositories: read as expected {_share(*s['read'])}; "
                     f"tracebacks {s['tracebacks']}; wrong refusals {s['wrong_refusals']}; false non_finite "
                     f"{s['false_non_finite']}", passed=s["read_pass"], quick=False, started=started, command=cmd,
            write=write)
-    record(Claim("wild-logs-verdicts", "on those logs diagnose's verdict is right, or it says it is unsure"),
+    record(Claim(f"wild-logs-verdicts-{args.set}", f"{args.set}: on those logs diagnose's verdict is right, or it says it is unsure"),
            predicted=f"right >= {RIGHT_TARGET:.0%} where given; >= {CONFIDENT_TARGET:.0%} at confidence >= "
                      f"{CONFIDENT} (Platt map refitted leaving the repository out); unsure <= {UNSURE_MAX:.0%}",
            measured=f"right {_share(*s['right'])}; at >= {CONFIDENT} held out {_share(*s['confident'])} (printed "
@@ -277,7 +284,7 @@ def main() -> None:
                     + ", ".join(f"{k} {v}" for k, v in by_label.most_common()),
            passed=s["verdict_pass"], quick=False, started=started, command=cmd, write=write)
     if write:
-        replace_section(SECTION, section(rows, s, absent))
+        replace_section(SECTIONS[args.set], section(args.set, rows, s, absent))
 
 
 if __name__ == "__main__":

@@ -189,7 +189,9 @@ def summarise(rows: list[dict], labelled: int) -> dict:
     s = {"present": len(rows), "labelled": labelled, "repos": len({r["repo"] for r in rows}),
          "read": (len(read_ok), len(rows)), "tracebacks": len(tracebacks), "wrong_refusals": len(wrong_refusals),
          "false_non_finite": len(false_nf), "right": (sum(map(right, given)), len(given)),
-         "unsure": (len(unsure), len(modal)), "confident": (sum(map(right, confident)), len(confident)),
+         "unsure": (len(unsure), len(modal)),
+         "unsure_naming_label": (sum(r["label"] in r["unsure"] or bool(set(r["also_ok"]) & set(r["unsure"]))
+                                     for r in unsure), len(unsure)), "confident": (sum(map(right, confident)), len(confident)),
          "printed_confident": (sum(map(right, printed)), len(printed))}
     frac = lambda pair: pair[0] / pair[1] if pair[1] else 0.0  # noqa: E731
     s["read_pass"] = bool(rows) and frac(s["read"]) >= READ_TARGET and not tracebacks and not wrong_refusals \
@@ -222,7 +224,8 @@ def section(name: str, rows: list[dict], s: dict, absent: list[str]) -> str:
              f"(target 0); refused without a `refused` label {s['wrong_refusals']} (target 0); false non_finite "
              f"{s['false_non_finite']} (target 0)",
              f"- verdicts right where given: {_share(*s['right'])} (target >= {RIGHT_TARGET:.0%}); unsure on "
-             f"{_share(*s['unsure'])} of the logs labelled with a mode (target <= {UNSURE_MAX:.0%})",
+             f"{_share(*s['unsure'])} of the logs labelled with a mode (target <= {UNSURE_MAX:.0%}); the modes an "
+             f"unsure answer names include the label (or one it allows) on {_share(*s['unsure_naming_label'])}",
              f"- right at confidence >= {CONFIDENT} with the Platt map refitted leaving the log's repository out: "
              f"{_share(*s['confident'])} (target >= {CONFIDENT_TARGET:.0%}); at the printed confidence: "
              f"{_share(*s['printed_confident'])}", "",
@@ -280,7 +283,8 @@ def main() -> None:
            predicted=f"right >= {RIGHT_TARGET:.0%} where given; >= {CONFIDENT_TARGET:.0%} at confidence >= "
                      f"{CONFIDENT} (Platt map refitted leaving the repository out); unsure <= {UNSURE_MAX:.0%}",
            measured=f"right {_share(*s['right'])}; at >= {CONFIDENT} held out {_share(*s['confident'])} (printed "
-                    f"{_share(*s['printed_confident'])}); unsure {_share(*s['unsure'])}; labels "
+                    f"{_share(*s['printed_confident'])}); unsure {_share(*s['unsure'])} (naming the label "
+                    f"{_share(*s['unsure_naming_label'])}); labels "
                     + ", ".join(f"{k} {v}" for k, v in by_label.most_common()),
            passed=s["verdict_pass"], quick=False, started=started, command=cmd, write=write)
     if write:

@@ -101,7 +101,8 @@ def seen(diagnosis) -> Seen:
 
     conf = _confidence(diagnosis)
     band = -1 if conf is None else sum(conf >= b for b in BANDS)
-    return Seen(diagnosis.primary, band, frozenset(f.name for f in diagnosis.findings if f.severity != FINDING_NOTE))
+    verdict = "unsure: " + " or ".join(diagnosis.unsure) if diagnosis.unsure else diagnosis.primary
+    return Seen(verdict, band, frozenset(f.name for f in diagnosis.findings if f.severity != FINDING_NOTE))
 
 
 def changes(before: Seen | None, now: Seen) -> dict[str, list[str]]:
@@ -135,7 +136,7 @@ def report_json(step: int, diagnosis, change: dict, failed: list, **extra) -> st
     findings = [{"name": f.name, "severity": f.severity, "summary": f.summary}
                 for f in diagnosis.findings if f.severity != FINDING_NOTE or any(n == f.name for n, _ in failed)]
     return json.dumps({"schema": JSON_SCHEMA, "step": step, "verdict": diagnosis.primary,
-                       "confidence": _confidence(diagnosis), "action": action, "findings": findings, **change,
+                       "unsure": list(diagnosis.unsure), "confidence": _confidence(diagnosis), "action": action, "findings": findings, **change,
                        "fail_on": [{"name": n, "confidence": c} for n, c in failed], **extra}, allow_nan=False)
 
 
@@ -144,8 +145,9 @@ def report_text(step: int, diagnosis, change: dict, failed: list) -> str:
     from gspo_dynamics.diagnose import FINDINGS
 
     conf = _confidence(diagnosis)
-    if conf is None:  # too short: the headline says how many reward points there are and are needed
-        lines = [f"step {step}: {diagnosis.headline()[0].removeprefix('verdict').strip()}"]
+    if conf is None or diagnosis.unsure:  # too short, or unsure: the headline says so (and what would tell)
+        lines = [f"step {step}: {diagnosis.headline()[0].removeprefix('verdict').strip()}"
+                 + ("" if conf is None else f"; do {diagnosis.action()}")]
     else:
         lines = [f"step {step}: {diagnosis.primary.replace('_', ' ')} (confidence {conf:.2f}) — do {diagnosis.action()}"]
     summaries = {f.name: f.summary for f in diagnosis.findings}

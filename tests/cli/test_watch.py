@@ -159,3 +159,18 @@ def test_once_on_an_empty_log_says_it_once(tmp_path, capsys):
     assert main(["watch", str(path), "--once"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("gspo-dynamics: error: ") and "empty" in err[0]
+
+
+def test_an_unsure_answer_is_reported_as_unsure_with_what_would_tell():
+    from gspo_dynamics.cli._watch import report_json, report_text, seen
+    from gspo_dynamics.diagnose import Verdict
+    from gspo_dynamics.diagnose._verdict import Diagnosis
+
+    verdict = Verdict("healthy_saturation", 0.5, [], ["train longer and diagnose again"],
+                      unsure=("still_rising", "healthy_saturation"))
+    d = Diagnosis(primary="healthy_saturation", verdicts=[verdict], fit=None, implications=None,
+                  log_summary={}, not_checked=[], notes=[])
+    text = report_text(40, d, {"new": [], "changed": [], "cleared": []}, [])
+    assert text.startswith("step 40: unsure: still rising or healthy saturation") and "; do train longer" in text
+    assert seen(d).verdict == "unsure: still_rising or healthy_saturation"
+    assert '"unsure": ["still_rising", "healthy_saturation"]' in report_json(40, d, {}, [])

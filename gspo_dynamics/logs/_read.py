@@ -21,6 +21,7 @@ import csv
 import dataclasses
 import itertools
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -251,9 +252,13 @@ def read_log(
         if format == "auto":
             if isinstance(content, bytes) and looks_like_tfrecord(content[:12]):
                 format = "tensorboard"
+            elif (json_format := _json_format(content)) is not None:
+                format, decoded = json_format, (content, [])  # JSON read from the bytes: no decoded copy
             else:
                 decoded = _as_text(content)
                 format = _row_list_format(decoded[0]) or detect_format(decoded[0])
+        elif format in _JSON_FORMATS and _plain_ascii(content):
+            decoded = (content, [])
         elif format != "tensorboard":
             decoded = _as_text(content)
     except ConfigError as error:  # empty, binary, not UTF-8: said of the file the user named
@@ -268,11 +273,54 @@ def read_log(
         raw = read_tensorboard(content, step_key)
     else:
         text, decode_warnings = decoded
-        if not text or text.isspace():
+        del decoded, content
+        if _is_blank(text):
             raise ConfigError(_of_file("the log is empty", source))
-        raw = READERS[format](text, step_key)
+        handed = [text]
+        del text  # the reader's argument is then the only reference: it drops the text once parsed
+        raw = READERS[format](handed.pop(), step_key)
         raw.warnings[:0] = decode_warnings
     return build_log(raw, format, source, column_map, run=run, logging_steps=logging_steps)
+
+
+_JSON_FORMATS = ("trl_state", "jsonl")  # formats whose readers take ASCII bytes as they are (`_plain_ascii`)
+_TEXT_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c\x1c-\x1f]")  # a character that is not whitespace to `str.isspace`
+
+
+def _plain_ascii(content: bytes | str) -> bool:
+    """Whether `content` is bytes whose text (`_as_text`) is their ASCII decoding: a JSON reader may then read the
+    bytes (orjson parses them as they are; what it refuses, or what `bytes` and `str` split into lines differently,
+    is read from the text: `_readers._clean_lines`), and the whole decoded copy is never made. NUL in the head is
+    left to `_as_text`'s error."""
+    return isinstance(content, bytes) and content.isascii() and b"\x00" not in content[:4096]
+
+
+def _is_blank(text: bytes | str) -> bool:
+    """Whether a log's text (or its ASCII bytes) is empty or whitespace only, as `str.isspace` says."""
+    return not text or (text.isspace() if isinstance(text, str) else _TEXT_SPACE.search(text) is None)
+
+
+def _json_format(content: bytes | str) -> str | None:
+    """"trl_state" or "jsonl" where `_plain_ascii` bytes are one by the detection rules (`_row_list_format`, then
+    `detect_format`) read off their head; None to decode them and detect on the whole text."""
+    if not _plain_ascii(content):
+        return None
+    head = content[: DETECT_CHARS + 8192].decode("ascii")
+    stripped = head.lstrip()
+    whole = len(head) == len(content)
+    if not whole and len(stripped) < DETECT_CHARS + 4096:
+        return None
+    found = _row_list_format(head)
+    if found is not None:
+        return found
+    if not stripped:
+        return None
+    try:
+        found = detect_format(head)  # its first rules, trl_state and jsonl, read only the head and the first line
+    except ConfigError:
+        return None
+    whole_first_line = whole or stripped.find("\n") >= 0
+    return found if found == "trl_state" or (found == "jsonl" and whole_first_line) else None
 
 
 def _check_run_options(run, logging_steps) -> None:
@@ -322,7 +370,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     """
     if not raw.rows:
         raise ConfigError(f"no metric rows with a valid step were found in the {format} log")
-    groups = key_groups(raw.rows)
+    groups = raw.groups if raw.groups is not None else key_groups(raw.rows)
     raw_keys = set().union(*groups)
     foreign = _names.foreign_algorithm(raw_keys)
     if foreign is not None:

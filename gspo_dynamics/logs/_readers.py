@@ -10,16 +10,19 @@ from __future__ import annotations
 import collections
 import csv
 import io
+import itertools
 import json
 import math
 import operator
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._columns import missing_column
 from gspo_dynamics.logs._names import is_summary_row
-from gspo_dynamics.logs._runlog import Row, to_step
+from gspo_dynamics.logs._runlog import _MAX_STEP, Row, to_step
 from gspo_dynamics.logs._tfevents import read_events
 
 try:  # a dependency, but optional at run time (see `_loads`)
@@ -49,6 +52,7 @@ class RawLog:
     warnings: list[str] = field(default_factory=list)
     logging_steps: int | None = None  # as recorded by the trainer, when it records it
     step_axis: str | None = None  # how the steps were found ("column 'iteration'"); None: said by the format
+    groups: dict[tuple, list[int]] | None = None  # `_rows.key_groups(rows)` where the reader has them, else None
 
 
 def _loads(text: str):
@@ -127,41 +131,73 @@ def _step_column(objects: list[dict], present: list[str]) -> tuple[str | None, l
     whose values are steps in most rows that hold it; then `epoch` where it is a whole number in every row."""
     for key in present:
         values = [o.get(key) for o in objects]
-        steps = list(map(to_step, values))
+        steps = _steps_of(values)
         if 2 * (len(steps) - steps.count(None)) > len(values) - values.count(None):
             return key, steps
-    epochs = list(map(to_step, (o.get("epoch") for o in objects)))
+    epochs = _steps_of([o.get("epoch") for o in objects])
     if objects and None not in epochs:
         return "epoch", epochs
     return None, [None] * len(objects)
 
 
-def _step_rows(objects: list[dict], what: str, warnings: list[str], step_key: str | None, owned: bool = False
-               ) -> tuple[list[Row], str]:
-    """(rows, step axis) of flat records: the step from one column for the whole file (`step_key`, else
-    `_step_column`), every step column left out of the rows; rows numbered 1, 2, ... when no column gives steps.
-    owned: the records are the reader's own (parsed here), changed in place; else copied (a caller's rows)."""
+def _steps_of(values: list) -> list:
+    """`to_step` of each value: the values themselves where all are ints in range (checked at C speed)."""
+    if values and set(map(type, values)) == {int} and min(values) >= 0 and max(values) <= _MAX_STEP:
+        return values
+    return list(map(to_step, values))
+
+
+def _step_rows(objects: list[dict], what: str, warnings: list[str], step_key: str | None, owned: bool = False,
+               groups: dict[tuple, list[int]] | None = None) -> tuple[list[Row], str, dict[tuple, list[int]] | None]:
+    """(rows, step axis, their `key_groups`) of flat records: the step from one column for the whole file
+    (`step_key`, else `_step_column`), every step column left out of the rows; rows numbered 1, 2, ... when no column
+    gives steps. owned: the records are the reader's own (parsed here), changed in place; else copied (a caller's
+    rows). groups: the records' `key_groups` where the reader has them, carried over to the rows (else None)."""
     keys = set().union(*objects) if objects else set()
+    kept = np.ones(len(objects), dtype=bool) if groups is not None else None  # (n,) the records that become rows
     if "train_runtime" in keys:  # transformers' end-of-training summary row (`is_summary_row`): not a metric row
+        if kept is not None:
+            kept[[i for k, members in groups.items() if "train_runtime" in k for i in members]] = False
         objects = [o for o in objects if "train_runtime" not in o]
     if step_key is not None:
         if objects and step_key not in keys:
             raise missing_column("step", step_key, keys, what)
-        return _finish([_split_step(o, step_key) for o in objects], what, warnings, step_key), f"column {step_key!r}"
+        rows = _finish([_split_step(o, step_key) for o in objects], what, warnings, step_key)
+        return rows, f"column {step_key!r}", None
     present = [key for key in STEP_KEYS if key in keys]
     column, steps = _step_column(objects, present)
     records = objects if owned else [dict(o) for o in objects]
-    for key in present + ["epoch"] if column == "epoch" else present:
+    popped = present + ["epoch"] if column == "epoch" else present
+    for key in popped:
         collections.deque(map(operator.methodcaller("pop", key, None), records), maxlen=0)  # C speed, once per key
     if column is None:
-        return _finish(list(zip(steps, records)), what, warnings), NUMBERED_AXIS
+        rows = _finish(list(zip(steps, records)), what, warnings)  # every step None: all rows numbered
+        return rows, NUMBERED_AXIS, None if kept is None else _regroup(groups, kept, set(popped))
     n_bad = steps.count(None)
     if n_bad:
         warnings.append(f"{n_bad} row(s) without a valid non-negative integer step were skipped")
         rows = [(step, record) for step, record in zip(steps, records) if step is not None]
+        if kept is not None:
+            kept[np.flatnonzero(kept)[[i for i, step in enumerate(steps) if step is None]]] = False
     else:
         rows = list(zip(steps, records))
-    return rows, f"column {column!r}" + (" (no step column)" if column == "epoch" else "")
+    axis = f"column {column!r}" + (" (no step column)" if column == "epoch" else "")
+    return rows, axis, None if kept is None else _regroup(groups, kept, set(popped))
+
+
+def _regroup(groups: dict[tuple, list[int]], kept: np.ndarray, popped: set[str]) -> dict[tuple, list[int]]:
+    """`key_groups` of the records' rows from the records' groups: the records `kept` (bool (n,)), renumbered, the
+    keys `popped` left out of every one (groups that then hold the same keys merged), in order of first row."""
+    position = np.cumsum(kept) - 1  # (n,) each kept record's row
+    merged: dict[tuple, list[np.ndarray]] = {}
+    for keys, members in groups.items():
+        members = np.asarray(members, dtype=np.int64)
+        members = members[kept[members]]
+        if members.size:
+            merged.setdefault(tuple(k for k in keys if k not in popped), []).append(members)
+    out = {keys: position[parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))].tolist()
+           for keys, parts in merged.items()}
+    return dict(sorted(out.items(), key=lambda item: item[1][0]))
 
 
 # ---- TRL trainer_state.json -----------------------------------------------------------------
@@ -171,6 +207,7 @@ def _unparsed(text: str, what: str, instead: str = "") -> ConfigError:
     """The error for a JSON document that does not parse: where it stops, when it is cut short (a job killed while
     writing it: the parser reaches the end still inside it), else where it is damaged; `instead`: what to read in
     its place."""
+    text = text.decode("ascii") if isinstance(text, bytes) else text
     try:
         json.loads(text)
         return ConfigError(f"the {what} could not be read as JSON")  # orjson and json disagree: not expected
@@ -192,6 +229,7 @@ def read_trl_state(text: str, step_key: str | None = None) -> RawLog:
     state = _loads(text)
     if state is None:
         raise _unparsed(text, "trainer_state.json", "; give an earlier checkpoint's copy, or the run's TensorBoard events")
+    del text  # the rows are parsed: the text is not needed again
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise ConfigError("the trainer_state.json has no 'log_history' list of rows")
     return read_trl_history(state["log_history"], step_key, state.get("logging_steps"), owned=True)
@@ -213,8 +251,9 @@ def read_trl_history(history: list, step_key: str | None = None, logging_steps: 
         objects.append(row if dict not in map(type, row.values()) else _flatten(row))  # `_flatten`, its check inlined
     if n_bad:
         warnings.append(f"{n_bad} log_history entries were not JSON objects and were skipped")
-    rows, axis = _step_rows(objects, "log_history", warnings, step_key, owned)
-    return RawLog(rows, warnings, _interval(logging_steps), axis)
+    groups = _groups_of(map(tuple, objects)) if step_key is None else None
+    rows, axis, groups = _step_rows(objects, "log_history", warnings, step_key, owned, groups)
+    return RawLog(rows, warnings, _interval(logging_steps), axis, groups)
 
 
 def _interval(logging_steps: object) -> int | None:
@@ -226,47 +265,131 @@ def _interval(logging_steps: object) -> int | None:
 # ---- JSON Lines (generic, W&B, verl file logger) and JSON arrays -----------------------------
 
 
-def _one_object_per_line(text: str) -> list | None:
-    """The objects of a clean JSONL text in one parse (fast), or None to go line by line.
+JSONL_CHUNK = 4 << 20  # characters of a JSONL text parsed at once (about 20k rows of 200 characters)
+
+
+def _one_object_per_line(text: str | bytes, chunk: int = JSONL_CHUNK) -> list | None:
+    """The objects of a clean JSONL text (str, or ASCII bytes: see `_read._plain_ascii`), or None to go line by line.
 
     Clean: the non-blank lines joined as a JSON array parse to exactly one object per line; anything
-    else (a bad line, a line with two objects) returns None.
+    else (a bad line, a line with two objects) returns None. Parsed in pieces of about `chunk` characters cut after a
+    newline, each piece's lines joined and dropped before the next (no copy of the whole text): where every piece is
+    clean, the whole is, to the same objects; where one is not, the whole text is tried at once, as it always was.
     """
-    lines = [line for line in text.splitlines() if line and not line.isspace()]  # no copies
-    if not lines or max(map(len, lines)) > _MAX_LINE:
+    newline = "\n" if isinstance(text, str) else b"\n"
+    objects: list = []
+    start = 0
+    while start < len(text):
+        end = text.find(newline, start + max(chunk, 1) - 1)
+        end = len(text) if end < 0 else end + 1
+        part = _objects_of_lines(text[start:end].splitlines())
+        if part is None:
+            return _objects_of_lines(text.splitlines()) or None
+        objects += part
+        start = end
+    return objects or None
+
+
+def _objects_of_lines(lines: list) -> list | None:
+    """One dict per non-blank line of `lines` from one parse of them joined as a JSON array, else None; [] for none."""
+    lines = [line for line in lines if line and not line.isspace()]
+    if not lines:
+        return []
+    if max(map(len, lines)) > _MAX_LINE:
         return None
-    objects = _loads("[" + ",".join(lines) + "]")
-    if not isinstance(objects, list) or len(objects) != len(lines):
+    n_lines = len(lines)
+    joined = ("[" + ",".join(lines) + "]") if isinstance(lines[0], str) else (b"[" + b",".join(lines) + b"]")
+    del lines  # the lines' text, before the parse's objects are made
+    objects = _loads(joined)
+    del joined
+    if not isinstance(objects, list) or len(objects) != n_lines:
         return None
     return objects if all(isinstance(obj, dict) for obj in objects) else None
 
 
-def read_jsonl(text: str, step_key: str | None = None) -> RawLog:
+def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
     """One JSON object per line (or one JSON array of objects, or one object holding them in a list under one of
     ROW_LISTS: `{"steps": [...]}`, or one object of columns: `{"step": [1, 2], "reward": [0.1, 0.3]}`); nested dicts
-    are flattened. A JSON `null` is a missing value.
+    are flattened. A JSON `null` is a missing value. Bytes: ASCII text (`_read._plain_ascii`).
 
     verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names, and a null in `data` is a
     NaN or an infinity (orjson writes them so), kept as NaN: a logged non-finite value, not a missing one.
     """
     warnings: list[str] = []
     objects, n_bad, logging_steps = _json_objects(text, warnings)
-    records = []
-    for obj in objects:
-        if not isinstance(obj, dict):
-            n_bad += 1
-            continue
-        data = obj.get("data")
-        if isinstance(data, dict):  # verl file logger
-            obj = {**{k: v for k, v in obj.items() if k != "data"},
-                   **{k: (math.nan if v is None else v) for k, v in data.items()}}
-        records.append(_flatten(obj))
+    groups = None
+    if objects and set(map(type, objects)) == {dict}:  # C speed; a key set's rows are flattened (or not) together
+        records = objects
+        groups = _groups_of(map(tuple, objects))
+        # as many `{` in the text as objects: each holds its own, none holds a dict (each would hold one more)
+        nested = text.count("{" if isinstance(text, str) else b"{") != len(objects)
+        del text
+        flattened = False
+        for keys, members in groups.items() if nested else ():
+            if "data" in keys:  # verl file logger, row by row
+                for i in members:
+                    records[i] = _record(objects[i])
+            elif dict in set(map(type, itertools.chain.from_iterable(map(dict.values, map(objects.__getitem__,
+                                                                                          members))))):
+                for i in members:
+                    records[i] = _flatten(objects[i])
+            else:
+                continue
+            flattened = True
+        groups = None if flattened else groups  # keys changed: grouped again from the rows
+    else:
+        records = []
+        for obj in objects:
+            if not isinstance(obj, dict):
+                n_bad += 1
+                continue
+            records.append(_record(obj))
     if n_bad:
         warnings.append(f"{n_bad} line(s) were not JSON objects and were skipped")
     if not records:
         raise ConfigError("no JSON objects were found in the file")
-    rows, axis = _step_rows(records, "JSON log", warnings, step_key, owned=True)
-    return RawLog(rows, warnings, logging_steps, axis)
+    rows, axis, groups = _step_rows(records, "JSON log", warnings, step_key, owned=True,
+                                    groups=groups if step_key is None else None)
+    return RawLog(rows, warnings, logging_steps, axis, groups)
+
+
+def _record(obj: dict) -> dict:
+    """One JSON row flat: verl's `{"step": N, "data": {...}}` with its data at the top, a null there kept as NaN."""
+    data = obj.get("data")
+    if isinstance(data, dict):  # verl file logger
+        obj = {**{k: v for k, v in obj.items() if k != "data"},
+               **{k: (math.nan if v is None else v) for k, v in data.items()}}
+    return _flatten(obj)
+
+
+def _groups_of(keys) -> dict[tuple, list[int]]:
+    """{key tuple: the positions holding it, ascending}, in order of first appearance, for an iterable of key tuples:
+    the tuples numbered through one dict at C speed, the positions of each number found by one stable sort."""
+    keys = list(keys)
+    number: dict = dict.fromkeys(keys)
+    for i, key in enumerate(number):
+        number[key] = i
+    if len(number) <= 1:
+        return {key: list(range(len(keys))) for key in number}
+    codes = np.fromiter(map(number.__getitem__, keys), np.int64, len(keys))  # (n,)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(number) + 1))
+    return {key: order[bounds[i]:bounds[i + 1]].tolist() for i, key in enumerate(number)}
+
+
+def _clean_lines(data: bytes) -> tuple[list, int, None] | None:
+    """`_json_objects` of ASCII bytes that are clean JSON lines (`_one_object_per_line`), else None: a document, an
+    array, or a line that does not parse is read from the text."""
+    head = data[:8192].lstrip()
+    if len(head) < 4096 < len(data) or not head.startswith(b"{"):
+        return None
+    head = head[:4096].decode("ascii")
+    if ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head):
+        return None
+    objects = _one_object_per_line(data)
+    if objects is None or (len(objects) == 1 and _row_list(objects[0]) is not None):
+        return None
+    return objects, 0, None
 
 
 def _row_list(document: object) -> list | None:
@@ -298,9 +421,15 @@ def _column_rows(document: object, warnings: list[str]) -> list[dict] | None:
     return [dict(zip(keys, values)) for values in zip(*(columns[key] for key in keys))]
 
 
-def _json_objects(text: str, warnings: list[str]) -> tuple[list, int, int | None]:
+def _json_objects(text: str | bytes, warnings: list[str]) -> tuple[list, int, int | None]:
     """(the JSON values of a JSON-lines, JSON-array or row-list text, how many lines were not JSON, the logging
-    interval a row-list document records)."""
+    interval a row-list document records). Bytes (ASCII): clean JSON lines are parsed from them, anything else from
+    their text."""
+    if isinstance(text, bytes):
+        objects = _clean_lines(text)
+        if objects is not None:
+            return objects
+        text = text.decode("ascii")
     stripped = text.lstrip()
     if stripped.startswith("{") and ROWS_DOCUMENT.match(stripped[:4096]):
         document = _loads(text)
@@ -366,7 +495,7 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
         warnings.append(f"{n_ragged} CSV row(s) had a different number of cells than the header")
     if not records:
         raise ConfigError("the CSV has a header but no data rows")
-    rows, axis = _step_rows(records, "CSV", warnings, step_key, owned=True)
+    rows, axis, _ = _step_rows(records, "CSV", warnings, step_key, owned=True)
     return RawLog(rows, warnings, None, axis)
 
 

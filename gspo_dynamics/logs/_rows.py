@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -229,6 +230,8 @@ def take(rows: list[Row], index) -> list[Row]:
     """rows[i] for each i of `index` (indices or a bool mask)."""
     index = np.asarray(index)
     if index.dtype == np.bool_:
+        if index.all():
+            return list(rows)
         index = np.flatnonzero(index)
     return [rows[i] for i in index.tolist()]
 
@@ -266,7 +269,7 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         rows = number_rows(rows, is_eval, every or 1)
         if every and every > 1:
             step_axis = f"logging_steps {every} x row"
-    steps = np.fromiter((step for step, _ in rows), np.int64, len(rows))  # (n,)
+    steps = np.fromiter(map(itemgetter(0), rows), np.int64, len(rows))  # (n,)
     starts = run_starts(steps, is_eval) if ordered else np.zeros(1, dtype=np.int64)
     chosen, run_index = pick_run(len(rows), starts, run)
     if starts.size > 1:

@@ -18,6 +18,7 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from types import MappingProxyType
 
 import numpy as np
@@ -201,7 +202,7 @@ def build_series(rows: list[Row], rename, groups: dict[tuple, list[int]] | None 
     """
     warnings: list[str] = []
     n = len(rows)
-    row_steps = np.fromiter((step for step, _ in rows), np.int64, n)  # (n,)
+    row_steps = np.fromiter(map(itemgetter(0), rows), np.int64, n)  # (n,)
     if n > 1 and bool(np.any(row_steps[1:] < np.maximum.accumulate(row_steps)[:-1])):
         warnings.append("the steps were not in increasing order; they were sorted")
     chunks, bad_keys = _read_values(rows, rename, groups)
@@ -238,7 +239,9 @@ def _read_values(rows: list[Row], rename, groups: dict[tuple, list[int]] | None 
     for keys, members in groups.items():
         names = _row_names(keys, rename, memo)
         index = np.asarray(members, dtype=np.int64)
-        matrix = _numeric_matrix([rows[i][1] for i in members], len(keys))  # (rows, keys) or None
+        records = list(map(itemgetter(1), rows if len(members) == len(rows) else map(rows.__getitem__, members)))
+        matrix = _numeric_matrix(records, len(keys))  # (rows, keys) or None
+        del records
         if matrix is not None:
             for j, name in enumerate(names):
                 chunks.setdefault(name, []).append((index, matrix[:, j]))

@@ -99,26 +99,29 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def hyperparams_from_flags(args: argparse.Namespace):
-    """(Hyperparams or None, brief, notes) from --config and the hyperparameter flags (flags override the file):
-    brief, the config's unknown keys read past and the defaults taken for lr, G and T where no flag gives them
-    (`RunSetup.brief_lines`, part of the answer); notes, how the config was read."""
+    """(Hyperparams or None, brief, notes, logging_steps) from --config and the hyperparameter flags (flags override
+    the file): brief, the config's unknown keys read past and the defaults taken for lr, G and T where no flag gives
+    them (`RunSetup.brief_lines`, part of the answer); notes, how the config was read; logging_steps, TRL's
+    `logging_steps` where the config sets it (the step of a console log's k-th row without a step), else None."""
     from gspo_dynamics.predict import read_run_config
     from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 
     notes: list[str] = []
     brief: list[str] = []
     base = None
+    logging_steps = None
     given = {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
     if args.set and args.config is None:
         raise ConfigError("--set overrides a key of --config: give the config it changes")
     if args.config is not None:
         setup = read_run_config(args.config, overrides=args.set, allow_unknown=args.allow_unknown)
         base = setup.hparams
+        logging_steps = setup.logging_steps
         brief = list(setup.brief_lines(_flagged(setup, given)))
         notes = [f"config: read as {setup.framework}"] + [f"config: {n}" for n in setup.notes]
     opt_given = [d for d in _OPTIMIZER if getattr(args, d) is not None]
     if not given and not opt_given:
-        return base, brief, notes
+        return base, brief, notes, logging_steps
     if base is None and "lr" not in given:
         raise ConfigError("--lr is needed with the other hyperparameter flags (or give --config)")
     name = args.optimizer or ("sgd" if args.momentum is not None else None)
@@ -138,8 +141,8 @@ def hyperparams_from_flags(args: argparse.Namespace):
         if name is None:
             notes.append("optimizer not given: Adam assumed (what TRL uses)")
     if base is None:
-        return Hyperparams(optimizer=optimizer, **given), brief, notes
-    return dataclasses.replace(base, optimizer=optimizer, **given), brief, notes
+        return Hyperparams(optimizer=optimizer, **given), brief, notes, logging_steps
+    return dataclasses.replace(base, optimizer=optimizer, **given), brief, notes, logging_steps
 
 
 def _flagged(setup, given: dict) -> tuple[str, ...]:
@@ -157,9 +160,9 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     from gspo_dynamics.diagnose import diagnose
     from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
-    hparams, brief, notes = hyperparams_from_flags(args)
+    hparams, brief, notes, logging_steps = hyperparams_from_flags(args)
     try:
-        log = read_log(args.log, column_map=parse_map_option(args.map), run=args.log_run)
+        log = read_log(args.log, column_map=parse_map_option(args.map), run=args.log_run, logging_steps=logging_steps)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
     reward_range = None if args.reward_range is None else tuple(args.reward_range)

@@ -174,7 +174,7 @@ class _Watch:
         self.fail_on = parse_fail_on(args.fail_on)
         # config_lines: the config's unknown keys read past and the defaults taken, part of the answer (stdout,
         # before the first report; in the first --json line's `config`), as in predict's and diagnose's first lines
-        self.hparams, self.config_lines, notes = hyperparams_from_flags(args)
+        self.hparams, self.config_lines, notes, _ = hyperparams_from_flags(args)  # the follower numbers rows itself
         if self.config_lines and not args.json:
             print("\n".join(f"config: {line}" for line in self.config_lines), flush=True)
         self.reward_range = None if args.reward_range is None else tuple(args.reward_range)

@@ -41,6 +41,7 @@ class RunSetup:
     refresh_exact: float  # T before rounding (a fraction when a rollout boundary falls inside an optimizer step)
     notes: tuple[str, ...]  # every default, assumption and rounding used, and the keys ignored
     ignored: tuple[str, ...]  # keys this mapping does not read
+    logging_steps: int | None = None  # TRL's logging_steps where the config sets it: optimizer steps per logged row
     run_steps: int | None = None  # the run's optimizer steps where the config holds them (TRL max_steps, verl
     # trainer.total_training_steps, our trainer's steps); None: unset
     loss: str | None = None  # the loss as the config names it: our trainer's objective, TRL's loss_type with its
@@ -227,9 +228,11 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
     def given(key: str) -> Any:  # a generation_batch_size gives steps_per_generation
         return cfg.get(key) if key != "steps_per_generation" else cfg.get(key, cfg.get("generation_batch_size"))
 
-    return _setup(hp, name, exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
-                  loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints,
-                  assumed=_config_checks.assumed(name, given, defaults))
+    logging = cfg.get("logging_steps")
+    logging = logging if isinstance(logging, int) and not isinstance(logging, bool) and logging > 0 else None
+    return dataclasses.replace(_setup(hp, name, exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
+                                      loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints,
+                                      assumed=_config_checks.assumed(name, given, defaults)), logging_steps=logging)
 
 
 def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:

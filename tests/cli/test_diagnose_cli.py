@@ -102,3 +102,17 @@ def test_set_overrides_a_config_key_as_predict_does(tmp_path, capsys):
         assert main(["diagnose", str(log), *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0]
+
+
+def test_a_configs_logging_steps_numbers_a_console_logs_rows(capsys, tmp_path):
+    lines = [f"{{'loss': 0.01, 'reward': {0.2 + 0.5 * (1 - 0.9 ** k):.4f}, 'reward_std': 0.3, 'epoch': {k / 100:.2f}}}"
+             for k in range(1, 31)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    config = tmp_path / "grpo.json"
+    config.write_text(json.dumps({"learning_rate": 1e-6, "logging_steps": 5, "num_generations": 8}))
+    assert main(["diagnose", str(log), "--json"]) == 0
+    alone = json.loads(capsys.readouterr().out)["log"]
+    assert main(["diagnose", str(log), "--config", str(config), "--json"]) == 0
+    read = json.loads(capsys.readouterr().out)["log"]
+    assert "row numbers" in alone["step_axis"] and read["step_axis"].startswith("logging_steps 5")

@@ -235,8 +235,8 @@ def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
     Otherwise the key of lowest `name_rank` gets the canonical name and the other candidates keep
     their raw keys (with a warning); a raw key that is itself taken as a name (a column `reward`
     when the map takes `reward` from another column) is kept as `unmapped/<key>`. Where no key is
-    the reward and the log's only reward-like key is a success rate (`accuracy`), it is the reward,
-    with a warning.
+    the reward by its name, the log's only success rate (`accuracy`), else its most reward-like key, is
+    the reward, with a warning (`_success_rate_as_reward`).
     """
     raw_keys = list(raw_keys)
     chosen, warnings = _success_rate_as_reward(raw_keys, chosen or {})
@@ -279,16 +279,24 @@ def _one_trainers_keys(a: str, b: str) -> bool:
 
 
 def _success_rate_as_reward(raw_keys: list[str], chosen: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """(chosen, warnings) with the log's sole success rate chosen as the reward, where nothing else is one."""
+    """(chosen, warnings) with a reward chosen where no key is one by its name: the log's sole success rate, else its
+    most reward-like training key (`reward_like`: a total reward, a score), each said in a warning with the others; a
+    log refuses only without any reward-like key."""
     if "reward" in chosen.values() or any(canonical_name(key) == "reward" for key in raw_keys):
         return chosen, []
-    sole = _vocabulary.sole_success_rate(key for key in raw_keys if not is_eval_key(key))
-    if sole is None or sole in chosen:
+    training = [key for key in raw_keys if not is_eval_key(key) and key not in chosen]
+    sole = _vocabulary.sole_success_rate(training)
+    if sole is not None:
+        return {**chosen, sole: "reward"}, [
+            f"no reward column was found: {sole!r}, the log's only reward-like column, is read as the reward "
+            "(a success rate is the mean reward of a 0/1 reward); map another column to 'reward' if it is not"]
+    ranked = reward_like(training)
+    if not ranked:
         return chosen, []
-    return {**chosen, sole: "reward"}, [
-        f"no reward column was found: {sole!r}, the log's only reward-like column, is read as the reward "
-        "(a success rate is the mean reward of a 0/1 reward); map another column to 'reward' if it is not"
-    ]
+    others = f" (then {', '.join(map(repr, ranked[1:4]))})" if len(ranked) > 1 else ""
+    return {**chosen, ranked[0]: "reward"}, [
+        f"no column is the mean reward by its name: {ranked[0]!r}, the most reward-like, is read as the reward"
+        f"{others}; map another column to 'reward' if it is not"]
 
 
 # ---- trainer, version, reward_std meaning ---------------------------------------------------

@@ -147,11 +147,13 @@ def test_training_keys_are_not_evaluation_keys(key):
     assert not is_eval_key(key)
 
 
-def test_a_sole_success_rate_is_the_reward_only_without_a_reward_a_map_or_another_candidate():
+def test_a_success_rate_is_the_reward_only_without_a_reward_a_map_or_a_more_reward_like_key():
     assert resolve_names(["accuracy", "loss"])[0]["accuracy"] == "reward"
     assert resolve_names(["accuracy", "reward_mean"])[0]["accuracy"] == "accuracy"  # a reward exists
     assert resolve_names(["accuracy", "score"], {"score": "reward"})[0]["accuracy"] == "accuracy"  # the map's
-    assert resolve_names(["accuracy", "episode_return"])[0]["accuracy"] == "accuracy"  # two candidates
+    names, warnings = resolve_names(["accuracy", "episode_return"])  # two candidates: the most reward-like, said
+    assert names["accuracy"] == "reward" and "(then 'episode_return')" in warnings[0]
+    assert resolve_names(["score", "accuracy"])[0]["score"] == "reward"  # a score ranks before a success rate
     assert resolve_names(["eval/accuracy", "loss"]) == ({"eval/accuracy": "eval/accuracy", "loss": "loss"}, [])
 
 

@@ -224,15 +224,13 @@ def test_a_sole_success_rate_is_the_reward_with_a_warning(key):
 
 
 @pytest.mark.parametrize("keys", [("accuracy", "score"), ("accuracy", "format_reward"), ("score",),
-                                  ("final_answer_accuracy",), ("reward/selected_mean",)])
-def test_anything_else_without_a_reward_is_refused_with_the_most_reward_like_column(keys):
+                                  ("final_answer_accuracy",), ("reward/selected_mean",), ("env/all/reward/total",)])
+def test_without_a_reward_by_name_the_most_reward_like_column_is_read_and_said(keys):
     rows = [{"step": i + 1, **{k: 0.1 * i for k in keys}, "loss": 0.1} for i in range(12)]
-    with pytest.raises(ColumnMapError) as error:
-        read_log("\n".join(json.dumps(row) for row in rows))
+    log = read_log("\n".join(json.dumps(row) for row in rows))
     best = reward_like(keys)[0]
-    assert f"the most reward-like column is {best!r}" in str(error.value)
-    assert f"--map reward={best}" in error.value.render(cli=True)
-    assert all(repr(k) in str(error.value) for k in (*keys, "loss"))  # every column
+    assert log.columns["reward"] == best and log.n_points("reward") == 12
+    assert any(repr(best) in w and "read as the reward" in w for w in log.warnings)
 
 
 def test_a_log_with_nothing_reward_like_is_refused_with_the_plain_hint():

@@ -21,6 +21,8 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._columns import missing_column
+from gspo_dynamics.logs._groups import groups_of, regroup
+from gspo_dynamics.logs._json_chunks import MAX_LINE, jsonl_objects, objects_of_lines, trl_document
 from gspo_dynamics.logs._names import is_summary_row
 from gspo_dynamics.logs._runlog import _MAX_STEP, Row, to_step
 from gspo_dynamics.logs._tfevents import read_events
@@ -43,7 +45,7 @@ ROWS_DOCUMENT = re.compile(r'\A\s*\{[^\[\]]{0,2000}?"(?:' + "|".join(ROW_LISTS) 
 NUMBERED = "rows were numbered 1, 2, ..."  # the end of `_finish`'s warning for rows without steps (`_follow` reads it)
 # The step of a row that lacks the step column a column map names (told apart from a bad value).
 _NO_STEP_COLUMN = -1
-_MAX_LINE = 1_000_000  # longer "lines" are binary junk, not log rows
+_MAX_LINE = MAX_LINE  # longer "lines" are binary junk, not log rows
 
 
 @dataclass
@@ -172,7 +174,7 @@ def _step_rows(objects: list[dict], what: str, warnings: list[str], step_key: st
         collections.deque(map(operator.methodcaller("pop", key, None), records), maxlen=0)  # C speed, once per key
     if column is None:
         rows = _finish(list(zip(steps, records)), what, warnings)  # every step None: all rows numbered
-        return rows, NUMBERED_AXIS, None if kept is None else _regroup(groups, kept, set(popped))
+        return rows, NUMBERED_AXIS, None if kept is None else regroup(groups, kept, set(popped))
     n_bad = steps.count(None)
     if n_bad:
         warnings.append(f"{n_bad} row(s) without a valid non-negative integer step were skipped")
@@ -182,22 +184,7 @@ def _step_rows(objects: list[dict], what: str, warnings: list[str], step_key: st
     else:
         rows = list(zip(steps, records))
     axis = f"column {column!r}" + (" (no step column)" if column == "epoch" else "")
-    return rows, axis, None if kept is None else _regroup(groups, kept, set(popped))
-
-
-def _regroup(groups: dict[tuple, list[int]], kept: np.ndarray, popped: set[str]) -> dict[tuple, list[int]]:
-    """`key_groups` of the records' rows from the records' groups: the records `kept` (bool (n,)), renumbered, the
-    keys `popped` left out of every one (groups that then hold the same keys merged), in order of first row."""
-    position = np.cumsum(kept) - 1  # (n,) each kept record's row
-    merged: dict[tuple, list[np.ndarray]] = {}
-    for keys, members in groups.items():
-        members = np.asarray(members, dtype=np.int64)
-        members = members[kept[members]]
-        if members.size:
-            merged.setdefault(tuple(k for k in keys if k not in popped), []).append(members)
-    out = {keys: position[parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))].tolist()
-           for keys, parts in merged.items()}
-    return dict(sorted(out.items(), key=lambda item: item[1][0]))
+    return rows, axis, None if kept is None else regroup(groups, kept, set(popped))
 
 
 # ---- TRL trainer_state.json -----------------------------------------------------------------
@@ -226,7 +213,7 @@ def _unparsed(text: str, what: str, instead: str = "") -> ConfigError:
 def read_trl_state(text: str, step_key: str | None = None) -> RawLog:
     """TRL/transformers `trainer_state.json`: rows of `log_history`, summary row skipped. A file that does not parse
     (cut short by a killed job, or damaged) is one ConfigError saying where: its rows are not guessed at."""
-    state = _loads(text)
+    state = (trl_document(text) if isinstance(text, bytes) else None) or _loads(text)
     if state is None:
         raise _unparsed(text, "trainer_state.json", "; give an earlier checkpoint's copy, or the run's TensorBoard events")
     del text  # the rows are parsed: the text is not needed again
@@ -251,7 +238,7 @@ def read_trl_history(history: list, step_key: str | None = None, logging_steps: 
         objects.append(row if dict not in map(type, row.values()) else _flatten(row))  # `_flatten`, its check inlined
     if n_bad:
         warnings.append(f"{n_bad} log_history entries were not JSON objects and were skipped")
-    groups = _groups_of(map(tuple, objects)) if step_key is None else None
+    groups = groups_of(map(tuple, objects)) if step_key is None else None
     rows, axis, groups = _step_rows(objects, "log_history", warnings, step_key, owned, groups)
     return RawLog(rows, warnings, _interval(logging_steps), axis, groups)
 
@@ -265,46 +252,15 @@ def _interval(logging_steps: object) -> int | None:
 # ---- JSON Lines (generic, W&B, verl file logger) and JSON arrays -----------------------------
 
 
-JSONL_CHUNK = 4 << 20  # characters of a JSONL text parsed at once (about 20k rows of 200 characters)
-
-
-def _one_object_per_line(text: str | bytes, chunk: int = JSONL_CHUNK) -> list | None:
+def _one_object_per_line(text: str | bytes, chunk: int | None = None) -> list | None:
     """The objects of a clean JSONL text (str, or ASCII bytes: see `_read._plain_ascii`), or None to go line by line.
 
     Clean: the non-blank lines joined as a JSON array parse to exactly one object per line; anything
-    else (a bad line, a line with two objects) returns None. Parsed in pieces of about `chunk` characters cut after a
-    newline, each piece's lines joined and dropped before the next (no copy of the whole text): where every piece is
-    clean, the whole is, to the same objects; where one is not, the whole text is tried at once, as it always was.
-    """
-    newline = "\n" if isinstance(text, str) else b"\n"
-    objects: list = []
-    start = 0
-    while start < len(text):
-        end = text.find(newline, start + max(chunk, 1) - 1)
-        end = len(text) if end < 0 else end + 1
-        part = _objects_of_lines(text[start:end].splitlines())
-        if part is None:
-            return _objects_of_lines(text.splitlines()) or None
-        objects += part
-        start = end
-    return objects or None
-
-
-def _objects_of_lines(lines: list) -> list | None:
-    """One dict per non-blank line of `lines` from one parse of them joined as a JSON array, else None; [] for none."""
-    lines = [line for line in lines if line and not line.isspace()]
-    if not lines:
-        return []
-    if max(map(len, lines)) > _MAX_LINE:
-        return None
-    n_lines = len(lines)
-    joined = ("[" + ",".join(lines) + "]") if isinstance(lines[0], str) else (b"[" + b",".join(lines) + b"]")
-    del lines  # the lines' text, before the parse's objects are made
-    objects = _loads(joined)
-    del joined
-    if not isinstance(objects, list) or len(objects) != n_lines:
-        return None
-    return objects if all(isinstance(obj, dict) for obj in objects) else None
+    else (a bad line, a line with two objects) returns None. Parsed in pieces of about `chunk` characters
+    (`_json_chunks.jsonl_objects`, no copy of the whole text); where a piece is not clean, the whole text is parsed
+    at once, as it always was."""
+    objects = jsonl_objects(text, chunk)
+    return objects if objects is not None else objects_of_lines(text.splitlines(), _loads) or None
 
 
 def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
@@ -320,7 +276,7 @@ def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
     groups = None
     if objects and set(map(type, objects)) == {dict}:  # C speed; a key set's rows are flattened (or not) together
         records = objects
-        groups = _groups_of(map(tuple, objects))
+        groups = groups_of(map(tuple, objects))
         # as many `{` in the text as objects: each holds its own, none holds a dict (each would hold one more)
         nested = text.count("{" if isinstance(text, str) else b"{") != len(objects)
         del text
@@ -360,21 +316,6 @@ def _record(obj: dict) -> dict:
         obj = {**{k: v for k, v in obj.items() if k != "data"},
                **{k: (math.nan if v is None else v) for k, v in data.items()}}
     return _flatten(obj)
-
-
-def _groups_of(keys) -> dict[tuple, list[int]]:
-    """{key tuple: the positions holding it, ascending}, in order of first appearance, for an iterable of key tuples:
-    the tuples numbered through one dict at C speed, the positions of each number found by one stable sort."""
-    keys = list(keys)
-    number: dict = dict.fromkeys(keys)
-    for i, key in enumerate(number):
-        number[key] = i
-    if len(number) <= 1:
-        return {key: list(range(len(keys))) for key in number}
-    codes = np.fromiter(map(number.__getitem__, keys), np.int64, len(keys))  # (n,)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(number) + 1))
-    return {key: order[bounds[i]:bounds[i + 1]].tolist() for i, key in enumerate(number)}
 
 
 def _clean_lines(data: bytes) -> tuple[list, int, None] | None:

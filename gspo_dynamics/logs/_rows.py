@@ -27,6 +27,7 @@ from operator import itemgetter
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs._groups import key_groups
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
 
@@ -43,14 +44,6 @@ MICRO_BATCHED = 0.5  # the share of training rows at the step of the row before,
 # holding none of the ones the rows share is not a training row.
 TRAINING_ONLY = frozenset({"reward_std", "frac_zero_std", "kl_ref", "kl_old_new", "clip_frac", "grad_norm",
                            "learning_rate", "loss"})
-
-
-def key_groups(rows: list[Row]) -> dict[tuple, list[int]]:
-    """{key tuple: row indices}: rows grouped by their keys (a trainer logs the same keys every row)."""
-    groups: dict[tuple, list[int]] = {}
-    for i, (_, record) in enumerate(rows):
-        groups.setdefault(tuple(record), []).append(i)
-    return groups
 
 
 def _labelled_eval(rows: list[Row], members: list[int], fields: list[str]) -> list[int]:

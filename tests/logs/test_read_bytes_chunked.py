@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gspo_dynamics import ConfigError
-from gspo_dynamics.logs import _read, _readers, read_log
+from gspo_dynamics.logs import _json_chunks, _read, _readers, read_log
 from gspo_dynamics.logs._rows import key_groups
 
 FUZZ = settings(max_examples=int(os.environ.get("GSPO_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -45,7 +45,7 @@ def jsonl_texts(draw) -> str:
 
 def _one_shot(text):
     """The whole text's lines joined into one parse (what `_one_object_per_line` did before chunks)."""
-    return _readers._objects_of_lines(text.splitlines()) or None
+    return _json_chunks.objects_of_lines(text.splitlines(), _readers._loads) or None
 
 
 @FUZZ
@@ -79,7 +79,8 @@ def _read_both(content: bytes, format: str, chunk: int, monkeypatch):
             return str(error)
 
     with monkeypatch.context() as patch:
-        patch.setattr(_readers._one_object_per_line, "__defaults__", (chunk,))
+        patch.setattr(_json_chunks, "JSONL_CHUNK", chunk)
+        patch.setattr(_json_chunks, "DOCUMENT_CHUNK", chunk)
         fast = read()
     with monkeypatch.context() as patch:
         patch.setattr(_read, "_plain_ascii", lambda content: False)  # decode first, as before
@@ -99,16 +100,39 @@ def test_jsonl_bytes_read_as_their_text(text, chunk, format):
 
 
 @FUZZ
-@given(rows=st.lists(ROW, max_size=12), cut=st.integers(0, 2), format=st.sampled_from(["auto", "trl_state"]))
-def test_trainer_state_bytes_read_as_their_text(rows, cut, format):
+@given(rows=st.lists(ROW, max_size=12), cut=st.integers(0, 2), format=st.sampled_from(["auto", "trl_state"]),
+       chunk=st.sampled_from([1, 20, 1 << 20]))
+def test_trainer_state_bytes_read_as_their_text(rows, cut, format, chunk):
     content = trainer_state(rows).encode("ascii")
     content = content[: len(content) - cut]  # a file cut short now and then
     with pytest.MonkeyPatch.context() as monkeypatch:
-        fast, slow = _read_both(content, format, 1 << 20, monkeypatch)
+        fast, slow = _read_both(content, format, chunk, monkeypatch)
     if isinstance(slow, str) or isinstance(fast, str):
         assert fast == slow
     else:
         _same_log(fast, slow)
+
+
+# what a trainer_state.json may hold around and inside its rows: lists of objects (a cut there is not between rows),
+# keys after log_history, a second log_history, NaN literals, strings that look like a row boundary
+PLAIN = st.builds(lambda s, r: {"step": s, "reward": r, "loss": 0.5}, st.integers(0, 30), st.floats(0, 1))
+ELEMENT = st.one_of(*[PLAIN] * 12, ROW, PLAIN.map(lambda row: {**row, "hist": [{"a": 1}, {"b": 2}]}), st.just("x"),
+                    st.just([1]))  # mostly clean rows: a document in pieces now and then
+EXTRA = st.sampled_from(['', ', "logging_steps": 5', ', "best": {"a": [{"x": 1}, {"y": 2}]}', ', "note": "}, {"',
+                         ', "log_history": [{"step": 1, "reward": 0.5}, {"step": 2, "reward": 0.6}]',
+                         ', "loss": NaN'])
+
+
+@FUZZ
+@given(rows=st.lists(ELEMENT, max_size=14), before=EXTRA, after=EXTRA, indent=st.sampled_from([None, 2]),
+       chunk=st.sampled_from([1, 8, 30, 100]))
+def test_a_document_in_pieces_parses_to_what_one_parse_gives(rows, before, after, indent, chunk):
+    history = json.dumps(rows, indent=indent)
+    data = ('{"global_step": 3' + before + ', "log_history": ' + history + after + "}").encode("ascii")
+    pieces = _json_chunks.trl_document(data, chunk)
+    if pieces is not None:
+        assert pieces == json.loads(data)  # json's NaN is not equal to itself: such files are never in pieces
+    assert _readers.read_trl_state(data) == _readers.read_trl_state(data.decode("ascii"))
 
 
 @FUZZ
@@ -129,3 +153,11 @@ def test_a_large_log_in_many_chunks(tmp_path):
     assert _readers._one_object_per_line(text.encode(), 4096) == rows
     log = read_log(text.encode())
     assert np.array_equal(log.steps, np.arange(1, 3001)) and log.n_runs == 1
+    state = trainer_state(rows).encode()
+    for chunk in (1, 50, 4096):
+        assert _json_chunks.trl_document(state, chunk) == json.loads(state)
+    # a cut inside a row (a list of objects in it) is found out: the whole is parsed instead
+    rows[1500]["hist"] = [{"a": 1}] * 2000
+    state = trainer_state(rows).encode()
+    assert _json_chunks.trl_document(state, 1) is None
+    assert _readers.read_trl_state(state) == _readers.read_trl_state(state.decode())

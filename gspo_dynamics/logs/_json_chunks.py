@@ -1,0 +1,122 @@
+"""Large JSON logs parsed a piece at a time: the same values as one parse of the whole, a fraction of the memory.
+
+One parse of a 64 MiB JSONL file joined into an array, or of a 77 MiB trainer_state.json, holds the text, the
+parser's copy and document and every row at once (about 5x the file). Here the text is cut into pieces of about
+`chunk` characters at places that may lie between two rows, and each piece is parsed on its own:
+
+  JSONL               cut after a newline; a piece's non-blank lines joined as one array must give one object each
+  trainer_state.json  cut at a comma between two objects (`}, {`); each middle piece must parse as an array of
+                      objects, and the document with the middle replaced by one sentinel string must parse with
+                      that sentinel once in its `log_history` list, where the middle's rows then go
+
+A piece that does not parse so means a cut that is not between rows (or a file that is not clean): None is
+returned and the caller parses the whole at once, as before. Where every piece parses, the grammar makes the whole
+parse to exactly the same values (a list of elements split at commas between elements is those lists joined).
+Pieces are parsed by orjson alone (json where orjson is not installed), so that no piece is read by the other
+parser than the whole would be.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised by the tests with the module hidden
+    _orjson = None
+
+JSONL_CHUNK = 4 << 20  # characters of JSONL per piece (about 20k rows of 200 characters)
+DOCUMENT_CHUNK = 4 << 20  # characters of a trainer_state.json per piece
+_BETWEEN_OBJECTS = re.compile(rb"\}\s*,\s*\{")  # `},` + whitespace + `{`: the comma may lie between two rows
+_SENTINEL = b'"\\u0000gspo-dynamics: the middle rows\\u0000"'  # a string holding NUL, which a file with no
+# `\u0000` in it cannot hold
+_SENTINEL_VALUE = json.loads(_SENTINEL)
+
+
+def strict_loads(text: str | bytes):
+    """orjson.loads (json.loads where orjson is not installed), or None for anything it refuses."""
+    try:
+        return _orjson.loads(text) if _orjson is not None else json.loads(text)
+    except (ValueError, RecursionError):  # orjson.JSONDecodeError is a ValueError
+        return None
+
+
+def objects_of_lines(lines: list, loads=strict_loads) -> list | None:
+    """One dict per non-blank line of `lines` from one parse (`loads`) of them joined as a JSON array, else None;
+    [] for no such line. Lines over `max_line` characters are not rows (None)."""
+    lines = [line for line in lines if line and not line.isspace()]
+    if not lines:
+        return []
+    if max(map(len, lines)) > MAX_LINE:
+        return None
+    n_lines = len(lines)
+    joined = ("[" + ",".join(lines) + "]") if isinstance(lines[0], str) else (b"[" + b",".join(lines) + b"]")
+    del lines  # the lines' text, before the parse's objects are made
+    objects = loads(joined)
+    del joined
+    if not isinstance(objects, list) or len(objects) != n_lines:
+        return None
+    return objects if all(isinstance(obj, dict) for obj in objects) else None
+
+
+MAX_LINE = 1_000_000  # longer "lines" are binary junk, not log rows
+
+
+def jsonl_objects(text: str | bytes, chunk: int | None = None) -> list | None:
+    """The objects of a clean JSONL text (`objects_of_lines` of all its lines) parsed a piece of about `chunk`
+    (None: JSONL_CHUNK) characters at a time, each piece cut after a newline; None where a piece is not clean (the
+    caller then parses the whole at once) or no line is."""
+    chunk = chunk or JSONL_CHUNK
+    newline = "\n" if isinstance(text, str) else b"\n"
+    objects: list = []
+    start = 0
+    while start < len(text):
+        end = text.find(newline, start + max(chunk, 1) - 1)
+        end = len(text) if end < 0 else end + 1
+        part = objects_of_lines(text[start:end].splitlines())
+        if part is None:
+            return None
+        objects += part
+        start = end
+    return objects or None
+
+
+def trl_document(data: bytes, chunk: int | None = None) -> dict | None:
+    """A trainer_state.json's document parsed in pieces of about `chunk` (None: DOCUMENT_CHUNK) bytes (see the
+    module docstring), or None to parse it whole (a file under three pieces, a cut that is not between two rows of
+    `log_history`, a file that is not clean)."""
+    if b"\\u0000" in data:  # a string holding NUL: the sentinel's value could be in the file (never, in a log)
+        return None
+    cuts = _cuts(data, chunk or DOCUMENT_CHUNK)
+    if len(cuts) < 2:
+        return None
+    middle: list = []
+    for start, end in zip(cuts, cuts[1:]):
+        part = strict_loads(b"[" + data[start + 1:end] + b"]")
+        if not isinstance(part, list) or not all(isinstance(row, dict) for row in part):
+            return None
+        middle += part
+    state = strict_loads(data[:cuts[0]] + b"," + _SENTINEL + data[cuts[-1]:])
+    rows = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(rows, list):
+        return None
+    at = [i for i, row in enumerate(rows) if type(row) is str and row == _SENTINEL_VALUE]
+    if len(at) != 1:
+        return None
+    state["log_history"] = rows[:at[0]] + middle + rows[at[0] + 1:]
+    return state
+
+
+def _cuts(data: bytes, chunk: int) -> list[int]:
+    """Positions of commas between two objects (`}, {`), the first about `chunk` bytes in, then about every `chunk`
+    bytes, none in the last `chunk` bytes."""
+    cuts = []
+    position = max(chunk, 1)
+    while position < len(data) - chunk:
+        found = _BETWEEN_OBJECTS.search(data, position)
+        if found is None:
+            break
+        cuts.append(data.index(b",", found.start()))
+        position = cuts[-1] + max(chunk, 1)
+    return cuts

@@ -169,11 +169,13 @@ def detect_format(content: bytes | str) -> str:
     if not stripped:
         raise ConfigError("the log is empty")
     head = stripped[:DETECT_CHARS]
-    if stripped.startswith("{") and '"log_history"' in head:
-        return "trl_state"
     newline = stripped.find("\n")  # not split(): that would copy the whole rest of a large log
     first_line = (stripped if newline < 0 else stripped[:newline]).strip()
     one_json_object = first_line.startswith("{") and first_line.endswith("}") and '"' in first_line
+    # a JSONL log whose later line holds a log_history (ms-swift's logging.jsonl ends with one) is not a trainer_state
+    rows_follow = one_json_object and newline >= 0 and stripped[newline:].lstrip()[:1] == "{"
+    if stripped.startswith("{") and '"log_history"' in head and not rows_follow:
+        return "trl_state"
     json_array = stripped.startswith("[") and stripped[1:].lstrip()[:1] in ("{", "]", "")  # not `[rank0]: ...`
     if json_array or one_json_object:
         return "jsonl"

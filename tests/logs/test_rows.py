@@ -326,3 +326,10 @@ def test_a_verl_ppo_run_with_a_value_critic_is_refused_as_such():
                      for s in range(1, 12))
     with pytest.raises(ConfigError, match="PPO with a learned value critic"):
         read_log(text)
+
+
+def test_a_jsonl_log_ending_with_a_log_history_line_is_jsonl():
+    rows = [{"loss": 0.1, "reward": 0.1 * k, "global_step/max_steps": f"{k}/12"} for k in range(1, 13)]
+    text = "\n".join(json.dumps(row) for row in rows) + "\n" + json.dumps({"log_history": rows}) + "\n"
+    log = read_log(text)
+    assert log.format == "jsonl" and log.n_points("reward") == 12 and int(log.valid("reward")[0][-1]) == 12

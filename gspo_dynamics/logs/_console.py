@@ -57,6 +57,8 @@ _KEY_WORD = re.compile(r"[A-Za-z_][\w./@\-]*")
 # key:value / key=value: the separator attached to the key (`reward: 0.3`, not a banner's `Num Epochs = 1`), a number.
 _VALUE = re.compile(r"[:=][ \t]*(" + _NUM + r")(?![\w.:/]|,\d)")
 _NUMBER = re.compile(_NUM)
+# key=[a, b, ...] / key: ['0.8', '0.1']: a list of numbers (per-completion rewards of a step), read as its mean
+_LIST_PAIR = re.compile(r"([A-Za-z_][\w./@\-]*)[ \t]*[:=][ \t]*\[([^\[\]\n]{1,4000})\]")
 _EQUALS_PAIR = re.compile(r"([A-Za-z_][\w./@\-]*)[ \t]+=[ \t]+(" + _NUM + r")(?![\w.:/]|,\d)")  # after a counter only
 _LAST_SEPARATOR = re.compile(r".*(?:[|,;\[\]()]|\s-\s)")  # a key's words start after the last of these
 _NOTHING = object()
@@ -219,7 +221,8 @@ def _key_before(segment: str, set_apart: bool) -> str | None:
 
 def _pairs(line: str, memo: dict) -> dict:
     """The `key: value` / `key=value` pairs of a line, values as floats (the key after a pair memoised by the text
-    before it: a log repeats it line after line)."""
+    before it: a log repeats it line after line); `key=[v1, v2, ...]`, a list of numbers, is their mean (a step's
+    per-completion rewards)."""
     record, last = {}, 0
     for match in _VALUE.finditer(line):
         segment = line[last:match.start()]
@@ -232,6 +235,11 @@ def _pairs(line: str, memo: dict) -> dict:
         if key is not None:
             record[key] = float(match.group(1))
             last = match.end()
+    if "[" in line:
+        for key, items in _LIST_PAIR.findall(line):
+            values = [item.strip().strip("'\"") for item in items.split(",")]
+            if key not in record and values and all(_NUMBER.fullmatch(v) for v in values):
+                record[key] = sum(map(float, values)) / len(values)
     return record
 
 

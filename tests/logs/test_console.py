@@ -309,3 +309,11 @@ def test_a_hundred_thousand_console_lines_read_in_seconds():
     assert len(raw.rows) == 100_000 and raw.rows[-1][0] == 100_000
     assert elapsed < 6.0  # about 1 s alone; a shared 2-core CI machine is slower
     np.testing.assert_allclose(raw.rows[-1][1]["reward"], 1.0)
+
+
+def test_a_list_of_per_completion_rewards_is_read_as_its_mean():
+    text = "".join(f"[step {k}/20] correct=2/4 rewards=['0.80', '0.01', '{k / 20:.2f}', '0.01'] loss=0.0020 lr=1e-06\n"
+                   for k in range(1, 21))
+    log = read_log(text)
+    assert log.n_points("reward") == 20 and log["reward"][0] == pytest.approx((0.80 + 0.01 + 0.05 + 0.01) / 4)
+    assert log.n_points("loss") == 20 and list(log.steps[[0, -1]]) == [1, 20]

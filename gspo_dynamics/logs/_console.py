@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._console_interval import stepless_steps
-from gspo_dynamics.logs._names import is_summary_row
+from gspo_dynamics.logs._names import canonical_name, is_summary_row
 from gspo_dynamics.logs._readers import NUMBERED as _NUMBERED
 from gspo_dynamics.logs._readers import STEP_KEYS, RawLog, _finish, _flatten, _loads, _split_step
-from gspo_dynamics.logs._runlog import Row, to_step
+from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, Row, to_step
 
 try:  # a dependency, but optional at run time (as in `_readers._loads`)
     import orjson as _orjson
@@ -267,6 +267,7 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
         for bars in scan.awaiting:
             bars[1] = scan.bar
         scan.awaiting.clear()
+        current = None  # a progress bar is newer news of the step than a counter line above it
     if scan.in_run and "***** Running training *****" in line:  # transformers starts another run
         scan.run, scan.in_run = scan.run + 1, 0
     brace = line.find("{")
@@ -346,7 +347,7 @@ def read_console(text: str, step_key: str | None = None, what: str = "console ou
     steps."""
     scan = scan_console(text, step_key)
     warnings: list[str] = []
-    if scan.dicts and len(scan.dicts) >= len(scan.pairs):
+    if scan.dicts and _prefer_dicts(scan):
         rows, interval, axis = _dict_rows(scan, text, step_key, what, warnings)
     elif scan.pairs:
         rows, interval = _pair_rows(scan.pairs, step_key, what, warnings), None
@@ -358,6 +359,19 @@ def read_console(text: str, step_key: str | None = None, what: str = "console ou
     if not any(w.endswith(_NUMBERED) for w in warnings):
         raw.step_axis = axis  # how the steps were found, for the `log` line (rows numbered by position: said apart)
     return raw
+
+
+def _prefer_dicts(scan: _Scan) -> bool:
+    """Whether the printed dicts, not the key: value lines, are the log's rows: the dicts where enough of them hold a
+    reward to analyse (a trainer's logged dicts among a script's debug prints of per-batch averages), else the kind with
+    more lines holding a reward, else the kind with more lines."""
+    def with_reward(records) -> int:
+        return sum(any(canonical_name(key) == "reward" for key in record) for _, record, *_ in records)
+
+    dicts, pairs = with_reward(scan.dicts), with_reward(scan.pairs)
+    if dicts >= MIN_ANALYSIS_POINTS:
+        return True
+    return dicts > pairs if dicts != pairs else len(scan.dicts) >= len(scan.pairs)
 
 
 def read_hf_console(text: str, step_key: str | None = None) -> RawLog:

@@ -317,3 +317,12 @@ def test_a_list_of_per_completion_rewards_is_read_as_its_mean():
     log = read_log(text)
     assert log.n_points("reward") == 20 and log["reward"][0] == pytest.approx((0.80 + 0.01 + 0.05 + 0.01) / 4)
     assert log.n_points("loss") == 20 and list(log.steps[[0, -1]]) == [1, 20]
+
+
+def test_trainer_dicts_win_over_debug_prints_and_a_bar_ends_a_counter_lines_block():
+    debug = "".join(f"Step {k}\n  Avg final reward: 0.5\n  Avg format reward: 1.0\n" for k in range(1, 4))
+    dicts = "".join(f"  1%|          | {5 * k}/100 [00:0{k}<00:10, 1.0it/s]\n  Avg final reward: 0.5\n"
+                    f"  Avg final reward: 0.4\n{{'loss': 0.01, 'reward': {0.1 * k:.2f}, 'epoch': {k / 20:.2f}}}\n"
+                    for k in range(1, 13))
+    log = read_log(debug + dicts)
+    assert log.n_points("reward") == 12 and log["reward"][-1] == pytest.approx(1.2)

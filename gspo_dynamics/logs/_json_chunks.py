@@ -82,21 +82,27 @@ def jsonl_objects(text: str | bytes, chunk: int | None = None) -> list | None:
     return objects or None
 
 
-def trl_document(data: bytes, chunk: int | None = None) -> dict | None:
+def trl_document(data: bytes, chunk: int | None = None) -> tuple[dict, range] | None:
     """A trainer_state.json's document parsed in pieces of about `chunk` (None: DOCUMENT_CHUNK) bytes (see the
-    module docstring), or None to parse it whole (a file under three pieces, a cut that is not between two rows of
-    `log_history`, a file that is not clean)."""
-    if b"\\u0000" in data:  # a string holding NUL: the sentinel's value could be in the file (never, in a log)
+    module docstring), and the rows of its `log_history` known to hold no object (their pieces hold one `{` per row);
+    None to parse it whole (a file under three pieces, a cut that is not between two rows of `log_history`, a file
+    that is not clean)."""
+    if b"\\" in data and b"\\u0000" in data:  # a string holding NUL: the sentinel's value could be in the file
         return None
     cuts = _cuts(data, chunk or DOCUMENT_CHUNK)
     if len(cuts) < 2:
         return None
     middle: list = []
+    flat = True
+    view = memoryview(data)
     for start, end in zip(cuts, cuts[1:]):
-        part = strict_loads(b"[" + data[start + 1:end] + b"]")
-        if not isinstance(part, list) or not all(isinstance(row, dict) for row in part):
+        piece = b"".join((b"[", view[start + 1:end], b"]"))  # one copy of the piece
+        part = strict_loads(piece)
+        if not isinstance(part, list) or set(map(type, part)) - {dict}:
             return None
+        flat = flat and piece.count(b"{") == len(part)  # each row holds its own `{`, an object in it one more
         middle += part
+        del piece, part
     state = strict_loads(data[:cuts[0]] + b"," + _SENTINEL + data[cuts[-1]:])
     rows = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(rows, list):
@@ -105,7 +111,7 @@ def trl_document(data: bytes, chunk: int | None = None) -> dict | None:
     if len(at) != 1:
         return None
     state["log_history"] = rows[:at[0]] + middle + rows[at[0] + 1:]
-    return state
+    return state, range(at[0], at[0] + len(middle)) if flat else range(0)
 
 
 def _cuts(data: bytes, chunk: int) -> list[int]:

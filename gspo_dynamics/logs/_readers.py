@@ -7,6 +7,7 @@ reporting what it skipped in `RawLog.warnings` (a best-effort read).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import csv
 import io
@@ -36,7 +37,9 @@ except ImportError:  # pragma: no cover - exercised by the tests with the module
 # calls) last. `epoch` is none of them: a file without one of these is read on `epoch` only where every row has a
 # whole-number epoch (a loop that logs once per epoch), else numbered by row.
 STEP_KEYS = ("step", "global_step", "train/step", "train/global_step", "trainer/global_step", "iteration", "iter",
-             "it", "update", "updates", "train_step", "optimizer_step", "grpo_step", "Step", "system/step", "_step")
+             "it", "update", "updates", "train_step", "optimizer_step", "grpo_step", "Step", "system/step",
+             "global_step/max_steps", "_step")
+_OF_TOTAL = "global_step/max_steps"  # ms-swift's logging.jsonl: "5/300", the step before the slash
 # A JSON document that holds its rows in a list (TRL rows re-saved by a callback, ROLL): {"steps": [{...}, ...]}.
 ROW_LISTS = ("steps", "history", "rows", "records", "metrics", "logs")
 # A JSON document of columns: {"step": [1, 2, ...], "reward": [0.1, 0.2, ...]} (a hand-written loop's history).
@@ -130,11 +133,17 @@ NUMBERED_AXIS = "row numbers (no step found)"
 
 def _step_column(objects: list[dict], present: list[str]) -> tuple[str | None, list]:
     """(the step column, each row's step or None): the first of `present` (STEP_KEYS in the file, by priority)
-    whose values are steps in most rows that hold it; then `epoch` where it is a whole number in every row."""
+    held by at least half of the rows whose values are steps in most rows that hold it; then `epoch` where it is a
+    whole number in every row."""
     for key in present:
         values = [o.get(key) for o in objects]
+        if key == _OF_TOTAL:
+            values = [v.partition("/")[0] if isinstance(v, str) else v for v in values]
+        held = len(values) - values.count(None)
+        if 2 * held < len(values):  # a step column is on most rows (a summary row's global_step is no axis)
+            continue
         steps = _steps_of(values)
-        if 2 * (len(steps) - steps.count(None)) > len(values) - values.count(None):
+        if 2 * (len(steps) - steps.count(None)) > held:
             return key, steps
     epochs = _steps_of([o.get("epoch") for o in objects])
     if objects and None not in epochs:
@@ -213,34 +222,59 @@ def _unparsed(text: str, what: str, instead: str = "") -> ConfigError:
 def read_trl_state(text: str, step_key: str | None = None) -> RawLog:
     """TRL/transformers `trainer_state.json`: rows of `log_history`, summary row skipped. A file that does not parse
     (cut short by a killed job, or damaged) is one ConfigError saying where: its rows are not guessed at."""
-    state = (trl_document(text) if isinstance(text, bytes) else None) or _loads(text)
+    pieces = trl_document(text) if isinstance(text, bytes) else None
+    state, flat = pieces if pieces is not None else (_loads(text), range(0))
     if state is None:
         raise _unparsed(text, "trainer_state.json", "; give an earlier checkpoint's copy, or the run's TensorBoard events")
     del text  # the rows are parsed: the text is not needed again
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise ConfigError("the trainer_state.json has no 'log_history' list of rows")
-    return read_trl_history(state["log_history"], step_key, state.get("logging_steps"), owned=True)
+    return read_trl_history(state["log_history"], step_key, state.get("logging_steps"), owned=True, flat=flat)
 
 
 def read_trl_history(history: list, step_key: str | None = None, logging_steps: object = None,
-                     warnings: list[str] | None = None, owned: bool = False) -> RawLog:
+                     warnings: list[str] | None = None, owned: bool = False, flat: range = range(0)) -> RawLog:
     """Rows of a TRL `log_history` list (in memory, e.g. `TrainerState.log_history`); owned: the rows are the
-    reader's own (parsed from a file), not a caller's, and may be changed in place."""
+    reader's own (parsed from a file), not a caller's, and may be changed in place; flat: the rows known to hold no
+    object (nothing to flatten)."""
     warnings = [] if warnings is None else warnings
-    objects = []
-    n_bad = 0
-    for row in history:  # runs once per logged row: `is_summary_row` inlined
-        if not isinstance(row, dict):
-            n_bad += 1
-            continue
-        if "train_runtime" in row or "train_loss" in row:  # the summary row (`is_summary_row`)
-            continue
-        objects.append(row if dict not in map(type, row.values()) else _flatten(row))  # `_flatten`, its check inlined
-    if n_bad:
-        warnings.append(f"{n_bad} log_history entries were not JSON objects and were skipped")
-    groups = groups_of(map(tuple, objects)) if step_key is None else None
-    rows, axis, groups = _step_rows(objects, "log_history", warnings, step_key, owned, groups)
+    if history and set(map(type, history)) == {dict}:  # C speed; the summary rows found by their keys
+        objects, groups = _history_rows(history, flat)
+    else:
+        objects, n_bad = [], 0
+        for row in history:
+            if not isinstance(row, dict):
+                n_bad += 1
+            elif "train_runtime" not in row and "train_loss" not in row:  # the summary row (`is_summary_row`)
+                objects.append(row if dict not in map(type, row.values()) else _flatten(row))
+        if n_bad:
+            warnings.append(f"{n_bad} log_history entries were not JSON objects and were skipped")
+        groups = None
+    if groups is None and step_key is None:
+        groups = groups_of(map(tuple, objects))
+    rows, axis, groups = _step_rows(objects, "log_history", warnings, step_key, owned,
+                                    groups if step_key is None else None)
     return RawLog(rows, warnings, _interval(logging_steps), axis, groups)
+
+
+def _history_rows(history: list[dict], flat: range) -> tuple[list[dict], dict[tuple, list[int]] | None]:
+    """(the rows of `history` that are not summary rows (`is_summary_row`), flattened, and their key groups where
+    no row needed flattening, else None); `flat`: rows known to need none (the others are looked at)."""
+    groups = groups_of(map(tuple, history))
+    kept = np.ones(len(history), dtype=bool)  # (n,)
+    objects = list(history)  # a new list: a caller's is left as it is
+    flattened = False
+    for keys, members in groups.items():
+        if "train_runtime" in keys or "train_loss" in keys:  # the summary row
+            kept[members] = False
+            continue
+        inside = bisect.bisect_left(members, flat.start), bisect.bisect_left(members, flat.stop)
+        for i in itertools.chain(members[:inside[0]], members[inside[1]:]):  # `_flatten`, its check inlined
+            if dict in map(type, objects[i].values()):
+                objects[i] = _flatten(objects[i])
+                flattened = True
+    objects = list(itertools.compress(objects, kept.tolist()))
+    return objects, None if flattened else regroup(groups, kept, set())
 
 
 def _interval(logging_steps: object) -> int | None:

@@ -131,7 +131,9 @@ def test_a_document_in_pieces_parses_to_what_one_parse_gives(rows, before, after
     data = ('{"global_step": 3' + before + ', "log_history": ' + history + after + "}").encode("ascii")
     pieces = _json_chunks.trl_document(data, chunk)
     if pieces is not None:
-        assert pieces == json.loads(data)  # json's NaN is not equal to itself: such files are never in pieces
+        state, flat = pieces
+        assert state == json.loads(data)  # json's NaN is not equal to itself: such files are never in pieces
+        assert not any(isinstance(v, dict) for i in flat for v in state["log_history"][i].values())
     assert _readers.read_trl_state(data) == _readers.read_trl_state(data.decode("ascii"))
 
 
@@ -155,7 +157,12 @@ def test_a_large_log_in_many_chunks(tmp_path):
     assert np.array_equal(log.steps, np.arange(1, 3001)) and log.n_runs == 1
     state = trainer_state(rows).encode()
     for chunk in (1, 50, 4096):
-        assert _json_chunks.trl_document(state, chunk) == json.loads(state)
+        parsed, flat = _json_chunks.trl_document(state, chunk)
+        assert parsed == json.loads(state)
+        assert not any(isinstance(v, dict) for i in flat for v in parsed["log_history"][i].values())
+    plain = trainer_state([{"step": s, "reward": s / 1000} for s in range(1, 3001)]).encode()
+    parsed, flat = _json_chunks.trl_document(plain, 4096)
+    assert parsed == json.loads(plain) and len(flat) > 2000  # the middle pieces' rows, known to hold no object
     # a cut inside a row (a list of objects in it) is found out: the whole is parsed instead
     rows[1500]["hist"] = [{"a": 1}] * 2000
     state = trainer_state(rows).encode()

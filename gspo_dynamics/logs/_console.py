@@ -72,7 +72,6 @@ _EPOCH_FRACTION = re.compile(r"(?i)epoch\W{0,3}\[?\s*(\d+)\s*/\s*\d+\s*\]?\s*[(\
 _COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3,
                  "episode": 3}
 _STEP_SET = frozenset(STEP_KEYS)
-_SWIFT_STEP = "global_step/max_steps"
 _METRIC_WORD = re.compile(r"(?i)reward|loss|kl|entrop|grad|learning_rate|\blr\b|score|acc|clip|length|return|advan"
                           r"|ratio|std|mean|eval|val")
 _EVAL_KEY = re.compile(r"(?i)^(?:eval|val|test|validation)[_/\-]")
@@ -392,10 +391,8 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
     any)."""
     entries = []  # (an eval row, step, record), in the file's order
     for counted, record, is_eval, _, _ in scan.dicts:
+        # a step key of the dict's own (ms-swift's 'global_step/max_steps': '5/515' among them: `_split_step`)
         step, rest = _split_step(record, step_key) if step_key or not _STEP_SET.isdisjoint(record) else (None, record)
-        if step is None and step_key is None and _SWIFT_STEP in rest:  # ms-swift: 'global_step/max_steps': '5/515'
-            rest = dict(rest)
-            step = to_step(str(rest.pop(_SWIFT_STEP)).partition("/")[0])
         entries.append((is_eval, counted if step is None and step_key is None else step, rest))
     train = [i for i, (is_eval, _, _) in enumerate(entries) if not is_eval]
     interval, axis = None, f"column {step_key!r}" if step_key else "the printed rows' steps"

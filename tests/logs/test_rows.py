@@ -333,3 +333,10 @@ def test_a_jsonl_log_ending_with_a_log_history_line_is_jsonl():
     text = "\n".join(json.dumps(row) for row in rows) + "\n" + json.dumps({"log_history": rows}) + "\n"
     log = read_log(text)
     assert log.format == "jsonl" and log.n_points("reward") == 12 and int(log.valid("reward")[0][-1]) == 12
+
+
+def test_ms_swift_jsonl_steps_come_from_global_step_over_max_steps_not_a_summary_rows_global_step():
+    rows = [{"loss": 0.1, "reward": 0.05 * k, "global_step/max_steps": f"{10 * k}/120"} for k in range(1, 13)]
+    tail = {"log_history": rows, "global_step": 120, "best_metric": None}
+    log = read_log("\n".join(json.dumps(row) for row in rows + [tail]) + "\n")
+    assert log.step_axis == "column 'global_step/max_steps'" and list(log.valid("reward")[0][[0, -1]]) == [10, 120]

@@ -17,8 +17,10 @@ Detection rules, first match wins (the content decides, never the file name):
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
+import gc
 import itertools
 import os
 import re
@@ -272,17 +274,33 @@ def read_log(
     if format == "tensorboard":
         if not isinstance(content, bytes):
             raise ConfigError("a TensorBoard event file must be given as a path or bytes, not text")
-        raw = read_tensorboard(content, step_key)
+        handed = [content]
     else:
         text, decode_warnings = decoded
-        del decoded, content
+        del decoded
         if _is_blank(text):
             raise ConfigError(_of_file("the log is empty", source))
         handed = [text]
-        del text  # the reader's argument is then the only reference: it drops the text once parsed
+        del text
+    del content  # the reader's argument is then the only reference: it drops the text once parsed
+    with _gc_paused():
         raw = READERS[format](handed.pop(), step_key)
-        raw.warnings[:0] = decode_warnings
-    return build_log(raw, format, source, column_map, run=run, logging_steps=logging_steps)
+        if format != "tensorboard":
+            raw.warnings[:0] = decode_warnings
+        return build_log(raw, format, source, column_map, run=run, logging_steps=logging_steps)
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cycle collector paused while a log's rows are made and read (it runs again after, as it was): the
+    rows hold no cycles, and each collection the new objects set off would walk every object the process holds."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 _JSON_FORMATS = ("trl_state", "jsonl")  # formats whose readers take ASCII bytes as they are (`_plain_ascii`)
@@ -321,8 +339,9 @@ def _json_format(content: bytes | str) -> str | None:
         found = detect_format(head)  # its first rules, trl_state and jsonl, read only the head and the first line
     except ConfigError:
         return None
-    whole_first_line = whole or stripped.find("\n") >= 0
-    return found if found == "trl_state" or (found == "jsonl" and whole_first_line) else None
+    newline = stripped.find("\n")  # the rules read the first line and the first character after it
+    read_in_head = whole or (newline >= 0 and not stripped[newline:].isspace())
+    return found if found in _JSON_FORMATS and read_in_head else None
 
 
 def _check_run_options(run, logging_steps) -> None:

@@ -241,6 +241,43 @@ def section(name: str, rows: list[dict], s: dict, absent: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+HISTORY = LABELS / "runs.jsonl"  # one line per recorded run: the set, the code's commit, the date, the summary
+
+
+def code_commit() -> str:
+    """The commit of the gspo_dynamics imported (`git rev-parse HEAD` where it lives; "+" when its tree differs)."""
+    import subprocess
+
+    import gspo_dynamics
+
+    where = Path(gspo_dynamics.__file__).resolve().parents[1]
+    head = subprocess.run(["git", "-C", str(where), "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--", "gspo_dynamics"],
+                           capture_output=True, text=True)
+    return (head.stdout.strip() or "unknown") + ("+" if dirty.stdout.strip() else "")
+
+
+def history(name: str, s: dict | None = None) -> list[dict]:
+    """The recorded runs of set `name`, oldest first, with `s` (this run) appended to the file when given."""
+    runs = [json.loads(line) for line in HISTORY.read_text().splitlines()] if HISTORY.is_file() else []
+    if s is not None:
+        run = {"set": name, "commit": code_commit(), "date": time.strftime("%Y-%m-%d"), **s}
+        HISTORY.write_text("".join(json.dumps(r) + "\n" for r in runs + [run]))
+        runs.append(run)
+    return [r for r in runs if r["set"] == name]
+
+
+def history_lines(runs: list[dict]) -> list[str]:
+    lines = ["Every recorded run of this set (the first is the rules' first meeting with these logs):", "",
+             "| date | code | read as expected | wrong refusals | false non_finite | right where given | unsure | "
+             "right at >= 0.9 (held out) |", "|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        lines.append(f"| {r['date']} | {r['commit']} | {_share(*r['read'])} | {r['wrong_refusals']} | "
+                     f"{r['false_non_finite']} | {_share(*r['right'])} | {_share(*r['unsure'])} | "
+                     f"{_share(*r['confident'])} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="dev", choices=tuple(SECTIONS), help="which labelled set (default: dev)")
@@ -288,7 +325,9 @@ def main() -> None:
                     + ", ".join(f"{k} {v}" for k, v in by_label.most_common()),
            passed=s["verdict_pass"], quick=False, started=started, command=cmd, write=write)
     if write:
-        replace_section(SECTIONS[args.set], section(args.set, rows, s, absent))
+        runs = history(args.set, {k: v for k, v in s.items() if not k.endswith("_pass")})
+        replace_section(SECTIONS[args.set], section(args.set, rows, s, absent) + "\n" + "\n".join(history_lines(runs))
+                        + "\n")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._columns import missing_column
 from gspo_dynamics.logs._groups import groups_of, regroup
-from gspo_dynamics.logs._json_chunks import MAX_LINE, jsonl_objects, objects_of_lines, trl_document
+from gspo_dynamics.logs._json_chunks import MAX_LINE, count_bytes, jsonl_objects, objects_of_lines, trl_document
 from gspo_dynamics.logs._names import is_summary_row
 from gspo_dynamics.logs._runlog import _MAX_STEP, Row, to_step
 from gspo_dynamics.logs._tfevents import read_events
@@ -316,7 +316,7 @@ def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
         records = objects
         groups = groups_of(map(tuple, objects))
         # as many `{` in the text as objects: each holds its own, none holds a dict (each would hold one more)
-        nested = text.count("{" if isinstance(text, str) else b"{") != len(objects)
+        nested = count_bytes(text, b"{") != len(objects)
         del text
         flattened = False
         for keys, members in groups.items() if nested else ():

@@ -168,3 +168,12 @@ def test_a_large_log_in_many_chunks(tmp_path):
     state = trainer_state(rows).encode()
     assert _json_chunks.trl_document(state, 1) is None
     assert _readers.read_trl_state(state) == _readers.read_trl_state(state.decode())
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.binary(max_size=300), size=st.integers(1, 64))
+def test_bytes_are_counted_as_bytes_count_them(data, size):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(_json_chunks, "COUNT_SLICE", size)
+        assert _json_chunks.count_bytes(data, b"{") == data.count(b"{")
+        assert _json_chunks.count_bytes(data.decode("latin-1"), b"{") == data.count(b"{")

@@ -18,19 +18,25 @@ def key_groups(rows: list[Row]) -> dict[tuple, list[int]]:
     return groups_of(map(tuple, map(itemgetter(1), rows)))
 
 
+class _Numbers(dict):
+    """key -> its number, the next one given to a key not seen before (only new keys leave C code)."""
+
+    def __missing__(self, key):
+        self[key] = number = len(self)
+        return number
+
+
 def groups_of(keys) -> dict[tuple, list[int]]:
     """{key tuple: the positions holding it, ascending}, in order of first appearance, for an iterable of key tuples:
-    the tuples numbered through one dict at C speed, the positions of each number found by one stable sort."""
-    keys = list(keys)
-    number: dict = dict.fromkeys(keys)
-    for i, key in enumerate(number):
-        number[key] = i
-    if len(number) <= 1:
-        return {key: list(range(len(keys))) for key in number}
-    codes = np.fromiter(map(number.__getitem__, keys), np.int64, len(keys))  # (n,)
+    the tuples numbered through one dict at C speed (none kept but the distinct ones), the positions of each number
+    found by one stable sort."""
+    numbers = _Numbers()
+    codes = np.fromiter(map(numbers.__getitem__, keys), np.int64)  # (n,)
+    if len(numbers) <= 1:
+        return {key: list(range(codes.size)) for key in numbers}
     order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(number) + 1))
-    return {key: order[bounds[i]:bounds[i + 1]].tolist() for i, key in enumerate(number)}
+    bounds = np.searchsorted(codes[order], np.arange(len(numbers) + 1))
+    return {key: order[bounds[i]:bounds[i + 1]].tolist() for i, key in enumerate(numbers)}
 
 
 def regroup(groups: dict[tuple, list[int]], kept: np.ndarray, popped: set[str]) -> dict[tuple, list[int]]:

@@ -314,10 +314,10 @@ def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
     groups = None
     if objects and set(map(type, objects)) == {dict}:  # C speed; a key set's rows are flattened (or not) together
         records = objects
-        groups = groups_of(map(tuple, objects))
         # as many `{` in the text as objects: each holds its own, none holds a dict (each would hold one more)
         nested = count_bytes(text, b"{") != len(objects)
-        del text
+        del text  # before the rows' key tuples are made
+        groups = groups_of(map(tuple, objects))
         flattened = False
         for keys, members in groups.items() if nested else ():
             if "data" in keys:  # verl file logger, row by row

@@ -7,7 +7,8 @@
   of per-group stds at most that (Jensen). A logged reward_std above the bound on most rows says the
   reward is not such a score, whatever its range.
 - `no_signal`: a run in which no group carries any learning signal (every group's rewards equal:
-  reward_std = 0 or frac_zero_std = 1 on almost every row, gradient norm 0) is advantage degeneracy,
+  reward_std = 0, frac_zero_std = 1, or the batch's lowest reward equal to its highest on almost every row,
+  gradient norm 0) is advantage degeneracy,
   not a stall: GRPO's advantages A = (r - mean) / std are all zero, so nothing can change.
 - `drift_without_progress`: the KL to the reference or the entropy moving significantly while the
   reward does not: the policy moves, but not towards reward.
@@ -100,6 +101,15 @@ def no_signal(log) -> Verdict | None:
         share = float(np.mean(frac >= 1.0 - NO_SIGNAL_TOL))
         shares.append(share)
         ev.append(evidence("share of rows with every group zero-std", share, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
+    if {"reward_min", "reward_max"} <= set(log.names):  # the batch's lowest reward equal to its highest
+        low, high = log["reward_min"], log["reward_max"]
+        both = np.isfinite(low) & np.isfinite(high)
+        if both.sum() >= 3:
+            share = float(np.mean(np.abs(high[both] - low[both]) <= NO_SIGNAL_TOL))
+            shares.append(share)
+            s = log.steps[both]
+            ev.append(evidence("share of rows whose lowest reward equals its highest (every response scored alike)",
+                               share, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
     if not shares or max(shares) < NO_SIGNAL_SHARE:
         return None
     for item in ev:  # the larger share decides; the other is context

@@ -41,6 +41,8 @@ from gspo_dynamics.logs import _vocabulary
 STANDARD_NAMES: tuple[str, ...] = (
     "reward",  # mean reward of the sampled completions
     "reward_std",  # reward spread; its meaning is `RunLog.reward_std_kind`
+    "reward_min",  # the lowest reward of the step's completions
+    "reward_max",  # ... and the highest (equal: every completion got the same reward, no group has a signal)
     "frac_zero_std",  # fraction of groups whose rewards are all equal (no learning signal)
     "entropy",  # mean token entropy of the policy
     "kl_ref",  # KL(pi || pi_ref) to the reference policy

@@ -164,6 +164,9 @@ RULES: tuple[Rule, ...] = (
     Rule("reward", _cores("reward", "group reward", "batch reward", "reward latest", "reward current"), MEAN_STATS),
     Rule("reward", _cores("score"), frozenset({MEAN})),  # bare `score` may be an evaluation score
     Rule("reward_std", _cores("reward", "group reward", "batch reward"), frozenset({"std"})),
+    # the batch's lowest and highest reward (verl `critic/score/min`, `max_reward`): equal, every response scored alike
+    Rule("reward_min", _cores("reward", "score", "batch reward"), frozenset({"min"})),
+    Rule("reward_max", _cores("reward", "score", "batch reward"), frozenset({"max"})),
     Rule("frac_zero_std", _with_fracs("FRAC zerostd", "FRAC reward zerostd", "FRAC group zerostd"),
          frozenset({None})),
     Rule("entropy", _cores("entropy"), MEAN_STATS, TEXT),

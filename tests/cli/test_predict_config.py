@@ -275,15 +275,17 @@ def test_a_trl_pilot_with_clip_fraction_and_entropy_gets_the_collapse_forecast(t
 
 
 def test_a_pilot_with_its_own_column_names_is_read_with_map(tmp_path, capsys):
-    """A pilot whose reward column is "score": without --map one line naming the option, with it the forecast."""
+    """A pilot whose reward column is "goodness" (nothing reward-like): without --map one line naming the option, with
+    it the forecast."""
     t = np.arange(1, 41)
     path = tmp_path / "pilot.jsonl"
-    path.write_text("".join(json.dumps({"step": int(s), "score": float(0.8 - 0.6 * np.exp(-s / 12))}) + "\n" for s in t))
+    path.write_text("".join(json.dumps({"step": int(s), "goodness": float(0.8 - 0.6 * np.exp(-s / 12))}) + "\n"
+                            for s in t))
     config = write(tmp_path, "grpo.json", TRL)
     assert main(["predict", "--config", config, "--pilot", str(path)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "--map reward=COLUMN" in err
-    assert main(["predict", "--config", config, "--pilot", str(path), "--map", "reward=score", "--explain"]) == 0
+    assert main(["predict", "--config", config, "--pilot", str(path), "--map", "reward=goodness", "--explain"]) == 0
     assert "from the pilot (40 reward points, steps 1-40):" in capsys.readouterr().out
 
 

@@ -135,3 +135,12 @@ def test_the_verl_run_still_creeping_up_is_not_a_sure_saturation():
     assert set(d.unsure) == RISE  # the late half climbed 13% of the rise at slope z 1.5: a longer run tells
     assert "stop" not in d.action() and d.verdict("policy_concentration") is None
     assert not any(a.startswith("raise the KL weight") for v in d.verdicts for a in v.advice)
+
+
+def test_a_batch_whose_lowest_reward_equals_its_highest_on_every_row_carries_no_signal():
+    from gspo_dynamics.logs import read_log
+
+    rows = [{"step": k, "mean_reward": 0.16 - 0.001 * (k % 3), "min_reward": 0.16 - 0.001 * (k % 3),
+             "max_reward": 0.16 - 0.001 * (k % 3), "avg_entropy": 0.25 * 0.95 ** k, "loss": 0.0} for k in range(1, 34)]
+    d = diagnose(read_log("\n".join(json.dumps(r) for r in rows)))
+    assert d.primary == "advantage_degeneracy"

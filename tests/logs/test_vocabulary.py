@@ -44,7 +44,7 @@ REAL_KEYS = [
     ("eval_reward", "eval/reward"), ("eval_kl", "eval/kl_ref"), ("eval_loss", "eval/loss"),
     ("train/reward", "reward"), ("train/completions/mean_length", "mean_length"),
     # verl (PPO/GRPO metric_utils, dp actor, losses)
-    ("critic/score/mean", "reward"), ("critic/score/max", "critic/score/max"),
+    ("critic/score/mean", "reward"), ("critic/score/max", "reward_max"), ("critic/score/min", "reward_min"), ("min_reward", "reward_min"),
     ("critic/rewards/mean", "critic/rewards/mean"),  # the score after the in-reward KL penalty
     ("critic/advantages/mean", "critic/advantages/mean"), ("critic/returns/mean", "critic/returns/mean"),
     ("critic/values/mean", "critic/values/mean"), ("critic/vf_loss", "critic/vf_loss"),

@@ -347,7 +347,7 @@ def _merge(train, evals):
     both (a training row's own `eval/` key) keeps the training values and takes the evaluation ones where it has
     none. Training series already on those steps are kept as they are (read-only)."""
     (t_steps, t_series, t_logged), (e_steps, e_series, e_logged) = train, evals
-    steps = np.union1d(t_steps, e_steps)  # (N,)
+    steps = _union(t_steps, e_steps)  # (N,)
     series: dict[str, np.ndarray] = {}
     logged: dict[str, np.ndarray] = {}
     for source_steps, source, masks in ((t_steps, t_series, t_logged), (e_steps, e_series, e_logged)):
@@ -368,6 +368,15 @@ def _merge(train, evals):
             series[name], logged[name] = column, mask
     steps.flags.writeable = False
     return steps, series, logged
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.union1d of two sorted unique step arrays: `a` itself where it holds every step of `b` (evaluations at
+    training steps), without the sort."""
+    at = np.searchsorted(a, b)  # (len(b),) nondecreasing: within `a` where its last is
+    if b.size and at[-1] < a.size and np.array_equal(a[at], b):
+        return a
+    return np.union1d(a, b)
 
 
 def eval_points(built: _Built, settled: Settled) -> int:

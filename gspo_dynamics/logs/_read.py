@@ -34,6 +34,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, no_reward_error
 from gspo_dynamics.logs._console import DETECT_CHARS, console_kind, read_console, read_hf_console, read_verl_console
+from gspo_dynamics.logs._json_readers import read_jsonl
 from gspo_dynamics.logs._readers import (
     NUMBERED as _NUMBERED,
     COLUMNS_DOCUMENT,
@@ -41,7 +42,6 @@ from gspo_dynamics.logs._readers import (
     ROWS_DOCUMENT,
     RawLog,
     read_csv,
-    read_jsonl,
     read_trl_history,
     read_trl_state,
     read_tensorboard,
@@ -310,7 +310,7 @@ _TEXT_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c\x1c-\x1f]")  # a character that is
 def _plain_ascii(content: bytes | str) -> bool:
     """Whether `content` is bytes whose text (`_as_text`) is their ASCII decoding: a JSON reader may then read the
     bytes (orjson parses them as they are; what it refuses, or what `bytes` and `str` split into lines differently,
-    is read from the text: `_readers._clean_lines`), and the whole decoded copy is never made. NUL in the head is
+    is read from the text: `_json_readers._clean_lines`), and the whole decoded copy is never made. NUL in the head is
     left to `_as_text`'s error."""
     return isinstance(content, bytes) and content.isascii() and b"\x00" not in content[:4096]
 

@@ -13,7 +13,6 @@ import csv
 import io
 import itertools
 import json
-import math
 import operator
 import re
 from dataclasses import dataclass, field
@@ -23,8 +22,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._columns import missing_column
 from gspo_dynamics.logs._groups import groups_of, regroup
-from gspo_dynamics.logs._json_chunks import MAX_LINE, count_bytes, jsonl_objects, objects_of_lines, trl_document
-from gspo_dynamics.logs._names import is_summary_row
+from gspo_dynamics.logs._json_chunks import MAX_LINE, trl_document
 from gspo_dynamics.logs._runlog import _MAX_STEP, Row, to_step
 from gspo_dynamics.logs._tfevents import read_events
 
@@ -285,162 +283,6 @@ def _interval(logging_steps: object) -> int | None:
     """A recorded logging interval: a positive int, else None."""
     ok = isinstance(logging_steps, int) and not isinstance(logging_steps, bool) and logging_steps > 0
     return logging_steps if ok else None
-
-
-# ---- JSON Lines (generic, W&B, verl file logger) and JSON arrays -----------------------------
-
-
-def _one_object_per_line(text: str | bytes, chunk: int | None = None) -> list | None:
-    """The objects of a clean JSONL text (str, or ASCII bytes: see `_read._plain_ascii`), or None to go line by line.
-
-    Clean: the non-blank lines joined as a JSON array parse to exactly one object per line; anything
-    else (a bad line, a line with two objects) returns None. Parsed in pieces of about `chunk` characters
-    (`_json_chunks.jsonl_objects`, no copy of the whole text); where a piece is not clean, the whole text is parsed
-    at once, as it always was."""
-    objects = jsonl_objects(text, chunk)
-    return objects if objects is not None else objects_of_lines(text.splitlines(), _loads) or None
-
-
-def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
-    """One JSON object per line (or one JSON array of objects, or one object holding them in a list under one of
-    ROW_LISTS: `{"steps": [...]}`, or one object of columns: `{"step": [1, 2], "reward": [0.1, 0.3]}`); nested dicts
-    are flattened. A JSON `null` is a missing value. Bytes: ASCII text (`_read._plain_ascii`).
-
-    verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names, and a null in `data` is a
-    NaN or an infinity (orjson writes them so), kept as NaN: a logged non-finite value, not a missing one.
-    """
-    warnings: list[str] = []
-    objects, n_bad, logging_steps = _json_objects(text, warnings)
-    groups = None
-    if objects and set(map(type, objects)) == {dict}:  # C speed; a key set's rows are flattened (or not) together
-        records = objects
-        # as many `{` in the text as objects: each holds its own, none holds a dict (each would hold one more)
-        nested = count_bytes(text, b"{") != len(objects)
-        del text  # before the rows' key tuples are made
-        groups = groups_of(map(tuple, objects))
-        flattened = False
-        for keys, members in groups.items() if nested else ():
-            if "data" in keys:  # verl file logger, row by row
-                for i in members:
-                    records[i] = _record(objects[i])
-            elif dict in set(map(type, itertools.chain.from_iterable(map(dict.values, map(objects.__getitem__,
-                                                                                          members))))):
-                for i in members:
-                    records[i] = _flatten(objects[i])
-            else:
-                continue
-            flattened = True
-        groups = None if flattened else groups  # keys changed: grouped again from the rows
-    else:
-        records = []
-        for obj in objects:
-            if not isinstance(obj, dict):
-                n_bad += 1
-                continue
-            records.append(_record(obj))
-    if n_bad:
-        warnings.append(f"{n_bad} line(s) were not JSON objects and were skipped")
-    if not records:
-        raise ConfigError("no JSON objects were found in the file")
-    rows, axis, groups = _step_rows(records, "JSON log", warnings, step_key, owned=True,
-                                    groups=groups if step_key is None else None)
-    return RawLog(rows, warnings, logging_steps, axis, groups)
-
-
-def _record(obj: dict) -> dict:
-    """One JSON row flat: verl's `{"step": N, "data": {...}}` with its data at the top, a null there kept as NaN."""
-    data = obj.get("data")
-    if isinstance(data, dict):  # verl file logger
-        obj = {**{k: v for k, v in obj.items() if k != "data"},
-               **{k: (math.nan if v is None else v) for k, v in data.items()}}
-    return _flatten(obj)
-
-
-def _clean_lines(data: bytes) -> tuple[list, int, None] | None:
-    """`_json_objects` of ASCII bytes that are clean JSON lines (`_one_object_per_line`), else None: a document, an
-    array, or a line that does not parse is read from the text."""
-    head = data[:8192].lstrip()
-    if len(head) < 4096 < len(data) or not head.startswith(b"{"):
-        return None
-    head = head[:4096].decode("ascii")
-    if ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head):
-        return None
-    objects = _one_object_per_line(data)
-    if objects is None or (len(objects) == 1 and _row_list(objects[0]) is not None):
-        return None
-    return objects, 0, None
-
-
-def _row_list(document: object) -> list | None:
-    """The rows of a JSON object that holds them in a list under one of ROW_LISTS, else None."""
-    if not isinstance(document, dict):
-        return None
-    for key in ROW_LISTS:
-        rows = document.get(key)
-        if isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows[:3]):
-            return rows
-    return None
-
-
-def _column_rows(document: object, warnings: list[str]) -> list[dict] | None:
-    """The rows of a JSON object of columns (nested objects flattened): one row per position of its lists of the most
-    common length (the others, and its single values, left out with a warning); None when it holds no such list."""
-    if not isinstance(document, dict):
-        return None
-    columns = {key: values for key, values in _flatten(document).items()
-               if isinstance(values, list) and values and not any(isinstance(v, (list, dict)) for v in values)}
-    if not columns:
-        return None
-    length = collections.Counter(map(len, columns.values())).most_common(1)[0][0]
-    other = sorted(key for key, values in columns.items() if len(values) != length)
-    if other:
-        warnings.append(f"columns of another length than {length} were left out: {', '.join(map(repr, other[:8]))}"
-                        + (f" and {len(other) - 8} more" if len(other) > 8 else ""))
-    keys = [key for key, values in columns.items() if len(values) == length]
-    return [dict(zip(keys, values)) for values in zip(*(columns[key] for key in keys))]
-
-
-def _json_objects(text: str | bytes, warnings: list[str]) -> tuple[list, int, int | None]:
-    """(the JSON values of a JSON-lines, JSON-array or row-list text, how many lines were not JSON, the logging
-    interval a row-list document records). Bytes (ASCII): clean JSON lines are parsed from them, anything else from
-    their text."""
-    if isinstance(text, bytes):
-        objects = _clean_lines(text)
-        if objects is not None:
-            return objects
-        text = text.decode("ascii")
-    stripped = text.lstrip()
-    if stripped.startswith("{") and ROWS_DOCUMENT.match(stripped[:4096]):
-        document = _loads(text)
-        rows = _row_list(document)
-        if rows is not None:
-            return rows, 0, _interval(document.get("logging_steps"))
-    if COLUMNS_DOCUMENT.match(stripped[:4096]):
-        rows = _column_rows(_loads(text), warnings)
-        if rows is not None:
-            return rows, 0, None
-    array = stripped.startswith("[")
-    whole = _loads(text) if array else None
-    if array and whole is None and stripped[1:].lstrip()[:1] in ("{", "]", ""):  # a JSON array of rows, broken
-        raise _unparsed(text, "JSON log (one array of rows)")
-    if isinstance(whole, list):
-        return whole, 0, None
-    fast, objects, n_bad = _one_object_per_line(text), [], 0
-    lines = [] if fast is not None else [line for line in text.splitlines() if line.strip()]
-    for line in lines:
-        obj = _loads(line) if len(line) <= _MAX_LINE else None
-        if obj is None:
-            n_bad += 1
-        else:
-            objects.append(obj)
-    objects = objects if fast is None else fast
-    if lines and not text.endswith("\n") and lines[-1].lstrip().startswith("{") and _loads(lines[-1]) is None:
-        n_bad -= 1  # a last row cut short: a log still being written, or a killed job's; said as such
-        warnings.append(f"line {text.count(chr(10)) + 1}, the last, is cut short (a log still being written, or a "
-                        "killed job's); the rows before it were read")
-    if len(objects) == 1 and _row_list(objects[0]) is not None:  # {"steps": [...]} on one line
-        return _row_list(objects[0]), n_bad, _interval(objects[0].get("logging_steps"))
-    return objects, n_bad, None
 
 
 # ---- CSV (W&B / generic exports) ------------------------------------------------------------

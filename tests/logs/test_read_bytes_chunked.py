@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gspo_dynamics import ConfigError
-from gspo_dynamics.logs import _json_chunks, _read, _readers, read_log
+from gspo_dynamics.logs import _json_chunks, _json_readers, _read, _readers, read_log
 from gspo_dynamics.logs._rows import key_groups
 
 FUZZ = settings(max_examples=int(os.environ.get("GSPO_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -52,9 +52,9 @@ def _one_shot(text):
 @given(text=jsonl_texts(), chunk=st.sampled_from([1, 2, 7, 40, 1 << 20]))
 def test_chunks_parse_to_what_one_parse_gives(text, chunk):
     expected = _one_shot(text)
-    assert _readers._one_object_per_line(text, chunk) == expected
+    assert _json_readers._one_object_per_line(text, chunk) == expected
     data = text.encode("ascii")
-    assert _readers._one_object_per_line(data, chunk) == _one_shot(data)
+    assert _json_readers._one_object_per_line(data, chunk) == _one_shot(data)
 
 
 def _same_log(a, b) -> None:
@@ -141,7 +141,7 @@ def test_a_document_in_pieces_parses_to_what_one_parse_gives(rows, before, after
 @given(text=jsonl_texts())
 def test_the_groups_a_reader_carries_are_its_rows_groups(text):
     try:
-        raw = _readers.read_jsonl(text.encode("ascii"))
+        raw = _json_readers.read_jsonl(text.encode("ascii"))
     except ConfigError:
         return
     if raw.groups is not None:
@@ -152,7 +152,7 @@ def test_a_large_log_in_many_chunks(tmp_path):
     rows = [{"step": s, "reward": s / 1000, "kl": {"ref": 0.1}} if s % 97 == 0 else {"step": s, "reward": s / 1000}
             for s in range(1, 3001)]
     text = "".join(json.dumps(r) + "\n" for r in rows)
-    assert _readers._one_object_per_line(text.encode(), 4096) == rows
+    assert _json_readers._one_object_per_line(text.encode(), 4096) == rows
     log = read_log(text.encode())
     assert np.array_equal(log.steps, np.arange(1, 3001)) and log.n_runs == 1
     state = trainer_state(rows).encode()

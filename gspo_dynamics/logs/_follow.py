@@ -34,7 +34,8 @@ from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map
-from gspo_dynamics.logs._read import _STEPS_BUILT_IN, FORMATS, READERS, _as_text, build_log, detect_format
+from gspo_dynamics.logs._detect import FORMATS, _as_text, detect_format
+from gspo_dynamics.logs._read import _STEPS_BUILT_IN, READERS, build_log
 from gspo_dynamics.logs._readers import RawLog, _loads
 from gspo_dynamics.logs._runlog import Row, RunLog
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord

@@ -27,7 +27,7 @@ from gspo_dynamics.logs._readers import (
 )
 
 def _one_object_per_line(text: str | bytes, chunk: int | None = None) -> list | None:
-    """The objects of a clean JSONL text (str, or ASCII bytes: see `_read._plain_ascii`), or None to go line by line.
+    """The objects of a clean JSONL text (str, or ASCII bytes: see `_detect._plain_ascii`), or None to go line by line.
 
     Clean: the non-blank lines joined as a JSON array parse to exactly one object per line; anything
     else (a bad line, a line with two objects) returns None. Parsed in pieces of about `chunk` characters
@@ -40,7 +40,7 @@ def _one_object_per_line(text: str | bytes, chunk: int | None = None) -> list | 
 def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
     """One JSON object per line (or one JSON array of objects, or one object holding them in a list under one of
     ROW_LISTS: `{"steps": [...]}`, or one object of columns: `{"step": [1, 2], "reward": [0.1, 0.3]}`); nested dicts
-    are flattened. A JSON `null` is a missing value. Bytes: ASCII text (`_read._plain_ascii`).
+    are flattened. A JSON `null` is a missing value. Bytes: ASCII text (`_detect._plain_ascii`).
 
     verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names, and a null in `data` is a
     NaN or an infinity (orjson writes them so), kept as NaN: a logged non-finite value, not a missing one.

@@ -258,3 +258,10 @@ def test_runlog_is_immutable_and_nan_infinities_are_kept():
         log.series["reward"] = np.zeros(3)
     with pytest.raises(KeyError, match="not in this log"):
         log["entropy"]
+
+
+def test_every_detected_format_has_its_reader():
+    from gspo_dynamics.logs._detect import FORMATS
+    from gspo_dynamics.logs._read import READERS
+
+    assert tuple(READERS) == FORMATS

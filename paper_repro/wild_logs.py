@@ -125,10 +125,20 @@ def reading_misses(log, entry: dict) -> list[str]:
     return misses
 
 
+def format_class(described: str) -> str:
+    """The kind of file a label's words describe: TensorBoard, trainer_state.json, CSV, JSONL, JSON document, console."""
+    text = described.lower()
+    for word, kind in (("tensorboard", "TensorBoard"), ("trainer_state", "trainer_state.json"), ("csv", "CSV"),
+                       ("jsonl", "JSONL"), ("json lines", "JSONL"), ("json", "JSON document")):
+        if word in text and not (kind == "JSON document" and any(w in text for w in ("console", "stdout"))):
+            return kind
+    return "console"
+
+
 def score(entry: dict, path: Path) -> dict:
     """One log's row: how it was read and judged against its label."""
     row = {"file": entry["file"], "repo": entry["repo"], "writer": entry.get("writer", "?"),
-           "format": entry.get("format", "?"), "label": entry["label"], "also_ok": entry.get("also_ok") or [],
+           "format": format_class(entry.get("format", "?")), "label": entry["label"], "also_ok": entry.get("also_ok") or [],
            "outcome": "read", "misses": [], "primary": "-", "confidence": None, "unsure": [], "non_finite": False}
     try:
         log = read_log(path)
@@ -245,13 +255,14 @@ HISTORY = LABELS / "runs.jsonl"  # one line per recorded run: the set, the code'
 
 
 def code_commit() -> str:
-    """The commit of the gspo_dynamics imported (`git rev-parse HEAD` where it lives; "+" when its tree differs)."""
+    """The last commit that changed the gspo_dynamics imported ("+" when its tree differs from it)."""
     import subprocess
 
     import gspo_dynamics
 
     where = Path(gspo_dynamics.__file__).resolve().parents[1]
-    head = subprocess.run(["git", "-C", str(where), "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True)
+    head = subprocess.run(["git", "-C", str(where), "log", "-1", "--format=%h", "--abbrev=10", "--", "gspo_dynamics"],
+                          capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--", "gspo_dynamics"],
                            capture_output=True, text=True)
     return (head.stdout.strip() or "unknown") + ("+" if dirty.stdout.strip() else "")
@@ -262,8 +273,9 @@ def history(name: str, s: dict | None = None) -> list[dict]:
     runs = [json.loads(line) for line in HISTORY.read_text().splitlines()] if HISTORY.is_file() else []
     if s is not None:
         run = {"set": name, "commit": code_commit(), "date": time.strftime("%Y-%m-%d"), **s}
-        HISTORY.write_text("".join(json.dumps(r) + "\n" for r in runs + [run]))
-        runs.append(run)
+        same = [i for i, r in enumerate(runs) if r["set"] == name and r["commit"] == run["commit"]]
+        runs = [r for i, r in enumerate(runs) if i not in same] + [run]  # a run of the same code replaces its own
+        HISTORY.write_text("".join(json.dumps(r) + "\n" for r in runs))
     return [r for r in runs if r["set"] == name]
 
 

@@ -100,3 +100,13 @@ def test_a_non_finite_value_is_found_in_a_values_place_only(tmp_path, text, has)
     path = tmp_path / "log.txt"
     path.write_bytes(text)
     assert wl.file_has_non_finite(path, False) is has
+
+
+@pytest.mark.parametrize("described, kind", [("TRL trainer_state.json, logging_steps=5", "trainer_state.json"),
+                                             ("TensorBoard event file, train/ tags", "TensorBoard"),
+                                             ("verl file logger JSONL", "JSONL"), ("W&B history CSV", "CSV"),
+                                             ("one JSON object of parallel lists", "JSON document"),
+                                             ("console stdout of python-dict lines", "console"),
+                                             ("console, values printed as JSON dicts", "console")])
+def test_a_labels_format_words_give_the_kind_of_file(described, kind):
+    assert wl.format_class(described) == kind

@@ -14,7 +14,9 @@ A step counter is `step N`, `Step N/M`, `[step N/M]`, `global_step=N`, `iter N`,
 `Epoch e Step N`, or `Epoch:[e/E](N/M)` (step (e-1) M + N). A line holding only a counter gives its step to the metric
 lines below it. A logged `nan`/`inf` is kept as a non-finite float; a `None`/`null` is a missing value. Anything else
 (banners, warnings, `Total optimization steps = 1,000`, tables, config dumps) is not a metric line. Where a log has
-both forms, the more frequent one is read (a TRL log's metric dicts, not the vLLM config line between them).
+both forms, the dicts are read where enough of them hold a reward to analyse, else the form with more lines holding a
+reward, else the more frequent one (a TRL log's metric dicts, not the debug prints or the vLLM config line between
+them). This module finds the metric lines (`scan_console`); `_console_rows` makes them rows.
 
 Dicts without a step (transformers' Trainer prints none) take the step its progress bar shows at each, else are
 numbered by the logging interval: from `Total optimization steps = N` only in a finished log (its summary dict
@@ -27,15 +29,11 @@ growing log, the last step of the piece before: `_follow._number_on`).
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
-from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs._console_interval import stepless_steps
-from gspo_dynamics.logs._names import canonical_name, is_summary_row
-from gspo_dynamics.logs._readers import NUMBERED as _NUMBERED
-from gspo_dynamics.logs._readers import STEP_KEYS, RawLog, _finish, _flatten, _loads, _split_step
-from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, Row, to_step
+from gspo_dynamics.logs._names import is_summary_row
+from gspo_dynamics.logs._readers import STEP_KEYS, _flatten, _loads
+from gspo_dynamics.logs._runlog import to_step
 
 try:  # a dependency, but optional at run time (as in `_readers._loads`)
     import orjson as _orjson
@@ -335,102 +333,3 @@ def console_kind(text: str, window: int = DETECT_CHARS) -> str | None:
     if len(scan.pairs) > len(scan.dicts):
         return "verl_console" if scan.verl * 2 > len(scan.pairs) else "console"
     return "hf_console" if scan.python_dicts * 2 > len(scan.dicts) else "console"
-
-
-# ---- rows and steps -------------------------------------------------------------------------------------------------
-
-
-def read_console(text: str, step_key: str | None = None, what: str = "console output") -> RawLog:
-    """Console output of any trainer (the module docstring's forms) as raw rows; ConfigError when it has no metric
-    line. step_key: a column map's step column (a key of the printed rows), else the counters and step keys give the
-    steps."""
-    scan = scan_console(text, step_key)
-    warnings: list[str] = []
-    if scan.dicts and _prefer_dicts(scan):
-        rows, interval, axis = _dict_rows(scan, text, step_key, what, warnings)
-    elif scan.pairs:
-        rows, interval = _pair_rows(scan.pairs, step_key, what, warnings), None
-        axis = f"column {step_key!r}" if step_key else "console step counter"
-    else:
-        raise ConfigError(f"no metric lines were found in the {what} (printed metric dicts, or key: value / key=value "
-                          "lists with a step counter or two numbers)")
-    raw = RawLog(rows, warnings, interval)
-    if not any(w.endswith(_NUMBERED) for w in warnings):
-        raw.step_axis = axis  # how the steps were found, for the `log` line (rows numbered by position: said apart)
-    return raw
-
-
-def _prefer_dicts(scan: _Scan) -> bool:
-    """Whether the printed dicts, not the key: value lines, are the log's rows: the dicts where enough of them hold a
-    reward to analyse (a trainer's logged dicts among a script's debug prints of per-batch averages), else the kind with
-    more lines holding a reward, else the kind with more lines."""
-    def with_reward(records) -> int:
-        return sum(any(canonical_name(key) == "reward" for key in record) for _, record, *_ in records)
-
-    dicts, pairs = with_reward(scan.dicts), with_reward(scan.pairs)
-    if dicts >= MIN_ANALYSIS_POINTS:
-        return True
-    return dicts > pairs if dicts != pairs else len(scan.dicts) >= len(scan.pairs)
-
-
-def read_hf_console(text: str, step_key: str | None = None) -> RawLog:
-    """Console output of transformers' Trainer (TRL, Unsloth): one printed dict per logging step, read by
-    `read_console` (its interval rules number the rows)."""
-    return read_console(text, step_key)
-
-
-def read_verl_console(text: str, step_key: str | None = None) -> RawLog:
-    """verl's console lines `step:N - key:value - key:value - ...`, read by `read_console` (other output ignored)."""
-    return read_console(text, step_key, "verl console output")
-
-
-def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings: list[str]
-               ) -> tuple[list[Row], int | None, str]:
-    """The rows of the printed dicts in the file's order, the logging interval when it was inferred (dicts without
-    steps), and how the steps were found. An eval dict without a step takes the train row's before it (0 before
-    any)."""
-    entries = []  # (an eval row, step, record), in the file's order
-    for counted, record, is_eval, _, _ in scan.dicts:
-        # a step key of the dict's own (ms-swift's 'global_step/max_steps': '5/515' among them: `_split_step`)
-        step, rest = _split_step(record, step_key) if step_key or not _STEP_SET.isdisjoint(record) else (None, record)
-        entries.append((is_eval, counted if step is None and step_key is None else step, rest))
-    train = [i for i, (is_eval, _, _) in enumerate(entries) if not is_eval]
-    interval, axis = None, f"column {step_key!r}" if step_key else "the printed rows' steps"
-    if step_key is None and not train:  # eval dicts alone (a piece of a growing log): numbered on from the one before
-        warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
-    elif step_key is None and all(entries[i][1] is None for i in train):
-        steps, interval, axis = stepless_steps(text, [scan.dicts[i] for i in train], scan.finished, what, warnings)
-        for i, step in zip(train, steps):
-            entries[i] = (False, step, entries[i][2])
-    else:  # a mapped step column missing from every row is an error; rows without a step are said
-        _finish([entries[i][1:] for i in train], what, warnings, step_key)
-    rows, last = [], None
-    for is_eval, step, record in entries:
-        if is_eval and step is None:
-            step = 0 if last is None else last
-        elif not is_eval:
-            last = step if step is not None and step >= 0 else last
-        if step is not None and step >= 0 and record:
-            rows.append((step, record))
-    return rows, interval, axis
-
-
-def _pair_rows(pairs: list[tuple[int | None, dict, bool]], step_key: str | None, what: str, warnings: list[str]
-               ) -> list[Row]:
-    """The rows of the key: value lines; an eval line without a step takes the step of the line before it."""
-    if len(pairs) >= 3:  # a line seen once whose keys no other line has (a config dump) is not a metric row
-        counts = Counter(key for _, record, _ in pairs for key in record)
-        pairs = [row for row in pairs if row[0] is not None or any(counts[key] > 1 for key in row[1])]
-    records: list[tuple[int | None, dict]] = []
-    previous = None
-    for counted, record, is_eval in pairs:
-        if step_key is not None:
-            step, rest = _split_step(record, step_key)
-        else:
-            step, rest = (counted, record) if counted is not None or _STEP_SET.isdisjoint(record) else \
-                _split_step(record, None)
-            if step is None and is_eval:
-                step = previous
-        previous = step if step is not None else previous
-        records.append((step, rest))
-    return _finish(records, what, warnings, step_key)

@@ -15,7 +15,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, no_reward_error
-from gspo_dynamics.logs._console import read_console, read_hf_console, read_verl_console
+from gspo_dynamics.logs._console_rows import read_console, read_hf_console, read_verl_console
 from gspo_dynamics.logs._detect import (
     _JSON_FORMATS,
     FORMATS,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.logs import Follower, detect_format, read_log
-from gspo_dynamics.logs._console import read_console
+from gspo_dynamics.logs._console_rows import read_console
 
 REWARDS = [0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.52]
 

@@ -13,55 +13,23 @@ import numpy as np
 from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
 from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
-from gspo_dynamics.fit import alternation
+from gspo_dynamics.fit import (
+    MIN_CYCLES,
+    PERIODIC_P,
+    SWING_NOISE,
+    SWING_RANGE,
+    alternation,
+    oscillation_confidence,
+    reward_span,
+)
 from gspo_dynamics.theory.hyperparams import SGD
 
 ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
 MARGIN_LOW = 0.25  # T within 25% of the exact critical T: stable, but noted as close
-PERIODIC_P = 1e-3  # Fisher g test level for a periodic component: 1 false alarm in 1000 white-noise logs
-MIN_CYCLES = 3  # a periodic residual must repeat 3 times: 1-2 cycles over the run are a trend misfit
 COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
-SWING_NOISE = 1.0  # a swing (peak to peak) as large as the rows' noise std is one the eye sees in the curve ...
-SWING_NOISE_SCALE = 0.5  # ... confidence 0.73 at 1.5x, 0.95 at 2.5x
-SWING_RANGE = 0.05  # a swing of 5% of what the reward can reach matters (0.05 of a success rate) ...
-SWING_RANGE_SCALE = 0.025  # ... confidence 0.73 at 7.5%, 0.95 at 12.5%
 TWICE_T_TOLERANCE = 0.25  # a period within 25% of 2T is the refresh's limit cycle (the policy flips every refresh)
 MIN_NON_FINITE = 2  # a reward or loss NaN / inf in its last 2 logged values or more: diverged (one may be a bad batch)
 THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evidence stays below REPORT_CONFIDENCE
-
-
-def oscillation_confidence(p_value: float, swing_to_noise: float, swing_to_range: float, cycles: float) -> float:
-    """Confidence that the reward oscillates, each piece on the logistic scale of the other evidence (0.5 at
-    its threshold):
-
-        conf = min( L(log10(PERIODIC_P / p) / 1),                          significance (Fisher's g p-value)
-                    L((swing / noise - SWING_NOISE) / SWING_NOISE_SCALE),  the swing against the rows' noise
-                    L((swing / range - SWING_RANGE) / SWING_RANGE_SCALE),  the swing against the reward's range
-                    L((cycles - MIN_CYCLES) / 1) )                         cycles seen over the run
-
-    with swing the component's peak-to-peak size (2 x its amplitude), noise the std of the rest of the residual
-    around the trend, and range what the reward can reach (or its observed span). The weakest piece limits the
-    verdict: a very significant component that is small against the noise, or against what the reward can
-    do, is a detail of the curve, not an instability. How much of the reward's whole variance it carries is
-    not a piece: a large rise before a limit cycle would hide the cycle. Non-decreasing in -p, the swings and
-    cycles.
-    """
-    return min(confidence(math.log10(PERIODIC_P / max(p_value, 1e-300)), 1.0),
-               confidence(swing_to_noise - SWING_NOISE, SWING_NOISE_SCALE),
-               confidence(swing_to_range - SWING_RANGE, SWING_RANGE_SCALE),
-               confidence(cycles - MIN_CYCLES, 1.0))
-
-
-def reward_reach(reward: np.ndarray, reward_range: tuple[float, float] | None) -> float:
-    """What the reward can span: hi - lo of the given range; 1 for a score within [0, 1]; else its observed
-    5-95% span (a quantile span, so one outlier row does not set it)."""
-    if reward_range is not None:
-        return float(reward_range[1] - reward_range[0])
-    r = reward[np.isfinite(reward)]
-    if r.size and r.min() >= 0.0 and r.max() <= 1.0:
-        return 1.0
-    lo, hi = np.quantile(r, (0.05, 0.95)) if r.size else (math.nan, math.nan)
-    return float(hi - lo)
 
 
 def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str] | None = None,
@@ -80,7 +48,7 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     """
     notes = notes if notes is not None else []
     ev, confs, advice = [], [], []
-    _oscillation_evidence(steps, reward, fit, hparams, reward_reach(reward, imp.reward_range if imp else None), ev,
+    _oscillation_evidence(steps, reward, fit, hparams, reward_span(reward, imp.reward_range if imp else None), ev,
                           confs)
     _divergence_evidence(steps, reward, trend, spread, ev, confs)
     theory_conf = _theory_line(imp, ev, confs, advice, notes)

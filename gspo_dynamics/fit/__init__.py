@@ -20,7 +20,17 @@ from gspo_dynamics.fit._laws import (
     HELD_STEPS, fit_entropy_law, fit_exponential_saturation, fit_sigmoid_scalerl, held_level, last_value,
     scalerl_sigmoid,
 )
-from gspo_dynamics.fit._periodogram import alternation, fisher_g, periodic_component
+from gspo_dynamics.fit._periodogram import (
+    MIN_CYCLES,
+    PERIODIC_P,
+    SWING_NOISE,
+    SWING_RANGE,
+    alternation,
+    fisher_g,
+    oscillation_confidence,
+    periodic_component,
+    reward_span,
+)
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 
 __all__ = [
@@ -34,7 +44,13 @@ __all__ = [
     "FitResult",
     "Implications",
     "TrajectoryFit",
+    "MIN_CYCLES",
+    "PERIODIC_P",
+    "SWING_NOISE",
+    "SWING_RANGE",
     "alternation",
+    "oscillation_confidence",
+    "reward_span",
     "check_reward_range",
     "fisher_g",
     "fit_entropy_law",

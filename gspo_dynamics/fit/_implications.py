@@ -115,6 +115,15 @@ class Implications:
     linear_regime: bool | None = None  # on-policy fits: r_fit <= -ln(mu)/2 within Z_MEASURED se; None: not checked
     notes: list[str] = field(default_factory=list)
 
+    def theory_calls_stable(self) -> bool:
+        """Whether the exact discrete theory, where it applies (an interior plateau, a damping margin), puts the
+        refresh interval within its largest stable T in the overdamped regime: then no ringing is possible at the
+        fitted stiffness, and oscillation-like evidence in the data is no instability to report."""
+        if self.interior_plateau is False or self.damping_margin is None:
+            return False
+        safe = self.max_safe_refresh_interval
+        return not (safe is not None and self.refresh_interval > safe) and self.exact_regime != "oscillatory"
+
     def to_json(self) -> dict:
         out = {}
         for name in self.__dataclass_fields__:

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.fit import HELD_STEPS, alternation
+from gspo_dynamics.fit import HELD_STEPS, MIN_CYCLES, PERIODIC_P, alternation, oscillation_confidence, reward_span
 from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
 from gspo_dynamics.predict._fall_chance import config_fall_chance
 from gspo_dynamics.predict._headline import (
@@ -17,8 +17,7 @@ from gspo_dynamics.predict._headline import (
 )
 
 RECOVERED_SHARE = 0.5  # a pilot whose held level is back above half its fall's depth dipped: at risk, not unsafe
-SWING_P = 1e-3  # a periodic component or an alternation of rows at this level: the pilot's reward swings
-SWING_CYCLES = 3  # ... repeating at least 3 times (1-2 cycles over the pilot are a trend misfit)
+SWING_REPORTED = 0.5  # a swing whose `fit.oscillation_confidence` reaches diagnose's reporting level is a risk
 
 
 def plateau_identified(f) -> bool:
@@ -45,18 +44,32 @@ def rise_in_noise(f) -> float | None:
 
 def reward_swings(f) -> str | None:
     """Whether the pilot's reward swings around its trend, said as a risk (None if not): a periodic component of the
-    residual around the fit (Fisher's g, p < SWING_P, at least SWING_CYCLES cycles) or an alternation of consecutive
-    rows (`fit.alternation`, p < SWING_P): the stale-update limit cycle, which `diagnose` reports as dynamical
-    instability, keeps the reward's level and so passes the fall test, but is not a safe margin."""
+    residual around the fit (Fisher's g, p < PERIODIC_P, at least MIN_CYCLES cycles) or an alternation of consecutive
+    rows (`fit.alternation`), each as strong as `diagnose` needs to report it as dynamical instability
+    (`fit.oscillation_confidence` >= SWING_REPORTED: significant, and its swing large against the rows' noise and
+    against what the reward can span). Such a limit cycle keeps the reward's level and so passes the fall test, but
+    is not a safe margin; a significant wiggle small against the noise is a detail of the curve, not a risk."""
     if f.fit is None or f.pilot is None:
         return None
+    span = reward_span(f.pilot[1], None)
     pg = f.fit.selection.get("periodogram", {})
-    if pg.get("p_value", 1.0) < SWING_P and pg.get("cycles", 0.0) >= SWING_CYCLES:
+    p, cycles = pg.get("p_value", 1.0), pg.get("cycles", 0.0)
+    if p < PERIODIC_P and cycles >= MIN_CYCLES and _strength(p, pg.get("amplitude"), pg.get("noise_std"), span, cycles):
         return f"the pilot's reward swings with a period of {pg['period']:.0f} steps around its trend (a limit cycle)"
     alt = alternation(f.pilot[0], f.pilot[1], f.fit)
-    if alt is not None and alt["rho1"] < 0 and alt["p_value"] < SWING_P:
+    if alt is not None and alt["rho1"] < 0 and alt["p_value"] < PERIODIC_P and \
+            _strength(alt["p_value"], alt["amplitude"], alt["noise_std"], span, alt["cycles"]):
         return "the pilot's reward alternates from one logged row to the next (a limit cycle of two rows)"
     return None
+
+
+def _strength(p: float, amplitude, noise, span: float, cycles: float) -> bool:
+    """Whether a periodic item is one `diagnose` reports: `oscillation_confidence` of its swing (2 x amplitude)
+    against the noise and the span >= SWING_REPORTED."""
+    if amplitude is None or noise is None or not noise > 0 or not span > 0:
+        return False
+    swing = 2.0 * amplitude
+    return oscillation_confidence(p, swing / noise, swing / span, cycles) >= SWING_REPORTED
 
 
 def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
@@ -93,7 +106,10 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
         return "unsafe", (f"{_key(setup)} {lr:g} is above the largest stable {linear:.3g} at T = {T} (the pilot's curve "
                           "read by the linear model)"), [lr_change(setup, linear / MARGIN_FACTOR,
                                                                    f"a {MARGIN_FACTOR:g}x margin below the bound")]
-    risks = [swing] if (swing := reward_swings(f)) else []
+    # a swing is a risk unless the exact theory calls T stable and overdamped, where diagnose caps such data evidence
+    # below its reporting level too (`Implications.theory_calls_stable`)
+    swing = reward_swings(f)
+    risks = [swing] if swing and not (f.implications is not None and f.implications.theory_calls_stable()) else []
     if limit is not None and f.displacement > AT_RISK_SHARE * limit:
         risks.append(f"the policy's move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
     if chance is not None and chance["chance"] >= AT_RISK_CHANCE:

@@ -5,6 +5,7 @@ matrices in a Python loop (instead of `linear.monodromy`'s repeated squaring), c
 eigenvalues with numpy.linalg.eigvals.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -92,3 +93,15 @@ def test_selected_oscillator_never_wins_only_by_extrapolating(case):
     if fit.selection["extrapolation_overruled"]:
         assert fit.variant == "exponential"
     assert fit.plateau_extrapolation == ext[fit.variant]
+
+
+@pytest.mark.parametrize("mu,T", [(0.0, 1), (0.5, 4), (0.9, 3)])
+def test_the_theory_calls_stable_exactly_when_T_is_within_its_bound_in_the_overdamped_regime(mu, T):
+    t = np.arange(300.0)
+    r = single_exponential(t, 0.8, 0.2, 40.0) + np.random.default_rng(0).normal(0.0, 0.005, t.size)
+    imp = implications(fit_trajectory(t, r), Hyperparams(lr=0.1, optimizer=SGD(momentum=mu), refresh_interval=T))
+    within = imp.max_safe_refresh_interval is None or T <= imp.max_safe_refresh_interval
+    assert imp.theory_calls_stable() == (within and imp.exact_regime != "oscillatory")
+    assert not dataclasses.replace(imp, interior_plateau=False).theory_calls_stable()  # a plateau on the bound: no theory
+    assert not dataclasses.replace(imp, exact_regime="oscillatory").theory_calls_stable()
+    assert not implications(fit_trajectory(t, r)).theory_calls_stable()  # without hyperparameters: nothing to call

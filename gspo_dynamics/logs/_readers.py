@@ -131,10 +131,14 @@ NUMBERED_AXIS = "row numbers (no step found)"
 
 
 def _step_column(objects: list[dict], present: list[str]) -> tuple[str | None, list]:
-    """(the step column, each row's step or None): the first of `present` (STEP_KEYS in the file, by priority)
-    held by at least half of the rows whose values are steps in most rows that hold it; then `epoch` where it is a
-    whole number in every row."""
+    """(the step column, each row's step or None): of `present` (STEP_KEYS in the file, by priority), those held by
+    at least half of the rows whose values are steps in most rows that hold it, the one giving the most rows a step
+    (a loop's `grpo_step` on every row before its `optimizer_step` on the update rows only), the first by priority
+    among equals, W&B's `_step` only where no other qualifies; then `epoch` where it is a whole number in every row."""
+    best: tuple[int, str, list] | None = None
     for key in present:
+        if best is not None and key == "_step":
+            break
         try:
             values = list(map(operator.itemgetter(key), objects))  # C speed where every row holds it
         except KeyError:
@@ -145,8 +149,13 @@ def _step_column(objects: list[dict], present: list[str]) -> tuple[str | None, l
         if 2 * held < len(values):  # a step column is on most rows (a summary row's global_step is no axis)
             continue
         steps = _steps_of(values)
-        if 2 * (len(steps) - steps.count(None)) > held:
-            return key, steps
+        valid = len(steps) - steps.count(None)
+        if 2 * valid > held and (best is None or valid > best[0]):
+            best = (valid, key, steps)
+            if valid == len(objects):  # every row has its step: no later key can give more
+                break
+    if best is not None:
+        return best[1], best[2]
     epochs = _steps_of([o.get("epoch") for o in objects])
     if objects and None not in epochs:
         return "epoch", epochs

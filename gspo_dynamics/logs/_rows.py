@@ -35,6 +35,7 @@ from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
 EVAL_PREFIXES = ("eval_", "eval/", "val/", "val-core/", "val-aux/", "test/", "validation/")
 # A row's own label of what it is, and the labels of an evaluation row.
 SPLIT_FIELDS = ("split", "mode", "type", "phase")
+LABELLED = frozenset(SPLIT_FIELDS)
 EVAL_LABELS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test", "testing"})
 # Keys that say when, not what: no evidence of a row's kind, and not an evaluation metric.
 META_KEYS = frozenset({"epoch", "_runtime", "_timestamp", "timestamp", "time", "wall_time"})
@@ -110,7 +111,7 @@ def split_eval_keys(rows: list[Row], groups: dict[tuple, list[int]], is_eval: np
     """(rows, groups, is_eval) with an evaluation's metrics taken out of the training rows that also hold them: a key
     of the evaluation rows (not an evaluation key by name, which is named so anyway) held by under half of the
     training rows is an evaluation metric there too (a loop that merges its evaluation into that step's row), and
-    goes into an evaluation row of the same step right after it."""
+    goes into an evaluation row of the same step right after it; a row whose writer labels its kind keeps its keys."""
     counts: dict[str, int] = {}
     eval_keys: set[str] = set()
     for keys, members in groups.items():
@@ -127,7 +128,7 @@ def split_eval_keys(rows: list[Row], groups: dict[tuple, list[int]], is_eval: np
     out: list[Row] = []
     flags: list[bool] = []
     for (step, record), evaluation in zip(rows, is_eval.tolist()):
-        if evaluation or move.isdisjoint(record):
+        if evaluation or move.isdisjoint(record) or not LABELLED.isdisjoint(record):  # the writer said its kind
             out.append((step, record))
             flags.append(evaluation)
             continue

@@ -314,11 +314,13 @@ def test_a_row_its_writer_calls_a_rollout_is_a_training_row_whatever_its_keys():
     rows = []
     for step in range(1, 13):
         rows.append({"type": "rollout", "grpo_step": step, "reward": 0.05 * step, "avg_response_token_length": 300.0})
-        rows.append({"type": "train", "grpo_step": step, "loss": 0.1, "grad_norm": 0.5, "token_entropy": 0.9})
+        rows.append({"type": "train", "grpo_step": step, "optimizer_step": step, "loss": 0.1, "grad_norm": 0.5,
+                     "token_entropy": 0.9})  # the update rows' own counter: not the file's axis (not on every row)
         if step % 4 == 0:
             rows.append({"type": "eval", "grpo_step": step, "reward": 0.4})
     log = read_log("\n".join(json.dumps(row) for row in rows))
     assert log.n_points("reward") == 12 and log.n_points("mean_length") == 12 and log.n_eval_points == 3
+    assert log.step_axis == "column 'grpo_step'" and log.columns["reward"] == "reward"
 
 
 def test_a_verl_ppo_run_with_a_value_critic_is_refused_as_such():

@@ -37,13 +37,16 @@ def read_console(text: str, step_key: str | None = None, what: str = "console ou
 
 def _prefer_dicts(scan: _Scan) -> bool:
     """Whether the printed dicts, not the key: value lines, are the log's rows: the dicts where enough of them hold a
-    reward to analyse (a trainer's logged dicts among a script's debug prints of per-batch averages), else the kind with
-    more lines holding a reward, else the kind with more lines."""
+    reward to analyse (a trainer's logged dicts among a script's debug prints of per-batch averages) and the key: value
+    lines with a reward do not count more steps of their own (per-step lines beside per-epoch mean dicts), else the
+    kind with more lines holding a reward, else the kind with more lines."""
     def with_reward(records) -> int:
         return sum(any(canonical_name(key) == "reward" for key in record) for _, record, *_ in records)
 
     dicts, pairs = with_reward(scan.dicts), with_reward(scan.pairs)
-    if dicts >= MIN_ANALYSIS_POINTS:
+    counted = {step for step, record, _ in scan.pairs
+               if step is not None and any(canonical_name(key) == "reward" for key in record)}
+    if dicts >= MIN_ANALYSIS_POINTS and len(counted) <= dicts:  # not per-epoch means beside per-step lines
         return True
     return dicts > pairs if dicts != pairs else len(scan.dicts) >= len(scan.pairs)
 

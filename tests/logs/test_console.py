@@ -326,3 +326,13 @@ def test_trainer_dicts_win_over_debug_prints_and_a_bar_ends_a_counter_lines_bloc
                     for k in range(1, 13))
     log = read_log(debug + dicts)
     assert log.n_points("reward") == 12 and log["reward"][-1] == pytest.approx(1.2)
+
+
+def test_per_step_lines_win_over_per_epoch_mean_dicts_beside_them():
+    lines = []
+    for epoch in range(10):
+        lines += [f"[run] epoch={epoch} step={3 * epoch + k} mean_reward={0.1 + 0.01 * (3 * epoch + k):.3f} loss=0.0"
+                  for k in range(1, 4)]
+        lines.append(f"[run] epoch {epoch} mean metrics: {{'loss': 0.0, 'mean_reward': {0.1 + 0.03 * epoch:.3f}}}")
+    log = read_log("\n".join(lines) + "\n")
+    assert log.n_points("reward") == 30 and list(log.steps[[0, -1]]) == [1, 30]

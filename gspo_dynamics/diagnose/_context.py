@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gspo_dynamics.diagnose._signals import success_rate
-from gspo_dynamics.diagnose._trend import Z_TREND, change
+from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 
 BOUND_SLACK = 1.05  # reward_std may exceed the Bhatia-Davis bound by 5% (rounding, averaging over logged rows)

@@ -23,7 +23,8 @@ from gspo_dynamics.diagnose._signals import concentration, degeneracy, hacking, 
 from gspo_dynamics.diagnose._instability import instability_verdict, non_finite_verdict
 from gspo_dynamics.diagnose._findings import findings
 from gspo_dynamics.diagnose._kl_pull import kl_pull_note
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, trend_verdict
+from gspo_dynamics.diagnose._trend import trend_verdict
+from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict, evidence,
                                              inconsistencies)
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications

@@ -19,7 +19,7 @@ from gspo_dynamics._keys import GRAD_CLIP_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._finding import FINDINGS, NOTE, SEVERITIES, Finding, order
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, window
+from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, window
 from gspo_dynamics.diagnose._verdict import evidence
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, STANDARD_NAMES, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams

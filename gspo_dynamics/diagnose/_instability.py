@@ -11,7 +11,8 @@ from statistics import NormalDist
 import numpy as np
 
 from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
-from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se
+from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
+from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.fit import (
     MIN_CYCLES,

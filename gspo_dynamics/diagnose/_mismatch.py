@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from gspo_dynamics.diagnose._finding import Finding
-from gspo_dynamics.diagnose._trend import window
+from gspo_dynamics.diagnose._trend_stats import window
 from gspo_dynamics.diagnose._verdict import evidence
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory import mismatch as th

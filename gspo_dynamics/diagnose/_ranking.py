@@ -17,7 +17,7 @@ import numpy as np
 from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (the LOFO protocol sets it)
 from gspo_dynamics.diagnose._context import reward_spread
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION
-from gspo_dynamics.diagnose._trend import MIN_WINDOW, Z_TREND, change, late_climb
+from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, late_climb
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
 

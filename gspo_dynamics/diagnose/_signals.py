@@ -11,7 +11,7 @@ import numpy as np
 
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._findings import Z_NOT_RISING, Z_RISE
-from gspo_dynamics.diagnose._trend import Z_TREND, change
+from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import SUCCESS_RATE_TOL, Verdict, confidence, evidence
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.finite_group import zero_variance_probability

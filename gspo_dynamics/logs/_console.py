@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gspo_dynamics.logs._names import is_summary_row
+from gspo_dynamics.logs._algorithms import is_summary_row
 from gspo_dynamics.logs._readers import STEP_KEYS, _flatten, _loads
 from gspo_dynamics.logs._runlog import to_step
 

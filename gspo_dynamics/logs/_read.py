@@ -14,6 +14,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
+from gspo_dynamics.logs._algorithms import foreign_algorithm
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, no_reward_error
 from gspo_dynamics.logs._console_rows import read_console, read_hf_console, read_verl_console
 from gspo_dynamics.logs._detect import (
@@ -246,7 +247,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         raise ConfigError(f"no metric rows with a valid step were found in the {format} log")
     groups = raw.groups if raw.groups is not None else key_groups(raw.rows)
     raw_keys = set().union(*groups)
-    foreign = _names.foreign_algorithm(raw_keys)
+    foreign = foreign_algorithm(raw_keys)
     if foreign is not None:
         raise ConfigError(
             f"this log is from a run of {foreign}, not of GRPO/GSPO-style RL, "

@@ -90,13 +90,17 @@ def _flatten(record: dict, prefix: str = "") -> dict[str, object]:
     return flat
 
 
+def _step_value(key: str, value: object) -> object:
+    """A step column's value as a step: ms-swift's "5/300" (`_OF_TOTAL`) is the step before the slash."""
+    return value.partition("/")[0] if key == _OF_TOTAL and isinstance(value, str) else value
+
+
 def _split_step(record: dict[str, object], step_key: str | None) -> tuple[int | None, dict]:
     """(step, the other keys); the step from `step_key` when given, else the first of STEP_KEYS."""
     step = None
     for key in (step_key,) if step_key else STEP_KEYS:
         if key in record:
-            value = record[key]
-            step = to_step(value.partition("/")[0] if key == _OF_TOTAL and isinstance(value, str) else value)
+            step = to_step(_step_value(key, record[key]))
             break
     else:
         if step_key:
@@ -144,7 +148,7 @@ def _step_column(objects: list[dict], present: list[str]) -> tuple[str | None, l
         except KeyError:
             values = [o.get(key) for o in objects]
         if key == _OF_TOTAL:
-            values = [v.partition("/")[0] if isinstance(v, str) else v for v in values]
+            values = [_step_value(key, v) for v in values]
         held = len(values) - values.count(None)
         if 2 * held < len(values):  # a step column is on most rows (a summary row's global_step is no axis)
             continue

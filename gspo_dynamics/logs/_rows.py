@@ -4,16 +4,16 @@ A reader gives rows `(step, {raw key: value})` in the order the file holds them;
 on the rows, what a series cannot tell afterwards:
 
   eval rows     a row with a `split`/`mode`/`type`/`phase` field saying eval/val/validation/test (a row whose field
-                says anything else is a training row, whatever its keys), a row whose keys
-                are all evaluation keys (EVAL_PREFIXES), or, where the training rows log a reward, a row holding
-                none of the training-only keys most rows share (loss, grad norm, lr, KL, clipping, reward std: an
-                evaluation loop's row among the training rows).
-                Their metrics become `eval/<name>` series; nothing missing from them is missing from training.
+                says anything else is a training row, whatever its keys), a row whose keys are all evaluation keys
+                (EVAL_PREFIXES), or, where the training rows log a reward, a row holding none of the training-only
+                keys most rows share (loss, grad norm, lr, KL, clipping, reward std: an evaluation loop's row among
+                the training rows). Their metrics become `eval/<name>` series; nothing missing from them is missing
+                from training.
   numbering     rows without a step are numbered by training row (x the logging interval, when known); an
                 eval row takes the step of the training row before it.
   runs          a training step at or below the file's first training step, after the counter went past it (or,
-                in a file of one row per step, after any training row), starts a new run (runs appended to one file, concatenated logs); the last is read unless `run`
-                picks another.
+                in a file of one row per step, after any training row), starts a new run (runs appended to one
+                file, concatenated logs); the last is read unless `run` picks another.
   resumed       a training step below one logged before it, within a run: the rows logged before it at that step
                 or later are dropped (a resumed job logs them again: the later values are kept).
 """
@@ -33,7 +33,7 @@ from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
 
 # Keys (prefixes) of evaluation metrics: TRL `eval_`, W&B/TensorBoard `eval/`, verl `val-core/`, `val-aux/`, ...
 EVAL_PREFIXES = ("eval_", "eval/", "val/", "val-core/", "val-aux/", "test/", "validation/")
-# A row's own label of what it is, and the labels of an evaluation row.
+# A row's own label of what it is (a row holding one is of the kind it says), and the labels of an evaluation row.
 SPLIT_FIELDS = ("split", "mode", "type", "phase")
 LABELLED = frozenset(SPLIT_FIELDS)
 EVAL_LABELS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test", "testing"})
@@ -128,7 +128,7 @@ def split_eval_keys(rows: list[Row], groups: dict[tuple, list[int]], is_eval: np
     out: list[Row] = []
     flags: list[bool] = []
     for (step, record), evaluation in zip(rows, is_eval.tolist()):
-        if evaluation or move.isdisjoint(record) or not LABELLED.isdisjoint(record):  # the writer said its kind
+        if evaluation or move.isdisjoint(record) or not LABELLED.isdisjoint(record):
             out.append((step, record))
             flags.append(evaluation)
             continue
@@ -161,8 +161,7 @@ def without_split_fields(rows: list[Row], groups: dict[tuple, list[int]]) -> lis
 
 
 def number_rows(rows: list[Row], is_eval: np.ndarray, every: int) -> list[Row]:
-    """Rows numbered by training row: the k-th is at step k * every; an eval row at the step of the training row
-    before it (0 before the first)."""
+    """Rows numbered by training row: the k-th at step k * every; an eval row at its training row's before (or 0)."""
     count = np.cumsum(~is_eval)  # (n,) training rows up to and including each row
     return [(int(k) * every, record) for k, (_, record) in zip(count, rows)]
 

@@ -16,7 +16,8 @@ from gspo_dynamics.diagnose import _context
 from gspo_dynamics.diagnose._context import reward_scale
 from gspo_dynamics.diagnose._ranking import DERIVED_DISCOUNT, DIVERGENCE_SIGNALS
 from gspo_dynamics.diagnose._signals import group_floor
-from gspo_dynamics.diagnose._trend import MEANINGFUL_CHANGE, Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope
+from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
+from gspo_dynamics.diagnose._trend_stats import Z_POWER, Z_STILL_RISING, Z_TREND, change, late_slope
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.hyperparams import Hyperparams

@@ -10,7 +10,7 @@ from scipy import stats
 
 from gspo_dynamics.diagnose import diagnose
 from gspo_dynamics.diagnose._calibration import calibrate  # thresholds as raw confidences
-from gspo_dynamics.diagnose._trend import late_slope
+from gspo_dynamics.diagnose._trend_stats import late_slope
 from gspo_dynamics.logs import RunLog
 
 STEPS = np.arange(1, 41)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from gspo_dynamics.diagnose import diagnose
-from gspo_dynamics.diagnose._trend import STILL_RISING_FRACTION, Z_STILL_RISING, Z_TREND, change, late_climb
+from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_STILL_RISING, Z_TREND, change, late_climb
 from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.real_logs import real_logs_dir
 from gspo_dynamics.theory.trajectory import single_exponential

@@ -1,0 +1,107 @@
+"""The reward curve's statistics the checks share: early and late windows, their means and Welch's z, the late
+half's slope and climb.
+
+Windows: "early" and "late" are the first and last WINDOW_FRACTION of a series' finite points
+(at least MIN_WINDOW each). The trend test is Welch's z = (mean_late - mean_early) / sqrt(se_e^2 + se_l^2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
+
+WINDOW_FRACTION = 0.25  # early/late windows: a quarter of the run each, long enough to average noise
+MIN_WINDOW = 3  # fewer points cannot give a standard error
+Z_TREND = 3.0  # |z| above this is a real change of the reward (a 3-sigma rise: p ~ 0.001 by chance)
+R2_NOISE = 0.5  # R^2 below this: the fluctuation variance exceeds the variance the trend explains
+STILL_RISING_FRACTION = 0.10  # a remaining rise above 10% of the total rise is "still rising"
+Z_STILL_RISING = 2.0  # ... and at least 2 standard errors above zero
+Z_POWER = 0.8416  # z_{0.8}: "could have seen" = detected with 80% power (one-sided normal quantile)
+
+
+def window(values: np.ndarray, late: bool) -> slice:
+    n = values.size
+    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * n)))
+    return slice(n - w, n) if late else slice(0, w)
+
+
+def mean_se(x: np.ndarray) -> tuple[float, float]:
+    """Mean and its standard error, computed on x / max|x| so that huge values do not overflow."""
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return math.nan, math.nan
+    a = float(np.max(np.abs(x))) or 1.0
+    y = x / a
+    if x.size < 2:
+        return a * float(y[0]), math.nan
+    return a * float(y.mean()), a * float(y.std(ddof=1) / math.sqrt(x.size))
+
+
+def change(steps: np.ndarray, values: np.ndarray) -> dict:
+    """Early/late means, their difference, Welch z, and the step ranges used (finite points only)."""
+    keep = np.isfinite(values)
+    s, v = steps[keep], values[keep]
+    if v.size < 2 * MIN_WINDOW:
+        return {}
+    e, l = window(v, False), window(v, True)
+    (me, se_e), (ml, se_l) = mean_se(v[e]), mean_se(v[l])
+    se = math.hypot(se_e, se_l)
+    diff = ml - me
+    z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    return {"early": me, "late": ml, "diff": diff, "z": z, "early_steps": (s[e][0], s[e][-1]),
+            "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
+
+
+def late_slope(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, tuple]:
+    """(slope, its z, the steps used) of the least-squares fit over the last half of the finite points,
+
+        slope = sum (t - t_bar)(r - r_bar) / sum (t - t_bar)^2,
+        se^2  = [sum (r - r_bar - slope (t - t_bar))^2 / (n - 2)] / sum (t - t_bar)^2,   z = slope / se:
+
+    a reward still climbing at the end of the log has z >> 0 whatever the fitted plateau (which a near-linear
+    rise leaves unresolved). NaN, NaN, () if too short."""
+    keep = np.isfinite(values)
+    t, r = steps[keep].astype(float), values[keep]
+    t, r = t[t.size // 2:], r[r.size // 2:]
+    if t.size < 2 * MIN_WINDOW:
+        return math.nan, math.nan, ()
+    dt = t - t.mean()
+    sxx = float(dt @ dt)
+    if sxx == 0:
+        return math.nan, math.nan, ()
+    a = float(np.max(np.abs(r))) or 1.0  # scaled, as mean_se, against overflow
+    y = r / a
+    slope = float(dt @ (y - y.mean())) / sxx
+    resid = y - y.mean() - slope * dt
+    se = math.sqrt(float(resid @ resid) / (t.size - 2) / sxx)
+    z = slope / se if se > 0 else (0.0 if slope == 0 else math.copysign(math.inf, slope))
+    return a * slope, z, (t[0], t[-1])
+
+
+def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None) -> dict:
+    """Whether the late half still climbs: significantly, meaningfully and by a share of the run's rise,
+
+        slope / se(slope) >= Z_STILL_RISING,   climb >= MEANINGFUL_CHANGE x spread,
+        climb >= STILL_RISING_FRACTION x (late - start)          (climb = slope (t_last - t_first))
+
+    over the late half (`late_slope`; start: the mean of the first MIN_WINDOW rows, late: the late window's
+    mean; spread: the per-sample reward std, or None). The effect size is the one that makes a change
+    meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped at its ceiling only
+    in the statistical sense), the share the one that makes a run still rising (the within-group std of a
+    converged run is small, so the spread alone would call a creep of a few hundredths after a rise of 0.5 a
+    climb). Returns {"climbing" (all three), "rising" (significant and a share of the rise: the trend verdict's
+    test, which has no precise creep at a ceiling to tell apart), "slope_z", "steps", "climb", "share" (climb /
+    rise; NaN if unknown), "meaningful"}; both False (and slope_z NaN) when the late half is too short for a slope."""
+    slope, slope_z, used = late_slope(steps, values)
+    climb = slope * (used[1] - used[0]) if used else math.nan
+    meaningful = spread is None or not spread > 0 or climb >= MEANINGFUL_CHANGE * spread
+    finite = values[np.isfinite(values)]
+    rise = change(steps, values).get("late", math.nan) - float(np.mean(finite[:MIN_WINDOW])) if finite.size else math.nan
+    share = climb / rise if rise > 0 else math.nan
+    big = not climb < STILL_RISING_FRACTION * rise  # NaN (too short to compare): the climb counts
+    rising = bool(slope_z >= Z_STILL_RISING and big)
+    return {"climbing": rising and bool(meaningful), "rising": rising, "slope_z": slope_z, "steps": used,
+            "climb": climb, "share": share, "meaningful": bool(meaningful)}

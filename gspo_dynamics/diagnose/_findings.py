@@ -162,7 +162,7 @@ def _lagging(log: RunLog, name: str, late: float) -> bool:
 
 def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
     """TRL's per-function rewards (`reward/<fn>`, 2 MIN_WINDOW rows at least): one rises (Welch z late - early >=
-    Z_RISE, `_trend.change`) while another does not (z < Z_NOT_RISING) and is not at its ceiling (late mean below
+    Z_RISE, `_trend_stats.change`) while another does not (z < Z_NOT_RISING) and is not at its ceiling (late mean below
     SATURATED x its largest row, or a largest row <= 0): the gain comes from one function while the other
     stays or falls, the pattern of a format reward learned without the task. A function with the same value on
     every row is left out: it never told completions apart (never met, or always met), so it cannot lag."""

@@ -177,7 +177,7 @@ def _concentration_below_ceiling(verdicts: list[Verdict], i: int, trend: Verdict
 
 def _stopped_rising(trend: Verdict, log: RunLog) -> bool:
     """The reward has stopped rising: not still rising by the trend verdict, nor by the late half climbing
-    (`_trend.late_climb`). A reward still climbing has not reached its ceiling: an entropy collapse ahead of it
+    (`_trend_stats.late_climb`). A reward still climbing has not reached its ceiling: an entropy collapse ahead of it
     is the policy concentrating before the task is solved."""
     if trend.mode == "still_rising" or "still_rising" in trend.unsure:
         return False

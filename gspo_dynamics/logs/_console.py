@@ -11,8 +11,14 @@ Ray `(TaskRunner pid=7)`), with ANSI colours removed and tqdm's carriage-return 
             (`2026-01-01 12:00:00 INFO step=3 mean_reward=0.5`)
 
 A step counter is `step N`, `Step N/M`, `[step N/M]`, `global_step=N`, `iter N`, `it N`, `update N`, `Episode N`,
-`Epoch e Step N`, or `Epoch:[e/E](N/M)` (step (e-1) M + N). A line holding only a counter gives its step to the metric
-lines below it. A logged `nan`/`inf` is kept as a non-finite float; a `None`/`null` is a missing value. Anything else
+`Epoch e Step N`, or `Epoch:[e/E](N/M)` (step (e-1) M + N). A line holding only a counter (after a logger's prefix
+ending in its level word, `... - INFO - `) gives its step to the metric lines below it. A header, a message ending in
+`:` (`Iteration 3 metrics:`), opens a block: the `key: value` lines below it, one a line, are one row at the header's
+step (else the current one), an evaluation row where the header names one (`Validation results (iteration 3):`,
+its keys read as `eval/<key>`); the first other line ends it. The trainer's progress bar after the row on its line
+(`{...}  5%|▌ | 5/100 [...]`) is the bar drawn after that row; a `key: value` row there without a counter takes the
+bar's step. Lines are first made whole (`_console_lines`: a dict wrapped over lines joined, a box-drawn table made a
+dict). A logged `nan`/`inf` is kept as a non-finite float; a `None`/`null` is a missing value. Anything else
 (banners, warnings, `Total optimization steps = 1,000`, tables, config dumps) is not a metric line. Where a log has
 both forms, the dicts are read where enough of them hold a reward to analyse, else the form with more lines holding a
 reward, else the more frequent one (a TRL log's metric dicts, not the debug prints or the vLLM config line between
@@ -29,9 +35,12 @@ growing log, the last step of the piece before: `_follow._number_on`).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from gspo_dynamics.logs._algorithms import is_summary_row
+from gspo_dynamics.logs._console_lines import logical_lines
+from gspo_dynamics.logs._console_pairs import NUM, counter, pairs, spaced_pairs
 from gspo_dynamics.logs._readers import STEP_KEYS, _flatten, _loads
 from gspo_dynamics.logs._runlog import to_step
 
@@ -43,38 +52,24 @@ except ImportError:  # pragma: no cover
 _MAX_LINE = 1_000_000  # longer "lines" are binary junk, not log rows
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _RAY_PREFIX = re.compile(r"^\s*\([\w.:-]+ pid=\d+(?:, ip=[\d.]+)?\)\s*")
-# A number as printed by Python, JSON, numpy or torch, non-finite spellings included.
-_NUM = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|(?:nan|NaN|NAN|inf|Inf|INF|Infinity|infinity)(?!\w))"
 # tensor(0.3, device='cuda:0'), np.float64(0.2), float('nan'): the number inside.
 _WRAPPER = re.compile(r"\b(?:(?:torch\.)?tensor|(?:np|numpy)\.(?:float|int)\d*|float|array)\(\s*(['\"]?)([^,()'\"]*)\1"
                       r"\s*(?:,[^()]*)?\)")
 _DICT_START = re.compile(r"\{\s*['\"]")
 _DICT_PAIR = re.compile(r"""(?:'([^'\n]{1,200})'|"([^"\n]{1,200})")\s*:\s*(?:'([^'\n]*)'|"([^"\n]*)"|"""
-                        r"(" + _NUM + r"|None|null|True|False|true|false)(?=\s*[,}]))")
-_KEY_WORD = re.compile(r"[A-Za-z_][\w./@\-]*")
-# key:value / key=value: the separator attached to the key (`reward: 0.3`, not a banner's `Num Epochs = 1`), a number.
-_VALUE = re.compile(r"[:=][ \t]*(" + _NUM + r")(?![\w.:/]|,\d)")
-_NUMBER = re.compile(_NUM)
-# key=[a, b, ...] / key: ['0.8', '0.1']: a list of numbers (per-completion rewards of a step), read as its mean
-_LIST_PAIR = re.compile(r"([A-Za-z_][\w./@\-]*)[ \t]*[:=][ \t]*\[([^\[\]\n]{1,4000})\]")
-_EQUALS_PAIR = re.compile(r"([A-Za-z_][\w./@\-]*)[ \t]+=[ \t]+(" + _NUM + r")(?![\w.:/]|,\d)")  # after a counter only
-_LAST_SEPARATOR = re.compile(r".*(?:[|,;\[\]()]|\s-\s)")  # a key's words start after the last of these
-_NOTHING = object()
+                        r"(" + NUM + r"|None|null|True|False|true|false)(?=\s*[,}]))")
 _NUMBER_STARTS = frozenset("-+.0123456789nNiI")  # how a number written as a string begins ('9.8e-06', 'nan')
-_MEMO_SIZE = 100_000
-_MAX_KEY_WORDS = 4  # `Avg Response Len: 271.4`
-# Step counters, matched in the lowercased line (the character before is checked apart: no lookbehind, for speed).
-_COUNTER = re.compile(r"(global[_ ]step|step|iteration|iter|it|update|episode)[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)"
-                      r"(?:[ \t]*/[ \t]*\d+)?(?![\w.])")
-_EPOCH_FRACTION = re.compile(r"(?i)epoch\W{0,3}\[?\s*(\d+)\s*/\s*\d+\s*\]?\s*[(\[]\s*(\d+)\s*/\s*(\d+)\s*[)\]]")
-_COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3,
-                 "episode": 3}
 _STEP_SET = frozenset(STEP_KEYS)
 _METRIC_WORD = re.compile(r"(?i)reward|loss|kl|entrop|grad|learning_rate|\blr\b|score|acc|clip|length|return|advan"
                           r"|ratio|std|mean|eval|val")
 _EVAL_KEY = re.compile(r"(?i)^(?:eval|val|test|validation)[_/\-]")
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
 _BAR = re.compile(r"\s*\d{1,3}%\|[^|\n]*\|\s*(\d+)/(\d+)\s*\[")  # `  5%|▌    | 5/100 [26:14<8:17:55, ...]`
+_BAR_AFTER = re.compile(r"\s\d{1,3}%\|[^|\n]*\|\s*(\d+)/(\d+)\s*\[")  # the same bar after the text of its line
+# A logger's prefix (timestamp, logger name, level): the message is what follows the level word.
+_LOG_PREFIX = re.compile(r"^.{0,160}?\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b(?::[\w.]*:)?[\s\-:|\]]*")
+_EVAL_WORD = re.compile(r"(?i)\b(?:eval|evaluation|validation|valid|val|test)\b")
+_MAX_HEADER = 120  # characters of a block's header message
 _VERL_HINT = re.compile(r"step:\d+ - \S+:")
 # A line that may be a metric line, searched for past the first window: verl's, a printed dict's start, a counter.
 _HINT = re.compile(r"step:\d+ - \S+:|\{\s*['\"][^'\"\n]{1,200}['\"]\s*:\s*[-+\d'\"nNi]"
@@ -99,6 +94,8 @@ class _Scan:
     memo: dict = field(default_factory=dict)  # keys -> `_kind_of`
     keys: dict = field(default_factory=dict)  # the text between two pairs -> the second's key
     bar: tuple[int, int] | None = None  # the last progress bar without a label: (n, total)
+    bar_totals: Counter = field(default_factory=Counter)  # how often a bar without a label showed each total
+    block: tuple[int | None, bool, dict] | None = None  # the block under a header line: (step, an eval block, record)
     awaiting: list = field(default_factory=list)  # the [before, after] bars of dicts printed since it
 
 
@@ -177,100 +174,23 @@ def _mostly_numbers(record: dict) -> bool:
     return 2 * numbers > len(record)
 
 
-def _counter(line: str) -> tuple[int | None, str | None, int, int]:
-    """(the line's step counter, its name as written, where it starts and ends) or (None, None, 0, 0); the
-    highest-ranked of several (global step first). A counter too large for a step gives None."""
-    low = line.lower()
-    best = None
-    if "step" in low or "it" in low or "update" in low or "episode" in low:
-        for match in _COUNTER.finditer(low):
-            at = match.start()
-            if at and (low[at - 1].isalnum() or low[at - 1] in "_/."):
-                continue
-            name = match.group(1)
-            rank = _COUNTER_RANK[name.replace("_", " ") if name.startswith("global") else name]
-            if best is None or rank < best[0]:
-                best = (rank, to_step(int(match.group(2))), line[at:match.end(1)], at, match.end())
-    if best is not None:
-        return best[1:]
-    epoch = _EPOCH_FRACTION.search(line) if "poch" in low else None
-    if epoch is None:
-        return None, None, 0, 0
-    e, n, per_epoch = (int(g) for g in epoch.groups())
-    return to_step(max(e - 1, 0) * per_epoch + n), None, epoch.start(), epoch.end()
-
-
-def _key_before(segment: str, set_apart: bool) -> str | None:
-    """The key that ends `segment` (the text since the last pair, up to a `:` or `=`): the words after its last
-    separator where one sets them apart (or the pair before), else its last word; None if it ends in a space."""
-    if not segment or segment[-1].isspace():
-        return None
-    cut = _LAST_SEPARATOR.match(segment)
-    words = segment[cut.end() if cut else 0:].split()
-    if not words:
-        return None
-    if (set_apart or cut) and len(words) <= _MAX_KEY_WORDS and all(_KEY_WORD.fullmatch(w) for w in words):
-        key = " ".join(words)
-    else:
-        key = words[-1] if _KEY_WORD.fullmatch(words[-1]) else None
-    return None if key is None or key.endswith(".py") else key  # not a logger's file.py:line
-
-
-def _pairs(line: str, memo: dict) -> dict:
-    """The `key: value` / `key=value` pairs of a line, values as floats (the key after a pair memoised by the text
-    before it: a log repeats it line after line); `key=[v1, v2, ...]`, a list of numbers, is their mean (a step's
-    per-completion rewards)."""
-    record, last = {}, 0
-    for match in _VALUE.finditer(line):
-        segment = line[last:match.start()]
-        if not last:
-            key = _key_before(segment, False)
-        elif (key := memo.get(segment, _NOTHING)) is _NOTHING:
-            key = _key_before(segment, True)
-            if len(memo) < _MEMO_SIZE:
-                memo[segment] = key
-        if key is not None:
-            record[key] = float(match.group(1))
-            last = match.end()
-    if "[" in line:
-        for key, items in _LIST_PAIR.findall(line):
-            values = [item.strip().strip("'\"") for item in items.split(",")]
-            if key not in record and values and all(_NUMBER.fullmatch(v) for v in values):
-                record[key] = sum(map(float, values)) / len(values)
-    return record
-
-
-def _spaced_pairs(rest: str) -> dict:
-    """`reward 0.3 loss 0.2` or `reward = 0.3, kl = 0.01` after a counter (`it 10`, `step 5:`): the rest's pairs
-    where it alternates keys and numbers (`=` between them aside), else {}."""
-    if "=" in rest:
-        equals = _EQUALS_PAIR.findall(rest)
-        return {k: float(v) for k, v in equals} if equals else {}
-    tokens = rest.replace(" - ", " ").replace("|", " ").replace(",", " ").split()
-    keys, values = tokens[0::2], tokens[1::2]
-    if not tokens or len(keys) != len(values):
-        return {}
-    if all(_KEY_WORD.fullmatch(k) for k in keys) and all(_NUMBER.fullmatch(v) for v in values):
-        return {k: float(v) for k, v in zip(keys, values)}
-    return {}
-
-
 def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None) -> int | None:
     """Add the line's metric rows to `scan`; the step that the lines below take (a counter-only line sets it)."""
     if "(" in line:
         line = _WRAPPER.sub(r"\2", _RAY_PREFIX.sub("", line))
-    if "%|" in line and (bar := _BAR.match(line)) is not None:  # tqdm's bar (the trainer's: no label before it)
-        scan.bar = (int(bar.group(1)), int(bar.group(2)))
-        for bars in scan.awaiting:
-            bars[1] = scan.bar
-        scan.awaiting.clear()
-        current = None  # a progress bar is newer news of the step than a counter line above it
+    if "%|" in line:
+        if (bar := _BAR.match(line)) is not None:  # tqdm's bar (the trainer's: no label before it)
+            _bar_seen(scan, bar)
+            current = None  # a progress bar is newer news of the step than a counter line above it
+        elif (bar := _BAR_AFTER.search(line)) is not None:  # a bar after a metric row: drawn after the row
+            return _before_bar(line[:bar.start()], bar, scan, current, step_key)
     if scan.in_run and "***** Running training *****" in line:  # transformers starts another run
         scan.run, scan.in_run = scan.run + 1, 0
     brace = line.find("{")
     match = _DICT_START.search(line, brace) if brace >= 0 else None
     if match is not None:
-        step = _counter(line[:match.start()])[0] if match.start() else None
+        _close_block(scan)
+        step = counter(line[:match.start()])[0] if match.start() else None
         for record, python in _dicts(line, match.start()):
             metric, is_eval, summary = _kind_of(record, scan.memo)
             if summary:
@@ -284,17 +204,21 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
                 scan.python_dicts += python
         return current if step is None else None  # a line with its own step ends a counter line's block
     has_pair = ":" in line or "=" in line
-    step, counter_name, start, end = _counter(line)
+    step, counter_name, start, end = counter(line)
+    if scan.block is not None:
+        if step is None and has_pair and len(item := pairs(line, scan.keys)) == 1:
+            scan.block[2].update(item)  # one `key: value` a line: an item of the block
+            return current
+        _close_block(scan)
     if step is None and not has_pair:
         return current
-    record = _pairs(line, scan.keys) if has_pair else {}
+    record = pairs(line, scan.keys) if has_pair else {}
     if not record and step is not None:
-        record = _spaced_pairs(line[end:])
+        record = spaced_pairs(line[end:])
     if counter_name is not None and step_key is None:
         record.pop(counter_name, None)
     if not record:
-        counter_only = step is not None and _LETTERS.search(line[:start] + " " + line[end:]) is None
-        return step if counter_only else current
+        return _no_pairs(line, scan, current, step, start, end)
     metric, is_eval, _ = _kind_of(record, scan.memo)
     if step is None and current is None and (len(record) < 2 or not metric):
         return current
@@ -303,14 +227,71 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
     return current if step is None else None
 
 
+def _bar_seen(scan: _Scan, bar: re.Match) -> None:
+    """A progress bar without a label: the step it shows is the step of the dicts printed since the one before."""
+    scan.bar = (int(bar.group(1)), int(bar.group(2)))
+    scan.bar_totals[scan.bar[1]] += 1
+    for bars in scan.awaiting:
+        bars[1] = scan.bar
+    scan.awaiting.clear()
+
+
+def _before_bar(text: str, bar: re.Match, scan: _Scan, current: int | None, step_key: str | None) -> int | None:
+    """A line whose text ends in the trainer's progress bar (the row printed, the bar redrawn after it on the same
+    line): the text's rows, then the bar; a `key: value` row without a counter of its own takes the bar's step. A
+    bar after text that is no metric row is a labelled bar (`Map: 50%|...`), not the trainer's, and is left out."""
+    printed, paired = len(scan.dicts), len(scan.pairs)
+    current = _scan_line(text, scan, current, step_key)
+    if len(scan.dicts) > printed:
+        _bar_seen(scan, bar)
+        return None
+    if len(scan.pairs) > paired and counter(text)[0] is None:
+        scan.pairs[-1] = (to_step(int(bar.group(1))), *scan.pairs[-1][1:])
+        return None
+    return current
+
+
+def _no_pairs(line: str, scan: _Scan, current: int | None, step: int | None, start: int, end: int) -> int | None:
+    """The step the lines below take after a line without pairs: a counter alone in the message (after a logger's
+    prefix) gives its step; a header, a message ending in `:` (`Iteration 3 metrics:`), opens a block of the
+    `key: value` lines below it, one a line, read as one row at the header's step, else at the current one (an
+    evaluation row where the header names one: `Validation results (step 3):`)."""
+    prefix = _LOG_PREFIX.match(line) if "INFO" in line or "WARN" in line or "DEBUG" in line or "ERROR" in line \
+        else None
+    cut = prefix.end() if prefix is not None and prefix.end() <= start else 0
+    message = line[cut:].strip()
+    if message.endswith(":") and len(message) <= _MAX_HEADER and _LETTERS.search(message):
+        scan.block = (step if step is not None else current, _EVAL_WORD.search(message) is not None, {})
+        return current
+    counter_only = step is not None and _LETTERS.search(line[cut:start] + " " + line[end:]) is None
+    return step if counter_only else current
+
+
+def _close_block(scan: _Scan) -> None:
+    """The open block as a row of the scan's pairs (one without a step only if it holds two metrics or more)."""
+    if scan.block is None:
+        return
+    step, is_eval, record = scan.block
+    scan.block = None
+    if not record:
+        return
+    if is_eval:
+        record = {key if _EVAL_KEY.match(key) else "eval/" + key: value for key, value in record.items()}
+    metric, eval_keys, _ = _kind_of(record, scan.memo)
+    if step is None and (len(record) < 2 or not metric):
+        return
+    scan.pairs.append((step, record, is_eval or eval_keys))
+
+
 def scan_console(text: str, step_key: str | None = None) -> _Scan:
     """Every metric line of `text`."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     scan, current = _Scan(), None
-    for line in text.splitlines():  # "\r" too: tqdm's fragments
+    for line in logical_lines(text.splitlines()):  # "\r" too: tqdm's fragments
         if len(line) <= _MAX_LINE:
             current = _scan_line(line, scan, current, step_key)
+    _close_block(scan)
     return scan
 
 

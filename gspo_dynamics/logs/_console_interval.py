@@ -7,7 +7,8 @@
 transformers redraws its (unlabelled) progress bar right after printing a row, at the step logged: where the bars
 around the rows rise under one total, they are the steps. Else the rows are numbered by the logging interval k, from
 `Total optimization steps = N` over the rows only in a finished log (its summary dict printed: an unfinished one has
-fewer rows than it will have), else from the `epoch` column: row i's epoch is k (i + 1) / (steps per epoch), the
+fewer rows than it will have; where no banner gives the total, the total of the trainer's progress bar, which counts
+to max_steps), else from the `epoch` column: row i's epoch is k (i + 1) / (steps per epoch), the
 steps per epoch from the banner (`Num Epochs` and the total, `Num examples` over the total batch size, or a `steps
 per epoch` line), accepted only where every row agrees within the precision its epoch is printed to. Else rows
 are numbered 1, 2, ... within each run (a run begun by transformers' banner or ended by its summary dict).
@@ -30,17 +31,18 @@ _STEPS_PER_EPOCH = re.compile(r"(?i)steps[ _]per[ _]epoch\s*[:=]\s*([\d,]+)")
 EPOCH_SLACK = 0.3  # steps: an epoch printed in full gives its step to float error; this allows a trainer's rounding
 
 
-def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, warnings: list[str]
-                   ) -> tuple[list[int], int | None, str]:
+def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, warnings: list[str],
+                   bar_total: int | None = None) -> tuple[list[int], int | None, str]:
     """(steps, logging interval or None, how they were found) of train dicts printed without a step (`dicts`: the
     scan's entries, (step, record, is eval, [bar before, bar after], run)): the progress bar's steps, else the
-    logging interval's (one run), else row numbers, restarting at each run; row numbers are said in a warning."""
+    logging interval's (one run), else row numbers, restarting at each run; row numbers are said in a warning.
+    bar_total: the total of the trainer's progress bar (its max_steps), where the log shows one."""
     by_bar = bar_steps([entry[3] for entry in dicts])
     if by_bar is not None:
         return by_bar, None, "the trainer's progress bar (its step at each printed row)"
     runs = [entry[4] for entry in dicts]
     if runs[0] == runs[-1]:
-        interval, axis = logging_interval(text, [entry[1] for entry in dicts], finished)
+        interval, axis = logging_interval(text, [entry[1] for entry in dicts], finished, bar_total)
         if interval is not None:
             return [(k + 1) * interval for k in range(len(dicts))], interval, axis
         warnings.append(f"the {what} has no step numbers; {NUMBERED}")
@@ -74,16 +76,19 @@ def _banner_int(pattern: re.Pattern, text: str) -> int | None:
     return int(digits) if digits else None
 
 
-def logging_interval(text: str, records: list[dict], finished: bool) -> tuple[int | None, str]:
-    """The logging interval of dicts printed without steps and how it was found: the total step count over the rows
-    in a finished log, else the epoch column's increment times the banner's steps per epoch; (None, "") when
-    neither holds."""
+def logging_interval(text: str, records: list[dict], finished: bool, bar_total: int | None = None
+                     ) -> tuple[int | None, str]:
+    """The logging interval of dicts printed without steps and how it was found: the total step count (the banner's
+    `Total optimization steps`, else the total of the trainer's progress bar, `bar_total`) over the rows in a
+    finished log, else the epoch column's increment times the banner's steps per epoch; (None, "") when neither
+    holds."""
     n = len(records)
     total = _banner_int(_TOTAL_STEPS, text)
-    if finished and total:
-        every = total // n
-        if every >= 1 and total // every == n:
-            return every, f"logging_steps {every} x row (the finished run's {total} steps over its {n} rows)"
+    for steps, source in ((total, "steps"), (bar_total, "steps (its progress bar's total)")):
+        if finished and steps:
+            every = steps // n
+            if every >= 1 and steps // every == n:
+                return every, f"logging_steps {every} x row (the finished run's {steps} {source} over its {n} rows)"
     epochs = [record.get("epoch") for record in records]
     values = [to_float(e) for e in epochs]
     if n < 2 or any(v is None or not math.isfinite(v) for v in values) or values[-1] <= values[0]:

@@ -77,7 +77,9 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
     if step_key is None and not train:  # eval dicts alone (a piece of a growing log): numbered on from the one before
         warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
     elif step_key is None and all(entries[i][1] is None for i in train):
-        steps, interval, axis = stepless_steps(text, [scan.dicts[i] for i in train], scan.finished, what, warnings)
+        bar_total = scan.bar_totals.most_common(1)[0][0] if scan.bar_totals else None  # the trainer's: redrawn most
+        steps, interval, axis = stepless_steps(text, [scan.dicts[i] for i in train], scan.finished, what, warnings,
+                                               bar_total)
         for i, step in zip(train, steps):
             entries[i] = (False, step, entries[i][2])
     else:  # a mapped step column missing from every row is an error; rows without a step are said

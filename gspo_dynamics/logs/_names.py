@@ -229,18 +229,23 @@ def _training_lookup(key: str) -> tuple[str, int, tuple, bool]:
     return key, _TRAINER, (), prefixed
 
 
-def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
-                  ) -> tuple[dict[str, str], list[str]]:
+def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None, eval_keys: Iterable[str] = (),
+                  row_keys: Iterable[tuple] = ()) -> tuple[dict[str, str], list[str]]:
     """({raw key: final name} for every key of one log, warnings): one key per canonical name.
 
     chosen: {raw key: name} picked by the user (a column map); each wins its name outright.
+    eval_keys, row_keys: the raw keys of the log's evaluation rows, and the key tuples of its training rows. A
+    training key that the evaluation rows also log gives way to another candidate for its name, one logged in the
+    same rows as it first (a loop that writes `reward` beside `mean_reward` in its rollout rows and `reward` in its
+    evaluation rows too: the spelling the writer keeps for training is the training reward's).
     Otherwise the key of lowest `name_rank` gets the canonical name and the other candidates keep
     their raw keys (with a warning); a raw key that is itself taken as a name (a column `reward`
     when the map takes `reward` from another column) is kept as `unmapped/<key>`. Where no key is
     the reward by its name, the log's only success rate (`accuracy`), else its most reward-like key, is
     the reward, with a warning (`_success_rate_as_reward`).
     """
-    raw_keys = list(raw_keys)
+    raw_keys, shared = list(raw_keys), frozenset(eval_keys)
+    beside = {key for keys in row_keys if not shared.isdisjoint(keys) for key in keys} if shared else set()
     chosen, warnings = _success_rate_as_reward(raw_keys, chosen or {})
     candidates: dict[str, list[str]] = {}
     for key in raw_keys:
@@ -250,7 +255,12 @@ def resolve_names(raw_keys: Iterable[str], chosen: dict[str, str] | None = None
     losers: list[tuple[str, str, str]] = []  # (key, the name it lost, the key that won it)
     for name, keys in candidates.items():
         picked = [key for key in keys if chosen.get(key) == name]
-        winner = picked[0] if picked else min(keys, key=name_rank)
+        if picked:
+            winner = picked[0]
+        elif shared.isdisjoint(keys):
+            winner = min(keys, key=name_rank)
+        else:
+            winner = min(keys, key=lambda key: (key in shared, key not in beside, name_rank(key)))
         final[winner] = name
         losers += [(key, name, winner) for key in sorted(keys) if key != winner]
     taken = set(final.values())
@@ -299,6 +309,32 @@ def _success_rate_as_reward(raw_keys: list[str], chosen: dict[str, str]) -> tupl
     return {**chosen, ranked[0]: "reward"}, [
         f"no column is the mean reward by its name: {ranked[0]!r}, the most reward-like, is read as the reward"
         f"{others}; map another column to 'reward' if it is not"]
+
+
+MIN_SIGNED = 8  # points: fewer negative values than this say nothing of a series' sign
+
+
+def signed_kl(names: dict[str, str], series: dict, logged: dict) -> list[str]:
+    """Warnings for a `kl_ref` series none of whose logged values is >= 0 (at least MIN_SIGNED of them), which is
+    renamed back to its raw key in `names`, `series` and `logged` (in place): a divergence is >= 0 and so are its
+    estimators' means over the policy's samples (k1's in expectation, k2 and k3 per token), so a column negative on
+    every step is a signed log-ratio (a distillation reward, log teacher - log policy), not the KL to a reference."""
+    values = series.get("kl_ref")
+    if values is None:
+        return []
+    finite = values[values == values]  # NaN dropped
+    if finite.size < MIN_SIGNED or (finite >= 0).any():
+        return []
+    key = next(key for key, name in names.items() if name == "kl_ref")
+    kept = key
+    while kept in series:
+        kept = DISPLACED_PREFIX + kept
+    names[key] = kept
+    series[kept] = series.pop("kl_ref")
+    if "kl_ref" in logged:
+        logged[kept] = logged.pop("kl_ref")
+    return [f"column {key!r} is negative on all {finite.size} of its steps, so it is not a KL divergence to the "
+            "reference (a KL is >= 0): it is kept under its own name"]
 
 
 # ---- trainer, version, reward_std meaning ---------------------------------------------------

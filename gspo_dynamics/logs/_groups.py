@@ -6,14 +6,13 @@ A group is `{key tuple: row indices}`, in order of each tuple's first row, the i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from operator import itemgetter
 
 import numpy as np
 
-from gspo_dynamics.logs._runlog import Row
 
-
-def key_groups(rows: list[Row]) -> dict[tuple, list[int]]:
+def key_groups(rows: Sequence[tuple[int, dict]]) -> dict[tuple, list[int]]:
     """{key tuple: row indices}: rows grouped by their keys (a trainer logs the same keys every row)."""
     return groups_of(map(tuple, map(itemgetter(1), rows)))
 

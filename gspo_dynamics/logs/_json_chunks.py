@@ -66,26 +66,30 @@ def objects_of_lines(lines: list, loads=strict_loads) -> list | None:
 MAX_LINE = 1_000_000  # longer "lines" are binary junk, not log rows
 
 
-def jsonl_objects(text: str | bytes, chunk: int | None = None) -> list | None:
+def jsonl_objects(text: str | bytes, chunk: int | None = None, collect=None) -> list | None:
     """The objects of a clean JSONL text (`objects_of_lines` of all its lines) parsed a piece of about `chunk`
     (None: JSONL_CHUNK) characters at a time, each piece cut after a newline; None where a piece is not clean (the
-    caller then parses the whole at once) or no line is."""
+    caller then parses the whole at once) or no line is. collect(objects, piece): where given, each piece's objects
+    and text are handed to it in order instead of being kept (a `_table.TableBuilder` keeps them as columns: the
+    dicts of one piece alive at a time), and [] is returned for a clean text."""
     chunk = chunk or JSONL_CHUNK
     newline = "\n" if isinstance(text, str) else b"\n"
     objects: list = []
-    start = 0
+    collect = collect or (lambda part, piece: objects.extend(part))
+    start = n_objects = 0
     while start < len(text):
         end = text.find(newline, start + max(chunk, 1) - 1)
         end = len(text) if end < 0 else end + 1
         piece = text[start:end]
         part = _lines_of_objects(piece) if isinstance(piece, bytes) else None
         part = objects_of_lines(piece.splitlines()) if part is None else part
-        del piece
         if part is None:
             return None
-        objects += part
+        collect(part, piece)
+        n_objects += len(part)
+        del piece, part
         start = end
-    return objects or None
+    return objects if n_objects else None
 
 
 def _lines_of_objects(piece: bytes) -> list | None:
@@ -116,36 +120,43 @@ def count_bytes(data: bytes | str, char: bytes) -> int:
 COUNT_SLICE = 1 << 20  # bytes compared at once by `count_bytes` (a bool array of this size at a time)
 
 
-def trl_document(data: bytes, chunk: int | None = None) -> tuple[dict, range] | None:
+def trl_document(data: bytes, chunk: int | None = None, collect=None) -> tuple[dict, range] | None:
     """A trainer_state.json's document parsed in pieces of about `chunk` (None: DOCUMENT_CHUNK) bytes (see the
     module docstring), and the rows of its `log_history` known to hold no object (their pieces hold one `{` per row);
     None to parse it whole (a file under three pieces, a cut that is not between two rows of `log_history`, a file
-    that is not clean)."""
+    that is not clean). collect(rows, flat): where given, the rows of `log_history` are handed to it in order a list
+    at a time (the rows before the middle, each middle piece's, the rows after it; flat: the list is known to hold
+    no object) instead of being put in the document, whose `log_history` is then None."""
     if b"\\" in data and b"\\u0000" in data:  # a string holding NUL: the sentinel's value could be in the file
         return None
     cuts = _cuts(data, chunk or DOCUMENT_CHUNK)
     if len(cuts) < 2:
         return None
-    middle: list = []
-    flat = True
-    view = memoryview(data)
-    for start, end in zip(cuts, cuts[1:]):
-        piece = b"".join((b"[", view[start + 1:end], b"]"))  # one copy of the piece
-        part = strict_loads(piece)
-        if not isinstance(part, list) or set(map(type, part)) - {dict}:
-            return None
-        flat = flat and count_bytes(piece, b"{") == len(part)  # each row holds its own `{`, an object in it one more
-        middle += part
-        del piece, part
-    state = strict_loads(data[:cuts[0]] + b"," + _SENTINEL + data[cuts[-1]:])
+    state = strict_loads(data[:cuts[0]] + b"," + _SENTINEL + data[cuts[-1]:])  # the document around the middle
     rows = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(rows, list):
         return None
     at = [i for i, row in enumerate(rows) if type(row) is str and row == _SENTINEL_VALUE]
     if len(at) != 1:
         return None
-    state["log_history"] = rows[:at[0]] + middle + rows[at[0] + 1:]
-    return state, range(at[0], at[0] + len(middle)) if flat else range(0)
+    history = [] if collect is None else None  # by default the rows in one list, as one parse gives them
+    collect = collect or (lambda part, flat: history.extend(part))
+    collect(rows[:at[0]], False)
+    flat, n_middle = True, 0
+    view = memoryview(data)
+    for start, end in zip(cuts, cuts[1:]):
+        piece = b"".join((b"[", view[start + 1:end], b"]"))  # one copy of the piece
+        part = strict_loads(piece)
+        if not isinstance(part, list) or set(map(type, part)) - {dict}:
+            return None
+        part_flat = count_bytes(piece, b"{") == len(part)  # each row holds its own `{`, an object in it one more
+        del piece
+        collect(part, part_flat)
+        flat, n_middle = flat and part_flat, n_middle + len(part)
+        del part
+    collect(rows[at[0] + 1:], False)
+    state["log_history"] = history
+    return state, range(at[0], at[0] + n_middle) if flat else range(0)
 
 
 def _cuts(data: bytes, chunk: int) -> list[int]:

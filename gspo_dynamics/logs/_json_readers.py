@@ -25,6 +25,7 @@ from gspo_dynamics.logs._readers import (
     _step_rows,
     _unparsed,
 )
+from gspo_dynamics.logs._table import RowTable, TableBuilder
 
 def _one_object_per_line(text: str | bytes, chunk: int | None = None) -> list | None:
     """The objects of a clean JSONL text (str, or ASCII bytes: see `_detect._plain_ascii`), or None to go line by line.
@@ -40,33 +41,26 @@ def _one_object_per_line(text: str | bytes, chunk: int | None = None) -> list | 
 def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
     """One JSON object per line (or one JSON array of objects, or one object holding them in a list under one of
     ROW_LISTS: `{"steps": [...]}`, or one object of columns: `{"step": [1, 2], "reward": [0.1, 0.3]}`); nested dicts
-    are flattened. A JSON `null` is a missing value. Bytes: ASCII text (`_detect._plain_ascii`).
+    are flattened. A JSON `null` is a missing value. Bytes: ASCII text (`_detect._plain_ascii`); clean JSON lines are
+    read from them in pieces, the rows kept as columns (`_table.RowTable`).
 
     verl's file logger writes {"step": N, "data": {...}}: `data/` is dropped from the names, and a null in `data` is a
     NaN or an infinity (orjson writes them so), kept as NaN: a logged non-finite value, not a missing one.
     """
     warnings: list[str] = []
-    objects, n_bad, logging_steps = _json_objects(text, warnings)
+    table = _clean_lines(text) if isinstance(text, bytes) else None
+    if table is not None:
+        del text  # the rows are parsed: the text is not needed again
+        rows, axis, groups = _step_rows(table, "JSON log", warnings, step_key, owned=True,
+                                        groups=table.groups if step_key is None else None)
+        return RawLog(rows, warnings, None, axis, groups)
+    objects, n_bad, logging_steps = _json_objects(text.decode("ascii") if isinstance(text, bytes) else text, warnings)
     groups = None
     if objects and set(map(type, objects)) == {dict}:  # C speed; a key set's rows are flattened (or not) together
-        records = objects
         # as many `{` in the text as objects: each holds its own, none holds a dict (each would hold one more)
         nested = count_bytes(text, b"{") != len(objects)
         del text  # before the rows' key tuples are made
-        groups = groups_of(map(tuple, objects))
-        flattened = False
-        for keys, members in groups.items() if nested else ():
-            if "data" in keys:  # verl file logger, row by row
-                for i in members:
-                    records[i] = _record(objects[i])
-            elif dict in set(map(type, itertools.chain.from_iterable(map(dict.values, map(objects.__getitem__,
-                                                                                          members))))):
-                for i in members:
-                    records[i] = _flatten(objects[i])
-            else:
-                continue
-            flattened = True
-        groups = None if flattened else groups  # keys changed: grouped again from the rows
+        records, groups = _flat_records(objects, nested)
     else:
         records = []
         for obj in objects:
@@ -83,6 +77,25 @@ def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
     return RawLog(rows, warnings, logging_steps, axis, groups)
 
 
+def _flat_records(objects: list[dict], nested: bool) -> tuple[list[dict], dict[tuple, list[int]] | None]:
+    """(the objects flat, in place: verl's rows by `_record`, other rows holding a dict by `_flatten`; their key
+    groups, None where a row's keys changed). nested: whether any object may hold a dict (else none is looked at)."""
+    groups = groups_of(map(tuple, objects))
+    flattened = False
+    for keys, members in groups.items() if nested else ():
+        if "data" in keys:  # verl file logger, row by row
+            for i in members:
+                objects[i] = _record(objects[i])
+        elif dict in set(map(type, itertools.chain.from_iterable(map(dict.values, map(objects.__getitem__,
+                                                                                      members))))):
+            for i in members:
+                objects[i] = _flatten(objects[i])
+        else:
+            continue
+        flattened = True
+    return objects, None if flattened else groups
+
+
 def _record(obj: dict) -> dict:
     """One JSON row flat: verl's `{"step": N, "data": {...}}` with its data at the top, a null there kept as NaN."""
     data = obj.get("data")
@@ -92,19 +105,30 @@ def _record(obj: dict) -> dict:
     return _flatten(obj)
 
 
-def _clean_lines(data: bytes) -> tuple[list, int, None] | None:
-    """`_json_objects` of ASCII bytes that are clean JSON lines (`_one_object_per_line`), else None: a document, an
-    array, or a line that does not parse is read from the text."""
+def _clean_lines(data: bytes) -> RowTable | None:
+    """The rows of ASCII bytes that are clean JSON lines (`_one_object_per_line`) as a table, flat (`_flat_records`),
+    else None: a document, an array, or a line that does not parse is read from the text."""
     head = data[:8192].lstrip()
     if len(head) < 4096 < len(data) or not head.startswith(b"{"):
         return None
     head = head[:4096].decode("ascii")
     if ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head):
         return None
-    objects = _one_object_per_line(data)
-    if objects is None or (len(objects) == 1 and _row_list(objects[0]) is not None):
+    builder = TableBuilder()
+
+    def collect(objects: list, piece: bytes) -> None:  # `{` once per object: none holds a dict
+        builder.add(*_flat_records(objects, count_bytes(piece, b"{") != len(objects)))
+
+    if jsonl_objects(data, collect=collect) is None:
+        builder = TableBuilder()  # a piece not clean: the lines parsed together, as `_one_object_per_line` does
+        objects = objects_of_lines(data.splitlines(), _loads) or None
+        if objects is None:
+            return None
+        collect(objects, data)
+    table = builder.table()
+    if len(table) == 1 and _row_list(table.records()[0]) is not None:
         return None
-    return objects, 0, None
+    return table
 
 
 def _row_list(document: object) -> list | None:
@@ -136,15 +160,9 @@ def _column_rows(document: object, warnings: list[str]) -> list[dict] | None:
     return [dict(zip(keys, values)) for values in zip(*(columns[key] for key in keys))]
 
 
-def _json_objects(text: str | bytes, warnings: list[str]) -> tuple[list, int, int | None]:
+def _json_objects(text: str, warnings: list[str]) -> tuple[list, int, int | None]:
     """(the JSON values of a JSON-lines, JSON-array or row-list text, how many lines were not JSON, the logging
-    interval a row-list document records). Bytes (ASCII): clean JSON lines are parsed from them, anything else from
-    their text."""
-    if isinstance(text, bytes):
-        objects = _clean_lines(text)
-        if objects is not None:
-            return objects
-        text = text.decode("ascii")
+    interval a row-list document records)."""
     stripped = text.lstrip()
     if stripped.startswith("{") and ROWS_DOCUMENT.match(stripped[:4096]):
         document = _loads(text)

@@ -24,6 +24,7 @@ from gspo_dynamics.logs._columns import missing_column
 from gspo_dynamics.logs._groups import groups_of, regroup
 from gspo_dynamics.logs._json_chunks import MAX_LINE, trl_document
 from gspo_dynamics.logs._runlog import _MAX_STEP, Row, to_step
+from gspo_dynamics.logs._table import RowTable, TableBuilder, attach_steps, column_values
 from gspo_dynamics.logs._tfevents import read_events
 
 try:  # a dependency, but optional at run time (see `_loads`)
@@ -113,7 +114,7 @@ def _split_step(record: dict[str, object], step_key: str | None) -> tuple[int | 
 
 def _finish(records: list[tuple[int | None, dict]], what: str, warnings: list[str],
             step_key: str | None = None) -> list[Row]:
-    """Drop rows without a usable step; number rows by position when no row has a step.
+    """Drop rows without a usable step; number rows by position when no row has a step (`_valid_steps`).
 
     step_key: the step column of a column map; an error when no row has it.
     """
@@ -122,31 +123,34 @@ def _finish(records: list[tuple[int | None, dict]], what: str, warnings: list[st
             columns = set().union(*(record for _, record in records))
             raise missing_column("step", step_key, columns, what)
         records = [(None if step == _NO_STEP_COLUMN else step, rec) for step, rec in records]
-    if records and all(step is None for step, _ in records):
+    return attach_steps([rec for _, rec in records], _valid_steps([step for step, _ in records], what, warnings))
+
+
+def _valid_steps(steps: list, what: str, warnings: list[str]) -> list:
+    """The rows' steps (None: no usable step, a row to leave out, said in a warning); 1, 2, ... when no row has one."""
+    if steps and all(step is None for step in steps):
         warnings.append(f"the {what} has no step numbers; {NUMBERED}")
-        return [(i + 1, rec) for i, (_, rec) in enumerate(records)]
-    bad = sum(step is None for step, _ in records)
+        return list(range(1, len(steps) + 1))
+    bad = steps.count(None)
     if bad:
         warnings.append(f"{bad} row(s) without a valid non-negative integer step were skipped")
-    return [(step, rec) for step, rec in records if step is not None]
+    return steps
 
 
 NUMBERED_AXIS = "row numbers (no step found)"
 
 
-def _step_column(objects: list[dict], present: list[str]) -> tuple[str | None, list]:
+def _step_column(objects, present: list[str]) -> tuple[str | None, list]:
     """(the step column, each row's step or None): of `present` (STEP_KEYS in the file, by priority), those held by
     at least half of the rows whose values are steps in most rows that hold it, the one giving the most rows a step
     (a loop's `grpo_step` on every row before its `optimizer_step` on the update rows only), the first by priority
-    among equals, W&B's `_step` only where no other qualifies; then `epoch` where it is a whole number in every row."""
+    among equals, W&B's `_step` only where no other qualifies; then `epoch` where it is a whole number in every row.
+    objects: flat records, a list or a `RowTable`."""
     best: tuple[int, str, list] | None = None
     for key in present:
         if best is not None and key == "_step":
             break
-        try:
-            values = list(map(operator.itemgetter(key), objects))  # C speed where every row holds it
-        except KeyError:
-            values = [o.get(key) for o in objects]
+        values = column_values(objects, key)
         if key == _OF_TOTAL:
             values = [_step_value(key, v) for v in values]
         held = len(values) - values.count(None)
@@ -160,8 +164,8 @@ def _step_column(objects: list[dict], present: list[str]) -> tuple[str | None, l
                 break
     if best is not None:
         return best[1], best[2]
-    epochs = _steps_of([o.get("epoch") for o in objects])
-    if objects and None not in epochs:
+    epochs = _steps_of(column_values(objects, "epoch"))
+    if len(objects) and None not in epochs:
         return "epoch", epochs
     return None, [None] * len(objects)
 
@@ -173,18 +177,22 @@ def _steps_of(values: list) -> list:
     return list(map(to_step, values))
 
 
-def _step_rows(objects: list[dict], what: str, warnings: list[str], step_key: str | None, owned: bool = False,
+def _step_rows(objects, what: str, warnings: list[str], step_key: str | None, owned: bool = False,
                groups: dict[tuple, list[int]] | None = None) -> tuple[list[Row], str, dict[tuple, list[int]] | None]:
-    """(rows, step axis, their `key_groups`) of flat records: the step from one column for the whole file
-    (`step_key`, else `_step_column`), every step column left out of the rows; rows numbered 1, 2, ... when no column
-    gives steps. owned: the records are the reader's own (parsed here), changed in place; else copied (a caller's
-    rows). groups: the records' `key_groups` where the reader has them, carried over to the rows (else None)."""
-    keys = set().union(*(groups if groups is not None else objects)) if objects else set()
+    """(rows, step axis, their `key_groups`) of flat records (a list, or a `RowTable` without steps: rows of a table
+    then): the step from one column for the whole file (`step_key`, else `_step_column`), every step column left out
+    of the rows; rows numbered 1, 2, ... when no column gives steps. owned: the records are the reader's own (parsed
+    here), changed in place; else copied (a caller's rows). groups: the records' `key_groups` where the reader has
+    them, carried over to the rows (else None)."""
+    if isinstance(objects, RowTable) and step_key is not None:
+        objects = objects.records()  # a column map's step column: read row by row
+    keys = set().union(*(groups if groups is not None else objects)) if len(objects) else set()
     kept = np.ones(len(objects), dtype=bool) if groups is not None else None  # (n,) the records that become rows
     if "train_runtime" in keys:  # transformers' end-of-training summary row (`is_summary_row`): not a metric row
         if kept is not None:
             kept[[i for k, members in groups.items() if "train_runtime" in k for i in members]] = False
-        objects = [o for o in objects if "train_runtime" not in o]
+        objects = objects.take(kept) if isinstance(objects, RowTable) else [o for o in objects
+                                                                            if "train_runtime" not in o]
     if step_key is not None:
         if objects and step_key not in keys:
             raise missing_column("step", step_key, keys, what)
@@ -192,22 +200,19 @@ def _step_rows(objects: list[dict], what: str, warnings: list[str], step_key: st
         return rows, f"column {step_key!r}", None
     present = [key for key in STEP_KEYS if key in keys]
     column, steps = _step_column(objects, present)
-    records = objects if owned else [dict(o) for o in objects]
+    records = objects if owned or isinstance(objects, RowTable) else [dict(o) for o in objects]
     popped = present + ["epoch"] if column == "epoch" else present
-    for key in popped:
-        collections.deque(map(operator.methodcaller("pop", key, None), records), maxlen=0)  # C speed, once per key
-    if column is None:
-        rows = _finish(list(zip(steps, records)), what, warnings)  # every step None: all rows numbered
-        return rows, NUMBERED_AXIS, None if kept is None else regroup(groups, kept, set(popped))
-    n_bad = steps.count(None)
-    if n_bad:
-        warnings.append(f"{n_bad} row(s) without a valid non-negative integer step were skipped")
-        rows = [(step, record) for step, record in zip(steps, records) if step is not None]
-        if kept is not None:
-            kept[np.flatnonzero(kept)[[i for i, step in enumerate(steps) if step is None]]] = False
+    if isinstance(records, RowTable):
+        records = records.without(set(popped))
     else:
-        rows = list(zip(steps, records))
-    axis = f"column {column!r}" + (" (no step column)" if column == "epoch" else "")
+        for key in popped:
+            collections.deque(map(operator.methodcaller("pop", key, None), records), maxlen=0)  # C speed, per key
+    steps = _valid_steps(steps, what, warnings)
+    if kept is not None and None in steps:
+        kept[np.flatnonzero(kept)[[i for i, step in enumerate(steps) if step is None]]] = False
+    rows = attach_steps(records, steps)
+    axis = NUMBERED_AXIS if column is None else f"column {column!r}" + (" (no step column)" if column == "epoch"
+                                                                        else "")
     return rows, axis, None if kept is None else regroup(groups, kept, set(popped))
 
 
@@ -236,15 +241,28 @@ def _unparsed(text: str, what: str, instead: str = "") -> ConfigError:
 
 def read_trl_state(text: str, step_key: str | None = None) -> RawLog:
     """TRL/transformers `trainer_state.json`: rows of `log_history`, summary row skipped. A file that does not parse
-    (cut short by a killed job, or damaged) is one ConfigError saying where: its rows are not guessed at."""
-    pieces = trl_document(text) if isinstance(text, bytes) else None
-    state, flat = pieces if pieces is not None else (_loads(text), range(0))
+    (cut short by a killed job, or damaged) is one ConfigError saying where: its rows are not guessed at. Bytes: read
+    in pieces where they allow (`_json_chunks.trl_document`), the rows kept as columns (`_table.RowTable`)."""
+    if isinstance(text, bytes):
+        builder, n_bad = TableBuilder(), []
+
+        def collect(rows: list, flat: bool) -> None:  # a piece's rows, as `read_trl_history` takes them
+            objects, groups, bad = _history_objects(rows, range(len(rows)) if flat else range(0))
+            builder.add(objects, groups)
+            n_bad.append(bad)
+
+        pieces = trl_document(text, collect=collect)
+        if pieces is not None:
+            del text  # the rows are parsed: the text is not needed again
+            return _history_log(builder.table(), None, step_key, pieces[0].get("logging_steps"),
+                                _not_objects(sum(n_bad)), True)
+    state = _loads(text)
     if state is None:
         raise _unparsed(text, "trainer_state.json", "; give an earlier checkpoint's copy, or the run's TensorBoard events")
-    del text  # the rows are parsed: the text is not needed again
+    del text
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise ConfigError("the trainer_state.json has no 'log_history' list of rows")
-    return read_trl_history(state["log_history"], step_key, state.get("logging_steps"), owned=True, flat=flat)
+    return read_trl_history(state["log_history"], step_key, state.get("logging_steps"), owned=True)
 
 
 def read_trl_history(history: list, step_key: str | None = None, logging_steps: object = None,
@@ -252,24 +270,38 @@ def read_trl_history(history: list, step_key: str | None = None, logging_steps: 
     """Rows of a TRL `log_history` list (in memory, e.g. `TrainerState.log_history`); owned: the rows are the
     reader's own (parsed from a file), not a caller's, and may be changed in place; flat: the rows known to hold no
     object (nothing to flatten)."""
-    warnings = [] if warnings is None else warnings
-    if history and set(map(type, history)) == {dict}:  # C speed; the summary rows found by their keys
-        objects, groups = _history_rows(history, flat)
-    else:
-        objects, n_bad = [], 0
-        for row in history:
-            if not isinstance(row, dict):
-                n_bad += 1
-            elif "train_runtime" not in row and "train_loss" not in row:  # the summary row (`is_summary_row`)
-                objects.append(row if dict not in map(type, row.values()) else _flatten(row))
-        if n_bad:
-            warnings.append(f"{n_bad} log_history entries were not JSON objects and were skipped")
-        groups = None
+    objects, groups, n_bad = _history_objects(history, flat)
+    warnings = ([] if warnings is None else warnings) + _not_objects(n_bad)
+    return _history_log(objects, groups, step_key, logging_steps, warnings, owned)
+
+
+def _not_objects(n_bad: int) -> list[str]:
+    """The warning for `log_history` entries that are not JSON objects, where there are any."""
+    return [f"{n_bad} log_history entries were not JSON objects and were skipped"] if n_bad else []
+
+
+def _history_log(objects, groups: dict[tuple, list[int]] | None, step_key: str | None, logging_steps: object,
+                 warnings: list[str], owned: bool) -> RawLog:
+    """The RawLog of a `log_history`'s flat records (a list or a `RowTable`) and their key groups (None: not known)."""
     if groups is None and step_key is None:
-        groups = groups_of(map(tuple, objects))
+        groups = objects.groups if isinstance(objects, RowTable) else groups_of(map(tuple, objects))
     rows, axis, groups = _step_rows(objects, "log_history", warnings, step_key, owned,
                                     groups if step_key is None else None)
     return RawLog(rows, warnings, _interval(logging_steps), axis, groups)
+
+
+def _history_objects(history: list, flat: range) -> tuple[list[dict], dict[tuple, list[int]] | None, int]:
+    """(the records of a `log_history` list: its objects that are not summary rows (`is_summary_row`), flattened;
+    their key groups where known, else None; how many entries were not objects)."""
+    if history and set(map(type, history)) == {dict}:  # C speed; the summary rows found by their keys
+        return (*_history_rows(history, flat), 0)
+    objects, n_bad = [], 0
+    for row in history:
+        if not isinstance(row, dict):
+            n_bad += 1
+        elif "train_runtime" not in row and "train_loss" not in row:  # the summary row (`is_summary_row`)
+            objects.append(row if dict not in map(type, row.values()) else _flatten(row))
+    return objects, None, n_bad
 
 
 def _history_rows(history: list[dict], flat: range) -> tuple[list[dict], dict[tuple, list[int]] | None]:

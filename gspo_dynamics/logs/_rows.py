@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from operator import itemgetter
 
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._groups import key_groups
-from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
+from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
+from gspo_dynamics.logs._table import row_steps, take_rows, with_steps
 
 # Keys (prefixes) of evaluation metrics: TRL `eval_`, W&B/TensorBoard `eval/`, verl `val-core/`, `val-aux/`, ...
 EVAL_PREFIXES = ("eval_", "eval/", "val/", "val-core/", "val-aux/", "test/", "validation/")
@@ -162,8 +162,7 @@ def without_split_fields(rows: list[Row], groups: dict[tuple, list[int]]) -> lis
 
 def number_rows(rows: list[Row], is_eval: np.ndarray, every: int) -> list[Row]:
     """Rows numbered by training row: the k-th at step k * every; an eval row at its training row's before (or 0)."""
-    count = np.cumsum(~is_eval)  # (n,) training rows up to and including each row
-    return [(int(k) * every, record) for k, (_, record) in zip(count, rows)]
+    return with_steps(rows, np.cumsum(~is_eval) * every)  # (n,) training rows up to and including each row
 
 
 def run_starts(steps: np.ndarray, is_eval: np.ndarray) -> np.ndarray:
@@ -219,22 +218,12 @@ def resumed_rows(steps: np.ndarray, is_eval: np.ndarray) -> tuple[np.ndarray, in
     return steps < lowest_after, int(back.sum())
 
 
-def take(rows: list[Row], index) -> list[Row]:
-    """rows[i] for each i of `index` (indices or a bool mask)."""
-    index = np.asarray(index)
-    if index.dtype == np.bool_:
-        if index.all():
-            return list(rows)
-        index = np.flatnonzero(index)
-    return [rows[i] for i in index.tolist()]
-
-
 @dataclass(frozen=True)
 class Settled:
     """The rows of the run read, told apart: training rows (raw keys) and evaluation rows (`eval_record` keys), each
     in file order with steps that never go down within the training rows."""
 
-    train: list[Row]
+    train: list[Row]  # or a `_table.RowTable` of them (a large JSON log's rows, read as columns)
     evals: list[Row]
     eval_keys: dict[str, str]  # an evaluation row's key -> the raw key it came from
     n_runs: int
@@ -262,7 +251,7 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         rows = number_rows(rows, is_eval, every or 1)
         if every and every > 1:
             step_axis = f"logging_steps {every} x row"
-    steps = np.fromiter(map(itemgetter(0), rows), np.int64, len(rows))  # (n,)
+    steps = row_steps(rows)  # (n,)
     starts = run_starts(steps, is_eval) if ordered else np.zeros(1, dtype=np.int64)
     chosen, run_index = pick_run(len(rows), starts, run)
     if starts.size > 1:
@@ -283,7 +272,7 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         eval_keys.update((eval_key(k), k) for k in record if k not in META_KEYS and k not in SPLIT_FIELDS)
     kept = np.zeros(len(rows), dtype=bool)
     kept[index[~is_eval[index]]] = True
-    return Settled(take(rows, kept), eval_list, eval_keys, int(starts.size), run_index, step_axis,
+    return Settled(take_rows(rows, kept), eval_list, eval_keys, int(starts.size), run_index, step_axis,
                    every if numbered else None, warnings, _subgroups(groups, kept))
 
 
@@ -316,10 +305,10 @@ def series_of(settled: Settled, chosen: dict[str, str], warnings: list[str]) -> 
     """The training rows' series and the evaluation rows' `eval/<name>` ones on one step axis, which column each came
     from, the training columns the analysis has no name for; warnings appended to `warnings`."""
     train_keys = set().union(*settled.train_groups)
-    names, name_warnings = resolve_names(train_keys, chosen, settled.eval_keys.values(), settled.train_groups)
+    names, name_warnings = resolve_names(train_keys, chosen)
     warnings += name_warnings
     steps, series, build_warnings, logged = build_series(settled.train, names.__getitem__, settled.train_groups)
-    warnings += build_warnings + signed_kl(names, series, logged)
+    warnings += build_warnings
     diverged = trailing_non_finite(settled.train, names.__getitem__)
     warnings += [f"{name} is NaN or infinite in its last {count} logged value(s), from step {step} on"
                  + (" (the analysis reads the reward before it)" if name == "reward" else "")

@@ -23,6 +23,9 @@ from types import MappingProxyType
 
 import numpy as np
 
+from gspo_dynamics.logs._groups import key_groups
+from gspo_dynamics.logs._table import RowTable, row_steps as steps_of
+
 # The closed-form fit has up to 5 parameters (R_inf, R_0, c, k, v_0): fewer reward points than
 # this cannot separate them from noise, so such a run is reported as too short, not fitted.
 MIN_ANALYSIS_POINTS = 8
@@ -202,7 +205,7 @@ def build_series(rows: list[Row], rename, groups: dict[tuple, list[int]] | None 
     """
     warnings: list[str] = []
     n = len(rows)
-    row_steps = np.fromiter(map(itemgetter(0), rows), np.int64, n)  # (n,)
+    row_steps = steps_of(rows)  # (n,)
     if n > 1 and bool(np.any(row_steps[1:] < np.maximum.accumulate(row_steps)[:-1])):
         warnings.append("the steps were not in increasing order; they were sorted")
     chunks, bad_keys = _read_values(rows, rename, groups)
@@ -225,39 +228,43 @@ def build_series(rows: list[Row], rename, groups: dict[tuple, list[int]] | None 
 _Chunks = dict[str, list[tuple[np.ndarray, np.ndarray]]]  # name -> [(row indices, float values)]
 
 
-def _read_values(rows: list[Row], rename, groups: dict[tuple, list[int]] | None = None
-                 ) -> tuple[_Chunks, dict[str, int]]:
-    """(chunks, bad keys): each final name's (row indices, values), and per name the count of
-    non-numeric values dropped. Rows are grouped by their key tuple; an all-numeric group is one matrix."""
+def _read_values(rows, rename, groups: dict[tuple, list[int]] | None = None) -> tuple[_Chunks, dict[str, int]]:
+    """(chunks, bad keys): each final name's (row indices, values), and per name the count of non-numeric values
+    dropped. Rows (a list or a `RowTable`) are grouped by their key tuple; a column of plain numbers is read at once
+    (`_group_columns`), the others value by value."""
     if groups is None:
-        groups = {}
-        for i, (_, record) in enumerate(rows):
-            groups.setdefault(tuple(record), []).append(i)
+        groups = rows.groups if isinstance(rows, RowTable) else key_groups(rows)
     memo: dict[str, str] = {}
     chunks: _Chunks = {}
     bad_keys: dict[str, int] = {}
     for keys, members in groups.items():
         names = _row_names(keys, rename, memo)
         index = np.asarray(members, dtype=np.int64)
-        records = list(map(itemgetter(1), rows if len(members) == len(rows) else map(rows.__getitem__, members)))
-        matrix = _numeric_matrix(records, len(keys))  # (rows, keys) or None
-        del records
-        if matrix is not None:
-            for j, name in enumerate(names):
-                chunks.setdefault(name, []).append((index, matrix[:, j]))
-            continue
-        for key, name in zip(keys, names):
-            at, values = _one_by_one(rows, members, key, name, bad_keys)
+        for key, name, column in zip(keys, names, _group_columns(rows, keys, members)):
+            if column is not None:
+                chunks.setdefault(name, []).append((index, column))
+                continue
+            raw = rows.values(keys, key) if isinstance(rows, RowTable) else [rows[i][1][key] for i in members]
+            at, values = _one_by_one(raw, members, name, bad_keys)
             if at:
                 chunks.setdefault(name, []).append((np.asarray(at, np.int64), np.asarray(values, np.float64)))
     return chunks, bad_keys
 
 
-def _one_by_one(rows: list[Row], members: list[int], key, name: str, bad_keys: dict[str, int]):
-    """(row indices, floats) of `key` in the rows `members` through `to_float`; counts the bad ones."""
+def _group_columns(rows, keys: tuple, members: list[int]) -> list[np.ndarray | None]:
+    """Per key of the rows `members` (key tuple `keys`): its values as float64 where they are all plain numbers, else
+    None. A list's group is one matrix (`_numeric_matrix`: every column or none); a table's, column by column."""
+    if isinstance(rows, RowTable):
+        return rows.float_columns(keys)
+    records = list(map(itemgetter(1), rows if len(members) == len(rows) else map(rows.__getitem__, members)))
+    matrix = _numeric_matrix(records, len(keys))  # (rows, keys) or None
+    return [None] * len(keys) if matrix is None else list(matrix.T)
+
+
+def _one_by_one(raw: list, members: list[int], name: str, bad_keys: dict[str, int]):
+    """(row indices, floats) of the raw values `raw` of the rows `members` through `to_float`; counts the bad ones."""
     at, values = [], []
-    for i in members:
-        raw_value = rows[i][1][key]
+    for i, raw_value in zip(members, raw):
         value = to_float(raw_value)
         if value is None:
             if raw_value is not None:

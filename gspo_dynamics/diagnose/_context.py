@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gspo_dynamics.diagnose._signals import success_rate
+from gspo_dynamics.diagnose._signals import NO_SIGNAL_TOL, success_rate
 from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 
@@ -31,7 +31,6 @@ CEILING_GAP = 0.05  # late mean within 0.05 of the ceiling (and no longer rising
 # on four labelled families (paper_repro/diagnose_generalisation.py, the 590000 run: the best on all of them);
 # it is also the scale of the evidence that a collapse is below the ceiling (`RewardScale.below_ceiling`)
 NO_SIGNAL_SHARE = 0.9  # share of rows whose groups all carry no signal, from which the run has none
-NO_SIGNAL_TOL = 1e-9  # a reward_std (or grad norm) this small is zero
 DRIFT_KL_RATIO = 2.0  # KL to the reference at least doubled while the reward stayed flat
 DRIFT_ENTROPY_CHANGE = 0.25  # entropy moved by 25% of its early value while the reward stayed flat
 

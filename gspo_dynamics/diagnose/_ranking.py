@@ -16,7 +16,7 @@ import numpy as np
 
 from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (the LOFO protocol sets it)
 from gspo_dynamics.diagnose._context import reward_spread
-from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION
+from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, zero_std_rows
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, late_climb
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
@@ -194,8 +194,12 @@ def _early_zero_std(log: RunLog) -> float:
     if "frac_zero_std" not in log or log.n_points("frac_zero_std") < MIN_WINDOW:
         return math.nan
     _, frac = log.valid("frac_zero_std")
-    return min(change(log.steps, log["frac_zero_std"]).get("early", math.nan), float(np.mean(frac[:MIN_WINDOW])),
-               float(frac[0]))
+    return _early(log.steps, log["frac_zero_std"], frac)
+
+
+def _early(steps: np.ndarray, series: np.ndarray, finite: np.ndarray) -> float:
+    """The least of the early window's mean, the first MIN_WINDOW finite values' mean and the first value."""
+    return min(change(steps, series).get("early", math.nan), float(np.mean(finite[:MIN_WINDOW])), float(finite[0]))
 
 
 def _rank_below(verdicts: list[Verdict], i: int, cause_confidence: float, advice: str) -> None:
@@ -291,13 +295,17 @@ def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
     leaves groups with zero reward variance. When the zero-std fraction started below
     DEGENERATE_FRACTION and one of those causes is reported, the degeneracy verdict is kept as
     evidence but ranked below that cause (DERIVED_DISCOUNT x its confidence). A task too hard from
-    the start (zero-std groups from the first steps) stays advantage degeneracy.
+    the start (zero-std groups from the first steps) stays advantage degeneracy. Without a zero-std fraction the
+    share of rows whose reward_std is 0 stands in for it, as in the degeneracy verdict it read.
     """
     causes = [v for v in verdicts if v.mode in DEGENERACY_CAUSES and v.confidence >= REPORT_CONFIDENCE]
     i = next((i for i, v in enumerate(verdicts) if v.mode == "advantage_degeneracy"), None)
-    if not causes or i is None or "frac_zero_std" not in log:
+    if not causes or i is None:
         return
     early = _early_zero_std(log)
+    if "frac_zero_std" not in log and "reward_std" in log:  # the rows whose reward_std is 0, as the verdict read them
+        steps, zero = zero_std_rows(log)
+        early = _early(steps, zero, zero) if zero.size >= MIN_WINDOW else math.nan
     if not early < DEGENERATE_FRACTION:
         return
     cause = max(causes, key=lambda v: v.confidence)

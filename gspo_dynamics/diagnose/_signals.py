@@ -18,6 +18,7 @@ from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.zero_std import fit_difficulty, group_size_for_zero_std
 
 DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning signal late in the run
+NO_SIGNAL_TOL = 1e-9  # a reward_std (or grad norm) this small is zero
 ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this
 HETEROGENEITY_GAP = 0.15  # measured zero-std fraction this far above p^G + (1-p)^G: mixed prompt difficulty
 G_SEARCH = range(2, 257)  # group sizes considered when estimating or advising G
@@ -101,6 +102,31 @@ def _mixture(p: float, share: float, G: int, steps) -> tuple[list, list[str]]:
     return ev, []
 
 
+def zero_std_rows(log) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, 1.0 where the row's reward_std is 0 else 0.0) over the rows with a finite reward_std."""
+    s, std = log.valid("reward_std")
+    return s, (np.abs(std) <= NO_SIGNAL_TOL).astype(float)
+
+
+def _zero_std_rows(log) -> Verdict | None:
+    """Without a zero-std fraction, the rows whose reward_std is 0 bound it from below: a std of 0 (of the batch, or
+    the mean of the groups' stds, which are >= 0) means every group scored its responses alike, so a row's zero-std
+    share f_t >= 1[std_t = 0] and
+
+        late mean of f  >=  late share of rows with reward_std = 0.
+
+    Advantage degeneracy where that bound reaches DEGENERATE_FRACTION (confidence L((share - DEGENERATE_FRACTION) /
+    0.1), as the measured fraction's); None below it (the bound decides nothing there)."""
+    ch = change(*zero_std_rows(log))
+    if not ch or ch["late"] < DEGENERATE_FRACTION:
+        return None
+    ev = [evidence("share of rows with reward_std = 0 (late; a lower bound on the zero-std group share)", ch["late"],
+                   ch["late_steps"], threshold=DEGENERATE_FRACTION, side=">=", early=ch["early"])]
+    return Verdict("advantage_degeneracy", confidence(ch["late"] - DEGENERATE_FRACTION, 0.1), ev,
+                   ["on most late rows every group scored its responses alike (reward_std 0): filter prompts whose "
+                    "groups all score the same (DAPO dynamic sampling), raise G, or make the reward give partial credit"])
+
+
 def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
     steps = log.steps
     p_series = success_rate(log)
@@ -154,6 +180,10 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
         if ch["z"] > Z_TREND:  # still climbing: the degeneracy is getting worse
             conf = max(conf, confidence((late + 0.5 * ch["diff"] - floor) / (1.0 - floor) - DEGENERATE_FRACTION, 0.1))
         return Verdict("advantage_degeneracy", conf, ev, advice), None
+    if "reward_std" in log and log.n_points("reward_std") >= 6:
+        found = _zero_std_rows(log)
+        if found is not None:
+            return found, None
     if "reward_std" in log and log.n_points("reward_std") >= 6 and log.reward_std_kind == "group_mean_std":
         ch = change(steps, log["reward_std"])
         if ch["early"] <= 0:

@@ -10,11 +10,14 @@ from gspo_dynamics.diagnose._trend_advice import r2_factor as _r2_factor
 from gspo_dynamics.diagnose._trend_stats import (
     R2_NOISE,
     STILL_RISING_FRACTION,
+    TAIL_FRACTION,
+    change,
     Z_POWER,
     Z_STILL_RISING,
     Z_TREND,
     late_climb,
     late_slope,
+    stall_probability,
 )
 from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence, reward_reach
 from gspo_dynamics.fit import EXTRAPOLATION_LIMIT
@@ -90,7 +93,8 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     else:
         verdict = _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size)
     if z >= Z_TREND:  # a significant rise: never noise-dominated; rising or saturated only where that is established
-        return _sure_or_unsure(verdict, late, fit, imp)
+        tail = late_climb(steps, reward, scale[0] if scale else None, TAIL_FRACTION)
+        return _sure_or_unsure(verdict, late, tail, fit, imp)
     return _unless_unreadable(verdict, fit, noisy, group_size)
 
 
@@ -103,6 +107,9 @@ FLAT_SURE = 0.6  # a stalled or noise-dominated reading below this confidence is
 NOISE_HINT_Z = 1.0
 BOUND_SLACK = 0.05  # plateau within the observed rewards: at most this share of their range outside them
 SLOPE_NOISE = 1.0  # a late climb within one standard error of 0 is the noise's, whatever share of the rise it is
+# the z of a steady climb over the last TAIL_FRACTION where it is SLOPE_NOISE over the late half: a slope's standard
+# error grows as n^(-3/2) (sum (t - t_bar)^2 ~ n^3 / 12 for evenly spaced steps)
+TAIL_NOISE = SLOPE_NOISE * (TAIL_FRACTION / 0.5) ** 1.5
 
 
 def _late_rise_test(steps, reward, spread: float | None) -> tuple[float, str] | None:
@@ -114,12 +121,15 @@ def _late_rise_test(steps, reward, spread: float | None) -> tuple[float, str] | 
     return None
 
 
-def saturation_shown(late: dict, fit, imp) -> list[str]:
+def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
     """What a significant rise lacks to be called saturated ([] when saturation is established):
 
         the late half's climb consistent with 0: no significant, meaningful climb (slope z < Z_STILL_RISING, or a
-        climb below MEANINGFUL_CHANGE per-sample stds: `late_climb`), and no climb of STILL_RISING_FRACTION of the
-        rise or more at least SLOPE_NOISE standard errors above 0 (below that the share is the noise's);
+        climb below MEANINGFUL_CHANGE per-sample stds: `late_climb`); no climb of STILL_RISING_FRACTION of the rise
+        or more at least SLOPE_NOISE standard errors above 0 (below that the share is the noise's) over the late
+        half while its last TAIL_FRACTION (`tail`) still climbs (slope z >= TAIL_NOISE, what the same steady climb
+        shows over the shorter window), nor over that tail alone (the window whose climb is the remaining rise at
+        the still-rising boundary: a late half's climb that stops in it was the knee of the rise);
         for a fit that decides anything (R^2 >= R2_NOISE), its plateau inside the observed rewards (at most
         BOUND_SLACK of their range outside them) and reached within the log. A noisy fit's plateau decides
         nothing: whether its late half could have seen the rise go on sets the saturation reading's confidence
@@ -127,9 +137,13 @@ def saturation_shown(late: dict, fit, imp) -> list[str]:
     lacks = []
     if late["slope_z"] >= Z_STILL_RISING and late["meaningful"]:  # a significant but negligible creep is a stop
         lacks.append(f"the late half still climbs (slope z {late['slope_z']:.1f} >= {Z_STILL_RISING:g})")
-    elif late["share"] >= STILL_RISING_FRACTION and late["slope_z"] >= SLOPE_NOISE:
-        lacks.append(f"the late half climbed {late['share']:.0%} of the rise (>= {STILL_RISING_FRACTION:.0%}) at "
-                     f"slope z {late['slope_z']:.1f} (>= {SLOPE_NOISE:g})")
+    elif late["share"] >= STILL_RISING_FRACTION and late["slope_z"] >= SLOPE_NOISE and tail["slope_z"] >= TAIL_NOISE:
+        lacks.append(f"the late half climbed {late['share']:.0%} of the rise (>= {STILL_RISING_FRACTION:.0%}) at slope z "
+                     f"{late['slope_z']:.1f} (>= {SLOPE_NOISE:g}) and its last {TAIL_FRACTION:.0%} still climbs (slope z "
+                     f"{tail['slope_z']:.1f} >= {TAIL_NOISE:.2f})")
+    elif tail["share"] >= STILL_RISING_FRACTION and tail["slope_z"] >= SLOPE_NOISE:
+        lacks.append(f"the last {TAIL_FRACTION:.0%} of the log climbed {tail['share']:.0%} of the rise "
+                     f"(>= {STILL_RISING_FRACTION:.0%}) at slope z {tail['slope_z']:.1f} (>= {SLOPE_NOISE:g})")
     if fit.r_squared >= R2_NOISE and fit.plateau_extrapolation > BOUND_SLACK:
         lacks.append(f"the fitted plateau {fit.params['r_inf']:.4g} lies outside the rewards seen")
     if fit.r_squared >= R2_NOISE and (imp is None or not imp.plateau_reached):
@@ -137,12 +151,12 @@ def saturation_shown(late: dict, fit, imp) -> list[str]:
     return lacks
 
 
-def _sure_or_unsure(verdict: Verdict, late: dict, fit, imp) -> Verdict:
+def _sure_or_unsure(verdict: Verdict, late: dict, tail: dict, fit, imp) -> Verdict:
     """A significant rise (z >= Z_TREND) is still rising or saturated, never noise-dominated or stalled: still rising
     where that reading clears REPORT_CONFIDENCE, saturated where it does and `saturation_shown` finds nothing lacking;
     otherwise unsure between the two (UNSURE_RISE) at UNSURE_CONFIDENCE, its failing evidence kept as caveats and its
     advice only what would tell: a longer run."""
-    lacks = saturation_shown(late, fit, imp) if verdict.mode == "healthy_saturation" else []
+    lacks = saturation_shown(late, tail, fit, imp) if verdict.mode == "healthy_saturation" else []
     if verdict.confidence >= REPORT_CONFIDENCE and not lacks:
         return verdict
     ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
@@ -172,24 +186,38 @@ def _change_evidence(signal: str, z: float, span: tuple, **extra) -> dict:
 
 def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] | None,
                   group_size: int | None) -> Verdict:
-    """No significant change (|z| < Z_TREND): stalled or noise-dominated by the power calculation of
-    `trend_verdict` (resolution = MDC / spread against MEANINGFUL_CHANGE); stalled by z alone without a
-    spread."""
+    """No significant change (|z| < Z_TREND): stalled or noise-dominated; stalled by z alone without a spread.
+
+    Two readings, each with its confidence, the larger given (unsure between them below FLAT_SURE):
+      stalled, where the data could have seen a meaningful change (the power calculation of `trend_verdict`:
+        resolution = MDC / spread <= MEANINGFUL_CHANGE) or where they favour no change over one
+        (`_trend_stats.stall_probability`, the posterior share of "no change" against a change of MEANINGFUL_CHANGE
+        spreads): min(L(Z_TREND - |z|), max(power, P(no change)));
+      noise-dominated, as sure as the data are blind to a meaningful change (resolution above MEANINGFUL_CHANGE)
+        and as the change's estimate is off 0 (NOISE_HINT_Z): a flat reward at 0 with no power is either.
+    """
     ev_trend = evidence("reward change late - early (Welch |z|)", abs(z), span, threshold=Z_TREND, side="<", z=z,
                         early=trend["early"], late=trend["late"])
-    se = abs(trend["diff"] / z) if z else math.inf
+    se = trend["se"] if "se" in trend else abs(trend["diff"] / z) if z else math.inf
     resolution = (Z_TREND + Z_POWER) * se / scale[0] if scale is not None and scale[0] > 0 else math.nan
-    if not resolution >= 0:  # NaN (no spread, or inf / inf on absurd values): judged by z alone
+    if not resolution >= 0 or not math.isfinite(resolution):  # no spread or no standard error: judged by z alone
         return Verdict("stalled", confidence(Z_TREND - abs(z), 1.0), [ev_trend], STALLED_ADVICE)
     noisy = resolution > MEANINGFUL_CHANGE
     ev_res = evidence("change detectable with 80% power / per-sample reward spread", resolution, span,
                       threshold=MEANINGFUL_CHANGE, side=">" if noisy else "<=", spread=scale[0], spread_from=scale[1])
-    if noisy:  # as sure as the data are blind to a small change, and as a change's estimate is off 0 (NOISE_HINT_Z)
-        conf = min(confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5), confidence(abs(z) - NOISE_HINT_Z, 0.5))
-        verdict = Verdict("noise_dominated", conf, [ev_trend, ev_res], noise_advice(group_size, resolution / MEANINGFUL_CHANGE))
-    else:  # resolution 0 (a zero standard error): any change would have shown
-        resolved = confidence(math.log(MEANINGFUL_CHANGE / resolution), 0.5) if resolution > 0 else 1.0
-        verdict = Verdict("stalled", min(confidence(Z_TREND - abs(z), 1.0), resolved), [ev_trend, ev_res], STALLED_ADVICE)
+    p_stall = stall_probability(trend["diff"], se, MEANINGFUL_CHANGE * scale[0])
+    p_stall = p_stall if math.isfinite(p_stall) else 1.0  # se 0: any change would have shown
+    powered = 1.0 if resolution == 0 else confidence(math.log(MEANINGFUL_CHANGE / resolution), 0.5)
+    stalled = min(confidence(Z_TREND - abs(z), 1.0), max(powered, p_stall))
+    blind = 0.0 if resolution == 0 else min(confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5),
+                                            confidence(abs(z) - NOISE_HINT_Z, 0.5))
+    ev_bf = evidence("no change against a meaningful one: posterior share of no change", p_stall, span,
+                     threshold=FLAT_SURE, side=">=" if stalled >= blind else "<", meaningful_change=MEANINGFUL_CHANGE * scale[0])
+    if stalled >= blind:
+        verdict = Verdict("stalled", stalled, [ev_trend, dict(ev_res, caveat=noisy), ev_bf], STALLED_ADVICE)
+    else:
+        verdict = Verdict("noise_dominated", blind, [ev_trend, ev_res, ev_bf],
+                          noise_advice(group_size, resolution / MEANINGFUL_CHANGE))
     if verdict.confidence >= FLAT_SURE:
         return verdict
     # near the power threshold (or a change near Z_TREND): stalled and noise-dominated are not told apart
@@ -279,18 +307,19 @@ def _plateau_resolution(steps, reward, fit, ev: list) -> float:
     which the data support only where a continued climb would have shown. By the power calculation of
     `trend_verdict`, applied to the late half's least-squares climb (`late_slope`),
 
-        MDC_late = (Z_TREND + Z_POWER) se(slope) (t_last - t_first),     ratio = MDC_late / |r_inf - r0|,
+        MDC_late = (Z_TREND + Z_POWER) se(slope) (t_last - t_first),     ratio = MDC_late / rise,
 
-    the late half resolves the stop when it could see a climb as large as the whole fitted rise
-    (ratio < 1): the confidence is L(log(1 / ratio) / 0.5) (0.5 at ratio 1, 0.88 at 1/2.7). Beyond it the
+    rise = max(|r_inf - r0|, |late - early|): the fitted rise, or the rise the quarter windows show where a noisy fit
+    (R^2 < R2_NOISE, its r0 and r_inf loose) puts it lower. The late half resolves the stop when it could see a climb
+    as large as the whole rise (ratio < 1): the confidence is L(log(1 / ratio) / 0.5) (0.5 at ratio 1, 0.88 at 1/2.7). Beyond it the
     noise hides whether the reward saturates or keeps rising. Appends the evidence; 1.0 if unmeasurable."""
     slope, slope_z, used = late_slope(steps, reward)
-    rise = abs(fit.params["r_inf"] - fit.params["r0"])
+    rise = max(abs(fit.params["r_inf"] - fit.params["r0"]), abs(change(steps, reward).get("diff", 0.0)))
     if not used or not slope_z or not math.isfinite(slope_z) or not rise > 0:
         return 1.0
     mdc = (Z_TREND + Z_POWER) * abs(slope / slope_z) * (used[1] - used[0])
     ratio = mdc / rise
-    ev.append(evidence("late-half climb detectable with 80% power / fitted rise", ratio, used, threshold=1.0, side="<",
+    ev.append(evidence("late-half climb detectable with 80% power / rise", ratio, used, threshold=1.0, side="<",
                        detectable_climb=mdc, rise=rise))
     return confidence(-math.log(ratio), 0.5) if ratio > 0 else 1.0
 

@@ -23,8 +23,8 @@ def r2_factor(r2: float) -> float:
 
 
 MAX_SAMPLE_FACTOR = 4.0  # the most G or the prompts per step are advised to grow (a change a user makes)
-STALLED_ADVICE = ["no significant change of the reward although the data could see one: raise the learning "
-                  "rate (2-10x), check that the KL weight does not pin the policy to the reference, and that "
+STALLED_ADVICE = ["no significant change of the reward, and the data favour none over a meaningful one: raise "
+                  "the learning rate (2-10x), check that the KL weight does not pin the policy to the reference, and that "
                   "the groups carry signal (rewards differ within a group)"]
 
 

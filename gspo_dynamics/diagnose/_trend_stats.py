@@ -19,6 +19,11 @@ Z_TREND = 3.0  # |z| above this is a real change of the reward (a 3-sigma rise: 
 R2_NOISE = 0.5  # R^2 below this: the fluctuation variance exceeds the variance the trend explains
 STILL_RISING_FRACTION = 0.10  # a remaining rise above 10% of the total rise is "still rising"
 Z_STILL_RISING = 2.0  # ... and at least 2 standard errors above zero
+# the share of a log whose climb is the remaining rise at the still-rising boundary: for r = r_inf - A exp(-t / tau)
+# logged to T, the climb over the last w T is A exp(-T / tau) (exp(w T / tau) - 1), the remaining rise A exp(-T / tau);
+# at remaining = STILL_RISING_FRACTION of the rise (T / tau = ln(1 / STILL_RISING_FRACTION)) they are equal when
+# exp(w T / tau) = 2: w = ln 2 / ln(1 / STILL_RISING_FRACTION) = 0.301 (a late half's climb is 2.2x the remaining rise)
+TAIL_FRACTION = math.log(2.0) / math.log(1.0 / STILL_RISING_FRACTION)
 Z_POWER = 0.8416  # z_{0.8}: "could have seen" = detected with 80% power (one-sided normal quantile)
 
 
@@ -51,12 +56,29 @@ def change(steps: np.ndarray, values: np.ndarray) -> dict:
     se = math.hypot(se_e, se_l)
     diff = ml - me
     z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
-    return {"early": me, "late": ml, "diff": diff, "z": z, "early_steps": (s[e][0], s[e][-1]),
+    return {"early": me, "late": ml, "diff": diff, "se": se, "z": z, "early_steps": (s[e][0], s[e][-1]),
             "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
 
 
-def late_slope(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, tuple]:
-    """(slope, its z, the steps used) of the least-squares fit over the last half of the finite points,
+def stall_probability(diff: float, se: float, meaningful: float) -> float:
+    """The posterior share of "no change" against "a meaningful change" given an observed change `diff` of
+    standard error `se`: with d ~ N(Delta, se^2), H0: Delta = 0 against H1: Delta = +-meaningful (the side of d,
+    the alternative most favourable to a change), at equal prior odds,
+
+        log BF = [(|d| - meaningful)^2 - d^2] / (2 se^2) = u (u - 2 |z|) / 2,   u = meaningful / se,  z = d / se,
+        P(H0 | d) = 1 / (1 + exp(-log BF)).
+
+    0.5 where the data cannot tell them apart (u -> 0) or where |d| is halfway to a meaningful change; -> 1 where a
+    precise estimate sits at 0. NaN without a finite, positive se and meaningful change."""
+    if not (se > 0 and math.isfinite(se) and meaningful > 0 and math.isfinite(diff)):
+        return math.nan
+    u, z = meaningful / se, abs(diff) / se
+    log_bf = u * (u - 2.0 * z) / 2.0
+    return 1.0 / (1.0 + math.exp(-max(min(log_bf, 50.0), -50.0)))
+
+
+def late_slope(steps: np.ndarray, values: np.ndarray, tail: float = 0.5) -> tuple[float, float, tuple]:
+    """(slope, its z, the steps used) of the least-squares fit over the last `tail` of the finite points (a half),
 
         slope = sum (t - t_bar)(r - r_bar) / sum (t - t_bar)^2,
         se^2  = [sum (r - r_bar - slope (t - t_bar))^2 / (n - 2)] / sum (t - t_bar)^2,   z = slope / se:
@@ -65,7 +87,8 @@ def late_slope(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, tup
     rise leaves unresolved). NaN, NaN, () if too short."""
     keep = np.isfinite(values)
     t, r = steps[keep].astype(float), values[keep]
-    t, r = t[t.size // 2:], r[r.size // 2:]
+    first = t.size - int(math.ceil(tail * t.size))
+    t, r = t[first:], r[first:]
     if t.size < 2 * MIN_WINDOW:
         return math.nan, math.nan, ()
     dt = t - t.mean()
@@ -81,13 +104,13 @@ def late_slope(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, tup
     return a * slope, z, (t[0], t[-1])
 
 
-def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None) -> dict:
+def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None, tail: float = 0.5) -> dict:
     """Whether the late half still climbs: significantly, meaningfully and by a share of the run's rise,
 
         slope / se(slope) >= Z_STILL_RISING,   climb >= MEANINGFUL_CHANGE x spread,
         climb >= STILL_RISING_FRACTION x (late - start)          (climb = slope (t_last - t_first))
 
-    over the late half (`late_slope`; start: the mean of the first MIN_WINDOW rows, late: the late window's
+    over the last `tail` of the points, a half by default (`late_slope`; start: the mean of the first MIN_WINDOW rows, late: the late window's
     mean; spread: the per-sample reward std, or None). The effect size is the one that makes a change
     meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped at its ceiling only
     in the statistical sense), the share the one that makes a run still rising (the within-group std of a
@@ -95,7 +118,7 @@ def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None) -> d
     climb). Returns {"climbing" (all three), "rising" (significant and a share of the rise: the trend verdict's
     test, which has no precise creep at a ceiling to tell apart), "slope_z", "steps", "climb", "share" (climb /
     rise; NaN if unknown), "meaningful"}; both False (and slope_z NaN) when the late half is too short for a slope."""
-    slope, slope_z, used = late_slope(steps, values)
+    slope, slope_z, used = late_slope(steps, values, tail)
     climb = slope * (used[1] - used[0]) if used else math.nan
     meaningful = spread is None or not spread > 0 or climb >= MEANINGFUL_CHANGE * spread
     finite = values[np.isfinite(values)]

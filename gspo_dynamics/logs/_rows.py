@@ -27,7 +27,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._groups import key_groups
-from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names
+from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
 from gspo_dynamics.logs._table import row_steps, take_rows, with_steps
 
@@ -305,10 +305,10 @@ def series_of(settled: Settled, chosen: dict[str, str], warnings: list[str]) -> 
     """The training rows' series and the evaluation rows' `eval/<name>` ones on one step axis, which column each came
     from, the training columns the analysis has no name for; warnings appended to `warnings`."""
     train_keys = set().union(*settled.train_groups)
-    names, name_warnings = resolve_names(train_keys, chosen)
+    names, name_warnings = resolve_names(train_keys, chosen, settled.eval_keys.values(), settled.train_groups)
     warnings += name_warnings
     steps, series, build_warnings, logged = build_series(settled.train, names.__getitem__, settled.train_groups)
-    warnings += build_warnings
+    warnings += build_warnings + signed_kl(names, series, logged)
     diverged = trailing_non_finite(settled.train, names.__getitem__)
     warnings += [f"{name} is NaN or infinite in its last {count} logged value(s), from step {step} on"
                  + (" (the analysis reads the reward before it)" if name == "reward" else "")

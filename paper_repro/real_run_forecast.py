@@ -92,9 +92,16 @@ def candidate_logs(extra: list[Path]) -> tuple[list[tuple[Path, dict]], list[str
     return found, skipped
 
 
-def load_runs(extra: list[Path]) -> tuple[list[dict], list[str]]:
+def repo_of(path: Path, entry: dict) -> str:
+    """The run's repository: its entry's, else the file name's first two `__`-separated parts (owner/name)."""
+    return entry.get("repo") or "/".join(path.name.split("__")[:2])
+
+
+def load_runs(extra: list[Path], min_points: int = MIN_POINTS, candidates=None) -> tuple[list[dict], list[str]]:
+    """The runs of `candidates` (((path, entry) pairs, reasons skipped), default `candidate_logs(extra)`) with
+    >= `min_points` finite rewards, each once (module docstring), and the reasons for those skipped."""
     runs, skipped, seen = [], [], []
-    candidates, skipped = candidate_logs(extra)
+    candidates, skipped = candidate_logs(extra) if candidates is None else candidates
     for path, entry in candidates:
         try:
             with warnings.catch_warnings():
@@ -104,15 +111,15 @@ def load_runs(extra: list[Path]) -> tuple[list[dict], list[str]]:
         except (ConfigError, KeyError, ValueError) as exc:
             skipped.append(f"{path.name}: not read ({str(exc).splitlines()[0][:100]})")
             continue
-        if reward.size < MIN_POINTS:
-            skipped.append(f"{path.name}: {reward.size} reward points (< {MIN_POINTS})")
+        if reward.size < min_points:
+            skipped.append(f"{path.name}: {reward.size} reward points (< {min_points})")
             continue
         if any(r.size == reward.size and np.allclose(r, reward) for r in seen):
             skipped.append(f"{path.name}: the same reward series as a run kept before (another format)")
             continue
         seen.append(reward)
         runs.append({"name": path.name, "path": path, "log": log, "steps": steps, "reward": reward,
-                     "G": entry.get("group_size") or DEFAULT_G})
+                     "G": entry.get("group_size") or DEFAULT_G, "repo": repo_of(path, entry)})
     return runs, skipped
 
 

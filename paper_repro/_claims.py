@@ -201,6 +201,11 @@ CLAIMS: tuple[ClaimSpec, ...] = (
               "on public real runs, predict's forecast of the curve and the end reward beats the baselines and its "
               "90% interval covers 80-97% of runs"),
     _one("real-run-collapse-flag", "the collapse flag on public real runs"),
+    ClaimSpec("real-run-end-reward", "the end reward on finished real runs, left out by repository",
+              r"real-run-end-reward-(error|interval)",
+              "on finished real runs of repositories left out, predict's end-reward forecast is never worse than the "
+              "held level, beats the published laws from 25% pilots, and its 90% band covers 85-95% with the best "
+              "interval score"),
 )
 
 

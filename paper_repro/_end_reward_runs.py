@@ -66,7 +66,8 @@ def ensemble_end(steps, reward, fit, window, reach) -> float:
     for law in (fit_exponential_saturation(t, r), fit_sigmoid_scalerl(t, r)):
         if not law.fallback:
             add(float(np.mean(law.predict(window, reach))), law.rss, 3)
-    add(float(np.mean(np.clip(fit.predict(window), *reach))), fit.residual_std ** 2 * (n - len(fit.fitted)), len(fit.fitted))
+    if fit is not None:
+        add(float(np.mean(np.clip(fit.predict(window), *reach))), fit.residual_std ** 2 * (n - len(fit.fitted)), len(fit.fitted))
     design = np.column_stack([np.ones(n), np.log(t - t[0] + 1)])
     coef, *_ = np.linalg.lstsq(design, r, rcond=None)
     add(float(np.mean(coef[0] + coef[1] * np.log(window - t[0] + 1))), float(np.sum((r - design @ coef) ** 2)), 2)

@@ -37,6 +37,11 @@ KNOWN_FAILING = {
                          "the forecast beats every baseline only on the curve from 25% pilots; from 10% pilots its "
                          "median end error is 2.31 sigma against ScaleRL's 1.23; the interval covers 74% (10%) and "
                          "96% (25%); no run collapsed after its pilot (rows real-run-*)",
+    "real_run_end_reward": "protocol of 2026-12-02, first evaluation, 70 runs from 52 repositories left out by "
+                           "repository: coverage 89%/90% holds (T3), but from 25% pilots the blend (0.76 sigma) trails "
+                           "the held level (0.75), ScaleRL's sigmoid (0.72) and the parametric ensemble (0.57), from 10% "
+                           "pilots it ties the held level (0.941 vs 0.939), and its interval score is not the lowest "
+                           "(rows real-run-end-reward-*)",
 }
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
 MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label", "trl_family": "log rows written by TRL"}

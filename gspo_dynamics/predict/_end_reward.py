@@ -1,5 +1,11 @@
 """The reward at a run's end, forecast from its pilot, with an interval calibrated on runs held out.
 
+What `predict --pilot` prints is `blended_end_reward`: the held level moved toward the fitted curve and the published
+laws by weights learned on finished real runs, with a conformal band across those runs (`predict._end_blend`, its
+equations; paper_repro/real_run_end_reward.py, its protocol and scores). Below: the readings it shares with the
+forecast of our trainer's runs, `end_reward` (1)-(5), calibrated on our trainer's grids
+(paper_repro/end_reward_interval.py).
+
 The forecast: the pilot's fitted curve (`fit.fit_trajectory`, R_fit) averaged over the run's last END_SHARE
 of steps, in the pilot log's step units, clipped to the reward's range where it is known,
 
@@ -63,6 +69,10 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import HELD_STEPS, TrajectoryFit
+from gspo_dynamics.predict._end_blend import (
+    BAND_LEVEL, BAND_MAX_HORIZON, BAND_QUANTILES, BLEND_WEIGHTS, CALIBRATION, Readings, band, blend, information,
+    law_readings, pilot_noise,
+)
 from gspo_dynamics.predict._schedule import effective_run_length
 
 END_SHARE = 1 / 6  # the run's end: its last sixth (the last 16 of 96 steps, as the calibration's outcomes)
@@ -191,13 +201,8 @@ def checked_run_steps(run_steps) -> int:
     return int(run_steps)
 
 
-def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interval: int,
-               reward_range: tuple[float, float] | None) -> EndReward:
-    """The forecast (1) and, where calibrated, the interval (4) for a run of `run_steps` steps from its pilot's
-    fit and its logged (steps, reward) (the same units; steps sorted, unique and finite, as `predict.load_pilot`
-    gives them). ConfigError when the run is not past its pilot, the pilot ends at a step <= 0, or the reward's
-    range is empty."""
-    steps, reward = np.asarray(steps, dtype=float), np.asarray(reward, dtype=float)
+def _checked_run(steps: np.ndarray, run_steps, reward_range) -> int:
+    """The run's length, past a pilot ending at a step > 0, with a non-empty reward range; else one ConfigError."""
     pilot_end = float(steps[-1])
     if not pilot_end > 0:
         raise ConfigError(f"the pilot's last step must be > 0 to measure the run's length against it, got {pilot_end:g}")
@@ -207,6 +212,18 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
     if run_steps <= pilot_end:
         raise ConfigError(f"the run's length, {run_steps} steps, is not past its pilot's last step {pilot_end:g}: "
                           "there is no end left to forecast")
+    return run_steps
+
+
+def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interval: int,
+               reward_range: tuple[float, float] | None) -> EndReward:
+    """The forecast (1) and, where calibrated, the interval (4) for a run of `run_steps` steps from its pilot's
+    fit and its logged (steps, reward) (the same units; steps sorted, unique and finite, as `predict.load_pilot`
+    gives them). ConfigError when the run is not past its pilot, the pilot ends at a step <= 0, or the reward's
+    range is empty."""
+    steps, reward = np.asarray(steps, dtype=float), np.asarray(reward, dtype=float)
+    run_steps = _checked_run(steps, run_steps, reward_range)
+    pilot_end = float(steps[-1])
     held = held_reward(reward)
     if not (math.isfinite(held) and math.isfinite(fit.residual_std)):
         raise ConfigError("the pilot's held level and noise must be finite to forecast the run's end")
@@ -243,9 +260,38 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
                      "out: paper_repro/RESULTS.md, end-reward-interval", reach)
 
 
+def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward_range: tuple[float, float] | None,
+                       entropy=None) -> EndReward:
+    """The forecast `predict` prints: the held level moved toward the curve and the laws (`predict._end_blend` (3),
+    weights learned on finished real runs), with its conformal band (5), or no band, and why, where the band would be
+    the reward's whole reach or the run is longer than the calibration's. `entropy`: (steps, values) of the pilot's
+    logged entropy, or None. ConfigError as `end_reward`."""
+    steps, reward = np.asarray(steps, dtype=float), np.asarray(reward, dtype=float)
+    run_steps = _checked_run(steps, run_steps, reward_range)
+    reach = reward_reach(reward, reward_range)
+    noise = pilot_noise(reward, reach)
+    held = held_reward(reward)
+    laws = law_readings(fit, steps, reward, end_window(run_steps), reach, held, entropy)
+    readings = Readings(held, laws, information(reward, noise), noise, run_steps / float(steps[-1]))
+    value = float(np.clip(blend(readings), *reach))
+    weights = dict(zip(("curve", "sigmoid", "entropy law"), BLEND_WEIGHTS[readings.where]))
+    how = (f"the held level {held:.3g} moved {readings.info:.2f} of the way learned toward the readings ("
+           + ", ".join(f"{k} {v:.2g}" for k, v in weights.items() if v > 0) + f"; predict._end_blend, learned on {CALIBRATION})")
+    if readings.horizon > BAND_MAX_HORIZON:
+        return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the run is "
+                         f"{readings.horizon:.3g} times its pilot, the band is calibrated up to {BAND_MAX_HORIZON:g} times", reach)
+    interval = band(value, readings.scale, BAND_QUANTILES[readings.where], reach)
+    if interval is None:
+        return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the calibrated "
+                         f"{BAND_LEVEL:.0%} band would be the reward's whole reach [{reach[0]:.3g}, {reach[1]:.3g}], so "
+                         "the pilot narrows nothing", reach)
+    return EndReward(run_steps, readings.horizon, value, readings.scale, interval, how + f"; the band is conformal across "
+                     "those runs, left out by repository: paper_repro/RESULTS.md, real-run-end-reward", reach)
+
+
 def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,
-                reward_range, assumed: list[str], schedule=(None, 1.0)) -> EndReward | None:
-    """The reward at the run's end (`predict.end_reward`), read on the pilot's clock where the lr follows a schedule
+                reward_range, assumed: list[str], schedule=(None, 1.0), entropy=None) -> EndReward | None:
+    """The reward at the run's end (`blended_end_reward`; `refresh_interval` is `end_reward`'s), read on the pilot's clock where the lr follows a schedule
     (`predict._schedule` (2); `schedule` = (the LRSchedule or None, the pilot's mean factor)), or None with the reason in
     `assumed`: the run's length unknown, or the pilot already at it."""
     if run_steps is None:
@@ -257,7 +303,7 @@ def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, 
         return None
     effective = effective_run_length(schedule[0], steps[-1], run_steps, schedule[1])
     if effective == run_steps:
-        return end_reward(fit, steps, reward, run_steps, refresh_interval, reward_range)
+        return blended_end_reward(fit, steps, reward, run_steps, reward_range, entropy)
     assumed.append(f"the lr schedule ({schedule[0].describe()}) makes the run's {run_steps} steps move the reward as far "
                    f"as {effective} at the pilot's lr (predict._schedule (2)): the end reward is the fit's there")
-    return dataclasses.replace(end_reward(fit, steps, reward, effective, refresh_interval, reward_range), run_steps=run_steps)
+    return dataclasses.replace(blended_end_reward(fit, steps, reward, effective, reward_range, entropy), run_steps=run_steps)

@@ -180,8 +180,8 @@ def test_the_reward_at_the_runs_end_with_its_interval(tmp_path, capsys):
     assert report["config"]["run_steps"] == report["end_reward"]["run_steps"] == 80
     assert any("80 steps as given, not the config's 120" in a for a in report["assumed"])
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "1000", "--explain"]) == 0
-    # past the conformal calibration: the bracket of the curve and the held level (predict._end_reward (5))
-    assert "between the fitted curve and the held level" in capsys.readouterr().out
+    # past the calibration's longest horizon: the forecast without a band, and why (predict._end_blend)
+    assert "no band: the run is 25 times its pilot" in capsys.readouterr().out
     assert main(["predict", "--config", config, "--pilot", log, "--run-steps", "99999999999999999999999", "--explain"]) == 0
     assert "the run is 2.5e+21 times its pilot" in capsys.readouterr().out
     for steps, needle in (("30", "not past the pilot's last step 40"), ("0", "positive integer")):

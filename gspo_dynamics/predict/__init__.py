@@ -24,7 +24,7 @@ from gspo_dynamics.predict._config_forecast import (
 from gspo_dynamics.predict._configs import RunSetup, load_config_file, read_run_config
 from gspo_dynamics.predict._headline import (
     AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, SCHEMA_VERSION, VERDICTS, Change, Headline, config_headline, lr_change,
-    pilot_steps, refresh_change,
+    pilot_steps, refresh_changes,
 )
 from gspo_dynamics.predict._config_keys import ConfigKeys
 from gspo_dynamics.predict._zero_std import ZeroStdAnswer, zero_std_answer
@@ -66,7 +66,7 @@ __all__ = [
     "MARGIN_FACTOR",
     "SCHEMA_VERSION",
     "lr_change",
-    "refresh_change",
+    "refresh_changes",
     "VERDICTS",
     "Change",
     "ConfigKeys",

@@ -11,11 +11,14 @@ ratio of several, so each framework's `ConfigKeys` holds the one key it changes 
     ours      T = steps_per_generation x num_iterations
               -> steps_per_generation = T / num_iterations
 
-A T that no integer value of the key reaches is said so (None), never rounded silently.
+A T that no integer value of the key reaches is said so (None), never rounded silently. The passes over a rollout
+(TRL num_iterations, verl ppo_epochs, ours num_iterations: `passes`) multiply T; `on_one_pass` gives the keys with
+them set to 1, for a T below what the refresh key alone reaches (T = 1 at num_iterations 2 needs num_iterations 1).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -34,6 +37,8 @@ class ConfigKeys:
     refresh_inverse: bool  # verl: a larger mini-batch is a smaller T
     run_length: str  # the run's optimizer steps
     override: bool  # verl's keys are given as Hydra overrides (key=value), the others as YAML (key: value)
+    passes: str = ""  # the key of the passes over a rollout, a factor of T
+    passes_value: int = 1  # its value in the config
 
     def __post_init__(self) -> None:
         if self.framework not in ("trl", "verl", "trainer"):
@@ -42,10 +47,17 @@ class ConfigKeys:
             raise ValueError(f"refresh_factor must be > 0, got {self.refresh_factor!r}")
 
     def refresh_value(self, T: int) -> int | None:
-        """The integer value of `refresh` that gives T exactly, or None where none does."""
+        """The integer value of `refresh` that gives T exactly, or None where none does (verl: nor where the mini-batch
+        would outgrow the rollout, T below the passes over it)."""
         value = self.refresh_factor / T if self.refresh_inverse else T / self.refresh_factor
+        if self.refresh_inverse and value > self.refresh_factor / self.passes_value * (1 + 1e-9):
+            return None
         near = round(value)
         return int(near) if near >= 1 and math.isclose(value, near, rel_tol=1e-9) else None
+
+    def on_one_pass(self) -> ConfigKeys:
+        """The keys with the passes over a rollout set to 1: T's factor divided by the config's passes."""
+        return dataclasses.replace(self, refresh_factor=self.refresh_factor / self.passes_value, passes_value=1)
 
     def setting(self, key: str, value) -> str:
         """`key: value` (a YAML config's line) or `key=value` (verl's command-line override)."""
@@ -56,18 +68,20 @@ class ConfigKeys:
 def trl_keys(num_iterations: int, accumulation: int) -> ConfigKeys:
     return ConfigKeys(framework="trl", lr="learning_rate", group="num_generations", refresh="steps_per_generation",
                       refresh_factor=num_iterations / accumulation, refresh_inverse=False, run_length="max_steps",
-                      override=False)
+                      override=False, passes="num_iterations", passes_value=num_iterations)
 
 
 def verl_keys(ppo_epochs: int, train_batch_size: int) -> ConfigKeys:
     return ConfigKeys(framework="verl", lr=_VERL_ACTOR + "optim.lr", group="actor_rollout_ref.rollout.n",
                       refresh=_VERL_ACTOR + "ppo_mini_batch_size", refresh_factor=float(ppo_epochs * train_batch_size),
-                      refresh_inverse=True, run_length="trainer.total_training_steps", override=True)
+                      refresh_inverse=True, run_length="trainer.total_training_steps", override=True,
+                      passes=_VERL_ACTOR + "ppo_epochs", passes_value=ppo_epochs)
 
 
 def trainer_keys(num_iterations: int) -> ConfigKeys:
     return ConfigKeys(framework="trainer", lr="lr", group="group_size", refresh="steps_per_generation",
-                      refresh_factor=float(num_iterations), refresh_inverse=False, run_length="steps", override=False)
+                      refresh_factor=float(num_iterations), refresh_inverse=False, run_length="steps", override=False,
+                      passes="num_iterations", passes_value=num_iterations)
 
 
 # what each framework must log for a pilot to measure the stiffness, the noise, the drift and the collapse limit

@@ -46,6 +46,11 @@ M_CLIP = 5.0  # |m| beyond which (2) is within 0.5% of 0 or 1 at FALL_CHANCE: th
 RISK_LEVEL = 0.1  # the chance of a fall at which `predict` bounds T and lr (`risk_bounds`)
 T_LIMIT = 1024  # the largest T `risk_bounds` looks at
 LR_SPAN = 1e3  # `risk_bounds` looks for the lr bound within lr / LR_SPAN .. lr x LR_SPAN
+# the largest factor over a pilot's own lr at which the forecast was put to the test: the top of the grids (a, b)
+# were fitted on (paper_repro/_pilot_protocol.py's LR_FACTORS). An lr bound past LR_REACH x lr is said as "none below
+# LR_REACH x lr" (`fall_chance_lines`, the safe verdict's margin): above it the stiffness's and the drift's scaling
+# with lr, Adam's linear regime and the collapse limit are extrapolated, never checked
+LR_REACH = 30.0
 
 
 def margin_grid(forecast: PilotFields, lrs, refresh_intervals, floor: float = -M_CLIP) -> np.ndarray | None:
@@ -201,7 +206,9 @@ def fall_chance_lines(forecast: PilotFields) -> list[str]:
     hp = forecast.config.setup.hparams
     T, lr, beyond, scan = bounds["max_refresh_interval"], bounds["max_lr"], bounds["beyond_scan"], bounds["scan"]
     bound_T = (f"every T up to {T_LIMIT}" if "refresh_interval" in beyond else "not even T = 1" if T == 0 else f"T <= {T}")
-    bound_lr = (f"every lr up to {scan['lr'][1]:.3g}" if beyond.get("lr") == "above"
+    reach = hp.lr * LR_REACH  # past it, no bound is claimed either way (LR_REACH)
+    bound_lr = (f"no lr bound below {reach:.3g} ({LR_REACH:g}x, the furthest checked)"
+                if beyond.get("lr") == "above" or (lr is not None and lr > reach)
                 else f"no lr down to {scan['lr'][0]:.3g}" if beyond.get("lr") == "below" else f"lr <= {lr:.3g}")
     return [f"  chance a run at lr {hp.lr:g} and T = {hp.refresh_interval} loses its reward: {chance:.0%} (the rules' "
             f"log ratio to their thresholds m = {margin:+.2f}, > 0 where a rule says unstable, through a logistic fitted "

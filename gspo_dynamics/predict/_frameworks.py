@@ -47,7 +47,7 @@ import math
 from typing import Any
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.predict._clip_modes import clip_mode, trl_cispo
+from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip, trl_cispo
 from gspo_dynamics.predict._optimizers import not_one_of, trl_optimizer
 from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
@@ -156,6 +156,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     eps = _number("epsilon", get("epsilon"), positive=True)
     eps_high = eps if cfg.get("epsilon_high") is None else _number("epsilon_high", cfg["epsilon_high"], positive=True)
     level, eps, eps_high, mode = _trl_loss(cfg, level, eps, eps_high, notes)
+    eps = no_lower_clip("epsilon", eps, notes)
     cap = None if cfg.get("delta") is None or mode != "stop" else _number("delta", cfg["delta"], positive=True)
     hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True),
                      optimizer=trl_optimizer(cfg, _number, notes), refresh_interval=T, group_size=G, num_groups=N,

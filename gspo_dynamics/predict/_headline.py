@@ -4,22 +4,34 @@ reward's units. The derivations behind it stay in the forecast objects (`--expla
 The verdict is decided by the first rule that applies, in this order (each names its evidence):
 
   unsafe                 the pilot lost reward it had and had not won it back by its end (`fit._fall`: a fall
-                         with z > 5 that matters in the reward's range, the held level below half its depth); or the policy's move between sampler refreshes D exceeds the collapse
+                         with z > 5 that matters in the reward's range, the held level below half its depth), by a
+                         fall that clears the sampling noise of its rows too (`_pilot_headline.fall_in_row_noise`;
+                         else at risk); or the policy's move between sampler refreshes D exceeds the collapse
                          limit, or the pilot's entropy overshot (`theory.collapse`); or the config's lr exceeds the
                          linear model's largest stable lr, lr_max = lr x_max(T, mu) / kappa (`predict._pilot`);
-  at risk                the pilot's fall came back above half its depth (a dip); or D within AT_RISK_SHARE of the limit; or the chance that one run falls at the config's
-                         (lr, T), `predict._fall_chance`, at least AT_RISK_CHANCE; or lr within a factor
+  at risk                no band edge at T > 1 (below); or the pilot's fall came back above half its depth (a dip);
+                         or D within AT_RISK_SHARE of the limit (not where the pilot itself ran at D and held); or
+                         the chance that one run falls at the config's (lr, T), `predict._fall_chance`, at least
+                         AT_RISK_CHANCE; or lr within a factor
                          MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`predict._collapse_risk`); or
                          the pilot's reward swings (a periodic component or an alternation of rows: the limit cycle
                          diagnose reports as dynamical instability, `_pilot_headline.reward_swings`);
   safe                   the pilot kept its reward and none of the above applies; the margin is quoted where the
-                         pilot identifies it, and said not identified where it does not;
+                         pilot identifies it (the lr's only up to LR_REACH x lr: `_pilot_headline._lr_margin`),
+                         and said not identified where it does not;
   unknown until a pilot  no pilot log: a config fixes T, G and the momentum, but not the curvature the learning
                          rate multiplies (`predict._config_forecast`).
 
-A change is given only where the evidence gives its value (lr_max / MARGIN_FACTOR, the collapse bounds, a T the
-config's keys reach exactly), each with what it buys; a halving is offered after a lost pilot, said to be a guess
-to re-test.
+One rule needs no pilot: a config whose loss has no band edge (`predict._clip_modes.unclipped`: no ratio, CISPO's
+capped weight, or an eps_high past NO_CLIP_EDGE) at T > 1 is at risk before any pilot, and after one that could not
+read the collapse rule (no drift or entropy logged): the steps after a rollout's first are off-policy and only the
+clip's band edge bounds how far they move the policy from its sampler (`theory.collapse` (2), (4); the derivation in
+`predict._clip_modes`). Its changes: the framework's clipping loss and band edge (`clip_changes`), or T = 1.
+
+Every verdict but safe names its change in the config's keys (tests/predict/test_verdict_changes.py goes over each
+path). A change is given where the evidence gives its value (lr_max / MARGIN_FACTOR, the collapse bounds, the fall
+chance's bounds, a T the config's keys reach exactly), each with what it buys; where it gives none (a dip or a fall
+whose size no bound explains) a halving of lr is offered, said to be a guess to re-test with a pilot.
 
 The pilot to run (no pilot given) is a power calculation: a linear trend over n evenly spaced steps with noise
 sigma per step has a least-squares rise over the pilot with standard error sigma sqrt(12 / n) (Var(slope) =
@@ -39,7 +51,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gspo_dynamics.predict._clip_modes import unclipped
 from gspo_dynamics.predict._config_keys import PILOT_LOGGING, ConfigKeys
+from gspo_dynamics.predict._frameworks import OBJECTIVE_CLIPS
+from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
 SCHEMA_VERSION = "1.0"  # docs/outputs.md: predict's JSON schema
 AT_RISK_SHARE = 0.7  # D above this share of the collapse limit is at risk: within the limit's own spread
@@ -49,6 +64,16 @@ POWER_Z = 1.645 + 1.282  # (1): one-sided 5% level, 90% power
 PILOT_RISE = 0.1  # (1): the rise a pilot must see, a tenth of the reward's range
 PILOT_PERIODS = 4  # a pilot spans at least this many refresh periods
 VERDICTS = ("safe", "at risk", "unsafe", "unknown until a pilot")
+# T in each framework's keys (`predict._config_keys`)
+REFRESH_FORMULA = {"trl": "steps_per_generation x num_iterations / gradient_accumulation_steps",
+                   "verl": "ppo_epochs x data.train_batch_size / ppo_mini_batch_size",
+                   "trainer": "steps_per_generation x num_iterations"}
+# per framework: the loss key and a loss that clips with PPO's min, the band edge's key and its default (TRL's epsilon,
+# verl's clip_ratio; our trainer's per objective, `predict._frameworks.OBJECTIVE_CLIPS`); the theory's own names last
+CLIP_KEYS = {"trl": ("loss_type", "grpo", "epsilon_high", 0.2),
+             "verl": ("actor_rollout_ref.actor.policy_loss.loss_mode", "vanilla", "actor_rollout_ref.actor.clip_ratio_high", 0.2),
+             "trainer": ("objective", "grpo", "clip_high", GRPO_CLIP[1]),
+             None: ("correction", "token", "clip_high", GRPO_CLIP[1])}
 
 
 @dataclass(frozen=True)
@@ -108,13 +133,74 @@ def lr_change(setup, lr: float, buys: str) -> Change:
     return Change(key, float(f"{lr:.3g}"), keys.setting(key, float(f"{lr:.3g}")) if keys else f"{key} <= {lr:.3g}", buys)
 
 
-def refresh_change(setup, T: int, buys: str) -> Change | None:
-    """The key and value that set T, or None where no integer value of the config's key gives it."""
+def refresh_changes(setup, T: int, buys: str) -> list[Change]:
+    """The edits that set T: the refresh key alone where an integer value of it gives T; else, where the config passes
+    over each rollout more than once (`ConfigKeys.passes`), those set to 1 and the refresh key's value for T on one
+    pass where it is not the config's own; [] where neither reaches T (never rounded)."""
     keys = _keys(setup)
     if keys is None:
-        return Change("refresh_interval", T, f"refresh_interval: {T}", buys)
+        return [Change("refresh_interval", T, f"refresh_interval: {T}", buys)]
     value = keys.refresh_value(T)
-    return None if value is None else Change(keys.refresh, value, keys.setting(keys.refresh, value), buys)
+    if value is not None:
+        return [Change(keys.refresh, value, keys.setting(keys.refresh, value), buys)]
+    if keys.passes_value < 2 or (value := keys.on_one_pass().refresh_value(T)) is None:
+        return []
+    out = [Change(keys.passes, 1, keys.setting(keys.passes, 1), buys)]
+    if value != keys.refresh_value(setup.refresh_exact):
+        out.append(Change(keys.refresh, value, keys.setting(keys.refresh, value), buys))
+    return out
+
+
+def lower_lr(setup, lr: float, bounds, why: str) -> Change:
+    """The lr change after a fall or a dip: the least of `bounds` (the evidence's values) below lr, else a halving said
+    to be a guess (`why`: what the pilot showed)."""
+    below = [v for v in bounds if v is not None and v < lr]
+    if below:
+        return lr_change(setup, min(below), "the pilot's evidence puts the stable lr here")
+    return lr_change(setup, lr / 2, f"a halving to re-test with a pilot: {why}, and no bound gives the stable lr")
+
+
+def _setting(keys: ConfigKeys | None, key: str, value) -> str:
+    return keys.setting(key, value) if keys else f"{key}: {value}"
+
+
+def clip_changes(setup) -> list[Change]:
+    """The edits that give an unclipped config (`predict._clip_modes.unclipped`) a band edge: PPO's clipping loss in
+    place of one without a ratio or with a capped weight, and the edge at the framework's default where the config's
+    is wider (GSPO's sequence clip under a sequence-level ratio)."""
+    keys, hp = _keys(setup), setup.hparams
+    loss_key, loss_value, edge_key, edge = CLIP_KEYS[keys.framework if keys else None]
+    if hp.correction == "sequence":
+        edge = GSPO_CLIP[1]
+    elif keys is not None and keys.framework == "trainer":
+        edge = OBJECTIVE_CLIPS.get(getattr(setup, "loss", None), GRPO_CLIP)[1]
+    buys = "a band edge log(1 + eps_high) bounds how far a rollout's later steps move the policy (theory.collapse (4))"
+    out = []
+    if hp.correction == "none" or hp.clip_mode == "cap":
+        out.append(Change(loss_key, loss_value, _setting(keys, loss_key, loss_value), "PPO's clip: " + buys))
+    if hp.clip_high > edge:
+        out.append(Change(edge_key, edge, _setting(keys, edge_key, edge), buys))
+    return out
+
+
+def clip_answer(setup) -> tuple[str, list[Change]] | None:
+    """(reason, changes) for a config with no band edge at T > 1 (module docstring), in its own keys; None where T = 1
+    or a clip bounds the move."""
+    hp, keys = setup.hparams, _keys(setup)
+    T, why = hp.refresh_interval, unclipped(hp)
+    if T < 2 or why is None:
+        return None
+    loss_key, _, edge_key, _ = CLIP_KEYS[keys.framework if keys else None]
+    loss = (getattr(setup, "loss", None) or "").split(" ")[0]
+    clip = (f"{edge_key} {hp.clip_high:g}" if hp.correction != "none" and hp.clip_mode != "cap"
+            else f"{loss_key} {loss}" if loss else f"correction {hp.correction}" if hp.correction == "none"
+            else f"clip_mode {hp.clip_mode}")
+    formula = REFRESH_FORMULA.get(keys.framework if keys else None)
+    reason = (f"T = {T} optimizer steps per rollout" + (f" ({formula})" if formula else "") + f" with {clip}: {why}; "
+              "the steps after a rollout's first are off-policy and only a clip's band edge bounds how far they move "
+              "the policy from its sampler (theory.collapse (2), (4)): the move grows with T until it passes a collapse "
+              "limit only a pilot can place")
+    return reason, clip_changes(setup) + refresh_changes(setup, 1, "on-policy: no stale step for a clip to bound")
 
 
 def pilot_steps(hparams, reward_range: tuple[float, float] | None) -> tuple[int, str]:
@@ -159,8 +245,7 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
                   f"on-policy (T = 1), whatever the model")]
     changes = []
     if T > 1:
-        one = refresh_change(setup, 1, f"on-policy: the stable lr {on_policy / config.stiffness_bound:.3g}x larger")
-        changes += [one] if one else []
+        changes += refresh_changes(setup, 1, f"on-policy: the stable lr {on_policy / config.stiffness_bound:.3g}x larger")
     if hp.group_size is not None:
         responses = hp.num_groups * hp.group_size
         group_key = keys.group if keys else "group_size"
@@ -175,9 +260,13 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
                            "difficulty give far more (--pass-rates FILE of the starting model's per-prompt pass rates)")
     reason = ("a config fixes T, G and the momentum but not the curvature the learning rate multiplies: "
               "only a run measures the margin")
+    verdict, unclip = "unknown until a pilot", clip_answer(setup)
+    if unclip is not None:  # at risk before any pilot: the clip's changes first, T = 1 already among them
+        verdict, reason = "at risk", unclip[0]
+        changes = unclip[1] + [c for c in changes if c.key not in {u.key for u in unclip[1]}]
     prior = getattr(forecast, "prior", None)
     if prior is not None and prior.level is not None:
         band = "" if prior.interval is None else f", 90% interval [{prior.interval[0]:.3g}, {prior.interval[1]:.3g}]"
         settled.append(f"end level of the {len(prior.kept)} finished runs of the task that kept their reward: "
                        f"{prior.level:.3g}{band}")
-    return Headline("unknown until a pilot", reason, tuple(changes), pilot_plan=plan, settled=tuple(settled))
+    return Headline(verdict, reason, tuple(changes), pilot_plan=plan, settled=tuple(settled))

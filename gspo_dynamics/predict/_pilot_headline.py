@@ -9,12 +9,16 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.fit import HELD_STEPS, MIN_CYCLES, PERIODIC_P, alternation, oscillation_confidence, reward_span
-from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
-from gspo_dynamics.predict._fall_chance import config_fall_chance
-from gspo_dynamics.predict._headline import (
-    AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, lr_change, refresh_change,
+from gspo_dynamics.fit import (
+    BLOCK, HELD_STEPS, MIN_CYCLES, PERIODIC_P, Z_FALL, alternation, oscillation_confidence, reward_span,
 )
+from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
+from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
+from gspo_dynamics.predict._fall_chance import LR_REACH, config_fall_chance
+from gspo_dynamics.predict._headline import (
+    AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, clip_answer, lower_lr, lr_change, refresh_changes,
+)
+from gspo_dynamics.theory import collapse
 
 RECOVERED_SHARE = 0.5  # a pilot whose held level is back above half its fall's depth dipped: at risk, not unsafe
 SWING_REPORTED = 0.5  # a swing whose `fit.oscillation_confidence` reaches diagnose's reporting level is a risk
@@ -25,7 +29,8 @@ def plateau_identified(f) -> bool:
     its size, inside the reward's reach (`predict._end_reward.reward_reach`), reached at a finite step."""
     imp = f.implications
     plateau, t = imp.plateau, imp.time_to_plateau
-    if imp.plateau_extrapolated or plateau.stderr is None or not plateau.stderr < abs(plateau.value):
+    if imp.unidentified.keys() & {"plateau", "time_to_plateau"} or imp.plateau_extrapolated or plateau.stderr is None \
+            or not plateau.stderr < abs(plateau.value):
         return False
     if f.pilot is None or not math.isfinite(t.value):
         return False
@@ -77,59 +82,156 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     lr, T, n = hp.lr, hp.refresh_interval, f.pilot_steps
     linear = f.max_safe_lr if f.max_safe_lr is not None and not f.lost else None
     limit = f.collapse_limit if f.displacement is not None else None
-    recovered = f.lost and f.held is not None and f.held >= f.fall.after + RECOVERED_SHARE * (f.fall.best - f.fall.after)
-    if recovered:
-        fall = f.fall
-        return "at risk", (f"the pilot dipped from {fall.best:.3g} (steps {fall.best_steps[0]}-{fall.best_steps[1]}) to "
-                           f"{fall.after:.3g} (steps {fall.after_steps[0]}-{fall.after_steps[1]}) and came back to "
-                           f"{f.held:.3g} by its end: a dip, not yet a collapse; watch the reward"), []
     if f.lost:
-        fall = f.fall
-        candidates = [v for v in (f.collapse_max_lr, None if f.max_safe_lr is None else f.max_safe_lr / MARGIN_FACTOR)
-                      if v is not None and v < lr]
-        change = (lr_change(setup, min(candidates), "the pilot's evidence puts the stable lr here") if candidates
-                  else lr_change(setup, lr / 2, "a halving to re-test with a pilot: this pilot does not identify the "
-                                  "stable lr"))
-        return "unsafe", (f"the pilot lost reward it had: its mean fell from {fall.best:.3g} (steps {fall.best_steps[0]}-"
-                          f"{fall.best_steps[1]}) to {fall.after:.3g} (steps {fall.after_steps[0]}-{fall.after_steps[1]})"), [change]
+        return _fall_verdict(f)
     changes: list[Change] = []
     if limit is not None and (f.overshoot or f.displacement > limit):
         if f.collapse_max_lr is not None and f.collapse_max_lr < lr:
             changes.append(lr_change(setup, f.collapse_max_lr, "the policy's move between refreshes within the limit"))
         if f.collapse_max_refresh and f.collapse_max_refresh < T:
-            change = refresh_change(setup, f.collapse_max_refresh, "the move within the limit at this lr")
-            changes += [change] if change else []
+            changes += refresh_changes(setup, f.collapse_max_refresh, "the move within the limit at this lr")
         why = ("the pilot's entropy rose on its first updates: its step overshoots" if f.overshoot else
                f"the policy moves D = {f.displacement:.3g} between sampler refreshes, past the collapse limit {limit:.3g}")
-        return "unsafe", why, changes
+        return "unsafe", why, changes or [lower_lr(setup, lr, (), "the collapse rule says this lr is too large")]
     if linear is not None and lr > linear:
         return "unsafe", (f"{_key(setup)} {lr:g} is above the largest stable {linear:.3g} at T = {T} (the pilot's curve "
                           "read by the linear model)"), [lr_change(setup, linear / MARGIN_FACTOR,
                                                                    f"a {MARGIN_FACTOR:g}x margin below the bound")]
-    # a swing is a risk unless the exact theory calls T stable and overdamped, where diagnose caps such data evidence
-    # below its reporting level too (`Implications.theory_calls_stable`)
-    swing = reward_swings(f)
-    risks = [swing] if swing and not (f.implications is not None and f.implications.theory_calls_stable()) else []
-    if limit is not None and f.displacement > AT_RISK_SHARE * limit:
-        risks.append(f"the policy's move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
-    if chance is not None and chance["chance"] >= AT_RISK_CHANCE:
-        risks.append(f"a run falls with chance {chance['chance']:.0%} at these settings")
-    if linear is not None and lr > linear / MARGIN_FACTOR:
-        risks.append(f"{_key(setup)} is within {MARGIN_FACTOR:g}x of the largest stable {linear:.3g}")
-        changes.append(lr_change(setup, linear / MARGIN_FACTOR, f"a {MARGIN_FACTOR:g}x margin below the bound"))
-    if f.kl_pull:
-        risks.append("the KL term pulls a solved policy back between refreshes (beta > 0, most groups flat)")
+    risks = _risks(f, chance, linear, limit, changes)
     if risks:
-        return "at risk", "; ".join(risks), changes
+        return "at risk", "; ".join(risks), _merged(changes, _key(setup)) or [lower_lr(setup, lr, (), "; ".join(risks))]
     margins = [f"the pilot kept its reward over {n} points"]
     if linear is not None:
-        margins.append(f"{_key(setup)} can rise {linear / lr:.2g}x before the linear bound")
+        margins.append(_lr_margin(setup, lr, linear))
     if limit is not None:
         margins.append(f"the move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
     if linear is None and limit is None:
         margins.append("its margin to instability is not identified (the rise has not bent, and the collapse rule has "
                        "nothing to read: below)")
     return "safe", "; ".join(margins), changes
+
+
+def _fall_verdict(f) -> tuple[str, str, list[Change]]:
+    """A pilot that lost reward it had (`fit._fall`): at risk where it came back above RECOVERED_SHARE of the fall's
+    depth (a dip) or where the fall does not clear the sampling noise of its rows (`fall_in_row_noise`), else unsafe;
+    each with the lr the evidence gives (`lower_lr`) and, for the noisy fall, the group size whose rows would tell."""
+    setup, fall, lr = f.config.setup, f.fall, f.config.setup.hparams.lr
+    bounds = (f.collapse_max_lr, None if f.max_safe_lr is None else f.max_safe_lr / MARGIN_FACTOR)
+    where = (f"from {fall.best:.3g} (steps {fall.best_steps[0]}-{fall.best_steps[1]}) to {fall.after:.3g} (steps "
+             f"{fall.after_steps[0]}-{fall.after_steps[1]})")
+    if f.held is not None and f.held >= fall.after + RECOVERED_SHARE * (fall.best - fall.after):
+        return "at risk", (f"the pilot dipped {where} and came back to {f.held:.3g} by its end: a dip, not yet a "
+                           "collapse; watch the reward"), [lower_lr(setup, lr, bounds, "the pilot dipped at this lr")]
+    noise = fall_in_row_noise(f)
+    if noise is not None and noise[0] <= Z_FALL:
+        z, per_row = noise
+        hp, keys = setup.hparams, getattr(setup, "keys", None)
+        G = math.ceil(hp.group_size * (Z_FALL / z) ** 2) if z > 0 else None
+        changes = [lower_lr(setup, lr, bounds, "the pilot's reward fell at this lr")]
+        if G is not None and G > hp.group_size:
+            key = keys.group if keys else "group_size"
+            changes.append(Change(key, G, keys.setting(key, G) if keys else f"{key}: {G}", f"rows of {G / hp.group_size:.3g}x "
+                                  f"the completions: a fall this size clears their sampling noise (z > {Z_FALL:g})"))
+        return "at risk", (f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: against "
+                           f"their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise; watch "
+                           "the reward"), changes
+    return "unsafe", f"the pilot lost reward it had: its mean fell {where}", [
+        lower_lr(setup, lr, bounds, "the pilot lost reward at this lr")]
+
+
+def fall_in_row_noise(f) -> tuple[float, float] | None:
+    """(z, n): the pilot's fall against the sampling noise of its rows, n completions each (N G of the config times
+    its logging_steps, the optimizer steps a row averages). Two block means of BLOCK rows at levels b (the best) and a
+    (after the fall) differ by noise of standard error at least
+
+        se = sqrt((v_b + v_a) / (BLOCK n)),    z = (b - a) / se,
+
+    v the per-response reward variance at the block: for a reward in a known range [lo, hi], (m - lo)(hi - m) at the
+    block's mean m (a pass/fail reward's variance, exact for a verifiable reward and the largest any reward of that
+    mean has, Bhatia-Davis), else the mean square of the logged reward_std over the block's rows (the spread within a
+    group or a batch: a floor). The row mean of N groups of G responses has variance at least v / (N G) (prompts of
+    differing difficulty add to it). `fit._fall` reads the scatter off the rows' first differences, which a run that
+    spends most rows near a bound, where a success rate barely moves, understates for the rows of a dip near the
+    middle; so a fall makes a pilot unsafe only where it also clears Z_FALL here. None where neither variance is
+    known (`fit._fall`'s test alone)."""
+    fall, setup = f.fall, f.config.setup
+    hp, (steps, _) = setup.hparams, f.pilot
+    n = hp.num_groups * hp.group_size * (getattr(setup, "logging_steps", None) or 1)
+    spread = getattr(f, "reward_spread", None)
+    v = []
+    for (first, last), m in ((fall.best_steps, fall.best), (fall.after_steps, fall.after)):
+        logged = None if spread is None else spread[(steps >= first) & (steps <= last)]
+        if f.reward_range is not None:
+            lo, hi = f.reward_range
+            v.append(max(m - lo, 0.0) * max(hi - m, 0.0))
+        elif logged is not None and np.isfinite(logged).any():
+            v.append(float(np.nanmean(logged**2)))
+        else:
+            return None
+    se = math.sqrt(sum(v) / (BLOCK * n))
+    return (fall.fall / se if se > 0 else math.inf), float(n)
+
+
+def _risks(f, chance: dict | None, linear: float | None, limit: float | None, changes: list[Change]) -> list[str]:
+    """The at-risk rules (`predict._headline`), each appending its change to `changes`."""
+    setup, hp = f.config.setup, f.config.setup.hparams
+    lr, T = hp.lr, hp.refresh_interval
+    risks = []
+    # a swing is a risk unless the exact theory calls T stable and overdamped, where diagnose caps such data evidence
+    # below its reporting level too (`Implications.theory_calls_stable`)
+    swing = reward_swings(f)
+    if swing and not (f.implications is not None and f.implications.theory_calls_stable()):
+        risks.append(swing)
+        changes += refresh_changes(setup, 1, "on-policy: no stale lag erodes the damping (docs/theory.md 2)") if T > 1 \
+            else [lower_lr(setup, lr, (), "the pilot's reward swings at this lr")]
+    if limit is not None and f.displacement > AT_RISK_SHARE * limit and not (
+            f.survived is not None and f.displacement <= f.survived):  # the pilot itself moved this far and held
+        risks.append(f"the policy's move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
+        s, target = f.drift_per_step / lr, AT_RISK_SHARE * limit
+        to_lr = collapse.max_safe_learning_rate(s, T, target, f.band_edge)
+        changes += [lr_change(setup, to_lr, f"the move at {AT_RISK_SHARE:.0%} of the limit")] if to_lr < lr else []
+        to_T = collapse.max_safe_refresh_interval(s, lr, target, f.band_edge)
+        changes += refresh_changes(setup, to_T, f"the move at {AT_RISK_SHARE:.0%} of the limit") if to_T and to_T < T else []
+    if chance is not None and chance["chance"] >= AT_RISK_CHANCE:
+        risks.append(f"a run falls with chance {chance['chance']:.0%} at these settings")
+        bounds, level = chance["bounds"] or {}, f"a fall chance at most {AT_RISK_CHANCE:.0%}"
+        if bounds.get("max_lr") is not None and bounds["max_lr"] < lr:
+            changes.append(lr_change(setup, bounds["max_lr"], level))
+        if bounds.get("max_refresh_interval") and bounds["max_refresh_interval"] < T:
+            changes += refresh_changes(setup, bounds["max_refresh_interval"], level)
+    if linear is not None and lr > linear / MARGIN_FACTOR:
+        risks.append(f"{_key(setup)} is within {MARGIN_FACTOR:g}x of the largest stable {linear:.3g}")
+        changes.append(lr_change(setup, linear / MARGIN_FACTOR, f"a {MARGIN_FACTOR:g}x margin below the bound"))
+    if f.kl_pull:
+        risks.append("the KL term pulls a solved policy back between refreshes (beta > 0, most groups flat)")
+        below = next((c for t in range(KL_PULL_MIN_REFRESH - 1, 0, -1) if (c := refresh_changes(
+            setup, t, f"below T = {KL_PULL_MIN_REFRESH}, where the KL pull felled runs (predict._collapse_risk)"))), [])
+        changes += below
+    unclip = clip_answer(setup) if f.displacement is None else None
+    if unclip is not None:  # the collapse rule could not be read, and no clip bounds the move it would have read
+        risks.append(unclip[0] + "; this pilot logs no drift or entropy to read it from")
+        changes += unclip[1]
+    return risks
+
+
+def _merged(changes: list[Change], lr_key: str) -> list[Change]:
+    """One change per key: the smallest lr (every rule's risk rises with lr), else the first given."""
+    out: dict[str, Change] = {}
+    for c in changes:
+        if c.key not in out or (c.key == lr_key and c.value < out[c.key].value):
+            out[c.key] = c
+    return list(out.values())
+
+
+def _lr_margin(setup, lr: float, linear: float) -> str:
+    """The lr margin the safe verdict quotes, only as far as the evidence reaches: the linear bound's factor up to
+    LR_REACH (the largest factor over a pilot's own lr that our trainer's grids put the forecast to: beyond it the
+    stiffness's scaling with lr, Adam's linear regime and the collapse limit are untested), else that no limit is shown
+    below LR_REACH x lr, and none is known above it."""
+    if linear / lr <= LR_REACH:
+        return f"{_key(setup)} can rise {linear / lr:.2g}x before the linear bound"
+    return (f"no {_key(setup)} limit is shown below {LR_REACH:g}x ({lr * LR_REACH:.3g}), the furthest a pilot's reading "
+            "was checked to reach; above it none is known")
 
 
 def _key(setup) -> str:

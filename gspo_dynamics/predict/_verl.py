@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.predict._clip_modes import clip_mode
+from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip
 from gspo_dynamics.predict._frameworks import _number, _rounded_refresh
 from gspo_dynamics.predict._optimizers import verl_optimizer
 from gspo_dynamics.predict._verl_fields import ACTOR, GROUP_ESTIMATORS, OTHER_ESTIMATORS
@@ -158,6 +158,7 @@ def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, f
     exact = epochs * rollout / mini
     T = _rounded_refresh(exact, notes, f"ppo_epochs x train_batch_size / ppo_mini_batch_size = {epochs} x {rollout} / {mini}")
     low, high = _verl_clip(flat, get, used)
+    low = no_lower_clip(actor + "clip_ratio_low", low, notes)
     use_kl = bool(get(actor + "use_kl_loss", False))
     beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001)) if use_kl else 0.0
     if get("algorithm.use_kl_in_reward", False):

@@ -232,7 +232,8 @@ def test_bounds_past_the_scan_are_none_and_say_which_way(tmp_path):
     assert (bounds["max_refresh_interval"], bounds["max_lr"]) == (None, None)
     assert bounds["beyond_scan"] == {"refresh_interval": "above", "lr": "above"}
     line = next(line for line in calm.summary_lines() if "chance of a fall" in line)
-    assert f"every T up to 1024 at this lr, every lr up to {0.1 * 1e3:.3g} at this T" in line
+    # the scan reaches 1000x, the claim only LR_REACH x (predict._fall_chance.LR_REACH)
+    assert f"every T up to 1024 at this lr, no lr bound below {0.1 * 30:.3g} (30x, the furthest checked) at this T" in line
     wild = dataclasses.replace(f, entropy_rise=1e6)
     bounds = risk_bounds(wild, 0.1)
     assert bounds["max_refresh_interval"] == 0 and bounds["max_lr"] is None and bounds["beyond_scan"] == {"lr": "below"}

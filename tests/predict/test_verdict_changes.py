@@ -1,0 +1,279 @@
+"""predict's verdict and its changes (`predict._headline`, `predict._pilot_headline`): a config without a clip at
+T > 1 is at risk before any pilot, in its own keys, and the change it names reads back as a clip or as T = 1; every
+verdict but safe names a change, on every path (config-only and pilot); the lr margin is claimed only up to
+LR_REACH; a fall is unsafe only where it clears the sampling noise of its rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from test_fall_chance import both_rules_pilot
+from test_pilot import write_log
+
+from gspo_dynamics.fit import BLOCK, Z_FALL, Fall
+from gspo_dynamics.predict import config_forecast, config_headline, pilot_forecast, pilot_headline, read_run_config
+from gspo_dynamics.predict import _pilot_headline
+from gspo_dynamics.predict._clip_modes import NO_CLIP_EDGE, unclipped
+from gspo_dynamics.predict._fall_chance import LR_REACH
+
+VERL_BASE = {"algorithm": {"adv_estimator": "grpo"}, "data": {"train_batch_size": 64}}
+
+
+def verl(**actor) -> dict:
+    return {**VERL_BASE, "actor_rollout_ref": {"rollout": {"n": 8}, "actor": {"ppo_mini_batch_size": 32,
+                                                                            "optim": {"lr": 1e-6}, **actor}}}
+
+
+TRAINER = {"task": "pattern", "model": "100k"}
+# configs with no band edge at T > 1 (`predict._clip_modes.unclipped`), one per way a framework writes it
+UNCLIPPED = {
+    "trl epsilon 1e9, num_iterations 2": {"learning_rate": 1e-6, "num_iterations": 2, "epsilon": 1e9},
+    "trl epsilon_high 1e9, steps_per_generation 4": {"learning_rate": 1e-6, "steps_per_generation": 4,
+                                                     "epsilon_high": 1e9},
+    "trl sapo": {"learning_rate": 1e-6, "num_iterations": 2, "loss_type": "sapo"},
+    "trl cispo": {"learning_rate": 1e-6, "steps_per_generation": 2, "loss_type": "cispo", "epsilon_high": 5.0},
+    "verl gpg, ppo_epochs 2": verl(ppo_epochs=2, policy_loss={"loss_mode": "gpg"}),
+    "verl clip_ratio 1e9": verl(clip_ratio=1e9),
+    "verl clip_ratio_low/high 1e9": verl(clip_ratio_low=1e9, clip_ratio_high=1e9),
+    "ours pg": {**TRAINER, "objective": "pg", "num_iterations": 2},
+    "ours gspo clip_high 1e9": {**TRAINER, "objective": "gspo", "steps_per_generation": 2, "clip_high": 1e9},
+    "theory's names": {"lr": 0.1, "refresh_interval": 2, "group_size": 8, "correction": "none"},
+}
+CLIPPED_OR_ON_POLICY = {
+    "trl default clip, num_iterations 2": {"learning_rate": 1e-6, "num_iterations": 2},
+    "trl epsilon 1e9 on-policy": {"learning_rate": 1e-6, "epsilon": 1e9},
+    "verl default clip at T = 2": verl(),
+    "verl gpg on-policy": {**verl(policy_loss={"loss_mode": "gpg"}), "data": {"train_batch_size": 32}},
+    "ours grpo T = 2": {**TRAINER, "objective": "grpo", "steps_per_generation": 2},
+    "a wide but real clip": {"learning_rate": 1e-6, "num_iterations": 2, "epsilon_high": 100.0},
+}
+
+
+def _applied(config: dict, change) -> dict:
+    """`config` with one change's key set to its value (the framework's own key: nested for verl)."""
+    out = json_copy(config)
+    node, *path = [out, *change.key.split(".")]
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = change.value
+    return out
+
+
+def json_copy(d: dict) -> dict:
+    return {k: json_copy(v) if isinstance(v, dict) else v for k, v in d.items()}
+
+
+@pytest.mark.parametrize("name", UNCLIPPED)
+def test_a_config_without_a_clip_at_t_above_1_is_at_risk_before_a_pilot(name):
+    """At risk with T and the clip named in the config's keys; each change, applied alone through the same mapping,
+    gives a band edge or T = 1 (an independent route: the reader, not the change's own arithmetic), and one of them
+    is a clip."""
+    config = UNCLIPPED[name]
+    setup = read_run_config(config)
+    assert setup.hparams.refresh_interval > 1 and unclipped(setup.hparams) is not None
+    head = config_headline(config_forecast(setup))
+    assert head.verdict == "at risk" and head.changes, head.lines()
+    assert f"T = {setup.hparams.refresh_interval} optimizer steps per rollout" in head.reason
+    assert "off-policy" in head.reason and "theory.collapse (2), (4)" in head.reason
+    fixed = []
+    for change in head.changes:
+        hp = read_run_config(_applied(config, change)).hparams
+        fixed.append(("clip" if unclipped(hp) is None else "") + ("T=1" if hp.refresh_interval == 1 else ""))
+    assert any(f.startswith("clip") for f in fixed) or all(f for f in fixed), (head.lines(), fixed)
+    # the clip's changes together (without T = 1) give a band edge at the config's own T
+    clip_only = config
+    for change in head.changes:
+        if change.key != getattr(setup.keys, "refresh", "refresh_interval") and change.key != getattr(setup.keys, "passes", ""):
+            clip_only = _applied(clip_only, change)
+    hp = read_run_config(clip_only).hparams
+    assert unclipped(hp) is None and hp.refresh_interval == setup.hparams.refresh_interval
+
+
+@pytest.mark.parametrize("name", CLIPPED_OR_ON_POLICY)
+def test_a_clip_or_t_equal_1_leaves_the_config_to_its_pilot(name):
+    setup = read_run_config(CLIPPED_OR_ON_POLICY[name])
+    assert config_headline(config_forecast(setup)).verdict == "unknown until a pilot"
+
+
+def test_the_edge_too_wide_to_clip_is_past_every_limit_the_collapse_rule_was_set_on():
+    """NO_CLIP_EDGE is the largest S H / (1 - z) over the pilots of paper_repro/pilot_forecast.py's cells (its
+    comment): recomputed here from the shipped cells, so a refit of S or new cells that move it fail here."""
+    import gzip
+    import json
+    from pathlib import Path
+
+    from gspo_dynamics.predict import COLLAPSE_SPREAD
+
+    cells = json.loads(gzip.open(Path(__file__).resolve().parents[2] / "paper_repro" / "data" /
+                                 "pilot_forecast_cells.json.gz").read())
+    limits = [COLLAPSE_SPREAD * c["entropy"] / c["signal_share"] for c in cells.values()
+              if c.get("entropy") and c.get("signal_share")]
+    assert len(limits) >= 100 and max(limits) == pytest.approx(NO_CLIP_EDGE, abs=0.01)
+
+
+def test_t_equal_1_from_a_second_pass_sets_the_passes_back_to_1():
+    """TRL num_iterations 2 at steps_per_generation = accumulation: no steps_per_generation gives T = 1 (it would be
+    1/2), so the change is num_iterations: 1, which reads back as T = 1."""
+    config = {"learning_rate": 1e-6, "num_iterations": 2, "loss_type": "sapo"}
+    head = config_headline(config_forecast(read_run_config(config)))
+    settings = [c.setting for c in head.changes]
+    assert "num_iterations: 1" in settings and not any(s.startswith("steps_per_generation") for s in settings)
+    assert read_run_config({**config, "num_iterations": 1}).hparams.refresh_interval == 1
+
+
+def test_trl_and_verl_read_a_lower_bound_past_1_as_no_lower_clip():
+    """TRL's epsilon and verl's clip_ratio_low >= 1 make 1 - eps <= 0, which clamps nothing: read, not refused."""
+    for config, key in (({"learning_rate": 1e-6, "epsilon": 1e9}, "epsilon"),
+                        (verl(clip_ratio_low=2.0, clip_ratio_high=0.28), "clip_ratio_low")):
+        setup = read_run_config(config)
+        assert setup.hparams.clip_low == pytest.approx(1.0, abs=1e-5)
+        assert any(key in note and "no lower clip" in note for note in setup.notes)
+
+
+# ---- every verdict path names its change --------------------------------------------------------------------------
+
+
+def _fall(f, best: float, after: float, z: float = 10.0) -> Fall:
+    steps = f.pilot[0]
+    return Fall(fall=best - after, best=best, best_steps=(int(steps[4]), int(steps[7])), after=after,
+                after_steps=(int(steps[-8]), int(steps[-5])), z=z, lost=True)
+
+
+def _paths(tmp_path, monkeypatch) -> dict:
+    """One PilotForecast per verdict path of `_pilot_headline._verdict` (fields set to reach it), with its verdict."""
+    base = both_rules_pilot(tmp_path, np.full(60, 0.8))  # lr 0.1, T = 4, a stiffness, drift and entropy
+    assert base.displacement is not None and base.max_safe_lr is not None
+    held = base.held
+    limit, lr = base.collapse_limit, base.config.setup.hparams.lr
+    trl = read_run_config({"learning_rate": 0.1, "num_generations": 8, "per_device_train_batch_size": 32,
+                           "steps_per_generation": 4, "loss_type": "sapo", "max_steps": 240})
+    cfg = dataclasses.replace(base.config, setup=trl)
+    return {
+        "unsafe: lost": ("unsafe", dataclasses.replace(base, fall=_fall(base, 0.8, 0.1),  # held at 0.1: not back
+                                                      pilot=(base.pilot[0], np.full_like(base.pilot[1], 0.1)))),
+        "at risk: a dip": ("at risk", dataclasses.replace(base, fall=_fall(base, held + 0.05, held - 0.4))),
+        "unsafe: past the collapse limit": ("unsafe", dataclasses.replace(base, displacement=2 * limit, survived=None)),
+        "unsafe: overshoot": ("unsafe", dataclasses.replace(base, overshoot=True)),
+        "unsafe: linear": ("unsafe", dataclasses.replace(base, max_safe_lr=lr / 2)),
+        "at risk: near the collapse limit": ("at risk", dataclasses.replace(base, displacement=0.9 * limit, survived=None)),
+        "at risk: within 2x of the linear bound": ("at risk", dataclasses.replace(base, max_safe_lr=1.5 * lr)),
+        "at risk: the KL pull": ("at risk", dataclasses.replace(base, kl_pull=True)),
+        "at risk: no clip, no drift": ("at risk", dataclasses.replace(base, config=cfg, displacement=None)),
+        "at risk: the fall chance": ("at risk", dataclasses.replace(base, displacement=0.69 * limit, survived=None,
+                                                                    max_safe_lr=None)),
+    }
+
+
+def test_every_verdict_but_safe_names_a_change_in_the_configs_keys(tmp_path, monkeypatch):
+    """Every pilot path reaches its verdict and names at least one change; `change: none` only under safe. The fall
+    chance's path is checked to be at risk by its chance alone; the swing's path with a swing forced in."""
+    paths = _paths(tmp_path, monkeypatch)
+    for name, (verdict, f) in paths.items():
+        head = pilot_headline(f)
+        assert head.verdict == verdict, (name, head.lines()[0])
+        assert head.changes and "change: none" not in head.lines(), (name, head.lines())
+        keys = getattr(f.config.setup, "keys", None)
+        if keys is not None:  # the TRL path: TRL's own keys
+            assert all(c.key in ("learning_rate", "loss_type", "epsilon_high", "steps_per_generation", "num_iterations",
+                                 "num_generations") for c in head.changes), head.lines()
+    base = both_rules_pilot(tmp_path, np.full(60, 0.8))
+    calm = dataclasses.replace(base, fall=None, displacement=None, max_safe_lr=None, kl_pull=False)
+    assert pilot_headline(calm).verdict == "safe"
+    monkeypatch.setattr(_pilot_headline, "reward_swings", lambda f: "the pilot's reward swings (forced)")
+    monkeypatch.setattr(type(base.implications), "theory_calls_stable", lambda self: False)
+    head = pilot_headline(calm)
+    assert head.verdict == "at risk" and head.changes and "swings" in head.reason, head.lines()
+    assert head.changes[0].setting == "refresh_interval: 1"  # T = 4: on-policy removes the stale lag
+
+
+@pytest.mark.parametrize("name", [*UNCLIPPED, *CLIPPED_OR_ON_POLICY])
+def test_no_config_only_verdict_other_than_waiting_for_a_pilot_says_change_none(name):
+    config = {**UNCLIPPED, **CLIPPED_OR_ON_POLICY}[name]
+    head = config_headline(config_forecast(read_run_config(config)))
+    assert head.verdict in ("at risk", "unknown until a pilot")
+    assert head.verdict == "unknown until a pilot" or "change: none" not in head.lines()
+
+
+def test_safe_quotes_the_lr_margin_only_up_to_lr_reach(tmp_path):
+    """A linear bound past LR_REACH x lr is said as no limit below LR_REACH x lr, without its factor."""
+    base = both_rules_pilot(tmp_path, np.full(60, 0.8))
+    lr = base.config.setup.hparams.lr
+    near = pilot_headline(dataclasses.replace(base, max_safe_lr=10 * lr, displacement=None, kl_pull=False))
+    far = pilot_headline(dataclasses.replace(base, max_safe_lr=2.8e3 * lr, displacement=None, kl_pull=False))
+    assert near.verdict == far.verdict == "safe"
+    assert "can rise 10x before the linear bound" in near.reason
+    assert f"no lr limit is shown below {LR_REACH:g}x ({lr * LR_REACH:.3g})" in far.reason
+    assert "2.8e+03" not in far.reason and "can rise" not in far.reason
+
+
+def test_lr_reach_is_the_top_of_the_grids_the_forecast_was_checked_on():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "paper_repro"))
+    from _pilot_protocol import LR_FACTORS
+
+    assert LR_REACH == max(LR_FACTORS)
+
+
+# ---- a fall against the noise of its rows --------------------------------------------------------------------------
+
+
+def noisy_pilot(tmp_path, per_row_groups: int, seed: int = 3):
+    """A pass/fail reward at 0.5 for 16 rows, then 0.1 for 24 (a real loss of 0.4), each row the mean of N G
+    completions drawn as such: N = `per_row_groups` groups of G = 4."""
+    rng = np.random.default_rng(seed)
+    n = per_row_groups * 4
+    p = np.r_[np.full(16, 0.5), np.full(24, 0.1)]
+    reward = rng.binomial(n, p) / n
+    setup = read_run_config({"lr": 0.1, "group_size": 4, "num_groups": per_row_groups, "refresh_interval": 1})
+    return pilot_forecast(setup, write_log(tmp_path / f"n{n}.jsonl", {"reward": reward}), reward_range=(0.0, 1.0))
+
+
+def test_the_rows_noise_test_is_the_binomial_standard_error_of_two_block_means(tmp_path):
+    """z = (b - a) / sqrt((b (1 - b) + a (1 - a)) / (BLOCK n)) for a [0, 1] reward, n = N G completions a row."""
+    f = noisy_pilot(tmp_path, 8)
+    assert f.fall is not None
+    z, n = _pilot_headline.fall_in_row_noise(f)
+    b, a = f.fall.best, f.fall.after
+    assert n == 32 and z == pytest.approx((b - a) / math.sqrt((b * (1 - b) + a * (1 - a)) / (BLOCK * n)))
+
+
+def test_a_fall_within_the_noise_of_few_completions_is_at_risk_not_unsafe(tmp_path):
+    """The same fall of 0.4 over rows of 4 completions (z against their binomial noise ~3) is at risk, with the
+    group size whose rows would clear Z_FALL; over rows of 64 completions it is unsafe."""
+    few = dataclasses.replace(noisy_pilot(tmp_path, 1), fall=None)
+    many = noisy_pilot(tmp_path, 16)
+    few = dataclasses.replace(few, fall=dataclasses.replace(many.fall))  # the same fall, read from rows of 4
+    z, n = _pilot_headline.fall_in_row_noise(few)
+    assert n == 4 and z < Z_FALL
+    head = pilot_headline(few)
+    assert head.verdict == "at risk" and "4 completions" in head.reason, head.lines()
+    G = next(c.value for c in head.changes if c.key == "group_size")
+    assert G == math.ceil(4 * (Z_FALL / z) ** 2)
+    assert pilot_headline(many).verdict == "unsafe" and _pilot_headline.fall_in_row_noise(many)[0] > Z_FALL
+
+
+@pytest.mark.parametrize("name", ["trl sapo", "verl gpg, ppo_epochs 2", "ours pg"])
+def test_the_config_only_at_risk_answer_leads_and_validates_against_the_schema(tmp_path, capsys, name):
+    """Through the command: the verdict on line 1, a change on line 2, and --json valid against docs' schema."""
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from gspo_dynamics.cli.main import main
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "predict.schema.json").read_text())
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(UNCLIPPED[name]))
+    assert main(["predict", "--config", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("verdict: at risk (T = ") and any(line.startswith("change: ") for line in lines[1:3])
+    assert main(["predict", "--config", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    jsonschema.validate(report, schema)
+    assert report["verdict"] == "at risk" and report["changes"]

@@ -26,8 +26,8 @@ from gspo_dynamics.diagnose._kl_pull import kl_pull_note
 from gspo_dynamics.diagnose._trend import trend_verdict
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict, evidence,
-                                             inconsistencies)
-from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications
+                                             inconsistencies, reward_reach)
+from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications, within_reach
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -112,6 +112,9 @@ def _fit(log: RunLog, hparams, reward_range, notes: list[str]):
     except ConfigError as exc:
         notes.append(f"the closed-form fit failed: {exc}")
         return None, None
+    reach = reward_reach(log["reward"], reward_range)
+    if reward_range is None and reach is not None:  # a success rate's [0, 1]: no plateau past it is identified
+        imp = replace(imp, unidentified=within_reach(imp, fit.t_end, reach))
     notes += list(imp.notes)
     return fit, imp
 

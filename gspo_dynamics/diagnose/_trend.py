@@ -79,8 +79,8 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     side = ">" if rising else "<="
     ev = [ev_trend, ev_r2, evidence("remaining rise / total rise", frac, (fit.t_start, fit.t_end),
                                     threshold=STILL_RISING_FRACTION, side=side,
-                                    caveat=(rising and not by_fit) or (not rising and (noisy or not big)), remaining=rem.value,
-                                    z=rem_z, plateau=fit.params["r_inf"])]
+                                    caveat=(rising and not by_fit) or (not rising and (noisy or not big)), remaining=None if "remaining_rise" in imp.unidentified else rem.value,
+                                    z=rem_z, plateau=_plateau(fit, imp))]
     if math.isfinite(slope_z):
         # the slope decides where it is significant and the climb a share of the rise; a significant creep below
         # that share is a caveat on a stopped rise
@@ -145,7 +145,8 @@ def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
         lacks.append(f"the last {TAIL_FRACTION:.0%} of the log climbed {tail['share']:.0%} of the rise "
                      f"(>= {STILL_RISING_FRACTION:.0%}) at slope z {tail['slope_z']:.1f} (>= {SLOPE_NOISE:g})")
     if fit.r_squared >= R2_NOISE and fit.plateau_extrapolation > BOUND_SLACK:
-        lacks.append(f"the fitted plateau {fit.params['r_inf']:.4g} lies outside the rewards seen")
+        shown = _plateau(fit, imp)
+        lacks.append(f"the fitted plateau{'' if shown is None else f' {shown:.4g}'} lies outside the rewards seen")
     if fit.r_squared >= R2_NOISE and (imp is None or not imp.plateau_reached):
         lacks.append("the fit does not reach its plateau within the log")
     return lacks
@@ -246,9 +247,12 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
     elif top:  # at or past the top of the range: no plateau to count steps to
         advice = [f"the reward is still rising toward its bound {bounds[1]:g} (the fit puts the plateau at the bound); "
                   "train longer"]
+    elif "plateau" in imp.unidentified:
+        advice = [f"the reward is still rising, toward a plateau the data do not identify ({imp.unidentified['plateau']}); "
+                  "train longer"]
     else:
         # a plateau more than one observed range beyond the data gives no usable time to reach it
-        more = ("" if not math.isfinite(t_p) or fit.plateau_extrapolation > 1.0
+        more = ("" if "time_to_plateau" in imp.unidentified or fit.plateau_extrapolation > 1.0
                 else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})")
         advice = [f"the fitted plateau {r_inf:.4g} is above the last value{more}; train longer"]
     # a late half climbing at Z_TREND is still rising however far ahead (or unresolved) the plateau is
@@ -345,6 +349,11 @@ def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdic
     return Verdict("noise_dominated", conf, ev, noise_advice(group_size, _r2_factor(fit.r_squared)))
 
 
+def _plateau(fit, imp) -> float | None:
+    """R_inf where the data identify it (`fit._identified`), else None: evidence gives no number the data do not."""
+    return None if imp is not None and "plateau" in imp.unidentified else fit.params["r_inf"]
+
+
 def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, advice: list, group_size,
                       saturating: bool, climbing: bool = False) -> float:
     """Lower a healthy/still-rising confidence for what makes the fitted shape uncertain:
@@ -361,7 +370,7 @@ def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, ad
     if imp is not None and imp.plateau_extrapolated:
         x = fit.plateau_extrapolation
         ev.append(evidence("plateau outside the observed rewards / their range", x, (fit.t_start, fit.t_end),
-                           threshold=EXTRAPOLATION_LIMIT, side="<=", caveat=True, plateau=fit.params["r_inf"], observed=list(fit.r_range)))
+                           threshold=EXTRAPOLATION_LIMIT, side="<=", caveat=True, plateau=_plateau(fit, imp), observed=list(fit.r_range)))
         if (saturating or noisy) and not climbing:  # a rise whose plateau lies far ahead is still rising
             conf = min(conf, confidence(1.0 - x, 0.25))
     return conf

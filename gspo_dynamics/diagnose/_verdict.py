@@ -216,11 +216,12 @@ class Diagnosis:
             f, imp = self.fit, self.implications
             lines.append("")
             lines.append(f"fit        {f.variant} ({f.regime}), R^2 = {f.r_squared:.3f}, "
-                         f"BIC exponential - oscillator = {f.selection['delta_bic']:.1f}; "
+                         f"BIC exponential - oscillator = {_fmt(round(f.selection['delta_bic'], 1))}; "
                          f"inertia {'supported' if f.inertia else 'not supported'}, "
                          f"oscillation {'supported' if f.oscillation else 'not supported'}")
-            lines.append("           " + ", ".join(f"{k} = {v:.4g} +- {f.stderr[k]:.2g}" if k in f.fitted else f"{k} = {v:.4g} (fixed)"
-                                                   for k, v in f.params.items()))
+            lines.append("           " + ", ".join(f"{k} = {v:.4g} (fixed)" if k not in f.fitted else f"{k} = {v:.4g} +- "
+                                                   f"{f.stderr[k]:.2g}" if math.isfinite(f.stderr[k]) else
+                                                   f"{k} = {v:.4g} (not identified)" for k, v in f.params.items()))
             if imp is not None:
                 lines.append(self._plateau_line())
                 if imp.damping_margin is not None:
@@ -243,8 +244,12 @@ class Diagnosis:
         bounds = reward_reach(self.log["reward"] if self.log is not None else [], imp.reward_range)
         if bounds is not None and not bounds[0] <= r_inf <= bounds[1]:
             bound = bounds[1] if r_inf > bounds[1] else bounds[0]
-            return (f"plateau    at the reward's bound {bound:g} (the fit's {r_inf:.4g} lies past what the reward can "
+            return (f"plateau    at the reward's bound {bound:g} (the fit's plateau lies past what the reward can "
                     "reach: not a measurement)")
+        if "plateau" in imp.unidentified:
+            return f"plateau    not identified ({imp.unidentified['plateau']})"
+        if "time_to_plateau" in imp.unidentified:
+            return f"plateau    {imp.plateau}; when it comes is not identified ({imp.unidentified['time_to_plateau']})"
         reached = "reached" if imp.plateau_reached else "not yet reached"
         if "still_rising" in self.unsure:
             reached = f"{reached} by the fit; the data do not settle whether the rise goes on"
@@ -304,8 +309,9 @@ def _column_lines(s: dict, explain: bool) -> list[str]:
 
 
 def _fmt(value) -> str:
+    """A number as the text prints it; a non-finite one (null in the JSON) as n/a."""
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:.4g}" if math.isfinite(value) else "n/a"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_fmt(v) for v in value) + "]"
     return str(value)

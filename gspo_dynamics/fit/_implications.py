@@ -23,6 +23,7 @@ measures kappa; the curvature scale is lambda = kappa / eta. From a fit:
                         exact: the monodromy scan `theory.linear.critical_refresh_interval`;
   max safe T            critical T - 1 (exact when both are available), with the range from kappa +- se;
   plateau, time to it   R_inf and the step after which R stays within 5% of the total rise.
+                        Null, with the reason, where the data do not identify them (`fit._identified`).
 
 Adam is analysed in its linear regime as heavy-ball with mu = b1 and eta_hb = lr (1 - b1)/sqrt(s_bar);
 s_bar is not in a log, so lambda is reported per unit of lr (1 - b1) (it absorbs 1/sqrt(s_bar)); kappa,
@@ -58,6 +59,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
+from gspo_dynamics.fit._identified import reward_reach_of, unidentified
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit
 from gspo_dynamics.fit._uncertainty import partial_derivative
 from gspo_dynamics.theory import continuous, linear
@@ -114,6 +116,7 @@ class Implications:
     decay_rate: Estimate | None = None  # r_fit, the fit's slowest decay rate per step (module docstring)
     linear_regime: bool | None = None  # on-policy fits: r_fit <= -ln(mu)/2 within Z_MEASURED se; None: not checked
     notes: list[str] = field(default_factory=list)
+    unidentified: dict[str, str] = field(default_factory=dict)  # plateau, remaining_rise, time_to_plateau: why not
 
     def theory_calls_stable(self) -> bool:
         """Whether the exact discrete theory, where it applies (an interior plateau, a damping margin), puts the
@@ -130,7 +133,7 @@ class Implications:
             value = getattr(self, name)
             if isinstance(value, Estimate):
                 value = {"value": value.value, "stderr": value.stderr}
-            out[name] = value
+            out[name] = None if name in self.unidentified else value  # not identified: null, `unidentified` says why
         return plain(out)
 
 
@@ -284,6 +287,8 @@ def _curve_facts(fit: TrajectoryFit, reward_range, notes: list[str]) -> dict:
         damping_ratio=Estimate(fit.damping_ratio, fit.damping_ratio_stderr) if fit.model == "oscillator" else None,
     )
     out["decay_rate"] = Estimate(_decay_rate(fit.model, q), _delta_stderr(fit, lambda p: _decay_rate(fit.model, p)))
+    out["unidentified"] = unidentified((q["r_inf"], se["r_inf"]), out["remaining_rise"].stderr, (t_p, t_p_se), fit.t_end,
+                                       reward_reach_of(fit.r_range, reward_range))
     if reward_range is not None:
         out["interior_plateau"] = _interior_plateau(fit, reward_range)
         out["reward_range"] = (float(reward_range[0]), float(reward_range[1]))
@@ -292,8 +297,9 @@ def _curve_facts(fit: TrajectoryFit, reward_range, notes: list[str]) -> dict:
     if fit.plateau_extrapolation > EXTRAPOLATION_LIMIT:
         out["plateau_extrapolated"] = True
         lo, hi = fit.r_range
-        notes.append(f"the fitted plateau {q['r_inf']:.4g} lies outside the observed rewards [{lo:.4g}, {hi:.4g}] "
-                     f"by {fit.plateau_extrapolation:.2g} x their range: an extrapolation, not a measurement")
+        notes.append(f"the fitted plateau lies outside the observed rewards [{lo:.4g}, {hi:.4g}] by "
+                     f"{min(fit.plateau_extrapolation, 10):.2g}{'+' if fit.plateau_extrapolation > 10 else ''} x their "
+                     "range: an extrapolation, not a measurement")
     return out
 
 

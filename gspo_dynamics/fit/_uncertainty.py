@@ -33,7 +33,8 @@ def _scale(name: str, q: dict[str, float], r_range: float, span: float) -> float
         return max(abs(q["v0"]), r_range / span, 1e-12)
     if name == "damping":
         return max(abs(q["damping"]), math.sqrt(q["stiffness"]), 1e-12)
-    return max(abs(q[name]), 1e-12)  # tau, stiffness: positive, relative steps
+    # tau, stiffness: positive, relative steps, which keep a tau ~ 0 (a step in the first rows) positive
+    return q[name] if q[name] > 0 else 1e-12
 
 
 def partial_derivative(f, q: dict[str, float], name: str, scale: float | None = None) -> float:
@@ -58,13 +59,16 @@ def covariance(fit: FitResult, t: np.ndarray, r: np.ndarray) -> tuple[tuple[str,
         up, down = dict(fit.params), dict(fit.params)
         up[name] += h
         down[name] -= h
-        with np.errstate(over="ignore", invalid="ignore"):
-            cols.append((model_curve(fit.model, up, t) - model_curve(fit.model, down, t)) / (2.0 * h))
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                cols.append((model_curve(fit.model, up, t) - model_curve(fit.model, down, t)) / (2.0 * h))
+        except ConfigError:  # a step leaves the model's domain (tau <= 0): the parameter sits on its edge
+            cols.append(np.full(t.shape, math.nan))
     J = np.stack(cols, axis=1)  # (n, p)
     dof = max(t.size - len(names), 1)
     s2 = fit.rss / dof
     p = len(names)
-    if not np.all(np.isfinite(J)):
+    if not np.all(np.isfinite(J)):  # inf: not identified (an unbounded curve, or a parameter at its domain's edge)
         return names, np.full((p, p), math.inf)
     # Scale columns to unit norm before inverting (the parameters differ by orders of magnitude).
     norms = np.linalg.norm(J, axis=0)

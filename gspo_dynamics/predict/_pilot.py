@@ -46,7 +46,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit import (
     BLOCK, HELD_STEPS, Z_FALL, Fall, Implications, TrajectoryFit, fit_trajectory, implications, max_safe_range_text,
-    max_safe_text, reward_fall,
+    max_safe_text, plateau_unidentified, reward_fall,
 )
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.predict._collapse_risk import COLLAPSE_SPREAD, collapse_fields
@@ -113,7 +113,8 @@ class PilotForecast:
     def to_json(self) -> dict[str, Any]:
         implied = self.implications.to_json()
         if not plateau_identified(self):  # a number the pilot does not identify is not given (docs/outputs.md)
-            implied.update(plateau=None, time_to_plateau=None, plateau_identified=False)
+            implied.update(plateau=None, time_to_plateau=None, remaining_rise=None, plateau_identified=False,
+                           unidentified=plateau_unidentified(self.implications.unidentified))
         return plain({**self.config.to_json(), "pilot_steps": self.pilot_steps,  # the config-only keys, then the pilot's
                 "implications": implied, "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
                 # true: the pilot lost reward at its own lr, so max_safe_lr is the linear model's reading, no safe lr
@@ -155,8 +156,7 @@ class PilotForecast:
     def summary_lines(self) -> list[str]:
         imp = self.implications
         lines = self.config.summary_lines()[:2]
-        first, last = (self.pilot[0][0], self.pilot[0][-1]) if self.pilot is not None else (None, None)
-        span = "" if first is None else f", steps {first:g}-{last:g}"
+        span = "" if self.pilot is None else f", steps {self.pilot[0][0]:g}-{self.pilot[0][-1]:g}"
         lines.append(f"from the pilot ({self.pilot_steps} reward points{span}):")
         lines += self._curve_lines() + (self.prior.summary_lines() if self.prior else []) + self._regime_lines()
         lines += self._group_lines() + self._collapse_lines()
@@ -173,14 +173,13 @@ class PilotForecast:
         """The reward curve: its plateau (or why none), the held level, the run's end, the pilot's fall."""
         imp, hp, plateau = self.implications, self.config.setup.hparams, self.implications.plateau
         lines = []
-        if imp.plateau_extrapolated or not (plateau.stderr is None or plateau.stderr < abs(plateau.value)):
-            lines.append(f"  reward curve: the plateau is not identified by {self.pilot_steps} reward points (the fit extrapolates; "
-                         "a longer pilot, or one past the start of the rise, is needed)")
-        elif self.reward_range is not None and not self.reward_range[0] < plateau.value < self.reward_range[1]:
-            bound = min(self.reward_range, key=lambda b: abs(b - plateau.value))  # a fit past the bound: saturation
-            lines.append(f"  reward curve: saturates at the reward's bound {bound:g} (the fitted plateau {plateau.value:.3g}"
-                         + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "") + " lies at or past it), within 5% of "
-                         f"the fitted plateau from step {imp.time_to_plateau.value:.3g}")
+        past = self.reward_range is not None and not self.reward_range[0] < plateau.value < self.reward_range[1]
+        if past and imp.interior_plateau is False and not imp.plateau_extrapolated:  # a fit at or past the bound
+            bound = min(self.reward_range, key=lambda b: abs(b - plateau.value))
+            lines.append(f"  reward curve: saturates at the reward's bound {bound:g} (the fit's plateau lies at or past it)")
+        elif not plateau_identified(self):
+            lines.append(f"  reward curve: the plateau is not identified by {self.pilot_steps} reward points ("
+                         f"{plateau_unidentified(imp.unidentified)['plateau']}; a longer pilot, or one past the rise's start, tells)")
         else:
             lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
                          + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")

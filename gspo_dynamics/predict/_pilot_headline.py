@@ -29,7 +29,8 @@ def plateau_identified(f) -> bool:
     its size, inside the reward's reach (`predict._end_reward.reward_reach`), reached at a finite step."""
     imp = f.implications
     plateau, t = imp.plateau, imp.time_to_plateau
-    if imp.plateau_extrapolated or plateau.stderr is None or not plateau.stderr < abs(plateau.value):
+    if imp.unidentified.keys() & {"plateau", "time_to_plateau"} or imp.plateau_extrapolated or plateau.stderr is None \
+            or not plateau.stderr < abs(plateau.value):
         return False
     if f.pilot is None or not math.isfinite(t.value):
         return False

@@ -192,7 +192,8 @@ def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[Ru
     steps, reward = log.valid("reward")
     if pilot_steps is not None:
         if not isinstance(pilot_steps, int) or pilot_steps < MIN_PILOT_POINTS:
-            raise ConfigError(f"the pilot steps (--pilot-steps) must be an integer >= {MIN_PILOT_POINTS}, got {pilot_steps!r}")
+            raise ConfigError(f"--pilot-steps {pilot_steps!r} keeps too few reward points: a forecast needs at least "
+                              f"{MIN_PILOT_POINTS} (the pilot has {len(steps)})")
         steps, reward = steps[:pilot_steps], reward[:pilot_steps]
     if len(steps) < MIN_PILOT_POINTS:
         raise ConfigError(f"the pilot has {len(steps)} reward points; a forecast needs at least {MIN_PILOT_POINTS}")

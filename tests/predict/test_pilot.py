@@ -81,7 +81,7 @@ def test_a_fit_past_the_rewards_bound_is_read_as_saturation(tmp_path):
     f = pilot_forecast(read_run_config(cfg.to_dict()), read_log(tmp_path / "run" / "trainer_state.json"))
     assert f.implications.plateau.value > 1 and f.max_safe_lr is None
     line = next(x for x in f.summary_lines() if x.startswith("  reward curve"))
-    assert line.startswith("  reward curve: saturates at the reward's bound 1 (the fitted plateau 1.") and "lies at or past it" in line
+    assert line.startswith("  reward curve: saturates at the reward's bound 1 (the fit's plateau") and "lies at or past it" in line
 
 
 def test_the_group_size_for_a_target_noise_matches_binomial_noise(tmp_path):
@@ -196,7 +196,7 @@ def test_a_reward_range_the_pilot_leaves_and_a_short_pilot_are_errors(tmp_path):
         pilot_forecast(setup, log, reward_range=(0.0, 1.0))
     f = pilot_forecast(setup, log)
     assert f.success_rate is None and any("bounds are unknown" in a for a in f.assumed)
-    with pytest.raises(ConfigError, match="--pilot-steps. must be an integer >= 8"):
+    with pytest.raises(ConfigError, match=r"--pilot-steps 5 keeps too few reward points: a forecast needs at least 8 \(the pilot has 20\)"):
         pilot_forecast(setup, log, pilot_steps=5)
     short = write_log(tmp_path / "s.jsonl", {"reward": np.linspace(0.1, 0.5, 6)})
     with pytest.raises(ConfigError, match="at least 8"):

@@ -1,0 +1,72 @@
+"""Which of a fit's implied quantities the data identify (issue 49): a number the data do not identify is not
+printed; it is null with the reason.
+
+The reward's reach [lo, hi] is the range given (`reward_range`), else the observed rewards' range [a, b] widened by
+its own span w = b - a on each side, [a - w, b + w] (as `predict._end_reward.reward_reach` widens a pilot's):
+
+    plateau R_inf        identified  iff  se(R_inf) finite,  se(R_inf) <= hi - lo,  lo <= R_inf <= hi
+    remaining rise       identified  iff  the plateau is,  and  se(R_inf - R(t_end)) <= hi - lo
+    time to plateau t_p  identified  iff  the plateau is,  t_p finite,  t_p <= STEP_MULTIPLE t_end,
+                                          and  se(t_p) <= STEP_MULTIPLE t_end
+
+A standard error larger than all the reward can reach says the data give no value; a plateau past the reach is
+one no run shows. For the time: the exponential's 5% time is t_p = t_0 + tau ln 20 ~ 3 tau, and a tau the data
+identify is at most of the order of the span they cover, so a time several logs long is an extrapolation the
+data do not carry.
+"""
+
+from __future__ import annotations
+
+import math
+
+STEP_MULTIPLE = 4.0  # the latest time to the plateau given, in units of the log's last step
+
+
+def reward_reach_of(r_range: tuple[float, float], reward_range: tuple[float, float] | None) -> tuple[float, float]:
+    """[lo, hi]: `reward_range`, else the observed [a, b] widened by b - a on each side (module docstring)."""
+    if reward_range is not None:
+        return float(reward_range[0]), float(reward_range[1])
+    a, b = r_range
+    w = b - a if b > a else max(abs(a), abs(b), 1.0)
+    return a - w, b + w
+
+
+def unidentified(plateau: tuple[float, float | None], remaining_se: float | None, time: tuple[float, float],
+                 t_end: float, reach: tuple[float, float]) -> dict[str, str]:
+    """{quantity: why} for `plateau`, `remaining_rise` and `time_to_plateau` where the data do not identify them
+    (the module docstring's rules); `plateau` and `time` are (value, stderr), `reach` the reward's [lo, hi]."""
+    (value, se), (lo, hi) = plateau, reach
+    width, out = hi - lo, {}
+    if se is None or not math.isfinite(se):
+        out["plateau"] = "the fit does not locate it (its standard error is not finite)"
+    elif se > width:
+        out["plateau"] = (f"its standard error {se:.2g} exceeds the whole reach of the reward, {width:.3g} (the curve "
+                          "does not bend enough)")
+    elif not lo <= value <= hi:
+        out["plateau"] = f"the fitted plateau lies outside what the reward can reach, [{lo:.4g}, {hi:.4g}]"
+    if "plateau" in out:
+        out["remaining_rise"] = out["time_to_plateau"] = "the plateau is not identified: " + out["plateau"]
+        return out
+    if remaining_se is None or not math.isfinite(remaining_se) or remaining_se > width:
+        out["remaining_rise"] = "its standard error exceeds the whole reach of the reward"
+    t, t_se, limit = time[0], time[1], STEP_MULTIPLE * max(t_end, 1.0)
+    if not math.isfinite(t) or t > limit:
+        out["time_to_plateau"] = (f"the fit puts it past {STEP_MULTIPLE:g} x the log's {t_end:.0f} steps, further "
+                                  "than the data reach")
+    elif math.isfinite(t_se) and t_se > limit:
+        out["time_to_plateau"] = (f"its standard error exceeds {STEP_MULTIPLE:g} x the log's {t_end:.0f} steps")
+    return out
+
+
+def within_reach(imp, t_end: float, reach: tuple[float, float]) -> dict[str, str]:
+    """`unidentified` of an `Implications`' plateau, remaining rise and time against another reach (a success
+    rate's [0, 1], which a reader infers where the fit was given no range)."""
+    return unidentified((imp.plateau.value, imp.plateau.stderr), imp.remaining_rise.stderr,
+                        (imp.time_to_plateau.value, imp.time_to_plateau.stderr), t_end, reach)
+
+
+def plateau_unidentified(why: dict[str, str]) -> dict[str, str]:
+    """`why` with a reason for each of the plateau, its time and the remaining rise, where a stricter reading (a
+    forecast's, `predict._pilot_headline.plateau_identified`) withholds them though the rules above did not."""
+    fallback = why.get("plateau") or why.get("time_to_plateau") or "the fit extrapolates it past the rewards seen"
+    return {**{q: fallback for q in ("plateau", "time_to_plateau", "remaining_rise")}, **why}

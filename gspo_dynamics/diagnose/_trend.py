@@ -11,6 +11,7 @@ from gspo_dynamics.diagnose._trend_stats import (
     R2_NOISE,
     STILL_RISING_FRACTION,
     TAIL_FRACTION,
+    ar1_inflation,
     change,
     Z_POWER,
     Z_STILL_RISING,
@@ -47,7 +48,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     if other is None and 0 <= z < Z_TREND:  # a late rise after a fall from the start is a recovery, not a rise
         other = _late_rise_test(steps, reward, scale[0] if scale else None)
     if other is None and not abs(z) >= Z_TREND:
-        return _flat_verdict(z, trend, span, scale, group_size)
+        return _flat_verdict(z, trend, span, scale, group_size, ar1_inflation(reward))
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
         z, ev_trend = other[0], _change_evidence(other[1], other[0], span, welch_z=trend["z"], early=trend["early"],
                                                  late=trend["late"])
@@ -127,9 +128,9 @@ def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
         the late half's climb consistent with 0: no significant, meaningful climb (slope z < Z_STILL_RISING, or a
         climb below MEANINGFUL_CHANGE per-sample stds: `late_climb`); no climb of STILL_RISING_FRACTION of the rise
         or more at least SLOPE_NOISE standard errors above 0 (below that the share is the noise's) over the late
-        half while its last TAIL_FRACTION (`tail`) still climbs (slope z >= TAIL_NOISE, what the same steady climb
-        shows over the shorter window), nor over that tail alone (the window whose climb is the remaining rise at
-        the still-rising boundary: a late half's climb that stops in it was the knee of the rise);
+        half while its last TAIL_FRACTION (`tail`, the window whose climb is the remaining rise at the still-rising
+        boundary) still climbs (slope z >= TAIL_NOISE, what the same steady climb shows over the shorter window): a
+        late half's climb that stops in the tail was the knee of the rise;
         for a fit that decides anything (R^2 >= R2_NOISE), its plateau inside the observed rewards (at most
         BOUND_SLACK of their range outside them) and reached within the log. A noisy fit's plateau decides
         nothing: whether its late half could have seen the rise go on sets the saturation reading's confidence
@@ -141,9 +142,6 @@ def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
         lacks.append(f"the late half climbed {late['share']:.0%} of the rise (>= {STILL_RISING_FRACTION:.0%}) at slope z "
                      f"{late['slope_z']:.1f} (>= {SLOPE_NOISE:g}) and its last {TAIL_FRACTION:.0%} still climbs (slope z "
                      f"{tail['slope_z']:.1f} >= {TAIL_NOISE:.2f})")
-    elif tail["share"] >= STILL_RISING_FRACTION and tail["slope_z"] >= SLOPE_NOISE:
-        lacks.append(f"the last {TAIL_FRACTION:.0%} of the log climbed {tail['share']:.0%} of the rise "
-                     f"(>= {STILL_RISING_FRACTION:.0%}) at slope z {tail['slope_z']:.1f} (>= {SLOPE_NOISE:g})")
     if fit.r_squared >= R2_NOISE and fit.plateau_extrapolation > BOUND_SLACK:
         shown = _plateau(fit, imp)
         lacks.append(f"the fitted plateau{'' if shown is None else f' {shown:.4g}'} lies outside the rewards seen")
@@ -186,14 +184,16 @@ def _change_evidence(signal: str, z: float, span: tuple, **extra) -> dict:
 
 
 def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] | None,
-                  group_size: int | None) -> Verdict:
+                  group_size: int | None, inflation: float = 1.0) -> Verdict:
     """No significant change (|z| < Z_TREND): stalled or noise-dominated; stalled by z alone without a spread.
 
-    Two readings, each with its confidence, the larger given (unsure between them below FLAT_SURE):
+    Two readings, each with its confidence, the larger given (unsure between them below FLAT_SURE, named by the
+    power calculation's reading):
       stalled, where the data could have seen a meaningful change (the power calculation of `trend_verdict`:
         resolution = MDC / spread <= MEANINGFUL_CHANGE) or where they favour no change over one
         (`_trend_stats.stall_probability`, the posterior share of "no change" against a change of MEANINGFUL_CHANGE
-        spreads): min(L(Z_TREND - |z|), max(power, P(no change)));
+        spreads, its standard error widened for correlated rows by `ar1_inflation`: a slow swing is not the
+        precise zero that favours a stall): min(L(Z_TREND - |z|), max(power, P(no change)));
       noise-dominated, as sure as the data are blind to a meaningful change (resolution above MEANINGFUL_CHANGE)
         and as the change's estimate is off 0 (NOISE_HINT_Z): a flat reward at 0 with no power is either.
     """
@@ -206,15 +206,17 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
     noisy = resolution > MEANINGFUL_CHANGE
     ev_res = evidence("change detectable with 80% power / per-sample reward spread", resolution, span,
                       threshold=MEANINGFUL_CHANGE, side=">" if noisy else "<=", spread=scale[0], spread_from=scale[1])
-    p_stall = stall_probability(trend["diff"], se, MEANINGFUL_CHANGE * scale[0])
+    p_stall = stall_probability(trend["diff"], se * inflation, MEANINGFUL_CHANGE * scale[0])
     p_stall = p_stall if math.isfinite(p_stall) else 1.0  # se 0: any change would have shown
     powered = 1.0 if resolution == 0 else confidence(math.log(MEANINGFUL_CHANGE / resolution), 0.5)
     stalled = min(confidence(Z_TREND - abs(z), 1.0), max(powered, p_stall))
     blind = 0.0 if resolution == 0 else min(confidence(math.log(resolution / MEANINGFUL_CHANGE), 0.5),
                                             confidence(abs(z) - NOISE_HINT_Z, 0.5))
     ev_bf = evidence("no change against a meaningful one: posterior share of no change", p_stall, span,
-                     threshold=FLAT_SURE, side=">=" if stalled >= blind else "<", meaningful_change=MEANINGFUL_CHANGE * scale[0])
-    if stalled >= blind:
+                     threshold=FLAT_SURE, side=">=" if stalled >= FLAT_SURE else "<",
+                     meaningful_change=MEANINGFUL_CHANGE * scale[0])
+    # the surer reading; where neither is sure (below FLAT_SURE), the power calculation's names the unsure answer
+    if stalled >= FLAT_SURE and stalled >= blind or blind < FLAT_SURE and not noisy:
         verdict = Verdict("stalled", stalled, [ev_trend, dict(ev_res, caveat=noisy), ev_bf], STALLED_ADVICE)
     else:
         verdict = Verdict("noise_dominated", blind, [ev_trend, ev_res, ev_bf],

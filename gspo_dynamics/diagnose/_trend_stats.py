@@ -60,6 +60,23 @@ def change(steps: np.ndarray, values: np.ndarray) -> dict:
             "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
 
 
+def ar1_inflation(values: np.ndarray) -> float:
+    """How much correlated rows widen the standard error of a window's mean: for an AR(1) series with lag-1
+    autocorrelation rho the mean of n rows has the variance of n_eff = n (1 - rho) / (1 + rho) independent ones,
+
+        se_eff / se = sqrt((1 + rho) / (1 - rho)),   rho = max(0, sum d_t d_(t+1) / sum d_t^2),  d = r - mean r,
+
+    rho capped at 0.95 (a reward swinging slowly has few independent rows, not none). 1 for independent rows or
+    fewer than 3 finite values."""
+    x = values[np.isfinite(values)]
+    if x.size < 3:
+        return 1.0
+    d = x - x.mean()
+    ss = float(d @ d)
+    rho = min(max(float(d[:-1] @ d[1:]) / ss, 0.0), 0.95) if ss > 0 else 0.0
+    return math.sqrt((1.0 + rho) / (1.0 - rho))
+
+
 def stall_probability(diff: float, se: float, meaningful: float) -> float:
     """The posterior share of "no change" against "a meaningful change" given an observed change `diff` of
     standard error `se`: with d ~ N(Delta, se^2), H0: Delta = 0 against H1: Delta = +-meaningful (the side of d,

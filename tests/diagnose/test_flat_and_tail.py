@@ -14,7 +14,13 @@ import pytest
 from scipy.stats import norm
 
 from gspo_dynamics.diagnose import _trend, diagnose
-from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, TAIL_FRACTION, late_slope, stall_probability
+from gspo_dynamics.diagnose._trend_stats import (
+    STILL_RISING_FRACTION,
+    TAIL_FRACTION,
+    ar1_inflation,
+    late_slope,
+    stall_probability,
+)
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory.trajectory import single_exponential
 
@@ -102,3 +108,19 @@ def test_rows_whose_reward_std_is_0_bound_the_zero_std_share_and_show_degeneracy
     few = np.where(rng.random(n) < 0.2, 0.0, 0.3)  # 20% of the rows: the bound decides nothing
     d = diagnose(make_log({"reward": 0.64 + rng.normal(0, 0.05, n), "reward_std": few}))
     assert d.verdict("advantage_degeneracy") is None
+
+
+def test_the_ar1_inflation_is_the_spread_of_a_correlated_series_mean():
+    # independent route: the standard deviation of the mean over many simulated AR(1) series against the iid one
+    rng = np.random.default_rng(5)
+    n, rho, draws = 400, 0.6, 4000
+    e = rng.normal(0, 1, (draws, n))
+    x = np.empty_like(e)
+    x[:, 0] = e[:, 0] / math.sqrt(1 - rho**2)
+    for t in range(1, n):
+        x[:, t] = rho * x[:, t - 1] + e[:, t]
+    measured = x.mean(axis=1).std() / (x.std(axis=1).mean() / math.sqrt(n))
+    estimated = np.mean([ar1_inflation(row) for row in x[:200]])
+    assert estimated == pytest.approx(measured, rel=0.1)
+    assert ar1_inflation(rng.normal(0, 1, 400)) == pytest.approx(1.0, abs=0.1)
+    assert ar1_inflation(np.array([1.0, 2.0])) == 1.0

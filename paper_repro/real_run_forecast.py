@@ -51,6 +51,7 @@ from gspo_dynamics.fit import (
 )
 from gspo_dynamics.logs import read_log
 from gspo_dynamics.predict import end_window, pilot_forecast, pilot_headline, read_run_config, reward_reach
+from gspo_dynamics.predict._pilot_log import pilot_entropy
 
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared" / "data"
@@ -129,13 +130,8 @@ def _setup(run: dict):
 
 
 def _entropy(run: dict, n: int) -> tuple[np.ndarray, np.ndarray] | None:
-    log = run["log"]
-    if "entropy" not in log:
-        return None
-    rows = np.flatnonzero(np.isfinite(log["reward"]))[:n]
-    h = log["entropy"][rows]
-    ok = np.isfinite(h) & (h > 0)
-    return (run["steps"][:n][ok], h[ok]) if ok.sum() >= 5 else None
+    """The first n reward points' logged entropy, as predict reads a pilot's (`_pilot_log.pilot_entropy`)."""
+    return pilot_entropy(run["log"], run["steps"][:n])
 
 
 def end_mask(steps: np.ndarray) -> np.ndarray:

@@ -57,8 +57,8 @@ from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held
 from gspo_dynamics.predict._fall_chance import config_fall_chance, fall_chance_lines
 from gspo_dynamics.predict._pilot_headline import plateau_identified
 from gspo_dynamics.predict._pilot_log import (
-    GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_reward_range,
-    zero_std_shares,
+    GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy,
+    pilot_reward_range, zero_std_shares,
 )
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
 from gspo_dynamics.predict._schedule import SAME, pilot_factor
@@ -352,7 +352,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     kept = fall is not None and not fall.lost
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
     end = pilot_end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
-                      reward_range, assumed, (setup.schedule, factor))
+                           reward_range, assumed, (setup.schedule, factor), pilot_entropy(log, steps))
     return PilotForecast(config=config_forecast(setup), pilot_steps=n, implications=imp, max_safe_lr=max_lr,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,

@@ -200,6 +200,15 @@ def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[Ru
     return log, steps, reward
 
 
+def pilot_entropy(log: RunLog, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(steps, token entropy) over the pilot's reward steps where the entropy is logged, finite and positive (the
+    entropy law's input, `_end_blend.law_readings`), or None with fewer than 5 such points."""
+    if "entropy" not in log:
+        return None
+    at = np.isin(log.steps, steps) & np.isfinite(log["entropy"]) & (log["entropy"] > 0)
+    return (log.steps[at], log["entropy"][at]) if at.sum() >= 5 else None
+
+
 def pilot_reward_range(reward: np.ndarray, given, assumed: list[str]) -> tuple[float, float] | None:
     """The reward's range for the forecast: the `given` one, which must hold the pilot's rewards (ConfigError: one
     line), else [0, 1] where every pilot reward lies there (said), else None (said)."""

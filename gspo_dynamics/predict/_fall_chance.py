@@ -53,6 +53,15 @@ LR_SPAN = 1e3  # `risk_bounds` looks for the lr bound within lr / LR_SPAN .. lr 
 LR_REACH = 30.0
 
 
+def lr_bound_in_reach(bound: float | None, lr: float, note: str) -> tuple[float | None, str]:
+    """(the bound, its note) where bound <= LR_REACH x lr; past it (None, the note with why): a number no check
+    reached is not given (the JSON's max_safe_lr; the text says "none below LR_REACH x lr")."""
+    if bound is None or bound <= LR_REACH * lr:
+        return bound, note
+    return None, (f"{note}; its reading {bound:.3g} lies past {LR_REACH:g}x the pilot's lr ({LR_REACH * lr:.3g}), "
+                  "further than the forecast was checked: no bound is claimed above that")
+
+
 def margin_grid(forecast: PilotFields, lrs, refresh_intervals, floor: float = -M_CLIP) -> np.ndarray | None:
     """m of (1) over a grid, (len(refresh_intervals), len(lrs)); None where the pilot assessed no rule (no drift
     or entropy, and no usable stiffness). The linear rule's T_c is looked for up to max(T) e^-floor + 1: past it

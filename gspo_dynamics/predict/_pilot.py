@@ -54,7 +54,7 @@ from gspo_dynamics.predict._config_forecast import ConfigForecast, config_foreca
 from gspo_dynamics.predict._configs import RunSetup
 from gspo_dynamics.predict._drift import measure_drift
 from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held_reward, pilot_end_reward
-from gspo_dynamics.predict._fall_chance import config_fall_chance, fall_chance_lines
+from gspo_dynamics.predict._fall_chance import config_fall_chance, fall_chance_lines, lr_bound_in_reach
 from gspo_dynamics.predict._pilot_headline import plateau_identified
 from gspo_dynamics.predict._pilot_log import (
     GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy,
@@ -116,7 +116,8 @@ class PilotForecast:
             implied.update(plateau=None, time_to_plateau=None, remaining_rise=None, plateau_identified=False,
                            unidentified=plateau_unidentified(self.implications.unidentified))
         return plain({**self.config.to_json(), "pilot_steps": self.pilot_steps,  # the config-only keys, then the pilot's
-                "implications": implied, "max_safe_lr": self.max_safe_lr, "lr_note": self.lr_note,
+                "implications": implied, **dict(zip(("max_safe_lr", "lr_note"), lr_bound_in_reach(
+                    self.max_safe_lr, self.config.setup.hparams.lr, self.lr_note))),
                 # true: the pilot lost reward at its own lr, so max_safe_lr is the linear model's reading, no safe lr
                 "pilot_lost_reward": self.lost,
                 "success_rate": self.success_rate, "zero_std_by_group": _keys(self.zero_std_by_group),

@@ -656,7 +656,9 @@ def test_a_linear_lr_bound_read_from_a_pilot_that_lost_reward_is_no_safe_lr(tmp_
     f = pilot_forecast(setup, write_log(tmp_path / "fell.jsonl", {"reward": fell}), reward_range=(0.0, 1.0))
     assert f.lost and f.to_json()["pilot_lost_reward"] is True
     lines = f.summary_lines()
-    assert f.max_safe_lr is not None and f.to_json()["max_safe_lr"] == f.max_safe_lr
+    assert f.max_safe_lr is not None
+    # the JSON gives it only within LR_REACH x the pilot's lr (here 145x: past it, null with why)
+    assert f.to_json()["max_safe_lr"] is None and "past 30x the pilot's lr" in f.to_json()["lr_note"]
     assert any(line.startswith("  linear lr bound at T = 1, no safe lr (the pilot lost reward") for line in lines)
     assert not any(line.startswith("  max safe lr at T = 1: 0") for line in lines)
     regime = next(line for line in lines if line.startswith("  regime at T = 1: "))  # the fit's verdict is the fall's

@@ -80,7 +80,8 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
     assert (report["config"]["group_size"], report["config"]["num_groups"], report["config"]["refresh_interval"]) == (2, 2, 1)
     fall = report["pilot_fall"]
     assert fall["lost"] and fall["z"] > 5 and fall["best_steps"] == [13, 16] and fall["after_steps"] == [25, 28]
-    assert report["pilot_lost_reward"] is True and report["max_safe_lr"] is not None
+    assert report["pilot_lost_reward"] is True
+    assert report["max_safe_lr"] is not None or "past 30x the pilot's lr" in report["lr_note"]
     later = np.asarray(read_log(log).series["reward"])[GSM8K_PILOT:]
     assert len(later) == 160 and 0.35 < later.mean() < 0.47
 

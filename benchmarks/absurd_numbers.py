@@ -24,6 +24,8 @@ Recorded (2026-12-02, 119 logs: 14 shared, 94 wild, 11 synthetic; 2190 calls):
                     3.9e299: the lr advice, predict/_pilot_headline.py's and _fall_chance.py's, not fixed here);
                     internal errors 0; refusals 604, each one line (588 "--pilot-steps 7 keeps too few reward
                     points: a forecast needs at least 8 (the pilot has N)")
+  then (a4f6d8d)    absurd numbers 0; internal errors 0; refusals 604 (max_safe_lr null past 30x the pilot's lr,
+                    with its reading in lr_note)
 """
 
 from __future__ import annotations

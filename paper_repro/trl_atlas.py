@@ -50,7 +50,8 @@ $TMPDIR/trl_atlas; a T = 1 log is ~350 KB, too big to commit); each run's row (i
 decimals, the prediction, the wall time) is appended to data/trl_atlas/runs.jsonl, which is committed.
 
     python paper_repro/trl_atlas.py run [--seeds 0,1,2] [--logs DIR]    # runs the grid, skipping rows already kept
-    python paper_repro/trl_atlas.py score [--no-record]                  # scores runs.jsonl, records trl-atlas
+    python paper_repro/trl_atlas.py predict [--logs DIR]                 # predict again on the kept logs, at this code
+    python paper_repro/trl_atlas.py [score] [--no-record | --quick]      # scores runs.jsonl, records trl-atlas
 """
 
 from __future__ import annotations
@@ -122,9 +123,34 @@ def predict_run(cfg: dict, state: Path, k: int) -> dict:
                 "lr_note": "", "pilot_points": k}
 
 
-def run_grid(seeds, logs: Path) -> None:
+def run_one(lr: float, T: int, clip: str, seed: int, logs: Path) -> dict:
+    """Train one grid point with TRL (trl_family.run), then predict from its pilot; returns its row."""
     import trl_family as tf
 
+    name = f"lr{lr:g}-T{T}-clip{clip}-{seed}"
+    cfg = config(lr, T, clip, seed)
+    grpo = {k: cfg[k] for k in ("learning_rate", "steps_per_generation", "epsilon", "max_steps")}
+    run_dir = logs / name
+    crashed, info = False, {}
+    t0 = time.perf_counter()
+    try:
+        info = tf.run(tf.Recipe(mode="trl_atlas", grpo=grpo, note=f"atlas point {name}"), seed, run_dir)
+    except Exception as err:  # a trainer crash is an outcome (fell), kept with its message
+        crashed, info = True, {"error": f"{type(err).__name__}: {err}"[:300]}
+    (run_dir / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
+    state = run_dir / tf.STATE_NAME
+    hist = json.loads(state.read_text())["log_history"] if state.exists() else []
+    pts = [(h["step"], h["reward"]) for h in hist if "reward" in h]
+    crashed = crashed or any(not math.isfinite(h.get("loss", 0.0)) for h in hist)
+    steps = [p[0] for p in pts]
+    pred = predict_run(cfg, state, pilot_points(len(pts), steps)) if pts and not crashed else \
+        {"verdict": "error: no log", "reason": "", "max_safe_lr": None, "lr_note": "", "pilot_points": 0}
+    return {"lr": lr, "T": T, "clip": clip, "seed": seed, "crashed": crashed, **info,
+            "wall_s": round(time.perf_counter() - t0, 1), "steps": steps, "reward": [round(p[1], 3) for p in pts], **pred}
+
+
+def run_grid(seeds, logs: Path) -> None:
+    """Every grid point of `seeds` not yet in ROWS, seed by seed, each row appended as it finishes."""
     ROWS.parent.mkdir(parents=True, exist_ok=True)
     done = {(r["lr"], r["T"], r["clip"], r["seed"]) for r in load_rows()}
     for seed in seeds:
@@ -133,32 +159,22 @@ def run_grid(seeds, logs: Path) -> None:
                 for lr in LRS:
                     if (lr, T, clip, seed) in done:
                         continue
-                    name = f"lr{lr:g}-T{T}-clip{clip}-{seed}"
-                    cfg = config(lr, T, clip, seed)
-                    grpo = {k: cfg[k] for k in ("learning_rate", "steps_per_generation", "epsilon", "max_steps")}
-                    recipe = tf.Recipe(mode="trl_atlas", grpo=grpo, note=f"atlas point {name}")
-                    run_dir = logs / name
-                    crashed, info = False, {}
-                    t0 = time.perf_counter()
-                    try:
-                        info = tf.run(recipe, seed, run_dir)
-                    except Exception as err:  # a trainer crash is an outcome (fell), kept with its message
-                        crashed, info = True, {"error": f"{type(err).__name__}: {err}"[:300]}
-                    (run_dir / "config.json").write_text(json.dumps(cfg, indent=1) + "\n")
-                    state = run_dir / tf.STATE_NAME
-                    hist = json.loads(state.read_text())["log_history"] if state.exists() else []
-                    pts = [(h["step"], h["reward"]) for h in hist if "reward" in h]
-                    crashed = crashed or any(not math.isfinite(h.get("loss", 0.0)) for h in hist)
-                    steps = [p[0] for p in pts]
-                    pred = predict_run(cfg, state, pilot_points(len(pts), steps)) if pts and not crashed else \
-                        {"verdict": "error: no log", "reason": "", "max_safe_lr": None, "lr_note": "", "pilot_points": 0}
-                    row = {"lr": lr, "T": T, "clip": clip, "seed": seed, "crashed": crashed, **info,
-                           "wall_s": round(time.perf_counter() - t0, 1), "steps": steps,
-                           "reward": [round(p[1], 3) for p in pts], **pred}
+                    row = run_one(lr, T, clip, seed, logs)
                     with ROWS.open("a") as f:
                         f.write(json.dumps(row) + "\n")
-                    print(f"{name}: {outcome(steps, row['reward'], crashed=crashed)[0]}, predict {pred['verdict']} "
-                          f"(max lr {pred['max_safe_lr']}), {row['wall_s']:.0f} s", flush=True)
+                    print(f"lr {lr:g} T {T} clip {clip} seed {seed}: {outcome(row['steps'], row['reward'], crashed=row['crashed'])[0]}, "
+                          f"predict {row['verdict']} (max lr {row['max_safe_lr']}), {row['wall_s']:.0f} s", flush=True)
+
+
+def repredict(logs: Path) -> None:
+    """predict again on every kept row's pilot (its log in `logs`), at this code; rows whose log is gone are kept."""
+    rows = load_rows()
+    for r in rows:
+        run_dir = logs / f"lr{r['lr']:g}-T{r['T']}-clip{r['clip']}-{r['seed']}"
+        if (run_dir / "trainer_state.json").exists() and not r["crashed"]:
+            cfg = json.loads((run_dir / "config.json").read_text())
+            r.update(predict_run(cfg, run_dir / "trainer_state.json", pilot_points(len(r["steps"]), r["steps"])))
+    ROWS.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def load_rows(path: Path = ROWS) -> list[dict]:
@@ -204,9 +220,21 @@ def cell_boundaries(rows) -> dict:
     return out
 
 
+def posthoc_outcome(row: dict) -> str:
+    """Not the protocol's rule (added after the first runs, reported apart): a run whose reward ends DROP below the
+    warm-up's success rate (measured before TRL's first step) fell, also where it crashed inside the first START of
+    its steps, which the protocol's r0 (its own first START) cannot see."""
+    out = row["outcome"]
+    if out == "never rose" and row.get("warmup_success") is not None and row["stats"]["end"] is not None \
+            and row["stats"]["end"] <= row["warmup_success"] - DROP:
+        return "fell"
+    return out
+
+
 def score(rows) -> dict:
     for r in rows:
         r["outcome"], r["stats"] = outcome(r["steps"], r["reward"], crashed=r["crashed"])
+        r["posthoc"] = posthoc_outcome(r)
     fit = [r for r in rows if r["seed"] in FIT_SEEDS]
     held = [r for r in rows if r["seed"] in HELD_OUT]
     x = lr_threshold(fit)
@@ -217,7 +245,9 @@ def score(rows) -> dict:
     cells = cell_boundaries(rows)
     measurable = {k: v for k, v in cells.items() if v[0] is not None}
     within = {k: v for k, v in measurable.items() if v[2] is not None and max(v[2] / v[0], v[0] / v[2]) <= LR_FACTOR}
-    return {"acc": acc, "acc_all_seeds": _accuracy(rows, rules["predict"]), "cells": cells,
+    posthoc = [{**r, "outcome": r["posthoc"]} for r in held]
+    acc_posthoc = {name: _accuracy(posthoc, rule) for name, rule in rules.items()}
+    return {"acc": acc, "acc_posthoc": acc_posthoc, "acc_all_seeds": _accuracy(rows, rules["predict"]), "cells": cells,
             "measurable": len(measurable), "within": len(within), "x": x}
 
 
@@ -227,37 +257,47 @@ def table(rows) -> list[str]:
         st = r["stats"]
         stats = f"{st['r0']:.2f} / {st['peak']:.2f} / {st['end']:.2f}" if st["r0"] is not None else "crash"
         lr = f"{r['max_safe_lr']:.2g}" if r.get("max_safe_lr") else "-"
-        lines.append(f"| {r['lr']:g} | {r['T']} | {r['clip']} | {r['seed']} | {r['outcome']} ({stats}) | "
+        out = r["outcome"] + (f" [post-hoc: {r['posthoc']}]" if r["posthoc"] != r["outcome"] else "")
+        lines.append(f"| {r['lr']:g} | {r['T']} | {r['clip']} | {r['seed']} | {out} ({stats}) | "
                      f"{r['verdict'][:60]} | {lr} | {r['wall_s']:.0f} |")
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("run", "score"))
+    parser.add_argument("action", nargs="?", default="score", choices=("run", "predict", "score"))
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
     parser.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "trl_atlas"))
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="score the kept rows, record nothing (the paper_repro harness)")
     args = parser.parse_args()
     if args.action == "run":
         run_grid([int(s) for s in args.seeds.split(",")], Path(args.logs))
         return
-    started = time.time()
+    if args.action == "predict":
+        repredict(Path(args.logs))
+        return
+    started = time.perf_counter()
     rows = load_rows()
     s = score(rows)
     print("\n".join(table(rows)))
     share = {k: f"{a}/{n}" + (f" ({a / n:.0%})" if n else "") for k, (a, n) in s["acc"].items()}
     print("verdicts right on held-out seeds: " + "; ".join(f"{k} {v}" for k, v in share.items()))
+    print("  by the post-hoc rule (an early crash below the warm-up's success fell): "
+          + "; ".join(f"{k} {a}/{n}" for k, (a, n) in s["acc_posthoc"].items()))
+    a_all, n_all = s["acc_all_seeds"]
+    print(f"  predict on all seeds: {a_all}/{n_all}")
     for (T, clip), (bound, why, pred, n_pred, n) in s["cells"].items():
         print(f"T {T} clip {clip}: boundary {why}; predict's max_safe_lr "
               + (f"{pred:.2g} ({n_pred}/{n} runs give one)" if pred else f"withheld on all {n} runs"))
-    if args.no_record:
+    if args.no_record or args.quick:
         return
     from _results import Claim, record
 
     a, n = s["acc"]["predict"]
     passed = n > 0 and a / n >= VERDICT_TARGET and s["measurable"] > 0 and s["within"] / s["measurable"] >= LR_TARGET
     walls = [r["wall_s"] for r in rows]
+    ph, withheld = s["acc_posthoc"], sum(not r.get("max_safe_lr") for r in rows)
     counts = ", ".join(f"{o} {sum(r['outcome'] == o for r in rows)}" for o in ("fell", "held", "never rose"))
     record(Claim("trl-atlas", "on real TRL GRPOTrainer runs over lr x T x clip, predict's verdict from the first 20% "
                               "is right where runs fail, and its largest stable lr is near the measured boundary"),
@@ -265,7 +305,10 @@ def main() -> None:
                      f"max_safe_lr within {LR_FACTOR:g}x of the boundary on >= {LR_TARGET:.0%} of measurable (T, clip) cells",
            measured=f"{len(rows)} runs ({counts}); right on seeds 1-2: " + "; ".join(f"{k} {v}" for k, v in share.items())
                     + f"; stable lr within {LR_FACTOR:g}x on {s['within']}/{s['measurable']} measurable cells "
-                    f"({len(s['cells'])} cells); median run {statistics.median(walls):.0f} s",
+                    f"({len(s['cells'])} cells; predict withholds max_safe_lr on {withheld}/{len(rows)} runs); post-hoc "
+                    f"(not the protocol: a crash below the warm-up's success inside the first 2.5% fell): predict "
+                    f"{ph['predict'][0]}/{ph['predict'][1]}, always safe {ph['always safe'][0]}/{ph['always safe'][1]}; "
+                    f"median run {statistics.median(walls):.0f} s",
            passed=passed, quick=False, started=started, command="python paper_repro/trl_atlas.py score")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -93,3 +94,15 @@ def test_the_checker_flags_what_the_issue_found():
     assert check_text("verdict: safe (learning_rate can rise 2.8e+03x before the linear bound)", ramp)
     assert check_text("theory     stiffness/step 0.1 +- inf", ramp) and check_json({"x": math.inf}, ramp)
     assert not check_text("forecast: plateau 0.532, within 5% of it from step 143", ctx)
+
+
+def test_a_pilot_pinned_at_one_value_gives_no_rise_in_noise_units(tmp_path, capsys):
+    """One row at 0.28, then the reward pinned at 0 (a run that crashed on its first update): the fit's residual std
+    is float rounding, so the rise is not said in its units (it was '2.1e+15 noise std')."""
+    log = tmp_path / "pilot.jsonl"
+    log.write_text("".join(json.dumps({"step": i + 1, "reward": 0.28 if i == 0 else 0.0}) + "\n" for i in range(40)))
+    config = tmp_path / "trl.json"
+    config.write_text(json.dumps({"learning_rate": 1e-2, "num_generations": 8, "max_steps": 200}))
+    code, out, _ = _run(capsys, "predict", "--config", str(config), "--pilot", str(log))
+    assert code == 0 and "noise std" not in out
+    assert not any(abs(float(x)) > 1e6 for x in re.findall(r"\d+(?:\.\d+)?e[+-]?\d+", out)), out

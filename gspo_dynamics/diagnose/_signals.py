@@ -19,6 +19,8 @@ from gspo_dynamics.theory.zero_std import fit_difficulty, group_size_for_zero_st
 
 DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning signal late in the run
 NO_SIGNAL_TOL = 1e-9  # a reward_std (or grad norm) this small is zero
+NO_ZERO_STD_SERIES = ("advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18) and no "
+                      "per-group reward std")
 ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this
 HETEROGENEITY_GAP = 0.15  # measured zero-std fraction this far above p^G + (1-p)^G: mixed prompt difficulty
 G_SEARCH = range(2, 257)  # group sizes considered when estimating or advising G
@@ -108,7 +110,7 @@ def zero_std_rows(log) -> tuple[np.ndarray, np.ndarray]:
     return s, (np.abs(std) <= NO_SIGNAL_TOL).astype(float)
 
 
-def _zero_std_rows(log) -> Verdict | None:
+def _degeneracy_bound(log) -> Verdict | None:
     """Without a zero-std fraction, the rows whose reward_std is 0 bound it from below: a std of 0 (of the batch, or
     the mean of the groups' stds, which are >= 0) means every group scored its responses alike, so a row's zero-std
     share f_t >= 1[std_t = 0] and
@@ -180,11 +182,12 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
         if ch["z"] > Z_TREND:  # still climbing: the degeneracy is getting worse
             conf = max(conf, confidence((late + 0.5 * ch["diff"] - floor) / (1.0 - floor) - DEGENERATE_FRACTION, 0.1))
         return Verdict("advantage_degeneracy", conf, ev, advice), None
-    if "reward_std" in log and log.n_points("reward_std") >= 6:
-        found = _zero_std_rows(log)
-        if found is not None:
-            return found, None
-    if "reward_std" in log and log.n_points("reward_std") >= 6 and log.reward_std_kind == "group_mean_std":
+    if "reward_std" not in log or log.n_points("reward_std") < 6:
+        return None, NO_ZERO_STD_SERIES
+    bound = _degeneracy_bound(log)
+    if bound is not None:
+        return bound, None
+    if log.reward_std_kind == "group_mean_std":
         ch = change(steps, log["reward_std"])
         if ch["early"] <= 0:
             return None, None
@@ -195,7 +198,7 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
                        side="<", early=ch["early"], late=ch["late"])]
         return Verdict("advantage_degeneracy", confidence(STD_COLLAPSE_RATIO - ratio, 0.05), ev,
                        ["groups have stopped differing: raise G or filter prompts whose groups all score the same"]), None
-    return None, "advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18) and no per-group reward std"
+    return None, NO_ZERO_STD_SERIES
 
 
 def concentration(log, hparams) -> tuple[Verdict | None, str | None]:

@@ -12,7 +12,6 @@ from gspo_dynamics.diagnose._trend_stats import (
     STILL_RISING_FRACTION,
     TAIL_FRACTION,
     ar1_inflation,
-    change,
     Z_POWER,
     Z_STILL_RISING,
     Z_TREND,
@@ -92,7 +91,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
         bounds = reward_reach(reward, imp.reward_range if imp is not None else None)
         verdict = _rising_verdict(fit, imp, z, noisy, ev, frac, rem_z, big, slope_z, group_size, bounds)
     else:
-        verdict = _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size)
+        verdict = _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size, trend["diff"])
     if z >= Z_TREND:  # a significant rise: never noise-dominated; rising or saturated only where that is established
         tail = late_climb(steps, reward, scale[0] if scale else None, TAIL_FRACTION)
         return _sure_or_unsure(verdict, late, tail, fit, imp)
@@ -184,7 +183,7 @@ def _change_evidence(signal: str, z: float, span: tuple, **extra) -> dict:
 
 
 def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] | None,
-                  group_size: int | None, inflation: float = 1.0) -> Verdict:
+                  group_size: int | None, inflation: float) -> Verdict:
     """No significant change (|z| < Z_TREND): stalled or noise-dominated; stalled by z alone without a spread.
 
     Two readings, each with its confidence, the larger given (unsure between them below FLAT_SURE, named by the
@@ -199,7 +198,7 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
     """
     ev_trend = evidence("reward change late - early (Welch |z|)", abs(z), span, threshold=Z_TREND, side="<", z=z,
                         early=trend["early"], late=trend["late"])
-    se = trend["se"] if "se" in trend else abs(trend["diff"] / z) if z else math.inf
+    se = trend["se"]
     resolution = (Z_TREND + Z_POWER) * se / scale[0] if scale is not None and scale[0] > 0 else math.nan
     if not resolution >= 0 or not math.isfinite(resolution):  # no spread or no standard error: judged by z alone
         return Verdict("stalled", confidence(Z_TREND - abs(z), 1.0), [ev_trend], STALLED_ADVICE)
@@ -264,7 +263,7 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
 
 
 def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float,
-                        group_size) -> Verdict:
+                        group_size, shown: float) -> Verdict:
     """healthy_saturation: confidence from how little of the rise remains (and R^2 when the fit is not
     noisy; when it is, from whether the late half resolves the stop: `_plateau_resolution`), capped where
     the exact discrete theory calls the hyperparameters unstable, then lowered for an uncertain shape
@@ -273,7 +272,7 @@ def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list
         conf = max(confidence(STILL_RISING_FRACTION - frac, 0.05), confidence(Z_STILL_RISING - rem_z, 1.0))
         conf = min(conf, confidence(fit.r_squared - R2_NOISE, 0.1))
     else:  # a noisy fit's remaining rise decides nothing: whether the late half could have seen a climb does
-        conf = _plateau_resolution(steps, reward, fit, ev)
+        conf = _plateau_resolution(steps, reward, fit, shown, ev)
     advice = []
     if imp.damping_margin is not None:
         ev.append(evidence("damping margin c/(1-mu) (continuous rule of thumb)", imp.damping_margin.value, None,
@@ -308,7 +307,7 @@ def _other_change_tests(steps, reward, fit, spread: float | None = None) -> tupl
     return None
 
 
-def _plateau_resolution(steps, reward, fit, ev: list) -> float:
+def _plateau_resolution(steps, reward, fit, shown: float, ev: list) -> float:
     """Whether a noisy run's late half could have seen the rise go on: saturation claims the rise stopped,
     which the data support only where a continued climb would have shown. By the power calculation of
     `trend_verdict`, applied to the late half's least-squares climb (`late_slope`),
@@ -320,7 +319,7 @@ def _plateau_resolution(steps, reward, fit, ev: list) -> float:
     as large as the whole rise (ratio < 1): the confidence is L(log(1 / ratio) / 0.5) (0.5 at ratio 1, 0.88 at 1/2.7). Beyond it the
     noise hides whether the reward saturates or keeps rising. Appends the evidence; 1.0 if unmeasurable."""
     slope, slope_z, used = late_slope(steps, reward)
-    rise = max(abs(fit.params["r_inf"] - fit.params["r0"]), abs(change(steps, reward).get("diff", 0.0)))
+    rise = max(abs(fit.params["r_inf"] - fit.params["r0"]), abs(shown))
     if not used or not slope_z or not math.isfinite(slope_z) or not rise > 0:
         return 1.0
     mdc = (Z_TREND + Z_POWER) * abs(slope / slope_z) * (used[1] - used[0])

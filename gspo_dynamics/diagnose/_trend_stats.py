@@ -127,8 +127,8 @@ def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None, tail
         slope / se(slope) >= Z_STILL_RISING,   climb >= MEANINGFUL_CHANGE x spread,
         climb >= STILL_RISING_FRACTION x (late - start)          (climb = slope (t_last - t_first))
 
-    over the last `tail` of the points, a half by default (`late_slope`; start: the mean of the first MIN_WINDOW rows, late: the late window's
-    mean; spread: the per-sample reward std, or None). The effect size is the one that makes a change
+    over the last `tail` of the points, a half by default (`late_slope`; start: the mean of the first MIN_WINDOW
+    rows, late: the late window's mean; spread: the per-sample reward std, or None). The effect size is the one that makes a change
     meaningful elsewhere (a precisely logged run creeping 0.99 -> 0.999 has not stopped at its ceiling only
     in the statistical sense), the share the one that makes a run still rising (the within-group std of a
     converged run is small, so the spread alone would call a creep of a few hundredths after a rise of 0.5 a

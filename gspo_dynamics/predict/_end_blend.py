@@ -160,15 +160,11 @@ def scaled_loss(x, t, w) -> float:
     return float(np.sum(np.abs(np.asarray(t, dtype=float) - np.asarray(x, dtype=float) @ np.asarray(w, dtype=float))))
 
 
-def conformal_rank(m: int, level: float = BAND_LEVEL) -> int:
-    """The rank ceil((m + 1) level) of (5) (> m: too few scores, an infinite quantile)."""
-    return math.ceil((m + 1) * level - 1e-12)
-
-
 def band_quantile(scores, level: float = BAND_LEVEL) -> float:
-    """q of (5); inf when there are too few scores."""
+    """q of (5), the ceil((m + 1) level)-th smallest of the m scores; inf when that rank exceeds m (too few scores).
+    Also `predict._end_reward.conformal_quantile`'s, after its checks."""
     s = np.sort(np.asarray(scores, dtype=float))
-    rank = conformal_rank(s.size, level)
+    rank = math.ceil((s.size + 1) * level - 1e-12)  # (m + 1) level an integer up to rounding is that integer
     return float(s[rank - 1]) if 0 < rank <= s.size else math.inf
 
 

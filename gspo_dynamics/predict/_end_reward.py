@@ -70,8 +70,8 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import HELD_STEPS, TrajectoryFit
 from gspo_dynamics.predict._end_blend import (
-    BAND_LEVEL, BAND_MAX_HORIZON, BAND_QUANTILES, BLEND_WEIGHTS, CALIBRATION, Readings, band, blend, information,
-    law_readings, pilot_noise,
+    BAND_LEVEL, BAND_MAX_HORIZON, BAND_QUANTILES, BLEND_WEIGHTS, CALIBRATION, Readings, band, band_quantile, blend,
+    information, law_readings, pilot_noise,
 )
 from gspo_dynamics.predict._schedule import effective_run_length
 
@@ -131,14 +131,13 @@ class EndReward:
 
 def conformal_quantile(scores, level: float = INTERVAL_LEVEL) -> float:
     """q of equation (3): the ceil((m + 1) level)-th smallest of the m finite scores; inf when that rank
-    exceeds m (too few scores for the level)."""
-    s = np.sort(np.asarray(scores, dtype=float))
+    exceeds m (too few scores for the level): `_end_blend.band_quantile`, after these checks."""
+    s = np.asarray(scores, dtype=float)
     if s.size == 0 or not np.all(np.isfinite(s)) or np.any(s < 0):
         raise ConfigError("conformal scores must be a non-empty set of finite numbers >= 0")
     if not 0 < level < 1:
         raise ConfigError(f"the interval's level must lie in (0, 1), got {level!r}")
-    rank = math.ceil((s.size + 1) * level)
-    return float(s[rank - 1]) if rank <= s.size else math.inf
+    return band_quantile(s, level)
 
 
 def end_window(run_steps: int) -> np.ndarray:

@@ -34,9 +34,10 @@ from typing import Any
 
 from gspo_dynamics.theory import collapse
 
-# nats: the largest collapse limit S H / (1 - z) among the 170 pilots of paper_repro/pilot_forecast.py's cells
-# (pattern-grpo-1m, H = 1.05 nats, 1 - z = 0.021; the median is 0.38): a band edge log(1 + eps_high) past it, an
-# eps_high above ~1.2e4, stops no push the collapse model has called too far on any run it was set on
+# nats, set only on our own trainer's grids: the largest collapse limit S H / (1 - z) among the 170 pilots of
+# paper_repro/pilot_forecast.py's cells (pattern-grpo-1m, H = 1.05 nats, 1 - z = 0.021; the median is 0.38): a band
+# edge log(1 + eps_high) past it, an eps_high above ~1.2e4, stops no push the collapse model has called too far on any
+# run it was set on
 NO_CLIP_EDGE = 9.39
 
 # losses whose clip caps a detached importance weight and keeps the gradient (Hyperparams.clip_mode "cap"), by the

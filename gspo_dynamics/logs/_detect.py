@@ -90,21 +90,13 @@ def detect_format(content: bytes | str) -> str:
     stripped = text.lstrip()
     if not stripped:
         raise ConfigError("the log is empty")
-    head = stripped[:DETECT_CHARS]
-    newline = stripped.find("\n")  # not split(): that would copy the whole rest of a large log
-    first_line = (stripped if newline < 0 else stripped[:newline]).strip()
-    one_json_object = first_line.startswith("{") and first_line.endswith("}") and '"' in first_line
-    # a JSONL log whose later line holds a log_history (ms-swift's logging.jsonl ends with one) is not a trainer_state
-    rows_follow = one_json_object and newline >= 0 and stripped[newline:].lstrip()[:1] == "{"
-    if stripped.startswith("{") and '"log_history"' in head and not rows_follow:
-        return "trl_state"
-    json_array = stripped.startswith("[") and stripped[1:].lstrip()[:1] in ("{", "]", "")  # not `[rank0]: ...`
-    if json_array or one_json_object:
-        return "jsonl"
+    json_format = _json_rules(stripped)
+    if json_format is not None:
+        return json_format
     console = console_kind(stripped)
     if console is not None:
         return console
-    if _looks_like_csv(head):
+    if _looks_like_csv(stripped[:DETECT_CHARS]):
         return "csv"
     raise ConfigError(
         "could not recognise the log format; tried a TensorBoard event file, a trainer_state.json, JSON/JSONL rows, "
@@ -112,6 +104,20 @@ def detect_format(content: bytes | str) -> str:
         "and CSV (a header of names over rows of as many fields); in Python, read_log(path, format=...) forces one of "
         f"{', '.join(FORMATS)}"
     )
+
+
+def _json_rules(stripped: str) -> str | None:
+    """The first rules of `detect_format`, on the text without its leading whitespace: "trl_state", "jsonl", or None
+    (they read only the first `DETECT_CHARS` characters, the first line and the first character after it)."""
+    newline = stripped.find("\n")  # not split(): that would copy the whole rest of a large log
+    first_line = (stripped if newline < 0 else stripped[:newline]).strip()
+    one_json_object = first_line.startswith("{") and first_line.endswith("}") and '"' in first_line
+    # a JSONL log whose later line holds a log_history (ms-swift's logging.jsonl ends with one) is not a trainer_state
+    rows_follow = one_json_object and newline >= 0 and stripped[newline:].lstrip()[:1] == "{"
+    if stripped.startswith("{") and '"log_history"' in stripped[:DETECT_CHARS] and not rows_follow:
+        return "trl_state"
+    json_array = stripped.startswith("[") and stripped[1:].lstrip()[:1] in ("{", "]", "")  # not `[rank0]: ...`
+    return "jsonl" if json_array or one_json_object else None
 
 
 _JSON_FORMATS = ("trl_state", "jsonl")  # formats whose readers take ASCII bytes as they are (`_plain_ascii`)
@@ -133,7 +139,7 @@ def _is_blank(text: bytes | str) -> bool:
 
 def _json_format(content: bytes | str) -> str | None:
     """"trl_state" or "jsonl" where `_plain_ascii` bytes are one by the detection rules (`_row_list_format`, then
-    `detect_format`) read off their head; None to decode them and detect on the whole text."""
+    `detect_format`'s first, `_json_rules`) read off their head; None to decode them and detect on the whole text."""
     if not _plain_ascii(content):
         return None
     head = content[: DETECT_CHARS + 8192].decode("ascii")
@@ -146,13 +152,10 @@ def _json_format(content: bytes | str) -> str | None:
         return found
     if not stripped:
         return None
-    try:
-        found = detect_format(head)  # its first rules, trl_state and jsonl, read only the head and the first line
-    except ConfigError:
-        return None
+    found = _json_rules(stripped)  # not the whole `detect_format`: a console log's scan is done once, on its text
     newline = stripped.find("\n")  # the rules read the first line and the first character after it
     read_in_head = whole or (newline >= 0 and not stripped[newline:].isspace())
-    return found if found in _JSON_FORMATS and read_in_head else None
+    return found if read_in_head else None
 
 
 def _row_list_format(text: str) -> str | None:

@@ -1,0 +1,256 @@
+"""Claim (issue 49 item 3, second protocol): predict's stability verdict from a run's first 20% is right on real TRL
+runs that fail, judged on seeds no rule was shaped on.
+
+Why a second protocol. The first (paper_repro/trl_atlas.py, protocol 4735009; its 90 runs and FAIL stay as recorded)
+had two faults found on its results: (i) its outcome rule took the start level r0 from the run's own first 2.5%, so
+a run whose reward crashed from the warmed level to 0 on its first updates ("pinned at 0") read "never rose" and went
+unscored, though it is the plainest failure there is; (ii) its held-out seeds 1-2 were then read while predict's rules
+were changed, so they are no longer held out. This protocol was committed before any of its scored runs: every rule
+of predict is frozen at the commit that records the held-out seeds' predictions, and those seeds (3, 4) were never
+run before.
+
+Runs: TRL's own GRPOTrainer (trl 1.16) through `trl_family.run` exactly as the first protocol (tiny Llama built in
+code, supervised warm-up into success (0.2, 0.5), pattern task with its exact 0/1 reward, G = 8, N = 8 prompts per
+step, beta 0, GRPO loss, constant lr, CPU, 400 optimizer steps, `trl_atlas.config`), over
+
+  learning_rate         1e-4, 3e-4, 1e-3, 1.7e-3, 3e-3, 1e-2     (two decades; 1.7e-3 splits the first grid's step
+                                                                   1e-3 -> 3e-3, where its runs began to fall)
+  steps_per_generation  1, 2, 4, 8                               (T; T = 2 was cut from the first grid)
+  epsilon               0.2 (clip on), 1e9 (clip off); at T = 1 the clip is not run twice: with one optimizer step
+                        per rollout the ratio is exactly 1 and the two runs are the same run (the first grid's T = 1
+                        pairs agree to the last digit); the T = 1 row counts once, in the clip-on cell
+  seed                  0 (development: predict's rules may be shaped on it), 3 and 4 (held out)
+
+42 runs per seed, 126 in all (~18 s each on one core).
+
+Outcome of each run, on its logged reward points r_i at optimizer steps s_i (one point per rollout):
+
+  r0    = r_1, the first logged point: the reward of the warmed policy's own first rollout, before any RL update
+  end   = mean of r over steps s > (1 - WINDOW) x max_steps (the last 10%)
+  peak  = the largest mean of r over any window of WINDOW x max_steps steps
+  fell        a non-finite reward or loss, or a crash of the trainer; or end <= r0 - DROP (lost reward below its
+              start, rise or not: this is what makes a crash to 0 on the first updates a fall); or
+              peak - r0 >= RISE and peak - end >= FALL_SHARE x (peak - r0) (lost half of what it gained)
+  held        peak - r0 >= RISE and not fell
+  never rose  neither
+  RISE = 0.15, DROP = 0.15, FALL_SHARE = 0.5, WINDOW = 0.1 (as the first protocol)
+
+Prediction: as the first protocol (`trl_atlas.predict_run`: the Python API a user's `gspo-dynamics predict --config
+config.json --pilot trainer_state.json --pilot-steps K` runs, K = max(8, the reward points at steps <= 20% of
+max_steps)), at the code of the commit that records the held-out rows; kept: verdict, max_safe_lr.
+
+Scores, on held-out seeds 3 and 4 (a never-rose run is listed, not scored):
+  verdict right      (the issue's target, as the first protocol) a run that fell is not "safe"; one that held is "safe"
+  decided            reported beside it, not a target: "at risk" is read as predict's hedge; right among the safe and
+                     unsafe verdicts (safe on held, unsafe on fell), and the share of runs answered "at risk"
+  by cell kind       the clip-off cells at T > 1 apart: predict calls every such config at risk before any pilot (the
+                     issue's own rule, item 3), so a clip-off run that held counts as a miss of the first score
+  baselines          always safe; "not safe iff clip off and T > 1"; "unsafe iff lr > X", X the midpoint of adjacent
+                     grid lrs that scores best on seed 0
+  stable lr          per (T, clip) cell, over all three seeds: the boundary is the geometric mean of the smallest grid
+                     lr at which >= 2 of 3 seeds fell and the grid lr below it (censored where no lr, or the lowest,
+                     falls); predict's value is the geometric median of the held-out seeds' max_safe_lr in the cell;
+                     right within 2x of the boundary
+  targets            >= 90% verdicts right on the held-out seeds; stable lr within 2x on >= 80% of measurable cells
+
+Rows: data/trl_atlas/runs_v2.jsonl (committed; logs in --logs, default $TMPDIR/trl_atlas_v2, too big to commit).
+
+    python paper_repro/trl_atlas_v2.py run --seeds 0          # runs a seed's grid, skipping rows already kept
+    python paper_repro/trl_atlas_v2.py predict                # predict again on every kept log, at this code
+    python paper_repro/trl_atlas_v2.py [score] [--no-record | --quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import trl_atlas as v1  # noqa: E402  (the runs and predict's call are the first protocol's)
+
+LRS = (1e-4, 3e-4, 1e-3, 1.7e-3, 3e-3, 1e-2)
+REFRESH = (1, 2, 4, 8)
+SEEDS, FIT_SEEDS, HELD_OUT = (0, 3, 4), (0,), (3, 4)
+RISE, DROP, FALL_SHARE, WINDOW = v1.RISE, v1.DROP, v1.FALL_SHARE, v1.WINDOW
+ROWS = Path(__file__).parent / "data" / "trl_atlas" / "runs_v2.jsonl"
+VERDICT_TARGET, LR_TARGET, LR_FACTOR, FALL_QUORUM = v1.VERDICT_TARGET, v1.LR_TARGET, v1.LR_FACTOR, v1.FALL_QUORUM
+
+
+def cells() -> list[tuple[int, str]]:
+    """(T, clip) cells: clip on and off at T > 1, one cell at T = 1 (the clip does nothing there)."""
+    return [(T, clip) for T in REFRESH for clip in (("on",) if T == 1 else ("on", "off"))]
+
+
+def outcome(steps, rewards, max_steps: int = v1.MAX_STEPS, crashed: bool = False) -> tuple[str, dict]:
+    """(fell / held / never rose, {r0, peak, end}) by this protocol's rule (module docstring): r0 is the first point."""
+    s, r = np.asarray(steps, float), np.asarray(rewards, float)
+    if crashed or len(r) == 0 or not np.all(np.isfinite(r)):
+        return "fell", {"r0": None, "peak": None, "end": None}
+    w = WINDOW * max_steps
+    r0 = float(r[0])
+    end = float(r[s > max_steps - w].mean()) if np.any(s > max_steps - w) else float(r[-1])
+    peak = max(float(r[(s > a - w) & (s <= a)].mean()) for a in s if a >= w)  # windows ending at each logged step
+    stats = {"r0": round(r0, 4), "peak": round(peak, 4), "end": round(end, 4)}
+    gain = peak - r0
+    if end <= r0 - DROP or (gain >= RISE and peak - end >= FALL_SHARE * gain):
+        return "fell", stats
+    return ("held" if gain >= RISE else "never rose"), stats
+
+
+def run_grid(seeds, logs: Path) -> None:
+    """Every grid point of `seeds` not yet in ROWS, each row appended as it finishes."""
+    ROWS.parent.mkdir(parents=True, exist_ok=True)
+    done = {(r["lr"], r["T"], r["clip"], r["seed"]) for r in load_rows()}
+    for seed in seeds:
+        for T, clip in cells():
+            for lr in LRS:
+                if (lr, T, clip, seed) in done:
+                    continue
+                row = v1.run_one(lr, T, clip, seed, logs)
+                with ROWS.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(f"lr {lr:g} T {T} clip {clip} seed {seed}: {outcome(row['steps'], row['reward'], crashed=row['crashed'])[0]}, "
+                      f"predict {row['verdict']} (max lr {row['max_safe_lr']}), {row['wall_s']:.0f} s", flush=True)
+
+
+def repredict(logs: Path) -> None:
+    """predict again on every kept row's pilot (its log in `logs`), at this code; rows whose log is gone are kept."""
+    rows = load_rows()
+    for r in rows:
+        run_dir = logs / f"lr{r['lr']:g}-T{r['T']}-clip{r['clip']}-{r['seed']}"
+        if (run_dir / "trainer_state.json").exists() and not r["crashed"]:
+            cfg = json.loads((run_dir / "config.json").read_text())
+            r.update(v1.predict_run(cfg, run_dir / "trainer_state.json", v1.pilot_points(len(r["steps"]), r["steps"])))
+    ROWS.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def load_rows(path: Path = ROWS) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def decided(verdict: str, out: str) -> bool | None:
+    """Right among decided verdicts: safe on held, unsafe on fell; None for "at risk" (a hedge) or never rose."""
+    if out == "never rose" or verdict not in ("safe", "unsafe"):
+        return None
+    return verdict == ("safe" if out == "held" else "unsafe")
+
+
+def _share(rows, mark) -> tuple[int, int]:
+    marks = [m for m in (mark(r) for r in rows) if m is not None]
+    return sum(marks), len(marks)
+
+
+def lr_threshold(rows) -> float:
+    """The midpoint X of adjacent grid lrs for 'unsafe iff lr > X' that scores best on `rows` (ties: the largest)."""
+    cuts = [math.sqrt(a * b) for a, b in zip(LRS, LRS[1:])] + [LRS[-1] * 2]
+    return max(cuts, key=lambda x: (_share(rows, lambda r: v1.right("unsafe" if r["lr"] > x else "safe", r["outcome"]))[0], x))
+
+
+def cell_boundaries(rows) -> dict:
+    """{(T, clip): (boundary or None, why, predict's geometric-median max_safe_lr on held-out seeds or None, n given, n)}."""
+    out = {}
+    for T, clip in cells():
+        cell = [r for r in rows if r["T"] == T and r["clip"] == clip]
+        falls = [lr for lr in LRS if sum(r["outcome"] == "fell" for r in cell if r["lr"] == lr) >= FALL_QUORUM]
+        if not falls:
+            bound, why = None, f"no lr fell (boundary > {LRS[-1]:g})"
+        elif falls[0] == LRS[0]:
+            bound, why = None, f"the lowest lr fell (boundary < {LRS[0]:g})"
+        else:
+            i = LRS.index(falls[0])
+            bound, why = math.sqrt(LRS[i - 1] * LRS[i]), f"between {LRS[i - 1]:g} and {LRS[i]:g}"
+        held = [r for r in cell if r["seed"] in HELD_OUT]
+        preds = [r["max_safe_lr"] for r in held if r.get("max_safe_lr")]
+        pred = math.exp(statistics.median(math.log(p) for p in preds)) if preds else None
+        out[(T, clip)] = (bound, why, pred, len(preds), len(held))
+    return out
+
+
+def score(rows) -> dict:
+    for r in rows:
+        r["outcome"], r["stats"] = outcome(r["steps"], r["reward"], crashed=r["crashed"])
+    held = [r for r in rows if r["seed"] in HELD_OUT]
+    x = lr_threshold([r for r in rows if r["seed"] in FIT_SEEDS])
+    rules = {"predict": lambda r: r["verdict"], "always safe": lambda r: "safe",
+             "clip off and T > 1": lambda r: "unsafe" if r["clip"] == "off" and r["T"] > 1 else "safe",
+             f"lr > {x:.2g} (fit on seed 0)": lambda r: "unsafe" if r["lr"] > x else "safe"}
+    acc = {name: _share(held, lambda r, f=f: v1.right(f(r), r["outcome"])) for name, f in rules.items()}
+    structural = [r for r in held if r["clip"] == "off" and r["T"] > 1]
+    rest = [r for r in held if not (r["clip"] == "off" and r["T"] > 1)]
+    by_kind = {"clip on or T = 1": _share(rest, lambda r: v1.right(r["verdict"], r["outcome"])),
+               "clip off, T > 1": _share(structural, lambda r: v1.right(r["verdict"], r["outcome"]))}
+    scored = [r for r in held if r["outcome"] != "never rose"]
+    at_risk = sum(r["verdict"] == "at risk" for r in scored)
+    cb = cell_boundaries(rows)
+    measurable = {k: v for k, v in cb.items() if v[0] is not None}
+    within = {k: v for k, v in measurable.items() if v[2] is not None and max(v[2] / v[0], v[0] / v[2]) <= LR_FACTOR}
+    return {"acc": acc, "by_kind": by_kind, "decided": _share(held, lambda r: decided(r["verdict"], r["outcome"])),
+            "at_risk": (at_risk, len(scored)), "dev": _share([r for r in rows if r["seed"] in FIT_SEEDS],
+                                                              lambda r: v1.right(r["verdict"], r["outcome"])),
+            "cells": cb, "measurable": len(measurable), "within": len(within), "x": x}
+
+
+def _frac(a: int, n: int) -> str:
+    return f"{a}/{n}" + (f" ({a / n:.0%})" if n else "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", nargs="?", default="score", choices=("run", "predict", "score"))
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
+    parser.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "trl_atlas_v2"))
+    parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="score the kept rows, record nothing (the paper_repro harness)")
+    args = parser.parse_args()
+    if args.action == "run":
+        run_grid([int(s) for s in args.seeds.split(",")], Path(args.logs))
+        return
+    if args.action == "predict":
+        repredict(Path(args.logs))
+        return
+    started = time.perf_counter()
+    rows = load_rows()
+    if not rows:
+        sys.exit(f"no rows in {ROWS}: run `python paper_repro/trl_atlas_v2.py run` first")
+    s = score(rows)
+    for r in rows:
+        r["posthoc"] = r["outcome"]  # the first protocol's table reads it
+    print("\n".join(v1.table(rows)))
+    share = {k: _frac(*v) for k, v in s["acc"].items()}
+    print("verdicts right on held-out seeds 3-4: " + "; ".join(f"{k} {v}" for k, v in share.items()))
+    print("  predict by cell kind: " + "; ".join(f"{k} {_frac(*v)}" for k, v in s["by_kind"].items()))
+    print(f"  decided (at risk as a hedge): right {_frac(*s['decided'])}; at risk on {_frac(*s['at_risk'])} scored runs")
+    print(f"  predict on the development seed 0: {_frac(*s['dev'])}")
+    for (T, clip), (bound, why, pred, n_pred, n) in s["cells"].items():
+        print(f"T {T} clip {clip}: boundary {why}; predict's max_safe_lr "
+              + (f"{pred:.2g} ({n_pred}/{n} held-out runs give one)" if pred else f"withheld on all {n} held-out runs"))
+    held_seeds = {r["seed"] for r in rows} & set(HELD_OUT)
+    if args.no_record or args.quick or not held_seeds:
+        return
+    from _results import Claim, record
+
+    a, n = s["acc"]["predict"]
+    passed = n > 0 and a / n >= VERDICT_TARGET and s["measurable"] > 0 and s["within"] / s["measurable"] >= LR_TARGET
+    counts = ", ".join(f"{o} {sum(r['outcome'] == o for r in rows)}" for o in ("fell", "held", "never rose"))
+    record(Claim("trl-atlas-v2", "on real TRL GRPOTrainer runs over lr x T x clip (second protocol, seeds never seen "
+                                 "by a rule), predict's verdict from the first 20% is right where runs fail"),
+           predicted=f">= {VERDICT_TARGET:.0%} verdicts right on held-out seeds 3-4 (fell: not safe; held: safe); "
+                     f"max_safe_lr within {LR_FACTOR:g}x of the boundary on >= {LR_TARGET:.0%} of measurable cells",
+           measured=f"{len(rows)} runs ({counts}); right on seeds 3-4: " + "; ".join(f"{k} {v}" for k, v in share.items())
+                    + "; predict by kind: " + "; ".join(f"{k} {_frac(*v)}" for k, v in s["by_kind"].items())
+                    + f"; decided {_frac(*s['decided'])}, at risk on {_frac(*s['at_risk'])}; stable lr within "
+                    f"{LR_FACTOR:g}x on {s['within']}/{s['measurable']} measurable cells ({len(s['cells'])} cells)",
+           passed=passed, quick=False, started=started, command="python paper_repro/trl_atlas_v2.py score")
+
+
+if __name__ == "__main__":
+    main()

@@ -106,17 +106,18 @@ def outcome(steps, rewards, max_steps: int = v1.MAX_STEPS, crashed: bool = False
     return ("held" if gain >= RISE else "never rose"), stats
 
 
-def run_grid(seeds, logs: Path) -> None:
-    """Every grid point of `seeds` not yet in ROWS, each row appended as it finishes."""
-    ROWS.parent.mkdir(parents=True, exist_ok=True)
-    done = {(r["lr"], r["T"], r["clip"], r["seed"]) for r in load_rows()}
+def run_grid(seeds, logs: Path, rows: Path = ROWS) -> None:
+    """Every grid point of `seeds` not yet in `rows`, each row appended as it finishes (held-out seeds may be run
+    into a file of their own, unread until predict's rules are frozen, then `predict` at the frozen commit)."""
+    rows.parent.mkdir(parents=True, exist_ok=True)
+    done = {(r["lr"], r["T"], r["clip"], r["seed"]) for r in load_rows(rows)}
     for seed in seeds:
         for T, clip in cells():
             for lr in LRS:
                 if (lr, T, clip, seed) in done:
                     continue
                 row = v1.run_one(lr, T, clip, seed, logs)
-                with ROWS.open("a") as f:
+                with rows.open("a") as f:
                     f.write(json.dumps(row) + "\n")
                 print(f"lr {lr:g} T {T} clip {clip} seed {seed}: {outcome(row['steps'], row['reward'], crashed=row['crashed'])[0]}, "
                       f"predict {row['verdict']} (max lr {row['max_safe_lr']}), {row['wall_s']:.0f} s", flush=True)
@@ -208,11 +209,12 @@ def main() -> None:
     parser.add_argument("action", nargs="?", default="score", choices=("run", "predict", "score"))
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
     parser.add_argument("--logs", default=str(Path(tempfile.gettempdir()) / "trl_atlas_v2"))
+    parser.add_argument("--rows", default=str(ROWS), help="where `run` appends its rows")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--quick", action="store_true", help="score the kept rows, record nothing (the paper_repro harness)")
     args = parser.parse_args()
     if args.action == "run":
-        run_grid([int(s) for s in args.seeds.split(",")], Path(args.logs))
+        run_grid([int(s) for s in args.seeds.split(",")], Path(args.logs), Path(args.rows))
         return
     if args.action == "predict":
         repredict(Path(args.logs))

@@ -11,8 +11,19 @@ of completions whose weight exp(S) is outside [1 - eps_low, 1 + eps_high] is
     share = Phi((log(1 - eps_low) + L s^2/2) / (s sqrt L)) + Phi((-L s^2/2 - log(1 + eps_high)) / (s sqrt L)).
 
 share >= MISMATCH_SHARE: most completions are off-policy by more than the clip tolerates. With no correction
-logged (no is_ratio_*), the run trains on them as if on-policy: severity "invalidates"; with one, "warning".
+logged (no is_ratio_*), the run trains on them as if on-policy: severity "invalidates"; with one, "warning", unless
+the correction itself is swamped (most completions' weights past the cap IS_CAP: a mask drops them, a truncation
+flattens them), which invalidates the run as well.
 Half the completions leave the band from L* = (log(1 + eps_high) / (Z_HALF s))^2 tokens on.
+
+A TRL log with only `sampling/importance_sampling_ratio/*` (no log-prob difference) gives s through the mean of
+the corrected weights under TRL's default mode (vllm_importance_sampling_mode sequence_mask, clip_max C = 3,
+masked weights set to 0): with S ~ N(-sigma^2/2, sigma^2), sigma = s sqrt(L),
+
+    m = E[e^S 1{e^S <= C}] = Phi((log C - sigma^2/2) / sigma),
+
+decreasing in sigma, solved for sigma (`spread_from_masked_mean`) at the late rows' mean of m plus Z_BOUND standard
+errors (the batch mean scatters around 1 where sigma ~ 0: a lower bound on sigma), then s = sigma / sqrt(L).
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ import math
 import numpy as np
 
 from gspo_dynamics.diagnose._finding import Finding
-from gspo_dynamics.diagnose._trend_stats import window
+from gspo_dynamics.diagnose._trend_stats import mean_se, window
 from gspo_dynamics.diagnose._verdict import evidence
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.theory import mismatch as th
@@ -32,6 +43,9 @@ Z_HALF = 0.6745  # P(|X| > 0.6745 sd) = 1/2 for a normal X: L* is where half the
 DEFAULT_BAND = (0.2, 0.2)  # TRL epsilon and verl clip_ratio_low / clip_ratio_high defaults
 IS_CAP = 2.0  # the truncation cap advised: verl's rollout_is_threshold default, and a weight at most doubled
 MIN_ROWS = 3  # rows with a mismatch metric needed to read it
+TRL_MASK_CAP = 3.0  # TRL vllm_importance_sampling_clip_max default (vllm_importance_sampling_mode sequence_mask)
+Z_BOUND = 2.0  # the mean weight's one-sided upper bound, in standard errors of the late rows' mean
+SIGMA_MAX = 50.0  # the root search's upper end: m(50) = Phi(-25), below any logged mean
 # (canonical name, how it gives s, what the user logged), in order of preference
 SOURCES = (
     ("logp_diff_mean", th.spread_from_mean_abs, "mean |log-prob difference| (TRL sampling/sampling_logp_difference/mean)"),
@@ -41,15 +55,52 @@ SOURCES = (
      "token chi-square (verl rollout_corr/chi2_token)"),
     ("prob_diff_mean", th.spread_from_mean_abs,
      "mean |probability difference| (verl training/rollout_probs_diff_mean; a lower bound on s)"),
+    ("is_ratio_mean", None, "mean corrected importance weight (TRL sampling/importance_sampling_ratio/mean, read "
+     "under its default sequence_mask at 3)"),
 )
 
 
+def spread_from_masked_mean(mean, cap: float = TRL_MASK_CAP) -> np.ndarray:
+    """sigma (the sequence log-weight's sd) from the mean masked weight m = Phi((log C - sigma^2/2) / sigma)
+    (module docstring); m >= 1 (or not finite) gives 0, m <= 0 gives SIGMA_MAX."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    a = math.log(cap)
+    m = np.asarray(mean, dtype=float)
+    out = np.zeros_like(m)
+    for i, x in np.ndenumerate(m):
+        if not np.isfinite(x) or x >= norm.cdf(a / 1e-6):  # m(sigma -> 0) = 1
+            continue
+        if x <= norm.cdf((a - SIGMA_MAX**2 / 2) / SIGMA_MAX):
+            out[i] = SIGMA_MAX
+            continue
+        out[i] = brentq(lambda sd: norm.cdf((a - sd * sd / 2) / sd) - x, 1e-6, SIGMA_MAX, xtol=1e-10)
+    return out
+
+
 def _spread(log: RunLog):
-    """(steps, s per row, the source's name and text) from the first SOURCES series with MIN_ROWS rows, or None."""
+    """(steps, s per row, the source's name and text) from the first SOURCES series with MIN_ROWS rows, or None
+    (the masked mean needs each row's mean length: sigma / sqrt(L))."""
     for name, to_spread, text in SOURCES:
-        if log.n_points(name) >= MIN_ROWS:
+        if log.n_points(name) < MIN_ROWS:
+            continue
+        if to_spread is not None:
             steps, x = log.valid(name)
             return steps, to_spread(np.clip(x, 0.0, None)), name, text
+        if "mean_length" not in log:
+            return None
+        x, length = log[name], log["mean_length"]  # (n,) each, on the log's rows
+        keep = np.isfinite(x) & np.isfinite(length) & (length >= 1)
+        if keep.sum() < MIN_ROWS:
+            return None
+        steps, m, length = log.steps[keep], x[keep], length[keep]
+        late = window(m, True)
+        mean, se = mean_se(m[late])
+        # a batch's mean weight scatters around 1 even at sigma ~ 0, and m is flat near 1 (m(0.5) = 0.998): only
+        # its upper bound mean + Z_BOUND se is inverted, a lower bound on sigma as the probability gap gives
+        sigma = float(spread_from_masked_mean(min(mean + Z_BOUND * (se if math.isfinite(se) else 0.0), 1.0)))
+        return steps, np.full(steps.size, sigma / math.sqrt(float(np.mean(length[late])))), name, text
     return None
 
 
@@ -119,7 +170,7 @@ def train_inference_mismatch(log: RunLog, hparams=None) -> Finding | None:
                    half_out_from_length=n["leave_length"])]
     if peak:
         ev.append(evidence("logged importance ratio max", peak[0], (peak[1], peak[1])))
-    severity = "warning" if n["corrected"] else "invalidates"
+    severity = "warning" if n["corrected"] and n["sequence_cap_share"] < MISMATCH_SHARE else "invalidates"
     return Finding("train_inference_mismatch", severity, summary, ev, _advice(n))
 
 

@@ -5,6 +5,7 @@ shared real logs (read where they are)."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import orjson
@@ -234,3 +235,46 @@ def test_the_shared_real_logs(real_logs):
     assert names(read_log(real_logs / SRINATH)) == ["truncation", "clip_zero_on_policy"]
     assert names(read_log(real_logs / ALEX_JSON)) == ["clip_zero_on_policy"]
     assert names(read_log(real_logs / VERL_SMOKE)) == ["train_inference_mismatch"]
+
+
+def test_the_masked_mean_weight_inverts_to_its_spread_as_a_simulation_gives_it():
+    """m = Phi((log 3 - sigma^2/2) / sigma) against the mean of simulated masked weights e^S 1{e^S <= 3}."""
+    from gspo_dynamics.diagnose._mismatch import spread_from_masked_mean
+
+    rng = np.random.default_rng(1)
+    for sigma in (0.5, 1.0, 1.5, 2.5):
+        w = np.exp(sigma * rng.standard_normal(2_000_000) - sigma**2 / 2)
+        m = float(np.mean(np.where(w <= 3.0, w, 0.0)))
+        assert spread_from_masked_mean(m) == pytest.approx(sigma, rel=0.03)
+    assert spread_from_masked_mean(1.01) == 0.0
+
+
+def _trl_is_only(run: dict, tmp_path, mean_weight: np.ndarray, length: float) -> RunLog:
+    """A TRL log whose only mismatch keys are sampling/importance_sampling_ratio/{min,mean,max} (no log-prob gap)."""
+    rows = [{"step": i + 1, **{TRL_KEYS[k]: float(v[i]) for k, v in run.items() if k in TRL_KEYS},
+             "completions/mean_length": length, "sampling/importance_sampling_ratio/mean": float(mean_weight[i]),
+             "sampling/importance_sampling_ratio/min": 0.0, "sampling/importance_sampling_ratio/max": 3.0}
+            for i in range(N)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"log_history": rows}))
+    return read_log(path)
+
+
+def test_a_mismatch_logged_only_as_trls_importance_ratios_is_found(tmp_path):
+    """s = 0.03 at L = 2000 (sigma = 1.34): TRL's default sequence_mask at 3 keeps a mean weight of 0.79."""
+    from scipy.stats import norm
+
+    sigma = 0.03 * math.sqrt(2000)
+    m = norm.cdf((math.log(3.0) - sigma**2 / 2) / sigma)
+    rng = np.random.default_rng(2)
+    log = _trl_is_only(healthy("trl"), tmp_path, m + 0.01 * rng.standard_normal(N), 2000.0)
+    n = mismatch_numbers(log)
+    assert n["name"] == "is_ratio_mean" and 0.02 < n["s"] < 0.03  # a lower bound, within the scatter's 2 s.e.
+    assert "train_inference_mismatch" in names(log)
+
+
+def test_trls_mean_weight_scattering_around_one_is_no_mismatch(tmp_path):
+    """A healthy run's batch mean weight scatters around 1 (sd 0.02): no sigma is read from the scatter."""
+    rng = np.random.default_rng(3)
+    log = _trl_is_only(healthy("trl"), tmp_path, 1.0 + 0.02 * rng.standard_normal(N), 2000.0)
+    assert mismatch_numbers(log)["s"] < 0.01 and "train_inference_mismatch" not in names(log)

@@ -100,6 +100,8 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
         if delta is not None:
             assumed.append("the log has no token entropy: the collapse limit, relative to it, is not applied")
+        if len(entropy):  # the overshoot (6) reads the entropy alone: a step past the basin needs no stale drift
+            out.update(_overshoot(log["entropy"][:n], hp.lr, measured))
         return out
     H, s = float(entropy.mean()), delta / hp.lr
     held = held_success(zero_std[1], kept)
@@ -123,13 +125,30 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     if overshoot_lr is not None:
         out["collapse_max_lr"] = min(out["collapse_max_lr"], overshoot_lr)
     if out["overshoot"]:
-        measured.append(f"the token entropy rose by {out['entropy_rise']:.0%} in the first {collapse.OVERSHOOT_STEPS} "
-                        f"steps, more than {collapse.OVERSHOOT_RISE:.0%}: the pilot's own step crosses the basin, and "
-                        f"so does every lr above {overshoot_lr:.3g} (theory.collapse (6))")
+        measured.append(_overshoot_line(out["entropy_rise"], overshoot_lr))
         out.update(collapse_max_refresh=0)
     assumed.append("the drift scales with lr at a fixed point of training (theory.collapse, equation (1)); "
                    f"the relative collapse limit S = {COLLAPSE_SPREAD:g} is one number set on other runs")
     return out
+
+
+def _overshoot(entropy, lr: float, measured: list[str]) -> dict:
+    """The entropy-only collapse fields where no drift is measured (T = 1, or no clip/ratio logged): the first
+    updates' entropy rise r and, where it passes OVERSHOOT_RISE, the overshoot and its lr bound lr OVERSHOOT_RISE / r
+    (`theory.collapse` (6): one step past the basin, whatever the staleness; T = 1 is no shelter)."""
+    rise = collapse.entropy_rise(entropy)
+    over = collapse.overshoots(entropy)
+    out = {"overshoot": over, "entropy_rise": rise}
+    if over:
+        out["collapse_max_lr"] = collapse.overshoot_max_learning_rate(rise, lr)
+        measured.append(_overshoot_line(rise, out["collapse_max_lr"]))
+    return out
+
+
+def _overshoot_line(rise: float, overshoot_lr: float) -> str:
+    return (f"the token entropy rose by {rise:.0%} in the first {collapse.OVERSHOOT_STEPS} steps, more than "
+            f"{collapse.OVERSHOOT_RISE:.0%}: the pilot's own step crosses the basin, and so does every lr above "
+            f"{overshoot_lr:.3g} (theory.collapse (6))")
 
 
 def displacement_cap(hp: Hyperparams, held: float | None, measured: list[str]) -> float | None:

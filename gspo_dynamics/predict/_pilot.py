@@ -142,8 +142,7 @@ class PilotForecast:
 
     @property
     def held(self) -> float | None:
-        """The pilot's last HELD_STEPS rewards' mean (`held_reward`), the naive final-reward forecast; None
-        without the pilot's rewards."""
+        """The pilot's last HELD_STEPS rewards' mean (`held_reward`), the naive final-reward forecast (None: no rewards)."""
         return None if self.pilot is None else held_reward(self.pilot[1])
 
     @property
@@ -246,8 +245,7 @@ class PilotForecast:
         return lines
 
     def _collapse_lines(self) -> list[str]:
-        """The displacement against the collapse limit and its bounds (or that it was not assessed), and the KL
-        pull's warning."""
+        """The displacement against the collapse limit and its bounds (or that it was not assessed); the KL pull."""
         hp, lines = self.config.setup.hparams, []
         if self.displacement is not None:
             T_max = self.collapse_max_refresh
@@ -255,10 +253,10 @@ class PilotForecast:
                       else "no T (the pilot's own step overshoots)" if T_max == 0 and self.overshoot
                       else "no T (one step passes the limit)" if T_max == 0 else f"T = {T_max}")
             bound, limit = collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share), self.collapse_limit
-            risk = "collapse risk" if self.overshoot or self.displacement > limit else "within the limit"
-            why = "; the pilot's entropy rose on its first updates" if self.overshoot else ""
-            raised = limit > bound
-            where = (f", raised to the pilot's own D = {self.survived:.3g}, which it ran without losing reward" if raised else "")
+            risk, why = (("collapse risk", "; the pilot's entropy rose on its first updates") if self.overshoot else
+                         ("collapse risk" if self.displacement > limit else "within the limit", ""))
+            where = (f", raised to the pilot's own D = {self.survived:.3g}, which it ran without losing reward"
+                     if (raised := limit > bound) else "")
             margin = ("D at most the pilot's own" if raised and self.displacement <= limit
                       else f"margin {1 - self.displacement / limit:+.0%}")
             lines.append(f"  displacement between samplers D = {self.displacement:.3g} against the collapse limit S H / (1 - z) "
@@ -268,7 +266,9 @@ class PilotForecast:
             lines += fall_chance_lines(self)
         else:
             lines.append("  collapse: not assessed (the pilot gives no per-step drift or no token entropy: assumed, below)"
-                         + ("; the lr bound above is the linear model's alone" if self.max_safe_lr is not None else ""))
+                         + (f"; but the entropy rose {self.entropy_rise:.0%} on the first updates: the step overshoots, safe "
+                            f"only below lr {self.collapse_max_lr:.3g}" if self.overshoot else "") + ("; the lr bound above is "
+                            "the linear model's alone" if self.max_safe_lr is not None else ""))
         if self.kl_pull:
             lines.append(f"  KL pull, not in the collapse bounds above: with beta = {hp.kl_coef:g} and {1 - self.signal_share:.0%} "
                          "of the run's groups flat, a window whose sampler solves nearly every prompt has almost no "

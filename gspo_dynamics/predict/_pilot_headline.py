@@ -91,9 +91,10 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     if f.lost:
         return _fall_verdict(f)
     changes: list[Change] = []
-    if limit is not None and (f.overshoot or f.displacement > limit):
+    if f.overshoot or (limit is not None and f.displacement > limit):
         if f.collapse_max_lr is not None and f.collapse_max_lr < lr:
-            changes.append(lr_change(setup, f.collapse_max_lr, "the policy's move between refreshes within the limit"))
+            changes.append(lr_change(setup, f.collapse_max_lr, f"the first updates' entropy rise within {collapse.OVERSHOOT_RISE:.0%} "
+                                     "(theory.collapse (6))" if f.overshoot else "the policy's move between refreshes within the limit"))
         if f.collapse_max_refresh and f.collapse_max_refresh < T:
             changes += refresh_changes(setup, f.collapse_max_refresh, "the move within the limit at this lr")
         why = ("the pilot's entropy rose on its first updates: its step overshoots" if f.overshoot else

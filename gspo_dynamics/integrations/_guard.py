@@ -1,0 +1,248 @@
+"""The live guard shared by the TRL callback and `gspo-dynamics watch`: a diagnosis whose cost does not grow with
+the log, that says nothing before the log can support it, does not flicker, and says each thing once.
+
+    guard = Guard()                      # GuardSettings(min_confidence=0.9, hold_rows=16)
+    guard.add(chunk)                     # a RunLog of the rows logged since the last add
+    news = guard.check()                 # a `Check`: the verdict now, and what is new (alerts) at this check
+    guard.summary()                      # the run so far, for the end of the run or the watch
+
+Cost. `add` costs O(new rows); the log is kept as a `LogView` of at most VIEW_ROWS rows (the log itself up to
+there, block means past it). `check` re-diagnoses the view when a block's worth of rows (s, 1 up to VIEW_ROWS rows)
+arrived since the last diagnosis or a new row holds a non-finite value, else reuses the last diagnosis: one
+`diagnose` of at most VIEW_ROWS rows (dominated by the closed-form fit's multi-start least squares, about as costly
+at 50 rows as at 500), whatever the log's length. Up to VIEW_ROWS rows the diagnosis is batch `diagnose`'s, exactly.
+
+Rules (stated once, named constants):
+
+  no verdict before the log supports one   a trend verdict (healthy_saturation, still_rising, stalled,
+                                           noise_dominated, or unsure between them) needs TREND_ROWS = 32 reward
+                                           rows: diagnose's early and late windows are a quarter of the log each,
+                                           and a quarter must hold MIN_ANALYSIS_POINTS (8), the fewest points the
+                                           closed-form fit separates from noise; a cause mode (instability,
+                                           degeneracy, concentration, hacking) needs the 8 diagnose itself needs.
+                                           Until then the verdict is "pending".
+  hysteresis                               a verdict (the headline, or a failure mode flagged at >= min_confidence)
+                                           is reported, alerted or stops a run only once it has held at every
+                                           diagnosis over the last hold_rows (16) rows: a reading that came and
+                                           went within 12 rows (the flicker healthy -> instability 0.97 -> healthy
+                                           over rows 42-53 of issue 50) never fires.
+  findings                                 read straight off the metrics (a NaN, a spike, truncation): reported the
+                                           check they first appear, once (they stay in the summary).
+  min_confidence                           MIN_CONFIDENCE = 0.9 for the callback and watch alike: diagnose's
+                                           confidences are Platt-calibrated, and at >= 0.9 61 of 63 left-out
+                                           verdicts were right (paper_repro diagnose-calibration); below 0.9 no band
+                                           was checked, so an alert there would claim what was never measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.integrations._view import VIEW_ROWS, LogView
+from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
+
+MIN_CONFIDENCE = 0.9  # one default for the callback and watch (module docstring: the calibrated band)
+HOLD_ROWS = 16  # a verdict holds this many rows before it is reported (twice the fit's 8 points; > the 12-row flicker)
+TREND_ROWS = 4 * MIN_ANALYSIS_POINTS  # a trend verdict's early and late quarters hold the fit's 8 points each
+HEALTHY_MODES = ("healthy_saturation", "still_rising")  # not failures
+TREND_MODES = ("healthy_saturation", "still_rising", "stalled", "noise_dominated")
+PENDING = "pending"  # no verdict yet
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardSettings:
+    """How the live guard decides what to say."""
+
+    min_confidence: float = MIN_CONFIDENCE  # a failure mode is flagged (alerted, may stop a run) from this on
+    hold_rows: int = HOLD_ROWS  # rows a verdict must hold at every diagnosis before it is reported
+    view_rows: int = VIEW_ROWS  # the most rows one diagnosis reads (`LogView`)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.min_confidence, bool) or not isinstance(self.min_confidence, (int, float)) \
+                or not 0.0 <= self.min_confidence <= 1.0:
+            raise ConfigError(f"min_confidence must be a number in [0, 1], got {self.min_confidence!r}")
+        if isinstance(self.hold_rows, bool) or not isinstance(self.hold_rows, int) or self.hold_rows < 0:
+            raise ConfigError(f"hold_rows must be a whole number of rows >= 0, got {self.hold_rows!r}")
+        if isinstance(self.view_rows, bool) or not isinstance(self.view_rows, int) or self.view_rows < 64:
+            raise ConfigError(f"view_rows must be a whole number >= 64, got {self.view_rows!r}")
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One thing the guard says once: a failure mode that held, or a finding that appeared."""
+
+    step: int
+    name: str  # a failure mode (diagnose.MODES) or a finding (diagnose.FINDINGS)
+    kind: str  # "mode" or "finding"
+    confidence: float  # the verdict's; 1.0 for a finding (read off the metrics)
+    text: str  # one line: what, then "do" the record's own first advice
+    action: str  # that advice alone ("" when it has none)
+    record: object = field(repr=False, compare=False, default=None)  # the Verdict or Finding
+
+
+@dataclass(frozen=True)
+class Check:
+    """What one `Guard.check` found."""
+
+    step: int  # the last step read
+    rows: int  # log rows read
+    verdict: str  # the reported (held) verdict: a mode, "unsure: a or b", PENDING or TOO_SHORT
+    confidence: float | None  # its confidence at the last diagnosis; None while pending
+    action: str | None  # the verdict's own first advice; None while pending
+    changed: bool  # the reported verdict changed at this check
+    previous: str | None  # the verdict reported before, when changed
+    alerts: tuple[Alert, ...]  # new at this check: failure modes that held, findings that appeared
+    flags: tuple[Alert, ...]  # every failure mode held now and every finding seen (as in `alerts`)
+    diagnosis: object = field(repr=False, compare=False, default=None)  # the last Diagnosis (of the view)
+    diagnosed: bool = False  # a diagnosis ran at this check
+
+
+class Guard:
+    """Incremental, hysteretic diagnosis of a growing log (module docstring)."""
+
+    def __init__(self, settings: GuardSettings | None = None, *, hparams=None, reward_range=None,
+                 diagnose_fn=None) -> None:
+        self.settings = settings or GuardSettings()
+        self.hparams = hparams
+        self.reward_range = reward_range
+        self._diagnose_fn = diagnose_fn
+        self.view = LogView(self.settings.view_rows)
+        self.diagnosis = None  # the last Diagnosis
+        self.diagnoses = 0  # diagnoses run
+        self.verdict = PENDING  # the reported verdict
+        self._since: dict[str, int] = {}  # label -> rows read at the first diagnosis of its current streak
+        self._rows_at_diagnosis = 0
+        self._nonfinite_pending = False
+        self._reported: tuple[float | None, str | None] = (None, None)
+        self.flagged: dict[str, Alert] = {}  # name -> the alert that raised it (modes while held; findings stay)
+        self.alerts: list[Alert] = []  # every alert, in order
+
+    # ---- input ------------------------------------------------------------------------------------------------
+    def add(self, chunk: RunLog) -> None:
+        """The rows logged since the last `add` (a RunLog of those rows only; O(its rows))."""
+        before = dict(self.view.diverged)
+        rows = self.view.rows
+        self.view.add(chunk)
+        if self.view.rows > rows and (self.view.diverged != before or any(m.any() for m in chunk.logged_non_finite.values())):
+            self._nonfinite_pending = True
+
+    @property
+    def rows(self) -> int:
+        return self.view.rows
+
+    # ---- one check ----------------------------------------------------------------------------------------------
+    def check(self, *, force: bool = False) -> Check:
+        """Diagnose if due (a block's worth of new rows, a new non-finite value, or `force`); report what is new."""
+        new_rows = self.view.rows - self._rows_at_diagnosis
+        due = self.view.rows > 0 and (force or self._nonfinite_pending or new_rows >= self.view.block
+                                      or (self.diagnosis is None and new_rows > 0))
+        alerts: list[Alert] = []
+        previous = self.verdict
+        if due:
+            self._diagnose()
+            alerts = self._update()
+        step = self.view.last_step or 0
+        conf, action = self._reported_confidence_action()
+        changed = self.verdict != previous
+        return Check(step, self.view.rows, self.verdict, conf, action, changed, previous if changed else None,
+                     tuple(alerts), tuple(self.flagged.values()), self.diagnosis, due)
+
+    def _diagnose(self) -> None:
+        if self._diagnose_fn is None:
+            from gspo_dynamics.diagnose import diagnose
+
+            self._diagnose_fn = diagnose
+        log = self.view.run_log()
+        self.diagnosis = (self._diagnose_fn(log, self.hparams, reward_range=self.reward_range)
+                          if self.reward_range is not None else self._diagnose_fn(log, self.hparams))
+        self.diagnoses += 1
+        self._rows_at_diagnosis = self.view.rows
+        self._nonfinite_pending = False
+
+    def _update(self) -> list[Alert]:
+        """Streaks, the reported verdict, and the alerts new at this diagnosis."""
+        from gspo_dynamics.diagnose import FINDING_NOTE
+
+        d, rows, s = self.diagnosis, self.view.rows, self.settings
+        now = {label for label in (headline_label(d, rows),) if label is not None}
+        now |= {"mode:" + v.mode for v in d.verdicts
+                if v.mode not in HEALTHY_MODES and v.confidence >= s.min_confidence and rows >= _min_rows(v.mode)}
+        self._since = {label: self._since.get(label, rows) for label in now}
+        held = {label for label, start in self._since.items() if rows - start >= s.hold_rows}
+        head = next((label for label in held if not label.startswith("mode:")), None)
+        if head is not None:
+            self.verdict = head
+        if self.verdict in now:  # the reported verdict is today's reading too: its confidence and advice now
+            v = d.verdicts[0]
+            self._reported = (float(v.confidence), _first_advice(v) or d.action())
+        alerts = []
+        for name in [m for m in list(self.flagged) if self.flagged[m].kind == "mode" and "mode:" + m not in held]:
+            del self.flagged[name]  # a mode that went is flagged again when it holds again
+        for v in d.verdicts:
+            if "mode:" + v.mode in held and v.mode not in self.flagged:
+                alerts.append(self._alert(v.mode, "mode", float(v.confidence), v))
+        for f in d.findings:
+            if f.severity != FINDING_NOTE and f.name not in self.flagged:
+                alerts.append(self._alert(f.name, "finding", 1.0, f))
+        return alerts
+
+    def _alert(self, name: str, kind: str, confidence: float, record) -> Alert:
+        step = self.view.last_step or 0
+        action = _first_advice(record)
+        if kind == "mode":
+            what = f"{name.replace('_', ' ')} (confidence {confidence:.2f})"
+        else:
+            what = f"{record.summary} ({name})"
+        text = f"step {step}: {what}" + (f" — do {action}" if action else "")
+        alert = Alert(step, name, kind, confidence, text, action, record)
+        self.flagged[name] = alert
+        self.alerts.append(alert)
+        return alert
+
+    def _reported_confidence_action(self) -> tuple[float | None, str | None]:
+        """The reported verdict's confidence and own advice, from the last diagnosis that gave it."""
+        return self._reported if self.verdict != PENDING else (None, None)
+
+    # ---- the end --------------------------------------------------------------------------------------------
+    def summary(self) -> dict:
+        """The run so far (at its end, an idle log or an interrupted watch): a final diagnosis of every row read
+        (batch diagnose's up to VIEW_ROWS rows), what was reported, every alert. Schema: docs/watch.md."""
+        if self.view.rows and self._rows_at_diagnosis != self.view.rows:
+            self._diagnose()
+            self._update()
+        d = self.diagnosis
+        final = None if d is None else headline_label(d, self.view.rows, final=True)
+        first = None if d is None or not d.verdicts else d.verdicts[0]
+        return {
+            "step": self.view.last_step, "rows": self.view.rows, "diagnoses": self.diagnoses,
+            "verdict": final, "confidence": None if first is None else float(first.confidence),
+            "action": None if d is None or first is None else (_first_advice(first) or d.action()),
+            "reported": self.verdict,
+            "findings": [{"name": a.name, "step": a.step, "summary": a.record.summary}
+                         for a in self.alerts if a.kind == "finding"],
+            "alerts": [{"step": a.step, "name": a.name, "kind": a.kind, "confidence": a.confidence} for a in self.alerts],
+            "view_block": self.view.block,
+        }
+
+
+def headline_label(diagnosis, rows: int, final: bool = False) -> str | None:
+    """The headline verdict as the guard names it: the primary mode, "unsure: a or b", TOO_SHORT; None (pending)
+    where the rows cannot support it yet (a trend verdict before TREND_ROWS; `final`: diagnose's own answer)."""
+    from gspo_dynamics.diagnose import TOO_SHORT
+
+    if diagnosis.primary == TOO_SHORT:
+        return None if not final else TOO_SHORT
+    label = "unsure: " + " or ".join(diagnosis.unsure) if diagnosis.unsure else diagnosis.primary
+    if not final and rows < _min_rows(diagnosis.primary):
+        return None
+    return label
+
+
+def _min_rows(mode: str) -> int:
+    return TREND_ROWS if mode in TREND_MODES else MIN_ANALYSIS_POINTS
+
+
+def _first_advice(record) -> str:
+    advice = getattr(record, "advice", None) or []
+    return str(advice[0]) if advice else ""

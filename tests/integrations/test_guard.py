@@ -1,0 +1,170 @@
+"""The live guard: its view of the log is the log itself up to VIEW_ROWS rows (so its verdict is batch diagnose's),
+block means past it; a verdict that does not hold for HOLD_ROWS rows is never reported; nothing is said before the
+rows can support it; each alert is said once; the summary's verdict is batch diagnose's on the same rows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.diagnose import Diagnosis, Verdict, diagnose
+from gspo_dynamics.integrations._guard import HOLD_ROWS, PENDING, TREND_ROWS, Guard, GuardSettings, headline_label
+from gspo_dynamics.integrations._view import LogView
+from gspo_dynamics.logs import read_log_history
+
+
+def trl_rows(kind: str, n: int, seed: int = 0) -> list[dict]:
+    """TRL log_history rows of one synthetic run: `kind` rising, flat, swinging, degenerate, collapsing or nan."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, n + 1, dtype=float)
+    reward = 0.8 - 0.6 * np.exp(-t / (n / 6))
+    entropy = np.full(n, 1.0)
+    zero_std = np.full(n, 0.1)
+    if kind == "flat":
+        reward = np.full(n, 0.3)
+    elif kind == "swinging":
+        reward = np.where(t > n / 2, 0.6 + 0.25 * np.where(t % 2 == 1, 1.0, -1.0), reward)
+    elif kind == "degenerate":
+        reward, zero_std = np.full(n, 0.02), np.full(n, 0.97)
+    elif kind == "collapsing":
+        reward = np.where(t > n / 2, 0.4, 0.2 + 0.4 * t / n)
+        entropy = np.where(t > n / 3, 0.02, 1.0)
+    reward = reward + 0.02 * rng.standard_normal(n)
+    rows = []
+    for i in range(n):
+        grad = math.nan if kind == "nan" and i + 1 == int(0.7 * n) else 1.0
+        rows.append({"step": i + 1, "reward": float(reward[i]), "reward_std": 0.3, "entropy": float(entropy[i]),
+                     "frac_reward_zero_std": float(zero_std[i]), "grad_norm": grad, "loss": 0.0})
+    return rows
+
+
+def feed(guard: Guard, rows: list[dict], chunk: int = 10) -> list:
+    checks = []
+    for i in range(0, len(rows), chunk):
+        guard.add(read_log_history(rows[i:i + chunk]))
+        checks.append(guard.check())
+    return checks
+
+
+def test_the_view_is_the_log_up_to_its_size_and_block_means_past_it():
+    rows = trl_rows("rising", 300)
+    full = read_log_history(rows)
+    view = LogView(512)
+    for i in range(0, 300, 7):
+        view.add(read_log_history(rows[i:i + 7]))
+    log = view.run_log()
+    assert np.array_equal(log.steps, full.steps) and set(log.series) == set(full.series)
+    assert all(np.array_equal(log[k], full[k], equal_nan=True) for k in full.series)
+    small = LogView(64)  # 300 rows in blocks of 8: 38 rows, the last of 4
+    for i in range(0, 300, 7):
+        small.add(read_log_history(rows[i:i + 7]))
+    log = small.run_log()
+    assert small.block == 8 and log.steps.size == 38 and np.all(np.diff(log.steps) > 0)
+    assert log["reward"][0] == pytest.approx(np.mean(full["reward"][:8]), rel=1e-12)
+    assert log["reward"][-1] == pytest.approx(np.mean(full["reward"][296:]), rel=1e-12)
+
+
+def test_a_non_finite_value_stays_in_its_block_and_a_trailing_one_is_a_divergence():
+    rows = trl_rows("rising", 200)
+    rows[150]["grad_norm"] = math.nan
+    for r in rows[190:]:
+        r["loss"] = math.inf
+    view = LogView(64)
+    for i in range(0, 200, 9):
+        view.add(read_log_history(rows[i:i + 9]))
+    log = view.run_log()
+    bad = np.flatnonzero(np.isnan(log["grad_norm"]))
+    assert bad.size == 1 and log.steps[bad[0] - 1] < 151 <= log.steps[bad[0]] + view.block
+    assert log.logged_non_finite["grad_norm"].sum() == 1
+    assert view.diverged["loss"] == (191, 10) and read_log_history(rows).diverged["loss"] == (191, 10)
+
+
+def scripted(sequence: list[tuple[int, Diagnosis]]):
+    """A diagnose_fn giving, for a view ending at row n, the last entry of `sequence` at or before n."""
+
+    def fn(run, hparams):
+        n = int(run.steps[-1])
+        return [d for start, d in sequence if start <= n][-1]
+
+    return fn
+
+
+def dx(mode: str, confidence: float) -> Diagnosis:
+    return Diagnosis(primary=mode, verdicts=[Verdict(mode, confidence, [], [f"advice for {mode}"])], fit=None,
+                     implications=None, log_summary={})
+
+
+def test_a_flicker_shorter_than_the_hold_is_never_reported_nor_alerted():
+    # issue 50: healthy -> instability 0.97 -> healthy over rows 42-53, diagnosed every row
+    fn = scripted([(1, dx("healthy_saturation", 0.8)), (42, dx("dynamical_instability", 0.97)),
+                   (54, dx("healthy_saturation", 0.8))])
+    guard = Guard(diagnose_fn=fn)
+    checks = feed(guard, trl_rows("rising", 120), chunk=1)
+    assert not any(c.alerts for c in checks) and guard.alerts == []
+    assert {c.verdict for c in checks} == {PENDING, "healthy_saturation"}
+    first = next(c for c in checks if c.verdict != PENDING)
+    assert first.rows == 54 + HOLD_ROWS and first.changed and first.previous == PENDING  # the streak restarted at 54
+
+
+def test_a_verdict_that_holds_is_reported_once_with_its_own_action():
+    fn = scripted([(1, dx("healthy_saturation", 0.8)), (60, dx("dynamical_instability", 0.97))])
+    guard = Guard(diagnose_fn=fn)
+    checks = feed(guard, trl_rows("rising", 120), chunk=1)
+    alerted = [c for c in checks if c.alerts]
+    assert len(alerted) == 1 and alerted[0].rows == 60 + HOLD_ROWS
+    alert = alerted[0].alerts[0]
+    assert alert.name == "dynamical_instability" and alert.action == "advice for dynamical_instability"
+    assert alert.text == f"step {60 + HOLD_ROWS}: dynamical instability (confidence 0.97) — do advice for dynamical_instability"
+    assert checks[-1].verdict == "dynamical_instability" and checks[-1].action == "advice for dynamical_instability"
+
+
+def test_nothing_is_reported_before_the_rows_support_it():
+    # a confident noise-dominated reading at step 10 (issue 50) is a trend verdict: it waits for TREND_ROWS
+    guard = Guard(diagnose_fn=scripted([(1, dx("noise_dominated", 0.97))]))
+    checks = feed(guard, trl_rows("rising", 60), chunk=1)
+    assert all(c.verdict == PENDING for c in checks if c.rows < TREND_ROWS + HOLD_ROWS)
+    assert [a.step for a in guard.alerts] == [TREND_ROWS + HOLD_ROWS]
+    assert headline_label(dx("stalled", 0.99), TREND_ROWS - 1) is None
+    assert headline_label(dx("advantage_degeneracy", 0.99), 8) == "advantage_degeneracy"
+
+
+def test_a_check_diagnoses_only_when_a_blocks_worth_of_rows_arrived_or_a_value_turned_non_finite():
+    calls = []
+
+    def fn(run, hparams):
+        calls.append(run.steps.size)
+        return dx("healthy_saturation", 0.8)
+
+    guard = Guard(GuardSettings(view_rows=64), diagnose_fn=fn)
+    rows = trl_rows("rising", 1000)
+    feed(guard, rows[:960], chunk=40)
+    assert guard.view.block == 16 and max(calls) <= 64
+    n = len(calls)
+    guard.add(read_log_history(rows[960:970]))
+    assert not guard.check().diagnosed and len(calls) == n  # 10 < 16 new rows: the last diagnosis stands
+    rows[975]["grad_norm"] = math.nan
+    guard.add(read_log_history(rows[970:980]))
+    assert guard.check().diagnosed and len(calls) == n + 1
+
+
+@pytest.mark.parametrize("kind", ["rising", "flat", "swinging", "degenerate", "collapsing", "nan"])
+def test_the_summary_verdict_is_batch_diagnoses_on_the_same_rows(kind):
+    rows = trl_rows(kind, 160, seed=1)
+    guard = Guard()
+    feed(guard, rows, chunk=40)
+    batch = diagnose(read_log_history(rows))
+    summary = guard.summary()
+    assert summary["verdict"] == headline_label(batch, 160, final=True)
+    assert summary["confidence"] == pytest.approx(batch.verdicts[0].confidence)
+    # findings are said once and kept: every finding batch diagnose shows was seen by the guard
+    assert {f.name for f in batch.findings if f.severity != "note"} <= {f["name"] for f in summary["findings"]}
+
+
+def test_settings_are_checked():
+    with pytest.raises(ConfigError, match="min_confidence must be a number in"):
+        GuardSettings(min_confidence=1.5)
+    with pytest.raises(ConfigError, match="hold_rows must be"):
+        GuardSettings(hold_rows=-1)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ def run(*args: str) -> str:
 
 def test_the_quick_mode_scores_every_method():
     out = run("--quick")
-    assert "| ours |" in out and "| ensemble |" in out and "real-run-end-reward-interval" in out
+    assert "| ours |" in out and "| ensemble |" in out and "real-run-end-reward-2-interval" in out
 
 
 @pytest.mark.slow
@@ -34,6 +35,7 @@ def test_the_shipped_constants_are_the_scripts():
         pytest.skip("../wild_logs absent: the calibration's runs are not here")
     out = run("--ship")
     shipped = {line.split(" = ")[0]: line for line in out.splitlines() if " = " in line and line[0].isupper()}
-    assert eval(shipped["BLEND_WEIGHTS"].split(" = ")[1]) == {k: tuple(v) for k, v in _end_blend.BLEND_WEIGHTS.items()}
-    assert eval(shipped["BAND_QUANTILES"].split(" = ")[1]) == _end_blend.BAND_QUANTILES
-    assert float(shipped["BAND_MAX_HORIZON"].split(" = ")[1]) == _end_blend.BAND_MAX_HORIZON
+    value = {name: eval(line.split(" = ", 1)[1], {"inf": math.inf}) for name, line in shipped.items()}
+    assert value["BLEND_WEIGHTS"] == {k: tuple(v) for k, v in _end_blend.BLEND_WEIGHTS.items()}
+    assert value["BAND_QUANTILES"] == _end_blend.BAND_QUANTILES
+    assert value["BAND_MAX_HORIZON"] == _end_blend.BAND_MAX_HORIZON and value["CALIBRATION"] == _end_blend.CALIBRATION

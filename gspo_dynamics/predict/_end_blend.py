@@ -1,5 +1,6 @@
-"""The reward at a run's end as a weighted reading of the pilot: the held level, moved toward the fitted curve and the
-published laws only as far as finished real runs and the pilot's own information say it should.
+"""The reward at a run's end as a weighted reading of the pilot: the held level, moved toward the fitted curve, the
+published laws and the curve ensemble only as far as finished real runs, the horizon and the pilot's own information
+say it should.
 
 The readings, each the mean over the run's end window (`predict._end_reward` (1)) clipped to the reward's reach:
 
@@ -9,6 +10,7 @@ The readings, each the mean over the run's end window (`predict._end_reward` (1)
     S   ScaleRL's sigmoid (Khatri et al. 2025, arXiv 2510.13786; `fit.fit_sigmoid_scalerl`); H where it falls back
     E   the entropy law R = -a exp(H) + b (Cui et al. 2025, arXiv 2505.22617; `fit.fit_entropy_law`) where the pilot
         logs entropy; H elsewhere or where it falls back
+    D   the parametric curve ensemble (after Domhan et al. 2015; `predict._curve_ensemble` (3))
 
 The pilot's information: its trend in units of its noise, shrunk by a normal prior of scale Z0 (the posterior mean's
 factor of a normal mean under a N(0, Z0^2) prior, James & Stein 1961):
@@ -17,33 +19,41 @@ factor of a normal mean under a N(0, Z0^2) prior, James & Stein 1961):
     z = |mean(last k) - mean(first k)| / (sigma sqrt(2 / k)),  k = HELD_STEPS
     g = z^2 / (z^2 + Z0^2),   g = 0 for a pilot of fewer than 2 k points (no trend apart from the held window)   (2)
 
-The forecast, per horizon bin b (h = the run's length / the pilot's, "near" for h <= NEAR_HORIZON, else "far"):
+The forecast, per horizon bin b (h = the run's length / the pilot's, "near" for h <= NEAR_HORIZON, else "far"), with
+each reading's weight a line in the pilot's information g (so how far the blend leaves the held level depends on how
+much the pilot identifies, and is learned, not assumed):
 
-    R = H + g sum_{k in C,S,E} w_{b,k} (F_k - H),    w_{b,k} >= 0,  sum_k w_{b,k} <= 1                       (3)
+    R = H + sum_{k in C,S,E,D} (a_{b,k} + g c_{b,k}) (F_k - H),   a, c >= 0,  sum_k (a_{b,k} + c_{b,k}) <= 1     (3)
 
-so R lies between the held level and the readings, and is the held level where the pilot is flat or short (g -> 0).
-The weights minimise the scaled absolute error over finished real runs i (both pilot shares),
+so for every g in [0, 1] the weights are >= 0 and sum to at most 1: R lies between the held level and the readings.
+The weights (a_b, c_b) minimise the scaled absolute error over finished real runs i (both pilot shares),
 
-    w_b = argmin_w sum_i |y_i - R_i(w)| / sigma_i,                                                           (4)
+    (a_b, c_b) = argmin sum_i |y_i - R_i| / sigma_i,                                                         (4)
 
-a linear program (`learn_weights`); w = 0 (the held level) is feasible, so on the runs learned from the error is at
-most the held level's. The interval: split conformal across runs (Vovk et al. 2005; Lei et al. 2018), Mondrian by
-horizon bin, with the scale u = sigma + max_k |F_k - H| (the noise, plus how far the readings disagree):
+a linear program in the features x_i = [(F_i - H_i), g_i (F_i - H_i)] / sigma_i (`learn_weights`); zero weights (the
+held level) are feasible, so on the runs learned from the error is at most the held level's. The interval: split
+conformal across runs (Vovk et al. 2005; Lei et al. 2018), Mondrian by horizon bin and by the pilot's information
+("flat" for g < INFO_SPLIT, else "trend"), with the scale u = sigma + max_k |F_k - H| (the noise, plus how far the
+readings disagree):
 
-    s_i = |y_i - R_i| / u_i,   q_b = the ceil((m + 1) 0.9)-th smallest of the bin's m scores,
-    band = [R - q_b u, R + q_b u] within the reach;  none where that is the whole reach                     (5)
+    s_i = |y_i - R_i| / u_i,   q = the ceil((m + 1) 0.9)-th smallest of the group's m scores,
+    band = [R - q u, R + q u] within the reach;  none where that is the whole reach                         (5)
+
+a group of fewer than BAND_MIN_GROUP scores takes its horizon bin's scores, both information groups pooled
+(`mondrian_quantile`): at 0.9, m = 9 is the least that gives a finite q at all, and m < 20 puts q at one of the
+group's two largest scores.
 
 scored by the interval score of Gneiting & Raftery 2007 (JASA 102, eq. 43), a proper scoring rule:
 
     IS_alpha(lo, hi; y) = (hi - lo) + (2 / alpha) ((lo - y)_+ + (y - hi)_+).                                 (6)
 
-BLEND_WEIGHTS and BAND_QUANTILES were learned on 70 finished real runs from 52 public repositories (the scores of
-(5) each from weights learned without its own repository) by
+BLEND_WEIGHTS and BAND_QUANTILES were learned on the finished real runs of CALIBRATION (the scores of (5) each from
+weights learned without its own repository) by
 
     python paper_repro/real_run_end_reward.py --ship
 
 whose docstring fixes the protocol and whose leave-one-repository-out scores are paper_repro/RESULTS.md's
-real-run-end-reward rows. A band is given up to BAND_MAX_HORIZON, the longest horizon calibrated.
+real-run-end-reward-2 rows. A band is given up to BAND_MAX_HORIZON, the longest horizon calibrated.
 """
 
 from __future__ import annotations
@@ -57,15 +67,19 @@ from scipy.optimize import linprog
 from gspo_dynamics.fit import (
     EXTRAPOLATION_LIMIT, HELD_STEPS, TrajectoryFit, fit_entropy_law, fit_sigmoid_scalerl,
 )
+from gspo_dynamics.predict._curve_ensemble import curve_ensemble
 
-READINGS = ("curve", "sigmoid", "entropy")  # C, S, E of (3), the order of a weight vector
+READINGS = ("curve", "sigmoid", "entropy", "ensemble")  # C, S, E, D of (3), the order of a and of c in a weight vector
 Z0 = 2.0  # (2): a trend of 2 noise units gets g = 1/2 (a two-sigma trend is half signal)
 NEAR_HORIZON = 6.0  # (3): h <= 6 is "near" (a 25% pilot sees a run 4 times its length), else "far"
+INFO_SPLIT = 0.5  # (5): g below this (a trend under Z0 noise units) is a "flat" pilot, else "trend"
+BAND_MIN_GROUP = 20  # (5): a Mondrian group with fewer scores than this pools with its horizon bin
 NOISE_FLOOR = 0.01  # (1): a pilot that never moves has a noise of at least 1% of the reach's width
 BAND_LEVEL = 0.9  # the band's nominal coverage 1 - alpha
 # learned by paper_repro/real_run_end_reward.py --ship (module docstring)
-BLEND_WEIGHTS = {"near": (0.078, 0.700, 0.222), "far": (0.508, 0.000, 0.492)}  # (w_C, w_S, w_E) per bin
-BAND_QUANTILES = {"near": 1.894, "far": 4.504}  # q_b of (5)
+BLEND_WEIGHTS = {"near": (0.0, 0.0, 0.0, 0.0, 0.078, 0.700, 0.222, 0.0),  # (a_C, a_S, a_E, a_D, c_C, c_S, c_E, c_D)
+                 "far": (0.0, 0.0, 0.0, 0.0, 0.508, 0.000, 0.492, 0.0)}  # of (3) per horizon bin
+BAND_QUANTILES = {"near": {"flat": 1.894, "trend": 1.894}, "far": {"flat": 4.504, "trend": 4.504}}  # q of (5)
 BAND_MAX_HORIZON = 10.7  # the longest horizon h among the calibration's pilots
 CALIBRATION = "70 finished real runs from 52 public repositories"
 
@@ -75,7 +89,7 @@ class Readings:
     """A pilot's readings of the run's end (module docstring)."""
 
     held: float  # H
-    laws: tuple[float, float, float]  # (C, S, E), each H where it does not apply
+    laws: tuple[float, float, float, float]  # (C, S, E, D), each H where it does not apply
     info: float  # g of (2), in [0, 1]
     noise: float  # sigma of (1)
     horizon: float  # h, the run's length over the pilot's
@@ -86,6 +100,11 @@ class Readings:
         return np.asarray(self.laws, dtype=float) - self.held
 
     @property
+    def features(self) -> np.ndarray:
+        """[F_k - H, g (F_k - H)], the unscaled features of (4): R = H + features . (a, c)."""
+        return np.concatenate([self.increments, self.info * self.increments])
+
+    @property
     def scale(self) -> float:
         """u of (5)."""
         return float(self.noise + np.max(np.abs(self.increments)))
@@ -93,6 +112,23 @@ class Readings:
     @property
     def where(self) -> str:
         return horizon_bin(self.horizon)
+
+    @property
+    def group(self) -> str:
+        """The band's information group of (5): "flat" or "trend"."""
+        return info_group(self.info)
+
+
+def reading_weights(weights, info: float) -> np.ndarray:
+    """The weight a_k + g c_k of (3) of each reading k at information g = `info`."""
+    w = np.asarray(weights, dtype=float)
+    k = len(READINGS)
+    return w[:k] + info * w[k:]
+
+
+def info_group(info: float) -> str:
+    """The group of (5): "flat" for g < INFO_SPLIT, else "trend"."""
+    return "flat" if info < INFO_SPLIT else "trend"
 
 
 def horizon_bin(horizon: float) -> str:
@@ -116,8 +152,9 @@ def information(reward, noise: float, k: int = HELD_STEPS) -> float:
     return z * z / (z * z + Z0 * Z0)
 
 
-def law_readings(fit: TrajectoryFit | None, steps, reward, window, reach, held: float, entropy=None) -> tuple[float, float, float]:
-    """(C, S, E) at the end window `window` (steps), clipped to `reach` (C = H without a fit); `entropy` = (steps,
+def law_readings(fit: TrajectoryFit | None, steps, reward, window, reach, held: float,
+                 entropy=None) -> tuple[float, float, float, float]:
+    """(C, S, E, D) at the end window `window` (steps), clipped to `reach` (C = H without a fit); `entropy` = (steps,
     values) of the pilot's logged entropy, or None."""
     unidentified = fit is None or fit.plateau_extrapolation > EXTRAPOLATION_LIMIT
     curve = held if unidentified else float(np.mean(np.clip(fit.predict(window), *reach)))
@@ -128,18 +165,18 @@ def law_readings(fit: TrajectoryFit | None, steps, reward, window, reach, held: 
         rows = np.isin(np.asarray(steps, dtype=float), entropy[0])
         law = fit_entropy_law(entropy[1], np.asarray(reward, dtype=float)[rows], entropy[0])
         ent = held if law.fallback else float(np.mean(law.predict(window, reach)))
-    return (curve, sigmoid, ent)
+    return (curve, sigmoid, ent, curve_ensemble(steps, reward, window, reach, fit).value)
 
 
 def blend(readings: Readings, weights=None) -> float:
-    """R of (3), with the shipped weights of the readings' bin unless `weights` are given."""
+    """R of (3), with the shipped weights (a, c) of the readings' bin unless `weights` are given."""
     w = np.asarray(BLEND_WEIGHTS[readings.where] if weights is None else weights, dtype=float)
-    return float(readings.held + readings.info * np.dot(w, readings.increments))
+    return float(readings.held + np.dot(w, readings.features))
 
 
 def learn_weights(x, t) -> np.ndarray:
-    """w of (4) in scaled units: argmin_{w >= 0, sum w <= 1} sum_i |t_i - x_i . w|, x_i = g_i (F_i - H_i) / sigma_i
-    (m, K), t_i = (y_i - H_i) / sigma_i (m,). The linear program: minimise sum_i e_i over (w, e) subject to
+    """w = (a, c) of (4) in scaled units: argmin_{w >= 0, sum w <= 1} sum_i |t_i - x_i . w|, x_i the features of (4)
+    over sigma_i (m, K), t_i = (y_i - H_i) / sigma_i (m,). The linear program: minimise sum_i e_i over (w, e) subject to
     x_i . w - e_i <= t_i, -x_i . w - e_i <= -t_i, sum w <= 1, w >= 0, e >= 0."""
     x, t = np.asarray(x, dtype=float), np.asarray(t, dtype=float)
     m, k = x.shape
@@ -176,6 +213,14 @@ def band(value: float, scale: float, q: float, reach: tuple[float, float]) -> tu
     if low <= reach[0] and high >= reach[1]:
         return None
     return (max(low, reach[0]), min(high, reach[1]))
+
+
+def mondrian_quantile(scores, where: str, group: str, level: float = BAND_LEVEL) -> float:
+    """q of (5) for the group (`where`, `group`) from `scores`, an iterable of (horizon bin, information group,
+    score): the group's own, or its horizon bin's pooled where the group has fewer than BAND_MIN_GROUP scores."""
+    scores = list(scores)
+    own = [s for b, g, s in scores if (b, g) == (where, group)]
+    return band_quantile(own if len(own) >= BAND_MIN_GROUP else [s for b, _, s in scores if b == where], level)
 
 
 def interval_score(low: float, high: float, y: float, alpha: float = 1 - BAND_LEVEL) -> float:

@@ -1,8 +1,9 @@
 """The reward at a run's end, forecast from its pilot, with an interval calibrated on runs held out.
 
-What `predict --pilot` prints is `blended_end_reward`: the held level moved toward the fitted curve and the published
-laws by weights learned on finished real runs, with a conformal band across those runs (`predict._end_blend`, its
-equations; paper_repro/real_run_end_reward.py, its protocol and scores). Below: the readings it shares with the
+What `predict --pilot` prints is `blended_end_reward`: the held level moved toward the fitted curve, the published
+laws and the parametric curve ensemble (`predict._curve_ensemble`) by weights learned on finished real runs, with a
+conformal band across those runs (`predict._end_blend`, its equations; paper_repro/real_run_end_reward.py, its
+protocol and scores). Below: the readings it shares with the
 forecast of our trainer's runs, `end_reward` (1)-(5), calibrated on our trainer's grids
 (paper_repro/end_reward_interval.py).
 
@@ -71,7 +72,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import HELD_STEPS, TrajectoryFit
 from gspo_dynamics.predict._end_blend import (
     BAND_LEVEL, BAND_MAX_HORIZON, BAND_QUANTILES, BLEND_WEIGHTS, CALIBRATION, Readings, band, band_quantile, blend,
-    information, law_readings, pilot_noise,
+    information, law_readings, pilot_noise, reading_weights,
 )
 from gspo_dynamics.predict._schedule import effective_run_length
 
@@ -261,7 +262,8 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
 
 def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward_range: tuple[float, float] | None,
                        entropy=None) -> EndReward:
-    """The forecast `predict` prints: the held level moved toward the curve and the laws (`predict._end_blend` (3),
+    """The forecast `predict` prints: the held level moved toward the curve, the laws and the curve ensemble
+    (`predict._end_blend` (3),
     weights learned on finished real runs), with its conformal band (5), or no band, and why, where the band would be
     the reward's whole reach or the run is longer than the calibration's. `entropy`: (steps, values) of the pilot's
     logged entropy, or None. ConfigError as `end_reward`."""
@@ -273,13 +275,16 @@ def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward
     laws = law_readings(fit, steps, reward, end_window(run_steps), reach, held, entropy)
     readings = Readings(held, laws, information(reward, noise), noise, run_steps / float(steps[-1]))
     value = float(np.clip(blend(readings), *reach))
-    weights = dict(zip(("curve", "sigmoid", "entropy law"), BLEND_WEIGHTS[readings.where]))
-    how = (f"the held level {held:.3g} moved {readings.info:.2f} of the way learned toward the readings ("
-           + ", ".join(f"{k} {v:.2g}" for k, v in weights.items() if v > 0) + f"; predict._end_blend, learned on {CALIBRATION})")
+    weights = dict(zip(("curve", "sigmoid", "entropy law", "curve ensemble"),
+                       reading_weights(BLEND_WEIGHTS[readings.where], readings.info)))
+    shown = ", ".join(f"{k} {v:.2g}" for k, v in weights.items() if v >= 0.005)
+    how = (f"the held level {held:.3g} moved toward the readings by the weights learned for a run {readings.horizon:.3g} "
+           f"times its pilot with information g = {readings.info:.2f} (" + (shown or "none: the held level") +
+           f"; predict._end_blend, learned on {CALIBRATION})")
     if readings.horizon > BAND_MAX_HORIZON:
         return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the run is "
                          f"{readings.horizon:.3g} times its pilot, the band is calibrated up to {BAND_MAX_HORIZON:g} times", reach)
-    interval = band(value, readings.scale, BAND_QUANTILES[readings.where], reach)
+    interval = band(value, readings.scale, BAND_QUANTILES[readings.where][readings.group], reach)
     if interval is None:
         return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the calibrated "
                          f"{BAND_LEVEL:.0%} band would be the reward's whole reach [{reach[0]:.3g}, {reach[1]:.3g}], so "

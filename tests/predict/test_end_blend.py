@@ -1,5 +1,6 @@
 """The end reward's combined forecast and band (`predict._end_blend`): the weights of (4) against a brute-force route,
-never worse than the held level where learned, the held level for a flat or short pilot, bands inside the reach."""
+never worse than the held level where learned, each reading's weight a line in the pilot's information, the curve
+ensemble among the readings, bands inside the reach."""
 
 from __future__ import annotations
 
@@ -11,27 +12,29 @@ import pytest
 
 from gspo_dynamics.fit import fit_trajectory
 from gspo_dynamics.predict._end_blend import (
-    BAND_QUANTILES, BLEND_WEIGHTS, READINGS, Readings, band, band_quantile, blend, information, interval_score,
-    learn_weights, pilot_noise, scaled_loss,
+    BAND_QUANTILES, BLEND_WEIGHTS, READINGS, Readings, band, band_quantile, blend, info_group, information,
+    interval_score, law_readings, learn_weights, mondrian_quantile, pilot_noise, reading_weights, scaled_loss,
 )
+from gspo_dynamics.predict._curve_ensemble import curve_ensemble
 from gspo_dynamics.predict._end_reward import blended_end_reward
 
 GRID = 0.02  # the brute-force route's weight spacing
 SEEDS = range(4)
+K = 3  # features of the toy problems (the program is the same for any number; the brute force is not)
 
 
 def toy_set(seed: int, m: int = 40) -> tuple[np.ndarray, np.ndarray]:
     """m runs' scaled increments x (m, 3) and outcomes t = x . w* + heavy-tailed noise."""
     rng = np.random.default_rng(seed)
-    x = rng.normal(0, 2, (m, len(READINGS)))
-    w_true = rng.dirichlet(np.ones(len(READINGS) + 1))[:len(READINGS)]
+    x = rng.normal(0, 2, (m, K))
+    w_true = rng.dirichlet(np.ones(K + 1))[:K]
     return x, x @ w_true + rng.standard_t(3, m)
 
 
 def brute_force(x, t) -> float:
     """The least loss of (4) over a GRID of the simplex {w >= 0, sum w <= 1}."""
     ticks = np.arange(0, 1 + GRID / 2, GRID)
-    return min(scaled_loss(x, t, w) for w in itertools.product(ticks, repeat=len(READINGS)) if sum(w) <= 1 + 1e-9)
+    return min(scaled_loss(x, t, w) for w in itertools.product(ticks, repeat=K) if sum(w) <= 1 + 1e-9)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -42,7 +45,7 @@ def test_the_linear_program_finds_the_least_loss_a_brute_force_grid_finds(seed):
     best = brute_force(x, t)
     # the program's optimum is at or below every grid point's, and a grid point lies within GRID of it in each weight
     assert scaled_loss(x, t, w) <= best + 1e-9
-    assert best - scaled_loss(x, t, w) <= GRID * len(READINGS) * np.abs(x).sum()
+    assert best - scaled_loss(x, t, w) <= GRID * K * np.abs(x).sum()
 
 
 def test_noise_free_outcomes_give_back_their_weights():
@@ -55,27 +58,48 @@ def test_noise_free_outcomes_give_back_their_weights():
 def test_where_learned_the_blend_is_never_worse_than_the_held_level(seed):
     x, t = toy_set(seed)
     x[:, 1] = np.random.default_rng(seed).normal(0, 5, len(t))  # a reading that carries nothing
-    assert scaled_loss(x, t, learn_weights(x, t)) <= scaled_loss(x, t, np.zeros(len(READINGS))) + 1e-9
+    assert scaled_loss(x, t, learn_weights(x, t)) <= scaled_loss(x, t, np.zeros(K)) + 1e-9
 
 
-def test_a_flat_or_short_pilot_is_read_as_its_held_level():
+def test_the_information_factor_separates_a_flat_pilot_from_a_trend_and_is_zero_for_a_short_one():
     rng = np.random.default_rng(1)
     flat = 0.5 + 0.01 * rng.standard_normal(60)
     rising = np.linspace(0.1, 0.9, 60) + 0.01 * rng.standard_normal(60)
-    assert information(flat, pilot_noise(flat, (0, 1))) < 0.5 < information(rising, pilot_noise(rising, (0, 1)))
+    g_flat, g_rising = information(flat, pilot_noise(flat, (0, 1))), information(rising, pilot_noise(rising, (0, 1)))
+    assert g_flat < 0.5 < g_rising and info_group(g_flat) == "flat" and info_group(g_rising) == "trend"
     assert information(rising[:15], 0.01) == 0.0  # fewer than 2 x HELD_STEPS points: no trend apart from the held window
-    readings = Readings(0.4, (0.9, 0.8, 0.7), 0.0, 0.01, 3.0)
-    assert blend(readings) == 0.4
-    steps = np.arange(1, 16, dtype=float)
-    end = blended_end_reward(fit_trajectory(steps, rising[:15]), steps, rising[:15], 60, (0.0, 1.0))
-    assert end.value == pytest.approx(np.mean(rising[15 - 8:15]))
+
+
+@pytest.mark.parametrize("info", [0.0, 0.3, 1.0])
+def test_each_readings_weight_is_a_line_in_the_information_and_the_blend_is_h_plus_the_weighted_increments(info):
+    k = len(READINGS)
+    w = np.array([0.1, 0.0, 0.05, 0.2, 0.0, 0.3, 0.1, 0.15])
+    assert reading_weights(w, info) == pytest.approx(w[:k] + info * w[k:])
+    readings = Readings(0.4, (0.9, 0.8, 0.7, 0.6), info, 0.01, 3.0)
+    by_hand = 0.4 + sum(wk * (f - 0.4) for wk, f in zip(reading_weights(w, info), (0.9, 0.8, 0.7, 0.6)))
+    assert blend(readings, w) == pytest.approx(by_hand)
+    assert blend(readings, np.zeros(2 * k)) == 0.4  # zero weights: the held level
+
+
+def test_the_fourth_reading_is_the_curve_ensemble_as_predict_computes_it():
+    steps = np.arange(1, 41, dtype=float)
+    reward = 0.8 - 0.6 * np.exp(-steps / 12) + 0.01 * np.random.default_rng(2).standard_normal(40)
+    window, fit = np.arange(151, 181, dtype=float), fit_trajectory(steps, reward)
+    laws = law_readings(fit, steps, reward, window, (0.0, 1.0), float(np.mean(reward[-8:])))
+    assert len(laws) == len(READINGS) and laws[3] == curve_ensemble(steps, reward, window, (0.0, 1.0), fit).value
+    end = blended_end_reward(fit, steps, reward, 180, (0.0, 1.0))  # predict's forecast: (3) of these readings
+    info = information(reward, pilot_noise(reward, (0.0, 1.0)))
+    readings = Readings(float(np.mean(reward[-8:])), laws, info, pilot_noise(reward, (0.0, 1.0)), 180 / 40)
+    assert end.value == pytest.approx(float(np.clip(blend(readings), 0.0, 1.0)), abs=1e-12)
+    assert f"information g = {info:.2f}" in end.note
 
 
 def test_the_blend_lies_between_the_held_level_and_the_readings():
     for where, w in BLEND_WEIGHTS.items():
-        assert all(v >= 0 for v in w) and sum(w) <= 1 + 1e-9, where
-        readings = Readings(0.2, (0.6, 0.6, 0.6), 1.0, 0.05, 3.0 if where == "near" else 9.0)
-        assert 0.2 <= blend(readings) <= 0.6
+        assert len(w) == 2 * len(READINGS) and all(v >= 0 for v in w) and sum(w) <= 1 + 1e-9, where
+        for info in (0.0, 0.5, 1.0):
+            readings = Readings(0.2, (0.6,) * len(READINGS), info, 0.05, 3.0 if where == "near" else 9.0)
+            assert 0.2 <= blend(readings) <= 0.6
 
 
 @pytest.mark.parametrize("value, scale, q", [(0.5, 0.1, 1.9), (0.9, 0.03, 4.5), (0.02, 0.05, 1.0), (3.0, 2.0, 0.5)])
@@ -91,10 +115,20 @@ def test_the_quantile_is_the_conformal_rank_and_covers_exchangeable_scores():
     rng = np.random.default_rng(0)
     hits = [rng.exponential(size=1) <= band_quantile(rng.exponential(size=39)) for _ in range(4000)]
     assert 0.9 - 0.015 <= np.mean(hits) <= 0.9 + 1 / 40 + 0.015  # 1 - alpha <= coverage < 1 - alpha + 1/(m + 1), 3 se
-    assert all(math.isfinite(q) and q > 0 for q in BAND_QUANTILES.values())
+    assert all(q > 0 for groups in BAND_QUANTILES.values() for q in groups.values())
 
 
 def test_the_interval_score_is_the_width_inside_and_adds_twenty_times_the_miss_outside():
     assert interval_score(0.2, 0.5, 0.3) == pytest.approx(0.3)
     assert interval_score(0.2, 0.5, 0.6) == pytest.approx(0.3 + 20 * 0.1)
     assert interval_score(0.2, 0.5, 0.1) == pytest.approx(0.3 + 20 * 0.1)
+
+
+def test_a_small_mondrian_group_takes_its_horizon_bins_pooled_scores():
+    trend = [("near", "trend", float(s)) for s in range(1, 31)]  # 30 scores: its own q, the 28th smallest
+    flat = [("near", "flat", 100.0 + s) for s in range(5)]  # 5 scores: too few, pooled with the bin's 35
+    far = [("far", "flat", 1000.0)] * 40  # another bin: never pooled in
+    scores = trend + flat + far
+    assert mondrian_quantile(scores, "near", "trend") == band_quantile([s for *_, s in trend]) == 28.0
+    assert mondrian_quantile(scores, "near", "flat") == band_quantile([s for *_, s in trend + flat])
+    assert mondrian_quantile(scores, "far", "trend") == 1000.0

@@ -88,7 +88,7 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
 
 @pytest.mark.real_logs
 @pytest.mark.parametrize("name, config, pilot, run_steps, covered, width", [
-    (IMJONEZZ, CONFIG, 60, None, False, 1.64), (IMJONEZZ, CONFIG, 120, None, True, 2.21),
+    (IMJONEZZ, CONFIG, 60, None, False, 1.98), (IMJONEZZ, CONFIG, 120, None, True, 2.97),
     (ALEX_JSON, WORDLE_CONFIG, 40, 160, True, 4.59), (SUNSHINE, GSM8K_CONFIG, 40, 200, True, 0.90),
     (SUNSHINE, GSM8K_CONFIG, 60, 200, True, 0.76)])
 def test_the_band_for_the_reward_at_a_real_runs_end(real_logs, tmp_path, capsys, name, config, pilot, run_steps, covered,

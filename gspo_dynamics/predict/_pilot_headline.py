@@ -111,7 +111,8 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     if linear is not None:
         margins.append(_lr_margin(setup, lr, linear))
     if limit is not None:
-        margins.append(f"the move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
+        margins.append(f"the pilot ran at this move between refreshes (D = {f.displacement:.3g}) and held" if ran_and_held(f)
+                       else f"the move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
     if linear is None and limit is None:
         margins.append("its margin to instability is not identified (the rise has not bent, and the collapse rule has "
                        "nothing to read: below)")
@@ -179,6 +180,15 @@ def fall_in_row_noise(f) -> tuple[float, float] | None:
     return (fall.fall / se if se > 0 else math.inf), float(n)
 
 
+def ran_and_held(f) -> bool:
+    """Whether the pilot itself ran at the config's displacement D and kept its reward (D <= D_p, `theory.collapse`
+    (8)). Then the collapse limit in force is D_p, so the displacement rule's ratio D / L is 1 by construction at the
+    config's own point and the fall chance (2) there is its value at the threshold, m = 0 (18%): a statement about
+    cells where the limit is not known to hold, not about a point the pilot has run. Neither the D share nor that
+    chance makes such a point at risk; the pilot's own fall test (`fit._fall`), its swing and its entropy rise still do."""
+    return f.displacement is not None and f.survived is not None and f.displacement <= f.survived
+
+
 def _risks(f, chance: dict | None, linear: float | None, limit: float | None, changes: list[Change]) -> list[str]:
     """The at-risk rules (`predict._headline`), each appending its change to `changes`."""
     setup, hp = f.config.setup, f.config.setup.hparams
@@ -191,15 +201,14 @@ def _risks(f, chance: dict | None, linear: float | None, limit: float | None, ch
         risks.append(swing)
         changes += refresh_changes(setup, 1, "on-policy: no stale lag erodes the damping (docs/theory.md 2)") if T > 1 \
             else [lower_lr(setup, lr, (), "the pilot's reward swings at this lr")]
-    if limit is not None and f.displacement > AT_RISK_SHARE * limit and not (
-            f.survived is not None and f.displacement <= f.survived):  # the pilot itself moved this far and held
+    if limit is not None and f.displacement > AT_RISK_SHARE * limit and not ran_and_held(f):
         risks.append(f"the policy's move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
         s, target = f.drift_per_step / lr, AT_RISK_SHARE * limit
         to_lr = collapse.max_safe_learning_rate(s, T, target, f.band_edge)
         changes += [lr_change(setup, to_lr, f"the move at {AT_RISK_SHARE:.0%} of the limit")] if to_lr < lr else []
         to_T = collapse.max_safe_refresh_interval(s, lr, target, f.band_edge)
         changes += refresh_changes(setup, to_T, f"the move at {AT_RISK_SHARE:.0%} of the limit") if to_T and to_T < T else []
-    if chance is not None and chance["chance"] >= AT_RISK_CHANCE:
+    if chance is not None and chance["chance"] >= AT_RISK_CHANCE and not ran_and_held(f):
         risks.append(f"a run falls with chance {chance['chance']:.0%} at these settings")
         bounds, level = chance["bounds"] or {}, f"a fall chance at most {AT_RISK_CHANCE:.0%}"
         if bounds.get("max_lr") is not None and bounds["max_lr"] < lr:

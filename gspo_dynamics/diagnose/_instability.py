@@ -11,6 +11,7 @@ from statistics import NormalDist
 import numpy as np
 
 from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
+from gspo_dynamics.diagnose._changepoint import change_point
 from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
@@ -164,6 +165,15 @@ def _divergence_evidence(steps, reward, trend: dict, spread: float | None, ev: l
                            threshold=COLLAPSE_FRACTION, side=">", peak=peak, late=trend["late"], weakest_z=z_weakest))
         # the size of the drop, and how far the rise and the drop stand out of the noise: the weaker limits
         confs.append(min(confidence(collapse - COLLAPSE_FRACTION, 0.1), confidence(z_weakest - Z_TREND, 1.0)))
+    else:
+        trough = _trough(s, r, trend, spread)
+        if trough is not None and trough["drop"] > COLLAPSE_FRACTION:
+            ev.append(evidence("sustained drop below the peak, then a recovery / rise to the peak", trough["drop"],
+                               (trough["peak_step"], trough["trough_step"]), threshold=COLLAPSE_FRACTION, side=">",
+                               peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
+                               broke_at_step=trough["broke_at_step"], break_p_value=trough["break_p_value"]))
+            confs.append(min(confidence(trough["drop"] - COLLAPSE_FRACTION, 0.1), confidence(trough["z"] - Z_TREND, 1.0),
+                             confidence(-math.log10(max(trough["break_p_value"], 1e-300)) - 2.0, 1.0)))
     if trend and trend["z"] <= -Z_TREND and -trend["diff"] > COLLAPSE_FRACTION * abs(trend["early"]):
         ev.append(evidence("reward fell from the start (Welch z, late - early)", trend["z"], trend["steps"],
                            threshold=-Z_TREND, side="<=", early=trend["early"], late=trend["late"]))
@@ -240,3 +250,38 @@ def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = 
         return peak, 0.0, math.nan
     return peak, drop / rise, min(rise / max(se_e, 1e-12), drop / max(se_l, 1e-12))
 
+
+
+def _trough(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = None) -> dict | None:
+    """A fall after a peak that the run climbed back from (the late mean recovered, so `_collapse` sees none): the
+    deepest drawdown of the running mean (window w, as `_collapse`; the trough window after the peak's), its drop below the peak relative to the
+    peak's height over the lower of the early mean and the trough, and how far the drop stands out of the noise
+    (z against the peak and trough windows' standard errors, at least Z_TREND; with the per-sample spread known, at
+    least MEANINGFUL_CHANGE of it).
+    The fall must also be a level break of the rows from the start to the trough's end (`change_point`, CUSUM with
+    its Brownian-bridge null, at p < ALPHA), which names the step it broke at."""
+    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
+    if r.size < 3 * w:
+        return None
+    a = float(np.max(np.abs(r))) or 1.0
+    c = np.concatenate(([0.0], np.cumsum(r / a)))
+    run = a * (c[w:] - c[:-w]) / w  # (n - w + 1,) running mean; run[i] averages r[i:i + w]
+    if run.size <= w:
+        return None
+    # the deepest drawdown: for each trough window j, the highest window ending before it starts (j - w)
+    best_before = np.maximum.accumulate(run[:-w])  # (n - 2w + 1,): best_before[j - w] = max run[:j - w + 1]
+    i_trough = w + int(np.argmax(best_before - run[w:]))
+    i_peak = int(np.argmax(run[:i_trough - w + 1]))
+    peak, trough = float(run[i_peak]), float(run[i_trough])
+    _, se_t = mean_se(r[i_trough:i_trough + w])
+    _, se_p = mean_se(r[i_peak:i_peak + w])
+    drop, level = peak - trough, peak - min(trend["early"], trough)
+    se = max(math.hypot(se_t, se_p), 1e-12)
+    if not level > 0 or not drop > Z_TREND * se or (spread is not None and not drop > MEANINGFUL_CHANGE * spread):
+        return None
+    cp = change_point(s[i_peak:i_trough + w], r[i_peak:i_trough + w])
+    if cp is None or not cp.significant or not cp.after < cp.before:
+        return None
+    return {"peak": peak, "trough": trough, "drop": drop / level, "peak_step": int(s[i_peak]),
+            "trough_step": int(s[min(i_trough + w, s.size) - 1]), "z": drop / se,
+            "broke_at_step": cp.step, "break_p_value": cp.p_value}

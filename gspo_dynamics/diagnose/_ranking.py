@@ -24,7 +24,7 @@ from gspo_dynamics.logs import RunLog
 DERIVED_DISCOUNT = 0.9  # a verdict explained by another is ranked this fraction of the other's confidence
 EXPLAINS = 0.7  # a cause this confident explains a stalled or noisy reward (`_explained_symptom`)
 DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
-DIVERGENCE_SIGNALS = ("late drop below the peak", "reward fell from the start")  # the instability's falls (`_instability`)
+DIVERGENCE_SIGNALS = ("late drop below the peak", "sustained drop below the peak", "reward fell from the start")  # the instability's falls (`_instability`)
 CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "damping ratio of the fit")  # its oscillations
 
 

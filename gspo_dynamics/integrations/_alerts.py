@@ -1,46 +1,21 @@
-"""What the TRL callback makes of one `Diagnosis`: its flags, their log keys and messages, the postmortem of a
-stopped run, and the W&B alert. No transformers import; `wandb` is imported only to send an alert.
-
-A flag is a failure mode whose verdict reaches the alert level (`min_confidence`), or a finding (read straight
-off the logged metrics, so at confidence 1 when present) that is not a note:
-
-    flags(d, level) = [v in d.verdicts: v.mode not healthy, v.confidence >= level]
-                    + [f in d.findings: f.severity != "note" (or f named in stop_on)]
-"""
+"""What the TRL callback writes besides the guard's alerts (`_guard`): its log keys, the names `stop_on` takes,
+the postmortem of a stopped run, and the W&B alert. No transformers import; `wandb` is imported only to send an
+alert."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any
-
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 
 LOGGER = logging.getLogger("gspo_dynamics")
 PREFIX = "gspo_dynamics/"  # every key the callback adds to a log row starts with it
-ALERT_KEY = PREFIX + "alert"  # 1.0 on the row where a new alert was raised
-WARNING_KEY = PREFIX + "warning"  # the new alerts' text on that row (" | " between two)
+ALERT_KEY = PREFIX + "alert"  # 1.0 on the row where a new alert was raised (its text goes to the console, W&B, webhooks)
 STOP_KEY = PREFIX + "stop"  # 1.0 on the row where the callback stopped the run
 POSTMORTEM_NAME = "gspo_dynamics_postmortem.json"  # written into args.output_dir when the callback stops a run
 POSTMORTEM_SCHEMA = 1  # the postmortem's version (docs/callback.md)
 HEALTHY_MODES = ("healthy_saturation", "still_rising")  # a run in these is not heading anywhere bad
-FINDING_CONFIDENCE = 1.0  # a finding is read off the logged metrics: present or not
 WANDB_TITLE_MAX = 63  # W&B refuses alert titles of 64 characters or more
-
-
-@dataclass(frozen=True)
-class Flag:
-    """A failure mode or finding the callback reports at one diagnosis."""
-
-    name: str  # a failure mode (diagnose.MODES) or a finding (diagnose.FINDINGS)
-    kind: str  # "mode" or "finding"
-    confidence: float  # the verdict's confidence; FINDING_CONFIDENCE for a finding
-    record: Any  # the Verdict or the Finding
-
-    @property
-    def key(self) -> str:
-        return PREFIX + self.name
 
 
 def stoppable_names() -> tuple[str, ...]:
@@ -66,30 +41,7 @@ def check_stop_on(stop_on) -> tuple[str, ...]:
     return names
 
 
-def flags(diagnosis, level: float, named: tuple[str, ...] = ()) -> list[Flag]:
-    """The failure modes at confidence >= level, then the findings that are not notes (or are `named`)."""
-    from gspo_dynamics.diagnose import FINDING_NOTE as NOTE
-
-    found = [Flag(v.mode, "mode", float(v.confidence), v) for v in diagnosis.verdicts
-             if v.mode not in HEALTHY_MODES and v.confidence >= level]
-    found += [Flag(f.name, "finding", FINDING_CONFIDENCE, f) for f in getattr(diagnosis, "findings", None) or []
-              if f.severity != NOTE or f.name in named]
-    return found
-
-
-def message(step: int, flag: Flag) -> str:
-    """One line: the step, what was found (with its confidence or severity), and its advice."""
-    advice = getattr(flag.record, "advice", "") or ""
-    if isinstance(advice, (list, tuple)):
-        advice = "; ".join(map(str, advice))
-    if flag.kind == "mode":
-        text = f"gspo-dynamics: at step {step} the run looks like {flag.name} (confidence {flag.confidence:.2f})"
-    else:
-        text = f"gspo-dynamics: at step {step} {flag.record.summary} ({flag.name}, {flag.record.severity})"
-    return f"{text}: {advice}" if advice else text
-
-
-def postmortem(step: int, stopped: list[Flag], diagnosis, last_healthy_step: int | None,
+def postmortem(step: int, stopped: list, diagnosis, last_healthy_step: int | None,
                stop_on: tuple[str, ...], stop_confidence: float) -> dict:
     """The postmortem of a stopped run (docs/callback.md): what stopped it, with the evidence and advice as
     diagnose's JSON writes them, the one thing to do, and the last diagnosed step with no flag."""
@@ -105,7 +57,8 @@ def postmortem(step: int, stopped: list[Flag], diagnosis, last_healthy_step: int
     })
 
 
-def _flag_json(flag: Flag) -> dict:
+def _flag_json(flag) -> dict:
+    """A flag (`_guard.Alert`: name, kind, confidence, record) as the postmortem writes it."""
     record = flag.record.to_json()
     item = {"name": flag.name, "kind": flag.kind, "confidence": flag.confidence}
     if flag.kind == "finding":

@@ -175,14 +175,14 @@ class Guard:
             self.verdict = head
         if self.verdict in now:  # the reported verdict is today's reading too: its confidence and advice now
             v = d.verdicts[0]
-            self._reported = (float(v.confidence), _first_advice(v) or d.action())
+            self._reported = (float(v.confidence), _first_advice(v) or _action(d))
         alerts = []
         for name in [m for m in list(self.flagged) if self.flagged[m].kind == "mode" and "mode:" + m not in held]:
             del self.flagged[name]  # a mode that went is flagged again when it holds again
         for v in d.verdicts:
             if "mode:" + v.mode in held and v.mode not in self.flagged:
                 alerts.append(self._alert(v.mode, "mode", float(v.confidence), v))
-        for f in d.findings:
+        for f in getattr(d, "findings", None) or []:
             if f.severity != FINDING_NOTE and f.name not in self.flagged:
                 alerts.append(self._alert(f.name, "finding", 1.0, f))
         return alerts
@@ -217,7 +217,7 @@ class Guard:
         return {
             "step": self.view.last_step, "rows": self.view.rows, "diagnoses": self.diagnoses,
             "verdict": final, "confidence": None if first is None else float(first.confidence),
-            "action": None if d is None or first is None else (_first_advice(first) or d.action()),
+            "action": None if d is None or first is None else (_first_advice(first) or _action(d)),
             "reported": self.verdict,
             "findings": [{"name": a.name, "step": a.step, "summary": a.record.summary}
                          for a in self.alerts if a.kind == "finding"],
@@ -233,7 +233,8 @@ def headline_label(diagnosis, rows: int, final: bool = False) -> str | None:
 
     if diagnosis.primary == TOO_SHORT:
         return None if not final else TOO_SHORT
-    label = "unsure: " + " or ".join(diagnosis.unsure) if diagnosis.unsure else diagnosis.primary
+    unsure = getattr(diagnosis, "unsure", ())
+    label = "unsure: " + " or ".join(unsure) if unsure else diagnosis.primary
     if not final and rows < _min_rows(diagnosis.primary):
         return None
     return label
@@ -243,6 +244,24 @@ def _min_rows(mode: str) -> int:
     return TREND_ROWS if mode in TREND_MODES else MIN_ANALYSIS_POINTS
 
 
+def _action(diagnosis) -> str:
+    return diagnosis.action() if hasattr(diagnosis, "action") else ""
+
+
 def _first_advice(record) -> str:
     advice = getattr(record, "advice", None) or []
     return str(advice[0]) if advice else ""
+
+
+def summary_line(summary: dict) -> str:
+    """`Guard.summary` as one line: the final verdict and its action first, then what was alerted."""
+    step, rows = summary["step"], summary["rows"]
+    verdict = summary["verdict"] or "no rows read"
+    head = f"summary at step {step} ({rows} rows): {verdict.replace('_', ' ')}"
+    if summary["confidence"] is not None and not verdict.startswith("unsure"):
+        head += f" (confidence {summary['confidence']:.2f})"
+    if summary["action"]:
+        head += f" — do {summary['action']}"
+    alerts = summary["alerts"]
+    said = "; alerts: " + ", ".join(f"{a['name']} at step {a['step']}" for a in alerts) if alerts else "; no alerts"
+    return f"gspo-dynamics: {head}{said}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import subprocess
 import sys
 import types
@@ -17,8 +18,9 @@ from _trl_helpers import degenerate, non_finite, scripted
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.integrations.trl import (
-    ALERT_KEY, POSTMORTEM_NAME, STOP_KEY, WARNING_KEY, DiagnosticsCallback, GSPODynamicsWarning, attach,
+    ALERT_KEY, MIN_CONFIDENCE, POSTMORTEM_NAME, STOP_KEY, DiagnosticsCallback, GSPODynamicsWarning, attach,
 )
+from gspo_dynamics.integrations._guard import TREND_ROWS
 
 DEGENERACY_KEY = "gspo_dynamics/advantage_degeneracy"
 
@@ -49,7 +51,7 @@ def _verdicts(*modes):
                            verdicts=[SimpleNamespace(mode=m, confidence=0.9, advice=[f"fix {m}"]) for m in modes])
 
 
-def test_diagnoses_every_n_logs_and_warns_once_per_mode():
+def test_checks_every_n_logs_and_says_each_alert_once_in_one_line(caplog):
     calls, answers = [], iter([_verdicts("healthy_saturation"), _verdicts("stalled", "reward_hacking"),
                                _verdicts("stalled", "reward_hacking"), _verdicts("still_rising"),
                                _verdicts("reward_hacking")])
@@ -58,29 +60,32 @@ def test_diagnoses_every_n_logs_and_warns_once_per_mode():
         calls.append(run.n_points("reward"))
         return next(answers)
 
-    callback = DiagnosticsCallback(every=10, diagnose_fn=fake_diagnose)
+    callback = DiagnosticsCallback(every=10, hold_rows=0, diagnose_fn=fake_diagnose)
     trainer = _Trainer(callback)
     shown = []
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING, logger="gspo_dynamics"):
         warnings.simplefilter("always")
         for step in range(1, 51):
             out = trainer.log(_row(step, 0.1 + 0.01 * step))
-            if WARNING_KEY in out:
-                shown.append((step, out[WARNING_KEY], out[ALERT_KEY]))
-    assert calls == [10, 20, 30, 40, 50]  # every 10th log, on the whole history so far
-    # step 20: two new modes; step 30: the same ones (no repeat); step 50: hacking came back
-    assert [s for s, _, _ in shown] == [20, 50]
-    assert "stalled" in shown[0][1] and "reward_hacking" in shown[0][1] and "fix reward_hacking" in shown[0][1]
-    assert [a[1] for a in callback.alerts] == ["stalled", "reward_hacking", "reward_hacking"]
-    assert sum(issubclass(w.category, GSPODynamicsWarning) for w in caught) == 3
+            assert all(isinstance(v, float) for k, v in out.items() if k.startswith("gspo_dynamics/"))  # numbers only
+            if ALERT_KEY in out:
+                shown.append(step)
+    assert calls == [10, 20, 30, 40, 50]  # every 10th log, each on the rows so far (fewer than the view's size)
+    # step 20: reward hacking (stalled, a trend verdict, needs TREND_ROWS rows); 30: the same (no repeat); 40: gone;
+    # 50: hacking came back
+    assert TREND_ROWS > 30 and shown == [20, 50]
+    assert [a[1] for a in callback.alerts] == ["reward_hacking", "reward_hacking"]
+    assert callback.alerts[0][3] == "gspo-dynamics: step 20: reward hacking (confidence 0.90) — do fix reward_hacking"
+    assert [r.getMessage() for r in caplog.records] == [a[3] for a in callback.alerts]  # one line per alert
+    assert not [w for w in caught if issubclass(w.category, GSPODynamicsWarning)]  # and no second one
 
 
-def test_too_short_history_is_not_diagnosed():
-    callback = DiagnosticsCallback(every=1, diagnose_fn=lambda run, hp: pytest.fail("diagnosed a too-short run"))
+def test_too_short_history_says_nothing():
+    callback = DiagnosticsCallback(every=1)
     trainer = _Trainer(callback)
     for step in range(1, 6):
         trainer.log(_row(step, 0.5))
-    assert callback.alerts == [] and callback.last is None
+    assert callback.alerts == [] and callback.last.primary == "too_short"
 
 
 def test_a_failing_diagnosis_never_stops_training():
@@ -91,18 +96,19 @@ def test_a_failing_diagnosis_never_stops_training():
     trainer = _Trainer(callback)
     for step in range(1, 31):
         trainer.log(_row(step, 0.5))
-    assert len(callback.errors) == 5 and "OverflowError" in callback.errors[0]  # steps 10..30 (5 is too short)
+    assert len(callback.errors) == 6 and "OverflowError" in callback.errors[0]  # steps 5..30
     assert callback.alerts == []
 
 
-def test_a_dpo_run_disables_the_guard_with_one_message(real_logs):
+def test_a_dpo_run_disables_the_guard_with_one_message(real_logs, caplog):
     history = json.loads((real_logs / DPO).read_text())["log_history"]
     callback = DiagnosticsCallback(every=2, diagnose_fn=lambda run, hp: pytest.fail("diagnosed a DPO run"))
     trainer = _Trainer(callback)
-    with pytest.warns(GSPODynamicsWarning, match="not of GRPO/GSPO"):
+    with caplog.at_level(logging.WARNING, logger="gspo_dynamics"):
         for row in history[:10]:
             trainer.log(row)
     assert callback.disabled_reason is not None and len(callback.alerts) == 1
+    assert len(caplog.records) == 1 and "not of GRPO/GSPO" in caplog.records[0].getMessage()
 
 
 def test_real_diagnose_flags_a_degenerate_run_while_it_trains(tmp_path):
@@ -110,15 +116,11 @@ def test_real_diagnose_flags_a_degenerate_run_while_it_trains(tmp_path):
 
     (entry,) = generate_corpus(tmp_path, seeds=1, modes=["advantage_degeneracy"])
     rows = [r for r in json.loads(entry.path.read_text())["log_history"] if "train_runtime" not in r]
-    callback = DiagnosticsCallback(every=30, emit_warnings=False)
+    callback = DiagnosticsCallback(every=30)
     trainer = _Trainer(callback, logging_steps=entry.label["logging_steps"])
-    flagged = []
-    for row in rows:
-        out = trainer.log(row)
-        if WARNING_KEY in out:
-            flagged.append(out[WARNING_KEY])
-    assert callback.last is not None
-    assert any("advantage_degeneracy" in text for text in flagged), [a[:2] for a in callback.alerts]
+    flagged = [step for step, row in enumerate(rows) if ALERT_KEY in trainer.log(row)]
+    assert callback.last is not None and flagged
+    assert "advantage_degeneracy" in [a[1] for a in callback.alerts], [a[:2] for a in callback.alerts]
 
 
 def test_unhandled_events_are_no_ops_and_bad_settings_are_refused():
@@ -156,20 +158,19 @@ def test_is_a_real_trainer_callback_when_transformers_is_installed():
 def test_runs_inside_transformers_callback_handler():
     from transformers.trainer_callback import CallbackHandler, TrainerControl, TrainerState
 
-    callback = DiagnosticsCallback(every=10, diagnose_fn=lambda run, hp: _verdicts("advantage_degeneracy"))
+    callback = DiagnosticsCallback(every=10, hold_rows=0, diagnose_fn=lambda run, hp: _verdicts("advantage_degeneracy"))
     handler = CallbackHandler([callback], model=None, processing_class=None, optimizer=None, lr_scheduler=None)
     state, control = TrainerState(), TrainerControl()
     args = SimpleNamespace(logging_steps=1)
     handler.on_train_begin(args, state, control)
     shown = []
-    with pytest.warns(GSPODynamicsWarning, match="advantage_degeneracy"):
-        for step in range(1, 21):
-            state.global_step = step
-            logs = {"reward": 0.01, "frac_reward_zero_std": 0.95}
-            state.log_history.append({**logs, "step": step})  # what Trainer.log does before on_log
-            assert handler.on_log(args, state, control, logs) is control
-            shown += [step] if WARNING_KEY in logs else []
-    assert shown == [10]
+    for step in range(1, 21):
+        state.global_step = step
+        logs = {"reward": 0.01, "frac_reward_zero_std": 0.95}
+        state.log_history.append({**logs, "step": step})  # what Trainer.log does before on_log
+        assert handler.on_log(args, state, control, logs) is control
+        shown += [step] if ALERT_KEY in logs else []
+    assert shown == [10] and callback.alerts[0][1] == "advantage_degeneracy"
 
 
 def _run(trainer, steps: int, first: int = 1) -> dict[int, dict]:
@@ -178,23 +179,24 @@ def _run(trainer, steps: int, first: int = 1) -> dict[int, dict]:
 
 
 def test_keys_land_in_the_logs_and_in_the_history_row_of_the_same_step():
-    callback = DiagnosticsCallback(every=5, diagnose_fn=scripted(10, lambda last: degenerate(0.8, last)),
-                                   emit_warnings=False)
+    callback = DiagnosticsCallback(every=5, min_confidence=0.5, hold_rows=0,
+                                   diagnose_fn=scripted(10, lambda last: degenerate(0.8, last)))
     trainer = _Trainer(callback)
     out = _run(trainer, 20)
     rows = {row["step"]: row for row in trainer.state.log_history}
     for where in (out, rows):  # what the later callbacks report, and what trainer_state.json saves
         assert where[10][ALERT_KEY] == 1.0 and where[10][DEGENERACY_KEY] == 0.8
-        assert "advantage_degeneracy (confidence 0.80)" in where[10][WARNING_KEY]
+        assert {k for k in where[10] if k.startswith("gspo_dynamics/")} == {ALERT_KEY, DEGENERACY_KEY}  # no text
         assert where[15][DEGENERACY_KEY] == 0.8 and ALERT_KEY not in where[15]  # still flagged, not new
         assert not any(k.startswith("gspo_dynamics/") for s in (5, 9, 11) for k in where[s])
     assert [a[:2] for a in callback.alerts] == [(10, "advantage_degeneracy")]
     assert callback.postmortem is None  # nothing named in stop_on
-    assert callback.last_healthy_step is None  # step 5 too short to diagnose, flagged from step 10 on
+    assert "advantage degeneracy (confidence 0.80)" in callback.alerts[0][3]
+    assert callback.last_healthy_step == 5  # no flag at step 5, flagged from step 10 on
 
 
 def test_stop_on_stops_the_run_and_writes_the_postmortem(tmp_path):
-    callback = DiagnosticsCallback(every=5, stop_on=["advantage_degeneracy"], emit_warnings=False,
+    callback = DiagnosticsCallback(every=5, stop_on=["advantage_degeneracy"], hold_rows=0,
                                    diagnose_fn=scripted(20, lambda last: degenerate(0.95, last)))
     trainer = _Trainer(callback, output_dir=tmp_path)
     out = _run(trainer, 19)
@@ -216,8 +218,8 @@ def test_stop_on_stops_the_run_and_writes_the_postmortem(tmp_path):
 
 
 def test_a_named_mode_below_stop_confidence_alerts_without_stopping(tmp_path):
-    callback = DiagnosticsCallback(every=5, stop_on="advantage_degeneracy", stop_confidence=0.9, emit_warnings=False,
-                                   diagnose_fn=scripted(10, lambda last: degenerate(0.85, last)))
+    callback = DiagnosticsCallback(every=5, stop_on="advantage_degeneracy", stop_confidence=0.9, min_confidence=0.5,
+                                   hold_rows=0, diagnose_fn=scripted(10, lambda last: degenerate(0.85, last)))
     trainer = _Trainer(callback, output_dir=tmp_path)
     _run(trainer, 30)
     assert callback.alerts and not trainer.control.should_training_stop
@@ -225,8 +227,7 @@ def test_a_named_mode_below_stop_confidence_alerts_without_stopping(tmp_path):
 
 
 def test_a_finding_in_stop_on_stops_the_run(tmp_path):
-    callback = DiagnosticsCallback(every=1, stop_on=["non_finite"], emit_warnings=False,
-                                   diagnose_fn=scripted(12, non_finite))
+    callback = DiagnosticsCallback(every=1, stop_on=["non_finite"], diagnose_fn=scripted(12, non_finite))
     trainer = _Trainer(callback, output_dir=tmp_path)
     out = _run(trainer, 20)
     assert trainer.control.should_training_stop and max(out) == 20  # the stand-in ignores the flag
@@ -237,7 +238,9 @@ def test_a_finding_in_stop_on_stops_the_run(tmp_path):
     assert item["severity"] == "invalidates"
     assert item["evidence"][0]["value"] is None  # NaN, as diagnose's JSON writes it
     assert written["action"] == "restart before it with a lower learning_rate"
-    assert out[12]["gspo_dynamics/non_finite"] == 1.0 and "loss is NaN from step 12" in out[12][WARNING_KEY]
+    assert out[12]["gspo_dynamics/non_finite"] == 1.0 and out[12][ALERT_KEY] == 1.0
+    assert callback.alerts[0][3] == ("gspo-dynamics: step 12: loss is NaN from step 12 on (non_finite) — do restart "
+                                     "before it with a lower learning_rate")  # a finding: said at once, no hold
 
 
 def test_stop_on_and_stop_confidence_are_checked_at_construction():
@@ -273,13 +276,13 @@ def _stub_wandb(monkeypatch, run=True, fail=False) -> list[dict]:
 
 def test_new_alerts_and_the_stop_go_to_wandb_when_it_reports(monkeypatch, tmp_path):
     sent = _stub_wandb(monkeypatch)
-    callback = DiagnosticsCallback(every=5, stop_on=["advantage_degeneracy"], emit_warnings=False,
+    callback = DiagnosticsCallback(every=5, stop_on=["advantage_degeneracy"], hold_rows=0,
                                    diagnose_fn=scripted(15, lambda last: degenerate(0.95, last)))
     _run(_Trainer(callback, output_dir=tmp_path, report_to=["tensorboard", "wandb"]), 20)
     assert [(a["title"], a["level"]) for a in sent] == [
         ("gspo-dynamics: advantage_degeneracy", "AlertLevel.WARN"),
         ("gspo-dynamics stopped the run: advantage_degeneracy", "AlertLevel.ERROR")]
-    assert "at step 15" in sent[0]["text"] and "stopped the run at step 15" in sent[1]["text"]
+    assert "step 15: advantage degeneracy" in sent[0]["text"] and "stopped the run at step 15" in sent[1]["text"]
     assert str(tmp_path / POSTMORTEM_NAME) in sent[1]["text"]
     assert all(len(a["title"]) < 64 for a in sent)
 
@@ -288,16 +291,14 @@ def test_new_alerts_and_the_stop_go_to_wandb_when_it_reports(monkeypatch, tmp_pa
                          ids=["not-reported", "no-run"])
 def test_no_wandb_alert_without_wandb_in_report_to_or_an_active_run(monkeypatch, report_to, run):
     sent = _stub_wandb(monkeypatch, run=run)
-    callback = DiagnosticsCallback(every=5, diagnose_fn=scripted(10, lambda last: degenerate(0.95, last)),
-                                   emit_warnings=False)
+    callback = DiagnosticsCallback(every=5, hold_rows=0, diagnose_fn=scripted(10, lambda last: degenerate(0.95, last)))
     _run(_Trainer(callback, report_to=report_to), 20)
     assert callback.alerts and sent == []
 
 
 def test_a_failing_wandb_alert_is_logged_and_training_goes_on(monkeypatch, caplog):
     _stub_wandb(monkeypatch, fail=True)
-    callback = DiagnosticsCallback(every=5, diagnose_fn=scripted(10, lambda last: degenerate(0.95, last)),
-                                   emit_warnings=False)
+    callback = DiagnosticsCallback(every=5, hold_rows=0, diagnose_fn=scripted(10, lambda last: degenerate(0.95, last)))
     _run(_Trainer(callback, report_to=["wandb"]), 20)
     assert callback.alerts and "the W&B alert failed (RuntimeError: no network)" in caplog.text
 
@@ -317,8 +318,7 @@ def test_install_puts_the_callback_ahead_of_the_reporting_callbacks():
     handler = CallbackHandler([DefaultFlowCallback(), reporter], model=None, processing_class=None, optimizer=None,
                               lr_scheduler=None)
     trainer = SimpleNamespace(callback_handler=handler)
-    callback = attach(trainer, every=1, diagnose_fn=scripted(10, lambda last: degenerate(0.95, last)),
-                      emit_warnings=False)
+    callback = attach(trainer, every=1, hold_rows=0, diagnose_fn=scripted(10, lambda last: degenerate(0.95, last)))
     assert handler.callbacks[0] is callback and len(handler.callbacks) == 3
     assert callback.install(trainer) is callback and handler.callbacks[0] is callback and len(handler.callbacks) == 3
     state, control, args = TrainerState(), TrainerControl(), SimpleNamespace(logging_steps=1, report_to=["tensorboard"])
@@ -332,10 +332,13 @@ def test_install_puts_the_callback_ahead_of_the_reporting_callbacks():
         callback.install(object())
 
 
-def test_an_uninstalled_callback_says_the_reporters_will_not_see_its_alerts():
+def test_an_uninstalled_callback_says_the_reporters_will_not_see_its_alerts(caplog):
     args = SimpleNamespace(report_to=["tensorboard"])
-    with pytest.warns(GSPODynamicsWarning, match=r"use attach\(trainer\)"):
+    with caplog.at_level(logging.WARNING, logger="gspo_dynamics"):
         DiagnosticsCallback().on_train_begin(args, SimpleNamespace(), None)
+    assert len(caplog.records) == 1 and "use attach(trainer)" in caplog.records[0].getMessage()
+    with pytest.warns(GSPODynamicsWarning, match=r"use attach\(trainer\)"):  # emit_warnings: the warning instead
+        DiagnosticsCallback(emit_warnings=True).on_train_begin(args, SimpleNamespace(), None)
     installed = DiagnosticsCallback().install(SimpleNamespace(callback_handler=SimpleNamespace(callbacks=[])))
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -5,6 +5,7 @@ ending the run before max_steps with its postmortem."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import warnings
 
@@ -16,7 +17,7 @@ pytest.importorskip("tensorboard", reason="TensorBoard is not installed (the fra
 from _trl_helpers import grpo_trainer, non_finite, scripted  # noqa: E402
 
 from gspo_dynamics.integrations.trl import (  # noqa: E402
-    ALERT_KEY, POSTMORTEM_NAME, STOP_KEY, WARNING_KEY, DiagnosticsCallback, GSPODynamicsWarning, attach,
+    ALERT_KEY, POSTMORTEM_NAME, STOP_KEY, DiagnosticsCallback, attach,
 )
 from gspo_dynamics.logs._tfevents import read_events  # noqa: E402
 
@@ -60,35 +61,40 @@ def _tensorboard(output_dir) -> dict[int, dict[str, float]]:
 
 def test_real_diagnose_alerts_every_logger_at_its_step_and_stops_the_run(tmp_path):
     trainer = grpo_trainer(tmp_path, zero_reward, MAX_STEPS)
-    guard = attach(trainer, every=2, stop_on=["advantage_degeneracy"], emit_warnings=False)
+    guard = attach(trainer, every=2, stop_on=["advantage_degeneracy"])
     rows = _train(trainer, tmp_path)
-    step = guard.alerts[0][0]
-    assert [name for s, name, *_ in guard.alerts if name == "advantage_degeneracy"] and step < MAX_STEPS
+    (step,) = [s for s, name, *_ in guard.alerts if name == "advantage_degeneracy"]
+    assert step < MAX_STEPS
     assert trainer.state.global_step == step  # stopped where it was found, long before max_steps
     confidence = guard.last.verdict("advantage_degeneracy").confidence
     assert confidence >= guard.stop_confidence
     # trainer_state.json: the row of that step
     assert rows[step][ALERT_KEY] == 1.0 and rows[step][STOP_KEY] == 1.0
     assert rows[step]["gspo_dynamics/advantage_degeneracy"] == confidence
-    assert "advantage_degeneracy" in rows[step][WARNING_KEY]
-    assert not any(k.startswith("gspo_dynamics/") for s in rows if s < step for k in rows[s])
+    assert all(isinstance(v, float) for r in rows.values() for k, v in r.items() if k.startswith("gspo_dynamics/"))
+    assert step >= 8 + guard.guard.settings.hold_rows  # diagnose's 8 rows, then held for hold_rows
+    assert not any(k.startswith("gspo_dynamics/adv") for s in rows if s < step for k in rows[s])
     # TensorBoard: the same step (transformers prefixes train/)
     board = _tensorboard(tmp_path)
     assert board[step]["train/gspo_dynamics/alert"] == 1.0 and board[step]["train/gspo_dynamics/stop"] == 1.0
     assert board[step]["train/gspo_dynamics/advantage_degeneracy"] == pytest.approx(confidence, rel=1e-6)  # float32
-    assert not any("gspo_dynamics" in tag for s in board if s < step for tag in board[s])
+    assert not any("gspo_dynamics/adv" in tag for s in board if s < step for tag in board[s])
     # the postmortem
     written = json.loads((tmp_path / POSTMORTEM_NAME).read_text())
     stopped = written["stopped_on"][0]
     assert written["step"] == step and stopped["name"] == "advantage_degeneracy" and stopped["kind"] == "mode"
     assert stopped["evidence"] == guard.last.verdict("advantage_degeneracy").to_json()["evidence"]
     assert written["action"] == guard.last.action() and written["headline"] == guard.last.headline()
-    assert written["last_healthy_step"] is None  # degenerate from the first diagnosis
+    assert written["last_healthy_step"] == guard.alerts[0][0] - 2  # the check before the first flag
+    from gspo_dynamics.diagnose import diagnose
+    from gspo_dynamics.logs import read_log
+
+    again = diagnose(read_log(tmp_path / "trainer_state.json"))  # issue 50: no text in the metrics to skip
+    assert not [n for n in again.notes if "non-numeric" in n]
 
 
 def test_an_installed_callback_stops_on_a_finding_after_healthy_steps(tmp_path):
-    guard = DiagnosticsCallback(every=1, stop_on=["non_finite"], diagnose_fn=scripted(12, non_finite),
-                                emit_warnings=False)
+    guard = DiagnosticsCallback(every=1, stop_on=["non_finite"], diagnose_fn=scripted(12, non_finite))
     trainer = grpo_trainer(tmp_path, zero_reward, MAX_STEPS, callbacks=[guard])
     guard.install(trainer)  # passed in callbacks=, then moved ahead of TensorBoardCallback
     rows = _train(trainer, tmp_path)
@@ -100,11 +106,14 @@ def test_an_installed_callback_stops_on_a_finding_after_healthy_steps(tmp_path):
     assert written["stopped_on"][0]["name"] == "non_finite" and written["stopped_on"][0]["kind"] == "finding"
 
 
-def test_without_install_the_alert_reaches_trainer_state_but_not_tensorboard(tmp_path):
+def test_without_install_the_alert_reaches_trainer_state_but_not_tensorboard(tmp_path, caplog):
     guard = DiagnosticsCallback(every=1, diagnose_fn=scripted(10, non_finite))
     trainer = grpo_trainer(tmp_path, zero_reward, 12, callbacks=[guard])
-    with pytest.warns(GSPODynamicsWarning) as caught:
+    with caplog.at_level(logging.WARNING, logger="gspo_dynamics"):
         rows = _train(trainer, tmp_path)
-    assert "use attach(trainer)" in str(caught[0].message)  # said at on_train_begin, before any alert
+    lines = [r.getMessage() for r in caplog.records if r.name == "gspo_dynamics"]
+    assert "use attach(trainer)" in lines[0]  # said at on_train_begin, before any alert
+    assert lines[1].startswith("gspo-dynamics: step 10: loss is NaN") and lines[-1].startswith("gspo-dynamics: summary")
+    assert len(lines) == 3  # one line each: the install, the alert, the summary at the end
     assert rows[10][ALERT_KEY] == 1.0 and trainer.state.global_step == 12  # nothing in stop_on
     assert not any("gspo_dynamics" in tag for tags in _tensorboard(tmp_path).values() for tag in tags)

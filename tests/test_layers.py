@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     "predict": 4,  # everything `predict` computes: from a config, a pilot log (fitted by fit) and finished runs
     "sim": 5, "diagnose": 5,  # testbeds and prediction vs simulation; verdicts on a log
     "train": 6, "experiments": 6,  # the LLM trainer; figure data
-    "plots": 7, "integrations": 7, "repro": 7,  # figures; the TRL callback; the claims runner
+    "plots": 7, "integrations": 7, "repro": 7, "report": 7,  # figures; the TRL callback; the claims runner; reports
     "cli": 8,  # the command: parses, calls one library function, prints
 }
 TORCH_FREE = ("theory", "predict")

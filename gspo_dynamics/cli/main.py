@@ -17,7 +17,7 @@ from typing import Callable
 
 from gspo_dynamics import __version__
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli import _diagnose, _figures, _predict, _repro, _simulate, _train, _watch
+from gspo_dynamics.cli import _diagnose, _figures, _predict, _report, _repro, _simulate, _train, _watch
 
 EXIT_BAD_INPUT = 2
 # a negative number that argparse would take for an option: -1e-6, -1., -inf (it reads -1 and -.5
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gspo-dynamics {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     # the user's commands first (a run's config, its log, the log it is writing; the trainer), then the theory's
-    for command in (_predict, _diagnose, _watch, _train, _simulate, _figures, _repro):
+    for command in (_predict, _diagnose, _watch, _report, _train, _simulate, _figures, _repro):
         command.register(sub)
     return parser
 

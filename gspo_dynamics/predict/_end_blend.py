@@ -77,9 +77,9 @@ BAND_MIN_GROUP = 20  # (5): a Mondrian group with fewer scores than this pools w
 NOISE_FLOOR = 0.01  # (1): a pilot that never moves has a noise of at least 1% of the reach's width
 BAND_LEVEL = 0.9  # the band's nominal coverage 1 - alpha
 # learned by paper_repro/real_run_end_reward.py --ship (module docstring)
-BLEND_WEIGHTS = {"near": (0.0, 0.0, 0.0, 0.0, 0.078, 0.700, 0.222, 0.0),  # (a_C, a_S, a_E, a_D, c_C, c_S, c_E, c_D)
-                 "far": (0.0, 0.0, 0.0, 0.0, 0.508, 0.000, 0.492, 0.0)}  # of (3) per horizon bin
-BAND_QUANTILES = {"near": {"flat": 1.894, "trend": 1.894}, "far": {"flat": 4.504, "trend": 4.504}}  # q of (5)
+BLEND_WEIGHTS = {"near": (0.001, 0.283, 0.214, 0.492, 0.009, 0.000, 0.000, 0.000),  # (a_C, a_S, a_E, a_D,
+                 "far": (0.000, 0.000, 0.170, 0.381, 0.000, 0.000, 0.069, 0.000)}  # c_C, c_S, c_E, c_D) of (3) per bin
+BAND_QUANTILES = {"near": {"flat": 1.459, "trend": 1.580}, "far": {"flat": 3.959, "trend": 3.795}}  # q of (5)
 BAND_MAX_HORIZON = 10.7  # the longest horizon h among the calibration's pilots
 CALIBRATION = "70 finished real runs from 52 public repositories"
 

@@ -290,7 +290,7 @@ def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward
                          f"{BAND_LEVEL:.0%} band would be the reward's whole reach [{reach[0]:.3g}, {reach[1]:.3g}], so "
                          "the pilot narrows nothing", reach)
     return EndReward(run_steps, readings.horizon, value, readings.scale, interval, how + f"; the band is conformal across "
-                     "those runs, left out by repository: paper_repro/RESULTS.md, real-run-end-reward", reach)
+                     "those runs, left out by repository: paper_repro/RESULTS.md, real-run-end-reward-2", reach)
 
 
 def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,

@@ -88,16 +88,16 @@ def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, 
 
 @pytest.mark.real_logs
 @pytest.mark.parametrize("name, config, pilot, run_steps, covered, width", [
-    (IMJONEZZ, CONFIG, 60, None, False, 1.98), (IMJONEZZ, CONFIG, 120, None, True, 2.97),
-    (ALEX_JSON, WORDLE_CONFIG, 40, 160, True, 4.59), (SUNSHINE, GSM8K_CONFIG, 40, 200, True, 0.90),
-    (SUNSHINE, GSM8K_CONFIG, 60, 200, True, 0.76)])
+    (IMJONEZZ, CONFIG, 60, None, False, 1.53), (IMJONEZZ, CONFIG, 120, None, True, 2.29),
+    (ALEX_JSON, WORDLE_CONFIG, 40, 160, True, 3.53), (SUNSHINE, GSM8K_CONFIG, 40, 200, True, 0.68),
+    (SUNSHINE, GSM8K_CONFIG, 60, 200, True, 0.70)])
 def test_the_band_for_the_reward_at_a_real_runs_end(real_logs, tmp_path, capsys, name, config, pilot, run_steps, covered,
                                                      width):
     """The reward over each real run's last sixth (the config's max_steps, or the Wordle log's 160 steps: its
     GRPOConfig sets epochs) against the 90% band from its first steps (predict._end_blend, calibrated across finished
     real runs, these among them): four inside, none the whole reach. The miss stays: the Llama run's 60-step pilot sits
-    in its flat start (g small, the forecast near the held level 0.27-0.47) and the run then climbs to 1.62, past the
-    band's 1.29; from 120 steps the band holds it."""
+    in its flat start (g small, the forecast near the held level) and the run then climbs to 1.62, past the
+    band's 1.15; from 120 steps the band holds it."""
     log = real_logs / name
     if run_steps is not None:
         config = {**config, "max_steps": run_steps}

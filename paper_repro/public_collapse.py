@@ -2,8 +2,10 @@
 
 The TRL atlas (trl_atlas_v2.py) judges predict on runs we made; this script adds public runs other people trained and
 checked into GitHub, some of which collapsed, beside runs of the same repositories (and, where they exist, the same
-config) that held. This docstring is the protocol; it and the manifest were committed before predict was called on
-any of these logs.
+config) that held. This docstring is the protocol; it and the manifest were committed before the scored predict calls
+(four format checks ran predict earlier, before the labels were written: haxiaww llama_med_grpo/v3 "safe", Sunshine535
+exp1a/rho0.30_seed43 "unsafe", Hor1zon-thu output.log "safe", and jianghoucheng i80f2v90 with its full Hydra dump,
+refused; no label was changed after them).
 
 Corpus. data/public_collapse/manifest.json, one entry per run: repo, the 40-hex commit and path of the log, its sha256
 and bytes, the reward points counted by eye (an independent parser, not gspo_dynamics), the config's repository path

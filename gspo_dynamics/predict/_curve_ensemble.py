@@ -4,11 +4,11 @@ IJCAI): several curve families, each fitted to the pilot, weighted by how well e
 
 The families f_j (t the step, t_0 the pilot's first step; p_j free parameters):
 
-    constant      f(t) = c                                                         p = 1
-    log-linear    f(t) = a + b ln(t - t_0 + 1)                                     p = 2
-    exponential   f(t) = R_inf - (R_inf - R_0) exp(-(t - t_0) / tau)               p = 3  (fit.fit_exponential_saturation)
-    sigmoid       f(t) = R_0 + (A - R_0) / (1 + (C_mid / t)^B), R_0 fixed          p = 3  (fit.fit_sigmoid_scalerl)
-    closed form   predict's fitted curve (fit.fit_trajectory)                      p = its fitted parameters
+    constant      f(t) = c                                                    p = 1
+    log-linear    f(t) = a + b ln(t - t_0 + 1)                                p = 2
+    exponential   f(t) = R_inf - (R_inf - R_0) exp(-(t - t_0) / tau)          p = 3  (fit.fit_exponential_saturation)
+    sigmoid       f(t) = R_0 + (A - R_0) / (1 + (C_mid / t)^B), R_0 fixed     p = 3  (fit.fit_sigmoid_scalerl)
+    closed form   predict's fitted curve (fit.fit_trajectory)                 p = its fitted parameters
 
 each fitted by least squares to the pilot's n rewards (the constant and the log-linear in closed form, the others by
 their fit functions); a family whose fit falls back to the held level (the pilot does not identify it) or fails is
@@ -95,7 +95,8 @@ def fit_log_linear(steps, reward) -> tuple[float, float, float]:
     return float(a), float(b), float(np.sum((r - design @ [a, b]) ** 2))
 
 
-def curve_ensemble(steps, reward, window, reach: tuple[float, float], fit: TrajectoryFit | None = None) -> CurveEnsemble:
+def curve_ensemble(steps, reward, window, reach: tuple[float, float],
+                   fit: TrajectoryFit | None = None) -> CurveEnsemble:
     """The ensemble (1)-(4) of a pilot (steps, reward; sorted, finite) read over the end window `window` (steps),
     clipped to `reach`; `fit` is predict's closed-form fit of the same pilot, or None where it failed (then that family
     is left out)."""
@@ -120,5 +121,6 @@ def curve_ensemble(steps, reward, window, reach: tuple[float, float], fit: Traje
             add(name, float(np.mean(law.predict(window, reach))), law.rss, 3)
     if fit is not None:
         p = len(fit.fitted)
-        add("closed_form", float(np.mean(np.clip(fit.predict(window), *reach))), fit.residual_std ** 2 * max(n - p, 1), p)
+        rss = fit.residual_std ** 2 * max(n - p, 1)  # residual_std = sqrt(RSS / (n - p))
+        add("closed_form", float(np.mean(np.clip(fit.predict(window), *reach))), rss, p)
     return CurveEnsemble(families=tuple(families), ends=tuple(ends), bic=tuple(bics))

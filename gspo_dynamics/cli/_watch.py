@@ -1,15 +1,18 @@
-"""`gspo-dynamics watch PATH`: follow a growing training log and report each new or changed verdict.
+"""`gspo-dynamics watch PATH`: follow a growing training log and say each new verdict and alert once.
 
 A live guard for any framework: PATH is what the run writes (a verl or OpenRLHF JSONL or console log, a TRL output
 folder, a TensorBoard folder, a hand-written loop's CSV). Every `--interval` seconds `logs.Follower` parses what was
-appended (a half-written last line waits); when rows arrived, `diagnose` runs on the whole run read so far (kept in
-memory). A line is printed when the verdict, its confidence band (BANDS) or the set of findings (those the report's
-headline shows: not the notes) changes, and when a name of `--fail-on` is reported. Messages about the file (waiting
-for it, a rotation) go to stderr, once each.
+appended (a half-written last line waits); the rows it added go into the live guard (`integrations.Guard`: a
+fixed-size view of the log, so a poll costs the same at step 10 and step 100,000; no verdict before the rows support
+one; a verdict reported once it held for hold_rows rows; each alert once). A line is printed when the reported
+verdict changes, for each new alert (a failure mode that held at --min-confidence, a finding), and when a name of
+`--fail-on` is reported; a summary when the watch ends (--once, --exit-when-idle, --fail-on, Ctrl-C) and once when
+the log has not grown for --idle-summary seconds. Messages about the file go to stderr, once each. `--alerts FILE`
+also posts them to webhooks (`integrations._webhook`).
 
 Exit status: 0 when the watch ends (`--once`, `--exit-when-idle`), EXIT_FAILED_ON (3) the moment a mode or finding
-named in `--fail-on` is reported (a mode at `--min-confidence` or more), 2 on bad input (also a log that could not
-be read when the watch ends), 130 on Ctrl-C (cli/main.py).
+named in `--fail-on` is reported, 2 on bad input (also a log that could not be read when the watch ends), 130 on
+Ctrl-C (cli/main.py).
 """
 
 from __future__ import annotations
@@ -19,18 +22,17 @@ import difflib
 import json
 import sys
 import time
-from dataclasses import dataclass
+from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli._diagnose import _check_reward_range, add_map_option, add_run_options, hyperparams_from_flags
 from gspo_dynamics.cli._options import add_log_run_option
+from gspo_dynamics.integrations import MIN_CONFIDENCE
 
 EXIT_FAILED_ON = 3
-JSON_SCHEMA = 1  # the --json line's version (docs/watch.md); a field's meaning changes only with a new number
-# A verdict's confidence is reported again when it crosses one of these: 0.5, where diagnose reports a cause at all;
-# 0.7, where a cause explains a stalled or noisy reward (`_ranking.EXPLAINS`); 0.9, calibrated to be right 9 times in 10.
-BANDS = (0.5, 0.7, 0.9)
-FAIL_CONFIDENCE = 0.9  # --min-confidence's default: the TRL callback's stop_confidence, a verdict right 9 times in 10
+JSON_SCHEMA = 2  # the --json line's version (docs/watch.md); a field's meaning changes only with a new number
+FAIL_CONFIDENCE = MIN_CONFIDENCE  # --min-confidence's default, the TRL callback's too (integrations._guard: calibrated)
+IDLE_SUMMARY = 600.0  # seconds without growth before the summary so far is printed (once until the log grows)
 HEALTHY_MODES = ("healthy_saturation", "still_rising")  # not failures (as the TRL callback's stop_on)
 
 
@@ -59,8 +61,13 @@ def register(sub) -> None:
     p.add_argument("--fail-on", action="append", metavar="NAME[,NAME...]",
                    help=f"exit {EXIT_FAILED_ON} the moment one of these is reported: the failure modes "
                         f"{', '.join(failure_modes)}, or the findings {', '.join(FINDINGS)}")
-    p.add_argument("--min-confidence", type=float, default=FAIL_CONFIDENCE,
-                   help=f"the confidence from which a --fail-on mode counts (default {FAIL_CONFIDENCE})")
+    p.add_argument("--min-confidence", type=float, default=None,
+                   help=f"the confidence from which a failure mode is alerted and a --fail-on mode counts (default "
+                        f"{FAIL_CONFIDENCE}, or the --alerts file's)")
+    p.add_argument("--alerts", metavar="FILE", help="an alert file (TOML, YAML or JSON): webhooks to post alerts and "
+                                                   "the summary to, min_confidence, hold_rows (docs/watch.md)")
+    p.add_argument("--idle-summary", type=float, default=IDLE_SUMMARY, metavar="SECONDS",
+                   help=f"print the summary so far once the log has not grown for this long (default {IDLE_SUMMARY:g})")
     p.add_argument("--exit-when-idle", type=float, metavar="SECONDS", help="end the watch (status 0) once the log "
                                                                            "has not grown for this long")
     p.add_argument("--once", action="store_true", help="read what is there, report, exit")
@@ -87,91 +94,71 @@ def parse_fail_on(items: list[str] | None) -> tuple[str, ...]:
     return names
 
 
-@dataclass(frozen=True)
-class Seen:
-    """What a change is measured on: the headline verdict, its confidence band, the headline's findings."""
-
-    verdict: str
-    band: int  # how many of BANDS the confidence reaches; -1 without a verdict (too short)
-    findings: frozenset[str]
-
-
-def seen(diagnosis) -> Seen:
-    from gspo_dynamics.diagnose import FINDING_NOTE
-
-    conf = _confidence(diagnosis)
-    band = -1 if conf is None else sum(conf >= b for b in BANDS)
-    verdict = "unsure: " + " or ".join(diagnosis.unsure) if diagnosis.unsure else diagnosis.primary
-    return Seen(verdict, band, frozenset(f.name for f in diagnosis.findings if f.severity != FINDING_NOTE))
-
-
-def changes(before: Seen | None, now: Seen) -> dict[str, list[str]]:
-    """The names that appeared (new), changed band (changed) and went (cleared) from `before` to `now`."""
-    old_verdict = set() if before is None else {before.verdict}
-    old_findings = frozenset() if before is None else before.findings
-    new = sorted({now.verdict} - old_verdict) + sorted(now.findings - old_findings)
-    changed = [now.verdict] if before is not None and before.verdict == now.verdict and before.band != now.band else []
-    cleared = sorted(old_verdict - {now.verdict}) + sorted(old_findings - now.findings)
-    return {"new": new, "changed": changed, "cleared": cleared}
-
-
-def failing(diagnosis, names: tuple[str, ...], min_confidence: float) -> list[tuple[str, float]]:
-    """(name, confidence) of each name in `names` reported: a verdict at `min_confidence` or more, a finding (1.0)."""
-    found = [(v.mode, float(v.confidence)) for v in diagnosis.verdicts
-             if v.mode in names and v.confidence >= min_confidence]
-    return found + [(f.name, 1.0) for f in diagnosis.findings if f.name in names]
-
-
-def _confidence(diagnosis) -> float | None:
-    from gspo_dynamics.diagnose import TOO_SHORT
-
-    return None if diagnosis.primary == TOO_SHORT or not diagnosis.verdicts else float(diagnosis.verdicts[0].confidence)
-
-
-def report_json(step: int, diagnosis, change: dict, failed: list, **extra) -> str:
-    """One --json line (docs/watch.md); `extra`: fields of the first line only (its `config`)."""
-    from gspo_dynamics.diagnose import FINDING_NOTE, TOO_SHORT
-
-    action = None if diagnosis.primary == TOO_SHORT else diagnosis.action()
-    findings = [{"name": f.name, "severity": f.severity, "summary": f.summary}
-                for f in diagnosis.findings if f.severity != FINDING_NOTE or any(n == f.name for n, _ in failed)]
-    return json.dumps({"schema": JSON_SCHEMA, "step": step, "verdict": diagnosis.primary,
-                       "unsure": list(diagnosis.unsure), "confidence": _confidence(diagnosis), "action": action, "findings": findings, **change,
-                       "fail_on": [{"name": n, "confidence": c} for n, c in failed], **extra}, allow_nan=False)
-
-
-def report_text(step: int, diagnosis, change: dict, failed: list) -> str:
-    """The text report: `step N: verdict (confidence q) — do ...`, then each new and cleared finding, the --fail-on."""
-    from gspo_dynamics.diagnose import FINDINGS
-
-    conf = _confidence(diagnosis)
-    if conf is None or diagnosis.unsure:  # too short, or unsure: the headline says so (and what would tell)
-        lines = [f"step {step}: {diagnosis.headline()[0].removeprefix('verdict').strip()}"
-                 + ("" if conf is None else f"; do {diagnosis.action()}")]
-    else:
-        lines = [f"step {step}: {diagnosis.primary.replace('_', ' ')} (confidence {conf:.2f}) — do {diagnosis.action()}"]
-    summaries = {f.name: f.summary for f in diagnosis.findings}
-    lines += [f"  finding  {summaries[n]} ({n})" for n in change["new"] if n in summaries]
-    lines += [f"  cleared  {n}" for n in change["cleared"] if n in FINDINGS]
+def report_text(check, failed: list[tuple[str, float]]) -> str:
+    """The text lines of one check: the verdict where it changed, each new alert, each --fail-on name reported."""
+    lines = []
+    if check.changed:
+        lines.append(verdict_line(check.step, check.verdict, check.confidence, check.action, check.diagnosis))
+    for alert in check.alerts:
+        if alert.kind == "mode" and alert.name == check.verdict and check.changed:
+            continue  # the verdict's own line says it
+        what = "finding " if alert.kind == "finding" else "alert   "
+        lines.append(f"  {what} {alert.text.split(': ', 1)[1]}")
     lines += [f"  fail-on  {n} (confidence {c:.2f}): exit {EXIT_FAILED_ON}" for n, c in failed]
     return "\n".join(lines)
 
 
+def verdict_line(step: int, verdict: str, confidence: float | None, action: str | None, diagnosis=None) -> str:
+    """`step N: verdict (confidence q) — do <the verdict's own first advice>`; unsure: what would tell."""
+    if verdict.startswith("unsure: ") and diagnosis is not None:  # the headline says what would tell
+        text = f"step {step}: {diagnosis.headline()[0].removeprefix('verdict').strip()}"
+        return text + (f"; do {action}" if action else "")
+    text = f"step {step}: {verdict.replace('_', ' ')}"
+    text += f" (confidence {confidence:.2f})" if confidence is not None else ""
+    return text + (f" — do {action}" if action else "")
+
+
+def report_json(check, failed: list, **extra) -> str:
+    """One --json line for a check (docs/watch.md); `extra`: fields of the first line only (its `config`)."""
+    return json.dumps({"schema": JSON_SCHEMA, "event": "check", "step": check.step, "rows": check.rows,
+                       "verdict": check.verdict, "changed": check.changed, "confidence": check.confidence,
+                       "action": check.action, "alerts": [_alert_json(a) for a in check.alerts],
+                       "fail_on": [{"name": n, "confidence": c} for n, c in failed], **extra}, allow_nan=False)
+
+
+def _alert_json(alert) -> dict:
+    return {"name": alert.name, "kind": alert.kind, "confidence": alert.confidence, "action": alert.action or None,
+            "summary": getattr(alert.record, "summary", None)}
+
+
+def failing(check, names: tuple[str, ...]) -> list[tuple[str, float]]:
+    """(name, confidence) of each name in `names` flagged now: a mode the guard held, a finding seen."""
+    return [(a.name, a.confidence) for a in check.flags if a.name in names]
+
+
 class _Watch:
-    """The command's loop state: the follower, what was last reported, when the log last grew."""
+    """The command's loop state: the follower, the live guard, when the log last grew."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         from gspo_dynamics.fit import check_reward_range
+        from gspo_dynamics.integrations import GuardSettings, Notifier, load_alert_config
         from gspo_dynamics.logs import Follower, parse_map_option
 
         if not args.interval > 0:
             raise ConfigError(f"--interval must be > 0 seconds, got {args.interval:g}")
-        if not 0.0 <= args.min_confidence <= 1.0:
+        if args.min_confidence is not None and not 0.0 <= args.min_confidence <= 1.0:
             raise ConfigError(f"--min-confidence must be in [0, 1], got {args.min_confidence:g}")
         if args.exit_when_idle is not None and not args.exit_when_idle >= 0:
             raise ConfigError(f"--exit-when-idle must be >= 0 seconds, got {args.exit_when_idle:g}")
+        if not args.idle_summary > 0:
+            raise ConfigError(f"--idle-summary must be > 0 seconds, got {args.idle_summary:g}")
         self.args = args
         self.fail_on = parse_fail_on(args.fail_on)
+        config = load_alert_config(args.alerts) if args.alerts else None
+        given = {} if args.min_confidence is None else {"min_confidence": args.min_confidence}
+        self.settings = GuardSettings(**{**(config.guard if config else {}), **given})
+        self.notifier = Notifier(config.webhooks if config else (), run=(config.run if config else None)
+                                 or Path(args.path).resolve().name)
         # config_lines: the config's unknown keys read past and the defaults taken, part of the answer (stdout,
         # before the first report; in the first --json line's `config`), as in predict's and diagnose's first lines
         self.hparams, self.config_lines, notes, _ = hyperparams_from_flags(args)  # the follower numbers rows itself
@@ -180,53 +167,99 @@ class _Watch:
         self.reward_range = None if args.reward_range is None else tuple(args.reward_range)
         check_reward_range(self.reward_range)
         self.follower = Follower(args.path, args.format, parse_map_option(args.map), run=args.log_run)
-        self.last: Seen | None = None
+        self.guard = self._new_guard()
+        self.printed = False
         self.last_growth = time.monotonic()
+        self.idle_said = False
         for note in notes:
             _say(note)
 
+    def _new_guard(self):
+        from gspo_dynamics.integrations import Guard
+
+        return Guard(self.settings, hparams=self.hparams, reward_range=self.reward_range)
+
     def step(self) -> int | None:
-        """One poll: read, diagnose when rows arrived, print a change; an exit status when the watch ends."""
+        """One poll: read, check when rows arrived, print what is new; an exit status when the watch ends."""
         try:
             update = self.follower.poll()
         except ConfigError as error:
             raise ConfigError(_render(error)) from None
         for message in update.messages:
             _say(message)
-        if update.waiting is not None and not (self.args.once and self.last is None):  # --once: the error says it
+        if update.waiting is not None and not (self.args.once and not self.guard.rows):  # --once: the error says it
             _say(f"waiting: {_render(update.waiting)}")
         if update.grew:
-            self.last_growth = time.monotonic()
-        if update.rows or (update.restarted and self.follower.waiting is None):
-            status = self._diagnose()
+            self.last_growth, self.idle_said = time.monotonic(), False
+        if update.restarted and self.guard.rows:
+            _say(f"the log started again: a new guard from its first row ({self.guard.rows} rows read before)")
+            self.guard = self._new_guard()
+        if update.rows and self.follower.waiting is None:
+            status = self._check(update)
             if status is not None:
                 return status
-        idle = self.args.exit_when_idle
-        if self.args.once or (idle is not None and time.monotonic() - self.last_growth >= idle):
-            if self.last is None and self.follower.waiting is not None:  # it ends with no log read: bad input
+        idle = time.monotonic() - self.last_growth
+        exit_idle = self.args.exit_when_idle
+        if self.args.once or (exit_idle is not None and idle >= exit_idle):
+            if not self.guard.rows and self.follower.waiting is not None:  # it ends with no log read: bad input
                 raise ConfigError(_render(self.follower.waiting))
             if self.follower.pending:  # normal for a log being written: said, not an error
                 _say(f"the log's last {self.follower.pending} byte(s), a line still being written, were not read")
+            self.finish()
             return 0
+        if idle >= self.args.idle_summary and not self.idle_said and self.guard.rows:
+            _say(f"the log has not grown for {idle:.0f} s; the summary so far:")
+            self.finish()
+            self.idle_said = True
         return None
 
-    def _diagnose(self) -> int | None:
-        from gspo_dynamics.diagnose import diagnose
-
-        log = self.follower.run_log()
-        _check_reward_range(log, self.reward_range)
-        diagnosis = diagnose(log, self.hparams, reward_range=self.reward_range)
-        now = seen(diagnosis)
-        failed = failing(diagnosis, self.fail_on, self.args.min_confidence)
-        if now != self.last or failed:
-            change = changes(self.last, now)
+    def _check(self, update) -> int | None:
+        rows = self.follower.rows
+        try:
+            chunk = self.follower.run_log(start=max(0, len(rows) - update.rows))
+        except ConfigError:  # the new rows hold no reward (evaluation rows alone): nothing for the guard
+            return None
+        _check_reward_range(chunk, self.reward_range)
+        self.guard.add(chunk)
+        check = self.guard.check()
+        failed = failing(check, self.fail_on)
+        for alert in check.alerts:
+            self.notifier.send("alert", step=alert.step, verdict=alert.name, kind=alert.kind,
+                               confidence=alert.confidence, action=alert.action or None, text=alert.text)
+        if self.args.once:  # one reading: the summary answers first, then what it alerted (`finish`)
+            self._once_alerts = check.alerts
+        elif check.changed or check.alerts or failed:
             if self.args.json:
-                first = {"config": self.config_lines} if self.last is None and self.config_lines else {}
-                print(report_json(int(log.steps[-1]), diagnosis, change, failed, **first), flush=True)
+                first = {"config": self.config_lines} if not self.printed and self.config_lines else {}
+                print(report_json(check, failed, **first), flush=True)
             else:
-                print(report_text(int(log.steps[-1]), diagnosis, change, failed), flush=True)
-            self.last = now
-        return EXIT_FAILED_ON if failed else None
+                print(report_text(check, failed), flush=True)
+            self.printed = True
+        if failed:
+            text = f"step {check.step}: " + ", ".join(f"{n} ({c:.2f})" for n, c in failed) + f": exit {EXIT_FAILED_ON}"
+            self.notifier.send("stop", step=check.step, verdict=failed[0][0], confidence=failed[0][1], text=text)
+            self.finish()
+            return EXIT_FAILED_ON
+        return None
+
+    def finish(self) -> None:
+        """The summary (`Guard.summary`): a final diagnosis of every row read, what was alerted; also posted."""
+        from gspo_dynamics.integrations import summary_line
+
+        if not self.guard.rows:
+            return
+        summary = self.guard.summary()
+        text = summary_line(summary).removeprefix("gspo-dynamics: ")
+        if self.args.json:
+            first = {"config": self.config_lines} if not self.printed and self.config_lines else {}
+            print(json.dumps({"schema": JSON_SCHEMA, "event": "summary", **summary, **first}, allow_nan=False), flush=True)
+            self.printed = True
+        else:
+            print(text, flush=True)
+            for alert in getattr(self, "_once_alerts", ()):
+                print(f"  {'finding ' if alert.kind == 'finding' else 'alert   '} {alert.text.split(': ', 1)[1]}")
+        self.notifier.send("summary", step=summary["step"], verdict=summary["verdict"],
+                           confidence=summary["confidence"], action=summary["action"], text=text)
 
 
 def _render(error: ConfigError) -> str:
@@ -242,8 +275,12 @@ def _say(text: str) -> None:
 
 def _cmd_watch(args: argparse.Namespace) -> int:
     watch = _Watch(args)
-    while True:
-        status = watch.step()
-        if status is not None:
-            return status
-        time.sleep(args.interval)
+    try:
+        while True:
+            status = watch.step()
+            if status is not None:
+                return status
+            time.sleep(args.interval)
+    except KeyboardInterrupt:  # Ctrl-C: the summary so far, then cli/main.py's "interrupted" and status 130
+        watch.finish()
+        raise

@@ -254,14 +254,14 @@ def _first_advice(record) -> str:
 
 
 def summary_line(summary: dict) -> str:
-    """`Guard.summary` as one line: the final verdict and its action first, then what was alerted."""
-    step, rows = summary["step"], summary["rows"]
+    """`Guard.summary` as one line, the answer first: `step N: verdict (confidence q) — do ...; summary: R rows, alerts:
+    name at step s, ...` (the final verdict on every row read, its own advice, then what was alerted)."""
     verdict = summary["verdict"] or "no rows read"
-    head = f"summary at step {step} ({rows} rows): {verdict.replace('_', ' ')}"
+    head = f"step {summary['step']}: {verdict.replace('_', ' ')}"
     if summary["confidence"] is not None and not verdict.startswith("unsure"):
         head += f" (confidence {summary['confidence']:.2f})"
     if summary["action"]:
         head += f" — do {summary['action']}"
     alerts = summary["alerts"]
-    said = "; alerts: " + ", ".join(f"{a['name']} at step {a['step']}" for a in alerts) if alerts else "; no alerts"
-    return f"gspo-dynamics: {head}{said}"
+    said = ("alerts: " + ", ".join(f"{a['name']} at step {a['step']}" for a in alerts)) if alerts else "no alerts"
+    return f"gspo-dynamics: {head}; summary: {summary['rows']} rows, {said}"

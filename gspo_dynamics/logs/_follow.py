@@ -123,12 +123,13 @@ class Follower:
         f = self.file
         return 0 if f is None or f.kind in (None, "document") or not f.signature else max(0, f.signature[0] - f.offset)
 
-    def run_log(self) -> RunLog:
-        """The RunLog of every row read so far (`build_log`); ConfigError with the reason while none can be built."""
+    def run_log(self, start: int = 0) -> RunLog:
+        """The RunLog of the rows read so far from row `start` on (`build_log`; the live guard builds only the rows
+        a poll added); ConfigError with the reason while none can be built."""
         f = self.file
         if f is None or f.format is None:
             raise self.waiting or ConfigError(f"{str(self.path)!r} has not been read yet")
-        raw = RawLog(list(f.rows), list(f.warnings), f.logging_steps)
+        raw = RawLog(list(f.rows[start:]), list(f.warnings), f.logging_steps)
         return build_log(raw, f.format, str(f.path), self.column_map, run=self.run)
 
     def poll(self) -> Update:

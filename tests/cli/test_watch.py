@@ -1,6 +1,7 @@
 """`gspo-dynamics watch`: a log another process appends to (pausing mid-line once) is read as it grows; a line is
-printed per change of verdict, confidence band or findings; --fail-on ends the watch with its own status; bad input
-is one line and exit 2."""
+printed per change of the reported verdict and per new alert, each once; a summary ends the watch (also on --fail-on,
+Ctrl-C, and once when the log stops growing); --fail-on ends it with its own status; --alerts posts to webhooks; bad
+input is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import textwrap
 
 import pytest
 
-from gspo_dynamics.cli._watch import EXIT_FAILED_ON, Seen, changes, parse_fail_on
+from gspo_dynamics.cli._watch import EXIT_FAILED_ON, parse_fail_on, report_text, verdict_line
 from gspo_dynamics.cli.main import main
+from gspo_dynamics.integrations import HOLD_ROWS, TREND_ROWS
 
 # A run that rises to a plateau (rows 1-40), then swings between two values on alternate rows (a limit cycle of two
 # rows: dynamical instability), with a NaN gradient norm at row 45 (the non_finite finding). The writer starts after
@@ -41,7 +43,7 @@ WRITER = textwrap.dedent("""
             out.write(text); out.flush()
             time.sleep(0.03)
 """)
-ROWS = 64
+ROWS = 96  # the swing from row 41 holds from about row 50: reported HOLD_ROWS later
 
 
 def start_writer(path, kind: str, rows: int = ROWS) -> subprocess.Popen:
@@ -59,18 +61,20 @@ def test_watch_reports_each_change_of_a_log_another_process_writes(tmp_path, cap
     assert status == 0
     assert captured.err.count("does not exist yet") == 1  # the file was waited for, and that said once
     reports = [json.loads(line) for line in captured.out.splitlines()]
-    verdicts = [r["verdict"] for r in reports if r["verdict"] != "too_short"]
-    assert verdicts[0] in ("still_rising", "healthy_saturation") and verdicts[-1] == "dynamical_instability"
-    assert reports[-1]["step"] <= ROWS and reports[-1]["confidence"] >= 0.9
-    assert all(r["new"] or r["changed"] or r["cleared"] for r in reports)  # a line only for a change
-    nan_reports = [r for r in reports if "non_finite" in r["new"]]
-    assert len(nan_reports) == 1 and nan_reports[0]["step"] >= 45
-    assert [f["name"] for f in reports[-1]["findings"]] == ["non_finite"]
+    *checks, summary = reports
+    assert summary["event"] == "summary" and summary["verdict"] == "dynamical_instability" and summary["rows"] == ROWS
+    assert all(r["event"] == "check" and (r["changed"] or r["alerts"]) for r in checks)  # a line only for news
+    changed = [r for r in checks if r["changed"]]
+    assert changed and changed[0]["rows"] >= TREND_ROWS + HOLD_ROWS  # no trend verdict before the rows support it
+    assert changed[-1]["verdict"] == "dynamical_instability" and changed[-1]["confidence"] >= 0.9
+    nan = [a for r in checks for a in r["alerts"] if a["name"] == "non_finite"]
+    assert len(nan) == 1 and [r["step"] for r in checks if r["alerts"] and r["alerts"][0]["name"] == "non_finite"][0] >= 45
+    assert [f["name"] for f in summary["findings"]] == ["non_finite"]
     steps = [r["step"] for r in reports]
-    assert steps == sorted(steps) and all(r["schema"] == 1 and r["fail_on"] == [] for r in reports)
+    assert steps == sorted(steps) and all(r["schema"] == 2 and r["fail_on"] == [] for r in checks)
 
 
-def test_fail_on_ends_the_watch_with_its_own_status(tmp_path, capsys):
+def test_fail_on_ends_the_watch_with_its_own_status_and_a_summary(tmp_path, capsys):
     path = tmp_path / "train.log"  # verl's console lines after a banner, as `main_ppo ... > train.log` writes them
     writer = start_writer(path, "console")
     try:
@@ -81,27 +85,72 @@ def test_fail_on_ends_the_watch_with_its_own_status(tmp_path, capsys):
         writer.wait(timeout=30)
     out = capsys.readouterr().out.splitlines()
     assert status == EXIT_FAILED_ON
-    # the first diagnosis with the instability at >= 0.9 (how many rows it read depends on the timing)
-    assert re.fullmatch(rf"  fail-on  dynamical_instability \(confidence (0\.9\d|1\.00)\): exit {EXIT_FAILED_ON}", out[-1])
+    # the first check where the instability held at >= 0.9 (how many rows it read depends on the timing)
+    assert re.fullmatch(rf"  fail-on  dynamical_instability \(confidence (0\.9\d|1\.00)\): exit {EXIT_FAILED_ON}", out[-2])
+    assert out[-1].startswith("step ") and "; summary: " in out[-1] and ", alerts: " in out[-1]
     heads = [line for line in out if line.startswith("step ")]
     assert "dynamical instability (confidence" in heads[-1] and " — do " in heads[-1]
+    assert "the reward cycles" in heads[-1]  # the verdict's own advice, not a finding's
 
 
-def test_once_reads_what_is_there_and_reports_it(tmp_path, capsys):
+def test_once_reads_what_is_there_and_answers_first(tmp_path, capsys):
     path = tmp_path / "grpo.jsonl"
     subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(path), "jsonl", "40"], check=True)
     assert main(["watch", str(path), "--once"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 1 and out[0].startswith("step 40: healthy saturation (confidence ")
+    assert len(out) == 1 and out[0].startswith("step 40: healthy saturation (confidence ") and out[0].endswith("; summary: 40 rows, no alerts")
 
 
-def test_changes_name_what_appeared_moved_band_and_went():
-    before = Seen("healthy_saturation", 2, frozenset({"kl_spike"}))
-    assert changes(None, before) == {"new": ["healthy_saturation", "kl_spike"], "changed": [], "cleared": []}
-    assert changes(before, Seen("healthy_saturation", 3, frozenset())) == {
-        "new": [], "changed": ["healthy_saturation"], "cleared": ["kl_spike"]}
-    assert changes(before, Seen("stalled", 1, frozenset({"kl_spike", "non_finite"}))) == {
-        "new": ["stalled", "non_finite"], "changed": [], "cleared": ["healthy_saturation"]}
+def test_ctrl_c_and_an_idle_log_print_the_summary(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "grpo.jsonl"
+    subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(path), "jsonl", "50"], check=True)
+    assert main(["watch", str(path), "--interval", "0.1", "--idle-summary", "0.3", "--exit-when-idle", "1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("has not grown for") == 1  # once until the log grows again
+    assert [line for line in captured.out.splitlines() if "; summary: " in line][-1].startswith("step 50: ")
+
+    def interrupt(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gspo_dynamics.cli._watch.time.sleep", interrupt)
+    assert main(["watch", str(path)]) == 130
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1].startswith("step 50: ") and "; summary: 50 rows" in captured.out.splitlines()[-1]
+    assert captured.err.splitlines()[-1] == "gspo-dynamics: interrupted"
+
+
+def test_alerts_and_the_summary_are_posted_to_the_alert_files_webhook(tmp_path, capsys):
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "integrations"))
+    from _http_server import Server
+
+    path = tmp_path / "grpo.jsonl"
+    subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(path), "jsonl", "50"], check=True)
+    with Server() as server:
+        alerts = tmp_path / "alerts.yaml"
+        alerts.write_text(f"webhook:\n  - url: {server.url}/hook\n    format: json\n")
+        assert main(["watch", str(path), "--once", "--alerts", str(alerts)]) == 0
+    events = [(body["event"], body["verdict"]) for _, body in server.posts]
+    assert events == [("alert", "non_finite"), ("summary", "dynamical_instability")]
+    assert server.posts[0][1]["run"] == "grpo.jsonl" and server.posts[0][1]["schema"] == 1
+
+
+def test_the_printed_action_is_the_verdicts_own():
+    from gspo_dynamics.diagnose import Diagnosis, Verdict
+    from gspo_dynamics.diagnose._finding import Finding
+    from gspo_dynamics.integrations import Alert, Check
+
+    finding = Finding("truncation", "invalidates", "53% of completions are cut", [], ["raise the cap to 22 tokens"])
+    verdict = Verdict("noise_dominated", 0.97, [], ["raise G (num_generations) to 16"])
+    d = Diagnosis(primary="noise_dominated", verdicts=[verdict], fit=None, implications=None, log_summary={},
+                  findings=[finding])
+    assert d.action() == "raise the cap to 22 tokens"  # diagnose's one thing to do: the finding first
+    alert = Alert(50, "truncation", "finding", 1.0, "step 50: 53% of completions are cut (truncation) — do raise the "
+                  "cap to 22 tokens", "raise the cap to 22 tokens", finding)
+    check = Check(50, 50, "noise_dominated", 0.97, "raise G (num_generations) to 16", True, "pending", (alert,),
+                  (alert,), d, True)
+    assert report_text(check, []).splitlines() == [
+        "step 50: noise dominated (confidence 0.97) — do raise G (num_generations) to 16",
+        "  finding  53% of completions are cut (truncation) — do raise the cap to 22 tokens"]
     assert parse_fail_on(["non_finite, stalled", "kl_spike"]) == ("non_finite", "stalled", "kl_spike")
 
 
@@ -110,7 +159,9 @@ def test_changes_name_what_appeared_moved_band_and_went():
     (["--fail-on", "healthy_saturation"], "--fail-on healthy_saturation: not a failure mode"),
     (["--fail-on", "nonfinite"], "--fail-on nonfinite: not a failure mode or finding (did you mean non_finite?)"),
     (["--interval", "0"], "--interval must be > 0 seconds"),
+    (["--idle-summary", "0"], "--idle-summary must be > 0 seconds"),
     (["--min-confidence", "2"], "--min-confidence must be in [0, 1]"),
+    (["--alerts", "missing.toml"], "cannot read the config file 'missing.toml'"),
     (["--exit-when-idle", "0.2"], "does not exist yet"),  # the watch ended and never read a log
 ])
 def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys, args, needle):
@@ -162,15 +213,11 @@ def test_once_on_an_empty_log_says_it_once(tmp_path, capsys):
 
 
 def test_an_unsure_answer_is_reported_as_unsure_with_what_would_tell():
-    from gspo_dynamics.cli._watch import report_json, report_text, seen
-    from gspo_dynamics.diagnose import Verdict
-    from gspo_dynamics.diagnose._verdict import Diagnosis
+    from gspo_dynamics.diagnose import Diagnosis, Verdict
 
     verdict = Verdict("healthy_saturation", 0.5, [], ["train longer and diagnose again"],
                       unsure=("still_rising", "healthy_saturation"))
     d = Diagnosis(primary="healthy_saturation", verdicts=[verdict], fit=None, implications=None,
                   log_summary={}, not_checked=[], notes=[])
-    text = report_text(40, d, {"new": [], "changed": [], "cleared": []}, [])
+    text = verdict_line(40, "unsure: still_rising or healthy_saturation", 0.5, "train longer and diagnose again", d)
     assert text.startswith("step 40: unsure: still rising or healthy saturation") and "; do train longer" in text
-    assert seen(d).verdict == "unsure: still_rising or healthy_saturation"
-    assert '"unsure": ["still_rising", "healthy_saturation"]' in report_json(40, d, {}, [])

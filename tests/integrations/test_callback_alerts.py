@@ -44,8 +44,8 @@ def test_alerts_and_the_summary_reach_the_webhooks_of_the_alert_file(tmp_path, c
     assert alert["action"] == "raise G (num_generations) to 16" and alert["run"] == "lr-sweep-3"
     assert summary["event"] == "summary" and summary["step"] == 20 and summary["verdict"] == "advantage_degeneracy"
     lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 2 and lines[1].startswith("gspo-dynamics: summary at step 20 (20 rows): advantage degeneracy")
-    assert lines[1].endswith("; alerts: advantage_degeneracy at step 15")
+    assert len(lines) == 2 and lines[1].startswith("gspo-dynamics: step 20: advantage degeneracy (confidence 0.95)")
+    assert lines[1].endswith("; summary: 20 rows, alerts: advantage_degeneracy at step 15")
 
 
 def test_nothing_is_posted_without_an_alert_file():

@@ -113,7 +113,7 @@ def test_without_install_the_alert_reaches_trainer_state_but_not_tensorboard(tmp
         rows = _train(trainer, tmp_path)
     lines = [r.getMessage() for r in caplog.records if r.name == "gspo_dynamics"]
     assert "use attach(trainer)" in lines[0]  # said at on_train_begin, before any alert
-    assert lines[1].startswith("gspo-dynamics: step 10: loss is NaN") and lines[-1].startswith("gspo-dynamics: summary")
+    assert lines[1].startswith("gspo-dynamics: step 10: loss is NaN") and "; summary: 12 rows" in lines[-1]
     assert len(lines) == 3  # one line each: the install, the alert, the summary at the end
     assert rows[10][ALERT_KEY] == 1.0 and trainer.state.global_step == 12  # nothing in stop_on
     assert not any("gspo_dynamics" in tag for tags in _tensorboard(tmp_path).values() for tag in tags)

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]  # (not `from conftest import ROOT`: under pytest-xdist another conftest answers)
 PAPER_REPRO = ROOT / "paper_repro"
 MAX_BYTES = 100_000
-MAX_CLAIMS = 40
+MAX_CLAIMS = 41  # 40 until public-collapse (issue 49 item 3) added its row
 
 
 @pytest.fixture(scope="module")

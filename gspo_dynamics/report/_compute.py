@@ -98,7 +98,7 @@ class Accounting:
     def _total_line(self) -> str:
         if self.hours is None:
             return "compute: no step times logged (TRL step_time, verl timing_s/step): shares are of steps, no hours"
-        gpus = f" x {self.gpus} GPUs = {self.gpu_hours:.3g} GPU-hours" if self.gpus is not None else \
+        gpus = f" x {self.gpus} GPU{'s' if self.gpus != 1 else ''} = {self.gpu_hours:.3g} GPU-hours" if self.gpus else \
             " (--gpus N gives GPU-hours)"
         rate = f" = ${self.gpu_hours * self.rate:,.2f} at ${self.rate:g}/GPU-hour" if self.rate is not None and \
             self.gpus is not None else ""

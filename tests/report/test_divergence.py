@@ -9,7 +9,7 @@ import pytest
 from gspo_dynamics.report import K_SE, parting
 from gspo_dynamics.report._divergence import MIN_WINDOW, first_lasting, row_noise, z_series
 
-FALSE_PARTING_MAX = 0.05  # of same-configuration pairs read as parting (measured ~0.01 at K = 3)
+FALSE_PARTING_MAX = 0.05  # of same-configuration pairs read as parting (measured 0 of 1000 white-noise pairs, 4% of 300 with AR(1) noise at rho 0.6)
 
 
 def z_loop(a, b, w):

@@ -85,7 +85,9 @@ class Accounting:
         span = self.total_text()
         amounts = [a for a in (self.amount(lo), self.amount(hi)) if a]
         amount = "" if not amounts else f" ({amounts[0]})" if amounts[0] == amounts[-1] else f" ({amounts[0]} to {amounts[1]})"
-        lines = [f"no learning signal: {span} {of}{amount}"]
+        missing = [w.name for w in self.wastes if w.share is None]
+        least = f"at least {span} {of}{amount} ({' and '.join(missing)} not logged)" if missing else f"{span} {of}{amount}"
+        lines = [f"no learning signal: {least}"]
         lines.append(self._total_line())
         for w in self.wastes:
             value = "not logged" if w.share is None else f"{w.share:.1%}" + (f" ({self.amount(w.share)})"

@@ -21,7 +21,12 @@ Identified only where all of these hold (else `reason` says which failed, and no
   - the floor is not below zero by more than Z_FALL se(H_f) (an entropy cannot be: the curve has not bent);
   - tau off the search's bounds (a tenth of the step spacing, STEP_MULTIPLE x the span): the data bend;
   - t_f finite, t_f <= t_0 + STEP_MULTIPLE x the span (further is an extrapolation the data do not carry, as
-    `fit._identified` rules for the reward's plateau) and se(t_f) <= t_f - t_0 (the interval excludes the start).
+    `fit._identified` rules for the reward's plateau) and se(t_f) <= t_f - t_0 (the interval excludes the start);
+  - where the log goes on past t_f (at least MIN_POINTS points), the entropy there does not keep falling: a least-
+    squares line through those points has slope z = b / se(b) > -Z_AFTER, or falls by less than FLOOR_TOLERANCE of
+    the fall over them (a fast drop followed by a slow drift is two time scales; (1) has one, and its floor would be
+    the end of the drop, not of the fall).
+A flat entropy (every value equal: a trainer that logs 0.0 without computing it) has nothing to fit.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from scipy.optimize import least_squares
 FLOOR_TOLERANCE = 0.05  # the floor is reached within 5% of the fall (as the reward's plateau: PLATEAU_TOLERANCE)
 MIN_POINTS = 8  # as the reward's fit: fewer points cannot show a bend from noise
 Z_FALL = 2.0  # standard errors by which the fall must exceed zero (~95%)
+Z_AFTER = 3.0  # a slope this many standard errors below zero after the floor step: the entropy keeps falling
 STEP_MULTIPLE = 4.0  # the latest floor step given, in spans of the log (fit._identified.STEP_MULTIPLE)
 TAU_STARTS = (0.05, 0.2, 0.6, 2.0)  # starts of tau, as shares of the span
 TAU_MIN_SPACING = 0.1  # tau's lower bound, in step spacings: below it the fall is one step, not a curve
@@ -121,6 +127,9 @@ def entropy_floor(steps, entropy) -> EntropyFloor:
     if t.size < MIN_POINTS:
         return EntropyFloor(identified=False, reason=f"{t.size} entropy points (at least {MIN_POINTS} are needed)",
                             n=int(t.size))
+    if np.ptp(h) <= 1e-12 * max(float(np.max(np.abs(h))), 1.0):
+        return EntropyFloor(identified=False, reason=f"the entropy is flat ({h[0]:.4g} on every row): nothing to fit",
+                            n=int(t.size))
     order = np.argsort(t, kind="stable")
     t, h = t[order], h[order]
     dt, span = t - t[0], float(t[-1] - t[0])
@@ -131,12 +140,15 @@ def entropy_floor(steps, entropy) -> EntropyFloor:
     if fit is None:
         return EntropyFloor(identified=False, reason="the least-squares fit failed from every start", **base)
     h_f, h0, tau = float(fit.x[0]), float(fit.x[1]), math.exp(float(fit.x[2]))
-    cov = covariance(dt, h, h_f, h0, tau)
-    se = np.sqrt(np.clip(np.diag(cov), 0.0, np.inf))
-    fall_se = math.sqrt(max(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1], 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):  # a singular J^T J: inf / nan standard errors, read below
+        cov = covariance(dt, h, h_f, h0, tau)
+        se = np.sqrt(np.clip(np.diag(cov), 0.0, np.inf))
+        fall_var = cov[0, 0] + cov[1, 1] - 2 * cov[0, 1]
+    fall_se = math.sqrt(fall_var) if fall_var >= 0 else math.nan
     step, step_se = t[0] + tau * math.log(1 / FLOOR_TOLERANCE), math.log(1 / FLOOR_TOLERANCE) * float(se[2])
     values = dict(h0=h0, floor=h_f, floor_se=float(se[0]), tau=tau, tau_se=float(se[2]), step=step, step_se=step_se)
-    reason = _why_not(h0 - h_f, fall_se, h_f, float(se[0]), fit.x[2], (lo, hi), step - t[0], step_se, span)
+    reason = (_why_not(h0 - h_f, fall_se, h_f, float(se[0]), fit.x[2], (lo, hi), step - t[0], step_se, span)
+              or _still_falling(t, h, step, h0 - h_f))
     return EntropyFloor(identified=not reason, reason=reason, **base, **values)
 
 
@@ -153,3 +165,21 @@ def _why_not(fall, fall_se, h_f, h_f_se, log_tau, bounds, dt_floor, step_se, spa
     if step_se > dt_floor:
         return f"its standard error, {step_se:.0f} steps, exceeds its distance from the first step, {dt_floor:.0f}"
     return ""
+
+
+def _still_falling(t: np.ndarray, h: np.ndarray, step: float, fall: float) -> str:
+    """Why the floor is not one where the entropy keeps falling after it (module docstring), else ""."""
+    after = t > step
+    if after.sum() < MIN_POINTS:
+        return ""
+    x, y = t[after], h[after]
+    x = x - x.mean()
+    b = float(x @ (y - y.mean()) / (x @ x))
+    resid = y - y.mean() - b * x
+    se = math.sqrt(float(resid @ resid) / (x.size - 2) / float(x @ x))
+    drop = -b * float(np.ptp(x))
+    if se > 0 and b / se < -Z_AFTER and drop > FLOOR_TOLERANCE * fall:
+        return (f"the entropy keeps falling after the fitted floor step {step:.0f} (slope z = {b / se:.1f}, down "
+                f"{drop:.3g} nats more): the fall has a slower second time scale the law does not hold")
+    return ""
+

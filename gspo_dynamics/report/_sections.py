@@ -125,7 +125,8 @@ def _compute_table(runs: list[RunReport]) -> Section:
         hours = "n/a" if a.hours is None else f"{a.gpu_hours:.3g} GPU-h" if a.gpu_hours is not None else f"{a.hours:.3g} h"
         floor = "n/a" if a.entropy is None else (f"step {a.entropy.step:.0f} +- {a.entropy.step_se:.0f}"
                                                  if a.entropy.identified else "not identified")
-        rows.append((r.label, a.total_text(), *share.values(), hours, floor))
+        least = "at least " if any(w.share is None for w in a.wastes) else ""
+        rows.append((r.label, least + a.total_text(), *share.values(), hours, floor))
         facts.append(f"{r.label}: stopped learning: {a.wastes[2].why}")
         facts += [f"{r.label}: {a.entropy.text()}"] if a.entropy is not None else []
         facts += [f"{r.label}: note: {n}" for n in a.notes]

@@ -63,6 +63,20 @@ def test_no_floor_where_the_data_show_none(values, why):
     assert f.text().startswith("entropy floor: not identified")
 
 
+def test_a_second_slower_fall_is_no_floor():
+    """A fast drop then a slow drift (two time scales, as a real verl run's entropy): (1)'s floor would be the end of
+    the drop, so none is given."""
+    t = np.arange(0, 300.0)
+    h = 0.15 + 0.4 * np.exp(-t / 10) - 0.0002 * t + np.random.default_rng(8).normal(0, 0.005, t.size)
+    f = entropy_floor(t, h)
+    assert not f.identified and "keeps falling after the fitted floor" in f.reason
+
+
+def test_a_flat_entropy_has_nothing_to_fit():
+    f = entropy_floor(np.arange(50.0), np.zeros(50))  # a trainer that logs 0.0 without computing it
+    assert not f.identified and "flat" in f.reason
+
+
 def test_too_few_points():
     f = entropy_floor(np.arange(5.0), np.ones(5))
     assert not f.identified and f.reason.startswith("5 entropy points")

@@ -49,6 +49,7 @@ class Parting:
     sigma_a: float  # the von Neumann row noise of A
     sigma_b: float  # ... and of B
     reason: str = ""  # why no test was made (too few common rows, a metric one run lacks); "" when tested
+    from_start: bool = False  # j* is the first full window: the runs differ from their first w rows on
 
     @property
     def parts(self) -> bool:
@@ -112,7 +113,8 @@ def parting(metric: str, steps_a, a, steps_b, b) -> Parting:
     j = first_lasting(z, K_SE, w)
     if j is None:
         return Parting(step=None, z=None, min_abs_z=None, **base)
-    return Parting(step=int(s[j + w - 1]), z=float(z[j]), min_abs_z=float(np.min(np.abs(z[j:]))), **base)
+    return Parting(step=int(s[j + w - 1]), z=float(z[j]), min_abs_z=float(np.min(np.abs(z[j:]))), from_start=j == 0,
+                   **base)
 
 
 def partings(log_a, log_b, metrics: tuple[str, ...] = METRICS) -> list[Parting]:

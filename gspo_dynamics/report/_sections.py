@@ -27,7 +27,7 @@ def _markers(run: RunReport, name: str, color: str | None = None, prefix: str = 
     acc = run.accounting
     if name == "reward" and acc.stop_step is not None:
         out.append(Marker(acc.stop_step, f"{prefix}learning stopped", color or STOP_COLOR))
-    if name == "entropy" and acc.entropy is not None and acc.entropy.identified:
+    if name == "entropy" and acc.entropy is not None and acc.entropy.reached:  # one past the log: in the text only
         out.append(Marker(acc.entropy.step, f"{prefix}entropy floor", color or FLOOR_COLOR))
     return out
 
@@ -98,7 +98,8 @@ def _verdict_table(runs: list[RunReport]) -> Table:
 
 
 def _parting_text(p: Parting) -> str:
-    return f"{p.metric} at step {p.step} (z = {p.z:+.1f}, |z| >= {p.min_abs_z:.1f} from there)"
+    when = f"from the first full window on (step {p.step})" if p.from_start else f"at step {p.step}"
+    return f"{p.metric} {when} (z = {p.z:+.1f}, |z| >= {p.min_abs_z:.1f} from there)"
 
 
 def _parting_section(runs: list[RunReport], parted) -> Section:

@@ -67,3 +67,10 @@ def test_runs_on_other_steps_are_compared_where_both_run():
     assert p.common_rows == 200 and not p.parts  # identical, noiseless: no difference at all
     q = parting("reward", steps_a[:10], np.zeros(10), steps_b, np.zeros(200))
     assert not q.parts and q.reason.startswith(f"10 common rows (at least {3 * MIN_WINDOW}")
+
+
+def test_runs_apart_from_the_start_part_at_the_first_full_window():
+    rng = np.random.default_rng(9)
+    steps = np.arange(1, 101)
+    p = parting("reward", steps, rng.normal(0, 0.05, 100), steps, 0.5 + rng.normal(0, 0.05, 100))
+    assert p.from_start and p.step == steps[p.window - 1]

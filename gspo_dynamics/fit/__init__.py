@@ -12,7 +12,7 @@ chance) is `gspo_dynamics.predict`, a layer above.
 """
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
-from gspo_dynamics.fit._fall import BLOCK, COLLAPSE_SHARE, Z_FALL, Fall, reward_fall
+from gspo_dynamics.fit._fall import BLOCK, COLLAPSE_SHARE, FALL_SHARE, Z_FALL, Fall, reward_fall
 from gspo_dynamics.fit._identified import plateau_unidentified, within_reach
 from gspo_dynamics.fit._implications import (
     Estimate, Implications, check_reward_range, implications, max_safe_range_text, max_safe_text,
@@ -37,6 +37,7 @@ from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fi
 __all__ = [
     "BLOCK",
     "COLLAPSE_SHARE",
+    "FALL_SHARE",
     "EXTRAPOLATION_LIMIT",
     "HELD_STEPS",
     "Z_FALL",

@@ -45,8 +45,8 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit import (
-    BLOCK, HELD_STEPS, Z_FALL, Fall, Implications, TrajectoryFit, fit_trajectory, implications, max_safe_range_text,
-    max_safe_text, plateau_unidentified, reward_fall,
+    HELD_STEPS, Fall, Implications, TrajectoryFit, fit_trajectory, implications, max_safe_range_text, max_safe_text,
+    plateau_unidentified,
 )
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.predict._collapse_risk import COLLAPSE_SPREAD, collapse_fields
@@ -61,6 +61,7 @@ from gspo_dynamics.predict._pilot_log import (
     pilot_reward_range, zero_std_shares,
 )
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
+from gspo_dynamics.predict._row_fall import pilot_fall
 from gspo_dynamics.predict._schedule import SAME, pilot_factor
 from gspo_dynamics.theory import collapse
 from gspo_dynamics.theory.linear import critical_learning_rate
@@ -344,12 +345,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     g_sigma = None if target_noise is None else group_size_for_noise(fit.residual_std, hp.group_size, target_noise)
     drift = measure_drift(log, n, hp, measured, assumed)
     delta = drift.per_step
-    fall = reward_fall(steps, reward, reward_range)
-    if fall is not None:
-        measured.append(f"the reward's largest fall below its running best over {BLOCK}-step means, {fall.fall:.3g} "
-                        f"(z = {fall.z:.3g}: {'a loss' if fall.lost else 'not a loss'}; a loss needs z > {Z_FALL:g}, the "
-                        "largest of many block pairs, and where the reward's range is known a size that matters in it: "
-                        "fit._fall (2))")
+    fall = pilot_fall(steps, reward, reward_range, hp.num_groups, measured)
     kept = fall is not None and not fall.lost
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
     end = pilot_end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,

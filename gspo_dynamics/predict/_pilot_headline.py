@@ -125,8 +125,7 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
     each with the lr the evidence gives (`lower_lr`) and, for the noisy fall, the group size whose rows would tell."""
     setup, fall, lr = f.config.setup, f.fall, f.config.setup.hparams.lr
     bounds = (f.collapse_max_lr, None if f.max_safe_lr is None else f.max_safe_lr / MARGIN_FACTOR)
-    where = (f"from {fall.best:.3g} (steps {fall.best_steps[0]}-{fall.best_steps[1]}) to {fall.after:.3g} (steps "
-             f"{fall.after_steps[0]}-{fall.after_steps[1]})")
+    where = f"from {fall.best:.3g} ({_span(fall.best_steps)}) to {fall.after:.3g} ({_span(fall.after_steps)})"
     if f.held is not None and f.held >= fall.after + RECOVERED_SHARE * (fall.best - fall.after):
         return "at risk", (f"the pilot dipped {where} and came back to {f.held:.3g} by its end: a dip, not yet a "
                            "collapse; watch the reward"), [lower_lr(setup, lr, bounds, "the pilot dipped at this lr")]
@@ -145,6 +144,10 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
                            "the reward"), changes
     return "unsafe", f"the pilot lost reward it had: its mean fell {where}", [
         lower_lr(setup, lr, bounds, "the pilot lost reward at this lr")]
+
+
+def _span(steps: tuple[int, int]) -> str:
+    return f"step {steps[0]}" if steps[0] == steps[1] else f"steps {steps[0]}-{steps[1]}"
 
 
 def fall_in_row_noise(f) -> tuple[float, float] | None:

@@ -1,0 +1,79 @@
+"""predict._row_fall: one row's fall against the rows' largest sampling noise. The bound (1) against simulated rows
+of prompts of differing difficulty; a planted one-row crash that block means hide is found; null pilots are not
+called a fall; the pilot path (a TRL pilot at steps_per_generation 8) reads the crash as a dip."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gspo_dynamics.fit import Z_FALL, reward_fall
+from gspo_dynamics.predict import pilot_forecast, pilot_headline, read_run_config
+from gspo_dynamics.predict._row_fall import prompts_per_row, row_fall
+
+
+def _rows(rng, p_mean: float, n_rows: int, prompts: int, G: int, spread: float) -> np.ndarray:
+    """Row means of `prompts` prompts of G 0/1 responses, each prompt's success chance Beta-distributed around p_mean
+    (spread -> 0: all alike; large: prompts solved or failed outright)."""
+    a = p_mean / spread
+    b = (1 - p_mean) / spread
+    p = rng.beta(a, b, size=(n_rows, prompts))  # (rows, prompts)
+    return rng.binomial(G, p).sum(axis=1) / (prompts * G)
+
+
+@pytest.mark.parametrize("spread", [0.01, 1.0, 100.0])
+@pytest.mark.parametrize("p_mean", [0.1, 0.5, 0.9])
+def test_the_bound_holds_for_prompts_of_any_difficulty(p_mean, spread):
+    """Var(row mean) <= m (1 - m) / P (1): simulated rows of 16 prompts x 8 responses, from prompts all alike
+    (variance m (1 - m) / (P G)) to prompts solved or failed outright (variance m (1 - m) / P, the bound itself)."""
+    rows = _rows(np.random.default_rng(0), p_mean, 20_000, 16, 8, spread)
+    bound = p_mean * (1 - p_mean) / 16
+    assert rows.var() <= bound * 1.05  # 20k rows: the variance's own sampling error is ~1%
+    if spread == 100.0:
+        assert rows.var() > 0.9 * bound  # reached where every prompt is all-or-nothing
+
+
+def test_a_one_row_crash_that_block_means_hide_is_a_loss():
+    steps = np.arange(1, 80, 8)  # T = 8: one row per rollout, 10 rows
+    reward = np.array([0.25, 0.44, 0.72, 0.38, 0.01, 0.8, 0.81, 0.93, 0.96, 0.95])  # a TRL atlas pilot
+    assert not reward_fall(steps, reward, (0.0, 1.0)).lost
+    P = prompts_per_row(steps, 8)
+    assert P == 64
+    fall = row_fall(steps, reward, (0.0, 1.0), P)
+    z = (0.72 - 0.01) / np.sqrt((0.72 * 0.28 + 0.01 * 0.99) / 64)
+    assert fall.lost and fall.best == 0.72 and fall.after == 0.01 and fall.z == pytest.approx(z)
+    assert fall.best_steps == (17, 17) and fall.after_steps == (33, 33)
+
+
+def test_no_range_or_no_prompt_count_reads_nothing():
+    steps, reward = np.arange(10), np.linspace(0.2, 0.8, 10)
+    assert row_fall(steps, reward, None, 64) is None and row_fall(steps, reward, (0, 1), None) is None
+    assert prompts_per_row(steps, None) is None and prompts_per_row(steps[:1], 8) is None
+
+
+@pytest.mark.parametrize("spread", [0.01, 100.0])
+def test_null_pilots_are_not_a_fall(spread):
+    """2,000 pilots of 10 rows at a constant success chance (no fall): none called a loss at Z_FALL (the bound's
+    one-sided tail at 5 sigma over 45 pairs is below 1.3e-5; where prompts are all-or-nothing, the bound is tight)."""
+    rng = np.random.default_rng(1)
+    steps = np.arange(1, 80, 8)
+    lost = sum(row_fall(steps, _rows(rng, p, 10, 64, 8, spread), (0.0, 1.0), 64).lost
+               for p in rng.uniform(0.2, 0.8, 2000))
+    assert lost == 0
+    assert Z_FALL == 5.0
+
+
+def test_a_trl_pilot_at_t8_with_a_crashed_row_is_not_safe(tmp_path):
+    config = {"learning_rate": 3e-3, "num_generations": 8, "per_device_train_batch_size": 64, "steps_per_generation": 8,
+              "max_steps": 400}
+    reward = np.array([0.25, 0.44, 0.72, 0.38, 0.01, 0.8, 0.81, 0.93, 0.96, 0.95])
+    rows = [{"step": int(s), "reward": float(r), "entropy": 0.5} for s, r in zip(range(1, 80, 8), reward)]
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    f = pilot_forecast(read_run_config(config), str(path), reward_range=(0.0, 1.0))
+    assert f.fall.lost and f.fall.after_steps == (33, 33)
+    head = pilot_headline(f)
+    assert head.verdict != "safe" and "step 17" in head.reason and "step 33" in head.reason
+    assert any("predict._row_fall (2)" in line for line in f.measured)

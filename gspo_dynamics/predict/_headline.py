@@ -4,15 +4,18 @@ reward's units. The derivations behind it stay in the forecast objects (`--expla
 The verdict is decided by the first rule that applies, in this order (each names its evidence):
 
   unsafe                 the pilot lost reward it had and had not won it back by its end (`fit._fall`: a fall
-                         with z > 5 that matters in the reward's range, the held level below half its depth), by a
-                         fall that clears the sampling noise of its rows too (`_pilot_headline.fall_in_row_noise`;
+                         of block means with z > 5 that matters in the reward's range, or of one row against the
+                         rows' largest sampling noise, `predict._row_fall`; the held level below half its depth),
+                         by a fall that clears the sampling noise of its rows too (`_pilot_headline.fall_in_row_noise`;
                          else at risk); or the policy's move between sampler refreshes D exceeds the collapse
-                         limit, or the pilot's entropy overshot (`theory.collapse`); or the config's lr exceeds the
-                         linear model's largest stable lr, lr_max = lr x_max(T, mu) / kappa (`predict._pilot`);
+                         limit, or the pilot's entropy overshot on its first updates (`theory.collapse` (6), read
+                         from the entropy alone: at T = 1 too); or the config's lr exceeds the linear model's largest
+                         stable lr, lr_max = lr x_max(T, mu) / kappa (`predict._pilot`);
   at risk                no band edge at T > 1 (below); or the pilot's fall came back above half its depth (a dip);
-                         or D within AT_RISK_SHARE of the limit (not where the pilot itself ran at D and held); or
-                         the chance that one run falls at the config's (lr, T), `predict._fall_chance`, at least
-                         AT_RISK_CHANCE; or lr within a factor
+                         or D within AT_RISK_SHARE of the limit; or the chance that one run falls at the config's
+                         (lr, T), `predict._fall_chance`, at least AT_RISK_CHANCE (neither of these two where the
+                         pilot itself ran at D and held, `_pilot_headline.ran_and_held`: the limit in force is then
+                         its own D, and the chance there the threshold's by construction); or lr within a factor
                          MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`predict._collapse_risk`); or
                          the pilot's reward swings (a periodic component or an alternation of rows: the limit cycle
                          diagnose reports as dynamical instability, `_pilot_headline.reward_swings`);

@@ -102,8 +102,9 @@ def report_text(check, failed: list[tuple[str, float]]) -> str:
     for alert in check.alerts:
         if alert.kind == "mode" and alert.name == check.verdict and check.changed:
             continue  # the verdict's own line says it
-        what = "finding " if alert.kind == "finding" else "alert   "
-        lines.append(f"  {what} {alert.text.split(': ', 1)[1]}")
+        what, text = ("finding" if alert.kind == "finding" else "alert"), alert.text.split(": ", 1)[1]
+        # under the verdict's line, or a line of its own that says its step first
+        lines.append(f"  {what:<8} {text}" if lines else f"step {check.step}: {what} {text}")
     lines += [f"  fail-on  {n} (confidence {c:.2f}): exit {EXIT_FAILED_ON}" for n, c in failed]
     return "\n".join(lines)
 
@@ -198,7 +199,9 @@ class _Watch:
             status = self._check(update)
             if status is not None:
                 return status
-        idle = time.monotonic() - self.last_growth
+        if update.grew:  # idle from the end of this poll's work: growth during a long diagnosis is seen next poll
+            self.last_growth = time.monotonic()
+        idle = 0.0 if update.grew else time.monotonic() - self.last_growth
         exit_idle = self.args.exit_when_idle
         if self.args.once or (exit_idle is not None and idle >= exit_idle):
             if not self.guard.rows and self.follower.waiting is not None:  # it ends with no log read: bad input

@@ -7,10 +7,11 @@ the log, that says nothing before the log can support it, does not flicker, and 
     guard.summary()                      # the run so far, for the end of the run or the watch
 
 Cost. `add` costs O(new rows); the log is kept as a `LogView` of at most VIEW_ROWS rows (the log itself up to
-there, block means past it). `check` re-diagnoses the view when a block's worth of rows (s, 1 up to VIEW_ROWS rows)
-arrived since the last diagnosis or a new row holds a non-finite value, else reuses the last diagnosis: one
-`diagnose` of at most VIEW_ROWS rows (dominated by the closed-form fit's multi-start least squares, about as costly
-at 50 rows as at 500), whatever the log's length. Up to VIEW_ROWS rows the diagnosis is batch `diagnose`'s, exactly.
+there, block means past it). `check` re-diagnoses the view once the log grew by `cadence` rows since the last
+diagnosis (1/DIAGNOSE_PARTS of its length, at least a view block) or a new row holds a non-finite value, else the last
+diagnosis stands: one `diagnose` of at most VIEW_ROWS rows (dominated by the closed-form fit's multi-start least
+squares, about as costly at 50 rows as at 500), whatever the log's length. Up to VIEW_ROWS rows the view is the log,
+so a diagnosis is batch `diagnose`'s exactly; `summary` always diagnoses every row read.
 
 Rules (stated once, named constants):
 
@@ -25,7 +26,8 @@ Rules (stated once, named constants):
                                            is reported, alerted or stops a run only once it has held at every
                                            diagnosis over the last hold_rows (16) rows: a reading that came and
                                            went within 12 rows (the flicker healthy -> instability 0.97 -> healthy
-                                           over rows 42-53 of issue 50) never fires.
+                                           over rows 42-53 of issue 50) never fires. The benign verdicts (healthy
+                                           saturation, still rising, unsure between them) hold as one `family`.
   findings                                 read straight off the metrics (a NaN, a spike, truncation): reported the
                                            check they first appear, once (they stay in the summary).
   min_confidence                           MIN_CONFIDENCE = 0.9 for the callback and watch alike: diagnose's
@@ -48,6 +50,10 @@ TREND_ROWS = 4 * MIN_ANALYSIS_POINTS  # a trend verdict's early and late quarter
 HEALTHY_MODES = ("healthy_saturation", "still_rising")  # not failures
 TREND_MODES = ("healthy_saturation", "still_rising", "stalled", "noise_dominated")
 PENDING = "pending"  # no verdict yet
+# A check diagnoses once the log grew by 1/64 of its length (or a view block, or a non-finite value arrived):
+# diagnose's late window is a quarter of the log, so such a growth has replaced 1/16 of it; a verdict of the whole
+# log moves no faster than that window. Up to 640 rows and every = 10 logs that is every check.
+DIAGNOSE_PARTS = 64
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,11 +137,16 @@ class Guard:
     def rows(self) -> int:
         return self.view.rows
 
+    @property
+    def cadence(self) -> int:
+        """New rows that make a check diagnose: a view block (s), and at least 1/DIAGNOSE_PARTS of the log."""
+        return max(self.view.block, -(-self._rows_at_diagnosis // DIAGNOSE_PARTS))
+
     # ---- one check ----------------------------------------------------------------------------------------------
     def check(self, *, force: bool = False) -> Check:
-        """Diagnose if due (a block's worth of new rows, a new non-finite value, or `force`); report what is new."""
+        """Diagnose if due (`cadence` new rows, a new non-finite value, or `force`); report what is new."""
         new_rows = self.view.rows - self._rows_at_diagnosis
-        due = self.view.rows > 0 and (force or self._nonfinite_pending or new_rows >= self.view.block
+        due = self.view.rows > 0 and (force or self._nonfinite_pending or new_rows >= self.cadence
                                       or (self.diagnosis is None and new_rows > 0))
         alerts: list[Alert] = []
         previous = self.verdict
@@ -165,13 +176,16 @@ class Guard:
         from gspo_dynamics.diagnose import FINDING_NOTE
 
         d, rows, s = self.diagnosis, self.view.rows, self.settings
-        now = {label for label in (headline_label(d, rows),) if label is not None}
+        head = headline_label(d, rows)
+        now = set() if head is None else {head, "family:" + family(head)}
         now |= {"mode:" + v.mode for v in d.verdicts
                 if v.mode not in HEALTHY_MODES and v.confidence >= s.min_confidence and rows >= _min_rows(v.mode)}
         self._since = {label: self._since.get(label, rows) for label in now}
         held = {label for label, start in self._since.items() if rows - start >= s.hold_rows}
-        head = next((label for label in held if not label.startswith("mode:")), None)
-        if head is not None:
+        # a verdict of another family (or the first) is reported once its family held; within the family the
+        # verdict moves once the new one held on its own (still rising -> healthy is not a flicker to wait out twice)
+        same = self.verdict != PENDING and head is not None and family(self.verdict) == family(head)
+        if head is not None and (head in held if same else "family:" + family(head) in held):
             self.verdict = head
         if self.verdict in now:  # the reported verdict is today's reading too: its confidence and advice now
             v = d.verdicts[0]
@@ -238,6 +252,13 @@ def headline_label(diagnosis, rows: int, final: bool = False) -> str | None:
     if not final and rows < _min_rows(diagnosis.primary):
         return None
     return label
+
+
+def family(label: str) -> str:
+    """The verdicts the hysteresis holds together: the benign ones (healthy saturation, still rising, unsure between
+    them: a curve nearing its plateau swings between these), each other verdict alone."""
+    modes = label.removeprefix("unsure: ").split(" or ")
+    return "benign" if all(m in HEALTHY_MODES for m in modes) else label
 
 
 def _min_rows(mode: str) -> int:

@@ -9,7 +9,7 @@ and sum the run up when it ends.
 
 Every `every`-th training `on_log` event (evaluation rows and the end-of-training summary aside) the callback reads
 the rows `state.log_history` gained since the last time (`gspo_dynamics.logs.read_log_history`; its own keys left
-out) into the live guard (`_guard.Guard`: a fixed-size view of the log, diagnosed when a block's worth of rows or a
+out) into the live guard (`_guard.Guard`: a fixed-size view of the log, diagnosed once the log grew by 1/64 or a
 non-finite value arrived; a verdict reported only once it held for `hold_rows` rows; trend verdicts from 32 rows;
 each alert once). A flag is a failure mode the guard holds at confidence >= `min_confidence` (default 0.9, as
 `watch`), or a finding that is not a note. Then (keys, options and the postmortem's fields: docs/callback.md):

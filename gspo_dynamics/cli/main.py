@@ -1,6 +1,6 @@
 """The `gspo-dynamics` command. Thin: parse, build the config, call one library function, print.
 
-One module per command (`_predict`, `_simulate`, `_diagnose`, `_watch`, `_train`, `_figures`, `_repro`), each
+One module per command (`_predict`, `_simulate`, `_diagnose`, `_watch`, `_report`, `_train`, `_figures`, `_repro`), each
 with `register(subparsers)`; the options `predict` and `simulate` share are in `_options`.
 Bad input (an impossible hyperparameter, an unknown name, a `simulate` flag of the other testbed)
 prints one line `gspo-dynamics: error: ...` and exits with status 2; never a traceback.

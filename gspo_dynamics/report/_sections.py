@@ -133,7 +133,23 @@ def _compute_table(runs: list[RunReport]) -> Section:
         facts += [f"{r.label}: note: {n}" for n in a.notes]
     names = tuple(w.name for w in runs[0].accounting.wastes)
     table = Table(("run", "no signal", *names, "logged compute", "entropy floor"), tuple(rows))
+    facts.insert(0, _sweep_total([r.accounting for r in runs]))
     return Section("compute", "Compute without learning signal", tuple(facts), (table,))
+
+
+def _sweep_total(accounts) -> str:
+    """The sweep's compute and its part without signal, summed over the runs that log step times."""
+    timed = [a for a in accounts if a.hours is not None]
+    if not timed:
+        return "the sweep: no run logs step times (TRL step_time, verl timing_s/step): shares only"
+    gpu = all(a.gpu_hours is not None for a in timed)
+    total = sum(a.gpu_hours if gpu else a.hours for a in timed)
+    lo, hi = (sum(a.total[k] * (a.gpu_hours if gpu else a.hours) for a in timed) for k in (0, 1))
+    unit = "GPU-hours" if gpu else "h of wall-clock"
+    span = f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g}-{hi:.3g}"
+    cost = f" (${lo * timed[0].rate:,.2f}-${hi * timed[0].rate:,.2f})" if gpu and timed[0].rate is not None else ""
+    return (f"the sweep: {total:.3g} {unit} logged over {len(timed)} of {len(accounts)} runs, {span} of them without "
+            f"learning signal{cost}")
 
 
 def sweep_sections(runs: list[RunReport], parted) -> tuple[tuple[str, ...], tuple[Section, ...]]:

@@ -140,3 +140,15 @@ def test_an_unreadable_log_is_named(run_file, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"gspo-dynamics: error: {bad}: ") and err.count("\n") == 1
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_sweeps_compute_is_the_sum_of_its_runs(run_file):
+    runs = [read_log(run_file(f"r{k}.jsonl", n=100, seed=k, step_time=2.0 + k)) for k in range(3)]
+    report = build_report(runs, gpus=4, rate=2.0)
+    accounts = [r.accounting for r in report.runs]
+    gpu_hours = sum(4 * 100 * (2.0 + k) / 3600 for k in range(3))  # 100 rows of 1 step each at 2, 3, 4 s per step
+    lo = sum(a.total[0] * a.gpu_hours for a in accounts)
+    assert sum(a.gpu_hours for a in accounts) == pytest.approx(gpu_hours)
+    first = report.section("compute").lines[0]
+    assert first.startswith(f"the sweep: {gpu_hours:.3g} GPU-hours logged over 3 of 3 runs, {lo:.3g}")
+    assert f"(${lo * 2.0:,.2f}-" in first

@@ -39,6 +39,9 @@ def register(sub) -> None:
     p.add_argument("--gpus", type=integer, metavar="N", help="GPUs the run used: logged hours become GPU-hours")
     p.add_argument("--gpu-hour-rate", type=float, metavar="USD",
                    help="price of one GPU-hour (needs --gpus): GPU-hours become dollars")
+    p.add_argument("--seconds-per-step", type=float, metavar="S",
+                   help="wall-clock seconds of one optimizer step, for logs that log no step time (TRL step_time, verl "
+                        "timing_s/step): their steps become hours")
     p.add_argument("--pilot-steps", type=integer, metavar="N", help="with --config: the reward points predict reads as "
                    "the pilot (default: the whole log where the config's run is longer, else its first third)")
     add_map_option(p)
@@ -55,6 +58,9 @@ def _check(args: argparse.Namespace) -> None:
         raise ConfigError(f"--gpu-hour-rate must be a price >= 0, got {rate:g}")
     if rate is not None and args.gpus is None:
         raise ConfigError("--gpu-hour-rate prices GPU-hours: give the GPUs the run used too (--gpus N)")
+    sps = args.seconds_per_step
+    if sps is not None and (not math.isfinite(sps) or sps <= 0):
+        raise ConfigError(f"--seconds-per-step must be a time > 0, got {sps:g}")
     if args.pilot_steps is not None and not args.config:
         raise ConfigError("--pilot-steps picks predict's pilot: give the run's config (--config)")
     if args.pilot_steps is not None and args.pilot_steps < 8:
@@ -88,8 +94,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     for log in logs:
         _check_reward_range(log, reward_range)
     report = build_report(logs, hparams=hparams, setup=setup, reward_range=reward_range, gpus=args.gpus,
-                          rate=args.gpu_hour_rate, pilot_steps=args.pilot_steps, config_lines=tuple(brief),
-                          title=args.title)
+                          rate=args.gpu_hour_rate, seconds_per_step=args.seconds_per_step,
+                          pilot_steps=args.pilot_steps, config_lines=tuple(brief), title=args.title)
     _write(args.out, to_html(report))
     written = [args.out]
     if args.markdown:

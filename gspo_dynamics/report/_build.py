@@ -16,10 +16,11 @@ from gspo_dynamics.report._sections import run_sections, sweep_sections
 
 
 def build_report(logs: list, *, hparams=None, setup=None, reward_range=None, gpus: int | None = None,
-                 rate: float | None = None, pilot_steps: int | None = None, config_lines: tuple[str, ...] = (),
-                 title: str | None = None) -> Report:
+                 rate: float | None = None, seconds_per_step: float | None = None, pilot_steps: int | None = None,
+                 config_lines: tuple[str, ...] = (), title: str | None = None) -> Report:
     """The report of `logs` (RunLogs, one run or a sweep): each diagnosed with `hparams` and `reward_range`; with
-    `setup` (a `predict.RunSetup`), predict's forecast on each; `gpus` and `rate` ($/GPU-hour) for the accounting;
+    `setup` (a `predict.RunSetup`), predict's forecast on each; `gpus`, `rate` ($/GPU-hour) and `seconds_per_step`
+    (for logs without step times) for the accounting;
     `config_lines`: how the config was read (shown as diagnose shows them)."""
     names = labels([log.source for log in logs])
     runs = []
@@ -27,8 +28,8 @@ def build_report(logs: list, *, hparams=None, setup=None, reward_range=None, gpu
         d = diagnose(log, hparams, reward_range=reward_range)
         d.config_lines.extend(config_lines)
         view = None if setup is None else forecast_view(log, setup, pilot_steps=pilot_steps, reward_range=reward_range)
-        runs.append(RunReport(label=name, log=log, diagnosis=d, accounting=account(log, d, gpus=gpus, rate=rate),
-                              forecast=view))
+        acc = account(log, d, gpus=gpus, rate=rate, seconds_per_step=seconds_per_step)
+        runs.append(RunReport(label=name, log=log, diagnosis=d, accounting=acc, forecast=view))
     if len(runs) == 1:
         answer, sections = run_sections(runs[0])
         return Report(title=title or f"gspo-dynamics report: {names[0]}", answer=answer, sections=sections,

@@ -3,7 +3,8 @@
 Each logged row i covers d_i optimizer steps (the gap to the row before; the first row the log's median gap) and took
 
     s_i = tau_i d_i  seconds,  tau_i the row's logged seconds per step (TIME_KEYS: TRL `step_time`, verl
-    `timing_s/step` / `perf/time_per_step`); a row without one takes the run's median tau (counted in the notes).
+    `timing_s/step` / `perf/time_per_step`); a row without one takes the run's median tau (counted in the notes);
+    a log without any takes the user's tau where given (--seconds-per-step).
 
 A share is a weighted mean over rows, weights w_i = s_i where step times are logged (a share of the run's time),
 else w_i = d_i (a share of its steps). Hours are the share times sum_i s_i / 3600; GPU-hours those times --gpus;
@@ -36,6 +37,7 @@ from gspo_dynamics.report._entropy_floor import EntropyFloor, entropy_floor
 
 # raw keys of seconds per optimizer step (the readers keep them under their own names), in the order tried
 TIME_KEYS: tuple[str, ...] = ("step_time", "timing_s/step", "perf/time_per_step", "time/step", "train/step_time")
+GIVEN_TIME = "--seconds-per-step"  # `Accounting.time_key` where the step time is the user's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +65,11 @@ class Accounting:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
+    def given_time(self) -> bool:
+        """The step time is the user's (--seconds-per-step), not the log's."""
+        return self.time_key == GIVEN_TIME
+
+    @property
     def gpu_hours(self) -> float | None:
         return None if self.hours is None or self.gpus is None else self.hours * self.gpus
 
@@ -81,7 +88,8 @@ class Accounting:
     def lines(self) -> list[str]:
         """The answer first (the total without signal), then each reason, the entropy floor and the notes."""
         lo, hi = self.total
-        of = "of the run's logged time" if self.basis == "time" else "of the run's steps"
+        of = "of the run's steps" if self.basis == "steps" else "of the run's time" if self.given_time else \
+            "of the run's logged time"
         span = self.total_text()
         amounts = [a for a in (self.amount(lo), self.amount(hi)) if a]
         amount = "" if not amounts else f" ({amounts[0]})" if amounts[0] == amounts[-1] else f" ({amounts[0]} to {amounts[1]})"
@@ -104,7 +112,8 @@ class Accounting:
             " (--gpus N gives GPU-hours)"
         rate = f" = ${self.gpu_hours * self.rate:,.2f} at ${self.rate:g}/GPU-hour" if self.rate is not None and \
             self.gpus is not None else ""
-        return f"compute: {self.hours:.3g} h of wall-clock logged ({self.time_key!r}){gpus}{rate}"
+        source = "at --seconds-per-step" if self.given_time else f"logged ({self.time_key!r})"
+        return f"compute: {self.hours:.3g} h of wall-clock {source}{gpus}{rate}"
 
 
 def row_steps(steps: np.ndarray) -> np.ndarray:
@@ -149,12 +158,16 @@ def _series(log, name: str, notes: list[str]) -> np.ndarray | None:
     return v
 
 
-def account(log, diagnosis, *, gpus: int | None = None, rate: float | None = None) -> Accounting:
+def account(log, diagnosis, *, gpus: int | None = None, rate: float | None = None,
+            seconds_per_step: float | None = None) -> Accounting:
     """The accounting of one run (module docstring): `log` a RunLog, `diagnosis` its `diagnose` result (the stop step
-    is read from it, never re-derived), `gpus` and `rate` (dollars per GPU-hour) as the user gave them."""
+    is read from it, never re-derived), `gpus` and `rate` (dollars per GPU-hour) as the user gave them;
+    `seconds_per_step`, the user's tau for a log without step times (a logged time wins)."""
     notes: list[str] = []
     d = row_steps(log.steps)
     seconds, key = row_seconds(log, d, notes)
+    if seconds is None and seconds_per_step is not None:
+        seconds, key = seconds_per_step * d, GIVEN_TIME
     w = seconds if seconds is not None else d
     z, t = _series(log, "frac_zero_std", notes), _series(log, "truncation_rate", notes)
     stop, stop_why = stop_step(diagnosis)

@@ -59,6 +59,15 @@ def test_without_step_times_the_shares_are_of_steps():
     np.testing.assert_array_equal(row_steps(np.array([5, 6, 7, 9])), [1, 1, 1, 2])  # the first: the median gap
 
 
+def test_a_given_step_time_stands_in_only_for_a_log_without_one():
+    log = make_log([1, 2, 3, 5], frac_zero_std=[0.0, 0.0, 0.0, 1.0])
+    acc = account(log, Flat(), gpus=2, seconds_per_step=3.0)
+    assert acc.time_key == "--seconds-per-step" and acc.hours == pytest.approx(5 * 3.0 / 3600)
+    assert acc.gpu_hours == pytest.approx(2 * 5 * 3.0 / 3600) and acc.wastes[0].share == pytest.approx(2 / 5)
+    logged = account(make_log([1, 2], step_time=[1.0, 1.0]), Flat(), seconds_per_step=3.0)
+    assert logged.time_key == "step_time" and logged.hours == pytest.approx(2 / 3600)
+
+
 def test_the_stop_step_is_diagnoses_plateau(run_file):
     log = read_log(run_file(n=300, tau=15.0))
     d = diagnose(log, reward_range=(0, 1))

@@ -19,6 +19,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale, reward_spread
 from gspo_dynamics.diagnose._ranking import rank_consequences
+from gspo_dynamics.diagnose._signal_lost import signal_lost
 from gspo_dynamics.diagnose._signals import concentration, degeneracy, hacking, success_rate
 from gspo_dynamics.diagnose._instability import instability_verdict, non_finite_verdict
 from gspo_dynamics.diagnose._findings import findings
@@ -136,6 +137,7 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
                 notes.append(f"weak signs of dynamical instability (confidence {v.confidence:.2f}, below the "
                              f"{REPORT_CONFIDENCE} reporting level): " + "; ".join(
                                  f"{e['signal']} = {e['value']:.3g}" for e in v.evidence if isinstance(e["value"], float)))
+    _signal_lost_evidence(log, verdicts)
     found = next((v for v in verdicts[1:] if v.mode == "dynamical_instability"), None)
     diverged = non_finite_verdict(log.diverged, int(steps[-1]), hparams, found)
     if diverged is not found:
@@ -148,6 +150,27 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
         verdicts[0].evidence.extend(drift)
         notes.append(drift_note(drift))
     return verdicts
+
+
+def _signal_lost_evidence(log: RunLog, verdicts: list[Verdict]) -> None:
+    """A policy thrown dead by an update (`_signal_lost`): an item of the instability verdict (made if none), at the
+    larger of its confidence and the rule's 1 - q^m."""
+    lost = signal_lost(log)
+    if lost is None:
+        return
+    item = evidence("reward fell to its floor with every group zero-std from this step on (signal lost)",
+                    lost["step"], (lost["step"], int(log.steps[-1])), rows_dead=lost["rows_dead"],
+                    rows_before=lost["rows_before"], zero_std_share_before=lost["q"],
+                    reward_before=lost["reward_before"], floor=lost["floor"])
+    advice = (f"an update at step {lost['step']} left the policy with no reward signal at all: restart from a "
+              f"checkpoint before it with a learning rate (TRL: learning_rate; verl: actor_rollout_ref.actor.optim.lr) several times smaller")
+    i = next((i for i, v in enumerate(verdicts) if i and v.mode == "dynamical_instability"), None)
+    if i is None:
+        verdicts.append(Verdict("dynamical_instability", lost["confidence"], [item], [advice]))
+    else:
+        v = verdicts[i]
+        verdicts[i] = replace(v, confidence=max(v.confidence, lost["confidence"]), evidence=v.evidence + [item],
+                              advice=[advice] + v.advice)
 
 
 def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], theory: dict, notes: list[str],

@@ -198,6 +198,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
               "each change to the forecast's rule, found on earlier rounds, improves it on the rounds held out"),
     _one("end-reward-interval", "the end reward's 90% interval covers held-out runs"),
     _one("trl-atlas", "predict's verdict on real TRL runs over lr x T x clip"),
+    _one("trl-atlas-v2", "predict's verdict on real TRL runs over lr x T x clip, second protocol (seeds no rule saw)"),
     _one("public-collapse", "predict's verdict on public runs that collapsed and runs beside them that held"),
     ClaimSpec("real-run-forecast", "the forecast on public real runs", r"real-run-forecast-(curve|end|interval)",
               "on public real runs, predict's forecast of the curve and the end reward beats the baselines and its "

@@ -180,6 +180,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
     _one("diagnose-findings", "diagnose's findings on labelled logs"),
     _one("diagnose-real-logs", "diagnose reads every shared real log"),
     _one("diagnose-vs-peer", "diagnose against the peer tool"),
+    _one("diagnose-vs-peers", "diagnose against the registry peers (issue 50)"),
     ClaimSpec("wild-logs-read", "real logs from unseen repositories are read as labelled", r"wild-logs-read-(dev|heldout)",
               "real logs from repositories no earlier round used are read as labelled by eye (>= 95%), with no "
               "traceback, no refusal of a log with a reward-like series and no false non_finite"),

@@ -57,11 +57,15 @@ the peer when any item it ever gave (the report, its live warnings at any step, 
 postmortem) maps to it. Per finding: detections on the logs labelled with it, and false alarms on the
 clean logs (finding_logs' "healthy" ones and the families' healthy_saturation / still_rising logs).
 
-    python paper_repro/peer_diagnose.py [--quick] [--no-record] [--peer DIR]
+Registry peers (issue 50 item 6): rldoctor, rlprobe, rlwatch, trainspotter, zen-rl and polgrad on the same logs, plus
+the real logs labelled by eye present here (family "real"), installed, run, mapped (`peer_tools.json`, fixed before
+scoring) and scored as `_peer_registry`'s docstring says; a false alarm there is any warning on a clean log.
 
-DIR (default /work/peer) is a checkout of the peer with its own venv at DIR/.venv; without it the script
-says so and skips. The peer's commit and the sha256 of each of its files the run loaded go to
-paper_repro/peer_manifest.json.
+    python paper_repro/peer_diagnose.py [--quick] [--no-record] [--peer DIR] [--no-install] [--only NAMES]
+
+DIR (default /work/peer) is a checkout of PTT with its own venv at DIR/.venv; without it PTT is skipped. PTT's
+commit and the sha256 of each of its files the run loaded go to paper_repro/peer_manifest.json; the registry
+peers' versions are pinned in peer_tools.json.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
@@ -80,6 +85,7 @@ import time  # noqa: E402
 from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import _peer_registry  # noqa: E402
 from _results import Claim, record, replace_section  # noqa: E402
 
 PEER_REPO = "microsoft/post-training-toolkit"
@@ -216,7 +222,8 @@ def trl_rows(path: str) -> list[dict]:
 
 
 def labelled_logs(tmp: str, quick: bool) -> dict[str, list[tuple[str, str]]]:
-    """family -> [(label, path)]: the generator families, the TRL family and the finding logs where present."""
+    """family -> [(label, path)]: the generator families, the TRL family, the finding logs and the real logs
+    labelled by eye (those on this machine, with a mode label) where present."""
     from diagnose_generalisation import generate
 
     families = generate(tmp, quick)  # it may already read the TRL family; else it is read here
@@ -235,20 +242,35 @@ def labelled_logs(tmp: str, quick: bool) -> dict[str, list[tuple[str, str]]]:
             families["findings"] = [(label, str(path)) for label, path in finding_logs(f"{tmp}/findings")]
         except Exception as e:  # a helper still being written: the modes are compared all the same
             print(f"paper_repro/finding_logs.py failed ({type(e).__name__}: {e}): the findings are skipped")
+    from _real_log_labels import load_labels, locate
+
+    real = [(e["label"], str(path)) for e in load_labels() if e["label"] not in ("refused", "too_short")
+            and (path := locate(e)[0]) is not None]
+    if real:
+        families["real"] = real
     return families
 
 
-def run_ours(path: str) -> tuple[str, set[str]]:
-    """diagnose's primary verdict and finding names on one log (an error reads as "error", wrong for any label)."""
-    from gspo_dynamics.diagnose import diagnose
+@functools.lru_cache(maxsize=None)
+def diagnose_log(path: str) -> dict:
+    """diagnose on one log: {"verdict": primary, "findings": names, "warned": names above a note} (an error reads
+    as "error", wrong for any label)."""
+    from gspo_dynamics.diagnose import FINDING_NOTE, diagnose
     from gspo_dynamics.logs import read_log
 
     try:
         d = diagnose(read_log(path))
     except Exception as e:  # a crash on a labelled log is a wrong answer, not the end of the comparison
         print(f"  diagnose failed on {path}: {type(e).__name__}: {e}")
-        return "error", set()
-    return d.primary, {f.name for f in getattr(d, "findings", [])}
+        return {"verdict": "error", "findings": set(), "warned": set()}
+    return {"verdict": d.primary, "findings": {f.name for f in d.findings},
+            "warned": {f.name for f in d.findings if f.severity != FINDING_NOTE}}
+
+
+def run_ours(path: str) -> tuple[str, set[str]]:
+    """diagnose's primary verdict and finding names on one log (`diagnose_log`)."""
+    d = diagnose_log(path)
+    return d["verdict"], d["findings"]
 
 
 def run_peer(peer: Path, families: dict, tmp: str) -> tuple[dict, list[str]]:
@@ -356,29 +378,21 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the reduced CI-sized families")
     parser.add_argument("--no-record", action="store_true", help="leave RESULTS.md alone (the manifest is still written)")
-    parser.add_argument("--dump", type=Path, help="also write every log's row (label, both verdicts, findings) here")
-    parser.add_argument("--peer", type=Path, default=DEFAULT_PEER, help=f"the peer's checkout (default {DEFAULT_PEER})")
+    parser.add_argument("--dump", type=Path, help="also write every log's row (label, verdicts, findings) here")
+    parser.add_argument("--peer", type=Path, default=DEFAULT_PEER, help=f"PTT's checkout (default {DEFAULT_PEER})")
+    parser.add_argument("--no-install", action="store_true", help="use only registry peers already in the cache")
+    parser.add_argument("--only", help="comma-separated registry peers to run (default: all in peer_tools.json)")
     return parser.parse_args()
 
 
-def main() -> None:
-    args = parse_args()
-    started = time.perf_counter()
-    command = "python paper_repro/peer_diagnose.py" + (" --quick" if args.quick else "")
+def compare_ptt(args, families: dict, tmp: str, started: float, command: str) -> None:
+    """PTT against diagnose, as issue 38 set it up (skipped without its checkout)."""
     if not (args.peer / "post_training_toolkit").is_dir() or not (args.peer / ".venv/bin/python").exists():
         print(f"[SKIP] {CLAIM.id}: no peer checkout with its venv at {args.peer} (a checkout of {PEER_REPO} "
-              "with post_training_toolkit/ and .venv/bin/python); nothing compared")
+              "with post_training_toolkit/ and .venv/bin/python); PTT not compared")
         return
-    with tempfile.TemporaryDirectory(prefix="gspo_peer_") as tmp:
-        families = labelled_logs(tmp, args.quick)
-        t0 = time.perf_counter()
-        peer_results, files = run_peer(args.peer, families, tmp)
-        t1 = time.perf_counter()
-        table = score_rows(families, peer_results)
-        print(f"{sum(map(len, families.values()))} logs: the peer in {t1 - t0:.0f} s, diagnose in "
-              f"{time.perf_counter() - t1:.0f} s")
-    if args.dump:
-        args.dump.write_text(json.dumps(table, indent=1, default=sorted))
+    peer_results, files = run_peer(args.peer, families, tmp)
+    table = score_rows(families, peer_results)
     coverage = {family: sorted({m for r in rows for m in r["peer_metrics"]}) for family, rows in table.items()}
     findings = table.pop("findings", []) + [r for rows in table.values() for r in rows if r["label"] in CLEAN_MODES]
     for line in family_lines(table) + [""] + label_lines(table) + [""] + finding_lines(findings):
@@ -389,9 +403,24 @@ def main() -> None:
     record(CLAIM, predicted="ours >= peer on every family", measured=f"ours vs peer right: {measured}",
            passed=not behind, quick=args.quick, started=started, command=command, write=not args.no_record)
     manifest = write_manifest(args.peer, files, command)
-    if args.no_record:
+    if not args.no_record:
+        replace_section(SECTION, section(table, findings, coverage, manifest, command))
+
+
+def main() -> None:
+    args = parse_args()
+    started = time.perf_counter()
+    command = "python paper_repro/peer_diagnose.py" + (" --quick" if args.quick else "")
+    ptt = (args.peer / "post_training_toolkit").is_dir() and (args.peer / ".venv/bin/python").exists()
+    if not ptt and not _peer_registry.available(args)[0]:
+        print(f"[SKIP] {CLAIM.id}: no peer checkout with its venv at {args.peer} and no registry peer installed; "
+              "nothing compared")
         return
-    replace_section(SECTION, section(table, findings, coverage, manifest, command))
+    with tempfile.TemporaryDirectory(prefix="gspo_peer_") as tmp:
+        families = labelled_logs(tmp, args.quick)
+        print(", ".join(f"{f} {len(logs)}" for f, logs in families.items()) + " labelled logs")
+        _peer_registry.compare(args, families, tmp, started, command, trl_rows, diagnose_log, FINDINGS)
+        compare_ptt(args, families, tmp, started, command)
 
 
 if __name__ == "__main__":

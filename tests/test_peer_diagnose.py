@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,7 +113,53 @@ def test_another_format_is_written_back_under_trl_keys(tmp_path):
 
 
 def test_without_a_peer_the_script_says_so_and_skips(tmp_path):
-    proc = subprocess.run([sys.executable, str(PAPER_REPRO / "peer_diagnose.py"), "--no-record", "--peer",
-                           str(tmp_path / "absent")], capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "GSPO_DYNAMICS_PEER_CACHE": str(tmp_path / "no_peers")}
+    proc = subprocess.run([sys.executable, str(PAPER_REPRO / "peer_diagnose.py"), "--no-record", "--no-install", "--peer",
+                           str(tmp_path / "absent")], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "[SKIP] diagnose-vs-peer" in proc.stdout
+
+
+# the registry peers (issue 50 item 6): peer_tools.json's mapping and _peer_registry's scoring
+import _peer_registry as reg  # noqa: E402
+
+CFG = reg.config()
+
+
+@pytest.mark.parametrize("peer", sorted(CFG["peers"]))
+def test_every_registry_mapping_entry_names_our_modes_and_findings_or_none(peer):
+    for name, (mode, finding) in CFG["peers"][peer]["map"].items():
+        assert mode is None or mode in MODES, (peer, name)
+        assert finding is None or finding in pd.FINDINGS, (peer, name)
+
+
+def test_a_registry_peers_passed_checks_are_dropped_and_its_worst_output_heads():
+    result = {"items": [["plateau", "ok"], ["entropy_collapse", "warning"], ["advantage_collapse", "critical"],
+                        ["kl_drift", "skipped"]]}
+    found = reg.items(result, CFG)
+    assert found == [("advantage_collapse", "critical"), ("entropy_collapse", "warning")]
+    mapping = CFG["peers"]["rldoctor"]["map"]
+    assert reg.primary(found, mapping) == "advantage_degeneracy"
+    assert reg.primary(reg.items({"items": [["plateau", "ok"]]}, CFG), mapping) == reg.HEALTHY
+    assert reg.primary([("lr_schedule", "warning")], CFG["peers"]["trainspotter"]["map"]) == reg.UNMAPPED
+    assert reg.findings([("length_pathology", "critical"), ("kl_drift", "info")], mapping) == {"truncation", "kl_spike"}
+
+
+def test_registry_targets_and_false_alarms_count_every_tool_alike():
+    families = {"trl": [("healthy_saturation", "a"), ("stalled", "b")], "findings": [("healthy", "c"), ("kl_spike", "d")]}
+    ours = {"trl": [{"verdict": "healthy_saturation", "findings": set(), "warned": set()},
+                    {"verdict": "noise_dominated", "findings": set(), "warned": set()}],
+            "findings": [{"verdict": "still_rising", "findings": set(), "warned": set()},
+                         {"verdict": "healthy_saturation", "findings": {"kl_spike"}, "warned": {"kl_spike"}}]}
+    peer = {"trl": [{"label": "healthy_saturation", "verdict": "healthy_saturation", "findings": set(), "head": "-",
+                     "error": None},
+                    {"label": "stalled", "verdict": "stalled", "findings": set(), "head": "plateau", "error": None}],
+            "findings": [{"label": "healthy", "verdict": "stalled", "findings": set(), "head": "plateau", "error": None},
+                         {"label": "kl_spike", "verdict": "x", "findings": set(), "head": "kl_drift", "error": None}]}
+    fam = reg.family_counts(families, ours, {"p": peer})
+    assert fam == {"trl": {"n": 2, "ours": 1, "p": 2}}
+    fnd = reg.finding_counts(families, ours, {"p": peer}, ("kl_spike", "truncation"))
+    assert fnd == {"kl_spike": {"n": 1, "ours": 1, "p": 0}}
+    alarms = reg.false_alarms(families, ours, {"p": peer})
+    assert alarms == {"n": 2, "ours": 0, "p": 1}
+    assert reg.targets(fam, fnd, alarms, ["p"]) == ["trl: ours 1 < p 2 of 2"]

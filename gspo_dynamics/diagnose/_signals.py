@@ -11,6 +11,7 @@ import numpy as np
 
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._findings import Z_NOT_RISING, Z_RISE
+from gspo_dynamics.diagnose._changepoint import change_point
 from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import SUCCESS_RATE_TOL, Verdict, confidence, evidence
 from gspo_dynamics._errors import ConfigError
@@ -211,8 +212,10 @@ def concentration(log, hparams) -> tuple[Verdict | None, str | None]:
     ratio = ch["late"] / ch["early"]
     span = ch["steps"][1] - ch["steps"][0]
     rate = -math.log(max(ratio, 1e-12)) / max(span, 1) * 100.0
+    cp = change_point(*log.valid("entropy"))  # where the entropy's level broke (CUSUM, Brownian-bridge null)
+    broke = {"broke_at_step": cp.step, "break_p_value": cp.p_value} if cp is not None and cp.significant else {}
     ev = [evidence("entropy late / early", ratio, ch["steps"], threshold=ENTROPY_COLLAPSE_RATIO, side="<", early=ch["early"],
-                   late=ch["late"], decay_per_100_steps=rate)]
+                   late=ch["late"], decay_per_100_steps=rate, **broke)]
     conf = confidence(ENTROPY_COLLAPSE_RATIO - ratio, 0.1)
     if "reward_std" in log and log.n_points("reward_std") >= 6 and log.reward_std_kind != "batch_std":
         sc = change(steps, log["reward_std"])

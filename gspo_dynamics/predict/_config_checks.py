@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 
 from gspo_dynamics._errors import ConfigError
 
+UNKNOWN_SHOWN = 5  # unknown keys a refusal names (a Hydra dump of another verl release holds dozens)
 NEAR_CUTOFF = 0.75  # difflib's ratio a known key must reach to be offered ("learnig_rate" -> "learning_rate": 0.96;
 # "steps" -> "std_eps", 0.67, is no typo of it)
 
@@ -75,9 +76,17 @@ def _named(hints: Iterable[tuple[str, str | None]], from_set: set[str] = frozens
 
 
 def refuse_unknown(hints: tuple[tuple[str, str | None], ...], framework: str, from_set: set[str]) -> None:
-    """One ConfigError naming each unknown key (and the --set that gave it) with its nearest known key."""
+    """One ConfigError naming each unknown key (and the --set that gave it) with its nearest known key; past
+    UNKNOWN_SHOWN keys, the first UNKNOWN_SHOWN (those with a nearest key first) and the count, and that a config saved
+    by another release of the framework holds such keys by the dozen (a Hydra dump of another verl release)."""
     if hints:
         one = len(hints) == 1
+        if len(hints) > UNKNOWN_SHOWN:
+            first = sorted(hints, key=lambda h: (h[0] not in from_set, h[1] is None))[:UNKNOWN_SHOWN]
+            raise ConfigError(f"{HAS_NO[framework]}s {_named(first, from_set)} and {len(hints) - UNKNOWN_SHOWN} more: a "
+                              "misspelt key leaves the one meant at its default; a config saved by another release holds "
+                              "keys this tool does not know by the dozen: if it is one, give --allow-unknown to read on "
+                              "(the answer's first lines name every key read past), else correct them")
         raise ConfigError(f"{HAS_NO[framework]}{'' if one else 's'} {_named(hints, from_set)}: a misspelt key leaves "
                           f"the one meant at its default; correct {'it' if one else 'them'}, or give --allow-unknown "
                           f"to read on without {'it' if one else 'them'}")
@@ -85,7 +94,8 @@ def refuse_unknown(hints: tuple[tuple[str, str | None], ...], framework: str, fr
 
 def unknown_line(hints: tuple[tuple[str, str | None], ...]) -> str:
     """The first lines' naming of the unknown keys read past (--allow-unknown)."""
-    return f"unknown keys (not read, --allow-unknown): {_named(hints)}"
+    more = f" and {len(hints) - UNKNOWN_SHOWN} more (--json lists them)" if len(hints) > UNKNOWN_SHOWN else ""
+    return f"unknown keys (not read, --allow-unknown): {_named(hints[:UNKNOWN_SHOWN])}{more}"
 
 
 def assumed(framework: str, value_of: Callable[[str], Any], defaults: dict[str, Any]) -> tuple[tuple[str, Any], ...]:

@@ -481,3 +481,21 @@ def test_trls_cispo_caps_the_weight_at_epsilon_high_itself(epsilon_high, correct
     assert hp.clip_high == pytest.approx(eps_high) and 1 - hp.clip_low <= collapse.WEIGHT_FLOOR_MAX
     assert any("loss_type cispo" in n for n in setup.notes)
     assert (collapse.band_edge(hp, 0.99) is None) is (correction == "none")
+
+
+def test_a_config_of_another_release_is_refused_in_one_line_naming_five_keys_and_the_count():
+    """A dump with dozens of keys this tool's tables lack (a Hydra dump of another verl release): one line naming the
+    first UNKNOWN_SHOWN and the count, saying what --allow-unknown does; read past, the first lines name five and say
+    the JSON lists all."""
+    from gspo_dynamics.predict._config_checks import UNKNOWN_SHOWN
+
+    cfg = {"learning_rate": 1e-6, "num_generations": 8, **{f"release_field_{i}": i for i in range(12)}}
+    with pytest.raises(ConfigError) as err:
+        read_run_config(cfg)
+    text = str(err.value)
+    assert "\n" not in text and f"and {12 - UNKNOWN_SHOWN} more" in text and "--allow-unknown to read on" in text
+    assert sum(f"release_field_{i}" in text.split(" and ")[0] for i in range(12)) == UNKNOWN_SHOWN
+    setup = read_run_config(cfg, allow_unknown=True)
+    assert len(setup.unknown) == 12
+    line = next(line for line in setup.brief_lines() if line.startswith("unknown keys"))
+    assert f"and {12 - UNKNOWN_SHOWN} more (--json lists them)" in line

@@ -188,3 +188,20 @@ def test_the_benign_verdicts_hold_as_one_family():
     first = next(c for c in checks if c.verdict != PENDING)
     assert first.rows == TREND_ROWS + HOLD_ROWS and first.verdict in ("still_rising", "healthy_saturation")
     assert guard.alerts == []
+
+
+@pytest.mark.slow
+def test_the_guards_final_verdict_is_batch_diagnoses_on_the_labelled_corpus(tmp_path):
+    """Every mode of the simulated TRL corpus (sim.corpus, one seed), fed in 25-row chunks as the callback reads them."""
+    import json
+
+    from gspo_dynamics.sim.corpus import generate_corpus
+
+    for entry in generate_corpus(tmp_path, seeds=1):
+        rows = [r for r in json.loads(entry.path.read_text())["log_history"] if "train_runtime" not in r]
+        steps = entry.label.get("logging_steps")
+        guard = Guard()
+        for i in range(0, len(rows), 25):
+            guard.add(read_log_history(rows[i:i + 25], logging_steps=steps))
+        batch = diagnose(read_log_history(rows, logging_steps=steps))
+        assert guard.summary()["verdict"] == headline_label(batch, guard.rows, final=True), entry.label

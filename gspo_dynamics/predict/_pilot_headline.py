@@ -20,7 +20,7 @@ from gspo_dynamics.predict._headline import (
 )
 from gspo_dynamics.theory import collapse
 
-RECOVERED_SHARE = 0.5  # a pilot whose held level is back above half its fall's depth dipped: at risk, not unsafe
+RECOVERED_SHARE = 0.5  # a pilot back above half its fall's depth after it (`came_back`) dipped: at risk, not unsafe
 SWING_REPORTED = 0.5  # a swing whose `fit.oscillation_confidence` reaches diagnose's reporting level is a risk
 
 
@@ -126,8 +126,9 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
     setup, fall, lr = f.config.setup, f.fall, f.config.setup.hparams.lr
     bounds = (f.collapse_max_lr, None if f.max_safe_lr is None else f.max_safe_lr / MARGIN_FACTOR)
     where = f"from {fall.best:.3g} ({_span(fall.best_steps)}) to {fall.after:.3g} ({_span(fall.after_steps)})"
-    if f.held is not None and f.held >= fall.after + RECOVERED_SHARE * (fall.best - fall.after):
-        return "at risk", (f"the pilot dipped {where} and came back to {f.held:.3g} by its end: a dip, not yet a "
+    back = came_back(f)
+    if back is not None and back >= fall.after + RECOVERED_SHARE * (fall.best - fall.after):
+        return "at risk", (f"the pilot dipped {where} and came back to {back:.3g} by its end: a dip, not yet a "
                            "collapse; watch the reward"), [lower_lr(setup, lr, bounds, "the pilot dipped at this lr")]
     noise = fall_in_row_noise(f)
     if noise is not None and noise[0] <= Z_FALL:
@@ -144,6 +145,15 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
                            "the reward"), changes
     return "unsafe", f"the pilot lost reward it had: its mean fell {where}", [
         lower_lr(setup, lr, bounds, "the pilot lost reward at this lr")]
+
+
+def came_back(f) -> float | None:
+    """The level the pilot holds after its fall: `held_reward` of its rows past the fallen block (their last
+    HELD_STEPS' mean), None where the fall is the pilot's last block. Not the pilot's own held level, which in a
+    pilot of HELD_STEPS rows or fewer averages the fall itself and the rows before it."""
+    steps, reward = f.pilot
+    after = reward[steps > f.fall.after_steps[1]]
+    return held_reward(after) if len(after) else None
 
 
 def _span(steps: tuple[int, int]) -> str:

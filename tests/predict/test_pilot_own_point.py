@@ -80,3 +80,19 @@ def test_a_displacement_past_what_the_pilot_ran_stays_a_risk(tmp_path, survived_
     f = dataclasses.replace(base, survived=None if survived_share is None else survived_share * D)
     assert not ran_and_held(f)
     assert pilot_headline(f).verdict != "safe"
+
+
+def test_came_back_is_the_level_after_the_fall_not_the_pilots_mean(tmp_path):
+    """An 8-row pilot that fell 0.69 -> ~0 and stayed there: its held level (all 8 rows) is 0.35, but it did not come
+    back: unsafe, not a dip (a public run's pilot read 'came back to 0.353' from such rows)."""
+    import json
+
+    reward = [0.7, 0.69, 0.68, 0.7, 0.025, 0.0, 0.025, 0.0]
+    rows = [{"step": 5 * (i + 1), "reward": r} for i, r in enumerate(reward)]
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = {"learning_rate": 1e-4, "num_generations": 8, "per_device_train_batch_size": 64, "max_steps": 200}
+    f = pilot_forecast(read_run_config(cfg), str(path), reward_range=(0.0, 1.0))
+    assert f.fall.lost and f.held == pytest.approx(np.mean(reward))
+    head = pilot_headline(f)
+    assert head.verdict == "unsafe" and "came back" not in head.reason, head.lines()

@@ -16,7 +16,7 @@ runs "do not part ways" on that metric.
 
 Why K = 3 and w rows: under no difference each z(j) is about N(0, 1) (P(|z| > 3) = 0.27%), and a parting needs
 that for w consecutive windows (more than one independent window), so two seeds of one configuration are read as
-parting rarely (tests/report/test_divergence.py measures it on simulated pairs); a real shift of size d is found
+parting rarely (tests/report/test_parting.py measures it on simulated pairs); a real shift of size d is found
 once the window holds enough rows past it, (j - shift) / w > K sqrt(2 / w) sigma / d.
 """
 

@@ -20,8 +20,6 @@ resolution); `logging_interval` is the source's times s.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from gspo_dynamics.logs import RunLog

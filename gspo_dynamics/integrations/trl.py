@@ -54,7 +54,7 @@ from gspo_dynamics.integrations._alerts import (
     ALERT_KEY, HEALTHY_MODES, POSTMORTEM_NAME, PREFIX, STOP_KEY, check_stop_on, postmortem, reporters,
     reports_to_wandb, wandb_alert,
 )
-from gspo_dynamics.integrations._guard import HOLD_ROWS, MIN_CONFIDENCE, Guard, GuardSettings, summary_line
+from gspo_dynamics.integrations._guard import MIN_CONFIDENCE, Guard, GuardSettings, summary_line
 from gspo_dynamics.integrations._webhook import AlertConfig, Notifier, load_alert_config
 
 __all__ = ["ALERT_KEY", "HEALTHY_MODES", "MIN_CONFIDENCE", "POSTMORTEM_NAME", "STOP_KEY", "DiagnosticsCallback",

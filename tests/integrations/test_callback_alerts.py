@@ -4,7 +4,6 @@ non-numeric values."""
 
 from __future__ import annotations
 
-import json
 import logging
 from types import SimpleNamespace
 

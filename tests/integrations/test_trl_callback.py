@@ -18,7 +18,7 @@ from _trl_helpers import degenerate, non_finite, scripted
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.integrations.trl import (
-    ALERT_KEY, MIN_CONFIDENCE, POSTMORTEM_NAME, STOP_KEY, DiagnosticsCallback, GSPODynamicsWarning, attach,
+    ALERT_KEY, POSTMORTEM_NAME, STOP_KEY, DiagnosticsCallback, GSPODynamicsWarning, attach,
 )
 from gspo_dynamics.integrations._guard import TREND_ROWS
 

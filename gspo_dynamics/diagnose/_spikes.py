@@ -4,10 +4,11 @@ policy KL and the clip fraction.
 Rule (one for all four): row i of a series x is a spike when, with m_i the median of the WINDOW finite
 rows before it,
 
-    x_i >= MULTIPLE * m_i    and    x_i - m_i >= JUMP,
+    x_i >= MULTIPLE * m_i    and    x_i - m_i >= JUMP    and    x_i >= STEP_MULTIPLE * x_(i-1),
 
 (the second keeps a jump from 0.001 to 0.01 nats from counting; for the gradient norm, whose scale is the
-model's, JUMP = 0 and m_i > 0 is required instead). Rows before the WINDOW-th have no baseline and are
+model's, JUMP = 0 and m_i > 0 is required instead; the third keeps a steady climb out: a KL growing from 0 as the
+policy leaves the reference passes 10x the median of its earlier rows while rising a few percent a row). Rows before the WINDOW-th have no baseline and are
 never spikes. The multiple reported is x_i / m_i.
 """
 
@@ -24,6 +25,7 @@ from gspo_dynamics.logs import RunLog
 
 SPIKE_WINDOW = 20  # rows before a row whose median is its baseline (as `kl_spikes`)
 SPIKE_MULTIPLE = 10.0  # a spike is at least 10x its baseline: an order of magnitude, not noise of a heavy tail
+STEP_MULTIPLE = 2.0  # ... and at least doubles from the row before it: a jump, not a climb
 # `kl_spikes`: the thresholds were set after reading the shared real logs, where the two spikes their INDEX names
 # read 23x and 15x, and no other row passes 7x (a row at 0.005 nats) or 2.1x
 KL_SPIKE_RATIO = SPIKE_MULTIPLE  # a row's KL at least this times the median of the rows before ...
@@ -35,14 +37,15 @@ CLIP_FRAC_JUMP = 0.05  # five points of tokens clipped more than the baseline: a
 
 def spike_rows(values: np.ndarray, multiple: float = SPIKE_MULTIPLE, jump: float = 0.0,
                window: int = SPIKE_WINDOW) -> tuple[np.ndarray, np.ndarray]:
-    """(indices of the spikes in `values`, their baselines): the rows i >= window with x_i >= multiple m_i and
-    x_i - m_i >= jump, m_i the median of the `window` values before; with jump = 0 also m_i > 0.
+    """(indices of the spikes in `values`, their baselines): the rows i >= window with x_i >= multiple m_i,
+    x_i - m_i >= jump and x_i >= STEP_MULTIPLE x_(i-1), m_i the median of the `window` values before; with jump = 0
+    also m_i > 0.
     values: (N,) finite."""
     if values.size <= window:
         return np.zeros(0, np.int64), np.zeros(0)
     before = np.median(np.lib.stride_tricks.sliding_window_view(values, window)[:-1], axis=1)  # (N - window,)
-    x = values[window:]
-    hit = (x >= multiple * before) & (x - before >= jump)
+    x, previous = values[window:], values[window - 1:-1]  # (N - window,) each
+    hit = (x >= multiple * before) & (x - before >= jump) & (x >= STEP_MULTIPLE * previous)
     if jump <= 0:
         hit &= before > 0
     rows = np.flatnonzero(hit)

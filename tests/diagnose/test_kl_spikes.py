@@ -50,3 +50,14 @@ def test_the_real_logs_spikes_are_found_and_no_others(real_logs):
     assert [s["step"] for s in kl_spikes(read_log(real_logs / IMJONEZZ))] == [206]
     assert [s["step"] for s in kl_spikes(read_log(real_logs / SUNSHINE))] == [50]
     assert kl_spikes(read_log(real_logs / ALEX_JSON)) == []
+
+
+def test_a_kl_climbing_steadily_from_zero_is_no_spike():
+    """A KL growing from 0 as the policy leaves the reference (8% a row, a contextual-bandit healthy run's shape)
+    passes 10x the median of its earlier rows without any row jumping: no spike."""
+    from gspo_dynamics.diagnose._spikes import KL_SPIKE_JUMP, KL_SPIKE_RATIO, spike_rows
+
+    kl = np.r_[1e-4 * 1.25 ** np.arange(40), np.full(40, 0.17)]
+    assert spike_rows(kl, KL_SPIKE_RATIO, KL_SPIKE_JUMP)[0].size == 0
+    kl[60] = 2.5  # a real one-row spike on top (15x)
+    assert list(spike_rows(kl, KL_SPIKE_RATIO, KL_SPIKE_JUMP)[0]) == [60]

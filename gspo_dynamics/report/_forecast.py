@@ -28,6 +28,7 @@ class ForecastView:
     pilot_end: float | None = None  # the last step of the pilot
     curve: tuple[np.ndarray, np.ndarray] | None = None  # (steps, reward) of the pilot's fit, to the run's end
     band: tuple[float, float, float, float] | None = None  # (first step, last step, low, high) of the end interval
+    end: tuple[float, float, float] | None = None  # (first step, last step, value): predict's end reward over its window
 
 
 def pilot_points(log, setup, pilot_steps: int | None) -> tuple[int | None, int | None, str]:
@@ -57,11 +58,14 @@ def forecast_view(log, setup, *, pilot_steps: int | None = None,
     except ConfigError as exc:
         return ForecastView(lines=(f"forecast: none ({exc})",))
     pilot_end = float(f.pilot[0][-1]) if f.pilot is not None else None
-    curve = band = None
+    curve = band = end = None
     if f.fit is not None and f.end is not None:
         t = np.linspace(f.fit.t_start, float(f.end.run_steps), 200)
-        curve = (t, f.fit.predict(t))
-    if f.end is not None and f.end.interval is not None and all(math.isfinite(v) for v in f.end.interval):
+        reach = f.end.reach or (-math.inf, math.inf)  # the fitted curve within what the reward can reach
+        curve = (t, np.clip(f.fit.predict(t), *reach))
+    if f.end is not None:
         window = end_window(f.end.run_steps)
-        band = (float(window[0]), float(window[-1]), float(f.end.interval[0]), float(f.end.interval[1]))
-    return ForecastView(lines=tuple([how] + head), pilot_end=pilot_end, curve=curve, band=band)
+        end = (float(window[0]), float(window[-1]), float(f.end.value))
+        if f.end.interval is not None and all(math.isfinite(v) for v in f.end.interval):
+            band = (end[0], end[1], float(f.end.interval[0]), float(f.end.interval[1]))
+    return ForecastView(lines=tuple([how] + head), pilot_end=pilot_end, curve=curve, band=band, end=end)

@@ -7,6 +7,8 @@ where the runs part ways (each against the first, `_divergence`), the curves ove
 
 from __future__ import annotations
 
+import numpy as np
+
 from gspo_dynamics.report._divergence import K_SE, METRICS, Parting
 from gspo_dynamics.report._model import RunReport, Section, Table, finding_steps, present
 from gspo_dynamics.report._svg import PALETTE, Band, Line, Marker, chart
@@ -56,9 +58,13 @@ def _curve_section(runs: list[RunReport]) -> Section:
 
 def _forecast_chart(run: RunReport) -> str:
     view = run.forecast
-    lines = [Line(run.label, run.log.steps, run.log["reward"], PALETTE[0])]
+    lines = [Line(run.label, run.log.steps, run.log["reward"], PALETTE[0], key="reward")]
     if view.curve is not None:
         lines.append(Line("the pilot's fit", view.curve[0], view.curve[1], "#555555", dashed=True))
+    if view.end is not None:
+        start, stop, value = view.end
+        lines.append(Line("predict's end reward", np.array([start, stop]), np.array([value, value]), "#d62728",
+                          key="forecast"))
     band = None if view.band is None else Band(*view.band, label="predict's end-of-run interval")
     markers = [] if view.pilot_end is None else [Marker(view.pilot_end, "pilot ends")]
     return chart("reward and predict's forecast", lines, markers, band)

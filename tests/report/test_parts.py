@@ -43,5 +43,7 @@ def test_the_forecast_is_predicts_own(run_file, tmp_path):
     expected = pilot_headline(pilot_forecast(setup, log, pilot_steps=50, run_steps=150)).lines()
     assert list(view.lines[1:]) == expected
     assert view.pilot_end == 50 and view.curve is not None and view.curve[0][-1] == 150
+    forecast = pilot_forecast(setup, log, pilot_steps=50, run_steps=150).end
+    assert view.end[2] == forecast.value and (view.band is None) == (forecast.interval is None)
     longer = forecast_view(log, read_run_config(str(config), overrides=["max_steps=400"]))
     assert longer.lines[0].startswith("pilot: the whole log (150 reward points); the run's length 400")

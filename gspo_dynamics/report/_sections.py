@@ -114,8 +114,11 @@ def _parting_section(runs: list[RunReport], parted) -> Section:
     for label, ps in parted:
         first = next((p for p in ps if p.parts), None)
         others = "; ".join(_parting_text(p) for p in ps if p.parts and p is not first) or "none"
-        same = ", ".join(p.metric for p in ps if not p.parts and not p.reason) or "none"
-        rows.append((label, "do not part ways" if first is None else _parting_text(first), others, same))
+        tested = [p for p in ps if not p.reason]
+        same = ", ".join(p.metric for p in tested if not p.parts) or "none"
+        verdict = (_parting_text(first) if first is not None else "do not part ways" if tested else
+                   f"not compared ({ps[0].reason})" if ps else "not compared (no metric both log)")
+        rows.append((label, verdict, others, same))
     facts = [f"each run against the first, {base}: the first step from which the rolling means of a metric stay more "
              f"than {K_SE:g} pooled standard errors apart to the end (metrics: {', '.join(METRICS)} where both log them)"]
     if all(r[1] == "do not part ways" for r in rows):
@@ -166,8 +169,10 @@ def sweep_sections(runs: list[RunReport], parted) -> tuple[tuple[str, ...], tupl
         counts[verdict] = counts.get(verdict, 0) + 1
     parts = [(label, next((p for p in ps if p.parts), None)) for label, ps in parted]
     parts = [f"{label} at step {p.step} ({p.metric})" for label, p in parts if p is not None]
+    compared = any(not p.reason for _, ps in parted for p in ps)
     answer = (f"verdicts   {len(runs)} runs: " + ", ".join(f"{n} {v}" for v, n in counts.items()),
-              f"part ways  from {runs[0].label}: " + ("; ".join(parts) if parts else "none (the runs do not part ways)"))
+              f"part ways  from {runs[0].label}: " + ("; ".join(parts) if parts else "none (the runs do not part ways)"
+                                                        if compared else "not compared (too few common rows)"))
     verdicts = Section("verdict", "Verdicts", (), (_verdict_table(runs),))
     return answer, (verdicts, _parting_section(runs, parted), _curve_section(runs), _forecast_section(runs),
                     _compute_table(runs))

@@ -152,3 +152,9 @@ def test_a_sweeps_compute_is_the_sum_of_its_runs(run_file):
     first = report.section("compute").lines[0]
     assert first.startswith(f"the sweep: {gpu_hours:.3g} GPU-hours logged over 3 of 3 runs, {lo:.3g}")
     assert f"(${lo * 2.0:,.2f}-" in first
+
+
+def test_runs_too_short_to_compare_are_not_said_to_stay_together(run_file):
+    report = build_report([read_log(run_file("short.jsonl", n=10)), read_log(run_file("long.jsonl", n=100))])
+    row = report.section("part-ways").tables[0].rows[0]
+    assert row[1].startswith("not compared (10 common rows") and "not compared" in report.answer[1]

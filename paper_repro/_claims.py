@@ -206,15 +206,10 @@ CLAIMS: tuple[ClaimSpec, ...] = (
               "90% interval covers 80-97% of runs"),
     _one("real-run-collapse-flag", "the collapse flag on public real runs"),
     ClaimSpec("real-run-end-reward", "the end reward on finished real runs, left out by repository",
-              r"real-run-end-reward-(error|interval)",
+              r"real-run-end-reward(-2)?-(error|interval)",  # protocol 1's rows and protocol 2's (the ensemble a reading)
               "on finished real runs of repositories left out, predict's end-reward forecast is never worse than the "
               "held level, beats the published laws from 25% pilots, and its 90% band covers 85-95% with the best "
               "interval score"),
-    ClaimSpec("real-run-end-reward-2", "the end reward on finished real runs, protocol 2 (the curve ensemble a reading)",
-              r"real-run-end-reward-2-(error|interval)",
-              "on finished real runs of repositories left out, predict's end-reward forecast, the curve ensemble among "
-              "its readings, is never worse than the held level, beats the published laws and the ensemble from 25% "
-              "pilots, and its 90% band covers 85-95% with the best interval score"),
 )
 
 

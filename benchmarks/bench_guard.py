@@ -104,7 +104,55 @@ def agreement() -> list[tuple[str, int, str, str]]:
     return out
 
 
-def render(results: list[dict], agree: list[tuple]) -> str:
+def family_runs(every: int = EVERY) -> dict:
+    """The committed real TRL GRPOTrainer family (paper_repro/data/trl_family), each run's history read as the callback
+    reads it (every `every` logs): the old callback (diagnose the whole history at each check; a flag: a mode at >= 0.5
+    or a finding, alerted when new) against the guard; and the guard's final verdict against batch diagnose's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_repro"))
+    from trl_family import family
+
+    from gspo_dynamics.diagnose import FINDING_NOTE
+    from gspo_dynamics.logs import is_too_short
+
+    out = {"runs": 0, "old_alerts": 0, "new_alerts": 0, "old_early": 0, "new_early": 0, "same": 0, "differ": [],
+           "old_changes": 0}
+    for label, path in family():
+        import json
+
+        rows = [r for r in json.loads(path.read_text())["log_history"] if "train_runtime" not in r]
+        train = [i for i, r in enumerate(rows) if not any(k.startswith("eval_") for k in r)]
+        guard, active, old_alerts, old_early, last = Guard(), set(), 0, 0, None
+        read = 0
+        for k in range(every - 1, len(train), every):
+            upto = train[k] + 1
+            history = rows[:upto]
+            run = read_log_history(history)
+            if not is_too_short(run):  # the old callback: everything, every check
+                d = diagnose(run)
+                flags = {v.mode for v in d.verdicts if v.mode not in ("healthy_saturation", "still_rising")
+                         and v.confidence >= 0.5} | {f.name for f in d.findings if f.severity != FINDING_NOTE}
+                new = flags - active
+                old_alerts += len(new)
+                old_early += sum(1 for n in new if n in ("stalled", "noise_dominated") and k + 1 < 32)
+                out["old_changes"] += last is not None and d.primary != last
+                active, last = flags, d.primary
+            guard.add(read_log_history(rows[read:upto]))
+            read = upto
+            guard.check()
+        summary = guard.summary()
+        batch = headline_label(diagnose(read_log_history(rows)), guard.rows, final=True)
+        out["runs"] += 1
+        out["old_alerts"] += old_alerts
+        out["old_early"] += old_early
+        out["new_alerts"] += len(guard.alerts)
+        out["new_early"] += sum(1 for a in guard.alerts if a.name in ("stalled", "noise_dominated") and a.step < 32)
+        out["same"] += batch == summary["verdict"]
+        if batch != summary["verdict"]:
+            out["differ"].append(f"{path.parent.name}: batch {batch}, guard {summary['verdict']}")
+    return out
+
+
+def render(results: list[dict], agree: list[tuple], fam: dict | None = None) -> str:
     by = {r["n"]: r for r in results}
     flat_mean = by[LENGTHS[-1]]["mean"] / by[LENGTHS[0]]["mean"]
     flat_max = by[LENGTHS[-1]]["max"] / by[LENGTHS[0]]["max"]
@@ -138,6 +186,14 @@ def render(results: list[dict], agree: list[tuple]) -> str:
     differ = [f"{kind} at {n:,} rows: batch {b}, guard {g}" for kind, n, b, g in agree if b != g]
     if differ:
         lines.append("Where they differ: " + "; ".join(differ) + ".")
+    if fam:
+        lines += ["", f"Real TRL GRPOTrainer runs (the committed family, paper_repro/data/trl_family: {fam['runs']} runs, "
+                      f"read every {EVERY} logs as the callback reads them): alerts raised, old callback (whole log "
+                      f"re-diagnosed, a mode flagged from 0.5, no hold) {fam['old_alerts']} "
+                      f"({fam['old_early']} of them stalled / noise dominated before row 32, {fam['old_changes']} "
+                      f"changes of the primary verdict between checks) against the guard {fam['new_alerts']} "
+                      f"({fam['new_early']} before row 32); the guard's final verdict equals batch `diagnose`'s on "
+                      f"{fam['same']}/{fam['runs']}" + (": " + "; ".join(fam["differ"]) if fam["differ"] else "") + "."]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines += ["", f"Machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                   f"{datetime.date.today()}, 1-min load average {load:.1f} at the end on {os.cpu_count()} cores.", "",
@@ -149,6 +205,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checks", type=int, default=CHECKS)
     parser.add_argument("--no-write", dest="write", action="store_false")
+    parser.add_argument("--no-family", dest="family", action="store_false",
+                        help="skip the real TRL family (the old callback's checks take minutes)")
     args = parser.parse_args()
     results = []
     for n in LENGTHS:
@@ -159,7 +217,8 @@ def main() -> None:
               f"diagnosed, block {r['block']}, cadence {r['cadence']}); whole log "
               f"{1e3 * r['whole_cpu']:.0f} ms", flush=True)
     agree = agreement()
-    body = render(results, agree)
+    fam = family_runs() if args.family else None
+    body = render(results, agree, fam)
     print(body)
     if args.write:
         replace_section(SECTION, body)

@@ -258,5 +258,10 @@ def compare(args, families: dict, tmp: str, started: float, command: str, rows_o
             "(`paper_repro/_peer_tools.py`); outputs mapped by `peer_tools.json` (written before scoring). Neither tool "
             "gets hyperparameters.", "", *body, ""]
     text += [f"Skipped: {name} ({why})" for name, why in skipped.items()]
-    text += ["", "Targets missed: " + ("; ".join(missed) if missed else "none")]
+    text += ["", "Targets missed: " + ("; ".join(missed) if missed else "none"), "", "Clean logs we warned on: " + (
+        "; ".join(f"{family} #{i} ({label}, {Path(path).name}): {ours[family][i]['verdict']}"
+                  + (f", {', '.join(sorted(ours[family][i]['warned']))}" if ours[family][i]["warned"] else "")
+                  for family, logs in families.items() for i, (label, path) in enumerate(logs)
+                  if is_clean(label) and (ours[family][i]["warned"] or ours[family][i]["verdict"] not in CLEAN_MODES))
+        or "none")]
     replace_section(SECTION, "\n".join(text) + "\n")

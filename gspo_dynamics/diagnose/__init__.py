@@ -28,7 +28,9 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          advice from the 1/G scaling of the fluctuation variance
   dynamical_instability  without hyperparameters, the data: significantly complex roots or a periodic
                          residual (confidence = the weakest of Fisher-g significance, share of the
-                         variance, cycles seen), a collapse after a real peak; with them, the refresh
+                         variance, cycles seen), a collapse after a real peak, a sustained fall the run
+                         climbed back from (its break named by the CUSUM change-point test, `_changepoint`),
+                         a policy left with no signal by an update (`_signal_lost`); with them, the refresh
                          interval past the exact discrete critical T (the continuous damping margin is
                          only reported), data ringing kept only where the exact regime can ring
   advantage_degeneracy   (zero-std groups appearing while the reward still rises rank below it, or are a note)
@@ -49,7 +51,8 @@ The primary verdict is the best-supported mode (highest confidence), after ranki
 from another mode below it: zero-std groups left by a collapse, by an exploit or by a task being
 solved (all-correct groups at success > 1/2), a rise made by the few groups with signal while most
 are all-wrong from the start (below the degeneracy), an entropy collapse caused by an exploit or by a
-divergence (the reward falling meanwhile), a stalled or noisy mean explained by a cause at 0.7 or above,
+divergence (the reward falling meanwhile; but a collapse that came first, the reward held below its ceiling until
+the fall, ranks the fall below it), a stalled or noisy mean explained by a cause at 0.7 or above,
 a train reward rising while the eval reward falls (`_ranking`). Reported confidences are
 Platt-recalibrated on labelled logs of four families (three generators, TRL's GRPOTrainer) (`_calibration`; `paper_repro/diagnose_generalisation.py`).
 

@@ -290,8 +290,6 @@ def main() -> None:
     for (T, clip), (bound, why, pred, n_pred, n) in s["cells"].items():
         print(f"T {T} clip {clip}: boundary {why}; predict's max_safe_lr "
               + (f"{pred:.2g} ({n_pred}/{n} runs give one)" if pred else f"withheld on all {n} runs"))
-    if args.no_record or args.quick:
-        return
     from _results import Claim, record
 
     a, n = s["acc"]["predict"]
@@ -309,7 +307,8 @@ def main() -> None:
                     f"(not the protocol: a crash below the warm-up's success inside the first 2.5% fell): predict "
                     f"{ph['predict'][0]}/{ph['predict'][1]}, always safe {ph['always safe'][0]}/{ph['always safe'][1]}; "
                     f"median run {statistics.median(walls):.0f} s",
-           passed=passed, quick=False, started=started, command="python paper_repro/trl_atlas.py score")
+           passed=passed, quick=False, started=started, command="python paper_repro/trl_atlas.py score",
+           write=not (args.no_record or args.quick))
 
 
 if __name__ == "__main__":

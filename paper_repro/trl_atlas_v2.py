@@ -236,7 +236,7 @@ def main() -> None:
         print(f"T {T} clip {clip}: boundary {why}; predict's max_safe_lr "
               + (f"{pred:.2g} ({n_pred}/{n} held-out runs give one)" if pred else f"withheld on all {n} held-out runs"))
     held_seeds = {r["seed"] for r in rows} & set(HELD_OUT)
-    if args.no_record or args.quick or not held_seeds:
+    if not held_seeds:
         return
     from _results import Claim, record
 
@@ -251,7 +251,8 @@ def main() -> None:
                     + "; predict by kind: " + "; ".join(f"{k} {_frac(*v)}" for k, v in s["by_kind"].items())
                     + f"; decided {_frac(*s['decided'])}, at risk on {_frac(*s['at_risk'])}; stable lr within "
                     f"{LR_FACTOR:g}x on {s['within']}/{s['measurable']} measurable cells ({len(s['cells'])} cells)",
-           passed=passed, quick=False, started=started, command="python paper_repro/trl_atlas_v2.py score")
+           passed=passed, quick=False, started=started, command="python paper_repro/trl_atlas_v2.py score",
+           write=not (args.no_record or args.quick))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,11 @@ KNOWN_FAILING = {
                            "sigma) trails the parametric ensemble alone (0.57), and from 10% pilots it is above the "
                            "held level (1.02 vs 0.94) (rows real-run-end-reward-2-*; protocol 1's rows "
                            "real-run-end-reward-* fail too)",
+    "trl_atlas": "the first protocol's 90 TRL runs: predict right on 19/44 held-out seeds against 35/44 always safe "
+                 "(row trl-atlas)",
+    "trl_atlas_v2": "126 TRL runs, seeds 3-4 held out: predict right on 56/84 (67%) against an lr cut's 90%; the "
+                    "stable lr within 2x on 0/7 cells (row trl-atlas-v2)",
+    "public_collapse": "52 public runs: predict right on 34/52 (65%) against always safe's 31/52 (row public-collapse)",
 }
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
 MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label", "trl_family": "log rows written by TRL"}

@@ -13,7 +13,7 @@ chance) is `gspo_dynamics.predict`, a layer above.
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._fall import BLOCK, COLLAPSE_SHARE, FALL_SHARE, Z_FALL, Fall, reward_fall
-from gspo_dynamics.fit._identified import plateau_unidentified, within_reach
+from gspo_dynamics.fit._identified import plateau_unidentified, reward_reach_of, within_reach
 from gspo_dynamics.fit._implications import (
     Estimate, Implications, check_reward_range, implications, max_safe_range_text, max_safe_text,
 )
@@ -68,6 +68,7 @@ __all__ = [
     "max_safe_text",
     "periodic_component",
     "plateau_unidentified",
+    "reward_reach_of",
     "reward_fall",
     "scalerl_sigmoid",
     "within_reach",

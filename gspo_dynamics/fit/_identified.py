@@ -2,7 +2,8 @@
 printed; it is null with the reason.
 
 The reward's reach [lo, hi] is the range given (`reward_range`), else the observed rewards' range [a, b] widened by
-its own span w = b - a on each side, [a - w, b + w] (as `predict._end_reward.reward_reach` widens a pilot's):
+its own span w = b - a on each side, [a - w, b + w], w = max(|a|, |b|, 1) where b = a (`reward_reach_of`, the one
+rule: `predict._end_reward.reward_reach` widens a pilot's by it):
 
     plateau R_inf        identified  iff  se(R_inf) finite,  se(R_inf) <= hi - lo,  lo <= R_inf <= hi
     remaining rise       identified  iff  the plateau is,  and  se(R_inf - R(t_end)) <= hi - lo

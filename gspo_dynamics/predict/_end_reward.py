@@ -53,9 +53,10 @@ widened by the pilot's noise at the normal's 95% point on each side (two 5% tail
     [min(R_end, R_held) - z sigma,  max(R_end, R_held) + z sigma],    z = BRACKET_Z = 1.645.   (5)
 
 Every forecast and interval lies within the reward's reach: its range where known, else the pilot's observed
-range [lo, hi] widened by REACH_WIDEN of its width on each side (a run can move as far again as its pilot did):
+range [lo, hi] widened by its width w on each side (a run can move as far again as its pilot did; a pilot pinned at
+one value takes w = max(|lo|, 1)), `fit.reward_reach_of`:
 
-    reach = [lo - REACH_WIDEN (hi - lo),  hi + REACH_WIDEN (hi - lo)].                         (6)
+    reach = [lo - w,  hi + w],    w = hi - lo.                                                  (6)
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit import HELD_STEPS, TrajectoryFit
+from gspo_dynamics.fit import HELD_STEPS, TrajectoryFit, reward_reach_of
 from gspo_dynamics.predict._end_blend import (
     BAND_LEVEL, BAND_MAX_HORIZON, BAND_QUANTILES, BLEND_WEIGHTS, CALIBRATION, Readings, band, band_quantile, blend,
     information, law_readings, pilot_noise, reading_weights,
@@ -83,7 +84,6 @@ INTERVAL_MAX_RATIO = 8  # the largest run length / pilot length calibrated
 INTERVAL_MAX_REFRESH = 4  # the largest refresh interval T calibrated
 BOUND_SHARE = 0.02  # a forecast this share of the range's width from a bound sits "at the bound"
 BRACKET_Z = 1.645  # the normal's 95% point: (5) leaves 5% above and 5% below, a 90% interval
-REACH_WIDEN = 1.0  # (6): the pilot's own range again on each side where the reward's range is unknown
 SCALE_MIN = 1e-9  # a scale (2) at most this, relative to max(1, |R_end|), is none: no interval
 # q of equation (3) at INTERVAL_LEVEL per position and calibrated ratio N / n, from the runs of
 # paper_repro/data/end_reward_scores.json.gz with a scale (paper_repro/end_reward_interval.py;
@@ -156,12 +156,13 @@ def end_reward_value(fit: TrajectoryFit, run_steps: int, reward_range: tuple[flo
 
 
 def reward_reach(reward, reward_range: tuple[float, float] | None) -> tuple[float, float]:
-    """What the reward can reach, equation (6): its range where known, else the observed range widened."""
+    """What the reward can reach, equation (6): its range where known, else the observed range [a, b] widened by its
+    span on each side (`fit.reward_reach_of`, the one rule; a reward pinned at a takes max(|a|, 1) for its span, not
+    the point [a, a])."""
     if reward_range is not None:
         return (float(reward_range[0]), float(reward_range[1]))
     r = np.asarray(reward, dtype=float)
-    lo, hi = float(np.min(r)), float(np.max(r))
-    return (lo - REACH_WIDEN * (hi - lo), hi + REACH_WIDEN * (hi - lo))
+    return reward_reach_of((float(np.min(r)), float(np.max(r))), None)
 
 
 def bracket_interval(value: float, held: float, noise: float, reach: tuple[float, float]) -> tuple[float, float]:

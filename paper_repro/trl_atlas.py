@@ -159,22 +159,27 @@ def run_grid(seeds, logs: Path) -> None:
                 for lr in LRS:
                     if (lr, T, clip, seed) in done:
                         continue
-                    row = run_one(lr, T, clip, seed, logs)
-                    with ROWS.open("a") as f:
-                        f.write(json.dumps(row) + "\n")
-                    print(f"lr {lr:g} T {T} clip {clip} seed {seed}: {outcome(row['steps'], row['reward'], crashed=row['crashed'])[0]}, "
-                          f"predict {row['verdict']} (max lr {row['max_safe_lr']}), {row['wall_s']:.0f} s", flush=True)
+                    run_point(lr, T, clip, seed, logs, ROWS, outcome)
 
 
-def repredict(logs: Path) -> None:
+def run_point(lr: float, T: int, clip: str, seed: int, logs: Path, rows: Path, outcome_of) -> None:
+    """Train one grid point (`run_one`), append its row to `rows` and print its outcome by `outcome_of`."""
+    row = run_one(lr, T, clip, seed, logs)
+    with rows.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(f"lr {lr:g} T {T} clip {clip} seed {seed}: {outcome_of(row['steps'], row['reward'], crashed=row['crashed'])[0]}, "
+          f"predict {row['verdict']} (max lr {row['max_safe_lr']}), {row['wall_s']:.0f} s", flush=True)
+
+
+def repredict(logs: Path, path: Path = ROWS) -> None:
     """predict again on every kept row's pilot (its log in `logs`), at this code; rows whose log is gone are kept."""
-    rows = load_rows()
+    rows = load_rows(path)
     for r in rows:
         run_dir = logs / f"lr{r['lr']:g}-T{r['T']}-clip{r['clip']}-{r['seed']}"
         if (run_dir / "trainer_state.json").exists() and not r["crashed"]:
             cfg = json.loads((run_dir / "config.json").read_text())
             r.update(predict_run(cfg, run_dir / "trainer_state.json", pilot_points(len(r["steps"]), r["steps"])))
-    ROWS.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def load_rows(path: Path = ROWS) -> list[dict]:
@@ -194,9 +199,9 @@ def _accuracy(rows, verdict_of) -> tuple[int, int]:
     return sum(marks), len(marks)
 
 
-def lr_threshold(rows) -> float:
+def lr_threshold(rows, lrs=LRS) -> float:
     """The grid midpoint X for 'unsafe iff lr > X' that scores best on `rows` (ties: the largest X)."""
-    cuts = [math.sqrt(a * b) for a, b in zip(LRS, LRS[1:])] + [LRS[-1] * 2]
+    cuts = [math.sqrt(a * b) for a, b in zip(lrs, lrs[1:])] + [lrs[-1] * 2]
     return max(cuts, key=lambda x: (_accuracy(rows, lambda r: "unsafe" if r["lr"] > x else "safe")[0], x))
 
 
@@ -206,18 +211,28 @@ def cell_boundaries(rows) -> dict:
     for T in REFRESH:
         for clip in CLIPS:
             cell = [r for r in rows if r["T"] == T and r["clip"] == clip]
-            falls = [lr for lr in LRS if sum(r["outcome"] == "fell" for r in cell if r["lr"] == lr) >= FALL_QUORUM]
-            if not falls:
-                bound, why = None, f"no lr fell (boundary > {LRS[-1]:g})"
-            elif falls[0] == LRS[0]:
-                bound, why = None, f"the lowest lr fell (boundary < {LRS[0]:g})"
-            else:
-                i = LRS.index(falls[0])
-                bound, why = math.sqrt(LRS[i - 1] * LRS[i]), f"between {LRS[i - 1]:g} and {LRS[i]:g}"
-            preds = [r["max_safe_lr"] for r in cell if r.get("max_safe_lr")]
-            pred = math.exp(statistics.median(math.log(p) for p in preds)) if preds else None
-            out[(T, clip)] = (bound, why, pred, len(preds), len(cell))
+            bound, why = boundary(cell, LRS)
+            pred, given = geometric_median_lr(cell)
+            out[(T, clip)] = (bound, why, pred, given, len(cell))
     return out
+
+
+def boundary(cell, lrs) -> tuple[float | None, str]:
+    """(the cell's measured boundary or None, why): the geometric mean of the smallest lr at which FALL_QUORUM runs
+    fell and the grid lr below it; None where no lr, or the lowest, falls."""
+    falls = [lr for lr in lrs if sum(r["outcome"] == "fell" for r in cell if r["lr"] == lr) >= FALL_QUORUM]
+    if not falls:
+        return None, f"no lr fell (boundary > {lrs[-1]:g})"
+    if falls[0] == lrs[0]:
+        return None, f"the lowest lr fell (boundary < {lrs[0]:g})"
+    i = lrs.index(falls[0])
+    return math.sqrt(lrs[i - 1] * lrs[i]), f"between {lrs[i - 1]:g} and {lrs[i]:g}"
+
+
+def geometric_median_lr(rows) -> tuple[float | None, int]:
+    """(the geometric median of the rows' max_safe_lr where given, or None; how many give one)."""
+    preds = [r["max_safe_lr"] for r in rows if r.get("max_safe_lr")]
+    return (math.exp(statistics.median(math.log(p) for p in preds)) if preds else None), len(preds)
 
 
 def posthoc_outcome(row: dict) -> str:

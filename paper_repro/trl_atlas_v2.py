@@ -63,9 +63,6 @@ Rows: data/trl_atlas/runs_v2.jsonl (committed; logs in --logs, default $TMPDIR/t
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import statistics
 import sys
 import tempfile
 import time
@@ -114,28 +111,12 @@ def run_grid(seeds, logs: Path, rows: Path = ROWS) -> None:
     for seed in seeds:
         for T, clip in cells():
             for lr in LRS:
-                if (lr, T, clip, seed) in done:
-                    continue
-                row = v1.run_one(lr, T, clip, seed, logs)
-                with rows.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
-                print(f"lr {lr:g} T {T} clip {clip} seed {seed}: {outcome(row['steps'], row['reward'], crashed=row['crashed'])[0]}, "
-                      f"predict {row['verdict']} (max lr {row['max_safe_lr']}), {row['wall_s']:.0f} s", flush=True)
-
-
-def repredict(logs: Path) -> None:
-    """predict again on every kept row's pilot (its log in `logs`), at this code; rows whose log is gone are kept."""
-    rows = load_rows()
-    for r in rows:
-        run_dir = logs / f"lr{r['lr']:g}-T{r['T']}-clip{r['clip']}-{r['seed']}"
-        if (run_dir / "trainer_state.json").exists() and not r["crashed"]:
-            cfg = json.loads((run_dir / "config.json").read_text())
-            r.update(v1.predict_run(cfg, run_dir / "trainer_state.json", v1.pilot_points(len(r["steps"]), r["steps"])))
-    ROWS.write_text("".join(json.dumps(r) + "\n" for r in rows))
+                if (lr, T, clip, seed) not in done:
+                    v1.run_point(lr, T, clip, seed, logs, rows, outcome)
 
 
 def load_rows(path: Path = ROWS) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return v1.load_rows(path)
 
 
 def decided(verdict: str, out: str) -> bool | None:
@@ -152,8 +133,7 @@ def _share(rows, mark) -> tuple[int, int]:
 
 def lr_threshold(rows) -> float:
     """The midpoint X of adjacent grid lrs for 'unsafe iff lr > X' that scores best on `rows` (ties: the largest)."""
-    cuts = [math.sqrt(a * b) for a, b in zip(LRS, LRS[1:])] + [LRS[-1] * 2]
-    return max(cuts, key=lambda x: (_share(rows, lambda r: v1.right("unsafe" if r["lr"] > x else "safe", r["outcome"]))[0], x))
+    return v1.lr_threshold(rows, LRS)
 
 
 def cell_boundaries(rows) -> dict:
@@ -161,18 +141,8 @@ def cell_boundaries(rows) -> dict:
     out = {}
     for T, clip in cells():
         cell = [r for r in rows if r["T"] == T and r["clip"] == clip]
-        falls = [lr for lr in LRS if sum(r["outcome"] == "fell" for r in cell if r["lr"] == lr) >= FALL_QUORUM]
-        if not falls:
-            bound, why = None, f"no lr fell (boundary > {LRS[-1]:g})"
-        elif falls[0] == LRS[0]:
-            bound, why = None, f"the lowest lr fell (boundary < {LRS[0]:g})"
-        else:
-            i = LRS.index(falls[0])
-            bound, why = math.sqrt(LRS[i - 1] * LRS[i]), f"between {LRS[i - 1]:g} and {LRS[i]:g}"
         held = [r for r in cell if r["seed"] in HELD_OUT]
-        preds = [r["max_safe_lr"] for r in held if r.get("max_safe_lr")]
-        pred = math.exp(statistics.median(math.log(p) for p in preds)) if preds else None
-        out[(T, clip)] = (bound, why, pred, len(preds), len(held))
+        out[(T, clip)] = (*v1.boundary(cell, LRS), *v1.geometric_median_lr(held), len(held))
     return out
 
 
@@ -217,7 +187,7 @@ def main() -> None:
         run_grid([int(s) for s in args.seeds.split(",")], Path(args.logs), Path(args.rows))
         return
     if args.action == "predict":
-        repredict(Path(args.logs))
+        v1.repredict(Path(args.logs), ROWS)
         return
     started = time.perf_counter()
     rows = load_rows()

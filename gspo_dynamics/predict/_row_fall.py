@@ -48,15 +48,17 @@ def row_fall(steps, reward, reward_range, prompts: float | None) -> Fall | None:
     if reward_range is None or prompts is None or len(r) < 2:
         return None
     lo, hi = reward_range
-    v = np.clip(r - lo, 0.0, None) * np.clip(hi - r, 0.0, None)  # (n,) v(m) of (1) at each row's own mean
-    best_at = np.r_[0, np.flatnonzero(r[1:] > np.maximum.accumulate(r)[:-1]) + 1]  # rows that set a new best
-    best_idx = best_at[np.searchsorted(best_at, np.arange(len(r)), side="right") - 1]  # (n,) the best row so far
-    fall = r[best_idx] - r
-    se = np.sqrt((v[best_idx] + v) / prompts)
-    z = np.where(fall > 0, fall / np.where(se > 0, se, np.inf), 0.0)
-    z = np.where((fall > 0) & (se == 0), np.inf, z)
+
+    def v(m: np.ndarray) -> np.ndarray:  # v(m) of (1)
+        return np.clip(m - lo, 0.0, None) * np.clip(hi - m, 0.0, None)
+
+    best = np.maximum.accumulate(r)  # (n,) the best row so far
+    fall = best - r
+    se = np.sqrt((v(best) + v(r)) / prompts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(fall > 0, fall / se, 0.0)  # a fall with se 0 (both rows at a bound) is inf
     k = int(np.argmax(z))
-    j = int(best_idx[k])
+    j = int(np.flatnonzero(r[: k + 1] == best[k])[0])  # the row that set the best
     width, top = hi - lo, float(r[j]) - lo
     big = fall[k] > FALL_SHARE * width or (fall[k] > COLLAPSE_SHARE * top and top >= FALL_SHARE * width / 2)
     return Fall(fall=float(fall[k]), best=float(r[j]), best_steps=(int(steps[j]), int(steps[j])), after=float(r[k]),

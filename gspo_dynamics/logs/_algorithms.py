@@ -1,11 +1,12 @@
 """Logs of algorithms other than group policy-gradient RL (DPO and its family, SFT, PPO with a value critic), told
-by their keys, and transformers' end-of-training summary row: what `read_log` refuses or skips before naming."""
+by their keys, files that are not training logs at all (`untrained_rows`), and transformers' end-of-training summary
+row: what `read_log` refuses or skips before naming."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gspo_dynamics.logs._names import _EVAL_PREFIXES, _strip
+from gspo_dynamics.logs._names import _EVAL_PREFIXES, _strip, canonical_name, is_eval_key
 
 _PREFERENCE_KEYS = {"rewards/chosen", "rewards/rejected", "rewards/margins", "rewards/accuracies"}
 _SFT_KEYS = {
@@ -56,6 +57,22 @@ def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
     if train_keys and train_keys <= _SFT_KEYS | _SUMMARY_KEYS and "loss" in train_keys:
         return "SFT"
     return None
+
+
+# a training step's own readings, beside its reward: what every trainer logs and no evaluation record, results table or
+# dataset has (docs/diagnose.md: none of the numbered non-training files in the repositories read)
+TRAINING_READINGS = frozenset({"loss", "grad_norm", "learning_rate", "kl_ref", "kl_old_new", "entropy", "clip_frac",
+                               "frac_zero_std"})
+
+
+def untrained_rows(raw_keys: Iterable[str]) -> bool:
+    """True for rows that carry none of a training step's own readings (TRAINING_READINGS, evaluation keys aside)
+    and no epoch (a trainer's count of passes over its data).
+    Said of a file whose rows have no step either, it marks per-question records, evaluation results, a results
+    table or a dataset (a `qid` and a `gold` column, a reward per item), which `read_log` refuses rather than read
+    row numbers as steps and a per-item score as the reward."""
+    return not any(canonical_name(key) in TRAINING_READINGS or key in ("epoch", "train/epoch")
+                   for key in raw_keys if not is_eval_key(key))
 
 
 def is_summary_row(keys: Iterable[str]) -> bool:

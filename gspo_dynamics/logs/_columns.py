@@ -147,3 +147,19 @@ def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
         f"{found}; the most reward-like column is {candidates[0]!r} (", ("reward", candidates[0]), f"){then}; "
         "or map another with ", *every,
     )
+
+
+def not_a_run_error(columns: Iterable[str], source: str) -> ColumnMapError:
+    """The error for a file whose rows have no step and carry no training reading (`_algorithms.untrained_rows`):
+    what it likely is, and the map that reads it as a run anyway (the column the name tables or `reward_like` take
+    as the reward), since a user who names the reward column says the rows are training steps."""
+    columns = sorted(set(columns))
+    named = sorted((c for c in columns if canonical_name(c) == "reward"), key=name_rank) or reward_like(columns)
+    subject = "the input" if source == "<text>" else f"log file {source!r}"
+    return ColumnMapError(
+        f"{subject} does not read as a training log: its rows have no step and none of a training step's readings "
+        "(loss, learning rate, grad norm, KL, entropy, clip or zero-std fraction), as per-question or evaluation "
+        "records, a results table or a dataset have none; pass the trainer's own log (trainer_state.json, its "
+        "metrics JSONL or console output), or, if these rows are training steps, say which column is the reward: ",
+        ("reward", named[0] if named else "COLUMN"),
+    )

@@ -14,8 +14,10 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
-from gspo_dynamics.logs._algorithms import foreign_algorithm
-from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, chosen_columns, no_reward_error
+from gspo_dynamics.logs._algorithms import foreign_algorithm, untrained_rows
+from gspo_dynamics.logs._columns import (
+    ColumnMapError, check_column_map, chosen_columns, no_reward_error, not_a_run_error,
+)
 from gspo_dynamics.logs._console_rows import read_console, read_hf_console, read_verl_console
 from gspo_dynamics.logs._detect import (
     _JSON_FORMATS,
@@ -265,6 +267,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
         raise no_reward_error(raw_keys)
+    if numbered and not (logging_steps or raw.logging_steps or "reward" in chosen.values()) and untrained_rows(raw_keys):
+        raise not_a_run_error(raw_keys, source)  # rows of items, not of steps
     trainer = _names.guess_trainer(raw_keys)
     version = _names.guess_trl_version(raw_keys) if trainer == "trl" else None
     recorded = settled.interval or raw.logging_steps

@@ -277,7 +277,8 @@ def pilot(cfg: TrainConfig):
     if setup.hparams.clip_mode != "cap":
         return setup, fc, {}
     stop = replace(setup, hparams=replace(setup.hparams, clip_mode="stop"))
-    return setup, fc, {"version 12": pilot_forecast(stop, log, reward_range=(0.0, 1.0)), "version 13": uncapped(fc)}
+    return setup, fc, {"version 12": pilot_forecast(stop, log, reward_range=(0.0, 1.0), fit=fc.fit),  # the same points
+                       "version 13": uncapped(fc)}
 
 
 EARLIER_MARGINS = {"version 12": "margin v12", "version 13": "margin v13"}  # where a result keeps each one's margin

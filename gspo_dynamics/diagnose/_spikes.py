@@ -25,6 +25,7 @@ from gspo_dynamics.logs import RunLog
 
 SPIKE_WINDOW = 20  # rows before a row whose median is its baseline (as `kl_spikes`)
 SPIKE_MULTIPLE = 10.0  # a spike is at least 10x its baseline: an order of magnitude, not noise of a heavy tail
+MOVED_SHARE = 1e-3  # a step whose gradient norm is below this share of the largest moved nothing (its groups were flat)
 STEP_MULTIPLE = 2.0  # ... and at least doubles from the row before it: a jump, not a climb
 # `kl_spikes`: the thresholds were set after reading the shared real logs, where the two spikes their INDEX names
 # read 23x and 15x, and no other row passes 7x (a row at 0.005 nats) or 2.1x
@@ -98,15 +99,23 @@ def grad_norm_spike(log: RunLog, hparams=None) -> Finding | None:
     if not spikes:
         return None
     top = max(spikes, key=lambda s: s["multiple"])
-    typical = float(np.median(log.valid("grad_norm")[1]))
+    at, norms = log.valid("grad_norm")
+    # the typical norm of the steps that moved the policy, the spikes aside (a norm past MOVED_SHARE of the largest):
+    # a step whose every group is flat has no gradient, and a median of those zeros would advise max_grad_norm 0,
+    # which turns the clip off in TRL and verl
+    calm = norms[~np.isin(at, [s["step"] for s in spikes])]
+    moved = calm[calm > MOVED_SHARE * norms.max()]
     more = f" ({len(spikes)} rows past {SPIKE_MULTIPLE:g}x)" if len(spikes) > 1 else ""
     summary = (f"the gradient norm spiked to {top['multiple']:.3g}x its median of the {SPIKE_WINDOW} rows before at "
                f"step {top['step']}: {top['value']:.3g} against {top['before']:.3g}{more}")
-    clip = f"{2 * typical:.2g}"
-    advice = [f"clip the gradient norm near twice its typical value ({typical:.3g}): TRL max_grad_norm: {clip} / "
-              f"verl actor_rollout_ref.actor.grad_clip: {clip}",
-              f"if spikes recur, lower the learning rate to {_lr_text(hparams)} (TRL learning_rate / verl "
-              "actor_rollout_ref.actor.optim.lr), and look at the batch of the spike (an outlier prompt, a long completion)"]
+    advice = []
+    if moved.size:
+        typical = float(np.median(moved))
+        clip = f"{2 * typical:.2g}"
+        advice.append(f"clip the gradient norm near twice its typical value ({typical:.3g}): TRL max_grad_norm: {clip} / "
+                      f"verl actor_rollout_ref.actor.grad_clip: {clip}")
+    advice.append(f"if spikes recur, lower the learning rate to {_lr_text(hparams)} (TRL learning_rate / verl "
+                  "actor_rollout_ref.actor.optim.lr), and look at the batch of the spike (an outlier prompt, a long completion)")
     return Finding("grad_norm_spike", "warning", summary,
                    [_top_evidence("gradient norm / median of the rows before", spikes, SPIKE_MULTIPLE)], advice)
 

@@ -109,6 +109,24 @@ def test_a_gradient_norm_spike_is_found_with_its_multiple(trainer, tmp_path):
     assert "max_grad_norm" in f.advice[0] and "actor_rollout_ref.actor.grad_clip" in f.advice[0]
 
 
+def test_the_clip_advised_for_a_spike_is_the_typical_norm_of_steps_that_moved():
+    """A run whose groups went flat logs a zero gradient for most steps: the clip advised is twice the median of the
+    steps that moved (0.5 here), never the median of the zeros (max_grad_norm 0 turns the clip off)."""
+    steps = np.arange(1, N + 1)
+    norm = np.where(steps <= 40, 0.5, 0.0)
+    norm[41:] = 1e-6
+    norm[-5] = 2.0
+    log = RunLog(steps=steps, series={"reward": np.linspace(0.1, 0.9, N), "grad_norm": norm}, format="jsonl",
+                 source="<test>")
+    f = next(f for f in findings(log) if f.name == "grad_norm_spike")
+    assert "max_grad_norm: 1 /" in f.advice[0] and "(0.5)" in f.advice[0]
+    flat = RunLog(steps=steps, series={"reward": np.linspace(0.1, 0.9, N), "grad_norm": np.where(steps == N - 4, 2.0,
+                                                                                                  1e-7)},
+                  format="jsonl", source="<test>")
+    spike = next(f for f in findings(flat) if f.name == "grad_norm_spike")
+    assert all("max_grad_norm" not in a for a in spike.advice) and "learning rate" in spike.advice[0]
+
+
 @BOTH
 def test_a_kl_spike_is_found(trainer, tmp_path):
     run = healthy(trainer)

@@ -176,7 +176,8 @@ def _forecast(args: argparse.Namespace):
             check_reward_range(reward_range)
             paths, configs = prior_runs(args.prior)
             return prior_forecast(config_forecast(setup), paths, reward_range, column_map, configs=configs)
-        pilot = read_log(args.pilot, column_map=column_map, run=args.log_run)
+        pilot = read_log(args.pilot, column_map=column_map, run=args.log_run,  # rows without a step: by the config's
+                         logging_steps=getattr(setup, "logging_steps", None))  # logging_steps, as diagnose --config
         paths, configs = prior_runs(args.prior or [])
         prior = None if args.prior is None else [read_log(path, column_map=column_map) for path in paths]
         return pilot_forecast(setup, pilot, pilot_steps=args.pilot_steps,

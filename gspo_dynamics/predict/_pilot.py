@@ -303,7 +303,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
         raise ConfigError(f"the target noise must be a number > 0, got {target_noise!r}")
     if setup.hparams.group_size is None:
         raise ConfigError("a pilot forecast needs the run's group size G (num_generations, rollout.n or group_size)")
-    log, steps, reward = load_pilot(pilot, pilot_steps)
+    log, steps, reward = load_pilot(pilot, pilot_steps, getattr(setup, "logging_steps", None))
     n = len(steps)
     measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
     assumed = (logged_lr(log, n, setup.hparams.lr) + logged_refresh(log, n, setup.hparams.refresh_interval)

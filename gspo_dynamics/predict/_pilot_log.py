@@ -188,10 +188,12 @@ def logged_group_size(log: RunLog, n: int, G: int, N: int | None) -> list[str]:
             "pass/fail (partial credit makes equal groups rarer); the zero-std shares by G below assume pass/fail rewards"]
 
 
-def load_pilot(source: str | RunLog, pilot_steps: int | None = None) -> tuple[RunLog, np.ndarray, np.ndarray]:
-    """(log, steps, reward): the pilot's log, read (any format `read_log` takes), and its first
-    `pilot_steps` reward points (all of them when None); ConfigError when too short."""
-    log = source if isinstance(source, RunLog) else read_log(source)
+def load_pilot(source: str | RunLog, pilot_steps: int | None = None,
+               logging_steps: int | None = None) -> tuple[RunLog, np.ndarray, np.ndarray]:
+    """(log, steps, reward): the pilot's log, read (any format `read_log` takes; rows without a step of their own
+    numbered by `logging_steps`, the config's, as `diagnose --config` reads them), and its first `pilot_steps` reward
+    points (all of them when None); ConfigError when too short."""
+    log = source if isinstance(source, RunLog) else read_log(source, logging_steps=logging_steps)
     steps, reward = log.valid("reward")
     if pilot_steps is not None:
         if not isinstance(pilot_steps, int) or pilot_steps < MIN_PILOT_POINTS:

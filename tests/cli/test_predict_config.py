@@ -481,3 +481,16 @@ def test_diagnose_and_watch_refuse_a_misspelt_config_key_and_allow_it_on_request
     assert "config     assumed, not in the config (TRL's defaults): num_iterations 1" in capsys.readouterr().out
     assert main(["watch", log, "--config", config, "--exit-when-idle", "0"]) == 2
     assert "no field learnig_rate" in capsys.readouterr().err
+
+
+def test_a_configs_logging_steps_numbers_a_console_pilots_rows(capsys, tmp_path):
+    """A console pilot without step numbers is read on the config's logging_steps, as `diagnose --config` reads it:
+    11 rows at logging_steps 5 are steps 5-55 of a 200-step run, not steps 1-11 of a run 18 times their length."""
+    lines = [f"{{'loss': 0.01, 'reward': {0.2 + 0.5 * (1 - 0.9 ** k):.4f}, 'reward_std': 0.3, 'epoch': {k / 40:.3f}}}"
+             for k in range(1, 12)]
+    log = tmp_path / "pilot.log"
+    log.write_text("\n".join(lines) + "\n")
+    config = write(tmp_path, "grpo.json", {"learning_rate": 1e-6, "logging_steps": 5, "num_generations": 8,
+                                           "max_steps": 200, "lr_scheduler_type": "constant"})
+    assert main(["predict", "--config", config, "--pilot", str(log), "--json"]) == 0
+    assert details(capsys.readouterr().out)["end_reward"]["ratio"] == pytest.approx(200 / 55)

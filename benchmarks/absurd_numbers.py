@@ -11,7 +11,11 @@ runs, in process as a user would from the shell:
   reward points, C a TRL GRPOConfig with the run's length (max_steps: the log's last step) and one without it
 
 and counts, by the rules of tests/_sanity.py: absurd numbers (per rule), internal errors (an exception other than
-the one-line ConfigError, or a refusal whose text is an internal check's: `INTERNAL`), and refusals.
+the one-line ConfigError, or a refusal whose text is an internal check's: `INTERNAL`), and refusals. The rules read
+every numeric field of the JSON (details, the fit's own parameters and every evidence item included) and the whole
+--explain text (the fit line `r_inf = x +- s, tau = ...`, the evidence lines' `rise x`, `climb x`); the numeric JSON
+fields no rule bounds (counts, ratios, statistics, rates, means of logged windows) are listed at the end (`unjudged`),
+so a field that can carry an absurd number without a rule is seen.
 
     python benchmarks/absurd_numbers.py [--only SUBSTRING] [--show N] [--jobs 2]
 
@@ -47,7 +51,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from _sanity import Context, check_json, check_text  # noqa: E402
+from _sanity import Context, check_json, check_text, unjudged  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 WILD = Path(os.environ.get("GSPO_DYNAMICS_WILD_LOGS", ROOT.parent / "wild_logs"))
@@ -131,7 +135,7 @@ def one_log(path: Path, configs: tuple[str, ...] = ("with_length", "no_length"))
     configs (`_configs`) to run."""
     from gspo_dynamics.logs import read_log
 
-    result = {"log": path.name, "calls": 0, "absurd": [], "internal": [], "refusals": []}
+    result = {"log": path.name, "calls": 0, "absurd": [], "internal": [], "refusals": [], "unjudged": set()}
 
     def judge(argv, ctx, what):
         for fmt in ("--json", "--explain"):
@@ -143,6 +147,8 @@ def one_log(path: Path, configs: tuple[str, ...] = ("with_length", "no_length"))
                 result["refusals"].append(f"{what}: {err}")
             elif ctx is not None:
                 found = check_json(json.loads(out), ctx) if fmt == "--json" else check_text(out, ctx)
+                if fmt == "--json":
+                    result["unjudged"] |= {f"{argv[0]} {p}" for p in unjudged(json.loads(out), ctx)}
                 result["absurd"] += [f"{what} {fmt}: {f}" for f in found]
 
     try:
@@ -198,6 +204,10 @@ def main() -> None:
     print(f"refusals: {sum(refusals.values())}, by message:")
     for message, n in refusals.most_common():
         print(f"  {n:4d}  {message}")
+    free = sorted(set().union(*(r["unjudged"] for r in results)))
+    print(f"numeric JSON fields no rule bounds (counts, ratios, statistics, rates, window means): {len(free)}")
+    for line in free:
+        print(f"  {line}")
 
 
 if __name__ == "__main__":

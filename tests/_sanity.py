@@ -21,9 +21,14 @@ The rules, each with its reason:
                lr the pilot ran: a pilot measured one lr, and two decades past it the linear model's stiffness is
                an extrapolation of the evidence, not a reading of it.
 
-Raw fit parameters (`fit.params`, `fit.stderr`, `fit.selection`, an oscillator's free `v0`) are a model's
-parameters with their standard errors, shown as the fit found them; what they imply for the run (the plateau, the
-time to it, the remaining rise) is in `implications` and in the text, which these rules check.
+The fit's own parameters are held to the same rules (issue 49: "details included"): `fit.params.r_inf` and `r0`
+(and the selection's trend, `fit.selection.exponential_params`) are rewards, their `fit.stderr` stderrs, `tau` and its
+stderr a time (step rule); a parameter the data do not identify is null there, its reason in `fit.unidentified`.
+So is every evidence item's rise (`rise`, `climb`, `detectable_climb`: rise rule), wherever it sits. The text rules
+read the same quantities where `--explain` prints them: `r_inf = x +- s`, `r0 = x +- s`, `tau = x +- s`, an evidence
+line's `rise x` / `climb x` / `detectable_climb x`, and "the rise x". The model selection's statistics (BIC), an
+oscillator's damping, stiffness and v0 (rates, with no bound a run sets) and window means of the logged data (which
+lie in the observed range by construction) are not judged.
 """
 
 from __future__ import annotations
@@ -37,10 +42,13 @@ import numpy as np
 STEP_MULTIPLE = 4.0
 LR_MULTIPLE = 100.0
 REWARD_KEYS = ("plateau", "r_inf_implied", "end_reward", "held_reward", "interval", "late_reward", "peak")
-RISE_KEYS = ("remaining_rise", "remaining")
+RISE_KEYS = ("remaining_rise", "remaining", "rise", "climb", "detectable_climb")
 STEP_KEYS = ("time_to_plateau", "step")
 LR_KEYS = ("max_safe_lr", "collapse_max_lr", "max_lr")
-RAW_FIT = ("fit.params", "fit.stderr", "fit.selection")
+FIT_REWARDS = ("r_inf", "r0")  # the fit's reward-valued parameters (`fit.params`, `fit.selection.exponential_params`)
+FIT_TIMES = ("tau",)
+FIT_PARAMS = ("fit.params.", "fit.selection.exponential_params.")
+RAW_FIT = ("fit.selection",)  # the model selection's statistics (its trend's parameters are judged: FIT_PARAMS)
 NUMBER = r"(-?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
 
 
@@ -89,6 +97,22 @@ def check_json(obj, ctx: Context) -> list[str]:
     return found
 
 
+def unjudged(obj, ctx: Context, path: str = "") -> list[str]:
+    """The paths of the numeric fields no rule bounds (lists as `[]`): a value no rule could flag, found by judging
+    a sentinel 1e300 at each numeric field. The sweep lists them, so a field that can carry an absurd number but
+    has no rule is seen."""
+    out: list[str] = []
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            out += unjudged(value, ctx, f"{path}.{key}" if path else str(key))
+    elif isinstance(obj, (list, tuple)):
+        for i, value in enumerate(obj):
+            out += [re.sub(r"\[\d+\]", "[]", p) for p in unjudged(value, ctx, f"{path}[{i}]")]
+    elif isinstance(obj, float) or (isinstance(obj, int) and not isinstance(obj, bool)):
+        out += [] if _judge(path, 1e300, ctx) else [path]
+    return out
+
+
 def _walk(obj, path: str, ctx: Context, found: list[str]) -> None:
     if isinstance(obj, dict):
         for key, value in obj.items():
@@ -103,6 +127,9 @@ def _walk(obj, path: str, ctx: Context, found: list[str]) -> None:
 def _judge(path: str, x: float, ctx: Context) -> list[str]:
     if not math.isfinite(x):
         return [f"non_finite {path} = {x}"]
+    fit = _judge_fit(path, x, ctx)
+    if fit is not None:
+        return fit
     if any(path.startswith(raw) for raw in RAW_FIT) or ".theory_inputs" in path or "schedule" in path:
         return []
     owner, leaf, (lo, hi), w = _owner(path), _leaf(path), ctx.reach, ctx.width
@@ -126,6 +153,18 @@ def _judge(path: str, x: float, ctx: Context) -> list[str]:
     return []
 
 
+def _judge_fit(path: str, x: float, ctx: Context) -> list[str] | None:
+    """The fit's parameters and standard errors (module docstring); None for any other path."""
+    leaf, (lo, hi), w, steps = _leaf(path), ctx.reach, ctx.width, STEP_MULTIPLE * ctx.length
+    if path.startswith(FIT_PARAMS) and leaf in FIT_REWARDS:
+        return [] if lo - 1e-9 * w <= x <= hi + 1e-9 * w else [f"reward {path} = {x:.4g} (outside the reach [{lo:.4g}, {hi:.4g}])"]
+    if path.startswith("fit.stderr.") and leaf in FIT_REWARDS:
+        return [f"stderr {path} = {x:.4g} (> the reach's width {w:.4g})"] if x > w else []
+    if path.startswith((*FIT_PARAMS, "fit.stderr.")) and leaf in FIT_TIMES:
+        return [f"step {path} = {x:.4g} (> {STEP_MULTIPLE:g} x the run's {ctx.length:g} steps)"] if abs(x) > steps else []
+    return None
+
+
 # text: the phrases that carry a reward, a step or an lr multiple, as predict and diagnose print them
 _TEXT_RULES = (
     ("reward", re.compile(r"plateau (?:at |is |R_inf = )?" + NUMBER, re.I)),
@@ -133,6 +172,10 @@ _TEXT_RULES = (
     ("reward", re.compile(r"interval \[" + NUMBER + r", " + NUMBER + r"\]")),
     ("step", re.compile(r"(?:plateau|of it)[^;()]*? (?:from|by|at|reached at) step " + NUMBER)),
     ("lr_multiple", re.compile(r"can rise " + NUMBER + r"x")),
+    ("reward", re.compile(r"\b(?:r_inf|r0) = " + NUMBER)),
+    ("stderr", re.compile(r"\b(?:r_inf|r0) = [^,;]*? \+- " + NUMBER)),
+    ("step", re.compile(r"\btau = " + NUMBER + r"(?: \+- " + NUMBER + ")?")),
+    ("rise", re.compile(r"(?<![\w/])(?<!can )(?:rise|climb|detectable_climb|remaining) " + NUMBER + r"(?!x)")),
 )
 _NON_FINITE = re.compile(r"(?<![\w.])[-+]?(nan|inf|infinity)(?![\w])", re.I)
 _PROSE = re.compile(r" or ")
@@ -151,6 +194,7 @@ def check_text(text: str, ctx: Context) -> list[str]:
                 for g in (g for g in match.groups() if g is not None):
                     x, tol = float(g), _half_unit(g) + 1e-9 * w  # as printed: rounded to its last digit
                     bad = {"reward": not lo - tol <= x <= hi + tol,
+                           "stderr": x > w + tol, "rise": abs(x) > w + tol,
                            "step": abs(x) > STEP_MULTIPLE * ctx.length,
                            "lr_multiple": x > LR_MULTIPLE}[rule]
                     if bad:

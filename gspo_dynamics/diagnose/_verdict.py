@@ -180,7 +180,7 @@ class Diagnosis:
             "primary": self.primary,
             "unsure": list(self.unsure),
             "verdicts": [v.to_json() for v in self.verdicts],
-            "fit": None if self.fit is None else self.fit.to_json(),
+            "fit": None if self.fit is None else self.fit.to_json(self._fit_unidentified()),
             "implications": implications,
             "log": self.log_summary,
             "not_checked": self.not_checked,
@@ -220,9 +220,7 @@ class Diagnosis:
                          f"BIC exponential - oscillator = {_fmt(round(f.selection['delta_bic'], 1))}; "
                          f"inertia {'supported' if f.inertia else 'not supported'}, "
                          f"oscillation {'supported' if f.oscillation else 'not supported'}")
-            lines.append("           " + ", ".join(f"{k} = {v:.4g} (fixed)" if k not in f.fitted else f"{k} = {v:.4g} +- "
-                                                   f"{f.stderr[k]:.2g}" if math.isfinite(f.stderr[k]) else
-                                                   f"{k} = {v:.4g} (not identified)" for k, v in f.params.items()))
+            lines.append("           " + f.params_text(self._fit_unidentified()))
             if imp is not None:
                 lines.append(self._plateau_line())
                 if imp.damping_margin is not None:
@@ -236,6 +234,13 @@ class Diagnosis:
             lines.append("")
             lines += [f"note       {n}" for n in self.notes]
         return lines
+
+    def _fit_unidentified(self) -> dict[str, str]:
+        """The fit's parameters the data do not identify (`TrajectoryFit.unidentified_params`), in the reward's reach
+        as the plateau line judges it, the plateau as the implications do."""
+        imp = self.implications
+        reach = reward_reach(self.log["reward"] if self.log is not None else [], None if imp is None else imp.reward_range)
+        return self.fit.unidentified_params(reach, None if imp is None else imp.unidentified.get("plateau"))
 
     def _plateau_line(self) -> str:
         """The fitted plateau and when it comes, within what the reward can reach: a plateau past a bound of the

@@ -71,3 +71,38 @@ def plateau_unidentified(why: dict[str, str]) -> dict[str, str]:
     forecast's, `predict._pilot_headline.plateau_identified`) withholds them though the rules above did not."""
     fallback = why.get("plateau") or why.get("time_to_plateau") or "the fit extrapolates it past the rewards seen"
     return {**{q: fallback for q in ("plateau", "time_to_plateau", "remaining_rise")}, **why}
+
+
+def params_unidentified(model: str, params: dict[str, float], stderr: dict[str, float], span: float,
+                        reach: tuple[float, float], plateau_why: str | None = None) -> dict[str, str]:
+    """{parameter: why} for a fit's raw parameters the data do not identify (issue 49: null with the reason, never
+    printed as a number nor used as one), `span` the log's length in steps, `reach` the reward's [lo, hi]:
+
+        r_inf              the plateau's rule above (or `plateau_why`, where a caller judged it against its own reach)
+        r0                 lo <= r0 <= hi  and  se(r0) <= hi - lo
+        tau                r_inf identified,  tau <= STEP_MULTIPLE span  and  se(tau) <= STEP_MULTIPLE span
+        damping, stiffness r_inf identified (the oscillator's time scales are those of its approach to R_inf)
+
+    tau, damping and stiffness set how fast the curve approaches R_inf: where the plateau is not identified
+    (a ramp that does not bend), neither is how fast it is approached (a straight line fits every tau past the
+    log with R_inf scaled along, `tau ~ R_inf / slope`)."""
+    lo, hi = reach
+    width, limit, out = hi - lo, STEP_MULTIPLE * max(span, 1.0), {}
+    why = plateau_why or unidentified((params["r_inf"], stderr.get("r_inf")), None, (math.inf, math.nan), span,
+                                      reach).get("plateau")
+    if why:
+        out["r_inf"] = why
+    r0, se0 = params.get("r0", math.nan), stderr.get("r0", 0.0)
+    if not lo <= r0 <= hi:
+        out["r0"] = f"the fitted start lies outside what the reward can reach, [{lo:.4g}, {hi:.4g}]"
+    elif math.isfinite(se0) and se0 > width:
+        out["r0"] = f"its standard error {se0:.2g} exceeds the whole reach of the reward, {width:.3g}"
+    timescales = ("tau",) if model == "exponential" else ("damping", "stiffness")
+    for name in (n for n in timescales if n in params):
+        if why:
+            out[name] = "the plateau is not identified, nor how fast the curve approaches it"
+        elif name == "tau" and not params[name] <= limit:
+            out[name] = f"{params[name]:.2g} steps is past {STEP_MULTIPLE:g} x the log's {span:.0f} steps"
+        elif name == "tau" and math.isfinite(stderr.get(name, 0.0)) and stderr[name] > limit:
+            out[name] = f"its standard error exceeds {STEP_MULTIPLE:g} x the log's {span:.0f} steps"
+    return out

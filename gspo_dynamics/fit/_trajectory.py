@@ -39,6 +39,7 @@ from scipy.optimize import brentq
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._closed_form import FitResult, finite_sorted, fit_exponential
+from gspo_dynamics.fit._identified import params_unidentified, reward_reach_of
 from gspo_dynamics.fit._periodogram import periodic_component
 from gspo_dynamics.fit._uncertainty import covariance, model_curve, partial_derivative, standard_errors
 from gspo_dynamics.fit._warm import current_warm_start, multi_start, warm_models
@@ -101,16 +102,51 @@ class TrajectoryFit:
         var = float(grad @ self.cov @ grad) if ok else math.nan
         return self.t_start + value, math.sqrt(var) if var >= 0 else math.nan
 
-    def to_json(self) -> dict:
-        """Plain JSON-ready dict (no numpy types, inf/NaN as None)."""
+    def unidentified_params(self, reach: tuple[float, float] | None = None, plateau_why: str | None = None) -> dict[str, str]:
+        """{parameter: why} for the parameters the data do not identify (`fit._identified.params_unidentified`);
+        reach: the reward's [lo, hi] (default the observed range widened by its span, `reward_reach_of`);
+        plateau_why: a caller's reason the plateau is not identified (its `Implications.unidentified`)."""
+        return params_unidentified(self.model, self.params, self.stderr, self.t_end - self.t_start,
+                                   reward_reach_of(self.r_range, reach), plateau_why)
+
+    def params_text(self, why: dict[str, str] | None = None) -> str:
+        """The parameters as text, `r0 = 0.2 +- 0.01`; one the data do not identify (`why`, default
+        `unidentified_params()`) as `r_inf not identified (the reason)`, never as a number."""
+        why = self.unidentified_params() if why is None else why
+        parts = []
+        for k, v in self.params.items():
+            if k in why:
+                parts.append(f"{k} not identified ({why[k]})")
+            elif k not in self.fitted:
+                parts.append(f"{k} = {v:.4g} (fixed)")
+            elif math.isfinite(self.stderr[k]):
+                parts.append(f"{k} = {v:.4g} +- {self.stderr[k]:.2g}")
+            else:
+                parts.append(f"{k} = {v:.4g} (not identified)")
+        return ", ".join(parts)
+
+    def to_json(self, why: dict[str, str] | None = None) -> dict:
+        """Plain JSON-ready dict (no numpy types, inf/NaN as None). A parameter the data do not identify (`why`,
+        default `unidentified_params()`) is null in `params`, `stderr` and the selection's trend, with the reason
+        in `unidentified`."""
+        why = self.unidentified_params() if why is None else why
+        trend = self.selection.get("exponential_params")
+        selection = self.selection if trend is None else {**self.selection, "exponential_params": _nulled(
+            trend, why if self.model == "exponential" else params_unidentified(
+                "exponential", trend, {}, self.t_end - self.t_start, reward_reach_of(self.r_range, None)))}
         return plain({
-            "model": self.model, "variant": self.variant, "regime": self.regime, "params": self.params,
-            "stderr": self.stderr, "r_squared": self.r_squared, "residual_std": self.residual_std, "n": self.n,
+            "model": self.model, "variant": self.variant, "regime": self.regime, "params": _nulled(self.params, why),
+            "stderr": _nulled(self.stderr, why), "unidentified": dict(why), "r_squared": self.r_squared,
+            "residual_std": self.residual_std, "n": self.n,
             "t_start": self.t_start, "t_end": self.t_end, "inertia": self.inertia, "oscillation": self.oscillation,
             "damping_ratio": self.damping_ratio, "damping_ratio_stderr": self.damping_ratio_stderr,
-            "selection": self.selection, "r_range": list(self.r_range),
+            "selection": selection, "r_range": list(self.r_range),
             "plateau_extrapolation": self.plateau_extrapolation,
         })
+
+
+def _nulled(values: dict[str, float], why: dict[str, str]) -> dict:
+    return {k: None if k in why else v for k, v in values.items()}
 
 
 def _plateau_time(model: str, q: dict[str, float]) -> float:

@@ -30,6 +30,7 @@ DIVERGENCE_SIGNALS = ("late drop below the peak", "sustained drop below the peak
 # a reward held this far below its ceiling before a fall was not a solved task: the top of the ceiling gap's grid
 # (0.02, 0.05, 0.1), so that no tuning of the gap turns a nearly solved task's crash into a concentration
 HELD_BELOW_CEILING = 0.1
+FALL_HIDES = ("still_rising", "healthy_saturation")  # trend readings a collapse ranks below (`_fall_not_rise`)
 CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "damping ratio of the fit")  # its oscillations
 
 
@@ -41,6 +42,7 @@ def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdi
     _hard_task(verdicts, scale, log)
     _attribute_to_divergence(verdicts, log, scale)
     _cycle_not_settled(verdicts)
+    _fall_not_rise(verdicts)
     _attribute_degeneracy(verdicts, log)
     _attribute_to_hacking(verdicts, log)
     _attribute_to_silence(verdicts, silent)
@@ -351,6 +353,21 @@ def _cycle_not_settled(verdicts: list[Verdict]) -> None:
     if inst is None or verdicts[t].mode not in ("healthy_saturation", "still_rising"):
         return
     _rank_below(verdicts, t, inst.confidence, "the reward keeps swinging around its level: treat the instability first")
+
+
+def _fall_not_rise(verdicts: list[Verdict]) -> None:
+    """A reward that fell by more than its noise after a rise (a reported instability resting on a fall: a drop below
+    the peak, sustained or to the end, a fall from the start or to the floor, `DIVERGENCE_SIGNALS`) has collapsed,
+    whether or not it climbs again after: a still-rising or saturated reading of the same curve ("train longer",
+    "nothing to change") would lead with the part after the fall. The trend verdict is ranked below the instability
+    (DERIVED_DISCOUNT x its confidence) and keeps its evidence; the collapse's advice comes first."""
+    inst = next((v for v in verdicts if v.mode == "dynamical_instability" and v.confidence >= REPORT_CONFIDENCE
+                 and any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in v.evidence)), None)
+    t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
+    if inst is None or verdicts[t].mode not in FALL_HIDES:
+        return
+    _rank_below(verdicts, t, inst.confidence, "the reward fell by more than its noise after its rise: treat the "
+                                              "collapse first")
 
 
 def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:

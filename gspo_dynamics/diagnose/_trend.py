@@ -17,6 +17,7 @@ from gspo_dynamics.diagnose._trend_stats import (
     Z_TREND,
     late_climb,
     late_slope,
+    recent_level,
     stall_probability,
 )
 from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence, reward_reach
@@ -74,7 +75,12 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     big = frac > STILL_RISING_FRACTION and rem_z > Z_STILL_RISING
     late = late_climb(steps, reward, scale[0] if scale else None)
     slope_z, climbing = late["slope_z"], late["rising"]
-    by_fit = (big or (not imp.plateau_reached and rem_dir > 0)) and (not math.isfinite(slope_z) or (big and not noisy))
+    # "still rising" is a rise still ahead: a plateau at or below the recent rewards (`recent_level`) is none, whatever
+    # the fitted curve's end says (a fit bent by a fall and recovery, or an unstable fit's equilibrium the data left)
+    recent = recent_level(steps, reward)
+    ahead = fit.params["r_inf"] > recent[0]
+    by_fit = ((big or (not imp.plateau_reached and rem_dir > 0)) and (not math.isfinite(slope_z) or (big and not noisy))
+              and ahead)
     rising = climbing or by_fit
     side = ">" if rising else "<="
     ev = [ev_trend, ev_r2, evidence("remaining rise / total rise", frac, (fit.t_start, fit.t_end),
@@ -89,7 +95,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                            climb=late["climb"], climb_share_of_rise=late["share"], meaningful=late["meaningful"]))
     if rising:
         bounds = reward_reach(reward, imp.reward_range if imp is not None else None)
-        verdict = _rising_verdict(fit, imp, z, noisy, ev, frac, rem_z, big, slope_z, group_size, bounds)
+        verdict = _rising_verdict(fit, imp, z, noisy, ev, frac, rem_z, big, slope_z, group_size, bounds, ahead, recent)
     else:
         verdict = _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size, trend["diff"])
     if z >= Z_TREND:  # a significant rise: never noise-dominated; rising or saturated only where that is established
@@ -259,19 +265,22 @@ def _rise_or_stall(trend: dict, spread: float, p_stall: float, ev: list) -> Verd
 
 
 def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float, big: bool, slope_z: float,
-                    group_size, bounds: tuple[float, float] | None) -> Verdict:
+                    group_size, bounds: tuple[float, float] | None, ahead: bool = True,
+                    recent: tuple[float, int] | None = None) -> Verdict:
     """still_rising: confidence from the late half's slope z (`late_slope`) and, for a good fit, the remaining
     rise (its share of the total rise and its z), then lowered for an uncertain shape (`_shape_confidence`). A
     noisy fit (R^2 < R2_NOISE) gives no plateau or time in the advice, nor a plateau past what the reward can reach
-    (`bounds`, `_verdict.reward_reach`): that one is said to be at the bound."""
+    (`bounds`, `_verdict.reward_reach`): that one is said to be at the bound. Nor does a fitted plateau the recent
+    rewards already reached (not `ahead` of `recent_level`, e.g. a fit bent by a fall and recovery): the advice
+    never calls a plateau above the last values that lies below them; the late half's slope alone then decides."""
     conf = confidence(slope_z - Z_STILL_RISING, 1.0) if math.isfinite(slope_z) else 0.0
-    if not noisy or not math.isfinite(slope_z):
+    if ahead and (not noisy or not math.isfinite(slope_z)):
         fitted = max(confidence(frac - STILL_RISING_FRACTION, 0.05), confidence(rem_z, 1.0)) if big else confidence(rem_z, 1.0)
         conf = max(conf, fitted)
     r_inf = fit.params["r_inf"]  # rising: only the upper bound is one it rises toward
     top = bounds is not None and (r_inf > bounds[1] or (imp.interior_plateau is False and r_inf >= sum(bounds) / 2))
     t_p = imp.time_to_plateau.value
-    if noisy:
+    if noisy or not ahead:
         advice = [f"the reward still climbs over the last half of the log (slope z {slope_z:.1f}); train longer"]
     elif top:  # at or past the top of the range: no plateau to count steps to
         advice = [f"the reward is still rising toward its bound {bounds[1]:g} (the fit puts the plateau at the bound); "
@@ -283,7 +292,8 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
         # a plateau more than one observed range beyond the data gives no usable time to reach it
         more = ("" if "time_to_plateau" in imp.unidentified or fit.plateau_extrapolation > 1.0
                 else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})")
-        advice = [f"the fitted plateau {r_inf:.4g} is above the last value{more}; train longer"]
+        level = "" if recent is None else f" (mean {recent[0]:.4g} over the last {recent[1]} rows)"
+        advice = [f"the fitted plateau {r_inf:.4g} is above the recent rewards{level}{more}; train longer"]
     # a late half climbing at Z_TREND is still rising however far ahead (or unresolved) the plateau is
     climbing = math.isfinite(slope_z) and slope_z >= Z_TREND
     conf = _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size, saturating=False, climbing=climbing)

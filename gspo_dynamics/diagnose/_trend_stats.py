@@ -145,3 +145,16 @@ def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None, tail
     rising = bool(slope_z >= Z_STILL_RISING and big)
     return {"climbing": rising and bool(meaningful), "rising": rising, "slope_z": slope_z, "steps": used,
             "climb": climb, "share": share, "meaningful": bool(meaningful)}
+
+
+def recent_level(steps, reward) -> tuple[float, int]:
+    """The recent rewards' level, what a fitted plateau is compared with in the advice: the mean of the finite rewards
+    of the last TAIL_FRACTION of the rows (at least MIN_WINDOW of them; all, for a shorter log). The last single value
+    is one noisy row; the fitted curve's end is the fit's, which a fall and recovery can leave below the data.
+    Returns (that mean, the rows it averages)."""
+    r = np.asarray(reward, dtype=float)
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return math.nan, 0
+    n = min(r.size, max(MIN_WINDOW, int(math.ceil(TAIL_FRACTION * r.size))))
+    return float(np.mean(r[-n:])), n

@@ -161,7 +161,9 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
                     advice += advice_mix
                 need = group_size_for(p_late)
                 if need is not None and need > G and not mixed:
-                    advice.append(f"raise the group size: at success rate {p_late:.2f}, G = {G} leaves {expected:.0%} of "
+                    g_is = (f"G = {G}" if source == "hparams" else  # the user's G, or one the log's shares suggest
+                            f"G = {G} (estimated from the zero-std share: --group-size gives yours)")
+                    advice.append(f"raise the group size: at success rate {p_late:.2f}, {g_is} leaves {expected:.0%} of "
                                   f"groups without signal; G >= {need} brings it under {ZERO_STD_TARGET:.0%}")
             side = "easy (all responses correct)" if p_late > 0.5 else "hard (all responses wrong)"
             advice.append(f"the prompts have become too {side} for the policy: use {'harder' if p_late > 0.5 else 'easier'} "

@@ -219,6 +219,11 @@ def fall_chance_lines(forecast: PilotFields) -> list[str]:
     bound_lr = (f"no lr bound below {reach:.3g} ({LR_REACH:g}x, the furthest checked)"
                 if beyond.get("lr") == "above" or (lr is not None and lr > reach)
                 else f"no lr down to {scan['lr'][0]:.3g}" if beyond.get("lr") == "below" else f"lr <= {lr:.3g}")
+    if forecast.survived is not None and forecast.displacement <= forecast.survived:  # `_pilot_headline.ran_and_held`
+        first = (f"  chance a run at lr {hp.lr:g} and T = {hp.refresh_interval} loses its reward: not identified (the "
+                 "pilot ran at these settings and kept its reward, so the limit is at least here, m <= 0; "
+                 f"{chance:.0%} is the chance at a rule's threshold, for settings no pilot ran)")
+        return [first, _bounds_line(bounds, bound_T, bound_lr)]
     return [f"  chance a run at lr {hp.lr:g} and T = {hp.refresh_interval} loses its reward: {chance:.0%} (the rules' "
             f"log ratio to their thresholds m = {margin:+.2f}, > 0 where a rule says unstable, through a logistic fitted "
             f"on our trainer's 102 pilot-forecast grids; per-run Brier score {BRIER_HELD_OUT:.3f} over {HELD_OUT_ROUNDS} "
@@ -228,5 +233,9 @@ def fall_chance_lines(forecast: PilotFields) -> list[str]:
                "displacement of runs that solve their prompts went uncapped, and held once capped there (theory.collapse "
                "(10)). " if hp.clip_mode == "cap" else "")
             + "On another model and task the same map from margin to chance is assumed)",
-            f"  at most a {bounds['level']:.0%} chance of a fall: {bound_T} at this lr, {bound_lr} at this T (m = 0, a rule "
-            f"at its threshold, is a chance of {float(fall_chance(0.0)):.0%})"]
+            _bounds_line(bounds, bound_T, bound_lr)]
+
+
+def _bounds_line(bounds: dict, bound_T: str, bound_lr: str) -> str:
+    return (f"  at most a {bounds['level']:.0%} chance of a fall: {bound_T} at this lr, {bound_lr} at this T (m = 0, a "
+            f"rule at its threshold, is a chance of {float(fall_chance(0.0)):.0%})")

@@ -308,14 +308,19 @@ def _forecast(f, chance: dict | None) -> dict:
     imp = f.implications
     if plateau_identified(f):
         out["plateau"] = {"value": imp.plateau.value, "step": imp.time_to_plateau.value}
-        out["text"].append(f"plateau {imp.plateau.value:.3g}, within 5% of it from step {imp.time_to_plateau.value:.3g}")
+        out["text"].append(f"plateau {imp.plateau.value:.3g}, within 5% of it from step {imp.time_to_plateau.value:.0f}")
     else:
         rise = rise_in_noise(f)
         out["plateau"] = None
         out["text"].append("plateau and its time: not identified (" + (
             "" if rise is None else f"the pilot's rise is {rise:.2g} noise std and ") + "its fit does not bend within "
             "the pilot; a longer pilot tells)")
-    if chance is not None:
+    if chance is not None and ran_and_held(f):  # the chance at a rule's threshold is for settings no pilot ran
+        out["collapse_chance"] = None
+        out["text"].append(f"collapse risk at these settings: not identified (the pilot ran at them, a move of "
+                           f"{f.displacement:.3g} between refreshes, and kept its reward: the limit lies at least "
+                           "there, how far above is not known; a longer pilot tells)")
+    elif chance is not None:
         out["collapse_chance"] = chance["chance"]
         out["text"].append(f"collapse risk at these settings: {chance['chance']:.0%} that a run falls")
     else:

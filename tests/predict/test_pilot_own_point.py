@@ -70,6 +70,11 @@ def test_a_displacement_the_pilot_ran_and_held_is_not_at_risk_by_construction(tm
     head = pilot_headline(own)
     assert head.verdict == "safe", head.lines()
     assert "ran at this move between refreshes" in head.reason
+    # nor is the threshold's chance printed as the run's: the pilot ran there and held, how far the limit lies above
+    # is not identified (issue 49 item 4)
+    assert head.forecast["collapse_chance"] is None
+    assert any("collapse risk at these settings: not identified" in t for t in head.forecast["text"])
+    assert any("loses its reward: not identified" in line for line in own.summary_lines())
 
 
 @pytest.mark.parametrize("survived_share", [None, 0.5])

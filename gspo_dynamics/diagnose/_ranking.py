@@ -18,6 +18,7 @@ from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (th
 from gspo_dynamics.diagnose._context import reward_spread
 from gspo_dynamics.diagnose._changepoint import change_point
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, ENTROPY_COLLAPSE_RATIO, zero_std_rows
+from gspo_dynamics.diagnose._solved_groups import solved_at_ceiling, solved_to_failed
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, WINDOW_FRACTION, Z_TREND, change, late_climb
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
@@ -37,6 +38,7 @@ CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "dampi
 def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdict | None, notes: list[str]) -> None:
     """Rank what follows from another mode below it (each rule in its own function)."""
     _solved_task(verdicts, scale, log, notes)
+    solved_at_ceiling(verdicts, scale, log, silent)
     _concentration_while_rising(verdicts, log, notes)
     _degeneracy_while_rising(verdicts, log, notes)
     _hard_task(verdicts, scale, log)
@@ -377,8 +379,10 @@ def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
     instability: a stale update driving the reward to the floor) fails every sample, so either
     leaves groups with zero reward variance. When the zero-std fraction started below
     DEGENERATE_FRACTION and one of those causes is reported, the degeneracy verdict is kept as
-    evidence but ranked below that cause (DERIVED_DISCOUNT x its confidence). A task too hard from
-    the start (zero-std groups from the first steps) stays advantage degeneracy. Without a zero-std fraction the
+    evidence but ranked below that cause (DERIVED_DISCOUNT x its confidence); so too where they were there from the
+    start but on the other side (`_solved_groups.solved_to_failed`: all-correct groups at an early success rate above 1/2, all-wrong
+    ones at a late rate below it: the groups the run ends with are the fall's, not the start's). A task too hard from
+    the start (zero-std groups from the first steps, all-wrong throughout) stays advantage degeneracy. Without a zero-std fraction the
     share of rows whose reward_std is 0 stands in for it, as in the degeneracy verdict it read.
     """
     causes = [v for v in verdicts if v.mode in DEGENERACY_CAUSES and v.confidence >= REPORT_CONFIDENCE]
@@ -389,12 +393,16 @@ def _attribute_degeneracy(verdicts: list[Verdict], log: RunLog) -> None:
     if "frac_zero_std" not in log and "reward_std" in log:  # the rows whose reward_std is 0, as the verdict read them
         steps, zero = zero_std_rows(log)
         early = _early(steps, zero, zero) if zero.size >= MIN_WINDOW else math.nan
-    if not early < DEGENERATE_FRACTION:
+    flip = solved_to_failed(log)
+    if not early < DEGENERATE_FRACTION and flip is None:
         return
     cause = max(causes, key=lambda v: v.confidence)
     name = cause.mode.replace("_", " ")
     deg = verdicts[i]
-    note = {"signal": f"zero-std groups appeared with the {name} (early fraction)", "value": early,
-            "steps": None, "threshold": DEGENERATE_FRACTION, "side": "<", "holds": early < DEGENERATE_FRACTION}
+    note = ({"signal": f"zero-std groups appeared with the {name} (early fraction)", "value": early,
+             "steps": None, "threshold": DEGENERATE_FRACTION, "side": "<", "holds": early < DEGENERATE_FRACTION}
+            if early < DEGENERATE_FRACTION else
+            {"signal": f"zero-std groups turned from all-correct to all-wrong with the {name} (success rate early, late)",
+             "value": flip[0], "steps": None, "threshold": 0.5, "side": ">", "holds": True, "late_success_rate": flip[1]})
     verdicts[i] = Verdict(deg.mode, min(deg.confidence, DERIVED_DISCOUNT * cause.confidence), deg.evidence + [note],
                           deg.advice + [f"this follows from the {name}: treat that first"])

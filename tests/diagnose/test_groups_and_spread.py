@@ -1,0 +1,51 @@
+"""Zero-std groups read for what they are (helper J): a collapse from a solved state to failing every sample makes the
+late all-wrong groups, so the degeneracy ranks below the collapse (`_solved_groups.solved_to_failed`); a reward at its
+ceiling is a solved task (`_solved_groups.solved_at_ceiling`); a G estimated from the zero-std share is said to be
+estimated."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gspo_dynamics.diagnose import diagnose
+from gspo_dynamics.logs import RunLog
+
+G = 4
+
+
+def grouped_log(p: np.ndarray, seed: int = 0, prompts: int = 16) -> RunLog:
+    """Rows of `prompts` groups of G binary samples at success p: the mean reward and the zero-std share."""
+    rng = np.random.default_rng(seed)
+    hits = rng.binomial(1, np.clip(p, 0, 1)[:, None, None], size=(p.size, prompts, G))
+    per_group = hits.sum(axis=2)
+    zero = np.mean((per_group == 0) | (per_group == G), axis=1)
+    return RunLog(steps=5 * np.arange(1, p.size + 1), series={"reward": hits.mean(axis=(1, 2)), "frac_zero_std": zero},
+                  format="jsonl", source="<synthetic>", trainer="trl", reward_std_kind="unknown")
+
+
+def test_a_fall_from_solved_groups_to_failed_ones_leads_with_the_collapse():
+    p = np.concatenate([np.full(8, 0.9), np.linspace(0.9, 0.01, 4), np.full(28, 0.01)])
+    for seed in range(3):
+        d = diagnose(grouped_log(p, seed))
+        assert d.primary == "dynamical_instability", d.headline()
+        deg = d.verdict("advantage_degeneracy")
+        assert deg is not None and deg.confidence < d.verdicts[0].confidence
+        flip = next(e for e in deg.evidence if e["signal"].startswith("zero-std groups turned from all-correct"))
+        assert flip["value"] > 0.5 > flip["late_success_rate"]
+
+
+def test_zero_std_groups_of_a_task_failed_throughout_stay_the_degeneracy():
+    d = diagnose(grouped_log(np.full(40, 0.02)))
+    assert d.primary == "advantage_degeneracy"
+    assert not any(e["signal"].startswith("zero-std groups turned") for e in d.verdicts[0].evidence)
+
+
+def test_a_reward_at_its_ceiling_is_advised_as_a_solved_task_and_an_estimated_g_is_said_to_be_estimated():
+    d = diagnose(grouped_log(np.full(40, 0.97), seed=1))
+    deg = d.verdict("advantage_degeneracy")
+    assert deg is not None and deg.advice[0].startswith("the reward is at its ceiling")
+    assert not any("too easy" in a for a in deg.advice)
+    g_advice = [a for a in deg.advice if a.startswith("raise the group size")]
+    assert all("estimated from the zero-std share" in a for a in g_advice)
+    low = diagnose(grouped_log(np.full(40, 0.06), seed=1)).verdict("advantage_degeneracy")  # far from the ceiling
+    assert low is not None and not low.advice[0].startswith("the reward is at its ceiling")

@@ -46,6 +46,7 @@ M_CLIP = 5.0  # |m| beyond which (2) is within 0.5% of 0 or 1 at FALL_CHANCE: th
 RISK_LEVEL = 0.1  # the chance of a fall at which `predict` bounds T and lr (`risk_bounds`)
 T_LIMIT = 1024  # the largest T `risk_bounds` looks at
 LR_SPAN = 1e3  # `risk_bounds` looks for the lr bound within lr / LR_SPAN .. lr x LR_SPAN
+MARGIN_AT_THRESHOLD = 1e-9  # |m| below this is the threshold itself, m = 0 (`by_construction`)
 # the largest factor over a pilot's own lr at which the forecast was put to the test: the top of the grids (a, b)
 # were fitted on (paper_repro/_pilot_protocol.py's LR_FACTORS). An lr bound past LR_REACH x lr is said as "none below
 # LR_REACH x lr" (`fall_chance_lines`, the safe verdict's margin): above it the stiffness's and the drift's scaling
@@ -207,6 +208,15 @@ def risk_bounds(forecast: PilotFields, level: float = RISK_LEVEL) -> dict | None
     return out
 
 
+def by_construction(forecast: PilotFields, at: dict) -> bool:
+    """Whether `config_fall_chance`'s chance `at` is the one the survived limit (theory.collapse (8)) puts at the pilot's
+    own point by construction: the pilot ran at the config's D and kept its reward, that D is the limit in force, and
+    no other rule moves the margin off m = 0. The chance there (18%) is for settings no pilot ran: for this run it is
+    not identified (the limit lies at least at D, how far above is not known)."""
+    return (forecast.survived is not None and forecast.displacement <= forecast.survived
+            and abs(at["margin"]) < MARGIN_AT_THRESHOLD)
+
+
 def fall_chance_lines(forecast: PilotFields) -> list[str]:
     """The summary's lines for `config_fall_chance` (the pilot assessed the collapse rules): the chance, and the
     bounds of `risk_bounds`."""
@@ -219,7 +229,7 @@ def fall_chance_lines(forecast: PilotFields) -> list[str]:
     bound_lr = (f"no lr bound below {reach:.3g} ({LR_REACH:g}x, the furthest checked)"
                 if beyond.get("lr") == "above" or (lr is not None and lr > reach)
                 else f"no lr down to {scan['lr'][0]:.3g}" if beyond.get("lr") == "below" else f"lr <= {lr:.3g}")
-    if forecast.survived is not None and forecast.displacement <= forecast.survived:  # `_pilot_headline.ran_and_held`
+    if by_construction(forecast, at):
         first = (f"  chance a run at lr {hp.lr:g} and T = {hp.refresh_interval} loses its reward: not identified (the "
                  "pilot ran at these settings and kept its reward, so the limit is at least here, m <= 0; "
                  f"{chance:.0%} is the chance at a rule's threshold, for settings no pilot ran)")

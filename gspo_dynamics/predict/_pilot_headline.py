@@ -14,7 +14,7 @@ from gspo_dynamics.fit import (
 )
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
 from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
-from gspo_dynamics.predict._fall_chance import LR_REACH, config_fall_chance
+from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance
 from gspo_dynamics.predict._headline import (
     AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, clip_answer, lower_lr, lr_change, refresh_changes,
 )
@@ -315,7 +315,7 @@ def _forecast(f, chance: dict | None) -> dict:
         out["text"].append("plateau and its time: not identified (" + (
             "" if rise is None else f"the pilot's rise is {rise:.2g} noise std and ") + "its fit does not bend within "
             "the pilot; a longer pilot tells)")
-    if chance is not None and ran_and_held(f):  # the chance at a rule's threshold is for settings no pilot ran
+    if chance is not None and by_construction(f, chance):  # the chance at a rule's threshold: for settings no pilot ran
         out["collapse_chance"] = None
         out["text"].append(f"collapse risk at these settings: not identified (the pilot ran at them, a move of "
                            f"{f.displacement:.3g} between refreshes, and kept its reward: the limit lies at least "

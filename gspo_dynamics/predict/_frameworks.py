@@ -94,15 +94,20 @@ TRAINER_DEFAULTS: dict[str, Any] = {
 OWN_NAMES = OWN_KEYS | {f.name for f in dataclasses.fields(Hyperparams)}
 OBJECTIVE_CLIPS = {"gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1])}  # the rest: GRPO_CLIP
 OBJECTIVE_CORRECTIONS = {"pg": "none", "gspo": "sequence"}  # the rest correct per token
-def _number(key: str, value: Any, *, integer: bool = False, positive: bool = False) -> float | int:
-    """A finite number (an integer when `integer`; > 0 when `positive`) or one ConfigError sentence."""
+def _number(key: str, value: Any, *, integer: bool = False, positive: bool = False, nonnegative: bool = False,
+            unit: bool = False) -> float | int:
+    """A finite number (an integer when `integer`; > 0 when `positive`, >= 0 when `nonnegative`, in [0, 1) when
+    `unit`: a momentum or decay) or one ConfigError sentence naming the user's key."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if ok and integer:
         ok = float(value) == int(value)
     if ok and positive:
         ok = value > 0
+    if ok and (nonnegative or unit):
+        ok = value >= 0 and (not unit or value < 1)
     if not ok:
-        kind = ("a positive " if positive else "a finite ") + ("integer" if integer else "number")
+        kind = ("a number in [0, 1)" if unit else ("a positive " if positive else "a non-negative " if nonnegative
+                                                   else "a finite ") + ("integer" if integer else "number"))
         raise ConfigError(f"config key {key!r} must be {kind}, got {value!r}")
     return int(value) if integer else float(value)
 
@@ -161,7 +166,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     hp = Hyperparams(lr=_number("learning_rate", get("learning_rate"), positive=True),
                      optimizer=trl_optimizer(cfg, _number, notes), refresh_interval=T, group_size=G, num_groups=N,
                      advantage=_trl_advantage(get("scale_rewards"), notes), correction=level, clip_low=eps,
-                     clip_high=eps_high, kl_coef=_number("beta", get("beta")), clip_mode=mode, ratio_cap=cap)
+                     clip_high=eps_high, kl_coef=_number("beta", get("beta"), nonnegative=True), clip_mode=mode, ratio_cap=cap)
     return hp, exact
 
 

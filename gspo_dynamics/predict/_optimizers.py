@@ -74,7 +74,7 @@ def trl_optimizer(cfg: dict[str, Any], number, notes: list[str]):
     if name.startswith("sgd"):
         if args.get("nesterov"):
             notes.append("optim sgd with nesterov: read as heavy-ball momentum (Nesterov's look-ahead not modelled)")
-        return SGD(momentum=number("optim_args momentum", args.get("momentum", 0.0)))
+        return SGD(momentum=number("optim_args momentum", args.get("momentum", 0.0), unit=True))
     if name.startswith("adafactor") or name.startswith("galore_adafactor"):
         if name.startswith("galore"):
             _not_modelled("optim", name, "galore")
@@ -84,15 +84,16 @@ def trl_optimizer(cfg: dict[str, Any], number, notes: list[str]):
     if name.startswith("rmsprop"):
         notes.append("optim rmsprop: heavy ball on the normalised gradient, read as Adam with b1 = its momentum "
                      f"({args.get('momentum', 0.0):g}) and b2 = its alpha ({args.get('alpha', 0.99):g})")
-        return Adam(beta1=number("optim_args momentum", args.get("momentum", 0.0)),
-                    beta2=number("optim_args alpha", args.get("alpha", 0.99)), eps=args.get("eps", 1e-8))
+        return Adam(beta1=number("optim_args momentum", args.get("momentum", 0.0), unit=True),
+                    beta2=number("optim_args alpha", args.get("alpha", 0.99), unit=True), eps=args.get("eps", 1e-8))
     for prefix, what in NOT_MODELLED.items():
         if name.startswith(prefix):
             _not_modelled("optim", name, prefix)
     if name not in TRL_OPTIMIZERS:  # transformers refuses it too: read on, a typo would be some other optimizer
         raise not_one_of("optim", name, TRL_OPTIMIZERS, "transformers' optimizers (OptimizerNames)")
-    return Adam(beta1=number("adam_beta1", cfg.get("adam_beta1", 0.9)), beta2=number("adam_beta2", cfg.get("adam_beta2", 0.999)),
-                eps=number("adam_epsilon", cfg.get("adam_epsilon", 1e-8)))
+    return Adam(beta1=number("adam_beta1", cfg.get("adam_beta1", 0.9), unit=True),
+                beta2=number("adam_beta2", cfg.get("adam_beta2", 0.999), unit=True),
+                eps=number("adam_epsilon", cfg.get("adam_epsilon", 1e-8), positive=True))
 
 
 def verl_optimizer(name: Any, betas: Any, override: Any, number, notes: list[str]):
@@ -101,11 +102,11 @@ def verl_optimizer(name: Any, betas: Any, override: Any, number, notes: list[str
     low = text.lower().lstrip("_")
     extra = override if isinstance(override, dict) else {}
     if low == "sgd":
-        return SGD(momentum=number("optim.override_optimizer_config.momentum", extra.get("momentum", 0.0)))
+        return SGD(momentum=number("optim.override_optimizer_config.momentum", extra.get("momentum", 0.0), unit=True))
     if "adam" in low and not low.startswith(tuple(NOT_MODELLED)):
         if not (isinstance(betas, (list, tuple)) and len(betas) == 2):
             raise ConfigError(f"actor_rollout_ref.actor.optim.betas must be a pair, got {betas!r}")
-        return Adam(beta1=number("optim.betas[0]", betas[0]), beta2=number("optim.betas[1]", betas[1]))
+        return Adam(beta1=number("optim.betas[0]", betas[0], unit=True), beta2=number("optim.betas[1]", betas[1], unit=True))
     _not_modelled("actor_rollout_ref.actor.optim.optimizer", text, next(
         (p for p in NOT_MODELLED if low.startswith(p)), None))
 

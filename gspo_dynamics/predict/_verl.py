@@ -160,7 +160,7 @@ def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, f
     low, high = _verl_clip(flat, get, used)
     low = no_lower_clip(actor + "clip_ratio_low", low, notes)
     use_kl = bool(get(actor + "use_kl_loss", False))
-    beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001)) if use_kl else 0.0
+    beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001), nonnegative=True) if use_kl else 0.0
     if get("algorithm.use_kl_in_reward", False):
         notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
     mode = get(actor + "policy_loss.loss_mode", "vanilla")

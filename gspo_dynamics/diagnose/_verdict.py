@@ -180,7 +180,7 @@ class Diagnosis:
             "primary": self.primary,
             "unsure": list(self.unsure),
             "verdicts": [v.to_json() for v in self.verdicts],
-            "fit": None if self.fit is None else self.fit.to_json(self._fit_unidentified()),
+            "fit": None if self.fit is None else self.fit.to_json(*self._fit_reading()),
             "implications": implications,
             "log": self.log_summary,
             "not_checked": self.not_checked,
@@ -220,7 +220,7 @@ class Diagnosis:
                          f"BIC exponential - oscillator = {_fmt(round(f.selection['delta_bic'], 1))}; "
                          f"inertia {'supported' if f.inertia else 'not supported'}, "
                          f"oscillation {'supported' if f.oscillation else 'not supported'}")
-            lines.append("           " + f.params_text(self._fit_unidentified()))
+            lines.append("           " + f.params_text(*self._fit_reading()))
             if imp is not None:
                 lines.append(self._plateau_line())
                 if imp.damping_margin is not None:
@@ -235,12 +235,12 @@ class Diagnosis:
             lines += [f"note       {n}" for n in self.notes]
         return lines
 
-    def _fit_unidentified(self) -> dict[str, str]:
-        """The fit's parameters the data do not identify (`TrajectoryFit.unidentified_params`), in the reward's reach
-        as the plateau line judges it, the plateau as the implications do."""
+    def _fit_reading(self) -> tuple[tuple[float, float] | None, str | None]:
+        """(reach, plateau_why) for `TrajectoryFit.unidentified_params`: the reward's reach as the plateau line
+        judges it, the plateau as the implications do."""
         imp = self.implications
         reach = reward_reach(self.log["reward"] if self.log is not None else [], None if imp is None else imp.reward_range)
-        return self.fit.unidentified_params(reach, None if imp is None else imp.unidentified.get("plateau"))
+        return reach, None if imp is None else imp.unidentified.get("plateau")
 
     def _plateau_line(self) -> str:
         """The fitted plateau and when it comes, within what the reward can reach: a plateau past a bound of the

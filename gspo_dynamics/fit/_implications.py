@@ -326,9 +326,11 @@ def _stiffness(fit: TrajectoryFit, mu: float, T: int, notes: list[str]) -> tuple
         return m * q["stiffness"], m * se["stiffness"], True
     tau_c = 1.0 / fastest_relaxation_rate(1.0, mu, T, STALE_FRACTION)
     tau, tau_se = q["tau"], se.get("tau")
-    if tau < tau_c:  # no curvature relaxes this fast: none is read, and the note says how far off it is
+    if tau < tau_c:  # no curvature relaxes this fast: none is read, the note says how far off it is (or why no tau)
         noisy = tau_se is not None and math.isfinite(tau_se) and tau + Z_MEASURED * tau_se >= tau_c
-        notes.append(f"the fitted time scale tau = {tau:.4g}"
+        why = fit.unidentified_params().get("tau")  # a time scale the data do not identify is no number to compare
+        notes.append(f"the fitted time scale is not identified ({why}): no stiffness is read from it; a longer pilot "
+                     "may give one" if why else f"the fitted time scale tau = {tau:.4g}"
                      + (f" +- {tau_se:.2g}" if tau_se is not None and math.isfinite(tau_se) else "")
                      + f" is shorter than any curvature gives these hyperparameters (tau >= {tau_c:.4g} steps, "
                      "critical damping): no stiffness is read from it"

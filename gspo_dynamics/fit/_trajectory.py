@@ -109,10 +109,10 @@ class TrajectoryFit:
         return params_unidentified(self.model, self.params, self.stderr, self.t_end - self.t_start,
                                    reward_reach_of(self.r_range, reach), plateau_why)
 
-    def params_text(self, why: dict[str, str] | None = None) -> str:
-        """The parameters as text, `r0 = 0.2 +- 0.01`; one the data do not identify (`why`, default
-        `unidentified_params()`) as `r_inf not identified (the reason)`, never as a number."""
-        why = self.unidentified_params() if why is None else why
+    def params_text(self, reach: tuple[float, float] | None = None, plateau_why: str | None = None) -> str:
+        """The parameters as text, `r0 = 0.2 +- 0.01`; one the data do not identify (`unidentified_params(reach,
+        plateau_why)`) as `r_inf not identified (the reason)`, never as a number."""
+        why = self.unidentified_params(reach, plateau_why)
         parts = []
         for k, v in self.params.items():
             if k in why:
@@ -125,15 +125,15 @@ class TrajectoryFit:
                 parts.append(f"{k} = {v:.4g} (not identified)")
         return ", ".join(parts)
 
-    def to_json(self, why: dict[str, str] | None = None) -> dict:
-        """Plain JSON-ready dict (no numpy types, inf/NaN as None). A parameter the data do not identify (`why`,
-        default `unidentified_params()`) is null in `params`, `stderr` and the selection's trend, with the reason
-        in `unidentified`."""
-        why = self.unidentified_params() if why is None else why
+    def to_json(self, reach: tuple[float, float] | None = None, plateau_why: str | None = None) -> dict:
+        """Plain JSON-ready dict (no numpy types, inf/NaN as None). A parameter the data do not identify
+        (`unidentified_params(reach, plateau_why)`) is null in `params`, `stderr` and the selection's trend (judged
+        by value alone: the selection keeps no standard errors), with the reason in `unidentified`."""
+        why = self.unidentified_params(reach, plateau_why)
         trend = self.selection.get("exponential_params")
         selection = self.selection if trend is None else {**self.selection, "exponential_params": _nulled(
             trend, why if self.model == "exponential" else params_unidentified(
-                "exponential", trend, {}, self.t_end - self.t_start, reward_reach_of(self.r_range, None)))}
+                "exponential", trend, {}, self.t_end - self.t_start, reward_reach_of(self.r_range, reach)))}
         return plain({
             "model": self.model, "variant": self.variant, "regime": self.regime, "params": _nulled(self.params, why),
             "stderr": _nulled(self.stderr, why), "unidentified": dict(why), "r_squared": self.r_squared,

@@ -83,3 +83,20 @@ def test_the_late_half_power_test_reads_the_windows_rise_where_the_plateau_is_no
     ev: list = []
     _plateau_resolution(t, r, fit, imp, shown, ev)
     assert ev and ev[-1]["rise"] == pytest.approx(abs(shown)) and ev[-1]["rise"] < r.max() - r.min()
+
+
+def test_a_time_scale_with_a_standard_error_runs_long_is_not_printed_in_the_stiffness_note():
+    """An 8-point pilot's tau = 12 +- 49 (tonywang1990, NKU-LITI in the sweep): the note said 'tau = 11.99 +- 49 is
+    shorter than any curvature gives...', a time 6x the pilot; now the time scale is not identified, with no number."""
+    from dataclasses import replace
+
+    from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
+
+    t = np.arange(1.0, 31.0)
+    fit = fit_trajectory(t, single_exponential(t - 1, 0.6, 0.2, 5.0) + np.random.default_rng(2).normal(0, 0.005, t.size))
+    loose = replace(fit, stderr={**fit.stderr, "tau": 5.0 * (t[-1] - t[0])})  # past 4x the 29 steps it covers
+    assert "tau" in loose.unidentified_params() and "tau" not in fit.unidentified_params()
+    hp = Hyperparams(lr=0.1, optimizer=SGD(momentum=0.9), refresh_interval=1)
+    notes = [n for n in implications(loose, hp).notes if "time scale" in n]
+    assert len(notes) == 1 and "not identified" in notes[0] and "+-" not in notes[0]
+    assert implications(loose, hp).stiffness_per_step is None

@@ -180,12 +180,26 @@ def _forecast(args: argparse.Namespace):
                          logging_steps=getattr(setup, "logging_steps", None))  # logging_steps, as diagnose --config
         paths, configs = prior_runs(args.prior or [])
         prior = None if args.prior is None else [read_log(path, column_map=column_map) for path in paths]
-        return pilot_forecast(setup, pilot, pilot_steps=args.pilot_steps,
-                              reward_range=None if args.reward_range is None else tuple(args.reward_range),
-                              target_noise=args.target_noise, run_steps=args.run_steps, prior=prior,
-                              prior_configs=configs if args.prior else None)
+        forecast = pilot_forecast(setup, pilot, pilot_steps=args.pilot_steps,
+                                  reward_range=None if args.reward_range is None else tuple(args.reward_range),
+                                  target_noise=args.target_noise, run_steps=args.run_steps, prior=prior,
+                                  prior_configs=configs if args.prior else None)
+        return _a_start_of_the_run(forecast)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
+
+
+def _a_start_of_the_run(forecast):
+    """The forecast of a pilot that ends before the run's end, else one ConfigError: a pilot reaching the config's
+    last step is the whole run, whose verdict would read its own future (`diagnose` reads a whole run)."""
+    setup, (steps, _) = forecast.config.setup, forecast.pilot
+    if setup.run_steps is None or steps[-1] < setup.run_steps:
+        return forecast
+    keys = getattr(setup, "keys", None)
+    length = f"{keys.run_length} {setup.run_steps}" if keys else f"{setup.run_steps} steps"
+    raise ConfigError(f"the pilot's {len(steps)} reward points reach step {steps[-1]:g}, the run's end ({length}): a "
+                      "pilot is the start of a run, not all of it; keep fewer with --pilot-steps (a fifth of the run's "
+                      "points is usual), or read the whole run with `gspo-dynamics diagnose`")
 
 
 def _headline(forecast, args: argparse.Namespace):

@@ -499,3 +499,16 @@ def test_a_configs_logging_steps_numbers_a_console_pilots_rows(capsys, tmp_path)
                                            "max_steps": 200, "lr_scheduler_type": "constant"})
     assert main(["predict", "--config", config, "--pilot", str(log), "--json"]) == 0
     assert details(capsys.readouterr().out)["end_reward"]["ratio"] == pytest.approx(200 / 55)
+
+
+def test_a_pilot_that_reaches_the_runs_end_is_refused(tmp_path, capsys):
+    """A pilot whose points reach the config's max_steps is the whole run: its verdict would read its own future.
+    One line, exit 2, naming --pilot-steps and diagnose; a fifth of it is a pilot."""
+    t = np.arange(1, 101)
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(json.dumps({"step": int(s), "reward": float(0.8 - 0.6 * np.exp(-s / 30))}) + "\n" for s in t))
+    config = write(tmp_path, "grpo.json", {"learning_rate": 1e-6, "num_generations": 8, "max_steps": 100})
+    assert main(["predict", "--config", config, "--pilot", str(log)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "reach step 100, the run's end (max_steps 100)" in err and "diagnose" in err
+    assert main(["predict", "--config", config, "--pilot", str(log), "--pilot-steps", "20"]) == 0

@@ -30,6 +30,13 @@ Recorded (2026-12-02, 119 logs: 14 shared, 94 wild, 11 synthetic; 2190 calls):
                     points: a forecast needs at least 8 (the pilot has N)")
   then (a4f6d8d)    absurd numbers 0; internal errors 0; refusals 604 (max_safe_lr null past 30x the pilot's lr,
                     with its reading in lr_note)
+Recorded (2026-12-02, issue 49 item 4's audit: the rules now read the fit's own parameters, every evidence rise and
+the --explain fit line; 106 logs found, 13 absent; 2104 calls; benchmarks/RESULTS.md "No absurd numbers"):
+  first fix (84820f2+ea01e9f)  absurd numbers 11 in 11 logs (step 9: predict's stiffness note 'tau = 11.99 +- 49' on
+                    8-20-point pilots; reward 2: fit.selection.exponential_params.r0 slightly below a success rate's 0)
+  after (891dd96)   absurd numbers 0; internal errors 0; refusals 564 (552 short --pilot-steps, 6 a pilot reaching the
+                    run's end: another engineer's uncommitted predict check in the working tree); 165 numeric JSON field
+                    paths no rule bounds (listed by the run)
 """
 
 from __future__ import annotations

@@ -62,7 +62,11 @@ class RunSetup:
         the keys the verdict rests on (none but those of `skip`, keys the caller was given otherwise)."""
         assumed = tuple((k, v) for k, v in self.assumed if k not in skip)
         lines = [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
-        return lines + ([_config_checks.assumed_line(self.framework, assumed)] if assumed else [])
+        lines += [_config_checks.assumed_line(self.framework, assumed)] if assumed else []
+        if self.unmodelled:  # in force away from neutral and changing the dynamics: named, never silently dropped
+            lines.append("not modelled, each changes the dynamics (--explain says how): "
+                         + ", ".join(f"{k} {_shown(v)}" for k, v, _ in self.unmodelled))
+        return lines
 
     def brief_json(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
         """`brief_lines` as JSON: unknown_keys [{key, nearest}], assumed [{key, value, source}]."""
@@ -300,3 +304,7 @@ def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], igno
     return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored),
                     run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=tuple(unmodelled),
                     unknown=tuple(names), nearest=tuple(n for _, n in unknown), assumed=tuple(assumed))
+
+
+def _shown(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else json.dumps(value) if isinstance(value, (bool, dict, list)) else str(value)

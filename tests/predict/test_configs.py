@@ -377,9 +377,12 @@ def test_the_defaults_taken_for_the_keys_the_verdict_rests_on_are_kept_apart():
     verl = read_run_config(tree)
     assert [k for k, _ in verl.assumed] == ["actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.ppo_epochs",
                                            "trainer.total_training_steps"]
-    assert verl.brief_lines() == ["assumed, not in the config (verl's defaults): actor_rollout_ref.actor.optim.lr 1e-06, "
-                                  "actor_rollout_ref.actor.ppo_epochs 1, trainer.total_training_steps unset (the run's "
-                                  "length unknown)"]
+    assert verl.brief_lines()[0] == ("assumed, not in the config (verl's defaults): actor_rollout_ref.actor.optim.lr "
+                                     "1e-06, actor_rollout_ref.actor.ppo_epochs 1, trainer.total_training_steps unset "
+                                     "(the run's length unknown)")
+    # the keys in force that change the dynamics and are not modelled are named next (verl's optimizer defaults here)
+    assert verl.brief_lines()[1:] == ["not modelled, each changes the dynamics (--explain says how): "
+                                      + ", ".join(f"{k} {v:g}" for k, v, _ in verl.unmodelled)]
     assert read_run_config(tree).brief_lines(skip=("trainer.total_training_steps",))[0].endswith("ppo_epochs 1")
     assert read_run_config({"lr": 0.1, "refresh_interval": 2, "group_size": 8}).brief_lines() == []
 

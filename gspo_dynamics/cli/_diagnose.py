@@ -117,7 +117,7 @@ def hyperparams_from_flags(args: argparse.Namespace):
         setup = read_run_config(args.config, overrides=args.set, allow_unknown=args.allow_unknown)
         base = setup.hparams
         logging_steps = setup.logging_steps
-        brief = list(setup.brief_lines(_flagged(setup, given)))
+        brief = list(setup.brief_lines(_flagged(setup, given))) + setup.unmodelled_lines()
         notes = [f"config: read as {setup.framework}"] + [f"config: {n}" for n in setup.notes]
     opt_given = [d for d in _OPTIMIZER if getattr(args, d) is not None]
     if not given and not opt_given:

@@ -62,11 +62,13 @@ class RunSetup:
         the keys the verdict rests on (none but those of `skip`, keys the caller was given otherwise)."""
         assumed = tuple((k, v) for k, v in self.assumed if k not in skip)
         lines = [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
-        lines += [_config_checks.assumed_line(self.framework, assumed)] if assumed else []
-        if self.unmodelled:  # in force away from neutral and changing the dynamics: named, never silently dropped
-            lines.append("not modelled, each changes the dynamics (--explain says how): "
-                         + ", ".join(f"{k} {_shown(v)}" for k, v, _ in self.unmodelled))
-        return lines
+        return lines + ([_config_checks.assumed_line(self.framework, assumed)] if assumed else [])
+
+    def unmodelled_lines(self) -> list[str]:
+        """The keys in force away from their neutral value that change the dynamics but are outside the model, named
+        in the answer (never silently dropped), after its change; what each changes is under --explain."""
+        return ["not modelled, each changes the dynamics (--explain says how): "
+                + ", ".join(f"{k} {_shown(v)}" for k, v, _ in self.unmodelled)] if self.unmodelled else []
 
     def brief_json(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
         """`brief_lines` as JSON: unknown_keys [{key, nearest}], assumed [{key, value, source}]."""

@@ -117,18 +117,19 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     if limit is not None:
         margins.append(f"the pilot ran at this move between refreshes (D = {f.displacement:.3g}) and held" if ran_and_held(f)
                        else f"the move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
+    if limit is None and (T > 1 or f.entropy_rise is None):  # the linear bound alone never vouches for a run
+        return "unsure", _unread(f, linear), changes
     if linear is None and limit is None:
-        if T > 1 or f.entropy_rise is None:
-            return "unsure", _unread(f), changes
         margins.append("its entropy did not overshoot on the first updates, the one collapse route on-policy "
                        f"(theory.collapse (6)); the lr's margin is not identified ({f.lr_note})")
     return "safe", "; ".join(margins), changes
 
 
-def _unread(f) -> str:
-    """Why a pilot that kept its reward does not decide: no margin rule read it (the linear model gives no lr bound,
-    `lr_note` says why; the collapse rule needs the entropy's first updates at T = 1, the move between refreshes at
-    T > 1), and what would tell, in the framework's own columns (COLLAPSE_COLUMNS)."""
+def _unread(f, linear: float | None = None) -> str:
+    """Why a pilot that kept its reward does not decide: the collapse rule, the route real runs fall by, read nothing
+    (it needs the entropy's first updates at T = 1, the move between refreshes at T > 1), and the linear model's
+    bound on the reward's oscillation (`linear`, where it gives one; else `lr_note` says why not) cannot vouch for
+    the run alone; what would tell, in the framework's own columns (COLLAPSE_COLUMNS)."""
     setup, n, imp = f.config.setup, f.pilot_steps, f.implications
     keys = getattr(setup, "keys", None)
     entropy, drift = COLLAPSE_COLUMNS[keys.framework if keys else "trainer"]
@@ -136,8 +137,10 @@ def _unread(f) -> str:
     missing = ("token entropy, the collapse rule's one reading at T = 1" if on_policy else
                "move between sampler refreshes, the collapse rule's reading at T > 1")
     longer = ", run until its rise bends" if imp is None or imp.plateau_extrapolated else ""
-    return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr: the linear model gives none "
-            f"({f.lr_note}), and it logs no {missing}; what would tell: a pilot that logs "
+    oscillation = (f"the linear model gives none ({f.lr_note})" if linear is None else
+                   f"the linear model bounds only the reward's oscillation ({_lr_margin(setup, setup.hparams.lr, linear)})")
+    return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: "
+            f"{oscillation}, and it logs no {missing}; what would tell: a pilot that logs "
             f"{entropy if on_policy else drift}{longer}")
 
 

@@ -381,8 +381,9 @@ def test_the_defaults_taken_for_the_keys_the_verdict_rests_on_are_kept_apart():
                                      "1e-06, actor_rollout_ref.actor.ppo_epochs 1, trainer.total_training_steps unset "
                                      "(the run's length unknown)")
     # the keys in force that change the dynamics and are not modelled are named next (verl's optimizer defaults here)
-    assert verl.brief_lines()[1:] == ["not modelled, each changes the dynamics (--explain says how): "
-                                      + ", ".join(f"{k} {v:g}" for k, v, _ in verl.unmodelled)]
+    assert len(verl.brief_lines()) == 1 and verl.unmodelled_lines() == [
+        "not modelled, each changes the dynamics (--explain says how): "
+        + ", ".join(f"{k} {v:g}" for k, v, _ in verl.unmodelled)]
     assert read_run_config(tree).brief_lines(skip=("trainer.total_training_steps",))[0].endswith("ppo_epochs 1")
     assert read_run_config({"lr": 0.1, "refresh_interval": 2, "group_size": 8}).brief_lines() == []
 

@@ -201,12 +201,23 @@ def test_safe_quotes_the_lr_margin_only_up_to_lr_reach(tmp_path):
     """A linear bound past LR_REACH x lr is said as no limit below LR_REACH x lr, without its factor."""
     base = both_rules_pilot(tmp_path, np.full(60, 0.8))
     lr = base.config.setup.hparams.lr
-    near = pilot_headline(dataclasses.replace(base, max_safe_lr=10 * lr, displacement=None, kl_pull=False))
-    far = pilot_headline(dataclasses.replace(base, max_safe_lr=2.8e3 * lr, displacement=None, kl_pull=False))
+    near = pilot_headline(dataclasses.replace(base, max_safe_lr=10 * lr, kl_pull=False))
+    far = pilot_headline(dataclasses.replace(base, max_safe_lr=2.8e3 * lr, kl_pull=False))
     assert near.verdict == far.verdict == "safe"
     assert "can rise 10x before the linear bound" in near.reason
     assert f"no lr limit is shown below {LR_REACH:g}x ({lr * LR_REACH:.3g})" in far.reason
     assert "2.8e+03" not in far.reason and "can rise" not in far.reason
+
+
+def test_a_linear_bound_alone_does_not_vouch_for_a_run(tmp_path):
+    """Where the collapse rule reads nothing (no drift at T > 1), the linear model's bound on the oscillation does
+    not make the pilot safe: unsure, naming that bound and the column that would tell (public-collapse: haxiaww runs
+    with a linear bound 30x away fell at 1x)."""
+    base = both_rules_pilot(tmp_path, np.full(60, 0.8))
+    lr = base.config.setup.hparams.lr
+    head = pilot_headline(dataclasses.replace(base, max_safe_lr=10 * lr, displacement=None, kl_pull=False))
+    assert head.verdict == "unsure" and "the linear model bounds only the reward's oscillation" in head.reason
+    assert "can rise 10x before the linear bound" in head.reason and "what would tell" in head.reason
 
 
 def test_lr_reach_is_the_top_of_the_grids_the_forecast_was_checked_on():

@@ -199,7 +199,10 @@ CLAIMS: tuple[ClaimSpec, ...] = (
               "each change to the forecast's rule, found on earlier rounds, improves it on the rounds held out"),
     _one("end-reward-interval", "the end reward's 90% interval covers held-out runs"),
     _one("trl-atlas", "predict's verdict on real TRL runs over lr x T x clip"),
-    _one("trl-atlas-v2", "predict's verdict on real TRL runs over lr x T x clip, second protocol (seeds no rule saw)"),
+    ClaimSpec("trl-atlas-v2", "predict's verdict on real TRL runs over lr x T x clip, on seeds no rule saw (second and "
+              "third protocols)", r"trl-atlas-v[23]",
+              "on real TRL GRPOTrainer runs over lr x T x clip, predict's verdict from the first 20% is right where runs "
+              "fail, on seeds no rule was shaped on (v2: seeds 3-4; v3: seeds 5-6, run after the rules were frozen)"),
     _one("public-collapse", "predict's verdict on public runs that collapsed and runs beside them that held"),
     ClaimSpec("real-run-forecast", "the forecast on public real runs", r"real-run-forecast-(curve|end|interval)",
               "on public real runs, predict's forecast of the curve and the end reward beats the baselines and its "

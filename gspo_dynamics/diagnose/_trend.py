@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from gspo_dynamics.diagnose._plateau_power import plateau_resolution
 from gspo_dynamics.diagnose._trend_advice import MAX_SAMPLE_FACTOR, MEANINGFUL_CHANGE, STALLED_ADVICE, noise_advice
 from gspo_dynamics.diagnose._trend_advice import r2_factor as _r2_factor
 from gspo_dynamics.diagnose._trend_stats import (
@@ -16,7 +17,6 @@ from gspo_dynamics.diagnose._trend_stats import (
     Z_STILL_RISING,
     Z_TREND,
     late_climb,
-    late_slope,
     recent_level,
     stall_probability,
 )
@@ -141,7 +141,7 @@ def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
         for a fit that decides anything (R^2 >= R2_NOISE), its plateau inside the observed rewards (at most
         BOUND_SLACK of their range outside them) and reached within the log. A noisy fit's plateau decides
         nothing: whether its late half could have seen the rise go on sets the saturation reading's confidence
-        (`_plateau_resolution`), which must clear REPORT_CONFIDENCE too (`_sure_or_unsure`)."""
+        (`_plateau_power.plateau_resolution`), which must clear REPORT_CONFIDENCE too (`_sure_or_unsure`)."""
     lacks = []
     if late["slope_z"] >= Z_STILL_RISING and late["meaningful"]:  # a significant but negligible creep is a stop
         lacks.append(f"the late half still climbs (slope z {late['slope_z']:.1f} >= {Z_STILL_RISING:g})")
@@ -175,7 +175,7 @@ def _sure_or_unsure(verdict: Verdict, late: dict, tail: dict, fit, imp) -> Verdi
 
 def _why_unsettled(verdict: Verdict, late: dict) -> str:
     """Why a reading below REPORT_CONFIDENCE is not settled, from its own evidence: a late half too noisy to have
-    seen the rise go on (`_plateau_resolution`), else the late half's climb as measured."""
+    seen the rise go on (`_plateau_power.plateau_resolution`), else the late half's climb as measured."""
     res = next((e for e in verdict.evidence if e["signal"].startswith("late-half climb detectable")), None)
     if res is not None and res["value"] >= 1.0:
         return (f"the last half could not have seen the rise go on: a climb it detects with 80% power, "
@@ -303,14 +303,14 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
 def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float,
                         group_size, shown: float) -> Verdict:
     """healthy_saturation: confidence from how little of the rise remains (and R^2 when the fit is not
-    noisy; when it is, from whether the late half resolves the stop: `_plateau_resolution`), capped where
+    noisy; when it is, from whether the late half resolves the stop: `_plateau_power.plateau_resolution`), capped where
     the exact discrete theory calls the hyperparameters unstable, then lowered for an uncertain shape
     (`_shape_confidence`)."""
     if not noisy:  # a good fit: how little of the rise it leaves, or how insignificant what it leaves is
         conf = max(confidence(STILL_RISING_FRACTION - frac, 0.05), confidence(Z_STILL_RISING - rem_z, 1.0))
         conf = min(conf, confidence(fit.r_squared - R2_NOISE, 0.1))
     else:  # a noisy fit's remaining rise decides nothing: whether the late half could have seen a climb does
-        conf = _plateau_resolution(steps, reward, fit, imp, shown, ev)
+        conf = plateau_resolution(steps, reward, fit, imp, shown, ev)
     advice = []
     if imp.damping_margin is not None:
         ev.append(evidence("damping margin c/(1-mu) (continuous rule of thumb)", imp.damping_margin.value, None,
@@ -343,38 +343,6 @@ def _other_change_tests(steps, reward, fit, spread: float | None = None) -> tupl
     if se > 0 and math.isfinite(se) and abs(rise) / se >= Z_TREND and meaningful:
         return rise / se, "fitted rise r_inf - r0 / its standard error (z)"
     return None
-
-
-def _plateau_resolution(steps, reward, fit, imp, shown: float, ev: list) -> float:
-    """Whether a noisy run's late half could have seen the rise go on: saturation claims the rise stopped,
-    which the data support only where a continued climb would have shown. By the power calculation of
-    `trend_verdict`, applied to the late half's least-squares climb (`late_slope`),
-
-        MDC_late = (Z_TREND + Z_POWER) se(slope) (t_last - t_first),     ratio = MDC_late / rise,
-
-    rise = max(|r_inf - r0|, |late - early|): the fitted rise, or the rise the quarter windows show where a noisy fit
-    (R^2 < R2_NOISE, its r0 and r_inf loose) puts it lower; only the windows' where the fit does not identify R_inf
-    or R_0 (`TrajectoryFit.unidentified_params`: an absurd fitted rise would pass any late half). The late half
-    resolves the stop when it could see a climb as large as the whole rise (ratio < 1): the confidence is
-    L(log(1 / ratio) / 0.5) (0.5 at ratio 1, 0.88 at 1/2.7). Beyond it the noise hides whether the reward saturates
-    or keeps rising. Appends the evidence; 1.0 if unmeasurable, 0.5 (cannot tell) where no rise is identified."""
-    slope, slope_z, used = late_slope(steps, reward)
-    fitted = not {"r_inf", "r0"} & set(fit.unidentified_params(plateau_why=imp.unidentified.get("plateau")
-                                                                if imp is not None else None))
-    rise = max(abs(fit.params["r_inf"] - fit.params["r0"]) if fitted else 0.0, abs(shown))
-    if not used or not slope_z or not math.isfinite(slope_z):
-        return 1.0
-    if not rise > 0:
-        if not fitted:
-            ev.append(evidence("whether the late half could have seen the rise go on", "cannot tell: the fit does "
-                               "not identify the rise and the quarter windows show none", used))
-            return 0.5
-        return 1.0
-    mdc = (Z_TREND + Z_POWER) * abs(slope / slope_z) * (used[1] - used[0])
-    ratio = mdc / rise
-    ev.append(evidence("late-half climb detectable with 80% power / rise", ratio, used, threshold=1.0, side="<",
-                       detectable_climb=mdc, rise=rise))
-    return confidence(-math.log(ratio), 0.5) if ratio > 0 else 1.0
 
 
 def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdict:

@@ -69,10 +69,10 @@ def test_the_rules_by_hand():
 
 
 def test_the_late_half_power_test_reads_the_windows_rise_where_the_plateau_is_not_identified():
-    """The saturation reading's power check (`_plateau_resolution`) compared the late half's detectable climb with
+    """The saturation reading's power check (`_plateau_power.plateau_resolution`) compared the late half's detectable climb with
     r_inf - r0 (2655 on a reward in [-6, 5]: it passed on an absurd rise); without an identified plateau it uses the
     rise the quarter windows show."""
-    from gspo_dynamics.diagnose._trend import _plateau_resolution
+    from gspo_dynamics.diagnose._plateau_power import plateau_resolution
 
     t, r = _noisy_ramp()
     fit = fit_trajectory(t, r)
@@ -81,7 +81,7 @@ def test_the_late_half_power_test_reads_the_windows_rise_where_the_plateau_is_no
     q = len(r) // 4
     shown = float(np.mean(r[-q:]) - np.mean(r[:q]))
     ev: list = []
-    _plateau_resolution(t, r, fit, imp, shown, ev)
+    plateau_resolution(t, r, fit, imp, shown, ev)
     assert ev and ev[-1]["rise"] == pytest.approx(abs(shown)) and ev[-1]["rise"] < r.max() - r.min()
 
 

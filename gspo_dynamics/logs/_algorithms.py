@@ -71,8 +71,7 @@ def untrained_rows(raw_keys: Iterable[str]) -> bool:
     Said of a file whose rows have no step either, it marks per-question records, evaluation results, a results
     table or a dataset (a `qid` and a `gold` column, a reward per item), which `read_log` refuses rather than read
     row numbers as steps and a per-item score as the reward."""
-    return not any(canonical_name(key) in TRAINING_READINGS or key in ("epoch", "train/epoch")
-                   for key in raw_keys if not is_eval_key(key))
+    return not any(canonical_name(key) in TRAINING_READINGS | {"epoch"} for key in raw_keys if not is_eval_key(key))
 
 
 def is_summary_row(keys: Iterable[str]) -> bool:

@@ -128,6 +128,11 @@ def chosen_columns(column_map: dict[str, str], raw_keys: set[str]) -> dict[str, 
     return chosen
 
 
+def _named_reward(columns: list[str]) -> list[str]:
+    """The columns named as the reward, the one the name tables would read first."""
+    return sorted((c for c in columns if canonical_name(c) == "reward"), key=name_rank)
+
+
 def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
     """The error for a log without a reward series: the most reward-like column as a map that would read it
     (`_names.reward_like`), the next ones, and every column of the log.
@@ -135,7 +140,7 @@ def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
     A column read as the reward that held no numbers (a list of per-sample rewards) is named first.
     """
     columns = sorted(set(columns))
-    named = sorted((c for c in columns if canonical_name(c) == "reward"), key=name_rank)
+    named = _named_reward(columns)
     found = "no reward series was found" + (f" (column {named[0]!r} holds no numbers)" if named else "")
     every = (("reward", "COLUMN"), f", COLUMN one of the log's columns: {column_list(columns)}")
     candidates = [c for c in reward_like(columns) if c not in named]
@@ -154,7 +159,7 @@ def not_a_run_error(columns: Iterable[str], source: str) -> ColumnMapError:
     what it likely is, and the map that reads it as a run anyway (the column the name tables or `reward_like` take
     as the reward), since a user who names the reward column says the rows are training steps."""
     columns = sorted(set(columns))
-    named = sorted((c for c in columns if canonical_name(c) == "reward"), key=name_rank) or reward_like(columns)
+    named = _named_reward(columns) or reward_like(columns)
     subject = "the input" if source == "<text>" else f"log file {source!r}"
     return ColumnMapError(
         f"{subject} does not read as a training log: its rows have no step and none of a training step's readings "

@@ -126,9 +126,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                          allow_nan=False))
     else:
         lines = headline.lines()
+        changed = 1 + max(len(headline.changes), 1)  # the verdict, then its change lines ("change: none" at least)
+        lines[changed:changed] = setup.unmodelled_lines()  # after the changes: the keys in force outside the model
         lines[1:1] = setup.brief_lines(skip)  # after the verdict: the unknown keys read past, the defaults taken
-        after = next((i + 1 for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("change: ")), len(lines))
-        lines[after:after] = setup.unmodelled_lines()  # after the changes: the keys in force outside the model
         lines += ["", *forecast.summary_lines()] if args.explain else ["(--explain: how this was measured)"]
         print("\n".join(lines))
     if args.plot:

@@ -208,13 +208,21 @@ def risk_bounds(forecast: PilotFields, level: float = RISK_LEVEL) -> dict | None
     return out
 
 
+def ran_and_held(f: PilotFields) -> bool:
+    """Whether the pilot itself ran at the config's displacement D and kept its reward (D <= D_p, `theory.collapse`
+    (8)). Then the collapse limit in force is D_p, so the displacement rule's ratio D / L is 1 by construction at the
+    config's own point and the fall chance (2) there is its value at the threshold, m = 0 (18%): a statement about
+    cells where the limit is not known to hold, not about a point the pilot has run. Neither the D share nor that
+    chance makes such a point at risk (`_pilot_headline._risks`); the pilot's own fall test (`fit._fall`), its swing
+    and its entropy rise still do."""
+    return f.displacement is not None and f.survived is not None and f.displacement <= f.survived
+
+
 def by_construction(forecast: PilotFields, at: dict) -> bool:
-    """Whether `config_fall_chance`'s chance `at` is the one the survived limit (theory.collapse (8)) puts at the pilot's
-    own point by construction: the pilot ran at the config's D and kept its reward, that D is the limit in force, and
-    no other rule moves the margin off m = 0. The chance there (18%) is for settings no pilot ran: for this run it is
-    not identified (the limit lies at least at D, how far above is not known)."""
-    return (forecast.survived is not None and forecast.displacement <= forecast.survived
-            and abs(at["margin"]) < MARGIN_AT_THRESHOLD)
+    """Whether `config_fall_chance`'s chance `at` is the one the survived limit puts at the pilot's own point by
+    construction (`ran_and_held`, and no other rule moves the margin off m = 0): for this run it is not identified
+    (the limit lies at least at D, how far above is not known)."""
+    return ran_and_held(forecast) and abs(at["margin"]) < MARGIN_AT_THRESHOLD
 
 
 def fall_chance_lines(forecast: PilotFields) -> list[str]:

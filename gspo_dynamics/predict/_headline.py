@@ -14,7 +14,7 @@ The verdict is decided by the first rule that applies, in this order (each names
   at risk                no band edge at T > 1 (below); or the pilot's fall came back above half its depth (a dip);
                          or D within AT_RISK_SHARE of the limit; or the chance that one run falls at the config's
                          (lr, T), `predict._fall_chance`, at least AT_RISK_CHANCE (neither of these two where the
-                         pilot itself ran at D and held, `_pilot_headline.ran_and_held`: the limit in force is then
+                         pilot itself ran at D and held, `_fall_chance.ran_and_held`: the limit in force is then
                          its own D, and the chance there the threshold's by construction); or lr within a factor
                          MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`predict._collapse_risk`); or
                          the pilot's reward swings (a periodic component or an alternation of rows: the limit cycle

@@ -14,7 +14,7 @@ from gspo_dynamics.fit import (
 )
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
 from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
-from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance
+from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
 from gspo_dynamics.predict._headline import (
     AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, clip_answer, lower_lr, lr_change, refresh_changes,
 )
@@ -216,15 +216,6 @@ def fall_in_row_noise(f) -> tuple[float, float] | None:
             return None
     se = math.sqrt(sum(v) / (BLOCK * n))
     return (fall.fall / se if se > 0 else math.inf), float(n)
-
-
-def ran_and_held(f) -> bool:
-    """Whether the pilot itself ran at the config's displacement D and kept its reward (D <= D_p, `theory.collapse`
-    (8)). Then the collapse limit in force is D_p, so the displacement rule's ratio D / L is 1 by construction at the
-    config's own point and the fall chance (2) there is its value at the threshold, m = 0 (18%): a statement about
-    cells where the limit is not known to hold, not about a point the pilot has run. Neither the D share nor that
-    chance makes such a point at risk; the pilot's own fall test (`fit._fall`), its swing and its entropy rise still do."""
-    return f.displacement is not None and f.survived is not None and f.displacement <= f.survived
 
 
 def _risks(f, chance: dict | None, linear: float | None, limit: float | None, changes: list[Change]) -> list[str]:

@@ -136,24 +136,15 @@ def lr_threshold(rows) -> float:
     return v1.lr_threshold(rows, LRS)
 
 
-def cell_boundaries(rows) -> dict:
-    """{(T, clip): (boundary or None, why, predict's geometric-median max_safe_lr on held-out seeds or None, n given, n)}."""
-    out = {}
-    for T, clip in cells():
-        cell = [r for r in rows if r["T"] == T and r["clip"] == clip]
-        held = [r for r in cell if r["seed"] in HELD_OUT]
-        out[(T, clip)] = (*v1.boundary(cell, LRS), *v1.geometric_median_lr(held), len(held))
-    return out
-
-
-def score(rows) -> dict:
-    for r in rows:
-        r["outcome"], r["stats"] = outcome(r["steps"], r["reward"], crashed=r["crashed"])
-    held = [r for r in rows if r["seed"] in HELD_OUT]
-    x = lr_threshold([r for r in rows if r["seed"] in FIT_SEEDS])
+def held_out_scores(held: list[dict], fit_rows: list[dict], boundary_rows: list[dict], fit_label: str) -> dict:
+    """The module docstring's scores of the `held` rows (their outcomes marked): verdicts right, by cell kind,
+    decided, at risk, the ceiling of item 3's rule, against the baselines (the lr cut fitted on `fit_rows`, said
+    "lr > X (`fit_label`)"); per (T, clip) cell the boundary measured on `boundary_rows` and predict's geometric-median
+    max_safe_lr over the held rows, {(T, clip): (boundary or None, why, that lr or None, n given, n)}."""
+    x = lr_threshold(fit_rows)
     rules = {"predict": lambda r: r["verdict"], "always safe": lambda r: "safe",
              "clip off and T > 1": lambda r: "unsafe" if r["clip"] == "off" and r["T"] > 1 else "safe",
-             f"lr > {x:.2g} (fit on seed 0)": lambda r: "unsafe" if r["lr"] > x else "safe"}
+             f"lr > {x:.2g} ({fit_label})": lambda r: "unsafe" if r["lr"] > x else "safe"}
     acc = {name: _share(held, lambda r, f=f: v1.right(f(r), r["outcome"])) for name, f in rules.items()}
     structural = [r for r in held if r["clip"] == "off" and r["T"] > 1]
     rest = [r for r in held if not (r["clip"] == "off" and r["T"] > 1)]
@@ -164,14 +155,24 @@ def score(rows) -> dict:
     # fraction is 0 at epsilon 1e9), so every such run that held is a miss of the first score for any predictor
     # that keeps that rule: the most it can score
     bound = sum(not (r["clip"] == "off" and r["T"] > 1 and r["outcome"] == "held") for r in scored)
-    at_risk = sum(r["verdict"] == "at risk" for r in scored)
-    cb = cell_boundaries(rows)
+    cb = {}
+    for T, clip in cells():
+        ours = [r for r in held if r["T"] == T and r["clip"] == clip]
+        cb[(T, clip)] = (*v1.boundary([r for r in boundary_rows if r["T"] == T and r["clip"] == clip], LRS),
+                         *v1.geometric_median_lr(ours), len(ours))
     measurable = {k: v for k, v in cb.items() if v[0] is not None}
     within = {k: v for k, v in measurable.items() if v[2] is not None and max(v[2] / v[0], v[0] / v[2]) <= LR_FACTOR}
     return {"acc": acc, "by_kind": by_kind, "decided": _share(held, lambda r: decided(r["verdict"], r["outcome"])),
-            "at_risk": (at_risk, len(scored)), "ceiling": (bound, len(scored)), "dev": _share([r for r in rows if r["seed"] in FIT_SEEDS],
-                                                              lambda r: v1.right(r["verdict"], r["outcome"])),
+            "at_risk": (sum(r["verdict"] == "at risk" for r in scored), len(scored)), "ceiling": (bound, len(scored)),
             "cells": cb, "measurable": len(measurable), "within": len(within), "x": x}
+
+
+def score(rows) -> dict:
+    for r in rows:
+        r["outcome"], r["stats"] = outcome(r["steps"], r["reward"], crashed=r["crashed"])
+    fit = [r for r in rows if r["seed"] in FIT_SEEDS]
+    s = held_out_scores([r for r in rows if r["seed"] in HELD_OUT], fit, rows, "fit on seed 0")
+    return {**s, "dev": _share(fit, lambda r: v1.right(r["verdict"], r["outcome"]))}
 
 
 def _frac(a: int, n: int) -> str:

@@ -63,30 +63,9 @@ def _marked(rows: list[dict]) -> list[dict]:
 
 
 def score(held: list[dict], development: list[dict]) -> dict:
-    """The module docstring's scores of the held-out rows `held`, with the baselines' threshold and the cells'
-    boundaries from the `development` rows."""
-    held, development = _marked(held), _marked(development)
-    x = v2.lr_threshold(development)
-    rules = {"predict": lambda r: r["verdict"], "always safe": lambda r: "safe",
-             "clip off and T > 1": lambda r: "unsafe" if r["clip"] == "off" and r["T"] > 1 else "safe",
-             f"lr > {x:.2g} (fit on seeds 0, 3, 4)": lambda r: "unsafe" if r["lr"] > x else "safe"}
-    acc = {name: v2._share(held, lambda r, f=f: v1.right(f(r), r["outcome"])) for name, f in rules.items()}
-    unclipped = [r for r in held if r["clip"] == "off" and r["T"] > 1]
-    clipped = [r for r in held if not (r["clip"] == "off" and r["T"] > 1)]
-    by_kind = {"clip on or T = 1": v2._share(clipped, lambda r: v1.right(r["verdict"], r["outcome"])),
-               "clip off, T > 1": v2._share(unclipped, lambda r: v1.right(r["verdict"], r["outcome"]))}
-    scored = [r for r in held if r["outcome"] != "never rose"]
-    ceiling = sum(not (r["clip"] == "off" and r["T"] > 1 and r["outcome"] == "held") for r in scored)
-    cells = {}
-    for T, clip in v2.cells():
-        bound, why = v1.boundary([r for r in development if r["T"] == T and r["clip"] == clip], v2.LRS)
-        ours = [r for r in held if r["T"] == T and r["clip"] == clip]
-        cells[(T, clip)] = (bound, why, *v1.geometric_median_lr(ours), len(ours))
-    measurable = {k: v for k, v in cells.items() if v[0] is not None}
-    within = [k for k, v in measurable.items() if v[2] is not None and max(v[2] / v[0], v[0] / v[2]) <= LR_FACTOR]
-    return {"acc": acc, "by_kind": by_kind, "decided": v2._share(held, lambda r: v2.decided(r["verdict"], r["outcome"])),
-            "at_risk": (sum(r["verdict"] == "at risk" for r in scored), len(scored)), "ceiling": (ceiling, len(scored)),
-            "cells": cells, "measurable": len(measurable), "within": len(within)}
+    """The module docstring's scores of the held-out rows `held` (`trl_atlas_v2.held_out_scores`), with the baselines'
+    threshold and the cells' boundaries from the `development` rows."""
+    return v2.held_out_scores(_marked(held), _marked(development), development, "fit on seeds 0, 3, 4")
 
 
 def measured_text(s: dict, rows: list[dict]) -> str:

@@ -14,9 +14,9 @@ chance) is `gspo_dynamics.predict`, a layer above.
 
 from gspo_dynamics.fit._closed_form import FitResult, fit_exponential, fit_oscillator
 from gspo_dynamics.fit._fall import BLOCK, COLLAPSE_SHARE, FALL_SHARE, Z_FALL, Fall, reward_fall
-from gspo_dynamics.fit._identified import plateau_unidentified, reward_reach_of, within_reach
+from gspo_dynamics.fit._identified import check_reward_range, plateau_unidentified, reward_reach_of, within_reach
 from gspo_dynamics.fit._implications import (
-    Estimate, Implications, check_reward_range, implications, max_safe_range_text, max_safe_text,
+    Estimate, Implications, implications, max_safe_range_text, max_safe_text,
 )
 from gspo_dynamics.fit._laws import (
     HELD_STEPS, fit_entropy_law, fit_exponential_saturation, fit_sigmoid_scalerl, held_level, last_value,

@@ -3,7 +3,8 @@ printed; it is null with the reason.
 
 The reward's reach [lo, hi] is the range given (`reward_range`), else the observed rewards' range [a, b] widened by
 its own span w = b - a on each side, [a - w, b + w], w = max(|a|, |b|, 1) where b = a (`reward_reach_of`, the one
-rule: `predict._end_reward.reward_reach` widens a pilot's by it):
+rule: `predict._end_reward.reward_reach` widens a pilot's by it; a range the user gives is checked by
+`check_reward_range`):
 
     plateau R_inf        identified  iff  se(R_inf) finite,  se(R_inf) <= hi - lo,  lo <= R_inf <= hi
     remaining rise       identified  iff  the plateau is,  and  se(R_inf - R(t_end)) <= hi - lo
@@ -19,6 +20,8 @@ data do not carry.
 from __future__ import annotations
 
 import math
+
+from gspo_dynamics._errors import ConfigError
 
 STEP_MULTIPLE = 4.0  # the latest time to the plateau given, in units of the log's last step
 
@@ -106,3 +109,31 @@ def params_unidentified(model: str, params: dict[str, float], stderr: dict[str, 
         elif name == "tau" and math.isfinite(stderr.get(name, 0.0)) and stderr[name] > limit:
             out[name] = f"its standard error exceeds {STEP_MULTIPLE:g} x the log's {span:.0f} steps"
     return out
+
+
+def check_reward_range(reward_range) -> None:
+    """ConfigError unless reward_range is None or two finite numbers lo < hi."""
+    if reward_range is None:
+        return
+    ok = isinstance(reward_range, (tuple, list)) and len(reward_range) == 2 and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in reward_range)
+    if not ok or not reward_range[0] < reward_range[1]:
+        raise ConfigError(f"the reward range (--reward-range LO HI) must be two finite numbers LO < HI, got {reward_range!r}")
+
+
+def nulled(values: dict[str, float], why: dict[str, str]) -> dict:
+    """`values` with each parameter of `why` (`params_unidentified`) set to None: JSON's null with the reason beside."""
+    return {k: None if k in why else v for k, v in values.items()}
+
+
+def params_text(params: dict[str, float], stderr: dict[str, float], fitted, why: dict[str, str]) -> str:
+    """The parameters as text, `r0 = 0.2 +- 0.01`; one of `why` as `r_inf not identified (the reason)`, never as a
+    number; one not in `fitted` as fixed."""
+    def one(k: str, v: float) -> str:
+        if k in why:
+            return f"{k} not identified ({why[k]})"
+        if k not in fitted:
+            return f"{k} = {v:.4g} (fixed)"
+        return f"{k} = {v:.4g} +- {stderr[k]:.2g}" if math.isfinite(stderr[k]) else f"{k} = {v:.4g} (not identified)"
+
+    return ", ".join(one(k, v) for k, v in params.items())

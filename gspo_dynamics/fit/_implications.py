@@ -59,7 +59,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
-from gspo_dynamics.fit._identified import reward_reach_of, unidentified
+from gspo_dynamics.fit._identified import check_reward_range, reward_reach_of, unidentified
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit
 from gspo_dynamics.fit._uncertainty import partial_derivative
 from gspo_dynamics.theory import continuous, linear
@@ -202,16 +202,6 @@ def max_safe_range_text(imp: Implications) -> str:
         return ""
     high = f"beyond {T_SCAN_MAX}" if span[1] >= T_SCAN_MAX else str(span[1])
     return f"from {span[0]} to {high} within one standard error of the stiffness"
-
-
-def check_reward_range(reward_range) -> None:
-    """ConfigError unless reward_range is None or two finite numbers lo < hi."""
-    if reward_range is None:
-        return
-    ok = isinstance(reward_range, (tuple, list)) and len(reward_range) == 2 and all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in reward_range)
-    if not ok or not reward_range[0] < reward_range[1]:
-        raise ConfigError(f"the reward range (--reward-range LO HI) must be two finite numbers LO < HI, got {reward_range!r}")
 
 
 def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,

@@ -47,7 +47,7 @@ from scipy.special import expit
 
 from gspo_dynamics._checks import positive_int
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.fit._implications import check_reward_range
+from gspo_dynamics.fit._identified import check_reward_range
 
 HELD_STEPS = 8  # the held level: the mean of the pilot's last HELD_STEPS rewards (`held_level`)
 MIN_POINTS = 5  # fewer finite points than this: no 3-parameter law is fitted (too few spare points to see noise)

@@ -39,7 +39,7 @@ from scipy.optimize import brentq
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit._closed_form import FitResult, finite_sorted, fit_exponential
-from gspo_dynamics.fit._identified import params_unidentified, reward_reach_of
+from gspo_dynamics.fit._identified import nulled, params_text, params_unidentified, reward_reach_of
 from gspo_dynamics.fit._periodogram import periodic_component
 from gspo_dynamics.fit._uncertainty import covariance, model_curve, partial_derivative, standard_errors
 from gspo_dynamics.fit._warm import current_warm_start, multi_start, warm_models
@@ -112,18 +112,7 @@ class TrajectoryFit:
     def params_text(self, reach: tuple[float, float] | None = None, plateau_why: str | None = None) -> str:
         """The parameters as text, `r0 = 0.2 +- 0.01`; one the data do not identify (`unidentified_params(reach,
         plateau_why)`) as `r_inf not identified (the reason)`, never as a number."""
-        why = self.unidentified_params(reach, plateau_why)
-        parts = []
-        for k, v in self.params.items():
-            if k in why:
-                parts.append(f"{k} not identified ({why[k]})")
-            elif k not in self.fitted:
-                parts.append(f"{k} = {v:.4g} (fixed)")
-            elif math.isfinite(self.stderr[k]):
-                parts.append(f"{k} = {v:.4g} +- {self.stderr[k]:.2g}")
-            else:
-                parts.append(f"{k} = {v:.4g} (not identified)")
-        return ", ".join(parts)
+        return params_text(self.params, self.stderr, self.fitted, self.unidentified_params(reach, plateau_why))
 
     def to_json(self, reach: tuple[float, float] | None = None, plateau_why: str | None = None) -> dict:
         """Plain JSON-ready dict (no numpy types, inf/NaN as None). A parameter the data do not identify
@@ -131,22 +120,18 @@ class TrajectoryFit:
         by value alone: the selection keeps no standard errors), with the reason in `unidentified`."""
         why = self.unidentified_params(reach, plateau_why)
         trend = self.selection.get("exponential_params")
-        selection = self.selection if trend is None else {**self.selection, "exponential_params": _nulled(
+        selection = self.selection if trend is None else {**self.selection, "exponential_params": nulled(
             trend, why if self.model == "exponential" else params_unidentified(
                 "exponential", trend, {}, self.t_end - self.t_start, reward_reach_of(self.r_range, reach)))}
         return plain({
-            "model": self.model, "variant": self.variant, "regime": self.regime, "params": _nulled(self.params, why),
-            "stderr": _nulled(self.stderr, why), "unidentified": dict(why), "r_squared": self.r_squared,
+            "model": self.model, "variant": self.variant, "regime": self.regime, "params": nulled(self.params, why),
+            "stderr": nulled(self.stderr, why), "unidentified": dict(why), "r_squared": self.r_squared,
             "residual_std": self.residual_std, "n": self.n,
             "t_start": self.t_start, "t_end": self.t_end, "inertia": self.inertia, "oscillation": self.oscillation,
             "damping_ratio": self.damping_ratio, "damping_ratio_stderr": self.damping_ratio_stderr,
             "selection": selection, "r_range": list(self.r_range),
             "plateau_extrapolation": self.plateau_extrapolation,
         })
-
-
-def _nulled(values: dict[str, float], why: dict[str, str]) -> dict:
-    return {k: None if k in why else v for k, v in values.items()}
 
 
 def _plateau_time(model: str, q: dict[str, float]) -> float:

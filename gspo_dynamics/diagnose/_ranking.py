@@ -16,10 +16,10 @@ import numpy as np
 
 from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (the LOFO protocol sets it)
 from gspo_dynamics.diagnose._context import reward_spread
-from gspo_dynamics.diagnose._changepoint import change_point
-from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, ENTROPY_COLLAPSE_RATIO, zero_std_rows
+from gspo_dynamics.diagnose._concentrated_first import concentrated_first
+from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, zero_std_rows
 from gspo_dynamics.diagnose._solved_groups import solved_at_ceiling, solved_to_failed
-from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, WINDOW_FRACTION, Z_TREND, change, late_climb
+from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, late_climb
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
 
@@ -28,9 +28,6 @@ EXPLAINS = 0.7  # a cause this confident explains a stalled or noisy reward (`_e
 DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
 DIVERGENCE_SIGNALS = ("late drop below the peak", "sustained drop below the peak", "reward fell from the start",
                       "reward fell to its floor")  # the instability's falls (`_instability`)
-# a reward held this far below its ceiling before a fall was not a solved task: the top of the ceiling gap's grid
-# (0.02, 0.05, 0.1), so that no tuning of the gap turns a nearly solved task's crash into a concentration
-HELD_BELOW_CEILING = 0.1
 FALL_HIDES = ("still_rising", "healthy_saturation")  # trend readings a collapse ranks below (`_fall_not_rise`)
 CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "damping ratio of the fit")  # its oscillations
 
@@ -275,13 +272,13 @@ def _attribute_to_divergence(verdicts: list[Verdict], log: RunLog | None = None,
     reward; a policy thrown onto one answer while that reward falls is the update overshooting (stale or
     too large steps), whose answer happens to be a single one. Concentration is then ranked below the
     instability (DERIVED_DISCOUNT x its confidence), unless the entropy had collapsed and the reward held below its
-    ceiling before the fall (`_concentrated_first`): then the fall follows the concentration, ranked below it."""
+    ceiling before the fall (`_concentrated_first.concentrated_first`): then the fall follows the concentration, ranked below it."""
     inst = next((v for v in verdicts if v.mode == "dynamical_instability" and v.confidence >= REPORT_CONFIDENCE
                  and any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in v.evidence)), None)
     i = _index(verdicts, "policy_concentration")
     if inst is None or i is None:
         return
-    first = _concentrated_first(log, scale) if log is not None and scale is not None else None
+    first = concentrated_first(log, scale) if log is not None and scale is not None else None
     if first is not None:  # the policy had concentrated, and the reward stood below its ceiling, before the fall
         conc = verdicts[i]
         verdicts[i] = replace(conc, evidence=conc.evidence + [first])
@@ -292,57 +289,6 @@ def _attribute_to_divergence(verdicts: list[Verdict], log: RunLog | None = None,
         return
     _rank_below(verdicts, i, inst.confidence, "the reward fell while the entropy collapsed: the policy was thrown "
                                               "onto one answer by the divergence; treat the instability first")
-
-
-def _concentrated_first(log: RunLog, scale) -> dict | None:
-    """The evidence that the concentration came before the fall, or None. The fall: the reward's level break after
-    its running-mean peak (`change_point`, p < ALPHA, the mean lower after it); the collapse: the first step the
-    entropy's running mean (window w, a quarter of the reward rows) is below ENTROPY_COLLAPSE_RATIO of its first w
-    rows'; between them the reward held (at least w rows, the last half of them not climbing: slope z < Z_TREND)
-    below its ceiling by more than HELD_BELOW_CEILING (a policy that concentrated on a solved or nearly solved task
-    and then fell is the fall's, as before)."""
-    if scale.ceiling is None or "entropy" not in log or log.n_points("entropy") < 2 * MIN_WINDOW:
-        return None
-    steps, r = log.valid("reward")
-    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
-    if r.size < 3 * w:
-        return None
-    run = np.convolve(r, np.ones(w) / w, mode="valid")  # (n - w + 1,)
-    i_peak = int(np.argmax(run))
-    cp = change_point(steps[i_peak:], r[i_peak:])
-    if cp is None or not cp.significant or not cp.after < cp.before:
-        return None
-    e_steps, h = log.valid("entropy")
-    e_run = np.convolve(h, np.ones(w) / w, mode="valid")
-    below = np.flatnonzero(e_run < ENTROPY_COLLAPSE_RATIO * e_run[0])
-    if below.size == 0:
-        return None
-    collapsed = int(e_steps[below[0] + w - 1])  # the last step of the first window below the ratio
-    held = (steps > collapsed) & (steps <= cp.step)
-    if held.sum() < w:
-        return None
-    late = r[held][held.sum() // 2:]
-    t = steps[held][held.sum() // 2:].astype(float)
-    if _slope_z(t, late) >= Z_TREND or not float(np.mean(late)) < scale.ceiling - HELD_BELOW_CEILING:
-        return None
-    return {"signal": "entropy collapsed before the reward fell (step of the collapse)", "value": collapsed,
-            "steps": (collapsed, cp.step), "threshold": cp.step, "side": "<", "holds": True,
-            "fell_at_step": cp.step, "fall_p_value": cp.p_value, "held_reward": float(np.mean(late)),
-            "ceiling": scale.ceiling}
-
-
-def _slope_z(t: np.ndarray, y: np.ndarray) -> float:
-    """The OLS slope of y on t over its standard error (0 for fewer than 3 points or no residual)."""
-    if y.size < 3:
-        return 0.0
-    tc = t - t.mean()
-    sxx = float(tc @ tc)
-    if sxx == 0:
-        return 0.0
-    b = float(tc @ (y - y.mean())) / sxx
-    resid = y - y.mean() - b * tc
-    se = math.sqrt(float(resid @ resid) / (y.size - 2) / sxx)
-    return b / se if se > 0 else (math.inf if b > 0 else 0.0)
 
 
 def _cycle_not_settled(verdicts: list[Verdict]) -> None:

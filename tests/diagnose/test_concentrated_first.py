@@ -1,4 +1,4 @@
-"""Which came first, the concentration or the fall (`_ranking._concentrated_first`): an entropy collapse while the
+"""Which came first, the concentration or the fall (`_concentrated_first.concentrated_first`): an entropy collapse while the
 reward held below its ceiling, then a fall, is policy concentration (the fall follows it); the same collapse on the
 way to a solved task, then a crash, stays the instability."""
 

@@ -18,6 +18,7 @@ import difflib
 from typing import Any, Callable, Iterable
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.predict._verl_fields import MOVED
 
 UNKNOWN_SHOWN = 5  # unknown keys a refusal names (a Hydra dump of another verl release holds dozens)
 NEAR_CUTOFF = 0.75  # difflib's ratio a known key must reach to be offered ("learnig_rate" -> "learning_rate": 0.96;
@@ -50,6 +51,8 @@ def nearest(key: str, known: Iterable[str]) -> str | None:
     """The known key closest to `key`: its name in this framework (`ALIASES`), else difflib's nearest (ratio >=
     NEAR_CUTOFF), or None. A dotted key is matched first by its last part among its siblings
     (`actor_rollout_ref.actor.ppo_epoch` -> `...ppo_epochs`), then whole."""
+    if key in MOVED:  # an older release's key: where this release reads it, not its nearest spelling
+        return MOVED[key][0]
     known = sorted(set(known))
     parent, dot, leaf = key.rpartition(".")
     for alias in ALIASES.get(leaf, ()):
@@ -71,8 +74,12 @@ def hinted(unknown: Iterable[str], known: Iterable[str]) -> tuple[tuple[str, str
 
 
 def _named(hints: Iterable[tuple[str, str | None]], from_set: set[str] = frozenset()) -> str:
-    return ", ".join(("--set " if key in from_set else "") + key + (f" (did you mean {near}?)" if near else "")
-                     for key, near in hints)
+    """Each key with its nearest known key; an older release's key (`MOVED`) with the key this release reads."""
+    def hint(key: str, near: str | None) -> str:
+        if key in MOVED:
+            return f" (an older verl's key: verl 0.9.1 reads {near}, {MOVED[key][1]})"
+        return f" (did you mean {near}?)" if near else ""
+    return ", ".join(("--set " if key in from_set else "") + key + hint(key, near) for key, near in hints)
 
 
 def refuse_unknown(hints: tuple[tuple[str, str | None], ...], framework: str, from_set: set[str]) -> None:

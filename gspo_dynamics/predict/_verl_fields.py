@@ -95,6 +95,19 @@ NO_DYNAMICS = {  # inside the dynamics subtrees
 }
 
 
+# keys of older verl releases that 0.9.1 reads elsewhere: the train-inference importance weights moved from the actor
+# to `algorithm` (verl PR 3694), then into algorithm.rollout_correction (PR 3984). The old key is not read, so it stays
+# unknown, but its refusal names the key 0.9.1 reads and the value that key takes (`_config_checks.named`)
+MOVED = {
+    ACTOR + "tis_imp_ratio_cap": (_RC + "rollout_is_threshold", "with rollout_is: token"),
+    "algorithm.rollout_is": (_RC + "rollout_is", "token or sequence, not a bool"),
+    "algorithm.rollout_is_level": (_RC + "rollout_is", "token or sequence"),
+    "algorithm.rollout_is_mode": (_RC + "rollout_is", "truncate; mask is rollout_rs"),
+    "algorithm.rollout_is_threshold": (_RC + "rollout_is_threshold", "the same value"),
+    "algorithm.rollout_is_threshold_lower": (_RC + "rollout_is_threshold", 'a band as "lower_upper"'),
+}
+
+
 # verl 0.9.1's top-level sections and actor_rollout_ref's (its shipped YAML; `ray_init` older releases', `defaults`
 # and `hydra` a Hydra file's own): a key outside them is a typo of a section
 SECTIONS = {"actor_rollout_ref", "data", "critic", "custom_reward_function", "reward_model", "sandbox_fusion", "reward",

@@ -131,6 +131,25 @@ def test_a_typo_anywhere_is_refused_with_its_nearest_key(tmp_path, capsys, key, 
     assert key in read_run_config(cfg, allow_unknown=True).unknown  # read on past it
 
 
+# an older verl's key for the train-inference importance weights (verl 0.5's actor.tis_imp_ratio_cap, 0.6's
+# algorithm.rollout_is_*): refused, naming where 0.9.1 reads it, never its nearest spelling (tis_imp_ratio_cap's is
+# the unrelated clip_ratio_c)
+MOVED_KEYS = [(ACTOR + "tis_imp_ratio_cap", 2.0, "algorithm.rollout_correction.rollout_is_threshold, with rollout_is: token"),
+              ("algorithm.rollout_is_level", "token", "algorithm.rollout_correction.rollout_is, token or sequence"),
+              ("algorithm.rollout_is_threshold", 2.0, "algorithm.rollout_correction.rollout_is_threshold, the same value")]
+
+
+@needs_verl
+@pytest.mark.parametrize("key, value, where", MOVED_KEYS)
+def test_an_older_releases_key_is_refused_naming_where_verl_reads_it_now(tmp_path, capsys, key, value, where):
+    code, err = cli(tmp_path, capsys, with_(**{key.replace(".", "__"): value}))
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"{key} (an older verl's key: verl 0.9.1 reads {where})" in err and "did you mean" not in err
+    assert where.split(",")[0] in _verl_schema.schema().keys  # the key named is one 0.9.1 has
+    setup = read_run_config(with_(**{key.replace(".", "__"): value}), allow_unknown=True)
+    assert setup.unknown == (key,) and setup.nearest == (where.split(",")[0],)
+
+
 @needs_verl
 def test_an_unknown_sibling_is_said_before_the_missing_key():
     cfg = with_()

@@ -116,7 +116,8 @@ class Implications:
     decay_rate: Estimate | None = None  # r_fit, the fit's slowest decay rate per step (module docstring)
     linear_regime: bool | None = None  # on-policy fits: r_fit <= -ln(mu)/2 within Z_MEASURED se; None: not checked
     notes: list[str] = field(default_factory=list)
-    unidentified: dict[str, str] = field(default_factory=dict)  # plateau, remaining_rise, time_to_plateau: why not
+    unidentified: dict[str, str] = field(default_factory=dict)  # plateau, remaining_rise, time_to_plateau,
+    # stiffness_per_step: why not
 
     def theory_calls_stable(self) -> bool:
         """Whether the exact discrete theory, where it applies (an interior plateau, a damping margin), puts the
@@ -231,6 +232,9 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
     kappa, kappa_se, measured = _stiffness(fit, mu, T, notes)
     out["refresh_interval"] = T
     if kappa is None or not kappa > 0:
+        why = stiffness_unidentified(fit)
+        if why:
+            out["unidentified"] = {**out["unidentified"], "stiffness_per_step": why}
         return Implications(**out, notes=notes)
     lr_nominal = hparams.lr if isinstance(hparams.optimizer, SGD) else hparams.lr * (1.0 - mu)
     if not isinstance(hparams.optimizer, SGD):
@@ -307,20 +311,31 @@ def _check_linear_regime(decay: Estimate, mu: float, notes: list[str]) -> bool:
     return linear_regime
 
 
+def stiffness_unidentified(fit: TrajectoryFit) -> str | None:
+    """Why the data do not identify the parameter the stiffness is read from (the oscillator's stiffness, the
+    exponential's time scale tau: `TrajectoryFit.unidentified_params`), or None."""
+    name = "stiffness" if fit.model == "oscillator" else "tau"
+    why = fit.unidentified_params().get(name)
+    return f"the fitted {'stiffness' if name == 'stiffness' else 'time scale'} is not identified ({why})" if why else None
+
+
 def _stiffness(fit: TrajectoryFit, mu: float, T: int, notes: list[str]) -> tuple[float | None, float | None, bool]:
     """(kappa, se, measured): the per-step stiffness, measured by the oscillator fit (m = 1, so
-    kappa = m k with m = (1 + mu) / 2) or inferred from the exponential's time scale."""
+    kappa = m k with m = (1 + mu) / 2) or inferred from the exponential's time scale; none (a note says why) where
+    the data do not identify the parameter it is read from (`TrajectoryFit.unidentified_params`)."""
     q, se = fit.params, fit.stderr
+    why = stiffness_unidentified(fit)
+    if why:  # no stiffness, nor any threshold read from one
+        notes.append(f"{why}: no stiffness is read from it; a longer pilot may give one")
+        return None, None, False
     if fit.model == "oscillator":  # the fit's m = 1 oscillator carries c and k
         m = (1.0 + mu) / 2.0
         return m * q["stiffness"], m * se["stiffness"], True
     tau_c = 1.0 / fastest_relaxation_rate(1.0, mu, T, STALE_FRACTION)
     tau, tau_se = q["tau"], se.get("tau")
-    if tau < tau_c:  # no curvature relaxes this fast: none is read, the note says how far off it is (or why no tau)
+    if tau < tau_c:  # no curvature relaxes this fast: none is read, the note says how far off it is
         noisy = tau_se is not None and math.isfinite(tau_se) and tau + Z_MEASURED * tau_se >= tau_c
-        why = fit.unidentified_params().get("tau")  # a time scale the data do not identify is no number to compare
-        notes.append(f"the fitted time scale is not identified ({why}): no stiffness is read from it; a longer pilot "
-                     "may give one" if why else f"the fitted time scale tau = {tau:.4g}"
+        notes.append(f"the fitted time scale tau = {tau:.4g}"
                      + (f" +- {tau_se:.2g}" if tau_se is not None and math.isfinite(tau_se) else "")
                      + f" is shorter than any curvature gives these hyperparameters (tau >= {tau_c:.4g} steps, "
                      "critical damping): no stiffness is read from it"

@@ -167,3 +167,16 @@ def test_a_time_scale_faster_than_the_hyperparameters_allow():
     fast = implications(fit_trajectory(t, 0.8 - 0.6 * np.exp(-t / 5)), hp)
     said = [n for n in fast.notes if "no stiffness is read from it" in n]
     assert fast.stiffness_per_step is None and len(said) == 1 and "longer pilot" not in said[0]
+
+
+def test_a_time_scale_the_data_do_not_identify_gives_no_stiffness_nor_a_threshold():
+    """A straight noisy ramp: the exponential's tau is not identified (its plateau is not), so no stiffness, no
+    regime and no largest safe T are read from it, and the reason is kept (`Implications.unidentified`)."""
+    rng = np.random.default_rng(3)
+    t = np.arange(1, 61, dtype=float)
+    fit = fit_trajectory(t, 0.2 + 0.004 * t + rng.normal(0, 0.03, t.size))
+    assert fit.model == "exponential" and "tau" in fit.unidentified_params()
+    imp = implications(fit, Hyperparams(lr=1e-6, group_size=8, refresh_interval=1, optimizer=SGD(momentum=0.0)))
+    assert imp.stiffness_per_step is None and imp.exact_regime is None and imp.max_safe_refresh_interval is None
+    assert "time scale is not identified" in imp.unidentified["stiffness_per_step"]
+    assert any("no stiffness is read" in n for n in imp.notes)

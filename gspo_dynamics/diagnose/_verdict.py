@@ -135,12 +135,23 @@ class Diagnosis:
 
     def action(self) -> str:
         """The one thing to do: fix what invalidates the run first, else the primary verdict's first advice."""
-        first = next((f for f in self.findings if f.severity == INVALIDATES and f.advice), None)
+        first = self._invalidating()
         if first is not None:
             return first.advice[0]
         if self.verdicts and self.verdicts[0].advice:
             return self.verdicts[0].advice[0]
         return NOTHING_TO_DO.get(self.primary, "nothing the log points to")
+
+    def _invalidating(self):
+        """The first finding that invalidates the run and says what to do, or None."""
+        return next((f for f in self.findings if f.severity == INVALIDATES and f.advice), None)
+
+    def _do_line(self) -> str:
+        """The headline's `do` line: the action, and where it fixes a finding rather than the verdict above it, that
+        the finding comes first and the verdict is read again after it (the verdict read the numbers it invalidates)."""
+        if self._invalidating() is None:
+            return f"do         {self.action()}"
+        return f"do         first fix what invalidates the run (below): {self.action()}; then diagnose again"
 
     def headline(self) -> list[str]:
         """The answer first (the report's and the figure's first lines): the verdict, the one thing to do, then
@@ -152,10 +163,10 @@ class Diagnosis:
         elif self.unsure:
             tells = UNSURE_TELLS.get(frozenset(self.unsure), "a longer run tells")
             lines = [f"verdict    unsure: {' or '.join(m.replace('_', ' ') for m in self.unsure)} — {tells}",
-                     f"do         {self.action()}"]
+                     self._do_line()]
         else:
             lines = [f"verdict    {self.primary.replace('_', ' ')} (confidence {self.verdicts[0].confidence:.2f})",
-                     f"do         {self.action()}"]
+                     self._do_line()]
         for f in self.findings:
             if f.severity != NOTE:
                 lines.append(f"{'invalid' if f.severity == INVALIDATES else 'finding':<10} {f.summary}")

@@ -234,7 +234,7 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
     if kappa is None or not kappa > 0:
         why = stiffness_unidentified(fit)
         if why:
-            out["unidentified"] = {**out["unidentified"], "stiffness_per_step": why}
+            out["unidentified"] = {**out["unidentified"], "stiffness_per_step": _short(why)}
         return Implications(**out, notes=notes)
     lr_nominal = hparams.lr if isinstance(hparams.optimizer, SGD) else hparams.lr * (1.0 - mu)
     if not isinstance(hparams.optimizer, SGD):
@@ -317,6 +317,11 @@ def stiffness_unidentified(fit: TrajectoryFit) -> str | None:
     name = "stiffness" if fit.model == "oscillator" else "tau"
     why = fit.unidentified_params().get(name)
     return f"the fitted {'stiffness' if name == 'stiffness' else 'time scale'} is not identified ({why})" if why else None
+
+
+def _short(why: str) -> str:
+    """`stiffness_unidentified`'s text without its parenthesised reason (said in the notes)."""
+    return why.split(" (", 1)[0]
 
 
 def _stiffness(fit: TrajectoryFit, mu: float, T: int, notes: list[str]) -> tuple[float | None, float | None, bool]:

@@ -382,7 +382,7 @@ def _max_safe_lr(imp: Implications, hp, measured: list[str], x_max: float, facto
     if imp.linear_regime is False:
         return None, "the pilot rises faster than the optimizer's linear regime allows: the linear threshold extrapolates"
     if "stiffness_per_step" in imp.unidentified:
-        return None, f"the pilot does not identify the stiffness: {imp.unidentified['stiffness_per_step']}"
+        return None, f"the pilot does not identify the stiffness ({imp.unidentified['stiffness_per_step']})"
     if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:
         return None, "the fit gives no stiffness"
     kappa, se = imp.stiffness_per_step.value / factor, imp.stiffness_per_step.stderr

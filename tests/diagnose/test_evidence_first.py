@@ -122,6 +122,8 @@ def test_the_report_and_the_figure_start_with_the_verdict_the_action_and_what_in
     assert lines[0].startswith("verdict") and lines[1].startswith("do ")
     assert lines[2].startswith("invalid") and "cut at the length cap" in lines[2]
     assert "max_completion_length" in d.action()  # what invalidates the run is fixed first
+    # and the do line says so, so it does not read as the verdict's own remedy
+    assert lines[1] == f"do         first fix what invalidates the run (below): {d.action()}; then diagnose again"
     assert lines.index(next(x for x in lines if x.startswith("fit "))) > 3
     assert d.to_json()["findings"][0]["name"] == "truncation" and d.to_json()["action"] == d.action()
     from gspo_dynamics.plots.diagnose import diagnosis_figure
@@ -131,11 +133,11 @@ def test_the_report_and_the_figure_start_with_the_verdict_the_action_and_what_in
     assert panel.startswith("verdict") and "invalid" in panel and "do " in panel
 
 
-def test_a_format_reward_rising_while_correctness_does_not_is_reward_hacking():
+def test_a_format_reward_rising_while_correctness_falls_is_reward_hacking():
     rng = np.random.default_rng(0)
     t = np.arange(200.0)
     fmt = np.clip(0.1 + 0.8 * (1 - np.exp(-t / 30)) + rng.normal(0, 0.05, t.size), 0, 1)
-    correct = np.clip(0.3 + rng.normal(0, 0.05, t.size), 0, 1)
+    correct = np.clip(0.3 - 0.2 * (1 - np.exp(-t / 30)) + rng.normal(0, 0.05, t.size), 0, 1)
     d = diagnose(make_log(fmt + correct, **{"reward/format": fmt, "reward/correct": correct}))
     assert d.primary == "reward_hacking"
     assert any(f.name == "reward_function_divergence" for f in d.findings)

@@ -308,8 +308,9 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
     assumed = (logged_lr(log, n, setup.hparams.lr) + logged_refresh(log, n, setup.hparams.refresh_interval)
                + logged_kl(log, n, setup.hparams.kl_coef, setup.framework))
-    if pilot_steps is not None and n < pilot_steps:
-        assumed.append(f"--pilot-steps {pilot_steps} asks for more reward points than the log holds: all {n} are the pilot")
+    if pilot_steps is not None and n < pilot_steps:  # the number asked for is not silently replaced by what there is
+        raise ConfigError(f"--pilot-steps {pilot_steps} asks for more reward points than the pilot holds ({n}): give at "
+                          f"most {n}, or leave it out to read all of them")
     if run_steps is not None:
         if checked_run_steps(run_steps) <= steps[-1]:
             raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")

@@ -776,11 +776,14 @@ def test_a_pilot_that_logs_a_kl_under_a_config_without_beta_is_said(tmp_path):
     assert read_run_config(apply_overrides(verl, overrides)).hparams.kl_coef == 0.02  # the keys named are the ones read
 
 
-def test_pilot_steps_past_the_logs_end_are_said(tmp_path):
-    """--pilot-steps larger than the log's reward points takes them all, and says so."""
+def test_pilot_steps_past_the_logs_end_are_refused(tmp_path):
+    """--pilot-steps larger than the log's reward points is refused, naming how many there are: what the user asked
+    for is never silently replaced by the whole log."""
     t = np.arange(30)
     log = write_log(tmp_path / "p.jsonl", {"reward": 0.8 - 0.5 * np.exp(-t / 10) + 0.01 * np.cos(t)})
     setup = read_run_config({"lr": 0.1, "refresh_interval": 1, "group_size": 8})
-    f = pilot_forecast(setup, log, pilot_steps=1000, reward_range=(0.0, 1.0))
-    assert f.pilot_steps == 30 and any("--pilot-steps 1000 asks for more" in a and "all 30" in a for a in f.assumed)
+    with pytest.raises(ConfigError, match=r"--pilot-steps 1000 asks for more reward points than the pilot holds \(30\): "
+                                          "give at most 30"):
+        pilot_forecast(setup, log, pilot_steps=1000, reward_range=(0.0, 1.0))
+    assert pilot_forecast(setup, log, pilot_steps=30, reward_range=(0.0, 1.0)).pilot_steps == 30
     assert not any("--pilot-steps" in a for a in pilot_forecast(setup, log, pilot_steps=30, reward_range=(0.0, 1.0)).assumed)

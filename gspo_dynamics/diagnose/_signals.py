@@ -278,7 +278,12 @@ def eval_divergence(log, trend: dict) -> dict | None:
 def _diverging_functions(found, ev: list, confs: list, advice: list) -> None:
     """One reward function rising while another stays below its ceiling (`_findings.reward_function_divergence`:
     a format reward learned without the task) as hacking evidence, confidence
-    min(L(z_up - Z_RISE), L((Z_NOT_RISING - z_lag) / 0.5))."""
+
+        min(L(z_up - Z_RISE), L((Z_NOT_RISING - z_lag) / 0.5), L(-z_lag - Z_RISE)),
+
+    the last term the evidence that the lagging function fell (0.5 at a fall of Z_RISE standard errors, where the
+    finding's own words turn from "did not rise" to "fell"): an exploit is one function carrying the gain while
+    another falls; one that merely did not rise is a task not learned (the finding says so), not an exploit."""
     if found is None:
         return
     up, lag = found.evidence
@@ -286,7 +291,8 @@ def _diverging_functions(found, ev: list, confs: list, advice: list) -> None:
                        early=up["early"], late=up["late"]))
     ev.append(evidence(lag["signal"] + ", lagging", lag["value"], lag["steps"], threshold=Z_NOT_RISING, side="<",
                        early=lag["early"], late=lag["late"]))
-    confs.append(min(confidence(up["value"] - Z_RISE, 1.0), confidence(Z_NOT_RISING - lag["value"], 0.5)))
+    confs.append(min(confidence(up["value"] - Z_RISE, 1.0), confidence(Z_NOT_RISING - lag["value"], 0.5),
+                     confidence(-lag["value"] - Z_RISE, 1.0)))
     advice += found.advice
 
 

@@ -32,6 +32,8 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          residual (confidence = the weakest of Fisher-g significance, share of the
                          variance, cycles seen), a collapse after a real peak, a sustained fall the run
                          climbed back from (its break named by the CUSUM change-point test, `_changepoint`),
+                         or a fall of a few rows the quarter windows average away (every window width scanned,
+                         Bonferroni over the pairs, `_dip`),
                          a policy left with no signal by an update (`_signal_lost`); with them, the refresh
                          interval past the exact discrete critical T (the continuous damping margin is
                          only reported), data ringing kept only where the exact regime can ring

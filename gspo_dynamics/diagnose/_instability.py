@@ -12,8 +12,9 @@ import numpy as np
 
 from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
 from gspo_dynamics.diagnose._changepoint import change_point
+from gspo_dynamics.diagnose._dip import short_dip
 from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
-from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se
+from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se, window
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.fit import (
     MIN_CYCLES,
@@ -155,7 +156,8 @@ def limit_cycle_advice(ev: list, hparams) -> str | None:
 
 
 def _divergence_evidence(steps, reward, trend: dict, spread: float | None, ev: list, confs: list) -> None:
-    """The data's divergence items: a collapse after a real peak (`_collapse`), and a fall from the start
+    """The data's divergence items: a collapse after a real peak (`_collapse`), else a fall the run climbed back from
+    (`_trough`, or a dip of a few rows, `_dip.short_dip`), and a fall from the start
     (the late mean below the early one by Z_TREND standard errors and by COLLAPSE_FRACTION of |early|)."""
     keep = np.isfinite(reward)
     s, r = steps[keep].astype(float), reward[keep]
@@ -166,9 +168,13 @@ def _divergence_evidence(steps, reward, trend: dict, spread: float | None, ev: l
         # the size of the drop, and how far the rise and the drop stand out of the noise: the weaker limits
         confs.append(min(confidence(collapse - COLLAPSE_FRACTION, 0.1), confidence(z_weakest - Z_TREND, 1.0)))
     else:
-        trough = _trough(s, r, trend, spread)
+        trough = _trough(s, r, trend, spread) or short_dip(s, r, trend, spread)  # a dip of a few rows: `_dip`
         if trough is not None and trough["drop"] > COLLAPSE_FRACTION:
-            ev.append(evidence("sustained drop below the peak, then a recovery / rise to the peak", trough["drop"],
+            # climbed back: the late window above the trough by Z_TREND of its standard errors (a fall within the
+            # first quarter, which `_collapse` cannot see for want of a rise before it, may end at its floor)
+            back = trend["late"] - trough["trough"] > Z_TREND * mean_se(r[window(r, True)])[1]
+            then = "then a recovery" if back else "not climbed back"
+            ev.append(evidence(f"sustained drop below the peak, {then} / rise to the peak", trough["drop"],
                                (trough["peak_step"], trough["trough_step"]), threshold=COLLAPSE_FRACTION, side=">",
                                peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
                                broke_at_step=trough["broke_at_step"], break_p_value=trough["break_p_value"]))

@@ -1,5 +1,7 @@
 """Confident verdicts the curve contradicts, each on a log made here with the shape of the real log that showed it
-(the real logs stay outside the repository): a reward function that merely did not rise is no exploit."""
+(the real logs stay outside the repository): a reward function that merely did not rise is no exploit; a dip of a
+few rows after a rise is a fall, not "still rising" (`_dip`); groups turned from all-correct to all-wrong by a fall
+within the first rows rank below it (`_solved_groups.solved_to_failed`)."""
 
 from __future__ import annotations
 
@@ -47,3 +49,39 @@ def test_a_reward_function_that_fell_while_another_carried_the_gain_is_reward_ha
     assert change(np.arange(lag.size), lag)["z"] < -2 * Z_RISE  # a fall well past its noise
     d = diagnose(make_log(up + lag, **{"reward/plausible": up, "reward/format": lag}))
     assert d.primary == "reward_hacking" and d.verdicts[0].confidence >= 0.9
+
+
+def rows_of(p: np.ndarray, every: int, seed: int = 0, samples: int = 64, **series) -> RunLog:
+    """Rows of `samples` binary rewards at success p, logged every `every` steps."""
+    rng = np.random.default_rng(seed)
+    reward = rng.binomial(samples, np.clip(p, 0, 1)) / samples
+    data = {"reward": reward, **{k: np.asarray(v, float) for k, v in series.items()}}
+    return RunLog(steps=every * np.arange(1, p.size + 1), series=data, format="jsonl", source="<synthetic>",
+                  trainer="trl", reward_std_kind="unknown")
+
+
+def drop_item(d) -> dict | None:
+    inst = d.verdict("dynamical_instability")
+    return next((e for e in inst.evidence if e["signal"].startswith("sustained drop")), None) if inst else None
+
+
+def test_a_dip_of_three_rows_after_a_rise_is_reported_not_read_as_still_rising():
+    """The shape of haxiaww/LLaMA-OSS llama_med_grpo v4 (31 rows, every 10 steps): 0.10 -> 0.66 by step 50, three rows
+    at 0.22 from step 80, back to 0.4 and to 0.6 from step 220; the quarter windows (8 rows) average the dip away."""
+    p = np.concatenate([[0.25, 0.1, 0.13, 0.41], np.full(4, 0.66), np.full(3, 0.22), np.full(11, 0.42),
+                        np.full(9, 0.58)])
+    for seed in range(3):
+        d = diagnose(rows_of(p, 10, seed))
+        item = drop_item(d)
+        assert d.primary == "dynamical_instability" and item is not None, (seed, d.primary)
+        assert "then a recovery" in item["signal"] and 70 <= item["broke_at_step"] <= 80
+        rising = d.verdict("still_rising")
+        assert rising is None or rising.confidence < d.verdicts[0].confidence
+
+
+@pytest.mark.parametrize("rows", [31, 60, 150])
+def test_no_dip_is_found_in_a_saturation_or_a_flat_noisy_run(rows):
+    t = np.arange(rows)
+    for p in (0.3 + 0.6 * (1 - np.exp(-t / (rows / 6))), np.full(rows, 0.4)):
+        for seed in range(10):
+            assert drop_item(diagnose(rows_of(p, 10, seed))) is None, (rows, seed)

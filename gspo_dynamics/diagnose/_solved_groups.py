@@ -7,8 +7,10 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from gspo_dynamics.diagnose._signals import success_rate
-from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
+from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict
 from gspo_dynamics.logs import RunLog
 
@@ -16,12 +18,19 @@ from gspo_dynamics.logs import RunLog
 def solved_to_failed(log: RunLog) -> tuple[float, float] | None:
     """(early, late) success rate where a [0, 1] reward went from above 1/2 to below it, else None. A group of G is
     all-correct with probability p^G and all-wrong with (1 - p)^G, so at p > 1/2 the zero-std groups are mostly
-    all-correct and at p < 1/2 mostly all-wrong, for every G: across the flip they are different groups."""
+    all-correct and at p < 1/2 mostly all-wrong, for every G: across the flip they are different groups.
+
+    The early rate is the larger of the early window's mean and the first MIN_WINDOW rows' (as `_ranking._early`
+    reads the zero-std fraction at the start): a fall inside the first quarter of the rows pulls the window's mean
+    down with the rows after it (0.90/0.75/0.95, then 0.17 and zeros: a window mean of 0.28), while the first rows
+    are the starting policy's."""
     p = success_rate(log)
     if p is None:
         return None
     ch = change(log.steps, p)
-    early, late = ch.get("early", math.nan), ch.get("late", math.nan)
+    finite = p[np.isfinite(p)]
+    early = max(ch.get("early", math.nan), float(np.mean(finite[:MIN_WINDOW])) if finite.size else math.nan)
+    late = ch.get("late", math.nan)
     return (early, late) if early > 0.5 > late else None
 
 

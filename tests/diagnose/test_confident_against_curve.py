@@ -85,3 +85,22 @@ def test_no_dip_is_found_in_a_saturation_or_a_flat_noisy_run(rows):
     for p in (0.3 + 0.6 * (1 - np.exp(-t / (rows / 6))), np.full(rows, 0.4)):
         for seed in range(10):
             assert drop_item(diagnose(rows_of(p, 10, seed))) is None, (rows, seed)
+
+
+def test_groups_that_turned_all_correct_to_all_wrong_in_a_fall_within_the_first_rows_rank_below_it():
+    """The shape of Sunshine535/nips-grpo-dynamics exp1a rho0.30 seed 42 (40 rows, every 5 steps): 0.90/0.75/0.95 at
+    steps 5-15, 0.17 at 20, then 0.00-0.05 to the end, every group of two zero-std (all-correct, then all-wrong). The
+    quarter window straddles the fall (its mean 0.28 < 1/2), so the all-correct start was read as all-wrong."""
+    from gspo_dynamics.diagnose._solved_groups import solved_to_failed
+
+    p = np.concatenate([[0.9, 0.75, 0.95, 0.17], np.full(36, 0.01)])
+    zero_std = np.concatenate([p[:4] ** 2 + (1 - p[:4]) ** 2, np.ones(36)])  # p^G + (1-p)^G at G = 2
+    log = rows_of(p, 5, 0, frac_zero_std=zero_std)
+    flip = solved_to_failed(log)
+    assert flip is not None and flip[0] > 0.5 > flip[1]
+    d = diagnose(log)
+    item = drop_item(d)
+    assert d.primary == "dynamical_instability" and item is not None and "not climbed back" in item["signal"]
+    deg = d.verdict("advantage_degeneracy")
+    assert deg is not None and deg.confidence < d.verdicts[0].confidence
+    assert any(e["signal"].startswith("zero-std groups turned from all-correct to all-wrong") for e in deg.evidence)

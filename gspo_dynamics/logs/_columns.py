@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 
@@ -70,8 +71,24 @@ def parse_map_option(items: Iterable[str] | None) -> dict[str, str]:
     return column_map
 
 
+# what a column named as one of these holds is no reward: a loss or likelihood falls as the run learns, the others
+# are the step's own readings; diagnose reads the reward's rise as progress, so read as the reward they mislead
+NOT_A_REWARD = frozenset({"loss", "grad_norm", "learning_rate", "kl_ref", "kl_old_new", "entropy", "clip_frac"})
+_LOSS_WORD = re.compile(r"(?:^|[_/.\- ])(?:nll|ppl|perplexity|loss)(?:$|[_/.\- ])", re.IGNORECASE)
+
+
+def not_a_reward(column: str) -> str | None:
+    """What the column holds where its name says it is no reward (NOT_A_REWARD, or a loss, NLL or perplexity by a
+    word of its name), else None."""
+    name = canonical_name(column)
+    if name in NOT_A_REWARD:
+        return name.replace("_", " ")
+    return "a loss" if _LOSS_WORD.search(column) else None
+
+
 def check_column_map(column_map: Mapping[str, str] | None) -> dict[str, str]:
-    """A validated copy of a column map {name: column}: known names, one name per column."""
+    """A validated copy of a column map {name: column}: known names, one name per column, and no reward mapped to a
+    column whose name says it is no reward (`not_a_reward`)."""
     if column_map is None:
         return {}
     if not isinstance(column_map, Mapping) or not all(
@@ -92,6 +109,12 @@ def check_column_map(column_map: Mapping[str, str] | None) -> dict[str, str]:
             )
         if not column:
             raise ColumnMapError((name, column), ": the column name is empty")
+        if name == "reward" and (held := not_a_reward(column)) is not None:
+            raise ColumnMapError(
+                (name, column), f": {column!r} is named as {held if held.startswith('a ') else 'the ' + held}, not a "
+                "reward: diagnose reads a rise of the reward as progress, so this column would read upside down or as "
+                "no signal at all; map the column the run logs its reward in (a log without one cannot be judged by it)",
+            )
         if column in by_column:
             raise ConfigError(
                 f"column {column!r} is mapped to both {by_column[column]!r} and {name!r}; "
@@ -144,6 +167,9 @@ def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
     found = "no reward series was found" + (f" (column {named[0]!r} holds no numbers)" if named else "")
     every = (("reward", "COLUMN"), f", COLUMN one of the log's columns: {column_list(columns)}")
     candidates = [c for c in reward_like(columns) if c not in named]
+    if not candidates and columns and all(not_a_reward(c) for c in columns):
+        return ColumnMapError(f"{found}: the log's columns, {column_list(columns)}, are a training step's readings, none "
+                              "of them a reward; log the reward per step (TRL: reward; verl: critic/score/mean)")
     if not candidates:
         return ColumnMapError(found, "; map one with ", *every)
     others = candidates[1 : 1 + _ALTERNATIVES]

@@ -264,6 +264,12 @@ class PilotForecast:
                          f"({margin}{why})")
             lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
             lines += fall_chance_lines(self)
+        elif self.entropy_rise is not None and not self.overshoot:  # T = 1, or T > 1 without a drift reading
+            lines.append(f"  collapse: the move between samplers is not measured (the pilot gives no per-step drift"
+                         f"{': none exists at T = 1' if hp.refresh_interval == 1 else ''}); on the first updates the entropy "
+                         f"rose at most {self.entropy_rise:+.0%} over its first value, no overshoot (a rise past "
+                         f"{collapse.OVERSHOOT_RISE:.0%}, theory.collapse (6))" + ("; the lr bound above is the linear "
+                         "model's alone" if self.max_safe_lr is not None else ""))
         else:
             lines.append("  collapse: not assessed (the pilot gives no per-step drift or no token entropy: assumed, below)"
                          + (f"; but the entropy rose {self.entropy_rise:.0%} on the first updates: the step overshoots, safe "

@@ -47,10 +47,14 @@ def _reward_rows(log: RunLog, name: str, n: int) -> np.ndarray:
 
 def logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
     """What the pilot's logged learning rate (TRL's learning_rate, verl's actor/lr) says against the config's:
-    every bound here scales from the config's lr, so a pilot run at another, or under a schedule, is said."""
+    every bound here scales from the config's lr, so a pilot run at another, or under a schedule, is said; one
+    logged as 0 on every row is a print's rounding, said and not read."""
     logged = _logged(log, "learning_rate", n)
     if not len(logged):
         return []
+    if not np.any(logged):  # no run trains at lr 0 throughout: a print rounded it (verl's console: actor/lr:0.000)
+        return [f"the pilot logs its learning rate as 0 on every row (a print's rounding, as verl's console writes "
+                f"3 decimals), which is no reading: every bound here scales from the config's {lr:.3g}"]
     lo, hi = float(logged.min()), float(logged.max())
     out = []
     warming = hi < lr * (1 - LR_MATCH) and float(logged[-1]) >= hi * (1 - LR_MATCH)  # still climbing at its end

@@ -10,7 +10,7 @@ from _log_fixtures import event_file
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.logs import read_log, read_log_history
-from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, parse_map_option
+from gspo_dynamics.logs._columns import ColumnMapError, check_column_map, no_reward_error, parse_map_option
 
 REWARDS = [0.1, 0.2, 0.4, 0.5, 0.6, 0.65, 0.7, 0.72, 0.73, 0.74]
 KL = [0.01 * i for i in range(len(REWARDS))]
@@ -136,3 +136,25 @@ def test_the_option_and_the_dict_share_one_validation():
     with pytest.raises(ColumnMapError) as error:
         check_column_map(parse_map_option(["reward=my col"]) | {"bad name": "y"})
     assert error.value.render(cli=True).startswith("--map 'bad name=y'")  # quoted for a shell
+
+
+@pytest.mark.parametrize("column, held", [("Loss", "the loss"), ("train_mean_nll", "a loss"), ("test/ppl", "a loss"),
+                                          ("grad_norm", "the grad norm"), ("actor/entropy", "the entropy")])
+def test_a_reward_mapped_to_a_column_named_as_no_reward_is_refused(column, held):
+    """A loss, an NLL, the grad norm... mapped as the reward would be read upside down or as no signal: refused in
+    one sentence, in both spellings; a column that merely contains such letters is not ("lossless_score")."""
+    with pytest.raises(ColumnMapError) as error:
+        check_column_map({"reward": column})
+    assert f"{column!r} is named as {held}, not a reward" in str(error.value)
+    assert error.value.render(cli=True).startswith(f"--map reward={column}:")
+    assert check_column_map({"reward": "lossless_score"}) == {"reward": "lossless_score"}
+    assert check_column_map({"kl_ref": "my_kl", "reward": "goodness"}) == {"kl_ref": "my_kl", "reward": "goodness"}
+
+
+def test_a_log_of_only_a_steps_readings_says_none_is_a_reward():
+    """A log whose every column is a training reading (a GRPO console log of its loss alone) does not invite
+    mapping the loss as the reward; one with any other column still names the map."""
+    message = no_reward_error(["Loss"]).render(cli=True)
+    assert "the log's columns, 'Loss', are a training step's readings, none of them a reward" in message
+    assert "--map" not in message
+    assert "--map reward=COLUMN" in no_reward_error(["Loss", "goodness"]).render(cli=True)

@@ -189,6 +189,18 @@ def test_no_entropy_in_the_pilot_withholds_the_collapse_forecast(tmp_path):
     assert any("no token entropy" in a for a in f.assumed)
 
 
+def test_an_on_policy_pilot_with_entropy_says_the_overshoot_test_it_read(tmp_path):
+    """At T = 1 there is no move between samplers, but the entropy's first updates are read (theory.collapse (6)):
+    the detail says what they showed, as the verdict does, never "not assessed (no token entropy)"."""
+    t = np.arange(40)
+    columns = {"reward": 0.7 - 0.3 * np.exp(-t / 8) + 0.01 * np.cos(t), "entropy": 0.6 - 0.2 * t / 40}
+    f = pilot_forecast(read_run_config({"lr": 1e-3, "refresh_interval": 1, "group_size": 8}),
+                       write_log(tmp_path / "on_policy.jsonl", columns))
+    assert f.displacement is None and f.overshoot is False and f.entropy_rise <= 0
+    line = next(line for line in f.summary_lines() if line.startswith("  collapse"))
+    assert "the entropy rose at most" in line and "no overshoot" in line and "not assessed" not in line
+
+
 def test_a_reward_range_the_pilot_leaves_and_a_short_pilot_are_errors(tmp_path):
     log = write_log(tmp_path / "r.jsonl", {"reward": np.linspace(-9.7, 10.9, 20)})
     setup = read_run_config({"lr": 0.1, "group_size": 8})
@@ -595,6 +607,9 @@ def test_a_pilot_logged_at_another_lr_or_under_a_schedule_is_said(tmp_path):
     warm = write_log(tmp_path / "warm.jsonl", {"reward": reward, "learning_rate": np.linspace(1e-5, 5e-4, 40)})
     said = [a for a in pilot_forecast(setup, warm).assumed if "learning rate" in a]
     assert len(said) == 1 and "still in its warm-up: its learning rate reached 0.0005 of the config's 0.001" in said[0]
+    rounded = write_log(tmp_path / "rounded.jsonl", {"reward": reward, "learning_rate": np.zeros(40)})  # actor/lr:0.000
+    said = [a for a in pilot_forecast(setup, rounded).assumed if "learning rate" in a]
+    assert len(said) == 1 and "as 0 on every row" in said[0] and "warm-up" not in said[0]
     path = tmp_path / "odd.jsonl"
     path.write_text(open(same).read() + json.dumps({"step": 41, "reward": "lost"}) + "\n")
     f = pilot_forecast(setup, str(path))

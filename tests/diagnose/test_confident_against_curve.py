@@ -87,6 +87,17 @@ def test_no_dip_is_found_in_a_saturation_or_a_flat_noisy_run(rows):
             assert drop_item(diagnose(rows_of(p, 10, seed))) is None, (rows, seed)
 
 
+def test_three_rows_of_one_success_in_64_then_none_are_no_fall():
+    """The shape of paper_repro/data/trl_family advantage_degeneracy-1 (100 rows of 64 samples at a success rate near
+    0): a success rate's rows are binomial, so their noise at 1/64 is larger than the first differences' average
+    (mostly exactly 0) says, and three rows of one success against three of none are no fall."""
+    reward = np.zeros(100)
+    reward[[21, 26, 29, 30, 31, 35]] = 1 / 64
+    log = RunLog(steps=np.arange(1, 101), series={"reward": reward}, format="jsonl", source="<synthetic>",
+                 trainer="trl", reward_std_kind="unknown")
+    assert drop_item(diagnose(log)) is None
+
+
 def test_groups_that_turned_all_correct_to_all_wrong_in_a_fall_within_the_first_rows_rank_below_it():
     """The shape of Sunshine535/nips-grpo-dynamics exp1a rho0.30 seed 42 (40 rows, every 5 steps): 0.90/0.75/0.95 at
     steps 5-15, 0.17 at 20, then 0.00-0.05 to the end, every group of two zero-std (all-correct, then all-wrong). The

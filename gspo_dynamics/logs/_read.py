@@ -39,7 +39,8 @@ from gspo_dynamics.logs._readers import (
     read_trl_state,
     read_tensorboard,
 )
-from gspo_dynamics.logs._rows import eval_points, key_groups, series_of, settle
+from gspo_dynamics.logs._repeats import repeated_rows
+from gspo_dynamics.logs._rows import eval_points, key_groups, series_of, settle, without_rows
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, freeze
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
@@ -263,6 +264,11 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
                      ordered=format != "tensorboard")
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
     built = series_of(settled, chosen, warnings)
+    repeats = repeated_rows(built.series, built.from_training)
+    if repeats.any():
+        built = without_rows(built, ~repeats)
+        warnings.append(f"{int(repeats.sum())} rows repeat the row before them in every reading (a logger writing its "
+                        "last values at each step): each value is read once, at its first step")
     if "reward" not in built.series:
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")

@@ -20,6 +20,8 @@ on the rows, what a series cannot tell afterwards:
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -310,6 +312,12 @@ def series_of(settled: Settled, chosen: dict[str, str], warnings: list[str]) -> 
         columns.update({name: settled.eval_keys[key] for key, name in eval_names.items() if name in e_series})
         steps, series, logged = _merge((steps, series, logged), (e_steps, e_series, e_logged))
     return _Built(steps, series, logged, diverged, columns, unread, frozenset(names.values()))
+
+
+def without_rows(built: _Built, keep: np.ndarray) -> _Built:
+    """`built` with only the rows where `keep` holds (every series and logged mask cut alike)."""
+    return dataclasses.replace(built, steps=built.steps[keep], series={n: a[keep] for n, a in built.series.items()},
+                               logged={n: m[keep] for n, m in built.logged.items()})
 
 
 def _used(name: str) -> bool:

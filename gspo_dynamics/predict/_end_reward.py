@@ -102,6 +102,7 @@ class EndReward:
     interval: tuple[float, float] | None  # (4) at INTERVAL_LEVEL, clipped to the reward's range; None: withheld
     note: str  # how the interval was calibrated, or why it is withheld
     reach: tuple[float, float] | None = None  # (6), what the reward can reach
+    withheld: str = ""  # why there is no interval, in a few words (the answer's first lines say it)
 
     @property
     def spans_reach(self) -> bool:
@@ -110,9 +111,10 @@ class EndReward:
                 and all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(self.interval, self.reach)))
 
     def band_text(self) -> str:
-        """The interval as the answer prints it: its bounds, or that it is the reward's whole reach."""
+        """The interval as the answer prints it: its bounds, that it is the reward's whole reach, or why it is
+        withheld."""
         if self.interval is None:
-            return ""
+            return f" (no {INTERVAL_LEVEL:.0%} interval: {self.withheld})" if self.withheld else ""
         low, high = self.interval
         if self.spans_reach:
             return (f"; the pilot does not narrow its {INTERVAL_LEVEL:.0%} interval below what the reward can reach, "
@@ -120,7 +122,7 @@ class EndReward:
         return f", {INTERVAL_LEVEL:.0%} interval [{low:.3g}, {high:.3g}]"
 
     def summary(self) -> str:
-        band = self.band_text()
+        band = self.band_text() if self.interval is not None else ""  # a withheld band's reason is in the note
         return (f"reward at the run's end (steps {int(end_window(self.run_steps)[0])}-{self.run_steps}, {self.ratio:.3g} times "
                 f"the pilot): {self.value:.3g}{band} ({self.note})")
 
@@ -243,7 +245,8 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
 
     if not has_scale(value, scale):
         return EndReward(run_steps, ratio, value, scale, None, "no interval: the pilot's rewards do not move around the "
-                         "forecast, so there is nothing to scale an interval by")
+                         "forecast, so there is nothing to scale an interval by",
+                         withheld="the pilot's rewards do not move around it")
     if refresh_interval > INTERVAL_MAX_REFRESH:
         return bracket(f"the conformal interval is calibrated on runs with T <= {INTERVAL_MAX_REFRESH}, this one has "
                        f"T = {refresh_interval}")
@@ -284,12 +287,14 @@ def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward
            f"; predict._end_blend, learned on {CALIBRATION})")
     if readings.horizon > BAND_MAX_HORIZON:
         return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the run is "
-                         f"{readings.horizon:.3g} times its pilot, the band is calibrated up to {BAND_MAX_HORIZON:g} times", reach)
+                         f"{readings.horizon:.3g} times its pilot, the band is calibrated up to {BAND_MAX_HORIZON:g} times", reach,
+                         withheld=f"the run is {readings.horizon:.3g} times the pilot, the interval is calibrated up to "
+                                  f"{BAND_MAX_HORIZON:g} times; a longer pilot gets one")
     interval = band(value, readings.scale, BAND_QUANTILES[readings.where][readings.group], reach)
     if interval is None:
         return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the calibrated "
                          f"{BAND_LEVEL:.0%} band would be the reward's whole reach [{reach[0]:.3g}, {reach[1]:.3g}], so "
-                         "the pilot narrows nothing", reach)
+                         "the pilot narrows nothing", reach, withheld="it would be all the reward can reach")
     return EndReward(run_steps, readings.horizon, value, readings.scale, interval, how + f"; the band is conformal across "
                      "those runs, left out by repository: paper_repro/RESULTS.md, real-run-end-reward-2", reach)
 

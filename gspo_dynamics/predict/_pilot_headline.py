@@ -292,7 +292,8 @@ def _forecast(f, chance: dict | None) -> dict:
         first = int(end_window(f.end.run_steps)[0])
         length = f"{keys.run_length} {f.end.run_steps}" if keys else f"{f.end.run_steps} steps"
         out["end_reward"] = {"value": f.end.value, "interval": None if f.end.interval is None else list(f.end.interval),
-                             "interval_is_reach": f.end.spans_reach, "steps": [first, f.end.run_steps]}
+                             "interval_is_reach": f.end.spans_reach, "steps": [first, f.end.run_steps],
+                             "interval_withheld": f.end.withheld or None}
         out["text"].append(f"reward over steps {first}-{f.end.run_steps} (the run's last sixth, {length}): "
                            f"{f.end.value:.3g}{f.end.band_text()}")
     else:

@@ -19,7 +19,7 @@ from gspo_dynamics.predict._end_blend import (
     reading_weights, scaled_loss, simplex_grid,
 )
 from gspo_dynamics.predict._curve_ensemble import curve_ensemble
-from gspo_dynamics.predict._end_reward import blended_end_reward
+from gspo_dynamics.predict._end_reward import BAND_MAX_HORIZON, blended_end_reward
 
 GRID = 0.02  # the brute-force route's weight spacing
 SEEDS = range(4)
@@ -187,6 +187,21 @@ def test_the_fourth_reading_is_the_curve_ensemble_as_predict_computes_it():
     readings = Readings(float(np.mean(reward[-8:])), laws, info, pilot_noise(reward, (0.0, 1.0)), 180 / 40)
     assert end.value == pytest.approx(float(np.clip(blend(readings), 0.0, 1.0)), abs=1e-12)
     assert f"information g = {info:.2f}" in end.note
+
+
+def test_a_run_past_the_calibrated_horizon_gets_no_band_and_says_why_in_the_answer():
+    """A run 15x its pilot, past BAND_MAX_HORIZON: no interval, and the forecast's own text says so (not only the
+    note behind --explain); one within it prints its band."""
+    steps = np.arange(1, 41, dtype=float)
+    reward = 0.8 - 0.6 * np.exp(-steps / 12) + 0.01 * np.random.default_rng(2).standard_normal(40)
+    fit = fit_trajectory(steps, reward)
+    far = blended_end_reward(fit, steps, reward, 600, (0.0, 1.0))
+    assert far.interval is None and far.band_text() == (
+        f" (no 90% interval: the run is 15 times the pilot, the interval is calibrated up to {BAND_MAX_HORIZON:g} "
+        "times; a longer pilot gets one)")
+    assert "no 90% interval" not in far.summary() and "no band: the run is 15 times" in far.summary()
+    near = blended_end_reward(fit, steps, reward, 180, (0.0, 1.0))
+    assert near.interval is not None and near.withheld == "" and "90% interval [" in near.band_text()
 
 
 def test_the_blend_lies_between_the_held_level_and_the_readings():

@@ -9,6 +9,8 @@ series, stated with its thresholds in its function's docstring:
   clip_zero_on_policy         a clip fraction of 0 on every row of an on-policy run: expected, not a bug
   reward_function_divergence  one reward function rises while another does not
   truncation                  most completions cut at the length cap late in the run (invalidates)
+  length_collapse             the mean completion length fell below 1 / LENGTH_SHRINK of its early value, significantly
+                              (a warning while the reward did not rise; a note beside a significant rise)
 """
 
 from __future__ import annotations
@@ -40,12 +42,15 @@ Z_NOT_RISING = 1.0  # another did not: z < 1 (a one-sigma rise is no evidence of
 SATURATED = 0.95  # ... unless it sits at >= 95% of its largest row (> 0): at its ceiling, not lagging
 # truncation
 TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length, over the late window
+# length_collapse
+LENGTH_SHRINK = 2.0  # the mean completion length fell below half its early value (the mirror of a doubling,
+# `_signals.LENGTH_BLOWUP_RATIO`)
 
 
 def findings(log: RunLog, hparams: Hyperparams | None = None) -> list[Finding]:
     """Every finding of FINDINGS that the log shows, most severe first (then in FINDINGS order)."""
     checks = (non_finite, train_inference_mismatch, grad_norm_spike, kl_spike, ratio_spike, clip_zero_on_policy,
-              reward_function_divergence, truncation)
+              reward_function_divergence, truncation, length_collapse)
     return order([f for f in (check(log, hparams) for check in checks) if f is not None])
 
 
@@ -216,3 +221,33 @@ def truncation(log: RunLog, hparams=None) -> Finding | None:
     return Finding("truncation", "invalidates", summary,
                    [evidence("share of completions truncated, late window", share, (steps[late][0], steps[late][-1]),
                              threshold=TRUNCATION_HIGH, early=early)], advice)
+
+
+# ---- length_collapse --------------------------------------------------------------------------------------------
+
+
+def length_collapse(log: RunLog, hparams=None) -> Finding | None:
+    """The mean completion length late below 1 / LENGTH_SHRINK of its early value, a significant fall (Welch z <=
+    -Z_TREND, `_trend_stats.change`): the policy answers ever shorter. Where the reward rose significantly meanwhile
+    it is a note (a verbose start trimmed while the task is learned); otherwise a warning, since a length penalty or a
+    reward an empty or short answer earns drives a policy toward empty answers whatever the learning rate, and the
+    reward's fall or stall is then read by the verdicts as dynamics."""
+    if log.n_points("mean_length") < 2 * MIN_WINDOW:
+        return None
+    steps, length = log.valid("mean_length")
+    c = change(steps, length)
+    if not c or not c["early"] > 0 or c["late"] * LENGTH_SHRINK >= c["early"] or c["z"] > -Z_TREND:
+        return None
+    reward = change(*log.valid("reward")) if log.n_points("reward") >= 2 * MIN_WINDOW else None
+    rose, fell = bool(reward) and reward["z"] >= Z_TREND, bool(reward) and reward["z"] <= -Z_TREND
+    summary = (f"the completions shrank from {c['early']:.3g} to {c['late']:.3g} tokens on average (steps "
+               f"{c['steps'][0]}-{c['steps'][1]})" + (" while the reward rose" if rose else " while the reward fell"
+                                                      if fell else ", and the reward did not rise meanwhile"))
+    advice = [] if rose else [
+        "read completions from the last steps: if they are near-empty, check what the reward gives a short answer (a "
+        "length penalty, or a format reward an empty answer earns) before the learning rate: TRL reward_funcs / verl "
+        "custom_reward_function.path"]
+    return Finding("length_collapse", NOTE if rose else "warning", summary,
+                   [evidence("mean completion length late / early", c["late"] / c["early"], c["steps"],
+                             threshold=1.0 / LENGTH_SHRINK, side="<", early=c["early"], late=c["late"], z=c["z"])],
+                   advice)

@@ -296,3 +296,22 @@ def test_trls_mean_weight_scattering_around_one_is_no_mismatch(tmp_path):
     rng = np.random.default_rng(3)
     log = _trl_is_only(healthy("trl"), tmp_path, 1.0 + 0.02 * rng.standard_normal(N), 2000.0)
     assert mismatch_numbers(log)["s"] < 0.01 and "train_inference_mismatch" not in names(log)
+
+
+@BOTH
+def test_completions_that_shrink_to_near_empty_while_the_reward_falls_are_a_warning(trainer, tmp_path):
+    """Length 350 -> 10 tokens while the reward falls (a length penalty's collapse): a warning naming both and what to
+    read; the same shrink while the reward rises (a verbose start trimmed) is a note; a shrink by a third is none."""
+    rng = np.random.default_rng(3)
+    t = np.arange(N) / N
+    run = healthy(trainer)
+    run["mean_length"] = 350.0 * np.exp(-3.5 * t) + 5 * rng.standard_normal(N)
+    run["reward"] = 0.55 - 0.45 * t + 0.02 * rng.standard_normal(N)
+    found = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "length_collapse")
+    assert found.severity == "warning" and "while the reward fell" in found.summary and found.advice
+    assert found.evidence[0]["value"] < 0.5 and found.evidence[0]["z"] <= -3
+    run["reward"] = healthy(trainer)["reward"]  # rising
+    found = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "length_collapse")
+    assert found.severity == "note" and "while the reward rose" in found.summary and not found.advice
+    run["mean_length"] = 350.0 * (1 - t / 3) + 5 * rng.standard_normal(N)  # 350 -> ~240: no collapse
+    assert "length_collapse" not in names(read(run, trainer, tmp_path))

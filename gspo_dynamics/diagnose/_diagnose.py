@@ -216,12 +216,14 @@ def _not_healthy_if_diverged(verdict: Verdict, diverged) -> Verdict:
 def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:
     """A reward that fell significantly (Welch z <= -Z_TREND) and settled is not healthy saturation (nor
     still rising): the trend reading is kept, capped at FALLING_CAP, so that the cause of the fall (a
-    collapse, an exploit) ranks first; the fall is named in the evidence."""
+    collapse, an exploit) ranks first; the fall is named in the evidence, and the reading's own items that the fall
+    fails (a reward past its plateau, a late half still falling) are kept as caveats: the reading is context."""
     if verdict.mode not in ("healthy_saturation", "still_rising") or not trend or not trend["z"] <= -Z_TREND:
         return verdict
     fell = evidence("the reward fell (Welch z, late - early)", trend["z"], trend["steps"], threshold=-Z_TREND, side="<=",
                     caveat=True, early=trend["early"], late=trend["late"])
-    return replace(verdict, confidence=min(verdict.confidence, FALLING_CAP), evidence=verdict.evidence + [fell])
+    kept = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
+    return replace(verdict, confidence=min(verdict.confidence, FALLING_CAP), evidence=kept + [fell])
 
 
 def _reference_note(log: RunLog, notes: list[str]) -> None:

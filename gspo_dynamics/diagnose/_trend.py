@@ -82,22 +82,27 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     by_fit = ((big or (not imp.plateau_reached and rem_dir > 0)) and (not math.isfinite(slope_z) or (big and not noisy))
               and ahead)
     rising = climbing or by_fit
-    side = ">" if rising else "<="
+    # a plateau is two-sided: neither a rise left (frac > 10%) nor the reward past the plateau by as much (an
+    # overshoot, frac < -10%: the fit's reward returns to it), each decisive at 2 s.e. (`big`, `past`)
+    past = frac < -STILL_RISING_FRACTION and rem_z < -Z_STILL_RISING
     ev = [ev_trend, ev_r2, evidence("remaining rise / total rise", frac, (fit.t_start, fit.t_end),
-                                    threshold=STILL_RISING_FRACTION, side=side,
-                                    caveat=(rising and not by_fit) or (not rising and (noisy or not big)), remaining=None if "remaining_rise" in imp.unidentified else rem.value,
+                                    threshold=STILL_RISING_FRACTION, side=">" if rising else "|<=",
+                                    caveat=(rising and not by_fit) or (not rising and (noisy or not (big or past))),
+                                    remaining=None if "remaining_rise" in imp.unidentified else rem.value,
                                     z=rem_z, plateau=_plateau(fit, imp))]
     if math.isfinite(slope_z):
-        # the slope decides where it is significant and the climb a share of the rise; a significant creep below
-        # that share is a caveat on a stopped rise
+        # the slope decides where it is significant and the climb (or fall) a share of the rise; a significant creep
+        # (or sag) below that share is a caveat on a stopped rise
         ev.append(evidence("late-half slope of the reward (z)", slope_z, late["steps"], threshold=Z_STILL_RISING,
-                           side=">=" if rising else "<", caveat=(rising and not climbing) or (not rising and slope_z >= Z_STILL_RISING),
+                           side=">=" if rising else "|<", caveat=(rising and not climbing) or (
+                               not rising and abs(slope_z) >= Z_STILL_RISING and not late["falling"]),
                            climb=late["climb"], climb_share_of_rise=late["share"], meaningful=late["meaningful"]))
     if rising:
         bounds = reward_reach(reward, imp.reward_range if imp is not None else None)
         verdict = _rising_verdict(fit, imp, z, noisy, ev, frac, rem_z, big, slope_z, group_size, bounds, ahead, recent)
     else:
-        verdict = _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size, trend["diff"])
+        verdict = _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size, trend["diff"],
+                                      slope_z if late["falling"] else math.nan)
     if z >= Z_TREND:  # a significant rise: never noise-dominated; rising or saturated only where that is established
         tail = late_climb(steps, reward, scale[0] if scale else None, TAIL_FRACTION)
         return _sure_or_unsure(verdict, late, tail, fit, imp)
@@ -137,13 +142,16 @@ def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
         or more at least SLOPE_NOISE standard errors above 0 (below that the share is the noise's) over the late
         half while its last TAIL_FRACTION (`tail`, the window whose climb is the remaining rise at the still-rising
         boundary) still climbs (slope z >= TAIL_NOISE, what the same steady climb shows over the shorter window): a
-        late half's climb that stops in the tail was the knee of the rise;
+        late half's climb that stops in the tail was the knee of the rise; nor a late half falling (`late_climb`'s
+        "falling": a plateau is two-sided);
         for a fit that decides anything (R^2 >= R2_NOISE), its plateau inside the observed rewards (at most
         BOUND_SLACK of their range outside them) and reached within the log. A noisy fit's plateau decides
         nothing: whether its late half could have seen the rise go on sets the saturation reading's confidence
         (`_plateau_power.plateau_resolution`), which must clear REPORT_CONFIDENCE too (`_sure_or_unsure`)."""
     lacks = []
-    if late["slope_z"] >= Z_STILL_RISING and late["meaningful"]:  # a significant but negligible creep is a stop
+    if late["falling"]:  # a significant, meaningful fall of a share of the run is no plateau either
+        lacks.append(f"the late half falls (slope z {late['slope_z']:.1f} <= {-Z_STILL_RISING:g})")
+    elif late["slope_z"] >= Z_STILL_RISING and late["meaningful"]:  # a significant but negligible creep is a stop
         lacks.append(f"the late half still climbs (slope z {late['slope_z']:.1f} >= {Z_STILL_RISING:g})")
     elif late["share"] >= STILL_RISING_FRACTION and late["slope_z"] >= SLOPE_NOISE and tail["slope_z"] >= TAIL_NOISE:
         lacks.append(f"the late half climbed {late['share']:.0%} of the rise (>= {STILL_RISING_FRACTION:.0%}) at slope z "
@@ -301,16 +309,20 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
 
 
 def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float,
-                        group_size, shown: float) -> Verdict:
-    """healthy_saturation: confidence from how little of the rise remains (and R^2 when the fit is not
-    noisy; when it is, from whether the late half resolves the stop: `_plateau_power.plateau_resolution`), capped where
-    the exact discrete theory calls the hyperparameters unstable, then lowered for an uncertain shape
-    (`_shape_confidence`)."""
+                        group_size, shown: float, fall_z: float = math.nan) -> Verdict:
+    """healthy_saturation: confidence from how little of the rise remains, on either side of the plateau (|frac|,
+    |rem_z|: a reward past its plateau is no more at it than one short of it), and R^2 when the fit is not
+    noisy; when it is, from whether the late half resolves the stop: `_plateau_power.plateau_resolution`), capped
+    where the late half falls (`fall_z`, its slope z where `_trend_stats.late_climb` finds it falling, else NaN) at
+    L(fall_z + Z_STILL_RISING) (0.5 at the slope's significance) and where the exact discrete theory calls the
+    hyperparameters unstable, then lowered for an uncertain shape (`_shape_confidence`)."""
     if not noisy:  # a good fit: how little of the rise it leaves, or how insignificant what it leaves is
-        conf = max(confidence(STILL_RISING_FRACTION - frac, 0.05), confidence(Z_STILL_RISING - rem_z, 1.0))
+        conf = max(confidence(STILL_RISING_FRACTION - abs(frac), 0.05), confidence(Z_STILL_RISING - abs(rem_z), 1.0))
         conf = min(conf, confidence(fit.r_squared - R2_NOISE, 0.1))
     else:  # a noisy fit's remaining rise decides nothing: whether the late half could have seen a climb does
         conf = plateau_resolution(steps, reward, fit, imp, shown, ev)
+    if math.isfinite(fall_z):  # a late half falling significantly, meaningfully, by a share of the run: no plateau
+        conf = min(conf, confidence(fall_z + Z_STILL_RISING, 1.0))
     advice = []
     if imp.damping_margin is not None:
         ev.append(evidence("damping margin c/(1-mu) (continuous rule of thumb)", imp.damping_margin.value, None,

@@ -133,8 +133,11 @@ def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None, tail
     in the statistical sense), the share the one that makes a run still rising (the within-group std of a
     converged run is small, so the spread alone would call a creep of a few hundredths after a rise of 0.5 a
     climb). Returns {"climbing" (all three), "rising" (significant and a share of the rise: the trend verdict's
-    test, which has no precise creep at a ceiling to tell apart), "slope_z", "steps", "climb", "share" (climb /
-    rise; NaN if unknown), "meaningful"}; both False (and slope_z NaN) when the late half is too short for a slope."""
+    test, which has no precise creep at a ceiling to tell apart), "falling" (the mirror of "climbing": slope z <=
+    -Z_STILL_RISING, a fall of MEANINGFUL_CHANGE x spread and of STILL_RISING_FRACTION of the run's change or more:
+    no plateau either), "slope_z", "steps", "climb", "share" (climb / rise; NaN if unknown), "meaningful" (the climb's
+    size rules; for a negative climb, the fall's: "falling" but for its significance)}; all
+    False (and slope_z NaN) when the late half is too short for a slope."""
     slope, slope_z, used = late_slope(steps, values, tail)
     climb = slope * (used[1] - used[0]) if used else math.nan
     meaningful = spread is None or not spread > 0 or climb >= MEANINGFUL_CHANGE * spread
@@ -143,8 +146,12 @@ def late_climb(steps: np.ndarray, values: np.ndarray, spread: float | None, tail
     share = climb / rise if rise > 0 else math.nan
     big = not climb < STILL_RISING_FRACTION * rise  # NaN (too short to compare): the climb counts
     rising = bool(slope_z >= Z_STILL_RISING and big)
-    return {"climbing": rising and bool(meaningful), "rising": rising, "slope_z": slope_z, "steps": used,
-            "climb": climb, "share": share, "meaningful": bool(meaningful)}
+    falls = ((spread is None or not spread > 0 or -climb >= MEANINGFUL_CHANGE * spread)
+             and not -climb < STILL_RISING_FRACTION * abs(rise))
+    falling = bool(slope_z <= -Z_STILL_RISING and falls)
+    return {"climbing": rising and bool(meaningful), "rising": rising, "falling": falling, "slope_z": slope_z,
+            "steps": used, "climb": climb, "share": share,
+            "meaningful": bool(falls if climb < 0 else meaningful)}
 
 
 def recent_level(steps, reward) -> tuple[float, int]:

@@ -53,15 +53,19 @@ def reward_reach(reward, given: tuple[float, float] | None) -> tuple[float, floa
     return None
 
 
-SIDES = {">": lambda v, t: v > t, ">=": lambda v, t: v >= t, "<": lambda v, t: v < t, "<=": lambda v, t: v <= t}
+# "|<=" and "|<": the value's magnitude (|v| <= t, |v| < t), for a reading that fails on either side of 0 (a plateau:
+# neither a remaining rise nor an overshoot past it, a late half neither climbing nor falling)
+SIDES = {">": lambda v, t: v > t, ">=": lambda v, t: v >= t, "<": lambda v, t: v < t, "<=": lambda v, t: v <= t,
+         "|<=": lambda v, t: abs(v) <= t, "|<": lambda v, t: abs(v) < t}
 
 
 def evidence(signal: str, value, steps, threshold=None, side: str | None = None, caveat: bool = False, **extra) -> dict:
     """One piece of evidence: the signal's name, its value, the [first, last] steps it used, the threshold.
 
-    side: how the value must stand to the threshold for the verdict it supports (">", ">=", "<", "<="); the
-    item then carries "holds" (NaN never holds). caveat: an item that qualifies the verdict (a noisy fit
-    under a significant rise) rather than supports it: shown, and exempt from `Verdict.contradictions`."""
+    side: how the value must stand to the threshold for the verdict it supports (">", ">=", "<", "<=", or on its
+    magnitude "|<=", "|<"); the item then carries "holds" (NaN never holds). caveat: an item that qualifies the
+    verdict (a noisy fit under a significant rise) rather than supports it: shown, and exempt from
+    `Verdict.contradictions`."""
     item = {"signal": signal, "value": value, "steps": [int(steps[0]), int(steps[1])] if steps is not None else None}
     if threshold is not None:
         item["threshold"] = threshold
@@ -297,10 +301,12 @@ class Diagnosis:
         return self.headline() + [f"config     {line}" for line in self.config_lines]
 
     def _brief_lines(self) -> list[str]:
-        """The answer (`headline`), what was read, and the other verdicts and findings by name."""
+        """The answer (`headline`), what was read, and the other verdicts and findings by name (a verdict at a
+        confidence that prints as 0.00 is none: not named; --explain keeps its evidence)."""
         read = self._read_lines()
         others = [f"unsure: {' or '.join(m.replace('_', ' ') for m in v.unsure)}" if v.unsure
-                  else f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]]
+                  else f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]
+                  if v.unsure or round(v.confidence, 2) > 0]
         others += [f"note: {f.name.replace('_', ' ')}" for f in self.findings if f.severity == NOTE]  # the rest: headline
         also = [f"also       {', '.join(others)}"] if others else []
         return (self._answer_lines() + [""] + read + also
@@ -337,7 +343,7 @@ def _fmt(value) -> str:
 def _evidence_text(e: dict) -> str:
     text = ("! " if e.get("caveat") and not e.get("holds", False) else "") + f"{e['signal']} = {_fmt(e['value'])}"
     if "threshold" in e:
-        side = f"{e['side']} " if "side" in e else ""
+        side = _side_text(e["side"]) + " " if "side" in e else ""
         text += f" (threshold {side}{_fmt(e['threshold'])}{'' if e.get('holds', True) else ': not met'})"
     extra = {k: v for k, v in e.items() if k not in ("signal", "value", "threshold", "steps", "side", "holds", "caveat")}
     if extra:
@@ -347,8 +353,13 @@ def _evidence_text(e: dict) -> str:
     return text
 
 
+def _side_text(side: str) -> str:
+    """A side as the text prints it: "|<=" as "|x| <=" (the value's magnitude against the threshold)."""
+    return f"|x| {side[1:]}" if side.startswith("|") else side
+
+
 def inconsistencies(diagnosis: Diagnosis) -> list[str]:
     """Every printed verdict's evidence that does not hold (`Verdict.contradictions`), as text; [] when the
     verdicts agree with their evidence. diagnose checks it under GSPO_DYNAMICS_STRICT=1 (the tests set it)."""
-    return [f"{v.mode}: {e['signal']} = {_fmt(e['value'])}, needs {e['side']} {_fmt(e['threshold'])}"
+    return [f"{v.mode}: {e['signal']} = {_fmt(e['value'])}, needs {_side_text(e['side'])} {_fmt(e['threshold'])}"
             for v in diagnosis.verdicts for e in v.contradictions()]

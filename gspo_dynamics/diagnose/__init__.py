@@ -47,8 +47,9 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          ceiling's gap a solved task (a note); while the reward still rises, a note too
                          (no harm shown for a cause to explain)
   reward_hacking         eval reward falling from its peak while train reward rises (first), length doubling, truncation
-                         rising (these two only while the reward is not falling significantly: with a
-                         falling reward they are a collapse's symptom and go into the notes), one reward
+                         rising (these two only while the reward rises significantly, Welch z >= 3: an
+                         exploit raises the reward; with a falling reward they are a collapse's symptom,
+                         with a flat one the loss's length bias, and go into the notes), one reward
                          component carrying the gain while another falls
 
 The primary verdict is the best-supported mode (highest confidence), after ranking what follows

@@ -298,8 +298,8 @@ def _diverging_functions(found, ev: list, confs: list, advice: list) -> None:
 
 def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdict | None, str | None]:
     """Reward-hacking evidence: the eval reward leaving the train reward, length or truncation growing while the
-    reward holds or rises, one component carrying the gain while another falls, and `divergence` (the log's
-    `reward_function_divergence` finding, or None)."""
+    reward rises significantly (Welch z >= Z_TREND; otherwise a note), one component carrying the gain while another
+    falls, and `divergence` (the log's `reward_function_divergence` finding, or None)."""
     steps = log.steps
     ev, confs, advice, missing = [], [], [], []
     if "eval/reward" in log and log.n_points("eval/reward") >= 4:
@@ -312,18 +312,21 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
                           f"the eval peak (step {item['peak_step']})")
     else:
         missing.append("no eval reward")
-    # Hacking raises (or holds) the training reward; completions growing or running into the length
-    # cap while the reward falls significantly are a symptom of the collapse (instability), not hacking
+    # An exploit is the training reward rising for the wrong reason: completions growing or running into the length
+    # cap are its evidence only beside a significant rise (Welch z >= Z_TREND). While the reward falls significantly
+    # they are a symptom of the collapse (instability); while it does not move, nothing was exploited: the loss's
+    # length bias (a per-sequence 1/|o| rewards long wrong answers less negatively: Dr. GRPO) or a drift. Both: notes.
     falling = bool(trend) and trend["z"] < -Z_TREND
-    collapse_symptoms = []
+    rose = bool(trend) and trend["z"] >= Z_TREND
+    collapse_symptoms, unpaid = [], []
     if "mean_length" in log and log.n_points("mean_length") >= 6:
         lc = change(steps, log["mean_length"])
         ratio = lc["late"] / lc["early"] if lc["early"] > 0 else math.nan
-        if ratio > LENGTH_BLOWUP_RATIO and falling:
-            collapse_symptoms.append(f"the mean completion length grew {ratio:.1f}x")
+        if ratio > LENGTH_BLOWUP_RATIO and not rose:
+            (collapse_symptoms if falling else unpaid).append(f"the mean completion length grew {ratio:.1f}x")
         elif ratio > LENGTH_BLOWUP_RATIO:
             ev.append(evidence("mean completion length late / early", ratio, lc["steps"], threshold=LENGTH_BLOWUP_RATIO,
-                               side=">"))
+                               side=">", welch_z=trend["z"]))
             confs.append(confidence(ratio - LENGTH_BLOWUP_RATIO, 0.5))
             advice.append("completions are growing: add a length penalty or an overlong penalty (DAPO), "
                           "or use a token-level normalisation that does not favour long answers (Dr. GRPO)")
@@ -331,14 +334,15 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
         missing.append("no completion length")
     if "truncation_rate" in log and log.n_points("truncation_rate") >= 6:
         tc = change(steps, log["truncation_rate"])
-        if tc["late"] - tc["early"] > TRUNCATION_RISE and falling:
-            collapse_symptoms.append(f"the truncation rate rose {tc['early']:.0%} -> {tc['late']:.0%}")
+        if tc["late"] - tc["early"] > TRUNCATION_RISE and not rose:
+            (collapse_symptoms if falling else unpaid).append(
+                f"the truncation rate rose {tc['early']:.0%} -> {tc['late']:.0%}")
         elif tc["late"] - tc["early"] > TRUNCATION_RISE:
             ev.append(evidence("truncation rate rise", tc["late"] - tc["early"], tc["steps"], threshold=TRUNCATION_RISE, side=">",
-                               late=tc["late"]))
+                               late=tc["late"], welch_z=trend["z"]))
             confs.append(confidence(tc["late"] - tc["early"] - TRUNCATION_RISE, 0.1))
             advice.append(f"the share of completions cut at the maximum length rose {tc['early']:.0%} -> {tc['late']:.0%} "
-                          f"while the reward held or rose: check that truncated answers earn no reward, add an overlong "
+                          f"while the reward rose: check that truncated answers earn no reward, add an overlong "
                           f"penalty (DAPO), or raise the cap ({MAX_LENGTH_KEYS})")
     components = [n for n in log.names if n.startswith("reward/") and log.n_points(n) >= 6]
     if len(components) >= 2:
@@ -362,6 +366,11 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
     if collapse_symptoms:
         notes.append(" and ".join(collapse_symptoms) + " while the reward fell: a symptom of the collapse, "
                      "not reward hacking (hacking raises the training reward)")
+    if unpaid:
+        notes.append(" and ".join(unpaid) + f" while the reward did not rise significantly (Welch z {trend['z']:.2f} < "
+                     f"{Z_TREND:g}): not reward hacking, which raises the training reward; longer answers that earn "
+                     "nothing more are the loss's length bias or a drift: a token-level normalisation that does not "
+                     "favour long answers (Dr. GRPO) or an overlong penalty (DAPO) stops it")
     reason = None
     if len(missing) == 3:
         reason = "reward hacking: " + ", ".join(missing) + " in the log"

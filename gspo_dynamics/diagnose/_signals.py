@@ -32,7 +32,10 @@ ENTROPY_COLLAPSE_RATIO = 0.5  # late entropy below half its early value: the pol
 LENGTH_BLOWUP_RATIO = 2.0  # mean completion length doubled from early to late
 TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
 DOMINANT_SHARE = 0.9  # one reward component carries 90% of the total gain ...
-COMPONENT_DROP_Z = 2.0  # ... while another falls by at least 2 standard errors
+# ... while another falls: a reward component (or function) fell where its Welch z late - early <= -3, a change as real
+# as the trend's (`_trend_stats.Z_TREND`, p ~ 0.001 by chance; at 2 one component in ~40 "falls" by chance) and the
+# divergence finding's "fell" (`_findings.Z_RISE`): both hacking rules (`hacking`, `_diverging_functions`) read it
+COMPONENT_FALL_Z = Z_TREND
 EVAL_DROP_FRACTION = 0.3  # eval reward below its peak by 30% of its rise to the peak (train rising): divergence
 
 
@@ -279,10 +282,10 @@ def _diverging_functions(found, ev: list, confs: list, advice: list) -> None:
     """One reward function rising while another stays below its ceiling (`_findings.reward_function_divergence`:
     a format reward learned without the task) as hacking evidence, confidence
 
-        min(L(z_up - Z_RISE), L((Z_NOT_RISING - z_lag) / 0.5), L(-z_lag - Z_RISE)),
+        min(L(z_up - Z_RISE), L((Z_NOT_RISING - z_lag) / 0.5), L(-z_lag - COMPONENT_FALL_Z)),
 
-    the last term the evidence that the lagging function fell (0.5 at a fall of Z_RISE standard errors, where the
-    finding's own words turn from "did not rise" to "fell"): an exploit is one function carrying the gain while
+    the last term the evidence that the lagging function fell (0.5 at a fall of COMPONENT_FALL_Z standard errors, where
+    the finding's own words turn from "did not rise" to "fell"): an exploit is one function carrying the gain while
     another falls; one that merely did not rise is a task not learned (the finding says so), not an exploit."""
     if found is None:
         return
@@ -292,7 +295,7 @@ def _diverging_functions(found, ev: list, confs: list, advice: list) -> None:
     ev.append(evidence(lag["signal"] + ", lagging", lag["value"], lag["steps"], threshold=Z_NOT_RISING, side="<",
                        early=lag["early"], late=lag["late"]))
     confs.append(min(confidence(up["value"] - Z_RISE, 1.0), confidence(Z_NOT_RISING - lag["value"], 0.5),
-                     confidence(-lag["value"] - Z_RISE, 1.0)))
+                     confidence(-lag["value"] - COMPONENT_FALL_Z, 1.0)))
     advice += found.advice
 
 
@@ -352,12 +355,12 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
         if pos > 0:
             top = max(gains, key=lambda n: gains[n]["diff"])
             share = gains[top]["diff"] / pos
-            fallers = [n for n, g in gains.items() if n != top and g["z"] < -COMPONENT_DROP_Z]
+            fallers = [n for n, g in gains.items() if n != top and g["z"] <= -COMPONENT_FALL_Z]
             if share > DOMINANT_SHARE and fallers:
                 ev.append(evidence("share of the reward gain from one component", share, gains[top]["steps"],
                                    threshold=DOMINANT_SHARE, side=">", component=top, falling=fallers))
                 confs.append(min(confidence(share - DOMINANT_SHARE, 0.05),
-                                 confidence(-min(gains[n]["z"] for n in fallers) - COMPONENT_DROP_Z, 1.0)))
+                                 confidence(-min(gains[n]["z"] for n in fallers) - COMPONENT_FALL_Z, 1.0)))
                 advice.append(f"{top.split('/', 1)[1]} carries the gain while {', '.join(f.split('/', 1)[1] for f in fallers)} "
                               "falls: re-weight the reward components or cap the dominating one")
         _diverging_functions(divergence, ev, confs, advice)

@@ -44,3 +44,37 @@ def test_length_growth_beside_a_significant_rise_is_hacking_evidence():
     assert hack is not None and hack.confidence >= 0.5
     item = next(e for e in hack.evidence if e["signal"] == "mean completion length late / early")
     assert item["holds"] and item["welch_z"] >= 3
+
+
+def _components(fall: float, seed: int = 5) -> dict:
+    """reward/a rising 0.2 -> 0.9 (Welch z far past 3), reward/b falling by `fall` over the log around 0.5 with a
+    +-0.05 alternation (Welch z ~ -57 x fall), the reward their sum."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(N)
+    a = 0.2 + 0.7 * t / (N - 1) + rng.normal(0, 0.01, N)
+    b = 0.5 - fall * t / (N - 1) + np.tile([0.05, -0.05], N // 2)
+    return {"reward": a + b, "reward/a": a, "reward/b": b}
+
+
+def _hacking(series: dict):
+    from gspo_dynamics.diagnose._findings import reward_function_divergence
+    from gspo_dynamics.diagnose._signals import hacking
+    from gspo_dynamics.diagnose._trend_stats import change
+
+    log = make_log(series.pop("reward"), **series)
+    return hacking(log, change(log.steps, log["reward"]), [], reward_function_divergence(log))[0], log
+
+
+def test_one_constant_says_when_a_component_fell():
+    """Both hacking rules (a component carrying the gain, the reward functions' divergence) read a fall at
+    COMPONENT_FALL_Z = Z_TREND: a z of -2.5 is no fall for either (the component rule counted it at -2), -5 is."""
+    from gspo_dynamics.diagnose._signals import COMPONENT_FALL_Z
+    from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
+
+    assert COMPONENT_FALL_Z == Z_TREND
+    verdict, log = _hacking(_components(fall=0.044))
+    assert -3 < change(log.steps, log["reward/b"])["z"] < -2
+    assert verdict is None or verdict.confidence < 0.5
+    verdict, log = _hacking(_components(fall=0.1))
+    assert change(log.steps, log["reward/b"])["z"] < -4
+    assert verdict is not None and verdict.confidence > 0.5

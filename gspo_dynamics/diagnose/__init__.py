@@ -50,7 +50,8 @@ Modes and the signals behind them (thresholds are named constants in `_trend`, `
                          rising (these two only while the reward rises significantly, Welch z >= 3: an
                          exploit raises the reward; with a falling reward they are a collapse's symptom,
                          with a flat one the loss's length bias, and go into the notes), one reward
-                         component carrying the gain while another falls (Welch z <= -3, `COMPONENT_FALL_Z`)
+                         component carrying the gain while another falls (Welch z <= -3, `COMPONENT_FALL_Z`, and
+                         by 10% of the reward's rise or more, `FALL_SHARE`)
 
 The primary verdict is the best-supported mode (highest confidence), after ranking what follows
 from another mode below it: zero-std groups left by a collapse, by an exploit or by a task being

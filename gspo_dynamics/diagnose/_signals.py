@@ -12,7 +12,7 @@ import numpy as np
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._findings import Z_NOT_RISING, Z_RISE
 from gspo_dynamics.diagnose._changepoint import change_point
-from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
+from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import SUCCESS_RATE_TOL, Verdict, confidence, evidence
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.finite_group import zero_variance_probability
@@ -36,6 +36,11 @@ DOMINANT_SHARE = 0.9  # one reward component carries 90% of the total gain ...
 # as the trend's (`_trend_stats.Z_TREND`, p ~ 0.001 by chance; at 2 one component in ~40 "falls" by chance) and the
 # divergence finding's "fell" (`_findings.Z_RISE`): both hacking rules (`hacking`, `_diverging_functions`) read it
 COMPONENT_FALL_Z = Z_TREND
+# ... and by as much as matters: a component's fall (early - late) of at least this share of the reward's rise (late -
+# early) counts. A smaller one moves the total by less than the share of the rise the trend calls negligible
+# (`_trend_stats.STILL_RISING_FRACTION`): a significant but negligible fall (an overlong penalty -0.003 -> -0.009
+# beside a reward up 0.3) is no task given up. Components are compared as logged (TRL's reward_weights of 1).
+FALL_SHARE = STILL_RISING_FRACTION
 EVAL_DROP_FRACTION = 0.3  # eval reward below its peak by 30% of its rise to the peak (train rising): divergence
 
 
@@ -278,15 +283,26 @@ def eval_divergence(log, trend: dict) -> dict | None:
                     peak_step=int(es[k + w - 1]), late=late, train_z=trend["z"], eval_points=int(evals.size))
 
 
-def _diverging_functions(found, ev: list, confs: list, advice: list) -> None:
+def fall_share(early: float, late: float, trend: dict) -> float:
+    """A component's fall (early - late) over the reward's rise (late - early, `trend`): inf where the reward did not
+    rise (any fall then matters as much as the rise it is set against), NaN without a trend."""
+    if not trend:
+        return math.nan
+    return (early - late) / trend["diff"] if trend["diff"] > 0 else math.inf
+
+
+def _diverging_functions(found, ev: list, confs: list, advice: list, trend: dict | None = None) -> None:
     """One reward function rising while another stays below its ceiling (`_findings.reward_function_divergence`:
     a format reward learned without the task) as hacking evidence, confidence
 
-        min(L(z_up - Z_RISE), L((Z_NOT_RISING - z_lag) / 0.5), L(-z_lag - COMPONENT_FALL_Z)),
+        min(L(z_up - Z_RISE), L((Z_NOT_RISING - z_lag) / 0.5), L(-z_lag - COMPONENT_FALL_Z),
+            L((fall / rise - FALL_SHARE) / 0.05)),
 
-    the last term the evidence that the lagging function fell (0.5 at a fall of COMPONENT_FALL_Z standard errors, where
-    the finding's own words turn from "did not rise" to "fell"): an exploit is one function carrying the gain while
-    another falls; one that merely did not rise is a task not learned (the finding says so), not an exploit."""
+    the third term the evidence that the lagging function fell (0.5 at a fall of COMPONENT_FALL_Z standard errors,
+    where the finding's own words turn from "did not rise" to "fell"), the last that the fall matters to the reward
+    (`fall_share`: 0.5 at FALL_SHARE of the reward's rise; without a `trend` it is not judged): an exploit is one
+    function carrying the gain while another falls; one that merely did not rise, or fell by a negligible amount,
+    is a task not learned (the finding says so), not an exploit."""
     if found is None:
         return
     up, lag = found.evidence
@@ -294,15 +310,24 @@ def _diverging_functions(found, ev: list, confs: list, advice: list) -> None:
                        early=up["early"], late=up["late"]))
     ev.append(evidence(lag["signal"] + ", lagging", lag["value"], lag["steps"], threshold=Z_NOT_RISING, side="<",
                        early=lag["early"], late=lag["late"]))
-    confs.append(min(confidence(up["value"] - Z_RISE, 1.0), confidence(Z_NOT_RISING - lag["value"], 0.5),
-                     confidence(-lag["value"] - COMPONENT_FALL_Z, 1.0)))
+    conf = min(confidence(up["value"] - Z_RISE, 1.0), confidence(Z_NOT_RISING - lag["value"], 0.5),
+               confidence(-lag["value"] - COMPONENT_FALL_Z, 1.0))
+    share = fall_share(lag["early"], lag["late"], trend)
+    if not math.isnan(share):
+        name = lag["signal"].split(" change", 1)[0]
+        ev.append(evidence(f"{name} fall / the reward's rise", share, lag["steps"], threshold=FALL_SHARE, side=">=",
+                           caveat=not share >= FALL_SHARE, fall=lag["early"] - lag["late"],
+                           reward_rise=trend["diff"]))
+        conf = min(conf, confidence(share - FALL_SHARE, 0.05))
+    confs.append(conf)
     advice += found.advice
 
 
 def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdict | None, str | None]:
     """Reward-hacking evidence: the eval reward leaving the train reward, length or truncation growing while the
     reward rises significantly (Welch z >= Z_TREND; otherwise a note), one component carrying the gain while another
-    falls, and `divergence` (the log's `reward_function_divergence` finding, or None)."""
+    falls (z <= -COMPONENT_FALL_Z, by FALL_SHARE of the reward's rise or more), and `divergence` (the log's
+    `reward_function_divergence` finding, or None)."""
     steps = log.steps
     ev, confs, advice, missing = [], [], [], []
     if "eval/reward" in log and log.n_points("eval/reward") >= 4:
@@ -355,7 +380,8 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
         if pos > 0:
             top = max(gains, key=lambda n: gains[n]["diff"])
             share = gains[top]["diff"] / pos
-            fallers = [n for n, g in gains.items() if n != top and g["z"] <= -COMPONENT_FALL_Z]
+            fallers = [n for n, g in gains.items() if n != top and g["z"] <= -COMPONENT_FALL_Z
+                       and not fall_share(g["early"], g["late"], trend) < FALL_SHARE]
             if share > DOMINANT_SHARE and fallers:
                 ev.append(evidence("share of the reward gain from one component", share, gains[top]["steps"],
                                    threshold=DOMINANT_SHARE, side=">", component=top, falling=fallers))
@@ -363,7 +389,7 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
                                  confidence(-min(gains[n]["z"] for n in fallers) - COMPONENT_FALL_Z, 1.0)))
                 advice.append(f"{top.split('/', 1)[1]} carries the gain while {', '.join(f.split('/', 1)[1] for f in fallers)} "
                               "falls: re-weight the reward components or cap the dominating one")
-        _diverging_functions(divergence, ev, confs, advice)
+        _diverging_functions(divergence, ev, confs, advice, trend)
     else:
         missing.append("fewer than two reward components")
     if collapse_symptoms:

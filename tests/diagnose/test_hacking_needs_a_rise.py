@@ -78,3 +78,32 @@ def test_one_constant_says_when_a_component_fell():
     verdict, log = _hacking(_components(fall=0.1))
     assert change(log.steps, log["reward/b"])["z"] < -4
     assert verdict is not None and verdict.confidence > 0.5
+
+
+def _penalty_run(fall: float, seed: int = 6) -> dict:
+    """A task reward rising 0.5 -> 0.9 beside an overlong penalty that falls from -0.003 by `fall` (significantly:
+    its rows are precise), the reward their sum (the shape of a fresh schema-linking run: -0.003 -> -0.009 beside a
+    reward up 0.3 read as an exploit)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(N)
+    task = 0.5 + 0.4 * t / (N - 1) + rng.normal(0, 0.02, N)
+    penalty = -0.003 - fall * t / (N - 1) + rng.normal(0, 0.0005, N)
+    return {"reward": task + penalty, "reward/task": task, "reward/overlong_penalty": penalty}
+
+
+def test_a_fall_too_small_to_matter_to_the_reward_is_no_exploit():
+    """Both falls are significant (z far below -3) and the divergence finding fires on both; only the one of at least
+    FALL_SHARE of the reward's rise is exploit evidence."""
+    from gspo_dynamics.diagnose._signals import FALL_SHARE
+
+    small, log = _hacking(_penalty_run(fall=0.008))  # ~2% of the reward's rise
+    item = next(e for e in small.evidence if e["signal"].endswith("fall / the reward's rise")) if small else None
+    assert small is None or small.confidence < 0.5
+    assert item is None or (item["value"] < FALL_SHARE and item["caveat"])
+    big, log = _hacking(_penalty_run(fall=0.12))  # ~40% of it
+    assert big is not None and big.confidence > 0.5
+    item = next(e for e in big.evidence if e["signal"].endswith("fall / the reward's rise"))
+    assert item["holds"] and item["value"] >= FALL_SHARE and item["reward_rise"] > 0
+    d = diagnose(make_log(**_penalty_run(fall=0.008)))
+    assert d.verdict("reward_hacking") is None
+    assert any(f.name == "reward_function_divergence" for f in d.findings)  # the finding stays: the function lags

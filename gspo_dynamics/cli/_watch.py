@@ -82,13 +82,19 @@ def failure_names() -> tuple[str, ...]:
     return tuple(m for m in MODES if m not in HEALTHY_MODES) + FINDINGS
 
 
+# what users call a failure mode, where that name is not ours: its mode (an entropy collapse is policy_concentration,
+# never the length_collapse finding its spelling is nearest to)
+KNOWN_AS = {"entropy_collapse": "policy_concentration", "mode_collapse": "policy_concentration",
+            "collapse": "dynamical_instability", "reward_collapse": "dynamical_instability"}
+
+
 def parse_fail_on(items: list[str] | None) -> tuple[str, ...]:
     """The names of `--fail-on A,B --fail-on C`, each checked against `failure_names`."""
     names = tuple(n.strip() for item in items or () for n in item.split(",") if n.strip())
     valid = failure_names()
     for name in names:
         if name not in valid:
-            near = difflib.get_close_matches(name, valid, n=1, cutoff=0.75)
+            near = [KNOWN_AS[name]] if name in KNOWN_AS else difflib.get_close_matches(name, valid, n=1, cutoff=0.75)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise ConfigError(f"--fail-on {name}: not a failure mode or finding{hint}; expected some of {', '.join(valid)}")
     return names

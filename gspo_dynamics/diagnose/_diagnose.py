@@ -46,6 +46,7 @@ def _summary(log: RunLog) -> dict:
         "min_points": MIN_ANALYSIS_POINTS, "series": sorted(log.names), "warnings": list(log.warnings),
         "step_axis": log.step_axis, "n_runs": log.n_runs, "run_index": log.run_index, "eval_points": log.n_eval_points,
         "columns": [{"series": name, "column": key} for name, key in log.columns.items()], "unread": list(log.unread),
+        "set_aside": list(log.set_aside),
     }
 
 

@@ -285,6 +285,7 @@ class Diagnosis:
                 if s.get("n_runs", 1) > 1 else "")
         evals = f"; {s['eval_points']} evaluation rows read apart" if s.get("eval_points") else ""
         axis = f"; steps: {s['step_axis']}" if s.get("step_axis") else ""
+        axis += "".join(f"; {aside}" for aside in s.get("set_aside", ()))  # rows not read as points: never silent
         lines = [f"log        {s.get('source')}  ({s.get('format')}, trainer {s.get('trainer')}"
                  f"{', version ' + str(s['version']) if s.get('version') else ''}, {s.get('rows')} rows"
                  f"{', logged every ' + str(s['logging_interval']) + ' steps' if s.get('logging_interval') not in (None, 1) else ''}"

@@ -329,6 +329,7 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
     ratio and the periodogram check (`_oscillation`), then map back to the reward's units.
     """
     t, r = finite_sorted(steps, reward)
+    observed = (float(r.min()), float(r.max()))  # as logged: mapped back from standardised units, 0 read 6.9e-18
     t_start = float(t[0])
     tt = t - t_start
     center, scale, r = _standardise(r)  # fit in standardised units; mapped back at the end
@@ -370,7 +371,7 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
         params=params, stderr=stderr, cov=cov, fitted=names, r_squared=r2, residual_std=scale * residual_std,
         n=int(t.size), t_start=t_start, t_end=float(t[-1]), inertia=inertia, oscillation=oscillation,
         selection=selection, damping_ratio=zeta, damping_ratio_stderr=zeta_se,
-        r_range=(center + scale * lo, center + scale * hi), plateau_extrapolation=sel.extrapolation[sel.variant],
+        r_range=observed, plateau_extrapolation=sel.extrapolation[sel.variant],
         models={name: _params_in_reward_units(f.params, center, scale) for name, f in fits.items()},
     )
 

@@ -264,8 +264,10 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
                      ordered=format != "tensorboard")
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
     built = series_of(settled, chosen, warnings)
+    set_aside = [f"{settled.dropped} earlier rows of a resumed run dropped"] if settled.dropped else []
     repeats = repeated_rows(built.series, built.from_training)
     if repeats.any():
+        set_aside.append(f"{int(repeats.sum())} repeated rows read once")
         built = without_rows(built, ~repeats)
         warnings.append(f"{int(repeats.sum())} rows repeat the row before them in every reading (a logger writing its "
                         "last values at each step): each value is read once, at its first step")
@@ -285,6 +287,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         warnings=tuple(warnings), diverged=freeze(built.diverged), logged_non_finite=freeze(built.logged),
         step_axis=settled.step_axis, n_runs=settled.n_runs, run_index=settled.run_index,
         columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=eval_points(built, settled),
+        set_aside=tuple(set_aside),
     )
     if log.is_too_short():
         n = log.n_points("reward")

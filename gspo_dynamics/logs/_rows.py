@@ -233,6 +233,7 @@ class Settled:
     step_axis: str
     interval: int | None  # the logging interval the rows were numbered by (None: the rows have steps)
     warnings: list[str]
+    dropped: int  # earlier rows of a resumed run dropped (`resumed_rows`)
     train_groups: dict[tuple, list[int]]  # `train`'s row indices by key tuple
 
 
@@ -275,7 +276,8 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
     kept = np.zeros(len(rows), dtype=bool)
     kept[index[~is_eval[index]]] = True
     return Settled(take_rows(rows, kept), eval_list, eval_keys, int(starts.size), run_index, step_axis,
-                   every if numbered else None, warnings, groups if kept.all() else regroup(groups, kept, set()))
+                   every if numbered else None, warnings, int((~keep).sum()) if n_back else 0,
+                   groups if kept.all() else regroup(groups, kept, set()))
 
 
 @dataclass(frozen=True)

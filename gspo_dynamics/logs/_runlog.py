@@ -65,6 +65,8 @@ class RunLog:
     columns: Mapping[str, str] = field(default_factory=dict)  # series name -> the raw key it was read from
     unread: tuple[str, ...] = ()  # raw keys of training series the analysis has no name for (kept, not used)
     n_eval_points: int = 0  # steps with evaluation rows (their metrics are the `eval/<name>` series)
+    set_aside: tuple[str, ...] = ()  # rows of the run the reader did not read as points, each in a few words (a
+    # resumed run's earlier rows, a logger's repeated rows): said where the rows are counted, not only in `warnings`
 
     def __post_init__(self) -> None:
         n = self.steps.shape[0]

@@ -134,8 +134,8 @@ def _unread(f, linear: float | None = None) -> str:
     keys = getattr(setup, "keys", None)
     entropy, drift = COLLAPSE_COLUMNS[keys.framework if keys else "trainer"]
     on_policy = setup.hparams.refresh_interval == 1
-    missing = ("token entropy, the collapse rule's one reading at T = 1" if on_policy else
-               "move between sampler refreshes, the collapse rule's reading at T > 1")
+    missing = ("token entropy, the collapse rule's one reading at a refresh interval T = 1" if on_policy else
+               "move between sampler refreshes, the collapse rule's reading at a refresh interval T > 1")
     longer = ", run until its rise bends" if imp is None or imp.plateau_extrapolated else ""
     oscillation = (f"the linear model gives none ({f.lr_note})" if linear is None else
                    f"the linear model bounds only the reward's oscillation ({_lr_margin(setup, setup.hparams.lr, linear)})")

@@ -167,7 +167,8 @@ def test_the_printed_action_is_the_verdicts_own():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--fail-on", "entropy_collapse"], "--fail-on entropy_collapse: not a failure mode or finding; expected some of"),
+    (["--fail-on", "entropy_collapse"], "--fail-on entropy_collapse: not a failure mode or finding (did you mean "
+                                        "policy_concentration?); expected some of"),
     (["--fail-on", "healthy_saturation"], "--fail-on healthy_saturation: not a failure mode"),
     (["--fail-on", "nonfinite"], "--fail-on nonfinite: not a failure mode or finding (did you mean non_finite?)"),
     (["--interval", "0"], "--interval must be > 0 seconds"),

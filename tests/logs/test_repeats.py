@@ -46,6 +46,16 @@ def test_a_logger_that_copies_its_last_values_each_step_is_read_once_per_value()
     assert len(log.steps) == 30 and np.array_equal(log.steps, 10 * np.arange(30) + 1)
     np.testing.assert_array_equal(log["reward"], [v["reward_mean"] for v in values])
     assert any("270 rows repeat the row before them in every reading" in w for w in log.warnings)
+    assert log.set_aside == ("270 repeated rows read once",)  # said where the rows are counted
+
+
+def test_a_resumed_runs_dropped_rows_are_set_aside_where_the_rows_are_counted():
+    from gspo_dynamics.diagnose import diagnose
+
+    rows = [{"step": s, "reward": 0.1 + 0.01 * s, "loss": 0.5} for s in [*range(1, 21), *range(15, 41)]]
+    log = read_log(_jsonl(rows))
+    assert log.set_aside == ("6 earlier rows of a resumed run dropped",) and len(log.steps) == 40
+    assert any("; 6 earlier rows of a resumed run dropped" in line for line in diagnose(log).report_lines(explain=False))
 
 
 def test_chance_repeats_a_collapse_a_pinned_run_and_a_row_with_an_eval_value_are_kept():

@@ -323,6 +323,27 @@ def _diverging_functions(found, ev: list, confs: list, advice: list, trend: dict
     advice += found.advice
 
 
+def _dominant_component(log, components: list[str], trend: dict, ev: list, confs: list, advice: list) -> None:
+    """One reward component carrying more than DOMINANT_SHARE of the components' gains while another falls (z <=
+    -COMPONENT_FALL_Z, by FALL_SHARE of the reward's rise or more): its evidence, confidence and advice appended."""
+    gains = {n: change(log.steps, log[n]) for n in components}
+    gains = {n: g for n, g in gains.items() if g}
+    pos = sum(max(g["diff"], 0.0) for g in gains.values())
+    if pos <= 0:
+        return
+    top = max(gains, key=lambda n: gains[n]["diff"])
+    share = gains[top]["diff"] / pos
+    fallers = [n for n, g in gains.items() if n != top and g["z"] <= -COMPONENT_FALL_Z
+               and not fall_share(g["early"], g["late"], trend) < FALL_SHARE]
+    if share > DOMINANT_SHARE and fallers:
+        ev.append(evidence("share of the reward gain from one component", share, gains[top]["steps"],
+                           threshold=DOMINANT_SHARE, side=">", component=top, falling=fallers))
+        confs.append(min(confidence(share - DOMINANT_SHARE, 0.05),
+                         confidence(-min(gains[n]["z"] for n in fallers) - COMPONENT_FALL_Z, 1.0)))
+        advice.append(f"{top.split('/', 1)[1]} carries the gain while {', '.join(f.split('/', 1)[1] for f in fallers)} "
+                      "falls: re-weight the reward components or cap the dominating one")
+
+
 def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdict | None, str | None]:
     """Reward-hacking evidence: the eval reward leaving the train reward, length or truncation growing while the
     reward rises significantly (Welch z >= Z_TREND; otherwise a note), one component carrying the gain while another
@@ -374,21 +395,7 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
                           f"penalty (DAPO), or raise the cap ({MAX_LENGTH_KEYS})")
     components = [n for n in log.names if n.startswith("reward/") and log.n_points(n) >= 6]
     if len(components) >= 2:
-        gains = {n: change(steps, log[n]) for n in components}
-        gains = {n: g for n, g in gains.items() if g}
-        pos = sum(max(g["diff"], 0.0) for g in gains.values())
-        if pos > 0:
-            top = max(gains, key=lambda n: gains[n]["diff"])
-            share = gains[top]["diff"] / pos
-            fallers = [n for n, g in gains.items() if n != top and g["z"] <= -COMPONENT_FALL_Z
-                       and not fall_share(g["early"], g["late"], trend) < FALL_SHARE]
-            if share > DOMINANT_SHARE and fallers:
-                ev.append(evidence("share of the reward gain from one component", share, gains[top]["steps"],
-                                   threshold=DOMINANT_SHARE, side=">", component=top, falling=fallers))
-                confs.append(min(confidence(share - DOMINANT_SHARE, 0.05),
-                                 confidence(-min(gains[n]["z"] for n in fallers) - COMPONENT_FALL_Z, 1.0)))
-                advice.append(f"{top.split('/', 1)[1]} carries the gain while {', '.join(f.split('/', 1)[1] for f in fallers)} "
-                              "falls: re-weight the reward components or cap the dominating one")
+        _dominant_component(log, components, trend, ev, confs, advice)
         _diverging_functions(divergence, ev, confs, advice, trend)
     else:
         missing.append("fewer than two reward components")

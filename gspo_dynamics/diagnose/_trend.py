@@ -24,6 +24,15 @@ from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confiden
 from gspo_dynamics.fit import EXTRAPOLATION_LIMIT
 
 
+def _remaining(fit, imp) -> tuple[float, float, float]:
+    """(rem_dir, rem_z, frac): the fit's remaining rise signed along the rise (r_inf - r0), its z, and its share of
+    the rise."""
+    rem, rise = imp.remaining_rise, fit.params["r_inf"] - fit.params["r0"]
+    rem_dir = rem.value * math.copysign(1.0, rise) if rise != 0 else 0.0
+    rem_z = rem_dir / rem.stderr if rem.stderr else math.inf
+    return rem_dir, rem_z, (rem_dir / abs(rise) if rise != 0 else 0.0)
+
+
 def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str] | None,
                   group_size: int | None = None) -> Verdict:
     """Exactly one of healthy_saturation, still_rising, stalled, noise_dominated.
@@ -63,11 +72,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     # R^2 then only says the per-step reward is noisy around the trend: the shape (plateau, time to it) is
     # uncertain, which caps the confidence at the trend's own significance and adds the noise advice.
     noisy = fit.r_squared < R2_NOISE
-    rem = imp.remaining_rise
-    rise = fit.params["r_inf"] - fit.params["r0"]
-    rem_dir = rem.value * math.copysign(1.0, rise) if rise != 0 else 0.0
-    rem_z = rem_dir / rem.stderr if rem.stderr else math.inf
-    frac = rem_dir / abs(rise) if rise != 0 else 0.0
+    rem_dir, rem_z, frac = _remaining(fit, imp)
     # Still rising: the late half still climbs (its slope z >= Z_STILL_RISING); where the late half is too short
     # for a slope, or the fit is good (R^2 >= R2_NOISE) and puts the plateau well above the last value (> 10% of
     # the rise, > 2 s.e.), the fit decides (with a slope, also a plateau not yet reached with a positive remaining
@@ -88,7 +93,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     ev = [ev_trend, ev_r2, evidence("remaining rise / total rise", frac, (fit.t_start, fit.t_end),
                                     threshold=STILL_RISING_FRACTION, side=">" if rising else "|<=",
                                     caveat=(rising and not by_fit) or (not rising and (noisy or not (big or past))),
-                                    remaining=None if "remaining_rise" in imp.unidentified else rem.value,
+                                    remaining=None if "remaining_rise" in imp.unidentified else imp.remaining_rise.value,
                                     z=rem_z, plateau=_plateau(fit, imp))]
     if math.isfinite(slope_z):
         # the slope decides where it is significant and the climb (or fall) a share of the rise; a significant creep

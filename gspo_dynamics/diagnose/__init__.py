@@ -4,7 +4,8 @@
     d = diagnose(read_log("trainer_state.json"), hparams=None)
     d.primary, d.verdicts, d.fit, d.implications, d.to_json(), d.report_lines()
 
-Modes and the signals behind them (thresholds are named constants in `_trend`, `_instability`, `_context` and `_signals`):
+Modes and the signals behind them (thresholds are named constants in `_trend`, `_instability`, `_context`, `_signals`
+and `_hacking`):
 
   healthy_saturation     significant rise, the plateau shown reached: late-half slope z < 2 (or a negligible
                          climb), no climb >= 10% of the rise at slope z >= 1, a good fit's plateau inside the

@@ -20,7 +20,8 @@ from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale, reward_spread
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signal_lost import signal_lost
-from gspo_dynamics.diagnose._signals import concentration, degeneracy, hacking, success_rate
+from gspo_dynamics.diagnose._hacking import hacking
+from gspo_dynamics.diagnose._signals import concentration, degeneracy, success_rate
 from gspo_dynamics.diagnose._instability import instability_verdict, non_finite_verdict
 from gspo_dynamics.diagnose._findings import findings
 from gspo_dynamics.diagnose._kl_pull import kl_pull_note

@@ -44,7 +44,7 @@ SATURATED = 0.95  # ... unless it sits at >= 95% of its largest row (> 0): at it
 TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length, over the late window
 # length_collapse
 LENGTH_SHRINK = 2.0  # the mean completion length fell below half its early value (the mirror of a doubling,
-# `_signals.LENGTH_BLOWUP_RATIO`)
+# `_hacking.LENGTH_BLOWUP_RATIO`)
 
 
 def findings(log: RunLog, hparams: Hyperparams | None = None) -> list[Finding]:

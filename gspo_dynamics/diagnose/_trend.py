@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from gspo_dynamics.diagnose._change_tests import fitted_rise_test, late_rise_test
 from gspo_dynamics.diagnose._plateau_power import plateau_resolution
 from gspo_dynamics.diagnose._trend_advice import MAX_SAMPLE_FACTOR, MEANINGFUL_CHANGE, STALLED_ADVICE, noise_advice
 from gspo_dynamics.diagnose._trend_advice import r2_factor as _r2_factor
@@ -53,9 +54,9 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     """
     z = trend["z"]
     span = (trend["steps"][0], trend["steps"][1])
-    other = _other_change_tests(steps, reward, fit, scale[0] if scale else None) if abs(z) < Z_TREND else None
+    other = fitted_rise_test(steps, reward, fit, scale[0] if scale else None) if abs(z) < Z_TREND else None
     if other is None and 0 <= z < Z_TREND:  # a late rise after a fall from the start is a recovery, not a rise
-        other = _late_rise_test(steps, reward, scale[0] if scale else None)
+        other = late_rise_test(steps, reward, scale[0] if scale else None)
     if other is None and not abs(z) >= Z_TREND:
         return _flat_verdict(z, trend, span, scale, group_size, ar1_inflation(reward))
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
@@ -128,15 +129,6 @@ SLOPE_NOISE = 1.0  # a late climb within one standard error of 0 is the noise's,
 # the z of a steady climb over the last TAIL_FRACTION where it is SLOPE_NOISE over the late half: a slope's standard
 # error grows as n^(-3/2) (sum (t - t_bar)^2 ~ n^3 / 12 for evenly spaced steps)
 TAIL_NOISE = SLOPE_NOISE * (TAIL_FRACTION / 0.5) ** 1.5
-
-
-def _late_rise_test(steps, reward, spread: float | None) -> tuple[float, str] | None:
-    """A significant, meaningful climb of the late half (`late_climb` at slope z >= Z_TREND): a rise the quarter
-    windows miss (a run that starts learning late). Returns (slope z, which test), else None."""
-    late = late_climb(steps, reward, spread)
-    if late["climbing"] and late["slope_z"] >= Z_TREND:
-        return late["slope_z"], "late-half slope of the reward, a rise the quarter windows miss (z)"
-    return None
 
 
 def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
@@ -336,30 +328,6 @@ def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list
             conf = min(conf, 0.3)
     conf = _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size, saturating=True)
     return Verdict("healthy_saturation", conf, ev, advice)
-
-
-def _other_change_tests(steps, reward, fit, spread: float | None = None) -> tuple[float, str] | None:
-    """The early-vs-late Welch test misses a rise completed within the early window (a fast relaxation
-    to a plateau). The closed-form fit sees it: the fitted rise is a change of the reward when
-
-        z = (r_inf - r0) / sqrt(se(r_inf)^2 + se(r0)^2) >= Z_TREND          (fit without oscillation, with
-                                                                          R^2 >= R2_NOISE or se(tau) < tau)
-
-    and, where the per-sample spread is known, the rise is meaningful (MEANINGFUL_CHANGE x spread): a
-    precisely logged flat run has significant but negligible wiggles. (A whole-run slope test was tried
-    as well and dropped: it read the slow real drift under heavy noise of the noise-dominated recipes
-    of two families as a rise.) Returns (z, which test), else None."""
-    if fit is None or fit.oscillation:  # a ringing fit's r0 is not a start level
-        return None
-    # the relaxation must be resolved (tau at least one standard error from 0), or r0 is one noisy point
-    if not (fit.r_squared >= R2_NOISE or fit.stderr.get("tau", math.inf) < fit.params.get("tau", 0.0)):
-        return None
-    se = math.hypot(fit.stderr.get("r_inf", math.inf), fit.stderr.get("r0", math.inf))
-    rise = fit.params["r_inf"] - fit.params["r0"]
-    meaningful = spread is None or not spread > 0 or abs(rise) >= MEANINGFUL_CHANGE * spread
-    if se > 0 and math.isfinite(se) and abs(rise) / se >= Z_TREND and meaningful:
-        return rise / se, "fitted rise r_inf - r0 / its standard error (z)"
-    return None
 
 
 def _unless_unreadable(verdict: Verdict, fit, noisy: bool, group_size) -> Verdict:

@@ -137,3 +137,11 @@ def params_text(params: dict[str, float], stderr: dict[str, float], fitted, why:
         return f"{k} = {v:.4g} +- {stderr[k]:.2g}" if math.isfinite(stderr[k]) else f"{k} = {v:.4g} (not identified)"
 
     return ", ".join(one(k, v) for k, v in params.items())
+
+
+def stiffness_unidentified(fit) -> tuple[str, str] | None:
+    """(what, why) where the data do not identify the parameter a fit's stiffness is read from (the oscillator's
+    stiffness, the exponential's time scale tau: `TrajectoryFit.unidentified_params`), else None."""
+    name = "stiffness" if fit.model == "oscillator" else "tau"
+    why = fit.unidentified_params().get(name)
+    return (f"the fitted {'stiffness' if name == 'stiffness' else 'time scale'} is not identified", why) if why else None

@@ -59,7 +59,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
-from gspo_dynamics.fit._identified import check_reward_range, reward_reach_of, unidentified
+from gspo_dynamics.fit._identified import check_reward_range, reward_reach_of, stiffness_unidentified, unidentified
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit
 from gspo_dynamics.fit._uncertainty import partial_derivative
 from gspo_dynamics.theory import continuous, linear
@@ -232,9 +232,9 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
     kappa, kappa_se, measured = _stiffness(fit, mu, T, notes)
     out["refresh_interval"] = T
     if kappa is None or not kappa > 0:
-        why = stiffness_unidentified(fit)
-        if why:
-            out["unidentified"] = {**out["unidentified"], "stiffness_per_step": _short(why)}
+        unread = stiffness_unidentified(fit)
+        if unread:
+            out["unidentified"] = {**out["unidentified"], "stiffness_per_step": unread[0]}
         return Implications(**out, notes=notes)
     lr_nominal = hparams.lr if isinstance(hparams.optimizer, SGD) else hparams.lr * (1.0 - mu)
     if not isinstance(hparams.optimizer, SGD):
@@ -311,27 +311,14 @@ def _check_linear_regime(decay: Estimate, mu: float, notes: list[str]) -> bool:
     return linear_regime
 
 
-def stiffness_unidentified(fit: TrajectoryFit) -> str | None:
-    """Why the data do not identify the parameter the stiffness is read from (the oscillator's stiffness, the
-    exponential's time scale tau: `TrajectoryFit.unidentified_params`), or None."""
-    name = "stiffness" if fit.model == "oscillator" else "tau"
-    why = fit.unidentified_params().get(name)
-    return f"the fitted {'stiffness' if name == 'stiffness' else 'time scale'} is not identified ({why})" if why else None
-
-
-def _short(why: str) -> str:
-    """`stiffness_unidentified`'s text without its parenthesised reason (said in the notes)."""
-    return why.split(" (", 1)[0]
-
-
 def _stiffness(fit: TrajectoryFit, mu: float, T: int, notes: list[str]) -> tuple[float | None, float | None, bool]:
     """(kappa, se, measured): the per-step stiffness, measured by the oscillator fit (m = 1, so
     kappa = m k with m = (1 + mu) / 2) or inferred from the exponential's time scale; none (a note says why) where
     the data do not identify the parameter it is read from (`TrajectoryFit.unidentified_params`)."""
     q, se = fit.params, fit.stderr
-    why = stiffness_unidentified(fit)
-    if why:  # no stiffness, nor any threshold read from one
-        notes.append(f"{why}: no stiffness is read from it; a longer pilot may give one")
+    unread = stiffness_unidentified(fit)
+    if unread:  # no stiffness, nor any threshold read from one
+        notes.append(f"{unread[0]} ({unread[1]}): no stiffness is read from it; a longer pilot may give one")
         return None, None, False
     if fit.model == "oscillator":  # the fit's m = 1 oscillator carries c and k
         m = (1.0 + mu) / 2.0

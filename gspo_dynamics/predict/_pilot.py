@@ -50,11 +50,12 @@ from gspo_dynamics.fit import (
 )
 from gspo_dynamics.logs import RunLog
 from gspo_dynamics.predict._collapse_risk import COLLAPSE_SPREAD, collapse_fields
+from gspo_dynamics.predict._collapse_text import collapse_lines
 from gspo_dynamics.predict._config_forecast import ConfigForecast, config_forecast
 from gspo_dynamics.predict._configs import RunSetup
 from gspo_dynamics.predict._drift import measure_drift
 from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held_reward, pilot_end_reward
-from gspo_dynamics.predict._fall_chance import config_fall_chance, fall_chance_lines, lr_bound_in_reach
+from gspo_dynamics.predict._fall_chance import config_fall_chance, lr_bound_in_reach
 from gspo_dynamics.predict._pilot_headline import plateau_identified
 from gspo_dynamics.predict._pilot_log import (
     GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy, pilot_fit,
@@ -245,47 +246,7 @@ class PilotForecast:
         return lines
 
     def _collapse_lines(self) -> list[str]:
-        """The displacement against the collapse limit and its bounds (or that it was not assessed); the KL pull."""
-        hp, lines = self.config.setup.hparams, []
-        if self.displacement is not None:
-            T_max = self.collapse_max_refresh
-            safe_T = ("any T (the ratio clip's band edge lies within the limit)" if T_max is None
-                      else "no T (the pilot's own step overshoots)" if T_max == 0 and self.overshoot
-                      else "no T (one step passes the limit)" if T_max == 0 else f"T = {T_max}")
-            bound, limit = collapse.relative_limit(COLLAPSE_SPREAD, self.entropy, self.signal_share), self.collapse_limit
-            risk, why = (("collapse risk", "; the pilot's entropy rose on its first updates") if self.overshoot else
-                         ("collapse risk" if self.displacement > limit else "within the limit", ""))
-            where = (f", raised to the pilot's own D = {self.survived:.3g}, which it ran without losing reward"
-                     if (raised := limit > bound) else "")
-            margin = ("D at most the pilot's own" if raised and self.displacement <= limit
-                      else f"margin {1 - self.displacement / limit:+.0%}")
-            lines.append(f"  displacement between samplers D = {self.displacement:.3g} against the collapse limit S H / (1 - z) "
-                         f"= {COLLAPSE_SPREAD:g} x {self.entropy:.3g} / {self.signal_share:.3g} = {bound:.3g}{where}: {risk} "
-                         f"({margin}{why})")
-            lines.append(f"  collapse bounds: at this lr safe up to {safe_T}; at this T safe up to lr {self.collapse_max_lr:.3g}")
-            lines += fall_chance_lines(self)
-        elif self.entropy_rise is not None and not self.overshoot:  # T = 1, or T > 1 without a drift reading
-            lines.append(f"  collapse: the move between samplers is not measured (the pilot gives no per-step drift"
-                         f"{': none exists at T = 1' if hp.refresh_interval == 1 else ''}); on the first updates the entropy "
-                         f"rose at most {self.entropy_rise:+.0%} over its first value, no overshoot (a rise past "
-                         f"{collapse.OVERSHOOT_RISE:.0%}, theory.collapse (6))" + ("; the lr bound above is the linear "
-                         "model's alone" if self.max_safe_lr is not None else ""))
-        else:
-            lines.append("  collapse: not assessed (the pilot gives no per-step drift or no token entropy: assumed, below)"
-                         + (f"; but the entropy rose {self.entropy_rise:.0%} on the first updates: the step overshoots, safe "
-                            f"only below lr {self.collapse_max_lr:.3g}" if self.overshoot else "") + ("; the lr bound above is "
-                            "the linear model's alone" if self.max_safe_lr is not None else ""))
-        if self.kl_pull:
-            lines.append(f"  KL pull, not in the collapse bounds above: with beta = {hp.kl_coef:g} and {1 - self.signal_share:.0%} "
-                         "of the run's groups flat, a window whose sampler solves nearly every prompt has almost no "
-                         "policy gradient, and the KL term pulls the policy back toward the reference for the rest of "
-                         f"its T = {hp.refresh_interval} steps, unseen in the logged reward until the next refresh. On "
-                         "our trainer count/cispo held at T = 4 and fell from it from T = 6 at its base lr (3, 6 and 15 "
-                         "of 16 seeds at T = 6, 8 and 12) and from T = 12 at a third of it (paper_repro claims "
-                         "kl-unwinding, kl-pull-refresh), while count/grpo and count/gspo_token, which this warning "
-                         "also names, held at T = 16. Watch for the KL falling while "
-                         "frac_reward_zero_std stays near 1; a smaller T bounds the pull")
-        return lines
+        return collapse_lines(self)
 
 
 def _keys(d: dict) -> dict[str, float]:

@@ -58,7 +58,7 @@ def _components(fall: float, seed: int = 5) -> dict:
 
 def _hacking(series: dict):
     from gspo_dynamics.diagnose._findings import reward_function_divergence
-    from gspo_dynamics.diagnose._signals import hacking
+    from gspo_dynamics.diagnose._hacking import hacking
     from gspo_dynamics.diagnose._trend_stats import change
 
     log = make_log(series.pop("reward"), **series)
@@ -68,7 +68,7 @@ def _hacking(series: dict):
 def test_one_constant_says_when_a_component_fell():
     """Both hacking rules (a component carrying the gain, the reward functions' divergence) read a fall at
     COMPONENT_FALL_Z = Z_TREND: a z of -2.5 is no fall for either (the component rule counted it at -2), -5 is."""
-    from gspo_dynamics.diagnose._signals import COMPONENT_FALL_Z
+    from gspo_dynamics.diagnose._hacking import COMPONENT_FALL_Z
     from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 
     assert COMPONENT_FALL_Z == Z_TREND
@@ -94,7 +94,7 @@ def _penalty_run(fall: float, seed: int = 6) -> dict:
 def test_a_fall_too_small_to_matter_to_the_reward_is_no_exploit():
     """Both falls are significant (z far below -3) and the divergence finding fires on both; only the one of at least
     FALL_SHARE of the reward's rise is exploit evidence."""
-    from gspo_dynamics.diagnose._signals import FALL_SHARE
+    from gspo_dynamics.diagnose._hacking import FALL_SHARE
 
     small, log = _hacking(_penalty_run(fall=0.008))  # ~2% of the reward's rise
     item = next(e for e in small.evidence if e["signal"].endswith("fall / the reward's rise")) if small else None

@@ -13,6 +13,8 @@ Detection rules, first match wins (the content decides, never the file name):
     hf_console     where most are dicts printed by Python `{'key': value, ...}` (transformers' Trainer)
   csv            a header of names split by `,`, tab or `;`, the lines below it (most of them) as many fields,
                  mostly numbers; a banner with commas is not a header
+  text_table     a table a hand-written loop prints: a header line of names over rows of as many leading numbers
+                 (`_text_table`), where nothing above matched
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._console import DETECT_CHARS, console_kind
 from gspo_dynamics.logs._readers import COLUMNS_DOCUMENT, ROWS_DOCUMENT
 from gspo_dynamics.logs._runlog import to_float
+from gspo_dynamics.logs._text_table import looks_like_text_table
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
 # the formats `read_log` reads (`_read.READERS` maps each to its reader)
-FORMATS: tuple[str, ...] = ("trl_state", "console", "hf_console", "tensorboard", "csv", "jsonl", "verl_console")
+FORMATS: tuple[str, ...] = ("trl_state", "console", "hf_console", "tensorboard", "csv", "jsonl", "verl_console",
+                            "text_table")
 
 
 def _as_text(content: bytes | str) -> tuple[str, list[str]]:
@@ -98,10 +102,13 @@ def detect_format(content: bytes | str) -> str:
         return console
     if _looks_like_csv(stripped[:DETECT_CHARS]):
         return "csv"
+    if looks_like_text_table(stripped[:DETECT_CHARS]):
+        return "text_table"
     raise ConfigError(
         "could not recognise the log format; tried a TensorBoard event file, a trainer_state.json, JSON/JSONL rows, "
-        "console output (printed metric dicts, or key: value / key=value lists with a step counter or two numbers) "
-        "and CSV (a header of names over rows of as many fields); in Python, read_log(path, format=...) forces one of "
+        "console output (printed metric dicts, or key: value / key=value lists with a step counter or two numbers), "
+        "CSV (a header of names over rows of as many fields) and a printed table (a header line of names over rows of "
+        "numbers); in Python, read_log(path, format=...) forces one of "
         f"{', '.join(FORMATS)}"
     )
 

@@ -121,7 +121,7 @@ def test_lines_that_are_not_metric_lines_are_ignored():
 def test_a_banner_with_commas_is_not_a_csv_and_what_was_tried_is_said():
     banner = "Creating file logger, please wait\nloading the model, 4 shards\n"
     assert detect_format(banner + "Step 1/10 | reward: 0.5 | kl: 0.01\n") == "console"
-    with pytest.raises(ConfigError, match="tried a TensorBoard .* console output .* and CSV"):
+    with pytest.raises(ConfigError, match="tried a TensorBoard .* console output .* CSV .* and a printed table"):
         detect_format(banner)
     assert detect_format("step,reward\n1,0.5\n2,0.6\n") == "csv"
     assert detect_format("step;reward\n") == "csv"  # a header alone, of names

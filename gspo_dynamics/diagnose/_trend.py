@@ -162,12 +162,23 @@ def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
     return lacks
 
 
+def rise_shown(late: dict, fit) -> list[str]:
+    """What a still-rising reading lacks where the late half's slope decides it (a noisy fit, R^2 < R2_NOISE): a
+    meaningful climb, MEANINGFUL_CHANGE per-sample stds (`late_climb`'s "meaningful"), the mirror of saturation's
+    "a significant but negligible creep is a stop" ([] where the climb is meaningful or the fit decides)."""
+    if fit.r_squared >= R2_NOISE or not math.isfinite(late["slope_z"]) or late["meaningful"]:
+        return []
+    return [f"the late half's climb, {late['climb']:.3g}, is below a meaningful change ({MEANINGFUL_CHANGE:g} "
+            "per-sample reward stds)"]
+
+
 def _sure_or_unsure(verdict: Verdict, late: dict, tail: dict, fit, imp) -> Verdict:
     """A significant rise (z >= Z_TREND) is still rising or saturated, never noise-dominated or stalled: still rising
-    where that reading clears REPORT_CONFIDENCE, saturated where it does and `saturation_shown` finds nothing lacking;
+    where that reading clears REPORT_CONFIDENCE and `rise_shown` finds nothing lacking, saturated where it does and
+    `saturation_shown` finds nothing lacking;
     otherwise unsure between the two (UNSURE_RISE) at UNSURE_CONFIDENCE, its failing evidence kept as caveats and its
     advice only what would tell: a longer run."""
-    lacks = saturation_shown(late, tail, fit, imp) if verdict.mode == "healthy_saturation" else []
+    lacks = saturation_shown(late, tail, fit, imp) if verdict.mode == "healthy_saturation" else rise_shown(late, fit)
     if verdict.confidence >= REPORT_CONFIDENCE and not lacks:
         return verdict
     ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]

@@ -68,3 +68,19 @@ def test_a_late_fall_after_a_rise_is_not_saturation():
     trend = d.verdict("healthy_saturation") or d.verdict("still_rising")
     assert trend.confidence < 0.5
     assert not (trend.mode == "healthy_saturation" and not trend.unsure)
+
+
+def test_a_significant_but_negligible_late_creep_is_no_sure_rise():
+    """The mirror of saturation's "a significant but negligible creep is a stop": where the late half's slope decides
+    (a noisy fit), a climb below MEANINGFUL_CHANGE per-sample stds leaves still rising unsure (a new user's RDAN-GRPO
+    log: still rising 0.51 on a late climb of 0.029, its own evidence saying 'meaningful False')."""
+    from types import SimpleNamespace
+
+    from gspo_dynamics.diagnose._trend import rise_shown
+
+    late = {"slope_z": 2.03, "meaningful": False, "climb": 0.029}
+    assert rise_shown(late, SimpleNamespace(r_squared=0.19)) == [
+        "the late half's climb, 0.029, is below a meaningful change (0.2 per-sample reward stds)"]
+    assert rise_shown({**late, "meaningful": True}, SimpleNamespace(r_squared=0.19)) == []
+    assert rise_shown(late, SimpleNamespace(r_squared=0.6)) == []  # a good fit decides by its remaining rise
+    assert rise_shown({**late, "slope_z": float("nan")}, SimpleNamespace(r_squared=0.19)) == []

@@ -266,7 +266,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
                      ordered=format != "tensorboard")
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
     built = series_of(settled, chosen, warnings)
-    set_aside = [f"{settled.dropped} earlier rows of a resumed run dropped"] if settled.dropped else []
+    set_aside = [f"{settled.dropped} rows dropped where the step counter went back"] if settled.dropped else []
     repeats = repeated_rows(built.series, built.from_training)
     if repeats.any():
         set_aside.append(f"{int(repeats.sum())} repeated rows read once")

@@ -233,7 +233,7 @@ class Settled:
     step_axis: str
     interval: int | None  # the logging interval the rows were numbered by (None: the rows have steps)
     warnings: list[str]
-    dropped: int  # earlier rows of a resumed run dropped (`resumed_rows`)
+    dropped: int  # rows dropped where the step counter went back (`resumed_rows`)
     train_groups: dict[tuple, list[int]]  # `train`'s row indices by key tuple
 
 
@@ -263,8 +263,9 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
     index = np.arange(chosen.start, chosen.stop)
     keep, n_back = resumed_rows(steps[chosen], is_eval[chosen]) if ordered else (np.ones(len(rows), bool), 0)
     if n_back:
-        warnings.append(f"the step counter goes back {n_back} time(s) (a resumed run logging its steps again): the "
-                        f"later rows were kept and {int((~keep).sum())} earlier row(s) dropped")
+        warnings.append(f"the step counter goes back {n_back} time(s) (a resumed run logging its steps again, or runs "
+                        f"written into one file in turn): the later rows were kept and {int((~keep).sum())} earlier "
+                        "row(s) dropped")
     index = index[keep]
     evals = index[is_eval[index]]
     eval_keys: dict[str, str] = {}

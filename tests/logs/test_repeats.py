@@ -54,8 +54,8 @@ def test_a_resumed_runs_dropped_rows_are_set_aside_where_the_rows_are_counted():
 
     rows = [{"step": s, "reward": 0.1 + 0.01 * s, "loss": 0.5} for s in [*range(1, 21), *range(15, 41)]]
     log = read_log(_jsonl(rows))
-    assert log.set_aside == ("6 earlier rows of a resumed run dropped",) and len(log.steps) == 40
-    assert any("; 6 earlier rows of a resumed run dropped" in line for line in diagnose(log).report_lines(explain=False))
+    assert log.set_aside == ("6 rows dropped where the step counter went back",) and len(log.steps) == 40
+    assert any("; 6 rows dropped where the step counter went back" in line for line in diagnose(log).report_lines(explain=False))
 
 
 def test_chance_repeats_a_collapse_a_pinned_run_and_a_row_with_an_eval_value_are_kept():

@@ -43,8 +43,8 @@ SATURATED = 0.95  # ... unless it sits at >= 95% of its largest row (> 0): at it
 # truncation
 TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length, over the late window
 # length_collapse
-LENGTH_SHRINK = 2.0  # the mean completion length fell below half its early value (the mirror of a doubling,
-# `_hacking.LENGTH_BLOWUP_RATIO`)
+LENGTH_SHRINK = 2.0  # the mean completion length fell below half its early value; its doubling is the same factor
+# (`_hacking.LENGTH_BLOWUP_RATIO`)
 
 
 def findings(log: RunLog, hparams: Hyperparams | None = None) -> list[Finding]:

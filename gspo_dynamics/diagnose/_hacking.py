@@ -12,11 +12,11 @@ import math
 import numpy as np
 
 from gspo_dynamics._keys import MAX_LENGTH_KEYS
-from gspo_dynamics.diagnose._findings import Z_NOT_RISING, Z_RISE
+from gspo_dynamics.diagnose._findings import LENGTH_SHRINK, Z_NOT_RISING, Z_RISE
 from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 
-LENGTH_BLOWUP_RATIO = 2.0  # mean completion length doubled from early to late
+LENGTH_BLOWUP_RATIO = LENGTH_SHRINK  # mean completion length doubled from early to late (the mirror of halved)
 TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
 DOMINANT_SHARE = 0.9  # one reward component carries 90% of the total gain ...
 # ... while another falls: a reward component (or function) fell where its Welch z late - early <= -3, a change as real

@@ -268,11 +268,11 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     built = series_of(settled, chosen, warnings)
     set_aside = [f"{settled.dropped} rows dropped where the step counter went back"] if settled.dropped else []
     repeats = repeated_rows(built.series, built.from_training)
-    if repeats.any():
-        set_aside.append(f"{int(repeats.sum())} repeated rows read once")
+    if n_repeats := int(repeats.sum()):
+        set_aside.append(f"{n_repeats} repeated rows read once")
         built = without_rows(built, ~repeats)
-        warnings.append(f"{int(repeats.sum())} rows repeat the row before them in every reading (a logger writing its "
-                        "last values at each step): each value is read once, at its first step")
+        warnings.append(f"{n_repeats} rows repeat the row before them in every reading (a logger writing its last "
+                        "values at each step): each value is read once, at its first step")
     if "reward" not in built.series:
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")

@@ -262,10 +262,10 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
                         f"of which run {run_index} was read")
     index = np.arange(chosen.start, chosen.stop)
     keep, n_back = resumed_rows(steps[chosen], is_eval[chosen]) if ordered else (np.ones(len(rows), bool), 0)
+    dropped = int((~keep).sum())
     if n_back:
         warnings.append(f"the step counter goes back {n_back} time(s) (a resumed run logging its steps again, or runs "
-                        f"written into one file in turn): the later rows were kept and {int((~keep).sum())} earlier "
-                        "row(s) dropped")
+                        f"written into one file in turn): the later rows were kept and {dropped} earlier row(s) dropped")
     index = index[keep]
     evals = index[is_eval[index]]
     eval_keys: dict[str, str] = {}
@@ -277,7 +277,7 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
     kept = np.zeros(len(rows), dtype=bool)
     kept[index[~is_eval[index]]] = True
     return Settled(take_rows(rows, kept), eval_list, eval_keys, int(starts.size), run_index, step_axis,
-                   every if numbered else None, warnings, int((~keep).sum()) if n_back else 0,
+                   every if numbered else None, warnings, dropped,
                    groups if kept.all() else regroup(groups, kept, set()))
 
 

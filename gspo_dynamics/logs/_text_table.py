@@ -46,42 +46,34 @@ def _row(tokens: list[str], names: list[str]) -> dict[str, str] | None:
     return record
 
 
-def _tables(lines) -> list[dict[str, str]]:
-    """The records of every row under a header (a header with no row under it is no header)."""
-    records: list[dict[str, str]] = []
+def _rows_under_headers(lines):
+    """(header number, record) for every row under a header, in order (a header with no row under it is no header)."""
     names: list[str] = []
+    headers = 0
     for line in lines:
         tokens = line.split()
         if not tokens:
             continue
         record = _row(tokens, names) if names else None
         if record is not None:
-            records.append(record)
+            yield headers, record
         elif header := _names(tokens):
-            names = header
-    return records
+            names, headers = header, headers + 1
 
 
 def looks_like_text_table(text: str) -> bool:
     """Whether the text's head holds a header with at least MIN_ROWS rows under it (module docstring)."""
-    names: list[str] = []
-    rows = 0
-    for line in itertools.islice(text.splitlines(), _DETECT_LINES):
-        tokens = line.split()
-        if not tokens:
-            continue
-        if names and _row(tokens, names) is not None:
-            rows += 1
-            if rows >= MIN_ROWS:
-                return True
-        elif header := _names(tokens):
-            names, rows = header, 0
+    counts: dict[int, int] = {}
+    for header, _ in _rows_under_headers(itertools.islice(text.splitlines(), _DETECT_LINES)):
+        counts[header] = counts.get(header, 0) + 1
+        if counts[header] >= MIN_ROWS:
+            return True
     return False
 
 
 def read_text_table(text: str, step_key: str | None = None) -> RawLog:
     """The rows of a printed table (module docstring), steps from its step-like column."""
     warnings: list[str] = []
-    records = _tables(text.splitlines())
+    records = [record for _, record in _rows_under_headers(text.splitlines())]
     rows, axis, _ = _step_rows(records, "printed table", warnings, step_key, owned=True)
     return RawLog(rows, warnings, None, axis)

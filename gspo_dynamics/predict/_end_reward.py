@@ -244,9 +244,8 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
                          f"(predict._end_reward (5); {why})", reach)
 
     if not has_scale(value, scale):
-        return EndReward(run_steps, ratio, value, scale, None, "no interval: the pilot's rewards do not move around the "
-                         "forecast, so there is nothing to scale an interval by",
-                         withheld="the pilot's rewards do not move around it")
+        why = "the pilot's rewards do not move around the forecast, so there is nothing to scale an interval by"
+        return EndReward(run_steps, ratio, value, scale, None, f"no interval: {why}", withheld=why)
     if refresh_interval > INTERVAL_MAX_REFRESH:
         return bracket(f"the conformal interval is calibrated on runs with T <= {INTERVAL_MAX_REFRESH}, this one has "
                        f"T = {refresh_interval}")

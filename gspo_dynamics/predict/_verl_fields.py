@@ -97,7 +97,7 @@ NO_DYNAMICS = {  # inside the dynamics subtrees
 
 # keys of older verl releases that 0.9.1 reads elsewhere: the train-inference importance weights moved from the actor
 # to `algorithm` (verl PR 3694), then into algorithm.rollout_correction (PR 3984). The old key is not read, so it stays
-# unknown, but its refusal names the key 0.9.1 reads and the value that key takes (`_config_checks.named`)
+# unknown, but its refusal names the key 0.9.1 reads and the value that key takes (`_config_checks.nearest`, `_named`)
 MOVED = {
     ACTOR + "tis_imp_ratio_cap": (_RC + "rollout_is_threshold", "with rollout_is: token"),
     "algorithm.rollout_is": (_RC + "rollout_is", "token or sequence, not a bool"),

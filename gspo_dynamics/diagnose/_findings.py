@@ -245,8 +245,8 @@ def length_collapse(log: RunLog, hparams=None) -> Finding | None:
                                                       if fell else ", and the reward did not rise meanwhile"))
     advice = [] if rose else [
         "read completions from the last steps: if they are near-empty, check what the reward gives a short answer (a "
-        "length penalty, or a format reward an empty answer earns) before the learning rate: TRL reward_funcs / verl "
-        "custom_reward_function.path"]
+        "length penalty, or a format reward an empty answer earns: TRL reward_funcs / verl "
+        "custom_reward_function.path)"]
     return Finding("length_collapse", NOTE if rose else "warning", summary,
                    [evidence("mean completion length late / early", c["late"] / c["early"], c["steps"],
                              threshold=1.0 / LENGTH_SHRINK, side="<", early=c["early"], late=c["late"], z=c["z"])],

@@ -25,6 +25,9 @@ REPORT_CONFIDENCE = 0.5
 # the one thing to do when the primary verdict advises nothing
 NOTHING_TO_DO = {"healthy_saturation": "nothing to change: the reward reached its plateau (stop, or harder prompts "
                                        "to go further)"}
+# findings whose cause acts whatever the verdict's remedy, so their check comes first on the do line: a reward that
+# pays short answers (length_collapse) drives the completions toward empty at any learning rate
+CHECK_FIRST = ("length_collapse",)
 # what tells apart the modes of an unsure answer (`Verdict.unsure`), said on the verdict line
 UNSURE_TELLS = {frozenset(("still_rising", "healthy_saturation")): "a longer run tells",
                 frozenset(("stalled", "noise_dominated")): "more samples per step tell",
@@ -138,13 +141,18 @@ class Diagnosis:
         return self.verdicts[0].unsure if self.verdicts and self.primary != TOO_SHORT else ()
 
     def action(self) -> str:
-        """The one thing to do: fix what invalidates the run first, else the primary verdict's first advice."""
+        """The one thing to do: fix what invalidates the run first; else the primary verdict's first advice, after
+        the check of a finding whose cause acts whatever the verdict's remedy (`CHECK_FIRST`)."""
         first = self._invalidating()
         if first is not None:
             return first.advice[0]
-        if self.verdicts and self.verdicts[0].advice:
-            return self.verdicts[0].advice[0]
-        return NOTHING_TO_DO.get(self.primary, "nothing the log points to")
+        check = next((f for f in self.findings if f.name in CHECK_FIRST and f.severity != NOTE and f.advice), None)
+        if not (self.verdicts and self.verdicts[0].advice):
+            return check.advice[0] if check else NOTHING_TO_DO.get(self.primary, "nothing the log points to")
+        remedy = self.verdicts[0].advice[0]
+        if check is None:
+            return remedy
+        return f"first {check.advice[0]}; if the reward is not the cause: {remedy}"
 
     def _invalidating(self):
         """The first finding that invalidates the run and says what to do, or None."""

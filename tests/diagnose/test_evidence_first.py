@@ -165,3 +165,19 @@ def test_the_swing_and_noise_of_a_periodic_component_match_what_made_them(seed):
     flips = trend + 0.04 * (-1.0) ** t + rng.normal(0, 0.03, t.size)
     alt = alternation(t, flips, fit_trajectory(t, flips))
     assert alt["amplitude"] == pytest.approx(0.04, rel=0.15) and alt["noise_std"] == pytest.approx(0.03, rel=0.2)
+
+
+def test_a_length_collapse_is_checked_before_the_verdicts_remedy():
+    """Completions shrink 350 -> ~10 tokens while the reward falls (a length penalty's collapse, audit A5-A7): the
+    do line reads completions and the reward's treatment of short answers first, the verdict's remedy after it; the
+    same verdict without the shrink keeps its remedy alone."""
+    rng = np.random.default_rng(4)
+    t = np.arange(120.0) / 120
+    reward = 0.55 - 0.45 * t + 0.02 * rng.standard_normal(t.size)
+    d = diagnose(make_log(reward, mean_length=350.0 * np.exp(-3.5 * t) + 5 * rng.standard_normal(t.size)))
+    shrink = next(f for f in d.findings if f.name == "length_collapse")
+    remedy = d.verdicts[0].advice[0]
+    assert d.action() == f"first {shrink.advice[0]}; if the reward is not the cause: {remedy}"
+    assert d.report_lines()[1] == f"do         {d.action()}"
+    plain = diagnose(make_log(reward, mean_length=np.full(t.size, 350.0) + 5 * rng.standard_normal(t.size)))
+    assert all(f.name != "length_collapse" for f in plain.findings) and "short answer" not in plain.action()

@@ -306,10 +306,13 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
                   "train longer"]
     else:
         # a plateau more than one observed range beyond the data gives no usable time to reach it
-        more = ("" if "time_to_plateau" in imp.unidentified or fit.plateau_extrapolation > 1.0
-                else f": about {max(t_p - fit.t_end, 0):.0f} more steps to come within 5% of it (step {t_p:.0f})")
+        timed = "time_to_plateau" not in imp.unidentified and fit.plateau_extrapolation <= 1.0
+        more = ("" if not timed else f": about {t_p - fit.t_end:.0f} more steps to come within 5% of it (step "
+                f"{t_p:.0f})" if t_p > fit.t_end else f": within 5% of it since step {t_p:.0f}, a slow climb since")
         level = "" if recent is None else f" (mean {recent[0]:.4g} over the last {recent[1]} rows)"
-        advice = [f"the fitted plateau {r_inf:.4g} is above the recent rewards{level}{more}; train longer"]
+        longer = "train longer" if recent is None or t_p > fit.t_end or not timed else \
+            f"train longer if {r_inf - recent[0]:.2g} more is worth it"
+        advice = [f"the fitted plateau {r_inf:.4g} is above the recent rewards{level}{more}; {longer}"]
     # a late half climbing at Z_TREND is still rising however far ahead (or unresolved) the plateau is
     climbing = math.isfinite(slope_z) and slope_z >= Z_TREND
     conf = _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size, saturating=False, climbing=climbing)

@@ -181,3 +181,15 @@ def test_a_length_collapse_is_checked_before_the_verdicts_remedy():
     assert d.report_lines()[1] == f"do         {d.action()}"
     plain = diagnose(make_log(reward, mean_length=np.full(t.size, 350.0) + 5 * rng.standard_normal(t.size)))
     assert all(f.name != "length_collapse" for f in plain.findings) and "short answer" not in plain.action()
+
+
+def test_a_plateau_already_reached_is_no_count_of_steps_to_come():
+    """0.2 + 0.6 (1 - exp(-t / 40)) over 150 rows: the fit comes within 5% of its plateau at about step 120, inside
+    the log. The advice says so and what is left to gain, never 'about 0 more steps to come'."""
+    rng = np.random.default_rng(0)
+    t = np.arange(150.0)
+    d = diagnose(make_log(0.2 + 0.6 * (1 - np.exp(-t / 40)) + rng.normal(0, 0.03, t.size)))
+    advice = " ".join(a for v in d.verdicts for a in v.advice)
+    assert "0 more steps" not in advice
+    assert d.primary == "still_rising"
+    assert "within 5% of it since step" in d.action() and "more is worth it" in d.action()

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from gspo_dynamics.logs._algorithms import is_summary_row
 from gspo_dynamics.logs._console_lines import logical_lines
-from gspo_dynamics.logs._console_pairs import NUM, counter, pairs, spaced_pairs
+from gspo_dynamics.logs._console_pairs import NUM, counter, epoch_of, pairs, spaced_pairs
 from gspo_dynamics.logs._readers import STEP_KEYS, _flatten, _loads
 from gspo_dynamics.logs._runlog import to_step
 
@@ -217,6 +217,9 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
         record = spaced_pairs(line[end:])
     if counter_name is not None and step_key is None:
         record.pop(counter_name, None)
+    if record and counter_name is not None and not any(k.lower() == "epoch" for k in record):
+        if (epoch := epoch_of(line)) is not None:  # a counter that may restart each epoch (`_epochs`)
+            record["epoch"] = epoch
     if not record:
         return _no_pairs(line, scan, current, step, start, end)
     metric, is_eval, _ = _kind_of(record, scan.memo)

@@ -3,6 +3,7 @@
     step, name, start, end = counter("Step 12/200 | reward: 0.31")   # (12, "Step", 0, 11)
     pairs("Step 12/200 | reward: 0.31 | kl: 0.002", memo)          # {"reward": 0.31, "kl": 0.002}
     spaced_pairs(" reward 0.3 loss 0.2")                            # {"reward": 0.3, "loss": 0.2}
+    epoch_of("Epoch 2/3, Step 10, Loss: 0.1")                       # 2
 
 A key is the words before a `:` or `=` after the last separator (`|`, `,`, `;`, brackets, ` - `), up to
 _MAX_KEY_WORDS of them (`Avg Response Len: 271.4`), else the last word; a value is a number as Python, numpy or
@@ -32,6 +33,8 @@ _MAX_KEY_WORDS = 4  # `Avg Response Len: 271.4`
 _COUNTER = re.compile(r"(global[_ ]step|step|iteration|iter|it|update|episode)[ \t]*[:=#]?[ \t]*\[?[ \t]*(\d+)"
                       r"(?:[ \t]*/[ \t]*\d+)?(?![\w.])")
 _EPOCH_FRACTION = re.compile(r"(?i)epoch\W{0,3}\[?\s*(\d+)\s*/\s*\d+\s*\]?\s*[(\[]\s*(\d+)\s*/\s*(\d+)\s*[)\]]")
+# "Epoch 2/3" beside a step counter (`Epoch 2/3, Step 10, Loss: ...`): the epoch, for a counter that restarts in each
+_EPOCH_OF = re.compile(r"(?i)(?<![\w/])epoch\s*[#:=]?\s*\[?\s*(\d+)\s*/\s*\d+")
 _COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3,
                  "episode": 3}
 
@@ -57,6 +60,12 @@ def counter(line: str) -> tuple[int | None, str | None, int, int]:
         return None, None, 0, 0
     e, n, per_epoch = (int(g) for g in epoch.groups())
     return to_step(max(e - 1, 0) * per_epoch + n), None, epoch.start(), epoch.end()
+
+
+def epoch_of(line: str) -> int | None:
+    """The epoch an `Epoch e/E` in the line names, or None."""
+    match = _EPOCH_OF.search(line) if "poch" in line else None
+    return None if match is None else int(match.group(1))
 
 
 def _key_before(segment: str, set_apart: bool) -> str | None:

@@ -14,6 +14,8 @@ on the rows, what a series cannot tell afterwards:
   runs          a training step at or below the file's first training step, after the counter went past it (or,
                 in a file of one row per step, after any training row), starts a new run (runs appended to one
                 file, concatenated logs); the last is read unless `run` picks another.
+  epochs        a step counter that restarts where the epoch column rises counts on across the epochs
+                (`_epochs`): one run, not one per epoch.
   resumed       a training step below one logged before it, within a run: the rows logged before it at that step
                 or later are dropped (a resumed job logs them again: the later values are kept).
 """
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs._epochs import across_epochs
 from gspo_dynamics.logs._groups import key_groups, regroup
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
@@ -255,6 +258,11 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         if every and every > 1:
             step_axis = f"logging_steps {every} x row"
     steps = row_steps(rows)  # (n,)
+    if ordered and not numbered:
+        steps, joined = across_epochs(rows, groups, steps, is_eval)
+        if joined:
+            rows = with_steps(rows, steps)
+            step_axis += f", counted on where it restarts with the epoch ({joined} time(s))"
     starts = run_starts(steps, is_eval) if ordered else np.zeros(1, dtype=np.int64)
     chosen, run_index = pick_run(len(rows), starts, run)
     if starts.size > 1:

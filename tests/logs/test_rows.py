@@ -192,6 +192,66 @@ def test_in_a_log_of_one_row_per_step_a_run_that_stopped_at_its_first_step_is_a_
     assert read_log(jsonl(rows), run=2).steps.tolist() == [1, 2, 3]
 
 
+def by_epoch(epochs, per_epoch: int = 8, start: int = 0, every: int = 1) -> list[dict]:
+    """A hand-written loop's rows: the step counts start, start + every, ... again in each epoch."""
+    return [{"epoch": e, "step": start + every * s, "reward": REWARD[(k * per_epoch + s) % N]}
+            for k, e in enumerate(epochs) for s in range(per_epoch)]
+
+
+def test_a_counter_that_restarts_with_each_epoch_counts_on_across_them():
+    """Epochs 1-3 of 8 rows each, steps 0, 10, ..., 70 in each: one run of 24 rows at 0, 10, ..., 230."""
+    log = read_log(jsonl(by_epoch([1, 2, 3], every=10)))
+    assert (log.n_runs, log.steps.size) == (1, 24) and log.steps.tolist() == list(range(0, 240, 10))
+    np.testing.assert_allclose(log["reward"], REWARD)
+    assert "counted on where it restarts with the epoch (2 time(s))" in log.step_axis
+
+
+def test_runs_appended_with_their_epochs_from_1_again_stay_runs_and_a_resume_stays_a_resume():
+    appended = read_log(jsonl(by_epoch([1, 2]) + by_epoch([1, 2])))  # two runs of two epochs each
+    assert (appended.n_runs, appended.steps.tolist()) == (2, list(range(16)))
+    resumed = [{"epoch": 0.1 * s, "step": s, "reward": 0.0} for s in range(1, 16)]  # resumed at step 10
+    resumed += [{"epoch": 0.1 * s, "step": s, "reward": REWARD[s - 1]} for s in range(10, N + 1)]
+    log = read_log(jsonl(resumed))
+    assert log.n_runs == 1 and log.steps.tolist() == list(range(1, N + 1)) and log["reward"][-1] == REWARD[-1]
+
+
+def test_counting_on_across_epochs_matches_a_loop():
+    """`across_epochs`' cumulative offsets against a row-by-row loop, on random restarts, epochs and eval rows."""
+    from gspo_dynamics.logs._epochs import across_epochs
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n = int(rng.integers(2, 60))
+        steps = rng.integers(0, 20, n).astype(np.int64)
+        epochs = rng.integers(1, 4, n).astype(float)  # whole epochs; a restart joins where it rises by one
+        is_eval = rng.random(n) < 0.2
+        rows = [(int(s), {"epoch": float(e), "reward": 0.0}) for s, e in zip(steps, epochs)]
+        got, joined = across_epochs(rows, {("epoch", "reward"): list(range(n))}, steps, is_eval)
+        train = np.flatnonzero(~is_eval)
+        diffs = np.diff(steps[train])
+        d = int(np.median(diffs[diffs > 0])) if (diffs > 0).any() else 1
+        want, offset, count, prev = steps.copy(), 0, 0, None
+        for i in range(n):
+            if not is_eval[i] and prev is not None and steps[i] < steps[prev]:
+                if epochs[i] == epochs[prev] + 1:
+                    offset, count = offset + int(steps[prev] - steps[i]) + d, count + 1
+                else:
+                    offset = 0
+            want[i] = steps[i] + offset
+            prev = i if not is_eval[i] else prev
+        if count == 0:
+            want = steps
+        assert joined == count and got.tolist() == want.tolist()
+
+
+def test_a_console_loops_epoch_and_step_lines_read_as_one_run():
+    lines = [f"INFO - Epoch {e}/3, Step {s}, Loss: 0.1, Reward: {REWARD[(e - 1) * 8 + s // 10]:.6f}"
+             for e in (1, 2, 3) for s in range(0, 80, 10)]
+    log = read_log("\n".join(lines) + "\n")
+    assert (log.n_runs, log.steps.size) == (1, 24) and log.steps[-1] == 230
+    np.testing.assert_allclose(log["reward"], REWARD, atol=1e-6)
+
+
 def test_a_new_runs_evaluation_before_training_goes_with_it():
     run = [{"step": 0, "val/acc": 0.1}] + [{"step": s + 1, "critic/score/mean": REWARD[s]} for s in range(N)]
     run.append({"step": N, "val/acc": 0.6})

@@ -9,7 +9,7 @@ import pytest
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.logs import STANDARD_NAMES, canonical_name, read_log
-from gspo_dynamics.logs._names import _TABLE, is_eval_key, name_rank, resolve_names
+from gspo_dynamics.logs._names import _TABLE, guess_trainer, is_eval_key, name_rank, resolve_names
 
 REWARDS = [0.1, 0.2, 0.4, 0.5, 0.6, 0.65, 0.7, 0.72, 0.73, 0.74]
 OTHER = [0.9 - r for r in REWARDS]  # a second, different series
@@ -181,3 +181,16 @@ def test_the_columns_read_are_the_same_whatever_the_hash_seed(tmp_path):
     seen = {subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True,
                            env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(seen) == 1, seen
+
+
+@pytest.mark.parametrize("keys, trainer", [
+    ({"critic/score/mean", "actor/entropy", "group_reward_std"}, "verl"),
+    ({"reward", "policy_loss", "response_length", "ppo_clip_ratio"}, "openrlhf"),
+    ({"reward", "reward_std", "frac_reward_zero_std", "completions/mean_length"}, "trl"),
+    ({"train/reward", "train/reward_std"}, "trl"),
+    # a hand-written loop naming its columns after both (audit A8/A9): neither trainer's keys are the user's
+    ({"reward", "reward_std", "frac_reward_zero_std", "group_reward_std", "avg_gen_tokens"}, "unknown"),
+    ({"step", "avg_reward", "loss"}, "unknown"),
+])
+def test_the_trainer_is_named_only_from_its_own_keys(keys, trainer):
+    assert guess_trainer(keys) == trainer

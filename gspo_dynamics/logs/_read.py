@@ -39,6 +39,7 @@ from gspo_dynamics.logs._readers import (
     read_trl_state,
     read_tensorboard,
 )
+from gspo_dynamics.logs._placeholders import without_placeholders
 from gspo_dynamics.logs._repeats import repeated_rows
 from gspo_dynamics.logs._rows import eval_points, key_groups, series_of, settle, without_rows
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, freeze
@@ -265,7 +266,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
                      numbered=numbered, every=logging_steps or raw.logging_steps, run=run,
                      ordered=format != "tensorboard")
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
-    built = series_of(settled, chosen, warnings)
+    built, placeholders = without_placeholders(series_of(settled, chosen, warnings))
+    warnings += placeholders
     set_aside = [f"{settled.dropped} rows dropped where the step counter went back"] if settled.dropped else []
     repeats = repeated_rows(built.series, built.from_training)
     if n_repeats := int(repeats.sum()):

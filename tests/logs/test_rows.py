@@ -402,3 +402,18 @@ def test_ms_swift_jsonl_steps_come_from_global_step_over_max_steps_not_a_summary
     tail = {"log_history": rows, "global_step": 120, "best_metric": None}
     log = read_log("\n".join(json.dumps(row) for row in rows + [tail]) + "\n")
     assert log.step_axis == "column 'global_step/max_steps'" and list(log.valid("reward")[0][[0, -1]]) == [10, 120]
+
+
+def test_an_entropy_of_exact_zeros_on_every_row_is_a_placeholder_not_a_collapse():
+    """A loop with the entropy's computation off (audit A8) logs entropy 0.0 on every row while a quarter of its groups
+    have rewards that differ: set aside, said, unread. Kept: a measured entropy that reaches 0 late, and zeros where
+    no group is shown to differ (a policy that may answer every prompt one way)."""
+    log = read_log(jsonl([train_row(i, entropy=0.0, frac_reward_zero_std=0.75) for i in range(N)]))
+    assert "entropy" not in log.series and "entropy" in log.unread and "entropy" not in log.columns
+    assert any("'entropy' is exactly 0 on every row while groups' rewards differ: a placeholder" in w
+               for w in log.warnings)
+    falls = read_log(jsonl([train_row(i, entropy=max(0.0, 0.5 - 0.05 * i), frac_reward_zero_std=0.75)
+                            for i in range(N)]))
+    assert falls.n_points("entropy") == N and falls["entropy"][-1] == 0.0
+    for spread in ({}, {"frac_reward_zero_std": 1.0}):
+        assert read_log(jsonl([train_row(i, entropy=0.0, **spread) for i in range(N)])).n_points("entropy") == N

@@ -7,7 +7,8 @@ rows before it,
     x_i >= MULTIPLE * m_i    and    x_i - m_i >= JUMP    and    x_i >= STEP_MULTIPLE * x_(i-1),
 
 (the second keeps a jump from 0.001 to 0.01 nats from counting; for the gradient norm, whose scale is the
-model's, JUMP = 0 and m_i > 0 is required instead; the third keeps a steady climb out: a KL growing from 0 as the
+model's, JUMP = 0 and m_i > 0 is required instead, and m_i is the median of the window's rows that moved the policy:
+a step whose groups are all flat has no gradient, and rows of such steps between moving ones are no baseline; the third keeps a steady climb out: a KL growing from 0 as the
 policy leaves the reference passes 10x the median of its earlier rows while rising a few percent a row). Rows before the WINDOW-th have no baseline and are
 never spikes. The multiple reported is x_i / m_i.
 """
@@ -25,7 +26,8 @@ from gspo_dynamics.logs import RunLog
 
 SPIKE_WINDOW = 20  # rows before a row whose median is its baseline (as `kl_spikes`)
 SPIKE_MULTIPLE = 10.0  # a spike is at least 10x its baseline: an order of magnitude, not noise of a heavy tail
-MOVED_SHARE = 1e-3  # a step whose gradient norm is below this share of the largest moved nothing (its groups were flat)
+MOVED_SHARE = 1e-3  # a step whose gradient norm is below this share of a typical one (`moved_rows`, the spike's
+# baseline) or of the largest (the clip advised: a run flat but for its spike advises none) moved nothing
 STEP_MULTIPLE = 2.0  # ... and at least doubles from the row before it: a jump, not a climb
 # `kl_spikes`: the thresholds were set after reading the shared real logs, where the two spikes their INDEX names
 # read 23x and 15x, and no other row passes 7x (a row at 0.005 nats) or 2.1x
@@ -36,15 +38,34 @@ KL_OLD_NEW_JUMP = 0.01  # nats: verl's actor/ppo_kl sits at 1e-4..1e-3 per updat
 CLIP_FRAC_JUMP = 0.05  # five points of tokens clipped more than the baseline: a batch the ratio left the band on
 
 
+def moved_rows(norms: np.ndarray) -> np.ndarray:
+    """(N,) bool: the steps whose gradient norm moved the policy, at least MOVED_SHARE of the norms' 90th percentile
+    (a typical moving step's, whatever a few spikes or many flat steps do to the extremes and the median)."""
+    return norms >= MOVED_SHARE * np.percentile(norms, 90)
+
+
 def spike_rows(values: np.ndarray, multiple: float = SPIKE_MULTIPLE, jump: float = 0.0,
-               window: int = SPIKE_WINDOW) -> tuple[np.ndarray, np.ndarray]:
+               window: int = SPIKE_WINDOW, moved_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(indices of the spikes in `values`, their baselines): the rows i >= window with x_i >= multiple m_i,
     x_i - m_i >= jump and x_i >= STEP_MULTIPLE x_(i-1), m_i the median of the `window` values before; with jump = 0
-    also m_i > 0.
+    also m_i > 0. `moved_only` (the gradient norm): m_i is the median of the window's rows that moved the policy
+    (x >= MOVED_SHARE x the series' 90th percentile; a step whose groups are all flat has no policy gradient), else,
+    where fewer than half of them moved, the median of every row that moved: a row of steps that moved between flat
+    ones is measured against moving steps, not against the zeros, nor against two or three of them.
     values: (N,) finite."""
     if values.size <= window:
         return np.zeros(0, np.int64), np.zeros(0)
-    before = np.median(np.lib.stride_tricks.sliding_window_view(values, window)[:-1], axis=1)  # (N - window,)
+    windows = np.lib.stride_tricks.sliding_window_view(values, window)[:-1]  # (N - window, window)
+    if moved_only:
+        moved = moved_rows(values)  # (N,)
+        in_window = np.lib.stride_tricks.sliding_window_view(moved, window)[:-1]
+        counts = in_window.sum(axis=1)
+        sorted_moved = np.sort(np.where(in_window, windows, np.inf), axis=1)  # the moved values first, ascending
+        lo, hi = (np.maximum(counts - 1, 0) // 2)[:, None], (counts // 2)[:, None]
+        before = 0.5 * (np.take_along_axis(sorted_moved, lo, 1) + np.take_along_axis(sorted_moved, hi, 1))[:, 0]
+        before = np.where(counts >= window // 2, before, np.median(values[moved]))  # (N - window,)
+    else:
+        before = np.median(windows, axis=1)  # (N - window,)
     x, previous = values[window:], values[window - 1:-1]  # (N - window,) each
     hit = (x >= multiple * before) & (x - before >= jump) & (x >= STEP_MULTIPLE * previous)
     if jump <= 0:
@@ -77,7 +98,7 @@ def _spikes(log: RunLog, name: str, jump: float) -> list[dict]:
     if name not in log or log.n_points(name) <= SPIKE_WINDOW:
         return []
     steps, x = log.valid(name)
-    rows, before = spike_rows(x, SPIKE_MULTIPLE, jump)
+    rows, before = spike_rows(x, SPIKE_MULTIPLE, jump, moved_only=name == "grad_norm")
     return [{"step": int(steps[i]), "value": float(x[i]), "before": float(b),
              "multiple": float(x[i] / b) if b > 0 else math.inf} for i, b in zip(rows, before)]
 

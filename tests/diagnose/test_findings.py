@@ -111,11 +111,12 @@ def test_a_gradient_norm_spike_is_found_with_its_multiple(trainer, tmp_path):
 
 def test_the_clip_advised_for_a_spike_is_the_typical_norm_of_steps_that_moved():
     """A run whose groups went flat logs a zero gradient for most steps: the clip advised is twice the median of the
-    steps that moved (0.5 here), never the median of the zeros (max_grad_norm 0 turns the clip off)."""
+    steps that moved (0.5 here), never the median of the zeros (max_grad_norm 0 turns the clip off). The spike after
+    the flat stretch is measured against the steps that moved (6.0 is 12x 0.5)."""
     steps = np.arange(1, N + 1)
     norm = np.where(steps <= 40, 0.5, 0.0)
     norm[41:] = 1e-6
-    norm[-5] = 2.0
+    norm[-5] = 6.0
     log = RunLog(steps=steps, series={"reward": np.linspace(0.1, 0.9, N), "grad_norm": norm}, format="jsonl",
                  source="<test>")
     f = next(f for f in findings(log) if f.name == "grad_norm_spike")
@@ -125,6 +126,43 @@ def test_the_clip_advised_for_a_spike_is_the_typical_norm_of_steps_that_moved():
                   format="jsonl", source="<test>")
     spike = next(f for f in findings(flat) if f.name == "grad_norm_spike")
     assert all("max_grad_norm" not in a for a in spike.advice) and "learning rate" in spike.advice[0]
+
+
+def test_moving_steps_between_flat_ones_are_no_gradient_norm_spike():
+    """Steps whose groups are all flat (norm ~5e-6) alternate with steps that move (0.12-0.18), as in a run whose
+    groups mostly carry no signal: no moving step is a spike against the flat ones' median; a real 10x jump among
+    them is."""
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, N + 1)
+    norm = np.where(rng.random(N) < 0.7, 5e-6 * (1 + 0.1 * rng.random(N)), 0.12 + 0.06 * rng.random(N))
+    log = RunLog(steps=steps, series={"reward": np.linspace(0.1, 0.6, N), "grad_norm": norm}, format="jsonl",
+                 source="<test>")
+    assert "grad_norm_spike" not in names(log)
+    norm[N - 10] = 2.5
+    spiked = RunLog(steps=steps, series={"reward": np.linspace(0.1, 0.6, N), "grad_norm": norm}, format="jsonl",
+                    source="<test>")
+    f = next(f for f in findings(spiked) if f.name == "grad_norm_spike")
+    assert f.evidence[0]["steps"] == [N - 9, N - 9] and 12 < f.evidence[0]["value"] < 21
+
+
+def test_the_moved_rows_baseline_matches_a_loop():
+    """`spike_rows(moved_only=True)`'s masked window medians against a row-by-row loop."""
+    from gspo_dynamics.diagnose._spikes import SPIKE_WINDOW, moved_rows, spike_rows
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        n = int(rng.integers(SPIKE_WINDOW + 1, 90))
+        x = np.where(rng.random(n) < 0.6, 1e-6, 0.1 + rng.random(n)) * np.where(rng.random(n) < 0.05, 30, 1)
+        rows, before = spike_rows(x, moved_only=True)
+        moved = moved_rows(x)
+        want = []
+        for i in range(SPIKE_WINDOW, n):
+            w = x[i - SPIKE_WINDOW:i][moved[i - SPIKE_WINDOW:i]]
+            m = np.median(w) if w.size >= SPIKE_WINDOW // 2 else np.median(x[moved])
+            if x[i] >= 10 * m and m > 0 and x[i] >= 2 * x[i - 1]:
+                want.append((i, m))
+        assert rows.tolist() == [i for i, _ in want]
+        np.testing.assert_allclose(before, [m for _, m in want])
 
 
 @BOTH

@@ -30,22 +30,29 @@ _ALTERNATIVES = 3  # reward-like columns named after the most reward-like one
 
 
 class ColumnMapError(ConfigError):
-    """A ConfigError whose sentence names column-map entries: text parts and (name, column) pairs."""
+    """A ConfigError whose sentence names column-map entries: text parts, (name, column) pairs and {name: column}
+    maps of several entries."""
 
-    def __init__(self, *parts: str | tuple[str, str]):
+    def __init__(self, *parts: str | tuple[str, str] | dict[str, str]):
         self.parts = parts
         super().__init__(self.render(cli=False))
 
     def render(self, cli: bool) -> str:
-        """The sentence with each entry as `--map NAME=COLUMN` (cli) or `column_map={...}`."""
-        return "".join(part if isinstance(part, str) else spell(*part, cli=cli) for part in self.parts)
+        """The sentence with each entry as `--map NAME=COLUMN[,NAME=COLUMN]` (cli) or `column_map={...}`."""
+        return "".join(part if isinstance(part, str) else spell_map(part if isinstance(part, dict) else dict([part]),
+                                                                    cli=cli) for part in self.parts)
 
 
 def spell(name: str, column: str, cli: bool = False) -> str:
     """One map entry as the caller writes it: `--map reward=score` or `column_map={"reward": "score"}`."""
+    return spell_map({name: column}, cli)
+
+
+def spell_map(entries: Mapping[str, str], cli: bool = False) -> str:
+    """A map as the caller writes it: `--map reward=score,step=iter` or `column_map={"reward": "score", ...}`."""
     if cli:
-        return "--map " + shlex.quote(f"{name}={column}")
-    return f"column_map={{{json.dumps(name)}: {json.dumps(column)}}}"
+        return "--map " + shlex.quote(",".join(f"{name}={column}" for name, column in entries.items()))
+    return "column_map={" + ", ".join(f"{json.dumps(n)}: {json.dumps(c)}" for n, c in entries.items()) + "}"
 
 
 def parse_map_option(items: Iterable[str] | None) -> dict[str, str]:
@@ -180,17 +187,32 @@ def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
     )
 
 
-def not_a_run_error(columns: Iterable[str], source: str) -> ColumnMapError:
+def not_a_run_error(columns: Iterable[str], source: str, counter: str | None = None) -> ColumnMapError:
     """The error for a file whose rows have no step and carry no training reading (`_algorithms.untrained_rows`):
     what it likely is, and the map that reads it as a run anyway (the column the name tables or `reward_like` take
-    as the reward), since a user who names the reward column says the rows are training steps."""
+    as the reward, and `counter`, a column that counts the rows (`_counters.row_counter`), as the step), since a user
+    who names the reward column says the rows are training steps."""
     columns = sorted(set(columns))
     named = _named_reward(columns) or reward_like(columns)
     subject = "the input" if source == "<text>" else f"log file {source!r}"
+    step = {"step": counter} if counter else {}
     return ColumnMapError(
         f"{subject} does not read as a training log: its rows have no step and none of a training step's readings "
         "(loss, learning rate, grad norm, KL, entropy, clip or zero-std fraction), as per-question or evaluation "
         "records, a results table or a dataset have none; pass the trainer's own log (trainer_state.json, its "
-        "metrics JSONL or console output), or, if these rows are training steps, say which column is the reward: ",
-        ("reward", named[0] if named else "COLUMN"),
+        "metrics JSONL or console output), or, if these rows are training steps, say which column is the reward"
+        + (f" and that {counter!r}, which counts the rows, is the step" if counter else "") + ": ",
+        {"reward": named[0] if named else "COLUMN", **step},
+    )
+
+
+def restarting_counter_error(counter: str, times: int, reward: str | None) -> ColumnMapError:
+    """The error for rows without a step column beside a column that counts them and starts again (`_counters`):
+    numbered 1, 2, ... they would join the file's runs into one curve whose run boundaries read as falls."""
+    entries = {"reward": reward} if reward else {}
+    return ColumnMapError(
+        f"the log's rows have no step column, and column {counter!r} counts them and starts again {times} time(s), as "
+        f"runs appended to one file do: numbered 1, 2, ... the {times + 1} runs would read as one curve whose run "
+        "boundaries look like falls of the reward; say which column is the step: ", {**entries, "step": counter},
+        " (each run is then read apart, the last by default)",
     )

@@ -16,9 +16,10 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names
 from gspo_dynamics.logs._algorithms import foreign_algorithm, untrained_rows
 from gspo_dynamics.logs._columns import (
-    ColumnMapError, check_column_map, chosen_columns, no_reward_error, not_a_run_error,
+    ColumnMapError, check_column_map, chosen_columns, no_reward_error, not_a_run_error, restarting_counter_error,
 )
 from gspo_dynamics.logs._console_rows import read_console, read_hf_console, read_verl_console
+from gspo_dynamics.logs._counters import row_counter
 from gspo_dynamics.logs._detect import (
     _JSON_FORMATS,
     FORMATS,
@@ -279,8 +280,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
         raise no_reward_error(raw_keys)
-    if numbered and not (logging_steps or raw.logging_steps or "reward" in chosen.values()) and untrained_rows(raw_keys):
-        raise not_a_run_error(raw_keys, source)  # rows of items, not of steps
+    if numbered and not (logging_steps or raw.logging_steps):
+        _check_numbered(raw, raw_keys, chosen, source)
     trainer = _names.guess_trainer(raw_keys)
     version = _names.guess_trl_version(raw_keys) if trainer == "trl" else None
     recorded = settled.interval or raw.logging_steps
@@ -301,6 +302,19 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         )
         log = dataclasses.replace(log, warnings=tuple(warnings))
     return log
+
+
+def _check_numbered(raw: RawLog, raw_keys: set[str], chosen: dict[str, str], source: str) -> None:
+    """Refuse rows numbered 1, 2, ... that are not one run's steps: rows without a training reading (items, not
+    steps; unless a map names the reward), and rows beside a column that counts them and starts again (runs appended
+    to one file: `_counters.row_counter`); either error names such a counter as the step."""
+    counter = row_counter((record for _, record in raw.rows), skip=chosen)
+    restarting = counter if counter is not None and counter[1] else None  # one that counts on names nothing new
+    reward = next((column for column, name in chosen.items() if name == "reward"), None)
+    if reward is None and untrained_rows(raw_keys):
+        raise not_a_run_error(raw_keys, source, restarting and restarting[0])  # rows of items, not of steps
+    if restarting is not None:
+        raise restarting_counter_error(*restarting, reward)
 
 
 def _reward_like(chosen: dict[str, str]):

@@ -21,6 +21,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._columns import missing_column
+from gspo_dynamics.logs._counters import COUNTER_KEYS, repeats
 from gspo_dynamics.logs._groups import groups_of, regroup
 from gspo_dynamics.logs._json_chunks import MAX_LINE, trl_document
 from gspo_dynamics.logs._runlog import _MAX_STEP, Row, to_step
@@ -38,6 +39,7 @@ except ImportError:  # pragma: no cover - exercised by the tests with the module
 STEP_KEYS = ("step", "global_step", "train/step", "train/global_step", "trainer/global_step", "iteration", "iter",
              "it", "update", "updates", "train_step", "optimizer_step", "grpo_step", "Step", "system/step",
              "global_step/max_steps", "_step")
+_STEP_ORDER = (*STEP_KEYS[:-1], *COUNTER_KEYS, STEP_KEYS[-1])  # a loop's counters before W&B's `_step`
 _OF_TOTAL = "global_step/max_steps"  # ms-swift's logging.jsonl: "5/300", the step before the slash
 # A JSON document that holds its rows in a list (TRL rows re-saved by a callback, ROLL): {"steps": [{...}, ...]}.
 ROW_LISTS = ("steps", "history", "rows", "records", "metrics", "logs")
@@ -142,9 +144,10 @@ NUMBERED_AXIS = "row numbers (no step found)"
 
 def _step_column(objects, present: list[str]) -> tuple[str | None, list]:
     """(the step column, each row's step or None): of `present` (STEP_KEYS in the file, by priority), those held by
-    at least half of the rows whose values are steps in most rows that hold it, the one giving the most rows a step
-    (a loop's `grpo_step` on every row before its `optimizer_step` on the update rows only), the first by priority
-    among equals, W&B's `_step` only where no other qualifies; then `epoch` where it is a whole number in every row.
+    at least half of the rows whose values are steps in most rows that hold it (a loop's counter, `COUNTER_KEYS`, where
+    no row repeats the step of the row before), the one giving the most rows a step (a loop's `grpo_step` on every row
+    before its `optimizer_step` on the update rows only), the first by priority among equals, W&B's `_step` only where
+    no other qualifies; then `epoch` where it is a whole number in every row.
     objects: flat records, a list or a `RowTable`."""
     best: tuple[int, str, list] | None = None
     for key in present:
@@ -158,6 +161,8 @@ def _step_column(objects, present: list[str]) -> tuple[str | None, list]:
             continue
         steps = _steps_of(values)
         valid = len(steps) - steps.count(None)
+        if key in COUNTER_KEYS and repeats(steps):
+            continue
         if 2 * valid > held and (best is None or valid > best[0]):
             best = (valid, key, steps)
             if valid == len(objects):  # every row has its step: no later key can give more
@@ -198,10 +203,10 @@ def _step_rows(objects, what: str, warnings: list[str], step_key: str | None, ow
             raise missing_column("step", step_key, keys, what)
         rows = _finish([_split_step(o, step_key) for o in objects], what, warnings, step_key)
         return rows, f"column {step_key!r}", None
-    present = [key for key in STEP_KEYS if key in keys]
+    present = [key for key in _STEP_ORDER if key in keys]
     column, steps = _step_column(objects, present)
     records = objects if owned or isinstance(objects, RowTable) else [dict(o) for o in objects]
-    popped = present + ["epoch"] if column == "epoch" else present
+    popped = [key for key in present if key not in COUNTER_KEYS or key == column] + ["epoch"] * (column == "epoch")
     if isinstance(records, RowTable):
         records = records.without(set(popped))
     else:

@@ -31,6 +31,9 @@ Decisions a reader may look for:
   with equal groups the two agree, but a zero advantage also comes from a reward equal to its group
   mean (three-valued rewards), token masking or clipping, and the share may be per token.
   `--map frac_zero_std=advantage/zero_rate` reads it where it is known to agree.
+- `zero_gradient_group_fraction` (a loop's share of groups whose rewards are all equal, which give no
+  gradient) is `frac_zero_std`; without `group` (`zero_gradient_fraction`) it is unread (a share of
+  parameters or tokens?).
 - `kl_loss` alone is unread (KL or beta x KL?); the trainers whose `actor/kl_loss` is the KL value
   (verl, ROLL) are named in the tables of `_names`.
 - `seq_len` is read as the completion length, after any `response`/`completion` length: a hand-written
@@ -167,8 +170,9 @@ RULES: tuple[Rule, ...] = (
     # the batch's lowest and highest reward (verl `critic/score/min`, `max_reward`): equal, every response scored alike
     Rule("reward_min", _cores("reward", "score", "batch reward"), frozenset({"min"})),
     Rule("reward_max", _cores("reward", "score", "batch reward"), frozenset({"max"})),
-    Rule("frac_zero_std", _with_fracs("FRAC zerostd", "FRAC reward zerostd", "FRAC group zerostd"),
-         frozenset({None})),
+    # `zero_gradient_group_fraction` (a loop's share of groups whose rewards are all equal: no gradient from them)
+    Rule("frac_zero_std", _with_fracs("FRAC zerostd", "FRAC reward zerostd", "FRAC group zerostd",
+                                      "FRAC zero grad group"), frozenset({None})),
     Rule("entropy", _cores("entropy"), MEAN_STATS, TEXT),
     Rule("kl_ref", _cores("kl", "kl ref", "kl div", "kl divergence", "kl ref div"), MEAN_STATS, TEXT),
     Rule("kl_old_new", _cores("ppo kl", "approx kl", "approxkl"), MEAN_STATS),

@@ -1,12 +1,14 @@
 """Console text as raw rows: the metric lines `_console.scan_console` found, as the rows of printed dicts (steps from
 their own keys, a counter line, the progress bar or the logging interval: `_console_interval`) or of `key: value`
-lines (steps from their counters), in the file's order."""
+lines (steps from their counters), in the file's order; a few step-keyed records that are no training rows, echoed
+among a trainer's stepless dicts, set aside (`_training_dicts`)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs._algorithms import untrained_rows
 from gspo_dynamics.logs._console import _STEP_SET, _Scan, scan_console
 from gspo_dynamics.logs._console_interval import stepless_steps
 from gspo_dynamics.logs._names import canonical_name
@@ -67,6 +69,8 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
     """The rows of the printed dicts in the file's order, the logging interval when it was inferred (dicts without
     steps), and how the steps were found. An eval dict without a step takes the train row's before it (0 before
     any)."""
+    if step_key is None:
+        scan.dicts = _training_dicts(scan.dicts, what, warnings)
     entries = []  # (an eval row, step, record), in the file's order
     for counted, record, is_eval, _, _ in scan.dicts:
         # a step key of the dict's own (ms-swift's 'global_step/max_steps': '5/515' among them: `_split_step`)
@@ -93,6 +97,26 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
         if step is not None and step >= 0 and record:
             rows.append((step, record))
     return rows, interval, axis
+
+
+def _training_dicts(dicts: list, what: str, warnings: list[str]) -> list:
+    """`_Scan.dicts` less those that hold a step key but are not training rows: a minority of the train dicts (fewer
+    than half: a step column is on most rows, as `_readers._step_column` reads it) carrying none of a training step's
+    readings (`untrained_rows`) where the dicts without a step carry them. A callback's or an environment's records
+    echoed among a trainer's stepless rows (`{'step': 0, 'agent_id': ..., 'reward': -0.67}` in a W&B error, beside
+    TRL's `{'loss': ..., 'reward': ...}`) then neither set the step axis nor leave the training rows out."""
+    train = [d for d in dicts if not d[2]]
+    stepped = [d for d in train if not _STEP_SET.isdisjoint(d[1])]
+    if not stepped or 2 * len(stepped) >= len(train):
+        return dicts
+    own, others = set().union(*(d[1] for d in stepped)), set().union(*(d[1] for d in train if d not in stepped))
+    if not untrained_rows(own) or untrained_rows(others):
+        return dicts
+    shown = ", ".join(map(repr, sorted(own - _STEP_SET)[:4])) + (", ..." if len(own - _STEP_SET) > 4 else "")
+    warnings.append(f"{len(stepped)} printed dict(s) with a step key but none of a training step's readings ({shown}: "
+                    f"a callback's or an environment's records) were not read as training rows; the "
+                    f"{len(train) - len(stepped)} training rows of the {what} were")
+    return [d for d in dicts if d[2] or _STEP_SET.isdisjoint(d[1])]
 
 
 def _pair_rows(pairs: list[tuple[int | None, dict, bool]], step_key: str | None, what: str, warnings: list[str]

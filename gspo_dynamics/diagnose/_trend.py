@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gspo_dynamics.diagnose._change_tests import fitted_rise_test, late_rise_test
 from gspo_dynamics.diagnose._plateau_power import plateau_resolution
 from gspo_dynamics.diagnose._trend_advice import MAX_SAMPLE_FACTOR, MEANINGFUL_CHANGE, STALLED_ADVICE, noise_advice
 from gspo_dynamics.diagnose._trend_advice import r2_factor as _r2_factor
 from gspo_dynamics.diagnose._trend_stats import (
+    MIN_WINDOW,
     R2_NOISE,
     STILL_RISING_FRACTION,
     TAIL_FRACTION,
@@ -111,7 +114,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
                                       slope_z if late["falling"] else math.nan)
     if z >= Z_TREND:  # a significant rise: never noise-dominated; rising or saturated only where that is established
         tail = late_climb(steps, reward, scale[0] if scale else None, TAIL_FRACTION)
-        return _sure_or_unsure(verdict, late, tail, fit, imp)
+        return _sure_or_unsure(verdict, late, tail, fit, imp, steps)
     return _unless_unreadable(verdict, fit, noisy, group_size)
 
 
@@ -131,7 +134,7 @@ SLOPE_NOISE = 1.0  # a late climb within one standard error of 0 is the noise's,
 TAIL_NOISE = SLOPE_NOISE * (TAIL_FRACTION / 0.5) ** 1.5
 
 
-def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
+def saturation_shown(late: dict, tail: dict, fit, imp, steps) -> list[str]:
     """What a significant rise lacks to be called saturated ([] when saturation is established):
 
         the late half's climb consistent with 0: no significant, meaningful climb (slope z < Z_STILL_RISING, or a
@@ -142,7 +145,9 @@ def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
         late half's climb that stops in the tail was the knee of the rise; nor a late half falling (`late_climb`'s
         "falling": a plateau is two-sided);
         for a fit that decides anything (R^2 >= R2_NOISE), its plateau inside the observed rewards (at most
-        BOUND_SLACK of their range outside them) and reached within the log. A noisy fit's plateau decides
+        BOUND_SLACK of their range outside them) and reached within the log, at least MIN_WINDOW of the rows (`steps`)
+        at or after the step it comes within 5% of it (a level seen held, not reached at the last row). A noisy
+        fit's plateau decides
         nothing: whether its late half could have seen the rise go on sets the saturation reading's confidence
         (`_plateau_power.plateau_resolution`), which must clear REPORT_CONFIDENCE too (`_sure_or_unsure`)."""
     lacks = []
@@ -159,6 +164,12 @@ def saturation_shown(late: dict, tail: dict, fit, imp) -> list[str]:
         lacks.append(f"the fitted plateau{'' if shown is None else f' {shown:.4g}'} lies outside the rewards seen")
     if fit.r_squared >= R2_NOISE and (imp is None or not imp.plateau_reached):
         lacks.append("the fit does not reach its plateau within the log")
+    elif fit.r_squared >= R2_NOISE and "time_to_plateau" not in imp.unidentified:
+        t_p = imp.time_to_plateau.value
+        held = int(np.sum(np.asarray(steps, dtype=float) >= t_p))
+        if held < MIN_WINDOW:  # a plateau is a level seen held, on at least as many rows as give it an error
+            lacks.append(f"the fit reaches its plateau only at step {t_p:.0f}, {held} row(s) before the log ends "
+                         f"(< {MIN_WINDOW}): not seen held")
     return lacks
 
 
@@ -172,13 +183,13 @@ def rise_shown(late: dict, fit) -> list[str]:
             "per-sample reward stds)"]
 
 
-def _sure_or_unsure(verdict: Verdict, late: dict, tail: dict, fit, imp) -> Verdict:
+def _sure_or_unsure(verdict: Verdict, late: dict, tail: dict, fit, imp, steps) -> Verdict:
     """A significant rise (z >= Z_TREND) is still rising or saturated, never noise-dominated or stalled: still rising
     where that reading clears REPORT_CONFIDENCE and `rise_shown` finds nothing lacking, saturated where it does and
     `saturation_shown` finds nothing lacking;
     otherwise unsure between the two (UNSURE_RISE) at UNSURE_CONFIDENCE, its failing evidence kept as caveats and its
     advice only what would tell: a longer run."""
-    lacks = saturation_shown(late, tail, fit, imp) if verdict.mode == "healthy_saturation" else rise_shown(late, fit)
+    lacks = saturation_shown(late, tail, fit, imp, steps) if verdict.mode == "healthy_saturation" else rise_shown(late, fit)
     if verdict.confidence >= REPORT_CONFIDENCE and not lacks:
         return verdict
     ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]

@@ -193,3 +193,16 @@ def test_a_plateau_already_reached_is_no_count_of_steps_to_come():
     assert "0 more steps" not in advice
     assert d.primary == "still_rising"
     assert "within 5% of it since step" in d.action() and "more is worth it" in d.action()
+
+
+def test_a_plateau_reached_at_the_last_row_is_not_called_saturation():
+    """An 8-row demo rising -0.05 -> 0.38, whose fit comes within 5% of its plateau at about its last row (audit C13):
+    the plateau is not seen held (fewer than MIN_WINDOW rows at it), so the answer is unsure between a rise and a
+    saturation, not 'healthy saturation, nothing to change'. The same curve held for 8 more rows is saturated."""
+    rise = [-0.045, 0.108, 0.24, 0.25, 0.35, 0.268, 0.392, 0.383]
+    d = diagnose(make_log(rise))
+    assert d.unsure == ("still_rising", "healthy_saturation")
+    assert any("not seen held" in str(e["value"]) for e in d.verdicts[0].evidence)
+    rng = np.random.default_rng(0)
+    held = diagnose(make_log(rise + list(0.385 + 0.01 * rng.standard_normal(8))))
+    assert held.primary == "healthy_saturation" and not held.unsure

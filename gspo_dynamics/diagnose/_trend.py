@@ -147,9 +147,9 @@ def saturation_shown(late: dict, tail: dict, fit, imp, steps) -> list[str]:
         for a fit that decides anything (R^2 >= R2_NOISE), its plateau inside the observed rewards (at most
         BOUND_SLACK of their range outside them) and reached within the log, at least MIN_WINDOW of the rows (`steps`)
         at or after the step it comes within 5% of it (a level seen held, not reached at the last row). A noisy
-        fit's plateau decides
-        nothing: whether its late half could have seen the rise go on sets the saturation reading's confidence
-        (`_plateau_power.plateau_resolution`), which must clear REPORT_CONFIDENCE too (`_sure_or_unsure`)."""
+        fit's plateau decides nothing: whether its late half could have seen the rise go on sets the saturation
+        reading's confidence (`_plateau_power.plateau_resolution`), which must clear REPORT_CONFIDENCE too
+        (`_sure_or_unsure`)."""
     lacks = []
     if late["falling"]:  # a significant, meaningful fall of a share of the run is no plateau either
         lacks.append(f"the late half falls (slope z {late['slope_z']:.1f} <= {-Z_STILL_RISING:g})")

@@ -7,12 +7,17 @@ A counter counts the rows: each row's value is the row before's plus one constan
     c_{i+1} = c_i + d,   except where c_{i+1} < c_i (the counter starts again: another run appended to the file).
 
 Numbered by position, the rows of several such runs read as one curve whose run boundaries look like falls of the
-reward; `read_log` refuses that reading and names the counter as the step (`--map step=COLUMN`).
+reward; `read_log` refuses that reading and names the counter as the step (`--map step=COLUMN`), except where an
+epoch column rises at each restart and never goes back (`within_epochs`: a count of steps within each epoch of one
+run, numbered rightly by row).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from gspo_dynamics.logs._names import canonical_name
+from gspo_dynamics.logs._runlog import to_float
 
 # A hand-written loop's count of its batches or updates (TRL, verl and OpenRLHF log `step`/`global_step`, in
 # `_readers.STEP_KEYS`): read as the step after every STEP_KEYS name but W&B's `_step`, and only where no row repeats
@@ -57,3 +62,15 @@ def row_counter(records: Iterable[dict], skip: Iterable[str] = ()) -> tuple[str,
         if count is not None and (best is None or count > best[0]):
             best = (count, key)
     return None if best is None else (best[1], best[0])
+
+
+def within_epochs(records: list[dict], counter: str) -> bool:
+    """Whether the `counter` restarts where the records' epoch (a column named `epoch`, `train/epoch`; on every row)
+    rises, and that epoch never goes back: steps counted within each epoch of one run (runs appended to one file start
+    their epoch again)."""
+    key = next((k for k in sorted(records[0]) if canonical_name(k).lower() == "epoch"), None) if records else None
+    epochs = [to_float(record.get(key)) for record in records] if key is not None else [None]
+    if None in epochs:
+        return False
+    pairs = list(zip(records, records[1:], epochs, epochs[1:]))
+    return all(f >= e for _, _, e, f in pairs) and all(f > e for a, b, e, f in pairs if b[counter] < a[counter])

@@ -19,7 +19,7 @@ from gspo_dynamics.logs._columns import (
     ColumnMapError, check_column_map, chosen_columns, no_reward_error, not_a_run_error, restarting_counter_error,
 )
 from gspo_dynamics.logs._console_rows import read_console, read_hf_console, read_verl_console
-from gspo_dynamics.logs._counters import row_counter
+from gspo_dynamics.logs._counters import row_counter, within_epochs
 from gspo_dynamics.logs._detect import (
     _JSON_FORMATS,
     FORMATS,
@@ -307,9 +307,13 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
 def _check_numbered(raw: RawLog, raw_keys: set[str], chosen: dict[str, str], source: str) -> None:
     """Refuse rows numbered 1, 2, ... that are not one run's steps: rows without a training reading (items, not
     steps; unless a map names the reward), and rows beside a column that counts them and starts again (runs appended
-    to one file: `_counters.row_counter`); either error names such a counter as the step."""
-    counter = row_counter((record for _, record in raw.rows), skip=chosen)
+    to one file: `_counters.row_counter`, not within each epoch of one run); either error names such a counter as the
+    step."""
+    records = [record for _, record in raw.rows]
+    counter = row_counter(records, skip=chosen)
     restarting = counter if counter is not None and counter[1] else None  # one that counts on names nothing new
+    if restarting is not None and within_epochs(records, restarting[0]):
+        restarting = None  # steps counted within each epoch of one run: numbered by row, as they are
     reward = next((column for column, name in chosen.items() if name == "reward"), None)
     if reward is None and untrained_rows(raw_keys):
         raise not_a_run_error(raw_keys, source, restarting and restarting[0])  # rows of items, not of steps

@@ -102,3 +102,15 @@ def test_row_counter_takes_the_integer_column_that_restarts_most():
 def test_zero_gradient_groups_are_the_zero_std_fraction_only_as_a_share_of_groups(key, name):
     found = classify(key)
     assert (found[0] if found else None) == name
+
+
+def test_a_counter_restarting_as_the_epoch_rises_counts_within_one_run():
+    # a loop's batch count within each epoch beside the fraction of data seen: one run, numbered by row as before
+    rows = [{"batch": b, "epoch": e + b / 10, "reward_mean": 0.01 * (10 * e + b), "loss": 1.0}
+            for e in range(3) for b in range(1, 11)]
+    log = read_log(_jsonl(rows))
+    assert (log.n_runs, log.n_points("reward")) == (1, 30)
+    # runs appended to one file start their epoch again: refused, the counter named
+    appended = [{**row, "epoch": row["epoch"] % 1} for row in rows]
+    with pytest.raises(ColumnMapError, match="column 'batch' counts them and starts again 2 time"):
+        read_log(_jsonl(appended))

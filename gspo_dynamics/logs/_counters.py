@@ -46,22 +46,22 @@ def restarts(values: list) -> int | None:
 
 def row_counter(records: Iterable[dict], skip: Iterable[str] = ()) -> tuple[str, int] | None:
     """(the column, how many times it starts again) of an integer column held by every record that counts them
-    (`restarts`), the one that starts again most (then the first by name), or None; `skip`: columns not to look at
-    (the reward a map names)."""
+    (`restarts`), the one that starts again most, then the one that counts by the smallest step (a row counter before
+    a count of items, 4 a row), then the first by name; or None. `skip`: columns not to look at (a map's reward)."""
     records = list(records)
     if not records:
         return None
     skip = set(skip)
     candidates = sorted(k for k, v in records[0].items() if type(v) is int and v >= 0 and k not in skip)
-    best: tuple[int, str] | None = None
+    found = []  # (-restarts, the step it counts by, column)
     for key in candidates:
         values = [record.get(key) for record in records]
         if not all(type(v) is int and v >= 0 for v in values):
             continue
         count = restarts(values)
-        if count is not None and (best is None or count > best[0]):
-            best = (count, key)
-    return None if best is None else (best[1], best[0])
+        if count is not None:
+            found.append((-count, min(b - a for a, b in zip(values, values[1:]) if b >= a), key))
+    return (min(found)[2], -min(found)[0]) if found else None
 
 
 def within_epochs(records: list[dict], counter: str) -> bool:

@@ -93,6 +93,9 @@ def test_row_counter_takes_the_integer_column_that_restarts_most():
     assert row_counter(rows) == ("epoch_step", 5)
     assert row_counter(rows, skip={"epoch_step"}) == ("run_step", 2)
     assert row_counter([{"flag": True}, {"flag": False}, {"flag": True}]) is None  # bools are no counts
+    # as often restarted, the count of rows before a count of items, 4 a row (audit C10's `prompt_refreshes`)
+    counted = [{"round": i % 10, "prompt_refreshes": 4 * (i % 10)} for i in range(30)]
+    assert row_counter(counted) == ("round", 2)
 
 
 @pytest.mark.parametrize("key, name", [

@@ -117,7 +117,7 @@ def _fit(log: RunLog, hparams, reward_range, notes: list[str]):
         return None, None
     reach = reward_reach(log["reward"], reward_range)
     if reward_range is None and reach is not None:  # a success rate's [0, 1]: no plateau past it is identified
-        imp = replace(imp, unidentified=within_reach(imp, fit.t_end, reach))
+        imp = replace(imp, unidentified=within_reach(imp, fit.t_end, reach, fit.regime == "unstable"))
     notes += list(imp.notes)
     return fit, imp
 

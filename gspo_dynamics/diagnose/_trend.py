@@ -30,7 +30,9 @@ from gspo_dynamics.fit import EXTRAPOLATION_LIMIT
 
 def _remaining(fit, imp) -> tuple[float, float, float]:
     """(rem_dir, rem_z, frac): the fit's remaining rise signed along the rise (r_inf - r0), its z, and its share of
-    the rise."""
+    the rise; NaN for an unstable fit, whose r_inf is no plateau (`fit._identified.unidentified`)."""
+    if fit.regime == "unstable":
+        return math.nan, math.nan, math.nan
     rem, rise = imp.remaining_rise, fit.params["r_inf"] - fit.params["r0"]
     rem_dir = rem.value * math.copysign(1.0, rise) if rise != 0 else 0.0
     rem_z = rem_dir / rem.stderr if rem.stderr else math.inf

@@ -6,7 +6,8 @@ its own span w = b - a on each side, [a - w, b + w], w = max(|a|, |b|, 1) where 
 rule: `predict._end_reward.reward_reach` widens a pilot's by it; a range the user gives is checked by
 `check_reward_range`):
 
-    plateau R_inf        identified  iff  se(R_inf) finite,  se(R_inf) <= hi - lo,  lo <= R_inf <= hi
+    plateau R_inf        identified  iff  the fit is stable (damping > 0: R_inf attracts),  se(R_inf) finite,
+                                          se(R_inf) <= hi - lo,  lo <= R_inf <= hi
     remaining rise       identified  iff  the plateau is,  and  se(R_inf - R(t_end)) <= hi - lo
     time to plateau t_p  identified  iff  the plateau is,  t_p finite,  t_p <= STEP_MULTIPLE t_end,
                                           and  se(t_p) <= STEP_MULTIPLE t_end
@@ -36,12 +37,16 @@ def reward_reach_of(r_range: tuple[float, float], reward_range: tuple[float, flo
 
 
 def unidentified(plateau: tuple[float, float | None], remaining_se: float | None, time: tuple[float, float],
-                 t_end: float, reach: tuple[float, float]) -> dict[str, str]:
+                 t_end: float, reach: tuple[float, float], unstable: bool = False) -> dict[str, str]:
     """{quantity: why} for `plateau`, `remaining_rise` and `time_to_plateau` where the data do not identify them
-    (the module docstring's rules); `plateau` and `time` are (value, stderr), `reach` the reward's [lo, hi]."""
+    (the module docstring's rules); `plateau` and `time` are (value, stderr), `reach` the reward's [lo, hi];
+    `unstable`: the fitted damping is <= 0, so R_inf is an equilibrium the curve leaves, no plateau."""
     (value, se), (lo, hi) = plateau, reach
     width, out = hi - lo, {}
-    if se is None or not math.isfinite(se):
+    if unstable:
+        out["plateau"] = (f"the fit is unstable (damping <= 0): its equilibrium {value:.3g} is one the curve moves "
+                          "away from, not a level it settles on")
+    elif se is None or not math.isfinite(se):
         out["plateau"] = "the fit does not locate it (its standard error is not finite)"
     elif se > width:
         out["plateau"] = (f"its standard error {se:.2g} exceeds the whole reach of the reward, {width:.3g} (the curve "
@@ -62,11 +67,11 @@ def unidentified(plateau: tuple[float, float | None], remaining_se: float | None
     return out
 
 
-def within_reach(imp, t_end: float, reach: tuple[float, float]) -> dict[str, str]:
+def within_reach(imp, t_end: float, reach: tuple[float, float], unstable: bool = False) -> dict[str, str]:
     """`unidentified` of an `Implications`' plateau, remaining rise and time against another reach (a success
     rate's [0, 1], which a reader infers where the fit was given no range)."""
     return unidentified((imp.plateau.value, imp.plateau.stderr), imp.remaining_rise.stderr,
-                        (imp.time_to_plateau.value, imp.time_to_plateau.stderr), t_end, reach)
+                        (imp.time_to_plateau.value, imp.time_to_plateau.stderr), t_end, reach, unstable)
 
 
 def plateau_unidentified(why: dict[str, str]) -> dict[str, str]:

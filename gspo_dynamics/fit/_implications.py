@@ -283,7 +283,7 @@ def _curve_facts(fit: TrajectoryFit, reward_range, notes: list[str]) -> dict:
     )
     out["decay_rate"] = Estimate(_decay_rate(fit.model, q), _delta_stderr(fit, lambda p: _decay_rate(fit.model, p)))
     out["unidentified"] = unidentified((q["r_inf"], se["r_inf"]), out["remaining_rise"].stderr, (t_p, t_p_se), fit.t_end,
-                                       reward_reach_of(fit.r_range, reward_range))
+                                       reward_reach_of(fit.r_range, reward_range), fit.regime == "unstable")
     if reward_range is not None:
         out["interior_plateau"] = _interior_plateau(fit, reward_range)
         out["reward_range"] = (float(reward_range[0]), float(reward_range[1]))

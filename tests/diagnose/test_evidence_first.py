@@ -206,3 +206,22 @@ def test_a_plateau_reached_at_the_last_row_is_not_called_saturation():
     rng = np.random.default_rng(0)
     held = diagnose(make_log(rise + list(0.385 + 0.01 * rng.standard_normal(8))))
     assert held.primary == "healthy_saturation" and not held.unsure
+
+
+def test_an_unstable_fits_equilibrium_is_no_plateau():
+    """A slow start then a steep rise to a level (audit C12), which the closed form fits as unstable (damping <= 0):
+    its r_inf is the equilibrium the curve leaves, so no plateau, remaining rise or share of the rise is printed."""
+    from gspo_dynamics.fit import fit_trajectory, implications
+
+    rng = np.random.default_rng(3)
+    t = np.arange(1.0, 61.0)
+    reward = -0.3 + 1.45 / (1 + np.exp(-(t - 33) / 2.5)) + 0.12 * rng.standard_normal(t.size)
+    fit = fit_trajectory(t, reward)
+    assert fit.regime == "unstable"
+    imp = implications(fit, None)
+    assert {"plateau", "remaining_rise", "time_to_plateau"} <= set(imp.unidentified)
+    assert "moves away from" in imp.unidentified["plateau"] and imp.to_json()["plateau"] is None
+    d = diagnose(make_log(reward))
+    share = next(e for v in d.verdicts for e in v.evidence if e["signal"] == "remaining rise / total rise")
+    assert share["value"] is None or not np.isfinite(share["value"])
+    assert share["plateau"] is None

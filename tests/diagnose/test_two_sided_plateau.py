@@ -45,7 +45,9 @@ def test_a_collapse_is_not_read_as_saturation_even_as_context():
         assert sat is not None and sat.confidence < 0.05  # the trend reading kept, but nothing supports it
         remaining = _item(sat, "remaining rise / total rise")
         slope = _item(sat, "late-half slope of the reward (z)")
-        assert remaining["side"] == "|<=" and remaining["value"] < -0.1 and remaining["holds"] is False
+        assert remaining["side"] == "|<=" and remaining["holds"] is False
+        # past the plateau by more than a tenth of the rise; an unstable fit (seed 1) has no plateau to be past
+        assert remaining["value"] < -0.1 if d.fit.regime != "unstable" else not np.isfinite(remaining["value"])
         assert slope["side"] == "|<" and slope["value"] <= -2 and slope["holds"] is False
         assert remaining["caveat"] and slope["caveat"]  # shown against it ("!"), not counted for it
         brief = "\n".join(d.report_lines(explain=False))

@@ -46,15 +46,17 @@ ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale i
 
 
 def rise_in_noise(f) -> float | None:
-    """The pilot's rise in noise units: |mean of its last HELD_STEPS rewards - mean of its first| / the fit's residual
-    std; None where it has no noise to measure in (a residual std at rounding level, below ROUNDING_SHARE x the
-    rewards' scale: a pilot pinned at one value, whose rise in such units would be ~1e15)."""
+    """The pilot's rise in noise units: |mean of its last k rewards - mean of its first k| / the fit's residual std,
+    k = min(HELD_STEPS, n // 2) (two windows that do not overlap: an 8-point pilot's first and last 8 are one); None
+    where it has no noise to measure in (a residual std at rounding level, below ROUNDING_SHARE x the rewards' scale:
+    a pilot pinned at one value, whose rise in such units would be ~1e15)."""
     if f.pilot is None or f.fit is None:
         return None
     r = f.pilot[1]
     if not f.fit.residual_std > ROUNDING_SHARE * max(1.0, float(np.max(np.abs(r)))):
         return None
-    return float(abs(held_reward(r) - np.mean(r[:HELD_STEPS])) / f.fit.residual_std)
+    k = min(HELD_STEPS, r.size // 2)
+    return float(abs(np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
 
 
 def reward_swings(f) -> str | None:

@@ -106,3 +106,15 @@ def test_a_pilot_pinned_at_one_value_gives_no_rise_in_noise_units(tmp_path, caps
     code, out, _ = _run(capsys, "predict", "--config", str(config), "--pilot", str(log))
     assert code == 0 and "noise std" not in out
     assert not any(abs(float(x)) > 1e6 for x in re.findall(r"\d+(?:\.\d+)?e[+-]?\d+", out)), out
+
+
+def test_an_8_point_pilots_rise_is_measured_between_two_windows_that_do_not_overlap():
+    """An 8-point pilot's first and last HELD_STEPS (8) rewards are one window, so its rise read 0 noise std whatever
+    it did (audit C1); its first and last 4 are measured instead."""
+    from types import SimpleNamespace
+
+    from gspo_dynamics.predict._pilot_headline import rise_in_noise
+
+    r = np.array([0.1, 0.12, 0.11, 0.13, 0.3, 0.32, 0.31, 0.33])
+    f = SimpleNamespace(pilot=(np.arange(1, 9), r), fit=SimpleNamespace(residual_std=0.01))
+    assert rise_in_noise(f) == pytest.approx((0.315 - 0.115) / 0.01)

@@ -4,6 +4,7 @@ its equations, is `predict/_frameworks.py`)."""
 REFRESH_INTERVAL_KEYS = ("TRL: steps_per_generation x num_iterations / gradient_accumulation_steps; verl: ppo_epochs x "
                          "data.train_batch_size / ppo_mini_batch_size")  # T
 KL_WEIGHT_KEYS = "TRL: beta; verl: actor_rollout_ref.actor.kl_loss_coef with use_kl_loss"  # beta
+LR_KEYS = "TRL: learning_rate; verl: actor_rollout_ref.actor.optim.lr"  # eta
 CLIP_HIGH_KEYS = "TRL: epsilon_high; verl: actor_rollout_ref.actor.clip_ratio_high"  # eps_high
 ADAM_BETA1_KEYS = "TRL: adam_beta1; verl: actor_rollout_ref.actor.optim.betas"  # Adam's momentum
 GRAD_CLIP_KEYS = "TRL/transformers: max_grad_norm; verl: actor_rollout_ref.actor.grad_clip"  # the gradient-norm clip

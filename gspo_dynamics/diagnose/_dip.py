@@ -1,4 +1,4 @@
-"""A short fall the run climbed back from (`_instability` reads it where `_instability._trough` sees none): the
+"""A short fall the run climbed back from (`_fall` reads it where `_fall._trough` sees none): the
 trough's running mean averages a quarter of the rows, so a dip a few rows long is averaged away with the rows
 around it (0.66 -> 0.22 for three rows of 31, then back, reads as a 0.08 wiggle over eight).
 
@@ -80,5 +80,5 @@ def short_dip(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = 
     if not level > 0 or not z >= Z_TREND or not p < ALPHA or not meaningful:
         return None
     return {"peak": peak, "trough": trough, "drop": drop / level, "peak_step": int(s[i]),
-            "trough_step": int(s[j + k - 1]), "z": z, "broke_at_step": int(s[i + k - 1]), "break_p_value": p,
-            "window_rows": k}
+            "trough_first_step": int(s[j]), "trough_step": int(s[j + k - 1]), "z": z, "broke_at_step": int(s[i + k - 1]),
+            "break_p_value": p, "window_rows": k}

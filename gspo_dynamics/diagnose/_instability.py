@@ -11,10 +11,8 @@ from statistics import NormalDist
 import numpy as np
 
 from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
-from gspo_dynamics.diagnose._changepoint import change_point
-from gspo_dynamics.diagnose._dip import short_dip
-from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
-from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, R2_NOISE, WINDOW_FRACTION, Z_TREND, mean_se, window
+from gspo_dynamics.diagnose._fall import COLLAPSE_FRACTION, fall_advice, fall_evidence
+from gspo_dynamics.diagnose._trend_stats import R2_NOISE
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.fit import (
     MIN_CYCLES,
@@ -29,7 +27,6 @@ from gspo_dynamics.theory.hyperparams import SGD
 
 ZETA_LOW = 0.3  # damping ratio below this rings visibly (first overshoot exp(-pi zeta/sqrt(1-zeta^2)) > 37%)
 MARGIN_LOW = 0.25  # T within 25% of the exact critical T: stable, but noted as close
-COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
 TWICE_T_TOLERANCE = 0.25  # a period within 25% of 2T is the refresh's limit cycle (the policy flips every refresh)
 MIN_NON_FINITE = 2  # a reward or loss NaN / inf in its last 2 logged values or more: diverged (one may be a bad batch)
 THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evidence stays below REPORT_CONFIDENCE
@@ -40,21 +37,24 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     """Oscillation or divergence of the reward, or the refresh interval past its exact critical value.
 
     Without hyperparameters the verdict rests on the data: ringing of the fit, a periodic component
-    (`oscillation_confidence`), a collapse after a peak, a significant fall from the start
-    (divergence: late mean below the early one by Z_TREND standard errors and by COLLAPSE_FRACTION of
-    the early level). With them it must agree with the exact
-    discrete theory (`theory.linear`): T >= critical T is instability (combined with the data's evidence
-    by noisy-OR); below it, where the exact regime is overdamped (no ringing possible), the data's
-    evidence is capped at THEORY_STABLE_CAP (not reported) and a note says theory and data disagree;
-    where it is oscillatory the data's ringing is consistent with it and kept, with a note. The continuous
-    damping margin is a rule of thumb and is only reported, never a reason on its own.
+    (`oscillation_confidence`), a fall after a peak or from the start (`_fall.fall_evidence`: divergence, e.g. the
+    late mean below the early one by Z_TREND standard errors and by COLLAPSE_FRACTION of the early level). With them
+    the oscillation items must agree with the exact discrete theory (`theory.linear`): T >= critical T is
+    instability (combined with the data's evidence by noisy-OR); below it, where the exact regime is overdamped (no
+    ringing possible), the data's oscillation evidence is capped at THEORY_STABLE_CAP (not reported) and a note says
+    theory and data disagree; where it is oscillatory the data's ringing is consistent with it and kept, with a
+    note. A fall is not capped: the linear theory bounds ringing, and a collapse is the nonlinear regime it does not
+    model. A fall the run did not climb back from leads the advice (`_fall.fall_advice`: the checkpoint before it).
+    The continuous damping margin is a rule of thumb and is only reported, never a reason on its own.
     """
     notes = notes if notes is not None else []
     ev, confs, advice = [], [], []
     _oscillation_evidence(steps, reward, fit, hparams, reward_span(reward, imp.reward_range if imp else None), ev,
                           confs)
-    _divergence_evidence(steps, reward, trend, spread, ev, confs)
-    theory_conf = _theory_line(imp, ev, confs, advice, notes)
+    fall_ev, fall_confs, fell = fall_evidence(steps, reward, trend, spread)
+    ev += fall_ev
+    theory_conf = _theory_line(imp, ev, confs, advice, notes)  # a stable T caps the oscillation items, not a fall
+    confs += fall_confs
     if not confs and theory_conf is None:
         return None
     # The data's items (ringing, periodic residual, collapse) see one oscillation: their max counts. The
@@ -65,6 +65,8 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     cycle = limit_cycle_advice(ev, hparams)
     if cycle:
         advice.insert(0, cycle)
+    if fell is not None and max(fall_confs) >= max(confs):  # the verdict rests on a fall the run did not climb back from
+        advice.insert(0, fall_advice(fell, hparams))
     if hparams is not None:
         mu = hparams.momentum
         momentum = ("the momentum" if isinstance(hparams.optimizer, SGD)
@@ -155,42 +157,11 @@ def limit_cycle_advice(ev: list, hparams) -> str | None:
             f"({REFRESH_INTERVAL_KEYS}), it is the stale-update limit cycle: halve T or the learning rate")
 
 
-def _divergence_evidence(steps, reward, trend: dict, spread: float | None, ev: list, confs: list) -> None:
-    """The data's divergence items: a collapse after a real peak (`_collapse`), else a fall the run climbed back from
-    (`_trough`, or a dip of a few rows, `_dip.short_dip`), and a fall from the start
-    (the late mean below the early one by Z_TREND standard errors and by COLLAPSE_FRACTION of |early|)."""
-    keep = np.isfinite(reward)
-    s, r = steps[keep].astype(float), reward[keep]
-    peak, collapse, z_weakest = _collapse(s, r, trend, spread)
-    if collapse is not None and collapse > COLLAPSE_FRACTION:
-        ev.append(evidence("late drop below the peak / rise to the peak", collapse, (s[0], s[-1]),
-                           threshold=COLLAPSE_FRACTION, side=">", peak=peak, late=trend["late"], weakest_z=z_weakest))
-        # the size of the drop, and how far the rise and the drop stand out of the noise: the weaker limits
-        confs.append(min(confidence(collapse - COLLAPSE_FRACTION, 0.1), confidence(z_weakest - Z_TREND, 1.0)))
-    else:
-        trough = _trough(s, r, trend, spread) or short_dip(s, r, trend, spread)  # a dip of a few rows: `_dip`
-        if trough is not None and trough["drop"] > COLLAPSE_FRACTION:
-            # climbed back: the late window above the trough by Z_TREND of its standard errors (a fall within the
-            # first quarter, which `_collapse` cannot see for want of a rise before it, may end at its floor)
-            back = trend["late"] - trough["trough"] > Z_TREND * mean_se(r[window(r, True)])[1]
-            then = "then a recovery" if back else "not climbed back"
-            ev.append(evidence(f"sustained drop below the peak, {then} / rise to the peak", trough["drop"],
-                               (trough["peak_step"], trough["trough_step"]), threshold=COLLAPSE_FRACTION, side=">",
-                               peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
-                               broke_at_step=trough["broke_at_step"], break_p_value=trough["break_p_value"]))
-            confs.append(min(confidence(trough["drop"] - COLLAPSE_FRACTION, 0.1), confidence(trough["z"] - Z_TREND, 1.0),
-                             confidence(-math.log10(max(trough["break_p_value"], 1e-300)) - 2.0, 1.0)))
-    if trend and trend["z"] <= -Z_TREND and -trend["diff"] > COLLAPSE_FRACTION * abs(trend["early"]):
-        ev.append(evidence("reward fell from the start (Welch z, late - early)", trend["z"], trend["steps"],
-                           threshold=-Z_TREND, side="<=", early=trend["early"], late=trend["late"]))
-        confs.append(confidence(-trend["z"] - Z_TREND, 1.0))
-
-
 def _theory_line(imp, ev: list, confs: list, advice: list, notes: list[str]) -> float | None:
     """The exact discrete theory's line (with hyperparameters): the confidence that T is past the largest
-    stable T, or None. Where the theory calls T stable it caps the data's confidences in place (overdamped
-    regime: THEORY_STABLE_CAP) or keeps them with a note (oscillatory regime); at a plateau on the
-    reward's bound it is not applied."""
+    stable T, or None. Where the theory calls T stable it caps the data's oscillation confidences (`confs`, the
+    falls' are not passed) in place (overdamped regime: THEORY_STABLE_CAP) or keeps them with a note (oscillatory
+    regime); at a plateau on the reward's bound it is not applied."""
     if imp is not None and imp.interior_plateau is False:
         if confs:
             notes.append("the refresh-interval theory is not applied: the plateau cannot be told from the reward's "
@@ -227,67 +198,3 @@ def _theory_line(imp, ev: list, confs: list, advice: list, notes: list[str]) -> 
         notes.append(f"refresh interval {T} is within {MARGIN_LOW:.0%} of the exact critical {safe + 1}: "
                      f"stable, but a larger T, lr or momentum would cross it")
     return None
-
-
-def _collapse(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = None) -> tuple[float, float | None, float]:
-    """Peak of the running mean (window = the late window's length), the late drop relative to the rise,
-    and the smaller of rise / se(early) and drop / se(late) (how far both stand out of the noise).
-
-    The rise to the peak must be significant (Z_TREND standard errors of the early mean) and, with the
-    per-sample reward spread known, meaningful (MEANINGFUL_CHANGE x spread, as for a stall): a flat run
-    logged with tiny noise has significant but negligible wiggles, which are not a rise and a collapse."""
-    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
-    if r.size < 2 * w:
-        return math.nan, None, math.nan
-    a = float(np.max(np.abs(r))) or 1.0  # scaled: a cumulative sum of huge rewards would overflow
-    c = np.concatenate(([0.0], np.cumsum(r / a)))
-    run = a * (c[w:] - c[:-w]) / w  # running mean over w rows, O(n)
-    peak = float(run.max())
-    rise = peak - trend["early"]
-    # a collapse needs a real rise first: a peak within Z_TREND standard errors of the early mean is
-    # noise, and dividing the drop by such a rise would make any small drop look like a collapse
-    _, se_e = mean_se(r[:w])
-    if not rise > Z_TREND * max(se_e, 1e-12) or (spread is not None and not rise > MEANINGFUL_CHANGE * spread):
-        return peak, None, math.nan
-    # only a peak that is significant against the late window's noise counts
-    _, se_l = mean_se(r[-w:])
-    drop = peak - trend["late"]
-    if not drop > Z_TREND * max(se_l, 1e-12):
-        return peak, 0.0, math.nan
-    return peak, drop / rise, min(rise / max(se_e, 1e-12), drop / max(se_l, 1e-12))
-
-
-
-def _trough(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = None) -> dict | None:
-    """A fall after a peak that the run climbed back from (the late mean recovered, so `_collapse` sees none): the
-    deepest drawdown of the running mean (window w, as `_collapse`; the trough window after the peak's), its drop below the peak relative to the
-    peak's height over the lower of the early mean and the trough, and how far the drop stands out of the noise
-    (z against the peak and trough windows' standard errors, at least Z_TREND; with the per-sample spread known, at
-    least MEANINGFUL_CHANGE of it).
-    The fall must also be a level break of the rows from the start to the trough's end (`change_point`, CUSUM with
-    its Brownian-bridge null, at p < ALPHA), which names the step it broke at."""
-    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
-    if r.size < 3 * w:
-        return None
-    a = float(np.max(np.abs(r))) or 1.0
-    c = np.concatenate(([0.0], np.cumsum(r / a)))
-    run = a * (c[w:] - c[:-w]) / w  # (n - w + 1,) running mean; run[i] averages r[i:i + w]
-    if run.size <= w:
-        return None
-    # the deepest drawdown: for each trough window j, the highest window ending before it starts (j - w)
-    best_before = np.maximum.accumulate(run[:-w])  # (n - 2w + 1,): best_before[j - w] = max run[:j - w + 1]
-    i_trough = w + int(np.argmax(best_before - run[w:]))
-    i_peak = int(np.argmax(run[:i_trough - w + 1]))
-    peak, trough = float(run[i_peak]), float(run[i_trough])
-    _, se_t = mean_se(r[i_trough:i_trough + w])
-    _, se_p = mean_se(r[i_peak:i_peak + w])
-    drop, level = peak - trough, peak - min(trend["early"], trough)
-    se = max(math.hypot(se_t, se_p), 1e-12)
-    if not level > 0 or not drop > Z_TREND * se or (spread is not None and not drop > MEANINGFUL_CHANGE * spread):
-        return None
-    cp = change_point(s[i_peak:i_trough + w], r[i_peak:i_trough + w])
-    if cp is None or not cp.significant or not cp.after < cp.before:
-        return None
-    return {"peak": peak, "trough": trough, "drop": drop / level, "peak_step": int(s[i_peak]),
-            "trough_step": int(s[min(i_trough + w, s.size) - 1]), "z": drop / se,
-            "broke_at_step": cp.step, "break_p_value": cp.p_value}

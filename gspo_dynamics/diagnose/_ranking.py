@@ -29,11 +29,13 @@ DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collaps
 DIVERGENCE_SIGNALS = ("late drop below the peak", "sustained drop below the peak", "reward fell from the start",
                       "reward fell to its floor")  # the instability's falls (`_instability`)
 FALL_HIDES = ("still_rising", "healthy_saturation")  # trend readings a collapse ranks below (`_fall_not_rise`)
+TRAIN_LONGER = "train longer and diagnose again"  # how the unsure rise's advice (`_trend._sure_or_unsure`) begins
 CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "damping ratio of the fit")  # its oscillations
 
 
 def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdict | None, notes: list[str]) -> None:
     """Rank what follows from another mode below it (each rule in its own function)."""
+    _fall_settles_rise(verdicts, log)
     _solved_task(verdicts, scale, log, notes)
     solved_at_ceiling(verdicts, scale, log, silent)
     _concentration_while_rising(verdicts, log, notes)
@@ -46,6 +48,30 @@ def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdi
     _attribute_to_hacking(verdicts, log)
     _attribute_to_silence(verdicts, silent)
     _explained_symptom(verdicts)
+
+
+def _fall_settles_rise(verdicts: list[Verdict], log: RunLog) -> None:
+    """A significant rise whose late half falls (`_trend_stats.late_climb`'s "falling") is read as unsure between
+    still rising and saturated where nothing else reads the fall (a longer run tells whether it stops). Where the
+    instability reports it (at REPORT_CONFIDENCE, resting on a fall: `DIVERGENCE_SIGNALS`), the fall is the reading:
+    the rise is settled, neither going on nor at a plateau. The trend verdict is then sure, at its own (low)
+    confidence, its evidence kept and its advice to train longer dropped; run first, so that no rule below reads the
+    falling reward as one that may still rise (`_still_rising`: an entropy collapse or zero-std groups excused while
+    the reward climbs)."""
+    t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
+    trend = verdicts[t]
+    if set(trend.unsure) != set(FALL_HIDES) or _fall_instability(verdicts) is None:
+        return
+    spread = reward_spread(log)
+    if not late_climb(log.steps, log["reward"], spread[0] if spread else None)["falling"]:
+        return
+    verdicts[t] = replace(trend, unsure=(), advice=[a for a in trend.advice if not a.startswith(TRAIN_LONGER)])
+
+
+def _fall_instability(verdicts: list[Verdict]) -> Verdict | None:
+    """The reported instability that rests on a fall of the reward (`DIVERGENCE_SIGNALS`), or None."""
+    return next((v for v in verdicts if v.mode == "dynamical_instability" and v.confidence >= REPORT_CONFIDENCE
+                 and any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in v.evidence)), None)
 
 
 def _explained_symptom(verdicts: list[Verdict]) -> None:
@@ -309,8 +335,7 @@ def _fall_not_rise(verdicts: list[Verdict]) -> None:
     whether or not it climbs again after: a still-rising or saturated reading of the same curve ("train longer",
     "nothing to change") would lead with the part after the fall. The trend verdict is ranked below the instability
     (DERIVED_DISCOUNT x its confidence) and keeps its evidence; the collapse's advice comes first."""
-    inst = next((v for v in verdicts if v.mode == "dynamical_instability" and v.confidence >= REPORT_CONFIDENCE
-                 and any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in v.evidence)), None)
+    inst = _fall_instability(verdicts)
     t = next(i for i, v in enumerate(verdicts) if v.mode not in CAUSE_MODES)
     if inst is None or verdicts[t].mode not in FALL_HIDES:
         return

@@ -104,3 +104,21 @@ def test_a_sag_within_the_noise_is_no_instability():
     for seed in range(3):
         d = diagnose(rows_of(p, seed))
         assert d.primary != "dynamical_instability" and fall_item(d) is None
+
+
+def test_an_entropy_collapse_with_the_fall_is_not_excused_as_one_while_the_reward_rises():
+    """The entropy holds at 0.6 until the fall, then falls with the reward to 0.1: the concentration is the fall's
+    (ranked below the instability), never dropped with a note that the reward "still rises" (the unsure rise the
+    falling reward was read as had excused it, `_ranking._concentration_while_rising`)."""
+    t = np.linspace(0.0, 1.0, ROWS)
+    for seed in range(3):
+        log = rows_of(rise_then_fall(), seed)
+        rng = np.random.default_rng(seed)
+        entropy = np.where(t < 0.65, 0.6, 0.6 - 0.5 * (t - 0.65) / 0.35) + 0.02 * rng.standard_normal(ROWS)
+        log = RunLog(steps=log.steps, series={"reward": log["reward"], "entropy": entropy}, format="jsonl",
+                     source="<synthetic>", trainer="trl", reward_std_kind="unknown")
+        d = diagnose(log)
+        conc = d.verdict("policy_concentration")
+        assert d.primary == "dynamical_instability" and conc is not None
+        assert conc.confidence < d.verdicts[0].confidence
+        assert not any("still rises" in n for n in d.notes)

@@ -352,14 +352,17 @@ def _strip(keys: Iterable[str]) -> set[str]:
 
 def guess_trainer(raw_keys: Iterable[str]) -> str:
     """"trl", "verl", "openrlhf" or "unknown", from the raw key set: verl by its key families (`actor/`, `critic/`),
-    else the one trainer whose own key names the log holds; "unknown" where it holds none, or those of both OpenRLHF
+    else the one trainer whose own key names the log holds (TRL's `reward_std`, a name many loops use, only beside
+    transformers' Trainer's `epoch` and `learning_rate`); "unknown" where it holds none, or those of both OpenRLHF
     and TRL (a hand-written loop borrowing names from each: neither trainer's keys are the user's)."""
     keys = _strip(raw_keys)
     if any(k.startswith(("actor/", "critic/", "response_length/")) for k in keys):
         return "verl"
     openrlhf = bool(keys & {"policy_loss", "ppo_clip_ratio", "group_reward_std", "response_length"})
-    trl_marks = {"reward_std", "frac_reward_zero_std", "completion_length", "clip_ratio"}
-    trl = bool(keys & trl_marks) or any(k.startswith(("rewards/", "completions/")) for k in keys)
+    trl_marks = {"frac_reward_zero_std", "completion_length", "clip_ratio"}
+    hf_trainer = {"epoch", "learning_rate"} <= keys  # transformers' Trainer logs both on every training row
+    trl = (bool(keys & trl_marks) or any(k.startswith(("rewards/", "completions/")) for k in keys)
+           or ("reward_std" in keys and hf_trainer))
     return "unknown" if openrlhf == trl else "openrlhf" if openrlhf else "trl"
 
 

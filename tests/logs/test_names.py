@@ -187,10 +187,13 @@ def test_the_columns_read_are_the_same_whatever_the_hash_seed(tmp_path):
     ({"critic/score/mean", "actor/entropy", "group_reward_std"}, "verl"),
     ({"reward", "policy_loss", "response_length", "ppo_clip_ratio"}, "openrlhf"),
     ({"reward", "reward_std", "frac_reward_zero_std", "completions/mean_length"}, "trl"),
-    ({"train/reward", "train/reward_std"}, "trl"),
+    ({"train/reward", "train/reward_std", "train/epoch", "train/learning_rate"}, "trl"),
     # a hand-written loop naming its columns after both (audit A8/A9): neither trainer's keys are the user's
     ({"reward", "reward_std", "frac_reward_zero_std", "group_reward_std", "avg_gen_tokens"}, "unknown"),
     ({"step", "avg_reward", "loss"}, "unknown"),
+    # reward_std alone is a name many loops use: TRL's only beside transformers' Trainer's epoch and learning_rate
+    ({"step", "reward_mean", "reward_std", "loss"}, "unknown"),
+    ({"reward", "reward_std", "loss", "epoch", "learning_rate", "grad_norm"}, "trl"),
 ])
 def test_the_trainer_is_named_only_from_its_own_keys(keys, trainer):
     assert guess_trainer(keys) == trainer

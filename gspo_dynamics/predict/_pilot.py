@@ -61,6 +61,7 @@ from gspo_dynamics.predict._pilot_log import (
     GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy, pilot_fit,
     pilot_reward_range, zero_std_shares,
 )
+from gspo_dynamics.predict._pilot_validity import pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
 from gspo_dynamics.predict._row_fall import pilot_fall
 from gspo_dynamics.predict._schedule import SAME, pilot_factor
@@ -110,6 +111,7 @@ class PilotForecast:
     assumed: list[str] = field(default_factory=list)
     log_notes: tuple[str, ...] = ()  # the pilot log's reader warnings (`RunLog.warnings`): what it dropped or read oddly
     reward_spread: np.ndarray | None = None  # the logged reward_std at each reward point (`_pilot_headline.fall_in_row_noise`)
+    invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
 
     def to_json(self) -> dict[str, Any]:
         implied = self.implications.to_json()
@@ -319,7 +321,9 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
     end = pilot_end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
                            reward_range, assumed, (setup.schedule, factor), pilot_entropy(log, steps))
-    return PilotForecast(config=config, pilot_steps=n, implications=imp, max_safe_lr=max_lr,
+    keys = getattr(setup, "keys", None)
+    invalid = pilot_invalid(log, n, keys.group if keys is not None else "the group size G")
+    return PilotForecast(config=config, pilot_steps=n, implications=imp, max_safe_lr=max_lr, invalid=invalid,
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,

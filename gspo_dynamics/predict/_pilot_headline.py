@@ -94,6 +94,8 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     lr, T, n = hp.lr, hp.refresh_interval, f.pilot_steps
     linear = f.max_safe_lr if f.max_safe_lr is not None and not f.lost else None
     limit = f.collapse_limit if f.displacement is not None else None
+    if f.invalid:  # a pilot whose updates were not finite, or that barely trained, vouches for nothing
+        return "unsure", f"the pilot is no evidence about this config: {f.invalid}", []
     if f.lost:
         return _fall_verdict(f)
     changes: list[Change] = []

@@ -32,7 +32,7 @@ def _logged(log: RunLog, name: str, n: int) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
-def _pilot_rows(log: RunLog, n: int) -> np.ndarray:
+def pilot_rows(log: RunLog, n: int) -> np.ndarray:
     """The log's row indices of the pilot's first n reward points."""
     return np.flatnonzero(np.isfinite(log["reward"]))[:n]
 
@@ -41,7 +41,7 @@ def _reward_rows(log: RunLog, name: str, n: int) -> np.ndarray:
     """The finite values of series `name` on the rows of the pilot's first n reward points."""
     if name not in log:
         return np.array([])
-    values = log[name][_pilot_rows(log, n)]
+    values = log[name][pilot_rows(log, n)]
     return values[np.isfinite(values)]
 
 
@@ -125,7 +125,7 @@ def zero_std_shares(log: RunLog, reward: np.ndarray, n: int, reward_range, measu
         return None, {}, None
     shares = {g: float(np.mean(reward**g + (1.0 - reward) ** g)) for g in GROUP_SIZES}
     logged = None
-    rows = _pilot_rows(log, n)
+    rows = pilot_rows(log, n)
     z = log["frac_zero_std"][rows] if "frac_zero_std" in log else np.array([])
     ok = np.isfinite(z)
     if ok.any():
@@ -175,7 +175,7 @@ def logged_group_size(log: RunLog, n: int, G: int, N: int | None) -> list[str]:
     G (or N), and is said; a share above it says nothing (unequal prompts raise it)."""
     if G < 2 or "frac_zero_std" not in log or "reward" not in log:
         return []
-    rows = _pilot_rows(log, n)
+    rows = pilot_rows(log, n)
     p, z = log["reward"][rows], log["frac_zero_std"][rows]
     both = np.isfinite(z)
     if both.sum() < MIN_GROUP_ROWS or (p < 0).any() or (p > 1).any():

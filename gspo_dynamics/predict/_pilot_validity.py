@@ -1,0 +1,58 @@
+"""A pilot that is no evidence about its config: one whose updates were not finite, or one that barely trained.
+
+    not finite   a training reading (the gradient norm, the loss) logged as NaN or +-inf on at least half of the
+                 pilot's rows (INVALID_SHARE): its updates are not finite numbers, so whatever its reward did is not the
+                 config's dynamics (a single non-finite row is a mixed-precision step the loss scaler skipped)
+    no signal    most of the pilot's steps (more than DEAD_SHARE) with no group carrying a learning signal: every
+                 completion of the step scored alike (reward_std = 0, frac_zero_std = 1 or reward_min = reward_max
+                 on that row), so GRPO's advantages (r - mean) / std are all 0 and the step changed nothing; a
+                 pilot that trained on fewer than half its steps bounds no lr
+
+Either answers `predict`'s verdict with "unsure" and the reason; `diagnose` on the same log says how to fix it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gspo_dynamics.logs import RunLog
+from gspo_dynamics.predict._pilot_log import pilot_rows
+
+INVALID_SHARE = 0.5  # a training reading non-finite on at least this share of the pilot's rows: not finite updates
+DEAD_SHARE = 0.5  # steps without any signal on more than this share of the pilot's rows (most): it barely trained
+TRAINING_READINGS = ("grad_norm", "loss")  # finite wherever an update was a number
+
+
+def pilot_invalid(log: RunLog, n: int, group_key: str) -> str | None:
+    """Why the pilot's first n reward points are no evidence about its config (module docstring), or None."""
+    rows = pilot_rows(log, n)
+    for name in TRAINING_READINGS:
+        mask = log.logged_non_finite.get(name)
+        bad = int(mask[rows].sum()) if mask is not None else 0
+        if rows.size and bad >= INVALID_SHARE * rows.size:
+            return (f"its {name} is NaN or infinite on {bad} of its {rows.size} rows: its updates were not finite "
+                    "numbers, so its reward says nothing of this config's dynamics; fix that first (gspo-dynamics "
+                    "diagnose on the pilot says how)")
+    dead, seen = dead_steps(log, rows)
+    if seen and dead > DEAD_SHARE * seen:
+        return (f"on {dead} of its {seen} steps no group carried a learning signal (every completion of the step "
+                "scored alike, so every advantage was 0): it barely trained, and bounds no lr; raise "
+                f"{group_key} or use prompts the model sometimes solves, then run a pilot again")
+    return None
+
+
+def dead_steps(log: RunLog, rows: np.ndarray) -> tuple[int, int]:
+    """(rows where no group carries signal, rows where that can be read) among `rows`: reward_std = 0,
+    frac_zero_std = 1 or reward_min = reward_max on the row."""
+    dead = np.zeros(rows.size, dtype=bool)
+    seen = np.zeros(rows.size, dtype=bool)
+
+    def values(name: str) -> np.ndarray:
+        return log[name][rows] if name in log else np.full(rows.size, np.nan)
+
+    std, zero, low, high = values("reward_std"), values("frac_zero_std"), values("reward_min"), values("reward_max")
+    for read, flat in ((np.isfinite(std), std == 0.0), (np.isfinite(zero), zero >= 1.0),
+                       (np.isfinite(low) & np.isfinite(high), low == high)):
+        seen |= read
+        dead |= read & flat
+    return int(dead.sum()), int(seen.sum())

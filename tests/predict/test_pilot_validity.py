@@ -1,0 +1,56 @@
+"""A pilot that is no evidence about its config (`predict._pilot_validity`): its updates not finite (a NaN gradient
+norm on most rows, audit H9a), or most of its steps without any signal (audit H6: reward_std 0 on 34 of 50). Either
+answers 'unsure' with the reason, never 'the pilot kept its reward'; one skipped step or half the steps do not."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from gspo_dynamics.cli.main import main
+
+N = 40
+
+
+def _pilot(tmp_path, **per_row) -> str:
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(N):
+        row = {"step": i + 1, "reward": 0.3 + 0.3 * (1 - math.exp(-i / 10)) + 0.02 * rng.standard_normal(),
+               "reward_std": 0.3, "grad_norm": 0.5, "loss": 0.01, "learning_rate": 1e-6, "epoch": i / N}
+        row.update({k: f(i) for k, f in per_row.items()})
+        rows.append(row)
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def _verdict(tmp_path, capsys, pilot: str) -> dict:
+    config = tmp_path / "trl.json"
+    config.write_text(json.dumps({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
+                                  "max_steps": 400}))
+    code = main(["predict", "--config", str(config), "--pilot", pilot, "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    return json.loads(out)
+
+
+def test_a_pilot_whose_gradient_norm_is_nan_on_most_rows_is_no_evidence(tmp_path, capsys):
+    got = _verdict(tmp_path, capsys, _pilot(tmp_path, grad_norm=lambda i: math.nan))
+    assert got["verdict"] == "unsure"
+    assert "grad_norm is NaN or infinite on 40 of its 40 rows" in got["reason"]
+    one = _verdict(tmp_path, capsys, _pilot(tmp_path, grad_norm=lambda i: math.nan if i == 3 else 0.5))
+    assert "no evidence" not in one["reason"]  # one step the loss scaler skipped
+
+
+@pytest.mark.parametrize("dead, flagged", [(24, True), (20, False)])
+def test_a_pilot_most_of_whose_steps_carry_no_signal_is_no_evidence(tmp_path, capsys, dead, flagged):
+    """reward_std 0 on 24 of 40 rows (most) flags it, naming the group-size key; on 20 (half) it does not."""
+    got = _verdict(tmp_path, capsys, _pilot(tmp_path, reward_std=lambda i: 0.0 if i < dead else 0.3))
+    assert ("no evidence" in got["reason"]) is flagged
+    if flagged:
+        assert got["verdict"] == "unsure" and f"on {dead} of its 40 steps no group carried" in got["reason"]
+        assert "raise num_generations" in got["reason"]

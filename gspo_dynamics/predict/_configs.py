@@ -56,12 +56,14 @@ class RunSetup:
     nearest: tuple[str | None, ...] = ()  # the known key nearest each unknown one (None: none near)
     assumed: tuple[tuple[str, Any], ...] = ()  # (key, default taken): the keys the verdict rests on that the config
     # does not hold (`predict._config_checks.VERDICT_KEYS`)
+    refused: tuple[str, ...] = ()  # what the framework itself would refuse in the config, and how it is read here
 
     def brief_lines(self, skip: tuple[str, ...] = ()) -> list[str]:
         """The answer's first lines about the config itself: the unknown keys read past, and the defaults taken for
         the keys the verdict rests on (none but those of `skip`, keys the caller was given otherwise)."""
         assumed = tuple((k, v) for k, v in self.assumed if k not in skip)
-        lines = [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
+        lines = list(self.refused)
+        lines += [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
         return lines + ([_config_checks.assumed_line(self.framework, assumed)] if assumed else [])
 
     def unmodelled_lines(self) -> list[str]:
@@ -73,7 +75,8 @@ class RunSetup:
     def brief_json(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
         """`brief_lines` as JSON: unknown_keys [{key, nearest}], assumed [{key, value, source}]."""
         source = f"{_config_checks.DEFAULTS_OF[self.framework]} default"
-        return {"unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
+        return {"refused": list(self.refused),
+                "unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
                 "assumed": [{"key": k, "value": v, "source": source} for k, v in self.assumed if k not in skip]}
 
     def to_json(self) -> dict[str, Any]:
@@ -214,7 +217,8 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
     """A GRPOConfig's RunSetup: the mapping, the schedule, and every key sorted by `predict._trl_fields`."""
     name = "TRL GRPOConfig"
     hints = unknown(name, _trl_fields.unknown(cfg), _trl_fields.KNOWN)
-    hp, exact = _trl(cfg, devices, notes)
+    refused: list[str] = []
+    hp, exact = _trl(cfg, devices, notes, refused)
     run_steps = run_length("max_steps", cfg.get("max_steps"), unset=-1)
     if cfg.get("lr_scheduler_type") is None:
         notes.append("lr_scheduler_type not given: transformers' default linear, a decay to 0 at max_steps")
@@ -238,7 +242,8 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
     logging = logging if isinstance(logging, int) and not isinstance(logging, bool) and logging > 0 else None
     return dataclasses.replace(_setup(hp, name, exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
                                       loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints,
-                                      assumed=_config_checks.assumed(name, given, defaults)), logging_steps=logging)
+                                      assumed=_config_checks.assumed(name, given, defaults)), logging_steps=logging,
+                               refused=tuple(refused))
 
 
 def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:

@@ -136,7 +136,7 @@ def _groups_per_step(completions: float, G: int, notes: list[str], what: str) ->
 
 
 # ---- TRL -------------------------------------------------------------------------------------
-def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hyperparams, float]:
+def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str], refused: list[str]) -> tuple[Hyperparams, float]:
     def get(key):
         if cfg.get(key) is not None:
             return cfg[key]
@@ -151,6 +151,11 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str]) -> tuple[Hy
     generation = _generation_keys(cfg)
     devices = _devices(cfg, devices, notes, batch, generation)
     spg = _trl_steps_per_generation(generation, ga, batch * devices, notes)
+    if (batch * devices * spg) % G:  # GRPOConfig.__post_init__: the generation batch holds whole groups
+        refused.append(f"TRL refuses this config: its generation batch, per_device_train_batch_size x processes x "
+                       f"steps_per_generation = {batch} x {devices} x {spg} = {batch * devices * spg}, is not a multiple "
+                       f"of num_generations {G} (Unsloth raises the batch to a multiple instead); read as whole groups "
+                       "of G")
     mu = _number("num_iterations", get("num_iterations"), integer=True, positive=True)
     exact = spg * mu / ga
     T = _rounded_refresh(exact, notes, f"steps_per_generation x num_iterations / gradient_accumulation_steps = {spg} x {mu} / {ga}")

@@ -503,3 +503,19 @@ def test_a_config_of_another_release_is_refused_in_one_line_naming_five_keys_and
     assert len(setup.unknown) == 12
     line = next(line for line in setup.brief_lines() if line.startswith("unknown keys"))
     assert f"and {12 - UNKNOWN_SHOWN} more (--json lists them)" in line
+
+
+def test_a_generation_batch_that_is_not_whole_groups_is_said_first_as_trl_refuses_it(tmp_path):
+    """per_device_train_batch_size 1, accumulation 1, num_generations 6 (the Unsloth notebooks', audit H): TRL's
+    GRPOConfig raises on it, Unsloth raises the batch to 6. The answer's first lines say so, and read whole groups."""
+    from gspo_dynamics.predict import read_run_config
+
+    setup = read_run_config({"learning_rate": 5e-6, "num_generations": 6, "per_device_train_batch_size": 1,
+                             "gradient_accumulation_steps": 1, "max_steps": 250})
+    assert setup.refused and setup.refused[0].startswith("TRL refuses this config")
+    assert "= 1, is not a multiple of num_generations 6" in setup.refused[0]
+    assert setup.brief_lines()[0] == setup.refused[0] and setup.brief_json()["refused"] == list(setup.refused)
+    assert setup.hparams.num_groups == 1
+    whole = read_run_config({"learning_rate": 5e-6, "num_generations": 6, "per_device_train_batch_size": 6,
+                             "max_steps": 250})
+    assert whole.refused == () and whole.brief_json()["refused"] == []

@@ -1,7 +1,9 @@
-"""A config file read into a dict: JSON, YAML or TOML by its suffix, one loader for every command.
+"""A config file read into a dict: JSON, YAML, TOML or a verl launch script's overrides by its suffix, one loader
+for every command.
 
     load_config_file("grpo.yaml")     # predict --config, diagnose --config, train --config
     load_config_file("run.toml")
+    load_config_file("run_grpo.sh")   # {"actor_rollout_ref": {"actor": {"optim": {"lr": 1e-06}}}, ...}
 
 A file that does not parse is one `ConfigError` naming the line and column and what is wrong there
 (`gspo-dynamics: error: the config file 'grpo.yaml' is not valid YAML: line 3, column 1: a tab; YAML
@@ -18,8 +20,9 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 
-FORMATS = "JSON, YAML (.yaml / .yml) or TOML (.toml)"  # what `load_config_file` reads, for messages
+FORMATS = ("JSON, YAML (.yaml / .yml), TOML (.toml) or a verl launch script (.sh)")  # what `load_config_file` reads
 _YAML_SUFFIXES = (".yaml", ".yml")
+_SCRIPT_SUFFIXES = (".sh", ".bash")  # a verl launch script (`_launch_script`)
 _TAB = "a tab; YAML indents with spaces"
 
 
@@ -57,8 +60,8 @@ def yaml_problem(error, text: str) -> str:
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The dict held by a JSON, YAML or TOML file (by its suffix: .yaml / .yml, .toml, else JSON), or one
-    ConfigError."""
+    """The dict held by a JSON, YAML or TOML file, or set by a verl launch script's overrides (by its suffix: .yaml /
+    .yml, .toml, .sh / .bash, else JSON), or one ConfigError."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -77,8 +80,37 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def set_override(out: dict[str, Any], item: str) -> None:
+    """Set one Hydra-style `dotted.key=value` override in the nested dict `out` (the value read as YAML: 1e-6, true,
+    [0.9, 0.99]; nested keys created as needed), or one ConfigError."""
+    import yaml
+
+    key, sep, text = item.partition("=")
+    key = key.strip().lstrip("+")
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise ConfigError(f"an override must read key=value (dotted keys for nested configs), got {item!r}")
+    try:
+        value = yaml.load(text, Loader=yaml_loader())
+    except yaml.YAMLError:
+        raise ConfigError(f"the value of override {item!r} is not valid YAML") from None
+    node = out
+    *path, last = key.split(".")
+    for part in path:
+        if not isinstance(node.get(part, {}), dict):
+            raise ConfigError(f"override {item!r}: {part!r} holds a value, not a table of keys")
+        node = node.setdefault(part, {})
+    node[last] = value
+
+
 def _parse(path: Path, text: str):
     suffix = path.suffix.lower()
+    if suffix in _SCRIPT_SUFFIXES:  # a verl launch script: its command line's Hydra overrides (`_launch_script`)
+        from gspo_dynamics._launch_script import overrides_of
+
+        out: dict[str, Any] = {}
+        for item in overrides_of(text, f"the launch script {str(path)!r}"):
+            set_override(out, item)
+        return out
     if suffix == ".toml":
         import tomllib
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gspo_dynamics._config_file import load_config_file, yaml_loader
+from gspo_dynamics._config_file import load_config_file, set_override
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
@@ -113,25 +113,9 @@ def _refuse_devices(devices: int | None, why: str) -> None:
 def apply_overrides(cfg: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """`cfg` with Hydra-style `dotted.key=value` overrides applied (values read as YAML: 1e-6, true, [0.9,
     0.99]), as a verl run script passes them on its command line; nested keys are created as needed."""
-    import yaml
-
     out = json.loads(json.dumps(cfg))  # a deep copy of plain data
     for item in overrides:
-        key, sep, text = item.partition("=")
-        key = key.strip().lstrip("+")
-        if not sep or not key or any(not part for part in key.split(".")):
-            raise ConfigError(f"an override must read key=value (dotted keys for nested configs), got {item!r}")
-        try:
-            value = yaml.load(text, Loader=yaml_loader())
-        except yaml.YAMLError:
-            raise ConfigError(f"the value of override {item!r} is not valid YAML") from None
-        node = out
-        *path, last = key.split(".")
-        for part in path:
-            if not isinstance(node.get(part, {}), dict):
-                raise ConfigError(f"override {item!r}: {part!r} holds a value, not a table of keys")
-            node = node.setdefault(part, {})
-        node[last] = value
+        set_override(out, item)
     return out
 
 

@@ -1,0 +1,61 @@
+"""A verl launch script read as its config (`_launch_script`, `_config_file.load_config_file` by the .sh suffix): the
+Hydra overrides of its trainer command, with the script's own variables, as verl's examples write them."""
+
+from __future__ import annotations
+
+import pytest
+
+from gspo_dynamics import ConfigError
+from gspo_dynamics._config_file import load_config_file
+from gspo_dynamics._launch_script import overrides_of
+from gspo_dynamics.predict import read_run_config
+
+SCRIPT = """#!/bin/bash
+set -x
+# the learning rate
+export LR=1e-6
+N=8   # responses per prompt
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_batch_size=256 \\
+    data.train_files=$HOME/data/gsm8k/train.parquet \\
+    actor_rollout_ref.actor.optim.lr=${LR} \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=64 \\
+    actor_rollout_ref.rollout.n=$N \\
+    actor_rollout_ref.actor.clip_ratio_high=${CLIP_HIGH:-0.28} \\
+    trainer.logger='["console","tensorboard"]' \\
+    +trainer.total_training_steps=300 \\
+    ~trainer.val_before_train \\
+    trainer.total_epochs=15 $@ 2>&1 | tee verl_demo.log
+"""
+
+
+def test_the_overrides_of_the_trainer_command_with_the_scripts_variables():
+    got = overrides_of(SCRIPT)
+    assert got[:2] == ["algorithm.adv_estimator=grpo", "data.train_batch_size=256"]
+    assert "actor_rollout_ref.actor.optim.lr=1e-6" in got and "actor_rollout_ref.rollout.n=8" in got
+    assert "actor_rollout_ref.actor.clip_ratio_high=0.28" in got  # ${NAME:-default}, NAME unset in the script
+    assert "data.train_files=$HOME/data/gsm8k/train.parquet" in got  # the caller's variable, as written
+    assert 'trainer.logger=["console","tensorboard"]' in got and "trainer.total_training_steps=300" in got
+    assert not any(item.startswith(("~", "$@", "2>&1", "tee")) for item in got) and got[-1] == "trainer.total_epochs=15"
+
+
+def test_a_launch_script_is_read_as_the_verl_config_it_sets(tmp_path):
+    path = tmp_path / "run_grpo.sh"
+    path.write_text(SCRIPT)
+    cfg = load_config_file(path)
+    assert cfg["actor_rollout_ref"]["actor"]["optim"]["lr"] == 1e-6 and cfg["actor_rollout_ref"]["rollout"]["n"] == 8
+    setup = read_run_config(path)
+    assert setup.framework == "verl" and setup.hparams.lr == 1e-6 and setup.hparams.group_size == 8
+    assert setup.hparams.refresh_interval == 4 and setup.run_steps == 300  # 256 / 64 updates per rollout
+
+
+@pytest.mark.parametrize("text, words", [
+    ("python3 -m verl.trainer.main_ppo --config-name=my_grpo actor_rollout_ref.rollout.n=8\n", "names its own base config"),
+    ("echo hello\npython3 train.py --lr 1e-6\n", "runs no verl trainer"),
+])
+def test_a_script_whose_config_is_elsewhere_or_that_runs_no_verl_trainer_is_one_clear_error(tmp_path, text, words):
+    path = tmp_path / "run.sh"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=words):
+        load_config_file(path)

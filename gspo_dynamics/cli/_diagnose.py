@@ -35,7 +35,7 @@ def _epilog() -> str:
             "  gspo-dynamics diagnose output/checkpoint-500/trainer_state.json --config grpo.yaml\n"
             "  gspo-dynamics diagnose metrics.csv --map reward=score --explain\n\n"
             "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
-            "flags, from --config FILE (JSON, YAML or TOML: a TRL GRPOConfig, a verl config, our trainer's config or "
+            "flags, from --config FILE (JSON, YAML, TOML or a verl launch script: a TRL GRPOConfig, a verl config, our trainer's config or "
             "our own field names; read as `predict --config` reads it), or both (flags win). --lr is needed with any "
             "other hyperparameter flag. A log with its own column names: --map reward=my_reward,kl_ref=my_kl (NAME is "
             f"step or one of {', '.join(STANDARD_NAMES)}; common names such as reward_mean need no map). Exit status 0 "

@@ -13,6 +13,8 @@ Detection rules, first match wins (the content decides, never the file name):
     hf_console     where most are dicts printed by Python `{'key': value, ...}` (transformers' Trainer)
   csv            a header of names split by `,`, tab or `;`, the lines below it (most of them) as many fields,
                  mostly numbers; a banner with commas is not a header
+  notebook       a Jupyter notebook's JSON (`_notebook`): its training table, else what its cells printed; before
+                 the JSON rules
   text_table     a table a hand-written loop prints: a header line of names over rows of as many leading numbers
                  (`_text_table`), where nothing above matched
 """
@@ -27,12 +29,13 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._console import DETECT_CHARS, console_kind
 from gspo_dynamics.logs._readers import COLUMNS_DOCUMENT, ROWS_DOCUMENT
 from gspo_dynamics.logs._runlog import to_float
+from gspo_dynamics.logs._notebook import looks_like_notebook
 from gspo_dynamics.logs._text_table import looks_like_text_table
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
 # the formats `read_log` reads (`_read.READERS` maps each to its reader)
 FORMATS: tuple[str, ...] = ("trl_state", "console", "hf_console", "tensorboard", "csv", "jsonl", "verl_console",
-                            "text_table")
+                            "text_table", "notebook")
 
 
 def _as_text(content: bytes | str) -> tuple[str, list[str]]:
@@ -105,7 +108,8 @@ def detect_format(content: bytes | str) -> str:
     if looks_like_text_table(stripped[:DETECT_CHARS]):
         return "text_table"
     raise ConfigError(
-        "could not recognise the log format; tried a TensorBoard event file, a trainer_state.json, JSON/JSONL rows, "
+        "could not recognise the log format; tried a TensorBoard event file, a trainer_state.json, a Jupyter notebook, "
+        "JSON/JSONL rows, "
         "console output (printed metric dicts, or key: value / key=value lists with a step counter or two numbers), "
         "CSV (a header of names over rows of as many fields) and a printed table (a header line of names over rows of "
         "numbers); in Python, read_log(path, format=...) forces one of "
@@ -116,6 +120,8 @@ def detect_format(content: bytes | str) -> str:
 def _json_rules(stripped: str) -> str | None:
     """The first rules of `detect_format`, on the text without its leading whitespace: "trl_state", "jsonl", or None
     (they read only the first `DETECT_CHARS` characters, the first line and the first character after it)."""
+    if looks_like_notebook(stripped):
+        return "notebook"
     newline = stripped.find("\n")  # not split(): that would copy the whole rest of a large log
     first_line = (stripped if newline < 0 else stripped[:newline]).strip()
     one_json_object = first_line.startswith("{") and first_line.endswith("}") and '"' in first_line
@@ -127,7 +133,7 @@ def _json_rules(stripped: str) -> str | None:
     return "jsonl" if json_array or one_json_object else None
 
 
-_JSON_FORMATS = ("trl_state", "jsonl")  # formats whose readers take ASCII bytes as they are (`_plain_ascii`)
+_JSON_FORMATS = ("trl_state", "jsonl", "notebook")  # formats whose readers take ASCII bytes as they are (`_plain_ascii`)
 _TEXT_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c\x1c-\x1f]")  # a character that is not whitespace to `str.isspace`
 
 

@@ -44,6 +44,7 @@ from gspo_dynamics.logs._placeholders import without_placeholders
 from gspo_dynamics.logs._repeats import repeated_rows
 from gspo_dynamics.logs._rows import eval_points, key_groups, series_of, settle, without_rows
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, freeze
+from gspo_dynamics.logs._notebook import read_notebook
 from gspo_dynamics.logs._text_table import read_text_table
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
@@ -56,6 +57,7 @@ READERS = {
     "jsonl": read_jsonl,
     "verl_console": read_verl_console,
     "text_table": read_text_table,
+    "notebook": read_notebook,
 }
 _STEPS_BUILT_IN = ("tensorboard", "verl_console")  # formats whose steps are not a column
 _MAX_BYTES = 2**31  # a metrics log this large is not a metrics log

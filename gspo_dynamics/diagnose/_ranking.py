@@ -29,7 +29,7 @@ DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collaps
 DIVERGENCE_SIGNALS = ("late drop below the peak", "sustained drop below the peak", "reward fell from the start",
                       "reward fell to its floor")  # the instability's falls (`_instability`)
 FALL_HIDES = ("still_rising", "healthy_saturation")  # trend readings a collapse ranks below (`_fall_not_rise`)
-TRAIN_LONGER = "train longer and diagnose again"  # how the unsure rise's advice (`_trend._sure_or_unsure`) begins
+TRAIN_LONGER = "train longer and diagnose again"  # how the unsure rise's advice (`_settled.sure_or_unsure`) begins
 CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "damping ratio of the fit")  # its oscillations
 
 

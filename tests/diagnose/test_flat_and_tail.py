@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from gspo_dynamics.diagnose import _trend, diagnose
+from gspo_dynamics.diagnose import _settled, diagnose
 from gspo_dynamics.diagnose._trend_stats import (
     STILL_RISING_FRACTION,
     TAIL_FRACTION,
@@ -74,7 +74,7 @@ def test_the_tail_noise_is_the_z_a_steady_climb_shows_over_the_tail():
         _, z_tail, _ = late_slope(t, r, TAIL_FRACTION)
         ratios.append((z_tail, z_half))
     z_tail, z_half = np.mean(ratios, axis=0)
-    assert z_tail / z_half == pytest.approx(_trend.TAIL_NOISE / _trend.SLOPE_NOISE, rel=0.1)
+    assert z_tail / z_half == pytest.approx(_settled.TAIL_NOISE / _settled.SLOPE_NOISE, rel=0.1)
 
 
 def _rise(tail: np.ndarray, seed: int) -> RunLog:

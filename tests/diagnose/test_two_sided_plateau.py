@@ -81,7 +81,7 @@ def test_a_significant_but_negligible_late_creep_is_no_sure_rise():
     log: still rising 0.51 on a late climb of 0.029, its own evidence saying 'meaningful False')."""
     from types import SimpleNamespace
 
-    from gspo_dynamics.diagnose._trend import rise_shown
+    from gspo_dynamics.diagnose._settled import rise_shown
 
     late = {"slope_z": 2.03, "meaningful": False, "climb": 0.029}
     assert rise_shown(late, SimpleNamespace(r_squared=0.19)) == [

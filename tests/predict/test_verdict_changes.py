@@ -312,3 +312,15 @@ def test_a_pilot_no_margin_rule_could_read_is_unsure_and_says_what_would_tell(tm
         assert ("no token entropy" in head.reason) == (T == 1), head.lines()
     else:
         assert "did not overshoot" in head.reason
+
+
+def test_a_pilot_longer_than_the_run_says_what_it_may_not_show_not_that_the_reward_will_not_rise():
+    """A 40-step TRL run at G = 4: the power pilot is longer than the run. The plan says the whole run may not show the
+    0.1 rise it sizes for, and on which assumption, never 'its reward will not rise' (audit H F7: four such runs rose)."""
+    from gspo_dynamics.predict import config_forecast, config_headline, read_run_config
+
+    setup = read_run_config({"learning_rate": 1e-6, "num_generations": 4, "per_device_train_batch_size": 4,
+                             "max_steps": 10})
+    plan = config_headline(config_forecast(setup)).pilot_plan
+    assert plan["steps"] == 10 and "will not rise" not in plan["why"]
+    assert "may not show such a rise" in plan["why"] and "(if the reward is a [0, 1] score)" in plan["why"]

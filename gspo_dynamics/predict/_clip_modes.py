@@ -67,6 +67,9 @@ def trl_cispo(level: str, cap: float, notes: list[str]) -> tuple[str, float, flo
     return "none", 1.0 - 1e-6, cap
 
 
+NO_LOWER_CLIP = 1.0 - 1e-6  # eps_low standing for no lower clip: a bound 1 - eps_low just above 0
+
+
 def no_lower_clip(key: str, low: float, notes: list[str]) -> float:
     """eps_low as the theory takes it: a lower bound 1 - eps_low at or below 0 (`key` >= 1: TRL's epsilon, verl's
     clip_ratio_low, our clip_low; `torch.clamp` then never raises a ratio) is no lower clip, just below 1 (said)."""
@@ -74,7 +77,7 @@ def no_lower_clip(key: str, low: float, notes: list[str]) -> float:
         return low
     notes.append(f"{key} {low:g} >= 1: the ratio's lower bound 1 - {key} <= 0 clips nothing (no lower clip bound); "
                  "the theory's eps_low is just below 1")
-    return 1.0 - 1e-6
+    return NO_LOWER_CLIP
 
 
 def unclipped(hp) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from gspo_dynamics._plain import plain
+from gspo_dynamics.predict._clip_modes import NO_LOWER_CLIP
 from gspo_dynamics.predict._configs import RunSetup
 from gspo_dynamics.theory.dual_clip import drift_for_share
 from gspo_dynamics.theory.finite_group import zero_variance_probability
@@ -53,9 +54,15 @@ def hparams_text(hp, refresh_exact: float | None = None) -> str:
     groups = ("G -> infinity" if hp.group_size is None else
               f"G = {hp.group_size}, N = {hp.num_groups} group{'' if hp.num_groups == 1 else 's'} per step")
     return (f"lr {hp.lr:g}, {hp.optimizer.name} (mu = {hp.momentum:g}), T = {T}{exact} optimizer step"
-            f"{'' if T == 1 else 's'} per rollout, {groups}, clip [{hp.clip_low:g}, {hp.clip_high:g}], "
+            f"{'' if T == 1 else 's'} per rollout, {groups}, clip [{_low_clip(hp.clip_low)}, {hp.clip_high:g}], "
             f"beta = {hp.kl_coef:g}, correction {hp.correction}"
             + ("" if hp.ratio_cap is None else f", dual clip c = {hp.ratio_cap:g}"))
+
+def _low_clip(low: float) -> str:
+    """eps_low as a reader knows it: `none` where the config sets no lower clip (`_clip_modes.no_lower_clip`'s value
+    just below 1, whose 0.999999 reads as a setting)."""
+    return "none" if low >= NO_LOWER_CLIP else f"{low:g}"
+
 
 @dataclass(frozen=True)
 class ConfigForecast:

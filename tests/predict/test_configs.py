@@ -519,3 +519,15 @@ def test_a_generation_batch_that_is_not_whole_groups_is_said_first_as_trl_refuse
     whole = read_run_config({"learning_rate": 5e-6, "num_generations": 6, "per_device_train_batch_size": 6,
                              "max_steps": 250})
     assert whole.refused == () and whole.brief_json()["refused"] == []
+
+
+def test_no_lower_clip_reads_none_not_the_theorys_stand_in():
+    """TRL's cispo (or epsilon >= 1) sets no lower clip: the theory stands in eps_low just below 1; the config line says
+    'clip [none, 0.2]', not 'clip [0.999999, 0.2]' (audit H F8)."""
+    from gspo_dynamics.predict import hparams_text
+    from gspo_dynamics.predict._config_forecast import _low_clip
+
+    setup = read_run_config({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
+                             "epsilon": 1.0, "epsilon_high": 0.2})
+    assert setup.hparams.clip_low > 0.9999 and _low_clip(setup.hparams.clip_low) == "none"
+    assert "clip [none, 0.2]" in hparams_text(setup.hparams)

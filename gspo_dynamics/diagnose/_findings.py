@@ -200,7 +200,9 @@ def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
 def truncation(log: RunLog, hparams=None) -> Finding | None:
     """More than TRUNCATION_HIGH of the completions cut at the length cap (`truncation_rate`: TRL
     completions/clipped_ratio, verl response_length/clip_ratio) over the late window (the last quarter of its
-    rows, 2 MIN_WINDOW rows at least): the rewards score unfinished answers."""
+    rows, 2 MIN_WINDOW rows at least): the rewards score unfinished answers. Where the lengths bound the share a
+    cap can have cut below it (`_truncation_bound`: TRL counts every completion without an EOS token, one a stop
+    string ended too), a note that says so instead."""
     if log.n_points("truncation_rate") < 2 * MIN_WINDOW:
         return None
     steps, rate = log.valid("truncation_rate")
@@ -208,6 +210,14 @@ def truncation(log: RunLog, hparams=None) -> Finding | None:
     share = float(np.mean(rate[late]))
     if share <= TRUNCATION_HIGH:
         return None
+    bound = _truncation_bound(log, steps[late])
+    if bound is not None and share > bound + BOUND_SLACK:  # more than the lengths allow: not the cap's cut
+        return Finding("truncation", NOTE, (
+            f"{log.columns.get('truncation_rate', 'the truncation rate')} reads {share:.0%} late, but the mean "
+            f"completion length is {bound:.0%} of the longest: at most that share can have reached a length cap; the "
+            "column counts completions that ended without the EOS token (a stop string, a tool call), not truncation"),
+            [evidence("share of completions truncated, late window", share, (steps[late][0], steps[late][-1]),
+                      threshold=bound, side="<=", caveat=True, bound_from="mean / longest completion length")], [])
     early = float(np.mean(rate[window(rate, False)]))
     lengths = log.valid("mean_length")[1] if "mean_length" in log else np.empty(0)
     length = float(np.mean(lengths[window(lengths, True)])) if lengths.size else None
@@ -221,6 +231,23 @@ def truncation(log: RunLog, hparams=None) -> Finding | None:
     return Finding("truncation", "invalidates", summary,
                    [evidence("share of completions truncated, late window", share, (steps[late][0], steps[late][-1]),
                              threshold=TRUNCATION_HIGH, early=early)], advice)
+
+
+LONGEST = ("completions/max_length", "response_length/max")  # the longest completion of a step: TRL, verl
+BOUND_SLACK = 0.1  # a truncation share past the lengths' bound by more than this is not the cap's cut
+
+
+def _truncation_bound(log: RunLog, late_steps: np.ndarray) -> float | None:
+    """The most completions a cap can have cut, from the lengths: a completion cut at the cap is as long as the
+    step's longest, so a share s cut gives mean >= s x longest, s <= mean / longest (the median over the late rows
+    that log both, at least MIN_WINDOW of them); None where the log has no longest length."""
+    name = next((n for n in LONGEST if n in log), None)
+    if name is None or "mean_length" not in log:
+        return None
+    rows = np.isin(log.steps, late_steps) & np.isfinite(log["mean_length"]) & np.isfinite(log[name]) & (log[name] > 0)
+    if rows.sum() < MIN_WINDOW:
+        return None
+    return float(np.median(log["mean_length"][rows] / log[name][rows]))
 
 
 # ---- length_collapse --------------------------------------------------------------------------------------------

@@ -22,11 +22,11 @@ N = 80
 TRL_KEYS = {"reward": "reward", "kl_ref": "kl", "clip_frac": "clip_ratio/region_mean", "grad_norm": "grad_norm",
             "loss": "loss", "mean_length": "completions/mean_length", "truncation_rate": "completions/clipped_ratio",
             "logp_diff_mean": "sampling/sampling_logp_difference/mean",
-            "is_ratio_mean": "sampling/importance_sampling_ratio/mean"}
+            "is_ratio_mean": "sampling/importance_sampling_ratio/mean", "longest": "completions/max_length"}
 VERL_KEYS = {"reward": "critic/score/mean", "kl_ref": "actor/kl_loss", "clip_frac": "actor/pg_clipfrac",
              "grad_norm": "actor/grad_norm", "loss": "actor/pg_loss", "mean_length": "response_length/mean",
              "truncation_rate": "response_length/clip_ratio", "kl_old_new": "actor/ppo_kl",
-             "mismatch_k3_kl": "rollout_corr/k3_kl"}
+             "mismatch_k3_kl": "rollout_corr/k3_kl", "longest": "response_length/max"}
 
 
 def healthy(trainer: str) -> dict[str, np.ndarray]:
@@ -264,6 +264,21 @@ def test_most_completions_truncated_late_invalidates(trainer, tmp_path):
     run["truncation_rate"] = np.linspace(0.2, 0.8, N)
     f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "truncation")
     assert f.severity == "invalidates" and "max_completion_length" in f.advice[0] and "data.max_response_length" in f.advice[0]
+
+
+@BOTH
+def test_a_truncation_share_the_lengths_cannot_hold_is_a_note_not_a_cut(trainer, tmp_path):
+    """Every completion 'clipped' while the mean length is a third of the longest (TRL counts completions a stop string
+    ended, without an EOS token; audit H6): a cap cut at most a third, so the share is not the cap's: a note, no advice
+    to raise the cap. Where the lengths allow it (mean near the longest), the cut stands."""
+    run = healthy(trainer)
+    run["truncation_rate"] = np.full(N, 1.0)
+    run["longest"] = np.full(N, 1200.0)  # mean 400
+    f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "truncation")
+    assert f.severity == "note" and not f.advice and "without the EOS token" in f.summary
+    run["longest"] = np.full(N, 410.0)
+    f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "truncation")
+    assert f.severity == "invalidates" and f.advice
 
 
 def test_most_severe_first_and_the_type_checks_its_fields(tmp_path):

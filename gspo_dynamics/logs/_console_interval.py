@@ -20,7 +20,7 @@ import math
 import re
 from collections import Counter
 
-from gspo_dynamics.logs._readers import NUMBERED
+from gspo_dynamics.logs._readers import NUMBERED, ROW_NUMBERS
 from gspo_dynamics.logs._runlog import to_float
 
 _TOTAL_STEPS = re.compile(r"Total (?:optimization )?steps\s*=\s*([\d,]+)")
@@ -53,7 +53,7 @@ def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, war
         steps.append(count[run])
     warnings.append(f"the {what} has no step numbers; the rows of each of its {len(count)} runs (each begun by "
                     "transformers' banner or ended by its summary) were numbered 1, 2, ...")
-    return steps, None, f"row numbers within each of {len(count)} runs (no step found)"
+    return steps, None, f"{ROW_NUMBERS} within each of {len(count)} runs (no step found)"
 
 
 def bar_steps(bars: list[list]) -> list[int] | None:

@@ -14,8 +14,12 @@ run, numbered rightly by row).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
+import numpy as np
+
+from gspo_dynamics.logs._epochs import EPOCH, epoch_restarts
 from gspo_dynamics.logs._names import canonical_name
 from gspo_dynamics.logs._runlog import to_float
 
@@ -66,11 +70,12 @@ def row_counter(records: Iterable[dict], skip: Iterable[str] = ()) -> tuple[str,
 
 def within_epochs(records: list[dict], counter: str) -> bool:
     """Whether the `counter` restarts where the records' epoch (a column named `epoch`, `train/epoch`; on every row)
-    rises, and that epoch never goes back: steps counted within each epoch of one run (runs appended to one file start
-    their epoch again)."""
-    key = next((k for k in sorted(records[0]) if canonical_name(k).lower() == "epoch"), None) if records else None
+    rises (`_epochs.epoch_restarts`, the one rule), and that epoch never goes back: steps counted within each epoch of
+    one run (runs appended to one file start their epoch again)."""
+    key = next((k for k in sorted(records[0]) if canonical_name(k).lower() == EPOCH), None) if records else None
     epochs = [to_float(record.get(key)) for record in records] if key is not None else [None]
-    if None in epochs:
+    if None in epochs or any(not math.isfinite(e) for e in epochs):
         return False
-    pairs = list(zip(records, records[1:], epochs, epochs[1:]))
-    return all(f >= e for _, _, e, f in pairs) and all(f > e for a, b, e, f in pairs if b[counter] < a[counter])
+    e = np.asarray(epochs, dtype=float)
+    _, joined = epoch_restarts(np.asarray([record[counter] for record in records]), e)
+    return bool(np.all(np.diff(e) >= 0) and joined.all())

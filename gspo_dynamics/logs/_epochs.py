@@ -1,13 +1,15 @@
 """Step counters that restart each epoch: a hand-written loop's `{"epoch": e, "step": s, ...}` rows, or console lines
-`Epoch 2/3, Step 10, ...`, count s from 0 again in each epoch. Where every training row logs a whole epoch number,
-the counter goes back and the epoch rises by one there, the rows are one run's next epoch, not a new run (runs
-appended to one file restart their epoch too) and not a resumed run (which logs an epoch it logged before): the
-step counts on,
+`Epoch 2/3, Step 10, ...`, count s from 0 again in each epoch. Where the counter goes back and the epoch rises there
+(`epoch_restarts`: the one rule, also `_counters.within_epochs`' for step-less rows), the rows are one run's next
+epoch, not a new run (runs appended to one file start their epoch again) and not a resumed run (which logs an epoch it
+logged before): the step counts on,
 
-    step' = s + sum over the earlier restarts k of (s_{k-1} - s_k + d),
+    step' = s + sum over the earlier such restarts k of (s_{k-1} - s_k + d),
 
 with d the counter's usual increment (the median positive step difference), so epoch 2's first row follows epoch 1's
-last by d. A restart where the epoch does not rise by one resets the sum: it is read as before (a new run, or a resume).
+last by d. A restart where the epoch does not rise resets the sum: it is read as before (a new run, or a resume).
+Every training row must log its epoch, and the steps must be the log's own (not rows a reader numbered, whose
+restarts are its own split of the runs).
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ def _epochs(rows, groups: dict[tuple, list[int]]) -> np.ndarray | None:
     return np.fromiter((math.nan if (x := to_float(v)) is None else x for v in values), float, len(values))
 
 
+def epoch_restarts(counts: np.ndarray, epochs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the positions where `counts` goes back, whether the epoch rises at each: the count restarts with the
+    epoch); counts and epochs (n,), epochs finite."""
+    back = np.flatnonzero(counts[1:] < counts[:-1]) + 1
+    return back, epochs[back] > epochs[back - 1]
+
+
 def across_epochs(rows, groups: dict[tuple, list[int]], steps: np.ndarray,
                   is_eval: np.ndarray) -> tuple[np.ndarray, int]:
     """(steps (n,) counted on across the epochs where the counter restarts each epoch, the restarts joined); the
@@ -42,14 +51,10 @@ def across_epochs(rows, groups: dict[tuple, list[int]], steps: np.ndarray,
     if train.size < 2:
         return steps, 0
     s = steps[train]  # (T,)
-    back = np.flatnonzero(s[1:] < s[:-1]) + 1  # (B,) positions in `train` where the counter goes back
-    epochs = _epochs(rows, groups) if back.size else None
-    if epochs is None:
+    epochs = _epochs(rows, groups) if np.any(s[1:] < s[:-1]) else None
+    if epochs is None or not np.all(np.isfinite(epochs[train])):
         return steps, 0
-    e = epochs[train]
-    if not np.all(np.isfinite(e) & (e == np.round(e))):  # a trainer's fraction of its data (TRL's 1.29) counts on
-        return steps, 0
-    joined = e[back] == e[back - 1] + 1
+    back, joined = epoch_restarts(s, epochs[train])  # (B,) positions in `train` where the counter goes back
     if not joined.any():
         return steps, 0
     rises = np.diff(s)[np.diff(s) > 0]

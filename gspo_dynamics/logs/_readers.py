@@ -139,7 +139,8 @@ def _valid_steps(steps: list, what: str, warnings: list[str]) -> list:
     return steps
 
 
-NUMBERED_AXIS = "row numbers (no step found)"
+ROW_NUMBERS = "row numbers"  # how every step axis a reader numbered itself begins (not the log's own steps)
+NUMBERED_AXIS = f"{ROW_NUMBERS} (no step found)"
 
 
 def _step_column(objects, present: list[str]) -> tuple[str | None, list]:

@@ -33,6 +33,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._epochs import across_epochs
 from gspo_dynamics.logs._groups import key_groups, regroup
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
+from gspo_dynamics.logs._readers import ROW_NUMBERS
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
 from gspo_dynamics.logs._table import row_steps, take_rows, with_steps
 
@@ -258,7 +259,7 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         if every and every > 1:
             step_axis = f"logging_steps {every} x row"
     steps = row_steps(rows)  # (n,)
-    if ordered and not numbered:
+    if ordered and not numbered and not step_axis.startswith(ROW_NUMBERS):  # the log's own steps only
         steps, joined = across_epochs(rows, groups, steps, is_eval)
         if joined:
             rows = with_steps(rows, steps)

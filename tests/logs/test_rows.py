@@ -204,6 +204,9 @@ def test_a_counter_that_restarts_with_each_epoch_counts_on_across_them():
     assert (log.n_runs, log.steps.size) == (1, 24) and log.steps.tolist() == list(range(0, 240, 10))
     np.testing.assert_allclose(log["reward"], REWARD)
     assert "counted on where it restarts with the epoch (2 time(s))" in log.step_axis
+    # the epoch as the fraction of the data seen (k + b / 8 in epoch k), as transformers logs it: the same one run
+    fractional = [{**row, "epoch": (i // 8) + (i % 8 + 1) / 8} for i, row in enumerate(by_epoch([1, 2, 3], every=10))]
+    assert read_log(jsonl(fractional)).steps.tolist() == list(range(0, 240, 10))
 
 
 def test_runs_appended_with_their_epochs_from_1_again_stay_runs_and_a_resume_stays_a_resume():
@@ -223,7 +226,7 @@ def test_counting_on_across_epochs_matches_a_loop():
     for _ in range(50):
         n = int(rng.integers(2, 60))
         steps = rng.integers(0, 20, n).astype(np.int64)
-        epochs = rng.integers(1, 4, n).astype(float)  # whole epochs; a restart joins where it rises by one
+        epochs = rng.integers(1, 4, n).astype(float)  # a restart joins where the epoch rises
         is_eval = rng.random(n) < 0.2
         rows = [(int(s), {"epoch": float(e), "reward": 0.0}) for s, e in zip(steps, epochs)]
         got, joined = across_epochs(rows, {("epoch", "reward"): list(range(n))}, steps, is_eval)
@@ -233,7 +236,7 @@ def test_counting_on_across_epochs_matches_a_loop():
         want, offset, count, prev = steps.copy(), 0, 0, None
         for i in range(n):
             if not is_eval[i] and prev is not None and steps[i] < steps[prev]:
-                if epochs[i] == epochs[prev] + 1:
+                if epochs[i] > epochs[prev]:
                     offset, count = offset + int(steps[prev] - steps[i]) + d, count + 1
                 else:
                     offset = 0

@@ -23,9 +23,10 @@ def r2_factor(r2: float) -> float:
 
 
 MAX_SAMPLE_FACTOR = 4.0  # the most G or the prompts per step are advised to grow (a change a user makes)
-STALLED_ADVICE = ["no significant change of the reward, and the data favour none over a meaningful one: raise "
-                  "the learning rate (2-10x), check that the KL weight does not pin the policy to the reference, and that "
-                  "the groups carry signal (rewards differ within a group)"]
+# a stall's evidence is the reward alone: the checks that need no new run come before the lr change they would void
+STALLED_ADVICE = ["no significant change of the reward, and the data favour none over a meaningful one: check that "
+                  "the groups carry signal (rewards differ within a group) and that the KL weight does not pin the policy "
+                  "to the reference; where both hold, raise the learning rate (2-10x)"]
 
 
 def noise_advice(group_size: int | None, std_factor: float) -> list[str]:

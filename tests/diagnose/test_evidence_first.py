@@ -225,3 +225,12 @@ def test_an_unstable_fits_equilibrium_is_no_plateau():
     share = next(e for v in d.verdicts for e in v.evidence if e["signal"] == "remaining rise / total rise")
     assert share["value"] is None or not np.isfinite(share["value"])
     assert share["plateau"] is None
+
+
+def test_a_stalls_advice_checks_the_signal_and_the_kl_before_changing_the_lr():
+    """A stall's evidence is the reward alone (audit C7, B8: 'raise the learning rate' first on runs whose siblings at
+    that lr saturate): the checks that need no new run come first, the lr change after them."""
+    from gspo_dynamics.diagnose._trend_advice import STALLED_ADVICE
+
+    text = STALLED_ADVICE[0]
+    assert text.index("groups carry signal") < text.index("KL weight") < text.index("raise the learning rate")

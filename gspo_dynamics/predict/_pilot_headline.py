@@ -307,7 +307,8 @@ def _forecast(f, chance: dict | None) -> dict:
     imp = f.implications
     if plateau_identified(f):
         out["plateau"] = {"value": imp.plateau.value, "step": imp.time_to_plateau.value}
-        out["text"].append(f"plateau {imp.plateau.value:.3g}, within 5% of it from step {imp.time_to_plateau.value:.0f}")
+        out["text"].append(f"plateau {imp.plateau.value:.3g} (the pilot's curve: a later rise is not ruled out), within "
+                           f"5% of it from step {imp.time_to_plateau.value:.0f}")
     else:
         rise = rise_in_noise(f)
         out["plateau"] = None

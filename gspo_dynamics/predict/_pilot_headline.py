@@ -46,8 +46,9 @@ ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale i
 
 
 def rise_in_noise(f) -> float | None:
-    """The pilot's rise in noise units: |mean of its last k rewards - mean of its first k| / the fit's residual std,
-    k = min(HELD_STEPS, n // 2) (two windows that do not overlap: an 8-point pilot's first and last 8 are one); None
+    """The pilot's rise in noise units (negative: a fall): (mean of its last k rewards - mean of its first k) / the
+    fit's residual std, k = min(HELD_STEPS, n // 2) (two windows that do not overlap: an 8-point pilot's first and
+    last 8 are one); None
     where it has no noise to measure in (a residual std at rounding level, below ROUNDING_SHARE x the rewards' scale:
     a pilot pinned at one value, whose rise in such units would be ~1e15)."""
     if f.pilot is None or f.fit is None:
@@ -56,7 +57,7 @@ def rise_in_noise(f) -> float | None:
     if not f.fit.residual_std > ROUNDING_SHARE * max(1.0, float(np.max(np.abs(r)))):
         return None
     k = min(HELD_STEPS, r.size // 2)
-    return float(abs(np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
+    return float((np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
 
 
 def reward_swings(f) -> str | None:
@@ -313,8 +314,8 @@ def _forecast(f, chance: dict | None) -> dict:
         rise = rise_in_noise(f)
         out["plateau"] = None
         out["text"].append("plateau and its time: not identified (" + (
-            "" if rise is None else f"the pilot's rise is {rise:.2g} noise std and ") + "its fit does not bend within "
-            "the pilot; a longer pilot tells)")
+            "" if rise is None else f"the pilot's {'rise' if rise >= 0 else 'fall'} is {abs(rise):.2g} noise std and ")
+            + "its fit does not bend within the pilot; a longer pilot tells)")
     if chance is not None and by_construction(f, chance):  # the chance at a rule's threshold: for settings no pilot ran
         out["collapse_chance"] = None
         out["text"].append(f"collapse risk at these settings: not identified (the pilot ran at them, a move of "

@@ -118,3 +118,5 @@ def test_an_8_point_pilots_rise_is_measured_between_two_windows_that_do_not_over
     r = np.array([0.1, 0.12, 0.11, 0.13, 0.3, 0.32, 0.31, 0.33])
     f = SimpleNamespace(pilot=(np.arange(1, 9), r), fit=SimpleNamespace(residual_std=0.01))
     assert rise_in_noise(f) == pytest.approx((0.315 - 0.115) / 0.01)
+    fallen = SimpleNamespace(pilot=(np.arange(1, 9), r[::-1]), fit=SimpleNamespace(residual_std=0.01))
+    assert rise_in_noise(fallen) == pytest.approx(-(0.315 - 0.115) / 0.01)  # a fall is no rise (audit E)

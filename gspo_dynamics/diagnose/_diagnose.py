@@ -27,8 +27,8 @@ from gspo_dynamics.diagnose._findings import findings
 from gspo_dynamics.diagnose._kl_pull import kl_pull_note
 from gspo_dynamics.diagnose._trend import trend_verdict
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
-from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict, evidence,
-                                             inconsistencies, reward_reach)
+from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, FELL, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict,
+                                             evidence, inconsistencies, reward_reach)
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications, within_reach
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -222,7 +222,7 @@ def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:
     fails (a reward past its plateau, a late half still falling) are kept as caveats: the reading is context."""
     if verdict.mode not in ("healthy_saturation", "still_rising") or not trend or not trend["z"] <= -Z_TREND:
         return verdict
-    fell = evidence("the reward fell (Welch z, late - early)", trend["z"], trend["steps"], threshold=-Z_TREND, side="<=",
+    fell = evidence(FELL, trend["z"], trend["steps"], threshold=-Z_TREND, side="<=",
                     caveat=True, early=trend["early"], late=trend["late"])
     kept = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
     return replace(verdict, confidence=min(verdict.confidence, FALLING_CAP), evidence=kept + [fell])

@@ -34,6 +34,14 @@ UNSURE_TELLS = {frozenset(("still_rising", "healthy_saturation")): "a longer run
                 frozenset(("still_rising", "stalled")): "a longer run tells"}
 
 
+FELL = "the reward fell (Welch z, late - early)"  # the item a rise or saturation reading carries as context of a fall
+
+
+def _fell_context(verdict) -> bool:
+    """Whether a rise or saturation reading is kept only as the context of a fall (it carries the FELL item)."""
+    return verdict.mode in ("healthy_saturation", "still_rising") and any(e["signal"] == FELL for e in verdict.evidence)
+
+
 def confidence(excess: float, scale: float) -> float:
     """Logistic confidence 1 / (1 + exp(-excess / scale)): 0.5 at the threshold (excess = 0),
     0.73 one `scale` past it, 0.95 three `scale`s past it. excess > 0 is the failing direction."""
@@ -311,11 +319,12 @@ class Diagnosis:
 
     def _brief_lines(self) -> list[str]:
         """The answer (`headline`), what was read, and the other verdicts and findings by name (a verdict at a
-        confidence that prints as 0.00 is none: not named; --explain keeps its evidence)."""
+        confidence that prints as 0.00 is none, and a rise or saturation kept only as context of a fall (`FELL`)
+        is not one either: neither is named; --explain keeps their evidence)."""
         read = self._read_lines()
         others = [f"unsure: {' or '.join(m.replace('_', ' ') for m in v.unsure)}" if v.unsure
                   else f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]
-                  if v.unsure or round(v.confidence, 2) > 0]
+                  if (v.unsure or round(v.confidence, 2) > 0) and not _fell_context(v)]
         others += [f"note: {f.name.replace('_', ' ')}" for f in self.findings if f.severity == NOTE]  # the rest: headline
         also = [f"also       {', '.join(others)}"] if others else []
         return (self._answer_lines() + [""] + read + also

@@ -234,3 +234,16 @@ def test_a_stalls_advice_checks_the_signal_and_the_kl_before_changing_the_lr():
 
     text = STALLED_ADVICE[0]
     assert text.index("groups carry signal") < text.index("KL weight") < text.index("raise the learning rate")
+
+
+def test_a_saturation_kept_only_as_the_context_of_a_fall_is_not_named_beside_it():
+    """A reward that crashes 120 -> 0 and stays there (audit E): the trend reading that fits a plateau at the floor is
+    kept under --explain as the fall's context, never named on the `also` line as 'healthy saturation (0.31)'."""
+    rng = np.random.default_rng(5)
+    reward = np.concatenate([120 * np.exp(-np.arange(10) / 3.0), np.zeros(20)]) + rng.uniform(0, 1, 30)
+    d = diagnose(make_log(reward))
+    sat = d.verdict("healthy_saturation") or d.verdict("still_rising")
+    assert d.primary == "dynamical_instability" and sat is not None
+    assert any(e["signal"] == "the reward fell (Welch z, late - early)" for e in sat.evidence)
+    brief = "\n".join(d.report_lines(explain=False))
+    assert "healthy saturation (" not in brief and "still rising (" not in brief

@@ -174,17 +174,6 @@ def _mostly_numbers(record: dict) -> bool:
     return 2 * numbers > len(record)
 
 
-def _pairs_before(text: str, counter_name: str | None, scan: _Scan) -> dict:
-    """The `key: value` pairs printed before a dict on its line (a loop's `rl_loss: x, token_entropy: y, reward_data:
-    {...}`), its step counter left out; {} where there are none."""
-    if ":" not in text and "=" not in text:
-        return {}
-    found = pairs(text, scan.keys)
-    if counter_name is not None:
-        found.pop(counter_name, None)
-    return found
-
-
 def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None) -> int | None:
     """Add the line's metric rows to `scan`; the step that the lines below take (a counter-only line sets it)."""
     if "(" in line:
@@ -201,11 +190,8 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
     match = _DICT_START.search(line, brace) if brace >= 0 else None
     if match is not None:
         _close_block(scan)
-        step, name, _, _ = counter(line[:match.start()]) if match.start() else (None, None, 0, 0)
-        before = _pairs_before(line[:match.start()], name, scan)
+        step = counter(line[:match.start()])[0] if match.start() else None
         for record, python in _dicts(line, match.start()):
-            if before and _mostly_numbers(record):  # `loss: 0.1, entropy: 0.8, rewards: {...}`: one row of both
-                record = {**before, **record}
             metric, is_eval, summary = _kind_of(record, scan.memo)
             if summary:
                 scan.finished = True

@@ -334,18 +334,3 @@ def test_per_step_lines_win_over_per_epoch_mean_dicts_beside_them():
         lines.append(f"[run] epoch {epoch} mean metrics: {{'loss': 0.0, 'mean_reward': {0.1 + 0.03 * epoch:.3f}}}")
     log = read_log("\n".join(lines) + "\n")
     assert log.n_points("reward") == 30 and list(log.steps[[0, -1]]) == [1, 30]
-
-
-def test_pairs_printed_before_a_dict_are_one_row_with_it():
-    """A loop's `rl_loss: x, l2_norm: y, token_entropy: z, reward_data: {...}` (audit E, Tianshi-Xu): the pairs
-    before the dict and the dict's numbers are one row, so the entropy is read; a step counter before it stays the
-    step, not a column."""
-    from gspo_dynamics.logs import read_log
-
-    lines = [f"2025-09-23 09:01:00,984 - train - INFO - rl_loss: 0.01, time: 109.1, l2_norm: 0.14, token_entropy: "
-             f"{0.8 - 0.01 * i:.3f}, reward_data: {{'total_num': 256, 'total_reward': {100 + i}.0, 'reward': "
-             f"{(100 + i) / 256:.4f}}}" for i in range(12)]
-    log = read_log("\n".join(lines) + "\n")
-    assert log.n_points("reward") == 12 and log.n_points("entropy") == 12 and log.columns["entropy"] == "token_entropy"
-    stepped = read_log("\n".join(f"Step {i + 1} | loss: 0.1 | {{'reward': {0.1 * i:.2f}}}" for i in range(12)) + "\n")
-    assert stepped.steps.tolist() == list(range(1, 13)) and "Step" not in stepped.columns.values()

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gspo_dynamics.diagnose._signals import NO_SIGNAL_TOL, success_rate
+from gspo_dynamics.diagnose._signals import success_rate
 from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics.logs import NO_SIGNAL_TOL, flat_rows
 
 BOUND_SLACK = 1.05  # reward_std may exceed the Bhatia-Davis bound by 5% (rounding, averaging over logged rows)
 BOUND_ROWS = 0.9  # ... on at most 10% of the rows for the reward to count as a [0, 1] score
@@ -86,29 +87,20 @@ def reward_spread(log) -> tuple[float, str] | None:
     return None
 
 
+_NO_SIGNAL_SIGNALS = {  # the evidence line of each reading of `logs.flat_rows`
+    "reward_std": "share of rows with reward_std = 0 (no group has reward variance)",
+    "frac_zero_std": "share of rows with every group zero-std",
+    "reward_min": "share of rows whose lowest reward equals its highest (every response scored alike)"}
+
+
 def no_signal(log) -> Verdict | None:
     """Advantage degeneracy when (almost) no row has a group with reward variance (module docstring)."""
     shares, ev = [], []
-    if "reward_std" in log and log.n_points("reward_std") >= 3:
-        s, std = log.valid("reward_std")
-        share = float(np.mean(np.abs(std) <= NO_SIGNAL_TOL))
-        shares.append(share)
-        ev.append(evidence("share of rows with reward_std = 0 (no group has reward variance)", share, (s[0], s[-1]),
-                           threshold=NO_SIGNAL_SHARE))
-    if "frac_zero_std" in log and log.n_points("frac_zero_std") >= 3:
-        s, frac = log.valid("frac_zero_std")
-        share = float(np.mean(frac >= 1.0 - NO_SIGNAL_TOL))
-        shares.append(share)
-        ev.append(evidence("share of rows with every group zero-std", share, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
-    if {"reward_min", "reward_max"} <= set(log.names):  # the batch's lowest reward equal to its highest
-        low, high = log["reward_min"], log["reward_max"]
-        both = np.isfinite(low) & np.isfinite(high)
-        if both.sum() >= 3:
-            share = float(np.mean(np.abs(high[both] - low[both]) <= NO_SIGNAL_TOL))
-            shares.append(share)
-            s = log.steps[both]
-            ev.append(evidence("share of rows whose lowest reward equals its highest (every response scored alike)",
-                               share, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
+    for name, (read, flat) in flat_rows(log).items():  # each reading's share of rows without signal
+        if read.sum() >= 3:
+            s = log.steps[read]
+            shares.append(float(np.mean(flat[read])))
+            ev.append(evidence(_NO_SIGNAL_SIGNALS[name], shares[-1], (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
     if not shares or max(shares) < NO_SIGNAL_SHARE:
         return None
     for item in ev:  # the larger share decides; the other is context

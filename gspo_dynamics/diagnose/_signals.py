@@ -14,11 +14,11 @@ from gspo_dynamics.diagnose._changepoint import change_point
 from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import SUCCESS_RATE_TOL, Verdict, confidence, evidence
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs import NO_SIGNAL_TOL
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.zero_std import fit_difficulty, group_size_for_zero_std
 
 DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning signal late in the run
-NO_SIGNAL_TOL = 1e-9  # a reward_std (or grad norm) this small is zero
 NO_ZERO_STD_SERIES = ("advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18) and no "
                       "per-group reward std")
 ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this

@@ -15,6 +15,7 @@ numpy only (no torch).
 """
 
 from gspo_dynamics.logs._columns import ColumnMapError, parse_map_option
+from gspo_dynamics.logs._flat_rows import NO_SIGNAL_TOL, flat_rows
 from gspo_dynamics.logs._follow import Follower
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name
 from gspo_dynamics.logs._read import FORMATS, detect_format, read_log, read_log_history
@@ -25,10 +26,12 @@ __all__ = [
     "ColumnMapError",
     "FORMATS",
     "MIN_ANALYSIS_POINTS",
+    "NO_SIGNAL_TOL",
     "STANDARD_NAMES",
     "RunLog",
     "canonical_name",
     "detect_format",
+    "flat_rows",
     "is_too_short",
     "parse_map_option",
     "read_log",

@@ -4,8 +4,8 @@
                  pilot's rows (INVALID_SHARE): its updates are not finite numbers, so whatever its reward did is not the
                  config's dynamics (a single non-finite row is a mixed-precision step the loss scaler skipped)
     no signal    most of the pilot's steps (more than DEAD_SHARE) with no group carrying a learning signal: every
-                 completion of the step scored alike (reward_std = 0, frac_zero_std = 1 or reward_min = reward_max
-                 on that row), so GRPO's advantages (r - mean) / std are all 0 and the step changed nothing; a
+                 completion of the step scored alike (`logs.flat_rows`: reward_std 0, frac_zero_std 1 or reward_min =
+                 reward_max on that row), so GRPO's advantages (r - mean) / std are all 0 and the step changed nothing; a
                  pilot that trained on fewer than half its steps bounds no lr
 
 Either answers `predict`'s verdict with "unsure" and the reason; `diagnose` on the same log says how to fix it.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gspo_dynamics.logs import RunLog
+from gspo_dynamics.logs import RunLog, flat_rows
 from gspo_dynamics.predict._pilot_log import pilot_rows
 
 INVALID_SHARE = 0.5  # a training reading non-finite on at least this share of the pilot's rows: not finite updates
@@ -42,17 +42,11 @@ def pilot_invalid(log: RunLog, n: int, group_key: str) -> str | None:
 
 
 def dead_steps(log: RunLog, rows: np.ndarray) -> tuple[int, int]:
-    """(rows where no group carries signal, rows where that can be read) among `rows`: reward_std = 0,
-    frac_zero_std = 1 or reward_min = reward_max on the row."""
+    """(rows where no group carries signal, rows where that can be read) among `rows` (`logs.flat_rows`: reward_std
+    0, frac_zero_std 1 or reward_min = reward_max on the row)."""
     dead = np.zeros(rows.size, dtype=bool)
     seen = np.zeros(rows.size, dtype=bool)
-
-    def values(name: str) -> np.ndarray:
-        return log[name][rows] if name in log else np.full(rows.size, np.nan)
-
-    std, zero, low, high = values("reward_std"), values("frac_zero_std"), values("reward_min"), values("reward_max")
-    for read, flat in ((np.isfinite(std), std == 0.0), (np.isfinite(zero), zero >= 1.0),
-                       (np.isfinite(low) & np.isfinite(high), low == high)):
-        seen |= read
-        dead |= read & flat
+    for read, flat in flat_rows(log).values():
+        seen |= read[rows]
+        dead |= flat[rows]
     return int(dead.sum()), int(seen.sum())

@@ -19,8 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from gspo_dynamics.logs._epochs import EPOCH, epoch_restarts
-from gspo_dynamics.logs._names import canonical_name
+from gspo_dynamics.logs._epochs import epoch_key, epoch_restarts
 from gspo_dynamics.logs._runlog import to_float
 
 # A hand-written loop's count of its batches or updates (TRL, verl and OpenRLHF log `step`/`global_step`, in
@@ -72,7 +71,7 @@ def within_epochs(records: list[dict], counter: str) -> bool:
     """Whether the `counter` restarts where the records' epoch (a column named `epoch`, `train/epoch`; on every row)
     rises (`_epochs.epoch_restarts`, the one rule), and that epoch never goes back: steps counted within each epoch of
     one run (runs appended to one file start their epoch again)."""
-    key = next((k for k in sorted(records[0]) if canonical_name(k).lower() == EPOCH), None) if records else None
+    key = epoch_key(records[0]) if records else None
     epochs = [to_float(record.get(key)) for record in records] if key is not None else [None]
     if None in epochs or any(not math.isfinite(e) for e in epochs):
         return False

@@ -25,10 +25,15 @@ from gspo_dynamics.logs._table import RowTable
 EPOCH = "epoch"  # the canonical name of an epoch column (`epoch`, `train/epoch`, `Epoch`)
 
 
+def epoch_key(keys) -> str | None:
+    """The epoch column among `keys` (`epoch`, `train/epoch`, `Epoch`; the first by name), or None."""
+    return next((k for k in sorted(keys) if canonical_name(k).lower() == EPOCH), None)
+
+
 def _epochs(rows, groups: dict[tuple, list[int]]) -> np.ndarray | None:
     """(n,) each row's epoch (NaN where it has none), or None where no row logs one; `groups`: the row indices by
     key tuple."""
-    key = next((k for k in sorted(set().union(*groups)) if canonical_name(k).lower() == EPOCH), None)
+    key = epoch_key(set().union(*groups))
     if key is None:
         return None
     values = rows.column(key) if isinstance(rows, RowTable) else [record.get(key) for _, record in rows]

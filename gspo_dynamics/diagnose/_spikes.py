@@ -59,11 +59,10 @@ def spike_rows(values: np.ndarray, multiple: float = SPIKE_MULTIPLE, jump: float
     if moved_only:
         moved = moved_rows(values)  # (N,)
         in_window = np.lib.stride_tricks.sliding_window_view(moved, window)[:-1]
-        counts = in_window.sum(axis=1)
-        sorted_moved = np.sort(np.where(in_window, windows, np.inf), axis=1)  # the moved values first, ascending
-        lo, hi = (np.maximum(counts - 1, 0) // 2)[:, None], (counts // 2)[:, None]
-        before = 0.5 * (np.take_along_axis(sorted_moved, lo, 1) + np.take_along_axis(sorted_moved, hi, 1))[:, 0]
-        before = np.where(counts >= window // 2, before, np.median(values[moved]))  # (N - window,)
+        enough = in_window.sum(axis=1) >= window // 2
+        masked = np.where(in_window[enough], windows[enough], np.nan)  # the windows with enough moved rows
+        before = np.full(windows.shape[0], float(np.median(values[moved])))  # (N - window,)
+        before[enough] = np.nanmedian(masked, axis=1) if masked.size else before[enough]
     else:
         before = np.median(windows, axis=1)  # (N - window,)
     x, previous = values[window:], values[window - 1:-1]  # (N - window,) each

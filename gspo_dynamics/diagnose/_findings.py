@@ -211,7 +211,7 @@ def truncation(log: RunLog, hparams=None) -> Finding | None:
     if share <= TRUNCATION_HIGH:
         return None
     bound = _truncation_bound(log, steps[late])
-    if bound is not None and share > bound + BOUND_SLACK:  # more than the lengths allow: not the cap's cut
+    if bound is not None and share > bound + TRUNCATION_SLACK:  # more than the lengths allow: not the cap's cut
         return Finding("truncation", NOTE, (
             f"{log.columns.get('truncation_rate', 'the truncation rate')} reads {share:.0%} late, but the mean "
             f"completion length is {bound:.0%} of the longest: at most that share can have reached a length cap; the "
@@ -234,7 +234,7 @@ def truncation(log: RunLog, hparams=None) -> Finding | None:
 
 
 LONGEST = ("completions/max_length", "response_length/max")  # the longest completion of a step: TRL, verl
-BOUND_SLACK = 0.1  # a truncation share past the lengths' bound by more than this is not the cap's cut
+TRUNCATION_SLACK = 0.1  # a truncation share past the lengths' bound by more than this is not the cap's cut
 
 
 def _truncation_bound(log: RunLog, late_steps: np.ndarray) -> float | None:

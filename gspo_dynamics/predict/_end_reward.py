@@ -278,12 +278,9 @@ def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward
     laws = law_readings(fit, steps, reward, end_window(run_steps), reach, held, entropy)
     readings = Readings(held, laws, information(reward, noise), noise, run_steps / float(steps[-1]))
     value = float(np.clip(blend(readings), *reach))
-    weights = dict(zip(("curve", "sigmoid", "entropy law", "curve ensemble"),
-                       reading_weights(BLEND_WEIGHTS[readings.where], readings.info)))
-    shown = ", ".join(f"{k} {v:.2g}" for k, v in weights.items() if v >= 0.005)
     how = (f"the held level {held:.3g} moved toward the readings by the weights learned for a run {readings.horizon:.3g} "
-           f"times its pilot with information g = {readings.info:.2f} (" + (shown or "none: the held level") +
-           f"; predict._end_blend, learned on {CALIBRATION})")
+           f"times its pilot with information g = {readings.info:.2f} ({_weights_text(readings)}; predict._end_blend, "
+           f"learned on {CALIBRATION})")
     if readings.horizon > BAND_MAX_HORIZON:
         return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the run is "
                          f"{readings.horizon:.3g} times its pilot, the band is calibrated up to {BAND_MAX_HORIZON:g} times", reach,
@@ -296,6 +293,18 @@ def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward
                          "the pilot narrows nothing", reach, withheld="it would be all the reward can reach")
     return EndReward(run_steps, readings.horizon, value, readings.scale, interval, how + f"; the band is conformal across "
                      "those runs, left out by repository: paper_repro/RESULTS.md, real-run-end-reward-2", reach)
+
+
+def _weights_text(readings: Readings) -> str:
+    """Each weighted reading with what it reads, those that read the held level itself (a law that does not apply:
+    no entropy logged, a sigmoid that fell back, an unidentified plateau) named apart: their weight moves nothing."""
+    names = ("curve", "sigmoid", "entropy law", "curve ensemble")
+    weights = reading_weights(BLEND_WEIGHTS[readings.where], readings.info)
+    moved = [f"{k} {w:.2g} reading {f:.3g}" for k, w, f in zip(names, weights, readings.laws)
+             if w >= 0.005 and f != readings.held]
+    idle = [f"the {k} gives no reading here, its weight {w:.2g} stays on the held level"
+            for k, w, f in zip(names, weights, readings.laws) if w >= 0.005 and f == readings.held]
+    return "; ".join([", ".join(moved) or "none: the held level"] + idle)
 
 
 def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, run_steps: int | None, refresh_interval: int,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import statistics
 
 import numpy as np
@@ -187,6 +188,22 @@ def test_the_fourth_reading_is_the_curve_ensemble_as_predict_computes_it():
     readings = Readings(float(np.mean(reward[-8:])), laws, info, pilot_noise(reward, (0.0, 1.0)), 180 / 40)
     assert end.value == pytest.approx(float(np.clip(blend(readings), 0.0, 1.0)), abs=1e-12)
     assert f"information g = {info:.2f}" in end.note
+
+
+def test_the_note_names_what_each_weighted_reading_reads_and_a_law_without_a_reading_apart():
+    """Without entropy the entropy law reads the held level: its weight moves nothing, and the note says so rather
+    than listing it among the readings that moved the forecast (audit E: 'entropy law 0.21' on a pilot with no
+    entropy); with entropy logged it is a reading like the others, its value beside its weight."""
+    steps = np.arange(1, 41, dtype=float)
+    reward = 0.8 - 0.6 * np.exp(-steps / 12) + 0.01 * np.random.default_rng(2).standard_normal(40)
+    fit = fit_trajectory(steps, reward)
+    bare = blended_end_reward(fit, steps, reward, 180, (0.0, 1.0))
+    w_ent = reading_weights(BLEND_WEIGHTS["near"], information(reward, pilot_noise(reward, (0.0, 1.0))))[2]
+    assert f"the entropy law gives no reading here, its weight {w_ent:.2g} stays on the held level" in bare.note
+    entropy = (steps, 1.2 * np.exp(-steps / 15) + 0.1)
+    logged = blended_end_reward(fit, steps, reward, 180, (0.0, 1.0), entropy)
+    assert "entropy law gives no reading" not in logged.note
+    assert re.search(rf"entropy law {w_ent:.2g} reading [0-9.]+", logged.note)
 
 
 def test_a_run_past_the_calibrated_horizon_gets_no_band_and_says_why_in_the_answer():

@@ -174,7 +174,7 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
                       keys=trainer_keys(int(cfg.get("num_iterations") or TRAINER_DEFAULTS["num_iterations"])),
                       unknown=hints, assumed=_config_checks.assumed(name, cfg.get, TRAINER_DEFAULTS))
     if trl and own - {"optimizer"}:
-        raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with our own "
+        raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with gspo-dynamics' own "
                           f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")
     if trl and not trl & TRL_HYPERPARAMETERS:
         raise ConfigError(f"the config holds no GRPO hyperparameter, only {', '.join(sorted(trl))} (TRL: learning_rate, "

@@ -209,7 +209,7 @@ def test_the_run_length_is_read_where_the_config_holds_it():
     ({"learning_rate": 1e-6, "importance_sampling_level": "word"}, "importance_sampling_level"),
     ({"beta": 0.1, "loss_type": "sigmoid", "max_length": 512}, "preference-optimisation"),
     ({"learning_rate": 1e-6, "rpo_alpha": 1.0}, "preference-optimisation"),
-    ({"learning_rate": 1e-6, "group_size": 8}, "mixes TRL keys"),
+    ({"learning_rate": 1e-6, "group_size": 8}, r"mixes TRL keys \(learning_rate\) with gspo-dynamics' own \(group_size\)"),
     ({"output_dir": "x"}, "no hyperparameter"),
     (verl_tree() | {"algorithm": {"adv_estimator": "gae"}}, "a critic.s value baseline"),
     (verl_tree(ppo_mini_batch_size=2048), "exceeds data.train_batch_size"),

@@ -62,6 +62,17 @@ def yaml_problem(error, text: str) -> str:
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The dict held by a JSON, YAML or TOML file, or set by a verl launch script's overrides (by its suffix: .yaml /
     .yml, .toml, .sh / .bash, else JSON), or one ConfigError."""
+    return load_config_and_added(path)[0]
+
+
+def added_key(item: str) -> str | None:
+    """The dotted key of a Hydra `+key=value` / `++key=value` override (a key added on purpose), else None."""
+    return item.partition("=")[0].strip().lstrip("+") if item.lstrip().startswith("+") else None
+
+
+def load_config_and_added(path: str | Path) -> tuple[dict[str, Any], frozenset[str]]:
+    """(`load_config_file`'s dict, the dotted keys a launch script adds with Hydra's `+key=` / `++key=`: keys added
+    on purpose, which a key check names as such, never as a misspelling; empty for a file of another format)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -72,12 +83,13 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read the config file {str(path)!r}: {exc.strerror or exc}") from None
     if not text.strip():  # every format alike (JSON's own message would be "Expecting value")
         raise ConfigError(f"the config file {str(path)!r} is empty")
-    data = _parse(path, text)
+    added: set[str] = set()
+    data = _parse(path, text, added)
     if data is None:
         raise ConfigError(f"the config file {str(path)!r} is empty")
     if not isinstance(data, dict):
         raise ConfigError(f"the config file {str(path)!r} must hold one mapping of keys to values, got {type(data).__name__}")
-    return data
+    return data, frozenset(added)
 
 
 def set_override(out: dict[str, Any], item: str) -> None:
@@ -102,7 +114,7 @@ def set_override(out: dict[str, Any], item: str) -> None:
     node[last] = value
 
 
-def _parse(path: Path, text: str):
+def _parse(path: Path, text: str, added: set[str]):
     suffix = path.suffix.lower()
     if suffix in _SCRIPT_SUFFIXES:  # a verl launch script: its command line's Hydra overrides (`_launch_script`)
         from gspo_dynamics._launch_script import overrides_of
@@ -110,6 +122,7 @@ def _parse(path: Path, text: str):
         out: dict[str, Any] = {}
         for item in overrides_of(text, f"the launch script {str(path)!r}"):
             set_override(out, item)
+            added |= {added_key(item)} - {None}
         return out
     if suffix == ".toml":
         import tomllib

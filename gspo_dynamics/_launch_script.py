@@ -14,7 +14,8 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
                     set (one from the caller's shell) stays as written, so a key the model reads fails there by name;
     words           as the shell splits them (quotes removed: `trainer.logger='["console"]'`).
 
-`+key=value` and `++key=value` (Hydra's append and force) are read as `key=value`; `~key` (a deletion) is left out.
+`+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
+names the key as one the script adds on purpose (`_config_file.load_config_and_added`); `~key` (a deletion) is left out.
 A script that names its own base config (`--config-name` / `--config-path`) is refused: its keys outside the command
 line live in a file this reader does not see, and reading the overrides alone would take verl's defaults for them.
 """
@@ -33,7 +34,8 @@ _OVERRIDE = re.compile(r"^\+{0,2}[A-Za-z_][\w.\-]*=")
 
 
 def overrides_of(text: str, source: str = "the script") -> list[str]:
-    """The `key=value` overrides of the script's verl trainer command (module docstring); one ConfigError where the
+    """The `key=value` overrides of the script's verl trainer command, a Hydra `+` kept (module docstring); one
+    ConfigError where the
     script runs no verl trainer, or names its own base config."""
     values: dict[str, str] = {}
     for line in re.sub(r"\\\r?\n", " ", text).splitlines():
@@ -50,7 +52,7 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
         if named:
             raise ConfigError(f"{source} names its own base config ({' '.join(named)}): its keys outside the command "
                               "line are in that file; give the file as --config and the script's overrides with --set")
-        return [w.lstrip("+") for w in rest if _OVERRIDE.match(w)]
+        return [w for w in rest if _OVERRIDE.match(w)]
     raise ConfigError(f"{source} runs no verl trainer (no command ending in main_ppo, as `python3 -m "
                       "verl.trainer.main_ppo key=value ...`): give the run's config as JSON, YAML or TOML")
 

@@ -36,7 +36,7 @@ def test_the_overrides_of_the_trainer_command_with_the_scripts_variables():
     assert "actor_rollout_ref.actor.optim.lr=1e-6" in got and "actor_rollout_ref.rollout.n=8" in got
     assert "actor_rollout_ref.actor.clip_ratio_high=0.28" in got  # ${NAME:-default}, NAME unset in the script
     assert "data.train_files=$HOME/data/gsm8k/train.parquet" in got  # the caller's variable, as written
-    assert 'trainer.logger=["console","tensorboard"]' in got and "trainer.total_training_steps=300" in got
+    assert 'trainer.logger=["console","tensorboard"]' in got and "+trainer.total_training_steps=300" in got  # + kept
     assert not any(item.startswith(("~", "$@", "2>&1", "tee")) for item in got) and got[-1] == "trainer.total_epochs=15"
 
 
@@ -59,3 +59,23 @@ def test_a_script_whose_config_is_elsewhere_or_that_runs_no_verl_trainer_is_one_
     path.write_text(text)
     with pytest.raises(ConfigError, match=words):
         load_config_file(path)
+
+
+def test_a_key_added_by_hydras_plus_is_named_as_added_not_as_a_misspelling(tmp_path):
+    """`+key=` is Hydra's add-a-key: the user meant it, so no refusal and no "did you mean"; the key is not read, said
+    once in the first lines. A key written without the `+` that verl does not have is still a typo, refused."""
+    path = tmp_path / "run_grpo.sh"
+    path.write_text(SCRIPT.replace("~trainer.val_before_train", "+actor_rollout_ref.rollout.val_temperature=0.7 \\\n"
+                                   "    ++actor_rollout_ref.actor.my_fork_coef=0.2"))
+    setup = read_run_config(path, overrides=["+algorithm.my_bonus=0.1"])
+    added = ("actor_rollout_ref.actor.my_fork_coef", "actor_rollout_ref.rollout.val_temperature", "algorithm.my_bonus")
+    assert setup.added == added and setup.unknown == ()
+    line = f"added by +key, not in verl 0.9.1's schema, not read: {', '.join(added)}"
+    assert [x for x in setup.brief_lines() if "added" in x] == [line]
+    assert setup.brief_json()["added_keys"] == list(added)
+    assert not any("my_bonus" in note or "did you mean" in note for note in setup.notes)
+    assert setup.hparams.group_size == 8 and setup.run_steps == 300  # a known key added with + is read as usual
+    plain = tmp_path / "plain.sh"
+    plain.write_text(SCRIPT)
+    with pytest.raises(ConfigError, match="did you mean actor_rollout_ref.rollout.temperature"):
+        read_run_config(plain, overrides=["actor_rollout_ref.rollout.val_temperature=0.7"])  # no +: a typo

@@ -5,7 +5,8 @@ sections and its dynamics subtrees' keys; our trainer: `TRAINER_FIELDS`; the the
 typo or a key of a release this tool does not know. Read on, it would leave the key it stands for at its default
 (TRL's `learnig_rate: 1e-3` is a run at TRL's 1e-6), so `read_run_config` refuses it, as TRL's own GRPOConfig does,
 naming the nearest known key (`nearest`), unless the caller allows unknown keys (`--allow-unknown`); then the answer's
-first lines name them (`unknown_line`).
+first lines name them (`unknown_line`). A key a Hydra `+key=` / `++key=` adds (a launch script's, or `--set +key=`)
+was added on purpose: it is no typo, so never refused, and it is not read; the first lines say so once (`added_line`).
 
 Assumed defaults. A key the verdict rests on (`VERDICT_KEYS`: the learning rate, G, the keys of the refresh
 interval T, the run's length) that the config does not hold takes its framework's default; the answer's first
@@ -38,6 +39,9 @@ DEFAULTS_OF = {"TRL GRPOConfig": "TRL's", "verl": "verl's", "gspo-dynamics train
 HAS_NO = {"TRL GRPOConfig": "TRL's GRPOConfig has no field", "verl": "verl's config has no key",  # + "s" for several
           "gspo-dynamics trainer": "our trainer's config has no field",
           "gspo-dynamics hyperparameters": "the theory's names (lr, refresh_interval, group_size, ...) hold no key"}
+# where a key a Hydra `+key=` adds is not (`added_line`)
+NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema",
+          "gspo-dynamics trainer": "gspo-dynamics' trainer config", "gspo-dynamics hyperparameters": "the theory's names"}
 UNSET = {"group_size": "G -> infinity, the expected dynamics"}  # what an unset key means (a run length: unknown)
 
 
@@ -103,6 +107,11 @@ def unknown_line(hints: tuple[tuple[str, str | None], ...]) -> str:
     """The first lines' naming of the unknown keys read past (--allow-unknown)."""
     more = f" and {len(hints) - UNKNOWN_SHOWN} more (--json lists them)" if len(hints) > UNKNOWN_SHOWN else ""
     return f"unknown keys (not read, --allow-unknown): {_named(hints[:UNKNOWN_SHOWN])}{more}"
+
+
+def added_line(framework: str, keys: tuple[str, ...]) -> str:
+    """The first lines' naming of the keys a Hydra `+key=` adds on purpose: no typo, and not read."""
+    return f"added by +key, not in {NOT_IN[framework]}, not read: {', '.join(keys)}"
 
 
 def assumed(framework: str, value_of: Callable[[str], Any], defaults: dict[str, Any]) -> tuple[tuple[str, Any], ...]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gspo_dynamics._config_file import load_config_file, set_override
+from gspo_dynamics._config_file import added_key, load_config_and_added, load_config_file, set_override
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
@@ -54,6 +54,8 @@ class RunSetup:
     unknown: tuple[str, ...] = ()  # keys in no table of the framework's: a typo, or a release this tool does not know
     # (read past only with allow_unknown)
     nearest: tuple[str | None, ...] = ()  # the known key nearest each unknown one (None: none near)
+    added: tuple[str, ...] = ()  # keys the framework does not have that a Hydra `+key=` adds on purpose (a launch
+    # script's, or --set +key=): no typo, so not refused, and not read
     assumed: tuple[tuple[str, Any], ...] = ()  # (key, default taken): the keys the verdict rests on that the config
     # does not hold (`predict._config_checks.VERDICT_KEYS`)
     refused: tuple[str, ...] = ()  # what the framework itself would refuse in the config, and how it is read here
@@ -63,6 +65,7 @@ class RunSetup:
         the keys the verdict rests on (none but those of `skip`, keys the caller was given otherwise)."""
         assumed = tuple((k, v) for k, v in self.assumed if k not in skip)
         lines = list(self.refused)
+        lines += [_config_checks.added_line(self.framework, self.added)] if self.added else []
         lines += [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
         return lines + ([_config_checks.assumed_line(self.framework, assumed)] if assumed else [])
 
@@ -73,9 +76,9 @@ class RunSetup:
                 + ", ".join(f"{k} {_shown(v)}" for k, v, _ in self.unmodelled)] if self.unmodelled else []
 
     def brief_json(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-        """`brief_lines` as JSON: unknown_keys [{key, nearest}], assumed [{key, value, source}]."""
+        """`brief_lines` as JSON: added_keys [key], unknown_keys [{key, nearest}], assumed [{key, value, source}]."""
         source = f"{_config_checks.DEFAULTS_OF[self.framework]} default"
-        return {"refused": list(self.refused),
+        return {"refused": list(self.refused), "added_keys": list(self.added),
                 "unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
                 "assumed": [{"key": k, "value": v, "source": source} for k, v in self.assumed if k not in skip]}
 
@@ -126,21 +129,25 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     (`apply_overrides`) on top. `devices`: the data-parallel process count where the config does not
     hold it (TRL). A key the framework does not have, in the file or an override, is one ConfigError naming it
     and its nearest known key; `allow_unknown` reads on past it (named in `RunSetup.unknown`)."""
-    cfg = dict(source) if isinstance(source, dict) else load_config_file(source)
+    cfg, added = (dict(source), frozenset()) if isinstance(source, dict) else load_config_and_added(source)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     set_keys = [item.partition("=")[0].strip().lstrip("+") for item in overrides or ()]
+    added |= {key for key in map(added_key, overrides or ()) if key}
 
-    def unknown(framework: str, keys: list[str], known: set[str]) -> tuple[tuple[str, str | None], ...]:
-        """The unknown keys with their nearest known ones; refused unless allow_unknown."""
-        hints = _config_checks.hinted(sorted(keys, key=str), known)
+    def unknown(framework: str, keys: list[str], known: set[str]):
+        """(the unknown keys with their nearest known ones, refused unless allow_unknown; the keys among them a Hydra
+        `+key=` adds on purpose, or one below such a key: no typo, never refused)."""
+        on_purpose = tuple(sorted(k for k in map(str, keys) if any(k == a or k.startswith(a + ".") for a in added)))
+        hints = _config_checks.hinted(sorted((k for k in keys if str(k) not in on_purpose), key=str), known)
         if not allow_unknown:
             _config_checks.refuse_unknown(hints, framework, {k for k in keys for s in set_keys
                                                              if s == k or s.startswith(k + ".")})
-        return hints
+        return hints, on_purpose
 
     setup = _mapped(cfg, devices, unknown)
-    ignored = set(setup.ignored) - set(setup.unknown)  # a trainer's or TRL's top-level keys, verl's dotted ones
+    ignored = set(setup.ignored) - set(setup.unknown) - set(setup.added)  # a trainer's or TRL's top-level keys, verl's
+    # dotted ones; the keys a +key= adds are said apart (`RunSetup.brief_lines`)
     unread = [key for key in set_keys if key in ignored or key.split(".")[0] in ignored]
     if unread:
         setup = dataclasses.replace(setup, notes=setup.notes + (
@@ -150,7 +157,8 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
 
 def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
     """`read_run_config` on the config's dict, its overrides applied; `unknown(framework, keys, known)` sees the keys
-    the framework does not have before anything is mapped (a typo is the first thing to say)."""
+    the framework does not have before anything is mapped (a typo is the first thing to say), and gives (their hints,
+    those added on purpose)."""
     if isinstance(cfg.get("hparams"), dict):  # a corpus label.json or a diagnose --json output
         cfg = dict(cfg["hparams"])
     elif isinstance(cfg.get("config"), dict) and TRAINER_MARKERS <= set(cfg["config"]):  # our trainer corpus's label.json
@@ -164,7 +172,7 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
         name = "gspo-dynamics trainer"
-        hints = unknown(name, list(set(cfg) - TRAINER_FIELDS), TRAINER_FIELDS)
+        hints, added = unknown(name, list(set(cfg) - TRAINER_FIELDS), TRAINER_FIELDS)
         _refuse_devices(devices, "our trainer's prompts_per_step is the whole step's")
         hp, exact = _trainer(cfg, notes)
         steps = run_length("steps", cfg.get("steps"))
@@ -172,7 +180,7 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
                       sorted(set(cfg) - set(TRAINER_DEFAULTS) - {"objective", "steps", "lr_schedule"}),
                       run_steps=steps, loss=str(cfg["objective"]), schedule=_trainer_schedule(cfg, steps),
                       keys=trainer_keys(int(cfg.get("num_iterations") or TRAINER_DEFAULTS["num_iterations"])),
-                      unknown=hints, assumed=_config_checks.assumed(name, cfg.get, TRAINER_DEFAULTS))
+                      unknown=hints, added=added, assumed=_config_checks.assumed(name, cfg.get, TRAINER_DEFAULTS))
     if trl and own - {"optimizer"}:
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with gspo-dynamics' own "
                           f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")
@@ -187,10 +195,10 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
                           "verl: actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)"
                           + (f"; {', '.join(near)}" if near else ""))
     name = "gspo-dynamics hyperparameters"
-    hints = unknown(name, list(set(cfg) - OWN_NAMES), OWN_NAMES)
+    hints, added = unknown(name, list(set(cfg) - OWN_NAMES), OWN_NAMES)
     _refuse_devices(devices, "num_groups is the whole step's")
     hp = _own(cfg)
-    return _setup(hp, name, float(hp.refresh_interval), notes, sorted(set(cfg) - OWN_KEYS), unknown=hints,
+    return _setup(hp, name, float(hp.refresh_interval), notes, sorted(set(cfg) - OWN_KEYS), unknown=hints, added=added,
                   assumed=_config_checks.assumed(name, cfg.get, {"refresh_interval": 1}))
 
 
@@ -200,7 +208,7 @@ _ALL_KNOWN = _trl_fields.KNOWN | OWN_NAMES | TRAINER_FIELDS  # a config of no fr
 def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unknown) -> RunSetup:
     """A GRPOConfig's RunSetup: the mapping, the schedule, and every key sorted by `predict._trl_fields`."""
     name = "TRL GRPOConfig"
-    hints = unknown(name, _trl_fields.unknown(cfg), _trl_fields.KNOWN)
+    hints, added = unknown(name, _trl_fields.unknown(cfg), _trl_fields.KNOWN)
     refused: list[str] = []
     hp, exact = _trl(cfg, devices, notes, refused)
     run_steps = run_length("max_steps", cfg.get("max_steps"), unset=-1)
@@ -225,7 +233,7 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
     logging = cfg.get("logging_steps")
     logging = logging if isinstance(logging, int) and not isinstance(logging, bool) and logging > 0 else None
     return dataclasses.replace(_setup(hp, name, exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
-                                      loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints,
+                                      loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints, added=added,
                                       assumed=_config_checks.assumed(name, given, defaults)), logging_steps=logging,
                                refused=tuple(refused))
 
@@ -245,7 +253,7 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
                          f"{', '.join(unsorted)}")
         classes = {k: ("no_dynamics" if k in unsorted else "unknown" if k not in _verl_fields.KNOWN
                        and not schema.knows(k) else c) for k, c in classes.items()}
-    hints = unknown("verl", [k for k, c in classes.items() if c == "unknown"],
+    hints, added = unknown("verl", [k for k, c in classes.items() if c == "unknown"],
                     _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
     hp, exact, used, loss = verl_mapping(raw, notes)
     flat = resolve_all(raw)  # interpolations followed, numeric strings read as numbers (`predict._verl`)
@@ -262,7 +270,7 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     defaults = {optim + "lr": 1e-6, "actor_rollout_ref.actor.ppo_epochs": 1}  # verl's (`predict._verl`)
     return _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
                   run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
-                  unknown=hints, assumed=_config_checks.assumed("verl", flat.get, defaults))
+                  unknown=hints, added=added, assumed=_config_checks.assumed("verl", flat.get, defaults))
 
 
 def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:
@@ -276,9 +284,11 @@ def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | No
 def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], ignored: list[str],
            run_steps: int | None = None, loss: str | None = None, keys: ConfigKeys | None = None,
            schedule: LRSchedule | None = None, unmodelled: list[tuple[str, Any, str]] = (),
-           unknown: tuple[tuple[str, str | None], ...] = (), assumed: tuple[tuple[str, Any], ...] = ()) -> RunSetup:
-    """The RunSetup, with the keys not read said: each unmodelled one with what it changes, each unknown one by name,
-    the rest (no bearing on the dynamics) counted (all of them in --json's config.ignored)."""
+           unknown: tuple[tuple[str, str | None], ...] = (), assumed: tuple[tuple[str, Any], ...] = (),
+           added: tuple[str, ...] = ()) -> RunSetup:
+    """The RunSetup, with the keys not read said: each unmodelled one with what it changes, each unknown one by name
+    (those `added` by a Hydra `+key=` in the answer's first lines, `brief_lines`), the rest (no bearing on the
+    dynamics) counted (all of them in --json's config.ignored)."""
     if schedule is not None and (schedule.warmup or schedule.shape != "constant"):
         notes.append(f"lr schedule: {schedule.describe()}; the stiffness follows it (peak at step {schedule.peak_step() + 1})")
     if unmodelled:
@@ -286,7 +296,7 @@ def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], igno
     names = [k for k, _ in unknown]
     if unknown:
         notes.append(f"keys this tool does not know, not read (a typo, or a newer release's): {', '.join(names)}")
-    rest = [k for k in ignored if k not in set(names) | {u[0] for u in unmodelled}]
+    rest = [k for k in ignored if k not in set(names) | set(added) | {u[0] for u in unmodelled}]
     if rest and framework in ("TRL GRPOConfig", "verl"):  # the field tables say these change no step
         notes.append(f"{len(rest)} keys change no training step (logging, saving, hardware, data loading, evaluation; "
                      "all in --json's config.ignored)")
@@ -294,7 +304,7 @@ def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], igno
         notes.append(f"keys not used by the theory: {', '.join(rest)}")
     return RunSetup(hparams=hp, framework=framework, refresh_exact=float(exact), notes=tuple(notes), ignored=tuple(ignored),
                     run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=tuple(unmodelled),
-                    unknown=tuple(names), nearest=tuple(n for _, n in unknown), assumed=tuple(assumed))
+                    unknown=tuple(names), nearest=tuple(n for _, n in unknown), added=tuple(added), assumed=tuple(assumed))
 
 
 def _shown(value: Any) -> str:

@@ -21,6 +21,7 @@ from gspo_dynamics.diagnose._trend_stats import (
     Z_TREND,
     late_climb,
     recent_level,
+    row_scatter,
     stall_probability,
 )
 from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence, reward_reach
@@ -62,7 +63,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     if other is None and 0 <= z < Z_TREND:  # a late rise after a fall from the start is a recovery, not a rise
         other = late_rise_test(steps, reward, scale[0] if scale else None)
     if other is None and not abs(z) >= Z_TREND:
-        return _flat_verdict(z, trend, span, scale, group_size, ar1_inflation(reward))
+        return _flat_verdict(z, trend, span, scale, group_size, ar1_inflation(reward), row_scatter(reward))
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
         z, ev_trend = other[0], _change_evidence(other[1], other[0], span, welch_z=trend["z"], early=trend["early"],
                                                  late=trend["late"])
@@ -123,6 +124,9 @@ UNSURE_FLAT = ("stalled", "noise_dominated")  # no change, and no telling whethe
 RISE_OR_STALL = ("still_rising", "stalled")  # a rise short of significance that the data favour over no change
 RISE_ODDS = 0.5  # P(no change) below this: the data favour a meaningful rise over none (`_rise_or_stall`)
 FLAT_SURE = 0.6  # a stalled or noise-dominated reading below this confidence is unsure between the two
+# without a per-sample spread, a change this many times the rows' own scatter is one a plot shows at a glance: a
+# flat log that could not have detected it is too short or noisy to call a stall (`_unspread_verdict`)
+VISIBLE_CHANGE = 1.0
 # a flat reward's change estimate within this many standard errors of 0 gives no hint of a change the noise hides:
 # noise-dominated (blind to a small change) and stalled (no change) are then told apart by nothing in the reward
 NOISE_HINT_Z = 1.0
@@ -134,7 +138,7 @@ def _change_evidence(signal: str, z: float, span: tuple, **extra) -> dict:
 
 
 def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] | None,
-                  group_size: int | None, inflation: float) -> Verdict:
+                  group_size: int | None, inflation: float, scatter: float) -> Verdict:
     """No significant change (|z| < Z_TREND): stalled or noise-dominated; stalled by z alone without a spread.
 
     Two readings, each with its confidence, the larger given (unsure between them below FLAT_SURE, named by the
@@ -147,13 +151,14 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
       noise-dominated, as sure as the data are blind to a meaningful change (resolution above MEANINGFUL_CHANGE)
         and as the change's estimate is off 0 (NOISE_HINT_Z): a flat reward at 0 with no power is either.
     Neither where the data could have seen a meaningful change and favour a rise over none: `_rise_or_stall`.
+    Without a spread, `_unspread_verdict` (`scatter`: the rows' own, `_trend_stats.row_scatter`).
     """
     ev_trend = evidence("reward change late - early (Welch |z|)", abs(z), span, threshold=Z_TREND, side="<", z=z,
                         early=trend["early"], late=trend["late"])
     se = trend["se"]
     resolution = (Z_TREND + Z_POWER) * se / scale[0] if scale is not None and scale[0] > 0 else math.nan
-    if not resolution >= 0 or not math.isfinite(resolution):  # no spread or no standard error: judged by z alone
-        return Verdict("stalled", confidence(Z_TREND - abs(z), 1.0), [ev_trend], STALLED_ADVICE)
+    if not resolution >= 0 or not math.isfinite(resolution):  # no spread or no standard error
+        return _unspread_verdict(z, se * inflation, scatter, ev_trend, span)
     noisy = resolution > MEANINGFUL_CHANGE
     ev_res = evidence("change detectable with 80% power / per-sample reward spread", resolution, span,
                       threshold=MEANINGFUL_CHANGE, side=">" if noisy else "<=", spread=scale[0], spread_from=scale[1])
@@ -185,6 +190,29 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
             "flat reward is a stall, above it the noise hides the change")
     ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
     return Verdict(verdict.mode, min(verdict.confidence, UNSURE_CONFIDENCE), ev, [tell], unsure=UNSURE_FLAT)
+
+
+def _unspread_verdict(z: float, se: float, scatter: float, ev_trend: dict, span: tuple) -> Verdict:
+    """A flat reward (|z| < Z_TREND) with no per-sample spread: no meaningful change to aim the power calculation
+    at, so it aims at a visible one, VISIBLE_CHANGE times the rows' own scatter sigma_row (`row_scatter`):
+
+        visible = (Z_TREND + Z_POWER) se / sigma_row,   se the Welch standard error widened for correlated rows.
+
+    visible <= VISIBLE_CHANGE (or se = 0: any change would have shown): a change a plot of the rows shows at a
+    glance would have been detected, so no change reads "stalled", as sure as z is short of Z_TREND; above it the
+    log is too short or too noisy to have seen even that (a 9-row log needs a change of ~3 row scatters): unsure
+    between noise-dominated and stalled, at UNSURE_CONFIDENCE, saying what would tell."""
+    visible = (Z_TREND + Z_POWER) * se / scatter if scatter > 0 else (0.0 if se == 0 else math.inf)
+    visible = visible if visible >= 0 else math.inf  # an overflowing scatter measures nothing
+    if visible <= VISIBLE_CHANGE:
+        return Verdict("stalled", confidence(Z_TREND - abs(z), 1.0), [ev_trend], STALLED_ADVICE)
+    ev = evidence("change detectable with 80% power / the rows' own scatter (no per-sample spread logged)", visible,
+                  span, threshold=VISIBLE_CHANGE, side=">", scatter=scatter)
+    tell = (f"a longer log, or one that logs the per-group reward std (reward_std), tells: a change of {visible:.2g} "
+            "times the rows' own scatter is the least this log detects with 80% power, so even a change a plot shows "
+            "at a glance could hide here")
+    return Verdict("noise_dominated", UNSURE_CONFIDENCE, [dict(ev_trend, caveat=True), ev], [tell],
+                   unsure=("noise_dominated", "stalled"))
 
 
 def _rise_or_stall(trend: dict, spread: float, p_stall: float, ev: list) -> Verdict:

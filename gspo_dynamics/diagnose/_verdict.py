@@ -30,7 +30,7 @@ NOTHING_TO_DO = {"healthy_saturation": "nothing to change: the reward reached it
 CHECK_FIRST = ("length_collapse",)
 # what tells apart the modes of an unsure answer (`Verdict.unsure`), said on the verdict line
 UNSURE_TELLS = {frozenset(("still_rising", "healthy_saturation")): "a longer run tells",
-                frozenset(("stalled", "noise_dominated")): "more samples per step tell",
+                frozenset(("stalled", "noise_dominated")): "more samples per step or a longer run tell",
                 frozenset(("still_rising", "stalled")): "a longer run tells"}
 
 

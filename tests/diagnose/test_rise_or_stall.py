@@ -27,7 +27,7 @@ BLIND_SE = 0.2  # resolution 0.77: too noisy to see a meaningful change
 
 def flat(diff: float, se: float):
     trend = {"z": diff / se, "diff": diff, "se": se, "early": 0.0, "late": diff, "steps": (1, 100)}
-    return _flat_verdict(diff / se, trend, (1, 100), (SPREAD, "test"), None, 1.0)
+    return _flat_verdict(diff / se, trend, (1, 100), (SPREAD, "test"), None, 1.0, 1.0)
 
 
 @pytest.mark.parametrize("share", [0.05, 0.15, 0.25, 0.35, 0.45, 0.49, 0.51, 0.55, 0.65, 0.7])

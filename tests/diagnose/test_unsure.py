@@ -109,7 +109,22 @@ def test_a_noisy_flat_reward_with_no_hint_of_a_change_is_unsure_between_stalled_
     d = diagnose(make_log({"reward": reward, "reward_std": 0.9 + rng.normal(0, 0.05, n)}, n))
     assert abs(change(d.log.steps, reward)["z"]) < 1.0
     assert set(d.unsure) == {"stalled", "noise_dominated"}
-    assert d.headline()[0].endswith("more samples per step tell") and d.action().startswith("more samples per step")
+    assert d.headline()[0].endswith("more samples per step or a longer run tell") and d.action().startswith("more samples per step")
+
+
+@pytest.mark.parametrize("n, sure", [(10, False), (400, True)])
+def test_a_flat_reward_with_no_spread_is_a_stall_only_where_a_change_as_large_as_its_scatter_would_have_shown(n, sure):
+    # no per-sample spread: the power calculation aims at a change of the rows' own scatter (`_unspread_verdict`);
+    # 10 rows detect only ~3 scatters (audit E: an 11-row log read "stalled 0.86, raise the lr"), 400 rows ~0.5
+    rng = np.random.default_rng(4)
+    reward = 3.2 + rng.normal(0, 0.3, n)  # not a success rate (no sqrt(p(1-p)) spread) and no reward_std
+    d = diagnose(make_log({"reward": reward}, n))
+    assert abs(change(d.log.steps, reward)["z"]) < Z_TREND
+    if sure:
+        assert d.primary == "stalled" and not d.unsure and d.verdicts[0].confidence > 0.6
+    else:
+        assert d.primary == "noise_dominated" and set(d.unsure) == {"stalled", "noise_dominated"}
+        assert "raise the learning rate" not in d.action() and d.action().startswith("a longer log")
 
 
 def test_a_plateau_past_the_bound_is_said_to_be_at_the_bound():

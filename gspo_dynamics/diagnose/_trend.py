@@ -51,7 +51,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     and a run that learns changes its reward by at least MEANINGFUL_CHANGE x the per-sample reward
     spread `scale` (within-group reward std, or sqrt(p(1-p)) for a success rate). MDC <= that: the
     flat reward is a stall; MDC above it: the run is too noisy to tell ("noise_dominated"). Without a
-    scale, no change means "stalled".
+    scale, the MDC is set against the rows' own scatter (`_unspread_verdict`).
     A significant change (|z| >= Z_TREND) with a low R^2 (< R2_NOISE) is read as healthy or still rising
     with the noise as a caveat (`_shape_confidence`): the run demonstrably learns. Only when that reading
     itself falls below REPORT_CONFIDENCE (the plateau an extrapolation, the remaining rise unresolved) is

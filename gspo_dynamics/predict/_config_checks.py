@@ -20,10 +20,13 @@ from typing import Any, Callable, Iterable
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._verl_fields import MOVED
+from gspo_dynamics.predict._verl_history import OLD_KEYS
 
 UNKNOWN_SHOWN = 5  # unknown keys a refusal names (a Hydra dump of another verl release holds dozens)
 NEAR_CUTOFF = 0.75  # difflib's ratio a known key must reach to be offered ("learnig_rate" -> "learning_rate": 0.96;
 # "steps" -> "std_eps", 0.67, is no typo of it)
+LEAF_CUTOFF = 0.6  # a whole dotted key offered needs its last part this near too ("rollout.nn" -> "rollout.n": 0.67; a
+# shared prefix alone, "actor.mask_answer" -> "actor.tau_neg": 0.44, is no typo)
 
 # the keys the verdict rests on, by framework: lr, G, T's keys, the run's length (`assumed`)
 VERDICT_KEYS = {
@@ -54,9 +57,12 @@ ALIASES = {"learning_rate": ("lr",), "lr": ("learning_rate",), "G": ("group_size
 def nearest(key: str, known: Iterable[str]) -> str | None:
     """The known key closest to `key`: its name in this framework (`ALIASES`), else difflib's nearest (ratio >=
     NEAR_CUTOFF), or None. A dotted key is matched first by its last part among its siblings
-    (`actor_rollout_ref.actor.ppo_epoch` -> `...ppo_epochs`), then whole."""
+    (`actor_rollout_ref.actor.ppo_epoch` -> `...ppo_epochs`), then whole, where the last parts are near too (a typo in
+    the path: `trainner.critic_warmup` -> `trainer.critic_warmup`)."""
     if key in MOVED:  # an older release's key: where this release reads it, not its nearest spelling
         return MOVED[key][0]
+    if key in OLD_KEYS:  # an older release's key, removed since: no typo of a key of this release
+        return None
     known = sorted(set(known))
     parent, dot, leaf = key.rpartition(".")
     for alias in ALIASES.get(leaf, ()):
@@ -68,6 +74,8 @@ def nearest(key: str, known: Iterable[str]) -> str | None:
         if match:
             return siblings[match[0]]
     match = difflib.get_close_matches(key, known, n=1, cutoff=NEAR_CUTOFF)
+    if match and dot and not difflib.get_close_matches(leaf, [match[0].rpartition(".")[2]], cutoff=LEAF_CUTOFF):
+        return None  # a shared long prefix, another last part: `actor.chunk_noreduce` is no typo of `actor.tau_neg`
     return match[0] if match else None
 
 
@@ -78,10 +86,13 @@ def hinted(unknown: Iterable[str], known: Iterable[str]) -> tuple[tuple[str, str
 
 
 def _named(hints: Iterable[tuple[str, str | None]], from_set: set[str] = frozenset()) -> str:
-    """Each key with its nearest known key; an older release's key (`MOVED`) with the key this release reads."""
+    """Each key with its nearest known key; an older release's key with the key this release reads (`MOVED`), else
+    with the last release that has it (`_verl_history.OLD_KEYS`)."""
     def hint(key: str, near: str | None) -> str:
         if key in MOVED:
             return f" (an older verl's key: verl 0.9.1 reads {near}, {MOVED[key][1]})"
+        if key in OLD_KEYS:
+            return f" (a key of verl <= {OLD_KEYS[key]}, removed since; not read)"
         return f" (did you mean {near}?)" if near else ""
     return ", ".join(("--set " if key in from_set else "") + key + hint(key, near) for key, near in hints)
 

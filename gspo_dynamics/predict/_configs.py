@@ -27,6 +27,7 @@ from gspo_dynamics.predict._verl import flatten, resolve_all, verl_mapping
 from gspo_dynamics.predict import _config_checks, _trl_fields, _verl_fields, _verl_schema
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
 from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
+from gspo_dynamics.predict._verl_history import OLD_KEYS
 from gspo_dynamics.theory.schedule import LRSchedule
 from gspo_dynamics.predict._config_keys import ConfigKeys, trainer_keys, trl_keys, verl_keys
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -253,6 +254,12 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
                          f"{', '.join(unsorted)}")
         classes = {k: ("no_dynamics" if k in unsorted else "unknown" if k not in _verl_fields.KNOWN
                        and not schema.knows(k) else c) for k, c in classes.items()}
+    old = sorted(k for k, c in classes.items() if c == "unknown" and k in OLD_KEYS and k not in _verl_fields.MOVED
+                 and _verl_fields.changes_no_step(k))  # an older release's key in a subtree that changes no step
+    if old:
+        notes.append("keys of older verl releases, removed since, not read (none changes a training step): "
+                     + ", ".join(f"{k} (a key of verl <= {OLD_KEYS[k]})" for k in old))
+        classes |= dict.fromkeys(old, "no_dynamics")
     hints, added = unknown("verl", [k for k, c in classes.items() if c == "unknown"],
                     _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
     hp, exact, used, loss = verl_mapping(raw, notes)
@@ -270,7 +277,8 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     defaults = {optim + "lr": 1e-6, "actor_rollout_ref.actor.ppo_epochs": 1}  # verl's (`predict._verl`)
     return _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
                   run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
-                  unknown=hints, added=added, assumed=_config_checks.assumed("verl", flat.get, defaults))
+                  unknown=hints, added=added, apart=tuple(old),
+                  assumed=_config_checks.assumed("verl", flat.get, defaults))
 
 
 def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:
@@ -285,10 +293,10 @@ def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], igno
            run_steps: int | None = None, loss: str | None = None, keys: ConfigKeys | None = None,
            schedule: LRSchedule | None = None, unmodelled: list[tuple[str, Any, str]] = (),
            unknown: tuple[tuple[str, str | None], ...] = (), assumed: tuple[tuple[str, Any], ...] = (),
-           added: tuple[str, ...] = ()) -> RunSetup:
+           added: tuple[str, ...] = (), apart: tuple[str, ...] = ()) -> RunSetup:
     """The RunSetup, with the keys not read said: each unmodelled one with what it changes, each unknown one by name
     (those `added` by a Hydra `+key=` in the answer's first lines, `brief_lines`), the rest (no bearing on the
-    dynamics) counted (all of them in --json's config.ignored)."""
+    dynamics) counted but those a note of the caller's names (`apart`) (all of them in --json's config.ignored)."""
     if schedule is not None and (schedule.warmup or schedule.shape != "constant"):
         notes.append(f"lr schedule: {schedule.describe()}; the stiffness follows it (peak at step {schedule.peak_step() + 1})")
     if unmodelled:
@@ -296,7 +304,7 @@ def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], igno
     names = [k for k, _ in unknown]
     if unknown:
         notes.append(f"keys this tool does not know, not read (a typo, or a newer release's): {', '.join(names)}")
-    rest = [k for k in ignored if k not in set(names) | set(added) | {u[0] for u in unmodelled}]
+    rest = [k for k in ignored if k not in set(names) | set(added) | set(apart) | {u[0] for u in unmodelled}]
     if rest and framework in ("TRL GRPOConfig", "verl"):  # the field tables say these change no step
         notes.append(f"{len(rest)} keys change no training step (logging, saving, hardware, data loading, evaluation; "
                      "all in --json's config.ignored)")

@@ -18,7 +18,7 @@ ROLLOUT = "actor_rollout_ref.rollout."
 OPTIM = ACTOR + "optim."
 DYNAMICS_SUBTREES = ("algorithm.", ACTOR)
 INFRA_SUBTREES = tuple(ACTOR + s for s in ("fsdp_config.", "megatron.", "profiler.", "checkpoint.", "qat.", "router_replay.",
-                                           "engine.", "torchtitan.", "veomni."))
+                                           "engine.", "torchtitan.", "veomni.", "profile."))  # profile.: verl <= 0.5's
 
 # group estimators of verl 0.9.1 (`verl.trainer.ppo.core_algos.AdvantageEstimator`); the others use a critic (gae)
 # or per-token baselines outside the group model
@@ -115,6 +115,13 @@ SECTIONS = {"actor_rollout_ref", "data", "critic", "custom_reward_function", "re
             "ray_init", "defaults", "hydra"}
 ACTOR_ROLLOUT_REF = {"actor", "ref", "rollout", "model", "hybrid_engine", "nccl_timeout"}
 KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS  # the dotted keys a typo's nearest is looked for among
+
+
+def changes_no_step(key: str) -> bool:
+    """Whether a key's place says it changes no training step, whatever its name: outside the dynamics subtrees, in an
+    engine's or profiler's subtree inside them, or a `_target_` (how an older release's key is judged: `_verl_history`)."""
+    return (not key.startswith(DYNAMICS_SUBTREES) or (key + ".").startswith(INFRA_SUBTREES)
+            or key.endswith("._target_"))
 
 
 def classify(key: str) -> str:

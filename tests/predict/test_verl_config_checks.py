@@ -151,6 +151,52 @@ def test_an_older_releases_key_is_refused_naming_where_verl_reads_it_now(tmp_pat
 
 
 @needs_verl
+def test_the_old_release_table_holds_only_keys_verl_0_9_1_does_not_have():
+    """`_verl_history.OLD_KEYS` (scripts/verl_history.py, from verl's release tags): none is 0.9.1's or sorted by this
+    tool's tables, each names a release (Search-R1 and TinyZero pin verl 0.1, whose FSDP config had grad_offload)."""
+    from gspo_dynamics.predict._verl_fields import KNOWN
+    from gspo_dynamics.predict._verl_history import OLD_KEYS
+
+    schema = _verl_schema.schema()
+    assert OLD_KEYS and not [k for k in OLD_KEYS if schema.knows(k) or k in KNOWN]
+    assert all(v[0].isdigit() and v.count(".") >= 1 for v in OLD_KEYS.values())
+    assert OLD_KEYS[ACTOR + "fsdp_config.grad_offload"] == "0.2.0.post2"  # removed by verl PR 284, before 0.3.0
+
+
+@needs_verl
+def test_an_older_releases_key_that_changes_no_step_is_named_so_not_refused(tmp_path, capsys):
+    """verl 0.1's actor.fsdp_config.grad_offload is no typo of param_offload: read past without --allow-unknown, named
+    once with the last release that has it, and not counted again among the keys that change no step."""
+    cfg = with_(actor_rollout_ref__actor__fsdp_config__grad_offload=True, trainer__logger="console")
+    setup = read_run_config(cfg)
+    assert setup.unknown == () and ACTOR + "fsdp_config.grad_offload" in setup.ignored
+    line = ("keys of older verl releases, removed since, not read (none changes a training step): "
+            "actor_rollout_ref.actor.fsdp_config.grad_offload (a key of verl <= 0.2.0.post2)")
+    assert line in setup.notes and not any("did you mean" in n for n in setup.notes)
+    assert "1 keys change no training step" in " ".join(setup.notes)  # trainer.logger only
+    code, err = cli(tmp_path, capsys, cfg)
+    assert code == 0 and err == ""
+
+
+@needs_verl
+def test_an_older_releases_key_in_the_dynamics_is_refused_as_old_not_as_a_typo(tmp_path, capsys):
+    """verl 0.6's algorithm.rollout_is_veto_threshold acted on the loss: refused as a key of that release (read on, a
+    run under 0.6 would differ unsaid), never with the nearest spelling of a 0.9.1 key."""
+    key = "algorithm.rollout_is_veto_threshold"
+    code, err = cli(tmp_path, capsys, with_(algorithm__rollout_is_veto_threshold=1e-4))
+    assert code == 2 and f"{key} (a key of verl <= 0.6.0, removed since; not read)" in err and "did you mean" not in err
+    setup = read_run_config(with_(algorithm__rollout_is_veto_threshold=1e-4), allow_unknown=True)
+    assert setup.unknown == (key,) and setup.nearest == (None,)
+
+
+@pytest.mark.parametrize("key, near", [(ACTOR + "chunk_noreduce", None), (ACTOR + "mask_adaptive", None),
+                                       ("trainner.critic_warmup", "trainer.critic_warmup")])
+def test_a_long_shared_prefix_alone_offers_no_nearest_key(key, near):
+    known = {ACTOR + "tau_neg", ACTOR + "optim", "trainer.critic_warmup"}
+    assert nearest(key, known) == near
+
+
+@needs_verl
 def test_an_unknown_sibling_is_said_before_the_missing_key():
     cfg = with_()
     cfg["actor_rollout_ref"]["rollout"] = {"nn": 8}

@@ -71,9 +71,13 @@ def trl_keys(num_iterations: int, accumulation: int) -> ConfigKeys:
                       override=False, passes="num_iterations", passes_value=num_iterations)
 
 
-def verl_keys(ppo_epochs: int, train_batch_size: int) -> ConfigKeys:
-    return ConfigKeys(framework="verl", lr=_VERL_ACTOR + "optim.lr", group="actor_rollout_ref.rollout.n",
-                      refresh=_VERL_ACTOR + "ppo_mini_batch_size", refresh_factor=float(ppo_epochs * train_batch_size),
+def verl_keys(ppo_epochs: int, train_batch_size: int, copies: int = 1,
+              group: str = "actor_rollout_ref.rollout.n") -> ConfigKeys:
+    """verl's keys; `copies`, `group`: Search-R1's rollout.n_agent, each prompt's copies in a rollout, a factor of T,
+    and the key of its group (`predict._verl.search_r1_group`)."""
+    return ConfigKeys(framework="verl", lr=_VERL_ACTOR + "optim.lr", group=group,
+                      refresh=_VERL_ACTOR + "ppo_mini_batch_size",
+                      refresh_factor=float(ppo_epochs * train_batch_size * copies),
                       refresh_inverse=True, run_length="trainer.total_training_steps", override=True,
                       passes=_VERL_ACTOR + "ppo_epochs", passes_value=ppo_epochs)
 

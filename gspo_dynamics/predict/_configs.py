@@ -23,7 +23,7 @@ from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
     _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
-from gspo_dynamics.predict._verl import flatten, resolve_all, verl_mapping
+from gspo_dynamics.predict._verl import flatten, resolve_all, search_r1_group, verl_mapping
 from gspo_dynamics.predict import _config_checks, _trl_fields, _verl_fields, _verl_schema
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
 from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
@@ -60,12 +60,14 @@ class RunSetup:
     assumed: tuple[tuple[str, Any], ...] = ()  # (key, default taken): the keys the verdict rests on that the config
     # does not hold (`predict._config_checks.VERDICT_KEYS`)
     refused: tuple[str, ...] = ()  # what the framework itself would refuse in the config, and how it is read here
+    read_as: tuple[str, ...] = ()  # a key read by a fork's convention, not the framework's: Search-R1's rollout.n_agent
+    # as G (`predict._verl`)
 
     def brief_lines(self, skip: tuple[str, ...] = ()) -> list[str]:
         """The answer's first lines about the config itself: the unknown keys read past, and the defaults taken for
         the keys the verdict rests on (none but those of `skip`, keys the caller was given otherwise)."""
         assumed = tuple((k, v) for k, v in self.assumed if k not in skip)
-        lines = list(self.refused)
+        lines = list(self.read_as) + list(self.refused)
         lines += [_config_checks.added_line(self.framework, self.added)] if self.added else []
         lines += [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
         return lines + ([_config_checks.assumed_line(self.framework, assumed)] if assumed else [])
@@ -77,9 +79,10 @@ class RunSetup:
                 + ", ".join(f"{k} {_shown(v)}" for k, v, _ in self.unmodelled)] if self.unmodelled else []
 
     def brief_json(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-        """`brief_lines` as JSON: added_keys [key], unknown_keys [{key, nearest}], assumed [{key, value, source}]."""
+        """`brief_lines` as JSON: read_as, refused, added_keys [key], unknown_keys [{key, nearest}], assumed [{key,
+        value, source}]."""
         source = f"{_config_checks.DEFAULTS_OF[self.framework]} default"
-        return {"refused": list(self.refused), "added_keys": list(self.added),
+        return {"read_as": list(self.read_as), "refused": list(self.refused), "added_keys": list(self.added),
                 "unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
                 "assumed": [{"key": k, "value": v, "source": source} for k, v in self.assumed if k not in skip]}
 
@@ -262,7 +265,8 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
         classes |= dict.fromkeys(old, "no_dynamics")
     hints, added = unknown("verl", [k for k, c in classes.items() if c == "unknown"],
                     _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
-    hp, exact, used, loss = verl_mapping(raw, notes)
+    said: list[str] = []
+    hp, exact, used, loss = verl_mapping(raw, notes, said)
     flat = resolve_all(raw)  # interpolations followed, numeric strings read as numbers (`predict._verl`)
     key = "trainer.total_training_steps"
     run_steps = run_length(key, flat.get(key))
@@ -273,12 +277,13 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
         (optim + "weight_decay", clip_key), (flat.get(optim + "weight_decay", 0.01), flat.get(clip_key, 1.0)), hp.lr,
         hp.optimizer, run_steps)
     epochs = flat.get("actor_rollout_ref.actor.ppo_epochs") or 1  # validated by the mapping
-    keys = verl_keys(int(epochs), int(flat["data.train_batch_size"]))
+    keys = verl_keys(int(epochs), int(flat["data.train_batch_size"]), *search_r1_group(flat))
     defaults = {optim + "lr": 1e-6, "actor_rollout_ref.actor.ppo_epochs": 1}  # verl's (`predict._verl`)
-    return _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
-                  run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
-                  unknown=hints, added=added, apart=tuple(old),
-                  assumed=_config_checks.assumed("verl", flat.get, defaults))
+    setup = _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
+                   run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
+                   unknown=hints, added=added, apart=tuple(old),
+                   assumed=_config_checks.assumed("verl", flat.get, defaults))
+    return dataclasses.replace(setup, read_as=tuple(said))
 
 
 def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:

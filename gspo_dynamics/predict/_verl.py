@@ -12,6 +12,17 @@ times:
 
 verl 0.9.1's estimators and losses are its registered names (`predict._verl_fields`); the optimizer and schedule are
 `predict._optimizers`'.
+
+Search-R1 (PeterGriffinJin/Search-R1, a fork of verl 0.1; MEM1 and other agent RL repos descend from it) gives the
+group as `actor_rollout_ref.rollout.n_agent`. Its trainer (`verl/trainer/ppo/ray_trainer.py`, `fit`, read at commit
+a14dc3a) repeats each prompt n_agent times before the rollout and draws rollout.n responses (its default 1) for each
+copy; under do_search (its default) a row's uid, the key GRPO groups by, is the prompt's index, so the n_agent x n
+rows of a prompt are one group; with do_search false each copy is given its own uid, a group of n. Its workers scale
+ppo_mini_batch_size by rollout.n alone (`verl/workers/fsdp_workers.py`), so a mini-batch holds ppo_mini_batch_size x n
+of the rollout's train_batch_size x n_agent x n rows (`search_r1_group`):
+
+    G = n_agent x n (do_search) or n,   T = ppo_epochs x train_batch_size x n_agent / ppo_mini_batch_size,
+    N = ppo_mini_batch_size x n / G
 """
 
 from __future__ import annotations
@@ -22,9 +33,9 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip
-from gspo_dynamics.predict._frameworks import _number, _rounded_refresh
+from gspo_dynamics.predict._frameworks import _groups_per_step, _number, _rounded_refresh
 from gspo_dynamics.predict._optimizers import verl_optimizer
-from gspo_dynamics.predict._verl_fields import ACTOR, GROUP_ESTIMATORS, OTHER_ESTIMATORS
+from gspo_dynamics.predict._verl_fields import ACTOR, GROUP_ESTIMATORS, OTHER_ESTIMATORS, ROLLOUT
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
 
@@ -122,41 +133,75 @@ def unresolved(key: str, raw: Any) -> ConfigError:
                        "an unset environment variable with no default); give the value")
 
 
-def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, float, set[str], str]:
+def search_r1_group(flat: dict[str, Any]) -> tuple[int, str]:
+    """(the copies of each prompt in a rollout, the key a user edits for G): Search-R1's rollout.n_agent where the
+    config gives it (module docstring; its group under do_search), else verl's (1, rollout.n). `flat`: resolved."""
+    agents = flat.get(ROLLOUT + "n_agent")
+    if agents is None:
+        return 1, ROLLOUT + "n"
+    agents = _number(ROLLOUT + "n_agent", agents, integer=True, positive=True)
+    return agents, ROLLOUT + ("n_agent" if flat.get("do_search") in (None, True) else "n")
+
+
+def verl_mapping(flat: dict[str, Any], notes: list[str],
+                 said: list[str] | None = None) -> tuple[Hyperparams, float, set[str], str]:
     """verl's mapping of a flattened config (`flatten`): (hyperparameters, T before rounding, the keys read, the loss
     as the config names it: its policy_loss.loss_mode and loss_agg_mode, interpolations followed, verl's defaults
-    where unset)."""
+    where unset). `said`: gets the line that says a group read by Search-R1's convention (module docstring)."""
     used: set[str] = set()
 
     raw = flat
     flat = resolve_all(flat)
 
-    def get(key: str, default: Any = None, *, required: bool = False):
+    def get(key: str, default: Any = None, *, required: bool = False, whose: str = "verl's"):
         value = flat.get(key)
         if interpolated(value):
             raise unresolved(key, raw[key])
         used.add(key)
         if value is None:
             if required:
-                raise ConfigError(f"the verl config needs {key}")
+                why = (" (G, the responses per prompt; Search-R1 and its forks give it as actor_rollout_ref.rollout."
+                       "n_agent)" if key == ROLLOUT + "n" else "")
+                raise ConfigError(f"the verl config needs {key}{why}")
             if default is not None:
-                notes.append(f"{key} not given: verl's default {default!r}")
+                notes.append(f"{key} not given: {whose} default {default!r}")
             return default
         return value
 
     estimator = _verl_estimator(get("algorithm.adv_estimator"))
     actor = ACTOR
-    G = _number("actor_rollout_ref.rollout.n", get("actor_rollout_ref.rollout.n", required=True), integer=True, positive=True)
+    agents, group_key = search_r1_group(flat)
+    if agents == 1 and ROLLOUT + "n_agent" not in flat:  # verl's own: G = rollout.n
+        G = n = _number(ROLLOUT + "n", get(ROLLOUT + "n", required=True), integer=True, positive=True)
+    else:  # Search-R1's: rollout.n responses to each of n_agent copies (module docstring)
+        get(ROLLOUT + "n_agent")
+        n = _number(ROLLOUT + "n", get(ROLLOUT + "n", 1, whose="Search-R1's"), integer=True, positive=True)
+        get("do_search")
+        G = agents * n if group_key.endswith("n_agent") else n
     if G < 2:
-        raise ConfigError(f"actor_rollout_ref.rollout.n must be >= 2 for group-relative advantages, got {G}")
+        raise ConfigError(f"{group_key} must be >= 2 for group-relative advantages, got {G}")
     rollout = _number("data.train_batch_size", get("data.train_batch_size", required=True), integer=True, positive=True)
     mini = _number(actor + "ppo_mini_batch_size", get(actor + "ppo_mini_batch_size", required=True), integer=True, positive=True)
-    if mini > rollout:
-        raise ConfigError(f"ppo_mini_batch_size ({mini}) exceeds data.train_batch_size ({rollout}): a minibatch "
-                          "cannot hold more prompts than the rollout")
+    if mini > rollout * agents:
+        raise ConfigError(f"ppo_mini_batch_size ({mini}) exceeds data.train_batch_size ({rollout})"
+                          + (f" x n_agent ({agents})" if agents > 1 else "")
+                          + ": a minibatch cannot hold more prompts than the rollout")
     epochs = _number(actor + "ppo_epochs", get(actor + "ppo_epochs", 1), integer=True, positive=True)
-    exact = epochs * rollout / mini
-    T = _rounded_refresh(exact, notes, f"ppo_epochs x train_batch_size / ppo_mini_batch_size = {epochs} x {rollout} / {mini}")
+    exact = epochs * rollout * agents / mini
+    copies = (" x n_agent", f" x {agents}") if ROLLOUT + "n_agent" in flat else ("", "")
+    formula = (f"ppo_epochs x train_batch_size{copies[0]} / ppo_mini_batch_size = {epochs} x {rollout}{copies[1]} / "
+               f"{mini}")
+    T = _rounded_refresh(exact, notes, formula)
+    groups = mini
+    if ROLLOUT + "n_agent" in flat:
+        groups = _groups_per_step(mini * n, G, notes, "ppo_mini_batch_size x rollout.n")
+        times = "" if n == 1 else f" x rollout.n {n}"
+        source = (f"rollout.n_agent{times} (Search-R1's group size: a prompt's n_agent copies are one group)"
+                  if group_key.endswith("n_agent") else
+                  f"rollout.n (do_search false: Search-R1 groups each of a prompt's n_agent = {agents} copies apart)")
+        (said if said is not None else notes).append(
+            f"G = {G} from {source}; its mini-batch counts ppo_mini_batch_size x rollout.n = {mini * n} responses: "
+            f"T = {formula} = {exact:g}, N = {mini * n / G:g} groups per step")
     low, high = _verl_clip(flat, get, used)
     low = no_lower_clip(actor + "clip_ratio_low", low, notes)
     use_kl = bool(get(actor + "use_kl_loss", False))
@@ -175,7 +220,7 @@ def verl_mapping(flat: dict[str, Any], notes: list[str]) -> tuple[Hyperparams, f
     optimizer = verl_optimizer(get(optim + "optimizer", "AdamW"), get(optim + "betas", [0.9, 0.999]), override,
                                _number, notes)
     hp = Hyperparams(lr=_number(optim + "lr", get(optim + "lr", 1e-6), positive=True), optimizer=optimizer,
-                     refresh_interval=T, group_size=G, num_groups=mini,
+                     refresh_interval=T, group_size=G, num_groups=groups,
                      advantage=_verl_advantage(estimator, get("algorithm.norm_adv_by_std_in_grpo", True), notes),
                      correction=correction, clip_low=low, clip_high=high, kl_coef=beta, clip_mode=clip, ratio_cap=cap)
     return hp, exact, used, f"{mode} ({aggregation})"

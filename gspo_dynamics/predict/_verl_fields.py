@@ -42,6 +42,8 @@ READ = {
     OPTIM + "total_training_steps", OPTIM + "min_lr_ratio", OPTIM + "num_cycles", OPTIM + "lr_scheduler_type",
     OPTIM + "warmup_style", OPTIM + "zero_indexed_step",
 }
+SEARCH_R1 = {ROLLOUT + "n_agent", "do_search"}  # Search-R1's (a verl 0.1 fork's) group, read where n_agent is given
+READ |= SEARCH_R1  # (`predict._verl`)
 
 _LOSS = ACTOR + "policy_loss."
 _RC = "algorithm.rollout_correction."

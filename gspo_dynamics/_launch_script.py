@@ -16,8 +16,12 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
 
 `+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
 names the key as one the script adds on purpose (`_config_file.load_config_and_added`); `~key` (a deletion) is left out.
-A script that names its own base config (`--config-name` / `--config-path`) is refused: its keys outside the command
-line live in a file this reader does not see, and reading the overrides alone would take verl's defaults for them.
+A script that names a base config (`--config-name` / `--config-path`) is read only where that base is verl's own
+shipped one: `--config-name` one of VERL_BASES (`ppo_trainer`, `ppo_megatron_trainer`, `.yaml` or not) under verl's
+own config folder (`--config-path` absent, `config` or `./config`: Hydra resolves it beside the trainer's file, and
+the trainer is verl's `verl.trainer.main_ppo`), whose defaults the loader takes for every key the script leaves out.
+Any other base is refused: its keys outside the command line live in a file this reader does not see, and reading
+the overrides alone would take verl's defaults for them.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
 _TRAINER = re.compile(r"main_ppo(?:\.py)?$")
 _OVERRIDE = re.compile(r"^\+{0,2}[A-Za-z_][\w.\-]*=")
+_VERL_TRAINER = re.compile(r"(?:^|[/.])verl[/.]trainer[/.]main_ppo(?:\.py)?$")
+VERL_BASES = ("ppo_trainer", "ppo_megatron_trainer")  # verl's shipped base configs (its trainer/config/*.yaml)
+_OWN_PATHS = ("config", "./config", "config/", "./config/")  # verl's config folder, beside verl/trainer/main_ppo.py
+_BASE_OPTIONS = {"--config-name": "name", "-cn": "name", "--config-path": "path", "-cp": "path"}
 
 
 def overrides_of(text: str, source: str = "the script") -> list[str]:
@@ -48,13 +56,28 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
                 values[assignment.group(1)] = " ".join(_words(assignment.group(2)))
             continue
         rest = words[start + 1:]
-        named = [w for w in rest if w.startswith(("--config-name", "--config-path", "-cn", "-cp"))]
-        if named:
+        base, named = _base_config(rest)
+        if named and not (base.get("name", "").removesuffix(".yaml") in VERL_BASES
+                          and base.get("path", "config") in _OWN_PATHS and _VERL_TRAINER.search(words[start])):
             raise ConfigError(f"{source} names its own base config ({' '.join(named)}): its keys outside the command "
                               "line are in that file; give the file as --config and the script's overrides with --set")
         return [w for w in rest if _OVERRIDE.match(w)]
     raise ConfigError(f"{source} runs no verl trainer (no command ending in main_ppo, as `python3 -m "
                       "verl.trainer.main_ppo key=value ...`): give the run's config as JSON, YAML or TOML")
+
+
+def _base_config(words: list[str]) -> tuple[dict[str, str], list[str]]:
+    """({"name": ..., "path": ...} of the base-config options among `words`, as given), and those options' words as
+    written, for the error; `--config-name=X` and `--config-name X` alike."""
+    base: dict[str, str] = {}
+    named: list[str] = []
+    for i, word in enumerate(words):
+        option, eq, value = word.partition("=")
+        if option in _BASE_OPTIONS:
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            base[_BASE_OPTIONS[option]] = value
+            named.append(word if eq else f"{word} {value}")
+    return base, named
 
 
 def _expanded(text: str, values: dict[str, str]) -> str:

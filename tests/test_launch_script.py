@@ -50,8 +50,21 @@ def test_a_launch_script_is_read_as_the_verl_config_it_sets(tmp_path):
     assert setup.hparams.refresh_interval == 4 and setup.run_steps == 300  # 256 / 64 updates per rollout
 
 
+@pytest.mark.parametrize("base", ["--config-path=config --config-name='ppo_megatron_trainer.yaml'",
+                                  "--config-path=./config --config-name=ppo_trainer", "--config-name ppo_megatron_trainer",
+                                  "-cn ppo_trainer"])
+def test_a_script_on_one_of_verls_own_base_configs_is_read_on_its_defaults(base):
+    """verl's examples launch their Megatron runs on its shipped `ppo_megatron_trainer.yaml` (Hydra finds `config`
+    beside verl/trainer/main_ppo.py): its defaults are the loader's, so the overrides are the whole config."""
+    text = SCRIPT.replace("python3 -m verl.trainer.main_ppo \\\n", f"python3 -m verl.trainer.main_ppo {base} \\\n")
+    assert base in text
+    assert "actor_rollout_ref.rollout.n=8" in overrides_of(text)
+
+
 @pytest.mark.parametrize("text, words", [
     ("python3 -m verl.trainer.main_ppo --config-name=my_grpo actor_rollout_ref.rollout.n=8\n", "names its own base config"),
+    ("python3 -m verl.trainer.main_ppo --config-path=$(pwd)/mine --config-name=ppo_trainer a.b=1\n", "names its own base"),
+    ("python3 -m recipe.mine.main_ppo --config-path=config --config-name=ppo_trainer a.b=1\n", "names its own base"),
     ("echo hello\npython3 train.py --lr 1e-6\n", "runs no verl trainer"),
 ])
 def test_a_script_whose_config_is_elsewhere_or_that_runs_no_verl_trainer_is_one_clear_error(tmp_path, text, words):

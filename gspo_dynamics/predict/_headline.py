@@ -36,7 +36,9 @@ read the collapse rule (no drift or entropy logged): the steps after a rollout's
 clip's band edge bounds how far they move the policy from its sampler (`theory.collapse` (2), (4); the derivation in
 `predict._clip_modes`). Its changes: the framework's clipping loss and band edge (`clip_changes`), or T = 1.
 
-Every verdict but safe and unsure names its change in the config's keys; unsure names what would tell
+Every verdict but safe, unsure and unknown until a pilot names its change in the config's keys; unsure names what
+would tell, unknown until a pilot changes only what the config alone decides (the unclipped rule above; with
+--pass-rates, the zero-std share), never T for the linear bound, whose nearness only a pilot measures
 (tests/predict/test_verdict_changes.py goes over each path). A change is given where the evidence gives its value (lr_max / MARGIN_FACTOR, the collapse bounds, the fall
 chance's bounds, a T the config's keys reach exactly), each with what it buys; where it gives none (a dip or a fall
 whose size no bound explains) a halving of lr is offered, said to be a guess to re-test with a pilot.
@@ -254,9 +256,8 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
                   "on-policy's (T = 1), what T costs against the reward's oscillation whatever the curvature; it says "
                   "nothing of collapse, which bounded the lr of real TRL runs and moved far less with T (paper_repro/"
                   "RESULTS.md, trl-atlas-v2)")]
-    changes = []
-    if T > 1:
-        changes += refresh_changes(setup, 1, f"on-policy: the linear model's lr bound {on_policy / config.stiffness_bound:.3g}x higher")
+    changes = []  # none from T alone: its cost to the linear bound is settled above, but whether the run comes near that
+    # bound is the curvature's, which only a pilot measures (the unclipped rule below needs no pilot)
     if hp.group_size is not None:
         responses = hp.num_groups * hp.group_size
         group_key = keys.group if keys else "group_size"

@@ -98,6 +98,17 @@ def test_a_clip_or_t_equal_1_leaves_the_config_to_its_pilot(name):
     assert config_headline(config_forecast(setup)).verdict == "unknown until a pilot"
 
 
+@pytest.mark.parametrize("name", [n for n in CLIPPED_OR_ON_POLICY if "on-policy" not in n])
+def test_a_config_alone_at_t_above_1_with_a_clip_advises_no_t(name):
+    """The linear model's bound at T is settled from the config alone ('known before a run'), but whether a run
+    comes near it is the curvature's, which only a pilot measures: no change beside "unknown until a pilot"."""
+    setup = read_run_config(CLIPPED_OR_ON_POLICY[name])
+    head = config_headline(config_forecast(setup))
+    assert setup.hparams.refresh_interval > 1 and head.verdict == "unknown until a pilot"
+    assert head.changes == () and "change: none" in head.lines()
+    assert any("bounds its lr" in s and "below on-policy's" in s for s in head.settled)
+
+
 def test_the_edge_too_wide_to_clip_is_past_every_limit_the_collapse_rule_was_set_on():
     """NO_CLIP_EDGE is the largest S H / (1 - z) over the pilots of paper_repro/pilot_forecast.py's cells (its
     comment): recomputed here from the shipped cells, so a refit of S or new cells that move it fail here."""

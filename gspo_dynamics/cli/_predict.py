@@ -55,8 +55,8 @@ def register(sub) -> None:
                         "(e.g. --map reward=score)")
     r.add_argument("--run-steps", type=integer, metavar="N",
                    help="the run's length in the pilot log's steps (optimizer steps for TRL and our trainer, trainer "
-                        "steps for verl), for the reward at its end (default: the config's max_steps, "
-                        "trainer.total_training_steps or steps)")
+                        "steps for verl), for the reward at its end and, where the config leaves its length unset, "
+                        "the lr schedule's (default: the config's max_steps, trainer.total_training_steps or steps)")
     r.add_argument("--devices", type=integer, metavar="N", help="data-parallel processes of a TRL run (default: the config's, else 1)")
     r.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the task's reward bounds (default: [0, 1] when every pilot reward lies there)")
@@ -158,7 +158,8 @@ def _forecast(args: argparse.Namespace):
         raise ConfigError("predict answers for a run's config: give it as --config grpo.yaml (a TRL GRPOConfig, a verl "
                           "config or our trainer's) and change keys with --set, e.g. --set learning_rate=1e-6 --set "
                           "num_generations=8; hyperparameter flags alone are the toy bandit's (--testbed bandit)")
-    setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown)
+    setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown,
+                            run_steps=args.run_steps if args.pilot else None)  # the schedule's length, if the config's is unset
     if not args.pilot:
         if args.target_noise is not None:
             raise ConfigError("--target-noise needs --pilot (the noise is measured there)")

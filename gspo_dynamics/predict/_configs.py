@@ -127,12 +127,15 @@ def apply_overrides(cfg: dict[str, Any], overrides: list[str]) -> dict[str, Any]
 
 
 def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None = None,
-                    overrides: list[str] | None = None, allow_unknown: bool = False) -> RunSetup:
+                    overrides: list[str] | None = None, allow_unknown: bool = False,
+                    run_steps: int | None = None) -> RunSetup:
     """`RunSetup` of a TRL GRPOConfig, a verl config, our trainer's config or the theory's own field
     names, from a dict or a JSON / YAML file (module docstring for each mapping), with `overrides`
     (`apply_overrides`) on top. `devices`: the data-parallel process count where the config does not
     hold it (TRL). A key the framework does not have, in the file or an override, is one ConfigError naming it
-    and its nearest known key; `allow_unknown` reads on past it (named in `RunSetup.unknown`)."""
+    and its nearest known key; `allow_unknown` reads on past it (named in `RunSetup.unknown`). `run_steps`: the run's
+    length given apart from the config (predict --run-steps), read as its run-length key where the config leaves that
+    unset, so that a schedule over the run (a decay, a warm-up ratio) is read over it, not said to be unknown."""
     cfg, added = (dict(source), frozenset()) if isinstance(source, dict) else load_config_and_added(source)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
@@ -150,6 +153,8 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
         return hints, on_purpose
 
     setup = _mapped(cfg, devices, unknown)
+    if run_steps is not None and setup.run_steps is None and setup.keys is not None:
+        setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown)
     ignored = set(setup.ignored) - set(setup.unknown) - set(setup.added)  # a trainer's or TRL's top-level keys, verl's
     # dotted ones; the keys a +key= adds are said apart (`RunSetup.brief_lines`)
     unread = [key for key in set_keys if key in ignored or key.split(".")[0] in ignored]

@@ -434,6 +434,22 @@ def test_a_default_the_verdict_rests_on_is_said_in_the_first_lines(tmp_path, cap
     assert not any(line.startswith("assumed") for line in capsys.readouterr().out.splitlines())
 
 
+def test_run_steps_gives_the_schedule_the_run_length_the_config_leaves_unset(tmp_path, capsys):
+    """A cosine decay with a warm-up ratio and no max_steps: with --run-steps (and a pilot) the schedule is read over
+    that length, not said to be over a run of unknown length; the config's own max_steps stays the config's."""
+    from gspo_dynamics.predict import read_run_config
+
+    cfg = {**TRL, "lr_scheduler_type": "cosine", "warmup_ratio": 0.1}
+    config = write(tmp_path, "cosine.json", cfg)
+    assert main(["predict", "--config", config, "--pilot", pilot_log(tmp_path), "--run-steps", "200", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "unknown" not in " ".join(line for line in out.splitlines() if "cosine" in line or "warm-up" in line)
+    assert "note: lr schedule: linear warm-up over 20 steps, then cosine decay to 0 at step 200" in out
+    assert read_run_config(cfg, run_steps=200).schedule.total == 200
+    assert any("whose length is unknown here" in n for n in read_run_config(cfg).notes)  # without it: said unknown
+    assert read_run_config({**cfg, "max_steps": 300}, run_steps=200).run_steps == 300  # the pilot says the two apart
+
+
 def test_a_set_of_a_misspelt_value_is_refused_naming_the_nearest(tmp_path, capsys):
     """--set lr_scheduler_type=cosin: transformers refuses it; read on, the lr would be read as constant."""
     assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL), "--set", "lr_scheduler_type=cosin"]) == 2

@@ -12,7 +12,15 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
     variables       `$NAME`, `${NAME}` and `${NAME:-default}` take the value of the script's own assignment before the
                     command (`NAME=value`, `export NAME=value`), else the default; a variable the script does not
                     set (one from the caller's shell) stays as written, so a key the model reads fails there by name;
-    words           as the shell splits them (quotes removed: `trainer.logger='["console"]'`).
+    words           as the shell splits them (quotes removed: `trainer.logger='["console"]'`);
+    arrays          `NAME=( word ... )` over several lines, expanded by `"${NAME[@]}"` (or `${NAME[@]}`) to its words,
+                    as verl's newer examples group their overrides (DATA=(...), ACTOR=(...));
+    strings         `NAME="..."` over several lines, expanded by `$NAME` and split into its words;
+    arithmetic      `$(( expression ))` of integers, + - * / % and parentheses, the script's variables by name
+                    (`$((train_bsz * n))`); an expression with anything else stays as written.
+
+Assignments are taken in the order written, the last before the command winning, branches (if / else) not told
+apart: a script that sets a key's variable in both branches is read on the last.
 
 `+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
 names the key as one the script adds on purpose (`_config_file.load_config_and_added`); `~key` (a deletion) is left out.
@@ -26,11 +34,18 @@ the overrides alone would take verl's defaults for them.
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 
 from gspo_dynamics._errors import ConfigError
 
+_ARRAY = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=\((.*)\)\s*$")
+_ELEMENTS = re.compile(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?')
+_ARITHMETIC = re.compile(r"\$\(\(((?:[^()]|\([^()]*\))*)\)\)")  # $(( ... )), one level of parentheses inside
+_OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+              ast.Div: lambda a, b: _truncated(a, b), ast.FloorDiv: lambda a, b: _truncated(a, b),
+              ast.Mod: lambda a, b: a - b * _truncated(a, b)}  # the shell's / and % truncate toward 0
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
 _TRAINER = re.compile(r"main_ppo(?:\.py)?$")
@@ -46,8 +61,13 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
     ConfigError where the
     script runs no verl trainer, or names its own base config."""
     values: dict[str, str] = {}
-    for line in re.sub(r"\\\r?\n", " ", text).splitlines():
-        code = _expanded(re.sub(r"(^|\s)#.*$", "", line), values)  # a comment, from a `#` that starts a word
+    arrays: dict[str, list[str]] = {}
+    for line in (part for whole in _logical_lines(text) for part in _commands(whole)):
+        array = _ARRAY.match(line)
+        if array:  # NAME=( ... ): its words, each expanded
+            arrays[array.group(1)] = _words(_expanded(array.group(2), values, arrays))
+            continue
+        code = _expanded(line, values, arrays)
         words = _words(code)
         start = next((i for i, w in enumerate(words) if _TRAINER.search(w)), None)
         if start is None:
@@ -80,14 +100,97 @@ def _base_config(words: list[str]) -> tuple[dict[str, str], list[str]]:
     return base, named
 
 
-def _expanded(text: str, values: dict[str, str]) -> str:
-    """`text` with the variables the script set replaced (module docstring); the others as written."""
+def _logical_lines(text: str) -> list[str]:
+    """The script's lines as the shell reads its commands: comments dropped (from a `#` that starts a word), a
+    backslash-newline joined, and a line that opens an array `NAME=(` or a double-quoted string it does not close
+    joined with the lines up to the one that does (newlines as spaces); `overrides_of` splits each at `;`."""
+    physical = [re.sub(r"(^|\s)#.*$", "", line) for line in re.sub(r"\\\r?\n", " ", text).splitlines()]
+    lines: list[str] = []
+    i = 0
+    while i < len(physical):
+        line = physical[i]
+        while i + 1 < len(physical) and _open(line):
+            i += 1
+            line += " " + physical[i]
+        lines.append(line)
+        i += 1
+    return lines
+
+
+def _commands(line: str) -> list[str]:
+    """`line` split at each `;` outside quotes (the shell's command separator: `a=1; b=2`)."""
+    parts, start, quote = [], 0, None
+    for i, ch in enumerate(line):
+        if quote is None and ch in "\"'":
+            quote = ch
+        elif ch == quote:
+            quote = None
+        elif ch == ";" and quote is None:
+            parts.append(line[start:i])
+            start = i + 1
+    return parts + [line[start:]]
+
+
+def _open(line: str) -> bool:
+    """Whether `line` leaves an array `NAME=(` or a double quote open."""
+    if re.match(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(", line) and ")" not in line.partition("=(")[2]:
+        return True
+    return _unclosed_quote(line)
+
+
+def _unclosed_quote(line: str) -> bool:
+    """Whether a double quote opened in `line` (outside single quotes) is not closed there."""
+    quote = None
+    for ch in line:
+        if quote is None and ch in "\"'":
+            quote = ch
+        elif ch == quote:
+            quote = None
+    return quote == '"'
+
+
+def _expanded(text: str, values: dict[str, str], arrays: dict[str, list[str]] | None = None) -> str:
+    """`text` with the arrays and variables the script set replaced and its integer arithmetic done (module
+    docstring); the others as written."""
+    arrays = arrays or {}
+
+    def elements(match: re.Match) -> str:
+        name = match.group(1)
+        return " ".join(shlex.quote(w) for w in arrays[name]) if name in arrays else match.group(0)
+
     def value(match: re.Match) -> str:
         name = match.group(1) or match.group(3)
         if name in values:
             return values[name]
         return match.group(2) if match.group(2) is not None else match.group(0)
-    return _VARIABLE.sub(value, text)
+
+    return _ARITHMETIC.sub(lambda m: _arithmetic(m, values), _VARIABLE.sub(value, _ELEMENTS.sub(elements, text)))
+
+
+def _arithmetic(match: re.Match, values: dict[str, str]) -> str:
+    """The integer value of `$(( expression ))` (names read as the script's integer variables), or the match as
+    written where the expression holds anything else."""
+    expression = re.sub(r"[A-Za-z_]\w*", lambda m: values.get(m.group(0), m.group(0)), match.group(1))
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+        return str(_integer(tree.body))
+    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError):
+        return match.group(0)
+
+
+def _integer(node: ast.AST) -> int:
+    """An integer expression's value: int literals, unary -, and + - * / % (the shell's / truncates toward 0)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _integer(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        a, b = _integer(node.left), _integer(node.right)
+        if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
+            raise ZeroDivisionError
+        return _OPERATORS[type(node.op)](a, b)
+    raise ValueError("not an integer expression")
 
 
 def _words(text: str) -> list[str]:
@@ -96,3 +199,9 @@ def _words(text: str) -> list[str]:
         return shlex.split(text, posix=True)
     except ValueError:
         return []
+
+
+def _truncated(a: int, b: int) -> int:
+    """a / b truncated toward 0, as the shell's integer division."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q

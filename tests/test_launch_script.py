@@ -92,3 +92,44 @@ def test_a_key_added_by_hydras_plus_is_named_as_added_not_as_a_misspelling(tmp_p
     plain.write_text(SCRIPT)
     with pytest.raises(ConfigError, match="did you mean actor_rollout_ref.rollout.temperature"):
         read_run_config(plain, overrides=["actor_rollout_ref.rollout.val_temperature=0.7"])  # no +: a typo
+
+
+GROUPED = """#!/bin/bash
+nproc=4; nodes=2
+train_bsz=$(( nproc * nodes * 8 ))    # 64
+max_len=$(((512 + 1024) * 2))
+half=$(( -7 / 2 ))
+DATA=(
+    data.train_batch_size=$train_bsz
+    # data.shuffle=True  (a comment inside the array)
+    data.max_response_length=$max_len
+)
+ACTOR="
+    actor_rollout_ref.actor.optim.lr=1e-6 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=$((train_bsz / 4))
+    actor_rollout_ref.actor.clip_ratio_low=0.2"
+python3 -m verl.trainer.main_ppo --config-path=config --config-name='ppo_megatron_trainer.yaml' \\
+    algorithm.adv_estimator=grpo \\
+    "${DATA[@]}" \\
+    $ACTOR \\
+    actor_rollout_ref.rollout.n=$(( 2 ** 3 )) \\
+    trainer.total_training_steps=$half
+"""
+
+
+def test_arrays_multi_line_strings_and_integer_arithmetic_are_expanded_as_the_shell_does():
+    """verl's newer examples group their overrides in arrays (DATA=(...), "${DATA[@]}") and multi-line strings
+    ($ACTOR), and compute batch sizes with $(( )); an expression outside integer + - * / % stays as written."""
+    got = overrides_of(GROUPED)
+    assert got[:3] == ["algorithm.adv_estimator=grpo", "data.train_batch_size=64", "data.max_response_length=3072"]
+    assert "actor_rollout_ref.actor.ppo_mini_batch_size=16" in got and "actor_rollout_ref.actor.optim.lr=1e-6" in got
+    assert "actor_rollout_ref.actor.clip_ratio_low=0.2" in got and not any("shuffle" in w for w in got)
+    assert "actor_rollout_ref.rollout.n=$((" in got  # ** is not the shell's: as written, so the key fails by name
+    assert "trainer.total_training_steps=-3" in got  # the shell's / truncates toward 0
+
+
+@pytest.mark.parametrize("a, b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (6, 3), (0, 5)])
+def test_the_shells_integer_division_and_remainder_truncate_toward_zero(a, b):
+    from gspo_dynamics._launch_script import _expanded
+
+    assert _expanded(f"$(( {a} / {b} )) $(( {a} % {b} ))", {}) == f"{int(a / b)} {a - b * int(a / b)}"

@@ -9,6 +9,8 @@ Ray `(TaskRunner pid=7)`), with ANSI colours removed and tqdm's carriage-return 
             (`Step 12/200 | reward: 0.31`, `[step 5/100] reward=0.4`, `it 10 reward 0.3 loss 0.2`, verl's
             `step:N - key:value - ...`) or at least two numeric pairs, one of them a metric's
             (`2026-01-01 12:00:00 INFO step=3 mean_reward=0.5`)
+  both      `key: value` pairs before the dicts of their line (`rl_loss: 0.01, token_entropy: 0.8, reward_data:
+            {...}, metadata: {...}`): the pairs and every dict of mostly numbers are one row
 
 A step counter is `step N`, `Step N/M`, `[step N/M]`, `global_step=N`, `iter N`, `it N`, `update N`, `Episode N`,
 `Epoch e Step N`, or `Epoch:[e/E](N/M)` (step (e-1) M + N). A line holding only a counter (after a logger's prefix
@@ -27,7 +29,8 @@ them). This module finds the metric lines (`scan_console`); `_console_rows` make
 Dicts without a step (transformers' Trainer prints none) take the step its progress bar shows at each, else are
 numbered by the logging interval: from `Total optimization steps = N` only in a finished log (its summary dict
 `train_runtime` printed), else from the `epoch` column and the banner's steps per epoch, else 1, 2, ... with a
-warning (`_console_interval.py`). Eval dicts (`eval_*` keys) take the step of
+warning (`_console_interval.py`), within each run where a message printed before each row counts them and starts
+again (`_console_runs.py`: runs appended to one file). Eval dicts (`eval_*` keys) take the step of
 the train row before them; one before any train row takes step 0 (an evaluation before training, or, in a piece of a
 growing log, the last step of the piece before: `_follow._number_on`).
 """
@@ -35,12 +38,13 @@ growing log, the last step of the piece before: `_follow._number_on`).
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from gspo_dynamics.logs._algorithms import is_summary_row
 from gspo_dynamics.logs._console_lines import logical_lines
 from gspo_dynamics.logs._console_pairs import NUM, counter, epoch_of, pairs, spaced_pairs
+from gspo_dynamics.logs._console_runs import mark
 from gspo_dynamics.logs._readers import STEP_KEYS, _flatten, _loads
 from gspo_dynamics.logs._runlog import to_step
 
@@ -70,6 +74,9 @@ _BAR_AFTER = re.compile(r"\s\d{1,3}%\|[^|\n]*\|\s*(\d+)/(\d+)\s*\[")  # the same
 _LOG_PREFIX = re.compile(r"^.{0,160}?\b(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\b(?::[\w.]*:)?[\s\-:|\]]*")
 _EVAL_WORD = re.compile(r"(?i)\b(?:eval|evaluation|validation|valid|val|test)\b")
 _MAX_HEADER = 120  # characters of a block's header message
+_DIGIT = re.compile(r"\d")
+_RECENT = 4  # lines before a printed dict read for a counter's message (`rollout batch 3 generated`, then a debug line)
+_MAX_MESSAGE = 400  # characters of such a line (a longer one is text: a prompt, an answer)
 _VERL_HINT = re.compile(r"step:\d+ - \S+:")
 # A line that may be a metric line, searched for past the first window: verl's, a printed dict's start, a counter.
 _HINT = re.compile(r"step:\d+ - \S+:|\{\s*['\"][^'\"\n]{1,200}['\"]\s*:\s*[-+\d'\"nNi]"
@@ -97,6 +104,8 @@ class _Scan:
     bar_totals: Counter = field(default_factory=Counter)  # how often a bar without a label showed each total
     block: tuple[int | None, bool, dict] | None = None  # the block under a header line: (step, an eval block, record)
     awaiting: list = field(default_factory=list)  # the [before, after] bars of dicts printed since it
+    marks: dict = field(default_factory=dict)  # messages with a number that may count the rows (`_console_runs`)
+    recent: deque = field(default_factory=lambda: deque(maxlen=_RECENT))  # the last lines that are no metric line
 
 
 def _number(token: str) -> object:
@@ -174,6 +183,33 @@ def _mostly_numbers(record: dict) -> bool:
     return 2 * numbers > len(record)
 
 
+def _pairs_before(text: str, counter_name: str | None, scan: _Scan) -> dict:
+    """The `key: value` pairs printed before a dict on its line (a loop's `rl_loss: x, token_entropy: y, reward_data:
+    {...}`), its step counter left out; {} where there are none."""
+    if ":" not in text and "=" not in text:
+        return {}
+    found = pairs(text, scan.keys)
+    if counter_name is not None:
+        found.pop(counter_name, None)
+    return found
+
+
+def _line_records(line: str, start: int, before: dict):
+    """(record, printed by Python) of each dict of a line from `start`; where `key: value` pairs come before them
+    (`rl_loss: 0.1, token_entropy: 0.8, reward_data: {...}, metadata: {...}`: a loop printing one step's readings,
+    its batch's totals and more as named parts of one message), the pairs and every dict of mostly numbers are one
+    record, a key printed twice read where it is first."""
+    if not before:
+        yield from _dicts(line, start)
+        return
+    record, python = dict(before), False
+    for part, by_python in _dicts(line, start):
+        if _mostly_numbers(part):
+            record.update((key, value) for key, value in part.items() if key not in record)
+            python = python or by_python
+    yield record, python
+
+
 def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None) -> int | None:
     """Add the line's metric rows to `scan`; the step that the lines below take (a counter-only line sets it)."""
     if "(" in line:
@@ -190,13 +226,16 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
     match = _DICT_START.search(line, brace) if brace >= 0 else None
     if match is not None:
         _close_block(scan)
-        step = counter(line[:match.start()])[0] if match.start() else None
-        for record, python in _dicts(line, match.start()):
+        step, name, _, _ = counter(line[:match.start()]) if match.start() else (None, None, 0, 0)
+        before = _pairs_before(line[:match.start()], name, scan)
+        for record, python in _line_records(line, match.start(), before):
             metric, is_eval, summary = _kind_of(record, scan.memo)
             if summary:
                 scan.finished = True
                 scan.run, scan.in_run = scan.run + (scan.in_run > 0), 0
             elif metric:
+                if scan.recent:
+                    _messages_before(scan)
                 bars = [scan.bar, None]
                 scan.dicts.append((step if step is not None else current, record, is_eval, bars, scan.run))
                 scan.in_run += 1
@@ -286,6 +325,17 @@ def _close_block(scan: _Scan) -> None:
     scan.pairs.append((step, record, is_eval or eval_keys))
 
 
+def _messages_before(scan: _Scan) -> None:
+    """The last lines before a printed dict that are no metric lines, kept (`_console_runs.mark`) where their message,
+    after a logger's prefix, may count the rows (a counter's message is printed right before its row: the lines
+    further back, a prompt or an answer, are not read)."""
+    for line in scan.recent:
+        if _DIGIT.search(line) is not None:
+            prefix = _LOG_PREFIX.match(line) if "INFO" in line or "DEBUG" in line else None
+            mark(scan.marks, line[prefix.end() if prefix is not None else 0:].strip(), len(scan.dicts))
+    scan.recent.clear()
+
+
 def scan_console(text: str, step_key: str | None = None) -> _Scan:
     """Every metric line of `text`."""
     if "\x1b" in text:
@@ -293,7 +343,10 @@ def scan_console(text: str, step_key: str | None = None) -> _Scan:
     scan, current = _Scan(), None
     for line in logical_lines(text.splitlines()):  # "\r" too: tqdm's fragments
         if len(line) <= _MAX_LINE:
+            read = len(scan.dicts) + len(scan.pairs)
             current = _scan_line(line, scan, current, step_key)
+            if read == len(scan.dicts) + len(scan.pairs) and scan.block is None and len(line) <= _MAX_MESSAGE:
+                scan.recent.append(line)  # no metric line: a counter's message? (`_messages_before`)
     _close_block(scan)
     return scan
 

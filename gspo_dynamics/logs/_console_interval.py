@@ -51,8 +51,9 @@ def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, war
     for run in runs:
         count[run] += 1
         steps.append(count[run])
-    warnings.append(f"the {what} has no step numbers; the rows of each of its {len(count)} runs (each begun by "
-                    "transformers' banner or ended by its summary) were numbered 1, 2, ...")
+    begun = dicts[0][5] if len(dicts[0]) > 5 else "each begun by transformers' banner or ended by its summary"
+    warnings.append(f"the {what} has no step numbers; the rows of each of its {len(count)} runs ({begun}) were "
+                    "numbered 1, 2, ...")
     return steps, None, f"{ROW_NUMBERS} within each of {len(count)} runs (no step found)"
 
 

@@ -11,6 +11,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._algorithms import untrained_rows
 from gspo_dynamics.logs._console import _STEP_SET, _Scan, scan_console
 from gspo_dynamics.logs._console_interval import stepless_steps
+from gspo_dynamics.logs._console_runs import counter_runs
 from gspo_dynamics.logs._names import canonical_name
 from gspo_dynamics.logs._readers import NUMBERED as _NUMBERED
 from gspo_dynamics.logs._readers import RawLog, _finish, _split_step
@@ -82,7 +83,7 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
         warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
     elif step_key is None and all(entries[i][1] is None for i in train):
         bar_total = scan.bar_totals.most_common(1)[0][0] if scan.bar_totals else None  # the trainer's: redrawn most
-        steps, interval, axis = stepless_steps(text, [scan.dicts[i] for i in train], scan.finished, what, warnings,
+        steps, interval, axis = stepless_steps(text, _counted_runs(scan, train), scan.finished, what, warnings,
                                                bar_total)
         for i, step in zip(train, steps):
             entries[i] = (False, step, entries[i][2])
@@ -97,6 +98,17 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
         if step is not None and step >= 0 and record:
             rows.append((step, record))
     return rows, interval, axis
+
+
+def _counted_runs(scan: _Scan, train: list[int]) -> list:
+    """The training dicts of `scan`, each with its run: transformers' (its banner, its summary), else a message
+    that counts the rows and starts again (`_console_runs`), which is then how `stepless_steps` says they began."""
+    dicts = [scan.dicts[i] for i in train]
+    if dicts[0][4] != dicts[-1][4] or (found := counter_runs(scan.marks, len(scan.dicts))) is None:
+        return dicts
+    runs, template = found
+    begun = f"each begun where {template!r} starts again"
+    return [(*entry[:4], runs[i], begun) for i, entry in zip(train, dicts)]
 
 
 def _training_dicts(dicts: list, what: str, warnings: list[str]) -> list:

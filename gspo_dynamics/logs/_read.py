@@ -42,6 +42,7 @@ from gspo_dynamics.logs._readers import (
 )
 from gspo_dynamics.logs._placeholders import without_placeholders
 from gspo_dynamics.logs._repeats import repeated_rows
+from gspo_dynamics.logs._reward_choice import per_sample_mean, training_reward
 from gspo_dynamics.logs._rows import eval_points, key_groups, series_of, settle, without_rows
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, freeze
 from gspo_dynamics.logs._notebook import read_notebook
@@ -263,14 +264,17 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
             "and only group policy-gradient RL can be analysed"
         )
     chosen = chosen_columns(column_map or {}, raw_keys)
+    picked, pick_warnings = training_reward(groups, chosen)  # the reward on the training rows, not a per-sample key's
+    chosen = {**chosen, **picked}
     numbered = raw.step_axis == NUMBERED_AXIS or (raw.step_axis is None and any(w.endswith(_NUMBERED)
                                                                                 for w in raw.warnings))
     settled = settle(raw.rows, groups, _reward_like(chosen), step_axis=_step_axis(raw, format, numbered),
                      numbered=numbered, every=logging_steps or raw.logging_steps, run=run,
                      ordered=format != "tensorboard")
-    warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings
+    warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings + pick_warnings
     built, placeholders = without_placeholders(series_of(settled, chosen, warnings))
-    warnings += placeholders
+    built, means = per_sample_mean(built, mapped="reward" in (column_map or {}))
+    warnings += placeholders + means
     set_aside = [f"{settled.dropped} rows dropped where the step counter went back"] if settled.dropped else []
     repeats = repeated_rows(built.series, built.from_training)
     if n_repeats := int(repeats.sum()):

@@ -334,3 +334,52 @@ def test_per_step_lines_win_over_per_epoch_mean_dicts_beside_them():
         lines.append(f"[run] epoch {epoch} mean metrics: {{'loss': 0.0, 'mean_reward': {0.1 + 0.03 * epoch:.3f}}}")
     log = read_log("\n".join(lines) + "\n")
     assert log.n_points("reward") == 30 and list(log.steps[[0, -1]]) == [1, 30]
+
+
+def test_pairs_printed_before_a_dict_are_one_row_with_it():
+    """A loop's `rl_loss: x, l2_norm: y, token_entropy: z, reward_data: {...}, metadata: {...}` (audit E): the pairs
+    before the dicts and every dict's numbers are one row, so the entropy is read; a step counter before them stays
+    the step, not a column."""
+    lines = [f"2025-09-23 09:01:00,984 - train - INFO - rl_loss: 0.01, time: 109.1, l2_norm: 0.14, token_entropy: "
+             f"{0.8 - 0.01 * i:.3f}, reward_data: {{'total_num': 256, 'reward': {(100 + i) / 256:.4f}}}, "
+             f"metadata: {{'clamped_count': tensor(0.{i}, device='cuda:0')}}" for i in range(12)]
+    log = read_log("\n".join(lines) + "\n")
+    assert log.n_points("reward") == 12 and log.n_points("entropy") == 12 and log.columns["entropy"] == "token_entropy"
+    assert log.steps.tolist() == list(range(1, 13)) and "clamped_count" in log.series
+    stepped = read_log("\n".join(f"Step {i + 1} | loss: 0.1 | {{'reward': {0.1 * i:.2f}}}" for i in range(12)) + "\n")
+    assert stepped.steps.tolist() == list(range(1, 13)) and "Step" not in stepped.columns.values()
+
+
+def _appended_runs(sizes, prefix="2025-09-25 04:05:16,956 - train - INFO - ") -> str:
+    """Runs appended to one file, each step's row printed without a step after the loop's own counter message."""
+    lines = []
+    for size in sizes:
+        lines.append(f"{prefix}rollout batch 0 generated, length: 64")  # a start that printed nothing (a crash)
+        for b in range(size):
+            lines.append(f"{prefix}rollout batch {b} generated, length: 64")
+            if size > 20:  # a debug print between the counter's message and its row
+                lines.append(f"{prefix}length of old_log_probs: 64")
+            lines.append(f"{prefix}{{'loss': 0.1, 'entropy': 0.5, 'reward': {0.2 + 0.01 * b:.2f}}}")
+    lines.append(f"{prefix}rollout batch {sizes[-1]} generated, length: 64")
+    return "\n".join(lines) + "\n"
+
+
+def test_runs_appended_without_steps_are_told_apart_by_a_message_that_counts_them():
+    """rl_grpo_clip_offpolicy.log (audit E): runs restarting at `rollout batch 0` are not glued into one curve."""
+    text = _appended_runs([15, 1, 40, 14])
+    log = read_log(text)
+    assert (log.n_runs, log.run_index, log.n_points("reward")) == (4, 4, 14)
+    assert log.steps.tolist() == list(range(1, 15))
+    assert [read_log(text, run=k).n_points("reward") for k in (1, 2, 3)] == [15, 1, 40]
+    assert any("'rollout batch # generated, length: #' starts again" in w for w in log.warnings)
+
+
+def test_a_message_that_only_counts_up_or_numbers_something_else_makes_one_run():
+    assert read_log(_appended_runs([20])).n_runs == 1
+    # a number that is no counter of the rows (a length that varies) splits nothing
+    lines = []
+    for b in range(20):
+        lines.append(f"INFO - generated, length: {[64, 12, 80, 7][b % 4]}")
+        lines.append(f"INFO - {{'loss': 0.1, 'reward': {0.2 + 0.01 * b:.2f}}}")
+    assert read_log("\n".join(lines) + "\n").n_runs == 1
+

@@ -1,0 +1,96 @@
+"""Which column of a log is the reward, where the name tables alone would choose wrongly, and in what units.
+
+Two rules, each said in a warning where it acts, neither where a column map names the reward:
+
+1. The reward is logged on the training rows. A hand-written loop may print, beside its per-step rows (a loss, an
+   entropy, a grad norm, ... and a batch total), a few per-sample records (`reward: {'format_reward': 1.0,
+   'reward': 0.0}` for 20 sampled answers) whose key is the reward by name. Where the key named the reward is on no
+   row carrying a training reading (`_algorithms.TRAINING_READINGS`) and the rows that carry one, more numerous than
+   those holding the named key, hold a reward-like key (`_names.reward_like`: a total reward, a score), that key is
+   the reward: the named one's rows are then set apart from the training rows (`_rows.eval_rows`), not read as the
+   run's curve.
+2. A sum over a step's samples beside their count is read as their mean. `total_reward` (or `reward_total`,
+   `sum_reward`, `reward_sum`) logged on the same rows as a count of what it sums (`total_num`, `num_samples`,
+   `count`, ...; an integer >= 1 on every row the sum is on) is N x the mean reward of the step's N samples, the
+   quantity `diagnose` reads (`STANDARD_NAMES`: the mean reward of the sampled completions): the reward is
+   sum / count. Batches of different sizes (runs of 32 and of 256 samples) then read on one scale. A mapped column is
+   read as it is (a map says which column is the reward, in its own units).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+
+import numpy as np
+
+from gspo_dynamics.logs._algorithms import TRAINING_READINGS
+from gspo_dynamics.logs._names import canonical_name, is_eval_key, reward_like
+
+_SUM = re.compile(r"(?i)^(?:total|sum)[_/\-.](?P<q1>.+)$|^(?P<q2>.+?)[_/\-.](?:total|sum)$")
+# a count of the samples a sum runs over: `total_num`, `num_samples`, `count`, `n_samples`, `batch_count`, ...
+_COUNT = re.compile(r"(?i)^(?:(?:total|batch|sample|samples)[_\-.])?(?:num|count|n)(?:[_\-.](?:samples?|items?))?$"
+                    r"|^(?:num|n)[_\-.](?:samples?|items?|responses?|completions?)$|^(?:sample|batch)[_\-.]count$")
+
+
+def _trains(keys: Iterable[str]) -> bool:
+    """Whether a row of these keys carries a training step's own reading."""
+    return any(canonical_name(key) in TRAINING_READINGS for key in keys if not is_eval_key(key))
+
+
+def training_reward(groups: dict[tuple, list[int]], chosen: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """({column: "reward"}, warnings) under rule 1 of the module docstring, else ({}, []).
+
+    groups: the rows' indices by key tuple; chosen: a column map's {column: name}."""
+    if "reward" in chosen.values():
+        return {}, []
+    trained = {keys: members for keys, members in groups.items() if _trains(keys)}
+    if not trained or len(trained) == len(groups):
+        return {}, []
+    named_rows = {keys: members for keys, members in groups.items()
+                  if any(canonical_name(key) == "reward" for key in keys)}
+    if not named_rows or any(keys in trained for keys in named_rows):
+        return {}, []
+    on_trained = set().union(*trained)
+    ranked = [key for key in reward_like(on_trained) if key not in chosen]
+    if not ranked:
+        return {}, []
+    n_trained = sum(len(members) for keys, members in trained.items() if ranked[0] in keys)
+    n_named = sum(map(len, named_rows.values()))
+    if n_trained <= n_named:
+        return {}, []
+    named = sorted({key for keys in named_rows for key in keys if canonical_name(key) == "reward"})
+    return {ranked[0]: "reward"}, [
+        f"{', '.join(map(repr, named))}, the reward by name, is only on {n_named} row(s) without a training reading "
+        f"(per-sample or evaluation records): {ranked[0]!r}, on the {n_trained} rows that carry one, is read as the "
+        "reward; map another column to 'reward' if it is not"]
+
+
+def count_of(column: str, names: Iterable[str]) -> str | None:
+    """The column among `names` that counts the samples `column` sums over (rule 2), or None where `column` is no
+    sum or none is found (the first by name of several)."""
+    if _SUM.match(column) is None:
+        return None
+    counts = sorted(name for name in names if name != column and _COUNT.match(name))
+    return counts[0] if counts else None
+
+
+def per_sample_mean(built, mapped: bool):
+    """(built, warnings): `built` (`_rows.series_of`'s) with its reward a sum read as its mean (rule 2), or as it
+    was (the reward mapped, no sum, no count on every row the sum is on, a count not an integer >= 1)."""
+    column = built.columns.get("reward")
+    count = None if mapped or column is None else count_of(column, built.series)
+    if count is None or count not in built.unread:  # a count the analysis reads under a name of its own is none
+        return built, []
+    reward, n = built.series["reward"], built.series[count]  # (steps,) each
+    held = np.isfinite(reward)
+    if not held.any() or not np.isfinite(n[held]).all() or (n[held] < 1).any() or (n[held] % 1).any():
+        return built, []
+    mean = np.where(held, reward / np.where(held, n, 1.0), reward)
+    mean.flags.writeable = False
+    series = {**built.series, "reward": mean}
+    unread = tuple(key for key in built.unread if key != count)
+    return dataclasses.replace(built, series=series, unread=unread), [
+        f"the reward column {column!r} is a sum over each step's samples, counted in {count!r}: the reward read is "
+        f"{column!r} / {count!r}, the mean reward of a sample"]

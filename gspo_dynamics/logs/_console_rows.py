@@ -5,11 +5,12 @@ among a trainer's stepless dicts, set aside (`_training_dicts`)."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._algorithms import untrained_rows
-from gspo_dynamics.logs._console import _STEP_SET, _Scan, scan_console
+from gspo_dynamics.logs._console import _ANSI, _STEP_SET, _Scan, scan_console
 from gspo_dynamics.logs._console_interval import stepless_steps
 from gspo_dynamics.logs._console_runs import counter_runs
 from gspo_dynamics.logs._names import canonical_name
@@ -32,10 +33,47 @@ def read_console(text: str, step_key: str | None = None, what: str = "console ou
     else:
         raise ConfigError(f"no metric lines were found in the {what} (printed metric dicts, or key: value / key=value "
                           "lists with a step counter or two numbers)")
+    if step_key is None and not _has_steps(scan.dicts if scan.dicts and _prefer_dicts(scan) else scan.pairs):
+        raise ConfigError(_no_step_message(text, what))
     raw = RawLog(rows, warnings, interval)
     if not any(w.endswith(_NUMBERED) for w in warnings):
         raw.step_axis = axis  # how the steps were found, for the `log` line (rows numbered by position: said apart)
     return raw
+
+
+def _has_steps(entries: list) -> bool:
+    """Whether the metric lines (`_Scan.dicts` or `.pairs` entries: (step, record, is eval, ...)) hold a training
+    step: a training row at a counter's step or with a reward by name, or a key that two training rows log (a trainer
+    logs its keys at every step). A log whose training rows are each printed once with keys of their own (a config
+    dump, a summary) and no reward logged none: its run stopped before its first step. Evaluation rows alone are not
+    said to be such a log."""
+    seen: set[str] = set()
+    for step, record, is_eval, *_ in entries:
+        if is_eval:
+            continue
+        if step is not None:  # a row at a counter's step
+            return True
+        if not seen.isdisjoint(record) or any(canonical_name(key) == "reward" for key in record):
+            return True
+        seen.update(record)
+    return not seen  # evaluation rows alone (a piece of a growing log) are read as they are
+
+
+# the line an uncaught exception ends with (`torch.OutOfMemoryError: CUDA out of memory. ...`), after any prefix
+_ERROR_LINE = re.compile(r"^(?:\(\S+ pid=\d+[^)]*\)\s*)?"  # a Ray worker's prefix
+                         r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?:\([^)]*\))?: .+)$", re.M)
+_QUOTED = 160  # characters of an error line quoted
+_ERROR_TAIL = 1_000_000  # characters at the end of the text searched for it
+
+
+def _no_step_message(text: str, what: str) -> str:
+    """The refusal of a log that logged no training step (`_has_steps`), quoting its last error line if it has one."""
+    errors = _ERROR_LINE.findall(_ANSI.sub("", text[-_ERROR_TAIL:]))
+    last = errors[-1].strip() if errors else ""
+    stopped = (f"; the run stopped before its first step, its last error: "
+               f"{last[:_QUOTED] + (' ...' if len(last) > _QUOTED else '')!r}") if last else ""
+    return (f"the {what} holds no training step: each of its metric lines is printed once (a config dump, an initial "
+            f"validation), none a step's readings{stopped}")
 
 
 def _prefer_dicts(scan: _Scan) -> bool:

@@ -383,3 +383,20 @@ def test_a_message_that_only_counts_up_or_numbers_something_else_makes_one_run()
         lines.append(f"INFO - {{'loss': 0.1, 'reward': {0.2 + 0.01 * b:.2f}}}")
     assert read_log("\n".join(lines) + "\n").n_runs == 1
 
+
+def test_a_log_that_stopped_before_its_first_step_says_so_with_its_last_error():
+    """Logic-RL-Lite's log.log (audit E): verl's config dump, an initial validation, then CUDA out of memory."""
+    dump = "(main_task pid=19) {'actor_rollout_ref': {'actor': {'clip_ratio': 0.2,\n" + "".join(
+        f"(main_task pid=19)     '{key}': {value},\n" for key, value in
+        (("entropy_coeff", 0.001), ("grad_clip", 1.0), ("kl_loss_coef", 0.001), ("lr", 1e-06))) + \
+        "(main_task pid=19)     'ppo_epochs': 1}}}\n"
+    text = (dump + "(main_task pid=19) Initial validation metrics: {'val/test_score/kk_logic': 0.02}\n"
+            "Traceback (most recent call last):\n  File \"main_ppo.py\", line 191, in main_task\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.70 GiB.\n")
+    with pytest.raises(ConfigError, match=r"holds no training step: .* its last error: 'torch.OutOfMemoryError: "
+                                          r"CUDA out of memory"):
+        read_log(text)
+    with pytest.raises(ConfigError, match="holds no training step"):
+        read_log(text, column_map={"reward": "ppo_epochs"})
+    # one step's row with a reward is a step: a run too short to analyse, not one that logged none
+    assert read_log(dump + "{'loss': 0.1, 'reward': 0.3}\n").n_points("reward") == 1

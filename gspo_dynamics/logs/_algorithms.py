@@ -1,9 +1,10 @@
-"""Logs of algorithms other than group policy-gradient RL (DPO and its family, SFT, PPO with a value critic), told
-by their keys, files that are not training logs at all (`untrained_rows`), and transformers' end-of-training summary
-row: what `read_log` refuses or skips before naming."""
+"""Logs of algorithms other than group policy-gradient RL (DPO and its family, SFT, PPO with a value critic,
+value-based RL), told by their keys, files that are not training logs at all (`untrained_rows`), and transformers'
+end-of-training summary row: what `read_log` refuses or skips before naming."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from gspo_dynamics.logs._names import _EVAL_PREFIXES, _strip, canonical_name, is_eval_key
@@ -35,18 +36,26 @@ _SUMMARY_KEYS = {
 # a learned value function's own metrics (verl `critic/vf_loss`, `critic/values/mean`, `critic/vpred_mean`): PPO with
 # a critic, whose advantages come from the value model, not from a group of completions
 _VALUE_CRITIC = ("critic/vf_", "critic/values/", "critic/vpred")
+# an action-value method's own metrics (a Q-table's size, Q-values, a TD error: tabular Q-learning, DQN): no policy
+# gradient at all; `q` and `td` as words of their own (`q_table_size`, `mean_q_value`, `td_error`, `target_q`)
+_ACTION_VALUES = re.compile(r"(?i)(?:^|[_/\-. ])(?:q[_\-. ]?(?:table|values?|loss|target)"
+                            r"|td[_\-. ]?(?:error|loss|target)|target[_\-. ]q)(?:$|[_/\-. ])")
 
 
 def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
     """The name of an algorithm other than group policy-gradient RL whose log this is ("DPO", "KTO", "ORPO", "SFT",
-    "PPO with a learned value critic"), else None.
+    "PPO with a learned value critic", "value-based RL"), else None.
 
     Preference methods log `rewards/chosen`, `rewards/margins`, ...; SFT logs only loss-like
-    keys and no reward of any kind; PPO with a critic logs the value model's loss and values.
+    keys and no reward of any kind; PPO with a critic logs the value model's loss and values; Q-learning and DQN log
+    their Q-table or Q-values and TD error (`q_table_size`, `q_values/mean`, `td_error`).
     """
     keys = _strip(raw_keys)
     if any(k.startswith(_VALUE_CRITIC) for k in keys):
         return "PPO with a learned value critic (critic/vf_loss, critic/values)"
+    learned_values = sorted(k for k in keys if _ACTION_VALUES.search(k))
+    if learned_values:
+        return f"value-based RL (Q-learning or DQN: {learned_values[0]!r})"
     if keys & _PREFERENCE_KEYS or any(k.startswith(("logps/", "logits/")) for k in keys):
         if "odds_ratio_loss" in keys or "log_odds_ratio" in keys:
             return "ORPO (a DPO-family preference method)"

@@ -393,6 +393,20 @@ def test_a_verl_ppo_run_with_a_value_critic_is_refused_as_such():
         read_log(text)
 
 
+def test_a_q_learning_log_is_refused_as_such_even_with_a_map():
+    """A tabular Q-learning loop's log (audit E's control: episode, avg_reward, epsilon, q_table_size): no policy
+    gradient, so a map of its reward does not make it a GRPO run to advise on."""
+    rows = [{"episode": e, "avg_reward": 0.02 + 0.001 * (e % 5), "epsilon": 0.995 ** e, "total_reward": 1.0,
+             "q_table_size": 13 + e} for e in range(40)]
+    text = "\n".join(json.dumps(row) for row in rows)
+    for column_map in (None, {"reward": "avg_reward"}):
+        with pytest.raises(ConfigError, match=r"value-based RL \(Q-learning or DQN: 'q_table_size'\)"):
+            read_log(text, column_map=column_map)
+    # a GRPO loop's clip `epsilon` or a `seq_len` is no sign of one
+    grpo = [{"step": s, "reward": 0.1 * s, "loss": 0.1, "epsilon": 0.2, "seq_len": 300} for s in range(1, 12)]
+    assert read_log("\n".join(json.dumps(row) for row in grpo)).n_points("reward") == 11
+
+
 def test_a_jsonl_log_ending_with_a_log_history_line_is_jsonl():
     rows = [{"loss": 0.1, "reward": 0.1 * k, "global_step/max_steps": f"{k}/12"} for k in range(1, 13)]
     text = "\n".join(json.dumps(row) for row in rows) + "\n" + json.dumps({"log_history": rows}) + "\n"

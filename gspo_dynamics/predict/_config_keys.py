@@ -39,6 +39,8 @@ class ConfigKeys:
     override: bool  # verl's keys are given as Hydra overrides (key=value), the others as YAML (key: value)
     passes: str = ""  # the key of the passes over a rollout, a factor of T
     passes_value: int = 1  # its value in the config
+    doubling: str = ""  # the edit that doubles the responses per optimizer step at the same T, where doubling G does
+    # not ("": G's key does; Search-R1's mini-batch holds ppo_mini_batch_size x rollout.n responses whatever n_agent)
 
     def __post_init__(self) -> None:
         if self.framework not in ("trl", "verl", "trainer"):
@@ -72,10 +74,14 @@ def trl_keys(num_iterations: int, accumulation: int) -> ConfigKeys:
 
 
 def verl_keys(ppo_epochs: int, train_batch_size: int, copies: int = 1,
-              group: str = "actor_rollout_ref.rollout.n") -> ConfigKeys:
+              group: str = "actor_rollout_ref.rollout.n", mini: int | None = None) -> ConfigKeys:
     """verl's keys; `copies`, `group`: Search-R1's rollout.n_agent, each prompt's copies in a rollout, a factor of T,
-    and the key of its group (`predict._verl.search_r1_group`)."""
-    return ConfigKeys(framework="verl", lr=_VERL_ACTOR + "optim.lr", group=group,
+    and the key of its group (`predict._verl.search_r1_group`); `mini`, its ppo_mini_batch_size, for the edit that
+    doubles the responses per step there (`ConfigKeys.doubling`)."""
+    doubling = "" if group.endswith(".n") or mini is None else (
+        f"data.train_batch_size={2 * train_batch_size} with {_VERL_ACTOR}ppo_mini_batch_size={2 * mini} (T kept; "
+        "rollout.n_agent moves G and T, not the responses per step)")
+    return ConfigKeys(framework="verl", lr=_VERL_ACTOR + "optim.lr", group=group, doubling=doubling,
                       refresh=_VERL_ACTOR + "ppo_mini_batch_size",
                       refresh_factor=float(ppo_epochs * train_batch_size * copies),
                       refresh_inverse=True, run_length="trainer.total_training_steps", override=True,

@@ -282,7 +282,8 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
         (optim + "weight_decay", clip_key), (flat.get(optim + "weight_decay", 0.01), flat.get(clip_key, 1.0)), hp.lr,
         hp.optimizer, run_steps)
     epochs = flat.get("actor_rollout_ref.actor.ppo_epochs") or 1  # validated by the mapping
-    keys = verl_keys(int(epochs), int(flat["data.train_batch_size"]), *search_r1_group(flat))
+    keys = verl_keys(int(epochs), int(flat["data.train_batch_size"]), *search_r1_group(flat),
+                     mini=int(flat["actor_rollout_ref.actor.ppo_mini_batch_size"]))
     defaults = {optim + "lr": 1e-6, "actor_rollout_ref.actor.ppo_epochs": 1}  # verl's (`predict._verl`)
     setup = _setup(hp, "verl", exact, notes, sorted(k for k in flat if k not in used and classes[k] != "read"),
                    run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,

@@ -261,8 +261,9 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
     if hp.group_size is not None:
         responses = hp.num_groups * hp.group_size
         group_key = keys.group if keys else "group_size"
+        doubling = (keys.doubling if keys else "") or f"{group_key} {2 * hp.group_size}"
         settled.append(f"reward noise per step scales as 1 / sqrt(N G) = 1 / sqrt({responses}): "
-                       f"{group_key} {2 * hp.group_size} cuts it by {1 - 1 / math.sqrt(2):.0%}")
+                       f"{doubling} cuts it by {1 - 1 / math.sqrt(2):.0%}")
         if zero_std is not None:
             settled += zero_std.settled_lines()
             changes += zero_std.changes(setup)

@@ -71,3 +71,20 @@ def test_a_config_with_neither_key_is_refused_naming_both():
     with pytest.raises(ConfigError, match="rollout.n_agent must be >= 2"):
         read_run_config(search_r1(n_agent=1))  # Search-R1's PPO scripts: one copy, one response
     assert read_run_config(search_r1(n_agent=1, n=5)).hparams.group_size == 5
+
+
+def test_the_noise_line_doubles_the_responses_per_step_as_search_r1_counts_them():
+    """Doubling n_agent doubles G and T, not the responses per optimizer step (ppo_mini_batch_size x rollout.n); the
+    line names the edit that does double them at the same T, and that edit read back does so."""
+    from gspo_dynamics.predict import config_forecast
+    from gspo_dynamics.predict._headline import config_headline
+
+    setup = read_run_config(search_r1())
+    line = next(s for s in config_headline(config_forecast(setup)).settled if s.startswith("reward noise"))
+    assert "data.train_batch_size=1024 with actor_rollout_ref.actor.ppo_mini_batch_size=512 (T kept" in line
+    hp, doubled = setup.hparams, read_run_config(search_r1(batch=1024, mini=512)).hparams
+    assert doubled.refresh_interval == hp.refresh_interval and doubled.group_size == hp.group_size
+    assert doubled.num_groups * doubled.group_size >= 2 * hp.num_groups * hp.group_size - hp.group_size
+    more = read_run_config(search_r1(n_agent=10)).hparams  # n_agent doubled: G and T double, N G per step does not
+    assert (more.group_size, more.refresh_interval) == (10, 2 * hp.refresh_interval)
+    assert abs(more.num_groups * more.group_size - 256) <= more.group_size

@@ -271,7 +271,8 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     hints, added = unknown("verl", [k for k, c in classes.items() if c == "unknown"],
                     _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
     said: list[str] = []
-    hp, exact, used, loss = verl_mapping(raw, notes, said)
+    refused: list[str] = []
+    hp, exact, used, loss = verl_mapping(raw, notes, said, refused)
     flat = resolve_all(raw)  # interpolations followed, numeric strings read as numbers (`predict._verl`)
     key = "trainer.total_training_steps"
     run_steps = run_length(key, flat.get(key))
@@ -289,7 +290,7 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
                    run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
                    unknown=hints, added=added, apart=tuple(old),
                    assumed=_config_checks.assumed("verl", flat.get, defaults))
-    return dataclasses.replace(setup, read_as=tuple(said))
+    return dataclasses.replace(setup, read_as=tuple(said), refused=tuple(refused))
 
 
 def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:

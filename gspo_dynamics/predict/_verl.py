@@ -17,7 +17,9 @@ Search-R1 (PeterGriffinJin/Search-R1, a fork of verl 0.1; MEM1 and other agent R
 group as `actor_rollout_ref.rollout.n_agent`. Its trainer (`verl/trainer/ppo/ray_trainer.py`, `fit`, read at commit
 a14dc3a) repeats each prompt n_agent times before the rollout and draws rollout.n responses (its default 1) for each
 copy; under do_search (its default) a row's uid, the key GRPO groups by, is the prompt's index, so the n_agent x n
-rows of a prompt are one group; with do_search false each copy is given its own uid, a group of n. Its workers scale
+rows of a prompt are one group (though its multi-turn loop, `search_r1/llm_agent`, asserts one response per copy:
+rollout.n > 1 there stops the run, said as a refusal); with do_search false each copy is given its own uid, a group
+of n. Its workers scale
 ppo_mini_batch_size by rollout.n alone (`verl/workers/fsdp_workers.py`), so a mini-batch holds ppo_mini_batch_size x n
 of the rollout's train_batch_size x n_agent x n rows (`search_r1_group`):
 
@@ -144,10 +146,12 @@ def search_r1_group(flat: dict[str, Any]) -> tuple[int, str]:
 
 
 def verl_mapping(flat: dict[str, Any], notes: list[str],
-                 said: list[str] | None = None) -> tuple[Hyperparams, float, set[str], str]:
+                 said: list[str] | None = None,
+                 refused: list[str] | None = None) -> tuple[Hyperparams, float, set[str], str]:
     """verl's mapping of a flattened config (`flatten`): (hyperparameters, T before rounding, the keys read, the loss
     as the config names it: its policy_loss.loss_mode and loss_agg_mode, interpolations followed, verl's defaults
-    where unset). `said`: gets the line that says a group read by Search-R1's convention (module docstring)."""
+    where unset). `said`: gets the line that says a group read by Search-R1's convention (module docstring);
+    `refused`: the line saying what Search-R1 itself stops on (rollout.n > 1 under do_search)."""
     used: set[str] = set()
 
     raw = flat
@@ -202,6 +206,11 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
         (said if said is not None else notes).append(
             f"G = {G} from {source}; its mini-batch counts ppo_mini_batch_size x rollout.n = {mini * n} responses: "
             f"T = {formula} = {exact:g}, N = {mini * n / G:g} groups per step")
+        if n > 1 and group_key.endswith("n_agent"):  # search_r1/llm_agent/tensor_helper.py, _example_level_pad
+            (refused if refused is not None else notes).append(
+                f"Search-R1 refuses this config: under do_search its multi-turn loop takes one response per prompt copy "
+                f"(an assert in its llm_agent), so rollout.n = {n} stops the run at its first turn; read as its "
+                f"grouping would form it, G = n_agent x n = {G}")
     low, high = _verl_clip(flat, get, used)
     low = no_lower_clip(actor + "clip_ratio_low", low, notes)
     use_kl = bool(get(actor + "use_kl_loss", False))

@@ -88,3 +88,12 @@ def test_the_noise_line_doubles_the_responses_per_step_as_search_r1_counts_them(
     more = read_run_config(search_r1(n_agent=10)).hparams  # n_agent doubled: G and T double, N G per step does not
     assert (more.group_size, more.refresh_interval) == (10, 2 * hp.refresh_interval)
     assert abs(more.num_groups * more.group_size - 256) <= more.group_size
+
+
+def test_rollout_n_above_1_under_do_search_is_said_to_stop_search_r1():
+    """Search-R1's multi-turn loop asserts one response per prompt copy (llm_agent's _example_level_pad), so rollout.n
+    > 1 under do_search stops its run: said first, as a framework's own refusal; with do_search false it runs."""
+    (line,) = read_run_config(search_r1(n_agent=5, n=5)).refused
+    assert line.startswith("Search-R1 refuses this config") and "G = n_agent x n = 25" in line
+    assert read_run_config(search_r1(n_agent=5, n=5, do_search=False)).refused == ()
+    assert read_run_config(search_r1()).refused == ()

@@ -149,10 +149,13 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str], refused: li
     ga = _number("gradient_accumulation_steps", get("gradient_accumulation_steps"), integer=True, positive=True)
     batch = _number("per_device_train_batch_size", get("per_device_train_batch_size"), integer=True, positive=True)
     generation = _generation_keys(cfg)
+    said = len(notes)
     devices = _devices(cfg, devices, notes, batch, generation)
+    assumed_one = len(notes) > said and notes[-1].startswith(NO_DEVICES)
     spg = _trl_steps_per_generation(generation, ga, batch * devices, notes)
     if (batch * devices * spg) % G:  # GRPOConfig.__post_init__: the generation batch holds whole groups
-        refused.append(f"TRL refuses this config: its generation batch, per_device_train_batch_size x processes x "
+        refused.append(f"TRL refuses this config{_on_one_process(generation, ga, batch, G) if assumed_one else ''}: "
+                       f"its generation batch, per_device_train_batch_size x processes x "
                        f"steps_per_generation = {batch} x {devices} x {spg} = {batch * devices * spg}, is not a multiple "
                        f"of num_generations {G} (Unsloth raises the batch to a multiple instead); read as whole groups "
                        "of G")
@@ -253,6 +256,19 @@ def _trl_loss(cfg: dict[str, Any], level: str, eps: float, eps_high: float,
     return level, eps, eps_high, "stop"
 
 
+NO_DEVICES = "devices not given"  # `_devices`' note where it assumes 1 process
+
+
+def _on_one_process(generation: tuple[int | None, int | None], ga: int, batch: int, G: int) -> str:
+    """The words that make TRL's refusal (generation batch not whole groups) conditional on the process count this
+    reader assumed (1): the least count that makes the batch whole groups where one does (none where the saved
+    generation_batch_size fixes the batch whatever the count)."""
+    whole = next((d for d in range(1, G + 1)
+                  if batch * d * _trl_steps_per_generation(generation, ga, batch * d, []) % G == 0), None)
+    more = f"; {whole} processes, or a multiple, hold whole groups" if whole is not None else ""
+    return f" on 1 process (the count assumed: --devices N gives yours{more})"
+
+
 def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: int,
              generation: tuple[int | None, int | None]) -> int:
     """Data-parallel processes: the caller's count, else the config's num_processes / world_size, else what a
@@ -271,7 +287,7 @@ def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: 
             notes.append(f"devices = generation_batch_size / (steps_per_generation x per_device_train_batch_size) = "
                          f"{gbs} / ({spg} x {batch}) = {gbs // (spg * batch)}, from the saved config")
             return gbs // (spg * batch)
-    notes.append("devices not given (a GRPOConfig does not hold the process count): 1 assumed; "
+    notes.append(f"{NO_DEVICES} (a GRPOConfig does not hold the process count): 1 assumed; "
                  "with D processes every optimizer step holds D times the groups"
                  + (" and generation_batch_size gives D times fewer steps per generation" if gbs is not None else ""))
     return 1

@@ -99,6 +99,10 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     "repetition_n_grams": ((3,), "open-r1's repetition penalty's n-gram", "reward_funcs"),
     "repetition_max_penalty": ((-1.0, -1), "open-r1's repetition penalty's size", "reward_funcs"),
     "code_language": (("python",), "the language open-r1's code rewards check", "reward_funcs"),
+    "code_eval_scoring_mode": (("weighted_sum",), "how open-r1's code rewards score the tests passed (0/1 or a "
+                               "share): the reward's distribution", "reward_funcs"),
+    "max_completion_len": ((16384,), "open-r1's soft overlong punishment's length limit (characters)", "reward_funcs"),
+    "soft_punish_cache": ((4096,), "open-r1's soft overlong punishment's margin (characters)", "reward_funcs"),
 }
 
 NO_DYNAMICS = {

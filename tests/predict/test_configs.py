@@ -505,6 +505,21 @@ def test_a_config_of_another_release_is_refused_in_one_line_naming_five_keys_and
     assert f"and {12 - UNKNOWN_SHOWN} more (--json lists them)" in line
 
 
+def test_trls_refusal_rests_on_the_process_count_so_a_given_count_decides_it():
+    """open-r1's code recipe: 16 x 4 = 64 completions per generation on one process, not whole groups of 14; it runs
+    on 7 processes (448 = 32 x 14). With the count assumed the refusal says so; given, it decides."""
+    from gspo_dynamics.predict import read_run_config
+
+    cfg = {"learning_rate": 5e-6, "num_generations": 14, "per_device_train_batch_size": 16,
+           "gradient_accumulation_steps": 4, "max_steps": 100}
+    assert read_run_config(cfg).refused[0].startswith("TRL refuses this config on 1 process (the count assumed: "
+                                                       "--devices N gives yours; 7 processes, or a multiple")
+    assert not read_run_config(cfg, devices=7).refused
+    assert read_run_config(cfg, devices=2).refused[0].startswith("TRL refuses this config: its generation batch")
+    saved = dict(cfg, steps_per_generation=4, generation_batch_size=64)  # a saved config: the batch is fixed
+    assert "processes, or a multiple" not in read_run_config(saved).refused[0]
+
+
 def test_a_generation_batch_that_is_not_whole_groups_is_said_first_as_trl_refuses_it(tmp_path):
     """per_device_train_batch_size 1, accumulation 1, num_generations 6 (the Unsloth notebooks', audit H): TRL's
     GRPOConfig raises on it, Unsloth raises the batch to 6. The answer's first lines say so, and read whole groups."""
@@ -512,7 +527,9 @@ def test_a_generation_batch_that_is_not_whole_groups_is_said_first_as_trl_refuse
 
     setup = read_run_config({"learning_rate": 5e-6, "num_generations": 6, "per_device_train_batch_size": 1,
                              "gradient_accumulation_steps": 1, "max_steps": 250})
-    assert setup.refused and setup.refused[0].startswith("TRL refuses this config")
+    assert setup.refused and setup.refused[0].startswith("TRL refuses this config on 1 process (the count assumed: "
+                                                         "--devices N gives yours; 6 processes, or a multiple, hold whole "
+                                                         "groups)")
     assert "= 1, is not a multiple of num_generations 6" in setup.refused[0]
     assert setup.brief_lines()[0] == setup.refused[0] and setup.brief_json()["refused"] == list(setup.refused)
     assert setup.hparams.num_groups == 1

@@ -5,7 +5,7 @@ A collapse should be answered with the collapse: per label, how many runs diagno
 how many it leads with a confident rise or saturation ("still rising, train longer", "nothing to change"), and the
 held runs it alarms on. Logs are looked for as `public_collapse.py` looks for them (absent ones are counted).
 
-    python paper_repro/public_collapse_diagnose.py [--rows]     # --rows: one line per run
+    python paper_repro/public_collapse_diagnose.py [--rows]     # --rows: one line per run (--quick: the same)
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ RISE = ("still_rising", "healthy_saturation")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print one line per run")
+    parser.add_argument("--quick", action="store_true", help="the same runs (52 logs read in about a minute)")
+    parser.add_argument("--no-record", action="store_true", help="nothing is recorded in any case (a measurement)")
     args = parser.parse_args()
     root, counts, absent = logs_root(), {}, 0
     for run in load_manifest():

@@ -8,7 +8,7 @@ other than verl's own. Measured 2026-12-02 at COMMIT, code 3435a75 -> this check
 33 gained: Megatron runs on verl's own ppo_megatron_trainer base; overrides grouped in arrays, multi-line strings and
 $(( )) arithmetic), none of the 46 read before reading differently.
 
-    python paper_repro/verl_examples.py --verl /path/to/verl/git-dir   # skips, saying so, where it is absent
+    python paper_repro/verl_examples.py [--quick] --verl /path/to/verl/git-dir   # skips, saying so, where absent
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from gspo_dynamics import ConfigError
 from gspo_dynamics.predict import read_run_config
 
 REPO, COMMIT = "volcengine/verl", "b178a3cd5"  # v0.7.0-125, 2026-01-29: the commit whose examples were read
+QUICK = 20  # --quick: the first scripts in path order
 
 
 def scripts(git_dir: Path) -> list[str]:
@@ -48,12 +49,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--verl", type=Path, default=Path("/work/.mirror/volcengine+verl/repo"),
                         help="a git directory of volcengine/verl holding COMMIT")
+    parser.add_argument("--quick", action="store_true", help="the first QUICK scripts only")
+    parser.add_argument("--no-record", action="store_true", help="nothing is recorded in any case (a measurement)")
     args = parser.parse_args()
     if not (args.verl / "HEAD").is_file():
-        print(f"skipped: no verl git directory at {args.verl} (fetch {REPO} and pass --verl)")
+        print(f"[SKIP] no verl git directory at {args.verl} (fetch {REPO} and pass --verl)")
         return
+    paths = scripts(args.verl)[:QUICK] if args.quick else scripts(args.verl)
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [(p, outcome(args.verl, p, Path(tmp))) for p in scripts(args.verl)]
+        rows = [(p, outcome(args.verl, p, Path(tmp))) for p in paths]
     for path, said in rows:
         print(f"{path}: {said}")
     kinds = collections.Counter(said.split(":")[0] if said.startswith("read") else said for _, said in rows)

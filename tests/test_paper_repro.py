@@ -51,9 +51,13 @@ KNOWN_FAILING = {
                     "safe's 50/84 and an lr cut's 74/84; at most 63/84 for any predictor keeping item 3's clip rule; "
                     "the stable lr within 2x on 1/7 cells (row trl-atlas-v3)",
     "public_collapse": "52 public runs: predict right on 34/52 (65%) against always safe's 31/52 (row public-collapse)",
+    "wild_logs": "the development corpus's unsure share: 15/63 = 24% against <= 20% (13/63 = 21% before a flat log "
+                 "with no per-sample spread too short to have seen a visible change became unsure, 2026-12-02); every "
+                 "unsure answer names the label, right 54/55 where sure (row wild-logs-verdicts-dev)",
 }
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
-MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label", "trl_family": "log rows written by TRL"}
+MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label", "trl_family": "log rows written by TRL",
+                "public_collapse_diagnose": "absent logs:", "verl_examples": "example scripts read"}
 NEEDS = {"trl_family": "trl"}  # scripts that need an optional package: skipped without it
 SCRIPTS = sorted(p for p in (Path(__file__).parents[1] / "paper_repro").glob("*.py") if not p.name.startswith("_"))
 

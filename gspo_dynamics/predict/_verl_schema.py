@@ -3,7 +3,8 @@ its PPO trainer with its default, for each engine: FSDP, Megatron, TorchTitan, V
 location without importing verl (its `__init__` needs ray), read once per process.
 
 A key of a user's config is verl's where it is in that set, or below a key whose default is a free-form mapping (an
-empty one: `override_config: {}`, `engine_kwargs.vllm: {}`, `reward_kwargs: {}`) or null (`override_optimizer_config:
+empty one: `override_config: {}`, `engine_kwargs.vllm: {}`, `reward_kwargs: {}`; any `override_*` mapping, passed
+through to the engine's own config: `megatron.override_transformer_config.moe_router_dtype`) or null (`override_optimizer_config:
 null`, `custom_reward_function.path: null`), or in a Hydra file's own sections (`defaults`, `hydra`). Where verl is not
 installed `schema()` is None and the keys outside `predict._verl_fields`' dynamics subtrees are checked by section only.
 """
@@ -22,6 +23,9 @@ from gspo_dynamics._config_file import yaml_loader
 
 SCHEMA_FILE = "trainer/config/_generated_ppo_trainer.yaml"  # under verl's package folder; its engines' siblings:
 SCHEMA_GLOB = "_generated_ppo*_trainer.yaml"
+# verl's `override_*` mappings (override_config, override_transformer_config, override_ddp_config, ...) are passed
+# through to the model's or engine's own config class: free-form below, whatever keys the shipped YAML lists
+PASS_THROUGH = "override_"
 FREE_SECTIONS = ("defaults", "hydra", "ray_init")  # a Hydra file's own; ray_init an older release's free-form section
 # free-form mappings verl reads (`config.get("reward_kwargs", {})`) that its shipped YAML does not list
 EXTRA_OPEN = ("custom_reward_function.reward_kwargs", "reward.custom_reward_function.reward_kwargs")
@@ -46,7 +50,7 @@ def _walk(tree: dict[str, Any], prefix: str, keys: set[str], open_: set[str]) ->
         keys.add(key)
         if isinstance(value, dict) and value:
             _walk(value, key + ".", keys, open_)
-        elif value is None or isinstance(value, dict):
+        if value is None or isinstance(value, dict) and (not value or name.startswith(PASS_THROUGH)):
             open_.add(key)
 
 

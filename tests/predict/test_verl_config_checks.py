@@ -256,3 +256,14 @@ def test_verls_own_shipped_trainer_yamls_pass(name):
     engine's own optim keys, verl's though unsorted by this tool's tables, are named in a note."""
     setup = read_run_config(_verl_schema.schema_file().parent / name, overrides=SIZES)
     assert setup.unknown == ()
+
+
+@needs_verl
+def test_keys_below_an_override_mapping_pass_through_to_the_engine_and_are_verls():
+    """verl's `override_*` mappings go to the engine's own config class (Megatron's TransformerConfig): a key below
+    one is not a typo whatever keys the shipped YAML happens to list there (verl's GSPO example sets
+    megatron.override_transformer_config.moe_router_dtype)."""
+    schema = _verl_schema.schema()
+    assert schema.knows(ACTOR + "megatron.override_transformer_config.moe_router_dtype")
+    assert schema.knows(ACTOR + "megatron.override_transformer_config.recompute_granularity")
+    assert not schema.knows(ACTOR + "megatron.no_such_setting")

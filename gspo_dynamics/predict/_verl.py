@@ -198,19 +198,8 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
     T = _rounded_refresh(exact, notes, formula)
     groups = mini
     if ROLLOUT + "n_agent" in flat:
-        groups = _groups_per_step(mini * n, G, notes, "ppo_mini_batch_size x rollout.n")
-        times = "" if n == 1 else f" x rollout.n {n}"
-        source = (f"rollout.n_agent{times} (Search-R1's group size: a prompt's n_agent copies are one group)"
-                  if group_key.endswith("n_agent") else
-                  f"rollout.n (do_search false: Search-R1 groups each of a prompt's n_agent = {agents} copies apart)")
-        (said if said is not None else notes).append(
-            f"G = {G} from {source}; its mini-batch counts ppo_mini_batch_size x rollout.n = {mini * n} responses: "
-            f"T = {formula} = {exact:g}, N = {mini * n / G:g} groups per step")
-        if n > 1 and group_key.endswith("n_agent"):  # search_r1/llm_agent/tensor_helper.py, _example_level_pad
-            (refused if refused is not None else notes).append(
-                f"Search-R1 refuses this config: under do_search its multi-turn loop takes one response per prompt copy "
-                f"(an assert in its llm_agent), so rollout.n = {n} stops the run at its first turn; read as its "
-                f"grouping would form it, G = n_agent x n = {G}")
+        groups = _search_r1_groups((agents, n, G, group_key), mini, f"T = {formula} = {exact:g}", notes,
+                                   said if said is not None else notes, refused if refused is not None else notes)
     low, high = _verl_clip(flat, get, used)
     low = no_lower_clip(actor + "clip_ratio_low", low, notes)
     use_kl = bool(get(actor + "use_kl_loss", False))
@@ -233,6 +222,26 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
                      advantage=_verl_advantage(estimator, get("algorithm.norm_adv_by_std_in_grpo", True), notes),
                      correction=correction, clip_low=low, clip_high=high, kl_coef=beta, clip_mode=clip, ratio_cap=cap)
     return hp, exact, used, f"{mode} ({aggregation})"
+
+
+def _search_r1_groups(group: tuple[int, int, int, str], mini: int, refresh: str, notes: list[str], said: list[str],
+                      refused: list[str]) -> int:
+    """N, the groups per optimizer step of a Search-R1 config (`group` = (n_agent, rollout.n, G, the key for G);
+    its mini-batch holds ppo_mini_batch_size x rollout.n responses), with the line that says how G, T (`refresh`)
+    and N were read into `said`, and Search-R1's own refusal of rollout.n > 1 under do_search into `refused`."""
+    agents, n, G, group_key = group
+    groups = _groups_per_step(mini * n, G, notes, "ppo_mini_batch_size x rollout.n")
+    times = "" if n == 1 else f" x rollout.n {n}"
+    source = (f"rollout.n_agent{times} (Search-R1's group size: a prompt's n_agent copies are one group)"
+              if group_key.endswith("n_agent") else
+              f"rollout.n (do_search false: Search-R1 groups each of a prompt's n_agent = {agents} copies apart)")
+    said.append(f"G = {G} from {source}; its mini-batch counts ppo_mini_batch_size x rollout.n = {mini * n} responses: "
+                f"{refresh}, N = {mini * n / G:g} groups per step")
+    if n > 1 and group_key.endswith("n_agent"):  # search_r1/llm_agent/tensor_helper.py, _example_level_pad
+        refused.append(f"Search-R1 refuses this config: under do_search its multi-turn loop takes one response per "
+                       f"prompt copy (an assert in its llm_agent), so rollout.n = {n} stops the run at its first turn; "
+                       f"read as its grouping would form it, G = n_agent x n = {G}")
+    return groups
 
 
 def _verl_estimator(estimator: Any) -> str:

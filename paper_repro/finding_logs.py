@@ -12,7 +12,9 @@ Protocol, fixed before any score was looked at: the generators below (a healthy 
 per label, the injection sizes drawn from stated ranges) and the thresholds of `diagnose._findings`. A miss stays
 a FAIL row. The verl mismatch logs carry the rollout_corr/* metrics (algorithm.rollout_correction set) and
 training/rollout_probs_diff_* at PROB_DIFF_FACTOR of the mean |log-prob difference|, the factor read on the one
-real verl log with both.
+real verl log with both. length_collapse (a finding added at 2d2b693) had no generator until 2026-12-02, so every
+--quick run read its 0% as a miss; its generator (completions shrinking to 5-30% of their start while the reward
+stalls) was written then, before its first score.
 
     python paper_repro/finding_logs.py [--quick] [--no-record]
 """
@@ -141,6 +143,11 @@ def inject(label: str, run: dict, rng, trainer: str) -> None:
     elif label == "reward_function_divergence":
         t = np.arange(n) / n
         run["reward/correct"] = rng.uniform(0.1, 0.4) - rng.uniform(0.0, 0.1) * t + 0.03 * rng.standard_normal(n)
+    elif label == "length_collapse":  # a length penalty's pull: completions shrink to 5-30% while the reward stalls
+        t = np.arange(n) / n
+        floor, pace = rng.uniform(0.05, 0.3), rng.uniform(0.1, 0.3)
+        run["mean_length"] = run["mean_length"][0] * (1 - (1 - floor) * (1 - np.exp(-t / pace))) * _lognormal(rng, n, 0.05)
+        run["reward"] = run["reward"][0] + rng.uniform(0.01, 0.04) * rng.standard_normal(n)
     elif label == "truncation":
         late = rng.uniform(0.6, 0.9)
         run["truncation_rate"] = np.clip(np.linspace(rng.uniform(0.1, 0.3), late, n) + 0.03 * rng.standard_normal(n), 0, 1)

@@ -1,6 +1,7 @@
 """Which column of a log is the reward, where the name tables alone would choose wrongly, and in what units.
 
-Two rules, each said in a warning where it acts, neither where a column map names the reward:
+Two rules, each said in a warning where it acts, neither where a column map names the reward (a mapped reward only on
+rows without a training reading, while more rows carry one, is read as mapped and said: `_mapped_apart`):
 
 1. The reward is logged on the training rows. A hand-written loop may print, beside its per-step rows (a loss, an
    entropy, a grad norm, ... and a batch total), a few per-sample records (`reward: {'format_reward': 1.0,
@@ -43,9 +44,9 @@ def training_reward(groups: dict[tuple, list[int]], chosen: dict[str, str]) -> t
     """({column: "reward"}, warnings) under rule 1 of the module docstring, else ({}, []).
 
     groups: the rows' indices by key tuple; chosen: a column map's {column: name}."""
-    if "reward" in chosen.values():
-        return {}, []
     trained = {keys: members for keys, members in groups.items() if _trains(keys)}
+    if "reward" in chosen.values():
+        return {}, _mapped_apart(groups, trained, next(c for c, name in chosen.items() if name == "reward"))
     if not trained or len(trained) == len(groups):
         return {}, []
     named_rows = {keys: members for keys, members in groups.items()
@@ -65,6 +66,18 @@ def training_reward(groups: dict[tuple, list[int]], chosen: dict[str, str]) -> t
         f"{', '.join(map(repr, named))}, the reward by name, is only on {n_named} row(s) without a training reading "
         f"(per-sample or evaluation records): {ranked[0]!r}, on the {n_trained} rows that carry one, is read as the "
         "reward; map another column to 'reward' if it is not"]
+
+
+def _mapped_apart(groups: dict[tuple, list[int]], trained: dict[tuple, list[int]], column: str) -> list[str]:
+    """The warning where a column mapped to the reward is only on rows without a training reading while more rows
+    carry one: read as the user mapped it, but said (per-sample or evaluation records are not the run's curve)."""
+    on = sum(len(members) for keys, members in groups.items() if column in keys)
+    n_trained = sum(map(len, trained.values()))
+    if not on or any(column in keys for keys in trained) or n_trained <= on:
+        return []
+    return [f"the mapped reward {column!r} is only on {on} row(s) without a training reading, while {n_trained} rows "
+            "carry one (loss, grad norm, entropy, ...): per-sample or evaluation records, read as mapped; the run's "
+            "curve is on the training rows"]
 
 
 def count_of(column: str, names: Iterable[str]) -> str | None:

@@ -45,9 +45,13 @@ def test_a_mapped_sum_is_read_as_it_is():
     assert not any("is a sum over" in w for w in log.warnings)
 
 
-def test_a_map_of_the_per_sample_key_is_honoured():
+def test_a_map_of_the_per_sample_key_is_honoured_and_said_to_miss_the_training_rows():
     log = read_log(_loop_log(), column_map={"reward": "reward"})
     assert log.columns["reward"] == "reward" and log.n_points("reward") == 4
+    assert any(w.startswith("the mapped reward 'reward' is only on 4 row(s) without a training reading, while 20 rows")
+               for w in log.warnings)
+    trained = read_log(_loop_log(), column_map={"reward": "total_reward"})  # on the training rows: nothing said
+    assert not any(w.startswith("the mapped reward") for w in trained.warnings)
 
 
 def _jsonl(rows) -> str:

@@ -117,8 +117,10 @@ def set_override(out: dict[str, Any], item: str) -> None:
 def _parse(path: Path, text: str, added: set[str]):
     suffix = path.suffix.lower()
     if suffix in _SCRIPT_SUFFIXES:  # a verl launch script: its command line's Hydra overrides (`_launch_script`)
-        from gspo_dynamics._launch_script import overrides_of
+        from gspo_dynamics._launch_script import openrlhf_arguments, overrides_of, runs_openrlhf
 
+        if runs_openrlhf(text):  # OpenRLHF's: its arguments by name, each value read as YAML (8, 1e-6, true)
+            return {name: _typed(value) for name, value in openrlhf_arguments(text).items()}
         out: dict[str, Any] = {}
         for item in overrides_of(text, f"the launch script {str(path)!r}"):
             set_override(out, item)
@@ -147,6 +149,21 @@ def _parse(path: Path, text: str, added: set[str]):
         hint = "" if suffix == ".json" else f" (a config is {FORMATS}, told apart by its suffix)"
         raise ConfigError(f"the config file {str(path)!r} is not valid JSON: line {exc.lineno}, column {exc.colno}: "
                           f"{exc.msg}{hint}") from None
+
+
+def _typed(value: Any) -> Any:
+    """An argument's word (or words) read as YAML scalars (`8` -> 8, `1e-6` -> 1e-06), a flag's True as it is."""
+    import yaml
+
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    if not isinstance(value, str):
+        return value
+    try:
+        out = yaml.load(value, Loader=yaml_loader())
+    except yaml.YAMLError:
+        return value
+    return out if isinstance(out, (int, float, bool, str)) or out is None else value
 
 
 def _one_object_per_line(text: str) -> bool:

@@ -1,4 +1,6 @@
-"""A verl launch script read as its config: the Hydra overrides it passes to verl's trainer.
+"""A verl or OpenRLHF launch script read as its config: the Hydra overrides it passes to verl's trainer, or the
+arguments it passes to OpenRLHF's (`openrlhf_arguments`: `python3 -m openrlhf.cli.train_ppo_ray --n_samples_per_prompt 8
+...`, often after `ray job submit ... --`), both after the one expansion below (`command_words`).
 
     python3 -m verl.trainer.main_ppo \\
         algorithm.adv_estimator=grpo \\
@@ -50,6 +52,9 @@ _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
 _TRAINER = re.compile(r"main_ppo(?:\.py)?$")
 _OVERRIDE = re.compile(r"^\+{0,2}[A-Za-z_][\w.\-]*=")
+_OPENRLHF = re.compile(r"(?:^|[/.])openrlhf[/.]cli[/.]train_ppo_ray(?:\.py)?$")
+_PASSED_THROUGH = {"$@", "$*", "${@}", "${@:1}", "${*}"}  # the script's own arguments, passed on to the trainer
+_NUMBER = re.compile(r"^-\d|^-\.\d")  # a negative number is a value, not an option (argparse's rule)
 _VERL_TRAINER = re.compile(r"(?:^|[/.])verl[/.]trainer[/.]main_ppo(?:\.py)?$")
 VERL_BASES = ("ppo_trainer", "ppo_megatron_trainer")  # verl's shipped base configs (its trainer/config/*.yaml)
 _OWN_PATHS = ("config", "./config", "config/", "./config/")  # verl's config folder, beside verl/trainer/main_ppo.py
@@ -60,6 +65,50 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
     """The `key=value` overrides of the script's verl trainer command, a Hydra `+` kept (module docstring); one
     ConfigError where the
     script runs no verl trainer, or names its own base config."""
+    words = command_words(text, _TRAINER)
+    if words is None:
+        raise ConfigError(f"{source} runs no verl trainer (no command ending in main_ppo, as `python3 -m "
+                          "verl.trainer.main_ppo key=value ...`) nor OpenRLHF's (`python3 -m openrlhf.cli.train_ppo_ray "
+                          "--arg value ...`): give the run's config as JSON, YAML or TOML")
+    rest = words[1:]
+    base, named = _base_config(rest)
+    if named and not (base.get("name", "").removesuffix(".yaml") in VERL_BASES
+                      and base.get("path", "config") in _OWN_PATHS and _VERL_TRAINER.search(words[0])):
+        raise ConfigError(f"{source} names its own base config ({' '.join(named)}): its keys outside the command "
+                          "line are in that file; give the file as --config and the script's overrides with --set")
+    return [w for w in rest if _OVERRIDE.match(w)]
+
+
+def runs_openrlhf(text: str) -> bool:
+    """Whether the script's command runs OpenRLHF's PPO trainer (`openrlhf.cli.train_ppo_ray`)."""
+    return command_words(text, _OPENRLHF) is not None
+
+
+def openrlhf_arguments(text: str, source: str = "the script") -> dict[str, str | list[str] | bool]:
+    """The arguments of the script's `openrlhf.cli.train_ppo_ray` command as argparse reads them, by name without
+    its dashes: `--name value` and `--name=value` a word, `--name v1 v2` (nargs 2) a list, a flag alone (`--packing_samples`)
+    True; the last of a repeated one wins. The values stay words (typed by the caller); the script's own arguments
+    passed through (`"$@"`) are left out. One ConfigError where the script runs no such command."""
+    words = command_words(text, _OPENRLHF)
+    if words is None:
+        raise ConfigError(f"{source} runs no OpenRLHF PPO trainer (`python3 -m openrlhf.cli.train_ppo_ray --arg value`)")
+    out: dict[str, str | list[str] | bool] = {}
+    name, values = None, []
+    for word in [w for w in words[1:] if w not in _PASSED_THROUGH] + ["--"]:
+        if word.startswith("--") or (word.startswith("-") and not _NUMBER.match(word)):
+            if name:
+                out[name] = True if not values else values[0] if len(values) == 1 else values
+            name, eq, value = word.lstrip("-").partition("=")
+            values = [value] if eq else []
+        elif name:
+            values.append(word)
+    return out
+
+
+def command_words(text: str, trainer: re.Pattern) -> list[str] | None:
+    """The words of the script's first command with a word `trainer` matches, from that word on, after the shell's
+    expansion of the lines before it (module docstring); None where no command has one. Shared by verl's reader
+    (`overrides_of`) and OpenRLHF's (`openrlhf_arguments`)."""
     values: dict[str, str] = {}
     arrays: dict[str, list[str]] = {}
     for line in (part for whole in _logical_lines(text) for part in _commands(whole)):
@@ -69,21 +118,13 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
             continue
         code = _expanded(line, values, arrays)
         words = _words(code)
-        start = next((i for i, w in enumerate(words) if _TRAINER.search(w)), None)
-        if start is None:
-            assignment = _ASSIGNMENT.match(code)
-            if assignment:
-                values[assignment.group(1)] = " ".join(_words(assignment.group(2)))
-            continue
-        rest = words[start + 1:]
-        base, named = _base_config(rest)
-        if named and not (base.get("name", "").removesuffix(".yaml") in VERL_BASES
-                          and base.get("path", "config") in _OWN_PATHS and _VERL_TRAINER.search(words[start])):
-            raise ConfigError(f"{source} names its own base config ({' '.join(named)}): its keys outside the command "
-                              "line are in that file; give the file as --config and the script's overrides with --set")
-        return [w for w in rest if _OVERRIDE.match(w)]
-    raise ConfigError(f"{source} runs no verl trainer (no command ending in main_ppo, as `python3 -m "
-                      "verl.trainer.main_ppo key=value ...`): give the run's config as JSON, YAML or TOML")
+        start = next((i for i, w in enumerate(words) if trainer.search(w)), None)
+        if start is not None:
+            return words[start:]
+        assignment = _ASSIGNMENT.match(code)
+        if assignment:
+            values[assignment.group(1)] = " ".join(_words(assignment.group(2)))
+    return None
 
 
 def _base_config(words: list[str]) -> tuple[dict[str, str], list[str]]:

@@ -133,3 +133,15 @@ def test_the_shells_integer_division_and_remainder_truncate_toward_zero(a, b):
     from gspo_dynamics._launch_script import _expanded
 
     assert _expanded(f"$(( {a} / {b} )) $(( {a} % {b} ))", {}) == f"{int(a / b)} {a - b * int(a / b)}"
+
+
+def test_one_expansion_serves_verl_and_openrlhf():
+    """`command_words` finds each trainer's command after the same expansion: a verl script is not OpenRLHF's, and the
+    words of an OpenRLHF command after `ray job submit ... --` are its arguments."""
+    from gspo_dynamics._launch_script import openrlhf_arguments, runs_openrlhf
+
+    assert not runs_openrlhf(SCRIPT) and not runs_openrlhf(GROUPED)
+    text = "N=4\nray job submit --address=x -- python3 -m openrlhf.cli.train_ppo_ray --n_samples_per_prompt $((N*2))\n"
+    assert runs_openrlhf(text) and openrlhf_arguments(text) == {"n_samples_per_prompt": "8"}
+    with pytest.raises(ConfigError, match="runs no verl trainer .* nor OpenRLHF's"):
+        overrides_of("python3 train.py --lr 1e-6\n")

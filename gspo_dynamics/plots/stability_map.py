@@ -44,6 +44,7 @@ REFRESH_KEYS = {
     "trl": "steps_per_generation x num_iterations / gradient_accumulation_steps",
     "verl": "ppo_epochs x data.train_batch_size / ppo_mini_batch_size",
     "trainer": "steps_per_generation x num_iterations",
+    "openrlhf": "max_epochs x rollout_batch_size x n_samples_per_prompt / train_batch_size",
 }
 
 

@@ -34,16 +34,19 @@ VERDICT_KEYS = {
                        "gradient_accumulation_steps", "max_steps"),
     "verl": ("actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.ppo_epochs", "trainer.total_training_steps"),
     "gspo-dynamics trainer": ("lr", "group_size", "steps_per_generation", "num_iterations", "steps"),
+    "OpenRLHF": ("actor_learning_rate", "n_samples_per_prompt", "rollout_batch_size", "train_batch_size", "max_epochs",
+                 "max_steps"),
     "gspo-dynamics hyperparameters": ("refresh_interval", "group_size"),
 }
 RUN_LENGTH_KEYS = {"max_steps", "trainer.total_training_steps", "steps"}
-DEFAULTS_OF = {"TRL GRPOConfig": "TRL's", "verl": "verl's", "gspo-dynamics trainer": "our trainer's",
+DEFAULTS_OF = {"TRL GRPOConfig": "TRL's", "verl": "verl's", "OpenRLHF": "OpenRLHF's", "gspo-dynamics trainer": "our trainer's",
                "gspo-dynamics hyperparameters": "the theory's"}
 HAS_NO = {"TRL GRPOConfig": "TRL's GRPOConfig has no field", "verl": "verl's config has no key",  # + "s" for several
+          "OpenRLHF": "OpenRLHF's train_ppo_ray has no argument",
           "gspo-dynamics trainer": "our trainer's config has no field",
           "gspo-dynamics hyperparameters": "the theory's names (lr, refresh_interval, group_size, ...) hold no key"}
 # where a key a Hydra `+key=` adds is not (`added_line`)
-NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema",
+NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema", "OpenRLHF": "OpenRLHF's arguments",
           "gspo-dynamics trainer": "gspo-dynamics' trainer config", "gspo-dynamics hyperparameters": "the theory's names"}
 UNSET = {"group_size": "G -> infinity, the expected dynamics"}  # what an unset key means (a run length: unknown)
 

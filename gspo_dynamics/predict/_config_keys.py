@@ -10,6 +10,8 @@ ratio of several, so each framework's `ConfigKeys` holds the one key it changes 
               -> ppo_mini_batch_size = ppo_epochs x data.train_batch_size / T
     ours      T = steps_per_generation x num_iterations
               -> steps_per_generation = T / num_iterations
+    OpenRLHF  T = max_epochs x rollout_batch_size x n_samples_per_prompt / train_batch_size
+              -> train_batch_size = max_epochs x rollout_batch_size x n_samples_per_prompt / T
 
 A T that no integer value of the key reaches is said so (None), never rounded silently. The passes over a rollout
 (TRL num_iterations, verl ppo_epochs, ours num_iterations: `passes`) multiply T; `on_one_pass` gives the keys with
@@ -29,7 +31,7 @@ _VERL_ACTOR = "actor_rollout_ref.actor."
 class ConfigKeys:
     """The keys behind lr, T, G and the run's length, and how T's key maps onto T (module docstring)."""
 
-    framework: str  # "trl" | "verl" | "trainer"
+    framework: str  # "trl" | "verl" | "trainer" | "openrlhf"
     lr: str  # the learning rate's key
     group: str  # G's key
     refresh: str  # the key changed to set T
@@ -41,10 +43,13 @@ class ConfigKeys:
     passes_value: int = 1  # its value in the config
     doubling: str = ""  # the edit that doubles the responses per optimizer step at the same T, where doubling G does
     # not ("": G's key does; Search-R1's mini-batch holds ppo_mini_batch_size x rollout.n responses whatever n_agent)
+    prompts_per_step: float = 0.0  # OpenRLHF: the prompts an optimizer step uses up, train_batch_size /
+    # (n_samples_per_prompt x max_epochs): a run of n steps is --max_samples n x this (its max_steps is no argument)
+    run_keys: tuple[str, str] = ("max_samples", "num_episodes")  # OpenRLHF's, as the config names them
 
     def __post_init__(self) -> None:
-        if self.framework not in ("trl", "verl", "trainer"):
-            raise ValueError(f"framework must be trl, verl or trainer, got {self.framework!r}")
+        if self.framework not in ("trl", "verl", "trainer", "openrlhf"):
+            raise ValueError(f"framework must be trl, verl, trainer or openrlhf, got {self.framework!r}")
         if not self.refresh_factor > 0:
             raise ValueError(f"refresh_factor must be > 0, got {self.refresh_factor!r}")
 
@@ -62,8 +67,15 @@ class ConfigKeys:
         return dataclasses.replace(self, refresh_factor=self.refresh_factor / self.passes_value, passes_value=1)
 
     def setting(self, key: str, value) -> str:
-        """`key: value` (a YAML config's line) or `key=value` (verl's command-line override)."""
+        """`key: value` (a YAML config's line), `key=value` (verl's command-line override) or `--key value`
+        (OpenRLHF's argument)."""
         text = f"{value:.3g}" if isinstance(value, float) else str(value)
+        if self.framework == "openrlhf" and key == self.run_length and self.prompts_per_step:
+            samples, episodes = self.run_keys
+            return (f"--{samples} {math.ceil(value * self.prompts_per_step - 1e-9)} --{episodes} 1 ({text} optimizer "
+                    "steps)")
+        if self.framework == "openrlhf":
+            return f"--{key} {text}"
         return f"{key}={text}" if self.override else f"{key}: {text}"
 
 
@@ -88,6 +100,21 @@ def verl_keys(ppo_epochs: int, train_batch_size: int, copies: int = 1,
                       passes=_VERL_ACTOR + "ppo_epochs", passes_value=ppo_epochs)
 
 
+def openrlhf_keys(max_epochs: int, rollout_batch_size: int, group: int, train_batch_size: int,
+                  name: dict[str, str]) -> ConfigKeys:
+    """OpenRLHF's arguments (`predict._openrlhf`), each by `name` (its flat name -> the config's: dotted in a config of
+    dotted names); the run's length is its trainer's max_steps, which no argument holds (`_openrlhf_fields.RUN_LENGTH`).
+    n_samples_per_prompt moves T with G; the responses per step double with train_batch_size and rollout_batch_size
+    together."""
+    return ConfigKeys(framework="openrlhf", lr=name["actor_learning_rate"], group=name["n_samples_per_prompt"],
+                      refresh=name["train_batch_size"], refresh_factor=float(max_epochs * rollout_batch_size * group),
+                      refresh_inverse=True, run_length="max_steps", override=False, passes=name["max_epochs"],
+                      passes_value=max_epochs, prompts_per_step=train_batch_size / (group * max_epochs),
+                      run_keys=(name["max_samples"], name["num_episodes"]),
+                      doubling=f"--{name['rollout_batch_size']} {2 * rollout_batch_size} with --{name['train_batch_size']} "
+                               f"{2 * train_batch_size} (T kept; {name['n_samples_per_prompt']} moves G and T)")
+
+
 def trainer_keys(num_iterations: int) -> ConfigKeys:
     return ConfigKeys(framework="trainer", lr="lr", group="group_size", refresh="steps_per_generation",
                       refresh_factor=float(num_iterations), refresh_inverse=False, run_length="steps", override=False,
@@ -100,5 +127,7 @@ PILOT_LOGGING = {
            "frac_reward_zero_std, entropy (TRL >= 0.20), clip_ratio/* and, with beta > 0, kl",
     "verl": "trainer.logger=[console,file] (or tensorboard) so each step's metrics are kept: critic/score/mean, "
             "actor/entropy, actor/pg_clipfrac, actor/ppo_kl, response_length/clip_ratio",
+    "openrlhf": "--logging_steps 1 with --use_wandb or --use_tensorboard: OpenRLHF then logs reward, "
+                "group_reward_std, ppo_clip_ratio, entropy_loss (its entropy) and, with an init_kl_coef, kl",
     "trainer": "our trainer logs every step (reward, entropy, clip ratios, KL) to trainer_state.json",
 }

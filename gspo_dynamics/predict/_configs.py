@@ -1,4 +1,4 @@
-"""A training config of TRL, verl or our own trainer, read into the theory's terms: one place.
+"""A training config of TRL, verl, OpenRLHF or our own trainer, read into the theory's terms: one place.
 
 `read_run_config(source)` takes a dict or a JSON / YAML file (with Hydra-style overrides on top) and
 returns a `RunSetup`: the theory's `Hyperparams`, the exact (possibly fractional) refresh interval
@@ -6,7 +6,8 @@ before rounding, and notes saying every default and assumption used and every ke
 Impossible or contradictory values raise `ConfigError` with one sentence; so does a key the framework does not have
 (a typo would silently leave the key it stands for at its default) unless `allow_unknown`; the defaults taken for
 the keys the verdict rests on are kept apart (`RunSetup.brief_lines`, `predict._config_checks`). Each framework's
-mapping, with its equations, is in `predict/_frameworks.py` (TRL, ours) and `predict/_verl.py`.
+mapping, with its equations, is in `predict/_frameworks.py` (TRL, ours), `predict/_verl.py` and
+`predict/_openrlhf.py` (its arguments, a launch script's or a dict's).
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from gspo_dynamics.predict._frameworks import (
     _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
 from gspo_dynamics.predict._verl import flatten, resolve_all, search_r1_group, verl_mapping
-from gspo_dynamics.predict import _config_checks, _trl_fields, _verl_fields, _verl_schema
+from gspo_dynamics.predict import _config_checks, _openrlhf, _openrlhf_fields, _trl_fields, _verl_fields, _verl_schema
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
 from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
 from gspo_dynamics.predict._verl_history import OLD_KEYS
 from gspo_dynamics.theory.schedule import LRSchedule
-from gspo_dynamics.predict._config_keys import ConfigKeys, trainer_keys, trl_keys, verl_keys
+from gspo_dynamics.predict._config_keys import ConfigKeys, openrlhf_keys, trainer_keys, trl_keys, verl_keys
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
 
@@ -38,7 +39,7 @@ class RunSetup:
     """A config read into the theory's terms (module docstring for each framework's mapping)."""
 
     hparams: Hyperparams  # lr, optimizer, refresh_interval T (rounded), group_size G, num_groups N, clip, beta, correction
-    framework: str  # "TRL GRPOConfig" | "verl" | "gspo-dynamics trainer" | "gspo-dynamics hyperparameters"
+    framework: str  # "TRL GRPOConfig" | "verl" | "OpenRLHF" | "gspo-dynamics trainer" | "gspo-dynamics hyperparameters"
     refresh_exact: float  # T before rounding (a fraction when a rollout boundary falls inside an optimizer step)
     notes: tuple[str, ...]  # every default, assumption and rounding used, and the keys ignored
     ignored: tuple[str, ...]  # keys this mapping does not read
@@ -177,6 +178,9 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
     if isinstance(cfg.get("actor_rollout_ref"), dict):
         _refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")
         return _verl_setup(cfg, notes, unknown)
+    if _openrlhf.is_openrlhf(cfg):
+        _refuse_devices(devices, "OpenRLHF's train_batch_size counts responses over every process")
+        return _openrlhf_setup(cfg, notes, unknown)
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
@@ -293,6 +297,29 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     return dataclasses.replace(setup, read_as=tuple(said), refused=tuple(refused))
 
 
+def _openrlhf_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
+    """OpenRLHF's arguments' RunSetup (`predict._openrlhf`): the mapping, the schedule, the unmodelled arguments."""
+    args = _openrlhf.arguments(cfg)
+    hints, added = unknown(_openrlhf.FRAMEWORK, [k for k in args if k not in _openrlhf_fields.KNOWN],
+                           _openrlhf_fields.KNOWN)
+    hp, exact, used = _openrlhf.openrlhf_mapping(args, notes)
+    flat, written = _openrlhf.canonical(args)
+
+    def get(key: str) -> Any:
+        return _openrlhf_fields.DEFAULTS.get(key) if flat.get(key) is None else flat[key]
+
+    run_steps, schedule = _openrlhf.openrlhf_schedule(get, notes)
+    unmodelled = [(written.get(k, k), v, why) for k, v, why in active_unmodelled(flat, _openrlhf_fields.UNMODELLED)]
+    unmodelled += decay_and_clip((written["l2"], written["max_norm"]),
+                                 (get("l2"), get("max_norm")), hp.lr, hp.optimizer, run_steps)
+    keys = openrlhf_keys(int(get("max_epochs")), int(get("rollout_batch_size")), hp.group_size,
+                         int(get("train_batch_size")), written)
+    ignored = sorted(written[k] for k in flat if k not in used and k not in _openrlhf_fields.READ)
+    return _setup(hp, _openrlhf.FRAMEWORK, exact, notes, ignored, run_steps=run_steps, loss=str(get("policy_loss_type")),
+                  keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints, added=added,
+                  assumed=_config_checks.assumed(_openrlhf.FRAMEWORK, flat.get, _openrlhf_fields.DEFAULTS))
+
+
 def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:
     """Our trainer's lr_schedule: constant (None), or linear, eta (1 - s / steps), transformers' linear shape."""
     name = cfg.get("lr_schedule") or "constant"
@@ -317,7 +344,7 @@ def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], igno
     if unknown:
         notes.append(f"keys this tool does not know, not read (a typo, or a newer release's): {', '.join(names)}")
     rest = [k for k in ignored if k not in set(names) | set(added) | set(apart) | {u[0] for u in unmodelled}]
-    if rest and framework in ("TRL GRPOConfig", "verl"):  # the field tables say these change no step
+    if rest and framework in ("TRL GRPOConfig", "verl", "OpenRLHF"):  # the field tables say these change no step
         notes.append(f"{len(rest)} keys change no training step (logging, saving, hardware, data loading, evaluation; "
                      "all in --json's config.ignored)")
     elif rest:

@@ -77,12 +77,14 @@ VERDICTS = ("safe", "at risk", "unsafe", "unsure", "unknown until a pilot")
 # T in each framework's keys (`predict._config_keys`)
 REFRESH_FORMULA = {"trl": "steps_per_generation x num_iterations / gradient_accumulation_steps",
                    "verl": "ppo_epochs x data.train_batch_size / ppo_mini_batch_size",
-                   "trainer": "steps_per_generation x num_iterations"}
+                   "trainer": "steps_per_generation x num_iterations",
+                   "openrlhf": "max_epochs x rollout_batch_size x n_samples_per_prompt / train_batch_size"}
 # per framework: the loss key and a loss that clips with PPO's min, the band edge's key and its default (TRL's epsilon,
 # verl's clip_ratio; our trainer's per objective, `predict._frameworks.OBJECTIVE_CLIPS`); the theory's own names last
 CLIP_KEYS = {"trl": ("loss_type", "grpo", "epsilon_high", 0.2),
              "verl": ("actor_rollout_ref.actor.policy_loss.loss_mode", "vanilla", "actor_rollout_ref.actor.clip_ratio_high", 0.2),
              "trainer": ("objective", "grpo", "clip_high", GRPO_CLIP[1]),
+             "openrlhf": ("policy_loss_type", "ppo", "eps_clip", 0.2),
              None: ("correction", "token", "clip_high", GRPO_CLIP[1])}
 
 

@@ -41,7 +41,8 @@ def plateau_identified(f) -> bool:
 # the columns the collapse rule reads, per framework: the token entropy (T = 1) and the move between refreshes (T > 1)
 COLLAPSE_COLUMNS = {"trl": ("entropy (TRL >= 0.20 logs it)", "clip_ratio/* (TRL logs it)"),
                     "verl": ("actor/entropy", "actor/pg_clipfrac and actor/ppo_kl"),
-                    "trainer": ("entropy", "the clip ratios")}
+                    "trainer": ("entropy", "the clip ratios"),
+                    "openrlhf": ("entropy_loss (OpenRLHF's entropy)", "ppo_clip_ratio")}
 ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale is float rounding, not noise
 
 

@@ -74,7 +74,8 @@ def logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
 # Where a config gives a KL weight, per framework (`predict.RunSetup.framework`), for `logged_kl`'s advice.
 KL_WEIGHT_KEYS = {"TRL GRPOConfig": "--set beta=VALUE",
                   "verl": "--set actor_rollout_ref.actor.use_kl_loss=true --set actor_rollout_ref.actor.kl_loss_coef=VALUE",
-                  "gspo-dynamics trainer": "--set kl_coef=VALUE"}
+                  "gspo-dynamics trainer": "--set kl_coef=VALUE",
+                  "OpenRLHF": "--set use_kl_loss=true --set init_kl_coef=VALUE"}
 
 
 def logged_kl(log: RunLog, n: int, beta: float, framework: str) -> list[str]:

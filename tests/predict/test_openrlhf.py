@@ -1,0 +1,127 @@
+"""OpenRLHF's PPO trainer arguments read as a config (`predict._openrlhf`): a launch script's `python3 -m
+openrlhf.cli.train_ppo_ray --arg value ...` (often after `ray job submit ... --`), or a JSON / YAML dict of the same names.
+The scripts are written here, in the shape OpenRLHF's examples give them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gspo_dynamics import ConfigError
+from gspo_dynamics._launch_script import openrlhf_arguments
+from gspo_dynamics.predict import read_run_config
+from gspo_dynamics.predict._openrlhf_fields import DEFAULTS, FLAT, KNOWN, READ, RENAMED, UNMODELLED
+
+GRPO = """#!/bin/bash
+set -x
+N_SAMPLES=8
+PROMPTS=64
+ARGS="--actor_num_gpus_per_node 8
+      --vllm_num_engines 4"
+ray job submit --address="http://127.0.0.1:8265" \\
+   --runtime-env-json='{"working_dir": "/openrlhf"}' \\
+   -- python3 -m openrlhf.cli.train_ppo_ray \\
+   --ref_num_nodes 1 $ARGS \\
+   --colocate_all_models \\
+   --pretrain Qwen/Qwen2.5-7B-Instruct \\
+   --micro_train_batch_size 4 \\
+   --train_batch_size $((PROMPTS * N_SAMPLES / 4)) \\
+   --rollout_batch_size ${PROMPTS} \\
+   --n_samples_per_prompt $N_SAMPLES \\
+   --max_epochs 2 \\
+   --advantage_estimator group_norm \\
+   --actor_learning_rate=5e-7 \\
+   --eps_clip_low_high 0.2 0.28 \\
+   --init_kl_coef 0.001 \\
+   --use_kl_loss \\
+   --kl_estimator k3 \\
+   --reward_clip_range -10 10 \\
+   --use_wandb "$WANDB_TOKEN" "$@"
+"""
+
+
+def _script(tmp_path, text: str = GRPO, name: str = "train_grpo.sh"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_the_arguments_as_argparse_reads_them():
+    args = openrlhf_arguments(GRPO)
+    assert args["n_samples_per_prompt"] == "8" and args["train_batch_size"] == "128"  # $(( )) of the script's variables
+    assert args["colocate_all_models"] is True and args["use_kl_loss"] is True  # a flag alone
+    assert args["eps_clip_low_high"] == ["0.2", "0.28"] and args["reward_clip_range"] == ["-10", "10"]  # nargs 2
+    assert args["actor_learning_rate"] == "5e-7" and args["vllm_num_engines"] == "4"  # --name=value; a string's words
+    assert args["use_wandb"] == "$WANDB_TOKEN" and "$@" not in args.values()
+
+
+def test_a_grpo_script_maps_onto_T_G_N_lr_clip_and_beta(tmp_path):
+    """T = max_epochs x rollout_batch_size x n_samples_per_prompt / train_batch_size = 2 x 64 x 8 / 128 = 8 optimizer
+    steps per rollout; N = train_batch_size / n_samples_per_prompt = 16 groups per step."""
+    setup = read_run_config(_script(tmp_path))
+    hp = setup.hparams
+    assert setup.framework == "OpenRLHF" and setup.refresh_exact == 8.0 and hp.refresh_interval == 8
+    assert (hp.group_size, hp.num_groups, hp.lr) == (8, 16, 5e-7)
+    assert (hp.clip_low, hp.clip_high, hp.kl_coef) == (0.2, 0.28, 0.001)
+    assert hp.advantage == "std" and hp.correction == "token" and hp.ratio_cap is None
+    assert (hp.optimizer.beta1, hp.optimizer.beta2) == (0.9, 0.95)  # OpenRLHF's adam_betas default
+    assert setup.keys.lr == "actor_learning_rate" and setup.keys.refresh_value(4) == 256  # --train_batch_size 256: T 4
+    assert setup.keys.setting(setup.keys.run_length, 10) == "--max_samples 80 --num_episodes 1 (10 optimizer steps)"
+
+
+def test_the_defaults_taken_are_said_as_openrlhfs(tmp_path):
+    setup = read_run_config({"advantage_estimator": "dr_grpo", "n_samples_per_prompt": 4})
+    notes = " | ".join(setup.notes)
+    for key, default in (("rollout_batch_size", 1024), ("train_batch_size", 128), ("actor_learning_rate", 1e-6),
+                         ("eps_clip", 0.2), ("adam_betas", [0.9, 0.95])):
+        assert f"{key} not given: OpenRLHF's default {default!r}" in notes
+    assumed = dict(setup.assumed)
+    assert assumed["actor_learning_rate"] == 1e-6 and assumed["train_batch_size"] == 128 and assumed["max_steps"] is None
+    assert setup.hparams.refresh_interval == 32 and setup.hparams.advantage == "mean"  # 1024 x 4 / 128; dr_grpo: r - mean
+    assert setup.hparams.kl_coef == 0.0 and "init_kl_coef 0.01 without use_kl_loss" in notes  # a KL in the reward
+
+
+@pytest.mark.parametrize("estimator, why", [("gae", "critic"), ("reinforce", "no group")])
+def test_an_estimator_without_a_group_is_refused(tmp_path, estimator, why):
+    with pytest.raises(ConfigError, match=f"advantage_estimator {estimator}: .*{why}.*not a group-relative advantage"):
+        read_run_config(_script(tmp_path, GRPO.replace("group_norm", estimator)))
+    with pytest.raises(ConfigError, match="OpenRLHF's default is gae"):
+        read_run_config({"n_samples_per_prompt": 8, "rollout_batch_size": 32})
+
+
+def test_an_unknown_argument_is_refused_with_its_nearest(tmp_path):
+    with pytest.raises(ConfigError, match=r"has no argument max_epoch \(did you mean max_epochs\?\)"):
+        read_run_config(_script(tmp_path, GRPO.replace("--max_epochs 2", "--max_epoch 2")))
+    setup = read_run_config(_script(tmp_path, GRPO.replace("--max_epochs 2", "--max_epoch 2")), allow_unknown=True)
+    assert setup.unknown == ("max_epoch",) and setup.hparams.refresh_interval == 4  # read on at max_epochs 1
+
+
+def test_a_dict_with_or_without_dashes_and_set(tmp_path):
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps({"--advantage_estimator": "rloo", "--n_samples_per_prompt": 4, "rollout_batch_size": 32,
+                                "train_batch_size": 32, "policy_loss_type": "gspo", "dual_clip": 3.0}))
+    setup = read_run_config(path, overrides=["n_samples_per_prompt=8"])
+    hp = setup.hparams
+    assert (hp.group_size, hp.refresh_interval, hp.num_groups) == (8, 8, 4)
+    assert hp.correction == "sequence" and hp.ratio_cap == 3.0
+
+
+def test_the_dotted_names_of_later_releases_read_as_the_flat_ones(tmp_path):
+    text = ("python3 -m openrlhf.cli.train_ppo_ray --rollout.batch_size 128 --rollout.n_samples_per_prompt 8 "
+            "--train.batch_size 256 --algo.advantage.estimator group_norm --actor.adam.lr 1e-6 --actor.eps_clip 0.25 "
+            "--algo.dynamic_filtering_enable --train.colocate_all\n")
+    setup = read_run_config(_script(tmp_path, text))
+    assert setup.hparams.refresh_interval == 4 and setup.hparams.clip_high == 0.25 and setup.keys.lr == "actor.adam.lr"
+    assert [u[0] for u in setup.unmodelled][0] == "algo.dynamic_filtering_enable"
+    assert "actor.adam.betas not given" in " ".join(setup.notes)
+
+
+def test_the_run_length_gives_openrlhfs_cosine_schedule(tmp_path):
+    setup = read_run_config(_script(tmp_path), run_steps=300)
+    s = setup.schedule
+    assert setup.run_steps == 300 and (s.shape, s.warmup, s.total, s.floor) == ("cosine", 9, 300, 0.1)  # ceil(0.03 x 300)
+
+
+def test_the_tables_hold_only_openrlhfs_names():
+    assert set(RENAMED.values()) <= FLAT and set(DEFAULTS) <= KNOWN and READ <= KNOWN and set(UNMODELLED) <= FLAT

@@ -54,6 +54,8 @@ _TRAINER = re.compile(r"main_ppo(?:\.py)?$")
 _OVERRIDE = re.compile(r"^\+{0,2}[A-Za-z_][\w.\-]*=")
 _OPENRLHF = re.compile(r"(?:^|[/.])openrlhf[/.]cli[/.]train_ppo_ray(?:\.py)?$")
 _PASSED_THROUGH = {"$@", "$*", "${@}", "${@:1}", "${*}"}  # the script's own arguments, passed on to the trainer
+_OPENRLHF_IN = re.compile(r"openrlhf[/.]cli[/.]train_ppo_ray")  # the trainer inside a word (`bash -c "..."`)
+_SHELL = re.compile(r"^(?:\|\|?|&&?|;|\d*>.*|<.*)$")  # a pipe, a list operator or a redirection ends the command
 _NUMBER = re.compile(r"^-\d|^-\.\d")  # a negative number is a value, not an option (argparse's rule)
 _VERL_TRAINER = re.compile(r"(?:^|[/.])verl[/.]trainer[/.]main_ppo(?:\.py)?$")
 VERL_BASES = ("ppo_trainer", "ppo_megatron_trainer")  # verl's shipped base configs (its trainer/config/*.yaml)
@@ -81,20 +83,20 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
 
 def runs_openrlhf(text: str) -> bool:
     """Whether the script's command runs OpenRLHF's PPO trainer (`openrlhf.cli.train_ppo_ray`)."""
-    return command_words(text, _OPENRLHF) is not None
+    return command_words(text, _OPENRLHF, _OPENRLHF_IN) is not None
 
 
 def openrlhf_arguments(text: str, source: str = "the script") -> dict[str, str | list[str] | bool]:
     """The arguments of the script's `openrlhf.cli.train_ppo_ray` command as argparse reads them, by name without
     its dashes: `--name value` and `--name=value` a word, `--name v1 v2` (nargs 2) a list, a flag alone (`--packing_samples`)
     True; the last of a repeated one wins. The values stay words (typed by the caller); the script's own arguments
-    passed through (`"$@"`) are left out. One ConfigError where the script runs no such command."""
-    words = command_words(text, _OPENRLHF)
+    passed through (`"$@"`) are left out, and the command ends at a pipe, `&&` or a redirection. One ConfigError where the script runs no such command."""
+    words = command_words(text, _OPENRLHF, _OPENRLHF_IN)
     if words is None:
         raise ConfigError(f"{source} runs no OpenRLHF PPO trainer (`python3 -m openrlhf.cli.train_ppo_ray --arg value`)")
     out: dict[str, str | list[str] | bool] = {}
     name, values = None, []
-    for word in [w for w in words[1:] if w not in _PASSED_THROUGH] + ["--"]:
+    for word in [w for w in _own_words(words[1:]) if w not in _PASSED_THROUGH] + ["--"]:
         if word.startswith("--") or (word.startswith("-") and not _NUMBER.match(word)):
             if name:
                 out[name] = True if not values else values[0] if len(values) == 1 else values
@@ -105,10 +107,23 @@ def openrlhf_arguments(text: str, source: str = "the script") -> dict[str, str |
     return out
 
 
-def command_words(text: str, trainer: re.Pattern) -> list[str] | None:
+def _own_words(words: list[str]) -> list[str]:
+    """The command's words up to a pipe, a list operator or a redirection (`2>&1 | tee log`, `&& next`), those inside
+    a command substitution left unexpanded (`$(cd ... && pwd)`) kept."""
+    depth = 0
+    for i, word in enumerate(words):
+        if depth == 0 and _SHELL.match(word):
+            return words[:i]
+        depth = max(0, depth + word.count("$(") - word.count(")"))
+    return words
+
+
+def command_words(text: str, trainer: re.Pattern, nested: re.Pattern | None = None) -> list[str] | None:
     """The words of the script's first command with a word `trainer` matches, from that word on, after the shell's
-    expansion of the lines before it (module docstring); None where no command has one. Shared by verl's reader
-    (`overrides_of`) and OpenRLHF's (`openrlhf_arguments`)."""
+    expansion of the lines before it (module docstring); None where no command has one. `nested`: a word of several
+    that `nested` finds in holds a whole command line (`srun ... bash -c "ray job submit ... -- python3 -m ..."`): it
+    is split again and searched too (OpenRLHF's reader; verl's reads as it always has). Shared by verl's reader (`overrides_of`) and OpenRLHF's
+    (`openrlhf_arguments`)."""
     values: dict[str, str] = {}
     arrays: dict[str, list[str]] = {}
     for line in (part for whole in _logical_lines(text) for part in _commands(whole)):
@@ -118,6 +133,8 @@ def command_words(text: str, trainer: re.Pattern) -> list[str] | None:
             continue
         code = _expanded(line, values, arrays)
         words = _words(code)
+        if nested:
+            words = [part for w in words for part in (_words(w) if " " in w and nested.search(w) else [w])]
         start = next((i for i, w in enumerate(words) if trainer.search(w)), None)
         if start is not None:
             return words[start:]

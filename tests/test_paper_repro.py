@@ -58,6 +58,7 @@ KNOWN_FAILING = {
 # Measurements without a claim (no target, nothing recorded): they must run and print their result.
 MEASUREMENTS = {"diagnose_contextual_corpus": "primary verdict = label", "trl_family": "log rows written by TRL",
                 "public_collapse_diagnose": "absent logs:", "verl_examples": "example scripts read",
+                "openrlhf_examples": "example scripts read",
                 "end_reward_fresh": "fresh runs from"}
 NEEDS = {"trl_family": "trl"}  # scripts that need an optional package: skipped without it
 SCRIPTS = sorted(p for p in (Path(__file__).parents[1] / "paper_repro").glob("*.py") if not p.name.startswith("_"))

@@ -125,3 +125,14 @@ def test_the_run_length_gives_openrlhfs_cosine_schedule(tmp_path):
 
 def test_the_tables_hold_only_openrlhfs_names():
     assert set(RENAMED.values()) <= FLAT and set(DEFAULTS) <= KNOWN and READ <= KNOWN and set(UNMODELLED) <= FLAT
+
+
+def test_a_command_inside_bash_c_ends_at_its_pipe_and_keeps_a_substitution():
+    """A Slurm script runs the job inside `srun ... bash -c "... && ray job submit -- python3 -m ..."`; the command's
+    arguments end at `2>&1 | tee`, while `&&` inside an unexpanded `$(cd ... && pwd)` is a value's."""
+    text = ('WORK=$(cd "$(dirname "$0")/.." && pwd)\n'
+            'srun -N1 bash -c "ray start --head && ray job submit -- python3 -m openrlhf.cli.train_ppo_ray \\\n'
+            '  --save_path $WORK/ckpt --n_samples_per_prompt 4 --use_kl_loss 2>&1 | tee log.txt"\n')
+    args = openrlhf_arguments(text)
+    assert args["n_samples_per_prompt"] == "4" and args["use_kl_loss"] is True and "tee" not in str(args)
+    assert args["save_path"][0].startswith("$(cd")  # the substitution's words, as written

@@ -1,0 +1,88 @@
+"""Check: `predict --config run.sh` reads OpenRLHF's own example launch scripts, or refuses each for a stated reason.
+
+Every `examples/scripts/*.sh` of OpenRLHF/OpenRLHF at each of COMMITS (read with git from a local clone, nothing copied
+into this repository) through `predict.read_run_config`, as `predict --config` reads it: c1ba971c, the last release of
+its flat argument names (`--n_samples_per_prompt`), and 3c3be623, its dotted ones (`--rollout.n_samples_per_prompt`).
+Each script's outcome: read (its T, G, N, lr), or the first words of its one-line refusal. What a refusal may rightly
+say: an estimator outside the group model (gae: a critic; reinforce), a script that runs no OpenRLHF PPO trainer (SFT,
+DPO, reward model, docker, a server), or an argument the trainer does not have (argparse would stop the run too).
+Measured 2026-12-03 (this check's commit): c1ba971c 4 of 17 read, 3 refused as critic PPO (no --advantage_estimator:
+gae), 1 for an argument its own train_ppo_ray lacks (--vllm_enable_is_correction; it has --enable_vllm_is_correction),
+9 run no PPO trainer; 3c3be623 5 of 17 read, 3 critic PPO, 9 no PPO trainer. SPOT: three read by hand from the
+scripts' arguments (T = max_epochs x rollout_batch_size x n_samples_per_prompt / train_batch_size, N = train_batch_size
+/ n_samples_per_prompt), compared with the reader's.
+
+    python paper_repro/openrlhf_examples.py [--quick] --openrlhf /path/to/OpenRLHF/git-dir   # skips where absent
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from gspo_dynamics import ConfigError
+from gspo_dynamics.predict import read_run_config
+
+REPO = "OpenRLHF/OpenRLHF"
+COMMITS = ("c1ba971c", "3c3be623")  # 2026-04-13, flat names; 2026-08-13, dotted names (the rename: ed62d0e2)
+QUICK = 6  # --quick: the first scripts of each commit in path order
+SPOT = {  # (commit, script): (T, G, N, lr) read by hand from its arguments
+    ("c1ba971c", "examples/scripts/train_prorlv2_math_hybrid_engine.sh"): (8, 16, 64, 1e-6),  # 1 x 512 x 16 / 1024
+    ("c1ba971c", "examples/scripts/train_reinforce_baseline_hybrid_engine.sh"): (1, 8, 128, 5e-7),  # 1 x 128 x 8 / 1024
+    ("3c3be623", "examples/scripts/train_dapo_ray_hybrid_engine.sh"): (8, 8, 16, 5e-7),  # 1 x 128 x 8 / 128 (dotted)
+}
+
+
+def scripts(git_dir: Path, commit: str) -> list[str]:
+    out = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", commit, "examples/scripts"],
+                         capture_output=True, text=True, check=True).stdout
+    return sorted(p for p in out.splitlines() if p.endswith(".sh"))
+
+
+def outcome(git_dir: Path, commit: str, path: str, folder: Path) -> str:
+    text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], capture_output=True,
+                          text=True, check=True).stdout
+    local = folder / f"{commit}__{path.replace('/', '__')}"
+    local.write_text(text, encoding="utf-8")
+    try:
+        hp = read_run_config(local).hparams
+    except ConfigError as error:
+        return "refused: " + " ".join(str(error).replace(str(local), "<script>").split()[:6])
+    return f"read: T = {hp.refresh_interval}, G = {hp.group_size}, N = {hp.num_groups}, lr {hp.lr:g}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--openrlhf", type=Path, default=Path("/work/.mirror/OpenRLHF+OpenRLHF/repo"),
+                        help="a git directory of OpenRLHF/OpenRLHF holding COMMITS")
+    parser.add_argument("--quick", action="store_true", help="the first QUICK scripts only")
+    parser.add_argument("--no-record", action="store_true", help="nothing is recorded in any case (a measurement)")
+    args = parser.parse_args()
+    if not (args.openrlhf / "HEAD").is_file():
+        print(f"[SKIP] no OpenRLHF git directory at {args.openrlhf} (fetch {REPO} and pass --openrlhf)")
+        return
+    for commit in COMMITS:
+        paths = scripts(args.openrlhf, commit)[:QUICK] if args.quick else scripts(args.openrlhf, commit)
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [(p, outcome(args.openrlhf, commit, p, Path(tmp))) for p in paths]
+        for path, said in rows:
+            print(f"{commit} {path}: {said}")
+        kinds = collections.Counter(said.split(":")[0] if said.startswith("read") else said for _, said in rows)
+        print(f"\n{REPO} at {commit}: {kinds['read']} of {len(rows)} example scripts read")
+        for said, count in kinds.most_common():
+            if said != "read":
+                print(f"  {count:3d}  {said}")
+        spots = [(p, said) for p, said in rows if (commit, p) in SPOT]
+        for path, said in spots:
+            T, G, N, lr = SPOT[(commit, path)]
+            agree = said == f"read: T = {T}, G = {G}, N = {N}, lr {lr:g}"
+            print(f"  by hand {path}: T = {T}, G = {G}, N = {N}, lr {lr:g}: {'agrees' if agree else 'DIFFERS: ' + said}")
+        print()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -299,7 +299,7 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
 
 def _openrlhf_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     """OpenRLHF's arguments' RunSetup (`predict._openrlhf`): the mapping, the schedule, the unmodelled arguments."""
-    args = _openrlhf.arguments(cfg)
+    args = _openrlhf.unabbreviated(_openrlhf.arguments(cfg), notes)
     hints, added = unknown(_openrlhf.FRAMEWORK, [k for k in args if k not in _openrlhf_fields.KNOWN],
                            _openrlhf_fields.KNOWN)
     hp, exact, used = _openrlhf.openrlhf_mapping(args, notes)

@@ -46,6 +46,20 @@ def arguments(cfg: dict[str, Any]) -> dict[str, Any]:
     return {str(key).lstrip("-"): value for key, value in flatten(cfg).items()}
 
 
+def unabbreviated(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The arguments with a name that is no argument's but begins exactly one (in its vocabulary, flat or dotted) read
+    as that one, as OpenRLHF's argparse does (allow_abbrev: `--n_samples 8` is --n_samples_per_prompt), said."""
+    out = {}
+    for name, value in args.items():
+        names = fields.DOTTED if "." in name else fields.FLAT
+        whole = [known for known in names if known.startswith(name)] if name not in fields.KNOWN else []
+        if len(whole) == 1 and whole[0] not in args:
+            notes.append(f"{name}: read as {whole[0]}, the one argument it begins (argparse's abbreviation)")
+            name = whole[0]
+        out[name] = value
+    return out
+
+
 def is_openrlhf(cfg: dict[str, Any]) -> bool:
     """Whether the dict holds one of OpenRLHF's own argument names (`_openrlhf_fields.MARKERS`)."""
     return bool(set(arguments(cfg)) & fields.MARKERS)

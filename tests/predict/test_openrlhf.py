@@ -91,10 +91,10 @@ def test_an_estimator_without_a_group_is_refused(tmp_path, estimator, why):
 
 
 def test_an_unknown_argument_is_refused_with_its_nearest(tmp_path):
-    with pytest.raises(ConfigError, match=r"has no argument max_epoch \(did you mean max_epochs\?\)"):
-        read_run_config(_script(tmp_path, GRPO.replace("--max_epochs 2", "--max_epoch 2")))
-    setup = read_run_config(_script(tmp_path, GRPO.replace("--max_epochs 2", "--max_epoch 2")), allow_unknown=True)
-    assert setup.unknown == ("max_epoch",) and setup.hparams.refresh_interval == 4  # read on at max_epochs 1
+    with pytest.raises(ConfigError, match=r"has no argument max_epocs \(did you mean max_epochs\?\)"):
+        read_run_config(_script(tmp_path, GRPO.replace("--max_epochs 2", "--max_epocs 2")))
+    setup = read_run_config(_script(tmp_path, GRPO.replace("--max_epochs 2", "--max_epocs 2")), allow_unknown=True)
+    assert setup.unknown == ("max_epocs",) and setup.hparams.refresh_interval == 4  # read on at max_epochs 1
 
 
 def test_a_dict_with_or_without_dashes_and_set(tmp_path):
@@ -136,3 +136,11 @@ def test_a_command_inside_bash_c_ends_at_its_pipe_and_keeps_a_substitution():
     args = openrlhf_arguments(text)
     assert args["n_samples_per_prompt"] == "4" and args["use_kl_loss"] is True and "tee" not in str(args)
     assert args["save_path"][0].startswith("$(cd")  # the substitution's words, as written
+
+
+def test_an_abbreviation_of_one_argument_is_read_as_it_as_argparse_does():
+    setup = read_run_config({"advantage_estimator": "group_norm", "n_samples": 4, "rollout_batch_size": 8,
+                             "train_batch_size": 32})
+    assert setup.hparams.group_size == 4 and "n_samples: read as n_samples_per_prompt" in " ".join(setup.notes)
+    with pytest.raises(ConfigError, match="has no argument max_"):  # max_ begins several: argparse refuses it too
+        read_run_config({"advantage_estimator": "group_norm", "n_samples_per_prompt": 4, "max_": 2})

@@ -116,7 +116,7 @@ def set_override(out: dict[str, Any], item: str) -> None:
 
 def _parse(path: Path, text: str, added: set[str]):
     suffix = path.suffix.lower()
-    if suffix in _SCRIPT_SUFFIXES:  # a verl launch script: its command line's Hydra overrides (`_launch_script`)
+    if suffix in _SCRIPT_SUFFIXES:  # a verl / OpenRLHF launch script: its trainer command's arguments (`_launch_script`)
         from gspo_dynamics._launch_script import openrlhf_arguments, overrides_of, runs_openrlhf
 
         if runs_openrlhf(text):  # OpenRLHF's: its arguments by name, each value read as YAML (8, 1e-6, true)

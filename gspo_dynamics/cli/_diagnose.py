@@ -35,7 +35,8 @@ def _epilog() -> str:
             "  gspo-dynamics diagnose output/checkpoint-500/trainer_state.json --config grpo.yaml\n"
             "  gspo-dynamics diagnose metrics.csv --map reward=score --explain\n\n"
             "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
-            "flags, from --config FILE (JSON, YAML, TOML or a verl launch script: a TRL GRPOConfig, a verl config, our trainer's config or "
+            "flags, from --config FILE (JSON, YAML, TOML or a verl / OpenRLHF launch script: a TRL GRPOConfig, a verl config, OpenRLHF's "
+            "arguments, our trainer's config or "
             "our own field names; read as `predict --config` reads it), or both (flags win). --lr is needed with any "
             "other hyperparameter flag. A log with its own column names: --map reward=my_reward,kl_ref=my_kl (NAME is "
             f"step or one of {', '.join(STANDARD_NAMES)}; common names such as reward_mean need no map). Exit status 0 "
@@ -73,8 +74,9 @@ def add_map_option(p: argparse.ArgumentParser) -> None:
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """--config, --reward-range and the training hyperparameter flags (read by `hyperparams_from_flags`)."""
-    add_config_options(p, "hyperparameters from a TRL GRPOConfig, a verl config or our trainer's config (JSON, YAML or "
-                          "TOML), as predict --config reads it", "the report")
+    add_config_options(p, "hyperparameters from a TRL GRPOConfig, a verl config, OpenRLHF's arguments or our trainer's "
+                          "config (JSON, YAML or TOML; or a verl / OpenRLHF launch script), as predict --config reads it",
+                       "the report")
     p.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the least and greatest reward the task can give (e.g. 0 1 for a success rate): a plateau "
                         "at a bound is saturation, with no refresh-interval threshold (default: unknown)")

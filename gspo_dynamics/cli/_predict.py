@@ -39,8 +39,8 @@ def register(sub) -> None:
     p = sub.add_parser("predict", help="before a run: is this config stable, what to change (a pilot log: the reward it ends at)",
                        description=DESCRIPTION, usage=USAGE, epilog=EPILOG)
     r = p.add_argument_group("a real run (its config, and a short pilot of it)")
-    add_config_options(r, "a TRL GRPOConfig, a verl config or our trainer's config (JSON, YAML or TOML; or a verl "
-                          "launch script, .sh)", "the answer")
+    add_config_options(r, "a TRL GRPOConfig, a verl config, OpenRLHF's arguments or our trainer's config (JSON, YAML or "
+                          "TOML; or a verl / OpenRLHF launch script, .sh)", "the answer")
     r.add_argument("--pilot", metavar="LOG", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--prior", nargs="+", metavar="LOG[=CONFIG]",
                    help="finished runs of the same task at the same T (any format diagnose reads): the reward level "

@@ -28,7 +28,7 @@ generation_batch_size / (per_device_train_batch_size x devices), which must divi
 holds both, as `__post_init__` filled them in: read when they agree, generation_batch_size = steps_per_generation
 x per_device_train_batch_size x devices, and refused otherwise, as TRL refuses a config that sets both.)
 
-verl's mapping is `predict._verl`.
+verl's mapping is `predict._verl`; OpenRLHF's, `predict._openrlhf`.
 
 Our trainer's config (`gspo_dynamics.train.config.TrainConfig` fields: task, model, objective, ...):
 T = steps_per_generation x num_iterations, N = prompts_per_step, G = group_size, the objective's clip

@@ -190,11 +190,26 @@ def openrlhf_schedule(get, notes: list[str]) -> tuple[int | None, LRSchedule | N
     if shape is None:
         notes.append(f"lr_scheduler {name}: not modelled; the forecasts read the lr as constant at its peak")
         return steps, None
-    if steps is None:
+    if steps is None and name != "constant":
         notes.append("the run's length is OpenRLHF's max_steps, len(prompts) x n_samples_per_prompt / train_batch_size "
-                     "x num_episodes x max_epochs, which the arguments do not hold: the forecasts read the peak lr "
-                     "(give --set max_steps=N or --run-steps N)")
+                     f"x num_episodes x max_epochs, which the arguments do not hold{_at_most(get)}: the forecasts read "
+                     "the peak lr (give --set max_steps=N or --run-steps N)")
+    if steps is None:
         return None, None
     warm = math.ceil(steps * float(get("lr_warmup_ratio") or 0.0)) if name != "constant" else 0
     floor = float(get("actor.min_lr_ratio")) if name == "cosine_with_min_lr" else 0.0
     return steps, LRSchedule(shape=shape, warmup=warm, total=steps, floor=floor)
+
+
+def _at_most(get) -> str:
+    """The run's length at most, where --max_samples caps the prompts (len(prompts) = min(the dataset's, max_samples))."""
+    cap = get("max_samples")
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+        return ""
+    try:
+        n, batch, episodes, epochs = (int(get(k)) for k in ("n_samples_per_prompt", "train_batch_size", "num_episodes",
+                                                             "max_epochs"))
+    except (TypeError, ValueError):
+        return ""
+    return (f" (at most max_samples x n_samples_per_prompt // train_batch_size x num_episodes x max_epochs = "
+            f"{cap * n // batch * episodes * epochs}, where the dataset holds max_samples = {cap} prompts)")

@@ -144,3 +144,12 @@ def test_an_abbreviation_of_one_argument_is_read_as_it_as_argparse_does():
     assert setup.hparams.group_size == 4 and "n_samples: read as n_samples_per_prompt" in " ".join(setup.notes)
     with pytest.raises(ConfigError, match="has no argument max_"):  # max_ begins several: argparse refuses it too
         read_run_config({"advantage_estimator": "group_norm", "n_samples_per_prompt": 4, "max_": 2})
+
+
+def test_max_samples_bounds_the_run_length_it_does_not_fix():
+    """len(prompts) = min(the dataset's, max_samples): the length is said as at most, never read (the schedule waits
+    for max_steps)."""
+    setup = read_run_config({"advantage_estimator": "group_norm", "n_samples_per_prompt": 8, "train_batch_size": 128,
+                             "max_samples": 4000, "max_epochs": 2})
+    assert setup.run_steps is None and setup.schedule is None
+    assert "= 500, where the dataset holds max_samples = 4000 prompts" in " ".join(setup.notes)  # 4000 x 8 // 128 x 2

@@ -18,14 +18,12 @@ scripts' arguments (T = max_epochs x rollout_batch_size x n_samples_per_prompt /
 from __future__ import annotations
 
 import argparse
-import collections
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from gspo_dynamics import ConfigError
-from gspo_dynamics.predict import read_run_config
+sys.path.insert(0, str(Path(__file__).parent))
+from _example_scripts import outcome, scripts, tally  # noqa: E402
 
 REPO = "OpenRLHF/OpenRLHF"
 COMMITS = ("c1ba971c", "3c3be623")  # 2026-04-13, flat names; 2026-08-13, dotted names (the rename: ed62d0e2)
@@ -35,24 +33,6 @@ SPOT = {  # (commit, script): (T, G, N, lr) read by hand from its arguments
     ("c1ba971c", "examples/scripts/train_reinforce_baseline_hybrid_engine.sh"): (1, 8, 128, 5e-7),  # 1 x 128 x 8 / 1024
     ("3c3be623", "examples/scripts/train_dapo_ray_hybrid_engine.sh"): (8, 8, 16, 5e-7),  # 1 x 128 x 8 / 128 (dotted)
 }
-
-
-def scripts(git_dir: Path, commit: str) -> list[str]:
-    out = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", commit, "examples/scripts"],
-                         capture_output=True, text=True, check=True).stdout
-    return sorted(p for p in out.splitlines() if p.endswith(".sh"))
-
-
-def outcome(git_dir: Path, commit: str, path: str, folder: Path) -> str:
-    text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], capture_output=True,
-                          text=True, check=True).stdout
-    local = folder / f"{commit}__{path.replace('/', '__')}"
-    local.write_text(text, encoding="utf-8")
-    try:
-        hp = read_run_config(local).hparams
-    except ConfigError as error:
-        return "refused: " + " ".join(str(error).replace(str(local), "<script>").split()[:6])
-    return f"read: T = {hp.refresh_interval}, G = {hp.group_size}, N = {hp.num_groups}, lr {hp.lr:g}"
 
 
 def main() -> None:
@@ -66,16 +46,12 @@ def main() -> None:
         print(f"[SKIP] no OpenRLHF git directory at {args.openrlhf} (fetch {REPO} and pass --openrlhf)")
         return
     for commit in COMMITS:
-        paths = scripts(args.openrlhf, commit)[:QUICK] if args.quick else scripts(args.openrlhf, commit)
+        paths = scripts(args.openrlhf, commit, "examples/scripts")
         with tempfile.TemporaryDirectory() as tmp:
-            rows = [(p, outcome(args.openrlhf, commit, p, Path(tmp))) for p in paths]
+            rows = [(p, outcome(args.openrlhf, commit, p, Path(tmp))) for p in (paths[:QUICK] if args.quick else paths)]
         for path, said in rows:
             print(f"{commit} {path}: {said}")
-        kinds = collections.Counter(said.split(":")[0] if said.startswith("read") else said for _, said in rows)
-        print(f"\n{REPO} at {commit}: {kinds['read']} of {len(rows)} example scripts read")
-        for said, count in kinds.most_common():
-            if said != "read":
-                print(f"  {count:3d}  {said}")
+        print("\n" + "\n".join(tally(rows, REPO, commit)))
         spots = [(p, said) for p, said in rows if (commit, p) in SPOT]
         for path, said in spots:
             T, G, N, lr = SPOT[(commit, path)]

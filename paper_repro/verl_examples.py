@@ -14,35 +14,15 @@ $(( )) arithmetic), none of the 46 read before reading differently.
 from __future__ import annotations
 
 import argparse
-import collections
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from gspo_dynamics import ConfigError
-from gspo_dynamics.predict import read_run_config
+sys.path.insert(0, str(Path(__file__).parent))
+from _example_scripts import outcome, scripts, tally  # noqa: E402
 
 REPO, COMMIT = "volcengine/verl", "b178a3cd5"  # v0.7.0-125, 2026-01-29: the commit whose examples were read
 QUICK = 20  # --quick: the first scripts in path order
-
-
-def scripts(git_dir: Path) -> list[str]:
-    out = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", COMMIT, "examples"],
-                         capture_output=True, text=True, check=True).stdout
-    return sorted(p for p in out.splitlines() if p.endswith(".sh"))
-
-
-def outcome(git_dir: Path, path: str, folder: Path) -> str:
-    text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{COMMIT}:{path}"], capture_output=True,
-                          text=True, check=True).stdout
-    local = folder / path.replace("/", "__")
-    local.write_text(text, encoding="utf-8")
-    try:
-        hp = read_run_config(local).hparams
-    except ConfigError as error:
-        return "refused: " + " ".join(str(error).replace(str(local), "<script>").split()[:6])
-    return f"read: T = {hp.refresh_interval}, G = {hp.group_size}, N = {hp.num_groups}, lr {hp.lr:g}"
 
 
 def main() -> None:
@@ -55,16 +35,12 @@ def main() -> None:
     if not (args.verl / "HEAD").is_file():
         print(f"[SKIP] no verl git directory at {args.verl} (fetch {REPO} and pass --verl)")
         return
-    paths = scripts(args.verl)[:QUICK] if args.quick else scripts(args.verl)
+    paths = scripts(args.verl, COMMIT, "examples")
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [(p, outcome(args.verl, p, Path(tmp))) for p in paths]
+        rows = [(p, outcome(args.verl, COMMIT, p, Path(tmp))) for p in (paths[:QUICK] if args.quick else paths)]
     for path, said in rows:
         print(f"{path}: {said}")
-    kinds = collections.Counter(said.split(":")[0] if said.startswith("read") else said for _, said in rows)
-    print(f"\n{REPO} at {COMMIT}: {kinds['read']} of {len(rows)} example scripts read")
-    for said, count in kinds.most_common():
-        if said != "read":
-            print(f"  {count:3d}  {said}")
+    print("\n" + "\n".join(tally(rows, REPO, COMMIT)))
 
 
 if __name__ == "__main__":

@@ -88,6 +88,9 @@ def test_a_key_added_by_hydras_plus_is_named_as_added_not_as_a_misspelling(tmp_p
     assert setup.brief_json()["added_keys"] == list(added)
     assert not any("my_bonus" in note or "did you mean" in note for note in setup.notes)
     assert setup.hparams.group_size == 8 and setup.run_steps == 300  # a known key added with + is read as usual
+    many = read_run_config(path, overrides=[f"+reward_model.reward_kwargs.k{i}=1" for i in range(7)])
+    (line,) = [x for x in many.brief_lines() if x.startswith("added by +key")]
+    assert line.endswith("and 4 more (--json lists them)") and len(many.brief_json()["added_keys"]) == 9  # 2 + 7
     plain = tmp_path / "plain.sh"
     plain.write_text(SCRIPT)
     with pytest.raises(ConfigError, match="did you mean actor_rollout_ref.rollout.temperature"):

@@ -125,7 +125,8 @@ def unknown_line(hints: tuple[tuple[str, str | None], ...]) -> str:
 
 def added_line(framework: str, keys: tuple[str, ...]) -> str:
     """The first lines' naming of the keys a Hydra `+key=` adds on purpose: no typo, and not read."""
-    return f"added by +key, not in {NOT_IN[framework]}, not read: {', '.join(keys)}"
+    more = f" and {len(keys) - UNKNOWN_SHOWN} more (--json lists them)" if len(keys) > UNKNOWN_SHOWN else ""
+    return f"added by +key, not in {NOT_IN[framework]}, not read: {', '.join(keys[:UNKNOWN_SHOWN])}{more}"
 
 
 def assumed(framework: str, value_of: Callable[[str], Any], defaults: dict[str, Any]) -> tuple[tuple[str, Any], ...]:

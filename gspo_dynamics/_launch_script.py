@@ -49,7 +49,8 @@ _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult
               ast.Div: lambda a, b: _truncated(a, b), ast.FloorDiv: lambda a, b: _truncated(a, b),
               ast.Mod: lambda a, b: a - b * _truncated(a, b)}  # the shell's / and % truncate toward 0
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
-_VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-((?:[^{}]|\$\{[^{}]*\})*))?\}|\$([A-Za-z_]\w*)")  # a default may
+# hold one ${...} of its own: ${CONFIG_DIR:-"${HOME}/verl/trainer/config"}
 _TRAINER = re.compile(r"main_ppo(?:\.py)?$")
 _OVERRIDE = re.compile(r"^\+{0,2}[A-Za-z_][\w.\-]*=")
 _OPENRLHF = re.compile(r"(?:^|[/.])openrlhf[/.]cli[/.]train_ppo_ray(?:\.py)?$")
@@ -67,7 +68,7 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
     """The `key=value` overrides of the script's verl trainer command, a Hydra `+` kept (module docstring); one
     ConfigError where the
     script runs no verl trainer, or names its own base config."""
-    words = command_words(text, _TRAINER)
+    words = command_words(text, _TRAINER, source=source)
     if words is None:
         raise ConfigError(f"{source} runs no verl trainer (no command ending in main_ppo, as `python3 -m "
                           "verl.trainer.main_ppo key=value ...`) nor OpenRLHF's (`python3 -m openrlhf.cli.train_ppo_ray "
@@ -75,10 +76,16 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
     rest = words[1:]
     base, named = _base_config(rest)
     if named and not (base.get("name", "").removesuffix(".yaml") in VERL_BASES
-                      and base.get("path", "config") in _OWN_PATHS and _VERL_TRAINER.search(words[0])):
+                      and _own_path(base.get("path", "config")) and _VERL_TRAINER.search(words[0])):
         raise ConfigError(f"{source} names its own base config ({' '.join(named)}): its keys outside the command "
                           "line are in that file; give the file as --config and the script's overrides with --set")
     return [w for w in rest if _OVERRIDE.match(w)]
+
+
+def _own_path(path: str) -> bool:
+    """Whether a --config-path is verl's own config folder: beside verl/trainer/main_ppo.py (`config`), or a clone's
+    (`$(pwd)/verl/trainer/config`)."""
+    return path in _OWN_PATHS or path.rstrip("/").endswith("verl/trainer/config")
 
 
 def runs_openrlhf(text: str) -> bool:
@@ -91,7 +98,7 @@ def openrlhf_arguments(text: str, source: str = "the script") -> dict[str, str |
     its dashes: `--name value` and `--name=value` a word, `--name v1 v2` (nargs 2) a list, a flag alone (`--packing_samples`)
     True; the last of a repeated one wins. The values stay words (typed by the caller); the script's own arguments
     passed through (`"$@"`) are left out, and the command ends at a pipe, `&&` or a redirection. One ConfigError where the script runs no such command."""
-    words = command_words(text, _OPENRLHF, _OPENRLHF_IN)
+    words = command_words(text, _OPENRLHF, _OPENRLHF_IN, source)
     if words is None:
         raise ConfigError(f"{source} runs no OpenRLHF PPO trainer (`python3 -m openrlhf.cli.train_ppo_ray --arg value`)")
     out: dict[str, str | list[str] | bool] = {}
@@ -118,14 +125,27 @@ def _own_words(words: list[str]) -> list[str]:
     return words
 
 
-def command_words(text: str, trainer: re.Pattern, nested: re.Pattern | None = None) -> list[str] | None:
-    """The words of the script's first command with a word `trainer` matches, from that word on, after the shell's
-    expansion of the lines before it (module docstring); None where no command has one. `nested`: a word of several
+def command_words(text: str, trainer: re.Pattern, nested: re.Pattern | None = None,
+                  source: str = "the launch script") -> list[str] | None:
+    """The words of the script's command with a word `trainer` matches, from that word on, after the shell's
+    expansion of the lines before it (module docstring); None where no command has one, one ConfigError where
+    several have (two runs, or one per branch of an if: which was run, the script does not say). `nested`: a word of several
     that `nested` finds in holds a whole command line (`srun ... bash -c "ray job submit ... -- python3 -m ..."`): it
     is split again and searched too (OpenRLHF's reader; verl's reads as it always has). Shared by verl's reader (`overrides_of`) and OpenRLHF's
     (`openrlhf_arguments`)."""
+    found = _trainer_commands(text, trainer, nested)
+    if len(found) > 1:
+        raise ConfigError(f"{source} runs {found[0][0]} {len(found)} times (two runs, or one per branch of an if): a "
+                          "config is one run's; keep the command of the run you mean in a script of its own")
+    return found[0] if found else None
+
+
+def _trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None) -> list[list[str]]:
+    """The words, from the trainer's on, of every command with a word `trainer` matches, each after the shell's
+    expansion of the lines before it (`command_words`)."""
     values: dict[str, str] = {}
     arrays: dict[str, list[str]] = {}
+    found = []
     for line in (part for whole in _logical_lines(text) for part in _commands(whole)):
         array = _ARRAY.match(line)
         if array:  # NAME=( ... ): its words, each expanded
@@ -137,11 +157,12 @@ def command_words(text: str, trainer: re.Pattern, nested: re.Pattern | None = No
             words = [part for w in words for part in (_words(w) if " " in w and nested.search(w) else [w])]
         start = next((i for i, w in enumerate(words) if trainer.search(w)), None)
         if start is not None:
-            return words[start:]
+            found.append(words[start:])
+            continue
         assignment = _ASSIGNMENT.match(code)
         if assignment:
             values[assignment.group(1)] = " ".join(_words(assignment.group(2)))
-    return None
+    return found
 
 
 def _base_config(words: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -220,7 +241,7 @@ def _expanded(text: str, values: dict[str, str], arrays: dict[str, list[str]] | 
         name = match.group(1) or match.group(3)
         if name in values:
             return values[name]
-        return match.group(2) if match.group(2) is not None else match.group(0)
+        return _VARIABLE.sub(value, match.group(2)) if match.group(2) is not None else match.group(0)
 
     return _ARITHMETIC.sub(lambda m: _arithmetic(m, values), _VARIABLE.sub(value, _ELEMENTS.sub(elements, text)))
 

@@ -148,3 +148,22 @@ def test_one_expansion_serves_verl_and_openrlhf():
     assert runs_openrlhf(text) and openrlhf_arguments(text) == {"n_samples_per_prompt": "8"}
     with pytest.raises(ConfigError, match="runs no verl trainer .* nor OpenRLHF's"):
         overrides_of("python3 train.py --lr 1e-6\n")
+
+
+def test_a_script_that_runs_the_trainer_twice_is_one_clear_error_not_its_first_run_read():
+    """Two commands (two runs, or an if's two branches): which one the user means the script does not say (audit
+    s31: the first was read, the second's lr 5e-6 unsaid)."""
+    with pytest.raises(ConfigError, match=r"runs verl.trainer.main_ppo 2 times \(two runs, or one per branch of an if\)"):
+        overrides_of(SCRIPT + SCRIPT.replace("LR=1e-6", "LR=5e-6"))
+
+
+def test_a_default_holding_a_variable_and_a_clones_verl_config_folder_are_read():
+    """`${CONFIG_DIR:-"${HOME}/verl/trainer/config"}` (a default with a variable of its own) expands whole, and a
+    clone's copy of verl's config folder holds verl's own bases (audit s31: Weigaa/qwen30b_tpu_verl)."""
+    text = ('HOME=$(pwd)\nCONFIG_DIR=${CONFIG_DIR:-"${HOME}/verl/trainer/config"}\n'
+            + SCRIPT.replace("python3 -m verl.trainer.main_ppo \\\n", 'python3 -m verl.trainer.main_ppo '
+                             '--config-path="${CONFIG_DIR}" --config-name=ppo_megatron_trainer \\\n'))
+    assert "actor_rollout_ref.rollout.n=8" in overrides_of(text)
+    other = text.replace("verl/trainer/config", "my/configs")
+    with pytest.raises(ConfigError, match=r"names its own base config \(--config-path=\$\(pwd\)/my/configs "):
+        overrides_of(other)

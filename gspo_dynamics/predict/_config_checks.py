@@ -112,9 +112,14 @@ def refuse_unknown(hints: tuple[tuple[str, str | None], ...], framework: str, fr
                               "misspelt key leaves the one meant at its default; a config saved by another release holds "
                               "keys this tool does not know by the dozen: if it is one, give --allow-unknown to read on "
                               "(the answer's first lines name every key read past), else correct them")
+        it = "it" if one else "them"
+        if all(key in OLD_KEYS or key in MOVED for key, _ in hints):  # an older release's: no typo to correct
+            raise ConfigError(f"{HAS_NO[framework]}{'' if one else 's'} {_named(hints, from_set)}: where it sits, a key "
+                              f"may change a training step, which this release does otherwise or not at all; give "
+                              f"--allow-unknown to read on without {it}")
         raise ConfigError(f"{HAS_NO[framework]}{'' if one else 's'} {_named(hints, from_set)}: a misspelt key leaves "
-                          f"the one meant at its default; correct {'it' if one else 'them'}, or give --allow-unknown "
-                          f"to read on without {'it' if one else 'them'}")
+                          f"the one meant at its default, and a fork's own key is not read; correct {it}, or give "
+                          f"--allow-unknown to read on without {it}")
 
 
 def unknown_line(hints: tuple[tuple[str, str | None], ...]) -> str:

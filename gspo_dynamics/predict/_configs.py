@@ -13,6 +13,7 @@ mapping, with its equations, is in `predict/_frameworks.py` (TRL, ours), `predic
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
     _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
-from gspo_dynamics.predict._verl import flatten, resolve_all, search_r1_group, verl_mapping
+from gspo_dynamics.predict._verl import _verl_estimator, flatten, resolve_all, search_r1_group, verl_mapping
 from gspo_dynamics.predict import _config_checks, _openrlhf, _openrlhf_fields, _trl_fields, _verl_fields, _verl_schema
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
 from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
@@ -272,8 +273,11 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
         notes.append("keys of older verl releases, removed since, not read (none changes a training step): "
                      + ", ".join(f"{k} (a key of verl <= {OLD_KEYS[k]})" for k in old))
         classes |= dict.fromkeys(old, "no_dynamics")
-    hints, added = unknown("verl", [k for k, c in classes.items() if c == "unknown"],
-                    _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
+    strays = [k for k, c in classes.items() if c == "unknown"]
+    given = raw.get("algorithm.adv_estimator")
+    _estimator_first(strays, "algorithm.adv_estimator",
+                     lambda: None if isinstance(given, str) and "${" in given else _verl_estimator(given))
+    hints, added = unknown("verl", strays, _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
     said: list[str] = []
     refused: list[str] = []
     hp, exact, used, loss = verl_mapping(raw, notes, said, refused)
@@ -297,11 +301,21 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     return dataclasses.replace(setup, read_as=tuple(said), refused=tuple(refused))
 
 
+def _estimator_first(strays: list[str], key: str, check) -> None:
+    """Run `check` (the mapping's estimator check: a ConfigError for a critic's or a non-group estimator) before the
+    unknown keys `strays` are refused: a run outside the group model is said first, not after the user has sorted
+    out a fork's own keys; unless a stray key may be `key` misspelt (its last part near `key`'s), whose refusal then
+    says more."""
+    if not any(difflib.get_close_matches(k.rsplit(".", 1)[-1], [key.rsplit(".", 1)[-1]], cutoff=0.75) for k in strays):
+        check()
+
+
 def _openrlhf_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     """OpenRLHF's arguments' RunSetup (`predict._openrlhf`): the mapping, the schedule, the unmodelled arguments."""
     args = _openrlhf.unabbreviated(_openrlhf.arguments(cfg), notes)
-    hints, added = unknown(_openrlhf.FRAMEWORK, [k for k in args if k not in _openrlhf_fields.KNOWN],
-                           _openrlhf_fields.KNOWN)
+    strays = [k for k in args if k not in _openrlhf_fields.KNOWN]
+    _estimator_first(strays, "advantage_estimator", lambda: _openrlhf.advantage(*_openrlhf.canonical(args), []))
+    hints, added = unknown(_openrlhf.FRAMEWORK, strays, _openrlhf_fields.KNOWN)
     hp, exact, used = _openrlhf.openrlhf_mapping(args, notes)
     flat, written = _openrlhf.canonical(args)
 

@@ -93,7 +93,7 @@ def openrlhf_mapping(args: dict[str, Any], notes: list[str]) -> tuple[Hyperparam
             return fields.DEFAULTS.get(key)
         return flat[key]
 
-    advantage = _advantage(flat.get("advantage_estimator"), written, notes)
+    adv = advantage(flat, written, notes)
     used.add("advantage_estimator")
     def count(key: str) -> int:
         return _number(written[key], get(key), integer=True, positive=True)
@@ -113,13 +113,15 @@ def openrlhf_mapping(args: dict[str, Any], notes: list[str]) -> tuple[Hyperparam
         raise not_one_of(written["policy_loss_type"], loss, ("ppo", "gspo"), "OpenRLHF's policy losses")
     hp = Hyperparams(lr=_number(written["actor_learning_rate"], get("actor_learning_rate"), positive=True),
                      optimizer=_optimizer(get, written, notes), refresh_interval=T, group_size=G, num_groups=N,
-                     advantage=advantage, correction="sequence" if loss == "gspo" else "token", clip_low=low,
+                     advantage=adv, correction="sequence" if loss == "gspo" else "token", clip_low=low,
                      clip_high=high, kl_coef=_beta(get, written, notes), clip_mode="stop", ratio_cap=cap)
     return hp, exact, used
 
 
-def _advantage(estimator: Any, written: dict[str, str], notes: list[str]) -> str:
-    """advantage_estimator's advantage (module docstring), or one ConfigError naming what it is."""
+def advantage(flat: dict[str, Any], written: dict[str, str], notes: list[str]) -> str:
+    """advantage_estimator's advantage (module docstring), or one ConfigError naming what it is (`flat`: the
+    arguments by flat name, `canonical`'s)."""
+    estimator = flat.get("advantage_estimator")
     key = written.get("advantage_estimator", "advantage_estimator")
     if estimator is None:
         raise ConfigError(f"{key} not given: OpenRLHF's default is gae, {fields.OTHER_ESTIMATORS['gae']}, not a "
@@ -153,7 +155,8 @@ def _beta(get, written: dict[str, str], notes: list[str]) -> float:
     """beta: init_kl_coef as a loss term under use_kl_loss; without it the KL (kl_estimator's) is subtracted from
     the reward, which the theory does not model (said), and beta is 0."""
     coef = _number(written["init_kl_coef"], get("init_kl_coef"), nonnegative=True)
-    estimator = get("kl_estimator")
+    # an older release's flag for the k3 estimator (OpenRLHF #476, removed in #797), where no kl_estimator is given
+    estimator = "k3" if get("use_kl_estimator_k3") is True and get("kl_estimator") in (None, "k1") else get("kl_estimator")
     if get("use_kl_loss") is True:
         if estimator != "k3":
             notes.append(f"{written['kl_estimator']} {estimator} as the KL loss (OpenRLHF recommends k2 or k3 there): beta read as "

@@ -360,7 +360,8 @@ def test_a_misspelt_key_is_refused_naming_the_nearest_key_of_its_framework(tmp_p
 
 def test_the_refusal_says_what_a_typo_costs_not_that_the_key_was_meant():
     with pytest.raises(ConfigError, match=r"has no field learnig_rate \(did you mean learning_rate\?\): a misspelt key "
-                                          r"leaves the one meant at its default; correct it, or give --allow-unknown"):
+                                          r"leaves the one meant at its default, and a fork's own key is not read; "
+                                          r"correct it, or give --allow-unknown"):
         read_run_config({"learnig_rate": 1e-3, "num_generations": 8})
 
 

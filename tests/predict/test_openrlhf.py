@@ -153,3 +153,21 @@ def test_max_samples_bounds_the_run_length_it_does_not_fix():
                              "max_samples": 4000, "max_epochs": 2})
     assert setup.run_steps is None and setup.schedule is None
     assert "= 500, where the dataset holds max_samples = 4000 prompts" in " ".join(setup.notes)  # 4000 x 8 // 128 x 2
+
+
+def test_a_run_outside_the_group_model_is_said_before_a_forks_own_arguments():
+    """A fork's arguments (R1-Searcher's group_method) beside a critic's estimator: the estimator is the refusal
+    that decides, said first; an argument that may be the estimator's own name misspelt keeps the typo first."""
+    base = {"n_samples_per_prompt": 8, "rollout_batch_size": 16, "train_batch_size": 64, "actor_learning_rate": 1e-6}
+    with pytest.raises(ConfigError, match="advantage_estimator gae: a critic's value baseline"):
+        read_run_config(dict(base, advantage_estimator="gae", group_method="mine"))
+    with pytest.raises(ConfigError, match="has no argument advantage_estimater"):
+        read_run_config(dict(base, advantage_estimater="group_norm"))
+
+
+def test_the_older_k3_flag_is_the_k3_estimator():
+    cfg = {"n_samples_per_prompt": 8, "rollout_batch_size": 16, "train_batch_size": 64, "actor_learning_rate": 1e-6,
+           "advantage_estimator": "group_norm", "use_kl_loss": True, "init_kl_coef": 0.01}
+    assert any("kl_estimator k1 as the KL loss" in n for n in read_run_config(cfg).notes)
+    older = read_run_config(dict(cfg, use_kl_estimator_k3=True))
+    assert not any("as the KL loss" in n for n in older.notes) and older.hparams.kl_coef == 0.01

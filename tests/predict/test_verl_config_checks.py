@@ -267,3 +267,12 @@ def test_keys_below_an_override_mapping_pass_through_to_the_engine_and_are_verls
     assert schema.knows(ACTOR + "megatron.override_transformer_config.moe_router_dtype")
     assert schema.knows(ACTOR + "megatron.override_transformer_config.recompute_granularity")
     assert not schema.knows(ACTOR + "megatron.no_such_setting")
+
+
+def test_a_critic_run_is_said_before_a_forks_own_keys():
+    """verl's gae with a fork's data.max_extrapolation_length: the estimator decides, so it is said first."""
+    cfg = with_(algorithm__adv_estimator="gae", data__max_extrapolation_length=4096)
+    with pytest.raises(ConfigError, match="algorithm.adv_estimator gae: a critic's value baseline"):
+        read_run_config(cfg)
+    with pytest.raises(ConfigError, match="max_extrapolation_length"):  # a group estimator: the key is the refusal
+        read_run_config(with_(data__max_extrapolation_length=4096))

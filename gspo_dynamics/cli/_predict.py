@@ -21,7 +21,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.cli._options import (
     add_config_options, add_hyperparams, add_log_run_option, bandit_from_args, hyperparams_from_args, integer, save_figure,
 )
-from gspo_dynamics.predict import T_MAX, as_json_ready, predict_bandit, summary_lines
+from gspo_dynamics.predict import T_MAX, as_json_ready, hparams_text, predict_bandit, summary_lines
 
 
 DESCRIPTION = ("Whether a GRPO/GSPO config (TRL, verl or this tool's trainer) trains stably and what to change if "
@@ -128,7 +128,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     else:
         lines = headline.lines()
         changed = 1 + max(len(headline.changes), 1)  # the verdict, then its change lines ("change: none" at least)
-        lines[changed:changed] = setup.unmodelled_lines()  # after the changes: the keys in force outside the model
+        # after the changes: the keys in force outside the model, then the run as read (what every number rests on)
+        lines[changed:changed] = setup.unmodelled_lines() + [f"read: {hparams_text(setup.hparams, setup.refresh_exact)}"]
         lines[1:1] = setup.brief_lines(skip)  # after the verdict: the unknown keys read past, the defaults taken
         lines += ["", *forecast.summary_lines()] if args.explain else ["(--explain: how this was measured)"]
         print("\n".join(lines))

@@ -16,6 +16,7 @@ lines say which (`assumed_line`), since a forgotten key is as silent as a misspe
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any, Callable, Iterable
 
 from gspo_dynamics._errors import ConfigError
@@ -25,6 +26,8 @@ from gspo_dynamics.predict._verl_history import OLD_KEYS
 UNKNOWN_SHOWN = 5  # unknown keys a refusal names (a Hydra dump of another verl release holds dozens)
 NEAR_CUTOFF = 0.75  # difflib's ratio a known key must reach to be offered ("learnig_rate" -> "learning_rate": 0.96;
 # "steps" -> "std_eps", 0.67, is no typo of it)
+WORD_CUTOFF = 0.75  # `_misspelt`: a word this near another is that word misspelt (learnig/learning 0.93;
+# ref/reward 0.67 is another word), or one letter from it (`_one_edit`: nn/n)
 LEAF_CUTOFF = 0.6  # a whole dotted key offered needs its last part this near too ("rollout.nn" -> "rollout.n": 0.67; a
 # shared prefix alone, "actor.mask_answer" -> "actor.tau_neg": 0.44, is no typo)
 
@@ -75,11 +78,34 @@ def nearest(key: str, known: Iterable[str]) -> str | None:
         siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == parent}
         match = difflib.get_close_matches(leaf, list(siblings), n=1, cutoff=NEAR_CUTOFF)
         if match:
-            return siblings[match[0]]
+            return siblings[match[0]] if _misspelt(leaf, match[0]) else None
     match = difflib.get_close_matches(key, known, n=1, cutoff=NEAR_CUTOFF)
     if match and dot and not difflib.get_close_matches(leaf, [match[0].rpartition(".")[2]], cutoff=LEAF_CUTOFF):
         return None  # a shared long prefix, another last part: `actor.chunk_noreduce` is no typo of `actor.tau_neg`
-    return match[0] if match else None
+    return match[0] if match and _misspelt(leaf, match[0].rpartition(".")[2]) else None
+
+
+def _misspelt(name: str, known: str) -> bool:
+    """Whether `name` reads as `known` misspelt, word by word (words split at _ and -): as many words, each the same
+    or near (ratio >= WORD_CUTOFF: `learnig_rate`, `ppo_epoch`), or the same letters with another split
+    (`learningrate`). A word of its own, or one another word stands for, is a different name, whatever the
+    letters share: `ref_pretrain` is no typo of `reward_pretrain`, `val_custom_reward_function` none of
+    `custom_reward_function`, `max_extrapolation_length` none of `max_response_length` (a fork's own keys)."""
+    words, known_words = re.split(r"[_\-]", name.lower()), re.split(r"[_\-]", known.lower())
+    if len(words) != len(known_words):
+        return "".join(words) == "".join(known_words)
+    return all(a == b or difflib.SequenceMatcher(None, a, b).ratio() >= WORD_CUTOFF or _one_edit(a, b)
+               for a, b in zip(words, known_words))
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether one letter added, dropped or changed turns `a` into `b` (a short word's typo: `nn` for `n`)."""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b)) == 1
+    short, long_ = sorted((a, b), key=len)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
 
 
 def hinted(unknown: Iterable[str], known: Iterable[str]) -> tuple[tuple[str, str | None], ...]:

@@ -22,14 +22,16 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
                     (`$((train_bsz * n))`); an expression with anything else stays as written.
 
 Assignments are taken in the order written, the last before the command winning, branches (if / else) not told
-apart: a script that sets a key's variable in both branches is read on the last.
+apart: a script that sets a key's variable in both branches is read on the last. A script that runs the trainer
+more than once (two runs, or one command per branch) is one ConfigError: which run it means, it does not say.
 
 `+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
 names the key as one the script adds on purpose (`_config_file.load_config_and_added`); `~key` (a deletion) is left out.
 A script that names a base config (`--config-name` / `--config-path`) is read only where that base is verl's own
 shipped one: `--config-name` one of VERL_BASES (`ppo_trainer`, `ppo_megatron_trainer`, `.yaml` or not) under verl's
 own config folder (`--config-path` absent, `config` or `./config`: Hydra resolves it beside the trainer's file, and
-the trainer is verl's `verl.trainer.main_ppo`), whose defaults the loader takes for every key the script leaves out.
+the trainer is verl's `verl.trainer.main_ppo`; or a clone's `.../verl/trainer/config`), whose defaults the loader
+takes for every key the script leaves out.
 Any other base is refused: its keys outside the command line live in a file this reader does not see, and reading
 the overrides alone would take verl's defaults for them.
 """

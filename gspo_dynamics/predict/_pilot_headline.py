@@ -304,8 +304,10 @@ def _forecast(f, chance: dict | None) -> dict:
                            f"{f.end.value:.3g}{f.end.band_text()}")
     else:
         out["end_reward"] = None
-        out["text"].append("reward at the run's end: not forecast (its length is unknown: "
-                           f"{keys.run_length if keys else 'steps'} in the config, or --run-steps)")
+        where = ("--set max_steps=N (OpenRLHF's trainer counts its steps from the dataset)"
+                 if keys is not None and keys.framework == "openrlhf" else
+                 f"{keys.run_length if keys else 'steps'} in the config")
+        out["text"].append(f"reward at the run's end: not forecast (its length is unknown: {where}, or --run-steps)")
     imp = f.implications
     if plateau_identified(f):
         out["plateau"] = {"value": imp.plateau.value, "step": imp.time_to_plateau.value}

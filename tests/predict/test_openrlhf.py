@@ -171,3 +171,20 @@ def test_the_older_k3_flag_is_the_k3_estimator():
     assert any("kl_estimator k1 as the KL loss" in n for n in read_run_config(cfg).notes)
     older = read_run_config(dict(cfg, use_kl_estimator_k3=True))
     assert not any("as the KL loss" in n for n in older.notes) and older.hparams.kl_coef == 0.01
+
+
+def test_a_pilot_of_a_run_whose_length_no_argument_holds_says_how_to_give_it():
+    """OpenRLHF's trainer counts its steps from the dataset: the end reward's line names --set max_steps=N."""
+    import numpy as np
+
+    from gspo_dynamics.logs import RunLog
+    from gspo_dynamics.predict import pilot_forecast, pilot_headline
+
+    cfg = {"n_samples_per_prompt": 8, "rollout_batch_size": 16, "train_batch_size": 128, "actor_learning_rate": 1e-6,
+           "advantage_estimator": "group_norm"}
+    steps = np.arange(1, 41)
+    reward = 0.7 - 0.4 * np.exp(-steps / 12) + 0.01 * np.random.default_rng(0).standard_normal(40)
+    log = RunLog(steps=steps, series={"reward": reward}, format="jsonl", source="<synthetic>")
+    text = pilot_headline(pilot_forecast(read_run_config(cfg), log)).lines()
+    assert any("not forecast (its length is unknown: --set max_steps=N (OpenRLHF's trainer counts its steps from the "
+               "dataset), or --run-steps)" in line for line in text)

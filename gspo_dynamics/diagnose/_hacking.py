@@ -15,6 +15,7 @@ from gspo_dynamics._keys import MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._findings import LENGTH_SHRINK, Z_NOT_RISING, Z_RISE
 from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
+from gspo_dynamics.fit import row_scatter
 
 LENGTH_BLOWUP_RATIO = LENGTH_SHRINK  # mean completion length doubled from early to late (the mirror of halved)
 TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
@@ -49,7 +50,7 @@ def eval_divergence(log, trend: dict) -> dict | None:
     running = np.convolve(evals[:-w], np.ones(w) / w, mode="valid")  # (n - 2w + 1,) means of w points
     k = int(np.argmax(running))
     peak, late = float(running[k]), float(evals[-w:].mean())
-    sigma = float(np.std(np.diff(evals), ddof=1)) / math.sqrt(2.0)  # step-to-step scatter of one eval
+    sigma = row_scatter(evals)  # step-to-step scatter of one eval
     drop = peak - late
     if not drop > Z_TREND * sigma * math.sqrt(2.0 / w):
         return None

@@ -21,11 +21,10 @@ from gspo_dynamics.diagnose._trend_stats import (
     Z_TREND,
     late_climb,
     recent_level,
-    row_scatter,
     stall_probability,
 )
 from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confidence, evidence, reward_reach
-from gspo_dynamics.fit import EXTRAPOLATION_LIMIT
+from gspo_dynamics.fit import EXTRAPOLATION_LIMIT, row_scatter
 
 
 def _remaining(fit, imp) -> tuple[float, float, float]:
@@ -125,7 +124,9 @@ RISE_OR_STALL = ("still_rising", "stalled")  # a rise short of significance that
 RISE_ODDS = 0.5  # P(no change) below this: the data favour a meaningful rise over none (`_rise_or_stall`)
 FLAT_SURE = 0.6  # a stalled or noise-dominated reading below this confidence is unsure between the two
 # without a per-sample spread, a change this many times the rows' own scatter is one a plot shows at a glance: a
-# flat log that could not have detected it is too short or noisy to call a stall (`_unspread_verdict`)
+# flat log that could not have detected it is too short or noisy to call a stall (`_unspread_verdict`). Set by that
+# argument, not fitted (on our grids or real logs); measured after: 2 of the 7 wild dev logs with no spread turn
+# unsure (9 and 34 rows), the 150-9751-row ones stay stalled (paper_repro/wild_logs.py, 2026-12-02)
 VISIBLE_CHANGE = 1.0
 # a flat reward's change estimate within this many standard errors of 0 gives no hint of a change the noise hides:
 # noise-dominated (blind to a small change) and stalled (no change) are then told apart by nothing in the reward
@@ -151,7 +152,7 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
       noise-dominated, as sure as the data are blind to a meaningful change (resolution above MEANINGFUL_CHANGE)
         and as the change's estimate is off 0 (NOISE_HINT_Z): a flat reward at 0 with no power is either.
     Neither where the data could have seen a meaningful change and favour a rise over none: `_rise_or_stall`.
-    Without a spread, `_unspread_verdict` (`scatter`: the rows' own, `_trend_stats.row_scatter`).
+    Without a spread, `_unspread_verdict` (`scatter`: the rows' own, `fit.row_scatter`).
     """
     ev_trend = evidence("reward change late - early (Welch |z|)", abs(z), span, threshold=Z_TREND, side="<", z=z,
                         early=trend["early"], late=trend["late"])
@@ -194,7 +195,7 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
 
 def _unspread_verdict(z: float, se: float, scatter: float, ev_trend: dict, span: tuple) -> Verdict:
     """A flat reward (|z| < Z_TREND) with no per-sample spread: no meaningful change to aim the power calculation
-    at, so it aims at a visible one, VISIBLE_CHANGE times the rows' own scatter sigma_row (`row_scatter`):
+    at, so it aims at a visible one, VISIBLE_CHANGE times the rows' own scatter sigma_row (`fit.row_scatter`):
 
         visible = (Z_TREND + Z_POWER) se / sigma_row,   se the Welch standard error widened for correlated rows.
 

@@ -77,13 +77,6 @@ def ar1_inflation(values: np.ndarray) -> float:
     return math.sqrt((1.0 + rho) / (1.0 - rho))
 
 
-def row_scatter(values: np.ndarray) -> float:
-    """The rows' own scatter about a smooth curve, sigma_row = std(r_{t+1} - r_t) / sqrt(2) over the finite values
-    (first differences cancel a slow drift); 0 for fewer than 3."""
-    x = values[np.isfinite(values)]
-    return float(np.std(np.diff(x), ddof=1) / math.sqrt(2)) if x.size >= 3 else 0.0
-
-
 def stall_probability(diff: float, se: float, meaningful: float) -> float:
     """The posterior share of "no change" against "a meaningful change" given an observed change `diff` of
     standard error `se`: with d ~ N(Delta, se^2), H0: Delta = 0 against H1: Delta = +-meaningful (the side of d,

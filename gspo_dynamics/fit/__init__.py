@@ -34,6 +34,7 @@ from gspo_dynamics.fit._periodogram import (
     reward_span,
 )
 from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
+from gspo_dynamics.fit._uncertainty import row_scatter
 from gspo_dynamics.fit._warm import warm_start
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "alternation",
     "oscillation_confidence",
     "reward_span",
+    "row_scatter",
     "check_reward_range",
     "fisher_g",
     "fit_entropy_law",

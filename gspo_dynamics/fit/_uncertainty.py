@@ -6,6 +6,10 @@ J the Jacobian of the model curve with respect to its fitted parameters at the o
 differences of step FD_REL_STEP times each parameter's scale (error O(step^2)); stderr = sqrt(diag cov).
 A derived quantity f gets its error by the delta method, var f = g^T cov g, g from `partial_derivative`.
 Checked against the scatter of refits on simulated noise in tests/fit/test_fit_trajectory.py.
+
+A series' own scatter about a smooth curve, without a fit (`row_scatter`): first differences cancel a slow drift,
+
+    sigma_row = std(r_{t+1} - r_t) / sqrt(2)   (independent rows of noise sigma: var(r_{t+1} - r_t) = 2 sigma^2).
 """
 
 from __future__ import annotations
@@ -89,3 +93,10 @@ def standard_errors(chosen: FitResult, names: tuple[str, ...], cov: np.ndarray) 
     for i, name in enumerate(names):
         stderr[name] = float(math.sqrt(cov[i, i])) if cov[i, i] >= 0 else math.nan
     return stderr
+
+
+def row_scatter(values) -> float:
+    """sigma_row of the module docstring over the finite values; 0 for fewer than 3."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(np.std(np.diff(x), ddof=1) / math.sqrt(2)) if x.size >= 3 else 0.0

@@ -91,7 +91,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from gspo_dynamics.fit import (
-    EXTRAPOLATION_LIMIT, HELD_STEPS, TrajectoryFit, fit_entropy_law, fit_sigmoid_scalerl,
+    EXTRAPOLATION_LIMIT, HELD_STEPS, TrajectoryFit, fit_entropy_law, fit_sigmoid_scalerl, row_scatter,
 )
 from gspo_dynamics.predict._curve_ensemble import curve_ensemble
 
@@ -170,9 +170,7 @@ def horizon_bin(horizon: float) -> str:
 
 def pilot_noise(reward, reach: tuple[float, float]) -> float:
     """sigma of (1)."""
-    r = np.asarray(reward, dtype=float)
-    raw = float(np.std(np.diff(r), ddof=1) / math.sqrt(2)) if r.size > 2 else 0.0
-    return max(raw, NOISE_FLOOR * (reach[1] - reach[0]), 1e-12)
+    return max(row_scatter(reward), NOISE_FLOOR * (reach[1] - reach[0]), 1e-12)
 
 
 def information(reward, noise: float, k: int = HELD_STEPS) -> float:

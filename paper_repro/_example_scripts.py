@@ -4,8 +4,10 @@ repository), gives its T, G, N and lr, or the first words of its one-line refusa
 
 from __future__ import annotations
 
+import argparse
 import collections
 import subprocess
+import tempfile
 from pathlib import Path
 
 from gspo_dynamics import ConfigError
@@ -37,3 +39,24 @@ def tally(rows: list[tuple[str, str]], repo: str, commit: str) -> list[str]:
     kinds = collections.Counter(said.split(":")[0] if said.startswith("read") else said for _, said in rows)
     return ([f"{repo} at {commit}: {kinds['read']} of {len(rows)} example scripts read"]
             + [f"  {count:3d}  {said}" for said, count in kinds.most_common() if said != "read"])
+
+
+def git_dir(description: str, option: str, default: Path, repo: str) -> tuple[Path | None, bool]:
+    """(the clone's git directory, --quick) from the command line; None, said as `[SKIP]`, where it is absent."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(f"--{option}", type=Path, default=default, help=f"a git directory of {repo}")
+    parser.add_argument("--quick", action="store_true", help="the first scripts only")
+    parser.add_argument("--no-record", action="store_true", help="nothing is recorded in any case (a measurement)")
+    args = parser.parse_args()
+    found = getattr(args, option)
+    if not (found / "HEAD").is_file():
+        print(f"[SKIP] no {repo} git directory at {found} (fetch {repo} and pass --{option})")
+        return None, args.quick
+    return found, args.quick
+
+
+def read_all(clone: Path, commit: str, folder: str, first: int | None) -> list[tuple[str, str]]:
+    """(path, `outcome`) of every script under `folder` at `commit`, or of its `first` ones in path order."""
+    paths = scripts(clone, commit, folder)
+    with tempfile.TemporaryDirectory() as tmp:
+        return [(p, outcome(clone, commit, p, Path(tmp))) for p in paths[:first]]

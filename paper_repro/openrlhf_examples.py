@@ -17,13 +17,11 @@ scripts' arguments (T = max_epochs x rollout_batch_size x n_samples_per_prompt /
 
 from __future__ import annotations
 
-import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _example_scripts import outcome, scripts, tally  # noqa: E402
+from _example_scripts import git_dir, read_all, tally  # noqa: E402
 
 REPO = "OpenRLHF/OpenRLHF"
 COMMITS = ("c1ba971c", "3c3be623")  # 2026-04-13, flat names; 2026-08-13, dotted names (the rename: ed62d0e2)
@@ -36,24 +34,15 @@ SPOT = {  # (commit, script): (T, G, N, lr) read by hand from its arguments
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--openrlhf", type=Path, default=Path("/work/.mirror/OpenRLHF+OpenRLHF/repo"),
-                        help="a git directory of OpenRLHF/OpenRLHF holding COMMITS")
-    parser.add_argument("--quick", action="store_true", help="the first QUICK scripts only")
-    parser.add_argument("--no-record", action="store_true", help="nothing is recorded in any case (a measurement)")
-    args = parser.parse_args()
-    if not (args.openrlhf / "HEAD").is_file():
-        print(f"[SKIP] no OpenRLHF git directory at {args.openrlhf} (fetch {REPO} and pass --openrlhf)")
+    clone, quick = git_dir(__doc__.splitlines()[0], "openrlhf", Path("/work/.mirror/OpenRLHF+OpenRLHF/repo"), REPO)
+    if clone is None:
         return
     for commit in COMMITS:
-        paths = scripts(args.openrlhf, commit, "examples/scripts")
-        with tempfile.TemporaryDirectory() as tmp:
-            rows = [(p, outcome(args.openrlhf, commit, p, Path(tmp))) for p in (paths[:QUICK] if args.quick else paths)]
+        rows = read_all(clone, commit, "examples/scripts", QUICK if quick else None)
         for path, said in rows:
             print(f"{commit} {path}: {said}")
         print("\n" + "\n".join(tally(rows, REPO, commit)))
-        spots = [(p, said) for p, said in rows if (commit, p) in SPOT]
-        for path, said in spots:
+        for path, said in [(p, said) for p, said in rows if (commit, p) in SPOT]:
             T, G, N, lr = SPOT[(commit, path)]
             agree = said == f"read: T = {T}, G = {G}, N = {N}, lr {lr:g}"
             print(f"  by hand {path}: T = {T}, G = {G}, N = {N}, lr {lr:g}: {'agrees' if agree else 'DIFFERS: ' + said}")

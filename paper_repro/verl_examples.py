@@ -13,31 +13,21 @@ $(( )) arithmetic), none of the 46 read before reading differently.
 
 from __future__ import annotations
 
-import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _example_scripts import outcome, scripts, tally  # noqa: E402
+from _example_scripts import git_dir, read_all, tally  # noqa: E402
 
 REPO, COMMIT = "volcengine/verl", "b178a3cd5"  # v0.7.0-125, 2026-01-29: the commit whose examples were read
 QUICK = 20  # --quick: the first scripts in path order
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--verl", type=Path, default=Path("/work/.mirror/volcengine+verl/repo"),
-                        help="a git directory of volcengine/verl holding COMMIT")
-    parser.add_argument("--quick", action="store_true", help="the first QUICK scripts only")
-    parser.add_argument("--no-record", action="store_true", help="nothing is recorded in any case (a measurement)")
-    args = parser.parse_args()
-    if not (args.verl / "HEAD").is_file():
-        print(f"[SKIP] no verl git directory at {args.verl} (fetch {REPO} and pass --verl)")
+    clone, quick = git_dir(__doc__.splitlines()[0], "verl", Path("/work/.mirror/volcengine+verl/repo"), REPO)
+    if clone is None:
         return
-    paths = scripts(args.verl, COMMIT, "examples")
-    with tempfile.TemporaryDirectory() as tmp:
-        rows = [(p, outcome(args.verl, COMMIT, p, Path(tmp))) for p in (paths[:QUICK] if args.quick else paths)]
+    rows = read_all(clone, COMMIT, "examples", QUICK if quick else None)
     for path, said in rows:
         print(f"{path}: {said}")
     print("\n" + "\n".join(tally(rows, REPO, COMMIT)))

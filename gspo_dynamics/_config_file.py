@@ -4,6 +4,11 @@ for every command.
     load_config_file("grpo.yaml")     # predict --config, diagnose --config, train --config
     load_config_file("run.toml")
     load_config_file("run_grpo.sh")   # {"actor_rollout_ref": {"actor": {"optim": {"lr": 1e-06}}}, ...}
+    load_config_file("wandb/run-20250101_000000-abc/files/config.yaml")   # W&B's copy, each {value: v} unwrapped
+
+W&B writes a run's config as one entry per key, `key: {value: v}` (`desc: ...` beside it in older releases), with its
+own `_wandb` (and `wandb_version: 1`); such a file is read as the config it records (`wandb_values`), and says so
+(`ConfigParts.wandb`): every key in it was recorded from the run's arguments, none typed by hand.
 
 A file that does not parse is one `ConfigError` naming the line and column and what is wrong there
 (`gspo-dynamics: error: the config file 'grpo.yaml' is not valid YAML: line 3, column 1: a tab; YAML
@@ -16,7 +21,7 @@ import functools
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gspo_dynamics._errors import ConfigError
 
@@ -24,6 +29,7 @@ FORMATS = ("JSON, YAML (.yaml / .yml), TOML (.toml) or a verl launch script (.sh
 _YAML_SUFFIXES = (".yaml", ".yml")
 _SCRIPT_SUFFIXES = (".sh", ".bash")  # a verl launch script (`_launch_script`)
 _TAB = "a tab; YAML indents with spaces"
+WANDB_OWN = ("_wandb", "wandb_version")  # W&B's own entries in a run's config.yaml, beside the run's keys
 
 
 @functools.lru_cache(maxsize=2)  # one class per kind: every config, override and interpolation default reuses it
@@ -59,10 +65,20 @@ def yaml_problem(error, text: str) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
+class ConfigParts(NamedTuple):
+    """A config file read: its dict, the dotted keys a launch script adds with Hydra's `+key=` / `++key=` (keys added
+    on purpose, which a key check names as such, never as a misspelling; empty for a file of another format), and
+    whether it is W&B's record of a run's config (`wandb_values`: its keys recorded, none typed by hand)."""
+
+    data: dict[str, Any]
+    added: frozenset[str]
+    wandb: bool
+
+
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """The dict held by a JSON, YAML or TOML file, or set by a verl launch script's overrides (by its suffix: .yaml /
-    .yml, .toml, .sh / .bash, else JSON), or one ConfigError."""
-    return load_config_and_added(path)[0]
+    """The dict held by a JSON, YAML or TOML file (W&B's record of a run's config unwrapped), or set by a verl launch
+    script's overrides (by its suffix: .yaml / .yml, .toml, .sh / .bash, else JSON), or one ConfigError."""
+    return load_config_parts(path).data
 
 
 def added_key(item: str) -> str | None:
@@ -70,9 +86,8 @@ def added_key(item: str) -> str | None:
     return item.partition("=")[0].strip().lstrip("+") if item.lstrip().startswith("+") else None
 
 
-def load_config_and_added(path: str | Path) -> tuple[dict[str, Any], frozenset[str]]:
-    """(`load_config_file`'s dict, the dotted keys a launch script adds with Hydra's `+key=` / `++key=`: keys added
-    on purpose, which a key check names as such, never as a misspelling; empty for a file of another format)."""
+def load_config_parts(path: str | Path) -> ConfigParts:
+    """`load_config_file`'s dict with what else the file says of its keys (`ConfigParts`)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -89,7 +104,24 @@ def load_config_and_added(path: str | Path) -> tuple[dict[str, Any], frozenset[s
         raise ConfigError(f"the config file {str(path)!r} is empty")
     if not isinstance(data, dict):
         raise ConfigError(f"the config file {str(path)!r} must hold one mapping of keys to values, got {type(data).__name__}")
-    return data, frozenset(added)
+    values = wandb_values(data)
+    if values is not None and not values:
+        raise ConfigError(f"the config file {str(path)!r} is W&B's record of a run's config, and it records no key "
+                          "of the run (only W&B's own)")
+    return ConfigParts(data if values is None else values, frozenset(added), values is not None)
+
+
+def wandb_values(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's config held by W&B's record of it, else None. W&B writes each key k as {"value": v} (older releases
+    {"desc": d, "value": v}) beside its own `_wandb` entry (older: `wandb_version: 1`, before any key); the record is
+    told by every entry but W&B's own having that shape, with W&B's own entry there or a `desc` in every entry (a
+    config of the user's own whose every value is a {"value": v} table, unmarked, stays as it is)."""
+    entries = {k: v for k, v in data.items() if k not in WANDB_OWN}
+    if not all(isinstance(v, dict) and "value" in v and set(v) <= {"value", "desc"} for v in entries.values()):
+        return None
+    if not any(k in data for k in WANDB_OWN) and not (entries and all("desc" in v for v in entries.values())):
+        return None
+    return {k: v["value"] for k, v in entries.items()}
 
 
 def set_override(out: dict[str, Any], item: str) -> None:

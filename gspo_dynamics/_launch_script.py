@@ -26,7 +26,7 @@ apart: a script that sets a key's variable in both branches is read on the last.
 more than once (two runs, or one command per branch) is one ConfigError: which run it means, it does not say.
 
 `+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
-names the key as one the script adds on purpose (`_config_file.load_config_and_added`); `~key` (a deletion) is left out.
+names the key as one the script adds on purpose (`_config_file.load_config_parts`); `~key` (a deletion) is left out.
 A script that names a base config (`--config-name` / `--config-path`) is read only where that base is verl's own
 shipped one: `--config-name` one of VERL_BASES (`ppo_trainer`, `ppo_megatron_trainer`, `.yaml` or not) under verl's
 own config folder (`--config-path` absent, `config` or `./config`: Hydra resolves it beside the trainer's file, and

@@ -160,6 +160,13 @@ def added_line(framework: str, keys: tuple[str, ...]) -> str:
     return f"added by +key, not in {NOT_IN[framework]}, not read: {', '.join(keys[:UNKNOWN_SHOWN])}{more}"
 
 
+def recorded_line(framework: str, keys: tuple[str, ...]) -> str:
+    """The first lines' naming of the keys of W&B's record of a run's config that the framework does not have."""
+    more = f" and {len(keys) - UNKNOWN_SHOWN} more (--json lists them)" if len(keys) > UNKNOWN_SHOWN else ""
+    return (f"recorded by W&B beside the run's config, not in {NOT_IN[framework]}, not read (the model's config, W&B's "
+            f"own, a fork's fields): {', '.join(keys[:UNKNOWN_SHOWN])}{more}")
+
+
 def assumed(framework: str, value_of: Callable[[str], Any], defaults: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """(key, the default taken) for each of the framework's `VERDICT_KEYS` the config does not hold (`value_of`
     gives None), the default from `defaults` (None: unset, as a run length without its key)."""

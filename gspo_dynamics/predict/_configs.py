@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gspo_dynamics._config_file import added_key, load_config_and_added, load_config_file, set_override
+from gspo_dynamics._config_file import ConfigParts, added_key, load_config_file, load_config_parts, set_override
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
@@ -59,6 +59,8 @@ class RunSetup:
     nearest: tuple[str | None, ...] = ()  # the known key nearest each unknown one (None: none near)
     added: tuple[str, ...] = ()  # keys the framework does not have that a Hydra `+key=` adds on purpose (a launch
     # script's, or --set +key=): no typo, so not refused, and not read
+    recorded: tuple[str, ...] = ()  # keys the framework does not have in W&B's record of the run's config (the model's
+    # config, W&B's, a fork's fields): recorded from the run, no typo, so not refused, and not read
     assumed: tuple[tuple[str, Any], ...] = ()  # (key, default taken): the keys the verdict rests on that the config
     # does not hold (`predict._config_checks.VERDICT_KEYS`)
     refused: tuple[str, ...] = ()  # what the framework itself would refuse in the config, and how it is read here
@@ -71,6 +73,7 @@ class RunSetup:
         assumed = tuple((k, v) for k, v in self.assumed if k not in skip)
         lines = list(self.read_as) + list(self.refused)
         lines += [_config_checks.added_line(self.framework, self.added)] if self.added else []
+        lines += [_config_checks.recorded_line(self.framework, self.recorded)] if self.recorded else []
         lines += [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
         return lines + ([_config_checks.assumed_line(self.framework, assumed)] if assumed else [])
 
@@ -81,10 +84,11 @@ class RunSetup:
                 + ", ".join(f"{k} {_shown(v)}" for k, v, _ in self.unmodelled)] if self.unmodelled else []
 
     def brief_json(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-        """`brief_lines` as JSON: read_as, refused, added_keys [key], unknown_keys [{key, nearest}], assumed [{key,
-        value, source}]."""
+        """`brief_lines` as JSON: read_as, refused, added_keys [key], recorded_keys [key], unknown_keys [{key,
+        nearest}], assumed [{key, value, source}]."""
         source = f"{_config_checks.DEFAULTS_OF[self.framework]} default"
         return {"read_as": list(self.read_as), "refused": list(self.refused), "added_keys": list(self.added),
+                "recorded_keys": list(self.recorded),
                 "unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
                 "assumed": [{"key": k, "value": v, "source": source} for k, v in self.assumed if k not in skip]}
 
@@ -138,27 +142,33 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     and its nearest known key; `allow_unknown` reads on past it (named in `RunSetup.unknown`). `run_steps`: the run's
     length given apart from the config (predict --run-steps), read as its run-length key where the config leaves that
     unset, so that a schedule over the run (a decay, a warm-up ratio) is read over it, not said to be unknown."""
-    cfg, added = (dict(source), frozenset()) if isinstance(source, dict) else load_config_and_added(source)
+    parts = ConfigParts(dict(source), frozenset(), False) if isinstance(source, dict) else load_config_parts(source)
+    cfg, added = parts.data, parts.added
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     set_keys = [item.partition("=")[0].strip().lstrip("+") for item in overrides or ()]
     added |= {key for key in map(added_key, overrides or ()) if key}
+    recorded: list[str] = []
 
     def unknown(framework: str, keys: list[str], known: set[str]):
         """(the unknown keys with their nearest known ones, refused unless allow_unknown; the keys among them a Hydra
-        `+key=` adds on purpose, or one below such a key: no typo, never refused)."""
+        `+key=` adds on purpose, or one below such a key: no typo, never refused). In W&B's record of a run's config
+        the other unknown keys go to `recorded` (recorded from the run, not typed: no typo), an override's excepted."""
         on_purpose = tuple(sorted(k for k in map(str, keys) if any(k == a or k.startswith(a + ".") for a in added)))
-        hints = _config_checks.hinted(sorted((k for k in keys if str(k) not in on_purpose), key=str), known)
+        typed = {k for k in keys for s in set_keys if s == k or s.startswith(k + ".")}
+        rest = sorted((k for k in keys if str(k) not in on_purpose), key=str)
+        recorded[:] = [str(k) for k in rest if k not in typed] if parts.wandb else []
+        hints = _config_checks.hinted([k for k in rest if str(k) not in recorded], known)
         if not allow_unknown:
-            _config_checks.refuse_unknown(hints, framework, {k for k in keys for s in set_keys
-                                                             if s == k or s.startswith(k + ".")})
+            _config_checks.refuse_unknown(hints, framework, typed)
         return hints, on_purpose
 
     setup = _mapped(cfg, devices, unknown)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
         setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown)
-    ignored = set(setup.ignored) - set(setup.unknown) - set(setup.added)  # a trainer's or TRL's top-level keys, verl's
-    # dotted ones; the keys a +key= adds are said apart (`RunSetup.brief_lines`)
+    setup = dataclasses.replace(setup, recorded=tuple(recorded))
+    ignored = set(setup.ignored) - set(setup.unknown) - set(setup.added) - set(setup.recorded)  # a trainer's or TRL's
+    # top-level keys, verl's dotted ones; the keys a +key= adds, or W&B recorded, are said apart (`brief_lines`)
     unread = [key for key in set_keys if key in ignored or key.split(".")[0] in ignored]
     if unread:
         setup = dataclasses.replace(setup, notes=setup.notes + (

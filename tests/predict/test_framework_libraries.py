@@ -311,3 +311,15 @@ def test_verl_cosine_schedule_equals_verls_own(zero_indexed):
                      "actor_rollout_ref.actor.optim.lr_warmup_steps=7", "actor_rollout_ref.actor.optim.min_lr_ratio=0.2",
                      f"actor_rollout_ref.actor.optim.zero_indexed_step={str(zero_indexed).lower()}").schedule
     np.testing.assert_allclose(ours.factor(np.arange(50)), [sched.lr_lambdas[0](k) for k in range(50)], atol=1e-12)
+
+
+def test_a_wandb_record_of_a_grpo_config_reads_as_the_config(tmp_path):
+    """transformers' W&B callback records the model's config beside every field of the arguments
+    (`{**model.config.to_dict(), **args.to_dict()}`), each as {value: v}: read as the arguments, the rest named."""
+    cfg = _grpo_config(learning_rate=3e-6, num_generations=4, per_device_train_batch_size=8, steps_per_generation=4)
+    model = {"architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "rope_theta": 10000.0}
+    entries = {k: {"value": v} for k, v in (model | cfg).items()} | {"_wandb": {"value": {"cli_version": "0.19.8"}}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(entries))
+    got, plain = read_run_config(path), read_run_config(cfg)
+    assert got.hparams == plain.hparams and got.recorded == tuple(sorted(model)) and not got.assumed

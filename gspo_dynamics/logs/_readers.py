@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs import _wandb_export
 from gspo_dynamics.logs._columns import missing_column
 from gspo_dynamics.logs._counters import COUNTER_KEYS, repeats
 from gspo_dynamics.logs._groups import groups_of, regroup
@@ -367,8 +368,15 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
         warnings.append(f"{n_ragged} CSV row(s) had a different number of cells than the header")
     if not records:
         raise ConfigError("the CSV has a header but no data rows")
-    rows, axis, _ = _step_rows(records, "CSV", warnings, step_key, owned=True)
-    return RawLog(rows, warnings, None, axis)
+    export = _wandb_export.export_columns(names) if step_key is None else None
+    if export is None:
+        rows, axis, _ = _step_rows(records, "CSV", warnings, step_key, owned=True)
+        return RawLog(rows, warnings, None, axis)
+    column, runs, banded = export  # W&B's chart export: its runs one after another, each without its name prefix
+    pieces = [_step_rows(mine, "CSV", warnings, None, owned=True) for mine in _wandb_export.runs_of(records, column, runs)]
+    firsts = [rows[0][0] if rows else None for rows, _, _ in pieces]
+    warnings[:0] = _wandb_export.said(runs, banded, firsts)
+    return RawLog([row for rows, _, _ in pieces for row in rows], list(dict.fromkeys(warnings)), None, pieces[0][1])
 
 
 # ---- TensorBoard ----------------------------------------------------------------------------

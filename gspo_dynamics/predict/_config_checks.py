@@ -9,8 +9,9 @@ first lines name them (`unknown_line`). A key a Hydra `+key=` / `++key=` adds (a
 was added on purpose: it is no typo, so never refused, and it is not read; the first lines say so once (`added_line`).
 
 Assumed defaults. A key the verdict rests on (`VERDICT_KEYS`: the learning rate, G, the keys of the refresh
-interval T, the run's length) that the config does not hold takes its framework's default; the answer's first
-lines say which (`assumed_line`), since a forgotten key is as silent as a misspelt one.
+interval T, the run's length; TRL's beta, whose default moved between releases) that the config does not hold takes
+its framework's default; the answer's first lines say which (`assumed_line`), since a forgotten key is as silent as a
+misspelt one.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ LEAF_CUTOFF = 0.6  # a whole dotted key offered needs its last part this near to
 # the keys the verdict rests on, by framework: lr, G, T's keys, the run's length (`assumed`)
 VERDICT_KEYS = {
     "TRL GRPOConfig": ("learning_rate", "num_generations", "steps_per_generation", "num_iterations",
-                       "gradient_accumulation_steps", "max_steps"),
+                       "gradient_accumulation_steps", "max_steps", "beta"),
     "verl": ("actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.ppo_epochs", "trainer.total_training_steps"),
     "gspo-dynamics trainer": ("lr", "group_size", "steps_per_generation", "num_iterations", "steps"),
     "OpenRLHF": ("actor_learning_rate", "n_samples_per_prompt", "rollout_batch_size", "train_batch_size", "max_epochs",
@@ -51,7 +52,8 @@ HAS_NO = {"TRL GRPOConfig": "TRL's GRPOConfig has no field", "verl": "verl's con
 # where a key a Hydra `+key=` adds is not (`added_line`)
 NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema", "OpenRLHF": "OpenRLHF's arguments",
           "gspo-dynamics trainer": "gspo-dynamics' trainer config", "gspo-dynamics hyperparameters": "the theory's names"}
-UNSET = {"group_size": "G -> infinity, the expected dynamics"}  # what an unset key means (a run length: unknown)
+UNSET = {"group_size": "G -> infinity, the expected dynamics"}
+OLDER_DEFAULT = {"beta": "older TRL releases 0.04"}  # a default that moved between releases: the other said beside it  # what an unset key means (a run length: unknown)
 
 
 # another framework's name for a key (its last part), offered before difflib's nearest spelling: verl's
@@ -177,7 +179,8 @@ def assumed_line(framework: str, pairs: tuple[tuple[str, Any], ...]) -> str:
     """The first lines' naming of the defaults taken for keys the verdict rests on."""
     def text(key: str, value: Any) -> str:
         shown = "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
-        gloss = "the run's length unknown" if key in RUN_LENGTH_KEYS else UNSET.get(key) if value is None else None
+        gloss = ("the run's length unknown" if key in RUN_LENGTH_KEYS else UNSET.get(key) if value is None
+                 else OLDER_DEFAULT.get(key))
         return f"{key} {shown}" + (f" ({gloss})" if gloss else "")
 
     return (f"assumed, not in the config ({DEFAULTS_OF[framework]} defaults): "

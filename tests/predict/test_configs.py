@@ -370,9 +370,10 @@ def test_the_defaults_taken_for_the_keys_the_verdict_rests_on_are_kept_apart():
     with its value (steps_per_generation's default is the accumulation; a generation_batch_size gives it)."""
     trl = read_run_config({"learning_rate": 1e-6, "gradient_accumulation_steps": 4})
     assert trl.assumed == (("num_generations", 8), ("steps_per_generation", 4), ("num_iterations", 1),
-                           ("max_steps", -1))
+                           ("max_steps", -1), ("beta", 0.0))
+    assert trl.brief_lines()[0].endswith("beta 0 (older TRL releases 0.04)")  # a default that moved is said so
     assert read_run_config({"learning_rate": 1e-6, "num_generations": 8, "generation_batch_size": 16, "num_iterations": 1,
-                            "gradient_accumulation_steps": 1, "max_steps": 10}).assumed == ()
+                            "gradient_accumulation_steps": 1, "max_steps": 10, "beta": 0.0}).assumed == ()
     tree = verl_tree()
     del tree["actor_rollout_ref"]["actor"]["optim"], tree["actor_rollout_ref"]["actor"]["ppo_epochs"]
     verl = read_run_config(tree)

@@ -68,11 +68,14 @@ def yaml_problem(error, text: str) -> str:
 class ConfigParts(NamedTuple):
     """A config file read: its dict, the dotted keys a launch script adds with Hydra's `+key=` / `++key=` (keys added
     on purpose, which a key check names as such, never as a misspelling; empty for a file of another format), and
-    whether it is W&B's record of a run's config (`wandb_values`: its keys recorded, none typed by hand)."""
+    whether it is W&B's record of a run's config (`wandb_values`: its keys recorded, none typed by hand), and the
+    defaults of the file's own trainer where they are not its framework's."""
 
     data: dict[str, Any]
     added: frozenset[str]
     wandb: bool
+    defaults: dict[str, Any]  # a framework default the file's own trainer does not share (OpenRLHF's trainer
+    # before Ray, `openrlhf.cli.train_ppo`: rollout_batch_size 512), taken where the config leaves the key unset
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -99,7 +102,8 @@ def load_config_parts(path: str | Path) -> ConfigParts:
     if not text.strip():  # every format alike (JSON's own message would be "Expecting value")
         raise ConfigError(f"the config file {str(path)!r} is empty")
     added: set[str] = set()
-    data = _parse(path, text, added)
+    defaults: dict[str, Any] = {}
+    data = _parse(path, text, added, defaults)
     if data is None:
         raise ConfigError(f"the config file {str(path)!r} is empty")
     if not isinstance(data, dict):
@@ -108,7 +112,7 @@ def load_config_parts(path: str | Path) -> ConfigParts:
     if values is not None and not values:
         raise ConfigError(f"the config file {str(path)!r} is W&B's record of a run's config, and it records no key "
                           "of the run (only W&B's own)")
-    return ConfigParts(data if values is None else values, frozenset(added), values is not None)
+    return ConfigParts(data if values is None else values, frozenset(added), values is not None, defaults)
 
 
 def wandb_values(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -146,12 +150,16 @@ def set_override(out: dict[str, Any], item: str) -> None:
     node[last] = value
 
 
-def _parse(path: Path, text: str, added: set[str]):
+def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any]):
     suffix = path.suffix.lower()
     if suffix in _SCRIPT_SUFFIXES:  # a verl / OpenRLHF launch script: its trainer command's arguments (`_launch_script`)
-        from gspo_dynamics._launch_script import openrlhf_arguments, overrides_of, runs_openrlhf
+        from gspo_dynamics._launch_script import (
+            NON_RAY_DEFAULTS, non_ray_openrlhf, openrlhf_arguments, overrides_of, runs_openrlhf,
+        )
 
         if runs_openrlhf(text):  # OpenRLHF's: its arguments by name, each value read as YAML (8, 1e-6, true)
+            if non_ray_openrlhf(text):  # the trainer before Ray: train_ppo_ray's arguments, one default its own
+                defaults.update(NON_RAY_DEFAULTS)
             return {name: _typed(value) for name, value in openrlhf_arguments(text).items()}
         out: dict[str, Any] = {}
         for item in overrides_of(text, f"the launch script {str(path)!r}"):

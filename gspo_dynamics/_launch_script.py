@@ -1,6 +1,7 @@
 """A verl or OpenRLHF launch script read as its config: the Hydra overrides it passes to verl's trainer, or the
 arguments it passes to OpenRLHF's (`openrlhf_arguments`: `python3 -m openrlhf.cli.train_ppo_ray --n_samples_per_prompt 8
-...`, often after `ray job submit ... --`), both after the one expansion below (`command_words`).
+...`, often after `ray job submit ... --`; or `deepspeed --module openrlhf.cli.train_ppo ...`, the trainer before Ray),
+both after the one expansion below (`command_words`).
 
     python3 -m verl.trainer.main_ppo \\
         algorithm.adv_estimator=grpo \\
@@ -55,9 +56,12 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-((?:[^{}]|\$\{[^{}]*\})*))?\}|\
 # hold one ${...} of its own: ${CONFIG_DIR:-"${HOME}/verl/trainer/config"}
 _TRAINER = re.compile(r"main_ppo(?:\.py)?$")
 _OVERRIDE = re.compile(r"^\+{0,2}[A-Za-z_][\w.\-]*=")
-_OPENRLHF = re.compile(r"(?:^|[/.])openrlhf[/.]cli[/.]train_ppo_ray(?:\.py)?$")
+_OPENRLHF = re.compile(r"(?:^|[/.])openrlhf[/.]cli[/.]train_ppo(?:_ray)?(?:\.py)?$")
 _PASSED_THROUGH = {"$@", "$*", "${@}", "${@:1}", "${*}"}  # the script's own arguments, passed on to the trainer
-_OPENRLHF_IN = re.compile(r"openrlhf[/.]cli[/.]train_ppo_ray")  # the trainer inside a word (`bash -c "..."`)
+_OPENRLHF_IN = re.compile(r"openrlhf[/.]cli[/.]train_ppo(?:_ray)?\b")  # the trainer inside a word (`bash -c "..."`)
+# OpenRLHF's trainer before Ray (`openrlhf.cli.train_ppo`, under `deepspeed --module`; removed in March 2025, 15d31511):
+# its arguments are a subset of train_ppo_ray's of the same commit, each with the same default but this one
+NON_RAY_DEFAULTS = {"rollout_batch_size": 512}  # train_ppo_ray's: 1024
 _SHELL = re.compile(r"^(?:\|\|?|&&?|;|\d*>.*|<.*)$")  # a pipe, a list operator or a redirection ends the command
 _NUMBER = re.compile(r"^-\d|^-\.\d")  # a negative number is a value, not an option (argparse's rule)
 _VERL_TRAINER = re.compile(r"(?:^|[/.])verl[/.]trainer[/.]main_ppo(?:\.py)?$")
@@ -93,6 +97,12 @@ def _own_path(path: str) -> bool:
 def runs_openrlhf(text: str) -> bool:
     """Whether the script's command runs OpenRLHF's PPO trainer (`openrlhf.cli.train_ppo_ray`)."""
     return command_words(text, _OPENRLHF, _OPENRLHF_IN) is not None
+
+
+def non_ray_openrlhf(text: str) -> bool:
+    """Whether the script's OpenRLHF command is the trainer before Ray (`openrlhf.cli.train_ppo`)."""
+    words = command_words(text, _OPENRLHF, _OPENRLHF_IN)
+    return words is not None and not re.search(r"train_ppo_ray", " ".join(words[:1]))
 
 
 def openrlhf_arguments(text: str, source: str = "the script") -> dict[str, str | list[str] | bool]:

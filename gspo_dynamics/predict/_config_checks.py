@@ -53,7 +53,8 @@ HAS_NO = {"TRL GRPOConfig": "TRL's GRPOConfig has no field", "verl": "verl's con
 NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema", "OpenRLHF": "OpenRLHF's arguments",
           "gspo-dynamics trainer": "gspo-dynamics' trainer config", "gspo-dynamics hyperparameters": "the theory's names"}
 UNSET = {"group_size": "G -> infinity, the expected dynamics"}
-OLDER_DEFAULT = {"beta": "older TRL releases 0.04"}  # a default that moved between releases: the other said beside it  # what an unset key means (a run length: unknown)
+OLDER_DEFAULT = {"beta": "older TRL releases 0.04"}  # a default that moved between releases: the other said beside it
+OWN_DEFAULT = {("rollout_batch_size", 512): "openrlhf.cli.train_ppo's, the trainer before Ray"}  # a trainer's own  # what an unset key means (a run length: unknown)
 
 
 # another framework's name for a key (its last part), offered before difflib's nearest spelling: verl's
@@ -180,7 +181,7 @@ def assumed_line(framework: str, pairs: tuple[tuple[str, Any], ...]) -> str:
     def text(key: str, value: Any) -> str:
         shown = "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
         gloss = ("the run's length unknown" if key in RUN_LENGTH_KEYS else UNSET.get(key) if value is None
-                 else OLDER_DEFAULT.get(key))
+                 else OWN_DEFAULT.get((key, value)) or OLDER_DEFAULT.get(key))
         return f"{key} {shown}" + (f" ({gloss})" if gloss else "")
 
     return (f"assumed, not in the config ({DEFAULTS_OF[framework]} defaults): "

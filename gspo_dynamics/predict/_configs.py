@@ -142,10 +142,12 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     and its nearest known key; `allow_unknown` reads on past it (named in `RunSetup.unknown`). `run_steps`: the run's
     length given apart from the config (predict --run-steps), read as its run-length key where the config leaves that
     unset, so that a schedule over the run (a decay, a warm-up ratio) is read over it, not said to be unknown."""
-    parts = ConfigParts(dict(source), frozenset(), False) if isinstance(source, dict) else load_config_parts(source)
+    parts = ConfigParts(dict(source), frozenset(), False, {}) if isinstance(source, dict) else load_config_parts(source)
     cfg, added = parts.data, parts.added
     if overrides:
         cfg = apply_overrides(cfg, overrides)
+    own = {k: v for k, v in parts.defaults.items() if not any(k.startswith(str(key)) for key in cfg)}  # unset there
+    cfg = {**cfg, **own}  # the file's trainer's own default for a key it leaves unset, said as assumed below
     set_keys = [item.partition("=")[0].strip().lstrip("+") for item in overrides or ()]
     added |= {key for key in map(added_key, overrides or ()) if key}
     recorded: list[str] = []
@@ -166,7 +168,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     setup = _mapped(cfg, devices, unknown)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
         setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown)
-    setup = dataclasses.replace(setup, recorded=tuple(recorded))
+    setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()))
     ignored = set(setup.ignored) - set(setup.unknown) - set(setup.added) - set(setup.recorded)  # a trainer's or TRL's
     # top-level keys, verl's dotted ones; the keys a +key= adds, or W&B recorded, are said apart (`brief_lines`)
     unread = [key for key in set_keys if key in ignored or key.split(".")[0] in ignored]

@@ -188,3 +188,23 @@ def test_a_pilot_of_a_run_whose_length_no_argument_holds_says_how_to_give_it():
     text = pilot_headline(pilot_forecast(read_run_config(cfg), log)).lines()
     assert any("not forecast (its length is unknown: --set max_steps=N (OpenRLHF's trainer counts its steps from the "
                "dataset), or --run-steps)" in line for line in text)
+
+
+NON_RAY = """deepspeed --module openrlhf.cli.train_ppo \\
+   --pretrain OpenRLHF/Llama-3-8b-sft-mixture \\
+   --train_batch_size 128 --micro_train_batch_size 2 \\
+   --max_epochs 1 --n_samples_per_prompt 8 \\
+   --advantage_estimator group_norm --actor_learning_rate 5e-7
+"""
+
+
+def test_the_trainer_before_ray_is_read_with_its_own_rollout_default(tmp_path):
+    """`openrlhf.cli.train_ppo` (removed at 15d31511) takes train_ppo_ray's arguments, rollout_batch_size defaulting
+    to 512 there (1024 under Ray): T = 1 x 512 x 8 / 128 = 32 where the script leaves it unset, said as assumed."""
+    setup = read_run_config(_script(tmp_path, NON_RAY))
+    assert setup.hparams.refresh_interval == 32 and ("rollout_batch_size", 512) in setup.assumed
+    assert "rollout_batch_size 512 (openrlhf.cli.train_ppo's, the trainer before Ray)" in setup.brief_lines()[0]
+    given = read_run_config(_script(tmp_path, NON_RAY), overrides=["rollout_batch_size=1024"])
+    assert given.hparams.refresh_interval == 64 and "rollout_batch_size" not in dict(given.assumed)
+    ray = read_run_config(_script(tmp_path, NON_RAY.replace("train_ppo ", "train_ppo_ray ")))
+    assert ray.hparams.refresh_interval == 64 and ("rollout_batch_size", 1024) in ray.assumed

@@ -71,10 +71,27 @@ def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
     if n_bad:
         warnings.append(f"{n_bad} line(s) were not JSON objects and were skipped")
     if not records:
-        raise ConfigError("no JSON objects were found in the file")
+        raise ConfigError(_no_rows(text))
     rows, axis, groups = _step_rows(records, "JSON log", warnings, step_key, owned=True,
                                     groups=groups if step_key is None else None)
     return RawLog(rows, warnings, logging_steps, axis, groups)
+
+
+def _no_rows(text: str | bytes) -> str:
+    """Why a JSON text gave no rows: one document (an object whose row list is empty, a summary of last values) said
+    as such with its keys, else that no line held a JSON object."""
+    text = text.decode("ascii", "replace") if isinstance(text, bytes) else text  # bytes: ASCII (`read_jsonl`)
+    document = _loads(text) if text.lstrip().startswith("{") else None
+    if not isinstance(document, dict):
+        return "no JSON objects were found in the file"
+    keys = list(map(str, document))
+    empty = [key for key in ROW_LISTS if document.get(key) == []]
+    said = f"its {' and '.join(map(repr, empty))} {'list is' if len(empty) == 1 else 'lists are'} empty" if empty else (
+        "none of them a list of rows (one row per step: " + ", ".join(ROW_LISTS) + ") or of columns")
+    summary = ("; a 'summary' holds a run's last values, not its curve (W&B's run history is the curve)"
+               if "summary" in document else "")
+    return (f"the file is one JSON object of {len(keys)} key(s) ({', '.join(keys[:6])}{', ...' if len(keys) > 6 else ''}) "
+            f"with no rows of metrics: {said}{summary}")
 
 
 def _flat_records(objects: list[dict], nested: bool) -> tuple[list[dict], dict[tuple, list[int]] | None]:

@@ -65,9 +65,11 @@ def read_notebook(text: str | bytes, step_key: str | None = None) -> RawLog:
         return RawLog(rows, warnings, None, f"the notebook's training table, {axis}")
     kind = console_kind(printed) if printed.strip() else None
     if kind is None:
+        what = ("its cells printed nothing" if not printed.strip() else "what its cells printed holds no metric "
+                "rows read here (printed dicts of numbers, key: value lists with a step counter, a trainer's log lines)")
         raise ConfigError("the notebook holds no training table (a Step column under transformers' notebook "
-                          "callback) and its cells printed no metric lines: run its training cell with its outputs "
-                          "saved, or give the run's log (trainer_state.json, a TensorBoard folder)")
+                          f"callback) and {what}: run its training cell with its outputs saved, or give the run's log "
+                          "(trainer_state.json, a TensorBoard folder)")
     raw = {"verl_console": read_verl_console, "hf_console": read_hf_console}.get(kind, read_console)(printed, step_key)
     raw.warnings.insert(0, "the notebook's printed outputs were read as console output (it holds no training table)")
     return raw

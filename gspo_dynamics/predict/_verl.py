@@ -163,10 +163,13 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
             raise unresolved(key, raw[key])
         used.add(key)
         if value is None:
+            if required and key == ROLLOUT + "n":
+                raise ConfigError(f"the verl config leaves {key} unset, whose default in verl is 1: one response per "
+                                  "prompt, no group for a group-relative advantage to compare (every advantage 0); give "
+                                  "the run's value (G, the responses per prompt; Search-R1 and its forks give it as "
+                                  "actor_rollout_ref.rollout.n_agent)")
             if required:
-                why = (" (G, the responses per prompt; Search-R1 and its forks give it as actor_rollout_ref.rollout."
-                       "n_agent)" if key == ROLLOUT + "n" else "")
-                raise ConfigError(f"the verl config needs {key}{why}")
+                raise ConfigError(f"the verl config needs {key}")
             if default is not None:
                 notes.append(f"{key} not given: {whose} default {default!r}")
             return default

@@ -50,5 +50,7 @@ def test_a_notebook_without_a_table_is_read_from_what_its_cells_printed():
 
 
 def test_a_notebook_with_neither_is_one_clear_error():
-    with pytest.raises(ConfigError, match="holds no training table"):
+    with pytest.raises(ConfigError, match="holds no training table .* what its cells printed holds no metric rows"):
         read_log(_notebook([{"output_type": "stream", "name": "stdout", "text": ["hello\n"]}]))
+    with pytest.raises(ConfigError, match="holds no training table .* and its cells printed nothing:"):
+        read_log(_notebook([]))

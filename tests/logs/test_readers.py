@@ -265,3 +265,14 @@ def test_every_detected_format_has_its_reader():
     from gspo_dynamics.logs._read import READERS
 
     assert tuple(READERS) == FORMATS
+
+
+def test_one_json_object_without_rows_says_what_it_holds():
+    """W&B's summary beside an empty history (`{"summary": {...}, "rows": []}`, one document over many lines) is not a
+    log of JSON lines: the error names its keys, the empty row list and what a summary is, not "no JSON objects"."""
+    text = '{\n  "summary": {"train/loss": 0.0004, "train/mean_kl": 0},\n  "rows": []\n}\n'
+    with pytest.raises(ConfigError, match=r"one JSON object of 2 key\(s\) \(summary, rows\) with no rows of metrics: "
+                                          r"its 'rows' list is empty; a 'summary' holds a run's last values"):
+        read_log(text, format="jsonl")
+    with pytest.raises(ConfigError, match="no JSON objects were found"):
+        read_log("not json\nnor this\n", format="jsonl")

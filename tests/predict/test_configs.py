@@ -550,3 +550,11 @@ def test_no_lower_clip_reads_none_not_the_theorys_stand_in():
                              "epsilon": 1.0, "epsilon_high": 0.2})
     assert setup.hparams.clip_low > 0.9999 and _low_clip(setup.hparams.clip_low) == "none"
     assert "clip [none, 0.2]" in hparams_text(setup.hparams)
+
+
+def test_a_verl_config_without_rollout_n_says_what_verls_default_means():
+    tree = verl_tree()
+    del tree["actor_rollout_ref"]["rollout"]["n"]
+    with pytest.raises(ConfigError, match=r"leaves actor_rollout_ref.rollout.n unset, whose default in verl is 1: one "
+                                          r"response per prompt, no group"):
+        read_run_config(tree)

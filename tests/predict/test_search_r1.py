@@ -66,7 +66,7 @@ def test_with_do_search_false_the_copies_are_groups_of_n():
 def test_a_config_with_neither_key_is_refused_naming_both():
     cfg = search_r1()
     del cfg["actor_rollout_ref"]["rollout"]["n_agent"]
-    with pytest.raises(ConfigError, match=r"needs actor_rollout_ref.rollout.n \(G, .*rollout.n_agent\)"):
+    with pytest.raises(ConfigError, match=r"leaves actor_rollout_ref.rollout.n unset, .*\(G, .*rollout.n_agent\)"):
         read_run_config(cfg)
     with pytest.raises(ConfigError, match="rollout.n_agent must be >= 2"):
         read_run_config(search_r1(n_agent=1))  # Search-R1's PPO scripts: one copy, one response

@@ -63,7 +63,7 @@ from gspo_dynamics.predict._pilot_log import (
 )
 from gspo_dynamics.predict._pilot_validity import pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
-from gspo_dynamics.predict._row_fall import pilot_fall
+from gspo_dynamics.predict._row_fall import pilot_end_drop, pilot_fall
 from gspo_dynamics.predict._schedule import SAME, pilot_factor
 from gspo_dynamics.theory import collapse
 
@@ -103,6 +103,7 @@ class PilotForecast:
     pilot: tuple[np.ndarray, np.ndarray] | None = None  # the pilot's (steps, reward) used
     reward_range: tuple[float, float] | None = None  # given, or inferred (said in `assumed`)
     fall: Fall | None = None  # the pilot's largest loss below its running best (`fit._fall`); None: too short
+    end_drop: Fall | None = None  # its last row's drop below the rows before (`predict._row_fall` (3)); None: none
     end: EndReward | None = None  # the reward at the run's end with its interval (`predict._end_reward`); None: length unknown
     prior: TaskPrior | None = None  # the end level of finished runs of the task (`predict._prior`); None: none given
     kl_pull: bool | None = None  # exposed to the KL pull on a solved policy (`predict._collapse_risk.kl_pull_risk`), a
@@ -141,6 +142,7 @@ class PilotForecast:
                 "held_reward": self.held, "end_reward": None if self.end is None else self.end.to_json(),
                 "task_prior": None if self.prior is None else self.prior.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
+                "pilot_end_drop": None if self.end_drop is None else self.end_drop.to_json(),
                 "measured": self.measured, "assumed": self.assumed, "pilot_log_notes": list(self.log_notes)})
 
     @property
@@ -317,7 +319,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     drift = measure_drift(log, n, hp, measured, assumed)
     delta = drift.per_step
     fall = pilot_fall(steps, reward, reward_range, hp.num_groups, measured)
-    kept = fall is not None and not fall.lost
+    drop = pilot_end_drop(steps, reward, reward_range, measured)
+    kept = fall is not None and not fall.lost and drop is None
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
     end = pilot_end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
                            reward_range, assumed, (setup.schedule, factor), pilot_entropy(log, steps))
@@ -328,7 +331,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
-                         pilot=(steps, reward), reward_range=reward_range, fall=fall, end=end,
+                         pilot=(steps, reward), reward_range=reward_range, fall=fall, end_drop=drop, end=end,
                          prior=None if prior is None else task_prior(prior, reward_range, refresh_interval=hp.refresh_interval,
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),

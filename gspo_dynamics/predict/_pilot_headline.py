@@ -117,6 +117,12 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     risks = _risks(f, chance, linear, limit, changes)
     if risks:
         return "at risk", "; ".join(risks), _merged(changes, _key(setup)) or [lower_lr(setup, lr, (), "; ".join(risks))]
+    if f.end_drop is not None:  # no row after it: neither a loss nor a kept reward (predict._row_fall (3))
+        d = f.end_drop
+        return "unsure", (f"the pilot's last reward row, {d.after:.3g} (step {d.after_steps[0]}), fell far below its "
+                          f"level before it, {d.best:.3g} (z = {d.z:.2g} in the pilot's own scatter): a drop at its end, "
+                          "which no row after it tells from a collapse or one bad row; what would tell: a few more rows "
+                          "(a longer --pilot-steps)"), changes
     margins = [f"the pilot kept its reward over {n} points"]
     if linear is not None:
         margins.append(_lr_margin(setup, lr, linear))

@@ -19,7 +19,20 @@ k's fall below the best row j before it is real when
 with the same Z_FALL = 5 as the block test. Under (1) a z above 5 among the ~n^2/2 ordered pairs of an n-row pilot
 has chance below n^2/2 x 2.9e-7 (one-sided normal tail; 1.4e-5 at 10 rows, 2.3e-3 at 125); with the bound's slack
 it is smaller still. Only where the range is known and the block test found no loss.
-"""
+
+A drop at the pilot's end (`end_drop`). Both tests compare means of rows after a fall; a pilot whose last row falls
+has none after it, so neither can call it a loss, yet the pilot did not keep its reward there. Its last row r_n
+against the median m of the n - 1 rows before it, in their scatter s = std(r_{i+1} - r_i) / sqrt 2 over those rows
+(the last difference, the drop itself, left out; a difference of two rows has std s sqrt 2):
+
+    z = (m - r_n) / (s sqrt(1 + pi / (2 (n - 1))))   > Z_END(n) = max(Z_FALL, t_{0.999}(n - 3))                   (3)
+
+(a median of n - 1 normal rows has variance ~ pi s^2 / (2 (n - 1))), with the size rule of (2) where the range is
+known. s is itself estimated from n - 2 differences, so z has heavier tails than a normal; the Student-t quantile with
+n - 3 degrees of freedom (5.9 at n = 8) keeps its chance on pilots of normal rows under 1e-3 at every n (simulated:
+9e-4 at 8 rows, 4e-4 at 12, 7e-5 at 20, 0 in 2e5 at 80; tests/predict/test_row_fall.py checks it). It is not a
+loss (a single row can be an outlier: nothing after it tells), so the pilot is not said to have kept its reward, and
+a verdict that rests on that says unsure (`predict._pilot_headline`)."""
 
 from __future__ import annotations
 
@@ -85,3 +98,43 @@ def pilot_fall(steps, reward, reward_range, prompts_per_step: int | None, measur
                     f"[{reward_range[0]:g}, {reward_range[1]:g}] ({prompts:g} prompts a row): a loss the block means hid "
                     "(predict._row_fall (2))")
     return row
+
+
+def end_drop(steps, reward, reward_range) -> Fall | None:
+    """The pilot's last row against the median of the rows before it, (3); None with fewer than 2 BLOCK rows or no
+    drop. `lost` where (3) and the size rule hold: a drop at the pilot's end, not a loss (module docstring)."""
+    steps, r = np.asarray(steps), np.asarray(reward, dtype=float)
+    if r.size < 2 * BLOCK:  # a scatter from at least 5 differences, Student's t then has 5 degrees of freedom
+        return None
+    before, last = r[:-1], float(r[-1])
+    level = float(np.median(before))
+    if not level > last:
+        return None
+    scatter = float(np.diff(before).std(ddof=1)) / math.sqrt(2.0)
+    se = scatter * math.sqrt(1.0 + math.pi / (2.0 * before.size))
+    z = (level - last) / se if se > 0 else math.inf
+    big = True
+    if reward_range is not None:
+        lo, width = reward_range[0], reward_range[1] - reward_range[0]
+        big = level - last > FALL_SHARE * width or (level - last > COLLAPSE_SHARE * (level - lo)
+                                                     and level - lo >= FALL_SHARE * width / 2)
+    return Fall(fall=level - last, best=level, best_steps=(int(steps[0]), int(steps[-2])), after=last,
+                after_steps=(int(steps[-1]), int(steps[-1])), z=float(z), lost=bool(z > end_threshold(r.size) and big))
+
+
+def pilot_end_drop(steps, reward, reward_range, measured: list[str]) -> Fall | None:
+    """`end_drop` where it holds (said in `measured`), else None."""
+    drop = end_drop(steps, reward, reward_range)
+    if drop is None or not drop.lost:
+        return None
+    measured.append(f"the pilot's last row, {drop.after:.3g} (step {drop.after_steps[0]}), is z = {drop.z:.3g} below the "
+                    f"median {drop.best:.3g} of the rows before it in their own scatter (past {end_threshold(len(reward)):.3g}"
+                    "): a drop at its end, too new to call a loss (predict._row_fall (3))")
+    return drop
+
+
+def end_threshold(n: int) -> float:
+    """Z_END(n) of (3): the larger of Z_FALL and the one-sided 0.999 Student-t quantile with n - 3 degrees of freedom."""
+    from scipy.stats import t
+
+    return max(Z_FALL, float(t.ppf(0.999, n - 3)))

@@ -77,3 +77,43 @@ def test_a_trl_pilot_at_t8_with_a_crashed_row_is_not_safe(tmp_path):
     head = pilot_headline(f)
     assert head.verdict != "safe" and "step 17" in head.reason and "step 33" in head.reason
     assert any("predict._row_fall (2)" in line for line in f.measured)
+
+
+def test_a_drop_at_the_pilots_end_against_a_loop_and_simulated_noise():
+    """(3): the last row against the median of the rows before, in their own scatter. Equals the formula written out
+    (a loop over the differences); on pilots of normal rows (no drop) it fires on under 1e-3 at 8, 12 and 20 rows (the
+    Student-t threshold); a last row 12 scatters down fires; one under a range's tenth does not, in that range."""
+    from gspo_dynamics.predict._row_fall import end_drop, end_threshold
+
+    rng = np.random.default_rng(3)
+    steps = np.arange(1, 21)
+    reward = 0.6 + 0.02 * rng.standard_normal(20)
+    reward[-1] = 0.6 - 12 * 0.02
+    d = end_drop(steps, reward, None)
+    before = list(reward[:-1])
+    diffs = [before[i + 1] - before[i] for i in range(len(before) - 1)]
+    mean = sum(diffs) / len(diffs)
+    s = (sum((x - mean) ** 2 for x in diffs) / (len(diffs) - 1)) ** 0.5 / 2 ** 0.5
+    z = (sorted(before)[9] - reward[-1]) / (s * (1 + np.pi / (2 * 19)) ** 0.5)  # the median of 19 rows: the 10th
+    assert d.lost and d.z == pytest.approx(z) and d.after_steps == (20, 20) and d.best == sorted(before)[9]
+    assert not end_drop(steps, reward, (0.0, 10.0)).lost  # 0.24 is under a tenth of a reach of 10: not a drop that matters
+    assert end_threshold(8) == pytest.approx(5.893, abs=1e-3) and end_threshold(40) == Z_FALL
+    for n in (8, 12, 20):
+        rows = rng.standard_normal((10_000, n))
+        fired = sum(bool((x := end_drop(np.arange(n), row, None)) and x.lost) for row in rows)
+        assert fired <= 20, (n, fired)  # a rate at most 2e-3 (simulated at 2e5 pilots: 9e-4, 4e-4, 7e-5)
+    assert end_drop(steps, np.linspace(0.1, 0.9, 20), None) is None  # a rising pilot's last row is its best
+
+
+def test_a_pilot_whose_last_row_drops_is_unsure_not_kept(tmp_path):
+    config = {"learning_rate": 1e-4, "num_generations": 4, "per_device_train_batch_size": 8, "max_steps": 200,
+              "logging_steps": 5}
+    reward = [0.85, 0.975, 0.85, 0.725, 1.0, 0.95, 0.875, 0.9, 0.875, 0.95, 0.9, 0.1]  # a public run's shape
+    rows = [{"step": 5 * (i + 1), "reward": r, "entropy": 0.5, "loss": 0.0} for i, r in enumerate(reward)]
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    f = pilot_forecast(read_run_config(config), str(path))
+    head = pilot_headline(f)
+    assert f.end_drop is not None and f.end_drop.after_steps == (60, 60)
+    assert head.verdict in ("unsure", "at risk", "unsafe") and "kept its reward" not in head.reason
+    assert f.to_json()["pilot_end_drop"]["after"] == 0.1

@@ -25,6 +25,11 @@ of the rollout's train_batch_size x n_agent x n rows (`search_r1_group`):
 
     G = n_agent x n (do_search) or n,   T = ppo_epochs x train_batch_size x n_agent / ppo_mini_batch_size,
     N = ppo_mini_batch_size x n / G
+
+A config of its lineage (n_agent, or a key of its own: `search_r1_lineage`) is read on its base config where that
+differs from verl 0.9.1's on a key the mapping reads: verl 0.1's policy loss has no dual clip (clip_ratio_c read only
+where given), its trainer puts the KL in the reward wherever use_kl_loss is false (`apply_kl_penalty`, said, not
+modelled), and its entropy_coeff defaults to 0.001 (`predict._configs`).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip
 from gspo_dynamics.predict._frameworks import _groups_per_step, _number, _rounded_refresh
 from gspo_dynamics.predict._optimizers import verl_optimizer
-from gspo_dynamics.predict._verl_fields import ACTOR, GROUP_ESTIMATORS, OTHER_ESTIMATORS, ROLLOUT
+from gspo_dynamics.predict._verl_fields import ACTOR, GROUP_ESTIMATORS, OTHER_ESTIMATORS, ROLLOUT, SEARCH_R1_OWN
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
 
@@ -135,6 +140,13 @@ def unresolved(key: str, raw: Any) -> ConfigError:
                        "an unset environment variable with no default); give the value")
 
 
+def search_r1_lineage(flat: dict[str, Any]) -> bool:
+    """Whether a flattened config is of Search-R1's lineage (a verl 0.1 fork): it gives rollout.n_agent or a key of
+    Search-R1's own (`_verl_fields.SEARCH_R1_OWN`, its state_masking, no_think_rl, do_search)."""
+    marks = SEARCH_R1_OWN | {ROLLOUT + "n_agent", "do_search", ACTOR + "state_masking", "algorithm.no_think_rl"}
+    return any(key in marks for key in flat)
+
+
 def search_r1_group(flat: dict[str, Any]) -> tuple[int, str]:
     """(the copies of each prompt in a rollout, the key a user edits for G): Search-R1's rollout.n_agent where the
     config gives it (module docstring; its group under do_search), else verl's (1, rollout.n). `flat`: resolved."""
@@ -207,14 +219,10 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
     low = no_lower_clip(actor + "clip_ratio_low", low, notes)
     use_kl = bool(get(actor + "use_kl_loss", False))
     beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001), nonnegative=True) if use_kl else 0.0
-    if get("algorithm.use_kl_in_reward", False):
-        notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
     mode = get(actor + "policy_loss.loss_mode", "vanilla")
     aggregation = get(actor + "loss_agg_mode") or "token-mean"  # verl's default, unsaid: it scales the step only
     correction, clip = _verl_loss(mode, aggregation, get, notes)
-    cap = None
-    if mode == "vanilla":  # dual-clip PPO: verl asserts clip_ratio_c > 1
-        cap = _number(actor + "clip_ratio_c", get(actor + "clip_ratio_c", 3.0), positive=True)
+    cap = _reward_kl_and_dual_clip(flat, get, mode, use_kl, notes)
     optim = actor + "optim."
     override = {k.rsplit(".", 1)[1]: v for k, v in flat.items() if k.startswith(optim + "override_optimizer_config.")}
     used |= {optim + "override_optimizer_config." + k for k in override}
@@ -225,6 +233,25 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
                      advantage=_verl_advantage(estimator, get("algorithm.norm_adv_by_std_in_grpo", True), notes),
                      correction=correction, clip_low=low, clip_high=high, kl_coef=beta, clip_mode=clip, ratio_cap=cap)
     return hp, exact, used, f"{mode} ({aggregation})"
+
+
+def _reward_kl_and_dual_clip(flat: dict[str, Any], get, mode: str, use_kl: bool, notes: list[str]) -> float | None:
+    """The dual clip c (None: none), with the in-reward KL said: verl 0.9.1's under use_kl_in_reward and c =
+    clip_ratio_c (3) under loss_mode vanilla; in Search-R1's lineage (`search_r1_lineage`, verl 0.1's trainer) an
+    in-reward KL wherever use_kl_loss is false and no dual clip unless clip_ratio_c is given."""
+    fork = search_r1_lineage(flat)
+    if get("algorithm.use_kl_in_reward", False):
+        notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
+    elif fork and not use_kl:  # verl 0.1's trainer: the in-reward KL wherever the loss has none
+        notes.append("Search-R1's trainer (verl 0.1's) puts a KL penalty in the reward where use_kl_loss is false "
+                     "(algorithm.kl_ctrl.kl_coef, 0.001 by default): not modelled")
+    if mode != "vanilla":
+        return None
+    if fork and flat.get(ACTOR + "clip_ratio_c") is None:  # verl 0.1's loss: no dual clip
+        notes.append("no dual clip: Search-R1's trainer (verl 0.1's policy loss) has none (verl 0.9.1's clip_ratio_c 3 "
+                     "is not its default)")
+        return None
+    return _number(ACTOR + "clip_ratio_c", get(ACTOR + "clip_ratio_c", 3.0), positive=True)  # verl asserts c > 1
 
 
 def _search_r1_groups(group: tuple[int, int, int, str], mini: int, refresh: str, notes: list[str], said: list[str],

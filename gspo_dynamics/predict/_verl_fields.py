@@ -44,12 +44,22 @@ READ = {
 }
 SEARCH_R1 = {ROLLOUT + "n_agent", "do_search"}  # Search-R1's (a verl 0.1 fork's) group, read where n_agent is given
 READ |= SEARCH_R1  # (`predict._verl`)
+# Search-R1's own other keys (PeterGriffinJin/Search-R1 at a14dc3a: its verl/trainer/config/ppo_trainer.yaml), in no
+# verl release: its agent loop's, retriever's and format reward's, none changing a training step (its two that do are
+# in UNMODELLED); any of them, or n_agent, marks a config of its lineage (`predict._verl.search_r1_lineage`)
+SEARCH_R1_OWN = {"max_turns", "retriever.url", "retriever.topk", "data.max_start_length", "data.max_obs_length",
+                 "data.train_data_num", "data.val_data_num", "data.shuffle_train_dataloader",
+                 "algorithm.state_masking.start_state_marker", "algorithm.state_masking.end_state_marker",
+                 "reward_model.structure_format_score", "reward_model.final_format_score", "reward_model.retrieval_score"}
 
 _LOSS = ACTOR + "policy_loss."
 _RC = "algorithm.rollout_correction."
 UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     ACTOR + "entropy_coeff": ((0, 0.0, None), "adds an entropy bonus: a force away from collapse", None),
     ACTOR + "loss_scale_factor": ((None, 1, 1.0), "scales the loss: the step under SGD (Adam normalises it away)", None),
+    ACTOR + "state_masking": ((False, None), "masks the retrieved passages' tokens out of the policy loss (Search-R1): "
+                              "the gradient is the model's own tokens' alone", None),
+    "algorithm.no_think_rl": ((False, None), "keeps only each turn's action, its reasoning cut (Search-R1)", None),
     _LOSS + "clip_cov_ratio": ((), "clip_cov's share of high-covariance tokens clipped", _LOSS + "loss_mode=clip_cov"),
     _LOSS + "clip_cov_lb": ((), "clip_cov's covariance band", _LOSS + "loss_mode=clip_cov"),
     _LOSS + "clip_cov_ub": ((), "clip_cov's covariance band", _LOSS + "loss_mode=clip_cov"),
@@ -116,7 +126,7 @@ SECTIONS = {"actor_rollout_ref", "data", "critic", "custom_reward_function", "re
             "algorithm", "distillation", "transfer_queue", "trainer", "global_profiler", "skip", "ray_kwargs",
             "ray_init", "defaults", "hydra"}
 ACTOR_ROLLOUT_REF = {"actor", "ref", "rollout", "model", "hybrid_engine", "nccl_timeout"}
-KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS  # the dotted keys a typo's nearest is looked for among
+KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN  # the dotted keys a typo's nearest is looked for among
 
 
 def changes_no_step(key: str) -> bool:
@@ -133,6 +143,8 @@ def classify(key: str) -> str:
         return "read"
     if key in UNMODELLED:
         return "unmodelled"
+    if key in SEARCH_R1_OWN:
+        return "no_dynamics"
     section, _, rest = key.partition(".")
     if section not in SECTIONS or (section == "actor_rollout_ref" and rest.partition(".")[0] not in ACTOR_ROLLOUT_REF):
         return "unknown"

@@ -97,3 +97,39 @@ def test_rollout_n_above_1_under_do_search_is_said_to_stop_search_r1():
     assert line.startswith("Search-R1 refuses this config") and "G = n_agent x n = 25" in line
     assert read_run_config(search_r1(n_agent=5, n=5, do_search=False)).refused == ()
     assert read_run_config(search_r1()).refused == ()
+
+
+def test_search_r1s_own_keys_and_its_base_configs_defaults():
+    """Search-R1's own keys (a14dc3a's ppo_trainer.yaml: retriever, agent loop, format reward) are read as its, not
+    refused; state_masking and no_think_rl are named as not modelled; where its base config differs from verl 0.9.1's
+    on a key the mapping reads, its own default is taken and said: entropy_coeff 0.001, no dual clip (verl 0.1's loss),
+    a KL in the reward where use_kl_loss is false."""
+    cfg = search_r1() | {"max_turns": 4, "retriever": {"url": "http://127.0.0.1:8000/retrieve", "topk": 3}}
+    cfg["data"] |= {"max_start_length": 2048, "max_obs_length": 500, "shuffle_train_dataloader": True}
+    cfg["actor_rollout_ref"]["actor"]["state_masking"] = True
+    cfg["algorithm"] |= {"no_think_rl": False, "state_masking": {"start_state_marker": "<information>",
+                                                                "end_state_marker": "</information>"}}
+    setup = read_run_config(cfg)
+    assert not setup.unknown and setup.hparams.ratio_cap is None
+    named = {key: value for key, value, _ in setup.unmodelled}
+    assert named["actor_rollout_ref.actor.state_masking"] is True and "algorithm.no_think_rl" not in named
+    assert named["actor_rollout_ref.actor.entropy_coeff"] == 0.001
+    notes = " | ".join(setup.notes)
+    assert "Search-R1's default 0.001" in notes and "no dual clip: Search-R1's trainer" in notes
+    assert "puts a KL penalty in the reward where use_kl_loss is false" in notes
+    cfg["actor_rollout_ref"]["actor"] |= {"use_kl_loss": True, "kl_loss_coef": 0.001, "clip_ratio_c": 3.0,
+                                          "entropy_coeff": 0}
+    given = read_run_config(cfg)
+    assert given.hparams.ratio_cap == 3.0 and given.hparams.kl_coef == 0.001
+    assert "KL penalty in the reward" not in " | ".join(given.notes)
+    assert "actor_rollout_ref.actor.entropy_coeff" not in {k for k, _, _ in given.unmodelled}
+
+
+def test_a_plain_verl_config_keeps_verls_defaults():
+    tree = search_r1()
+    tree["actor_rollout_ref"]["rollout"] = {"n": 8}
+    setup = read_run_config(tree)
+    assert setup.hparams.ratio_cap == 3.0 and "Search-R1" not in " | ".join(setup.notes)
+    assert "actor_rollout_ref.actor.entropy_coeff" not in {k for k, _, _ in setup.unmodelled}
+    with pytest.raises(ConfigError, match="max_turn"):  # a key of Search-R1's misspelt is still refused
+        read_run_config(search_r1() | {"max_turn": 4})

@@ -168,3 +168,9 @@ def test_a_default_holding_a_variable_and_a_clones_verl_config_folder_are_read()
     other = text.replace("verl/trainer/config", "my/configs")
     with pytest.raises(ConfigError, match=r"names its own base config \(--config-path=\$\(pwd\)/my/configs "):
         overrides_of(other)
+
+
+def test_search_r1s_format_entry_is_its_trainer():
+    """Search-R1's `verl.trainer.main_ppo_format` (its trainer with a format reward) is read as main_ppo is."""
+    script = SCRIPT.replace("verl.trainer.main_ppo ", "verl.trainer.main_ppo_format ")
+    assert overrides_of(script) == overrides_of(SCRIPT)

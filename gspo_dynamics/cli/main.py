@@ -9,6 +9,7 @@ prints one line `gspo-dynamics: error: ...` and exits with status 2; never a tra
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -97,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except ConfigError as exc:
         print(f"gspo-dynamics: error: {exc}", file=sys.stderr)
+        if "--json" in (sys.argv[1:] if argv is None else argv):  # a program reading stdout gets the refusal as JSON
+            print(json.dumps({"error": str(exc), "exit_status": EXIT_BAD_INPUT}))
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("gspo-dynamics: interrupted", file=sys.stderr)

@@ -144,3 +144,19 @@ def test_a_jsonl_log_whose_last_line_is_cut_short_is_read_up_to_it_and_said(caps
     assert out.out.startswith("step 30:") and "a line still being written, were not read" in out.err
     assert main(["diagnose", str(path), "--explain"]) == 0
     assert "line 31, the last, is cut short" in capsys.readouterr().out
+
+
+def test_a_refusal_under_json_is_also_json_on_stdout(tmp_path, capsys):
+    """A program reading --json's stdout gets the refusal as an object; the one line on stderr and the status stay."""
+    import json
+
+    from gspo_dynamics.cli.main import main
+
+    path = tmp_path / "empty.json"
+    path.write_text('{\n "summary": {"train/loss": 0.1},\n "rows": []\n}\n')
+    assert main(["diagnose", str(path), "--json"]) == 2
+    out, err = capsys.readouterr()
+    got = json.loads(out)
+    assert got["exit_status"] == 2 and "'rows' list is empty" in got["error"]
+    assert err.startswith("gspo-dynamics: error: ") and err.count("\n") == 1
+    assert main(["diagnose", str(path)]) == 2 and capsys.readouterr().out == ""  # without --json: stderr only

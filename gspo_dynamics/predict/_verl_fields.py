@@ -129,11 +129,17 @@ ACTOR_ROLLOUT_REF = {"actor", "ref", "rollout", "model", "hybrid_engine", "nccl_
 KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN  # the dotted keys a typo's nearest is looked for among
 
 
+# an older release's keys in the dynamics subtrees that change no step by what they do, not by their place: the
+# Megatron actor's `load_weight` (load the model's weights at start; the worker prints `self.config.ref.load_weight`)
+OLD_NO_STEP = {ACTOR + "load_weight"}
+
+
 def changes_no_step(key: str) -> bool:
-    """Whether a key's place says it changes no training step, whatever its name: outside the dynamics subtrees, in an
-    engine's or profiler's subtree inside them, or a `_target_` (how an older release's key is judged: `_verl_history`)."""
+    """Whether a key changes no training step, whatever its name: outside the dynamics subtrees, in an engine's or
+    profiler's subtree inside them, a `_target_`, or one of OLD_NO_STEP (how an older release's key is judged:
+    `_verl_history`)."""
     return (not key.startswith(DYNAMICS_SUBTREES) or (key + ".").startswith(INFRA_SUBTREES)
-            or key.endswith("._target_"))
+            or key.endswith("._target_") or key in OLD_NO_STEP)
 
 
 def classify(key: str) -> str:

@@ -179,6 +179,14 @@ def test_an_older_releases_key_that_changes_no_step_is_named_so_not_refused(tmp_
 
 
 @needs_verl
+def test_an_older_actor_key_that_loads_weights_is_read_past_as_old():
+    """verl <= 0.7.0's Megatron actor.load_weight loads the model at start: in the actor's subtree, yet no step."""
+    setup = read_run_config(with_(actor_rollout_ref__actor__load_weight=True))
+    assert setup.unknown == () and ACTOR + "load_weight" in setup.ignored
+    assert any("actor_rollout_ref.actor.load_weight (a key of verl <= 0.7.0)" in n for n in setup.notes)
+
+
+@needs_verl
 def test_an_older_releases_key_in_the_dynamics_is_refused_as_old_not_as_a_typo(tmp_path, capsys):
     """verl 0.6's algorithm.rollout_is_veto_threshold acted on the loss: refused as a key of that release (read on, a
     run under 0.6 would differ unsaid), never with the nearest spelling of a 0.9.1 key."""

@@ -12,7 +12,8 @@ Detection rules, first match wins (the content decides, never the file name):
     verl_console   where most are verl's `step:N - key:value` lines
     hf_console     where most are dicts printed by Python `{'key': value, ...}` (transformers' Trainer)
   csv            a header of names split by `,`, tab or `;`, the lines below it (most of them) as many fields,
-                 mostly numbers; a banner with commas is not a header
+                 mostly numbers; a banner with commas is not a header; an empty first name is a row index (pandas'
+                 `to_csv`)
   notebook       a Jupyter notebook's JSON (`_notebook`): its training table, else what its cells printed; before
                  the JSON rules
   text_table     a table a hand-written loop prints: a header line of names over rows of as many leading numbers
@@ -78,6 +79,8 @@ def _looks_like_csv(text: str) -> bool:
     if delimiter is None:
         return False
     header = next(csv.reader([lines[0]], delimiter=delimiter))
+    if len(lines) > 1 and len(header) > 1 and not header[0].strip():  # pandas' to_csv: its row index, unnamed
+        header = ["index"] + header[1:]
     if not all(_is_name(cell, spaced=len(lines) > 1) for cell in header):
         return False
     body = list(csv.reader(lines[1:], delimiter=delimiter))

@@ -355,6 +355,11 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
         reason = " ".join(str(error).split())
         raise ConfigError(f"the CSV could not be parsed ({reason})") from None
     names = [name.strip() for name in table[0]]
+    index = len(names) > 1 and not names[0]  # pandas' to_csv writes its row index first, its name empty
+    if index:
+        warnings.append("the first column, unnamed, is a table's row index (pandas' to_csv): not read")
+        table = [cells[1:] for cells in table]
+        names = names[1:]
     if step_key is not None and step_key not in names:
         raise missing_column("step", step_key, names, "CSV")
     if len(set(names)) != len(names):

@@ -276,3 +276,14 @@ def test_one_json_object_without_rows_says_what_it_holds():
         read_log(text, format="jsonl")
     with pytest.raises(ConfigError, match="no JSON objects were found"):
         read_log("not json\nnor this\n", format="jsonl")
+
+
+def test_a_csv_pandas_wrote_with_its_row_index_is_read_without_it():
+    """`DataFrame.to_csv()` (W&B's run.history() saved by pandas) writes its row index first, under an empty name."""
+    lines = [",_step,_runtime,train/reward,train/kl"] + [f"{i},{2 * i},{10.0 * i},{0.1 + 0.01 * i:.3f},0.001"
+                                                         for i in range(30)]
+    log = read_log("\n".join(lines) + "\n")
+    assert log.format == "csv" and log.steps.tolist() == [2 * i for i in range(30)]
+    assert log.columns["reward"] == "train/reward" and log.series["reward"][-1] == pytest.approx(0.39)
+    assert any("row index (pandas' to_csv): not read" in w for w in log.warnings)
+    assert "index" not in log.columns.values() and "" not in log.columns.values()

@@ -47,6 +47,7 @@ from gspo_dynamics.logs._rows import eval_points, key_groups, series_of, settle,
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, freeze
 from gspo_dynamics.logs._notebook import read_notebook
 from gspo_dynamics.logs._text_table import read_text_table
+from gspo_dynamics.logs._tensorboard_csv import named_value
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
 READERS = {
@@ -201,6 +202,9 @@ def read_log(
         raw = READERS[format](handed.pop(), step_key)
         if format != "tensorboard":
             raw.warnings[:0] = decode_warnings
+        if format == "csv" and raw.rows:  # TensorBoard's download of one scalar: its tag is in the file's name
+            raw.rows = named_value(raw.rows, set().union(*(r for _, r in raw.rows[:50])), source, raw.warnings)
+            raw.groups = None
         return build_log(raw, format, source, column_map, run=run, logging_steps=logging_steps)
 
 

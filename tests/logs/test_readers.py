@@ -287,3 +287,18 @@ def test_a_csv_pandas_wrote_with_its_row_index_is_read_without_it():
     assert log.columns["reward"] == "train/reward" and log.series["reward"][-1] == pytest.approx(0.39)
     assert any("row index (pandas' to_csv): not read" in w for w in log.warnings)
     assert "index" not in log.columns.values() and "" not in log.columns.values()
+
+
+def test_tensorboards_csv_of_one_scalar_reads_its_value_under_the_tag_its_name_carries(tmp_path):
+    """TensorBoard's "Download data" CSV: Wall time, Step, Value, the tag only in `run-<run>-tag-<tag>.csv`."""
+    text = "Wall time,Step,Value\n" + "".join(f"{1.7e9 + i},{i},{0.1 + 0.01 * i}\n" for i in range(30))
+    path = tmp_path / "run-grpo_qwen-tag-train_reward.csv"
+    path.write_text(text)
+    log = read_log(path)
+    assert log.columns["reward"] == "train_reward" and log.n_points("reward") == 30
+    assert any("its Value read as 'train_reward'" in w for w in log.warnings)
+    renamed = tmp_path / "reward.csv"  # no tag in the name: Value stays Value, and the error says how to map it
+    renamed.write_text(text)
+    with pytest.raises(ConfigError, match="no reward series was found; map one .* columns: 'Value'"):
+        read_log(renamed)
+    assert read_log(renamed, column_map={"reward": "Value"}).n_points("reward") == 30

@@ -28,7 +28,7 @@ import re
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._console import DETECT_CHARS, console_kind
-from gspo_dynamics.logs._readers import COLUMNS_DOCUMENT, ROWS_DOCUMENT
+from gspo_dynamics.logs._readers import COLUMNS_DOCUMENT, ROWS_DOCUMENT, _loads
 from gspo_dynamics.logs._runlog import to_float
 from gspo_dynamics.logs._notebook import looks_like_notebook
 from gspo_dynamics.logs._text_table import looks_like_text_table
@@ -110,6 +110,8 @@ def detect_format(content: bytes | str) -> str:
         return "csv"
     if looks_like_text_table(stripped[:DETECT_CHARS]):
         return "text_table"
+    if stripped.startswith("{") and isinstance(_loads(stripped), dict):  # one JSON object over many lines: its
+        return "jsonl"  # reader says what it holds instead of rows (`_json_readers._no_rows`)
     raise ConfigError(
         "could not recognise the log format; tried a TensorBoard event file, a trainer_state.json, a Jupyter notebook, "
         "JSON/JSONL rows, "

@@ -166,6 +166,10 @@ def read_log(
     _check_run_options(run, logging_steps)
     step_key = column_map.get("step")
     content, source = _load(path_or_text)
+    if Path(source).name == "wandb-summary.json":  # beside W&B's output.log and config.yaml in wandb/run-*/files
+        raise ConfigError(f"{source!r} is W&B's summary of a run, its last values, not its curve: give the run's "
+                          "history (W&B's 'Export CSV' of the reward panel, or run.history() saved as CSV) or the "
+                          "output.log beside it")
     decoded = None  # (text, warnings), decoded once for detection and reading
     try:
         if format == "auto":

@@ -302,3 +302,15 @@ def test_tensorboards_csv_of_one_scalar_reads_its_value_under_the_tag_its_name_c
     with pytest.raises(ConfigError, match="no reward series was found; map one .* columns: 'Value'"):
         read_log(renamed)
     assert read_log(renamed, column_map={"reward": "Value"}).n_points("reward") == 30
+
+
+def test_a_summary_of_last_values_is_said_to_be_one_not_read_as_a_run(tmp_path):
+    """W&B's wandb-summary.json (one row of last values) and any one JSON object of scalars over many lines."""
+    path = tmp_path / "wandb-summary.json"
+    path.write_text('{"train/reward": 0.51, "_step": 300, "_runtime": 5000.2}')
+    with pytest.raises(ConfigError, match="W&B's summary of a run, its last values, not its curve"):
+        read_log(path)
+    other = tmp_path / "final.json"
+    other.write_text('{\n "train/reward": 0.51,\n "_step": 300\n}\n')
+    with pytest.raises(ConfigError, match=r"one JSON object of 2 key\(s\) \(train/reward, _step\) with no rows"):
+        read_log(other)

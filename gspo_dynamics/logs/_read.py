@@ -67,6 +67,9 @@ _DIR_CANDIDATES = ("trainer_state.json", "metrics.jsonl", "metrics.csv")
 # Where a run folder keeps its TensorBoard events when it has no log of its own (TRL's runs/<date>/, verl's
 # tensorboard_log/<project>/<experiment>/): the newest is read, as `watch DIR` follows it.
 _DIR_EVENTS = ("events.out.tfevents.*", "*/events.out.tfevents.*", "*/*/events.out.tfevents.*")
+# W&B's run folder (wandb/run-*/) and its files/: the console W&B captured, told by W&B's own files beside it
+_WANDB_LOGS = ("files/output.log", "output.log")
+_WANDB_OWN = ("wandb-summary.json", "wandb-metadata.json", "config.yaml")
 
 
 def _load(path_or_text) -> tuple[bytes | str, str]:
@@ -96,15 +99,19 @@ def _load(path_or_text) -> tuple[bytes | str, str]:
 
 def _log_in(folder: Path) -> Path:
     """The log of a run folder: its trainer_state.json or metrics file, else the newest TensorBoard event file in it
-    or two levels below it."""
+    or two levels below it, else the console a W&B run folder (or its files/) captured, output.log."""
     found = [folder / name for name in _DIR_CANDIDATES if (folder / name).is_file()]
     if found:
         return found[0]
     events = [(p.stat().st_mtime_ns, str(p), p) for pattern in _DIR_EVENTS for p in folder.glob(pattern) if p.is_file()]
-    if not events:
-        raise ConfigError(f"directory {str(folder)!r} holds no trainer_state.json, metrics file or TensorBoard event "
-                          "file (nor one in its subfolders)")
-    return max(events)[2]
+    if events:
+        return max(events)[2]
+    console = [folder / name for name in _WANDB_LOGS if (folder / name).is_file()
+               and any((folder / name).with_name(own).is_file() for own in _WANDB_OWN)]
+    if console:
+        return console[0]
+    raise ConfigError(f"directory {str(folder)!r} holds no trainer_state.json, metrics file, TensorBoard event file "
+                      "(nor one in its subfolders) or W&B run's output.log")
 
 
 

@@ -314,3 +314,16 @@ def test_a_summary_of_last_values_is_said_to_be_one_not_read_as_a_run(tmp_path):
     other.write_text('{\n "train/reward": 0.51,\n "_step": 300\n}\n')
     with pytest.raises(ConfigError, match=r"one JSON object of 2 key\(s\) \(train/reward, _step\) with no rows"):
         read_log(other)
+
+
+def test_a_wandb_run_folder_reads_the_console_it_captured(tmp_path):
+    """wandb/run-*/ (or its files/) with no log of its own: files/output.log, told by W&B's files beside it."""
+    files = tmp_path / "run-20250101_000000-abc" / "files"
+    files.mkdir(parents=True)
+    (files / "output.log").write_text("".join(str(grpo_row(i + 1, 0.1 + 0.01 * i)) + "\n" for i in range(20)))
+    (files / "wandb-summary.json").write_text('{"reward": 0.6}')
+    for folder in (files.parent, files):
+        assert read_log(folder).source == str(files / "output.log")
+    (files / "wandb-summary.json").unlink()  # an output.log without W&B's files beside it is not taken for one
+    with pytest.raises(ConfigError, match="or W&B run's output.log"):
+        read_log(files.parent)

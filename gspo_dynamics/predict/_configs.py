@@ -26,7 +26,7 @@ from gspo_dynamics.predict._frameworks import (
     _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
 from gspo_dynamics.predict._verl import (
-    _verl_estimator, flatten, resolve_all, search_r1_group, search_r1_lineage, verl_mapping,
+    _verl_estimator, flatten, resolve_all, early_verl, search_r1_group, verl_mapping,
 )
 from gspo_dynamics.predict import _config_checks, _openrlhf, _openrlhf_fields, _trl_fields, _verl_fields, _verl_schema
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
@@ -296,11 +296,12 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     refused: list[str] = []
     hp, exact, used, loss = verl_mapping(raw, notes, said, refused)
     flat = resolve_all(raw)  # interpolations followed, numeric strings read as numbers (`predict._verl`)
-    if search_r1_lineage(flat) and flat.get("actor_rollout_ref.actor.entropy_coeff") is None:  # its base's default
+    early = early_verl(flat)
+    if early and flat.get("actor_rollout_ref.actor.entropy_coeff") is None:  # verl < 0.4's default
         flat["actor_rollout_ref.actor.entropy_coeff"] = 0.001
         classes["actor_rollout_ref.actor.entropy_coeff"] = "unmodelled"
-        notes.append("actor_rollout_ref.actor.entropy_coeff not given: Search-R1's default 0.001 (its base config's; "
-                     "verl 0.9.1's is 0)")
+        notes.append(f"actor_rollout_ref.actor.entropy_coeff not given: 0.001, the default of {early} (verl 0.9.1's "
+                     "is 0)")
     key = "trainer.total_training_steps"
     run_steps = run_length(key, flat.get(key))
     optim = "actor_rollout_ref.actor.optim."

@@ -26,10 +26,11 @@ of the rollout's train_batch_size x n_agent x n rows (`search_r1_group`):
     G = n_agent x n (do_search) or n,   T = ppo_epochs x train_batch_size x n_agent / ppo_mini_batch_size,
     N = ppo_mini_batch_size x n / G
 
-A config of its lineage (n_agent, or a key of its own: `search_r1_lineage`) is read on its base config where that
-differs from verl 0.9.1's on a key the mapping reads: verl 0.1's policy loss has no dual clip (clip_ratio_c read only
-where given), its trainer puts the KL in the reward wherever use_kl_loss is false (`apply_kl_penalty`, said, not
-modelled), and its entropy_coeff defaults to 0.001 (`predict._configs`).
+A config of its lineage (n_agent, or a key of its own), or of verl before 0.4 (a key its later releases removed), is
+read on that trainer where it differs from verl 0.9.1's on a key the mapping reads (`early_verl`): its policy loss
+has no dual clip (clip_ratio_c, new in 0.4.0, read only where given), its trainer puts the KL in the reward wherever
+use_kl_loss is false (`apply_kl_penalty`, said, not modelled), and its entropy_coeff defaults to 0.001
+(`predict._configs`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip
 from gspo_dynamics.predict._frameworks import _groups_per_step, _number, _rounded_refresh
 from gspo_dynamics.predict._optimizers import verl_optimizer
+from gspo_dynamics.predict._verl_history import OLD_KEYS
 from gspo_dynamics.predict._verl_fields import ACTOR, GROUP_ESTIMATORS, OTHER_ESTIMATORS, ROLLOUT, SEARCH_R1_OWN
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
@@ -140,11 +142,17 @@ def unresolved(key: str, raw: Any) -> ConfigError:
                        "an unset environment variable with no default); give the value")
 
 
-def search_r1_lineage(flat: dict[str, Any]) -> bool:
-    """Whether a flattened config is of Search-R1's lineage (a verl 0.1 fork): it gives rollout.n_agent or a key of
-    Search-R1's own (`_verl_fields.SEARCH_R1_OWN`, its state_masking, no_think_rl, do_search)."""
+def early_verl(flat: dict[str, Any]) -> str | None:
+    """Whose trainer a config before verl 0.4 ran, or None: Search-R1's (a verl 0.1 fork) where it gives rollout.n_agent
+    or a key of Search-R1's own (`_verl_fields.SEARCH_R1_OWN`, its state_masking, no_think_rl, do_search); verl's own
+    before 0.4 where it holds a key whose last release was before 0.4 (`_verl_history.OLD_KEYS`: verl 0.1's
+    fsdp_config.grad_offload, which TinyZero and Logic-RL still pass). Before 0.4 verl's policy loss had no dual clip,
+    its trainer put the KL in the reward wherever use_kl_loss was false, and its entropy_coeff defaulted to 0.001."""
     marks = SEARCH_R1_OWN | {ROLLOUT + "n_agent", "do_search", ACTOR + "state_masking", "algorithm.no_think_rl"}
-    return any(key in marks for key in flat)
+    if any(key in marks for key in flat):
+        return "Search-R1's trainer (verl 0.1's)"
+    old = sorted(key for key in flat if key in OLD_KEYS and OLD_KEYS[key].startswith(("0.1", "0.2", "0.3")))
+    return f"verl <= {OLD_KEYS[old[0]]}'s trainer (the config's {old[0]})" if old else None
 
 
 def search_r1_group(flat: dict[str, Any]) -> tuple[int, str]:
@@ -237,19 +245,19 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
 
 def _reward_kl_and_dual_clip(flat: dict[str, Any], get, mode: str, use_kl: bool, notes: list[str]) -> float | None:
     """The dual clip c (None: none), with the in-reward KL said: verl 0.9.1's under use_kl_in_reward and c =
-    clip_ratio_c (3) under loss_mode vanilla; in Search-R1's lineage (`search_r1_lineage`, verl 0.1's trainer) an
-    in-reward KL wherever use_kl_loss is false and no dual clip unless clip_ratio_c is given."""
-    fork = search_r1_lineage(flat)
+    clip_ratio_c (3) under loss_mode vanilla; before verl 0.4 (`early_verl`) an in-reward KL wherever use_kl_loss is
+    false and no dual clip unless clip_ratio_c is given (it came in 0.4.0)."""
+    early = early_verl(flat)
     if get("algorithm.use_kl_in_reward", False):
         notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
-    elif fork and not use_kl:  # verl 0.1's trainer: the in-reward KL wherever the loss has none
-        notes.append("Search-R1's trainer (verl 0.1's) puts a KL penalty in the reward where use_kl_loss is false "
-                     "(algorithm.kl_ctrl.kl_coef, 0.001 by default): not modelled")
+    elif early and not use_kl:  # verl < 0.4's trainer: the in-reward KL wherever the loss has none
+        notes.append(f"{early} puts a KL penalty in the reward where use_kl_loss is false (algorithm.kl_ctrl.kl_coef, "
+                     "0.001 by default): not modelled")
     if mode != "vanilla":
         return None
-    if fork and flat.get(ACTOR + "clip_ratio_c") is None:  # verl 0.1's loss: no dual clip
-        notes.append("no dual clip: Search-R1's trainer (verl 0.1's policy loss) has none (verl 0.9.1's clip_ratio_c 3 "
-                     "is not its default)")
+    if early and flat.get(ACTOR + "clip_ratio_c") is None:  # verl < 0.4's loss: no dual clip
+        notes.append(f"no dual clip: {early} has none (it came in verl 0.4.0; 0.9.1's clip_ratio_c 3 is not its "
+                     "default)")
         return None
     return _number(ACTOR + "clip_ratio_c", get(ACTOR + "clip_ratio_c", 3.0), positive=True)  # verl asserts c > 1
 

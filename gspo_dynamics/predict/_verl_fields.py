@@ -46,7 +46,7 @@ SEARCH_R1 = {ROLLOUT + "n_agent", "do_search"}  # Search-R1's (a verl 0.1 fork's
 READ |= SEARCH_R1  # (`predict._verl`)
 # Search-R1's own other keys (PeterGriffinJin/Search-R1 at a14dc3a: its verl/trainer/config/ppo_trainer.yaml), in no
 # verl release: its agent loop's, retriever's and format reward's, none changing a training step (its two that do are
-# in UNMODELLED); any of them, or n_agent, marks a config of its lineage (`predict._verl.search_r1_lineage`)
+# in UNMODELLED); any of them, or n_agent, marks a config of its lineage (`predict._verl.early_verl`)
 SEARCH_R1_OWN = {"max_turns", "retriever.url", "retriever.topk", "data.max_start_length", "data.max_obs_length",
                  "data.train_data_num", "data.val_data_num", "data.shuffle_train_dataloader",
                  "algorithm.state_masking.start_state_marker", "algorithm.state_masking.end_state_marker",

@@ -115,7 +115,7 @@ def test_search_r1s_own_keys_and_its_base_configs_defaults():
     assert named["actor_rollout_ref.actor.state_masking"] is True and "algorithm.no_think_rl" not in named
     assert named["actor_rollout_ref.actor.entropy_coeff"] == 0.001
     notes = " | ".join(setup.notes)
-    assert "Search-R1's default 0.001" in notes and "no dual clip: Search-R1's trainer" in notes
+    assert "0.001, the default of Search-R1's trainer" in notes and "no dual clip: Search-R1's trainer" in notes
     assert "puts a KL penalty in the reward where use_kl_loss is false" in notes
     cfg["actor_rollout_ref"]["actor"] |= {"use_kl_loss": True, "kl_loss_coef": 0.001, "clip_ratio_c": 3.0,
                                           "entropy_coeff": 0}

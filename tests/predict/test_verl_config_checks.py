@@ -284,3 +284,15 @@ def test_a_critic_run_is_said_before_a_forks_own_keys():
         read_run_config(cfg)
     with pytest.raises(ConfigError, match="max_extrapolation_length"):  # a group estimator: the key is the refusal
         read_run_config(with_(data__max_extrapolation_length=4096))
+
+
+@needs_verl
+def test_a_config_of_verl_before_0_4_is_read_on_that_trainer():
+    """A key whose last release was before 0.4 (verl 0.1's fsdp_config.grad_offload, as TinyZero and Logic-RL pass it)
+    marks a config of verl before 0.4: no dual clip (clip_ratio_c came in 0.4.0), the KL in the reward where
+    use_kl_loss is false, entropy_coeff 0.001; a 0.9.1 config keeps c = 3."""
+    old = read_run_config(with_(actor_rollout_ref__actor__fsdp_config__grad_offload=True))
+    notes = " | ".join(old.notes)
+    assert old.hparams.ratio_cap is None and "no dual clip: verl <= 0.2.0.post2's trainer" in notes
+    assert "0.001, the default of verl <= 0.2.0.post2's trainer" in notes
+    assert read_run_config(with_()).hparams.ratio_cap == 3.0

@@ -128,9 +128,11 @@ def wandb_values(data: dict[str, Any]) -> dict[str, Any] | None:
     return {k: v["value"] for k, v in entries.items()}
 
 
-def set_override(out: dict[str, Any], item: str) -> None:
+def set_override(out: dict[str, Any], item: str, as_written: bool = False) -> None:
     """Set one Hydra-style `dotted.key=value` override in the nested dict `out` (the value read as YAML: 1e-6, true,
-    [0.9, 0.99]; nested keys created as needed), or one ConfigError."""
+    [0.9, 0.99]; nested keys created as needed), or one ConfigError. `as_written`: a value that is not valid YAML is
+    kept as its text (a launch script's, `data.train_files="[${HOME}/a.parquet, ...]"` with HOME the caller's: a key
+    the mapping reads then fails by name, one it does not read is passed by)."""
     import yaml
 
     key, sep, text = item.partition("=")
@@ -140,7 +142,9 @@ def set_override(out: dict[str, Any], item: str) -> None:
     try:
         value = yaml.load(text, Loader=yaml_loader())
     except yaml.YAMLError:
-        raise ConfigError(f"the value of override {item!r} is not valid YAML") from None
+        if not as_written:
+            raise ConfigError(f"the value of override {item!r} is not valid YAML") from None
+        value = text
     node = out
     *path, last = key.split(".")
     for part in path:
@@ -163,7 +167,7 @@ def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any]):
             return {name: _typed(value) for name, value in openrlhf_arguments(text).items()}
         out: dict[str, Any] = {}
         for item in overrides_of(text, f"the launch script {str(path)!r}"):
-            set_override(out, item)
+            set_override(out, item, as_written=True)
             added |= {added_key(item)} - {None}
         return out
     if suffix == ".toml":

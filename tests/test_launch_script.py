@@ -174,3 +174,17 @@ def test_search_r1s_format_entry_is_its_trainer():
     """Search-R1's `verl.trainer.main_ppo_format` (its trainer with a format reward) is read as main_ppo is."""
     script = SCRIPT.replace("verl.trainer.main_ppo ", "verl.trainer.main_ppo_format ")
     assert overrides_of(script) == overrides_of(SCRIPT)
+
+
+def test_a_value_that_is_not_yaml_is_kept_as_written(tmp_path):
+    """A data path list holding the caller's $HOME (`data.train_files="[${HOME}/a.parquet, ...]"`) is no YAML: kept as
+    its text, so a key that changes no step does not stop the read, and one the mapping reads fails by name."""
+    script = SCRIPT.replace("data.train_files=$HOME/data/gsm8k/train.parquet",
+                            'data.train_files="[${HOME}/a.parquet, ${HOME}/b.parquet]"')
+    path = tmp_path / "run.sh"
+    path.write_text(script)
+    assert load_config_file(path)["data"]["train_files"] == "[${HOME}/a.parquet, ${HOME}/b.parquet]"
+    assert read_run_config(path).hparams.group_size == 8
+    path.write_text(SCRIPT.replace("optim.lr=${LR}", 'optim.lr="[1e-6"'))
+    with pytest.raises(ConfigError, match="'actor_rollout_ref.actor.optim.lr' must be a positive number, got '\\[1e-6'"):
+        read_run_config(path)

@@ -167,9 +167,9 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
             _config_checks.refuse_unknown(hints, framework, typed)
         return hints, on_purpose
 
-    setup = _mapped(cfg, devices, unknown)
+    setup = _mapped(cfg, devices, unknown, allow_unknown)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
-        setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown)
+        setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown, allow_unknown)
     setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()))
     ignored = set(setup.ignored) - set(setup.unknown) - set(setup.added) - set(setup.recorded)  # a trainer's or TRL's
     # top-level keys, verl's dotted ones; the keys a +key= adds, or W&B recorded, are said apart (`brief_lines`)
@@ -180,10 +180,11 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     return setup
 
 
-def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
+def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bool = False) -> RunSetup:
     """`read_run_config` on the config's dict, its overrides applied; `unknown(framework, keys, known)` sees the keys
     the framework does not have before anything is mapped (a typo is the first thing to say), and gives (their hints,
-    those added on purpose)."""
+    those added on purpose); `allow_unknown`: a TRL config holding a key of our own names reads as TRL's, that key
+    unknown (a fork's own, not a mix of vocabularies)."""
     if isinstance(cfg.get("hparams"), dict):  # a corpus label.json or a diagnose --json output
         cfg = dict(cfg["hparams"])
     elif isinstance(cfg.get("config"), dict) and TRAINER_MARKERS <= set(cfg["config"]):  # our trainer corpus's label.json
@@ -209,9 +210,10 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown) -> RunSetup:
                       run_steps=steps, loss=str(cfg["objective"]), schedule=_trainer_schedule(cfg, steps),
                       keys=trainer_keys(int(cfg.get("num_iterations") or TRAINER_DEFAULTS["num_iterations"])),
                       unknown=hints, added=added, assumed=_config_checks.assumed(name, cfg.get, TRAINER_DEFAULTS))
-    if trl and own - {"optimizer"}:
+    if trl and own - {"optimizer"} and not allow_unknown:  # with it, read as a TRL config, those keys unknown
         raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with gspo-dynamics' own "
-                          f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary")
+                          f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary (a fork's own key of that "
+                          "name: --allow-unknown reads the TRL config without it)")
     if trl and not trl & TRL_HYPERPARAMETERS:
         raise ConfigError(f"the config holds no GRPO hyperparameter, only {', '.join(sorted(trl))} (TRL: learning_rate, "
                           "num_generations, steps_per_generation, beta, epsilon, ...)")

@@ -558,3 +558,13 @@ def test_a_verl_config_without_rollout_n_says_what_verls_default_means():
     with pytest.raises(ConfigError, match=r"leaves actor_rollout_ref.rollout.n unset, whose default in verl is 1: one "
                                           r"response per prompt, no group"):
         read_run_config(tree)
+
+
+def test_a_forks_key_named_as_ours_is_read_past_with_allow_unknown():
+    """A TRL fork's own `advantage:` is one of gspo-dynamics' names: refused as a mix, saying --allow-unknown reads
+    the TRL config without it; with it, the config reads as TRL's and the key is named as unknown."""
+    cfg = {"learning_rate": 1e-6, "num_generations": 8, "advantage": "gopo"}
+    with pytest.raises(ConfigError, match="--allow-unknown reads the TRL config without it"):
+        read_run_config(cfg)
+    setup = read_run_config(cfg, allow_unknown=True)
+    assert setup.framework == "TRL GRPOConfig" and "advantage" in setup.unknown and setup.hparams.group_size == 8

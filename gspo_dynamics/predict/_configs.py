@@ -23,7 +23,7 @@ from gspo_dynamics._config_file import ConfigParts, added_key, load_config_file,
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
-    _own, _refuse_preference_config, _trainer, _trl, run_length,
+    NO_DEVICES, _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
 from gspo_dynamics.predict._verl import (
     _verl_estimator, flatten, resolve_all, early_verl, search_r1_group, verl_mapping,
@@ -262,9 +262,12 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
 
     logging = cfg.get("logging_steps")
     logging = logging if isinstance(logging, int) and not isinstance(logging, bool) and logging > 0 else None
+    processes = (("processes", 1),) if (cfg.get("generation_batch_size") is not None  # T rests on the count there
+                                        and any(n.startswith(NO_DEVICES) for n in notes)) else ()
     return dataclasses.replace(_setup(hp, name, exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
                                       loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints, added=added,
-                                      assumed=_config_checks.assumed(name, given, defaults)), logging_steps=logging,
+                                      assumed=_config_checks.assumed(name, given, defaults) + processes),
+                               logging_steps=logging,
                                refused=tuple(refused))
 
 

@@ -373,7 +373,7 @@ def test_the_defaults_taken_for_the_keys_the_verdict_rests_on_are_kept_apart():
                            ("max_steps", -1), ("beta", 0.0))
     assert trl.brief_lines()[0].endswith("beta 0 (older TRL releases 0.04)")  # a default that moved is said so
     assert read_run_config({"learning_rate": 1e-6, "num_generations": 8, "generation_batch_size": 16, "num_iterations": 1,
-                            "gradient_accumulation_steps": 1, "max_steps": 10, "beta": 0.0}).assumed == ()
+                            "gradient_accumulation_steps": 1, "max_steps": 10, "beta": 0.0}, devices=1).assumed == ()
     tree = verl_tree()
     del tree["actor_rollout_ref"]["actor"]["optim"], tree["actor_rollout_ref"]["actor"]["ppo_epochs"]
     verl = read_run_config(tree)
@@ -568,3 +568,16 @@ def test_a_forks_key_named_as_ours_is_read_past_with_allow_unknown():
         read_run_config(cfg)
     setup = read_run_config(cfg, allow_unknown=True)
     assert setup.framework == "TRL GRPOConfig" and "advantage" in setup.unknown and setup.hparams.group_size == 8
+
+
+def test_the_process_count_a_generation_batch_rests_on_is_said_where_assumed():
+    """T = generation_batch_size / (per_device_train_batch_size x processes x gradient_accumulation_steps): where a
+    config sets generation_batch_size and --devices is not given, the 1 process assumed is in the first lines."""
+    cfg = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8, "beta": 0.0,
+           "gradient_accumulation_steps": 4, "generation_batch_size": 1024, "num_iterations": 1, "max_steps": 300}
+    one, four = read_run_config(cfg), read_run_config(cfg, devices=4)
+    assert (one.hparams.refresh_interval, four.hparams.refresh_interval) == (32, 8)
+    assert one.assumed == (("processes", 1),) and four.assumed == ()
+    assert "processes 1 (the count assumed, --devices N gives yours" in one.brief_lines()[0]
+    del cfg["generation_batch_size"]
+    assert read_run_config(cfg).assumed == (("steps_per_generation", 4),)  # T does not rest on the count: unsaid

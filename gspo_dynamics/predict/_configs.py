@@ -315,6 +315,10 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     unmodelled = active_unmodelled(flat, _verl_fields.UNMODELLED) + decay_and_clip(
         (optim + "weight_decay", clip_key), (flat.get(optim + "weight_decay", 0.01), flat.get(clip_key, 1.0)), hp.lr,
         hp.optimizer, run_steps)
+    kl = "algorithm.kl_ctrl.kl_coef"
+    if early and not flat.get("actor_rollout_ref.actor.use_kl_loss") and (flat.get(kl) or 0.001) > 0:
+        unmodelled.append((kl, flat.get(kl) or 0.001, f"a KL penalty in the reward ({early}, without use_kl_loss): "
+                           "a pull toward the reference through the reward, not the loss"))
     epochs = flat.get("actor_rollout_ref.actor.ppo_epochs") or 1  # validated by the mapping
     keys = verl_keys(int(epochs), int(flat["data.train_batch_size"]), *search_r1_group(flat),
                      mini=int(flat["actor_rollout_ref.actor.ppo_mini_batch_size"]))
@@ -351,6 +355,9 @@ def _openrlhf_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     unmodelled = [(written.get(k, k), v, why) for k, v, why in active_unmodelled(flat, _openrlhf_fields.UNMODELLED)]
     unmodelled += decay_and_clip((written["l2"], written["max_norm"]),
                                  (get("l2"), get("max_norm")), hp.lr, hp.optimizer, run_steps)
+    if get("use_kl_loss") is not True and (get("init_kl_coef") or 0) > 0:  # OpenRLHF's default: a KL in the reward
+        unmodelled.append((written["init_kl_coef"], get("init_kl_coef"), f"a KL penalty in the reward (without "
+                           f"{written['use_kl_loss']}): a pull toward the reference through the reward, not the loss"))
     keys = openrlhf_keys(int(get("max_epochs")), int(get("rollout_batch_size")), hp.group_size,
                          int(get("train_batch_size")), written)
     ignored = sorted(written[k] for k in flat if k not in used and k not in _openrlhf_fields.READ)

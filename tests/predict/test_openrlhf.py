@@ -208,3 +208,11 @@ def test_the_trainer_before_ray_is_read_with_its_own_rollout_default(tmp_path):
     assert given.hparams.refresh_interval == 64 and "rollout_batch_size" not in dict(given.assumed)
     ray = read_run_config(_script(tmp_path, NON_RAY.replace("train_ppo ", "train_ppo_ray ")))
     assert ray.hparams.refresh_interval == 64 and ("rollout_batch_size", 1024) in ray.assumed
+
+
+def test_the_kl_in_the_reward_is_named_among_the_unmodelled(tmp_path):
+    """OpenRLHF subtracts init_kl_coef x KL from the reward unless --use_kl_loss (its default 0.01): beta 0 in the read
+    line, and the penalty named in the first lines, not only in the notes."""
+    setup = read_run_config(_script(tmp_path, NON_RAY))
+    assert setup.hparams.kl_coef == 0.0 and ("init_kl_coef", 0.01) in {(k, v) for k, v, _ in setup.unmodelled}
+    assert "init_kl_coef" not in {k for k, _, _ in read_run_config(_script(tmp_path)).unmodelled}  # use_kl_loss: beta

@@ -295,4 +295,6 @@ def test_a_config_of_verl_before_0_4_is_read_on_that_trainer():
     notes = " | ".join(old.notes)
     assert old.hparams.ratio_cap is None and "no dual clip: verl <= 0.2.0.post2's trainer" in notes
     assert "0.001, the default of verl <= 0.2.0.post2's trainer" in notes
+    named = {k: v for k, v, _ in old.unmodelled}
+    assert named.get("algorithm.kl_ctrl.kl_coef") == 0.001  # the in-reward KL, in the first lines
     assert read_run_config(with_()).hparams.ratio_cap == 3.0

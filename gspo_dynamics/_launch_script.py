@@ -193,7 +193,7 @@ def _base_config(words: list[str]) -> tuple[dict[str, str], list[str]]:
 
 def _logical_lines(text: str) -> list[str]:
     """The script's lines as the shell reads its commands: comments dropped (from a `#` that starts a word), a
-    backslash-newline joined, and a line that opens an array `NAME=(` or a double-quoted string it does not close
+    backslash-newline joined, and a line that opens an array `NAME=(` or a quoted string it does not close
     joined with the lines up to the one that does (newlines as spaces); `overrides_of` splits each at `;`."""
     physical = [re.sub(r"(^|\s)#.*$", "", line) for line in re.sub(r"\\\r?\n", " ", text).splitlines()]
     lines: list[str] = []
@@ -223,21 +223,22 @@ def _commands(line: str) -> list[str]:
 
 
 def _open(line: str) -> bool:
-    """Whether `line` leaves an array `NAME=(` or a double quote open."""
+    """Whether `line` leaves an array `NAME=(` or a quote open."""
     if re.match(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(", line) and ")" not in line.partition("=(")[2]:
         return True
     return _unclosed_quote(line)
 
 
 def _unclosed_quote(line: str) -> bool:
-    """Whether a double quote opened in `line` (outside single quotes) is not closed there."""
+    """Whether a quote opened in `line` (double, or single: `--runtime-env-json='{` over several lines) is not closed
+    there."""
     quote = None
     for ch in line:
         if quote is None and ch in "\"'":
             quote = ch
         elif ch == quote:
             quote = None
-    return quote == '"'
+    return quote is not None
 
 
 def _expanded(text: str, values: dict[str, str], arrays: dict[str, list[str]] | None = None) -> str:

@@ -188,3 +188,12 @@ def test_a_value_that_is_not_yaml_is_kept_as_written(tmp_path):
     path.write_text(SCRIPT.replace("optim.lr=${LR}", 'optim.lr="[1e-6"'))
     with pytest.raises(ConfigError, match="'actor_rollout_ref.actor.optim.lr' must be a positive number, got '\\[1e-6'"):
         read_run_config(path)
+
+
+def test_a_single_quoted_string_over_several_lines_is_one_word():
+    """`ray job submit --runtime-env-json='{...}' -- python -m verl.trainer.main_ppo ...` with the JSON over several
+    lines (simpleRL-reason's scripts): the quote spans the lines, as the shell reads it, and the command is found."""
+    script = ("ray job submit --address=x \\\n  --runtime-env-json='{\n    \"working_dir\": \"'${WD}'\",\n"
+              "    \"env_vars\": {\"A\": \"1\"}\n  }' \\\n  -- python -m verl.trainer.main_ppo \\\n"
+              "  algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=8\n")
+    assert overrides_of(script) == ["algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=8"]

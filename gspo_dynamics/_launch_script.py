@@ -54,7 +54,8 @@ _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-((?:[^{}]|\$\{[^{}]*\})*))?\}|\$([A-Za-z_]\w*)")  # a default may
 # hold one ${...} of its own: ${CONFIG_DIR:-"${HOME}/verl/trainer/config"}
-_TRAINER = re.compile(r"main_ppo(?:_format)?(?:\.py)?$")  # _format: Search-R1's entry with its format reward
+_TRAINER = re.compile(r"(?:main_ppo(?:_format)?|recipe[/.]dapo[/.]main_dapo)(?:\.py)?$")  # _format: Search-R1's entry
+# with its format reward; main_dapo: verl's DAPO recipe (its dapo_trainer.yaml on ppo_trainer: `_verl_fields.DAPO_RECIPE`)
 _OVERRIDE = re.compile(r"^\+{0,2}[A-Za-z_][\w.\-]*=")
 _OPENRLHF = re.compile(r"(?:^|[/.])openrlhf[/.]cli[/.]train_ppo(?:_ray)?(?:\.py)?$")
 _PASSED_THROUGH = {"$@", "$*", "${@}", "${@:1}", "${*}"}  # the script's own arguments, passed on to the trainer

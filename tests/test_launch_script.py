@@ -197,3 +197,19 @@ def test_a_single_quoted_string_over_several_lines_is_one_word():
               "    \"env_vars\": {\"A\": \"1\"}\n  }' \\\n  -- python -m verl.trainer.main_ppo \\\n"
               "  algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=8\n")
     assert overrides_of(script) == ["algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=8"]
+
+
+def test_verls_dapo_recipe_is_read_with_its_own_keys():
+    """`python3 -m recipe.dapo.main_dapo` (verl's DAPO recipe, its dapo_trainer.yaml on ppo_trainer): read as verl,
+    its gen_batch_size and overlong_buffer.* its own, the overlong penalty named as not modelled where on."""
+    script = SCRIPT.replace("verl.trainer.main_ppo ", "recipe.dapo.main_dapo ").replace(
+        "trainer.total_epochs=15", "data.gen_batch_size=384 reward_model.overlong_buffer.enable=True "
+        "reward_model.overlong_buffer.len=512 reward_model.overlong_buffer.penalty_factor=1.0 trainer.total_epochs=15")
+    cfg = {}
+    from gspo_dynamics._config_file import set_override
+
+    for item in overrides_of(script):
+        set_override(cfg, item)
+    setup = read_run_config(cfg)
+    assert not setup.unknown and setup.hparams.group_size == 8
+    assert ("reward_model.overlong_buffer.enable", True) in {(k, v) for k, v, _ in setup.unmodelled}

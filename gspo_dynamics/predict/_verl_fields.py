@@ -52,6 +52,12 @@ SEARCH_R1_OWN = {"max_turns", "retriever.url", "retriever.topk", "data.max_start
                  "algorithm.state_masking.start_state_marker", "algorithm.state_masking.end_state_marker",
                  "reward_model.structure_format_score", "reward_model.final_format_score", "reward_model.retrieval_score"}
 
+# the DAPO recipe's own keys (recipe/dapo/config/dapo_trainer.yaml on verl's ppo_trainer, launched as
+# `python3 -m recipe.dapo.main_dapo`; in verl's repository up to 2026-01-06, 2bb42bae6, then verl-recipe): its
+# generation batch before the groups are filtered and its overlong reward penalty (in UNMODELLED)
+DAPO_RECIPE = {"data.gen_batch_size", "reward_model.overlong_buffer.len", "reward_model.overlong_buffer.penalty_factor",
+               "reward_model.overlong_buffer.log", "algorithm.filter_groups.max_num_gen_batches"}
+
 _LOSS = ACTOR + "policy_loss."
 _RC = "algorithm.rollout_correction."
 UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
@@ -60,6 +66,8 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     ACTOR + "state_masking": ((False, None), "masks the retrieved passages' tokens out of the policy loss (Search-R1): "
                               "the gradient is the model's own tokens' alone", None),
     "algorithm.no_think_rl": ((False, None), "keeps only each turn's action, its reasoning cut (Search-R1)", None),
+    "reward_model.overlong_buffer.enable": ((False, None), "DAPO's overlong penalty: the reward cut for a response "
+                                            "within overlong_buffer.len of the length limit", None),
     _LOSS + "clip_cov_ratio": ((), "clip_cov's share of high-covariance tokens clipped", _LOSS + "loss_mode=clip_cov"),
     _LOSS + "clip_cov_lb": ((), "clip_cov's covariance band", _LOSS + "loss_mode=clip_cov"),
     _LOSS + "clip_cov_ub": ((), "clip_cov's covariance band", _LOSS + "loss_mode=clip_cov"),
@@ -126,7 +134,7 @@ SECTIONS = {"actor_rollout_ref", "data", "critic", "custom_reward_function", "re
             "algorithm", "distillation", "transfer_queue", "trainer", "global_profiler", "skip", "ray_kwargs",
             "ray_init", "defaults", "hydra"}
 ACTOR_ROLLOUT_REF = {"actor", "ref", "rollout", "model", "hybrid_engine", "nccl_timeout"}
-KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN  # the dotted keys a typo's nearest is looked for among
+KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN | DAPO_RECIPE  # the dotted keys a typo's nearest is looked for among
 
 
 # an older release's keys in the dynamics subtrees that change no step by what they do, not by their place: the
@@ -149,7 +157,7 @@ def classify(key: str) -> str:
         return "read"
     if key in UNMODELLED:
         return "unmodelled"
-    if key in SEARCH_R1_OWN:
+    if key in SEARCH_R1_OWN or key in DAPO_RECIPE:
         return "no_dynamics"
     section, _, rest = key.partition(".")
     if section not in SECTIONS or (section == "actor_rollout_ref" and rest.partition(".")[0] not in ACTOR_ROLLOUT_REF):

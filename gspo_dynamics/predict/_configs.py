@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gspo_dynamics._launch_script import VERL_BASES
 from gspo_dynamics._config_file import ConfigParts, added_key, load_config_file, load_config_parts, set_override
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
@@ -119,6 +120,24 @@ def _refuse_log(cfg: dict[str, Any]) -> None:
                           "or as the log (diagnose), and the run's GRPOConfig (its training_args as JSON or YAML) as --config")
 
 
+def _refuse_composed(cfg: dict[str, Any]) -> None:
+    """A Hydra config whose defaults list names files of its own (`defaults: [gspo_shared, _self_]`) holds only the
+    keys it overrides, the rest being in those files: one ConfigError, not a read of the rest at verl's defaults.
+    verl's own files (its bases `ppo_trainer`, `ppo_megatron_trainer`, the rest of its shipped config folder) and
+    config groups (`actor@actor_rollout_ref.actor: dp_actor`, mappings) compose what this tool reads as verl's
+    defaults."""
+    entries = cfg.get("defaults")
+    shipped = _verl_schema.schema_file()  # verl's config folder: its files are what verl's defaults compose
+    verls = {*VERL_BASES, "_self_", "legacy_reward_impl"} | ({p.stem for p in shipped.parent.glob("*.yaml")} if shipped
+                                                             else set())
+    own = [e for e in entries if isinstance(e, str) and e.removesuffix(".yaml") not in verls] if (
+        isinstance(entries, list)) else []
+    if own:
+        raise ConfigError(f"the config composes other files through Hydra's defaults list ({', '.join(own)}): it holds "
+                          "only the keys it overrides, the rest are in those files; give the composed config (the run's "
+                          ".hydra/config.yaml, or the file it names with this one's keys as --set)")
+
+
 def _refuse_devices(devices: int | None, why: str) -> None:
     """A device count is a TRL config's only (its batch is per device): given for another, one ConfigError."""
     if devices is not None:
@@ -190,6 +209,7 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bo
     elif isinstance(cfg.get("config"), dict) and TRAINER_MARKERS <= set(cfg["config"]):  # our trainer corpus's label.json
         cfg = dict(cfg["config"])
     _refuse_log(cfg)
+    _refuse_composed(cfg)
     notes: list[str] = []
     if isinstance(cfg.get("actor_rollout_ref"), dict):
         _refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")

@@ -305,7 +305,8 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
             notes.append(f"keys of verl's schema this tool's tables do not sort, read as changing no step: "
                          f"{', '.join(unsorted)}")
         classes = {k: ("no_dynamics" if k in unsorted else "unknown" if k not in _verl_fields.KNOWN
-                       and not schema.knows(k) else c) for k, c in classes.items()}
+                       and not schema.knows(k) and not _verl_fields.validation_only(k) else c)
+                   for k, c in classes.items()}
     old = sorted(k for k, c in classes.items() if c == "unknown" and k in OLD_KEYS and k not in _verl_fields.MOVED
                  and _verl_fields.changes_no_step(k))  # an older release's key in a subtree that changes no step
     if old:

@@ -142,6 +142,12 @@ KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN | DAPO_RECIPE  # th
 OLD_NO_STEP = {ACTOR + "load_weight"}
 
 
+def validation_only(key: str) -> bool:
+    """Whether a key is the validation rollout's by its name, a rollout key with a word `val` (a fork's `rollout.n_val`,
+    `rollout.val_temperature`, as verl's own `rollout.val_kwargs.*`): it changes no training step."""
+    return key.startswith(ROLLOUT) and "val" in key.removeprefix(ROLLOUT).replace(".", "_").split("_")
+
+
 def changes_no_step(key: str) -> bool:
     """Whether a key changes no training step, whatever its name: outside the dynamics subtrees, in an engine's or
     profiler's subtree inside them, a `_target_`, or one of OLD_NO_STEP (how an older release's key is judged:
@@ -157,7 +163,7 @@ def classify(key: str) -> str:
         return "read"
     if key in UNMODELLED:
         return "unmodelled"
-    if key in SEARCH_R1_OWN or key in DAPO_RECIPE:
+    if key in SEARCH_R1_OWN or key in DAPO_RECIPE or validation_only(key):
         return "no_dynamics"
     section, _, rest = key.partition(".")
     if section not in SECTIONS or (section == "actor_rollout_ref" and rest.partition(".")[0] not in ACTOR_ROLLOUT_REF):

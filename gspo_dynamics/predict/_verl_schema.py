@@ -28,7 +28,8 @@ SCHEMA_GLOB = "_generated_ppo*_trainer.yaml"
 PASS_THROUGH = "override_"
 FREE_SECTIONS = ("defaults", "hydra", "ray_init")  # a Hydra file's own; ray_init an older release's free-form section
 # free-form mappings verl reads (`config.get("reward_kwargs", {})`) that its shipped YAML does not list
-EXTRA_OPEN = ("custom_reward_function.reward_kwargs", "reward.custom_reward_function.reward_kwargs")
+EXTRA_OPEN = ("custom_reward_function.reward_kwargs", "reward.custom_reward_function.reward_kwargs",
+              "reward_model.reward_kwargs")  # the last: the reward manager's, free-form in forks and older releases
 
 
 @dataclass(frozen=True)

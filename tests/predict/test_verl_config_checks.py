@@ -298,3 +298,18 @@ def test_a_config_of_verl_before_0_4_is_read_on_that_trainer():
     named = {k: v for k, v, _ in old.unmodelled}
     assert named.get("algorithm.kl_ctrl.kl_coef") == 0.001  # the in-reward KL, in the first lines
     assert read_run_config(with_()).hparams.ratio_cap == 3.0
+
+
+@needs_verl
+def test_a_forks_validation_keys_and_reward_kwargs_are_read_past():
+    """A fork's validation rollout keys (DeepScaleR's rollout.n_val, rollout.val_temperature: a word `val`, as verl's
+    own val_kwargs.*) change no step; reward_model.reward_kwargs is the reward manager's free-form mapping."""
+    from gspo_dynamics.predict._verl_fields import validation_only
+
+    setup = read_run_config(with_(actor_rollout_ref__rollout__n_val=16, actor_rollout_ref__rollout__val_temperature=0.6,
+                                  reward_model__reward_kwargs__overlong_buffer_cfg__len=512))
+    assert setup.unknown == ()
+    assert validation_only(ACTOR.replace("actor.", "rollout.") + "n_val") and not validation_only(ACTOR + "n_val")
+    assert not validation_only("actor_rollout_ref.rollout.interval")
+    with pytest.raises(ConfigError, match="rollout.nn"):
+        read_run_config(with_(actor_rollout_ref__rollout__nn=8))

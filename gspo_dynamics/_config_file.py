@@ -158,7 +158,7 @@ def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any]):
     suffix = path.suffix.lower()
     if suffix in _SCRIPT_SUFFIXES:  # a verl / OpenRLHF launch script: its trainer command's arguments (`_launch_script`)
         from gspo_dynamics._launch_script import (
-            NON_RAY_DEFAULTS, non_ray_openrlhf, openrlhf_arguments, overrides_of, runs_openrlhf,
+            NON_RAY_DEFAULTS, non_ray_openrlhf, openrlhf_arguments, overrides_of, runs_openrlhf, runs_verl,
         )
 
         if runs_openrlhf(text):  # OpenRLHF's: its arguments by name, each value read as YAML (8, 1e-6, true)
@@ -166,6 +166,13 @@ def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any]):
                 defaults.update(NON_RAY_DEFAULTS)
             return {name: _typed(value) for name, value in openrlhf_arguments(text).items()}
         out: dict[str, Any] = {}
+        if not runs_verl(text):  # TRL's trainer under accelerate / python / torchrun / trl grpo (`_trl_launch`)
+            from gspo_dynamics._trl_launch import trl_launch_config
+
+            trl = trl_launch_config(text, path, _typed)
+            if trl is not None:  # the command line over the file its --config names (TRL's parser)
+                args, config = trl
+                return {**(load_config_file(config) if config is not None else {}), **args}
         for item in overrides_of(text, f"the launch script {str(path)!r}"):
             set_override(out, item, as_written=True)
             added |= {added_key(item)} - {None}

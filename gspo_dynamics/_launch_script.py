@@ -78,8 +78,9 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
     words = command_words(text, _TRAINER, source=source)
     if words is None:
         raise ConfigError(f"{source} runs no verl trainer (no command ending in main_ppo, as `python3 -m "
-                          "verl.trainer.main_ppo key=value ...`) nor OpenRLHF's (`python3 -m openrlhf.cli.train_ppo_ray "
-                          "--arg value ...`): give the run's config as JSON, YAML or TOML")
+                          "verl.trainer.main_ppo key=value ...`), OpenRLHF's (`python3 -m openrlhf.cli.train_ppo_ray "
+                          "--arg value ...`) nor TRL's (`accelerate launch train.py --num_generations 8 ...`, "
+                          "`trl grpo --config recipe.yaml`): give the run's config as JSON, YAML or TOML")
     rest = words[1:]
     base, named = _base_config(rest)
     if named and not (base.get("name", "").removesuffix(".yaml") in VERL_BASES
@@ -93,6 +94,11 @@ def _own_path(path: str) -> bool:
     """Whether a --config-path is verl's own config folder: beside verl/trainer/main_ppo.py (`config`), or a clone's
     (`$(pwd)/verl/trainer/config`)."""
     return path in _OWN_PATHS or path.rstrip("/").endswith("verl/trainer/config")
+
+
+def runs_verl(text: str) -> bool:
+    """Whether the script's command runs a verl trainer (`overrides_of`'s)."""
+    return command_words(text, _TRAINER) is not None
 
 
 def runs_openrlhf(text: str) -> bool:
@@ -114,9 +120,14 @@ def openrlhf_arguments(text: str, source: str = "the script") -> dict[str, str |
     words = command_words(text, _OPENRLHF, _OPENRLHF_IN, source)
     if words is None:
         raise ConfigError(f"{source} runs no OpenRLHF PPO trainer (`python3 -m openrlhf.cli.train_ppo_ray --arg value`)")
+    return named_arguments(words[1:])
+
+
+def named_arguments(words: list[str]) -> dict[str, str | list[str] | bool]:
+    """A command's words after its program as argparse reads them (`openrlhf_arguments`), up to its end."""
     out: dict[str, str | list[str] | bool] = {}
     name, values = None, []
-    for word in [w for w in _own_words(words[1:]) if w not in _PASSED_THROUGH] + ["--"]:
+    for word in [w for w in _own_words(words) if w not in _PASSED_THROUGH] + ["--"]:
         if word.startswith("--") or (word.startswith("-") and not _NUMBER.match(word)):
             if name:
                 out[name] = True if not values else values[0] if len(values) == 1 else values
@@ -146,14 +157,14 @@ def command_words(text: str, trainer: re.Pattern, nested: re.Pattern | None = No
     that `nested` finds in holds a whole command line (`srun ... bash -c "ray job submit ... -- python3 -m ..."`): it
     is split again and searched too (OpenRLHF's reader; verl's reads as it always has). Shared by verl's reader (`overrides_of`) and OpenRLHF's
     (`openrlhf_arguments`)."""
-    found = _trainer_commands(text, trainer, nested)
+    found = trainer_commands(text, trainer, nested)
     if len(found) > 1:
         raise ConfigError(f"{source} runs {found[0][0]} {len(found)} times (two runs, or one per branch of an if): a "
                           "config is one run's; keep the command of the run you mean in a script of its own")
     return found[0] if found else None
 
 
-def _trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None) -> list[list[str]]:
+def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None) -> list[list[str]]:
     """The words, from the trainer's on, of every command with a word `trainer` matches, each after the shell's
     expansion of the lines before it (`command_words`)."""
     values: dict[str, str] = {}

@@ -148,7 +148,7 @@ def test_one_expansion_serves_verl_and_openrlhf():
     assert not runs_openrlhf(SCRIPT) and not runs_openrlhf(GROUPED)
     text = "N=4\nray job submit --address=x -- python3 -m openrlhf.cli.train_ppo_ray --n_samples_per_prompt $((N*2))\n"
     assert runs_openrlhf(text) and openrlhf_arguments(text) == {"n_samples_per_prompt": "8"}
-    with pytest.raises(ConfigError, match="runs no verl trainer .* nor OpenRLHF's"):
+    with pytest.raises(ConfigError, match="runs no verl trainer .* OpenRLHF's .* nor TRL's"):
         overrides_of("python3 train.py --lr 1e-6\n")
 
 

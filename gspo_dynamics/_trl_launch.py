@@ -1,0 +1,72 @@
+"""A launch script that runs TRL's GRPO trainer read as its config: the arguments of its `accelerate launch
+train.py --learning_rate 1e-6 --num_generations 8 ...` (or `python`, `torchrun`, `trl grpo`) command, on top of the
+YAML its `--config` names (TRL's parser: the file first, the command line over it; open-r1's recipes), with
+accelerate's `--num_processes` as the process count.
+
+    accelerate launch --num_processes=4 src/open_r1/grpo.py --config recipes/grpo.yaml --learning_rate 2e-6
+    -> {**recipes/grpo.yaml, "learning_rate": 2e-06, "num_processes": 4}
+
+The command is the one whose program is a `.py` file or `trl grpo`, with a GRPO argument of TRL's (`GRPO_MARKS`) or a
+`--config`; the YAML is looked for beside the script and up to three folders above it (a repository's root, where
+the script is run from); one it names but that is not there is one ConfigError naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._launch_script import named_arguments, trainer_commands
+
+_PROGRAM = re.compile(r"\.py$|^grpo$")
+GRPO_MARKS = ("num_generations", "steps_per_generation", "epsilon_high", "importance_sampling_level", "loss_type")
+_UP = 3  # folders above the script's where its --config is looked for
+
+
+def trl_command(text: str) -> tuple[list[str], list[str]] | None:
+    """(the words before the program: accelerate's own options; the program's arguments) of the script's one TRL
+    launch command, or None; one ConfigError where it has two."""
+    found = []
+    for words in trainer_commands(text, re.compile(r"^(?:accelerate|torchrun|python3?|trl|deepspeed)$"), None):
+        at = next((i for i, w in enumerate(words) if _PROGRAM.search(w) and (w != "grpo" or words[i - 1] == "trl")),
+                  None)
+        if at is None:
+            continue
+        args = named_arguments(words[at + 1:])
+        if any(k in args for k in GRPO_MARKS) or "config" in args:
+            found.append((words[:at], words[at + 1:]))
+    if len(found) > 1:
+        raise ConfigError("the launch script runs TRL's trainer more than once (two runs, or one per branch of an if): "
+                          "a config is one run's; keep the command of the run you mean in a script of its own")
+    return found[0] if found else None
+
+
+def trl_launch_config(text: str, script: Path, typed) -> tuple[dict[str, Any], Path | None] | None:
+    """(the script's TRL launch command's arguments, typed by `typed`, with accelerate's process count; the --config
+    file it names, found: `_found`), or None without such a command (module docstring). The caller reads the file and
+    lays the arguments over it."""
+    command = trl_command(text)
+    if command is None:
+        return None
+    before, after = command
+    args = {name: typed(value) for name, value in named_arguments(after).items()}
+    config = args.pop("config", None)
+    launcher = named_arguments(before[2:] if before[:2] == ["accelerate", "launch"] else before[1:])
+    if launcher.get("num_processes") is not None:
+        args.setdefault("num_processes", typed(launcher["num_processes"]))
+    return args, _found(str(config), script) if config is not None else None
+
+
+def _found(name: str, script: Path) -> Path:
+    """The --config file beside the script or up to _UP folders above it (as given, where it is absolute)."""
+    given = Path(name)
+    places = [given] if given.is_absolute() else [folder / given for folder in
+                                                  [script.parent, *script.parent.parents][: _UP + 1]]
+    for place in places:
+        if place.is_file():
+            return place
+    raise ConfigError(f"the launch script runs TRL's trainer with --config {name}, which is not beside it or up to "
+                      f"{_UP} folders above it: give that file as --config (the script's other arguments as --set "
+                      "key=value)")

@@ -31,7 +31,7 @@ from gspo_dynamics.predict._verl import (
 )
 from gspo_dynamics.predict import _config_checks, _openrlhf, _openrlhf_fields, _trl_fields, _verl_fields, _verl_schema
 from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
-from gspo_dynamics.predict._optimizers import decay_and_clip, trl_schedule, verl_schedule
+from gspo_dynamics.predict._optimizers import AT_PEAK, decay_and_clip, trl_schedule, verl_schedule
 from gspo_dynamics.predict._verl_history import OLD_KEYS
 from gspo_dynamics.theory.schedule import LRSchedule
 from gspo_dynamics.predict._config_keys import ConfigKeys, openrlhf_keys, trainer_keys, trl_keys, verl_keys
@@ -78,7 +78,10 @@ class RunSetup:
         lines += [_config_checks.added_line(self.framework, self.added)] if self.added else []
         lines += [_config_checks.recorded_line(self.framework, self.recorded)] if self.recorded else []
         lines += [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
-        return lines + ([_config_checks.assumed_line(self.framework, assumed)] if assumed else [])
+        lines += [_config_checks.assumed_line(self.framework, assumed)] if assumed else []
+        said = any(k in _config_checks.RUN_LENGTH_KEYS for k, _ in self.assumed)  # the length unknown: said
+        return lines + [f"lr schedule not read: {n}" for n in self.notes if AT_PEAK in n  # the lr every number uses
+                        and not (said and "length" in n)]
 
     def unmodelled_lines(self) -> list[str]:
         """The keys in force away from their neutral value that change the dynamics but are outside the model, named

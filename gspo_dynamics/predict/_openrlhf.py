@@ -196,7 +196,7 @@ def openrlhf_schedule(get, notes: list[str]) -> tuple[int | None, LRSchedule | N
     if steps is None and name != "constant":
         notes.append("the run's length is OpenRLHF's max_steps, len(prompts) x n_samples_per_prompt / train_batch_size "
                      f"x num_episodes x max_epochs, which the arguments do not hold{_at_most(get)}: the forecasts read "
-                     "the peak lr (give --set max_steps=N or --run-steps N)")
+                     "the lr at its peak (give --set max_steps=N or --run-steps N)")
     if steps is None:
         return None, None
     warm = math.ceil(steps * float(get("lr_warmup_ratio") or 0.0)) if name != "constant" else 0

@@ -55,6 +55,8 @@ NOT_MODELLED = {  # prefix: what the optimizer does that the theory does not hav
 }
 
 
+AT_PEAK = "at its peak"  # in every note where the lr schedule is not read (`RunSetup.brief_lines` shows them first)
+
 def _optim_args(text: Any) -> dict[str, float]:
     """transformers' optim_args "momentum=0.9,alpha=0.99" as numbers (others dropped)."""
     out: dict[str, float] = {}
@@ -152,8 +154,8 @@ def trl_schedule(cfg: dict[str, Any], total: int | None, notes: list[str]) -> LR
         warm = 0
     if shape in ("linear", "cosine", "polynomial") and total is None:
         notes.append(f"lr_scheduler_type {name} decays the lr to its end over the run, whose length is unknown here "
-                     "(max_steps -1 follows the epochs and the dataset): the forecasts read the peak lr (give "
-                     "--set max_steps=N)")
+                     "(max_steps -1 follows the epochs and the dataset): the forecasts read the lr at its peak "
+                     "(give --set max_steps=N)")
         return None
     floor = float(kwargs.get("min_lr_rate", 0.0)) if name == "cosine_with_min_lr" else 0.0
     if shape == "polynomial":
@@ -193,7 +195,7 @@ def verl_schedule(get, total: int | None, notes: list[str]) -> LRSchedule | None
         warm = int(ratio * total) if ratio and total else 0
     if shape == "cosine" and total is None:
         notes.append(f"{optim}lr_scheduler_type cosine over a run of unknown length (trainer.total_training_steps): "
-                     "the forecasts read the peak lr")
+                     "the forecasts read the lr at its peak")
         return None
     offset = 0 if get(optim + "zero_indexed_step") in (None, True) or shape != "cosine" else 1
     return LRSchedule(shape=shape, warmup=int(warm), total=total, floor=float(get(optim + "min_lr_ratio") or 0.0),

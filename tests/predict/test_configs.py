@@ -591,3 +591,16 @@ def test_a_hydra_config_composing_files_of_its_own_is_refused_saying_so():
         read_run_config(tree | {"defaults": ["gspo_shared", "_self_"]})
     ok = tree | {"defaults": ["ppo_trainer", {"actor@actor_rollout_ref.actor": "dp_actor"}, "_self_"]}
     assert read_run_config(ok).hparams.group_size == 8
+
+
+def test_an_unread_lr_schedule_is_said_in_the_first_lines():
+    """max_steps -1 (the epochs over the dataset) with a decaying schedule: every number rests on the peak lr, said
+    first; with max_steps absent the assumed line says the length is unknown, and the schedule line is not repeated."""
+    cfg = {"learning_rate": 1e-6, "num_generations": 8, "steps_per_generation": 1, "num_iterations": 1,
+           "gradient_accumulation_steps": 1, "beta": 0.0, "max_steps": -1, "lr_scheduler_type": "cosine"}
+    lines = read_run_config(cfg).brief_lines()
+    assert lines == ["lr schedule not read: lr_scheduler_type cosine decays the lr to its end over the run, whose length "
+                     "is unknown here (max_steps -1 follows the epochs and the dataset): the forecasts read the lr at its "
+                     "peak (give --set max_steps=N)"]
+    del cfg["max_steps"]
+    assert not any(line.startswith("lr schedule not read") for line in read_run_config(cfg).brief_lines())

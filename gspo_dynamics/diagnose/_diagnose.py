@@ -45,7 +45,8 @@ def _summary(log: RunLog) -> dict:
         "rows": int(log.steps.size), "logging_interval": log.logging_interval,
         "reward_std_kind": log.reward_std_kind, "reward_points": log.n_points("reward"),
         "min_points": MIN_ANALYSIS_POINTS, "series": sorted(log.names), "warnings": list(log.warnings),
-        "step_axis": log.step_axis, "n_runs": log.n_runs, "run_index": log.run_index, "eval_points": log.n_eval_points,
+        "step_axis": log.step_axis, "n_runs": log.n_runs, "run_index": log.run_index,
+        "run_name": log.run_name, "eval_points": log.n_eval_points,
         "columns": [{"series": name, "column": key} for name, key in log.columns.items()], "unread": list(log.unread),
         "set_aside": list(log.set_aside),
     }

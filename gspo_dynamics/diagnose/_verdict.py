@@ -297,7 +297,8 @@ class Diagnosis:
         became which series and how many were left unread (`explain`: which), and the hyperparameters the theory's
         numbers rest on (given, or from --config)."""
         s = self.log_summary
-        runs = (f"; run {s['run_index']} of {s['n_runs']} in the file (--run K picks another)"
+        name = f", {s['run_name']!r}" if s.get("run_name") else ""
+        runs = (f"; run {s['run_index']}{name} of {s['n_runs']} in the file (--run K picks another)"
                 if s.get("n_runs", 1) > 1 else "")
         evals = f"; {s['eval_points']} evaluation rows read apart" if s.get("eval_points") else ""
         axis = f"; steps: {s['step_axis']}" if s.get("step_axis") else ""

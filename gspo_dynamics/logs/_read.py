@@ -312,6 +312,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         logging_interval=_logging_interval(built.steps, built.series["reward"], recorded, warnings),
         warnings=tuple(warnings), diverged=freeze(built.diverged), logged_non_finite=freeze(built.logged),
         step_axis=settled.step_axis, n_runs=settled.n_runs, run_index=settled.run_index,
+        run_name=raw.run_names[settled.run_index - 1] if raw.run_names and len(raw.run_names) == settled.n_runs else None,
         columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=eval_points(built, settled),
         set_aside=tuple(set_aside),
     )

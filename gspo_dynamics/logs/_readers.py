@@ -60,6 +60,7 @@ class RawLog:
     logging_steps: int | None = None  # as recorded by the trainer, when it records it
     step_axis: str | None = None  # how the steps were found ("column 'iteration'"); None: said by the format
     groups: dict[tuple, list[int]] | None = None  # `_rows.key_groups(rows)` where the reader has them, else None
+    run_names: list[str] | None = None  # the file's own names of its runs, in order (W&B's chart export), else None
 
 
 def _loads(text: str):
@@ -381,7 +382,8 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
     pieces = [_step_rows(mine, "CSV", warnings, None, owned=True) for mine in _wandb_export.runs_of(records, column, runs)]
     firsts = [rows[0][0] if rows else None for rows, _, _ in pieces]
     warnings[:0] = _wandb_export.said(runs, banded, firsts)
-    return RawLog([row for rows, _, _ in pieces for row in rows], list(dict.fromkeys(warnings)), None, pieces[0][1])
+    return RawLog([row for rows, _, _ in pieces for row in rows], list(dict.fromkeys(warnings)), None, pieces[0][1],
+                  run_names=list(runs))
 
 
 # ---- TensorBoard ----------------------------------------------------------------------------

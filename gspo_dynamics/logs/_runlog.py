@@ -62,6 +62,7 @@ class RunLog:
     step_axis: str = "unknown"  # how the steps were found: "column 'iteration'", "logging_steps 5 x row", ...
     n_runs: int = 1  # runs found in the file (a step counter that restarts starts a new one)
     run_index: int = 1  # which of them this is, 1-based (the last by default; `read_log(run=K)`)
+    run_name: str | None = None  # its name where the file names its runs (W&B's chart export), else None
     columns: Mapping[str, str] = field(default_factory=dict)  # series name -> the raw key it was read from
     unread: tuple[str, ...] = ()  # raw keys of training series the analysis has no name for (kept, not used)
     n_eval_points: int = 0  # steps with evaluation rows (their metrics are the `eval/<name>` series)

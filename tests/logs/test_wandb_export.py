@@ -34,6 +34,7 @@ def test_each_run_of_an_export_is_a_run_of_the_file_the_last_by_default():
     text = _export({"lr-1e-6": A, "lr-3e-6": B})
     last, first = read_log(text), read_log(text, run=1)
     assert (last.n_runs, last.run_index, first.run_index) == (2, 2, 1)
+    assert (last.run_name, first.run_name) == ("lr-3e-6", "lr-1e-6")  # the file's own names, in the header
     np.testing.assert_allclose(last.series["reward"], B, atol=1e-6)
     np.testing.assert_allclose(first.series["reward"], A, atol=1e-6)
     np.testing.assert_array_equal(first.steps, STEPS)

@@ -6,8 +6,8 @@ accelerate's `--num_processes` as the process count.
     accelerate launch --num_processes=4 src/open_r1/grpo.py --config recipes/grpo.yaml --learning_rate 2e-6
     -> {**recipes/grpo.yaml, "learning_rate": 2e-06, "num_processes": 4}
 
-The command is the one whose program is a `.py` file or `trl grpo`, with a GRPO argument of TRL's (`GRPO_MARKS`) or a
-`--config`; the YAML is looked for beside the script and up to three folders above it (a repository's root, where
+The command is the one whose program is a `.py` file or `trl grpo`, with a GRPO argument of TRL's (`GRPO_MARKS`), or a
+`--config` where the program's name says it trains (`grpo`, `train`, `rl`: not an evaluation's or a data script's); the YAML is looked for beside the script and up to three folders above it (a repository's root, where
 the script is run from); one it names but that is not there is one ConfigError naming it.
 """
 
@@ -35,7 +35,8 @@ def trl_command(text: str) -> tuple[list[str], list[str]] | None:
         if at is None:
             continue
         args = named_arguments(words[at + 1:])
-        if any(k in args for k in GRPO_MARKS) or "config" in args:
+        trains = re.search(r"grpo|train|rl", words[at], re.IGNORECASE) is not None  # not an eval or data script's
+        if any(k in args for k in GRPO_MARKS) or ("config" in args and trains):
             found.append((words[:at], words[at + 1:]))
     if len(found) > 1:
         raise ConfigError("the launch script runs TRL's trainer more than once (two runs, or one per branch of an if): "

@@ -51,3 +51,8 @@ def test_a_script_without_a_trl_command_is_refused_naming_the_three(tmp_path):
     path.write_text("python eval.py --split test\n")
     with pytest.raises(ConfigError, match="runs no verl trainer .* nor TRL's"):
         load_config_file(path)
+
+
+def test_an_evaluation_with_a_config_beside_the_training_command_is_not_a_second_run(tmp_path):
+    path = _repo(tmp_path, SCRIPT + "python scripts/evaluate.py --config recipes/grpo/config_demo.yaml\n")
+    assert load_config_file(path)["learning_rate"] == 2e-6

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gspo_dynamics._launch_script import VERL_BASES
 from gspo_dynamics._config_file import ConfigParts, added_key, load_config_file, load_config_parts, set_override
+from gspo_dynamics._launch_script import VERL_BASES
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
@@ -340,9 +340,10 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
         (optim + "weight_decay", clip_key), (flat.get(optim + "weight_decay", 0.01), flat.get(clip_key, 1.0)), hp.lr,
         hp.optimizer, run_steps)
     kl = "algorithm.kl_ctrl.kl_coef"
-    if early and not flat.get("actor_rollout_ref.actor.use_kl_loss") and (flat.get(kl) or 0.001) > 0:
-        unmodelled.append((kl, flat.get(kl) or 0.001, f"a KL penalty in the reward ({early}, without use_kl_loss): "
-                           "a pull toward the reference through the reward, not the loss"))
+    coef = 0.001 if flat.get(kl) is None else flat[kl]  # verl < 0.4's default
+    if early and not flat.get("actor_rollout_ref.actor.use_kl_loss") and isinstance(coef, (int, float)) and coef > 0:
+        unmodelled.append((kl, coef, f"a KL penalty in the reward ({early}, without use_kl_loss): a pull toward the "
+                           "reference through the reward, not the loss"))
     epochs = flat.get("actor_rollout_ref.actor.ppo_epochs") or 1  # validated by the mapping
     keys = verl_keys(int(epochs), int(flat["data.train_batch_size"]), *search_r1_group(flat),
                      mini=int(flat["actor_rollout_ref.actor.ppo_mini_batch_size"]))

@@ -297,6 +297,8 @@ def test_a_config_of_verl_before_0_4_is_read_on_that_trainer():
     assert "0.001, the default of verl <= 0.2.0.post2's trainer" in notes
     named = {k: v for k, v, _ in old.unmodelled}
     assert named.get("algorithm.kl_ctrl.kl_coef") == 0.001  # the in-reward KL, in the first lines
+    none = read_run_config(with_(actor_rollout_ref__actor__fsdp_config__grad_offload=True, algorithm__kl_ctrl__kl_coef=0))
+    assert "algorithm.kl_ctrl.kl_coef" not in {k for k, _, _ in none.unmodelled}  # a weight of 0: no penalty
     assert read_run_config(with_()).hparams.ratio_cap == 3.0
 
 

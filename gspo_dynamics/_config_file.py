@@ -1,5 +1,5 @@
-"""A config file read into a dict: JSON, YAML, TOML or a verl launch script's overrides by its suffix, one loader
-for every command.
+"""A config file read into a dict: JSON, YAML, TOML or a verl, OpenRLHF or TRL launch script's arguments by its
+suffix, one loader for every command.
 
     load_config_file("grpo.yaml")     # predict --config, diagnose --config, train --config
     load_config_file("run.toml")
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from gspo_dynamics._errors import ConfigError
 
-FORMATS = ("JSON, YAML (.yaml / .yml), TOML (.toml) or a verl launch script (.sh)")  # what `load_config_file` reads
+FORMATS = ("JSON, YAML (.yaml / .yml), TOML (.toml) or a verl, OpenRLHF or TRL launch script (.sh)")  # what `load_config_file` reads
 _YAML_SUFFIXES = (".yaml", ".yml")
 _SCRIPT_SUFFIXES = (".sh", ".bash")  # a verl launch script (`_launch_script`)
 _TAB = "a tab; YAML indents with spaces"

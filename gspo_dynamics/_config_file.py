@@ -158,11 +158,12 @@ def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any]):
     suffix = path.suffix.lower()
     if suffix in _SCRIPT_SUFFIXES:  # a verl / OpenRLHF launch script: its trainer command's arguments (`_launch_script`)
         from gspo_dynamics._launch_script import (
-            NON_RAY_DEFAULTS, non_ray_openrlhf, openrlhf_arguments, overrides_of, runs_openrlhf, runs_verl,
+            NON_RAY_DEFAULTS, openrlhf_arguments, openrlhf_program, overrides_of, runs_verl,
         )
 
-        if runs_openrlhf(text):  # OpenRLHF's: its arguments by name, each value read as YAML (8, 1e-6, true)
-            if non_ray_openrlhf(text):  # the trainer before Ray: train_ppo_ray's arguments, one default its own
+        program = openrlhf_program(text)
+        if program is not None:  # OpenRLHF's: its arguments by name, each value read as YAML (8, 1e-6, true)
+            if "train_ppo_ray" not in program:  # the trainer before Ray: train_ppo_ray's arguments, one default its own
                 defaults.update(NON_RAY_DEFAULTS)
             return {name: _typed(value) for name, value in openrlhf_arguments(text).items()}
         out: dict[str, Any] = {}

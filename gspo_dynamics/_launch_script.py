@@ -101,15 +101,16 @@ def runs_verl(text: str) -> bool:
     return command_words(text, _TRAINER) is not None
 
 
-def runs_openrlhf(text: str) -> bool:
-    """Whether the script's command runs OpenRLHF's PPO trainer (`openrlhf.cli.train_ppo_ray`)."""
-    return command_words(text, _OPENRLHF, _OPENRLHF_IN) is not None
-
-
-def non_ray_openrlhf(text: str) -> bool:
-    """Whether the script's OpenRLHF command is the trainer before Ray (`openrlhf.cli.train_ppo`)."""
+def openrlhf_program(text: str) -> str | None:
+    """The OpenRLHF PPO trainer the script's command runs (`openrlhf.cli.train_ppo_ray`, or `openrlhf.cli.train_ppo`,
+    the trainer before Ray), as written, or None."""
     words = command_words(text, _OPENRLHF, _OPENRLHF_IN)
-    return words is not None and not re.search(r"train_ppo_ray", " ".join(words[:1]))
+    return None if words is None else words[0]
+
+
+def runs_openrlhf(text: str) -> bool:
+    """Whether the script's command runs OpenRLHF's PPO trainer (`openrlhf_program`)."""
+    return openrlhf_program(text) is not None
 
 
 def openrlhf_arguments(text: str, source: str = "the script") -> dict[str, str | list[str] | bool]:

@@ -378,12 +378,9 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
     if export is None:
         rows, axis, _ = _step_rows(records, "CSV", warnings, step_key, owned=True)
         return RawLog(rows, warnings, None, axis)
-    column, runs, banded = export  # W&B's chart export: its runs one after another, each without its name prefix
-    pieces = [_step_rows(mine, "CSV", warnings, None, owned=True) for mine in _wandb_export.runs_of(records, column, runs)]
-    firsts = [rows[0][0] if rows else None for rows, _, _ in pieces]
-    warnings[:0] = _wandb_export.said(runs, banded, firsts)
-    return RawLog([row for rows, _, _ in pieces for row in rows], list(dict.fromkeys(warnings)), None, pieces[0][1],
-                  run_names=list(runs))
+    rows, axis = _wandb_export.export_rows(records, export, lambda mine: _step_rows(mine, "CSV", warnings, None,
+                                                                                     owned=True)[:2], warnings)
+    return RawLog(rows, list(dict.fromkeys(warnings)), None, axis, run_names=list(export[1]))
 
 
 # ---- TensorBoard ----------------------------------------------------------------------------

@@ -53,6 +53,16 @@ def runs_of(records: list[dict], axis: str, runs: dict[str, dict[str, str]]) -> 
     return out
 
 
+def export_rows(records: list[dict], export, step_rows, warnings: list[str]) -> tuple[list, str]:
+    """(the rows of every run, one run after another; the step axis) of a chart export (`export_columns`' `export`),
+    each run's records made rows by `step_rows(records) -> (rows, axis)` (the CSV reader's), the runs said first in
+    `warnings`."""
+    column, runs, banded = export
+    pieces = [step_rows(mine) for mine in runs_of(records, column, runs)]
+    warnings[:0] = said(runs, banded, [rows[0][0] if rows else None for rows, _ in pieces])
+    return [row for rows, _ in pieces for row in rows], pieces[0][1]
+
+
 def said(runs: dict[str, dict[str, str]], banded: bool, first_steps: list) -> list[str]:
     """The warning naming the runs (and the band columns left unread); a ConfigError where a later run starts past
     the first run's first step, so that the runs would not be told apart by their counter."""

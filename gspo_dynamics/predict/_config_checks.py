@@ -1,4 +1,6 @@
-"""What a config leaves to this tool: keys it does not know, and defaults of the keys the verdict rests on.
+"""What a config leaves to this tool: keys it does not know, defaults of the keys the verdict rests on, and what
+refuses a config before it is mapped (a training log given as one, a Hydra file composing files of its own, a
+--devices count for a config whose batch is not per device: `refuse_log`, `refuse_composed`, `refuse_devices`).
 
 Unknown keys. A key in no table of its framework's (TRL: `predict._trl_fields`; verl: `predict._verl_fields`, its
 sections and its dynamics subtrees' keys; our trainer: `TRAINER_FIELDS`; the theory's own names: `OWN_NAMES`) is a
@@ -21,6 +23,8 @@ import re
 from typing import Any, Callable, Iterable
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._launch_script import VERL_BASES
+from gspo_dynamics.predict import _verl_schema
 from gspo_dynamics.predict._verl_fields import MOVED
 from gspo_dynamics.predict._verl_history import OLD_KEYS
 
@@ -188,3 +192,37 @@ def assumed_line(framework: str, pairs: tuple[tuple[str, Any], ...]) -> str:
 
     return (f"assumed, not in the config ({DEFAULTS_OF[framework]} defaults): "
             + ", ".join(text(k, v) for k, v in pairs))
+
+
+def refuse_log(cfg: dict[str, Any]) -> None:
+    """A training log read as a config (TRL's trainer_state.json holds max_steps and train_batch_size beside its
+    log_history) is one ConfigError, not a config of defaults."""
+    if isinstance(cfg.get("log_history"), list):
+        raise ConfigError("this is a TRL trainer_state.json, a training log, not a config; give it as --pilot (predict) "
+                          "or as the log (diagnose), and the run's GRPOConfig (its training_args as JSON or YAML) as --config")
+
+
+def refuse_composed(cfg: dict[str, Any]) -> None:
+    """A Hydra config whose defaults list names files of its own (`defaults: [gspo_shared, _self_]`) holds only the
+    keys it overrides, the rest being in those files: one ConfigError, not a read of the rest at verl's defaults.
+    verl's own files (its bases `ppo_trainer`, `ppo_megatron_trainer`, the rest of its shipped config folder) and
+    config groups (`actor@actor_rollout_ref.actor: dp_actor`, mappings) compose what this tool reads as verl's
+    defaults."""
+    entries = cfg.get("defaults")
+    named = [e for e in entries if isinstance(e, str)] if isinstance(entries, list) else []
+    if not named:
+        return
+    shipped = _verl_schema.schema_file()  # verl's config folder: its files are what verl's defaults compose
+    verls = {*VERL_BASES, "_self_", "legacy_reward_impl"} | ({p.stem for p in shipped.parent.glob("*.yaml")} if shipped
+                                                             else set())
+    own = [e for e in named if e.removesuffix(".yaml") not in verls]
+    if own:
+        raise ConfigError(f"the config composes other files through Hydra's defaults list ({', '.join(own)}): it holds "
+                          "only the keys it overrides, the rest are in those files; give the composed config (the run's "
+                          ".hydra/config.yaml, or the file it names with this one's keys as --set)")
+
+
+def refuse_devices(devices: int | None, why: str) -> None:
+    """A device count is a TRL config's only (its batch is per device): given for another, one ConfigError."""
+    if devices is not None:
+        raise ConfigError(f"--devices counts the processes of a TRL config (its batch is per device); {why}")

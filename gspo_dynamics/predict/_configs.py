@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from gspo_dynamics._config_file import ConfigParts, added_key, load_config_file, load_config_parts, set_override
-from gspo_dynamics._launch_script import VERL_BASES
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
@@ -112,39 +111,8 @@ class RunSetup:
 
 
 # ---- reading -----------------------------------------------------------------------------------
-# `load_config_file` and its YAML loader live a layer down (`gspo_dynamics._config_file`): `train --config` reads them too
-
-
-def _refuse_log(cfg: dict[str, Any]) -> None:
-    """A training log read as a config (TRL's trainer_state.json holds max_steps and train_batch_size beside its
-    log_history) is one ConfigError, not a config of defaults."""
-    if isinstance(cfg.get("log_history"), list):
-        raise ConfigError("this is a TRL trainer_state.json, a training log, not a config; give it as --pilot (predict) "
-                          "or as the log (diagnose), and the run's GRPOConfig (its training_args as JSON or YAML) as --config")
-
-
-def _refuse_composed(cfg: dict[str, Any]) -> None:
-    """A Hydra config whose defaults list names files of its own (`defaults: [gspo_shared, _self_]`) holds only the
-    keys it overrides, the rest being in those files: one ConfigError, not a read of the rest at verl's defaults.
-    verl's own files (its bases `ppo_trainer`, `ppo_megatron_trainer`, the rest of its shipped config folder) and
-    config groups (`actor@actor_rollout_ref.actor: dp_actor`, mappings) compose what this tool reads as verl's
-    defaults."""
-    entries = cfg.get("defaults")
-    shipped = _verl_schema.schema_file()  # verl's config folder: its files are what verl's defaults compose
-    verls = {*VERL_BASES, "_self_", "legacy_reward_impl"} | ({p.stem for p in shipped.parent.glob("*.yaml")} if shipped
-                                                             else set())
-    own = [e for e in entries if isinstance(e, str) and e.removesuffix(".yaml") not in verls] if (
-        isinstance(entries, list)) else []
-    if own:
-        raise ConfigError(f"the config composes other files through Hydra's defaults list ({', '.join(own)}): it holds "
-                          "only the keys it overrides, the rest are in those files; give the composed config (the run's "
-                          ".hydra/config.yaml, or the file it names with this one's keys as --set)")
-
-
-def _refuse_devices(devices: int | None, why: str) -> None:
-    """A device count is a TRL config's only (its batch is per device): given for another, one ConfigError."""
-    if devices is not None:
-        raise ConfigError(f"--devices counts the processes of a TRL config (its batch is per device); {why}")
+# `load_config_file` and its YAML loader live a layer down (`gspo_dynamics._config_file`): `train --config` reads them too;
+# what a config is refused for before it is mapped (a log, a Hydra composition, --devices) is `_config_checks`'
 
 
 def apply_overrides(cfg: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -211,21 +179,21 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bo
         cfg = dict(cfg["hparams"])
     elif isinstance(cfg.get("config"), dict) and TRAINER_MARKERS <= set(cfg["config"]):  # our trainer corpus's label.json
         cfg = dict(cfg["config"])
-    _refuse_log(cfg)
-    _refuse_composed(cfg)
+    _config_checks.refuse_log(cfg)
+    _config_checks.refuse_composed(cfg)
     notes: list[str] = []
     if isinstance(cfg.get("actor_rollout_ref"), dict):
-        _refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")
+        _config_checks.refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")
         return _verl_setup(cfg, notes, unknown)
     if _openrlhf.is_openrlhf(cfg):
-        _refuse_devices(devices, "OpenRLHF's train_batch_size counts responses over every process")
+        _config_checks.refuse_devices(devices, "OpenRLHF's train_batch_size counts responses over every process")
         return _openrlhf_setup(cfg, notes, unknown)
     _refuse_preference_config(cfg)
     trl, own = set(cfg) & TRL_KEYS, set(cfg) & OWN_KEYS
     if TRAINER_MARKERS <= set(cfg):
         name = "gspo-dynamics trainer"
         hints, added = unknown(name, list(set(cfg) - TRAINER_FIELDS), TRAINER_FIELDS)
-        _refuse_devices(devices, "our trainer's prompts_per_step is the whole step's")
+        _config_checks.refuse_devices(devices, "our trainer's prompts_per_step is the whole step's")
         hp, exact = _trainer(cfg, notes)
         steps = run_length("steps", cfg.get("steps"))
         return _setup(hp, name, exact, notes,
@@ -249,7 +217,7 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bo
                           + (f"; {', '.join(near)}" if near else ""))
     name = "gspo-dynamics hyperparameters"
     hints, added = unknown(name, list(set(cfg) - OWN_NAMES), OWN_NAMES)
-    _refuse_devices(devices, "num_groups is the whole step's")
+    _config_checks.refuse_devices(devices, "num_groups is the whole step's")
     hp = _own(cfg)
     return _setup(hp, name, float(hp.refresh_interval), notes, sorted(set(cfg) - OWN_KEYS), unknown=hints, added=added,
                   assumed=_config_checks.assumed(name, cfg.get, {"refresh_interval": 1}))
@@ -307,9 +275,8 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
         if unsorted:
             notes.append(f"keys of verl's schema this tool's tables do not sort, read as changing no step: "
                          f"{', '.join(unsorted)}")
-        classes = {k: ("no_dynamics" if k in unsorted else "unknown" if k not in _verl_fields.KNOWN
-                       and not schema.knows(k) and not _verl_fields.validation_only(k) else c)
-                   for k, c in classes.items()}
+        classes = {k: ("no_dynamics" if k in unsorted else "unknown" if not _verl_fields.known(k)
+                       and not schema.knows(k) else c) for k, c in classes.items()}
     old = sorted(k for k, c in classes.items() if c == "unknown" and k in OLD_KEYS and k not in _verl_fields.MOVED
                  and _verl_fields.changes_no_step(k))  # an older release's key in a subtree that changes no step
     if old:

@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.fit import BLOCK, COLLAPSE_SHARE, FALL_SHARE, Z_FALL, Fall, reward_fall
+from gspo_dynamics.fit import BLOCK, COLLAPSE_SHARE, FALL_SHARE, Z_FALL, Fall, reward_fall, row_scatter
 
 
 def prompts_per_row(steps: np.ndarray, prompts_per_step: int | None) -> float | None:
@@ -110,7 +110,7 @@ def end_drop(steps, reward, reward_range) -> Fall | None:
     level = float(np.median(before))
     if not level > last:
         return None
-    scatter = float(np.diff(before).std(ddof=1)) / math.sqrt(2.0)
+    scatter = row_scatter(before)
     se = scatter * math.sqrt(1.0 + math.pi / (2.0 * before.size))
     z = (level - last) / se if se > 0 else math.inf
     big = True

@@ -142,6 +142,11 @@ KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN | DAPO_RECIPE  # th
 OLD_NO_STEP = {ACTOR + "load_weight"}
 
 
+def known(key: str) -> bool:
+    """Whether a key is in this tool's tables, or a validation rollout key by its name (`validation_only`)."""
+    return key in KNOWN or validation_only(key)
+
+
 def validation_only(key: str) -> bool:
     """Whether a key is the validation rollout's by its name, a rollout key with a word `val` (a fork's `rollout.n_val`,
     `rollout.val_temperature`, as verl's own `rollout.val_kwargs.*`): it changes no training step."""

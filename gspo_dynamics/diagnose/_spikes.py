@@ -11,6 +11,16 @@ model's, JUMP = 0 and m_i > 0 is required instead, and m_i is the median of the 
 a step whose groups are all flat has no gradient, and rows of such steps between moving ones are no baseline; the third keeps a steady climb out: a KL growing from 0 as the
 policy leaves the reference passes 10x the median of its earlier rows while rising a few percent a row). Rows before the WINDOW-th have no baseline and are
 never spikes. The multiple reported is x_i / m_i.
+
+Severity of a gradient-norm or KL spike: what the run did after it. With r the reward's rows, a the mean of the
+AFTER_ROWS rows logged after the spike's step and b the mean of as many (up to AFTER_ROWS) before it, and sigma the
+reward's row scatter (`fit.row_scatter`: std(r_{i+1} - r_i) / sqrt 2),
+
+    z = (a - b) / (sigma sqrt(1 / n_a + 1 / n_b)),
+
+a spike is a warning where z < -FALL_Z (the reward fell after it: under row noise alone, a one-sided 2.3% per
+spike) or fewer than AFTER_ROWS reward rows follow it (too soon to tell: a live run's last rows); a note where every
+spike was followed by a reward that did not fall, one batch the run absorbed.
 """
 
 from __future__ import annotations
@@ -20,8 +30,9 @@ import math
 import numpy as np
 
 from gspo_dynamics._keys import GRAD_CLIP_KEYS
-from gspo_dynamics.diagnose._finding import Finding
+from gspo_dynamics.diagnose._finding import NOTE, WARNING, Finding
 from gspo_dynamics.diagnose._verdict import evidence
+from gspo_dynamics.fit import row_scatter
 from gspo_dynamics.logs import RunLog
 
 SPIKE_WINDOW = 20  # rows before a row whose median is its baseline (as `kl_spikes`)
@@ -36,6 +47,8 @@ KL_SPIKE_JUMP = 0.1  # ... and this many nats above it (a jump from 0.001 to 0.0
 KL_SPIKE_WINDOW = SPIKE_WINDOW
 KL_OLD_NEW_JUMP = 0.01  # nats: verl's actor/ppo_kl sits at 1e-4..1e-3 per update; 0.01 is a policy that moved far
 CLIP_FRAC_JUMP = 0.05  # five points of tokens clipped more than the baseline: a batch the ratio left the band on
+AFTER_ROWS = SPIKE_WINDOW // 2  # reward rows after a spike (and before it) whose means tell whether the run absorbed it
+FALL_Z = 2.0  # the reward fell after a spike: its mean after below the mean before by this many standard errors
 
 
 def moved_rows(norms: np.ndarray) -> np.ndarray:
@@ -92,6 +105,37 @@ def kl_spikes(log: RunLog) -> list[dict]:
     return out
 
 
+def after_spike(log: RunLog, step: float) -> tuple[float, float]:
+    """(a - b, z) of the module's severity rule for a spike at `step`: the reward's mean over the AFTER_ROWS rows
+    logged after it minus over as many before it, and that change in standard errors; z = nan where fewer than
+    AFTER_ROWS rows follow (too soon to tell), none precede, or the reward's rows do not scatter."""
+    if not log.n_points("reward"):
+        return math.nan, math.nan
+    steps, reward = log.valid("reward")
+    i = int(np.searchsorted(steps, step, side="right"))  # the first reward row after the spike's step
+    after, before = reward[i:i + AFTER_ROWS], reward[max(0, i - AFTER_ROWS):i]
+    sigma = row_scatter(reward)
+    if after.size < AFTER_ROWS or before.size == 0 or sigma <= 0:
+        change = float(np.mean(after) - np.mean(before)) if after.size and before.size else math.nan
+        return change, math.nan
+    change = float(np.mean(after) - np.mean(before))
+    return change, change / (sigma * math.sqrt(1 / after.size + 1 / before.size))
+
+
+def spike_severity(log: RunLog, steps) -> tuple[str, str]:
+    """(severity, the clause that says why) for spikes at `steps` (module rule): a warning where the reward fell
+    after one (the first such) or one is too near the log's end to tell, else a note."""
+    moves = [(s, *after_spike(log, s)) for s in steps]
+    fell = next(((s, c) for s, c, z in moves if z < -FALL_Z), None)
+    if fell is not None:
+        return WARNING, f"; the reward fell by {-fell[1]:.3g} over the {AFTER_ROWS} rows after step {fell[0]:g}"
+    if any(math.isnan(z) for _, _, z in moves):
+        return WARNING, "; too near the log's end (or the reward's start) to tell whether the reward falls after it"
+    if len(moves) > 1:
+        return NOTE, f"; the reward did not fall in the {AFTER_ROWS} rows after any of them"
+    return NOTE, f"; the reward did not fall in the {AFTER_ROWS} rows after it (their mean moved {moves[0][1]:+.3g})"
+
+
 def _spikes(log: RunLog, name: str, jump: float) -> list[dict]:
     """{"step", "value", "before", "multiple"} per spike of one series (`spike_rows`)."""
     if name not in log or log.n_points(name) <= SPIKE_WINDOW:
@@ -126,8 +170,9 @@ def grad_norm_spike(log: RunLog, hparams=None) -> Finding | None:
     calm = norms[~np.isin(at, [s["step"] for s in spikes])]
     moved = calm[calm > MOVED_SHARE * norms.max()]
     more = f" ({len(spikes)} rows past {SPIKE_MULTIPLE:g}x)" if len(spikes) > 1 else ""
+    severity, after = spike_severity(log, [s["step"] for s in spikes])
     summary = (f"the gradient norm spiked to {top['multiple']:.3g}x its median of the {SPIKE_WINDOW} rows before at "
-               f"step {top['step']}: {top['value']:.3g} against {top['before']:.3g}{more}")
+               f"step {top['step']}: {top['value']:.3g} against {top['before']:.3g}{more}{after}")
     advice = []
     if moved.size:
         typical = float(np.median(moved))
@@ -136,7 +181,7 @@ def grad_norm_spike(log: RunLog, hparams=None) -> Finding | None:
                       f"verl actor_rollout_ref.actor.grad_clip: {clip}")
     advice.append(f"if spikes recur, lower the learning rate to {_lr_text(hparams)} (TRL learning_rate / verl "
                   "actor_rollout_ref.actor.optim.lr), and look at the batch of the spike (an outlier prompt, a long completion)")
-    return Finding("grad_norm_spike", "warning", summary,
+    return Finding("grad_norm_spike", severity, summary,
                    [_top_evidence("gradient norm / median of the rows before", spikes, SPIKE_MULTIPLE)], advice)
 
 
@@ -146,11 +191,10 @@ def kl_spike(log: RunLog, hparams=None) -> Finding | None:
     if not spikes:
         return None
     top = max(spikes, key=lambda s: s["kl"] - s["before"])
-    moved = ("" if not math.isfinite(top["reward_change"]) else
-             f"; the reward's mean over the {KL_SPIKE_WINDOW // 2} rows after it moved by {top['reward_change']:+.3g}")
+    severity, after = spike_severity(log, [s["step"] for s in spikes])
     more = f" ({len(spikes)} such rows)" if len(spikes) > 1 else ""
     summary = (f"the KL to the reference spiked at step {top['step']}: {top['kl']:.3g} nats against a median "
-               f"{top['before']:.3g} over the {KL_SPIKE_WINDOW} rows before{more}{moved}")
+               f"{top['before']:.3g} over the {KL_SPIKE_WINDOW} rows before{more}{after}")
     ev = evidence("KL to the reference / median of the rows before", top["kl"] / top["before"] if top["before"] > 0
                   else math.inf, (top["step"], top["step"]), threshold=KL_SPIKE_RATIO, kl=top["kl"],
                   median_before=top["before"], jump_threshold=KL_SPIKE_JUMP, rows=len(spikes),
@@ -158,7 +202,7 @@ def kl_spike(log: RunLog, hparams=None) -> Finding | None:
     advice = ["a one-row jump is a batch the policy moved far on (an outlier prompt, a long completion, a large step): "
               f"check that batch, and the gradient-norm clip ({GRAD_CLIP_KEYS}: 1.0)",
               f"if spikes recur, lower the learning rate to {_lr_text(hparams)}"]
-    return Finding("kl_spike", "warning", summary, [ev], advice)
+    return Finding("kl_spike", severity, summary, [ev], advice)
 
 
 def ratio_spike(log: RunLog, hparams=None) -> Finding | None:

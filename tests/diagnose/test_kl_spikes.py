@@ -30,7 +30,8 @@ def test_a_one_row_jump_is_a_spike_with_the_reward_around_it():
     s = spikes[0]
     assert (s["step"], s["kl"], s["before"]) == (41, 0.9, 0.05) and s["reward_change"] == pytest.approx(-0.2)
     found = next(f for f in diagnose(make_log(kl, reward)).findings if f.name == "kl_spike")
-    assert "step 41" in found.summary and "0.9" in found.summary and "-0.2" in found.summary
+    assert "step 41" in found.summary and "0.9" in found.summary and "fell by 0.2" in found.summary
+    assert found.severity == "warning"
 
 
 @pytest.mark.parametrize("kl", [

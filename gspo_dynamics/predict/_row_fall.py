@@ -32,7 +32,17 @@ known. s is itself estimated from n - 2 differences, so z has heavier tails than
 n - 3 degrees of freedom (5.9 at n = 8) keeps its chance on pilots of normal rows under 1e-3 at every n (simulated:
 9e-4 at 8 rows, 4e-4 at 12, 7e-5 at 20, 0 in 2e5 at 80; tests/predict/test_row_fall.py checks it). It is not a
 loss (a single row can be an outlier: nothing after it tells), so the pilot is not said to have kept its reward, and
-a verdict that rests on that says unsure (`predict._pilot_headline`)."""
+a verdict that rests on that says unsure (`predict._pilot_headline`).
+
+A fall after the pilot's first row (`start_drop`), the mirror of (3): a pilot whose first row holds the reward and
+whose every later row lost it (a step that broke the policy at once) has one high row in its first block, which the
+block means dilute, and a flat floor after it, whose scatter is near 0. Its first row r_1 against the median m of the
+n - 1 rows after it, in their scatter s (the first difference, the fall itself, left out):
+
+    z = (r_1 - m) / (s sqrt(1 + pi / (2 (n - 1))))   > Z_END(n)                                                  (3')
+
+with the size rule of (2) where the range is known. Reversed in time and sign, a pilot is (3)'s, so its chance on
+pilots of normal rows is (3)'s. Unlike (3) it is a loss: the n - 1 rows after the fall all read it."""
 
 from __future__ import annotations
 
@@ -80,7 +90,7 @@ def row_fall(steps, reward, reward_range, prompts: float | None) -> Fall | None:
 
 def pilot_fall(steps, reward, reward_range, prompts_per_step: int | None, measured: list[str]) -> Fall | None:
     """The block test's fall (`fit._fall`), or where it found no loss and a single row's fall is one by (2), that
-    row's; each said in `measured`."""
+    row's, or else the fall after the first row where (3') finds one; each said in `measured`."""
     block = reward_fall(steps, reward, reward_range)
     if block is not None:
         measured.append(f"the reward's largest fall below its running best over {BLOCK}-step means, {block.fall:.3g} "
@@ -92,12 +102,31 @@ def pilot_fall(steps, reward, reward_range, prompts_per_step: int | None, measur
     prompts = prompts_per_row(steps, prompts_per_step)
     row = row_fall(steps, reward, reward_range, prompts)
     if row is None or not row.lost:
-        return block
+        start = start_drop(steps, reward, reward_range)
+        if start is None or not start.lost:
+            return block
+        measured.append(f"the pilot's first row, {start.best:.3g} (step {start.best_steps[0]}), is z = {start.z:.3g} above "
+                        f"the median {start.after:.3g} of the {len(reward) - 1} rows after it in their own scatter (past "
+                        f"{end_threshold(len(reward)):.3g}): a loss after its first row that the block means hid "
+                        "(predict._row_fall (3'))")
+        return start
     measured.append(f"one row's fall below the best row before it, {row.fall:.3g} (steps {row.best_steps[0]} -> "
                     f"{row.after_steps[0]}), is z = {row.z:.3g} against the rows' largest sampling noise for a reward in "
                     f"[{reward_range[0]:g}, {reward_range[1]:g}] ({prompts:g} prompts a row): a loss the block means hid "
                     "(predict._row_fall (2))")
     return row
+
+
+def _one_row_drop(rest: np.ndarray, high: float, low: float, reward_range) -> tuple[float, bool]:
+    """(z, big) of (3) and (3'): the fall high - low of one row against the median of the `rest`, in the rest's own
+    scatter, and the size rule of (2) where the range is known."""
+    se = row_scatter(rest) * math.sqrt(1.0 + math.pi / (2.0 * rest.size))
+    z = (high - low) / se if se > 0 else math.inf
+    if reward_range is None:
+        return z, True
+    lo, width = reward_range[0], reward_range[1] - reward_range[0]
+    return z, bool(high - low > FALL_SHARE * width or (high - low > COLLAPSE_SHARE * (high - lo)
+                                                          and high - lo >= FALL_SHARE * width / 2))
 
 
 def end_drop(steps, reward, reward_range) -> Fall | None:
@@ -110,16 +139,24 @@ def end_drop(steps, reward, reward_range) -> Fall | None:
     level = float(np.median(before))
     if not level > last:
         return None
-    scatter = row_scatter(before)
-    se = scatter * math.sqrt(1.0 + math.pi / (2.0 * before.size))
-    z = (level - last) / se if se > 0 else math.inf
-    big = True
-    if reward_range is not None:
-        lo, width = reward_range[0], reward_range[1] - reward_range[0]
-        big = level - last > FALL_SHARE * width or (level - last > COLLAPSE_SHARE * (level - lo)
-                                                     and level - lo >= FALL_SHARE * width / 2)
+    z, big = _one_row_drop(before, level, last, reward_range)
     return Fall(fall=level - last, best=level, best_steps=(int(steps[0]), int(steps[-2])), after=last,
                 after_steps=(int(steps[-1]), int(steps[-1])), z=float(z), lost=bool(z > end_threshold(r.size) and big))
+
+
+def start_drop(steps, reward, reward_range) -> Fall | None:
+    """The pilot's first row against the median of the rows after it, (3'); None with fewer than 2 BLOCK rows or no
+    fall. `lost` where (3') and the size rule hold: a loss after the first row (module docstring)."""
+    steps, r = np.asarray(steps), np.asarray(reward, dtype=float)
+    if r.size < 2 * BLOCK:
+        return None
+    first, after = float(r[0]), r[1:]
+    level = float(np.median(after))
+    if not first > level:
+        return None
+    z, big = _one_row_drop(after, first, level, reward_range)
+    return Fall(fall=first - level, best=first, best_steps=(int(steps[0]), int(steps[0])), after=level,
+                after_steps=(int(steps[1]), int(steps[-1])), z=float(z), lost=bool(z > end_threshold(r.size) and big))
 
 
 def pilot_end_drop(steps, reward, reward_range, measured: list[str]) -> Fall | None:

@@ -117,3 +117,39 @@ def test_a_pilot_whose_last_row_drops_is_unsure_not_kept(tmp_path):
     assert f.end_drop is not None and f.end_drop.after_steps == (60, 60)
     assert head.verdict in ("unsure", "at risk", "unsafe") and "kept its reward" not in head.reason
     assert f.to_json()["pilot_end_drop"]["after"] == 0.1
+
+
+def test_a_fall_after_the_first_row_mirrors_the_end_drop_and_reads_as_the_formula():
+    """(3'): the first row against the median of the rows after it, in their own scatter. Equals the formula written
+    out; equals (3) on the pilot reversed in time and sign (its null chance is (3)'s); a rising pilot has none."""
+    from gspo_dynamics.predict._row_fall import end_drop, start_drop
+
+    rng = np.random.default_rng(4)
+    steps = np.arange(1, 21)
+    reward = 0.3 + 0.02 * rng.standard_normal(20)
+    reward[0] = 0.3 + 12 * 0.02
+    d = start_drop(steps, reward, None)
+    after = list(reward[1:])
+    diffs = [after[i + 1] - after[i] for i in range(len(after) - 1)]
+    mean = sum(diffs) / len(diffs)
+    s = (sum((x - mean) ** 2 for x in diffs) / (len(diffs) - 1)) ** 0.5 / 2 ** 0.5
+    z = (reward[0] - sorted(after)[9]) / (s * (1 + np.pi / (2 * 19)) ** 0.5)
+    assert d.lost and d.z == pytest.approx(z) and d.best_steps == (1, 1) and d.after_steps == (2, 20)
+    for row in rng.standard_normal((200, 12)):
+        a, b = start_drop(np.arange(12), row, None), end_drop(np.arange(12), -row[::-1], None)
+        assert (a is None) == (b is None) and (a is None or (a.z == pytest.approx(b.z) and a.lost == b.lost))
+    assert start_drop(steps, np.linspace(0.1, 0.9, 20), None) is None
+
+
+def test_a_pilot_that_falls_to_its_floor_after_its_first_row_is_unsafe(tmp_path):
+    """A real TRL run's shape (the lr 0.01 atlas run, seed 5): 0.266 at step 1, then 0 for 79 rows. The block means
+    dilute the one high row and the floor has no scatter: (3') reads the loss; the verdict is unsafe, with its change."""
+    config = {"learning_rate": 1e-2, "num_generations": 8, "per_device_train_batch_size": 64, "max_steps": 400}
+    rows = [{"step": s, "reward": 0.266 if s == 1 else 0.0, "loss": 0.0} for s in range(1, 81)]
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    f = pilot_forecast(read_run_config(config), str(path))
+    head = pilot_headline(f)
+    assert f.fall.lost and f.fall.best_steps == (1, 1) and f.fall.after_steps == (2, 80)
+    assert head.verdict == "unsafe" and "kept its reward" not in head.reason and "step 1" in head.reason
+    assert head.changes and any("predict._row_fall (3')" in line for line in f.measured)

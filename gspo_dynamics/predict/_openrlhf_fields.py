@@ -101,7 +101,10 @@ FLAT_NAME = {flat: dotted for dotted, flat in RENAMED.items()}  # the dotted nam
 NEW = {"actor.adam.eps", "actor.min_lr_ratio", "actor.optim"}  # dotted names with no flat one, read as they are
 RUN_LENGTH = "max_steps"  # not an OpenRLHF argument: its trainer's own max_steps, len(prompts) x n_samples_per_prompt /
 # train_batch_size x num_episodes x max_epochs, which no argument holds; given with --set max_steps=N (or --run-steps)
-KNOWN = FLAT | DOTTED | {RUN_LENGTH}  # the names an unknown argument's nearest is looked for among
+# R1-Searcher's OpenRLHF fork (RUCAIBox/R1-Searcher at 631167c, OpenRLHF-RAG/openrlhf/cli/train_ppo_ray.py): two
+# arguments its parser declares and nothing else in the fork reads, so they change no step
+R1_SEARCHER_OWN = frozenset({"group_method", "use_length_reward_in_efficiency"})
+KNOWN = FLAT | DOTTED | {RUN_LENGTH} | R1_SEARCHER_OWN  # the names an unknown argument's nearest is looked for among
 # the names that say a dict is OpenRLHF's (each in no TRL, verl or gspo-dynamics vocabulary)
 MARKERS = frozenset({"advantage_estimator", "n_samples_per_prompt", "rollout_batch_size", "micro_train_batch_size",
                      "init_kl_coef", "actor_learning_rate", "eps_clip", "pretrain", "algo.advantage.estimator",

@@ -58,6 +58,11 @@ SEARCH_R1_OWN = {"max_turns", "retriever.url", "retriever.topk", "data.max_start
 DAPO_RECIPE = {"data.gen_batch_size", "reward_model.overlong_buffer.len", "reward_model.overlong_buffer.penalty_factor",
                "reward_model.overlong_buffer.log", "algorithm.filter_groups.max_num_gen_batches"}
 
+# simpleRL-reason's own (hkust-nlp/simpleRL-reason at cf1c785, a verl 0.1 fork: its ppo_trainer.yaml and ray_trainer.py):
+# the vLLM sampler's generation chunk and the checkpoint housekeeping, no training step; its trainer.remove_clip is in
+# UNMODELLED (it drops the responses cut at the length limit, not the ratio's clip)
+SIMPLERL_OWN = {ROLLOUT + "micro_rollout_batch_size", "trainer.remove_previous_ckpt"}
+
 _LOSS = ACTOR + "policy_loss."
 _RC = "algorithm.rollout_correction."
 UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
@@ -66,6 +71,8 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     ACTOR + "state_masking": ((False, None), "masks the retrieved passages' tokens out of the policy loss (Search-R1): "
                               "the gradient is the model's own tokens' alone", None),
     "algorithm.no_think_rl": ((False, None), "keeps only each turn's action, its reasoning cut (Search-R1)", None),
+    "trainer.remove_clip": ((False, None), "masks every response cut at the length limit out of the loss "
+                            "(simpleRL-reason's; despite its name the ratio's clip stays)", None),
     "reward_model.overlong_buffer.enable": ((False, None), "DAPO's overlong penalty: the reward cut for a response "
                                             "within overlong_buffer.len of the length limit", None),
     _LOSS + "clip_cov_ratio": ((), "clip_cov's share of high-covariance tokens clipped", _LOSS + "loss_mode=clip_cov"),
@@ -134,7 +141,7 @@ SECTIONS = {"actor_rollout_ref", "data", "critic", "custom_reward_function", "re
             "algorithm", "distillation", "transfer_queue", "trainer", "global_profiler", "skip", "ray_kwargs",
             "ray_init", "defaults", "hydra"}
 ACTOR_ROLLOUT_REF = {"actor", "ref", "rollout", "model", "hybrid_engine", "nccl_timeout"}
-KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN | DAPO_RECIPE  # the dotted keys a typo's nearest is looked for among
+KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN | DAPO_RECIPE | SIMPLERL_OWN  # the dotted keys a typo's nearest is looked for among
 
 
 # an older release's keys in the dynamics subtrees that change no step by what they do, not by their place: the
@@ -168,7 +175,7 @@ def classify(key: str) -> str:
         return "read"
     if key in UNMODELLED:
         return "unmodelled"
-    if key in SEARCH_R1_OWN or key in DAPO_RECIPE or validation_only(key):
+    if key in SEARCH_R1_OWN or key in DAPO_RECIPE or key in SIMPLERL_OWN or validation_only(key):
         return "no_dynamics"
     section, _, rest = key.partition(".")
     if section not in SECTIONS or (section == "actor_rollout_ref" and rest.partition(".")[0] not in ACTOR_ROLLOUT_REF):

@@ -216,3 +216,11 @@ def test_the_kl_in_the_reward_is_named_among_the_unmodelled(tmp_path):
     setup = read_run_config(_script(tmp_path, NON_RAY))
     assert setup.hparams.kl_coef == 0.0 and ("init_kl_coef", 0.01) in {(k, v) for k, v, _ in setup.unmodelled}
     assert "init_kl_coef" not in {k for k, _, _ in read_run_config(_script(tmp_path)).unmodelled}  # use_kl_loss: beta
+
+
+def test_r1_searchers_two_arguments_that_nothing_reads_are_known(tmp_path):
+    """R1-Searcher's fork declares --group_method and --use_length_reward_in_efficiency and reads neither (631167c):
+    read past, the config as it would be without them."""
+    fork = GRPO.replace("--max_epochs 2", "--max_epochs 2 --group_method normal --use_length_reward_in_efficiency")
+    setup, plain = read_run_config(_script(tmp_path, fork)), read_run_config(_script(tmp_path, GRPO, "plain.sh"))
+    assert setup.unknown == () and setup.hparams == plain.hparams

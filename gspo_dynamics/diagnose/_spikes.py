@@ -126,14 +126,17 @@ def spike_severity(log: RunLog, steps) -> tuple[str, str]:
     """(severity, the clause that says why) for spikes at `steps` (module rule): a warning where the reward fell
     after one (the first such) or one is too near the log's end to tell, else a note."""
     moves = [(s, *after_spike(log, s)) for s in steps]
-    fell = next(((s, c) for s, c, z in moves if z < -FALL_Z), None)
+    fell = next(((s, c, z) for s, c, z in moves if z < -FALL_Z), None)
     if fell is not None:
-        return WARNING, f"; the reward fell by {-fell[1]:.3g} over the {AFTER_ROWS} rows after step {fell[0]:g}"
+        return WARNING, (f"; the reward fell by {-fell[1]:.3g} over the {AFTER_ROWS} rows after step {fell[0]:g} "
+                         f"(z = {fell[2]:.2g})")
     if any(math.isnan(z) for _, _, z in moves):
         return WARNING, "; too near the log's end (or the reward's start) to tell whether the reward falls after it"
     if len(moves) > 1:
-        return NOTE, f"; the reward did not fall in the {AFTER_ROWS} rows after any of them"
-    return NOTE, f"; the reward did not fall in the {AFTER_ROWS} rows after it (their mean moved {moves[0][1]:+.3g})"
+        return NOTE, f"; the reward did not fall past its row noise in the {AFTER_ROWS} rows after any of them"
+    _, change, z = moves[0]
+    return NOTE, (f"; the reward's {AFTER_ROWS} rows after it moved {change:+.3g} from the {AFTER_ROWS} before, within "
+                  f"its row noise (z = {z:.2g}; a fall is z < {-FALL_Z:g})")
 
 
 def _spikes(log: RunLog, name: str, jump: float) -> list[dict]:

@@ -234,6 +234,8 @@ class Diagnosis:
         for f in self.findings:
             lines.append("")
             lines.append(f"<{f.name.replace('_', ' ')}>  {f.severity}")
+            if f.severity == NOTE:  # a warning's summary heads the report; a note's is said only here
+                lines.append("  " + f.summary)
             lines += ["  - " + _evidence_text(e) for e in f.evidence]
             lines += ["  > " + a for a in f.advice]
         for v in self.verdicts:

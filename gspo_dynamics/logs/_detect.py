@@ -28,6 +28,7 @@ import re
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._console import DETECT_CHARS, console_kind
+from gspo_dynamics.logs._json_series import SERIES_DOCUMENT
 from gspo_dynamics.logs._readers import COLUMNS_DOCUMENT, ROWS_DOCUMENT, _loads
 from gspo_dynamics.logs._runlog import to_float
 from gspo_dynamics.logs._notebook import looks_like_notebook
@@ -181,5 +182,5 @@ def _row_list_format(text: str) -> str | None:
     callback, ROLL) or its columns in lists (`{"step": [...], "reward": [...]}`), which `read_jsonl` reads; None for
     anything else (left to `detect_format`)."""
     head = text[:4096]
-    rows = ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head)
+    rows = ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head) or SERIES_DOCUMENT.match(head)
     return "jsonl" if '"log_history"' not in head and rows else None

@@ -13,6 +13,7 @@ import math
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._groups import groups_of
 from gspo_dynamics.logs._json_chunks import count_bytes, jsonl_objects, objects_of_lines
+from gspo_dynamics.logs._json_series import SERIES_DOCUMENT, series_rows
 from gspo_dynamics.logs._readers import (
     COLUMNS_DOCUMENT,
     ROW_LISTS,
@@ -129,7 +130,7 @@ def _clean_lines(data: bytes) -> RowTable | None:
     if len(head) < 4096 < len(data) or not head.startswith(b"{"):
         return None
     head = head[:4096].decode("ascii")
-    if ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head):
+    if ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head) or SERIES_DOCUMENT.match(head):
         return None
     builder = TableBuilder()
 
@@ -188,6 +189,10 @@ def _json_objects(text: str, warnings: list[str]) -> tuple[list, int, int | None
             return rows, 0, _interval(document.get("logging_steps"))
     if COLUMNS_DOCUMENT.match(stripped[:4096]):
         rows = _column_rows(_loads(text), warnings)
+        if rows is not None:
+            return rows, 0, None
+    if SERIES_DOCUMENT.match(stripped[:4096]):
+        rows = series_rows(_loads(text), warnings)
         if rows is not None:
             return rows, 0, None
     array = stripped.startswith("[")

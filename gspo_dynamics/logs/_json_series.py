@@ -1,0 +1,58 @@
+"""A JSON document of series, one list of points per metric: `{"train_reward": [{"step": 5, "value": 2.33}, ...],
+"eval_reward": [...]}` (a loop's curves saved for plotting), or points as pairs `[[step, value], ...]`, or TensorBoard's
+JSON download, triples `[[wall_time, step, value], ...]`. Read as rows, one per step, each metric a column under its
+key; what is not a series (a note, a model name, annotations) is left out and said.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+# an object whose first list (after keys of plain values) holds a point: a {"step"...} object or a list of numbers
+SERIES_DOCUMENT = re.compile(r'\A\s*\{[^\[\]]{0,2000}?"[^"\n]{1,200}"\s*:\s*\[\s*(?:\{\s*"(?:step|global_step|_step|'
+                             r'iteration|wall_time)"|\[\s*[-+\d.])')
+POINT_STEPS = ("step", "global_step", "_step", "iteration")  # a point object's step, under one of these names
+POINT_VALUES = ("value", "y", "mean")  # ... and its value
+POINT_TIMES = ("wall_time", "timestamp", "time")  # ... and, left out, when it was written
+
+
+def _point(item: object) -> tuple[float, float] | None:
+    """(step, value) of one point, or None where `item` is none."""
+    if isinstance(item, dict):
+        steps = [item[k] for k in POINT_STEPS if k in item]
+        values = [item[k] for k in POINT_VALUES if k in item]
+        extra = set(item) - set(POINT_STEPS) - set(POINT_VALUES) - set(POINT_TIMES)
+        pair = (steps[0], values[0]) if len(steps) == 1 and len(values) == 1 and not extra else None
+    elif isinstance(item, list) and len(item) in (2, 3):
+        pair = tuple(item[-2:])  # [step, value] or TensorBoard's [wall_time, step, value]
+    else:
+        pair = None
+    if pair is None or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair):
+        return None
+    return float(pair[0]), float(pair[1])
+
+
+def series_rows(document: object, warnings: list[str]) -> list[dict] | None:
+    """The rows of a series document (module docstring), sorted by step, each {"step": s, <series key>: value}; None
+    where no value of the object is a list of at least two points. A series whose steps are not whole numbers is no
+    series."""
+    if not isinstance(document, dict):
+        return None
+    series, other = {}, []
+    for key, items in document.items():
+        points = [_point(item) for item in items] if isinstance(items, list) and len(items) >= 2 else None
+        if points is not None and None not in points and all(s == math.floor(s) for s, _ in points):
+            series[str(key)] = points
+        else:
+            other.append(str(key))
+    if not series:
+        return None
+    if other:
+        warnings.append(f"a document of series ({', '.join(map(repr, series))}): its other keys were left out "
+                        f"({', '.join(map(repr, other[:8]))}{' and more' if len(other) > 8 else ''})")
+    rows: dict[int, dict] = {}
+    for key, points in series.items():
+        for step, value in points:
+            rows.setdefault(int(step), {"step": int(step)})[key] = value
+    return [rows[step] for step in sorted(rows)]

@@ -76,6 +76,8 @@ class ConfigParts(NamedTuple):
     wandb: bool
     defaults: dict[str, Any]  # a framework default the file's own trainer does not share (OpenRLHF's trainer
     # before Ray, `openrlhf.cli.train_ppo`: rollout_batch_size 512), taken where the config leaves the key unset
+    command_line: frozenset[str] = frozenset()  # the names a TRL launch's command line gives, which TRL's parser
+    # (argparse) also reads as the one field they begin: `--num_train_epoch 6` is num_train_epochs
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -103,7 +105,8 @@ def load_config_parts(path: str | Path) -> ConfigParts:
         raise ConfigError(f"the config file {str(path)!r} is empty")
     added: set[str] = set()
     defaults: dict[str, Any] = {}
-    data = _parse(path, text, added, defaults)
+    command_line: set[str] = set()
+    data = _parse(path, text, added, defaults, command_line)
     if data is None:
         raise ConfigError(f"the config file {str(path)!r} is empty")
     if not isinstance(data, dict):
@@ -112,7 +115,8 @@ def load_config_parts(path: str | Path) -> ConfigParts:
     if values is not None and not values:
         raise ConfigError(f"the config file {str(path)!r} is W&B's record of a run's config, and it records no key "
                           "of the run (only W&B's own)")
-    return ConfigParts(data if values is None else values, frozenset(added), values is not None, defaults)
+    return ConfigParts(data if values is None else values, frozenset(added), values is not None, defaults,
+                       frozenset(command_line))
 
 
 def wandb_values(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -154,7 +158,7 @@ def set_override(out: dict[str, Any], item: str, as_written: bool = False) -> No
     node[last] = value
 
 
-def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any]):
+def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any], command_line: set[str]):
     suffix = path.suffix.lower()
     if suffix in _SCRIPT_SUFFIXES:  # a verl / OpenRLHF launch script: its trainer command's arguments (`_launch_script`)
         from gspo_dynamics._launch_script import (
@@ -173,6 +177,7 @@ def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any]):
             trl = trl_launch_config(text, path, _typed)
             if trl is not None:  # the command line over the file its --config names (TRL's parser)
                 args, config = trl
+                command_line |= set(args)
                 return {**(load_config_file(config) if config is not None else {}), **args}
         for item in overrides_of(text, f"the launch script {str(path)!r}"):
             set_override(out, item, as_written=True)
@@ -192,6 +197,10 @@ def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any]):
             return yaml.load(text, Loader=yaml_loader())
         except yaml.YAMLError as exc:
             raise ConfigError(f"the config file {str(path)!r} is not valid YAML: {yaml_problem(exc, text)}") from None
+    if suffix == ".py":
+        raise ConfigError(f"{str(path)!r} is a Python program: its GRPOConfig(...) is not read (Python computes its "
+                          "values); save the config it builds as JSON (json.dump(config.to_dict(), f), or "
+                          "trainer.args.to_dict()) and give that, or the launch script that runs it (.sh)")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -1,14 +1,17 @@
 """A launch script that runs TRL's GRPO trainer read as its config: the arguments of its `accelerate launch
 train.py --learning_rate 1e-6 --num_generations 8 ...` (or `python`, `torchrun`, `trl grpo`) command, on top of the
 YAML its `--config` names (TRL's parser: the file first, the command line over it; open-r1's recipes), with
-accelerate's `--num_processes` as the process count.
+accelerate's `--num_processes` (or the num_processes of the YAML its `--config_file` names) as the process count.
 
     accelerate launch --num_processes=4 src/open_r1/grpo.py --config recipes/grpo.yaml --learning_rate 2e-6
     -> {**recipes/grpo.yaml, "learning_rate": 2e-06, "num_processes": 4}
 
 The command is the one whose program is a `.py` file or `trl grpo`, with a GRPO argument of TRL's (`GRPO_MARKS`), or a
-`--config` where the program's name says it trains (`grpo`, `train`, `rl`: not an evaluation's or a data script's); the YAML is looked for beside the script and up to three folders above it (a repository's root, where
-the script is run from); one it names but that is not there is one ConfigError naming it.
+`--config` where the program's name says it trains (`grpo`, `train`, `rl`), or, a name that does not say it evaluates
+(`eval`, `test`, `generate`, ...), where the YAML it names holds a GRPO argument (open-r1's `src/open_r1/empo.py
+--config recipe.yaml`): not an evaluation's or a data script's. The YAML is looked for
+beside the script and up to three folders above it (a repository's root, where the script is run from); one it names
+but that is not there is one ConfigError naming it.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ GRPO_MARKS = ("num_generations", "steps_per_generation", "epsilon_high", "import
 _UP = 3  # folders above the script's where its --config is looked for
 
 
-def trl_command(text: str) -> tuple[list[str], list[str]] | None:
+def trl_command(text: str, script: Path | None = None) -> tuple[list[str], list[str]] | None:
     """(the words before the program: accelerate's own options; the program's arguments) of the script's one TRL
-    launch command, or None; one ConfigError where it has two."""
+    launch command, or None; one ConfigError where it has two. `script`: where the script is, to look in the YAML a
+    command's --config names (module docstring)."""
     found = []
     for words in trainer_commands(text, re.compile(r"^(?:accelerate|torchrun|python3?|trl|deepspeed)$"), None):
         at = next((i for i, w in enumerate(words) if _PROGRAM.search(w) and (w != "grpo" or words[i - 1] == "trl")),
@@ -36,7 +40,9 @@ def trl_command(text: str) -> tuple[list[str], list[str]] | None:
             continue
         args = named_arguments(words[at + 1:])
         trains = re.search(r"grpo|train|rl", words[at], re.IGNORECASE) is not None  # not an eval or data script's
-        if any(k in args for k in GRPO_MARKS) or ("config" in args and trains):
+        other = re.search(r"eval|test|bench|infer|generat|sampl|predict|score|judge", words[at], re.IGNORECASE)
+        named = trains or (other is None and _names_grpo(args.get("config"), script))  # a recipe of GRPO's own
+        if any(k in args for k in GRPO_MARKS) or ("config" in args and named):
             found.append((words[:at], words[at + 1:]))
     if len(found) > 1:
         raise ConfigError("the launch script runs TRL's trainer more than once (two runs, or one per branch of an if): "
@@ -48,16 +54,42 @@ def trl_launch_config(text: str, script: Path, typed) -> tuple[dict[str, Any], P
     """(the script's TRL launch command's arguments, typed by `typed`, with accelerate's process count; the --config
     file it names, found: `_found`), or None without such a command (module docstring). The caller reads the file and
     lays the arguments over it."""
-    command = trl_command(text)
+    command = trl_command(text, script)
     if command is None:
         return None
     before, after = command
     args = {name: typed(value) for name, value in named_arguments(after).items()}
     config = args.pop("config", None)
     launcher = named_arguments(before[2:] if before[:2] == ["accelerate", "launch"] else before[1:])
-    if launcher.get("num_processes") is not None:
-        args.setdefault("num_processes", typed(launcher["num_processes"]))
+    processes = launcher.get("num_processes")
+    if processes is None and isinstance(launcher.get("config_file"), str):  # accelerate's own YAML holds the count
+        processes = _accelerate_processes(launcher["config_file"], script)
+    if processes is not None:
+        args.setdefault("num_processes", typed(processes))
     return args, _found(str(config), script) if config is not None else None
+
+
+def _accelerate_processes(name: str, script: Path):
+    """The num_processes of the accelerate config file `name` (found as `_found` finds a --config), or None where
+    the file is not there or does not set it."""
+    import yaml
+
+    try:
+        settings = yaml.safe_load(_found(name, script).read_text(errors="replace"))
+    except (ConfigError, OSError, yaml.YAMLError):
+        return None
+    return settings.get("num_processes") if isinstance(settings, dict) else None
+
+
+def _names_grpo(name, script: Path | None) -> bool:
+    """Whether the --config `name` is found (`_found`) and holds a GRPO argument of TRL's as a YAML key."""
+    if script is None or not isinstance(name, str):
+        return False
+    try:
+        text = _found(name, script).read_text(errors="replace")
+    except (ConfigError, OSError):
+        return False
+    return re.search(r"^\s*(?:" + "|".join(GRPO_MARKS) + r")\s*:", text, re.MULTILINE) is not None
 
 
 def _found(name: str, script: Path) -> Path:

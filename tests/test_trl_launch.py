@@ -56,3 +56,31 @@ def test_a_script_without_a_trl_command_is_refused_naming_the_three(tmp_path):
 def test_an_evaluation_with_a_config_beside_the_training_command_is_not_a_second_run(tmp_path):
     path = _repo(tmp_path, SCRIPT + "python scripts/evaluate.py --config recipes/grpo/config_demo.yaml\n")
     assert load_config_file(path)["learning_rate"] == 2e-6
+
+
+def test_a_program_named_otherwise_whose_recipe_holds_grpo_arguments_is_trls(tmp_path):
+    """open-r1's forks run their own trainer file (EMPO's src/open_r1/empo.py) with a GRPO recipe: read as TRL's; an
+    evaluation passing the same recipe is not a second run."""
+    script = SCRIPT.replace("src/open_r1/grpo.py", "src/open_r1/empo.py")
+    assert load_config_file(_repo(tmp_path, script))["num_processes"] == 4
+    path = _repo(tmp_path / "b", script + "python scripts/evaluate.py --config recipes/grpo/config_demo.yaml\n")
+    assert load_config_file(path)["learning_rate"] == 2e-6
+
+
+def test_accelerates_config_file_gives_the_process_count_and_argparse_abbreviations_are_read(tmp_path):
+    """accelerate launch --config_file X.yaml: X's num_processes is the count (where --num_processes is not given);
+    TRL's parser takes `--num_train_epoch 3` as num_train_epochs, said."""
+    script = SCRIPT.replace("--num_processes=4 ", "").replace("--beta 0.0", "--beta 0.0 --num_train_epoch 3")
+    path = _repo(tmp_path, script)
+    (tmp_path / "recipes" / "accelerate_configs").mkdir()
+    (tmp_path / "recipes" / "accelerate_configs" / "zero3.yaml").write_text("distributed_type: DEEPSPEED\nnum_processes: 8\n")
+    setup = read_run_config(path)
+    assert setup.hparams.num_groups == 16 * 8 * 4 // 8 and ("processes", 1) not in setup.assumed
+    assert "--num_train_epoch: read as num_train_epochs" in " ".join(setup.notes)
+
+
+def test_a_python_config_is_refused_saying_how_to_give_it(tmp_path):
+    path = tmp_path / "main.py"
+    path.write_text("from trl import GRPOConfig\nconfig = GRPOConfig(learning_rate=5e-6)\n")
+    with pytest.raises(ConfigError, match=r"is a Python program: .*json.dump\(config.to_dict\(\), f\)"):
+        load_config_file(path)

@@ -58,8 +58,8 @@ NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema", "
           "gspo-dynamics trainer": "gspo-dynamics' trainer config", "gspo-dynamics hyperparameters": "the theory's names"}
 UNSET = {"group_size": "G -> infinity, the expected dynamics"}
 OLDER_DEFAULT = {"beta": "older TRL releases 0.04"}  # a default that moved between releases: the other said beside it
-OWN_DEFAULT = {("processes", 1): "the count assumed, --devices N gives yours: T = generation_batch_size / "
-                                 "(per_device_train_batch_size x processes x gradient_accumulation_steps) rests on it",
+OWN_DEFAULT = {("processes", 1): "--devices N gives yours: the groups per step rest on it, and T where "
+                                 "generation_batch_size is given",
                ("rollout_batch_size", 512): "openrlhf.cli.train_ppo's, the trainer before Ray"}  # a trainer's own  # what an unset key means (a run length: unknown)
 
 

@@ -136,6 +136,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     unset, so that a schedule over the run (a decay, a warm-up ratio) is read over it, not said to be unknown."""
     parts = ConfigParts(dict(source), frozenset(), False, {}) if isinstance(source, dict) else load_config_parts(source)
     cfg, added = parts.data, parts.added
+    abbreviated = _trl_fields.unabbreviated(cfg, parts.command_line)
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     own = {k: v for k, v in parts.defaults.items() if not any(k.startswith(str(key)) for key in cfg)}  # unset there
@@ -160,7 +161,8 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     setup = _mapped(cfg, devices, unknown, allow_unknown)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
         setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown, allow_unknown)
-    setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()))
+    setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()),
+                                notes=tuple(abbreviated) + setup.notes)
     ignored = set(setup.ignored) - set(setup.unknown) - set(setup.added) - set(setup.recorded)  # a trainer's or TRL's
     # top-level keys, verl's dotted ones; the keys a +key= adds, or W&B recorded, are said apart (`brief_lines`)
     unread = [key for key in set_keys if key in ignored or key.split(".")[0] in ignored]
@@ -236,9 +238,6 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
     if cfg.get("lr_scheduler_type") is None:
         notes.append("lr_scheduler_type not given: transformers' default linear, a decay to 0 at max_steps")
     schedule = trl_schedule(cfg, run_steps, notes)
-    if cfg.get("temperature") not in (None, 1, 1.0):
-        notes.append(f"temperature {cfg['temperature']}: TRL samples and scores at it; it enters through the "
-                     "measured rewards and drift (a pilot)")
     loss = None if cfg.get("loss_type") is None else (  # TRL's default loss_type moved between releases: unsaid, none
         f"{cfg['loss_type']} ({cfg.get('importance_sampling_level') or 'token'}-level ratio)")
     unmodelled = active_unmodelled(cfg, _trl_fields.UNMODELLED) + decay_and_clip(
@@ -253,8 +252,7 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
 
     logging = cfg.get("logging_steps")
     logging = logging if isinstance(logging, int) and not isinstance(logging, bool) and logging > 0 else None
-    processes = (("processes", 1),) if (cfg.get("generation_batch_size") is not None  # T rests on the count there
-                                        and any(n.startswith(NO_DEVICES) for n in notes)) else ()
+    processes = (("processes", 1),) if any(n.startswith(NO_DEVICES) for n in notes) else ()  # N (and T) rest on it
     return dataclasses.replace(_setup(hp, name, exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
                                       loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints, added=added,
                                       assumed=_config_checks.assumed(name, given, defaults) + processes),
@@ -381,7 +379,9 @@ def _setup(hp: Hyperparams, framework: str, exact: float, notes: list[str], igno
     names = [k for k, _ in unknown]
     if unknown:
         notes.append(f"keys this tool does not know, not read (a typo, or a newer release's): {', '.join(names)}")
-    rest = [k for k in ignored if k not in set(names) | set(added) | set(apart) | {u[0] for u in unmodelled}]
+    named = {u[0] for u in unmodelled}  # read as changing the dynamics: not among the keys that change no step
+    ignored = [k for k in ignored if k not in named]
+    rest = [k for k in ignored if k not in set(names) | set(added) | set(apart)]
     if rest and framework in ("TRL GRPOConfig", "verl", "OpenRLHF"):  # the field tables say these change no step
         notes.append(f"{len(rest)} keys change no training step (logging, saving, hardware, data loading, evaluation; "
                      "all in --json's config.ignored)")

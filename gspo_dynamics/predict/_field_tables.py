@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# what a sampling temperature other than 1 changes, in every framework's table of keys the model does not represent
+TEMPERATURE = ("samples at this temperature: a group's spread is the tempered policy's; near 0 its responses are alike "
+               "and the group's advantage vanishes")
+
 # an UNMODELLED table: key -> (neutral values, what it changes, the key it acts through: "key" on, "key=value", or None)
 Table = dict[str, tuple[tuple[Any, ...], str, "str | None"]]
 

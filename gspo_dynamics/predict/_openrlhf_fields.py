@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gspo_dynamics.predict._field_tables import TEMPERATURE
+
 FLAT = frozenset("""
     actor_init_on_gpu actor_learning_rate actor_num_gpus_per_node actor_num_nodes adam_betas adam_offload
     advantage_estimator agent_func_path apply_chat_template async_queue_size async_train attn_implementation
@@ -128,6 +130,7 @@ OTHER_ESTIMATORS = {"gae": "a critic's value baseline (PPO)", "reinforce": "a ba
 
 UNMODELLED: dict[str, tuple[tuple[Any, ...], str, None]] = {  # argument: (its neutral values, what it changes, None:
     # no key it acts through, `_field_tables.active_unmodelled`)
+    "temperature": ((1, 1.0, None), TEMPERATURE, None),
     "entropy_loss_coef": ((None, 0, 0.0), "adds an entropy bonus: a force away from collapse", None),
     "aux_loss_coef": ((0, 0.0, None), "adds a MoE load-balancing loss", None),
     "dynamic_filtering": ((False, None), "drops groups whose rewards all fall outside the range and samples more (DAPO's "

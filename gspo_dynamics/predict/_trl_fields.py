@@ -16,18 +16,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from gspo_dynamics.predict._field_tables import TEMPERATURE
+
 READ = {
     "learning_rate", "num_generations", "num_iterations", "beta", "epsilon", "epsilon_high", "delta",
     "importance_sampling_level", "scale_rewards", "loss_type", "optim", "optim_args", "adam_beta1", "adam_beta2",
     "adam_epsilon", "gradient_accumulation_steps", "per_device_train_batch_size", "steps_per_generation",
     "generation_batch_size", "max_steps", "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "warmup_ratio",
     "weight_decay", "max_grad_norm", "sapo_temperature_neg", "sapo_temperature_pos", "vespo_k_pos", "vespo_lambda_pos",
-    "vespo_k_neg", "vespo_lambda_neg", "max_completion_length", "temperature", "num_train_epochs",
+    "vespo_k_neg", "vespo_lambda_neg", "max_completion_length", "num_train_epochs",
     "num_processes", "world_size",  # not GRPOConfig's: a run's process count where a user adds it
 }
 
 # field: (neutral values, what it changes, the field that must be on for it to act, or None)
 UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
+    "temperature": ((1, 1.0, None), TEMPERATURE, None),
     "top_entropy_quantile": ((1.0, 1), "trains only the tokens in the top quantile of entropy: a sparser gradient "
                              "from the uncertain tokens", None),
     "mask_truncated_completions": ((False,), "drops truncated completions from the loss: fewer samples per group and "
@@ -164,6 +167,20 @@ OLDER_RELEASES = {
     "fsdp_transformer_layer_cls_to_wrap", "use_legacy_prediction_loop",
 }
 KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | OLDER_RELEASES
+
+
+def unabbreviated(cfg: dict[str, Any], command_line) -> list[str]:
+    """Rename in place each of the `command_line` names of `cfg` that is no field but begins exactly one (KNOWN) the
+    config does not also give, as TRL's parser does (argparse's abbreviations: `--num_train_epoch 6` is
+    num_train_epochs); a note per name so read."""
+    notes = []
+    for name in sorted(k for k in command_line if k in cfg and k not in KNOWN):
+        whole = [known for known in KNOWN if known.startswith(name)]
+        if len(whole) == 1 and whole[0] not in cfg:
+            cfg[whole[0]] = cfg.pop(name)
+            notes.append(f"--{name}: read as {whole[0]}, the one field it begins (TRL's parser takes an argument's "
+                         "abbreviation)")
+    return notes
 
 
 def unknown(cfg: dict[str, Any]) -> list[str]:

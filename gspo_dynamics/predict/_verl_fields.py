@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gspo_dynamics.predict._field_tables import TEMPERATURE
+
 ACTOR = "actor_rollout_ref.actor."
 ROLLOUT = "actor_rollout_ref.rollout."
 OPTIM = ACTOR + "optim."
@@ -32,7 +34,7 @@ OTHER_ESTIMATORS = {"gae": "a critic's value baseline (PPO)", "reinforce_plus_pl
 READ = {
     "algorithm.adv_estimator", "algorithm.norm_adv_by_std_in_grpo", "algorithm.use_kl_in_reward",
     "data.train_batch_size", "data.max_response_length", "trainer.total_training_steps", "trainer.total_epochs",
-    ROLLOUT + "n", ROLLOUT + "temperature", ROLLOUT + "response_length",
+    ROLLOUT + "n", ROLLOUT + "response_length",
     ACTOR + "ppo_mini_batch_size", ACTOR + "ppo_epochs", ACTOR + "clip_ratio", ACTOR + "clip_ratio_low",
     ACTOR + "clip_ratio_high", ACTOR + "clip_ratio_c", ACTOR + "use_kl_loss", ACTOR + "kl_loss_coef",
     ACTOR + "kl_loss_type", ACTOR + "policy_loss.loss_mode", ACTOR + "loss_agg_mode", ACTOR + "tau_pos",
@@ -102,6 +104,7 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     _RC + "bypass_mode": ((False,), "skips the old log-prob pass: the rollout's log-probs are the ratio's reference, so "
                           "the train-inference mismatch enters the clip", None),
     _RC + "loss_type": ((), "the bypass mode's loss", _RC + "bypass_mode"),
+    ROLLOUT + "temperature": ((1, 1.0, None), TEMPERATURE, None),
     ROLLOUT + "top_p": ((1, 1.0), "samples from a truncated distribution: the sampler is not the policy the loss scores", None),
     ROLLOUT + "top_k": ((-1, 0, None), "samples from a truncated distribution: the sampler is not the policy", None),
     ROLLOUT + "do_sample": ((True,), "greedy rollouts: every response of a group is the same", None),

@@ -408,7 +408,8 @@ def test_allow_unknown_reads_on_and_names_the_key_in_the_first_lines(tmp_path, c
     assert lines[0].startswith("verdict: ")
     assert lines[1] == "unknown keys (not read, --allow-unknown): learnig_rate (did you mean learning_rate?)"
     assert lines[2] == "assumed, not in the config (TRL's defaults): learning_rate 1e-06, num_iterations 1, max_steps -1 " \
-                       "(the run's length unknown)"
+                       "(the run's length unknown), processes 1 (--devices N gives yours: the groups per step rest on " \
+                       "it, and T where generation_batch_size is given)"
     assert main(["predict", "--config", path, "--allow-unknown", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["unknown_keys"] == [{"key": "learnig_rate", "nearest": "learning_rate"}]
@@ -427,10 +428,11 @@ def test_a_default_the_verdict_rests_on_is_said_in_the_first_lines(tmp_path, cap
                         "actor_rollout_ref.actor.ppo_epochs 1, trainer.total_training_steps unset (the run's length "
                         "unknown)")
     full = {**TRL, "num_iterations": 1, "max_steps": 200}
-    assert main(["predict", "--config", write(tmp_path, "full.json", full)]) == 0
+    assert main(["predict", "--config", write(tmp_path, "full.json", full), "--devices", "1"]) == 0
     assert not any(line.startswith(("assumed", "unknown keys")) for line in capsys.readouterr().out.splitlines())
     no_length = write(tmp_path, "no_length.json", {**TRL, "num_iterations": 1})
-    assert main(["predict", "--config", no_length, "--pilot", pilot_log(tmp_path), "--run-steps", "200"]) == 0
+    assert main(["predict", "--config", no_length, "--pilot", pilot_log(tmp_path), "--run-steps", "200", "--devices",
+                 "1"]) == 0
     assert not any(line.startswith("assumed") for line in capsys.readouterr().out.splitlines())
 
 
@@ -497,9 +499,10 @@ def test_diagnose_and_watch_refuse_a_misspelt_config_key_and_allow_it_on_request
     assert main(["diagnose", log, "--config", config, "--allow-unknown"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "config     unknown keys (not read, --allow-unknown): learnig_rate (did you mean learning_rate?)" in out
-    assert "config     assumed, not in the config (TRL's defaults): learning_rate 1e-06, num_iterations 1" in out
+    assert "config     assumed, not in the config (TRL's defaults): learning_rate 1e-06, num_iterations 1, processes 1 " \
+           "(--devices N gives yours: the groups per step rest on it, and T where generation_batch_size is given)" in out
     assert main(["diagnose", log, "--config", config, "--allow-unknown", "--lr", "1e-3"]) == 0
-    assert "config     assumed, not in the config (TRL's defaults): num_iterations 1" in capsys.readouterr().out
+    assert "config     assumed, not in the config (TRL's defaults): num_iterations 1, processes 1" in capsys.readouterr().out
     assert main(["watch", log, "--config", config, "--exit-when-idle", "0"]) == 2
     assert "no field learnig_rate" in capsys.readouterr().err
 

@@ -85,7 +85,7 @@ def test_a_pilot_answer_validates_and_leads_with_its_verdict(tmp_path, capsys):
     reward = 0.8 - 0.6 * np.exp(-t / 12) + 0.02 * np.random.default_rng(0).standard_normal(60)
     log = tmp_path / "pilot.jsonl"
     log.write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
-    config = write(tmp_path, "grpo.json", {**TRL, "steps_per_generation": 8, "max_steps": 240})
+    config = write(tmp_path, "grpo.json", {**TRL, "steps_per_generation": 8, "max_steps": 240, "num_processes": 1})
     report = json.loads(run(capsys, "--config", config, "--pilot", str(log), "--json"))
     jsonschema.validate(report, SCHEMA)
     assert report["verdict"] in ("safe", "at risk", "unsafe", "unsure")

@@ -116,8 +116,10 @@ def test_trl_gspo_options_and_unmodelled_keys():
     hp = setup.hparams
     assert (hp.correction, hp.clip_low, hp.clip_high, hp.kl_coef, hp.advantage) == ("sequence", 3e-4, 4e-4, 0.04, "mean")
     assert hp.num_groups == 8 * 8 // 16  # TRL's default per-device batch 8, 8 devices, no accumulation
-    assert setup.ignored == ("bf16", "output_dir")
-    assert [u[0] for u in setup.unmodelled] == ["bf16"]  # it changes the log-probs: named, with what it changes
+    assert setup.ignored == ("output_dir",)  # bf16 changes the log-probs: named apart, with what it changes
+    assert [u[0] for u in setup.unmodelled] == ["bf16"]
+    cold = read_run_config({"learning_rate": 1e-6, "temperature": 0.0001}, devices=1)  # every framework alike
+    assert [u[:2] for u in cold.unmodelled] == [("temperature", 0.0001)] and "alike" in cold.unmodelled[0][2]
     assert any("importance_sampling_level sequence under loss_type dr_grpo" in n for n in setup.notes)
     assert any("1 keys change no training step" in n for n in setup.notes)  # output_dir: counted, not named
 
@@ -370,8 +372,8 @@ def test_the_defaults_taken_for_the_keys_the_verdict_rests_on_are_kept_apart():
     with its value (steps_per_generation's default is the accumulation; a generation_batch_size gives it)."""
     trl = read_run_config({"learning_rate": 1e-6, "gradient_accumulation_steps": 4})
     assert trl.assumed == (("num_generations", 8), ("steps_per_generation", 4), ("num_iterations", 1),
-                           ("max_steps", -1), ("beta", 0.0))
-    assert trl.brief_lines()[0].endswith("beta 0 (older TRL releases 0.04)")  # a default that moved is said so
+                           ("max_steps", -1), ("beta", 0.0), ("processes", 1))  # N rests on the process count
+    assert "beta 0 (older TRL releases 0.04)" in trl.brief_lines()[0]  # a default that moved is said so
     assert read_run_config({"learning_rate": 1e-6, "num_generations": 8, "generation_batch_size": 16, "num_iterations": 1,
                             "gradient_accumulation_steps": 1, "max_steps": 10, "beta": 0.0}, devices=1).assumed == ()
     tree = verl_tree()
@@ -571,16 +573,16 @@ def test_a_forks_key_named_as_ours_is_read_past_with_allow_unknown():
 
 
 def test_the_process_count_a_generation_batch_rests_on_is_said_where_assumed():
-    """T = generation_batch_size / (per_device_train_batch_size x processes x gradient_accumulation_steps): where a
-    config sets generation_batch_size and --devices is not given, the 1 process assumed is in the first lines."""
+    """T = generation_batch_size / (per_device_train_batch_size x processes x gradient_accumulation_steps), and the
+    groups per step N: where --devices is not given, the 1 process assumed is in the first lines."""
     cfg = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8, "beta": 0.0,
            "gradient_accumulation_steps": 4, "generation_batch_size": 1024, "num_iterations": 1, "max_steps": 300}
     one, four = read_run_config(cfg), read_run_config(cfg, devices=4)
     assert (one.hparams.refresh_interval, four.hparams.refresh_interval) == (32, 8)
     assert one.assumed == (("processes", 1),) and four.assumed == ()
-    assert "processes 1 (the count assumed, --devices N gives yours" in one.brief_lines()[0]
-    del cfg["generation_batch_size"]
-    assert read_run_config(cfg).assumed == (("steps_per_generation", 4),)  # T does not rest on the count: unsaid
+    assert "processes 1 (--devices N gives yours" in one.brief_lines()[0]
+    del cfg["generation_batch_size"]  # T does not rest on the count; the groups per step still do
+    assert read_run_config(cfg).assumed == (("steps_per_generation", 4), ("processes", 1))
 
 
 def test_a_hydra_config_composing_files_of_its_own_is_refused_saying_so():
@@ -598,7 +600,7 @@ def test_an_unread_lr_schedule_is_said_in_the_first_lines():
     first; with max_steps absent the assumed line says the length is unknown, and the schedule line is not repeated."""
     cfg = {"learning_rate": 1e-6, "num_generations": 8, "steps_per_generation": 1, "num_iterations": 1,
            "gradient_accumulation_steps": 1, "beta": 0.0, "max_steps": -1, "lr_scheduler_type": "cosine"}
-    lines = read_run_config(cfg).brief_lines()
+    lines = read_run_config(cfg, devices=1).brief_lines()
     assert lines == ["lr schedule not read: lr_scheduler_type cosine decays the lr to its end over the run, whose length "
                      "is unknown here (max_steps -1 follows the epochs and the dataset): the forecasts read the lr at its "
                      "peak (give --set max_steps=N)"]

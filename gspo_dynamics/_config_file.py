@@ -86,6 +86,21 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return load_config_parts(path).data
 
 
+def hydra_added(path: Path) -> set[str]:
+    """The keys a Hydra run added with `+key=` (`added_key`), recorded in the `overrides.yaml` Hydra writes beside the
+    composed `.hydra/config.yaml` of a run; empty for any other file, or where that record is not there or unreadable."""
+    record = path.parent / "overrides.yaml"
+    if path.parent.name != ".hydra" or not record.is_file():
+        return set()
+    import yaml
+
+    try:
+        items = yaml.safe_load(record.read_text(errors="replace"))
+    except (OSError, yaml.YAMLError):
+        return set()
+    return {key for item in items if isinstance(item, str) and (key := added_key(item))} if isinstance(items, list) else set()
+
+
 def added_key(item: str) -> str | None:
     """The dotted key of a Hydra `+key=value` / `++key=value` override (a key added on purpose), else None."""
     return item.partition("=")[0].strip().lstrip("+") if item.lstrip().startswith("+") else None
@@ -107,6 +122,7 @@ def load_config_parts(path: str | Path) -> ConfigParts:
     defaults: dict[str, Any] = {}
     command_line: set[str] = set()
     data = _parse(path, text, added, defaults, command_line)
+    added |= hydra_added(path)
     if data is None:
         raise ConfigError(f"the config file {str(path)!r} is empty")
     if not isinstance(data, dict):

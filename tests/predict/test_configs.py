@@ -606,3 +606,20 @@ def test_an_unread_lr_schedule_is_said_in_the_first_lines():
                      "peak (give --set max_steps=N)"]
     del cfg["max_steps"]
     assert not any(line.startswith("lr schedule not read") for line in read_run_config(cfg).brief_lines())
+
+
+def test_a_composed_hydra_config_reads_the_keys_its_run_added_as_added(tmp_path):
+    """A run's `.hydra/config.yaml` holds the keys its launch added with `+key=`; the `overrides.yaml` Hydra wrote
+    beside it records them so: read as added (named, not refused as typos), as the launch script's are."""
+    import yaml
+
+    folder = tmp_path / "outputs" / ".hydra"
+    folder.mkdir(parents=True)
+    tree = verl_tree()
+    tree["data"]["with_experience_replay"] = True
+    (folder / "config.yaml").write_text(yaml.safe_dump(tree))
+    with pytest.raises(ConfigError, match="with_experience_replay"):
+        read_run_config(folder / "config.yaml")
+    (folder / "overrides.yaml").write_text("- algorithm.adv_estimator=grpo\n- +data.with_experience_replay=True\n")
+    setup = read_run_config(folder / "config.yaml")
+    assert setup.added == ("data.with_experience_replay",) and setup.unknown == ()

@@ -54,6 +54,7 @@ class RunSetup:
     # loss_type: its default moved between releases). A prior's runs are matched on it (predict._prior (4))
     keys: ConfigKeys | None = None  # the keys a user edits for lr, T, G (`predict._config_keys`); None: the theory's own names
     schedule: LRSchedule | None = None  # the lr's schedule where the config gives one the theory models (None: constant)
+    defaulted: tuple[str, ...] = ()  # the unmodelled keys at the framework's default (the config does not give them)
     unmodelled: tuple[tuple[str, Any, str], ...] = ()  # (key, value, what it changes): set, changing the dynamics,
     # outside the model (`predict._trl_fields`, `predict._verl_fields`)
     unknown: tuple[str, ...] = ()  # keys in no table of the framework's: a typo, or a release this tool does not know
@@ -85,8 +86,10 @@ class RunSetup:
     def unmodelled_lines(self) -> list[str]:
         """The keys in force away from their neutral value that change the dynamics but are outside the model, named
         in the answer (never silently dropped), after its change; what each changes is under --explain."""
+        default = f" ({_config_checks.DEFAULTS_OF[self.framework]} default)" if self.defaulted else ""
         return ["not modelled, each changes the dynamics (--explain says how): "
-                + ", ".join(f"{k} {_shown(v)}" for k, v, _ in self.unmodelled)] if self.unmodelled else []
+                + ", ".join(f"{k} {_shown(v)}{default if k in self.defaulted else ''}" for k, v, _ in self.unmodelled)
+                ] if self.unmodelled else []
 
     def brief_json(self, skip: tuple[str, ...] = ()) -> dict[str, Any]:
         """`brief_lines` as JSON: read_as, refused, added_keys [key], recorded_keys [key], unknown_keys [{key,
@@ -106,7 +109,8 @@ class RunSetup:
                 "advantage": hp.advantage, "ratio_cap": hp.ratio_cap, "run_steps": self.run_steps, "loss": self.loss,
                 "schedule": None if self.schedule is None else dataclasses.asdict(self.schedule),
                 "notes": list(self.notes), "ignored": list(self.ignored),
-                "unmodelled": [{"key": k, "value": v, "changes": what} for k, v, what in self.unmodelled],
+                "unmodelled": [{"key": k, "value": v, "changes": what, "default": k in self.defaulted}
+                               for k, v, what in self.unmodelled],
                 "unknown": list(self.unknown)}
 
 
@@ -317,7 +321,8 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
                    run_steps=run_steps, loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled,
                    unknown=hints, added=added, apart=tuple(old),
                    assumed=_config_checks.assumed("verl", flat.get, defaults))
-    return dataclasses.replace(setup, read_as=tuple(said), refused=tuple(refused))
+    defaulted = tuple(k for k in (optim + "weight_decay", clip_key, kl) if flat.get(k) is None)
+    return dataclasses.replace(setup, read_as=tuple(said), refused=tuple(refused), defaulted=defaulted)
 
 
 def _estimator_first(strays: list[str], key: str, check) -> None:
@@ -351,9 +356,11 @@ def _openrlhf_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     keys = openrlhf_keys(int(get("max_epochs")), int(get("rollout_batch_size")), hp.group_size,
                          int(get("train_batch_size")), written)
     ignored = sorted(written[k] for k in flat if k not in used and k not in _openrlhf_fields.READ)
-    return _setup(hp, _openrlhf.FRAMEWORK, exact, notes, ignored, run_steps=run_steps, loss=str(get("policy_loss_type")),
-                  keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints, added=added,
-                  assumed=_config_checks.assumed(_openrlhf.FRAMEWORK, flat.get, _openrlhf_fields.DEFAULTS))
+    setup = _setup(hp, _openrlhf.FRAMEWORK, exact, notes, ignored, run_steps=run_steps, loss=str(get("policy_loss_type")),
+                   keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints, added=added,
+                   assumed=_config_checks.assumed(_openrlhf.FRAMEWORK, flat.get, _openrlhf_fields.DEFAULTS))
+    return dataclasses.replace(setup, defaulted=tuple(written[k] for k in ("l2", "max_norm", "init_kl_coef")
+                                                      if flat.get(k) is None))
 
 
 def _trainer_schedule(cfg: dict[str, Any], steps: int | None) -> LRSchedule | None:

@@ -213,10 +213,9 @@ def decay_and_clip(keys: tuple[str, str], values: tuple[Any, Any], lr: float, op
     """
     (wd_key, clip_key), (wd, clip) = keys, values
     out = []
-    steps = run_steps or 1000
     if isinstance(wd, (int, float)) and wd > 0:
-        what = (f"shrinks the weights by lr x weight_decay = {lr * wd:.2g} per step ({lr * wd * steps:.2g} over "
-                f"{'the run' if run_steps else '1000 steps'}): a pull toward zero weights"
+        over = f" ({lr * wd * run_steps:.2g} over the run)" if run_steps else ""  # the run's length, where known
+        what = (f"shrinks the weights by lr x weight_decay = {lr * wd:.2g} per step{over}: a pull toward zero weights"
                 if optimizer.name == "adam" else "an L2 force toward zero weights added to the gradient")
         out.append((wd_key, wd, what))
     if isinstance(clip, (int, float)) and clip > 0:

@@ -387,7 +387,9 @@ def test_the_defaults_taken_for_the_keys_the_verdict_rests_on_are_kept_apart():
     # the keys in force that change the dynamics and are not modelled are named next (verl's optimizer defaults here)
     assert len(verl.brief_lines()) == 1 and verl.unmodelled_lines() == [
         "not modelled, each changes the dynamics (--explain says how): "
-        + ", ".join(f"{k} {v:g}" for k, v, _ in verl.unmodelled)]
+        + ", ".join(f"{k} {v:g} (verl's default)" for k, v, _ in verl.unmodelled)]  # the config gives neither
+    given = verl_tree(grad_clip=0.5)
+    assert read_run_config(given).unmodelled_lines()[0].endswith("actor_rollout_ref.actor.grad_clip 0.5")
     assert read_run_config(tree).brief_lines(skip=("trainer.total_training_steps",))[0].endswith("ppo_epochs 1")
     assert read_run_config({"lr": 0.1, "refresh_interval": 2, "group_size": 8}).brief_lines() == []
 

@@ -155,11 +155,16 @@ def drift_without_progress(log, trend: dict) -> list[dict]:
     return items
 
 
-def drift_note(items: list[dict]) -> str:
+def drift_note(items: list[dict], reward_z: float) -> str:
+    """The note of `drift_without_progress`'s evidence, with the reward's own change in its units (Welch z): "without
+    progress" only where that change is within one standard error, else "more than the reward shows"."""
     what = []
     for e in items:
         kind = "the KL to the reference" if e["signal"].startswith("KL") else "the entropy"
         what.append(f"{kind} went {e['early']:.3g} -> {e['late']:.3g}")
-    return (" and ".join(what) + " while the reward did not change significantly: the policy drifts without "
-            "progress (updates move it, the reward does not follow); check the reward signal and the learning "
-            "rate, and the KL weight if the drift is away from the reference")
+    flat = abs(reward_z) < 1.0
+    return (" and ".join(what) + f" while the reward's change is not significant (Welch z = {reward_z:.2g}, under "
+            f"{Z_TREND:g}): the policy " + ("drifts without progress (updates move it, the reward does not follow)"
+                                              if flat else "moves more than the reward shows")
+            + "; check the reward signal and the learning rate, and the KL weight if the drift is away from the "
+            "reference")

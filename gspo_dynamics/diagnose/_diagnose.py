@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -77,7 +78,8 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     if "reward" not in runlog or runlog.is_too_short():
         return Diagnosis(TOO_SHORT, [], None, None, summary, notes=notes, hparams=hparams, log=runlog, findings=found)
     if runlog.logging_interval and runlog.logging_interval > 1:
-        notes.append(f"each row averages {runlog.logging_interval} optimizer steps; times are in optimizer steps")
+        notes.append(f"rows are {runlog.logging_interval} optimizer steps apart (a trainer's logged row averages them, "
+                     "a loop's printed row may be one step's); times are in optimizer steps")
     not_checked: list[str] = []
     fit, imp = _fit(runlog, hparams, reward_range, notes)
     trend = change(runlog.steps, runlog["reward"])
@@ -151,7 +153,7 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
     drift = drift_without_progress(log, trend)
     if drift and verdicts[0].mode in ("stalled", "noise_dominated"):
         verdicts[0].evidence.extend(drift)
-        notes.append(drift_note(drift))
+        notes.append(drift_note(drift, trend["z"]))
     return verdicts
 
 
@@ -192,8 +194,23 @@ def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], 
         if v is not None:
             verdicts.append(v)
         if why:
-            not_checked.append(why)
+            not_checked.append(why + _map_hint(why, log.unread))
     return silent
+
+
+# a check's missing series, the name `--map` gives it, and the unread column names that may hold it
+MAP_HINTS = (("no completion length", "mean_length", r"token|length|(^|_)len($|_)|words|chars"),
+             ("no entropy series", "entropy", r"entrop"))
+
+
+def _map_hint(why: str, unread: tuple[str, ...]) -> str:
+    """Where a check was not made for a series the log may hold under a name no reader knows: the unread column that
+    looks like it, and the `--map` that reads it (or "")."""
+    for missing, name, pattern in MAP_HINTS:
+        found = [c for c in unread if re.search(pattern, c, re.IGNORECASE)]
+        if missing in why and found:
+            return f" (the unread column {found[0]!r} may be it: --map {name}={found[0]})"
+    return ""
 
 
 def _sample_spread(log: RunLog, spread: tuple[float, str] | None) -> float | None:

@@ -107,6 +107,10 @@ def test_kl_and_entropy_moving_while_the_reward_is_flat_is_reported_as_drift():
     drift = [e for e in d.verdict("stalled").evidence if "while the reward is flat" in e["signal"]]
     assert {e["signal"].split(" ")[0] for e in drift} == {"KL", "entropy"}
     assert any("drifts without progress" in n for n in d.notes)
+    from gspo_dynamics.diagnose._context import drift_note
+
+    rising = drift_note(drift, 2.3)  # a reward that rose, not yet past Z_TREND: no "without progress"
+    assert "moves more than the reward shows" in rising and "Welch z = 2.3, under 3" in rising
     # the same run without the drift gets no such note
     d0 = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
     assert not any("drifts without progress" in n for n in d0.notes)

@@ -88,3 +88,4 @@ def test_under_row_noise_alone_a_spike_warns_at_the_one_sided_rate():
     fell = sum(spike_severity(make_log(0.5 + 0.05 * rng.standard_normal(N)), [40])[0] == "warning" for _ in range(logs))
     expected = 0.5 * math.erfc(FALL_Z / math.sqrt(2))
     assert abs(fell / logs - expected) < 4 * math.sqrt(expected * (1 - expected) / logs)
+

@@ -23,7 +23,7 @@ from gspo_dynamics._config_file import ConfigParts, added_key, load_config_file,
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
-    NO_DEVICES, _own, _refuse_preference_config, _trainer, _trl, run_length,
+    NO_DEVICES, PART_GROUP, _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
 from gspo_dynamics.predict._verl import (
     _verl_estimator, flatten, resolve_all, early_verl, search_r1_group, verl_mapping,
@@ -81,7 +81,8 @@ class RunSetup:
         lines += [_config_checks.assumed_line(self.framework, assumed)] if assumed else []
         said = any(k in _config_checks.RUN_LENGTH_KEYS for k, _ in self.assumed)  # the length unknown: said
         return lines + [f"lr schedule not read: {n}" for n in self.notes if AT_PEAK in n  # the lr every number uses
-                        and not (said and "length" in n)]
+                        and not (said and "length" in n)] + [  # N < 1, unless a refusal above says the groups split
+            f"N rounded: {n}" for n in self.notes if PART_GROUP in n and not self.refused]
 
     def unmodelled_lines(self) -> list[str]:
         """The keys in force away from their neutral value that change the dynamics but are outside the model, named

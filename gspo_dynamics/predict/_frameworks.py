@@ -125,13 +125,19 @@ def _rounded_refresh(exact: float, notes: list[str], what: str) -> int:
     return T
 
 
+PART_GROUP = "a part of a group per optimizer step"  # in the note where N < 1 (`RunSetup.brief_lines` shows it first)
+
+
 def _groups_per_step(completions: float, G: int, notes: list[str], what: str) -> int:
-    """N = completions per optimizer step / G, rounded to at least 1 (said in a note when it is not whole)."""
+    """N = completions per optimizer step / G, rounded to at least 1 (said in a note when it is not whole; first where
+    a step holds less than one group: the noise per step is then that of fewer responses than N G says)."""
     exact = completions / G
     N = max(1, round(exact))
     if abs(N - exact) > 1e-9:
+        part = (f" ({PART_GROUP}: the noise of a step is that of {completions:g} responses, not {N * G}, so the noise "
+                "and the pilot's length read low)" if exact < 1 else "")
         notes.append(f"{what} = {completions:g} completions per optimizer step are {exact:g} groups of G = {G}: "
-                     f"N = {N} group{'' if N == 1 else 's'} assumed")
+                     f"N = {N} group{'' if N == 1 else 's'} assumed{part}")
     return N
 
 

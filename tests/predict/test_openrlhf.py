@@ -224,3 +224,13 @@ def test_r1_searchers_two_arguments_that_nothing_reads_are_known(tmp_path):
     fork = GRPO.replace("--max_epochs 2", "--max_epochs 2 --group_method normal --use_length_reward_in_efficiency")
     setup, plain = read_run_config(_script(tmp_path, fork)), read_run_config(_script(tmp_path, GRPO, "plain.sh"))
     assert setup.unknown == () and setup.hparams == plain.hparams
+
+
+def test_a_step_that_holds_part_of_a_group_is_said_first(tmp_path):
+    """--train_batch_size 4 with --n_samples_per_prompt 8 (hustzhxie/grpo-prm's script): half a group per optimizer
+    step, read as N = 1 and said in the first lines (the noise of 4 responses, not 8)."""
+    text = GRPO.replace("--train_batch_size $((PROMPTS * N_SAMPLES / 4))", "--train_batch_size 4")
+    setup = read_run_config(_script(tmp_path, text))
+    line = next(x for x in setup.brief_lines() if x.startswith("N rounded: "))
+    assert setup.hparams.num_groups == 1 and "0.5 groups of G = 8" in line and "4 responses, not 8" in line
+    assert not any(x.startswith("N rounded") for x in read_run_config(_script(tmp_path, GRPO, "b.sh")).brief_lines())

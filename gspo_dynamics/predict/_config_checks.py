@@ -60,7 +60,9 @@ UNSET = {"group_size": "G -> infinity, the expected dynamics"}
 OLDER_DEFAULT = {"beta": "older TRL releases 0.04"}  # a default that moved between releases: the other said beside it
 OWN_DEFAULT = {("processes", 1): "--devices N gives yours: the groups per step rest on it, and T where "
                                  "generation_batch_size is given",
-               ("rollout_batch_size", 512): "openrlhf.cli.train_ppo's, the trainer before Ray"}  # a trainer's own  # what an unset key means (a run length: unknown)
+               ("rollout_batch_size", 512): "openrlhf.cli.train_ppo's, the trainer before Ray",
+               ("loss_type", "dapo"): "TRL 1.16's: under importance_sampling_level sequence each sequence weighs by "
+                                      "its length, not GSPO's per-sequence objective; loss_type grpo is the paper's"}  # a trainer's own  # what an unset key means (a run length: unknown)
 
 
 # another framework's name for a key (its last part), offered before difflib's nearest spelling: verl's

@@ -257,10 +257,12 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
 
     logging = cfg.get("logging_steps")
     logging = logging if isinstance(logging, int) and not isinstance(logging, bool) and logging > 0 else None
-    processes = (("processes", 1),) if any(n.startswith(NO_DEVICES) for n in notes) else ()  # N (and T) rest on it
+    own = (("processes", 1),) if any(n.startswith(NO_DEVICES) for n in notes) else ()  # N (and T) rest on the count
+    if cfg.get("importance_sampling_level") == "sequence" and cfg.get("loss_type") is None:  # GSPO's objective rests on it
+        own = (("loss_type", "dapo"),) + own
     return dataclasses.replace(_setup(hp, name, exact, notes, sorted(set(cfg) - _trl_fields.READ), run_steps=run_steps,
                                       loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints, added=added,
-                                      assumed=_config_checks.assumed(name, given, defaults) + processes),
+                                      assumed=_config_checks.assumed(name, given, defaults) + own),
                                logging_steps=logging,
                                refused=tuple(refused))
 

@@ -16,8 +16,8 @@ from gspo_dynamics.predict import fall_chance
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_config.yaml"
 TRL = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 8,
-       "steps_per_generation": 32, "beta": 0.04, "importance_sampling_level": "sequence", "epsilon": 3e-4,
-       "epsilon_high": 4e-4, "output_dir": "out"}
+       "steps_per_generation": 32, "beta": 0.04, "importance_sampling_level": "sequence", "loss_type": "grpo",
+       "epsilon": 3e-4, "epsilon_high": 4e-4, "output_dir": "out"}
 VERL = {"data": {"train_batch_size": 512}, "algorithm": {"adv_estimator": "grpo"},
         "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 128, "ppo_epochs": 1},
                               "rollout": {"n": 8}}}

@@ -625,3 +625,11 @@ def test_a_composed_hydra_config_reads_the_keys_its_run_added_as_added(tmp_path)
     (folder / "overrides.yaml").write_text("- algorithm.adv_estimator=grpo\n- +data.with_experience_replay=True\n")
     setup = read_run_config(folder / "config.yaml")
     assert setup.added == ("data.with_experience_replay",) and setup.unknown == ()
+
+
+def test_gspo_without_a_loss_type_says_first_that_trls_default_weighs_by_length():
+    setup = read_run_config({"learning_rate": 1e-6, "num_generations": 8, "importance_sampling_level": "sequence"},
+                            devices=1)
+    assert ("loss_type", "dapo") in setup.assumed and "not GSPO's per-sequence objective" in setup.brief_lines()[0]
+    given = read_run_config({"learning_rate": 1e-6, "importance_sampling_level": "sequence", "loss_type": "grpo"}, devices=1)
+    assert not any(k == "loss_type" for k, _ in given.assumed)

@@ -18,6 +18,8 @@ on the rows, what a series cannot tell afterwards:
                 (`_epochs`): one run, not one per epoch.
   resumed       a training step below one logged before it, within a run: the rows logged before it at that step
                 or later are dropped (a resumed job logs them again: the later values are kept).
+  in turn       runs whose rows alternate in one file (two processes appending to it) are told apart first
+                (`_interleaved`); the last is read unless `run` picks another.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._epochs import across_epochs
 from gspo_dynamics.logs._groups import key_groups, regroup
+from gspo_dynamics.logs._interleaved import interleaved_runs
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
 from gspo_dynamics.logs._readers import ROW_NUMBERS
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
@@ -265,12 +268,20 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
             rows = with_steps(rows, steps)
             step_axis += f", counted on where it restarts with the epoch ({joined} time(s))"
     starts = run_starts(steps, is_eval) if ordered else np.zeros(1, dtype=np.int64)
-    chosen, run_index = pick_run(len(rows), starts, run)
+    turns = interleaved_runs(steps, is_eval) if ordered and starts.size == 1 else None
+    if turns is not None:  # runs written into one file in turn (`_interleaved`): one of them
+        _, run_index = pick_run(len(turns), np.arange(len(turns)), run)
+        index, n_runs = turns[run_index - 1], len(turns)
+        warnings.append(f"the rows hold {n_runs} runs written into the file in turn (their steps interleave: "
+                        f"{', '.join(str(int(steps[t[0]])) + '...' + str(int(steps[t[-1]])) for t in turns)}), of "
+                        f"which run {run_index} was read (--run picks another)")
+    else:
+        chosen, run_index = pick_run(len(rows), starts, run)
+        index, n_runs = np.arange(chosen.start, chosen.stop), int(starts.size)
     if starts.size > 1:
         warnings.append(f"the step counter starts again {starts.size - 1} time(s): the file holds {starts.size} runs, "
                         f"of which run {run_index} was read")
-    index = np.arange(chosen.start, chosen.stop)
-    keep, n_back = resumed_rows(steps[chosen], is_eval[chosen]) if ordered else (np.ones(len(rows), bool), 0)
+    keep, n_back = resumed_rows(steps[index], is_eval[index]) if ordered else (np.ones(len(rows), bool), 0)
     dropped = int((~keep).sum())
     if n_back:
         warnings.append(f"the step counter goes back {n_back} time(s) (a resumed run logging its steps again, or runs "
@@ -285,7 +296,7 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         eval_keys.update((eval_key(k), k) for k in record if k not in META_KEYS and k not in SPLIT_FIELDS)
     kept = np.zeros(len(rows), dtype=bool)
     kept[index[~is_eval[index]]] = True
-    return Settled(take_rows(rows, kept), eval_list, eval_keys, int(starts.size), run_index, step_axis,
+    return Settled(take_rows(rows, kept), eval_list, eval_keys, n_runs, run_index, step_axis,
                    every if numbered else None, warnings, dropped,
                    groups if kept.all() else regroup(groups, kept, set()))
 

@@ -208,6 +208,7 @@ class Diagnosis:
             implications = {**(implications or {}), "theory_inputs": self.theory}
         return _plain({
             "schema_version": SCHEMA_VERSION,
+            "verdict": "unsure" if self.unsure else self.primary,  # the headline's: what a script should read
             "primary": self.primary,
             "unsure": list(self.unsure),
             "verdicts": [v.to_json() for v in self.verdicts],

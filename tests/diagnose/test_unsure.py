@@ -72,8 +72,10 @@ def test_unsure_says_which_modes_and_only_what_would_tell():
     out = d.to_json()
     assert out["unsure"] == list(d.unsure) and out["verdicts"][0]["unsure"] == list(d.unsure)
     assert json.loads(json.dumps(out))["schema_version"] == "1.1"
+    assert out["verdict"] == "unsure" != out["primary"]  # a script reading one field gets the headline's verdict
     sure = diagnose(make_log({"reward": single_exponential(t, 0.8, 0.2, 30.0) + 0.01 * np.sin(t)}, t.size))
     assert sure.unsure == () and sure.to_json()["unsure"] == [] and "unsure" not in sure.headline()[0]
+    assert sure.to_json()["verdict"] == sure.primary
 
 
 def test_saturation_needs_the_plateau_reached_and_a_flat_late_half():

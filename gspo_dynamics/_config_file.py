@@ -98,7 +98,9 @@ def hydra_added(path: Path) -> set[str]:
         items = yaml.safe_load(record.read_text(errors="replace"))
     except (OSError, yaml.YAMLError):
         return set()
-    return {key for item in items if isinstance(item, str) and (key := added_key(item))} if isinstance(items, list) else set()
+    if not isinstance(items, list):
+        return set()
+    return {key for item in items if isinstance(item, str) and (key := added_key(item))}
 
 
 def added_key(item: str) -> str | None:

@@ -9,9 +9,9 @@ accelerate's `--num_processes` (or the num_processes of the YAML its `--config_f
 The command is the one whose program is a `.py` file or `trl grpo`, with a GRPO argument of TRL's (`GRPO_MARKS`), or a
 `--config` where the program's name says it trains (`grpo`, `train`, `rl`), or, a name that does not say it evaluates
 (`eval`, `test`, `generate`, ...), where the YAML it names holds a GRPO argument (open-r1's `src/open_r1/empo.py
---config recipe.yaml`): not an evaluation's or a data script's. The YAML is looked for
-beside the script and up to three folders above it (a repository's root, where the script is run from); one it names
-but that is not there is one ConfigError naming it.
+--config recipe.yaml`): not an evaluation's or a data script's. The YAML is looked for beside the script and up to
+three folders above it (a repository's root, where the script is run from); one it names but that is not there is one
+ConfigError naming it.
 """
 
 from __future__ import annotations

@@ -114,11 +114,11 @@ def after_spike(log: RunLog, step: float) -> tuple[float, float]:
     steps, reward = log.valid("reward")
     i = int(np.searchsorted(steps, step, side="right"))  # the first reward row after the spike's step
     after, before = reward[i:i + AFTER_ROWS], reward[max(0, i - AFTER_ROWS):i]
-    sigma = row_scatter(reward)
-    if after.size < AFTER_ROWS or before.size == 0 or sigma <= 0:
-        change = float(np.mean(after) - np.mean(before)) if after.size and before.size else math.nan
+    if after.size == 0 or before.size == 0:
+        return math.nan, math.nan
+    change, sigma = float(np.mean(after) - np.mean(before)), row_scatter(reward)
+    if after.size < AFTER_ROWS or sigma <= 0:
         return change, math.nan
-    change = float(np.mean(after) - np.mean(before))
     return change, change / (sigma * math.sqrt(1 / after.size + 1 / before.size))
 
 

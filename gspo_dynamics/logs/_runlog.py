@@ -147,7 +147,7 @@ def is_too_short(log: RunLog, min_points: int = MIN_ANALYSIS_POINTS) -> bool:
 def to_float(value: object) -> float | None:
     """A metric value as a float, or None when it is not a number.
 
-    Accepts numbers, bools, numeric strings ("9.825e-06", "nan", "inf") and verl's
+    Accepts numbers, bools (and the words True / False, 1 / 0), numeric strings ("9.825e-06", "nan", "inf") and verl's
     "np.float64(0.5)" reprs; integers too large for a float become +-inf.
     """
     if type(value) is float:  # the common case first: this runs once per logged value
@@ -167,11 +167,16 @@ def to_float(value: object) -> float | None:
             text = text[text.index("(") + 1 : -1].split(",")[0]
         if len(text) > 64:  # no number is written with more characters
             return None
+        if text in _BOOL_WORDS:  # a CSV's or a printed dict's True / False, as a JSON true / false reads: 1 / 0
+            return _BOOL_WORDS[text]
         try:
             return float(text)
         except ValueError:
             return None
     return None
+
+
+_BOOL_WORDS = {"True": 1.0, "False": 0.0, "true": 1.0, "false": 0.0}
 
 
 def to_step(value: object) -> int | None:

@@ -47,3 +47,4 @@ def test_rows_of_many_metrics_are_no_series_and_a_series_named_otherwise_is_refu
     with pytest.raises(ConfigError, match="COLUMN one of the log's columns: 'points'"):
         read_log(path)
     assert read_log(path, column_map={"reward": "points"}).n_points("reward") == 60
+

@@ -327,3 +327,14 @@ def test_a_wandb_run_folder_reads_the_console_it_captured(tmp_path):
     (files / "wandb-summary.json").unlink()  # an output.log without W&B's files beside it is not taken for one
     with pytest.raises(ConfigError, match="or W&B run's output.log"):
         read_log(files.parent)
+
+
+def test_a_csvs_true_and_false_read_as_a_jsons_do(tmp_path):
+    """A loop's `skipped` column of True / False (barlowa124/llm-posttraining's grpo_log.csv) reads as 1 / 0, as a
+    JSON true / false does; it is not a non-numeric column left out with a warning."""
+    path = tmp_path / "grpo_log.csv"
+    path.write_text("step,mean_reward,skipped\n" + "".join(f"{s},{r},{r == 1.0}\n" for s, r in
+                                                          zip(range(1, 61), [0.5] * 30 + [1.0] * 30)))
+    log = read_log(path)
+    assert list(log["skipped"][-3:]) == [1.0, 1.0, 1.0] and log["skipped"][0] == 0.0
+    assert not any("non-numeric" in w for w in log.warnings)

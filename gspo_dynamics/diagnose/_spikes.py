@@ -130,8 +130,10 @@ def spike_severity(log: RunLog, steps) -> tuple[str, str]:
     if fell is not None:
         return WARNING, (f"; the reward fell by {-fell[1]:.3g} over the {AFTER_ROWS} rows after step {fell[0]:g} "
                          f"(z = {fell[2]:.2g})")
-    if any(math.isnan(z) for _, _, z in moves):
-        return WARNING, "; too near the log's end (or the reward's start) to tell whether the reward falls after it"
+    soon = next((s for s, _, z in moves if math.isnan(z)), None)
+    if soon is not None:
+        return WARNING, (f"; the one at step {soon:g} has fewer than {AFTER_ROWS} reward rows after it (the log's end): "
+                         "too soon to tell whether the reward falls after it")
     if len(moves) > 1:
         return NOTE, f"; the reward did not fall past its row noise in the {AFTER_ROWS} rows after any of them"
     _, change, z = moves[0]

@@ -54,6 +54,11 @@ class Fall:
     lost: bool  # the fall is real by (2)
 
     def to_json(self) -> dict:
+        """The fields; where the curve never fell below its running best (fall 0) no two blocks are compared, so
+        best, after and their steps are null (the first block against itself would read as a comparison)."""
+        if self.fall <= 0:
+            return {"fall": 0.0, "best": None, "best_steps": None, "after": None, "after_steps": None, "z": 0.0,
+                    "lost": False}
         return {"fall": self.fall, "best": self.best, "best_steps": list(self.best_steps), "after": self.after,
                 "after_steps": list(self.after_steps), "z": self.z, "lost": self.lost}
 

@@ -295,12 +295,17 @@ def _key(setup) -> str:
     return setup.keys.lr if getattr(setup, "keys", None) else "lr"
 
 
-def _forecast(f, chance: dict | None) -> dict:
-    """The end reward with its interval, the plateau and its time (or why not identified), the collapse risk."""
+def _forecast(f, chance: dict | None, verdict: str) -> dict:
+    """The end reward with its interval, the plateau and its time (or why not identified), the collapse risk. Under
+    an `unsafe` verdict no end reward: its forecast extends the pilot's course, the course the verdict says falls."""
     setup = f.config.setup
     out: dict = {"text": []}
     keys = getattr(setup, "keys", None)
-    if f.end is not None:
+    if f.end is not None and verdict == "unsafe":
+        out["end_reward"] = None
+        out["text"].append("reward at the run's end: not forecast (the verdict is unsafe: a forecast extends the "
+                           "pilot's course, which the verdict says may fall, down to the reward's floor)")
+    elif f.end is not None:
         first = int(end_window(f.end.run_steps)[0])
         length = f"{keys.run_length} {f.end.run_steps}" if keys else f"{f.end.run_steps} steps"
         out["end_reward"] = {"value": f.end.value, "interval": None if f.end.interval is None else list(f.end.interval),
@@ -322,9 +327,10 @@ def _forecast(f, chance: dict | None) -> dict:
     else:
         rise = rise_in_noise(f)
         out["plateau"] = None
-        out["text"].append("plateau and its time: not identified (" + (
-            "" if rise is None else f"the pilot's {'rise' if rise >= 0 else 'fall'} is {abs(rise):.2g} noise std and ")
-            + "its fit does not bend within the pilot; a longer pilot tells)")
+        moved = ("" if rise is None else f"the pilot's change, {rise:+.2g} noise std, is within its noise and "
+                 if abs(rise) < 1 else f"the pilot's {'rise' if rise > 0 else 'fall'} is {abs(rise):.2g} noise std and ")
+        out["text"].append("plateau and its time: not identified (" + moved
+                           + "its fit does not bend within the pilot; a longer pilot tells)")
     if chance is not None and by_construction(f, chance):  # the chance at a rule's threshold: for settings no pilot ran
         out["collapse_chance"] = None
         out["text"].append(f"collapse risk at these settings: not identified (the pilot ran at them, a move of "
@@ -351,4 +357,4 @@ def pilot_headline(f, zero_std=None) -> Headline:
     if zero_std is not None:
         changes = changes + zero_std.changes(f.config.setup)
         settled = tuple(zero_std.settled_lines())
-    return Headline(verdict, reason, tuple(changes), forecast=_forecast(f, chance), settled=settled)
+    return Headline(verdict, reason, tuple(changes), forecast=_forecast(f, chance, verdict), settled=settled)

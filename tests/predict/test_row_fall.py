@@ -153,3 +153,22 @@ def test_a_pilot_that_falls_to_its_floor_after_its_first_row_is_unsafe(tmp_path)
     assert f.fall.lost and f.fall.best_steps == (1, 1) and f.fall.after_steps == (2, 80)
     assert head.verdict == "unsafe" and "kept its reward" not in head.reason and "step 1" in head.reason
     assert head.changes and any("predict._row_fall (3')" in line for line in f.measured)
+
+
+def test_an_unsafe_verdict_gives_no_end_reward_forecast(tmp_path):
+    """Under unsafe, a forecast of the run's end would extend the pilot's course the verdict says may fall: none, said
+    (the first-row fall above: 0 for 79 rows would otherwise be forecast as held)."""
+    config = {"learning_rate": 1e-2, "num_generations": 8, "per_device_train_batch_size": 64, "max_steps": 400}
+    rows = [{"step": s, "reward": 0.266 if s == 1 else 0.0, "loss": 0.0} for s in range(1, 81)]
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    head = pilot_headline(pilot_forecast(read_run_config(config), str(path)))
+    assert head.verdict == "unsafe" and head.forecast["end_reward"] is None
+    assert any(t.startswith("reward at the run's end: not forecast (the verdict is unsafe") for t in head.forecast["text"])
+
+
+def test_a_pilot_that_never_fell_compares_no_blocks_in_json():
+    steps, reward = np.arange(1, 41), np.linspace(0.1, 0.8, 40)
+    fall = reward_fall(steps, reward)
+    assert fall.fall == 0 and fall.to_json() == {"fall": 0.0, "best": None, "best_steps": None, "after": None,
+                                                "after_steps": None, "z": 0.0, "lost": False}

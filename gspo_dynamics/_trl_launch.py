@@ -75,21 +75,24 @@ def _accelerate_processes(name: str, script: Path):
     import yaml
 
     try:
-        settings = yaml.safe_load(_found(name, script).read_text(errors="replace"))
-    except (ConfigError, OSError, yaml.YAMLError):
+        settings = yaml.safe_load(_text_of(name, script))
+    except yaml.YAMLError:
         return None
     return settings.get("num_processes") if isinstance(settings, dict) else None
 
 
 def _names_grpo(name, script: Path | None) -> bool:
     """Whether the --config `name` is found (`_found`) and holds a GRPO argument of TRL's as a YAML key."""
-    if script is None or not isinstance(name, str):
-        return False
-    try:
-        text = _found(name, script).read_text(errors="replace")
-    except (ConfigError, OSError):
-        return False
+    text = _text_of(name, script) if script is not None and isinstance(name, str) else ""
     return re.search(r"^\s*(?:" + "|".join(GRPO_MARKS) + r")\s*:", text, re.MULTILINE) is not None
+
+
+def _text_of(name: str, script: Path) -> str:
+    """The text of the file `name` a launch command names (found as `_found` finds it), or "" where it is not there."""
+    try:
+        return _found(name, script).read_text(errors="replace")
+    except (ConfigError, OSError):
+        return ""
 
 
 def _found(name: str, script: Path) -> Path:

@@ -58,6 +58,13 @@ def interleaved_runs(steps: np.ndarray, is_eval: np.ndarray) -> list[np.ndarray]
     return [np.flatnonzero(rows == c) for c in order]
 
 
+def in_turn_said(turns: list[np.ndarray], steps: np.ndarray, run_index: int) -> str:
+    """The reader's warning for runs written in turn: how many, each one's steps, which was read."""
+    spans = ", ".join(f"{int(steps[t[0]])}...{int(steps[t[-1]])}" for t in turns)
+    return (f"the rows hold {len(turns)} runs written into the file in turn (their steps interleave: {spans}), of which "
+            f"run {run_index} was read (--run picks another)")
+
+
 def _nearest_chains(s: np.ndarray, label: np.ndarray, k: int) -> np.ndarray:
     """label with each of the rows at a chain's ends (its first two and last two, where a cover errs) moved, where it
     fits, to the chain whose rows bracket its step most closely (module docstring): the gap to that chain's row before

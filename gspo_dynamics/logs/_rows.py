@@ -34,7 +34,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._epochs import across_epochs
 from gspo_dynamics.logs._groups import key_groups, regroup
-from gspo_dynamics.logs._interleaved import interleaved_runs
+from gspo_dynamics.logs._interleaved import in_turn_said, interleaved_runs
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
 from gspo_dynamics.logs._readers import ROW_NUMBERS
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
@@ -272,9 +272,7 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
     if turns is not None:  # runs written into one file in turn (`_interleaved`): one of them
         _, run_index = pick_run(len(turns), np.arange(len(turns)), run)
         index, n_runs = turns[run_index - 1], len(turns)
-        warnings.append(f"the rows hold {n_runs} runs written into the file in turn (their steps interleave: "
-                        f"{', '.join(str(int(steps[t[0]])) + '...' + str(int(steps[t[-1]])) for t in turns)}), of "
-                        f"which run {run_index} was read (--run picks another)")
+        warnings.append(in_turn_said(turns, steps, run_index))
     else:
         chosen, run_index = pick_run(len(rows), starts, run)
         index, n_runs = np.arange(chosen.start, chosen.stop), int(starts.size)

@@ -228,3 +228,13 @@ def refuse_devices(devices: int | None, why: str) -> None:
     """A device count is a TRL config's only (its batch is per device): given for another, one ConfigError."""
     if devices is not None:
         raise ConfigError(f"--devices counts the processes of a TRL config (its batch is per device); {why}")
+
+
+def estimator_first(strays: list[str], key: str, check) -> None:
+    """Run `check` (the mapping's estimator check: a ConfigError for a critic's or a non-group estimator) before the
+    unknown keys `strays` are refused: a run outside the group model is said first, not after the user has sorted
+    out a fork's own keys; unless a stray key may be `key` misspelt (its last part near `key`'s), whose refusal then
+    says more."""
+    leaf = key.rsplit(".", 1)[-1]
+    if not any(difflib.get_close_matches(k.rsplit(".", 1)[-1], [leaf], cutoff=NEAR_CUTOFF) for k in strays):
+        check()

@@ -13,7 +13,6 @@ mapping, with its equations, is in `predict/_frameworks.py` (TRL, ours), `predic
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,7 +289,7 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
         classes |= dict.fromkeys(old, "no_dynamics")
     strays = [k for k, c in classes.items() if c == "unknown"]
     given = raw.get("algorithm.adv_estimator")
-    _estimator_first(strays, "algorithm.adv_estimator",
+    _config_checks.estimator_first(strays, "algorithm.adv_estimator",
                      lambda: None if isinstance(given, str) and "${" in given else _verl_estimator(given))
     hints, added = unknown("verl", strays, _verl_fields.KNOWN | (schema.keys if schema else frozenset()))
     said: list[str] = []
@@ -328,20 +327,11 @@ def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     return dataclasses.replace(setup, read_as=tuple(said), refused=tuple(refused), defaulted=defaulted)
 
 
-def _estimator_first(strays: list[str], key: str, check) -> None:
-    """Run `check` (the mapping's estimator check: a ConfigError for a critic's or a non-group estimator) before the
-    unknown keys `strays` are refused: a run outside the group model is said first, not after the user has sorted
-    out a fork's own keys; unless a stray key may be `key` misspelt (its last part near `key`'s), whose refusal then
-    says more."""
-    if not any(difflib.get_close_matches(k.rsplit(".", 1)[-1], [key.rsplit(".", 1)[-1]], cutoff=0.75) for k in strays):
-        check()
-
-
 def _openrlhf_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     """OpenRLHF's arguments' RunSetup (`predict._openrlhf`): the mapping, the schedule, the unmodelled arguments."""
     args = _openrlhf.unabbreviated(_openrlhf.arguments(cfg), notes)
     strays = [k for k in args if k not in _openrlhf_fields.KNOWN]
-    _estimator_first(strays, "advantage_estimator", lambda: _openrlhf.advantage(*_openrlhf.canonical(args), []))
+    _config_checks.estimator_first(strays, "advantage_estimator", lambda: _openrlhf.advantage(*_openrlhf.canonical(args), []))
     hints, added = unknown(_openrlhf.FRAMEWORK, strays, _openrlhf_fields.KNOWN)
     hp, exact, used = _openrlhf.openrlhf_mapping(args, notes)
     flat, written = _openrlhf.canonical(args)

@@ -1,4 +1,4 @@
-"""What the field tables of `predict._trl_fields` and `predict._verl_fields` say about one config."""
+"""What the field tables of `predict._trl_fields`, `_verl_fields` and `_openrlhf_fields` say about one config."""
 
 from __future__ import annotations
 
@@ -11,6 +11,14 @@ TEMPERATURE = ("samples at this temperature: a group's spread is the tempered po
 # an UNMODELLED table: key -> (neutral values, what it changes, the key it acts through: "key" on, "key=value", or None)
 Table = dict[str, tuple[tuple[Any, ...], str, "str | None"]]
 
+
+def abbreviation_of(name: str, names, given) -> str | None:
+    """The one name of `names` that `name` begins, where `name` is none of them and the config does not give that
+    one too (`given`), as argparse reads an abbreviated option (allow_abbrev); else None."""
+    if name in names:
+        return None
+    whole = [known for known in names if known.startswith(name)]
+    return whole[0] if len(whole) == 1 and whole[0] not in given else None
 
 def active_unmodelled(values: dict[str, Any], table: Table) -> list[tuple[str, Any, str]]:
     """(key, value, what it changes) for each key of `table` set away from its neutral values (a key without neutral

@@ -31,6 +31,7 @@ from typing import Any
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict import _openrlhf_fields as fields
 from gspo_dynamics.predict._clip_modes import no_lower_clip
+from gspo_dynamics.predict._field_tables import abbreviation_of
 from gspo_dynamics.predict._frameworks import _groups_per_step, _number, _rounded_refresh, run_length
 from gspo_dynamics.predict._optimizers import not_one_of
 from gspo_dynamics.predict._verl import flatten
@@ -51,11 +52,10 @@ def unabbreviated(args: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     as that one, as OpenRLHF's argparse does (allow_abbrev: `--n_samples 8` is --n_samples_per_prompt), said."""
     out = {}
     for name, value in args.items():
-        names = fields.DOTTED if "." in name else fields.FLAT
-        whole = [known for known in names if known.startswith(name)] if name not in fields.KNOWN else []
-        if len(whole) == 1 and whole[0] not in args:
-            notes.append(f"{name}: read as {whole[0]}, the one argument it begins (argparse's abbreviation)")
-            name = whole[0]
+        whole = None if name in fields.KNOWN else abbreviation_of(name, fields.DOTTED if "." in name else fields.FLAT, args)
+        if whole is not None:
+            notes.append(f"{name}: read as {whole}, the one argument it begins (argparse's abbreviation)")
+            name = whole
         out[name] = value
     return out
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gspo_dynamics.predict._field_tables import TEMPERATURE
+from gspo_dynamics.predict._field_tables import TEMPERATURE, abbreviation_of
 
 READ = {
     "learning_rate", "num_generations", "num_iterations", "beta", "epsilon", "epsilon_high", "delta",
@@ -174,11 +174,11 @@ def unabbreviated(cfg: dict[str, Any], command_line) -> list[str]:
     config does not also give, as TRL's parser does (argparse's abbreviations: `--num_train_epoch 6` is
     num_train_epochs); a note per name so read."""
     notes = []
-    for name in sorted(k for k in command_line if k in cfg and k not in KNOWN):
-        whole = [known for known in KNOWN if known.startswith(name)]
-        if len(whole) == 1 and whole[0] not in cfg:
-            cfg[whole[0]] = cfg.pop(name)
-            notes.append(f"--{name}: read as {whole[0]}, the one field it begins (TRL's parser takes an argument's "
+    for name in sorted(k for k in command_line if k in cfg):
+        whole = abbreviation_of(name, KNOWN, cfg)
+        if whole is not None:
+            cfg[whole] = cfg.pop(name)
+            notes.append(f"--{name}: read as {whole}, the one field it begins (TRL's parser takes an argument's "
                          "abbreviation)")
     return notes
 

@@ -17,7 +17,7 @@ The rules, each with its reason:
                (the later of the log's last step and the run's length the config gives), its stderr too: an
                exponential's 5% time is 3 tau, and a tau the data identify is at most of the order of the span they
                cover; a time several runs long is extrapolation the data do not carry.
-  lr_multiple  an lr bound (`max_safe_lr`, `collapse_max_lr`, the text's "can rise Nx") is at most LR_MULTIPLE times the
+  lr_multiple  an lr bound (`max_safe_lr`, `collapse_max_lr`, the text's "the linear model's bound, Nx") is at most LR_MULTIPLE times the
                lr the pilot ran: a pilot measured one lr, and two decades past it the linear model's stiffness is
                an extrapolation of the evidence, not a reading of it.
 
@@ -171,7 +171,7 @@ _TEXT_RULES = (
     ("reward", re.compile(r"reward over steps \d+-\d+[^:]*: " + NUMBER)),
     ("reward", re.compile(r"interval \[" + NUMBER + r", " + NUMBER + r"\]")),
     ("step", re.compile(r"(?:plateau|of it)[^;()]*? (?:from|by|at|reached at) step " + NUMBER)),
-    ("lr_multiple", re.compile(r"can rise " + NUMBER + r"x")),
+    ("lr_multiple", re.compile(r"(?:can rise |the linear model's bound, |oscillation \()" + NUMBER + r"x")),
     ("reward", re.compile(r"\b(?:r_inf|r0) = " + NUMBER)),
     ("stderr", re.compile(r"\b(?:r_inf|r0) = [^,;]*? \+- " + NUMBER)),
     ("step", re.compile(r"\btau = " + NUMBER + r"(?: \+- " + NUMBER + ")?")),

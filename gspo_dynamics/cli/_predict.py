@@ -130,7 +130,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         changed = 1 + max(len(headline.changes), 1)  # the verdict, then its change lines ("change: none" at least)
         # after the changes: the keys in force outside the model, then the run as read (what every number rests on)
         lines[changed:changed] = setup.unmodelled_lines() + [f"read: {hparams_text(setup.hparams, setup.refresh_exact)}"]
-        lines[1:1] = setup.brief_lines(skip)  # after the verdict: the unknown keys read past, the defaults taken
+        # after the verdict: the pilot against its config, the unknown keys read past, the defaults taken
+        lines[1:1] = getattr(forecast, "brief_lines", list)() + setup.brief_lines(skip)
         lines += ["", *forecast.summary_lines()] if args.explain else ["(--explain: how this was measured)"]
         print("\n".join(lines))
     if args.plot:

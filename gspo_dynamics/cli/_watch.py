@@ -11,7 +11,8 @@ the log has not grown for --idle-summary seconds. Messages about the file go to 
 also posts them to webhooks (`integrations._webhook`).
 
 Exit status: 0 when the watch ends (`--once`, `--exit-when-idle`), EXIT_FAILED_ON (3) the moment a mode or finding
-named in `--fail-on` is reported, 2 on bad input (also a log that could not be read when the watch ends), 130 on
+named in `--fail-on` is reported, or when the watch ends and its final diagnosis names one (a log read whole gets no
+per-poll hysteresis: a `--once` gate, a watch started after the fall), 2 on bad input (also a log that could not be read when the watch ends), 130 on
 Ctrl-C (cli/main.py).
 """
 
@@ -214,8 +215,7 @@ class _Watch:
                 raise ConfigError(_render(self.follower.waiting))
             if self.follower.pending:  # normal for a log being written: said, not an error
                 _say(f"the log's last {self.follower.pending} byte(s), a line still being written, were not read")
-            self.finish()
-            return 0
+            return self._final(self.finish())
         if idle >= self.args.idle_summary and not self.idle_said and self.guard.rows:
             _say(f"the log has not grown for {idle:.0f} s; the summary so far:")
             self.finish()
@@ -251,12 +251,30 @@ class _Watch:
             return EXIT_FAILED_ON
         return None
 
-    def finish(self) -> None:
-        """The summary (`Guard.summary`): a final diagnosis of every row read, what was alerted; also posted."""
+    def _final(self, summary: dict | None) -> int:
+        """The exit status when the watch ends: EXIT_FAILED_ON where the final diagnosis of every row read names a
+        --fail-on mode at --min-confidence or more (not unsure), or a --fail-on finding was seen: a log read whole
+        (a watch started after the fall, a `--once` gate) gets no per-poll hysteresis to report it; else 0."""
+        if summary is None or not self.fail_on:
+            return 0
+        failed = [(f["name"], 1.0) for f in summary["findings"] if f["name"] in self.fail_on]
+        if summary["verdict"] in self.fail_on and (summary["confidence"] or 0.0) >= self.settings.min_confidence:
+            failed.insert(0, (summary["verdict"], summary["confidence"]))
+        if not failed:
+            return 0
+        if not self.args.json:
+            print("\n".join(f"  fail-on  {n} (confidence {c:.2f}): exit {EXIT_FAILED_ON}" for n, c in failed), flush=True)
+        text = f"step {summary['step']}: " + ", ".join(f"{n} ({c:.2f})" for n, c in failed) + f": exit {EXIT_FAILED_ON}"
+        self.notifier.send("stop", step=summary["step"], verdict=failed[0][0], confidence=failed[0][1], text=text)
+        return EXIT_FAILED_ON
+
+    def finish(self) -> dict | None:
+        """The summary (`Guard.summary`): a final diagnosis of every row read, what was alerted; also posted; None
+        before any row."""
         from gspo_dynamics.integrations import summary_line
 
         if not self.guard.rows:
-            return
+            return None
         summary = self.guard.summary()
         text = summary_line(summary).removeprefix("gspo-dynamics: ")
         if self.args.json:
@@ -269,6 +287,7 @@ class _Watch:
                 print(f"  {'finding ' if alert.kind == 'finding' else 'alert   '} {alert.text.split(': ', 1)[1]}")
         self.notifier.send("summary", step=summary["step"], verdict=summary["verdict"],
                            confidence=summary["confidence"], action=summary["action"], text=text)
+        return summary
 
 
 def _render(error: ConfigError) -> str:

@@ -16,7 +16,7 @@ from gspo_dynamics.diagnose._trend_stats import (
     TAIL_FRACTION,
     Z_STILL_RISING,
 )
-from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, evidence
+from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, evidence, failing_evidence
 
 UNSURE_RISE = ("still_rising", "healthy_saturation")  # a significant rise whose end the evidence does not settle
 UNSURE_CONFIDENCE = 0.5  # an unsure answer's confidence: a coin toss between its modes (a cause at it ranks first)
@@ -69,8 +69,14 @@ def saturation_shown(late: dict, tail: dict, fit, imp, steps) -> list[str]:
 def rise_shown(late: dict, fit) -> list[str]:
     """What a still-rising reading lacks where the late half's slope decides it (a noisy fit, R^2 < R2_NOISE): a
     meaningful climb, MEANINGFUL_CHANGE per-sample stds (`late_climb`'s "meaningful"), the mirror of saturation's
-    "a significant but negligible creep is a stop" ([] where the climb is meaningful or the fit decides)."""
-    if fit.r_squared >= R2_NOISE or not math.isfinite(late["slope_z"]) or late["meaningful"]:
+    "a significant but negligible creep is a stop" ([] where the climb is meaningful or the fit decides); and a
+    late half too short for its own slope, where neither it nor the noisy fit reads the rise's course."""
+    if fit.r_squared >= R2_NOISE:
+        return []
+    if not math.isfinite(late["slope_z"]):
+        return [f"the fit is noisy (R^2 {fit.r_squared:.2f} < {R2_NOISE:g}) and the last half too short for a slope "
+                "of its own"]
+    if late["meaningful"]:
         return []
     return [f"the late half's climb, {late['climb']:.3g}, is below a meaningful change ({MEANINGFUL_CHANGE:g} "
             "per-sample reward stds)"]
@@ -79,12 +85,15 @@ def rise_shown(late: dict, fit) -> list[str]:
 def sure_or_unsure(verdict: Verdict, late: dict, tail: dict, fit, imp, steps) -> Verdict:
     """A significant rise (z >= Z_TREND) is still rising or saturated, never noise-dominated or stalled: still rising
     where that reading clears REPORT_CONFIDENCE and `rise_shown` finds nothing lacking, saturated where it does and
-    `saturation_shown` finds nothing lacking;
+    `saturation_shown` finds nothing lacking, each with none of its own evidence failing (a rise read off a fit whose
+    remaining rise is under STILL_RISING_FRACTION of the total is no sure rise);
     otherwise unsure between the two (UNSURE_RISE) at UNSURE_CONFIDENCE, its failing evidence kept as caveats and its
     advice only what would tell: a longer run."""
     lacks = saturation_shown(late, tail, fit, imp, steps) if verdict.mode == "healthy_saturation" else rise_shown(late, fit)
     if verdict.confidence >= REPORT_CONFIDENCE and not lacks:
-        return verdict
+        lacks = failing_evidence(verdict)
+        if not lacks:
+            return verdict
     ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
     why = "; ".join(lacks) or _why_unsettled(verdict, late)
     ev.append(evidence("the rise is significant; still rising or saturated not established", why, None))

@@ -252,7 +252,10 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
     r_inf = fit.params["r_inf"]  # rising: only the upper bound is one it rises toward
     top = bounds is not None and (r_inf > bounds[1] or (imp.interior_plateau is False and r_inf >= sum(bounds) / 2))
     t_p = imp.time_to_plateau.value
-    if noisy or not ahead:
+    if (noisy or not ahead) and not math.isfinite(slope_z):  # too few rows for the late half's own slope
+        advice = [f"the reward rose from the log's early rows to its late ones (Welch z {z:.1f}); too few rows to read "
+                  "whether its last half still climbs; train longer"]
+    elif noisy or not ahead:
         advice = [f"the reward still climbs over the last half of the log (slope z {slope_z:.1f}); train longer"]
     elif top:  # at or past the top of the range: no plateau to count steps to
         advice = [f"the reward is still rising toward its bound {bounds[1]:g} (the fit puts the plateau at the bound); "

@@ -383,5 +383,10 @@ def _side_text(side: str) -> str:
 def inconsistencies(diagnosis: Diagnosis) -> list[str]:
     """Every printed verdict's evidence that does not hold (`Verdict.contradictions`), as text; [] when the
     verdicts agree with their evidence. diagnose checks it under GSPO_DYNAMICS_STRICT=1 (the tests set it)."""
-    return [f"{v.mode}: {e['signal']} = {_fmt(e['value'])}, needs {_side_text(e['side'])} {_fmt(e['threshold'])}"
-            for v in diagnosis.verdicts for e in v.contradictions()]
+    return [f"{v.mode}: {failing}" for v in diagnosis.verdicts for failing in failing_evidence(v)]
+
+
+def failing_evidence(verdict: Verdict) -> list[str]:
+    """A verdict's evidence that does not hold (`Verdict.contradictions`), as text: `signal = value, needs side x`."""
+    return [f"{e['signal']} = {_fmt(e['value'])}, needs {_side_text(e['side'])} {_fmt(e['threshold'])}"
+            for e in verdict.contradictions()]

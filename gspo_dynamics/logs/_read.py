@@ -99,19 +99,25 @@ def _load(path_or_text) -> tuple[bytes | str, str]:
 
 def _log_in(folder: Path) -> Path:
     """The log of a run folder: its trainer_state.json or metrics file, else the newest TensorBoard event file in it
-    or two levels below it, else the console a W&B run folder (or its files/) captured, output.log."""
+    or two levels below it, else the trainer_state.json of its latest checkpoint-N/ (TRL's output folder; N the
+    largest), else the console a W&B run folder (or its files/) captured, output.log."""
     found = [folder / name for name in _DIR_CANDIDATES if (folder / name).is_file()]
     if found:
         return found[0]
     events = [(p.stat().st_mtime_ns, str(p), p) for pattern in _DIR_EVENTS for p in folder.glob(pattern) if p.is_file()]
     if events:
         return max(events)[2]
+    checkpoints = [(int(p.parent.name.rsplit("-", 1)[1]), str(p), p) for p in folder.glob("checkpoint-*/trainer_state.json")
+                   if p.is_file() and p.parent.name.rsplit("-", 1)[1].isdigit()]
+    if checkpoints:  # a TRL output folder: the latest checkpoint's state holds the whole log history to its step
+        return max(checkpoints)[2]
     console = [folder / name for name in _WANDB_LOGS if (folder / name).is_file()
                and any((folder / name).with_name(own).is_file() for own in _WANDB_OWN)]
     if console:
         return console[0]
-    raise ConfigError(f"directory {str(folder)!r} holds no trainer_state.json, metrics file, TensorBoard event file "
-                      "(nor one in its subfolders) or W&B run's output.log")
+    raise ConfigError(f"directory {str(folder)!r} holds no trainer_state.json (nor checkpoint-N/trainer_state.json), "
+                      "metrics file, TensorBoard event file (nor one up to two folders below) or W&B run's output.log: "
+                      "give the log file itself")
 
 
 

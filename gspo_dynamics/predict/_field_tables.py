@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from gspo_dynamics._errors import ConfigError
+
 # what a sampling temperature other than 1 changes, in every framework's table of keys the model does not represent
 TEMPERATURE = ("samples at this temperature: a group's spread is the tempered policy's; near 0 its responses are alike "
                "and the group's advantage vanishes")
+
+
+
+def sampling_check(values: dict[str, Any]) -> None:
+    """Refuse a sampler that cannot give a group two different responses: a temperature or top_p of 0 or less (given
+    as a number: {key as written: value}) samples greedily, so every group's responses are alike, every group-relative
+    advantage is 0 and no step learns; as num_generations 1 is refused."""
+    for key, value in values.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            raise ConfigError(f"{key} {value:g} samples greedily: every group's responses are then alike, every "
+                              f"group-relative advantage 0 and no step learns; set {key} > 0 (1.0 samples the policy "
+                              "itself)")
+
 
 # an UNMODELLED table: key -> (neutral values, what it changes, the key it acts through: "key" on, "key=value", or None)
 Table = dict[str, tuple[tuple[Any, ...], str, "str | None"]]

@@ -47,6 +47,7 @@ import math
 from typing import Any
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.predict._field_tables import sampling_check
 from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip, trl_cispo
 from gspo_dynamics.predict._optimizers import not_one_of, trl_optimizer
 from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
@@ -152,6 +153,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str], refused: li
     G = _number("num_generations", get("num_generations"), integer=True, positive=True)
     if G < 2:
         raise ConfigError(f"num_generations must be >= 2 for group-relative advantages, got {G}")
+    sampling_check({key: cfg.get(key) for key in ("temperature", "top_p")})
     ga = _number("gradient_accumulation_steps", get("gradient_accumulation_steps"), integer=True, positive=True)
     batch = _number("per_device_train_batch_size", get("per_device_train_batch_size"), integer=True, positive=True)
     generation = _generation_keys(cfg)

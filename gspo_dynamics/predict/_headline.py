@@ -21,9 +21,9 @@ The verdict is decided by the first rule that applies, in this order (each names
                          diagnose reports as dynamical instability, `_pilot_headline.reward_swings`);
   safe                   the pilot kept its reward, none of the above applies, and a margin rule read the pilot: the
                          linear model's lr_max (its rise bent), the move between refreshes D (T > 1), or at T = 1
-                         the entropy's first updates (no overshoot: the one collapse route on-policy); the margin is
-                         quoted where the pilot identifies it (the lr's only up to LR_REACH x lr:
-                         `_pilot_headline._lr_margin`), and said not identified where it does not;
+                         the entropy's first updates (no overshoot: the one collapse route on-policy); no lr margin is
+                         quoted: the linear model's bound (up to LR_REACH x lr) is said to bound the reward's
+                         oscillation, not collapse (real TRL runs fell far below it: `_pilot_headline._lr_margin`);
   unsure                 the pilot kept its reward but no margin rule could read it (a rise that has not bent, and
                          neither the entropy at T = 1 nor D at T > 1 logged): it says what would tell. On public runs
                          such pilots went on to fall on 8 of 27 (paper_repro/public_collapse.py);

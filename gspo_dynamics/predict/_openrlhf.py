@@ -31,7 +31,7 @@ from typing import Any
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict import _openrlhf_fields as fields
 from gspo_dynamics.predict._clip_modes import no_lower_clip
-from gspo_dynamics.predict._field_tables import abbreviation_of
+from gspo_dynamics.predict._field_tables import abbreviation_of, sampling_check
 from gspo_dynamics.predict._frameworks import _groups_per_step, _number, _rounded_refresh, run_length
 from gspo_dynamics.predict._optimizers import not_one_of
 from gspo_dynamics.predict._verl import flatten
@@ -102,6 +102,7 @@ def openrlhf_mapping(args: dict[str, Any], notes: list[str]) -> tuple[Hyperparam
                                                     "max_epochs"))
     if G < 2:
         raise ConfigError(f"{written['n_samples_per_prompt']} must be >= 2 for group-relative advantages, got {G}")
+    sampling_check({written[key]: flat[key] for key in ("temperature", "top_p") if key in flat})
     exact = epochs * rollout * G / batch
     T = _rounded_refresh(exact, notes, f"max_epochs x rollout_batch_size x n_samples_per_prompt / train_batch_size = "
                                        f"{epochs} x {rollout} x {G} / {batch}")

@@ -58,12 +58,12 @@ from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held
 from gspo_dynamics.predict._fall_chance import config_fall_chance, lr_bound_in_reach
 from gspo_dynamics.predict._pilot_headline import plateau_identified
 from gspo_dynamics.predict._pilot_log import (
-    GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy, pilot_fit,
+    GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, lr_mismatch, pilot_entropy, pilot_fit,
     pilot_reward_range, zero_std_shares,
 )
 from gspo_dynamics.predict._pilot_validity import pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
-from gspo_dynamics.predict._row_fall import pilot_end_drop, pilot_fall
+from gspo_dynamics.predict._row_fall import noise_dip, pilot_end_drop, pilot_fall, responses_per_row
 from gspo_dynamics.predict._schedule import SAME, pilot_factor
 from gspo_dynamics.theory import collapse
 
@@ -113,6 +113,11 @@ class PilotForecast:
     log_notes: tuple[str, ...] = ()  # the pilot log's reader warnings (`RunLog.warnings`): what it dropped or read oddly
     reward_spread: np.ndarray | None = None  # the logged reward_std at each reward point (`_pilot_headline.fall_in_row_noise`)
     invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
+    mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
+
+    def brief_lines(self) -> list[str]:
+        """The answer's first lines about the pilot against its config: a logged lr far from the config's."""
+        return [f"config and pilot disagree: {self.mismatch}"] if self.mismatch else []
 
     def to_json(self) -> dict[str, Any]:
         implied = self.implications.to_json()
@@ -143,6 +148,7 @@ class PilotForecast:
                 "task_prior": None if self.prior is None else self.prior.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
                 "pilot_end_drop": None if self.end_drop is None else self.end_drop.to_json(),
+                "config_mismatch": self.mismatch,
                 "measured": self.measured, "assumed": self.assumed, "pilot_log_notes": list(self.log_notes)})
 
     @property
@@ -220,11 +226,12 @@ class PilotForecast:
         else:
             regime = f"  regime at T = {T}: withheld (premises below)"
         if self.max_safe_lr is None:
-            bound = f"  max safe lr at T = {T}: withheld ({self.lr_note})"
+            bound = f"  linear lr bound at T = {T} (the reward's oscillation, not collapse): withheld ({self.lr_note})"
         elif self.lost:  # the linear model's reading of a fall's curve: kept (on our grids it flagged unstable cells)
             bound = f"  linear lr bound at T = {T}, no safe lr (the pilot lost reward at its own lr): {self.max_safe_lr:.3g} ({self.lr_note})"
         else:
-            bound = f"  max safe lr at T = {T}: {self.max_safe_lr:.3g} ({self.lr_note})"
+            bound = (f"  linear lr bound at T = {T} (the reward's oscillation, not collapse): {self.max_safe_lr:.3g} "
+                     f"({self.lr_note})")
         return [regime, bound]
 
     def _group_lines(self) -> list[str]:
@@ -318,8 +325,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     g_sigma = None if target_noise is None else group_size_for_noise(fit.residual_std, hp.group_size, target_noise)
     drift = measure_drift(log, n, hp, measured, assumed)
     delta = drift.per_step
-    fall = pilot_fall(steps, reward, reward_range, hp.num_groups, measured)
-    drop = pilot_end_drop(steps, reward, reward_range, measured)
+    fall, drop, spread = _falls(log, n, (steps, reward), reward_range, setup, measured)
     kept = fall is not None and not fall.lost and drop is None
     risk = collapse_fields(log, n, hp, delta, (logged, reward if shares else None), kept, measured, assumed)
     end = pilot_end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
@@ -327,6 +333,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     keys = getattr(setup, "keys", None)
     invalid = pilot_invalid(log, n, keys.group if keys is not None else "the group size G")
     return PilotForecast(config=config, pilot_steps=n, implications=imp, max_safe_lr=max_lr, invalid=invalid,
+                         mismatch=lr_mismatch(log, n, hp.lr, keys.lr if keys is not None else "lr"),
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
@@ -335,8 +342,17 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          prior=None if prior is None else task_prior(prior, reward_range, refresh_interval=hp.refresh_interval,
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
-                         measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=None if
-                         "reward_std" not in log else log["reward_std"][np.isfinite(log["reward"])][:n])
+                         measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread)
+
+
+def _falls(log: RunLog, n: int, pilot, reward_range, setup: RunSetup, measured: list[str]):
+    """(the pilot's fall, its end drop, the logged reward_std at each reward point): the fall of `_row_fall.pilot_fall`
+    unless its rows' sampling noise holds it and the pilot came back (`_row_fall.noise_dip`), the end drop (3)."""
+    steps, reward = pilot
+    spread = None if "reward_std" not in log else log["reward_std"][np.isfinite(log["reward"])][:n]
+    fall = pilot_fall(steps, reward, reward_range, setup.hparams.num_groups, measured)
+    fall = noise_dip(fall, steps, reward, reward_range, spread, responses_per_row(setup), measured)
+    return fall, pilot_end_drop(steps, reward, reward_range, measured), spread
 
 
 def group_size_for_noise(noise: float, group_size: int, target: float) -> int | None:

@@ -15,12 +15,12 @@ from gspo_dynamics.fit import (
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
 from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
 from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
+from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, responses_per_row, row_noise_z
 from gspo_dynamics.predict._headline import (
     AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, clip_answer, lower_lr, lr_change, refresh_changes,
 )
 from gspo_dynamics.theory import collapse
 
-RECOVERED_SHARE = 0.5  # a pilot back above half its fall's depth after it (`came_back`) dipped: at risk, not unsafe
 SWING_REPORTED = 0.5  # a swing whose `fit.oscillation_confidence` reaches diagnose's reporting level is a risk
 
 
@@ -98,6 +98,9 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     limit = f.collapse_limit if f.displacement is not None else None
     if f.invalid:  # a pilot whose updates were not finite, or that barely trained, vouches for nothing
         return "unsure", f"the pilot is no evidence about this config: {f.invalid}", []
+    if getattr(f, "mismatch", None):  # a pilot run at another lr vouches for its own lr, not the config's
+        return "unsure", ("the pilot ran at another learning rate than the config's (below), so it vouches for neither; "
+                          "what would tell: the pilot's own config"), []
     if f.lost:
         return _fall_verdict(f)
     changes: list[Change] = []
@@ -124,16 +127,18 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
                           "which no row after it tells from a collapse or one bad row; what would tell: a few more rows "
                           "(a longer --pilot-steps)"), changes
     margins = [f"the pilot kept its reward over {n} points"]
-    if linear is not None:
-        margins.append(_lr_margin(setup, lr, linear))
     if limit is not None:
         margins.append(f"the pilot ran at this move between refreshes (D = {f.displacement:.3g}) and held" if ran_and_held(f)
                        else f"the move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
     if limit is None and (T > 1 or f.entropy_rise is None):  # the linear bound alone never vouches for a run
         return "unsure", _unread(f, linear), changes
-    if linear is None and limit is None:
+    if limit is None:
         margins.append("its entropy did not overshoot on the first updates, the one collapse route on-policy "
-                       f"(theory.collapse (6)); the lr's margin is not identified ({f.lr_note})")
+                       "(theory.collapse (6))")
+    if linear is not None:
+        margins.append(_lr_margin(setup, lr, linear))
+    elif limit is None:
+        margins.append(f"the lr's margin is not identified ({f.lr_note})")
     return "safe", "; ".join(margins), changes
 
 
@@ -150,7 +155,8 @@ def _unread(f, linear: float | None = None) -> str:
                "move between sampler refreshes, the collapse rule's reading at a refresh interval T > 1")
     longer = ", run until its rise bends" if imp is None or imp.plateau_extrapolated else ""
     oscillation = (f"the linear model gives none ({f.lr_note})" if linear is None else
-                   f"the linear model bounds only the reward's oscillation ({_lr_margin(setup, setup.hparams.lr, linear)})")
+                   f"the linear model bounds only the reward's oscillation "
+                   f"({_oscillation_bound(setup, setup.hparams.lr, linear)})")
     return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: "
             f"{oscillation}, and it logs no {missing}; what would tell: a pilot that logs "
             f"{entropy if on_policy else drift}{longer}")
@@ -185,12 +191,8 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
 
 
 def came_back(f) -> float | None:
-    """The level the pilot holds after its fall: `held_reward` of its rows past the fallen block (their last
-    HELD_STEPS' mean), None where the fall is the pilot's last block. Not the pilot's own held level, which in a
-    pilot of HELD_STEPS rows or fewer averages the fall itself and the rows before it."""
-    steps, reward = f.pilot
-    after = reward[steps > f.fall.after_steps[1]]
-    return held_reward(after) if len(after) else None
+    """The level the pilot holds after its fall (`_row_fall.level_after`)."""
+    return level_after(f.fall, *f.pilot)
 
 
 def _span(steps: tuple[int, int]) -> str:
@@ -198,36 +200,9 @@ def _span(steps: tuple[int, int]) -> str:
 
 
 def fall_in_row_noise(f) -> tuple[float, float] | None:
-    """(z, n): the pilot's fall against the sampling noise of its rows, n completions each (N G of the config times
-    its logging_steps, the optimizer steps a row averages). Two block means of BLOCK rows at levels b (the best) and a
-    (after the fall) differ by noise of standard error at least
-
-        se = sqrt((v_b + v_a) / (BLOCK n)),    z = (b - a) / se,
-
-    v the per-response reward variance at the block: for a reward in a known range [lo, hi], (m - lo)(hi - m) at the
-    block's mean m (a pass/fail reward's variance, exact for a verifiable reward and the largest any reward of that
-    mean has, Bhatia-Davis), else the mean square of the logged reward_std over the block's rows (the spread within a
-    group or a batch: a floor). The row mean of N groups of G responses has variance at least v / (N G) (prompts of
-    differing difficulty add to it). `fit._fall` reads the scatter off the rows' first differences, which a run that
-    spends most rows near a bound, where a success rate barely moves, understates for the rows of a dip near the
-    middle; so a fall makes a pilot unsafe only where it also clears Z_FALL here. None where neither variance is
-    known (`fit._fall`'s test alone)."""
-    fall, setup = f.fall, f.config.setup
-    hp, (steps, _) = setup.hparams, f.pilot
-    n = hp.num_groups * hp.group_size * (getattr(setup, "logging_steps", None) or 1)
-    spread = getattr(f, "reward_spread", None)
-    v = []
-    for (first, last), m in ((fall.best_steps, fall.best), (fall.after_steps, fall.after)):
-        logged = None if spread is None else spread[(steps >= first) & (steps <= last)]
-        if f.reward_range is not None:
-            lo, hi = f.reward_range
-            v.append(max(m - lo, 0.0) * max(hi - m, 0.0))
-        elif logged is not None and np.isfinite(logged).any():
-            v.append(float(np.nanmean(logged**2)))
-        else:
-            return None
-    se = math.sqrt(sum(v) / (BLOCK * n))
-    return (fall.fall / se if se > 0 else math.inf), float(n)
+    """(z, n): the pilot's fall against the sampling noise of its rows (`_row_fall.row_noise_z`), n completions each
+    (N G of the config times its logging_steps)."""
+    return row_noise_z(f.fall, f.pilot[0], f.reward_range, getattr(f, "reward_spread", None), responses_per_row(f.config.setup))
 
 
 def _risks(f, chance: dict | None, linear: float | None, limit: float | None, changes: list[Change]) -> list[str]:
@@ -281,14 +256,23 @@ def _merged(changes: list[Change], lr_key: str) -> list[Change]:
 
 
 def _lr_margin(setup, lr: float, linear: float) -> str:
-    """The lr margin the safe verdict quotes, only as far as the evidence reaches: the linear bound's factor up to
-    LR_REACH (the largest factor over a pilot's own lr that our trainer's grids put the forecast to: beyond it the
-    stiffness's scaling with lr, Adam's linear regime and the collapse limit are untested), else that no limit is shown
-    below LR_REACH x lr, and none is known above it."""
+    """What the safe verdict says of raising the lr: nothing measured. The linear model's bound (`linear`, quoted
+    by `_oscillation_bound`) bounds the reward's oscillation, not collapse, and real runs fell far below it (the
+    TRL atlas: 15-66x below it in 4 of its 5 cells that gave one; public runs of haxiaww at 1x a bound 30x away)."""
+    return (f"how far {_key(setup)} can rise is not measured (the linear model's bound, "
+            f"{_oscillation_bound(setup, lr, linear)}, is on the reward's oscillation, not collapse: real runs fell "
+            "far below it, paper_repro/RESULTS.md trl-atlas-v3)")
+
+
+def _oscillation_bound(setup, lr: float, linear: float) -> str:
+    """The linear bound as a factor over the config's lr, only as far as the evidence reaches: up to LR_REACH (the
+    largest factor over a pilot's own lr that our trainer's grids put the forecast to: beyond it the stiffness's
+    scaling with lr, Adam's linear regime and the collapse limit are untested), else that none is shown below
+    LR_REACH x lr, and none is known above it."""
     if linear / lr <= LR_REACH:
-        return f"{_key(setup)} can rise {linear / lr:.2g}x before the linear bound"
-    return (f"no {_key(setup)} limit is shown below {LR_REACH:g}x ({lr * LR_REACH:.3g}), the furthest a pilot's reading "
-            "was checked to reach; above it none is known")
+        return f"{linear / lr:.2g}x {_key(setup)}"
+    return (f"none shown below {LR_REACH:g}x {_key(setup)} ({lr * LR_REACH:.3g}), the furthest a pilot's reading was "
+            "checked to reach")
 
 
 def _key(setup) -> str:

@@ -18,6 +18,7 @@ from gspo_dynamics.theory.zero_std import fit_difficulty_log, zero_std_share_bet
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
 LR_MATCH = 0.01  # a logged lr within 1% of the config's is the config's (bf16 logs, rounding)
+LR_MISMATCH = 2.0  # a logged peak lr this many times the config's, either way: likely another run's config (said first)
 # `logged_group_size`: a mean gap below the t quantile of a one-sided Phi(-Z_GROUP) test and below -MIN_GAP says another
 # G. The gaps are skewed, so the level is not Phi(-3) = 0.13%: correct pilots of 20-60 rows at N <= 4 are said in
 # 0.3-1.6% of 20,000 simulated seeds (a review's measurement, 2026-11-26)
@@ -43,6 +44,22 @@ def _reward_rows(log: RunLog, name: str, n: int) -> np.ndarray:
         return np.array([])
     values = log[name][pilot_rows(log, n)]
     return values[np.isfinite(values)]
+
+
+def lr_mismatch(log: RunLog, n: int, lr: float, key: str) -> str | None:
+    """A pilot that logged a learning rate LR_MISMATCH times the config's or more, either way, at its peak (and not
+    in a warm-up still climbing to it): the config is likely not the pilot's, and every bound scales from the
+    config's lr; said first (`PilotForecast.brief_lines`). None where it agrees, or logs none."""
+    logged = _logged(log, "learning_rate", n)
+    if not len(logged) or not np.any(logged):
+        return None
+    lo, hi = float(logged.min()), float(logged.max())
+    climbing = hi - lo > LR_MATCH * hi and float(logged[-1]) >= hi * (1 - LR_MATCH)  # a warm-up not done by its end
+    if max(hi / lr, lr / hi) < LR_MISMATCH or (hi < lr and climbing):
+        return None
+    return (f"the pilot logged {key} up to {hi:.3g}, {max(hi / lr, lr / hi):.3g}x {'above' if hi > lr else 'below'} the "
+            f"config's {lr:.3g}: is this the pilot's config? every bound here scales from the config's lr "
+            f"(--set {key}={hi:.3g} reads the pilot's)")
 
 
 def logged_lr(log: RunLog, n: int, lr: float) -> list[str]:

@@ -50,7 +50,9 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.fit import BLOCK, COLLAPSE_SHARE, FALL_SHARE, Z_FALL, Fall, reward_fall, row_scatter
+from gspo_dynamics.fit import BLOCK, COLLAPSE_SHARE, FALL_SHARE, HELD_STEPS, Z_FALL, Fall, reward_fall, row_scatter
+
+RECOVERED_SHARE = 0.5  # a pilot back above half its fall's depth after it (`level_after`) dipped: at risk, not unsafe
 
 
 def prompts_per_row(steps: np.ndarray, prompts_per_step: int | None) -> float | None:
@@ -175,3 +177,63 @@ def end_threshold(n: int) -> float:
     from scipy.stats import t
 
     return max(Z_FALL, float(t.ppf(0.999, n - 3)))
+
+
+def level_after(fall: Fall, steps: np.ndarray, reward: np.ndarray) -> float | None:
+    """The level the pilot holds after its fall: the mean of the last HELD_STEPS of its rows past the fallen block
+    (the held level of those rows), None where the fall is the pilot's last block. Not the pilot's own held level,
+    which in a pilot of HELD_STEPS rows or fewer averages the fall itself and the rows before it."""
+    after = np.asarray(reward, dtype=float)[np.asarray(steps) > fall.after_steps[1]]
+    return float(np.mean(after[-HELD_STEPS:])) if len(after) else None
+
+
+def responses_per_row(setup) -> int:
+    """The completions one reward row averages: N G of the config times its logging_steps (the optimizer steps a
+    row spans; 1 where the config does not say)."""
+    hp = setup.hparams
+    return hp.num_groups * hp.group_size * (getattr(setup, "logging_steps", None) or 1)
+
+
+def row_noise_z(fall: Fall, steps: np.ndarray, reward_range, spread: np.ndarray | None,
+                responses: int) -> tuple[float, float] | None:
+    """(z, n): a block fall against the sampling noise of its rows, n = `responses` completions each. Two block
+    means of BLOCK rows at levels b (the best) and a (after the fall) differ by noise of standard error at least
+
+        se = sqrt((v_b + v_a) / (BLOCK n)),    z = (b - a) / se,                                                  (4)
+
+    v the per-response reward variance at the block: for a reward in a known range [lo, hi], (m - lo)(hi - m) at the
+    block's mean m (a pass/fail reward's variance, exact for a verifiable reward and the largest any reward of that
+    mean has, Bhatia-Davis), else the mean square of the logged reward_std (`spread`) over the block's rows (the
+    spread within a group or a batch: a floor). The row mean of N groups of G responses has variance at least
+    v / (N G) (prompts of differing difficulty add to it: (1)'s v / P is the other end). `fit._fall` reads the
+    scatter off the rows' first differences, which a run that spends most rows near a bound, where a success rate
+    barely moves, understates for the rows of a dip near the middle. None where neither variance is known."""
+    v = []
+    for (first, last), m in ((fall.best_steps, fall.best), (fall.after_steps, fall.after)):
+        if reward_range is not None:
+            lo, hi = reward_range
+            v.append(max(m - lo, 0.0) * max(hi - m, 0.0))
+        elif spread is not None and np.isfinite(logged := spread[(steps >= first) & (steps <= last)]).any():
+            v.append(float(np.nanmean(logged**2)))
+        else:
+            return None
+    se = math.sqrt(sum(v) / (BLOCK * responses))
+    return (fall.fall / se if se > 0 else math.inf), float(responses)
+
+
+def noise_dip(fall: Fall | None, steps, reward, reward_range, spread, responses: int, measured: list[str]) -> Fall | None:
+    """The fall, not a loss where nothing says it was one: its block means fell past `fit._fall`'s test, but by no
+    more than the sampling noise of the rows (4) allows even at its smallest (z <= Z_FALL), and the pilot came back
+    above RECOVERED_SHARE of the depth (`level_after`). The rows' scatter then understated their noise (a few rows of
+    few prompts far below the rest, as a partial-credit reward over 2 prompts a step gives), and the level after
+    shows the policy kept its reward; said in `measured`. Any other fall as it is."""
+    if fall is None or not fall.lost:
+        return fall
+    noise, back = row_noise_z(fall, np.asarray(steps), reward_range, spread, responses), level_after(fall, steps, reward)
+    if noise is None or noise[0] > Z_FALL or back is None or back < fall.after + RECOVERED_SHARE * (fall.best - fall.after):
+        return fall
+    measured.append(f"the dip from {fall.best:.3g} (steps {fall.best_steps[0]}-{fall.best_steps[1]}) to {fall.after:.3g} "
+                    f"(steps {fall.after_steps[0]}-{fall.after_steps[1]}) is within the sampling noise of its rows "
+                    f"({noise[1]:g} completions each: z = {noise[0]:.2g}, not past {Z_FALL:g}) and the pilot came back to "
+                    f"{back:.3g}: not a loss (predict._row_fall (4))")
+    return Fall(**{**fall.__dict__, "lost": False})

@@ -41,6 +41,7 @@ from typing import Any
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip
+from gspo_dynamics.predict._field_tables import sampling_check
 from gspo_dynamics.predict._frameworks import _groups_per_step, _number, _rounded_refresh
 from gspo_dynamics.predict._optimizers import verl_optimizer
 from gspo_dynamics.predict._verl_history import OLD_KEYS
@@ -207,6 +208,7 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
         G = agents * n if group_key.endswith("n_agent") else n
     if G < 2:
         raise ConfigError(f"{group_key} must be >= 2 for group-relative advantages, got {G}")
+    sampling_check({ROLLOUT + key: flat.get(ROLLOUT + key) for key in ("temperature", "top_p")})
     rollout = _number("data.train_batch_size", get("data.train_batch_size", required=True), integer=True, positive=True)
     mini = _number(actor + "ppo_mini_batch_size", get(actor + "ppo_mini_batch_size", required=True), integer=True, positive=True)
     if mini > rollout * agents:

@@ -92,6 +92,7 @@ def test_the_checker_flags_what_the_issue_found():
     ramp = Context.of(np.linspace(0.01, 1.01, 101), 101)
     assert check_text("do         the fitted plateau 321.8 is above the last value; train longer", ramp)
     assert check_text("verdict: safe (learning_rate can rise 2.8e+03x before the linear bound)", ramp)
+    assert check_text("verdict: safe (how far lr can rise is not measured (the linear model's bound, 2.8e+03x lr, ...", ramp)
     assert check_text("theory     stiffness/step 0.1 +- inf", ramp) and check_json({"x": math.inf}, ramp)
     assert not check_text("forecast: plateau 0.532, within 5% of it from step 143", ctx)
 

@@ -113,6 +113,22 @@ def test_once_reads_what_is_there_and_answers_first(tmp_path, capsys):
     assert len(out) == 1 and out[0].startswith("step 40: healthy saturation (confidence ") and out[0].endswith("; summary: 40 rows, no alerts")
 
 
+def test_a_log_read_whole_that_already_failed_ends_with_the_fail_on_status(tmp_path, capsys):
+    """A `--once` gate (or a watch started after the fall) reads the log in one poll: the hysteresis never sees the
+    mode hold over polls, so the final diagnosis decides: a --fail-on mode it names at --min-confidence exits 3; a
+    log it does not name exits 0 (new-user audit: it printed "dynamical instability (confidence 1.00)" and exited 0)."""
+    path = tmp_path / "grpo.jsonl"
+    subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(path), "jsonl", str(ROWS)], check=True)
+    assert main(["watch", str(path), "--once", "--fail-on", "dynamical_instability"]) == EXIT_FAILED_ON
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"step {ROWS}: dynamical instability (confidence ")
+    assert re.fullmatch(rf"  fail-on  dynamical_instability \(confidence (0\.9\d|1\.00)\): exit {EXIT_FAILED_ON}", out[-1])
+    assert main(["watch", str(path), "--once", "--fail-on", "advantage_degeneracy"]) == 0
+    healthy = tmp_path / "healthy.jsonl"
+    subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(healthy), "jsonl", "40"], check=True)
+    assert main(["watch", str(healthy), "--once", "--fail-on", "dynamical_instability"]) == 0
+
+
 def test_ctrl_c_and_an_idle_log_print_the_summary(tmp_path, capsys, monkeypatch):
     path = tmp_path / "grpo.jsonl"
     subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(path), "jsonl", "50"], check=True)

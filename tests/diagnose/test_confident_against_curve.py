@@ -132,3 +132,16 @@ def test_the_dips_false_alarm_rate_on_white_noise_is_within_its_bonferroni_level
         r = 5.0 + rng.normal(0, 1, n)  # off [0, 1]: the noise is the first differences' alone
         found += short_dip(steps, r, change(steps, r)) is not None
     assert found / 400 <= ALPHA + 3 * np.sqrt(ALPHA * (1 - ALPHA) / 400), found
+
+
+def test_a_rise_too_short_for_a_late_slope_is_unsure_and_prints_no_nan():
+    """Ten noisy rows that step up (the shape of an own-loop epoch log: 5.8 early, 7.1 late): the late half is too short
+    for its own slope (z NaN) and the fit is noisy, so neither reads the rise's course: unsure between still rising and
+    saturated, never a sure "still rising", and no advice prints "slope z nan"."""
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        d = diagnose(make_log(np.r_[np.full(4, 5.8), np.full(6, 7.1)] + rng.normal(0, 0.5, 10)))
+        assert "nan" not in d.action().lower(), (seed, d.action())
+        if seed == 1:
+            assert d.unsure == ("still_rising", "healthy_saturation"), d.action()
+            assert "the last half too short for a slope of its own" in d.action()

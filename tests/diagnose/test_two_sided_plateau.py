@@ -88,4 +88,6 @@ def test_a_significant_but_negligible_late_creep_is_no_sure_rise():
         "the late half's climb, 0.029, is below a meaningful change (0.2 per-sample reward stds)"]
     assert rise_shown({**late, "meaningful": True}, SimpleNamespace(r_squared=0.19)) == []
     assert rise_shown(late, SimpleNamespace(r_squared=0.6)) == []  # a good fit decides by its remaining rise
-    assert rise_shown({**late, "slope_z": float("nan")}, SimpleNamespace(r_squared=0.19)) == []
+    # a late half too short for its own slope leaves a noisy fit's rise unread: lacking, not shown
+    assert rise_shown({**late, "slope_z": float("nan")}, SimpleNamespace(r_squared=0.19)) == [
+        "the fit is noisy (R^2 0.19 < 0.5) and the last half too short for a slope of its own"]

@@ -337,8 +337,21 @@ def test_a_folder_with_tensorboard_events_only_in_subfolders_reads_the_newest(tm
     assert "Feb02" in log.source and log.step_axis == "TensorBoard steps"
     np.testing.assert_allclose(log["reward"], np.asarray(REWARD) + 0.1, rtol=1e-6)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ConfigError, match="nor one in its subfolders"):
+    with pytest.raises(ConfigError, match="nor one up to two folders below"):
         read_log(tmp_path / "empty")
+
+
+def test_a_trl_output_folder_reads_its_latest_checkpoints_trainer_state(tmp_path):
+    """TRL's output_dir holds checkpoint-N/trainer_state.json only: diagnose and report read the largest N's (its
+    log history runs to that step), as watch follows it; checkpoint-100 comes after checkpoint-50 (by number)."""
+    for n in (50, 100, 9):
+        folder = tmp_path / f"checkpoint-{n}"
+        folder.mkdir()
+        rows = [{"step": i + 1, "reward": r} for i, r in enumerate(REWARD[: max(2, len(REWARD) * n // 100)])]
+        (folder / "trainer_state.json").write_text(json.dumps({"log_history": rows}))
+    log = read_log(tmp_path)
+    assert log.source.endswith("checkpoint-100/trainer_state.json")
+    np.testing.assert_array_equal(log["reward"], REWARD)
 
 
 def test_tensorboard_tags_on_their_own_clocks_are_not_runs_nor_resumes():

@@ -618,6 +618,26 @@ def test_a_pilot_logged_at_another_lr_or_under_a_schedule_is_said(tmp_path):
     assert f.to_json()["pilot_log_notes"] == list(f.log_notes)
 
 
+def test_a_pilot_logged_far_from_the_configs_lr_is_said_first_and_decides_nothing(tmp_path):
+    """A pilot whose logged peak lr is LR_MISMATCH times the config's or more, either way, is likely another run's:
+    said first (`brief_lines`, JSON config_mismatch), and the verdict unsure (it vouches for neither lr). Within 2x
+    (a schedule's peak, rounding) and a warm-up still climbing below it, nothing is said."""
+    from gspo_dynamics.predict import pilot_headline
+    from gspo_dynamics.predict._pilot_log import LR_MISMATCH
+
+    reward = heavy_ball_curve(0.05, 0.5, 40)
+    setup = read_run_config({"lr": 1e-3, "refresh_interval": 1, "group_size": 8})
+    for logged, said in ((np.full(40, 5e-1), "500x above the config's 0.001"), (np.full(40, 1e-5), "100x below"),
+                         (np.full(40, 1e-3 * LR_MISMATCH * 0.99), None), (np.linspace(1e-6, 3e-4, 40), None)):
+        f = pilot_forecast(setup, write_log(tmp_path / "lr.jsonl", {"reward": reward, "learning_rate": logged}))
+        if said is None:
+            assert f.mismatch is None and f.brief_lines() == [] and f.to_json()["config_mismatch"] is None
+            continue
+        assert said in f.mismatch and "--set lr=" in f.mismatch
+        assert f.brief_lines() == [f"config and pilot disagree: {f.mismatch}"]
+        assert pilot_headline(f).verdict == "unsure" and f.to_json()["config_mismatch"] == f.mismatch
+
+
 def test_a_stiffness_the_pilot_does_not_identify_gives_no_regime(tmp_path):
     """A flat noisy pilot (this seed's fit leaves the stiffness within its noise of zero): the regime line says not
     identified, with the linear model's max safe T at the fitted stiffness and its one-standard-error range as a
@@ -675,13 +695,13 @@ def test_a_linear_lr_bound_read_from_a_pilot_that_lost_reward_is_no_safe_lr(tmp_
     # the JSON gives it only within LR_REACH x the pilot's lr (here 145x: past it, null with why)
     assert f.to_json()["max_safe_lr"] is None and "past 30x the pilot's lr" in f.to_json()["lr_note"]
     assert any(line.startswith("  linear lr bound at T = 1, no safe lr (the pilot lost reward") for line in lines)
-    assert not any(line.startswith("  max safe lr at T = 1: 0") for line in lines)
+    assert not any(line.startswith("  linear lr bound at T = 1 (the reward's oscillation, not collapse): 0") for line in lines)
     regime = next(line for line in lines if line.startswith("  regime at T = 1: "))  # the fit's verdict is the fall's
     assert regime.startswith("  regime at T = 1: lost reward at this lr") and "would say" in regime
     kept = pilot_forecast(setup, write_log(tmp_path / "kept.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, 40)}),
                           reward_range=(0.0, 1.0))
     assert not kept.lost and kept.to_json()["pilot_lost_reward"] is False
-    assert any(line.startswith(f"  max safe lr at T = 1: {kept.max_safe_lr:.3g}") for line in kept.summary_lines())
+    assert any(line.startswith(f"  linear lr bound at T = 1 (the reward's oscillation, not collapse): {kept.max_safe_lr:.3g}") for line in kept.summary_lines())
     assert not any("lost reward at this lr" in line for line in kept.summary_lines())
 
 

@@ -70,18 +70,20 @@ GSM8K_PILOT = 40
 
 
 @pytest.mark.real_logs
-def test_a_pilot_that_dips_is_flagged_and_the_run_shows_it_was_a_dip(real_logs, tmp_path, capsys):
-    """The first 40 steps of the Qwen3.5-9B LoRA run fall from 0.53 (steps 13-16) to 0.03 (steps 25-28):
-    `predict` reads 2 groups of G = 2 per step at T = 1, reports the fall as reward lost at the pilot's own
-    lr (z > 5) and prints its linear learning-rate bound as no safe lr. What the run did later (docs/validation.md): it came back, steps
-    41-200 averaging about 0.41, so this flag was a dip, not a collapse."""
+def test_a_pilot_that_dips_within_its_rows_noise_is_no_loss_and_the_run_shows_it_was_a_dip(real_logs, tmp_path, capsys):
+    """The first 40 steps of the Qwen3.5-9B LoRA run fall from 0.53 (steps 13-16) to 0.03 (steps 25-28): past the
+    block test (z > 5, its scatter read off the rows), but rows of 2 groups of G = 2 (4 completions each) make a fall
+    of 0.5 between blocks of 4 rows z = 3.8 against their sampling noise (predict._row_fall (4)), and the pilot came
+    back: no loss, and with no collapse reading at T = 1 (no entropy logged) unsure. What the run did later
+    (docs/validation.md): steps 41-200 averaging about 0.41, a dip, not a collapse (it read "at risk", with an lr
+    halving, before the rule)."""
     log = real_logs / SUNSHINE
     report = forecast(tmp_path, capsys, GSM8K_CONFIG, log, GSM8K_PILOT)
     assert (report["config"]["group_size"], report["config"]["num_groups"], report["config"]["refresh_interval"]) == (2, 2, 1)
     fall = report["pilot_fall"]
-    assert fall["lost"] and fall["z"] > 5 and fall["best_steps"] == [13, 16] and fall["after_steps"] == [25, 28]
-    assert report["pilot_lost_reward"] is True
-    assert report["max_safe_lr"] is not None or "past 30x the pilot's lr" in report["lr_note"]
+    assert not fall["lost"] and fall["z"] > 5 and fall["best_steps"] == [13, 16] and fall["after_steps"] == [25, 28]
+    assert report["pilot_lost_reward"] is False
+    assert any("within the sampling noise of its rows (4 completions each" in m for m in report["measured"])
     later = np.asarray(read_log(log).series["reward"])[GSM8K_PILOT:]
     assert len(later) == 160 and 0.35 < later.mean() < 0.47
 

@@ -172,3 +172,47 @@ def test_a_pilot_that_never_fell_compares_no_blocks_in_json():
     fall = reward_fall(steps, reward)
     assert fall.fall == 0 and fall.to_json() == {"fall": 0.0, "best": None, "best_steps": None, "after": None,
                                                 "after_steps": None, "z": 0.0, "lost": False}
+
+
+def _dip_pilot(seed: int = 0, n: int = 144) -> tuple[np.ndarray, np.ndarray]:
+    """A pilot held near 0.94 whose rows are means of 2 prompts (partial credit: rows near the level, a few far below
+    it), with two such rows in one block at rows 85-86: the shape of a TRL run at N = 2, G = 16 that kept rising."""
+    rng = np.random.default_rng(seed)
+    reward = np.clip(0.94 + rng.normal(0, 0.015, n), 0, 1)
+    reward[[84, 85]] = 0.65, 0.79
+    return np.arange(1, n + 1), reward
+
+
+def test_a_dip_within_the_rows_sampling_noise_that_came_back_is_no_loss():
+    """The block test calls the two low rows a fall (its scatter, read off the rows' differences, understates their
+    noise); against the sampling noise of 32 completions a row (4) it is within z 5 and the pilot came back: no loss,
+    said. A collapse (the rows stay down) and a dip that does not come back stay losses."""
+    from gspo_dynamics.predict._row_fall import noise_dip, row_noise_z
+
+    steps, reward = _dip_pilot()
+    block = reward_fall(steps, reward, (0, 1))
+    assert block.lost
+    z, n = row_noise_z(block, steps, (0, 1), None, 32)
+    assert z <= Z_FALL and n == 32
+    measured: list[str] = []
+    kept = noise_dip(block, steps, reward, (0, 1), None, 32, measured)
+    assert not kept.lost and kept.fall == block.fall and "not a loss" in measured[-1]
+    assert noise_dip(block, steps, reward, (0, 1), None, 32 * 64, []).lost  # many completions a row: past the noise
+    fell = reward.copy()
+    fell[84:] = np.clip(0.55 + np.random.default_rng(1).normal(0, 0.015, fell.size - 84), 0, 1)
+    collapse = reward_fall(steps, fell, (0, 1))
+    assert collapse.lost and noise_dip(collapse, steps, fell, (0, 1), None, 32, []).lost  # never came back
+
+
+def test_row_noise_z_is_the_block_difference_over_the_pass_fail_variance():
+    """(4) by hand: b = 0.9, a = 0.7 over blocks of BLOCK rows of n completions: se = sqrt((0.09 + 0.21) / (BLOCK n))."""
+    from gspo_dynamics.fit import BLOCK, Fall
+    from gspo_dynamics.predict._row_fall import row_noise_z
+
+    f = Fall(fall=0.2, best=0.9, best_steps=(1, 4), after=0.7, after_steps=(5, 8), z=9.0, lost=True)
+    z, _ = row_noise_z(f, np.arange(1, 9), (0, 1), None, 10)
+    assert z == pytest.approx(0.2 / np.sqrt((0.9 * 0.1 + 0.7 * 0.3) / (BLOCK * 10)))
+    spread = np.r_[np.full(4, 0.3), np.full(4, 0.4)]  # the logged reward_std where the range is unknown
+    z, _ = row_noise_z(f, np.arange(1, 9), None, spread, 10)
+    assert z == pytest.approx(0.2 / np.sqrt((0.09 + 0.16) / (BLOCK * 10)))
+    assert row_noise_z(f, np.arange(1, 9), None, None, 10) is None

@@ -10,10 +10,10 @@ import math
 import numpy as np
 
 from gspo_dynamics.fit import (
-    BLOCK, HELD_STEPS, MIN_CYCLES, PERIODIC_P, Z_FALL, alternation, oscillation_confidence, reward_span,
+    HELD_STEPS, MIN_CYCLES, PERIODIC_P, Z_FALL, alternation, oscillation_confidence, reward_span,
 )
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
-from gspo_dynamics.predict._end_reward import end_window, held_reward, reward_reach
+from gspo_dynamics.predict._end_reward import end_window, reward_reach
 from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
 from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, responses_per_row, row_noise_z
 from gspo_dynamics.predict._headline import (

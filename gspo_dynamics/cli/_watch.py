@@ -112,8 +112,12 @@ def report_text(check, failed: list[tuple[str, float]]) -> str:
         what, text = ("finding" if alert.kind == "finding" else "alert"), alert.text.split(": ", 1)[1]
         # under the verdict's line, or a line of its own that says its step first
         lines.append(f"  {what:<8} {text}" if lines else f"step {check.step}: {what} {text}")
-    lines += [f"  fail-on  {n} (confidence {c:.2f}): exit {EXIT_FAILED_ON}" for n, c in failed]
-    return "\n".join(lines)
+    return "\n".join(lines + fail_on_lines(failed))
+
+
+def fail_on_lines(failed: list[tuple[str, float]]) -> list[str]:
+    """One line per --fail-on name reported: `  fail-on  name (confidence q): exit 3`."""
+    return [f"  fail-on  {n} (confidence {c:.2f}): exit {EXIT_FAILED_ON}" for n, c in failed]
 
 
 def verdict_line(step: int, verdict: str, confidence: float | None, action: str | None, diagnosis=None) -> str:
@@ -245,11 +249,15 @@ class _Watch:
                 print(report_text(check, failed), flush=True)
             self.printed = True
         if failed:
-            text = f"step {check.step}: " + ", ".join(f"{n} ({c:.2f})" for n, c in failed) + f": exit {EXIT_FAILED_ON}"
-            self.notifier.send("stop", step=check.step, verdict=failed[0][0], confidence=failed[0][1], text=text)
+            self._stop(check.step, failed)
             self.finish()
             return EXIT_FAILED_ON
         return None
+
+    def _stop(self, step: int, failed: list[tuple[str, float]]) -> None:
+        """The webhooks' stop message for the --fail-on names reported at `step`."""
+        text = f"step {step}: " + ", ".join(f"{n} ({c:.2f})" for n, c in failed) + f": exit {EXIT_FAILED_ON}"
+        self.notifier.send("stop", step=step, verdict=failed[0][0], confidence=failed[0][1], text=text)
 
     def _final(self, summary: dict | None) -> int:
         """The exit status when the watch ends: EXIT_FAILED_ON where the final diagnosis of every row read names a
@@ -263,9 +271,8 @@ class _Watch:
         if not failed:
             return 0
         if not self.args.json:
-            print("\n".join(f"  fail-on  {n} (confidence {c:.2f}): exit {EXIT_FAILED_ON}" for n, c in failed), flush=True)
-        text = f"step {summary['step']}: " + ", ".join(f"{n} ({c:.2f})" for n, c in failed) + f": exit {EXIT_FAILED_ON}"
-        self.notifier.send("stop", step=summary["step"], verdict=failed[0][0], confidence=failed[0][1], text=text)
+            print("\n".join(fail_on_lines(failed)), flush=True)
+        self._stop(summary["step"], failed)
         return EXIT_FAILED_ON
 
     def finish(self) -> dict | None:

@@ -107,8 +107,8 @@ def _log_in(folder: Path) -> Path:
     events = [(p.stat().st_mtime_ns, str(p), p) for pattern in _DIR_EVENTS for p in folder.glob(pattern) if p.is_file()]
     if events:
         return max(events)[2]
-    checkpoints = [(int(p.parent.name.rsplit("-", 1)[1]), str(p), p) for p in folder.glob("checkpoint-*/trainer_state.json")
-                   if p.is_file() and p.parent.name.rsplit("-", 1)[1].isdigit()]
+    checkpoints = [(int(n), str(p), p) for p in folder.glob("checkpoint-*/trainer_state.json")
+                   if (n := p.parent.name.removeprefix("checkpoint-")).isdigit() and p.is_file()]
     if checkpoints:  # a TRL output folder: the latest checkpoint's state holds the whole log history to its step
         return max(checkpoints)[2]
     console = [folder / name for name in _WANDB_LOGS if (folder / name).is_file()

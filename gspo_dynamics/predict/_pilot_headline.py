@@ -98,7 +98,7 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     limit = f.collapse_limit if f.displacement is not None else None
     if f.invalid:  # a pilot whose updates were not finite, or that barely trained, vouches for nothing
         return "unsure", f"the pilot is no evidence about this config: {f.invalid}", []
-    if getattr(f, "mismatch", None):  # a pilot run at another lr vouches for its own lr, not the config's
+    if f.mismatch:  # a pilot run at another lr vouches for its own lr, not the config's
         return "unsure", ("the pilot ran at another learning rate than the config's (below), so it vouches for neither; "
                           "what would tell: the pilot's own config"), []
     if f.lost:

@@ -46,6 +46,7 @@ pilots of normal rows is (3)'s. Unlike (3) it is a loss: the n - 1 rows after th
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -236,4 +237,4 @@ def noise_dip(fall: Fall | None, steps, reward, reward_range, spread, responses:
                     f"(steps {fall.after_steps[0]}-{fall.after_steps[1]}) is within the sampling noise of its rows "
                     f"({noise[1]:g} completions each: z = {noise[0]:.2g}, not past {Z_FALL:g}) and the pilot came back to "
                     f"{back:.3g}: not a loss (predict._row_fall (4))")
-    return Fall(**{**fall.__dict__, "lost": False})
+    return dataclasses.replace(fall, lost=False)

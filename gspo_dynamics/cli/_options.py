@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.theory.bandit import TwoArmBandit
@@ -40,9 +41,17 @@ def add_config_options(group, config_help: str, answer: str) -> None:
 def add_log_run_option(group, whose: str = "the log") -> None:
     """--run K (into `args.log_run`; `args.run` is the command): which run of a log that holds several, for
     `read_log(run=K)`."""
-    group.add_argument("--run", dest="log_run", type=integer, metavar="K",
+    group.add_argument("--run", dest="log_run", type=run_number, metavar="K",
                        help=f"which run of {whose} to read where it holds several (its step counter starts again: "
                             "runs appended to one file, concatenated logs), 1 = the first (default: the last)")
+
+
+def run_number(text: str) -> int:
+    """argparse type: a run's number in its file, 1 or more."""
+    value = integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a run number, 1 for the file's first run or more, got {text!r}")
+    return value
 
 
 def integer(text: str) -> int:
@@ -115,6 +124,8 @@ def bandit_from_args(args: argparse.Namespace) -> TwoArmBandit:
 
 def save_figure(fig, path: str) -> None:
     """Write a matplotlib Figure to `path`; a missing folder or an unknown extension is one ConfigError."""
+    if not Path(path).resolve().parent.is_dir():
+        raise ConfigError(f"cannot write the plot to {path!r}: its folder does not exist")
     try:
         fig.savefig(path)
     except (OSError, ValueError) as exc:

@@ -98,7 +98,9 @@ def non_finite_rows(log: RunLog, name: str) -> np.ndarray:
 
 def non_finite(log: RunLog, hparams=None) -> Finding | None:
     """The first step where any training series (`_checked`) is NaN or infinite (`non_finite_rows`), which series,
-    how many rows; a run that recovers counts too (one NaN gradient poisons the weights it updates)."""
+    how many rows; a run that recovers counts too (one NaN gradient poisons the weights it updates). Where only
+    reward series are, each finite again after its last such row (`_reward_rows_only`), the updates were numbers as
+    far as the log shows: a warning about the reward function, not a divergence."""
     bad = {name: rows for name in _checked(log) if (rows := non_finite_rows(log, name)).any()}
     if not bad:
         return None
@@ -108,6 +110,8 @@ def non_finite(log: RunLog, hparams=None) -> Finding | None:
     ev = [evidence(f"{name} NaN or infinite (rows)", int(bad[name].sum()), (firsts[name], int(log.steps[bad[name]][-1])),
                    threshold=1, first_step=firsts[name], recovered=bool(np.isfinite(log[name][-1])))
           for name in names]
+    if _reward_rows_only(log, bad):
+        return _reward_not_finite(log, bad, names, ev)
     others = "".join(f", {n} from step {firsts[n]}" for n in names[1:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     summary = (f"{names[0]} is NaN or infinite from step {first} ({int(bad[names[0]].sum())} rows{others}): the "
                "updates from that step on are not numbers; the numbers after it cannot be trusted")
@@ -117,6 +121,26 @@ def non_finite(log: RunLog, hparams=None) -> Finding | None:
               f"clip the gradient norm ({GRAD_CLIP_KEYS}: 1.0), train in bf16 rather than fp16 (TRL bf16: true, fp16: "
               "false), and look at the batch of that step (an empty or very long completion, a reward of inf)"]
     return Finding("non_finite", "invalidates", summary, ev, advice)
+
+
+def _reward_rows_only(log: RunLog, bad: dict[str, np.ndarray]) -> bool:
+    """Whether only reward series (`reward`, `reward/<fn>`) are non-finite, each on rows with finite ones after them
+    (its last row finite, and no update reading, the loss or the gradient norm, non-finite)."""
+    return all(name == "reward" or name.startswith("reward/") for name in bad) and \
+        all(np.isfinite(log[name][np.flatnonzero(rows)[-1] + 1:]).any() for name, rows in bad.items())
+
+
+def _reward_not_finite(log: RunLog, bad: dict[str, np.ndarray], names: list[str], ev: list[dict]) -> Finding:
+    """The warning for reward rows that are not numbers between finite ones (`_reward_rows_only`)."""
+    rows = bad[names[0]]
+    at = log.steps[rows]
+    where = f"at step {int(at[0])} only" if at.size == 1 else f"on {at.size} rows, steps {int(at[0])}-{int(at[-1])}"
+    others = f" (also {', '.join(names[1:4])})" if len(names) > 1 else ""
+    summary = (f"{names[0]} is not a number {where}{others}, with finite rows after it: a reward function's value "
+               "(or a logging error), not a diverged update; the analysis reads the rows without it")
+    advice = ["look at the reward function on that step's batch (a division by zero, an empty completion, a log of "
+              "0): a NaN or inf reward makes its group's advantages NaN; return a finite value for such a completion"]
+    return Finding("non_finite", "warning", summary, ev, advice)
 
 
 # ---- clip_zero_on_policy ----------------------------------------------------------------------------------

@@ -154,11 +154,15 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
                     ev += ev_mix
                     advice += advice_mix
                 need = group_size_for(p_late)
-                if need is not None and need > G and not mixed:
-                    g_is = (f"G = {G}" if source == "hparams" else  # the user's G, or one the log's shares suggest
-                            f"G = {G} (estimated from the zero-std share: --group-size gives yours)")
-                    advice.append(f"raise the group size: at success rate {p_late:.2f}, {g_is} leaves {expected:.0%} of "
+                if need is not None and need > G and not mixed and source == "hparams":
+                    advice.append(f"raise the group size: at success rate {p_late:.2f}, G = {G} leaves {expected:.0%} of "
                                   f"groups without signal; G >= {need} brings it under {ZERO_STD_TARGET:.0%}")
+                elif need is not None and need > G and not mixed:  # G inverted from the share: prompts alike assumed
+                    advice.append(f"{late:.0%} of groups carry no signal at success rate {p_late:.2f}: raise the group "
+                                  "size (TRL num_generations, verl actor_rollout_ref.rollout.n) or filter prompts whose "
+                                  "groups all score alike (DAPO dynamic sampling); your G (--group-size, or --config) "
+                                  f"tells which: prompts alike in difficulty leave under {ZERO_STD_TARGET:.0%} at G >= "
+                                  f"{need}")
             side = "easy (all responses correct)" if p_late > 0.5 else "hard (all responses wrong)"
             advice.append(f"the prompts have become too {side} for the policy: use {'harder' if p_late > 0.5 else 'easier'} "
                           "prompts or a curriculum")

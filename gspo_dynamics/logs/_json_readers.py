@@ -78,6 +78,23 @@ def read_jsonl(text: str | bytes, step_key: str | None = None) -> RawLog:
     return RawLog(rows, warnings, logging_steps, axis, groups)
 
 
+# keys of a TRL GRPOConfig that no row of metrics holds: two of them make a file a config, not a log
+CONFIG_KEYS = frozenset({"learning_rate", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
+                         "max_completion_length", "num_iterations", "steps_per_generation", "lr_scheduler_type",
+                         "warmup_steps", "warmup_ratio", "max_steps", "num_train_epochs", "output_dir"})
+
+
+def config_not_log(keys) -> str | None:
+    """The error for a file whose keys are a training config's (two of CONFIG_KEYS, or verl's actor_rollout_ref),
+    else None."""
+    config = [str(key) for key in keys if key in CONFIG_KEYS or key == "actor_rollout_ref"]
+    if len(config) < 2 and "actor_rollout_ref" not in config:
+        return None
+    return (f"the file is a training config ({', '.join(config[:3])}, ...), not a log of metrics: `predict --config` "
+            "reads it; diagnose, report and --pilot read the run's log (trainer_state.json, a metrics JSONL, the "
+            "console output)")
+
+
 def _no_rows(text: str | bytes) -> str:
     """Why a JSON text gave no rows: one document (an object whose row list is empty, a summary of last values) said
     as such with its keys, else that no line held a JSON object."""
@@ -91,6 +108,9 @@ def _no_rows(text: str | bytes) -> str:
         "none of them a list of rows (one row per step: " + ", ".join(ROW_LISTS) + ") or of columns")
     summary = ("; a 'summary' holds a run's last values, not its curve (W&B's run history is the curve)"
                if "summary" in document else "")
+    config = config_not_log(keys)
+    if config:
+        return config
     return (f"the file is one JSON object of {len(keys)} key(s) ({', '.join(keys[:6])}{', ...' if len(keys) > 6 else ''}) "
             f"with no rows of metrics: {said}{summary}")
 

@@ -30,7 +30,7 @@ from gspo_dynamics.logs._detect import (
     _row_list_format,
     detect_format,
 )
-from gspo_dynamics.logs._json_readers import read_jsonl
+from gspo_dynamics.logs._json_readers import config_not_log, read_jsonl
 from gspo_dynamics.logs._readers import (
     NUMBERED as _NUMBERED,
     NUMBERED_AXIS,
@@ -40,6 +40,7 @@ from gspo_dynamics.logs._readers import (
     read_trl_state,
     read_tensorboard,
 )
+from gspo_dynamics.logs._out_of_scale import without_out_of_scale
 from gspo_dynamics.logs._placeholders import without_placeholders
 from gspo_dynamics.logs._repeats import repeated_rows
 from gspo_dynamics.logs._reward_choice import per_sample_mean, training_reward
@@ -295,8 +296,10 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings + pick_warnings
     built, placeholders = without_placeholders(series_of(settled, chosen, warnings))
     built, means = per_sample_mean(built, mapped="reward" in (column_map or {}))
-    warnings += placeholders + means
+    built, far, far_aside = without_out_of_scale(built)
+    warnings += placeholders + means + far
     set_aside = [f"{settled.dropped} rows dropped where the step counter went back"] if settled.dropped else []
+    set_aside += far_aside
     repeats = repeated_rows(built.series, built.from_training)
     if n_repeats := int(repeats.sum()):
         set_aside.append(f"{n_repeats} repeated rows read once")
@@ -306,7 +309,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     if "reward" not in built.series:
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
-        raise no_reward_error(raw_keys)
+        raise ConfigError(config) if len(raw.rows) == 1 and (config := config_not_log(sorted(raw_keys))) else \
+            no_reward_error(raw_keys)
     if numbered and not (logging_steps or raw.logging_steps):
         _check_numbered(raw, raw_keys, chosen, source)
     trainer = _names.guess_trainer(raw_keys)

@@ -35,6 +35,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._epochs import across_epochs
 from gspo_dynamics.logs._groups import key_groups, regroup
 from gspo_dynamics.logs._interleaved import in_turn_said, interleaved_runs
+from gspo_dynamics.logs._order import step_order
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
 from gspo_dynamics.logs._readers import ROW_NUMBERS
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
@@ -267,6 +268,10 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         if joined:
             rows = with_steps(rows, steps)
             step_axis += f", counted on where it restarts with the epoch ({joined} time(s))"
+    order, said = step_order(steps, is_eval) if ordered else (None, "")
+    if order is not None:  # a table sorted newest first, or shuffled (`_order`)
+        rows, steps, is_eval = [rows[i] for i in order.tolist()], steps[order], is_eval[order]
+        groups, step_axis = key_groups(rows), f"{step_axis}, {said}"
     starts = run_starts(steps, is_eval) if ordered else np.zeros(1, dtype=np.int64)
     turns = interleaved_runs(steps, is_eval) if ordered and starts.size == 1 else None
     if turns is not None:  # runs written into one file in turn (`_interleaved`): one of them

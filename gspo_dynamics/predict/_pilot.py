@@ -56,10 +56,10 @@ from gspo_dynamics.predict._configs import RunSetup
 from gspo_dynamics.predict._drift import measure_drift
 from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held_reward, pilot_end_reward
 from gspo_dynamics.predict._fall_chance import config_fall_chance, lr_bound_in_reach
-from gspo_dynamics.predict._pilot_headline import plateau_identified
+from gspo_dynamics.predict._pilot_headline import UNTIMED, plateau_identified, plateau_timed
 from gspo_dynamics.predict._pilot_log import (
     GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, lr_mismatch, pilot_entropy, pilot_fit,
-    pilot_reward_range, zero_std_shares,
+    pilot_reward_range, reward_not_finite, zero_std_shares,
 )
 from gspo_dynamics.predict._pilot_validity import pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
@@ -114,10 +114,13 @@ class PilotForecast:
     reward_spread: np.ndarray | None = None  # the logged reward_std at each reward point (`_pilot_headline.fall_in_row_noise`)
     invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
     mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
+    unread: str | None = None  # the pilot's reward rows that are not numbers (`_pilot_log.reward_not_finite`); said first
 
     def brief_lines(self) -> list[str]:
-        """The answer's first lines about the pilot against its config: a logged lr far from the config's."""
-        return [f"config and pilot disagree: {self.mismatch}"] if self.mismatch else []
+        """The answer's first lines about the pilot against its config and its own rows: a logged lr far from the
+        config's, reward rows that are not numbers."""
+        return ([f"config and pilot disagree: {self.mismatch}"] if self.mismatch else []) + (
+            [f"pilot rows not read: {self.unread}"] if self.unread else [])
 
     def to_json(self) -> dict[str, Any]:
         implied = self.implications.to_json()
@@ -148,7 +151,7 @@ class PilotForecast:
                 "task_prior": None if self.prior is None else self.prior.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
                 "pilot_end_drop": None if self.end_drop is None else self.end_drop.to_json(),
-                "config_mismatch": self.mismatch,
+                "config_mismatch": self.mismatch, "rows_not_read": self.unread,
                 "measured": self.measured, "assumed": self.assumed, "pilot_log_notes": list(self.log_notes)})
 
     @property
@@ -193,7 +196,8 @@ class PilotForecast:
                          f"{plateau_unidentified(imp.unidentified)['plateau']}; a longer pilot, or one past the rise's start, tells)")
         else:
             lines.append(f"  reward curve: plateau {plateau.value:.3g}" + (f" +- {plateau.stderr:.2g}" if plateau.stderr else "")
-                         + f", within 5% of it from step {imp.time_to_plateau.value:.3g}")
+                         + (f", within 5% of it from step {imp.time_to_plateau.value:.3g}" if plateau_timed(imp)
+                            else f"; {UNTIMED}"))
         if self.held is not None:
             lines.append(f"  held level: the pilot's last {min(HELD_STEPS, self.pilot_steps)} rewards average {self.held:.3g} "
                          + ("(the pilot lost reward on the way: below)" if self.lost else "(as a forecast of a run's final reward "
@@ -334,6 +338,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     invalid = pilot_invalid(log, n, keys.group if keys is not None else "the group size G")
     return PilotForecast(config=config, pilot_steps=n, implications=imp, max_safe_lr=max_lr, invalid=invalid,
                          mismatch=lr_mismatch(log, n, hp.lr, keys.lr if keys is not None else "lr"),
+                         unread=reward_not_finite(log, n),
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,

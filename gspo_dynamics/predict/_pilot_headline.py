@@ -38,6 +38,16 @@ def plateau_identified(f) -> bool:
     return lo <= plateau.value <= hi
 
 
+UNTIMED = "the step it comes by is not identified (its standard error exceeds it)"
+
+
+def plateau_timed(imp) -> bool:
+    """Whether the pilot times its plateau: the step within 5% of it has a standard error below the step itself (a
+    step of 4 +- 13 is no reading of when; where no standard error was computed, the step stands)."""
+    t = imp.time_to_plateau
+    return t.stderr is None or (math.isfinite(t.stderr) and t.stderr <= t.value)
+
+
 # the columns the collapse rule reads, per framework: the token entropy (T = 1) and the move between refreshes (T > 1)
 COLLAPSE_COLUMNS = {"trl": ("entropy (TRL >= 0.20 logs it)", "clip_ratio/* (TRL logs it)"),
                     "verl": ("actor/entropy", "actor/pg_clipfrac and actor/ppo_kl"),
@@ -305,9 +315,10 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
         out["text"].append(f"reward at the run's end: not forecast (its length is unknown: {where}, or --run-steps)")
     imp = f.implications
     if plateau_identified(f):
-        out["plateau"] = {"value": imp.plateau.value, "step": imp.time_to_plateau.value}
-        out["text"].append(f"plateau {imp.plateau.value:.3g} (the pilot's curve: a later rise is not ruled out), within "
-                           f"5% of it from step {imp.time_to_plateau.value:.0f}")
+        timed = plateau_timed(imp)
+        out["plateau"] = {"value": imp.plateau.value, "step": imp.time_to_plateau.value if timed else None}
+        out["text"].append(f"plateau {imp.plateau.value:.3g} (the pilot's curve: a later rise is not ruled out), "
+                           + (f"within 5% of it from step {imp.time_to_plateau.value:.0f}" if timed else UNTIMED))
     else:
         rise = rise_in_noise(f)
         out["plateau"] = None

@@ -62,6 +62,23 @@ def lr_mismatch(log: RunLog, n: int, lr: float, key: str) -> str | None:
             f"(--set {key}={hi:.3g} reads the pilot's)")
 
 
+def reward_not_finite(log: RunLog, n: int) -> str | None:
+    """The pilot's reward rows logged as NaN or +-inf (or out of scale, `logs._out_of_scale`) up to its n-th reward
+    point: the fit reads the pilot without them, and a user should know (said first, `PilotForecast.brief_lines`).
+    None where there are none."""
+    rows = pilot_rows(log, n)
+    if not rows.size:
+        return None
+    x = log["reward"][:rows[-1] + 1]
+    bad = np.isinf(x) | log.logged_non_finite.get("reward", np.zeros(log.steps.shape, dtype=bool))[:rows[-1] + 1]
+    if not bad.any():
+        return None
+    at = log.steps[:rows[-1] + 1][bad]
+    where = f"at step {int(at[0])}" if at.size == 1 else f"on {at.size} rows, steps {int(at[0])}-{int(at[-1])}"
+    return (f"the pilot's reward is not a number {where}: the pilot is read without it; look at the reward function "
+            "on that step's batch (gspo-dynamics diagnose on the pilot says more)")
+
+
 def logged_lr(log: RunLog, n: int, lr: float) -> list[str]:
     """What the pilot's logged learning rate (TRL's learning_rate, verl's actor/lr) says against the config's:
     every bound here scales from the config's lr, so a pilot run at another, or under a schedule, is said; one

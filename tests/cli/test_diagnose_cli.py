@@ -57,7 +57,8 @@ def test_too_short_is_a_report_with_exit_0(capsys):
     ([SRINATH, "--lr", "1e-5", "--optimizer", "adam", "--momentum", "0.9"], "--momentum"),
     ([SRINATH, "--lr", "-1"], "learning rate"),
     ([SRINATH, "--config", "/nonexistent.json"], "cannot read"),
-    ([SRINATH, "--plot", "/nonexistent/dir/out.png"], "cannot write the plot"),
+    ([SRINATH, "--plot", "/nonexistent/dir/out.png"], "cannot write the plot to '/nonexistent/dir/out.png': its folder"),
+    ([SRINATH, "--run", "0"], "argument --run: expected a run number, 1 for the file's first run or more, got '0'"),
     ([SRINATH, "--reward-range", "1", "0"], "reward range (--reward-range LO HI)"),
     ([SRINATH, "--reward-range", "0", "nan"], "reward range (--reward-range LO HI)"),
 ])

@@ -1,7 +1,7 @@
 """Zero-std groups read for what they are (helper J): a collapse from a solved state to failing every sample makes the
 late all-wrong groups, so the degeneracy ranks below the collapse (`_solved_groups.solved_to_failed`); a reward at its
-ceiling is a solved task (`_solved_groups.solved_at_ceiling`); a G estimated from the zero-std share is said to be
-estimated."""
+ceiling is a solved task (`_solved_groups.solved_at_ceiling`); a G the log does not give is not stated in the advice
+(inverted from the zero-std share it assumes prompts alike in difficulty: a real run at G = 8 read as G = 2)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 
 from gspo_dynamics.diagnose import diagnose
 from gspo_dynamics.logs import RunLog
+from gspo_dynamics.theory.hyperparams import Hyperparams
 
 G = 4
 
@@ -45,7 +46,19 @@ def test_a_reward_at_its_ceiling_is_advised_as_a_solved_task_and_an_estimated_g_
     deg = d.verdict("advantage_degeneracy")
     assert deg is not None and deg.advice[0].startswith("the reward is at its ceiling")
     assert not any("too easy" in a for a in deg.advice)
-    g_advice = [a for a in deg.advice if a.startswith("raise the group size")]
-    assert all("estimated from the zero-std share" in a for a in g_advice)
+    assert not any(a.startswith("raise the group size") for a in deg.advice)  # no G the log does not give is stated
+    assert not any(" G = " in a for a in deg.advice)
     low = diagnose(grouped_log(np.full(40, 0.06), seed=1)).verdict("advantage_degeneracy")  # far from the ceiling
     assert low is not None and not low.advice[0].startswith("the reward is at its ceiling")
+
+
+def test_without_a_known_g_the_advice_names_the_share_and_asks_for_g():
+    """Far from the ceiling, no G given: the advice says the measured share and both fixes, and asks for the G that
+    tells them apart; with the G given, it names it."""
+    d = diagnose(grouped_log(np.full(40, 0.06), seed=1))
+    deg = d.verdict("advantage_degeneracy")
+    text = " ".join(deg.advice)
+    assert "of groups carry no signal at success rate" in text and "--group-size" in text and " G = " not in text
+    hp = Hyperparams(lr=1e-6, refresh_interval=1, group_size=G, num_groups=16)
+    given = diagnose(grouped_log(np.full(40, 0.06), seed=1), hp).verdict("advantage_degeneracy")
+    assert any(a.startswith(f"raise the group size: at success rate 0.06, G = {G} leaves") for a in given.advice)

@@ -278,6 +278,17 @@ def test_one_json_object_without_rows_says_what_it_holds():
         read_log("not json\nnor this\n", format="jsonl")
 
 
+def test_a_training_config_given_as_a_log_is_named_as_one():
+    """A GRPOConfig's JSON passed to diagnose: said to be a config (`predict --config` reads it), not "no rows"."""
+    config = {"output_dir": "out", "learning_rate": 1e-6, "num_generations": 8, "beta": 0.0}
+    with pytest.raises(ConfigError, match=r"^the file is a training config \(output_dir, learning_rate, "
+                                          r"num_generations, \.\.\.\), not a log of metrics: `predict --config`"):
+        read_log(json.dumps(config, indent=2), format="jsonl")  # a document: its keys in the file's order
+    with pytest.raises(ConfigError, match=r"^the file is a training config \(learning_rate, num_generations, "
+                                          r"output_dir, \.\.\.\)"):
+        read_log(json.dumps(config), format="jsonl")  # one line: read as a row, its keys in order
+
+
 def test_a_csv_pandas_wrote_with_its_row_index_is_read_without_it():
     """`DataFrame.to_csv()` (W&B's run.history() saved by pandas) writes its row index first, under an empty name."""
     lines = [",_step,_runtime,train/reward,train/kl"] + [f"{i},{2 * i},{10.0 * i},{0.1 + 0.01 * i:.3f},0.001"

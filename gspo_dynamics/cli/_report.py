@@ -71,7 +71,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
+    from gspo_dynamics.logs import ColumnMapError, holds_log, parse_map_option, read_log, run_folders
     from gspo_dynamics.report import build_report, to_html, to_markdown
 
     _check(args)
@@ -81,8 +81,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from gspo_dynamics.predict import read_run_config
 
         setup = read_run_config(args.config, overrides=args.set, allow_unknown=args.allow_unknown)
-    logs = []
-    for path in args.logs:
+    logs, paths, swept = [], [], []
+    for path in args.logs:  # a folder of run folders (a sweep's output): each of its runs
+        runs = [] if not Path(path).is_dir() or holds_log(path) else run_folders(path)
+        paths += [str(run) for run in runs] or [path]
+        others = [p.name for p in sorted(Path(path).iterdir()) if p.is_dir() and p not in runs] if runs else []
+        swept += [f"the {len(runs)} runs of {path} ({', '.join(r.name for r in runs)}"
+                  + (f"; no log read in {', '.join(others)}: give its file" if others else "") + ")"] if runs else []
+    for path in paths:
         try:
             logs.append(read_log(path, column_map=parse_map_option(args.map), run=args.log_run,
                                  logging_steps=logging_steps))
@@ -102,7 +108,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         _write(args.markdown, to_markdown(report))
         written.append(args.markdown)
     print("\n".join(report.answer))
-    print(f"wrote {' and '.join(written)}")
+    print(f"wrote {' and '.join(written)}" + (f" of {'; '.join(swept)}" if swept else ""))
     return 0
 
 

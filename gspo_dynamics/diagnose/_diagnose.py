@@ -19,6 +19,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import drift_note, drift_without_progress, no_signal, reward_scale, reward_spread
+from gspo_dynamics.diagnose._trend_advice import DRIFT_STALLED_ADVICE, STALLED_ADVICE
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signal_lost import signal_lost
 from gspo_dynamics.diagnose._hacking import hacking
@@ -154,6 +155,8 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
     if drift and verdicts[0].mode in ("stalled", "noise_dominated"):
         verdicts[0].evidence.extend(drift)
         notes.append(drift_note(drift, trend["z"]))
+        if verdicts[0].mode == "stalled" and verdicts[0].advice == STALLED_ADVICE:  # "raise the lr" on a moving policy
+            verdicts[0] = replace(verdicts[0], advice=list(DRIFT_STALLED_ADVICE))
     return verdicts
 
 

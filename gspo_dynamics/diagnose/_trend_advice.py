@@ -29,6 +29,14 @@ STALLED_ADVICE = ["no significant change of the reward, and the data favour none
                   "to the reference; where both hold, raise the learning rate (2-10x)"]
 
 
+# a stall while the policy moves (`_context.drift_without_progress`): the updates are not short of size
+DRIFT_STALLED_ADVICE = ["the policy moves (its KL to the reference or its entropy changed significantly) while the "
+                        "reward does not follow: the updates are not short of size, so a larger learning rate is not "
+                        "the lever; check that the groups carry signal (rewards differ within a group) and that the "
+                        "reward can still rise (its headroom below the ceiling); a smaller learning rate or a larger "
+                        "KL weight keeps a drift that buys nothing in check"]
+
+
 def noise_advice(group_size: int | None, std_factor: float) -> list[str]:
     """Raise G, or the prompts per step, where that resolves the change: the sampling and stationary fluctuation
     variances scale as 1/G (reduced-order model), so the detectable change shrinks by sqrt(f) when G (or the

@@ -176,7 +176,10 @@ class Diagnosis:
     def headline(self) -> list[str]:
         """The answer first (the report's and the figure's first lines): the verdict, the one thing to do, then
         each finding, those that invalidate the run before the others."""
-        if self.primary == TOO_SHORT:
+        if self.primary == TOO_SHORT and not self.log_summary.get("reward_points") and any(  # rows, none a number
+                e["signal"] == "reward NaN or infinite (rows)" for f in self.findings for e in f.evidence):
+            lines = ["verdict    no reward to analyse: the reward is NaN or infinite on every row (below)"]
+        elif self.primary == TOO_SHORT:
             s = self.log_summary
             lines = [f"verdict    too short to analyse: {s.get('reward_points', 0)} reward points "
                      f"(at least {s.get('min_points')} are needed to fit a trajectory)"]

@@ -36,7 +36,9 @@ Rules (stated once, named constants):
   min_confidence                           MIN_CONFIDENCE = 0.9 for the callback and watch alike: diagnose's
                                            confidences are Platt-calibrated, and at >= 0.9 61 of 63 left-out
                                            verdicts were right (paper_repro diagnose-calibration); below 0.9 no band
-                                           was checked, so an alert there would claim what was never measured.
+                                           was checked, so an alert there would claim what was never measured;
+                                           the reported verdict below it names no action either ("do nothing
+                                           yet": a healthy saturation at 0.68 said "stop", and the run rose on).
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ TREND_ROWS = 4 * MIN_ANALYSIS_POINTS  # a trend verdict's early and late quarter
 HEALTHY_MODES = ("healthy_saturation", "still_rising")  # not failures
 TREND_MODES = ("healthy_saturation", "still_rising", "stalled", "noise_dominated")
 PENDING = "pending"  # no verdict yet
+UNSURE = "unsure: "  # a verdict between modes: its line says what would tell, never an action
+WAIT = ("nothing yet: its confidence is below {:g}, the level at which a verdict acts (stop, lower the lr, ...); "
+        "later rows tell")
 # A check diagnoses once the log grew by 1/64 of its length (or a view block, or a non-finite value arrived):
 # diagnose's late window is a quarter of the log, so such a growth has replaced 1/16 of it; a verdict of the whole
 # log moves no faster than that window. Up to 640 rows and every = 10 logs that is every check.
@@ -203,7 +208,9 @@ class Guard:
             self.verdict = head
         if self.verdict in now:  # the reported verdict is today's reading too: its confidence and advice now
             v = d.verdicts[0]
-            self._reported = (float(v.confidence), _first_advice(v) or _action(d))
+            weak = v.confidence < s.min_confidence and not self.verdict.startswith(UNSURE)  # no action on a lean
+            self._reported = (float(v.confidence), WAIT.format(s.min_confidence) if weak else
+                              _first_advice(v) or _action(d))
         alerts = []
         for name in [m for m in list(self.flagged) if self.flagged[m].kind == "mode" and "mode:" + m not in held]:
             del self.flagged[name]  # a mode that went is flagged again when it holds again

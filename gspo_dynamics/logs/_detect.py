@@ -93,6 +93,9 @@ def _looks_like_csv(text: str) -> bool:
     return 2 * len(same) > len(body) and 3 * numeric >= len(cells)
 
 
+_PROGRESS = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")  # a tqdm bar: "  3%|▏   | 87/2196 [02:10<..., 1.5s/it]"
+
+
 def detect_format(content: bytes | str) -> str:
     """The format name of a log's content (see the module docstring for the rules)."""
     if isinstance(content, bytes) and looks_like_tfrecord(content[:12]):
@@ -113,6 +116,13 @@ def detect_format(content: bytes | str) -> str:
         return "text_table"
     if stripped.startswith("{") and isinstance(_loads(stripped), dict):  # one JSON object over many lines: its
         return "jsonl"  # reader says what it holds instead of rows (`_json_readers._no_rows`)
+    bars = _PROGRESS.findall(stripped[-DETECT_CHARS:])
+    if bars:  # a trainer's console with its progress bars and not one metric line
+        done, total = bars[-1]
+        raise ConfigError(f"the log holds progress bars (step {done} of {total}) but no metric rows: the trainer "
+                          "logged no metrics to it (TRL/transformers: logging_steps, and a console or file logger "
+                          "in report_to); the run's trainer_state.json (its output folder's checkpoint-N/) holds "
+                          "them")
     raise ConfigError(
         "could not recognise the log format; tried a TensorBoard event file, a trainer_state.json, a Jupyter notebook, "
         "JSON/JSONL rows, "

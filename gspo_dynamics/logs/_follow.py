@@ -193,6 +193,9 @@ class Follower:
         if f is not None and f.path == target and f.identity == identity and (
                 f.kind == "document" or stat.st_size >= f.offset):
             return False
+        if f is not None and f.path == target and f.kind == "document" and self._continues(f):
+            f.identity = identity  # written to a temporary file and moved over it (an atomic save): the same log
+            return False
         had_rows = f is not None and bool(f.rows)
         if f is not None and f.path != target:
             messages.append(f"following {str(target)!r}, the newest log in {str(self.path)!r}")
@@ -200,6 +203,18 @@ class Follower:
             messages.append(f"{str(target)!r} was truncated or replaced; reading it again from its start")
         self.file = _File(target, identity, format=None if self.format == "auto" else self.format)
         return had_rows
+
+    def _continues(self, f: _File) -> bool:
+        """Whether the document at `f.path` now begins with the rows read from it before (a save that replaced the
+        file with a longer version of itself), not another run's log; False where it does not parse yet."""
+        try:
+            data = f.path.read_bytes()
+            if _loads(_as_text(data)[0]) is None:
+                return False
+            rows = READERS[f.format](_as_text(data)[0], self.column_map.get("step")).rows
+        except (OSError, ConfigError):
+            return False
+        return len(rows) >= len(f.rows) and list(rows[:len(f.rows)]) == list(f.rows)
 
     def _wait(self, reason: ConfigError, messages: list[str], restarted: bool = False, grew: bool = False) -> Update:
         """An update that read nothing, with `reason` the first time it is the reason (until a read succeeds);

@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import gzip
+import io
 import os
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -93,12 +96,27 @@ def _load(path_or_text) -> tuple[bytes | str, str]:
             raise ConfigError(f"log file {str(path)!r} does not exist")
         if path.stat().st_size > _MAX_BYTES:
             raise ConfigError(f"log file {str(path)!r} is larger than 2 GiB")
-        return path.read_bytes(), str(path)
+        return _gunzipped(path.read_bytes(), str(path)), str(path)
     except OSError as error:
         raise ConfigError(f"log file {str(path)!r} cannot be read ({error.strerror})") from None
 
 
-def _log_in(folder: Path) -> Path:
+def _gunzipped(content: bytes, source: str) -> bytes:
+    """A gzip-compressed log's bytes decompressed (a cluster's rotated `*.jsonl.gz`), others as they are; a corrupt
+    or truncated stream, or one past 2 GiB decompressed, is one ConfigError."""
+    if content[:2] != b"\x1f\x8b":
+        return content
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(content)) as stream:
+            out = stream.read(_MAX_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ConfigError(f"log file {source!r} is gzip-compressed but cannot be decompressed ({error})") from None
+    if len(out) > _MAX_BYTES:
+        raise ConfigError(f"log file {source!r} is larger than 2 GiB decompressed")
+    return out
+
+
+def _log_in(folder: Path, sweep: bool = True) -> Path:
     """The log of a run folder: its trainer_state.json or metrics file, else the newest TensorBoard event file in it
     or two levels below it, else the trainer_state.json of its latest checkpoint-N/ (TRL's output folder; N the
     largest), else the console a W&B run folder (or its files/) captured, output.log."""
@@ -116,9 +134,32 @@ def _log_in(folder: Path) -> Path:
                and any((folder / name).with_name(own).is_file() for own in _WANDB_OWN)]
     if console:
         return console[0]
+    runs = run_folders(folder) if sweep else []
+    if runs:
+        names = ", ".join(p.name + "/" for p in runs[:4]) + (", ..." if len(runs) > 4 else "")
+        raise ConfigError(f"directory {str(folder)!r} holds {len(runs)} run folders ({names}), not one run's log: "
+                          f"diagnose reads one of them ({str(runs[0])!r}); report reads them all as a sweep")
     raise ConfigError(f"directory {str(folder)!r} holds no trainer_state.json (nor checkpoint-N/trainer_state.json), "
                       "metrics file, TensorBoard event file (nor one up to two folders below) or W&B run's output.log: "
                       "give the log file itself")
+
+
+def holds_log(folder) -> bool:
+    """Whether `folder` holds one run's log of its own (what `read_log` of the folder reads, not its subfolders')."""
+    try:
+        _log_in(Path(folder), sweep=False)
+    except (ConfigError, OSError):
+        return False
+    return True
+
+
+def run_folders(folder) -> list[Path]:
+    """The folders directly inside `folder` that each hold a run's log (`_log_in` finds one), by name: a sweep's
+    folder of runs; [] where there is none (or `folder` is no folder)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return [sub for sub in sorted(p for p in folder.iterdir() if p.is_dir()) if holds_log(sub)]
 
 
 

@@ -94,7 +94,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     (equation (6))."""
     out = dict(displacement=None, collapse_max_refresh=None, collapse_max_lr=None, entropy=None, overshoot=None,
                entropy_rise=None, signal_share=None, pilot_signal_share=None, survived=None, band_edge=None,
-               kl_pull=kl_pull_risk(hp, None))
+               kl_pull=kl_pull_risk(hp, None), rise_unread=None)
     entropy = np.asarray(log["entropy"][:n], dtype=float) if "entropy" in log else np.array([])
     entropy = entropy[np.isfinite(entropy)]
     if delta is None or not delta > 0 or not len(entropy) or not entropy.mean() > 0:
@@ -112,8 +112,7 @@ def collapse_fields(log: RunLog, n: int, hp, delta: float | None, zero_std: tupl
     bound = collapse.relative_limit(COLLAPSE_SPREAD, H, signal_share)
     limit = collapse.survived_limit(bound, survived)
     first = log["entropy"][:n]
-    out.update(entropy=H, signal_share=signal_share, pilot_signal_share=pilot_share, overshoot=collapse.overshoots(first),
-               entropy_rise=collapse.entropy_rise(first),
+    out.update(entropy=H, signal_share=signal_share, pilot_signal_share=pilot_share, **_first_rise(first, measured),
                displacement=D, survived=survived, band_edge=clip,
                kl_pull=kl_pull_risk(hp, None if zero_std[0] is None and zero_std[1] is None else signal_share, held),
                collapse_max_refresh=collapse.max_safe_refresh_interval(s, hp.lr, limit, clip),
@@ -136,13 +135,27 @@ def _overshoot(entropy, lr: float, measured: list[str]) -> dict:
     """The entropy-only collapse fields where no drift is measured (T = 1, or no clip/ratio logged): the first
     updates' entropy rise r and, where it passes OVERSHOOT_RISE, the overshoot and its lr bound lr OVERSHOOT_RISE / r
     (`theory.collapse` (6): one step past the basin, whatever the staleness; T = 1 is no shelter)."""
-    rise = collapse.entropy_rise(entropy)
-    over = collapse.overshoots(entropy)
-    out = {"overshoot": over, "entropy_rise": rise}
+    out = _first_rise(entropy, measured)
+    rise, over = out["entropy_rise"], out["overshoot"]
     if over:
         out["collapse_max_lr"] = collapse.overshoot_max_learning_rate(rise, lr)
         measured.append(_overshoot_line(rise, out["collapse_max_lr"]))
     return out
+
+
+def _first_rise(entropy, measured: list[str]) -> dict:
+    """overshoot, entropy_rise and rise_unread of the first updates' entropy (`theory.collapse` (6), (6')): a rise
+    past OVERSHOOT_RISE that the entropy's own row scatter could give is no reading (rise and overshoot None, the
+    reason in rise_unread and `measured`); otherwise the rise r and whether it overshoots."""
+    rise = collapse.entropy_rise(entropy)
+    if rise is not None and rise > collapse.OVERSHOOT_RISE and collapse.rise_within_noise(entropy):
+        noise = collapse.entropy_row_noise(entropy)
+        why = (f"the token entropy rose {rise:.0%} on the first updates, within its own row scatter (sd {noise:.2g} "
+               f"nats a row: a rise must pass {collapse.OVERSHOOT_Z:g} sd of a difference of two rows, theory.collapse "
+               "(6')), so no overshoot is read from it")
+        measured.append(why)
+        return {"overshoot": None, "entropy_rise": None, "rise_unread": why}
+    return {"overshoot": collapse.overshoots(entropy), "entropy_rise": rise, "rise_unread": None}
 
 
 def _overshoot_line(rise: float, overshoot_lr: float) -> str:

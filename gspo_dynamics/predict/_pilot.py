@@ -115,6 +115,7 @@ class PilotForecast:
     invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
     mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
     unread: str | None = None  # the pilot's reward rows that are not numbers (`_pilot_log.reward_not_finite`); said first
+    rise_unread: str | None = None  # why the first updates' entropy rise is no reading (its row scatter, (6'))
 
     def brief_lines(self) -> list[str]:
         """The answer's first lines about the pilot against its config and its own rows: a logged lr far from the
@@ -143,6 +144,7 @@ class PilotForecast:
                 "collapse_max_refresh_interval": self.collapse_max_refresh,
                 "collapse_max_lr": self.collapse_max_lr, "displacement": self.displacement,
                 "entropy": self.entropy, "overshoot": self.overshoot, "entropy_rise": self.entropy_rise,
+                "entropy_rise_unread": self.rise_unread,
                 "signal_share": self.signal_share, "pilot_signal_share": self.pilot_signal_share,
                 "survived_displacement": self.survived, "displacement_band_edge": self.band_edge,
                 "collapse_limit": self.collapse_limit,

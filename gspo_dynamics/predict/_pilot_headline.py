@@ -163,6 +163,10 @@ def _unread(f, linear: float | None = None) -> str:
     on_policy = setup.hparams.refresh_interval == 1
     missing = ("token entropy, the collapse rule's one reading at a refresh interval T = 1" if on_policy else
                "move between sampler refreshes, the collapse rule's reading at a refresh interval T > 1")
+    if on_policy and f.rise_unread:  # logged, but too scattered to read the first updates by
+        return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: "
+                f"{f.rise_unread}; what would tell: more completions a step (the entropy's mean over more of them "
+                f"scatters less) or the step's token entropy over its whole batch")
     longer = ", run until its rise bends" if imp is None or imp.plateau_extrapolated else ""
     oscillation = (f"the linear model gives none ({f.lr_note})" if linear is None else
                    f"the linear model bounds only the reward's oscillation "

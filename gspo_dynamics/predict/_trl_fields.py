@@ -65,8 +65,11 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     "generation_kwargs": ((None,), "sampling options: the sampler may not be the policy the loss scores", None),
     "router_aux_loss_coef": ((None, 0.0), "adds a mixture-of-experts router loss", None),
     "cast_lm_head_to_fp32": ((False,), "the logits' precision: a smaller train-inference mismatch", None),
-    "bf16": ((False,), "trains in bf16: log-probs differ from the sampler's (a train-inference mismatch)", None),
-    "fp16": ((False,), "trains in fp16: log-probs differ from the sampler's (a train-inference mismatch)", None),
+    # without vLLM the trainer's own model samples in the trainer's precision: no sampler to differ from
+    "bf16": ((False,), "trains in bf16 beside vLLM's sampler: log-probs differ from the sampler's (a train-inference "
+             "mismatch)", "use_vllm"),
+    "fp16": ((False,), "trains in fp16: its loss scaler skips the steps whose gradients overflow (and beside vLLM's "
+             "sampler, log-probs differ from the sampler's)", None),
     "neftune_noise_alpha": ((None,), "noise added to the embeddings in training", None),
     "max_tool_calling_iterations": ((None,), "multi-turn tool calls inside a completion", None),
     "label_smoothing_factor": ((0.0, 0), "smoothed labels (not used by GRPO's loss)", None),

@@ -83,6 +83,17 @@ step, first order in it, so a run at lr sees r lr / lr_pilot, and every lr with
 is at risk, whatever T (`overshoot_max_learning_rate`): at and above the pilot's lr when the pilot
 overshot, and below it too when it overshot by more than a quarter times the ratio.
 
+A rise the entropy's own scatter could give is no reading of the step. The mean token entropy of a row is a mean
+over its completions, and over few of them it scatters from row to row (a run at 2 completions a step ranged over
+0.38-0.88 and never fell); its row noise, from the first differences (robust to a trend, a drift of the mean moves
+each difference by its own small step),
+
+    sigma_H = 1.4826 median_j |H_{j+1} - H_j| / sqrt(2),                                           (6')
+
+and the rise counts as an overshoot only where it also passes OVERSHOOT_Z = 3 standard deviations of a difference
+of two rows, max_j H_j - H_0 > OVERSHOOT_Z sqrt(2) sigma_H (`rise_within_noise`; sigma_H from at least NOISE_ROWS
+entropies, else no scatter is read and the rise counts as it is).
+
 Only groups whose rewards differ carry the displacement into the reward. A group-relative advantage is
 zero on a group of equal rewards (all correct, all wrong): its prompt is one the policy has absorbed or
 never reached, and a move that keeps it all correct loses nothing there. The reward a move can lose is
@@ -248,6 +259,8 @@ def max_safe_learning_rate(drift_per_lr: float, refresh_interval: int, limit: fl
 PILOT_SHARE_WEIGHT = 0.25  # w of (9): the pilot's measured share of groups with signal counts for a quarter of the run's
 OVERSHOOT_RISE = 0.25  # the entropy rise over its first value that marks a move too large (`overshoots`)
 OVERSHOOT_STEPS = 4  # the first steps in which it is looked for: the first updates, before learning sharpens the policy
+OVERSHOOT_Z = 3.0  # (6'): the rise must pass this many standard deviations of a difference of two rows
+NOISE_ROWS = 8  # entropies (6') reads a row noise from: as many as a pilot's shortest fit
 
 
 def relative_limit(limit: float, entropy: float, signal_share: float = 1.0) -> float:
@@ -323,6 +336,27 @@ def at_risk(drift_per_lr: float, entropy: float, rise: float | None, lr_pilot: f
 
 def overshoots(entropy) -> bool:
     """Whether the token entropy rises by more than OVERSHOOT_RISE over its first value within the first
-    OVERSHOOT_STEPS steps (module docstring): the pilot's single step is already past the basin."""
+    OVERSHOOT_STEPS steps, past its own row scatter (module docstring, (6) and (6')): the pilot's single step is
+    already past the basin."""
     rise = entropy_rise(entropy)
-    return rise is not None and rise > OVERSHOOT_RISE
+    return rise is not None and rise > OVERSHOOT_RISE and not rise_within_noise(entropy)
+
+
+def entropy_row_noise(entropy) -> float | None:
+    """sigma_H of (6'), 1.4826 median |H_{j+1} - H_j| / sqrt(2) over the finite entropies in order; None with fewer
+    than NOISE_ROWS of them."""
+    h = np.asarray([float(x) for x in entropy], dtype=float)
+    h = h[np.isfinite(h)]
+    if h.size < NOISE_ROWS:
+        return None
+    return float(1.4826 * np.median(np.abs(np.diff(h))) / math.sqrt(2.0))
+
+
+def rise_within_noise(entropy) -> bool:
+    """Whether the first updates' rise, max_{1 <= j < OVERSHOOT_STEPS} H_j - H_0 (nats), is within OVERSHOOT_Z
+    sqrt(2) sigma_H (6'); False where no rise or no row noise is read."""
+    first = [float(h) for h in list(entropy)[:OVERSHOOT_STEPS] if math.isfinite(float(h))]
+    noise = entropy_row_noise(entropy)
+    if len(first) < 2 or noise is None:
+        return False
+    return max(first[1:]) - first[0] <= OVERSHOOT_Z * math.sqrt(2.0) * noise

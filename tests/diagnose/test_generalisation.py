@@ -107,6 +107,8 @@ def test_kl_and_entropy_moving_while_the_reward_is_flat_is_reported_as_drift():
     drift = [e for e in d.verdict("stalled").evidence if "while the reward is flat" in e["signal"]]
     assert {e["signal"].split(" ")[0] for e in drift} == {"KL", "entropy"}
     assert any("drifts without progress" in n for n in d.notes)
+    advice = d.verdict("stalled").advice  # a moving policy is not short of lr: no "raise the learning rate"
+    assert advice[0].startswith("the policy moves") and "raise the learning rate" not in " ".join(advice)
     from gspo_dynamics.diagnose._context import drift_note
 
     rising = drift_note(drift, 2.3)  # a reward that rose, not yet past Z_TREND: no "without progress"
@@ -114,6 +116,7 @@ def test_kl_and_entropy_moving_while_the_reward_is_flat_is_reported_as_drift():
     # the same run without the drift gets no such note
     d0 = diagnose(make_log({"reward": reward, "reward_std": std, "frac_zero_std": zero}))
     assert not any("drifts without progress" in n for n in d0.notes)
+    assert d0.primary != "stalled" or "raise the learning rate (2-10x)" in d0.verdict("stalled").advice[0]
 
 
 def test_eval_reward_rising_then_falling_to_zero_is_reward_hacking_first():

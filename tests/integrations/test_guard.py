@@ -227,3 +227,17 @@ def test_the_guards_final_verdict_is_batch_diagnoses_on_the_labelled_corpus(tmp_
             guard.add(read_log_history(rows[i:i + 25], logging_steps=steps))
         batch = diagnose(read_log_history(rows, logging_steps=steps))
         assert guard.summary()["verdict"] == headline_label(batch, guard.rows, final=True), entry.label
+
+
+def test_a_reported_verdict_below_min_confidence_names_no_action():
+    """A healthy saturation at 0.8 (below 0.9) is reported, without its advice ("stop, or harder prompts"): a lean is
+    no ground for acting; at 0.95 its own advice; an unsure verdict keeps what would tell."""
+    from gspo_dynamics.integrations._guard import WAIT
+
+    weak = feed(Guard(diagnose_fn=scripted([(1, dx("healthy_saturation", 0.8))])), trl_rows("rising", 80), chunk=1)
+    assert weak[-1].verdict == "healthy_saturation" and weak[-1].action == WAIT.format(0.9)
+    sure = feed(Guard(diagnose_fn=scripted([(1, dx("healthy_saturation", 0.95))])), trl_rows("rising", 80), chunk=1)
+    assert sure[-1].action == "advice for healthy_saturation"
+    lower = feed(Guard(GuardSettings(min_confidence=0.7), diagnose_fn=scripted([(1, dx("healthy_saturation", 0.8))])),
+                 trl_rows("rising", 80), chunk=1)
+    assert lower[-1].action == "advice for healthy_saturation"

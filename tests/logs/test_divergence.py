@@ -80,3 +80,16 @@ def test_a_loss_that_turns_nan_while_the_reward_is_still_logged(tmp_path):
     assert d.primary == "dynamical_instability" and "diverged numerically at step 31" in d.verdicts[0].advice[0]
     trend = d.verdicts[1]
     assert not any("stops before" in e["signal"] for e in trend.evidence)
+
+
+def test_a_reward_nan_on_every_row_is_said_as_such_not_too_short(tmp_path):
+    """100 rows whose reward is NaN: the verdict says no reward is a number (not "0 reward points, too short"), and
+    the finding below it names the rows."""
+    path = tmp_path / "log.csv"
+    path.write_text("step,reward,entropy\n" + "".join(f"{s},nan,0.5\n" for s in range(1, 101)))
+    head = diagnose(read_log(str(path))).headline()
+    assert head[0] == "verdict    no reward to analyse: the reward is NaN or infinite on every row (below)"
+    assert head[1].startswith("invalid    reward is NaN or infinite from step 1 (100 rows)")
+    short = tmp_path / "short.csv"
+    short.write_text("step,reward\n1,0.1\n2,0.2\n")
+    assert diagnose(read_log(str(short))).headline()[0].startswith("verdict    too short to analyse: 2 reward points")

@@ -164,3 +164,25 @@ def test_bad_arguments_are_config_errors(tmp_path):
         Follower(tmp_path / "nowhere" / "run.jsonl")
     with pytest.raises(ConfigError, match="unknown log format"):
         Follower(tmp_path / "run.jsonl", format="yaml")
+
+
+def test_a_document_saved_over_itself_atomically_grows_and_another_restarts(tmp_path):
+    """trainer_state.json written to a temporary file and moved over the old one (a new inode): a longer version of
+    the same log is growth, said nothing; a document whose rows are not a continuation is a new log, read afresh."""
+    path = tmp_path / "trainer_state.json"
+    rows = [{"step": i, "reward": i / 10, "loss": 0.0} for i in range(1, 11)]
+
+    def save(rows):
+        temporary = tmp_path / "tmp.json"
+        temporary.write_text(trainer_state(rows, summary=False))
+        os.replace(temporary, path)
+
+    save(rows)
+    follower = Follower(path)
+    assert follower.poll().rows == 10
+    save(rows + [{"step": 11, "reward": 1.1, "loss": 0.0}])
+    grown = follower.poll()
+    assert not grown.restarted and grown.messages == () and len(rewards(follower)) == 11
+    save([{"step": 1, "reward": 0.9, "loss": 0.0}, {"step": 2, "reward": 0.8, "loss": 0.0}])
+    other = follower.poll()
+    assert other.restarted and "truncated or replaced" in other.messages[0] and rewards(follower) == [0.9, 0.8]

@@ -349,3 +349,25 @@ def test_a_csvs_true_and_false_read_as_a_jsons_do(tmp_path):
     log = read_log(path)
     assert list(log["skipped"][-3:]) == [1.0, 1.0, 1.0] and log["skipped"][0] == 0.0
     assert not any("non-numeric" in w for w in log.warnings)
+
+
+def test_a_gzip_compressed_log_is_read_as_its_text(tmp_path):
+    """A rotated `metrics.jsonl.gz`: the same log as the plain file; a truncated stream is one error that says so."""
+    import gzip
+
+    text = "".join(json.dumps({"step": s, "reward": 0.1 + 0.005 * s}) + "\n" for s in range(1, 41))
+    plain, packed = tmp_path / "metrics.jsonl", tmp_path / "metrics.jsonl.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()))
+    np.testing.assert_array_equal(read_log(str(packed))["reward"], read_log(str(plain))["reward"])
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed.read_bytes()[:30])
+    with pytest.raises(ConfigError, match=r"is gzip-compressed but cannot be decompressed"):
+        read_log(str(cut))
+
+
+def test_a_console_of_progress_bars_alone_says_no_metrics_were_logged():
+    """An Unsloth/TRL nohup log with tqdm bars and no metric line: not "could not recognise", but what is missing."""
+    bars = "".join(f"  {i * 100 // 2196}%|▏          | {i}/2196 [01:{i % 60:02d}<60:00, 101.00s/it]\r" for i in range(1, 98))
+    with pytest.raises(ConfigError, match=r"^the log holds progress bars \(step 97 of 2196\) but no metric rows"):
+        read_log("Loading model...\n" + bars + "\n", format="auto")

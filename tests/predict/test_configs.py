@@ -116,12 +116,13 @@ def test_trl_gspo_options_and_unmodelled_keys():
     hp = setup.hparams
     assert (hp.correction, hp.clip_low, hp.clip_high, hp.kl_coef, hp.advantage) == ("sequence", 3e-4, 4e-4, 0.04, "mean")
     assert hp.num_groups == 8 * 8 // 16  # TRL's default per-device batch 8, 8 devices, no accumulation
-    assert setup.ignored == ("output_dir",)  # bf16 changes the log-probs: named apart, with what it changes
-    assert [u[0] for u in setup.unmodelled] == ["bf16"]
+    assert setup.unmodelled == ()  # bf16 without vLLM: the trainer's own model samples, in its precision
+    vllm = read_run_config({"learning_rate": 1e-6, "bf16": True, "use_vllm": True}, devices=1)
+    assert [u[0] for u in vllm.unmodelled] == ["use_vllm", "bf16"]  # beside vLLM: a train-inference mismatch
     cold = read_run_config({"learning_rate": 1e-6, "temperature": 0.0001}, devices=1)  # every framework alike
     assert [u[:2] for u in cold.unmodelled] == [("temperature", 0.0001)] and "alike" in cold.unmodelled[0][2]
     assert any("importance_sampling_level sequence under loss_type dr_grpo" in n for n in setup.notes)
-    assert any("1 keys change no training step" in n for n in setup.notes)  # output_dir: counted, not named
+    assert any("2 keys change no training step" in n for n in setup.notes)  # output_dir, bf16: counted, not named
 
 
 def test_trl_yaml_reads_exponent_floats(tmp_path):

@@ -101,3 +101,18 @@ def test_came_back_is_the_level_after_the_fall_not_the_pilots_mean(tmp_path):
     assert f.fall.lost and f.held == pytest.approx(np.mean(reward))
     head = pilot_headline(f)
     assert head.verdict == "unsafe" and "came back" not in head.reason, head.lines()
+
+
+def test_an_entropy_rise_within_its_row_scatter_is_no_overshoot_at_t1(tmp_path):
+    """Entropy over 2 completions a step (a Wordle run: 0.38 -> 0.72 on the first update, rows over 0.38-0.88 all
+    run long): the +60% is within 3 sd of a difference of two rows, so no overshoot, no lr bound, and the verdict is
+    unsure with that reason, not "unsafe, lower the lr"."""
+    rng = np.random.default_rng(1)
+    entropy = np.r_[0.45, 0.72, 0.5, 0.6, 0.6 + 0.12 * rng.standard_normal(76)]
+    f = _t1_pilot(tmp_path, entropy)
+    assert collapse.entropy_rise(entropy) > collapse.OVERSHOOT_RISE and collapse.rise_within_noise(entropy)
+    assert f.overshoot is None and f.entropy_rise is None and f.collapse_max_lr is None
+    assert "within its own row scatter" in f.rise_unread
+    head = pilot_headline(f)
+    assert head.verdict == "unsure" and "within its own row scatter" in head.reason and not head.changes
+    assert f.to_json()["entropy_rise_unread"] == f.rise_unread

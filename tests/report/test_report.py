@@ -158,3 +158,24 @@ def test_runs_too_short_to_compare_are_not_said_to_stay_together(run_file):
     report = build_report([read_log(run_file("short.jsonl", n=10)), read_log(run_file("long.jsonl", n=100))])
     row = report.section("part-ways").tables[0].rows[0]
     assert row[1].startswith("not compared (10 common rows") and "not compared" in report.answer[1]
+
+
+def test_a_folder_of_run_folders_is_reported_as_a_sweep_and_diagnose_says_which_to_pick(run_file, tmp_path, capsys):
+    """sweep/a/metrics.jsonl, sweep/b/metrics.jsonl and sweep/c/ without a log: report reads a and b, by name, and
+    says c held none; diagnose of the folder is one error naming its runs."""
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    for name, n in (("a", 150), ("b", 90)):
+        (sweep / name).mkdir(parents=True)
+        shutil.copy(run_file(f"{name}.jsonl", n=n), sweep / name / "metrics.jsonl")
+    (sweep / "c").mkdir()
+    (sweep / "c" / "notes.txt").write_text("no log here\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(sweep), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.rstrip().endswith(f"of the 2 runs of {sweep} (a, b; no log read in c: give its file)")
+    assert "2 runs" in printed and parse(out.read_text()).errors == []
+    assert main(["diagnose", str(sweep)]) == 2
+    err = capsys.readouterr().err
+    assert f"holds 2 run folders (a/, b/), not one run's log: diagnose reads one of them ('{sweep / 'a'}')" in err

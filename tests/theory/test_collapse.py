@@ -288,3 +288,29 @@ def test_cispos_band_edge_caps_only_an_absorbed_run_whose_weight_has_no_floor():
     assert collapse.band_edge(none, 1.0) is None
     with pytest.raises(ConfigError):
         collapse.band_edge(cap, 1.5)
+
+
+def test_entropy_row_noise_is_the_mad_of_first_differences_as_a_loop_computes_it():
+    """(6') against a loop: sigma_H = 1.4826 median |H_{j+1} - H_j| / sqrt(2); None below NOISE_ROWS values."""
+    rng = np.random.default_rng(3)
+    h = list(0.8 + 0.05 * rng.standard_normal(40))
+    h[7] = float("nan")
+    finite = [x for x in h if np.isfinite(x)]
+    diffs = sorted(abs(b - a) for a, b in zip(finite, finite[1:]))
+    m = len(diffs)
+    median = diffs[m // 2] if m % 2 else (diffs[m // 2 - 1] + diffs[m // 2]) / 2
+    assert collapse.entropy_row_noise(h) == pytest.approx(1.4826 * median / math.sqrt(2))
+    assert collapse.entropy_row_noise(h[:collapse.NOISE_ROWS - 1]) is None
+
+
+def test_a_rise_within_the_rows_scatter_is_no_overshoot_and_a_true_step_is_one():
+    """Simulated rows at a row noise sigma: with no change, a rise past 3 sd of a difference is rare (under 1% of
+    2000 pilots read an overshoot even where 25% of H_0 is within the noise); a jump of 10 sd that stays is read."""
+    rng = np.random.default_rng(0)
+    sigma, n = 0.08, 40
+    false = sum(collapse.overshoots(0.4 + sigma * rng.standard_normal(n)) for _ in range(2000))
+    assert false < 20  # without (6') the quarter rule alone fires on about half of them
+    assert sum(collapse.entropy_rise(0.4 + sigma * rng.standard_normal(n)) > collapse.OVERSHOOT_RISE
+               for _ in range(2000)) > 500
+    jump = np.r_[0.4, np.full(n - 1, 0.4 + 10 * math.sqrt(2) * 0.01)] + 0.01 * rng.standard_normal(n)
+    assert collapse.overshoots(jump) and not collapse.rise_within_noise(jump)

@@ -74,7 +74,7 @@ def rise_shown(late: dict, fit) -> list[str]:
     if fit.r_squared >= R2_NOISE:
         return []
     if not math.isfinite(late["slope_z"]):
-        return [f"the fit is noisy (R^2 {fit.r_squared:.2f} < {R2_NOISE:g}) and the last half too short for a slope "
+        return [f"the fit is noisy (R^2 {_below(fit.r_squared, R2_NOISE)} < {R2_NOISE:g}) and the last half too short for a slope "
                 "of its own"]
     if late["meaningful"]:
         return []
@@ -117,3 +117,8 @@ def _why_unsettled(verdict: Verdict, late: dict) -> str:
 def identified_plateau(fit, imp) -> float | None:
     """R_inf where the data identify it (`fit._identified`), else None: evidence gives no number the data do not."""
     return None if imp is not None and "plateau" in imp.unidentified else fit.params["r_inf"]
+
+
+def _below(value: float, threshold: float) -> str:
+    """`value` (< threshold) with as few decimals (2 to 6) as show it below the threshold: 0.496 is not "0.50 < 0.5"."""
+    return next((f"{value:.{d}f}" for d in range(2, 7) if float(f"{value:.{d}f}") < threshold), f"{value:.6g}")

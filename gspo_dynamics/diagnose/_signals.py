@@ -167,8 +167,9 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
             advice.append(f"the prompts have become too {side} for the policy: use {'harder' if p_late > 0.5 else 'easier'} "
                           "prompts or a curriculum")
         else:
-            advice.append("the reward is not a success rate in [0, 1], so p^G + (1-p)^G could not be compared; "
-                          "filter prompts whose groups all score the same (DAPO dynamic sampling) or raise G")
+            advice.append("filter prompts whose groups all score the same (DAPO dynamic sampling) or raise G (TRL "
+                          "num_generations, verl actor_rollout_ref.rollout.n); the reward is not a success rate in "
+                          "[0, 1], so the share G alone would leave, p^G + (1-p)^G, is not compared")
         floor = group_floor(G)
         excess = (late - floor) / (1.0 - floor)  # the share the success rate, not the group size, empties
         climbing = ch["z"] > Z_TREND and excess > DEGENERATE_FRACTION / 2  # still climbing: getting worse

@@ -184,9 +184,11 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
         return verdict
     # near the power threshold (or a change near Z_TREND): stalled and noise-dominated are not told apart
     # the detectable change scales as 1/sqrt(samples per row): (resolution / MEANINGFUL_CHANGE)^2 the samples reach it
-    more = (f" ({(resolution / MEANINGFUL_CHANGE) ** 2:.2g}x the samples per step bring it to {MEANINGFUL_CHANGE:g})"
-            if noisy else "")
-    tell = (f"more samples per step (num_generations, or prompts per step) or a longer run tell: a change of "
+    factor = (resolution / MEANINGFUL_CHANGE) ** 2
+    more = f" ({factor:.2g}x the samples per step bring it to {MEANINGFUL_CHANGE:g})" if noisy else ""
+    samples = (f"num_generations {group_size} -> {math.ceil(group_size * factor)}, or {factor:.2g}x the prompts per "
+               "step" if noisy and group_size and math.isfinite(factor) else "num_generations, or prompts per step")
+    tell = (f"more samples per step ({samples}) or a longer run tell: a change of "
             f"{resolution:.2g} reward stds is detectable here with 80% power{more}; at or below {MEANINGFUL_CHANGE:g} a "
             "flat reward is a stall, above it the noise hides the change")
     ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]

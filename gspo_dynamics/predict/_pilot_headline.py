@@ -310,7 +310,7 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
                              "interval_is_reach": f.end.spans_reach, "steps": [first, f.end.run_steps],
                              "interval_withheld": f.end.withheld or None}
         out["text"].append(f"reward over steps {first}-{f.end.run_steps} (the run's last sixth, {length}): "
-                           f"{f.end.value:.3g}{f.end.band_text()}")
+                           f"{f.end.value:.3g}{f.end.band_text()}{_unbounded(f)}")
     else:
         out["end_reward"] = None
         where = ("--set max_steps=N (OpenRLHF's trainer counts its steps from the dataset)"
@@ -345,6 +345,18 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
                "the pilot logs no token entropy or no per-step drift: clip ratio, log-ratio spread")
         out["text"].append(f"collapse risk: not assessed ({why})")
     return out
+
+
+def _unbounded(f) -> str:
+    """Where the reward's bounds are unknown (neither given nor inferred) and the interval reaches past the rewards
+    the pilot saw, that the interval may hold values the reward cannot take, and the flag that bounds it."""
+    if f.reward_range is not None or f.end is None or f.end.interval is None or f.pilot is None:
+        return ""
+    low, high = f.end.interval
+    seen = f.pilot[1][np.isfinite(f.pilot[1])]
+    if not seen.size or (low >= seen.min() and high <= seen.max()):
+        return ""
+    return " (the reward's bounds are unknown: --reward-range LO HI keeps the interval within them)"
 
 
 def pilot_headline(f, zero_std=None) -> Headline:

@@ -91,3 +91,5 @@ def test_a_significant_but_negligible_late_creep_is_no_sure_rise():
     # a late half too short for its own slope leaves a noisy fit's rise unread: lacking, not shown
     assert rise_shown({**late, "slope_z": float("nan")}, SimpleNamespace(r_squared=0.19)) == [
         "the fit is noisy (R^2 0.19 < 0.5) and the last half too short for a slope of its own"]
+    assert rise_shown({**late, "slope_z": float("nan")}, SimpleNamespace(r_squared=0.4996))[0].startswith(
+        "the fit is noisy (R^2 0.4996 < 0.5)")  # never "0.50 < 0.5"

@@ -34,6 +34,7 @@ CEILING_GAP = 0.05  # late mean within 0.05 of the ceiling (and no longer rising
 NO_SIGNAL_SHARE = 0.9  # share of rows whose groups all carry no signal, from which the run has none
 DRIFT_KL_RATIO = 2.0  # KL to the reference at least doubled while the reward stayed flat
 DRIFT_ENTROPY_CHANGE = 0.25  # entropy moved by 25% of its early value while the reward stayed flat
+LR_DECAYED = 0.25  # a logged lr whose last-quarter mean is under a quarter of its peak: the late rows barely moved
 
 
 @dataclass(frozen=True)
@@ -76,15 +77,20 @@ def reward_scale(log, trend: dict, group_size: int | None = None) -> RewardScale
 
 
 def reward_spread(log) -> tuple[float, str] | None:
-    """Per-sample reward spread: the mean logged reward std, or sqrt(p(1-p)) for a success rate."""
-    if "reward_std" in log and log.n_points("reward_std") >= 3:
-        values = log["reward_std"]
-        return float(np.nanmean(values)), f"mean logged reward_std ({log.reward_std_kind})"
+    """Per-sample reward spread: the mean logged reward std, or sqrt(p(1-p)) for a success rate. A logged std that is
+    the mean of the groups' own stds (TRL before 0.15, `reward_std_kind` group_mean_std) leaves out the spread between
+    prompts, which a success rate's sqrt(p(1-p)) holds whole (p(1-p) = E[p_i(1-p_i)] + Var(p_i) over prompts i): the
+    larger of the two is the per-sample spread (at G = 2 the groups' mean std read a 0/1 reward's 0.49 as 0.14)."""
     p = success_rate(log)
+    binomial = None
     if p is not None:
         mean = float(np.nanmean(p))
-        return math.sqrt(mean * (1.0 - mean)), "sqrt(p(1-p)) at the mean success rate"
-    return None
+        binomial = (math.sqrt(mean * (1.0 - mean)), "sqrt(p(1-p)) at the mean success rate")
+    if "reward_std" in log and log.n_points("reward_std") >= 3:
+        logged = (float(np.nanmean(log["reward_std"])), f"mean logged reward_std ({log.reward_std_kind})")
+        within = log.reward_std_kind == "group_mean_std"
+        return binomial if within and binomial is not None and binomial[0] > logged[0] else logged
+    return binomial
 
 
 _NO_SIGNAL_SIGNALS = {  # the evidence line of each reading of `logs.flat_rows`
@@ -168,3 +174,18 @@ def drift_note(items: list[dict], reward_z: float) -> str:
                                               if flat else "moves more than the reward shows")
             + "; check the reward signal and the learning rate, and the KL weight if the drift is away from the "
             "reference")
+
+
+def decayed_lr_advice(log) -> str | None:
+    """Where the logged learning rate's mean over the log's last quarter is under LR_DECAYED of its peak, a reward
+    that flattened there flattened under a schedule that stopped moving it: the advice for a saturation reading
+    (the task's ceiling and the schedule's end are not told apart); None where no lr is logged or it did not decay."""
+    if "learning_rate" not in log or log.n_points("learning_rate") < 8:
+        return None
+    _, lr = log.valid("learning_rate")
+    peak, late = float(np.max(lr)), float(np.mean(lr[-max(2, lr.size // 4):]))
+    if not peak > 0 or late >= LR_DECAYED * peak:
+        return None
+    return (f"the reward flattened while the learning rate decayed to {late / peak:.0%} of its peak ({late:.2g} "
+            f"against {peak:.2g}) over the last quarter: the schedule's end as much as a plateau of the task; a run "
+            "with a longer schedule (max_steps) or a constant lr (TRL lr_scheduler_type: constant) tells which")

@@ -160,7 +160,7 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
                 elif need is not None and need > G and not mixed:  # G inverted from the share: prompts alike assumed
                     advice.append(f"{late:.0%} of groups carry no signal at success rate {p_late:.2f}: raise the group "
                                   "size (TRL num_generations, verl actor_rollout_ref.rollout.n) or filter prompts whose "
-                                  "groups all score alike (DAPO dynamic sampling); your G (--group-size, or --config) "
+                                  "groups all score alike (DAPO dynamic sampling); your G (--config with the run's config) "
                                   f"tells which: prompts alike in difficulty leave under {ZERO_STD_TARGET:.0%} at G >= "
                                   f"{need}")
             side = "easy (all responses correct)" if p_late > 0.5 else "hard (all responses wrong)"

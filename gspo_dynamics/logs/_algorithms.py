@@ -35,7 +35,8 @@ _SUMMARY_KEYS = {
 
 # a learned value function's own metrics (verl `critic/vf_loss`, `critic/values/mean`, `critic/vpred_mean`): PPO with
 # a critic, whose advantages come from the value model, not from a group of completions
-_VALUE_CRITIC = ("critic/vf_", "critic/values/", "critic/vpred")
+_VALUE_CRITIC = ("critic/vf_", "critic/values/", "critic/vpred",  # verl's critic
+                 "loss/value_avg", "val/clipfrac", "val/vpred", "val/error", "val/mean_vpred")  # TRL's PPOTrainer
 # an action-value method's own metrics (a Q-table's size, Q-values, a TD error: tabular Q-learning, DQN): no policy
 # gradient at all; `q` and `td` as words of their own (`q_table_size`, `mean_q_value`, `td_error`, `target_q`)
 _ACTION_VALUES = re.compile(r"(?i)(?:^|[_/\-. ])(?:q[_\-. ]?(?:table|values?|loss|target)"
@@ -52,7 +53,7 @@ def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
     """
     keys = _strip(raw_keys)
     if any(k.startswith(_VALUE_CRITIC) for k in keys):
-        return "PPO with a learned value critic (critic/vf_loss, critic/values)"
+        return "PPO with a learned value critic (verl's critic/vf_loss, TRL PPOTrainer's loss/value_avg)"
     learned_values = sorted(k for k in keys if _ACTION_VALUES.search(k))
     if learned_values:
         return f"value-based RL (Q-learning or DQN: {learned_values[0]!r})"

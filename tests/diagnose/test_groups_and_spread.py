@@ -6,6 +6,7 @@ ceiling is a solved task (`_solved_groups.solved_at_ceiling`); a G the log does 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gspo_dynamics.diagnose import diagnose
 from gspo_dynamics.logs import RunLog
@@ -58,7 +59,29 @@ def test_without_a_known_g_the_advice_names_the_share_and_asks_for_g():
     d = diagnose(grouped_log(np.full(40, 0.06), seed=1))
     deg = d.verdict("advantage_degeneracy")
     text = " ".join(deg.advice)
-    assert "of groups carry no signal at success rate" in text and "--group-size" in text and " G = " not in text
+    assert "of groups carry no signal at success rate" in text and "--config" in text and " G = " not in text
     hp = Hyperparams(lr=1e-6, refresh_interval=1, group_size=G, num_groups=16)
     given = diagnose(grouped_log(np.full(40, 0.06), seed=1), hp).verdict("advantage_degeneracy")
     assert any(a.startswith(f"raise the group size: at success rate 0.06, G = {G} leaves") for a in given.advice)
+
+
+def test_a_groups_mean_std_is_no_per_sample_spread_of_a_success_rate():
+    """TRL before 0.15 logs the mean of the groups' own stds: at G = 2 on a 0/1 reward it reads ~0.14 where the
+    per-sample spread is sqrt(p(1-p)) ~ 0.49 (p(1-p) = E[p_i(1-p_i)] + Var(p_i), the prompts' spread left out);
+    the larger is read. A batch std, or a std of unknown kind, is read as logged."""
+    from gspo_dynamics.diagnose._context import reward_spread
+
+    rng = np.random.default_rng(0)
+    p_i = rng.choice([0.0, 0.1, 0.9, 1.0], size=(60, 16))  # prompts mostly solved or failed
+    hits = rng.binomial(1, p_i[..., None], size=(60, 16, 2))
+    within = hits.std(axis=2, ddof=1).mean(axis=1)
+    series = {"reward": hits.mean(axis=(1, 2)), "reward_std": within}
+    old = RunLog(steps=np.arange(1, 61), series=series, format="jsonl", source="<synthetic>", trainer="trl",
+                 reward_std_kind="group_mean_std")
+    spread, source = reward_spread(old)
+    p = float(np.mean(np.clip(series["reward"], 0, 1)))
+    assert spread == pytest.approx(np.sqrt(p * (1 - p))) and source.startswith("sqrt(p(1-p))")
+    assert spread > 2 * within.mean()
+    new = RunLog(steps=np.arange(1, 61), series=series, format="jsonl", source="<synthetic>", trainer="trl",
+                 reward_std_kind="unknown")
+    assert reward_spread(new)[0] == pytest.approx(within.mean())

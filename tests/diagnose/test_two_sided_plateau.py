@@ -93,3 +93,18 @@ def test_a_significant_but_negligible_late_creep_is_no_sure_rise():
         "the fit is noisy (R^2 0.19 < 0.5) and the last half too short for a slope of its own"]
     assert rise_shown({**late, "slope_z": float("nan")}, SimpleNamespace(r_squared=0.4996))[0].startswith(
         "the fit is noisy (R^2 0.4996 < 0.5)")  # never "0.50 < 0.5"
+
+
+def test_a_saturation_under_the_checked_confidence_does_not_say_stop_as_a_fact():
+    """0.82 (a verl run read at 35 steps, which rose on from 0.48 to 0.57): "train on a while before you stop";
+    at 0.95, the plain "reached its plateau (stop, ...)"."""
+    from gspo_dynamics.diagnose import Diagnosis, Verdict
+    from gspo_dynamics.diagnose._verdict import NOTHING_TO_DO
+
+    def action(c):
+        return Diagnosis(primary="healthy_saturation", verdicts=[Verdict("healthy_saturation", c, [], [])], fit=None,
+                         implications=None, log_summary={}).action()
+
+    assert action(0.82).startswith("nothing to change yet: the reward looks to have reached its plateau, at a "
+                                   "confidence (0.82) under the 0.9 checked on real runs")
+    assert action(0.95) == NOTHING_TO_DO["healthy_saturation"]

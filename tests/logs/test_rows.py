@@ -406,6 +406,14 @@ def test_a_verl_ppo_run_with_a_value_critic_is_refused_as_such():
         read_log(text)
 
 
+def test_a_trl_ppotrainer_log_is_refused_as_such():
+    """TRL's PPOTrainer: objective/scores beside its value head's loss/value_avg and val/* (not a group advantage)."""
+    rows = [{"step": s, "objective/scores": 0.1 * s, "objective/kl": 0.001 * s, "policy/clipfrac_avg": 0.1,
+             "loss/value_avg": 0.3, "val/clipfrac_avg": 0.05} for s in range(1, 12)]
+    with pytest.raises(ConfigError, match="PPO with a learned value critic .*TRL PPOTrainer's loss/value_avg"):
+        read_log("\n".join(json.dumps(r) for r in rows))
+
+
 def test_a_q_learning_log_is_refused_as_such_even_with_a_map():
     """A tabular Q-learning loop's log (audit E's control: episode, avg_reward, epsilon, q_table_size): no policy
     gradient, so a map of its reward does not make it a GRPO run to advise on."""

@@ -21,7 +21,6 @@ from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import (
     decayed_lr_advice, drift_note, drift_without_progress, no_signal, reward_scale, reward_spread,
 )
-from gspo_dynamics.diagnose._trend_advice import DRIFT_STALLED_ADVICE, STALLED_ADVICE
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signal_lost import signal_lost
 from gspo_dynamics.diagnose._hacking import hacking
@@ -30,6 +29,7 @@ from gspo_dynamics.diagnose._instability import instability_verdict, non_finite_
 from gspo_dynamics.diagnose._findings import findings
 from gspo_dynamics.diagnose._kl_pull import kl_pull_note
 from gspo_dynamics.diagnose._trend import trend_verdict
+from gspo_dynamics.diagnose._trend_advice import DRIFT_STALLED_ADVICE, STALLED_ADVICE
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, FELL, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict,
                                              evidence, inconsistencies, reward_reach)

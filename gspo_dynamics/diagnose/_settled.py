@@ -74,8 +74,8 @@ def rise_shown(late: dict, fit) -> list[str]:
     if fit.r_squared >= R2_NOISE:
         return []
     if not math.isfinite(late["slope_z"]):
-        return [f"the fit is noisy (R^2 {_below(fit.r_squared, R2_NOISE)} < {R2_NOISE:g}) and the last half too short for a slope "
-                "of its own"]
+        return [f"the fit is noisy (R^2 {_below(fit.r_squared, R2_NOISE)} < {R2_NOISE:g}) and the last half too short "
+                "for a slope of its own"]
     if late["meaningful"]:
         return []
     return [f"the late half's climb, {late['climb']:.3g}, is below a meaningful change ({MEANINGFUL_CHANGE:g} "

@@ -103,14 +103,14 @@ def _no_rows(text: str | bytes) -> str:
     if not isinstance(document, dict):
         return "no JSON objects were found in the file"
     keys = list(map(str, document))
+    config = config_not_log(keys)
+    if config:
+        return config
     empty = [key for key in ROW_LISTS if document.get(key) == []]
     said = f"its {' and '.join(map(repr, empty))} {'list is' if len(empty) == 1 else 'lists are'} empty" if empty else (
         "none of them a list of rows (one row per step: " + ", ".join(ROW_LISTS) + ") or of columns")
     summary = ("; a 'summary' holds a run's last values, not its curve (W&B's run history is the curve)"
                if "summary" in document else "")
-    config = config_not_log(keys)
-    if config:
-        return config
     return (f"the file is one JSON object of {len(keys)} key(s) ({', '.join(keys[:6])}{', ...' if len(keys) > 6 else ''}) "
             f"with no rows of metrics: {said}{summary}")
 

@@ -162,8 +162,6 @@ def run_folders(folder) -> list[Path]:
     return [sub for sub in sorted(p for p in folder.iterdir() if p.is_dir()) if holds_log(sub)]
 
 
-
-
 def _logging_interval(steps, reward, recorded: int | None, warnings: list[str]) -> int | None:
     """The recorded logging interval, else the median spacing of the reward steps."""
     at = steps[np.isfinite(reward)] if reward is not None else steps
@@ -351,7 +349,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         if "reward" in (column_map or {}):
             raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
         raise ConfigError(config) if len(raw.rows) == 1 and (config := config_not_log(sorted(raw_keys))) else \
-            no_reward_error(raw_keys)
+            no_reward_error(raw_keys | set(raw.empty_columns))  # an empty column named as one, not as absent
     if numbered and not (logging_steps or raw.logging_steps):
         _check_numbered(raw, raw_keys, chosen, source)
     trainer = _names.guess_trainer(raw_keys)

@@ -61,6 +61,7 @@ class RawLog:
     step_axis: str | None = None  # how the steps were found ("column 'iteration'"); None: said by the format
     groups: dict[tuple, list[int]] | None = None  # `_rows.key_groups(rows)` where the reader has them, else None
     run_names: list[str] | None = None  # the file's own names of its runs, in order (W&B's chart export), else None
+    empty_columns: tuple[str, ...] = ()  # a table's columns without a value on any row (named where one was wanted)
 
 
 def _loads(text: str):
@@ -376,8 +377,9 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
         raise ConfigError("the CSV has a header but no data rows")
     export = _wandb_export.export_columns(names) if step_key is None else None
     if export is None:
+        held = set().union(*map(set, records))  # before the step column leaves the records
         rows, axis, _ = _step_rows(records, "CSV", warnings, step_key, owned=True)
-        return RawLog(rows, warnings, None, axis)
+        return RawLog(rows, warnings, None, axis, empty_columns=tuple(n for n in names if n and n not in held))
     rows, axis = _wandb_export.export_rows(records, export, lambda mine: _step_rows(mine, "CSV", warnings, None,
                                                                                      owned=True)[:2], warnings)
     return RawLog(rows, list(dict.fromkeys(warnings)), None, axis, run_names=list(export[1]))

@@ -35,8 +35,8 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._epochs import across_epochs
 from gspo_dynamics.logs._groups import key_groups, regroup
 from gspo_dynamics.logs._interleaved import in_turn_said, interleaved_runs
-from gspo_dynamics.logs._order import step_order
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
+from gspo_dynamics.logs._order import step_order
 from gspo_dynamics.logs._readers import ROW_NUMBERS
 from gspo_dynamics.logs._runlog import Row, build_series, trailing_non_finite
 from gspo_dynamics.logs._table import row_steps, take_rows, with_steps

@@ -371,3 +371,10 @@ def test_a_console_of_progress_bars_alone_says_no_metrics_were_logged():
     bars = "".join(f"  {i * 100 // 2196}%|▏          | {i}/2196 [01:{i % 60:02d}<60:00, 101.00s/it]\r" for i in range(1, 98))
     with pytest.raises(ConfigError, match=r"^the log holds progress bars \(step 97 of 2196\) but no metric rows"):
         read_log("Loading model...\n" + bars + "\n", format="auto")
+
+
+def test_a_csv_reward_column_empty_on_every_row_is_named_as_such():
+    """`reward` in the header, no value under it: "column 'reward' holds no numbers", not "none of them a reward"."""
+    text = "step,reward,entropy\n" + "".join(f"{s},,0.5\n" for s in range(1, 21))
+    with pytest.raises(ConfigError, match=r"^no reward series was found \(column 'reward' holds no numbers\)"):
+        read_log(text)

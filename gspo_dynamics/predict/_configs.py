@@ -163,6 +163,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
         return hints, on_purpose
 
     setup = _mapped(cfg, devices, unknown, allow_unknown)
+    _adam_lr_check(setup)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
         setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown, allow_unknown)
     setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()),
@@ -174,6 +175,20 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
         setup = dataclasses.replace(setup, notes=setup.notes + (
             f"--set {', '.join(unread)}: not read by the {setup.framework} mapping (a key the theory does not use)",))
     return setup
+
+
+MAX_ADAM_LR = 1.0  # Adam moves every weight by about its lr a step (its update is lr m / sqrt(v), |m / sqrt(v)| ~ 1)
+
+
+def _adam_lr_check(setup: RunSetup) -> None:
+    """Refuse an Adam learning rate of MAX_ADAM_LR or more: Adam's step moves each weight by about the lr whatever
+    the gradient's scale, so at lr >= 1 every weight jumps by its own size or more each step: a typo (5 for 5e-6),
+    not a run to forecast. (SGD's step scales with the gradient, so no such bound is read there.)"""
+    hp = setup.hparams
+    if hp.optimizer.name == "adam" and hp.lr >= MAX_ADAM_LR:
+        key = setup.keys.lr if setup.keys is not None else "lr"
+        raise ConfigError(f"{key} {hp.lr:g} with Adam: its step moves every weight by about the lr, so at {hp.lr:g} "
+                          "no network trains; a learning rate for LLM RL is nearer 1e-6 (was an exponent lost?)")
 
 
 def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bool = False) -> RunSetup:

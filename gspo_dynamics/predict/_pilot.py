@@ -59,7 +59,7 @@ from gspo_dynamics.predict._fall_chance import config_fall_chance, lr_bound_in_r
 from gspo_dynamics.predict._pilot_headline import UNTIMED, plateau_identified, plateau_timed
 from gspo_dynamics.predict._pilot_log import (
     GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, lr_mismatch, pilot_entropy, pilot_fit,
-    pilot_reward_range, reward_not_finite, zero_std_shares,
+    past_the_run, pilot_reward_range, reward_not_finite, zero_std_shares,
 )
 from gspo_dynamics.predict._pilot_validity import pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
@@ -116,11 +116,13 @@ class PilotForecast:
     mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
     unread: str | None = None  # the pilot's reward rows that are not numbers (`_pilot_log.reward_not_finite`); said first
     rise_unread: str | None = None  # why the first updates' entropy rise is no reading (its row scatter, (6'))
+    past_run: str | None = None  # the log runs past the config's run length (`_pilot_log.past_the_run`); said first
 
     def brief_lines(self) -> list[str]:
         """The answer's first lines about the pilot against its config and its own rows: a logged lr far from the
         config's, reward rows that are not numbers."""
         return ([f"config and pilot disagree: {self.mismatch}"] if self.mismatch else []) + (
+            [f"pilot longer than the run: {self.past_run}"] if self.past_run else []) + (
             [f"pilot rows not read: {self.unread}"] if self.unread else [])
 
     def to_json(self) -> dict[str, Any]:
@@ -153,7 +155,7 @@ class PilotForecast:
                 "task_prior": None if self.prior is None else self.prior.to_json(),
                 "pilot_fall": None if self.fall is None else self.fall.to_json(), "kl_pull": self.kl_pull,
                 "pilot_end_drop": None if self.end_drop is None else self.end_drop.to_json(),
-                "config_mismatch": self.mismatch, "rows_not_read": self.unread,
+                "config_mismatch": self.mismatch, "rows_not_read": self.unread, "log_past_run": self.past_run,
                 "measured": self.measured, "assumed": self.assumed, "pilot_log_notes": list(self.log_notes)})
 
     @property
@@ -340,7 +342,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     invalid = pilot_invalid(log, n, keys.group if keys is not None else "the group size G")
     return PilotForecast(config=config, pilot_steps=n, implications=imp, max_safe_lr=max_lr, invalid=invalid,
                          mismatch=lr_mismatch(log, n, hp.lr, keys.lr if keys is not None else "lr"),
-                         unread=reward_not_finite(log, n),
+                         unread=reward_not_finite(log, n), past_run=past_the_run(
+                             log, setup.run_steps, keys.run_length if keys is not None else "run length"),
                          lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,

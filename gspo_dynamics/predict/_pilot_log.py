@@ -19,6 +19,7 @@ GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 MIN_PILOT_POINTS = 8  # a closed-form fit of fewer reward points says nothing about the stiffness
 LR_MATCH = 0.01  # a logged lr within 1% of the config's is the config's (bf16 logs, rounding)
 LR_MISMATCH = 2.0  # a logged peak lr this many times the config's, either way: likely another run's config (said first)
+LENGTH_SLACK = 0.05  # a log running past the config's run length by more than this share (a resumed step or two: no)
 # `logged_group_size`: a mean gap below the t quantile of a one-sided Phi(-Z_GROUP) test and below -MIN_GAP says another
 # G. The gaps are skewed, so the level is not Phi(-3) = 0.13%: correct pilots of 20-60 rows at N <= 4 are said in
 # 0.3-1.6% of 20,000 simulated seeds (a review's measurement, 2026-11-26)
@@ -60,6 +61,17 @@ def lr_mismatch(log: RunLog, n: int, lr: float, key: str) -> str | None:
     return (f"the pilot logged {key} up to {hi:.3g}, {max(hi / lr, lr / hi):.3g}x {'above' if hi > lr else 'below'} the "
             f"config's {lr:.3g}: is this the pilot's config? every bound here scales from the config's lr "
             f"(--set {key}={hi:.3g} reads the pilot's)")
+
+
+def past_the_run(log: RunLog, run_steps: int | None, key: str) -> str | None:
+    """The log's last reward step past the run's length the config gives (by more than LENGTH_SLACK): a pilot is
+    its run's start, so the config may be another run's (said first; the verdict stands, a shorter run of the same
+    settings being a fair question). None where it is within, or the length is unknown."""
+    steps = log.valid("reward")[0]
+    if run_steps is None or not steps.size or steps[-1] <= run_steps * (1 + LENGTH_SLACK):
+        return None
+    return (f"the log runs to step {int(steps[-1])}, past the config's {key} {run_steps}: a pilot is its run's start; "
+            f"is this its config? (--run-steps {int(steps[-1])} reads the log's own length)")
 
 
 def reward_not_finite(log: RunLog, n: int) -> str | None:

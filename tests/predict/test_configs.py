@@ -216,6 +216,7 @@ def test_the_run_length_is_read_where_the_config_holds_it():
     ({"output_dir": "x"}, "no hyperparameter"),
     ({"model": {"name": "m"}, "optimizer": {"lr": 1e-6}, "dpo": {"beta": 0.1}},  # an optimizer section is any framework's
      r"^not a GRPO config of TRL, verl, OpenRLHF or ours: its keys are model, optimizer, dpo, and it has no"),
+    ({"learning_rate": 5, "num_generations": 8}, r"^learning_rate 5 with Adam: its step moves every weight by about"),
     ({"learning_rate": 1e-6, "num_generations": 8, "actor_rollout_ref": {"rollout": {"n": 8}}},
      r"mixes TRL keys \(learning_rate, num_generations\) with verl's \(actor_rollout_ref\)"),
     (verl_tree() | {"algorithm": {"adv_estimator": "gae"}}, "a critic.s value baseline"),

@@ -64,9 +64,7 @@ def group_floor(G: int | None) -> float:
 
     0.5 at G = 2, 0.25 at G = 3, 0.008 at G = 8; 0 when G is unknown (or < 2). Advantage degeneracy is the
     excess over it: a success rate too far from 1/2 for G, not the group size itself (at G = 2 half the
-    groups are zero-std at best, and that is the group's noise, not a task too hard or too easy). Only a G the
-    run gives has a floor: one inverted from the zero-std share itself (`estimate_group_size`, prompts assumed
-    alike) would subtract the share from itself (a G = 8 run of mixed prompts reads as G = 2, floor 0.5)."""
+    groups are zero-std at best, and that is the group's noise, not a task too hard or too easy)."""
     return 2.0 ** (1 - G) if G is not None and G >= 2 else 0.0
 
 
@@ -172,7 +170,7 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
             advice.append("filter prompts whose groups all score the same (DAPO dynamic sampling) or raise G (TRL "
                           "num_generations, verl actor_rollout_ref.rollout.n); the reward is not a success rate in "
                           "[0, 1], so the share G alone would leave, p^G + (1-p)^G, is not compared")
-        floor = group_floor(G if source == "hparams" else None)  # an estimated G is the share inverted: no floor of its own
+        floor = group_floor(G)
         excess = (late - floor) / (1.0 - floor)  # the share the success rate, not the group size, empties
         climbing = ch["z"] > Z_TREND and excess > DEGENERATE_FRACTION / 2  # still climbing: getting worse
         if floor > 0:

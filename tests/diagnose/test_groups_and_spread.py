@@ -85,22 +85,3 @@ def test_a_groups_mean_std_is_no_per_sample_spread_of_a_success_rate():
     new = RunLog(steps=np.arange(1, 61), series=series, format="jsonl", source="<synthetic>", trainer="trl",
                  reward_std_kind="unknown")
     assert reward_spread(new)[0] == pytest.approx(within.mean())
-
-
-def test_a_g_estimated_from_the_zero_std_share_subtracts_no_floor_from_that_share():
-    """G = 8 with prompts mostly all-solved or all-failed (mean success ~0.5, ~70% of groups zero-std): the share
-    inverted as if prompts were alike reads G ~ 2, whose floor 0.5 would hide the degeneracy; with G unknown no
-    floor is subtracted, and with G = 8 given the floor is 2^-7."""
-    rng = np.random.default_rng(2)
-    p_i = rng.choice([0.0, 1.0, 0.5], p=[0.35, 0.35, 0.3], size=(60, 16))
-    hits = rng.binomial(1, p_i[..., None], size=(60, 16, 8))
-    per = hits.sum(axis=2)
-    log = RunLog(steps=5 * np.arange(1, 61), series={"reward": hits.mean(axis=(1, 2)),
-                                                     "frac_zero_std": np.mean((per == 0) | (per == 8), axis=1)},
-                 format="jsonl", source="<synthetic>", trainer="trl", reward_std_kind="unknown")
-    unknown = diagnose(log).verdict("advantage_degeneracy")
-    assert unknown is not None and unknown.confidence > 0.8
-    assert not any("floor" in e["signal"] for e in unknown.evidence)  # no floor of an estimated G
-    given = diagnose(log, Hyperparams(lr=1e-6, refresh_interval=1, group_size=8, num_groups=16))
-    floor = next(e for e in given.verdict("advantage_degeneracy").evidence if "floor" in e["signal"])
-    assert floor["floor"] == pytest.approx(2.0 ** -7)

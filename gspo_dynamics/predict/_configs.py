@@ -68,12 +68,13 @@ class RunSetup:
     refused: tuple[str, ...] = ()  # what the framework itself would refuse in the config, and how it is read here
     read_as: tuple[str, ...] = ()  # a key read by a fork's convention, not the framework's: Search-R1's rollout.n_agent
     # as G (`predict._verl`)
+    implausible: tuple[str, ...] = ()  # a value no LLM run would train with (`_adam_lr_check`), said first, read as given
 
     def brief_lines(self, skip: tuple[str, ...] = ()) -> list[str]:
         """The answer's first lines about the config itself: the unknown keys read past, and the defaults taken for
         the keys the verdict rests on (none but those of `skip`, keys the caller was given otherwise)."""
         assumed = tuple((k, v) for k, v in self.assumed if k not in skip)
-        lines = list(self.read_as) + list(self.refused)
+        lines = list(self.implausible) + list(self.read_as) + list(self.refused)
         lines += [_config_checks.added_line(self.framework, self.added)] if self.added else []
         lines += [_config_checks.recorded_line(self.framework, self.recorded)] if self.recorded else []
         lines += [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
@@ -95,7 +96,8 @@ class RunSetup:
         """`brief_lines` as JSON: read_as, refused, added_keys [key], recorded_keys [key], unknown_keys [{key,
         nearest}], assumed [{key, value, source}]."""
         source = f"{_config_checks.DEFAULTS_OF[self.framework]} default"
-        return {"read_as": list(self.read_as), "refused": list(self.refused), "added_keys": list(self.added),
+        return {"read_as": list(self.read_as), "refused": list(self.refused), "implausible": list(self.implausible),
+                "added_keys": list(self.added),
                 "recorded_keys": list(self.recorded),
                 "unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
                 "assumed": [{"key": k, "value": v, "source": source} for k, v in self.assumed if k not in skip]}
@@ -162,8 +164,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
             _config_checks.refuse_unknown(hints, framework, typed)
         return hints, on_purpose
 
-    setup = _mapped(cfg, devices, unknown, allow_unknown)
-    _adam_lr_check(setup)
+    setup = _adam_lr_check(_mapped(cfg, devices, unknown, allow_unknown))
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
         setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown, allow_unknown)
     setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()),
@@ -178,17 +179,21 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
 
 
 MAX_ADAM_LR = 1.0  # Adam moves every weight by about its lr a step (its update is lr m / sqrt(v), |m / sqrt(v)| ~ 1)
+DEFAULTS_OF_FRAMEWORKS = ("TRL GRPOConfig", "verl", "OpenRLHF")  # an LLM trainer's config
 
 
-def _adam_lr_check(setup: RunSetup) -> None:
-    """Refuse an Adam learning rate of MAX_ADAM_LR or more: Adam's step moves each weight by about the lr whatever
-    the gradient's scale, so at lr >= 1 every weight jumps by its own size or more each step: a typo (5 for 5e-6),
-    not a run to forecast. (SGD's step scales with the gradient, so no such bound is read there.)"""
-    hp = setup.hparams
-    if hp.optimizer.name == "adam" and hp.lr >= MAX_ADAM_LR:
-        key = setup.keys.lr if setup.keys is not None else "lr"
-        raise ConfigError(f"{key} {hp.lr:g} with Adam: its step moves every weight by about the lr, so at {hp.lr:g} "
-                          "no network trains; a learning rate for LLM RL is nearer 1e-6 (was an exponent lost?)")
+def _adam_lr_check(setup: RunSetup) -> RunSetup:
+    """`setup` with a first line where a framework's config (TRL, verl, OpenRLHF: an LLM's) sets an Adam learning
+    rate of MAX_ADAM_LR or more: Adam's step moves each weight by about the lr whatever the gradient's scale, so at
+    lr >= 1 every weight jumps by its own size or more each step: a lost exponent (5 for 5e-6), said and read as
+    given. The theory's own names and our trainer's (a bandit's logits train at lr 1) are left alone."""
+    hp, keys = setup.hparams, setup.keys
+    if hp.optimizer.name != "adam" or hp.lr < MAX_ADAM_LR or setup.framework not in DEFAULTS_OF_FRAMEWORKS:
+        return setup
+    key = keys.lr if keys is not None else "lr"
+    return dataclasses.replace(setup, implausible=(
+        f"{key} {hp.lr:g} with Adam moves every weight by about {hp.lr:g} a step: no LLM trains so; a lost exponent "
+        f"(LLM RL runs near 1e-6)? read as given",))
 
 
 def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bool = False) -> RunSetup:

@@ -216,7 +216,6 @@ def test_the_run_length_is_read_where_the_config_holds_it():
     ({"output_dir": "x"}, "no hyperparameter"),
     ({"model": {"name": "m"}, "optimizer": {"lr": 1e-6}, "dpo": {"beta": 0.1}},  # an optimizer section is any framework's
      r"^not a GRPO config of TRL, verl, OpenRLHF or ours: its keys are model, optimizer, dpo, and it has no"),
-    ({"learning_rate": 5, "num_generations": 8}, r"^learning_rate 5 with Adam: its step moves every weight by about"),
     ({"learning_rate": 1e-6, "num_generations": 8, "actor_rollout_ref": {"rollout": {"n": 8}}},
      r"mixes TRL keys \(learning_rate, num_generations\) with verl's \(actor_rollout_ref\)"),
     (verl_tree() | {"algorithm": {"adv_estimator": "gae"}}, "a critic.s value baseline"),
@@ -639,3 +638,14 @@ def test_gspo_without_a_loss_type_says_first_that_trls_default_weighs_by_length(
     assert ("loss_type", "dapo") in setup.assumed and "not GSPO's per-sequence objective" in setup.brief_lines()[0]
     given = read_run_config({"learning_rate": 1e-6, "importance_sampling_level": "sequence", "loss_type": "grpo"}, devices=1)
     assert not any(k == "loss_type" for k, _ in given.assumed)
+
+
+def test_an_adam_lr_no_llm_trains_with_is_said_first_and_read_as_given():
+    """TRL learning_rate 5 (an exponent lost): the first line says so; the theory's own names (a bandit's logits
+    train at lr 1) are left alone."""
+    setup = read_run_config({"learning_rate": 5, "num_generations": 8})
+    assert setup.hparams.lr == 5 and setup.brief_lines()[0].startswith(
+        "learning_rate 5 with Adam moves every weight by about 5 a step: no LLM trains so")
+    assert setup.brief_json()["implausible"] == [setup.brief_lines()[0]]
+    assert read_run_config({"learning_rate": 5e-6, "num_generations": 8}).implausible == ()
+    assert read_run_config({"lr": 1.0, "group_size": 8, "optimizer": "adam"}).implausible == ()

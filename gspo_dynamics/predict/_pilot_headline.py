@@ -192,14 +192,14 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
         z, per_row = noise
         hp, keys = setup.hparams, getattr(setup, "keys", None)
         G = math.ceil(hp.group_size * (Z_FALL / z) ** 2) if z > 0 else None
-        changes = [lower_lr(setup, lr, bounds, "the pilot's reward fell at this lr")]
+        changes = []  # no lr cut on a fall that may be noise: what would tell, rows of more completions
         if G is not None and G > hp.group_size:
             key = keys.group if keys else "group_size"
             changes.append(Change(key, G, keys.setting(key, G) if keys else f"{key}: {G}", f"rows of {G / hp.group_size:.3g}x "
                                   f"the completions: a fall this size clears their sampling noise (z > {Z_FALL:g})"))
-        return "at risk", (f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: against "
-                           f"their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise; watch "
-                           "the reward"), changes
+        return "unsure", (f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: against "
+                          f"their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise; what "
+                          "would tell: a longer pilot, or rows of more completions (below)"), changes
     return "unsafe", f"the pilot lost reward it had: its mean fell {where}", [
         lower_lr(setup, lr, bounds, "the pilot lost reward at this lr")]
 

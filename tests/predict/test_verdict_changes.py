@@ -268,16 +268,18 @@ def test_the_rows_noise_test_is_the_binomial_standard_error_of_two_block_means(t
     assert n == 32 and z == pytest.approx((b - a) / math.sqrt((b * (1 - b) + a * (1 - a)) / (BLOCK * n)))
 
 
-def test_a_fall_within_the_noise_of_few_completions_is_at_risk_not_unsafe(tmp_path):
-    """The same fall of 0.4 over rows of 4 completions (z against their binomial noise ~3) is at risk, with the
-    group size whose rows would clear Z_FALL; over rows of 64 completions it is unsafe."""
+def test_a_fall_within_the_noise_of_few_completions_is_unsure_not_unsafe(tmp_path):
+    """The same fall of 0.4 over rows of 4 completions (z against their binomial noise ~3) is unsure, with the
+    group size whose rows would clear Z_FALL as what would tell and no lr cut (a real run that fell so at z = 3.8
+    held: Sunshine535, 0.356 -> 0.455); over rows of 64 completions it is unsafe."""
     few = dataclasses.replace(noisy_pilot(tmp_path, 1), fall=None)
     many = noisy_pilot(tmp_path, 16)
     few = dataclasses.replace(few, fall=dataclasses.replace(many.fall))  # the same fall, read from rows of 4
     z, n = _pilot_headline.fall_in_row_noise(few)
     assert n == 4 and z < Z_FALL
     head = pilot_headline(few)
-    assert head.verdict == "at risk" and "4 completions" in head.reason, head.lines()
+    assert head.verdict == "unsure" and "4 completions" in head.reason, head.lines()
+    assert not any(c.key in ("lr", "learning_rate") for c in head.changes)
     G = next(c.value for c in head.changes if c.key == "group_size")
     assert G == math.ceil(4 * (Z_FALL / z) ** 2)
     assert pilot_headline(many).verdict == "unsafe" and _pilot_headline.fall_in_row_noise(many)[0] > Z_FALL

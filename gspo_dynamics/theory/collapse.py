@@ -91,8 +91,14 @@ each difference by its own small step),
     sigma_H = 1.4826 median_j |H_{j+1} - H_j| / sqrt(2),                                           (6')
 
 and the rise counts as an overshoot only where it also passes OVERSHOOT_Z = 3 standard deviations of a difference
-of two rows, max_j H_j - H_0 > OVERSHOOT_Z sqrt(2) sigma_H (`rise_within_noise`; sigma_H from at least NOISE_ROWS
-entropies, else no scatter is read and the rise counts as it is).
+of two rows. sigma_H is read from the pilot's own m first differences, so the level widens as a scale estimated
+from a sample does: to Student's t quantile of the same one-sided tail, Phi(-3), with m - 1 degrees of freedom,
+
+    max_j H_j - H_0 > t_{Phi(3)}(m - 1) sqrt(2) sigma_H                                              (6')
+
+(`rise_within_noise`: 4.3 at m = 9, 3.6 at m = 15, 3.2 at m = 39, 3 as m grows; a median's scale scatters more than
+a standard deviation's, so this is the least widening; sigma_H from at least NOISE_ROWS entropies, else no scatter is
+read and the rise counts as it is).
 
 Only groups whose rewards differ carry the displacement into the reward. A group-relative advantage is
 zero on a group of equal rewards (all correct, all wrong): its prompt is one the policy has absorbed or
@@ -353,10 +359,20 @@ def entropy_row_noise(entropy) -> float | None:
 
 
 def rise_within_noise(entropy) -> bool:
-    """Whether the first updates' rise, max_{1 <= j < OVERSHOOT_STEPS} H_j - H_0 (nats), is within OVERSHOOT_Z
-    sqrt(2) sigma_H (6'); False where no rise or no row noise is read."""
+    """Whether the first updates' rise, max_{1 <= j < OVERSHOOT_STEPS} H_j - H_0 (nats), is within
+    `overshoot_level`(m) sqrt(2) sigma_H, m the first differences sigma_H is read from (6'); False where no rise or no
+    row noise is read."""
     first = [float(h) for h in list(entropy)[:OVERSHOOT_STEPS] if math.isfinite(float(h))]
     noise = entropy_row_noise(entropy)
     if len(first) < 2 or noise is None:
         return False
-    return max(first[1:]) - first[0] <= OVERSHOOT_Z * math.sqrt(2.0) * noise
+    m = int(np.isfinite(np.asarray([float(x) for x in entropy], dtype=float)).sum()) - 1
+    return max(first[1:]) - first[0] <= overshoot_level(m) * math.sqrt(2.0) * noise
+
+
+def overshoot_level(m: int) -> float:
+    """The (6') level in standard deviations for a scale read from m differences: Student's t quantile at the
+    normal's one-sided Phi(OVERSHOOT_Z) with m - 1 degrees of freedom (OVERSHOOT_Z itself as m grows)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(stats.norm.cdf(OVERSHOOT_Z), max(int(m) - 1, 1)))

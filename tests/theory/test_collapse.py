@@ -304,8 +304,9 @@ def test_entropy_row_noise_is_the_mad_of_first_differences_as_a_loop_computes_it
 
 
 def test_a_rise_within_the_rows_scatter_is_no_overshoot_and_a_true_step_is_one():
-    """Simulated rows at a row noise sigma: with no change, a rise past 3 sd of a difference is rare (under 1% of
-    2000 pilots read an overshoot even where 25% of H_0 is within the noise); a jump of 10 sd that stays is read."""
+    """Simulated rows at a row noise sigma: with no change, a rise past (6')'s level (about 3 sd of a difference) is
+    rare (under 1% of 2000 pilots read an overshoot even where 25% of H_0 is within the noise); a jump of 10 sd that
+    stays is read."""
     rng = np.random.default_rng(0)
     sigma, n = 0.08, 40
     false = sum(collapse.overshoots(0.4 + sigma * rng.standard_normal(n)) for _ in range(2000))
@@ -314,3 +315,13 @@ def test_a_rise_within_the_rows_scatter_is_no_overshoot_and_a_true_step_is_one()
                for _ in range(2000)) > 500
     jump = np.r_[0.4, np.full(n - 1, 0.4 + 10 * math.sqrt(2) * 0.01)] + 0.01 * rng.standard_normal(n)
     assert collapse.overshoots(jump) and not collapse.rise_within_noise(jump)
+
+
+@pytest.mark.parametrize("m", [9, 15, 39])
+def test_the_overshoot_level_is_students_t_at_the_normals_three_sd_tail(m):
+    """(6')'s level for a scale read from m differences, against draws of Student's t with m - 1 degrees of freedom:
+    the share past the level is the normal's one-sided tail at 3 sd (0.135%); it falls to 3 as m grows."""
+    level = collapse.overshoot_level(m)
+    draws = np.random.default_rng(m).standard_t(m - 1, size=2_000_000)
+    assert np.mean(draws > level) == pytest.approx(0.00135, rel=0.1)
+    assert collapse.overshoot_level(10_000) == pytest.approx(3.0, abs=0.01) and level > 3.0

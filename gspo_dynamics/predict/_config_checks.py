@@ -238,3 +238,18 @@ def estimator_first(strays: list[str], key: str, check) -> None:
     leaf = key.rsplit(".", 1)[-1]
     if not any(difflib.get_close_matches(k.rsplit(".", 1)[-1], [leaf], cutoff=NEAR_CUTOFF) for k in strays):
         check()
+
+
+MAX_ADAM_LR = 1.0  # Adam moves every weight by about its lr a step (its update is lr m / sqrt(v), |m / sqrt(v)| ~ 1)
+LLM_FRAMEWORKS = ("TRL GRPOConfig", "verl", "OpenRLHF")  # an LLM trainer's config
+
+
+def implausible_lr(framework: str, optimizer: str, lr: float, key: str) -> tuple[str, ...]:
+    """The first line for a framework's config (TRL, verl, OpenRLHF: an LLM's) whose Adam learning rate is
+    MAX_ADAM_LR or more: Adam's step moves each weight by about the lr whatever the gradient's scale, so at lr >= 1
+    every weight jumps by its own size or more each step: a lost exponent (5 for 5e-6), said and read as given. The
+    theory's own names and our trainer's (a bandit's logits train at lr 1) are left alone; () otherwise."""
+    if optimizer != "adam" or lr < MAX_ADAM_LR or framework not in LLM_FRAMEWORKS:
+        return ()
+    return (f"{key} {lr:g} with Adam moves every weight by about {lr:g} a step: no LLM trains so; a lost exponent "
+            "(LLM RL runs near 1e-6)? read as given",)

@@ -164,11 +164,13 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
             _config_checks.refuse_unknown(hints, framework, typed)
         return hints, on_purpose
 
-    setup = _adam_lr_check(_mapped(cfg, devices, unknown, allow_unknown))
+    setup = _mapped(cfg, devices, unknown, allow_unknown)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
         setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown, allow_unknown)
     setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()),
-                                notes=tuple(abbreviated) + setup.notes)
+                                notes=tuple(abbreviated) + setup.notes, implausible=_config_checks.implausible_lr(
+                                    setup.framework, setup.hparams.optimizer.name, setup.hparams.lr,
+                                    setup.keys.lr if setup.keys else "lr"))
     ignored = set(setup.ignored) - set(setup.unknown) - set(setup.added) - set(setup.recorded)  # a trainer's or TRL's
     # top-level keys, verl's dotted ones; the keys a +key= adds, or W&B recorded, are said apart (`brief_lines`)
     unread = [key for key in set_keys if key in ignored or key.split(".")[0] in ignored]
@@ -176,24 +178,6 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
         setup = dataclasses.replace(setup, notes=setup.notes + (
             f"--set {', '.join(unread)}: not read by the {setup.framework} mapping (a key the theory does not use)",))
     return setup
-
-
-MAX_ADAM_LR = 1.0  # Adam moves every weight by about its lr a step (its update is lr m / sqrt(v), |m / sqrt(v)| ~ 1)
-DEFAULTS_OF_FRAMEWORKS = ("TRL GRPOConfig", "verl", "OpenRLHF")  # an LLM trainer's config
-
-
-def _adam_lr_check(setup: RunSetup) -> RunSetup:
-    """`setup` with a first line where a framework's config (TRL, verl, OpenRLHF: an LLM's) sets an Adam learning
-    rate of MAX_ADAM_LR or more: Adam's step moves each weight by about the lr whatever the gradient's scale, so at
-    lr >= 1 every weight jumps by its own size or more each step: a lost exponent (5 for 5e-6), said and read as
-    given. The theory's own names and our trainer's (a bandit's logits train at lr 1) are left alone."""
-    hp, keys = setup.hparams, setup.keys
-    if hp.optimizer.name != "adam" or hp.lr < MAX_ADAM_LR or setup.framework not in DEFAULTS_OF_FRAMEWORKS:
-        return setup
-    key = keys.lr if keys is not None else "lr"
-    return dataclasses.replace(setup, implausible=(
-        f"{key} {hp.lr:g} with Adam moves every weight by about {hp.lr:g} a step: no LLM trains so; a lost exponent "
-        f"(LLM RL runs near 1e-6)? read as given",))
 
 
 def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bool = False) -> RunSetup:

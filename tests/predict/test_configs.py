@@ -647,5 +647,6 @@ def test_an_adam_lr_no_llm_trains_with_is_said_first_and_read_as_given():
     assert setup.hparams.lr == 5 and setup.brief_lines()[0].startswith(
         "learning_rate 5 with Adam moves every weight by about 5 a step: no LLM trains so")
     assert setup.brief_json()["implausible"] == [setup.brief_lines()[0]]
+    assert read_run_config({"learning_rate": 5, "num_generations": 8}, run_steps=100).implausible  # mapped again
     assert read_run_config({"learning_rate": 5e-6, "num_generations": 8}).implausible == ()
     assert read_run_config({"lr": 1.0, "group_size": 8, "optimizer": "adam"}).implausible == ()

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from gspo_dynamics._plain import plain as _plain
+from gspo_dynamics.diagnose._evidence_text import _column_lines, _evidence_text, _fmt, _side_text
 from gspo_dynamics.diagnose._finding import INVALIDATES, NOTE
 from gspo_dynamics.fit import max_safe_text
 from gspo_dynamics.predict import hparams_text
@@ -28,10 +29,10 @@ NOTHING_TO_DO = {"healthy_saturation": "nothing to change: the reward reached it
 # below this a saturation's "stop" is not said as a fact: at and above it 61 of 63 held-out verdicts were right
 # (docs/validation.md, diagnose-calibration); below it no band was checked, and a slow second rise after an early
 # one reads as a plateau on the rows before it
-CHECKED_CONFIDENCE = 0.9
+CHECKED_CONFIDENCE = 0.9  # the live guard's MIN_CONFIDENCE is the same band (integrations._guard)
 LEANING = {"healthy_saturation": "nothing to change yet: the reward looks to have reached its plateau, at a confidence "
-                                 "({:.2f}) under the 0.9 checked on real runs, so train on a while before you stop (a "
-                                 "slow later rise is not ruled out)"}
+                                 f"({{:.2f}}) under the {CHECKED_CONFIDENCE:g} checked on real runs, so train on a while "
+                                 "before you stop (a slow later rise is not ruled out)"}
 # findings whose cause acts whatever the verdict's remedy, so their check comes first on the do line: a reward that
 # pays short answers (length_collapse) drives the completions toward empty at any learning rate
 CHECK_FIRST = ("length_collapse",)
@@ -348,51 +349,6 @@ class Diagnosis:
         also = [f"also       {', '.join(others)}"] if others else []
         return (self._answer_lines() + [""] + read + also
                 + ["(--explain: the evidence behind each verdict and finding, the fit and the notes)"])
-
-
-# The series a reader of the answer looks for first, and how the `columns` line names them.
-_SHOWN_COLUMNS = (("reward", "reward"), ("entropy", "entropy"), ("mean_length", "length"), ("kl_ref", "kl"),
-                  ("grad_norm", "grad norm"))
-
-
-def _column_lines(s: dict, explain: bool) -> list[str]:
-    """`columns` (which column became reward, entropy, length, kl, grad norm; how many were left unread) and, with
-    `explain`, `unread` (which)."""
-    found = {c["series"]: c["column"] for c in s["columns"]}
-    shown = ", ".join(f"{label} {found[name]!r}" if name in found else f"{label} none" for name, label in _SHOWN_COLUMNS)
-    unread = s.get("unread", [])
-    more = f"; {len(unread)} column(s) unread{'' if explain else ' (--explain lists them)'}" if unread else ""
-    lines = [f"columns    {shown}{more}"]
-    if explain and unread:
-        lines.append("unread     " + ", ".join(map(repr, unread)))
-    return lines
-
-
-def _fmt(value) -> str:
-    """A number as the text prints it; a non-finite one (null in the JSON) as n/a."""
-    if isinstance(value, float):
-        return f"{value:.4g}" if math.isfinite(value) else "n/a"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
-    return str(value)
-
-
-def _evidence_text(e: dict) -> str:
-    text = ("! " if e.get("caveat") and not e.get("holds", False) else "") + f"{e['signal']} = {_fmt(e['value'])}"
-    if "threshold" in e:
-        side = _side_text(e["side"]) + " " if "side" in e else ""
-        text += f" (threshold {side}{_fmt(e['threshold'])}{'' if e.get('holds', True) else ': not met'})"
-    extra = {k: v for k, v in e.items() if k not in ("signal", "value", "threshold", "steps", "side", "holds", "caveat")}
-    if extra:
-        text += "; " + ", ".join(f"{k} {_fmt(v)}" for k, v in extra.items())
-    if e.get("steps"):
-        text += f"  [steps {e['steps'][0]}-{e['steps'][1]}]"
-    return text
-
-
-def _side_text(side: str) -> str:
-    """A side as the text prints it: "|<=" as "|x| <=" (the value's magnitude against the threshold)."""
-    return f"|x| {side[1:]}" if side.startswith("|") else side
 
 
 def inconsistencies(diagnosis: Diagnosis) -> list[str]:

@@ -30,13 +30,13 @@ from gspo_dynamics.logs._detect import (
     _row_list_format,
     detect_format,
 )
+from gspo_dynamics.logs._csv import read_csv
 from gspo_dynamics.logs._folders import MAX_BYTES, gunzipped, log_in
 from gspo_dynamics.logs._json_readers import config_not_log, read_jsonl
 from gspo_dynamics.logs._readers import (
     NUMBERED as _NUMBERED,
     NUMBERED_AXIS,
     RawLog,
-    read_csv,
     read_trl_history,
     read_trl_state,
     read_tensorboard,

@@ -35,6 +35,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._epochs import across_epochs
 from gspo_dynamics.logs._groups import key_groups, regroup
 from gspo_dynamics.logs._interleaved import in_turn_said, interleaved_runs
+from gspo_dynamics.logs._merge_series import merge_series
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, resolve_names, signed_kl
 from gspo_dynamics.logs._order import step_order
 from gspo_dynamics.logs._readers import ROW_NUMBERS
@@ -336,7 +337,7 @@ def series_of(settled: Settled, chosen: dict[str, str], warnings: list[str]) -> 
         e_steps, e_series, e_warnings, e_logged = build_series(settled.evals, eval_names.__getitem__)
         warnings += [f"evaluation rows: {w}" for w in e_warnings]
         columns.update({name: settled.eval_keys[key] for key, name in eval_names.items() if name in e_series})
-        steps, series, logged = _merge((steps, series, logged), (e_steps, e_series, e_logged))
+        steps, series, logged = merge_series((steps, series, logged), (e_steps, e_series, e_logged))
     return _Built(steps, series, logged, diverged, columns, unread, frozenset(names.values()))
 
 
@@ -349,43 +350,6 @@ def without_rows(built: _Built, keep: np.ndarray) -> _Built:
 def _used(name: str) -> bool:
     """Whether the analysis reads a series of this name."""
     return name in STANDARD_NAMES or name.startswith(("reward/", "eval/"))
-
-
-def _merge(train, evals):
-    """(steps, series, logged) of the training and the evaluation series on the union of their steps; a name in
-    both (a training row's own `eval/` key) keeps the training values and takes the evaluation ones where it has
-    none. Training series already on those steps are kept as they are (read-only)."""
-    (t_steps, t_series, t_logged), (e_steps, e_series, e_logged) = train, evals
-    steps = _union(t_steps, e_steps)  # (N,)
-    series: dict[str, np.ndarray] = {}
-    logged: dict[str, np.ndarray] = {}
-    for source_steps, source, masks in ((t_steps, t_series, t_logged), (e_steps, e_series, e_logged)):
-        if source_steps.size == steps.size and not any(name in series for name in source):
-            series.update(source)  # already on every step: nothing to move
-            logged.update(masks)
-            continue
-        at = np.searchsorted(steps, source_steps)
-        for name, values in source.items():
-            column = series.get(name)
-            column = np.full(steps.shape, np.nan) if column is None else column.copy()
-            mask = logged.get(name)
-            mask = np.zeros(steps.shape, dtype=bool) if mask is None else mask.copy()
-            free = np.isnan(column[at]) & ~mask[at]
-            column[at[free]] = values[free]
-            mask[at[free]] = masks[name][free]
-            column.flags.writeable = mask.flags.writeable = False
-            series[name], logged[name] = column, mask
-    steps.flags.writeable = False
-    return steps, series, logged
-
-
-def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.union1d of two sorted unique step arrays: `a` itself where it holds every step of `b` (evaluations at
-    training steps), without the sort."""
-    at = np.searchsorted(a, b)  # (len(b),) nondecreasing: within `a` where its last is
-    if b.size and at[-1] < a.size and np.array_equal(a[at], b):
-        return a
-    return np.union1d(a, b)
 
 
 def eval_points(built: _Built, settled: Settled) -> int:

@@ -150,7 +150,7 @@ def _first_rise(entropy, measured: list[str]) -> dict:
     rise = collapse.entropy_rise(entropy)
     if rise is not None and rise > collapse.OVERSHOOT_RISE and collapse.rise_within_noise(entropy):
         noise = collapse.entropy_row_noise(entropy)
-        level = collapse.overshoot_level(int(np.isfinite(np.asarray(entropy, dtype=float)).sum()) - 1)
+        level = collapse.rise_level(entropy)
         why = (f"the token entropy rose {rise:.0%} on the first updates, within its own row scatter (sd {noise:.2g} "
                f"nats a row: a rise must pass {level:.2g} sd of a difference of two rows, theory.collapse (6')), so "
                "no overshoot is read from it")

@@ -204,6 +204,24 @@ def refuse_log(cfg: dict[str, Any]) -> None:
                           "or as the log (diagnose), and the run's GRPOConfig (its training_args as JSON or YAML) as --config")
 
 
+def refuse_mixed(trl: set[str], other: str) -> None:
+    """Refuse TRL keys (`trl`, the config's top-level ones) beside another framework's section (`other`, as said)."""
+    if trl:
+        raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with {other}: give one framework's "
+                          "config (verl: actor_rollout_ref.actor.optim.lr, actor_rollout_ref.rollout.n, ...)")
+
+
+def no_framework_error(cfg: dict[str, Any], known: Iterable[str]) -> ConfigError:
+    """The error for a config with no hyperparameter of any framework's: its keys, and the nearest known key of each
+    where one is near (`hinted`)."""
+    near = [f"{k} (did you mean {n}?)" for k, n in hinted(sorted(map(str, cfg)), known) if n and n != k]
+    keys = ", ".join(map(str, list(cfg)[:6])) + (", ..." if len(cfg) > 6 else "")
+    return ConfigError(f"not a GRPO config of TRL, verl, OpenRLHF or ours: its keys are {keys}, and it has no "
+                       "hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; verl: "
+                       "actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)"
+                       + (f"; {', '.join(near)}" if near else ""))
+
+
 def refuse_composed(cfg: dict[str, Any]) -> None:
     """A Hydra config whose defaults list names files of its own (`defaults: [gspo_shared, _self_]`) holds only the
     keys it overrides, the rest being in those files: one ConfigError, not a read of the rest at verl's defaults.

@@ -192,11 +192,8 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bo
     _config_checks.refuse_log(cfg)
     _config_checks.refuse_composed(cfg)
     notes: list[str] = []
-    if isinstance(cfg.get("actor_rollout_ref"), dict) and set(cfg) & TRL_KEYS:
-        raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(set(cfg) & TRL_KEYS))}) with verl's "
-                          "(actor_rollout_ref): give one framework's config (verl: actor_rollout_ref.actor.optim.lr, "
-                          "actor_rollout_ref.rollout.n, ...)")
     if isinstance(cfg.get("actor_rollout_ref"), dict):
+        _config_checks.refuse_mixed(set(cfg) & TRL_KEYS, "verl's (actor_rollout_ref)")
         _config_checks.refuse_devices(devices, "a verl config's ppo_mini_batch_size counts prompts over every process")
         return _verl_setup(cfg, notes, unknown)
     if _openrlhf.is_openrlhf(cfg):
@@ -225,13 +222,7 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bo
     if trl:
         return _trl_setup(cfg, devices, notes, unknown)
     if not own - {"optimizer"}:  # an `optimizer` section alone is any framework's: no hyperparameter of ours
-        near = [f"{k} (did you mean {n}?)" for k, n in _config_checks.hinted(sorted(map(str, cfg)), _ALL_KNOWN)
-                if n and n != k]
-        keys = ", ".join(map(str, list(cfg)[:6])) + (", ..." if len(cfg) > 6 else "")
-        raise ConfigError(f"not a GRPO config of TRL, verl, OpenRLHF or ours: its keys are {keys}, and it has no "
-                          "hyperparameter this tool knows (TRL: learning_rate, num_generations, ...; verl: "
-                          "actor_rollout_ref...; ours: lr, refresh_interval, group_size, ... or a trainer config)"
-                          + (f"; {', '.join(near)}" if near else ""))
+        raise _config_checks.no_framework_error(cfg, _ALL_KNOWN)
     name = "gspo-dynamics hyperparameters"
     hints, added = unknown(name, list(set(cfg) - OWN_NAMES), OWN_NAMES)
     _config_checks.refuse_devices(devices, "num_groups is the whole step's")

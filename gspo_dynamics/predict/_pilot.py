@@ -58,8 +58,8 @@ from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held
 from gspo_dynamics.predict._fall_chance import config_fall_chance, lr_bound_in_reach
 from gspo_dynamics.predict._pilot_headline import UNTIMED, plateau_identified, plateau_timed
 from gspo_dynamics.predict._pilot_log import (
-    GROUP_SIZES, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, lr_mismatch, pilot_entropy, pilot_fit,
-    past_the_run, pilot_reward_range, reward_not_finite, zero_std_shares,
+    GROUP_SIZES, first_lines, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy,
+    pilot_fit, pilot_reward_range, zero_std_shares,
 )
 from gspo_dynamics.predict._pilot_validity import pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
@@ -341,7 +341,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     keys = getattr(setup, "keys", None)
     invalid = pilot_invalid(log, n, keys.group if keys is not None else "the group size G")
     return PilotForecast(config=config, pilot_steps=n, implications=imp, max_safe_lr=max_lr, invalid=invalid,
-                         **_first_lines(log, n, setup), lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
+                         **first_lines(log, n, setup), lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,
                          drift_per_step=delta, clip_by_refresh=drift.token_clips, sequence_drift=drift.sequence,
                          sequence_clip_by_refresh=drift.sequence_clips, fit=fit, **risk,
@@ -350,15 +350,6 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread)
-
-
-def _first_lines(log: RunLog, n: int, setup: RunSetup) -> dict:
-    """The pilot's fields said first (`PilotForecast.brief_lines`): its logged lr against the config's, a log past
-    the config's run, reward rows that are not numbers."""
-    keys = getattr(setup, "keys", None)
-    return {"mismatch": lr_mismatch(log, n, setup.hparams.lr, keys.lr if keys is not None else "lr"),
-            "past_run": past_the_run(log, setup.run_steps, keys.run_length if keys is not None else "run length"),
-            "unread": reward_not_finite(log, n)}
 
 
 def _falls(log: RunLog, n: int, pilot, reward_range, setup: RunSetup, measured: list[str]):

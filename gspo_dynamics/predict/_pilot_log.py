@@ -63,6 +63,15 @@ def lr_mismatch(log: RunLog, n: int, lr: float, key: str) -> str | None:
             f"(--set {key}={hi:.3g} reads the pilot's)")
 
 
+def first_lines(log: RunLog, n: int, setup) -> dict:
+    """The pilot's fields said first (`PilotForecast.brief_lines`) for a `RunSetup`: its logged lr against the
+    config's, a log past the config's run, reward rows that are not numbers."""
+    keys = getattr(setup, "keys", None)
+    return {"mismatch": lr_mismatch(log, n, setup.hparams.lr, keys.lr if keys is not None else "lr"),
+            "past_run": past_the_run(log, setup.run_steps, keys.run_length if keys is not None else "run length"),
+            "unread": reward_not_finite(log, n)}
+
+
 def past_the_run(log: RunLog, run_steps: int | None, key: str) -> str | None:
     """The log's last reward step past the run's length the config gives (by more than LENGTH_SLACK): a pilot is
     its run's start, so the config may be another run's (said first; the verdict stands, a shorter run of the same

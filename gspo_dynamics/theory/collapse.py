@@ -359,15 +359,19 @@ def entropy_row_noise(entropy) -> float | None:
 
 
 def rise_within_noise(entropy) -> bool:
-    """Whether the first updates' rise, max_{1 <= j < OVERSHOOT_STEPS} H_j - H_0 (nats), is within
-    `overshoot_level`(m) sqrt(2) sigma_H, m the first differences sigma_H is read from (6'); False where no rise or no
-    row noise is read."""
+    """Whether the first updates' rise, max_{1 <= j < OVERSHOOT_STEPS} H_j - H_0 (nats), is within `rise_level`
+    sqrt(2) sigma_H (6'); False where no rise or no row noise is read."""
     first = [float(h) for h in list(entropy)[:OVERSHOOT_STEPS] if math.isfinite(float(h))]
     noise = entropy_row_noise(entropy)
     if len(first) < 2 or noise is None:
         return False
-    m = int(np.isfinite(np.asarray([float(x) for x in entropy], dtype=float)).sum()) - 1
-    return max(first[1:]) - first[0] <= overshoot_level(m) * math.sqrt(2.0) * noise
+    return max(first[1:]) - first[0] <= rise_level(entropy) * math.sqrt(2.0) * noise
+
+
+def rise_level(entropy) -> float:
+    """(6')'s level in standard deviations for these entropies: `overshoot_level`(m), m their finite values' first
+    differences (the ones sigma_H is read from)."""
+    return overshoot_level(int(np.isfinite(np.asarray([float(x) for x in entropy], dtype=float)).sum()) - 1)
 
 
 def overshoot_level(m: int) -> float:

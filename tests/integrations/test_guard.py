@@ -241,3 +241,11 @@ def test_a_reported_verdict_below_min_confidence_names_no_action():
     lower = feed(Guard(GuardSettings(min_confidence=0.7), diagnose_fn=scripted([(1, dx("healthy_saturation", 0.8))])),
                  trl_rows("rising", 80), chunk=1)
     assert lower[-1].action == "advice for healthy_saturation"
+
+
+def test_the_guards_band_is_diagnoses_checked_one():
+    """One calibrated band: the guard acts, and diagnose says "stop", from the same confidence."""
+    from gspo_dynamics.diagnose._verdict import CHECKED_CONFIDENCE
+    from gspo_dynamics.integrations._guard import MIN_CONFIDENCE
+
+    assert MIN_CONFIDENCE == CHECKED_CONFIDENCE

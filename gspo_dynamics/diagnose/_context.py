@@ -35,6 +35,8 @@ NO_SIGNAL_SHARE = 0.9  # share of rows whose groups all carry no signal, from wh
 DRIFT_KL_RATIO = 2.0  # KL to the reference at least doubled while the reward stayed flat
 DRIFT_ENTROPY_CHANGE = 0.25  # entropy moved by 25% of its early value while the reward stayed flat
 LR_DECAYED = 0.25  # a logged lr whose last-quarter mean is under a quarter of its peak: the late rows barely moved
+# (a stated threshold, fitted to no run: a linear decay to 0 (a last-quarter mean of 1/8) and a cosine (1/20) count,
+# a decay to half of the peak does not)
 
 
 @dataclass(frozen=True)

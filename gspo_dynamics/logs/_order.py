@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-OUT_OF_ORDER = 0.25  # the counter goes back on at least this share of the training rows
+OUT_OF_ORDER = 0.25  # the counter goes back on at least this share of the training rows (stated, fitted to no log: a
+# resumed or appended run goes back a handful of times, a shuffled table on about half its rows, a reversed one on all)
 MIN_ROWS = 8  # training rows, as many as an analysis needs (`logs.MIN_ANALYSIS_POINTS`)
 
 

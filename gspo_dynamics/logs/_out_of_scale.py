@@ -17,7 +17,8 @@ import dataclasses
 
 import numpy as np
 
-OUT_OF_SCALE = 1e6  # a million times the series' own scale: no reward function's range is that uneven
+OUT_OF_SCALE = 1e6  # a million times the series' own scale: no reward function's range is that uneven (stated, fitted
+# to no log)
 MIN_VALUES = 20  # fewer finite values give no quantiles to measure a scale by
 _LISTED = 3  # steps named in the note
 

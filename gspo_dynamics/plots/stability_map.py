@@ -147,7 +147,7 @@ def _pilot_curve(ax, forecast) -> None:
         ax.axhline(forecast.reward_range[1], color=DATA, lw=0.6, ls=":")
     ax.plot(t, curve, color=FIT, lw=1.2, label=f"{fit.model} fit")
     ax.fill_between(t, low, high, color=FIT, alpha=0.15, lw=0, label="+- 2 noise std")
-    if end is not None:  # the reward over the run's last sixth, with its calibrated interval where there is one
+    if end is not None and end.identified:  # the reward over the run's last sixth, with its interval where there is one
         window = end_window(end.run_steps)
         mid = (window[0] + window[-1]) / 2
         if end.interval is not None:

@@ -58,6 +58,9 @@ NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema", "
           "gspo-dynamics trainer": "gspo-dynamics' trainer config", "gspo-dynamics hyperparameters": "the theory's names"}
 UNSET = {"group_size": "G -> infinity, the expected dynamics"}
 OLDER_DEFAULT = {"beta": "older TRL releases 0.04"}  # a default that moved between releases: the other said beside it
+# a default read from the pilot instead of the framework's current one (`_pilot_log.beta_from_logged_kl`)
+FROM_PILOT = {("beta", 0.04): "the pilot logs a KL: a TRL run logs one with beta unset only under releases whose "
+                              "default was 0.04, up to 0.18"}
 OWN_DEFAULT = {("processes", 1): "--devices N gives yours: the groups per step rest on it, and T where "
                                  "generation_batch_size is given",
                ("rollout_batch_size", 512): "openrlhf.cli.train_ppo's, the trainer before Ray",
@@ -189,7 +192,7 @@ def assumed_line(framework: str, pairs: tuple[tuple[str, Any], ...]) -> str:
     def text(key: str, value: Any) -> str:
         shown = "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
         gloss = ("the run's length unknown" if key in RUN_LENGTH_KEYS else UNSET.get(key) if value is None
-                 else OWN_DEFAULT.get((key, value)) or OLDER_DEFAULT.get(key))
+                 else FROM_PILOT.get((key, value)) or OWN_DEFAULT.get((key, value)) or OLDER_DEFAULT.get(key))
         return f"{key} {shown}" + (f" ({gloss})" if gloss else "")
 
     return (f"assumed, not in the config ({DEFAULTS_OF[framework]} defaults): "

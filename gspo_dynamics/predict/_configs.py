@@ -100,7 +100,8 @@ class RunSetup:
                 "added_keys": list(self.added),
                 "recorded_keys": list(self.recorded),
                 "unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
-                "assumed": [{"key": k, "value": v, "source": source} for k, v in self.assumed if k not in skip]}
+                "assumed": [{"key": k, "value": v, "source": "the pilot" if (k, v) in _config_checks.FROM_PILOT else source}
+                            for k, v in self.assumed if k not in skip]}
 
     def to_json(self) -> dict[str, Any]:
         hp = self.hparams

@@ -103,6 +103,14 @@ class EndReward:
     note: str  # how the interval was calibrated, or why it is withheld
     reach: tuple[float, float] | None = None  # (6), what the reward can reach
     withheld: str = ""  # why there is no interval, in a few words (the answer's first lines say it)
+    held: float | None = None  # R_held, the pilot's held level (the mean of its last HELD_STEPS rewards)
+    unidentified: bool = False  # the blend's band is withheld (run past the calibrated horizons, or the whole
+    # reach): nothing calibrates the value, so the answer prints the held level as where the pilot stands instead
+
+    @property
+    def identified(self) -> bool:
+        """Whether the value is an answer: not where the blend's band is withheld (`unidentified`)."""
+        return not self.unidentified
 
     @property
     def spans_reach(self) -> bool:
@@ -123,13 +131,22 @@ class EndReward:
 
     def summary(self) -> str:
         band = self.band_text() if self.interval is not None else ""  # a withheld band's reason is in the note
+        value = f"{self.value:.3g}{band}" if self.identified else not_identified_text(self, why=False)  # in the note
         return (f"reward at the run's end (steps {int(end_window(self.run_steps)[0])}-{self.run_steps}, {self.ratio:.3g} times "
-                f"the pilot): {self.value:.3g}{band} ({self.note})")
+                f"the pilot): {value} ({self.note})")
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_steps": self.run_steps, "ratio": self.ratio, "value": self.value, "scale": self.scale,
-                "interval": None if self.interval is None else list(self.interval), "level": INTERVAL_LEVEL,
-                "interval_is_reach": self.spans_reach, "note": self.note}
+        return {"run_steps": self.run_steps, "ratio": self.ratio, "value": self.value if self.identified else None,
+                "held": self.held, "scale": self.scale, "interval": None if self.interval is None else list(self.interval),
+                "level": INTERVAL_LEVEL, "interval_is_reach": self.spans_reach, "note": self.note}
+
+
+def not_identified_text(end: EndReward, why: bool = True) -> str:
+    """The answer where the blend's band is withheld: no value, why (unless `why` is False), and where the pilot
+    stands."""
+    held = "" if end.held is None else f"; the pilot holds at {end.held:.3g} (its last {HELD_STEPS} rewards' mean)"
+    reason = f" (no {INTERVAL_LEVEL:.0%} interval: {end.withheld})" if why else ""
+    return f"not identified by this pilot{reason}{held}"
 
 
 def conformal_quantile(scores, level: float = INTERVAL_LEVEL) -> float:
@@ -264,12 +281,13 @@ def end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, refresh_interv
 
 
 def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward_range: tuple[float, float] | None,
-                       entropy=None) -> EndReward:
+                       entropy=None, clock: str = "") -> EndReward:
     """The forecast `predict` prints: the held level moved toward the curve, the laws and the curve ensemble
-    (`predict._end_blend` (3),
-    weights learned on finished real runs), with its conformal band (5), or no band, and why, where the band would be
-    the reward's whole reach or the run is longer than the calibration's. `entropy`: (steps, values) of the pilot's
-    logged entropy, or None. ConfigError as `end_reward`."""
+    (`predict._end_blend` (3), weights learned on finished real runs), with its conformal band (5); where the band
+    would be the reward's whole reach or the run is longer than the calibration's, no band and no value (`unidentified`,
+    the reason in `withheld`, the held level beside it). `entropy`: (steps, values) of the pilot's logged entropy, or
+    None; `clock`: how `run_steps` is counted where it is not in steps (said in the reason). ConfigError as
+    `end_reward`."""
     steps, reward = np.asarray(steps, dtype=float), np.asarray(reward, dtype=float)
     run_steps = _checked_run(steps, run_steps, reward_range)
     reach = reward_reach(reward, reward_range)
@@ -284,15 +302,16 @@ def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward
     if readings.horizon > BAND_MAX_HORIZON:
         return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the run is "
                          f"{readings.horizon:.3g} times its pilot, the band is calibrated up to {BAND_MAX_HORIZON:g} times", reach,
-                         withheld=f"the run is {readings.horizon:.3g} times the pilot, the interval is calibrated up to "
-                                  f"{BAND_MAX_HORIZON:g} times; a longer pilot gets one")
+                         withheld=f"the run is {readings.horizon:.3g} times the pilot{clock}, the interval is calibrated up to "
+                                  f"{BAND_MAX_HORIZON:g} times; a longer pilot gets one", held=held, unidentified=True)
     interval = band(value, readings.scale, BAND_QUANTILES[readings.where][readings.group], reach)
     if interval is None:
         return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the calibrated "
                          f"{BAND_LEVEL:.0%} band would be the reward's whole reach [{reach[0]:.3g}, {reach[1]:.3g}], so "
-                         "the pilot narrows nothing", reach, withheld="it would be all the reward can reach")
+                         "the pilot narrows nothing", reach, withheld="it would be all the reward can reach; a longer "
+                         "pilot narrows it", held=held, unidentified=True)
     return EndReward(run_steps, readings.horizon, value, readings.scale, interval, how + f"; the band is conformal across "
-                     "those runs, left out by repository: paper_repro/RESULTS.md, real-run-end-reward-2", reach)
+                     "those runs, left out by repository: paper_repro/RESULTS.md, real-run-end-reward-2", reach, held=held)
 
 
 def _weights_text(readings: Readings) -> str:
@@ -324,4 +343,6 @@ def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, 
         return blended_end_reward(fit, steps, reward, run_steps, reward_range, entropy)
     assumed.append(f"the lr schedule ({schedule[0].describe()}) makes the run's {run_steps} steps move the reward as far "
                    f"as {effective} at the pilot's lr (predict._schedule (2)): the end reward is the fit's there")
-    return dataclasses.replace(blended_end_reward(fit, steps, reward, effective, reward_range, entropy), run_steps=run_steps)
+    clock = f" on the lr schedule's clock ({run_steps / float(steps[-1]):.3g} times in steps)"
+    return dataclasses.replace(blended_end_reward(fit, steps, reward, effective, reward_range, entropy, clock),
+                               run_steps=run_steps)

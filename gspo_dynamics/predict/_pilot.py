@@ -58,7 +58,7 @@ from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held
 from gspo_dynamics.predict._fall_chance import config_fall_chance, lr_bound_in_reach
 from gspo_dynamics.predict._pilot_headline import UNTIMED, plateau_identified, plateau_timed
 from gspo_dynamics.predict._pilot_log import (
-    GROUP_SIZES, first_lines, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy,
+    GROUP_SIZES, beta_from_logged_kl, first_lines, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy,
     pilot_fit, pilot_reward_range, zero_std_shares,
 )
 from gspo_dynamics.predict._pilot_validity import pilot_invalid
@@ -291,6 +291,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
         raise ConfigError("a pilot forecast needs the run's group size G (num_generations, rollout.n or group_size)")
     log, steps, reward = load_pilot(pilot, pilot_steps, getattr(setup, "logging_steps", None))
     n = len(steps)
+    setup = beta_from_logged_kl(setup, log, n)
     measured = [f"the reward curve over {n} reward points, steps {steps[0]:g}-{steps[-1]:g} (closed-form fit)"]
     assumed = (logged_lr(log, n, setup.hparams.lr) + logged_refresh(log, n, setup.hparams.refresh_interval)
                + logged_kl(log, n, setup.hparams.kl_coef, setup.framework))

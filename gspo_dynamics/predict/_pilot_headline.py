@@ -13,7 +13,7 @@ from gspo_dynamics.fit import (
     HELD_STEPS, MIN_CYCLES, PERIODIC_P, Z_FALL, alternation, oscillation_confidence, reward_span,
 )
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
-from gspo_dynamics.predict._end_reward import end_window, reward_reach
+from gspo_dynamics.predict._end_reward import end_window, not_identified_text, reward_reach
 from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
 from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, responses_per_row, row_noise_z
 from gspo_dynamics.predict._headline import (
@@ -306,11 +306,13 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
     elif f.end is not None:
         first = int(end_window(f.end.run_steps)[0])
         length = f"{keys.run_length} {f.end.run_steps}" if keys else f"{f.end.run_steps} steps"
-        out["end_reward"] = {"value": f.end.value, "interval": None if f.end.interval is None else list(f.end.interval),
+        out["end_reward"] = {"value": f.end.value if f.end.identified else None, "held": f.end.held,
+                             "interval": None if f.end.interval is None else list(f.end.interval),
                              "interval_is_reach": f.end.spans_reach, "steps": [first, f.end.run_steps],
                              "interval_withheld": f.end.withheld or None}
-        out["text"].append(f"reward over steps {first}-{f.end.run_steps} (the run's last sixth, {length}): "
-                           f"{f.end.value:.3g}{f.end.band_text()}{_unbounded(f)}")
+        value = (f"{f.end.value:.3g}{f.end.band_text()}{_unbounded(f)}" if f.end.identified
+                 else not_identified_text(f.end))
+        out["text"].append(f"reward over steps {first}-{f.end.run_steps} (the run's last sixth, {length}): {value}")
     else:
         out["end_reward"] = None
         where = ("--set max_steps=N (OpenRLHF's trainer counts its steps from the dataset)"
@@ -321,8 +323,15 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
     if plateau_identified(f):
         timed = plateau_timed(imp)
         out["plateau"] = {"value": imp.plateau.value, "step": imp.time_to_plateau.value if timed else None}
-        out["text"].append(f"plateau {imp.plateau.value:.3g} (the pilot's curve: a later rise is not ruled out), "
-                           + (f"within 5% of it from step {imp.time_to_plateau.value:.0f}" if timed else UNTIMED))
+        if out["end_reward"] is not None and out["end_reward"]["value"] is not None:  # one level per answer: the end's
+            out["text"].append(f"plateau: the pilot's curve comes within 5% of its level from step "
+                               f"{imp.time_to_plateau.value:.0f} (that level: the reward above, calibrated on finished "
+                               "runs; the curve's own in --explain; a later rise is not ruled out)" if timed else
+                               "plateau and its time: not identified (the pilot's curve bends, but the step it comes by "
+                               "has a standard error past itself; the level the run ends at is the reward above)")
+        else:
+            out["text"].append(f"plateau {imp.plateau.value:.3g} (the pilot's curve: a later rise is not ruled out), "
+                               + (f"within 5% of it from step {imp.time_to_plateau.value:.0f}" if timed else UNTIMED))
     else:
         rise = rise_in_noise(f)
         out["plateau"] = None

@@ -5,6 +5,7 @@ the zero-std share its success rate gives by G."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -135,9 +136,9 @@ KL_WEIGHT_KEYS = {"TRL GRPOConfig": "--set beta=VALUE",
 
 def logged_kl(log: RunLog, n: int, beta: float, framework: str) -> list[str]:
     """A pilot that logs a nonzero KL to the reference (TRL's kl, verl's actor/kl_loss) under a config whose KL weight
-    is 0 is said, with where the config gives one: a TRL config that leaves beta out reads as 0, TRL's default now,
-    while older releases defaulted to 0.04 (and computed and logged the KL whatever beta was), so the log alone
-    cannot say which; its keys' TRL release is named where they date it."""
+    is 0 is said, with where the config gives one (a TRL config that leaves beta out under a TRL log is read as 0.04
+    before this, `beta_from_logged_kl`; one that gives 0 under a log of TRL < 0.16, which logged the KL at any beta,
+    is no contradiction, so the log's release is named where its keys date it)."""
     logged = _logged(log, "kl_ref", n)
     if beta != 0 or not len(logged) or not np.any(logged != 0):
         return []
@@ -148,6 +149,26 @@ def logged_kl(log: RunLog, n: int, beta: float, framework: str) -> list[str]:
     return [f"the pilot logs a KL to the reference (mean {float(np.mean(logged)):.3g} over its first {n} rows{dated}), but "
             f"the config's KL weight is 0{trl}: if the run had one, give it ({where}); it enters the restoring force "
             "and the KL pull"]
+
+
+# TRL's GRPOTrainer logs `kl` only at beta != 0 from 0.16 on, and at any beta before (grpo_trainer.py, 0.14-0.15); its
+# GRPOConfig's default beta was 0.04 up to 0.18 and is 0 from 0.19 (checked on TRL's tags). So a TRL log with a nonzero
+# KL from a config without beta ran at its release's default 0.04, whichever release: beta != 0 from 0.16, the
+# default before. (A beta given where the file leaves it out, on a command line, is not seen: the line says so.)
+TRL_LOGGED_KL_BETA = 0.04
+
+
+def beta_from_logged_kl(setup, log: RunLog, n: int):
+    """`setup` with TRL's beta at TRL_LOGGED_KL_BETA where its config leaves beta out (read as TRL's default now, 0)
+    and the pilot, a TRL log, logs a nonzero KL to the reference over its first n rows; else `setup` unchanged."""
+    if setup.framework != "TRL GRPOConfig" or ("beta", 0.0) not in setup.assumed or log.trainer != "trl":
+        return setup
+    logged = _logged(log, "kl_ref", n)
+    if not len(logged) or not np.any(logged != 0):
+        return setup
+    assumed = tuple(("beta", TRL_LOGGED_KL_BETA) if pair == ("beta", 0.0) else pair for pair in setup.assumed)
+    hparams = dataclasses.replace(setup.hparams, kl_coef=TRL_LOGGED_KL_BETA)
+    return dataclasses.replace(setup, hparams=hparams, assumed=assumed)
 
 
 def other_refresh(log: RunLog, n: int, T: int) -> int | None:

@@ -68,7 +68,7 @@ def forecast_view(log, setup, *, pilot_steps: int | None = None, reward_range: t
         t = np.linspace(f.fit.t_start, float(f.end.run_steps), 200)
         reach = f.end.reach or (-math.inf, math.inf)  # the fitted curve within what the reward can reach
         curve = (t, np.clip(f.fit.predict(t), *reach))
-    if f.end is not None:
+    if f.end is not None and f.end.identified:  # a value no band calibrates is not drawn, as it is not printed
         window = end_window(f.end.run_steps)
         end = (float(window[0]), float(window[-1]), float(f.end.value))
         if f.end.interval is not None and all(math.isfinite(v) for v in f.end.interval):

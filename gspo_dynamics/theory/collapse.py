@@ -91,14 +91,17 @@ each difference by its own small step),
     sigma_H = 1.4826 median_j |H_{j+1} - H_j| / sqrt(2),                                           (6')
 
 and the rise counts as an overshoot only where it also passes OVERSHOOT_Z = 3 standard deviations of a difference
-of two rows. sigma_H is read from the pilot's own m first differences, so the level widens as a scale estimated
-from a sample does: to Student's t quantile of the same one-sided tail, Phi(-3), with m - 1 degrees of freedom,
+of two rows. The rise is the largest of k = OVERSHOOT_STEPS - 1 differences H_j - H_0, so each is held to the
+one-sided tail alpha_k = 1 - (1 - Phi(-3))^(1/k) (Sidak 1967: the largest of k passes with chance at most Phi(-3)
+where nothing moved; the k differences share H_0, a positive dependence under which the bound holds). sigma_H is
+read from the pilot's own m first differences, so the level widens as a scale estimated from a sample does: to
+Student's t quantile of that tail with m - 1 degrees of freedom,
 
-    max_j H_j - H_0 > t_{Phi(3)}(m - 1) sqrt(2) sigma_H                                              (6')
+    max_{1 <= j <= k} H_j - H_0 > t_{1 - alpha_k}(m - 1) sqrt(2) sigma_H                           (6')
 
-(`rise_within_noise`: 4.3 at m = 9, 3.6 at m = 15, 3.2 at m = 39, 3 as m grows; a median's scale scatters more than
-a standard deviation's, so this is the least widening; sigma_H from at least NOISE_ROWS entropies, else no scatter is
-read and the rise counts as it is).
+(`rise_within_noise`: at k = 3, 5.1 at m = 9, 4.2 at m = 15, 3.7 at m = 31, 3.3 as m grows; a median's scale
+scatters more than a standard deviation's, so this is the least widening; sigma_H from at least NOISE_ROWS
+entropies, else no scatter is read and the rise counts as it is).
 
 Only groups whose rewards differ carry the displacement into the reward. A group-relative advantage is
 zero on a group of equal rewards (all correct, all wrong): its prompt is one the policy has absorbed or
@@ -369,14 +372,19 @@ def rise_within_noise(entropy) -> bool:
 
 
 def rise_level(entropy) -> float:
-    """(6')'s level in standard deviations for these entropies: `overshoot_level`(m), m their finite values' first
-    differences (the ones sigma_H is read from)."""
-    return overshoot_level(int(np.isfinite(np.asarray([float(x) for x in entropy], dtype=float)).sum()) - 1)
+    """(6')'s level in standard deviations for these entropies: `overshoot_level`(m, k), m their finite values' first
+    differences (the ones sigma_H is read from), k the first updates' rows the rise is the largest of."""
+    h = [float(x) for x in entropy]
+    first = [x for x in h[:OVERSHOOT_STEPS] if math.isfinite(x)]
+    return overshoot_level(sum(math.isfinite(x) for x in h) - 1, max(len(first) - 1, 1))
 
 
-def overshoot_level(m: int) -> float:
-    """The (6') level in standard deviations for a scale read from m differences: Student's t quantile at the
-    normal's one-sided Phi(OVERSHOOT_Z) with m - 1 degrees of freedom (OVERSHOOT_Z itself as m grows)."""
+def overshoot_level(m: int, rows: int = 1) -> float:
+    """The (6') level in standard deviations for a scale read from m differences and a rise that is the largest of
+    `rows` differences H_j - H_0: Student's t quantile with m - 1 degrees of freedom at the one-sided tail
+    1 - (1 - Phi(-OVERSHOOT_Z))^(1 / rows) (Sidak's, so that the largest of the rows passes it with chance at most
+    Phi(-OVERSHOOT_Z) where none moved; OVERSHOOT_Z itself for one row as m grows)."""
     from scipy import stats
 
-    return float(stats.t.ppf(stats.norm.cdf(OVERSHOOT_Z), max(int(m) - 1, 1)))
+    tail = -math.expm1(math.log1p(-float(stats.norm.sf(OVERSHOOT_Z))) / max(int(rows), 1))
+    return float(stats.t.isf(tail, max(int(m) - 1, 1)))

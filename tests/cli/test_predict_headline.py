@@ -96,6 +96,27 @@ def test_a_pilot_answer_validates_and_leads_with_its_verdict(tmp_path, capsys):
     assert any(line.startswith("forecast: reward over steps 201-240") for line in lines[:5])
 
 
+def test_an_end_reward_no_band_calibrates_is_no_number_but_the_pilots_held_level(tmp_path, capsys):
+    """A run 15 times its 40-step pilot, past the band's calibrated horizons: the answer prints no end value (the JSON
+    value null, valid against the schema) and says where the pilot stands."""
+    t = np.arange(1, 41)
+    reward = 0.8 - 0.6 * np.exp(-t / 12) + 0.01 * np.random.default_rng(2).standard_normal(40)
+    log = tmp_path / "pilot.jsonl"
+    log.write_text("".join(json.dumps({"step": int(s), "reward": float(r)}) + "\n" for s, r in zip(t, reward)))
+    config = write(tmp_path, "grpo.json", {**TRL, "steps_per_generation": 8, "max_steps": 600, "num_processes": 1,
+                                           "lr_scheduler_type": "constant"})  # else the schedule's clock
+    report = json.loads(run(capsys, "--config", config, "--pilot", str(log), "--json"))
+    jsonschema.validate(report, SCHEMA)
+    end = report["forecast"]["end_reward"]
+    assert end["value"] is None and end["interval"] is None and "calibrated up to" in end["interval_withheld"]
+    assert end["held"] == pytest.approx(np.mean(reward[-8:])) and report["details"]["end_reward"]["value"] is None
+    line = next(x for x in run(capsys, "--config", config, "--pilot", str(log)).splitlines()
+                if x.startswith("forecast: reward over steps 501-600"))
+    assert line.endswith(f"not identified by this pilot (no 90% interval: the run is 15 times the pilot, the interval "
+                         f"is calibrated up to 10.7 times; a longer pilot gets one); the pilot holds at {end['held']:.3g} "
+                         "(its last 8 rewards' mean)")
+
+
 def test_pass_rates_give_the_group_size_for_a_target_zero_std_share(tmp_path, capsys):
     """Prompts of mixed difficulty: the mixture's share at G = 8 and the num_generations that brings it to 20%."""
     rates = tmp_path / "rates.txt"

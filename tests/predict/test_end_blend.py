@@ -217,8 +217,13 @@ def test_a_run_past_the_calibrated_horizon_gets_no_band_and_says_why_in_the_answ
         f" (no 90% interval: the run is 15 times the pilot, the interval is calibrated up to {BAND_MAX_HORIZON:g} "
         "times; a longer pilot gets one)")
     assert "no 90% interval" not in far.summary() and "no band: the run is 15 times" in far.summary()
+    # nothing calibrates the value there: no number but the pilot's own held level, in the text and the JSON
+    assert not far.identified and far.to_json()["value"] is None and far.to_json()["held"] == pytest.approx(far.held)
+    assert f"not identified by this pilot; the pilot holds at {far.held:.3g}" in far.summary()
+    assert f"{far.value:.3g}" not in far.summary().split("(")[0]
     near = blended_end_reward(fit, steps, reward, 180, (0.0, 1.0))
     assert near.interval is not None and near.withheld == "" and "90% interval [" in near.band_text()
+    assert near.identified and near.to_json()["value"] == near.value
 
 
 def test_the_blend_lies_between_the_held_level_and_the_readings():

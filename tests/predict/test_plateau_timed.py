@@ -23,20 +23,28 @@ def test_plateau_timed_reads_the_steps_own_error(step, stderr, timed):
     assert plateau_timed(SimpleNamespace(time_to_plateau=Estimate(step, stderr))) is timed
 
 
-def test_predict_prints_no_step_the_pilot_does_not_time(monkeypatch):
+@pytest.mark.parametrize("run_length", [{"max_steps": 400}, {}])
+def test_predict_prints_no_step_the_pilot_does_not_time(monkeypatch, run_length):
     """The headline's plateau line and JSON where the step is untimed (the rule patched to say so on a pilot whose
-    plateau is identified): no step number, the JSON step null; timed, the step."""
+    plateau is identified): no step number, the JSON step null; timed, the step. Beside an end reward (the run's
+    length known) the line gives no level of its own: one level per answer, the end's."""
     rng = np.random.default_rng(0)
     n = np.arange(1, 61)
     reward = 0.8 - 0.6 * np.exp(-n / 8) + 0.01 * rng.normal(size=n.size)
-    f = pilot_forecast(read_run_config({"learning_rate": 1e-6, "num_generations": 8, "max_steps": 400}),
+    f = pilot_forecast(read_run_config({"learning_rate": 1e-6, "num_generations": 8, **run_length}),
                        RunLog(steps=n, series={"reward": reward}, format="synthetic", source="test"))
     assert _pilot_headline.plateau_identified(f)
     timed = pilot_headline(f)
-    assert "within 5% of it from step" in "\n".join(timed.lines())
+    text = "\n".join(timed.lines())
+    level = f"plateau {f.implications.plateau.value:.3g}"
+    if run_length:
+        assert "within 5% of its level from step" in text and level not in text and "that level: the reward above" in text
+    else:
+        assert "within 5% of it from step" in text and level in text
     monkeypatch.setattr(_pilot_headline, "plateau_timed", lambda imp: False)
     untimed = pilot_headline(f)
     text = "\n".join(untimed.lines())
-    assert UNTIMED in text and "within 5% of it from step" not in text
+    assert (UNTIMED in text if not run_length else "the step it comes by has a standard error past itself" in text)
+    assert "from step" not in text
     assert untimed.to_json()["forecast"]["plateau"]["step"] is None
 

@@ -79,10 +79,18 @@ class ConfigKeys:
         return f"{key}={text}" if self.override else f"{key}: {text}"
 
 
-def trl_keys(num_iterations: int, accumulation: int) -> ConfigKeys:
+def trl_keys(num_iterations: int, accumulation: int, generation: dict[str, int] | None = None) -> ConfigKeys:
+    """TRL's keys; `generation`: the config's steps_per_generation and / or generation_batch_size as given (none:
+    steps_per_generation at its default, the accumulation), for the edit that doubles the responses per step at the
+    same T. TRL's batch counts completions, so num_generations only regroups a step's per_device_train_batch_size x
+    processes x gradient_accumulation_steps of them; doubling the accumulation with the rollout's size keeps T =
+    steps_per_generation x num_iterations / gradient_accumulation_steps and the memory a micro-batch needs."""
+    rollout = {k: 2 * v for k, v in (generation or {"steps_per_generation": accumulation}).items()}
+    doubling = (f"gradient_accumulation_steps {2 * accumulation} with " + " and ".join(f"{k} {v}" for k, v in rollout.items())
+                + " (T kept; num_generations only regroups a step's completions)")
     return ConfigKeys(framework="trl", lr="learning_rate", group="num_generations", refresh="steps_per_generation",
                       refresh_factor=num_iterations / accumulation, refresh_inverse=False, run_length="max_steps",
-                      override=False, passes="num_iterations", passes_value=num_iterations)
+                      override=False, passes="num_iterations", passes_value=num_iterations, doubling=doubling)
 
 
 def verl_keys(ppo_epochs: int, train_batch_size: int, copies: int = 1,

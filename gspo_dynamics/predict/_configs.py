@@ -250,7 +250,9 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
     unmodelled = active_unmodelled(cfg, _trl_fields.UNMODELLED) + decay_and_clip(
         ("weight_decay", "max_grad_norm"), (cfg.get("weight_decay"), cfg.get("max_grad_norm")), hp.lr, hp.optimizer,
         run_steps)
-    keys = trl_keys(*(int(cfg.get(k) or TRL_DEFAULTS[k]) for k in ("num_iterations", "gradient_accumulation_steps")))
+    generation = {k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)}
+    keys = trl_keys(*(int(cfg.get(k) or TRL_DEFAULTS[k]) for k in ("num_iterations", "gradient_accumulation_steps")),
+                    generation or None)
     accumulation = cfg.get("gradient_accumulation_steps") or TRL_DEFAULTS["gradient_accumulation_steps"]
     defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_steps_per_generation`
 

@@ -117,6 +117,23 @@ def test_an_end_reward_no_band_calibrates_is_no_number_but_the_pilots_held_level
                          "(its last 8 rewards' mean)")
 
 
+@pytest.mark.parametrize("generation", [{}, {"steps_per_generation": 16}, {"generation_batch_size": 64}])
+def test_trls_edit_that_halves_the_noise_doubles_a_steps_completions_at_the_same_t(generation):
+    """TRL's batch counts completions: num_generations only regroups them, so the edit the noise line names doubles
+    the accumulation with the rollout (read back: T the same, N G twice), whichever key sets the rollout's size."""
+    config = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4,
+              "gradient_accumulation_steps": 8, **generation}
+    setup = read_run_config(config)
+    edit = setup.keys.doubling
+    assert edit.startswith("gradient_accumulation_steps 16 with ") and "num_generations" not in edit.split(" (")[0]
+    pairs = dict(part.split(" ") for part in edit.split(" (")[0].replace(" with ", " and ").split(" and "))
+    doubled = read_run_config({**config, **{k: int(v) for k, v in pairs.items()}}).hparams
+    hp = setup.hparams
+    assert doubled.refresh_interval == hp.refresh_interval and set(pairs) - {"gradient_accumulation_steps"} == (
+        set(generation) or {"steps_per_generation"})
+    assert doubled.num_groups * doubled.group_size == 2 * hp.num_groups * hp.group_size
+
+
 def test_pass_rates_give_the_group_size_for_a_target_zero_std_share(tmp_path, capsys):
     """Prompts of mixed difficulty: the mixture's share at G = 8 and the num_generations that brings it to 20%."""
     rates = tmp_path / "rates.txt"

@@ -9,6 +9,8 @@ CLIP_HIGH_KEYS = "TRL: epsilon_high; verl: actor_rollout_ref.actor.clip_ratio_hi
 ADAM_BETA1_KEYS = "TRL: adam_beta1; verl: actor_rollout_ref.actor.optim.betas"  # Adam's momentum
 GRAD_CLIP_KEYS = "TRL/transformers: max_grad_norm; verl: actor_rollout_ref.actor.grad_clip"  # the gradient-norm clip
 MAX_LENGTH_KEYS = "TRL: max_completion_length; verl: data.max_response_length"  # the completion length cap
-GROUP_SIZE_KEYS = "TRL: num_generations; verl: actor_rollout_ref.rollout.n"  # G
+# G; TRL's batch counts completions, so num_generations alone regroups a step's completions and leaves its noise
+GROUP_SIZE_KEYS = ("TRL: num_generations with per_device_train_batch_size by the same factor; verl: "
+                   "actor_rollout_ref.rollout.n")
 PROMPTS_KEYS = ("TRL: per_device_train_batch_size x devices / num_generations; verl: data.train_batch_size")  # N
 EVAL_KEYS = "TRL: eval_strategy, eval_steps with an eval_dataset; verl: trainer.test_freq"  # an eval set

@@ -186,8 +186,10 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
     # the detectable change scales as 1/sqrt(samples per row): (resolution / MEANINGFUL_CHANGE)^2 the samples reach it
     factor = (resolution / MEANINGFUL_CHANGE) ** 2
     more = f" ({factor:.2g}x the samples per step bring it to {MEANINGFUL_CHANGE:g})" if noisy else ""
-    samples = (f"num_generations {group_size} -> {math.ceil(group_size * factor)}, or {factor:.2g}x the prompts per "
-               "step" if noisy and group_size and math.isfinite(factor) else "num_generations, or prompts per step")
+    # TRL's batch counts completions: num_generations raises the samples per step only with the batch raised alike
+    samples = (f"num_generations {group_size} -> {math.ceil(group_size * factor)} with the batch raised alike, or "
+               f"{factor:.2g}x the prompts per step" if noisy and group_size and math.isfinite(factor)
+               else "num_generations with the batch raised alike, or prompts per step")
     tell = (f"more samples per step ({samples}) or a longer run tell: a change of "
             f"{resolution:.2g} reward stds is detectable here with 80% power{more}; at or below {MEANINGFUL_CHANGE:g} a "
             "flat reward is a stall, above it the noise hides the change")

@@ -46,6 +46,8 @@ class ConfigKeys:
     prompts_per_step: float = 0.0  # OpenRLHF: the prompts an optimizer step uses up, train_batch_size /
     # (n_samples_per_prompt x max_epochs): a run of n steps is --max_samples n x this (its max_steps is no argument)
     run_keys: tuple[str, str] = ("max_samples", "num_episodes")  # OpenRLHF's, as the config names them
+    completions: tuple[tuple[str, int], ...] = ()  # (key, value) whose values, all scaled by f, scale a step's
+    # completions by f at the same T where G's key does not (TRL: its batch counts completions); (): G's key does
 
     def __post_init__(self) -> None:
         if self.framework not in ("trl", "verl", "trainer", "openrlhf"):
@@ -61,6 +63,16 @@ class ConfigKeys:
             return None
         near = round(value)
         return int(near) if near >= 1 and math.isclose(value, near, rel_tol=1e-9) else None
+
+    def more_completions(self, factor: float, group_size: int) -> tuple[float, tuple[tuple[str, int], ...]]:
+        """(the factor reached, the (key, value) edits) that give an optimizer step at least `factor` times its
+        completions at the same T: each of `completions` times ceil(factor) (one integer keeps their ratio, so T),
+        else G's key at ceil(factor x `group_size`)."""
+        if self.completions:
+            whole = math.ceil(factor - 1e-9)
+            return float(whole), tuple((k, v * whole) for k, v in self.completions)
+        G = math.ceil(factor * group_size - 1e-9)
+        return G / group_size, ((self.group, G),)
 
     def on_one_pass(self) -> ConfigKeys:
         """The keys with the passes over a rollout set to 1: T's factor divided by the config's passes."""
@@ -85,12 +97,15 @@ def trl_keys(num_iterations: int, accumulation: int, generation: dict[str, int] 
     same T. TRL's batch counts completions, so num_generations only regroups a step's per_device_train_batch_size x
     processes x gradient_accumulation_steps of them; doubling the accumulation with the rollout's size keeps T =
     steps_per_generation x num_iterations / gradient_accumulation_steps and the memory a micro-batch needs."""
-    rollout = {k: 2 * v for k, v in (generation or {"steps_per_generation": accumulation}).items()}
-    doubling = (f"gradient_accumulation_steps {2 * accumulation} with " + " and ".join(f"{k} {v}" for k, v in rollout.items())
+    completions = (("gradient_accumulation_steps", accumulation),
+                   *(generation or {"steps_per_generation": accumulation}).items())
+    (first, a), *rollout = ((k, 2 * v) for k, v in completions)
+    doubling = (f"{first} {a} with " + " and ".join(f"{k} {v}" for k, v in rollout)
                 + " (T kept; num_generations only regroups a step's completions)")
     return ConfigKeys(framework="trl", lr="learning_rate", group="num_generations", refresh="steps_per_generation",
                       refresh_factor=num_iterations / accumulation, refresh_inverse=False, run_length="max_steps",
-                      override=False, passes="num_iterations", passes_value=num_iterations, doubling=doubling)
+                      override=False, passes="num_iterations", passes_value=num_iterations, doubling=doubling,
+                      completions=completions)
 
 
 def verl_keys(ppo_epochs: int, train_batch_size: int, copies: int = 1,

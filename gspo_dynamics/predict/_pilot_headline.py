@@ -13,6 +13,7 @@ from gspo_dynamics.fit import (
     HELD_STEPS, MIN_CYCLES, PERIODIC_P, Z_FALL, alternation, oscillation_confidence, reward_span,
 )
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
+from gspo_dynamics.predict._config_keys import trainer_keys
 from gspo_dynamics.predict._end_reward import end_window, not_identified_text, reward_reach
 from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
 from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, responses_per_row, row_noise_z
@@ -191,12 +192,13 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
     if noise is not None and noise[0] <= Z_FALL:
         z, per_row = noise
         hp, keys = setup.hparams, getattr(setup, "keys", None)
-        G = math.ceil(hp.group_size * (Z_FALL / z) ** 2) if z > 0 else None
+        needed = (Z_FALL / z) ** 2 if z > 0 else None
         changes = []  # no lr cut on a fall that may be noise: what would tell, rows of more completions
-        if G is not None and G > hp.group_size:
-            key = keys.group if keys else "group_size"
-            changes.append(Change(key, G, keys.setting(key, G) if keys else f"{key}: {G}", f"rows of {G / hp.group_size:.3g}x "
-                                  f"the completions: a fall this size clears their sampling noise (z > {Z_FALL:g})"))
+        if needed is not None and math.ceil(hp.group_size * needed - 1e-9) > hp.group_size:
+            keys = keys or trainer_keys(1)  # the theory's own names: group_size
+            factor, edits = keys.more_completions(needed, hp.group_size)
+            changes += [Change(key, value, keys.setting(key, value), f"rows of {factor:.3g}x the completions: a fall "
+                               f"this size clears their sampling noise (z > {Z_FALL:g})") for key, value in edits]
         return "unsure", (f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: against "
                           f"their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise; what "
                           "would tell: a longer pilot, or rows of more completions (below)"), changes

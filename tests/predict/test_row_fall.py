@@ -216,3 +216,31 @@ def test_row_noise_z_is_the_block_difference_over_the_pass_fail_variance():
     z, _ = row_noise_z(f, np.arange(1, 9), None, spread, 10)
     assert z == pytest.approx(0.2 / np.sqrt((0.09 + 0.16) / (BLOCK * 10)))
     assert row_noise_z(f, np.arange(1, 9), None, None, 10) is None
+
+
+@pytest.mark.parametrize("config", [
+    {"learning_rate": 1e-6, "num_generations": 4, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2,
+     "max_steps": 400},
+    {"lr": 1e-3, "group_size": 4, "num_groups": 2, "refresh_interval": 1},
+])
+def test_a_fall_within_the_rows_noise_asks_for_rows_of_more_completions_in_the_configs_own_keys(tmp_path, config):
+    """A fall of 0.15 over rows of 8 completions (z 1.4 against their pass/fail noise): unsure, no lr cut, and the
+    change is rows of enough completions to tell. TRL's batch counts completions, so not num_generations but the
+    accumulation with the rollout's size, one integer factor (read back: T kept, N G times it); G's key elsewhere."""
+    rng = np.random.default_rng(0)
+    reward = np.clip(0.85 + rng.normal(0, 0.01, 80), 0, 1)
+    reward[60:] = np.clip(0.72 + rng.normal(0, 0.01, 20), 0, 1)
+    path = tmp_path / "pilot.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "reward": float(r), "loss": 0.0}) + "\n"
+                            for s, r in zip(range(1, 81), reward)))
+    setup = read_run_config(config)
+    head = pilot_headline(pilot_forecast(setup, str(path)))
+    assert head.verdict == "unsure" and "it may be noise" in head.reason
+    edits = {c.key: c.value for c in head.changes}
+    assert not {"learning_rate", "lr"} & set(edits)
+    edited = read_run_config({**config, **edits}).hparams
+    hp = setup.hparams
+    assert edited.refresh_interval == hp.refresh_interval
+    factor = edited.num_groups * edited.group_size / (hp.num_groups * hp.group_size)
+    assert factor >= 5 and all(f"rows of {factor:.3g}x the completions" in c.buys for c in head.changes)
+    assert ("num_generations" not in edits) if "num_generations" in config else set(edits) == {"group_size"}

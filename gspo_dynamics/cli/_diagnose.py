@@ -16,7 +16,7 @@ import json
 import sys
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli._options import add_config_options, add_log_run_option
+from gspo_dynamics.cli._options import add_config_options, add_log_run_option, integer
 from gspo_dynamics.logs import STANDARD_NAMES
 from gspo_dynamics._keys import REFRESH_INTERVAL_KEYS
 from gspo_dynamics.theory.hyperparams import ADVANTAGES, CORRECTIONS, Adam
@@ -77,6 +77,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     add_config_options(p, "hyperparameters from a TRL GRPOConfig, a verl config, OpenRLHF's arguments or our trainer's "
                           "config (JSON, YAML or TOML; or a verl / OpenRLHF launch script), as predict --config reads it",
                        "the report")
+    p.add_argument("--devices", type=integer, metavar="N",
+                   help="data-parallel processes of a TRL run, with --config (default: the config's, else 1)")
     p.add_argument("--reward-range", nargs=2, type=float, metavar=("LO", "HI"),
                    help="the least and greatest reward the task can give (e.g. 0 1 for a success rate): a plateau "
                         "at a bound is saturation, with no refresh-interval threshold (default: unknown)")
@@ -112,11 +114,13 @@ def hyperparams_from_flags(args: argparse.Namespace):
     brief: list[str] = []
     base = None
     logging_steps = None
-    given = {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
+    given = _given(args)
     if args.set and args.config is None:
         raise ConfigError("--set overrides a key of --config: give the config it changes")
+    if args.devices is not None and args.config is None:
+        raise ConfigError("--devices counts a TRL config's processes; give the config (--config)")
     if args.config is not None:
-        setup = read_run_config(args.config, overrides=args.set, allow_unknown=args.allow_unknown)
+        setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown)
         base = setup.hparams
         logging_steps = setup.logging_steps
         brief = list(setup.brief_lines(_flagged(setup, given))) + setup.unmodelled_lines()
@@ -147,6 +151,27 @@ def hyperparams_from_flags(args: argparse.Namespace):
     return dataclasses.replace(base, optimizer=optimizer, **given), brief, notes, logging_steps
 
 
+def _given(args: argparse.Namespace) -> dict:
+    """The hyperparameters the flags give, by the theory's field names."""
+    return {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
+
+
+def logged_beta(args: argparse.Namespace, hparams, brief: list[str], log):
+    """(hparams, brief) with the config's beta as `predict` reads it beside this log where no --kl gives one
+    (`predict.beta_from_logged_kl`: a TRL config without beta under a TRL log of a release before 0.18 that logs a
+    KL ran at that release's default, 0.04), the answer's first lines saying so."""
+    if args.config is None or args.kl is not None or hparams is None:
+        return hparams, brief
+    from gspo_dynamics.predict import beta_from_logged_kl, read_run_config
+
+    setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown)
+    dated = beta_from_logged_kl(setup, log, len(log.steps))
+    if dated is setup:
+        return hparams, brief
+    lines = list(dated.brief_lines(_flagged(dated, _given(args)))) + dated.unmodelled_lines()
+    return dataclasses.replace(hparams, kl_coef=dated.hparams.kl_coef), lines
+
+
 def _flagged(setup, given: dict) -> tuple[str, ...]:
     """The config's keys of lr, G and T whose defaults no answer rests on here: those a flag gives, and the run's
     length (diagnose reads the log's)."""
@@ -167,6 +192,7 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
         log = read_log(args.log, column_map=parse_map_option(args.map), run=args.log_run, logging_steps=logging_steps)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
+    hparams, brief = logged_beta(args, hparams, brief, log)
     reward_range = None if args.reward_range is None else tuple(args.reward_range)
     _check_reward_range(log, reward_range)
     diagnosis = diagnose(log, hparams, reward_range=reward_range)

@@ -40,6 +40,9 @@ KL_ON_POLICY = 1e-4  # nats: an old/new KL this small on every row is the noise 
 Z_RISE = Z_TREND  # a reward function rose: Welch z late - early >= 3 (`_trend`)
 Z_NOT_RISING = 1.0  # another did not: z < 1 (a one-sigma rise is no evidence of one)
 SATURATED = 0.95  # ... unless it sits at >= 95% of its largest row (> 0): at its ceiling, not lagging
+# one function (or component) carries the gain where its rise is over 90% of the rising ones' together; below that
+# the gain is spread over several, which an exploit of one does not give (`_hacking` reads the same share)
+DOMINANT_SHARE = 0.9
 # truncation
 TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length, over the late window
 # length_collapse
@@ -206,11 +209,19 @@ def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
     g, h = gains[up], gains[down]
     fn_up, fn_down = up.split("/", 1)[1], down.split("/", 1)[1]
     verb = "fell" if h["z"] <= -Z_RISE else "did not rise"
-    summary = (f"reward function {fn_up} rose {g['early']:.3g} -> {g['late']:.3g} (Welch z {g['z']:.1f}) while {fn_down} "
-               f"{verb} ({h['early']:.3g} -> {h['late']:.3g}, z {h['z']:.1f}): the gain is {fn_up}'s alone")
     ev = [evidence(f"{n} change late - early (Welch z)", gains[n]["z"], gains[n]["steps"],
                    threshold=Z_RISE if n == up else Z_NOT_RISING, early=gains[n]["early"], late=gains[n]["late"])
           for n in (up, down)]
+    rising = sum(max(gains[n]["diff"], 0.0) for n in risers)
+    if len(risers) > 1 and not max(g["diff"], 0.0) > DOMINANT_SHARE * rising:  # several learned: no one carrier
+        others = ", ".join(n.split("/", 1)[1] for n in risers if n != up)
+        return Finding("reward_function_divergence", NOTE, (
+            f"reward function {fn_down} {verb} ({h['early']:.3g} -> {h['late']:.3g}, z {h['z']:.1f}) while {len(risers)} "
+            f"others rose ({fn_up}, {others}): the gain is spread over them, not one function's"), ev, [
+            f"read late completions for what {fn_down} scores: the other functions rose together, so the run learns, "
+            f"and {fn_down} is what it gave up"])
+    summary = (f"reward function {fn_up} rose {g['early']:.3g} -> {g['late']:.3g} (Welch z {g['z']:.1f}) while {fn_down} "
+               f"{verb} ({h['early']:.3g} -> {h['late']:.3g}, z {h['z']:.1f}): the gain is {fn_up}'s alone")
     advice = [f"read completions from the last steps: ones that satisfy {fn_up} without solving the task are the exploit",
               f"re-weight toward {fn_down}: TRL reward_weights (one weight per reward_funcs entry, e.g. 0.1 for {fn_up} "
               f"and 1.0 for {fn_down}) / verl: weight the terms inside the reward function (custom_reward_function.path)",

@@ -12,14 +12,15 @@ import math
 import numpy as np
 
 from gspo_dynamics._keys import MAX_LENGTH_KEYS
-from gspo_dynamics.diagnose._findings import LENGTH_SHRINK, Z_NOT_RISING, Z_RISE
+from gspo_dynamics.diagnose._finding import NOTE
+from gspo_dynamics.diagnose._findings import DOMINANT_SHARE, LENGTH_SHRINK, Z_NOT_RISING, Z_RISE
 from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.fit import row_scatter
 
 LENGTH_BLOWUP_RATIO = LENGTH_SHRINK  # mean completion length doubled from early to late (the mirror of halved)
 TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
-DOMINANT_SHARE = 0.9  # one reward component carries 90% of the total gain ...
+# one reward component carries DOMINANT_SHARE of the total gain ...
 # ... while another falls: a reward component (or function) fell where its Welch z late - early <= -3, a change as real
 # as the trend's (`_trend_stats.Z_TREND`, p ~ 0.001 by chance; at 2 one component in ~40 "falls" by chance) and the
 # divergence finding's "fell" (`_findings.Z_RISE`): both hacking rules (`hacking`, `_diverging_functions`) read it
@@ -79,8 +80,9 @@ def _diverging_functions(found, ev: list, confs: list, advice: list, trend: dict
     where the finding's own words turn from "did not rise" to "fell"), the last that the fall matters to the reward
     (`fall_share`: 0.5 at FALL_SHARE of the reward's rise; without a `trend` it is not judged): an exploit is one
     function carrying the gain while another falls; one that merely did not rise, or fell by a negligible amount,
-    is a task not learned (the finding says so), not an exploit."""
-    if found is None:
+    is a task not learned (the finding says so), not an exploit. A finding whose gain several functions share (a
+    note: no one function carries it) is no exploit's evidence either."""
+    if found is None or found.severity == NOTE:
         return
     up, lag = found.evidence
     ev.append(evidence(up["signal"] + ", rising", up["value"], up["steps"], threshold=Z_RISE, side=">=",

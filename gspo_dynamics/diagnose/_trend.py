@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from gspo_dynamics._keys import GROUP_SIZE_KEYS
 from gspo_dynamics.diagnose._change_tests import fitted_rise_test, late_rise_test
 from gspo_dynamics.diagnose._plateau_power import plateau_resolution
 from gspo_dynamics.diagnose._settled import UNSURE_CONFIDENCE, identified_plateau, sure_or_unsure
@@ -113,6 +114,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     else:
         verdict = _saturation_verdict(steps, reward, fit, imp, z, noisy, ev, frac, rem_z, group_size, trend["diff"],
                                       slope_z if late["falling"] else math.nan)
+        creep_advice(verdict, late, slope_z)
     if z >= Z_TREND:  # a significant rise: never noise-dominated; rising or saturated only where that is established
         tail = late_climb(steps, reward, scale[0] if scale else None, TAIL_FRACTION)
         return sure_or_unsure(verdict, late, tail, fit, imp, steps)
@@ -186,10 +188,9 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
     # the detectable change scales as 1/sqrt(samples per row): (resolution / MEANINGFUL_CHANGE)^2 the samples reach it
     factor = (resolution / MEANINGFUL_CHANGE) ** 2
     more = f" ({factor:.2g}x the samples per step bring it to {MEANINGFUL_CHANGE:g})" if noisy else ""
-    # TRL's batch counts completions: num_generations raises the samples per step only with the batch raised alike
-    samples = (f"num_generations {group_size} -> {math.ceil(group_size * factor)} with the batch raised alike, or "
-               f"{factor:.2g}x the prompts per step" if noisy and group_size and math.isfinite(factor)
-               else "num_generations with the batch raised alike, or prompts per step")
+    samples = (f"G {group_size} -> {math.ceil(group_size * factor)} ({GROUP_SIZE_KEYS}), or {factor:.2g}x the prompts "
+               "per step" if noisy and group_size and math.isfinite(factor)
+               else f"G ({GROUP_SIZE_KEYS}), or the prompts per step")
     tell = (f"more samples per step ({samples}) or a longer run tell: a change of "
             f"{resolution:.2g} reward stds is detectable here with 80% power{more}; at or below {MEANINGFUL_CHANGE:g} a "
             "flat reward is a stall, above it the noise hides the change")
@@ -280,6 +281,19 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
     climbing = math.isfinite(slope_z) and slope_z >= Z_TREND
     conf = _shape_confidence(conf, fit, imp, z, noisy, ev, advice, group_size, saturating=False, climbing=climbing)
     return Verdict("still_rising", conf, ev, advice)
+
+
+def creep_advice(verdict: Verdict, late: dict, slope_z: float) -> None:
+    """A saturation whose late half still climbs significantly by less than a meaningful change (`_settled`: "a
+    significant but negligible creep is a stop") and that advises nothing else: the creep stated as its advice, so
+    whether it is worth the compute is the user's call, not a bare "stop"."""
+    if not (slope_z >= Z_STILL_RISING and late["climb"] > 0) or verdict.advice:
+        return
+    first, last = late["steps"]
+    verdict.advice.append(f"nothing to fix: the rise is done, but the reward still creeps up ({late['climb']:+.3g} over "
+                          f"steps {first:.0f}-{last:.0f}, slope z {slope_z:.1f}, under a meaningful change of "
+                          f"{MEANINGFUL_CHANGE:g} per-sample stds): stop unless that much more is worth the compute; "
+                          "harder prompts go further")
 
 
 def _saturation_verdict(steps, reward, fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_z: float,

@@ -46,7 +46,7 @@ from gspo_dynamics.predict._end_reward import (
 from gspo_dynamics.predict._fall_chance import FALL_CHANCE, chance_grid, fall_chance, fit_fall_chance, margin_grid
 from gspo_dynamics.predict._pilot import PilotForecast, pilot_forecast
 from gspo_dynamics.predict._pilot_headline import pilot_headline
-from gspo_dynamics.predict._pilot_log import load_pilot
+from gspo_dynamics.predict._pilot_log import beta_from_logged_kl, load_pilot
 from gspo_dynamics.predict._prior import LEVEL as PRIOR_LEVEL
 from gspo_dynamics.predict._prior import (
     PriorForecast,
@@ -122,6 +122,7 @@ __all__ = [
     "has_scale",
     "held_reward",
     "kl_pull_risk",
+    "beta_from_logged_kl",
     "load_pilot",
     "margin_grid",
     "pilot_forecast",

@@ -59,8 +59,8 @@ NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema", "
 UNSET = {"group_size": "G -> infinity, the expected dynamics"}
 OLDER_DEFAULT = {"beta": "older TRL releases 0.04"}  # a default that moved between releases: the other said beside it
 # a default read from the pilot instead of the framework's current one (`_pilot_log.beta_from_logged_kl`)
-FROM_PILOT = {("beta", 0.04): "the pilot logs a KL: a TRL run logs one with beta unset only under releases whose "
-                              "default was 0.04, up to 0.18"}
+FROM_PILOT = {("beta", 0.04): "the log holds a KL, and its keys date it before TRL 0.18, whose releases log one "
+                              "with beta unset only at their default 0.04"}
 OWN_DEFAULT = {("processes", 1): "--devices N gives yours: the groups per step rest on it, and T where "
                                  "generation_batch_size is given",
                ("rollout_batch_size", 512): "openrlhf.cli.train_ppo's, the trainer before Ray",

@@ -113,10 +113,12 @@ def verl_keys(ppo_epochs: int, train_batch_size: int, copies: int = 1,
     """verl's keys; `copies`, `group`: Search-R1's rollout.n_agent, each prompt's copies in a rollout, a factor of T,
     and the key of its group (`predict._verl.search_r1_group`); `mini`, its ppo_mini_batch_size, for the edit that
     doubles the responses per step there (`ConfigKeys.doubling`)."""
-    doubling = "" if group.endswith(".n") or mini is None else (
+    own = not (group.endswith(".n") or mini is None)  # Search-R1: n_agent is no lever on a step's responses
+    doubling = "" if not own else (
         f"data.train_batch_size={2 * train_batch_size} with {_VERL_ACTOR}ppo_mini_batch_size={2 * mini} (T kept; "
         "rollout.n_agent moves G and T, not the responses per step)")
-    return ConfigKeys(framework="verl", lr=_VERL_ACTOR + "optim.lr", group=group, doubling=doubling,
+    completions = (("data.train_batch_size", train_batch_size), (_VERL_ACTOR + "ppo_mini_batch_size", mini)) if own else ()
+    return ConfigKeys(framework="verl", lr=_VERL_ACTOR + "optim.lr", group=group, doubling=doubling, completions=completions,
                       refresh=_VERL_ACTOR + "ppo_mini_batch_size",
                       refresh_factor=float(ppo_epochs * train_batch_size * copies),
                       refresh_inverse=True, run_length="trainer.total_training_steps", override=True,
@@ -135,7 +137,9 @@ def openrlhf_keys(max_epochs: int, rollout_batch_size: int, group: int, train_ba
                       passes_value=max_epochs, prompts_per_step=train_batch_size / (group * max_epochs),
                       run_keys=(name["max_samples"], name["num_episodes"]),
                       doubling=f"--{name['rollout_batch_size']} {2 * rollout_batch_size} with --{name['train_batch_size']} "
-                               f"{2 * train_batch_size} (T kept; {name['n_samples_per_prompt']} moves G and T)")
+                               f"{2 * train_batch_size} (T kept; {name['n_samples_per_prompt']} moves G and T)",
+                      completions=((name["rollout_batch_size"], rollout_batch_size),
+                                   (name["train_batch_size"], train_batch_size)))
 
 
 def trainer_keys(num_iterations: int) -> ConfigKeys:

@@ -100,7 +100,7 @@ class RunSetup:
                 "added_keys": list(self.added),
                 "recorded_keys": list(self.recorded),
                 "unknown_keys": [{"key": k, "nearest": n} for k, n in zip(self.unknown, self.nearest)],
-                "assumed": [{"key": k, "value": v, "source": "the pilot" if (k, v) in _config_checks.FROM_PILOT else source}
+                "assumed": [{"key": k, "value": v, "source": "the log" if (k, v) in _config_checks.FROM_PILOT else source}
                             for k, v in self.assumed if k not in skip]}
 
     def to_json(self) -> dict[str, Any]:
@@ -250,10 +250,9 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
     unmodelled = active_unmodelled(cfg, _trl_fields.UNMODELLED) + decay_and_clip(
         ("weight_decay", "max_grad_norm"), (cfg.get("weight_decay"), cfg.get("max_grad_norm")), hp.lr, hp.optimizer,
         run_steps)
-    generation = {k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)}
-    keys = trl_keys(*(int(cfg.get(k) or TRL_DEFAULTS[k]) for k in ("num_iterations", "gradient_accumulation_steps")),
-                    generation or None)
     accumulation = cfg.get("gradient_accumulation_steps") or TRL_DEFAULTS["gradient_accumulation_steps"]
+    keys = trl_keys(int(cfg.get("num_iterations") or TRL_DEFAULTS["num_iterations"]), int(accumulation), {
+        k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)} or None)
     defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_steps_per_generation`
 
     def given(key: str) -> Any:  # a generation_batch_size gives steps_per_generation

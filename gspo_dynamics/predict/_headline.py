@@ -66,7 +66,7 @@ from gspo_dynamics.predict._config_keys import PILOT_LOGGING, ConfigKeys
 from gspo_dynamics.predict._frameworks import OBJECTIVE_CLIPS
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
-SCHEMA_VERSION = "1.0"  # docs/outputs.md: predict's JSON schema
+SCHEMA_VERSION = "1.1"  # docs/outputs.md: predict's JSON schema (1.1: forecast.end_reward.value nullable, held added)
 AT_RISK_SHARE = 0.7  # D above this share of the collapse limit is at risk: within the limit's own spread
 AT_RISK_CHANCE = 0.1  # a fall chance of one run in ten or more is at risk
 MARGIN_FACTOR = 2.0  # an lr within 2x of the linear bound is at risk; the lr we advise keeps this factor

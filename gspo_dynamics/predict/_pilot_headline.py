@@ -197,8 +197,11 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
         if needed is not None and math.ceil(hp.group_size * needed - 1e-9) > hp.group_size:
             keys = keys or trainer_keys(1)  # the theory's own names: group_size
             factor, edits = keys.more_completions(needed, hp.group_size)
-            changes += [Change(key, value, keys.setting(key, value), f"rows of {factor:.3g}x the completions: a fall "
-                               f"this size clears their sampling noise (z > {Z_FALL:g})") for key, value in edits]
+            for key, value in edits:  # a joint edit says so on each of its keys: one alone moves T
+                together = [keys.setting(k, v) for k, v in edits if k != key]
+                changes.append(Change(key, value, keys.setting(key, value), f"rows of {factor:.3g}x the completions"
+                                      + (f", with {' and '.join(together)} (together they keep T)" if together else "")
+                                      + f": a fall this size clears their sampling noise (z > {Z_FALL:g})"))
         return "unsure", (f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: against "
                           f"their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise; what "
                           "would tell: a longer pilot, or rows of more completions (below)"), changes
@@ -326,11 +329,10 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
         timed = plateau_timed(imp)
         out["plateau"] = {"value": imp.plateau.value, "step": imp.time_to_plateau.value if timed else None}
         if out["end_reward"] is not None and out["end_reward"]["value"] is not None:  # one level per answer: the end's
-            out["text"].append(f"plateau: the pilot's curve comes within 5% of its level from step "
-                               f"{imp.time_to_plateau.value:.0f} (that level: the reward above, calibrated on finished "
-                               "runs; the curve's own in --explain; a later rise is not ruled out)" if timed else
-                               "plateau and its time: not identified (the pilot's curve bends, but the step it comes by "
-                               "has a standard error past itself; the level the run ends at is the reward above)")
+            out["text"].append("plateau: the pilot's fitted curve " + (
+                f"comes within 5% of its own plateau from step {imp.time_to_plateau.value:.0f} (that plateau in "
+                "--explain; a later rise is not ruled out)" if timed else f"bends; {UNTIMED}")
+                + "; the level the run ends at is the reward above, calibrated on finished runs")
         else:
             out["text"].append(f"plateau {imp.plateau.value:.3g} (the pilot's curve: a later rise is not ruled out), "
                                + (f"within 5% of it from step {imp.time_to_plateau.value:.0f}" if timed else UNTIMED))

@@ -152,23 +152,40 @@ def logged_kl(log: RunLog, n: int, beta: float, framework: str) -> list[str]:
 
 
 # TRL's GRPOTrainer logs `kl` only at beta != 0 from 0.16 on, and at any beta before (grpo_trainer.py, 0.14-0.15); its
-# GRPOConfig's default beta was 0.04 up to 0.18 and is 0 from 0.19 (checked on TRL's tags). So a TRL log with a nonzero
-# KL from a config without beta ran at its release's default 0.04, whichever release: beta != 0 from 0.16, the
-# default before. (A beta given where the file leaves it out, on a command line, is not seen: the line says so.)
+# GRPOConfig's default beta was 0.04 up to 0.18 and is 0 from 0.19 (checked on TRL's tags), and from 0.18 on it logs
+# frac_reward_zero_std on every row (from 0.20 entropy too). So a TRL log with a nonzero KL and neither key, from a
+# config without beta, ran at its release's default 0.04: beta != 0 from 0.16, the default before. A log of 0.18 or
+# later says beta was set outside the file, to a value it does not give (`logged_kl` asks for it).
 TRL_LOGGED_KL_BETA = 0.04
+TRL_DEFAULT_BETA_UNTIL = (0, 18)  # the last release whose GRPOConfig defaulted beta to TRL_LOGGED_KL_BETA
 
 
 def beta_from_logged_kl(setup, log: RunLog, n: int):
     """`setup` with TRL's beta at TRL_LOGGED_KL_BETA where its config leaves beta out (read as TRL's default now, 0)
-    and the pilot, a TRL log, logs a nonzero KL to the reference over its first n rows; else `setup` unchanged."""
-    if setup.framework != "TRL GRPOConfig" or ("beta", 0.0) not in setup.assumed or log.trainer != "trl":
+    and the pilot, a TRL log whose keys date it before 0.18 (`_before_beta_change`), logs a nonzero KL to the
+    reference over its first n rows; the note of the default replaced. Else `setup` unchanged."""
+    if setup.framework != "TRL GRPOConfig" or ("beta", 0.0) not in setup.assumed or log.trainer != "trl" \
+            or not _before_beta_change(log.version):
         return setup
     logged = _logged(log, "kl_ref", n)
     if not len(logged) or not np.any(logged != 0):
         return setup
     assumed = tuple(("beta", TRL_LOGGED_KL_BETA) if pair == ("beta", 0.0) else pair for pair in setup.assumed)
+    notes = tuple(f"beta not given: {TRL_LOGGED_KL_BETA:g}, the default of the TRL release the pilot's keys date it to "
+                  f"({log.version}), whose log holds a KL" if note.startswith("beta not given") else note
+                  for note in setup.notes)
     hparams = dataclasses.replace(setup.hparams, kl_coef=TRL_LOGGED_KL_BETA)
-    return dataclasses.replace(setup, hparams=hparams, assumed=assumed)
+    return dataclasses.replace(setup, hparams=hparams, assumed=assumed, notes=notes)
+
+
+def _before_beta_change(version: str | None) -> bool:
+    """Whether a TRL log's dated release range (`logs` guess_trl_version: "<0.16", ">=0.17", ...) lies at or below
+    TRL_DEFAULT_BETA_UNTIL: below it where its newest key predates 0.18's frac_reward_zero_std (logged on every
+    row from 0.18), an upper bound "<x" at most it. Undated: no."""
+    if not version:
+        return False
+    bound = tuple(int(part) for part in version.lstrip("<>=").split("."))
+    return bound < TRL_DEFAULT_BETA_UNTIL if version.startswith(">=") else bound <= TRL_DEFAULT_BETA_UNTIL
 
 
 def other_refresh(log: RunLog, n: int, T: int) -> int | None:

@@ -107,3 +107,31 @@ def test_a_fall_too_small_to_matter_to_the_reward_is_no_exploit():
     d = diagnose(make_log(**_penalty_run(fall=0.008)))
     assert d.verdict("reward_hacking") is None
     assert any(f.name == "reward_function_divergence" for f in d.findings)  # the finding stays: the function lags
+
+
+def test_a_gain_spread_over_several_reward_functions_is_no_exploit_of_one():
+    """Three functions rising together (unit tests, compile checks, similarity) beside a penalty falling by a quarter of
+    the reward's rise: the run learns, and no one function carries the gain (the riser's share of the rising ones'
+    gains under DOMINANT_SHARE), so no hacking verdict, and the finding (a note) does not say "alone"; one riser with
+    the same fall is the exploit's pattern, as before."""
+    from gspo_dynamics.diagnose._finding import NOTE
+    from gspo_dynamics.diagnose._findings import DOMINANT_SHARE, reward_function_divergence
+
+    rng = np.random.default_rng(7)
+    t = np.arange(N)
+    rise = t / (N - 1)
+    spread = {"reward/unit_test": 0.45 + 0.17 * rise, "reward/compile_check": 0.43 + 0.23 * rise,
+              "reward/similarity": 0.02 + 0.14 * rise, "reward/penalty": -0.17 - 0.12 * rise}
+    spread = {k: v + rng.normal(0, 0.01, N) for k, v in spread.items()}
+    spread["reward"] = sum(spread.values())
+    verdict, log = _hacking(dict(spread))
+    assert verdict is None or verdict.confidence < 0.5
+    found = reward_function_divergence(log)
+    assert found.severity == NOTE and "alone" not in found.summary and "spread over them" in found.summary
+    assert DOMINANT_SHARE == 0.9
+    d = diagnose(make_log(**spread))
+    assert d.verdict("reward_hacking") is None and d.primary != "reward_hacking"
+    one = {k: v for k, v in spread.items() if k in ("reward/unit_test", "reward/penalty")}
+    one["reward"] = one["reward/unit_test"] + one["reward/penalty"]
+    verdict, log = _hacking(one)
+    assert verdict is not None and verdict.confidence > 0.5 and "alone" in reward_function_divergence(log).summary

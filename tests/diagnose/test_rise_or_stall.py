@@ -81,3 +81,31 @@ def test_an_unsure_flat_reading_says_how_many_more_samples_tell():
     more = flat(0.02, BLIND_SE / math.sqrt(factor))
     res = next(e["value"] for e in more.evidence if e["signal"].startswith("change detectable with 80% power"))
     assert res == pytest.approx(MEANINGFUL_CHANGE, rel=0.02)  # the factor is printed to 2 significant digits
+
+
+def test_the_unsure_flat_readings_g_names_each_frameworks_lever():
+    """The G it names is each framework's lever on a step's samples: TRL's batch counts completions, so num_generations
+    with per_device_train_batch_size alike; verl's rollout.n (its mini-batch counts prompts)."""
+    from gspo_dynamics._keys import GROUP_SIZE_KEYS
+
+    trend = {"z": 0.1, "diff": 0.02, "se": BLIND_SE, "early": 0.0, "late": 0.02, "steps": (1, 100)}
+    v = _flat_verdict(0.1, trend, (1, 100), (SPREAD, "test"), 8, 1.0, 1.0)
+    assert v.unsure == UNSURE_FLAT and "G 8 -> " in v.advice[0] and f"({GROUP_SIZE_KEYS})" in v.advice[0]
+    assert "per_device_train_batch_size" in GROUP_SIZE_KEYS and "rollout.n" in GROUP_SIZE_KEYS
+
+
+def test_a_saturation_whose_late_half_still_creeps_says_the_creep_not_a_bare_stop():
+    """A rise 0.3 -> 0.8 over the first 150 of 2000 steps, then a creep of 0.045 over the last 1000 (significant, slope
+    z >> 2, but under 0.2 per-sample stds of a 0.8 success rate): saturation, whose advice states the creep and leaves
+    the stop to the user; without the creep, the plain "reached its plateau"."""
+    rng = np.random.default_rng(4)
+    t = np.arange(2000)
+    base = 0.3 + 0.5 * (1 - np.exp(-t / 50))
+    creep = base + 0.045 * np.clip((t - 1000) / 1000, 0, None)
+    for reward, creeps in ((creep, True), (base, False)):
+        log = RunLog(steps=t + 1, series={"reward": np.clip(reward + rng.normal(0, 0.02, t.size), 0, 1)},
+                     format="synthetic", source="test")
+        d = diagnose(log)
+        assert d.primary == "healthy_saturation"
+        assert ("the reward still creeps up (+0.04" in d.action()) == creeps
+        assert ("reached its plateau" in d.action()) == (not creeps)

@@ -811,20 +811,25 @@ def test_a_pilot_that_logs_a_kl_under_a_config_without_beta_is_said(tmp_path):
     assert read_run_config(apply_overrides(verl, overrides)).hparams.kl_coef == 0.02  # the keys named are the ones read
 
 
-@pytest.mark.parametrize("given, logged, beta", [
-    ({}, 0.001, 0.04),  # beta left out, a KL logged: the run's release's default, 0.04 (TRL's tags: module comment)
-    ({"beta": 0.0}, 0.001, 0.0),  # given: as written (the KL line says it), never replaced
-    ({}, 0.0, 0.0),  # a KL logged as 0 says nothing
-    ({"beta": 0.1}, 0.001, 0.1),
+@pytest.mark.parametrize("given, logged, dated, beta", [
+    ({}, 0.001, "completion_length", 0.04),  # beta left out, a KL logged, TRL < 0.16: its default, 0.04
+    ({}, 0.001, "completions/mean_length", 0.04),  # >= 0.17 and no 0.18 key (frac_reward_zero_std): < 0.18
+    ({}, 0.001, "frac_reward_zero_std", 0.0),  # 0.18 or 0.19 (default 0.04 or 0): not read, asked for
+    ({}, 0.001, "entropy", 0.0),  # >= 0.20, default 0: a KL says beta was set elsewhere, to a value not known
+    ({"beta": 0.0}, 0.001, "completion_length", 0.0),  # given: as written (the KL line says it), never replaced
+    ({}, 0.0, "completion_length", 0.0),  # a KL logged as 0 says nothing
+    ({"beta": 0.1}, 0.001, "completion_length", 0.1),
 ])
 def test_a_trl_config_without_beta_under_a_trl_pilot_that_logs_a_kl_reads_beta_as_its_releases_default(
-        tmp_path, given, logged, beta):
-    """TRL logs `kl` only at beta != 0 from 0.16 and at any beta before, when its default was 0.04 (0 only from
-    0.19): a config that leaves beta out under a TRL pilot with a nonzero KL ran at 0.04, and the answer's first
-    lines say it was read from the pilot (JSON source "the pilot"); a beta the config gives is never replaced."""
+        tmp_path, given, logged, dated, beta):
+    """TRL logs `kl` only at beta != 0 from 0.16 and at any beta before, and defaulted beta to 0.04 up to 0.18 (0
+    from 0.19); from 0.18 it logs frac_reward_zero_std on every row. A config that leaves beta out under a TRL pilot
+    with a nonzero KL and no key of 0.18 or later ran at 0.04: the answer's first lines say it was read from the
+    pilot (JSON source "the log"), and the notes no longer call it TRL's default 0; a beta the config gives is
+    never replaced, and a log of 0.18 or later is asked for its beta (the KL line)."""
     t = np.arange(1, 31)
     reward = 0.8 - 0.5 * np.exp(-t / 10) + 0.01 * np.cos(t)
-    rows = {"reward": reward, "kl": np.full(30, logged), "completion_length": np.full(30, 50.0),
+    rows = {"reward": reward, "kl": np.full(30, logged), dated: np.full(30, 0.5),
             "learning_rate": np.full(30, 1e-6), "epoch": t / 30}
     setup = read_run_config({"learning_rate": 1e-6, "num_generations": 8, "max_steps": 300, **given})
     f = pilot_forecast(setup, write_log(tmp_path / "trl.jsonl", rows), reward_range=(0.0, 1.0))
@@ -833,9 +838,12 @@ def test_a_trl_config_without_beta_under_a_trl_pilot_that_logs_a_kl_reads_beta_a
     if given:
         assert "beta" not in assumed
     else:
-        assert assumed["beta"]["value"] == beta and (assumed["beta"]["source"] == "the pilot") == (beta == 0.04)
+        assert assumed["beta"]["value"] == beta and (assumed["beta"]["source"] == "the log") == (beta == 0.04)
         text = "\n".join(f.config.setup.brief_lines())
-        assert ("beta 0.04 (the pilot logs a KL: a TRL run logs one with beta unset" in text) == (beta == 0.04)
+        assert ("beta 0.04 (the log holds a KL, and its keys date it before TRL 0.18" in text) == (beta == 0.04)
+        beta_notes = [n for n in f.config.setup.notes if n.startswith("beta not given")]
+        assert len(beta_notes) == 1 and ("TRL's default 0.0" in beta_notes[0]) == (beta == 0.0)
+        assert any("logs a KL to the reference" in a for a in f.assumed) == (beta == 0.0 and logged > 0)
 
 
 def test_pilot_steps_past_the_logs_end_are_refused(tmp_path):

@@ -38,13 +38,15 @@ def test_predict_prints_no_step_the_pilot_does_not_time(monkeypatch, run_length)
     text = "\n".join(timed.lines())
     level = f"plateau {f.implications.plateau.value:.3g}"
     if run_length:
-        assert "within 5% of its level from step" in text and level not in text and "that level: the reward above" in text
+        assert "within 5% of its own plateau from step" in text and level not in text
+        assert "the level the run ends at is the reward above" in text
     else:
         assert "within 5% of it from step" in text and level in text
     monkeypatch.setattr(_pilot_headline, "plateau_timed", lambda imp: False)
     untimed = pilot_headline(f)
     text = "\n".join(untimed.lines())
-    assert (UNTIMED in text if not run_length else "the step it comes by has a standard error past itself" in text)
-    assert "from step" not in text
+    assert UNTIMED in text and "from step" not in text
+    line = next(x for x in untimed.lines() if x.startswith("forecast: plateau"))
+    assert line.startswith("forecast: plateau: the pilot's fitted curve bends" if run_length else "forecast: plateau 0.")
     assert untimed.to_json()["forecast"]["plateau"]["step"] is None
 

@@ -221,6 +221,8 @@ def test_row_noise_z_is_the_block_difference_over_the_pass_fail_variance():
 @pytest.mark.parametrize("config", [
     {"learning_rate": 1e-6, "num_generations": 4, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2,
      "max_steps": 400},
+    {"advantage_estimator": "group_norm", "n_samples_per_prompt": 4, "rollout_batch_size": 2, "train_batch_size": 8,
+     "actor_learning_rate": 1e-6},  # OpenRLHF: n_samples_per_prompt moves T; the batches, a step's completions
     {"lr": 1e-3, "group_size": 4, "num_groups": 2, "refresh_interval": 1},
 ])
 def test_a_fall_within_the_rows_noise_asks_for_rows_of_more_completions_in_the_configs_own_keys(tmp_path, config):
@@ -243,4 +245,5 @@ def test_a_fall_within_the_rows_noise_asks_for_rows_of_more_completions_in_the_c
     assert edited.refresh_interval == hp.refresh_interval
     factor = edited.num_groups * edited.group_size / (hp.num_groups * hp.group_size)
     assert factor >= 5 and all(f"rows of {factor:.3g}x the completions" in c.buys for c in head.changes)
-    assert ("num_generations" not in edits) if "num_generations" in config else set(edits) == {"group_size"}
+    assert not {"num_generations", "n_samples_per_prompt"} & set(edits)
+    assert len(edits) == 1 or all("(together they keep T)" in c.buys for c in head.changes)

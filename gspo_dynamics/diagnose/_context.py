@@ -32,6 +32,8 @@ CEILING_GAP = 0.05  # late mean within 0.05 of the ceiling (and no longer rising
 # on four labelled families (paper_repro/diagnose_generalisation.py, the 590000 run: the best on all of them);
 # it is also the scale of the evidence that a collapse is below the ceiling (`RewardScale.below_ceiling`)
 NO_SIGNAL_SHARE = 0.9  # share of rows whose groups all carry no signal, from which the run has none
+# ... and from which most rows carry none (predict's DEAD_SHARE): a flat reward's first fix is the missing signal
+MOSTLY_NO_SIGNAL = 0.5
 DRIFT_KL_RATIO = 2.0  # KL to the reference at least doubled while the reward stayed flat
 DRIFT_ENTROPY_CHANGE = 0.25  # entropy moved by 25% of its early value while the reward stayed flat
 LR_DECAYED = 0.25  # a logged lr whose last-quarter mean is under a quarter of its peak: the late rows barely moved
@@ -98,7 +100,8 @@ def reward_spread(log) -> tuple[float, str] | None:
 _NO_SIGNAL_SIGNALS = {  # the evidence line of each reading of `logs.flat_rows`
     "reward_std": "share of rows with reward_std = 0 (no group has reward variance)",
     "frac_zero_std": "share of rows with every group zero-std",
-    "reward_min": "share of rows whose lowest reward equals its highest (every response scored alike)"}
+    "reward_min": "share of rows whose lowest reward equals its highest (every response scored alike)",
+    "reward": "share of rows whose success rate is exactly 0 or 1 (every response scored alike)"}
 
 
 def no_signal(log) -> Verdict | None:
@@ -121,6 +124,22 @@ def no_signal(log) -> Verdict | None:
         ev.append(evidence("share of rows with gradient norm 0", zero, (s[0], s[-1]), threshold=NO_SIGNAL_SHARE, side=">=",
                            caveat=True))
     return Verdict("advantage_degeneracy", conf, ev, [_no_signal_advice(log)])
+
+
+def mostly_no_signal(log) -> tuple[dict, str] | None:
+    """(evidence, advice) where most rows carry no signal (the largest `logs.flat_rows` share at least
+    MOSTLY_NO_SIGNAL) but not (almost) all (`no_signal`'s cause, from NO_SIGNAL_SHARE): a flat reward read as a stall
+    or as noise is first the rows that trained nothing, so its advice leads with the signal's fix."""
+    best = None
+    for name, (read, flat) in flat_rows(log).items():
+        if read.sum() >= 3 and (best is None or np.mean(flat[read]) > best[1]):
+            best = (name, float(np.mean(flat[read])), int(flat[read].sum()), int(read.sum()), log.steps[read])
+    if best is None or not MOSTLY_NO_SIGNAL <= best[1] < NO_SIGNAL_SHARE:
+        return None
+    name, share, dead, rows, steps = best
+    item = evidence(_NO_SIGNAL_SIGNALS[name], share, (steps[0], steps[-1]), threshold=MOSTLY_NO_SIGNAL, side=">=",
+                    rows=rows)
+    return item, f"on {dead} of {rows} rows {_no_signal_advice(log)}"
 
 
 def _no_signal_advice(log) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import (
-    decayed_lr_advice, drift_note, drift_without_progress, no_signal, reward_scale, reward_spread,
+    decayed_lr_advice, drift_note, drift_without_progress, mostly_no_signal, no_signal, reward_scale, reward_spread,
 )
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signal_lost import signal_lost
@@ -159,6 +159,10 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
         notes.append(drift_note(drift, trend["z"]))
         if verdicts[0].mode == "stalled" and verdicts[0].advice == STALLED_ADVICE:  # "raise the lr" on a moving policy
             verdicts[0] = replace(verdicts[0], advice=list(DRIFT_STALLED_ADVICE))
+    dead = mostly_no_signal(log) if verdicts[0].mode in ("stalled", "noise_dominated") else None
+    if dead:  # rows that trained nothing come before the noise or the lr
+        verdicts[0] = replace(verdicts[0], evidence=verdicts[0].evidence + [dead[0]],
+                              advice=[dead[1]] + list(verdicts[0].advice))
     decayed = decayed_lr_advice(log) if verdicts[0].mode == "healthy_saturation" and not verdicts[0].unsure else None
     if decayed:  # a flattening under a schedule at its end: not the task's plateau alone
         verdicts[0] = replace(verdicts[0], advice=[decayed] + list(verdicts[0].advice))

@@ -5,7 +5,8 @@
                  config's dynamics (a single non-finite row is a mixed-precision step the loss scaler skipped)
     no signal    most of the pilot's steps (more than DEAD_SHARE) with no group carrying a learning signal: every
                  completion of the step scored alike (`logs.flat_rows`: reward_std 0, frac_zero_std 1 or reward_min =
-                 reward_max on that row), so GRPO's advantages (r - mean) / std are all 0 and the step changed nothing; a
+                 reward_max on that row; not a success rate at a bound, which a pilot that fell to 0 shows too: that is
+                 the fall rule's), so GRPO's advantages (r - mean) / std are all 0 and the step changed nothing; a
                  pilot that trained on fewer than half its steps bounds no lr
 
 Either answers `predict`'s verdict with "unsure" and the reason; `diagnose` on the same log says how to fix it.
@@ -46,7 +47,7 @@ def dead_steps(log: RunLog, rows: np.ndarray) -> tuple[int, int]:
     0, frac_zero_std 1 or reward_min = reward_max on the row)."""
     dead = np.zeros(rows.size, dtype=bool)
     seen = np.zeros(rows.size, dtype=bool)
-    for read, flat in flat_rows(log).values():
+    for read, flat in flat_rows(log, success_bounds=False).values():
         seen |= read[rows]
         dead |= flat[rows]
     return int(dead.sum()), int(seen.sum())

@@ -109,3 +109,24 @@ def test_a_saturation_whose_late_half_still_creeps_says_the_creep_not_a_bare_sto
         assert d.primary == "healthy_saturation"
         assert ("the reward still creeps up (+0.04" in d.action()) == creeps
         assert ("reached its plateau" in d.action()) == (not creeps)
+
+
+def test_a_flat_success_rate_at_zero_on_most_rows_leads_with_the_missing_signal():
+    """A success rate exactly 0 on 70 of 100 rows (every response failed: no group carried a signal), a few successes
+    on the rest: a flat reading whose advice starts with the rows that trained nothing (`_context.mostly_no_signal`),
+    its evidence item beside; at 0 on 20 rows, the flat reading as before; at 0 on 95, the cause itself."""
+    from gspo_dynamics.diagnose._context import MOSTLY_NO_SIGNAL, NO_SIGNAL_SHARE
+
+    rng = np.random.default_rng(5)
+    for zeros, said in ((70, True), (20, False)):
+        reward = np.where(np.arange(100) < 100 - zeros, rng.choice([0.0625, 0.125, 0.1875], 100), 0.0)
+        rng.shuffle(reward)
+        d = diagnose(RunLog(steps=np.arange(1, 101), series={"reward": reward}, format="synthetic", source="test"))
+        assert d.primary in ("stalled", "noise_dominated")
+        assert d.action().startswith(f"on {zeros} of 100 rows no group carries a learning signal") == said
+        assert any(e["signal"].startswith("share of rows whose success rate is exactly 0 or 1") and e["holds"]
+                   for e in d.verdicts[0].evidence) == said
+    assert MOSTLY_NO_SIGNAL == 0.5 < NO_SIGNAL_SHARE
+    reward = np.where(np.arange(100) < 5, 0.125, 0.0)
+    d = diagnose(RunLog(steps=np.arange(1, 101), series={"reward": reward}, format="synthetic", source="test"))
+    assert d.verdict("advantage_degeneracy") is not None

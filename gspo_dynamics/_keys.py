@@ -13,4 +13,7 @@ MAX_LENGTH_KEYS = "TRL: max_completion_length; verl: data.max_response_length"  
 GROUP_SIZE_KEYS = ("TRL: num_generations with per_device_train_batch_size by the same factor; verl: "
                    "actor_rollout_ref.rollout.n")
 PROMPTS_KEYS = ("TRL: per_device_train_batch_size x devices / num_generations; verl: data.train_batch_size")  # N
+# N G, a step's completions (the samples its reward is the mean of)
+COMPLETIONS_KEYS = ("TRL: per_device_train_batch_size, or gradient_accumulation_steps with steps_per_generation alike "
+                    "(T kept); verl: actor_rollout_ref.rollout.n or data.train_batch_size")
 EVAL_KEYS = "TRL: eval_strategy, eval_steps with an eval_dataset; verl: trainer.test_freq"  # an eval set

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from gspo_dynamics._keys import EVAL_KEYS, GROUP_SIZE_KEYS, PROMPTS_KEYS
+from gspo_dynamics._keys import COMPLETIONS_KEYS, EVAL_KEYS, GROUP_SIZE_KEYS, PROMPTS_KEYS
 
 # the smallest change of a run that learns, in per-sample reward stds: Cohen's (1988) "small" standardised
 # effect d = (mean_late - mean_early) / sd(one sample) = 0.2, the conventional smallest effect a power
@@ -51,5 +51,4 @@ def noise_advice(group_size: int | None, std_factor: float) -> list[str]:
     if group_size:
         return [f"raise G from {group_size} to {math.ceil(group_size * factor)} ({GROUP_SIZE_KEYS}), or the prompts per "
                 f"step {factor:.1f}x ({PROMPTS_KEYS}): the noise variance scales as 1/G"]
-    return [f"raise G or the prompts per step {factor:.1f}x ({GROUP_SIZE_KEYS}; {PROMPTS_KEYS}): the noise variance "
-            "scales as 1/G"]
+    return [f"raise the completions per step {factor:.1f}x ({COMPLETIONS_KEYS}): the noise variance scales as 1/(N G)"]

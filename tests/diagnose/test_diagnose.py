@@ -93,7 +93,7 @@ def test_noise_dominated_when_the_log_is_too_noisy_to_tell():
     p = single_exponential(T300, 0.56, 0.5, 150.0)  # a small rise under heavy sampling noise
     d = diagnose(binary_log(p, groups=1, group_size=4))
     assert d.primary == "noise_dominated"
-    assert "1/G" in " ".join(d.verdict("noise_dominated").advice)
+    assert "1/(N G)" in " ".join(d.verdict("noise_dominated").advice)  # the lever: a step's completions
 
 
 def test_instability_from_an_oscillating_curve_and_advice_from_the_critical_refresh_interval():

@@ -130,3 +130,15 @@ def test_a_flat_success_rate_at_zero_on_most_rows_leads_with_the_missing_signal(
     reward = np.where(np.arange(100) < 5, 0.125, 0.0)
     d = diagnose(RunLog(steps=np.arange(1, 101), series={"reward": reward}, format="synthetic", source="test"))
     assert d.verdict("advantage_degeneracy") is not None
+
+
+def test_the_noise_advice_without_g_names_a_steps_completions_in_each_frameworks_keys():
+    """Without G, the lever is a step's completions N G: TRL's batch (or its accumulation with the rollout, T kept),
+    verl's rollout.n or batch; the factor squared from the std's."""
+    from gspo_dynamics.diagnose._trend_advice import noise_advice
+
+    (line,) = noise_advice(None, 1.5)
+    assert line.startswith("raise the completions per step 2.2x (TRL: per_device_train_batch_size")
+    assert "rollout.n" in line and line.endswith("scales as 1/(N G)")
+    (line,) = noise_advice(8, 1.5)
+    assert line.startswith("raise G from 8 to 18 (TRL: num_generations with per_device_train_batch_size")

@@ -58,7 +58,7 @@ NOT_IN = {"TRL GRPOConfig": "TRL's GRPOConfig", "verl": "verl 0.9.1's schema", "
           "gspo-dynamics trainer": "gspo-dynamics' trainer config", "gspo-dynamics hyperparameters": "the theory's names"}
 UNSET = {"group_size": "G -> infinity, the expected dynamics"}
 OLDER_DEFAULT = {"beta": "older TRL releases 0.04"}  # a default that moved between releases: the other said beside it
-# a default read from the pilot instead of the framework's current one (`_pilot_log.beta_from_logged_kl`)
+# a default read from the log instead of the framework's current one (`_pilot_log.beta_from_logged_kl`)
 FROM_PILOT = {("beta", 0.04): "the log holds a KL, and its keys date it before TRL 0.18, whose releases log one "
                               "with beta unset only at their default 0.04"}
 OWN_DEFAULT = {("processes", 1): "--devices N gives yours: the groups per step rest on it, and T where "

@@ -58,8 +58,8 @@ from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held
 from gspo_dynamics.predict._fall_chance import config_fall_chance, lr_bound_in_reach
 from gspo_dynamics.predict._pilot_headline import UNTIMED, plateau_identified, plateau_timed
 from gspo_dynamics.predict._pilot_log import (
-    GROUP_SIZES, beta_from_logged_kl, first_lines, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh, pilot_entropy,
-    pilot_fit, pilot_reward_range, zero_std_shares,
+    GROUP_SIZES, beta_from_logged_kl, first_lines, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh,
+    pilot_entropy, pilot_fit, pilot_reward_range, zero_std_shares,
 )
 from gspo_dynamics.predict._pilot_validity import pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior

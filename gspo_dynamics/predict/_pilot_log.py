@@ -171,7 +171,7 @@ def beta_from_logged_kl(setup, log: RunLog, n: int):
     if not len(logged) or not np.any(logged != 0):
         return setup
     assumed = tuple(("beta", TRL_LOGGED_KL_BETA) if pair == ("beta", 0.0) else pair for pair in setup.assumed)
-    notes = tuple(f"beta not given: {TRL_LOGGED_KL_BETA:g}, the default of the TRL release the pilot's keys date it to "
+    notes = tuple(f"beta not given: {TRL_LOGGED_KL_BETA:g}, the default of the TRL release the log's keys date it to "
                   f"({log.version}), whose log holds a KL" if note.startswith("beta not given") else note
                   for note in setup.notes)
     hparams = dataclasses.replace(setup.hparams, kl_coef=TRL_LOGGED_KL_BETA)

@@ -22,6 +22,7 @@ DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning sign
 NO_ZERO_STD_SERIES = ("advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18) and no "
                       "per-group reward std")
 ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this
+UNDECIDED_WITHOUT_G = "undecided without the run's G"  # a share degeneracy at a larger G, the G it implies's own
 HETEROGENEITY_GAP = 0.15  # measured zero-std fraction this far above p^G + (1-p)^G: mixed prompt difficulty
 G_SEARCH = range(2, 257)  # group sizes considered when estimating or advising G
 G_MIXTURE_MAX = 256  # the largest G advised over prompts of mixed difficulty (a run with more is not one to advise)
@@ -66,6 +67,19 @@ def group_floor(G: int | None) -> float:
     excess over it: a success rate too far from 1/2 for G, not the group size itself (at G = 2 half the
     groups are zero-std at best, and that is the group's noise, not a task too hard or too easy)."""
     return 2.0 ** (1 - G) if G is not None and G >= 2 else 0.0
+
+
+def _undecided(late: float, G: int) -> str | None:
+    """Where G was inverted from the zero-std share (prompts alike assumed) and leaves no degeneracy, the smallest
+    larger G whose floor (`group_floor`) leaves the share DEGENERATE_FRACTION past it: the share is then the prompts'
+    mix, so which it is is the run's G's to say (None where no G up to G_SEARCH's last does)."""
+    past = next((g for g in G_SEARCH if g > G and (late - group_floor(g)) / (1.0 - group_floor(g)) >= DEGENERATE_FRACTION),
+                None)
+    if past is None:
+        return None
+    return (f"advantage degeneracy: {UNDECIDED_WITHOUT_G} ({late:.0%} of groups carry no signal late, what the success "
+            f"rate gives at G = {G}, the G inverted from that share; at G >= {past} it is the prompts' mix, past "
+            f"{DEGENERATE_FRACTION:.0%} beyond the floor G leaves: --config with the run's config tells)")
 
 
 def group_size_for(p: float, target: float = ZERO_STD_TARGET) -> int | None:
@@ -179,7 +193,7 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
                                G=G))
         ev[0]["caveat"] = floor > 0 or climbing  # the floor-adjusted share, or the climb, decides
         if excess < DEGENERATE_FRACTION and not climbing:
-            return None, None
+            return None, _undecided(late, G) if source not in (None, "hparams") else None
         conf = confidence(excess - DEGENERATE_FRACTION, 0.1)
         if ch["z"] > Z_TREND:  # still climbing: the degeneracy is getting worse
             conf = max(conf, confidence((late + 0.5 * ch["diff"] - floor) / (1.0 - floor) - DEGENERATE_FRACTION, 0.1))

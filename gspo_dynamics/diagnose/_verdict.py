@@ -346,6 +346,8 @@ class Diagnosis:
                   else f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]
                   if (v.unsure or round(v.confidence, 2) > 0) and not _fell_context(v)]
         others += [f"note: {f.name.replace('_', ' ')}" for f in self.findings if f.severity == NOTE]  # the rest: headline
+        others += [f"{n.split(': ', 1)[0]} undecided without G (--explain)" for n in self.not_checked
+                   if "undecided without the run's G" in n]  # `_signals.UNDECIDED_WITHOUT_G`: evidence G would decide
         also = [f"also       {', '.join(others)}"] if others else []
         return (self._answer_lines() + [""] + read + also
                 + ["(--explain: the evidence behind each verdict and finding, the fit and the notes)"])

@@ -85,3 +85,27 @@ def test_a_groups_mean_std_is_no_per_sample_spread_of_a_success_rate():
     new = RunLog(steps=np.arange(1, 61), series=series, format="jsonl", source="<synthetic>", trainer="trl",
                  reward_std_kind="unknown")
     assert reward_spread(new)[0] == pytest.approx(within.mean())
+
+
+def test_a_zero_std_share_that_g_would_decide_is_said_undecided_without_g():
+    """Prompts of mixed difficulty (half solved at 0.97, half failed at 0.03: a mean near 0.5) at G = 8: most groups
+    zero-std. Without G the share inverts to a small G that would give it alone (no degeneracy), so the answer says
+    it is undecided and what tells (--explain's line, and the brief's `also`); with G = 8 it is the degeneracy."""
+    from gspo_dynamics.diagnose._signals import UNDECIDED_WITHOUT_G
+
+    rng = np.random.default_rng(3)
+    rows, prompts, g = 40, 16, 8
+    p = np.where(rng.random((rows, prompts)) < 0.5, 0.97, 0.03)
+    hits = rng.binomial(1, p[:, :, None], size=(rows, prompts, g))
+    per_group = hits.sum(axis=2)
+    log = RunLog(steps=5 * np.arange(1, rows + 1), series={
+        "reward": hits.mean(axis=(1, 2)), "frac_zero_std": np.mean((per_group == 0) | (per_group == g), axis=1)},
+        format="jsonl", source="<synthetic>", trainer="trl", reward_std_kind="unknown")
+    blind = diagnose(log)
+    said = [n for n in blind.not_checked if UNDECIDED_WITHOUT_G in n]
+    assert blind.verdict("advantage_degeneracy") is None and len(said) == 1 and "--config" in said[0]
+    assert any("advantage degeneracy undecided without G" in line for line in blind.report_lines(explain=False))
+    hp = Hyperparams(lr=1e-6, refresh_interval=1, group_size=g, num_groups=prompts)
+    known = diagnose(log, hp)
+    assert known.verdict("advantage_degeneracy") is not None
+    assert not any(UNDECIDED_WITHOUT_G in n for n in known.not_checked)

@@ -139,7 +139,9 @@ def _pilot_curve(ax, forecast) -> None:
     fit = forecast.fit
     ax.plot(steps, reward, "o", color=DATA, ms=2.5, label="pilot")
     end = forecast.end
-    t = np.linspace(steps.min(), end.run_steps if end is not None else steps.min() + 4 * (steps.max() - steps.min()), 200)
+    # the fit is drawn as far as an answer reaches: to the run's end where that is forecast, else over the pilot only
+    # (an end no band calibrates, or a length not known, is not drawn any more than printed)
+    t = np.linspace(steps.min(), end.run_steps if end is not None and end.identified else steps.max(), 200)
     curve = fit.predict(t)
     low, high = curve - 2 * fit.residual_std, curve + 2 * fit.residual_std
     if forecast.reward_range is not None:  # the reward cannot leave its range, whatever the fit extrapolates

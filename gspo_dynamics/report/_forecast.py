@@ -64,8 +64,8 @@ def forecast_view(log, setup, *, pilot_steps: int | None = None, reward_range: t
         return ForecastView(lines=(f"forecast: none ({exc})",))
     pilot_end = float(f.pilot[0][-1]) if f.pilot is not None else None
     curve = band = end = None
-    if f.fit is not None and f.end is not None:
-        t = np.linspace(f.fit.t_start, float(f.end.run_steps), 200)
+    if f.fit is not None and f.end is not None:  # to the run's end where that is forecast, else over the pilot
+        t = np.linspace(f.fit.t_start, float(f.end.run_steps if f.end.identified else f.fit.t_end), 200)
         reach = f.end.reach or (-math.inf, math.inf)  # the fitted curve within what the reward can reach
         curve = (t, np.clip(f.fit.predict(t), *reach))
     if f.end is not None and f.end.identified:  # a value no band calibrates is not drawn, as it is not printed

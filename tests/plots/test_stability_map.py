@@ -83,3 +83,15 @@ def test_the_theorys_own_hyperparameters_keep_plain_names(tmp_path):
     f = pilot(tmp_path, {"lr": 0.1, "refresh_interval": 4, "group_size": 8, "optimizer": "sgd", "momentum": 0.5})
     ax = stability_map_figure(f).axes[0]
     assert ax.get_xlabel() == "learning rate (config key lr)" and ax.get_ylabel() == "optimizer steps per rollout T"
+
+
+@pytest.mark.parametrize("max_steps, drawn_to", [(120, 120), (900, 60), (None, 60)])
+def test_the_pilots_fit_is_drawn_only_as_far_as_an_answer_reaches(tmp_path, max_steps, drawn_to):
+    """The pilot panel's fit runs to the run's end where the end reward is forecast (a 60-step pilot of 120 steps), and
+    over the pilot alone where it is not: a run 15 times the pilot (no band calibrates it) or of unknown length."""
+    config = {**TRL, **({} if max_steps is None else {"max_steps": max_steps}), "lr_scheduler_type": "constant"}
+    f = pilot(tmp_path, config)
+    assert (f.end is None) == (max_steps is None) and (f.end is None or f.end.identified == (max_steps == 120))
+    fits = [ln.get_xydata() for ax in stability_map_figure(f).axes for ln in ax.get_lines()
+            if ln.get_label().endswith(" fit")]
+    assert len(fits) == 1 and fits[0][-1, 0] == pytest.approx(drawn_to)

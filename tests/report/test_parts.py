@@ -47,3 +47,5 @@ def test_the_forecast_is_predicts_own(run_file, tmp_path):
     assert view.end[2] == forecast.value and (view.band is None) == (forecast.interval is None)
     longer = forecast_view(log, read_run_config(str(config), overrides=["max_steps=400"]))
     assert longer.lines[0].startswith("pilot: the whole log (150 reward points); the run's length 400")
+    far = forecast_view(log, read_run_config(str(config), overrides=["max_steps=1800", "lr_scheduler_type=constant"]))
+    assert far.end is None and far.band is None and far.curve[0][-1] == 150  # no band calibrates 12x: the fit stops

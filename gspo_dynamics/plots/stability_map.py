@@ -157,7 +157,8 @@ def _pilot_curve(ax, forecast) -> None:
                         color=FIT, ms=4, capsize=3, label=f"run's end, {INTERVAL_LEVEL:.0%} interval")
         else:
             ax.plot([mid], [end.value], "s", color=FIT, ms=4, label="run's end (no interval)")
-    ax.set(xlabel="step", ylabel="reward", title="the pilot and its forecast curve")
+    forecast_drawn = end is not None and end.identified
+    ax.set(xlabel="step", ylabel="reward", title="the pilot and its forecast curve" if forecast_drawn else "the pilot and its fit")
     ax.legend(fontsize=6, loc="lower right")
 
 

@@ -102,12 +102,25 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kl", type=float, help="KL weight beta (TRL beta)")
 
 
-def hyperparams_from_flags(args: argparse.Namespace):
-    """(Hyperparams or None, brief, notes, logging_steps) from --config and the hyperparameter flags (flags override
-    the file): brief, the config's unknown keys read past and the defaults taken for lr, G and T where no flag gives
-    them (`RunSetup.brief_lines`, part of the answer); notes, how the config was read; logging_steps, TRL's
-    `logging_steps` where the config sets it (the step of a console log's k-th row without a step), else None."""
+def config_setup(args: argparse.Namespace):
+    """--config read as `predict.read_run_config` reads it (with --devices, --set, --allow-unknown), or None."""
+    if args.set and args.config is None:
+        raise ConfigError("--set overrides a key of --config: give the config it changes")
+    if args.devices is not None and args.config is None:
+        raise ConfigError("--devices counts a TRL config's processes; give the config (--config)")
+    if args.config is None:
+        return None
     from gspo_dynamics.predict import read_run_config
+
+    return read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown)
+
+
+def hyperparams_from_flags(args: argparse.Namespace, setup=None):
+    """(Hyperparams or None, brief, notes, logging_steps) from --config (`config_setup`'s, or `setup` where the caller
+    read it) and the hyperparameter flags (flags override the file): brief, the config's unknown keys read past and
+    the defaults taken for lr, G and T where no flag gives them (`RunSetup.brief_lines`, part of the answer); notes,
+    how the config was read; logging_steps, TRL's `logging_steps` where the config sets it (the step of a console
+    log's k-th row without a step), else None."""
     from gspo_dynamics.theory.hyperparams import SGD, Hyperparams
 
     notes: list[str] = []
@@ -115,12 +128,8 @@ def hyperparams_from_flags(args: argparse.Namespace):
     base = None
     logging_steps = None
     given = _given(args)
-    if args.set and args.config is None:
-        raise ConfigError("--set overrides a key of --config: give the config it changes")
-    if args.devices is not None and args.config is None:
-        raise ConfigError("--devices counts a TRL config's processes; give the config (--config)")
-    if args.config is not None:
-        setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown)
+    setup = config_setup(args) if setup is None else setup
+    if setup is not None:
         base = setup.hparams
         logging_steps = setup.logging_steps
         brief = list(setup.brief_lines(_flagged(setup, given))) + setup.unmodelled_lines()
@@ -156,15 +165,14 @@ def _given(args: argparse.Namespace) -> dict:
     return {field: getattr(args, dest) for dest, field in _FIELDS.items() if getattr(args, dest) is not None}
 
 
-def logged_beta(args: argparse.Namespace, hparams, brief: list[str], log):
+def logged_beta(args: argparse.Namespace, setup, hparams, brief: list[str], log):
     """(hparams, brief) with the config's beta as `predict` reads it beside this log where no --kl gives one
     (`predict.beta_from_logged_kl`: a TRL config without beta under a TRL log of a release before 0.18 that logs a
-    KL ran at that release's default, 0.04), the answer's first lines saying so."""
-    if args.config is None or args.kl is not None or hparams is None:
+    KL ran at that release's default, 0.04), the answer's first lines saying so; `setup` the config as read."""
+    if setup is None or args.kl is not None or hparams is None:
         return hparams, brief
-    from gspo_dynamics.predict import beta_from_logged_kl, read_run_config
+    from gspo_dynamics.predict import beta_from_logged_kl
 
-    setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown)
     dated = beta_from_logged_kl(setup, log, len(log.steps))
     if dated is setup:
         return hparams, brief
@@ -187,12 +195,13 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     from gspo_dynamics.diagnose import diagnose
     from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
-    hparams, brief, notes, logging_steps = hyperparams_from_flags(args)
+    setup = config_setup(args)  # read once: the flags' hyperparameters and the log's beta both read it
+    hparams, brief, notes, logging_steps = hyperparams_from_flags(args, setup)
     try:
         log = read_log(args.log, column_map=parse_map_option(args.map), run=args.log_run, logging_steps=logging_steps)
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
-    hparams, brief = logged_beta(args, hparams, brief, log)
+    hparams, brief = logged_beta(args, setup, hparams, brief, log)
     reward_range = None if args.reward_range is None else tuple(args.reward_range)
     _check_reward_range(log, reward_range)
     diagnosis = diagnose(log, hparams, reward_range=reward_range)

@@ -104,14 +104,23 @@ _NO_SIGNAL_SIGNALS = {  # the evidence line of each reading of `logs.flat_rows`
     "reward": "share of rows whose success rate is exactly 0 or 1 (every response scored alike)"}
 
 
-def no_signal(log) -> Verdict | None:
-    """Advantage degeneracy when (almost) no row has a group with reward variance (module docstring)."""
-    shares, ev = [], []
-    for name, (read, flat) in flat_rows(log).items():  # each reading's share of rows without signal
+def _no_signal_shares(log) -> list[tuple[str, float, int, int, tuple]]:
+    """(reading, share of its rows without signal, those rows, its rows, (first, last) step) for each reading of
+    `logs.flat_rows` on 3 rows or more."""
+    out = []
+    for name, (read, flat) in flat_rows(log).items():
         if read.sum() >= 3:
             s = log.steps[read]
-            shares.append(float(np.mean(flat[read])))
-            ev.append(evidence(_NO_SIGNAL_SIGNALS[name], shares[-1], (s[0], s[-1]), threshold=NO_SIGNAL_SHARE))
+            out.append((name, float(np.mean(flat[read])), int(flat[read].sum()), int(read.sum()), (s[0], s[-1])))
+    return out
+
+
+def no_signal(log) -> Verdict | None:
+    """Advantage degeneracy when (almost) no row has a group with reward variance (module docstring)."""
+    found = _no_signal_shares(log)  # each reading's share of rows without signal
+    shares = [share for _, share, *_ in found]
+    ev = [evidence(_NO_SIGNAL_SIGNALS[name], share, steps, threshold=NO_SIGNAL_SHARE)
+          for name, share, _, _, steps in found]
     if not shares or max(shares) < NO_SIGNAL_SHARE:
         return None
     for item in ev:  # the larger share decides; the other is context
@@ -130,15 +139,12 @@ def mostly_no_signal(log) -> tuple[dict, str] | None:
     """(evidence, advice) where most rows carry no signal (the largest `logs.flat_rows` share at least
     MOSTLY_NO_SIGNAL) but not (almost) all (`no_signal`'s cause, from NO_SIGNAL_SHARE): a flat reward read as a stall
     or as noise is first the rows that trained nothing, so its advice leads with the signal's fix."""
-    best = None
-    for name, (read, flat) in flat_rows(log).items():
-        if read.sum() >= 3 and (best is None or np.mean(flat[read]) > best[1]):
-            best = (name, float(np.mean(flat[read])), int(flat[read].sum()), int(read.sum()), log.steps[read])
+    found = _no_signal_shares(log)
+    best = max(found, key=lambda item: item[1], default=None)  # the first of equal shares, as the loop kept it
     if best is None or not MOSTLY_NO_SIGNAL <= best[1] < NO_SIGNAL_SHARE:
         return None
     name, share, dead, rows, steps = best
-    item = evidence(_NO_SIGNAL_SIGNALS[name], share, (steps[0], steps[-1]), threshold=MOSTLY_NO_SIGNAL, side=">=",
-                    rows=rows)
+    item = evidence(_NO_SIGNAL_SIGNALS[name], share, steps, threshold=MOSTLY_NO_SIGNAL, side=">=", rows=rows)
     return item, f"on {dead} of {rows} rows {_no_signal_advice(log)}"
 
 

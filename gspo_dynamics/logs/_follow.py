@@ -208,10 +208,10 @@ class Follower:
         """Whether the document at `f.path` now begins with the rows read from it before (a save that replaced the
         file with a longer version of itself), not another run's log; False where it does not parse yet."""
         try:
-            data = f.path.read_bytes()
-            if _loads(_as_text(data)[0]) is None:
+            text = _as_text(f.path.read_bytes())[0]
+            if _loads(text) is None:
                 return False
-            rows = READERS[f.format](_as_text(data)[0], self.column_map.get("step")).rows
+            rows = READERS[f.format](text, self.column_map.get("step")).rows
         except (OSError, ConfigError):
             return False
         return len(rows) >= len(f.rows) and list(rows[:len(f.rows)]) == list(f.rows)

@@ -32,7 +32,8 @@ CEILING_GAP = 0.05  # late mean within 0.05 of the ceiling (and no longer rising
 # on four labelled families (paper_repro/diagnose_generalisation.py, the 590000 run: the best on all of them);
 # it is also the scale of the evidence that a collapse is below the ceiling (`RewardScale.below_ceiling`)
 NO_SIGNAL_SHARE = 0.9  # share of rows whose groups all carry no signal, from which the run has none
-# ... and from which most rows carry none (predict's DEAD_SHARE): a flat reward's first fix is the missing signal
+# ... and from which most rows carry none (predict's DEAD_SHARE; stated, "most", fitted to no run): a flat reward's
+# first fix is the missing signal
 MOSTLY_NO_SIGNAL = 0.5
 DRIFT_KL_RATIO = 2.0  # KL to the reference at least doubled while the reward stayed flat
 DRIFT_ENTROPY_CHANGE = 0.25  # entropy moved by 25% of its early value while the reward stayed flat

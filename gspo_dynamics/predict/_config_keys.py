@@ -48,6 +48,7 @@ class ConfigKeys:
     run_keys: tuple[str, str] = ("max_samples", "num_episodes")  # OpenRLHF's, as the config names them
     completions: tuple[tuple[str, int], ...] = ()  # (key, value) whose values, all scaled by f, scale a step's
     # completions by f at the same T where G's key does not (TRL: its batch counts completions); (): G's key does
+    rollout: int = 0  # TRL: the completions of a rollout, its generation batch, which must hold whole groups of G
 
     def __post_init__(self) -> None:
         if self.framework not in ("trl", "verl", "trainer", "openrlhf"):
@@ -74,6 +75,30 @@ class ConfigKeys:
         G = math.ceil(factor * group_size - 1e-9)
         return G / group_size, ((self.group, G),)
 
+    def rollout_factor(self, group_size: int, new: int) -> int:
+        """TRL: the least integer k by which the generation batch (`rollout`) grows for G = `new` to fill it with whole
+        groups (TRL refuses it otherwise) and no fewer prompts than G = `group_size` did, rollout k / new >=
+        rollout / group_size: the least multiple of new / gcd(rollout, new) at or above new / group_size. 1 elsewhere."""
+        if not self.rollout:
+            return 1
+        whole = new // math.gcd(self.rollout, new)
+        return whole * math.ceil(new / group_size / whole - 1e-12)
+
+    def group_edits(self, group_size: int, new: int) -> tuple[tuple[str, int], ...] | None:
+        """The (key, value) edits that set G to `new` at the same T, in a config the framework accepts: G's key, with
+        TRL's `completions` times `rollout_factor` where it is above 1, and where G is a factor of T (OpenRLHF's
+        n_samples_per_prompt, Search-R1's n_agent) the refresh key times new / group_size; None where no integer value
+        of it keeps T."""
+        edits = [(self.group, new)]
+        k = self.rollout_factor(group_size, new)
+        edits += [(key, value * k) for key, value in self.completions] if k > 1 else []
+        if self.framework == "openrlhf" or self.group.endswith("n_agent"):
+            value = dict(self.completions)[self.refresh] * new / group_size
+            if not math.isclose(value, round(value), rel_tol=1e-9):
+                return None
+            edits.append((self.refresh, int(round(value))))
+        return tuple(edits)
+
     def on_one_pass(self) -> ConfigKeys:
         """The keys with the passes over a rollout set to 1: T's factor divided by the config's passes."""
         return dataclasses.replace(self, refresh_factor=self.refresh_factor / self.passes_value, passes_value=1)
@@ -91,21 +116,23 @@ class ConfigKeys:
         return f"{key}={text}" if self.override else f"{key}: {text}"
 
 
-def trl_keys(num_iterations: int, accumulation: int, generation: dict[str, int] | None = None) -> ConfigKeys:
+def trl_keys(num_iterations: int, accumulation: int, generation: dict[str, int] | None = None,
+             rollout: int = 0) -> ConfigKeys:
     """TRL's keys; `generation`: the config's steps_per_generation and / or generation_batch_size as given (none:
     steps_per_generation at its default, the accumulation), for the edit that doubles the responses per step at the
-    same T. TRL's batch counts completions, so num_generations only regroups a step's per_device_train_batch_size x
-    processes x gradient_accumulation_steps of them; doubling the accumulation with the rollout's size keeps T =
+    same T; `rollout`: the generation batch, per_device_train_batch_size x processes x steps_per_generation (for
+    `group_edits`). TRL's batch counts completions, so num_generations only regroups a step's
+    per_device_train_batch_size x processes x gradient_accumulation_steps of them; doubling the accumulation with the rollout's size keeps T =
     steps_per_generation x num_iterations / gradient_accumulation_steps and the memory a micro-batch needs."""
     completions = (("gradient_accumulation_steps", accumulation),
                    *(generation or {"steps_per_generation": accumulation}).items())
-    (first, a), *rollout = ((k, 2 * v) for k, v in completions)
-    doubling = (f"{first} {a} with " + " and ".join(f"{k} {v}" for k, v in rollout)
+    (first, a), *rest = ((k, 2 * v) for k, v in completions)
+    doubling = (f"{first} {a} with " + " and ".join(f"{k} {v}" for k, v in rest)
                 + " (T kept; num_generations only regroups a step's completions)")
     return ConfigKeys(framework="trl", lr="learning_rate", group="num_generations", refresh="steps_per_generation",
                       refresh_factor=num_iterations / accumulation, refresh_inverse=False, run_length="max_steps",
                       override=False, passes="num_iterations", passes_value=num_iterations, doubling=doubling,
-                      completions=completions)
+                      completions=completions, rollout=rollout)
 
 
 def verl_keys(ppo_epochs: int, train_batch_size: int, copies: int = 1,

@@ -240,7 +240,7 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
     name = "TRL GRPOConfig"
     hints, added = unknown(name, _trl_fields.unknown(cfg), _trl_fields.KNOWN)
     refused: list[str] = []
-    hp, exact = _trl(cfg, devices, notes, refused)
+    hp, exact, rollout = _trl(cfg, devices, notes, refused)
     run_steps = run_length("max_steps", cfg.get("max_steps"), unset=-1)
     if cfg.get("lr_scheduler_type") is None:
         notes.append("lr_scheduler_type not given: transformers' default linear, a decay to 0 at max_steps")
@@ -252,7 +252,7 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
         run_steps)
     accumulation = cfg.get("gradient_accumulation_steps") or TRL_DEFAULTS["gradient_accumulation_steps"]
     keys = trl_keys(int(cfg.get("num_iterations") or TRL_DEFAULTS["num_iterations"]), int(accumulation), {
-        k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)} or None)
+        k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)} or None, rollout)
     defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_steps_per_generation`
 
     def given(key: str) -> Any:  # a generation_batch_size gives steps_per_generation

@@ -143,7 +143,10 @@ def _groups_per_step(completions: float, G: int, notes: list[str], what: str) ->
 
 
 # ---- TRL -------------------------------------------------------------------------------------
-def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str], refused: list[str]) -> tuple[Hyperparams, float]:
+def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str],
+         refused: list[str]) -> tuple[Hyperparams, float, int]:
+    """(the hyperparameters, T before rounding, the generation batch in completions) of a GRPOConfig (module
+    docstring); `refused`: gets what TRL itself would refuse."""
     def get(key):
         if cfg.get(key) is not None:
             return cfg[key]
@@ -183,7 +186,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str], refused: li
                      optimizer=trl_optimizer(cfg, _number, notes), refresh_interval=T, group_size=G, num_groups=N,
                      advantage=_trl_advantage(get("scale_rewards"), notes), correction=level, clip_low=eps,
                      clip_high=eps_high, kl_coef=_number("beta", get("beta"), nonnegative=True), clip_mode=mode, ratio_cap=cap)
-    return hp, exact
+    return hp, exact, batch * devices * spg
 
 
 def _generation_keys(cfg: dict[str, Any]) -> tuple[int | None, int | None]:

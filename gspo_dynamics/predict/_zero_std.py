@@ -4,7 +4,10 @@
     z(G) = mean_i [p_i^G + (1 - p_i)^G],
 
 and the smallest G (the config's group-size key) whose share is at most a target. z(G) decreases in G for every
-p_i (each term does), so the first G of the scan that meets the target is the smallest."""
+p_i (each term does), so the first G of the scan that meets the target is the smallest. In TRL, whose generation
+batch must hold whole groups, the change is the G' in [G_min, 2 G_min] (each meets the target) whose batch, scaled by
+an integer k to hold whole groups of G' and no fewer prompts than now, is the least (`ConfigKeys.rollout_factor`); the
+accumulation and the rollout's size scale by k alike, keeping T."""
 
 from __future__ import annotations
 
@@ -39,16 +42,27 @@ class ZeroStdAnswer:
                 f"(by G: {shown}); {self.floor:.0%} of the prompts are always solved or always failed, a share no G removes"]
 
     def changes(self, setup) -> list:
+        """The G for the target, as the config's key, with each edit the framework needs beside it to keep T and
+        accept the config (`ConfigKeys.group_edits`), each key saying the others; none where G already meets it."""
         from gspo_dynamics.predict._headline import Change
 
-        keys = getattr(setup, "keys", None)
-        key = keys.group if keys else "group_size"
         G = self.group_for_target
         if G is None or G <= self.group_size or self.share <= self.target:
             return []
-        setting = keys.setting(key, G) if keys else f"{key}: {G}"
-        return [Change(key, G, setting, f"zero-std groups {self.share:.0%} -> {self.target:.0%} at these prompts' "
-                                        "pass rates")]
+        buys = f"zero-std groups {self.share:.0%} -> {self.target:.0%} at these prompts' pass rates"
+        keys = getattr(setup, "keys", None)
+        if keys is None:
+            return [Change("group_size", G, f"group_size: {G}", buys)]
+        if keys.rollout:  # TRL: of G .. 2G, the fewest completions per rollout in whole groups, no fewer prompts
+            G = min(range(G, 2 * G + 1), key=lambda g: (keys.rollout_factor(self.group_size, g), g))
+        edits = keys.group_edits(self.group_size, G)
+        if edits is None:
+            return [Change(keys.group, G, keys.setting(keys.group, G), f"{buys}; it moves T, which no integer "
+                                                                        f"{keys.refresh} keeps: set T again")]
+        return [Change(key, value, keys.setting(key, value), buys + (
+            f", with {' and '.join(keys.setting(k, v) for k, v in edits if k != key)} (together they keep T"
+            + (", and TRL takes only a generation batch of whole groups" if keys.framework == "trl" else "") + ")"
+            if len(edits) > 1 else "")) for key, value in edits]
 
     def to_json(self) -> dict:
         return {"prompts": self.prompts, "share": self.share, "by_group": {str(g): v for g, v in self.by_group.items()},

@@ -323,3 +323,32 @@ def test_a_wandb_record_of_a_grpo_config_reads_as_the_config(tmp_path):
     path.write_text(yaml.safe_dump(entries))
     got, plain = read_run_config(path), read_run_config(cfg)
     assert got.hparams == plain.hparams and got.recorded == tuple(sorted(model)) and not got.assumed
+
+
+@pytest.mark.parametrize("config", [
+    {"num_generations": 8, "per_device_train_batch_size": 8},  # a generation batch of one group
+    {"num_generations": 8, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 4},
+    {"num_generations": 4, "per_device_train_batch_size": 6, "gradient_accumulation_steps": 2, "generation_batch_size": 24},
+])
+def test_the_zero_std_change_of_g_is_a_config_trl_accepts_at_the_same_t(tmp_path, config):
+    """--pass-rates' num_generations change, with what it edits beside it, read back: the installed GRPOConfig takes it
+    (its generation batch holds whole groups), T is the same, the prompts per rollout are no fewer, and the mixture's
+    zero-std share at the new G meets the target."""
+    from gspo_dynamics.predict import zero_std_answer
+    from gspo_dynamics.theory.zero_std import zero_std_share_pass_rates
+
+    rates = np.random.default_rng(3).choice([0.02, 0.05, 0.1, 0.5, 0.9, 0.97], 200)
+    path = tmp_path / "rates.txt"
+    path.write_text("\n".join(f"{p:g}" for p in rates))
+    setup = read_run_config({"learning_rate": 1e-6, **config})
+    answer = zero_std_answer(str(path), setup.hparams.group_size)
+    edits = {c.key: c.value for c in answer.changes(setup)}
+    assert edits["num_generations"] > config["num_generations"]
+    assert all(f"together they keep T" in c.buys for c in answer.changes(setup)) == (len(edits) > 1)
+    edited = _grpo_config(**{**config, **edits})  # TRL raises where the generation batch holds a part of a group
+    after = read_run_config({"learning_rate": 1e-6, **{k: edited[k] for k in config}, **edits})
+    assert after.hparams.refresh_interval == setup.hparams.refresh_interval and not after.refused
+    before = _grpo_config(**config)
+    assert edited["generation_batch_size"] // edits["num_generations"] >= (
+        before["generation_batch_size"] // config["num_generations"])
+    assert zero_std_share_pass_rates(rates, edits["num_generations"]) <= answer.target

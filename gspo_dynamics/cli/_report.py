@@ -13,7 +13,8 @@ import math
 from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli._diagnose import _check_reward_range, add_map_option, add_run_options, hyperparams_from_flags
+from gspo_dynamics.cli._diagnose import (
+    _check_reward_range, add_map_option, add_run_options, config_setup, hyperparams_from_flags, logged_beta)
 from gspo_dynamics.cli._options import add_log_run_option, integer
 
 DESCRIPTION = ("A report people read, for one run or a sweep: one self-contained HTML page (and markdown for a pull "
@@ -75,12 +76,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from gspo_dynamics.report import build_report, to_html, to_markdown
 
     _check(args)
-    hparams, brief, _, logging_steps = hyperparams_from_flags(args)
-    setup = None
-    if args.config:
-        from gspo_dynamics.predict import read_run_config
-
-        setup = read_run_config(args.config, overrides=args.set, allow_unknown=args.allow_unknown)
+    setup = config_setup(args)  # read once: the flags' hyperparameters, each log's beta and the forecast read it
+    hparams, brief, _, logging_steps = hyperparams_from_flags(args, setup)
     logs, paths, swept = [], [], []
     for path in args.logs:  # a folder of run folders (a sweep's output): each of its runs
         runs = [] if not Path(path).is_dir() or holds_log(path) else run_folders(path)
@@ -101,7 +98,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         _check_reward_range(log, reward_range)
     report = build_report(logs, hparams=hparams, setup=setup, reward_range=reward_range, gpus=args.gpus,
                           rate=args.gpu_hour_rate, seconds_per_step=args.seconds_per_step,
-                          pilot_steps=args.pilot_steps, config_lines=tuple(brief), title=args.title)
+                          pilot_steps=args.pilot_steps, config_lines=tuple(brief), title=args.title,
+                          per_log=lambda log: logged_beta(args, setup, hparams, list(brief), log))
     _write(args.out, to_html(report))
     written = [args.out]
     if args.markdown:

@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.cli._diagnose import _check_reward_range, add_map_option, add_run_options, hyperparams_from_flags
+from gspo_dynamics.cli._diagnose import (
+    _check_reward_range, add_map_option, add_run_options, config_setup, hyperparams_from_flags, logged_beta)
 from gspo_dynamics.cli._options import add_log_run_option
 from gspo_dynamics.integrations import MIN_CONFIDENCE
 
@@ -172,10 +173,11 @@ class _Watch:
         self.notifier = Notifier(config.webhooks if config else (), run=(config.run if config else None)
                                  or Path(args.path).resolve().name)
         # config_lines: the config's unknown keys read past and the defaults taken, part of the answer (stdout,
-        # before the first report; in the first --json line's `config`), as in predict's and diagnose's first lines
-        self.hparams, self.config_lines, notes, _ = hyperparams_from_flags(args)  # the follower numbers rows itself
-        if self.config_lines and not args.json:
-            print("\n".join(f"config: {line}" for line in self.config_lines), flush=True)
+        # before the first report; in the first --json line's `config`), as in predict's and diagnose's first lines;
+        # with the log's first rows, which may date the config's beta (`_date_beta`)
+        self.setup = config_setup(args)
+        self.hparams, self.config_lines, notes, _ = hyperparams_from_flags(args, self.setup)  # the follower numbers rows
+        self.dated = False
         self.reward_range = None if args.reward_range is None else tuple(args.reward_range)
         check_reward_range(self.reward_range)
         self.follower = Follower(args.path, args.format, parse_map_option(args.map), run=args.log_run)
@@ -233,6 +235,7 @@ class _Watch:
         except ConfigError:  # the new rows hold no reward (evaluation rows alone): nothing for the guard
             return None
         _check_reward_range(chunk, self.reward_range)
+        self._date_beta(chunk)
         self.guard.add(chunk)
         check = self.guard.check()
         failed = failing(check, self.fail_on)
@@ -253,6 +256,19 @@ class _Watch:
             self.finish()
             return EXIT_FAILED_ON
         return None
+
+    def _date_beta(self, chunk) -> None:
+        """Once, at the log's first rows: the config's beta as the log dates it (`cli._diagnose.logged_beta`), the guard
+        made anew with it (it has read no row); then the config lines, in text (the first --json line carries them)."""
+        if self.dated:
+            return
+        self.dated = True
+        hparams, self.config_lines = logged_beta(self.args, self.setup, self.hparams, self.config_lines, chunk)
+        if hparams is not self.hparams:
+            self.hparams = hparams
+            self.guard = self._new_guard()
+        if self.config_lines and not self.args.json:
+            print("\n".join(f"config: {line}" for line in self.config_lines), flush=True)
 
     def _stop(self, step: int, failed: list[tuple[str, float]]) -> None:
         """The webhooks' stop message for the --fail-on names reported at `step`."""

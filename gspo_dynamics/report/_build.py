@@ -17,16 +17,18 @@ from gspo_dynamics.report._sections import run_sections, sweep_sections
 
 def build_report(logs: list, *, hparams=None, setup=None, reward_range=None, gpus: int | None = None,
                  rate: float | None = None, seconds_per_step: float | None = None, pilot_steps: int | None = None,
-                 config_lines: tuple[str, ...] = (), title: str | None = None) -> Report:
+                 config_lines: tuple[str, ...] = (), per_log=None, title: str | None = None) -> Report:
     """The report of `logs` (RunLogs, one run or a sweep): each diagnosed with `hparams` and `reward_range`; with
     `setup` (a `predict.RunSetup`), predict's forecast on each; `gpus`, `rate` ($/GPU-hour) and `seconds_per_step`
     (for logs without step times) for the accounting;
-    `config_lines`: how the config was read (shown as diagnose shows them)."""
+    `config_lines`: how the config was read (shown as diagnose shows them); `per_log`: a function of a log giving
+    its own (hparams, config_lines) in place of those two (the CLI's: the config's beta as the log dates it)."""
     names = labels([log.source for log in logs])
     runs = []
     for name, log in zip(names, logs):
-        d = diagnose(log, hparams, reward_range=reward_range)
-        d.config_lines.extend(config_lines)
+        own, lines = per_log(log) if per_log is not None else (hparams, config_lines)
+        d = diagnose(log, own, reward_range=reward_range)
+        d.config_lines.extend(lines)
         view = None if setup is None else forecast_view(log, setup, pilot_steps=pilot_steps, reward_range=reward_range,
                                                         fit=d.fit)
         acc = account(log, d, gpus=gpus, rate=rate, seconds_per_step=seconds_per_step)

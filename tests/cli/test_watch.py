@@ -250,3 +250,21 @@ def test_an_unsure_answer_is_reported_as_unsure_with_what_would_tell():
                   log_summary={}, not_checked=[], notes=[])
     text = verdict_line(40, "unsure: still_rising or healthy_saturation", 0.5, "train longer and diagnose again", d)
     assert text.startswith("step 40: unsure: still rising or healthy saturation") and "; do train longer" in text
+
+
+def test_watch_reads_the_configs_beta_as_the_log_dates_it(tmp_path, capsys):
+    """A TRL config without beta beside a TRL log dated before 0.18 that logs a KL: the watch reads beta 0.04, as
+    diagnose and predict do (`predict.beta_from_logged_kl`), its config lines saying so before the summary."""
+    rows = [{"step": s, "reward": 0.3 + 0.5 * (1 - 0.97 ** s), "kl": 0.001 * s, "completion_length": 50.0,
+             "learning_rate": 1e-6, "epoch": s / 100} for s in range(1, 101)]
+    log = tmp_path / "trl.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = tmp_path / "grpo.json"
+    config.write_text(json.dumps({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8}))
+    assert main(["watch", str(log), "--config", str(config), "--devices", "2", "--once"]) == 0
+    first, summary = capsys.readouterr().out.splitlines()[:2]
+    assert first.startswith("config: ") and "processes 1" not in first
+    assert "beta 0.04 (the log holds a KL, and its keys date it before TRL 0.18" in first and summary.startswith("step 100")
+    assert main(["watch", str(log), "--config", str(config), "--once", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert any("beta 0.04" in line for line in first["config"])

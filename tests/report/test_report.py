@@ -179,3 +179,23 @@ def test_a_folder_of_run_folders_is_reported_as_a_sweep_and_diagnose_says_which_
     assert main(["diagnose", str(sweep)]) == 2
     err = capsys.readouterr().err
     assert f"holds 2 run folders (a/, b/), not one run's log: diagnose reads one of them ('{sweep / 'a'}')" in err
+
+
+def test_the_report_reads_beta_and_devices_as_diagnose_does(tmp_path, capsys):
+    """A TRL config without beta beside a TRL log dated before 0.18 that logs a KL: each run's diagnosis reads beta
+    0.04 (`predict.beta_from_logged_kl`), said in its config lines; --devices reaches the config as diagnose's."""
+    import json
+
+    rows = [{"step": s, "reward": 0.3 + 0.5 * (1 - 0.97 ** s), "kl": 0.001 * s, "completion_length": 50.0,
+             "learning_rate": 1e-6, "epoch": s / 100} for s in range(1, 101)]
+    log = tmp_path / "trl.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = tmp_path / "grpo.json"
+    config.write_text(json.dumps({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
+                                  "max_steps": 500}))
+    md = tmp_path / "r.md"
+    assert main(["report", str(log), "--config", str(config), "--devices", "2", "--out", str(tmp_path / "r.html"),
+                 "--markdown", str(md)]) == 0
+    capsys.readouterr()
+    page = md.read_text()
+    assert "beta 0.04 (the log holds a KL, and its keys date it before TRL 0.18" in page and "processes 1" not in page

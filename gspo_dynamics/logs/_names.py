@@ -391,10 +391,16 @@ def guess_trl_version(raw_keys: Iterable[str]) -> str | None:
     return None
 
 
+def trl_release_bound(version: str) -> tuple[str, tuple[int, ...]]:
+    """A dated range of `guess_trl_version` ("<0.16", ">=0.20") as (its operator, its release as integers)."""
+    operator = "<" if version.startswith("<") else ">="
+    return operator, tuple(int(part) for part in version.removeprefix(operator).split("."))
+
+
 def reward_std_kind(trainer: str, version: str | None) -> str:
     """"group_mean_std", "batch_std" or "unknown": what the log's `reward_std` measures."""
-    if trainer == "trl" and version is not None and version.startswith("<"):
-        upper = tuple(int(part) for part in version[1:].split("."))
-        if upper <= _BATCH_STD_SINCE:
+    if trainer == "trl" and version is not None:
+        operator, bound = trl_release_bound(version)
+        if operator == "<" and bound <= _BATCH_STD_SINCE:
             return "group_mean_std"
     return "unknown"

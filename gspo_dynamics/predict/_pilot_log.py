@@ -13,7 +13,7 @@ from scipy.special import erfc, stdtrit
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import TrajectoryFit, fit_trajectory
-from gspo_dynamics.logs import RunLog, read_log
+from gspo_dynamics.logs import RunLog, read_log, trl_release_bound
 from gspo_dynamics.theory.zero_std import fit_difficulty_log, zero_std_share_beta
 
 GROUP_SIZES = (2, 4, 8, 16, 32, 64)
@@ -184,8 +184,8 @@ def _before_beta_change(version: str | None) -> bool:
     row from 0.18), an upper bound "<x" at most it. Undated: no."""
     if not version:
         return False
-    bound = tuple(int(part) for part in version.lstrip("<>=").split("."))
-    return bound < TRL_DEFAULT_BETA_UNTIL if version.startswith(">=") else bound <= TRL_DEFAULT_BETA_UNTIL
+    operator, bound = trl_release_bound(version)
+    return bound < TRL_DEFAULT_BETA_UNTIL if operator == ">=" else bound <= TRL_DEFAULT_BETA_UNTIL
 
 
 def other_refresh(log: RunLog, n: int, T: int) -> int | None:

@@ -378,3 +378,11 @@ def test_a_csv_reward_column_empty_on_every_row_is_named_as_such():
     text = "step,reward,entropy\n" + "".join(f"{s},,0.5\n" for s in range(1, 21))
     with pytest.raises(ConfigError, match=r"^no reward series was found \(column 'reward' holds no numbers\)"):
         read_log(text)
+
+
+@pytest.mark.parametrize("version, expected", [("<0.16", ("<", (0, 16))), (">=0.20", (">=", (0, 20))),
+                                               (">=1.2.3", (">=", (1, 2, 3)))])
+def test_a_dated_trl_range_parts_into_its_operator_and_release(version, expected):
+    from gspo_dynamics.logs import trl_release_bound
+
+    assert trl_release_bound(version) == expected

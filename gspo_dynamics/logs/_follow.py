@@ -61,7 +61,7 @@ class _MapConflict(ColumnMapError):
 class Update:
     """What one poll read."""
 
-    rows: int = 0  # rows parsed at this poll (a document read again: all of its rows)
+    rows: int = 0  # rows new at this poll (a document read again: those past the rows it held before)
     restarted: bool = False  # the rows read before were dropped: a new, rotated, truncated or newer log
     grew: bool = False  # the followed file changed (bytes appended, even half a line; rewritten; replaced)
     messages: tuple[str, ...] = ()  # what changed worth saying: a rotation, a newer log in the folder
@@ -106,6 +106,7 @@ class Follower:
         self.file: _File | None = None
         self.waiting: ConfigError | None = ConfigError(f"{str(self.path)!r} has not been read yet")
         self._said: set[str] = set()  # messages said since the last successful read
+        self._replaced = False  # this poll's document was rewritten with another log's rows
 
     @property
     def rows(self) -> list[Row]:
@@ -146,6 +147,7 @@ class Follower:
         except OSError as error:
             return self._wait(ConfigError(f"log file {str(target)!r} cannot be read ({error.strerror})"), messages)
         restarted = self._check_identity(target, stat, messages)
+        self._replaced = False
         f = self.file
         signature = (stat.st_size, stat.st_mtime_ns)
         grew = restarted or signature != f.signature
@@ -160,6 +162,9 @@ class Follower:
         except ConfigError as error:  # not a log yet (empty, a banner, no reward column): read it again next time
             f.signature = signature
             return self._wait(error, messages, restarted, grew)
+        if self._replaced:  # a document rewritten with another log's rows (`_reread`)
+            restarted = True
+            messages.append(f"{str(target)!r} was truncated or replaced; reading it again from its start")
         if self.file is not f:  # its format was fixed at this read
             messages.append(f"reading {str(target)!r} ({self.file.format})")
         self.file.signature = signature
@@ -193,8 +198,8 @@ class Follower:
         if f is not None and f.path == target and f.identity == identity and (
                 f.kind == "document" or stat.st_size >= f.offset):
             return False
-        if f is not None and f.path == target and f.kind == "document" and self._continues(f):
-            f.identity = identity  # written to a temporary file and moved over it (an atomic save): the same log
+        if f is not None and f.path == target and f.kind == "document":
+            f.identity = identity  # moved over itself (an atomic save): whether it continues is `_reread`'s, one parse
             return False
         had_rows = f is not None and bool(f.rows)
         if f is not None and f.path != target:
@@ -203,18 +208,6 @@ class Follower:
             messages.append(f"{str(target)!r} was truncated or replaced; reading it again from its start")
         self.file = _File(target, identity, format=None if self.format == "auto" else self.format)
         return had_rows
-
-    def _continues(self, f: _File) -> bool:
-        """Whether the document at `f.path` now begins with the rows read from it before (a save that replaced the
-        file with a longer version of itself), not another run's log; False where it does not parse yet."""
-        try:
-            text = _as_text(f.path.read_bytes())[0]
-            if _loads(text) is None:
-                return False
-            rows = READERS[f.format](text, self.column_map.get("step")).rows
-        except (OSError, ConfigError):
-            return False
-        return len(rows) >= len(f.rows) and list(rows[:len(f.rows)]) == list(f.rows)
 
     def _wait(self, reason: ConfigError, messages: list[str], restarted: bool = False, grew: bool = False) -> Update:
         """An update that read nothing, with `reason` the first time it is the reason (until a read succeeds);
@@ -272,11 +265,16 @@ class Follower:
         return len(trial.rows)
 
     def _reread(self, f: _File) -> int:
-        """A document read again whole; its rows replace the old ones only once it parses as JSON."""
+        """A document read again whole, its rows replacing the old ones once it parses as JSON; the rows past those it
+        held before where it begins with them (a save of a longer version of itself), else all of them, another log's
+        (`_replaced`: the poll says the log restarted)."""
         data = f.path.read_bytes()
         if _loads(_as_text(data)[0]) is None:  # a rewrite half done: keep the last good reading
             return 0
-        f.rows, f.offset = self._parse_document(f, data), len(data)
+        old, f.rows, f.offset = f.rows, self._parse_document(f, data), len(data)
+        if len(f.rows) >= len(old) and f.rows[:len(old)] == old:
+            return len(f.rows) - len(old)
+        self._replaced = bool(old)
         return len(f.rows)
 
     def _parse_document(self, f: _File, data: bytes) -> list[Row]:

@@ -186,3 +186,27 @@ def test_a_document_saved_over_itself_atomically_grows_and_another_restarts(tmp_
     save([{"step": 1, "reward": 0.9, "loss": 0.0}, {"step": 2, "reward": 0.8, "loss": 0.0}])
     other = follower.poll()
     assert other.restarted and "truncated or replaced" in other.messages[0] and rewards(follower) == [0.9, 0.8]
+
+
+def test_a_document_saved_again_gives_its_new_rows_alone_and_a_rewrite_in_place_restarts(tmp_path):
+    """A trainer_state.json saved again (in place or atomically) adds the rows past those it held: a live guard adds
+    those alone, so its eval rows are counted once (they were counted at every save); a document rewritten in place
+    with another log's rows is a restart, as a replaced one is."""
+    from gspo_dynamics.integrations._view import LogView
+
+    path = tmp_path / "trainer_state.json"
+    rows = []
+    for i in range(1, 31):
+        rows.append({"step": i, "reward": i / 30, "loss": 0.0})
+        if i % 10 == 0:
+            rows.append({"step": i, "eval_reward": 0.5, "eval_loss": 0.1})
+    follower, view = Follower(path), LogView()
+    for end in (11, 22, 33):  # three saves, each holding an eval row more
+        path.write_text(trainer_state(rows[:end], summary=False))
+        update = follower.poll()
+        assert update.rows == 11 and not update.restarted
+        view.add(follower.run_log(start=len(follower.rows) - update.rows))
+    assert view.run_log().n_eval_points == follower.run_log().n_eval_points == 3
+    path.write_text(trainer_state([{"step": 1, "reward": 0.9, "loss": 0.0}], summary=False))
+    other = follower.poll()
+    assert other.restarted and "truncated or replaced" in other.messages[0] and rewards(follower) == [0.9]

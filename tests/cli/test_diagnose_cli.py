@@ -4,6 +4,7 @@ import json
 
 import pytest
 from _real_logs import DPO, SRINATH, VERL_SMOKE
+from _trl_logs import kl_log_without_beta
 
 from gspo_dynamics.cli.main import main
 from gspo_dynamics.real_logs import real_logs_dir
@@ -123,12 +124,7 @@ def test_diagnose_reads_beta_and_devices_as_predict_does(capsys, tmp_path):
     """A TRL config without beta beside a TRL log of a release before 0.18 that logs a KL: beta 0.04, said in the
     config lines, as predict reads it (`predict.beta_from_logged_kl`); --devices, which those lines name, is taken
     (and refused without --config)."""
-    rows = [{"step": s, "reward": 0.3 + 0.5 * (1 - 0.97 ** s), "kl": 0.001 * s, "completion_length": 50.0,
-             "learning_rate": 1e-6, "epoch": s / 100} for s in range(1, 101)]
-    log = tmp_path / "trl.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    config = tmp_path / "grpo.json"
-    config.write_text(json.dumps({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8}))
+    log, config = kl_log_without_beta(tmp_path)
     assert main(["diagnose", str(log), "--config", str(config), "--devices", "2"]) == 0
     out = capsys.readouterr().out
     assert "beta 0.04 (the log holds a KL, and its keys date it before TRL 0.18" in out and "processes 1" not in out

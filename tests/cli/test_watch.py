@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _trl_logs import kl_log_without_beta
 
 from gspo_dynamics.cli._watch import EXIT_FAILED_ON, parse_fail_on, report_text, verdict_line
 from gspo_dynamics.cli.main import main
@@ -255,12 +256,7 @@ def test_an_unsure_answer_is_reported_as_unsure_with_what_would_tell():
 def test_watch_reads_the_configs_beta_as_the_log_dates_it(tmp_path, capsys):
     """A TRL config without beta beside a TRL log dated before 0.18 that logs a KL: the watch reads beta 0.04, as
     diagnose and predict do (`predict.beta_from_logged_kl`), its config lines saying so before the summary."""
-    rows = [{"step": s, "reward": 0.3 + 0.5 * (1 - 0.97 ** s), "kl": 0.001 * s, "completion_length": 50.0,
-             "learning_rate": 1e-6, "epoch": s / 100} for s in range(1, 101)]
-    log = tmp_path / "trl.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    config = tmp_path / "grpo.json"
-    config.write_text(json.dumps({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8}))
+    log, config = kl_log_without_beta(tmp_path)
     assert main(["watch", str(log), "--config", str(config), "--devices", "2", "--once"]) == 0
     first, summary = capsys.readouterr().out.splitlines()[:2]
     assert first.startswith("config: ") and "processes 1" not in first

@@ -7,6 +7,7 @@ from html import escape, unescape
 from html.parser import HTMLParser
 
 import pytest
+from _trl_logs import kl_log_without_beta
 
 from gspo_dynamics.cli.main import main
 from gspo_dynamics.diagnose import diagnose
@@ -184,15 +185,7 @@ def test_a_folder_of_run_folders_is_reported_as_a_sweep_and_diagnose_says_which_
 def test_the_report_reads_beta_and_devices_as_diagnose_does(tmp_path, capsys):
     """A TRL config without beta beside a TRL log dated before 0.18 that logs a KL: each run's diagnosis reads beta
     0.04 (`predict.beta_from_logged_kl`), said in its config lines; --devices reaches the config as diagnose's."""
-    import json
-
-    rows = [{"step": s, "reward": 0.3 + 0.5 * (1 - 0.97 ** s), "kl": 0.001 * s, "completion_length": 50.0,
-             "learning_rate": 1e-6, "epoch": s / 100} for s in range(1, 101)]
-    log = tmp_path / "trl.jsonl"
-    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    config = tmp_path / "grpo.json"
-    config.write_text(json.dumps({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
-                                  "max_steps": 500}))
+    log, config = kl_log_without_beta(tmp_path, max_steps=500)
     md = tmp_path / "r.md"
     assert main(["report", str(log), "--config", str(config), "--devices", "2", "--out", str(tmp_path / "r.html"),
                  "--markdown", str(md)]) == 0

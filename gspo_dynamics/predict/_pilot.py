@@ -64,7 +64,7 @@ from gspo_dynamics.predict._pilot_log import (
 from gspo_dynamics.predict._pilot_validity import pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
 from gspo_dynamics.predict._row_fall import noise_dip, pilot_end_drop, pilot_fall, responses_per_row
-from gspo_dynamics.predict._schedule import SAME, pilot_factor
+from gspo_dynamics.predict._schedule import SAME, pilot_factor, with_run_length
 from gspo_dynamics.theory import collapse
 
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
@@ -112,6 +112,7 @@ class PilotForecast:
     assumed: list[str] = field(default_factory=list)
     log_notes: tuple[str, ...] = ()  # the pilot log's reader warnings (`RunLog.warnings`): what it dropped or read oddly
     reward_spread: np.ndarray | None = None  # the logged reward_std at each reward point (`_pilot_headline.fall_in_row_noise`)
+    run_given: bool = False  # the run's length is --run-steps' (said so), not the config's key
     invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
     mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
     unread: str | None = None  # the pilot's reward rows that are not numbers (`_pilot_log.reward_not_finite`); said first
@@ -301,12 +302,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     if run_steps is not None:
         if checked_run_steps(run_steps) <= steps[-1]:
             raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
-        if setup.run_steps is not None and setup.run_steps != run_steps:
-            assumed.append(f"the run's length is {run_steps} steps as given, not the config's {setup.run_steps}")
-        schedule = setup.schedule  # a decay runs over the run's length (TRL max_steps, verl total_training_steps)
-        if schedule is not None and schedule.decays:
-            schedule = dataclasses.replace(schedule, total=run_steps)
-        setup = dataclasses.replace(setup, run_steps=run_steps, schedule=schedule)  # the JSON's config is the run's
+        setup = with_run_length(setup, run_steps, assumed)  # the JSON's config is the run's
     range_note = "" if reward_range is not None else " (inferred from the pilot's rewards: --reward-range gives the task's)"
     reward_range = pilot_reward_range(reward, reward_range, assumed)
     hp = setup.hparams
@@ -350,7 +346,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                          prior=None if prior is None else task_prior(prior, reward_range, refresh_interval=hp.refresh_interval,
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
-                         measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread)
+                         measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread,
+                         run_given=run_steps is not None)
 
 
 def _falls(log: RunLog, n: int, pilot, reward_range, setup: RunSetup, measured: list[str]):

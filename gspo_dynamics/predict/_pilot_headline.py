@@ -310,7 +310,8 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
                            "pilot's course, which the verdict says may fall, down to the reward's floor)")
     elif f.end is not None:
         first = int(end_window(f.end.run_steps)[0])
-        length = f"{keys.run_length} {f.end.run_steps}" if keys else f"{f.end.run_steps} steps"
+        length = (f"--run-steps {f.end.run_steps}" if f.run_given else f"{keys.run_length} {f.end.run_steps}" if keys
+                  else f"{f.end.run_steps} steps")
         out["end_reward"] = {"value": f.end.value if f.end.identified else None, "held": f.end.held,
                              "interval": None if f.end.interval is None else list(f.end.interval),
                              "interval_is_reach": f.end.spans_reach, "steps": [first, f.end.run_steps],

@@ -15,6 +15,8 @@ tau the lr-weighted length (`theory.schedule` (2)), so the reward at the end is 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from gspo_dynamics.theory.schedule import LRSchedule
@@ -36,3 +38,17 @@ def effective_run_length(schedule: LRSchedule | None, pilot_end: float, run_step
         return run_steps
     left = schedule.weighted_length(run_steps) - schedule.weighted_length(int(pilot_end))
     return max(int(pilot_end) + 1, int(round(pilot_end + left / factor)))
+
+
+def with_run_length(setup, run_steps: int, assumed: list[str]):
+    """`setup` for a run of `run_steps` optimizer steps (--run-steps): its run's length, and its lr schedule's decay
+    length only where the config leaves the run's length unset (a config's own length is its schedule's: a run stopped
+    before it, a checkpoint at step 600 of max_steps 672, decayed on the config's clock); a length other than the
+    config's is said in `assumed`."""
+    schedule = setup.schedule
+    if setup.run_steps is not None and setup.run_steps != run_steps:
+        assumed.append(f"the run's length is {run_steps} steps as given, not the config's {setup.run_steps}; its lr "
+                       f"schedule stays the config's, over {setup.run_steps} steps")
+    elif setup.run_steps is None and schedule is not None and schedule.decays:
+        schedule = dataclasses.replace(schedule, total=run_steps)
+    return dataclasses.replace(setup, run_steps=run_steps, schedule=schedule)

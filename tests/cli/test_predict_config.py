@@ -452,6 +452,21 @@ def test_run_steps_gives_the_schedule_the_run_length_the_config_leaves_unset(tmp
     assert read_run_config({**cfg, "max_steps": 300}, run_steps=200).run_steps == 300  # the pilot says the two apart
 
 
+def test_run_steps_beside_the_configs_own_length_keeps_its_schedule_and_says_whose_length_it_is(tmp_path, capsys):
+    """max_steps 300 with a cosine decay, --run-steps 200 (a run stopped at a checkpoint): the forecast's window is the
+    flag's, labelled as the flag, and the schedule stays the config's 300 steps (--help: the flag sets the schedule's
+    length only where the config leaves it unset), said."""
+    cfg = {**TRL, "lr_scheduler_type": "cosine", "warmup_ratio": 0.1, "max_steps": 300}
+    config = write(tmp_path, "cosine.json", cfg)
+    assert main(["predict", "--config", config, "--pilot", pilot_log(tmp_path), "--run-steps", "200", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["details"]["config"]["schedule"]["total"] == 300 and report["details"]["config"]["run_steps"] == 200
+    assert any("not the config's 300; its lr schedule stays the config's, over 300 steps" in a
+               for a in report["details"]["assumed"])
+    assert main(["predict", "--config", config, "--pilot", pilot_log(tmp_path), "--run-steps", "200"]) == 0
+    assert "(the run's last sixth, --run-steps 200)" in capsys.readouterr().out
+
+
 def test_a_set_of_a_misspelt_value_is_refused_naming_the_nearest(tmp_path, capsys):
     """--set lr_scheduler_type=cosin: transformers refuses it; read on, the lr would be read as constant."""
     assert main(["predict", "--config", write(tmp_path, "grpo.json", TRL), "--set", "lr_scheduler_type=cosin"]) == 2

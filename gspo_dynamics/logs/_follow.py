@@ -302,11 +302,15 @@ class Follower:
 
 
 def _kind(fmt: str, data: bytes) -> str:
-    """How a log of format `fmt` grows: "records" (TensorBoard), "lines", or "document" (rewritten whole)."""
+    """How a log of format `fmt` grows: "records" (TensorBoard), "lines", or "document" (rewritten whole: a TRL state,
+    a JSON list, or one JSON object whose first line is no object of its own, a wrapper such as {"steps": [...]})."""
     if fmt == "tensorboard":
         return "records"
     if fmt == "trl_state" or (fmt == "jsonl" and data.lstrip().startswith(b"[")):
         return "document"
+    if fmt == "jsonl" and data.lstrip().startswith(b"{"):  # one JSON object over many lines ({"steps": [...]}): whole
+        first = data.lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace")
+        return "lines" if isinstance(_loads(first), dict) else "document"
     return "lines"
 
 

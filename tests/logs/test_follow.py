@@ -210,3 +210,15 @@ def test_a_document_saved_again_gives_its_new_rows_alone_and_a_rewrite_in_place_
     path.write_text(trainer_state([{"step": 1, "reward": 0.9, "loss": 0.0}], summary=False))
     other = follower.poll()
     assert other.restarted and "truncated or replaced" in other.messages[0] and rewards(follower) == [0.9]
+
+
+def test_a_pretty_printed_json_object_holding_the_rows_is_followed_as_a_document(tmp_path):
+    """{"total_steps": ..., "steps": [rows]} over many lines (a script's own metrics file): read as diagnose reads it,
+    whole at each save, not refused as lines holding no JSON object; a save with more rows gives those rows."""
+    path = tmp_path / "training_metrics.json"
+    rows = [{"step": 10 * i, "reward": i / 20, "loss": 0.1} for i in range(1, 21)]
+    path.write_text(json.dumps({"total_steps": 20, "steps": rows[:12]}, indent=2))
+    follower = Follower(path)
+    assert follower.poll().rows == 12 and rewards(follower)[-1] == pytest.approx(0.6)
+    path.write_text(json.dumps({"total_steps": 20, "steps": rows}, indent=2))
+    assert follower.poll().rows == 8 and len(rewards(follower)) == 20

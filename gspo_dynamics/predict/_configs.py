@@ -165,9 +165,10 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
             _config_checks.refuse_unknown(hints, framework, typed)
         return hints, on_purpose
 
-    setup = _mapped(cfg, devices, unknown, allow_unknown)
+    own_names = allow_unknown or parts.wandb  # W&B recorded a script's own `group_size` beside TRL's: no mix typed
+    setup = _mapped(cfg, devices, unknown, own_names)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
-        setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown, allow_unknown)
+        setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown, own_names)
     setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()),
                                 notes=tuple(abbreviated) + setup.notes, implausible=_config_checks.implausible_lr(
                                     setup.framework, setup.hparams.optimizer.name, setup.hparams.lr,

@@ -90,3 +90,15 @@ def test_predict_answers_a_record_first_in_its_keys(tmp_path, capsys):
     assert main(["predict", "--config", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("verdict:") and any(l.startswith("recorded by W&B") for l in out[:4])
+
+
+def test_a_records_script_argument_named_as_one_of_ours_is_recorded_not_a_mix(tmp_path):
+    """A training script's own `group_size` argument, recorded by W&B beside TRL's keys (audit s37: Fair-RLVR's run):
+    read as the TRL config, the argument among the keys W&B recorded, not refused as a mix of vocabularies; typed in a
+    plain config the mix is still one error."""
+    path = tmp_path / "config.yaml"
+    path.write_text(_record({**TRL, "group_size": 4}, old=False))
+    setup = read_run_config(path)
+    assert setup.framework == "TRL GRPOConfig" and setup.hparams.group_size == 8 and "group_size" in setup.recorded
+    with pytest.raises(ConfigError, match="mixes TRL keys"):
+        read_run_config({**TRL, "group_size": 4})

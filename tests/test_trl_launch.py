@@ -84,3 +84,19 @@ def test_a_python_config_is_refused_saying_how_to_give_it(tmp_path):
     path.write_text("from trl import GRPOConfig\nconfig = GRPOConfig(learning_rate=5e-6)\n")
     with pytest.raises(ConfigError, match=r"is a Python program: .*json.dump\(config.to_dict\(\), f\)"):
         load_config_file(path)
+
+
+@pytest.mark.parametrize("launcher, processes", [
+    ('torchrun --nproc_per_node="8" --nnodes=1 --master_port=12345', 8),
+    ("torchrun --nproc-per-node 4 --nnodes 2", 8),
+    ("deepspeed --num_gpus 2", 2),
+    ("torchrun --nproc_per_node $NUM_GPUS", None),  # a shell variable: not guessed, 1 assumed and said
+])
+def test_torchruns_and_deepspeeds_process_counts_are_the_runs(tmp_path, launcher, processes):
+    """torchrun --nproc_per_node x --nnodes (deepspeed --num_gpus x --num_nodes) is the run's process count, as
+    accelerate's --num_processes is (audit s37c: VLM-R1's torchrun script was read at 1 process, N 8x too small)."""
+    script = f"{launcher} src/open_r1/grpo.py --config recipes/grpo/config_demo.yaml --learning_rate 2e-6\n"
+    cfg = load_config_file(_repo(tmp_path, script))
+    assert cfg.get("num_processes") == processes
+    setup = read_run_config(_repo(tmp_path / "b", script))
+    assert setup.hparams.num_groups == 16 * (processes or 1) * 4 // 8

@@ -33,7 +33,7 @@ from gspo_dynamics.fit._periodogram import (
     periodic_component,
     reward_span,
 )
-from gspo_dynamics.fit._trajectory import EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
+from gspo_dynamics.fit._trajectory import EVIDENCE_BIC, EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 from gspo_dynamics.fit._uncertainty import row_scatter
 from gspo_dynamics.fit._warm import warm_start
 
@@ -49,6 +49,7 @@ __all__ = [
     "FitResult",
     "Implications",
     "TrajectoryFit",
+    "EVIDENCE_BIC",
     "MIN_CYCLES",
     "PERIODIC_P",
     "SWING_NOISE",

@@ -18,6 +18,9 @@ An oscillator whose period is shorter than MIN_PERIOD_ROWS logged rows is aliase
 not selected.
 An oscillator whose plateau lies more than EXTRAPOLATION_LIMIT x the observed range outside the
 observed rewards, where the exponential's does not, wins only by extrapolating: the exponential is kept.
+Whether the curve moves at all: the chosen model against a constant, delta_bic_flat = BIC(flat) - BIC(chosen), with
+BIC(flat) = n ln(sum (r_i - mean r)^2 / n) + ln n on the same points; at most EVIDENCE_BIC, a flat line fits about as
+well, and the curve's parameters (its stiffness) are its noise's (`predict` withholds the lr bound they would give).
 
 Inside `fit.warm_start(previous)` (the live guard) the oscillator models are polished from `previous`'s optima instead
 of the multi-start (`fit._warm`); `selection["warm_start"]` then says so.
@@ -172,6 +175,13 @@ def _bin(t: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     size = math.ceil(t.size / MAX_FIT_POINTS)
     n = t.size // size * size  # the ragged tail joins no bin; it still counts in R^2
     return t[:n].reshape(-1, size).mean(axis=1), r[:n].reshape(-1, size).mean(axis=1)
+
+
+def _flat_bic(r: np.ndarray) -> float:
+    """The BIC of a constant, n ln(RSS / n) + ln n with RSS = sum (r_i - mean r)^2, on the fitted (binned,
+    standardised) points: the model of a curve that does not move, against which the chosen model's BIC is judged."""
+    rss = float(np.sum((r - r.mean()) ** 2))
+    return r.size * math.log(max(rss, 1e-300) / r.size) + math.log(r.size)
 
 
 def _standardise(r: np.ndarray) -> tuple[float, float, np.ndarray]:
@@ -356,6 +366,7 @@ def fit_trajectory(steps, reward) -> TrajectoryFit:
         "extrapolation_overruled": sel.overruled,  # an oscillator won the BIC only by extrapolating its plateau
         "aliased": sel.aliased,  # oscillator variants rejected: period < MIN_PERIOD_ROWS rows
         "periods_seen": periods_seen,
+        "delta_bic_flat": _flat_bic(rb) - sel.bic[sel.variant],  # > EVIDENCE_BIC: the curve moves, a flat line fits worse
     }
     if warm is not None:  # (only then: a batch fit's selection is as it was)
         selection["warm_start"] = warm  # the previous fit's last step; models the multi-start fitted instead

@@ -45,7 +45,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit import (
-    HELD_STEPS, Fall, Implications, TrajectoryFit, implications, max_safe_range_text, max_safe_text,
+    EVIDENCE_BIC, HELD_STEPS, Fall, Implications, TrajectoryFit, implications, max_safe_range_text, max_safe_text,
     plateau_unidentified,
 )
 from gspo_dynamics.logs import RunLog
@@ -112,7 +112,7 @@ class PilotForecast:
     assumed: list[str] = field(default_factory=list)
     log_notes: tuple[str, ...] = ()  # the pilot log's reader warnings (`RunLog.warnings`): what it dropped or read oddly
     reward_spread: np.ndarray | None = None  # the logged reward_std at each reward point (`_pilot_headline.fall_in_row_noise`)
-    run_given: bool = False  # the run's length is --run-steps' (said so), not the config's key
+    run_given: bool = False  # the run's length is --run-steps', another than the config's key (said so)
     invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
     mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
     unread: str | None = None  # the pilot's reward rows that are not numbers (`_pilot_log.reward_not_finite`); said first
@@ -223,6 +223,7 @@ class PilotForecast:
         imp, T = self.implications, self.config.setup.hparams.refresh_interval
         if imp.exact_regime is not None and self.max_safe_lr is None and "does not identify" in self.lr_note:
             why = ("the fitted plateau is an extrapolation beyond the pilot's rewards" if imp.plateau_extrapolated
+                   else "a flat line fits the pilot as well as its curve" if "a flat line fits" in self.lr_note
                    else "the pilot's stiffness is within its noise of zero")
             within = max_safe_range_text(imp)
             regime = (f"  regime at T = {T}: not identified ({why}); at the fitted stiffness {imp.exact_regime}, max safe T "
@@ -299,6 +300,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     if pilot_steps is not None and n < pilot_steps:  # the number asked for is not silently replaced by what there is
         raise ConfigError(f"--pilot-steps {pilot_steps} asks for more reward points than the pilot holds ({n}): give at "
                           f"most {n}, or leave it out to read all of them")
+    own_length = setup.run_steps  # the config's, beside --run-steps' (`run_given`)
     if run_steps is not None:
         if checked_run_steps(run_steps) <= steps[-1]:
             raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
@@ -313,7 +315,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
         measured.append(f"the pilot ran at {factor:.3g} of the peak lr on average ({setup.schedule.describe()}): the "
                         "stiffness at the peak is its fitted one over that (predict._schedule (1))")
     config = config_forecast(setup)  # x_max(T, mu) is its stiffness bound
-    max_lr, lr_note = _max_safe_lr(imp, hp, measured, config.stiffness_bound, factor)
+    max_lr, lr_note = _max_safe_lr(imp, hp, measured, config.stiffness_bound, factor,
+                                   fit.selection.get("delta_bic_flat"))
     p, shares, logged = zero_std_shares(log, reward, n, reward_range, measured, hp.group_size)
     if shares:
         assumed += logged_group_size(log, n, hp.group_size, hp.num_groups)
@@ -347,7 +350,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread,
-                         run_given=run_steps is not None)
+                         run_given=run_steps is not None and run_steps != own_length)
 
 
 def _falls(log: RunLog, n: int, pilot, reward_range, setup: RunSetup, measured: list[str]):
@@ -370,15 +373,20 @@ def group_size_for_noise(noise: float, group_size: int, target: float) -> int | 
     return max(1, math.ceil(need * (1 - 1e-9)))
 
 
-def _max_safe_lr(imp: Implications, hp, measured: list[str], x_max: float, factor: float = 1.0) -> tuple[float | None, str]:
-    """lr_pilot x_max(T, mu) m_p / kappa (module docstring; x_max the config's `ConfigForecast.stiffness_bound`; m_p =
-    `factor`, the pilot's mean schedule factor, `predict._schedule` (1)), withheld where the premises fail."""
+def _max_safe_lr(imp: Implications, hp, measured: list[str], x_max: float, factor: float = 1.0,
+                 moves: float | None = None) -> tuple[float | None, str]:
+    """lr_pilot x_max(T, mu) m_p / kappa (module docstring; x_max `ConfigForecast.stiffness_bound`, m_p = `factor`,
+    `predict._schedule` (1)), withheld where the premises fail: also where a flat line fits the pilot as well as its
+    curve, `moves` = BIC(flat) - BIC(fit) <= fit.EVIDENCE_BIC (`fit_trajectory`'s selection): kappa is the noise's."""
     if imp.interior_plateau is False:
         return None, "the plateau cannot be told from the reward's bound: no restoring force, the linear threshold does not apply"
     if imp.linear_regime is False:
         return None, "the pilot rises faster than the optimizer's linear regime allows: the linear threshold extrapolates"
     if "stiffness_per_step" in imp.unidentified:
         return None, f"the pilot does not identify the stiffness ({imp.unidentified['stiffness_per_step']})"
+    if moves is not None and moves <= EVIDENCE_BIC:
+        return None, (f"the pilot does not identify the stiffness (a flat line fits its rewards as well as its curve"
+                      f" or nearly: BIC(flat) - BIC(curve) = {moves:.2g}, not past {EVIDENCE_BIC:g}; its curve is noise)")
     if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:
         return None, "the fit gives no stiffness"
     kappa, se = imp.stiffness_per_step.value / factor, imp.stiffness_per_step.stderr

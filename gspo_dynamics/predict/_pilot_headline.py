@@ -15,6 +15,7 @@ from gspo_dynamics.fit import (
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
 from gspo_dynamics.predict._config_keys import trainer_keys
 from gspo_dynamics.predict._end_reward import end_window, not_identified_text, reward_reach
+from gspo_dynamics.predict._pilot_validity import change_in_noise
 from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
 from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, responses_per_row, row_noise_z
 from gspo_dynamics.predict._headline import (
@@ -54,22 +55,13 @@ COLLAPSE_COLUMNS = {"trl": ("entropy (TRL >= 0.20 logs it)", "clip_ratio/* (TRL 
                     "verl": ("actor/entropy", "actor/pg_clipfrac and actor/ppo_kl"),
                     "trainer": ("entropy", "the clip ratios"),
                     "openrlhf": ("entropy_loss (OpenRLHF's entropy)", "ppo_clip_ratio")}
-ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale is float rounding, not noise
 
 
 def rise_in_noise(f) -> float | None:
-    """The pilot's rise in noise units (negative: a fall): (mean of its last k rewards - mean of its first k) / the
-    fit's residual std, k = min(HELD_STEPS, n // 2) (two windows that do not overlap: an 8-point pilot's first and
-    last 8 are one); None
-    where it has no noise to measure in (a residual std at rounding level, below ROUNDING_SHARE x the rewards' scale:
-    a pilot pinned at one value, whose rise in such units would be ~1e15)."""
+    """The pilot's change in noise units (`predict._pilot_validity.change_in_noise`); None without a fit."""
     if f.pilot is None or f.fit is None:
         return None
-    r = f.pilot[1]
-    if not f.fit.residual_std > ROUNDING_SHARE * max(1.0, float(np.max(np.abs(r)))):
-        return None
-    k = min(HELD_STEPS, r.size // 2)
-    return float((np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
+    return change_in_noise(f.pilot[1], f.fit.residual_std)
 
 
 def reward_swings(f) -> str | None:
@@ -162,8 +154,10 @@ def _unread(f, linear: float | None = None) -> str:
     keys = getattr(setup, "keys", None)
     entropy, drift = COLLAPSE_COLUMNS[keys.framework if keys else "trainer"]
     on_policy = setup.hparams.refresh_interval == 1
+    no_entropy = not on_policy and f.drift_per_step is not None and f.entropy is None  # the move read, not its scale
     missing = ("token entropy, the collapse rule's one reading at a refresh interval T = 1" if on_policy else
-               "move between sampler refreshes, the collapse rule's reading at a refresh interval T > 1")
+               "token entropy, the scale of the collapse limit its move between sampler refreshes is held to"
+               if no_entropy else "move between sampler refreshes, the collapse rule's reading at a refresh interval T > 1")
     if on_policy and f.rise_unread:  # logged, but too scattered to read the first updates by
         return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: "
                 f"{f.rise_unread}; what would tell: more completions a step (the entropy's mean over more of them "
@@ -174,7 +168,7 @@ def _unread(f, linear: float | None = None) -> str:
                    f"({_oscillation_bound(setup, setup.hparams.lr, linear)})")
     return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: "
             f"{oscillation}, and it logs no {missing}; what would tell: a pilot that logs "
-            f"{entropy if on_policy else drift}{longer}")
+            f"{entropy if on_policy or no_entropy else drift}{longer}")
 
 
 def _fall_verdict(f) -> tuple[str, str, list[Change]]:

@@ -10,18 +10,38 @@
                  pilot that trained on fewer than half its steps bounds no lr
 
 Either answers `predict`'s verdict with "unsure" and the reason; `diagnose` on the same log says how to fix it.
+
+What a valid pilot's curve shows at all: its change in noise units (`change_in_noise`),
+
+    c = (mean of its last k rewards - mean of its first k) / s,    k = min(HELD_STEPS, n // 2),
+
+s the fit's residual std; |c| < 1 (a z of about 2 at k = 8) is a change within its noise: a curve that neither rises
+nor bends, whose fitted stiffness is the noise's (`predict._pilot._max_safe_lr` withholds the lr bound it would give).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from gspo_dynamics.fit import HELD_STEPS
 from gspo_dynamics.logs import RunLog, flat_rows
 from gspo_dynamics.predict._pilot_log import pilot_rows
 
 INVALID_SHARE = 0.5  # a training reading non-finite on at least this share of the pilot's rows: not finite updates
 DEAD_SHARE = 0.5  # steps without any signal on more than this share of the pilot's rows (most): it barely trained
 TRAINING_READINGS = ("grad_norm", "loss")  # finite wherever an update was a number
+ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale is float rounding, not noise
+
+
+def change_in_noise(reward, residual_std: float) -> float | None:
+    """c of the module docstring (negative: a fall); None where there is no noise to measure in (a residual std at
+    rounding level, below ROUNDING_SHARE x the rewards' scale: a pilot pinned at one value, whose change in such units
+    would be ~1e15)."""
+    r = np.asarray(reward, dtype=float)
+    if not residual_std > ROUNDING_SHARE * max(1.0, float(np.max(np.abs(r)))):
+        return None
+    k = min(HELD_STEPS, r.size // 2)
+    return float((np.mean(r[-k:]) - np.mean(r[:k])) / residual_std)
 
 
 def pilot_invalid(log: RunLog, n: int, group_key: str) -> str | None:

@@ -6,7 +6,9 @@ responses is cut into minibatches of ppo_mini_batch_size prompts, each an optimi
 times:
 
     T = ppo_epochs x train_batch_size / ppo_mini_batch_size,   N = ppo_mini_batch_size,   G = rollout.n
-    lr = actor.optim.lr, (eps_low, eps_high) = (clip_ratio_low, clip_ratio_high) else clip_ratio,
+    (verl 0.9.1 asserts ppo_mini_batch_size divides train_batch_size: a T that is no integer is said as its refusal)
+    lr = actor.optim.lr, (eps_low, eps_high) = (clip_ratio_low, clip_ratio_high), 0.2 each where unset from verl
+    0.4 on (its YAML sets them; clip_ratio is the loss's fallback for a null one), clip_ratio each before 0.4,
     beta = kl_loss_coef when use_kl_loss, correction = sequence for policy_loss.loss_mode gspo, else token,
     the dual clip c = clip_ratio_c under loss_mode vanilla
 
@@ -221,11 +223,13 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
     formula = (f"ppo_epochs x train_batch_size{copies[0]} / ppo_mini_batch_size = {epochs} x {rollout}{copies[1]} / "
                f"{mini}")
     T = _rounded_refresh(exact, notes, formula)
+    if (rollout * agents) % mini and not early_verl(flat) and refused is not None:
+        refused.append(_ragged(mini, rollout, exact, T))
     groups = mini
     if ROLLOUT + "n_agent" in flat:
         groups = _search_r1_groups((agents, n, G, group_key), mini, f"T = {formula} = {exact:g}", notes,
                                    said if said is not None else notes, refused if refused is not None else notes)
-    low, high = _verl_clip(flat, get, used)
+    low, high = _verl_clip(flat, get, used, early_verl(flat), said if said is not None else notes)
     low = no_lower_clip(actor + "clip_ratio_low", low, notes)
     use_kl = bool(get(actor + "use_kl_loss", False))
     beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001), nonnegative=True) if use_kl else 0.0
@@ -311,8 +315,18 @@ def _verl_advantage(estimator: str, by_std: Any, notes: list[str]) -> str:
     return "mean"
 
 
-def _verl_clip(flat: dict[str, Any], get, used: set[str]) -> tuple[float, float]:
-    """(eps_low, eps_high): clip_ratio_low / clip_ratio_high, else clip_ratio."""
+def _ragged(mini: int, rollout: int, exact: float, T: int) -> str:
+    """verl 0.9.1's refusal of a mini-batch that does not divide the rollout (engine_workers' make_iterator asserts it;
+    releases before it split off a short last mini-batch)."""
+    return (f"verl 0.9.1 refuses this config: its update asserts the rollout splits into whole mini-batches, and "
+            f"ppo_mini_batch_size {mini} does not divide data.train_batch_size {rollout} (it stops at the first update); "
+            f"read as T = {exact:g} rounded to {T}")
+
+
+def _verl_clip(flat: dict[str, Any], get, used: set[str], early: str | None, said: list[str]) -> tuple[float, float]:
+    """(eps_low, eps_high): clip_ratio_low / clip_ratio_high, each else clip_ratio, the loss's fallback for one that is
+    null. verl's YAML sets both to 0.2 from 0.4 on (checked on its release tags), so there a clip_ratio alone moves no
+    clip: read as verl runs it, said (`said`); before 0.4 (`early`, `early_verl`) clip_ratio was the clip."""
     actor = ACTOR
     low, high = flat.get(actor + "clip_ratio_low"), flat.get(actor + "clip_ratio_high")
     for key, value in ((actor + "clip_ratio_low", low), (actor + "clip_ratio_high", high)):
@@ -324,6 +338,13 @@ def _verl_clip(flat: dict[str, Any], get, used: set[str]) -> tuple[float, float]
         clip = None
     else:
         clip = _number(actor + "clip_ratio", get(actor + "clip_ratio", 0.2), positive=True)
+        if not early and flat.get(actor + "clip_ratio") is not None and clip != 0.2:
+            read = (0.2 if low is None else float(low), 0.2 if high is None else float(high))
+            said.append(f"{actor}clip_ratio {clip:g} moves no clip in verl >= 0.4: its clip_ratio_low and "
+                        f"clip_ratio_high (0.2 where not given) bound the ratio, clip_ratio only one set to null; read "
+                        f"as verl runs it, [{read[0]:g}, {read[1]:g}]; clip_ratio_low and clip_ratio_high {clip:g} give "
+                        f"the clip it meant (verl < 0.4 clipped at clip_ratio)")
+            clip = 0.2
     low = clip if low is None else _number(actor + "clip_ratio_low", low, positive=True)
     high = clip if high is None else _number(actor + "clip_ratio_high", high, positive=True)
     return low, high

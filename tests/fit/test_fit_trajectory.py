@@ -157,3 +157,20 @@ def test_to_json_is_plain():
     t = np.arange(100.0)
     fit = fit_trajectory(t, _noisy(single_exponential(t, 0.8, 0.1, 20.0)))
     json.dumps(fit.to_json(), allow_nan=False)
+
+
+def test_the_flat_lines_bic_is_judged_on_the_standardised_points():
+    """delta_bic_flat = BIC(a constant) - BIC(the chosen model), the constant's from its own residuals: on standardised
+    points (mean 0, std 1) its RSS is n, so BIC(flat) = n ln 1 + ln n = ln n; noise sits within EVIDENCE_BIC of it, a
+    clear rise far past it."""
+    from gspo_dynamics.fit import EVIDENCE_BIC
+
+    t = np.arange(1, 41, dtype=float)
+    noise = 0.35 + 0.04 * np.random.default_rng(37).standard_normal(40)
+    rise = 0.8 - 0.6 * np.exp(-t / 10) + 0.01 * np.random.default_rng(1).standard_normal(40)
+    for reward in (noise, rise):
+        fit = fit_trajectory(t, reward)
+        bic = fit.selection["bic"][fit.variant]
+        assert fit.selection["delta_bic_flat"] == pytest.approx(math.log(40) - bic, abs=1e-9)
+    flat, moved = (fit_trajectory(t, r).selection["delta_bic_flat"] for r in (noise, rise))
+    assert flat <= EVIDENCE_BIC < moved

@@ -270,6 +270,25 @@ def test_verl_shipped_defaults_are_read_as_verl_sets_them():
     assert setup.unknown == () and setup.schedule == LRSchedule(shape="constant")
 
 
+@pytest.mark.parametrize("actor, clip", [({"clip_ratio": 0.3}, (0.2, 0.2)),
+                                         ({"clip_ratio": 0.3, "clip_ratio_high": 0.28}, (0.2, 0.28))])
+def test_a_bare_clip_ratio_reads_as_verls_shipped_yaml_runs_it(actor, clip):
+    """clip_ratio without clip_ratio_low / clip_ratio_high: the shipped YAML beneath sets both to 0.2, the loss reads
+    clip_ratio only for a null one, so a run script's bare clip_ratio moves no clip (audit s37c: General-Reasoner's 0.3):
+    a script's config reads as verl's composed YAML does, said first; before verl 0.4 (an old key marks it) it clipped."""
+    composed = _verl_run(*(f"actor_rollout_ref.actor.{k}={v}" for k, v in actor.items())).hparams
+    script = {"algorithm": {"adv_estimator": "grpo"}, "data": {"train_batch_size": 256},
+              "actor_rollout_ref": {"rollout": {"n": 8},
+                                    "actor": {"ppo_mini_batch_size": 64, "optim": {"lr": 1e-6}, **actor}}}
+    setup = read_run_config(script)
+    assert (composed.clip_low, composed.clip_high) == clip == (setup.hparams.clip_low, setup.hparams.clip_high)
+    assert any(line.startswith("actor_rollout_ref.actor.clip_ratio 0.3 moves no clip in verl >= 0.4") for line in
+               setup.brief_lines())
+    script["actor_rollout_ref"]["actor"]["fsdp_config"] = {"grad_offload": False}  # verl 0.1's key: a run before 0.4
+    old = read_run_config(script).hparams
+    assert (old.clip_low, old.clip_high) == (0.3, actor.get("clip_ratio_high", 0.3))
+
+
 def test_verl_optimizer_losses_and_schedule_overrides():
     sgd = _verl_run("actor_rollout_ref.actor.optim.optimizer=SGD",
                     "+actor_rollout_ref.actor.optim.override_optimizer_config={momentum: 0.9}")

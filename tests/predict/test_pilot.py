@@ -55,6 +55,27 @@ def test_max_safe_lr_recovers_the_stiffness_that_made_the_curve(tmp_path):
     assert stable(0.93 * bound, mu, T) and not stable(1.07 * bound, mu, T)
 
 
+def test_a_pilot_a_flat_line_fits_as_well_as_its_curve_bounds_no_lr(tmp_path):
+    """Pure noise around 0.35 at T = 2 (40 rows, 60 seeds): before, the fitted stiffness of noise gave an lr bound below
+    the config's on 5 seeds, "unsafe" with a 20x lr cut (audit s37: a healthy verl run's 10% pilot); now the bound is
+    withheld wherever BIC(flat) - BIC(fit) <= 6, said, and no seed reads unsafe; a noisy rise keeps its bound."""
+    from gspo_dynamics.predict import pilot_headline
+
+    setup = read_run_config({"lr": 1e-3, "refresh_interval": 2, "group_size": 8, "num_groups": 8})
+    verdicts, said = [], 0
+    for seed in range(60):
+        reward = 0.35 + 0.04 * np.random.default_rng(seed).standard_normal(40)
+        f = pilot_forecast(setup, write_log(tmp_path / f"p{seed}.jsonl", {"reward": reward}), reward_range=(0, 1))
+        if f.fit.selection["delta_bic_flat"] <= 6:  # withheld, for this reason where no earlier premise failed
+            assert f.max_safe_lr is None
+            said += "a flat line fits its rewards as well as its curve or nearly" in f.lr_note
+        verdicts.append(pilot_headline(f).verdict)
+    assert "unsafe" not in verdicts and said >= 3
+    rise = heavy_ball_curve(0.05, 0.9, 40, r_inf=0.6, r0=0.2) + 0.02 * np.random.default_rng(0).standard_normal(40)
+    f = pilot_forecast(setup, write_log(tmp_path / "rise.jsonl", {"reward": rise}), reward_range=(0, 1))
+    assert f.fit.selection["delta_bic_flat"] > 6 and f.max_safe_lr is not None
+
+
 def test_zero_std_shares_match_monte_carlo_groups(tmp_path):
     """E_t[p_t^G + (1 - p_t)^G] against 40 000 simulated Bernoulli groups per G (4 s.e.)."""
     rng = np.random.default_rng(0)

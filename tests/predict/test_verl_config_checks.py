@@ -315,3 +315,14 @@ def test_a_forks_validation_keys_and_reward_kwargs_are_read_past():
     assert not validation_only("actor_rollout_ref.rollout.interval")
     with pytest.raises(ConfigError, match="rollout.nn"):
         read_run_config(with_(actor_rollout_ref__rollout__nn=8))
+
+
+def test_a_mini_batch_that_does_not_divide_the_rollout_is_said_as_verls_refusal():
+    """ppo_mini_batch_size 30 of a 100-prompt rollout: verl 0.9.1's update asserts whole mini-batches (its
+    make_iterator), so the run stops at its first update; said first, T read as the ratio rounded (audit s37c)."""
+    config = {"algorithm": {"adv_estimator": "grpo"}, "data": {"train_batch_size": 100},
+              "actor_rollout_ref": {"rollout": {"n": 8}, "actor": {"ppo_mini_batch_size": 30, "optim": {"lr": 1e-6}}}}
+    setup = read_run_config(config)
+    assert setup.hparams.refresh_interval == 3 and setup.refused[0].startswith("verl 0.9.1 refuses this config")
+    config["actor_rollout_ref"]["actor"]["ppo_mini_batch_size"] = 25
+    assert read_run_config(config).refused == ()

@@ -206,7 +206,7 @@ def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], 
         if v is not None:
             verdicts.append(v)
         if why:
-            not_checked.append(why + _map_hint(why, log.unread))
+            not_checked.append(why + _map_hint(why, log.unread, log.warnings))
     return silent
 
 
@@ -215,12 +215,16 @@ MAP_HINTS = (("no completion length", "mean_length", r"token|length|(^|_)len($|_
              ("no entropy series", "entropy", r"entrop"))
 
 
-def _map_hint(why: str, unread: tuple[str, ...]) -> str:
+def _map_hint(why: str, unread: tuple[str, ...], warnings=()) -> str:
     """Where a check was not made for a series the log may hold under a name no reader knows: the unread column that
-    looks like it, and the `--map` that reads it (or "")."""
+    looks like it, and the `--map` that reads it (or ""); a column the reader set aside as a placeholder (`warnings`:
+    all zeros, `logs._placeholders`) is said to be one, not offered to --map (mapped, it is set aside again)."""
     for missing, name, pattern in MAP_HINTS:
         found = [c for c in unread if re.search(pattern, c, re.IGNORECASE)]
         if missing in why and found:
+            held = next((c for c in found if any(f"'{c}' is exactly 0 on every row" in w for w in warnings)), None)
+            if held is not None:
+                return f" (its column {held!r} holds only zeros: a placeholder the trainer wrote, nothing measured)"
             return f" (the unread column {found[0]!r} may be it: --map {name}={found[0]})"
     return ""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from gspo_dynamics._keys import GROUP_SIZE_KEYS
+from gspo_dynamics._keys import EVAL_KEYS, GROUP_SIZE_KEYS
 from gspo_dynamics.diagnose._change_tests import fitted_rise_test, late_rise_test
 from gspo_dynamics.diagnose._plateau_power import plateau_resolution
 from gspo_dynamics.diagnose._settled import UNSURE_CONFIDENCE, identified_plateau, sure_or_unsure
@@ -187,13 +187,16 @@ def _flat_verdict(z: float, trend: dict, span: tuple, scale: tuple[float, str] |
     # near the power threshold (or a change near Z_TREND): stalled and noise-dominated are not told apart
     # the detectable change scales as 1/sqrt(samples per row): (resolution / MEANINGFUL_CHANGE)^2 the samples reach it
     factor = (resolution / MEANINGFUL_CHANGE) ** 2
-    more = f" ({factor:.2g}x the samples per step bring it to {MEANINGFUL_CHANGE:g})" if noisy else ""
+    more = (f" ({factor:.2g}x the samples per step bring it to {MEANINGFUL_CHANGE:g})"
+            if noisy and factor <= MAX_SAMPLE_FACTOR else "")
     samples = (f"G {group_size} -> {math.ceil(group_size * factor)} ({GROUP_SIZE_KEYS}), or {factor:.2g}x the prompts "
                "per step" if noisy and group_size and math.isfinite(factor)
                else f"G ({GROUP_SIZE_KEYS}), or the prompts per step")
-    tell = (f"more samples per step ({samples}) or a longer run tell: a change of "
-            f"{resolution:.2g} reward stds is detectable here with 80% power{more}; at or below {MEANINGFUL_CHANGE:g} a "
-            "flat reward is a stall, above it the noise hides the change")
+    lever = (f"more samples per step ({samples}) or a longer run tell" if not (noisy and factor > MAX_SAMPLE_FACTOR)
+             else f"an eval set of fixed prompts ({EVAL_KEYS}) or a longer run tells (more samples per step would need "
+                  f"{factor:.2g}x, more than the {MAX_SAMPLE_FACTOR:g}x advised)")
+    tell = (f"{lever}: a change of {resolution:.2g} reward stds is detectable here with 80% power{more}; at or below "
+            f"{MEANINGFUL_CHANGE:g} a flat reward is a stall, above it the noise hides the change")
     ev = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
     return Verdict(verdict.mode, min(verdict.confidence, UNSURE_CONFIDENCE), ev, [tell], unsure=UNSURE_FLAT)
 

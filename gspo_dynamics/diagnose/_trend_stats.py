@@ -12,9 +12,8 @@ import math
 import numpy as np
 
 from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
+from gspo_dynamics.fit import MIN_WINDOW, WINDOW_FRACTION, change, mean_se, window  # noqa: F401 (the checks' names)
 
-WINDOW_FRACTION = 0.25  # early/late windows: a quarter of the run each, long enough to average noise
-MIN_WINDOW = 3  # fewer points cannot give a standard error
 Z_TREND = 3.0  # |z| above this is a real change of the reward (a 3-sigma rise: p ~ 0.001 by chance)
 R2_NOISE = 0.5  # R^2 below this: the fluctuation variance exceeds the variance the trend explains
 STILL_RISING_FRACTION = 0.10  # a remaining rise above 10% of the total rise is "still rising"
@@ -25,39 +24,6 @@ Z_STILL_RISING = 2.0  # ... and at least 2 standard errors above zero
 # exp(w T / tau) = 2: w = ln 2 / ln(1 / STILL_RISING_FRACTION) = 0.301 (a late half's climb is 2.2x the remaining rise)
 TAIL_FRACTION = math.log(2.0) / math.log(1.0 / STILL_RISING_FRACTION)
 Z_POWER = 0.8416  # z_{0.8}: "could have seen" = detected with 80% power (one-sided normal quantile)
-
-
-def window(values: np.ndarray, late: bool) -> slice:
-    n = values.size
-    w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * n)))
-    return slice(n - w, n) if late else slice(0, w)
-
-
-def mean_se(x: np.ndarray) -> tuple[float, float]:
-    """Mean and its standard error, computed on x / max|x| so that huge values do not overflow."""
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return math.nan, math.nan
-    a = float(np.max(np.abs(x))) or 1.0
-    y = x / a
-    if x.size < 2:
-        return a * float(y[0]), math.nan
-    return a * float(y.mean()), a * float(y.std(ddof=1) / math.sqrt(x.size))
-
-
-def change(steps: np.ndarray, values: np.ndarray) -> dict:
-    """Early/late means, their difference, Welch z, and the step ranges used (finite points only)."""
-    keep = np.isfinite(values)
-    s, v = steps[keep], values[keep]
-    if v.size < 2 * MIN_WINDOW:
-        return {}
-    e, l = window(v, False), window(v, True)
-    (me, se_e), (ml, se_l) = mean_se(v[e]), mean_se(v[l])
-    se = math.hypot(se_e, se_l)
-    diff = ml - me
-    z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
-    return {"early": me, "late": ml, "diff": diff, "se": se, "z": z, "early_steps": (s[e][0], s[e][-1]),
-            "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
 
 
 def ar1_inflation(values: np.ndarray) -> float:

@@ -17,3 +17,23 @@ def test_a_check_not_made_names_the_unread_column_that_may_hold_its_series():
                  format="csv", source="<synthetic>", trainer=None, unread=("informative_groups", "mean_tokens"))
     line = next(n for n in diagnose(log).not_checked if n.startswith("reward hacking"))
     assert line.endswith("(the unread column 'mean_tokens' may be it: --map mean_length=mean_tokens)")
+
+
+def test_a_column_set_aside_as_a_placeholder_is_said_to_be_one_not_offered_to_map(tmp_path, capsys):
+    """An entropy of exact zeros beside groups whose rewards differ is set aside (`logs._placeholders`): the check it
+    would feed says the column holds only zeros, not "--map entropy=entropy" (mapped, it is set aside again: audit s37's
+    advice that looped)."""
+    import json
+
+    from gspo_dynamics.cli.main import main
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "reward": 0.3 + 0.002 * s + 0.02 * rng.standard_normal(),
+                                        "frac_reward_zero_std": 0.3, "entropy": 0.0}) + "\n" for s in range(1, N + 1)))
+    for extra in ([], ["--map", "entropy=entropy"]):
+        assert main(["diagnose", str(path), "--explain", *extra]) == 0
+        out = capsys.readouterr().out
+        line = next(n for n in out.splitlines() if n.startswith("not checked  policy concentration"))
+        assert line.endswith("(its column 'entropy' holds only zeros: a placeholder the trainer wrote, nothing measured)")
+        assert "--map entropy=entropy)" not in out

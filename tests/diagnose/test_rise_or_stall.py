@@ -23,6 +23,7 @@ from gspo_dynamics.logs import RunLog
 SPREAD = 1.0  # per-sample reward std
 POWERED_SE = 0.05  # resolution (Z_TREND + Z_POWER) se / spread = 0.19 <= MEANINGFUL_CHANGE: a change would show
 BLIND_SE = 0.2  # resolution 0.77: too noisy to see a meaningful change
+NEAR_SE = 0.1  # resolution 0.38: unsure, and under 4x the samples per step resolve 0.2 stds
 
 
 def flat(diff: float, se: float):
@@ -75,10 +76,10 @@ def test_a_late_creep_on_a_precise_log_says_so_end_to_end():
 
 def test_an_unsure_flat_reading_says_how_many_more_samples_tell():
     # the factor it names, applied to the samples per row (se / sqrt(factor)), brings the resolution to 0.2 stds
-    v = flat(0.02, BLIND_SE)
+    v = flat(0.1, NEAR_SE)
     assert v.unsure == UNSURE_FLAT
     factor = float(re.search(r"\(([0-9.]+)x the samples per step bring it to 0\.2\)", v.advice[0]).group(1))
-    more = flat(0.02, BLIND_SE / math.sqrt(factor))
+    more = flat(0.1, NEAR_SE / math.sqrt(factor))
     res = next(e["value"] for e in more.evidence if e["signal"].startswith("change detectable with 80% power"))
     assert res == pytest.approx(MEANINGFUL_CHANGE, rel=0.02)  # the factor is printed to 2 significant digits
 
@@ -88,8 +89,8 @@ def test_the_unsure_flat_readings_g_names_each_frameworks_lever():
     with per_device_train_batch_size alike; verl's rollout.n (its mini-batch counts prompts)."""
     from gspo_dynamics._keys import GROUP_SIZE_KEYS
 
-    trend = {"z": 0.1, "diff": 0.02, "se": BLIND_SE, "early": 0.0, "late": 0.02, "steps": (1, 100)}
-    v = _flat_verdict(0.1, trend, (1, 100), (SPREAD, "test"), 8, 1.0, 1.0)
+    trend = {"z": 1.0, "diff": 0.1, "se": NEAR_SE, "early": 0.0, "late": 0.1, "steps": (1, 100)}
+    v = _flat_verdict(1.0, trend, (1, 100), (SPREAD, "test"), 8, 1.0, 1.0)
     assert v.unsure == UNSURE_FLAT and "G 8 -> " in v.advice[0] and f"({GROUP_SIZE_KEYS})" in v.advice[0]
     assert "per_device_train_batch_size" in GROUP_SIZE_KEYS and "rollout.n" in GROUP_SIZE_KEYS
 

@@ -20,6 +20,7 @@ from gspo_dynamics.diagnose import diagnose
 from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_STILL_RISING, Z_TREND, change, late_climb
 from gspo_dynamics.logs import RunLog, read_log
 from gspo_dynamics.real_logs import real_logs_dir
+from gspo_dynamics.theory.hyperparams import Hyperparams
 from gspo_dynamics.theory.trajectory import single_exponential
 
 REAL_RUNS = (real_logs_dir() or Path("/nonexistent")).parent / "real_runs"  # beside ../shared/data/real_logs
@@ -111,7 +112,22 @@ def test_a_noisy_flat_reward_with_no_hint_of_a_change_is_unsure_between_stalled_
     d = diagnose(make_log({"reward": reward, "reward_std": 0.9 + rng.normal(0, 0.05, n)}, n))
     assert abs(change(d.log.steps, reward)["z"]) < 1.0
     assert set(d.unsure) == {"stalled", "noise_dominated"}
-    assert d.headline()[0].endswith("more samples per step or a longer run tell") and d.action().startswith("more samples per step")
+    assert d.headline()[0].endswith("more samples per step or a longer run tell")
+    assert d.action().startswith(("more samples per step", "an eval set of fixed prompts"))  # past 4x: an eval set
+
+
+def test_the_unsure_flat_readings_lever_past_four_times_the_samples_is_an_eval_set_not_a_group_of_hundreds():
+    """24 rows of a per-sample std 0.9: resolving 0.2 reward stds would take more than 4x the samples per step (audit
+    s37: "G 8 -> 1941"); the advice names an eval set or a longer run and how many times the samples it would take,
+    never a G that large."""
+    rng = np.random.default_rng(0)
+    n = 24
+    reward = -0.5 + rng.normal(0, 0.9, n)
+    d = diagnose(make_log({"reward": reward, "reward_std": 0.9 + rng.normal(0, 0.05, n)}, n), Hyperparams(lr=1e-6,
+                 group_size=8))
+    assert set(d.unsure) == {"stalled", "noise_dominated"}
+    assert d.action().startswith("an eval set of fixed prompts") and "G 8 ->" not in d.action()
+    assert "more than the 4x advised" in d.action()
 
 
 @pytest.mark.parametrize("n, sure", [(10, False), (400, True)])

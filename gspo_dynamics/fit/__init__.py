@@ -36,6 +36,7 @@ from gspo_dynamics.fit._periodogram import (
 from gspo_dynamics.fit._trajectory import EVIDENCE_BIC, EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 from gspo_dynamics.fit._uncertainty import row_scatter
 from gspo_dynamics.fit._warm import warm_start
+from gspo_dynamics.fit._windows import MIN_WINDOW, WINDOW_FRACTION, change, mean_se, window
 
 __all__ = [
     "BLOCK",
@@ -49,6 +50,11 @@ __all__ = [
     "FitResult",
     "Implications",
     "TrajectoryFit",
+    "MIN_WINDOW",
+    "WINDOW_FRACTION",
+    "change",
+    "mean_se",
+    "window",
     "EVIDENCE_BIC",
     "MIN_CYCLES",
     "PERIODIC_P",

@@ -61,7 +61,7 @@ from gspo_dynamics.predict._pilot_log import (
     GROUP_SIZES, beta_from_logged_kl, first_lines, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh,
     pilot_entropy, pilot_fit, pilot_reward_range, zero_std_shares,
 )
-from gspo_dynamics.predict._pilot_validity import pilot_invalid
+from gspo_dynamics.predict._pilot_validity import length_fall, pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
 from gspo_dynamics.predict._row_fall import noise_dip, pilot_end_drop, pilot_fall, responses_per_row
 from gspo_dynamics.predict._schedule import SAME, pilot_factor, with_run_length
@@ -113,6 +113,7 @@ class PilotForecast:
     log_notes: tuple[str, ...] = ()  # the pilot log's reader warnings (`RunLog.warnings`): what it dropped or read oddly
     reward_spread: np.ndarray | None = None  # the logged reward_std at each reward point (`_pilot_headline.fall_in_row_noise`)
     run_given: bool = False  # the run's length is --run-steps', another than the config's key (said so)
+    length_fall: str | None = None  # the pilot's completions shrank below half (`predict._pilot_validity.length_fall`)
     invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
     mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
     unread: str | None = None  # the pilot's reward rows that are not numbers (`_pilot_log.reward_not_finite`); said first
@@ -350,7 +351,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread,
-                         run_given=run_steps is not None and run_steps != own_length)
+                         run_given=run_steps is not None and run_steps != own_length, length_fall=length_fall(log, n))
 
 
 def _falls(log: RunLog, n: int, pilot, reward_range, setup: RunSetup, measured: list[str]):

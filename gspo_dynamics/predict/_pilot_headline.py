@@ -129,6 +129,10 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
                           f"level before it, {d.best:.3g} (z = {d.z:.2g} in the pilot's own scatter): a drop at its end, "
                           "which no row after it tells from a collapse or one bad row; what would tell: a few more rows "
                           "(a longer --pilot-steps)"), changes
+    if f.length_fall is not None:  # a shrinking answer vouches for no run (`predict._pilot_validity.length_fall`)
+        return "unsure", (f"the pilot kept its reward over {n} points, but {f.length_fall}; what would tell: the "
+                          "completions of its last steps (near-empty ones: a length penalty, or a reward a short answer "
+                          "earns), or a longer pilot"), changes
     margins = [f"the pilot kept its reward over {n} points"]
     if limit is not None:
         margins.append(f"the pilot ran at this move between refreshes (D = {f.displacement:.3g}) and held" if ran_and_held(f)
@@ -298,10 +302,11 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
     setup = f.config.setup
     out: dict = {"text": []}
     keys = getattr(setup, "keys", None)
-    if f.end is not None and verdict == "unsafe":
+    if f.end is not None and (verdict == "unsafe" or f.length_fall is not None):
         out["end_reward"] = None
-        out["text"].append("reward at the run's end: not forecast (the verdict is unsafe: a forecast extends the "
-                           "pilot's course, which the verdict says may fall, down to the reward's floor)")
+        out["text"].append("reward at the run's end: not forecast (" + (
+            "the verdict is unsafe" if verdict == "unsafe" else "the pilot's completions are shrinking, a course that "
+            "may fall") + ": a forecast extends the pilot's course, which may fall, down to the reward's floor)")
     elif f.end is not None:
         first = int(end_window(f.end.run_steps)[0])
         length = (f"--run-steps {f.end.run_steps}" if f.run_given else f"{keys.run_length} {f.end.run_steps}" if keys

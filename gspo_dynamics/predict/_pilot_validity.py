@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gspo_dynamics.fit import HELD_STEPS
+from gspo_dynamics.fit import HELD_STEPS, change
 from gspo_dynamics.logs import RunLog, flat_rows
 from gspo_dynamics.predict._pilot_log import pilot_rows
 
@@ -31,6 +31,28 @@ INVALID_SHARE = 0.5  # a training reading non-finite on at least this share of t
 DEAD_SHARE = 0.5  # steps without any signal on more than this share of the pilot's rows (most): it barely trained
 TRAINING_READINGS = ("grad_norm", "loss")  # finite wherever an update was a number
 ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale is float rounding, not noise
+LENGTH_SHRINK = 2.0  # a mean completion length late below half its early value: diagnose's length_collapse
+Z_SHRINK = 3.0  # ... a fall of at least 3 standard errors (Welch's z over quarter windows), diagnose's Z_TREND
+
+
+def length_fall(log: RunLog, n: int) -> str | None:
+    """The pilot's mean completion length over its first n reward points fallen below 1 / LENGTH_SHRINK of its early
+    value, significantly (Welch z <= -Z_SHRINK, `fit.change`), while the reward did not rise significantly (z <
+    Z_SHRINK: a verbose start trimmed as the task is learned is no fall), said; None otherwise or where not logged. A
+    policy answering ever shorter falls whatever its lr once the answers are empty (audit s37's collapsed verl run:
+    351 -> 129 tokens over a 12-step pilot that kept its reward, 5 tokens and reward 0.03 by step 47), so a pilot
+    showing it vouches for no run: not safe."""
+    if "mean_length" not in log:
+        return None
+    rows = pilot_rows(log, n)
+    steps = log.steps[rows].astype(float)
+    c = change(steps, log["mean_length"][rows])
+    if not c or not c["early"] > 0 or c["late"] * LENGTH_SHRINK >= c["early"] or c["z"] > -Z_SHRINK:
+        return None
+    if change(steps, log["reward"][rows]).get("z", 0.0) >= Z_SHRINK:  # a verbose start trimmed while the task is
+        return None  # learned (diagnose's note, not its warning): audit s36's textcraft run, 2180 -> 786 tokens, held
+    return (f"its completions shrank from {c['early']:.3g} to {c['late']:.3g} tokens on average over the pilot (below "
+            f"half, z = {c['z']:.2g}): a policy answering ever shorter falls once its answers are empty, whatever its lr")
 
 
 def change_in_noise(reward, residual_std: float) -> float | None:

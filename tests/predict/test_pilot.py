@@ -878,3 +878,32 @@ def test_pilot_steps_past_the_logs_end_are_refused(tmp_path):
         pilot_forecast(setup, log, pilot_steps=1000, reward_range=(0.0, 1.0))
     assert pilot_forecast(setup, log, pilot_steps=30, reward_range=(0.0, 1.0)).pilot_steps == 30
     assert not any("--pilot-steps" in a for a in pilot_forecast(setup, log, pilot_steps=30, reward_range=(0.0, 1.0)).assumed)
+
+
+def test_a_pilot_whose_completions_halve_vouches_for_no_run(tmp_path):
+    """The reward held while the mean completion length fell 350 -> 130 tokens (audit s37: a verl run that then fell
+    to 0.03 with 5-token answers): not safe, said with the lengths, and no end reward extending that course; the same
+    pilot with a steady length reads as it does without the column, and one whose reward rose meanwhile (a verbose start
+    trimmed as the task is learned, audit s36's textcraft run) is not flagged."""
+    from gspo_dynamics.predict import pilot_headline
+
+    rng = np.random.default_rng(0)
+    steps = 30
+    reward = 0.5 + 0.02 * rng.standard_normal(steps)
+    entropy = 0.6 + 0.005 * rng.standard_normal(steps)
+    setup = read_run_config({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
+                             "max_steps": 150})
+    shrinking = np.linspace(350, 130, steps) + 5 * rng.standard_normal(steps)
+    heads = {}
+    for name, length in (("shrinking", shrinking), ("steady", 240 + 5 * rng.standard_normal(steps)), ("none", None)):
+        columns = {"reward": reward, "entropy": entropy} | ({} if length is None else {"completions/mean_length": length})
+        f = pilot_forecast(setup, write_log(tmp_path / f"{name}.jsonl", columns))
+        heads[name] = (f, pilot_headline(f))
+    f, head = heads["shrinking"]
+    assert head.verdict == "unsure" and "its completions shrank from" in head.reason and f.length_fall
+    assert head.forecast["end_reward"] is None and "completions are shrinking" in " ".join(head.forecast["text"])
+    assert heads["steady"][1].verdict == heads["none"][1].verdict and heads["steady"][0].length_fall is None
+    rising = np.linspace(0.3, 0.7, steps) + 0.02 * rng.standard_normal(steps)  # a verbose start trimmed while learning
+    f = pilot_forecast(setup, write_log(tmp_path / "rising.jsonl", {"reward": rising, "entropy": entropy,
+                                                                    "completions/mean_length": shrinking}))
+    assert f.length_fall is None

@@ -106,7 +106,8 @@ def test_a_config_alone_at_t_above_1_with_a_clip_advises_no_t(name):
     head = config_headline(config_forecast(setup))
     assert setup.hparams.refresh_interval > 1 and head.verdict == "unknown until a pilot"
     assert head.changes == () and "change: none" in head.lines()
-    assert any("bounds its lr" in s and "below on-policy's" in s for s in head.settled)
+    assert any("the linear model's lr bound (the reward's oscillation) falls with T" in s for s in head.settled)
+    assert not any("x below" in s for s in head.settled)  # its factor, contradicted by real runs, is --explain's
 
 
 def test_the_edge_too_wide_to_clip_is_past_every_limit_the_collapse_rule_was_set_on():

@@ -63,7 +63,7 @@ from typing import Any
 
 from gspo_dynamics.predict._clip_modes import unclipped
 from gspo_dynamics.predict._config_keys import PILOT_LOGGING, ConfigKeys
-from gspo_dynamics.predict._frameworks import OBJECTIVE_CLIPS
+from gspo_dynamics.predict._frameworks import OBJECTIVE_CLIPS, PART_GROUP
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
 SCHEMA_VERSION = "1.1"  # docs/outputs.md: predict's JSON schema (1.1: forecast.end_reward.value nullable, held added)
@@ -262,8 +262,10 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
         responses = hp.num_groups * hp.group_size
         group_key = keys.group if keys else "group_size"
         doubling = (keys.doubling if keys else "") or f"{group_key} {2 * hp.group_size}"
-        settled.append(f"reward noise per step scales as 1 / sqrt(N G) = 1 / sqrt({responses}): "
-                       f"{doubling} cuts it by {1 - 1 / math.sqrt(2):.0%}")
+        part = any(PART_GROUP in n for n in setup.notes)  # N rounded up from under one group: fewer responses
+        settled.append(f"reward noise per step scales as 1 / sqrt(N G) = 1 / sqrt({responses})"
+                       + (" at N rounded up to one group (a step holds fewer responses: N rounded, above)" if part else "")
+                       + f": {doubling} cuts it by {1 - 1 / math.sqrt(2):.0%}")
         if zero_std is not None:
             settled += zero_std.settled_lines()
             changes += zero_std.changes(setup)

@@ -342,3 +342,14 @@ def test_a_pilot_longer_than_the_run_says_what_it_may_not_show_not_that_the_rewa
     plan = config_headline(config_forecast(setup)).pilot_plan
     assert plan["steps"] == 10 and "will not rise" not in plan["why"]
     assert "may not show such a rise" in plan["why"] and "(if the reward is a [0, 1] score)" in plan["why"]
+
+
+def test_the_noise_line_of_a_step_holding_part_of_a_group_says_n_was_rounded_up():
+    """4 completions per optimizer step at G = 8 (N = 0.5, read as 1 and said): the noise line's 1 / sqrt(N G) says it
+    is at that rounded N, not contradicting the rounding line above it (audit s37c, an OpenRLHF script)."""
+    setup = read_run_config({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 4,
+                             "steps_per_generation": 2})
+    noise = next(s for s in config_headline(config_forecast(setup)).settled if s.startswith("reward noise per step"))
+    assert "1 / sqrt(8) at N rounded up to one group" in noise
+    whole = read_run_config({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8})
+    assert "rounded" not in next(s for s in config_headline(config_forecast(whole)).settled if s.startswith("reward noise"))

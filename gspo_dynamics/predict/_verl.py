@@ -235,7 +235,7 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
     beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001), nonnegative=True) if use_kl else 0.0
     mode = get(actor + "policy_loss.loss_mode", "vanilla")
     aggregation = get(actor + "loss_agg_mode") or "token-mean"  # verl's default, unsaid: it scales the step only
-    correction, clip = _verl_loss(mode, aggregation, get, notes)
+    correction, clip = _verl_loss(mode, aggregation, get, notes, said if said is not None else notes)
     cap = _reward_kl_and_dual_clip(flat, get, mode, use_kl, notes)
     optim = actor + "optim."
     override = {k.rsplit(".", 1)[1]: v for k, v in flat.items() if k.startswith(optim + "override_optimizer_config.")}
@@ -359,9 +359,10 @@ VERL_UNMODELLED_LOSSES = {"dppo_tv": "a total-variation trust region", "dppo_kl"
                           "bypass_mode": "the rollout's log-probs as the ratio's reference"}
 
 
-def _verl_loss(mode: Any, aggregation: str, get, notes: list[str]) -> tuple[str, str]:
+def _verl_loss(mode: Any, aggregation: str, get, notes: list[str], said: list[str]) -> tuple[str, str]:
     """(correction, clip_mode) of policy_loss.loss_mode; a loss outside the model is read as vanilla's token clip,
-    said; SAPO's soft gate has no band edge, read as an uncorrected push (the collapse limit uncapped: the safe side)."""
+    said; SAPO's soft gate has no band edge, read as an uncorrected push (the collapse limit uncapped: the safe side);
+    GSPO under token-mean, a length-weighted objective, is said first (`said`), as TRL's is."""
     if mode in VERL_UNMODELLED_LOSSES:
         notes.append(f"policy_loss.loss_mode {mode}: {VERL_UNMODELLED_LOSSES[mode]}, not modelled; read as PPO's token "
                      "clip")
@@ -370,7 +371,7 @@ def _verl_loss(mode: Any, aggregation: str, get, notes: list[str]) -> tuple[str,
         raise ConfigError(f"policy_loss.loss_mode {mode!r} is not a loss of verl 0.9.1 "
                           f"({', '.join(sorted(VERL_LOSSES | VERL_UNMODELLED_LOSSES))})")
     if mode == "gspo" and aggregation == "token-mean":
-        notes.append("loss_mode gspo under loss_agg_mode token-mean: each sequence weighs by its length, not GSPO's "
+        said.append("loss_mode gspo under loss_agg_mode token-mean: each sequence weighs by its length, not GSPO's "
                      "per-sequence objective (seq-mean-token-mean reproduces the paper)")
     if mode == "sapo":
         notes.append(f"loss_mode sapo: a soft gate sigmoid(tau (r - 1)) 4 / tau (tau_pos / tau_neg = "

@@ -297,7 +297,7 @@ def test_verl_optimizer_losses_and_schedule_overrides():
         _verl_run("actor_rollout_ref.actor.optim.optimizer=Lion")
     gspo = _verl_run("actor_rollout_ref.actor.policy_loss.loss_mode=gspo")
     assert gspo.hparams.correction == "sequence" and gspo.hparams.ratio_cap is None
-    assert any("weighs by its length" in n for n in gspo.notes)
+    assert any("weighs by its length" in n for n in gspo.read_as)  # said first, as TRL's is (audit s37c)
     assert _verl_run("actor_rollout_ref.actor.policy_loss.loss_mode=sapo").hparams.correction == "none"
     cosine = _verl_run("actor_rollout_ref.actor.optim.lr_scheduler_type=cosine", "trainer.total_training_steps=200",
                        "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio=0.05",

@@ -353,3 +353,14 @@ def test_the_noise_line_of_a_step_holding_part_of_a_group_says_n_was_rounded_up(
     assert "1 / sqrt(8) at N rounded up to one group" in noise
     whole = read_run_config({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8})
     assert "rounded" not in next(s for s in config_headline(config_forecast(whole)).settled if s.startswith("reward noise"))
+
+
+def test_a_pilot_longer_than_the_run_is_said_as_the_whole_run_with_the_length_a_rise_needs():
+    """n = 12 (z sigma / delta)^2 past a 20-step run: the plan is the whole run, and says how many steps a rise would
+    need, not "max_steps: 20 (... more than the run's own 20 steps)" (audit s37c)."""
+    setup = read_run_config({"learning_rate": 1e-6, "num_generations": 4, "per_device_train_batch_size": 4,
+                             "max_steps": 20})
+    plan = config_headline(config_forecast(setup)).pilot_plan
+    assert plan["steps"] == 20 and plan["setting"] == "max_steps: 20"
+    needed = int(plan["why"].split("seeing a rise needs ")[1].split(" ")[0])
+    assert plan["why"].startswith("the whole run: seeing a rise needs") and needed > 20

@@ -253,7 +253,8 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
         run_steps)
     accumulation = cfg.get("gradient_accumulation_steps") or TRL_DEFAULTS["gradient_accumulation_steps"]
     keys = trl_keys(int(cfg.get("num_iterations") or TRL_DEFAULTS["num_iterations"]), int(accumulation), {
-        k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)} or None, rollout)
+        k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size")[:1 + (not cfg.get("steps_per_generation"))]
+        if cfg.get(k)} or None, rollout)  # both given (a saved config): the edits name steps_per_generation alone
     defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_steps_per_generation`
 
     def given(key: str) -> Any:  # a generation_batch_size gives steps_per_generation

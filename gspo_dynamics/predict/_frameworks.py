@@ -164,6 +164,10 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str],
     devices = _devices(cfg, devices, notes, batch, generation)
     assumed_one = len(notes) > said and notes[-1].startswith(NO_DEVICES)
     spg = _trl_steps_per_generation(generation, ga, batch * devices, notes)
+    if None not in generation and "output_dir" not in cfg:  # a run's saved config (to_dict, W&B's record: every
+        # field, output_dir among them) holds both as GRPOConfig.__post_init__ filled them in; one written holds one
+        refused.append("TRL refuses a config that sets both steps_per_generation and generation_batch_size (read as "
+                       "they agree): give one")
     if (batch * devices * spg) % G:  # GRPOConfig.__post_init__: the generation batch holds whole groups
         refused.append(f"TRL refuses this config{_on_one_process(generation, ga, batch, G) if assumed_one else ''}: "
                        f"its generation batch, per_device_train_batch_size x processes x "

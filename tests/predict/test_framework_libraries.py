@@ -371,3 +371,18 @@ def test_the_zero_std_change_of_g_is_a_config_trl_accepts_at_the_same_t(tmp_path
     assert edited["generation_batch_size"] // edits["num_generations"] >= (
         before["generation_batch_size"] // config["num_generations"])
     assert zero_std_share_pass_rates(rates, edits["num_generations"]) <= answer.target
+
+
+def test_both_generation_keys_are_trls_refusal_in_a_written_config_not_in_a_saved_one():
+    """GRPOConfig refuses steps_per_generation with generation_batch_size; its saved to_dict() holds both (filled in):
+    a written config with both is said as TRL's refusal and its edits name steps_per_generation alone; a saved one
+    (output_dir among its fields) reads as before, unsaid (audit s37c)."""
+    keys = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
+            "gradient_accumulation_steps": 2, "steps_per_generation": 4, "generation_batch_size": 32}
+    with pytest.raises(ValueError, match="can not be both configured"):
+        _grpo_config(**keys)
+    written = read_run_config(keys)
+    assert written.refused and written.refused[0].startswith("TRL refuses a config that sets both")
+    assert "generation_batch_size" not in written.keys.doubling
+    saved = _grpo_config(**{k: v for k, v in keys.items() if k != "generation_batch_size"})
+    assert saved["generation_batch_size"] == 32 and not read_run_config(saved, allow_unknown=True).refused

@@ -311,5 +311,6 @@ def length_collapse(log: RunLog, hparams=None) -> Finding | None:
         "custom_reward_function.path)"]
     return Finding("length_collapse", NOTE if rose else "warning", summary,
                    [evidence("mean completion length late / early", c["late"] / c["early"], c["steps"],
-                             threshold=1.0 / LENGTH_SHRINK, side="<", early=c["early"], late=c["late"], z=c["z"])],
+                             threshold=1.0 / LENGTH_SHRINK, side="<", early=c["early"], late=c["late"], z=c["z"],
+                             marked_at=c["late_steps"][0])],  # the late window's start: shorter by then
                    advice)

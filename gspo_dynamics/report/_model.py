@@ -93,12 +93,13 @@ def _shared(names: list[str]) -> str:
 
 
 def finding_steps(d: Diagnosis) -> list[tuple[float, str]]:
-    """(step, name) of each finding (not a note) at the first step its evidence names."""
+    """(step, name) of each finding (not a note) at the first step its evidence names (`marked_at` where an item
+    compares a whole log's early and late windows: the late window's start, not the log's first step)."""
     out = []
     for f in d.findings:
         if f.severity == "note":
             continue
-        steps = [e["steps"][0] for e in f.evidence if e.get("steps")]
+        steps = [e.get("marked_at", e["steps"][0]) for e in f.evidence if e.get("steps")]
         if steps:
             out.append((float(min(steps)), f.name.replace("_", " ")))
     return out

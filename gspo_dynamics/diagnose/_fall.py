@@ -85,11 +85,11 @@ def _collapse_reading(s, r, trend: dict, spread: float | None) -> tuple[dict, fl
     c = _collapse(s, r, trend, spread)
     if c is None or not c["drop"] > COLLAPSE_FRACTION:
         return None
+    held = _last_at_peak(s, r, c["peak_step"], c["window_rows"], c["end_first_step"])
     item = evidence("late drop below the peak / rise to the peak", c["drop"], (s[0], s[-1]), threshold=COLLAPSE_FRACTION,
-                    side=">", peak=c["peak"], late=trend["late"], weakest_z=c["z"], **_break(c))
+                    side=">", peak=c["peak"], late=trend["late"], weakest_z=c["z"], last_at_peak=held, **_break(c))
     conf = min(confidence(c["drop"] - COLLAPSE_FRACTION, 0.1), confidence(c["z"] - Z_TREND, 1.0))
-    return item, conf, {"peak": c["peak"], "end": trend["late"], "end_steps": trend["late_steps"],
-                        "step": _last_at_peak(s, r, c["peak_step"], c["window_rows"], c["end_first_step"])}
+    return item, conf, {"peak": c["peak"], "end": trend["late"], "end_steps": trend["late_steps"], "step": held}
 
 
 def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None] | None:
@@ -102,16 +102,15 @@ def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None
     after = r[late][s[late] > trough["trough_step"]]
     back = after.size >= MIN_WINDOW and float(np.mean(after)) - trough["trough"] > Z_TREND * mean_se(after)[1]
     then = "then a recovery" if back else "not climbed back"
+    held = _last_at_peak(s, r, trough["peak_step"], trough.get("window_rows", _width(r)), trough["trough_first_step"])
     item = evidence(f"sustained drop below the peak, {then} / rise to the peak", trough["drop"],
                     (trough["peak_step"], trough["trough_step"]), threshold=COLLAPSE_FRACTION, side=">",
-                    peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
+                    peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"], last_at_peak=held,
                     broke_at_step=trough["broke_at_step"], break_p_value=trough["break_p_value"])
     conf = min(confidence(trough["drop"] - COLLAPSE_FRACTION, 0.1), confidence(trough["z"] - Z_TREND, 1.0),
                confidence(-math.log10(max(trough["break_p_value"], 1e-300)) - 2.0, 1.0))
     fell = None if back else {"peak": trough["peak"], "end": trough["trough"],
-                              "end_steps": (trough["trough_first_step"], trough["trough_step"]),
-                              "step": _last_at_peak(s, r, trough["peak_step"], trough.get("window_rows", _width(r)),
-                                                    trough["trough_first_step"])}
+                              "end_steps": (trough["trough_first_step"], trough["trough_step"]), "step": held}
     return item, conf, fell
 
 

@@ -303,15 +303,20 @@ class Follower:
 
 def _kind(fmt: str, data: bytes) -> str:
     """How a log of format `fmt` grows: "records" (TensorBoard), "lines", or "document" (rewritten whole: a TRL state,
-    a JSON list, or one JSON object whose first line is no object of its own, a wrapper such as {"steps": [...]})."""
+    a JSON list, or one JSON object holding the rows, {"steps": [...]}, over many lines or on one)."""
     if fmt == "tensorboard":
         return "records"
     if fmt == "trl_state" or (fmt == "jsonl" and data.lstrip().startswith(b"[")):
         return "document"
-    if fmt == "jsonl" and data.lstrip().startswith(b"{"):  # one JSON object over many lines ({"steps": [...]}): whole
-        first = data.lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace")
-        return "lines" if isinstance(_loads(first), dict) else "document"
+    if fmt == "jsonl" and data.lstrip().startswith(b"{"):  # one JSON object holding the rows ({"steps": [...]}): whole
+        first = _loads(data.lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace"))
+        return "lines" if isinstance(first, dict) and not _holds_rows(first) else "document"
     return "lines"
+
+
+def _holds_rows(obj: dict) -> bool:
+    """Whether a JSON object is a wrapper of the rows (a value that is a list of objects), not one row of a JSONL log."""
+    return any(isinstance(v, list) and v and all(isinstance(x, dict) for x in v) for v in obj.values())
 
 
 def _complete_lines(data: bytes, fmt: str) -> int:

@@ -20,7 +20,8 @@ the cost those times --gpu-hour-rate. Each row's completions split into:
   after stopping    every completion of a row past the step at which the run stopped learning by diagnose's own
                     reading: healthy saturation's plateau step (the fit's, within 5% of the rise for good), a
                     stalled run's first step (no measurable change over the whole log), or where a fall the run did
-                    not climb back from broke (dynamical instability's break step); none for any other verdict.
+                    not climb back from left the peak (dynamical instability's last step at the peak, the one its
+                    advice resumes from); none for any other verdict.
 
 The share of a row without signal is u_i = 1 past the stop step, else within the bounds that hold whatever the
 overlap of zero-std groups and truncated completions (Frechet): max(z_i, t_i) <= u_i <= min(1, z_i + t_i). A row
@@ -210,10 +211,10 @@ def stop_step(diagnosis) -> tuple[float | None, str]:
         first = float(diagnosis.log.steps[0])
         return first, "diagnose reads the run as stalled (no measurable change over the log): every step after the first"
     items = diagnosis.verdicts[0].evidence if primary == "dynamical_instability" else []
-    fell = next((e for e in items if e.get("holds") and e.get("broke_at_step") is not None
+    fell = next((e for e in items if e.get("holds") and e.get("last_at_peak") is not None
                  and (e["signal"].startswith("late drop") or "not climbed back" in e["signal"])), None)
-    if fell is not None:  # a fall the run did not climb back from
-        step = float(fell["broke_at_step"])
-        return step, (f"past step {step:.0f}, where the reward broke from its peak {fell['peak']:.3g} and fell, not "
-                      "climbing back (dynamical instability; the rows from the peak to the break count as learning)")
+    if fell is not None:  # a fall the run did not climb back from: learning stopped where the reward left its peak
+        step = float(fell["last_at_peak"])
+        return step, (f"past step {step:.0f}, the last still at the reward's peak {fell['peak']:.3g}, after which it "
+                      "fell and did not climb back (dynamical instability; diagnose's step to resume from)")
     return None, f"diagnose reads no plateau, stall or fall (verdict: {primary.replace('_', ' ')})"

@@ -222,3 +222,9 @@ def test_a_pretty_printed_json_object_holding_the_rows_is_followed_as_a_document
     assert follower.poll().rows == 12 and rewards(follower)[-1] == pytest.approx(0.6)
     path.write_text(json.dumps({"total_steps": 20, "steps": rows}, indent=2))
     assert follower.poll().rows == 8 and len(rewards(follower)) == 20
+    one = tmp_path / "one_line.json"  # json.dump's default: the same object on one line, rewritten in place
+    one.write_text(json.dumps({"steps": rows[:12]}))
+    follower = Follower(one)
+    assert follower.poll().rows == 12
+    one.write_text(json.dumps({"steps": rows}))
+    assert follower.poll().rows == 8 and len(rewards(follower)) == 20 and follower.pending == 0

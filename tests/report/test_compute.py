@@ -89,7 +89,7 @@ def test_no_stop_step_where_diagnose_reads_none():
 
 def test_the_stop_step_of_a_fall_not_climbed_back_is_where_it_broke():
     """A rise to 0.6 by step 20, then a fall to 0.05 it does not climb back from (audit s37: a collapsed verl run whose
-    report said 0% of the compute came after learning stopped): the steps past the break diagnose finds are counted,
+    report said 0% of the compute came after learning stopped): the steps past the last at the peak are counted,
     and the length-collapse marker stands at the late window's start, not the log's first step."""
     from gspo_dynamics.report._model import finding_steps
 
@@ -99,8 +99,8 @@ def test_the_stop_step_of_a_fall_not_climbed_back_is_where_it_broke():
     length = np.linspace(350, 20, 100) + rng.standard_normal(100)
     d = diagnose(make_log(t, reward=reward, mean_length=length))
     step, why = stop_step(d)
-    assert d.primary == "dynamical_instability" and step is not None and 20 <= step <= 60
-    assert why.startswith(f"past step {step:.0f}, where the reward broke from its peak")
-    assert account(d.log, d).wastes[-1].share > 0.4
+    assert d.primary == "dynamical_instability" and step is not None and 15 <= step <= 35  # the peak at step 20
+    assert why.startswith(f"past step {step:.0f}, the last still at the reward's peak")
+    assert account(d.log, d).wastes[-1].share > 0.6
     marks = dict((name, at) for at, name in finding_steps(d))
     assert marks.get("length collapse", 0) > 50

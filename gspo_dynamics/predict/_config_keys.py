@@ -49,6 +49,8 @@ class ConfigKeys:
     completions: tuple[tuple[str, int], ...] = ()  # (key, value) whose values, all scaled by f, scale a step's
     # completions by f at the same T where G's key does not (TRL: its batch counts completions); (): G's key does
     rollout: int = 0  # TRL: the completions of a rollout, its generation batch, which must hold whole groups of G
+    eval_group: int = 0  # TRL: the G its eval batch holds whole groups of, where that is num_generations (0: no eval,
+    # or num_generations_eval set): a change of G keeps it there (num_generations_eval), or TRL refuses the eval batch
 
     def __post_init__(self) -> None:
         if self.framework not in ("trl", "verl", "trainer", "openrlhf"):
@@ -86,12 +88,14 @@ class ConfigKeys:
 
     def group_edits(self, group_size: int, new: int) -> tuple[tuple[str, int], ...] | None:
         """The (key, value) edits that set G to `new` at the same T, in a config the framework accepts: G's key, with
-        TRL's `completions` times `rollout_factor` where it is above 1, and where G is a factor of T (OpenRLHF's
+        TRL's `completions` times `rollout_factor` where it is above 1 and its eval groups kept (`eval_group`), and where
+        G is a factor of T (OpenRLHF's
         n_samples_per_prompt, Search-R1's n_agent) the refresh key times new / group_size; None where no integer value
         of it keeps T."""
         edits = [(self.group, new)]
         k = self.rollout_factor(group_size, new)
         edits += [(key, value * k) for key, value in self.completions] if k > 1 else []
+        edits += [("num_generations_eval", self.eval_group)] if self.eval_group and new != self.eval_group else []
         if self.framework == "openrlhf" or self.group.endswith("n_agent"):
             value = dict(self.completions)[self.refresh] * new / group_size
             if not math.isclose(value, round(value), rel_tol=1e-9):
@@ -116,8 +120,15 @@ class ConfigKeys:
         return f"{key}={text}" if self.override else f"{key}: {text}"
 
 
+def evaluates(cfg: dict) -> bool:
+    """Whether a TRL config evaluates with num_generations' groups (GRPOConfig checks the eval batch against them):
+    an eval_strategy (evaluation_strategy before transformers 4.46) other than "no", num_generations_eval unset."""
+    strategy = cfg.get("eval_strategy", cfg.get("evaluation_strategy"))
+    return strategy not in (None, "no", "NO") and cfg.get("num_generations_eval") is None
+
+
 def trl_keys(num_iterations: int, accumulation: int, generation: dict[str, int] | None = None,
-             rollout: int = 0) -> ConfigKeys:
+             rollout: int = 0, eval_group: int = 0) -> ConfigKeys:
     """TRL's keys; `generation`: the config's steps_per_generation and / or generation_batch_size as given (none:
     steps_per_generation at its default, the accumulation), for the edit that doubles the responses per step at the
     same T; `rollout`: the generation batch, per_device_train_batch_size x processes x steps_per_generation (for
@@ -132,7 +143,7 @@ def trl_keys(num_iterations: int, accumulation: int, generation: dict[str, int] 
     return ConfigKeys(framework="trl", lr="learning_rate", group="num_generations", refresh="steps_per_generation",
                       refresh_factor=num_iterations / accumulation, refresh_inverse=False, run_length="max_steps",
                       override=False, passes="num_iterations", passes_value=num_iterations, doubling=doubling,
-                      completions=completions, rollout=rollout)
+                      completions=completions, rollout=rollout, eval_group=eval_group)
 
 
 def verl_keys(ppo_epochs: int, train_batch_size: int, copies: int = 1,

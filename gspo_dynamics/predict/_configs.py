@@ -32,7 +32,7 @@ from gspo_dynamics.predict._field_tables import active_unmodelled, grouped
 from gspo_dynamics.predict._optimizers import AT_PEAK, decay_and_clip, trl_schedule, verl_schedule
 from gspo_dynamics.predict._verl_history import OLD_KEYS
 from gspo_dynamics.theory.schedule import LRSchedule
-from gspo_dynamics.predict._config_keys import ConfigKeys, openrlhf_keys, trainer_keys, trl_keys, verl_keys
+from gspo_dynamics.predict._config_keys import ConfigKeys, evaluates, openrlhf_keys, trainer_keys, trl_keys, verl_keys
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
 
@@ -252,9 +252,10 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
         ("weight_decay", "max_grad_norm"), (cfg.get("weight_decay"), cfg.get("max_grad_norm")), hp.lr, hp.optimizer,
         run_steps)
     accumulation = cfg.get("gradient_accumulation_steps") or TRL_DEFAULTS["gradient_accumulation_steps"]
-    keys = trl_keys(int(cfg.get("num_iterations") or TRL_DEFAULTS["num_iterations"]), int(accumulation), {
-        k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size")[:1 + (not cfg.get("steps_per_generation"))]
-        if cfg.get(k)} or None, rollout)  # both given (a saved config): the edits name steps_per_generation alone
+    generation = {k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)}
+    keys = trl_keys(int(cfg.get("num_iterations") or TRL_DEFAULTS["num_iterations"]), int(accumulation),
+                    dict(list(generation.items())[:1]) or None, rollout,  # both (a saved config): the edits name the first
+                    eval_group=hp.group_size if evaluates(cfg) else 0)
     defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_steps_per_generation`
 
     def given(key: str) -> Any:  # a generation_batch_size gives steps_per_generation

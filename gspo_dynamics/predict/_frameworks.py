@@ -64,6 +64,7 @@ TRL_DEFAULTS: dict[str, Any] = {
 TRL_OLDER_DEFAULTS = {"beta": " (older TRL releases defaulted to 0.04: give beta if the run used one of them)"}
 TRL_HYPERPARAMETERS = set(TRL_DEFAULTS) | {"steps_per_generation", "generation_batch_size", "epsilon_high", "loss_type"}
 TRL_KEYS = TRL_HYPERPARAMETERS | {"num_processes", "world_size", "max_steps"}  # with the run's size and length
+SAVED_FIELDS = 100  # a config with this many keys is a run's saved one (GRPOConfig.to_dict: 191 in TRL 1.16), not written
 # keys that only a preference-optimisation config has (DPO, ORPO, KTO, CPO, ...)
 PREFERENCE_KEYS = {"rpo_alpha", "reference_free", "label_smoothing", "precompute_ref_log_probs", "desirable_weight",
                    "undesirable_weight", "orpo_alpha", "cpo_alpha", "simpo_gamma", "max_prompt_length_dpo"}
@@ -164,8 +165,8 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str],
     devices = _devices(cfg, devices, notes, batch, generation)
     assumed_one = len(notes) > said and notes[-1].startswith(NO_DEVICES)
     spg = _trl_steps_per_generation(generation, ga, batch * devices, notes)
-    if None not in generation and "output_dir" not in cfg:  # a run's saved config (to_dict, W&B's record: every
-        # field, output_dir among them) holds both as GRPOConfig.__post_init__ filled them in; one written holds one
+    if None not in generation and len(cfg) < SAVED_FIELDS:  # a run's saved config (to_dict, W&B's record: every
+        # field) holds both as GRPOConfig.__post_init__ filled them in; one written (a recipe) holds one
         refused.append("TRL refuses a config that sets both steps_per_generation and generation_batch_size (read as "
                        "they agree): give one")
     if (batch * devices * spg) % G:  # GRPOConfig.__post_init__: the generation batch holds whole groups

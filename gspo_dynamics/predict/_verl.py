@@ -323,6 +323,11 @@ def _ragged(mini: int, rollout: int, exact: float, T: int) -> str:
             f"read as T = {exact:g} rounded to {T}")
 
 
+def _shown(side, clip: float) -> str:
+    """A clip side as read: its value, or clip_ratio's where it is null (the loss's fallback)."""
+    return f"{clip if side is None else float(side):g}"
+
+
 def _verl_clip(flat: dict[str, Any], get, used: set[str], early: str | None, said: list[str]) -> tuple[float, float]:
     """(eps_low, eps_high): clip_ratio_low / clip_ratio_high, each else clip_ratio, the loss's fallback for one that is
     null. verl's YAML sets both to 0.2 from 0.4 on (checked on its release tags), so there a clip_ratio alone moves no
@@ -338,13 +343,15 @@ def _verl_clip(flat: dict[str, Any], get, used: set[str], early: str | None, sai
         clip = None
     else:
         clip = _number(actor + "clip_ratio", get(actor + "clip_ratio", 0.2), positive=True)
-        if not early and flat.get(actor + "clip_ratio") is not None and clip != 0.2:
-            read = (0.2 if low is None else float(low), 0.2 if high is None else float(high))
-            said.append(f"{actor}clip_ratio {clip:g} moves no clip in verl >= 0.4: its clip_ratio_low and "
-                        f"clip_ratio_high (0.2 where not given) bound the ratio, clip_ratio only one set to null; read "
-                        f"as verl runs it, [{read[0]:g}, {read[1]:g}]; clip_ratio_low and clip_ratio_high {clip:g} give "
-                        f"the clip it meant (verl < 0.4 clipped at clip_ratio)")
-            clip = 0.2
+        unset = [side for side in ("low", "high") if actor + f"clip_ratio_{side}" not in flat]  # null: the fallback
+        threshold = flat.get(actor + "policy_loss.loss_mode") in ("dppo_tv", "dppo_kl")  # clip_ratio is their own
+        if not early and not threshold and unset and flat.get(actor + "clip_ratio") is not None and clip != 0.2:
+            low, high = (0.2 if "low" in unset else low), (0.2 if "high" in unset else high)
+            sides = " and ".join(f"clip_ratio_{side}" for side in unset)
+            said.append(f"{actor}clip_ratio {clip:g} bounds no ratio in verl >= 0.4, whose {sides} (0.2 unless given) "
+                        f"bound it: read as verl >= 0.4 runs it, [{_shown(low, clip)}, {_shown(high, clip)}]; "
+                        f"clip_ratio_low and clip_ratio_high {clip:g} give the clip it meant (on verl < 0.4 "
+                        "clip_ratio was the clip)")
     low = clip if low is None else _number(actor + "clip_ratio_low", low, positive=True)
     high = clip if high is None else _number(actor + "clip_ratio_high", high, positive=True)
     return low, high

@@ -282,8 +282,11 @@ def test_a_bare_clip_ratio_reads_as_verls_shipped_yaml_runs_it(actor, clip):
                                     "actor": {"ppo_mini_batch_size": 64, "optim": {"lr": 1e-6}, **actor}}}
     setup = read_run_config(script)
     assert (composed.clip_low, composed.clip_high) == clip == (setup.hparams.clip_low, setup.hparams.clip_high)
-    assert any(line.startswith("actor_rollout_ref.actor.clip_ratio 0.3 moves no clip in verl >= 0.4") for line in
+    assert any(line.startswith("actor_rollout_ref.actor.clip_ratio 0.3 bounds no ratio in verl >= 0.4") for line in
                setup.brief_lines())
+    nulled = dict(script["actor_rollout_ref"]["actor"], clip_ratio_low=None)  # null: the loss falls back to clip_ratio
+    read = read_run_config({**script, "actor_rollout_ref": {**script["actor_rollout_ref"], "actor": nulled}}).hparams
+    assert read.clip_low == 0.3 and read.clip_high == clip[1]
     script["actor_rollout_ref"]["actor"]["fsdp_config"] = {"grad_offload": False}  # verl 0.1's key: a run before 0.4
     old = read_run_config(script).hparams
     assert (old.clip_low, old.clip_high) == (0.3, actor.get("clip_ratio_high", 0.3))
@@ -348,6 +351,8 @@ def test_a_wandb_record_of_a_grpo_config_reads_as_the_config(tmp_path):
     {"num_generations": 8, "per_device_train_batch_size": 8},  # a generation batch of one group
     {"num_generations": 8, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 4},
     {"num_generations": 4, "per_device_train_batch_size": 6, "gradient_accumulation_steps": 2, "generation_batch_size": 24},
+    {"num_generations": 8, "per_device_train_batch_size": 8, "eval_strategy": "steps", "eval_steps": 10,
+     "per_device_eval_batch_size": 8},  # the eval batch holds groups of num_generations too (review s37)
 ])
 def test_the_zero_std_change_of_g_is_a_config_trl_accepts_at_the_same_t(tmp_path, config):
     """--pass-rates' num_generations change, with what it edits beside it, read back: the installed GRPOConfig takes it
@@ -364,8 +369,9 @@ def test_the_zero_std_change_of_g_is_a_config_trl_accepts_at_the_same_t(tmp_path
     edits = {c.key: c.value for c in answer.changes(setup)}
     assert edits["num_generations"] > config["num_generations"]
     assert all(f"together they keep T" in c.buys for c in answer.changes(setup)) == (len(edits) > 1)
-    edited = _grpo_config(**{**config, **edits})  # TRL raises where the generation batch holds a part of a group
+    edited = _grpo_config(**{**config, **edits})  # TRL raises where the generation or eval batch splits a group
     after = read_run_config({"learning_rate": 1e-6, **{k: edited[k] for k in config}, **edits})
+    assert ("num_generations_eval" in edits) == ("eval_strategy" in config)
     assert after.hparams.refresh_interval == setup.hparams.refresh_interval and not after.refused
     before = _grpo_config(**config)
     assert edited["generation_batch_size"] // edits["num_generations"] >= (
@@ -376,7 +382,7 @@ def test_the_zero_std_change_of_g_is_a_config_trl_accepts_at_the_same_t(tmp_path
 def test_both_generation_keys_are_trls_refusal_in_a_written_config_not_in_a_saved_one():
     """GRPOConfig refuses steps_per_generation with generation_batch_size; its saved to_dict() holds both (filled in):
     a written config with both is said as TRL's refusal and its edits name steps_per_generation alone; a saved one
-    (output_dir among its fields) reads as before, unsaid (audit s37c)."""
+    (every field, 191 in TRL 1.16) reads as before, unsaid (audit s37c)."""
     keys = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
             "gradient_accumulation_steps": 2, "steps_per_generation": 4, "generation_batch_size": 32}
     with pytest.raises(ValueError, match="can not be both configured"):
@@ -386,3 +392,5 @@ def test_both_generation_keys_are_trls_refusal_in_a_written_config_not_in_a_save
     assert "generation_batch_size" not in written.keys.doubling
     saved = _grpo_config(**{k: v for k, v in keys.items() if k != "generation_batch_size"})
     assert saved["generation_batch_size"] == 32 and not read_run_config(saved, allow_unknown=True).refused
+    recipe = {**keys, "output_dir": "out/run", "logging_steps": 1, "bf16": True}  # a recipe sets output_dir too
+    assert read_run_config(recipe).refused[0].startswith("TRL refuses a config that sets both")

@@ -1,8 +1,9 @@
 """A launch script that runs TRL's GRPO trainer read as its config: the arguments of its `accelerate launch
 train.py --learning_rate 1e-6 --num_generations 8 ...` (or `python`, `torchrun`, `trl grpo`) command, on top of the
 YAML its `--config` names (TRL's parser: the file first, the command line over it; open-r1's recipes), with
-accelerate's `--num_processes` (or the num_processes of the YAML its `--config_file` names), torchrun's
-`--nproc_per_node` x `--nnodes` or deepspeed's `--num_gpus` x `--num_nodes` as the process count.
+accelerate's `--num_processes` (or the num_processes of the YAML its `--config_file` names), torchrun's (or
+`python -m torch.distributed.run`'s) `--nproc_per_node` x `--nnodes` or deepspeed's `--num_gpus` x `--num_nodes` as the
+process count.
 
     accelerate launch --num_processes=4 src/open_r1/grpo.py --config recipes/grpo.yaml --learning_rate 2e-6
     -> {**recipes/grpo.yaml, "learning_rate": 2e-06, "num_processes": 4}
@@ -61,11 +62,13 @@ def trl_launch_config(text: str, script: Path, typed) -> tuple[dict[str, Any], P
     before, after = command
     args = {name: typed(value) for name, value in named_arguments(after).items()}
     config = args.pop("config", None)
-    launcher = named_arguments(before[2:] if before[:2] == ["accelerate", "launch"] else before[1:])
+    module = len(before) > 2 and before[1] == "-m" and before[2] in ("torch.distributed.run", "torch.distributed.launch")
+    skip = 2 if before[:2] == ["accelerate", "launch"] else 3 if module else 1
+    launcher = named_arguments(before[skip:])
     processes = launcher.get("num_processes")
     if processes is None and isinstance(launcher.get("config_file"), str):  # accelerate's own YAML holds the count
         processes = _accelerate_processes(launcher["config_file"], script)
-    if processes is None and before[:1] in (["torchrun"], ["deepspeed"]):
+    if processes is None and (module or before[:1] in (["torchrun"], ["deepspeed"])):
         processes = _launcher_processes(launcher)
     if processes is not None:
         args.setdefault("num_processes", typed(processes))
@@ -74,7 +77,10 @@ def trl_launch_config(text: str, script: Path, typed) -> tuple[dict[str, Any], P
 
 def _launcher_processes(launcher: dict) -> int | None:
     """torchrun's --nproc_per_node x --nnodes (deepspeed's --num_gpus x --num_nodes), the whole run's processes, where
-    both are integers as written (a shell variable, torchrun's `gpu` or an elastic range "1:4": None, not guessed)."""
+    both are integers as written (a shell variable, torchrun's `gpu`, an elastic range "1:4", or deepspeed's nodes
+    left to its --hostfile: None, not guessed)."""
+    if "hostfile" in launcher and not any(n in launcher for n in ("num_nodes", "num-nodes")):
+        return None
     def count(*names):
         value = next((launcher[n] for n in names if n in launcher), "1")
         return int(value) if isinstance(value, str) and value.strip("\"'").isdigit() else None

@@ -91,6 +91,8 @@ def test_a_python_config_is_refused_saying_how_to_give_it(tmp_path):
     ("torchrun --nproc-per-node 4 --nnodes 2", 8),
     ("deepspeed --num_gpus 2", 2),
     ("torchrun --nproc_per_node $NUM_GPUS", None),  # a shell variable: not guessed, 1 assumed and said
+    ("python -m torch.distributed.run --nproc_per_node 4", 4),
+    ("deepspeed --hostfile hosts.txt --num_gpus 8", None),  # the nodes are the hostfile's: not guessed
 ])
 def test_torchruns_and_deepspeeds_process_counts_are_the_runs(tmp_path, launcher, processes):
     """torchrun --nproc_per_node x --nnodes (deepspeed --num_gpus x --num_nodes) is the run's process count, as

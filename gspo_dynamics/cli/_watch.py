@@ -178,6 +178,8 @@ class _Watch:
         self.setup = config_setup(args)
         self.hparams, self.config_lines, notes, _ = hyperparams_from_flags(args, self.setup)  # the follower numbers rows
         self.dated = False
+        if self.config_lines and not args.json:
+            print("\n".join(f"config: {line}" for line in self.config_lines), flush=True)
         self.reward_range = None if args.reward_range is None else tuple(args.reward_range)
         check_reward_range(self.reward_range)
         self.follower = Follower(args.path, args.format, parse_map_option(args.map), run=args.log_run)
@@ -259,16 +261,19 @@ class _Watch:
 
     def _date_beta(self, chunk) -> None:
         """Once, at the log's first rows: the config's beta as the log dates it (`cli._diagnose.logged_beta`), the guard
-        made anew with it (it has read no row); then the config lines, in text (the first --json line carries them)."""
+        made anew with it (it has read no row), and in text the config lines that changed (the first --json line
+        carries them all)."""
         if self.dated:
             return
         self.dated = True
+        before = self.config_lines
         hparams, self.config_lines = logged_beta(self.args, self.setup, self.hparams, self.config_lines, chunk)
         if hparams is not self.hparams:
             self.hparams = hparams
             self.guard = self._new_guard()
-        if self.config_lines and not self.args.json:
-            print("\n".join(f"config: {line}" for line in self.config_lines), flush=True)
+        changed = [line for line in self.config_lines if line not in before]
+        if changed and not self.args.json:
+            print("\n".join(f"config: {line} (read with the log's first rows)" for line in changed), flush=True)
 
     def _stop(self, step: int, failed: list[tuple[str, float]]) -> None:
         """The webhooks' stop message for the --fail-on names reported at `step`."""

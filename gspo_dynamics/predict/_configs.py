@@ -48,6 +48,7 @@ class RunSetup:
     logging_steps: int | None = None  # TRL's logging_steps where the config sets it: optimizer steps per logged row
     run_steps: int | None = None  # the run's optimizer steps where the config holds them (TRL max_steps, verl
     # trainer.total_training_steps, our trainer's steps); None: unset
+    run_given: bool = False  # run_steps is predict --run-steps', the config leaving its length unset
     loss: str | None = None  # the loss as the config names it: our trainer's objective, TRL's loss_type with its
     # importance_sampling_level, verl's loss_mode with its loss_agg_mode; None where it names none (TRL without a
     # loss_type: its default moved between releases). A prior's runs are matched on it (predict._prior (4))
@@ -168,7 +169,8 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
     own_names = allow_unknown or parts.wandb  # W&B recorded a script's own `group_size` beside TRL's: no mix typed
     setup = _mapped(cfg, devices, unknown, own_names)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
-        setup = _mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices, unknown, own_names)
+        setup = dataclasses.replace(_mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices,
+                                            unknown, own_names), run_given=True)
     setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()),
                                 notes=tuple(abbreviated) + setup.notes, implausible=_config_checks.implausible_lr(
                                     setup.framework, setup.hparams.optimizer.name, setup.hparams.lr,

@@ -245,8 +245,7 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
     n, why = pilot_steps(hp, reward_range)
     if setup.run_steps is not None and n > setup.run_steps:
         why = (f"the whole run: seeing a rise needs {n} steps ({why}), more than the run's own {setup.run_steps}, so "
-               "the whole run may not show one above that noise" + ("" if reward_range is not None else
-                                                                   " (if the reward is a [0, 1] score)"))
+               "the whole run may not show one above that noise")
         n = setup.run_steps
     framework = keys.framework if keys else "trainer"
     plan = {"steps": n, "setting": keys.setting(keys.run_length, n) if keys else f"steps: {n}", "why": why,

@@ -68,7 +68,7 @@ from gspo_dynamics.predict._schedule import SAME, pilot_factor, with_run_length
 from gspo_dynamics.theory import collapse
 
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
-
+FLAT_FIT = "a flat line fits"  # the lr bound withheld on a pilot no more than a line (`_max_safe_lr`), said
 
 @dataclass(frozen=True)
 class PilotForecast:
@@ -224,7 +224,7 @@ class PilotForecast:
         imp, T = self.implications, self.config.setup.hparams.refresh_interval
         if imp.exact_regime is not None and self.max_safe_lr is None and "does not identify" in self.lr_note:
             why = ("the fitted plateau is an extrapolation beyond the pilot's rewards" if imp.plateau_extrapolated
-                   else "a flat line fits the pilot as well as its curve" if "a flat line fits" in self.lr_note
+                   else "a flat line fits the pilot as well as its curve" if FLAT_FIT in self.lr_note
                    else "the pilot's stiffness is within its noise of zero")
             within = max_safe_range_text(imp)
             regime = (f"  regime at T = {T}: not identified ({why}); at the fitted stiffness {imp.exact_regime}, max safe T "
@@ -351,7 +351,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread,
-                         run_given=run_steps is not None and run_steps != own_length, length_fall=length_fall(log, n))
+                         run_given=setup.run_given or (run_steps is not None and run_steps != own_length),
+                         length_fall=length_fall(log, n, reward_range))
 
 
 def _falls(log: RunLog, n: int, pilot, reward_range, setup: RunSetup, measured: list[str]):
@@ -386,8 +387,9 @@ def _max_safe_lr(imp: Implications, hp, measured: list[str], x_max: float, facto
     if "stiffness_per_step" in imp.unidentified:
         return None, f"the pilot does not identify the stiffness ({imp.unidentified['stiffness_per_step']})"
     if moves is not None and moves <= EVIDENCE_BIC:
-        return None, (f"the pilot does not identify the stiffness (a flat line fits its rewards as well as its curve"
-                      f" or nearly: BIC(flat) - BIC(curve) = {moves:.2g}, not past {EVIDENCE_BIC:g}; its curve is noise)")
+        return None, (f"the pilot does not identify the stiffness ({FLAT_FIT} its rewards as well as its curve"
+                      f" or nearly: BIC(flat) - BIC(curve) = {moves:.2g}, not past {EVIDENCE_BIC:g}, so the curve's "
+                      "bend is not told from its noise)")
     if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:
         return None, "the fit gives no stiffness"
     kappa, se = imp.stiffness_per_step.value / factor, imp.stiffness_per_step.stderr

@@ -160,7 +160,7 @@ def _unread(f, linear: float | None = None) -> str:
     on_policy = setup.hparams.refresh_interval == 1
     no_entropy = not on_policy and f.drift_per_step is not None and f.entropy is None  # the move read, not its scale
     missing = ("token entropy, the collapse rule's one reading at a refresh interval T = 1" if on_policy else
-               "token entropy, the scale of the collapse limit its move between sampler refreshes is held to"
+               "token entropy, by which the collapse limit on its move between sampler refreshes is scaled"
                if no_entropy else "move between sampler refreshes, the collapse rule's reading at a refresh interval T > 1")
     if on_policy and f.rise_unread:  # logged, but too scattered to read the first updates by
         return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: "
@@ -305,8 +305,8 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
     if f.end is not None and (verdict == "unsafe" or f.length_fall is not None):
         out["end_reward"] = None
         out["text"].append("reward at the run's end: not forecast (" + (
-            "the verdict is unsafe" if verdict == "unsafe" else "the pilot's completions are shrinking, a course that "
-            "may fall") + ": a forecast extends the pilot's course, which may fall, down to the reward's floor)")
+            "the verdict is unsafe" if verdict == "unsafe" else "the pilot's completions are shrinking") + ": a "
+            "forecast extends the pilot's course, which may fall, down to the reward's floor)")
     elif f.end is not None:
         first = int(end_window(f.end.run_steps)[0])
         length = (f"--run-steps {f.end.run_steps}" if f.run_given else f"{keys.run_length} {f.end.run_steps}" if keys

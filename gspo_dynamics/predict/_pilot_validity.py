@@ -15,8 +15,11 @@ What a valid pilot's curve shows at all: its change in noise units (`change_in_n
 
     c = (mean of its last k rewards - mean of its first k) / s,    k = min(HELD_STEPS, n // 2),
 
-s the fit's residual std; |c| < 1 (a z of about 2 at k = 8) is a change within its noise: a curve that neither rises
-nor bends, whose fitted stiffness is the noise's (`predict._pilot._max_safe_lr` withholds the lr bound it would give).
+s the fit's residual std; |c| < 1 (a z of about 2 at k = 8) is a change within its noise, said beside a plateau the
+pilot does not identify (`predict._pilot_headline`).
+
+A pilot whose completions shrink below half their early length (`length_fall`) vouches for no run either: predict's
+verdict is unsure and no end reward is forecast.
 """
 
 from __future__ import annotations
@@ -33,15 +36,16 @@ TRAINING_READINGS = ("grad_norm", "loss")  # finite wherever an update was a num
 ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale is float rounding, not noise
 LENGTH_SHRINK = 2.0  # a mean completion length late below half its early value: diagnose's length_collapse
 Z_SHRINK = 3.0  # ... a fall of at least 3 standard errors (Welch's z over quarter windows), diagnose's Z_TREND
+CEILING = 0.9  # a reward whose late mean is past this share of its range stands at its ceiling: it cannot rise
 
 
-def length_fall(log: RunLog, n: int) -> str | None:
+def length_fall(log: RunLog, n: int, reward_range: tuple[float, float] | None = None) -> str | None:
     """The pilot's mean completion length over its first n reward points fallen below 1 / LENGTH_SHRINK of its early
     value, significantly (Welch z <= -Z_SHRINK, `fit.change`), while the reward did not rise significantly (z <
-    Z_SHRINK: a verbose start trimmed as the task is learned is no fall), said; None otherwise or where not logged. A
-    policy answering ever shorter falls whatever its lr once the answers are empty (audit s37's collapsed verl run:
-    351 -> 129 tokens over a 12-step pilot that kept its reward, 5 tokens and reward 0.03 by step 47), so a pilot
-    showing it vouches for no run: not safe."""
+    Z_SHRINK: a verbose start trimmed as the task is learned is no fall) and does not stand at its ceiling (its late
+    mean past CEILING of `reward_range`), said; None otherwise or where not logged. Answers that keep shrinking end
+    empty, whatever the lr (audit s37's collapsed verl run: 351 -> 129 tokens over a 12-step pilot that kept its
+    reward, 5 tokens and reward 0.03 by step 47), so a pilot showing it vouches for no run: not safe."""
     if "mean_length" not in log:
         return None
     rows = pilot_rows(log, n)
@@ -49,10 +53,14 @@ def length_fall(log: RunLog, n: int) -> str | None:
     c = change(steps, log["mean_length"][rows])
     if not c or not c["early"] > 0 or c["late"] * LENGTH_SHRINK >= c["early"] or c["z"] > -Z_SHRINK:
         return None
-    if change(steps, log["reward"][rows]).get("z", 0.0) >= Z_SHRINK:  # a verbose start trimmed while the task is
-        return None  # learned (diagnose's note, not its warning): audit s36's textcraft run, 2180 -> 786 tokens, held
+    reward = change(steps, log["reward"][rows])
+    if reward.get("z", 0.0) >= Z_SHRINK:  # a verbose start trimmed while the task is learned (diagnose's note, not its
+        return None  # warning): audit s36's textcraft run, 2180 -> 786 tokens, held
+    if reward_range is not None and reward and reward["late"] >= reward_range[0] + CEILING * np.ptp(reward_range):
+        return None  # at its ceiling the reward cannot rise: a trimmed answer there is no sign of a fall
     return (f"its completions shrank from {c['early']:.3g} to {c['late']:.3g} tokens on average over the pilot (below "
-            f"half, z = {c['z']:.2g}): a policy answering ever shorter falls once its answers are empty, whatever its lr")
+            f"half, z = {c['z']:.2g}), a course that ends in empty answers if it goes on (runs that collapse often show "
+            "it first)")
 
 
 def change_in_noise(reward, residual_std: float) -> float | None:

@@ -42,13 +42,15 @@ def effective_run_length(schedule: LRSchedule | None, pilot_end: float, run_step
 
 def with_run_length(setup, run_steps: int, assumed: list[str]):
     """`setup` for a run of `run_steps` optimizer steps (--run-steps): its run's length, and its lr schedule's decay
-    length only where the config leaves the run's length unset (a config's own length is its schedule's: a run stopped
-    before it, a checkpoint at step 600 of max_steps 672, decayed on the config's clock); a length other than the
-    config's is said in `assumed`."""
+    length where the config leaves the run's length unset or the run is longer than it (a run stops at its config's
+    length); a run stopped before the config's length (a checkpoint at step 600 of max_steps 672) decayed on the
+    config's clock; a length other than the config's is said in `assumed`."""
     schedule = setup.schedule
+    longer = setup.run_steps is not None and run_steps > setup.run_steps  # past its config's end: another schedule
     if setup.run_steps is not None and setup.run_steps != run_steps:
         assumed.append(f"the run's length is {run_steps} steps as given, not the config's {setup.run_steps}; its lr "
-                       f"schedule stays the config's, over {setup.run_steps} steps")
-    elif setup.run_steps is None and schedule is not None and schedule.decays:
+                       + (f"schedule is read over the run's {run_steps} (a run stops at its config's length, so this "
+                          "one's was longer)" if longer else f"schedule stays the config's, over {setup.run_steps} steps"))
+    if (setup.run_steps is None or longer) and schedule is not None and schedule.decays:
         schedule = dataclasses.replace(schedule, total=run_steps)
     return dataclasses.replace(setup, run_steps=run_steps, schedule=schedule)

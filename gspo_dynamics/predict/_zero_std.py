@@ -11,7 +11,7 @@ accumulation and the rollout's size scale by k alike, keeping T."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,6 +35,7 @@ class ZeroStdAnswer:
     target: float
     group_for_target: int | None  # None: no G up to G_SCAN's end reaches the target
     floor: float  # the share of prompts the model always solves or always fails (pass rate 0 or 1): z's limit
+    scan: dict[int, float] = field(default_factory=dict)  # z at every G of G_SCAN: the share at the G a change names
 
     def settled_lines(self) -> list[str]:
         shown = ", ".join(f"{g}: {v:.2g}" for g, v in self.by_group.items())
@@ -49,12 +50,14 @@ class ZeroStdAnswer:
         G = self.group_for_target
         if G is None or G <= self.group_size or self.share <= self.target:
             return []
-        buys = f"zero-std groups {self.share:.0%} -> {self.target:.0%} at these prompts' pass rates"
         keys = getattr(setup, "keys", None)
+        if keys is not None and keys.rollout:  # TRL: of G .. 2G, the fewest completions per rollout, whole groups
+            G = min(range(G, 2 * G + 1), key=lambda g: (keys.rollout_factor(self.group_size, g), g))
+        k = keys.rollout_factor(self.group_size, G) if keys is not None else 1
+        buys = (f"zero-std groups {self.share:.0%} -> {self.scan.get(G, self.target):.0%} at these prompts' pass rates"
+                + (f"; each step then holds {k}x the completions" if k > 1 else ""))
         if keys is None:
             return [Change("group_size", G, f"group_size: {G}", buys)]
-        if keys.rollout:  # TRL: of G .. 2G, the fewest completions per rollout in whole groups, no fewer prompts
-            G = min(range(G, 2 * G + 1), key=lambda g: (keys.rollout_factor(self.group_size, g), g))
         edits = keys.group_edits(self.group_size, G)
         if edits is None:
             return [Change(keys.group, G, keys.setting(keys.group, G), f"{buys}; it moves T, which no integer "
@@ -82,4 +85,4 @@ def zero_std_answer(path: str, group_size: int | None, target: float | None = No
     reach = next((G for G in G_SCAN if shares[G] <= target), None)
     return ZeroStdAnswer(prompts=int(rates.size), group_size=group_size, share=shares[group_size],
                          by_group={G: shares[G] for G in SHOWN}, target=target, group_for_target=reach,
-                         floor=float(np.mean((rates == 0) | (rates == 1))))
+                         floor=float(np.mean((rates == 0) | (rates == 1))), scan=shares)

@@ -465,6 +465,12 @@ def test_run_steps_beside_the_configs_own_length_keeps_its_schedule_and_says_who
                for a in report["details"]["assumed"])
     assert main(["predict", "--config", config, "--pilot", pilot_log(tmp_path), "--run-steps", "200"]) == 0
     assert "(the run's last sixth, --run-steps 200)" in capsys.readouterr().out
+    unset = write(tmp_path, "unset.json", {k: v for k, v in cfg.items() if k != "max_steps"})  # the flag's own length
+    assert main(["predict", "--config", unset, "--pilot", pilot_log(tmp_path), "--run-steps", "200"]) == 0
+    assert "(the run's last sixth, --run-steps 200)" in capsys.readouterr().out
+    assert main(["predict", "--config", config, "--pilot", pilot_log(tmp_path), "--run-steps", "500", "--json"]) == 0
+    longer = json.loads(capsys.readouterr().out)["details"]  # past the config's end: the run's own schedule was longer
+    assert longer["config"]["schedule"]["total"] == 500 and any("read over the run's 500" in a for a in longer["assumed"])
 
 
 def test_a_set_of_a_misspelt_value_is_refused_naming_the_nearest(tmp_path, capsys):

@@ -258,9 +258,11 @@ def test_watch_reads_the_configs_beta_as_the_log_dates_it(tmp_path, capsys):
     diagnose and predict do (`predict.beta_from_logged_kl`), its config lines saying so before the summary."""
     log, config = kl_log_without_beta(tmp_path)
     assert main(["watch", str(log), "--config", str(config), "--devices", "2", "--once"]) == 0
-    first, summary = capsys.readouterr().out.splitlines()[:2]
-    assert first.startswith("config: ") and "processes 1" not in first
-    assert "beta 0.04 (the log holds a KL, and its keys date it before TRL 0.18" in first and summary.startswith("step 100")
+    lines = capsys.readouterr().out.splitlines()
+    dated = next(i for i, line in enumerate(lines) if "beta 0.04 (the log holds a KL, and its keys date it before TRL"
+                 " 0.18" in line)  # said once rows arrive, after the config lines said at the start
+    assert lines[0].startswith("config: ") and lines[dated].endswith("(read with the log's first rows)")
+    assert "processes 1" not in lines[dated] and lines[dated + 1].startswith("step 100")
     assert main(["watch", str(log), "--config", str(config), "--once", "--json"]) == 0
     first = json.loads(capsys.readouterr().out.splitlines()[0])
     assert any("beta 0.04" in line for line in first["config"])

@@ -907,3 +907,7 @@ def test_a_pilot_whose_completions_halve_vouches_for_no_run(tmp_path):
     f = pilot_forecast(setup, write_log(tmp_path / "rising.jsonl", {"reward": rising, "entropy": entropy,
                                                                     "completions/mean_length": shrinking}))
     assert f.length_fall is None
+    ceiling = np.clip(0.93 + 0.02 * rng.standard_normal(steps), 0, 1)  # at its ceiling a reward cannot rise (review s37)
+    f = pilot_forecast(setup, write_log(tmp_path / "ceiling.jsonl", {"reward": ceiling, "entropy": entropy,
+                                                                     "completions/mean_length": shrinking}))
+    assert f.length_fall is None and f.reward_range == (0.0, 1.0)

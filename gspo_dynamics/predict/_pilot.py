@@ -70,6 +70,7 @@ from gspo_dynamics.theory import collapse
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
 FLAT_FIT = "a flat line fits"  # the lr bound withheld on a pilot no more than a line (`_max_safe_lr`), said
 
+
 @dataclass(frozen=True)
 class PilotForecast:
     """The pilot-calibrated answer (module docstring)."""

@@ -62,14 +62,25 @@ class ZeroStdAnswer:
         if edits is None:
             return [Change(keys.group, G, keys.setting(keys.group, G), f"{buys}; it moves T, which no integer "
                                                                         f"{keys.refresh} keeps: set T again")]
+        why = _why([name for name, _ in edits], keys)
         return [Change(key, value, keys.setting(key, value), buys + (
-            f", with {' and '.join(keys.setting(k, v) for k, v in edits if k != key)} (together they keep T"
-            + (", and TRL takes only a generation batch of whole groups" if keys.framework == "trl" else "") + ")"
-            if len(edits) > 1 else "")) for key, value in edits]
+            f", with {' and '.join(keys.setting(k, v) for k, v in edits if k != key)} ({why})" if len(edits) > 1 else ""))
+                for key, value in edits]
 
     def to_json(self) -> dict:
         return {"prompts": self.prompts, "share": self.share, "by_group": {str(g): v for g, v in self.by_group.items()},
                 "target": self.target, "group_for_target": self.group_for_target, "floor": self.floor}
+
+
+def _why(names: list[str], keys) -> str:
+    """What a joint edit's keys beside G's are for: T kept (TRL's rollout also in whole groups), the eval groups kept."""
+    why = []
+    if set(names) - {keys.group, "num_generations_eval"}:
+        why.append("together they keep T" + (", and TRL takes only a generation batch of whole groups"
+                                             if keys.framework == "trl" else ""))
+    if "num_generations_eval" in names:
+        why.append("num_generations_eval keeps the eval batch's groups, which TRL checks")
+    return "; ".join(why)
 
 
 def zero_std_answer(path: str, group_size: int | None, target: float | None = None) -> ZeroStdAnswer:

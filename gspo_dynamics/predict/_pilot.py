@@ -11,7 +11,8 @@ Measured from the pilot (its first `pilot_steps` steps, or all of it):
                     at a fixed second moment s), so at the config's T the largest stable learning rate is
 
                         lr_max = lr_pilot x_max(T, mu) / kappa,   x_max = `theory.linear.critical_learning_rate`
-                                                                 (all forces stale, as `implications`);
+                                                                 (all forces stale, as `implications`;
+                                                                 `predict._lr_bound`, with its premises);
 
   success rate      p_t = the step's mean reward when every reward lies in [0, 1]; the zero-std share at a
                     group size G' is the mixture over prompts of mixed difficulty fitted to the logged
@@ -45,7 +46,7 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics._plain import plain
 from gspo_dynamics.fit import (
-    EVIDENCE_BIC, HELD_STEPS, Fall, Implications, TrajectoryFit, implications, max_safe_range_text, max_safe_text,
+    HELD_STEPS, Fall, Implications, TrajectoryFit, implications, max_safe_range_text, max_safe_text,
     plateau_unidentified,
 )
 from gspo_dynamics.logs import RunLog
@@ -61,6 +62,7 @@ from gspo_dynamics.predict._pilot_log import (
     GROUP_SIZES, beta_from_logged_kl, first_lines, load_pilot, logged_group_size, logged_kl, logged_lr, logged_refresh,
     pilot_entropy, pilot_fit, pilot_reward_range, zero_std_shares,
 )
+from gspo_dynamics.predict._lr_bound import FLAT_FIT, max_safe_lr
 from gspo_dynamics.predict._pilot_validity import length_fall, pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
 from gspo_dynamics.predict._row_fall import noise_dip, pilot_end_drop, pilot_fall, responses_per_row
@@ -68,7 +70,6 @@ from gspo_dynamics.predict._schedule import SAME, pilot_factor, with_run_length
 from gspo_dynamics.theory import collapse
 
 TARGET_NOISE_SHARE = 0.05  # the default target reward noise: this share of the reward's range
-FLAT_FIT = "a flat line fits"  # the lr bound withheld on a pilot no more than a line (`_max_safe_lr`), said
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
         measured.append(f"the pilot ran at {factor:.3g} of the peak lr on average ({setup.schedule.describe()}): the "
                         "stiffness at the peak is its fitted one over that (predict._schedule (1))")
     config = config_forecast(setup)  # x_max(T, mu) is its stiffness bound
-    max_lr, lr_note = _max_safe_lr(imp, hp, measured, config.stiffness_bound, factor,
+    max_lr, lr_note = max_safe_lr(imp, hp, measured, config.stiffness_bound, factor,
                                    fit.selection.get("delta_bic_flat"))
     p, shares, logged = zero_std_shares(log, reward, n, reward_range, measured, hp.group_size)
     if shares:
@@ -376,31 +377,3 @@ def group_size_for_noise(noise: float, group_size: int, target: float) -> int | 
     return max(1, math.ceil(need * (1 - 1e-9)))
 
 
-def _max_safe_lr(imp: Implications, hp, measured: list[str], x_max: float, factor: float = 1.0,
-                 moves: float | None = None) -> tuple[float | None, str]:
-    """lr_pilot x_max(T, mu) m_p / kappa (module docstring; x_max `ConfigForecast.stiffness_bound`, m_p = `factor`,
-    `predict._schedule` (1)), withheld where the premises fail: also where a flat line fits the pilot as well as its
-    curve, `moves` = BIC(flat) - BIC(fit) <= fit.EVIDENCE_BIC (`fit_trajectory`'s selection): kappa is the noise's."""
-    if imp.interior_plateau is False:
-        return None, "the plateau cannot be told from the reward's bound: no restoring force, the linear threshold does not apply"
-    if imp.linear_regime is False:
-        return None, "the pilot rises faster than the optimizer's linear regime allows: the linear threshold extrapolates"
-    if "stiffness_per_step" in imp.unidentified:
-        return None, f"the pilot does not identify the stiffness ({imp.unidentified['stiffness_per_step']})"
-    if moves is not None and moves <= EVIDENCE_BIC:
-        return None, (f"the pilot does not identify the stiffness ({FLAT_FIT} its rewards as well as its curve"
-                      f" or nearly: BIC(flat) - BIC(curve) = {moves:.2g}, not past {EVIDENCE_BIC:g}, so the curve's "
-                      "bend is not told from its noise)")
-    if imp.stiffness_per_step is None or not imp.stiffness_per_step.value > 0:
-        return None, "the fit gives no stiffness"
-    kappa, se = imp.stiffness_per_step.value / factor, imp.stiffness_per_step.stderr
-    se = se if se is None else se / factor
-    if imp.plateau_extrapolated or (se is not None and math.isfinite(se) and se >= kappa) or se == math.inf:
-        return None, "the pilot does not identify the stiffness (its plateau is an extrapolation, or the stiffness's " \
-                     "standard error exceeds it)"
-    measured.append(f"the stiffness per step eta K = {kappa:.3g}")
-    span = ""
-    if se is not None and math.isfinite(se):  # the bound over the stiffness +- one standard error (se < kappa here)
-        span = f"; {hp.lr * x_max / (kappa + se):.3g} to {hp.lr * x_max / (kappa - se):.3g} within one standard error of it"
-    return hp.lr * x_max / kappa, (f"linear model: eta K = {kappa:.3g} at lr {hp.lr:g} against the bound {x_max:.3g} at "
-                                   f"T = {hp.refresh_interval}{span}")

@@ -210,8 +210,8 @@ def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
     fn_up, fn_down = up.split("/", 1)[1], down.split("/", 1)[1]
     verb = "fell" if h["z"] <= -Z_RISE else "did not rise"
     ev = [evidence(f"{n} change late - early (Welch z)", gains[n]["z"], gains[n]["steps"],
-                   threshold=Z_RISE if n == up else Z_NOT_RISING, early=gains[n]["early"], late=gains[n]["late"])
-          for n in (up, down)]
+                   threshold=Z_RISE if n == up else Z_NOT_RISING, early=gains[n]["early"], late=gains[n]["late"],
+                   marked_at=gains[n]["late_steps"][0]) for n in (up, down)]  # by the late window: apart
     rising = sum(max(gains[n]["diff"], 0.0) for n in risers)
     if len(risers) > 1 and not max(g["diff"], 0.0) > DOMINANT_SHARE * rising:  # several learned: no one carrier
         others = ", ".join(n.split("/", 1)[1] for n in risers if n != up)

@@ -317,10 +317,10 @@ def _verl_advantage(estimator: str, by_std: Any, notes: list[str]) -> str:
 
 def _ragged(mini: int, rollout: int, exact: float, T: int) -> str:
     """verl 0.9.1's refusal of a mini-batch that does not divide the rollout (engine_workers' make_iterator asserts it;
-    releases before it split off a short last mini-batch)."""
+    releases 0.4-0.7 split off a short last mini-batch)."""
     return (f"verl 0.9.1 refuses this config: its update asserts the rollout splits into whole mini-batches, and "
-            f"ppo_mini_batch_size {mini} does not divide data.train_batch_size {rollout} (it stops at the first update); "
-            f"read as T = {exact:g} rounded to {T}")
+            f"ppo_mini_batch_size {mini} does not divide data.train_batch_size {rollout} (it stops at the first update; "
+            f"verl 0.4-0.7 ran a short last mini-batch); read as T = {exact:g} rounded to {T}")
 
 
 def _shown(side, clip: float) -> str:

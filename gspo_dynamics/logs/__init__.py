@@ -18,7 +18,8 @@ from gspo_dynamics.logs._columns import ColumnMapError, parse_map_option
 from gspo_dynamics.logs._flat_rows import NO_SIGNAL_TOL, flat_rows
 from gspo_dynamics.logs._folders import holds_log, run_folders
 from gspo_dynamics.logs._follow import Follower
-from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, trl_release_bound
+from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name
+from gspo_dynamics.logs._trainers import trl_release_bound
 from gspo_dynamics.logs._read import FORMATS, detect_format, read_log, read_log_history
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, is_too_short
 

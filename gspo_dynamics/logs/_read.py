@@ -13,7 +13,7 @@ from types import MappingProxyType
 import numpy as np
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs import _names
+from gspo_dynamics.logs import _names, _trainers
 from gspo_dynamics.logs._algorithms import foreign_algorithm, untrained_rows
 from gspo_dynamics.logs._columns import (
     ColumnMapError, check_column_map, chosen_columns, no_reward_error, not_a_run_error, restarting_counter_error,
@@ -283,12 +283,12 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
             no_reward_error(raw_keys | set(raw.empty_columns))  # an empty column named as one, not as absent
     if numbered and not (logging_steps or raw.logging_steps):
         _check_numbered(raw, raw_keys, chosen, source)
-    trainer = _names.guess_trainer(raw_keys)
-    version = _names.guess_trl_version(raw_keys) if trainer == "trl" else None
+    trainer = _trainers.guess_trainer(raw_keys)
+    version = _trainers.guess_trl_version(raw_keys) if trainer == "trl" else None
     recorded = settled.interval or raw.logging_steps
     log = RunLog(
         steps=built.steps, series=freeze(built.series), format=format, source=source, trainer=trainer,
-        version=version, algorithm=_algorithm(trainer), reward_std_kind=_names.reward_std_kind(trainer, version),
+        version=version, algorithm=_algorithm(trainer), reward_std_kind=_trainers.reward_std_kind(trainer, version),
         logging_interval=_logging_interval(built.steps, built.series["reward"], recorded, warnings),
         warnings=tuple(warnings), diverged=freeze(built.diverged), logged_non_finite=freeze(built.logged),
         step_axis=settled.step_axis, n_runs=settled.n_runs, run_index=settled.run_index,

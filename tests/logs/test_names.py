@@ -9,7 +9,8 @@ import pytest
 
 from gspo_dynamics import ConfigError
 from gspo_dynamics.logs import STANDARD_NAMES, canonical_name, read_log
-from gspo_dynamics.logs._names import _TABLE, guess_trainer, is_eval_key, name_rank, resolve_names
+from gspo_dynamics.logs._names import _TABLE, is_eval_key, name_rank, resolve_names
+from gspo_dynamics.logs._trainers import guess_trainer
 
 REWARDS = [0.1, 0.2, 0.4, 0.5, 0.6, 0.65, 0.7, 0.72, 0.73, 0.74]
 OTHER = [0.9 - r for r in REWARDS]  # a second, different series

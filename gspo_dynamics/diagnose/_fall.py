@@ -105,7 +105,8 @@ def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None
     held = _last_at_peak(s, r, trough["peak_step"], trough.get("window_rows", _width(r)), trough["trough_first_step"])
     item = evidence(f"sustained drop below the peak, {then} / rise to the peak", trough["drop"],
                     (trough["peak_step"], trough["trough_step"]), threshold=COLLAPSE_FRACTION, side=">",
-                    peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"], last_at_peak=held,
+                    peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
+                    **({} if back else {"last_at_peak": held}),  # a fall not climbed back: the step to resume from
                     broke_at_step=trough["broke_at_step"], break_p_value=trough["break_p_value"])
     conf = min(confidence(trough["drop"] - COLLAPSE_FRACTION, 0.1), confidence(trough["z"] - Z_TREND, 1.0),
                confidence(-math.log10(max(trough["break_p_value"], 1e-300)) - 2.0, 1.0))

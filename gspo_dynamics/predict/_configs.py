@@ -48,7 +48,7 @@ class RunSetup:
     logging_steps: int | None = None  # TRL's logging_steps where the config sets it: optimizer steps per logged row
     run_steps: int | None = None  # the run's optimizer steps where the config holds them (TRL max_steps, verl
     # trainer.total_training_steps, our trainer's steps); None: unset
-    run_given: bool = False  # run_steps is predict --run-steps', the config leaving its length unset
+    run_given: bool = False  # run_steps is predict --run-steps', not the config's own length (`with_run_length`)
     loss: str | None = None  # the loss as the config names it: our trainer's objective, TRL's loss_type with its
     # importance_sampling_level, verl's loss_mode with its loss_agg_mode; None where it names none (TRL without a
     # loss_type: its default moved between releases). A prior's runs are matched on it (predict._prior (4))
@@ -254,10 +254,10 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
         ("weight_decay", "max_grad_norm"), (cfg.get("weight_decay"), cfg.get("max_grad_norm")), hp.lr, hp.optimizer,
         run_steps)
     accumulation = cfg.get("gradient_accumulation_steps") or TRL_DEFAULTS["gradient_accumulation_steps"]
-    generation = {k: int(cfg[k]) for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)}
-    keys = trl_keys(int(cfg.get("num_iterations") or TRL_DEFAULTS["num_iterations"]), int(accumulation),
-                    dict(list(generation.items())[:1]) or None, rollout,  # both (a saved config): the edits name the first
-                    eval_group=hp.group_size if evaluates(cfg) else 0)
+    rollout_key = next(({k: int(cfg[k])} for k in ("steps_per_generation", "generation_batch_size") if cfg.get(k)),
+                       None)  # both (a saved config): the edits name steps_per_generation
+    keys = trl_keys(int(cfg.get("num_iterations") or TRL_DEFAULTS["num_iterations"]), int(accumulation), rollout_key,
+                    rollout, eval_group=hp.group_size if evaluates(cfg) else 0)
     defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_steps_per_generation`
 
     def given(key: str) -> Any:  # a generation_batch_size gives steps_per_generation

@@ -114,7 +114,6 @@ class PilotForecast:
     assumed: list[str] = field(default_factory=list)
     log_notes: tuple[str, ...] = ()  # the pilot log's reader warnings (`RunLog.warnings`): what it dropped or read oddly
     reward_spread: np.ndarray | None = None  # the logged reward_std at each reward point (`_pilot_headline.fall_in_row_noise`)
-    run_given: bool = False  # the run's length is --run-steps', another than the config's key (said so)
     length_fall: str | None = None  # the pilot's completions shrank below half (`predict._pilot_validity.length_fall`)
     invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
     mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
@@ -303,7 +302,6 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     if pilot_steps is not None and n < pilot_steps:  # the number asked for is not silently replaced by what there is
         raise ConfigError(f"--pilot-steps {pilot_steps} asks for more reward points than the pilot holds ({n}): give at "
                           f"most {n}, or leave it out to read all of them")
-    own_length = setup.run_steps  # the config's, beside --run-steps' (`run_given`)
     if run_steps is not None:
         if checked_run_steps(run_steps) <= steps[-1]:
             raise ConfigError(f"the run's length (--run-steps {run_steps}) is not past the pilot's last step {steps[-1]:g}")
@@ -353,7 +351,6 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread,
-                         run_given=setup.run_given or (run_steps is not None and run_steps != own_length),
                          length_fall=length_fall(log, n, reward_range))
 
 

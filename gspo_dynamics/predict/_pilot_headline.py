@@ -15,7 +15,6 @@ from gspo_dynamics.fit import (
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
 from gspo_dynamics.predict._config_keys import trainer_keys
 from gspo_dynamics.predict._end_reward import end_window, not_identified_text, reward_reach
-from gspo_dynamics.predict._pilot_validity import change_in_noise
 from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
 from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, responses_per_row, row_noise_z
 from gspo_dynamics.predict._headline import (
@@ -55,13 +54,22 @@ COLLAPSE_COLUMNS = {"trl": ("entropy (TRL >= 0.20 logs it)", "clip_ratio/* (TRL 
                     "verl": ("actor/entropy", "actor/pg_clipfrac and actor/ppo_kl"),
                     "trainer": ("entropy", "the clip ratios"),
                     "openrlhf": ("entropy_loss (OpenRLHF's entropy)", "ppo_clip_ratio")}
+ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale is float rounding, not noise
 
 
 def rise_in_noise(f) -> float | None:
-    """The pilot's change in noise units (`predict._pilot_validity.change_in_noise`); None without a fit."""
+    """The pilot's rise in noise units (negative: a fall): (mean of its last k rewards - mean of its first k) / the
+    fit's residual std, k = min(HELD_STEPS, n // 2) (two windows that do not overlap: an 8-point pilot's first and
+    last 8 are one); None
+    where it has no noise to measure in (a residual std at rounding level, below ROUNDING_SHARE x the rewards' scale:
+    a pilot pinned at one value, whose rise in such units would be ~1e15)."""
     if f.pilot is None or f.fit is None:
         return None
-    return change_in_noise(f.pilot[1], f.fit.residual_std)
+    r = f.pilot[1]
+    if not f.fit.residual_std > ROUNDING_SHARE * max(1.0, float(np.max(np.abs(r)))):
+        return None
+    k = min(HELD_STEPS, r.size // 2)
+    return float((np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
 
 
 def reward_swings(f) -> str | None:
@@ -309,7 +317,7 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
             "forecast extends the pilot's course, which may fall, down to the reward's floor)")
     elif f.end is not None:
         first = int(end_window(f.end.run_steps)[0])
-        length = (f"--run-steps {f.end.run_steps}" if f.run_given else f"{keys.run_length} {f.end.run_steps}" if keys
+        length = (f"--run-steps {f.end.run_steps}" if setup.run_given else f"{keys.run_length} {f.end.run_steps}" if keys
                   else f"{f.end.run_steps} steps")
         out["end_reward"] = {"value": f.end.value if f.end.identified else None, "held": f.end.held,
                              "interval": None if f.end.interval is None else list(f.end.interval),

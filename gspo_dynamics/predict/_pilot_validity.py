@@ -11,13 +11,6 @@
 
 Either answers `predict`'s verdict with "unsure" and the reason; `diagnose` on the same log says how to fix it.
 
-What a valid pilot's curve shows at all: its change in noise units (`change_in_noise`),
-
-    c = (mean of its last k rewards - mean of its first k) / s,    k = min(HELD_STEPS, n // 2),
-
-s the fit's residual std; |c| < 1 (a z of about 2 at k = 8) is a change within its noise, said beside a plateau the
-pilot does not identify (`predict._pilot_headline`).
-
 A pilot whose completions shrink below half their early length (`length_fall`) vouches for no run either: predict's
 verdict is unsure and no end reward is forecast.
 """
@@ -26,14 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gspo_dynamics.fit import HELD_STEPS, change
+from gspo_dynamics.fit import change
 from gspo_dynamics.logs import RunLog, flat_rows
 from gspo_dynamics.predict._pilot_log import pilot_rows
 
 INVALID_SHARE = 0.5  # a training reading non-finite on at least this share of the pilot's rows: not finite updates
 DEAD_SHARE = 0.5  # steps without any signal on more than this share of the pilot's rows (most): it barely trained
 TRAINING_READINGS = ("grad_norm", "loss")  # finite wherever an update was a number
-ROUNDING_SHARE = 1e-9  # a residual std below this share of the rewards' scale is float rounding, not noise
 LENGTH_SHRINK = 2.0  # a mean completion length late below half its early value: diagnose's length_collapse
 Z_SHRINK = 3.0  # ... a fall of at least 3 standard errors (Welch's z over quarter windows), diagnose's Z_TREND
 CEILING = 0.9  # a reward whose late mean is past this share of its range stands at its ceiling: it cannot rise
@@ -61,17 +53,6 @@ def length_fall(log: RunLog, n: int, reward_range: tuple[float, float] | None = 
     return (f"its completions shrank from {c['early']:.3g} to {c['late']:.3g} tokens on average over the pilot (below "
             f"half, z = {c['z']:.2g}), a course that ends in empty answers if it goes on (runs that collapse often show "
             "it first)")
-
-
-def change_in_noise(reward, residual_std: float) -> float | None:
-    """c of the module docstring (negative: a fall); None where there is no noise to measure in (a residual std at
-    rounding level, below ROUNDING_SHARE x the rewards' scale: a pilot pinned at one value, whose change in such units
-    would be ~1e15)."""
-    r = np.asarray(reward, dtype=float)
-    if not residual_std > ROUNDING_SHARE * max(1.0, float(np.max(np.abs(r)))):
-        return None
-    k = min(HELD_STEPS, r.size // 2)
-    return float((np.mean(r[-k:]) - np.mean(r[:k])) / residual_std)
 
 
 def pilot_invalid(log: RunLog, n: int, group_key: str) -> str | None:

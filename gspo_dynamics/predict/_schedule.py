@@ -44,7 +44,8 @@ def with_run_length(setup, run_steps: int, assumed: list[str]):
     """`setup` for a run of `run_steps` optimizer steps (--run-steps): its run's length, and its lr schedule's decay
     length where the config leaves the run's length unset or the run is longer than it (a run stops at its config's
     length); a run stopped before the config's length (a checkpoint at step 600 of max_steps 672) decayed on the
-    config's clock; a length other than the config's is said in `assumed`."""
+    config's clock; a length other than the config's is said in `assumed` and marked `run_given` (the answer names
+    --run-steps, not the config's key)."""
     schedule = setup.schedule
     longer = setup.run_steps is not None and run_steps > setup.run_steps  # past its config's end: another schedule
     if setup.run_steps is not None and setup.run_steps != run_steps:
@@ -53,4 +54,5 @@ def with_run_length(setup, run_steps: int, assumed: list[str]):
                           "one's was longer)" if longer else f"schedule stays the config's, over {setup.run_steps} steps"))
     if (setup.run_steps is None or longer) and schedule is not None and schedule.decays:
         schedule = dataclasses.replace(schedule, total=run_steps)
-    return dataclasses.replace(setup, run_steps=run_steps, schedule=schedule)
+    return dataclasses.replace(setup, run_steps=run_steps, schedule=schedule,
+                               run_given=setup.run_given or run_steps != setup.run_steps)

@@ -223,20 +223,21 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
     formula = (f"ppo_epochs x train_batch_size{copies[0]} / ppo_mini_batch_size = {epochs} x {rollout}{copies[1]} / "
                f"{mini}")
     T = _rounded_refresh(exact, notes, formula)
-    if (rollout * agents) % mini and not early_verl(flat) and refused is not None:
+    early = early_verl(flat)  # a config of a trainer before verl 0.4: its mini-batch, clip and KL rules
+    if (rollout * agents) % mini and not early and refused is not None:
         refused.append(_ragged(mini, rollout, exact, T))
     groups = mini
     if ROLLOUT + "n_agent" in flat:
         groups = _search_r1_groups((agents, n, G, group_key), mini, f"T = {formula} = {exact:g}", notes,
                                    said if said is not None else notes, refused if refused is not None else notes)
-    low, high = _verl_clip(flat, get, used, early_verl(flat), said if said is not None else notes)
+    low, high = _verl_clip(flat, get, used, early, said if said is not None else notes)
     low = no_lower_clip(actor + "clip_ratio_low", low, notes)
     use_kl = bool(get(actor + "use_kl_loss", False))
     beta = _number(actor + "kl_loss_coef", get(actor + "kl_loss_coef", 0.001), nonnegative=True) if use_kl else 0.0
     mode = get(actor + "policy_loss.loss_mode", "vanilla")
     aggregation = get(actor + "loss_agg_mode") or "token-mean"  # verl's default, unsaid: it scales the step only
     correction, clip = _verl_loss(mode, aggregation, get, notes, said if said is not None else notes)
-    cap = _reward_kl_and_dual_clip(flat, get, mode, use_kl, notes)
+    cap = _reward_kl_and_dual_clip(flat, get, mode, use_kl, notes, early)
     optim = actor + "optim."
     override = {k.rsplit(".", 1)[1]: v for k, v in flat.items() if k.startswith(optim + "override_optimizer_config.")}
     used |= {optim + "override_optimizer_config." + k for k in override}
@@ -249,11 +250,11 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
     return hp, exact, used, f"{mode} ({aggregation})"
 
 
-def _reward_kl_and_dual_clip(flat: dict[str, Any], get, mode: str, use_kl: bool, notes: list[str]) -> float | None:
+def _reward_kl_and_dual_clip(flat: dict[str, Any], get, mode: str, use_kl: bool, notes: list[str],
+                             early: str | None) -> float | None:
     """The dual clip c (None: none), with the in-reward KL said: verl 0.9.1's under use_kl_in_reward and c =
-    clip_ratio_c (3) under loss_mode vanilla; before verl 0.4 (`early_verl`) an in-reward KL wherever use_kl_loss is
-    false and no dual clip unless clip_ratio_c is given (it came in 0.4.0)."""
-    early = early_verl(flat)
+    clip_ratio_c (3) under loss_mode vanilla; before verl 0.4 (`early`, `early_verl`'s) an in-reward KL wherever
+    use_kl_loss is false and no dual clip unless clip_ratio_c is given (it came in 0.4.0)."""
     if get("algorithm.use_kl_in_reward", False):
         notes.append("algorithm.use_kl_in_reward: a KL penalty in the reward, not modelled (beta from kl_loss_coef only)")
     elif early and not use_kl:  # verl < 0.4's trainer: the in-reward KL wherever the loss has none

@@ -211,8 +211,7 @@ def stop_step(diagnosis) -> tuple[float | None, str]:
         first = float(diagnosis.log.steps[0])
         return first, "diagnose reads the run as stalled (no measurable change over the log): every step after the first"
     items = diagnosis.verdicts[0].evidence if primary == "dynamical_instability" else []
-    fell = next((e for e in items if e.get("holds") and e.get("last_at_peak") is not None
-                 and (e["signal"].startswith("late drop") or "not climbed back" in e["signal"])), None)
+    fell = next((e for e in items if e.get("holds") and e.get("last_at_peak") is not None), None)  # not climbed back
     if fell is not None:  # a fall the run did not climb back from: learning stopped where the reward left its peak
         step = float(fell["last_at_peak"])
         return step, (f"past step {step:.0f}, the last still at the reward's peak {fell['peak']:.3g}, after which it "

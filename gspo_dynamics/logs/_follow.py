@@ -36,7 +36,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map
 from gspo_dynamics.logs._detect import FORMATS, _as_text, detect_format
 from gspo_dynamics.logs._read import _STEPS_BUILT_IN, READERS, build_log
-from gspo_dynamics.logs._readers import RawLog, _loads
+from gspo_dynamics.logs._readers import COLUMNS_DOCUMENT, ROWS_DOCUMENT, RawLog, _loads
 from gspo_dynamics.logs._runlog import Row, RunLog
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
@@ -303,20 +303,16 @@ class Follower:
 
 def _kind(fmt: str, data: bytes) -> str:
     """How a log of format `fmt` grows: "records" (TensorBoard), "lines", or "document" (rewritten whole: a TRL state,
-    a JSON list, or one JSON object holding the rows, {"steps": [...]}, over many lines or on one)."""
+    a JSON list, or one JSON object of the rows, {"steps": [...]}, or of columns, over many lines or on one: the
+    reader's ROWS_DOCUMENT, COLUMNS_DOCUMENT)."""
     if fmt == "tensorboard":
         return "records"
     if fmt == "trl_state" or (fmt == "jsonl" and data.lstrip().startswith(b"[")):
         return "document"
-    if fmt == "jsonl" and data.lstrip().startswith(b"{"):  # one JSON object holding the rows ({"steps": [...]}): whole
-        first = _loads(data.lstrip().split(b"\n", 1)[0].decode("utf-8", errors="replace"))
-        return "lines" if isinstance(first, dict) and not _holds_rows(first) else "document"
+    head = data[:4096].decode("utf-8", errors="replace")  # one JSON object of rows or of columns, as the reader knows
+    if fmt == "jsonl" and (ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head)):
+        return "document"
     return "lines"
-
-
-def _holds_rows(obj: dict) -> bool:
-    """Whether a JSON object is a wrapper of the rows (a value that is a list of objects), not one row of a JSONL log."""
-    return any(isinstance(v, list) and v and all(isinstance(x, dict) for x in v) for v in obj.values())
 
 
 def _complete_lines(data: bytes, fmt: str) -> int:

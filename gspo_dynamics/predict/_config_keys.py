@@ -88,10 +88,9 @@ class ConfigKeys:
 
     def group_edits(self, group_size: int, new: int) -> tuple[tuple[str, int], ...] | None:
         """The (key, value) edits that set G to `new` at the same T, in a config the framework accepts: G's key, with
-        TRL's `completions` times `rollout_factor` where it is above 1 and its eval groups kept (`eval_group`), and where
-        G is a factor of T (OpenRLHF's
-        n_samples_per_prompt, Search-R1's n_agent) the refresh key times new / group_size; None where no integer value
-        of it keeps T."""
+        TRL's `completions` times `rollout_factor` where it is above 1 and its eval groups kept (`eval_group`), and
+        where G is a factor of T (OpenRLHF's n_samples_per_prompt, Search-R1's n_agent) the refresh key times
+        new / group_size; None where no integer value of it keeps T."""
         edits = [(self.group, new)]
         k = self.rollout_factor(group_size, new)
         edits += [(key, value * k) for key, value in self.completions] if k > 1 else []
@@ -133,8 +132,9 @@ def trl_keys(num_iterations: int, accumulation: int, generation: dict[str, int] 
     steps_per_generation at its default, the accumulation), for the edit that doubles the responses per step at the
     same T; `rollout`: the generation batch, per_device_train_batch_size x processes x steps_per_generation (for
     `group_edits`). TRL's batch counts completions, so num_generations only regroups a step's
-    per_device_train_batch_size x processes x gradient_accumulation_steps of them; doubling the accumulation with the rollout's size keeps T =
-    steps_per_generation x num_iterations / gradient_accumulation_steps and the memory a micro-batch needs."""
+    per_device_train_batch_size x processes x gradient_accumulation_steps of them; doubling the accumulation with the
+    rollout's size keeps T = steps_per_generation x num_iterations / gradient_accumulation_steps and the memory a
+    micro-batch needs."""
     completions = (("gradient_accumulation_steps", accumulation),
                    *(generation or {"steps_per_generation": accumulation}).items())
     (first, a), *rest = ((k, 2 * v) for k, v in completions)

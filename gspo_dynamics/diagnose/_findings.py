@@ -22,6 +22,7 @@ from gspo_dynamics.diagnose._finding import FINDINGS, NOTE, SEVERITIES, Finding,
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, window
+from gspo_dynamics.fit import LENGTH_SHRINK, shrank  # its doubling is the same factor (`_hacking`)
 from gspo_dynamics.diagnose._verdict import evidence
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, STANDARD_NAMES, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -46,7 +47,6 @@ DOMINANT_SHARE = 0.9
 # truncation
 TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length, over the late window
 # length_collapse
-LENGTH_SHRINK = 2.0  # the mean completion length fell below half its early value; its doubling is the same factor
 # (`_hacking.LENGTH_BLOWUP_RATIO`)
 
 
@@ -296,9 +296,8 @@ def length_collapse(log: RunLog, hparams=None) -> Finding | None:
     reward's fall or stall is then read by the verdicts as dynamics."""
     if log.n_points("mean_length") < 2 * MIN_WINDOW:
         return None
-    steps, length = log.valid("mean_length")
-    c = change(steps, length)
-    if not c or not c["early"] > 0 or c["late"] * LENGTH_SHRINK >= c["early"] or c["z"] > -Z_TREND:
+    c = shrank(*log.valid("mean_length"), Z_TREND)
+    if not c:
         return None
     reward = change(*log.valid("reward")) if log.n_points("reward") >= 2 * MIN_WINDOW else None
     rose, fell = bool(reward) and reward["z"] >= Z_TREND, bool(reward) and reward["z"] <= -Z_TREND

@@ -36,7 +36,7 @@ from gspo_dynamics.fit._periodogram import (
 from gspo_dynamics.fit._trajectory import EVIDENCE_BIC, EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 from gspo_dynamics.fit._uncertainty import row_scatter
 from gspo_dynamics.fit._warm import warm_start
-from gspo_dynamics.fit._windows import MIN_WINDOW, WINDOW_FRACTION, change, mean_se, window
+from gspo_dynamics.fit._windows import LENGTH_SHRINK, MIN_WINDOW, WINDOW_FRACTION, change, mean_se, shrank, window
 
 __all__ = [
     "BLOCK",
@@ -50,10 +50,12 @@ __all__ = [
     "FitResult",
     "Implications",
     "TrajectoryFit",
+    "LENGTH_SHRINK",
     "MIN_WINDOW",
     "WINDOW_FRACTION",
     "change",
     "mean_se",
+    "shrank",
     "window",
     "EVIDENCE_BIC",
     "MIN_CYCLES",

@@ -13,6 +13,7 @@ import numpy as np
 
 WINDOW_FRACTION = 0.25  # early/late windows: a quarter of the run each, long enough to average noise
 MIN_WINDOW = 3  # fewer points cannot give a standard error
+LENGTH_SHRINK = 2.0  # a mean completion length late below half its early value has shrunk (`shrank`)
 
 
 def window(values: np.ndarray, late: bool) -> slice:
@@ -46,3 +47,10 @@ def change(steps: np.ndarray, values: np.ndarray) -> dict:
     z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
     return {"early": me, "late": ml, "diff": diff, "se": se, "z": z, "early_steps": (s[e][0], s[e][-1]),
             "late_steps": (s[l][0], s[l][-1]), "steps": (s[0], s[-1]), "n": int(v.size)}
+
+
+def shrank(steps: np.ndarray, values: np.ndarray, z: float) -> dict:
+    """`change` of a positive series whose late mean fell below 1 / LENGTH_SHRINK of its early one, significantly
+    (Welch z <= -`z`): diagnose's length collapse over a run, predict's over a pilot; {} otherwise."""
+    c = change(steps, values)
+    return c if c and c["early"] > 0 and c["late"] * LENGTH_SHRINK < c["early"] and c["z"] <= -z else {}

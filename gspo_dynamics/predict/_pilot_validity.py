@@ -19,21 +19,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from gspo_dynamics.fit import change
+from gspo_dynamics.fit import change, shrank
 from gspo_dynamics.logs import RunLog, flat_rows
 from gspo_dynamics.predict._pilot_log import pilot_rows
 
 INVALID_SHARE = 0.5  # a training reading non-finite on at least this share of the pilot's rows: not finite updates
 DEAD_SHARE = 0.5  # steps without any signal on more than this share of the pilot's rows (most): it barely trained
 TRAINING_READINGS = ("grad_norm", "loss")  # finite wherever an update was a number
-LENGTH_SHRINK = 2.0  # a mean completion length late below half its early value: diagnose's length_collapse
 Z_SHRINK = 3.0  # ... a fall of at least 3 standard errors (Welch's z over quarter windows), diagnose's Z_TREND
 CEILING = 0.9  # a reward whose late mean is past this share of its range stands at its ceiling: it cannot rise
 
 
 def length_fall(log: RunLog, n: int, reward_range: tuple[float, float] | None = None) -> str | None:
-    """The pilot's mean completion length over its first n reward points fallen below 1 / LENGTH_SHRINK of its early
-    value, significantly (Welch z <= -Z_SHRINK, `fit.change`), while the reward did not rise significantly (z <
+    """The pilot's mean completion length over its first n reward points fallen below half its early value,
+    significantly (`fit.shrank` at Welch z <= -Z_SHRINK), while the reward did not rise significantly (z <
     Z_SHRINK: a verbose start trimmed as the task is learned is no fall) and does not stand at its ceiling (its late
     mean past CEILING of `reward_range`), said; None otherwise or where not logged. Answers that keep shrinking end
     empty, whatever the lr (audit s37's collapsed verl run: 351 -> 129 tokens over a 12-step pilot that kept its
@@ -42,8 +41,8 @@ def length_fall(log: RunLog, n: int, reward_range: tuple[float, float] | None = 
         return None
     rows = pilot_rows(log, n)
     steps = log.steps[rows].astype(float)
-    c = change(steps, log["mean_length"][rows])
-    if not c or not c["early"] > 0 or c["late"] * LENGTH_SHRINK >= c["early"] or c["z"] > -Z_SHRINK:
+    c = shrank(steps, log["mean_length"][rows], Z_SHRINK)  # diagnose's length collapse, over the pilot
+    if not c:
         return None
     reward = change(steps, log["reward"][rows])
     if reward.get("z", 0.0) >= Z_SHRINK:  # a verbose start trimmed while the task is learned (diagnose's note, not its

@@ -28,6 +28,7 @@ DEAD_SHARE = 0.5  # steps without any signal on more than this share of the pilo
 TRAINING_READINGS = ("grad_norm", "loss")  # finite wherever an update was a number
 Z_SHRINK = 3.0  # ... a fall of at least 3 standard errors (Welch's z over quarter windows), diagnose's Z_TREND
 CEILING = 0.9  # a reward whose late mean is past this share of its range stands at its ceiling: it cannot rise
+# (stated, fitted to no run: the review's counterexample, a pilot holding 0.9 of [0, 1], is what it spares)
 
 
 def length_fall(log: RunLog, n: int, reward_range: tuple[float, float] | None = None) -> str | None:

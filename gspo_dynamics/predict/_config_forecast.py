@@ -24,7 +24,7 @@ import numpy as np
 
 from gspo_dynamics._plain import plain
 from gspo_dynamics.predict._clip_modes import NO_LOWER_CLIP
-from gspo_dynamics.predict._configs import RunSetup
+from gspo_dynamics.predict._run_setup import RunSetup
 from gspo_dynamics.theory.dual_clip import drift_for_share
 from gspo_dynamics.theory.finite_group import zero_variance_probability
 from gspo_dynamics.theory.linear import STABLE, critical_learning_rate, critical_refresh_interval

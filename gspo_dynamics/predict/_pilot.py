@@ -53,7 +53,7 @@ from gspo_dynamics.logs import RunLog
 from gspo_dynamics.predict._collapse_risk import COLLAPSE_SPREAD, collapse_fields
 from gspo_dynamics.predict._collapse_text import collapse_lines
 from gspo_dynamics.predict._config_forecast import ConfigForecast, config_forecast
-from gspo_dynamics.predict._configs import RunSetup
+from gspo_dynamics.predict._run_setup import RunSetup
 from gspo_dynamics.predict._drift import measure_drift
 from gspo_dynamics.predict._end_reward import EndReward, checked_run_steps, held_reward, pilot_end_reward
 from gspo_dynamics.predict._fall_chance import config_fall_chance, lr_bound_in_reach

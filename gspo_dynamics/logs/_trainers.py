@@ -7,12 +7,19 @@ from collections.abc import Iterable
 from gspo_dynamics.logs._names import _strip
 
 
+# ROLL's (alibaba/ROLL) actor workers log these beside verl-like names; verl logs actor/ppo_kl instead.
+_ROLL_MARKS = frozenset({"actor/approxkl", "actor/policykl"})
+
+
 def guess_trainer(raw_keys: Iterable[str]) -> str:
-    """"trl", "verl", "openrlhf" or "unknown", from the raw key set: verl by its key families (`actor/`, `critic/`),
-    else the one trainer whose own key names the log holds (TRL's `reward_std`, a name many loops use, only beside
+    """"trl", "verl", "roll", "openrlhf" or "unknown", from the raw key set: ROLL by the actor metrics its workers
+    alone write (`actor/approxkl`, `actor/policykl`; it shares verl's `actor/` and `critic/` families), verl by those
+    families, else the one trainer whose own key names the log holds (TRL's `reward_std`, a name many loops use, only beside
     transformers' Trainer's `epoch` and `learning_rate`); "unknown" where it holds none, or those of both OpenRLHF
     and TRL (a hand-written loop borrowing names from each: neither trainer's keys are the user's)."""
     keys = _strip(raw_keys)
+    if keys & _ROLL_MARKS:
+        return "roll"
     if any(k.startswith(("actor/", "critic/", "response_length/")) for k in keys):
         return "verl"
     openrlhf = bool(keys & {"policy_loss", "ppo_clip_ratio", "group_reward_std", "response_length"})

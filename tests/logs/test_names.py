@@ -186,6 +186,10 @@ def test_the_columns_read_are_the_same_whatever_the_hash_seed(tmp_path):
 
 @pytest.mark.parametrize("keys, trainer", [
     ({"critic/score/mean", "actor/entropy", "group_reward_std"}, "verl"),
+    ({"critic/score/mean", "actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_loss"}, "verl"),
+    # ROLL shares verl's actor/ family; its workers alone log approxkl and policykl (audit s37 L04)
+    ({"actor/approxkl", "actor/policykl", "actor/pg_loss", "actor_train/grad_norm", "reward/selected_mean"}, "roll"),
+    ({"critic/score/mean", "actor/approxkl", "actor/ppo_ratio_clipfrac"}, "roll"),
     ({"reward", "policy_loss", "response_length", "ppo_clip_ratio"}, "openrlhf"),
     ({"reward", "reward_std", "frac_reward_zero_std", "completions/mean_length"}, "trl"),
     ({"train/reward", "train/reward_std", "train/epoch", "train/learning_rate"}, "trl"),

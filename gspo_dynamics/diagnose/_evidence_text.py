@@ -25,7 +25,9 @@ def _column_lines(s: dict, explain: bool) -> list[str]:
 
 
 def _fmt(value) -> str:
-    """A number as the text prints it; a non-finite one (null in the JSON) as n/a."""
+    """A number as the text prints it; a non-finite or absent one (null in the JSON) as n/a."""
+    if value is None:
+        return "n/a"
     if isinstance(value, float):
         return f"{value:.4g}" if math.isfinite(value) else "n/a"
     if isinstance(value, (list, tuple)):

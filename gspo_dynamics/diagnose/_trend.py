@@ -360,8 +360,10 @@ def _shape_confidence(conf: float, fit, imp, z: float, noisy: bool, ev: list, ad
         conf = min(conf, confidence(abs(z) - Z_TREND, 1.0))
     if imp is not None and imp.plateau_extrapolated:
         x = fit.plateau_extrapolation
-        ev.append(evidence("plateau outside the observed rewards / their range", x, (fit.t_start, fit.t_end),
-                           threshold=EXTRAPOLATION_LIMIT, side="<=", caveat=True, plateau=identified_plateau(fit, imp), observed=list(fit.r_range)))
+        plateau = identified_plateau(fit, imp)  # an unidentified plateau's distance is no measurement: shown as n/a
+        ev.append(evidence("plateau outside the observed rewards / their range", x if plateau is not None else None,
+                           (fit.t_start, fit.t_end), threshold=EXTRAPOLATION_LIMIT, side="<=", caveat=True,
+                           plateau=plateau, observed=list(fit.r_range)))
         if (saturating or noisy) and not climbing:  # a rise whose plateau lies far ahead is still rising
             conf = min(conf, confidence(1.0 - x, 0.25))
     return conf

@@ -44,8 +44,8 @@ def unidentified(plateau: tuple[float, float | None], remaining_se: float | None
     (value, se), (lo, hi) = plateau, reach
     width, out = hi - lo, {}
     if unstable:
-        out["plateau"] = (f"the fit is unstable (damping <= 0): its equilibrium {value:.3g} is one the curve moves "
-                          "away from, not a level it settles on")
+        out["plateau"] = ("the fit is unstable (damping <= 0): its equilibrium is one the curve moves away from, not a "
+                          "level it settles on")  # its value, often far outside the rewards, is no number to print
     elif se is None or not math.isfinite(se):
         out["plateau"] = "the fit does not locate it (its standard error is not finite)"
     elif se > width:

@@ -221,6 +221,7 @@ def test_an_unstable_fits_equilibrium_is_no_plateau():
     imp = implications(fit, None)
     assert {"plateau", "remaining_rise", "time_to_plateau"} <= set(imp.unidentified)
     assert "moves away from" in imp.unidentified["plateau"] and imp.to_json()["plateau"] is None
+    assert f"{fit.params['r_inf']:.3g}" not in imp.unidentified["plateau"]  # the equilibrium is not printed either
     d = diagnose(make_log(reward))
     share = next(e for v in d.verdicts for e in v.evidence if e["signal"] == "remaining rise / total rise")
     assert share["value"] is None or not np.isfinite(share["value"])

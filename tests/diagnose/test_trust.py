@@ -121,6 +121,16 @@ def test_plateau_far_outside_the_data_is_flagged_without_doubting_a_clear_rise()
     assert not any("more steps" in a for a in v.advice)
 
 
+def test_an_unidentified_plateau_gives_its_distance_as_null_not_a_number():
+    # issue 49 item 4: a straight ramp's fitted plateau is not identified, so its distance outside the data is no
+    # measurement (it printed 6.29e+04 on a collapsed verl run); the item stays, as a caveat that does not hold
+    t = np.arange(101.0)
+    d = diagnose(_log(t, 0.01 + 0.01 * t))
+    items = [e for v in d.verdicts for e in v.evidence if e["signal"].startswith("plateau outside")]
+    assert items and all(e["plateau"] is None and e["value"] is None and e["holds"] is False for e in items)
+    assert "plateau outside the observed rewards / their range = n/a" in "\n".join(d.report_lines(explain=True))
+
+
 def test_plateau_inside_the_data_is_not_flagged():
     t = np.arange(300.0)
     r = single_exponential(t, 0.8, 0.2, 30.0) + np.random.default_rng(5).normal(0.0, 0.02, t.size)

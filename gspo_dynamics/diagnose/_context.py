@@ -12,6 +12,8 @@
   not a stall: GRPO's advantages A = (r - mean) / std are all zero, so nothing can change.
 - `drift_without_progress`: the KL to the reference or the entropy moving significantly while the
   reward does not: the policy moves, but not towards reward.
+- `drift_beside_fall`: the KL to the reference rising significantly while the reward falls: the policy leaves its
+  reference as it collapses (said as context of the fall).
 """
 
 from __future__ import annotations
@@ -174,12 +176,9 @@ def drift_without_progress(log, trend: dict) -> list[dict]:
     if not trend or abs(trend["z"]) >= Z_TREND:
         return []
     steps, items = log.steps, []
-    if "kl_ref" in log and log.n_points("kl_ref") >= 6:
-        ch = change(steps, log["kl_ref"])
-        ratio = ch["late"] / ch["early"] if ch["early"] > 0 else math.inf
-        if ch["z"] > Z_TREND and ratio >= DRIFT_KL_RATIO:
-            items.append(evidence("KL to the reference late / early while the reward is flat", ratio, ch["steps"],
-                                  threshold=DRIFT_KL_RATIO, early=ch["early"], late=ch["late"], z=ch["z"]))
+    kl = _kl_rise(log, "while the reward is flat")
+    if kl is not None:
+        items.append(kl)
     if "entropy" in log and log.n_points("entropy") >= 6:
         ch = change(steps, log["entropy"])
         rel = ch["diff"] / ch["early"] if ch["early"] > 0 else math.nan
@@ -187,6 +186,34 @@ def drift_without_progress(log, trend: dict) -> list[dict]:
             items.append(evidence("entropy change / early entropy while the reward is flat", rel, ch["steps"],
                                   threshold=DRIFT_ENTROPY_CHANGE, early=ch["early"], late=ch["late"], z=ch["z"]))
     return items
+
+
+def _kl_rise(log, beside: str) -> dict | None:
+    """Evidence that the KL to the reference rose: late / early >= DRIFT_KL_RATIO with Welch z > Z_TREND (`change`'s
+    windows); None where it did not, or fewer than 6 rows log it."""
+    if "kl_ref" not in log or log.n_points("kl_ref") < 6:
+        return None
+    ch = change(log.steps, log["kl_ref"])
+    ratio = ch["late"] / ch["early"] if ch["early"] > 0 else math.inf
+    if not (ch["z"] > Z_TREND and ratio >= DRIFT_KL_RATIO):
+        return None
+    return evidence(f"KL to the reference late / early {beside}", ratio if math.isfinite(ratio) else None,
+                    ch["steps"], threshold=DRIFT_KL_RATIO, early=ch["early"], late=ch["late"], z=ch["z"])
+
+
+def drift_beside_fall(log, trend: dict) -> tuple[dict, str] | None:
+    """Where the reward fell (Welch z <= -Z_TREND) while the KL to the reference rose (`_kl_rise`): the evidence and
+    its note (the policy left its reference as it fell); None otherwise. Context for a collapse, not a verdict: a KL
+    that grows from near 0 is every learning run's, so it is said only beside a fall."""
+    if not trend or not trend["z"] <= -Z_TREND:
+        return None
+    item = _kl_rise(log, "while the reward fell")
+    if item is None:
+        return None
+    note = (f"the KL to the reference went {item['early']:.3g} -> {item['late']:.3g} while the reward fell (Welch z = "
+            f"{trend['z']:.3g}): the policy left its reference as it fell; a KL weight (TRL beta; verl "
+            "actor_rollout_ref.actor.kl_loss_coef with use_kl_loss) holds it nearer, a lower learning rate slows it")
+    return item, note
 
 
 def drift_note(items: list[dict], reward_z: float) -> str:

@@ -19,7 +19,8 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import (
-    decayed_lr_advice, drift_note, drift_without_progress, mostly_no_signal, no_signal, reward_scale, reward_spread,
+    decayed_lr_advice, drift_beside_fall, drift_note, drift_without_progress, mostly_no_signal, no_signal, reward_scale,
+    reward_spread,
 )
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signal_lost import signal_lost
@@ -153,6 +154,11 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
         verdicts[0] = _not_healthy_if_diverged(verdicts[0], log.diverged)
     elif fit is None:
         not_checked.append("dynamical instability: the closed-form fit failed")
+    left = drift_beside_fall(log, trend)
+    i = next((i for i, v in enumerate(verdicts) if i and v.mode == "dynamical_instability"), None)
+    if left is not None and i is not None:  # context of the fall: an item that holds, not a confidence
+        verdicts[i] = replace(verdicts[i], evidence=verdicts[i].evidence + [left[0]])
+        notes.append(left[1])
     drift = drift_without_progress(log, trend)
     if drift and verdicts[0].mode in ("stalled", "noise_dominated"):
         verdicts[0].evidence.extend(drift)

@@ -119,6 +119,27 @@ def test_kl_and_entropy_moving_while_the_reward_is_flat_is_reported_as_drift():
     assert d0.primary != "stalled" or "raise the learning rate (2-10x)" in d0.verdict("stalled").advice[0]
 
 
+def test_a_kl_rising_beside_a_fall_is_named_and_only_beside_a_fall():
+    # audit s37 L11: a verl run collapsed while actor/kl_loss rose 0 -> 7; the KL was read and never named
+    n = 200
+    t = np.arange(n, dtype=float)
+    rng = np.random.default_rng(7)
+    fall = np.where(t < 60, 0.6, np.maximum(0.6 - 0.01 * (t - 60), 0.05)) + rng.normal(0, 0.02, n)
+    kl = 0.01 + 3.0 * np.clip((t - 60) / 140, 0, None) + rng.normal(0, 0.005, n)
+    d = diagnose(make_log({"reward": fall, "kl_ref": kl}))
+    v = d.verdict("dynamical_instability")
+    item = next(e for e in v.evidence if e["signal"] == "KL to the reference late / early while the reward fell")
+    ch = change(np.arange(1, n + 1), kl)  # independent route: the windows' own means
+    assert item["late"] == pytest.approx(ch["late"]) and item["value"] == pytest.approx(ch["late"] / ch["early"])
+    assert "holds" not in item  # context of the fall, not a condition of it
+    assert any(n_.startswith(f"the KL to the reference went {ch['early']:.3g} -> {ch['late']:.3g} while the reward "
+                             "fell") for n_ in d.notes)
+    # the same KL beside a rise (every learning run's), or a flat KL beside the fall: not said
+    rise = 0.05 + 0.55 * (1 - np.exp(-t / 40)) + rng.normal(0, 0.02, n)
+    for series in ({"reward": rise, "kl_ref": kl}, {"reward": fall, "kl_ref": 0.01 + rng.normal(0, 0.002, n)}):
+        assert not any("while the reward fell" in n_ for n_ in diagnose(make_log(series)).notes)
+
+
 def test_eval_reward_rising_then_falling_to_zero_is_reward_hacking_first():
     n = 400
     t = np.arange(n, dtype=float)

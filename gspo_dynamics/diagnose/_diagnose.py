@@ -53,7 +53,7 @@ def _summary(log: RunLog) -> dict:
         "step_axis": log.step_axis, "n_runs": log.n_runs, "run_index": log.run_index,
         "run_name": log.run_name, "eval_points": log.n_eval_points,
         "columns": [{"series": name, "column": key} for name, key in log.columns.items()], "unread": list(log.unread),
-        "set_aside": list(log.set_aside),
+        "set_aside": list(log.set_aside), "placeholders": list(log.placeholders),
     }
 
 
@@ -212,7 +212,7 @@ def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], 
         if v is not None:
             verdicts.append(v)
         if why:
-            not_checked.append(why + _map_hint(why, log.unread, log.warnings))
+            not_checked.append(why + _map_hint(why, log.unread, log.placeholders))
     return silent
 
 
@@ -221,14 +221,15 @@ MAP_HINTS = (("no completion length", "mean_length", r"token|length|(^|_)len($|_
              ("no entropy series", "entropy", r"entrop"))
 
 
-def _map_hint(why: str, unread: tuple[str, ...], warnings=()) -> str:
+def _map_hint(why: str, unread: tuple[str, ...], placeholders: tuple[str, ...] = ()) -> str:
     """Where a check was not made for a series the log may hold under a name no reader knows: the unread column that
-    looks like it, and the `--map` that reads it (or ""); a column the reader set aside as a placeholder (`warnings`:
-    all zeros, `logs._placeholders`) is said to be one, not offered to --map (mapped, it is set aside again)."""
+    looks like it, and the `--map` that reads it (or ""); a column the reader set aside as a placeholder
+    (`RunLog.placeholders`: all zeros, `logs._placeholders`) is said to be one, not offered to --map (mapped, it is
+    set aside again)."""
     for missing, name, pattern in MAP_HINTS:
         found = [c for c in unread if re.search(pattern, c, re.IGNORECASE)]
         if missing in why and found:
-            held = next((c for c in found if any(f"'{c}' is exactly 0 on every row" in w for w in warnings)), None)
+            held = next((c for c in found if c in placeholders), None)
             if held is not None:
                 return f" (its column {held!r} holds only zeros: a placeholder the trainer wrote, nothing measured)"
             return f" (the unread column {found[0]!r} may be it: --map {name}={found[0]})"

@@ -113,7 +113,7 @@ class LogView:
                       version=m.version, algorithm=m.algorithm, reward_std_kind=m.reward_std_kind,
                       logging_interval=interval, warnings=m.warnings, diverged=dict(self.diverged),
                       logged_non_finite=masks, step_axis=m.step_axis, columns=dict(self._columns),
-                      unread=tuple(self._unread), n_eval_points=self._eval_points)
+                      unread=tuple(self._unread), n_eval_points=self._eval_points, placeholders=m.placeholders)
 
     def _ensure(self, name: str) -> None:
         if name not in self._sum:

@@ -16,15 +16,15 @@ from gspo_dynamics.logs._rows import _Built
 NEVER_ZERO = ("entropy",)  # series a trainer cannot measure as exactly 0 on every row
 
 
-def without_placeholders(built: _Built) -> tuple[_Built, list[str]]:
+def without_placeholders(built: _Built) -> tuple[_Built, list[str], tuple[str, ...]]:
     """(`built` without each NEVER_ZERO series logged as exact zeros on every row it holds where some group's rewards
-    differ, the warnings saying so)."""
+    differ, the warnings saying so, the raw keys so set aside)."""
     spread = built.series.get("frac_zero_std")
     if spread is None or not np.any(spread[np.isfinite(spread)] < 1.0):  # no group's completions shown to differ
-        return built, []
+        return built, [], ()
     gone = [name for name in NEVER_ZERO if name in built.series and _all_zero(built.series[name])]
     if not gone:
-        return built, []
+        return built, [], ()
     keys = {name: built.columns[name] for name in gone}
     built = dataclasses.replace(
         built, series={n: a for n, a in built.series.items() if n not in gone},
@@ -32,7 +32,7 @@ def without_placeholders(built: _Built) -> tuple[_Built, list[str]]:
         columns={n: k for n, k in built.columns.items() if n not in gone},
         unread=tuple(sorted(set(built.unread) | set(keys.values()))))
     return built, [f"{name} '{key}' is exactly 0 on every row while groups' rewards differ: a placeholder (the "
-                   "trainer did not compute it), not read" for name, key in keys.items()]
+                   "trainer did not compute it), not read" for name, key in keys.items()], tuple(keys.values())
 
 
 def _all_zero(values: np.ndarray) -> bool:

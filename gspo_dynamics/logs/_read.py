@@ -264,7 +264,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
                      numbered=numbered, every=logging_steps or raw.logging_steps, run=run,
                      ordered=format != "tensorboard")
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings + pick_warnings
-    built, placeholders = without_placeholders(series_of(settled, chosen, warnings))
+    built, placeholders, zero_keys = without_placeholders(series_of(settled, chosen, warnings))
     built, means = per_sample_mean(built, mapped="reward" in (column_map or {}))
     built, far, far_aside = without_out_of_scale(built)
     warnings += placeholders + means + far
@@ -294,7 +294,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         step_axis=settled.step_axis, n_runs=settled.n_runs, run_index=settled.run_index,
         run_name=raw.run_names[settled.run_index - 1] if raw.run_names and len(raw.run_names) == settled.n_runs else None,
         columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=eval_points(built, settled),
-        set_aside=tuple(set_aside),
+        set_aside=tuple(set_aside), placeholders=zero_keys,
     )
     if log.is_too_short():
         n = log.n_points("reward")

@@ -46,7 +46,7 @@ class RunLog:
     series: Mapping[str, np.ndarray]
     format: str  # the reader used, one of `FORMATS`
     source: str  # file path, or "<text>"
-    trainer: str = "unknown"  # "trl" | "verl" | "openrlhf" | "unknown"
+    trainer: str = "unknown"  # "trl" | "verl" | "roll" | "openrlhf" | "unknown"
     version: str | None = None  # a version range guessed from the key set, e.g. ">=0.20"
     algorithm: str = "grpo"  # "grpo" (group policy gradient, GSPO included) | "rl" (OpenRLHF: the estimator unknown)
     reward_std_kind: str = "unknown"  # "group_mean_std" | "batch_std" | "unknown"
@@ -68,6 +68,8 @@ class RunLog:
     n_eval_points: int = 0  # steps with evaluation rows (their metrics are the `eval/<name>` series)
     set_aside: tuple[str, ...] = ()  # rows of the run the reader did not read as points, each in a few words (a
     # resumed run's earlier rows, a logger's repeated rows): said where the rows are counted, not only in `warnings`
+    placeholders: tuple[str, ...] = ()  # raw keys (among `unread`) holding a placeholder, not a measurement: exact
+    # zeros where a trainer cannot measure 0 (`logs._placeholders`)
 
     def __post_init__(self) -> None:
         n = self.steps.shape[0]

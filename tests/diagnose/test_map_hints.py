@@ -31,6 +31,10 @@ def test_a_column_set_aside_as_a_placeholder_is_said_to_be_one_not_offered_to_ma
     path = tmp_path / "metrics.jsonl"
     path.write_text("".join(json.dumps({"step": s, "reward": 0.3 + 0.002 * s + 0.02 * rng.standard_normal(),
                                         "frac_reward_zero_std": 0.3, "entropy": 0.0}) + "\n" for s in range(1, N + 1)))
+    from gspo_dynamics.logs import read_log
+
+    log = read_log(path)
+    assert log.placeholders == ("entropy",) and "entropy" in log.unread and "entropy" not in log.series
     for extra in ([], ["--map", "entropy=entropy"]):
         assert main(["diagnose", str(path), "--explain", *extra]) == 0
         out = capsys.readouterr().out

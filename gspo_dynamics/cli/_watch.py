@@ -296,6 +296,15 @@ class _Watch:
         self._stop(summary["step"], failed)
         return EXIT_FAILED_ON
 
+    def _whole(self):
+        """Every row the guard read, unaveraged (the follower keeps them), where its view averages blocks; else None."""
+        if self.guard.view.block == 1:
+            return None
+        try:
+            return self.follower.run_log()
+        except ConfigError:
+            return None
+
     def finish(self) -> dict | None:
         """The summary (`Guard.summary`): a final diagnosis of every row read, what was alerted; also posted; None
         before any row."""
@@ -303,7 +312,7 @@ class _Watch:
 
         if not self.guard.rows:
             return None
-        summary = self.guard.summary()
+        summary = self.guard.summary(whole=self._whole())
         text = summary_line(summary).removeprefix("gspo-dynamics: ")
         if self.args.json:
             first = {"config": self.config_lines} if not self.printed and self.config_lines else {}

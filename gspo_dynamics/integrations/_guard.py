@@ -171,16 +171,16 @@ class Guard:
         return Check(step, self.view.rows, self.verdict, conf, action, changed, previous if changed else None,
                      tuple(alerts), tuple(self.flagged.values()), self.diagnosis, due)
 
-    def _diagnose(self, *, batch: bool = False) -> None:
-        """Diagnose the view; its fit from the last diagnosis's optima unless `batch` (or no fit yet, or not
-        `settings.warm_start`): then the multi-start, batch diagnose's own."""
+    def _diagnose(self, *, batch: bool = False, whole: RunLog | None = None) -> None:
+        """Diagnose the view (or `whole`, the same rows unaveraged); its fit from the last diagnosis's optima unless
+        `batch` (or no fit yet, or not `settings.warm_start`): then the multi-start, batch diagnose's own."""
         from gspo_dynamics.fit import warm_start
 
         if self._diagnose_fn is None:
             from gspo_dynamics.diagnose import diagnose
 
             self._diagnose_fn = diagnose
-        log = self.view.run_log()
+        log = self.view.run_log() if whole is None else whole
         previous = getattr(self.diagnosis, "fit", None) if self.settings.warm_start and not batch else None
         with warm_start(previous):
             self.diagnosis = (self._diagnose_fn(log, self.hparams, reward_range=self.reward_range)
@@ -240,11 +240,16 @@ class Guard:
         return self._reported if self.verdict != PENDING else (None, None)
 
     # ---- the end --------------------------------------------------------------------------------------------
-    def summary(self) -> dict:
+    def summary(self, whole: RunLog | None = None) -> dict:
         """The run so far (at its end, an idle log or an interrupted watch): a final diagnosis of every row read
-        (batch diagnose's up to VIEW_ROWS rows), what was reported, every alert. Schema: docs/watch.md."""
-        if self.view.rows and (self._rows_at_diagnosis != self.view.rows or self.warm):
-            self._diagnose(batch=True)  # the final verdict from batch's own fit, not a warm one
+        (batch diagnose's up to VIEW_ROWS rows), what was reported, every alert. Schema: docs/watch.md.
+
+        whole: every row read, unaveraged, where the caller keeps them (`watch`'s follower does): past VIEW_ROWS the
+        final diagnosis reads it rather than the view's block means, so it is batch `diagnose`'s on the same rows (a
+        rule at its threshold, such as a decayed lr's, reads the same values); one diagnosis of the whole log."""
+        blocked = whole is not None and self.view.block > 1 and whole.steps.size == self.view.rows  # the same rows
+        if self.view.rows and (blocked or self._rows_at_diagnosis != self.view.rows or self.warm):
+            self._diagnose(batch=True, whole=whole if blocked else None)  # batch's own fit, not a warm one
             self._update()
         d = self.diagnosis
         final = None if d is None else headline_label(d, self.view.rows, final=True)

@@ -114,6 +114,21 @@ def test_once_reads_what_is_there_and_answers_first(tmp_path, capsys):
     assert len(out) == 1 and out[0].startswith("step 40: healthy saturation (confidence ") and out[0].endswith("; summary: 40 rows, no alerts")
 
 
+def test_once_past_the_view_answers_as_diagnose_on_the_rows(tmp_path, capsys):
+    """Past the guard's view of 512 rows the summary reads the rows the follower kept, not block means: its verdict
+    and confidence are `diagnose`'s on the file (audit s37: the two differed on a decayed lr at its threshold)."""
+    from gspo_dynamics.diagnose import diagnose
+    from gspo_dynamics.logs import read_log
+
+    path = tmp_path / "grpo.jsonl"
+    subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(path), "jsonl", "700"], check=True)
+    assert main(["watch", str(path), "--once", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    batch = diagnose(read_log(path))
+    assert summary["view_block"] > 1 and summary["rows"] == 700
+    assert summary["confidence"] == pytest.approx(batch.verdicts[0].confidence)
+
+
 def test_a_log_read_whole_that_already_failed_ends_with_the_fail_on_status(tmp_path, capsys):
     """A `--once` gate (or a watch started after the fall) reads the log in one poll: the hysteresis never sees the
     mode hold over polls, so the final diagnosis decides: a --fail-on mode it names at --min-confidence exits 3; a

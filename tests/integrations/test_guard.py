@@ -172,6 +172,26 @@ def test_the_summary_verdict_is_batch_diagnoses_on_the_same_rows(kind):
     assert {f.name for f in batch.findings if f.severity != "note"} <= {f["name"] for f in summary["findings"]}
 
 
+def test_past_the_view_the_summary_given_every_row_is_batch_diagnose_of_them():
+    """A view of block means answers a rule at its threshold otherwise than the rows do (audit s37: a decayed lr at
+    25% of its peak): given the rows themselves (`whole`, as watch's follower keeps them), the final diagnosis is batch
+    diagnose's of them; given rows that are not the view's, the view's block means answer."""
+    rows = trl_rows("swinging", 300, seed=3)
+    log = read_log_history(rows)
+    batch = diagnose(log)
+    guards = [Guard(GuardSettings(view_rows=64)) for _ in range(3)]
+    for guard in guards:
+        feed(guard, rows, chunk=50)
+    assert guards[0].view.block > 1
+    summary = guards[0].summary(whole=log)
+    assert guards[0].diagnosis.log.steps.size == 300  # the rows, not the view's 64 or fewer
+    assert summary["verdict"] == headline_label(batch, 300, final=True)
+    assert summary["confidence"] == pytest.approx(batch.verdicts[0].confidence)
+    guards[1].summary(whole=read_log_history(rows[:200]))  # not the rows the guard read
+    guards[2].summary()
+    assert guards[1].diagnosis.log.steps.size == guards[2].diagnosis.log.steps.size <= 64
+
+
 def test_settings_are_checked():
     with pytest.raises(ConfigError, match="min_confidence must be a number in"):
         GuardSettings(min_confidence=1.5)

@@ -249,12 +249,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         raise ConfigError(f"no metric rows with a valid step were found in the {format} log")
     groups = raw.groups if raw.groups is not None else key_groups(raw.rows)
     raw_keys = set().union(*groups)
-    foreign = foreign_algorithm(raw_keys)
-    if foreign is not None:
-        raise ConfigError(
-            f"this log is from a run of {foreign}, not of GRPO/GSPO-style RL, "
-            "and only group policy-gradient RL can be analysed"
-        )
+    _refuse_foreign(foreign_algorithm(raw_keys))
     chosen = chosen_columns(column_map or {}, raw_keys)
     picked, pick_warnings = training_reward(groups, chosen)  # the reward on the training rows, not a per-sample key's
     chosen = {**chosen, **picked}
@@ -263,6 +258,9 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     settled = settle(raw.rows, groups, _reward_like(chosen), step_axis=_step_axis(raw, format, numbered),
                      numbered=numbered, every=logging_steps or raw.logging_steps, run=run,
                      ordered=format != "tensorboard")
+    if settled.n_runs > 1:  # the run read, not the file: an SFT run after a GRPO one holds no reward of its own
+        run_keys = set().union(*settled.train_groups) | set(settled.eval_keys.values())
+        _refuse_foreign(foreign_algorithm(run_keys), f"run {settled.run_index} of {settled.n_runs} in this file")
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings + pick_warnings
     built, placeholders, zero_keys = without_placeholders(series_of(settled, chosen, warnings))
     built, means = per_sample_mean(built, mapped="reward" in (column_map or {}))
@@ -304,6 +302,14 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         )
         log = dataclasses.replace(log, warnings=tuple(warnings))
     return log
+
+
+def _refuse_foreign(foreign: str | None, which: str = "this log") -> None:
+    """Refuse a log (or the run of it read) of an algorithm other than group policy-gradient RL (`foreign_algorithm`)."""
+    if foreign is not None:
+        runs = " (--run K picks another run)" if which != "this log" else ""
+        raise ConfigError(f"{which} is from a run of {foreign}, not of GRPO/GSPO-style RL, and only group "
+                          f"policy-gradient RL can be analysed{runs}")
 
 
 def _check_numbered(raw: RawLog, raw_keys: set[str], chosen: dict[str, str], source: str) -> None:

@@ -198,6 +198,24 @@ def test_other_algorithms_are_refused(rows, algorithm):
         read_log(trainer_state(rows))
 
 
+def test_an_sft_run_appended_to_a_grpo_one_is_refused_as_the_run_read(tmp_path):
+    """The algorithm is the run's, not the file's (audit s38b R1: a notebook's SFT cell after its GRPO cell was read
+    as GRPO with mean_token_accuracy as the reward): the SFT run is refused, naming it; the GRPO run is read."""
+    grpo = [{"loss": 0.01, "grad_norm": 0.5, "learning_rate": 1e-6, "reward": 0.2 + 0.03 * i, "reward_std": 0.3,
+             "frac_reward_zero_std": 0.1, "epoch": (i + 1) / 12} for i in range(12)]
+    sft = [{"loss": 1.5 - 0.05 * i, "grad_norm": 1.0, "learning_rate": 2e-5, "entropy": 1.4,
+            "mean_token_accuracy": 0.6 + 0.01 * i, "epoch": (i + 1) / 12} for i in range(12)]
+    summary = {"train_runtime": 9.0, "train_loss": 0.5, "epoch": 1.0}
+    path = tmp_path / "console.log"
+    path.write_text("".join(f"{row}\n" for row in [*grpo, summary, *sft, summary]))
+    with pytest.raises(ConfigError, match=r"^run 2 of 2 in this file is from a run of SFT.*--run K picks another"):
+        read_log(path)
+    log = read_log(path, run=1)
+    assert log.columns["reward"] == "reward" and log.n_points("reward") == 12
+    path.write_text("".join(f"{row}\n" for row in [*sft, summary, *grpo, summary]))  # GRPO last: read as before
+    assert read_log(path).columns["reward"] == "reward"
+
+
 def test_short_run_is_kept_and_flagged():
     log = read_log(trainer_state([grpo_row(i + 1, r) for i, r in enumerate(REWARDS[:3])]))
     assert log.is_too_short() and not log.is_too_short(min_points=3)

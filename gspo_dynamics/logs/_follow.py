@@ -303,11 +303,11 @@ class Follower:
 
 def _kind(fmt: str, data: bytes) -> str:
     """How a log of format `fmt` grows: "records" (TensorBoard), "lines", or "document" (rewritten whole: a TRL state,
-    a JSON list, or one JSON object of the rows, {"steps": [...]}, or of columns, over many lines or on one: the
-    reader's ROWS_DOCUMENT, COLUMNS_DOCUMENT)."""
+    a Jupyter notebook (saved whole, often without a final newline), a JSON list, or one JSON object of the rows,
+    {"steps": [...]}, or of columns, over many lines or on one: the reader's ROWS_DOCUMENT, COLUMNS_DOCUMENT)."""
     if fmt == "tensorboard":
         return "records"
-    if fmt == "trl_state" or (fmt == "jsonl" and data.lstrip().startswith(b"[")):
+    if fmt in ("trl_state", "notebook") or (fmt == "jsonl" and data.lstrip().startswith(b"[")):
         return "document"
     head = data[:4096].decode("utf-8", errors="replace")  # one JSON object of rows or of columns, as the reader knows
     if fmt == "jsonl" and (ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head)):

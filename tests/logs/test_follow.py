@@ -228,3 +228,22 @@ def test_a_pretty_printed_json_object_holding_the_rows_is_followed_as_a_document
     assert follower.poll().rows == 12
     one.write_text(json.dumps({"steps": rows}))
     assert follower.poll().rows == 8 and len(rewards(follower)) == 20 and follower.pending == 0
+
+
+def test_a_notebook_saved_without_a_final_newline_is_followed_as_a_document(tmp_path):
+    """A notebook is saved whole, often without a final newline (Colab, VS Code): read as diagnose reads it, and a save
+    with more printed rows gives those rows (audit s38b R2: cut at its last newline, it was refused as no notebook)."""
+    path = tmp_path / "train.ipynb"
+
+    def save(n: int) -> None:
+        printed = [f"{{'loss': 0.01, 'reward': {i / 40}, 'reward_std': 0.3, 'epoch': {i / 40}}}\n" for i in range(1, n + 1)]
+        cells = [{"cell_type": "code", "source": ["trainer.train()"],
+                  "outputs": [{"output_type": "stream", "name": "stdout", "text": printed}]}]
+        path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1))
+
+    save(20)
+    assert not path.read_text().endswith("\n")
+    follower = Follower(path)
+    assert follower.poll().rows == 20 and rewards(follower)[-1] == pytest.approx(0.5)
+    save(30)
+    assert follower.poll().rows == 10 and len(rewards(follower)) == 30

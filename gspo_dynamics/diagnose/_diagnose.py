@@ -54,6 +54,7 @@ def _summary(log: RunLog) -> dict:
         "run_name": log.run_name, "eval_points": log.n_eval_points,
         "columns": [{"series": name, "column": key} for name, key in log.columns.items()], "unread": list(log.unread),
         "set_aside": list(log.set_aside), "placeholders": list(log.placeholders),
+        "reward_guessed": log.reward_guessed,
     }
 
 

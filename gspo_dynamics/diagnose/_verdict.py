@@ -36,6 +36,9 @@ LEANING = {"healthy_saturation": "nothing to change yet: the reward looks to hav
 # findings whose cause acts whatever the verdict's remedy, so their check comes first on the do line: a reward that
 # pays short answers (length_collapse) drives the completions toward empty at any learning rate
 CHECK_FIRST = ("length_collapse",)
+# a group policy-gradient run's own readings beside its reward (`_guessed_reward`): a log with none of them and no
+# column named as a reward may be no RL run at all (a supervised trainer's accuracy)
+GRPO_READINGS = frozenset({"reward_std", "frac_zero_std", "kl_ref", "kl_old_new", "entropy", "clip_frac", "mean_length"})
 # what tells apart the modes of an unsure answer (`Verdict.unsure`), said on the verdict line
 UNSURE_TELLS = {frozenset(("still_rising", "healthy_saturation")): "a longer run tells",
                 frozenset(("stalled", "noise_dominated")): "more samples per step or a longer run tell",
@@ -333,9 +336,24 @@ class Diagnosis:
         return lines
 
     def _answer_lines(self) -> list[str]:
-        """The headline, then --config's unknown keys read past and the defaults taken: part of the answer, as in
-        predict's first lines."""
-        return self.headline() + [f"config     {line}" for line in self.config_lines]
+        """The headline, then --config's unknown keys read past and the defaults taken, and a reward the reader picked
+        (`RunLog.reward_guessed`): part of the answer, as in predict's first lines."""
+        return self.headline() + [f"config     {line}" for line in self.config_lines] + self._guessed_reward()
+
+    def _guessed_reward(self) -> list[str]:
+        """Where no column is the reward by its name: which one the answer read as the reward, the map that names
+        another, and, where nothing else in the log is a group policy-gradient run's own reading (GRPO_READINGS),
+        that the answer holds only if the log is one."""
+        s = self.log_summary
+        if not s.get("reward_guessed"):
+            return []
+        column = next((c["column"] for c in s.get("columns", ()) if c["series"] == "reward"), "?")
+        line = (f"reward     {column!r} is read as the reward: no column is named as one (--map reward=COLUMN names "
+                "another)")
+        if not set(s.get("series", ())) & GRPO_READINGS:
+            line += ("; nothing else in the log is a GRPO run's own (reward_std, KL, entropy, clip fraction, "
+                     "completion length): the verdict holds only if this is an RL run's reward")
+        return [line]
 
     def _brief_lines(self) -> list[str]:
         """The answer (`headline`), what was read, and the other verdicts and findings by name (a verdict at a

@@ -293,6 +293,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         run_name=raw.run_names[settled.run_index - 1] if raw.run_names and len(raw.run_names) == settled.n_runs else None,
         columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=eval_points(built, settled),
         set_aside=tuple(set_aside), placeholders=zero_keys,
+        reward_guessed="reward" not in (column_map or {}) and _names.canonical_name(built.columns["reward"]) != "reward",
     )
     if log.is_too_short():
         n = log.n_points("reward")

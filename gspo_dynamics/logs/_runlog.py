@@ -68,6 +68,9 @@ class RunLog:
     n_eval_points: int = 0  # steps with evaluation rows (their metrics are the `eval/<name>` series)
     set_aside: tuple[str, ...] = ()  # rows of the run the reader did not read as points, each in a few words (a
     # resumed run's earlier rows, a logger's repeated rows): said where the rows are counted, not only in `warnings`
+    # True where no column is the reward by its name and none was mapped: the reward is the reader's pick (the log's
+    # only success rate, or its most reward-like column; a warning says which), which the answer says first
+    reward_guessed: bool = False
     placeholders: tuple[str, ...] = ()  # raw keys (among `unread`) holding a placeholder, not a measurement: exact
     # zeros where a trainer cannot measure 0 (`logs._placeholders`)
 

@@ -41,3 +41,37 @@ def test_a_column_set_aside_as_a_placeholder_is_said_to_be_one_not_offered_to_ma
         line = next(n for n in out.splitlines() if n.startswith("not checked  policy concentration"))
         assert line.endswith("(its column 'entropy' holds only zeros: a placeholder the trainer wrote, nothing measured)")
         assert "--map entropy=entropy)" not in out
+
+
+def test_a_reward_the_reader_picked_is_said_under_the_answer(tmp_path, capsys):
+    """No column named as a reward (audit s38b R4: a supervised trainer's `train/acc_0` got a confident GRPO verdict,
+    the pick said only in --json's warnings): the reward line says which column was read and the map that names
+    another, and, with none of a GRPO run's own readings beside it, that the verdict holds only for an RL reward; a
+    named or mapped reward gets no such line."""
+    import json
+
+    from gspo_dynamics.cli.main import main
+    from gspo_dynamics.logs import read_log
+
+    rng = np.random.default_rng(2)
+    rows = [{"step": 20 * s, "train/acc_0": 0.5 + 0.3 * (1 - np.exp(-s / 8)) + 0.01 * rng.standard_normal(),
+             "train/ploss_0": 1.0 / s, "loss": 1.0 / s} for s in range(1, N + 1)]
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert read_log(path).reward_guessed and not read_log(path, column_map={"reward": "train/acc_0"}).reward_guessed
+    assert main(["diagnose", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    blank = out.index("")
+    line = next(n for n in out[:blank] if n.startswith("reward     "))  # part of the answer, above the blank line
+    assert line.startswith("reward     'train/acc_0' is read as the reward: no column is named as one (--map reward=")
+    assert line.endswith("the verdict holds only if this is an RL run's reward")
+    for extra in (["--map", "reward=train/acc_0"],):
+        assert main(["diagnose", str(path), *extra]) == 0
+        assert not any(n.startswith("reward     ") for n in capsys.readouterr().out.splitlines())
+    with_kl = tmp_path / "with_kl.jsonl"  # a GRPO reading beside it: the pick is said, the doubt is not
+    with_kl.write_text("".join(json.dumps({**r, "kl": 0.001 * i}) + "\n" for i, r in enumerate(rows)))
+    assert main(["diagnose", str(with_kl)]) == 0
+    line = next(n for n in capsys.readouterr().out.splitlines() if n.startswith("reward     "))
+    assert line.endswith("(--map reward=COLUMN names another)")
+    assert main(["diagnose", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["log"]["reward_guessed"] is True

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, LR_KEYS
-from gspo_dynamics.diagnose._changepoint import change_point
+from gspo_dynamics.diagnose._changepoint import ALPHA, change_point
 from gspo_dynamics.diagnose._dip import short_dip
 from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, WINDOW_FRACTION, Z_TREND, mean_se, window
@@ -29,6 +29,8 @@ from gspo_dynamics.diagnose._verdict import confidence, evidence
 
 COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
 AT_PEAK_Z = 1.0  # a window within one standard error of the peak window's mean is still at the peak (`_last_at_peak`)
+CLIFF_SHARE = 0.5  # a fall is a cliff at its break where most of it (at least half) happens across MIN_WINDOW rows
+# either side of the break (`_last_at_peak`): stated, fitted to no run
 
 
 def fall_evidence(steps, reward, trend: dict, spread: float | None) -> tuple[list, list, dict | None]:
@@ -53,16 +55,23 @@ def fall_evidence(steps, reward, trend: dict, spread: float | None) -> tuple[lis
 
 def fall_advice(fell: dict, hparams) -> str:
     """What to do about a fall the run did not climb back from: go back to a checkpoint from before it (by the step
-    `_last_at_peak` names: the latest window still at the peak's level), with a lower learning rate (halved, where it is known) and, where the upper ratio clip is wider than
-    the lower (clip-higher), that clip back to the lower one's width."""
+    `_last_at_peak` names: the latest window still at the peak's level), with a lower learning rate (halved, where it
+    is known) and, where the upper ratio clip is wider than the lower (clip-higher), that clip back to the lower one's
+    width; a cliff after a held plateau first names what else changes a reward at once (the reward, a tool, the data)."""
     lr = "" if hparams is None else f"; now {hparams.lr:g}, e.g. {hparams.lr / 2:g}"
     clip = ""
     if hparams is not None and hparams.clip_high > hparams.clip_low:
         clip = f", or the upper clip back to {hparams.clip_low:g} ({CLIP_HIGH_KEYS}; now {hparams.clip_high:g})"
     first, last = fell["end_steps"]
-    return (f"the reward fell from its peak {fell['peak']:.3g} to {fell['end']:.3g} (the mean of steps {first:.0f}-"
-            f"{last:.0f}) and did not climb back: resume from a checkpoint saved by step {fell['step']:.0f}, at its peak "
-            f"before the fall, with a lower learning rate ({LR_KEYS}{lr}){clip}")
+    fall = (f"the reward fell from its peak {fell['peak']:.3g} to {fell['end']:.3g} (the mean of steps {first:.0f}-"
+            f"{last:.0f})")
+    resume = (f"resume from a checkpoint saved by step {fell['step']:.0f}, at its peak before the fall, with a lower "
+              f"learning rate ({LR_KEYS}{lr}){clip}")
+    if fell.get("cliff"):  # most of it at once, after a held plateau: an update's doing or not, the log cannot tell
+        return (f"{fall}, most of it at once after step {fell['step']:.0f}, and did not climb back: a fall that sudden "
+                "is as often a change outside the policy (the reward function, a tool or environment, the data) as "
+                f"an update, so check what changed there first; if nothing did, {resume}")
+    return f"{fall} and did not climb back: {resume}"
 
 
 def _fall_reading(s, r, trend: dict, spread: float | None) -> tuple[dict, float, dict | None] | None:
@@ -85,11 +94,13 @@ def _collapse_reading(s, r, trend: dict, spread: float | None) -> tuple[dict, fl
     c = _collapse(s, r, trend, spread)
     if c is None or not c["drop"] > COLLAPSE_FRACTION:
         return None
-    held = _last_at_peak(s, r, c["peak_step"], c["window_rows"], c["end_first_step"])
+    held, cliff = _last_at_peak(s, r, c["peak_step"], c["window_rows"], c["end_first_step"],
+                         (c["broke_at_step"], trend["late"]) if _significant(c["break_p_value"]) else None)
     item = evidence("late drop below the peak / rise to the peak", c["drop"], (s[0], s[-1]), threshold=COLLAPSE_FRACTION,
                     side=">", peak=c["peak"], late=trend["late"], weakest_z=c["z"], last_at_peak=held, **_break(c))
     conf = min(confidence(c["drop"] - COLLAPSE_FRACTION, 0.1), confidence(c["z"] - Z_TREND, 1.0))
-    return item, conf, {"peak": c["peak"], "end": trend["late"], "end_steps": trend["late_steps"], "step": held}
+    return item, conf, {"peak": c["peak"], "end": trend["late"], "end_steps": trend["late_steps"], "step": held,
+                        "cliff": cliff}
 
 
 def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None] | None:
@@ -102,7 +113,8 @@ def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None
     after = r[late][s[late] > trough["trough_step"]]
     back = after.size >= MIN_WINDOW and float(np.mean(after)) - trough["trough"] > Z_TREND * mean_se(after)[1]
     then = "then a recovery" if back else "not climbed back"
-    held = _last_at_peak(s, r, trough["peak_step"], trough.get("window_rows", _width(r)), trough["trough_first_step"])
+    held, cliff = _last_at_peak(s, r, trough["peak_step"], trough.get("window_rows", _width(r)), trough["trough_first_step"],
+                         (trough["broke_at_step"], trough["trough"]) if _significant(trough["break_p_value"]) else None)
     item = evidence(f"sustained drop below the peak, {then} / rise to the peak", trough["drop"],
                     (trough["peak_step"], trough["trough_step"]), threshold=COLLAPSE_FRACTION, side=">",
                     peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
@@ -111,7 +123,8 @@ def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None
     conf = min(confidence(trough["drop"] - COLLAPSE_FRACTION, 0.1), confidence(trough["z"] - Z_TREND, 1.0),
                confidence(-math.log10(max(trough["break_p_value"], 1e-300)) - 2.0, 1.0))
     fell = None if back else {"peak": trough["peak"], "end": trough["trough"],
-                              "end_steps": (trough["trough_first_step"], trough["trough_step"]), "step": held}
+                              "end_steps": (trough["trough_first_step"], trough["trough_step"]), "step": held,
+                              "cliff": cliff}
     return item, conf, fell
 
 
@@ -120,18 +133,37 @@ def _width(r: np.ndarray) -> int:
     return max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
 
 
-def _last_at_peak(s, r, peak_step: float, k: int, low_step: float) -> float:
-    """The step to go back to before a fall: the middle step of the latest k-row window, from the peak window's on and
-    ending before the low window starts (`low_step`), whose mean is within AT_PEAK_Z standard errors (the peak
-    window's) of the peak window's mean. A reward that held its peak up to a sharp drop is named just before the
-    drop, not where its highest window happened to lie; a peak that is a point, at it."""
+def _last_at_peak(s, r, peak_step: float, k: int, low_step: float,
+                  cliff: tuple[float, float] | None = None) -> tuple[float, bool]:
+    """The step to go back to before a fall, and whether the fall is a cliff there. `cliff`: (the step the level broke at, significant and downward:
+    `change_point`'s last step before the break; the level the fall ended at). Where the fall is a cliff there (the
+    MIN_WINDOW rows after the break stand below the MIN_WINDOW before it by at least CLIFF_SHARE of the whole fall,
+    peak - end) and the k rows ending at the break (from the peak window's start on) are not below the peak window's
+    mean by Z_TREND standard errors of the difference (the peak window is the highest of many, so its mean stands
+    above the plateau's by about one of them), the reward held its peak up to the cliff: that step (audit s38: a
+    plateau held to a one-step fall at step 300 was named at 249 by the windows below). Else the middle step of the
+    latest k-row window, from the peak window's on and ending before the low window starts (`low_step`), whose mean
+    is within AT_PEAK_Z standard errors (the peak window's) of the peak window's mean: a reward that held its peak up
+    to a sharp drop is named just before the drop, not where its highest window happened to lie; a peak that is a
+    point, at it. (A break inside a gradual fall is no cliff: the level there is already on its way down.)"""
     i = int(np.searchsorted(s, peak_step))
-    end = int(np.searchsorted(s, low_step))  # windows end before the low window starts
     run = np.convolve(r, np.ones(k) / k, mode="valid")  # (n - k + 1,) run[j] averages r[j:j + k]
-    peak, se = float(run[i]), mean_se(r[i:i + k])[1]
+    peak, se = float(run[i]), mean_se(r[i:i + k])[1]  # the peak window's mean as the windows below compute it
+    if cliff is not None:
+        j = int(np.searchsorted(s, cliff[0], side="right"))  # rows before the break: r[:j]
+        step_down = float(np.mean(r[max(i, j - MIN_WINDOW):j]) - np.mean(r[j:j + MIN_WINDOW])) if j < r.size else 0.0
+        held, held_se = mean_se(r[max(i, j - k):j])
+        if step_down >= CLIFF_SHARE * (peak - cliff[1]) and peak - held <= Z_TREND * math.hypot(se, held_se):
+            return float(cliff[0]), True
     level = peak - AT_PEAK_Z * (se if math.isfinite(se) else 0.0)
+    end = int(np.searchsorted(s, low_step))  # windows end before the low window starts
     at = [j for j in range(i, max(end - k + 1, i + 1)) if run[j] >= level]
-    return float(s[at[-1] + (k - 1) // 2])
+    return float(s[at[-1] + (k - 1) // 2]), False
+
+
+def _significant(p_value: float) -> bool:
+    """Whether a change point's p-value reports a break (`_changepoint.ALPHA`); NaN (no test) does not."""
+    return math.isfinite(p_value) and p_value < ALPHA
 
 
 def _break(c: dict) -> dict:

@@ -55,6 +55,7 @@ def test_a_rise_then_a_fall_that_stays_down_is_an_instability_with_its_checkpoin
     assert item is not None and "then a recovery" not in item["signal"]
     do = d.action()
     assert do.startswith("the reward fell from its peak") and "did not climb back" in do
+    assert "at once" not in do  # a gradual fall is no cliff: its break lies on the way down
     step = int(do.split("checkpoint saved by step ")[1].split(",")[0])
     level = rise_then_fall()[step // EVERY - 1]  # the success rate the named checkpoint was trained to
     assert level >= 0.7 - AT_PEAK and step >= onset - 0.25 * EVERY * ROWS  # at the peak, before the fall
@@ -122,3 +123,20 @@ def test_an_entropy_collapse_with_the_fall_is_not_excused_as_one_while_the_rewar
         assert d.primary == "dynamical_instability" and conc is not None
         assert conc.confidence < d.verdicts[0].confidence
         assert not any("still rises" in n for n in d.notes)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_plateau_held_to_a_cliff_names_the_step_before_the_cliff(seed):
+    """A rise to 0.7 held until 75% of the run, then one step down to 0.2 (audit s38 D3: a verl run that held its
+    plateau to step 300 was told to resume from step 249, the middle of the last window ending before the late one):
+    the checkpoint named is the last step before the break, at the plateau, and a fall that sudden names what else
+    changes a reward at once before the learning rate."""
+    t = np.linspace(0.0, 1.0, ROWS)
+    p = np.where(t < 0.75, 0.2 + 0.5 * np.minimum(t / 0.3, 1.0), 0.2)
+    cliff = EVERY * int(np.argmax(t >= 0.75))  # the last step at the plateau
+    d = diagnose(rows_of(p, seed))
+    item = fall_item(d)
+    assert d.primary == "dynamical_instability" and item["broke_at_step"] == cliff
+    step = int(d.action().split("checkpoint saved by step ")[1].split(",")[0])
+    assert step == item["last_at_peak"] == cliff
+    assert f"most of it at once after step {cliff}" in d.action() and "check what changed there first" in d.action()

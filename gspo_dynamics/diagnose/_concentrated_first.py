@@ -25,7 +25,26 @@ def concentrated_first(log: RunLog, scale) -> dict | None:
     rows'; between them the reward held (at least w rows, the last half of them not climbing: slope z < Z_TREND)
     below its ceiling by more than HELD_BELOW_CEILING (a policy that concentrated on a solved or nearly solved task
     and then fell is the fall's, as before)."""
-    if scale.ceiling is None or "entropy" not in log or log.n_points("entropy") < 2 * MIN_WINDOW:
+    if scale.ceiling is None:
+        return None
+    apart = collapse_before_fall(log)
+    if apart is None:
+        return None
+    collapsed, cp, t, late = apart
+    if _slope_z(t, late) >= Z_TREND or not float(np.mean(late)) < scale.ceiling - HELD_BELOW_CEILING:
+        return None
+    return {"signal": "entropy collapsed before the reward fell (step of the collapse)", "value": collapsed,
+            "steps": (collapsed, cp.step), "threshold": cp.step, "side": "<", "holds": True,
+            "fell_at_step": cp.step, "fall_p_value": cp.p_value, "held_reward": float(np.mean(late)),
+            "ceiling": scale.ceiling}
+
+
+def collapse_before_fall(log: RunLog):
+    """(the entropy's collapse step, the reward's break (`change_point`), the steps and rewards of the last half of the
+    rows between them) where the entropy collapsed at least w reward rows before the reward's level broke (the
+    module's rules: `concentrated_first`), else None. Whatever the reward did between them, the collapse is then no
+    consequence of the fall."""
+    if "entropy" not in log or log.n_points("entropy") < 2 * MIN_WINDOW:
         return None
     steps, r = log.valid("reward")
     w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
@@ -45,14 +64,7 @@ def concentrated_first(log: RunLog, scale) -> dict | None:
     held = (steps > collapsed) & (steps <= cp.step)
     if held.sum() < w:
         return None
-    late = r[held][held.sum() // 2:]
-    t = steps[held][held.sum() // 2:].astype(float)
-    if _slope_z(t, late) >= Z_TREND or not float(np.mean(late)) < scale.ceiling - HELD_BELOW_CEILING:
-        return None
-    return {"signal": "entropy collapsed before the reward fell (step of the collapse)", "value": collapsed,
-            "steps": (collapsed, cp.step), "threshold": cp.step, "side": "<", "holds": True,
-            "fell_at_step": cp.step, "fall_p_value": cp.p_value, "held_reward": float(np.mean(late)),
-            "ceiling": scale.ceiling}
+    return collapsed, cp, steps[held][held.sum() // 2:].astype(float), r[held][held.sum() // 2:]
 
 
 def _slope_z(t: np.ndarray, y: np.ndarray) -> float:

@@ -16,7 +16,7 @@ import numpy as np
 
 from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (the LOFO protocol sets it)
 from gspo_dynamics.diagnose._context import reward_spread
-from gspo_dynamics.diagnose._concentrated_first import concentrated_first
+from gspo_dynamics.diagnose._concentrated_first import collapse_before_fall, concentrated_first
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, zero_std_rows
 from gspo_dynamics.diagnose._solved_groups import solved_at_ceiling, solved_to_failed
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, late_climb
@@ -298,7 +298,9 @@ def _attribute_to_divergence(verdicts: list[Verdict], log: RunLog | None = None,
     reward; a policy thrown onto one answer while that reward falls is the update overshooting (stale or
     too large steps), whose answer happens to be a single one. Concentration is then ranked below the
     instability (DERIVED_DISCOUNT x its confidence), unless the entropy had collapsed and the reward held below its
-    ceiling before the fall (`_concentrated_first.concentrated_first`): then the fall follows the concentration, ranked below it."""
+    ceiling before the fall (`_concentrated_first.concentrated_first`): then the fall follows the concentration, ranked
+    below it. Where the entropy collapsed long before the fall but the reward's ceiling is unknown (or was reached),
+    the instability still comes first, said with both steps, not as a collapse during the fall."""
     inst = next((v for v in verdicts if v.mode == "dynamical_instability" and v.confidence >= REPORT_CONFIDENCE
                  and any(e["signal"].startswith(DIVERGENCE_SIGNALS) for e in v.evidence)), None)
     i = _index(verdicts, "policy_concentration")
@@ -312,6 +314,11 @@ def _attribute_to_divergence(verdicts: list[Verdict], log: RunLog | None = None,
                          f"the entropy had collapsed by step {first['value']} and the reward stood at "
                          f"{first['held_reward']:.3g}, below its ceiling, before it fell at step {first['fell_at_step']}: "
                          "the fall follows the concentration; treat that first")
+        return
+    apart = collapse_before_fall(log) if log is not None else None
+    if apart is not None:  # the entropy collapsed long before the fall: no consequence of it (audit s38 D4)
+        _rank_below(verdicts, i, inst.confidence, f"the entropy had collapsed by step {apart[0]}, before the reward "
+                                                  f"fell at step {apart[1].step}: the fall came later; treat it first")
         return
     _rank_below(verdicts, i, inst.confidence, "the reward fell while the entropy collapsed: the policy was thrown "
                                               "onto one answer by the divergence; treat the instability first")

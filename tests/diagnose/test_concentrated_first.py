@@ -39,3 +39,24 @@ def test_a_collapse_on_the_way_to_a_solved_task_then_a_crash_stays_an_instabilit
     entropy = 1.0 * np.exp(-t / 10) + 0.02
     d = diagnose(log_of(p, entropy))
     assert d.primary == "dynamical_instability"
+
+
+def test_a_collapse_long_before_a_fall_of_a_reward_without_a_ceiling_is_not_said_to_follow_the_fall():
+    """A reward with no known ceiling (below 0 at times) whose entropy collapsed early, then a fall 80 rows later (audit
+    s38 D4, a verl run: entropy down by step ~110, reward fell at 300): the ranking does not say "the reward fell
+    while the entropy collapsed"; it names both steps."""
+    t = np.arange(ROWS)
+    p = np.where(t < 30, 0.2 + 0.3 * t / 30, 0.5)
+    p[95:] = 0.2
+    entropy = 1.0 * np.exp(-t / 10) + 0.02
+    log = log_of(p, entropy)
+    log = RunLog(steps=log.steps, series={"reward": log["reward"] - 0.3, "entropy": log["entropy"]},
+                 format="trl_state", source="<synthetic>", trainer="trl", reward_std_kind="unknown")
+    d = diagnose(log)
+    conc = d.verdict("policy_concentration")
+    assert d.primary == "dynamical_instability" and conc is not None
+    said = " ".join(conc.advice)
+    assert "while the entropy collapsed" not in said
+    collapsed, fell = (int(x) for x in said.split("the entropy had collapsed by step ")[1].split(
+        ": the fall came later")[0].split(", before the reward fell at step "))
+    assert collapsed < 40 and abs(fell - 95) <= 5

@@ -22,7 +22,10 @@ from gspo_dynamics.predict._headline import (
 )
 from gspo_dynamics.theory import collapse
 
-SWING_REPORTED = 0.5  # a swing whose `fit.oscillation_confidence` reaches diagnose's reporting level is a risk
+SWING_REPORTED = 0.5  # a swing whose `fit.oscillation_confidence` reaches diagnose's reporting level is read ...
+SWING_SURE = 0.9  # ... and a risk from this confidence on, the band checked on real runs (`diagnose`'s
+# CHECKED_CONFIDENCE); under it the verdict is unsure (audit s38 D2: a 0.55 swing on 25-40 rows of a run that held
+# 300 steps made "at risk" at K = 25, 30, 40 and not at 20, 35)
 
 
 def plateau_identified(f) -> bool:
@@ -72,34 +75,50 @@ def rise_in_noise(f) -> float | None:
     return float((np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
 
 
-def reward_swings(f) -> str | None:
-    """Whether the pilot's reward swings around its trend, said as a risk (None if not): a periodic component of the
+def reward_swings(f) -> tuple[str, float] | None:
+    """Whether the pilot's reward swings around its trend, and how surely (None if not): a periodic component of the
     residual around the fit (Fisher's g, p < PERIODIC_P, at least MIN_CYCLES cycles) or an alternation of consecutive
     rows (`fit.alternation`), each as strong as `diagnose` needs to report it as dynamical instability
     (`fit.oscillation_confidence` >= SWING_REPORTED: significant, and its swing large against the rows' noise and
-    against what the reward can span). Such a limit cycle keeps the reward's level and so passes the fall test, but
-    is not a safe margin; a significant wiggle small against the noise is a detail of the curve, not a risk."""
+    against what the reward can span), with the larger confidence of the two. Such a limit cycle keeps the reward's
+    level and so passes the fall test, but is not a safe margin; a significant wiggle small against the noise is a
+    detail of the curve, not a risk."""
     if f.fit is None or f.pilot is None:
         return None
     span = reward_span(f.pilot[1], None)
     pg = f.fit.selection.get("periodogram", {})
     p, cycles = pg.get("p_value", 1.0), pg.get("cycles", 0.0)
-    if p < PERIODIC_P and cycles >= MIN_CYCLES and _strength(p, pg.get("amplitude"), pg.get("noise_std"), span, cycles):
-        return f"the pilot's reward swings with a period of {pg['period']:.0f} steps around its trend (a limit cycle)"
+    found = []
+    if p < PERIODIC_P and cycles >= MIN_CYCLES:
+        c = _strength(p, pg.get("amplitude"), pg.get("noise_std"), span, cycles)
+        if c >= SWING_REPORTED:
+            found.append((f"the pilot's reward swings with a period of {pg['period']:.0f} steps around its trend (a "
+                          "limit cycle)", c))
     alt = alternation(f.pilot[0], f.pilot[1], f.fit)
-    if alt is not None and alt["rho1"] < 0 and alt["p_value"] < PERIODIC_P and \
-            _strength(alt["p_value"], alt["amplitude"], alt["noise_std"], span, alt["cycles"]):
-        return "the pilot's reward alternates from one logged row to the next (a limit cycle of two rows)"
-    return None
+    if alt is not None and alt["rho1"] < 0 and alt["p_value"] < PERIODIC_P:
+        c = _strength(alt["p_value"], alt["amplitude"], alt["noise_std"], span, alt["cycles"])
+        if c >= SWING_REPORTED:
+            found.append(("the pilot's reward alternates from one logged row to the next (a limit cycle of two rows)", c))
+    return (found[0][0], max(c for _, c in found)) if found else None
 
 
-def _strength(p: float, amplitude, noise, span: float, cycles: float) -> bool:
-    """Whether a periodic item is one `diagnose` reports: `oscillation_confidence` of its swing (2 x amplitude)
-    against the noise and the span >= SWING_REPORTED."""
+def _strength(p: float, amplitude, noise, span: float, cycles: float) -> float:
+    """A periodic item's `oscillation_confidence`, as `diagnose` reports it: its swing (2 x amplitude) against the
+    noise and the span (0 where either is unknown)."""
     if amplitude is None or noise is None or not noise > 0 or not span > 0:
-        return False
+        return 0.0
     swing = 2.0 * amplitude
-    return oscillation_confidence(p, swing / noise, swing / span, cycles) >= SWING_REPORTED
+    return oscillation_confidence(p, swing / noise, swing / span, cycles)
+
+
+def _weak_swing(f) -> str | None:
+    """A swing diagnose would report (`reward_swings`) but under SWING_SURE, said as what keeps the verdict unsure (a
+    swing the exact theory caps, `Implications.theory_calls_stable`, is none); None otherwise."""
+    swing = reward_swings(f)
+    if swing is None or swing[1] >= SWING_SURE or (f.implications is not None and f.implications.theory_calls_stable()):
+        return None
+    return (f"{swing[0]}, at confidence {swing[1]:.2f}, under the {SWING_SURE:g} a risk needs (a swing this weak came "
+            "and went with the pilot's length on a real run that held)")
 
 
 def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
@@ -141,6 +160,10 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
         return "unsure", (f"the pilot kept its reward over {n} points, but {f.length_fall}; what would tell: the "
                           "completions of its last steps (near-empty ones: a length penalty, or a reward a short answer "
                           "earns), or a longer pilot"), changes
+    weak = _weak_swing(f)
+    if weak is not None:  # a limit cycle not shown surely enough for a risk: no margin either
+        return "unsure", (f"the pilot kept its reward over {n} points, but {weak}; what would tell: a longer pilot "
+                          "(--pilot-steps)"), changes
     margins = [f"the pilot kept its reward over {n} points"]
     if limit is not None:
         margins.append(f"the pilot ran at this move between refreshes (D = {f.displacement:.3g}) and held" if ran_and_held(f)
@@ -238,8 +261,8 @@ def _risks(f, chance: dict | None, linear: float | None, limit: float | None, ch
     # a swing is a risk unless the exact theory calls T stable and overdamped, where diagnose caps such data evidence
     # below its reporting level too (`Implications.theory_calls_stable`)
     swing = reward_swings(f)
-    if swing and not (f.implications is not None and f.implications.theory_calls_stable()):
-        risks.append(swing)
+    if swing and swing[1] >= SWING_SURE and not (f.implications is not None and f.implications.theory_calls_stable()):
+        risks.append(swing[0])
         changes += refresh_changes(setup, 1, "on-policy: no stale lag erodes the damping (docs/theory.md 2)") if T > 1 \
             else [lower_lr(setup, lr, (), "the pilot's reward swings at this lr")]
     if limit is not None and f.displacement > AT_RISK_SHARE * limit and not ran_and_held(f):

@@ -22,7 +22,7 @@ from gspo_dynamics.diagnose._finding import FINDINGS, NOTE, SEVERITIES, Finding,
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, window
-from gspo_dynamics.fit import LENGTH_SHRINK, shrank  # its doubling is the same factor (`_hacking`)
+from gspo_dynamics.fit import LENGTH_SHRINK, TRUNCATION_HIGH, late_truncation, shrank  # LENGTH_SHRINK: `_hacking`
 from gspo_dynamics.diagnose._verdict import evidence
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, STANDARD_NAMES, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -44,8 +44,7 @@ SATURATED = 0.95  # ... unless it sits at >= 95% of its largest row (> 0): at it
 # one function (or component) carries the gain where its rise is over 90% of the rising ones' together; below that
 # the gain is spread over several, which an exploit of one does not give (`_hacking` reads the same share)
 DOMINANT_SHARE = 0.9
-# truncation
-TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length, over the late window
+# truncation: fit.late_truncation's TRUNCATION_HIGH
 # length_collapse
 # (`_hacking.LENGTH_BLOWUP_RATIO`)
 
@@ -233,56 +232,31 @@ def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
 
 
 def truncation(log: RunLog, hparams=None) -> Finding | None:
-    """More than TRUNCATION_HIGH of the completions cut at the length cap (`truncation_rate`: TRL
-    completions/clipped_ratio, verl response_length/clip_ratio) over the late window (the last quarter of its
-    rows, 2 MIN_WINDOW rows at least): the rewards score unfinished answers. Where the lengths bound the share a
-    cap can have cut below it (`_truncation_bound`: TRL counts every completion without an EOS token, one a stop
+    """More than TRUNCATION_HIGH of the completions cut at the length cap over the late window (`fit.late_truncation`:
+    TRL completions/clipped_ratio, verl response_length/clip_ratio): the rewards score unfinished answers. Where the
+    lengths bound the share a cap can have cut below it (TRL counts every completion without an EOS token, one a stop
     string ended too), a note that says so instead."""
-    if log.n_points("truncation_rate") < 2 * MIN_WINDOW:
+    t = late_truncation(log)
+    if t is None or t["share"] <= TRUNCATION_HIGH:
         return None
-    steps, rate = log.valid("truncation_rate")
-    late = window(rate, True)
-    share = float(np.mean(rate[late]))
-    if share <= TRUNCATION_HIGH:
-        return None
-    bound = _truncation_bound(log, steps[late])
-    if bound is not None and share > bound + TRUNCATION_SLACK:  # more than the lengths allow: not the cap's cut
+    share, steps, bound = t["share"], t["steps"], t["bound"]
+    if not t["cut"]:  # more than the lengths allow: not the cap's cut
         return Finding("truncation", NOTE, (
             f"{log.columns.get('truncation_rate', 'the truncation rate')} reads {share:.0%} late, but the mean "
             f"completion length is {bound:.0%} of the longest: at most that share can have reached a length cap; the "
             "column counts completions that ended without the EOS token (a stop string, a tool call), not truncation"),
-            [evidence("share of completions truncated, late window", share, (steps[late][0], steps[late][-1]),
-                      threshold=bound, side="<=", caveat=True, bound_from="mean / longest completion length")], [])
-    early = float(np.mean(rate[window(rate, False)]))
-    lengths = log.valid("mean_length")[1] if "mean_length" in log else np.empty(0)
-    length = float(np.mean(lengths[window(lengths, True)])) if lengths.size else None
-    summary = (f"{share:.0%} of the completions are cut at the length cap late in the run (steps {steps[late][0]}-"
-               f"{steps[late][-1]}; {early:.0%} early): the rewards score unfinished answers")
-    raise_to = f" to about {2 * length:.0f} tokens (twice the late mean length)" if length else " (e.g. double it)"
+            [evidence("share of completions truncated, late window", share, steps, threshold=bound, side="<=",
+                      caveat=True, bound_from="mean / longest completion length")], [])
+    summary = (f"{share:.0%} of the completions are cut at the length cap late in the run (steps {steps[0]}-"
+               f"{steps[1]}; {t['early']:.0%} early): the rewards score unfinished answers")
+    raise_to = f" to about {2 * t['length']:.0f} tokens (twice the late mean length)" if t["length"] else " (e.g. double it)"
     advice = [f"raise the cap{raise_to}: {MAX_LENGTH_KEYS}",
               "or stop truncated completions from training: TRL mask_truncated_completions: true / verl an overlong "
               "penalty (DAPO: reward.reward_manager.name: dapo with reward_kwargs.overlong_buffer_cfg.enable: true; "
               "TRL: trl.rewards.get_soft_overlong_punishment among the reward_funcs)"]
     return Finding("truncation", "invalidates", summary,
-                   [evidence("share of completions truncated, late window", share, (steps[late][0], steps[late][-1]),
-                             threshold=TRUNCATION_HIGH, early=early)], advice)
-
-
-LONGEST = ("completions/max_length", "response_length/max")  # the longest completion of a step: TRL, verl
-TRUNCATION_SLACK = 0.1  # a truncation share past the lengths' bound by more than this is not the cap's cut
-
-
-def _truncation_bound(log: RunLog, late_steps: np.ndarray) -> float | None:
-    """The most completions a cap can have cut, from the lengths: a completion cut at the cap is as long as the
-    step's longest, so a share s cut gives mean >= s x longest, s <= mean / longest (the median over the late rows
-    that log both, at least MIN_WINDOW of them); None where the log has no longest length."""
-    name = next((n for n in LONGEST if n in log), None)
-    if name is None or "mean_length" not in log:
-        return None
-    rows = np.isin(log.steps, late_steps) & np.isfinite(log["mean_length"]) & np.isfinite(log[name]) & (log[name] > 0)
-    if rows.sum() < MIN_WINDOW:
-        return None
-    return float(np.median(log["mean_length"][rows] / log[name][rows]))
+                   [evidence("share of completions truncated, late window", share, steps, threshold=TRUNCATION_HIGH,
+                             early=t["early"])], advice)
 
 
 # ---- length_collapse --------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from gspo_dynamics.fit._periodogram import (
 )
 from gspo_dynamics.fit._trajectory import EVIDENCE_BIC, EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 from gspo_dynamics.fit._uncertainty import row_scatter
+from gspo_dynamics.fit._truncation import TRUNCATION_HIGH, late_truncation
 from gspo_dynamics.fit._warm import warm_start
 from gspo_dynamics.fit._windows import LENGTH_SHRINK, MIN_WINDOW, WINDOW_FRACTION, change, mean_se, shrank, window
 
@@ -57,6 +58,8 @@ __all__ = [
     "mean_se",
     "shrank",
     "window",
+    "TRUNCATION_HIGH",
+    "late_truncation",
     "EVIDENCE_BIC",
     "MIN_CYCLES",
     "PERIODIC_P",

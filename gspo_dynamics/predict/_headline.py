@@ -146,6 +146,17 @@ def lr_change(setup, lr: float, buys: str) -> Change:
     return Change(key, float(f"{lr:.3g}"), keys.setting(key, float(f"{lr:.3g}")) if keys else f"{key} <= {lr:.3g}", buys)
 
 
+# the completion length cap, by framework (`length_cap_change`)
+LENGTH_CAP_KEYS = {"trl": "max_completion_length", "verl": "data.max_response_length", "openrlhf": "generate_max_len"}
+
+
+def length_cap_change(setup, tokens: int, buys: str) -> Change:
+    """The completion length cap set to `tokens`, in the framework's key (LENGTH_CAP_KEYS)."""
+    keys = _keys(setup)
+    key = LENGTH_CAP_KEYS.get(keys.framework, "max_completion_length") if keys else "max_completion_length"
+    return Change(key, int(tokens), keys.setting(key, int(tokens)) if keys else f"{key}: {int(tokens)}", buys)
+
+
 def refresh_changes(setup, T: int, buys: str) -> list[Change]:
     """The edits that set T: the refresh key alone where an integer value of it gives T; else, where the config passes
     over each rollout more than once (`ConfigKeys.passes`), those set to 1 and the refresh key's value for T on one

@@ -63,7 +63,7 @@ from gspo_dynamics.predict._pilot_log import (
     pilot_entropy, pilot_fit, pilot_reward_range, zero_std_shares,
 )
 from gspo_dynamics.predict._lr_bound import FLAT_FIT, max_safe_lr
-from gspo_dynamics.predict._pilot_validity import length_fall, pilot_invalid
+from gspo_dynamics.predict._pilot_validity import cap_tokens, length_fall, pilot_invalid
 from gspo_dynamics.predict._prior import TaskPrior, task_prior
 from gspo_dynamics.predict._row_fall import noise_dip, pilot_end_drop, pilot_fall, responses_per_row
 from gspo_dynamics.predict._schedule import SAME, pilot_factor, with_run_length
@@ -116,6 +116,7 @@ class PilotForecast:
     reward_spread: np.ndarray | None = None  # the logged reward_std at each reward point (`_pilot_headline.fall_in_row_noise`)
     length_fall: str | None = None  # the pilot's completions shrank below half (`predict._pilot_validity.length_fall`)
     invalid: str | None = None  # why the pilot is no evidence about its config (`predict._pilot_validity`); None: it is
+    cap_tokens: int | None = None  # the completion cap to raise to where the pilot's answers were cut (`_pilot_validity`)
     mismatch: str | None = None  # the pilot's logged lr far from the config's (`_pilot_log.lr_mismatch`); said first
     unread: str | None = None  # the pilot's reward rows that are not numbers (`_pilot_log.reward_not_finite`); said first
     rise_unread: str | None = None  # why the first updates' entropy rise is no reading (its row scatter, (6'))
@@ -351,7 +352,7 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
                                                                      range_note=range_note, setup=setup,
                                                                      configs=prior_configs),
                          measured=measured, assumed=assumed, log_notes=tuple(log.warnings), reward_spread=spread,
-                         length_fall=length_fall(log, n, reward_range))
+                         length_fall=length_fall(log, n, reward_range), cap_tokens=cap_tokens(log, n))
 
 
 def _falls(log: RunLog, n: int, pilot, reward_range, setup: RunSetup, measured: list[str]):

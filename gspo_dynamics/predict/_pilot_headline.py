@@ -18,7 +18,8 @@ from gspo_dynamics.predict._end_reward import end_window, not_identified_text, r
 from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
 from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, responses_per_row, row_noise_z
 from gspo_dynamics.predict._headline import (
-    AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, clip_answer, lower_lr, lr_change, refresh_changes,
+    AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, clip_answer, length_cap_change, lower_lr, lr_change,
+    refresh_changes,
 )
 from gspo_dynamics.theory import collapse
 
@@ -126,8 +127,10 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     lr, T, n = hp.lr, hp.refresh_interval, f.pilot_steps
     linear = f.max_safe_lr if f.max_safe_lr is not None and not f.lost else None
     limit = f.collapse_limit if f.displacement is not None else None
-    if f.invalid:  # a pilot whose updates were not finite, or that barely trained, vouches for nothing
-        return "unsure", f"the pilot is no evidence about this config: {f.invalid}", []
+    if f.invalid:  # a pilot whose updates were not finite, that barely trained, or whose answers were cut: nothing
+        cap = [length_cap_change(setup, f.cap_tokens, "twice the pilot's mean completion length: answers end, not cut")
+               ] if f.cap_tokens else []
+        return "unsure", f"the pilot is no evidence about this config: {f.invalid}", cap
     if f.mismatch:  # a pilot run at another lr vouches for its own lr, not the config's
         return "unsure", ("the pilot ran at another learning rate than the config's (below), so it vouches for neither; "
                           "what would tell: the pilot's own config"), []

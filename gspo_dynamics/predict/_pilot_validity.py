@@ -1,4 +1,5 @@
-"""A pilot that is no evidence about its config: one whose updates were not finite, or one that barely trained.
+"""A pilot that is no evidence about its config: one whose updates were not finite, one that barely trained, or one
+whose completions were mostly cut at the length cap.
 
     not finite   a training reading (the gradient norm, the loss) logged as NaN or +-inf on at least half of the
                  pilot's rows (INVALID_SHARE): its updates are not finite numbers, so whatever its reward did is not the
@@ -8,6 +9,9 @@
                  reward_max on that row; not a success rate at a bound, which a pilot that fell to 0 shows too: that is
                  the fall rule's), so GRPO's advantages (r - mean) / std are all 0 and the step changed nothing; a
                  pilot that trained on fewer than half its steps bounds no lr
+    truncated    most completions cut at the length cap over the pilot's last quarter (`fit.late_truncation`, diagnose's
+                 truncation rule, which calls such a run invalid): its rewards score unfinished answers (audit s38: a
+                 TRL pilot cut at 512 tokens on every row was called safe, change none)
 
 Either answers `predict`'s verdict with "unsure" and the reason; `diagnose` on the same log says how to fix it.
 
@@ -19,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gspo_dynamics.fit import change, shrank
+from gspo_dynamics._keys import MAX_LENGTH_KEYS
+from gspo_dynamics.fit import change, late_truncation, shrank
 from gspo_dynamics.logs import RunLog, flat_rows
 from gspo_dynamics.predict._pilot_log import pilot_rows
 
@@ -70,7 +75,24 @@ def pilot_invalid(log: RunLog, n: int, group_key: str) -> str | None:
         return (f"on {dead} of its {seen} steps no group carried a learning signal (every completion of the step "
                 "scored alike, so every advantage was 0): it barely trained, and bounds no lr; raise "
                 f"{group_key} or use prompts the model sometimes solves, then run a pilot again")
+    cut = late_truncation(log, rows)
+    if cut is not None and cut["cut"]:
+        cap = cap_tokens(log, n)
+        to = f"about {cap} tokens, twice the mean length" if cap else "e.g. double it"
+        return (f"{cut['share']:.0%} of its completions are cut at the length cap over its last quarter (steps "
+                f"{cut['steps'][0]}-{cut['steps'][1]}), so its rewards score unfinished answers and its curve is not "
+                f"the run's once the cap is raised; raise it first ({MAX_LENGTH_KEYS}: {to}), or keep truncated "
+                "completions out of training (TRL mask_truncated_completions: true), then run a pilot again")
     return None
+
+
+def cap_tokens(log: RunLog, n: int) -> int | None:
+    """Where most of the pilot's completions are cut at the length cap (`fit.late_truncation`), the cap to raise it to:
+    twice the late mean completion length, in tokens, as diagnose's truncation advice; None otherwise or unlogged."""
+    cut = late_truncation(log, pilot_rows(log, n))
+    if cut is None or not cut["cut"] or not cut["length"]:
+        return None
+    return int(round(2 * cut["length"]))
 
 
 def dead_steps(log: RunLog, rows: np.ndarray) -> tuple[int, int]:

@@ -54,3 +54,17 @@ def test_a_pilot_most_of_whose_steps_carry_no_signal_is_no_evidence(tmp_path, ca
     if flagged:
         assert got["verdict"] == "unsure" and f"on {dead} of its 40 steps no group carried" in got["reason"]
         assert "raise num_generations" in got["reason"]
+
+
+@pytest.mark.parametrize("cut, flagged", [(1.0, True), (0.4, False)])
+def test_a_pilot_whose_answers_are_cut_at_the_cap_is_no_evidence_and_names_the_cap(tmp_path, capsys, cut, flagged):
+    """Every completion cut at 512 tokens (audit s38 D5: called safe, change none, where diagnose calls the run
+    invalid): unsure, with the cap raised to twice the late mean length in the config's key; 40% cut is no reason."""
+    got = _verdict(tmp_path, capsys, _pilot(tmp_path, **{"completions/clipped_ratio": lambda i: cut,
+                                                         "completions/mean_length": lambda i: 500.0,
+                                                         "completions/max_length": lambda i: 512.0}))
+    assert ("are cut at the length cap" in got["reason"]) is flagged
+    if flagged:
+        assert got["verdict"] == "unsure" and got["reason"].startswith("the pilot is no evidence about this config: 100%")
+        assert got["changes"] == [{"key": "max_completion_length", "value": 1000, "setting": "max_completion_length: 1000",
+                                  "buys": "twice the pilot's mean completion length: answers end, not cut"}]

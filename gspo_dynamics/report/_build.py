@@ -15,6 +15,14 @@ from gspo_dynamics.report._model import Report, RunReport, labels
 from gspo_dynamics.report._sections import run_sections, sweep_sections
 
 
+def truncation_masked(setup) -> bool | None:
+    """Whether the run's trainer drops truncated completions from the loss, as its config says: TRL's
+    mask_truncated_completions (default false); None for a config of another framework, or none."""
+    if setup is None or setup.framework != "TRL GRPOConfig":
+        return None
+    return next((bool(value) for key, value, _ in setup.unmodelled if key == "mask_truncated_completions"), False)
+
+
 def build_report(logs: list, *, hparams=None, setup=None, reward_range=None, gpus: int | None = None,
                  rate: float | None = None, seconds_per_step: float | None = None, pilot_steps: int | None = None,
                  config_lines: tuple[str, ...] = (), per_log=None, title: str | None = None) -> Report:
@@ -31,7 +39,7 @@ def build_report(logs: list, *, hparams=None, setup=None, reward_range=None, gpu
         d.config_lines.extend(lines)
         view = None if setup is None else forecast_view(log, setup, pilot_steps=pilot_steps, reward_range=reward_range,
                                                         fit=d.fit)
-        acc = account(log, d, gpus=gpus, rate=rate, seconds_per_step=seconds_per_step)
+        acc = account(log, d, gpus=gpus, rate=rate, seconds_per_step=seconds_per_step, masked=truncation_masked(setup))
         runs.append(RunReport(label=name, log=log, diagnosis=d, accounting=acc, forecast=view))
     if len(runs) == 1:
         answer, sections = run_sections(runs[0])

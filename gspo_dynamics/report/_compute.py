@@ -13,10 +13,12 @@ the cost those times --gpu-hour-rate. Each row's completions split into:
   zero-std groups   z_i = `frac_zero_std`, the share of groups whose G rewards are all equal. Their group-relative
                     advantage A = r - mean(r) is 0 for every completion (divided by std + eps: still 0), so their
                     whole policy-gradient term is 0: exact, whatever the objective (a KL term still acts).
-  truncated         t_i = `truncation_rate`, the share of completions cut at the length cap. No signal where the
-                    trainer masks them (TRL mask_truncated_completions, DAPO's overlong filter); else their reward
-                    scores an unfinished answer. A truncated completion is the longest there is, so its share of
-                    the tokens, and of the compute, is at least its share of the completions: a lower bound.
+  truncated         t_i = `truncation_rate`, the share of completions cut at the length cap. No signal only where
+                    the trainer masks them out of the loss (`masked`: the config sets TRL's
+                    mask_truncated_completions); unmasked, they are trained on (their reward scores an unfinished
+                    answer: a signal, if a poor one), so they are shown but not counted as without signal, and where
+                    the masking is unknown (no config) neither. A truncated completion is the longest there is, so
+                    its share of the tokens, and of the compute, is at least its share of the completions.
   after stopping    every completion of a row past the step at which the run stopped learning by diagnose's own
                     reading: healthy saturation's plateau step (the fit's, within 5% of the rise for good), a
                     stalled run's first step (no measurable change over the whole log), or where a fall the run did
@@ -24,8 +26,8 @@ the cost those times --gpu-hour-rate. Each row's completions split into:
                     advice resumes from); none for any other verdict.
 
 The share of a row without signal is u_i = 1 past the stop step, else within the bounds that hold whatever the
-overlap of zero-std groups and truncated completions (Frechet): max(z_i, t_i) <= u_i <= min(1, z_i + t_i). A row
-missing z_i or t_i counts 0 for it (a lower bound, said). The total is the range [sum w_i lo_i, sum w_i hi_i] / sum w_i.
+overlap of zero-std groups and masked truncated completions (Frechet): max(z_i, t_i) <= u_i <= min(1, z_i + t_i),
+t_i = 0 where they are not masked. A row missing z_i or t_i counts 0 for it (a lower bound, said). The total is the range [sum w_i lo_i, sum w_i hi_i] / sum w_i.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Waste:
     name: str  # "zero-std groups" | "truncated completions" | "steps after the run stopped learning"
     share: float | None  # of the run's weight (time, else steps); None: not logged
     why: str  # where the number comes from, or why it is missing
+    counted: bool = True  # in the total without signal (truncated completions: only where masked)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,7 +98,7 @@ class Accounting:
         span = self.total_text()
         amounts = [a for a in (self.amount(lo), self.amount(hi)) if a]
         amount = "" if not amounts else f" ({amounts[0]})" if amounts[0] == amounts[-1] else f" ({amounts[0]} to {amounts[1]})"
-        missing = [w.name for w in self.wastes if w.share is None]
+        missing = [w.name for w in self.wastes if w.share is None and w.counted]
         least = f"at least {span} {of}{amount} ({' and '.join(missing)} not logged)" if missing else f"{span} {of}{amount}"
         lines = [f"no learning signal: {least}"]
         lines.append(self._total_line())
@@ -161,10 +164,11 @@ def _series(log, name: str, notes: list[str]) -> np.ndarray | None:
 
 
 def account(log, diagnosis, *, gpus: int | None = None, rate: float | None = None,
-            seconds_per_step: float | None = None) -> Accounting:
+            seconds_per_step: float | None = None, masked: bool | None = None) -> Accounting:
     """The accounting of one run (module docstring): `log` a RunLog, `diagnosis` its `diagnose` result (the stop step
     is read from it, never re-derived), `gpus` and `rate` (dollars per GPU-hour) as the user gave them;
-    `seconds_per_step`, the user's tau for a log without step times (a logged time wins)."""
+    `seconds_per_step`, the user's tau for a log without step times (a logged time wins); `masked`: whether the
+    trainer drops truncated completions from the loss (True: the config says so; False: it does not; None: unknown)."""
     notes: list[str] = []
     d = row_steps(log.steps)
     seconds, key = row_seconds(log, d, notes)
@@ -175,6 +179,7 @@ def account(log, diagnosis, *, gpus: int | None = None, rate: float | None = Non
     stop, stop_why = stop_step(diagnosis)
     after = (np.asarray(log.steps, float) > stop) if stop is not None else np.zeros(len(d), bool)
     zz, tt = (np.zeros(len(d)) if v is None else np.nan_to_num(np.clip(v, 0, 1), nan=0.0) for v in (z, t))
+    tt = tt if masked else np.zeros(len(d))  # unmasked (or unknown): trained on, a signal of unfinished answers
     lo = np.where(after, 1.0, np.maximum(zz, tt))
     hi = np.where(after, 1.0, np.minimum(1.0, zz + tt))
     total = (float(np.sum(w * lo) / np.sum(w)), float(np.sum(w * hi) / np.sum(w)))
@@ -182,9 +187,8 @@ def account(log, diagnosis, *, gpus: int | None = None, rate: float | None = Non
         Waste(name="zero-std groups", share=_share(z, w),
               why="frac_reward_zero_std: equal rewards in a group give every completion zero advantage (exact)"
               if z is not None else "no zero-std share logged (TRL frac_reward_zero_std)"),
-        Waste(name="truncated completions", share=_share(t, w),
-              why="cut at the length cap: no signal where masked (TRL mask_truncated_completions, DAPO's overlong "
-                  "filter); a lower bound on their compute" if t is not None else
+        Waste(name="truncated completions", share=_share(t, w), counted=bool(masked),
+              why=_truncation_why(masked) if t is not None else
               "no truncation share logged (TRL completions/clipped_ratio, verl response_length/clip_ratio)"),
         Waste(name="steps after the run stopped learning", share=float(np.sum(w * after) / np.sum(w)), why=stop_why),
     )
@@ -192,6 +196,16 @@ def account(log, diagnosis, *, gpus: int | None = None, rate: float | None = Non
     return Accounting(basis="time" if seconds is not None else "steps", time_key=key,
                       hours=None if seconds is None else float(np.sum(seconds)) / 3600.0, gpus=gpus, rate=rate,
                       wastes=wastes, total=total, stop_step=stop, entropy=floor, notes=tuple(notes))
+
+
+def _truncation_why(masked: bool | None) -> str:
+    """Where the truncated share comes from and whether it counts as without signal (module docstring)."""
+    if masked:
+        return ("cut at the length cap and masked out of the loss (mask_truncated_completions: true): no signal; a "
+                "lower bound on their compute")
+    state = ("the config trains on them (TRL mask_truncated_completions: false)" if masked is False else
+             "whether the trainer masks them is not known (--config tells)")
+    return f"cut at the length cap: {state}, so their rewards score unfinished answers; not counted as without signal"
 
 
 def stop_step(diagnosis) -> tuple[float | None, str]:

@@ -37,7 +37,8 @@ def test_zero_std_groups_are_exactly_the_groups_without_advantage():
 def test_shares_and_hours_against_a_row_loop():
     steps, tau = [10, 20, 30, 50], [1.0, 2.0, np.nan, 4.0]  # seconds per step; a row without one takes the median
     z, t = [0.5, 0.1, 0.2, 0.9], [0.1, 0.5, np.nan, 0.3]
-    acc = account(make_log(steps, step_time=tau, frac_zero_std=z, truncation_rate=t), Flat(), gpus=8, rate=2.5)
+    acc = account(make_log(steps, step_time=tau, frac_zero_std=z, truncation_rate=t), Flat(), gpus=8, rate=2.5,
+                  masked=True)
     d = [10, 10, 10, 20]  # the first row covers the median gap
     seconds = [d[i] * (tau[i] if tau[i] == tau[i] else 2.0) for i in range(4)]
     total = sum(seconds)
@@ -49,6 +50,12 @@ def test_shares_and_hours_against_a_row_loop():
     assert acc.total == pytest.approx((lo, hi))
     assert acc.basis == "time" and acc.time_key == "step_time" and any("median" in n for n in acc.notes)
     assert "$" in acc.lines()[0] and f"{8 * total / 3600:.3g} GPU-hours" in acc.lines()[1]
+    # unmasked (TRL's default) or unknown, truncated completions are trained on: shown, not counted without signal
+    for masked, said in ((False, "the config trains on them"), (None, "--config tells")):
+        plain = account(make_log(steps, step_time=tau, frac_zero_std=z, truncation_rate=t), Flat(), masked=masked)
+        zero = sum(s * zi for s, zi in zip(seconds, z)) / total
+        assert plain.total == pytest.approx((zero, zero)) and plain.wastes[1].share == acc.wastes[1].share
+        assert said in plain.wastes[1].why and "not counted as without signal" in plain.wastes[1].why
 
 
 def test_without_step_times_the_shares_are_of_steps():
@@ -74,7 +81,7 @@ def test_the_stop_step_is_diagnoses_plateau(run_file):
     assert d.primary == "healthy_saturation" and not d.unsure
     step, why = stop_step(d)
     assert step == pytest.approx(d.implications.time_to_plateau.value) and "plateau" in why
-    acc = account(log, d)
+    acc = account(log, d, masked=True)
     assert acc.wastes[2].share == pytest.approx(np.mean(log.steps > step))  # equal step times: a share of rows
     after = log.steps > step  # every row: 1 step of 2 s, so a share of rows
     lo = np.where(after, 1.0, np.maximum(log["frac_zero_std"], log["truncation_rate"]))
@@ -104,3 +111,16 @@ def test_the_stop_step_of_a_fall_not_climbed_back_is_where_it_broke():
     assert account(d.log, d).wastes[-1].share > 0.6
     marks = dict((name, at) for at, name in finding_steps(d))
     assert marks.get("length collapse", 0) > 50
+
+
+def test_truncated_completions_count_as_without_signal_only_where_the_config_masks_them():
+    """TRL trains on truncated completions unless mask_truncated_completions is set (audit s38 D6: a report called 100%
+    of a run signal-free from truncation alone, under TRL's default); other frameworks' configs, or none: unknown."""
+    from gspo_dynamics.predict import read_run_config
+    from gspo_dynamics.report._build import truncation_masked
+
+    trl = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8}
+    assert truncation_masked(read_run_config(trl)) is False
+    assert truncation_masked(read_run_config({**trl, "mask_truncated_completions": True})) is True
+    assert truncation_masked(read_run_config({"lr": 0.1, "refresh_interval": 2, "group_size": 8})) is None
+    assert truncation_masked(None) is None

@@ -142,7 +142,8 @@ MOVED = {
 # and `hydra` a Hydra file's own): a key outside them is a typo of a section
 SECTIONS = {"actor_rollout_ref", "data", "critic", "custom_reward_function", "reward_model", "sandbox_fusion", "reward",
             "algorithm", "distillation", "transfer_queue", "trainer", "global_profiler", "skip", "ray_kwargs",
-            "ray_init", "defaults", "hydra"}
+            "ray_init", "defaults", "hydra", "model_engine"}  # model_engine: a config group its defaults list chooses
+# (`- model_engine: dp`), which a run's resolved Hydra dump writes as a top-level key (audit s38: refused)
 ACTOR_ROLLOUT_REF = {"actor", "ref", "rollout", "model", "hybrid_engine", "nccl_timeout"}
 KNOWN = READ | set(UNMODELLED) | NO_DYNAMICS | SEARCH_R1_OWN | DAPO_RECIPE | SIMPLERL_OWN  # the dotted keys a typo's nearest is looked for among
 

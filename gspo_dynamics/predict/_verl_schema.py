@@ -26,7 +26,8 @@ SCHEMA_GLOB = "_generated_ppo*_trainer.yaml"
 # verl's `override_*` mappings (override_config, override_transformer_config, override_ddp_config, ...) are passed
 # through to the model's or engine's own config class: free-form below, whatever keys the shipped YAML lists
 PASS_THROUGH = "override_"
-FREE_SECTIONS = ("defaults", "hydra", "ray_init")  # a Hydra file's own; ray_init an older release's free-form section
+FREE_SECTIONS = ("defaults", "hydra", "ray_init", "model_engine")  # a Hydra file's own; ray_init an older release's
+# free-form section; model_engine the config group verl's defaults list chooses, a top-level key of a resolved dump
 # free-form mappings verl reads (`config.get("reward_kwargs", {})`) that its shipped YAML does not list
 EXTRA_OPEN = ("custom_reward_function.reward_kwargs", "reward.custom_reward_function.reward_kwargs",
               "reward_model.reward_kwargs")  # the last: the reward manager's, free-form in forks and older releases

@@ -326,3 +326,16 @@ def test_a_mini_batch_that_does_not_divide_the_rollout_is_said_as_verls_refusal(
     assert setup.hparams.refresh_interval == 3 and setup.refused[0].startswith("verl 0.9.1 refuses this config")
     config["actor_rollout_ref"]["actor"]["ppo_mini_batch_size"] = 25
     assert read_run_config(config).refused == ()
+
+
+@pytest.mark.parametrize("schema", [True, False])
+def test_a_resolved_dumps_model_engine_choice_is_verls_own(tmp_path, capsys, monkeypatch, schema):
+    """A run's resolved Hydra dump writes the config group its defaults list chose (`- model_engine: dp`) as a
+    top-level key (audit s38 D8: the run's own dump refused); it is no typo, with or without verl's schema."""
+    if not schema:
+        monkeypatch.setattr(_verl_schema, "schema", lambda: None)
+    cfg = {**with_(), "model_engine": "dp"}
+    setup = read_run_config(cfg)
+    assert setup.unknown == () and "model_engine" in setup.ignored
+    code, err = cli(tmp_path, capsys, cfg)
+    assert code == 0 and err == ""

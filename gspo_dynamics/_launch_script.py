@@ -56,6 +56,7 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-((?:[^{}]|\$\{[^{}]*\})*))?\}|\
 # hold one ${...} of its own: ${CONFIG_DIR:-"${HOME}/verl/trainer/config"}
 _TRAINER = re.compile(r"(?:main_ppo(?:_format)?|recipe[/.]dapo[/.]main_dapo)(?:\.py)?$")  # _format: Search-R1's entry
 # with its format reward; main_dapo: verl's DAPO recipe (its dapo_trainer.yaml on ppo_trainer: `_verl_fields.DAPO_RECIPE`)
+_FORK_TRAINER = re.compile(r"(?:^|[/.])verl[/.]trainer[/.]main_ppo_\w+(?:\.py)?$")  # a fork's main_ppo_<name>
 _OVERRIDE = re.compile(r"^\+{0,2}[A-Za-z_][\w.\-]*=")
 _OPENRLHF = re.compile(r"(?:^|[/.])openrlhf[/.]cli[/.]train_ppo(?:_ray)?(?:\.py)?$")
 _PASSED_THROUGH = {"$@", "$*", "${@}", "${@:1}", "${*}"}  # the script's own arguments, passed on to the trainer
@@ -76,6 +77,12 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
     ConfigError where the
     script runs no verl trainer, or names its own base config."""
     words = command_words(text, _TRAINER, source=source)
+    fork = command_words(text, _FORK_TRAINER, source=source) if words is None else None
+    if fork is not None:
+        raise ConfigError(f"{source} runs {fork[0]}, a fork's own entry point beside verl's main_ppo: the base config "
+                          "it composes (named in its own code) is not verl's shipped one, and its keys outside the "
+                          "command line are not in the script; give the run's resolved config (Hydra's "
+                          ".hydra/config.yaml in its output folder, or W&B's config.yaml) as --config")
     if words is None:
         raise ConfigError(f"{source} runs no verl trainer (no command ending in main_ppo, as `python3 -m "
                           "verl.trainer.main_ppo key=value ...`), OpenRLHF's (`python3 -m openrlhf.cli.train_ppo_ray "

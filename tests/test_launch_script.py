@@ -66,6 +66,9 @@ def test_a_script_on_one_of_verls_own_base_configs_is_read_on_its_defaults(base)
     ("python3 -m verl.trainer.main_ppo --config-path=$(pwd)/mine --config-name=ppo_trainer a.b=1\n", "names its own base"),
     ("python3 -m recipe.mine.main_ppo --config-path=config --config-name=ppo_trainer a.b=1\n", "names its own base"),
     ("echo hello\npython3 train.py --lr 1e-6\n", "runs no verl trainer"),
+    # a fork's entry point (audit s38 D8): its own base config is in its code, so the run's resolved config is asked for
+    ("python3 -m verl.trainer.main_ppo_sent_rind actor_rollout_ref.rollout.n=8\n",
+     r"runs verl\.trainer\.main_ppo_sent_rind, a fork's own entry point .* \.hydra/config\.yaml"),
 ])
 def test_a_script_whose_config_is_elsewhere_or_that_runs_no_verl_trainer_is_one_clear_error(tmp_path, text, words):
     path = tmp_path / "run.sh"

@@ -227,7 +227,7 @@ def implications(fit: TrajectoryFit, hparams: Hyperparams | None = None, *,
         notes.append("no hyperparameters given: curvature, damping margin and the safe refresh interval need them")
         return Implications(**out, notes=notes)
     mu, T = hparams.momentum, hparams.refresh_interval
-    if T == 1:
+    if T == 1 and not stiffness_unidentified(fit):  # a time scale the data do not identify gives no rate to check
         out["linear_regime"] = _check_linear_regime(out["decay_rate"], mu, notes)
     kappa, kappa_se, measured = _stiffness(fit, mu, T, notes)
     out["refresh_interval"] = T

@@ -342,7 +342,7 @@ def pilot_end_reward(fit: TrajectoryFit, steps: np.ndarray, reward: np.ndarray, 
     if effective == run_steps:
         return blended_end_reward(fit, steps, reward, run_steps, reward_range, entropy)
     assumed.append(f"the lr schedule ({schedule[0].describe()}) makes the run's {run_steps} steps move the reward as far "
-                   f"as {effective} at the pilot's lr (predict._schedule (2)): the end reward is the fit's there")
+                   f"as {effective} steps at the pilot's lr would (predict._schedule (2)): the end reward is the fit's there")
     clock = f" on the lr schedule's clock ({run_steps / float(steps[-1]):.3g} times in steps)"
     return dataclasses.replace(blended_end_reward(fit, steps, reward, effective, reward_range, entropy, clock),
                                run_steps=run_steps)

@@ -180,3 +180,7 @@ def test_a_time_scale_the_data_do_not_identify_gives_no_stiffness_nor_a_threshol
     assert imp.stiffness_per_step is None and imp.exact_regime is None and imp.max_safe_refresh_interval is None
     assert "time scale is not identified" in imp.unidentified["stiffness_per_step"]
     assert any("no stiffness is read" in n for n in imp.notes)
+    # nor a relaxation rate checked against the linear regime (audit s38 D9: "relaxes at 126.5 per step" beside "the
+    # time scale is not identified"), at Adam's momentum too, whose bound such a rate would pass
+    adam = implications(fit, Hyperparams(lr=1e-6, group_size=8, refresh_interval=1))
+    assert adam.linear_regime is None and not any("relaxes at" in n for n in adam.notes)

@@ -41,6 +41,9 @@ from gspo_dynamics.theory.hyperparams import Hyperparams
 KL_START_HIGH = 0.1  # nats; the policy starts as the reference, so its KL is ~0 at the first steps
 TIE = 1e-3  # confidences closer than this are equal when ranking (both 1.00 as reported)
 STRICT = "GSPO_DYNAMICS_STRICT"  # set to 1 (the tests do): a verdict printed against its evidence raises
+# said where every reward lies in [0, 1] and no range was given (`_verdict.reward_reach`): an assumption, not a default
+INFERRED_REACH = ("every logged reward lies in [0, 1], so the reward is read as a score that reaches at most [0, 1] (a "
+                  "success rate, a judge's score): the plateau is bounded by it; --reward-range LO HI gives another")
 FALLING_CAP = 0.3  # a falling reward read as saturating: below REPORT_CONFIDENCE, so a cause outranks it
 
 
@@ -126,6 +129,7 @@ def _fit(log: RunLog, hparams, reward_range, notes: list[str]):
     reach = reward_reach(log["reward"], reward_range)
     if reward_range is None and reach is not None:  # a success rate's [0, 1]: no plateau past it is identified
         imp = replace(imp, unidentified=within_reach(imp, fit.t_end, reach, fit.regime == "unstable"))
+        notes.append(INFERRED_REACH)
     notes += list(imp.notes)
     return fit, imp
 

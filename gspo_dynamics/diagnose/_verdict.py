@@ -303,8 +303,9 @@ class Diagnosis:
         bounds = reward_reach(self.log["reward"] if self.log is not None else [], imp.reward_range)
         if bounds is not None and not bounds[0] <= r_inf <= bounds[1]:
             bound = bounds[1] if r_inf > bounds[1] else bounds[0]
-            return (f"plateau    at the reward's bound {bound:g} (the fit's plateau lies past what the reward can "
-                    "reach: not a measurement)")
+            given = "" if imp.reward_range is not None else ", the [0, 1] read from the rewards (--reward-range gives yours)"
+            return (f"plateau    at the reward's bound {bound:g}{given} (the fit's plateau lies past what the reward "
+                    "can reach: not a measurement)")
         if "plateau" in imp.unidentified:
             return f"plateau    not identified ({imp.unidentified['plateau']})"
         if "time_to_plateau" in imp.unidentified:

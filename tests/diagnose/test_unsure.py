@@ -152,7 +152,11 @@ def test_a_plateau_past_the_bound_is_said_to_be_at_the_bound():
     d = diagnose(make_log({"reward": reward, "reward_std": std}, t.size))
     assert d.fit.params["r_inf"] > 1.0
     text = "\n".join(d.report_lines())
-    assert "plateau    at the reward's bound 1" in text
+    assert "plateau    at the reward's bound 1, the [0, 1] read from the rewards (--reward-range gives yours)" in text
+    assert any(n.startswith("every logged reward lies in [0, 1], so the reward is read as a score") for n in d.notes)
+    given = diagnose(make_log({"reward": reward, "reward_std": std}, t.size), reward_range=(0.0, 1.0))
+    assert "plateau    at the reward's bound 1 (the fit's" in "\n".join(given.report_lines())  # given: no assumption
+    assert not any(n.startswith("every logged reward lies in [0, 1]") for n in given.notes)
     for line in d.headline():
         assert all(float(x) <= 1.0 for x in re.findall(r"(?<![\w.])\d+\.\d+", line.split("(step")[0])), line
 

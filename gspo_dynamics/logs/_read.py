@@ -44,7 +44,7 @@ from gspo_dynamics.logs._readers import (
 from gspo_dynamics.logs._out_of_scale import without_out_of_scale
 from gspo_dynamics.logs._placeholders import without_placeholders
 from gspo_dynamics.logs._repeats import repeated_rows
-from gspo_dynamics.logs._reward_choice import per_sample_mean, training_reward
+from gspo_dynamics.logs._reward_choice import per_sample_mean, raw_beside_smoothed, training_reward
 from gspo_dynamics.logs._rows import eval_points, key_groups, series_of, settle, without_rows
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, freeze
 from gspo_dynamics.logs._notebook import read_notebook
@@ -264,6 +264,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings + pick_warnings
     built, placeholders, zero_keys = without_placeholders(series_of(settled, chosen, warnings))
     built, means = per_sample_mean(built, mapped="reward" in (column_map or {}))
+    built, smoothed = raw_beside_smoothed(built, mapped="reward" in (column_map or {}))
+    means += smoothed
     built, far, far_aside = without_out_of_scale(built)
     warnings += placeholders + means + far
     set_aside = [f"{settled.dropped} rows dropped where the step counter went back"] if settled.dropped else []

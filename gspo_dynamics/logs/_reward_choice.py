@@ -16,6 +16,15 @@ rows without a training reading, while more rows carry one, is read as mapped an
    quantity `diagnose` reads (`STANDARD_NAMES`: the mean reward of the sampled completions): the reward is
    sum / count. Batches of different sizes (runs of 32 and of 256 samples) then read on one scale. A mapped column is
    read as it is (a map says which column is the reward, in its own units).
+3. A running mean of another column is not the step's reward. Where the column read as the reward equals, on every
+   row (at least MIN_SMOOTHED), the mean of the last k values of an unread reward-like column X,
+
+       R_t = mean(X_{max(1, t-k+1)}, ..., X_t)   for one k in 2 .. min(n, MAX_WINDOW), or for k = t (the mean so far),
+
+   within SMOOTH_TOL of X's range (a log prints its numbers rounded), X is the per-step reward and R its smoothing
+   (audit s38b: `avg_reward = np.mean(episode_rewards[-20:])` beside `episode_reward` was read as the reward, which
+   lags a break by ~k/2 steps and shrinks its noise by sqrt(k), so every z read from it is too large). R is kept
+   under its own name; a map is read as given.
 """
 
 from __future__ import annotations
@@ -107,3 +116,59 @@ def per_sample_mean(built, mapped: bool):
     return dataclasses.replace(built, series=series, unread=unread), [
         f"the reward column {column!r} is a sum over each step's samples, counted in {count!r}: the reward read is "
         f"{column!r} / {count!r}, the mean reward of a sample"]
+
+
+MIN_SMOOTHED = 8  # rows both columns must hold for a running mean to be told from chance
+MAX_WINDOW = 256  # the longest trailing window tried (beside the mean so far)
+SMOOTH_TOL = 1e-3  # |R - mean| within this share of X's range on every row: a printed rounding of the same mean
+
+
+def running_mean_window(smoothed: np.ndarray, raw: np.ndarray) -> int | None:
+    """k where `smoothed` is the trailing k-row mean of `raw` on every row (rule 3; 0 for the mean so far), else None.
+    Both arrays on the same rows; rows where either is missing are not compared, and `raw` must be held wherever
+    `smoothed` is (its mean needs every value)."""
+    held = np.isfinite(smoothed)
+    if held.sum() < MIN_SMOOTHED or not np.isfinite(raw[held]).all():
+        return None
+    first = int(np.argmax(held))
+    x = raw[first:]
+    if not np.isfinite(x).all():
+        return None
+    r, n = smoothed[first:], x.size
+    tol = SMOOTH_TOL * max(float(np.ptp(x)), 1e-12)
+    c = np.concatenate(([0.0], np.cumsum(x)))
+    t = np.arange(1, n + 1)
+    if np.nanmax(np.abs(r - c[1:] / t)) <= tol:  # the mean so far
+        return 0
+    for k in range(2, min(n, MAX_WINDOW) + 1):
+        lo = np.maximum(t - k, 0)
+        if np.nanmax(np.abs(r - (c[t] - c[lo]) / (t - lo))) <= tol:
+            return k
+    return None
+
+
+def raw_beside_smoothed(built, mapped: bool):
+    """(built, warnings): `built` with its reward the per-step column a running mean was read in place of (rule 3),
+    or as it was (mapped, or no unread reward-like column it is a running mean of)."""
+    column = built.columns.get("reward")
+    if mapped or column is None:
+        return built, []
+    reward = built.series["reward"]
+    for raw in reward_like([key for key in built.unread if key in built.series]):
+        k = running_mean_window(reward, built.series[raw])
+        if k is None:
+            continue
+        series = {name: values for name, values in built.series.items() if name != raw}
+        series["reward"], series[column] = built.series[raw], reward
+        logged = {name: mask for name, mask in built.logged.items() if name not in ("reward", raw)}
+        if raw in built.logged:
+            logged["reward"] = built.logged[raw]
+        if "reward" in built.logged:
+            logged[column] = built.logged["reward"]
+        unread = tuple(sorted({key for key in built.unread if key != raw} | {column}))
+        window = "the mean so far" if k == 0 else f"the mean of the last {k} rows"
+        return dataclasses.replace(built, series=series, logged=logged, columns={**built.columns, "reward": raw},
+                                   unread=unread), [
+            f"{column!r} is a running mean of {raw!r} ({window} on every row): {raw!r}, the step's own reward, is read "
+            f"as the reward ({column!r} lags a change and hides the rows' noise; --map reward={column} reads it)"]
+    return built, []

@@ -85,3 +85,31 @@ def test_a_log_whose_reward_is_named_on_its_training_rows_is_unchanged():
     text = _loop_log().replace("reward_data: {", "reward_data: {'reward': 0.5, ")
     log = read_log(text)
     assert log.columns["reward"] == "reward" and log.n_points("reward") == len(TOTALS)
+
+
+@pytest.mark.parametrize("k", [0, 5, 20])
+def test_a_running_mean_beside_the_steps_own_reward_gives_way_to_it(tmp_path, k):
+    """`avg_reward` = the mean of the last k `episode_reward` rows (0: the mean so far), printed to 3 decimals (audit
+    s38b R3: the smoothed column was read, lagging a fall by ~k/2 rows): the raw column is the reward, the smoothed
+    one kept under its own name, and a map reads the smoothed one as asked. Loop vs the vectorised windows."""
+    rng = np.random.default_rng(k)
+    raw = np.where(np.arange(60) < 30, 1.0, 0.2) + 0.2 * rng.standard_normal(60)
+    smooth = [raw[:i + 1].mean() if k == 0 else raw[max(0, i - k + 1):i + 1].mean() for i in range(60)]
+    path = tmp_path / "rewards.csv"
+    path.write_text("step,episode_reward,avg_reward\n" + "".join(
+        f"{i},{r:.3f},{a:.3f}\n" for i, (r, a) in enumerate(zip(raw, smooth))))
+    log = read_log(path)
+    assert log.columns["reward"] == "episode_reward" and "avg_reward" in log.unread
+    np.testing.assert_allclose(log["reward"], np.round(raw, 3))
+    window = "the mean so far" if k == 0 else f"the mean of the last {k} rows"
+    assert any(f"'avg_reward' is a running mean of 'episode_reward' ({window} on every row)" in w for w in log.warnings)
+    assert read_log(path, column_map={"reward": "avg_reward"}).columns["reward"] == "avg_reward"
+
+
+def test_a_column_that_is_no_running_mean_of_another_is_left_as_read(tmp_path):
+    rng = np.random.default_rng(1)
+    path = tmp_path / "rewards.csv"
+    path.write_text("step,episode_reward,avg_reward\n" + "".join(
+        f"{i},{a:.3f},{b:.3f}\n" for i, (a, b) in enumerate(rng.random((60, 2)))))
+    log = read_log(path)
+    assert log.columns["reward"] == "avg_reward" and not any("running mean" in w for w in log.warnings)

@@ -21,6 +21,9 @@ _SFT_KEYS = {
     "step",
     "total_flos",
 }
+# what TRL's SFTTrainer logs beside a loss and nothing else does: a loss with no reward and neither of these is as
+# likely a GRPO log exported without its reward column (audit s38b R6), said as a missing reward instead
+_SFT_OWN = {"mean_token_accuracy", "num_tokens"}
 _SUMMARY_KEYS = {
     "train_runtime",
     "train_samples_per_second",
@@ -36,7 +39,8 @@ _SUMMARY_KEYS = {
 # a learned value function's own metrics (verl `critic/vf_loss`, `critic/values/mean`, `critic/vpred_mean`): PPO with
 # a critic, whose advantages come from the value model, not from a group of completions
 _VALUE_CRITIC = ("critic/vf_", "critic/values/", "critic/vpred",  # verl's critic
-                 "loss/value_avg", "val/clipfrac", "val/vpred", "val/error", "val/mean_vpred")  # TRL's PPOTrainer
+                 "loss/value_avg", "val/clipfrac", "val/vpred", "val/error", "val/mean_vpred",  # TRL's PPOTrainer
+                 "value_loss")  # Stable-Baselines3's PPO/A2C (`train/value_loss`, its namespace stripped)
 # an action-value method's own metrics (a Q-table's size, Q-values, a TD error: tabular Q-learning, DQN): no policy
 # gradient at all; `q` and `td` as words of their own (`q_table_size`, `mean_q_value`, `td_error`, `target_q`)
 _ACTION_VALUES = re.compile(r"(?i)(?:^|[_/\-. ])(?:q[_\-. ]?(?:table|values?|loss|target)"
@@ -48,12 +52,14 @@ def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
     "PPO with a learned value critic", "value-based RL"), else None.
 
     Preference methods log `rewards/chosen`, `rewards/margins`, ...; SFT logs only loss-like
-    keys and no reward of any kind; PPO with a critic logs the value model's loss and values; Q-learning and DQN log
+    keys and no reward of any kind, among them TRL SFTTrainer's own (`mean_token_accuracy`, `num_tokens`); PPO with a
+    critic logs the value model's loss and values (Stable-Baselines3's `train/value_loss` too); Q-learning and DQN log
     their Q-table or Q-values and TD error (`q_table_size`, `q_values/mean`, `td_error`).
     """
     keys = _strip(raw_keys)
-    if any(k.startswith(_VALUE_CRITIC) for k in keys):
-        return "PPO with a learned value critic (verl's critic/vf_loss, TRL PPOTrainer's loss/value_avg)"
+    critic = sorted(k for k in keys if k.startswith(_VALUE_CRITIC))
+    if critic:
+        return f"PPO with a learned value critic (its value model's {critic[0]!r})"
     learned_values = sorted(k for k in keys if _ACTION_VALUES.search(k))
     if learned_values:
         return f"value-based RL (Q-learning or DQN: {learned_values[0]!r})"
@@ -64,7 +70,7 @@ def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
             return "KTO (a DPO-family preference method)"
         return "DPO"
     train_keys = {k for k in keys if not k.startswith(_EVAL_PREFIXES)}
-    if train_keys and train_keys <= _SFT_KEYS | _SUMMARY_KEYS and "loss" in train_keys:
+    if train_keys and train_keys <= _SFT_KEYS | _SUMMARY_KEYS and "loss" in train_keys and train_keys & _SFT_OWN:
         return "SFT"
     return None
 

@@ -226,7 +226,9 @@ def test_short_run_is_kept_and_flagged():
     ("text", "message"),
     [
         ("", "empty"), ("   \n  ", "empty"), ("hello world\n", "recognise"),
-        ('{"log_history": 5}', "log_history"), ("step,loss\n1,0.5\n", "DPO|SFT"),
+        ('{"log_history": 5}', "log_history"), ("step,loss\n1,0.5\n", "no reward series"),
+        # a GRPO run's export without its reward column is no SFT run (audit s38b R6): SFT's own keys decide that
+        ("step,loss,grad_norm,learning_rate\n1,0.5,1.0,1e-6\n2,0.4,1.0,1e-6\n", "no reward series"),
         ("a,b\n1,2\n", "no reward"),
     ],
 )

@@ -406,11 +406,20 @@ def test_a_verl_ppo_run_with_a_value_critic_is_refused_as_such():
         read_log(text)
 
 
+def test_a_stable_baselines_ppo_log_is_refused_as_such():
+    """SB3's PPO (audit s38b R6: refused as having no reward, with a map hint to rollout/ep_rew_mean): its value loss
+    names the critic."""
+    rows = [{"step": 2048 * s, "rollout/ep_rew_mean": 0.1 * s, "train/value_loss": 0.3, "train/clip_range": 0.2,
+             "train/approx_kl": 0.01} for s in range(1, 12)]
+    with pytest.raises(ConfigError, match="PPO with a learned value critic .*'value_loss'"):
+        read_log("\n".join(json.dumps(r) for r in rows))
+
+
 def test_a_trl_ppotrainer_log_is_refused_as_such():
     """TRL's PPOTrainer: objective/scores beside its value head's loss/value_avg and val/* (not a group advantage)."""
     rows = [{"step": s, "objective/scores": 0.1 * s, "objective/kl": 0.001 * s, "policy/clipfrac_avg": 0.1,
              "loss/value_avg": 0.3, "val/clipfrac_avg": 0.05} for s in range(1, 12)]
-    with pytest.raises(ConfigError, match="PPO with a learned value critic .*TRL PPOTrainer's loss/value_avg"):
+    with pytest.raises(ConfigError, match="PPO with a learned value critic .*'loss/value_avg'"):
         read_log("\n".join(json.dumps(r) for r in rows))
 
 

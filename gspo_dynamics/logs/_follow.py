@@ -36,7 +36,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._columns import ColumnMapError, check_column_map
 from gspo_dynamics.logs._detect import FORMATS, _as_text, detect_format
 from gspo_dynamics.logs._read import _STEPS_BUILT_IN, READERS, build_log
-from gspo_dynamics.logs._readers import COLUMNS_DOCUMENT, ROWS_DOCUMENT, RawLog, _loads
+from gspo_dynamics.logs._readers import COLUMNS_DOCUMENT, ROWS_DOCUMENT, RUNS_DOCUMENT, RawLog, _loads
 from gspo_dynamics.logs._runlog import Row, RunLog
 from gspo_dynamics.logs._tfevents import looks_like_tfrecord
 
@@ -310,7 +310,7 @@ def _kind(fmt: str, data: bytes) -> str:
     if fmt in ("trl_state", "notebook") or (fmt == "jsonl" and data.lstrip().startswith(b"[")):
         return "document"
     head = data[:4096].decode("utf-8", errors="replace")  # one JSON object of rows or of columns, as the reader knows
-    if fmt == "jsonl" and (ROWS_DOCUMENT.match(head) or COLUMNS_DOCUMENT.match(head)):
+    if fmt == "jsonl" and any(d.match(head) for d in (ROWS_DOCUMENT, COLUMNS_DOCUMENT, RUNS_DOCUMENT)):
         return "document"
     return "lines"
 

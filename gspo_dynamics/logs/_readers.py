@@ -43,6 +43,8 @@ _OF_TOTAL = "global_step/max_steps"  # ms-swift's logging.jsonl: "5/300", the st
 ROW_LISTS = ("steps", "history", "rows", "records", "metrics", "logs")
 # A JSON document of columns: {"step": [1, 2, ...], "reward": [0.1, 0.2, ...]} (a hand-written loop's history).
 COLUMNS_DOCUMENT = re.compile(r'\A\s*\{\s*"[^"\n]{1,200}"\s*:\s*\[\s*(?:[-+\d.]|null|NaN|-?Infinity)')
+# {"run A": {"steps": [...], "reward": [...]}, "run B": {...}}: several runs, each an object of columns
+RUNS_DOCUMENT = re.compile(r'\A\s*\{\s*"[^"\n]{1,200}"\s*:\s*\{\s*"[^"\n]{1,200}"\s*:\s*\[')
 ROWS_DOCUMENT = re.compile(r'\A\s*\{[^\[\]]{0,2000}?"(?:' + "|".join(ROW_LISTS) + r')"\s*:\s*\[\s*[{\]]')
 NUMBERED = "rows were numbered 1, 2, ..."  # the end of `_finish`'s warning for rows without steps (`_follow` reads it)
 # The step of a row that lacks the step column a column map names (told apart from a bad value).

@@ -406,3 +406,18 @@ def test_a_dated_trl_range_parts_into_its_operator_and_release(version, expected
     from gspo_dynamics.logs import trl_release_bound
 
     assert trl_release_bound(version) == expected
+
+
+def test_runs_held_as_objects_of_columns_are_read_as_runs(tmp_path):
+    """{"run A": {"steps": [...], "reward": [...]}, ...} (audit s38b R5: flattened into one row of lists, then the map
+    the refusal offered was refused): each run's columns are its rows, one run after another, the last read by
+    default and --run K another, `steps` its step column."""
+    runs = {name: {"steps": list(range(1, 13)), "reward": [offset + 0.05 * i for i in range(12)], "kl": [0.01] * 12,
+                   "component_rewards": {"format": [1.0] * 12}} for name, offset in (("a", 0.0), ("b", 0.5))}
+    path = tmp_path / "training_curves.json"
+    path.write_text(json.dumps(runs))
+    log = read_log(path)
+    assert (log.n_runs, log.run_index, log.steps.tolist()) == (2, 2, list(range(1, 13)))
+    np.testing.assert_allclose(log["reward"], runs["b"]["reward"])
+    assert any("the document holds 2 runs as columns ('a', 'b')" in w for w in log.warnings)
+    np.testing.assert_allclose(read_log(path, run=1)["reward"], runs["a"]["reward"])

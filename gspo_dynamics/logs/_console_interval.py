@@ -47,6 +47,17 @@ def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, war
             return [(k + 1) * interval for k in range(len(dicts))], interval, axis
         warnings.append(f"the {what} has no step numbers; {NUMBERED}")
         return list(range(1, len(dicts) + 1)), None, ""
+    count = Counter(runs)
+    every = run_intervals(text, [count[run] for run in dict.fromkeys(runs)], finished)
+    if every is not None:  # one banner per run, each run's total over its own rows
+        index = {run: i for i, run in enumerate(dict.fromkeys(runs))}
+        seen: Counter = Counter()
+        steps = []
+        for run in runs:
+            seen[run] += 1
+            steps.append(seen[run] * every[index[run]])
+        return steps, every[index[runs[-1]]], (f"logging_steps x row within each of {len(count)} runs (each run's "
+                                               "banner's Total optimization steps over its rows)")
     steps, count = [], Counter()
     for run in runs:
         count[run] += 1
@@ -55,6 +66,21 @@ def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, war
     warnings.append(f"the {what} has no step numbers; the rows of each of its {len(count)} runs ({begun}) were "
                     "numbered 1, 2, ...")
     return steps, None, f"{ROW_NUMBERS} within each of {len(count)} runs (no step found)"
+
+
+def run_intervals(text: str, rows: list[int], finished: bool) -> list[int] | None:
+    """The logging interval of each of several runs printed one after another (`rows`: each run's row count, in
+    order), where the text holds one `Total optimization steps = N` banner per run, in the same order, and each
+    finished run's N is its rows times a whole interval (the last run only where the log is finished, as
+    `logging_interval` reads one run); None otherwise (audit s38b R7: an SFT cell then a GRPO cell of a notebook, each
+    with its banner, were numbered 1, 2, ... and every step 10x too small)."""
+    totals = [int(m.group(1).replace(",", "")) for m in _TOTAL_STEPS.finditer(text) if m.group(1).replace(",", "")]
+    if len(totals) != len(rows) or not finished:
+        return None
+    every = [total // n if n else 0 for total, n in zip(totals, rows)]
+    if any(k < 1 or total // k != n for k, total, n in zip(every, totals, rows)):
+        return None
+    return every
 
 
 def bar_steps(bars: list[list]) -> list[int] | None:

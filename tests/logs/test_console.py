@@ -218,6 +218,19 @@ def test_a_finished_log_is_numbered_by_its_total_steps():
     assert raw.logging_steps == 5 and [s for s, _ in raw.rows] == list(range(5, 51, 5)) and not raw.warnings
 
 
+def test_runs_one_after_another_are_each_numbered_by_their_own_banner():
+    """Two finished runs, each with its banner (audit s38b R7: a notebook's SFT run, then its GRPO run, numbered
+    1, 2, ... and every step 10x too small): each run's rows by its own total; one banner for two runs: row numbers."""
+    first = hf_log(6, 10, 60, "  Total optimization steps = 60", finished=True)
+    second = hf_log(12, 10, 120, "  Total optimization steps = 120", finished=True)
+    raw = read_console(first + second)
+    assert [s for s, _ in raw.rows] == list(range(10, 61, 10)) + list(range(10, 121, 10))
+    log = read_log(first + second)
+    assert log.run_index == 2 and log.steps.tolist() == list(range(10, 121, 10)) and log.logging_interval == 10
+    shared = read_console(first + hf_log(12, 10, 120, finished=True))  # the second run printed no banner
+    assert [s for s, _ in shared.rows] == list(range(1, 7)) + list(range(1, 13))
+
+
 def test_an_unfinished_log_is_not_numbered_by_its_total_steps():
     raw = read_console(hf_log(4, 5, 1000, "  Total optimization steps = 50"))  # 4 rows of 10 so far: not 12 apart
     assert raw.logging_steps is None and [s for s, _ in raw.rows] == [1, 2, 3, 4]

@@ -183,10 +183,14 @@ def _row_list(document: object) -> list | None:
 
 def _runs_of_columns(document: object, warnings: list[str]) -> list[dict] | None:
     """The rows of a JSON object whose every value is one run's object of columns (`_column_rows`), one run after
-    another in the file's order (each run's own step counter starts it again, so `--run K` picks one), said in a
-    warning; None where a value is no such object (audit s38b R5: three runs as columns were flattened into one row
-    of lists, and the map the refusal offered was refused in turn)."""
+    another in the file's order, said in a warning; None unless it is plainly that (audit s38b R5: three runs as
+    columns were flattened into one row of lists, and the map the refusal offered was refused in turn). Plainly: at
+    least two runs, none named as a split of one run (`train`, `eval`, ...: SPLIT_NAMES), each with a step column
+    (`step`, or its plural) and the reward by its name (its other columns its own), and each run's steps starting at or below
+    the run before's first step, where the readers' step counter (`_rows.settle`) tells the runs apart."""
     if not isinstance(document, dict) or len(document) < 2 or not all(isinstance(v, dict) for v in document.values()):
+        return None
+    if any(str(name).strip().lower() in SPLIT_NAMES for name in document):
         return None
     runs = [_column_rows(run, []) for run in document.values()]
     if any(not rows for rows in runs):
@@ -194,9 +198,18 @@ def _runs_of_columns(document: object, warnings: list[str]) -> list[dict] | None
     # a run's x axis under the plural (`"steps": [0, 1, ...]`): its step column, where it has no `step`
     runs = [[{("step" if key == "steps" and "step" not in row else key): value for key, value in row.items()}
              for row in rows] for rows in runs]
+    if any("step" not in rows[0] or "reward" not in rows[0] for rows in runs):
+        return None
+    firsts = [rows[0]["step"] for rows in runs]
+    if not all(isinstance(f, (int, float)) for f in firsts) or any(b > a for a, b in zip(firsts, firsts[1:])):
+        return None
     warnings.append(f"the document holds {len(runs)} runs as columns ({', '.join(map(repr, list(document)[:6]))}"
                     f"{', ...' if len(runs) > 6 else ''}): read one after another, each from its first step")
     return [row for rows in runs for row in rows]
+
+
+# names of one run's splits, not of runs (`_runs_of_columns`)
+SPLIT_NAMES = frozenset({"train", "training", "eval", "evaluation", "val", "valid", "validation", "test", "dev"})
 
 
 def _column_rows(document: object, warnings: list[str]) -> list[dict] | None:

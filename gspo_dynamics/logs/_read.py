@@ -249,7 +249,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         raise ConfigError(f"no metric rows with a valid step were found in the {format} log")
     groups = raw.groups if raw.groups is not None else key_groups(raw.rows)
     raw_keys = set().union(*groups)
-    _refuse_foreign(foreign_algorithm(raw_keys))
+    foreign = foreign_algorithm(raw_keys)  # the file's; where it holds several runs, the run read decides (below)
     chosen = chosen_columns(column_map or {}, raw_keys)
     picked, pick_warnings = training_reward(groups, chosen)  # the reward on the training rows, not a per-sample key's
     chosen = {**chosen, **picked}
@@ -261,6 +261,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     if settled.n_runs > 1:  # the run read, not the file: an SFT run after a GRPO one holds no reward of its own
         run_keys = set().union(*settled.train_groups) | set(settled.eval_keys.values())
         _refuse_foreign(foreign_algorithm(run_keys), f"run {settled.run_index} of {settled.n_runs} in this file")
+    else:
+        _refuse_foreign(foreign)
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings + pick_warnings
     built, placeholders, zero_keys = without_placeholders(series_of(settled, chosen, warnings))
     built, means = per_sample_mean(built, mapped="reward" in (column_map or {}))

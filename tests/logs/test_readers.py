@@ -438,3 +438,16 @@ def test_objects_of_columns_that_are_not_plainly_runs_are_not_read_as_runs(tmp_p
     path.write_text(json.dumps(document))
     with pytest.raises(ConfigError):
         read_log(path)
+
+
+def test_a_grpo_run_after_a_ppo_run_in_one_file_is_read_with_run(tmp_path):
+    """The file's runs are judged one by one (review s38: a PPO-with-critic run then a GRPO run was refused whole, even
+    with --run 2): the GRPO run reads; the PPO run is refused naming --run."""
+    ppo = [{"step": s, "reward": 0.1 * s, "value_loss": 0.3, "policy_loss": 0.1} for s in range(1, 13)]
+    grpo = [{"step": s, "reward": 0.2 + 0.03 * s, "reward_std": 0.3, "loss": 0.01} for s in range(1, 13)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ppo + grpo))
+    log = read_log(path)
+    assert (log.n_runs, log.run_index) == (2, 2) and log.n_points("reward") == 12
+    with pytest.raises(ConfigError, match=r"^run 1 of 2 in this file is from a run of PPO .*--run K picks another"):
+        read_log(path, run=1)

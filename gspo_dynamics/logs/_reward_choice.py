@@ -21,7 +21,10 @@ rows without a training reading, while more rows carry one, is read as mapped an
 
        R_t = mean(X_{max(1, t-k+1)}, ..., X_t)   for one k in 2 .. min(n, MAX_WINDOW), or for k = t (the mean so far),
 
-   within SMOOTH_TOL of X's range (a log prints its numbers rounded), X is the per-step reward and R its smoothing
+   within SMOOTH_TOL of X's range plus half the unit of the last decimal each column is printed to (`printed_step`:
+   a loop printing `f"{avg:.2f}"` rounds by up to 0.005), that tolerance under SMOOTH_NOISE of X's row-to-row
+   scatter (coarser, a column merely trending like X's running mean could pass by chance), X is the per-step reward
+   and R its smoothing
    (audit s38b: `avg_reward = np.mean(episode_rewards[-20:])` beside `episode_reward` was read as the reward, which
    lags a break by ~k/2 steps and shrinks its noise by sqrt(k), so every z read from it is too large). R is kept
    under its own name; a map is read as given.
@@ -121,6 +124,8 @@ def per_sample_mean(built, mapped: bool):
 MIN_SMOOTHED = 8  # rows both columns must hold for a running mean to be told from chance
 MAX_WINDOW = 256  # the longest trailing window tried (beside the mean so far)
 SMOOTH_TOL = 1e-3  # |R - mean| within this share of X's range on every row: a printed rounding of the same mean
+SMOOTH_NOISE = 0.25  # ... and that tolerance under a quarter of X's row-to-row scatter: coarser, a column that merely
+# trends like a running mean of X could pass it by chance (stated, fitted to no log)
 
 
 def running_mean_window(smoothed: np.ndarray, raw: np.ndarray) -> int | None:
@@ -135,7 +140,11 @@ def running_mean_window(smoothed: np.ndarray, raw: np.ndarray) -> int | None:
     if not np.isfinite(x).all():
         return None
     r, n = smoothed[first:], x.size
-    tol = SMOOTH_TOL * max(float(np.ptp(x)), 1e-12)
+    if not np.ptp(x) > 0:  # a constant column is every running mean of any other constant one
+        return None
+    tol = SMOOTH_TOL * float(np.ptp(x)) + (printed_step(r[np.isfinite(r)]) + printed_step(x)) / 2
+    if not tol <= SMOOTH_NOISE * float(np.std(np.diff(x))):  # printed too coarsely to tell a mean from chance
+        return None
     c = np.concatenate(([0.0], np.cumsum(x)))
     t = np.arange(1, n + 1)
     if np.nanmax(np.abs(r - c[1:] / t)) <= tol:  # the mean so far
@@ -145,6 +154,15 @@ def running_mean_window(smoothed: np.ndarray, raw: np.ndarray) -> int | None:
         if np.nanmax(np.abs(r - (c[t] - c[lo]) / (t - lo))) <= tol:
             return k
     return None
+
+
+def printed_step(values: np.ndarray) -> float:
+    """The unit of the last decimal the values were printed to (10^-d for the fewest d in 0..9 that holds every
+    value), 0 where they hold more: half of it is the rounding a printed mean carries."""
+    for d in range(10):
+        if np.all(np.abs(values - np.round(values, d)) <= 1e-9 * np.maximum(1.0, np.abs(values))):
+            return 10.0 ** -d
+    return 0.0
 
 
 def raw_beside_smoothed(built, mapped: bool):

@@ -113,3 +113,15 @@ def test_a_column_that_is_no_running_mean_of_another_is_left_as_read(tmp_path):
         f"{i},{a:.3f},{b:.3f}\n" for i, (a, b) in enumerate(rng.random((60, 2)))))
     log = read_log(path)
     assert log.columns["reward"] == "avg_reward" and not any("running mean" in w for w in log.warnings)
+
+
+def test_a_running_mean_printed_to_two_decimals_is_found_and_two_constants_are_not(tmp_path):
+    """`f"{avg:.2f}"` rounds by up to 0.005 (review s38: missed at a tolerance of 1e-3 of the range); two constant
+    columns are each other's running mean, and stay as read."""
+    from gspo_dynamics.logs._reward_choice import printed_step, running_mean_window
+
+    rng = np.random.default_rng(5)
+    raw = np.round(0.5 + 0.2 * rng.standard_normal(60), 2)
+    smooth = np.round([raw[max(0, i - 9):i + 1].mean() for i in range(60)], 2)
+    assert printed_step(raw) == pytest.approx(0.01) and running_mean_window(smooth, raw) == 10
+    assert running_mean_window(np.full(20, 0.5), np.full(20, 0.5)) is None

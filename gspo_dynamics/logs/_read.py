@@ -265,6 +265,9 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         _refuse_foreign(foreign)
     warnings = _numbering_said(list(raw.warnings), settled.interval) + settled.warnings + pick_warnings
     built, placeholders, zero_keys = without_placeholders(series_of(settled, chosen, warnings))
+    # the reader picked the reward (no column named as one, none mapped), before the rules below replace a named one
+    guessed = "reward" not in (column_map or {}) and "reward" in built.columns and \
+        _names.canonical_name(built.columns["reward"]) != "reward"
     built, means = per_sample_mean(built, mapped="reward" in (column_map or {}))
     built, smoothed = raw_beside_smoothed(built, mapped="reward" in (column_map or {}))
     means += smoothed
@@ -297,7 +300,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         run_name=raw.run_names[settled.run_index - 1] if raw.run_names and len(raw.run_names) == settled.n_runs else None,
         columns=MappingProxyType(built.columns), unread=built.unread, n_eval_points=eval_points(built, settled),
         set_aside=tuple(set_aside), placeholders=zero_keys,
-        reward_guessed="reward" not in (column_map or {}) and _names.canonical_name(built.columns["reward"]) != "reward",
+        reward_guessed=guessed,
     )
     if log.is_too_short():
         n = log.n_points("reward")

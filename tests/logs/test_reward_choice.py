@@ -100,6 +100,7 @@ def test_a_running_mean_beside_the_steps_own_reward_gives_way_to_it(tmp_path, k)
         f"{i},{r:.3f},{a:.3f}\n" for i, (r, a) in enumerate(zip(raw, smooth))))
     log = read_log(path)
     assert log.columns["reward"] == "episode_reward" and "avg_reward" in log.unread
+    assert not log.reward_guessed  # a named column replaced by a rule, not a pick (review s38)
     np.testing.assert_allclose(log["reward"], np.round(raw, 3))
     window = "the mean so far" if k == 0 else f"the mean of the last {k} rows"
     assert any(f"'avg_reward' is a running mean of 'episode_reward' ({window} on every row)" in w for w in log.warnings)

@@ -69,8 +69,8 @@ def fall_advice(fell: dict, hparams) -> str:
               f"learning rate ({LR_KEYS}{lr}){clip}")
     if fell.get("cliff"):  # most of it at once, after a held plateau: an update's doing or not, the log cannot tell
         return (f"{fall}, most of it at once after step {fell['step']:.0f}, and did not climb back: a fall that sudden "
-                "is as often a change outside the policy (the reward function, a tool or environment, the data) as "
-                f"an update, so check what changed there first; if nothing did, {resume}")
+                "may come from outside the policy (the reward function, a tool or environment, the data), which the "
+                f"log cannot tell from an update, so check what changed there first; if nothing did, {resume}")
     return f"{fall} and did not climb back: {resume}"
 
 

@@ -341,7 +341,8 @@ def pilot_forecast(setup: RunSetup, pilot: str | RunLog, *, pilot_steps: int | N
     end = pilot_end_reward(fit, steps, reward, setup.run_steps if run_steps is None else run_steps, hp.refresh_interval,
                            reward_range, assumed, (setup.schedule, factor), pilot_entropy(log, steps))
     keys = getattr(setup, "keys", None)
-    invalid = pilot_invalid(log, n, keys.group if keys is not None else "the group size G")
+    invalid = pilot_invalid(log, n, keys.group if keys is not None else "the group size G",
+                            getattr(setup, "masks_truncated", None))
     return PilotForecast(config=config, pilot_steps=n, implications=imp, max_safe_lr=max_lr, invalid=invalid,
                          **first_lines(log, n, setup), lr_note=lr_note, success_rate=p, zero_std_by_group=shares, zero_std_logged=logged,
                          noise_by_group=noise, target_noise=target_noise, group_size_for_target_noise=g_sigma,

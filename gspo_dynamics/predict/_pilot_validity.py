@@ -60,8 +60,10 @@ def length_fall(log: RunLog, n: int, reward_range: tuple[float, float] | None = 
             "it first)")
 
 
-def pilot_invalid(log: RunLog, n: int, group_key: str) -> str | None:
-    """Why the pilot's first n reward points are no evidence about its config (module docstring), or None."""
+def pilot_invalid(log: RunLog, n: int, group_key: str, masked: bool | None = None) -> str | None:
+    """Why the pilot's first n reward points are no evidence about its config (module docstring), or None. `masked`:
+    the config already keeps truncated completions out of the loss (`RunSetup.masks_truncated`), so that is not
+    advised again."""
     rows = pilot_rows(log, n)
     for name in TRAINING_READINGS:
         mask = log.logged_non_finite.get(name)
@@ -81,8 +83,9 @@ def pilot_invalid(log: RunLog, n: int, group_key: str) -> str | None:
         to = f"about {cap} tokens, twice the mean length" if cap else "e.g. double it"
         return (f"{cut['share']:.0%} of its completions are cut at the length cap over its last quarter (steps "
                 f"{cut['steps'][0]}-{cut['steps'][1]}), so its rewards score unfinished answers and its curve is not "
-                f"the run's once the cap is raised; raise it first ({MAX_LENGTH_KEYS}: {to}), or keep truncated "
-                "completions out of training (TRL mask_truncated_completions: true), then run a pilot again")
+                f"the run's once the cap is raised; raise it first ({MAX_LENGTH_KEYS}: {to})"
+                + ("" if masked else ", or keep truncated completions out of training (TRL mask_truncated_completions: "
+                   "true)") + ", then run a pilot again")
     return None
 
 

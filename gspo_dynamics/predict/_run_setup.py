@@ -51,6 +51,14 @@ class RunSetup:
     # as G (`predict._verl`)
     implausible: tuple[str, ...] = ()  # a value no LLM run would train with (`_adam_lr_check`), said first, read as given
 
+    @property
+    def masks_truncated(self) -> bool | None:
+        """Whether the trainer drops completions cut at the length cap from the loss, as the config says: TRL's
+        mask_truncated_completions (default false); None for another framework's config (not read)."""
+        if self.framework != "TRL GRPOConfig":
+            return None
+        return next((bool(value) for key, value, _ in self.unmodelled if key == "mask_truncated_completions"), False)
+
     def brief_lines(self, skip: tuple[str, ...] = ()) -> list[str]:
         """The answer's first lines about the config itself: the unknown keys read past, and the defaults taken for
         the keys the verdict rests on (none but those of `skip`, keys the caller was given otherwise)."""

@@ -16,11 +16,9 @@ from gspo_dynamics.report._sections import run_sections, sweep_sections
 
 
 def truncation_masked(setup) -> bool | None:
-    """Whether the run's trainer drops truncated completions from the loss, as its config says: TRL's
-    mask_truncated_completions (default false); None for a config of another framework, or none."""
-    if setup is None or setup.framework != "TRL GRPOConfig":
-        return None
-    return next((bool(value) for key, value, _ in setup.unmodelled if key == "mask_truncated_completions"), False)
+    """Whether the run's trainer drops truncated completions from the loss, as its config says
+    (`RunSetup.masks_truncated`); None without a config."""
+    return None if setup is None else setup.masks_truncated
 
 
 def build_report(logs: list, *, hparams=None, setup=None, reward_range=None, gpus: int | None = None,

@@ -68,3 +68,14 @@ def test_a_pilot_whose_answers_are_cut_at_the_cap_is_no_evidence_and_names_the_c
         assert got["verdict"] == "unsure" and got["reason"].startswith("the pilot is no evidence about this config: 100%")
         assert got["changes"] == [{"key": "max_completion_length", "value": 1000, "setting": "max_completion_length: 1000",
                                   "buys": "twice the pilot's mean completion length: answers end, not cut"}]
+
+
+def test_a_cut_pilot_under_a_config_that_masks_truncation_is_not_told_to_mask_it(tmp_path, capsys):
+    """Review s38: the reason advised mask_truncated_completions: true to a config that sets it."""
+    pilot = _pilot(tmp_path, **{"completions/clipped_ratio": lambda i: 1.0, "completions/mean_length": lambda i: 500.0})
+    config = tmp_path / "trl.json"
+    config.write_text(json.dumps({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
+                                  "max_steps": 400, "mask_truncated_completions": True}))
+    assert main(["predict", "--config", str(config), "--pilot", pilot, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert "are cut at the length cap" in got["reason"] and "mask_truncated_completions" not in got["reason"]

@@ -18,7 +18,7 @@ The verdict is decided by the first rule that applies, in this order (each names
                          its own D, and the chance there the threshold's by construction); or lr within a factor
                          MARGIN_FACTOR of lr_max; or the KL pull on a solved policy (`predict._collapse_risk`); or
                          the pilot's reward swings (a periodic component or an alternation of rows: the limit cycle
-                         diagnose reports as dynamical instability, `_pilot_headline.reward_swings`) at confidence
+                         diagnose reports as dynamical instability, `_swing.reward_swings`) at confidence
                          SWING_SURE (0.9) or more; under it, a swing diagnose would report keeps the verdict unsure;
   safe                   the pilot kept its reward, none of the above applies, and a margin rule read the pilot: the
                          linear model's lr_max (its rise bent), the move between refreshes D (T > 1), or at T = 1

@@ -9,25 +9,18 @@ import math
 
 import numpy as np
 
-from gspo_dynamics.fit import (
-    HELD_STEPS, MIN_CYCLES, PERIODIC_P, Z_FALL, alternation, oscillation_confidence, reward_span,
-)
+from gspo_dynamics.fit import HELD_STEPS, Z_FALL
 from gspo_dynamics.predict._collapse_risk import KL_PULL_MIN_REFRESH
 from gspo_dynamics.predict._config_keys import trainer_keys
 from gspo_dynamics.predict._end_reward import end_window, not_identified_text, reward_reach
 from gspo_dynamics.predict._fall_chance import LR_REACH, by_construction, config_fall_chance, ran_and_held
 from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, responses_per_row, row_noise_z
+from gspo_dynamics.predict._swing import SWING_SURE, reward_swings, weak_swing
 from gspo_dynamics.predict._headline import (
     AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, clip_answer, length_cap_change, lower_lr, lr_change,
     refresh_changes,
 )
 from gspo_dynamics.theory import collapse
-
-SWING_REPORTED = 0.5  # a swing whose `fit.oscillation_confidence` reaches diagnose's reporting level is read ...
-SWING_SURE = 0.9  # ... and a risk from this confidence on, the band checked on real runs (`diagnose`'s
-# CHECKED_CONFIDENCE); under it the verdict is unsure (audit s38 D2: a 0.55 swing on 25-40 rows of a run that held
-# 300 steps made "at risk" at K = 25, 30, 40 and not at 20, 35)
-
 
 def plateau_identified(f) -> bool:
     """Whether the pilot identifies the plateau: a fit that does not extrapolate it, whose standard error is below
@@ -76,52 +69,6 @@ def rise_in_noise(f) -> float | None:
     return float((np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
 
 
-def reward_swings(f) -> tuple[str, float] | None:
-    """Whether the pilot's reward swings around its trend, and how surely (None if not): a periodic component of the
-    residual around the fit (Fisher's g, p < PERIODIC_P, at least MIN_CYCLES cycles) or an alternation of consecutive
-    rows (`fit.alternation`), each as strong as `diagnose` needs to report it as dynamical instability
-    (`fit.oscillation_confidence` >= SWING_REPORTED: significant, and its swing large against the rows' noise and
-    against what the reward can span), with the larger confidence of the two. Such a limit cycle keeps the reward's
-    level and so passes the fall test, but is not a safe margin; a significant wiggle small against the noise is a
-    detail of the curve, not a risk."""
-    if f.fit is None or f.pilot is None:
-        return None
-    span = reward_span(f.pilot[1], None)
-    pg = f.fit.selection.get("periodogram", {})
-    p, cycles = pg.get("p_value", 1.0), pg.get("cycles", 0.0)
-    found = []
-    if p < PERIODIC_P and cycles >= MIN_CYCLES:
-        c = _strength(p, pg.get("amplitude"), pg.get("noise_std"), span, cycles)
-        if c >= SWING_REPORTED:
-            found.append((f"the pilot's reward swings with a period of {pg['period']:.0f} steps around its trend (a "
-                          "limit cycle)", c))
-    alt = alternation(f.pilot[0], f.pilot[1], f.fit)
-    if alt is not None and alt["rho1"] < 0 and alt["p_value"] < PERIODIC_P:
-        c = _strength(alt["p_value"], alt["amplitude"], alt["noise_std"], span, alt["cycles"])
-        if c >= SWING_REPORTED:
-            found.append(("the pilot's reward alternates from one logged row to the next (a limit cycle of two rows)", c))
-    return (found[0][0], max(c for _, c in found)) if found else None
-
-
-def _strength(p: float, amplitude, noise, span: float, cycles: float) -> float:
-    """A periodic item's `oscillation_confidence`, as `diagnose` reports it: its swing (2 x amplitude) against the
-    noise and the span (0 where either is unknown)."""
-    if amplitude is None or noise is None or not noise > 0 or not span > 0:
-        return 0.0
-    swing = 2.0 * amplitude
-    return oscillation_confidence(p, swing / noise, swing / span, cycles)
-
-
-def _weak_swing(f) -> str | None:
-    """A swing diagnose would report (`reward_swings`) but under SWING_SURE, said as what keeps the verdict unsure (a
-    swing the exact theory caps, `Implications.theory_calls_stable`, is none); None otherwise."""
-    swing = reward_swings(f)
-    if swing is None or swing[1] >= SWING_SURE or (f.implications is not None and f.implications.theory_calls_stable()):
-        return None
-    return (f"{swing[0]}, at confidence {swing[1]:.2f}, under the {SWING_SURE:g} a risk needs (a swing this weak came "
-            "and went with the pilot's length on a real run that held)")
-
-
 def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     setup, hp = f.config.setup, f.config.setup.hparams
     lr, T, n = hp.lr, hp.refresh_interval, f.pilot_steps
@@ -163,7 +110,7 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
         return "unsure", (f"the pilot kept its reward over {n} points, but {f.length_fall}; what would tell: the "
                           "completions of its last steps (near-empty ones: a length penalty, or a reward a short answer "
                           "earns), or a longer pilot"), changes
-    weak = _weak_swing(f)
+    weak = weak_swing(f)
     if weak is not None:  # a limit cycle not shown surely enough for a risk: no margin either
         return "unsure", (f"the pilot kept its reward over {n} points, but {weak}; what would tell: a longer pilot "
                           "(--pilot-steps)"), changes

@@ -15,7 +15,7 @@ from test_pilot import write_log
 
 from gspo_dynamics.fit import BLOCK, Z_FALL, Fall
 from gspo_dynamics.predict import config_forecast, config_headline, pilot_forecast, pilot_headline, read_run_config
-from gspo_dynamics.predict import _pilot_headline
+from gspo_dynamics.predict import _pilot_headline, _swing
 from gspo_dynamics.predict._clip_modes import NO_CLIP_EDGE, unclipped
 from gspo_dynamics.predict._fall_chance import LR_REACH
 
@@ -385,5 +385,11 @@ def test_a_swing_is_a_risk_only_as_surely_as_diagnose_reports_one(tmp_path, caps
     assert first.startswith(f"verdict: {verdict} (") and "alternates from one logged row to the next" in first
     if verdict == "unsure":
         c = float(first.split("at confidence ")[1].split(",")[0])
-        assert _pilot_headline.SWING_REPORTED <= c < _pilot_headline.SWING_SURE
-        assert f"under the {_pilot_headline.SWING_SURE:g} a risk needs" in first and "a longer pilot" in first
+        assert _swing.SWING_REPORTED <= c < _swing.SWING_SURE
+        assert f"under the {_swing.SWING_SURE:g} a risk needs" in first and "a longer pilot" in first
+
+
+def test_a_swing_is_sure_at_the_confidence_diagnose_checked_on_real_runs():
+    from gspo_dynamics.diagnose._verdict import CHECKED_CONFIDENCE
+
+    assert _swing.SWING_SURE == CHECKED_CONFIDENCE

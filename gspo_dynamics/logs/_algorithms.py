@@ -39,8 +39,9 @@ _SUMMARY_KEYS = {
 # a learned value function's own metrics (verl `critic/vf_loss`, `critic/values/mean`, `critic/vpred_mean`): PPO with
 # a critic, whose advantages come from the value model, not from a group of completions
 _VALUE_CRITIC = ("critic/vf_", "critic/values/", "critic/vpred",  # verl's critic
-                 "loss/value_avg", "val/clipfrac", "val/vpred", "val/error", "val/mean_vpred",  # TRL's PPOTrainer
-                 "value_loss")  # Stable-Baselines3's PPO/A2C (`train/value_loss`, its namespace stripped)
+                 "loss/value_avg", "val/clipfrac", "val/vpred", "val/error", "val/mean_vpred")  # TRL's PPOTrainer
+_VALUE_LOSS = "value_loss"  # Stable-Baselines3's PPO/A2C (`train/value_loss`, its namespace stripped), exactly: a
+# loop's `value_loss_coef` is a setting, not a critic's reading
 # an action-value method's own metrics (a Q-table's size, Q-values, a TD error: tabular Q-learning, DQN): no policy
 # gradient at all; `q` and `td` as words of their own (`q_table_size`, `mean_q_value`, `td_error`, `target_q`)
 _ACTION_VALUES = re.compile(r"(?i)(?:^|[_/\-. ])(?:q[_\-. ]?(?:table|values?|loss|target)"
@@ -57,7 +58,7 @@ def foreign_algorithm(raw_keys: Iterable[str]) -> str | None:
     their Q-table or Q-values and TD error (`q_table_size`, `q_values/mean`, `td_error`).
     """
     keys = _strip(raw_keys)
-    critic = sorted(k for k in keys if k.startswith(_VALUE_CRITIC))
+    critic = sorted(k for k in keys if k.startswith(_VALUE_CRITIC) or k == _VALUE_LOSS)
     if critic:
         return f"PPO with a learned value critic (its value model's {critic[0]!r})"
     learned_values = sorted(k for k in keys if _ACTION_VALUES.search(k))

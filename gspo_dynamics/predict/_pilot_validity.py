@@ -10,8 +10,10 @@ whose completions were mostly cut at the length cap.
                  the fall rule's), so GRPO's advantages (r - mean) / std are all 0 and the step changed nothing; a
                  pilot that trained on fewer than half its steps bounds no lr
     truncated    most completions cut at the length cap over the pilot's last quarter (`fit.late_truncation`, diagnose's
-                 truncation rule, which calls such a run invalid): its rewards score unfinished answers (audit s38: a
-                 TRL pilot cut at 512 tokens on every row was called safe, change none)
+                 truncation rule, which calls such a run invalid) and over its first quarter too: its rewards score
+                 unfinished answers from its start (audit s38: a TRL pilot cut at 512 tokens on every row was called
+                 safe, change none); a share that rose as the pilot went is its course, not its premise (a collapse
+                 whose answers ran to the cap, public-collapse's Sunshine535 rho 0.3: the fall rule reads it)
 
 Either answers `predict`'s verdict with "unsure" and the reason; `diagnose` on the same log says how to fix it.
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from gspo_dynamics._keys import MAX_LENGTH_KEYS
-from gspo_dynamics.fit import change, late_truncation, shrank
+from gspo_dynamics.fit import TRUNCATION_HIGH, change, late_truncation, shrank
 from gspo_dynamics.logs import RunLog, flat_rows
 from gspo_dynamics.predict._pilot_log import pilot_rows
 
@@ -78,7 +80,7 @@ def pilot_invalid(log: RunLog, n: int, group_key: str, masked: bool | None = Non
                 "scored alike, so every advantage was 0): it barely trained, and bounds no lr; raise "
                 f"{group_key} or use prompts the model sometimes solves, then run a pilot again")
     cut = late_truncation(log, rows)
-    if cut is not None and cut["cut"]:
+    if cut is not None and cut["cut"] and cut["early"] > TRUNCATION_HIGH:
         cap = cap_tokens(log, n)
         to = f"about {cap} tokens, twice the mean length" if cap else "e.g. double it"
         return (f"{cut['share']:.0%} of its completions are cut at the length cap over its last quarter (steps "
@@ -90,10 +92,11 @@ def pilot_invalid(log: RunLog, n: int, group_key: str, masked: bool | None = Non
 
 
 def cap_tokens(log: RunLog, n: int) -> int | None:
-    """Where most of the pilot's completions are cut at the length cap (`fit.late_truncation`), the cap to raise it to:
-    twice the late mean completion length, in tokens, as diagnose's truncation advice; None otherwise or unlogged."""
+    """Where most of the pilot's completions are cut at the length cap from its start (`fit.late_truncation`, early and
+    late), the cap to raise it to: twice the late mean completion length, in tokens, as diagnose's truncation advice;
+    None otherwise or unlogged."""
     cut = late_truncation(log, pilot_rows(log, n))
-    if cut is None or not cut["cut"] or not cut["length"]:
+    if cut is None or not cut["cut"] or not cut["early"] > TRUNCATION_HIGH or not cut["length"]:
         return None
     return int(round(2 * cut["length"]))
 

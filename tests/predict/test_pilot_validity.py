@@ -79,3 +79,12 @@ def test_a_cut_pilot_under_a_config_that_masks_truncation_is_not_told_to_mask_it
     assert main(["predict", "--config", str(config), "--pilot", pilot, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert "are cut at the length cap" in got["reason"] and "mask_truncated_completions" not in got["reason"]
+
+
+def test_a_truncation_share_that_rose_over_the_pilot_is_its_course_not_its_premise(tmp_path, capsys):
+    """No completion cut over the pilot's first quarter, all over its last (a collapse whose answers ran to the cap,
+    public-collapse's Sunshine535 rho 0.3, read 'unsafe' from its fall before this rule): not 'no evidence'."""
+    got = _verdict(tmp_path, capsys, _pilot(tmp_path, **{"completions/clipped_ratio": lambda i: 0.0 if i < 20 else 1.0,
+                                                         "completions/mean_length": lambda i: 500.0}))
+    assert "are cut at the length cap" not in got["reason"]
+    assert not any(c["key"] == "max_completion_length" for c in got["changes"])

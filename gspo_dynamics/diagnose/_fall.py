@@ -30,7 +30,8 @@ from gspo_dynamics.diagnose._verdict import confidence, evidence
 COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
 AT_PEAK_Z = 1.0  # a window within one standard error of the peak window's mean is still at the peak (`_last_at_peak`)
 CLIFF_SHARE = 0.5  # a fall is a cliff at its break where most of it (at least half) happens across MIN_WINDOW rows
-# either side of the break (`_last_at_peak`): stated, fitted to no run
+# either side of the break, and a hinge's knee is the fall's start where its fitted fall holds at least half of it
+# (`_last_at_peak`): stated, fitted to no run
 
 
 def fall_evidence(steps, reward, trend: dict, spread: float | None) -> tuple[list, list, dict | None]:
@@ -68,7 +69,7 @@ def fall_advice(fell: dict, hparams) -> str:
     resume = (f"resume from a checkpoint saved by step {fell['step']:.0f}, at its peak before the fall, with a lower "
               f"learning rate ({LR_KEYS}{lr}){clip}")
     if fell.get("cliff"):  # most of it at once, after a held plateau: an update's doing or not, the log cannot tell
-        return (f"{fall}, most of it at once after step {fell['step']:.0f}, and did not climb back: a fall that sudden "
+        return (f"{fall}, most of it at once after step {fell['cliff']:.0f}, and did not climb back: a fall that sudden "
                 "may come from outside the policy (the reward function, a tool or environment, the data), which the "
                 f"log cannot tell from an update, so check what changed there first; if nothing did, {resume}")
     return f"{fall} and did not climb back: {resume}"
@@ -94,8 +95,8 @@ def _collapse_reading(s, r, trend: dict, spread: float | None) -> tuple[dict, fl
     c = _collapse(s, r, trend, spread)
     if c is None or not c["drop"] > COLLAPSE_FRACTION:
         return None
-    held, cliff = _last_at_peak(s, r, c["peak_step"], c["window_rows"], c["end_first_step"],
-                         (c["broke_at_step"], trend["late"]) if _significant(c["break_p_value"]) else None)
+    held, cliff = _last_at_peak(s, r, c["peak_step"], c["window_rows"], c["end_first_step"], trend["late"],
+                                c["broke_at_step"] if _significant(c["break_p_value"]) else None)
     item = evidence("late drop below the peak / rise to the peak", c["drop"], (s[0], s[-1]), threshold=COLLAPSE_FRACTION,
                     side=">", peak=c["peak"], late=trend["late"], weakest_z=c["z"], last_at_peak=held, **_break(c))
     conf = min(confidence(c["drop"] - COLLAPSE_FRACTION, 0.1), confidence(c["z"] - Z_TREND, 1.0))
@@ -113,8 +114,9 @@ def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None
     after = r[late][s[late] > trough["trough_step"]]
     back = after.size >= MIN_WINDOW and float(np.mean(after)) - trough["trough"] > Z_TREND * mean_se(after)[1]
     then = "then a recovery" if back else "not climbed back"
-    held, cliff = _last_at_peak(s, r, trough["peak_step"], trough.get("window_rows", _width(r)), trough["trough_first_step"],
-                         (trough["broke_at_step"], trough["trough"]) if _significant(trough["break_p_value"]) else None)
+    held, cliff = _last_at_peak(s, r, trough["peak_step"], trough.get("window_rows", _width(r)),
+                                trough["trough_first_step"], trough["trough"],
+                                trough["broke_at_step"] if _significant(trough["break_p_value"]) else None)
     item = evidence(f"sustained drop below the peak, {then} / rise to the peak", trough["drop"],
                     (trough["peak_step"], trough["trough_step"]), threshold=COLLAPSE_FRACTION, side=">",
                     peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
@@ -133,32 +135,90 @@ def _width(r: np.ndarray) -> int:
     return max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
 
 
-def _last_at_peak(s, r, peak_step: float, k: int, low_step: float,
-                  cliff: tuple[float, float] | None = None) -> tuple[float, bool]:
-    """The step to go back to before a fall, and whether the fall is a cliff there. `cliff`: (the step the level broke at, significant and downward:
-    `change_point`'s last step before the break; the level the fall ended at). Where the fall is a cliff there (the
-    MIN_WINDOW rows after the break stand below the MIN_WINDOW before it by at least CLIFF_SHARE of the whole fall,
-    peak - end) and the k rows ending at the break (from the peak window's start on) are not below the peak window's
-    mean by Z_TREND standard errors of the difference (the peak window is the highest of many, so its mean stands
-    above the plateau's by about one of them), the reward held its peak up to the cliff: that step (audit s38: a
-    plateau held to a one-step fall at step 300 was named at 249 by the windows below). Else the middle step of the
-    latest k-row window, from the peak window's on and ending before the low window starts (`low_step`), whose mean
-    is within AT_PEAK_Z standard errors (the peak window's) of the peak window's mean: a reward that held its peak up
-    to a sharp drop is named just before the drop, not where its highest window happened to lie; a peak that is a
-    point, at it. (A break inside a gradual fall is no cliff: the level there is already on its way down.)"""
+def _last_at_peak(s, r, peak_step: float, k: int, low_step: float, low: float,
+                  broke_at: float | None = None) -> tuple[float, float | None]:
+    """The step to go back to before a fall, and the break step where the fall is a cliff there (else None). `low`: the level the fall ended at;
+    `broke_at`: the step the level broke at where that break is significant and downward (`change_point`'s last step
+    before it), else None.
+
+    The step: the knee of a hinge fitted from the peak window's first row to MIN_WINDOW rows past where the fall is
+    half done (a MIN_WINDOW-row mean below (peak + low) / 2; else to the low window's first row, `low_step`),
+    `_fall_start`: the last row at the level before it falls, whatever the fall's width (the review of session 38: a fall over 5-80 steps at step 200 resumed from 153-169, the middle of a
+    window). Where no knee holds at least CLIFF_SHARE of the fall (a fall that starts after the rows fitted), a cliff's
+    break step; else the middle step of the latest k-row window, from the peak window's on and ending before the low
+    window starts, whose mean is within AT_PEAK_Z standard errors (the peak window's) of the peak window's mean.
+
+    A cliff: the MIN_WINDOW rows after the break stand below the MIN_WINDOW before it by at least CLIFF_SHARE of the
+    whole fall (peak - low), and the k rows ending at the break (from the peak window's start on) are not below the
+    peak window's mean by Z_TREND standard errors of the difference (the peak window is the highest of many, so its
+    mean stands above the plateau's by about one of them): the reward held its peak up to it (audit s38: a plateau
+    held to a one-step fall at step 300 was named at 249). A break inside a gradual fall is no cliff."""
     i = int(np.searchsorted(s, peak_step))
     run = np.convolve(r, np.ones(k) / k, mode="valid")  # (n - k + 1,) run[j] averages r[j:j + k]
     peak, se = float(run[i]), mean_se(r[i:i + k])[1]  # the peak window's mean as the windows below compute it
-    if cliff is not None:
-        j = int(np.searchsorted(s, cliff[0], side="right"))  # rows before the break: r[:j]
+    cliff = False
+    if broke_at is not None:
+        j = int(np.searchsorted(s, broke_at, side="right"))  # rows before the break: r[:j]
         step_down = float(np.mean(r[max(i, j - MIN_WINDOW):j]) - np.mean(r[j:j + MIN_WINDOW])) if j < r.size else 0.0
         held, held_se = mean_se(r[max(i, j - k):j])
-        if step_down >= CLIFF_SHARE * (peak - cliff[1]) and peak - held <= Z_TREND * math.hypot(se, held_se):
-            return float(cliff[0]), True
+        cliff = step_down >= CLIFF_SHARE * (peak - low) and peak - held <= Z_TREND * math.hypot(se, held_se)
+    end = int(np.searchsorted(s, low_step))  # the low window's first row
+    # rows up to MIN_WINDOW past where the fall is half done (a MIN_WINDOW-row mean below the middle of peak and low):
+    # the fall's first half, without the low level after it, which a hinge's one slope would reach back to meet
+    trail = np.convolve(r, np.ones(MIN_WINDOW) / MIN_WINDOW, mode="valid")  # trail[j] averages r[j:j + MIN_WINDOW]
+    half = np.flatnonzero(trail[i:] < (peak + low) / 2)
+    stop = i + int(half[0]) + 2 * MIN_WINDOW - 1 if half.size else end
+    knee = _fall_start(r, i, min(stop, r.size - 1), CLIFF_SHARE * (peak - low))
+    at_cliff = float(broke_at) if cliff else None
+    if knee is not None:
+        return float(s[knee]), at_cliff
+    if cliff:
+        return float(broke_at), at_cliff
     level = peak - AT_PEAK_Z * (se if math.isfinite(se) else 0.0)
-    end = int(np.searchsorted(s, low_step))  # windows end before the low window starts
-    at = [j for j in range(i, max(end - k + 1, i + 1)) if run[j] >= level]
-    return float(s[at[-1] + (k - 1) // 2]), False
+    at = [j for j in range(i, max(end - k + 1, i + 1)) if run[j] >= level]  # windows end before the low window
+    return float(s[at[-1] + (k - 1) // 2]), None
+
+
+def _fall_start(r: np.ndarray, i: int, stop: int, least: float) -> int | None:
+    """The row the level starts to fall at, between rows i and `stop`: the knee tau of the continuous hinge
+
+        r_j = c - b max(0, j - tau),   b > 0,
+
+    fitted by least squares over the rows i .. stop (every tau from MIN_WINDOW rows in to MIN_WINDOW before the end;
+    `hinge_fits`), kept where the fall it fits within those rows, b (stop - tau), is at least `least`; None where
+    fewer than 3 MIN_WINDOW rows lie between, or no knee gives such a fall."""
+    y = r[i:stop + 1]
+    n = y.size
+    if n < 3 * MIN_WINDOW or not np.isfinite(y).all():
+        return None
+    slope, sse = hinge_fits(y)
+    taus = np.arange(n)
+    falls = -slope * (n - 1 - taus)
+    sse = np.where((slope < 0) & (taus >= MIN_WINDOW) & (taus < n - MIN_WINDOW), sse, np.inf)  # a knee starts a fall
+    if not np.isfinite(sse).any():
+        return None
+    tau = int(np.argmin(sse))
+    return i + tau if falls[tau] >= least else None
+
+
+def hinge_fits(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(slope, residual sum of squares) of the least-squares line of y_j on x_j = max(0, j - tau), for every knee tau =
+    0 .. n - 1, in O(n): with M = n - 1 - tau, sum x = M (M + 1) / 2, sum x^2 = M (M + 1) (2M + 1) / 6 and
+    sum x y = S1(tau + 1) - tau S0(tau + 1), S0(k) = sum_{j >= k} y_j, S1(k) = sum_{j >= k} j y_j; centred,
+    Sxx = sum x^2 - (sum x)^2 / n, Sxy = sum x y - sum x * mean(y), slope = Sxy / Sxx, SSE = Syy - Sxy^2 / Sxx
+    (slope 0 and SSE = Syy where Sxx = 0: the last knee)."""
+    n = y.size
+    j = np.arange(n, dtype=float)
+    s0 = np.concatenate((np.cumsum(y[::-1])[::-1], [0.0]))  # s0[k] = sum_{j >= k} y_j
+    s1 = np.concatenate((np.cumsum((j * y)[::-1])[::-1], [0.0]))
+    tau = np.arange(n, dtype=float)
+    m = n - 1 - tau
+    sx, sxx = m * (m + 1) / 2, m * (m + 1) * (2 * m + 1) / 6
+    sxy = s1[1:] - tau * s0[1:]
+    cxx, cxy = sxx - sx * sx / n, sxy - sx * float(np.mean(y))
+    syy = float(np.sum((y - np.mean(y)) ** 2))
+    slope = np.divide(cxy, cxx, out=np.zeros(n), where=cxx > 0)
+    return slope, syy - slope * cxy
 
 
 def _significant(p_value: float) -> bool:

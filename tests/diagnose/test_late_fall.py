@@ -17,6 +17,7 @@ from gspo_dynamics.theory.hyperparams import Hyperparams
 ROWS = 200
 EVERY = 5
 AT_PEAK = 0.05  # the checkpoint named: within a row's noise (sqrt(0.7 0.3 / 64) = 0.057) of the 0.7 peak
+MIN_ROWS_BEFORE = 3  # a cliff's checkpoint: the hinge's knee, within fit._windows.MIN_WINDOW rows before the break
 SURE = 0.9  # a fall of 0.4 after a rise of 0.5, at 64 samples a row, stands out by far more than Z_TREND
 
 
@@ -138,5 +139,31 @@ def test_a_plateau_held_to_a_cliff_names_the_step_before_the_cliff(seed):
     item = fall_item(d)
     assert d.primary == "dynamical_instability" and item["broke_at_step"] == cliff
     step = int(d.action().split("checkpoint saved by step ")[1].split(",")[0])
-    assert step == item["last_at_peak"] == cliff
+    assert step == item["last_at_peak"] and cliff - MIN_ROWS_BEFORE * EVERY <= step <= cliff  # at the plateau, by it
+    assert p[step // EVERY - 1] >= 0.7 - AT_PEAK
     assert f"most of it at once after step {cliff}" in d.action() and "check what changed there first" in d.action()
+
+
+def test_the_hinge_fits_are_least_squares_lines_at_every_knee():
+    """hinge_fits' closed form against np.polyfit on y ~ max(0, j - tau), knee by knee (independent route)."""
+    from gspo_dynamics.diagnose._fall import hinge_fits
+
+    y = np.random.default_rng(0).standard_normal(50)
+    slope, sse = hinge_fits(y)
+    for tau in range(49):
+        x = np.maximum(0, np.arange(50) - tau)
+        b, a = np.polyfit(x, y, 1)
+        assert slope[tau] == pytest.approx(b, abs=1e-10) and sse[tau] == pytest.approx(np.sum((y - a - b * x) ** 2))
+
+
+@pytest.mark.parametrize("width", [5, 20, 40])
+def test_a_fall_over_several_rows_names_the_row_before_it_starts(width):
+    """A plateau at 0.7 to row 150, then a linear fall to 0.2 over `width` rows (review of session 38: a fall of 5-80
+    steps resumed from half a window, ~50 rows, before it): the checkpoint named is at the plateau, within a few rows
+    of the fall's start."""
+    t = np.arange(ROWS)
+    p = np.where(t < 60, 0.2 + 0.5 * t / 60, 0.7)
+    p = np.where(t >= 150, np.maximum(0.7 - 0.5 * (t - 150) / width, 0.2), p)
+    d = diagnose(rows_of(p, 1))
+    step = int(d.action().split("checkpoint saved by step ")[1].split(",")[0])
+    assert 150 - 15 <= step // EVERY <= 150 + 5 and p[step // EVERY - 1] >= 0.7 - AT_PEAK

@@ -13,7 +13,8 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
 
     continuations   a backslash at a line's end joins the next line;
     variables       `$NAME`, `${NAME}` and `${NAME:-default}` take the value of the script's own assignment before the
-                    command (`NAME=value`, `export NAME=value`), else the default; a variable the script does not
+                    command (`NAME=value`, `export NAME=value`), else the default (`:-` where it is unset or empty,
+                    as the shell does: `X=${X:-}` then `${X:-512}` is 512; `-` where it is unset); a variable the script does not
                     set (one from the caller's shell) stays as written, so a key the model reads fails there by name;
     words           as the shell splits them (quotes removed: `trainer.logger='["console"]'`);
     arrays          `NAME=( word ... )` over several lines, expanded by `"${NAME[@]}"` (or `${NAME[@]}`) to its words,
@@ -52,7 +53,7 @@ _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult
               ast.Div: lambda a, b: _truncated(a, b), ast.FloorDiv: lambda a, b: _truncated(a, b),
               ast.Mod: lambda a, b: a - b * _truncated(a, b)}  # the shell's / and % truncate toward 0
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
-_VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-((?:[^{}]|\$\{[^{}]*\})*))?\}|\$([A-Za-z_]\w*)")  # a default may
+_VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?:(:?)-((?:[^{}]|\$\{[^{}]*\})*))?\}|\$([A-Za-z_]\w*)")  # a default may
 # hold one ${...} of its own: ${CONFIG_DIR:-"${HOME}/verl/trainer/config"}
 _TRAINER = re.compile(r"(?:main_ppo(?:_format)?|recipe[/.]dapo[/.]main_dapo)(?:\.py)?$")  # _format: Search-R1's entry
 # with its format reward; main_dapo: verl's DAPO recipe (its dapo_trainer.yaml on ppo_trainer: `_verl_fields.DAPO_RECIPE`)
@@ -271,10 +272,10 @@ def _expanded(text: str, values: dict[str, str], arrays: dict[str, list[str]] | 
         return " ".join(shlex.quote(w) for w in arrays[name]) if name in arrays else match.group(0)
 
     def value(match: re.Match) -> str:
-        name = match.group(1) or match.group(3)
-        if name in values:
+        name, colon, default = match.group(1) or match.group(4), match.group(2), match.group(3)
+        if name in values and not (colon and default is not None and values[name] == ""):  # `:-`: unset or empty
             return values[name]
-        return _VARIABLE.sub(value, match.group(2)) if match.group(2) is not None else match.group(0)
+        return _VARIABLE.sub(value, default) if default is not None else match.group(0)
 
     return _ARITHMETIC.sub(lambda m: _arithmetic(m, values), _VARIABLE.sub(value, _ELEMENTS.sub(elements, text)))
 

@@ -217,3 +217,12 @@ def test_verls_dapo_recipe_is_read_with_its_own_keys():
     setup = read_run_config(cfg)
     assert not setup.unknown and setup.hparams.group_size == 8
     assert ("reward_model.overlong_buffer.enable", True) in {(k, v) for k, v, _ in setup.unmodelled}
+
+
+def test_a_default_takes_over_an_empty_value_as_the_shell_does():
+    """`X=${X:-}` then `${X:-512}` is 512 in bash (`:-`: unset or empty), and `${X-512}` keeps the empty value (audit
+    s38c C1: verl's own GSPO example was refused as missing data.train_batch_size)."""
+    text = ("TBS=${TBS:-}\nA=${TBS:-512}\nB=${TBS-256}\npython3 -m verl.trainer.main_ppo data.train_batch_size=$A "
+            "data.val_batch_size=x$B\n")
+    got = overrides_of(text)
+    assert "data.train_batch_size=512" in got and "data.val_batch_size=x" in got

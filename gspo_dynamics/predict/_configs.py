@@ -21,7 +21,7 @@ from gspo_dynamics._config_file import ConfigParts, added_key, load_config_file,
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
-    NO_DEVICES, _own, _refuse_preference_config, _trainer, _trl, run_length,
+    NO_DEVICES, SAVED_FIELDS, _own, _refuse_preference_config, _trainer, _trl, run_length,
 )
 from gspo_dynamics.predict._verl import (
     _verl_estimator, flatten, resolve_all, early_verl, search_r1_group, verl_mapping,
@@ -86,6 +86,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
 
     own_names = allow_unknown or parts.wandb  # W&B recorded a script's own `group_size` beside TRL's: no mix typed
     setup = _mapped(cfg, devices, unknown, own_names)
+    _refuse_other_trainers_record(setup, cfg, parts.wandb)
     if run_steps is not None and setup.run_steps is None and setup.keys is not None:
         setup = dataclasses.replace(_mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices,
                                             unknown, own_names), run_given=True)
@@ -154,6 +155,19 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bo
 
 
 _ALL_KNOWN = _trl_fields.KNOWN | OWN_NAMES | TRAINER_FIELDS  # a config of no framework: its keys' nearest
+
+
+def _refuse_other_trainers_record(setup: RunSetup, cfg: dict[str, Any], wandb: bool) -> None:
+    """A run's recorded config (W&B's record, or a saved one of SAVED_FIELDS keys or more) read as TRL's that holds
+    none of GRPOConfig's own fields (`_trl_fields.GRPO_OWN`) is another trainer's run (audit s38c C2: an SFT run's
+    W&B config got a verdict on G = 8 and beta 0 taken as defaults): one ConfigError. A config written by hand with
+    few keys is read on TRL's defaults, said as assumed."""
+    if setup.framework != "TRL GRPOConfig" or not (wandb or len(cfg) >= SAVED_FIELDS):
+        return
+    if not set(map(str, cfg)) & _trl_fields.GRPO_OWN:
+        raise ConfigError("this config is a run's record with none of GRPOConfig's own fields (num_generations, beta, "
+                          "epsilon, loss_type, max_completion_length, ...): another trainer's run (SFT, DPO, ...), not "
+                          "a GRPO one; give the GRPO run's config")
 
 
 def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unknown) -> RunSetup:

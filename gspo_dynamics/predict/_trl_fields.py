@@ -28,6 +28,15 @@ READ = {
     "num_processes", "world_size",  # not GRPOConfig's: a run's process count where a user adds it
 }
 
+# GRPOConfig's own fields that transformers' TrainingArguments does not have (TRL 1.16; max_prompt_length an older
+# release's), the ones a GRPO run's recorded config holds whatever it left at its default: a record with none of them
+# is another trainer's run
+GRPO_OWN = frozenset({
+    "num_generations", "num_iterations", "beta", "epsilon", "epsilon_high", "loss_type", "max_completion_length",
+    "max_prompt_length", "steps_per_generation", "generation_batch_size", "importance_sampling_level", "scale_rewards",
+    "use_vllm", "reward_weights", "mask_truncated_completions", "temperature", "top_p", "sync_ref_model",
+})
+
 # field: (neutral values, what it changes, the field that must be on for it to act, or None)
 UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     "temperature": ((1, 1.0, None), TEMPERATURE, None),

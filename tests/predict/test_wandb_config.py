@@ -102,3 +102,28 @@ def test_a_records_script_argument_named_as_one_of_ours_is_recorded_not_a_mix(tm
     assert setup.framework == "TRL GRPOConfig" and setup.hparams.group_size == 8 and "group_size" in setup.recorded
     with pytest.raises(ConfigError, match="mixes TRL keys"):
         read_run_config({**TRL, "group_size": 4})
+
+
+def test_a_record_of_another_trainers_run_is_refused_and_a_hand_written_config_is_not(tmp_path):
+    """An SFT run's W&B record holds TrainingArguments' keys and none of GRPOConfig's own (audit s38c C2: it got a
+    verdict on G = 8 taken as TRL's default); the same keys written by hand are read on TRL's defaults, said."""
+    sft = {"learning_rate": 1e-5, "per_device_train_batch_size": 1, "gradient_accumulation_steps": 4,
+           "num_train_epochs": 1, "output_dir": "./models/sft", "lr_scheduler_type": "cosine"}
+    path = tmp_path / "config.yaml"
+    path.write_text(_record(sft, False))
+    with pytest.raises(ConfigError, match="a run's record with none of GRPOConfig's own fields"):
+        read_run_config(path)
+    assert read_run_config(sft).framework == "TRL GRPOConfig"
+    assert read_run_config({**sft, "num_generations": 8}).hparams.group_size == 8
+
+
+def test_grpo_own_fields_are_grpoconfigs_and_not_training_arguments():
+    import dataclasses
+
+    trl = pytest.importorskip("trl")
+    from transformers import TrainingArguments
+
+    from gspo_dynamics.predict._trl_fields import GRPO_OWN
+
+    grpo = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
+    assert GRPO_OWN - {"max_prompt_length"} <= grpo and not GRPO_OWN & {f.name for f in dataclasses.fields(TrainingArguments)}

@@ -23,8 +23,8 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
     arithmetic      `$(( expression ))` of integers, + - * / % and parentheses, the script's variables by name
                     (`$((train_bsz * n))`); an expression with anything else stays as written.
 
-Assignments are taken in the order written, the last before the command winning, branches (if / else) not told
-apart: a script that sets a key's variable in both branches is read on the last. A script that runs the trainer
+Assignments are taken in the order written, the last before the command winning; a `case` whose subject the script's
+own variables give runs its matching branch alone (`_in_case`); if / else branches are not told apart: a script that sets a key's variable in both branches is read on the last. A script that runs the trainer
 more than once (two runs, or one command per branch) is one ConfigError: which run it means, it does not say.
 
 `+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
@@ -179,7 +179,11 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None) 
     values: dict[str, str] = {}
     arrays: dict[str, list[str]] = {}
     found = []
+    cases: list[dict] = []  # the open `case WORD in` blocks: their subject, the branch running, whether one ran
     for line in (part for whole in _logical_lines(text) for part in _commands(whole)):
+        line = _in_case(line, cases, values, arrays)
+        if line is None:  # a `case` line, a branch not taken, or a branch's end
+            continue
         array = _ARRAY.match(line)
         if array:  # NAME=( ... ): its words, each expanded
             arrays[array.group(1)] = _words(_expanded(array.group(2), values, arrays))
@@ -196,6 +200,40 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None) 
         if assignment:
             values[assignment.group(1)] = " ".join(_words(assignment.group(2)))
     return found
+
+
+_CASE = re.compile(r"^\s*case\s+(.+?)\s+in\s*$")
+_ESAC = re.compile(r"^\s*esac\b")
+_BRANCH = re.compile(r"^\s*\(?\s*([^()=]+?)\s*\)\s*(.*)$")  # `gpu)`, `"a"|b)`, `*) X=1`
+
+
+def _in_case(line: str, cases: list[dict], values: dict[str, str], arrays: dict[str, list[str]]) -> str | None:
+    """`line` as `case` blocks run it: None for the `case` and `esac` lines, a branch's `pattern)` (the rest of its
+    line kept) and any line of a branch not taken; the line itself otherwise. A case whose subject the script's own
+    variables give (`DEVICE=gpu` before `case "$DEVICE" in`) runs its first branch whose patterns match it (the shell's
+    glob, `fnmatch`); one whose subject they do not give runs every branch, the last assignment winning (audit s38c
+    C3: a GPU and an NPU branch were read on the NPU's batch sizes)."""
+    from fnmatch import fnmatchcase
+
+    opened = _CASE.match(line)
+    if opened:
+        subject = " ".join(_words(_expanded(opened.group(1), values, arrays)))
+        cases.append({"subject": subject, "known": "$" not in subject, "running": False, "ran": False})
+        return None
+    if not cases:
+        return line
+    case = cases[-1]
+    if _ESAC.match(line):
+        cases.pop()
+        return None
+    branch = _BRANCH.match(line) if not _ASSIGNMENT.match(line) else None
+    if branch:
+        patterns = [p.strip().strip("\"'") for p in branch.group(1).split("|")]
+        case["running"] = not case["known"] or (not case["ran"] and any(fnmatchcase(case["subject"], p)
+                                                                             for p in patterns))
+        case["ran"] |= case["running"]
+        line = branch.group(2)
+    return line if case["running"] and line.strip() else None
 
 
 def _base_config(words: list[str]) -> tuple[dict[str, str], list[str]]:

@@ -226,3 +226,17 @@ def test_a_default_takes_over_an_empty_value_as_the_shell_does():
             "data.val_batch_size=x$B\n")
     got = overrides_of(text)
     assert "data.train_batch_size=512" in got and "data.val_batch_size=x" in got
+
+
+@pytest.mark.parametrize("device, batch", [("gpu", 512), ("npu", 256), ("tpu", 1024)])
+def test_a_case_on_the_scripts_own_variable_runs_its_matching_branch(device, batch):
+    """`case "$DEVICE" in gpu) ...;; npu) ...;; *) ...;; esac` (audit s38c C3: read on the last branch, the NPU's):
+    the branch the script's DEVICE matches, the first match winning as in the shell, `*` the rest."""
+    text = (f"DEVICE={device}\ncase \"${{DEVICE}}\" in\n    gpu)\n        TBS=512\n        ;;\n    npu|ascend) TBS=256 ;;\n"
+            "    *)\n        TBS=1024\n        ;;\nesac\npython3 -m verl.trainer.main_ppo data.train_batch_size=$TBS\n")
+    assert f"data.train_batch_size={batch}" in overrides_of(text)
+
+
+def test_a_case_on_a_variable_the_script_does_not_set_reads_on_the_last_assignment():
+    text = "case \"$1\" in\n  a) TBS=512 ;;\n  b) TBS=256 ;;\nesac\npython3 -m verl.trainer.main_ppo data.train_batch_size=$TBS\n"
+    assert "data.train_batch_size=256" in overrides_of(text)

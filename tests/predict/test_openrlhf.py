@@ -234,3 +234,13 @@ def test_a_step_that_holds_part_of_a_group_is_said_first(tmp_path):
     line = next(x for x in setup.brief_lines() if x.startswith("N rounded: "))
     assert setup.hparams.num_groups == 1 and "0.5 groups of G = 8" in line and "4 responses, not 8" in line
     assert not any(x.startswith("N rounded") for x in read_run_config(_script(tmp_path, GRPO, "b.sh")).brief_lines())
+
+
+def test_the_run_length_is_said_to_be_no_openrlhf_argument():
+    """train_ppo_ray has no max_steps flag (audit s38c C5: said as unset, as if one were left out)."""
+    from gspo_dynamics.predict import read_run_config
+
+    setup = read_run_config({"advantage_estimator": "group_norm", "n_samples_per_prompt": 8, "rollout_batch_size": 128,
+                             "train_batch_size": 128, "actor_learning_rate": 5e-7})
+    line = next(line for line in setup.brief_lines() if line.startswith("assumed"))
+    assert "max_steps unset (no OpenRLHF argument: train_ppo_ray works it out from the prompts' count; --run-steps N" in line

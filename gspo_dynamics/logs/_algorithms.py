@@ -82,6 +82,19 @@ TRAINING_READINGS = frozenset({"loss", "grad_norm", "learning_rate", "kl_ref", "
                                "frac_zero_std"})
 
 
+# an environment step's own record (gym's `done`, beside the `action` taken or the `observation` seen)
+_EPISODE_KEYS = ({"done"}, {"action", "observation", "obs"})
+
+
+def episode_rows(raw_keys: Iterable[str]) -> bool:
+    """True for rows that are an agent's steps through one environment episode (a `done` flag beside the action taken
+    or the observation seen) and carry none of a training step's readings (TRAINING_READINGS): an inference transcript
+    (OpenEnv's `[STEP] {"step": 1, "action": ..., "reward": 0.07, "done": false}`, audit s38b R8), whose rewards are
+    per action of one episode, not a training run's per-step means."""
+    keys = {canonical_name(key) for key in raw_keys if not is_eval_key(key)}
+    return all(keys & names for names in _EPISODE_KEYS) and not keys & TRAINING_READINGS
+
+
 def untrained_rows(raw_keys: Iterable[str]) -> bool:
     """True for rows that carry none of a training step's own readings (TRAINING_READINGS, evaluation keys aside)
     and no epoch (a trainer's count of passes over its data).

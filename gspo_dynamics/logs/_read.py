@@ -14,7 +14,7 @@ import numpy as np
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _names, _trainers
-from gspo_dynamics.logs._algorithms import foreign_algorithm, untrained_rows
+from gspo_dynamics.logs._algorithms import episode_rows, foreign_algorithm, untrained_rows
 from gspo_dynamics.logs._columns import (
     ColumnMapError, check_column_map, chosen_columns, no_reward_error, not_a_run_error, restarting_counter_error,
 )
@@ -250,6 +250,10 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     groups = raw.groups if raw.groups is not None else key_groups(raw.rows)
     raw_keys = set().union(*groups)
     foreign = foreign_algorithm(raw_keys)  # the file's; where it holds several runs, the run read decides (below)
+    if episode_rows(raw_keys):
+        raise ConfigError("the log's rows are an agent's steps through an environment episode (an action, a reward, a "
+                          "done flag; no loss, KL or other training reading): per-action rewards of an episode, not a "
+                          "training run's steps; give the trainer's log")
     chosen = chosen_columns(column_map or {}, raw_keys)
     picked, pick_warnings = training_reward(groups, chosen)  # the reward on the training rows, not a per-sample key's
     chosen = {**chosen, **picked}

@@ -451,3 +451,16 @@ def test_a_grpo_run_after_a_ppo_run_in_one_file_is_read_with_run(tmp_path):
     assert (log.n_runs, log.run_index) == (2, 2) and log.n_points("reward") == 12
     with pytest.raises(ConfigError, match=r"^run 1 of 2 in this file is from a run of PPO .*--run K picks another"):
         read_log(path, run=1)
+
+
+def test_an_agents_episode_transcript_is_no_training_log():
+    """`[STEP] {"step": 1, "action": ..., "reward": 0.07, "done": false}` (audit s38b R8: read as three training runs):
+    refused; a training log that also logs a `done` count beside its loss is read."""
+    steps = "".join(f'[STEP] {{"step": {s}, "action": "nginx -t", "reward": {0.05 + 0.01 * s:.2f}, "done": false, '
+                    '"error": null}\n' for s in range(1, 13))
+    text = f'[START] {{"task": "nginx", "env": "sysadmin-env"}}\n{steps}[END] {{"success": true, "steps": 12}}\n'
+    text = text * 2
+    with pytest.raises(ConfigError, match="an agent's steps through an environment episode"):
+        read_log(text)
+    rows = [{"step": s, "reward": 0.1 * s, "done": 3, "action": 1.0, "loss": 0.2} for s in range(1, 13)]
+    assert read_log("\n".join(json.dumps(r) for r in rows)).n_points("reward") == 12

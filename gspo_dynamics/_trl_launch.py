@@ -125,6 +125,6 @@ def _found(name: str, script: Path) -> Path:
     for place in places:
         if place.is_file():
             return place
-    raise ConfigError(f"the launch script runs TRL's trainer with --config {name}, which is not beside it or up to "
+    raise ConfigError(f"the launch script's training command takes --config {name}, which is not beside it or up to "
                       f"{_UP} folders above it: give that file as --config (the script's other arguments as --set "
                       "key=value)")

@@ -251,6 +251,7 @@ class Guard:
         if self.view.rows and (blocked or self._rows_at_diagnosis != self.view.rows or self.warm):
             self._diagnose(batch=True, whole=whole if blocked else None)  # batch's own fit, not a warm one
             self._update()
+        means = self.view.block > 1 and not blocked  # the final diagnosis read block means: said in the summary
         d = self.diagnosis
         final = None if d is None else headline_label(d, self.view.rows, final=True)
         first = None if d is None or not d.verdicts else d.verdicts[0]
@@ -262,7 +263,7 @@ class Guard:
             "findings": [{"name": a.name, "step": a.step, "summary": a.record.summary}
                          for a in self.alerts if a.kind == "finding"],
             "alerts": [{"step": a.step, "name": a.name, "kind": a.kind, "confidence": a.confidence} for a in self.alerts],
-            "view_block": self.view.block,
+            "view_block": self.view.block, "block_means": means,
         }
 
 
@@ -311,4 +312,6 @@ def summary_line(summary: dict) -> str:
         head += f" — do {summary['action']}"
     alerts = summary["alerts"]
     said = ("alerts: " + ", ".join(f"{a['name']} at step {a['step']}" for a in alerts)) if alerts else "no alerts"
-    return f"gspo-dynamics: {head}; summary: {summary['rows']} rows, {said}"
+    means = (f" (diagnosed on means of {summary['view_block']} rows each: diagnose LOG reads them one by one)"
+             if summary.get("block_means") else "")
+    return f"gspo-dynamics: {head}; summary: {summary['rows']} rows{means}, {said}"

@@ -12,7 +12,9 @@ import pytest
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose import Diagnosis, Verdict, diagnose
-from gspo_dynamics.integrations._guard import HOLD_ROWS, PENDING, TREND_ROWS, Guard, GuardSettings, headline_label
+from gspo_dynamics.integrations._guard import (
+    HOLD_ROWS, PENDING, TREND_ROWS, Guard, GuardSettings, headline_label, summary_line,
+)
 from gspo_dynamics.integrations._view import LogView
 from gspo_dynamics.logs import read_log_history
 
@@ -187,9 +189,12 @@ def test_past_the_view_the_summary_given_every_row_is_batch_diagnose_of_them():
     assert guards[0].diagnosis.log.steps.size == 300  # the rows, not the view's 64 or fewer
     assert summary["verdict"] == headline_label(batch, 300, final=True)
     assert summary["confidence"] == pytest.approx(batch.verdicts[0].confidence)
-    guards[1].summary(whole=read_log_history(rows[:200]))  # not the rows the guard read
+    assert summary["block_means"] is False and "diagnosed on means" not in summary_line(summary)
+    other = guards[1].summary(whole=read_log_history(rows[:200]))  # not the rows the guard read
     guards[2].summary()
     assert guards[1].diagnosis.log.steps.size == guards[2].diagnosis.log.steps.size <= 64
+    assert other["block_means"] is True  # said: the final diagnosis read the view's block means
+    assert f"300 rows (diagnosed on means of {other['view_block']} rows each" in summary_line(other)
 
 
 def test_settings_are_checked():

@@ -76,6 +76,7 @@ class ConfigParts(NamedTuple):
     wandb: bool
     defaults: dict[str, Any]  # a framework default the file's own trainer does not share (OpenRLHF's trainer
     # before Ray, `openrlhf.cli.train_ppo`: rollout_batch_size 512), taken where the config leaves the key unset
+    notes: tuple[str, ...] = ()  # what the reading of a launch script left to its last assignment (`branch_assignments`)
     command_line: frozenset[str] = frozenset()  # the names a TRL launch's command line gives, which TRL's parser
     # (argparse) also reads as the one field they begin: `--num_train_epoch 6` is num_train_epochs
 
@@ -133,8 +134,16 @@ def load_config_parts(path: str | Path) -> ConfigParts:
     if values is not None and not values:
         raise ConfigError(f"the config file {str(path)!r} is W&B's record of a run's config, and it records no key "
                           "of the run (only W&B's own)")
+    if path.suffix.lower() in _SCRIPT_SUFFIXES:
+        from gspo_dynamics._launch_script import branch_assignments
+
+        branches = branch_assignments(text)
+    else:
+        branches = []
+    notes = (f"the script assigns {', '.join(branches)} in more than one branch of an if: read on the last assignment; "
+             "--set KEY=VALUE gives the branch you run",) if branches else ()
     return ConfigParts(data if values is None else values, frozenset(added), values is not None, defaults,
-                       frozenset(command_line))
+                       notes=notes, command_line=frozenset(command_line))
 
 
 def wandb_values(data: dict[str, Any]) -> dict[str, Any] | None:

@@ -202,6 +202,21 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None) 
     return found
 
 
+_IF, _FI = re.compile(r"^\s*if\b"), re.compile(r"^\s*fi\b")
+
+
+def branch_assignments(text: str) -> list[str]:
+    """The variables the script assigns more than once inside if / elif / else blocks, in order: read on the last
+    assignment (module docstring), which branch runs being the shell's to decide; said, not silent (audit s38c C3)."""
+    depth, counts = 0, {}
+    for line in (part for whole in _logical_lines(text) for part in _commands(whole)):
+        depth += 1 if _IF.match(line) else -1 if _FI.match(line) and depth else 0
+        assignment = _ASSIGNMENT.match(re.sub(r"^\s*(?:then|else|elif\b[^;]*)\s+", "", line)) if depth else None
+        if assignment:
+            counts[assignment.group(1)] = counts.get(assignment.group(1), 0) + 1
+    return [name for name, n in counts.items() if n > 1]
+
+
 _CASE = re.compile(r"^\s*case\s+(.+?)\s+in\s*$")
 _ESAC = re.compile(r"^\s*esac\b")
 _BRANCH = re.compile(r"^\s*\(?\s*([^()=]+?)\s*\)\s*(.*)$")  # `gpu)`, `"a"|b)`, `*) X=1`

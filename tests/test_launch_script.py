@@ -240,3 +240,20 @@ def test_a_case_on_the_scripts_own_variable_runs_its_matching_branch(device, bat
 def test_a_case_on_a_variable_the_script_does_not_set_reads_on_the_last_assignment():
     text = "case \"$1\" in\n  a) TBS=512 ;;\n  b) TBS=256 ;;\nesac\npython3 -m verl.trainer.main_ppo data.train_batch_size=$TBS\n"
     assert "data.train_batch_size=256" in overrides_of(text)
+
+
+def test_a_variable_set_in_both_branches_of_an_if_is_read_on_the_last_and_said(tmp_path):
+    """Which branch of an if runs is the shell's to decide (audit s38c C3): the last assignment is read, and the
+    first lines say so with the way to give the branch run; a script without such a variable says nothing."""
+    from gspo_dynamics.predict import read_run_config
+
+    command = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=$TBS "
+               "actor_rollout_ref.actor.ppo_mini_batch_size=128 actor_rollout_ref.rollout.n=8\n")
+    path = tmp_path / "run.sh"
+    path.write_text('if [ "$DEVICE" = gpu ]; then\n  TBS=512\nelse\n  TBS=256\nfi\n' + command)
+    setup = read_run_config(path)
+    assert setup.hparams.refresh_interval == 2  # read on the last branch: T = 256 / 128 (the first's would be 4)
+    assert any(line.startswith("the script assigns TBS in more than one branch of an if: read on the last")
+               for line in setup.brief_lines())
+    path.write_text("TBS=512\nif [ -z \"$X\" ]; then X=1; fi\n" + command)
+    assert not any("more than one branch" in line for line in read_run_config(path).brief_lines())

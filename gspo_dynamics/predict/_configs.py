@@ -91,6 +91,7 @@ def read_run_config(source: dict[str, Any] | str | Path, *, devices: int | None 
         setup = dataclasses.replace(_mapped(apply_overrides(cfg, [f"{setup.keys.run_length}={run_steps}"]), devices,
                                             unknown, own_names), run_given=True)
     setup = dataclasses.replace(setup, recorded=tuple(recorded), assumed=setup.assumed + tuple(own.items()),
+                                read_as=setup.read_as + parts.notes,  # a script's branch read on its last, said first
                                 notes=tuple(abbreviated) + setup.notes, implausible=_config_checks.implausible_lr(
                                     setup.framework, setup.hparams.optimizer.name, setup.hparams.lr,
                                     setup.keys.lr if setup.keys else "lr"))

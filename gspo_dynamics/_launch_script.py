@@ -219,7 +219,8 @@ def branch_assignments(text: str) -> list[str]:
 
 _CASE = re.compile(r"^\s*case\s+(.+?)\s+in\s*$")
 _ESAC = re.compile(r"^\s*esac\b")
-_BRANCH = re.compile(r"^\s*\(?\s*([^()=]+?)\s*\)\s*(.*)$")  # `gpu)`, `"a"|b)`, `*) X=1`
+# `gpu)`, `"a"|b)`, `*) X=1`: words without spaces between the bars (a command in a branch, `echo "x)"`, is none)
+_BRANCH = re.compile(r"^\s*\(?\s*([^()=\s|]+(?:\s*\|\s*[^()=\s|]+)*)\s*\)\s*(.*)$")
 
 
 def _in_case(line: str, cases: list[dict], values: dict[str, str], arrays: dict[str, list[str]]) -> str | None:

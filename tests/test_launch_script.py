@@ -232,7 +232,8 @@ def test_a_default_takes_over_an_empty_value_as_the_shell_does():
 def test_a_case_on_the_scripts_own_variable_runs_its_matching_branch(device, batch):
     """`case "$DEVICE" in gpu) ...;; npu) ...;; *) ...;; esac` (audit s38c C3: read on the last branch, the NPU's):
     the branch the script's DEVICE matches, the first match winning as in the shell, `*` the rest."""
-    text = (f"DEVICE={device}\ncase \"${{DEVICE}}\" in\n    gpu)\n        TBS=512\n        ;;\n    npu|ascend) TBS=256 ;;\n"
+    text = (f"DEVICE={device}\ncase \"${{DEVICE}}\" in\n    gpu)\n        echo \"gpu run)\"\n        TBS=512\n        ;;\n"
+            "    npu|ascend) TBS=256 ;;\n"
             "    *)\n        TBS=1024\n        ;;\nesac\npython3 -m verl.trainer.main_ppo data.train_batch_size=$TBS\n")
     assert f"data.train_batch_size={batch}" in overrides_of(text)
 

@@ -14,8 +14,9 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
     continuations   a backslash at a line's end joins the next line;
     variables       `$NAME`, `${NAME}` and `${NAME:-default}` take the value of the script's own assignment before the
                     command (`NAME=value`, `export NAME=value`), else the default (`:-` where it is unset or empty,
-                    as the shell does: `X=${X:-}` then `${X:-512}` is 512; `-` where it is unset); a variable the script does not
-                    set (one from the caller's shell) stays as written, so a key the model reads fails there by name;
+                    as the shell does: `X=${X:-}` then `${X:-512}` is 512; `-` where it is unset); a variable the
+                    script does not set (one from the caller's shell) stays as written, so a key the model reads fails
+                    there by name;
     words           as the shell splits them (quotes removed: `trainer.logger='["console"]'`);
     arrays          `NAME=( word ... )` over several lines, expanded by `"${NAME[@]}"` (or `${NAME[@]}`) to its words,
                     as verl's newer examples group their overrides (DATA=(...), ACTOR=(...));
@@ -24,8 +25,9 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
                     (`$((train_bsz * n))`); an expression with anything else stays as written.
 
 Assignments are taken in the order written, the last before the command winning; a `case` whose subject the script's
-own variables give runs its matching branch alone (`_in_case`); if / else branches are not told apart: a script that sets a key's variable in both branches is read on the last. A script that runs the trainer
-more than once (two runs, or one command per branch) is one ConfigError: which run it means, it does not say.
+own variables give runs its matching branch alone (`_in_case`); if / else branches are not told apart: a variable set
+in more than one of them is read on its last assignment, and said (`branch_assignments`). A script that runs the
+trainer more than once (two runs, or one command per branch) is one ConfigError: which run it means, it does not say.
 
 `+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
 names the key as one the script adds on purpose (`_config_file.load_config_parts`); `~key` (a deletion) is left out.

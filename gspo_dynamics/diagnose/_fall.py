@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, LR_KEYS
-from gspo_dynamics.diagnose._changepoint import ALPHA, change_point
+from gspo_dynamics.diagnose._changepoint import change_point
 from gspo_dynamics.diagnose._dip import short_dip
 from gspo_dynamics.diagnose._trend_advice import MEANINGFUL_CHANGE
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, WINDOW_FRACTION, Z_TREND, mean_se, window
@@ -58,7 +58,8 @@ def fall_advice(fell: dict, hparams) -> str:
     """What to do about a fall the run did not climb back from: go back to a checkpoint from before it (by the step
     `_last_at_peak` names: the latest window still at the peak's level), with a lower learning rate (halved, where it
     is known) and, where the upper ratio clip is wider than the lower (clip-higher), that clip back to the lower one's
-    width; a cliff after a held plateau first names what else changes a reward at once (the reward, a tool, the data)."""
+    width; a cliff after a held plateau first names what else changes a reward at once (the reward, a tool, the
+    data)."""
     lr = "" if hparams is None else f"; now {hparams.lr:g}, e.g. {hparams.lr / 2:g}"
     clip = ""
     if hparams is not None and hparams.clip_high > hparams.clip_low:
@@ -69,9 +70,10 @@ def fall_advice(fell: dict, hparams) -> str:
     resume = (f"resume from a checkpoint saved by step {fell['step']:.0f}, at its peak before the fall, with a lower "
               f"learning rate ({LR_KEYS}{lr}){clip}")
     if fell.get("cliff"):  # most of it at once, after a held plateau: an update's doing or not, the log cannot tell
-        return (f"{fall}, most of it at once after step {fell['cliff']:.0f}, and did not climb back: a fall that sudden "
-                "may come from outside the policy (the reward function, a tool or environment, the data), which the "
-                f"log cannot tell from an update, so check what changed there first; if nothing did, {resume}")
+        return (f"{fall}, most of it at once after step {fell['cliff']:.0f}, and did not climb back: a fall that "
+                "sudden may come from outside the policy (the reward function, a tool or environment, the data), "
+                "which the log cannot tell from an update, so check what changed there first; if nothing did, "
+                f"{resume}")
     return f"{fall} and did not climb back: {resume}"
 
 
@@ -96,7 +98,7 @@ def _collapse_reading(s, r, trend: dict, spread: float | None) -> tuple[dict, fl
     if c is None or not c["drop"] > COLLAPSE_FRACTION:
         return None
     held, cliff = _last_at_peak(s, r, c["peak_step"], c["window_rows"], c["end_first_step"], trend["late"],
-                                c["broke_at_step"] if _significant(c["break_p_value"]) else None)
+                                c["broke_at_step"] if math.isfinite(c["break_p_value"]) else None)  # NaN: no break
     item = evidence("late drop below the peak / rise to the peak", c["drop"], (s[0], s[-1]), threshold=COLLAPSE_FRACTION,
                     side=">", peak=c["peak"], late=trend["late"], weakest_z=c["z"], last_at_peak=held, **_break(c))
     conf = min(confidence(c["drop"] - COLLAPSE_FRACTION, 0.1), confidence(c["z"] - Z_TREND, 1.0))
@@ -115,8 +117,7 @@ def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None
     back = after.size >= MIN_WINDOW and float(np.mean(after)) - trough["trough"] > Z_TREND * mean_se(after)[1]
     then = "then a recovery" if back else "not climbed back"
     held, cliff = _last_at_peak(s, r, trough["peak_step"], trough.get("window_rows", _width(r)),
-                                trough["trough_first_step"], trough["trough"],
-                                trough["broke_at_step"] if _significant(trough["break_p_value"]) else None)
+                                trough["trough_first_step"], trough["trough"], trough["broke_at_step"])  # significant
     item = evidence(f"sustained drop below the peak, {then} / rise to the peak", trough["drop"],
                     (trough["peak_step"], trough["trough_step"]), threshold=COLLAPSE_FRACTION, side=">",
                     peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
@@ -137,22 +138,22 @@ def _width(r: np.ndarray) -> int:
 
 def _last_at_peak(s, r, peak_step: float, k: int, low_step: float, low: float,
                   broke_at: float | None = None) -> tuple[float, float | None]:
-    """The step to go back to before a fall, and the break step where the fall is a cliff there (else None). `low`: the level the fall ended at;
-    `broke_at`: the step the level broke at where that break is significant and downward (`change_point`'s last step
-    before it), else None.
+    """The step to go back to before a fall, and the break step where the fall is a cliff there (else None). `low`:
+    the level the fall ended at; `broke_at`: the step the level broke at, significantly and downward (a trough's or a
+    dip's, or a collapse's where `change_point` found one: its last step before the break), else None.
 
     The step: the knee of a hinge fitted from the peak window's first row to MIN_WINDOW rows past where the fall is
     half done (a MIN_WINDOW-row mean below (peak + low) / 2; else to the low window's first row, `low_step`),
-    `_fall_start`: the last row at the level before it falls, whatever the fall's width (the review of session 38: a fall over 5-80 steps at step 200 resumed from 153-169, the middle of a
-    window). Where no knee holds at least CLIFF_SHARE of the fall (a fall that starts after the rows fitted), a cliff's
-    break step; else the middle step of the latest k-row window, from the peak window's on and ending before the low
-    window starts, whose mean is within AT_PEAK_Z standard errors (the peak window's) of the peak window's mean.
+    `_fall_start`: the last row at the level before it falls, whatever the fall's width. Where no knee holds at least
+    CLIFF_SHARE of the fall (a fall that starts after the rows fitted), a cliff's break step; else the middle step of
+    the latest k-row window, from the peak window's on and ending before the low window starts, whose mean is within
+    AT_PEAK_Z standard errors (the peak window's) of the peak window's mean.
 
     A cliff: the MIN_WINDOW rows after the break stand below the MIN_WINDOW before it by at least CLIFF_SHARE of the
     whole fall (peak - low), and the k rows ending at the break (from the peak window's start on) are not below the
     peak window's mean by Z_TREND standard errors of the difference (the peak window is the highest of many, so its
-    mean stands above the plateau's by about one of them): the reward held its peak up to it (audit s38: a plateau
-    held to a one-step fall at step 300 was named at 249). A break inside a gradual fall is no cliff."""
+    mean stands above the plateau's by about one of them): the reward held its peak up to it. A break inside a
+    gradual fall is no cliff."""
     i = int(np.searchsorted(s, peak_step))
     run = np.convolve(r, np.ones(k) / k, mode="valid")  # (n - k + 1,) run[j] averages r[j:j + k]
     peak, se = float(run[i]), mean_se(r[i:i + k])[1]  # the peak window's mean as the windows below compute it
@@ -219,11 +220,6 @@ def hinge_fits(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     syy = float(np.sum((y - np.mean(y)) ** 2))
     slope = np.divide(cxy, cxx, out=np.zeros(n), where=cxx > 0)
     return slope, syy - slope * cxy
-
-
-def _significant(p_value: float) -> bool:
-    """Whether a change point's p-value reports a break (`_changepoint.ALPHA`); NaN (no test) does not."""
-    return math.isfinite(p_value) and p_value < ALPHA
 
 
 def _break(c: dict) -> dict:

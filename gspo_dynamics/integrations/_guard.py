@@ -247,11 +247,11 @@ class Guard:
         whole: every row read, unaveraged, where the caller keeps them (`watch`'s follower does): past VIEW_ROWS the
         final diagnosis reads it rather than the view's block means, so it is batch `diagnose`'s on the same rows (a
         rule at its threshold, such as a decayed lr's, reads the same values); one diagnosis of the whole log."""
-        blocked = whole is not None and self.view.block > 1 and whole.steps.size == self.view.rows  # the same rows
-        if self.view.rows and (blocked or self._rows_at_diagnosis != self.view.rows or self.warm):
-            self._diagnose(batch=True, whole=whole if blocked else None)  # batch's own fit, not a warm one
+        rows = whole is not None and self.view.block > 1 and whole.steps.size == self.view.rows  # the view's own rows
+        if self.view.rows and (rows or self._rows_at_diagnosis != self.view.rows or self.warm):
+            self._diagnose(batch=True, whole=whole if rows else None)  # batch's own fit, not a warm one
             self._update()
-        means = self.view.block > 1 and not blocked  # the final diagnosis read block means: said in the summary
+        means = self.view.block > 1 and not rows  # the final diagnosis read block means: said in the summary
         d = self.diagnosis
         final = None if d is None else headline_label(d, self.view.rows, final=True)
         first = None if d is None or not d.verdicts else d.verdicts[0]

@@ -47,10 +47,10 @@ def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, war
             return [(k + 1) * interval for k in range(len(dicts))], interval, axis
         warnings.append(f"the {what} has no step numbers; {NUMBERED}")
         return list(range(1, len(dicts) + 1)), None, ""
-    count = Counter(runs)
-    every = run_intervals(text, [count[run] for run in dict.fromkeys(runs)], finished)
+    order, count = list(dict.fromkeys(runs)), Counter(runs)
+    every = run_intervals(text, [count[run] for run in order], finished)
     if every is not None:  # one banner per run, each run's total over its own rows
-        index = {run: i for i, run in enumerate(dict.fromkeys(runs))}
+        index = {run: i for i, run in enumerate(order)}
         seen: Counter = Counter()
         steps = []
         for run in runs:
@@ -74,7 +74,7 @@ def run_intervals(text: str, rows: list[int], finished: bool) -> list[int] | Non
     finished run's N is its rows times a whole interval (the last run only where the log is finished, as
     `logging_interval` reads one run); None otherwise (audit s38b R7: an SFT cell then a GRPO cell of a notebook, each
     with its banner, were numbered 1, 2, ... and every step 10x too small)."""
-    totals = [int(m.group(1).replace(",", "")) for m in _TOTAL_STEPS.finditer(text) if m.group(1).replace(",", "")]
+    totals = [int(digits) for m in _TOTAL_STEPS.finditer(text) if (digits := m.group(1).replace(",", ""))]
     if len(totals) != len(rows) or not finished:
         return None
     every = [total // n if n else 0 for total, n in zip(totals, rows)]

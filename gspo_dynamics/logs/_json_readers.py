@@ -186,8 +186,8 @@ def _runs_of_columns(document: object, warnings: list[str]) -> list[dict] | None
     another in the file's order, said in a warning; None unless it is plainly that (audit s38b R5: three runs as
     columns were flattened into one row of lists, and the map the refusal offered was refused in turn). Plainly: at
     least two runs, none named as a split of one run (`train`, `eval`, ...: SPLIT_NAMES), each with a step column
-    (`step`, or its plural) and the reward by its name (its other columns its own), and each run's steps starting at or below
-    the run before's first step, where the readers' step counter (`_rows.settle`) tells the runs apart."""
+    (`step`, or its plural) and the reward by its name (its other columns its own), and each run's steps starting at
+    or below the run before's first step, where the readers' step counter (`_rows.settle`) tells the runs apart."""
     if not isinstance(document, dict) or len(document) < 2 or not all(isinstance(v, dict) for v in document.values()):
         return None
     if any(str(name).strip().lower() in SPLIT_NAMES for name in document):

@@ -79,9 +79,9 @@ def pilot_invalid(log: RunLog, n: int, group_key: str, masked: bool | None = Non
         return (f"on {dead} of its {seen} steps no group carried a learning signal (every completion of the step "
                 "scored alike, so every advantage was 0): it barely trained, and bounds no lr; raise "
                 f"{group_key} or use prompts the model sometimes solves, then run a pilot again")
-    cut = late_truncation(log, rows)
-    if cut is not None and cut["cut"] and cut["early"] > TRUNCATION_HIGH:
-        cap = cap_tokens(log, n)
+    cut = _cut_from_start(late_truncation(log, rows))
+    if cut is not None:
+        cap = _cap(cut)
         to = f"about {cap} tokens, twice the mean length" if cap else "e.g. double it"
         return (f"{cut['share']:.0%} of its completions are cut at the length cap over its last quarter (steps "
                 f"{cut['steps'][0]}-{cut['steps'][1]}), so its rewards score unfinished answers and its curve is not "
@@ -95,10 +95,18 @@ def cap_tokens(log: RunLog, n: int) -> int | None:
     """Where most of the pilot's completions are cut at the length cap from its start (`fit.late_truncation`, early and
     late), the cap to raise it to: twice the late mean completion length, in tokens, as diagnose's truncation advice;
     None otherwise or unlogged."""
-    cut = late_truncation(log, pilot_rows(log, n))
-    if cut is None or not cut["cut"] or not cut["early"] > TRUNCATION_HIGH or not cut["length"]:
-        return None
-    return int(round(2 * cut["length"]))
+    cut = _cut_from_start(late_truncation(log, pilot_rows(log, n)))
+    return None if cut is None else _cap(cut)
+
+
+def _cut_from_start(cut: dict | None) -> dict | None:
+    """`late_truncation`'s reading where most completions were cut over the first quarter too, else None."""
+    return cut if cut is not None and cut["cut"] and cut["early"] > TRUNCATION_HIGH else None
+
+
+def _cap(cut: dict) -> int | None:
+    """Twice the late mean completion length, in tokens (None where no length is logged)."""
+    return int(round(2 * cut["length"])) if cut["length"] else None
 
 
 def dead_steps(log: RunLog, rows: np.ndarray) -> tuple[int, int]:

@@ -121,6 +121,7 @@ def per_sample_mean(built, mapped: bool):
         f"{column!r} / {count!r}, the mean reward of a sample"]
 
 
+# rule 3's constants are stated, fitted to no log:
 MIN_SMOOTHED = 8  # rows both columns must hold for a running mean to be told from chance
 MAX_WINDOW = 256  # the longest trailing window tried (beside the mean so far)
 SMOOTH_TOL = 1e-3  # |R - mean| within this share of X's range on every row: a printed rounding of the same mean

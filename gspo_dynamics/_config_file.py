@@ -140,8 +140,8 @@ def load_config_parts(path: str | Path) -> ConfigParts:
         branches = branch_assignments(text)
     else:
         branches = []
-    notes = (f"the script assigns {', '.join(branches)} in more than one branch of an if: read on the last assignment; "
-             "--set KEY=VALUE gives the branch you run",) if branches else ()
+    notes = (f"the script assigns {', '.join(branches)} in more than one branch of an if or case: read on the last "
+             "assignment; --set KEY=VALUE gives the branch you run",) if branches else ()
     return ConfigParts(data if values is None else values, frozenset(added), values is not None, defaults,
                        notes=notes, command_line=frozenset(command_line))
 

@@ -26,8 +26,9 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
 
 Assignments are taken in the order written, the last before the command winning; a `case` whose subject the script's
 own variables give runs its matching branch alone (`_in_case`); if / else branches are not told apart: a variable set
-in more than one of them is read on its last assignment, and said (`branch_assignments`). A script that runs the
-trainer more than once (two runs, or one command per branch) is one ConfigError: which run it means, it does not say.
+in more than one of them, or in several branches of a case whose subject the script does not give, is read on its last
+assignment, and said (`branch_assignments`). A script that runs the trainer more than once (two runs, or one command
+per branch) is one ConfigError: which run it means, it does not say.
 
 `+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
 names the key as one the script adds on purpose (`_config_file.load_config_parts`); `~key` (a deletion) is left out.
@@ -175,9 +176,11 @@ def command_words(text: str, trainer: re.Pattern, nested: re.Pattern | None = No
     return found[0] if found else None
 
 
-def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None) -> list[list[str]]:
+def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None,
+                     guessed: dict[str, set] | None = None) -> list[list[str]]:
     """The words, from the trainer's on, of every command with a word `trainer` matches, each after the shell's
-    expansion of the lines before it (`command_words`)."""
+    expansion of the lines before it (`command_words`). `guessed`, where given, gets each variable assigned inside a
+    case whose subject the script does not give, with the (case, branch) pairs assigning it."""
     values: dict[str, str] = {}
     arrays: dict[str, list[str]] = {}
     found = []
@@ -201,22 +204,29 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None) 
         assignment = _ASSIGNMENT.match(code)
         if assignment:
             values[assignment.group(1)] = " ".join(_words(assignment.group(2)))
+            if guessed is not None and cases and not cases[-1]["known"]:
+                guessed.setdefault(assignment.group(1), set()).add((id(cases[-1]), cases[-1]["branch"]))
     return found
 
 
 _IF, _FI = re.compile(r"^\s*if\b"), re.compile(r"^\s*fi\b")
+_NOTHING = re.compile(r"(?!)")  # matches no word: `trainer_commands` walked for its assignments alone
 
 
 def branch_assignments(text: str) -> list[str]:
-    """The variables the script assigns more than once inside if / elif / else blocks, in order: read on the last
-    assignment (module docstring), which branch runs being the shell's to decide; said, not silent (audit s38c C3)."""
+    """The variables the script assigns more than once inside if / elif / else blocks, or in more than one branch of
+    a case on a subject the script does not give (`case "$1" in`), in order: read on the last assignment (module
+    docstring), which branch runs being the shell's to decide; said, not silent (audit s38c C3)."""
     depth, counts = 0, {}
     for line in (part for whole in _logical_lines(text) for part in _commands(whole)):
         depth += 1 if _IF.match(line) else -1 if _FI.match(line) and depth else 0
         assignment = _ASSIGNMENT.match(re.sub(r"^\s*(?:then|else|elif\b[^;]*)\s+", "", line)) if depth else None
         if assignment:
             counts[assignment.group(1)] = counts.get(assignment.group(1), 0) + 1
-    return [name for name, n in counts.items() if n > 1]
+    in_cases: dict[str, set] = {}
+    trainer_commands(text, _NOTHING, None, in_cases)
+    names = [name for name, n in counts.items() if n > 1]
+    return names + [name for name, branches in in_cases.items() if len(branches) > 1 and name not in names]
 
 
 _CASE = re.compile(r"^\s*case\s+(.+?)\s+in\s*$")
@@ -236,7 +246,7 @@ def _in_case(line: str, cases: list[dict], values: dict[str, str], arrays: dict[
     opened = _CASE.match(line)
     if opened:
         subject = " ".join(_words(_expanded(opened.group(1), values, arrays)))
-        cases.append({"subject": subject, "known": "$" not in subject, "running": False, "ran": False})
+        cases.append({"subject": subject, "known": "$" not in subject, "running": False, "ran": False, "branch": 0})
         return None
     if not cases:
         return line
@@ -250,6 +260,7 @@ def _in_case(line: str, cases: list[dict], values: dict[str, str], arrays: dict[
         case["running"] = not case["known"] or (not case["ran"] and any(fnmatchcase(case["subject"], p)
                                                                              for p in patterns))
         case["ran"] |= case["running"]
+        case["branch"] += 1
         line = branch.group(2)
     return line if case["running"] and line.strip() else None
 

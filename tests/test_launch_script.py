@@ -243,6 +243,20 @@ def test_a_case_on_a_variable_the_script_does_not_set_reads_on_the_last_assignme
     assert "data.train_batch_size=256" in overrides_of(text)
 
 
+@pytest.mark.parametrize("script, said", [
+    ('case "$1" in\n  a) TBS=512 ;;\n  b)\n    TBS=256\n    ;;\nesac\n', ["TBS"]),  # the shell's argument: unsaid before
+    ('case "$1" in\n  a) TBS=512 ;;\n  b) N=8 ;;\nesac\n', []),  # each variable in one branch: nothing guessed
+    ('D=gpu\ncase "$D" in\n  gpu) TBS=512 ;;\n  *) TBS=256 ;;\nesac\n', []),  # the script's own subject: one branch runs
+    ('case "$1" in\n  a) TBS=1 ; TBS=2 ;;\nesac\n', []),  # twice in one branch: the shell's own order, no guess
+])
+def test_a_variable_set_in_several_branches_of_an_unknown_case_is_said(script, said):
+    """A case on a subject the script does not give (`case "$1" in`) is read on its last branch: said like an if's
+    (session 38's note: a case's guess was unsaid), and only where two branches assign the same variable."""
+    from gspo_dynamics._launch_script import branch_assignments
+
+    assert branch_assignments(script + "python3 -m verl.trainer.main_ppo data.train_batch_size=$TBS\n") == said
+
+
 def test_a_variable_set_in_both_branches_of_an_if_is_read_on_the_last_and_said(tmp_path):
     """Which branch of an if runs is the shell's to decide (audit s38c C3): the last assignment is read, and the
     first lines say so with the way to give the branch run; a script without such a variable says nothing."""
@@ -254,7 +268,7 @@ def test_a_variable_set_in_both_branches_of_an_if_is_read_on_the_last_and_said(t
     path.write_text('if [ "$DEVICE" = gpu ]; then\n  TBS=512\nelse\n  TBS=256\nfi\n' + command)
     setup = read_run_config(path)
     assert setup.hparams.refresh_interval == 2  # read on the last branch: T = 256 / 128 (the first's would be 4)
-    assert any(line.startswith("the script assigns TBS in more than one branch of an if: read on the last")
+    assert any(line.startswith("the script assigns TBS in more than one branch of an if or case: read on the last")
                for line in setup.brief_lines())
     path.write_text("TBS=512\nif [ -z \"$X\" ]; then X=1; fi\n" + command)
     assert not any("more than one branch" in line for line in read_run_config(path).brief_lines())

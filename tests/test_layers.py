@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "train": 6, "experiments": 6,  # the LLM trainer; figure data
     "plots": 7, "integrations": 7, "repro": 7, "report": 7,  # figures; the TRL callback; the claims runner; reports
     "cli": 8,  # the command: parses, calls one library function, prints
+    "__main__": 9,  # `python -m gspo_dynamics`: the command
 }
 TORCH_FREE = ("theory", "predict")
 # (importer, imported module) pairs allowed for now, each with the reason

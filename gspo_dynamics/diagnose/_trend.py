@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from gspo_dynamics._keys import EVAL_KEYS, GROUP_SIZE_KEYS
-from gspo_dynamics.diagnose._change_tests import fitted_rise_test, late_rise_test
+from gspo_dynamics.diagnose._change_tests import fitted_rise_test, late_rise_test, shift_rise_test
 from gspo_dynamics.diagnose._plateau_power import plateau_resolution
 from gspo_dynamics.diagnose._settled import UNSURE_CONFIDENCE, identified_plateau, sure_or_unsure
 from gspo_dynamics.diagnose._trend_advice import MAX_SAMPLE_FACTOR, MEANINGFUL_CHANGE, STALLED_ADVICE, noise_advice
@@ -61,12 +61,13 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     span = (trend["steps"][0], trend["steps"][1])
     other = fitted_rise_test(steps, reward, fit, scale[0] if scale else None) if abs(z) < Z_TREND else None
     if other is None and 0 <= z < Z_TREND:  # a late rise after a fall from the start is a recovery, not a rise
-        other = late_rise_test(steps, reward, scale[0] if scale else None)
+        other = (late_rise_test(steps, reward, scale[0] if scale else None)
+                 or shift_rise_test(steps, reward, scale[0] if scale else None))
     if other is None and not abs(z) >= Z_TREND:
         return _flat_verdict(z, trend, span, scale, group_size, ar1_inflation(reward), row_scatter(reward))
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
         z, ev_trend = other[0], _change_evidence(other[1], other[0], span, welch_z=trend["z"], early=trend["early"],
-                                                 late=trend["late"])
+                                                 late=trend["late"], **(other[2] if len(other) > 2 else {}))
     else:
         ev_trend = _change_evidence("reward change late - early (Welch z)", z, span, early=trend["early"],
                                     late=trend["late"])

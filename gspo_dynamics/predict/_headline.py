@@ -65,6 +65,7 @@ from typing import Any
 from gspo_dynamics.predict._clip_modes import unclipped
 from gspo_dynamics.predict._config_keys import PILOT_LOGGING, ConfigKeys
 from gspo_dynamics.predict._frameworks import OBJECTIVE_CLIPS, PART_GROUP
+from gspo_dynamics.predict._pilot_log import MIN_PILOT_POINTS
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
 SCHEMA_VERSION = "1.1"  # docs/outputs.md: predict's JSON schema (1.1: forecast.end_reward.value nullable, held added)
@@ -227,23 +228,31 @@ def clip_answer(setup) -> tuple[str, list[Change]] | None:
     return reason, clip_changes(setup) + refresh_changes(setup, 1, "on-policy: no stale step for a clip to bound")
 
 
-def pilot_steps(hparams, reward_range: tuple[float, float] | None) -> tuple[int, str]:
-    """n of equation (1), at least PILOT_PERIODS refresh periods, with the reason in words."""
-    n_periods = PILOT_PERIODS * hparams.refresh_interval
+def pilot_steps(hparams, reward_range: tuple[float, float] | None, passes: int | None = None) -> tuple[int, str]:
+    """n of equation (1), at least PILOT_PERIODS refresh periods, with the reason in words, in the log's steps: an
+    optimizer step's (N G responses each), or, given the `passes` over a rollout (verl's ppo_epochs, whose
+    trainer.total_training_steps counts rollouts), a trainer step's: one refresh period of T optimizer steps,
+    logging the rollout's N G T / passes responses."""
+    T = hparams.refresh_interval
+    rollout = passes is not None
+    unit, n_periods = ("trainer step", PILOT_PERIODS) if rollout else ("step", PILOT_PERIODS * T)
+    periods = f"{PILOT_PERIODS} refresh periods of T = {T}" + (" optimizer steps (a trainer step each)" if rollout else "")
     if hparams.group_size is None:
-        return n_periods, (f"{PILOT_PERIODS} refresh periods of T = {hparams.refresh_interval}; with no group size G "
-                           "given, no noise to size it by (give num_generations / rollout.n / group_size)")
+        return max(n_periods, MIN_PILOT_POINTS), (f"{periods}; with no group size G given, no noise to size it by "
+                                                   "(give num_generations / rollout.n / group_size)")
     width = 1.0 if reward_range is None else reward_range[1] - reward_range[0]
-    responses = hparams.num_groups * hparams.group_size
+    responses = round(hparams.num_groups * hparams.group_size * (T / passes if rollout else 1))
     sigma = width / (2.0 * math.sqrt(responses))
     delta = PILOT_RISE * width
     n_power = math.ceil(12.0 * (POWER_Z * sigma / delta) ** 2)
-    n = max(n_power, n_periods)
-    unit = "" if reward_range is not None else " (a [0, 1] reward assumed: --reward-range gives yours)"
-    why = (f"to see a rise of {delta:.3g} over noise <= {sigma:.3g} per step at N G = {responses} responses, "
-           f"5% level, 90% power{unit}")
+    n = max(n_power, n_periods, MIN_PILOT_POINTS)
+    assumed = "" if reward_range is not None else " (a [0, 1] reward assumed: --reward-range gives yours)"
+    count = f"{responses} responses per rollout" if rollout else f"N G = {responses} responses"
+    why = f"to see a rise of {delta:.3g} over noise <= {sigma:.3g} per {unit} at {count}, 5% level, 90% power{assumed}"
     if n_periods > n_power:
-        why += f"; {PILOT_PERIODS} refresh periods of T = {hparams.refresh_interval}"
+        why += f"; {periods}"
+    if MIN_PILOT_POINTS > max(n_power, n_periods):
+        why += f"; the {MIN_PILOT_POINTS} logged {unit}s a pilot's forecast needs"
     return n, why
 
 
@@ -254,7 +263,7 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
     config = getattr(forecast, "config", forecast)
     setup, hp = config.setup, config.setup.hparams
     keys = _keys(setup)
-    n, why = pilot_steps(hp, reward_range)
+    n, why = pilot_steps(hp, reward_range, keys.passes_value if keys and keys.framework == "verl" else None)
     if setup.run_steps is not None and n > setup.run_steps:
         why = (f"the whole run: seeing a rise needs {n} steps ({why}), more than the run's own {setup.run_steps}, so "
                "the whole run may not show one above that noise")

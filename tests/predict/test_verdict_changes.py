@@ -393,3 +393,27 @@ def test_a_swing_is_sure_at_the_confidence_diagnose_checked_on_real_runs():
     from gspo_dynamics.diagnose._verdict import CHECKED_CONFIDENCE
 
     assert _swing.SWING_SURE == CHECKED_CONFIDENCE
+
+
+def _verl_script(tmp_path, batch: int, mini: int, epochs: int, n: int):
+    path = tmp_path / "run.sh"
+    path.write_text(f"python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size={batch} "
+                    f"actor_rollout_ref.actor.ppo_mini_batch_size={mini} actor_rollout_ref.actor.ppo_epochs={epochs} "
+                    f"actor_rollout_ref.rollout.n={n} actor_rollout_ref.actor.optim.lr=1e-6 "
+                    "trainer.total_training_steps=100000\n")
+    return path
+
+
+@pytest.mark.parametrize("batch, mini, epochs, n", [(128, 32, 3, 8), (4, 4, 1, 2), (8, 2, 1, 4)])
+def test_verls_pilot_is_planned_in_trainer_steps(tmp_path, batch, mini, epochs, n):
+    """verl's trainer.total_training_steps counts rollouts, each T = ppo_epochs batch / mini optimizer steps logging
+    the rollout's batch x n responses (audit s39c: 48 was advised for 4 rollouts of T = 12): the plan is in trainer
+    steps, sized by (1) on the rollout's responses (recomputed here from the script's numbers), at least the 4
+    refresh periods (a trainer step each) and the 8 logged steps a pilot forecast needs."""
+    from gspo_dynamics.predict._headline import PILOT_RISE, POWER_Z
+
+    head = config_headline(config_forecast(read_run_config(_verl_script(tmp_path, batch, mini, epochs, n))))
+    sigma = 1.0 / (2.0 * math.sqrt(batch * n))
+    expected = max(math.ceil(12.0 * (POWER_Z * sigma / PILOT_RISE) ** 2), 4, 8)
+    assert head.pilot_plan["setting"] == f"trainer.total_training_steps={expected}", head.pilot_plan
+    assert "per trainer step" in head.pilot_plan["why"]

@@ -1,6 +1,6 @@
 """A sampler that cannot give a group two different responses is refused, in each framework's own key: a temperature
-or top_p of 0 or less samples greedily, every group-relative advantage is then 0 and no step learns (as
-num_generations 1 is refused). A positive value, however small, is read (not modelled: it is named as such)."""
+or top_p of 0 or less samples greedily, under 0.01 all but greedily, every group-relative advantage is then 0 and no
+step learns (as num_generations 1 is refused). A small value from 0.01 on is read (not modelled: named as such)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,15 @@ VERL = {"algorithm": {"adv_estimator": "grpo"}, "data": {"train_batch_size": 256
 
 
 @pytest.mark.parametrize("key", ["temperature", "top_p"])
-@pytest.mark.parametrize("value", [0, 0.0, -1])
+@pytest.mark.parametrize("value", [0, 0.0, -1, 1e-4, 0.0099])  # 1e-4: an OpenRLHF script's (audit s39c)
 def test_greedy_sampling_is_refused_in_each_frameworks_keys(tmp_path, key, value):
-    with pytest.raises(ConfigError, match=rf"^{key} {value:g} samples greedily: .*no step learns; set {key} > 0"):
+    refused = rf"^{key} {value:g} samples (all but )?greedily.*: .*no step learns; set {key} >= 0.01"
+    with pytest.raises(ConfigError, match=refused):
         read_run_config({**TRL, key: value})
     verl = {**VERL, "actor_rollout_ref": {**VERL["actor_rollout_ref"], "rollout": {"n": 8, key: value}}}
-    with pytest.raises(ConfigError, match=rf"^actor_rollout_ref.rollout.{key} {value:g} samples greedily"):
+    with pytest.raises(ConfigError, match=rf"^actor_rollout_ref.rollout.{key} {value:g} samples (all but )?greedily"):
         read_run_config(verl)
-    with pytest.raises(ConfigError, match=rf"^--{key} {value:g} samples greedily|^{key} {value:g} samples greedily"):
+    with pytest.raises(ConfigError, match=rf"^(--)?{key} {value:g} samples (all but )?greedily"):
         read_run_config(_script(tmp_path, GRPO.replace("--max_epochs 2", f"--max_epochs 2 --{key} {value}")))
 
 

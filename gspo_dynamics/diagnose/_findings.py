@@ -9,6 +9,7 @@ series, stated with its thresholds in its function's docstring:
   clip_zero_on_policy         a clip fraction of 0 on every row of an on-policy run: expected, not a bug
   reward_function_divergence  one reward function rises while another does not
   truncation                  most completions cut at the length cap late in the run (invalidates)
+  length_growth               completions grew or ran into the cap while the reward did not move (`_length_growth`)
   length_collapse             the mean completion length fell below 1 / LENGTH_SHRINK of its early value, significantly
                               (a warning while the reward did not rise; a note beside a significant rise)
 """
@@ -19,6 +20,7 @@ import numpy as np
 
 from gspo_dynamics._keys import GRAD_CLIP_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._finding import FINDINGS, NOTE, SEVERITIES, Finding, order
+from gspo_dynamics.diagnose._length_growth import length_growth
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, window
@@ -52,7 +54,7 @@ DOMINANT_SHARE = 0.9
 def findings(log: RunLog, hparams: Hyperparams | None = None) -> list[Finding]:
     """Every finding of FINDINGS that the log shows, most severe first (then in FINDINGS order)."""
     checks = (non_finite, train_inference_mismatch, grad_norm_spike, kl_spike, ratio_spike, clip_zero_on_policy,
-              reward_function_divergence, truncation, length_collapse)
+              reward_function_divergence, truncation, length_growth, length_collapse)
     return order([f for f in (check(log, hparams) for check in checks) if f is not None])
 
 

@@ -14,12 +14,12 @@ import numpy as np
 from gspo_dynamics._keys import MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._finding import NOTE
 from gspo_dynamics.diagnose._findings import DOMINANT_SHARE, LENGTH_SHRINK, Z_NOT_RISING, Z_RISE
+from gspo_dynamics.diagnose._length_growth import TRUNCATION_RISE, length_growth
 from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.fit import row_scatter
 
 LENGTH_BLOWUP_RATIO = LENGTH_SHRINK  # mean completion length doubled from early to late (the mirror of halved)
-TRUNCATION_RISE = 0.2  # truncation rate up by 20 points from early to late
 # one reward component carries DOMINANT_SHARE of the total gain ...
 # ... while another falls: a reward component (or function) fell where its Welch z late - early <= -3, a change as real
 # as the trend's (`_trend_stats.Z_TREND`, p ~ 0.001 by chance; at 2 one component in ~40 "falls" by chance) and the
@@ -181,7 +181,7 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
     if collapse_symptoms:
         notes.append(" and ".join(collapse_symptoms) + " while the reward fell: a symptom of the collapse, "
                      "not reward hacking (hacking raises the training reward)")
-    if unpaid:
+    if unpaid and length_growth(log) is None:  # where the finding says it, not again as a note
         notes.append(" and ".join(unpaid) + f" while the reward did not rise significantly (Welch z {trend['z']:.2f} < "
                      f"{Z_TREND:g}): not reward hacking, which raises the training reward; longer answers that earn "
                      "nothing more are the loss's length bias or a drift: a token-level normalisation that does not "

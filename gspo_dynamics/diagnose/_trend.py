@@ -28,6 +28,18 @@ from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confiden
 from gspo_dynamics.fit import EXTRAPOLATION_LIMIT, row_scatter
 
 
+def _missed_change(steps, reward, fit, z: float, spread: float | None) -> tuple | None:
+    """A change the quarter windows miss (|z| < Z_TREND): a rise the closed-form fit sees, else, on a rising side
+    (0 <= z: a late rise after a fall from the start is a recovery, not a rise), a late rise or a level shift up
+    (`_change_tests`); None where none is found or the windows already see one."""
+    if abs(z) >= Z_TREND:
+        return None
+    found = fitted_rise_test(steps, reward, fit, spread)
+    if found is None and z >= 0:
+        found = late_rise_test(steps, reward, spread) or shift_rise_test(steps, reward, spread)
+    return found
+
+
 def _remaining(fit, imp) -> tuple[float, float, float]:
     """(rem_dir, rem_z, frac): the fit's remaining rise signed along the rise (r_inf - r0), its z, and its share of
     the rise; NaN for an unstable fit, whose r_inf is no plateau (`fit._identified.unidentified`)."""
@@ -59,10 +71,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
     """
     z = trend["z"]
     span = (trend["steps"][0], trend["steps"][1])
-    other = fitted_rise_test(steps, reward, fit, scale[0] if scale else None) if abs(z) < Z_TREND else None
-    if other is None and 0 <= z < Z_TREND:  # a late rise after a fall from the start is a recovery, not a rise
-        other = (late_rise_test(steps, reward, scale[0] if scale else None)
-                 or shift_rise_test(steps, reward, scale[0] if scale else None))
+    other = _missed_change(steps, reward, fit, z, scale[0] if scale else None)
     if other is None and not abs(z) >= Z_TREND:
         return _flat_verdict(z, trend, span, scale, group_size, ar1_inflation(reward), row_scatter(reward))
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)

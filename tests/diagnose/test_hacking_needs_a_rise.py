@@ -26,13 +26,28 @@ def _length(seed: int) -> np.ndarray:
     return 200 + 320 * t / (N - 1) + rng.normal(0, 10, N)
 
 
-def test_length_growth_beside_a_flat_reward_is_a_note_not_hacking():
+def test_length_growth_beside_a_flat_reward_is_a_warning_not_hacking():
+    """Not hacking (the reward did not rise), and not hidden in a note either (audit s39 D3): a `length_growth`
+    warning in the first lines, said once."""
     rng = np.random.default_rng(3)
     flat = 0.5 + rng.normal(0, 0.05, N)
     d = diagnose(make_log(flat, mean_length=_length(3)))
     assert d.verdict("reward_hacking") is None
-    note = next(n for n in d.notes if n.startswith("the mean completion length grew"))
-    assert "did not rise significantly" in note and "not reward hacking" in note
+    found = next(f for f in d.findings if f.name == "length_growth")
+    assert found.severity == "warning" and "did not move significantly" in found.summary
+    early, late = found.evidence[0]["early"], found.evidence[0]["late"]
+    assert f"grew from {early:.0f} to {late:.0f} tokens" in found.summary and late > 2 * early and found.advice
+    assert not any(n.startswith("the mean completion length grew") for n in d.notes)
+
+
+def test_a_length_that_grew_beside_a_fall_or_a_rise_is_no_length_growth_warning():
+    """Beside a significant fall the growth is the collapse's symptom (a note), beside a rise hacking's evidence."""
+    rng = np.random.default_rng(5)
+    t = np.arange(N)
+    falling = 0.8 - 0.5 * t / (N - 1) + rng.normal(0, 0.03, N)
+    rising = 0.2 + 0.6 * (1 - np.exp(-t / 40)) + rng.normal(0, 0.03, N)
+    for reward in (falling, rising):
+        assert all(f.name != "length_growth" for f in diagnose(make_log(reward, mean_length=_length(5))).findings)
 
 
 def test_length_growth_beside_a_significant_rise_is_hacking_evidence():

@@ -46,6 +46,7 @@ from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip
 from gspo_dynamics.predict._field_tables import sampling_check
 from gspo_dynamics.predict._frameworks import _groups_per_step, _number, _rounded_refresh
 from gspo_dynamics.predict._optimizers import verl_optimizer
+from gspo_dynamics.predict._verl_batches import mini_batch, ragged
 from gspo_dynamics.predict._verl_history import OLD_KEYS
 from gspo_dynamics.predict._verl_fields import ACTOR, GROUP_ESTIMATORS, OTHER_ESTIMATORS, ROLLOUT, SEARCH_R1_OWN
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -213,10 +214,7 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
     sampling_check({ROLLOUT + key: flat.get(ROLLOUT + key) for key in ("temperature", "top_p")})
     rollout = _number("data.train_batch_size", get("data.train_batch_size", required=True), integer=True, positive=True)
     mini = _number(actor + "ppo_mini_batch_size", get(actor + "ppo_mini_batch_size", required=True), integer=True, positive=True)
-    if mini > rollout * agents:
-        raise ConfigError(f"ppo_mini_batch_size ({mini}) exceeds data.train_batch_size ({rollout})"
-                          + (f" x n_agent ({agents})" if agents > 1 else "")
-                          + ": a minibatch cannot hold more prompts than the rollout")
+    mini = mini_batch(mini, rollout, agents, bool(get(actor + "use_dynamic_bsz", False)), notes)
     epochs = _number(actor + "ppo_epochs", get(actor + "ppo_epochs", 1), integer=True, positive=True)
     exact = epochs * rollout * agents / mini
     copies = (" x n_agent", f" x {agents}") if ROLLOUT + "n_agent" in flat else ("", "")
@@ -225,7 +223,7 @@ def verl_mapping(flat: dict[str, Any], notes: list[str],
     T = _rounded_refresh(exact, notes, formula)
     early = early_verl(flat)  # a config of a trainer before verl 0.4: its mini-batch, clip and KL rules
     if (rollout * agents) % mini and not early and refused is not None:
-        refused.append(_ragged(mini, rollout, exact, T))
+        refused.append(ragged(mini, rollout, exact, T))
     groups = mini
     if ROLLOUT + "n_agent" in flat:
         groups = _search_r1_groups((agents, n, G, group_key), mini, f"T = {formula} = {exact:g}", notes,
@@ -314,14 +312,6 @@ def _verl_advantage(estimator: str, by_std: Any, notes: list[str]) -> str:
     if estimator not in ("rloo", "rloo_vectorized"):
         notes.append(f"algorithm.adv_estimator {estimator}: a group baseline, read as the mean-centred advantage")
     return "mean"
-
-
-def _ragged(mini: int, rollout: int, exact: float, T: int) -> str:
-    """verl 0.9.1's refusal of a mini-batch that does not divide the rollout (engine_workers' make_iterator asserts it;
-    releases 0.4-0.7 split off a short last mini-batch)."""
-    return (f"verl 0.9.1 refuses this config: its update asserts the rollout splits into whole mini-batches, and "
-            f"ppo_mini_batch_size {mini} does not divide data.train_batch_size {rollout} (it stops at the first update; "
-            f"verl 0.4-0.7 ran a short last mini-batch); read as T = {exact:g} rounded to {T}")
 
 
 def _shown(side, clip: float) -> str:

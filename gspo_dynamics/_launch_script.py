@@ -22,7 +22,10 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
                     as verl's newer examples group their overrides (DATA=(...), ACTOR=(...));
     strings         `NAME="..."` over several lines, expanded by `$NAME` and split into its words;
     arithmetic      `$(( expression ))` of integers, + - * / % and parentheses, the script's variables by name
-                    (`$((train_bsz * n))`); an expression with anything else stays as written.
+                    (`$((train_bsz * n))`); an expression with anything else stays as written;
+    substitution    a variable set to a command's output (`X="$(awk ... )"`, backticks) is not known from the script:
+                    one word, `$(command)` (COMMAND_OUTPUT), where the command has several words (a one-word one,
+                    `$(pwd)`, stays as written), so a multi-line program's text never splits into the command line.
 
 Assignments are taken in the order written, the last before the command winning; a `case` whose subject the script's
 own variables give runs its matching branch alone (`_in_case`); if / else branches are not told apart: a variable set
@@ -203,12 +206,17 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None,
             continue
         assignment = _ASSIGNMENT.match(code)
         if assignment:
-            values[assignment.group(1)] = " ".join(_words(assignment.group(2)))
+            written = _ASSIGNMENT.match(line)  # as written: a command's output ($(...), `...`) is not known
+            value = " ".join(_words(assignment.group(2)))
+            command = written is not None and _SUBSTITUTION.search(written.group(2)) is not None and " " in value
+            values[assignment.group(1)] = COMMAND_OUTPUT if command else value  # one word, $(pwd), stays as written
             if guessed is not None and cases and not cases[-1]["known"]:
                 guessed.setdefault(assignment.group(1), set()).add((id(cases[-1]), cases[-1]["branch"]))
     return found
 
 
+_SUBSTITUTION = re.compile(r"\$\((?!\()|`")  # $( not $(( (arithmetic, which `_expanded` does), or a backtick
+COMMAND_OUTPUT = "$(command)"  # a variable set to a command of several words reads so: one word, unknown
 _IF, _FI = re.compile(r"^\s*if\b"), re.compile(r"^\s*fi\b")
 _NOTHING = re.compile(r"(?!)")  # matches no word: `trainer_commands` walked for its assignments alone
 

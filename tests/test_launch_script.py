@@ -272,3 +272,18 @@ def test_a_variable_set_in_both_branches_of_an_if_is_read_on_the_last_and_said(t
                for line in setup.brief_lines())
     path.write_text("TBS=512\nif [ -z \"$X\" ]; then X=1; fi\n" + command)
     assert not any("more than one branch" in line for line in read_run_config(path).brief_lines())
+
+
+@pytest.mark.parametrize("assign", ["T1=\"$(awk -v s=\"${S}\" '\n  $0 ~ s { print $2 }\n' \"${LOG}\")\"",
+                                    "T1=`cat best.txt`", "T1=$(cat best.txt | tail -n 1)"])
+def test_a_variable_set_to_a_commands_output_is_one_unknown_word(assign):
+    """A command's output is not known from the script (audit s39c 4: a multi-line awk program's text was spliced into
+    the command line and made a key `...temperature.$(awk -v step=$(awk -F`, the real key lost): the key keeps its
+    name, its value reads `$(command)`, and a `${T1:-1.2}` fallback does not replace it (the variable is set)."""
+    from gspo_dynamics._launch_script import COMMAND_OUTPUT
+
+    text = (f"{assign}\nT1=\"${{T1:-1.2}}\"\nN=$((2 * 4))\npython3 -m verl.trainer.main_ppo "
+            "actor_rollout_ref.rollout.temperature=\"${T1}\" actor_rollout_ref.rollout.n=$N\n")
+    got = overrides_of(text)
+    assert f"actor_rollout_ref.rollout.temperature={COMMAND_OUTPUT}" in got and "actor_rollout_ref.rollout.n=8" in got
+    assert not any("awk" in word or "cat" in word for word in got)

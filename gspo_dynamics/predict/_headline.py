@@ -75,6 +75,7 @@ MARGIN_FACTOR = 2.0  # an lr within 2x of the linear bound is at risk; the lr we
 POWER_Z = 1.645 + 1.282  # (1): one-sided 5% level, 90% power
 PILOT_RISE = 0.1  # (1): the rise a pilot must see, a tenth of the reward's range
 PILOT_PERIODS = 4  # a pilot spans at least this many refresh periods
+FILTER_GROUPS = "algorithm.filter_groups.enable"  # verl's DAPO dynamic sampling: zero-std groups dropped, more drawn
 VERDICTS = ("safe", "at risk", "unsafe", "unsure", "unknown until a pilot")
 # T in each framework's keys (`predict._config_keys`)
 REFRESH_FORMULA = {"trl": "steps_per_generation x num_iterations / gradient_accumulation_steps",
@@ -264,6 +265,9 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
     setup, hp = config.setup, config.setup.hparams
     keys = _keys(setup)
     n, why = pilot_steps(hp, reward_range, keys.passes_value if keys and keys.framework == "verl" else None)
+    warmup = setup.schedule.warmup if setup.schedule is not None else 0
+    if warmup:  # (1) sizes a pilot at the run's lr: one inside the warm-up never reaches it (audit s39c 6)
+        n, why = warmup + n, f"{warmup} warm-up steps, then {n} at the run's lr: {why}"
     if setup.run_steps is not None and n > setup.run_steps:
         why = (f"the whole run: seeing a rise needs {n} steps ({why}), more than the run's own {setup.run_steps}, so "
                "the whole run may not show one above that noise")
@@ -291,9 +295,12 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
             settled += zero_std.settled_lines()
             changes += zero_std.changes(setup)
         else:
+            filtered = any(k == FILTER_GROUPS and v for k, v, _ in setup.unmodelled)  # DAPO's dynamic sampling
             settled.append(f"zero-std groups at {group_key} {hp.group_size}: at least {config.zero_std_share[0.5]:.2g} "
                            f"(every prompt at success 0.5), {config.zero_std_share[0.9]:.2g} at 0.9; prompts of mixed "
-                           "difficulty give far more (--pass-rates FILE of the starting model's per-prompt pass rates)")
+                           "difficulty give far more (--pass-rates FILE of the starting model's per-prompt pass rates)"
+                           + (f"; {FILTER_GROUPS} drops them and draws more groups: they cost generation, not diluted "
+                              "steps" if filtered else ""))
     reason = ("a config fixes T, G and the momentum but not the curvature the learning rate multiplies: "
               "only a run measures the margin")
     verdict, unclip = "unknown until a pilot", clip_answer(setup)

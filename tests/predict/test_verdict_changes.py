@@ -417,3 +417,25 @@ def test_verls_pilot_is_planned_in_trainer_steps(tmp_path, batch, mini, epochs, 
     expected = max(math.ceil(12.0 * (POWER_Z * sigma / PILOT_RISE) ** 2), 4, 8)
     assert head.pilot_plan["setting"] == f"trainer.total_training_steps={expected}", head.pilot_plan
     assert "per trainer step" in head.pilot_plan["why"]
+
+
+def test_dapos_dynamic_sampling_turns_the_zero_std_cost_into_generation(tmp_path):
+    """With algorithm.filter_groups.enable (DAPO's dynamic sampling) zero-std groups are dropped and more drawn: the
+    zero-std line says so, not that they dilute steps (audit s39c 8: the two lines contradicted)."""
+    path = _verl_script(tmp_path, 128, 32, 1, 8)
+    plain = [s for s in config_headline(config_forecast(read_run_config(path))).settled if s.startswith("zero-std")]
+    path.write_text(path.read_text().rstrip("\n") + " algorithm.filter_groups.enable=True\n")
+    dapo = [s for s in config_headline(config_forecast(read_run_config(path))).settled if s.startswith("zero-std")]
+    assert len(plain) == len(dapo) == 1 and "cost generation, not diluted steps" in dapo[0]
+    assert "filter_groups" not in plain[0]
+
+
+@pytest.mark.parametrize("warmup", [10, 80])
+def test_a_pilot_is_planned_past_the_lr_warm_up(warmup):
+    """(1) sizes a pilot at the run's lr, so the plan adds the warm-up's steps (audit s39c 6: max_steps 4 was advised
+    inside a 10-step warm-up, a pilot that never reaches the lr the run trains at)."""
+    trl = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8, "max_steps": 1000}
+    plan = config_headline(config_forecast(read_run_config(trl, devices=1))).pilot_plan
+    warm = config_headline(config_forecast(read_run_config(trl | {"warmup_steps": warmup}, devices=1))).pilot_plan
+    assert warm["steps"] == plan["steps"] + warmup and warm["setting"] == f"max_steps: {plan['steps'] + warmup}"
+    assert warm["why"].startswith(f"{warmup} warm-up steps, then {plan['steps']} at the run's lr")

@@ -156,6 +156,11 @@ def _forecast(args: argparse.Namespace):
         raise ConfigError("--map needs --pilot or --prior (it names their logs' columns)")
     if args.set and not args.config:
         raise ConfigError("--set overrides keys of --config; give the config file")
+    if not args.config and args.pilot:
+        raise ConfigError("predict --pilot forecasts a run from its config (its length, T, G and the keys the answer "
+                          "changes): give the run's config with --config (TRL: the GRPOConfig as YAML/JSON or "
+                          "config.to_dict(); verl: its launch script or YAML); for the pilot's log alone, "
+                          f"`gspo-dynamics diagnose {args.pilot}` reads it without one")
     if not args.config:
         raise ConfigError("predict answers for a run's config: give it as --config grpo.yaml (a TRL GRPOConfig, a verl "
                           "config or our trainer's) and change keys with --set, e.g. --set learning_rate=1e-6 --set "

@@ -244,11 +244,15 @@ def test_diagnose_json_keeps_the_theory_numbers_in_one_place(tmp_path, capsys):
 
 
 def test_no_config_is_one_line_and_exit_2(capsys, tmp_path):
-    """`predict` alone, or with a pilot and no config: one line naming --config, exit 2."""
+    """`predict` alone, or with a pilot and no config: one line naming --config, exit 2; with a pilot, the reason is
+    the pilot's (no hyperparameter flag was given: audit s39 D5) and diagnose is named for the log alone."""
     assert main(["predict"]) == 2
     assert "give it as --config" in capsys.readouterr().err
-    assert main(["predict", "--pilot", pilot_log(tmp_path)]) == 2
-    assert "give it as --config" in capsys.readouterr().err
+    log = pilot_log(tmp_path)
+    assert main(["predict", "--pilot", log]) == 2
+    err = capsys.readouterr().err
+    assert "give the run's config with --config" in err and f"gspo-dynamics diagnose {log}" in err
+    assert "hyperparameter flags" not in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("entropy_start, overshoot", [(0.5, True), (1.5, False)])

@@ -162,6 +162,11 @@ def _beta(get, written: dict[str, str], notes: list[str]) -> float:
         if estimator != "k3":
             notes.append(f"{written['kl_estimator']} {estimator} as the KL loss (OpenRLHF recommends k2 or k3 there): beta read as "
                          f"{written['init_kl_coef']} all the same")
+        if get("kl_target") is not None:  # the trainer's AdaptiveKLController scales the KL loss too (audit s39c 2)
+            target = _number(written.get("kl_target", "kl_target"), get("kl_target"), positive=True)
+            notes.append(f"{written['init_kl_coef']} {coef:g} with kl_target {target:g}: an adaptive beta (OpenRLHF's "
+                         "AdaptiveKLController moves it each rollout toward the target), read at its start, its course "
+                         "not modelled")
         return coef
     if coef > 0:
         adaptive = " (adaptive: kl_target set)" if get("kl_target") is not None else ""

@@ -244,3 +244,14 @@ def test_the_run_length_is_said_to_be_no_openrlhf_argument():
                              "train_batch_size": 128, "actor_learning_rate": 5e-7})
     line = next(line for line in setup.brief_lines() if line.startswith("assumed"))
     assert "max_steps unset (no OpenRLHF argument: train_ppo_ray works it out from the prompts' count; --run-steps N" in line
+
+
+def test_a_kl_loss_with_a_kl_target_is_said_adaptive(tmp_path):
+    """Under --use_kl_loss, a --kl_target makes OpenRLHF's AdaptiveKLController move beta each rollout (audit s39c 2:
+    read as a fixed 0.1, unsaid): read at its start and said; an unresolved target is refused, not passed over."""
+    setup = read_run_config(_script(tmp_path, GRPO.replace("--kl_estimator k3", "--kl_estimator k3 --kl_target 0.02")))
+    assert setup.hparams.kl_coef == pytest.approx(0.001)
+    assert any("with kl_target 0.02: an adaptive beta" in n for n in setup.notes)
+    assert not any("adaptive beta" in n for n in read_run_config(_script(tmp_path)).notes)
+    with pytest.raises(ConfigError, match="kl_target"):
+        read_run_config(_script(tmp_path, GRPO.replace("--kl_estimator k3", "--kl_estimator k3 --kl_target $KL_T")))

@@ -273,6 +273,7 @@ def _openrlhf_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:
     """OpenRLHF's arguments' RunSetup (`predict._openrlhf`): the mapping, the schedule, the unmodelled arguments."""
     args = _openrlhf.unabbreviated(_openrlhf.arguments(cfg), notes)
     strays = [k for k in args if k not in _openrlhf_fields.KNOWN]
+    _openrlhf.refuse_unset(*_openrlhf.canonical(args))  # every value the script leaves to its environment, at once
     _config_checks.estimator_first(strays, "advantage_estimator", lambda: _openrlhf.advantage(*_openrlhf.canonical(args), []))
     hints, added = unknown(_openrlhf.FRAMEWORK, strays, _openrlhf_fields.KNOWN)
     hp, exact, used = _openrlhf.openrlhf_mapping(args, notes)

@@ -119,6 +119,17 @@ def openrlhf_mapping(args: dict[str, Any], notes: list[str]) -> tuple[Hyperparam
     return hp, exact, used
 
 
+def refuse_unset(flat: dict[str, Any], written: dict[str, str]) -> None:
+    """One ConfigError naming every argument the mapping reads whose value is still a shell variable or a command's
+    output (`$NAME`, `${NAME}`, `$(command)`): the script does not set them (its environment, an `eval`, a command
+    does), so each is the user's to give, all at once rather than one refusal per run (audit s39c 7)."""
+    unset = [f"{written.get(k, k)} {v}" for k, v in flat.items()
+             if k in fields.READ and isinstance(v, str) and v.startswith("$")]
+    if unset:
+        raise ConfigError(f"the script does not set {', '.join(unset)} (its environment, an eval or a command gives "
+                          "them): --set KEY=VALUE for each")
+
+
 def advantage(flat: dict[str, Any], written: dict[str, str], notes: list[str]) -> str:
     """advantage_estimator's advantage (module docstring), or one ConfigError naming what it is (`flat`: the
     arguments by flat name, `canonical`'s)."""

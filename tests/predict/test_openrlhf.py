@@ -255,3 +255,15 @@ def test_a_kl_loss_with_a_kl_target_is_said_adaptive(tmp_path):
     assert not any("adaptive beta" in n for n in read_run_config(_script(tmp_path)).notes)
     with pytest.raises(ConfigError, match="kl_target"):
         read_run_config(_script(tmp_path, GRPO.replace("--kl_estimator k3", "--kl_estimator k3 --kl_target $KL_T")))
+
+
+def test_every_value_the_script_leaves_unset_is_named_at_once(tmp_path):
+    """Hyperparameters set by `eval "$(python3 -c ...)"` are unknown to the script: one refusal names them all (audit
+    s39c 7: four runs to learn four, the first called a misspelt estimator); a path left to the environment is not
+    read, so it refuses nothing."""
+    text = GRPO.replace("--advantage_estimator group_norm", "--advantage_estimator $EST").replace(
+        "--actor_learning_rate=5e-7", "--actor_learning_rate=${LR} --save_path $HOME/ckpt")
+    with pytest.raises(ConfigError, match=r"^the script does not set advantage_estimator \$EST, actor_learning_rate "
+                                          r"\$\{LR\} \(its environment.*--set KEY=VALUE for each$"):
+        read_run_config(_script(tmp_path, text))
+    assert read_run_config(_script(tmp_path, GRPO.replace("--max_epochs 2", "--max_epochs 2 --save_path $HOME/c")))

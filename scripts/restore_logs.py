@@ -5,7 +5,7 @@ With the snapshots fetched to /work/.mirror/<owner>+<name> (the session's `fetch
 `git show COMMIT:PATH`, checks its sha256, and puts it where the scripts look for it:
 
     paper_repro/wild_logs/labels_*.json, heldout/labels_*.json   ->  ../wild_logs        ($GSPO_DYNAMICS_WILD_LOGS)
-    paper_repro/data/public_collapse/manifest.json               ->  ../public_collapse  ($GSPO_DYNAMICS_PUBLIC_LOGS)
+    paper_repro/data/public_collapse/manifest.json              -> ../public_collapse/logs ($GSPO_DYNAMICS_PUBLIC_LOGS)
     paper_repro/data/fresh_runs/manifest.json                    ->  ../fresh_runs       ($GSPO_DYNAMICS_FRESH_RUNS)
     paper_repro/real_log_labels.json ("external")                ->  ../external_logs    ($GSPO_DYNAMICS_EXTERNAL_LOGS)
     paper_repro/real_run_manifest.json                           ->  ../real_run_logs    (real_run_forecast.py --extra)
@@ -38,7 +38,7 @@ def _entries() -> list[tuple[str, dict]]:
     wild = PAPER / "wild_logs"
     for labels in sorted(wild.glob("labels_*.json")) + sorted((wild / "heldout").glob("labels_*.json")):
         out += [("wild_logs", e) for e in json.loads(labels.read_text())]
-    for folder, manifest in (("public_collapse", PAPER / "data/public_collapse/manifest.json"),
+    for folder, manifest in (("public_collapse/logs", PAPER / "data/public_collapse/manifest.json"),
                              ("fresh_runs", PAPER / "data/fresh_runs/manifest.json")):
         out += [(folder, e) for e in json.loads(manifest.read_text())["runs"]]
     out += [("external_logs", {"file": e["file"], "repo": e["source_repo"], "commit": e["commit"],

@@ -29,9 +29,6 @@ from gspo_dynamics.diagnose._verdict import confidence, evidence
 
 COLLAPSE_FRACTION = 0.3  # late mean below the peak by 30% of the rise (peak - early): a collapse
 AT_PEAK_Z = 1.0  # a window within one standard error of the peak window's mean is still at the peak (`_last_at_peak`)
-TROUGH_Z = 4.0  # the drop's z the trough's search (deepest drawdown over every window pair) passes on white noise 1% of
-# the time: its 99% quantile, 3.77-3.98 over 2000 white-noise logs each of 40, 96, 192, 400 and 1000 rows (at Z_TREND
-# it fired on 4%; tests/diagnose/test_trough_null.py measures it again): the trough's confidence is 0.5 there
 CLIFF_SHARE = 0.5  # a fall is a cliff at its break where most of it (at least half) happens across MIN_WINDOW rows
 # either side of the break, and a hinge's knee is the fall's start where its fitted fall holds at least half of it
 # (`_last_at_peak`): stated, fitted to no run
@@ -110,10 +107,9 @@ def _collapse_reading(s, r, trend: dict, spread: float | None) -> tuple[dict, fl
 
 
 def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None] | None:
-    """A drawdown (`_trough`'s or `_dip.short_dip`'s dict) as (item, confidence, fall), its z read against its
-    search's bar (`z_bar`: the trough's TROUGH_Z; a dip's p is already Bonferroni's, its bar Z_TREND): the fall is
-    None where the run climbed back, the rows after the trough standing above it by Z_TREND of their standard error
-    (a trough that ends the log has none after it, whatever the late window's mean)."""
+    """A drawdown (`_trough`'s or `_dip.short_dip`'s dict) as (item, confidence, fall): the fall is None where the run
+    climbed back, the rows after the trough standing above it by Z_TREND of their standard error (a trough that ends
+    the log has none after it, whatever the late window's mean)."""
     if trough is None or not trough["drop"] > COLLAPSE_FRACTION:
         return None
     late = window(r, True)
@@ -127,8 +123,7 @@ def _trough_reading(s, r, trough: dict | None) -> tuple[dict, float, dict | None
                     peak=trough["peak"], trough=trough["trough"], weakest_z=trough["z"],
                     **({} if back else {"last_at_peak": held}),  # a fall not climbed back: the step to resume from
                     broke_at_step=trough["broke_at_step"], break_p_value=trough["break_p_value"])
-    bar = trough.get("z_bar", Z_TREND)
-    conf = min(confidence(trough["drop"] - COLLAPSE_FRACTION, 0.1), confidence(trough["z"] - bar, 1.0),
+    conf = min(confidence(trough["drop"] - COLLAPSE_FRACTION, 0.1), confidence(trough["z"] - Z_TREND, 1.0),
                confidence(-math.log10(max(trough["break_p_value"], 1e-300)) - 2.0, 1.0))
     fell = None if back else {"peak": trough["peak"], "end": trough["trough"],
                               "end_steps": (trough["trough_first_step"], trough["trough_step"]), "step": held,
@@ -275,8 +270,7 @@ def _trough(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = No
     the deepest drawdown of the running mean (window w, as `_collapse`; the trough window after the peak's), its drop
     below the peak relative to the peak's height over the lower of the early mean and the trough, and how far the drop
     stands out of the noise (z against the peak and trough windows' standard errors, at least Z_TREND; with the
-    per-sample spread known, at least MEANINGFUL_CHANGE of it). The search over every pair of windows finds z past
-    Z_TREND on 4% of white-noise logs, so its confidence is 0.5 at TROUGH_Z (`z_bar`), the search's 1% bar.
+    per-sample spread known, at least MEANINGFUL_CHANGE of it).
     The fall must also be a level break of the rows from the start to the trough's end (`change_point`, CUSUM with
     its Brownian-bridge null, at p < ALPHA), which names the step it broke at."""
     w = max(MIN_WINDOW, int(round(WINDOW_FRACTION * r.size)))
@@ -303,4 +297,4 @@ def _trough(s: np.ndarray, r: np.ndarray, trend: dict, spread: float | None = No
         return None
     return {"peak": peak, "trough": trough, "drop": drop / level, "peak_step": int(s[i_peak]),
             "trough_first_step": int(s[i_trough]), "trough_step": int(s[min(i_trough + w, s.size) - 1]), "z": drop / se,
-            "broke_at_step": cp.step, "break_p_value": cp.p_value, "z_bar": TROUGH_Z}
+            "broke_at_step": cp.step, "break_p_value": cp.p_value}

@@ -13,6 +13,7 @@ import numpy as np
 
 from gspo_dynamics._keys import MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._finding import NOTE
+from gspo_dynamics.diagnose._change_tests import shift_rise_test
 from gspo_dynamics.diagnose._findings import DOMINANT_SHARE, LENGTH_SHRINK, Z_NOT_RISING, Z_RISE
 from gspo_dynamics.diagnose._length_growth import TRUNCATION_RISE, length_growth
 from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_TREND, change
@@ -181,7 +182,8 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
     if collapse_symptoms:
         notes.append(" and ".join(collapse_symptoms) + " while the reward fell: a symptom of the collapse, "
                      "not reward hacking (hacking raises the training reward)")
-    if unpaid and length_growth(log) is None:  # where the finding says it, not again as a note
+    # where the finding says it, not again; nor where a rise the windows miss moved the reward (`shift_rise_test`)
+    if unpaid and length_growth(log) is None and shift_rise_test(*log.valid("reward")) is None:
         notes.append(" and ".join(unpaid) + f" while the reward did not rise significantly (Welch z {trend['z']:.2f} < "
                      f"{Z_TREND:g}): not reward hacking, which raises the training reward; longer answers that earn "
                      "nothing more are the loss's length bias or a drift: a token-level normalisation that does not "

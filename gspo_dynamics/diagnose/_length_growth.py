@@ -6,12 +6,11 @@ the cap, said only under --explain)."""
 
 from __future__ import annotations
 
-from gspo_dynamics._keys import MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._change_tests import shift_rise_test
 from gspo_dynamics.diagnose._finding import Finding
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import evidence
-from gspo_dynamics.fit import LENGTH_SHRINK
+from gspo_dynamics.fit import LENGTH_SHRINK, late_truncation
 
 TRUNCATION_RISE = 0.2  # the truncation rate up by 20 points from the early window to the late one
 MIN_SERIES_POINTS = 6  # fewer points of a length or truncation series give no early and late windows to compare
@@ -36,8 +35,8 @@ def length_growth(log, hparams=None) -> Finding | None:
                         f"({c['late'] / c['early']:.1f}x, steps {c['steps'][0]}-{c['steps'][1]})")
             ev.append(evidence("mean completion length late / early", c["late"] / c["early"], c["steps"],
                                threshold=LENGTH_SHRINK, side=">", early=c["early"], late=c["late"], z=c["z"]))
-    if log.n_points("truncation_rate") >= MIN_SERIES_POINTS:
-        t = change(*log.valid("truncation_rate"))
+    if log.n_points("truncation_rate") >= MIN_SERIES_POINTS and not (late_truncation(log) or {}).get("cut"):
+        t = change(*log.valid("truncation_rate"))  # (most cut at the cap: the `truncation` finding says it)
         if t and t["late"] - t["early"] > TRUNCATION_RISE:
             grew.append(f"the share cut at the length cap rose {t['early']:.0%} -> {t['late']:.0%}")
             ev.append(evidence("truncation rate rise", t["late"] - t["early"], t["steps"], threshold=TRUNCATION_RISE,
@@ -49,7 +48,7 @@ def length_growth(log, hparams=None) -> Finding | None:
     advice = ["read the late completions (repetition, padding, unfinished reasoning); a token-level normalisation that "
               "does not favour long answers (TRL loss_type: dr_grpo; verl actor_rollout_ref.actor.loss_agg_mode: "
               "token-mean) or an overlong penalty (DAPO; TRL trl.rewards.get_soft_overlong_punishment among the "
-              f"reward_funcs) stops the growth; a cap ({MAX_LENGTH_KEYS}) bounds its cost"]
+              "reward_funcs) stops the growth"]
     return Finding("length_growth", "warning", summary, ev, advice)
 
 

@@ -229,20 +229,21 @@ def clip_answer(setup) -> tuple[str, list[Change]] | None:
     return reason, clip_changes(setup) + refresh_changes(setup, 1, "on-policy: no stale step for a clip to bound")
 
 
-def pilot_steps(hparams, reward_range: tuple[float, float] | None, passes: int | None = None) -> tuple[int, str]:
+def pilot_steps(hparams, reward_range: tuple[float, float] | None, prompts: float | None = None) -> tuple[int, str]:
     """n of equation (1), at least PILOT_PERIODS refresh periods, with the reason in words, in the log's steps: an
-    optimizer step's (N G responses each), or, given the `passes` over a rollout (verl's ppo_epochs, whose
+    optimizer step's (N G responses each), or, given the `prompts` of a rollout (verl's data.train_batch_size, whose
     trainer.total_training_steps counts rollouts), a trainer step's: one refresh period of T optimizer steps,
-    logging the rollout's N G T / passes responses."""
+    logging the rollout's prompts x G responses (N G T / ppo_epochs where the mini-batch divides the rollout)."""
     T = hparams.refresh_interval
-    rollout = passes is not None
+    rollout = prompts is not None
     unit, n_periods = ("trainer step", PILOT_PERIODS) if rollout else ("step", PILOT_PERIODS * T)
-    periods = f"{PILOT_PERIODS} refresh periods of T = {T}" + (" optimizer steps (a trainer step each)" if rollout else "")
+    periods = f"{PILOT_PERIODS} refresh periods of T = {T}" + (" optimizer steps (a trainer step each)"
+                                                               if rollout else "")
     if hparams.group_size is None:
         return max(n_periods, MIN_PILOT_POINTS), (f"{periods}; with no group size G given, no noise to size it by "
                                                    "(give num_generations / rollout.n / group_size)")
     width = 1.0 if reward_range is None else reward_range[1] - reward_range[0]
-    responses = round(hparams.num_groups * hparams.group_size * (T / passes if rollout else 1))
+    responses = round((prompts if rollout else hparams.num_groups) * hparams.group_size)
     sigma = width / (2.0 * math.sqrt(responses))
     delta = PILOT_RISE * width
     n_power = math.ceil(12.0 * (POWER_Z * sigma / delta) ** 2)
@@ -264,7 +265,8 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
     config = getattr(forecast, "config", forecast)
     setup, hp = config.setup, config.setup.hparams
     keys = _keys(setup)
-    n, why = pilot_steps(hp, reward_range, keys.passes_value if keys and keys.framework == "verl" else None)
+    verl = keys is not None and keys.framework == "verl"  # refresh_factor: ppo_epochs x the rollout's prompts
+    n, why = pilot_steps(hp, reward_range, keys.refresh_factor / keys.passes_value if verl else None)
     warmup = setup.schedule.warmup if setup.schedule is not None else 0
     if warmup:  # (1) sizes a pilot at the run's lr: one inside the warm-up never reaches it (audit s39c 6)
         n, why = warmup + n, f"{warmup} warm-up steps, then {n} at the run's lr: {why}"

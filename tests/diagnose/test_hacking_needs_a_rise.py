@@ -150,3 +150,16 @@ def test_a_gain_spread_over_several_reward_functions_is_no_exploit_of_one():
     one["reward"] = one["reward/unit_test"] + one["reward/penalty"]
     verdict, log = _hacking(one)
     assert verdict is not None and verdict.confidence > 0.5 and "alone" in reward_function_divergence(log).summary
+
+
+def test_a_rise_the_windows_miss_is_not_called_no_rise_beside_longer_answers():
+    """A rise done in the first rows (read by the level-shift test) is a rise: no note that the reward "did not rise
+    significantly" beside the completions' growth, and no length_growth warning (review s39: both contradicted the
+    verdict's rise on a real run)."""
+    rng = np.random.default_rng(0)
+    n = 300
+    reward = np.where(np.arange(n) < 20, 2.8, 4.5) + rng.normal(0, 1.4, n)
+    length = 130 + 170 * np.arange(n) / (n - 1) + rng.normal(0, 10, n)
+    d = diagnose(make_log(reward, mean_length=length))
+    assert not any("did not rise significantly" in note for note in d.notes)
+    assert all(f.name != "length_growth" for f in d.findings)

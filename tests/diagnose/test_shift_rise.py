@@ -46,9 +46,11 @@ def test_the_null_of_the_searched_t_matches_a_simulation(c, null_sims):
 
 
 def test_the_null_matches_andrews_critical_values():
-    """Andrews (1993, Table 1, p = 1): sup-F 13.01 at 1% for trim 0.05, 8.68 at 5% for trim 0.15."""
-    assert sup_t_sf(math.sqrt(13.01), 0.05, 0.95) == pytest.approx(0.01, abs=0.003)
-    assert sup_t_sf(math.sqrt(8.68), 0.15, 0.85) == pytest.approx(0.05, abs=0.006)
+    """Andrews (1993, Table 1, p = 1): sup-F 13.01 at 1% for trim 0.05, 8.68 at 5% for trim 0.15; the tail form is
+    on the conservative side there (0.0124, 0.054), and a probability everywhere (review s39: negative below c 0.6)."""
+    assert 0.01 <= sup_t_sf(math.sqrt(13.01), 0.05, 0.95) <= 0.013
+    assert 0.05 <= sup_t_sf(math.sqrt(8.68), 0.15, 0.85) <= 0.056
+    assert all(0.0 <= sup_t_sf(c, 0.05, 0.95) <= 1.0 for c in np.linspace(0.0, 6.0, 121))
 
 
 def early_rise(seed: int = 0, n: int = 300, rise_rows: int = 20) -> np.ndarray:
@@ -88,3 +90,10 @@ def test_a_shift_below_a_meaningful_change_is_no_rise():
     reward = np.where(np.arange(400) < 60, 0.50, 0.51) + rng.normal(0, 0.002, 400)
     assert shift_rise_test(np.arange(400), reward) is not None
     assert shift_rise_test(np.arange(400), reward, spread=0.2) is None
+
+
+def test_a_smooth_flat_wave_is_no_shift():
+    """A noise-free slow wave: tiny pooled scatter, a small t after the AR(1) widening; was a "rise at z 37" where the
+    tail form went negative (review s39)."""
+    t = np.arange(120)
+    assert shift_rise_test(t, 0.5 + 0.01 * np.sin(t / 40.0)) is None

@@ -439,3 +439,10 @@ def test_a_pilot_is_planned_past_the_lr_warm_up(warmup):
     warm = config_headline(config_forecast(read_run_config(trl | {"warmup_steps": warmup}, devices=1))).pilot_plan
     assert warm["steps"] == plan["steps"] + warmup and warm["setting"] == f"max_steps: {plan['steps'] + warmup}"
     assert warm["why"].startswith(f"{warmup} warm-up steps, then {plan['steps']} at the run's lr")
+
+
+def test_a_ragged_verl_rollout_counts_its_own_responses(tmp_path):
+    """A mini-batch that does not divide the rollout rounds T, not the rollout: 100 prompts x 8 are 800 responses
+    (review s39: 768 from the rounded T)."""
+    head = config_headline(config_forecast(read_run_config(_verl_script(tmp_path, 100, 32, 1, 8))))
+    assert "at 800 responses per rollout" in head.pilot_plan["why"]

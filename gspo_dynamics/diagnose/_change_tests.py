@@ -18,16 +18,16 @@ SHIFT_MIN_ROWS = 5  # and at least this many rows on each side of the split
 P_TREND = 2.0 * NormalDist().cdf(-Z_TREND)  # the two-sided p of a change at Z_TREND (0.0027): the same bar
 
 
-def late_rise_test(steps, reward, spread: float | None) -> tuple[float, str] | None:
+def late_rise_test(steps, reward, spread: float | None) -> tuple[float, str, dict] | None:
     """A significant, meaningful climb of the late half (`late_climb` at slope z >= Z_TREND): a rise the quarter
-    windows miss (a run that starts learning late). Returns (slope z, which test), else None."""
+    windows miss (a run that starts learning late). Returns (slope z, which test, {}), else None."""
     late = late_climb(steps, reward, spread)
     if late["climbing"] and late["slope_z"] >= Z_TREND:
-        return late["slope_z"], "late-half slope of the reward, a rise the quarter windows miss (z)"
+        return late["slope_z"], "late-half slope of the reward, a rise the quarter windows miss (z)", {}
     return None
 
 
-def fitted_rise_test(steps, reward, fit, spread: float | None = None) -> tuple[float, str] | None:
+def fitted_rise_test(steps, reward, fit, spread: float | None = None) -> tuple[float, str, dict] | None:
     """The early-vs-late Welch test misses a rise completed within the early window (a fast relaxation
     to a plateau). The closed-form fit sees it: the fitted rise is a change of the reward when
 
@@ -47,7 +47,7 @@ def fitted_rise_test(steps, reward, fit, spread: float | None = None) -> tuple[f
     rise = fit.params["r_inf"] - fit.params["r0"]
     meaningful = spread is None or not spread > 0 or abs(rise) >= MEANINGFUL_CHANGE * spread
     if se > 0 and math.isfinite(se) and abs(rise) / se >= Z_TREND and meaningful:
-        return rise / se, "fitted rise r_inf - r0 / its standard error (z)"
+        return rise / se, "fitted rise r_inf - r0 / its standard error (z)", {}
     return None
 
 

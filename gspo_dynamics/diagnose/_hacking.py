@@ -15,7 +15,7 @@ from gspo_dynamics._keys import MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._finding import NOTE
 from gspo_dynamics.diagnose._change_tests import shift_rise_test
 from gspo_dynamics.diagnose._findings import DOMINANT_SHARE, LENGTH_SHRINK, Z_NOT_RISING, Z_RISE
-from gspo_dynamics.diagnose._length_growth import TRUNCATION_RISE, length_growth
+from gspo_dynamics.diagnose._length_growth import MIN_SERIES_POINTS, TRUNCATION_RISE, length_growth
 from gspo_dynamics.diagnose._trend_stats import STILL_RISING_FRACTION, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
 from gspo_dynamics.fit import row_scatter
@@ -148,7 +148,7 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
     falling = bool(trend) and trend["z"] < -Z_TREND
     rose = bool(trend) and trend["z"] >= Z_TREND
     collapse_symptoms, unpaid = [], []
-    if "mean_length" in log and log.n_points("mean_length") >= 6:
+    if "mean_length" in log and log.n_points("mean_length") >= MIN_SERIES_POINTS:
         lc = change(steps, log["mean_length"])
         ratio = lc["late"] / lc["early"] if lc["early"] > 0 else math.nan
         if ratio > LENGTH_BLOWUP_RATIO and not rose:
@@ -161,7 +161,7 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
                           "or use a token-level normalisation that does not favour long answers (Dr. GRPO)")
     else:
         missing.append("no completion length")
-    if "truncation_rate" in log and log.n_points("truncation_rate") >= 6:
+    if "truncation_rate" in log and log.n_points("truncation_rate") >= MIN_SERIES_POINTS:
         tc = change(steps, log["truncation_rate"])
         if tc["late"] - tc["early"] > TRUNCATION_RISE and not rose:
             (collapse_symptoms if falling else unpaid).append(

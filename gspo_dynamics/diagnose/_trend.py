@@ -28,7 +28,7 @@ from gspo_dynamics.diagnose._verdict import REPORT_CONFIDENCE, Verdict, confiden
 from gspo_dynamics.fit import EXTRAPOLATION_LIMIT, row_scatter
 
 
-def _missed_change(steps, reward, fit, z: float, spread: float | None) -> tuple | None:
+def _missed_change(steps, reward, fit, z: float, spread: float | None) -> tuple[float, str, dict] | None:
     """A change the quarter windows miss (|z| < Z_TREND): a rise the closed-form fit sees, else, on a rising side
     (0 <= z: a late rise after a fall from the start is a recovery, not a rise), a late rise or a level shift up
     (`_change_tests`); None where none is found or the windows already see one."""
@@ -76,7 +76,7 @@ def trend_verdict(steps, reward, fit, imp, trend: dict, scale: tuple[float, str]
         return _flat_verdict(z, trend, span, scale, group_size, ar1_inflation(reward), row_scatter(reward))
     if other is not None:  # a change the quarter windows miss (a rise done within the first quarter, a slow ramp)
         z, ev_trend = other[0], _change_evidence(other[1], other[0], span, welch_z=trend["z"], early=trend["early"],
-                                                 late=trend["late"], **(other[2] if len(other) > 2 else {}))
+                                                 late=trend["late"], **other[2])
     else:
         ev_trend = _change_evidence("reward change late - early (Welch z)", z, span, early=trend["early"],
                                     late=trend["late"])

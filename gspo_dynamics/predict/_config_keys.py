@@ -102,6 +102,12 @@ class ConfigKeys:
             edits.append((self.refresh, int(round(value))))
         return tuple(edits)
 
+    @property
+    def rollout_prompts(self) -> float | None:
+        """verl's prompts per rollout (data.train_batch_size x n_agent: T's factor over its passes), the unit its
+        trainer.total_training_steps counts; None for the frameworks whose run length counts optimizer steps."""
+        return self.refresh_factor / self.passes_value if self.framework == "verl" else None
+
     def on_one_pass(self) -> ConfigKeys:
         """The keys with the passes over a rollout set to 1: T's factor divided by the config's passes."""
         return dataclasses.replace(self, refresh_factor=self.refresh_factor / self.passes_value, passes_value=1)

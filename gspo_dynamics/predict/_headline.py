@@ -265,8 +265,7 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
     config = getattr(forecast, "config", forecast)
     setup, hp = config.setup, config.setup.hparams
     keys = _keys(setup)
-    verl = keys is not None and keys.framework == "verl"  # refresh_factor: ppo_epochs x the rollout's prompts
-    n, why = pilot_steps(hp, reward_range, keys.refresh_factor / keys.passes_value if verl else None)
+    n, why = pilot_steps(hp, reward_range, keys.rollout_prompts if keys else None)
     warmup = setup.schedule.warmup if setup.schedule is not None else 0
     if warmup:  # (1) sizes a pilot at the run's lr: one inside the warm-up never reaches it (audit s39c 6)
         n, why = warmup + n, f"{warmup} warm-up steps, then {n} at the run's lr: {why}"

@@ -37,3 +37,27 @@ def test_a_saturation_and_a_flat_noisy_run_have_no_trough():
     for p in (0.3 + 0.6 * (1 - np.exp(-t / 8)), np.full(ROWS, 0.4)):
         for seed in range(5):
             assert trough_item(diagnose(log_of(p, seed))) is None
+
+
+def test_the_trough_search_alarms_on_white_noise_at_about_its_false_alarm_rate():
+    """The CUSUM p of the rows the search chose is read times TROUGH_SEARCH (`_fall._trough`): on white noise the
+    trough fires on about ALPHA of logs (it fired on ~4% of them before the correction), and the correction is what
+    brings it there: with the bridge's own p it fires several times as often on the same logs."""
+    from gspo_dynamics.diagnose import _fall
+    from gspo_dynamics.diagnose._changepoint import ALPHA
+
+    rng = np.random.default_rng(7)
+    fired, uncorrected, n, reps = 0, 0, 100, 2000
+    s, w = np.arange(1, n + 1), round(0.25 * n)
+    for _ in range(reps):
+        r = rng.normal(size=n)
+        trend = {"early": float(np.mean(r[:w]))}
+        fired += _fall._trough(s, r, trend) is not None
+        original = _fall.TROUGH_SEARCH
+        try:
+            _fall.TROUGH_SEARCH = 1
+            uncorrected += _fall._trough(s, r, trend) is not None
+        finally:
+            _fall.TROUGH_SEARCH = original
+    assert fired / reps <= 1.6 * ALPHA  # 2000 logs: ALPHA's 20 alarms +- 4.5
+    assert uncorrected / reps >= 2.5 * ALPHA

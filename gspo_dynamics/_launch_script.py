@@ -208,7 +208,8 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None,
         if assignment:
             written = _ASSIGNMENT.match(line)  # as written: a command's output ($(...), `...`) is not known
             value = " ".join(_words(assignment.group(2)))
-            command = written is not None and _SUBSTITUTION.search(written.group(2)) is not None and " " in value
+            command = (written is not None and _SUBSTITUTION.search(_unquoted(written.group(2))) is not None
+                       and " " in value)
             values[assignment.group(1)] = COMMAND_OUTPUT if command else value  # one word, $(pwd), stays as written
             if guessed is not None and cases and not cases[-1]["known"]:
                 guessed.setdefault(assignment.group(1), set()).add((id(cases[-1]), cases[-1]["branch"]))
@@ -217,6 +218,23 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None,
 
 _SUBSTITUTION = re.compile(r"\$\((?!\()|`")  # $( not $(( (arithmetic, which `_expanded` does), or a backtick
 COMMAND_OUTPUT = "$(command)"  # a variable set to a command of several words reads so: one word, unknown
+
+
+def _unquoted(text: str) -> str:
+    """`text` without its single-quoted spans (outside double quotes), where the shell substitutes nothing:
+    `X='$(date +%s)'` is that text, no command."""
+    kept, quote = [], None
+    for ch in text:
+        if quote == "'":  # inside a single-quoted span: skipped up to its closing quote
+            quote = None if ch == "'" else quote
+            continue
+        if ch == "'" and quote is None:
+            quote = "'"
+            continue
+        if ch == '"':
+            quote = None if quote == '"' else '"'
+        kept.append(ch)
+    return "".join(kept)
 _IF, _FI = re.compile(r"^\s*if\b"), re.compile(r"^\s*fi\b")
 _NOTHING = re.compile(r"(?!)")  # matches no word: `trainer_commands` walked for its assignments alone
 

@@ -14,7 +14,9 @@ a FAIL row. The verl mismatch logs carry the rollout_corr/* metrics (algorithm.r
 training/rollout_probs_diff_* at PROB_DIFF_FACTOR of the mean |log-prob difference|, the factor read on the one
 real verl log with both. length_collapse (a finding added at 2d2b693) had no generator until 2026-12-02, so every
 --quick run read its 0% as a miss; its generator (completions shrinking to 5-30% of their start while the reward
-stalls) was written then, before its first score.
+stalls) was written then, before its first score. length_growth (added in session 39) had none either until
+2026-12-03 (its 0% the same miss); its generator, the mirror (completions growing to 2.5-5x their start while the
+reward stalls), was written then, before its first score.
 
     python paper_repro/finding_logs.py [--quick] [--no-record]
 """
@@ -147,6 +149,11 @@ def inject(label: str, run: dict, rng, trainer: str) -> None:
         t = np.arange(n) / n
         floor, pace = rng.uniform(0.05, 0.3), rng.uniform(0.1, 0.3)
         run["mean_length"] = run["mean_length"][0] * (1 - (1 - floor) * (1 - np.exp(-t / pace))) * _lognormal(rng, n, 0.05)
+        run["reward"] = run["reward"][0] + rng.uniform(0.01, 0.04) * rng.standard_normal(n)
+    elif label == "length_growth":  # the mirror: completions grow to 2.5-5x their start while the reward stalls
+        t = np.arange(n) / n
+        top, pace = rng.uniform(2.5, 5.0), rng.uniform(0.1, 0.3)
+        run["mean_length"] = run["mean_length"][0] * (1 + (top - 1) * (1 - np.exp(-t / pace))) * _lognormal(rng, n, 0.05)
         run["reward"] = run["reward"][0] + rng.uniform(0.01, 0.04) * rng.standard_normal(n)
     elif label == "truncation":
         late = rng.uniform(0.6, 0.9)

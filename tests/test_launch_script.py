@@ -287,3 +287,13 @@ def test_a_variable_set_to_a_commands_output_is_one_unknown_word(assign):
     got = overrides_of(text)
     assert f"actor_rollout_ref.rollout.temperature={COMMAND_OUTPUT}" in got and "actor_rollout_ref.rollout.n=8" in got
     assert not any("awk" in word or "cat" in word for word in got)
+
+
+def test_a_command_inside_single_quotes_is_text_not_a_commands_output():
+    """`X='$(a b)'` is that text in the shell (single quotes substitute nothing); `X="$(a b)"` runs the command."""
+    from gspo_dynamics._launch_script import COMMAND_OUTPUT
+
+    command = "python3 -m verl.trainer.main_ppo trainer.experiment_name=\"$NAME\" actor_rollout_ref.rollout.n=8\n"
+    assert "trainer.experiment_name=$(date +%s)" in overrides_of("NAME='$(date +%s)'\n" + command)
+    assert f"trainer.experiment_name={COMMAND_OUTPUT}" in overrides_of('NAME="$(date +%s)"\n' + command)
+    assert f"trainer.experiment_name={COMMAND_OUTPUT}" in overrides_of("NAME=\"it's $(date +%s)\"\n" + command)

@@ -24,7 +24,7 @@ from gspo_dynamics.diagnose._length_growth import length_growth
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, window
-from gspo_dynamics.fit import LENGTH_SHRINK, TRUNCATION_HIGH, late_truncation, shrank  # LENGTH_SHRINK: `_hacking`
+from gspo_dynamics.fit import LENGTH_SHRINK, TRUNCATION_HIGH, TRUNCATION_SOME, late_truncation, shrank  # LENGTH_SHRINK: `_hacking`
 from gspo_dynamics.diagnose._verdict import evidence
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, STANDARD_NAMES, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -235,10 +235,16 @@ def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
 
 def truncation(log: RunLog, hparams=None) -> Finding | None:
     """More than TRUNCATION_HIGH of the completions cut at the length cap over the late window (`fit.late_truncation`:
-    TRL completions/clipped_ratio, verl response_length/clip_ratio): the rewards score unfinished answers. Where the
-    lengths bound the share a cap can have cut below it (TRL counts every completion without an EOS token, one a stop
-    string ended too), a note that says so instead."""
+    TRL completions/clipped_ratio, verl response_length/clip_ratio): the rewards score unfinished answers; more than
+    TRUNCATION_SOME, a warning that a share of them do. Where the lengths bound the share a cap can have cut below it
+    (TRL counts every completion without an EOS token, one a stop string ended too), a note that says so instead
+    (past TRUNCATION_HIGH; below it such a share is said nowhere). A share under TRUNCATION_HIGH that rose while the
+    reward stood still is `length_growth`'s to say (tokens spent on nothing the reward shows), not this finding's."""
     t = late_truncation(log)
+    if t is not None and t["some"] and not t["share"] > TRUNCATION_HIGH:
+        grew = length_growth(log)
+        said = grew is not None and any(e["signal"] == "truncation rate rise" for e in grew.evidence)
+        return None if said else _some_truncated(t)
     if t is None or t["share"] <= TRUNCATION_HIGH:
         return None
     share, steps, bound = t["share"], t["steps"], t["bound"]
@@ -251,14 +257,28 @@ def truncation(log: RunLog, hparams=None) -> Finding | None:
                       caveat=True, bound_from="mean / longest completion length")], [])
     summary = (f"{share:.0%} of the completions are cut at the length cap late in the run (steps {steps[0]}-"
                f"{steps[1]}; {t['early']:.0%} early): the rewards score unfinished answers")
-    raise_to = f" to about {2 * t['length']:.0f} tokens (twice the late mean length)" if t["length"] else " (e.g. double it)"
-    advice = [f"raise the cap{raise_to}: {MAX_LENGTH_KEYS}",
-              "or stop truncated completions from training: TRL mask_truncated_completions: true / verl an overlong "
-              "penalty (DAPO: reward.reward_manager.name: dapo with reward_kwargs.overlong_buffer_cfg.enable: true; "
-              "TRL: trl.rewards.get_soft_overlong_punishment among the reward_funcs)"]
     return Finding("truncation", "invalidates", summary,
                    [evidence("share of completions truncated, late window", share, steps, threshold=TRUNCATION_HIGH,
-                             early=t["early"])], advice)
+                             early=t["early"])], _truncation_advice(t))
+
+
+def _some_truncated(t: dict) -> Finding:
+    """A share past TRUNCATION_SOME but not past TRUNCATION_HIGH cut at the cap: a warning (the verdict stands on the
+    rest of the samples; those cut score unfinished answers)."""
+    share, steps = t["share"], t["steps"]
+    summary = (f"{share:.0%} of the completions are cut at the length cap late in the run (steps {steps[0]}-"
+               f"{steps[1]}; {t['early']:.0%} early): their rewards score unfinished answers")
+    return Finding("truncation", "warning", summary,
+                   [evidence("share of completions truncated, late window", share, steps, threshold=TRUNCATION_SOME,
+                             early=t["early"])], _truncation_advice(t))
+
+
+def _truncation_advice(t: dict) -> list[str]:
+    raise_to = f" to about {2 * t['length']:.0f} tokens (twice the late mean length)" if t["length"] else " (e.g. double it)"
+    return [f"raise the cap{raise_to}: {MAX_LENGTH_KEYS}",
+            "or stop truncated completions from training: TRL mask_truncated_completions: true / verl an overlong "
+            "penalty (DAPO: reward.reward_manager.name: dapo with reward_kwargs.overlong_buffer_cfg.enable: true; "
+            "TRL: trl.rewards.get_soft_overlong_punishment among the reward_funcs)"]
 
 
 # ---- length_collapse --------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from gspo_dynamics.fit._periodogram import (
 )
 from gspo_dynamics.fit._trajectory import EVIDENCE_BIC, EXTRAPOLATION_LIMIT, TrajectoryFit, fit_trajectory
 from gspo_dynamics.fit._uncertainty import row_scatter
-from gspo_dynamics.fit._truncation import TRUNCATION_HIGH, late_truncation
+from gspo_dynamics.fit._truncation import TRUNCATION_HIGH, TRUNCATION_SOME, late_truncation
 from gspo_dynamics.fit._warm import warm_start
 from gspo_dynamics.fit._windows import LENGTH_SHRINK, MIN_WINDOW, WINDOW_FRACTION, change, mean_se, shrank, window
 
@@ -59,6 +59,7 @@ __all__ = [
     "shrank",
     "window",
     "TRUNCATION_HIGH",
+    "TRUNCATION_SOME",
     "late_truncation",
     "EVIDENCE_BIC",
     "MIN_CYCLES",

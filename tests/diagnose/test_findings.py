@@ -267,6 +267,22 @@ def test_most_completions_truncated_late_invalidates(trainer, tmp_path):
     assert f.severity == "invalidates" and "max_completion_length" in f.advice[0] and "data.max_response_length" in f.advice[0]
 
 
+
+@BOTH
+def test_a_quarter_of_completions_truncated_throughout_is_a_warning_and_a_twentieth_is_nothing(trainer, tmp_path):
+    """A quarter to a third cut at the cap from start to end (session 39's audit: 23-36% at a 256 cap on a flat run,
+    said nowhere): a warning with the cap's keys; a twentieth, nothing; the same quarter where the lengths cannot hold
+    it (mean a third of the longest), nothing."""
+    run = healthy(trainer)
+    run["truncation_rate"] = np.full(N, 0.27)
+    f = next(f for f in findings(read(run, trainer, tmp_path)) if f.name == "truncation")
+    assert f.severity == "warning" and f.summary.startswith("27% of the completions are cut") and f.advice
+    assert f.evidence[0]["threshold"] == 0.2
+    run["truncation_rate"] = np.full(N, 0.05)
+    assert "truncation" not in names(read(run, trainer, tmp_path))
+    run["truncation_rate"], run["longest"] = np.full(N, 0.45), np.full(N, 1200.0)
+    assert "truncation" not in names(read(run, trainer, tmp_path))
+
 @BOTH
 def test_a_truncation_share_the_lengths_cannot_hold_is_a_note_not_a_cut(trainer, tmp_path):
     """Every completion 'clipped' while the mean length is a third of the longest (TRL counts completions a stop string

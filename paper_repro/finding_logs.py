@@ -16,7 +16,10 @@ real verl log with both. length_collapse (a finding added at 2d2b693) had no gen
 --quick run read its 0% as a miss; its generator (completions shrinking to 5-30% of their start while the reward
 stalls) was written then, before its first score. length_growth (added in session 39) had none either until
 2026-12-03 (its 0% the same miss); its generator, the mirror (completions growing to 2.5-5x their start while the
-reward stalls), was written then, before its first score.
+reward stalls), was written then, before its first score. It scored 0/10 (the finding compared the first and last
+quarters, and the first quarter held most of the growth); the finding then also reads the growth from the run's first
+tenth (`_length_growth._grown`), changed after that score: seed 0 is no longer a test of it. Seeds 1 and 2, run after
+the change and never before: 8/10 and 9/10 (0 false alarms on 20 healthy logs each).
 
     python paper_repro/finding_logs.py [--quick] [--no-record]
 """

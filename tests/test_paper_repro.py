@@ -8,10 +8,6 @@ import pytest
 
 # Claims known to fail, with the reason recorded in paper_repro/RESULTS.md; they still must run.
 KNOWN_FAILING = {
-    "finding_logs": "length_growth (session 39) got its generator on 2026-12-03, written before its first score: completions "
-                    "growing to 2.5-5x within the first 10-30% of the run; the finding compares the first and last "
-                    "quarters' means, and the first quarter already holds most of the growth, so 0/10 (row "
-                    "diagnose-findings)",
     "moe_routing": "the flip-mixture prediction of replay's variance reduction misses experts replay at T = 8: "
                    "the replay run itself drifts ~15% more (row moe-replay-ratio-var)",
     "diagnose_trainer_corpus": "noise-dominated recipe runs whose rise is significant (Welch z ~5, the late half still "

@@ -48,9 +48,23 @@ UNSURE_TELLS = {frozenset(("still_rising", "healthy_saturation")): "a longer run
 FELL = "the reward fell (Welch z, late - early)"  # the item a rise or saturation reading carries as context of a fall
 
 
+# the fall items of `_fall.fall_evidence` (a collapse, a drawdown or a dip, a fall from the start) by their signal's
+# start: beside one at REPORT_CONFIDENCE a flat reading is context, not another answer (`_flat_beside_fall`)
+FALL_ITEMS = ("late drop below the peak", "sustained drop below the peak", "reward fell from the start")
+
+
 def _fell_context(verdict) -> bool:
     """Whether a rise or saturation reading is kept only as the context of a fall (it carries the FELL item)."""
     return verdict.mode in ("healthy_saturation", "still_rising") and any(e["signal"] == FELL for e in verdict.evidence)
+
+
+def _flat_beside_fall(verdict, primary) -> bool:
+    """Whether `verdict` is a flat reading (stalled or noise-dominated, sure or unsure) beside a primary instability
+    whose fall item holds at REPORT_CONFIDENCE: a change the data show is no stall and is not hidden by noise."""
+    flat = {verdict.mode, *verdict.unsure} <= {"stalled", "noise_dominated"}
+    fell = primary.mode == "dynamical_instability" and primary.confidence >= REPORT_CONFIDENCE and any(
+        e["signal"].startswith(FALL_ITEMS) for e in primary.evidence)
+    return flat and fell
 
 
 def confidence(excess: float, scale: float) -> float:
@@ -359,11 +373,13 @@ class Diagnosis:
     def _brief_lines(self) -> list[str]:
         """The answer (`headline`), what was read, and the other verdicts and findings by name (a verdict at a
         confidence that prints as 0.00 is none, and a rise or saturation kept only as context of a fall (`FELL`)
-        is not one either: neither is named; --explain keeps their evidence)."""
+        is not one either, nor a flat reading beside a fall the instability holds (`_flat_beside_fall`): none is
+        named; --explain keeps their evidence)."""
         read = self._read_lines()
         others = [f"unsure: {' or '.join(m.replace('_', ' ') for m in v.unsure)}" if v.unsure
                   else f"{v.mode.replace('_', ' ')} ({v.confidence:.2f})" for v in self.verdicts[1:]
-                  if (v.unsure or round(v.confidence, 2) > 0) and not _fell_context(v)]
+                  if (v.unsure or round(v.confidence, 2) > 0) and not _fell_context(v)
+                  and not _flat_beside_fall(v, self.verdicts[0])]
         others += [f"note: {f.name.replace('_', ' ')}" for f in self.findings if f.severity == NOTE]  # the rest: headline
         others += [f"{n.split(': ', 1)[0]} undecided without G (--explain)" for n in self.not_checked
                    if "undecided without the run's G" in n]  # `_signals.UNDECIDED_WITHOUT_G`: evidence G would decide

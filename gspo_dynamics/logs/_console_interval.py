@@ -86,8 +86,20 @@ def run_intervals(text: str, rows: list[int], finished: bool) -> list[int] | Non
 def bar_steps(bars: list[list]) -> list[int] | None:
     """The steps that the trainer's progress bar shows at each row (transformers redraws it right after printing a
     row, at the step logged; the bar before the row where none follows), or None unless they rise under one total
-    (a new run may start again at or below the first step)."""
-    shown = [after or before for before, after in bars]
+    (a new run may start again at or below the first step). Where the bars after the rows share no logging interval
+    (their steps' greatest common divisor 1) and the bars before them do (k > 1: transformers logs at the steps
+    global_step % logging_steps == 0), the bars before: the bar after was the next step's (a reward function's
+    prints between the row and the bar's redraw)."""
+    after = _rising([after or before for before, after in bars])
+    before = _rising([before or after for before, after in bars])
+    if after is not None and before is not None and math.gcd(*after) == 1 and math.gcd(*before) > 1:
+        return before
+    return after
+
+
+def _rising(shown: list) -> list[int] | None:
+    """The steps of `shown` ((step, total) per row) where they rise under one total (a new run may start again at or
+    below the first step), else None."""
     if not shown or None in shown or shown[0][0] < 1:
         return None
     first = shown[0][0]

@@ -163,3 +163,18 @@ def test_a_rise_the_windows_miss_is_not_called_no_rise_beside_longer_answers():
     d = diagnose(make_log(reward, mean_length=length))
     assert not any("did not rise significantly" in note for note in d.notes)
     assert all(f.name != "length_growth" for f in d.findings)
+
+
+def test_a_growth_done_inside_the_first_quarter_is_read_from_the_runs_first_tenth():
+    """Completions 200 -> 700 tokens (3.5x), most of it in the run's first third, the reward flat: the early
+    quarter's mean already holds much of the growth (quarter to quarter ~1.7x), so the growth is read from the first
+    tenth (~2.3x), and said from there; a run whose length grows 1.3x is no growth either way."""
+    rng = np.random.default_rng(5)
+    t = np.arange(N) / N
+    flat = 0.5 + rng.normal(0, 0.05, N)
+    fast = 200 + 500 * (1 - np.exp(-t / 0.2)) + rng.normal(0, 10, N)
+    found = next(f for f in diagnose(make_log(flat, mean_length=fast)).findings if f.name == "length_growth")
+    first_tenth = float(np.mean(fast[:12]))
+    assert abs(found.evidence[0]["early"] - first_tenth) < 1e-9 and found.evidence[0]["value"] > 2
+    mild = 400 * (1 + 0.3 * t) + rng.normal(0, 10, N)
+    assert all(f.name != "length_growth" for f in diagnose(make_log(flat, mean_length=mild)).findings)

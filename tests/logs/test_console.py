@@ -413,3 +413,16 @@ def test_a_log_that_stopped_before_its_first_step_says_so_with_its_last_error():
         read_log(text, column_map={"reward": "ppo_epochs"})
     # one step's row with a reward is a step: a run too short to analyse, not one that logged none
     assert read_log(dump + "{'loss': 0.1, 'reward': 0.3}\n").n_points("reward") == 1
+
+
+def test_a_bar_after_the_row_at_the_next_step_gives_way_to_the_bar_before_at_the_logging_interval():
+    """A reward function printing between a row and the bar's redraw (an Unsloth run's `Reward Statistics` blocks):
+    the bar before each row shows 5, 10, 15 (logging_steps 5: transformers logs at global_step % 5 == 0) and the bar
+    after it the next step, 6, 11, 16; the rows are at 5, 10, 15. Where the bars after are at the interval (the bar
+    before drawn a step early), they stay the steps (`test_the_trainers_progress_bar_gives_the_steps_...`)."""
+    lines = []
+    for i, r in enumerate(REWARDS[:5], 1):
+        lines += [f"{i}%|#   | {5 * i}/100 [00:0{i}<01:40, 3.1s/it]", "Reward Statistics:\n  Avg final reward: 0.5",
+                  f"{{'loss': 0.1, 'reward': {r}, 'epoch': 0.{i}}}", f"{i}%|#   | {5 * i + 1}/100 [00:0{i}<01:40, 3.1s/it]"]
+    raw = read_console("\r".join(lines))
+    assert [s for s, _ in raw.rows] == [5, 10, 15, 20, 25] and [rec["reward"] for _, rec in raw.rows] == REWARDS[:5]

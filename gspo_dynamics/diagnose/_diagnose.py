@@ -35,7 +35,7 @@ from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, FELL, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict,
                                              evidence, inconsistencies, reward_reach)
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications, within_reach
-from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, RunLog
+from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, ROW_NUMBERS, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
 KL_START_HIGH = 0.1  # nats; the policy starts as the reference, so its KL is ~0 at the first steps
@@ -144,7 +144,8 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
     if fit is not None and verdicts[0].mode in ("noise_dominated", "stalled"):
         _sampling_noise_evidence(verdicts[0], fit, log, hparams)
     if fit is not None:
-        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes, _sample_spread(log, spread))
+        v = instability_verdict(steps, reward, fit, imp, hparams, trend, notes, _sample_spread(log, spread),
+                                rows=log.step_axis.startswith(ROW_NUMBERS))
         if v is not None:
             verdicts.append(v)
             if v.confidence < REPORT_CONFIDENCE:

@@ -57,12 +57,13 @@ def fall_evidence(steps, reward, trend: dict, spread: float | None) -> tuple[lis
     return ev, confs, fell
 
 
-def fall_advice(fell: dict, hparams) -> str:
+def fall_advice(fell: dict, hparams, rows: bool = False) -> str:
     """What to do about a fall the run did not climb back from: go back to a checkpoint from before it (by the step
     `_last_at_peak` names: the latest window still at the peak's level), with a lower learning rate (halved, where it
     is known) and, where the upper ratio clip is wider than the lower (clip-higher), that clip back to the lower one's
     width; a cliff after a held plateau first names what else changes a reward at once (the reward, a tool, the
-    data)."""
+    data). `rows`: the log's steps are its rows' numbers (it prints none): the checkpoint is named by its row, which
+    is a step only times the logging interval."""
     lr = "" if hparams is None else f"; now {hparams.lr:g}, e.g. {hparams.lr / 2:g}"
     clip = ""
     if hparams is not None and hparams.clip_high > hparams.clip_low:
@@ -70,7 +71,9 @@ def fall_advice(fell: dict, hparams) -> str:
     first, last = fell["end_steps"]
     fall = (f"the reward fell from its peak {fell['peak']:.3g} to {fell['end']:.3g} (the mean of steps {first:.0f}-"
             f"{last:.0f})")
-    resume = (f"resume from a checkpoint saved by step {fell['step']:.0f}, at its peak before the fall, with a lower "
+    by = (f"its logged row {fell['step']:.0f} (the log prints no step numbers: the row's step is {fell['step']:.0f} "
+          "x the logging interval)") if rows else f"step {fell['step']:.0f}"
+    resume = (f"resume from a checkpoint saved by {by}, at its peak before the fall, with a lower "
               f"learning rate ({LR_KEYS}{lr}){clip}")
     if fell.get("cliff"):  # most of it at once, after a held plateau: an update's doing or not, the log cannot tell
         return (f"{fall}, most of it at once after step {fell['cliff']:.0f}, and did not climb back: a fall that "

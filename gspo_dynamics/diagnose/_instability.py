@@ -33,7 +33,7 @@ THEORY_STABLE_CAP = 0.45  # with hparams the exact theory says stable: data evid
 
 
 def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str] | None = None,
-                        spread: float | None = None) -> Verdict | None:
+                        spread: float | None = None, rows: bool = False) -> Verdict | None:
     """Oscillation or divergence of the reward, or the refresh interval past its exact critical value.
 
     Without hyperparameters the verdict rests on the data: ringing of the fit, a periodic component
@@ -66,7 +66,7 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
     if cycle:
         advice.insert(0, cycle)
     if fell is not None and max(fall_confs) >= max(confs):  # the verdict rests on a fall the run did not climb back from
-        advice.insert(0, fall_advice(fell, hparams))
+        advice.insert(0, fall_advice(fell, hparams, rows))  # rows: the steps are row numbers
     if hparams is not None:
         mu = hparams.momentum
         momentum = ("the momentum" if isinstance(hparams.optimizer, SGD)

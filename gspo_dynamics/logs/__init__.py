@@ -21,6 +21,7 @@ from gspo_dynamics.logs._follow import Follower
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name
 from gspo_dynamics.logs._trainers import trl_release_bound
 from gspo_dynamics.logs._read import FORMATS, detect_format, read_log, read_log_history
+from gspo_dynamics.logs._readers import ROW_NUMBERS
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, RunLog, is_too_short
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "FORMATS",
     "MIN_ANALYSIS_POINTS",
     "NO_SIGNAL_TOL",
+    "ROW_NUMBERS",
     "STANDARD_NAMES",
     "RunLog",
     "canonical_name",

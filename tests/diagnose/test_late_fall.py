@@ -167,3 +167,16 @@ def test_a_fall_over_several_rows_names_the_row_before_it_starts(width):
     d = diagnose(rows_of(p, 1))
     step = int(d.action().split("checkpoint saved by step ")[1].split(",")[0])
     assert 150 - 15 <= step // EVERY <= 150 + 5 and p[step // EVERY - 1] >= 0.7 - AT_PEAK
+
+
+def test_a_fall_in_a_log_numbered_by_its_rows_names_the_checkpoint_by_its_row():
+    """A log that prints no step numbers is numbered by its rows (audit s40: a notebook's 30 rows, one every 10 of 300
+    steps): 'a checkpoint saved by step 12' would be ten times early, so the row is named as a row."""
+    rng = np.random.default_rng(1)
+    p = np.concatenate([np.linspace(0.2, 0.8, 30), np.full(30, 0.8), np.full(30, 0.05)])
+    reward = rng.binomial(64, p) / 64
+    for axis, said in (("row numbers (no step found)", "its logged row"), ("column 'step'", "saved by step")):
+        log = RunLog(steps=np.arange(1, 91), series={"reward": reward}, format="console", source="<synthetic>",
+                     trainer="trl", reward_std_kind="unknown", step_axis=axis)
+        d = diagnose(log)
+        assert d.primary == "dynamical_instability" and said in d.verdicts[0].advice[0]

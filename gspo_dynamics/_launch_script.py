@@ -218,25 +218,15 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None,
 
 _SUBSTITUTION = re.compile(r"\$\((?!\()|`")  # $( not $(( (arithmetic, which `_expanded` does), or a backtick
 COMMAND_OUTPUT = "$(command)"  # a variable set to a command of several words reads so: one word, unknown
+_QUOTED = re.compile(r""""[^"]*"|'[^']*'""")  # left to right: a double-quoted span, or a single-quoted one
+_IF, _FI = re.compile(r"^\s*if\b"), re.compile(r"^\s*fi\b")
+_NOTHING = re.compile(r"(?!)")  # matches no word: `trainer_commands` walked for its assignments alone
 
 
 def _unquoted(text: str) -> str:
-    """`text` without its single-quoted spans (outside double quotes), where the shell substitutes nothing:
-    `X='$(date +%s)'` is that text, no command."""
-    kept, quote = [], None
-    for ch in text:
-        if quote == "'":  # inside a single-quoted span: skipped up to its closing quote
-            quote = None if ch == "'" else quote
-            continue
-        if ch == "'" and quote is None:
-            quote = "'"
-            continue
-        if ch == '"':
-            quote = None if quote == '"' else '"'
-        kept.append(ch)
-    return "".join(kept)
-_IF, _FI = re.compile(r"^\s*if\b"), re.compile(r"^\s*fi\b")
-_NOTHING = re.compile(r"(?!)")  # matches no word: `trainer_commands` walked for its assignments alone
+    """`text` without its single-quoted spans (a double-quoted one is kept whole, single quotes in it too), where the
+    shell substitutes nothing: `X='$(date +%s)'` is that text, no command."""
+    return _QUOTED.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else "", text)
 
 
 def branch_assignments(text: str) -> list[str]:

@@ -34,7 +34,8 @@ CLIFF_SHARE = 0.5  # a fall is a cliff at its break where most of it (at least h
 # (`_last_at_peak`): stated, fitted to no run
 TROUGH_SEARCH = 10  # the CUSUM p of the rows `_trough`'s search chose is ~10x too small: on 20000 white-noise logs
 # each of 31, 50, 100, 200, 400 and 1000 rows, the search's p falls below 0.001 on 0.7-1.5% of them (below 0.01 on
-# 3.6-4.7%), so p < ALPHA / 10 is a false alarm at about ALPHA (tests/test_fall.py simulates it)
+# 3.6-4.7%), so p < ALPHA / 10 is a false alarm at about ALPHA (tests/diagnose/test_trough.py simulates 2000
+# logs of 100 rows; benchmarks/trough_search_null.py measures the rates)
 
 
 def fall_evidence(steps, reward, trend: dict, spread: float | None) -> tuple[list, list, dict | None]:

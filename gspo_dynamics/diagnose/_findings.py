@@ -24,7 +24,9 @@ from gspo_dynamics.diagnose._length_growth import length_growth
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, window
-from gspo_dynamics.fit import LENGTH_SHRINK, TRUNCATION_HIGH, TRUNCATION_SOME, late_truncation, shrank  # LENGTH_SHRINK: `_hacking`
+from gspo_dynamics.fit import (  # LENGTH_SHRINK: `_hacking`
+    LENGTH_SHRINK, TRUNCATION_HIGH, TRUNCATION_SOME, late_truncation, shrank,
+)
 from gspo_dynamics.diagnose._verdict import evidence
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, STANDARD_NAMES, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -274,7 +276,8 @@ def _some_truncated(t: dict) -> Finding:
 
 
 def _truncation_advice(t: dict) -> list[str]:
-    raise_to = f" to about {2 * t['length']:.0f} tokens (twice the late mean length)" if t["length"] else " (e.g. double it)"
+    length = t["length"]
+    raise_to = f" to about {2 * length:.0f} tokens (twice the late mean length)" if length else " (e.g. double it)"
     return [f"raise the cap{raise_to}: {MAX_LENGTH_KEYS}",
             "or stop truncated completions from training: TRL mask_truncated_completions: true / verl an overlong "
             "penalty (DAPO: reward.reward_manager.name: dapo with reward_kwargs.overlong_buffer_cfg.enable: true; "

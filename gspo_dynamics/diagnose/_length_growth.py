@@ -35,6 +35,8 @@ def length_growth(log, hparams=None) -> Finding | None:
     grew, ev = [], []
     if log.n_points("mean_length") >= MIN_SERIES_POINTS:
         c = _grown(*log.valid("mean_length"))
+        if c.get("from_start") and abs(_from_start(*log.valid("reward"))["z"]) >= Z_TREND:
+            c = {}  # read from the first tenth, the reward's change is read from there too: it moved
         if c:
             grew.append(f"the completions grew from {_tokens(c['early'])} to {_tokens(c['late'])} tokens on average "
                         f"({c['late'] / c['early']:.1f}x, steps {c['steps'][0]}-{c['steps'][1]})")
@@ -59,18 +61,27 @@ def length_growth(log, hparams=None) -> Finding | None:
 
 def _grown(steps: np.ndarray, lengths: np.ndarray) -> dict:
     """`change` of the mean length where its late window's mean is above LENGTH_SHRINK times the early window's, by
-    Welch z >= Z_TREND; else the same against the run's first tenth (START_FRACTION of the rows, at least MIN_WINDOW):
-    a growth done inside the first quarter puts most of itself into the early window's mean (2.5x reached a fifth
-    of the way in reads 1.6x quarter to quarter). {} where neither holds."""
+    Welch z >= Z_TREND; else the same against the run's first tenth (`_from_start`, "from_start" set): a growth done
+    inside the first quarter puts most of itself into the early window's mean (2.5x reached a fifth of the way in
+    reads 1.6x quarter to quarter). {} where neither holds."""
     c = change(steps, lengths)
     if not c or (c["early"] > 0 and c["late"] > LENGTH_SHRINK * c["early"] and c["z"] >= Z_TREND):
         return c
-    k = max(MIN_WINDOW, int(round(START_FRACTION * lengths.size)))
-    (start, se_s), (late, se_l) = mean_se(lengths[:k]), mean_se(lengths[window(lengths, True)])
-    z = (late - start) / math.hypot(se_s, se_l) if math.hypot(se_s, se_l) > 0 else math.inf
-    if start > 0 and late > LENGTH_SHRINK * start and z >= Z_TREND:
-        return dict(c, early=start, z=z, steps=(c["steps"][0], c["steps"][1]))
-    return {}
+    s = _from_start(steps, lengths)
+    return s if s["early"] > 0 and s["late"] > LENGTH_SHRINK * s["early"] and s["z"] >= Z_TREND else {}
+
+
+def _from_start(steps: np.ndarray, values: np.ndarray) -> dict:
+    """`change`'s dict with the run's first tenth (START_FRACTION of the finite rows, at least MIN_WINDOW) as the
+    early window: z = (late - start) / hypot(se_start, se_late), the late window `change`'s."""
+    keep = np.isfinite(values)
+    s, v = steps[keep], values[keep]
+    k, late = max(MIN_WINDOW, int(round(START_FRACTION * v.size))), window(v, True)
+    (start, se_s), (end, se_l) = mean_se(v[:k]), mean_se(v[late])
+    se = math.hypot(se_s, se_l)
+    z = (end - start) / se if se > 0 else (0.0 if end == start else math.copysign(math.inf, end - start))
+    return {"early": start, "late": end, "diff": end - start, "se": se, "z": z, "early_steps": (s[0], s[k - 1]),
+            "late_steps": (s[late][0], s[late][-1]), "steps": (s[0], s[-1]), "n": int(v.size), "from_start": True}
 
 
 def _tokens(x: float) -> str:

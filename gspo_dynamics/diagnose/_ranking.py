@@ -20,14 +20,13 @@ from gspo_dynamics.diagnose._concentrated_first import collapse_before_fall, con
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, zero_std_rows
 from gspo_dynamics.diagnose._solved_groups import solved_at_ceiling, solved_to_failed
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, late_climb
-from gspo_dynamics.diagnose._verdict import CAUSE_MODES, REPORT_CONFIDENCE, Verdict
+from gspo_dynamics.diagnose._verdict import CAUSE_MODES, FALL_ITEMS, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
 
 DERIVED_DISCOUNT = 0.9  # a verdict explained by another is ranked this fraction of the other's confidence
 EXPLAINS = 0.7  # a cause this confident explains a stalled or noisy reward (`_explained_symptom`)
 DEGENERACY_CAUSES = ("policy_concentration", "dynamical_instability")  # collapses that empty the groups
-DIVERGENCE_SIGNALS = ("late drop below the peak", "sustained drop below the peak", "reward fell from the start",
-                      "reward fell to its floor")  # the instability's falls (`_instability`)
+DIVERGENCE_SIGNALS = FALL_ITEMS  # the instability's falls (`_instability`)
 FALL_HIDES = ("still_rising", "healthy_saturation")  # trend readings a collapse ranks below (`_fall_not_rise`)
 TRAIN_LONGER = "train longer and diagnose again"  # how the unsure rise's advice (`_settled.sure_or_unsure`) begins
 CYCLE_SIGNALS = ("periodic component", "alternation of consecutive rows", "damping ratio of the fit")  # its oscillations

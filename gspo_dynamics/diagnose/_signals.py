@@ -11,7 +11,7 @@ import numpy as np
 
 from gspo_dynamics._keys import CLIP_HIGH_KEYS, KL_WEIGHT_KEYS
 from gspo_dynamics.diagnose._changepoint import change_point
-from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, window
+from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import SUCCESS_RATE_TOL, Verdict, confidence, evidence
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import NO_SIGNAL_TOL
@@ -138,28 +138,6 @@ def _degeneracy_bound(log) -> Verdict | None:
                     "groups all score the same (DAPO dynamic sampling), raise G, or make the reward give partial credit"])
 
 
-def _constant_reward(log) -> Verdict | None:
-    """Without a zero-std fraction, a mean reward identical on every row of the late window (at least 2 MIN_WINDOW of
-    them): a mean over a step's samples that moves with none of them is one value they all share (a reward that
-    depends on the completion would move the mean from step to step), so every group scored its responses alike,
-    f_t = 1 on those rows. Advantage degeneracy at the confidence of f = 1, L((1 - DEGENERATE_FRACTION) / 0.1); None
-    where the late rows differ."""
-    s, r = log.valid("reward")
-    late = window(r, True) if r.size >= 2 * MIN_WINDOW else slice(0, 0)
-    values = r[late]
-    if values.size < 2 * MIN_WINDOW or np.ptp(values) > 0:
-        return None
-    ev = [evidence("late rows with the same mean reward (every group's responses scored alike)", 1.0,
-                   (int(s[late][0]), int(s[late][-1])), threshold=DEGENERATE_FRACTION, side=">=",
-                   reward=float(values[0]), rows=int(values.size))]
-    where = f"all {r.size} rows" if np.ptp(r) == 0 else f"each of the last {values.size} rows"
-    return Verdict("advantage_degeneracy", confidence(1.0 - DEGENERATE_FRACTION, 0.1), ev,
-                   [f"the reward is {values[0]:.6g} on {where}: every response scored the "
-                    "same, so no group carries a signal; check that the reward function scores each completion (not a "
-                    "constant or a cached value), else the prompts are all solved or all failed: change their "
-                    "difficulty"])
-
-
 def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
     steps = log.steps
     p_series = success_rate(log)
@@ -220,9 +198,6 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
         if ch["z"] > Z_TREND:  # still climbing: the degeneracy is getting worse
             conf = max(conf, confidence((late + 0.5 * ch["diff"] - floor) / (1.0 - floor) - DEGENERATE_FRACTION, 0.1))
         return Verdict("advantage_degeneracy", conf, ev, advice), None
-    constant = _constant_reward(log)
-    if constant is not None:
-        return constant, None
     if "reward_std" not in log or log.n_points("reward_std") < 6:
         return None, NO_ZERO_STD_SERIES
     bound = _degeneracy_bound(log)

@@ -48,9 +48,10 @@ UNSURE_TELLS = {frozenset(("still_rising", "healthy_saturation")): "a longer run
 FELL = "the reward fell (Welch z, late - early)"  # the item a rise or saturation reading carries as context of a fall
 
 
-# the fall items of `_fall.fall_evidence` (a collapse, a drawdown or a dip, a fall from the start) by their signal's
-# start: beside one at REPORT_CONFIDENCE a flat reading is context, not another answer (`_flat_beside_fall`)
-FALL_ITEMS = ("late drop below the peak", "sustained drop below the peak", "reward fell from the start")
+# the instability's falls by their signal's start (`_fall.fall_evidence`, `_signal_lost`): `_ranking` and
+# `_flat_beside_fall` read them
+FALL_ITEMS = ("late drop below the peak", "sustained drop below the peak", "reward fell from the start",
+              "reward fell to its floor")
 
 
 def _fell_context(verdict) -> bool:
@@ -60,11 +61,10 @@ def _fell_context(verdict) -> bool:
 
 def _flat_beside_fall(verdict, primary) -> bool:
     """Whether `verdict` is a flat reading (stalled or noise-dominated, sure or unsure) beside a primary instability
-    whose fall item holds at REPORT_CONFIDENCE: a change the data show is no stall and is not hidden by noise."""
+    at REPORT_CONFIDENCE whose fall item holds: a change the data show is no stall and is not hidden by noise."""
     flat = {verdict.mode, *verdict.unsure} <= {"stalled", "noise_dominated"}
-    fell = primary.mode == "dynamical_instability" and primary.confidence >= REPORT_CONFIDENCE and any(
-        e["signal"].startswith(FALL_ITEMS) for e in primary.evidence)
-    return flat and fell
+    return flat and primary.mode == "dynamical_instability" and primary.confidence >= REPORT_CONFIDENCE and any(
+        e["signal"].startswith(FALL_ITEMS) and e.get("holds", True) for e in primary.evidence)
 
 
 def confidence(excess: float, scale: float) -> float:

@@ -19,6 +19,7 @@ from gspo_dynamics.logs import RunLog
 
 TRUNCATION_HIGH = 0.5  # more than half of the completions cut at the maximum length, over the late window
 TRUNCATION_SOME = 0.2  # a fifth of the completions cut: a fifth of the rewards score unfinished answers (stated)
+SHARE_TOL = 1e-9  # a share of exactly a fifth, summed in floats (0.2000...04), is no more than it
 TRUNCATION_SLACK = 0.1  # a truncation share past the lengths' bound by more than this is not the cap's cut
 LONGEST = ("completions/max_length", "response_length/max")  # the longest completion of a step: TRL, verl
 
@@ -45,7 +46,7 @@ def late_truncation(log: RunLog, rows: np.ndarray | None = None) -> dict | None:
     within = not (bound is not None and share > bound + TRUNCATION_SLACK)
     return {"share": share, "early": float(np.mean(rate[window(rate, False)])),
             "steps": (int(steps[late][0]), int(steps[late][-1])), "bound": bound,
-            "cut": share > TRUNCATION_HIGH and within, "some": share > TRUNCATION_SOME and within,
+            "cut": share > TRUNCATION_HIGH and within, "some": share > TRUNCATION_SOME + SHARE_TOL and within,
             "length": float(np.mean(lengths[window(lengths, True)])) if lengths.size else None}
 
 

@@ -87,14 +87,20 @@ def bar_steps(bars: list[list]) -> list[int] | None:
     """The steps that the trainer's progress bar shows at each row (transformers redraws it right after printing a
     row, at the step logged; the bar before the row where none follows), or None unless they rise under one total
     (a new run may start again at or below the first step). Where the bars after the rows share no logging interval
-    (their steps' greatest common divisor 1) and the bars before them do (k > 1: transformers logs at the steps
-    global_step % logging_steps == 0), the bars before: the bar after was the next step's (a reward function's
+    (their steps' greatest common divisor 1, `_interval`) and the bars before them do (k > 1: transformers logs at
+    the steps global_step % logging_steps == 0), the bars before: the bar after was the next step's (a reward function's
     prints between the row and the bar's redraw)."""
     after = _rising([after or before for before, after in bars])
     before = _rising([before or after for before, after in bars])
-    if after is not None and before is not None and math.gcd(*after) == 1 and math.gcd(*before) > 1:
+    if after is not None and before is not None and _interval(after) == 1 and _interval(before) > 1:
         return before
     return after
+
+
+def _interval(steps: list[int]) -> int:
+    """The greatest common divisor of the logged steps, a first step of 1 left out (transformers' logging_first_step
+    logs step 1 before the interval's multiples)."""
+    return math.gcd(*(steps[1:] if len(steps) > 1 and steps[0] == 1 else steps))
 
 
 def _rising(shown: list) -> list[int] | None:

@@ -110,17 +110,3 @@ def test_a_zero_std_share_that_g_would_decide_is_said_undecided_without_g():
     assert known.verdict("advantage_degeneracy") is not None
     assert not any(UNDECIDED_WITHOUT_G in n for n in known.not_checked)
 
-
-def test_a_reward_identical_on_every_late_row_is_advantage_degeneracy_without_a_zero_std_column():
-    """A mean reward that moves with none of its samples is one value they all share (audit s40: 32.0 on all 50 rows
-    of a hand-written CSV was 'stalled (0.95)' with nothing said of it): every group scored alike. A reward that
-    differs on a late row, however little, is not read so."""
-    steps = np.arange(1, 51)
-    flat = RunLog(steps=steps, series={"reward": np.full(50, 32.0)}, format="csv", source="<synthetic>")
-    d = diagnose(flat)
-    assert d.primary == "advantage_degeneracy" and d.verdicts[0].confidence > 0.9
-    assert "the reward is 32 on all 50 rows" in d.verdicts[0].advice[0]
-    r = np.full(50, 32.0)
-    r[-3] = 32.5
-    assert diagnose(RunLog(steps=steps, series={"reward": r}, format="csv", source="<synthetic>")).primary \
-        != "advantage_degeneracy"

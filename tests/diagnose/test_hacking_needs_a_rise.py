@@ -178,3 +178,13 @@ def test_a_growth_done_inside_the_first_quarter_is_read_from_the_runs_first_tent
     assert abs(found.evidence[0]["early"] - first_tenth) < 1e-9 and found.evidence[0]["value"] > 2
     mild = 400 * (1 + 0.3 * t) + rng.normal(0, 10, N)
     assert all(f.name != "length_growth" for f in diagnose(make_log(flat, mean_length=mild)).findings)
+
+
+def test_a_growth_read_from_the_first_tenth_beside_a_reward_that_rose_from_there_is_no_length_growth():
+    """Read from the first tenth, the reward's change is read from there too (review s40: a reward that rose early,
+    0.3 -> 0.5 in row noise 0.12, flat quarter to quarter, got 'did not move significantly' beside a healthy
+    saturation headline, the lengths 150 -> 750 over the same rows)."""
+    rng = np.random.default_rng(24)
+    rise = 1 - np.exp(-np.arange(N) / N / 0.1)
+    reward, lengths = 0.3 + 0.2 * rise + rng.normal(0, 0.12, N), 150 + 600 * rise + rng.normal(0, 15, N)
+    assert all(f.name != "length_growth" for f in diagnose(make_log(reward, mean_length=lengths)).findings)

@@ -54,10 +54,15 @@ DOMINANT_SHARE = 0.9
 
 
 def findings(log: RunLog, hparams: Hyperparams | None = None) -> list[Finding]:
-    """Every finding of FINDINGS that the log shows, most severe first (then in FINDINGS order)."""
+    """Every finding of FINDINGS that the log shows, most severe first (then in FINDINGS order). A truncation warning
+    (a share under TRUNCATION_HIGH) is left out where `length_growth` says the share rose while the reward stood
+    still: one finding says it, with the advice that fits it."""
     checks = (non_finite, train_inference_mismatch, grad_norm_spike, kl_spike, ratio_spike, clip_zero_on_policy,
               reward_function_divergence, truncation, length_growth, length_collapse)
-    return order([f for f in (check(log, hparams) for check in checks) if f is not None])
+    found = [f for f in (check(log, hparams) for check in checks) if f is not None]
+    rose = any(f.name == "length_growth" and any(e["signal"] == "truncation rate rise" for e in f.evidence)
+               for f in found)
+    return order([f for f in found if not (rose and f.name == "truncation" and f.severity == "warning")])
 
 
 # ---- non_finite -------------------------------------------------------------------------------------------
@@ -240,13 +245,11 @@ def truncation(log: RunLog, hparams=None) -> Finding | None:
     TRL completions/clipped_ratio, verl response_length/clip_ratio): the rewards score unfinished answers; more than
     TRUNCATION_SOME, a warning that a share of them do. Where the lengths bound the share a cap can have cut below it
     (TRL counts every completion without an EOS token, one a stop string ended too), a note that says so instead
-    (past TRUNCATION_HIGH; below it such a share is said nowhere). A share under TRUNCATION_HIGH that rose while the
-    reward stood still is `length_growth`'s to say (tokens spent on nothing the reward shows), not this finding's."""
+    (past TRUNCATION_HIGH; below it such a share is said nowhere). `findings` leaves the warning to `length_growth`
+    where the share rose while the reward stood still."""
     t = late_truncation(log)
     if t is not None and t["some"] and not t["share"] > TRUNCATION_HIGH:
-        grew = length_growth(log)
-        said = grew is not None and any(e["signal"] == "truncation rate rise" for e in grew.evidence)
-        return None if said else _some_truncated(t)
+        return _some_truncated(t)
     if t is None or t["share"] <= TRUNCATION_HIGH:
         return None
     share, steps, bound = t["share"], t["steps"], t["bound"]

@@ -6,18 +6,16 @@ the cap, said only under --explain)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from gspo_dynamics.diagnose._change_tests import shift_rise_test
 from gspo_dynamics.diagnose._finding import Finding
-from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, mean_se, window
+from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
 from gspo_dynamics.diagnose._verdict import evidence
 from gspo_dynamics.fit import LENGTH_SHRINK, late_truncation
 
 TRUNCATION_RISE = 0.2  # the truncation rate up by 20 points from the early window to the late one
-START_FRACTION = 0.1  # the run's first tenth: where a growth done early is read from (`_grown`)
+START_FRACTION = 0.1  # the run's first tenth: where a growth done early is read from (`_grown`; stated)
 MIN_SERIES_POINTS = 6  # fewer points of a length or truncation series give no early and late windows to compare
 
 
@@ -35,7 +33,7 @@ def length_growth(log, hparams=None) -> Finding | None:
     grew, ev = [], []
     if log.n_points("mean_length") >= MIN_SERIES_POINTS:
         c = _grown(*log.valid("mean_length"))
-        if c.get("from_start") and abs(_from_start(*log.valid("reward"))["z"]) >= Z_TREND:
+        if c.get("from_start") and abs(change(*log.valid("reward"), start=START_FRACTION)["z"]) >= Z_TREND:
             c = {}  # read from the first tenth, the reward's change is read from there too: it moved
         if c:
             grew.append(f"the completions grew from {_tokens(c['early'])} to {_tokens(c['late'])} tokens on average "
@@ -61,27 +59,14 @@ def length_growth(log, hparams=None) -> Finding | None:
 
 def _grown(steps: np.ndarray, lengths: np.ndarray) -> dict:
     """`change` of the mean length where its late window's mean is above LENGTH_SHRINK times the early window's, by
-    Welch z >= Z_TREND; else the same against the run's first tenth (`_from_start`, "from_start" set): a growth done
-    inside the first quarter puts most of itself into the early window's mean (2.5x reached a fifth of the way in
-    reads 1.6x quarter to quarter). {} where neither holds."""
-    c = change(steps, lengths)
-    if not c or (c["early"] > 0 and c["late"] > LENGTH_SHRINK * c["early"] and c["z"] >= Z_TREND):
-        return c
-    s = _from_start(steps, lengths)
-    return s if s["early"] > 0 and s["late"] > LENGTH_SHRINK * s["early"] and s["z"] >= Z_TREND else {}
-
-
-def _from_start(steps: np.ndarray, values: np.ndarray) -> dict:
-    """`change`'s dict with the run's first tenth (START_FRACTION of the finite rows, at least MIN_WINDOW) as the
-    early window: z = (late - start) / hypot(se_start, se_late), the late window `change`'s."""
-    keep = np.isfinite(values)
-    s, v = steps[keep], values[keep]
-    k, late = max(MIN_WINDOW, int(round(START_FRACTION * v.size))), window(v, True)
-    (start, se_s), (end, se_l) = mean_se(v[:k]), mean_se(v[late])
-    se = math.hypot(se_s, se_l)
-    z = (end - start) / se if se > 0 else (0.0 if end == start else math.copysign(math.inf, end - start))
-    return {"early": start, "late": end, "diff": end - start, "se": se, "z": z, "early_steps": (s[0], s[k - 1]),
-            "late_steps": (s[late][0], s[late][-1]), "steps": (s[0], s[-1]), "n": int(v.size), "from_start": True}
+    Welch z >= Z_TREND; else the same with the run's first tenth as the early window (START_FRACTION, "from_start"
+    set): a growth done inside the first quarter puts most of itself into the early window's mean (2.5x reached a
+    fifth of the way in reads 1.6x quarter to quarter). {} where neither holds."""
+    for start in (None, START_FRACTION):
+        c = change(steps, lengths, start)
+        if c and c["early"] > 0 and c["late"] > LENGTH_SHRINK * c["early"] and c["z"] >= Z_TREND:
+            return dict(c, from_start=start is not None)
+    return {}
 
 
 def _tokens(x: float) -> str:

@@ -34,13 +34,15 @@ def mean_se(x: np.ndarray) -> tuple[float, float]:
     return a * float(y.mean()), a * float(y.std(ddof=1) / math.sqrt(x.size))
 
 
-def change(steps: np.ndarray, values: np.ndarray) -> dict:
-    """Early/late means, their difference, Welch z, and the step ranges used (finite points only)."""
+def change(steps: np.ndarray, values: np.ndarray, start: float | None = None) -> dict:
+    """Early/late means, their difference, Welch z, and the step ranges used (finite points only). `start`: the early
+    window as that share of the rows (at least MIN_WINDOW) instead of `window`'s quarter."""
     keep = np.isfinite(values)
     s, v = steps[keep], values[keep]
     if v.size < 2 * MIN_WINDOW:
         return {}
-    e, l = window(v, False), window(v, True)
+    e = window(v, False) if start is None else slice(0, max(MIN_WINDOW, int(round(start * v.size))))
+    l = window(v, True)
     (me, se_e), (ml, se_l) = mean_se(v[e]), mean_se(v[l])
     se = math.hypot(se_e, se_l)
     diff = ml - me

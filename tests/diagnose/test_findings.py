@@ -385,3 +385,13 @@ def test_completions_that_shrink_to_near_empty_while_the_reward_falls_are_a_warn
     assert found.severity == "note" and "while the reward rose" in found.summary and not found.advice
     run["mean_length"] = 350.0 * (1 - t / 3) + 5 * rng.standard_normal(N)  # 350 -> ~240: no collapse
     assert "length_collapse" not in names(read(run, trainer, tmp_path))
+
+
+def test_a_share_cut_at_the_cap_that_rose_beside_a_flat_reward_is_length_growths_alone(tmp_path):
+    """5% -> 40% cut while the reward stands still: `length_growth` says it (tokens spent on nothing the reward shows);
+    the fifth's truncation warning is not said beside it."""
+    run = healthy("trl")
+    run["reward"] = np.full(N, 0.5) + 0.02 * np.random.default_rng(0).standard_normal(N)
+    run["truncation_rate"] = np.linspace(0.05, 0.4, N)
+    got = names(read(run, "trl", tmp_path))
+    assert "length_growth" in got and "truncation" not in got

@@ -89,12 +89,13 @@ def bar_steps(bars: list[list]) -> list[int] | None:
     (a new run may start again at or below the first step). Where the bars after the rows share no logging interval
     (their steps' greatest common divisor 1, `_interval`) and the bars before them do (k > 1: transformers logs at
     the steps global_step % logging_steps == 0), the bars before: the bar after was the next step's (a reward function's
-    prints between the row and the bar's redraw)."""
+    prints between the row and the bar's redraw). Where only the bars before rise, they: a loop that draws its bar as
+    an update ends and prints the update's row after it (nano-aha-moment's `KEY METRICS`)."""
     after = _rising([after or before for before, after in bars])
     before = _rising([before or after for before, after in bars])
     if after is not None and before is not None and _interval(after) == 1 and _interval(before) > 1:
         return before
-    return after
+    return after if after is not None else before
 
 
 def _interval(steps: list[int]) -> int:

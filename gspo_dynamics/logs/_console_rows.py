@@ -76,18 +76,22 @@ def _no_step_message(text: str, what: str) -> str:
             f"validation), none a step's readings{stopped}")
 
 
+_STEPS_AHEAD = 0.1  # the share more steps the key: value lines may count than the dicts and the dicts still be the rows
+
+
 def _prefer_dicts(scan: _Scan) -> bool:
     """Whether the printed dicts, not the key: value lines, are the log's rows: the dicts where enough of them hold a
     reward to analyse (a trainer's logged dicts among a script's debug prints of per-batch averages) and the key: value
-    lines with a reward do not count more steps of their own (per-step lines beside per-epoch mean dicts), else the
-    kind with more lines holding a reward, else the kind with more lines."""
+    lines with a reward do not count more steps of their own (per-step lines beside per-epoch mean dicts; a tenth
+    more, `_STEPS_AHEAD`, is a loop that printed its last step's sampled answers and stopped before its dict), else
+    the kind with more lines holding a reward, else the kind with more lines."""
     def with_reward(records) -> int:
         return sum(any(canonical_name(key) == "reward" for key in record) for _, record, *_ in records)
 
     dicts, pairs = with_reward(scan.dicts), with_reward(scan.pairs)
     counted = {step for step, record, _ in scan.pairs
                if step is not None and any(canonical_name(key) == "reward" for key in record)}
-    if dicts >= MIN_ANALYSIS_POINTS and len(counted) <= dicts:  # not per-epoch means beside per-step lines
+    if dicts >= MIN_ANALYSIS_POINTS and len(counted) <= dicts * (1 + _STEPS_AHEAD):  # not per-epoch means
         return True
     return dicts > pairs if dicts != pairs else len(scan.dicts) >= len(scan.pairs)
 
@@ -109,17 +113,19 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
     steps), and how the steps were found. An eval dict without a step takes the train row's before it (0 before
     any)."""
     if step_key is None:
-        scan.dicts = _training_dicts(scan.dicts, what, warnings)
-    entries = []  # (an eval row, step, record), in the file's order
+        _keep_dicts(scan, _training_dicts(_without_dumps(scan.dicts), what, warnings))
+    entries, keyed = [], 0  # (an eval row, step, record), in the file's order; training rows with a step key
     for counted, record, is_eval, _, _ in scan.dicts:
         # a step key of the dict's own (ms-swift's 'global_step/max_steps': '5/515' among them: `_split_step`)
         step, rest = _split_step(record, step_key) if step_key or not _STEP_SET.isdisjoint(record) else (None, record)
+        keyed += step is not None and not is_eval
         entries.append((is_eval, counted if step is None and step_key is None else step, rest))
     train = [i for i, (is_eval, _, _) in enumerate(entries) if not is_eval]
     interval, axis = None, f"column {step_key!r}" if step_key else "the printed rows' steps"
     if step_key is None and not train:  # eval dicts alone (a piece of a growing log): numbered on from the one before
         warnings.append(f"the {what} has no step numbers; {_NUMBERED}")
-    elif step_key is None and all(entries[i][1] is None for i in train):
+    # no step key, and most rows without a counter's step (one met above a few rows is not their clock)
+    elif step_key is None and not keyed and 2 * sum(entries[i][1] is None for i in train) > len(train):
         bar_total = scan.bar_totals.most_common(1)[0][0] if scan.bar_totals else None  # the trainer's: redrawn most
         steps, interval, axis = stepless_steps(text, _counted_runs(scan, train), scan.finished, what, warnings,
                                                bar_total)
@@ -136,6 +142,20 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
         if step is not None and step >= 0 and record:
             rows.append((step, record))
     return rows, interval, axis
+
+
+def _keep_dicts(scan: _Scan, kept: list) -> None:
+    """`scan.dicts` made `kept` (a part of them, in order), each counter message's count of the dicts before it
+    (`_console_runs.mark`) less those left out before it."""
+    ids = {id(entry) for entry in kept}
+    left_out = [0]  # among the first i dicts
+    for entry in scan.dicts:
+        left_out.append(left_out[-1] + (id(entry) not in ids))
+    if left_out[-1]:
+        scan.marks = {template: printed if template is None else
+                      [(rows - left_out[min(rows, len(scan.dicts))], numbers) for rows, numbers in printed]
+                      for template, printed in scan.marks.items()}
+        scan.dicts = kept
 
 
 def _counted_runs(scan: _Scan, train: list[int]) -> list:
@@ -169,12 +189,20 @@ def _training_dicts(dicts: list, what: str, warnings: list[str]) -> list:
     return [d for d in dicts if d[2] or _STEP_SET.isdisjoint(d[1])]
 
 
+def _without_dumps(entries: list) -> list:
+    """The metric lines (`_Scan.dicts` or `.pairs` entries: (step, record, ...)) less a line without a step whose keys
+    no other line has (a config dump: `{'lr': 1e-06, 'eps': 1e-08, 'weight_decay': 0.0}` before a loop's rows), where
+    there are three lines or more."""
+    if len(entries) < 3:
+        return entries
+    counts = Counter(key for _, record, *_ in entries for key in record)
+    return [entry for entry in entries if entry[0] is not None or any(counts[key] > 1 for key in entry[1])]
+
+
 def _pair_rows(pairs: list[tuple[int | None, dict, bool]], step_key: str | None, what: str, warnings: list[str]
                ) -> list[Row]:
     """The rows of the key: value lines; an eval line without a step takes the step of the line before it."""
-    if len(pairs) >= 3:  # a line seen once whose keys no other line has (a config dump) is not a metric row
-        counts = Counter(key for _, record, _ in pairs for key in record)
-        pairs = [row for row in pairs if row[0] is not None or any(counts[key] > 1 for key in row[1])]
+    pairs = _without_dumps(pairs)
     records: list[tuple[int | None, dict]] = []
     previous = None
     for counted, record, is_eval in pairs:

@@ -174,7 +174,8 @@ RULES: tuple[Rule, ...] = (
     Rule("frac_zero_std", _with_fracs("FRAC zerostd", "FRAC reward zerostd", "FRAC group zerostd",
                                       "FRAC zero grad group"), frozenset({None})),
     Rule("entropy", _cores("entropy"), MEAN_STATS, TEXT),
-    Rule("kl_ref", _cores("kl", "kl ref", "kl div", "kl divergence", "kl ref div"), MEAN_STATS, TEXT),
+    # `kl_penalty`: the KL term's value (nano-aha-moment's `train/kl_penalty`, the k3 estimate before its weight)
+    Rule("kl_ref", _cores("kl", "kl ref", "kl div", "kl divergence", "kl ref div", "kl penalty"), MEAN_STATS, TEXT),
     Rule("kl_old_new", _cores("ppo kl", "approx kl", "approxkl"), MEAN_STATS),
     Rule("clip_frac", _cores("clipfrac", "pg clipfrac") | _with_fracs("clip FRAC", "pg clip FRAC",
                                                                       "ppo clip FRAC"), MEAN_STATS),
@@ -228,14 +229,15 @@ _DERIVED = frozenset({"minus", "diff", "delta", "gap", "total", "overall", "comb
 _FRACS_SET = frozenset(_FRACS)
 _ENDS = _STATS | _FRACS_SET
 NOT_REWARD = _QUANTITIES | _STATS - {MEAN}  # in a reward-like key's core
-_REWARD_FN = re.compile(r"^(?P<space>rewards?)/(?P<fn>[^/]+?)(?:/(?P<stat>mean|avg))?$")
+_REWARD_FN = re.compile(r"^(?P<space>rewards?|reward_metrics)/(?P<fn>[^/]+?)(?:/(?P<stat>mean|avg))?$")
 
 
 def reward_function(key: str) -> str | None:
     """The reward function's name of a per-function key, else None.
 
-    `rewards/<fn>` (TRL < 0.17) and `rewards/<fn>/mean` (TRL >= 0.17), and a hand-written loop's
-    `reward/<fn>`: `fn`. Never a statistic, a share, a difference or a total: `rewards/<fn>/std`,
+    `rewards/<fn>` (TRL < 0.17) and `rewards/<fn>/mean` (TRL >= 0.17), nano-aha-moment's
+    `reward_metrics/<fn>`, and a hand-written loop's `reward/<fn>`: `fn`. Never a statistic, a share,
+    a difference or a total: `rewards/<fn>/std`,
     `rewards/mean`, `reward/selected_mean`, `reward/valid_rate`, `reward/outcome_advantage_std`,
     `reward/f_minus_g`, `reward/total` are not functions.
     """

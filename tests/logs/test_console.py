@@ -349,6 +349,30 @@ def test_per_step_lines_win_over_per_epoch_mean_dicts_beside_them():
     assert log.n_points("reward") == 30 and list(log.steps[[0, -1]]) == [1, 30]
 
 
+def _sampling_loop(n: int) -> str:
+    """nano-aha-moment's loop (audit s40 #8): an optimizer's param group printed once, then per iteration a counter,
+    two sampled answers `(Reward: x, Response Length: y)`, the trainer bar and the step's `KEY METRICS: {...}`; the
+    last iteration stops after its answers."""
+    lines = ["{'lr': 1e-06, 'eps': 1e-08, 'weight_decay': 0.0}"]
+    for i in range(n + 1):
+        lines += [f"Iteration {i}/1000", f"########## Example 1 (Reward: {i % 2}.0, Response Length: {100 + i})",
+                  f"########## Example 2 (Reward: 0.5, Response Length: {90 + i})"]
+        if i < n:
+            lines += [f"  {i // 10}%|          | {i + 1}/1000 [00:54<15:03:46, 54.28s/it]",
+                      f"KEY METRICS: {{'train/kl_penalty': 0.0{i}, 'train/rewards': {0.01 * i:.2f}, "
+                      f"'train/reward_metrics/format_reward': {0.02 * i:.2f}, 'eval/rewards': 0.02}}"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_loops_metric_dicts_win_over_its_printed_answers():
+    """The step's dicts are the rows though the printed answers count one step more (the loop stopped before its
+    last dict); the param group printed once is no row; the KL penalty is the KL, the reward_metrics functions read."""
+    log = read_log(_sampling_loop(20))
+    assert log.columns["reward"] == "train/rewards" and log.steps.tolist() == list(range(1, 21))
+    assert log.columns["kl_ref"] == "train/kl_penalty" and "reward/format_reward" in log.series
+    assert "lr" not in log.series and "learning_rate" not in log.columns
+
+
 def test_pairs_printed_before_a_dict_are_one_row_with_it():
     """A loop's `rl_loss: x, l2_norm: y, token_entropy: z, reward_data: {...}, metadata: {...}` (audit E): the pairs
     before the dicts and every dict's numbers are one row, so the entropy is read; a step counter before them stays

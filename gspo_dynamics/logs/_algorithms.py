@@ -95,13 +95,18 @@ def episode_rows(raw_keys: Iterable[str]) -> bool:
     return all(keys & names for names in _EPISODE_KEYS) and not keys & TRAINING_READINGS
 
 
+# a KL the names leave unread is still a training step's reading (`kl_penalty`, maybe beta x KL: `_vocabulary`)
+_KL_WORD = re.compile(r"(?i)(?:^|[/_\-. ])kl(?:$|[/_\-. ])")
+
+
 def untrained_rows(raw_keys: Iterable[str]) -> bool:
-    """True for rows that carry none of a training step's own readings (TRAINING_READINGS, evaluation keys aside)
-    and no epoch (a trainer's count of passes over its data).
+    """True for rows that carry none of a training step's own readings (TRAINING_READINGS, or a key naming a KL;
+    evaluation keys aside) and no epoch (a trainer's count of passes over its data).
     Said of a file whose rows have no step either, it marks per-question records, evaluation results, a results
     table or a dataset (a `qid` and a `gold` column, a reward per item), which `read_log` refuses rather than read
     row numbers as steps and a per-item score as the reward."""
-    return not any(canonical_name(key) in TRAINING_READINGS | {"epoch"} for key in raw_keys if not is_eval_key(key))
+    return not any(canonical_name(key) in TRAINING_READINGS | {"epoch"} or _KL_WORD.search(key) is not None
+                   for key in raw_keys if not is_eval_key(key))
 
 
 def is_summary_row(keys: Iterable[str]) -> bool:

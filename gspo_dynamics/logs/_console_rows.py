@@ -83,16 +83,19 @@ def _prefer_dicts(scan: _Scan) -> bool:
     """Whether the printed dicts, not the key: value lines, are the log's rows: the dicts where enough of them hold a
     reward to analyse (a trainer's logged dicts among a script's debug prints of per-batch averages) and the key: value
     lines with a reward do not count more steps of their own (per-step lines beside per-epoch mean dicts; a tenth
-    more, `_STEPS_AHEAD`, is a loop that printed its last step's sampled answers and stopped before its dict), else
-    the kind with more lines holding a reward, else the kind with more lines."""
+    more, `_STEPS_AHEAD`, is a loop that printed its last step's sampled answers and stopped before its dict); also
+    fewer such dicts where the key: value lines with a reward are printed twice or more a step on average (sampled
+    trajectories' `reward=0.353` under the step's table: samples, not rows); else the kind with more lines holding a
+    reward, else the kind with more lines."""
     def with_reward(records) -> int:
         return sum(any(canonical_name(key) == "reward" for key in record) for _, record, *_ in records)
 
     dicts, pairs = with_reward(scan.dicts), with_reward(scan.pairs)
     counted = {step for step, record, _ in scan.pairs
                if step is not None and any(canonical_name(key) == "reward" for key in record)}
-    if dicts >= MIN_ANALYSIS_POINTS and len(counted) <= dicts * (1 + _STEPS_AHEAD):  # not per-epoch means
-        return True
+    if len(counted) <= dicts * (1 + _STEPS_AHEAD):  # not per-epoch means beside per-step lines
+        if dicts >= MIN_ANALYSIS_POINTS or (dicts >= 2 and counted and pairs >= 2 * len(counted)):
+            return True
     return dicts > pairs if dicts != pairs else len(scan.dicts) >= len(scan.pairs)
 
 

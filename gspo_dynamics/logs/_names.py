@@ -132,10 +132,19 @@ _OPENRLHF = {
     "entropy_loss": "entropy",  # OpenRLHF logs the entropy value under this name
 }
 
-_TABLE = {**_TRL, **_VERL, **_OPENRLHF}
+# tinker-cookbook's RL loop (rl/metrics.py: `env/<tag>/...` per environment tag, `all` over them; `optim/...`).
+_TINKER = {
+    "env/all/reward/total": "reward",  # the mean total reward of the batch's episodes
+    "env/all/ac_tokens_per_turn": "mean_length",  # the mean count of sampled (action) tokens per turn
+    "optim/entropy": "entropy",
+    "optim/lr": "learning_rate",
+    "optim/kl_sample_train_v1": "mismatch_kl",  # mean(logp_sampler - logp_train) over tokens (k1)
+}
+
+_TABLE = {**_TRL, **_VERL, **_OPENRLHF, **_TINKER}
 _TABLE_ORDER = {key: i for i, key in enumerate(_TABLE)}  # of two keys of one trainer, the earlier wins
-_TRAINER_OF = {key: trainer for trainer, table in (("trl", _TRL), ("verl", _VERL), ("openrlhf", _OPENRLHF))
-               for key in table}
+_TRAINER_OF = {key: trainer for trainer, table in (("trl", _TRL), ("verl", _VERL), ("openrlhf", _OPENRLHF),
+                                                   ("tinker", _TINKER)) for key in table}
 
 # Prefixes that loggers put in front of training metrics (W&B/TensorBoard copies of TRL and
 # OpenRLHF metrics use `train/`).

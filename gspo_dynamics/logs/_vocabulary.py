@@ -174,8 +174,7 @@ RULES: tuple[Rule, ...] = (
     Rule("frac_zero_std", _with_fracs("FRAC zerostd", "FRAC reward zerostd", "FRAC group zerostd",
                                       "FRAC zero grad group"), frozenset({None})),
     Rule("entropy", _cores("entropy"), MEAN_STATS, TEXT),
-    # `kl_penalty`: the KL term's value (nano-aha-moment's `train/kl_penalty`, the k3 estimate before its weight)
-    Rule("kl_ref", _cores("kl", "kl ref", "kl div", "kl divergence", "kl ref div", "kl penalty"), MEAN_STATS, TEXT),
+    Rule("kl_ref", _cores("kl", "kl ref", "kl div", "kl divergence", "kl ref div"), MEAN_STATS, TEXT),
     Rule("kl_old_new", _cores("ppo kl", "approx kl", "approxkl"), MEAN_STATS),
     Rule("clip_frac", _cores("clipfrac", "pg clipfrac") | _with_fracs("clip FRAC", "pg clip FRAC",
                                                                       "ppo clip FRAC"), MEAN_STATS),

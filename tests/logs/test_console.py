@@ -366,11 +366,34 @@ def _sampling_loop(n: int) -> str:
 
 def test_a_loops_metric_dicts_win_over_its_printed_answers():
     """The step's dicts are the rows though the printed answers count one step more (the loop stopped before its
-    last dict); the param group printed once is no row; the KL penalty is the KL, the reward_metrics functions read."""
+    last dict); the param group printed once is no row; a KL penalty, unread (it may be beta x KL), still marks the
+    rows as a training step's; the reward_metrics functions are read."""
     log = read_log(_sampling_loop(20))
     assert log.columns["reward"] == "train/rewards" and log.steps.tolist() == list(range(1, 21))
-    assert log.columns["kl_ref"] == "train/kl_penalty" and "reward/format_reward" in log.series
+    assert "kl_ref" not in log.columns and "train/kl_penalty" in log.unread and "reward/format_reward" in log.series
     assert "lr" not in log.series and "learning_rate" not in log.columns
+
+
+def _tinker_console(n: int) -> str:
+    """tinker-cookbook's console (audit s39 heldout): per step, sampled trajectories printed with their reward and
+    per-turn metrics (`Step 0:` is the turn), then the step's metrics as a rich table titled `Step k`."""
+    lines = []
+    for k in range(n):
+        for i in range(8):
+            lines += [f"****** trajectory idx={i}, reward={0.3 + 0.01 * i:.3f} ******", "Per-step metrics:", "  Step 0:",
+                      f"    pass_rate: {0.3 + 0.01 * i}", "    num_rubrics: 17", "---- datum ----"]
+        lines += [f"{'Step ' + str(k):^40}", "┏━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━┓",
+                  "┃ Metric                ┃ Value    ┃", "┡━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━┩",
+                  f"│ env/all/reward/total  │ {0.5 + 0.02 * k:.6f} │", f"│ optim/entropy         │ {0.4:.6f} │",
+                  "└───────────────────────┴──────────┘"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_steps_table_wins_over_its_sampled_trajectories_rewards():
+    """The step's table is the row, not the trajectories' rewards printed eight times a step above it."""
+    log = read_log(_tinker_console(7))  # fewer than a fit needs, as in the audit's log
+    assert log.columns["reward"] == "env/all/reward/total" and log.steps.tolist() == list(range(7))
+    np.testing.assert_allclose(log["reward"], 0.5 + 0.02 * np.arange(7))
 
 
 def test_pairs_printed_before_a_dict_are_one_row_with_it():

@@ -40,6 +40,17 @@ def test_every_custom_name_is_recognised_with_and_without_prefixes(alias, name):
     assert canonical_name("eval/" + alias) == "eval/" + name
 
 
+def test_tinker_cookbooks_keys_and_nano_aha_moments_reward_functions():
+    """tinker-cookbook's RL metrics (rl/metrics.py) and nano-aha-moment's `train/reward_metrics/<fn>`; a tinker test
+    row's keys (`test/env/all/...`) are evaluation keys."""
+    assert [canonical_name(k) for k in ("env/all/reward/total", "env/all/ac_tokens_per_turn", "optim/entropy",
+                                        "optim/lr", "optim/kl_sample_train_v1")] == \
+        ["reward", "mean_length", "entropy", "learning_rate", "mismatch_kl"]
+    assert canonical_name("test/env/all/reward/total") == "eval/reward"
+    assert canonical_name("train/reward_metrics/format_reward") == "reward/format_reward"
+    assert canonical_name("reward_metrics/mean") != "reward/mean"
+
+
 def test_custom_names_are_not_trainer_keys_nor_other_canonical_names():
     aliases = [alias for alias, _ in CUSTOM]
     assert len(aliases) == len(set(aliases))

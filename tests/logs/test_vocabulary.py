@@ -158,6 +158,8 @@ TABLE_ONLY = {
     "critic/kl": "verl's KL put into the reward; `critic/` is otherwise the value model's",
     "actor/reward_kl_penalty": "verl's KL put into the reward; a `kl_penalty` may be beta x KL",
     "entropy_loss": "OpenRLHF's entropy value; elsewhere (SB3) it is minus the entropy",
+    "env/all/reward/total": "tinker-cookbook's mean over the batch's episodes; elsewhere a `reward/total` may be a sum",
+    "env/all/ac_tokens_per_turn": "tinker-cookbook's mean sampled (action) tokens per turn; `ac` is no rule word",
 }
 RULE_NAMES = {rule.name for rule in _vocabulary.RULES}
 
@@ -224,7 +226,7 @@ def test_a_sole_success_rate_is_the_reward_with_a_warning(key):
 
 
 @pytest.mark.parametrize("keys", [("accuracy", "score"), ("accuracy", "format_reward"), ("score",),
-                                  ("final_answer_accuracy",), ("reward/selected_mean",), ("env/all/reward/total",)])
+                                  ("final_answer_accuracy",), ("reward/selected_mean",), ("env/math/reward/total",)])
 def test_without_a_reward_by_name_the_most_reward_like_column_is_read_and_said(keys):
     rows = [{"step": i + 1, **{k: 0.1 * i for k in keys}, "loss": 0.1} for i in range(12)]
     log = read_log("\n".join(json.dumps(row) for row in rows))

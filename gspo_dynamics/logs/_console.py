@@ -42,6 +42,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from gspo_dynamics.logs._algorithms import is_summary_row
+from gspo_dynamics.logs._console_interval import TOTAL_STEPS
 from gspo_dynamics.logs._console_lines import logical_lines
 from gspo_dynamics.logs._console_pairs import NUM, counter, epoch_of, pairs, spaced_pairs
 from gspo_dynamics.logs._console_runs import mark
@@ -106,6 +107,7 @@ class _Scan:
     awaiting: list = field(default_factory=list)  # the [before, after] bars of dicts printed since it
     marks: dict = field(default_factory=dict)  # messages with a number that may count the rows (`_console_runs`)
     recent: deque = field(default_factory=lambda: deque(maxlen=_RECENT))  # the last lines that are no metric line
+    totals: dict = field(default_factory=dict)  # run -> its banner's total steps (`Total optimization steps = N`)
 
 
 def _number(token: str) -> object:
@@ -222,6 +224,8 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
             return _before_bar(line[:bar.start()], bar, scan, current, step_key)
     if scan.in_run and "***** Running training *****" in line:  # transformers starts another run
         scan.run, scan.in_run = scan.run + 1, 0
+    if "Total" in line and (total := TOTAL_STEPS.search(line)) is not None and total.group(1).strip(","):
+        scan.totals[scan.run + (scan.in_run > 0)] = int(total.group(1).replace(",", ""))  # after rows: the next run's
     brace = line.find("{")
     match = _DICT_START.search(line, brace) if brace >= 0 else None
     if match is not None:

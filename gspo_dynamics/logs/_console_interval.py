@@ -11,7 +11,9 @@ fewer rows than it will have; where no banner gives the total, the total of the 
 to max_steps), else from the `epoch` column: row i's epoch is k (i + 1) / (steps per epoch), the
 steps per epoch from the banner (`Num Epochs` and the total, `Num examples` over the total batch size, or a `steps
 per epoch` line), accepted only where every row agrees within the precision its epoch is printed to. Else rows
-are numbered 1, 2, ... within each run (a run begun by transformers' banner or ended by its summary dict).
+are numbered 1, 2, ... A file of several runs (each begun by transformers' banner or ended by its summary dict) has
+each run's steps by its own bar, else its own banner's total over its rows, else its row numbers (`_by_run`); a run
+that begins afresh there (`fresh_starts`) is said to the reader, which the steps alone may not show.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections import Counter
 from gspo_dynamics.logs._readers import NUMBERED, ROW_NUMBERS
 from gspo_dynamics.logs._runlog import to_float
 
-_TOTAL_STEPS = re.compile(r"Total (?:optimization )?steps\s*=\s*([\d,]+)")
+TOTAL_STEPS = re.compile(r"Total (?:optimization )?steps\s*=\s*([\d,]+)")
 _NUM_EPOCHS = re.compile(r"Num Epochs\s*=\s*([\d,]+)")
 _NUM_EXAMPLES = re.compile(r"Num examples\s*=\s*([\d,]+)")
 _TOTAL_BATCH = re.compile(r"Total (?:train )?batch size[^=\n]*=\s*([\d,]+)")
@@ -32,11 +34,12 @@ EPOCH_SLACK = 0.3  # steps: an epoch printed in full gives its step to float err
 
 
 def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, warnings: list[str],
-                   bar_total: int | None = None) -> tuple[list[int], int | None, str]:
+                   bar_total: int | None = None, run_totals: dict | None = None) -> tuple[list[int], int | None, str]:
     """(steps, logging interval or None, how they were found) of train dicts printed without a step (`dicts`: the
     scan's entries, (step, record, is eval, [bar before, bar after], run)): the progress bar's steps, else the
     logging interval's (one run), else row numbers, restarting at each run; row numbers are said in a warning.
-    bar_total: the total of the trainer's progress bar (its max_steps), where the log shows one."""
+    bar_total: the total of the trainer's progress bar (its max_steps), where the log shows one; run_totals: each
+    run's banner's `Total optimization steps` (run -> N), where runs printed one."""
     by_bar = bar_steps([entry[3] for entry in dicts])
     if by_bar is not None:
         return by_bar, None, "the trainer's progress bar (its step at each printed row)"
@@ -47,40 +50,54 @@ def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, war
             return [(k + 1) * interval for k in range(len(dicts))], interval, axis
         warnings.append(f"the {what} has no step numbers; {NUMBERED}")
         return list(range(1, len(dicts) + 1)), None, ""
-    order, count = list(dict.fromkeys(runs)), Counter(runs)
-    every = run_intervals(text, [count[run] for run in order], finished)
-    if every is not None:  # one banner per run, each run's total over its own rows
-        index = {run: i for i, run in enumerate(order)}
-        seen: Counter = Counter()
-        steps = []
-        for run in runs:
-            seen[run] += 1
-            steps.append(seen[run] * every[index[run]])
-        return steps, every[index[runs[-1]]], (f"logging_steps x row within each of {len(count)} runs (each run's "
-                                               "banner's Total optimization steps over its rows)")
-    steps, count = [], Counter()
+    return _by_run(dicts, runs, finished, what, warnings, run_totals or {})
+
+
+def _by_run(dicts: list[tuple], runs: list, finished: bool, what: str, warnings: list[str], totals: dict
+            ) -> tuple[list[int], int | None, str]:
+    """(steps, the last run's logging interval where its banner gave it, how) of several runs' rows, each run's steps
+    by the first rule that holds for it: its own progress bar (`bar_steps` over its rows alone: an SFT stage printed
+    its rows without a bar, the GRPO run after it with one), its banner's total over its rows (`totals`: run -> its
+    `Total optimization steps`, a whole multiple of its rows; the last run only in a finished log, whose rows are all
+    printed), else its rows numbered 1, 2, ... (said in a warning). Audit s38b R7: an SFT cell then a GRPO cell of a
+    notebook were numbered 1, 2, ... and every step 10x too small; audit s40 #9 the same with one banner only."""
+    order, rows, shown = list(dict.fromkeys(runs)), Counter(runs), {}
+    for entry, run in zip(dicts, runs):
+        shown.setdefault(run, []).append(entry[3])
+    by_bar = {run: bar_steps(shown[run]) for run in order}
+    every = {}
+    for run in order:
+        total, n = totals.get(run), rows[run]
+        k = total // n if total and by_bar[run] is None else 0
+        every[run] = k if k >= 1 and total // k == n and (run != order[-1] or finished) else None
+    seen: Counter = Counter()
+    steps = []
     for run in runs:
-        count[run] += 1
-        steps.append(count[run])
-    begun = dicts[0][5] if len(dicts[0]) > 5 else "each begun by transformers' banner or ended by its summary"
-    warnings.append(f"the {what} has no step numbers; the rows of each of its {len(count)} runs ({begun}) were "
-                    "numbered 1, 2, ...")
-    return steps, None, f"{ROW_NUMBERS} within each of {len(count)} runs (no step found)"
+        seen[run] += 1
+        steps.append(by_bar[run][seen[run] - 1] if by_bar[run] is not None else seen[run] * (every[run] or 1))
+    numbered = sum(by_bar[run] is None and every[run] is None for run in order)
+    if numbered == len(order):
+        begun = dicts[0][5] if len(dicts[0]) > 5 else "each begun by transformers' banner or ended by its summary"
+        warnings.append(f"the {what} has no step numbers; the rows of each of its {len(order)} runs ({begun}) were "
+                        "numbered 1, 2, ...")
+        return steps, None, f"{ROW_NUMBERS} within each of {len(order)} runs (no step found)"
+    if numbered:
+        warnings.append(f"the {what} has no step numbers in {numbered} of its {len(order)} runs (neither a progress "
+                        "bar at their rows nor a banner's total over them), whose rows were numbered 1, 2, ... "
+                        "within their run")  # not the end of NUMBERED: the other runs' steps are their own
+    ways = [way for way, used in (("its progress bar", any(by_bar.values())),
+                                  ("its banner's Total optimization steps over its rows", any(every.values())),
+                                  ("row numbers", numbered)) if used]
+    return steps, every[order[-1]], f"{' or '.join(ways)}, within each of {len(order)} runs"
 
 
-def run_intervals(text: str, rows: list[int], finished: bool) -> list[int] | None:
-    """The logging interval of each of several runs printed one after another (`rows`: each run's row count, in
-    order), where the text holds one `Total optimization steps = N` banner per run, in the same order, and each
-    finished run's N is its rows times a whole interval (the last run only where the log is finished, as
-    `logging_interval` reads one run); None otherwise (audit s38b R7: an SFT cell then a GRPO cell of a notebook, each
-    with its banner, were numbered 1, 2, ... and every step 10x too small)."""
-    totals = [int(digits) for m in _TOTAL_STEPS.finditer(text) if (digits := m.group(1).replace(",", ""))]
-    if len(totals) != len(rows) or not finished:
-        return None
-    every = [total // n if n else 0 for total, n in zip(totals, rows)]
-    if any(k < 1 or total // k != n for k, total, n in zip(every, totals, rows)):
-        return None
-    return every
+def fresh_starts(runs: list, steps: list[int]) -> list[int]:
+    """The positions (in the rows' order) where a run of the file's markers begins afresh: its first step within its
+    own logging interval (`_interval` of its steps: 5 of 5, 10, ...), not a resume at a checkpoint's step."""
+    by_run: dict = {}
+    for run, step in zip(runs, steps):
+        by_run.setdefault(run, []).append(step)
+    return [k for k in range(1, len(runs)) if runs[k] != runs[k - 1] and 0 < steps[k] <= _interval(by_run[runs[k]])]
 
 
 def bar_steps(bars: list[list]) -> list[int] | None:
@@ -129,7 +146,7 @@ def logging_interval(text: str, records: list[dict], finished: bool, bar_total: 
     finished log, else the epoch column's increment times the banner's steps per epoch; (None, "") when neither
     holds."""
     n = len(records)
-    total = _banner_int(_TOTAL_STEPS, text)
+    total = _banner_int(TOTAL_STEPS, text)
     for steps, source in ((total, "steps"), (bar_total, "steps (its progress bar's total)")):
         if finished and steps:
             every = steps // n

@@ -11,7 +11,7 @@ from collections import Counter
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs._algorithms import untrained_rows
 from gspo_dynamics.logs._console import _ANSI, _STEP_SET, _Scan, scan_console
-from gspo_dynamics.logs._console_interval import stepless_steps
+from gspo_dynamics.logs._console_interval import fresh_starts, stepless_steps
 from gspo_dynamics.logs._console_runs import counter_runs
 from gspo_dynamics.logs._names import canonical_name
 from gspo_dynamics.logs._readers import NUMBERED as _NUMBERED
@@ -26,16 +26,16 @@ def read_console(text: str, step_key: str | None = None, what: str = "console ou
     scan = scan_console(text, step_key)
     warnings: list[str] = []
     if scan.dicts and _prefer_dicts(scan):
-        rows, interval, axis = _dict_rows(scan, text, step_key, what, warnings)
+        rows, interval, axis, starts = _dict_rows(scan, text, step_key, what, warnings)
     elif scan.pairs:
-        rows, interval = _pair_rows(scan.pairs, step_key, what, warnings), None
+        rows, interval, starts = _pair_rows(scan.pairs, step_key, what, warnings), None, ()
         axis = f"column {step_key!r}" if step_key else "console step counter"
     else:
         raise ConfigError(f"no metric lines were found in the {what} (printed metric dicts, or key: value / key=value "
                           "lists with a step counter or two numbers)")
     if step_key is None and not _has_steps(scan.dicts if scan.dicts and _prefer_dicts(scan) else scan.pairs):
         raise ConfigError(_no_step_message(text, what))
-    raw = RawLog(rows, warnings, interval)
+    raw = RawLog(rows, warnings, interval, run_starts=starts)
     if not any(w.endswith(_NUMBERED) for w in warnings):
         raw.step_axis = axis  # how the steps were found, for the `log` line (rows numbered by position: said apart)
     return raw
@@ -111,12 +111,13 @@ def read_verl_console(text: str, step_key: str | None = None) -> RawLog:
 
 
 def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings: list[str]
-               ) -> tuple[list[Row], int | None, str]:
+               ) -> tuple[list[Row], int | None, str, tuple[int, ...]]:
     """The rows of the printed dicts in the file's order, the logging interval when it was inferred (dicts without
-    steps), and how the steps were found. An eval dict without a step takes the train row's before it (0 before
-    any)."""
+    steps), how the steps were found, and the rows where a run of the file's markers begins afresh (`fresh_starts`).
+    An eval dict without a step takes the train row's before it (0 before any)."""
     if step_key is None:
         _keep_dicts(scan, _training_dicts(_without_dumps(scan.dicts), what, warnings))
+    fresh: set[int] = set()  # the entries where a run begins afresh
     entries, keyed = [], 0  # (an eval row, step, record), in the file's order; training rows with a step key
     for counted, record, is_eval, _, _ in scan.dicts:
         # a step key of the dict's own (ms-swift's 'global_step/max_steps': '5/515' among them: `_split_step`)
@@ -130,21 +131,24 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
     # no step key, and most rows without a counter's step (one met above a few rows is not their clock)
     elif step_key is None and not keyed and 2 * sum(entries[i][1] is None for i in train) > len(train):
         bar_total = scan.bar_totals.most_common(1)[0][0] if scan.bar_totals else None  # the trainer's: redrawn most
-        steps, interval, axis = stepless_steps(text, _counted_runs(scan, train), scan.finished, what, warnings,
-                                               bar_total)
+        counted = _counted_runs(scan, train)
+        totals = scan.totals if len(counted[0]) <= 5 else {}  # the banners' runs (not a counter message's)
+        steps, interval, axis = stepless_steps(text, counted, scan.finished, what, warnings, bar_total, totals)
         for i, step in zip(train, steps):
             entries[i] = (False, step, entries[i][2])
+        fresh = {train[k] for k in fresh_starts([entry[4] for entry in counted], steps)}
     else:  # a mapped step column missing from every row is an error; rows without a step are said
         _finish([entries[i][1:] for i in train], what, warnings, step_key)
-    rows, last = [], None
-    for is_eval, step, record in entries:
+    rows, last, starts = [], None, []
+    for i, (is_eval, step, record) in enumerate(entries):
         if is_eval and step is None:
             step = 0 if last is None else last
         elif not is_eval:
             last = step if step is not None and step >= 0 else last
         if step is not None and step >= 0 and record:
+            starts += [len(rows)] if i in fresh else []
             rows.append((step, record))
-    return rows, interval, axis
+    return rows, interval, axis, tuple(starts)
 
 
 def _keep_dicts(scan: _Scan, kept: list) -> None:

@@ -261,7 +261,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
                                                                                 for w in raw.warnings))
     settled = settle(raw.rows, groups, _reward_like(chosen), step_axis=_step_axis(raw, format, numbered),
                      numbered=numbered, every=logging_steps or raw.logging_steps, run=run,
-                     ordered=format != "tensorboard")
+                     ordered=format != "tensorboard", marked=raw.run_starts)
     if settled.n_runs > 1:  # the run read, not the file: an SFT run after a GRPO one holds no reward of its own
         run_keys = set().union(*settled.train_groups) | set(settled.eval_keys.values())
         _refuse_foreign(foreign_algorithm(run_keys), f"run {settled.run_index} of {settled.n_runs} in this file")

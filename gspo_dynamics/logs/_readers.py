@@ -61,6 +61,9 @@ class RawLog:
     groups: dict[tuple, list[int]] | None = None  # `_rows.key_groups(rows)` where the reader has them, else None
     run_names: list[str] | None = None  # the file's own names of its runs, in order (W&B's chart export), else None
     empty_columns: tuple[str, ...] = ()  # a table's columns without a value on any row (named where one was wanted)
+    # row indices where a run begins that the steps alone do not show (a fresh run logging from its interval after a
+    # run numbered from 1), known to the reader from the file's run markers (transformers' banner, its summary)
+    run_starts: tuple[int, ...] = ()
 
 
 def _loads(text: str):

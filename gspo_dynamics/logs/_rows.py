@@ -247,12 +247,16 @@ class Settled:
 
 
 def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callable[[str], bool], *,
-           step_axis: str, numbered: bool, every: int | None, run: int | None, ordered: bool = True) -> Settled:
+           step_axis: str, numbered: bool, every: int | None, run: int | None, ordered: bool = True,
+           marked: tuple[int, ...] = ()) -> Settled:
     """The rows of the run `run` (1-based; None: the last), eval rows apart, resumed steps dropped (see the module
     docstring). `numbered`: the rows have no steps of their own (numbered 1, 2, ... by the reader); `every`: the
     logging interval to number them by (None: 1); `ordered`: the file's order is the order of its steps (not for
-    TensorBoard, whose scalars of several tags each follow their own clock: one run, nothing dropped)."""
+    TensorBoard, whose scalars of several tags each follow their own clock: one run, nothing dropped); `marked`: row
+    indices where runs begin by the file's own markers (`RawLog.run_starts`), read beside the steps' where the rows
+    keep their places (no row split or reordered below)."""
     warnings: list[str] = []
+    n_raw = len(rows)
     is_eval = eval_rows(rows, groups, reward_like)
     if is_eval.any():
         rows, groups, is_eval = split_eval_keys(rows, groups, is_eval)
@@ -274,6 +278,8 @@ def settle(rows: list[Row], groups: dict[tuple, list[int]], reward_like: Callabl
         rows, steps, is_eval = [rows[i] for i in order.tolist()], steps[order], is_eval[order]
         groups, step_axis = key_groups(rows), f"{step_axis}, {said}"
     starts = run_starts(steps, is_eval) if ordered else np.zeros(1, dtype=np.int64)
+    if marked and ordered and order is None and len(rows) == n_raw:
+        starts = np.union1d(starts, np.asarray(marked, dtype=np.int64))
     turns = interleaved_runs(steps, is_eval) if ordered and starts.size == 1 else None
     if turns is not None:  # runs written into one file in turn (`_interleaved`): one of them
         _, run_index = pick_run(len(turns), np.arange(len(turns)), run)

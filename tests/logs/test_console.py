@@ -220,7 +220,8 @@ def test_a_finished_log_is_numbered_by_its_total_steps():
 
 def test_runs_one_after_another_are_each_numbered_by_their_own_banner():
     """Two finished runs, each with its banner (audit s38b R7: a notebook's SFT run, then its GRPO run, numbered
-    1, 2, ... and every step 10x too small): each run's rows by its own total; one banner for two runs: row numbers."""
+    1, 2, ... and every step 10x too small): each run's rows by its own total; a run without a banner: its row
+    numbers, the other's by its own (audit s40 #9: the SFT run printed none, the GRPO run's 30 rows of 300 steps)."""
     first = hf_log(6, 10, 60, "  Total optimization steps = 60", finished=True)
     second = hf_log(12, 10, 120, "  Total optimization steps = 120", finished=True)
     raw = read_console(first + second)
@@ -228,7 +229,22 @@ def test_runs_one_after_another_are_each_numbered_by_their_own_banner():
     log = read_log(first + second)
     assert log.run_index == 2 and log.steps.tolist() == list(range(10, 121, 10)) and log.logging_interval == 10
     shared = read_console(first + hf_log(12, 10, 120, finished=True))  # the second run printed no banner
-    assert [s for s, _ in shared.rows] == list(range(1, 7)) + list(range(1, 13))
+    assert [s for s, _ in shared.rows] == list(range(10, 61, 10)) + list(range(1, 13))
+    after = read_log(hf_log(6, 10, 60, finished=True) + second)  # the first printed none: a run begun afresh at 10
+    assert after.run_index == 2 and after.steps.tolist() == list(range(10, 121, 10)) and after.logging_interval == 10
+    assert read_log(hf_log(6, 10, 60, finished=True) + second, run=1).steps.tolist() == list(range(1, 7))
+
+
+def test_a_run_whose_own_bar_gives_its_steps_after_a_run_without_one():
+    """An SFT stage printing its rows without a bar, then a GRPO run whose bar is redrawn at each row (Radar-Lei's
+    log): the GRPO run's steps are its bar's, 5, 10, ..., a run of its own (not a resume of the first at step 5)."""
+    sft = hf_log(8, 5, 40, finished=True)
+    grpo = ["***** Running training *****"]
+    for i in range(1, 13):
+        grpo += [f"  {i}%|#   | {5 * i}/1000 [00:{i:02d}<10:00, 2.0s/it]", f"{{'loss': 0.1, 'reward': {i / 20}}}"]
+    log = read_log(sft + "\n".join(grpo) + "\n")
+    assert log.run_index == 2 and log.steps.tolist() == list(range(5, 61, 5)) and log.n_points("reward") == 12
+    assert not any("goes back" in w for w in log.warnings)
 
 
 def test_an_unfinished_log_is_not_numbered_by_its_total_steps():

@@ -178,7 +178,7 @@ def hacking(log, trend: dict, notes: list[str], divergence=None) -> tuple[Verdic
         _dominant_component(log, components, trend, ev, confs, advice)
         _diverging_functions(divergence, ev, confs, advice, trend)
     else:
-        missing.append("fewer than two reward components")
+        missing.append("fewer than two reward components read (a reward function's own column, rewards/<fn>)")
     if collapse_symptoms:
         notes.append(" and ".join(collapse_symptoms) + " while the reward fell: a symptom of the collapse, "
                      "not reward hacking (hacking raises the training reward)")

@@ -22,7 +22,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, name_rank, reward_like
+from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name, is_eval_key, name_rank, reward_like
 
 MAPPABLE: tuple[str, ...] = ("step", *STANDARD_NAMES)
 _COUNTED = 6  # a list of more columns than this says how many there are
@@ -174,9 +174,15 @@ def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
     found = "no reward series was found" + (f" (column {named[0]!r} holds no numbers)" if named else "")
     every = (("reward", "COLUMN"), f", COLUMN one of the log's columns: {column_list(columns)}")
     candidates = [c for c in reward_like(columns) if c not in named]
-    if not candidates and columns and all(not_a_reward(c) for c in columns):
-        return ColumnMapError(f"{found}: the log's columns, {column_list(columns)}, are a training step's readings, none "
-                              "of them a reward; log the reward per step (TRL: reward; verl: critic/score/mean)")
+    training = [c for c in columns if not is_eval_key(c)]
+    if not candidates and training and all(not_a_reward(c) or c.lower() == "epoch" for c in training):
+        evals = len(columns) - len(training)
+        shown = ", ".join(map(repr, sorted(set(columns) - set(training))[:3])) + (", ..." if evals > 3 else "")
+        apart = (f", and its {evals} evaluation column(s) ({shown}) are read apart from the training steps, never as "
+                 "their reward") if evals else ""
+        return ColumnMapError(f"{found}: the log's columns, {column_list(training)}, are a training step's readings, "
+                              f"none of them a reward{apart}; log the reward per step (TRL: reward; verl: "
+                              "critic/score/mean)")
     if not candidates:
         return ColumnMapError(found, "; map one with ", *every)
     others = candidates[1 : 1 + _ALTERNATIVES]

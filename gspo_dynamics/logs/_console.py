@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from gspo_dynamics.logs._algorithms import is_summary_row
 from gspo_dynamics.logs._console_interval import TOTAL_STEPS
 from gspo_dynamics.logs._console_lines import logical_lines
-from gspo_dynamics.logs._console_pairs import NUM, counter, epoch_of, pairs, spaced_pairs
+from gspo_dynamics.logs._console_pairs import NUM, bare_counter, counter, epoch_of, pairs, spaced_pairs
 from gspo_dynamics.logs._console_runs import mark
 from gspo_dynamics.logs._readers import STEP_KEYS, _flatten, _loads
 from gspo_dynamics.logs._runlog import to_step
@@ -220,6 +220,9 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
         if (bar := _BAR.match(line)) is not None:  # tqdm's bar (the trainer's: no label before it)
             _bar_seen(scan, bar)
             current = None  # a progress bar is newer news of the step than a counter line above it
+            close = line.find("]", bar.end())
+            if close >= 0 and line[close + 1:].strip():  # a row printed after the bar, on its line: the row's text
+                line = line[close + 1:]
         elif (bar := _BAR_AFTER.search(line)) is not None:  # a bar after a metric row: drawn after the row
             return _before_bar(line[:bar.start()], bar, scan, current, step_key)
     if scan.in_run and "***** Running training *****" in line:  # transformers starts another run
@@ -248,6 +251,8 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
         return current if step is None else None  # a line with its own step ends a counter line's block
     has_pair = ":" in line or "=" in line
     step, counter_name, start, end = counter(line)
+    if step is None and current is None and "[" in line[:8]:
+        step, counter_name, start, end = bare_counter(line)
     if scan.block is not None:
         if step is None and has_pair and len(item := pairs(line, scan.keys)) == 1:
             scan.block[2].update(item)  # one `key: value` a line: an item of the block

@@ -35,6 +35,8 @@ _COUNTER = re.compile(r"(global[_ ]step|step|iteration|iter|it|update|episode)[ 
 _EPOCH_FRACTION = re.compile(r"(?i)epoch\W{0,3}\[?\s*(\d+)\s*/\s*\d+\s*\]?\s*[(\[]\s*(\d+)\s*/\s*(\d+)\s*[)\]]")
 # "Epoch 2/3" beside a step counter (`Epoch 2/3, Step 10, Loss: ...`): the epoch, for a counter that restarts in each
 _EPOCH_OF = re.compile(r"(?i)(?<![\w/])epoch\s*[#:=]?\s*\[?\s*(\d+)\s*/\s*\d+")
+# `[12/1000]  loss: ...` at a line's start: a hand-written loop's step of its total, its name unwritten
+_BARE_COUNTER = re.compile(r"\s*\[[ \t]*(\d+)[ \t]*/[ \t]*(\d+)[ \t]*\]")
 _COUNTER_RANK = {"global_step": 0, "global step": 0, "step": 1, "iteration": 2, "iter": 2, "it": 2, "update": 3,
                  "episode": 3}
 
@@ -60,6 +62,16 @@ def counter(line: str) -> tuple[int | None, str | None, int, int]:
         return None, None, 0, 0
     e, n, per_epoch = (int(g) for g in epoch.groups())
     return to_step(max(e - 1, 0) * per_epoch + n), None, epoch.start(), epoch.end()
+
+
+def bare_counter(line: str) -> tuple[int | None, str | None, int, int]:
+    """`counter`'s answer for a line that starts with a step of its total in brackets and no name (`[12/1000]  loss:
+    -6.9, entropy: 87.1`, paulkroe/llm-rl's loop), the step no more than the total; else (None, None, 0, 0). Read only
+    where no named counter is met (`_console`): under a counter line it would be an item's index, not the step."""
+    match = _BARE_COUNTER.match(line)
+    if match is None or int(match.group(1)) > int(match.group(2)):
+        return None, None, 0, 0
+    return to_step(int(match.group(1))), None, match.start(), match.end()
 
 
 def epoch_of(line: str) -> int | None:

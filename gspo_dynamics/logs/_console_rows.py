@@ -25,6 +25,7 @@ def read_console(text: str, step_key: str | None = None, what: str = "console ou
     steps."""
     scan = scan_console(text, step_key)
     warnings: list[str] = []
+    aside = _cut_last_line(text, scan, step_key, warnings)
     if scan.dicts and _prefer_dicts(scan):
         rows, interval, axis, starts = _dict_rows(scan, text, step_key, what, warnings)
     elif scan.pairs:
@@ -35,10 +36,28 @@ def read_console(text: str, step_key: str | None = None, what: str = "console ou
                           "lists with a step counter or two numbers)")
     if step_key is None and not _has_steps(scan.dicts if scan.dicts and _prefer_dicts(scan) else scan.pairs):
         raise ConfigError(_no_step_message(text, what))
-    raw = RawLog(rows, warnings, interval, run_starts=starts)
+    raw = RawLog(rows, warnings, interval, run_starts=starts, set_aside=aside)
     if not any(w.endswith(_NUMBERED) for w in warnings):
         raw.step_axis = axis  # how the steps were found, for the `log` line (rows numbered by position: said apart)
     return raw
+
+
+def _cut_last_line(text: str, scan: _Scan, step_key: str | None, warnings: list[str]) -> tuple[str, ...]:
+    """A text that ends without a line end whose last line is the last `key: value` row and holds fewer of its keys
+    than the row before (`step 60: reward=0.` of `step 60: reward=0.149 kl=0.01`) ends with a line cut mid-write (a
+    job killed, a copy taken while it ran): the row leaves `scan.pairs` and is said (`RunLog.set_aside`); () else.
+    A line that keeps every key of the row before is read, as is a last line with a line end."""
+    if text.endswith(("\n", "\r")) or len(scan.pairs) < 2:
+        return ()
+    last_line = text[max(text.rfind("\n"), text.rfind("\r")) + 1:]
+    alone = scan_console(last_line, step_key).pairs
+    last, before = scan.pairs[-1][1], scan.pairs[-2][1]
+    if len(alone) != 1 or alone[0][1] != last or not set(last) < set(before):
+        return ()
+    scan.pairs.pop()
+    warnings.append("the last line ends mid-row (fewer readings than the row before, no line end): a line cut while "
+                    "being written, not read")
+    return ("the last line, cut mid-write, not read",)
 
 
 def _has_steps(entries: list) -> bool:

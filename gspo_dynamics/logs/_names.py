@@ -309,8 +309,9 @@ def _success_rate_as_reward(raw_keys: list[str], chosen: dict[str, str]) -> tupl
     sole = _vocabulary.sole_success_rate(training)
     if sole is not None:
         return {**chosen, sole: "reward"}, [
-            f"no reward column was found: {sole!r}, the log's only reward-like column, is read as the reward "
-            "(a success rate is the mean reward of a 0/1 reward); map another column to 'reward' if it is not"]
+            f"no reward column was found: {sole!r}, the log's only column named as a reward or a success rate, is "
+            "read as the reward (a success rate is the mean reward of a 0/1 reward); map another column to 'reward' if "
+            "it is not"]
     ranked = reward_like(training)
     if not ranked:
         return chosen, []

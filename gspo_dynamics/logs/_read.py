@@ -277,7 +277,8 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
     means += smoothed
     built, far, far_aside = without_out_of_scale(built)
     warnings += placeholders + means + far
-    set_aside = [f"{settled.dropped} rows dropped where the step counter went back"] if settled.dropped else []
+    set_aside = list(raw.set_aside)
+    set_aside += [f"{settled.dropped} rows dropped where the step counter went back"] if settled.dropped else []
     set_aside += far_aside
     repeats = repeated_rows(built.series, built.from_training)
     if n_repeats := int(repeats.sum()):
@@ -287,7 +288,9 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
                         "values at each step): each value is read once, at its first step")
     if "reward" not in built.series:
         if "reward" in (column_map or {}):
-            raise ColumnMapError(("reward", column_map["reward"]), ": that column holds no numbers")
+            raise ColumnMapError(("reward", column_map["reward"]), ": that column is an evaluation reading, read apart "
+                                 "from the training steps; the reward is the training rows' own"
+                                 if _names.is_eval_key(column_map["reward"]) else ": that column holds no numbers")
         raise ConfigError(config) if len(raw.rows) == 1 and (config := config_not_log(sorted(raw_keys))) else \
             no_reward_error(raw_keys | set(raw.empty_columns))  # an empty column named as one, not as absent
     if numbered and not (logging_steps or raw.logging_steps):

@@ -64,6 +64,7 @@ class RawLog:
     # row indices where a run begins that the steps alone do not show (a fresh run logging from its interval after a
     # run numbered from 1), known to the reader from the file's run markers (transformers' banner, its summary)
     run_starts: tuple[int, ...] = ()
+    set_aside: tuple[str, ...] = ()  # rows the reader left out, each in a few words (`RunLog.set_aside`: said)
 
 
 def _loads(text: str):

@@ -497,3 +497,19 @@ def test_noise_read_over_a_late_half_that_still_climbs_is_not_a_confident_verdic
     assert z > Z_STILL_RISING
     assert v.confidence <= calibrate(0.5) + 1e-12
     assert v.advice == [d.action()] and d.action().startswith("train longer")
+
+
+@pytest.mark.parametrize(("solved", "unpaid", "said"), [
+    (21, 9, "on 21 of these rows every response earned 1 (on 9, none earned any): the prompts are solved by all"),
+    (14, 12, "on 14 of these rows every response earned 1 and on 12 none earned any: drop the prompts every group"),
+    (3, 27, "does it ever pay?")])
+def test_rows_without_signal_mostly_solved_ask_for_harder_prompts_not_easier(solved, unpaid, said):
+    """audit s41 #4 (xiaobo-yang/llm_rl, 4 responses a step): 30 of 50 rows scored alike, 21 of them 1.000 (every
+    response right) and 9 of them 0: the advice said "does it ever pay? easier prompts", the opposite fix. Where the
+    rows without signal are mostly solved the advice asks for harder prompts; about as many each way, both fixes; mostly
+    unpaid, the reward check and easier prompts, as before."""
+    rng = np.random.default_rng(0)
+    mixed = list(rng.choice([0.25, 0.5, 0.75], 50 - solved - unpaid))
+    reward = np.array([1.0] * solved + [0.0] * unpaid + mixed)[rng.permutation(50)]
+    advice = " ".join(a for v in diagnose(make_log({"reward": reward})).verdicts for a in v.advice)
+    assert said in advice

@@ -158,3 +158,18 @@ def test_a_log_of_only_a_steps_readings_says_none_is_a_reward():
     assert "the log's columns, 'Loss', are a training step's readings, none of them a reward" in message
     assert "--map" not in message
     assert "--map reward=COLUMN" in no_reward_error(["Loss", "goodness"]).render(cli=True)
+
+
+def test_a_log_whose_only_accuracies_are_evaluations_says_so_and_the_map_of_one_is_refused_plainly():
+    """audit s41 #3 (aigoncharov/trainer_state_viz): an SFT-like trainer_state.json with `eval_g<k>_accuracy` rows
+    beside loss, grad norm and learning rate. The refusal said "COLUMN one of the log's columns" with the evaluation
+    columns among them, and the map of one then said it "holds no numbers" (it holds 31): a dead end. Now the refusal
+    says the training rows hold no reward and the evaluation columns are read apart, and the map says why."""
+    rows = [{"epoch": 0, "step": s, "loss": 1.0 / s, "grad_norm": 0.5, "learning_rate": 1e-5} for s in range(1, 31)]
+    rows += [{"epoch": 0, "step": s, "eval_g0_accuracy": 0.5 + s / 100, "eval_g0_loss": 2.0} for s in range(5, 31, 5)]
+    history = {"log_history": rows}
+    with pytest.raises(ColumnMapError, match=r"none of them a reward, and its 2 evaluation column\(s\) "
+                                             r"\('eval_g0_accuracy', 'eval_g0_loss'\) are read apart"):
+        read_log(json.dumps(history))
+    with pytest.raises(ColumnMapError, match="that column is an evaluation reading, read apart from the training"):
+        read_log(json.dumps(history), column_map={"reward": "eval_g0_accuracy"})

@@ -489,3 +489,25 @@ def test_a_bar_after_the_row_at_the_next_step_gives_way_to_the_bar_before_at_the
                   f"{{'loss': 0.1, 'reward': {r}, 'epoch': 0.{i}}}", f"{i}%|#   | {5 * i + 1}/100 [00:0{i}<01:40, 3.1s/it]"]
     raw = read_console("\r".join(lines))
     assert [s for s, _ in raw.rows] == [5, 10, 15, 20, 25] and [rec["reward"] for _, rec in raw.rows] == REWARDS[:5]
+
+
+def test_a_loops_bracketed_step_of_its_total_after_an_inner_bar_is_the_step():
+    """audit s41 #3 (paulkroe/llm-rl's grpo.ipynb): `  0%|   | 0/64 [00:00<?, ?it/s][12/1000]  loss: ..., entropy:
+    74.6`, a loop's row printed after its inner progress bar, with one DeepSpeed line `step=0, skipped=0, lr=[1e-06]`
+    above. The rows' `[n/N]` was no counter and the bar's text hid it, so the only columns offered were the DeepSpeed
+    line's 'lr' and 'skipped'. Now each row is read at its bracketed step."""
+    bar = "  0%|          | 0/64 [00:00<?, ?it/s]"
+    text = "[INFO] [logging.py:128:log_dist] [Rank 0] step=0, skipped=0, lr=[1e-06], mom=[(0.9, 0.999)]\n"
+    text += "".join(f"{bar}[{i}/1000]  loss: {-i / 10}, reward: {0.1 + i / 50}, kl-penalty: {i / 100}, entropy:{87 - i}\n"
+                    "INFO executor_base.py:226 It took 0.27 seconds to wake up tags\n" for i in range(30))
+    log = read_log(text)
+    assert log.steps.tolist()[-29:] == list(range(1, 30)) and log["reward"][-1] == pytest.approx(0.1 + 29 / 50)
+    assert "entropy" in log and log["entropy"][-1] == 87 - 29
+
+
+def test_a_bracketed_index_under_a_named_counter_is_an_item_not_the_step():
+    """Under `Step 3` a loop's `[k/8] reward: ...` lines are its samples: they take the counter line's step, as before."""
+    text = "".join(f"Step {s}\n" + "".join(f"[{k}/8] reward: {0.1 * s + k / 100}, loss: 0.1\n" for k in range(1, 9))
+                   for s in range(1, 16))
+    log = read_log(text)
+    assert set(log.steps.tolist()) <= set(range(1, 16))

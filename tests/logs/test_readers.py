@@ -464,3 +464,42 @@ def test_an_agents_episode_transcript_is_no_training_log():
         read_log(text)
     rows = [{"step": s, "reward": 0.1 * s, "done": 3, "action": 1.0, "loss": 0.2} for s in range(1, 13)]
     assert read_log("\n".join(json.dumps(r) for r in rows)).n_points("reward") == 12
+
+
+def _rising_csv(n: int = 40) -> str:
+    return "step,reward,kl,len\n" + "".join(f"{i},{0.1 + 0.02 * i:.4f},0.01,{100 + i}\n" for i in range(1, n + 1))
+
+
+def test_a_csv_cut_mid_row_leaves_its_last_row_out_and_says_so(tmp_path):
+    """audit s41 #1: a CSV copied while its job wrote it ends `491,0.5,0.` (the cell of 0.4801): that cut cell was a
+    reward of 0.0 at the last step, and it flipped "unsure: still rising" into a confident plateau. The row leaves the
+    run, and the log line says so."""
+    path = tmp_path / "metrics.csv"
+    path.write_text(_rising_csv() + "41,0.")
+    log = read_log(path)
+    assert log.steps.tolist() == list(range(1, 41)) and log["reward"].min() > 0.1
+    assert log.set_aside == ("the last row, cut mid-write, not read",)
+    assert any("ends mid-row" in w for w in log.warnings)
+
+
+def test_a_csvs_short_row_with_its_line_end_is_read_as_ragged_not_cut(tmp_path):
+    """A row with fewer cells than the header that ends its line was written so: read (with the ragged-row warning),
+    not set aside, and a whole last row without a line end is read too."""
+    path = tmp_path / "metrics.csv"
+    path.write_text(_rising_csv() + "41,0.95\n42,0.96,0.01,142")
+    log = read_log(path)
+    assert log.steps.tolist()[-2:] == [41, 42] and log.set_aside == ()
+    assert any("different number of cells" in w for w in log.warnings)
+
+
+def test_a_console_log_cut_mid_line_leaves_its_last_row_out(tmp_path):
+    """The same for printed `key=value` rows: `step 41: reward=0.` (of `reward=0.92 kl=0.01`) holds fewer readings than
+    the row before and no line end: not read. A last line with every reading is read, line end or not."""
+    lines = "".join(f"step {i}: reward={0.1 + 0.02 * i:.3f} kl=0.01\n" for i in range(1, 41))
+    cut, whole = tmp_path / "cut.log", tmp_path / "whole.log"
+    cut.write_text(lines + "step 41: reward=0.")
+    whole.write_text(lines + "step 41: reward=0.920 kl=0.01")
+    log = read_log(cut)
+    assert log.steps.tolist() == list(range(1, 41)) and log.set_aside == ("the last line, cut mid-write, not read",)
+    log = read_log(whole)
+    assert log.steps.tolist()[-1] == 41 and log["reward"][-1] == pytest.approx(0.92) and log.set_aside == ()

@@ -222,7 +222,7 @@ def test_a_sole_success_rate_is_the_reward_with_a_warning(key):
     rows = [{"step": i + 1, key: r, "loss": 0.1} for i, r in enumerate(np.linspace(0.1, 0.8, 12))]
     log = read_log("\n".join(json.dumps(row) for row in rows))
     assert log.n_points("reward") == 12 and log["reward"][-1] == pytest.approx(0.8)
-    assert any(f"{key!r}, the log's only reward-like column, is read as the reward" in w for w in log.warnings)
+    assert any(f"{key!r}, the log's only column named as a reward or a success rate, is read as the reward" in w for w in log.warnings)
 
 
 @pytest.mark.parametrize("keys", [("accuracy", "score"), ("accuracy", "format_reward"), ("score",),

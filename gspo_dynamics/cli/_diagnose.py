@@ -196,7 +196,13 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     from gspo_dynamics.logs import ColumnMapError, parse_map_option, read_log
 
     setup = config_setup(args)  # read once: the flags' hyperparameters and the log's beta both read it
+    printed: list[str] = []
+    if setup is None:  # no --config: the config a verl log printed at its start is the run's
+        from gspo_dynamics.predict import setup_from_log
+
+        setup, printed = setup_from_log(args.log)
     hparams, brief, notes, logging_steps = hyperparams_from_flags(args, setup)
+    brief, notes = (printed + brief, notes) if setup is not None else (brief, notes + [f"config: {p}" for p in printed])
     try:
         log = read_log(args.log, column_map=parse_map_option(args.map), run=args.log_run, logging_steps=logging_steps)
     except ColumnMapError as error:

@@ -27,13 +27,13 @@ from gspo_dynamics.diagnose._signal_lost import signal_lost
 from gspo_dynamics.diagnose._hacking import hacking
 from gspo_dynamics.diagnose._signals import concentration, degeneracy, success_rate
 from gspo_dynamics.diagnose._instability import instability_verdict, non_finite_verdict
-from gspo_dynamics.diagnose._findings import findings
+from gspo_dynamics.diagnose._findings import diverged_updates, findings
 from gspo_dynamics.diagnose._kl_pull import kl_pull_note
 from gspo_dynamics.diagnose._trend import trend_verdict
 from gspo_dynamics.diagnose._trend_advice import DRIFT_STALLED_ADVICE, STALLED_ADVICE
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
-from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, FELL, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis, Verdict,
-                                             evidence, inconsistencies, reward_reach)
+from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, FELL, REPORT_CONFIDENCE, SUCCESS_RATE_TOL, TOO_SHORT, Diagnosis,
+                                             Verdict, evidence, inconsistencies, reward_reach)
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications, within_reach
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, ROW_NUMBERS, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
@@ -45,6 +45,27 @@ STRICT = "GSPO_DYNAMICS_STRICT"  # set to 1 (the tests do): a verdict printed ag
 INFERRED_REACH = ("every logged reward lies in [0, 1], so the reward is read as a score that reaches at most [0, 1] (a "
                   "success rate, a judge's score): the plateau is bounded by it; --reward-range LO HI gives another")
 FALLING_CAP = 0.3  # a falling reward read as saturating: below REPORT_CONFIDENCE, so a cause outranks it
+SUM_TOL = 1e-6  # the reward is its functions' sum where it differs from it by at most this on every row with all
+SUM_ROWS = 0.9  # ... and at least this share of the reward's rows log every function
+
+
+def summed_reach(log: RunLog) -> tuple[float, float] | None:
+    """(0, k) where the reward is the sum of k >= 2 reward functions (`reward/<fn>`, TRL's reward with its default
+    weights: |reward - sum| <= SUM_TOL on the rows that log them all, SUM_ROWS of the reward's rows or more) each
+    logged within [0, 1]: the sum reaches k, not the [0, 1] its values may all lie in so far (a format reward
+    learnt before the task's: nano-aha-moment's 0.9 of a reach of 2). None otherwise."""
+    names = [n for n in log.names if n.startswith("reward/")]
+    if len(names) < 2:
+        return None
+    parts = np.vstack([log[n] for n in names])
+    rows = np.isfinite(parts).all(axis=0) & np.isfinite(log["reward"])
+    if rows.sum() < SUM_ROWS * np.isfinite(log["reward"]).sum() or not rows.any():
+        return None
+    if np.min(parts[:, rows]) < -SUCCESS_RATE_TOL or np.max(parts[:, rows]) > 1.0 + SUCCESS_RATE_TOL:
+        return None
+    if np.max(np.abs(parts[:, rows].sum(axis=0) - log["reward"][rows])) > SUM_TOL * max(1.0, len(names)):
+        return None
+    return 0.0, float(len(names))
 
 
 def _summary(log: RunLog) -> dict:
@@ -82,6 +103,10 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     check_reward_range(reward_range)
     summary = _summary(runlog)
     notes = [f"reader: {w}" for w in runlog.warnings]
+    if reward_range is None and (reward_range := summed_reach(runlog)) is not None:
+        notes.append(f"the reward is the sum of {reward_range[1]:g} reward functions, each logged within [0, 1]: it "
+                     f"reaches at most [0, {reward_range[1]:g}], not the [0, 1] its values may lie in so far; "
+                     "--reward-range LO HI gives another")
     found = findings(runlog, hparams)
     if "reward" not in runlog or runlog.is_too_short():
         return Diagnosis(TOO_SHORT, [], None, None, summary, notes=notes, hparams=hparams, log=runlog, findings=found)
@@ -154,10 +179,11 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
                                  f"{e['signal']} = {e['value']:.3g}" for e in v.evidence if isinstance(e["value"], float)))
     _signal_lost_evidence(log, verdicts)
     found = next((v for v in verdicts[1:] if v.mode == "dynamical_instability"), None)
-    diverged = non_finite_verdict(log.diverged, int(steps[-1]), hparams, found)
+    ended = diverged_updates(log)  # a reward NaN beside finite updates is the reward function's (a finding's warning)
+    diverged = non_finite_verdict(ended, int(steps[-1]), hparams, found)
     if diverged is not found:
         verdicts[:] = [verdicts[0]] + [v for v in verdicts[1:] if v is not found] + [diverged]
-        verdicts[0] = _not_healthy_if_diverged(verdicts[0], log.diverged)
+        verdicts[0] = _not_healthy_if_diverged(verdicts[0], ended)
     elif fit is None:
         not_checked.append("dynamical instability: the closed-form fit failed")
     left = drift_beside_fall(log, trend)

@@ -20,6 +20,7 @@ import numpy as np
 
 from gspo_dynamics._keys import GRAD_CLIP_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._finding import FINDINGS, NOTE, SEVERITIES, Finding, order
+from gspo_dynamics.diagnose._instability import MIN_NON_FINITE
 from gspo_dynamics.diagnose._length_growth import length_growth
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
@@ -43,7 +44,10 @@ KL_ON_POLICY = 1e-4  # nats: an old/new KL this small on every row is the noise 
 # actor/ppo_kl reads 1e-5 on an on-policy real run, terrense__qwen3-8b-grpo-dapo-lab in ../shared/data/real_logs)
 # reward_function_divergence
 Z_RISE = Z_TREND  # a reward function rose: Welch z late - early >= 3 (`_trend`)
-Z_NOT_RISING = 1.0  # another did not: z < 1 (a one-sigma rise is no evidence of one)
+# another did not: z <= 1 (a one-sigma rise is no evidence of one; one paying row among zeros, 0 -> 0.001 beside
+# 0 -> 0.62, has a Welch z of exactly 1: the sample sd of one x among n zeros is x / sqrt(n))
+Z_NOT_RISING = 1.0
+Z_EXACT = 1e-9  # the float error of that exact 1
 SATURATED = 0.95  # ... unless it sits at >= 95% of its largest row (> 0): at its ceiling, not lagging
 # one function (or component) carries the gain where its rise is over 90% of the rising ones' together; below that
 # the gain is spread over several, which an exploit of one does not give (`_hacking` reads the same share)
@@ -134,11 +138,37 @@ def non_finite(log: RunLog, hparams=None) -> Finding | None:
     return Finding("non_finite", "invalidates", summary, ev, advice)
 
 
+UPDATE_READINGS = ("grad_norm", "loss")  # an update's own numbers: finite, the update was one
+
+
+def diverged_updates(log: RunLog) -> dict[str, tuple[int, int]]:
+    """`RunLog.diverged` without the reward series whose NaN rows carry a finite update reading (`updates_finite`):
+    a reward function that stopped returning numbers is no numerical divergence of the run."""
+    return {name: (step, count) for name, (step, count) in log.diverged.items()
+            if not (name == "reward" or name.startswith("reward/"))
+            or updates_finite(log, (log.steps >= step) & ~np.isfinite(log[name])) is None}
+
+
+def updates_finite(log: RunLog, rows: np.ndarray) -> str | None:
+    """The update reading (UPDATE_READINGS) the log holds finite on every one of `rows` where it is logged, on at
+    least MIN_NON_FINITE of them, else None: a reward NaN on rows whose gradient norm or loss are numbers came from
+    the reward function or its logging, not from a diverged update."""
+    for name in UPDATE_READINGS:
+        if name in log:
+            x = log[name][rows]
+            if (~np.isnan(x)).sum() >= MIN_NON_FINITE and np.isfinite(x[~np.isnan(x)]).all():
+                return name
+    return None
+
+
 def _reward_rows_only(log: RunLog, bad: dict[str, np.ndarray]) -> bool:
     """Whether only reward series (`reward`, `reward/<fn>`) are non-finite, each on rows with finite ones after them
-    (its last row finite, and no update reading, the loss or the gradient norm, non-finite)."""
-    return all(name == "reward" or name.startswith("reward/") for name in bad) and \
-        all(np.isfinite(log[name][np.flatnonzero(rows)[-1] + 1:]).any() for name, rows in bad.items())
+    (its last row finite, and no update reading, the loss or the gradient norm, non-finite), or on rows where an
+    update reading is logged finite (`updates_finite`: the rewards stopped being numbers, the updates did not)."""
+    if not all(name == "reward" or name.startswith("reward/") for name in bad):
+        return False
+    return all(np.isfinite(log[name][np.flatnonzero(rows)[-1] + 1:]).any() for name, rows in bad.items()) or \
+        updates_finite(log, np.logical_or.reduce(list(bad.values()))) is not None
 
 
 def _reward_not_finite(log: RunLog, bad: dict[str, np.ndarray], names: list[str], ev: list[dict]) -> Finding:
@@ -147,8 +177,11 @@ def _reward_not_finite(log: RunLog, bad: dict[str, np.ndarray], names: list[str]
     at = log.steps[rows]
     where = f"at step {int(at[0])} only" if at.size == 1 else f"on {at.size} rows, steps {int(at[0])}-{int(at[-1])}"
     others = f" (also {', '.join(names[1:4])})" if len(names) > 1 else ""
-    summary = (f"{names[0]} is not a number {where}{others}, with finite rows after it: a reward function's value "
-               "(or a logging error), not a diverged update; the analysis reads the rows without it")
+    reading = updates_finite(log, rows)
+    beside = (f"while the {reading.replace('_', ' ')} is a number on those rows" if reading is not None
+              else "with finite rows after it")
+    summary = (f"{names[0]} is not a number {where}{others}, {beside}: a reward function's value (or a logging "
+               "error), not a diverged update; the analysis reads the rows without it")
     advice = ["look at the reward function on that step's batch (a division by zero, an empty completion, a log of "
               "0): a NaN or inf reward makes its group's advantages NaN; return a finite value for such a completion"]
     return Finding("non_finite", "warning", summary, ev, advice)
@@ -202,14 +235,14 @@ def _lagging(log: RunLog, name: str, late: float) -> bool:
 
 def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
     """TRL's per-function rewards (`reward/<fn>`, 2 MIN_WINDOW rows at least): one rises (Welch z late - early >=
-    Z_RISE, `_trend_stats.change`) while another does not (z < Z_NOT_RISING) and is not at its ceiling (late mean below
+    Z_RISE, `_trend_stats.change`) while another does not (z <= Z_NOT_RISING) and is not at its ceiling (late mean below
     SATURATED x its largest row, or a largest row <= 0): the gain comes from one function while the other
     stays or falls, the pattern of a format reward learned without the task. A function with the same value on
     every row is left out: it never told completions apart (never met, or always met), so it cannot lag."""
     names = [n for n in log.names if n.startswith("reward/") and log.n_points(n) >= 2 * MIN_WINDOW]
     gains = {n: g for n in names if (g := change(log.steps, log[n]))}
     risers = sorted((n for n, g in gains.items() if g["z"] >= Z_RISE), key=lambda n: -gains[n]["z"])
-    laggards = sorted((n for n, g in gains.items() if g["z"] < Z_NOT_RISING and _lagging(log, n, g["late"])),
+    laggards = sorted((n for n, g in gains.items() if g["z"] <= Z_NOT_RISING + Z_EXACT and _lagging(log, n, g["late"])),
                       key=lambda n: gains[n]["z"])
     if not risers or not laggards:
         return None

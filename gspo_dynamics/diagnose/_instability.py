@@ -10,7 +10,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, REFRESH_INTERVAL_KEYS
+from gspo_dynamics._keys import ADAM_BETA1_KEYS, GRAD_CLIP_KEYS, LR_KEYS, REFRESH_INTERVAL_KEYS
 from gspo_dynamics.diagnose._fall import COLLAPSE_FRACTION, fall_advice, fall_evidence
 from gspo_dynamics.diagnose._trend_stats import R2_NOISE
 from gspo_dynamics.diagnose._verdict import Verdict, confidence, evidence
@@ -74,8 +74,9 @@ def instability_verdict(steps, reward, fit, imp, hparams, trend, notes: list[str
         advice.append(f"lower the learning rate (now {hparams.lr:g}; halving it halves the stiffness and the lag "
                       f"erosion of the damping) or {momentum} (now {mu:g})")
     else:
-        advice.append("lower the learning rate or the momentum (Adam beta1), or refresh the sampling policy more "
-                      "often; give the hyperparameters (--lr, -T, ...) for the critical refresh interval")
+        advice.append(f"lower the learning rate ({LR_KEYS}) or Adam's beta1 ({ADAM_BETA1_KEYS}), or refresh the "
+                      f"sampling policy more often, a smaller T ({REFRESH_INTERVAL_KEYS}); --config with the run's "
+                      "config gives the critical refresh interval")
     return Verdict("dynamical_instability", conf, ev, advice)
 
 
@@ -148,6 +149,9 @@ def limit_cycle_advice(ev: list, hparams) -> str | None:
         return None
     period = item["period_steps"]
     if hparams is not None:
+        if abs(item["period_over_2T"] - 1.0) <= TWICE_T_TOLERANCE and hparams.refresh_interval == 1:
+            return (f"the reward flips every step (period {period:.3g} steps) at T = 1, one update per rollout: each "
+                    f"step overshoots, no stale update (T cannot go lower); halve the learning rate (now {hparams.lr:g})")
         if abs(item["period_over_2T"] - 1.0) <= TWICE_T_TOLERANCE:
             return (f"the reward flips every refresh (period {period:.3g} steps = 2T, T = {hparams.refresh_interval}): "
                     f"the stale-update limit cycle; lower T ({REFRESH_INTERVAL_KEYS}) or the learning rate (now "

@@ -22,6 +22,9 @@ DEGENERATE_FRACTION = 0.5  # more than half of the groups carry no learning sign
 NO_ZERO_STD_SERIES = ("advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18) and no "
                       "per-group reward std")
 ZERO_STD_TARGET = 0.3  # advice: the G that brings the theory's p^G + (1-p)^G under this
+AMBIGUOUS_STD = ("advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18); its "
+                 "reward_std is a mean over the batch, of its groups' stds or of all its rewards (TRL's by release and "
+                 "scale_rewards), which does not say how many groups score alike")
 UNDECIDED_WITHOUT_G = "undecided without the run's G"  # a share degeneracy at a larger G, the G it implies's own
 HETEROGENEITY_GAP = 0.15  # measured zero-std fraction this far above p^G + (1-p)^G: mixed prompt difficulty
 G_SEARCH = range(2, 257)  # group sizes considered when estimating or advising G
@@ -214,7 +217,7 @@ def degeneracy(log, hparams, theory: dict) -> tuple[Verdict | None, str | None]:
                        side="<", early=ch["early"], late=ch["late"])]
         return Verdict("advantage_degeneracy", confidence(STD_COLLAPSE_RATIO - ratio, 0.05), ev,
                        ["groups have stopped differing: raise G or filter prompts whose groups all score the same"]), None
-    return None, NO_ZERO_STD_SERIES
+    return None, AMBIGUOUS_STD
 
 
 def concentration(log, hparams) -> tuple[Verdict | None, str | None]:

@@ -33,11 +33,17 @@ def _point(item: object) -> tuple[float, float] | None:
     return float(pair[0]), float(pair[1])
 
 
-def series_rows(document: object, warnings: list[str]) -> list[dict] | None:
+def series_rows(document: object, warnings: list[str], depth: int = 0) -> list[dict] | None:
     """The rows of a series document (module docstring), sorted by step, each {"step": s, <series key>: value}; None
     where no value of the object is a list of at least two points. A series whose steps are not whole numbers is no
-    series."""
+    series. Series held one object down (`{"metadata": {...}, "metrics": {"reward": [...]}}`) are read there, said."""
     if not isinstance(document, dict):
+        return None
+    if depth == 0 and not any(isinstance(items, list) for items in document.values()):
+        for key, inner in document.items():
+            if isinstance(inner, dict) and (rows := series_rows(inner, warnings, depth + 1)) is not None:
+                warnings.append(f"the series are those under {str(key)!r}; the document's other keys were left out")
+                return rows
         return None
     series, other = {}, []
     for key, items in document.items():

@@ -209,6 +209,18 @@ def _gc_paused():
             gc.enable()
 
 
+def _no_reward(raw: RawLog, raw_keys: set[str], column_map: dict[str, str]) -> ConfigError:
+    """The error for a log that built no reward series: a mapped column that is an evaluation reading or holds no
+    numbers, a config file given as the log, else `no_reward_error` (an empty column named as one, not as absent)."""
+    if "reward" in column_map:
+        return ColumnMapError(("reward", column_map["reward"]), ": that column is an evaluation reading, read apart "
+                              "from the training steps; the reward is the training rows' own"
+                              if _names.is_eval_key(column_map["reward"]) else ": that column holds no numbers")
+    if len(raw.rows) == 1 and (config := config_not_log(sorted(raw_keys))):
+        return ConfigError(config)
+    return no_reward_error(raw_keys | set(raw.empty_columns))
+
+
 def _check_run_options(run, logging_steps) -> None:
     """`run` and `logging_steps`: None or a positive int (`run` beyond the file's runs is said by `build_log`)."""
     for name, value in (("run", run), ("logging_steps", logging_steps)):
@@ -287,12 +299,7 @@ def build_log(raw: RawLog, format: str, source: str, column_map: dict[str, str] 
         warnings.append(f"{n_repeats} rows repeat the row before them in every reading (a logger writing its last "
                         "values at each step): each value is read once, at its first step")
     if "reward" not in built.series:
-        if "reward" in (column_map or {}):
-            raise ColumnMapError(("reward", column_map["reward"]), ": that column is an evaluation reading, read apart "
-                                 "from the training steps; the reward is the training rows' own"
-                                 if _names.is_eval_key(column_map["reward"]) else ": that column holds no numbers")
-        raise ConfigError(config) if len(raw.rows) == 1 and (config := config_not_log(sorted(raw_keys))) else \
-            no_reward_error(raw_keys | set(raw.empty_columns))  # an empty column named as one, not as absent
+        raise _no_reward(raw, raw_keys, column_map or {})
     if numbered and not (logging_steps or raw.logging_steps):
         _check_numbered(raw, raw_keys, chosen, source)
     trainer = _trainers.guess_trainer(raw_keys)

@@ -395,3 +395,24 @@ def test_a_share_cut_at_the_cap_that_rose_beside_a_flat_reward_is_length_growths
     run["truncation_rate"] = np.linspace(0.05, 0.4, N)
     got = names(read(run, "trl", tmp_path))
     assert "length_growth" in got and "truncation" not in got
+
+
+@BOTH
+def test_a_reward_nan_to_the_end_beside_finite_updates_is_the_reward_functions_not_a_divergence(trainer, tmp_path):
+    """audit s42 #1 (a W&B CSV whose reward is `nan` for its last 120 rows, grad norm and loss finite there): it was
+    "dynamical instability (1.00)", "the updates from that step on are not numbers", "lower the lr, check fp16". The
+    gradient norm says the updates were numbers: a warning on the reward function, the verdict read on the rows
+    before. Where the gradient norm is NaN too, it stays a divergence."""
+    from gspo_dynamics.diagnose import diagnose
+
+    run = healthy(trainer)
+    run["reward"][60:] = np.nan
+    log = read(run, trainer, tmp_path)
+    f = next(f for f in findings(log) if f.name == "non_finite")
+    assert f.severity == "warning" and "while the grad norm is a number on those rows" in f.summary
+    d = diagnose(log)
+    assert d.verdict("dynamical_instability") is None and d.primary in ("healthy_saturation", "still_rising")
+    run["grad_norm"][60:] = np.nan
+    run["loss"][60:] = np.nan
+    d = diagnose(read(run, trainer, tmp_path))
+    assert d.primary == "dynamical_instability" and d.verdict("dynamical_instability").confidence > 0.99  # calibrated 1

@@ -5,6 +5,7 @@ progress, train/eval divergence, a limit cycle without drift, a solved task, and
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -513,3 +514,51 @@ def test_rows_without_signal_mostly_solved_ask_for_harder_prompts_not_easier(sol
     reward = np.array([1.0] * solved + [0.0] * unpaid + mixed)[rng.permutation(50)]
     advice = " ".join(a for v in diagnose(make_log({"reward": reward})).verdicts for a in v.advice)
     assert said in advice
+
+
+@pytest.mark.parametrize("T, said", [(1, "at T = 1, one update per rollout: each step overshoots, no stale update"),
+                                     (2, "period 4 steps = 2T, T = 2): the stale-update limit cycle; lower T")])
+def test_a_flip_of_period_2t_names_staleness_only_where_t_can_go_lower(T, said):
+    """A reward flipping with period 2T: at T > 1 the stale-update limit cycle (lower T or the lr); at T = 1 (a verl
+    log's printed config, one update per rollout: Weigaa's 32B run) no update is stale and T cannot go lower, so the
+    advice is the lr alone (each step overshooting), not "lower T"."""
+    from gspo_dynamics.diagnose._instability import limit_cycle_advice
+
+    advice = limit_cycle_advice([{"period_steps": 2.0 * T, "period_over_2T": 1.0}], Hyperparams(lr=1e-6, refresh_interval=T))
+    assert said in advice and ("lower T" in advice) == (T > 1)
+
+
+def test_a_logged_reward_std_of_unknown_kind_is_not_called_absent():
+    """audit s42: on TRL logs that log reward_std the note said "the log has ... no per-group reward std"; it has one,
+    whose kind (the groups' mean std or the batch's std, by release and scale_rewards) does not say how many groups
+    score alike: said so."""
+    rng = np.random.default_rng(1)
+    t = np.arange(120, dtype=float)
+    log = make_log({"reward": 0.3 + 0.4 * (1 - np.exp(-t / 30)) + 0.02 * rng.standard_normal(120),
+                    "reward_std": 0.3 + 0.01 * rng.standard_normal(120)})
+    d = diagnose(replace(log, reward_std_kind="unknown"))  # a TRL release whose reward_std may be the batch's
+    said = [n for n in d.not_checked if n.startswith("advantage degeneracy")]
+    assert said and "its reward_std is a mean over the batch" in said[0] and "no per-group reward std" not in said[0]
+
+
+def test_a_reward_summed_from_two_functions_reaches_their_sum_and_a_format_only_rise_is_said():
+    """audit s42 #2 (nano-aha-moment: reward = format_reward + equation_reward): the format rose 0 -> 0.9, the task's
+    equation reward paid once (0.016) in 54 rows. The reach was read as [0, 1] from the values ("the plateau is
+    bounded by it"): the sum reaches 2. And the finding that the gain is the format's alone did not fire, the task's
+    one paying row giving a Welch z of exactly 1, no evidence of a rise (z <= 1 now, was z < 1)."""
+    from gspo_dynamics.diagnose._diagnose import summed_reach
+
+    n = 54
+    t = np.arange(n, dtype=float)
+    fmt = np.clip(0.9 * t / n + np.random.default_rng(2).normal(0, 0.03, n), 0, 1)
+    task = np.zeros(n)
+    task[-5] = 0.016
+    log = make_log({"reward": fmt + task, "reward/format_reward": fmt, "reward/equation_reward": task})
+    assert summed_reach(log) == (0.0, 2.0)
+    d = diagnose(log)
+    assert any(n.startswith("the reward is the sum of 2 reward functions") for n in d.notes)
+    assert not any(n.startswith("every logged reward lies in [0, 1]") for n in d.notes)
+    f = next(f for f in d.findings if f.name == "reward_function_divergence")
+    assert "the gain is format_reward's alone" in f.summary
+    averaged = make_log({"reward": (fmt + task) / 2, "reward/format_reward": fmt, "reward/equation_reward": task})
+    assert summed_reach(averaged) is None  # a mean of the functions stays within [0, 1]

@@ -48,3 +48,14 @@ def test_rows_of_many_metrics_are_no_series_and_a_series_named_otherwise_is_refu
         read_log(path)
     assert read_log(path, column_map={"reward": "points"}).n_points("reward") == 60
 
+
+
+def test_series_held_one_object_down_are_read_there():
+    """audit s42 m10: `{"metadata": {...}, "metrics": {"reward": [{"step": 2, "value": 3.6}, ...], ...}}` was refused
+    with "map reward=reward", and that map then failed: a dead end. The series under `metrics` are the rows, said."""
+    points = [{"step": 2 * (i + 1), "value": r} for i, r in enumerate(curve())]
+    doc = {"metadata": {"run": "x", "seed": 1}, "metrics": {"reward": points, "kl": [{"step": p["step"], "value": 0.01}
+                                                                                  for p in points]}}
+    log = read_log(json.dumps(doc))
+    assert log.columns["reward"] == "reward" and log.n_points("reward") == 60 and "kl_ref" in log
+    assert any("the series are those under 'metrics'" in w for w in log.warnings)

@@ -1,0 +1,48 @@
+"""A run's config read from its own console log, where no --config gives one: verl prints its resolved config when it
+starts (`logs.printed_config`), so the log of a verl run holds the lr, G and T it ran with.
+
+    setup, lines = setup_from_log("train.log")   # RunSetup or None; lines say where the config came from, or why not
+
+The printed config is the run's own record, not typed: its keys that verl 0.9.1's schema lacks (another release's)
+are read past and counted in a note, never refused as typos. A config the reader refuses (a critic's GAE, one
+response per prompt) is said in a note and the answer goes on without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from gspo_dynamics._errors import ConfigError
+from gspo_dynamics.logs import printed_config
+from gspo_dynamics.logs._printed_config import HEAD_CHARS
+from gspo_dynamics.predict._configs import read_run_config
+from gspo_dynamics.predict._run_setup import RunSetup
+
+
+def setup_from_log(path: str | Path) -> tuple[RunSetup | None, list[str]]:
+    """(the RunSetup of the config the log printed, lines saying so: part of the answer) where it printed one the
+    reader takes; (None, a line saying why not: a note) where it printed one the reader refuses; (None, []) where the
+    log is no text file or prints none."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            return None, []
+        with path.open("rb") as f:
+            head = f.read(HEAD_CHARS)
+    except OSError:
+        return None, []
+    if b"\x00" in head[:4096]:  # binary (TensorBoard events): no printed text
+        return None, []
+    found = printed_config(head.decode("utf-8", errors="replace"))
+    if found is None:
+        return None, []
+    where = f"the {found.framework} config the log printed at line {found.line}"
+    try:
+        setup = read_run_config(found.config, allow_unknown=True)
+    except ConfigError as error:
+        return None, [f"{where} was not read ({error}); --config FILE gives the run's config"]
+    lines = [f"read from {where} (--config FILE reads another)"]
+    if setup.unknown:
+        lines[0] += f"; {len(setup.unknown)} of its keys are not in verl 0.9.1's schema (the run's release): not read"
+    return dataclasses.replace(setup, unknown=(), nearest=()), lines

@@ -117,21 +117,22 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             raise ConfigError("--testbed bandit predicts the two-armed bandit from flags; drop --config/--pilot/--prior, "
                               "or the testbed")
         return _bandit(args)
-    forecast = _forecast(args)
+    forecast, said = _forecast(args)
     headline = _headline(forecast, args)
     if args.plot:
         _save_map(forecast, args.plot)
     setup, skip = getattr(forecast, "config", forecast).setup, _given_run_length(forecast, args)
     if args.json:
-        print(json.dumps(as_json_ready({**headline.to_json(), **setup.brief_json(skip), "details": forecast.to_json()}),
-                         allow_nan=False))
+        print(json.dumps(as_json_ready({**headline.to_json(), **setup.brief_json(skip), "config_read": said,
+                                        "details": forecast.to_json()}), allow_nan=False))
     else:
         lines = headline.lines()
         changed = 1 + max(len(headline.changes), 1)  # the verdict, then its change lines ("change: none" at least)
         # after the changes: the keys in force outside the model, then the run as read (what every number rests on)
         lines[changed:changed] = setup.unmodelled_lines() + [f"read: {hparams_text(setup.hparams, setup.refresh_exact)}"]
         # after the verdict: the pilot against its config, the unknown keys read past, the defaults taken
-        lines[1:1] = getattr(forecast, "brief_lines", list)() + setup.brief_lines(skip)
+        lines[1:1] = [f"config: {line}" for line in said] + getattr(forecast, "brief_lines", list)() + \
+            setup.brief_lines(skip)
         lines += ["", *forecast.summary_lines()] if args.explain else ["(--explain: how this was measured)"]
         print("\n".join(lines))
     if args.plot:
@@ -146,27 +147,40 @@ def _given_run_length(forecast, args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _forecast(args: argparse.Namespace):
-    """The forecast of --config (none: one ConfigError showing the --config / --set form): config-only, with the
-    finished runs' end level (--prior), or pilot-calibrated (--pilot, with --prior's level beside it when given)."""
-    from gspo_dynamics.predict import config_forecast, read_run_config
+    """(the forecast of --config, the lines saying where a config the pilot log printed was read from, else []) (no
+    config: one ConfigError showing the --config / --set form). Without --config, a verl pilot's printed config is
+    the run's (`predict.setup_from_log`)."""
+    from gspo_dynamics.predict import read_run_config, setup_from_log
 
     if args.pilot_steps is not None and not args.pilot:
         raise ConfigError("--pilot-steps needs --pilot")
     if args.map and not (args.pilot or args.prior):
         raise ConfigError("--map needs --pilot or --prior (it names their logs' columns)")
-    if args.set and not args.config:
-        raise ConfigError("--set overrides keys of --config; give the config file")
-    if not args.config and args.pilot:
-        raise ConfigError("predict --pilot forecasts a run from its config (its length, T, G and the keys the answer "
-                          "changes): give the run's config with --config (TRL: the GRPOConfig as YAML/JSON or "
-                          "config.to_dict(); verl: its launch script or YAML); for the pilot's log alone, "
-                          f"`gspo-dynamics diagnose {args.pilot}` reads it without one")
-    if not args.config:
+    if args.config:
+        setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown,
+                                run_steps=args.run_steps if args.pilot else None)  # the schedule's length, if unset
+        return _forecast_of(args, setup), []
+    if not args.pilot:
+        if args.set:
+            raise ConfigError("--set overrides keys of --config; give the config file")
         raise ConfigError("predict answers for a run's config: give it as --config grpo.yaml (a TRL GRPOConfig, a verl "
                           "config or our trainer's) and change keys with --set, e.g. --set learning_rate=1e-6 --set "
                           "num_generations=8; hyperparameter flags alone are the toy bandit's (--testbed bandit)")
-    setup = read_run_config(args.config, devices=args.devices, overrides=args.set, allow_unknown=args.allow_unknown,
-                            run_steps=args.run_steps if args.pilot else None)  # the schedule's length, if the config's is unset
+    setup, said = setup_from_log(args.pilot, overrides=args.set, run_steps=args.run_steps)
+    if setup is None:
+        why = f" ({said[0]})" if said else ""
+        raise ConfigError("predict --pilot forecasts a run from its config (its length, T, G and the keys the answer "
+                          "changes): give the run's config with --config (TRL: the GRPOConfig as YAML/JSON or "
+                          f"config.to_dict(); verl: its launch script or YAML){why}; for the pilot's log alone, "
+                          f"`gspo-dynamics diagnose {args.pilot}` reads it without one")
+    return _forecast_of(args, setup), said
+
+
+def _forecast_of(args: argparse.Namespace, setup):
+    """The forecast of the run's config `setup`: config-only, with the finished runs' end level (--prior), or
+    pilot-calibrated (--pilot, with --prior's level beside it when given)."""
+    from gspo_dynamics.predict import config_forecast
+
     if not args.pilot:
         if args.target_noise is not None:
             raise ConfigError("--target-noise needs --pilot (the noise is measured there)")

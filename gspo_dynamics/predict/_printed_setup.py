@@ -20,10 +20,12 @@ from gspo_dynamics.predict._configs import read_run_config
 from gspo_dynamics.predict._run_setup import RunSetup
 
 
-def setup_from_log(path: str | Path) -> tuple[RunSetup | None, list[str]]:
+def setup_from_log(path: str | Path, *, overrides: list[str] | None = None,
+                   run_steps: int | None = None) -> tuple[RunSetup | None, list[str]]:
     """(the RunSetup of the config the log printed, lines saying so: part of the answer) where it printed one the
     reader takes; (None, a line saying why not: a note) where it printed one the reader refuses; (None, []) where the
-    log is no text file or prints none."""
+    log is no text file or prints none. `overrides` and `run_steps` as `read_run_config` takes them (predict's --set
+    and --run-steps on the printed config)."""
     path = Path(path)
     try:
         if not path.is_file():
@@ -39,7 +41,7 @@ def setup_from_log(path: str | Path) -> tuple[RunSetup | None, list[str]]:
         return None, []
     where = f"the {found.framework} config the log printed at line {found.line}"
     try:
-        setup = read_run_config(found.config, allow_unknown=True)
+        setup = read_run_config(found.config, overrides=overrides, allow_unknown=True, run_steps=run_steps)
     except ConfigError as error:
         return None, [f"{where} was not read ({error}); --config FILE gives the run's config"]
     lines = [f"read from {where} (--config FILE reads another)"]

@@ -1,4 +1,5 @@
-"""diagnose reads the config a verl log printed at its start where no --config gives one (`predict.setup_from_log`)."""
+"""diagnose and predict read the config a verl log printed at its start where no --config gives one
+(`predict.setup_from_log`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _config(n: int = 8, estimator: str = "grpo") -> dict:
                                             "clip_ratio": 0.2, "a_newer_release_key": 1},
                                   "rollout": {"n": n}},
             "algorithm": {"adv_estimator": estimator}, "data": {"train_batch_size": 128},
-            "trainer": {"total_training_steps": 60}}
+            "trainer": {"total_training_steps": 300}}
 
 
 def test_a_verl_log_gives_its_printed_config_as_the_runs_and_says_so(capsys, tmp_path):
@@ -53,3 +54,25 @@ def test_a_config_file_wins_over_the_printed_one_and_a_refused_printed_one_is_a_
     report = json.loads(capsys.readouterr().out)
     assert report["hparams"] is None
     assert any(n.startswith("config: the verl config the log printed at line 2 was not read (") for n in report["notes"])
+
+
+def test_predict_takes_a_verl_pilots_printed_config_and_says_so(capsys, tmp_path):
+    """`predict --pilot verl.log` without --config: the pilot's printed config is the run's (said on a config line and
+    in --json's config_read), --set changes it; a pilot that printed none, or one the reader refuses, is the one
+    error naming --config, with the reason."""
+    pilot = _verl_log(tmp_path / "pilot.log", _config(), n=40)
+    assert main(["predict", "--pilot", pilot]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("config: read from the verl config the log printed at line 2")
+    assert main(["predict", "--pilot", pilot, "--json", "--set", "actor_rollout_ref.rollout.n=16"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["config_read"][0].startswith("read from the verl config the log printed at line 2")
+    assert report["details"]["config"]["group_size"] == 16
+    bare = tmp_path / "bare.log"
+    bare.write_text("\n".join(line for line in open(pilot).read().splitlines() if "step:" in line) + "\n")
+    assert main(["predict", "--pilot", str(bare)]) == 2
+    assert "give the run's config with --config" in capsys.readouterr().err
+    one = _verl_log(tmp_path / "n1.log", _config(n=1), n=40)
+    assert main(["predict", "--pilot", one]) == 2
+    err = capsys.readouterr().err
+    assert "(the verl config the log printed at line 2 was not read (" in err and "rollout.n must be >= 2" in err

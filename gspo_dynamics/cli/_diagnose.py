@@ -202,7 +202,10 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
 
         setup, printed = setup_from_log(args.log)
     hparams, brief, notes, logging_steps = hyperparams_from_flags(args, setup)
-    brief, notes = (printed + brief, notes) if setup is not None else (brief, notes + [f"config: {p}" for p in printed])
+    if setup is not None:  # read from the log: said in the answer
+        brief = printed + brief
+    else:  # printed but not read: why, in a note
+        notes += [f"config: {line}" for line in printed]
     try:
         log = read_log(args.log, column_map=parse_map_option(args.map), run=args.log_run, logging_steps=logging_steps)
     except ColumnMapError as error:

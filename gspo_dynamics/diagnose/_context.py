@@ -154,7 +154,8 @@ def mostly_no_signal(log) -> tuple[dict, str] | None:
 def _no_signal_advice(log) -> str:
     """What to do when no group carries signal, by where a success-rate reward sits: all correct (solved
     prompts), all wrong (a reward that never pays), the rows without signal mostly (2:1) solved (harder prompts, not
-    easier), about as often solved as unpaid (both fixes), or else (a reward of another scale) the generic advice."""
+    easier), about as often solved as unpaid (both fixes), or else (a reward of another scale, or ends that hold under
+    half of the rows without signal) the generic advice."""
     lead = "no group carries a learning signal: every response of a group gets the same reward, so every advantage is 0"
     generic = (f"{lead}; check the reward function (does it ever pay?), make the prompts solvable (easier prompts, a "
                "curriculum, a supervised warm-start) or raise G")
@@ -169,7 +170,9 @@ def _no_signal_advice(log) -> str:
                 "prompts (a curriculum, or drop the prompts every group solves)")
     if len(reward) and reward.max() <= NO_SIGNAL_TOL and reward.min() >= -NO_SIGNAL_TOL:
         return generic.replace(f"{lead}; ", f"{lead}; no response earns any reward (0 throughout): ")
-    solved, unpaid = _flat_ends(log)
+    solved, unpaid, flat = _flat_ends(log)
+    if solved + unpaid < flat / 2:  # the ends explain too few of the rows without signal to choose a fix by
+        return generic
     if solved >= 2 * max(unpaid, 1):  # mostly prompts every response solves: the opposite fix of a reward that never pays
         rest = f" (on {unpaid}, none earned any)" if unpaid else ""
         return (f"{lead}; on {solved} of these rows every response earned 1{rest}: the prompts are solved by all, so "
@@ -182,16 +185,17 @@ def _no_signal_advice(log) -> str:
     return generic
 
 
-def _flat_ends(log) -> tuple[int, int]:
-    """(rows without signal whose success rate is 1, those whose success rate is 0), for a reward within [0, 1] (a
-    success rate: 1 is every response right, 0 none); (0, 0) for a reward of another scale."""
+def _flat_ends(log) -> tuple[int, int, int]:
+    """(rows without signal whose success rate is 1, those whose success rate is 0, rows without signal), for a
+    reward within [0, 1] (a success rate: 1 is every response right, 0 none); (0, 0, 0) for a reward of another
+    scale."""
     found = flat_rows(log)
     reward = log["reward"]
     if "reward" not in found:
-        return 0, 0
-    flat = np.logical_or.reduce([rows for _, rows in found.values()])
-    value = reward[flat & np.isfinite(reward)]
-    return int(np.sum(value >= 1.0 - NO_SIGNAL_TOL)), int(np.sum(value <= NO_SIGNAL_TOL))
+        return 0, 0, 0
+    flat = np.logical_or.reduce([rows for _, rows in found.values()]) & np.isfinite(reward)
+    value = reward[flat]
+    return int(np.sum(value >= 1.0 - NO_SIGNAL_TOL)), int(np.sum(value <= NO_SIGNAL_TOL)), int(flat.sum())
 
 
 def drift_without_progress(log, trend: dict) -> list[dict]:

@@ -139,26 +139,35 @@ def non_finite(log: RunLog, hparams=None) -> Finding | None:
 
 
 UPDATE_READINGS = ("grad_norm", "loss")  # an update's own numbers: finite, the update was one
+GRAD_JUMP = 10.0  # ... and a gradient norm within this factor of its median before: no overflow under way
 
 
 def diverged_updates(log: RunLog) -> dict[str, tuple[int, int]]:
-    """`RunLog.diverged` without the reward series whose NaN rows carry a finite update reading (`updates_finite`):
-    a reward function that stopped returning numbers is no numerical divergence of the run."""
+    """`RunLog.diverged` without the reward series whose NaN rows the update readings show finite
+    (`updates_finite`): a reward function that stopped returning numbers is no numerical divergence of the run."""
     return {name: (step, count) for name, (step, count) in log.diverged.items()
             if not (name == "reward" or name.startswith("reward/"))
             or updates_finite(log, (log.steps >= step) & ~np.isfinite(log[name])) is None}
 
 
 def updates_finite(log: RunLog, rows: np.ndarray) -> str | None:
-    """The update reading (UPDATE_READINGS) the log holds finite on every one of `rows` where it is logged, on at
-    least MIN_NON_FINITE of them, else None: a reward NaN on rows whose gradient norm or loss are numbers came from
-    the reward function or its logging, not from a diverged update."""
-    for name in UPDATE_READINGS:
-        if name in log:
-            x = log[name][rows]
-            if (~np.isnan(x)).sum() >= MIN_NON_FINITE and np.isfinite(x[~np.isnan(x)]).all():
-                return name
-    return None
+    """The update readings (UPDATE_READINGS) that show the updates on `rows` were numbers, by name ("grad norm and
+    loss"), else None: every one the log holds is finite wherever logged on those rows (no NaN or inf written there,
+    `non_finite_rows`), at least one is logged on MIN_NON_FINITE of them, and the gradient norm there stays within
+    GRAD_JUMP x its median before them. A reward NaN on such rows came from the reward function or its logging, not
+    from a diverged update."""
+    held = [name for name in UPDATE_READINGS if name in log]
+    if not held or any(non_finite_rows(log, name)[rows].any() for name in held):
+        return None
+    if not any(np.isfinite(log[name][rows]).sum() >= MIN_NON_FINITE for name in held):
+        return None
+    if "grad_norm" in log:
+        before = log["grad_norm"][: int(np.argmax(rows))] if rows.any() else np.array([])
+        before, after = before[np.isfinite(before)], log["grad_norm"][rows]
+        after = after[np.isfinite(after)]
+        if before.size and after.size and np.max(np.abs(after)) > GRAD_JUMP * np.median(np.abs(before)):
+            return None
+    return " and ".join(name.replace("_", " ") for name in held if np.isfinite(log[name][rows]).any())
 
 
 def _reward_rows_only(log: RunLog, bad: dict[str, np.ndarray]) -> bool:
@@ -178,8 +187,8 @@ def _reward_not_finite(log: RunLog, bad: dict[str, np.ndarray], names: list[str]
     where = f"at step {int(at[0])} only" if at.size == 1 else f"on {at.size} rows, steps {int(at[0])}-{int(at[-1])}"
     others = f" (also {', '.join(names[1:4])})" if len(names) > 1 else ""
     reading = updates_finite(log, rows)
-    beside = (f"while the {reading.replace('_', ' ')} is a number on those rows" if reading is not None
-              else "with finite rows after it")
+    beside = (f"while the {reading} {'are numbers' if ' and ' in reading else 'is a number'} on those rows"
+              if reading is not None else "with finite rows after it")
     summary = (f"{names[0]} is not a number {where}{others}, {beside}: a reward function's value (or a logging "
                "error), not a diverged update; the analysis reads the rows without it")
     advice = ["look at the reward function on that step's batch (a division by zero, an empty completion, a log of "

@@ -19,6 +19,7 @@ from gspo_dynamics.logs._flat_rows import NO_SIGNAL_TOL, flat_rows
 from gspo_dynamics.logs._folders import holds_log, run_folders
 from gspo_dynamics.logs._follow import Follower
 from gspo_dynamics.logs._names import STANDARD_NAMES, canonical_name
+from gspo_dynamics.logs._printed_config import HEAD_CHARS as PRINTED_CONFIG_HEAD
 from gspo_dynamics.logs._printed_config import PrintedConfig, printed_config
 from gspo_dynamics.logs._trainers import trl_release_bound
 from gspo_dynamics.logs._read import FORMATS, detect_format, read_log, read_log_history
@@ -42,6 +43,7 @@ __all__ = [
     "flat_rows",
     "is_too_short",
     "parse_map_option",
+    "PRINTED_CONFIG_HEAD",
     "PrintedConfig",
     "printed_config",
     "read_log",

@@ -178,8 +178,8 @@ def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
     if not candidates and training and all(not_a_reward(c) or c.lower() == "epoch" for c in training):
         evals = len(columns) - len(training)
         shown = ", ".join(map(repr, sorted(set(columns) - set(training))[:3])) + (", ..." if evals > 3 else "")
-        apart = (f", and its {evals} evaluation column(s) ({shown}) are read apart from the training steps, never as "
-                 "their reward") if evals else ""
+        apart = (f", and its {evals} evaluation column(s) ({shown}) are read apart from the training steps"
+                 if evals else "")
         return ColumnMapError(f"{found}: the log's columns, {column_list(training)}, are a training step's readings, "
                               f"none of them a reward{apart}; log the reward per step (TRL: reward; verl: "
                               "critic/score/mean)")

@@ -108,6 +108,7 @@ class _Scan:
     marks: dict = field(default_factory=dict)  # messages with a number that may count the rows (`_console_runs`)
     recent: deque = field(default_factory=lambda: deque(maxlen=_RECENT))  # the last lines that are no metric line
     totals: dict = field(default_factory=dict)  # run -> its banner's total steps (`Total optimization steps = N`)
+    bare: list = field(default_factory=list)  # indices into `pairs` whose step is a bare `[n/N]` (`bare_counter`)
 
 
 def _number(token: str) -> object:
@@ -251,8 +252,10 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
         return current if step is None else None  # a line with its own step ends a counter line's block
     has_pair = ":" in line or "=" in line
     step, counter_name, start, end = counter(line)
-    if step is None and current is None and "[" in line[:8]:
+    bare = step is None and current is None and "[" in line[:8]
+    if bare:
         step, counter_name, start, end = bare_counter(line)
+        bare = step is not None
     if scan.block is not None:
         if step is None and has_pair and len(item := pairs(line, scan.keys)) == 1:
             scan.block[2].update(item)  # one `key: value` a line: an item of the block
@@ -273,6 +276,8 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
     metric, is_eval, _ = _kind_of(record, scan.memo)
     if step is None and current is None and (len(record) < 2 or not metric):
         return current
+    if bare:
+        scan.bare.append(len(scan.pairs))
     scan.pairs.append((step if step is not None else current, record, is_eval))
     scan.verl += " - " in line and _VERL_HINT.search(line) is not None
     return current if step is None else None
@@ -345,6 +350,16 @@ def _messages_before(scan: _Scan) -> None:
     scan.recent.clear()
 
 
+def _bare_steps_kept(scan: _Scan) -> None:
+    """Bare `[n/N]` counters that go back (a loop's index within each epoch, `Epoch 2/3` printed above) are no steps:
+    their rows lose them (numbered by position, as before such counters were read)."""
+    steps = [scan.pairs[i][0] for i in scan.bare]
+    if any(b < a for a, b in zip(steps, steps[1:])):
+        for i in scan.bare:
+            scan.pairs[i] = (None, *scan.pairs[i][1:])
+        scan.bare.clear()
+
+
 def scan_console(text: str, step_key: str | None = None) -> _Scan:
     """Every metric line of `text`."""
     if "\x1b" in text:
@@ -357,6 +372,7 @@ def scan_console(text: str, step_key: str | None = None) -> _Scan:
             if read == len(scan.dicts) + len(scan.pairs) and scan.block is None and len(line) <= _MAX_MESSAGE:
                 scan.recent.append(line)  # no metric line: a counter's message? (`_messages_before`)
     _close_block(scan)
+    _bare_steps_kept(scan)
     return scan
 
 

@@ -15,7 +15,7 @@ from gspo_dynamics.logs._console_interval import fresh_starts, stepless_steps
 from gspo_dynamics.logs._console_runs import counter_runs
 from gspo_dynamics.logs._names import canonical_name
 from gspo_dynamics.logs._readers import NUMBERED as _NUMBERED
-from gspo_dynamics.logs._readers import RawLog, _finish, _split_step
+from gspo_dynamics.logs._readers import RawLog, _finish, _split_step, cut_tail
 from gspo_dynamics.logs._runlog import MIN_ANALYSIS_POINTS, Row
 
 
@@ -43,21 +43,17 @@ def read_console(text: str, step_key: str | None = None, what: str = "console ou
 
 
 def _cut_last_line(text: str, scan: _Scan, step_key: str | None, warnings: list[str]) -> tuple[str, ...]:
-    """A text that ends without a line end whose last line is the last `key: value` row and holds fewer of its keys
-    than the row before (`step 60: reward=0.` of `step 60: reward=0.149 kl=0.01`) ends with a line cut mid-write (a
-    job killed, a copy taken while it ran): the row leaves `scan.pairs` and is said (`RunLog.set_aside`); () else.
-    A line that keeps every key of the row before is read, as is a last line with a line end."""
-    if text.endswith(("\n", "\r")) or len(scan.pairs) < 2:
+    """Where the text's last line, without a line end (`cut_tail`), is its last `key: value` row, that row was cut
+    mid-write (`step 60: reward=0.` of `step 60: reward=0.149`): it leaves `scan.pairs`, said; () else (a printed
+    dict cut short does not parse, so it is no row to leave out)."""
+    if text.endswith(("\n", "\r")) or not scan.pairs:
         return ()
     last_line = text[max(text.rfind("\n"), text.rfind("\r")) + 1:]
     alone = scan_console(last_line, step_key).pairs
-    last, before = scan.pairs[-1][1], scan.pairs[-2][1]
-    if len(alone) != 1 or alone[0][1] != last or not set(last) < set(before):
+    if len(alone) != 1 or alone[0][1] != scan.pairs[-1][1]:
         return ()
     scan.pairs.pop()
-    warnings.append("the last line ends mid-row (fewer readings than the row before, no line end): a line cut while "
-                    "being written, not read")
-    return ("the last line, cut mid-write, not read",)
+    return cut_tail(text, warnings, "line")
 
 
 def _has_steps(entries: list) -> bool:

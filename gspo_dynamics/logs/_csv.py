@@ -9,7 +9,7 @@ import io
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import _wandb_export
 from gspo_dynamics.logs._columns import missing_column
-from gspo_dynamics.logs._readers import RawLog, _step_rows
+from gspo_dynamics.logs._readers import RawLog, _step_rows, cut_tail
 
 
 def read_csv(text: str, step_key: str | None = None) -> RawLog:
@@ -36,7 +36,9 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
         raise missing_column("step", step_key, names, "CSV")
     if len(set(names)) != len(names):
         warnings.append("the CSV header repeats column names; the last of each was kept")
-    aside = _cut_last_row(text, table, len(names), warnings)
+    aside = cut_tail(text.rstrip(" \t"), warnings) if len(table) > 2 else ()  # a row cut mid-write: left out
+    if aside:
+        table.pop()
     records, n_ragged = [], 0
     for cells in table[1:]:
         if len(cells) != len(names):
@@ -55,15 +57,3 @@ def read_csv(text: str, step_key: str | None = None) -> RawLog:
     rows, axis = _wandb_export.export_rows(records, export, lambda mine: _step_rows(mine, "CSV", warnings, None,
                                                                                      owned=True)[:2], warnings)
     return RawLog(rows, list(dict.fromkeys(warnings)), None, axis, run_names=list(export[1]), set_aside=aside)
-
-
-def _cut_last_row(text: str, table: list[list[str]], n_names: int, warnings: list[str]) -> tuple[str, ...]:
-    """A last row with fewer cells than the header and no line end after it is a row cut mid-write (a job killed, a
-    copy taken while it ran): its last cell may be a number's first digits (`0.` of `0.4801`), so the row leaves
-    `table` and is said (what `RunLog.set_aside` names); () where the last row is whole."""
-    if len(table) < 2 or len(table[-1]) >= n_names or text.rstrip(" \t").endswith(("\n", "\r")):
-        return ()
-    cut = table.pop()
-    warnings.append(f"the CSV's last row ends mid-row ({len(cut)} of {n_names} cells, no line end): a row cut while "
-                    "being written, not read")
-    return ("the last row, cut mid-write, not read",)

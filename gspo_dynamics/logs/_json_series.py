@@ -9,11 +9,14 @@ from __future__ import annotations
 import math
 import re
 
+from gspo_dynamics.logs._names import is_eval_key, reward_like
+
 # an object whose first list (after keys of plain values) holds a point: a {"step"...} object or a list of numbers
 SERIES_DOCUMENT = re.compile(r'\A\s*\{[^\[\]]{0,2000}?"[^"\n]{1,200}"\s*:\s*\[\s*(?:\{\s*"(?:step|global_step|_step|'
                              r'iteration|wall_time)"|\[\s*[-+\d.])')
 POINT_STEPS = ("step", "global_step", "_step", "iteration")  # a point object's step, under one of these names
 POINT_VALUES = ("value", "y", "mean")  # ... and its value
+_EVAL_BLOCK = re.compile(r"(?i)(?:eval|evaluation|val|valid|validation|test)(?:[_-]?(?:metrics|curves|series))?")
 POINT_TIMES = ("wall_time", "timestamp", "time")  # ... and, left out, when it was written
 
 
@@ -33,6 +36,23 @@ def _point(item: object) -> tuple[float, float] | None:
     return float(pair[0]), float(pair[1])
 
 
+def _one_block_down(document: dict, warnings: list[str]) -> list[dict] | None:
+    """The rows of the one object of series held under a key of `document` that is no evaluation's (`eval`, `val`,
+    `test`, ...), of those with a reward-like series where there are several; None where there is none, or several
+    (runs, or splits: which is the training run's is not the document's to say)."""
+    blocks = [(key, rows) for key, inner in document.items()
+              if isinstance(inner, dict) and not is_eval_key(f"{key}/") and not _EVAL_BLOCK.fullmatch(str(key))
+              and (rows := series_rows(inner, [], 1)) is not None]
+    if len(blocks) > 1:  # a block with no reward-like series (a metadata list of pairs) is no run's
+        blocks = [(key, rows) for key, rows in blocks if reward_like({k for row in rows for k in row})]
+    if len(blocks) != 1:
+        return None
+    (key, rows), = blocks
+    series_rows(document[key], warnings, 1)  # its own warnings, said once it is the one read
+    warnings.append(f"the series are those under {str(key)!r}; the document's other keys were left out")
+    return rows
+
+
 def series_rows(document: object, warnings: list[str], depth: int = 0) -> list[dict] | None:
     """The rows of a series document (module docstring), sorted by step, each {"step": s, <series key>: value}; None
     where no value of the object is a list of at least two points. A series whose steps are not whole numbers is no
@@ -40,11 +60,7 @@ def series_rows(document: object, warnings: list[str], depth: int = 0) -> list[d
     if not isinstance(document, dict):
         return None
     if depth == 0 and not any(isinstance(items, list) for items in document.values()):
-        for key, inner in document.items():
-            if isinstance(inner, dict) and (rows := series_rows(inner, warnings, depth + 1)) is not None:
-                warnings.append(f"the series are those under {str(key)!r}; the document's other keys were left out")
-                return rows
-        return None
+        return _one_block_down(document, warnings)
     series, other = {}, []
     for key, items in document.items():
         points = [_point(item) for item in items] if isinstance(items, list) and len(items) >= 2 else None

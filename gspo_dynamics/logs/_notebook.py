@@ -53,7 +53,8 @@ def notebook_parts(text: str | bytes) -> tuple[list[dict] | None, str]:
             tables += [t for t in _TABLE.findall(page) if "step" in t.lower()]
             printed.append(_joined(out.get("text")) or _joined(data.get("text/plain")))
     records = next((r for r in map(_table_records, reversed(tables)) if r), None)
-    return records, "\n".join(p for p in printed if p)
+    text = "\n".join(p for p in printed if p)  # outputs saved whole: the last line ends (no row cut mid-write)
+    return records, text if not text or text.endswith("\n") else text + "\n"
 
 
 def read_notebook(text: str | bytes, step_key: str | None = None) -> RawLog:

@@ -67,13 +67,14 @@ _STEPS_BUILT_IN = ("tensorboard", "verl_console")  # formats whose steps are not
 
 
 def _load(path_or_text) -> tuple[bytes | str, str]:
-    """(content, source label); a directory resolves to the log inside it."""
+    """(content, source label); a directory resolves to the log inside it. Text given in memory is whole as given:
+    its last line ends there (a file's last line without a line end was cut while written: `_readers.cut_tail`)."""
     if isinstance(path_or_text, (bytes, bytearray)):
         return bytes(path_or_text), "<bytes>"
     if isinstance(path_or_text, str) and (
         "\n" in path_or_text or path_or_text.lstrip()[:1] in "{[" or len(path_or_text) > 4096
     ):
-        return path_or_text, "<text>"
+        return path_or_text if path_or_text.endswith(("\n", "\r")) else path_or_text + "\n", "<text>"
     if not isinstance(path_or_text, (str, os.PathLike)):
         raise ConfigError(
             f"expected a file path, text or bytes, got {type(path_or_text).__name__}"

@@ -67,6 +67,17 @@ class RawLog:
     set_aside: tuple[str, ...] = ()  # rows the reader left out, each in a few words (`RunLog.set_aside`: said)
 
 
+def cut_tail(text: str, warnings: list[str], row: str = "row") -> tuple[str, ...]:
+    """Where `text` ends without a line end, its last `row` ("row", "line") was cut while written (a job killed, a
+    copy taken while it ran): its last cell may be a number's first digits (`0.` of `0.4801`, a reward of 0 at the
+    last step), so the reader leaves it out and this says so: the warning, and the `RunLog.set_aside` words it
+    returns; () where the text ends its last line."""
+    if not text or text.endswith(("\n", "\r")):
+        return ()
+    warnings.append(f"the last {row} has no line end: cut while being written, not read")
+    return (f"the last {row}, cut mid-write, not read",)
+
+
 def _loads(text: str):
     """json.loads, or None for text that is not JSON. Through orjson first when it is installed (a
     dependency; the readers work without it): the same values for standard JSON, about 2x faster on large logs; whatever

@@ -59,7 +59,7 @@ pilot's information ("flat" for g < INFO_SPLIT, else "trend"), with the scale u 
 plus how far the readings disagree):
 
     s_i = |y_i - R_i| / u_i,   q = the ceil((m + 1) 0.9)-th smallest of the group's m scores,
-    band = [R - q u, R + q u] within the reach;  none where that is the whole reach                         (5)
+    band = [R - q u, R + q u] within the reach;  none where it spans NEAR_WHOLE of the reach or more        (5)
 
 a group of fewer than BAND_MIN_GROUP scores takes its horizon bin's scores, both information groups pooled
 (`mondrian_quantile`): at 0.9, m = 9 is the least that gives a finite q at all, and m < 20 puts q at one of the
@@ -102,6 +102,7 @@ INFO_SPLIT = 0.5  # (5): g below this (a trend under Z0 noise units) is a "flat"
 BAND_MIN_GROUP = 20  # (5): a Mondrian group with fewer scores than this pools with its horizon bin
 NOISE_FLOOR = 0.01  # (1): a pilot that never moves has a noise of at least 1% of the reach's width
 BAND_LEVEL = 0.9  # the band's nominal coverage 1 - alpha
+NEAR_WHOLE = 0.9  # (5): a band spanning this share of the reward's reach or more narrows nothing a run can use: none
 HAMPEL_REJECTION = 3.0  # (4'): the three-sigma rejection point of the Hampel identifier (Davies & Gather 1993)
 MAD_NORMAL = 1.4826  # 1 / Phi^-1(3/4): a median absolute value as the scale of normal errors
 GRID_STEPS = 8  # (4')'s global search: every point of the weights' simplex with coordinates multiples of 1/8
@@ -299,13 +300,14 @@ def band_quantile(scores, level: float = BAND_LEVEL) -> float:
 
 
 def band(value: float, scale: float, q: float, reach: tuple[float, float]) -> tuple[float, float] | None:
-    """The band of (5) within the reach, or None where it is the whole reach (the pilot narrows nothing)."""
+    """The band of (5) within the reach, or None where it spans NEAR_WHOLE of the reach or more (the pilot narrows
+    nothing: [0.0127, 1] of a [0, 1] reward is no answer)."""
     if not math.isfinite(q):
         return None
-    low, high = value - q * scale, value + q * scale
-    if low <= reach[0] and high >= reach[1]:
+    low, high = max(value - q * scale, reach[0]), min(value + q * scale, reach[1])
+    if high - low >= NEAR_WHOLE * (reach[1] - reach[0]):
         return None
-    return (max(low, reach[0]), min(high, reach[1]))
+    return low, high
 
 
 def mondrian_quantile(scores, where: str, group: str, level: float = BAND_LEVEL) -> float:

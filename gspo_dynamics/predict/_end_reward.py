@@ -72,8 +72,8 @@ import numpy as np
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.fit import HELD_STEPS, TrajectoryFit, reward_reach_of
 from gspo_dynamics.predict._end_blend import (
-    BAND_LEVEL, BAND_MAX_HORIZON, BAND_QUANTILES, BLEND_WEIGHTS, CALIBRATION, Readings, band, band_quantile, blend,
-    information, law_readings, pilot_noise, reading_weights,
+    BAND_LEVEL, BAND_MAX_HORIZON, BAND_QUANTILES, BLEND_WEIGHTS, CALIBRATION, NEAR_WHOLE, Readings, band, band_quantile,
+    blend, information, law_readings, pilot_noise, reading_weights,
 )
 from gspo_dynamics.predict._schedule import effective_run_length
 
@@ -307,9 +307,10 @@ def blended_end_reward(fit: TrajectoryFit, steps, reward, run_steps: int, reward
     interval = band(value, readings.scale, BAND_QUANTILES[readings.where][readings.group], reach)
     if interval is None:
         return EndReward(run_steps, readings.horizon, value, readings.scale, None, how + f"; no band: the calibrated "
-                         f"{BAND_LEVEL:.0%} band would be the reward's whole reach [{reach[0]:.3g}, {reach[1]:.3g}], so "
-                         "the pilot narrows nothing", reach, withheld="it would be all the reward can reach; a longer "
-                         "pilot narrows it", held=held, unidentified=True)
+                         f"{BAND_LEVEL:.0%} band would span {NEAR_WHOLE:.0%} or more of the reward's reach "
+                         f"[{reach[0]:.3g}, {reach[1]:.3g}], so the pilot narrows nothing", reach,
+                         withheld=f"it would span {NEAR_WHOLE:.0%} or more of what the reward can reach; a longer "
+                                  "pilot narrows it", held=held, unidentified=True)
     return EndReward(run_steps, readings.horizon, value, readings.scale, interval, how + f"; the band is conformal across "
                      "those runs, left out by repository: paper_repro/RESULTS.md, real-run-end-reward-2", reach, held=held)
 

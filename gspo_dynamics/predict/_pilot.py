@@ -238,14 +238,13 @@ class PilotForecast:
             regime = f"  regime at T = {T}: {imp.exact_regime}; max safe T {max_safe_text(imp)}"
         else:
             regime = f"  regime at T = {T}: withheld (premises below)"
-        if self.max_safe_lr is None:
-            bound = f"  linear lr bound at T = {T} (the reward's oscillation, not collapse): withheld ({self.lr_note})"
-        elif self.lost:  # the linear model's reading of a fall's curve: kept (on our grids it flagged unstable cells)
-            bound = f"  linear lr bound at T = {T}, no safe lr (the pilot lost reward at its own lr): {self.max_safe_lr:.3g} ({self.lr_note})"
-        else:
-            bound = (f"  linear lr bound at T = {T} (the reward's oscillation, not collapse): {self.max_safe_lr:.3g} "
-                     f"({self.lr_note})")
-        return [regime, bound]
+        # within the answer's reach (`lr_bound_in_reach`); a reading past it is withheld here too, with its reason. A
+        # pilot that lost reward keeps the linear model's reading of its fall (on our grids it flagged unstable cells)
+        shown, note = lr_bound_in_reach(self.max_safe_lr, self.config.setup.hparams.lr, self.lr_note)
+        reading = f"{shown:.3g} ({note})" if shown is not None else f"withheld ({note})"
+        what = ", no safe lr (the pilot lost reward at its own lr)" if self.lost and self.max_safe_lr is not None \
+            else " (the reward's oscillation, not collapse)"
+        return [regime, f"  linear lr bound at T = {T}{what}: {reading}"]
 
     def _group_lines(self) -> list[str]:
         """Zero-std share and noise by G, the G for the target noise, the clip fractions by T."""

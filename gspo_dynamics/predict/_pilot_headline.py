@@ -335,10 +335,23 @@ def _forecast(f, chance: dict | None, verdict: str) -> dict:
     else:
         out["collapse_chance"] = None
         why = ("at T = 1 the sampler is refreshed every step, so no drift between samplers exists to measure"
-               if setup.hparams.refresh_interval == 1 else
-               "the pilot logs no token entropy or no per-step drift: clip ratio, log-ratio spread")
+               if setup.hparams.refresh_interval == 1 else _unassessed(f))
         out["text"].append(f"collapse risk: not assessed ({why})")
     return out
+
+
+def _unassessed(f) -> str:
+    """Which of the two readings the collapse limit needs the pilot lacks: its token entropy (the limit is relative to
+    it) or its per-step drift (the move between refreshes: a clip ratio, a log-ratio spread); the one read is said."""
+    drift = f.drift_per_step is not None and f.drift_per_step > 0
+    entropy = f.entropy is not None or f.overshoot is not None or f.rise_unread is not None
+    if drift and not entropy:
+        return ("the pilot logs no token entropy, by which the collapse limit on the move between refreshes is "
+                "scaled; its drift per step is read")
+    if entropy and not drift:
+        return ("the pilot logs no per-step drift (a clip ratio, a log-ratio spread), by which the move between "
+                "refreshes is measured; its token entropy is read")
+    return "the pilot logs neither token entropy nor a per-step drift (a clip ratio, a log-ratio spread)"
 
 
 def _unbounded(f) -> str:

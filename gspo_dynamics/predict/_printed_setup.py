@@ -4,8 +4,9 @@ starts (`logs.printed_config`), so the log of a verl run holds the lr, G and T i
     setup, lines = setup_from_log("train.log")   # RunSetup or None; lines say where the config came from, or why not
 
 The printed config is the run's own record, not typed: its keys that verl 0.9.1's schema lacks (another release's)
-are read past and counted in a note, never refused as typos. A config the reader refuses (a critic's GAE, one
-response per prompt) is said in a note and the answer goes on without it.
+are read past and counted, never refused as typos. A config the reader refuses (a critic's GAE, one response per
+prompt), one that does not parse, or several different ones printed in one log are said in a note, and the answer
+goes on without a config.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import dataclasses
 from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics.logs import printed_config
-from gspo_dynamics.logs._printed_config import HEAD_CHARS
+from gspo_dynamics.logs import PRINTED_CONFIG_HEAD, printed_config
 from gspo_dynamics.predict._configs import read_run_config
 from gspo_dynamics.predict._run_setup import RunSetup
 
@@ -31,7 +31,7 @@ def setup_from_log(path: str | Path, *, overrides: list[str] | None = None,
         if not path.is_file():
             return None, []
         with path.open("rb") as f:
-            head = f.read(HEAD_CHARS)
+            head = f.read(PRINTED_CONFIG_HEAD)
     except OSError:
         return None, []
     if b"\x00" in head[:4096]:  # binary (TensorBoard events): no printed text
@@ -40,6 +40,8 @@ def setup_from_log(path: str | Path, *, overrides: list[str] | None = None,
     if found is None:
         return None, []
     where = f"the {found.framework} config the log printed at line {found.line}"
+    if found.config is None:
+        return None, [f"{where} was not read: {found.why}; --config FILE gives the run's config"]
     try:
         setup = read_run_config(found.config, overrides=overrides, allow_unknown=True, run_steps=run_steps)
     except ConfigError as error:

@@ -409,10 +409,12 @@ def test_a_reward_nan_to_the_end_beside_finite_updates_is_the_reward_functions_n
     run["reward"][60:] = np.nan
     log = read(run, trainer, tmp_path)
     f = next(f for f in findings(log) if f.name == "non_finite")
-    assert f.severity == "warning" and "while the grad norm is a number on those rows" in f.summary
+    assert f.severity == "warning" and "while the grad norm and loss are numbers on those rows" in f.summary
     d = diagnose(log)
     assert d.verdict("dynamical_instability") is None and d.primary in ("healthy_saturation", "still_rising")
-    run["grad_norm"][60:] = np.nan
-    run["loss"][60:] = np.nan
-    d = diagnose(read(run, trainer, tmp_path))
-    assert d.primary == "dynamical_instability" and d.verdict("dynamical_instability").confidence > 0.99  # calibrated 1
+    # the review of s42: every update reading must be a number there, and the gradient norm not exploding
+    for grad, loss in ((np.inf, 0.01), (np.nan, 0.01), (1.6e6, 0.01), (np.nan, np.nan)):
+        broken = {k: v.copy() for k, v in run.items()}
+        broken["grad_norm"][60:], broken["loss"][60:] = grad, loss
+        d = diagnose(read(broken, trainer, tmp_path))
+        assert d.primary == "dynamical_instability" and d.verdict("dynamical_instability").confidence > 0.99, grad

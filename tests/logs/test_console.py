@@ -19,7 +19,9 @@ REWARDS = [0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.52]
 
 
 def rows_of(text: str) -> list[tuple[int, dict]]:
-    return read_console(text).rows
+    """The rows of `text` as a whole file (its last line ended: one without a line end was cut mid-write,
+    `_readers.cut_tail`)."""
+    return read_console(text if text.endswith("\n") else text + "\n").rows
 
 
 @pytest.mark.parametrize("prefix", [
@@ -324,14 +326,14 @@ def test_a_counter_too_large_for_a_step_is_no_step():
 def test_a_config_line_between_metric_lines_is_not_a_row():
     lines = [f"reward={r} loss=0.1" for r in REWARDS]
     lines.insert(3, "engine config: max_seq_len=4608, seed=0, block_size=16")
-    raw = read_console("\n".join(lines))
+    raw = read_console("\n".join(lines) + "\n")
     assert [rec["reward"] for _, rec in raw.rows] == REWARDS
 
 
 def test_a_hundred_thousand_console_lines_are_read_whole():
     """Every line a row, the last one's values intact (the time it takes: benchmarks/bench_diagnose.py)."""
     text = "\n".join(f"2026-01-01 12:00:{i % 60:02d},123 - INFO - train - Step {i}/100000 | reward: {i / 1e5:.4f} | "
-                     f"kl: 0.0{i % 7} | loss: {i % 13 / 100}" for i in range(1, 100_001))
+                     f"kl: 0.0{i % 7} | loss: {i % 13 / 100}" for i in range(1, 100_001)) + "\n"
     raw = read_console(text)
     assert len(raw.rows) == 100_000 and raw.rows[-1][0] == 100_000
     assert [step for step, _ in raw.rows[:3]] == [1, 2, 3]
@@ -506,8 +508,19 @@ def test_a_loops_bracketed_step_of_its_total_after_an_inner_bar_is_the_step():
 
 
 def test_a_bracketed_index_under_a_named_counter_is_an_item_not_the_step():
-    """Under `Step 3` a loop's `[k/8] reward: ...` lines are its samples: they take the counter line's step, as before."""
+    """Under `Step 3` a loop's `[k/8] reward: ...` lines are its samples: they take the counter line's step (averaged
+    there), as before."""
     text = "".join(f"Step {s}\n" + "".join(f"[{k}/8] reward: {0.1 * s + k / 100}, loss: 0.1\n" for k in range(1, 9))
                    for s in range(1, 16))
     log = read_log(text)
-    assert set(log.steps.tolist()) <= set(range(1, 16))
+    assert log.steps.tolist() == list(range(1, 16))
+    assert np.allclose(log["reward"], [0.1 * s + 0.045 for s in range(1, 16)])
+
+
+def test_a_bare_counter_that_starts_again_each_epoch_is_no_step():
+    """Review s42: `[k/20]` under `Epoch 2/3` lines counts within each epoch; read as steps it split the run into three
+    and only the last epoch was judged. Bare counters that go back are dropped: the 60 rows are read in order."""
+    text = "".join(f"Epoch {e}/3\n" + "".join(f"[{k}/20] loss: 0.1, reward: {0.01 * (20 * (e - 1) + k):.4f}, kl: 0.01\n"
+                                               for k in range(1, 21)) for e in range(1, 4))
+    log = read_log(text)
+    assert log.n_runs == 1 and log.n_points("reward") == 60 and np.all(np.diff(log["reward"]) > 0)

@@ -21,7 +21,9 @@ PREFIX = "2026-01-01 12:00:00,000 - trainer - INFO - "
 
 
 def rows_of(text: str) -> list[tuple[int, dict]]:
-    return read_console(text).rows
+    """The rows of `text` as a whole file (its last line ended: one without a line end was cut mid-write,
+    `_readers.cut_tail`)."""
+    return read_console(text if text.endswith("\n") else text + "\n").rows
 
 
 # ---- a header over a block of key: value lines ----------------------------------------------------------------------

@@ -59,3 +59,17 @@ def test_series_held_one_object_down_are_read_there():
     log = read_log(json.dumps(doc))
     assert log.columns["reward"] == "reward" and log.n_points("reward") == 60 and "kl_ref" in log
     assert any("the series are those under 'metrics'" in w for w in log.warnings)
+
+
+def test_of_several_blocks_one_down_the_training_one_is_read_and_two_runs_are_not_guessed_between():
+    """Review s42: the first block won, so `{"eval": ..., "train": ...}` read the eval curve as the training reward,
+    and a metadata list of pairs hid the metrics. An evaluation block is never the run's; of several blocks, only
+    those with a reward-like series count; two runs' blocks are refused, not one picked."""
+    points = [{"step": 2 * (i + 1), "value": r} for i, r in enumerate(curve())]
+    falling = [{"step": p["step"], "value": 1 - p["value"]} for p in points]
+    log = read_log(json.dumps({"eval": {"reward": falling}, "train": {"reward": points}}))
+    assert np.allclose(log.valid("reward")[1], curve())
+    log = read_log(json.dumps({"metadata": {"seeds": [[1, 2], [3, 4]]}, "metrics": {"reward": points}}))
+    assert np.allclose(log.valid("reward")[1], curve())
+    with pytest.raises(ConfigError):
+        read_log(json.dumps({"run_a": {"reward": points}, "run_b": {"reward": falling}}))

@@ -29,9 +29,30 @@ def test_the_printed_dict_is_read_whole_behind_its_ray_prefix_with_other_process
         assert found is not None and found.config == CONFIG and found.line == 2 and found.framework == "verl"
 
 
-def test_a_log_without_a_printed_config_or_with_one_cut_short_gives_none():
+def test_a_log_without_a_printed_config_gives_none_and_one_that_does_not_parse_says_why():
     assert printed_config("step:1 - critic/score/mean:0.1\nstep:2 - critic/score/mean:0.2\n") is None
     text = _printed(CONFIG)
-    cut = text[: text.index("'data'")]  # the job killed while it printed the config
-    assert printed_config(cut) is None
-    assert printed_config(RAY + "{'actor_rollout_ref': {'actor': __import__('os')}}\n") is None  # no code is run
+    cut = printed_config(text[: text.index("'data'")])  # the job killed while it printed the config
+    assert cut.config is None and "do not close" in cut.why and cut.line == 2
+    code = printed_config(RAY + "{'actor_rollout_ref': {'actor': __import__('os')}}\n")  # no code is run
+    assert code.config is None and "Python dict literal" in code.why
+
+
+def test_several_different_printed_configs_give_none_and_the_same_one_twice_is_read():
+    """Runs appended to one log, each printing its config: which run's config the answer is for is not the log's to
+    say (review s42: the first was read for the last run); the same config printed twice (a restart) is read."""
+    other = {**CONFIG, "data": {"train_batch_size": 64, "max_response_length": 512}}
+    two = printed_config(_printed(CONFIG) + _printed(other))
+    assert two.config is None and "printed 2 different configs" in two.why
+    assert printed_config(_printed(CONFIG) + _printed(CONFIG)).config == CONFIG
+
+
+def test_pprints_bare_inf_and_nan_and_a_timestamp_prefix_are_read():
+    """pprint writes float('inf') as `inf` and nan as `nan` (no literal); a logger's timestamp differs line to line:
+    the prefix is matched by its shape, digits aside."""
+    config = {**CONFIG, "trainer": {"total_training_steps": 40, "max_norm": float("inf"), "ratio": float("nan")}}
+    found = printed_config(_printed(config))
+    assert found.config["trainer"]["max_norm"] == float("inf") and found.config["trainer"]["ratio"] is None
+    stamped = "\n".join(f"2025-06-01 12:00:{i % 60:02d} INFO {line}" for i, line in
+                        enumerate(pprint.pformat(CONFIG, width=60).splitlines()))
+    assert printed_config(stamped + "\n").config == CONFIG

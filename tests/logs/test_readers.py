@@ -94,7 +94,9 @@ def test_a_json_array_log_cut_short_is_an_error_and_a_jsonl_last_line_cut_short_
     rows = [json.dumps({"step": i + 1, "reward": r}) for i, r in enumerate(REWARDS)]
     with pytest.raises(ConfigError, match="cut short: it ends at line 1"):
         read_log("[" + ",".join(rows)[:-5])
-    log = read_log("\n".join(rows)[:-5])  # a writer killed mid-row (or still writing): the rows before it are read
+    # a file's bytes, its writer killed mid-row (or still writing): the rows before it are read (text given in memory
+    # is whole as given, its last line ended)
+    log = read_log("\n".join(rows)[:-5].encode())
     assert log.n_points() == len(REWARDS) - 1
     assert any(f"line {len(rows)}, the last, is cut short" in w for w in log.warnings)
     assert not any("were not JSON objects" in w for w in log.warnings)
@@ -472,34 +474,38 @@ def _rising_csv(n: int = 40) -> str:
 
 def test_a_csv_cut_mid_row_leaves_its_last_row_out_and_says_so(tmp_path):
     """audit s41 #1: a CSV copied while its job wrote it ends `491,0.5,0.` (the cell of 0.4801): that cut cell was a
-    reward of 0.0 at the last step, and it flipped "unsure: still rising" into a confident plateau. The row leaves the
-    run, and the log line says so."""
-    path = tmp_path / "metrics.csv"
-    path.write_text(_rising_csv() + "41,0.")
-    log = read_log(path)
-    assert log.steps.tolist() == list(range(1, 41)) and log["reward"].min() > 0.1
-    assert log.set_aside == ("the last row, cut mid-write, not read",)
-    assert any("ends mid-row" in w for w in log.warnings)
+    reward of 0.0 at the last step, and it flipped "unsure: still rising" into a confident plateau. A last row without
+    a line end is left out, wherever the cut falls (review s42: a cut in the last cell keeps the row's cell count),
+    and the log line says so."""
+    for cut in ("41,0.", "41,0.92,0.01,1"):  # a cell short, or every cell there with the last one cut
+        path = tmp_path / "metrics.csv"
+        path.write_text(_rising_csv() + cut)
+        log = read_log(path)
+        assert log.steps.tolist() == list(range(1, 41)) and log["reward"].min() > 0.1
+        assert log.set_aside == ("the last row, cut mid-write, not read",)
+        assert any("has no line end" in w for w in log.warnings)
 
 
 def test_a_csvs_short_row_with_its_line_end_is_read_as_ragged_not_cut(tmp_path):
     """A row with fewer cells than the header that ends its line was written so: read (with the ragged-row warning),
-    not set aside, and a whole last row without a line end is read too."""
+    not set aside."""
     path = tmp_path / "metrics.csv"
-    path.write_text(_rising_csv() + "41,0.95\n42,0.96,0.01,142")
+    path.write_text(_rising_csv() + "41,0.95\n42,0.96,0.01,142\n")
     log = read_log(path)
     assert log.steps.tolist()[-2:] == [41, 42] and log.set_aside == ()
     assert any("different number of cells" in w for w in log.warnings)
 
 
 def test_a_console_log_cut_mid_line_leaves_its_last_row_out(tmp_path):
-    """The same for printed `key=value` rows: `step 41: reward=0.` (of `reward=0.92 kl=0.01`) holds fewer readings than
-    the row before and no line end: not read. A last line with every reading is read, line end or not."""
+    """The same for printed `key=value` rows: a last row without a line end (`step 41: reward=0.` of `reward=0.92
+    kl=0.01`, or one cut in its last value) is not read; with its line end it is."""
     lines = "".join(f"step {i}: reward={0.1 + 0.02 * i:.3f} kl=0.01\n" for i in range(1, 41))
-    cut, whole = tmp_path / "cut.log", tmp_path / "whole.log"
-    cut.write_text(lines + "step 41: reward=0.")
-    whole.write_text(lines + "step 41: reward=0.920 kl=0.01")
-    log = read_log(cut)
-    assert log.steps.tolist() == list(range(1, 41)) and log.set_aside == ("the last line, cut mid-write, not read",)
+    for cut in ("step 41: reward=0.", "step 41: reward=0.920 kl=0.0"):
+        path = tmp_path / "cut.log"
+        path.write_text(lines + cut)
+        log = read_log(path)
+        assert log.steps.tolist() == list(range(1, 41)) and log.set_aside == ("the last line, cut mid-write, not read",)
+    whole = tmp_path / "whole.log"
+    whole.write_text(lines + "step 41: reward=0.920 kl=0.01\n")
     log = read_log(whole)
     assert log.steps.tolist()[-1] == 41 and log["reward"][-1] == pytest.approx(0.92) and log.set_aside == ()

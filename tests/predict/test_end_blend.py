@@ -242,6 +242,18 @@ def test_a_band_lies_inside_the_reach_and_is_never_the_whole_reach(value, scale,
     assert band(value, 100.0, q, reach) is None and band(value, scale, math.inf, reach) is None
 
 
+def test_a_band_spanning_nearly_all_the_reach_is_withheld_too():
+    """audit s42p R3: `0.582, 90% interval [0.0127, 1]` on a [0, 1] reward, 99% of its reach, where the same pilot at
+    the config's horizon withheld the band as "all the reward can reach": a band spanning NEAR_WHOLE of the reach or
+    more is withheld, one just under it is given."""
+    from gspo_dynamics.predict._end_blend import NEAR_WHOLE
+
+    assert band(0.582, 0.3, 1.9, (0.0, 1.0)) is None  # [0.012, 1]: 98.8% of the reach
+    half = NEAR_WHOLE / 2 - 1e-3  # a band of width just under NEAR_WHOLE, inside the reach
+    assert band(0.5, half, 1.0, (0.0, 1.0)) == pytest.approx((0.5 - half, 0.5 + half))
+    assert band(0.5, NEAR_WHOLE / 2 + 1e-3, 1.0, (0.0, 1.0)) is None
+
+
 def test_the_quantile_is_the_conformal_rank_and_covers_exchangeable_scores():
     assert band_quantile(np.arange(1, 10.0)) == 9.0 and band_quantile(np.arange(1, 9.0)) == math.inf
     rng = np.random.default_rng(0)

@@ -722,7 +722,13 @@ def test_a_linear_lr_bound_read_from_a_pilot_that_lost_reward_is_no_safe_lr(tmp_
     kept = pilot_forecast(setup, write_log(tmp_path / "kept.jsonl", {"reward": heavy_ball_curve(0.05, 0.5, 40)}),
                           reward_range=(0.0, 1.0))
     assert not kept.lost and kept.to_json()["pilot_lost_reward"] is False
-    assert any(line.startswith(f"  linear lr bound at T = 1 (the reward's oscillation, not collapse): {kept.max_safe_lr:.3g}") for line in kept.summary_lines())
+    # --explain gives the bound as the answer does: within LR_REACH x the lr, else withheld with why (audit s42p: a
+    # 1276x reading under a headline that said "none shown below 30x")
+    shown = kept.to_json()["max_safe_lr"]
+    said = f"{shown:.3g} (" if shown is not None else "withheld ("
+    line = next(line for line in kept.summary_lines() if line.startswith("  linear lr bound at T = 1 (the reward's"))
+    assert line.startswith(f"  linear lr bound at T = 1 (the reward's oscillation, not collapse): {said}")
+    assert shown is not None or "past 30x the pilot's lr" in line
     assert not any("lost reward at this lr" in line for line in kept.summary_lines())
 
 

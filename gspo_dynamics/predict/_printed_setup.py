@@ -3,7 +3,8 @@ starts (`logs.printed_config`), so the log of a verl run holds the lr, G and T i
 
     setup, lines = setup_from_log("train.log")   # RunSetup or None; lines say where the config came from, or why not
 
-The printed config is the run's own record, not typed: its keys that verl 0.9.1's schema lacks (another release's)
+Where the config leaves the run's length unset, verl's own `Total training steps: N` line gives it (said). The
+printed config is the run's own record, not typed: its keys that verl 0.9.1's schema lacks (another release's)
 are read past and counted, never refused as typos. A config the reader refuses (a critic's GAE, one response per
 prompt), one that does not parse, or several different ones printed in one log are said in a note, and the answer
 goes on without a config.
@@ -12,12 +13,23 @@ goes on without a config.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.logs import PRINTED_CONFIG_HEAD, printed_config
 from gspo_dynamics.predict._configs import read_run_config
 from gspo_dynamics.predict._run_setup import RunSetup
+
+
+_TOTAL = re.compile(r"Total training steps: (\d+)")  # verl's trainer, once it has worked out the run's length
+
+
+def printed_total(text: str) -> int | None:
+    """The run's length verl printed (`Total training steps: N`: total_training_steps, else the epochs times the
+    dataloader's batches), where every such line in `text` says the same N; None otherwise."""
+    totals = {int(n) for n in _TOTAL.findall(text)}
+    return totals.pop() if len(totals) == 1 else None
 
 
 def setup_from_log(path: str | Path, *, overrides: list[str] | None = None,
@@ -36,17 +48,24 @@ def setup_from_log(path: str | Path, *, overrides: list[str] | None = None,
         return None, []
     if b"\x00" in head[:4096]:  # binary (TensorBoard events): no printed text
         return None, []
-    found = printed_config(head.decode("utf-8", errors="replace"))
+    text = head.decode("utf-8", errors="replace")
+    found = printed_config(text)
     if found is None:
         return None, []
     where = f"the {found.framework} config the log printed at line {found.line}"
     if found.config is None:
         return None, [f"{where} was not read: {found.why}; --config FILE gives the run's config"]
+    total = printed_total(text) if run_steps is None else None  # the length verl worked out, where the config's unset
     try:
         setup = read_run_config(found.config, overrides=overrides, allow_unknown=True, run_steps=run_steps)
+        if setup.run_steps is None and total is not None:
+            setup = read_run_config(found.config, overrides=[f"trainer.total_training_steps={total}", *(overrides or ())],
+                                    allow_unknown=True)
     except ConfigError as error:
         return None, [f"{where} was not read ({error}); --config FILE gives the run's config"]
     lines = [f"read from {where} (--config FILE reads another)"]
+    if total is not None and setup.run_steps == total:
+        lines[0] += f"; trainer.total_training_steps {total} from its `Total training steps: {total}` line"
     if setup.unknown:
         lines[0] += f"; {len(setup.unknown)} of its keys are not in verl 0.9.1's schema (the run's release): not read"
     return dataclasses.replace(setup, unknown=(), nearest=()), lines

@@ -76,3 +76,20 @@ def test_predict_takes_a_verl_pilots_printed_config_and_says_so(capsys, tmp_path
     assert main(["predict", "--pilot", one]) == 2
     err = capsys.readouterr().err
     assert "(the verl config the log printed at line 2 was not read (" in err and "rollout.n must be >= 2" in err
+
+
+def test_verls_printed_total_gives_the_runs_length_where_its_config_leaves_it_unset(capsys, tmp_path):
+    """verl prints `Total training steps: N` once it has worked the length out (total_training_steps, else the epochs
+    times the dataloader's batches); where the printed config leaves it unset, the pilot's forecast reads the run to
+    that step, said on the config line; --run-steps still wins."""
+    config = _config()
+    del config["trainer"]["total_training_steps"]
+    pilot = tmp_path / "pilot.log"
+    text = open(_verl_log(pilot, config, n=40)).read().replace("starting\n", "starting\n" + RAY + "Total training steps: 200\n")
+    pilot.write_text(text)
+    assert main(["predict", "--pilot", str(pilot)]) == 0
+    out = capsys.readouterr().out
+    assert "trainer.total_training_steps 200 from its `Total training steps: 200` line" in out
+    assert main(["predict", "--pilot", str(pilot), "--json", "--run-steps", "160"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["details"]["config"]["run_steps"] == 160 and "Total training steps" not in report["config_read"][0]

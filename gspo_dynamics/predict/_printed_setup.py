@@ -21,7 +21,6 @@ from gspo_dynamics.logs import PRINTED_CONFIG_HEAD, printed_config
 from gspo_dynamics.predict._configs import read_run_config
 from gspo_dynamics.predict._run_setup import RunSetup
 
-
 _TOTAL = re.compile(r"Total training steps: (\d+)")  # verl's trainer, once it has worked out the run's length
 
 
@@ -56,16 +55,15 @@ def setup_from_log(path: str | Path, *, overrides: list[str] | None = None,
     if found.config is None:
         return None, [f"{where} was not read: {found.why}; --config FILE gives the run's config"]
     total = printed_total(text) if run_steps is None else None  # the length verl worked out, where the config's unset
+    lines = [f"read from {where} (--config FILE reads another)"]
     try:
         setup = read_run_config(found.config, overrides=overrides, allow_unknown=True, run_steps=run_steps)
         if setup.run_steps is None and total is not None:
-            setup = read_run_config(found.config, overrides=[f"trainer.total_training_steps={total}", *(overrides or ())],
-                                    allow_unknown=True)
+            length = [f"trainer.total_training_steps={total}", *(overrides or ())]
+            setup = read_run_config(found.config, overrides=length, allow_unknown=True)
+            lines[0] += f"; trainer.total_training_steps {total} from its `Total training steps: {total}` line"
     except ConfigError as error:
         return None, [f"{where} was not read ({error}); --config FILE gives the run's config"]
-    lines = [f"read from {where} (--config FILE reads another)"]
-    if total is not None and setup.run_steps == total:
-        lines[0] += f"; trainer.total_training_steps {total} from its `Total training steps: {total}` line"
     if setup.unknown:
         lines[0] += f"; {len(setup.unknown)} of its keys are not in verl 0.9.1's schema (the run's release): not read"
     return dataclasses.replace(setup, unknown=(), nearest=()), lines

@@ -138,6 +138,26 @@ def no_signal(log) -> Verdict | None:
     return Verdict("advantage_degeneracy", conf, ev, [_no_signal_advice(log)])
 
 
+SIGNAL_CARRIED = 0.2  # a run whose logged readings show at most this share of rows without signal: the groups carry it
+CHECK_SIGNAL = "check that the groups carry signal (rewards differ within a group) and that"
+
+
+def signal_said(log, advice: list[str]) -> list[str]:
+    """`advice` with its "check that the groups carry signal" said as measured where the log's per-group readings of
+    it (a zero-std fraction, a reward_std that is the groups' mean std: `logs.flat_rows`) show at most SIGNAL_CARRIED
+    of the rows with every group scoring alike: the check is done, its result given. A batch's std, min and max or
+    success rate do not say whether a group's rewards differ, so they leave the advice as it is."""
+    per_group = ("frac_zero_std",) + (("reward_std",) if log.reward_std_kind == "group_mean_std" else ())
+    shares = [share for name, share, *_ in _no_signal_shares(log) if name in per_group]
+    if not shares or max(shares) > SIGNAL_CARRIED:
+        return advice
+    most = max(shares)
+    said = ("the groups carry signal (" + ("no logged row has every group scoring alike" if most == 0 else
+                                           f"only {most:.0%} of the logged rows have every group scoring alike")
+            + "); check that")
+    return [a.replace(CHECK_SIGNAL, said) for a in advice]
+
+
 def mostly_no_signal(log) -> tuple[dict, str] | None:
     """(evidence, advice) where most rows carry no signal (the largest `logs.flat_rows` share at least
     MOSTLY_NO_SIGNAL) but not (almost) all (`no_signal`'s cause, from NO_SIGNAL_SHARE): a flat reward read as a stall

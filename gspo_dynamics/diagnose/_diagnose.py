@@ -20,7 +20,7 @@ from gspo_dynamics._errors import ConfigError
 from gspo_dynamics.diagnose._calibration import calibrate
 from gspo_dynamics.diagnose._context import (
     decayed_lr_advice, drift_beside_fall, drift_note, drift_without_progress, mostly_no_signal, no_signal, reward_scale,
-    reward_spread,
+    reward_spread, signal_said,
 )
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signal_lost import signal_lost
@@ -198,6 +198,8 @@ def _curve_verdicts(log: RunLog, hparams, fit, imp, trend: dict, notes: list[str
         notes.append(drift_note(drift, trend["z"]))
         if verdicts[0].mode == "stalled" and verdicts[0].advice == STALLED_ADVICE:  # "raise the lr" on a moving policy
             verdicts[0] = replace(verdicts[0], advice=list(DRIFT_STALLED_ADVICE))
+    if verdicts[0].mode == "stalled":  # the groups' signal, where the log measures it, is said, not asked for
+        verdicts[0] = replace(verdicts[0], advice=signal_said(log, verdicts[0].advice))
     dead = mostly_no_signal(log) if verdicts[0].mode in ("stalled", "noise_dominated") else None
     if dead:  # rows that trained nothing come before the noise or the lr
         verdicts[0] = replace(verdicts[0], evidence=verdicts[0].evidence + [dead[0]],

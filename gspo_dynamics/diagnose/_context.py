@@ -138,23 +138,22 @@ def no_signal(log) -> Verdict | None:
     return Verdict("advantage_degeneracy", conf, ev, [_no_signal_advice(log)])
 
 
-SIGNAL_CARRIED = 0.2  # a run whose logged readings show at most this share of rows without signal: the groups carry it
+SIGNAL_CARRIED = 0.2  # a logged zero-std fraction at most this over the run: most groups carry signal
 CHECK_SIGNAL = "check that the groups carry signal (rewards differ within a group) and that"
 
 
 def signal_said(log, advice: list[str]) -> list[str]:
-    """`advice` with its "check that the groups carry signal" said as measured where the log's per-group readings of
-    it (a zero-std fraction, a reward_std that is the groups' mean std: `logs.flat_rows`) show at most SIGNAL_CARRIED
-    of the rows with every group scoring alike: the check is done, its result given. A batch's std, min and max or
-    success rate do not say whether a group's rewards differ, so they leave the advice as it is."""
-    per_group = ("frac_zero_std",) + (("reward_std",) if log.reward_std_kind == "group_mean_std" else ())
-    shares = [share for name, share, *_ in _no_signal_shares(log) if name in per_group]
-    if not shares or max(shares) > SIGNAL_CARRIED:
+    """`advice` with its "check that the groups carry signal" said as measured where the log's zero-std fraction (the
+    share of groups whose rewards are all equal, per row) averages at most SIGNAL_CARRIED: the check is done, its
+    result given. A reward_std, min and max or success rate do not say how many groups score alike, so they leave the
+    advice as it is."""
+    if "frac_zero_std" not in log or log.n_points("frac_zero_std") < 3:
         return advice
-    most = max(shares)
-    said = ("the groups carry signal (" + ("no logged row has every group scoring alike" if most == 0 else
-                                           f"only {most:.0%} of the logged rows have every group scoring alike")
-            + "); check that")
+    share = float(np.mean(log.valid("frac_zero_std")[1]))
+    if share > SIGNAL_CARRIED:
+        return advice
+    said = (f"the groups carry signal (on average {share:.0%} of them score alike, as "
+            f"{log.columns.get('frac_zero_std', 'frac_zero_std')} logs); check that")
     return [a.replace(CHECK_SIGNAL, said) for a in advice]
 
 

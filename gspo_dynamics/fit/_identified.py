@@ -27,6 +27,18 @@ from gspo_dynamics._errors import ConfigError
 STEP_MULTIPLE = 4.0  # the latest time to the plateau given, in units of the log's last step
 
 
+SE_SHOWN = 1000.0  # a standard error more than this many reaches is said as that bound, not as its own number
+
+
+def _se_beyond(se: float, width: float) -> str:
+    """Why a fitted value is not identified: its standard error beyond the reward's whole reach `width`, said as a
+    number where it is within SE_SHOWN reaches, else as that bound (a 9e+05 on a [0, 1] reward is no number to
+    print: it only says the fit has no value there)."""
+    if se > SE_SHOWN * width:
+        return f"its standard error exceeds the whole reach of the reward, {width:.3g}, more than {SE_SHOWN:g} times"
+    return f"its standard error {se:.2g} exceeds the whole reach of the reward, {width:.3g}"
+
+
 def reward_reach_of(r_range: tuple[float, float], reward_range: tuple[float, float] | None) -> tuple[float, float]:
     """[lo, hi]: `reward_range`, else the observed [a, b] widened by b - a on each side (module docstring)."""
     if reward_range is not None:
@@ -49,8 +61,7 @@ def unidentified(plateau: tuple[float, float | None], remaining_se: float | None
     elif se is None or not math.isfinite(se):
         out["plateau"] = "the fit does not locate it (its standard error is not finite)"
     elif se > width:
-        out["plateau"] = (f"its standard error {se:.2g} exceeds the whole reach of the reward, {width:.3g} (the curve "
-                          "does not bend enough)")
+        out["plateau"] = f"{_se_beyond(se, width)} (the curve does not bend enough)"
     elif not lo <= value <= hi:
         out["plateau"] = f"the fitted plateau lies outside what the reward can reach, [{lo:.4g}, {hi:.4g}]"
     if "plateau" in out:
@@ -104,7 +115,7 @@ def params_unidentified(model: str, params: dict[str, float], stderr: dict[str, 
     if not lo <= r0 <= hi:
         out["r0"] = f"the fitted start lies outside what the reward can reach, [{lo:.4g}, {hi:.4g}]"
     elif math.isfinite(se0) and se0 > width:
-        out["r0"] = f"its standard error {se0:.2g} exceeds the whole reach of the reward, {width:.3g}"
+        out["r0"] = _se_beyond(se0, width)
     timescales = ("tau",) if model == "exponential" else ("damping", "stiffness")
     for name in (n for n in timescales if n in params):
         if why:

@@ -3,13 +3,14 @@ runs long) is neither printed as a number nor written as one (`fit._identified.p
 checked by hand here, against the reach and the log's length computed from the data, not from the fit."""
 
 import json
+import re
 import math
 
 import numpy as np
 import pytest
 
 from gspo_dynamics.fit import fit_trajectory, implications
-from gspo_dynamics.fit._identified import STEP_MULTIPLE, params_unidentified
+from gspo_dynamics.fit._identified import SE_SHOWN, STEP_MULTIPLE, _se_beyond, params_unidentified
 from gspo_dynamics.theory.trajectory import single_exponential
 
 
@@ -100,3 +101,13 @@ def test_a_time_scale_with_a_standard_error_runs_long_is_not_printed_in_the_stif
     notes = [n for n in implications(loose, hp).notes if "time scale" in n]
     assert len(notes) == 1 and "not identified" in notes[0] and "+-" not in notes[0]
     assert implications(loose, hp).stiffness_per_step is None
+
+
+def test_a_standard_error_far_beyond_the_reach_is_said_as_the_bound_not_printed():
+    far = _se_beyond(9e5, 1.0)
+    assert "9e+05" not in far and "900000" not in far and f"{SE_SHOWN:g} times" in far
+    near = _se_beyond(2.0, 1.0)
+    assert "its standard error 2 exceeds" in near and "times" not in near
+    t, r = _noisy_ramp()
+    reasons = " ".join(fit_trajectory(t, r).unidentified_params().values())
+    assert not any(float(x) > SE_SHOWN * 17 for x in re.findall(r"\d+(?:\.\d+)?e\+\d+", reasons))

@@ -228,9 +228,8 @@ class PilotForecast:
             why = ("the fitted plateau is an extrapolation beyond the pilot's rewards" if imp.plateau_extrapolated
                    else "a flat line fits the pilot as well as its curve" if FLAT_FIT in self.lr_note
                    else "the pilot's stiffness is within its noise of zero")
-            within = max_safe_range_text(imp)
-            regime = (f"  regime at T = {T}: not identified ({why}); at the fitted stiffness {imp.exact_regime}, max safe T "
-                      f"{max_safe_text(imp)}" + (f", {within}" if within else ""))
+            within = max_safe_range_text(imp)  # the fitted stiffness's own max safe T is no number to print here
+            regime = f"  regime at T = {T}: not identified ({why})" + (f"; max safe T {within}" if within else "")
         elif imp.exact_regime is not None and self.lost:  # the fit reads the fall's curve: its verdict is not the run's
             regime = (f"  regime at T = {T}: lost reward at this lr (above); the linear model, reading "
                       f"that fall's curve, would say {imp.exact_regime}, max safe T {max_safe_text(imp)}")

@@ -661,8 +661,8 @@ def test_a_pilot_logged_far_from_the_configs_lr_is_said_first_and_decides_nothin
 
 def test_a_stiffness_the_pilot_does_not_identify_gives_no_regime(tmp_path):
     """A flat noisy pilot (this seed's fit leaves the stiffness within its noise of zero): the regime line says not
-    identified, with the linear model's max safe T at the fitted stiffness and its one-standard-error range as a
-    reading, not as the answer."""
+    identified, with only the max safe T's one-standard-error range: the fitted stiffness's own value is no number
+    to print."""
     reward = np.clip(0.5 + 0.1 * np.random.default_rng(1).standard_normal(40), 0, 1)
     setup = read_run_config({"lr": 1e-3, "refresh_interval": 4, "group_size": 8})
     f = pilot_forecast(setup, write_log(tmp_path / "flat.jsonl", {"reward": reward}))
@@ -670,6 +670,7 @@ def test_a_stiffness_the_pilot_does_not_identify_gives_no_regime(tmp_path):
     line = next(line for line in f.summary_lines() if "regime at T = 4" in line)
     low, high = f.implications.max_safe_refresh_interval_range
     assert line.startswith("  regime at T = 4: not identified") and f"from {low} to beyond 1000 within one standard error" in line and high == 1000
+    assert f"max safe T {f.implications.max_safe_refresh_interval}," not in line and "at the fitted stiffness" not in line
 
 
 def test_the_lr_bound_carries_the_stiffness_range_and_an_unassessed_collapse_is_said(tmp_path):

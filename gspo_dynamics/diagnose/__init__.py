@@ -23,7 +23,8 @@ and `_hacking`):
   stalled                no significant change late vs early (Welch |z| < 3) that the data could have seen
                          (power calculation: the change detectable with 80% power <= 0.2 per-sample reward
                          stds, Cohen's small effect); with KL or entropy moving meanwhile, drift without
-                         progress (a note)
+                         progress (a note); on a [0, 1] score only as sure as it is below its ceiling, and
+                         within 0.05 of it a solved task (healthy saturation, `_solved_groups.stall_at_ceiling`)
   noise_dominated        the noise hides whether the run learns: no significant change and a change
                          detectable with 80% power > 0.2 reward stds, or a noisy fit (R^2 < 0.5) of a
                          significant fall whose reading is below confidence 0.5; no more confident than the

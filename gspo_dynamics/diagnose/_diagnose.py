@@ -25,14 +25,14 @@ from gspo_dynamics.diagnose._context import (
 from gspo_dynamics.diagnose._ranking import rank_consequences
 from gspo_dynamics.diagnose._signal_lost import signal_lost
 from gspo_dynamics.diagnose._hacking import hacking
-from gspo_dynamics.diagnose._signals import concentration, degeneracy, success_rate
+from gspo_dynamics.diagnose._signals import concentration, degeneracy, success_rate, summed_reach
 from gspo_dynamics.diagnose._instability import instability_verdict, non_finite_verdict
 from gspo_dynamics.diagnose._findings import diverged_updates, findings
 from gspo_dynamics.diagnose._kl_pull import kl_pull_note
 from gspo_dynamics.diagnose._trend import trend_verdict
 from gspo_dynamics.diagnose._trend_advice import DRIFT_STALLED_ADVICE, STALLED_ADVICE
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
-from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, FELL, REPORT_CONFIDENCE, SUCCESS_RATE_TOL, TOO_SHORT, Diagnosis,
+from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, FELL, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis,
                                              Verdict, evidence, inconsistencies, reward_reach)
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications, within_reach
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, ROW_NUMBERS, RunLog
@@ -45,28 +45,6 @@ STRICT = "GSPO_DYNAMICS_STRICT"  # set to 1 (the tests do): a verdict printed ag
 INFERRED_REACH = ("every logged reward lies in [0, 1], so the reward is read as a score that reaches at most [0, 1] (a "
                   "success rate, a judge's score): the plateau is bounded by it; --reward-range LO HI gives another")
 FALLING_CAP = 0.3  # a falling reward read as saturating: below REPORT_CONFIDENCE, so a cause outranks it
-SUM_TOL = 5e-4  # the reward is its functions' sum where it differs from it by at most this x (k + 1) on every row
-# with all k logged: each value printed to 3 decimals is off by up to 5e-4 (a mean of the k differs by far more)
-SUM_ROWS = 0.9  # ... and at least this share of the reward's rows log every function
-
-
-def summed_reach(log: RunLog) -> tuple[float, float] | None:
-    """(0, k) where the reward is the sum of k >= 2 reward functions (`reward/<fn>`, TRL's reward with its default
-    weights: |reward - sum| <= SUM_TOL (k + 1) on the rows that log them all, SUM_ROWS of the reward's rows or more)
-    each logged within [0, 1]: the sum reaches k, not the [0, 1] its values may all lie in so far (a format reward
-    learnt before the task's: nano-aha-moment's 0.9 of a reach of 2). None otherwise."""
-    names = [n for n in log.names if n.startswith("reward/")]
-    if len(names) < 2:
-        return None
-    parts = np.vstack([log[n] for n in names])
-    rows = np.isfinite(parts).all(axis=0) & np.isfinite(log["reward"])
-    if rows.sum() < SUM_ROWS * np.isfinite(log["reward"]).sum() or not rows.any():
-        return None
-    if np.min(parts[:, rows]) < -SUCCESS_RATE_TOL or np.max(parts[:, rows]) > 1.0 + SUCCESS_RATE_TOL:
-        return None
-    if np.max(np.abs(parts[:, rows].sum(axis=0) - log["reward"][rows])) > SUM_TOL * (len(names) + 1):
-        return None
-    return 0.0, float(len(names))
 
 
 def _summary(log: RunLog) -> dict:

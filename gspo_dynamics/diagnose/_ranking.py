@@ -18,7 +18,7 @@ from gspo_dynamics.diagnose import _context  # CEILING_GAP read at call time (th
 from gspo_dynamics.diagnose._context import reward_spread
 from gspo_dynamics.diagnose._concentrated_first import collapse_before_fall, concentrated_first
 from gspo_dynamics.diagnose._signals import DEGENERATE_FRACTION, zero_std_rows
-from gspo_dynamics.diagnose._solved_groups import solved_at_ceiling, solved_to_failed
+from gspo_dynamics.diagnose._solved_groups import solved_at_ceiling, solved_to_failed, stall_at_ceiling
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, late_climb
 from gspo_dynamics.diagnose._verdict import CAUSE_MODES, FALL_ITEMS, REPORT_CONFIDENCE, Verdict
 from gspo_dynamics.logs import RunLog
@@ -37,6 +37,7 @@ def rank_consequences(verdicts: list[Verdict], scale, log: RunLog, silent: Verdi
     _fall_settles_rise(verdicts, log)
     _solved_task(verdicts, scale, log, notes)
     solved_at_ceiling(verdicts, scale, log, silent)
+    stall_at_ceiling(verdicts, scale, log)
     _concentration_while_rising(verdicts, log, notes)
     _degeneracy_while_rising(verdicts, log, notes)
     _hard_task(verdicts, scale, log)

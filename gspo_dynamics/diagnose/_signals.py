@@ -27,6 +27,9 @@ AMBIGUOUS_STD = ("advantage degeneracy: the log has no zero-std fraction (frac_r
                  "scale_rewards), which does not say how many groups score alike")
 UNDECIDED_WITHOUT_G = "undecided without the run's G"  # a share degeneracy at a larger G, the G it implies's own
 HETEROGENEITY_GAP = 0.15  # measured zero-std fraction this far above p^G + (1-p)^G: mixed prompt difficulty
+SUM_TOL = 5e-4  # the reward is its functions' sum where it differs from it by at most this x (k + 1) on every row
+# with all k logged: each value printed to 3 decimals is off by up to 5e-4 (a mean of the k differs by far more)
+SUM_ROWS = 0.9  # ... and at least this share of the reward's rows log every function
 G_SEARCH = range(2, 257)  # group sizes considered when estimating or advising G
 G_MIXTURE_MAX = 256  # the largest G advised over prompts of mixed difficulty (a run with more is not one to advise)
 G_WINDOWS = 10  # windows of rows whose means estimate G (`estimate_group_size`)
@@ -35,12 +38,32 @@ ENTROPY_COLLAPSE_RATIO = 0.5  # late entropy below half its early value: the pol
 
 
 def success_rate(log) -> np.ndarray | None:
-    """The reward series when it can be a success rate (all values in [0, 1]), else None."""
+    """The reward series when it can be a success rate (all values in [0, 1], and not a sum of reward functions that
+    reaches past 1, `summed_reach`), else None."""
     r = log["reward"]
     v = r[np.isfinite(r)]
-    if v.size and v.min() >= -SUCCESS_RATE_TOL and v.max() <= 1.0 + SUCCESS_RATE_TOL:
+    if v.size and v.min() >= -SUCCESS_RATE_TOL and v.max() <= 1.0 + SUCCESS_RATE_TOL and summed_reach(log) is None:
         return np.clip(r, 0.0, 1.0)
     return None
+
+
+def summed_reach(log) -> tuple[float, float] | None:
+    """(0, k) where the reward is the sum of k >= 2 reward functions (`reward/<fn>`, TRL's reward with its default
+    weights: |reward - sum| <= SUM_TOL (k + 1) on the rows that log them all, SUM_ROWS of the reward's rows or more)
+    each logged within [0, 1]: the sum reaches k, not the [0, 1] its values may all lie in so far (a format reward
+    learnt before the task's: nano-aha-moment's 0.9 of a reach of 2). None otherwise."""
+    names = [n for n in log.names if n.startswith("reward/")]
+    if len(names) < 2:
+        return None
+    parts = np.vstack([log[n] for n in names])
+    rows = np.isfinite(parts).all(axis=0) & np.isfinite(log["reward"])
+    if rows.sum() < SUM_ROWS * np.isfinite(log["reward"]).sum() or not rows.any():
+        return None
+    if np.min(parts[:, rows]) < -SUCCESS_RATE_TOL or np.max(parts[:, rows]) > 1.0 + SUCCESS_RATE_TOL:
+        return None
+    if np.max(np.abs(parts[:, rows].sum(axis=0) - log["reward"][rows])) > SUM_TOL * (len(names) + 1):
+        return None
+    return 0.0, float(len(names))
 
 
 def estimate_group_size(p: np.ndarray, frac: np.ndarray) -> int | None:

@@ -258,6 +258,16 @@ def pilot_steps(hparams, reward_range: tuple[float, float] | None, prompts: floa
     return n, why
 
 
+def _stopped_pilot(schedule, run_length: str, n: int) -> str:
+    """A pilot of a run whose lr schedule follows its length (`LRSchedule.follows_length`): the run as configured,
+    stopped at step n. Setting the length to n would give another warm-up (a share of it: 15 steps, not 100, at 10%
+    of 143) or a decay that ends at step n, so the pilot would not run at the run's lr (audit s43c D1)."""
+    what = " and ".join(part for part, holds in (("warm-up (a share of it)", schedule.warmup_share is not None),
+                                                 ("decay", schedule.decays)) if holds)
+    return (f"the run as configured, stopped after step {n} (keep {run_length}: it sets the lr schedule's {what}; "
+            f"a {run_length} of {n} would give the pilot another schedule)")
+
+
 def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
     """The answer without a pilot (`predict._config_forecast.ConfigForecast`, or a prior's forecast holding one in
     `.config`): unknown until a pilot, the pilot to run, and what the config alone settles. `zero_std`: the mixture
@@ -274,7 +284,10 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
                "the whole run may not show one above that noise")
         n = setup.run_steps
     framework = keys.framework if keys else "trainer"
-    plan = {"steps": n, "setting": keys.setting(keys.run_length, n) if keys else f"steps: {n}", "why": why,
+    setting = keys.setting(keys.run_length, n) if keys else f"steps: {n}"
+    if setup.schedule is not None and setup.schedule.follows_length and n < (setup.run_steps or n + 1):
+        setting = _stopped_pilot(setup.schedule, keys.run_length if keys else "steps", n)
+    plan = {"steps": n, "setting": setting, "why": why,
             "log": PILOT_LOGGING[framework],
             "command": "gspo-dynamics predict --config CONFIG --pilot LOG"}
     T = hp.refresh_interval

@@ -218,7 +218,8 @@ def openrlhf_schedule(get, notes: list[str]) -> tuple[int | None, LRSchedule | N
         return None, None
     warm = math.ceil(steps * float(get("lr_warmup_ratio") or 0.0)) if name != "constant" else 0
     floor = float(get("actor.min_lr_ratio")) if name == "cosine_with_min_lr" else 0.0
-    return steps, LRSchedule(shape=shape, warmup=warm, total=steps, floor=floor)
+    return steps, LRSchedule(shape=shape, warmup=warm, total=steps, floor=floor,
+                             warmup_share=float(get("lr_warmup_ratio")) if warm else None)
 
 
 def _at_most(get) -> str:

@@ -148,7 +148,7 @@ def trl_schedule(cfg: dict[str, Any], total: int | None, notes: list[str]) -> LR
     if shape is None:
         notes.append(f"lr_scheduler_type {name}: not modelled; the forecasts read the lr as constant at its peak")
         return None
-    warm = _trl_warmup(cfg, total, notes)
+    warm, share = _trl_warmup(cfg, total, notes)
     if name == "constant" and warm:
         notes.append("lr_scheduler_type constant ignores the warm-up in transformers: no warm-up read")
         warm = 0
@@ -163,20 +163,21 @@ def trl_schedule(cfg: dict[str, Any], total: int | None, notes: list[str]) -> LR
         floor = float(kwargs.get("lr_end", 1e-7)) / lr
     return LRSchedule(shape=shape, warmup=warm, total=total, floor=min(floor, 1.0),
                       cycles=float(kwargs.get("num_cycles", 0.5)), power=float(kwargs.get("power", 1.0)),
-                      timescale=kwargs.get("timescale"))
+                      timescale=kwargs.get("timescale"), warmup_share=share if warm else None)
 
 
-def _trl_warmup(cfg: dict[str, Any], total: int | None, notes: list[str]) -> int:
-    """warmup_steps (a fraction below 1 is a ratio of the run, transformers' get_warmup_steps), else warmup_ratio."""
+def _trl_warmup(cfg: dict[str, Any], total: int | None, notes: list[str]) -> tuple[int, float | None]:
+    """(W, its share of the run or None): warmup_steps (a fraction below 1 is a ratio of the run, transformers'
+    get_warmup_steps), else warmup_ratio."""
     steps, ratio = cfg.get("warmup_steps") or 0, cfg.get("warmup_ratio") or 0
     if 0 < steps < 1:
         steps, ratio = 0, steps
     if ratio and not steps:
         if total is None:
             notes.append(f"a warm-up of {ratio:g} of the run, whose length is unknown: no warm-up read")
-            return 0
-        return int(-(-total * ratio // 1))
-    return int(steps)
+            return 0, None
+        return int(-(-total * ratio // 1)), float(ratio)
+    return int(steps), None
 
 
 def verl_schedule(get, total: int | None, notes: list[str]) -> LRSchedule | None:
@@ -187,19 +188,20 @@ def verl_schedule(get, total: int | None, notes: list[str]) -> LRSchedule | None
     if shape not in ("constant", "cosine"):
         notes.append(f"{optim}lr_scheduler_type {shape}: not modelled; the forecasts read the lr as constant at its peak")
         return None
-    warm = get(optim + "lr_warmup_steps")
+    warm, share = get(optim + "lr_warmup_steps"), None
     if warm is None or warm <= 0:
         ratio = float(get(optim + "lr_warmup_steps_ratio") or 0.0)
         if ratio and total is None:
             notes.append("a warm-up ratio of a run whose length is unknown (trainer.total_training_steps): none read")
         warm = int(ratio * total) if ratio and total else 0
+        share = ratio if warm else None
     if shape == "cosine" and total is None:
         notes.append(f"{optim}lr_scheduler_type cosine over a run of unknown length (trainer.total_training_steps): "
                      "the forecasts read the lr at its peak")
         return None
     offset = 0 if get(optim + "zero_indexed_step") in (None, True) or shape != "cosine" else 1
     return LRSchedule(shape=shape, warmup=int(warm), total=total, floor=float(get(optim + "min_lr_ratio") or 0.0),
-                      cycles=float(get(optim + "num_cycles") or 0.5), offset=offset)
+                      cycles=float(get(optim + "num_cycles") or 0.5), offset=offset, warmup_share=share)
 
 
 def decay_and_clip(keys: tuple[str, str], values: tuple[Any, Any], lr: float, optimizer, run_steps: int | None,

@@ -48,6 +48,7 @@ class LRSchedule:
     power: float = 1.0  # a (polynomial)
     timescale: int | None = None  # s (inverse_sqrt); None: W, else 10 000
     offset: int = 0  # 1 where the lambda is evaluated at k + 1 (verl's zero_indexed_step false)
+    warmup_share: float | None = None  # a warm-up given as this share of the run (W follows N), else None
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -63,6 +64,12 @@ class LRSchedule:
     def decays(self) -> bool:
         """Whether the factor falls after the warm-up on a horizon of `total` steps."""
         return self.shape in ("linear", "cosine", "polynomial")
+
+    @property
+    def follows_length(self) -> bool:
+        """Whether a run of another length N has another schedule over its first steps: a decay over N, or a warm-up
+        that is a share of N (a shorter run stopped at step n is not the same as a run of n steps)."""
+        return self.decays or self.warmup_share is not None
 
     def factor(self, k) -> np.ndarray:
         """m(k) at 0-indexed optimizer steps k (vectorised; module docstring)."""

@@ -546,7 +546,7 @@ def test_a_reward_summed_from_two_functions_reaches_their_sum_and_a_format_only_
     equation reward paid once (0.016) in 54 rows. The reach was read as [0, 1] from the values ("the plateau is
     bounded by it"): the sum reaches 2. And the finding that the gain is the format's alone did not fire, the task's
     one paying row giving a Welch z of exactly 1, no evidence of a rise (z <= 1 now, was z < 1)."""
-    from gspo_dynamics.diagnose._diagnose import summed_reach
+    from gspo_dynamics.diagnose._signals import summed_reach
 
     n = 54
     t = np.arange(n, dtype=float)

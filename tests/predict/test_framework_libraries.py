@@ -305,7 +305,7 @@ def test_verl_optimizer_losses_and_schedule_overrides():
     cosine = _verl_run("actor_rollout_ref.actor.optim.lr_scheduler_type=cosine", "trainer.total_training_steps=200",
                        "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio=0.05",
                        "actor_rollout_ref.actor.optim.min_lr_ratio=0.1")
-    assert cosine.schedule == LRSchedule(shape="cosine", warmup=10, total=200, floor=0.1)
+    assert cosine.schedule == LRSchedule(shape="cosine", warmup=10, total=200, floor=0.1, warmup_share=0.05)
 
 
 def _verl_lambdas():

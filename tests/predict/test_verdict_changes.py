@@ -434,11 +434,29 @@ def test_dapos_dynamic_sampling_turns_the_zero_std_cost_into_generation(tmp_path
 def test_a_pilot_is_planned_past_the_lr_warm_up(warmup):
     """(1) sizes a pilot at the run's lr, so the plan adds the warm-up's steps (audit s39c 6: max_steps 4 was advised
     inside a 10-step warm-up, a pilot that never reaches the lr the run trains at)."""
-    trl = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8, "max_steps": 1000}
+    trl = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8, "max_steps": 1000,
+           "lr_scheduler_type": "constant_with_warmup"}  # a schedule a shorter max_steps leaves as it is
     plan = config_headline(config_forecast(read_run_config(trl, devices=1))).pilot_plan
     warm = config_headline(config_forecast(read_run_config(trl | {"warmup_steps": warmup}, devices=1))).pilot_plan
     assert warm["steps"] == plan["steps"] + warmup and warm["setting"] == f"max_steps: {plan['steps'] + warmup}"
     assert warm["why"].startswith(f"{warmup} warm-up steps, then {plan['steps']} at the run's lr")
+
+
+@pytest.mark.parametrize("extra, said", [({}, "decay"), ({"warmup_ratio": 0.1, "lr_scheduler_type": "constant_with_warmup"},
+                                                     "warm-up (a share of it)")])
+def test_a_pilot_of_a_schedule_that_follows_the_run_length_is_the_run_stopped_not_a_shorter_run(extra, said):
+    """Audit s43c D1: "max_steps: 143 (100 warm-up steps, then 43 at the run's lr)" under warmup_ratio 0.1: a run of
+    143 steps warms up over ceil(14.3) = 15 steps (transformers' get_warmup_steps) and, under TRL's default linear
+    schedule, decays to 0 by step 143, so it never runs at the lr the plan sized it for. The plan is the run as
+    configured, stopped after n steps; the length key stays."""
+    trl = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8, "max_steps": 1000} | extra
+    setup = read_run_config(trl, devices=1)
+    assert setup.schedule.follows_length
+    plan = config_headline(config_forecast(setup)).pilot_plan
+    assert plan["setting"].startswith(f"the run as configured, stopped after step {plan['steps']} (keep max_steps")
+    assert said in plan["setting"] and f"max_steps: {plan['steps']}" not in plan["setting"]
+    shorter = read_run_config(trl | {"max_steps": plan["steps"]}, devices=1).schedule  # what the old advice ran
+    assert shorter.warmup != setup.schedule.warmup or shorter.total != setup.schedule.total
 
 
 def test_a_ragged_verl_rollout_counts_its_own_responses(tmp_path):

@@ -9,6 +9,10 @@ from gspo_dynamics._errors import ConfigError
 # what a sampling temperature other than 1 changes, in every framework's table of keys the model does not represent
 TEMPERATURE = ("samples at this temperature: a group's spread is the tempered policy's; near 0 its responses are alike "
                "and the group's advantage vanishes")
+# LoRA, as each framework names it (TRL's use_peft, verl's model.lora_rank, OpenRLHF's lora_rank): every step changes
+LORA = "trains LoRA adapters: a low-rank update, whose lr scale differs from full fine-tuning's (the lr read is the adapters')"
+LORA_SCALE = "the LoRA update's scale lora_alpha / rank: an lr multiplier"
+LORA_WEIGHTS = "which weights the adapters train"
 
 
 

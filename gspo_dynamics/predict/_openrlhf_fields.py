@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gspo_dynamics.predict._field_tables import TEMPERATURE
+from gspo_dynamics.predict._field_tables import LORA, LORA_SCALE, LORA_WEIGHTS, TEMPERATURE
 
 FLAT = frozenset("""
     actor_init_on_gpu actor_learning_rate actor_num_gpus_per_node actor_num_nodes adam_betas adam_offload
@@ -97,7 +97,8 @@ RENAMED = {  # dotted (ed62d0e2 on) -> the flat name it replaced, for every argu
     "rollout.temperature": "temperature", "train.async_enable": "async_train",
     "train.partial_rollout_enable": "partial_rollout", "reward.normalize_enable": "normalize_reward",
     "reward.overlong_buffer_len": "overlong_buffer_len",
-    "reward.stop_properly_penalty_coef": "stop_properly_penalty_coef",
+    "reward.stop_properly_penalty_coef": "stop_properly_penalty_coef", "ds.lora.rank": "lora_rank",
+    "ds.lora.alpha": "lora_alpha", "ds.lora.target_modules": "target_modules", "ds.load_in_4bit": "load_in_4bit",
 }
 FLAT_NAME = {flat: dotted for dotted, flat in RENAMED.items()}  # the dotted name of a flat one
 NEW = {"actor.adam.eps", "actor.min_lr_ratio", "actor.optim"}  # dotted names with no flat one, read as they are
@@ -143,4 +144,8 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, None]] = {  # argument: (its n
     "normalize_reward": ((False, None), "normalises rewards by a running mean and std", None),
     "overlong_buffer_len": ((None,), "penalises responses near the length limit (DAPO's overlong shaping)", None),
     "stop_properly_penalty_coef": ((None,), "penalises truncated responses", None),
+    "lora_rank": ((0, None), LORA, None),  # audit s43c D2: read as changing no step, unnamed
+    "lora_alpha": ((), LORA_SCALE, "lora_rank"),
+    "target_modules": ((), LORA_WEIGHTS, "lora_rank"),
+    "load_in_4bit": ((False, None), "quantised base weights: the policy scored and sampled is the 4-bit model", None),
 }

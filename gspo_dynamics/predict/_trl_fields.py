@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gspo_dynamics.predict._field_tables import TEMPERATURE, abbreviation_of
+from gspo_dynamics.predict._field_tables import LORA, LORA_WEIGHTS, TEMPERATURE, abbreviation_of
 
 READ = {
     "learning_rate", "num_generations", "num_iterations", "beta", "epsilon", "epsilon_high", "delta",
@@ -87,16 +87,15 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
               "update below its resolution rounds away", None),
     "torch_dtype": ((None, "float32"), "loads the weights in this dtype: trained in it without an fp32 master copy, "
                     "an update below its resolution rounds away", None),  # ModelConfig's name before dtype
-    "use_peft": ((False,), "trains LoRA adapters: a low-rank update, whose lr scale differs from full fine-tuning's "
-                 "(the lr read is the adapters')", None),
+    "use_peft": ((False,), LORA, None),
     "lora_r": ((), "the LoRA adapters' rank", "use_peft"),
     "lora_alpha": ((), "the LoRA update's scale lora_alpha / lora_r: an lr multiplier", "use_peft"),
     "use_rslora": ((False,), "the LoRA update's scale lora_alpha / sqrt(lora_r): an lr multiplier", "use_peft"),
     "use_dora": ((False,), "a weight-decomposed (DoRA) update: direction and magnitude trained apart", "use_peft"),
     "lora_dropout": ((0.0, 0), "dropout on the adapters in training: the trainer's log-probs differ from the "
                      "sampler's", "use_peft"),
-    "lora_target_modules": ((None,), "which weights the adapters train", "use_peft"),
-    "lora_target_parameters": ((None,), "which weights the adapters train", "use_peft"),
+    "lora_target_modules": ((None,), LORA_WEIGHTS, "use_peft"),
+    "lora_target_parameters": ((None,), LORA_WEIGHTS, "use_peft"),
     "lora_modules_to_save": ((None,), "weights trained in full beside the adapters", "use_peft"),
     "load_in_4bit": ((False,), "quantised base weights: the policy scored and sampled is the 4-bit model", None),
     "load_in_8bit": ((False,), "quantised base weights: the policy scored and sampled is the 8-bit model", None),

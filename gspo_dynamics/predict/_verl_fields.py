@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gspo_dynamics.predict._field_tables import TEMPERATURE
+from gspo_dynamics.predict._field_tables import LORA, LORA_SCALE, LORA_WEIGHTS, TEMPERATURE
 
 ACTOR = "actor_rollout_ref.actor."
 ROLLOUT = "actor_rollout_ref.rollout."
+MODEL = "actor_rollout_ref.model."
 OPTIM = ACTOR + "optim."
 DYNAMICS_SUBTREES = ("algorithm.", ACTOR)
 INFRA_SUBTREES = tuple(ACTOR + s for s in ("fsdp_config.", "megatron.", "profiler.", "checkpoint.", "qat.", "router_replay.",
@@ -109,6 +110,11 @@ UNMODELLED: dict[str, tuple[tuple[Any, ...], str, str | None]] = {
     ROLLOUT + "top_k": ((-1, 0, None), "samples from a truncated distribution: the sampler is not the policy", None),
     ROLLOUT + "do_sample": ((True,), "greedy rollouts: every response of a group is the same", None),
     ROLLOUT + "dtype": (("bfloat16", "bf16"), "the sampler's precision: the train-inference mismatch", None),
+    # the model's LoRA (audit s43c D2: read as changing no step, unnamed); its scale and weights only where it is on
+    MODEL + "lora_rank": ((0, None), LORA, None),
+    MODEL + "lora_alpha": ((), LORA_SCALE, MODEL + "lora_rank"),
+    MODEL + "target_modules": ((), LORA_WEIGHTS, MODEL + "lora_rank"),
+    MODEL + "exclude_modules": ((None,), LORA_WEIGHTS, MODEL + "lora_rank"),
 }
 
 NO_DYNAMICS = {  # inside the dynamics subtrees

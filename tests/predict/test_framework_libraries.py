@@ -394,3 +394,26 @@ def test_both_generation_keys_are_trls_refusal_in_a_written_config_not_in_a_save
     assert saved["generation_batch_size"] == 32 and not read_run_config(saved, allow_unknown=True).refused
     recipe = {**keys, "output_dir": "out/run", "logging_steps": 1, "bf16": True}  # a recipe sets output_dir too
     assert read_run_config(recipe).refused[0].startswith("TRL refuses a config that sets both")
+
+
+@pytest.mark.parametrize("framework", ["verl", "openrlhf"])
+def test_lora_is_named_as_not_modelled_in_every_framework(tmp_path, framework):
+    """Audit s43c D2: verl's actor_rollout_ref.model.lora_rank=64 was counted among the keys that change no step and
+    OpenRLHF's --lora_rank dropped, unnamed, where TRL's use_peft is named: LoRA changes every step (its lr scale)."""
+    if framework == "verl":
+        base = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=16 "
+                "actor_rollout_ref.actor.ppo_mini_batch_size=16 actor_rollout_ref.rollout.n=4 "
+                "actor_rollout_ref.actor.optim.lr=1e-5")
+        lora, keys = " actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=32", {
+            "actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora_alpha"}
+    else:
+        base = ("python3 -m openrlhf.cli.train_ppo_ray --advantage_estimator group_norm --n_samples_per_prompt 4 "
+                "--rollout_batch_size 16 --train_batch_size 64 --actor_learning_rate 1e-5")
+        lora, keys = " --lora_rank 16 --lora_alpha 32", {"lora_rank", "lora_alpha"}
+    full, adapters = tmp_path / "full.sh", tmp_path / "lora.sh"
+    full.write_text(base + "\n")
+    adapters.write_text(base + lora + "\n")
+    named = {key for key, _, _ in read_run_config(adapters).unmodelled}
+    assert keys <= named
+    assert "LoRA" in next(what for key, _, what in read_run_config(adapters).unmodelled if key in keys)
+    assert not keys & {key for key, _, _ in read_run_config(full).unmodelled}  # rank 0 (the default): full training

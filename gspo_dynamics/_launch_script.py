@@ -27,7 +27,9 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
                     one word, `$(command)` (COMMAND_OUTPUT), where the command has several words (a one-word one,
                     `$(pwd)`, stays as written), so a multi-line program's text never splits into the command line.
 
-Assignments are taken in the order written, the last before the command winning; a `case` whose subject the script's
+Assignments are taken in the order written, the last before the command winning, except one whose value is only the
+caller's option argument (`N=$OPTARG` in a `getopts` loop, `N="$2"` in an argument loop: set only where the caller
+passes the option, so the script's own value or default stands: `N=${N:-8}` is 8, audit s43c D3); a `case` whose subject the script's
 own variables give runs its matching branch alone (`_in_case`); if / else branches are not told apart: a variable set
 in more than one of them, or in several branches of a case whose subject the script does not give, is read on its last
 assignment, and said (`branch_assignments`). A script that runs the trainer more than once (two runs, or one command
@@ -205,8 +207,10 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None,
             found.append(words[start:])
             continue
         assignment = _ASSIGNMENT.match(code)
+        written = _ASSIGNMENT.match(line)  # as written: a command's output ($(...), `...`) is not known
+        if assignment and written and _CALLERS.match(written.group(2)):
+            continue  # an option's argument (getopts' $OPTARG, a positional $2): set only where the caller passes it
         if assignment:
-            written = _ASSIGNMENT.match(line)  # as written: a command's output ($(...), `...`) is not known
             value = " ".join(_words(assignment.group(2)))
             command = (written is not None and _SUBSTITUTION.search(_unquoted(written.group(2))) is not None
                        and " " in value)
@@ -216,6 +220,8 @@ def trainer_commands(text: str, trainer: re.Pattern, nested: re.Pattern | None,
     return found
 
 
+# a value that is only the caller's option argument: getopts' $OPTARG or a positional parameter, quoted or not
+_CALLERS = re.compile(r"""^(["']?)\$(?:OPTARG|\{OPTARG\}|\d|\{\d+\})\1$""")
 _SUBSTITUTION = re.compile(r"\$\((?!\()|`")  # $( not $(( (arithmetic, which `_expanded` does), or a backtick
 COMMAND_OUTPUT = "$(command)"  # a variable set to a command of several words reads so: one word, unknown
 _QUOTED = re.compile(r""""[^"]*"|'[^']*'""")  # left to right: a double-quoted span, or a single-quoted one

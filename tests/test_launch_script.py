@@ -243,6 +243,18 @@ def test_a_case_on_a_variable_the_script_does_not_set_reads_on_the_last_assignme
     assert "data.train_batch_size=256" in overrides_of(text)
 
 
+@pytest.mark.parametrize("argument", ["$OPTARG", '"$OPTARG"', "${OPTARG}", '"$2"', "$1"])
+def test_an_options_argument_is_set_only_where_the_caller_passes_it(argument):
+    """Audit s43c D3: `while getopts ...; case ${opt} in n ) N=$OPTARG;; esac; done` then `N=${N:-8}` read G as
+    '$OPTARG' (an error) where the shell, without -n, gives 8: the option's branch runs only where it is passed, so
+    the script's own default stands; likewise an argument loop's `N="$2"`."""
+    text = (f'while getopts ":n:t:" opt; do\n  case ${{opt}} in\n    n ) N={argument};;\n    t ) T=$OPTARG;;\n'
+            '  esac\ndone\nN="${N:-8}"\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.n=$N\n')
+    assert "actor_rollout_ref.rollout.n=8" in overrides_of(text)
+    unset = text.replace('N="${N:-8}"\n', "")  # no default of the script's own: the value stays unknown, by name
+    assert "actor_rollout_ref.rollout.n=$N" in overrides_of(unset)
+
+
 @pytest.mark.parametrize("script, said", [
     ('case "$1" in\n  a) TBS=512 ;;\n  b)\n    TBS=256\n    ;;\nesac\n', ["TBS"]),  # the shell's argument: unsaid before
     ('case "$1" in\n  a) TBS=512 ;;\n  b) N=8 ;;\nesac\n', []),  # each variable in one branch: nothing guessed
@@ -297,3 +309,18 @@ def test_a_command_inside_single_quotes_is_text_not_a_commands_output():
     assert "trainer.experiment_name=$(date +%s)" in overrides_of("NAME='$(date +%s)'\n" + command)
     assert f"trainer.experiment_name={COMMAND_OUTPUT}" in overrides_of('NAME="$(date +%s)"\n' + command)
     assert f"trainer.experiment_name={COMMAND_OUTPUT}" in overrides_of("NAME=\"it's $(date +%s)\"\n" + command)
+
+
+@pytest.mark.parametrize("written", ["$NRESP", "${NRESP}"])
+def test_a_variable_the_script_never_sets_is_one_error_naming_it_and_the_set_that_gives_it(tmp_path, written, monkeypatch):
+    """Audit s43c D5: `rollout.n=$NRESP` was "must be a positive integer, got '$NRESP'" and `${NRESP}` "an
+    interpolation this reader cannot resolve ... give the value": both forms now name the script's variable and the
+    --set that gives it; the caller's environment is not read (an exported NRESP changes nothing)."""
+    monkeypatch.setenv("NRESP", "8")
+    path = tmp_path / "run.sh"
+    path.write_text(f"python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n={written} "
+                    "actor_rollout_ref.actor.optim.lr=1e-6\n")
+    with pytest.raises(ConfigError) as err:
+        read_run_config(path)
+    assert "the launch script does not set" in str(err.value) or "script's variable the script does not set" in str(err.value)
+    assert "--set actor_rollout_ref.rollout.n=VALUE" in str(err.value)

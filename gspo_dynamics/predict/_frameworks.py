@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any
 
 from gspo_dynamics._errors import ConfigError
@@ -96,6 +97,9 @@ TRAINER_DEFAULTS: dict[str, Any] = {
 OWN_NAMES = OWN_KEYS | {f.name for f in dataclasses.fields(Hyperparams)}
 OBJECTIVE_CLIPS = {"gspo": GSPO_CLIP, "gspo_token": GSPO_CLIP, "cispo": (1.0, GRPO_CLIP[1])}  # the rest: GRPO_CLIP
 OBJECTIVE_CORRECTIONS = {"pg": "none", "gspo": "sequence"}  # the rest correct per token
+SHELL_VARIABLE = re.compile(r"^\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\})$")  # $NAME or ${NAME}: a script's variable
+
+
 def _number(key: str, value: Any, *, integer: bool = False, positive: bool = False, nonnegative: bool = False,
             unit: bool = False) -> float | int:
     """A finite number (an integer when `integer`; > 0 when `positive`, >= 0 when `nonnegative`, in [0, 1) when
@@ -107,6 +111,9 @@ def _number(key: str, value: Any, *, integer: bool = False, positive: bool = Fal
         ok = value > 0
     if ok and (nonnegative or unit):
         ok = value >= 0 and (not unit or value < 1)
+    if not ok and isinstance(value, str) and SHELL_VARIABLE.match(value):  # left as written by `_launch_script`
+        raise ConfigError(f"config key {key!r} is {value}, a variable the launch script does not set (the caller's "
+                          f"shell is not read): give its value with --set {key}=VALUE")
     if not ok:
         kind = ("a number in [0, 1)" if unit else ("a positive " if positive else "a non-negative " if nonnegative
                                                    else "a finite ") + ("integer" if integer else "number"))

@@ -142,8 +142,9 @@ def resolve_all(flat: dict[str, Any]) -> dict[str, Any]:
 
 def unresolved(key: str, raw: Any) -> ConfigError:
     """The one error for a key the mapping reads whose interpolation cannot be resolved."""
-    return ConfigError(f"{key}: {raw!r} is an interpolation this reader cannot resolve (a path not in the config, or "
-                       "an unset environment variable with no default); give the value")
+    return ConfigError(f"{key}: {raw!r} is an interpolation this reader cannot resolve (a launch script's variable the "
+                       "script does not set, as the caller's shell is not read; a path not in the config; or an unset "
+                       f"environment variable with no default): give its value with --set {key}=VALUE")
 
 
 def early_verl(flat: dict[str, Any]) -> str | None:

@@ -92,6 +92,13 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
                           "it composes (named in its own code) is not verl's shipped one, and its keys outside the "
                           "command line are not in the script; give the run's resolved config (Hydra's "
                           ".hydra/config.yaml in its output folder, or W&B's config.yaml) as --config")
+    entry = _foreign_entry(text) if words is None else None
+    if entry is not None:  # audit s43c D4: `python -m sp3f.main_grpo` with 60 verl keys was "runs no verl trainer"
+        raise ConfigError(f"{source} runs {entry[0]} with {entry[1]} of verl's keys: a fork's own entry point, not "
+                          "verl's main_ppo, so the base config it composes (named in its own code) may not be verl's "
+                          "shipped one, and its keys outside the command line are not in the script; give the run's "
+                          "resolved config (Hydra's .hydra/config.yaml in its output folder, or W&B's config.yaml) as "
+                          "--config")
     if words is None:
         raise ConfigError(f"{source} runs no verl trainer (no command ending in main_ppo, as `python3 -m "
                           "verl.trainer.main_ppo key=value ...`), OpenRLHF's (`python3 -m openrlhf.cli.train_ppo_ray "
@@ -104,6 +111,21 @@ def overrides_of(text: str, source: str = "the script") -> list[str]:
         raise ConfigError(f"{source} names its own base config ({' '.join(named)}): its keys outside the command "
                           "line are in that file; give the file as --config and the script's overrides with --set")
     return [w for w in rest if _OVERRIDE.match(w)]
+
+
+_ENTRY = re.compile(r"(?:^|[/.])main_\w+(?:\.py)?$")  # a fork's entry point: sp3f.main_grpo, recipe/x/main_x.py
+_VERL_KEY = re.compile(r"^\+{0,2}(?:actor_rollout_ref|algorithm|data|trainer|critic|reward_model)\.[\w.\-]*=")
+VERL_KEYS_OF_A_FORK = 3  # a command with at least this many verl keys passes them to a verl trainer of its own
+
+
+def _foreign_entry(text: str) -> tuple[str, int] | None:
+    """(the entry point, its verl keys) of a command that runs a module or file named main_<x> with at least
+    VERL_KEYS_OF_A_FORK of verl's Hydra keys (a fork's trainer), else None."""
+    for words in trainer_commands(text, _ENTRY, None):
+        keys = sum(bool(_VERL_KEY.match(w)) for w in words[1:])
+        if keys >= VERL_KEYS_OF_A_FORK:
+            return words[0], keys
+    return None
 
 
 def _own_path(path: str) -> bool:

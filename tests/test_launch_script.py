@@ -324,3 +324,14 @@ def test_a_variable_the_script_never_sets_is_one_error_naming_it_and_the_set_tha
         read_run_config(path)
     assert "the launch script does not set" in str(err.value) or "script's variable the script does not set" in str(err.value)
     assert "--set actor_rollout_ref.rollout.n=VALUE" in str(err.value)
+
+
+def test_a_forks_own_entry_point_with_verls_keys_is_named_in_its_refusal():
+    """Audit s43c D4: `python -m sp3f.main_grpo` followed by verl's Hydra keys was refused as running "no verl
+    trainer", the command unnamed. It is a fork's trainer, whose base config is its own: refused as such, named."""
+    text = ("python -m sp3f.main_grpo algorithm.adv_estimator=grpo data.train_batch_size=32 "
+            "actor_rollout_ref.rollout.n=8 actor_rollout_ref.actor.optim.lr=5e-7\n")
+    with pytest.raises(ConfigError, match=r"runs sp3f\.main_grpo with 4 of verl's keys: a fork's own entry point"):
+        overrides_of(text)
+    with pytest.raises(ConfigError, match="runs no verl trainer"):  # a main_ script with no verl keys is no fork of it
+        overrides_of("python -m tool.main_eval --n 8 --lr 1e-6\n")

@@ -187,12 +187,14 @@ def assumed(framework: str, value_of: Callable[[str], Any], defaults: dict[str, 
     return tuple((key, defaults.get(key)) for key in VERDICT_KEYS[framework] if value_of(key) is None)
 
 
-def assumed_line(framework: str, pairs: tuple[tuple[str, Any], ...]) -> str:
-    """The first lines' naming of the defaults taken for keys the verdict rests on."""
+def assumed_line(framework: str, pairs: tuple[tuple[str, Any], ...], at_peak: bool = False) -> str:
+    """The first lines' naming of the defaults taken for keys the verdict rests on; `at_peak`: the lr schedule decays
+    over the run's unknown length, so every number reads the lr at its peak (said with the length)."""
     def text(key: str, value: Any) -> str:
         shown = "unset" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
         length = ("no OpenRLHF argument: train_ppo_ray works it out from the prompts' count; --run-steps N gives it"
                   if framework == "OpenRLHF" else "the run's length unknown")  # audit s38c C5: named as a missing flag
+        length += ": the lr schedule's decay over it is not read, every number uses the peak lr" if at_peak else ""
         gloss = (length if key in RUN_LENGTH_KEYS else UNSET.get(key) if value is None
                  else FROM_PILOT.get((key, value)) or OWN_DEFAULT.get((key, value)) or OLDER_DEFAULT.get(key))
         return f"{key} {shown}" + (f" ({gloss})" if gloss else "")

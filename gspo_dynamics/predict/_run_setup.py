@@ -67,8 +67,10 @@ class RunSetup:
         lines += [_config_checks.added_line(self.framework, self.added)] if self.added else []
         lines += [_config_checks.recorded_line(self.framework, self.recorded)] if self.recorded else []
         lines += [_config_checks.unknown_line(tuple(zip(self.unknown, self.nearest)))] if self.unknown else []
-        lines += [_config_checks.assumed_line(self.framework, assumed)] if assumed else []
         said = any(k in _config_checks.RUN_LENGTH_KEYS for k, _ in self.assumed)  # the length unknown: said
+        # ... with what it does to a decaying schedule, which its own line would repeat (audit s43c D6)
+        at_peak = said and any(AT_PEAK in n and "length" in n for n in self.notes)
+        lines += [_config_checks.assumed_line(self.framework, assumed, at_peak)] if assumed else []
         return lines + [f"lr schedule not read: {n}" for n in self.notes if AT_PEAK in n  # the lr every number uses
                         and not (said and "length" in n)] + [  # N < 1, unless a refusal above says the groups split
             f"N rounded: {n}" for n in self.notes if PART_GROUP in n and not self.refused]

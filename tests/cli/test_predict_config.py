@@ -412,7 +412,8 @@ def test_allow_unknown_reads_on_and_names_the_key_in_the_first_lines(tmp_path, c
     assert lines[0].startswith("verdict: ")
     assert lines[1] == "unknown keys (not read, --allow-unknown): learnig_rate (did you mean learning_rate?)"
     assert lines[2] == "assumed, not in the config (TRL's defaults): learning_rate 1e-06, num_iterations 1, max_steps -1 " \
-                       "(the run's length unknown), processes 1 (--devices N gives yours: the groups per step rest on " \
+                       "(the run's length unknown: the lr schedule's decay over it is not read, every number uses the peak lr), " \
+                       "processes 1 (--devices N gives yours: the groups per step rest on " \
                        "it, and T where generation_batch_size is given)"
     assert main(["predict", "--config", path, "--allow-unknown", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -464,3 +464,14 @@ def test_a_ragged_verl_rollout_counts_its_own_responses(tmp_path):
     (review s39: 768 from the rounded T)."""
     head = config_headline(config_forecast(read_run_config(_verl_script(tmp_path, 100, 32, 1, 8))))
     assert "at 800 responses per rollout" in head.pilot_plan["why"]
+
+
+def test_a_decay_over_an_unknown_length_is_said_in_the_first_lines():
+    """Audit s43c D6: TRL's default linear decay with max_steps -1 said only "max_steps -1 (the run's length unknown)"
+    first; that every number then reads the peak lr was under --explain alone. It is said with the length."""
+    trl = {"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8}
+    brief = read_run_config(trl, devices=1).brief_lines()
+    line = next(line for line in brief if line.startswith("assumed, not in the config"))
+    assert "max_steps -1 (the run's length unknown: the lr schedule's decay over it is not read" in line
+    constant = read_run_config(trl | {"lr_scheduler_type": "constant"}, devices=1).brief_lines()
+    assert not any("decay over it" in line for line in constant)

@@ -137,9 +137,10 @@ def _mapped(cfg: dict[str, Any], devices: int | None, unknown, allow_unknown: bo
                       keys=trainer_keys(int(cfg.get("num_iterations") or TRAINER_DEFAULTS["num_iterations"])),
                       unknown=hints, added=added, assumed=_config_checks.assumed(name, cfg.get, TRAINER_DEFAULTS))
     if trl and own - {"optimizer"} and not allow_unknown:  # with it, read as a TRL config, those keys unknown
-        raise ConfigError(f"the config mixes TRL keys ({', '.join(sorted(trl))}) with gspo-dynamics' own "
-                          f"({', '.join(sorted(own - {'optimizer'}))}); use one vocabulary (a fork's own key of that "
-                          "name: --allow-unknown reads the TRL config without it)")
+        theirs = ", ".join(sorted(own - {"optimizer"}))
+        raise ConfigError(f"the config's {theirs} is no field of TRL's GRPOConfig, beside TRL keys "
+                          f"({', '.join(sorted(trl))}): a fork's own key (--allow-unknown reads the TRL config without "
+                          "it), or gspo-dynamics' own name for a TRL key, which mixes two vocabularies (use TRL's)")
     if trl and not trl & TRL_HYPERPARAMETERS:
         raise ConfigError(f"the config holds no GRPO hyperparameter, only {', '.join(sorted(trl))} (TRL: learning_rate, "
                           "num_generations, steps_per_generation, beta, epsilon, ...)")

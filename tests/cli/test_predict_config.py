@@ -119,7 +119,7 @@ def test_flags_without_a_testbed_or_a_config_are_refused_with_the_config_form(ca
     ({**TRL, "learning_rate": -1e-6}, "learning_rate"),
     ({**TRL, "learning_rate": "fast"}, "learning_rate"),
     ({"beta": 0.1, "loss_type": "sigmoid", "max_length": 512}, "preference-optimisation"),
-    ({**TRL, "lr": 0.1}, "mixes TRL keys"),
+    ({**TRL, "lr": 0.1}, "no field of TRL's GRPOConfig, beside TRL keys"),
     # a value the theory refuses is said in the user's key, not the theory's field (beta1, KL coefficient)
     ({**TRL, "adam_beta1": 1.5}, "config key 'adam_beta1' must be a number in [0, 1)"),
     ({**TRL, "adam_beta2": -0.1}, "config key 'adam_beta2' must be a number in [0, 1)"),

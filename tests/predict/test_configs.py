@@ -212,7 +212,7 @@ def test_the_run_length_is_read_where_the_config_holds_it():
     ({"learning_rate": 1e-6, "importance_sampling_level": "word"}, "importance_sampling_level"),
     ({"beta": 0.1, "loss_type": "sigmoid", "max_length": 512}, "preference-optimisation"),
     ({"learning_rate": 1e-6, "rpo_alpha": 1.0}, "preference-optimisation"),
-    ({"learning_rate": 1e-6, "group_size": 8}, r"mixes TRL keys \(learning_rate\) with gspo-dynamics' own \(group_size\)"),
+    ({"learning_rate": 1e-6, "group_size": 8}, r"the config's group_size is no field of TRL's GRPOConfig, beside TRL keys \(learning_rate\)"),
     ({"output_dir": "x"}, "no hyperparameter"),
     ({"model": {"name": "m"}, "optimizer": {"lr": 1e-6}, "dpo": {"beta": 0.1}},  # an optimizer section is any framework's
      r"^not a GRPO config of TRL, verl, OpenRLHF or ours: its keys are model, optimizer, dpo, and it has no"),

@@ -224,10 +224,10 @@ def _parse(path: Path, text: str, added: set[str], defaults: dict[str, Any], com
             return yaml.load(text, Loader=yaml_loader())
         except yaml.YAMLError as exc:
             raise ConfigError(f"the config file {str(path)!r} is not valid YAML: {yaml_problem(exc, text)}") from None
-    if suffix == ".py":
-        raise ConfigError(f"{str(path)!r} is a Python program: its GRPOConfig(...) is not read (Python computes its "
-                          "values); save the config it builds as JSON (json.dump(config.to_dict(), f), or "
-                          "trainer.args.to_dict()) and give that, or the launch script that runs it (.sh)")
+    if suffix == ".py":  # a TRL program: its GRPOConfig(...) call's literal arguments (`_python_config`)
+        from gspo_dynamics._python_config import python_config
+
+        return python_config(text, f"the program {str(path)!r}")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

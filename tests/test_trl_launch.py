@@ -79,10 +79,10 @@ def test_accelerates_config_file_gives_the_process_count_and_argparse_abbreviati
     assert "--num_train_epoch: read as num_train_epochs" in " ".join(setup.notes)
 
 
-def test_a_python_config_is_refused_saying_how_to_give_it(tmp_path):
+def test_a_python_program_without_a_grpo_config_call_is_refused_saying_how_to_give_it(tmp_path):
     path = tmp_path / "main.py"
-    path.write_text("from trl import GRPOConfig\nconfig = GRPOConfig(learning_rate=5e-6)\n")
-    with pytest.raises(ConfigError, match=r"is a Python program: .*json.dump\(config.to_dict\(\), f\)"):
+    path.write_text("from trl import GRPOTrainer\nconfig = build_config()\n")
+    with pytest.raises(ConfigError, match=r"is a Python program with no GRPOConfig\(...\) call: .*json.dump"):
         load_config_file(path)
 
 

@@ -40,7 +40,8 @@ def register(sub) -> None:
                        description=DESCRIPTION, usage=USAGE, epilog=EPILOG)
     r = p.add_argument_group("a real run (its config, and a short pilot of it)")
     add_config_options(r, "a TRL GRPOConfig, a verl config, OpenRLHF's arguments or our trainer's config (JSON, YAML or "
-                          "TOML; or a verl / OpenRLHF launch script, .sh)", "the answer")
+                          "TOML; a verl / OpenRLHF launch script, .sh; or a TRL program, .py: its GRPOConfig(...) call's literal "
+                          "arguments)", "the answer")
     r.add_argument("--pilot", metavar="LOG", help="a short log of the same setup (any format diagnose reads): calibrates the forecast")
     r.add_argument("--prior", nargs="+", metavar="LOG[=CONFIG]",
                    help="finished runs of the same task at the same T (any format diagnose reads): the reward level "

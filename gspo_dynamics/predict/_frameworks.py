@@ -48,6 +48,7 @@ import re
 from typing import Any
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._python_config import COMPUTED, is_computed
 from gspo_dynamics.predict._field_tables import sampling_check
 from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip, trl_cispo
 from gspo_dynamics.predict._optimizers import not_one_of, trl_optimizer
@@ -111,6 +112,9 @@ def _number(key: str, value: Any, *, integer: bool = False, positive: bool = Fal
         ok = value > 0
     if ok and (nonnegative or unit):
         ok = value >= 0 and (not unit or value < 1)
+    if not ok and is_computed(value):  # a program's value Python computes (`_python_config`)
+        raise ConfigError(f"config key {key!r} is {value.removesuffix(COMPUTED)}, which the program computes (it is "
+                          f"not run here): give its value with --set {key}=VALUE")
     if not ok and isinstance(value, str) and SHELL_VARIABLE.match(value):  # left as written by `_launch_script`
         raise ConfigError(f"config key {key!r} is {value}, a variable the launch script does not set (the caller's "
                           f"shell is not read): give its value with --set {key}=VALUE")

@@ -1,0 +1,151 @@
+"""A TRL training program read as its config: the keyword arguments of its one `GRPOConfig(...)` call, read from the
+program's syntax tree, never run.
+
+    args = GRPOConfig(output_dir="out", learning_rate=LR, num_generations=8, **COMMON)
+    args.max_steps = 500
+    -> {"output_dir": "out", "learning_rate": 5e-06, "num_generations": 8, ..., "max_steps": 500}
+
+A value is read where the program writes it as a literal (numbers, strings, booleans, None, lists, tuples, dicts, with
+unary minus and + - * / ** between numbers), as a name the program assigns once to such a literal (`LR = 5e-6`,
+anywhere in the file), or as a `**NAME` of such a dict; an attribute the program sets on the config afterwards
+(`args.max_steps = 500`, the variable the call is bound to) overrides it. Any other value (`args.lr` of an argument
+parser, a function's result, a name assigned twice) is Python's to compute: it is kept as its text ending in COMPUTED
+(`a.bf16 (computed by the program)`), so that a key the mapping reads fails by name (`--set KEY=VALUE` gives it) and
+one it does not read passes by, named as written. A program
+with no GRPOConfig call, or several, is one ConfigError.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections import Counter
+from typing import Any
+
+from gspo_dynamics._errors import ConfigError
+
+CONFIG_CLASS = "GRPOConfig"
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+               ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv}
+
+
+COMPUTED = " (computed by the program)"  # ends the text of a value Python computes: `args.lr (computed by ...)`
+
+
+def is_computed(value: Any) -> bool:
+    """Whether a config value is the text of one the program computes (`_value`)."""
+    return isinstance(value, str) and value.endswith(COMPUTED)
+
+
+class _Unknown(Exception):
+    """A value that is no literal of the program's."""
+
+
+def python_config(text: str, source: str) -> dict[str, Any]:
+    """The keyword arguments of the program's one GRPOConfig(...) call and the attributes it sets on its result after
+    (module docstring), or one ConfigError."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise ConfigError(f"{source} is not valid Python (line {exc.lineno}: {exc.msg})") from None
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _named(node.func) == CONFIG_CLASS]
+    if not calls:
+        raise ConfigError(f"{source} is a Python program with no {CONFIG_CLASS}(...) call: save the config it builds "
+                          "as JSON (json.dump(config.to_dict(), f), or trainer.args.to_dict()) and give that, or the "
+                          "launch script that runs it (.sh)")
+    if len(calls) > 1:
+        lines = ", ".join(str(c.lineno) for c in sorted(calls, key=lambda c: c.lineno))
+        raise ConfigError(f"{source} calls {CONFIG_CLASS}(...) {len(calls)} times (lines {lines}): a config is one "
+                          "run's; keep the call of the run you mean in a program of its own, or give its JSON")
+    env = _literal_names(tree)
+    out: dict[str, Any] = {}
+    for keyword in calls[0].keywords:
+        if keyword.arg is None:  # **NAME: a dict the program writes as a literal, else not known
+            spread = _value(keyword.value, env)
+            if not isinstance(spread, dict):
+                raise ConfigError(f"{source} builds its {CONFIG_CLASS} from **{ast.unparse(keyword.value)}, which "
+                                  "Python computes: save the config it builds as JSON and give that")
+            out.update(spread)
+        else:
+            out[keyword.arg] = _value(keyword.value, env)
+    for name, value in _set_after(tree, calls[0], env).items():
+        out[name] = value
+    return out
+
+
+def _named(func: ast.expr) -> str | None:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _literal_names(tree: ast.AST) -> dict[str, ast.expr]:
+    """NAME -> its value's node, for every name the program assigns exactly once (`NAME = ...`, anywhere): one
+    assigned twice is not known without running the program."""
+    counts: Counter = Counter()
+    nodes: dict[str, ast.expr] = {}
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign, ast.For)) else []
+        for target in targets:
+            for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                counts[name] += 1
+                if isinstance(node, ast.Assign) and isinstance(target, ast.Name):
+                    nodes[name] = node.value
+    return {name: value for name, value in nodes.items() if counts[name] == 1}
+
+
+def _value(node: ast.expr, env: dict[str, ast.expr]) -> Any:
+    """The literal `node` holds (module docstring), else its text ending in COMPUTED."""
+    try:
+        return _literal(node, env, depth=0)
+    except _Unknown:
+        return ast.unparse(node) + COMPUTED
+
+
+def _literal(node: ast.expr, env: dict[str, ast.expr], depth: int) -> Any:
+    if depth > 8:
+        raise _Unknown
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in env:
+        return _literal(env[node.id], env, depth + 1)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e, env, depth + 1) for e in node.elts]
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        return {_literal(k, env, depth + 1): _literal(v, env, depth + 1) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.Dict):  # {**A, "k": v}: each spread a literal dict
+        out: dict = {}
+        for k, v in zip(node.keys, node.values):
+            part = _literal(v, env, depth + 1)
+            if k is None and not isinstance(part, dict):
+                raise _Unknown
+            out.update(part if k is None else {_literal(k, env, depth + 1): part})
+        return out
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _literal(node.operand, env, depth + 1)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        a, b = _literal(node.left, env, depth + 1), _literal(node.right, env, depth + 1)
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
+            try:
+                return _ARITHMETIC[type(node.op)](a, b)
+            except (ZeroDivisionError, OverflowError):
+                raise _Unknown from None
+    raise _Unknown
+
+
+def _set_after(tree: ast.AST, call: ast.Call, env: dict[str, ast.expr]) -> dict[str, Any]:
+    """The attributes the program sets on the call's result after it (`args = GRPOConfig(...)` then
+    `args.max_steps = 500`), in the program's order; none where the call is bound to no single name."""
+    bound = next((node.targets[0].id for node in ast.walk(tree) if isinstance(node, ast.Assign) and node.value is call
+                  and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)), None)
+    if bound is None:
+        return {}
+    later = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Assign) and node.lineno > call.lineno),
+                   key=lambda node: node.lineno)
+    out: dict[str, Any] = {}
+    for node in later:
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == bound:
+                out[target.attr] = _value(node.value, env)
+    return out

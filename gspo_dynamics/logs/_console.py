@@ -42,6 +42,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from gspo_dynamics.logs._algorithms import is_summary_row
+from gspo_dynamics.logs._console_entry import PrintedDict
 from gspo_dynamics.logs._console_interval import TOTAL_STEPS
 from gspo_dynamics.logs._console_lines import logical_lines
 from gspo_dynamics.logs._console_pairs import NUM, bare_counter, counter, epoch_of, pairs, spaced_pairs
@@ -86,13 +87,11 @@ DETECT_CHARS = 200_000  # how much of a log detection reads at once
 _MAX_WINDOWS = 20  # windows read past the first before a log is said to hold no metric line
 
 
-
 @dataclass
 class _Scan:
     """The metric lines of a console text, in the file's order, and what the reading of their steps needs."""
 
-    # (step or None, record, is an eval row, [bar before, bar after], run)
-    dicts: list[tuple[int | None, dict, bool, list, int]] = field(default_factory=list)
+    dicts: list[PrintedDict] = field(default_factory=list)
     pairs: list[tuple[int | None, dict, bool]] = field(default_factory=list)  # (step or None, record, an eval row)
     finished: bool = False  # a summary dict (train_runtime) was printed
     run: int = 0  # runs begun before this line: transformers' banner or summary dict after metric dicts
@@ -245,7 +244,7 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
                 if scan.recent:
                     _messages_before(scan)
                 bars = [scan.bar, None]
-                scan.dicts.append((step if step is not None else current, record, is_eval, bars, scan.run))
+                scan.dicts.append(PrintedDict(step if step is not None else current, record, is_eval, bars, scan.run))
                 scan.in_run += 1
                 scan.awaiting.append(bars)
                 scan.python_dicts += python

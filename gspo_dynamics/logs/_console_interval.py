@@ -22,6 +22,7 @@ import math
 import re
 from collections import Counter
 
+from gspo_dynamics.logs._console_entry import PrintedDict
 from gspo_dynamics.logs._readers import NUMBERED, ROW_NUMBERS
 from gspo_dynamics.logs._runlog import to_float
 
@@ -33,19 +34,19 @@ _STEPS_PER_EPOCH = re.compile(r"(?i)steps[ _]per[ _]epoch\s*[:=]\s*([\d,]+)")
 EPOCH_SLACK = 0.3  # steps: an epoch printed in full gives its step to float error; this allows a trainer's rounding
 
 
-def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, warnings: list[str],
+def stepless_steps(text: str, dicts: list[PrintedDict], finished: bool, what: str, warnings: list[str],
                    bar_total: int | None = None, run_totals: dict | None = None) -> tuple[list[int], int | None, str]:
     """(steps, logging interval or None, how they were found) of train dicts printed without a step (`dicts`: the
-    scan's entries, (step, record, is eval, [bar before, bar after], run)): the progress bar's steps, else the
+    scan's entries): the progress bar's steps, else the
     logging interval's (one run), else row numbers, restarting at each run; row numbers are said in a warning.
     bar_total: the total of the trainer's progress bar (its max_steps), where the log shows one; run_totals: each
     run's banner's `Total optimization steps` (run -> N), where runs printed one."""
-    by_bar = bar_steps([entry[3] for entry in dicts])
+    by_bar = bar_steps([entry.bars for entry in dicts])
     if by_bar is not None:
         return by_bar, None, "the trainer's progress bar (its step at each printed row)"
-    runs = [entry[4] for entry in dicts]
+    runs = [entry.run for entry in dicts]
     if runs[0] == runs[-1]:
-        interval, axis = logging_interval(text, [entry[1] for entry in dicts], finished, bar_total)
+        interval, axis = logging_interval(text, [entry.record for entry in dicts], finished, bar_total)
         if interval is not None:
             return [(k + 1) * interval for k in range(len(dicts))], interval, axis
         warnings.append(f"the {what} has no step numbers; {NUMBERED}")
@@ -53,7 +54,7 @@ def stepless_steps(text: str, dicts: list[tuple], finished: bool, what: str, war
     return _by_run(dicts, runs, finished, what, warnings, run_totals or {})
 
 
-def _by_run(dicts: list[tuple], runs: list, finished: bool, what: str, warnings: list[str], totals: dict
+def _by_run(dicts: list[PrintedDict], runs: list, finished: bool, what: str, warnings: list[str], totals: dict
             ) -> tuple[list[int], int | None, str]:
     """(steps, the last run's logging interval where its banner gave it, how) of several runs' rows, each run's steps
     by the first rule that holds for it: its own progress bar (`bar_steps` over its rows alone: an SFT stage printed
@@ -63,7 +64,7 @@ def _by_run(dicts: list[tuple], runs: list, finished: bool, what: str, warnings:
     notebook were numbered 1, 2, ... and every step 10x too small; audit s40 #9 the same with one banner only."""
     order, rows, shown = list(dict.fromkeys(runs)), Counter(runs), {}
     for entry, run in zip(dicts, runs):
-        shown.setdefault(run, []).append(entry[3])
+        shown.setdefault(run, []).append(entry.bars)
     by_bar = {run: bar_steps(shown[run]) for run in order}
     every = {}
     for run in order:
@@ -77,7 +78,7 @@ def _by_run(dicts: list[tuple], runs: list, finished: bool, what: str, warnings:
         steps.append(by_bar[run][seen[run] - 1] if by_bar[run] is not None else seen[run] * (every[run] or 1))
     numbered = sum(by_bar[run] is None and every[run] is None for run in order)
     if numbered == len(order):
-        begun = dicts[0][5] if len(dicts[0]) > 5 else "each begun by transformers' banner or ended by its summary"
+        begun = dicts[0].begun or "each begun by transformers' banner or ended by its summary"
         warnings.append(f"the {what} has no step numbers; the rows of each of its {len(order)} runs ({begun}) were "
                         "numbered 1, 2, ...")
         return steps, None, f"{ROW_NUMBERS} within each of {len(order)} runs (no step found)"

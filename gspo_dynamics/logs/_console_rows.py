@@ -134,7 +134,7 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
         _keep_dicts(scan, _training_dicts(_without_dumps(scan.dicts), what, warnings))
     fresh: set[int] = set()  # the entries where a run begins afresh
     entries, keyed = [], 0  # (an eval row, step, record), in the file's order; training rows with a step key
-    for counted, record, is_eval, _, _ in scan.dicts:
+    for counted, record, is_eval, *_ in scan.dicts:
         # a step key of the dict's own (ms-swift's 'global_step/max_steps': '5/515' among them: `_split_step`)
         step, rest = _split_step(record, step_key) if step_key or not _STEP_SET.isdisjoint(record) else (None, record)
         keyed += step is not None and not is_eval
@@ -147,11 +147,11 @@ def _dict_rows(scan: _Scan, text: str, step_key: str | None, what: str, warnings
     elif step_key is None and not keyed and 2 * sum(entries[i][1] is None for i in train) > len(train):
         bar_total = scan.bar_totals.most_common(1)[0][0] if scan.bar_totals else None  # the trainer's: redrawn most
         counted = _counted_runs(scan, train)
-        totals = scan.totals if len(counted[0]) <= 5 else {}  # the banners' runs (not a counter message's)
+        totals = scan.totals if counted[0].begun is None else {}  # the banners' runs (not a counter message's)
         steps, interval, axis = stepless_steps(text, counted, scan.finished, what, warnings, bar_total, totals)
         for i, step in zip(train, steps):
             entries[i] = (False, step, entries[i][2])
-        fresh = {train[k] for k in fresh_starts([entry[4] for entry in counted], steps)}
+        fresh = {train[k] for k in fresh_starts([entry.run for entry in counted], steps)}
     else:  # a mapped step column missing from every row is an error; rows without a step are said
         _finish([entries[i][1:] for i in train], what, warnings, step_key)
     rows, last, starts = [], None, []
@@ -184,11 +184,11 @@ def _counted_runs(scan: _Scan, train: list[int]) -> list:
     """The training dicts of `scan`, each with its run: transformers' (its banner, its summary), else a message
     that counts the rows and starts again (`_console_runs`), which is then how `stepless_steps` says they began."""
     dicts = [scan.dicts[i] for i in train]
-    if dicts[0][4] != dicts[-1][4] or (found := counter_runs(scan.marks, len(scan.dicts))) is None:
+    if dicts[0].run != dicts[-1].run or (found := counter_runs(scan.marks, len(scan.dicts))) is None:
         return dicts
     runs, template = found
     begun = f"each begun where {template!r} starts again"
-    return [(*entry[:4], runs[i], begun) for i, entry in zip(train, dicts)]
+    return [entry._replace(run=runs[i], begun=begun) for i, entry in zip(train, dicts)]
 
 
 def _training_dicts(dicts: list, what: str, warnings: list[str]) -> list:
@@ -197,18 +197,18 @@ def _training_dicts(dicts: list, what: str, warnings: list[str]) -> list:
     readings (`untrained_rows`) where the dicts without a step carry them. A callback's or an environment's records
     echoed among a trainer's stepless rows (`{'step': 0, 'agent_id': ..., 'reward': -0.67}` in a W&B error, beside
     TRL's `{'loss': ..., 'reward': ...}`) then neither set the step axis nor leave the training rows out."""
-    train = [d for d in dicts if not d[2]]
-    stepped = [d for d in train if not _STEP_SET.isdisjoint(d[1])]
+    train = [d for d in dicts if not d.is_eval]
+    stepped = [d for d in train if not _STEP_SET.isdisjoint(d.record)]
     if not stepped or 2 * len(stepped) >= len(train):
         return dicts
-    own, others = set().union(*(d[1] for d in stepped)), set().union(*(d[1] for d in train if d not in stepped))
+    own, others = set().union(*(d.record for d in stepped)), set().union(*(d.record for d in train if d not in stepped))
     if not untrained_rows(own) or untrained_rows(others):
         return dicts
     shown = ", ".join(map(repr, sorted(own - _STEP_SET)[:4])) + (", ..." if len(own - _STEP_SET) > 4 else "")
     warnings.append(f"{len(stepped)} printed dict(s) with a step key but none of a training step's readings ({shown}: "
                     f"a callback's or an environment's records) were not read as training rows; the "
                     f"{len(train) - len(stepped)} training rows of the {what} were")
-    return [d for d in dicts if d[2] or _STEP_SET.isdisjoint(d[1])]
+    return [d for d in dicts if d.is_eval or _STEP_SET.isdisjoint(d.record)]
 
 
 def _without_dumps(entries: list) -> list:

@@ -244,16 +244,21 @@ def _lagging(log: RunLog, name: str, late: float) -> bool:
 
 def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
     """TRL's per-function rewards (`reward/<fn>`, 2 MIN_WINDOW rows at least): one rises (Welch z late - early >=
-    Z_RISE, `_trend_stats.change`) while another does not (z <= Z_NOT_RISING) and is not at its ceiling (late mean below
-    SATURATED x its largest row, or a largest row <= 0): the gain comes from one function while the other
-    stays or falls, the pattern of a format reward learned without the task. A function with the same value on
+    Z_RISE, `_trend_stats.change`) while another does not (z <= Z_NOT_RISING; beside a lone riser, also short of
+    Z_RISE with a rise under 1 - DOMINANT_SHARE of the riser's: two paying rows among zeros, z 1.44) and is not at its
+    ceiling (late mean below SATURATED x its largest row, or a largest row <= 0): the gain comes from one function
+    while the other stays or falls, the pattern of a format reward learned without the task. A function with the same value on
     every row is left out: it never told completions apart (never met, or always met), so it cannot lag."""
     names = [n for n in log.names if n.startswith("reward/") and log.n_points(n) >= 2 * MIN_WINDOW]
     gains = {n: g for n in names if (g := change(log.steps, log[n]))}
     risers = sorted((n for n, g in gains.items() if g["z"] >= Z_RISE), key=lambda n: -gains[n]["z"])
-    laggards = sorted((n for n, g in gains.items() if g["z"] <= Z_NOT_RISING + Z_EXACT and _lagging(log, n, g["late"])),
-                      key=lambda n: gains[n]["z"])
-    if not risers or not laggards:
+    if not risers:
+        return None
+    top = max(gains[risers[0]]["diff"], 0.0) if len(risers) == 1 else 0.0  # a share only beside a lone riser
+    laggards = sorted((n for n, g in gains.items() if _lagging(log, n, g["late"]) and (
+        g["z"] <= Z_NOT_RISING + Z_EXACT or g["z"] < Z_RISE and 0.0 < top and g["diff"] <= (1.0 - DOMINANT_SHARE) * top)),
+        key=lambda n: gains[n]["z"])
+    if not laggards:
         return None
     up, down = risers[0], laggards[0]
     g, h = gains[up], gains[down]
@@ -262,6 +267,9 @@ def reward_function_divergence(log: RunLog, hparams=None) -> Finding | None:
     ev = [evidence(f"{n} change late - early (Welch z)", gains[n]["z"], gains[n]["steps"],
                    threshold=Z_RISE if n == up else Z_NOT_RISING, early=gains[n]["early"], late=gains[n]["late"],
                    marked_at=gains[n]["late_steps"][0]) for n in (up, down)]  # by the late window: apart
+    if h["z"] > Z_NOT_RISING + Z_EXACT:  # a rise short of significance, under a tenth of the riser's: by its share
+        ev[1] = evidence(f"{down} rise / {up} rise", h["diff"] / top, h["steps"], threshold=1.0 - DOMINANT_SHARE,
+                         side="<=", z=h["z"], early=h["early"], late=h["late"], marked_at=h["late_steps"][0])
     rising = sum(max(gains[n]["diff"], 0.0) for n in risers)
     if len(risers) > 1 and not max(g["diff"], 0.0) > DOMINANT_SHARE * rising:  # several learned: no one carrier
         others = ", ".join(n.split("/", 1)[1] for n in risers if n != up)

@@ -6,6 +6,7 @@ while the reward did not move, Welch z 1.35). Logs made here."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gspo_dynamics.diagnose import diagnose
 from gspo_dynamics.logs import RunLog
@@ -188,3 +189,26 @@ def test_a_growth_read_from_the_first_tenth_beside_a_reward_that_rose_from_there
     rise = 1 - np.exp(-np.arange(N) / N / 0.1)
     reward, lengths = 0.3 + 0.2 * rise + rng.normal(0, 0.12, N), 150 + 600 * rise + rng.normal(0, 15, N)
     assert all(f.name != "length_growth" for f in diagnose(make_log(reward, mean_length=lengths)).findings)
+
+
+@pytest.mark.parametrize("paying, found", [(1, True), (2, True), (3, True), (20, False)])
+def test_a_task_function_paying_on_a_few_rows_beside_a_format_rise_lags(paying, found):
+    """Review s42: the laggard rule (z <= 1) caught one paying row of the task's function among zeros beside a format
+    reward's rise 0 -> 0.9, but not two (z 1.44): a rise short of significance and under a tenth of the riser's is a
+    laggard too, said by its share. A task function that pays on most late rows rose: no laggard."""
+    from gspo_dynamics.diagnose._findings import DOMINANT_SHARE, Z_RISE, reward_function_divergence
+    from gspo_dynamics.diagnose._trend_stats import change
+
+    n = 54
+    t = np.arange(n, dtype=float)
+    fmt = np.clip(0.9 * t / n + np.random.default_rng(2).normal(0, 0.03, n), 0, 1)
+    task = np.zeros(n)
+    task[n - 2 * paying:: 2] = 0.016 if paying <= 3 else 0.5
+    log = make_log(fmt + task, **{"reward/format_reward": fmt, "reward/equation_reward": task})
+    f = reward_function_divergence(log)
+    g, h = change(log.steps, fmt), change(log.steps, task)
+    if found:
+        assert h["z"] < Z_RISE and h["diff"] <= (1 - DOMINANT_SHARE) * g["diff"]  # by hand: short and a small share
+        assert f is not None and "the gain is format_reward's alone" in f.summary
+    else:
+        assert f is None or "alone" not in f.summary

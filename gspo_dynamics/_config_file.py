@@ -142,6 +142,10 @@ def load_config_parts(path: str | Path) -> ConfigParts:
         branches = []
     notes = (f"the script assigns {', '.join(branches)} in more than one branch of an if or case: read on the last "
              "assignment; --set KEY=VALUE gives the branch you run",) if branches else ()
+    if path.suffix.lower() == ".py":  # a program's LoRA, which its GRPOConfig does not hold
+        from gspo_dynamics._python_config import program_notes
+
+        notes += program_notes(text)
     return ConfigParts(data if values is None else values, frozenset(added), values is not None, defaults,
                        notes=notes, command_line=frozenset(command_line))
 

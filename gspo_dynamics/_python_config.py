@@ -8,8 +8,10 @@ program's syntax tree, never run.
 A value is read where the program writes it as a literal (numbers, strings, booleans, None, lists, tuples, dicts, with
 unary minus and + - * / ** between numbers), as a name the program assigns once to such a literal (`LR = 5e-6`,
 anywhere in the file), or as a `**NAME` of such a dict; an attribute the program sets on the config afterwards
-(`args.max_steps = 500`, the variable the call is bound to) overrides it. Any other value (`args.lr` of an argument
-parser, a function's result, a name assigned twice) is Python's to compute: it is kept as its text ending in COMPUTED
+(`args.max_steps = 500` or `setattr(args, "max_steps", 500)`, the variable the call is bound to) overrides it; the call
+is found under its own name or an `import GRPOConfig as X` alias. Any other value (`args.lr` of an argument parser, a
+function's result, a name assigned twice or changed in place by `.update`, `args.max_steps += 400`) is Python's to
+compute: it is kept as its text ending in COMPUTED
 (`a.bf16 (computed by the program)`), so that a key the mapping reads fails by name (`--set KEY=VALUE` gives it) and
 one it does not read passes by, named as written. A program
 with no GRPOConfig call, or several, is one ConfigError.
@@ -25,6 +27,7 @@ from typing import Any
 from gspo_dynamics._errors import ConfigError
 
 CONFIG_CLASS = "GRPOConfig"
+_MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "append", "extend", "insert", "remove"}
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
                ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv}
 
@@ -48,7 +51,12 @@ def python_config(text: str, source: str) -> dict[str, Any]:
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise ConfigError(f"{source} is not valid Python (line {exc.lineno}: {exc.msg})") from None
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _named(node.func) == CONFIG_CLASS]
+    names = _class_names(tree)
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _named(node.func) in names]
+    if not calls and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(tree)):  # TrlParser((..., GRPOConfig))
+        raise ConfigError(f"{source} builds its {CONFIG_CLASS} from its command line or a recipe (TrlParser, "
+                          "HfArgumentParser): give the recipe (--config recipe.yaml) or the launch script that runs it "
+                          "(.sh), both read")
     if not calls:
         raise ConfigError(f"{source} is a Python program with no {CONFIG_CLASS}(...) call: save the config it builds "
                           "as JSON (json.dump(config.to_dict(), f), or trainer.args.to_dict()) and give that, or the "
@@ -73,8 +81,36 @@ def python_config(text: str, source: str) -> dict[str, Any]:
     return out
 
 
+LORA_CALLS = {"get_peft_model", "LoraConfig"}
+
+
+def program_notes(text: str) -> tuple[str, ...]:
+    """What the program does to the run outside its GRPOConfig that the answer must say: LoRA adapters (a call of
+    get_peft_model or LoraConfig, or a trainer given peft_config=...), which no key of the config holds."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ()
+    lora = sorted({(node.lineno, _named(node.func)) for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+        _named(node.func) in LORA_CALLS)} | {(node.lineno, "peft_config=") for node in ast.walk(tree)
+                                             if isinstance(node, ast.Call) for k in node.keywords
+                                             if k.arg == "peft_config" and not (isinstance(k.value, ast.Constant)
+                                                                                and k.value.value is None)})
+    if not lora:
+        return ()
+    line, how = lora[0]
+    return (f"the program trains LoRA adapters ({how}, line {line}), which its GRPOConfig does not hold: not modelled "
+            "(a low-rank update, whose lr scale differs from full fine-tuning's; the lr read is the adapters')",)
+
+
 def _named(func: ast.expr) -> str | None:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _class_names(tree: ast.AST) -> set[str]:
+    """The names the program calls GRPOConfig by: its own, and each `from ... import GRPOConfig as X`."""
+    return {CONFIG_CLASS} | {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                             for alias in node.names if alias.name == CONFIG_CLASS and alias.asname}
 
 
 def _literal_names(tree: ast.AST) -> dict[str, ast.expr]:
@@ -83,6 +119,9 @@ def _literal_names(tree: ast.AST) -> dict[str, ast.expr]:
     counts: Counter = Counter()
     nodes: dict[str, ast.expr] = {}
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS
+                and isinstance(node.func.value, ast.Name)):  # COMMON.update({...}): changed where it runs
+            counts[node.func.value.id] += 1
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign, ast.For)) else []
         for target in targets:
@@ -141,11 +180,21 @@ def _set_after(tree: ast.AST, call: ast.Call, env: dict[str, ast.expr]) -> dict[
                   and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)), None)
     if bound is None:
         return {}
-    later = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Assign) and node.lineno > call.lineno),
-                   key=lambda node: node.lineno)
+    later = sorted((node for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign, ast.Call))
+                    and node.lineno > call.lineno), key=lambda node: (node.lineno, node.col_offset))
     out: dict[str, Any] = {}
     for node in later:
-        for target in node.targets:
+        if isinstance(node, ast.Call):  # setattr(args, "max_steps", 500)
+            if (_named(node.func) == "setattr" and len(node.args) == 3 and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id == bound):
+                name = _value(node.args[1], env)
+                if not isinstance(name, str) or name.endswith(COMPUTED):
+                    raise ConfigError("the program sets an attribute of its config that Python computes "
+                                      f"({ast.unparse(node)}): save the config it builds as JSON and give that")
+                out[name] = _value(node.args[2], env)
+            continue
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == bound:
-                out[target.attr] = _value(node.value, env)
+                out[target.attr] = (_value(node.value, env) if isinstance(node, ast.Assign)  # args.x += 1: computed
+                                    else ast.unparse(node) + COMPUTED)
     return out

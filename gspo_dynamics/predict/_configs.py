@@ -19,6 +19,7 @@ from typing import Any
 
 from gspo_dynamics._config_file import ConfigParts, added_key, load_config_file, load_config_parts, set_override
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._python_config import COMPUTED, is_computed
 from gspo_dynamics.predict._frameworks import (
     OWN_KEYS, OWN_NAMES, TRAINER_DEFAULTS, TRAINER_FIELDS, TRAINER_MARKERS, TRL_DEFAULTS, TRL_HYPERPARAMETERS, TRL_KEYS,
     NO_DEVICES, SAVED_FIELDS, _own, _refuse_preference_config, _trainer, _trl, run_length,
@@ -175,6 +176,11 @@ def _refuse_other_trainers_record(setup: RunSetup, cfg: dict[str, Any], wandb: b
 def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unknown) -> RunSetup:
     """A GRPOConfig's RunSetup: the mapping, the schedule, and every key sorted by `predict._trl_fields`."""
     name = "TRL GRPOConfig"
+    computed = sorted(k for k, v in cfg.items() if k in _trl_fields.READ and is_computed(v))
+    if computed:  # a program's values Python computes (`_python_config`): every one the mapping reads, at once
+        raise ConfigError("the program computes " + ", ".join(f"{k} ({cfg[k].removesuffix(COMPUTED)})" for k in computed)
+                          + ", which the answer reads (it is not run here): give "
+                          + " ".join(f"--set {k}=VALUE" for k in computed))
     hints, added = unknown(name, _trl_fields.unknown(cfg), _trl_fields.KNOWN)
     refused: list[str] = []
     hp, exact, rollout = _trl(cfg, devices, notes, refused)

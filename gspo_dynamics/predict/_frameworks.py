@@ -290,10 +290,18 @@ def _on_one_process(generation: tuple[int | None, int | None], ga: int, batch: i
     """The words that make TRL's refusal (generation batch not whole groups) conditional on the process count this
     reader assumed (1): the least count that makes the batch whole groups where one does (none where the saved
     generation_batch_size fixes the batch whatever the count)."""
-    whole = next((d for d in range(1, G + 1)
-                  if batch * d * _trl_steps_per_generation(generation, ga, batch * d, []) % G == 0), None)
+    whole = next((d for d in range(1, G + 1) if _whole_groups(generation, ga, batch, d, G)), None)
     more = f"; {whole} processes, or a multiple, hold whole groups" if whole is not None else ""
     return f" on 1 process (the count assumed: --devices N gives yours{more})"
+
+
+def _whole_groups(generation: tuple[int | None, int | None], ga: int, batch: int, d: int, G: int) -> bool:
+    """Whether d processes make the generation batch whole groups; False where TRL refuses the config at d (a probe
+    of `_on_one_process`: its refusal at a count the user never gave is no answer, audit s43py D5)."""
+    try:
+        return batch * d * _trl_steps_per_generation(generation, ga, batch * d, []) % G == 0
+    except ConfigError:
+        return False
 
 
 def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: int,

@@ -183,7 +183,8 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
                           + " ".join(f"--set {k}=VALUE" for k in computed))
     hints, added = unknown(name, _trl_fields.unknown(cfg), _trl_fields.KNOWN)
     refused: list[str] = []
-    hp, exact, rollout = _trl(cfg, devices, notes, refused)
+    fixes: list[tuple[str, Any, str]] = []
+    hp, exact, rollout = _trl(cfg, devices, notes, refused, fixes)
     run_steps = run_length("max_steps", cfg.get("max_steps"), unset=-1)
     if cfg.get("lr_scheduler_type") is None:
         notes.append("lr_scheduler_type not given: transformers' default linear, a decay to 0 at max_steps")
@@ -212,7 +213,7 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
                                       loss=loss, keys=keys, schedule=schedule, unmodelled=unmodelled, unknown=hints, added=added,
                                       assumed=_config_checks.assumed(name, given, defaults) + own),
                                logging_steps=logging,
-                               refused=tuple(refused))
+                               refused=tuple(refused), fixes=tuple(fixes))
 
 
 def _verl_setup(cfg: dict[str, Any], notes: list[str], unknown) -> RunSetup:

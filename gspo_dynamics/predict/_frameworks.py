@@ -156,9 +156,10 @@ def _groups_per_step(completions: float, G: int, notes: list[str], what: str) ->
 
 # ---- TRL -------------------------------------------------------------------------------------
 def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str],
-         refused: list[str]) -> tuple[Hyperparams, float, int]:
+         refused: list[str], fixes: list[tuple[str, Any, str]]) -> tuple[Hyperparams, float, int]:
     """(the hyperparameters, T before rounding, the generation batch in completions) of a GRPOConfig (module
-    docstring); `refused`: gets what TRL itself would refuse."""
+    docstring); `refused`: gets what TRL itself would refuse, `fixes` the edit that makes it accept it (key, value,
+    what it buys)."""
     def get(key):
         if cfg.get(key) is not None:
             return cfg[key]
@@ -181,6 +182,7 @@ def _trl(cfg: dict[str, Any], devices: int | None, notes: list[str],
         refused.append("TRL refuses a config that sets both steps_per_generation and generation_batch_size (read as "
                        "they agree): give one")
     if (batch * devices * spg) % G:  # GRPOConfig.__post_init__: the generation batch holds whole groups
+        fixes.append(_whole_groups_fix(generation, batch, devices, spg, G))
         refused.append(f"TRL refuses this config{_on_one_process(generation, ga, batch, G) if assumed_one else ''}: "
                        f"its generation batch, per_device_train_batch_size x processes x "
                        f"steps_per_generation = {batch} x {devices} x {spg} = {batch * devices * spg}, is not a multiple "
@@ -293,6 +295,20 @@ def _on_one_process(generation: tuple[int | None, int | None], ga: int, batch: i
     whole = next((d for d in range(1, G + 1) if _whole_groups(generation, ga, batch, d, G)), None)
     more = f"; {whole} processes, or a multiple, hold whole groups" if whole is not None else ""
     return f" on 1 process (the count assumed: --devices N gives yours{more})"
+
+
+def _whole_groups_fix(generation: tuple[int | None, int | None], batch: int, devices: int, spg: int, G: int
+                      ) -> tuple[str, int, str]:
+    """(key, value, what it buys): the least edit that makes TRL's generation batch whole groups of G, the saved
+    generation_batch_size raised to the next multiple of both G and the global batch where the config gives it, else
+    per_device_train_batch_size raised to the least b with b x processes x steps_per_generation a multiple of G."""
+    if generation[1] is not None and generation[0] is None:
+        step = math.lcm(G, batch * devices)
+        gbs = step * -(-generation[1] // step)
+        return "generation_batch_size", gbs, f"a generation batch of whole groups ({gbs // G} of {G}), as TRL requires"
+    b = next(b for b in range(batch + 1, batch + G + 1) if b * devices * spg % G == 0)
+    return ("per_device_train_batch_size", b, f"a generation batch of whole groups ({b * devices * spg // G} of {G}: "
+            f"{b} x {devices} process{'es' if devices > 1 else ''} x steps_per_generation {spg}), as TRL requires")
 
 
 def _whole_groups(generation: tuple[int | None, int | None], ga: int, batch: int, d: int, G: int) -> bool:

@@ -104,6 +104,14 @@ class Change:
         return {"key": self.key, "value": self.value, "setting": self.setting, "buys": self.buys}
 
 
+def with_fixes(setup, changes: list[Change]) -> list[Change]:
+    """The edits the framework needs to accept the config (`RunSetup.fixes`: TRL would not start the run) first, then
+    `changes` on other keys: a config the framework refuses never gets "change: none" (audit s43u D1)."""
+    fixes = [Change(key, value, setup.keys.setting(key, value) if setup.keys else f"{key}: {value}", buys)
+             for key, value, buys in setup.fixes]
+    return fixes + [c for c in changes if c.key not in {f.key for f in fixes}]
+
+
 @dataclass(frozen=True)
 class Headline:
     """The answer first (module docstring): `lines()` for the text, `to_json()` for the schema's top level."""
@@ -317,6 +325,7 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
                               "steps" if filtered else ""))
     reason = ("a config fixes T, G and the momentum but not the curvature the learning rate multiplies: "
               "only a run measures the margin")
+    changes = with_fixes(setup, changes)
     verdict, unclip = "unknown until a pilot", clip_answer(setup)
     if unclip is not None:  # at risk before any pilot: the clip's changes first, T = 1 already among them
         verdict, reason = "at risk", unclip[0]

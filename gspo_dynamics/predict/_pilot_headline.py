@@ -18,7 +18,7 @@ from gspo_dynamics.predict._row_fall import RECOVERED_SHARE, level_after, respon
 from gspo_dynamics.predict._swing import SWING_SURE, reward_swings, weak_swing
 from gspo_dynamics.predict._headline import (
     AT_RISK_CHANCE, AT_RISK_SHARE, MARGIN_FACTOR, Change, Headline, clip_answer, length_cap_change, lower_lr, lr_change,
-    refresh_changes,
+    refresh_changes, with_fixes,
 )
 from gspo_dynamics.theory import collapse
 
@@ -371,6 +371,7 @@ def pilot_headline(f, zero_std=None) -> Headline:
     `zero_std`: the pass rates' mixture (`predict.zero_std_answer`), whose G change and share are added."""
     chance = config_fall_chance(f)  # a scan over lr and T: read once for the verdict and the forecast
     verdict, reason, changes = _verdict(f, chance)
+    changes = with_fixes(f.config.setup, changes)
     settled = ()
     if zero_std is not None:
         changes = changes + zero_std.changes(f.config.setup)

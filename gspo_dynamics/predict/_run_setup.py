@@ -47,6 +47,7 @@ class RunSetup:
     assumed: tuple[tuple[str, Any], ...] = ()  # (key, default taken): the keys the verdict rests on that the config
     # does not hold (`predict._config_checks.VERDICT_KEYS`)
     refused: tuple[str, ...] = ()  # what the framework itself would refuse in the config, and how it is read here
+    fixes: tuple[tuple[str, Any, str], ...] = ()  # the edits that make the framework accept it: (key, value, buys)
     read_as: tuple[str, ...] = ()  # a key read by a fork's convention, not the framework's: Search-R1's rollout.n_agent
     # as G (`predict._verl`)
     implausible: tuple[str, ...] = ()  # a value no LLM run would train with (`_adam_lr_check`), said first, read as given

@@ -475,3 +475,22 @@ def test_a_decay_over_an_unknown_length_is_said_in_the_first_lines():
     assert "max_steps -1 (the run's length unknown: the lr schedule's decay over it is not read" in line
     constant = read_run_config(trl | {"lr_scheduler_type": "constant"}, devices=1).brief_lines()
     assert not any("decay over it" in line for line in constant)
+
+
+@pytest.mark.parametrize("extra, key, value", [
+    ({"per_device_train_batch_size": 1}, "per_device_train_batch_size", 6),
+    ({"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}, "per_device_train_batch_size", 6),
+    ({"per_device_train_batch_size": 4, "generation_batch_size": 8}, "generation_batch_size", 12),
+])
+def test_a_config_trl_refuses_gets_the_edit_that_makes_it_start_not_change_none(extra, key, value):
+    """Audit s43u D1: "TRL refuses this config ... 1 is not a multiple of num_generations 6" then "change: none" (the
+    README's Llama run). The least edit that makes TRL's generation batch whole groups of G (its __post_init__ check,
+    recomputed here) comes first among the changes."""
+    cfg = {"learning_rate": 5e-6, "num_generations": 6, "max_steps": 100} | extra
+    setup = read_run_config(cfg, devices=1)
+    assert any(line.startswith("TRL refuses this config") for line in setup.brief_lines())
+    head = config_headline(config_forecast(setup))
+    assert head.changes[0].key == key and head.changes[0].value == value
+    fixed = read_run_config(cfg | {key: value}, devices=1)
+    assert not any(line.startswith("TRL refuses this config") for line in fixed.brief_lines())
+    assert not config_headline(config_forecast(fixed)).changes

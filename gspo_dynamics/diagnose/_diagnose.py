@@ -31,14 +31,13 @@ from gspo_dynamics.diagnose._findings import diverged_updates, findings
 from gspo_dynamics.diagnose._kl_pull import kl_pull_note
 from gspo_dynamics.diagnose._trend import trend_verdict
 from gspo_dynamics.diagnose._trend_advice import DRIFT_STALLED_ADVICE, STALLED_ADVICE
-from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change
+from gspo_dynamics.diagnose._trend_stats import Z_TREND, change
 from gspo_dynamics.diagnose._verdict import (CAUSE_MODES, FELL, REPORT_CONFIDENCE, TOO_SHORT, Diagnosis,
                                              Verdict, evidence, inconsistencies, reward_reach)
 from gspo_dynamics.fit import check_reward_range, fit_trajectory, implications, within_reach
 from gspo_dynamics.logs import MIN_ANALYSIS_POINTS, ROW_NUMBERS, RunLog
 from gspo_dynamics.theory.hyperparams import Hyperparams
 
-KL_START_HIGH = 0.1  # nats; the policy starts as the reference, so its KL is ~0 at the first steps
 TIE = 1e-3  # confidences closer than this are equal when ranking (both 1.00 as reported)
 STRICT = "GSPO_DYNAMICS_STRICT"  # set to 1 (the tests do): a verdict printed against its evidence raises
 # said where every reward lies in [0, 1] and no range was given (`_verdict.reward_reach`): an assumption, not a default
@@ -101,7 +100,6 @@ def diagnose(runlog: RunLog, hparams: Hyperparams | None = None, *,
     silent = _cause_verdicts(runlog, hparams, trend, verdicts, theory, notes, not_checked, divergence)
     rank_consequences(verdicts, reward_scale(runlog, trend, hparams.group_size if hparams else None), runlog,
                        silent, notes)
-    _reference_note(runlog, notes)
     pull = kl_pull_note(runlog, hparams, reward_range)
     if pull:
         notes.append(pull)
@@ -280,18 +278,6 @@ def _not_healthy_if_falling(verdict: Verdict, trend: dict) -> Verdict:
                     caveat=True, early=trend["early"], late=trend["late"])
     kept = [dict(e, caveat=True) if e.get("holds") is False else e for e in verdict.evidence]
     return replace(verdict, confidence=min(verdict.confidence, FALLING_CAP), evidence=kept + [fell])
-
-
-def _reference_note(log: RunLog, notes: list[str]) -> None:
-    """Say so when the KL to the reference is already large at the first logged steps."""
-    if "kl_ref" not in log or log.n_points("kl_ref") < MIN_WINDOW:
-        return
-    s, kl = log.valid("kl_ref")
-    start = float(np.mean(kl[:MIN_WINDOW]))
-    if start > KL_START_HIGH:
-        notes.append(f"the KL to the reference is {start:.2g} nats at the first logged steps ({s[0]}-{s[MIN_WINDOW - 1]}): "
-                     "the reference is not the starting policy (e.g. a reference from before SFT); with beta > 0 "
-                     "it pulls the policy back from the start: use the starting checkpoint as the reference")
 
 
 def _sampling_noise_evidence(verdict: Verdict, fit, log: RunLog, hparams: Hyperparams | None) -> None:

@@ -9,7 +9,7 @@ from gspo_dynamics._plain import plain as _plain
 # In report order when two have the same severity.
 FINDINGS: tuple[str, ...] = ("non_finite", "train_inference_mismatch", "grad_norm_spike", "kl_spike", "ratio_spike",
                              "clip_zero_on_policy", "reward_function_divergence", "truncation", "length_growth",
-                             "length_collapse")
+                             "length_collapse", "reference_not_start")
 # "invalidates": the run's numbers cannot be trusted as they stand (non-finite values, a large train-inference
 # mismatch, most completions truncated); "warning": worth a look, the numbers stand; "note": an explanation of
 # something that looks wrong and is not (a clip fraction of 0 on-policy), kept out of the report's first lines.

@@ -22,6 +22,7 @@ from gspo_dynamics._keys import GRAD_CLIP_KEYS, MAX_LENGTH_KEYS
 from gspo_dynamics.diagnose._finding import FINDINGS, NOTE, SEVERITIES, Finding, order
 from gspo_dynamics.diagnose._instability import MIN_NON_FINITE
 from gspo_dynamics.diagnose._length_growth import length_growth
+from gspo_dynamics.diagnose._reference import reference_not_start
 from gspo_dynamics.diagnose._mismatch import train_inference_mismatch
 from gspo_dynamics.diagnose._spikes import grad_norm_spike, kl_spike, kl_spikes, ratio_spike
 from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW, Z_TREND, change, window
@@ -62,7 +63,7 @@ def findings(log: RunLog, hparams: Hyperparams | None = None) -> list[Finding]:
     (a share under TRUNCATION_HIGH) is left out where `length_growth` says the share rose while the reward stood
     still: one finding says it, with the advice that fits it."""
     checks = (non_finite, train_inference_mismatch, grad_norm_spike, kl_spike, ratio_spike, clip_zero_on_policy,
-              reward_function_divergence, truncation, length_growth, length_collapse)
+              reward_function_divergence, truncation, length_growth, length_collapse, reference_not_start)
     found = [f for f in (check(log, hparams) for check in checks) if f is not None]
     rose = any(f.name == "length_growth" and any(e["signal"] == "truncation rate rise" for e in f.evidence)
                for f in found)

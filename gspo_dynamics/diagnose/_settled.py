@@ -50,8 +50,8 @@ def saturation_shown(late: dict, tail: dict, fit, imp, steps) -> list[str]:
         lacks.append(f"the late half still climbs (slope z {late['slope_z']:.1f} >= {Z_STILL_RISING:g})")
     elif late["share"] >= STILL_RISING_FRACTION and late["slope_z"] >= SLOPE_NOISE and tail["slope_z"] >= TAIL_NOISE:
         lacks.append(f"the late half climbed {late['share']:.0%} of the rise (>= {STILL_RISING_FRACTION:.0%}) at slope z "
-                     f"{late['slope_z']:.1f} (>= {SLOPE_NOISE:g}) and its last {TAIL_FRACTION:.0%} still climbs (slope z "
-                     f"{tail['slope_z']:.1f} >= {TAIL_NOISE:.2f})")
+                     f"{late['slope_z']:.2f} (>= {SLOPE_NOISE:g}, < {Z_STILL_RISING:g}) and its last {TAIL_FRACTION:.0%} "
+                     f"still climbs (slope z {tail['slope_z']:.2f} >= {TAIL_NOISE:.2f})")  # 1.984 is no "2.0 (>= 2)"
     if fit.r_squared >= R2_NOISE and fit.plateau_extrapolation > BOUND_SLACK:
         shown = identified_plateau(fit, imp)
         lacks.append(f"the fitted plateau{'' if shown is None else f' {shown:.4g}'} lies outside the rewards seen")

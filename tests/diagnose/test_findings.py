@@ -321,7 +321,7 @@ def test_the_shared_real_logs(real_logs):
     assert names(read_log(real_logs / IMJONEZZ)) == ["grad_norm_spike", "kl_spike"]
     assert names(read_log(real_logs / SUNSHINE)) == ["grad_norm_spike", "kl_spike"]
     assert names(read_log(real_logs / SRINATH)) == ["truncation", "clip_zero_on_policy"]
-    assert names(read_log(real_logs / ALEX_JSON)) == ["clip_zero_on_policy"]
+    assert names(read_log(real_logs / ALEX_JSON)) == ["reference_not_start", "clip_zero_on_policy"]  # KL ~1 at step 1
     assert names(read_log(real_logs / VERL_SMOKE)) == ["train_inference_mismatch"]
 
 
@@ -418,3 +418,24 @@ def test_a_reward_nan_to_the_end_beside_finite_updates_is_the_reward_functions_n
         broken["grad_norm"][60:], broken["loss"][60:] = grad, loss
         d = diagnose(read(broken, trainer, tmp_path))
         assert d.primary == "dynamical_instability" and d.verdict("dynamical_instability").confidence > 0.99, grad
+
+
+@pytest.mark.parametrize("first, kl0, fires", [(1, 1.0, True), (10, 0.5, True), (1, 0.02, False), (501, 1.0, False),
+                                                (20, 0.5, False)])  # logged every 20 steps: no row of the start
+def test_a_kl_to_the_reference_far_from_zero_at_the_runs_start_is_a_warning(first, kl0, fires):
+    """Audit s43u D4: a KL of ~1 nat from step 1 was a note under --explain; it is a config change (the reference), so a
+    warning among the first lines. A log that begins later (a resumed run from step 501) has no start to read."""
+    from gspo_dynamics.diagnose._reference import KL_START_HIGH, reference_not_start
+    from gspo_dynamics.diagnose._trend_stats import MIN_WINDOW
+
+    gap = first if first in (10, 20) else 1
+    steps = first + gap * np.arange(60)
+    kl = kl0 + 0.001 * np.arange(60)
+    log = RunLog(steps=steps.astype(np.int64), series={"reward": np.full(60, 0.5), "kl_ref": kl}, format="jsonl",
+                 source="<synthetic>")
+    found = reference_not_start(log)
+    assert (found is not None) == fires
+    if fires:
+        start = kl[steps <= 10][:MIN_WINDOW]
+        assert found.severity == "warning" and found.evidence[0]["value"] == pytest.approx(np.mean(start))
+        assert found.evidence[0]["value"] > KL_START_HIGH

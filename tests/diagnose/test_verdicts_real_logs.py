@@ -45,6 +45,8 @@ def test_the_unambiguous_real_verdicts(real_logs):
     d = diagnose(read_log(real_logs / SRINATH))
     assert d.primary == "advantage_degeneracy"
     assert d.findings[0].name == "truncation" and d.headline()[2].startswith("invalid")  # first, before the fit
-    # KL ~1 from the first step: the reference is not the starting policy
+    # KL ~1 from the first step: the reference is not the starting policy (a warning among the first lines: s43u D4)
     d = diagnose(read_log(real_logs / ALEX_JSON))
-    assert any("reference is not the starting policy" in n for n in d.notes)
+    found = next(f for f in d.findings if f.name == "reference_not_start")
+    assert "the reference is not the starting policy" in found.summary and found.severity == "warning"
+    assert any(line.startswith("finding    the KL to the reference is") for line in d.headline())

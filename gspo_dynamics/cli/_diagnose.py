@@ -211,6 +211,10 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     except ColumnMapError as error:
         raise ConfigError(error.render(cli=True)) from None
     hparams, brief = logged_beta(args, setup, hparams, brief, log)
+    if args.config is not None:  # the config given beside the log: where they cannot be one run's, said first
+        from gspo_dynamics.predict import config_disagrees
+
+        brief = config_disagrees(log, setup) + brief
     reward_range = None if args.reward_range is None else tuple(args.reward_range)
     _check_reward_range(log, reward_range)
     diagnosis = diagnose(log, hparams, reward_range=reward_range)

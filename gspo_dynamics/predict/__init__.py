@@ -46,7 +46,7 @@ from gspo_dynamics.predict._end_reward import (
 from gspo_dynamics.predict._fall_chance import FALL_CHANCE, chance_grid, fall_chance, fit_fall_chance, margin_grid
 from gspo_dynamics.predict._pilot import PilotForecast, pilot_forecast
 from gspo_dynamics.predict._pilot_headline import pilot_headline
-from gspo_dynamics.predict._pilot_log import beta_from_logged_kl, load_pilot
+from gspo_dynamics.predict._pilot_log import beta_from_logged_kl, config_disagrees, load_pilot
 from gspo_dynamics.predict._printed_setup import setup_from_log
 from gspo_dynamics.predict._prior import LEVEL as PRIOR_LEVEL
 from gspo_dynamics.predict._prior import (
@@ -82,6 +82,7 @@ __all__ = [
     "load_config_file",
     "read_run_config",
     "setup_from_log",
+    "config_disagrees",
     "stability_grid",
     "stiffness_bounds",
     "NO_CLIP",

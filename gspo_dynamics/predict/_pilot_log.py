@@ -48,7 +48,7 @@ def _reward_rows(log: RunLog, name: str, n: int) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
-def lr_mismatch(log: RunLog, n: int, lr: float, key: str) -> str | None:
+def lr_mismatch(log: RunLog, n: int, lr: float, key: str, what: str = "pilot") -> str | None:
     """A pilot that logged a learning rate LR_MISMATCH times the config's or more, either way, at its peak (and not
     in a warm-up still climbing to it): the config is likely not the pilot's, and every bound scales from the
     config's lr; said first (`PilotForecast.brief_lines`). None where it agrees, or logs none."""
@@ -59,9 +59,9 @@ def lr_mismatch(log: RunLog, n: int, lr: float, key: str) -> str | None:
     climbing = hi - lo > LR_MATCH * hi and float(logged[-1]) >= hi * (1 - LR_MATCH)  # a warm-up not done by its end
     if max(hi / lr, lr / hi) < LR_MISMATCH or (hi < lr and climbing):
         return None
-    return (f"the pilot logged {key} up to {hi:.3g}, {max(hi / lr, lr / hi):.3g}x {'above' if hi > lr else 'below'} the "
-            f"config's {lr:.3g}: is this the pilot's config? every bound here scales from the config's lr "
-            f"(--set {key}={hi:.3g} reads the pilot's)")
+    return (f"the {what}'s {key} reaches {hi:.3g}, {max(hi / lr, lr / hi):.3g}x {'above' if hi > lr else 'below'} the "
+            f"config's {lr:.3g}: is this the {what}'s config? every bound here scales from the config's lr "
+            f"(--set {key}={hi:.3g} reads the {what}'s)")
 
 
 def first_lines(log: RunLog, n: int, setup) -> dict:
@@ -71,6 +71,19 @@ def first_lines(log: RunLog, n: int, setup) -> dict:
     return {"mismatch": lr_mismatch(log, n, setup.hparams.lr, keys.lr if keys is not None else "lr"),
             "past_run": past_the_run(log, setup.run_steps, keys.run_length if keys is not None else "run length"),
             "unread": reward_not_finite(log, n)}
+
+
+def config_disagrees(log: RunLog, setup) -> list[str]:
+    """diagnose --config: where the log and the config cannot be one run's, said first (audit s43u D3: a config of lr
+    1e-6 and 300 steps read beside a log of a constant 5e-4 over 150 steps, unsaid): its logged peak lr
+    LR_MISMATCH times the config's or more, either way (`lr_mismatch`), or its steps past the config's length."""
+    keys = getattr(setup, "keys", None)
+    lr = lr_mismatch(log, log.n_points("reward"), setup.hparams.lr, keys.lr if keys is not None else "lr", "log")
+    steps = log.valid("reward")[0]
+    key = keys.run_length if keys is not None else "run length"
+    past = (f"the log runs to step {int(steps[-1])}, past the config's {key} {setup.run_steps}: is this its config?"
+            if setup.run_steps is not None and steps.size and steps[-1] > setup.run_steps * (1 + LENGTH_SLACK) else None)
+    return [f"config and log disagree: {line}" for line in (lr, past) if line]
 
 
 def past_the_run(log: RunLog, run_steps: int | None, key: str) -> str | None:

@@ -104,6 +104,30 @@ class Change:
         return {"key": self.key, "value": self.value, "setting": self.setting, "buys": self.buys}
 
 
+FLOOR_MOST = 0.5  # a G whose least zero-std share (every prompt at success 1/2), 2 (1/2)^G, is this or more: G = 2
+FLOOR_TARGET = 0.3  # ... raised to the least G whose floor is at most this (`_signals.ZERO_STD_TARGET`'s 0.3)
+
+
+def _group_floor_change(setup, keys: ConfigKeys | None, floor: float) -> list[Change]:
+    """G raised where the config alone says most groups carry no signal: p^G + (1 - p)^G is least at p = 1/2, so at
+    G = 2 at least half of the groups are all alike whatever the prompts (audit s43u D1: "change: none" beside "at
+    least 0.5"); to the least G whose floor 2 (1/2)^G is at most FLOOR_TARGET, with the edits that keep T."""
+    G = setup.hparams.group_size
+    if G is None or floor < FLOOR_MOST:
+        return []
+    new = next(g for g in range(G + 1, 64) if 2 * 0.5 ** g <= FLOOR_TARGET)
+    buys = (f"zero-std groups at least {floor:.0%} -> at least {2 * 0.5 ** new:.0%} (the least over any prompts: every "
+            "prompt at success 1/2; mixed difficulty gives more)")
+    if keys is None:
+        return [Change("group_size", new, f"group_size: {new}", buys)]
+    edits = keys.group_edits(G, new)
+    if edits is None:
+        return [Change(keys.group, new, keys.setting(keys.group, new), f"{buys}; it moves T: set T again")]
+    return [Change(key, value, keys.setting(key, value), buys + (
+        f", with {' and '.join(keys.setting(k, v) for k, v in edits if k != key)} (T kept)" if len(edits) > 1 else ""))
+        for key, value in edits]
+
+
 def with_fixes(setup, changes: list[Change]) -> list[Change]:
     """The edits the framework needs to accept the config (`RunSetup.fixes`: TRL would not start the run) first, then
     `changes` on other keys: a config the framework refuses never gets "change: none" (audit s43u D1)."""
@@ -317,6 +341,7 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
             settled += zero_std.settled_lines()
             changes += zero_std.changes(setup)
         else:
+            changes += _group_floor_change(setup, keys, config.zero_std_share[0.5])
             filtered = any(k == FILTER_GROUPS and v for k, v, _ in setup.unmodelled)  # DAPO's dynamic sampling
             settled.append(f"zero-std groups at {group_key} {hp.group_size}: at least {config.zero_std_share[0.5]:.2g} "
                            f"(every prompt at success 0.5), {config.zero_std_share[0.9]:.2g} at 0.9; prompts of mixed "

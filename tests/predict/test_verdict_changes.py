@@ -494,3 +494,22 @@ def test_a_config_trl_refuses_gets_the_edit_that_makes_it_start_not_change_none(
     fixed = read_run_config(cfg | {key: value}, devices=1)
     assert not any(line.startswith("TRL refuses this config") for line in fixed.brief_lines())
     assert not config_headline(config_forecast(fixed)).changes
+
+
+def test_a_group_of_two_gets_a_larger_group_from_the_config_alone():
+    """Audit s43u D1: "zero-std groups at num_generations 2: at least 0.5" beside "change: none". p^G + (1 - p)^G is
+    least at p = 1/2 (recomputed by hand over a grid of p), so at G = 2 at least half of the groups carry no signal
+    whatever the prompts: G goes to the least G whose floor is at most 0.3, T kept; at G = 4 nothing is said."""
+    from gspo_dynamics.predict._headline import FLOOR_TARGET
+
+    p = np.linspace(0.0, 1.0, 1001)
+    floor = lambda G: float(np.min(p ** G + (1 - p) ** G))  # noqa: E731
+    new = next(G for G in range(3, 64) if floor(G) <= FLOOR_TARGET + 1e-12)
+    cfg = {"learning_rate": 1e-5, "num_generations": 2, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2,
+           "max_steps": 100, "lr_scheduler_type": "constant"}
+    setup = read_run_config(cfg, devices=1)
+    changes = {c.key: c.value for c in config_headline(config_forecast(setup)).changes}
+    assert changes["num_generations"] == new == 3 and floor(2) == pytest.approx(0.5)
+    edited = read_run_config(cfg | changes, devices=1)
+    assert edited.hparams.refresh_interval == setup.hparams.refresh_interval  # T kept
+    assert not config_headline(config_forecast(read_run_config(cfg | {"num_generations": 4}, devices=1))).changes

@@ -229,7 +229,9 @@ def _cause_verdicts(log: RunLog, hparams, trend: dict, verdicts: list[Verdict], 
 
 # a check's missing series, the name `--map` gives it, and the unread column names that may hold it
 MAP_HINTS = (("no completion length", "mean_length", r"token|length|(^|_)len($|_)|words|chars"),
-             ("no entropy series", "entropy", r"entrop"))
+             ("no entropy series", "entropy", r"entrop"),
+             # ROLL's advantage/zero_rate (not read unmapped: `logs._vocabulary`), a loop's zero-reward shares
+             ("no zero-std fraction", "frac_zero_std", r"zero_?(std|rate|adv|grad)|(^|/)zero_"))
 
 
 def _map_hint(why: str, unread: tuple[str, ...], placeholders: tuple[str, ...] = ()) -> str:

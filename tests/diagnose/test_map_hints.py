@@ -75,3 +75,14 @@ def test_a_reward_the_reader_picked_is_said_under_the_answer(tmp_path, capsys):
     assert line.endswith("(--map reward=COLUMN names another)")
     assert main(["diagnose", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["log"]["reward_guessed"] is True
+
+
+def test_an_unread_zero_rate_column_is_offered_where_the_degeneracy_is_not_checked():
+    """Audit s43u D6: ROLL's advantage/zero_rate (~0.71 on every row) is not read unmapped (a zero advantage need not be
+    a zero-std group), and "not checked advantage degeneracy" did not name it: the --map that reads it is offered."""
+    from gspo_dynamics.diagnose._diagnose import _map_hint
+
+    why = "advantage degeneracy: the log has no zero-std fraction (frac_reward_zero_std, TRL >= 0.18)"
+    assert _map_hint(why, ("actor/ratio_mean", "advantage/zero_rate")) == (
+        " (the unread column 'advantage/zero_rate' may be it: --map frac_zero_std=advantage/zero_rate)")
+    assert _map_hint(why, ("actor/ratio_mean", "critic/score/max")) == ""

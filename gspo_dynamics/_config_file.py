@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 
 from gspo_dynamics._errors import ConfigError
 
-FORMATS = ("JSON, YAML (.yaml / .yml), TOML (.toml) or a verl, OpenRLHF or TRL launch script (.sh)")  # what `load_config_file` reads
+FORMATS = ("JSON, YAML (.yaml / .yml), TOML (.toml), a verl, OpenRLHF or TRL launch script (.sh) or a TRL program "
+           "(.py)")  # what `load_config_file` reads
 _YAML_SUFFIXES = (".yaml", ".yml")
 _SCRIPT_SUFFIXES = (".sh", ".bash")  # a verl launch script (`_launch_script`)
 _TAB = "a tab; YAML indents with spaces"

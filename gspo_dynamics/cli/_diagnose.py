@@ -35,7 +35,7 @@ def _epilog() -> str:
             "  gspo-dynamics diagnose output/checkpoint-500/trainer_state.json --config grpo.yaml\n"
             "  gspo-dynamics diagnose metrics.csv --map reward=score --explain\n\n"
             "Hyperparameters (optional; they unlock the damping margin and the critical refresh interval) come from "
-            "flags, from --config FILE (JSON, YAML, TOML or a verl / OpenRLHF launch script: a TRL GRPOConfig, a verl config, OpenRLHF's "
+            "flags, from --config FILE (JSON, YAML, TOML, a verl / OpenRLHF launch script or a TRL program .py: a TRL GRPOConfig, a verl config, OpenRLHF's "
             "arguments, our trainer's config or "
             "our own field names; read as `predict --config` reads it), or both (flags win). --lr is needed with any "
             "other hyperparameter flag. A log with its own column names: --map reward=my_reward,kl_ref=my_kl (NAME is "
@@ -75,7 +75,8 @@ def add_map_option(p: argparse.ArgumentParser) -> None:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """--config, --reward-range and the training hyperparameter flags (read by `hyperparams_from_flags`)."""
     add_config_options(p, "hyperparameters from a TRL GRPOConfig, a verl config, OpenRLHF's arguments or our trainer's "
-                          "config (JSON, YAML or TOML; or a verl / OpenRLHF launch script), as predict --config reads it",
+                          "config (JSON, YAML or TOML; a verl / OpenRLHF launch script; or a TRL program, .py), as predict --config "
+                          "reads it",
                        "the report")
     p.add_argument("--devices", type=integer, metavar="N",
                    help="data-parallel processes of a TRL run, with --config (default: the config's, else 1)")

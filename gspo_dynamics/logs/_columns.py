@@ -172,6 +172,7 @@ def no_reward_error(columns: Iterable[str]) -> ColumnMapError:
     columns = sorted(set(columns))
     named = _named_reward(columns)
     found = "no reward series was found" + (f" (column {named[0]!r} holds no numbers)" if named else "")
+    columns = [c for c in columns if c not in named] or columns  # a column of no numbers is no column to map to
     every = (("reward", "COLUMN"), f", COLUMN one of the log's columns: {column_list(columns)}")
     candidates = [c for c in reward_like(columns) if c not in named]
     training = [c for c in columns if not is_eval_key(c)]

@@ -173,3 +173,10 @@ def test_a_log_whose_only_accuracies_are_evaluations_says_so_and_the_map_of_one_
         read_log(json.dumps(history))
     with pytest.raises(ColumnMapError, match="that column is an evaluation reading, read apart from the training"):
         read_log(json.dumps(history), column_map={"reward": "eval_g0_accuracy"})
+
+
+def test_a_reward_column_of_text_is_not_offered_as_the_column_to_map():
+    """Audit s43u D12: `reward` holding words ("good", "bad") was named as holding no numbers and then offered again
+    among the columns to map (`--map reward=COLUMN, COLUMN one of ... 'reward'`)."""
+    said = str(no_reward_error(["step", "reward", "loss"]))
+    assert "(column 'reward' holds no numbers)" in said and "'reward'" not in said.split("holds no numbers)", 1)[1]

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks (issue 15) as one command on a lent GPU machine, where `python3` holds a CUDA torch
 # and nothing can be installed: the environment, the gpu-marked tests, the trainer benchmark and the
-# at-scale claims of paper_repro/trainer_at_scale.py. Each stage logs to $OUT (default out/gpu) and
+# at-scale claims of paper_repro/trainer_at_scale.py. The tests stage collects tests/sim and tests/train, where the
+# gpu-marked tests are (TESTS= gives others: the whole of tests/ imports orjson and TRL, which the machine lacks, at
+# collection, session 43). Each stage logs to $OUT (default out/gpu) and
 # the RESULTS.md files it rewrote are copied there, to be merged by hand into the checkout.
 #
 #   bash benchmarks/gpu_session.sh env tests bench              # ~5 min on an H100
@@ -30,7 +32,7 @@ for stage in "$@"; do
     env) nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
          $PY -c "import torch, sys; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available(), torch.cuda.get_device_name(0))"
          $PY -c "import triton; print('triton', triton.__version__)" ;;
-    tests) timeout $LIMIT $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" ${TESTS:-tests} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;
+    tests) timeout $LIMIT $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" ${TESTS:-tests/sim tests/train} 2>&1 | tee "$OUT/gpu_tests.log" | tail -25 ;;
     kernels) timeout $LIMIT $PY -m pytest -m gpu -q -p no:cacheprovider -o addopts="-ra --strict-markers" \
                tests/train/test_triton_attention.py tests/train/test_graph_decode.py 2>&1 | tee "$OUT/kernel_tests.log" | tail -25 ;;
     decode) timeout $LIMIT $PY benchmarks/bench_graph_decode.py --models ${BENCH_MODELS:-100m,1b} --prompts ${BENCH_PROMPTS:-32,8} \

@@ -58,7 +58,7 @@ def python_config(text: str, source: str) -> dict[str, Any]:
                           "HfArgumentParser): give the recipe (--config recipe.yaml) or the launch script that runs it "
                           "(.sh), both read")
     if not calls:
-        raise ConfigError(f"{source} is a Python program with no {CONFIG_CLASS}(...) call: save the config it builds "
+        raise ConfigError(f"{source} has no {CONFIG_CLASS}(...) call: save the config it builds "
                           "as JSON (json.dump(config.to_dict(), f), or trainer.args.to_dict()) and give that, or the "
                           "launch script that runs it (.sh)")
     if len(calls) > 1:
@@ -76,8 +76,7 @@ def python_config(text: str, source: str) -> dict[str, Any]:
             out.update(spread)
         else:
             out[keyword.arg] = _value(keyword.value, env)
-    for name, value in _set_after(tree, calls[0], env).items():
-        out[name] = value
+    out.update(_set_after(tree, calls[0], env))
     return out
 
 

@@ -82,7 +82,7 @@ def test_accelerates_config_file_gives_the_process_count_and_argparse_abbreviati
 def test_a_python_program_without_a_grpo_config_call_is_refused_saying_how_to_give_it(tmp_path):
     path = tmp_path / "main.py"
     path.write_text("from trl import GRPOTrainer\nconfig = build_config()\n")
-    with pytest.raises(ConfigError, match=r"is a Python program with no GRPOConfig\(...\) call: .*json.dump"):
+    with pytest.raises(ConfigError, match=r"the program .*main.py' has no GRPOConfig\(...\) call: .*json.dump"):
         load_config_file(path)
 
 

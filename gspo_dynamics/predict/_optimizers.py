@@ -170,6 +170,10 @@ def _trl_warmup(cfg: dict[str, Any], total: int | None, notes: list[str]) -> tup
     """(W, its share of the run or None): warmup_steps (a fraction below 1 is a ratio of the run, transformers'
     get_warmup_steps), else warmup_ratio."""
     steps, ratio = cfg.get("warmup_steps") or 0, cfg.get("warmup_ratio") or 0
+    if ratio and not steps:  # a field of transformers before 5 (a saved config of an older release holds it)
+        notes.append(f"warmup_ratio {ratio:g}: read as the warm-up's share of the run, as transformers before 5 read "
+                     f"it; TRL 1.16 (transformers 5) has no such field and refuses it: warmup_steps: {ratio:g} is its "
+                     "share there")
     if 0 < steps < 1:
         steps, ratio = 0, steps
     if ratio and not steps:

@@ -417,3 +417,15 @@ def test_lora_is_named_as_not_modelled_in_every_framework(tmp_path, framework):
     assert keys <= named
     assert "LoRA" in next(what for key, _, what in read_run_config(adapters).unmodelled if key in keys)
     assert not keys & {key for key, _, _ in read_run_config(full).unmodelled}  # rank 0 (the default): full training
+
+
+def test_a_warmup_ratio_is_read_as_older_releases_did_and_said_to_be_gone_from_trl_116():
+    """Audit s43py D9: `warmup_ratio` is no field of TRL 1.16's GRPOConfig (transformers 5: warmup_steps below 1 is the
+    ratio); a saved config of an older release holds it, so it is read as the share it was, and said."""
+    import trl
+
+    assert "warmup_ratio" not in {f.name for f in dataclasses.fields(trl.GRPOConfig)}  # the installed release's
+    setup = read_run_config({"learning_rate": 1e-6, "num_generations": 8, "per_device_train_batch_size": 8,
+                             "max_steps": 200, "warmup_ratio": 0.1}, devices=1)
+    assert setup.schedule.warmup == 20 and setup.schedule.warmup_share == 0.1
+    assert any("TRL 1.16 (transformers 5) has no such field" in n for n in setup.notes)

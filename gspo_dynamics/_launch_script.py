@@ -29,10 +29,10 @@ file whose name ends in `main_ppo`, as verl's examples and recipes launch it), i
 
 Assignments are taken in the order written, the last before the command winning, except one whose value is only the
 caller's option argument (`N=$OPTARG` in a `getopts` loop, `N="$2"` in an argument loop: set only where the caller
-passes the option, so the script's own value or default stands: `N=${N:-8}` is 8, audit s43c D3); a `case` whose subject the script's
-own variables give runs its matching branch alone (`_in_case`); if / else branches are not told apart: a variable set
-in more than one of them, or in several branches of a case whose subject the script does not give, is read on its last
-assignment, and said (`branch_assignments`). A script that runs the trainer more than once (two runs, or one command
+passes the option, so the script's own value or default stands: `N=${N:-8}` is 8, audit s43c D3); a `case` whose
+subject the script's own variables give runs its matching branch alone (`_in_case`); if / else branches are not told
+apart: a variable set in more than one of them, or in several branches of a case whose subject the script does not
+give, is read on its last assignment, and said (`branch_assignments`). A script that runs the trainer more than once (two runs, or one command
 per branch) is one ConfigError: which run it means, it does not say.
 
 `+key=value` and `++key=value` (Hydra's append and force) keep their `+`: the loader reads them as `key=value` and
@@ -48,20 +48,16 @@ the overrides alone would take verl's defaults for them.
 
 from __future__ import annotations
 
-import ast
 import re
-import shlex
 
 from gspo_dynamics._errors import ConfigError
+from gspo_dynamics._shell_words import commands as _commands
+from gspo_dynamics._shell_words import expanded as _expanded
+from gspo_dynamics._shell_words import logical_lines as _logical_lines
+from gspo_dynamics._shell_words import words as _words
 
 _ARRAY = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=\((.*)\)\s*$")
-_ELEMENTS = re.compile(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?')
-_ARITHMETIC = re.compile(r"\$\(\(((?:[^()]|\([^()]*\))*)\)\)")  # $(( ... )), one level of parentheses inside
-_OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-              ast.Div: lambda a, b: _truncated(a, b), ast.FloorDiv: lambda a, b: _truncated(a, b),
-              ast.Mod: lambda a, b: a - b * _truncated(a, b)}  # the shell's / and % truncate toward 0
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*?)\s*$")
-_VARIABLE = re.compile(r"\$\{([A-Za-z_]\w*)(?:(:?)-((?:[^{}]|\$\{[^{}]*\})*))?\}|\$([A-Za-z_]\w*)")  # a default may
 # hold one ${...} of its own: ${CONFIG_DIR:-"${HOME}/verl/trainer/config"}
 _TRAINER = re.compile(r"(?:main_ppo(?:_format)?|recipe[/.]dapo[/.]main_dapo)(?:\.py)?$")  # _format: Search-R1's entry
 # with its format reward; main_dapo: verl's DAPO recipe (its dapo_trainer.yaml on ppo_trainer: `_verl_fields.DAPO_RECIPE`)
@@ -321,111 +317,3 @@ def _base_config(words: list[str]) -> tuple[dict[str, str], list[str]]:
             base[_BASE_OPTIONS[option]] = value
             named.append(word if eq else f"{word} {value}")
     return base, named
-
-
-def _logical_lines(text: str) -> list[str]:
-    """The script's lines as the shell reads its commands: comments dropped (from a `#` that starts a word), a
-    backslash-newline joined, and a line that opens an array `NAME=(` or a quoted string it does not close
-    joined with the lines up to the one that does (newlines as spaces); `overrides_of` splits each at `;`."""
-    physical = [re.sub(r"(^|\s)#.*$", "", line) for line in re.sub(r"\\\r?\n", " ", text).splitlines()]
-    lines: list[str] = []
-    i = 0
-    while i < len(physical):
-        line = physical[i]
-        while i + 1 < len(physical) and _open(line):
-            i += 1
-            line += " " + physical[i]
-        lines.append(line)
-        i += 1
-    return lines
-
-
-def _commands(line: str) -> list[str]:
-    """`line` split at each `;` outside quotes (the shell's command separator: `a=1; b=2`)."""
-    parts, start, quote = [], 0, None
-    for i, ch in enumerate(line):
-        if quote is None and ch in "\"'":
-            quote = ch
-        elif ch == quote:
-            quote = None
-        elif ch == ";" and quote is None:
-            parts.append(line[start:i])
-            start = i + 1
-    return parts + [line[start:]]
-
-
-def _open(line: str) -> bool:
-    """Whether `line` leaves an array `NAME=(` or a quote open."""
-    if re.match(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(", line) and ")" not in line.partition("=(")[2]:
-        return True
-    return _unclosed_quote(line)
-
-
-def _unclosed_quote(line: str) -> bool:
-    """Whether a quote opened in `line` (double, or single: `--runtime-env-json='{` over several lines) is not closed
-    there."""
-    quote = None
-    for ch in line:
-        if quote is None and ch in "\"'":
-            quote = ch
-        elif ch == quote:
-            quote = None
-    return quote is not None
-
-
-def _expanded(text: str, values: dict[str, str], arrays: dict[str, list[str]] | None = None) -> str:
-    """`text` with the arrays and variables the script set replaced and its integer arithmetic done (module
-    docstring); the others as written."""
-    arrays = arrays or {}
-
-    def elements(match: re.Match) -> str:
-        name = match.group(1)
-        return " ".join(shlex.quote(w) for w in arrays[name]) if name in arrays else match.group(0)
-
-    def value(match: re.Match) -> str:
-        name, colon, default = match.group(1) or match.group(4), match.group(2), match.group(3)
-        if name in values and not (colon and default is not None and values[name] == ""):  # `:-`: unset or empty
-            return values[name]
-        return _VARIABLE.sub(value, default) if default is not None else match.group(0)
-
-    return _ARITHMETIC.sub(lambda m: _arithmetic(m, values), _VARIABLE.sub(value, _ELEMENTS.sub(elements, text)))
-
-
-def _arithmetic(match: re.Match, values: dict[str, str]) -> str:
-    """The integer value of `$(( expression ))` (names read as the script's integer variables), or the match as
-    written where the expression holds anything else."""
-    expression = re.sub(r"[A-Za-z_]\w*", lambda m: values.get(m.group(0), m.group(0)), match.group(1))
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-        return str(_integer(tree.body))
-    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError):
-        return match.group(0)
-
-
-def _integer(node: ast.AST) -> int:
-    """An integer expression's value: int literals, unary -, and + - * / % (the shell's / truncates toward 0)."""
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _integer(node.operand)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        a, b = _integer(node.left), _integer(node.right)
-        if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
-            raise ZeroDivisionError
-        return _OPERATORS[type(node.op)](a, b)
-    raise ValueError("not an integer expression")
-
-
-def _words(text: str) -> list[str]:
-    """`text` split as the shell splits it (quotes removed); a line it cannot split (an open quote) gives none."""
-    try:
-        return shlex.split(text, posix=True)
-    except ValueError:
-        return []
-
-
-def _truncated(a: int, b: int) -> int:
-    """a / b truncated toward 0, as the shell's integer division."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q

@@ -20,6 +20,7 @@ with no GRPOConfig call, or several, is one ConfigError.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections import Counter
 from typing import Any
@@ -40,6 +41,12 @@ def is_computed(value: Any) -> bool:
     return isinstance(value, str) and value.endswith(COMPUTED)
 
 
+@functools.lru_cache(maxsize=1)
+def _tree(text: str) -> ast.Module:
+    """The program's syntax tree, parsed once for `python_config` and `program_notes` (a 7 MB program takes seconds)."""
+    return ast.parse(text)
+
+
 class _Unknown(Exception):
     """A value that is no literal of the program's."""
 
@@ -48,7 +55,7 @@ def python_config(text: str, source: str) -> dict[str, Any]:
     """The keyword arguments of the program's one GRPOConfig(...) call and the attributes it sets on its result after
     (module docstring), or one ConfigError."""
     try:
-        tree = ast.parse(text)
+        tree = _tree(text)
     except SyntaxError as exc:
         raise ConfigError(f"{source} is not valid Python (line {exc.lineno}: {exc.msg})") from None
     names = _class_names(tree)
@@ -87,7 +94,7 @@ def program_notes(text: str) -> tuple[str, ...]:
     """What the program does to the run outside its GRPOConfig that the answer must say: LoRA adapters (a call of
     get_peft_model or LoraConfig, or a trainer given peft_config=...), which no key of the config holds."""
     try:
-        tree = ast.parse(text)
+        tree = _tree(text)  # the tree `python_config` parsed: one parse per program
     except SyntaxError:
         return ()
     lora = sorted({(node.lineno, _named(node.func)) for node in ast.walk(tree) if isinstance(node, ast.Call) and (

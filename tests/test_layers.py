@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gspo_dynamics"
 # only (the base modules, rank 0, also each other)
 LAYERS: dict[str, int] = {
     "__init__": 0, "_checks": 0, "_errors": 0, "_keys": 0, "_progress": 0, "_plain": 0, "real_logs": 0,  # base: shared by all
-    "_config_file": 0, "_launch_script": 0, "_trl_launch": 0, "_python_config": 0,
+    "_config_file": 0, "_launch_script": 0, "_shell_words": 0, "_trl_launch": 0, "_python_config": 0,
     "theory": 1,  # the reduced-order model: numpy/scipy/sympy
     "objectives": 2, "logs": 2,  # losses; log readers
     "fit": 3,  # curves fitted to a log

@@ -22,7 +22,8 @@ START_STEPS = 10  # the run's first steps: a KL read later may be the training's
 
 
 def reference_not_start(log, hparams=None) -> Finding | None:
-    """A warning where the KL to the reference averages more than KL_START_HIGH over the first MIN_WINDOW rows."""
+    """A warning where the KL to the reference averages more than KL_START_HIGH over the logged rows of the first
+    START_STEPS steps (module docstring)."""
     if "kl_ref" not in log or log.n_points("kl_ref") < MIN_WINDOW:
         return None
     steps, kl = log.valid("kl_ref")

@@ -199,7 +199,7 @@ def _trl_setup(cfg: dict[str, Any], devices: int | None, notes: list[str], unkno
                        None)  # both (a saved config): the edits name steps_per_generation
     keys = trl_keys(int(cfg.get("num_iterations") or TRL_DEFAULTS["num_iterations"]), int(accumulation), rollout_key,
                     rollout, eval_group=hp.group_size if evaluates(cfg) else 0)
-    defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_steps_per_generation`
+    defaults = {**TRL_DEFAULTS, "max_steps": -1, "steps_per_generation": accumulation}  # `_trl_generation.steps_per_generation`
 
     def given(key: str) -> Any:  # a generation_batch_size gives steps_per_generation
         return cfg.get(key) if key != "steps_per_generation" else cfg.get(key, cfg.get("generation_batch_size"))

@@ -48,10 +48,12 @@ import re
 from typing import Any
 
 from gspo_dynamics._errors import ConfigError
-from gspo_dynamics._python_config import COMPUTED, is_computed
 from gspo_dynamics.predict._field_tables import sampling_check
 from gspo_dynamics.predict._clip_modes import clip_mode, no_lower_clip, trl_cispo
 from gspo_dynamics.predict._optimizers import not_one_of, trl_optimizer
+from gspo_dynamics.predict._trl_generation import on_one_process as _on_one_process
+from gspo_dynamics.predict._trl_generation import steps_per_generation as _trl_steps_per_generation
+from gspo_dynamics.predict._trl_generation import whole_groups_fix as _whole_groups_fix
 from gspo_dynamics.theory.hyperparams import SGD, Adam, Hyperparams
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
@@ -112,9 +114,6 @@ def _number(key: str, value: Any, *, integer: bool = False, positive: bool = Fal
         ok = value > 0
     if ok and (nonnegative or unit):
         ok = value >= 0 and (not unit or value < 1)
-    if not ok and is_computed(value):  # a program's value Python computes (`_python_config`)
-        raise ConfigError(f"config key {key!r} is {value.removesuffix(COMPUTED)}, which the program computes (it is "
-                          f"not run here): give its value with --set {key}=VALUE")
     if not ok and isinstance(value, str) and SHELL_VARIABLE.match(value):  # left as written by `_launch_script`
         raise ConfigError(f"config key {key!r} is {value}, a variable the launch script does not set (the caller's "
                           f"shell is not read): give its value with --set {key}=VALUE")
@@ -213,30 +212,6 @@ def _generation_keys(cfg: dict[str, Any]) -> tuple[int | None, int | None]:
                  for key in ("steps_per_generation", "generation_batch_size"))
 
 
-def _trl_steps_per_generation(generation: tuple[int | None, int | None], ga: int, global_batch: int,
-                              notes: list[str]) -> int:
-    """steps_per_generation as `GRPOConfig.__post_init__` sets it (module docstring): given, or from
-    generation_batch_size over the global batch (per_device_train_batch_size x devices), else the accumulation."""
-    spg, gbs = generation
-    if spg is not None and gbs is not None:  # a saved config: __post_init__ filled both in
-        if gbs != spg * global_batch:
-            raise ConfigError(f"generation_batch_size ({gbs}) is not steps_per_generation x per_device_train_batch_size x "
-                              f"devices ({spg} x {global_batch}); TRL refuses a config that sets both (give one, or the "
-                              "device count that makes them agree: --devices)")
-        return spg
-    if gbs is not None:
-        if gbs % global_batch:
-            raise ConfigError(f"generation_batch_size ({gbs}) must be divisible by per_device_train_batch_size x "
-                              f"devices ({global_batch}), as TRL requires")
-        notes.append(f"steps_per_generation = generation_batch_size / (per_device_train_batch_size x devices) = "
-                     f"{gbs} / {global_batch} = {gbs // global_batch}")
-        return gbs // global_batch
-    if spg is None:
-        notes.append(f"steps_per_generation not given: gradient_accumulation_steps ({ga}), TRL's default")
-        return ga
-    return spg
-
-
 def _trl_advantage(scale: Any, notes: list[str]) -> str:
     """scale_rewards: group (or true) divides by the group's std; batch by one std over the whole batch, a common
     scale: the theory's mean-centred advantage, its scale in the measured stiffness; none (or false) by nothing."""
@@ -286,38 +261,6 @@ def _trl_loss(cfg: dict[str, Any], level: str, eps: float, eps_high: float,
 
 
 NO_DEVICES = "devices not given"  # `_devices`' note where it assumes 1 process
-
-
-def _on_one_process(generation: tuple[int | None, int | None], ga: int, batch: int, G: int) -> str:
-    """The words that make TRL's refusal (generation batch not whole groups) conditional on the process count this
-    reader assumed (1): the least count that makes the batch whole groups where one does (none where the saved
-    generation_batch_size fixes the batch whatever the count)."""
-    whole = next((d for d in range(1, G + 1) if _whole_groups(generation, ga, batch, d, G)), None)
-    more = f"; {whole} processes, or a multiple, hold whole groups" if whole is not None else ""
-    return f" on 1 process (the count assumed: --devices N gives yours{more})"
-
-
-def _whole_groups_fix(generation: tuple[int | None, int | None], batch: int, devices: int, spg: int, G: int
-                      ) -> tuple[str, int, str]:
-    """(key, value, what it buys): the least edit that makes TRL's generation batch whole groups of G, the saved
-    generation_batch_size raised to the next multiple of both G and the global batch where the config gives it, else
-    per_device_train_batch_size raised to the least b with b x processes x steps_per_generation a multiple of G."""
-    if generation[1] is not None and generation[0] is None:
-        step = math.lcm(G, batch * devices)
-        gbs = step * -(-generation[1] // step)
-        return "generation_batch_size", gbs, f"a generation batch of whole groups ({gbs // G} of {G}), as TRL requires"
-    b = next(b for b in range(batch + 1, batch + G + 1) if b * devices * spg % G == 0)
-    return ("per_device_train_batch_size", b, f"a generation batch of whole groups ({b * devices * spg // G} of {G}: "
-            f"{b} x {devices} process{'es' if devices > 1 else ''} x steps_per_generation {spg}), as TRL requires")
-
-
-def _whole_groups(generation: tuple[int | None, int | None], ga: int, batch: int, d: int, G: int) -> bool:
-    """Whether d processes make the generation batch whole groups; False where TRL refuses the config at d (a probe
-    of `_on_one_process`: its refusal at a count the user never gave is no answer, audit s43py D5)."""
-    try:
-        return batch * d * _trl_steps_per_generation(generation, ga, batch * d, []) % G == 0
-    except ConfigError:
-        return False
 
 
 def _devices(cfg: dict[str, Any], devices: int | None, notes: list[str], batch: int,

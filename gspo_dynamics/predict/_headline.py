@@ -116,16 +116,35 @@ def _group_floor_change(setup, keys: ConfigKeys | None, floor: float) -> list[Ch
     if G is None or floor < FLOOR_MOST:
         return []
     new = next(g for g in range(G + 1, 64) if 2 * 0.5 ** g <= FLOOR_TARGET)
-    buys = (f"zero-std groups at least {floor:.0%} -> at least {2 * 0.5 ** new:.0%} (the least over any prompts: every "
-            "prompt at success 1/2; mixed difficulty gives more)")
+    return group_changes(keys, G, new, f"zero-std groups at least {floor:.0%} -> at least {2 * 0.5 ** new:.0%} (the "
+                                       "least over any prompts: every prompt at success 1/2; mixed difficulty gives more)")
+
+
+def group_changes(keys: ConfigKeys | None, G: int, new: int, buys: str) -> list[Change]:
+    """G set to `new` as the config's key, with each edit the framework needs beside it to keep T and accept the config
+    (`ConfigKeys.group_edits`), each key saying the others; G's key alone, said to move T, where no integer value of
+    the refresh key keeps it."""
     if keys is None:
         return [Change("group_size", new, f"group_size: {new}", buys)]
     edits = keys.group_edits(G, new)
     if edits is None:
-        return [Change(keys.group, new, keys.setting(keys.group, new), f"{buys}; it moves T: set T again")]
+        return [Change(keys.group, new, keys.setting(keys.group, new), f"{buys}; it moves T, which no integer "
+                                                                        f"{keys.refresh} keeps: set T again")]
+    why = _joint_why([name for name, _ in edits], keys)
     return [Change(key, value, keys.setting(key, value), buys + (
-        f", with {' and '.join(keys.setting(k, v) for k, v in edits if k != key)} (T kept)" if len(edits) > 1 else ""))
+        f", with {' and '.join(keys.setting(k, v) for k, v in edits if k != key)} ({why})" if len(edits) > 1 else ""))
         for key, value in edits]
+
+
+def _joint_why(names: list[str], keys) -> str:
+    """What a joint edit's keys beside G's are for: T kept (TRL's rollout also in whole groups), the eval groups kept."""
+    why = []
+    if set(names) - {keys.group, "num_generations_eval"}:
+        why.append("together they keep T" + (", and TRL takes only a generation batch of whole groups"
+                                             if keys.framework == "trl" else ""))
+    if "num_generations_eval" in names:
+        why.append("num_generations_eval keeps the eval batch's groups, which TRL checks")
+    return "; ".join(why)
 
 
 def with_fixes(setup, changes: list[Change]) -> list[Change]:
@@ -317,7 +336,7 @@ def config_headline(forecast, reward_range=None, zero_std=None) -> Headline:
         n = setup.run_steps
     framework = keys.framework if keys else "trainer"
     setting = keys.setting(keys.run_length, n) if keys else f"steps: {n}"
-    if setup.schedule is not None and setup.schedule.follows_length and n < (setup.run_steps or n + 1):
+    if setup.schedule is not None and setup.schedule.follows_length and (setup.run_steps is None or n < setup.run_steps):
         setting = _stopped_pilot(setup.schedule, keys.run_length if keys else "steps", n)
     plan = {"steps": n, "setting": setting, "why": why,
             "log": PILOT_LOGGING[framework],

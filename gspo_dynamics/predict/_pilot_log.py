@@ -79,20 +79,20 @@ def config_disagrees(log: RunLog, setup) -> list[str]:
     LR_MISMATCH times the config's or more, either way (`lr_mismatch`), or its steps past the config's length."""
     keys = getattr(setup, "keys", None)
     lr = lr_mismatch(log, log.n_points("reward"), setup.hparams.lr, keys.lr if keys is not None else "lr", "log")
-    steps = log.valid("reward")[0]
-    key = keys.run_length if keys is not None else "run length"
-    past = (f"the log runs to step {int(steps[-1])}, past the config's {key} {setup.run_steps}: is this its config?"
-            if setup.run_steps is not None and steps.size and steps[-1] > setup.run_steps * (1 + LENGTH_SLACK) else None)
+    past = past_the_run(log, setup.run_steps, keys.run_length if keys is not None else "run length", pilot=False)
     return [f"config and log disagree: {line}" for line in (lr, past) if line]
 
 
-def past_the_run(log: RunLog, run_steps: int | None, key: str) -> str | None:
+def past_the_run(log: RunLog, run_steps: int | None, key: str, pilot: bool = True) -> str | None:
     """The log's last reward step past the run's length the config gives (by more than LENGTH_SLACK): a pilot is
     its run's start, so the config may be another run's (said first; the verdict stands, a shorter run of the same
-    settings being a fair question). None where it is within, or the length is unknown."""
+    settings being a fair question). None where it is within, or the length is unknown. `pilot` False: a whole run's
+    log beside its config (diagnose --config, which has no --run-steps)."""
     steps = log.valid("reward")[0]
     if run_steps is None or not steps.size or steps[-1] <= run_steps * (1 + LENGTH_SLACK):
         return None
+    if not pilot:
+        return f"the log runs to step {int(steps[-1])}, past the config's {key} {run_steps}: is this its config?"
     return (f"the log runs to step {int(steps[-1])}, past the config's {key} {run_steps}: a pilot is its run's start; "
             f"is this its config? (--run-steps {int(steps[-1])} reads the log's own length)")
 

@@ -45,7 +45,7 @@ class ZeroStdAnswer:
     def changes(self, setup) -> list:
         """The G for the target, as the config's key, with each edit the framework needs beside it to keep T and
         accept the config (`ConfigKeys.group_edits`), each key saying the others; none where G already meets it."""
-        from gspo_dynamics.predict._headline import Change
+        from gspo_dynamics.predict._headline import group_changes
 
         G = self.group_for_target
         if G is None or G <= self.group_size or self.share <= self.target:
@@ -56,31 +56,11 @@ class ZeroStdAnswer:
         k = keys.rollout_factor(self.group_size, G) if keys is not None else 1
         buys = (f"zero-std groups {self.share:.0%} -> {self.scan.get(G, self.target):.0%} at these prompts' pass rates"
                 + (f"; each step then holds {k}x the completions" if k > 1 else ""))
-        if keys is None:
-            return [Change("group_size", G, f"group_size: {G}", buys)]
-        edits = keys.group_edits(self.group_size, G)
-        if edits is None:
-            return [Change(keys.group, G, keys.setting(keys.group, G), f"{buys}; it moves T, which no integer "
-                                                                        f"{keys.refresh} keeps: set T again")]
-        why = _why([name for name, _ in edits], keys)
-        return [Change(key, value, keys.setting(key, value), buys + (
-            f", with {' and '.join(keys.setting(k, v) for k, v in edits if k != key)} ({why})" if len(edits) > 1 else ""))
-                for key, value in edits]
+        return group_changes(keys, self.group_size, G, buys)
 
     def to_json(self) -> dict:
         return {"prompts": self.prompts, "share": self.share, "by_group": {str(g): v for g, v in self.by_group.items()},
                 "target": self.target, "group_for_target": self.group_for_target, "floor": self.floor}
-
-
-def _why(names: list[str], keys) -> str:
-    """What a joint edit's keys beside G's are for: T kept (TRL's rollout also in whole groups), the eval groups kept."""
-    why = []
-    if set(names) - {keys.group, "num_generations_eval"}:
-        why.append("together they keep T" + (", and TRL takes only a generation batch of whole groups"
-                                             if keys.framework == "trl" else ""))
-    if "num_generations_eval" in names:
-        why.append("num_generations_eval keeps the eval batch's groups, which TRL checks")
-    return "; ".join(why)
 
 
 def zero_std_answer(path: str, group_size: int | None, target: float | None = None) -> ZeroStdAnswer:

@@ -128,11 +128,12 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                                         "details": forecast.to_json()}), allow_nan=False))
     else:
         lines = headline.lines()
-        changed = 1 + max(len(headline.changes), 1)  # the verdict, then its change lines ("change: none" at least)
+        told = 1 + bool(headline.tell)  # the verdict and what would tell
+        changed = told + max(len(headline.changes), 1)  # then its change lines ("change: none" at least)
         # after the changes: the keys in force outside the model, then the run as read (what every number rests on)
         lines[changed:changed] = setup.unmodelled_lines() + [f"read: {hparams_text(setup.hparams, setup.refresh_exact)}"]
         # after the verdict: the pilot against its config, the unknown keys read past, the defaults taken
-        lines[1:1] = [f"config: {line}" for line in said] + getattr(forecast, "brief_lines", list)() + \
+        lines[told:told] = [f"config: {line}" for line in said] + getattr(forecast, "brief_lines", list)() + \
             setup.brief_lines(skip)
         lines += ["", *forecast.summary_lines()] if args.explain else ["(--explain: how this was measured)"]
         print("\n".join(lines))

@@ -68,7 +68,8 @@ from gspo_dynamics.predict._frameworks import OBJECTIVE_CLIPS, PART_GROUP
 from gspo_dynamics.predict._pilot_log import MIN_PILOT_POINTS
 from gspo_dynamics.theory.ratios import GRPO_CLIP, GSPO_CLIP
 
-SCHEMA_VERSION = "1.1"  # docs/outputs.md: predict's JSON schema (1.1: forecast.end_reward.value nullable, held added)
+SCHEMA_VERSION = "1.2"  # docs/outputs.md: predict's JSON schema (1.1: forecast.end_reward.value nullable, held added;
+# 1.2: what_would_tell and lr_margin added, each out of the reason)
 AT_RISK_SHARE = 0.7  # D above this share of the collapse limit is at risk: within the limit's own spread
 AT_RISK_CHANCE = 0.1  # a fall chance of one run in ten or more is at risk
 MARGIN_FACTOR = 2.0  # an lr within 2x of the linear bound is at risk; the lr we advise keeps this factor
@@ -165,15 +166,18 @@ class Headline:
     forecast: dict[str, Any] = field(default_factory=dict)  # end reward, interval, plateau time, collapse risk
     pilot_plan: dict[str, Any] | None = None  # without a pilot: steps, what to log
     settled: tuple[str, ...] = ()  # what the config alone settles
+    tell: str | None = None  # an unsure verdict's: what would decide it, on its own line under the verdict
+    margin: str | None = None  # a safe verdict's: how far the lr may rise, a note after the forecast
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
 
     def lines(self) -> list[str]:
-        out = [f"verdict: {self.verdict} ({self.reason})"]
+        out = [f"verdict: {self.verdict} ({self.reason})"] + ([f"to tell: {self.tell}"] if self.tell else [])
         out += [f"change: {c.setting}  ({c.buys})" for c in self.changes] or ["change: none"]
         out += [f"forecast: {text}" for text in self.forecast.get("text", [])]
+        out += [f"lr margin: {self.margin}"] if self.margin else []
         if self.pilot_plan:
             out.append(f"pilot: {self.pilot_plan['setting']} ({self.pilot_plan['why']})")
             out.append(f"  log: {self.pilot_plan['log']}")
@@ -183,6 +187,7 @@ class Headline:
     def to_json(self) -> dict[str, Any]:
         forecast = {k: v for k, v in self.forecast.items() if k != "text"}
         return {"schema_version": SCHEMA_VERSION, "verdict": self.verdict, "reason": self.reason,
+                "what_would_tell": self.tell, "lr_margin": self.margin,
                 "changes": [c.to_json() for c in self.changes], "forecast": forecast or None,
                 "pilot_plan": self.pilot_plan, "settled": list(self.settled)}
 

@@ -6,6 +6,7 @@ units, never a number)."""
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,7 +70,18 @@ def rise_in_noise(f) -> float | None:
     return float((np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
 
 
-def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
+class Verdict(NamedTuple):
+    """A pilot's verdict, its one reason and its changes; an unsure verdict's `tell` (what would decide it) and a safe
+    one's `margin` (how far the lr may rise) apart from the reason, each on its own line (`Headline`)."""
+
+    verdict: str
+    reason: str
+    changes: list[Change]
+    tell: str | None = None
+    margin: str | None = None
+
+
+def _verdict(f, chance: dict | None) -> Verdict:
     setup, hp = f.config.setup, f.config.setup.hparams
     lr, T, n = hp.lr, hp.refresh_interval, f.pilot_steps
     linear = f.max_safe_lr if f.max_safe_lr is not None and not f.lost else None
@@ -77,10 +89,10 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
     if f.invalid:  # a pilot whose updates were not finite, that barely trained, or whose answers were cut: nothing
         cap = [length_cap_change(setup, f.cap_tokens, "twice the pilot's mean completion length: answers end, not cut")
                ] if f.cap_tokens else []
-        return "unsure", f"the pilot is no evidence about this config: {f.invalid}", cap
+        return Verdict("unsure", f"the pilot is no evidence about this config: {f.invalid}", cap)
     if f.mismatch:  # a pilot run at another lr vouches for its own lr, not the config's
-        return "unsure", ("the pilot ran at another learning rate than the config's (below), so it vouches for neither; "
-                          "what would tell: the pilot's own config"), []
+        return Verdict("unsure", "the pilot ran at another learning rate than the config's (below), so it vouches for "
+                       "neither", [], tell="the pilot's own config")
     if f.lost:
         return _fall_verdict(f)
     changes: list[Change] = []
@@ -92,49 +104,49 @@ def _verdict(f, chance: dict | None) -> tuple[str, str, list[Change]]:
             changes += refresh_changes(setup, f.collapse_max_refresh, "the move within the limit at this lr")
         why = ("the pilot's entropy rose on its first updates: its step overshoots" if f.overshoot else
                f"the policy moves D = {f.displacement:.3g} between sampler refreshes, past the collapse limit {limit:.3g}")
-        return "unsafe", why, changes or [lower_lr(setup, lr, (), "the collapse rule says this lr is too large")]
+        return Verdict("unsafe", why, changes or [lower_lr(setup, lr, (), "the collapse rule says this lr is too large")])
     if linear is not None and lr > linear:
-        return "unsafe", (f"{_key(setup)} {lr:g} is above the largest stable {linear:.3g} at T = {T} (the pilot's curve "
-                          "read by the linear model)"), [lr_change(setup, linear / MARGIN_FACTOR,
-                                                                   f"a {MARGIN_FACTOR:g}x margin below the bound")]
+        return Verdict("unsafe", f"{_key(setup)} {lr:g} is above the largest stable {linear:.3g} at T = {T} (the "
+                       "pilot's curve read by the linear model)",
+                       [lr_change(setup, linear / MARGIN_FACTOR, f"a {MARGIN_FACTOR:g}x margin below the bound")])
     risks = _risks(f, chance, linear, limit, changes)
     if risks:
-        return "at risk", "; ".join(risks), _merged(changes, _key(setup)) or [lower_lr(setup, lr, (), "; ".join(risks))]
+        return Verdict("at risk", "; ".join(risks),
+                       _merged(changes, _key(setup)) or [lower_lr(setup, lr, (), "; ".join(risks))])
     if f.end_drop is not None:  # no row after it: neither a loss nor a kept reward (predict._row_fall (3))
         d = f.end_drop
-        return "unsure", (f"the pilot's last reward row, {d.after:.3g} (step {d.after_steps[0]}), fell far below its "
-                          f"level before it, {d.best:.3g} (z = {d.z:.2g} in the pilot's own scatter): a drop at its end, "
-                          "which no row after it tells from a collapse or one bad row; what would tell: a few more rows "
-                          "(a longer --pilot-steps)"), changes
+        return Verdict("unsure", f"the pilot's last reward row, {d.after:.3g} (step {d.after_steps[0]}), fell far below "
+                       f"its level before it, {d.best:.3g} (z = {d.z:.2g} in the pilot's own scatter): a drop at its end, "
+                       "which no row after it tells from a collapse or one bad row", changes,
+                       tell="a few more rows (a longer --pilot-steps)")
     if f.length_fall is not None:  # a shrinking answer vouches for no run (`predict._pilot_validity.length_fall`)
-        return "unsure", (f"the pilot kept its reward over {n} points, but {f.length_fall}; what would tell: the "
-                          "completions of its last steps (near-empty ones: a length penalty, or a reward a short answer "
-                          "earns), or a longer pilot"), changes
+        return Verdict("unsure", f"the pilot kept its reward over {n} points, but {f.length_fall}", changes,
+                       tell="the completions of its last steps (near-empty ones: a length penalty, or a reward a short "
+                       "answer earns), or a longer pilot")
     weak = weak_swing(f)
     if weak is not None:  # a limit cycle not shown surely enough for a risk: no margin either
-        return "unsure", (f"the pilot kept its reward over {n} points, but {weak}; what would tell: a longer pilot "
-                          "(--pilot-steps)"), changes
+        return Verdict("unsure", f"the pilot kept its reward over {n} points, but {weak}", changes,
+                       tell="a longer pilot (--pilot-steps)")
     margins = [f"the pilot kept its reward over {n} points"]
     if limit is not None:
-        margins.append(f"the pilot ran at this move between refreshes (D = {f.displacement:.3g}) and held" if ran_and_held(f)
+        margins.append(f"it ran at this move between refreshes (D = {f.displacement:.3g}) and held" if ran_and_held(f)
                        else f"the move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
     if limit is None and (T > 1 or f.entropy_rise is None):  # the linear bound alone never vouches for a run
-        return "unsure", _unread(f, linear), changes
+        reason, tell = _unread(f, linear)
+        return Verdict("unsure", reason, changes, tell=tell)
     if limit is None:
         margins.append("its entropy did not overshoot on the first updates, the one collapse route on-policy "
                        "(theory.collapse (6))")
-    if linear is not None:
-        margins.append(_lr_margin(setup, lr, linear))
-    elif limit is None:
-        margins.append(f"the lr's margin is not identified ({f.lr_note})")
-    return "safe", "; ".join(margins), changes
+    margin = _lr_margin(setup, lr, linear) if linear is not None else (
+        f"not identified ({f.lr_note})" if limit is None else None)
+    return Verdict("safe", "; ".join(margins), changes, margin=margin)
 
 
-def _unread(f, linear: float | None = None) -> str:
+def _unread(f, linear: float | None = None) -> tuple[str, str]:
     """Why a pilot that kept its reward does not decide: the collapse rule, the route real runs fall by, read nothing
     (it needs the entropy's first updates at T = 1, the move between refreshes at T > 1), and the linear model's
     bound on the reward's oscillation (`linear`, where it gives one; else `lr_note` says why not) cannot vouch for
-    the run alone; what would tell, in the framework's own columns (COLLAPSE_COLUMNS)."""
+    the run alone; and what would tell, in the framework's own columns (COLLAPSE_COLUMNS)."""
     setup, n, imp = f.config.setup, f.pilot_steps, f.implications
     keys = getattr(setup, "keys", None)
     entropy, drift = COLLAPSE_COLUMNS[keys.framework if keys else "trainer"]
@@ -145,18 +157,17 @@ def _unread(f, linear: float | None = None) -> str:
                if no_entropy else "move between sampler refreshes, the collapse rule's reading at a refresh interval T > 1")
     if on_policy and f.rise_unread:  # logged, but too scattered to read the first updates by
         return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: "
-                f"{f.rise_unread}; what would tell: more completions a step (the entropy's mean over more of them "
-                f"scatters less) or the step's token entropy over its whole batch")
+                f"{f.rise_unread}", "more completions a step (the entropy's mean over more of them scatters less) or "
+                "the step's token entropy over its whole batch")
     longer = ", run until its rise bends" if imp is None or imp.plateau_extrapolated else ""
-    oscillation = (f"the linear model gives none ({f.lr_note})" if linear is None else
-                   f"the linear model bounds only the reward's oscillation "
-                   f"({_oscillation_bound(setup, setup.hparams.lr, linear)})")
-    return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: "
-            f"{oscillation}, and it logs no {missing}; what would tell: a pilot that logs "
-            f"{entropy if on_policy or no_entropy else drift}{longer}")
+    oscillation = (f"the linear model gives none: {f.lr_note}" if linear is None else
+                   f"the linear model bounds only the reward's oscillation: "
+                   f"{_oscillation_bound(setup, setup.hparams.lr, linear)}")
+    return (f"the pilot kept its reward over {n} points, but nothing in it bounds the lr against collapse: it logs no "
+            f"{missing}, and {oscillation}", f"a pilot that logs {entropy if on_policy or no_entropy else drift}{longer}")
 
 
-def _fall_verdict(f) -> tuple[str, str, list[Change]]:
+def _fall_verdict(f) -> Verdict:
     """A pilot that lost reward it had (`fit._fall`): at risk where it came back above RECOVERED_SHARE of the fall's
     depth (a dip) or where the fall does not clear the sampling noise of its rows (`fall_in_row_noise`), else unsafe;
     each with the lr the evidence gives (`lower_lr`) and, for the noisy fall, the group size whose rows would tell."""
@@ -165,8 +176,8 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
     where = f"from {fall.best:.3g} ({_span(fall.best_steps)}) to {fall.after:.3g} ({_span(fall.after_steps)})"
     back = came_back(f)
     if back is not None and back >= fall.after + RECOVERED_SHARE * (fall.best - fall.after):
-        return "at risk", (f"the pilot dipped {where} and came back to {back:.3g} by its end: a dip, not yet a "
-                           "collapse; watch the reward"), [lower_lr(setup, lr, bounds, "the pilot dipped at this lr")]
+        return Verdict("at risk", f"the pilot dipped {where} and came back to {back:.3g} by its end: a dip, not yet a "
+                       "collapse; watch the reward", [lower_lr(setup, lr, bounds, "the pilot dipped at this lr")])
     noise = fall_in_row_noise(f)
     if noise is not None and noise[0] <= Z_FALL:
         z, per_row = noise
@@ -181,11 +192,11 @@ def _fall_verdict(f) -> tuple[str, str, list[Change]]:
                 changes.append(Change(key, value, keys.setting(key, value), f"rows of {factor:.3g}x the completions"
                                       + (f", with {' and '.join(together)} (together they keep T)" if together else "")
                                       + f": a fall this size clears their sampling noise (z > {Z_FALL:g})"))
-        return "unsure", (f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: against "
-                          f"their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise; what "
-                          "would tell: a longer pilot, or rows of more completions (below)"), changes
-    return "unsafe", f"the pilot lost reward it had: its mean fell {where}", [
-        lower_lr(setup, lr, bounds, "the pilot lost reward at this lr")]
+        return Verdict("unsure", f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: "
+                       f"against their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise",
+                       changes, tell="a longer pilot, or rows of more completions (below)")
+    return Verdict("unsafe", f"the pilot lost reward it had: its mean fell {where}",
+                   [lower_lr(setup, lr, bounds, "the pilot lost reward at this lr")])
 
 
 def came_back(f) -> float | None:
@@ -257,9 +268,9 @@ def _lr_margin(setup, lr: float, linear: float) -> str:
     """What the safe verdict says of raising the lr: nothing measured. The linear model's bound (`linear`, quoted
     by `_oscillation_bound`) bounds the reward's oscillation, not collapse, and real runs fell far below it (the
     TRL atlas: 15-66x below it in 4 of its 5 cells that gave one; public runs of haxiaww at 1x a bound 30x away)."""
-    return (f"how far {_key(setup)} can rise is not measured (the linear model's bound, "
-            f"{_oscillation_bound(setup, lr, linear)}, is on the reward's oscillation, not collapse: real runs fell "
-            "far below it, paper_repro/RESULTS.md trl-atlas-v3)")
+    return (f"how far {_key(setup)} can rise is not measured: the linear model's bound "
+            f"({_oscillation_bound(setup, lr, linear)}) is on the reward's oscillation, not collapse, and real runs fell "
+            "far below it (paper_repro/RESULTS.md, trl-atlas-v3)")
 
 
 def _oscillation_bound(setup, lr: float, linear: float) -> str:
@@ -269,7 +280,7 @@ def _oscillation_bound(setup, lr: float, linear: float) -> str:
     LR_REACH x lr, and none is known above it."""
     if linear / lr <= LR_REACH:
         return f"{linear / lr:.2g}x {_key(setup)}"
-    return (f"none shown below {LR_REACH:g}x {_key(setup)} ({lr * LR_REACH:.3g}), the furthest a pilot's reading was "
+    return (f"none below {LR_REACH:g}x {_key(setup)} = {lr * LR_REACH:.3g}, as far as a pilot's reading was "
             "checked to reach")
 
 
@@ -370,10 +381,11 @@ def pilot_headline(f, zero_std=None) -> Headline:
     """The verdict, the changes and the forecast of a `predict.PilotForecast` (`predict._headline` for the rules);
     `zero_std`: the pass rates' mixture (`predict.zero_std_answer`), whose G change and share are added."""
     chance = config_fall_chance(f)  # a scan over lr and T: read once for the verdict and the forecast
-    verdict, reason, changes = _verdict(f, chance)
+    verdict, reason, changes, tell, margin = _verdict(f, chance)
     changes = with_fixes(f.config.setup, changes)
     settled = ()
     if zero_std is not None:
         changes = changes + zero_std.changes(f.config.setup)
         settled = tuple(zero_std.settled_lines())
-    return Headline(verdict, reason, tuple(changes), forecast=_forecast(f, chance, verdict), settled=settled)
+    return Headline(verdict, reason, tuple(changes), forecast=_forecast(f, chance, verdict), settled=settled, tell=tell,
+                    margin=margin)

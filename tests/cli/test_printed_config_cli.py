@@ -63,7 +63,7 @@ def test_predict_takes_a_verl_pilots_printed_config_and_says_so(capsys, tmp_path
     pilot = _verl_log(tmp_path / "pilot.log", _config(), n=40)
     assert main(["predict", "--pilot", pilot]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[1].startswith("config: read from the verl config the log printed at line 2")
+    assert out[1].startswith("to tell: ") and out[2].startswith("config: read from the verl config the log printed at line 2")
     assert main(["predict", "--pilot", pilot, "--json", "--set", "actor_rollout_ref.rollout.n=16"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["config_read"][0].startswith("read from the verl config the log printed at line 2")

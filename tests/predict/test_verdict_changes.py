@@ -217,11 +217,12 @@ def test_safe_quotes_the_linear_bound_as_no_lr_margin_and_only_up_to_lr_reach(tm
     near = pilot_headline(dataclasses.replace(base, max_safe_lr=10 * lr, kl_pull=False))
     far = pilot_headline(dataclasses.replace(base, max_safe_lr=2.8e3 * lr, kl_pull=False))
     assert near.verdict == far.verdict == "safe"
-    assert "the linear model's bound, 10x lr, is on the reward's oscillation, not collapse" in near.reason
-    assert f"none shown below {LR_REACH:g}x lr ({lr * LR_REACH:.3g})" in far.reason
-    assert "2.8e+03" not in far.reason
-    for head in (near, far):  # the bound is no margin against collapse: never quoted as one
-        assert "how far lr can rise is not measured" in head.reason and "can rise 10x" not in head.reason
+    assert "the linear model's bound (10x lr) is on the reward's oscillation, not collapse" in near.margin
+    assert f"none below {LR_REACH:g}x lr = {lr * LR_REACH:.3g}" in far.margin
+    assert "2.8e+03" not in far.margin
+    for head in (near, far):  # the bound is no margin against collapse: never quoted as one; a note of its own
+        assert "how far lr can rise is not measured" in head.margin and "can rise 10x" not in head.margin
+        assert "lr margin: how far lr can rise" in head.lines()[-1] and "rise" not in head.reason
 
 
 def test_a_linear_bound_alone_does_not_vouch_for_a_run(tmp_path):
@@ -232,8 +233,8 @@ def test_a_linear_bound_alone_does_not_vouch_for_a_run(tmp_path):
     lr = base.config.setup.hparams.lr
     head = pilot_headline(dataclasses.replace(base, max_safe_lr=10 * lr, displacement=None, kl_pull=False))
     assert head.verdict == "unsure" and "the linear model bounds only the reward's oscillation" in head.reason
-    assert "the linear model bounds only the reward's oscillation (10x lr)" in head.reason
-    assert "what would tell" in head.reason
+    assert "the linear model bounds only the reward's oscillation: 10x lr" in head.reason
+    assert head.tell and head.lines()[1] == f"to tell: {head.tell}" and head.to_json()["what_would_tell"] == head.tell
 
 
 def test_lr_reach_is_the_top_of_the_grids_the_forecast_was_checked_on():
@@ -325,7 +326,7 @@ def test_a_pilot_no_margin_rule_could_read_is_unsure_and_says_what_would_tell(tm
     head = pilot_headline(f)
     assert f.max_safe_lr is None and f.displacement is None and head.verdict == verdict, head.lines()
     if verdict == "unsure":
-        tell = head.reason.split("what would tell: ")[-1]
+        tell = head.tell
         assert not head.changes and tell.startswith("a pilot that logs " + ("entropy" if T == 1 else "clip_ratio/*"))
         assert ("no token entropy" in head.reason) == (T == 1), head.lines()
     else:
@@ -381,12 +382,12 @@ def test_a_swing_is_a_risk_only_as_surely_as_diagnose_reports_one(tmp_path, caps
                                      "num_generations: 4\nbeta: 0.05\nmax_completion_length: 512\nmax_steps: 300\n")
     assert main(["predict", "--config", str(tmp_path / "c.yaml"), "--pilot", str(tmp_path / "p.csv"),
                  "--pilot-steps", "40", "--run-steps", "300"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
+    first, second = capsys.readouterr().out.splitlines()[:2]
     assert first.startswith(f"verdict: {verdict} (") and "alternates from one logged row to the next" in first
     if verdict == "unsure":
         c = float(first.split("at confidence ")[1].split(",")[0])
         assert _swing.SWING_REPORTED <= c < _swing.SWING_SURE
-        assert f"under the {_swing.SWING_SURE:g} a risk needs" in first and "a longer pilot" in first
+        assert f"under the {_swing.SWING_SURE:g} a risk needs" in first and second == "to tell: a longer pilot (--pilot-steps)"
 
 
 def test_a_swing_is_sure_at_the_confidence_diagnose_checked_on_real_runs():

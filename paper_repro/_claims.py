@@ -181,10 +181,10 @@ CLAIMS: tuple[ClaimSpec, ...] = (
     _one("diagnose-real-logs", "diagnose reads every shared real log"),
     _one("diagnose-vs-peer", "diagnose against the peer tool"),
     _one("diagnose-vs-peers", "diagnose against the registry peers (issue 50)"),
-    ClaimSpec("wild-logs-read", "real logs from unseen repositories are read as labelled", r"wild-logs-read-(dev|heldout)",
+    ClaimSpec("wild-logs-read", "real logs from unseen repositories are read as labelled", r"wild-logs-read-(dev|heldout|heldout2)",
               "real logs from repositories no earlier round used are read as labelled by eye (>= 95%), with no "
               "traceback, no refusal of a log with a reward-like series and no false non_finite"),
-    ClaimSpec("wild-logs-verdicts", "on them the verdict is right or unsure", r"wild-logs-verdicts-(dev|heldout)",
+    ClaimSpec("wild-logs-verdicts", "on them the verdict is right or unsure", r"wild-logs-verdicts-(dev|heldout|heldout2)",
               "on those logs diagnose's verdict is right on >= 85% where given and >= 90% at confidence >= 0.9 "
               "(Platt map refitted leaving the repository out), unsure on <= 20%"),
     # forecasts

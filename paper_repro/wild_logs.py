@@ -10,11 +10,12 @@ Per log: `read_log(path)` as a user calls it, then `diagnose(log)`. Scores: read
 false non_finite, verdicts right / unsure, and the confidence >= 0.9 bucket with the Platt map refitted leaving each
 repository out. Records the rows wild-logs-read and wild-logs-verdicts and the appendix section with every log.
 
-Two sets, scored apart: `dev` (labels_*.json: the development corpus, which the readers' authors saw while they
-worked) and `heldout` (heldout/labels_*.json: labelled after the readers were frozen from repositories nobody had
-looked at, the honest measure of logs from the wild).
+Three sets, scored apart: `dev` (labels_*.json: the development corpus, which the readers' authors saw while they
+worked), `heldout` (heldout/labels_*.json: labelled after the readers were frozen from repositories nobody had
+looked at, the honest measure of logs from the wild) and `heldout2` (heldout2/labels_*.json: a second such set,
+labelled in session 44 against the readers of sessions 25-43, committed before any code of this package read it).
 
-    python paper_repro/wild_logs.py [--set dev|heldout] [--no-record] [--logs DIR] [--only SUBSTRING]
+    python paper_repro/wild_logs.py [--set dev|heldout|heldout2] [--no-record] [--logs DIR] [--only SUBSTRING]
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = Path(__file__).with_name("wild_logs")
 ENV_VAR = "GSPO_DYNAMICS_WILD_LOGS"
 SECTIONS = {"dev": "## Logs from the wild: the development corpus (issue 48)",
-            "heldout": "## Logs from the wild: the held-out set (issue 48)"}
-FOLDERS = {"dev": LABELS, "heldout": LABELS / "heldout"}
+            "heldout": "## Logs from the wild: the held-out set (issue 48)",
+            "heldout2": "## Logs from the wild: the second held-out set (session 44)"}
+FOLDERS = {"dev": LABELS, "heldout": LABELS / "heldout", "heldout2": LABELS / "heldout2"}
 # the protocol's targets
 READ_TARGET, RIGHT_TARGET, CONFIDENT_TARGET, UNSURE_MAX, CONFIDENT = 0.95, 0.85, 0.90, 0.20, 0.9
 REL, ABS = 1e-3, 1e-6  # reward_first / reward_last agree to this (relative, absolute)

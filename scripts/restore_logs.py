@@ -4,7 +4,7 @@ The logs other people wrote are never in this repository: each manifest names (r
 With the snapshots fetched to /work/.mirror/<owner>+<name> (the session's `fetch` tool), this writes each file with
 `git show COMMIT:PATH`, checks its sha256, and puts it where the scripts look for it:
 
-    paper_repro/wild_logs/labels_*.json, heldout/labels_*.json   ->  ../wild_logs        ($GSPO_DYNAMICS_WILD_LOGS)
+    paper_repro/wild_logs/labels_*.json, heldout*/labels_*.json  ->  ../wild_logs        ($GSPO_DYNAMICS_WILD_LOGS)
     paper_repro/data/public_collapse/manifest.json              -> ../public_collapse/logs ($GSPO_DYNAMICS_PUBLIC_LOGS)
     paper_repro/data/fresh_runs/manifest.json                    ->  ../fresh_runs       ($GSPO_DYNAMICS_FRESH_RUNS)
     paper_repro/real_log_labels.json ("external")                ->  ../external_logs    ($GSPO_DYNAMICS_EXTERNAL_LOGS)
@@ -36,7 +36,7 @@ def _entries() -> list[tuple[str, dict]]:
     """(target folder name, {file, repo, commit, path, sha256}) for every manifest entry."""
     out = []
     wild = PAPER / "wild_logs"
-    for labels in sorted(wild.glob("labels_*.json")) + sorted((wild / "heldout").glob("labels_*.json")):
+    for labels in sorted(wild.glob("labels_*.json")) + sorted(wild.glob("heldout*/labels_*.json")):
         out += [("wild_logs", e) for e in json.loads(labels.read_text())]
     for folder, manifest in (("public_collapse/logs", PAPER / "data/public_collapse/manifest.json"),
                              ("fresh_runs", PAPER / "data/fresh_runs/manifest.json")):

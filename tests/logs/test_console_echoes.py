@@ -46,3 +46,43 @@ def test_step_keyed_dicts_are_kept_where_they_carry_a_training_reading_or_are_mo
     most = read_console(_trl_console(echoes=N))
     assert {step for step, _ in most.rows} == {0}
     assert not any("printed dict(s) with a step key" in w for w in most.warnings + with_loss.warnings)
+
+
+def _loop_console(dump: bool) -> str:
+    """A hand-written loop printing `Average Reward: ...`, then `Step: N/M, Loss: ..., Avg Reward: ...`, for three
+    runs, each run's evaluation dump after it (generated answers with a `Step 4` line of their own, then
+    `Expected: 344` lines)."""
+    lines = []
+    for run in range(3):
+        for step, reward in enumerate(REWARDS, 1):
+            lines += [f"2025-08-20 19:53:02-train.py:590-INFO >> Average Reward: {reward + run:.4f}",
+                      f"2025-08-20 19:53:03-train.py:700-INFO >> Iter: 1/1, Step: {step}/{N}, Loss: 0.0001, "
+                      f"Avg Reward: {reward + run:.4f}, Algorithm: GSPO"]
+        if dump:
+            lines += ["Completion: <reasoning>", "Step 1: Understand the sentence", "Step 4", ""]
+            lines += [line for k in range(20) for line in (f"Extracted: {k}", f"Expected: {3 * k}")]
+            lines += ["Accuracy: 58.00% (29/50)", "- Dimes: 2", "- Quarters: 6"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_dump_under_a_counter_only_line_below_the_printed_steps_is_no_training_row(tmp_path):
+    """A generated answer's `Step 4` line after the loop printed step 30 gives the dump's `Expected: 344` lines no
+    step of the run: they are left out, so the step does not go back and the last run keeps its 30 rows (audit s44,
+    heldout2: yangminglei122's log read as 3 points)."""
+    for dump in (False, True):
+        path = tmp_path / f"train_{dump}.log"
+        path.write_text(_loop_console(dump))
+        log = read_log(path)
+        assert log.n_points("reward") == N and log.n_runs == 3, (dump, log.warnings)
+        assert np.allclose(log.valid("reward")[1], REWARDS + 2, atol=1e-4)
+        assert not any("goes back" in w for w in log.warnings)
+
+
+def test_a_row_under_a_counter_only_line_at_the_step_in_force_is_kept(tmp_path):
+    """A counter-only line followed by the step's `key: value` lines (the usual printing of a loop without a
+    counter on its metric lines) still gives them its step."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"Step {s}\nreward: {r:.4f}\nloss: 0.1\n" for s, r in enumerate(REWARDS[:10], 1)))
+    log = read_log(path)
+    steps, rewards = log.valid("reward")
+    assert list(steps) == list(range(1, 11)) and np.allclose(rewards, REWARDS[:10], atol=1e-4)

@@ -7,7 +7,9 @@ be a forking path, so fresh runs judge the two candidates instead.
 
   runs        the entries of paper_repro/data/fresh_runs/manifest.json ("runs": repo, commit, path, sha256, file, why),
               each chosen by its metadata only (a finished run logging >= 40 reward points, from a repository not
-              among the 52 nor any other this project has read), before any curve's end was looked at. The files are
+              among the 52 nor any other this project has read), before any curve's end was looked at (but for the
+              fourth search's 9 runs, the second held-out wild set's, whose curves a labeller and diagnose had seen;
+              the manifest says so, and the table is given with and without them). The files are
               other people's: never in this repository; looked for in --runs, $GSPO_DYNAMICS_FRESH_RUNS or
               ../fresh_runs, sha256 checked; absent ones are skipped and counted. Each read by `logs.read_log` as
               `_end_reward_runs` reads (`real_run_forecast.load_runs`, MIN_POINTS = 40, a repeated series once).

@@ -2,7 +2,7 @@
 CLI accepts gets an answer or one clear reason.
 
 Over every log found (the shared real logs and runs, ../shared/data/real_logs and real_runs; the wild corpus's logs,
-named in paper_repro/wild_logs/labels_*.json and heldout/labels_e.json and looked for in $GSPO_DYNAMICS_WILD_LOGS,
+named in paper_repro/wild_logs/labels_*.json and heldout*/labels_*.json and looked for in $GSPO_DYNAMICS_WILD_LOGS,
 else ../wild_logs; synthetic ramps, flat, short and step logs written here; absent logs are skipped and counted), it
 runs, in process as a user would from the shell:
 
@@ -63,7 +63,7 @@ from _sanity import Context, check_json, check_text, unjudged  # noqa: E402
 SHARED = ROOT.parent / "shared" / "data"
 WILD = Path(os.environ.get("GSPO_DYNAMICS_WILD_LOGS", ROOT.parent / "wild_logs"))
 LABELS = sorted((ROOT / "paper_repro" / "wild_logs").glob("labels_*.json")) + \
-    sorted((ROOT / "paper_repro" / "wild_logs" / "heldout").glob("labels_*.json"))
+    sorted((ROOT / "paper_repro" / "wild_logs").glob("heldout*/labels_*.json"))
 SHORT_PILOTS = (7, 8, 9)
 SHARES = (0.10, 0.25)
 LR = 1e-6

@@ -245,7 +245,7 @@ class _Watch:
             self.notifier.send("alert", step=alert.step, verdict=alert.name, kind=alert.kind,
                                confidence=alert.confidence, action=alert.action or None, text=alert.text)
         if self.args.once:  # one reading: the summary answers first, then what it alerted (`finish`)
-            self._once_alerts = check.alerts
+            pass
         elif check.changed or check.alerts or failed:
             if self.args.json:
                 first = {"config": self.config_lines} if not self.printed and self.config_lines else {}
@@ -320,8 +320,9 @@ class _Watch:
             self.printed = True
         else:
             print(text, flush=True)
-            for alert in getattr(self, "_once_alerts", ()):
-                print(f"  {'finding ' if alert.kind == 'finding' else 'alert   '} {alert.text.split(': ', 1)[1]}")
+            for alert in self.guard.alerts if self.args.once else ():  # the one reading's, and the whole log's verdict
+                if not (alert.kind == "mode" and alert.name == summary["verdict"]):  # said on the line above
+                    print(f"  {'finding ' if alert.kind == 'finding' else 'alert   '} {alert.text.split(': ', 1)[1]}")
         self.notifier.send("summary", step=summary["step"], verdict=summary["verdict"],
                            confidence=summary["confidence"], action=summary["action"], text=text)
         return summary

@@ -196,12 +196,17 @@ class Diagnosis:
         """The first finding that invalidates the run and says what to do, or None."""
         return next((f for f in self.findings if f.severity == INVALIDATES and f.advice), None)
 
-    def _do_line(self) -> str:
-        """The headline's `do` line: the action, and where it fixes a finding rather than the verdict above it, that
-        the finding comes first and the verdict is read again after it (the verdict read the numbers it invalidates)."""
+    def do(self, where: str = "") -> str:
+        """The `do` line's text: the action, and where it fixes a finding rather than the verdict, that the finding
+        comes first and the verdict is read again after it (the verdict read the numbers it invalidates); `where`
+        points at the finding (" (below)" in the headline)."""
         if self._invalidating() is None:
-            return f"do         {self.action()}"
-        return f"do         first fix what invalidates the run (below): {self.action()}; then diagnose again"
+            return self.action()
+        return f"first fix what invalidates the run{where}: {self.action()}; then diagnose again"
+
+    def _do_line(self) -> str:
+        """The headline's `do` line (`do`)."""
+        return f"do         {self.do(' (below)')}"
 
     def headline(self) -> list[str]:
         """The answer first (the report's and the figure's first lines): the verdict, the one thing to do, then

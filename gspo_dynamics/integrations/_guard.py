@@ -255,10 +255,13 @@ class Guard:
         d = self.diagnosis
         final = None if d is None else headline_label(d, self.view.rows, final=True)
         first = None if d is None or not d.verdicts else d.verdicts[0]
+        if first is not None and final == first.mode and first.mode not in HEALTHY_MODES and \
+                first.confidence >= self.settings.min_confidence and first.mode not in self.flagged:
+            self._alert(first.mode, "mode", float(first.confidence), first)  # every row read: no streak to wait out
         return {
             "step": self.view.last_step, "rows": self.view.rows, "diagnoses": self.diagnoses,
             "verdict": final, "confidence": None if first is None else float(first.confidence),
-            "action": None if d is None or first is None else (_first_advice(first) or _action(d)),
+            "action": None if d is None or first is None else (_do(d) or _first_advice(first)),
             "reported": self.verdict,
             "findings": [{"name": a.name, "step": a.step, "summary": a.record.summary}
                          for a in self.alerts if a.kind == "finding"],
@@ -294,6 +297,11 @@ def _min_rows(mode: str) -> int:
 
 def _action(diagnosis) -> str:
     return diagnosis.action() if hasattr(diagnosis, "action") else ""
+
+
+def _do(diagnosis) -> str:
+    """diagnose's own `do` line for the whole log (`Diagnosis.do`): a finding that invalidates the run first."""
+    return diagnosis.do() if hasattr(diagnosis, "do") else _action(diagnosis)
 
 
 def _first_advice(record) -> str:

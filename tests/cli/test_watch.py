@@ -103,7 +103,10 @@ def test_fail_on_ends_the_watch_with_its_own_status_and_a_summary(tmp_path, caps
     assert out[-1].startswith("step ") and "; summary: " in out[-1] and ", alerts: " in out[-1]
     heads = [line for line in out if line.startswith("step ")]
     assert "dynamical instability (confidence" in heads[-1] and " — do " in heads[-1]
-    assert "the reward cycles" in heads[-1]  # the verdict's own advice, not a finding's
+    # diagnose's own `do` for the whole log: the NaN invalidates the rows the verdict read, so it comes first (audit
+    # s44live: watch advised the verdict's remedy where diagnose said to fix the finding first)
+    assert "— do first fix what invalidates the run: restart from a checkpoint" in heads[-1]
+    assert "then diagnose again" in heads[-1] and "dynamical_instability at step" in heads[-1]
 
 
 def test_once_reads_what_is_there_and_answers_first(tmp_path, capsys):
@@ -140,6 +143,11 @@ def test_a_log_read_whole_that_already_failed_ends_with_the_fail_on_status(tmp_p
     assert out[0].startswith(f"step {ROWS}: dynamical instability (confidence ")
     assert re.fullmatch(rf"  fail-on  dynamical_instability \(confidence (0\.9\d|1\.00)\): exit {EXIT_FAILED_ON}", out[-1])
     assert main(["watch", str(path), "--once", "--fail-on", "advantage_degeneracy"]) == 0
+    # the one reading's failure mode is among the summary's alerts: no streak over polls to wait out (audit s44live:
+    # "dynamical instability (confidence 1.00)" beside "no alerts" on every one of 423 prefixes)
+    assert main(["watch", str(path), "--once"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.startswith(f"step {ROWS}: dynamical instability (confidence ") and "dynamical_instability at step" in head
     healthy = tmp_path / "healthy.jsonl"
     subprocess.run([sys.executable, "-c", WRITER.replace("time.sleep", "float"), str(healthy), "jsonl", "40"], check=True)
     assert main(["watch", str(healthy), "--once", "--fail-on", "dynamical_instability"]) == 0

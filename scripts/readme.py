@@ -13,7 +13,7 @@ GRPO's sampling turns the smallest difference into another draw of the same run;
 training run, and of every command that reads its log, is checked as a draw:
 - every command exits 0;
 - its lines carry the shown lines' labels (`verdict`, `change:`, `forecast:`, ...) in the same order, but for
-  the OPTIONAL ones (`finding`: a draw may show more findings, or fewer);
+  the OPTIONAL ones (`finding`: a draw may show more findings, or fewer; `lr margin`: a note the draw may not give);
 - the answer lines (ANSWERS) say the shown words and keys, numbers aside: the verdict itself (its words before
   the evidence in brackets) and what to change;
 - a line whose words are the shown ones has its numbers within a factor RUN_FACTOR of the shown ones, or
@@ -52,7 +52,9 @@ DRAW = "out/readme-draw"  # where --draws writes its runs
 TIMEOUT_S = 300
 NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 ANSWERS = ("verdict", "change", "do")  # the labels of the lines that answer: their words must be the shown ones
-OPTIONAL = ("finding",)  # labels of lines a draw may show more or fewer of
+# labels of lines a draw may show more or fewer of: findings, and a safe verdict's `lr margin:` note (given where the
+# draw's pilot identifies the linear model's bound, which the verdict does not rest on)
+OPTIONAL = ("finding", "lr")
 # a number from a training run's draw: within RUN_FACTOR of the shown one, or RUN_ATOL apart (rewards, shares and
 # confidences live in [0, 1]). Set from the spread of five draws of the quick start's run (seeds 0-3 on one thread,
 # seed 0 on two; 2026-12-02), not fitted to pass: the largest ratio between two lines of the same words was 1.8x (an

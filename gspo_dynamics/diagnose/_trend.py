@@ -276,8 +276,8 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
     elif noisy or not ahead:
         advice = [f"the reward still climbs over the last half of the log (slope z {slope_z:.1f}); train longer"]
     elif top:  # at or past the top of the range: no plateau to count steps to
-        advice = [f"the reward is still rising toward its bound {bounds[1]:g} (the fit puts the plateau at the bound); "
-                  "train longer"]
+        advice = [f"the reward still rises at the log's end, and its fitted curve does not level off below the bound "
+                  f"{bounds[1]:g}: where it levels off is not identified; train longer and diagnose again"]
     elif "plateau" in imp.unidentified:
         advice = [f"the reward is still rising, toward a plateau the data do not identify ({imp.unidentified['plateau']}); "
                   "train longer"]

@@ -244,9 +244,8 @@ class _Watch:
         for alert in check.alerts:
             self.notifier.send("alert", step=alert.step, verdict=alert.name, kind=alert.kind,
                                confidence=alert.confidence, action=alert.action or None, text=alert.text)
-        if self.args.once:  # one reading: the summary answers first, then what it alerted (`finish`)
-            pass
-        elif check.changed or check.alerts or failed:
+        # one reading (--once): the summary answers first, then what it alerted (`finish`)
+        if not self.args.once and (check.changed or check.alerts or failed):
             if self.args.json:
                 first = {"config": self.config_lines} if not self.printed and self.config_lines else {}
                 print(report_json(check, failed, **first), flush=True)

@@ -102,16 +102,12 @@ class _Scan:
     keys: dict = field(default_factory=dict)  # the text between two pairs -> the second's key
     bar: tuple[int, int] | None = None  # the last progress bar without a label: (n, total)
     bar_totals: Counter = field(default_factory=Counter)  # how often a bar without a label showed each total
-    block: tuple | None = None  # the block under a header line: (step, an eval block, record, its step a line above's)
+    block: tuple[int | None, bool, dict] | None = None  # the block under a header line: (step, an eval block, record)
     awaiting: list = field(default_factory=list)  # the [before, after] bars of dicts printed since it
     marks: dict = field(default_factory=dict)  # messages with a number that may count the rows (`_console_runs`)
     recent: deque = field(default_factory=lambda: deque(maxlen=_RECENT))  # the last lines that are no metric line
     totals: dict = field(default_factory=dict)  # run -> its banner's total steps (`Total optimization steps = N`)
     bare: list = field(default_factory=list)  # indices into `pairs` whose step is a bare `[n/N]` (`bare_counter`)
-    behind: list = field(default_factory=list)  # indices into `pairs` whose step, a counter-only line's above, is
-    # below a step a metric line printed before them (`_behind_rows_kept`)
-    own_keys: set = field(default_factory=set)  # the keys of the `key: value` rows with a counter on their own line
-    own_step: int | None = None  # the last step printed on a metric line of `key: value` pairs
 
 
 def _number(token: str) -> object:
@@ -281,7 +277,6 @@ def _scan_line(line: str, scan: _Scan, current: int | None, step_key: str | None
         return current
     if bare:
         scan.bare.append(len(scan.pairs))
-    _own_or_behind(scan, step, current, record, is_eval)
     scan.pairs.append((step if step is not None else current, record, is_eval))
     scan.verl += " - " in line and _VERL_HINT.search(line) is not None
     return current if step is None else None
@@ -321,7 +316,7 @@ def _no_pairs(line: str, scan: _Scan, current: int | None, step: int | None, sta
     cut = prefix.end() if prefix is not None and prefix.end() <= start else 0
     message = line[cut:].strip()
     if message.endswith(":") and len(message) <= _MAX_HEADER and _LETTERS.search(message):
-        scan.block = (step if step is not None else current, _EVAL_WORD.search(message) is not None, {}, step is None)
+        scan.block = (step if step is not None else current, _EVAL_WORD.search(message) is not None, {})
         return current
     counter_only = step is not None and _LETTERS.search(line[cut:start] + " " + line[end:]) is None
     return step if counter_only else current
@@ -331,7 +326,7 @@ def _close_block(scan: _Scan) -> None:
     """The open block as a row of the scan's pairs (one without a step only if it holds two metrics or more)."""
     if scan.block is None:
         return
-    step, is_eval, record, inherited = scan.block
+    step, is_eval, record = scan.block
     scan.block = None
     if not record:
         return
@@ -340,7 +335,6 @@ def _close_block(scan: _Scan) -> None:
     metric, eval_keys, _ = _kind_of(record, scan.memo)
     if step is None and (len(record) < 2 or not metric):
         return
-    _own_or_behind(scan, None if inherited else step, step, record, is_eval or eval_keys)
     scan.pairs.append((step, record, is_eval or eval_keys))
 
 
@@ -365,31 +359,6 @@ def _bare_steps_kept(scan: _Scan) -> None:
         scan.bare.clear()
 
 
-def _own_or_behind(scan: _Scan, own: int | None, inherited: int | None, record: dict, is_eval: bool) -> None:
-    """Before a training row of `key: value` pairs is added: its keys and step where the step is printed on its own
-    line (`own`), else, where the step it takes from a counter-only line above (`inherited`) is below the last such
-    printed step, its index as a row that may be no training row (`_behind_rows_kept`)."""
-    if is_eval:
-        return
-    if own is not None:
-        scan.own_keys.update(record)
-        scan.own_step = own
-    elif inherited is not None and scan.own_step is not None and inherited < scan.own_step:
-        scan.behind.append(len(scan.pairs))
-
-
-def _behind_rows_kept(scan: _Scan) -> None:
-    """Where the log prints its counter on its metric lines (`Step: 200/200, Loss: ..., Avg Reward: ...`), a `key:
-    value` line whose step came from a counter-only line above it, a step below one already printed, and that shares
-    no key with the metric lines, is no training row: a generated answer's `Step 4` line, then `Expected: 344` or
-    `Accuracy: 58.00%` of an evaluation dump below it (audit s44, heldout2), whose step going back would read as
-    another run. Such lines are left out (after `_bare_steps_kept`, which reads `scan.bare`'s indices)."""
-    drop = {i for i in scan.behind if scan.own_keys.isdisjoint(scan.pairs[i][1])}
-    if drop:
-        scan.pairs[:] = [row for i, row in enumerate(scan.pairs) if i not in drop]
-    scan.behind.clear()
-
-
 def scan_console(text: str, step_key: str | None = None) -> _Scan:
     """Every metric line of `text`."""
     if "\x1b" in text:
@@ -403,7 +372,6 @@ def scan_console(text: str, step_key: str | None = None) -> _Scan:
                 scan.recent.append(line)  # no metric line: a counter's message? (`_messages_before`)
     _close_block(scan)
     _bare_steps_kept(scan)
-    _behind_rows_kept(scan)
     return scan
 
 

@@ -54,7 +54,7 @@ NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 ANSWERS = ("verdict", "change", "do")  # the labels of the lines that answer: their words must be the shown ones
 # labels of lines a draw may show more or fewer of: findings, and a safe verdict's `lr margin:` note (given where the
 # draw's pilot identifies the linear model's bound, which the verdict does not rest on)
-OPTIONAL = ("finding", "lr")
+OPTIONAL = ("finding", "lr margin:")  # each the start of such a line
 # a number from a training run's draw: within RUN_FACTOR of the shown one, or RUN_ATOL apart (rewards, shares and
 # confidences live in [0, 1]). Set from the spread of five draws of the quick start's run (seeds 0-3 on one thread,
 # seed 0 on two; 2026-12-02), not fitted to pass: the largest ratio between two lines of the same words was 1.8x (an
@@ -136,7 +136,7 @@ def _label(line: str) -> str:
 
 def _labelled(text: str) -> list[tuple[str, str]]:
     """(label, line) of each line but the blank and the OPTIONAL ones."""
-    return [(_label(line), line) for line in filter(str.strip, text.splitlines()) if _label(line) not in OPTIONAL]
+    return [(_label(line), line) for line in filter(str.strip, text.splitlines()) if not line.lstrip().startswith(OPTIONAL)]
 
 
 def _words(label: str, line: str) -> str:

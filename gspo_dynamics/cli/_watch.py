@@ -319,7 +319,7 @@ class _Watch:
             self.printed = True
         else:
             print(text, flush=True)
-            for alert in self.guard.alerts if self.args.once else ():  # the one reading's, and the whole log's verdict
+            for alert in self.guard.alerts if self.args.once else ():  # the one reading's
                 if not (alert.kind == "mode" and alert.name == summary["verdict"]):  # said on the line above
                     print(f"  {'finding ' if alert.kind == 'finding' else 'alert   '} {alert.text.split(': ', 1)[1]}")
         self.notifier.send("summary", step=summary["step"], verdict=summary["verdict"],

@@ -255,9 +255,13 @@ class Guard:
         d = self.diagnosis
         final = None if d is None else headline_label(d, self.view.rows, final=True)
         first = None if d is None or not d.verdicts else d.verdicts[0]
+        alerts = [{"step": a.step, "name": a.name, "kind": a.kind, "confidence": a.confidence} for a in self.alerts]
         if first is not None and final == first.mode and first.mode not in HEALTHY_MODES and \
                 first.confidence >= self.settings.min_confidence and first.mode not in self.flagged:
-            self._alert(first.mode, "mode", float(first.confidence), first)  # every row read: no streak to wait out
+            # every row read is the evidence: no streak of checks to wait out (a --once reading has one check). Said in
+            # this summary only: the guard's state is not touched, so a later check alerts it once it holds
+            alerts.append({"step": self.view.last_step, "name": first.mode, "kind": "mode",
+                           "confidence": float(first.confidence)})
         return {
             "step": self.view.last_step, "rows": self.view.rows, "diagnoses": self.diagnoses,
             "verdict": final, "confidence": None if first is None else float(first.confidence),
@@ -265,7 +269,7 @@ class Guard:
             "reported": self.verdict,
             "findings": [{"name": a.name, "step": a.step, "summary": a.record.summary}
                          for a in self.alerts if a.kind == "finding"],
-            "alerts": [{"step": a.step, "name": a.name, "kind": a.kind, "confidence": a.confidence} for a in self.alerts],
+            "alerts": alerts,
             "view_block": self.view.block, "block_means": means,
         }
 
@@ -311,7 +315,7 @@ def _first_advice(record) -> str:
 
 def summary_line(summary: dict) -> str:
     """`Guard.summary` as one line, the answer first: `step N: verdict (confidence q) — do ...; summary: R rows, alerts:
-    name at step s, ...` (the final verdict on every row read, its own advice, then what was alerted)."""
+    name at step s, ...` (the final verdict on every row read, diagnose's `do` for those rows, then what was alerted)."""
     verdict = summary["verdict"] or "no rows read"
     head = f"step {summary['step']}: {verdict.replace('_', ' ')}"
     if summary["confidence"] is not None and not verdict.startswith("unsure"):

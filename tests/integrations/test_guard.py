@@ -274,3 +274,22 @@ def test_the_guards_band_is_diagnoses_checked_one():
     from gspo_dynamics.integrations._guard import MIN_CONFIDENCE
 
     assert MIN_CONFIDENCE == CHECKED_CONFIDENCE
+
+
+def test_the_summary_names_the_final_failure_mode_without_touching_the_guard():
+    """A summary (watch's idle one, a --once reading) lists the failure mode its final diagnosis names at
+    min_confidence among the alerts though no streak held it, and leaves the guard's state alone: the mode is still
+    alerted once, live, when it holds, and two summaries list it once (review s44: it was alerted twice, or never)."""
+    rows = trl_rows("degenerate", 120, seed=1)
+    guard = Guard()
+    guard.add(read_log_history(rows[:40]))
+    guard.check()
+    idle = guard.summary()
+    assert idle["verdict"] == "advantage_degeneracy" and [a["name"] for a in idle["alerts"]] == ["advantage_degeneracy"]
+    assert not guard.alerts and "advantage_degeneracy" not in guard.flagged
+    for start in range(40, 120, 16):
+        guard.add(read_log_history(rows[start:start + 16]))
+        guard.check()
+    assert [a.name for a in guard.alerts] == ["advantage_degeneracy"]  # alerted live, once
+    guard.summary()
+    assert [a["name"] for a in guard.summary()["alerts"]] == ["advantage_degeneracy"]

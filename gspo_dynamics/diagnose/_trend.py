@@ -260,7 +260,7 @@ def _rising_verdict(fit, imp, z: float, noisy: bool, ev: list, frac: float, rem_
     """still_rising: confidence from the late half's slope z (`late_slope`) and, for a good fit, the remaining
     rise (its share of the total rise and its z), then lowered for an uncertain shape (`_shape_confidence`). A
     noisy fit (R^2 < R2_NOISE) gives no plateau or time in the advice, nor a plateau past what the reward can reach
-    (`bounds`, `_verdict.reward_reach`): that one is said to be at the bound. Nor does a fitted plateau the recent
+    (`bounds`, `_verdict.reward_reach`): there the advice says the curve does not level off below the bound. Nor does a fitted plateau the recent
     rewards already reached (not `ahead` of `recent_level`, e.g. a fit bent by a fall and recovery): the advice
     never calls a plateau above the last values that lies below them; the late half's slope alone then decides."""
     conf = confidence(slope_z - Z_STILL_RISING, 1.0) if math.isfinite(slope_z) else 0.0

@@ -26,7 +26,7 @@ The verdict is decided by the first rule that applies, in this order (each names
                          quoted: the linear model's bound (up to LR_REACH x lr) is said to bound the reward's
                          oscillation, not collapse (real TRL runs fell far below it: `_pilot_headline._lr_margin`);
   unsure                 the pilot kept its reward but no margin rule could read it (a rise that has not bent, and
-                         neither the entropy at T = 1 nor D at T > 1 logged): it says what would tell. On public runs
+                         neither the entropy at T = 1 nor D at T > 1 logged): it says what would tell (`Headline.tell`). On public runs
                          such pilots went on to fall on 8 of 27 (paper_repro/public_collapse.py);
   unknown until a pilot  no pilot log: a config fixes T, G and the momentum, but not the curvature the learning
                          rate multiplies (`predict._config_forecast`).
@@ -172,6 +172,8 @@ class Headline:
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if (self.tell and self.verdict != "unsure") or (self.margin and self.verdict != "safe"):
+            raise ValueError(f"a {self.verdict!r} verdict carries no what-would-tell (unsure) or lr margin (safe)")
 
     def lines(self) -> list[str]:
         out = [f"verdict: {self.verdict} ({self.reason})"] + ([f"to tell: {self.tell}"] if self.tell else [])

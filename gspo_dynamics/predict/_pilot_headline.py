@@ -70,7 +70,7 @@ def rise_in_noise(f) -> float | None:
     return float((np.mean(r[-k:]) - np.mean(r[:k])) / f.fit.residual_std)
 
 
-class Verdict(NamedTuple):
+class PilotVerdict(NamedTuple):
     """A pilot's verdict, its one reason and its changes; an unsure verdict's `tell` (what would decide it) and a safe
     one's `margin` (how far the lr may rise) apart from the reason, each on its own line (`Headline`)."""
 
@@ -81,7 +81,7 @@ class Verdict(NamedTuple):
     margin: str | None = None
 
 
-def _verdict(f, chance: dict | None) -> Verdict:
+def _verdict(f, chance: dict | None) -> PilotVerdict:
     setup, hp = f.config.setup, f.config.setup.hparams
     lr, T, n = hp.lr, hp.refresh_interval, f.pilot_steps
     linear = f.max_safe_lr if f.max_safe_lr is not None and not f.lost else None
@@ -89,10 +89,10 @@ def _verdict(f, chance: dict | None) -> Verdict:
     if f.invalid:  # a pilot whose updates were not finite, that barely trained, or whose answers were cut: nothing
         cap = [length_cap_change(setup, f.cap_tokens, "twice the pilot's mean completion length: answers end, not cut")
                ] if f.cap_tokens else []
-        return Verdict("unsure", f"the pilot is no evidence about this config: {f.invalid}", cap)
+        return PilotVerdict("unsure", f"the pilot is no evidence about this config: {f.invalid}", cap)
     if f.mismatch:  # a pilot run at another lr vouches for its own lr, not the config's
-        return Verdict("unsure", "the pilot ran at another learning rate than the config's (below), so it vouches for "
-                       "neither", [], tell="the pilot's own config")
+        return PilotVerdict("unsure", "the pilot ran at another learning rate than the config's (below), so it vouches for "
+                            "neither", [], tell="the pilot's own config")
     if f.lost:
         return _fall_verdict(f)
     changes: list[Change] = []
@@ -104,42 +104,42 @@ def _verdict(f, chance: dict | None) -> Verdict:
             changes += refresh_changes(setup, f.collapse_max_refresh, "the move within the limit at this lr")
         why = ("the pilot's entropy rose on its first updates: its step overshoots" if f.overshoot else
                f"the policy moves D = {f.displacement:.3g} between sampler refreshes, past the collapse limit {limit:.3g}")
-        return Verdict("unsafe", why, changes or [lower_lr(setup, lr, (), "the collapse rule says this lr is too large")])
+        return PilotVerdict("unsafe", why, changes or [lower_lr(setup, lr, (), "the collapse rule says this lr is too large")])
     if linear is not None and lr > linear:
-        return Verdict("unsafe", f"{_key(setup)} {lr:g} is above the largest stable {linear:.3g} at T = {T} (the "
-                       "pilot's curve read by the linear model)",
-                       [lr_change(setup, linear / MARGIN_FACTOR, f"a {MARGIN_FACTOR:g}x margin below the bound")])
+        return PilotVerdict("unsafe", f"{_key(setup)} {lr:g} is above the largest stable {linear:.3g} at T = {T} (the "
+                            "pilot's curve read by the linear model)",
+                            [lr_change(setup, linear / MARGIN_FACTOR, f"a {MARGIN_FACTOR:g}x margin below the bound")])
     risks = _risks(f, chance, linear, limit, changes)
     if risks:
-        return Verdict("at risk", "; ".join(risks),
-                       _merged(changes, _key(setup)) or [lower_lr(setup, lr, (), "; ".join(risks))])
+        return PilotVerdict("at risk", "; ".join(risks),
+                            _merged(changes, _key(setup)) or [lower_lr(setup, lr, (), "; ".join(risks))])
     if f.end_drop is not None:  # no row after it: neither a loss nor a kept reward (predict._row_fall (3))
         d = f.end_drop
-        return Verdict("unsure", f"the pilot's last reward row, {d.after:.3g} (step {d.after_steps[0]}), fell far below "
-                       f"its level before it, {d.best:.3g} (z = {d.z:.2g} in the pilot's own scatter): a drop at its end, "
-                       "which no row after it tells from a collapse or one bad row", changes,
-                       tell="a few more rows (a longer --pilot-steps)")
+        return PilotVerdict("unsure", f"the pilot's last reward row, {d.after:.3g} (step {d.after_steps[0]}), fell far below "
+                            f"its level before it, {d.best:.3g} (z = {d.z:.2g} in the pilot's own scatter): a drop at its end, "
+                            "which no row after it tells from a collapse or one bad row", changes,
+                            tell="a few more rows (a longer --pilot-steps)")
     if f.length_fall is not None:  # a shrinking answer vouches for no run (`predict._pilot_validity.length_fall`)
-        return Verdict("unsure", f"the pilot kept its reward over {n} points, but {f.length_fall}", changes,
-                       tell="the completions of its last steps (near-empty ones: a length penalty, or a reward a short "
-                       "answer earns), or a longer pilot")
+        return PilotVerdict("unsure", f"the pilot kept its reward over {n} points, but {f.length_fall}", changes,
+                            tell="the completions of its last steps (near-empty ones: a length penalty, or a reward a short "
+                            "answer earns), or a longer pilot")
     weak = weak_swing(f)
     if weak is not None:  # a limit cycle not shown surely enough for a risk: no margin either
-        return Verdict("unsure", f"the pilot kept its reward over {n} points, but {weak}", changes,
-                       tell="a longer pilot (--pilot-steps)")
+        return PilotVerdict("unsure", f"the pilot kept its reward over {n} points, but {weak}", changes,
+                            tell="a longer pilot (--pilot-steps)")
     margins = [f"the pilot kept its reward over {n} points"]
     if limit is not None:
         margins.append(f"it ran at this move between refreshes (D = {f.displacement:.3g}) and held" if ran_and_held(f)
                        else f"the move between refreshes is {f.displacement / limit:.0%} of the collapse limit")
     if limit is None and (T > 1 or f.entropy_rise is None):  # the linear bound alone never vouches for a run
         reason, tell = _unread(f, linear)
-        return Verdict("unsure", reason, changes, tell=tell)
+        return PilotVerdict("unsure", reason, changes, tell=tell)
     if limit is None:
         margins.append("its entropy did not overshoot on the first updates, the one collapse route on-policy "
                        "(theory.collapse (6))")
     margin = _lr_margin(setup, lr, linear) if linear is not None else (
         f"not identified ({f.lr_note})" if limit is None else None)
-    return Verdict("safe", "; ".join(margins), changes, margin=margin)
+    return PilotVerdict("safe", "; ".join(margins), changes, margin=margin)
 
 
 def _unread(f, linear: float | None = None) -> tuple[str, str]:
@@ -167,7 +167,7 @@ def _unread(f, linear: float | None = None) -> tuple[str, str]:
             f"{missing}, and {oscillation}", f"a pilot that logs {entropy if on_policy or no_entropy else drift}{longer}")
 
 
-def _fall_verdict(f) -> Verdict:
+def _fall_verdict(f) -> PilotVerdict:
     """A pilot that lost reward it had (`fit._fall`): at risk where it came back above RECOVERED_SHARE of the fall's
     depth (a dip) or where the fall does not clear the sampling noise of its rows (`fall_in_row_noise`), else unsafe;
     each with the lr the evidence gives (`lower_lr`) and, for the noisy fall, the group size whose rows would tell."""
@@ -176,8 +176,8 @@ def _fall_verdict(f) -> Verdict:
     where = f"from {fall.best:.3g} ({_span(fall.best_steps)}) to {fall.after:.3g} ({_span(fall.after_steps)})"
     back = came_back(f)
     if back is not None and back >= fall.after + RECOVERED_SHARE * (fall.best - fall.after):
-        return Verdict("at risk", f"the pilot dipped {where} and came back to {back:.3g} by its end: a dip, not yet a "
-                       "collapse; watch the reward", [lower_lr(setup, lr, bounds, "the pilot dipped at this lr")])
+        return PilotVerdict("at risk", f"the pilot dipped {where} and came back to {back:.3g} by its end: a dip, not yet a "
+                            "collapse; watch the reward", [lower_lr(setup, lr, bounds, "the pilot dipped at this lr")])
     noise = fall_in_row_noise(f)
     if noise is not None and noise[0] <= Z_FALL:
         z, per_row = noise
@@ -192,11 +192,11 @@ def _fall_verdict(f) -> Verdict:
                 changes.append(Change(key, value, keys.setting(key, value), f"rows of {factor:.3g}x the completions"
                                       + (f", with {' and '.join(together)} (together they keep T)" if together else "")
                                       + f": a fall this size clears their sampling noise (z > {Z_FALL:g})"))
-        return Verdict("unsure", f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: "
-                       f"against their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise",
-                       changes, tell="a longer pilot, or rows of more completions (below)")
-    return Verdict("unsafe", f"the pilot lost reward it had: its mean fell {where}",
-                   [lower_lr(setup, lr, bounds, "the pilot lost reward at this lr")])
+        return PilotVerdict("unsure", f"the pilot's reward fell {where}, but its rows average {per_row:g} completions each: "
+                            f"against their sampling noise the fall is z = {z:.2g}, not past {Z_FALL:g}: it may be noise",
+                            changes, tell="a longer pilot, or rows of more completions (below)")
+    return PilotVerdict("unsafe", f"the pilot lost reward it had: its mean fell {where}",
+                        [lower_lr(setup, lr, bounds, "the pilot lost reward at this lr")])
 
 
 def came_back(f) -> float | None:

@@ -197,16 +197,11 @@ class Diagnosis:
         return next((f for f in self.findings if f.severity == INVALIDATES and f.advice), None)
 
     def do(self, where: str = "") -> str:
-        """The `do` line's text: the action, and where it fixes a finding rather than the verdict, that the finding
-        comes first and the verdict is read again after it (the verdict read the numbers it invalidates); `where`
-        points at the finding (" (below)" in the headline)."""
+        """The `do` line: the action, and where it fixes a finding that invalidates the numbers the verdict read, that
+        the finding comes first and the verdict is read again after it; `where` points at it (" (below)")."""
         if self._invalidating() is None:
             return self.action()
         return f"first fix what invalidates the run{where}: {self.action()}; then diagnose again"
-
-    def _do_line(self) -> str:
-        """The headline's `do` line (`do`)."""
-        return f"do         {self.do(' (below)')}"
 
     def headline(self) -> list[str]:
         """The answer first (the report's and the figure's first lines): the verdict, the one thing to do, then
@@ -221,10 +216,10 @@ class Diagnosis:
         elif self.unsure:
             tells = UNSURE_TELLS.get(frozenset(self.unsure), "a longer run tells")
             lines = [f"verdict    unsure: {' or '.join(m.replace('_', ' ') for m in self.unsure)} — {tells}",
-                     self._do_line()]
+                     f"do         {self.do(' (below)')}"]
         else:
             lines = [f"verdict    {self.primary.replace('_', ' ')} (confidence {self.verdicts[0].confidence:.2f})",
-                     self._do_line()]
+                     f"do         {self.do(' (below)')}"]
         for f in self.findings:
             if f.severity != NOTE:
                 lines.append(f"{'invalid' if f.severity == INVALIDATES else 'finding':<10} {f.summary}")
